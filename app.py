@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+"""This team's CDK app: load the deployment config, build the stack, attach checks, synthesize."""
+import sys
+
+from aws_cdk import App, Environment
+
+from sagemaker_llm_cdk import ConfigurationError, load_config
+from stacks import LlmPlatformStack, attach_checks
+
+
+def main() -> None:
+    app = App()
+    path = app.node.try_get_context("config") or "config/default.yaml"
+    try:
+        config = load_config(path)
+        env = Environment(account=config.target.account, region=config.target.region)
+        LlmPlatformStack(app, config.stack_name, config=config, env=env)
+    except ConfigurationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)
+    attach_checks(app)
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

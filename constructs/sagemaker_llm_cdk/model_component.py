@@ -1,0 +1,360 @@
+"""``ModelComponent``: one model on an ``LlmEndpoint``, as an inference component with its own copies."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import jsii
+from aws_cdk import Aws, Duration, Stack
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from . import acknowledgements
+from .endpoint import _depend_on_policy
+from .errors import ConfigurationError, Problem
+from .settings import _ECR_IMAGE, _S3_URI, ModelSpec
+from .validation import validated
+
+if TYPE_CHECKING:
+    from .endpoint import LlmEndpoint
+
+LMI_ACCOUNT = "763104351884"
+"""AWS Deep Learning Containers account that publishes the LMI image in most commercial regions."""
+LMI_REPOSITORY = "djl-inference"
+
+COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
+
+
+class ModelComponent(Construct):
+    """A model hosted on an ``LlmEndpoint`` as an inference component.
+
+    Creates a SageMaker model (weights read from S3 as they are, no repackaging), an
+    inference component with its own accelerators, memory and copy count, NVMe caching of
+    the weights (on by default), and copy autoscaling when ``spec.copies`` allows a range:
+    target tracking on concurrent requests per copy (high-resolution metric) and, when
+    ``min_copies`` is 0, a step policy that brings a copy back on the first request that
+    finds none (alarm on ``NoCapacityInvocationFailures``).
+
+    The component's physical name is ``spec.name``: clients pass it as
+    ``InferenceComponentName`` and adapters refer to it. Escape hatches: ``cfn_model``,
+    ``cfn_inference_component``, ``scalable_target``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint: "LlmEndpoint",
+        spec: ModelSpec,
+        model_data_key: kms.IKey | None = None,
+        extra_environment: Mapping[str, str] | None = None,
+    ) -> None:
+        """
+        :param endpoint: the endpoint that hosts this model.
+        :param spec: what to serve and how (see ``ModelSpec``).
+        :param model_data_key: the KMS key the weights are encrypted with, if any. Default:
+            the weights' bucket uses S3-managed keys.
+        :param extra_environment: container variables added by other features (adapters,
+            sessions, speculative decoding). Default: none.
+        """
+        super().__init__(scope, id)
+        spec = validated(ModelSpec, spec, where=self.node.path)
+        problems = _fit_problems(spec, endpoint)
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+        self.spec = spec
+        self.endpoint = endpoint
+        self.component_name = spec.name
+        stack = Stack.of(self)
+
+        environment = {**self.default_environment(spec), **spec.environment, **(extra_environment or {})}
+        self._environment = environment
+        image, repository_arn = container_image(spec.image)
+        self.image_uri = image
+        self._grant_model_access(spec, repository_arn, model_data_key)
+
+        uri = spec.model_data_s3_uri
+        compressed = uri.endswith(".tar.gz")
+        self.cfn_model = sagemaker.CfnModel(
+            self,
+            "Model",
+            execution_role_arn=endpoint.role.role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=image,
+                model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
+                    s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+                        s3_uri=uri,
+                        s3_data_type="S3Object" if compressed else "S3Prefix",
+                        compression_type="Gzip" if compressed else "None",
+                    )
+                ),
+                environment=environment,
+            ),
+            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
+                security_group_ids=[g.security_group_id for g in endpoint.security_groups],
+                subnets=endpoint.subnet_ids,
+            )
+            if endpoint.vpc is not None
+            else None,
+        )
+        _depend_on_policy(self.cfn_model, endpoint.role)
+
+        copies = spec.copies
+        self.cfn_inference_component = sagemaker.CfnInferenceComponent(
+            self,
+            "Resource",
+            endpoint_name=endpoint.endpoint_name,
+            inference_component_name=spec.name,
+            variant_name=endpoint.variant_name,
+            specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+                model_name=self.cfn_model.attr_model_name,
+                compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
+                    number_of_accelerator_devices_required=spec.accelerators,
+                    min_memory_required_in_mb=spec.min_memory_mb,
+                    number_of_cpu_cores_required=spec.cpu_cores,
+                ),
+                startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
+                    model_data_download_timeout_in_seconds=spec.model_data_download_timeout_seconds,
+                    container_startup_health_check_timeout_in_seconds=spec.container_startup_timeout_seconds,
+                ),
+                data_cache_config=sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty(
+                    enable_caching=spec.cache_weights
+                ),
+            ),
+            runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
+                copy_count=copies.initial
+            ),
+        )
+        self.node.default_child = self.cfn_inference_component
+        self.component_arn = self.cfn_inference_component.attr_inference_component_arn
+
+        self.scalable_target: appscaling.CfnScalableTarget | None = None
+        self.scale_from_zero_alarm: cloudwatch.Alarm | None = None
+        if copies.autoscaled:
+            self._add_copy_autoscaling(stack)
+        endpoint._register(self)
+
+    # ---------------------------------------------------------------- container
+    @staticmethod
+    def default_environment(spec: ModelSpec) -> dict[str, str]:
+        """Variables the LMI container needs to serve weights from ``/opt/ml/model``."""
+        if not spec.is_lmi:
+            return {}
+        return {"OPTION_MODEL_ID": "/opt/ml/model", "OPTION_TENSOR_PARALLEL_DEGREE": str(spec.accelerators)}
+
+    def add_environment(self, name: str, value: str) -> None:
+        """Add a container variable (used by adapters, sessions and speculative decoding)."""
+        if name in self.spec.environment and self.spec.environment[name] != value:
+            raise ConfigurationError(
+                [Problem(f"environment.{name}", self.spec.environment[name], f"{value!r}, which a feature of this model needs",
+                         f"remove {name} from environment; the feature sets it")],
+                source=self.node.path,
+            )
+        self._environment[name] = value
+        self.cfn_model.add_property_override(f"PrimaryContainer.Environment.{name}", value)
+
+    @property
+    def environment(self) -> dict[str, str]:
+        return dict(self._environment)
+
+    # --------------------------------------------------------------- autoscaling
+    def _add_copy_autoscaling(self, stack: Stack) -> None:
+        copies = self.spec.copies
+        self.scalable_target = appscaling.CfnScalableTarget(
+            self,
+            "CopyScaling",
+            service_namespace="sagemaker",
+            resource_id=f"inference-component/{self.component_name}",
+            scalable_dimension=COPY_COUNT_DIMENSION,
+            min_capacity=copies.min_copies,
+            max_capacity=copies.max_copies,
+        )
+        self.scalable_target.add_resource_dependency(self.cfn_inference_component)
+        appscaling.CfnScalingPolicy(
+            self,
+            "TrackConcurrency",
+            policy_name=f"{self.component_name}-concurrency",
+            policy_type="TargetTrackingScaling",
+            scaling_target_id=self.scalable_target.ref,
+            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=copies.target_concurrent_requests_per_copy,
+                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
+                    predefined_metric_type="SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution",
+                ),
+                scale_in_cooldown=copies.scale_in_cooldown_seconds,
+                scale_out_cooldown=copies.scale_out_cooldown_seconds,
+            ),
+        )
+        if copies.min_copies == 0:
+            step = appscaling.CfnScalingPolicy(
+                self,
+                "ScaleFromZero",
+                policy_name=f"{self.component_name}-from-zero",
+                policy_type="StepScaling",
+                scaling_target_id=self.scalable_target.ref,
+                step_scaling_policy_configuration=appscaling.CfnScalingPolicy.StepScalingPolicyConfigurationProperty(
+                    adjustment_type="ChangeInCapacity",
+                    metric_aggregation_type="Maximum",
+                    cooldown=60,
+                    step_adjustments=[
+                        appscaling.CfnScalingPolicy.StepAdjustmentProperty(
+                            metric_interval_lower_bound=0, scaling_adjustment=1
+                        )
+                    ],
+                ),
+            )
+            self.scale_from_zero_alarm = cloudwatch.Alarm(
+                self,
+                "NoCapacityAlarm",
+                alarm_description=f"A request found no copy of {self.component_name}: start one (scale from zero)",
+                metric=self.metric_no_capacity_invocation_failures(statistic="Maximum"),
+                threshold=1,
+                evaluation_periods=1,
+                datapoints_to_alarm=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            self.scale_from_zero_alarm.add_alarm_action(_PolicyAction(step.attr_arn))
+
+    # ------------------------------------------------------------------ grants
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to invoke this component only (not the endpoint's other models)."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+            resource_arns=[self.endpoint.endpoint_arn, self.component_arn],
+        )
+
+    def _grant_model_access(self, spec: ModelSpec, repository_arn: str, key: kms.IKey | None) -> None:
+        role = self.endpoint.role
+        match = _S3_URI.match(spec.model_data_s3_uri)
+        assert match  # validated by ModelSpec
+        bucket, key_path = match.group("bucket"), match.group("key") or ""
+        partition = Aws.PARTITION
+        prefix = key_path if key_path.endswith(".tar.gz") else f"{key_path}*"
+        weights_arn = f"arn:{partition}:s3:::{bucket}/{prefix}"
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[weights_arn]))
+        if prefix.endswith("*"):
+            acknowledgements.model_component(self, weights_arn)
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[f"arn:{partition}:s3:::{bucket}"],
+                conditions={"StringLike": {"s3:prefix": [prefix]}},
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
+                resources=[repository_arn],
+            )
+        )
+        if key is not None:
+            key.grant_decrypt(role)
+
+    # ----------------------------------------------------------------- metrics
+    def metric(self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum",
+               period: Duration | None = None, **kwargs: Any) -> cloudwatch.Metric:
+        """A metric of this inference component (dimension InferenceComponentName)."""
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=metric_name,
+            dimensions_map={"InferenceComponentName": self.component_name},
+            statistic=statistic,
+            period=period or Duration.minutes(1),
+            **kwargs,
+        )
+
+    def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests sent to this model. Default: sum over 1 minute."""
+        return self.metric("Invocations", **kwargs)
+
+    def metric_model_latency(self, *, statistic: str = "p90", **kwargs: Any) -> cloudwatch.Metric:
+        """Model latency, microseconds. Default: p90 over 1 minute."""
+        return self.metric("ModelLatency", statistic=statistic, **kwargs)
+
+    def metric_invocation_5xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
+        return self.metric("Invocation5XXErrors", **kwargs)
+
+    def metric_invocation_4xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
+        return self.metric("Invocation4XXErrors", **kwargs)
+
+    def metric_no_capacity_invocation_failures(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests that found no copy of this model (it was scaled to zero). Default: sum over 1 minute."""
+        return self.metric("NoCapacityInvocationFailures", **kwargs)
+
+    def metric_concurrent_requests_per_copy(self, *, statistic: str = "Maximum", **kwargs: Any) -> cloudwatch.Metric:
+        """The metric the copy autoscaling tracks (10-second resolution)."""
+        return self.metric("ConcurrentRequestsPerCopy", statistic=statistic, **kwargs)
+
+    def metric_copy_count(self, *, statistic: str = "Maximum", **kwargs: Any) -> cloudwatch.Metric:
+        """Copies of this model running."""
+        return self.metric("CopyCount", namespace="/aws/sagemaker/InferenceComponents", statistic=statistic, **kwargs)
+
+    def metric_gpu_utilization(self, *, statistic: str = "Average", **kwargs: Any) -> cloudwatch.Metric:
+        """GPU utilization of this model's copies, percent of the GPUs they hold."""
+        return self.metric("GPUUtilizationNormalized", namespace="/aws/sagemaker/InferenceComponents",
+                           statistic=statistic, **kwargs)
+
+    def metric_gpu_memory_utilization(self, *, statistic: str = "Average", **kwargs: Any) -> cloudwatch.Metric:
+        return self.metric("GPUMemoryUtilizationNormalized", namespace="/aws/sagemaker/InferenceComponents",
+                           statistic=statistic, **kwargs)
+
+
+def container_image(image: str) -> tuple[str, str]:
+    """(image URI, ECR repository ARN) for a ``ModelSpec.image`` value."""
+    if image == "lmi" or image.startswith("lmi:"):
+        tag = ModelSpec.model_construct(image=image).lmi_tag
+        uri = f"{LMI_ACCOUNT}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{LMI_REPOSITORY}:{tag}"
+        arn = f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{LMI_ACCOUNT}:repository/{LMI_REPOSITORY}"
+        return uri, arn
+    match = _ECR_IMAGE.match(image)
+    assert match  # validated by ModelSpec
+    arn = f"arn:{Aws.PARTITION}:ecr:{match.group('region')}:{match.group('account')}:repository/{match.group('repository')}"
+    return image, arn
+
+
+def _fit_problems(spec: ModelSpec, endpoint: "LlmEndpoint") -> list[Problem]:
+    problems = []
+    taken = {m.component_name for m in endpoint.models}
+    if spec.name in taken:
+        problems.append(Problem("name", spec.name, "a name no other model or adapter on this endpoint uses",
+                                "give this model another name"))
+    gpus = accelerators_of(endpoint.instance_type)
+    if gpus is not None and spec.accelerators > gpus:
+        problems.append(Problem("accelerators", spec.accelerators,
+                                f"at most {gpus}, the accelerators of one {endpoint.instance_type}",
+                                "lower accelerators or use a larger instance type"))
+    return problems
+
+
+_ACCELERATORS = {
+    "ml.p4d.24xlarge": 8, "ml.p4de.24xlarge": 8, "ml.p5.48xlarge": 8, "ml.p5e.48xlarge": 8,
+    "ml.p5en.48xlarge": 8, "ml.p5.4xlarge": 1, "ml.p6-b200.48xlarge": 8,
+    "ml.g5.xlarge": 1, "ml.g5.2xlarge": 1, "ml.g5.4xlarge": 1, "ml.g5.8xlarge": 1, "ml.g5.16xlarge": 1,
+    "ml.g5.12xlarge": 4, "ml.g5.24xlarge": 4, "ml.g5.48xlarge": 8,
+    "ml.g6.xlarge": 1, "ml.g6.2xlarge": 1, "ml.g6.4xlarge": 1, "ml.g6.8xlarge": 1, "ml.g6.16xlarge": 1,
+    "ml.g6.12xlarge": 4, "ml.g6.24xlarge": 4, "ml.g6.48xlarge": 8,
+    "ml.g6e.xlarge": 1, "ml.g6e.2xlarge": 1, "ml.g6e.4xlarge": 1, "ml.g6e.8xlarge": 1, "ml.g6e.16xlarge": 1,
+    "ml.g6e.12xlarge": 4, "ml.g6e.24xlarge": 4, "ml.g6e.48xlarge": 8,
+}
+
+
+def accelerators_of(instance_type: str) -> int | None:
+    """GPUs of one instance of a common GPU type; None where the table does not know the type."""
+    return _ACCELERATORS.get(instance_type)
+
+
+@jsii.implements(cloudwatch.IAlarmAction)
+class _PolicyAction:
+    """Alarm action that fires an Application Auto Scaling policy."""
+
+    def __init__(self, policy_arn: str) -> None:
+        self._arn = policy_arn
+
+    def bind(self, scope: Construct, alarm: cloudwatch.IAlarm) -> cloudwatch.AlarmActionConfig:
+        return cloudwatch.AlarmActionConfig(alarm_action_arn=self._arn)

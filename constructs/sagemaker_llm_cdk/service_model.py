@@ -1,0 +1,51 @@
+"""Facts read from botocore's SageMaker service model (instance types, AMI versions, name patterns).
+
+Reading them from botocore, instead of copying lists by hand, keeps validation in step with
+the SDK the project pins: a new instance type is accepted as soon as botocore knows it.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+import botocore.session
+
+
+@functools.cache
+def _model():
+    return botocore.session.get_session().get_service_model("sagemaker")
+
+
+@functools.cache
+def enum(shape_name: str) -> frozenset[str]:
+    """The allowed values of one of SageMaker's enum shapes."""
+    return frozenset(_model().shape_for(shape_name).enum)
+
+
+def endpoint_instance_types() -> frozenset[str]:
+    return enum("ProductionVariantInstanceType")
+
+
+def capacity_plan_instance_types() -> frozenset[str]:
+    return enum("ReservedCapacityInstanceType")
+
+
+def optimization_instance_types() -> frozenset[str]:
+    return enum("OptimizationJobDeploymentInstanceType")
+
+
+def inference_ami_versions() -> frozenset[str]:
+    return enum("ProductionVariantInferenceAmiVersion")
+
+
+@functools.cache
+def name_rule(shape_name: str) -> tuple[int, re.Pattern[str]]:
+    """(max length, compiled full-match pattern) of a SageMaker name shape."""
+    meta = _model().shape_for(shape_name).metadata
+    return int(meta["max"]), re.compile(meta["pattern"])
+
+
+def close_matches(value: str, allowed: frozenset[str], n: int = 3) -> list[str]:
+    import difflib
+
+    return difflib.get_close_matches(value, sorted(allowed), n=n, cutoff=0.6)

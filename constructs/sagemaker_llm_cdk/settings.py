@@ -1,0 +1,343 @@
+"""Validated settings: the one model behind both the YAML config and the constructs' props.
+
+Every class here is a frozen pydantic model that forbids unknown keys. The config file
+(``config/*.yaml``) is parsed into these same classes, and ``config/schema.json`` is
+generated from them, so an editor, the app and the library agree on every rule.
+
+Rules that span several fields (``min_instances <= max_instances``) are checked by each
+model's ``_rules`` method; they report every problem at once, each with its own field path.
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from . import service_model
+from .errors import Problem
+
+RULES_ERROR = "llm_rules"
+"""pydantic error type that carries a list of ``Problem`` in its context."""
+
+_S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?:/(?P<key>.*))?$")
+_HF_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+_ECR_IMAGE = re.compile(
+    r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/"
+    r"(?P<repository>[a-z0-9][a-z0-9._/\-]*)(?::(?P<tag>[\w.\-]{1,128})|@sha256:[a-f0-9]{64})$"
+)
+_LMI_ALIAS = re.compile(r"^lmi(?::(?P<tag>[\w.\-]{1,128}))?$")
+_CONTENT_TYPE = re.compile(r"^[a-zA-Z0-9*][a-zA-Z0-9.*+\-]*/[a-zA-Z0-9*][a-zA-Z0-9.*+\-]*$")
+
+DEFAULT_LMI_TAG = "0.33.0-lmi15.0.0-cu128"
+"""The Large Model Inference (DJL) container tag used when a model says ``image: lmi``."""
+
+# Instance families whose instances come with local NVMe storage: SageMaker uses it for
+# the model and refuses VolumeSizeInGB for them.
+_NVME_FAMILIES = frozenset(
+    {"p4d", "p4de", "p5", "p5e", "p5en", "p6", "p6e", "g4dn", "g5", "g6", "g6e", "g7e", "trn1", "trn1n", "trn2", "m5d", "c5d", "r5d"}
+)
+
+
+class Settings(BaseModel):
+    """Base of every settings model: frozen, unknown keys refused, rules run after fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    def _rules(self) -> list[Problem]:
+        return []
+
+    @model_validator(mode="after")
+    def _check_rules(self) -> "Settings":
+        problems = self._rules()
+        if problems:
+            raise PydanticCustomError(
+                RULES_ERROR,
+                "{count} rule(s) broken",
+                {"count": len(problems), "problems": problems},
+            )
+        return self
+
+
+def s3_uri_problem(field: str, value: str, *, want: Literal["prefix", "tar.gz", "any"] = "any") -> Problem | None:
+    """A problem when ``value`` is not an S3 URI of the wanted kind, else None."""
+    match = _S3_URI.match(value)
+    if not match:
+        if _HF_ID.match(value):
+            return Problem(field, value, "an s3:// URI; Hugging Face Hub ids are not accepted",
+                           "copy the model's files to S3 (for example with `huggingface-cli download` then "
+                           "`aws s3 sync`) and give s3://bucket/prefix/")
+        return Problem(field, value, "an S3 URI like s3://my-bucket/path/ (lowercase bucket name, 3-63 characters)",
+                       "write the location as s3://<bucket>/<key>")
+    key = match.group("key") or ""
+    if want == "prefix" and not key.endswith("/") and not key.endswith(".tar.gz"):
+        return Problem(field, value, "an S3 prefix ending in '/' (uncompressed files) or an object ending in '.tar.gz'",
+                       f"write {value}/ if it is a folder")
+    if want == "tar.gz" and not key.endswith(".tar.gz"):
+        return Problem(field, value, "an S3 object ending in '.tar.gz' with the files at the archive root",
+                       "package the files with `tar -czf adapter.tar.gz -C dir .` and give its s3:// URI")
+    return None
+
+
+def name_problem(field: str, value: str, shape: str = "InferenceComponentName") -> Problem | None:
+    max_len, pattern = service_model.name_rule(shape)
+    if len(value) > max_len or len(value) < 1 or not pattern.fullmatch(value):
+        return Problem(field, value,
+                       f"1-{max_len} characters: letters, digits and hyphens, starting and ending with a letter or digit",
+                       "shorten the name or replace other characters (such as '_' or '.') with '-'")
+    return None
+
+
+def instance_type_problem(field: str, value: str, allowed: frozenset[str], what: str) -> Problem | None:
+    if value in allowed:
+        return None
+    near = service_model.close_matches(value, allowed)
+    hint = f"did you mean {', '.join(near)}?" if near else "see the instance types SageMaker lists for " + what
+    return Problem(field, value, f"an instance type SageMaker accepts for {what} (ml.<family>.<size>)", hint)
+
+
+def has_local_nvme(instance_type: str) -> bool:
+    parts = instance_type.split(".")
+    return len(parts) == 3 and parts[1] in _NVME_FAMILIES
+
+
+class InstanceScaling(Settings):
+    """How many instances the endpoint may run (SageMaker managed instance scaling)."""
+
+    min_instances: Annotated[int, Field(ge=0, le=1000, description=(
+        "Fewest instances. 0 lets the endpoint scale to zero when no model copy is running "
+        "(some regions refuse 0). Default: 1."))] = 1
+    max_instances: Annotated[int, Field(ge=1, le=1000, description="Most instances. Default: 1.")] = 1
+    initial_instances: Annotated[int | None, Field(ge=1, le=1000, description=(
+        "Instances at creation. Default: min_instances, or 1 when min_instances is 0."))] = None
+
+    @property
+    def initial(self) -> int:
+        return self.initial_instances if self.initial_instances is not None else max(1, self.min_instances)
+
+    def _rules(self) -> list[Problem]:
+        problems = []
+        if self.min_instances > self.max_instances:
+            problems.append(Problem("min_instances", self.min_instances,
+                                    f"at most max_instances ({self.max_instances})",
+                                    "lower min_instances or raise max_instances"))
+        if self.initial_instances is not None and not (
+            max(1, self.min_instances) <= self.initial_instances <= self.max_instances
+        ):
+            problems.append(Problem("initial_instances", self.initial_instances,
+                                    f"between {max(1, self.min_instances)} and max_instances ({self.max_instances})",
+                                    "leave it out to start at min_instances"))
+        return problems
+
+
+RoutingStrategyName = Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM", "PREFIX_AWARE"]
+
+
+class Routing(Settings):
+    """How the endpoint spreads requests over instances.
+
+    Default: ``LEAST_OUTSTANDING_REQUESTS`` (load-aware: each request goes to the least busy
+    instance). Session-aware routing for multi-turn chat is per request, not set here.
+    """
+
+    strategy: Annotated[RoutingStrategyName, Field(description=(
+        "LEAST_OUTSTANDING_REQUESTS (load-aware), RANDOM, or PREFIX_AWARE (reuses a cached prompt "
+        "prefix; needs prefix_length and concurrency_threshold)."))] = "LEAST_OUTSTANDING_REQUESTS"
+    prefix_length: Annotated[int | None, Field(ge=1024, le=65536, description=(
+        "PREFIX_AWARE only: tokens of the prompt prefix used for routing, 1024-65536."))] = None
+    concurrency_threshold: Annotated[int | None, Field(ge=1, le=1024, description=(
+        "PREFIX_AWARE only: outstanding requests on an instance above which routing falls back to "
+        "load-aware, 1-1024."))] = None
+
+    @classmethod
+    def least_outstanding_requests(cls) -> "Routing":
+        return cls(strategy="LEAST_OUTSTANDING_REQUESTS")
+
+    @classmethod
+    def random(cls) -> "Routing":
+        return cls(strategy="RANDOM")
+
+    @classmethod
+    def prefix_aware(cls, *, prefix_length: int, concurrency_threshold: int) -> "Routing":
+        return cls(strategy="PREFIX_AWARE", prefix_length=prefix_length, concurrency_threshold=concurrency_threshold)
+
+    def _rules(self) -> list[Problem]:
+        problems = []
+        if self.strategy == "PREFIX_AWARE":
+            for field in ("prefix_length", "concurrency_threshold"):
+                if getattr(self, field) is None:
+                    problems.append(Problem(field, None, "required with strategy PREFIX_AWARE",
+                                            f"set {field} (prefix_length 1024-65536, concurrency_threshold 1-1024)"))
+        else:
+            for field in ("prefix_length", "concurrency_threshold"):
+                if getattr(self, field) is not None:
+                    problems.append(Problem(field, getattr(self, field),
+                                            f"only with strategy PREFIX_AWARE (strategy is {self.strategy})",
+                                            f"remove {field} or set strategy: PREFIX_AWARE"))
+        return problems
+
+
+class DataCapture(Settings):
+    """Endpoint Data Capture: requests and responses written to a KMS-encrypted bucket.
+
+    It feeds the EAGLE loop with real traffic. Default: on, 10% of requests, JSON payloads
+    stored as JSON (not base64).
+    """
+
+    enabled: Annotated[bool, Field(description="Capture traffic at all. Default: true.")] = True
+    sampling_percentage: Annotated[int, Field(ge=1, le=100, description="Share of requests captured, 1-100. Default: 10.")] = 10
+    capture_input: Annotated[bool, Field(description="Capture requests. Default: true.")] = True
+    capture_output: Annotated[bool, Field(description="Capture responses. Default: true.")] = True
+    json_content_types: Annotated[tuple[str, ...], Field(max_length=10, description=(
+        "Content types stored as JSON text instead of base64. Default: application/json."))] = ("application/json",)
+
+    def _rules(self) -> list[Problem]:
+        problems = []
+        if self.enabled and not (self.capture_input or self.capture_output):
+            problems.append(Problem("capture_input", False, "capture_input or capture_output true when enabled",
+                                    "turn one on, or set enabled: false"))
+        for index, content_type in enumerate(self.json_content_types):
+            if not _CONTENT_TYPE.match(content_type) or len(content_type) > 256:
+                problems.append(Problem(f"json_content_types[{index}]", content_type, "a MIME type like application/json",
+                                        "write type/subtype"))
+        return problems
+
+
+class CopyScaling(Settings):
+    """How many copies of a model run, scaled on concurrent requests per copy.
+
+    Default: exactly one copy, no autoscaling. With ``max_copies`` above ``min_copies`` a
+    target-tracking policy keeps concurrent requests per copy near the target (high-resolution,
+    10-second metric). With ``min_copies: 0`` the model scales to zero when idle, and a
+    step policy brings one copy back when a request finds no capacity.
+    """
+
+    min_copies: Annotated[int, Field(ge=0, le=1000, description="Fewest copies; 0 scales to zero when idle. Default: 1.")] = 1
+    max_copies: Annotated[int, Field(ge=1, le=1000, description="Most copies. Default: 1.")] = 1
+    target_concurrent_requests_per_copy: Annotated[float, Field(gt=0, le=10000, description=(
+        "Target tracking value for concurrent requests per copy. Default: 4."))] = 4.0
+    scale_in_cooldown_seconds: Annotated[int, Field(ge=0, le=86400, description="Default: 300.")] = 300
+    scale_out_cooldown_seconds: Annotated[int, Field(ge=0, le=86400, description="Default: 60.")] = 60
+
+    @property
+    def initial(self) -> int:
+        """Copies at creation: an inference component cannot be created with 0 copies."""
+        return max(1, self.min_copies)
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.max_copies > self.min_copies or self.min_copies == 0
+
+    def _rules(self) -> list[Problem]:
+        if self.min_copies > self.max_copies:
+            return [Problem("min_copies", self.min_copies, f"at most max_copies ({self.max_copies})",
+                            "lower min_copies or raise max_copies")]
+        return []
+
+
+class ModelSpec(Settings):
+    """A model served as an inference component on an ``LlmEndpoint``.
+
+    The weights stay in S3 (uncompressed prefix or ``.tar.gz``); by default the instances
+    cache them on local NVMe so a new copy starts fast.
+    """
+
+    name: Annotated[str, Field(description=(
+        "The inference component's name, as clients pass it in InferenceComponentName: 1-63 letters, digits "
+        "and hyphens, unique in the account and region."))]
+    model_data_s3_uri: Annotated[str, Field(description=(
+        "Where the weights are: s3://bucket/prefix/ (uncompressed) or s3://bucket/model.tar.gz."))]
+    image: Annotated[str, Field(description=(
+        "Container image: 'lmi' (AWS Large Model Inference container, tag " + DEFAULT_LMI_TAG + "), "
+        "'lmi:<tag>', or a full ECR image URI. Default: lmi."))] = "lmi"
+    architecture: Annotated[str | None, Field(description=(
+        "The model's Hugging Face architecture (config.json 'architectures'), e.g. Qwen3ForCausalLM. "
+        "Needed for EAGLE optimization. Default: unknown."))] = None
+    accelerators: Annotated[int, Field(ge=1, le=64, description="GPUs (or Neuron cores) per copy. Default: 1.")] = 1
+    min_memory_mb: Annotated[int, Field(ge=128, le=4_000_000, description="Host memory per copy, MB. Default: 1024.")] = 1024
+    cpu_cores: Annotated[float | None, Field(gt=0, le=1024, description="CPU cores per copy. Default: not reserved.")] = None
+    copies: Annotated[CopyScaling, Field(description="Copy count and autoscaling. Default: one copy.")] = CopyScaling()
+    cache_weights: Annotated[bool, Field(description=(
+        "Cache model weights and the container image on the instances' NVMe disks so scale-out is fast. "
+        "Default: true."))] = True
+    model_data_download_timeout_seconds: Annotated[int, Field(ge=60, le=3600, description="Default: 3600.")] = 3600
+    container_startup_timeout_seconds: Annotated[int, Field(ge=60, le=3600, description="Default: 3600.")] = 3600
+    environment: Annotated[dict[str, str], Field(description="Extra container environment variables. Default: none.")] = {}
+
+    _ENV_KEY: ClassVar[re.Pattern[str]] = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,1023}$")
+
+    @property
+    def lmi_tag(self) -> str | None:
+        match = _LMI_ALIAS.match(self.image)
+        if not match:
+            return None
+        return match.group("tag") or DEFAULT_LMI_TAG
+
+    @property
+    def is_lmi(self) -> bool:
+        return self.lmi_tag is not None or "djl-inference" in self.image
+
+    def _rules(self) -> list[Problem]:
+        problems = [p for p in (
+            name_problem("name", self.name),
+            s3_uri_problem("model_data_s3_uri", self.model_data_s3_uri, want="prefix"),
+        ) if p]
+        if not _LMI_ALIAS.match(self.image) and not _ECR_IMAGE.match(self.image):
+            problems.append(Problem("image", self.image,
+                                    "'lmi', 'lmi:<tag>' or an ECR image URI <account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>",
+                                    "push the image to ECR and give its full URI"))
+        for key in self.environment:
+            if not self._ENV_KEY.match(key):
+                problems.append(Problem(f"environment.{key}", key, "a variable name: letters, digits, '_'",
+                                        "rename the variable"))
+        return problems
+
+
+class VpcPlacement(Settings):
+    """Run the endpoint's instances in your VPC, by subnet and security group ids."""
+
+    vpc_id: Annotated[str, Field(pattern=r"^vpc-[0-9a-f]{8,17}$", description="The VPC's id, e.g. vpc-0abc12345def67890.")]
+    subnet_ids: Annotated[tuple[str, ...], Field(min_length=1, max_length=16)]
+    security_group_ids: Annotated[tuple[str, ...], Field(min_length=1, max_length=5)]
+
+    def _rules(self) -> list[Problem]:
+        problems = []
+        for i, subnet in enumerate(self.subnet_ids):
+            if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", subnet):
+                problems.append(Problem(f"subnet_ids[{i}]", subnet, "a subnet id like subnet-0abc12345def67890",
+                                        "copy the id from the VPC console"))
+        for i, group in enumerate(self.security_group_ids):
+            if not re.fullmatch(r"sg-[0-9a-f]{8,17}", group):
+                problems.append(Problem(f"security_group_ids[{i}]", group, "a security group id like sg-0abc12345def67890",
+                                        "copy the id from the VPC console"))
+        return problems
+
+
+class EndpointOptions(Settings):
+    """Settings of an ``LlmEndpoint`` other than the models it hosts."""
+
+    instance_type: Annotated[str, Field(description="SageMaker instance type, e.g. ml.p5e.48xlarge.")]
+    scaling: Annotated[InstanceScaling, Field(description="Instance count range. Default: exactly one instance.")] = InstanceScaling()
+    routing: Annotated[Routing, Field(description="Request routing. Default: least outstanding requests.")] = Routing()
+    data_capture: Annotated[DataCapture, Field(description="Traffic capture. Default: on, 10%, JSON.")] = DataCapture()
+    inference_ami_version: Annotated[str | None, Field(description=(
+        "Inference AMI (driver/CUDA) version, e.g. al2-ami-sagemaker-inference-gpu-3-1. Default: SageMaker's."))] = None
+    volume_size_gb: Annotated[int | None, Field(ge=1, le=512, description=(
+        "EBS volume per instance, GB. Only for instance types without local NVMe storage. Default: SageMaker's."))] = None
+    instance_provision_timeout_seconds: Annotated[int | None, Field(ge=1800, le=10800, description=(
+        "How long SageMaker waits for instances. Default: SageMaker's."))] = None
+
+    def _rules(self) -> list[Problem]:
+        problems = [p for p in (
+            instance_type_problem("instance_type", self.instance_type, service_model.endpoint_instance_types(), "endpoints"),
+        ) if p]
+        if self.inference_ami_version is not None and self.inference_ami_version not in service_model.inference_ami_versions():
+            problems.append(Problem("inference_ami_version", self.inference_ami_version,
+                                    "one of " + ", ".join(sorted(service_model.inference_ami_versions())),
+                                    "pick a listed version or leave it out"))
+        if self.volume_size_gb is not None and has_local_nvme(self.instance_type):
+            problems.append(Problem("volume_size_gb", self.volume_size_gb,
+                                    f"nothing for {self.instance_type}: it has local NVMe storage that SageMaker uses instead",
+                                    "remove volume_size_gb"))
+        return problems

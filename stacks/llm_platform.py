@@ -1,0 +1,56 @@
+"""The LLM platform stack: every endpoint and model a deployment config declares."""
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from sagemaker_llm_cdk import AppConfig, EndpointSpec, LlmEndpoint
+
+
+class LlmPlatformStack(Stack):
+    """One stack per config: endpoints, their models, and outputs a reviewer can read."""
+
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
+        super().__init__(scope, id, description="LLM endpoints on Amazon SageMaker AI (sagemaker-llm-cdk)", **kwargs)
+        for key, value in config.tags.items():
+            Tags.of(self).add(key, value)
+        self.endpoints: dict[str, LlmEndpoint] = {}
+        for spec in config.endpoints:
+            self.endpoints[spec.name] = self._endpoint(spec)
+
+    def _endpoint(self, spec: EndpointSpec) -> LlmEndpoint:
+        vpc_kwargs: dict[str, Any] = {}
+        if spec.vpc is not None:
+            vpc = ec2.Vpc.from_vpc_attributes(
+                self, f"{spec.name}Vpc", vpc_id=spec.vpc.vpc_id, availability_zones=[self.region]
+            )
+            vpc_kwargs = {
+                "vpc": vpc,
+                "vpc_subnets": ec2.SubnetSelection(
+                    subnets=[ec2.Subnet.from_subnet_id(self, f"{spec.name}Subnet{i}", s)
+                             for i, s in enumerate(spec.vpc.subnet_ids)]
+                ),
+                "security_groups": [ec2.SecurityGroup.from_security_group_id(self, f"{spec.name}Sg{i}", g)
+                                    for i, g in enumerate(spec.vpc.security_group_ids)],
+            }
+        endpoint = LlmEndpoint(
+            self,
+            spec.name,
+            instance_type=spec.instance_type,
+            scaling=spec.scaling,
+            routing=spec.routing,
+            data_capture=spec.data_capture,
+            inference_ami_version=spec.inference_ami_version,
+            volume_size_gb=spec.volume_size_gb,
+            instance_provision_timeout_seconds=spec.instance_provision_timeout_seconds,
+            endpoint_name=spec.endpoint_name,
+            **vpc_kwargs,
+        )
+        for model in spec.models:
+            endpoint.add_model(model.name, model)
+        CfnOutput(self, f"{spec.name}EndpointName", value=endpoint.endpoint_name,
+                  description=f"SageMaker endpoint of {spec.name}")
+        return endpoint

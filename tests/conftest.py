@@ -1,0 +1,70 @@
+"""Shared pytest fixtures: load Lambda handlers from lambda/<name>/, fake Lambda context, AWS env."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+LAMBDA_ROOT = ROOT / "lambda"
+
+
+@dataclass
+class FakeLambdaContext:
+    function_name: str = "test-function"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:test-function"
+    aws_request_id: str = "00000000-0000-0000-0000-000000000000"
+    log_group_name: str = "/aws/lambda/test-function"
+    log_stream_name: str = "2026/11/30/[$LATEST]abc"
+
+    def get_remaining_time_in_millis(self) -> int:  # noqa: D401 - Lambda API name
+        return 300_000
+
+
+@pytest.fixture
+def lambda_context() -> FakeLambdaContext:
+    return FakeLambdaContext(aws_request_id=str(uuid.uuid4()))
+
+
+@pytest.fixture(autouse=True)
+def _aws_test_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test may reach real AWS: fake credentials and a fixed region."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "SageMakerLlmTest")
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "test")
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
+
+
+def load_handler_module(function_dir: str, module: str = "index"):
+    """Import ``lambda/<function_dir>/<module>.py`` as a fresh module.
+
+    The folder is put first on ``sys.path`` so the handler's sibling modules import as
+    they do in Lambda; each call returns a new module object so module-level state
+    (cached clients) never leaks between tests.
+    """
+    folder = LAMBDA_ROOT / function_dir
+    path = folder / f"{module}.py"
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    name = f"lambda_{function_dir}_{module}_{uuid.uuid4().hex}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader, path
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def load_handler():
+    return load_handler_module

@@ -1,0 +1,1 @@
+"""Repository tooling run by the Makefile: template linting and reports."""
