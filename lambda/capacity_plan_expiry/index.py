@@ -1,0 +1,139 @@
+"""Daily check (EventBridge schedule) that publishes how many days each SageMaker capacity plan has left.
+
+Environment variables
+---------------------
+TRAINING_PLAN_NAMES           Comma-separated training plan names (or ARNs) to check; required.
+POWERTOOLS_METRICS_NAMESPACE  CloudWatch namespace for the metric; required.
+POWERTOOLS_SERVICE_NAME       Logger service name (optional; NOT added as a metric dimension).
+
+Event
+-----
+Any EventBridge scheduled event; its content is not read.
+
+Metric
+------
+For each plan, one EMF record: ``CapacityPlanDaysLeft`` (unit Count, float days until the
+plan's EndTime, never negative) with exactly one dimension ``TrainingPlanName``. A plan that is
+missing, Expired or Failed publishes 0 (no capacity left).
+
+Returns
+-------
+{"plans": [{"TrainingPlanName": str, "Status": str, "DaysLeft": float}, ...]} for the plans
+that were checked. If any plan could not be checked (e.g. throttling, access denied, no
+EndTime), the others are still published and ``CapacityPlanExpiryCheckError`` is raised at the end.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from datetime import datetime, timezone
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+logger = Logger()
+
+METRIC_NAME = "CapacityPlanDaysLeft"
+DIMENSION_NAME = "TrainingPlanName"
+NO_CAPACITY_STATUSES = ("Expired", "Failed")
+SECONDS_PER_DAY = 86_400
+
+
+class CapacityPlanExpiryCheckError(Exception):
+    """One or more plans could not be checked (the others were published)."""
+
+
+@functools.cache
+def _sagemaker():
+    return boto3.client("sagemaker", config=Config(retries={"mode": "adaptive", "max_attempts": 8}))
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def plan_names_from_env() -> list[str]:
+    raw = os.environ.get("TRAINING_PLAN_NAMES", "")
+    names = list(dict.fromkeys(name.strip() for name in raw.split(",") if name.strip()))
+    if not names:
+        raise ValueError(
+            "TRAINING_PLAN_NAMES is empty; set it to the comma-separated capacity plan names to watch, "
+            "e.g. 'llm-p5e-2026q1,llm-p5en-2026q2'"
+        )
+    return names
+
+
+def _is_not_found(error: ClientError) -> bool:
+    err = error.response.get("Error", {})
+    code, message = err.get("Code", ""), err.get("Message", "").lower()
+    if code in ("ResourceNotFound", "ResourceNotFoundException"):
+        return True
+    return code == "ValidationException" and any(
+        phrase in message for phrase in ("not found", "does not exist", "could not find", "cannot find")
+    )
+
+
+def days_left(plan: dict[str, Any], now: datetime) -> float:
+    """Days until the plan's EndTime (0 when over or unusable); ValueError if it cannot be known."""
+    if plan.get("Status") in NO_CAPACITY_STATUSES:
+        return 0.0
+    end = plan.get("EndTime")
+    if end is None:
+        raise ValueError(f"plan status is {plan.get('Status')!r} and it has no EndTime yet")
+    return round(max(0.0, (end - now).total_seconds() / SECONDS_PER_DAY), 3)
+
+
+def publish_days_left(plan_name: str, value: float) -> None:
+    with single_metric(name=METRIC_NAME, unit=MetricUnit.Count, value=value) as metric:
+        # Powertools adds a "service" dimension when POWERTOOLS_SERVICE_NAME is set; alarms
+        # select this metric by TrainingPlanName alone, so keep that the only dimension.
+        metric.service = None
+        metric.add_dimension(name=DIMENSION_NAME, value=plan_name)
+
+
+def check_plan(plan_name: str, now: datetime) -> dict[str, Any]:
+    try:
+        plan = _sagemaker().describe_training_plan(TrainingPlanName=plan_name)
+    except ClientError as error:
+        if not _is_not_found(error):
+            raise
+        logger.error("Capacity plan not found; publishing 0 days left", extra={"training_plan_name": plan_name})
+        publish_days_left(plan_name, 0.0)
+        return {"TrainingPlanName": plan_name, "Status": "NotFound", "DaysLeft": 0.0}
+    value = days_left(plan, now)
+    status = plan.get("Status", "")
+    publish_days_left(plan_name, value)
+    logger.info(
+        "Capacity plan checked",
+        extra={
+            "training_plan_name": plan_name,
+            "status": status,
+            "days_left": value,
+            "end_time": plan["EndTime"].isoformat() if plan.get("EndTime") else None,
+        },
+    )
+    return {"TrainingPlanName": plan_name, "Status": status, "DaysLeft": value}
+
+
+@logger.inject_lambda_context(log_event=False)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    names = plan_names_from_env()
+    now = _now()
+    results, failures = [], []
+    for name in names:
+        try:
+            results.append(check_plan(name, now))
+        except Exception as error:  # noqa: BLE001 - one plan failing must not stop the others
+            code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else None
+            logger.exception("Capacity plan check failed", extra={"training_plan_name": name, "error_code": code})
+            failures.append(f"{name} ({code or type(error).__name__}: {str(error)[:200]})")
+    if failures:
+        raise CapacityPlanExpiryCheckError(
+            f"{len(failures)} of {len(names)} capacity plans could not be checked (the others were published): "
+            + "; ".join(failures)
+        )
+    return {"plans": results}
