@@ -63,6 +63,15 @@ def endpoint(endpoint: "LlmEndpoint") -> None:
               "and only PutObject/AbortMultipartUpload.")
 
 
+def function(function: Any) -> None:
+    """Every Lambda function made by ``functions.python_function``."""
+    acknowledge(function, "AwsSolutions-L1",
+                "Runtime is Python 3.13, the newest runtime the pinned Powertools public layer version is published "
+                "for; functions.RUNTIME and POWERTOOLS_LAYER_VERSION move together.")
+    acknowledge(function.role, "AwsSolutions-IAM5", "X-Ray PutTraceSegments and PutTelemetryRecords have no resource-level "
+                "permissions; tracing needs them on '*'.", finding="Resource::*")
+
+
 def model_component(component: "ModelComponent", weights_arn: str) -> None:
     _iam5(component.endpoint.role, weights_arn,
           "The model's weights are many files under one S3 prefix; read-only GetObject on that prefix only.")

@@ -236,6 +236,129 @@ class CopyScaling(Settings):
         return []
 
 
+class LoraSettings(Settings):
+    """Serve many LoRA adapters on one base model, loaded on demand.
+
+    Adapters stay in S3 until a request names one; up to ``max_gpu_adapters`` stay on the
+    GPU, the least used move to CPU memory (up to ``max_cpu_adapters``), the rest to local
+    disk. For the LMI container these set OPTION_ENABLE_LORA, OPTION_MAX_LORAS and
+    OPTION_MAX_CPU_LORAS.
+    """
+
+    max_gpu_adapters: Annotated[int, Field(ge=1, le=256, description="Adapters kept on the GPU. Default: 4.")] = 4
+    max_cpu_adapters: Annotated[int, Field(ge=1, le=4096, description=(
+        "Adapters kept in CPU memory, at least max_gpu_adapters. Default: 16."))] = 16
+    max_rank: Annotated[int | None, Field(ge=1, le=512, description="Highest adapter rank served. Default: the container's.")] = None
+
+    def _rules(self) -> list[Problem]:
+        if self.max_cpu_adapters < self.max_gpu_adapters:
+            return [Problem("max_cpu_adapters", self.max_cpu_adapters,
+                            f"at least max_gpu_adapters ({self.max_gpu_adapters}): adapters leave the GPU for CPU memory",
+                            "raise max_cpu_adapters or lower max_gpu_adapters")]
+        return []
+
+
+class AdapterSpec(Settings):
+    """A LoRA adapter served on a base model as its own inference component."""
+
+    name: Annotated[str, Field(description=(
+        "The adapter's inference component name (clients pass it as InferenceComponentName): 1-63 letters, "
+        "digits and hyphens."))]
+    artifact_s3_uri: Annotated[str, Field(description="s3://bucket/adapter.tar.gz with the adapter files at the archive root.")]
+
+    def _rules(self) -> list[Problem]:
+        return [p for p in (name_problem("name", self.name),
+                            s3_uri_problem("artifact_s3_uri", self.artifact_s3_uri, want="tar.gz")) if p]
+
+
+class SessionSettings(Settings):
+    """Session-aware (sticky) routing for multi-turn chat, with a front door that keeps the books.
+
+    Turns on stateful sessions in the container (LMI: OPTION_ENABLE_STATEFUL_SESSIONS,
+    OPTION_SESSIONS_EXPIRATION) and adds an HTTPS front door (IAM auth) that maps a caller's
+    conversation id to a SageMaker session id.
+    """
+
+    expiration_seconds: Annotated[int, Field(ge=60, le=86400, description=(
+        "Idle seconds after which a session expires. Default: 1200 (the LMI default)."))] = 1200
+    max_body_bytes: Annotated[int, Field(ge=1024, le=6 * 1024 * 1024, description=(
+        "Largest request body the front door accepts. Default: 1 MiB."))] = 1024 * 1024
+
+
+EAGLE_ARCHITECTURES: dict[str, str] = {
+    "LlamaForCausalLM": "EAGLE3",
+    "Qwen3ForCausalLM": "EAGLE3",
+    "Qwen3MoeForCausalLM": "EAGLE3",
+    "Qwen2ForCausalLM": "EAGLE3",
+    "GptOssForCausalLM": "EAGLE3",
+    "Qwen3NextForCausalLM": "EAGLE2",
+}
+"""Architectures SageMaker's EAGLE optimization supports, and the EAGLE version each uses."""
+
+BUILTIN_DATASETS = ("gsm8k", "magicoder", "opencodeinstruct")
+
+
+class EagleDataset(Settings):
+    """Where the EAGLE head's training data comes from. Default: the endpoint's captured traffic."""
+
+    source: Annotated[Literal["capture", "s3", "builtin"], Field(description=(
+        "capture (this endpoint's Data Capture), s3 (your dataset), builtin (a named public dataset). Default: capture."))] = "capture"
+    s3_uri: Annotated[str | None, Field(description=(
+        "source s3: prefix of ShareGPT / OpenAI chat / OpenAI completions JSONL. source builtin: where your copy "
+        "of the named dataset is (SageMaker does not document a public location)."))] = None
+    builtin_name: Annotated[str | None, Field(description="source builtin: " + ", ".join(BUILTIN_DATASETS) + ".")] = None
+    min_new_records: Annotated[int, Field(ge=1, le=100_000_000, description=(
+        "source capture: start a run only when at least this many new records were converted. Default: 1000."))] = 1000
+
+    def _rules(self) -> list[Problem]:
+        problems = []
+        if self.source in ("s3", "builtin"):
+            if self.s3_uri is None:
+                problems.append(Problem("s3_uri", None, f"an s3:// prefix with source {self.source}",
+                                        "set s3_uri to the dataset's location"))
+            else:
+                problem = s3_uri_problem("s3_uri", self.s3_uri, want="prefix")
+                if problem:
+                    problems.append(problem)
+        elif self.s3_uri is not None:
+            problems.append(Problem("s3_uri", self.s3_uri, "only with source s3 or builtin", "remove s3_uri"))
+        if self.source == "builtin":
+            if self.builtin_name not in BUILTIN_DATASETS:
+                problems.append(Problem("builtin_name", self.builtin_name, "one of " + ", ".join(BUILTIN_DATASETS),
+                                        "pick a listed dataset or use source s3"))
+        elif self.builtin_name is not None:
+            problems.append(Problem("builtin_name", self.builtin_name, "only with source builtin", "remove builtin_name"))
+        return problems
+
+
+class EagleSettings(Settings):
+    """EAGLE speculative decoding: train a draft head on real traffic and serve it when it pays off."""
+
+    schedule: Annotated[str | None, Field(description=(
+        "EventBridge Scheduler expression, e.g. 'rate(7 days)' or 'cron(0 3 ? * SUN *)'. Default: weekly."))] = "rate(7 days)"
+    dataset: Annotated[EagleDataset, Field(description="Training data. Default: captured traffic.")] = EagleDataset()
+    job_instance_type: Annotated[str | None, Field(description=(
+        "Instance type the optimization job benchmarks on. Default: the endpoint's."))] = None
+    max_instance_count: Annotated[int, Field(ge=1, le=64, description="Instances for the job. Default: 1.")] = 1
+    max_runtime_hours: Annotated[int, Field(ge=1, le=72, description="Job time limit. Default: 24.")] = 24
+    speedup_threshold: Annotated[float, Field(ge=1.0, le=20.0, description=(
+        "Promote a trained head only when throughput improves at least this much. Default: 1.5.")) ] = 1.5
+    num_speculative_tokens: Annotated[int, Field(ge=1, le=16, description="Draft tokens per step when served. Default: 5.")] = 5
+
+    def _rules(self) -> list[Problem]:
+        problems = []
+        if self.job_instance_type is not None:
+            problem = instance_type_problem("job_instance_type", self.job_instance_type,
+                                            service_model.optimization_instance_types(), "optimization jobs")
+            if problem:
+                problems.append(problem)
+        if self.schedule is not None and not re.fullmatch(r"(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(.+\)|at\(.+\))",
+                                                          self.schedule):
+            problems.append(Problem("schedule", self.schedule, "rate(N unit), cron(...) or at(...)",
+                                    "write e.g. rate(7 days) or cron(0 3 ? * SUN *)"))
+        return problems
+
+
 class ModelSpec(Settings):
     """A model served as an inference component on an ``LlmEndpoint``.
 
@@ -264,6 +387,17 @@ class ModelSpec(Settings):
     model_data_download_timeout_seconds: Annotated[int, Field(ge=60, le=3600, description="Default: 3600.")] = 3600
     container_startup_timeout_seconds: Annotated[int, Field(ge=60, le=3600, description="Default: 3600.")] = 3600
     environment: Annotated[dict[str, str], Field(description="Extra container environment variables. Default: none.")] = {}
+    lora: Annotated[LoraSettings | None, Field(description=(
+        "Serve LoRA adapters on this model, loaded on demand. Default: off."))] = None
+    adapters: Annotated[tuple[AdapterSpec, ...], Field(max_length=1000, description=(
+        "LoRA adapters on this model; needs lora. Default: none."))] = ()
+    adapters_manifest: Annotated[str | None, Field(description=(
+        "A JSON or YAML list of {name, artifact_s3_uri}: a file path (relative to the config) or an s3:// URI read "
+        "at synth time. Default: none."))] = None
+    sessions: Annotated[SessionSettings | None, Field(description=(
+        "Session-aware routing with a front door for multi-turn chat. Default: off (stateless, load-aware)."))] = None
+    eagle: Annotated[EagleSettings | None, Field(description=(
+        "EAGLE speculative-decoding optimization loop. Default: off."))] = None
 
     _ENV_KEY: ClassVar[re.Pattern[str]] = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,1023}$")
 
@@ -287,6 +421,24 @@ class ModelSpec(Settings):
             problems.append(Problem("image", self.image,
                                     "'lmi', 'lmi:<tag>' or an ECR image URI <account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>",
                                     "push the image to ECR and give its full URI"))
+        if (self.adapters or self.adapters_manifest) and self.lora is None:
+            problems.append(Problem("adapters", [a.name for a in self.adapters] or self.adapters_manifest,
+                                    "adapters only on a model with lora settings",
+                                    "add `lora: {max_gpu_adapters: 4, max_cpu_adapters: 16}` to this model"))
+        seen: dict[str, int] = {}
+        for index, adapter in enumerate(self.adapters):
+            if adapter.name == self.name or adapter.name in seen:
+                other = "the base model" if adapter.name == self.name else f"adapters[{seen[adapter.name]}]"
+                problems.append(Problem(f"adapters[{index}].name", adapter.name, f"a name not used by {other}",
+                                        "rename the adapter"))
+            seen.setdefault(adapter.name, index)
+        if self.eagle is not None:
+            if self.architecture is None:
+                problems.append(Problem("architecture", None, "the model's architecture when eagle is set: "
+                                        + ", ".join(EAGLE_ARCHITECTURES), "copy 'architectures' from the model's config.json"))
+            elif self.architecture not in EAGLE_ARCHITECTURES:
+                problems.append(Problem("architecture", self.architecture, "for EAGLE: " + ", ".join(EAGLE_ARCHITECTURES),
+                                        "remove eagle for this model; SageMaker cannot optimize other architectures"))
         for key in self.environment:
             if not self._ENV_KEY.match(key):
                 problems.append(Problem(f"environment.{key}", key, "a variable name: letters, digits, '_'",
