@@ -1,0 +1,553 @@
+"""Start a SageMaker EAGLE optimization job (``start``) and record/promote its results (``record``).
+
+Both handlers are steps of a Step Functions state machine: build dataset -> ``start`` -> Wait +
+``DescribeOptimizationJob`` (SDK integration) until terminal -> ``record``. Pure logic lives in
+``eagle_job_core.py``; this module does the AWS I/O.
+
+``start(event, context)``
+  Environment:
+    ROLE_ARN             IAM role the optimization job assumes (passed with iam:PassRole).
+    OUTPUT_S3_URI        s3:// base prefix; each job writes to ``<OUTPUT_S3_URI>/<job name>/``.
+    MAX_RUNTIME_SECONDS  StoppingCondition.MaxRuntimeInSeconds (whole seconds >= 1).
+    KMS_KEY_ARN          optional; OutputConfig.KmsKeyId.
+    SUBNET_IDS, SECURITY_GROUP_IDS  optional, comma-separated, set together; VpcConfig.
+    TRAINING_PLAN_ARNS   optional, comma-separated (the API accepts at most one); TrainingPlanArns.
+  Event (``StartEvent``)::
+    {"model_name": "qwen3-32b", "model_s3_uri": "s3://bucket/models/qwen3-32b/",
+     "architecture": "Qwen3ForCausalLM", "deployment_instance_type": "ml.p5e.48xlarge",
+     "max_instance_count": 1,
+     "training_data": {"s3_uri": "s3://bucket/eagle/data/run-1/", "s3_data_type": "S3Prefix"},
+     "run_id": "run-1", "dataset_summary": {"records": 1200, ...}}
+    ``dataset_summary.records == 0`` or ``dataset_summary.empty == true`` -> EmptyDatasetError.
+  Returns (``StartOutput``; identical keys for a fresh job and for a retry that found the job)::
+    {"job_name", "job_arn", "eagle_version": "eagle3"|"eagle2", "output_s3_uri", "started_at",
+     "draft_model_s3_uri", "results_s3_uri", plus the event's model_name, run_id, model_s3_uri,
+     architecture, deployment_instance_type, max_instance_count, training_data, dataset_summary}
+
+``record(event, context)``
+  Environment:
+    RUNS_TABLE           DynamoDB table, partition key ``model_name`` (S), sort key ``run_id`` (S).
+    REPORT_S3_URI        s3:// prefix; the report goes to ``<REPORT_S3_URI>/<model>/<run_id>.json``.
+    PROMOTION_PARAMETER  SSM String parameter holding the approved draft head (JSON, see below).
+    SPEEDUP_THRESHOLD    float > 0, e.g. 1.5; promote when speedup >= threshold.
+  Event (``RecordEvent``): the ``start`` output plus ``"job"``: the final DescribeOptimizationJob
+  response (``OptimizationJobStatus``, ``FailureReason``, ``OptimizationStartTime``,
+  ``OptimizationEndTime``, ``CreationTime``, ``LastModifiedTime``; other keys ignored).
+  Returns the run record written to DynamoDB (``decision`` is "promoted" or "not_promoted", with
+  ``reason``). The parameter value on promotion::
+    {"draft_model_s3_uri", "eagle_version", "speedup", "run_id", "job_arn", "model_name", "completed_at"}
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import urllib.parse
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Any, Literal
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import parse
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+import eagle_job_core as core
+from eagle_job_core import (  # re-exported: Step Functions matches these class names
+    ConfigurationError,
+    DatasetMissingError,
+    EmptyDatasetError,
+    InvalidEventError,
+    JobNotTerminalError,
+    OptimizationJobConflictError,
+    ResourceLimitExceededError,
+    UnsupportedArchitectureError,
+    UnsupportedInstanceTypeError,
+    UnsupportedModelSourceError,
+)
+
+__all__ = [
+    "start",
+    "record",
+    "ConfigurationError",
+    "DatasetMissingError",
+    "EmptyDatasetError",
+    "InvalidEventError",
+    "JobNotTerminalError",
+    "OptimizationJobConflictError",
+    "ResourceLimitExceededError",
+    "UnsupportedArchitectureError",
+    "UnsupportedInstanceTypeError",
+    "UnsupportedModelSourceError",
+]
+
+logger = Logger()
+metrics = Metrics()
+
+#: Throttling and transient errors are retried by botocore (adaptive mode adds client-side rate limiting).
+RETRY_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 8})
+MAX_RESULT_OBJECTS = 1000
+MAX_RESULT_FILE_BYTES = 10 * 1024 * 1024
+MAX_SUMMARY_BYTES_IN_RECORD = 32 * 1024
+
+
+@functools.cache
+def _sagemaker():
+    return boto3.client("sagemaker", config=RETRY_CONFIG)
+
+
+@functools.cache
+def _s3():
+    return boto3.client("s3", config=RETRY_CONFIG)
+
+
+@functools.cache
+def _dynamodb():
+    return boto3.client("dynamodb", config=RETRY_CONFIG)
+
+
+@functools.cache
+def _ssm():
+    return boto3.client("ssm", config=RETRY_CONFIG)
+
+
+# --------------------------------------------------------------------------------------------
+# Event models
+# --------------------------------------------------------------------------------------------
+
+
+class TrainingData(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    s3_uri: str = Field(min_length=1, max_length=1024)
+    s3_data_type: Literal["S3Prefix", "ManifestFile"] = "S3Prefix"
+
+
+class StartEvent(BaseModel):
+    model_config = ConfigDict(extra="ignore", protected_namespaces=())
+
+    model_name: str = Field(min_length=1, max_length=256)
+    model_s3_uri: str = Field(min_length=1, max_length=1024)
+    architecture: str = Field(min_length=1, max_length=256)
+    deployment_instance_type: str = Field(min_length=1, max_length=64)
+    max_instance_count: int = Field(default=1, ge=1)
+    training_data: TrainingData
+    run_id: str = Field(min_length=1, max_length=256)
+    dataset_summary: dict[str, Any] = Field(default_factory=dict)
+
+
+class StartOutput(StartEvent):
+    job_name: str
+    job_arn: str
+    eagle_version: str
+    output_s3_uri: str
+    started_at: str
+    draft_model_s3_uri: str
+    results_s3_uri: str
+
+
+class JobDescription(BaseModel):
+    """The parts of a DescribeOptimizationJob response that ``record`` uses."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    OptimizationJobStatus: str
+    FailureReason: str | None = None
+    OptimizationJobArn: str | None = None
+    CreationTime: datetime | None = None
+    OptimizationStartTime: datetime | None = None
+    OptimizationEndTime: datetime | None = None
+    LastModifiedTime: datetime | None = None
+
+
+class RecordEvent(StartOutput):
+    job: JobDescription
+
+
+def _parse(event: Any, model: type[BaseModel]) -> Any:
+    try:
+        return parse(event=event, model=model)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or '<event>'}: {error['msg']}" for error in exc.errors()
+        )
+        raise InvalidEventError(f"invalid {model.__name__} event: {problems}") from None
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _error_code(exc: ClientError) -> str:
+    return exc.response.get("Error", {}).get("Code", "")
+
+
+# --------------------------------------------------------------------------------------------
+# start
+# --------------------------------------------------------------------------------------------
+
+
+def _check_instance_type(instance_type: str) -> None:
+    allowed = _sagemaker().meta.service_model.shape_for("OptimizationJobDeploymentInstanceType").enum
+    if allowed and instance_type not in allowed:
+        raise UnsupportedInstanceTypeError(
+            f"deployment_instance_type {instance_type!r} is not accepted by CreateOptimizationJob. "
+            f"Allowed: {', '.join(allowed)}."
+        )
+
+
+def _check_dataset(event: StartEvent) -> None:
+    records = event.dataset_summary.get("records")
+    zero = isinstance(records, (int, float)) and not isinstance(records, bool) and records == 0
+    if zero or event.dataset_summary.get("empty") is True:
+        raise EmptyDatasetError(
+            f"the dataset for run {event.run_id!r} has 0 records (dataset_summary records={records!r}, "
+            f"empty={event.dataset_summary.get('empty')!r}) at "
+            f"{event.training_data.s3_uri}; an EAGLE head cannot be trained on no data. Capture more "
+            "traffic or point the run at a dataset with ShareGPT / OpenAI (chat) completions JSONL records."
+        )
+    bucket, key = core.parse_s3_uri(event.training_data.s3_uri, what="training_data.s3_uri")
+    try:
+        listing = _s3().list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+    except ClientError as exc:
+        if _error_code(exc) == "NoSuchBucket":
+            raise DatasetMissingError(
+                f"training data bucket {bucket!r} of {event.training_data.s3_uri} does not exist; "
+                "build the dataset first or fix training_data.s3_uri."
+            ) from None
+        raise
+    if not listing.get("KeyCount", len(listing.get("Contents", []))):
+        raise DatasetMissingError(
+            f"no objects under training data URI {event.training_data.s3_uri} "
+            f"({event.training_data.s3_data_type}); build the dataset first or fix training_data.s3_uri."
+        )
+
+
+def _existing_job(name: str, expected_model_uri: str) -> tuple[str, str]:
+    """(arn, creation time) of a job that already has ``name``; refuse one made from other inputs."""
+    described = _sagemaker().describe_optimization_job(OptimizationJobName=name)
+    existing_uri = (described.get("ModelSource") or {}).get("S3", {}).get("S3Uri")
+    if existing_uri is not None and existing_uri != expected_model_uri:
+        raise OptimizationJobConflictError(
+            f"optimization job {name!r} already exists for model {existing_uri!r}, not {expected_model_uri!r}; "
+            "use a new run_id."
+        )
+    return described["OptimizationJobArn"], _iso(described.get("CreationTime")) or ""
+
+
+@logger.inject_lambda_context(log_event=False)
+def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    settings = core.settings_from_env(os.environ)
+    request_event: StartEvent = _parse(event, StartEvent)
+    logger.append_keys(model_name=request_event.model_name, run_id=request_event.run_id)
+
+    eagle_version = core.eagle_version_for(request_event.architecture)
+    core.check_model_source(request_event.model_s3_uri)
+    core.parse_s3_uri(request_event.training_data.s3_uri, what="training_data.s3_uri")
+    _check_instance_type(request_event.deployment_instance_type)
+    _check_dataset(request_event)
+
+    name = core.job_name(
+        model_name=request_event.model_name,
+        model_s3_uri=request_event.model_s3_uri,
+        dataset_s3_uri=request_event.training_data.s3_uri,
+        instance_type=request_event.deployment_instance_type,
+        run_id=request_event.run_id,
+    )
+    request = core.build_create_request(
+        name=name,
+        settings=settings,
+        model_s3_uri=request_event.model_s3_uri,
+        instance_type=request_event.deployment_instance_type,
+        max_instance_count=request_event.max_instance_count,
+        training_data_uri=request_event.training_data.s3_uri,
+        training_data_type=request_event.training_data.s3_data_type,
+        model_name=request_event.model_name,
+        run_id=request_event.run_id,
+    )
+    try:
+        job_arn = _sagemaker().create_optimization_job(**request)["OptimizationJobArn"]
+        started_at = _iso(datetime.now(timezone.utc)) or ""
+        logger.info("optimization job created", extra={"job_name": name, "eagle_version": eagle_version})
+    except ClientError as exc:
+        code = _error_code(exc)
+        message = exc.response.get("Error", {}).get("Message", "")
+        if code == "ResourceInUse" or (code == "ValidationException" and "already exists" in message.lower()):
+            job_arn, started_at = _existing_job(name, request_event.model_s3_uri)
+            logger.info("optimization job already exists; continuing with it", extra={"job_name": name})
+        elif code == "ResourceLimitExceeded":
+            raise ResourceLimitExceededError(
+                f"SageMaker refused optimization job {name!r} on {request_event.deployment_instance_type} "
+                f"x{request_event.max_instance_count}: an account quota is used up ({message or code}). "
+                "Wait for running optimization jobs to finish, or request a higher quota for this instance "
+                "type in Service Quotas, then retry."
+            ) from None
+        else:
+            raise
+
+    output_uri = core.job_output_uri(settings, name)
+    result = StartOutput(
+        **request_event.model_dump(),
+        job_name=name,
+        job_arn=job_arn,
+        eagle_version=eagle_version,
+        output_s3_uri=output_uri,
+        started_at=started_at,
+        draft_model_s3_uri=core.join_s3(output_uri, "draft") + "/",
+        results_s3_uri=core.join_s3(output_uri, "results") + "/",
+    )
+    return result.model_dump()
+
+
+# --------------------------------------------------------------------------------------------
+# record
+# --------------------------------------------------------------------------------------------
+
+
+def _record_settings() -> tuple[str, str, str, float]:
+    env = os.environ
+    problems = []
+    table = env.get("RUNS_TABLE", "").strip()
+    if not table:
+        problems.append("RUNS_TABLE is not set (DynamoDB table of EAGLE runs)")
+    report = env.get("REPORT_S3_URI", "").strip()
+    if not report.startswith("s3://"):
+        problems.append(f"REPORT_S3_URI {report!r} must be an s3:// prefix for run reports")
+    parameter = env.get("PROMOTION_PARAMETER", "").strip()
+    if not parameter:
+        problems.append("PROMOTION_PARAMETER is not set (SSM parameter name of the approved draft head)")
+    raw = env.get("SPEEDUP_THRESHOLD", "").strip()
+    threshold = 0.0
+    try:
+        threshold = float(raw)
+        if not (threshold > 0 and threshold < float("inf")):
+            raise ValueError
+    except ValueError:
+        problems.append(f"SPEEDUP_THRESHOLD {raw!r} must be a number > 0, e.g. 1.5")
+    if problems:
+        raise ConfigurationError("invalid function configuration: " + "; ".join(problems))
+    return table, report, parameter, threshold
+
+
+def _read_results(results_uri: str) -> core.ResultsSummary:
+    bucket, prefix = core.parse_s3_uri(results_uri, what="results URI")
+    files: list[str] = []
+    documents: list[tuple[str, Any]] = []
+    skipped: list[str] = []
+    paginator = _s3().get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            if len(files) >= MAX_RESULT_OBJECTS:
+                break
+            key = item["Key"]
+            relative = key[len(prefix) :] or key
+            files.append(relative)
+            if not key.lower().endswith((".json", ".jsonl")):
+                continue
+            if item.get("Size", 0) > MAX_RESULT_FILE_BYTES:
+                skipped.append(relative)
+                continue
+            body = _s3().get_object(Bucket=bucket, Key=key)["Body"].read()
+            documents.extend((relative, doc) for doc in core.parse_json_documents(key, body))
+    summary = core.summarize_results(documents, files)
+    if skipped and summary.status != "parsed":
+        summary.reason = f"{summary.reason}; skipped files over {MAX_RESULT_FILE_BYTES} bytes: {', '.join(skipped)}"
+    logger.info(
+        "results read",
+        extra={"results_status": summary.status, "files": len(files), "json_documents": len(documents)},
+    )
+    return summary
+
+
+def _prefix_has_objects(uri: str) -> bool:
+    bucket, prefix = core.parse_s3_uri(uri, what="S3 URI")
+    listing = _s3().list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
+    return bool(listing.get("KeyCount", len(listing.get("Contents", []))))
+
+
+def _current_promotion(parameter: str) -> dict[str, Any]:
+    try:
+        value = _ssm().get_parameter(Name=parameter)["Parameter"]["Value"]
+    except ClientError as exc:
+        if _error_code(exc) == "ParameterNotFound":
+            return {}
+        raise
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _promote(
+    *, parameter: str, run: RecordEvent, speedup: float, completed_at: str | None, decision: core.Decision
+) -> core.Decision:
+    """Write the parameter unless it already names this run or a run that completed later."""
+    current = _current_promotion(parameter)
+    if current.get("run_id") == run.run_id and current.get("model_name", run.model_name) == run.model_name:
+        logger.info("draft head of this run is already promoted", extra={"parameter": parameter})
+        return decision
+    current_done, this_done = _parse_time(current.get("completed_at")), _parse_time(completed_at)
+    if current_done and this_done and current_done > this_done:
+        return core.Decision(
+            False,
+            f"{decision.reason}, but run {current.get('run_id')!r} (completed {current.get('completed_at')}) "
+            "is already promoted and is newer; not replacing it with this older run",
+        )
+    value = {
+        "draft_model_s3_uri": run.draft_model_s3_uri,
+        "eagle_version": run.eagle_version,
+        "speedup": speedup,
+        "run_id": run.run_id,
+        "job_arn": run.job_arn,
+        "model_name": run.model_name,
+        "completed_at": completed_at,
+    }
+    _ssm().put_parameter(Name=parameter, Value=json.dumps(value, sort_keys=True), Type="String", Overwrite=True)
+    logger.info("draft head promoted", extra={"parameter": parameter, "speedup": speedup})
+    return decision
+
+
+def _to_dynamo(item: dict[str, Any]) -> dict[str, Any]:
+    plain = json.loads(json.dumps(item, default=str), parse_float=Decimal)
+    serializer = TypeSerializer()
+    return {key: serializer.serialize(value) for key, value in plain.items()}
+
+
+def _from_dynamo(item: dict[str, Any]) -> dict[str, Any]:
+    deserializer = TypeDeserializer()
+    return {key: deserializer.deserialize(value) for key, value in item.items()}
+
+
+def _report_key(report_uri: str, model_name: str, run_id: str) -> tuple[str, str]:
+    bucket, prefix = core.parse_s3_uri(report_uri, what="REPORT_S3_URI")
+    safe = functools.partial(urllib.parse.quote, safe="-_.")
+    key = "/".join(part for part in (prefix.strip("/"), safe(model_name), f"{safe(run_id)}.json") if part)
+    return bucket, key
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context(log_event=False)
+def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    table, report_uri, parameter, threshold = _record_settings()
+    run: RecordEvent = _parse(event, RecordEvent)
+    logger.append_keys(model_name=run.model_name, run_id=run.run_id, job_name=run.job_name)
+    job = run.job
+    status = job.OptimizationJobStatus
+    if status not in core.TERMINAL_STATUSES:
+        raise JobNotTerminalError(
+            f"optimization job {run.job_name!r} is {status}; record only after it is one of "
+            f"{sorted(core.TERMINAL_STATUSES)} (the state machine's wait loop should not have exited)."
+        )
+
+    results = _read_results(run.results_s3_uri) if status == "COMPLETED" else None
+    decision = core.decide(
+        status=status,
+        failure_reason=job.FailureReason,
+        results=results,
+        threshold=threshold,
+        results_uri=run.results_s3_uri,
+    )
+    ended = job.OptimizationEndTime or job.LastModifiedTime
+    began = job.OptimizationStartTime or job.CreationTime
+    completed_at = _iso(ended)
+    if decision.promote and not _prefix_has_objects(run.draft_model_s3_uri):
+        decision = core.Decision(False, f"{decision.reason}, but no draft head objects under {run.draft_model_s3_uri}")
+    if decision.promote:
+        assert results is not None and results.speedup is not None
+        decision = _promote(
+            parameter=parameter, run=run, speedup=results.speedup, completed_at=completed_at, decision=decision
+        )
+
+    report_bucket, report_key = _report_key(report_uri, run.model_name, run.run_id)
+    summary_json = json.dumps(run.dataset_summary, sort_keys=True, default=str)
+    results_dict = results.as_dict() if results else None
+    item: dict[str, Any] = {
+        "model_name": run.model_name,
+        "run_id": run.run_id,
+        "job_name": run.job_name,
+        "job_arn": run.job_arn,
+        "eagle_version": run.eagle_version,
+        "architecture": run.architecture,
+        "model_s3_uri": run.model_s3_uri,
+        "deployment_instance_type": run.deployment_instance_type,
+        "max_instance_count": run.max_instance_count,
+        "training_data": run.training_data.model_dump(),
+        "dataset_summary": run.dataset_summary
+        if len(summary_json.encode()) <= MAX_SUMMARY_BYTES_IN_RECORD
+        else {"note": "dataset summary too large for the run record; see the report"},
+        "status": status,
+        "failure_reason": job.FailureReason,
+        "created_at": _iso(job.CreationTime),
+        "started_at": _iso(began),
+        "ended_at": completed_at,
+        "duration_seconds": int((ended - began).total_seconds()) if ended and began else None,
+        "output_s3_uri": run.output_s3_uri,
+        "draft_model_s3_uri": run.draft_model_s3_uri,
+        "results_s3_uri": run.results_s3_uri,
+        "results_status": results.status if results else "not_read",
+        "results_files": (results.files[:100] if results else []),
+        "throughput_metric": results.throughput_metric if results else None,
+        "concurrency": results.concurrency if results else None,
+        "base_throughput": results.base_throughput if results else None,
+        "trained_throughput": results.optimized_throughput if results else None,
+        "base_latency": results.base_latency if results else {},
+        "trained_latency": results.optimized_latency if results else {},
+        "speedup": results.speedup if results else None,
+        "speedup_threshold": threshold,
+        "decision": "promoted" if decision.promote else "not_promoted",
+        "reason": decision.reason,
+        "promotion_parameter": parameter,
+        "report_s3_uri": f"s3://{report_bucket}/{report_key}",
+    }
+
+    previous = _dynamodb().get_item(
+        TableName=table,
+        Key={"model_name": {"S": run.model_name}, "run_id": {"S": run.run_id}},
+        ConsistentRead=True,
+    ).get("Item")
+    serialized = _to_dynamo(item)
+    repeated = previous is not None and _from_dynamo(previous) == _from_dynamo(serialized)
+    _dynamodb().put_item(TableName=table, Item=serialized)
+
+    report = {**item, "dataset_summary": run.dataset_summary, "results": results_dict}
+    _s3().put_object(
+        Bucket=report_bucket,
+        Key=report_key,
+        Body=json.dumps(report, sort_keys=True, indent=2, default=str).encode(),
+        ContentType="application/json",
+    )
+
+    if repeated:
+        logger.info("run already recorded with the same outcome; metrics not published again")
+    else:
+        metrics.add_dimension(name="ModelName", value=run.model_name)
+        if results and results.speedup is not None:
+            metrics.add_metric(name="EagleSpeedup", unit=MetricUnit.NoUnit, value=results.speedup)
+        if status == "COMPLETED":
+            metrics.add_metric(name="EagleJobSucceeded", unit=MetricUnit.Count, value=1)
+        else:
+            metrics.add_metric(name="EagleJobFailed", unit=MetricUnit.Count, value=1)
+    logger.info(
+        "run recorded",
+        extra={"status": status, "decision": item["decision"], "speedup": item["speedup"], "reason": decision.reason},
+    )
+    return item
