@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from . import service_model
@@ -60,6 +60,24 @@ class Settings(BaseModel):
         return self
 
 
+def field_rule(check: Any) -> AfterValidator:
+    """A single-field rule: ``check(value)`` returns a ``Problem`` (path "") or None.
+
+    Field rules run with pydantic's own checks, so they are reported together with problems
+    elsewhere in the config, not only once everything else is valid.
+    """
+
+    def _validate(value: Any) -> Any:
+        if value is None:
+            return value
+        problem = check(value)
+        if problem is not None:
+            raise PydanticCustomError(RULES_ERROR, "{count} rule(s) broken", {"count": 1, "problems": [problem]})
+        return value
+
+    return AfterValidator(_validate)
+
+
 def s3_uri_problem(field: str, value: str, *, want: Literal["prefix", "tar.gz", "any"] = "any") -> Problem | None:
     """A problem when ``value`` is not an S3 URI of the wanted kind, else None."""
     match = _S3_URI.match(value)
@@ -95,6 +113,20 @@ def instance_type_problem(field: str, value: str, allowed: frozenset[str], what:
     near = service_model.close_matches(value, allowed)
     hint = f"did you mean {', '.join(near)}?" if near else "see the instance types SageMaker lists for " + what
     return Problem(field, value, f"an instance type SageMaker accepts for {what} (ml.<family>.<size>)", hint)
+
+
+def _image_problem(value: str) -> Problem | None:
+    if _LMI_ALIAS.match(value) or _ECR_IMAGE.match(value):
+        return None
+    return Problem("", value, "'lmi', 'lmi:<tag>' or an ECR image URI <account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>",
+                   "push the image to ECR and give its full URI")
+
+
+def _ami_problem(value: str) -> Problem | None:
+    if value in service_model.inference_ami_versions():
+        return None
+    return Problem("", value, "one of " + ", ".join(sorted(service_model.inference_ami_versions())),
+                   "pick a listed version or leave it out")
 
 
 def has_local_nvme(instance_type: str) -> bool:
@@ -261,14 +293,13 @@ class LoraSettings(Settings):
 class AdapterSpec(Settings):
     """A LoRA adapter served on a base model as its own inference component."""
 
-    name: Annotated[str, Field(description=(
+    name: Annotated[str, field_rule(lambda v: name_problem("", v)), Field(description=(
         "The adapter's inference component name (clients pass it as InferenceComponentName): 1-63 letters, "
         "digits and hyphens."))]
-    artifact_s3_uri: Annotated[str, Field(description="s3://bucket/adapter.tar.gz with the adapter files at the archive root.")]
+    artifact_s3_uri: Annotated[str, field_rule(lambda v: s3_uri_problem("", v, want="tar.gz")), Field(description="s3://bucket/adapter.tar.gz with the adapter files at the archive root.")]
 
     def _rules(self) -> list[Problem]:
-        return [p for p in (name_problem("name", self.name),
-                            s3_uri_problem("artifact_s3_uri", self.artifact_s3_uri, want="tar.gz")) if p]
+        return []
 
 
 class SessionSettings(Settings):
@@ -366,12 +397,12 @@ class ModelSpec(Settings):
     cache them on local NVMe so a new copy starts fast.
     """
 
-    name: Annotated[str, Field(description=(
+    name: Annotated[str, field_rule(lambda v: name_problem("", v)), Field(description=(
         "The inference component's name, as clients pass it in InferenceComponentName: 1-63 letters, digits "
         "and hyphens, unique in the account and region."))]
-    model_data_s3_uri: Annotated[str, Field(description=(
+    model_data_s3_uri: Annotated[str, field_rule(lambda v: s3_uri_problem("", v, want="prefix")), Field(description=(
         "Where the weights are: s3://bucket/prefix/ (uncompressed) or s3://bucket/model.tar.gz."))]
-    image: Annotated[str, Field(description=(
+    image: Annotated[str, field_rule(_image_problem), Field(description=(
         "Container image: 'lmi' (AWS Large Model Inference container, tag " + DEFAULT_LMI_TAG + "), "
         "'lmi:<tag>', or a full ECR image URI. Default: lmi."))] = "lmi"
     architecture: Annotated[str | None, Field(description=(
@@ -413,14 +444,7 @@ class ModelSpec(Settings):
         return self.lmi_tag is not None or "djl-inference" in self.image
 
     def _rules(self) -> list[Problem]:
-        problems = [p for p in (
-            name_problem("name", self.name),
-            s3_uri_problem("model_data_s3_uri", self.model_data_s3_uri, want="prefix"),
-        ) if p]
-        if not _LMI_ALIAS.match(self.image) and not _ECR_IMAGE.match(self.image):
-            problems.append(Problem("image", self.image,
-                                    "'lmi', 'lmi:<tag>' or an ECR image URI <account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>",
-                                    "push the image to ECR and give its full URI"))
+        problems: list[Problem] = []
         if (self.adapters or self.adapters_manifest) and self.lora is None:
             problems.append(Problem("adapters", [a.name for a in self.adapters] or self.adapters_manifest,
                                     "adapters only on a model with lora settings",
@@ -469,11 +493,12 @@ class VpcPlacement(Settings):
 class EndpointOptions(Settings):
     """Settings of an ``LlmEndpoint`` other than the models it hosts."""
 
-    instance_type: Annotated[str, Field(description="SageMaker instance type, e.g. ml.p5e.48xlarge.")]
+    instance_type: Annotated[str, field_rule(lambda v: instance_type_problem(
+        "", v, service_model.endpoint_instance_types(), "endpoints")), Field(description="SageMaker instance type, e.g. ml.p5e.48xlarge.")]
     scaling: Annotated[InstanceScaling, Field(description="Instance count range. Default: exactly one instance.")] = InstanceScaling()
     routing: Annotated[Routing, Field(description="Request routing. Default: least outstanding requests.")] = Routing()
     data_capture: Annotated[DataCapture, Field(description="Traffic capture. Default: on, 10%, JSON.")] = DataCapture()
-    inference_ami_version: Annotated[str | None, Field(description=(
+    inference_ami_version: Annotated[str | None, field_rule(_ami_problem), Field(description=(
         "Inference AMI (driver/CUDA) version, e.g. al2-ami-sagemaker-inference-gpu-3-1. Default: SageMaker's."))] = None
     volume_size_gb: Annotated[int | None, Field(ge=1, le=512, description=(
         "EBS volume per instance, GB. Only for instance types without local NVMe storage. Default: SageMaker's."))] = None
@@ -481,13 +506,7 @@ class EndpointOptions(Settings):
         "How long SageMaker waits for instances. Default: SageMaker's."))] = None
 
     def _rules(self) -> list[Problem]:
-        problems = [p for p in (
-            instance_type_problem("instance_type", self.instance_type, service_model.endpoint_instance_types(), "endpoints"),
-        ) if p]
-        if self.inference_ami_version is not None and self.inference_ami_version not in service_model.inference_ami_versions():
-            problems.append(Problem("inference_ami_version", self.inference_ami_version,
-                                    "one of " + ", ".join(sorted(service_model.inference_ami_versions())),
-                                    "pick a listed version or leave it out"))
+        problems: list[Problem] = []
         if self.volume_size_gb is not None and has_local_nvme(self.instance_type):
             problems.append(Problem("volume_size_gb", self.volume_size_gb,
                                     f"nothing for {self.instance_type}: it has local NVMe storage that SageMaker uses instead",

@@ -8,7 +8,11 @@ fails when the handler would send a request the real service rejects.
 from __future__ import annotations
 
 import functools
-import re
+
+try:  # botocore's patterns use \p{L}-style classes that only the regex package understands
+    import regex as re
+except ImportError:  # pragma: no cover
+    import re  # type: ignore[no-redef]
 from typing import Any
 
 import botocore.session

@@ -1,0 +1,274 @@
+"""LlmEndpoint: the endpoint config, endpoint, role, key, data capture, imports, grants, metrics."""
+from __future__ import annotations
+
+import pytest
+from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Capture, Match, Template
+
+from sagemaker_llm_cdk import (
+    ConfigurationError,
+    DataCapture,
+    InstanceScaling,
+    LlmEndpoint,
+    ModelSpec,
+    Routing,
+)
+from support.stacks import MODEL_URI, endpoint_stack, new_stack, only
+
+
+@pytest.fixture(scope="module")
+def default() -> tuple[Stack, LlmEndpoint, Template]:
+    stack, endpoint = endpoint_stack()
+    return stack, endpoint, Template.from_stack(stack)
+
+
+def test_variant_names_no_model_and_scales_instances(default):
+    _, _, template = default
+    config = only(template, "AWS::SageMaker::EndpointConfig")["Properties"]
+    (variant,) = config["ProductionVariants"]
+    assert "ModelName" not in variant
+    assert variant["VariantName"] == "AllTraffic"
+    assert variant["InstanceType"] == "ml.g6e.12xlarge"
+    assert variant["InitialInstanceCount"] == 1
+    assert variant["ManagedInstanceScaling"] == {"Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": 1}
+    assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+
+
+def test_endpoint_config_has_execution_role_and_no_fixed_name(default):
+    _, _, template = default
+    config = only(template, "AWS::SageMaker::EndpointConfig")["Properties"]
+    assert "EndpointConfigName" not in config
+    assert config["ExecutionRoleArn"] == {"Fn::GetAtt": [Match.any_value(), "Arn"]} or "Fn::GetAtt" in config["ExecutionRoleArn"]
+    role_id = config["ExecutionRoleArn"]["Fn::GetAtt"][0]
+    role = template.find_resources("AWS::IAM::Role")[role_id]
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    assert "ManagedPolicyArns" not in role["Properties"]
+
+
+def test_endpoint_uses_generated_config_name(default):
+    _, _, template = default
+    endpoint = only(template, "AWS::SageMaker::Endpoint")["Properties"]
+    assert "EndpointName" not in endpoint
+    assert endpoint["EndpointConfigName"]["Fn::GetAtt"][1] == "EndpointConfigName"
+
+
+def test_explicit_endpoint_name_is_used():
+    stack, _ = endpoint_stack(endpoint_name="chat-prod")
+    Template.from_stack(stack).has_resource_properties("AWS::SageMaker::Endpoint", {"EndpointName": "chat-prod"})
+
+
+def test_scale_to_zero_starts_with_one_instance():
+    stack, _ = endpoint_stack(scaling=InstanceScaling(min_instances=0, max_instances=4))
+    Template.from_stack(stack).has_resource_properties("AWS::SageMaker::EndpointConfig", {
+        "ProductionVariants": [Match.object_like({
+            "InitialInstanceCount": 1,
+            "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 0, "MaxInstanceCount": 4},
+        })]
+    })
+
+
+@pytest.mark.parametrize("routing, expected", [
+    (Routing.random(), {"RoutingStrategy": "RANDOM"}),
+    (Routing.prefix_aware(prefix_length=2048, concurrency_threshold=16),
+     {"RoutingStrategy": "PREFIX_AWARE", "PrefixAwareRoutingConfig": {"PrefixLength": 2048, "ConcurrencyThreshold": 16}}),
+])
+def test_routing_strategies(routing, expected):
+    stack, _ = endpoint_stack(routing=routing)
+    config = only(Template.from_stack(stack), "AWS::SageMaker::EndpointConfig")["Properties"]
+    assert config["ProductionVariants"][0]["RoutingConfig"] == expected
+
+
+def test_ami_version_volume_and_timeout():
+    stack, _ = endpoint_stack(instance_type="ml.g6e.12xlarge", inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1",
+                              instance_provision_timeout_seconds=3600)
+    Template.from_stack(stack).has_resource_properties("AWS::SageMaker::EndpointConfig", {
+        "ProductionVariants": [Match.object_like({
+            "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
+            "VariantInstanceProvisionTimeoutInSeconds": 3600,
+        })]
+    })
+    stack, _ = endpoint_stack(instance_type="ml.g4dn.xlarge" if False else "ml.inf2.xlarge", volume_size_gb=200)
+    Template.from_stack(stack).has_resource_properties("AWS::SageMaker::EndpointConfig", {
+        "ProductionVariants": [Match.object_like({"VolumeSizeInGB": 200})]
+    })
+
+
+def test_kms_key_on_volume_only_without_local_nvme():
+    nvme_stack, _ = endpoint_stack(instance_type="ml.p5e.48xlarge")
+    nvme = only(Template.from_stack(nvme_stack), "AWS::SageMaker::EndpointConfig")["Properties"]
+    assert "KmsKeyId" not in nvme  # SageMaker refuses a volume key on instances with local NVMe
+    ebs_stack, _ = endpoint_stack(instance_type="ml.inf2.xlarge")
+    ebs = only(Template.from_stack(ebs_stack), "AWS::SageMaker::EndpointConfig")["Properties"]
+    assert ebs["KmsKeyId"]["Fn::GetAtt"][1] == "Arn"
+
+
+def test_key_rotates_and_is_retained(default):
+    _, _, template = default
+    template.has_resource("AWS::KMS::Key", {
+        "Properties": Match.object_like({"EnableKeyRotation": True}),
+        "DeletionPolicy": "Retain",
+    })
+
+
+def test_data_capture_defaults(default):
+    _, _, template = default
+    capture = only(template, "AWS::SageMaker::EndpointConfig")["Properties"]["DataCaptureConfig"]
+    assert capture["EnableCapture"] is True
+    assert capture["InitialSamplingPercentage"] == 10
+    assert capture["CaptureOptions"] == [{"CaptureMode": "Input"}, {"CaptureMode": "Output"}]
+    assert capture["CaptureContentTypeHeader"] == {"JsonContentTypes": ["application/json"]}
+    assert capture["KmsKeyId"]["Fn::GetAtt"][1] == "Arn"
+    assert capture["DestinationS3Uri"]["Fn::Join"][1][-1] == "/data-capture"
+
+
+def test_data_capture_settings_and_off():
+    stack, _ = endpoint_stack(data_capture=DataCapture(sampling_percentage=50, capture_output=False,
+                                                       json_content_types=("application/json", "application/jsonlines")))
+    capture = only(Template.from_stack(stack), "AWS::SageMaker::EndpointConfig")["Properties"]["DataCaptureConfig"]
+    assert capture["InitialSamplingPercentage"] == 50
+    assert capture["CaptureOptions"] == [{"CaptureMode": "Input"}]
+    assert capture["CaptureContentTypeHeader"]["JsonContentTypes"] == ["application/json", "application/jsonlines"]
+    stack, endpoint = endpoint_stack(data_capture=DataCapture(enabled=False))
+    template = Template.from_stack(stack)
+    assert "DataCaptureConfig" not in only(template, "AWS::SageMaker::EndpointConfig")["Properties"]
+    assert endpoint.data_capture_bucket is None
+    assert template.find_resources("AWS::S3::Bucket") == {}
+
+
+def test_capture_bucket_is_secure(default):
+    _, _, template = default
+    buckets = template.find_resources("AWS::S3::Bucket")
+    assert len(buckets) == 2  # capture bucket + its access-log bucket
+    capture = [b for b in buckets.values() if "LoggingConfiguration" in b["Properties"]]
+    assert len(capture) == 1
+    props = capture[0]["Properties"]
+    assert capture[0]["DeletionPolicy"] == "Retain"
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+    sse = props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert sse["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+    policies = template.find_resources("AWS::S3::BucketPolicy")
+    assert len(policies) == 2
+    for policy in policies.values():
+        statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+                   for s in statements)
+
+
+def test_role_can_write_only_capture_prefix(default):
+    _, _, template = default
+    policy = only(template, "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
+    write = next(s for s in policy if s.get("Sid") == "WriteCapturedData")
+    assert write["Action"] == ["s3:PutObject", "s3:AbortMultipartUpload"]
+    assert write["Resource"]["Fn::Join"][1][-1] == "/data-capture/*"
+    actions = {a for s in policy for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    assert not any(a.endswith("*") for a in actions), actions
+    metrics = next(s for s in policy if s.get("Sid") == "PublishSageMakerMetrics")
+    assert metrics["Condition"] == {"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}}
+
+
+def test_vpc_placement():
+    stack = new_stack()
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge", vpc=vpc)
+    endpoint.add_model("m", ModelSpec(name="m1", model_data_s3_uri=MODEL_URI))
+    template = Template.from_stack(stack)
+    config = only(template, "AWS::SageMaker::EndpointConfig")["Properties"]
+    assert len(config["VpcConfig"]["Subnets"]) == 2
+    assert len(config["VpcConfig"]["SecurityGroupIds"]) == 1
+    model = only(template, "AWS::SageMaker::Model")["Properties"]
+    assert model["VpcConfig"] == config["VpcConfig"]
+    statements = only(template, "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
+    eni = next(s for s in statements if s.get("Sid") == "ManageEndpointNetworkInterfaces")
+    assert "ec2:CreateNetworkInterface" in eni["Action"]
+
+
+def test_import_by_name_and_arn_and_grant():
+    stack = new_stack()
+    by_name = LlmEndpoint.from_endpoint_name(stack, "ByName", "chat-prod")
+    by_arn = LlmEndpoint.from_endpoint_arn(stack, "ByArn", "arn:aws:sagemaker:us-east-1:123456789012:endpoint/other")
+    assert by_arn.endpoint_name == "other"
+    role = iam.Role(stack, "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    by_name.grant_invoke(role)
+    statement = only(Template.from_stack(stack), "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"][0]
+    assert statement["Action"] == ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"]
+    assert statement["Resource"]["Fn::Join"][1][-1] == ":endpoint/chat-prod"
+    assert stack.resolve(by_name.metric_invocations().dimensions) == {"EndpointName": "chat-prod", "VariantName": "AllTraffic"}
+
+
+def test_import_by_bad_arn_is_refused():
+    with pytest.raises(ConfigurationError, match=r"endpoint_arn: got 'arn:aws:s3:::bucket'.*endpoint/<name>"):
+        LlmEndpoint.from_endpoint_arn(new_stack(), "Bad", "arn:aws:s3:::bucket")
+
+
+def test_grant_invoke_names_this_endpoint(default):
+    stack, endpoint, _ = default
+    role = iam.Role(Stack(stack.node.root, "Other"), "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    grant = endpoint.grant_invoke(role)
+    assert grant.success
+
+
+@pytest.mark.parametrize("method, namespace, name, statistic", [
+    ("metric_invocations", "AWS/SageMaker", "Invocations", "Sum"),
+    ("metric_model_latency", "AWS/SageMaker", "ModelLatency", "p90"),
+    ("metric_overhead_latency", "AWS/SageMaker", "OverheadLatency", "p90"),
+    ("metric_invocation_4xx_errors", "AWS/SageMaker", "Invocation4XXErrors", "Sum"),
+    ("metric_invocation_5xx_errors", "AWS/SageMaker", "Invocation5XXErrors", "Sum"),
+    ("metric_gpu_utilization", "/aws/sagemaker/Endpoints", "GPUUtilization", "Average"),
+    ("metric_gpu_memory_utilization", "/aws/sagemaker/Endpoints", "GPUMemoryUtilization", "Average"),
+])
+def test_endpoint_metrics(default, method, namespace, name, statistic):
+    stack, endpoint, _ = default
+    metric = getattr(endpoint, method)()
+    assert (metric.namespace, metric.metric_name, metric.statistic) == (namespace, name, statistic)
+    dims = stack.resolve(metric.dimensions)
+    assert set(dims) == {"EndpointName", "VariantName"}
+    assert dims["VariantName"] == "AllTraffic"
+
+
+def test_no_capacity_metric_sums_models():
+    stack, endpoint = endpoint_stack(models=[ModelSpec(name="a", model_data_s3_uri=MODEL_URI),
+                                             ModelSpec(name="b", model_data_s3_uri=MODEL_URI)])
+    expression = endpoint.metric_no_capacity_invocation_failures()
+    assert expression.expression == "m0+m1"
+    assert {m.metric_name for m in expression.using_metrics.values()} == {"NoCapacityInvocationFailures"}
+
+
+def test_no_capacity_metric_without_models_is_refused():
+    stack, endpoint = endpoint_stack(models=[])
+    with pytest.raises(ConfigurationError, match="models: got \\[\\]; allowed: at least one model"):
+        endpoint.metric_no_capacity_invocation_failures()
+
+
+# ------------------------------------------------------------------ validation
+@pytest.mark.parametrize("kwargs, message", [
+    ({"instance_type": "ml.p5e.48xlarg"}, r"instance_type: got 'ml.p5e.48xlarg'; allowed: an instance type SageMaker "
+                                          r"accepts for endpoints.*did you mean ml.p5e.48xlarge"),
+    ({"scaling": InstanceScaling.model_construct(min_instances=3, max_instances=2)},
+     r"scaling.min_instances: got 3; allowed: at most max_instances \(2\)"),
+    ({"inference_ami_version": "al2-latest"}, r"inference_ami_version: got 'al2-latest'; allowed: one of "),
+    ({"instance_type": "ml.p5e.48xlarge", "volume_size_gb": 100},
+     r"volume_size_gb: got 100; allowed: nothing for ml.p5e.48xlarge: it has local NVMe"),
+    ({"instance_provision_timeout_seconds": 60}, r"instance_provision_timeout_seconds: got 60; allowed: at least 1800"),
+])
+def test_endpoint_validation(kwargs, message):
+    kwargs.setdefault("instance_type", "ml.g6e.12xlarge")
+    with pytest.raises(ConfigurationError, match=message) as info:
+        LlmEndpoint(new_stack(), "Endpoint", **kwargs)
+    assert "Test/Endpoint" in str(info.value)
+
+
+def test_endpoint_validation_reports_every_problem_at_once():
+    with pytest.raises(ConfigurationError) as info:
+        LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.nope.large", inference_ami_version="x",
+                    scaling=InstanceScaling.model_construct(min_instances=5, max_instances=1))
+    assert len(info.value.problems) == 3
+
+
+def test_subnets_without_vpc_are_refused():
+    with pytest.raises(ConfigurationError, match="vpc_subnets: got 'given'; allowed: only together with vpc"):
+        LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.12xlarge",
+                    vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED))
