@@ -46,12 +46,6 @@ class EndpointSpec(EndpointOptions):
             problem = name_problem("endpoint_name", self.endpoint_name, "EndpointName")
             if problem:
                 problems.append(problem)
-        seen: dict[str, int] = {}
-        for index, model in enumerate(self.models):
-            if model.name in seen:
-                problems.append(Problem(f"models[{index}].name", model.name,
-                                        f"a name not used by models[{seen[model.name]}]", "rename one of the two"))
-            seen.setdefault(model.name, index)
         return problems
 
 
@@ -68,21 +62,52 @@ class AppConfig(Settings):
         if not _STACK_NAME.match(self.stack_name):
             problems.append(Problem("stack_name", self.stack_name, "1-128 letters, digits and hyphens, starting with a letter",
                                     "rename the stack"))
-        endpoint_seen: dict[str, int] = {}
-        component_seen: dict[str, str] = {}
-        for e_index, endpoint in enumerate(self.endpoints):
-            if endpoint.name in endpoint_seen:
-                problems.append(Problem(f"endpoints[{e_index}].name", endpoint.name,
-                                        f"a name not used by endpoints[{endpoint_seen[endpoint.name]}]", "rename one of the two"))
-            endpoint_seen.setdefault(endpoint.name, e_index)
-            for m_index, model in enumerate(endpoint.models):
-                path = f"endpoints[{e_index}].models[{m_index}].name"
-                other = component_seen.get(model.name)
-                if other is not None and not other.startswith(f"endpoints[{e_index}]."):
-                    problems.append(Problem(path, model.name, f"a name not used by {other} (inference component names "
-                                            "are unique in an account and region)", "rename one of the two"))
-                component_seen.setdefault(model.name, path)
+        problems.extend(duplicate_name_problems([e.model_dump() for e in self.endpoints]))
         return problems
+
+
+def duplicate_name_problems(endpoints: Any) -> list[Problem]:
+    """Endpoint names used twice, and model or adapter names used twice anywhere.
+
+    Works on the raw config too, so duplicates are reported with every other problem even
+    when some endpoint is not valid yet. Inference component names (models and adapters)
+    are unique in an account and region, hence across endpoints.
+    """
+    problems: list[Problem] = []
+    if not isinstance(endpoints, (list, tuple)):
+        return problems
+    endpoint_seen: dict[str, int] = {}
+    component_seen: dict[str, str] = {}
+
+    def claim(name: Any, path: str) -> None:
+        if not isinstance(name, str):
+            return
+        other = component_seen.get(name)
+        if other is not None:
+            problems.append(Problem(path, name, f"a name not used by {other} (inference component names are unique "
+                                    "in an account and region)", "rename one of the two"))
+        else:
+            component_seen[name] = path
+
+    for e_index, endpoint in enumerate(endpoints):
+        if not isinstance(endpoint, dict):
+            continue
+        name = endpoint.get("name")
+        if isinstance(name, str):
+            if name in endpoint_seen:
+                problems.append(Problem(f"endpoints[{e_index}].name", name,
+                                        f"a name not used by endpoints[{endpoint_seen[name]}]", "rename one of the two"))
+            endpoint_seen.setdefault(name, e_index)
+        models = endpoint.get("models")
+        for m_index, model in enumerate(models if isinstance(models, (list, tuple)) else []):
+            if not isinstance(model, dict):
+                continue
+            claim(model.get("name"), f"endpoints[{e_index}].models[{m_index}].name")
+            adapters = model.get("adapters")
+            for a_index, adapter in enumerate(adapters if isinstance(adapters, (list, tuple)) else []):
+                if isinstance(adapter, dict):
+                    claim(adapter.get("name"), f"endpoints[{e_index}].models[{m_index}].adapters[{a_index}].name")
+    return problems
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -111,7 +136,14 @@ def parse_config(data: Any, *, source: str = "config") -> AppConfig:
                      "start from config/default.yaml")],
             source=source,
         )
-    return validated(AppConfig, data, where=source)
+    try:
+        return validated(AppConfig, data, where=source)
+    except ConfigurationError as error:
+        known = {p.line() for p in error.problems}
+        extra = [p for p in duplicate_name_problems(data.get("endpoints")) if p.line() not in known]
+        if not extra:
+            raise
+        raise ConfigurationError([*error.problems, *extra], source=source) from None
 
 
 def load_config(path: str | Path) -> AppConfig:

@@ -27,9 +27,11 @@ def validated(model: type[M], data: Mapping[str, Any] | M, *, where: str) -> M:
 
 def problems_from(error: ValidationError, model: type[BaseModel]) -> list[Problem]:
     problems: list[Problem] = []
-    for item in error.errors(include_url=False):
-        loc = item["loc"]
-        path = _path(loc)
+    items = error.errors(include_url=False)
+    paths = [_path(item["loc"]) for item in items]
+    for item, path in zip(items, paths):
+        if item["type"] == "too_short" and any(other.startswith(path + "[") for other in paths):
+            continue  # pydantic also calls a list "too short" when its items failed: the items say why
         if item["type"] == RULES_ERROR:
             problems.extend(p.under(path) for p in item["ctx"]["problems"])
             continue

@@ -79,7 +79,7 @@ def _check(shape: Shape, value: Any, path: str, problems: list[str]) -> None:
             problems.append(f"{path}: {value!r} is not one of {sorted(enum)}")
         _check_length(meta, len(value), path, problems)
         pattern = meta.get("pattern")
-        if pattern and not re.fullmatch(pattern, value):
+        if pattern and not re.fullmatch(_python_pattern(pattern), value):
             problems.append(f"{path}: {value!r} does not match pattern {pattern}")
         return
     if shape.type_name in ("integer", "long", "float", "double"):
@@ -97,3 +97,8 @@ def _check_length(meta: dict[str, Any], length: int, path: str, problems: list[s
         problems.append(f"{path}: length {length} is below the minimum {meta['min']}")
     if "max" in meta and length > meta["max"]:
         problems.append(f"{path}: length {length} is above the maximum {meta['max']}")
+
+
+def _python_pattern(pattern: str) -> str:
+    """botocore's patterns are Java regexes: ``\\z`` is Python's ``\\Z``; ``\\p{...}`` needs ``regex``."""
+    return pattern.replace(r"\z", r"\Z")

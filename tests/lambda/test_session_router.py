@@ -1,0 +1,639 @@
+"""Tests for lambda/session_router: the session-aware front door (Function URL -> SageMaker stateful sessions).
+
+sagemaker-runtime goes through botocore's Stubber (plus the service-model checks in
+support.aws_model on every request actually sent); the conversation table is DynamoDB under moto.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import boto3
+import pytest
+from botocore.response import StreamingBody
+from botocore.stub import Stubber
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+from support.aws_model import assert_valid_request
+
+ENDPOINT = "llm-prod-endpoint"
+TABLE = "llm-conversations"
+BASE = "qwen3-32b-base"
+ADAPTER = "qwen3-32b-sql-lora"
+TTL = 600
+NOW = 1_900_000_000  # 2030-03-17T17:46:40Z, frozen through the module's _now()
+SID_1 = "0b7e6c8a-4f1d-4a57-9d0e-1c2b3a4d5e6f"
+SID_2 = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+SID_3 = "1f2e3d4c-5b6a-4978-8a6b-5c4d3e2f1a0b"
+PROMPT = "PROMPT-TEXT-do-not-log-4711: what is the capital of Atlantis?"
+COMPLETION = "COMPLETION-TEXT-do-not-log-0815: Poseidonia."
+
+
+def assert_valid_invoke(params: dict[str, Any]) -> None:
+    """assert_valid_request for InvokeEndpoint, with ContentType checked here.
+
+    The model gives ContentType the Java pattern ``\\p{ASCII}*``, which Python's ``re`` cannot compile
+    (support.aws_model raises re.error on it), so that one member is checked by hand: ASCII, <= 1024.
+    """
+    params = dict(params)
+    content_type = params.pop("ContentType", None)
+    if content_type is not None:
+        assert isinstance(content_type, str) and content_type.isascii() and len(content_type) <= 1024
+    assert_valid_request("sagemaker-runtime", "InvokeEndpoint", params)
+
+
+def iso(epoch: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+class JsonBody:
+    """Stubber matcher: the request Body bytes must decode to this JSON value (key order irrelevant)."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (bytes, bytearray)) and json.loads(other) == self.value
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __repr__(self) -> str:
+        return f"JsonBody({self.value!r})"
+
+
+def chat(text: str = PROMPT) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}], "max_tokens": 64}
+
+
+def completion(text: str = COMPLETION) -> dict[str, Any]:
+    return {"choices": [{"message": {"role": "assistant", "content": text}}]}
+
+
+class RuntimeStub:
+    """Queue expected InvokeEndpoint calls; records what the handler really sent."""
+
+    def __init__(self, client):
+        self.client = client
+        self.stubber = Stubber(client)
+        self.sent: list[dict[str, Any]] = []
+        client.meta.events.register("provide-client-params.sagemaker-runtime.InvokeEndpoint", self._record)
+
+    def _record(self, params, **_):
+        self.sent.append(dict(params))
+
+    def _expected(self, component: str, body: Any, session_id: str | None) -> dict[str, Any]:
+        expected: dict[str, Any] = {
+            "EndpointName": ENDPOINT,
+            "InferenceComponentName": component,
+            "ContentType": "application/json",
+            "Body": JsonBody(body),
+        }
+        if session_id is not None:
+            expected["SessionId"] = session_id
+        assert_valid_invoke(expected)
+        return expected
+
+    def turn(self, *, component: str = BASE, body: Any = None, session_id: str | None = None,
+             reply: Any = None, content_type: str = "application/json", **headers: str) -> None:
+        raw = reply if isinstance(reply, bytes) else json.dumps(completion() if reply is None else reply).encode()
+        response: dict[str, Any] = {"Body": StreamingBody(io.BytesIO(raw), len(raw)), "ContentType": content_type}
+        response.update(headers)
+        self.stubber.add_response(
+            "invoke_endpoint", response, self._expected(component, chat() if body is None else body, session_id)
+        )
+
+    def open(self, session_id: str, *, component: str = BASE, expires: int = NOW + 1200) -> None:
+        self.turn(component=component, body={"requestType": "NEW_SESSION"}, session_id="NEW_SESSION",
+                  reply={"result": f"Session {session_id} created"},
+                  NewSessionId=f"{session_id}; Expires={iso(expires)}")
+
+    def close(self, session_id: str, *, component: str = BASE) -> None:
+        self.turn(component=component, body={"requestType": "CLOSE"}, session_id=session_id,
+                  reply={"result": f"Session {session_id} closed"}, ClosedSessionId=session_id)
+
+    def error(self, *, code: str, message: str, status: int, component: str = BASE, body: Any = None,
+              session_id: str | None = None, **modeled: Any) -> None:
+        self.stubber.add_client_error(
+            "invoke_endpoint",
+            service_error_code=code,
+            service_message=message,
+            http_status_code=status,
+            modeled_fields=modeled or None,
+            expected_params=self._expected(component, chat() if body is None else body, session_id),
+        )
+
+
+class Table:
+    def __init__(self, client):
+        self.client = client
+
+    def put(self, conversation_id: str, session_id: str, component: str = BASE, expires_at: int = NOW + 300):
+        self.client.put_item(TableName=TABLE, Item={
+            "conversation_id": {"S": conversation_id},
+            "session_id": {"S": session_id},
+            "component": {"S": component},
+            "expires_at": {"N": str(expires_at)},
+            "created_at": {"N": str(NOW - 60)},
+            "updated_at": {"N": str(NOW - 60)},
+        })
+
+    def get(self, conversation_id: str) -> dict[str, Any] | None:
+        item = self.client.get_item(TableName=TABLE, Key={"conversation_id": {"S": conversation_id}}).get("Item")
+        if item is None:
+            return None
+        return {k: (int(v["N"]) if "N" in v else v["S"]) for k, v in item.items()}
+
+    def items(self) -> list[dict[str, Any]]:
+        return self.client.scan(TableName=TABLE)["Items"]
+
+
+@pytest.fixture
+def env(monkeypatch):
+    monkeypatch.setenv("ENDPOINT_NAME", ENDPOINT)
+    monkeypatch.setenv("SESSIONS_TABLE", TABLE)
+    monkeypatch.setenv("SESSION_TTL_SECONDS", str(TTL))
+    monkeypatch.setenv("DEFAULT_COMPONENT", BASE)
+    monkeypatch.setenv("ALLOWED_COMPONENTS", f"{BASE}, {ADAPTER}")
+    monkeypatch.setenv("MAX_BODY_BYTES", "4096")
+
+
+@pytest.fixture
+def ddb(env):
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
+            TableName=TABLE,
+            KeySchema=[{"AttributeName": "conversation_id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "conversation_id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.update_time_to_live(
+            TableName=TABLE, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
+        )
+        yield Table(client)
+
+
+@pytest.fixture
+def router(load_handler, ddb, lambda_context, monkeypatch):
+    mod = load_handler("session_router")
+    monkeypatch.setattr(mod, "_now", lambda: NOW)
+    runtime = RuntimeStub(mod._sagemaker_runtime())
+    runtime.stubber.activate()
+
+    def call(path: str, body: Any, *, method: str = "POST", b64: bool = False) -> dict[str, Any]:
+        raw = body if isinstance(body, (str, bytes)) else json.dumps(body)
+        if b64:
+            raw = base64.b64encode(raw if isinstance(raw, bytes) else raw.encode()).decode()
+        elif isinstance(raw, bytes):
+            raw = raw.decode()
+        response = mod.handler(function_url_event(path, raw, method=method, b64=b64), lambda_context)
+        response["json"] = json.loads(response["body"]) if response.get("body") else None
+        return response
+
+    yield SimpleNamespace(mod=mod, runtime=runtime, table=ddb, call=call)
+    runtime.stubber.assert_no_pending_responses()  # every queued call (e.g. closing a loser's session) happened
+    runtime.stubber.deactivate()
+    # Every request the handler really sent must satisfy the service model's enums/lengths/patterns.
+    for params in runtime.sent:
+        assert_valid_invoke(params)
+
+
+def function_url_event(path: str, body: str | None, *, method: str = "POST", b64: bool = False) -> dict[str, Any]:
+    return {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {"content-type": "application/json", "host": "abc123.lambda-url.us-east-1.on.aws"},
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "abc123",
+            "authorizer": {"iam": {"accessKey": "AKIA...", "accountId": "123456789012",
+                                   "callerId": "AROA...:chat-app", "userArn":
+                                   "arn:aws:sts::123456789012:assumed-role/chat-app/i-1", "userId": "AROA..."}},
+            "domainName": "abc123.lambda-url.us-east-1.on.aws",
+            "domainPrefix": "abc123",
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "203.0.113.9",
+                     "userAgent": "chat-app"},
+            "requestId": "8a0b4b3e-0000-4000-8000-000000000001",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "17/Mar/2030:17:46:40 +0000",
+            "timeEpoch": NOW * 1000,
+        },
+        "body": body,
+        "isBase64Encoded": b64,
+    }
+
+
+def assert_error(response: dict[str, Any], status: int, code: str, field: str | None = None) -> dict[str, Any]:
+    assert response["statusCode"] == status, response
+    error = response["json"]["error"]
+    assert error["code"] == code
+    assert error["message"]
+    if field is not None:
+        assert error["field"] == field
+    return error
+
+
+# --- stateless ----------------------------------------------------------------------------------------
+def test_stateless_call_passes_through_without_session(router):
+    router.runtime.turn(component=BASE, session_id=None)
+
+    response = router.call("/invoke", {"body": chat()})
+
+    assert response["statusCode"] == 200
+    assert response["json"] == {"conversation_id": None, "component": BASE, "body": completion()}
+    assert "SessionId" not in router.runtime.sent[0]
+    assert "X-Session-Reopened" not in (response.get("headers") or {})
+    assert router.table.items() == []
+
+
+def test_stateless_call_to_adapter_component_and_text_reply(router):
+    router.runtime.turn(component=ADAPTER, reply=b"plain text answer", content_type="text/plain")
+
+    response = router.call("/invoke", {"body": chat(), "component": ADAPTER})
+
+    assert response["statusCode"] == 200
+    assert response["json"]["component"] == ADAPTER
+    assert response["json"]["body"] == "plain text answer"
+    assert router.runtime.sent[0]["InferenceComponentName"] == ADAPTER
+
+
+def test_base64_encoded_request_body_is_accepted(router):
+    router.runtime.turn()
+
+    response = router.call("/invoke", {"body": chat()}, b64=True)
+
+    assert response["statusCode"] == 200
+
+
+# --- sessions -----------------------------------------------------------------------------------------
+def test_first_turn_opens_session_and_stores_mapping_with_ttl_from_config(router):
+    router.runtime.open(SID_1, expires=NOW + 1200)  # container expiry later than NOW + TTL
+    router.runtime.turn(session_id=SID_1)
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert response["statusCode"] == 200
+    assert response["json"] == {"conversation_id": "chat-42", "session_id": SID_1, "component": BASE,
+                                "body": completion()}
+    assert "X-Session-Reopened" not in (response.get("headers") or {})
+    row = router.table.get("chat-42")
+    assert row["session_id"] == SID_1 and row["component"] == BASE
+    assert row["expires_at"] == NOW + TTL
+
+
+def test_first_turn_ttl_uses_container_expiry_when_earlier(router):
+    router.runtime.open(SID_1, expires=NOW + 120)
+    router.runtime.turn(session_id=SID_1)
+
+    router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert router.table.get("chat-42")["expires_at"] == NOW + 120
+
+
+def test_continued_turn_sends_stored_session_id(router):
+    router.table.put("chat-42", SID_1, expires_at=NOW + 300)
+    router.runtime.turn(session_id=SID_1)
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert response["statusCode"] == 200
+    assert response["json"]["session_id"] == SID_1
+    assert [p["SessionId"] for p in router.runtime.sent] == [SID_1]
+    assert router.table.get("chat-42")["expires_at"] == NOW + 300  # session expiry is absolute
+
+
+def test_adapter_conversation_pins_its_component(router):
+    router.runtime.open(SID_1, component=ADAPTER)
+    router.runtime.turn(component=ADAPTER, session_id=SID_1)
+    router.runtime.turn(component=ADAPTER, session_id=SID_1)
+
+    first = router.call("/invoke", {"conversation_id": "sql-1", "component": ADAPTER, "body": chat()})
+    second = router.call("/invoke", {"conversation_id": "sql-1", "body": chat()})  # no component: pinned one
+
+    assert first["statusCode"] == second["statusCode"] == 200
+    assert second["json"]["component"] == ADAPTER
+    assert {p["InferenceComponentName"] for p in router.runtime.sent} == {ADAPTER}
+    assert router.table.get("sql-1")["component"] == ADAPTER
+
+
+def test_component_switch_inside_live_session_is_409(router):
+    router.table.put("chat-42", SID_1, component=BASE)
+    before = router.table.get("chat-42")
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "component": ADAPTER, "body": chat()})
+
+    error = assert_error(response, 409, "ComponentConflict", "component")
+    assert BASE in error["message"] and ADAPTER in error["message"]
+    assert router.runtime.sent == []
+    assert router.table.get("chat-42") == before
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "message", "modeled"),
+    [
+        ("ModelError", 424, "Received client error (400) from primary with message \"Bad request: session "
+         f"not found: {SID_1}\".", {"OriginalStatusCode": 400, "OriginalMessage": f"Bad request: session not "
+                                     f"found: {SID_1}"}),
+        ("ValidationError", 400, f"Session {SID_1} is invalid or has expired.", {}),
+    ],
+    ids=["container-400-session-not-found", "platform-validation-error"],
+)
+def test_lost_session_is_reopened_transparently(router, code, status, message, modeled):
+    router.table.put("chat-42", SID_1, expires_at=NOW + 300)
+    router.runtime.error(code=code, status=status, message=message, session_id=SID_1, **modeled)
+    router.runtime.open(SID_2, expires=NOW + 1200)
+    router.runtime.turn(session_id=SID_2)
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert response["statusCode"] == 200
+    assert response["headers"]["X-Session-Reopened"] == "true"
+    assert response["json"]["session_id"] == SID_2
+    assert response["json"]["body"] == completion()
+    row = router.table.get("chat-42")
+    assert row["session_id"] == SID_2 and row["expires_at"] == NOW + TTL
+
+
+def test_row_past_its_expiry_reopens_without_trying_old_session(router):
+    router.table.put("chat-42", SID_1, component=BASE, expires_at=NOW - 1)
+    router.runtime.open(SID_2, component=ADAPTER)
+    router.runtime.turn(component=ADAPTER, session_id=SID_2)
+
+    # The old session is gone, so the conversation may pick another component.
+    response = router.call("/invoke", {"conversation_id": "chat-42", "component": ADAPTER, "body": chat()})
+
+    assert response["statusCode"] == 200
+    assert response["headers"]["X-Session-Reopened"] == "true"
+    assert SID_1 not in [p.get("SessionId") for p in router.runtime.sent]
+    assert router.table.get("chat-42")["session_id"] == SID_2
+    assert router.table.get("chat-42")["component"] == ADAPTER
+
+
+def test_model_error_unrelated_to_session_is_424_and_keeps_mapping(router):
+    router.table.put("chat-42", SID_1)
+    router.runtime.error(code="ModelError", status=424, session_id=SID_1,
+                         message="Received client error (400) from primary with message \"context too long\".",
+                         OriginalStatusCode=400, OriginalMessage="This model's maximum context length is 8192")
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    error = assert_error(response, 424, "ModelRejectedRequest")
+    assert error["model_status"] == 400
+    assert "maximum context length" in error["message"]
+    assert router.table.get("chat-42")["session_id"] == SID_1
+    assert len(router.runtime.sent) == 1  # no reopen attempted
+
+
+def test_model_server_error_is_502_with_container_status(router):
+    router.runtime.error(code="ModelError", status=424, message="Received server error (500) from primary",
+                         OriginalStatusCode=500, OriginalMessage="CUDA out of memory")
+
+    response = router.call("/invoke", {"body": chat()})
+
+    assert assert_error(response, 502, "ModelFailed")["model_status"] == 500
+
+
+def test_throttling_surfaces_as_429(router):
+    router.table.put("chat-42", SID_1)
+    router.runtime.error(code="ThrottlingException", status=400, message="Rate exceeded", session_id=SID_1)
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert_error(response, 429, "Throttled")
+    assert response["headers"]["Retry-After"]
+    assert router.table.get("chat-42")["session_id"] == SID_1
+    retries = router.mod._sagemaker_runtime().meta.config.retries
+    assert retries["mode"] == "adaptive" and retries["total_max_attempts"] > 1
+
+
+def test_model_not_ready_surfaces_as_429(router):
+    router.runtime.error(code="ModelNotReadyException", status=429, message="Model is loading")
+
+    assert_error(router.call("/invoke", {"body": chat()}), 429, "Throttled")
+
+
+def test_container_without_session_support_is_502_and_writes_nothing(router):
+    router.runtime.turn(body={"requestType": "NEW_SESSION"}, session_id="NEW_SESSION", reply={"generated": "x"})
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    error = assert_error(response, 502, "SessionsNotSupported")
+    assert "OPTION_ENABLE_STATEFUL_SESSIONS" in error["message"]
+    assert router.table.items() == []
+
+
+# --- concurrency --------------------------------------------------------------------------------------
+def _race(router, winner_component: str) -> None:
+    """Make another invocation store SID_1 for chat-42 right after this one opened its own session."""
+    original = router.mod._open_session
+
+    def open_then_lose(settings, component):
+        opened = original(settings, component)
+        router.table.put("chat-42", SID_1, component=winner_component, expires_at=NOW + 500)
+        return opened
+
+    router.mod._open_session = open_then_lose
+
+
+def test_concurrent_first_turns_loser_uses_winners_session(router):
+    _race(router, BASE)
+    router.runtime.open(SID_2)
+    router.runtime.close(SID_2)  # the loser frees the session it opened
+    router.runtime.turn(session_id=SID_1)
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert response["statusCode"] == 200
+    assert response["json"]["session_id"] == SID_1
+    assert router.table.get("chat-42")["session_id"] == SID_1
+    assert router.table.get("chat-42")["expires_at"] == NOW + 500
+
+
+def test_concurrent_first_turn_on_other_component_is_409(router):
+    _race(router, ADAPTER)
+    router.runtime.open(SID_2)
+    router.runtime.close(SID_2)
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert_error(response, 409, "ComponentConflict")
+    assert router.table.get("chat-42")["component"] == ADAPTER
+
+
+# --- close --------------------------------------------------------------------------------------------
+def test_close_sends_close_request_and_deletes_mapping(router):
+    router.table.put("chat-42", SID_1, component=ADAPTER)
+    router.runtime.close(SID_1, component=ADAPTER)
+
+    response = router.call("/close", {"conversation_id": "chat-42"})
+
+    assert response["statusCode"] == 200
+    assert response["json"] == {"conversation_id": "chat-42", "session_id": SID_1, "component": ADAPTER,
+                                "closed": True, "session_was_open": True}
+    assert router.runtime.sent[0]["SessionId"] == SID_1
+    assert json.loads(router.runtime.sent[0]["Body"]) == {"requestType": "CLOSE"}
+    assert router.table.get("chat-42") is None
+
+
+def test_close_of_session_the_container_already_dropped_still_deletes_mapping(router):
+    router.table.put("chat-42", SID_1)
+    router.runtime.error(code="ModelError", status=424, body={"requestType": "CLOSE"}, session_id=SID_1,
+                         message=f"Bad request: session not found: {SID_1}", OriginalStatusCode=400)
+
+    response = router.call("/close", {"conversation_id": "chat-42"})
+
+    assert response["statusCode"] == 200
+    assert response["json"]["session_was_open"] is False
+    assert router.table.get("chat-42") is None
+
+
+def test_close_throttled_keeps_mapping_for_retry(router):
+    router.table.put("chat-42", SID_1)
+    router.runtime.error(code="ThrottlingException", status=400, message="Rate exceeded",
+                         body={"requestType": "CLOSE"}, session_id=SID_1)
+
+    assert_error(router.call("/close", {"conversation_id": "chat-42"}), 429, "Throttled")
+    assert router.table.get("chat-42")["session_id"] == SID_1
+
+
+def test_close_unknown_conversation_is_404(router):
+    response = router.call("/close", {"conversation_id": "never-opened"})
+
+    assert_error(response, 404, "ConversationNotFound", "conversation_id")
+    assert router.runtime.sent == []
+
+
+# --- validation ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("path", "body", "status", "code", "field"),
+    [
+        ("/invoke", "{not json", 400, "InvalidJson", None),
+        ("/invoke", "", 400, "InvalidJson", None),
+        ("/invoke", "[1, 2]", 400, "InvalidJson", None),
+        ("/invoke", '{"body": {"x": NaN}}', 400, "InvalidJson", None),
+        ("/invoke", {"conversation_id": "chat-42"}, 400, "InvalidField", "body"),
+        ("/invoke", {"conversation_id": "chat-42", "body": "hello"}, 400, "InvalidField", "body"),
+        ("/invoke", {"conversation_id": "chat 42!", "body": chat()}, 400, "InvalidField", "conversation_id"),
+        ("/invoke", {"conversation_id": "", "body": chat()}, 400, "InvalidField", "conversation_id"),
+        ("/invoke", {"conversation_id": "x" * 129, "body": chat()}, 400, "InvalidField", "conversation_id"),
+        ("/invoke", {"conversation_id": 42, "body": chat()}, 400, "InvalidField", "conversation_id"),
+        ("/invoke", {"body": chat(), "content_type": "text/plain"}, 400, "InvalidField", "content_type"),
+        ("/invoke", {"body": chat(), "sesion": "typo"}, 400, "InvalidField", "sesion"),
+        ("/invoke", {"conversation_id": "chat-42", "component": "gpt-9", "body": chat()}, 400,
+         "UnknownComponent", "component"),
+        ("/invoke", {"conversation_id": "chat-42", "body": {"requestType": "CLOSE"}}, 400, "ReservedField",
+         "body.requestType"),
+        ("/invoke", {"conversation_id": "chat-42", "body": {"prompt": "x" * 5000}}, 413, "PayloadTooLarge", None),
+        ("/close", "{", 400, "InvalidJson", None),
+        ("/close", {}, 400, "InvalidField", "conversation_id"),
+        ("/close", {"conversation_id": "a/b"}, 400, "InvalidField", "conversation_id"),
+    ],
+    ids=["bad-json", "empty", "not-object", "nan", "missing-body", "body-not-object", "bad-conversation-id",
+         "empty-conversation-id", "long-conversation-id", "numeric-conversation-id", "bad-content-type",
+         "unknown-field", "unknown-component", "reserved-key", "oversized", "close-bad-json",
+         "close-missing-id", "close-bad-id"],
+)
+def test_bad_input_is_4xx_and_touches_nothing(router, path, body, status, code, field):
+    router.table.put("chat-42", SID_1)
+    before = router.table.items()
+
+    response = router.call(path, body)
+
+    assert_error(response, status, code, field)
+    assert router.runtime.sent == []
+    assert router.table.items() == before
+
+
+def test_unknown_component_message_names_allowed_components(router):
+    error = assert_error(router.call("/invoke", {"component": "gpt-9", "body": chat()}), 400, "UnknownComponent")
+
+    assert BASE in error["message"] and ADAPTER in error["message"] and "gpt-9" in error["message"]
+
+
+def test_oversized_message_states_size_and_limit(router):
+    error = assert_error(router.call("/invoke", {"body": {"prompt": "x" * 5000}}), 413, "PayloadTooLarge")
+
+    assert "4096" in error["message"]
+
+
+def test_unknown_route_is_json_404(router):
+    assert_error(router.call("/sessions", {}, method="POST"), 404, "RouteNotFound")
+
+
+def test_misconfiguration_is_reported_with_every_problem(router, monkeypatch):
+    router.mod._settings.cache_clear()
+    monkeypatch.setenv("ENDPOINT_NAME", "-bad-")
+    monkeypatch.setenv("SESSION_TTL_SECONDS", "soon")
+
+    error = assert_error(router.call("/invoke", {"body": chat()}), 500, "Misconfigured")
+
+    assert "ENDPOINT_NAME" in error["message"] and "SESSION_TTL_SECONDS" in error["message"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(conversation_id=st.text(max_size=200))
+def test_any_invalid_conversation_id_is_rejected(router, conversation_id):
+    import re
+
+    assume(re.fullmatch(r"[A-Za-z0-9._:-]{1,128}", conversation_id) is None)
+
+    response = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()})
+
+    assert_error(response, 400, "InvalidField", "conversation_id")
+    assert router.runtime.sent == []
+    assert router.table.items() == []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+def test_arbitrary_request_bytes_never_reach_sagemaker_or_the_table(router, raw):
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    assume(not (isinstance(parsed, dict) and isinstance(parsed.get("body"), dict)))
+
+    response = router.call("/invoke", raw, b64=True)
+
+    assert 400 <= response["statusCode"] < 500
+    assert set(response["json"]["error"]) >= {"code", "message"}
+    assert router.runtime.sent == []
+    assert router.table.items() == []
+
+
+# --- logging ------------------------------------------------------------------------------------------
+def test_logs_carry_ids_but_never_prompt_or_completion(router, capsys):
+    stream = io.StringIO()
+    handler = router.mod.logger.registered_handler
+    previous = handler.setStream(stream)
+    try:
+        router.runtime.open(SID_1)
+        router.runtime.turn(session_id=SID_1)
+        router.runtime.error(code="ModelError", status=424, session_id=SID_1,
+                             message=f"Received client error (400): bad prompt {PROMPT}",
+                             OriginalStatusCode=400, OriginalMessage=f"cannot tokenize: {PROMPT}")
+        router.runtime.turn(component=ADAPTER)
+        ok = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+        failed = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+        stateless = router.call("/invoke", {"component": ADAPTER, "body": chat()})
+        router.call("/invoke", '{"body": {"content": "' + PROMPT + '"')  # bad JSON that contains the prompt
+    finally:
+        handler.setStream(previous)
+    captured = stream.getvalue() + capsys.readouterr().out
+
+    assert ok["statusCode"] == 200 and failed["statusCode"] == 424 and stateless["statusCode"] == 200
+    assert COMPLETION in ok["body"]  # the caller gets the completion...
+    records = [json.loads(line) for line in stream.getvalue().splitlines() if line.startswith("{")]
+    assert any(r.get("conversation_id") == "chat-42" and r.get("component") == BASE for r in records)
+    assert any(r.get("component") == ADAPTER and "conversation_id" not in r for r in records)
+    assert PROMPT not in captured and "Atlantis" not in captured  # ...but no log line has prompt or completion
+    assert COMPLETION not in captured and "Poseidonia" not in captured

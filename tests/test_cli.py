@@ -1,0 +1,27 @@
+"""One real `cdk synth` through the CLI the project pins, as `make synth` runs it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_cdk_cli_synthesizes_the_default_app(tmp_path):
+    cdk = ROOT / "node_modules" / ".bin" / "cdk"
+    assert cdk.exists(), "the CDK CLI is not installed: run `make setup` (npm ci installs it from package.json)"
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(ROOT / "node_modules" / ".bin"), str(Path(sys.executable).parent), env["PATH"]])
+    env["CDK_DISABLE_VERSION_CHECK"] = "1"
+    env["CDK_CLI_TELEMETRY"] = "false"
+    result = subprocess.run([str(cdk), "synth", "--quiet", "--output", str(tmp_path / "out")], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    stacks = [name for name, artifact in manifest["artifacts"].items() if artifact["type"] == "aws:cloudformation:stack"]
+    assert stacks == ["SageMakerLlm"]
+    template = json.loads((tmp_path / "out" / "SageMakerLlm.template.json").read_text())
+    assert any(r["Type"] == "AWS::SageMaker::InferenceComponent" for r in template["Resources"].values())

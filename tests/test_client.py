@@ -1,0 +1,358 @@
+"""Tests for constructs/sagemaker_llm_cdk/client.py against a local fake front door on 127.0.0.1.
+
+The fake server re-computes every request's SigV4 signature (service ``lambda``) with botocore and
+answers 403 like a Function URL with auth type AWS_IAM would when it does not match; it routes
+POST /invoke and POST /close like the session router Lambda.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib.util
+import itertools
+import json
+import re
+import socket
+import sys
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+CLIENT_PATH = Path(__file__).resolve().parents[1] / "constructs" / "sagemaker_llm_cdk" / "client.py"
+REGION = "us-east-1"
+BASE = "qwen3-32b-base"
+ADAPTER = "qwen3-32b-sql-lora"
+KEYS = {"AKIDCLIENTTEST": "client-test-secret", "testing": "testing"}  # "testing": conftest's env credentials
+CONVERSATION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+def _load_client_module():
+    # Loaded by path: works whether or not the package __init__ exists (and avoids importing CDK).
+    spec = importlib.util.spec_from_file_location("sagemaker_llm_cdk_client_under_test", CLIENT_PATH)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+client_mod = _load_client_module()
+SessionClient = client_mod.SessionClient
+FrontDoorError = client_mod.FrontDoorError
+
+
+def sigv4_problem(method: str, path: str, headers: dict[str, str], body: bytes) -> str | None:
+    """None if the request carries a valid SigV4 signature for service lambda in REGION, else why not."""
+    auth = headers.get("authorization")
+    if not auth:
+        return "missing Authorization header"
+    match = re.fullmatch(
+        r"AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/(?P<service>[^/]+)"
+        r"/aws4_request, SignedHeaders=(?P<signed>[a-z0-9;-]+), Signature=(?P<sig>[0-9a-f]{64})",
+        auth,
+    )
+    if not match:
+        return f"malformed Authorization header {auth!r}"
+    if match["service"] != "lambda" or match["region"] != REGION:
+        return f"signed for {match['service']}/{match['region']}, expected lambda/{REGION}"
+    if match["key"] not in KEYS:
+        return "unknown access key"
+    signed = match["signed"].split(";")
+    if not {"host", "x-amz-date"} <= set(signed):
+        return f"host and x-amz-date must be signed, got {signed}"
+    amz_date = headers.get("x-amz-date", "")
+    if amz_date[:8] != match["date"]:
+        return "x-amz-date does not match the credential scope"
+    if headers.get("x-amz-content-sha256", hashlib.sha256(body).hexdigest()) != hashlib.sha256(body).hexdigest():
+        return "x-amz-content-sha256 does not match the body"
+    request = AWSRequest(
+        method=method,
+        url=f"http://{headers['host']}{path}",
+        data=body,
+        headers={name: headers[name] for name in signed if name != "host"},
+    )
+    request.context["timestamp"] = amz_date
+    signer = SigV4Auth(Credentials(match["key"], KEYS[match["key"]], headers.get("x-amz-security-token")),
+                       "lambda", REGION)
+    expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+    if not hmac.compare_digest(expected, match["sig"]):
+        return "signature mismatch"
+    return None
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    json: Any
+
+
+@dataclass
+class FrontDoorState:
+    conversations: dict[str, dict[str, str]] = field(default_factory=dict)
+    requests: list[Recorded] = field(default_factory=list)
+    reopen_next: bool = False
+    session_ids: Any = field(default_factory=lambda: (f"sess-{n}" for n in itertools.count(1)))
+
+
+def make_handler(state: FrontDoorState):
+    class FakeFrontDoor(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:  # keep test output quiet
+            pass
+
+        def _answer(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _error(self, status: int, code: str, message: str, field_name: str | None = None) -> None:
+            error = {"code": code, "message": message}
+            if field_name:
+                error["field"] = field_name
+            self._answer(status, {"error": error})
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server API
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            problem = sigv4_problem("POST", self.path, headers, body)
+            if problem:
+                self._answer(403, {"Message": "Forbidden"})
+                return
+            try:
+                payload = json.loads(body)
+            except ValueError:
+                self._error(400, "InvalidJson", "request body is not valid JSON")
+                return
+            state.requests.append(Recorded(self.path, headers, body, payload))
+            if self.path == "/invoke":
+                self._invoke(payload)
+            elif self.path == "/close":
+                self._close(payload)
+            else:
+                self._error(404, "RouteNotFound", f"no route for POST {self.path}")
+
+        def _invoke(self, payload: dict[str, Any]) -> None:
+            if not isinstance(payload.get("body"), dict):
+                self._error(400, "InvalidField", "body is required", "body")
+                return
+            conversation_id = payload.get("conversation_id")
+            component = payload.get("component")
+            if conversation_id is None:
+                self._answer(200, {"conversation_id": None, "component": component or BASE,
+                                   "body": {"echo": payload["body"]}})
+                return
+            if not CONVERSATION_ID.fullmatch(conversation_id):
+                self._error(400, "InvalidField", "conversation_id must be ...", "conversation_id")
+                return
+            row = state.conversations.get(conversation_id)
+            headers = {}
+            if row is None:
+                row = {"session_id": next(state.session_ids), "component": component or BASE}
+                state.conversations[conversation_id] = row
+            elif component is not None and component != row["component"]:
+                self._error(409, "ComponentConflict", "a session lives on one component", "component")
+                return
+            if state.reopen_next:
+                state.reopen_next = False
+                row["session_id"] = next(state.session_ids)
+                headers["X-Session-Reopened"] = "true"
+            self._answer(200, {"conversation_id": conversation_id, "session_id": row["session_id"],
+                               "component": row["component"], "body": {"echo": payload["body"]}}, headers)
+
+        def _close(self, payload: dict[str, Any]) -> None:
+            row = state.conversations.pop(payload.get("conversation_id"), None)
+            if row is None:
+                self._error(404, "ConversationNotFound", "no open session", "conversation_id")
+                return
+            self._answer(200, {"conversation_id": payload["conversation_id"], "session_id": row["session_id"],
+                               "component": row["component"], "closed": True, "session_was_open": True})
+
+    return FakeFrontDoor
+
+
+@pytest.fixture
+def front_door():
+    state = FrontDoorState()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def client(front_door):
+    return SessionClient(front_door.url, region=REGION, timeout=10,
+                         credentials=Credentials("AKIDCLIENTTEST", "client-test-secret", "session-token-1"))
+
+
+def prompt(text: str = "hello") -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def test_stateless_invoke_is_sigv4_signed_for_lambda(client, front_door):
+    answer = client.invoke(prompt())
+
+    assert answer == {"conversation_id": None, "component": BASE, "body": {"echo": prompt()},
+                      "session_reopened": False}
+    sent = front_door.requests[0]
+    assert sent.path == "/invoke"
+    assert sent.json == {"body": prompt()}
+    assert sent.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDCLIENTTEST/")
+    assert "/us-east-1/lambda/aws4_request" in sent.headers["authorization"]
+    assert sent.headers["x-amz-security-token"] == "session-token-1"
+    assert "x-amz-security-token" in sent.headers["authorization"]  # the token is signed too
+
+
+def test_default_credential_chain_is_used_when_none_given(front_door):
+    client = SessionClient(front_door.url, region=REGION, timeout=10)  # conftest sets AWS_* env credentials
+
+    client.invoke(prompt(), component=ADAPTER)
+
+    assert "Credential=testing/" in front_door.requests[0].headers["authorization"]
+    assert front_door.requests[0].json == {"body": prompt(), "component": ADAPTER}
+
+
+def test_conversation_keeps_one_session_and_closes_on_exit(client, front_door):
+    with client.conversation(component=ADAPTER) as chat:
+        first = chat.send(prompt("one"))
+        second = chat.send(prompt("two"))
+        conversation_id = chat.conversation_id
+
+    assert CONVERSATION_ID.fullmatch(conversation_id)
+    assert first["session_id"] == second["session_id"] == chat.session_id == "sess-1"
+    assert second["component"] == ADAPTER and second["body"] == {"echo": prompt("two")}
+    assert [r.path for r in front_door.requests] == ["/invoke", "/invoke", "/close"]
+    assert {r.json.get("conversation_id") for r in front_door.requests} == {conversation_id}
+    assert front_door.conversations == {}
+    assert chat.closed
+
+
+def test_conversation_ids_are_unique(client):
+    assert client.conversation().conversation_id != client.conversation().conversation_id
+
+
+def test_conversation_is_closed_when_the_block_raises(client, front_door):
+    with pytest.raises(ValueError, match="app failure"):
+        with client.conversation() as chat:
+            chat.send(prompt())
+            raise ValueError("app failure")
+
+    assert front_door.requests[-1].path == "/close"
+    assert front_door.conversations == {}
+
+
+def test_reopened_session_is_reported(client, front_door):
+    chat = client.conversation("chat-7")
+    chat.send(prompt())
+    front_door.reopen_next = True
+
+    answer = chat.send(prompt())
+
+    assert answer["session_reopened"] is True and chat.reopened
+    assert chat.session_id == "sess-2"
+    chat.send(prompt())
+    assert chat.reopened is False
+
+
+def test_component_conflict_raises_front_door_error(client, front_door):
+    client.invoke(prompt(), conversation_id="chat-9")
+
+    with pytest.raises(FrontDoorError) as raised:
+        client.invoke(prompt(), conversation_id="chat-9", component=ADAPTER)
+
+    assert (raised.value.status, raised.value.code, raised.value.field) == (409, "ComponentConflict", "component")
+    assert "one component" in raised.value.message
+
+
+def test_validation_error_carries_field(client):
+    with pytest.raises(FrontDoorError) as raised:
+        client.invoke(prompt(), conversation_id="not a valid id!")
+
+    assert (raised.value.status, raised.value.code, raised.value.field) == (400, "InvalidField", "conversation_id")
+
+
+def test_close_unknown_conversation_raises_404_but_conversation_close_is_silent(client):
+    with pytest.raises(FrontDoorError) as raised:
+        client.close("never-opened")
+    assert (raised.value.status, raised.value.code) == (404, "ConversationNotFound")
+
+    chat = client.conversation()
+    chat.close()  # nothing was sent, the front door has no session: not an error
+    assert chat.closed
+    with pytest.raises(FrontDoorError, match="closed"):
+        chat.send(prompt())
+
+
+def test_wrong_secret_is_forbidden(front_door):
+    client = SessionClient(front_door.url, region=REGION, timeout=10,
+                           credentials=Credentials("AKIDCLIENTTEST", "not-the-secret"))
+
+    with pytest.raises(FrontDoorError) as raised:
+        client.invoke(prompt())
+
+    assert (raised.value.status, raised.value.code) == (403, "Forbidden")
+    assert front_door.requests == []
+
+
+def test_signature_check_detects_a_tampered_body(client, front_door):
+    client.invoke(prompt("original"))
+    sent = front_door.requests[0]
+    assert sigv4_problem("POST", sent.path, sent.headers, sent.body) is None
+
+    tampered = json.dumps({"body": prompt("tampered")}).encode()
+    assert sigv4_problem("POST", sent.path, sent.headers, tampered) is not None
+    headers = dict(sent.headers, **{"x-amz-content-sha256": hashlib.sha256(tampered).hexdigest()})
+    assert sigv4_problem("POST", sent.path, headers, tampered) == "signature mismatch"
+
+
+def test_unreachable_front_door_raises_connection_error():
+    with socket.socket() as probe:  # a port that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = SessionClient(f"http://127.0.0.1:{port}/", region=REGION, timeout=5,
+                           credentials=Credentials("AKIDCLIENTTEST", "client-test-secret"))
+
+    with pytest.raises(FrontDoorError) as raised:
+        client.invoke(prompt())
+
+    assert raised.value.status is None and raised.value.code == "ConnectionError"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"url": "lambda-url.example", "region": REGION}, "url"),
+        ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": ""}, "region"),
+        ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": REGION, "timeout": 0}, "timeout"),
+    ],
+)
+def test_constructor_rejects_bad_arguments(kwargs, match):
+    url = kwargs.pop("url")
+    with pytest.raises(ValueError, match=match):
+        SessionClient(url, credentials=Credentials("a", "b"), **kwargs)
+
+
+def test_body_must_be_a_dict(client, front_door):
+    with pytest.raises(TypeError, match="dict"):
+        client.invoke("hello")  # type: ignore[arg-type]
+    assert front_door.requests == []

@@ -1,0 +1,216 @@
+"""ModelComponent: SageMaker model, inference component, NVMe caching, copy autoscaling, grants, metrics."""
+from __future__ import annotations
+
+import pytest
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk.assertions import Match, Template
+
+from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelComponent, ModelSpec
+from support.stacks import MODEL_URI, endpoint_stack, new_stack, only
+
+AUTOSCALED = ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, accelerators=2, min_memory_mb=32768,
+                       copies=CopyScaling(min_copies=0, max_copies=4, target_concurrent_requests_per_copy=6))
+
+
+@pytest.fixture(scope="module")
+def autoscaled() -> tuple[Stack, ModelComponent, Template]:
+    stack, endpoint = endpoint_stack(models=[AUTOSCALED])
+    return stack, endpoint.models[0], Template.from_stack(stack)
+
+
+def test_model_reads_uncompressed_weights_from_s3(autoscaled):
+    _, _, template = autoscaled
+    model = only(template, "AWS::SageMaker::Model")["Properties"]
+    assert "ModelName" not in model
+    container = model["PrimaryContainer"]
+    assert container["ModelDataSource"] == {"S3DataSource": {
+        "S3Uri": MODEL_URI, "S3DataType": "S3Prefix", "CompressionType": "None"}}
+    assert container["Environment"] == {"OPTION_MODEL_ID": "/opt/ml/model", "OPTION_TENSOR_PARALLEL_DEGREE": "2"}
+    assert container["Image"]["Fn::Join"][1][-1].endswith("/djl-inference:0.33.0-lmi15.0.0-cu128")
+
+
+def test_compressed_weights():
+    stack, _ = endpoint_stack(models=[ModelSpec(name="m", model_data_s3_uri="s3://b-1/model.tar.gz")])
+    source = only(Template.from_stack(stack), "AWS::SageMaker::Model")["Properties"]["PrimaryContainer"]["ModelDataSource"]
+    assert source["S3DataSource"] == {"S3Uri": "s3://b-1/model.tar.gz", "S3DataType": "S3Object", "CompressionType": "Gzip"}
+
+
+def test_inference_component_spec(autoscaled):
+    _, _, template = autoscaled
+    component = only(template, "AWS::SageMaker::InferenceComponent")["Properties"]
+    assert component["InferenceComponentName"] == "qwen3-8b"
+    assert component["VariantName"] == "AllTraffic"
+    assert component["EndpointName"]["Fn::GetAtt"][1] == "EndpointName"
+    spec = component["Specification"]
+    assert spec["ModelName"]["Fn::GetAtt"][1] == "ModelName"
+    assert spec["ComputeResourceRequirements"] == {"NumberOfAcceleratorDevicesRequired": 2, "MinMemoryRequiredInMb": 32768}
+    assert spec["DataCacheConfig"] == {"EnableCaching": True}
+    assert spec["StartupParameters"] == {"ModelDataDownloadTimeoutInSeconds": 3600,
+                                         "ContainerStartupHealthCheckTimeoutInSeconds": 3600}
+    # An inference component cannot be created with 0 copies: start at 1, scaling takes it to 0.
+    assert component["RuntimeConfig"] == {"CopyCount": 1}
+
+
+def test_caching_can_be_turned_off():
+    stack, _ = endpoint_stack(models=[ModelSpec(name="m", model_data_s3_uri=MODEL_URI, cache_weights=False)])
+    Template.from_stack(stack).has_resource_properties("AWS::SageMaker::InferenceComponent", {
+        "Specification": Match.object_like({"DataCacheConfig": {"EnableCaching": False}})})
+
+
+def test_copy_autoscaling_target_and_tracking(autoscaled):
+    _, _, template = autoscaled
+    target = only(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert target["Properties"] == {
+        "ServiceNamespace": "sagemaker", "ResourceId": "inference-component/qwen3-8b",
+        "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount", "MinCapacity": 0, "MaxCapacity": 4}
+    assert len(target["DependsOn"]) == 1
+    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy", {
+        "PolicyType": "TargetTrackingScaling",
+        "TargetTrackingScalingPolicyConfiguration": {
+            "TargetValue": 6,
+            "PredefinedMetricSpecification": {
+                "PredefinedMetricType": "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"},
+            "ScaleInCooldown": 300, "ScaleOutCooldown": 60}})
+
+
+def test_scale_from_zero_step_policy_fired_by_alarm(autoscaled):
+    _, _, template = autoscaled
+    policies = template.find_resources("AWS::ApplicationAutoScaling::ScalingPolicy",
+                                       {"Properties": {"PolicyType": "StepScaling"}})
+    assert len(policies) == 1
+    (step_id, step), = policies.items()
+    assert step["Properties"]["StepScalingPolicyConfiguration"] == {
+        "AdjustmentType": "ChangeInCapacity", "MetricAggregationType": "Maximum", "Cooldown": 60,
+        "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}]}
+    alarm = only(template, "AWS::CloudWatch::Alarm")["Properties"]
+    assert alarm["MetricName"] == "NoCapacityInvocationFailures"
+    assert alarm["Namespace"] == "AWS/SageMaker"
+    assert alarm["Dimensions"] == [{"Name": "InferenceComponentName", "Value": "qwen3-8b"}]
+    assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarm["AlarmActions"] == [{"Fn::GetAtt": [step_id, "Arn"]}]
+
+
+def test_fixed_copies_have_no_autoscaling():
+    stack, _ = endpoint_stack(models=[ModelSpec(name="m", model_data_s3_uri=MODEL_URI, copies=CopyScaling(min_copies=2, max_copies=2))])
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+    template.has_resource_properties("AWS::SageMaker::InferenceComponent", {"RuntimeConfig": {"CopyCount": 2}})
+
+
+def test_autoscaling_without_zero_has_no_step_policy():
+    stack, _ = endpoint_stack(models=[ModelSpec(name="m", model_data_s3_uri=MODEL_URI, copies=CopyScaling(min_copies=1, max_copies=3))])
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 1)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 0)
+
+
+def test_role_reads_only_the_model_prefix_and_image_repository(autoscaled):
+    _, _, template = autoscaled
+    statements = only(template, "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
+    get = next(s for s in statements if s["Action"] == "s3:GetObject")
+    assert get["Resource"]["Fn::Join"][1][-1] == ":s3:::my-weights/qwen3-8b/*"
+    listing = next(s for s in statements if s["Action"] == "s3:ListBucket")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["qwen3-8b/*"]}}
+    ecr = next(s for s in statements if "ecr:BatchGetImage" in s["Action"])
+    assert ecr["Resource"]["Fn::Join"][1][-1] == ":763104351884:repository/djl-inference"
+
+
+def test_custom_image_and_model_key():
+    stack = new_stack()
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    key = kms.Key(stack, "WeightsKey")
+    image = "111122223333.dkr.ecr.eu-west-1.amazonaws.com/my/vllm:1.2"
+    ModelComponent(stack, "M", endpoint=endpoint, model_data_key=key,
+                   spec=ModelSpec(name="m", model_data_s3_uri=MODEL_URI, image=image, environment={"X": "1"}))
+    template = Template.from_stack(stack)
+    container = only(template, "AWS::SageMaker::Model")["Properties"]["PrimaryContainer"]
+    assert container["Image"] == image
+    assert container["Environment"] == {"X": "1"}  # not LMI: no LMI variables
+    statements = only(template, "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
+    ecr = next(s for s in statements if "ecr:BatchGetImage" in s["Action"])
+    assert ecr["Resource"]["Fn::Join"][1][-1] == ":ecr:eu-west-1:111122223333:repository/my/vllm"
+    assert any(s["Action"] == "kms:Decrypt" for s in statements)
+
+
+def test_add_environment_reaches_the_model_and_refuses_conflicts():
+    stack, endpoint = endpoint_stack(models=[ModelSpec(name="m", model_data_s3_uri=MODEL_URI, environment={"A": "user"})])
+    component = endpoint.models[0]
+    component.add_environment("OPTION_ENABLE_LORA", "true")
+    env = only(Template.from_stack(stack), "AWS::SageMaker::Model")["Properties"]["PrimaryContainer"]["Environment"]
+    assert env["OPTION_ENABLE_LORA"] == "true" and env["A"] == "user"
+    with pytest.raises(ConfigurationError, match=r"environment.A: got 'user'; allowed: 'other', which a feature"):
+        component.add_environment("A", "other")
+
+
+def test_grant_invoke_only_this_component():
+    stack, endpoint = endpoint_stack(models=[AUTOSCALED])
+    role = iam.Role(stack, "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    endpoint.models[0].grant_invoke(role)
+    template = Template.from_stack(stack)
+    policy = next(p for p in template.find_resources("AWS::IAM::Policy").values()
+                  if p["Properties"]["Roles"] == [{"Ref": stack.get_logical_id(role.node.default_child)}])
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"]
+    endpoint_ref, component_ref = statement["Resource"]
+    assert endpoint_ref == {"Ref": stack.get_logical_id(endpoint.cfn_endpoint)}
+    assert component_ref == {"Fn::GetAtt": [stack.get_logical_id(endpoint.models[0].cfn_inference_component),
+                                            "InferenceComponentArn"]}
+
+
+@pytest.mark.parametrize("method, namespace, name", [
+    ("metric_invocations", "AWS/SageMaker", "Invocations"),
+    ("metric_model_latency", "AWS/SageMaker", "ModelLatency"),
+    ("metric_invocation_4xx_errors", "AWS/SageMaker", "Invocation4XXErrors"),
+    ("metric_invocation_5xx_errors", "AWS/SageMaker", "Invocation5XXErrors"),
+    ("metric_no_capacity_invocation_failures", "AWS/SageMaker", "NoCapacityInvocationFailures"),
+    ("metric_concurrent_requests_per_copy", "AWS/SageMaker", "ConcurrentRequestsPerCopy"),
+    ("metric_copy_count", "/aws/sagemaker/InferenceComponents", "CopyCount"),
+    ("metric_gpu_utilization", "/aws/sagemaker/InferenceComponents", "GPUUtilizationNormalized"),
+    ("metric_gpu_memory_utilization", "/aws/sagemaker/InferenceComponents", "GPUMemoryUtilizationNormalized"),
+])
+def test_component_metrics(autoscaled, method, namespace, name):
+    stack, component, _ = autoscaled
+    metric = getattr(component, method)()
+    assert (metric.namespace, metric.metric_name) == (namespace, name)
+    assert stack.resolve(metric.dimensions) == {"InferenceComponentName": "qwen3-8b"}
+
+
+# ------------------------------------------------------------------ validation
+@pytest.mark.parametrize("fields, message", [
+    ({"name": "qwen_3.8b"}, r"name: got 'qwen_3.8b'; allowed: 1-63 characters: letters, digits and hyphens"),
+    ({"name": "x" * 64}, r"name: got 'x{61}\.\.\.|name: got 'x+'; allowed: 1-63 characters"),
+    ({"model_data_s3_uri": "Qwen/Qwen3-8B"}, r"model_data_s3_uri: got 'Qwen/Qwen3-8B'; allowed: an s3:// URI; "
+                                              r"Hugging Face Hub ids are not accepted"),
+    ({"model_data_s3_uri": "https://bucket/x/"}, r"allowed: an S3 URI like s3://my-bucket/path/"),
+    ({"model_data_s3_uri": "s3://bucket/weights"}, r"allowed: an S3 prefix ending in '/'.*fix: write s3://bucket/weights/"),
+    ({"image": "nginx:latest"}, r"image: got 'nginx:latest'; allowed: 'lmi', 'lmi:<tag>' or an ECR image URI"),
+    ({"accelerators": 0}, r"accelerators: got 0; allowed: at least 1"),
+    ({"copies": {"min_copies": 3, "max_copies": 2}}, r"copies.min_copies: got 3; allowed: at most max_copies \(2\)"),
+    ({"copies": {"max_copies": 0}}, r"copies.max_copies: got 0; allowed: at least 1"),
+    ({"environment": {"BAD-NAME": "1"}}, r"environment.BAD-NAME: got 'BAD-NAME'; allowed: a variable name"),
+    ({"model_data_download_timeout_seconds": 10}, r"model_data_download_timeout_seconds: got 10; allowed: at least 60"),
+])
+def test_model_spec_validation(fields, message):
+    data = {"name": "m", "model_data_s3_uri": MODEL_URI, **fields}
+    stack = new_stack()
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    with pytest.raises(ConfigurationError, match=message) as info:
+        ModelComponent(stack, "M", endpoint=endpoint, spec=ModelSpec.model_construct(**data))
+    assert "Test/M" in str(info.value)
+
+
+def test_more_accelerators_than_the_instance_has():
+    stack = new_stack()
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    with pytest.raises(ConfigurationError, match=r"accelerators: got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge"):
+        endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, accelerators=8))
+
+
+def test_duplicate_component_name_on_one_endpoint():
+    stack = new_stack()
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint.add_model("a", ModelSpec(name="same", model_data_s3_uri=MODEL_URI))
+    with pytest.raises(ConfigurationError, match=r"name: got 'same'; allowed: a name no other model or adapter"):
+        endpoint.add_model("b", ModelSpec(name="same", model_data_s3_uri=MODEL_URI))
