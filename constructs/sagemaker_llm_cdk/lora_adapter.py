@@ -1,0 +1,365 @@
+"""``LoraAdapter``: a LoRA adapter served on a base ``ModelComponent``, loaded on demand.
+
+Each adapter is its own inference component that names the base component
+(``Specification.BaseInferenceComponentName``) and points at a ``.tar.gz`` in S3
+(``Specification.Container.ArtifactUrl``). It has no compute requirements, no variant name
+and no copy count: it runs inside the base model's copies. The adapter stays in S3 until a
+request names it (``InvokeEndpoint(InferenceComponentName=<adapter>)``); the container keeps
+up to ``LoraSettings.max_gpu_adapters`` on the GPU, moves the least used to CPU memory (up to
+``max_cpu_adapters``) and the rest to local disk. ``apply_lora_settings`` turns those settings
+into the container's variables.
+"""
+from __future__ import annotations
+
+import json
+import weakref
+from typing import TYPE_CHECKING, Any, Mapping
+
+from aws_cdk import Annotations, Aws, Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from .errors import ConfigurationError, Problem
+from .settings import _S3_URI, AdapterSpec, LoraSettings
+from .validation import validated
+
+if TYPE_CHECKING:
+    from .endpoint import LlmEndpoint
+    from .model_component import ModelComponent
+
+ARTIFACT_URL_MAX = 1024
+"""Longest ``Container.ArtifactUrl`` SageMaker accepts (botocore shape ``Url``)."""
+
+POLICY_CHARACTERS = 6144
+"""IAM's size limit of one customer managed policy, whitespace not counted."""
+
+POLICIES_PER_ROLE_DEFAULT = 10
+"""Managed policies one IAM role may have attached by default (adjustable)."""
+
+POLICIES_PER_ROLE_MAX = 20
+"""The most managed policies IAM lets one role have, even after a quota increase."""
+
+_POLICY_OVERHEAD = 200
+"""Characters of a policy document other than its resource ARNs, with room to spare."""
+
+_WIDEST_PARTITION = "aws-us-gov"
+
+# --------------------------------------------------------------------- container settings
+
+
+def lora_environment(settings: LoraSettings) -> dict[str, str]:
+    """The LMI container variables that turn on dynamic adapter loading with ``settings``."""
+    environment = {
+        "OPTION_ENABLE_LORA": "true",
+        "OPTION_MAX_LORAS": str(settings.max_gpu_adapters),
+        "OPTION_MAX_CPU_LORAS": str(settings.max_cpu_adapters),
+    }
+    if settings.max_rank is not None:
+        environment["OPTION_MAX_LORA_RANK"] = str(settings.max_rank)
+    return environment
+
+
+def apply_lora_settings(component: "ModelComponent") -> dict[str, str]:
+    """Set the base model's container up for dynamic adapter loading; returns the variables set.
+
+    For the LMI container: ``OPTION_ENABLE_LORA=true``, ``OPTION_MAX_LORAS`` (adapters on the
+    GPU), ``OPTION_MAX_CPU_LORAS`` (adapters in CPU memory; the rest wait on local disk) and,
+    when ``max_rank`` is set, ``OPTION_MAX_LORA_RANK``. A custom image gets no variables and a
+    synth warning: its own server must load adapters. Nothing happens when ``spec.lora`` is
+    not set. Safe to call more than once. A variable the user set to another value in
+    ``spec.environment`` is an error, never silently replaced.
+    """
+    settings = component.spec.lora
+    if settings is None:
+        return {}
+    if not component.spec.is_lmi:
+        if component not in _WARNED:
+            _WARNED.add(component)
+            Annotations.of(component).add_warning_v2(
+                "sagemaker-llm-cdk:loraCustomImage",
+                f"lora is set on {component.component_name}, whose image {component.spec.image} is not the LMI "
+                "container: no LoRA variables were set, so the image must load adapters itself.",
+            )
+        return {}
+    environment = lora_environment(settings)
+    user = component.spec.environment
+    conflicts = [
+        Problem(f"environment.{name}", user[name], f"{value!r}, which the lora settings give",
+                f"remove {name} from environment and set it through lora")
+        for name, value in environment.items()
+        if name in user and user[name] != value
+    ]
+    if conflicts:
+        raise ConfigurationError(conflicts, source=component.node.path)
+    for name, value in environment.items():
+        if component.environment.get(name) != value:
+            component.add_environment(name, value)
+    return environment
+
+
+_WARNED: "weakref.WeakSet[ModelComponent]" = weakref.WeakSet()
+
+# ------------------------------------------------------------------- names per endpoint
+
+_ADAPTERS: "weakref.WeakKeyDictionary[LlmEndpoint, dict[str, LoraAdapter]]" = weakref.WeakKeyDictionary()
+
+
+def adapters_of(endpoint: "LlmEndpoint") -> tuple["LoraAdapter", ...]:
+    """The adapters created on ``endpoint`` so far, in creation order."""
+    return tuple(_ADAPTERS.get(endpoint, {}).values())
+
+
+def adapter_names(endpoint: "LlmEndpoint") -> frozenset[str]:
+    """Inference component names the adapters on ``endpoint`` use."""
+    return frozenset(_ADAPTERS.get(endpoint, {}))
+
+
+def name_taken_problem(field: str, name: str, endpoint: "LlmEndpoint") -> Problem | None:
+    """A problem when ``name`` is already used by a model or an adapter on ``endpoint``."""
+    for model in endpoint.models:
+        if model.component_name == name:
+            return Problem(field, name, f"a name no model or adapter on this endpoint uses (model {model.node.path} "
+                           "has it; inference component names are unique in an account and region)",
+                           "rename the adapter")
+    other = _ADAPTERS.get(endpoint, {}).get(name)
+    if other is not None:
+        return Problem(field, name, f"a name no model or adapter on this endpoint uses (adapter {other.node.path} "
+                       "has it)", "rename one of the two adapters")
+    return None
+
+
+def base_problems(base: Any, field: str = "base") -> list[Problem]:
+    """Problems with ``base`` as the base model of adapters."""
+    from .model_component import ModelComponent
+
+    if not isinstance(base, ModelComponent):
+        return [Problem(field, type(base).__name__, "a ModelComponent (a model, not an adapter)",
+                        "pass the ModelComponent that endpoint.add_model returned")]
+    if base.spec.lora is None:
+        return [Problem(f"{field}.spec.lora", None,
+                        f"lora settings on model {base.component_name}: adapters need a base that loads them",
+                        f"set lora on model {base.component_name}, e.g. `lora: {{max_gpu_adapters: 4, "
+                        "max_cpu_adapters: 16}` in the config or ModelSpec(lora=LoraSettings(...))")]
+    return []
+
+
+# ----------------------------------------------------------------- artifact read access
+
+
+def artifact_arn(artifact_s3_uri: str, *, partition: str = Aws.PARTITION) -> str:
+    """The S3 object ARN of ``artifact_s3_uri``, with IAM's wildcard characters escaped."""
+    match = _S3_URI.match(artifact_s3_uri)
+    if not match:
+        raise ValueError(f"not an S3 URI: {artifact_s3_uri!r}")
+    key = match.group("key") or ""
+    # In an IAM resource, * ? and $ are special: ${*} ${?} ${$} stand for the characters.
+    escaped = "".join({"*": "${*}", "?": "${?}", "$": "${$}"}.get(c, c) for c in key)
+    return f"arn:{partition}:s3:::{match.group('bucket')}/{escaped}"
+
+
+def _policy_characters(arn_for_size: str) -> int:
+    """Characters one ARN adds to a policy: quoted, JSON-escaped, plus a comma."""
+    return len(json.dumps(arn_for_size)) + 1
+
+
+class _ArtifactAccess:
+    """Managed policies that let one endpoint's role read adapter artifacts, object by object.
+
+    The ARNs are packed into as few policies as IAM's 6,144-character limit allows, all in the
+    endpoint's stack (they hold no cross-stack references), attached to the role by the policy
+    itself (``Roles``), so a role defined in any stack works.
+    """
+
+    def __init__(self, endpoint: "LlmEndpoint") -> None:
+        self.endpoint = endpoint
+        self.policies: list[iam.ManagedPolicy] = []
+        self._statements: list[iam.PolicyStatement] = []
+        self._room = 0
+        self._granted: dict[str, iam.ManagedPolicy] = {}
+
+    def grant(self, arn: str, arn_for_size: str, requester: Construct) -> iam.ManagedPolicy:
+        """The policy that grants ``s3:GetObject`` on ``arn``, creating room for it if needed."""
+        existing = self._granted.get(arn_for_size)
+        if existing is not None:
+            return existing
+        size = _policy_characters(arn_for_size)
+        if not self.policies or size > self._room:
+            self._new_policy(requester)
+        self._statements[-1].add_resources(arn)
+        self._room -= size
+        self._granted[arn_for_size] = self.policies[-1]
+        return self.policies[-1]
+
+    def _new_policy(self, requester: Construct) -> None:
+        count = len(self.policies) + 1
+        if count > POLICIES_PER_ROLE_MAX:
+            raise ConfigurationError(
+                [Problem("spec.artifact_s3_uri", len(self._granted),
+                         f"artifact ARNs that fit in {POLICIES_PER_ROLE_MAX} managed policies of {POLICY_CHARACTERS} "
+                         "characters (the most IAM attaches to one role)",
+                         "serve fewer adapters on this endpoint, spread them over more endpoints, or shorten the "
+                         "artifacts' S3 keys")],
+                source=requester.node.path,
+            )
+        statement = iam.PolicyStatement(actions=["s3:GetObject"], resources=[])
+        policy = iam.ManagedPolicy(
+            self.endpoint,
+            f"AdapterArtifacts{count}",
+            description=f"Read LoRA adapter artifacts of {self.endpoint.node.path} ({count})",
+            roles=[self.endpoint.role],
+            statements=[statement],
+        )
+        self.policies.append(policy)
+        self._statements.append(statement)
+        self._room = POLICY_CHARACTERS - _POLICY_OVERHEAD
+        if count == POLICIES_PER_ROLE_DEFAULT + 1:
+            Annotations.of(self.endpoint).add_warning_v2(
+                "sagemaker-llm-cdk:adapterPolicies",
+                f"Adapter artifacts need more than {POLICIES_PER_ROLE_DEFAULT} managed policies on the endpoint's role: "
+                f"request the IAM quota 'Managed policies per role' (up to {POLICIES_PER_ROLE_MAX}) before deploying.",
+            )
+
+
+_ACCESS: "weakref.WeakKeyDictionary[LlmEndpoint, _ArtifactAccess]" = weakref.WeakKeyDictionary()
+
+
+def _access_for(endpoint: "LlmEndpoint") -> _ArtifactAccess:
+    access = _ACCESS.get(endpoint)
+    if access is None:
+        access = _ACCESS[endpoint] = _ArtifactAccess(endpoint)
+    return access
+
+
+def artifact_policies(endpoint: "LlmEndpoint") -> tuple[iam.ManagedPolicy, ...]:
+    """The managed policies that let ``endpoint``'s role read its adapters' artifacts."""
+    access = _ACCESS.get(endpoint)
+    return tuple(access.policies) if access else ()
+
+
+# --------------------------------------------------------------------------- construct
+
+
+class LoraAdapter(Construct):
+    """A LoRA adapter on a base model, as an adapter inference component.
+
+    The base must have ``spec.lora`` set. The adapter's name is its inference component name:
+    clients pass it as ``InferenceComponentName``, so it must be unique on the endpoint (and
+    in the account and region). The endpoint's execution role may read exactly the adapter's
+    artifact object (``s3:GetObject`` on its ARN); the component is created after its base and
+    after that permission exists. It may live in another stack than its base: CloudFormation
+    then gets a cross-stack reference to the endpoint name and a stack dependency.
+
+    Escape hatch: ``cfn_inference_component``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        base: "ModelComponent",
+        spec: AdapterSpec | Mapping[str, Any],
+        artifact_key: kms.IKey | None = None,
+    ) -> None:
+        """
+        :param base: the model the adapter runs on; it needs ``spec.lora``.
+        :param spec: the adapter's name and ``s3://.../adapter.tar.gz`` (files at the archive root).
+        :param artifact_key: the KMS key the artifact is encrypted with. Default: the bucket uses
+            S3-managed keys, no KMS permission is granted.
+        """
+        super().__init__(scope, id)
+        problems: list[Problem] = []
+        checked: AdapterSpec | None = None
+        try:
+            checked = validated(AdapterSpec, spec, where=self.node.path)
+        except ConfigurationError as error:
+            problems.extend(p.under("spec") for p in error.problems)
+        problems.extend(base_problems(base))
+        if checked is not None and not problems:
+            taken = name_taken_problem("spec.name", checked.name, base.endpoint)
+            if taken is not None:
+                problems.append(taken)
+        if checked is not None and len(checked.artifact_s3_uri) > ARTIFACT_URL_MAX:
+            problems.append(Problem("spec.artifact_s3_uri", checked.artifact_s3_uri,
+                                    f"at most {ARTIFACT_URL_MAX} characters", "use a shorter S3 key"))
+        if problems or checked is None:
+            raise ConfigurationError(problems, source=self.node.path)
+        spec = checked
+
+        self.spec = spec
+        self.base = base
+        self.endpoint = base.endpoint
+        self.component_name = spec.name
+        apply_lora_settings(base)
+
+        self.artifact_arn = artifact_arn(spec.artifact_s3_uri)
+        self.artifact_policy = _access_for(self.endpoint).grant(
+            self.artifact_arn, artifact_arn(spec.artifact_s3_uri, partition=_WIDEST_PARTITION), self
+        )
+        if artifact_key is not None:
+            artifact_key.grant_decrypt(self.endpoint.role)
+
+        self.cfn_inference_component = sagemaker.CfnInferenceComponent(
+            self,
+            "Resource",
+            endpoint_name=self.endpoint.endpoint_name,
+            inference_component_name=spec.name,
+            specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+                base_inference_component_name=base.component_name,
+                container=sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
+                    artifact_url=spec.artifact_s3_uri,
+                ),
+            ),
+        )
+        # The base's name is a fixed string, so CloudFormation sees no reference: say it.
+        self.cfn_inference_component.node.add_dependency(base.cfn_inference_component)
+        self.cfn_inference_component.node.add_dependency(self.artifact_policy)
+        self.node.default_child = self.cfn_inference_component
+        self.component_arn = self.cfn_inference_component.attr_inference_component_arn
+        _ADAPTERS.setdefault(self.endpoint, {})[spec.name] = self
+
+    # ------------------------------------------------------------------ grants
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to invoke this adapter only (not the base or other adapters)."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+            resource_arns=[self.endpoint.endpoint_arn, self.component_arn],
+        )
+
+    # ----------------------------------------------------------------- metrics
+    def metric(self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum",
+               period: Duration | None = None, **kwargs: Any) -> cloudwatch.Metric:
+        """A metric of this adapter (dimension InferenceComponentName). Default: sum over 1 minute."""
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=metric_name,
+            dimensions_map={"InferenceComponentName": self.component_name},
+            statistic=statistic,
+            period=period or Duration.minutes(1),
+            **kwargs,
+        )
+
+    def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests sent to this adapter. Default: sum over 1 minute."""
+        return self.metric("Invocations", **kwargs)
+
+    def metric_model_latency(self, *, statistic: str = "p90", **kwargs: Any) -> cloudwatch.Metric:
+        """Model latency of this adapter's requests, microseconds. Default: p90 over 1 minute."""
+        return self.metric("ModelLatency", statistic=statistic, **kwargs)
+
+    def metric_invocation_4xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests answered with a 4xx status. Default: sum over 1 minute."""
+        return self.metric("Invocation4XXErrors", **kwargs)
+
+    def metric_invocation_5xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests answered with a 5xx status. Default: sum over 1 minute."""
+        return self.metric("Invocation5XXErrors", **kwargs)
+
+
+def add_adapter(base: "ModelComponent", id: str, spec: AdapterSpec | Mapping[str, Any], **kwargs: Any) -> LoraAdapter:
+    """Serve ``spec`` on ``base`` as a ``LoraAdapter`` created under ``base`` (in the base's stack)."""
+    return LoraAdapter(base, id, base=base, spec=spec, **kwargs)
