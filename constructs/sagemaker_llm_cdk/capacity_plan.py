@@ -1,0 +1,605 @@
+"""``CapacityPlan``: reserved GPU capacity for one endpoint (a SageMaker training plan), bought once or imported.
+
+A capacity plan is paid upfront and never refunded, so this module is careful in three ways:
+
+* Nothing is bought unless the declaration carries both a price cap (``max_upfront_fee_usd``)
+  and ``purchase_acknowledged: true``; without them the synth fails and says what would be
+  bought (instance type x count, days, window) and how to consent.
+* The purchase is a custom resource that buys at most once per plan name, refuses changes to
+  what was bought, and is retained (DeletionPolicy and UpdateReplacePolicy ``Retain``) when it
+  leaves the template or the stack is deleted.
+* A daily check publishes the days the plan has left; an alarm warns ``expiry_warning_days``
+  ahead of the end, another when the check itself fails, both to a KMS-encrypted SNS topic.
+"""
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping
+
+from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import custom_resources as cr
+from constructs import Construct, IConstruct
+from pydantic import Field
+
+from . import acknowledgements, service_model
+from .errors import MISSING, ConfigurationError, Problem
+from .functions import METRICS_NAMESPACE, python_function
+from .settings import EndpointOptions, Settings, instance_type_problem, name_problem
+from .storage import secure_key
+from .validation import validated
+
+if TYPE_CHECKING:
+    from .endpoint import LlmEndpoint
+
+ALLOWED_INSTANCE_COUNTS = (1, 2, 4, 8, 16, 32, 64)
+"""Instance counts SageMaker offers capacity plans for."""
+MIN_DURATION_DAYS, MAX_DURATION_DAYS = 1, 182
+DAYS_LEFT_METRIC = "CapacityPlanDaysLeft"
+"""Metric the daily check publishes (namespace ``functions.METRICS_NAMESPACE``), one dimension below."""
+PLAN_NAME_DIMENSION = "TrainingPlanName"
+RESOURCE_TYPE = "Custom::SageMakerCapacityPlan"
+
+_PLAN_ARN = re.compile(
+    r"arn:aws[a-z-]*:sagemaker:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d):(?P<account>\d{12}):training-plan/(?P<name>.+)"
+)
+_ARN_SHAPE = "arn:aws:sagemaker:<region>:<12-digit account>:training-plan/<plan name>"
+_PURCHASE_FIELDS = ("duration_days", "start_after", "end_before", "max_upfront_fee_usd")
+
+
+def _iso(value: datetime) -> str:
+    """``value`` as ISO-8601 in UTC with a ``Z`` (what the purchase handler reads)."""
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _aware(value: datetime | None) -> bool:
+    return value is not None and value.tzinfo is not None and value.utcoffset() is not None
+
+
+class CapacityPlanSpec(Settings):
+    """Reserved capacity for one endpoint: a new plan to buy, or a plan you already have.
+
+    Reserve a new plan (paid upfront, never refunded)::
+
+        CapacityPlanSpec(name="chat-p5e-2026q1", instance_type="ml.p5e.48xlarge", instance_count=2,
+                         duration_days=30, start_after=datetime(2026, 1, 15, tzinfo=timezone.utc),
+                         max_upfront_fee_usd=Decimal("250000"), purchase_acknowledged=True)
+
+    Use an existing plan (nothing is bought)::
+
+        CapacityPlanSpec(existing_plan_arn="arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
+                         instance_type="ml.p5e.48xlarge", instance_count=2)
+    """
+
+    name: Annotated[str | None, Field(description=(
+        "The plan's name (TrainingPlanName): 1-64 letters, digits and hyphens, unique in the account and region. "
+        "Required to reserve a plan and to use an existing plan by name; with existing_plan_arn it defaults to the "
+        "name in the ARN."))] = None
+    mode: Annotated[Literal["reserve", "existing"] | None, Field(description=(
+        "reserve: buy a new plan (needs max_upfront_fee_usd and purchase_acknowledged). existing: use a plan you "
+        "already have, by existing_plan_arn or name; nothing is bought. Default: existing when existing_plan_arn "
+        "is set, otherwise reserve."))] = None
+    existing_plan_arn: Annotated[str | None, Field(description=(
+        "Use this existing plan: " + _ARN_SHAPE + ", in the stack's account and region. Default: none."))] = None
+    instance_type: Annotated[str, Field(description=(
+        "The plan's instance type, e.g. ml.p5e.48xlarge; the endpoint must use the same. For an existing plan, "
+        "give its instance type so the binding can be checked."))]
+    instance_count: Annotated[int, Field(description=(
+        "Instances reserved: 1, 2, 4, 8, 16, 32 or 64. The endpoint's scaling.max_instances may not exceed it."))]
+    duration_days: Annotated[int | None, Field(description=(
+        "reserve: whole days the plan lasts, 1-182. Required to reserve; refused for an existing plan."))] = None
+    start_after: Annotated[datetime | None, Field(description=(
+        "reserve: the plan starts at or after this time (ISO-8601 with a time zone, e.g. 2026-01-15T00:00:00Z). "
+        "Default: as soon as SageMaker offers."))] = None
+    end_before: Annotated[datetime | None, Field(description=(
+        "reserve: the plan ends at or before this time (ISO-8601 with a time zone). Default: no limit."))] = None
+    max_upfront_fee_usd: Annotated[Decimal | None, Field(gt=0, allow_inf_nan=False, description=(
+        "reserve: the most the purchase may cost, in US dollars; the cheapest offering at or below it is bought, "
+        "or nothing. Required to reserve; refused for an existing plan."))] = None
+    purchase_acknowledged: Annotated[bool, Field(strict=True, description=(
+        "reserve: true confirms that the plan is paid upfront (up to max_upfront_fee_usd) and never refunded, even "
+        "when the stack is deleted. Required (true) to reserve. Default: false."))] = False
+    expiry_warning_days: Annotated[int, Field(ge=1, le=60, description=(
+        "Alarm when the plan has fewer than this many days left, 1-60. Default: 7."))] = 7
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def effective_mode(self) -> Literal["reserve", "existing"]:
+        if self.mode is not None:
+            return self.mode
+        return "existing" if self.existing_plan_arn is not None else "reserve"
+
+    @property
+    def plan_name(self) -> str:
+        """The plan's name: ``name``, or the name in ``existing_plan_arn``."""
+        if self.name is not None:
+            return self.name
+        match = _PLAN_ARN.fullmatch(self.existing_plan_arn or "")
+        return match.group("name") if match else ""
+
+    @property
+    def arn_parts(self) -> tuple[str, str] | None:
+        """(region, account) of ``existing_plan_arn``, when it is given."""
+        match = _PLAN_ARN.fullmatch(self.existing_plan_arn or "")
+        return (match.group("region"), match.group("account")) if match else None
+
+    def purchase_summary(self) -> str:
+        """What reserving this plan buys, in one phrase (for messages and outputs)."""
+        days = "?" if self.duration_days is None else str(self.duration_days)
+        if self.start_after is not None and self.end_before is not None:
+            window = f"between {_iso_or_raw(self.start_after)} and {_iso_or_raw(self.end_before)}"
+        elif self.start_after is not None:
+            window = f"starting at or after {_iso_or_raw(self.start_after)}"
+        elif self.end_before is not None:
+            window = f"ending by {_iso_or_raw(self.end_before)}"
+        else:
+            window = "at the earliest time SageMaker offers"
+        return f"{self.instance_type} x {self.instance_count} for {days} days {window}"
+
+    # ------------------------------------------------------------------- rules
+    def _rules(self) -> list[Problem]:
+        problems: list[Problem] = []
+        if self.name is not None:
+            problem = name_problem("name", self.name, "TrainingPlanName")
+            if problem:
+                problems.append(problem)
+        problem = instance_type_problem("instance_type", self.instance_type,
+                                        service_model.capacity_plan_instance_types(), "capacity plans")
+        if problem:
+            problems.append(problem)
+        if self.instance_count not in ALLOWED_INSTANCE_COUNTS:
+            problems.append(Problem("instance_count", self.instance_count,
+                                    "one of " + ", ".join(str(c) for c in ALLOWED_INSTANCE_COUNTS),
+                                    "pick an offered count; an endpoint may use fewer instances than the plan holds"))
+        for field in ("start_after", "end_before"):
+            value = getattr(self, field)
+            if value is not None and not _aware(value):
+                problems.append(Problem(field, value.isoformat(), "a date-time with a time zone, e.g. 2026-01-15T00:00:00Z",
+                                        "add Z (UTC) or an offset such as +09:00"))
+        if self.effective_mode == "existing":
+            problems.extend(self._existing_rules())
+        else:
+            problems.extend(self._reserve_rules())
+        return problems
+
+    def _existing_rules(self) -> list[Problem]:
+        problems: list[Problem] = []
+        arn_name: str | None = None
+        if self.existing_plan_arn is not None:
+            match = _PLAN_ARN.fullmatch(self.existing_plan_arn)
+            if not match:
+                problems.append(Problem("existing_plan_arn", self.existing_plan_arn, _ARN_SHAPE,
+                                        "copy TrainingPlanArn from `aws sagemaker describe-training-plan "
+                                        "--training-plan-name <name>`"))
+            else:
+                arn_name = match.group("name")
+                if name_problem("existing_plan_arn", arn_name, "TrainingPlanName"):
+                    problems.append(Problem("existing_plan_arn", self.existing_plan_arn,
+                                            _ARN_SHAPE + " whose plan name is 1-64 letters, digits and hyphens",
+                                            "copy the ARN exactly as SageMaker returns it"))
+        if arn_name is not None and self.name is not None and self.name != arn_name:
+            problems.append(Problem("name", self.name, f"'{arn_name}' (the name in existing_plan_arn), or nothing",
+                                    "remove name or make it match the ARN"))
+        if self.existing_plan_arn is None and self.name is None:
+            problems.append(Problem("name", MISSING, "the existing plan's name, or existing_plan_arn",
+                                    "set existing_plan_arn (recommended) or name"))
+        for field in _PURCHASE_FIELDS:
+            value = getattr(self, field)
+            if value is not None:
+                problems.append(Problem(field, value, "nothing when using an existing plan: nothing is bought",
+                                        f"remove {field}, or set mode: reserve (and remove existing_plan_arn) to buy "
+                                        "a new plan"))
+        if self.purchase_acknowledged:
+            problems.append(Problem("purchase_acknowledged", True, "nothing when using an existing plan: nothing is bought",
+                                    "remove purchase_acknowledged"))
+        return problems
+
+    def _reserve_rules(self) -> list[Problem]:
+        problems: list[Problem] = []
+        if self.existing_plan_arn is not None:
+            problems.append(Problem("existing_plan_arn", self.existing_plan_arn,
+                                    "nothing with mode reserve: a new plan gets its ARN when it is bought",
+                                    "remove mode to use this existing plan, or remove existing_plan_arn to buy a new one"))
+        if self.name is None:
+            problems.append(Problem("name", MISSING, "the new plan's name: 1-64 letters, digits and hyphens, unique in "
+                                    "the account and region", "add name, e.g. chat-p5e-2026q1"))
+        if self.duration_days is None:
+            problems.append(Problem("duration_days", MISSING, f"whole days {MIN_DURATION_DAYS}-{MAX_DURATION_DAYS}",
+                                    "add duration_days"))
+        elif not MIN_DURATION_DAYS <= self.duration_days <= MAX_DURATION_DAYS:
+            problems.append(Problem("duration_days", self.duration_days,
+                                    f"whole days {MIN_DURATION_DAYS}-{MAX_DURATION_DAYS}",
+                                    "shorten the plan, or declare a second plan for the rest of the time"))
+        start, end = self.start_after, self.end_before
+        if _aware(start) and _aware(end):
+            if end <= start:  # type: ignore[operator]
+                problems.append(Problem("end_before", _iso(end), f"later than start_after ({_iso(start)})",  # type: ignore[arg-type]
+                                        "swap the two or correct end_before"))
+            elif self.duration_days is not None and end - start < timedelta(days=self.duration_days):  # type: ignore[operator]
+                problems.append(Problem("end_before", _iso(end),  # type: ignore[arg-type]
+                                        f"at least duration_days ({self.duration_days}) after start_after ({_iso(start)})",  # type: ignore[arg-type]
+                                        "widen the window or shorten duration_days"))
+        if self.max_upfront_fee_usd is None or not self.purchase_acknowledged:
+            what = (f"reserving {self.purchase_summary()} as capacity plan '{self.name or '?'}' is a purchase, paid "
+                    "upfront and never refunded")
+            consent = ("to buy it, set max_upfront_fee_usd to the most you agree to pay (USD) and "
+                       "purchase_acknowledged: true; to use a plan you already have, set existing_plan_arn instead")
+            if self.max_upfront_fee_usd is None:
+                problems.append(Problem("max_upfront_fee_usd", MISSING,
+                                        f"a price cap in USD greater than 0: {what}", consent))
+            if not self.purchase_acknowledged:
+                problems.append(Problem("purchase_acknowledged", False, f"true: {what}", consent))
+        return problems
+
+
+def _iso_or_raw(value: datetime) -> str:
+    return _iso(value) if _aware(value) else value.isoformat()
+
+
+def spec_binding_problems(spec: CapacityPlanSpec, options: EndpointOptions) -> list[Problem]:
+    """What keeps an endpoint with ``options`` from running on the plan ``spec`` (paths relative to the endpoint).
+
+    Pure: the config model can use it too, to report problems with the config file's paths.
+    """
+    problems: list[Problem] = []
+    if options.instance_type != spec.instance_type:
+        problems.append(Problem("instance_type", options.instance_type,
+                                f"{spec.instance_type}, the instance type of capacity plan '{spec.plan_name}'",
+                                f"set the endpoint's instance_type to {spec.instance_type}, or bind a plan of "
+                                f"{options.instance_type} instances"))
+    if options.scaling.max_instances > spec.instance_count:
+        problems.append(Problem("scaling.max_instances", options.scaling.max_instances,
+                                f"at most {spec.instance_count}, the instances capacity plan '{spec.plan_name}' reserves",
+                                f"lower scaling.max_instances to {spec.instance_count} or reserve a larger plan "
+                                "(the endpoint only gets instances from the plan)"))
+    return problems
+
+
+def reserved_capacity_arns(stack: Stack) -> str:
+    """Every reserved capacity of the stack's account and region.
+
+    Buying a plan creates its reserved capacity under an id SageMaker generates at purchase,
+    so it cannot be named in advance.
+    """
+    return stack.format_arn(service="sagemaker", resource="reserved-capacity", resource_name="*")
+
+
+def encrypted_alarm_topic(scope: Construct, id: str, *, description: str) -> sns.Topic:
+    """An SNS topic for alarms: KMS-encrypted with a new key CloudWatch may use, TLS-only publishing.
+
+    CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed ``aws/sns`` key,
+    so the topic gets a customer-managed key whose policy lets ``cloudwatch.amazonaws.com``
+    encrypt messages. Children: ``<id>Key`` and ``<id>``.
+    """
+    key = secure_key(scope, f"{id}Key", description=f"Encrypts {description}")
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="CloudWatchAlarmsPublish",
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+            resources=["*"],
+        )
+    )
+    return sns.Topic(scope, id, master_key=key, enforce_ssl=True, display_name=description[:100])
+
+
+class CapacityPlan(Construct):
+    """Reserved capacity (a SageMaker training plan targeting endpoints) for one ``LlmEndpoint``.
+
+    Two modes, chosen by ``spec`` (see ``CapacityPlanSpec``):
+
+    * **reserve**: a custom resource (``Custom::SageMakerCapacityPlan``, child ``Resource``)
+      searches the offerings and buys the cheapest one within ``max_upfront_fee_usd`` and the
+      window, once. An update that changes only the price cap or the acknowledgement is a no-op;
+      one that changes what was bought fails and changes nothing. The resource is retained when
+      removed or when the stack is deleted (the plan is prepaid and not refundable). Outputs:
+      the plan ARN, end time, upfront fee and a retention notice.
+    * **existing**: a plan you already have, by ARN or name; nothing is bought. Its instance
+      type and count are declared so the endpoint binding can be checked at synth.
+
+    Both modes add a daily check (EventBridge rule -> Lambda) that publishes
+    ``CapacityPlanDaysLeft`` and two alarms to ``alarm_topic``: days left below
+    ``expiry_warning_days`` (minimum over one day), and the check function failing on a day.
+    Missing data is not treated as breaching: a brand-new alarm has no data until the first
+    daily run, and CloudWatch's handling of missing one-day periods is not predictable, so a
+    failed check is caught by the second alarm instead.
+
+    Bind with ``LlmEndpoint(..., capacity_plan=plan)``: the endpoint's variant gets
+    ``CapacityReservationConfig`` with ``capacity-reservations-only`` and this plan's ARN. The
+    synth fails unless the endpoint uses the plan's instance type, needs at most the plan's
+    instance count, and no other endpoint in the app uses the plan. The endpoint gets no
+    instances before the plan's start time nor after its end.
+
+    Escape hatches: ``custom_resource``, ``provider``, ``provider_role``, ``on_event_function`` (reserve mode),
+    ``expiry_function``, ``expiry_rule``, ``expiry_alarm``, ``check_failed_alarm``, ``alarm_topic``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        spec: CapacityPlanSpec | Mapping[str, Any],
+        alarm_topic: sns.ITopic | None = None,
+    ) -> None:
+        """
+        :param spec: the plan to reserve or use (see ``CapacityPlanSpec``).
+        :param alarm_topic: where the expiry and check-failure alarms notify. If it is encrypted,
+            its key must let ``cloudwatch.amazonaws.com`` use it. Default: a new KMS-encrypted
+            topic for this plan (its key is retained with the stack's other keys); pass one topic
+            (``encrypted_alarm_topic``) to share it between plans.
+        """
+        super().__init__(scope, id)
+        spec = validated(CapacityPlanSpec, spec, where=self.node.path)
+        self.spec = spec
+        self.plan_name = spec.plan_name
+        self.instance_type = spec.instance_type
+        self.instance_count = spec.instance_count
+        self.mode = spec.effective_mode
+        stack = Stack.of(self)
+        if spec.arn_parts is not None:
+            self._region, self._account = spec.arn_parts
+        else:
+            self._region, self._account = stack.region, stack.account
+
+        problems = self._placement_problems(stack)
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+
+        self.custom_resource: CustomResource | None = None
+        self.provider: cr.Provider | None = None
+        self.on_event_function: lambda_.Function | None = None
+        self.provider_role: iam.Role | None = None
+        self.start_time: str | None = None
+        self.end_time: str | None = None
+        self.upfront_fee: str | None = None
+        self.currency_code: str | None = None
+        if self.mode == "reserve":
+            self.plan_arn = self._reserve(stack)
+        elif spec.existing_plan_arn is not None:
+            self.plan_arn = spec.existing_plan_arn
+        else:
+            self.plan_arn = self._named_arn(stack, spec.plan_name)
+
+        self.alarm_topic: sns.ITopic = alarm_topic or encrypted_alarm_topic(
+            self, "AlarmTopic", description=f"capacity plan {self.plan_name} alarms")
+        self._add_expiry_check()
+        CfnOutput(self, "Arn", value=self.plan_arn, description=f"ARN of capacity plan {self.plan_name}")
+        acknowledgements.capacity_plan(self)
+
+    # ---------------------------------------------------------------- imports
+    @classmethod
+    def from_plan_arn(
+        cls,
+        scope: Construct,
+        id: str,
+        *,
+        plan_arn: str,
+        instance_type: str,
+        instance_count: int,
+        expiry_warning_days: int = 7,
+        alarm_topic: sns.ITopic | None = None,
+    ) -> "CapacityPlan":
+        """Use an existing plan (nothing is bought); its instance type and count make the binding checkable."""
+        return cls(scope, id, alarm_topic=alarm_topic, spec={
+            "existing_plan_arn": plan_arn, "instance_type": instance_type, "instance_count": instance_count,
+            "expiry_warning_days": expiry_warning_days})
+
+    # ---------------------------------------------------------------- binding
+    @property
+    def training_plan_arns(self) -> list[str]:
+        """``[plan_arn]``, for an optimization job's ``TrainingPlanArns``."""
+        return [self.plan_arn]
+
+    @property
+    def bound_endpoints(self) -> list["LlmEndpoint"]:
+        """Endpoints in this app that run on this plan (by construct, or by the same plan name and place)."""
+        from .endpoint import LlmEndpoint
+
+        return [c for c in self.node.root.node.find_all()
+                if isinstance(c, LlmEndpoint) and c.capacity_plan is not None and self._same_plan(c.capacity_plan)]
+
+    def binding_problems(self, options: EndpointOptions) -> list[Problem]:
+        """What keeps an endpoint with ``options`` from running on this plan; ``LlmEndpoint`` calls it.
+
+        One plan per endpoint: a plan already bound to an endpoint in the app is a problem.
+        """
+        problems = spec_binding_problems(self.spec, options)
+        # LlmEndpoint asks while it is being built, already in the tree with ``options`` as its
+        # own (a fresh object per endpoint): every other endpoint on this plan is a second one.
+        for other in self.bound_endpoints:
+            if other.options is options:
+                continue
+            problems.append(Problem("capacity_plan", self.node.path,
+                                    f"a capacity plan no other endpoint uses (one endpoint per plan); "
+                                    f"{other.node.path} already runs on '{self.plan_name}'",
+                                    "declare a separate CapacityPlan for this endpoint"))
+        return problems
+
+    # ---------------------------------------------------------------- metrics
+    def metric_days_left(self, *, statistic: str = "Minimum", period: Duration | None = None,
+                         **kwargs: Any) -> cloudwatch.Metric:
+        """Days until the plan ends (0 once over, missing or failed), from the daily check. Default: minimum over 1 day."""
+        return cloudwatch.Metric(
+            namespace=METRICS_NAMESPACE,
+            metric_name=DAYS_LEFT_METRIC,
+            dimensions_map={PLAN_NAME_DIMENSION: self.plan_name},
+            statistic=statistic,
+            period=period or Duration.days(1),
+            **kwargs,
+        )
+
+    # --------------------------------------------------------------- internals
+    def _same_plan(self, other: "CapacityPlan") -> bool:
+        if other is self:
+            return True
+        return (other.plan_name == self.plan_name and other._region == self._region
+                and other._account == self._account)
+
+    def _placement_problems(self, stack: Stack) -> list[Problem]:
+        problems: list[Problem] = []
+        if self.spec.arn_parts is not None:
+            for what, given, here in (("region", self._region, stack.region), ("account", self._account, stack.account)):
+                if not Token.is_unresolved(here) and given != here:
+                    problems.append(Problem("existing_plan_arn", self.spec.existing_plan_arn,
+                                            f"a plan in this stack's {what} ({here}); endpoints use plans of their "
+                                            "own account and region", "deploy the stack there or use a plan from here"))
+        for other in _plans_in(self.node.root):
+            if other is not self and self._same_plan(other):
+                problems.append(Problem("name", self.plan_name,
+                                        f"a plan no other CapacityPlan in this app declares ({other.node.path} does)",
+                                        "declare each plan once and bind it to one endpoint"))
+        return problems
+
+    @staticmethod
+    def _named_arn(stack: Stack, name: str) -> str:
+        return stack.format_arn(service="sagemaker", resource="training-plan", resource_name=name)
+
+    def _plan_arns_by_name(self, stack: Stack) -> list[str]:
+        """The plan's ARN built from its name, and its lowercase form when different.
+
+        SageMaker writes some resource names into ARNs in lowercase; IAM matches ARNs
+        case-sensitively, so both exact forms are allowed (never a wildcard).
+        """
+        names = [self.plan_name] + ([self.plan_name.lower()] if self.plan_name.lower() != self.plan_name else [])
+        return [self._named_arn(stack, n) for n in names]
+
+    def _reserve(self, stack: Stack) -> str:
+        spec = self.spec
+        function = python_function(
+            self,
+            "OnEvent",
+            folder="capacity_plan",
+            description=f"custom resource that buys capacity plan {self.plan_name} once",
+            timeout=Duration.minutes(2),
+        )
+        function.add_to_role_policy(iam.PolicyStatement(
+            sid="DescribeAndBuyThisPlan",
+            actions=["sagemaker:DescribeTrainingPlan", "sagemaker:CreateTrainingPlan"],
+            resources=self._plan_arns_by_name(stack),
+        ))
+        function.add_to_role_policy(iam.PolicyStatement(
+            sid="ReserveCapacityForThePlan",
+            actions=["sagemaker:CreateReservedCapacity"],
+            resources=[reserved_capacity_arns(stack)],
+        ))
+        function.add_to_role_policy(iam.PolicyStatement(
+            sid="SearchOfferings",
+            actions=["sagemaker:SearchTrainingPlanOfferings"],
+            resources=["*"],
+        ))
+        self.on_event_function = function
+
+        framework_logs = logs.LogGroup(self, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR,
+                                       removal_policy=RemovalPolicy.RETAIN)
+        self.provider_role = framework_role = iam.Role(self, "ProviderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                                  description=f"Custom resource framework of capacity plan {self.plan_name}")
+        framework_role.add_to_policy(iam.PolicyStatement(
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
+        self.provider = cr.Provider(self, "Provider", on_event_handler=function,
+                                    framework_on_event_role=framework_role, log_group=framework_logs)
+
+        properties: dict[str, str] = {
+            "PlanName": self.plan_name,
+            "InstanceType": spec.instance_type,
+            "InstanceCount": str(spec.instance_count),
+            "DurationDays": str(spec.duration_days),
+            "MaxUpfrontFeeUsd": format(spec.max_upfront_fee_usd, "f"),
+            "PurchaseAcknowledged": "true",
+        }
+        if spec.start_after is not None:
+            properties["StartTimeAfter"] = _iso(spec.start_after)
+        if spec.end_before is not None:
+            properties["EndTimeBefore"] = _iso(spec.end_before)
+        self.custom_resource = CustomResource(
+            self,
+            "Resource",
+            service_token=self.provider.service_token,
+            resource_type=RESOURCE_TYPE,
+            properties=properties,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.node.default_child = self.custom_resource.node.default_child  # the CfnResource (escape hatch)
+        data = self.custom_resource.get_att_string
+        self.start_time = data("StartTime")
+        self.end_time = data("EndTime")
+        self.upfront_fee = data("UpfrontFee")
+        self.currency_code = data("CurrencyCode")
+
+        CfnOutput(self, "EndTime", value=self.end_time,
+                  description=f"When capacity plan {self.plan_name} ends (UTC); its endpoint gets no instances after it")
+        CfnOutput(self, "UpfrontFee", value=f"{self.upfront_fee} {self.currency_code}",
+                  description=f"What capacity plan {self.plan_name} cost (paid upfront)")
+        CfnOutput(self, "Retained", value=(
+            f"Capacity plan {self.plan_name} ({spec.purchase_summary()}) is retained when this resource or stack is "
+            "deleted: it is prepaid and not refundable"),
+            description=f"Deletion policy of capacity plan {self.plan_name}")
+        return data("TrainingPlanArn")
+
+    def _add_expiry_check(self) -> None:
+        stack = Stack.of(self)
+        self.expiry_function = python_function(
+            self,
+            "ExpiryCheck",
+            folder="capacity_plan_expiry",
+            description=f"daily check of the days capacity plan {self.plan_name} has left",
+            environment={"TRAINING_PLAN_NAMES": self.plan_name},
+            timeout=Duration.minutes(1),
+        )
+        if self.mode == "reserve":
+            described = [self.plan_arn]  # the ARN SageMaker returned: exact
+        elif self.spec.existing_plan_arn is not None:
+            described = [self.spec.existing_plan_arn]
+        else:
+            described = self._plan_arns_by_name(stack)
+        self.expiry_function.add_to_role_policy(iam.PolicyStatement(
+            sid="DescribeThisPlan", actions=["sagemaker:DescribeTrainingPlan"], resources=described))
+        self.expiry_rule = events.Rule(
+            self,
+            "DailyExpiryCheck",
+            description=f"Daily check of the days capacity plan {self.plan_name} has left",
+            schedule=events.Schedule.rate(Duration.days(1)),
+            targets=[events_targets.LambdaFunction(self.expiry_function, retry_attempts=2,
+                                                   max_event_age=Duration.hours(6))],
+        )
+        action = cloudwatch_actions.SnsAction(self.alarm_topic)
+        warning_days = self.spec.expiry_warning_days
+        self.expiry_alarm = cloudwatch.Alarm(
+            self,
+            "ExpiryAlarm",
+            alarm_description=(f"Capacity plan {self.plan_name} has fewer than {warning_days} days left; its endpoint "
+                               "gets no instances after it ends. Reserve the next plan now."),
+            metric=self.metric_days_left(),
+            threshold=warning_days,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.expiry_alarm.add_alarm_action(action)
+        self.check_failed_alarm = cloudwatch.Alarm(
+            self,
+            "CheckFailedAlarm",
+            alarm_description=(f"The daily check of capacity plan {self.plan_name} failed, so its days left are not "
+                               "known; see the function's log group."),
+            metric=self.expiry_function.metric_errors(statistic="Sum", period=Duration.days(1)),
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.check_failed_alarm.add_alarm_action(action)
+
+
+def _plans_in(root: IConstruct) -> list[CapacityPlan]:
+    return [c for c in root.node.find_all() if isinstance(c, CapacityPlan)]
