@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """This team's CDK app: load the deployment config, build the stack, attach checks, synthesize."""
 import sys
+from pathlib import Path
 
 from aws_cdk import App, Environment
 
@@ -14,7 +15,7 @@ def main() -> None:
     try:
         config = load_config(path)
         env = Environment(account=config.target.account, region=config.target.region)
-        LlmPlatformStack(app, config.stack_name, config=config, env=env)
+        LlmPlatformStack(app, config.stack_name, config=config, config_dir=Path(path).parent, env=env)
     except ConfigurationError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)

@@ -1,22 +1,44 @@
 """The LLM platform stack: every endpoint and model a deployment config declares."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from sagemaker_llm_cdk import AppConfig, EndpointSpec, LlmEndpoint
+from sagemaker_llm_cdk import (
+    AppConfig,
+    CapacityPlan,
+    EndpointSpec,
+    LlmEndpoint,
+    add_adapters,
+    load_adapter_manifest,
+)
+from sagemaker_llm_cdk.capacity_plan import encrypted_alarm_topic
 
 
 class LlmPlatformStack(Stack):
     """One stack per config: endpoints, their models, and outputs a reviewer can read."""
 
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig, config_dir: Path | None = None,
+                 **kwargs: Any) -> None:
+        """
+        :param config: the validated deployment config.
+        :param config_dir: folder that relative paths in the config (adapter manifests) start from.
+            Default: the current directory.
+        """
+        self.config_dir = config_dir or Path.cwd()
         super().__init__(scope, id, description="LLM endpoints on Amazon SageMaker AI (sagemaker-llm-cdk)", **kwargs)
         for key, value in config.tags.items():
             Tags.of(self).add(key, value)
+        alarm_topic = (encrypted_alarm_topic(self, "CapacityPlanAlarms", description="capacity plan alarms")
+                       if config.capacity_plans else None)
+        self.capacity_plans: dict[str, CapacityPlan] = {
+            plan.plan_name: CapacityPlan(self, f"CapacityPlan-{plan.plan_name}", spec=plan, alarm_topic=alarm_topic)
+            for plan in config.capacity_plans
+        }
         self.endpoints: dict[str, LlmEndpoint] = {}
         for spec in config.endpoints:
             self.endpoints[spec.name] = self._endpoint(spec)
@@ -47,10 +69,16 @@ class LlmPlatformStack(Stack):
             volume_size_gb=spec.volume_size_gb,
             instance_provision_timeout_seconds=spec.instance_provision_timeout_seconds,
             endpoint_name=spec.endpoint_name,
+            capacity_plan=self.capacity_plans[spec.capacity_plan] if spec.capacity_plan else None,
             **vpc_kwargs,
         )
-        for model in spec.models:
-            endpoint.add_model(model.name, model)
+        for index, model in enumerate(spec.models):
+            component = endpoint.add_model(model.name, model)
+            if model.adapters:
+                add_adapters(component, model.adapters, field=f"endpoints.{spec.name}.models[{index}].adapters")
+            if model.adapters_manifest:
+                add_adapters(component, load_adapter_manifest(model.adapters_manifest, base_dir=self.config_dir),
+                             field=f"endpoints.{spec.name}.models[{index}].adapters_manifest")
         CfnOutput(self, f"{spec.name}EndpointName", value=endpoint.endpoint_name,
                   description=f"SageMaker endpoint of {spec.name}")
         return endpoint

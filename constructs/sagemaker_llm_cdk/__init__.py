@@ -1,28 +1,58 @@
 """sagemaker_llm_cdk: AWS CDK constructs for fast, cheap LLM endpoints on Amazon SageMaker AI."""
+from .adapter_manifest import load_adapter_manifest
+from .adapter_stack import AdapterStack, add_adapters
+from .capacity_plan import CapacityPlan, CapacityPlanSpec
 from .config import AppConfig, EndpointSpec, load_config, parse_config
 from .endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
 from .errors import ConfigurationError, Problem
+from .lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
 from .model_component import ModelComponent
-from .settings import CopyScaling, DataCapture, EndpointOptions, InstanceScaling, ModelSpec, Routing, VpcPlacement
+from .settings import (
+    AdapterSpec,
+    CopyScaling,
+    DataCapture,
+    EagleDataset,
+    EagleSettings,
+    EndpointOptions,
+    InstanceScaling,
+    LoraSettings,
+    ModelSpec,
+    Routing,
+    SessionSettings,
+    VpcPlacement,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdapterSpec",
+    "AdapterStack",
     "AppConfig",
+    "CapacityPlan",
+    "CapacityPlanSpec",
     "ConfigurationError",
     "CopyScaling",
     "DataCapture",
+    "EagleDataset",
+    "EagleSettings",
     "EndpointOptions",
     "EndpointReference",
     "EndpointSpec",
     "InstanceScaling",
     "LlmEndpoint",
+    "LoraAdapter",
+    "LoraSettings",
     "ModelComponent",
     "ModelSpec",
     "Problem",
     "Routing",
+    "SessionSettings",
     "VARIANT_NAME",
     "VpcPlacement",
+    "add_adapter",
+    "add_adapters",
+    "apply_lora_settings",
+    "load_adapter_manifest",
     "load_config",
     "parse_config",
 ]

@@ -87,6 +87,5 @@ def python_function(
             **(environment or {}),
         },
     )
-    function.node.add_dependency(role)
     acknowledgements.function(function)
     return function

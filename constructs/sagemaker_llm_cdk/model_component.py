@@ -20,6 +20,8 @@ from .validation import validated
 
 if TYPE_CHECKING:
     from .endpoint import LlmEndpoint
+    from .lora_adapter import LoraAdapter
+    from .settings import AdapterSpec
 
 LMI_ACCOUNT = "763104351884"
 """AWS Deep Learning Containers account that publishes the LMI image in most commercial regions."""
@@ -102,6 +104,10 @@ class ModelComponent(Construct):
             else None,
         )
         _depend_on_policy(self.cfn_model, endpoint.role)
+        if spec.lora is not None:
+            from .lora_adapter import apply_lora_settings
+
+            apply_lora_settings(self)
 
         copies = spec.copies
         self.cfn_inference_component = sagemaker.CfnInferenceComponent(
@@ -137,6 +143,12 @@ class ModelComponent(Construct):
         if copies.autoscaled:
             self._add_copy_autoscaling(stack)
         endpoint._register(self)
+
+    def add_adapter(self, id: str, spec: "AdapterSpec", **kwargs: Any) -> "LoraAdapter":
+        """Serve a LoRA adapter on this model (which needs ``spec.lora``); see ``LoraAdapter``."""
+        from .lora_adapter import LoraAdapter
+
+        return LoraAdapter(self, id, base=self, spec=spec, **kwargs)
 
     # ---------------------------------------------------------------- container
     @staticmethod
@@ -319,8 +331,10 @@ def container_image(image: str) -> tuple[str, str]:
 
 
 def _fit_problems(spec: ModelSpec, endpoint: "LlmEndpoint") -> list[Problem]:
+    from .lora_adapter import adapter_names
+
     problems = []
-    taken = {m.component_name for m in endpoint.models}
+    taken = {m.component_name for m in endpoint.models} | adapter_names(endpoint)
     if spec.name in taken:
         problems.append(Problem("name", spec.name, "a name no other model or adapter on this endpoint uses",
                                 "give this model another name"))
