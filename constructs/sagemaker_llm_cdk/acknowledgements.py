@@ -75,3 +75,54 @@ def function(function: Any) -> None:
 def model_component(component: "ModelComponent", weights_arn: str) -> None:
     _iam5(component.endpoint.role, weights_arn,
           "The model's weights are many files under one S3 prefix; read-only GetObject on that prefix only.")
+
+
+if TYPE_CHECKING:
+    from .capacity_plan import CapacityPlan
+
+
+def capacity_plan(plan: "CapacityPlan") -> None:
+    """A ``CapacityPlan``: its purchase handler (reserve mode) and the custom resource framework."""
+    from .capacity_plan import reserved_capacity_arns
+
+    if plan.on_event_function is not None and plan.on_event_function.role is not None:
+        role = plan.on_event_function.role
+        acknowledge(role, "AwsSolutions-IAM5",
+                    "sagemaker:SearchTrainingPlanOfferings has no resource type, so it is allowed on '*' (it reads "
+                    "offerings and buys nothing); X-Ray tracing needs '*' as well.",
+                    finding="Resource::*")
+        _iam5(role, reserved_capacity_arns(Stack.of(plan)),
+              "CreateTrainingPlan creates the plan's reserved capacity under an id SageMaker generates at purchase, "
+              "so it cannot be named in advance: only CreateReservedCapacity, only in this account and region; the "
+              "purchase itself (CreateTrainingPlan) is limited to this plan's name.")
+    if plan.provider_role is not None and plan.on_event_function is not None:
+        _iam5(plan.provider_role, f"{plan.on_event_function.function_arn}:*",
+              "The custom resource framework invokes the plan's purchase handler: lambda:InvokeFunction on that one "
+              "function and its versions (the ':*' qualifier), nothing else.")
+
+
+def deployment_check(check: Any) -> None:
+    """A ``deployment_check.DeploymentCheck`` (Provider framework with an is-complete waiter)."""
+    handlers = (check.on_event_function, check.is_complete_function)
+    for role in check.framework_roles:
+        for handler in handlers:
+            _iam5(role, f"{handler.function_arn}:*",
+                  "The custom resource framework invokes the check's own handler function; lambda:InvokeFunction on "
+                  "that one function and its versions (the ':*' qualifier), nothing else.")
+    waiter = check.provider.node.find_child("waiter-state-machine")
+    framework = check.provider.node
+    for child in ("framework-isComplete", "framework-onTimeout"):
+        _iam5(waiter, f"{framework.find_child(child).function_arn}:*",
+              "The waiter state machine invokes the framework's polling function; lambda:InvokeFunction on that one "
+              "function and its versions (the ':*' qualifier), nothing else.")
+    acknowledge(waiter, "AwsSolutions-IAM5",
+                "Step Functions delivers its execution logs through CloudWatch Logs log-delivery actions "
+                "(CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...), which have no resource-level "
+                "permissions; CDK grants them on '*' for the waiter's log group.", finding="Resource::*")
+    acknowledge(waiter, "AwsSolutions-SF2",
+                "The Provider framework creates its waiter state machine without a tracing option; it only polls the "
+                "check function, whose own X-Ray tracing is on, and logs ALL events to its log group.")
+
+
+def session_front_door(front_door: Any) -> None:
+    """A ``session_front_door.SessionFrontDoor``: nothing beyond its function's (see ``function``)."""
