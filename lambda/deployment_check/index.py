@@ -1,0 +1,211 @@
+"""CloudFormation custom resource (Provider framework, on_event + is_complete) that fails a deployment SageMaker silently rolled back.
+
+SageMaker's auto rollback returns an endpoint (or inference component) to its previous
+config (or model) and reports it ``InService``; CloudFormation then records the update as
+complete. This resource runs after the endpoint and its inference components and confirms
+that what runs is what the template declared.
+
+Environment variables
+---------------------
+POWERTOOLS_SERVICE_NAME   Logger service name (optional).
+POWERTOOLS_LOG_LEVEL      Log level (optional, default INFO).
+
+Event (from ``aws_cdk.custom_resources.Provider``; a CloudFormation custom resource event)
+-----------------------------------------------------------------------------------------
+RequestType: "Create" | "Update" | "Delete"
+PhysicalResourceId: (Update/Delete, and is_complete) "deployment-check/<EndpointName>"
+ResourceProperties:
+    EndpointName         the endpoint's name
+    EndpointConfigName   the endpoint config the template created (the endpoint must run it)
+    Components           list of {"Name": str, "ModelName"?: str, "ArtifactUrl"?: str}: each
+                         inference component must be InService on this endpoint and, when
+                         given, serve that model (Specification.ModelName) / artifact
+                         (Specification.Container.ArtifactUrl)
+    ServiceToken         ignored
+
+on_event returns {"PhysicalResourceId": ...}; it calls no AWS API (the framework then polls
+is_complete). is_complete returns {"IsComplete": false} while the endpoint or a component is
+Creating/Updating/SystemUpdating/RollingBack, {"IsComplete": true, "Data": {...}} when all
+run what the template declares, and raises ``DeploymentCheckFailed`` (the stack update fails
+with its message) when something settled on another config or model, failed, or is missing.
+A describe call that is throttled or meets a 5xx (after botocore's adaptive retries) counts as
+"not settled yet"; any other error (access denied, not found) fails the check. Delete
+completes at once without AWS calls. The framework's total timeout bounds the waiting.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Literal
+
+import boto3
+from aws_lambda_powertools import Logger
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+logger = Logger()
+
+_NAME = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+PHYSICAL_ID_PREFIX = "deployment-check/"
+ENDPOINT_WAITING = frozenset({"Creating", "Updating", "SystemUpdating", "RollingBack"})
+ENDPOINT_FAILED = frozenset({"Failed", "OutOfService", "UpdateRollbackFailed", "Deleting"})
+COMPONENT_WAITING = frozenset({"Creating", "Updating"})
+RETRYABLE_CODES = frozenset({"ThrottlingException", "Throttling", "RequestLimitExceeded", "InternalFailure",
+                             "ServiceUnavailable"})
+MAX_MESSAGE_CHARS = 3000  # CloudFormation's status reason must stay well under 4 KB
+
+
+class DeploymentCheckFailed(Exception):
+    """What runs is not what the template declared (or it failed); the message says what runs instead."""
+
+
+class Component(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, protected_namespaces=())
+
+    name: str = Field(alias="Name", pattern=_NAME)
+    model_name: str | None = Field(default=None, alias="ModelName", pattern=_NAME)
+    artifact_url: str | None = Field(default=None, alias="ArtifactUrl", min_length=1, max_length=1024)
+
+
+class CheckProperties(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    endpoint_name: str = Field(alias="EndpointName", pattern=_NAME)
+    endpoint_config_name: str = Field(alias="EndpointConfigName", pattern=_NAME)
+    components: list[Component] = Field(default_factory=list, alias="Components", max_length=1000)
+
+
+State = Literal["ok", "waiting", "failed"]
+
+
+@functools.cache
+def _sagemaker():
+    return boto3.client("sagemaker", config=Config(retries={"mode": "adaptive", "max_attempts": 8}))
+
+
+def _properties(event: dict[str, Any]) -> CheckProperties:
+    try:
+        return CheckProperties.model_validate(event.get("ResourceProperties") or {})
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors(include_url=False))
+        raise DeploymentCheckFailed(f"invalid ResourceProperties: {problems}") from None
+
+
+def _unsettled(error: ClientError, what: str) -> tuple[State, str]:
+    """A describe call that failed: transient errors mean "look again", the rest fail the check."""
+    err = error.response.get("Error", {})
+    code, message = err.get("Code", ""), err.get("Message", "")
+    if _is_not_found(error):
+        return "failed", f"{what} does not exist ({code}: {message})"
+    if code in RETRYABLE_CODES or error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
+        return "waiting", f"{what} could not be read yet ({code}); trying again"
+    return "failed", f"{what} could not be read ({code}: {message})"
+
+
+def _is_not_found(error: ClientError) -> bool:
+    err = error.response.get("Error", {})
+    code, message = err.get("Code", ""), err.get("Message", "").lower()
+    return code in ("ResourceNotFound", "ResourceNotFoundException") or (
+        code == "ValidationException" and any(p in message for p in ("could not find", "not found", "does not exist")))
+
+
+# ------------------------------------------------------------------ checks
+def check_endpoint(props: CheckProperties) -> tuple[State, str]:
+    name, intended = props.endpoint_name, props.endpoint_config_name
+    try:
+        endpoint = _sagemaker().describe_endpoint(EndpointName=name)
+    except ClientError as error:
+        return _unsettled(error, f"endpoint {name}")
+    status = endpoint["EndpointStatus"]
+    running = endpoint.get("EndpointConfigName")
+    if status in ENDPOINT_WAITING:
+        pending = (endpoint.get("PendingDeploymentSummary") or {}).get("EndpointConfigName")
+        return "waiting", f"endpoint {name} is {status} (runs {running}, deploying {pending or 'nothing new'})"
+    if status in ENDPOINT_FAILED:
+        reason = endpoint.get("FailureReason") or "no FailureReason given"
+        return "failed", f"endpoint {name} is {status}: {reason}"
+    if running != intended:
+        return "failed", (
+            f"endpoint {name} is {status} on endpoint config {running}, not {intended} which this deployment created: "
+            "SageMaker rolled the update back (an auto-rollback alarm fired or the new fleet failed to start); see the "
+            "alarms and the endpoint's events"
+        )
+    return "ok", f"endpoint {name} is {status} on {intended}"
+
+
+def check_component(props: CheckProperties, component: Component) -> tuple[State, str]:
+    name = component.name
+    try:
+        found = _sagemaker().describe_inference_component(InferenceComponentName=name)
+    except ClientError as error:
+        return _unsettled(error, f"inference component {name}")
+    status = found.get("InferenceComponentStatus", "unknown")
+    if status in COMPONENT_WAITING:
+        return "waiting", f"inference component {name} is {status}"
+    if status != "InService":
+        reason = found.get("FailureReason") or "no FailureReason given"
+        return "failed", f"inference component {name} is {status}: {reason}"
+    problems = []
+    if found.get("EndpointName") != props.endpoint_name:
+        problems.append(f"runs on endpoint {found.get('EndpointName')}, not {props.endpoint_name}")
+    spec = found.get("Specification") or {}
+    if component.model_name is not None and spec.get("ModelName") != component.model_name:
+        problems.append(f"serves model {spec.get('ModelName')}, not {component.model_name} which this deployment "
+                        "created: SageMaker rolled the update back (an auto-rollback alarm fired or the new copies "
+                        "failed to start)")
+    artifact = (spec.get("Container") or {}).get("ArtifactUrl")
+    if component.artifact_url is not None and artifact != component.artifact_url:
+        problems.append(f"serves artifact {artifact}, not {component.artifact_url}")
+    if problems:
+        return "failed", f"inference component {name} is InService but " + "; ".join(problems)
+    return "ok", f"inference component {name} is InService as declared"
+
+
+def evaluate(props: CheckProperties) -> tuple[State, list[str]]:
+    """The overall state and one line per endpoint/component, failures first."""
+    results = [check_endpoint(props)] + [check_component(props, c) for c in props.components]
+    failed = [line for state, line in results if state == "failed"]
+    if failed:
+        return "failed", failed
+    waiting = [line for state, line in results if state == "waiting"]
+    if waiting:
+        return "waiting", waiting
+    return "ok", [line for _, line in results]
+
+
+# ---------------------------------------------------------------- handlers
+@logger.inject_lambda_context(log_event=False)
+def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request = event["RequestType"]
+    if request == "Delete":
+        logger.info("Delete: nothing to do", extra={"physical_resource_id": event.get("PhysicalResourceId")})
+        return {"PhysicalResourceId": event["PhysicalResourceId"]}
+    props = _properties(event)
+    logger.info("Deployment check started", extra={
+        "request_type": request, "endpoint_name": props.endpoint_name,
+        "endpoint_config_name": props.endpoint_config_name, "components": [c.name for c in props.components]})
+    return {"PhysicalResourceId": PHYSICAL_ID_PREFIX + props.endpoint_name}
+
+
+@logger.inject_lambda_context(log_event=False)
+def is_complete(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    if event["RequestType"] == "Delete":
+        return {"IsComplete": True}
+    props = _properties(event)
+    state, lines = evaluate(props)
+    extra = {"endpoint_name": props.endpoint_name, "endpoint_config_name": props.endpoint_config_name, "details": lines}
+    if state == "failed":
+        logger.error("Deployment does not run what the template declares", extra=extra)
+        message = "Deployment check failed: " + " | ".join(lines)
+        raise DeploymentCheckFailed(message[:MAX_MESSAGE_CHARS])
+    if state == "waiting":
+        logger.info("Waiting for the endpoint and components to settle", extra=extra)
+        return {"IsComplete": False}
+    logger.info("Deployment runs what the template declares", extra=extra)
+    return {
+        "IsComplete": True,
+        "Data": {
+            "EndpointConfigName": props.endpoint_config_name,
+            "ComponentsChecked": str(len(props.components)),
+        },
+    }

@@ -1,0 +1,104 @@
+"""cost_ceiling_table: the most each endpoint can run, readable in a PR log."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import pytest
+from aws_cdk import App, Stack
+
+from sagemaker_llm_cdk import CopyScaling, InstanceScaling, LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk.capacity_plan import CapacityPlan, CapacityPlanSpec
+from sagemaker_llm_cdk.cost import cost_ceiling_table
+
+
+def endpoint_with_model(stack: Stack, id: str = "Chat", *, instance_type: str = "ml.g6e.12xlarge",
+                        scaling: InstanceScaling | None = None, copies: CopyScaling | None = None,
+                        accelerators: int = 1, **kwargs) -> LlmEndpoint:
+    """An LlmEndpoint with one model (s3://my-bucket/model/)."""
+    endpoint = LlmEndpoint(stack, id, instance_type=instance_type, scaling=scaling, **kwargs)
+    endpoint.add_model("Qwen", ModelSpec(name=f"{id.lower()}-qwen3-8b", model_data_s3_uri="s3://my-bucket/model/",
+                                         accelerators=accelerators, copies=copies or CopyScaling()))
+    return endpoint
+
+
+def row(table: str, starts: str) -> list[str]:
+    (line,) = [line for line in table.splitlines() if line.startswith(starts)]
+    return line.split()
+
+
+@pytest.fixture(scope="module")
+def app_table() -> str:
+    app = App()
+    first = Stack(app, "First")
+    endpoint_with_model(first, scaling=InstanceScaling(min_instances=0, max_instances=3),
+                        copies=CopyScaling(min_copies=0, max_copies=8), accelerators=2)
+    second = Stack(app, "Second")
+    endpoint_with_model(second, "Batch", instance_type="ml.g6e.2xlarge")
+    return cost_ceiling_table(app)
+
+
+def test_each_endpoint_has_a_row_with_type_range_accelerators_and_hours(app_table):
+    assert row(app_table, "First/Chat") == ["First/Chat", "ml.g6e.12xlarge", "0-3", "4/instance,", "12", "at", "most",
+                                            "2160", "none", "(on-demand)"]
+    assert row(app_table, "Second/Batch") == ["Second/Batch", "ml.g6e.2xlarge", "1-1", "1/instance,", "1", "at", "most",
+                                              "720", "none", "(on-demand)"]
+
+
+def test_each_model_has_its_copies_and_accelerators(app_table):
+    assert row(app_table, "  model chat-qwen3-8b") == ["model", "chat-qwen3-8b", "copies", "0-8", "2/copy,", "16",
+                                                       "at", "most"]
+
+
+def test_header_and_rule_come_first(app_table):
+    lines = app_table.splitlines()
+    assert lines[0].startswith("Cost ceiling")
+    assert lines[1].split() == ["Endpoint", "/", "model", "Instance", "type", "Instances", "Accelerators",
+                                "Instance-hours/30d", "Capacity", "plan"]
+    assert set(lines[2].replace(" ", "")) == {"-"}
+
+
+def test_notes_flag_overcommitted_models_and_scale_to_zero(app_table):
+    assert ("- First/Chat: its models can ask for 16 accelerators but 3 x ml.g6e.12xlarge have 12; copies beyond that "
+            "are not placed (raise max_instances or lower max_copies)") in app_table
+    assert "- First/Chat: scales to zero instances when no copy runs" in app_table
+    assert "Second/Batch:" not in app_table.split("Notes:")[1]
+
+
+def test_endpoints_are_sorted_by_path_when_given_a_stack():
+    stack = Stack(App(), "Only")
+    endpoint_with_model(stack, "Zeta")
+    endpoint_with_model(stack, "Alpha")
+    table = cost_ceiling_table(stack)
+    assert table.index("Only/Alpha") < table.index("Only/Zeta")
+    assert "Notes:" not in table
+
+
+def test_existing_capacity_plan_is_named_with_its_shape():
+    stack = Stack(App(), "Plans")
+    plan = CapacityPlan.from_plan_arn(stack, "Plan", plan_arn="arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5e-q1",
+                                      instance_type="ml.p5e.48xlarge", instance_count=2)
+    endpoint_with_model(stack, instance_type="ml.p5e.48xlarge", capacity_plan=plan,
+                        scaling=InstanceScaling(min_instances=1, max_instances=2))
+    table = cost_ceiling_table(stack)
+    assert row(table, "Plans/Chat")[-2:] == ["p5e-q1", "(existing)"]
+    assert ("- Plans/Chat: runs on existing capacity plan p5e-q1 (ml.p5e.48xlarge x 2, already paid); its dates are the "
+            "plan's (DescribeTrainingPlan); no instances outside them") in table
+
+
+def test_reserved_capacity_plan_shows_dates_and_price_cap():
+    stack = Stack(App(), "Plans")
+    plan = CapacityPlan(stack, "Plan", spec=CapacityPlanSpec(
+        name="chat-p5e-2026q1", instance_type="ml.p5e.48xlarge", instance_count=2, duration_days=30,
+        start_after=datetime(2026, 1, 15, tzinfo=timezone.utc), max_upfront_fee_usd=Decimal("250000"),
+        purchase_acknowledged=True))
+    endpoint_with_model(stack, instance_type="ml.p5e.48xlarge", capacity_plan=plan,
+                        scaling=InstanceScaling(min_instances=1, max_instances=2))
+    table = cost_ceiling_table(stack)
+    assert row(table, "Plans/Chat")[-2:] == ["chat-p5e-2026q1", "(reserve)"]
+    assert ("reserves capacity plan chat-p5e-2026q1: ml.p5e.48xlarge x 2 for 30 days starting at or after "
+            "2026-01-15T00:00:00Z, prepaid up to USD 250000 and never refunded") in table
+
+
+def test_no_endpoints_says_so():
+    assert cost_ceiling_table(Stack(App(), "Empty")).endswith("(no LlmEndpoint in Empty)")
