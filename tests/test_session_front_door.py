@@ -1,0 +1,435 @@
+"""Tests for constructs/sagemaker_llm_cdk/session_front_door.py: SessionFrontDoor."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack, Validations
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Annotations, Match, Template
+from cdk_nag import AwsSolutionsChecks
+
+from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk.lora_adapter import add_adapter
+from sagemaker_llm_cdk.session_front_door import SessionFrontDoor
+from sagemaker_llm_cdk.settings import AdapterSpec, LoraSettings, SessionSettings
+
+MODEL_URI = "s3://my-bucket/model/"
+ADAPTERS = (("Sql", "qwen3-8b-sql"), ("Legal", "qwen3-8b-legal"))
+
+
+@dataclass
+class Built:
+    app: App
+    stack: Stack
+    endpoint: LlmEndpoint
+    base: Any
+    adapters: list[Any]
+    front_door: SessionFrontDoor
+    caller: iam.Role
+
+    @property
+    def template(self) -> Template:
+        return Template.from_stack(self.stack)
+
+    def resolve(self, value: Any) -> Any:
+        return self.stack.resolve(value)
+
+
+def build(*, image: str = "lmi", sessions: SessionSettings | None = SessionSettings(), adapters=ADAPTERS,
+          nag: bool = False, **front_door_kwargs: Any) -> Built:
+    app = App()
+    stack = Stack(app, "Chat")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, image=image,
+                                             sessions=sessions, lora=LoraSettings() if adapters else None))
+    made = [add_adapter(base, id, AdapterSpec(name=name, artifact_s3_uri=f"s3://my-bucket/adapters/{name}.tar.gz"))
+            for id, name in adapters]
+    front_door_kwargs.setdefault("components", made)
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, **front_door_kwargs)
+    caller = iam.Role(stack, "ChatApp", assumed_by=iam.AccountRootPrincipal())
+    front_door.grant_invoke_url(caller)
+    if nag:
+        Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return Built(app, stack, endpoint, base, made, front_door, caller)
+
+
+@pytest.fixture(scope="module")
+def built() -> Built:
+    return build()
+
+
+@pytest.fixture(scope="module")
+def template(built: Built) -> Template:
+    return built.template
+
+
+def role_statements(built: Built, role: iam.IRole) -> list[dict[str, Any]]:
+    """Every statement of the inline policies attached to ``role``."""
+    ref = built.resolve(role.role_name)
+    statements = []
+    for policy in built.template.find_resources("AWS::IAM::Policy").values():
+        if ref in policy["Properties"]["Roles"]:
+            statements.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    return statements
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def function_environment(built: Built) -> dict[str, Any]:
+    function_id = built.resolve(built.front_door.function.node.default_child.logical_id)
+    return built.template.to_json()["Resources"][function_id]["Properties"]["Environment"]["Variables"]
+
+
+# --------------------------------------------------------------------------- function and URL
+
+
+def test_function_url_uses_iam_auth_without_cors(built: Built, template: Template):
+    template.resource_count_is("AWS::Lambda::Url", 1)
+    template.has_resource_properties("AWS::Lambda::Url", {
+        "AuthType": "AWS_IAM",
+        "TargetFunctionArn": built.resolve(built.front_door.function.function_arn),
+        "Cors": Match.absent(),
+        "InvokeMode": Match.absent(),  # BUFFERED: the handler answers once per turn
+    })
+    assert built.resolve(built.front_door.url) == built.resolve(built.front_door.function_url.url)
+
+
+def test_function_shape(template: Template):
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "Handler": "index.handler",
+        "Timeout": 300,
+        "MemorySize": 512,
+        "Architectures": ["x86_64"],
+        "TracingConfig": {"Mode": "Active"},
+        "Environment": {"Variables": Match.object_like({"DEFAULT_COMPONENT": "qwen3-8b"})},
+    })
+
+
+def test_environment(built: Built):
+    env = function_environment(built)
+    assert env["ENDPOINT_NAME"] == built.resolve(built.endpoint.endpoint_name)
+    assert env["SESSIONS_TABLE"] == built.resolve(built.front_door.table.table_name)
+    assert env["DEFAULT_COMPONENT"] == "qwen3-8b"
+    assert env["ALLOWED_COMPONENTS"] == "qwen3-8b,qwen3-8b-sql,qwen3-8b-legal"
+    assert env["SESSION_TTL_SECONDS"] == "1200"
+    assert env["MAX_BODY_BYTES"] == "1048576"
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == "SageMakerLlm"
+
+
+def test_settings_reach_handler_and_container():
+    built = build(sessions=None, adapters=(), settings=SessionSettings(expiration_seconds=600, max_body_bytes=65536))
+    env = function_environment(built)
+    assert env["SESSION_TTL_SECONDS"] == "600"
+    assert env["MAX_BODY_BYTES"] == "65536"
+    assert env["ALLOWED_COMPONENTS"] == "qwen3-8b"
+    built.template.has_resource_properties("AWS::SageMaker::Model", {"PrimaryContainer": {"Environment": Match.object_like(
+        {"OPTION_SESSIONS_EXPIRATION": "600"})}})
+
+
+def test_settings_default_to_the_models_sessions():
+    built = build(sessions=SessionSettings(expiration_seconds=3600), adapters=())
+    assert built.front_door.settings.expiration_seconds == 3600
+    assert function_environment(built)["SESSION_TTL_SECONDS"] == "3600"
+
+
+def test_duplicate_components_are_served_once():
+    app = App()
+    stack = Stack(app, "Dup")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings()))
+    adapter = add_adapter(base, "Sql", AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"))
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
+                                  components=[base, adapter, adapter])
+    assert [c.component_name for c in front_door.components] == ["qwen3-8b", "qwen3-8b-sql"]
+
+
+# --------------------------------------------------------------------------- table
+
+
+def test_table_key_ttl_billing_and_recovery(template: Template):
+    template.resource_count_is("AWS::DynamoDB::Table", 1)
+    template.has_resource("AWS::DynamoDB::Table", {
+        "Properties": {
+            "KeySchema": [{"AttributeName": "conversation_id", "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": "conversation_id", "AttributeType": "S"}],
+            "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+            "BillingMode": "PAY_PER_REQUEST",
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "TableName": Match.absent(),
+        },
+        # Rows live at most expiration_seconds: deleting the table only makes conversations reopen sessions.
+        "DeletionPolicy": "Delete",
+    })
+
+
+def test_table_encrypted_with_its_own_customer_managed_key(built: Built, template: Template):
+    key_arn = built.resolve(built.front_door.encryption_key.key_arn)
+    template.has_resource_properties("AWS::DynamoDB::Table", {
+        "SSESpecification": {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": key_arn},
+    })
+    assert key_arn != built.resolve(built.endpoint.key.key_arn)
+    template.has_resource("AWS::KMS::Key", {
+        "Properties": Match.object_like({"EnableKeyRotation": True,
+                                         "Description": Match.string_like_regexp("Session table")}),
+        "DeletionPolicy": "Retain",
+    })
+
+
+def test_given_key_is_used():
+    app = App()
+    stack = Stack(app, "Keyed")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
+                                  encryption_key=endpoint.key)
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::KMS::Key", 1)
+    template.has_resource_properties("AWS::DynamoDB::Table", {
+        "SSESpecification": Match.object_like({"KMSMasterKeyId": stack.resolve(endpoint.key.key_arn)})})
+    assert front_door.encryption_key is endpoint.key
+
+
+# --------------------------------------------------------------------------- least privilege
+
+
+def test_function_role_may_invoke_only_this_endpoint_and_its_served_components(built: Built):
+    statements = role_statements(built, built.front_door.function.role)
+    invoke = [s for s in statements if "sagemaker:InvokeEndpoint" in as_list(s["Action"])]
+    assert len(invoke) == 1
+    assert as_list(invoke[0]["Action"]) == ["sagemaker:InvokeEndpoint"]
+    expected = [built.resolve(built.endpoint.endpoint_arn), built.resolve(built.base.component_arn),
+                *[built.resolve(a.component_arn) for a in built.adapters]]
+    assert invoke[0]["Resource"] == expected
+    sagemaker_actions = {a for s in statements for a in as_list(s["Action"]) if a.startswith("sagemaker:")}
+    assert sagemaker_actions == {"sagemaker:InvokeEndpoint"}
+
+
+def test_function_role_reads_and_writes_only_its_table(built: Built):
+    statements = role_statements(built, built.front_door.function.role)
+    dynamodb = [s for s in statements if any(a.startswith("dynamodb:") for a in as_list(s["Action"]))]
+    assert len(dynamodb) == 1
+    assert sorted(as_list(dynamodb[0]["Action"])) == ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"]
+    assert dynamodb[0]["Resource"] == built.resolve(built.front_door.table.table_arn)
+    assert "Condition" not in dynamodb[0]
+
+
+def test_function_role_uses_the_key_only_through_dynamodb(built: Built):
+    statements = role_statements(built, built.front_door.function.role)
+    kms = [s for s in statements if any(a.startswith("kms:") for a in as_list(s["Action"]))]
+    assert len(kms) == 1
+    assert sorted(as_list(kms[0]["Action"])) == ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
+    assert kms[0]["Resource"] == built.resolve(built.front_door.encryption_key.key_arn)
+    assert kms[0]["Condition"] == {"StringEquals": {"kms:ViaService": {
+        "Fn::Join": ["", ["dynamodb.", {"Ref": "AWS::Region"}, ".", {"Ref": "AWS::URLSuffix"}]]}}}
+
+
+def test_function_role_has_no_wildcard_but_xray(built: Built):
+    statements = role_statements(built, built.front_door.function.role)
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        assert not any("*" in action for action in as_list(statement["Action"])), statement
+        if "*" in as_list(statement["Resource"]):
+            assert sorted(as_list(statement["Action"])) == ["xray:PutTelemetryRecords", "xray:PutTraceSegments"]
+    role_id = built.resolve(built.front_door.function.role.node.default_child.logical_id)
+    role = built.template.to_json()["Resources"][role_id]
+    assert "ManagedPolicyArns" not in role["Properties"]
+
+
+def test_grant_invoke_url(built: Built):
+    function_arn = built.resolve(built.front_door.function.function_arn)
+    statements = role_statements(built, built.caller)
+    assert {"Action": "lambda:InvokeFunctionUrl", "Effect": "Allow", "Resource": function_arn,
+            "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}} in statements
+    # Function URLs also need InvokeFunction, limited to calls that come through a function URL.
+    assert {"Action": "lambda:InvokeFunction", "Effect": "Allow", "Resource": function_arn,
+            "Condition": {"Bool": {"lambda:InvokedViaFunctionUrl": True}}} in statements
+    assert len(statements) == 2
+
+
+# --------------------------------------------------------------------------- containers
+
+
+def test_base_model_container_gets_stateful_sessions(built: Built, template: Template):
+    template.has_resource_properties("AWS::SageMaker::Model", {"PrimaryContainer": {"Environment": Match.object_like({
+        "OPTION_ENABLE_STATEFUL_SESSIONS": "true",
+        "OPTION_SESSIONS_EXPIRATION": "1200",
+        "OPTION_ENABLE_LORA": "true",
+    })}})
+    assert built.base.environment["OPTION_ENABLE_STATEFUL_SESSIONS"] == "true"
+    template.resource_count_is("AWS::SageMaker::Model", 1)  # adapters share the base's container
+
+
+def test_adapter_alone_enables_sessions_on_its_base():
+    app = App()
+    stack = Stack(app, "AdapterOnly")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    plain = endpoint.add_model("Plain", ModelSpec(name="plain", model_data_s3_uri="s3://my-bucket/plain/"))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings()))
+    adapter = add_adapter(base, "Sql", AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"))
+    SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=plain, components=[adapter])
+    assert base.environment["OPTION_ENABLE_STATEFUL_SESSIONS"] == "true"
+    assert plain.environment["OPTION_ENABLE_STATEFUL_SESSIONS"] == "true"
+
+
+def test_custom_container_gets_no_variables_and_a_warning():
+    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/my-server:1.0"
+    built = build(image=image, adapters=())
+    assert "OPTION_ENABLE_STATEFUL_SESSIONS" not in built.base.environment
+    Annotations.from_stack(built.stack).has_warning(
+        "/Chat/FrontDoor", Match.string_like_regexp("not LMI.*must implement SageMaker stateful sessions"))
+
+
+def test_old_lmi_gets_a_version_warning(built: Built):
+    Annotations.from_stack(built.stack).has_warning(
+        "/Chat/FrontDoor", Match.string_like_regexp("uses LMI 15 .*listed from LMI 16"))
+
+
+def test_lmi_16_without_async_mode_gets_a_warning():
+    built = build(image="lmi:0.34.0-lmi16.0.0-cu128", adapters=())
+    Annotations.from_stack(built.stack).has_warning("/Chat/FrontDoor", Match.string_like_regexp("OPTION_ASYNC_MODE=true"))
+
+
+def test_recent_lmi_gets_no_warning():
+    built = build(image="lmi:0.35.0-lmi17.0.0-cu128", adapters=())
+    Annotations.from_stack(built.stack).has_no_warning("/Chat/FrontDoor", Match.any_value())
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def test_metrics(built: Built):
+    front_door = built.front_door
+    function_name = built.resolve(front_door.function.function_name)
+    for metric, name in ((front_door.metric_errors(), "Errors"), (front_door.metric_throttles(), "Throttles"),
+                         (front_door.metric_duration(), "Duration"), (front_door.metric_invocations(), "Invocations")):
+        assert metric.namespace == "AWS/Lambda"
+        assert metric.metric_name == name
+        assert built.resolve(metric.dimensions["FunctionName"]) == function_name
+    server = front_door.metric_server_errors()
+    assert (server.namespace, server.metric_name, server.statistic) == ("SageMakerLlm", "ServerErrors", "Sum")
+    assert built.resolve(server.dimensions["service"]) == function_environment(built)["POWERTOOLS_SERVICE_NAME"]
+
+
+# --------------------------------------------------------------------------- cdk-nag
+
+
+def test_cdk_nag_reports_no_errors():
+    built = build(nag=True)
+    built.app.synth()  # raises on any unacknowledged AwsSolutions finding
+
+
+def test_cdk_nag_still_flags_an_unreviewed_wildcard():
+    built = build(adapters=(), nag=True)
+    built.front_door.function.add_to_role_policy(
+        iam.PolicyStatement(actions=["dynamodb:Query"], resources=[f"{built.front_door.table.table_arn}/index/*"]))
+    with pytest.raises(Exception, match="AwsSolutions-IAM5"):
+        built.app.synth()
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@dataclass
+class Duck:
+    component_name: str
+    component_arn: str
+    endpoint: Any
+
+
+def second_endpoint(stack: Stack) -> Any:
+    other = LlmEndpoint(stack, "Other", instance_type="ml.g6e.12xlarge")
+    return other.add_model("o", ModelSpec(name="other-model", model_data_s3_uri="s3://my-bucket/other/"))
+
+
+def test_component_of_another_endpoint_is_refused():
+    app = App()
+    stack = Stack(app, "Wrong")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    foreign = second_endpoint(stack)
+    with pytest.raises(ConfigurationError, match=(
+            r"in Wrong/FrontDoor:\n  - components\[0\]: got 'other-model'; allowed: an inference component of "
+            r"endpoint Wrong/Endpoint; fix: serve other-model through a front door on its own endpoint "
+            r"\(it is on Wrong/Other\), or remove it from components$")):
+        SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=[foreign])
+
+
+def test_default_component_of_another_endpoint_is_refused():
+    app = App()
+    stack = Stack(app, "Wrong")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    with pytest.raises(ConfigurationError, match=r"default_component: got 'other-model'; allowed: an inference "
+                                                 r"component of endpoint Wrong/Endpoint"):
+        SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=second_endpoint(stack))
+
+
+def test_something_that_is_not_a_component_is_refused():
+    app = App()
+    stack = Stack(app, "Wrong")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    with pytest.raises(ConfigurationError, match=r"components\[1\]: got 'str'; allowed: a model or adapter with "
+                                                 r"component_name and component_arn"):
+        SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
+                         components=[base, "qwen3-8b-sql"])  # type: ignore[list-item]
+
+
+def test_settings_that_contradict_the_models_sessions_are_refused():
+    with pytest.raises(ConfigurationError, match=r"settings: got .*'expiration_seconds': 600.*allowed: nothing, or the "
+                                                 r"model's own sessions settings .*'expiration_seconds': 1200"):
+        build(adapters=(), settings=SessionSettings(expiration_seconds=600))
+
+
+def test_container_variable_set_otherwise_in_the_model_is_refused():
+    app = App()
+    stack = Stack(app, "Conflict")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI,
+                                             environment={"OPTION_SESSIONS_EXPIRATION": "300"}))
+    with pytest.raises(ConfigurationError, match=(
+            r"default_component.environment.OPTION_SESSIONS_EXPIRATION: got '300'; allowed: '1200'.*fix: remove "
+            r"OPTION_SESSIONS_EXPIRATION from its spec.environment, or make this front door's session expiry 300 "
+            r"seconds")):
+        SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base)
+    assert "OPTION_ENABLE_STATEFUL_SESSIONS" not in base.environment  # nothing changed before the error
+
+
+def test_second_front_door_with_another_expiry_on_the_same_model_is_refused():
+    app = App()
+    stack = Stack(app, "Twice")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    SessionFrontDoor(stack, "First", endpoint=endpoint, default_component=base)
+    with pytest.raises(ConfigurationError, match=r"OPTION_SESSIONS_EXPIRATION: got '1200'; allowed: '600'.*another "
+                                                 r"session front door"):
+        SessionFrontDoor(stack, "Second", endpoint=endpoint, default_component=base,
+                         settings=SessionSettings(expiration_seconds=600))
+
+
+def test_too_many_component_names_for_the_lambda_environment_are_refused():
+    app = App()
+    stack = Stack(app, "Many")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    many = [Duck(f"adapter-{i:02d}-" + "x" * 52, f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/a{i}",
+                 endpoint) for i in range(60)]
+    with pytest.raises(ConfigurationError, match=r"components: got '61 components .*allowed: at most \d+ characters "
+                                                 r"of comma-separated names .*fix: split the components over several "
+                                                 r"front doors"):
+        SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=many)
+
+
+def test_duck_typed_component_on_the_endpoint_is_served():
+    app = App()
+    stack = Stack(app, "Duck")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    duck = Duck("imported-adapter", "arn:aws:sagemaker:us-east-1:123456789012:inference-component/imported-adapter",
+                endpoint)
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=[duck])
+    assert [c.component_name for c in front_door.components] == ["qwen3-8b", "imported-adapter"]
