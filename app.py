@@ -5,7 +5,7 @@ from pathlib import Path
 
 from aws_cdk import App, Environment
 
-from sagemaker_llm_cdk import ConfigurationError, load_config
+from sagemaker_llm_cdk import ConfigurationError, cost_ceiling_table, load_config
 from stacks import LlmPlatformStack, attach_checks
 
 
@@ -20,6 +20,8 @@ def main() -> None:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)
     attach_checks(app)
+    # The most each endpoint can run, for the reviewer reading the synth log.
+    print(cost_ceiling_table(app), file=sys.stderr)
     app.synth()
 
 

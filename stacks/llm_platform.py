@@ -4,19 +4,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import CfnOutput, Duration, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from sagemaker_llm_cdk import (
     AppConfig,
     CapacityPlan,
+    DeploymentCheck,
     EndpointSpec,
     LlmEndpoint,
+    LlmMonitoring,
+    ModelComponent,
+    SessionFrontDoor,
     add_adapters,
     load_adapter_manifest,
 )
-from sagemaker_llm_cdk.capacity_plan import encrypted_alarm_topic
+from sagemaker_llm_cdk.lora_adapter import adapters_of
 
 
 class LlmPlatformStack(Stack):
@@ -33,15 +37,22 @@ class LlmPlatformStack(Stack):
         super().__init__(scope, id, description="LLM endpoints on Amazon SageMaker AI (sagemaker-llm-cdk)", **kwargs)
         for key, value in config.tags.items():
             Tags.of(self).add(key, value)
-        alarm_topic = (encrypted_alarm_topic(self, "CapacityPlanAlarms", description="capacity plan alarms")
-                       if config.capacity_plans else None)
+        # One alarm topic (KMS-encrypted) for everything this stack watches.
+        self.monitoring = LlmMonitoring(self, "Monitoring", settings=config.monitoring)
         self.capacity_plans: dict[str, CapacityPlan] = {
-            plan.plan_name: CapacityPlan(self, f"CapacityPlan-{plan.plan_name}", spec=plan, alarm_topic=alarm_topic)
+            plan.plan_name: CapacityPlan(self, f"CapacityPlan-{plan.plan_name}", spec=plan,
+                                         alarm_topic=self.monitoring.alarm_topic)
             for plan in config.capacity_plans
         }
         self.endpoints: dict[str, LlmEndpoint] = {}
         for spec in config.endpoints:
             self.endpoints[spec.name] = self._endpoint(spec)
+        for name, endpoint in self.endpoints.items():
+            self.monitoring.monitor_endpoint(endpoint)
+            for adapter in adapters_of(endpoint):
+                self.monitoring.monitor_adapter(adapter, endpoint=endpoint)
+            # Fails the deployment when SageMaker silently rolled back to the previous config.
+            DeploymentCheck(self, f"{name}DeploymentCheck", endpoint=endpoint)
 
     def _endpoint(self, spec: EndpointSpec) -> LlmEndpoint:
         vpc_kwargs: dict[str, Any] = {}
@@ -79,6 +90,30 @@ class LlmPlatformStack(Stack):
             if model.adapters_manifest:
                 add_adapters(component, load_adapter_manifest(model.adapters_manifest, base_dir=self.config_dir),
                              field=f"endpoints.{spec.name}.models[{index}].adapters_manifest")
+            if model.sessions is not None:
+                self._front_door(spec.name, endpoint, component)
         CfnOutput(self, f"{spec.name}EndpointName", value=endpoint.endpoint_name,
                   description=f"SageMaker endpoint of {spec.name}")
         return endpoint
+
+    def _front_door(self, endpoint_id: str, endpoint: LlmEndpoint, component: ModelComponent) -> SessionFrontDoor:
+        """Session-aware routing for multi-turn chat on ``component`` and its adapters."""
+        front_door = SessionFrontDoor(
+            self,
+            f"{endpoint_id}{_id(component.component_name)}FrontDoor",
+            endpoint=endpoint,
+            default_component=component,
+            components=[a for a in adapters_of(endpoint) if a.base is component],
+        )
+        CfnOutput(self, f"{endpoint_id}{_id(component.component_name)}FrontDoorUrl", value=front_door.url,
+                  description=f"Session-aware front door of {component.component_name} (IAM auth, SigV4 service 'lambda')")
+        self.monitoring.monitor_front_door(
+            front_door.function, f"{component.component_name}-sessions", endpoint=endpoint,
+            extra_error_metrics=[front_door.metric_server_errors(period=Duration.minutes(5))],
+        )
+        return front_door
+
+
+def _id(name: str) -> str:
+    """A construct id part from a SageMaker name: qwen3-32b -> Qwen332b."""
+    return "".join(part[:1].upper() + part[1:] for part in name.split("-"))

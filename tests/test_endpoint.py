@@ -1,6 +1,8 @@
 """LlmEndpoint: the endpoint config, endpoint, role, key, data capture, imports, grants, metrics."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
@@ -47,11 +49,20 @@ def test_endpoint_config_has_execution_role_and_no_fixed_name(default):
     assert "ManagedPolicyArns" not in role["Properties"]
 
 
-def test_endpoint_uses_generated_config_name(default):
+def test_endpoint_uses_generated_config_name_and_a_stable_endpoint_name(default):
     _, _, template = default
     endpoint = only(template, "AWS::SageMaker::Endpoint")["Properties"]
-    assert "EndpointName" not in endpoint
     assert endpoint["EndpointConfigName"]["Fn::GetAtt"][1] == "EndpointConfigName"
+    name = endpoint["EndpointName"]
+    assert name.startswith("Test-Endpoint-") and len(name) <= 63
+    assert re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*", name)
+
+
+def test_default_endpoint_name_fits_sagemaker_for_long_paths():
+    stack, _ = endpoint_stack()
+    deep = LlmEndpoint(stack, "A_Very_Long_Construct_Id_" * 4, instance_type="ml.g6e.12xlarge")
+    name = stack.resolve(deep.cfn_endpoint.endpoint_name)
+    assert len(name) <= 63 and re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*", name), name
 
 
 def test_explicit_endpoint_name_is_used():

@@ -28,7 +28,7 @@ def test_model_reads_uncompressed_weights_from_s3(autoscaled):
     assert container["ModelDataSource"] == {"S3DataSource": {
         "S3Uri": MODEL_URI, "S3DataType": "S3Prefix", "CompressionType": "None"}}
     assert container["Environment"] == {"OPTION_MODEL_ID": "/opt/ml/model", "OPTION_TENSOR_PARALLEL_DEGREE": "2"}
-    assert container["Image"]["Fn::Join"][1][-1].endswith("/djl-inference:0.33.0-lmi15.0.0-cu128")
+    assert container["Image"]["Fn::Join"][1][-1].endswith("/djl-inference:0.35.0-lmi17.0.0-cu128")
 
 
 def test_compressed_weights():

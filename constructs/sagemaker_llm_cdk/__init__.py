@@ -2,11 +2,15 @@
 from .adapter_manifest import load_adapter_manifest
 from .adapter_stack import AdapterStack, add_adapters
 from .capacity_plan import CapacityPlan, CapacityPlanSpec
+from .cost import cost_ceiling_table
 from .config import AppConfig, EndpointSpec, load_config, parse_config
 from .endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
 from .errors import ConfigurationError, Problem
+from .deployment_check import DeploymentCheck
 from .lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
 from .model_component import ModelComponent
+from .monitoring import LlmMonitoring, MonitoringSettings, RolloutSettings
+from .session_front_door import SessionFrontDoor
 from .settings import (
     AdapterSpec,
     CopyScaling,
@@ -33,6 +37,7 @@ __all__ = [
     "ConfigurationError",
     "CopyScaling",
     "DataCapture",
+    "DeploymentCheck",
     "EagleDataset",
     "EagleSettings",
     "EndpointOptions",
@@ -40,18 +45,23 @@ __all__ = [
     "EndpointSpec",
     "InstanceScaling",
     "LlmEndpoint",
+    "LlmMonitoring",
     "LoraAdapter",
     "LoraSettings",
     "ModelComponent",
     "ModelSpec",
+    "MonitoringSettings",
     "Problem",
+    "RolloutSettings",
     "Routing",
+    "SessionFrontDoor",
     "SessionSettings",
     "VARIANT_NAME",
     "VpcPlacement",
     "add_adapter",
     "add_adapters",
     "apply_lora_settings",
+    "cost_ceiling_table",
     "load_adapter_manifest",
     "load_config",
     "parse_config",

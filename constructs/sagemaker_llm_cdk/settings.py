@@ -30,8 +30,9 @@ _ECR_IMAGE = re.compile(
 _LMI_ALIAS = re.compile(r"^lmi(?::(?P<tag>[\w.\-]{1,128}))?$")
 _CONTENT_TYPE = re.compile(r"^[a-zA-Z0-9*][a-zA-Z0-9.*+\-]*/[a-zA-Z0-9*][a-zA-Z0-9.*+\-]*$")
 
-DEFAULT_LMI_TAG = "0.33.0-lmi15.0.0-cu128"
-"""The Large Model Inference (DJL) container tag used when a model says ``image: lmi``."""
+DEFAULT_LMI_TAG = "0.35.0-lmi17.0.0-cu128"
+"""The Large Model Inference (DJL) container tag used for ``image: lmi``. LMI 17: vLLM async mode by default, which stateful sessions (sticky routing) need."""
+
 
 # Instance families whose instances come with local NVMe storage: SageMaker uses it for
 # the model and refuses VolumeSizeInGB for them.
