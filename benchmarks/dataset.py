@@ -1,0 +1,307 @@
+"""Benchmark of the EAGLE dataset builder core against a json.loads floor.
+
+Generates a Data Capture set (realistic LLM traffic: OpenAI chat and TGI/LMI text requests,
+BASE64 and JSON encodings, streamed responses, duplicates, some junk) in a temporary folder,
+then measures, each in its own subprocess so peak memory is measured alone:
+
+* floor   - read every line of the same files and ``json.loads`` it (nothing else);
+* builder - ``eagle_dataset_core`` over the same files read as local streams (no AWS), writing
+            the converted JSONL to local shard files;
+* payload floor (extra information) - the floor plus decoding each request/response payload
+            (base64 + ``json.loads``): work any converter must do, without the conversion.
+
+Each measurement runs ``--repeat`` times (default 3) and the fastest run is reported, since the
+machine may be shared.
+
+Prints records/s, MB/s and peak RSS for both, the builder/floor throughput ratio, and the goals
+(ratio >= 0.5x, builder peak memory < 256 MB).
+
+Usage: python benchmarks/dataset.py [SIZE] [--encoding mixed|base64|json] [--repeat N] [--keep]
+       SIZE like 200MB or 1GB (default 1GB). --encoding mixed (default) writes 70% of the events
+       BASE64 (Data Capture's default) and 30% JSON (content types listed in JsonContentTypes).
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "lambda" / "eagle_dataset"))
+
+FILE_BYTES = 8 << 20  # Data Capture rotates files; a few MB each is typical
+RATIO_GOAL = 0.5
+MEMORY_GOAL_MB = 256
+WORDS = ("the model draft head token verify speculative decoding layer hidden state throughput latency "
+         "endpoint capture request response batch adapter component inference cache prefix route session "
+         "python function return value list dict string error retry bucket prefix object stream chunk line "
+         "질문 답변 데이터 모델 추론 속도 日本語 テキスト über größe café naïve").split()
+
+
+def parse_size(text: str) -> int:
+    units = {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "B": 1}
+    upper = text.strip().upper()
+    for unit, factor in units.items():
+        if upper.endswith(unit) and upper[: -len(unit)].strip().replace(".", "", 1).isdigit():
+            return int(float(upper[: -len(unit)]) * factor)
+    if upper.isdigit():
+        return int(upper)
+    raise argparse.ArgumentTypeError(f"size {text!r}: use a number of bytes or a value like 200MB or 1GB")
+
+
+# ---------------------------------------------------------------------------------------------
+# Generation
+# ---------------------------------------------------------------------------------------------
+
+
+def _text(rng: random.Random, low: int, high: int) -> str:
+    return " ".join(rng.choices(WORDS, k=rng.randint(low, high)))
+
+
+def _line(rng: random.Random, event: int, base64_share: float) -> bytes:
+    kind = rng.random()
+    if kind < 0.80:  # OpenAI chat (LMI / vLLM / TGI Messages API)
+        turns = [{"role": "system", "content": _text(rng, 10, 60)}]
+        for _ in range(rng.randint(0, 2)):
+            turns += [{"role": "user", "content": _text(rng, 10, 120)}, {"role": "assistant", "content": _text(rng, 20, 200)}]
+        turns.append({"role": "user", "content": _text(rng, 20, 400)})
+        request = {"model": "qwen3-32b", "messages": turns, "max_tokens": 1024, "temperature": 0.7}
+        if rng.random() < 0.05:
+            tokens = [" " + w for w in _text(rng, 20, 200).split()]
+            events = [{"choices": [{"index": 0, "delta": {"content": t}}]} for t in tokens]
+            response: bytes | dict = ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
+        else:
+            response = {"id": f"chatcmpl-{event}", "object": "chat.completion", "created": 1796000000, "model": "qwen3-32b",
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": _text(rng, 30, 500)},
+                                     "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 500, "completion_tokens": 300, "total_tokens": 800}}
+    else:  # TGI / LMI text generation with a chat template rendered into the prompt
+        prompt = (f"<|im_start|>system\n{_text(rng, 10, 40)}<|im_end|>\n<|im_start|>user\n{_text(rng, 20, 400)}"
+                  "<|im_end|>\n<|im_start|>assistant\n")
+        request = {"inputs": prompt, "parameters": {"max_new_tokens": 512, "do_sample": True, "top_p": 0.9}}
+        response = [{"generated_text": _text(rng, 30, 500)}]
+    encoding = "BASE64" if rng.random() < base64_share else "JSON"
+
+    def encode(payload: bytes | dict) -> str:
+        raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        return base64.b64encode(raw).decode() if encoding == "BASE64" else raw.decode()
+
+    if isinstance(response, bytes) and encoding == "JSON":
+        encoding = "BASE64"  # streams are never JSON-listed content types
+    record = {
+        "captureData": {
+            "endpointInput": {"observedContentType": "application/json", "mode": "INPUT", "data": encode(request), "encoding": encoding},
+            "endpointOutput": {"observedContentType": "application/json", "mode": "OUTPUT", "data": encode(response), "encoding": encoding},
+        },
+        "eventMetadata": {"eventId": str(uuid.UUID(int=rng.getrandbits(128))), "inferenceTime": "2026-11-30T10:15:02Z"},
+        "eventVersion": "0",
+    }
+    return json.dumps(record).encode()
+
+
+def generate(folder: Path, size: int, base64_share: float, seed: int = 7) -> tuple[int, int, int]:
+    rng = random.Random(seed)
+    written = lines = files = 0
+    recent: list[bytes] = []
+    base = folder / "datacapture" / "qwen3-ep" / "AllTraffic" / "2026" / "11" / "30"
+    while written < size:
+        hour, minute = divmod(files, 60)
+        path = base / f"{hour % 24:02d}" / f"{minute:02d}-00-000-{uuid.UUID(int=rng.getrandbits(128))}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        file_bytes = 0
+        with path.open("wb") as out:
+            while file_bytes < FILE_BYTES and written + file_bytes < size:
+                roll = rng.random()
+                if roll < 0.02 and recent:
+                    line = rng.choice(recent)  # a repeated request (retries, cached prompts)
+                elif roll < 0.025:
+                    line = bytes(rng.getrandbits(8) for _ in range(rng.randint(10, 200))).replace(b"\n", b" ")  # junk
+                else:
+                    line = _line(rng, lines, base64_share)
+                    if len(recent) < 256:
+                        recent.append(line)
+                    else:
+                        recent[rng.randrange(256)] = line
+                out.write(line + b"\n")
+                file_bytes += len(line) + 1
+                lines += 1
+        written += file_bytes
+        files += 1
+    return written, lines, files
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurements (each runs in a fresh subprocess)
+# ---------------------------------------------------------------------------------------------
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in (folder / "datacapture").rglob("*.jsonl"))
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def measure_floor(folder: Path) -> dict:
+    files = _files(folder)
+    baseline = _rss_mb()
+    start = time.perf_counter()
+    records = size = errors = 0
+    for path in files:
+        with path.open("rb") as handle:
+            for line in handle:
+                size += len(line)
+                records += 1
+                try:
+                    json.loads(line)
+                except ValueError:
+                    errors += 1
+    elapsed = time.perf_counter() - start
+    return {"seconds": elapsed, "records": records, "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb(), "errors": errors}
+
+
+def measure_payload_floor(folder: Path) -> dict:
+    import binascii
+
+    files = _files(folder)
+    baseline = _rss_mb()
+    start = time.perf_counter()
+    records = size = 0
+    for path in files:
+        with path.open("rb") as handle:
+            for line in handle:
+                size += len(line)
+                records += 1
+                try:
+                    capture = json.loads(line)
+                    for part in (capture["captureData"]["endpointInput"], capture["captureData"]["endpointOutput"]):
+                        data = part["data"]
+                        if part["encoding"] == "BASE64":
+                            data = binascii.a2b_base64(data, strict_mode=True)
+                        try:
+                            json.loads(data)
+                        except ValueError:
+                            pass  # streamed responses are several documents
+                except ValueError:
+                    pass
+    elapsed = time.perf_counter() - start
+    return {"seconds": elapsed, "records": records, "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb()}
+
+
+def measure_builder(folder: Path, out_folder: Path) -> dict:
+    import eagle_dataset_core as core
+
+    files = _files(folder)
+    baseline = _rss_mb()
+    start = time.perf_counter()
+    converter = core.BatchConverter()
+    shard_max = 16 << 20
+    outputs: dict[str, tuple[object, int, int]] = {}
+    size = 0
+    for path in files:
+        size += path.stat().st_size
+        with path.open("rb") as handle:
+            chunks = iter(lambda: handle.read(1 << 20), b"")
+            for component, line in converter.convert_lines(core.iter_bounded_lines(chunks, 8 << 20)):
+                handle_out, written, index = outputs.get(component, (None, 0, 0))
+                if handle_out is None or written >= shard_max:
+                    if handle_out is not None:
+                        handle_out.close()
+                        index += 1
+                    target = out_folder / component / f"part-bench-{index:05d}.jsonl"
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    handle_out, written = target.open("wb"), 0
+                handle_out.write(line)
+                outputs[component] = (handle_out, written + len(line), index)
+    for handle_out, _, _ in outputs.values():
+        handle_out.close()
+    elapsed = time.perf_counter() - start
+    summary = converter.summary()
+    return {"seconds": elapsed, "records": summary["records_in"], "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb(),
+            "converted": summary["converted"], "duplicates": summary["duplicates"], "skipped": summary["skipped"],
+            "dedup_saturated": summary["dedup_saturated"]}
+
+
+def _run_child(kind: str, folder: Path, repeat: int) -> dict:
+    """Fastest of ``repeat`` runs, each in a fresh interpreter (peak memory is the largest seen)."""
+    runs = []
+    for _ in range(repeat):
+        result = subprocess.run([sys.executable, __file__, "--measure", kind, "--dir", str(folder)],
+                                check=True, capture_output=True, text=True)
+        runs.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    best = min(runs, key=lambda r: r["seconds"])
+    return {**best, "peak_mb": max(r["peak_mb"] for r in runs)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("size", nargs="?", default="1GB", type=parse_size, help="capture set size (default 1GB)")
+    parser.add_argument("--encoding", choices=["mixed", "base64", "json"], default="mixed",
+                        help="payload encoding of the generated events (default mixed: 70%% BASE64, 30%% JSON)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest is shown (default 3)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    parser.add_argument("--measure", choices=["floor", "payload", "builder"], help=argparse.SUPPRESS)
+    parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.measure == "floor":
+        print(json.dumps(measure_floor(args.dir)))
+        return
+    if args.measure == "payload":
+        print(json.dumps(measure_payload_floor(args.dir)))
+        return
+    if args.measure == "builder":
+        out = Path(tempfile.mkdtemp(prefix="eagle-bench-out-"))
+        try:
+            print(json.dumps(measure_builder(args.dir, out)))
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+        return
+
+    folder = Path(tempfile.mkdtemp(prefix="eagle-bench-"))
+    try:
+        started = time.perf_counter()
+        share = {"mixed": 0.7, "base64": 1.0, "json": 0.0}[args.encoding]
+        written, lines, files = generate(folder, args.size, share)
+        print(f"capture set: {written / 1e6:.1f} MB in {files} files, {lines} lines, encoding {args.encoding} "
+              f"(generated in {time.perf_counter() - started:.1f} s under {folder}); best of {args.repeat} runs")
+        _run_child("floor", folder, 1)  # warm the page cache so every run reads from memory
+        floor = _run_child("floor", folder, args.repeat)
+        payload = _run_child("payload", folder, args.repeat)
+        builder = _run_child("builder", folder, args.repeat)
+
+        def row(name: str, r: dict) -> str:
+            return (f"{name:<26}{r['records'] / r['seconds']:>12,.0f}{r['bytes'] / 1e6 / r['seconds']:>10.1f}"
+                    f"{r['seconds']:>9.2f}{r['peak_mb']:>12.1f}{r['peak_mb'] - r['baseline_mb']:>14.1f}")
+
+        print(f"{'':<26}{'records/s':>12}{'MB/s':>10}{'seconds':>9}{'peak RSS MB':>12}{'above start MB':>14}")
+        print(row("floor (read + json.loads)", floor))
+        print(row("builder (core, local)", builder))
+        print(row("payload floor (info)", payload))
+        ratio = (builder["bytes"] / builder["seconds"]) / (floor["bytes"] / floor["seconds"])
+        print(f"throughput ratio builder/floor: {ratio:.2f}x   goal >= {RATIO_GOAL}x   {'MET' if ratio >= RATIO_GOAL else 'MISSED'}")
+        print(f"for information: builder/payload-floor {(builder['bytes'] / builder['seconds']) / (payload['bytes'] / payload['seconds']):.2f}x "
+              "(the payload floor only decodes what any converter has to decode)")
+        print(f"builder peak memory: {builder['peak_mb']:.1f} MB   goal < {MEMORY_GOAL_MB} MB   "
+              f"{'MET' if builder['peak_mb'] < MEMORY_GOAL_MB else 'MISSED'}")
+        print(f"builder counts: records_in={builder['records']} converted={builder['converted']} "
+              f"duplicates={builder['duplicates']} skipped={builder['skipped']} dedup_saturated={builder['dedup_saturated']}")
+    finally:
+        if args.keep:
+            print(f"kept {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,757 @@
+"""Pure logic of the EAGLE dataset builder: Data Capture lines in, chat-format JSONL records out.
+
+Nothing here talks to AWS. Everything works on iterables of ``bytes`` so the Lambda handler
+can feed it a streamed S3 body and the tests and the benchmark can feed it local files.
+
+Building blocks:
+
+* :func:`iter_bounded_lines` splits a stream of byte chunks into lines without ever holding
+  more than ``max_line_bytes`` of one line (longer lines become :class:`OversizedLine`).
+* :class:`BatchConverter` turns Data Capture records (one JSON document per line, see
+  https://docs.aws.amazon.com/sagemaker/latest/dg/model-monitor-data-capture-endpoint.html)
+  into ``{"messages": [...]}`` lines, per inference component, with exact-duplicate removal
+  and per-reason skip counts. Invariant, per component and in total:
+  ``records_in == converted + duplicates + sum(skipped.values())``.
+* :func:`detect_dataset_format` / :func:`is_chat_record` check user-supplied datasets
+  (ShareGPT, OpenAI chat, OpenAI completions).
+* :func:`iter_json_array` streams the elements of a large JSON array (Step Functions
+  ``ResultWriter`` files) from byte chunks.
+"""
+from __future__ import annotations
+
+import binascii
+import hashlib
+import json
+import re
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii  # the C string encoder json.dumps uses
+from typing import Any, Iterable, Iterator
+
+#: One chat turn while converting: (role, content). Written out as {"role", "content"}.
+Message = tuple[str, str]
+
+# ---------------------------------------------------------------------------------------------
+# Constants
+# ---------------------------------------------------------------------------------------------
+
+#: Component name used when neither the capture record nor the object key names one.
+DEFAULT_COMPONENT = "base"
+#: Bucket for lines whose component cannot be known (the line is not readable at all and the
+#: object key carries no component). The leading underscore cannot occur in a SageMaker name.
+UNATTRIBUTED = "_unattributed"
+
+#: Every reason a line can be skipped for, in the order they are checked.
+SKIP_REASONS: tuple[str, ...] = (
+    "line_too_long",            # longer than max_line_bytes; never buffered
+    "blank_line",               # empty or whitespace only
+    "not_utf8",                 # line (or a decoded payload) is not valid UTF-8
+    "truncated_line",           # JSON ends early (object cut off mid-write)
+    "invalid_json_line",        # not JSON at all (binary junk, garbage)
+    "missing_capture_data",     # JSON, but no captureData object
+    "invalid_component_name",   # inferenceComponentName is not a valid SageMaker name
+    "too_many_components",      # more distinct components in one batch than allowed
+    "missing_request",          # no endpointInput (capture configured for Output only)
+    "missing_response",         # no endpointOutput (capture configured for Input only)
+    "unsupported_encoding",     # encoding is not JSON, BASE64 or CSV, or data is not a string
+    "undecodable_base64",       # encoding BASE64 but data is not base64
+    "request_not_json",         # request payload is not a JSON document
+    "unsupported_request_shape",  # JSON, but none of the known LLM request shapes
+    "non_text_content",         # chat content parts other than text (images, audio, ...)
+    "unsupported_message_role",  # tool/function messages or assistant tool calls
+    "error_response",           # the model container answered with an error object
+    "unsupported_response_shape",  # none of the known LLM response shapes
+    "empty_response",           # the model produced no text
+    "invalid_unicode",          # text holds lone surrogates; cannot be written as UTF-8
+)
+
+_COMPONENT_NAME = re.compile(r"[a-zA-Z0-9](?:[-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?")
+_ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+_TEXT_PART_TYPES = frozenset(("text", "input_text", "output_text"))
+_DATE_DIR = re.compile(r"\d{4}/\d{2}/\d{2}/\d{2}")
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+class OversizedLine:
+    """Stands in for a line longer than the limit; only its size is kept."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"OversizedLine({self.size})"
+
+
+class _Skip(Exception):
+    """Internal control flow: the current line is skipped for ``reason``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# ---------------------------------------------------------------------------------------------
+# Streaming helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def iter_bounded_lines(chunks: Iterable[bytes], max_line_bytes: int) -> Iterator[bytes | OversizedLine]:
+    """Split byte chunks into lines (without the ``\\n``; a trailing ``\\r`` is kept).
+
+    Memory stays bounded by one chunk plus ``max_line_bytes``: a line that grows past the
+    limit is dropped as it streams and reported once as :class:`OversizedLine`. A final line
+    without a newline is yielded as is (the converter then reports it truncated if it is).
+    """
+    pending: list[bytes] = []
+    pending_len = 0
+    discarding = False
+    discarded = 0
+    for chunk in chunks:
+        if not chunk:
+            continue
+        parts = chunk.split(b"\n")
+        last = len(parts) - 1
+        for index, part in enumerate(parts):
+            if index == last:  # no newline after this piece (yet)
+                if discarding:
+                    discarded += len(part)
+                elif part:
+                    pending_len += len(part)
+                    if pending_len > max_line_bytes:
+                        discarding, discarded = True, pending_len
+                        pending, pending_len = [], 0
+                    else:
+                        pending.append(part)
+                break
+            if discarding:
+                yield OversizedLine(discarded + len(part))
+                discarding, discarded = False, 0
+                continue
+            if pending:
+                pending.append(part)
+                line = b"".join(pending)
+                pending, pending_len = [], 0
+            else:
+                line = part
+            yield OversizedLine(len(line)) if len(line) > max_line_bytes else line
+    if discarding:
+        yield OversizedLine(discarded)
+    elif pending:
+        yield b"".join(pending)
+
+
+def iter_gunzip(chunks: Iterable[bytes], out_chunk: int = 1 << 20) -> Iterator[bytes]:
+    """Decompress a gzip stream chunk by chunk, never producing more than ``out_chunk`` at once."""
+    inflater = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib header, auto-detected
+    for chunk in chunks:
+        data = chunk
+        while data:
+            out = inflater.decompress(data, out_chunk)
+            if out:
+                yield out
+            data = inflater.unconsumed_tail
+    tail = inflater.flush()
+    if tail:
+        yield tail
+
+
+def iter_json_array(chunks: Iterable[bytes], max_element_bytes: int = 64 << 20) -> Iterator[Any]:
+    """Yield the elements of one JSON array read from byte chunks, one element at a time.
+
+    Only the current element (plus one chunk) is held in memory. Raises ``ValueError`` if the
+    text is not a JSON array or an element grows past ``max_element_bytes``.
+    """
+    decoder = json.JSONDecoder()
+    state = {"buffer": "", "started": False, "finished": False}
+
+    def elements(final: bool) -> Iterator[Any]:
+        buffer = state["buffer"]
+        position = 0
+        while True:
+            position = _WHITESPACE.match(buffer, position).end()
+            if position >= len(buffer):
+                break
+            char = buffer[position]
+            if not state["started"]:
+                if char != "[":
+                    raise ValueError("expected a JSON array")
+                state["started"] = True
+                position += 1
+                continue
+            if state["finished"]:
+                raise ValueError("unexpected data after the JSON array")
+            if char in "],":
+                state["finished"] = char == "]"
+                position += 1
+                continue
+            try:
+                element, end = decoder.raw_decode(buffer, position)
+            except json.JSONDecodeError:
+                if final or len(buffer) - position > max_element_bytes:
+                    raise ValueError("JSON array is truncated, malformed or has a too large element") from None
+                break  # need more data
+            after = _WHITESPACE.match(buffer, end).end()
+            if after >= len(buffer) or buffer[after] not in ",]":  # a number may go on: wait for a delimiter
+                if final or len(buffer) - position > max_element_bytes:
+                    raise ValueError("JSON array is truncated, malformed or has a too large element")
+                break
+            yield element
+            position = end
+        state["buffer"] = buffer[position:]
+
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        try:
+            text, pending = pending.decode("utf-8"), b""
+        except UnicodeDecodeError as error:  # a multi-byte character split across chunks
+            if len(pending) - error.start > 4:
+                raise ValueError("result file is not valid UTF-8") from error
+            text, pending = pending[: error.start].decode("utf-8"), pending[error.start:]
+        state["buffer"] += text
+        yield from elements(final=False)
+    if pending:
+        raise ValueError("result file is not valid UTF-8")
+    yield from elements(final=True)
+    if not state["finished"]:
+        raise ValueError("JSON array is not closed" if state["started"] else "expected a JSON array")
+
+
+# ---------------------------------------------------------------------------------------------
+# Capture record -> chat record
+# ---------------------------------------------------------------------------------------------
+
+
+def component_from_key(key: str, capture_prefix: str) -> str | None:
+    """Component name taken from a Data Capture key, if the key carries one.
+
+    The documented layout is ``<prefix>/<endpoint>/<variant>/yyyy/mm/dd/hh/<file>``. A key
+    with exactly one extra folder between the variant and the date
+    (``<endpoint>/<variant>/<component>/yyyy/...``) is read as naming the component.
+    Anything else returns ``None`` (the record's ``eventMetadata`` or the default decides).
+    """
+    if capture_prefix and not key.startswith(capture_prefix):
+        return None
+    parts = key[len(capture_prefix):].strip("/").split("/")
+    if len(parts) != 8 or not _DATE_DIR.fullmatch("/".join(parts[3:7])):
+        return None
+    return parts[2]
+
+
+def _json_error_reason(text: str, error: json.JSONDecodeError) -> str:
+    if error.msg.startswith("Unterminated string") or error.pos >= len(text.rstrip()):
+        return "truncated_line"
+    return "invalid_json_line"
+
+
+def _decode_payload(part: dict[str, Any]) -> tuple[Any, bool]:
+    """``endpointInput``/``endpointOutput`` -> ``(value, is_json)``.
+
+    ``value`` is the parsed JSON document when the payload is one, else the payload text
+    (streamed responses are several JSON documents, plain-text bodies are none).
+    """
+    encoding = part.get("encoding")
+    data = part.get("data")
+    if encoding == "JSON" and isinstance(data, (dict, list)):
+        return data, True
+    if not isinstance(data, str):
+        raise _Skip("unsupported_encoding")
+    if encoding == "BASE64":
+        try:
+            raw = binascii.a2b_base64(data, strict_mode=True)
+        except (binascii.Error, ValueError):
+            raise _Skip("undecodable_base64") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Skip("not_utf8") from None
+    elif encoding in ("JSON", "CSV"):
+        text = data
+    else:
+        raise _Skip("unsupported_encoding")
+    try:
+        return json.loads(text), True
+    except (ValueError, RecursionError):
+        return text, False
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and part.get("type") in _TEXT_PART_TYPES and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            else:
+                raise _Skip("non_text_content")
+        return "\n".join(texts)
+    raise _Skip("unsupported_request_shape")
+
+
+def _chat_messages(messages: Any) -> list[Message]:
+    if not isinstance(messages, list) or not messages:
+        raise _Skip("unsupported_request_shape")
+    result: list[Message] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            raise _Skip("unsupported_request_shape")
+        role = _ROLE_MAP.get(message.get("role"))  # type: ignore[arg-type]
+        if role is None or message.get("tool_calls") or message.get("function_call"):
+            raise _Skip("unsupported_message_role" if isinstance(message.get("role"), str) else "unsupported_request_shape")
+        result.append((role, _content_text(message.get("content"))))
+    if not any(role == "user" for role, _ in result):
+        raise _Skip("unsupported_request_shape")
+    return result
+
+
+# (turn start, end of the role header, turn end) of the chat templates undone below
+_TEMPLATES = (
+    ("<|im_start|>", "\n", "<|im_end|>"),                                  # ChatML (Qwen, many others)
+    ("<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>"),       # Llama 3
+)
+
+
+def _templated_messages(text: str) -> list[Message] | None:
+    """Undo a ChatML (Qwen) or Llama 3 chat template rendered into a text prompt.
+
+    Returns None (use the prompt as one user message) unless the whole text is clean turns.
+    """
+    stripped = text.lstrip()
+    if stripped.startswith("<|begin_of_text|>"):
+        stripped = stripped[len("<|begin_of_text|>"):]
+    for start, header_end, turn_end in _TEMPLATES:
+        if stripped.startswith(start):
+            break
+    else:
+        return None
+    messages: list[Message] = []
+    turns = stripped.split(start)[1:]
+    for index, turn in enumerate(turns):
+        name, found, rest = turn.partition(header_end)
+        if not found:
+            return None
+        role = _ROLE_MAP.get(name)
+        if role is None:
+            if not name.isalpha() or not name.islower():
+                return None
+            raise _Skip("unsupported_message_role")  # tool, ipython, function, ...
+        content, closed, tail = rest.partition(turn_end)
+        if closed:
+            if tail.strip():
+                return None  # text between turns: not a clean template, keep the raw prompt
+            messages.append((role, content))
+        elif index == len(turns) - 1 and role == "assistant":
+            if content.strip():  # the generation prompt, with a prefill the model continued
+                messages.append((role, content))
+        else:
+            return None
+    if not any(role == "user" for role, _ in messages):
+        return None
+    return messages
+
+
+def _text_messages(text: str) -> tuple[list[Message], str]:
+    messages = _templated_messages(text)
+    if messages is None:
+        messages = [("user", text)]
+    return messages, text
+
+
+def request_to_messages(request: Any) -> tuple[list[Message], str | None]:
+    """Known LLM request shapes -> ([(role, content)...], raw prompt text or None).
+
+    Raises ``_Skip`` with the reason when the request is not usable.
+    """
+    if isinstance(request, str):
+        if not request:
+            raise _Skip("unsupported_request_shape")
+        return _text_messages(request)
+    if not isinstance(request, dict):
+        raise _Skip("unsupported_request_shape")
+    if "messages" in request:  # OpenAI chat completions (also LMI/TGI Messages API)
+        return _chat_messages(request["messages"]), None
+    for key in ("prompt", "inputs", "text_inputs", "text"):
+        if key not in request:
+            continue
+        value = request[key]
+        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+            value = value[0]
+        if isinstance(value, str) and value:
+            return _text_messages(value)
+        if key == "inputs" and isinstance(value, list) and value and all(isinstance(v, dict) and "role" in v for v in value):
+            return _chat_messages(value), None  # chat messages passed as "inputs"
+        if key == "inputs" and isinstance(value, dict):
+            return _hf_conversation(value), None
+        raise _Skip("unsupported_request_shape")  # token ids, batches, empty prompts
+    raise _Skip("unsupported_request_shape")
+
+
+def _hf_conversation(inputs: dict[str, Any]) -> list[Message]:
+    """HuggingFace conversational pipeline inputs: past_user_inputs/generated_responses/text."""
+    users = inputs.get("past_user_inputs") or []
+    answers = inputs.get("generated_responses") or []
+    text = inputs.get("text")
+    if not isinstance(text, str) or not isinstance(users, list) or not isinstance(answers, list) or len(users) != len(answers):
+        raise _Skip("unsupported_request_shape")
+    messages: list[Message] = []
+    for user, answer in zip(users, answers):
+        if not isinstance(user, str) or not isinstance(answer, str):
+            raise _Skip("unsupported_request_shape")
+        messages += [("user", user), ("assistant", answer)]
+    messages.append(("user", text))
+    return messages
+
+
+def _is_error(obj: dict[str, Any]) -> bool:
+    return bool(obj.get("error")) or obj.get("object") == "error" or ("ErrorCode" in obj and "generated_text" not in obj)
+
+
+def _response_from_object(obj: Any) -> str | None:
+    if isinstance(obj, list):
+        if len(obj) != 1:
+            raise _Skip("unsupported_response_shape" if obj else "empty_response")
+        obj = obj[0]
+    if isinstance(obj, str):
+        return obj
+    if not isinstance(obj, dict):
+        return None
+    if _is_error(obj):
+        raise _Skip("error_response")
+    choices = obj.get("choices")
+    if isinstance(choices, list):
+        if not choices:
+            raise _Skip("empty_response")
+        choice = choices[0]
+        if not isinstance(choice, dict):
+            return None
+        message = choice.get("message")
+        if isinstance(message, dict):
+            content = message.get("content")
+            if content is None and (message.get("tool_calls") or message.get("function_call")):
+                raise _Skip("unsupported_message_role")
+            if content is None:
+                raise _Skip("empty_response")
+            try:
+                return _content_text(content)
+            except _Skip:
+                return None
+        if isinstance(choice.get("text"), str):
+            return choice["text"]
+        return None
+    generated = obj.get("generated_text")
+    if isinstance(generated, str):
+        return generated
+    if isinstance(generated, list) and len(generated) == 1 and isinstance(generated[0], str):
+        return generated[0]
+    return None
+
+
+def _response_from_stream(text: str) -> str | None:
+    """Server-sent events or JSON lines from a streaming invocation, joined into one text."""
+    payloads = [
+        line[5:].lstrip() if line.startswith("data:") else line
+        for line in (raw.strip() for raw in text.splitlines())
+        if line and line[0] != ":" and not line.startswith(("event:", "id:", "retry:"))
+    ]
+    payloads = [payload for payload in payloads if payload and payload != "[DONE]"]
+    if not payloads:
+        return None
+    try:  # one parse for the whole stream: per-token payloads are tiny and many
+        chunks = json.loads("[" + ",".join(payloads) + "]")
+    except (ValueError, RecursionError):
+        return None
+    if len(chunks) != len(payloads):
+        return None  # a payload held several values: not a stream of one document per line
+    pieces: list[str] = []
+    final: str | None = None
+    for chunk in chunks:
+        if not isinstance(chunk, dict):
+            return None
+        if _is_error(chunk):
+            raise _Skip("error_response")
+        generated = chunk.get("generated_text")
+        if isinstance(generated, str):
+            final = generated
+            continue
+        token = chunk.get("token")
+        if isinstance(token, dict) and isinstance(token.get("text"), str):
+            if not token.get("special"):
+                pieces.append(token["text"])
+            continue
+        choices = chunk.get("choices")
+        if isinstance(choices, list):
+            if choices and isinstance(choices[0], dict):
+                delta = choices[0].get("delta")
+                if isinstance(delta, dict) and isinstance(delta.get("content"), str):
+                    pieces.append(delta["content"])
+                elif isinstance(choices[0].get("text"), str):
+                    pieces.append(choices[0]["text"])
+            continue
+        if "generated_text" not in chunk:
+            return None  # LMI/TGI chunks without a token carry "generated_text": null
+    return final if final is not None else "".join(pieces)
+
+
+def response_to_text(response: Any, *, is_json: bool = True, plain_text_ok: bool = False) -> str:
+    """Known LLM response shapes -> the generated text. Raises ``_Skip`` otherwise.
+
+    ``is_json`` false means ``response`` is payload text that is not one JSON document: a
+    stream (server-sent events or JSON lines) or, if ``plain_text_ok``, the text itself.
+    """
+    if not is_json:
+        streamed = _response_from_stream(response)
+        if streamed is None:
+            if not plain_text_ok:
+                raise _Skip("unsupported_response_shape")
+            streamed = response
+        text = streamed
+    else:
+        found = _response_from_object(response)
+        if found is None:
+            raise _Skip("unsupported_response_shape")
+        text = found
+    if not text.strip():
+        raise _Skip("empty_response")
+    return text
+
+
+def encode_record(messages: list[Message]) -> bytes:
+    """``[(role, content)...]`` -> ``{"messages":[{"role":..,"content":..}...]}\n`` (one line).
+
+    Byte for byte what ``json.dumps(record, separators=(",", ":"))`` writes (ASCII, non-ASCII
+    as ``\\uXXXX`` escapes: about twice as fast to produce as UTF-8 text), built directly.
+    Text with lone surrogates is skipped: strict JSON readers reject it.
+    """
+    body = ",".join([f'{{"role":"{role}","content":{encode_basestring_ascii(content)}}}' for role, content in messages])
+    if "\\ud" in body:  # escaped surrogates: fine as pairs (emoji), not alone; rare, so check properly
+        for _, content in messages:
+            try:
+                content.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _Skip("invalid_unicode") from None
+    return f'{{"messages":[{body}]}}\n'.encode("ascii")
+
+
+def is_chat_record(record: Any) -> bool:
+    """True when ``record`` is a chat-completions training record this module would write."""
+    if not isinstance(record, dict) or set(record) != {"messages"}:
+        return False
+    messages = record["messages"]
+    if not isinstance(messages, list) or len(messages) < 2:
+        return False
+    for message in messages:
+        if not isinstance(message, dict) or set(message) != {"role", "content"}:
+            return False
+        if message["role"] not in ("system", "user", "assistant") or not isinstance(message["content"], str):
+            return False
+    return messages[-1]["role"] == "assistant" and bool(messages[-1]["content"].strip()) and any(
+        m["role"] == "user" for m in messages
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch converter
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ComponentStats:
+    records_in: int = 0
+    converted: int = 0
+    duplicates: int = 0
+    skipped: Counter = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "records_in": self.records_in,
+            "converted": self.converted,
+            "duplicates": self.duplicates,
+            "skipped": dict(sorted(self.skipped.items())),
+        }
+
+
+class BatchConverter:
+    """Converts Data Capture lines of one batch, keeping counts and a bounded duplicate filter.
+
+    Duplicates are exact: two records are the same when their written JSON line is the same
+    (BLAKE2b-128 of the bytes), per component. The filter holds at most ``dedup_max_entries``
+    digests (about 100 bytes each); past that, records are still checked against the digests
+    already held but no new ones are added, and ``dedup_saturated`` becomes true.
+    """
+
+    def __init__(
+        self,
+        *,
+        default_component: str = DEFAULT_COMPONENT,
+        dedup_max_entries: int = 500_000,
+        max_components: int = 64,
+    ) -> None:
+        self.default_component = default_component
+        self.dedup_max_entries = dedup_max_entries
+        self.max_components = max_components
+        self.stats: dict[str, ComponentStats] = {}
+        self._seen: dict[str, set[bytes]] = {}
+        self._seen_total = 0
+        self.dedup_saturated = False
+
+    # -- public -----------------------------------------------------------------------------
+
+    def convert_lines(
+        self, lines: Iterable[bytes | OversizedLine], *, path_component: str | None = None
+    ) -> Iterator[tuple[str, bytes]]:
+        """Yield ``(component, jsonl_line_with_newline)`` for every converted, new record."""
+        fallback = path_component or UNATTRIBUTED
+        for line in lines:
+            component = fallback
+            try:
+                if isinstance(line, OversizedLine):
+                    raise _Skip("line_too_long")
+                capture = self._parse_line(line)
+                component = self._component(capture, path_component)
+                out = self._convert(capture)
+            except _Skip as skip:
+                self._stats(component).skipped[skip.reason] += 1
+                self._stats(component).records_in += 1
+                continue
+            stats = self._stats(component)
+            stats.records_in += 1
+            digest = hashlib.blake2b(out, digest_size=16).digest()
+            seen = self._seen.setdefault(component, set())
+            if digest in seen:
+                stats.duplicates += 1
+                continue
+            if self._seen_total < self.dedup_max_entries:
+                seen.add(digest)
+                self._seen_total += 1
+            else:
+                self.dedup_saturated = True
+            stats.converted += 1
+            yield component, out
+
+    def totals(self) -> dict[str, Any]:
+        total = ComponentStats()
+        for stats in self.stats.values():
+            total.records_in += stats.records_in
+            total.converted += stats.converted
+            total.duplicates += stats.duplicates
+            total.skipped.update(stats.skipped)
+        return total.as_dict()
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            **self.totals(),
+            "dedup_saturated": self.dedup_saturated,
+            "components": {name: stats.as_dict() for name, stats in sorted(self.stats.items())},
+        }
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _stats(self, component: str) -> ComponentStats:
+        stats = self.stats.get(component)
+        if stats is None:
+            stats = self.stats[component] = ComponentStats()
+        return stats
+
+    @staticmethod
+    def _parse_line(line: bytes) -> dict[str, Any]:
+        if not line.strip():
+            raise _Skip("blank_line")
+        try:
+            capture = json.loads(line)  # decodes the bytes itself (one copy less than decoding first)
+        except (ValueError, RecursionError) as error:
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise _Skip("not_utf8") from None
+            if isinstance(error, json.JSONDecodeError):
+                raise _Skip(_json_error_reason(error.doc, error)) from None
+            raise _Skip("invalid_json_line") from None
+        if not isinstance(capture, dict) or not isinstance(capture.get("captureData"), dict):
+            raise _Skip("missing_capture_data")
+        return capture
+
+    def _component(self, capture: dict[str, Any], path_component: str | None) -> str:
+        metadata = capture.get("eventMetadata")
+        name = metadata.get("inferenceComponentName") if isinstance(metadata, dict) else None
+        if name is None or name == "":
+            name = path_component or self.default_component
+        if not isinstance(name, str) or not _COMPONENT_NAME.fullmatch(name):
+            raise _Skip("invalid_component_name")
+        if name not in self.stats and len(self.stats) >= self.max_components:
+            raise _Skip("too_many_components")
+        return name
+
+    @staticmethod
+    def _convert(capture: dict[str, Any]) -> bytes:
+        data = capture["captureData"]
+        request_part = data.get("endpointInput")
+        response_part = data.get("endpointOutput")
+        if not isinstance(request_part, dict):
+            raise _Skip("missing_request")
+        if not isinstance(response_part, dict):
+            raise _Skip("missing_response")
+        request, request_is_json = _decode_payload(request_part)
+        if not request_is_json and request_part.get("encoding") != "CSV":
+            raise _Skip("request_not_json")
+        messages, prompt = request_to_messages(request)
+        response, response_is_json = _decode_payload(response_part)
+        text = response_to_text(
+            response, is_json=response_is_json, plain_text_ok=response_part.get("encoding") == "CSV"
+        )
+        if prompt is not None and len(text) > len(prompt) and text.startswith(prompt):
+            text = text[len(prompt):]  # return_full_text=True echoes the prompt
+            if not text.strip():
+                raise _Skip("empty_response")
+        if messages[-1][0] == "assistant":  # prefill: the model continued that message
+            messages[-1] = ("assistant", messages[-1][1] + text)
+        else:
+            messages.append(("assistant", text))
+        return encode_record(messages)
+
+
+# ---------------------------------------------------------------------------------------------
+# User dataset formats
+# ---------------------------------------------------------------------------------------------
+
+DATASET_FORMATS: dict[str, str] = {
+    "sharegpt": '{"conversations": [{"from": "human"|"gpt"|"system", "value": "..."}]}',
+    "openai_chat": '{"messages": [{"role": "system"|"user"|"assistant", "content": "..."}]}',
+    "openai_completions": '{"prompt": "...", "completion": "..."}',
+}
+
+
+def detect_dataset_format(record: Any) -> tuple[str | None, str]:
+    """Return ``(format, "")`` for a valid training record, else ``(None, problem)``."""
+    if not isinstance(record, dict):
+        return None, f"a JSON {type(record).__name__} instead of an object"
+    if "conversations" in record:
+        turns = record["conversations"]
+        if not isinstance(turns, list) or not turns:
+            return None, '"conversations" must be a non-empty list'
+        for index, turn in enumerate(turns):
+            if not isinstance(turn, dict) or not isinstance(turn.get("from"), str) or not isinstance(turn.get("value"), str):
+                return None, f'"conversations"[{index}] must be an object with string "from" and "value"'
+        return "sharegpt", ""
+    if "messages" in record:
+        messages = record["messages"]
+        if not isinstance(messages, list) or not messages:
+            return None, '"messages" must be a non-empty list'
+        for index, message in enumerate(messages):
+            if not isinstance(message, dict) or message.get("role") not in ("system", "developer", "user", "assistant"):
+                return None, f'"messages"[{index}] must have "role" system, user or assistant'
+            try:
+                _content_text(message.get("content"))
+            except _Skip:
+                return None, f'"messages"[{index}]."content" must be a string or a list of text parts'
+        return "openai_chat", ""
+    if "prompt" in record or "completion" in record:
+        if not isinstance(record.get("prompt"), str) or not isinstance(record.get("completion"), str):
+            return None, '"prompt" and "completion" must both be strings'
+        return "openai_completions", ""
+    return None, "an object without \"conversations\", \"messages\" or \"prompt\"/\"completion\""

@@ -1,0 +1,868 @@
+"""Builds EAGLE training datasets (chat-completions JSONL) from SageMaker endpoint Data Capture.
+
+Entry points (one Lambda function each, same code asset):
+
+* ``index.plan``      - lists new capture objects after the watermark, writes a Distributed Map
+                        item manifest (JSON array of ``{"key": ...}``).
+* ``index.convert``   - Distributed Map batch worker: streams capture objects, writes
+                        bounded-size JSONL shards per inference component.
+* ``index.finalize``  - reads the Distributed Map ``ResultWriter`` output, writes the summary and
+                        a SageMaker ``ManifestFile`` per component, then moves the watermark.
+* ``index.validate_user_dataset`` - samples a user-supplied dataset and reports its format.
+
+Environment variables (all optional):
+
+* ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``POWERTOOLS_LOG_LEVEL`` - Powertools.
+* ``MAX_OBJECTS_PER_RUN`` (plan, default 100000) - cap on objects one run takes; the rest
+  stay after the watermark for the next run.
+* ``SETTLE_SECONDS`` (plan, default 900) - capture objects whose key time (from the
+  ``yyyy/mm/dd/hh/MM-SS-...`` key) is newer than now minus this are left for the next run, so
+  files still being delivered are not skipped past by the watermark.
+* ``SHARD_MAX_BYTES`` (convert, default 16 MiB) - size at which a shard file is written.
+* ``BUFFER_BUDGET_BYTES`` (convert, default 32 MiB) - all shard buffers together; when
+  reached the largest buffer is written early.
+* ``MAX_LINE_BYTES`` (convert, default 8 MiB) - longer capture lines are skipped unread.
+* ``READ_CHUNK_BYTES`` (convert, default 1 MiB) - S3 read size.
+* ``DEDUP_MAX_ENTRIES`` (convert, default 500000) - digests kept for duplicate detection.
+* ``MAX_COMPONENTS`` (convert, default 64) - distinct inference components per batch.
+* ``TARGET_COMPONENT`` (finalize, default ``base``) - component whose data is returned as the
+  training input (an inference component name, or ``base`` for endpoints without one).
+* ``VALIDATE_SAMPLE_LINES`` (validate, default 100), ``VALIDATE_MAX_OBJECTS`` (default 3).
+
+Events (JSON):
+
+* plan in:  ``{"capture_bucket", "capture_prefix", "output_bucket", "output_prefix", "run_id",
+  "watermark_parameter", "settle_seconds"?, "max_objects"?}``
+  plan out: ``{"manifest_bucket", "manifest_key", "object_count", "new_watermark",
+  "previous_watermark", "watermark_value", "watermark_previous_value", "watermark_parameter",
+  "truncated", "capture_bucket", "capture_prefix", "output_bucket", "output_prefix", "run_id"}``
+* convert in:  ``{"Items": [{"key"}...], "BatchInput": {"capture_bucket", "capture_prefix"?,
+  "output_bucket", "output_prefix", "run_id"}}``
+  convert out: ``{"batch_id", "objects", "objects_missing", "records_in", "converted",
+  "duplicates", "skipped": {reason: n}, "dedup_saturated", "components": {name: {...counts,
+  "shards": [file names], "bytes"}}}``
+* finalize in:  ``{"plan": <plan out>, "results": {"results_bucket", "results_manifest_key"}
+  (or Step Functions' ``ResultWriterDetails`` ``{"Bucket", "Key"}``; null when the map did not
+  run), "target_component"?}``
+  finalize out: ``{"training_data_s3_uri", "s3_data_type": "S3Prefix", "manifest_s3_uri",
+  "records", "empty", "reason", "component", "requested_component", "complete", "failed_batches",
+  "summary_key", "summary_s3_uri", "component_uris": {name: uri}, "component_records": {name: n},
+  "watermark_updated"}``. ``component`` is ``target_component`` (default env ``TARGET_COMPONENT``),
+  or ``base`` when no capture record names a component at all. Batches the Distributed Map
+  tolerated as failed leave ``complete`` false: the dataset holds the other batches and the
+  watermark is not moved, so those objects are converted again next run.
+* validate in: ``{"s3_uri", "s3_data_type"?: "S3Prefix"|"ManifestFile"}``
+  validate out: ``{"format", "s3_uri", "objects_checked", "lines_checked"}``
+
+Errors a state machine can match: ``InvalidEventError``, ``CaptureAccessDeniedError``,
+``WatermarkTooLargeError``, ``WatermarkConflictError``, ``MapRunIncompleteError``,
+``ResultsFormatError``, ``DatasetFormatError``; AWS failures after retries surface as
+``ClientError``.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+from collections import Counter, defaultdict
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterator, Literal
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+import eagle_dataset_core as core
+
+logger = Logger()
+metrics = Metrics()
+
+_CLIENT_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 8})
+_BUCKET = r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$"
+_RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9_.=\-]{0,127}$"
+_PARAMETER = r"^/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$"
+_YEAR = re.compile(r"\d{4}")
+_CAPTURE_REL = re.compile(r"(\d{4})/(\d{2})/(\d{2})/(\d{2})/([^/]+)")
+_FILE_TIME = re.compile(r"(\d{2})-(\d{2})-")
+_WATERMARK_MAX_CHARS = 4096  # SSM standard-tier String parameter
+_ACCESS_DENIED = {"AccessDenied", "AccessDeniedException", "AllAccessDisabled", "KMS.AccessDeniedException"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------------
+
+
+class InvalidEventError(ValueError):
+    """The event does not have the documented shape."""
+
+
+class CaptureAccessDeniedError(RuntimeError):
+    """S3 (or the KMS key behind it) refused access to capture data or outputs."""
+
+
+class WatermarkTooLargeError(RuntimeError):
+    """The per-folder watermark no longer fits in one SSM String parameter."""
+
+
+class WatermarkConflictError(RuntimeError):
+    """The watermark changed between plan and finalize (two runs overlapped)."""
+
+
+class MapRunIncompleteError(RuntimeError):
+    """Some Distributed Map batches failed, are pending, or are missing from the results."""
+
+
+class ResultsFormatError(RuntimeError):
+    """The ResultWriter files are not in the format Step Functions documents."""
+
+
+class DatasetFormatError(ValueError):
+    """A user dataset is not ShareGPT, OpenAI chat or OpenAI completions JSONL."""
+
+    def __init__(self, message: str, *, line: int | None = None, s3_uri: str | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+        self.s3_uri = s3_uri
+
+
+# ---------------------------------------------------------------------------------------------
+# Clients and settings
+# ---------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _s3():
+    return boto3.client("s3", config=_CLIENT_CONFIG)
+
+
+@functools.cache
+def _ssm():
+    return boto3.client("ssm", config=_CLIENT_CONFIG)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _env_int(name: str, default: int, minimum: int = 1) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidEventError(f"environment variable {name}={raw!r} is not an integer; set it to an integer >= {minimum} or unset it") from None
+    if value < minimum:
+        raise InvalidEventError(f"environment variable {name}={value} is below {minimum}; set it to an integer >= {minimum} or unset it")
+    return value
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+def _parse(model: type[BaseModel], event: Any) -> Any:
+    try:
+        return model.model_validate(event)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in item['loc']) or '<event>'}: {item['msg']}" for item in error.errors(include_url=False)
+        )
+        raise InvalidEventError(f"{model.__name__} event is invalid: {problems}") from None
+
+
+def _access_error(error: ClientError, what: str) -> Exception:
+    code = error.response.get("Error", {}).get("Code", "")
+    if code in _ACCESS_DENIED or code.endswith("AccessDeniedException"):
+        return CaptureAccessDeniedError(
+            f"{what} was refused ({code}). Grant the function's role access to it (and kms:Decrypt / "
+            "kms:GenerateDataKey on the bucket's KMS key if it uses one)."
+        )
+    return error
+
+
+# ---------------------------------------------------------------------------------------------
+# Event models
+# ---------------------------------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class PlanEvent(_Model):
+    capture_bucket: str = Field(pattern=_BUCKET)
+    capture_prefix: str = Field(default="", max_length=512)
+    output_bucket: str = Field(pattern=_BUCKET)
+    output_prefix: str = Field(default="", max_length=512)
+    run_id: str = Field(pattern=_RUN_ID)
+    watermark_parameter: str = Field(pattern=_PARAMETER, max_length=1011)
+    settle_seconds: int | None = Field(default=None, ge=0)
+    max_objects: int | None = Field(default=None, ge=1)
+
+    @field_validator("capture_prefix")
+    @classmethod
+    def _no_date_in_prefix(cls, value: str) -> str:
+        if re.search(r"(^|/)\d{4}/\d{2}(/|$)", value):
+            raise ValueError(
+                "must stop at or above the endpoint folder (the DataCaptureConfig DestinationS3Uri path, "
+                "optionally plus '<endpoint-name>/'), not inside the yyyy/mm/dd/hh folders"
+            )
+        return value.lstrip("/")
+
+
+class BatchInput(_Model):
+    capture_bucket: str = Field(pattern=_BUCKET)
+    capture_prefix: str | None = Field(default=None, max_length=512)
+    output_bucket: str = Field(pattern=_BUCKET)
+    output_prefix: str = Field(default="", max_length=512)
+    run_id: str = Field(pattern=_RUN_ID)
+
+
+class BatchItem(_Model):
+    key: str = Field(min_length=1, max_length=1024)
+
+
+class ConvertEvent(_Model):
+    items: list[BatchItem] = Field(alias="Items", min_length=1)
+    batch_input: BatchInput = Field(alias="BatchInput")
+
+
+class PlanOutput(_Model):
+    output_bucket: str = Field(pattern=_BUCKET)
+    output_prefix: str = ""
+    run_id: str = Field(pattern=_RUN_ID)
+    watermark_parameter: str = Field(pattern=_PARAMETER)
+    object_count: int = Field(ge=0)
+    watermark_value: str | None = None
+    watermark_previous_value: str | None = None
+    new_watermark: str | None = None
+    capture_bucket: str | None = None
+    capture_prefix: str | None = None
+
+
+class ResultsLocation(_Model):
+    results_bucket: str = Field(pattern=_BUCKET)
+    results_manifest_key: str = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_result_writer_details(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "Bucket" in value and "Key" in value:
+            return {"results_bucket": value["Bucket"], "results_manifest_key": value["Key"]}
+        return value
+
+
+class FinalizeEvent(_Model):
+    plan: PlanOutput
+    results: ResultsLocation | None = None
+    target_component: str | None = Field(default=None, pattern=r"^(base|[a-zA-Z0-9](-*[a-zA-Z0-9])*)$", max_length=63)
+
+
+class ValidateEvent(_Model):
+    s3_uri: str = Field(pattern=r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$")
+    s3_data_type: Literal["S3Prefix", "ManifestFile"] = "S3Prefix"
+
+
+# ---------------------------------------------------------------------------------------------
+# plan
+# ---------------------------------------------------------------------------------------------
+
+
+def _read_watermark(name: str) -> str | None:
+    try:
+        return _ssm().get_parameter(Name=name)["Parameter"]["Value"]
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == "ParameterNotFound":
+            return None
+        raise
+
+
+def _decode_watermark(value: str | None) -> tuple[dict[str, str], str | None]:
+    """SSM value -> (folder -> last key, legacy single key). Both empty when unset."""
+    if not value:
+        return {}, None
+    if value.startswith("{"):
+        try:
+            decoded = json.loads(value)
+            folders = decoded["after"]
+            if isinstance(folders, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in folders.items()):
+                return {folder: folder + rest for folder, rest in folders.items()}, None
+        except (ValueError, KeyError, TypeError):
+            pass
+    return {}, value  # a plain object key (the format of the first version) or a foreign value
+
+
+def _encode_watermark(folders: dict[str, str]) -> str:
+    return json.dumps(
+        {"v": 1, "after": {folder: key[len(folder):] for folder, key in sorted(folders.items())}}, separators=(",", ":")
+    )
+
+
+def _capture_folders(bucket: str, prefix: str, depth: int = 0) -> list[str]:
+    """Folders whose children are ``yyyy`` folders (``<endpoint>/<variant>/`` and the like)."""
+    children: list[str] = []
+    paginator = _s3().get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
+        children += [cp["Prefix"] for cp in page.get("CommonPrefixes", [])]
+    if prefix.endswith("/") and any(_YEAR.fullmatch(c[len(prefix):].rstrip("/")) for c in children):
+        return [prefix]
+    if depth >= 6:
+        return []
+    folders: list[str] = []
+    for child in children:
+        folders += _capture_folders(bucket, child, depth + 1)
+    return folders
+
+
+def _key_time(folder: str, key: str) -> datetime | None:
+    match = _CAPTURE_REL.fullmatch(key[len(folder):])
+    if not match:
+        return None
+    year, month, day, hour, name = match.groups()
+    try:
+        hour_start = datetime(int(year), int(month), int(day), int(hour), tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    file_time = _FILE_TIME.match(name)
+    if file_time and int(file_time.group(1)) < 60 and int(file_time.group(2)) < 60:
+        return hour_start + timedelta(minutes=int(file_time.group(1)), seconds=int(file_time.group(2)) + 1)
+    return hour_start + timedelta(hours=1)  # unknown minute: assume the end of the hour
+
+
+@metrics.log_metrics(raise_on_empty_metrics=False)
+@logger.inject_lambda_context(clear_state=True)
+def plan(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request: PlanEvent = _parse(PlanEvent, event)
+    max_objects = request.max_objects or _env_int("MAX_OBJECTS_PER_RUN", 100_000)
+    settle = request.settle_seconds if request.settle_seconds is not None else _env_int("SETTLE_SECONDS", 900, 0)
+    cutoff = _now() - timedelta(seconds=settle)
+    logger.append_keys(run_id=request.run_id)
+
+    previous_value = _read_watermark(request.watermark_parameter)
+    folders_after, legacy_after = _decode_watermark(previous_value)
+    try:
+        folders = _capture_folders(request.capture_bucket, request.capture_prefix)
+    except ClientError as error:
+        raise _access_error(error, f"Listing s3://{request.capture_bucket}/{request.capture_prefix}") from error
+
+    keys: list[str] = []
+    new_after = dict(folders_after)
+    truncated = False
+    paginator = _s3().get_paginator("list_objects_v2")
+    for folder in sorted(folders):
+        start_after = folders_after.get(folder) or legacy_after
+        params = {"Bucket": request.capture_bucket, "Prefix": folder}
+        if start_after and start_after >= folder:
+            params["StartAfter"] = start_after
+        done = False
+        for page in paginator.paginate(**params):
+            for obj in page.get("Contents", []):
+                key = obj["Key"]
+                key_time = _key_time(folder, key)
+                if key_time is None:
+                    continue  # not a capture file (folder marker, stray object)
+                if key_time > cutoff:
+                    done = True  # keys sort by time within a folder: the rest is newer still
+                    break
+                if len(keys) >= max_objects:
+                    done = truncated = True
+                    break
+                keys.append(key)
+                new_after[folder] = key
+            if done:
+                break
+        if truncated:
+            break
+
+    watermark_value = _encode_watermark(new_after) if new_after else previous_value
+    if watermark_value and len(watermark_value) > _WATERMARK_MAX_CHARS:
+        raise WatermarkTooLargeError(
+            f"The watermark for {len(new_after)} capture folders is {len(watermark_value)} characters; an SSM String "
+            f"parameter holds {_WATERMARK_MAX_CHARS}. Narrow capture_prefix to one endpoint "
+            f"(s3://{request.capture_bucket}/{request.capture_prefix}<endpoint-name>/) and run one pipeline per endpoint."
+        )
+    manifest_key = _join(request.output_prefix, request.run_id, "plan", "items.json")
+    body = ("[" + ",".join(json.dumps({"key": key}) for key in keys) + "]").encode("utf-8")
+    _s3().put_object(Bucket=request.output_bucket, Key=manifest_key, Body=body, ContentType="application/json")
+
+    previous_keys = list(folders_after.values()) + ([legacy_after] if legacy_after else [])
+    new_watermark = max(keys + previous_keys) if keys or previous_keys else None
+    metrics.add_metric(name="CaptureObjectsPlanned", unit=MetricUnit.Count, value=len(keys))
+    logger.info("plan written", extra={"object_count": len(keys), "folders": len(folders), "truncated": truncated})
+    return {
+        "manifest_bucket": request.output_bucket,
+        "manifest_key": manifest_key,
+        "object_count": len(keys),
+        "new_watermark": new_watermark,
+        "previous_watermark": max(previous_keys) if previous_keys else None,
+        "watermark_value": watermark_value,
+        "watermark_previous_value": previous_value,
+        "watermark_parameter": request.watermark_parameter,
+        "truncated": truncated,
+        "capture_bucket": request.capture_bucket,
+        "capture_prefix": request.capture_prefix,
+        "output_bucket": request.output_bucket,
+        "output_prefix": request.output_prefix,
+        "run_id": request.run_id,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# convert
+# ---------------------------------------------------------------------------------------------
+
+
+class _ShardWriter:
+    """Buffers JSONL lines per component and writes them as bounded-size S3 objects."""
+
+    def __init__(self, bucket: str, data_prefix: str, batch_id: str, shard_max: int, budget: int) -> None:
+        self.bucket, self.data_prefix, self.batch_id = bucket, data_prefix, batch_id
+        self.shard_max, self.budget = shard_max, budget
+        self.buffers: dict[str, list[bytes]] = {}
+        self.sizes: dict[str, int] = {}
+        self.total = 0
+        self.shards: dict[str, list[str]] = defaultdict(list)
+        self.bytes_written: Counter = Counter()
+
+    def add(self, component: str, line: bytes) -> None:
+        self.buffers.setdefault(component, []).append(line)
+        size = self.sizes[component] = self.sizes.get(component, 0) + len(line)
+        self.total += len(line)
+        if size >= self.shard_max:
+            self._flush(component)
+        elif self.total >= self.budget:
+            self._flush(max(self.sizes, key=self.sizes.__getitem__))
+
+    def close(self) -> None:
+        for component in sorted(self.buffers):
+            self._flush(component)
+
+    def _flush(self, component: str) -> None:
+        lines = self.buffers.pop(component, None)
+        size = self.sizes.pop(component, 0)
+        self.total -= size
+        if not lines:
+            return
+        name = f"part-{self.batch_id}-{len(self.shards[component]):05d}.jsonl"
+        body = b"".join(lines)
+        lines.clear()
+        key = _join(self.data_prefix, component, name)
+        try:
+            _s3().put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/jsonl")
+        except ClientError as error:
+            raise _access_error(error, f"Writing s3://{self.bucket}/{key}") from error
+        self.shards[component].append(name)
+        self.bytes_written[component] += size
+
+
+def _object_chunks(bucket: str, key: str, chunk_size: int) -> Iterator[bytes] | None:
+    try:
+        body = _s3().get_object(Bucket=bucket, Key=key)["Body"]
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            return None
+        raise _access_error(error, f"Reading s3://{bucket}/{key}") from error
+
+    def chunks() -> Iterator[bytes]:
+        try:
+            yield from body.iter_chunks(chunk_size)
+        finally:
+            body.close()
+
+    return core.iter_gunzip(chunks()) if key.endswith(".gz") else chunks()
+
+
+@metrics.log_metrics(raise_on_empty_metrics=False)
+@logger.inject_lambda_context(clear_state=True)
+def convert(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request: ConvertEvent = _parse(ConvertEvent, event)
+    batch = request.batch_input
+    keys = [item.key for item in request.items]
+    batch_id = hashlib.sha256("\n".join([batch.run_id, *keys]).encode("utf-8")).hexdigest()[:16]
+    logger.append_keys(run_id=batch.run_id, batch_id=batch_id)
+
+    converter = core.BatchConverter(
+        dedup_max_entries=_env_int("DEDUP_MAX_ENTRIES", 500_000),
+        max_components=_env_int("MAX_COMPONENTS", 64),
+    )
+    writer = _ShardWriter(
+        batch.output_bucket,
+        _join(batch.output_prefix, batch.run_id, "data"),
+        batch_id,
+        _env_int("SHARD_MAX_BYTES", 16 << 20),
+        _env_int("BUFFER_BUDGET_BYTES", 32 << 20),
+    )
+    max_line = _env_int("MAX_LINE_BYTES", 8 << 20)
+    chunk_size = _env_int("READ_CHUNK_BYTES", 1 << 20)
+    missing: list[str] = []
+    read = 0
+    for key in keys:
+        chunks = _object_chunks(batch.capture_bucket, key, chunk_size)
+        if chunks is None:
+            missing.append(key)  # removed (e.g. by a lifecycle rule) after plan listed it
+            continue
+        path_component = core.component_from_key(key, batch.capture_prefix) if batch.capture_prefix is not None else None
+        for component, line in converter.convert_lines(core.iter_bounded_lines(chunks, max_line), path_component=path_component):
+            writer.add(component, line)
+        read += 1
+    writer.close()
+
+    summary = converter.summary()
+    for name, stats in summary["components"].items():
+        stats["shards"] = writer.shards.get(name, [])
+        stats["bytes"] = writer.bytes_written.get(name, 0)
+    metrics.add_metric(name="CaptureObjectsRead", unit=MetricUnit.Count, value=read)
+    metrics.add_metric(name="RecordsIn", unit=MetricUnit.Count, value=summary["records_in"])
+    metrics.add_metric(name="RecordsConverted", unit=MetricUnit.Count, value=summary["converted"])
+    metrics.add_metric(name="RecordsDuplicate", unit=MetricUnit.Count, value=summary["duplicates"])
+    metrics.add_metric(name="RecordsSkipped", unit=MetricUnit.Count, value=sum(summary["skipped"].values()))
+    logger.info(
+        "batch converted",
+        extra={"objects": read, "objects_missing": len(missing), "counts": {k: summary[k] for k in ("records_in", "converted", "duplicates", "skipped")}},
+    )
+    return {
+        "batch_id": batch_id,
+        "objects": read,
+        "objects_missing": len(missing),
+        "objects_missing_sample": missing[:10],
+        **summary,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# finalize
+# ---------------------------------------------------------------------------------------------
+
+
+def _iter_result_entries(bucket: str, key: str) -> Iterator[Any]:
+    body = _s3().get_object(Bucket=bucket, Key=key)["Body"]
+    try:
+        chunks = body.iter_chunks(1 << 20)
+        if key.endswith(".jsonl"):
+            for line in core.iter_bounded_lines(chunks, 64 << 20):
+                if isinstance(line, core.OversizedLine):
+                    raise ResultsFormatError(f"s3://{bucket}/{key} has a line of {line.size} bytes")
+                if line.strip():
+                    yield json.loads(line)
+        else:
+            yield from core.iter_json_array(chunks)
+    except ValueError as error:
+        raise ResultsFormatError(f"s3://{bucket}/{key} is not a Step Functions result file: {error}") from None
+    finally:
+        body.close()
+
+
+def _batch_output(entry: Any, where: str) -> dict[str, Any]:
+    """One ResultWriter entry (NONE transformation: ``{"Output": "<json>"}``; COMPACT: the output)."""
+    output = entry.get("Output") if isinstance(entry, dict) and "Output" in entry else entry
+    if isinstance(output, str):
+        try:
+            output = json.loads(output)
+        except ValueError:
+            raise ResultsFormatError(f"{where}: an Output is not JSON") from None
+    if not isinstance(output, dict) or "batch_id" not in output or not isinstance(output.get("components"), dict):
+        raise ResultsFormatError(f"{where}: an entry is not a convert result (no batch_id/components)")
+    return output
+
+
+def _failed_items(entry: Any, where: str) -> int:
+    """Capture objects in one FAILED/PENDING child execution (from its ``Input``)."""
+    batch = entry.get("Input") if isinstance(entry, dict) else None
+    try:
+        items = json.loads(batch)["Items"] if isinstance(batch, str) else None
+    except (ValueError, KeyError, TypeError):
+        items = None
+    if not isinstance(items, list):
+        raise MapRunIncompleteError(
+            f"{where}: a failed batch has no readable Input, so the objects it held cannot be accounted for. "
+            "Nothing was published and the watermark was not moved; fix the cause and run again."
+        )
+    return len(items)
+
+
+def _collect_results(location: ResultsLocation) -> tuple[list[dict[str, Any]], int, int]:
+    """ResultWriter manifest -> (convert outputs of succeeded batches, failed batches, objects in them)."""
+    try:
+        manifest = json.loads(_s3().get_object(Bucket=location.results_bucket, Key=location.results_manifest_key)["Body"].read())
+    except ClientError as error:
+        raise _access_error(error, f"Reading s3://{location.results_bucket}/{location.results_manifest_key}") from error
+    except ValueError:
+        raise ResultsFormatError(f"s3://{location.results_bucket}/{location.results_manifest_key} is not JSON") from None
+    files = manifest.get("ResultFiles") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict):
+        raise ResultsFormatError(
+            f"s3://{location.results_bucket}/{location.results_manifest_key} has no ResultFiles; pass the manifest.json "
+            "that the Distributed Map ResultWriter wrote (ResultWriterDetails.Key)"
+        )
+    bucket = manifest.get("DestinationBucket") or location.results_bucket
+
+    def entries(status: str) -> Iterator[tuple[Any, str]]:
+        for result_file in files.get(status) or []:
+            key = result_file.get("Key") if isinstance(result_file, dict) else None
+            if not isinstance(key, str):
+                raise ResultsFormatError(f"a {status} entry of the result manifest has no Key")
+            for entry in _iter_result_entries(bucket, key):
+                yield entry, f"s3://{bucket}/{key}"
+
+    outputs: dict[str, dict[str, Any]] = {}
+    for entry, where in entries("SUCCEEDED"):
+        output = _batch_output(entry, where)
+        outputs[output["batch_id"]] = output
+    failed_batches = failed_objects = 0
+    for status in ("FAILED", "PENDING"):
+        for entry, where in entries(status):
+            failed_batches += 1
+            failed_objects += _failed_items(entry, where)
+    return list(outputs.values()), failed_batches, failed_objects
+
+
+def _update_watermark(plan_output: PlanOutput) -> bool:
+    new, previous = plan_output.watermark_value, plan_output.watermark_previous_value
+    if not new or new == previous:
+        return False
+    current = _read_watermark(plan_output.watermark_parameter)
+    if current == new:
+        return False  # already applied by an earlier attempt of this finalize
+    if current != previous:
+        raise WatermarkConflictError(
+            f"SSM parameter {plan_output.watermark_parameter} changed while run {plan_output.run_id} was running "
+            "(another run finished in between). This run's dataset was written but the watermark was left alone; "
+            "make sure only one run per watermark parameter executes at a time."
+        )
+    _ssm().put_parameter(Name=plan_output.watermark_parameter, Value=new, Type="String", Overwrite=True)
+    return True
+
+
+@metrics.log_metrics(raise_on_empty_metrics=False)
+@logger.inject_lambda_context(clear_state=True)
+def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request: FinalizeEvent = _parse(FinalizeEvent, event)
+    plan_output = request.plan
+    target = request.target_component or os.environ.get("TARGET_COMPONENT") or core.DEFAULT_COMPONENT
+    logger.append_keys(run_id=plan_output.run_id)
+    outputs, failed_batches, failed_objects = _collect_results(request.results) if request.results else ([], 0, 0)
+
+    objects = sum(o.get("objects", 0) for o in outputs)
+    missing = sum(o.get("objects_missing", 0) for o in outputs)
+    if objects + missing + failed_objects < plan_output.object_count:
+        raise MapRunIncompleteError(
+            f"The plan listed {plan_output.object_count} capture objects but the batch results account for "
+            f"{objects + missing + failed_objects}. Pass the ResultWriter manifest of this run's Distributed Map; "
+            "the watermark was not moved."
+        )
+    complete = failed_batches == 0
+    totals = {"records_in": 0, "converted": 0, "duplicates": 0}
+    skipped: Counter = Counter()
+    components: dict[str, dict[str, Any]] = {}
+    for output in outputs:
+        for name, stats in output["components"].items():
+            merged = components.setdefault(name, {"records_in": 0, "converted": 0, "duplicates": 0, "skipped": Counter(), "shards": [], "bytes": 0})
+            for field in ("records_in", "converted", "duplicates", "bytes"):
+                merged[field] += int(stats.get(field, 0))
+            merged["skipped"].update(stats.get("skipped", {}))
+            merged["shards"] += stats.get("shards", [])
+    for stats in components.values():
+        for field in totals:
+            totals[field] += stats[field]
+        skipped.update(stats["skipped"])
+        if stats["records_in"] != stats["converted"] + stats["duplicates"] + sum(stats["skipped"].values()):
+            raise ResultsFormatError("batch counts do not add up (records_in != converted + duplicates + skipped)")
+
+    bucket = plan_output.output_bucket
+    run_prefix = _join(plan_output.output_prefix, plan_output.run_id)
+    component_uris: dict[str, str] = {}
+    manifest_uris: dict[str, str] = {}
+    for name, stats in sorted(components.items()):
+        if not stats["shards"]:
+            continue
+        prefix_uri = f"s3://{bucket}/{_join(run_prefix, 'data', name)}/"
+        manifest_key = _join(run_prefix, "manifests", f"{name}.json")
+        body = json.dumps([{"prefix": prefix_uri}, *sorted(stats["shards"])]).encode("utf-8")
+        _s3().put_object(Bucket=bucket, Key=manifest_key, Body=body, ContentType="application/json")
+        component_uris[name] = prefix_uri
+        manifest_uris[name] = f"s3://{bucket}/{manifest_key}"
+
+    requested = target
+    present = {name for name, stats in components.items() if stats["converted"]}
+    if target not in present and present == {core.DEFAULT_COMPONENT}:
+        target = core.DEFAULT_COMPONENT  # the captures name no component at all: everything is the endpoint's
+    records = components.get(target, {}).get("converted", 0)
+    training_uri = f"s3://{bucket}/{_join(run_prefix, 'data', target)}/"
+    reason = "" if records else (
+        f"No training records for component '{target}' in run {plan_output.run_id}: {plan_output.object_count} capture "
+        f"objects, {totals['records_in']} lines, {totals['converted']} converted in all components, skipped "
+        f"{dict(skipped) or 'none'}. Capture more traffic, or set target_component to one of {sorted(component_uris) or 'none'}."
+    )
+    summary_key = _join(run_prefix, "summary.json")
+    summary = {
+        "run_id": plan_output.run_id,
+        "created_at": _now().isoformat(),
+        "capture": {"bucket": plan_output.capture_bucket, "prefix": plan_output.capture_prefix},
+        "objects": objects,
+        "objects_missing": missing,
+        "batches": len(outputs),
+        **totals,
+        "skipped": dict(sorted(skipped.items())),
+        "components": {
+            name: {
+                **{k: v for k, v in stats.items() if k not in ("shards", "skipped")},
+                "skipped": dict(sorted(stats["skipped"].items())),
+                "shard_count": len(stats["shards"]),
+                "s3_uri": component_uris.get(name),
+                "manifest_s3_uri": manifest_uris.get(name),
+            }
+            for name, stats in sorted(components.items())
+        },
+        "dedup_scope": "exact duplicates are removed within each Distributed Map batch and component, not across batches or runs",
+        "dedup_saturated_batches": sum(1 for o in outputs if o.get("dedup_saturated")),
+        "target_component": target,
+        "requested_component": requested,
+        "empty": records == 0,
+        "complete": complete,
+        "failed_batches": failed_batches,
+        "failed_objects": failed_objects,
+        "watermark": {"parameter": plan_output.watermark_parameter, "new_watermark": plan_output.new_watermark},
+    }
+    _s3().put_object(Bucket=bucket, Key=summary_key, Body=json.dumps(summary, indent=1).encode("utf-8"), ContentType="application/json")
+    # Only a complete run moves the watermark: objects of failed batches are converted again next run.
+    watermark_updated = _update_watermark(plan_output) if complete else False
+    if not complete:
+        logger.warning("map run had failed batches; watermark left in place", extra={"failed_batches": failed_batches})
+        metrics.add_metric(name="FailedBatches", unit=MetricUnit.Count, value=failed_batches)
+
+    metrics.add_metric(name="DatasetRecords", unit=MetricUnit.Count, value=records)
+    logger.info("dataset finalized", extra={"records": records, "components": len(components), "watermark_updated": watermark_updated})
+    return {
+        "training_data_s3_uri": training_uri,
+        "s3_data_type": "S3Prefix",
+        "manifest_s3_uri": manifest_uris.get(target),
+        "records": records,
+        "empty": records == 0,
+        "reason": reason,
+        "component": target,
+        "requested_component": requested,
+        "complete": complete,
+        "failed_batches": failed_batches,
+        "summary_key": summary_key,
+        "summary_s3_uri": f"s3://{bucket}/{summary_key}",
+        "component_uris": component_uris,
+        "component_records": {name: stats["converted"] for name, stats in sorted(components.items())},
+        "watermark_updated": watermark_updated,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# validate_user_dataset
+# ---------------------------------------------------------------------------------------------
+
+
+def _expected_formats() -> str:
+    return "; ".join(f"{name} {shape}" for name, shape in core.DATASET_FORMATS.items())
+
+
+def _sample_objects(uri: str, data_type: str, max_objects: int) -> list[tuple[str, str]]:
+    bucket, _, key = uri[len("s3://"):].partition("/")
+    if data_type == "ManifestFile":
+        body = _s3().get_object(Bucket=bucket, Key=key)["Body"]
+        try:
+            raw = body.read(16 << 20)
+        finally:
+            body.close()
+        try:
+            manifest = json.loads(raw)
+            prefix = manifest[0]["prefix"]
+            entries = [e for e in manifest[1:] if isinstance(e, str)]
+        except (ValueError, LookupError, TypeError):
+            raise DatasetFormatError(
+                f"{uri} is not a SageMaker manifest file; expected [{{\"prefix\": \"s3://bucket/path/\"}}, \"relative/key\", ...]",
+                s3_uri=uri,
+            ) from None
+        if not isinstance(prefix, str) or not prefix.startswith("s3://"):
+            raise DatasetFormatError(f"{uri}: the manifest prefix must be an s3:// URI", s3_uri=uri)
+        manifest_bucket, _, manifest_prefix = prefix[len("s3://"):].partition("/")
+        return [(manifest_bucket, manifest_prefix + entry) for entry in entries[:max_objects]]
+    found: list[tuple[str, str]] = []
+    paginator = _s3().get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=key):
+        for obj in page.get("Contents", []):
+            if not obj["Key"].endswith("/") and obj.get("Size", 0) > 0:
+                found.append((bucket, obj["Key"]))
+                if len(found) >= max_objects:
+                    return found
+    return found
+
+
+@metrics.log_metrics(raise_on_empty_metrics=False)
+@logger.inject_lambda_context(clear_state=True)
+def validate_user_dataset(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request: ValidateEvent = _parse(ValidateEvent, event)
+    sample_lines = _env_int("VALIDATE_SAMPLE_LINES", 100)
+    try:
+        objects = _sample_objects(request.s3_uri, request.s3_data_type, _env_int("VALIDATE_MAX_OBJECTS", 3))
+    except ClientError as error:
+        raise _access_error(error, f"Reading {request.s3_uri}") from error
+    if not objects:
+        raise DatasetFormatError(
+            f"No non-empty objects under {request.s3_uri}. Upload JSONL training data there (one record per line): "
+            f"{_expected_formats()}.",
+            s3_uri=request.s3_uri,
+        )
+    detected: str | None = None
+    lines_checked = 0
+    for bucket, key in objects:
+        where = f"s3://{bucket}/{key}"
+        chunks = _object_chunks(bucket, key, 256 << 10)
+        if chunks is None:
+            raise DatasetFormatError(f"{where} (listed in {request.s3_uri}) does not exist", s3_uri=where)
+        count = 0
+        for number, line in enumerate(core.iter_bounded_lines(chunks, 8 << 20), start=1):
+            problem = ""
+            fmt = None
+            if isinstance(line, core.OversizedLine):
+                problem = f"is {line.size} bytes long (limit {8 << 20})"
+            elif not line.strip():
+                continue
+            else:
+                try:
+                    fmt, problem = core.detect_dataset_format(json.loads(line.decode("utf-8")))
+                except UnicodeDecodeError:
+                    problem = "is not UTF-8 text"
+                except (ValueError, RecursionError):
+                    problem = "is not a JSON document"
+            if fmt is None:
+                raise DatasetFormatError(
+                    f"Line {number} of {where} {problem if problem.startswith('is') else 'is ' + problem}. "
+                    f"Expected JSON Lines, every record in one of: {_expected_formats()}.",
+                    line=number,
+                    s3_uri=where,
+                )
+            if detected is None:
+                detected = fmt
+            elif fmt != detected:
+                raise DatasetFormatError(
+                    f"Line {number} of {where} is {fmt} but earlier records are {detected}. "
+                    "Use one format for the whole dataset.",
+                    line=number,
+                    s3_uri=where,
+                )
+            count += 1
+            lines_checked += 1
+            if count >= sample_lines:
+                break
+        chunks.close()  # type: ignore[union-attr]
+    if detected is None:
+        raise DatasetFormatError(f"{request.s3_uri} holds only blank lines. Expected: {_expected_formats()}.", s3_uri=request.s3_uri)
+    logger.info("dataset validated", extra={"format": detected, "objects": len(objects), "lines": lines_checked})
+    return {
+        "format": detected,
+        "s3_uri": request.s3_uri,
+        "objects_checked": [f"s3://{b}/{k}" for b, k in objects],
+        "lines_checked": lines_checked,
+    }

@@ -1,0 +1,921 @@
+"""EAGLE dataset builder: Data Capture -> chat JSONL (core), and plan/convert/finalize/validate handlers.
+
+Core tests run on capture files generated here in the documented Data Capture line format
+(captureData.endpointInput/endpointOutput with JSON, BASE64 or CSV encoding, eventMetadata,
+eventVersion). Handler tests run end to end on moto S3/SSM, including the files a Distributed
+Map ResultWriter writes (manifest.json + SUCCEEDED_n.json whose entries hold an Output string).
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from botocore.stub import Stubber
+from conftest import load_handler_module
+from moto import mock_aws
+
+core = load_handler_module("eagle_dataset", "eagle_dataset_core")
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+CAPTURE = "capture-bucket"
+OUT = "output-bucket"
+PARAM = "/eagle/demo/watermark"
+
+
+# ---------------------------------------------------------------------------------------------
+# Capture line builders (the documented Data Capture format)
+# ---------------------------------------------------------------------------------------------
+
+
+def _encode(payload: Any, encoding: str) -> str:
+    raw = payload if isinstance(payload, (bytes, str)) else json.dumps(payload)
+    raw_bytes = raw.encode("utf-8") if isinstance(raw, str) else raw
+    if encoding == "BASE64":
+        return base64.b64encode(raw_bytes).decode("ascii")
+    return raw_bytes.decode("utf-8")
+
+
+def capture(
+    request: Any,
+    response: Any,
+    *,
+    encoding: str = "JSON",
+    response_encoding: str | None = None,
+    event_id: str = "0c5c7a32-6e0f-4a55-8a8e-7c1f5ad0f0a1",
+    component: str | None = None,
+    content_type: str = "application/json",
+) -> bytes:
+    metadata: dict[str, Any] = {"eventId": event_id, "inferenceTime": "2026-11-30T10:15:02Z"}
+    if component is not None:
+        metadata["inferenceComponentName"] = component
+    line = {
+        "captureData": {
+            "endpointInput": {"observedContentType": content_type, "mode": "INPUT",
+                              "data": _encode(request, encoding), "encoding": encoding},
+            "endpointOutput": {"observedContentType": content_type, "mode": "OUTPUT",
+                               "data": _encode(response, response_encoding or encoding),
+                               "encoding": response_encoding or encoding},
+        },
+        "eventMetadata": metadata,
+        "eventVersion": "0",
+    }
+    return json.dumps(line).encode("utf-8")
+
+
+def chat_request(user: str, system: str | None = None) -> dict[str, Any]:
+    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+    return {"model": "qwen3", "messages": messages, "max_tokens": 256, "temperature": 0.2}
+
+
+def chat_response(text: str) -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+def lmi_stream(tokens: list[str]) -> bytes:
+    lines = [json.dumps({"token": {"id": i, "text": t, "log_prob": -0.1}, "generated_text": None}) for i, t in enumerate(tokens)]
+    lines.append(json.dumps({"token": {"id": 99, "text": "", "log_prob": 0.0}, "generated_text": "".join(tokens)}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def openai_sse(tokens: list[str]) -> bytes:
+    events = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    events += [{"choices": [{"index": 0, "delta": {"content": t}}]} for t in tokens]
+    events.append({"choices": [], "usage": {"completion_tokens": len(tokens)}})
+    return ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
+
+
+def records(out: list[tuple[str, bytes]], component: str | None = None) -> list[dict[str, Any]]:
+    return [json.loads(line) for comp, line in out if component is None or comp == component]
+
+
+def run(lines: list[bytes], **kwargs: Any) -> tuple[core.BatchConverter, list[tuple[str, bytes]]]:
+    converter = core.BatchConverter(**kwargs)
+    data = b"\n".join(lines) + b"\n"
+    out = list(converter.convert_lines(core.iter_bounded_lines([data], 1 << 20)))
+    return converter, out
+
+
+def assert_invariant(summary: dict[str, Any]) -> None:
+    for stats in [summary, *summary["components"].values()]:
+        assert stats["records_in"] == stats["converted"] + stats["duplicates"] + sum(stats["skipped"].values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Core: a realistic capture file with exact counts
+# ---------------------------------------------------------------------------------------------
+
+
+def realistic_capture_file() -> list[bytes]:
+    chat_a = capture(chat_request("What is EAGLE?", system="Be brief."), chat_response("A draft head."))
+    chat_b_base64 = capture(chat_request("Name a prime."), chat_response("7"), encoding="BASE64", event_id="e2")
+    return [
+        chat_a,                                                                     # 1 converted
+        chat_b_base64,                                                              # 2 converted
+        capture({"messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"},
+                                                            {"type": "text", "text": "there"}]}]},
+                chat_response("Hello!"), encoding="BASE64"),                         # 3 converted (parts)
+        capture({"inputs": "Translate: bonjour", "parameters": {"max_new_tokens": 20}},
+                [{"generated_text": "hello"}], encoding="BASE64"),                  # 4 converted (TGI list)
+        capture({"inputs": "Say yes", "parameters": {}}, {"generated_text": "yes"}),  # 5 converted (LMI object)
+        capture({"prompt": "1+1=", "max_tokens": 3}, {"choices": [{"text": "2"}]}),  # 6 converted (completions)
+        capture({"inputs": "Count", "parameters": {"stream": True}}, lmi_stream(["1", " 2", " 3"]),
+                encoding="BASE64"),                                                 # 7 converted (LMI jsonlines)
+        capture(chat_request("Stream please"), openai_sse(["Sure", ", ", "done"]),
+                encoding="BASE64"),                                                 # 8 converted (OpenAI SSE)
+        chat_a.replace(b"0c5c7a32", b"11111111"),                                   # duplicate of 1 (other eventId)
+        chat_b_base64,                                                              # duplicate of 2
+        b"\x00\x9f\x92\x96binary\xff junk",                                         # not_utf8
+        b"PK\x03\x04 not json at all",                                              # invalid_json_line
+        b"",                                                                        # blank_line
+        json.dumps({"eventMetadata": {"eventId": "x"}, "eventVersion": "0"}).encode(),  # missing_capture_data
+        capture({"inputs": [1, 2, 3]}, {"generated_text": "x"}),                    # unsupported_request_shape
+        capture(chat_request("Hi"), {"error": "CUDA out of memory", "code": 500}),   # error_response
+        capture(chat_request("Hi again"), chat_response("   ")),                     # empty_response
+        capture(chat_request("Hi"), chat_response("ok"), encoding="BASE64").replace(b'"encoding": "BASE64"}, "endpointOutput"', b'"encoding": "PARQUET"}, "endpointOutput"'),  # unsupported_encoding
+        json.dumps({"captureData": {"endpointInput": {"mode": "INPUT", "data": "@@not base64@@", "encoding": "BASE64"},
+                                    "endpointOutput": {"mode": "OUTPUT", "data": "e30=", "encoding": "BASE64"}}}).encode(),  # undecodable_base64
+        json.dumps({"captureData": {"endpointInput": {"mode": "INPUT", "data": _encode(chat_request("x"), "JSON"),
+                                                      "encoding": "JSON"}}}).encode(),  # missing_response
+        capture("just some text", chat_response("x"), encoding="BASE64"),          # request_not_json
+        capture(chat_request("Hello"), chat_response("Hi!"))[:-40],                 # truncated_line (cut mid-write)
+    ]
+
+
+def test_realistic_capture_file_has_exact_counts_and_chat_records():
+    converter, out = run(realistic_capture_file())
+    summary = converter.summary()
+    assert summary["records_in"] == 22
+    assert summary["converted"] == 8
+    assert summary["duplicates"] == 2
+    assert summary["skipped"] == {
+        "blank_line": 1, "empty_response": 1, "error_response": 1, "invalid_json_line": 1, "missing_capture_data": 1,
+        "missing_response": 1, "not_utf8": 1, "request_not_json": 1, "truncated_line": 1, "undecodable_base64": 1,
+        "unsupported_encoding": 1, "unsupported_request_shape": 1,
+    }
+    assert_invariant(summary)
+    got = records(out)
+    assert all(core.is_chat_record(r) for r in got)
+    assert got[0] == {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is EAGLE?"},
+                                   {"role": "assistant", "content": "A draft head."}]}
+    assert [r["messages"][-1]["content"] for r in got] == ["A draft head.", "7", "Hello!", "hello", "yes", "2", "1 2 3", "Sure, done"]
+    assert got[2]["messages"][0] == {"role": "user", "content": "Hi\nthere"}
+    # lines that are unreadable carry no component; everything readable here is the default "base"
+    assert set(summary["components"]) == {"base", core.UNATTRIBUTED}
+    assert summary["components"][core.UNATTRIBUTED]["skipped"] == {
+        "blank_line": 1, "invalid_json_line": 1, "missing_capture_data": 1, "not_utf8": 1, "truncated_line": 1}
+
+
+def test_output_lines_are_compact_json_lines_exactly_as_json_dumps_writes_them():
+    _, out = run([capture(chat_request("Größe? 日本語 😀"), chat_response("大きい"), encoding="BASE64")])
+    (component, line), = out
+    assert component == "base"
+    assert line.endswith(b"\n") and line.count(b"\n") == 1 and line.isascii()
+    record = json.loads(line)
+    assert line == (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    assert record["messages"] == [{"role": "user", "content": "Größe? 日本語 😀"}, {"role": "assistant", "content": "大きい"}]
+
+
+def test_csv_encoded_plain_text_payloads_are_used_as_prompt_and_answer():
+    line = capture("plain prompt", "plain answer", encoding="CSV", content_type="text/plain")
+    converter, out = run([line])
+    assert records(out) == [{"messages": [{"role": "user", "content": "plain prompt"}, {"role": "assistant", "content": "plain answer"}]}]
+
+
+# ---------------------------------------------------------------------------------------------
+# Core: components (inference components, LoRA adapters) and duplicates
+# ---------------------------------------------------------------------------------------------
+
+
+def test_components_from_event_metadata_are_kept_apart_and_deduplicated_separately():
+    same = (chat_request("Summarize"), chat_response("Short."))
+    lines = [
+        capture(*same),                                   # base
+        capture(*same, component="llama-adapter-sql"),     # same text, other component: not a duplicate
+        capture(*same, component="llama-adapter-sql"),     # duplicate within the adapter
+        capture(chat_request("Other"), chat_response("x"), component="qwen3-base-ic", encoding="BASE64"),
+        capture(*same, component="bad_name!"),             # not a SageMaker name
+    ]
+    converter, out = run(lines)
+    summary = converter.summary()
+    assert {name: (s["converted"], s["duplicates"]) for name, s in summary["components"].items()} == {
+        "base": (1, 0), "llama-adapter-sql": (1, 1), "qwen3-base-ic": (1, 0), core.UNATTRIBUTED: (0, 0)}
+    assert summary["skipped"] == {"invalid_component_name": 1}
+    assert summary["components"][core.UNATTRIBUTED]["skipped"] == {"invalid_component_name": 1}
+    assert [c for c, _ in out] == ["base", "llama-adapter-sql", "qwen3-base-ic"]
+    assert_invariant(summary)
+
+
+def test_component_from_key_path_is_used_when_metadata_has_none():
+    converter = core.BatchConverter()
+    lines = [capture(chat_request("a"), chat_response("b")), capture(chat_request("c"), chat_response("d"), component="meta-wins")]
+    out = list(converter.convert_lines(iter(lines), path_component="adapter-from-path"))
+    assert [c for c, _ in out] == ["adapter-from-path", "meta-wins"]
+    garbage = list(converter.convert_lines(iter([b"{{{"]), path_component="adapter-from-path"))
+    assert garbage == [] and converter.summary()["components"]["adapter-from-path"]["skipped"] == {"invalid_json_line": 1}
+
+
+@pytest.mark.parametrize(
+    ("key", "prefix", "expected"),
+    [
+        ("dc/my-ep/AllTraffic/2026/11/30/10/15-02-123-abc.jsonl", "dc/", None),
+        ("dc/my-ep/AllTraffic/adapter-a/2026/11/30/10/15-02-123-abc.jsonl", "dc/", "adapter-a"),
+        ("dc/my-ep/AllTraffic/adapter-a/2026/11/30/10/15-02-123-abc.jsonl", "dc", "adapter-a"),
+        ("dc/my-ep/AllTraffic/adapter-a/x/11/30/10/f.jsonl", "dc/", None),
+        ("other/my-ep/AllTraffic/adapter-a/2026/11/30/10/f.jsonl", "dc/", None),
+        ("my-ep/AllTraffic/adapter-a/2026/11/30/10/f.jsonl", "", "adapter-a"),
+    ],
+)
+def test_component_from_key(key, prefix, expected):
+    assert core.component_from_key(key, prefix) == expected
+
+
+def test_too_many_components_are_counted_not_lost_silently():
+    lines = [capture(chat_request(str(i)), chat_response("y"), component=f"c{i}") for i in range(4)]
+    converter, out = run(lines, max_components=2)
+    summary = converter.summary()
+    assert summary["converted"] == 2 and summary["skipped"] == {"too_many_components": 2}
+    assert_invariant(summary)
+
+
+def test_dedup_filter_is_bounded_and_reports_saturation():
+    lines = [capture(chat_request(str(i % 3)), chat_response("y")) for i in range(6)]
+    converter, out = run(lines, dedup_max_entries=2)
+    summary = converter.summary()
+    # digests of "0" and "1" are held, "2" is not: its second copy cannot be recognised
+    assert (summary["converted"], summary["duplicates"], summary["dedup_saturated"]) == (4, 2, True)
+    converter, out = run(lines)
+    assert (converter.summary()["converted"], converter.summary()["duplicates"]) == (3, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Core: request and response shapes
+# ---------------------------------------------------------------------------------------------
+
+CHATML = "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello<|im_end|>\n<|im_start|>user\nBye?<|im_end|>\n<|im_start|>assistant\n"
+LLAMA3 = ("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe nice.<|eot_id|>"
+          "<|start_header_id|>user<|end_header_id|>\n\nWhy?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")
+
+
+@pytest.mark.parametrize(
+    ("request_body", "expected"),
+    [
+        ({"messages": [{"role": "developer", "content": "rules"}, {"role": "user", "content": "q"}]},
+         [{"role": "system", "content": "rules"}, {"role": "user", "content": "q"}]),
+        ({"inputs": CHATML, "parameters": {}},
+         [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": "Hi"},
+          {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Bye?"}]),
+        ({"inputs": LLAMA3}, [{"role": "system", "content": "Be nice."}, {"role": "user", "content": "Why?"}]),
+        ({"inputs": "<|im_start|>user\nunclosed"}, [{"role": "user", "content": "<|im_start|>user\nunclosed"}]),
+        ({"prompt": ["only one"]}, [{"role": "user", "content": "only one"}]),
+        ({"text_inputs": "hf pipeline"}, [{"role": "user", "content": "hf pipeline"}]),
+        ({"inputs": {"past_user_inputs": ["a"], "generated_responses": ["b"], "text": "c"}},
+         [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]),
+        ({"inputs": [{"role": "user", "content": "as inputs"}]}, [{"role": "user", "content": "as inputs"}]),
+        ('"a bare JSON string"', [{"role": "user", "content": "a bare JSON string"}]),
+    ],
+)
+def test_request_shapes(request_body, expected):
+    _, out = run([capture(request_body, {"generated_text": "ANSWER"}, encoding="BASE64")])
+    (record,) = records(out)
+    assert record["messages"] == [*expected, {"role": "assistant", "content": "ANSWER"}]
+
+
+@pytest.mark.parametrize(
+    ("request_body", "reason"),
+    [
+        ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, "non_text_content"),
+        ({"messages": [{"role": "user", "content": "q"}, {"role": "tool", "content": "r", "tool_call_id": "1"}]}, "unsupported_message_role"),
+        ({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "tool_calls": [{}]}]}, "unsupported_message_role"),
+        ({"messages": [{"role": "system", "content": "only system"}]}, "unsupported_request_shape"),
+        ({"messages": []}, "unsupported_request_shape"),
+        ({"prompt": [101, 2023, 102]}, "unsupported_request_shape"),
+        ({"inputs": ["batch", "of two"]}, "unsupported_request_shape"),
+        ({"instances": [[1.0, 2.0]]}, "unsupported_request_shape"),
+        ({"inputs": "<|im_start|>tool\nx<|im_end|>"}, "unsupported_message_role"),
+    ],
+)
+def test_unusable_requests_are_skipped_with_reason(request_body, reason):
+    converter, out = run([capture(request_body, {"generated_text": "x"})])
+    assert out == [] and converter.summary()["skipped"] == {reason: 1}
+
+
+@pytest.mark.parametrize(
+    ("response_body", "encoding", "expected"),
+    [
+        (chat_response("chat"), "JSON", "chat"),
+        ({"choices": [{"message": {"role": "assistant", "content": [{"type": "text", "text": "parts"}]}}]}, "JSON", "parts"),
+        ({"choices": [{"text": "completion"}]}, "JSON", "completion"),
+        ([{"generated_text": "tgi list"}], "BASE64", "tgi list"),
+        ({"generated_text": "lmi", "details": {"finish_reason": "eos_token"}}, "JSON", "lmi"),
+        ({"generated_text": ["lmi list"]}, "JSON", "lmi list"),
+        (lmi_stream(["a", "b"]), "BASE64", "ab"),
+        (b'data:{"token":{"id":1,"text":"T","special":false},"generated_text":null}\n\n'
+         b'data:{"token":{"id":2,"text":"</s>","special":true},"generated_text":"TGI sse"}\n\n', "BASE64", "TGI sse"),
+        (b'{"token":{"text":"x"}}\n{"token":{"text":"y"}}\n', "BASE64", "xy"),
+        (openai_sse(["o", "k"]), "BASE64", "ok"),
+        (b'data: {"choices":[{"text":"c1"}]}\n\ndata: {"choices":[{"text":"c2"}]}\n\ndata: [DONE]\n\n', "BASE64", "c1c2"),
+        ('"a JSON string"', "JSON", "a JSON string"),
+    ],
+)
+def test_response_shapes(response_body, encoding, expected):
+    _, out = run([capture(chat_request("q"), response_body, encoding=encoding)])
+    assert records(out)[0]["messages"][-1] == {"role": "assistant", "content": expected}
+
+
+@pytest.mark.parametrize(
+    ("response_body", "reason"),
+    [
+        ({"object": "error", "message": "bad", "code": 400}, "error_response"),
+        ({"error": "boom"}, "error_response"),
+        (b'data: {"error":"overloaded"}\n\n', "error_response"),
+        ({"choices": []}, "empty_response"),
+        ([], "empty_response"),
+        ({"generated_text": ""}, "empty_response"),
+        ({"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]}}]}, "unsupported_message_role"),
+        ({"predictions": [0.3]}, "unsupported_response_shape"),
+        ([{"generated_text": "a"}, {"generated_text": "b"}], "unsupported_response_shape"),
+        (b"not json, not a stream", "unsupported_response_shape"),
+        (b"\xff\xfe\xfd", "not_utf8"),
+    ],
+)
+def test_unusable_responses_are_skipped_with_reason(response_body, reason):
+    converter, out = run([capture(chat_request("q"), response_body, encoding="BASE64")])
+    assert out == [] and converter.summary()["skipped"] == {reason: 1}
+
+
+def test_prompt_echo_is_removed_and_prefill_is_merged():
+    echoed = capture({"inputs": "Q: 2+2?\nA:"}, [{"generated_text": "Q: 2+2?\nA: 4"}])
+    prefill = capture({"messages": [{"role": "user", "content": "List"}, {"role": "assistant", "content": "1."}]},
+                      chat_response(" one"))
+    qwen3_prefill = capture({"inputs": "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"},
+                            {"generated_text": "answer"})
+    _, out = run([echoed, prefill, qwen3_prefill])
+    got = records(out)
+    assert got[0]["messages"][-1]["content"] == " 4"
+    assert got[1]["messages"] == [{"role": "user", "content": "List"}, {"role": "assistant", "content": "1. one"}]
+    assert got[2]["messages"] == [{"role": "user", "content": "q"}, {"role": "assistant", "content": "<think>\n\n</think>\n\nanswer"}]
+
+
+def test_lone_surrogates_are_skipped_not_written_as_invalid_utf8():
+    line = capture(chat_request("x"), b'{"generated_text": "bad \\ud800 text"}')
+    converter, out = run([line])
+    assert out == [] and converter.summary()["skipped"] == {"invalid_unicode": 1}
+
+
+def test_deeply_nested_json_does_not_crash():
+    converter, out = run([b"[" * 100_000, capture(chat_request("ok"), chat_response("fine"))])
+    assert converter.summary()["skipped"] == {"invalid_json_line": 1} and len(out) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Core: streaming helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def test_bounded_lines_match_split_for_every_chunk_boundary():
+    data = b"alpha\nbeta\r\n\n" + b"x" * 50 + b"\nlast-without-newline"
+    expected = data.split(b"\n")
+    for size in range(1, len(data) + 1):
+        chunks = [data[i:i + size] for i in range(0, len(data), size)]
+        got = list(core.iter_bounded_lines(chunks, 1000))
+        assert got == expected, size
+
+
+def test_oversized_lines_are_reported_once_and_never_buffered():
+    data = b"short\n" + b"L" * 5000 + b"\nafter\n" + b"T" * 3000
+    for size in (1, 7, 64, 4096, len(data)):
+        chunks = [data[i:i + size] for i in range(0, len(data), size)]
+        got = list(core.iter_bounded_lines(chunks, 100))
+        assert [g if isinstance(g, bytes) else ("over", g.size) for g in got] == [b"short", ("over", 5000), b"after", ("over", 3000)]
+
+
+def test_oversized_line_is_counted_as_line_too_long():
+    converter = core.BatchConverter()
+    lines = core.iter_bounded_lines([capture(chat_request("a" * 500), chat_response("b")) + b"\n"], 100)
+    assert list(converter.convert_lines(lines)) == [] and converter.summary()["skipped"] == {"line_too_long": 1}
+
+
+def test_gunzip_stream_round_trips_in_small_chunks():
+    payload = b"".join(capture(chat_request(str(i)), chat_response("y")) + b"\n" for i in range(200))
+    packed = gzip.compress(payload)
+    chunks = [packed[i:i + 333] for i in range(0, len(packed), 333)]
+    assert b"".join(core.iter_gunzip(chunks, out_chunk=1000)) == payload
+
+
+def test_json_array_stream_for_every_chunk_boundary():
+    value = [{"Output": json.dumps({"a": "ü" * 3, "n": i})} for i in range(5)] + [[1, 2], "s", 3]
+    data = ("  " + json.dumps(value, ensure_ascii=False, indent=1) + "\n").encode()
+    for size in (1, 2, 3, 5, 17, len(data)):
+        chunks = [data[i:i + size] for i in range(0, len(data), size)]
+        assert list(core.iter_json_array(chunks)) == value, size
+    assert list(core.iter_json_array([b"[]"])) == []
+
+
+@pytest.mark.parametrize("bad", [b'{"a": 1}', b"[1, 2", b"[1] [2]", b'[{"a": ]', b""])
+def test_json_array_stream_rejects_malformed_input(bad):
+    with pytest.raises(ValueError):
+        list(core.iter_json_array([bad]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Core: user dataset formats
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("record", "fmt"),
+    [
+        ({"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]}, "sharegpt"),
+        ({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}, "openai_chat"),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": "q"}]}]}, "openai_chat"),
+        ({"prompt": "q", "completion": "a"}, "openai_completions"),
+        ({"conversations": []}, None),
+        ({"conversations": [{"from": "human"}]}, None),
+        ({"messages": [{"role": "robot", "content": "q"}]}, None),
+        ({"messages": [{"role": "user", "content": 3}]}, None),
+        ({"prompt": "q"}, None),
+        ({"text": "q"}, None),
+        (["not", "an", "object"], None),
+    ],
+)
+def test_detect_dataset_format(record, fmt):
+    detected, problem = core.detect_dataset_format(record)
+    assert detected == fmt
+    assert (problem == "") == (fmt is not None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Handlers (moto S3/SSM)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def aws():
+    with mock_aws():
+        import boto3
+
+        s3 = boto3.client("s3", region_name="us-east-1")
+        for bucket in (CAPTURE, OUT):
+            s3.create_bucket(Bucket=bucket)
+        yield s3, boto3.client("ssm", region_name="us-east-1")
+
+
+@pytest.fixture
+def handler(aws, load_handler, monkeypatch):
+    mod = load_handler("eagle_dataset")
+    monkeypatch.setattr(mod, "_now", lambda: NOW)
+    return mod
+
+
+def put_capture(s3, key: str, lines: list[bytes], *, gz: bool = False) -> None:
+    body = b"\n".join(lines) + b"\n"
+    s3.put_object(Bucket=CAPTURE, Key=key, Body=gzip.compress(body) if gz else body)
+
+
+def read_json(s3, bucket: str, key: str) -> Any:
+    return json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+
+def plan_event(**overrides: Any) -> dict[str, Any]:
+    event = {"capture_bucket": CAPTURE, "capture_prefix": "datacapture/", "output_bucket": OUT,
+             "output_prefix": "eagle/datasets", "run_id": "run-1", "watermark_parameter": PARAM}
+    event.update(overrides)
+    return event
+
+
+def simulate_distributed_map(s3, mod, plan_out, ctx, *, batch_size: int = 2, capture_prefix: str | None = "datacapture/",
+                             transformation: str = "NONE", fail: frozenset[int] = frozenset()) -> dict[str, str]:
+    """Do what the Distributed Map does: read the item manifest, batch, invoke convert, write ResultWriter files."""
+    items = read_json(s3, plan_out["manifest_bucket"], plan_out["manifest_key"])
+    batch_input = {"capture_bucket": CAPTURE, "output_bucket": OUT, "output_prefix": plan_out["output_prefix"],
+                   "run_id": plan_out["run_id"]}
+    if capture_prefix is not None:
+        batch_input["capture_prefix"] = capture_prefix
+    entries, failed = [], []
+    for number, start in enumerate(range(0, len(items), batch_size)):
+        batch = {"Items": items[start:start + batch_size], "BatchInput": batch_input}
+        if number in fail:  # the child execution failed (e.g. timed out): no Output, Error/Cause instead
+            failed.append({"Cause": "Task timed out after 900.00 seconds", "Error": "States.Timeout",
+                           "ExecutionArn": f"arn:aws:states:us-east-1:123456789012:execution:sm/Map:{start}",
+                           "Input": json.dumps(batch), "InputDetails": {"Included": True}, "Name": str(start),
+                           "StartDate": "2026-11-30T12:00:00.000Z", "Status": "FAILED", "StopDate": "2026-11-30T12:15:00.000Z",
+                           "StateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:sm/Map"})
+            continue
+        output = mod.convert(batch, ctx)
+        json.dumps(output)  # must be serialisable as a state output
+        if transformation == "NONE":
+            entries.append({"ExecutionArn": f"arn:aws:states:us-east-1:123456789012:execution:sm/Map:{start}",
+                            "Input": json.dumps(batch), "InputDetails": {"Included": True}, "Name": str(start),
+                            "Output": json.dumps(output), "OutputDetails": {"Included": True},
+                            "StartDate": "2026-11-30T12:00:00.000Z", "StateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:sm/Map",
+                            "Status": "SUCCEEDED", "StopDate": "2026-11-30T12:00:01.000Z"})
+        else:
+            entries.append(output)
+    prefix = f"results/{plan_out['run_id']}/0a1b2c3d"
+    s3.put_object(Bucket=OUT, Key=f"{prefix}/SUCCEEDED_0.json", Body=json.dumps(entries).encode())
+    s3.put_object(Bucket=OUT, Key=f"{prefix}/FAILED_0.json", Body=json.dumps(failed).encode())
+    manifest = {"DestinationBucket": OUT, "MapRunArn": "arn:aws:states:us-east-1:123456789012:mapRun:sm/Map:0a1b2c3d",
+                "ResultFiles": {"FAILED": [{"Key": f"{prefix}/FAILED_0.json", "Size": 1}] if failed else [], "PENDING": [],
+                                "SUCCEEDED": [{"Key": f"{prefix}/SUCCEEDED_0.json", "Size": 1}] if entries else []}}
+    s3.put_object(Bucket=OUT, Key=f"{prefix}/manifest.json", Body=json.dumps(manifest).encode())
+    return {"results_bucket": OUT, "results_manifest_key": f"{prefix}/manifest.json"}
+
+
+EP = "datacapture/qwen3-ep/AllTraffic"
+
+
+def seed_capture(s3) -> None:
+    put_capture(s3, f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl", [
+        capture(chat_request("one"), chat_response("1")),
+        capture(chat_request("two"), chat_response("2"), encoding="BASE64"),
+        b"\x89PNG junk",
+    ])
+    put_capture(s3, f"{EP}/2026/11/30/09/35-10-002-bbb.jsonl", [
+        capture(chat_request("one"), chat_response("1")),  # duplicate of the first object's line: same batch
+        capture(chat_request("three"), chat_response("3"), component="sql-adapter"),
+    ])
+    put_capture(s3, f"{EP}/2026/11/30/10/01-00-003-ccc.jsonl.gz", [
+        capture({"inputs": "four"}, [{"generated_text": "4"}], encoding="BASE64"),
+        capture(chat_request("one"), chat_response("1")),  # duplicate, but in another batch: kept (documented)
+    ], gz=True)
+    put_capture(s3, f"{EP}/2026/11/30/11/55-00-004-ddd.jsonl", [capture(chat_request("too new"), chat_response("x"))])
+
+
+def test_end_to_end_plan_convert_finalize(aws, handler, lambda_context):
+    s3, ssm = aws
+    seed_capture(s3)
+    plan_out = handler.plan(plan_event(), lambda_context)
+    # 11:55 is within the default 15-minute settle window of NOW (12:00)
+    assert plan_out["object_count"] == 3
+    assert plan_out["manifest_key"] == "eagle/datasets/run-1/plan/items.json"
+    assert read_json(s3, OUT, plan_out["manifest_key"]) == [
+        {"key": f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl"}, {"key": f"{EP}/2026/11/30/09/35-10-002-bbb.jsonl"},
+        {"key": f"{EP}/2026/11/30/10/01-00-003-ccc.jsonl.gz"}]
+    assert plan_out["new_watermark"] == f"{EP}/2026/11/30/10/01-00-003-ccc.jsonl.gz"
+    assert plan_out["previous_watermark"] is None and plan_out["watermark_previous_value"] is None
+
+    results = simulate_distributed_map(s3, handler, plan_out, lambda_context, batch_size=2)
+    out = handler.finalize({"plan": plan_out, "results": results}, lambda_context)
+
+    assert out["records"] == 4 and out["empty"] is False and out["reason"] == ""
+    assert out["training_data_s3_uri"] == "s3://output-bucket/eagle/datasets/run-1/data/base/"
+    assert out["s3_data_type"] == "S3Prefix"
+    assert out["component_uris"] == {"base": "s3://output-bucket/eagle/datasets/run-1/data/base/",
+                                     "sql-adapter": "s3://output-bucket/eagle/datasets/run-1/data/sql-adapter/"}
+    assert out["component_records"] == {"_unattributed": 0, "base": 4, "sql-adapter": 1}
+    assert out["watermark_updated"] is True
+
+    base_keys = [o["Key"] for o in s3.list_objects_v2(Bucket=OUT, Prefix="eagle/datasets/run-1/data/base/")["Contents"]]
+    lines = [json.loads(line) for key in base_keys for line in s3.get_object(Bucket=OUT, Key=key)["Body"].read().splitlines()]
+    assert sorted(r["messages"][0]["content"] for r in lines) == ["four", "one", "one", "two"]
+    assert all(core.is_chat_record(r) for r in lines)
+
+    manifest = read_json(s3, OUT, "eagle/datasets/run-1/manifests/base.json")
+    assert manifest[0] == {"prefix": "s3://output-bucket/eagle/datasets/run-1/data/base/"}
+    assert sorted(manifest[1:]) == sorted(k.rsplit("/", 1)[1] for k in base_keys)
+    assert out["manifest_s3_uri"] == "s3://output-bucket/eagle/datasets/run-1/manifests/base.json"
+
+    summary = read_json(s3, OUT, out["summary_key"])
+    assert (summary["records_in"], summary["converted"], summary["duplicates"]) == (7, 5, 1)
+    assert summary["skipped"] == {"not_utf8": 1}
+    assert summary["components"]["sql-adapter"]["converted"] == 1
+    assert summary["objects"] == 3 and summary["batches"] == 2
+
+    stored = json.loads(ssm.get_parameter(Name=PARAM)["Parameter"]["Value"])
+    assert stored == {"v": 1, "after": {f"{EP}/": "2026/11/30/10/01-00-003-ccc.jsonl.gz"}}
+
+    # The next run only sees what is new; the too-new object is picked up once it settles.
+    later = handler.plan(plan_event(run_id="run-2", settle_seconds=0), lambda_context)
+    assert read_json(s3, OUT, later["manifest_key"]) == [{"key": f"{EP}/2026/11/30/11/55-00-004-ddd.jsonl"}]
+    assert later["previous_watermark"] == plan_out["new_watermark"]
+
+
+def test_finalize_reads_compact_results_and_jsonl_result_files(aws, handler, lambda_context):
+    s3, _ = aws
+    seed_capture(s3)
+    plan_out = handler.plan(plan_event(settle_seconds=3600), lambda_context)
+    results = simulate_distributed_map(s3, handler, plan_out, lambda_context, batch_size=1, transformation="COMPACT")
+    out = handler.finalize({"plan": plan_out, "results": results}, lambda_context)
+    # one object per batch: "one" appears in three objects, so no duplicate is removed (per-batch dedup)
+    assert out["records"] == 5
+    # JSONL output type: same entries, one per line
+    manifest = read_json(s3, OUT, results["results_manifest_key"])
+    entries = read_json(s3, OUT, manifest["ResultFiles"]["SUCCEEDED"][0]["Key"])
+    s3.put_object(Bucket=OUT, Key="results/jsonl/SUCCEEDED_0.jsonl", Body="\n".join(json.dumps(e) for e in entries).encode())
+    manifest["ResultFiles"]["SUCCEEDED"] = [{"Key": "results/jsonl/SUCCEEDED_0.jsonl", "Size": 1}]
+    s3.put_object(Bucket=OUT, Key="results/jsonl/manifest.json", Body=json.dumps(manifest).encode())
+    again = handler.finalize({"plan": plan_out, "results": {"Bucket": OUT, "Key": "results/jsonl/manifest.json"}}, lambda_context)
+    assert again["records"] == out["records"] and again["watermark_updated"] is False  # already applied
+
+
+def test_convert_writes_bounded_shards_deterministically(aws, handler, lambda_context, monkeypatch):
+    s3, _ = aws
+    lines = [capture(chat_request(f"question {i} " + "x" * 200), chat_response(f"answer {i}")) for i in range(60)]
+    put_capture(s3, f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl", lines)
+    monkeypatch.setenv("SHARD_MAX_BYTES", "4096")
+    monkeypatch.setenv("READ_CHUNK_BYTES", "1000")
+    event = {"Items": [{"key": f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl"}],
+             "BatchInput": {"capture_bucket": CAPTURE, "output_bucket": OUT, "output_prefix": "p", "run_id": "r1"}}
+    first = handler.convert(event, lambda_context)
+    shards = first["components"]["base"]["shards"]
+    assert first["converted"] == 60 and len(shards) > 3
+    assert all(name.startswith(f"part-{first['batch_id']}-") and name.endswith(".jsonl") for name in shards)
+    bodies = [s3.get_object(Bucket=OUT, Key=f"p/r1/data/base/{name}")["Body"].read() for name in shards]
+    assert all(len(body) < 4096 + 400 for body in bodies)
+    assert [json.loads(line)["messages"][-1]["content"] for body in bodies for line in body.splitlines()] == [
+        f"answer {i}" for i in range(60)]
+    assert sum(len(b) for b in bodies) == first["components"]["base"]["bytes"]
+    again = handler.convert(event, lambda_context)  # a Step Functions retry overwrites the same keys
+    assert again == first
+
+
+def test_convert_buffer_budget_flushes_largest_component(aws, handler, lambda_context, monkeypatch):
+    s3, _ = aws
+    lines = [capture(chat_request(f"q{i} " + "y" * 300), chat_response("a"), component=f"c{i % 3}") for i in range(30)]
+    put_capture(s3, f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl", lines)
+    monkeypatch.setenv("SHARD_MAX_BYTES", "1000000")
+    monkeypatch.setenv("BUFFER_BUDGET_BYTES", "3000")
+    out = handler.convert({"Items": [{"key": f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl"}],
+                           "BatchInput": {"capture_bucket": CAPTURE, "output_bucket": OUT, "run_id": "r1"}}, lambda_context)
+    assert {name: stats["converted"] for name, stats in out["components"].items()} == {"c0": 10, "c1": 10, "c2": 10}
+    assert sum(len(stats["shards"]) for stats in out["components"].values()) > 3
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=OUT, Prefix="r1/data/")["Contents"]]
+    assert all(k.startswith(("r1/data/c0/part-", "r1/data/c1/part-", "r1/data/c2/part-")) for k in keys)
+
+
+def test_convert_counts_missing_objects_and_uses_path_components(aws, handler, lambda_context):
+    s3, _ = aws
+    key = "datacapture/ep/AllTraffic/lora-a/2026/11/30/09/05-00-001-aaa.jsonl"
+    put_capture(s3, key, [capture(chat_request("q"), chat_response("a"))])
+    out = handler.convert({"Items": [{"key": key}, {"key": "datacapture/ep/AllTraffic/2026/11/30/09/gone.jsonl"}],
+                           "BatchInput": {"capture_bucket": CAPTURE, "capture_prefix": "datacapture/", "output_bucket": OUT,
+                                          "output_prefix": "", "run_id": "r1"}}, lambda_context)
+    assert (out["objects"], out["objects_missing"]) == (1, 1)
+    assert list(out["components"]) == ["lora-a"] and out["components"]["lora-a"]["converted"] == 1
+
+
+def test_convert_access_denied_is_a_named_error(handler, lambda_context):
+    stub = Stubber(handler._s3())
+    stub.add_client_error("get_object", service_error_code="AccessDenied", http_status_code=403,
+                          expected_params={"Bucket": CAPTURE, "Key": "k.jsonl"})
+    with stub, pytest.raises(handler.CaptureAccessDeniedError, match="s3://capture-bucket/k.jsonl"):
+        handler.convert({"Items": [{"key": "k.jsonl"}],
+                         "BatchInput": {"capture_bucket": CAPTURE, "output_bucket": OUT, "run_id": "r1"}}, lambda_context)
+
+
+def test_plan_watermark_is_per_capture_folder(aws, handler, lambda_context):
+    s3, ssm = aws
+    # Two endpoints (and two variants) under one prefix: global key order is not time order.
+    a = "datacapture/ep-a/AllTraffic"
+    b = "datacapture/ep-b/Blue"
+    for key in (f"{a}/2026/11/30/08/00-00-000-a1.jsonl", f"{b}/2026/11/30/07/00-00-000-b1.jsonl"):
+        put_capture(s3, key, [capture(chat_request("q"), chat_response("a"))])
+    s3.put_object(Bucket=CAPTURE, Key=f"{a}/README.txt", Body=b"not a capture file")
+    first = handler.plan(plan_event(), lambda_context)
+    assert first["object_count"] == 2
+    ssm.put_parameter(Name=PARAM, Value=first["watermark_value"], Type="String")
+    # New data arrives in ep-b at a key that sorts before ep-a's last key: it must not be missed.
+    put_capture(s3, f"{b}/2026/11/30/09/00-00-000-b2.jsonl", [capture(chat_request("q"), chat_response("a"))])
+    put_capture(s3, f"{a}/2026/11/30/09/00-00-000-a2.jsonl", [capture(chat_request("q"), chat_response("a"))])
+    second = handler.plan(plan_event(run_id="run-2"), lambda_context)
+    assert [i["key"] for i in read_json(s3, OUT, second["manifest_key"])] == [
+        f"{a}/2026/11/30/09/00-00-000-a2.jsonl", f"{b}/2026/11/30/09/00-00-000-b2.jsonl"]
+    assert second["new_watermark"] == f"{b}/2026/11/30/09/00-00-000-b2.jsonl"
+    assert json.loads(second["watermark_value"])["after"] == {
+        f"{a}/": "2026/11/30/09/00-00-000-a2.jsonl", f"{b}/": "2026/11/30/09/00-00-000-b2.jsonl"}
+
+
+def test_plan_accepts_a_plain_key_watermark_and_caps_objects(aws, handler, lambda_context):
+    s3, ssm = aws
+    keys = [f"{EP}/2026/11/30/0{h}/00-00-000-x{h}.jsonl" for h in range(1, 6)]
+    for key in keys:
+        put_capture(s3, key, [capture(chat_request("q"), chat_response("a"))])
+    ssm.put_parameter(Name=PARAM, Value=keys[1], Type="String")
+    out = handler.plan(plan_event(max_objects=2), lambda_context)
+    assert [i["key"] for i in read_json(s3, OUT, out["manifest_key"])] == keys[2:4]
+    assert out["truncated"] is True and out["new_watermark"] == keys[3] and out["previous_watermark"] == keys[1]
+    assert out["watermark_previous_value"] == keys[1]
+
+
+def test_plan_with_nothing_new_keeps_the_watermark(aws, handler, lambda_context):
+    s3, ssm = aws
+    out = handler.plan(plan_event(), lambda_context)
+    assert out["object_count"] == 0 and out["new_watermark"] is None and out["watermark_value"] is None
+    assert read_json(s3, OUT, out["manifest_key"]) == []
+    final = handler.finalize({"plan": out, "results": None}, lambda_context)
+    assert final["empty"] is True and final["records"] == 0 and "No training records for component 'base'" in final["reason"]
+    assert final["watermark_updated"] is False
+    with pytest.raises(ssm.exceptions.ParameterNotFound):
+        ssm.get_parameter(Name=PARAM)
+
+
+def test_plan_refuses_a_watermark_that_does_not_fit_in_ssm(aws, handler, lambda_context):
+    s3, _ = aws
+    for index in range(40):
+        name = f"endpoint-{index:02d}-" + "x" * 50
+        put_capture(s3, f"datacapture/{name}/AllTraffic/2026/11/30/08/00-00-000-a.jsonl", [b"{}"])
+    with pytest.raises(handler.WatermarkTooLargeError, match="40 capture folders .* Narrow capture_prefix to one endpoint"):
+        handler.plan(plan_event(), lambda_context)
+
+
+def test_plan_rejects_a_prefix_inside_the_date_folders(handler, lambda_context):
+    with pytest.raises(handler.InvalidEventError, match="capture_prefix"):
+        handler.plan(plan_event(capture_prefix="datacapture/ep/AllTraffic/2026/11/"), lambda_context)
+
+
+def test_finalize_publishes_tolerated_partial_runs_but_keeps_the_watermark(aws, handler, lambda_context):
+    s3, ssm = aws
+    seed_capture(s3)
+    plan_out = handler.plan(plan_event(), lambda_context)
+    results = simulate_distributed_map(s3, handler, plan_out, lambda_context, batch_size=2, fail=frozenset({1}))
+    out = handler.finalize({"plan": plan_out, "results": results}, lambda_context)
+    # batch 0 (objects 1 and 2) made it; batch 1 (object 3) timed out and is converted again next run
+    assert (out["complete"], out["failed_batches"], out["records"], out["watermark_updated"]) == (False, 1, 2, False)
+    summary = read_json(s3, OUT, out["summary_key"])
+    assert (summary["complete"], summary["failed_objects"], summary["objects"]) == (False, 1, 2)
+    with pytest.raises(ssm.exceptions.ParameterNotFound):
+        ssm.get_parameter(Name=PARAM)
+
+
+@pytest.mark.parametrize("status", ["FAILED", "PENDING"])
+def test_finalize_refuses_failed_batches_it_cannot_account_for(aws, handler, lambda_context, status):
+    s3, ssm = aws
+    seed_capture(s3)
+    plan_out = handler.plan(plan_event(), lambda_context)
+    results = simulate_distributed_map(s3, handler, plan_out, lambda_context)
+    manifest = read_json(s3, OUT, results["results_manifest_key"])
+    s3.put_object(Bucket=OUT, Key=f"results/x/{status}_0.json", Body=json.dumps([{"Status": status, "Name": "9"}]).encode())
+    manifest["ResultFiles"][status] = [{"Key": f"results/x/{status}_0.json", "Size": 10}]
+    s3.put_object(Bucket=OUT, Key=results["results_manifest_key"], Body=json.dumps(manifest).encode())
+    with pytest.raises(handler.MapRunIncompleteError, match="a failed batch has no readable Input"):
+        handler.finalize({"plan": plan_out, "results": results}, lambda_context)
+    with pytest.raises(ssm.exceptions.ParameterNotFound):
+        ssm.get_parameter(Name=PARAM)
+
+
+def test_finalize_refuses_results_that_miss_batches(aws, handler, lambda_context):
+    s3, _ = aws
+    seed_capture(s3)
+    plan_out = handler.plan(plan_event(), lambda_context)
+    results = simulate_distributed_map(s3, handler, plan_out, lambda_context, batch_size=1)
+    manifest = read_json(s3, OUT, results["results_manifest_key"])
+    key = manifest["ResultFiles"]["SUCCEEDED"][0]["Key"]
+    s3.put_object(Bucket=OUT, Key=key, Body=json.dumps(read_json(s3, OUT, key)[:2]).encode())
+    with pytest.raises(handler.MapRunIncompleteError, match="listed 3 capture objects but the batch results account for 2"):
+        handler.finalize({"plan": plan_out, "results": results}, lambda_context)
+
+
+def test_finalize_detects_a_concurrent_watermark_change(aws, handler, lambda_context):
+    s3, ssm = aws
+    seed_capture(s3)
+    plan_out = handler.plan(plan_event(), lambda_context)
+    results = simulate_distributed_map(s3, handler, plan_out, lambda_context)
+    ssm.put_parameter(Name=PARAM, Value="something-else", Type="String")
+    with pytest.raises(handler.WatermarkConflictError, match=PARAM):
+        handler.finalize({"plan": plan_out, "results": results}, lambda_context)
+    assert ssm.get_parameter(Name=PARAM)["Parameter"]["Value"] == "something-else"
+
+
+def test_finalize_rejects_foreign_result_files(aws, handler, lambda_context):
+    s3, _ = aws
+    s3.put_object(Bucket=OUT, Key="r/manifest.json", Body=b'{"DestinationBucket": "output-bucket", "ResultFiles": '
+                  b'{"FAILED": [], "PENDING": [], "SUCCEEDED": [{"Key": "r/SUCCEEDED_0.json", "Size": 1}]}}')
+    s3.put_object(Bucket=OUT, Key="r/SUCCEEDED_0.json", Body=b'[{"Output": "{\\"hello\\": 1}"}]')
+    plan_out = {"output_bucket": OUT, "output_prefix": "", "run_id": "r", "watermark_parameter": PARAM, "object_count": 0}
+    with pytest.raises(handler.ResultsFormatError, match="not a convert result"):
+        handler.finalize({"plan": plan_out, "results": {"results_bucket": OUT, "results_manifest_key": "r/manifest.json"}}, lambda_context)
+    s3.put_object(Bucket=OUT, Key="r/manifest.json", Body=b'{"something": "else"}')
+    with pytest.raises(handler.ResultsFormatError, match="no ResultFiles"):
+        handler.finalize({"plan": plan_out, "results": {"results_bucket": OUT, "results_manifest_key": "r/manifest.json"}}, lambda_context)
+
+
+def test_finalize_for_another_target_component(aws, handler, lambda_context, monkeypatch):
+    s3, _ = aws
+    seed_capture(s3)
+    plan_out = handler.plan(plan_event(), lambda_context)
+    results = simulate_distributed_map(s3, handler, plan_out, lambda_context)
+    monkeypatch.setenv("TARGET_COMPONENT", "sql-adapter")
+    out = handler.finalize({"plan": plan_out, "results": results}, lambda_context)
+    assert (out["component"], out["records"]) == ("sql-adapter", 1)
+    assert out["training_data_s3_uri"] == "s3://output-bucket/eagle/datasets/run-1/data/sql-adapter/"
+    missing = handler.finalize({"plan": plan_out, "results": results, "target_component": "no-such-ic"}, lambda_context)
+    assert missing["empty"] is True and "set target_component to one of ['base', 'sql-adapter']" in missing["reason"]
+
+
+def test_finalize_uses_base_records_when_captures_name_no_component(aws, handler, lambda_context):
+    s3, _ = aws
+    put_capture(s3, f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl", [capture(chat_request("q"), chat_response("a"))])
+    plan_out = handler.plan(plan_event(), lambda_context)
+    results = simulate_distributed_map(s3, handler, plan_out, lambda_context)
+    out = handler.finalize({"plan": plan_out, "results": results, "target_component": "qwen3-32b-ic"}, lambda_context)
+    assert (out["component"], out["requested_component"], out["records"]) == ("base", "qwen3-32b-ic", 1)
+    assert out["training_data_s3_uri"].endswith("/data/base/")
+
+
+@pytest.mark.parametrize(
+    ("entry", "event", "match"),
+    [
+        ("plan", {**plan_event(), "capture_bucket": "Bad_Bucket"}, "capture_bucket"),
+        ("plan", {k: v for k, v in plan_event().items() if k != "run_id"}, "run_id: Field required"),
+        ("plan", plan_event(run_id="../escape"), "run_id"),
+        ("convert", {"Items": [], "BatchInput": {"capture_bucket": CAPTURE, "output_bucket": OUT, "run_id": "r"}}, "Items"),
+        ("convert", {"Items": [{"key": "k"}]}, "BatchInput: Field required"),
+        ("finalize", {"results": None}, "plan: Field required"),
+        ("validate_user_dataset", {"s3_uri": "https://example.com/x"}, "s3_uri"),
+    ],
+)
+def test_invalid_events_name_the_field(handler, lambda_context, entry, event, match):
+    with pytest.raises(handler.InvalidEventError, match=match):
+        getattr(handler, entry)(event, lambda_context)
+
+
+def test_bad_environment_setting_is_explained(handler, lambda_context, monkeypatch):
+    monkeypatch.setenv("SHARD_MAX_BYTES", "lots")
+    with pytest.raises(handler.InvalidEventError, match="SHARD_MAX_BYTES='lots' is not an integer"):
+        handler.convert({"Items": [{"key": "k"}], "BatchInput": {"capture_bucket": CAPTURE, "output_bucket": OUT, "run_id": "r"}}, lambda_context)
+
+
+def test_handlers_emit_metrics_and_never_log_payloads(aws, handler, lambda_context, capsys):
+    s3, _ = aws
+    secret = "SECRET-PROMPT-7f3a"
+    put_capture(s3, f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl", [capture(chat_request(secret), chat_response(secret + "-answer"))])
+    handler.convert({"Items": [{"key": f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl"}],
+                     "BatchInput": {"capture_bucket": CAPTURE, "output_bucket": OUT, "run_id": "r1"}}, lambda_context)
+    out = capsys.readouterr().out
+    assert secret not in out
+    emf = [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"_aws"' in line]
+    assert len(emf) == 1
+    assert (emf[0]["CaptureObjectsRead"], emf[0]["RecordsConverted"], emf[0]["RecordsSkipped"]) == ([1.0], [1.0], [0.0])
+    assert emf[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "SageMakerLlmTest"
+
+
+# ---------------------------------------------------------------------------------------------
+# validate_user_dataset
+# ---------------------------------------------------------------------------------------------
+
+
+def put_dataset(s3, key: str, rows: list[Any]) -> None:
+    s3.put_object(Bucket=OUT, Key=key, Body=("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n").encode())
+
+
+SHAREGPT = {"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]}
+CHAT = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}
+COMPLETION = {"prompt": "q", "completion": "a"}
+
+
+@pytest.mark.parametrize(("row", "fmt"), [(SHAREGPT, "sharegpt"), (CHAT, "openai_chat"), (COMPLETION, "openai_completions")])
+def test_validate_detects_each_format(aws, handler, lambda_context, row, fmt):
+    s3, _ = aws
+    put_dataset(s3, "user/data/a.jsonl", [row] * 5)
+    put_dataset(s3, "user/data/b.jsonl", [row] * 3)
+    s3.put_object(Bucket=OUT, Key="user/data/empty/", Body=b"")
+    out = handler.validate_user_dataset({"s3_uri": "s3://output-bucket/user/data/"}, lambda_context)
+    assert out == {"format": fmt, "s3_uri": "s3://output-bucket/user/data/", "lines_checked": 8,
+                   "objects_checked": ["s3://output-bucket/user/data/a.jsonl", "s3://output-bucket/user/data/b.jsonl"]}
+
+
+def test_validate_reports_the_first_bad_line(aws, handler, lambda_context):
+    s3, _ = aws
+    put_dataset(s3, "user/bad.jsonl", [CHAT, CHAT, "", {"messages": [{"role": "user", "content": 5}]}, "not json"])
+    with pytest.raises(handler.DatasetFormatError, match=r"Line 4 of s3://output-bucket/user/bad.jsonl.*content") as error:
+        handler.validate_user_dataset({"s3_uri": "s3://output-bucket/user/bad.jsonl"}, lambda_context)
+    assert error.value.line == 4 and "sharegpt" in str(error.value) and "openai_completions" in str(error.value)
+
+
+def test_validate_rejects_mixed_formats_and_junk(aws, handler, lambda_context):
+    s3, _ = aws
+    put_dataset(s3, "mixed/a.jsonl", [SHAREGPT, COMPLETION])
+    with pytest.raises(handler.DatasetFormatError, match="Line 2 .* is openai_completions but earlier records are sharegpt"):
+        handler.validate_user_dataset({"s3_uri": "s3://output-bucket/mixed/"}, lambda_context)
+    s3.put_object(Bucket=OUT, Key="junk/a.jsonl", Body=b"\xff\xfe\x00binary")
+    with pytest.raises(handler.DatasetFormatError, match="Line 1 .* is not UTF-8"):
+        handler.validate_user_dataset({"s3_uri": "s3://output-bucket/junk/"}, lambda_context)
+    with pytest.raises(handler.DatasetFormatError, match="No non-empty objects under s3://output-bucket/nothing/"):
+        handler.validate_user_dataset({"s3_uri": "s3://output-bucket/nothing/"}, lambda_context)
+
+
+def test_validate_samples_only_the_configured_number_of_lines(aws, handler, lambda_context, monkeypatch):
+    s3, _ = aws
+    put_dataset(s3, "sample/a.jsonl", [CHAT] * 10 + ["broken"])
+    monkeypatch.setenv("VALIDATE_SAMPLE_LINES", "10")
+    assert handler.validate_user_dataset({"s3_uri": "s3://output-bucket/sample/"}, lambda_context)["lines_checked"] == 10
+    monkeypatch.setenv("VALIDATE_SAMPLE_LINES", "11")
+    with pytest.raises(handler.DatasetFormatError, match="Line 11"):
+        handler.validate_user_dataset({"s3_uri": "s3://output-bucket/sample/"}, lambda_context)
+
+
+def test_validate_manifest_file(aws, handler, lambda_context):
+    s3, _ = aws
+    put_dataset(s3, "m/data/x.jsonl", [COMPLETION])
+    s3.put_object(Bucket=OUT, Key="m/train.manifest", Body=json.dumps([{"prefix": "s3://output-bucket/m/data/"}, "x.jsonl"]).encode())
+    out = handler.validate_user_dataset({"s3_uri": "s3://output-bucket/m/train.manifest", "s3_data_type": "ManifestFile"}, lambda_context)
+    assert out["format"] == "openai_completions" and out["objects_checked"] == ["s3://output-bucket/m/data/x.jsonl"]
+    s3.put_object(Bucket=OUT, Key="m/bad.manifest", Body=b'{"not": "a list"}')
+    with pytest.raises(handler.DatasetFormatError, match="not a SageMaker manifest file"):
+        handler.validate_user_dataset({"s3_uri": "s3://output-bucket/m/bad.manifest", "s3_data_type": "ManifestFile"}, lambda_context)

@@ -1,0 +1,171 @@
+"""Property tests for the EAGLE dataset core: capture data is untrusted input.
+
+For any input the converter never raises, every line it writes is a valid chat-completions
+record, and ``records_in == converted + skipped + duplicates`` holds per component and in total.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from conftest import load_handler_module
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+core = load_handler_module("eagle_dataset", "eagle_dataset_core")
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
+texts = st.text(max_size=40)  # includes lone surrogates, control characters, template markers
+roles = st.sampled_from(["system", "developer", "user", "assistant", "tool", "robot", None])
+content = texts | st.lists(
+    st.fixed_dictionaries({"type": st.sampled_from(["text", "image_url", "input_text"]), "text": texts}), max_size=3
+) | st.none() | st.integers()
+message = st.fixed_dictionaries({"role": roles, "content": content})
+requests = st.one_of(
+    st.fixed_dictionaries({"messages": st.lists(message, max_size=4)}),
+    st.fixed_dictionaries({"prompt": texts | st.lists(texts, max_size=2) | st.lists(st.integers(), max_size=3)}),
+    st.fixed_dictionaries({"inputs": texts | st.sampled_from([
+        "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n",
+        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nq<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+        "<|im_start|>assistant\nonly<|im_end|>",
+    ]), "parameters": json_values}),
+    st.fixed_dictionaries({"inputs": st.fixed_dictionaries({"text": texts, "past_user_inputs": st.lists(texts, max_size=2),
+                                                           "generated_responses": st.lists(texts, max_size=2)})}),
+    texts,
+    json_values,
+)
+responses = st.one_of(
+    st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries({"message": message}), max_size=2)}),
+    st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries({"text": texts | st.integers()}), max_size=2)}),
+    st.lists(st.fixed_dictionaries({"generated_text": texts | st.none()}), max_size=2),
+    st.fixed_dictionaries({"generated_text": texts | st.none() | st.lists(texts, max_size=2)}),
+    st.fixed_dictionaries({"error": texts}),
+    texts,
+    json_values,
+)
+
+
+def encode(payload: Any, encoding: str, raw: bool) -> Any:
+    if raw:  # an arbitrary text body (streams, plain text, junk)
+        text = payload if isinstance(payload, str) else json.dumps(payload)
+    else:
+        text = json.dumps(payload)
+    if encoding == "BASE64":
+        return base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")
+    return text
+
+
+@st.composite
+def capture_lines(draw) -> bytes:
+    encoding = draw(st.sampled_from(["JSON", "BASE64", "CSV", "PARQUET", None]))
+    part_in = {"mode": "INPUT", "data": encode(draw(requests), encoding, draw(st.booleans())), "encoding": encoding}
+    part_out = {"mode": "OUTPUT", "data": encode(draw(responses), encoding, draw(st.booleans())), "encoding": encoding}
+    capture: dict[str, Any] = {"captureData": {}}
+    if draw(st.integers(0, 9)):  # mostly present, sometimes missing or replaced by junk
+        capture["captureData"]["endpointInput"] = part_in if draw(st.integers(0, 9)) else draw(json_values)
+    if draw(st.integers(0, 9)):
+        capture["captureData"]["endpointOutput"] = part_out if draw(st.integers(0, 9)) else draw(json_values)
+    metadata: dict[str, Any] = {"eventId": "e"}
+    component = draw(st.sampled_from([None, None, "base", "adapter-1", "ic-2", "", "bad name", 7]))
+    if component is not None:
+        metadata["inferenceComponentName"] = component
+    capture["eventMetadata"] = metadata
+    line = json.dumps(capture).encode("utf-8", "surrogatepass")
+    cut = draw(st.integers(0, 20))
+    return line[:-cut] if cut and cut < len(line) and draw(st.booleans()) else line
+
+
+def check(converter: Any, out: list[tuple[str, bytes]], fed: int) -> None:
+    summary = converter.summary()
+    assert summary["records_in"] == fed
+    for stats in [summary, *summary["components"].values()]:
+        assert stats["records_in"] == stats["converted"] + stats["duplicates"] + sum(stats["skipped"].values())
+        assert set(stats["skipped"]) <= set(core.SKIP_REASONS)
+    assert len(out) == summary["converted"]
+    for component, line in out:
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        record = json.loads(line.decode("utf-8"))  # strict UTF-8: no surrogates written
+        assert core.is_chat_record(record), record
+        assert summary["components"][component]["converted"] > 0
+    assert len({(c, line) for c, line in out}) == len(out)  # no duplicate written per component
+
+
+@SETTINGS
+@given(st.lists(st.binary(max_size=300), max_size=30))
+def test_arbitrary_byte_lines_never_raise(lines):
+    converter = core.BatchConverter()
+    out = list(converter.convert_lines(iter(lines)))
+    check(converter, out, len(lines))
+
+
+@SETTINGS
+@given(st.lists(capture_lines(), max_size=20), st.integers(1, 4), st.integers(1, 50))
+def test_capture_like_lines_keep_the_invariant_and_write_only_chat_records(lines, max_components, dedup):
+    converter = core.BatchConverter(max_components=max_components, dedup_max_entries=dedup)
+    out = list(converter.convert_lines(iter(lines + lines)))  # every line twice: second copies are duplicates
+    check(converter, out, 2 * len(lines))
+    if not converter.dedup_saturated:
+        assert converter.summary()["converted"] <= len(lines)
+
+
+@SETTINGS
+@given(st.lists(capture_lines(), max_size=10), st.data())
+def test_chunking_does_not_change_the_result(lines, data):
+    blob = b"\n".join(lines) + b"\n"
+    sizes = data.draw(st.lists(st.integers(1, 64), min_size=1, max_size=20))
+    chunks, position, index = [], 0, 0
+    while position < len(blob):
+        size = sizes[index % len(sizes)]
+        chunks.append(blob[position:position + size])
+        position, index = position + size, index + 1
+    whole, pieces = core.BatchConverter(), core.BatchConverter()
+    expected = list(whole.convert_lines(core.iter_bounded_lines([blob], 1 << 20)))
+    assert list(pieces.convert_lines(core.iter_bounded_lines(chunks, 1 << 20))) == expected
+    assert pieces.summary() == whole.summary()
+
+
+@SETTINGS
+@given(st.binary(max_size=400), st.lists(st.integers(1, 50), min_size=1, max_size=10), st.integers(1, 40))
+def test_bounded_lines_equal_split_and_never_exceed_the_limit(blob, sizes, limit):
+    chunks, position, index = [], 0, 0
+    while position < len(blob):
+        size = sizes[index % len(sizes)]
+        chunks.append(blob[position:position + size])
+        position, index = position + size, index + 1
+    got = list(core.iter_bounded_lines(chunks, limit))
+    expected = blob.split(b"\n")
+    if expected and expected[-1] == b"":
+        expected.pop()  # a trailing newline ends the last line, it does not start an empty one
+    assert len(got) == len(expected)
+    for item, line in zip(got, expected):
+        if len(line) > limit:
+            assert isinstance(item, core.OversizedLine) and item.size == len(line)
+        else:
+            assert item == line
+
+
+@SETTINGS
+@given(st.lists(json_values, max_size=8), st.integers(1, 30), st.booleans())
+def test_json_array_stream_round_trips(values, size, ascii_only):
+    data = json.dumps(values, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        data = json.dumps(values).encode()
+    chunks = [data[i:i + size] for i in range(0, len(data), size)]
+    assert list(core.iter_json_array(chunks)) == json.loads(data)
+
+
+@SETTINGS
+@given(json_values)
+def test_dataset_format_detection_never_raises(value):
+    fmt, problem = core.detect_dataset_format(value)
+    assert (fmt is None) == bool(problem)
+    assert fmt in (None, *core.DATASET_FORMATS)
