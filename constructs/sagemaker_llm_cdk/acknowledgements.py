@@ -40,7 +40,7 @@ def _render(value: Any) -> str:
         if kind == "Fn::GetAtt":
             return f"<{arg[0]}.{arg[1]}>"
         if kind == "Fn::Join":
-            return arg[0].join(_render(part) for part in arg[1])
+            return str(arg[0]).join(_render(part) for part in arg[1])
     raise ValueError(f"cannot render {value!r} as a cdk-nag finding")
 
 
@@ -228,3 +228,213 @@ def speculative_decoding(wiring: Any, draft_bucket: Any, draft_prefix: str) -> N
     _iam5(wiring.function.role, wiring.model_arn_pattern,
           "Serving models are named <model>-eagle-<hash of their properties> when the stack deploys; create, describe "
           "and delete only models with this component's prefix.")
+
+
+# ------------------------------------------------------------------------------- checkov
+# checkov reads skips from each resource's CloudFormation metadata
+# (``Metadata: {checkov: {skip: [{id, comment}]}}``); ``tools/run_checkov.py`` fails on any
+# finding that is not skipped, and on a skip without a comment.
+
+import jsii  # noqa: E402
+from aws_cdk import Aspects, CfnResource, IAspect  # noqa: E402
+
+_LIBRARY = __name__.rpartition(".")[0]
+
+_LOG_DELIVERY_ACTIONS = frozenset({
+    "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
+    "logs:CreateLogStream", "logs:PutLogEvents",
+})
+"""What CDK's Step Functions state machine grants on '*' for vended log delivery."""
+
+CHECKOV_REASONS = {
+    "CKV_AWS_115": (
+        "No reserved concurrency by default: reserving takes concurrency from the account's regional pool (new "
+        "accounts may have as little as 10, and 100 must stay unreserved), so it can fail the deployment. These "
+        "functions run on CloudFormation events, a daily schedule or IAM-signed front-door requests; "
+        "functions.python_function(reserved_concurrency=...) sets a limit where one is wanted."),
+    "CKV_AWS_116": (
+        "A dead-letter queue only keeps failed asynchronous events. These functions are invoked synchronously "
+        "(the custom resource framework, the front door's function URL) or their failures already surface: a "
+        "failed custom resource fails the deployment, and the capacity plan's daily check has an alarm on its "
+        "errors (EventBridge retries it twice)."),
+    "CKV_AWS_117": (
+        "The functions call only AWS APIs (SageMaker, SageMaker Runtime, CloudWatch, DynamoDB) over TLS with IAM "
+        "and hold no network-reachable data; running them in a VPC would need NAT or interface endpoints that the "
+        "deployment does not otherwise have."),
+    "CKV_AWS_173": (
+        "The environment holds only names and settings (Powertools service name, metric namespace, plan, table and "
+        "endpoint names), no secrets; Lambda encrypts it at rest with an AWS-owned key."),
+    "CKV_AWS_158": (
+        "CloudWatch Logs encrypts every log group at rest. The handlers log metadata only (log_event=False; names, "
+        "counts, status codes, never prompts or completions), so a customer-managed key would add a key policy for "
+        "the logs service principal and a key to pay for without protecting anything sensitive."),
+    "CKV_AWS_18": (
+        "This is the access-log bucket of a SecureBucket: it receives the server access logs of the bucket next to "
+        "it. Logging it in turn would need another bucket, and logging it to itself loops."),
+    "CKV_AWS_370": (
+        "EnableNetworkIsolation is create-only: switching it replaces the model and redeploys its copies. It stays "
+        "off so that turning EAGLE on later (the LMI container then reads the draft head from S3 itself) does not "
+        "replace the model. The container's reach is bounded by its execution role (its own S3 prefixes, its "
+        "image, its KMS key) and by the endpoint's VPC when one is configured."),
+    "CKV_AWS_111": (
+        "Step Functions delivers the waiter state machine's logs through CloudWatch Logs log-delivery actions "
+        "(CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...) that have no resource-level permissions; "
+        "CDK's Provider framework grants that set on '*' for the waiter's log group (also acknowledged for cdk-nag "
+        "in deployment_check)."),
+}
+"""Why each checkov check that the library's resources fail is acknowledged (see ``checkov_defaults``)."""
+
+
+def checkov_skip(construct_or_cfn_resource: IConstruct, check_id: str, comment: str) -> None:
+    """Skip checkov's ``check_id`` on one resource, with ``comment`` as the reason.
+
+    ``construct_or_cfn_resource`` is a ``CfnResource`` or an L2 construct whose
+    ``node.default_child`` is one. Skips merge into the resource's ``checkov`` metadata; a
+    check already skipped there keeps its first comment.
+    """
+    resource = construct_or_cfn_resource
+    if not CfnResource.is_cfn_resource(resource):
+        resource = construct_or_cfn_resource.node.default_child  # type: ignore[assignment]
+        if resource is None or not CfnResource.is_cfn_resource(resource):
+            raise TypeError(f"{construct_or_cfn_resource.node.path}: not a CfnResource and has no CfnResource "
+                            "default child; pass the CfnResource to skip checkov checks on")
+    if not check_id.strip() or not comment.strip():
+        raise ValueError(f"{resource.node.path}: a checkov skip needs a check id and a comment (got {check_id!r}, "
+                         f"{comment!r})")
+    cfn: CfnResource = resource  # type: ignore[assignment]
+    metadata = dict(cfn.get_metadata("checkov") or {})
+    skips = [dict(s) for s in metadata.get("skip", [])]
+    if any(s.get("id") == check_id for s in skips):
+        return
+    skips.append({"id": check_id, "comment": comment})
+    metadata["skip"] = skips
+    cfn.add_metadata("checkov", metadata)
+
+
+def _made_by_library(node: IConstruct) -> bool:
+    scope = node.node.scope
+    while scope is not None:
+        if type(scope).__module__.startswith(_LIBRARY + "."):
+            return True
+        scope = scope.node.scope
+    return False
+
+
+def _checkov_findings(resource: Any) -> list[str]:
+    """The checks in ``CHECKOV_REASONS`` that ``resource`` (made by the library) fails as it is configured."""
+    kind = resource.cfn_resource_type
+    if kind == "AWS::Lambda::Function":
+        found = []
+        if resource.reserved_concurrent_executions is None:
+            found.append("CKV_AWS_115")
+        if resource.dead_letter_config is None:
+            found.append("CKV_AWS_116")
+        if resource.vpc_config is None:
+            found.append("CKV_AWS_117")
+        if resource.kms_key_arn is None:  # the L2 sets Environment lazily; a function without one passes anyway
+            found.append("CKV_AWS_173")
+        return found
+    if kind == "AWS::Logs::LogGroup":
+        return ["CKV_AWS_158"] if resource.kms_key_id is None else []
+    if kind == "AWS::S3::Bucket":
+        from .storage import SecureBucket
+
+        bucket = resource.node.scope
+        owner = bucket.node.scope if bucket is not None else None
+        if (isinstance(owner, SecureBucket) and owner.access_logs is bucket
+                and resource.logging_configuration is None):
+            return ["CKV_AWS_18"]
+        return []
+    if kind == "AWS::SageMaker::Model":
+        return [] if resource.enable_network_isolation else ["CKV_AWS_370"]
+    if kind == "AWS::IAM::Policy":
+        document = Stack.of(resource).resolve(resource.policy_document) or {}
+        wildcard_actions: set[str] = set()
+        for statement in document.get("Statement", []):
+            resources = statement.get("Resource")
+            if resources == "*" or (isinstance(resources, list) and "*" in resources):
+                actions = statement.get("Action", [])
+                wildcard_actions.update([actions] if isinstance(actions, str) else actions)
+        if wildcard_actions & {"logs:CreateLogDelivery"} and wildcard_actions <= _LOG_DELIVERY_ACTIONS:
+            return ["CKV_AWS_111"]
+        return []
+    return []
+
+
+@jsii.implements(IAspect)
+class _CheckovDefaults:
+    def visit(self, node: IConstruct) -> None:
+        if CfnResource.is_cfn_resource(node) and _made_by_library(node):
+            for check_id in _checkov_findings(node):
+                checkov_skip(node, check_id, CHECKOV_REASONS[check_id])
+
+
+def checkov_defaults(scope: IConstruct) -> None:
+    """Acknowledge, on every resource the library made under ``scope``, the checkov findings it has by design.
+
+    Runs as an Aspect at synth, so resources added after this call are covered. Only resources
+    inside the library's constructs get skips, only for the checks they fail as configured, each
+    with its reason from ``CHECKOV_REASONS``; your own resources are never skipped.
+    """
+    Aspects.of(scope).add(_CheckovDefaults())
+
+
+_PIPELINE_ACTION_WILDCARDS = {
+    "s3:GetObject*": "read the pipeline's artifacts",
+    "s3:GetBucket*": "read the artifact bucket's location and versioning",
+    "s3:List*": "list the artifact bucket",
+    "s3:DeleteObject*": "replace artifacts of a rerun",
+    "s3:Abort*": "abort multipart uploads of large artifacts",
+    "kms:ReEncrypt*": "re-encrypt artifacts under the pipeline's key",
+    "kms:GenerateDataKey*": "encrypt new artifacts under the pipeline's key",
+}
+
+
+def pipeline(pipeline: Any) -> None:
+    """The app's delivery pipeline: a ``pipelines.CodePipeline`` after ``build_pipeline()`` (``stacks/pipeline.py``).
+
+    Every finding here is in what CDK Pipelines generates (its roles' grants on the artifact bucket and
+    key, CodeBuild's own log groups and report groups, the self-mutation and asset roles); none is on
+    the app's endpoints, which are acknowledged by the library's constructs as everywhere else.
+    """
+    from aws_cdk import aws_codebuild as codebuild
+
+    stack = Stack.of(pipeline)
+    inner = pipeline.pipeline
+    s1 = ("A CodePipeline artifact bucket, created and used only by the pipeline: it holds the source zip and cloud "
+          "assemblies of each run, encrypted with the pipeline's KMS key, TLS-only and not public. Access is "
+          "through the pipeline's roles only and recorded by CloudTrail; server access logs would add no signal.")
+    acknowledge(inner.artifact_bucket, "AwsSolutions-S1", s1)
+    for support in inner.cross_region_support.values():
+        acknowledge(support.replication_bucket, "AwsSolutions-S1", s1.replace(
+            "A CodePipeline artifact bucket", "The cross-region replication bucket of the pipeline (one per target region)"))
+        _iam5(pipeline, support.replication_bucket.arn_for_objects("*"),
+              "The pipeline copies each run's artifacts into the replication bucket of a target region; artifacts are "
+              "many objects with generated keys.")
+    for action, why in _PIPELINE_ACTION_WILDCARDS.items():
+        acknowledge(pipeline, "AwsSolutions-IAM5", f"CDK Pipelines grants its roles '{action}' to {why}, on the "
+                    "pipeline's own artifact bucket and key only.", finding=f"Action::{action}")
+    _iam5(pipeline, inner.artifact_bucket.arn_for_objects("*"),
+          "Pipeline steps read and write run artifacts (generated keys) in the pipeline's own artifact bucket.")
+    acknowledge(pipeline, "AwsSolutions-IAM5", (
+        "CDK Pipelines' generated statements without resource types or with names known only at run time: "
+        "cloudformation:DescribeStacks and s3:ListBucket for self-mutation, codebuild:StartBuild/BatchGetBuilds for "
+        "asset publishing, and KMS use of the cross-region replication keys (referenced by alias)."),
+        finding="Resource::*")
+    for project in (c for c in pipeline.node.find_all() if isinstance(c, codebuild.Project)):
+        if project.role is None:
+            continue
+        _iam5(project.role, f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:/aws/codebuild/"
+              f"{project.project_name}:*", "CodeBuild writes each build's logs to streams it names per build, in the "
+              "project's own log group.")
+        _iam5(project.role, f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/"
+              f"{project.project_name}-*", "CodeBuild test reports go to report groups named after the project.")
+    acknowledge(pipeline, "AwsSolutions-IAM5", (
+        "The self-mutation step assumes the CDK bootstrap roles of this account, which it only finds by tag: the "
+        "statement is limited to roles tagged aws-cdk:bootstrap-role (deploy, file-publishing, image-publishing)."),
+        finding=f"Resource::arn:*:iam::{stack.account}:role/*")
+    for resource in (f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:/aws/codebuild/*",
+                     f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/*"):
+        _iam5(pipeline, resource, "The asset-publishing projects share one role; CDK Pipelines creates a project per "
+              "asset, so the role names CodeBuild's log groups and report groups of this account and region.")

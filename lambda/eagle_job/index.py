@@ -28,14 +28,20 @@ Both handlers are steps of a Step Functions state machine: build dataset -> ``st
   Environment:
     RUNS_TABLE           DynamoDB table, partition key ``model_name`` (S), sort key ``run_id`` (S).
     REPORT_S3_URI        s3:// prefix; the report goes to ``<REPORT_S3_URI>/<model>/<run_id>.json``.
-    PROMOTION_PARAMETER  SSM String parameter holding the approved draft head (JSON, see below).
+    PROMOTION_PARAMETER  SSM String parameter holding the approved draft head (see below).
     SPEEDUP_THRESHOLD    float > 0, e.g. 1.5; promote when speedup >= threshold.
   Event (``RecordEvent``): the ``start`` output plus ``"job"``: the final DescribeOptimizationJob
   response (``OptimizationJobStatus``, ``FailureReason``, ``OptimizationStartTime``,
   ``OptimizationEndTime``, ``CreationTime``, ``LastModifiedTime``; other keys ignored).
   Returns the run record written to DynamoDB (``decision`` is "promoted" or "not_promoted", with
-  ``reason``). The parameter value on promotion::
-    {"draft_model_s3_uri", "eagle_version", "speedup", "run_id", "job_arn", "model_name", "completed_at"}
+  ``reason``).
+
+  The parameter value is the plain S3 URI of the approved draft head
+  (``s3://bucket/.../<job name>/draft/``), or ``none`` while no head is approved: CloudFormation
+  reads it as an ``AWS::SSM::Parameter::Value<String>`` stack parameter and serves the head from
+  that URI. Everything else about the promoted run (speedup, EAGLE version, job ARN, completion
+  time) is in its run record (DynamoDB) and report (S3). A run is not promoted over the run that
+  holds the parameter when that run completed later (found by its draft URI in the runs table).
 """
 from __future__ import annotations
 
@@ -373,18 +379,48 @@ def _prefix_has_objects(uri: str) -> bool:
     return bool(listing.get("KeyCount", len(listing.get("Contents", []))))
 
 
-def _current_promotion(parameter: str) -> dict[str, Any]:
+#: Parameter value meaning "no approved draft head" (the value the parameter is created with).
+NO_HEAD = "none"
+
+
+def _current_head(parameter: str) -> str | None:
+    """The draft head URI the parameter holds now; None when it holds none (or does not exist)."""
     try:
-        value = _ssm().get_parameter(Name=parameter)["Parameter"]["Value"]
+        value = _ssm().get_parameter(Name=parameter)["Parameter"]["Value"].strip()
     except ClientError as exc:
         if _error_code(exc) == "ParameterNotFound":
-            return {}
+            return None
         raise
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
+    if not value or value.lower() == NO_HEAD:
+        return None
+    if value.startswith("{"):  # the JSON value written by the first version of this function
+        try:
+            legacy = json.loads(value)
+        except ValueError:
+            return None
+        uri = legacy.get("draft_model_s3_uri") if isinstance(legacy, dict) else None
+        return uri if isinstance(uri, str) and uri else None
+    return value
+
+
+def _promoting_run(table: str, model_name: str, draft_uri: str) -> dict[str, Any] | None:
+    """The recorded run of ``model_name`` that promoted ``draft_uri``, if the runs table has one."""
+    paginator = _dynamodb().get_paginator("query")
+    pages = paginator.paginate(
+        TableName=table,
+        KeyConditionExpression="#m = :m",
+        FilterExpression="#u = :u AND #d = :d",
+        ProjectionExpression="#r, #e",
+        ExpressionAttributeNames={
+            "#m": "model_name", "#u": "draft_model_s3_uri", "#d": "decision", "#r": "run_id", "#e": "ended_at",
+        },
+        ExpressionAttributeValues={":m": {"S": model_name}, ":u": {"S": draft_uri}, ":d": {"S": "promoted"}},
+        ConsistentRead=True,
+    )
+    for page in pages:
+        for item in page.get("Items", []):
+            return _from_dynamo(item)
+    return None
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -398,30 +434,25 @@ def _parse_time(value: Any) -> datetime | None:
 
 
 def _promote(
-    *, parameter: str, run: RecordEvent, speedup: float, completed_at: str | None, decision: core.Decision
+    *, parameter: str, table: str, run: RecordEvent, speedup: float, completed_at: str | None,
+    decision: core.Decision,
 ) -> core.Decision:
-    """Write the parameter unless it already names this run or a run that completed later."""
-    current = _current_promotion(parameter)
-    if current.get("run_id") == run.run_id and current.get("model_name", run.model_name) == run.model_name:
+    """Write this run's draft head URI to the parameter unless it holds it already, or holds the
+    head of a run that completed later (looked up by its draft URI in the runs table)."""
+    current = _current_head(parameter)
+    if current == run.draft_model_s3_uri:
         logger.info("draft head of this run is already promoted", extra={"parameter": parameter})
         return decision
-    current_done, this_done = _parse_time(current.get("completed_at")), _parse_time(completed_at)
-    if current_done and this_done and current_done > this_done:
-        return core.Decision(
-            False,
-            f"{decision.reason}, but run {current.get('run_id')!r} (completed {current.get('completed_at')}) "
-            "is already promoted and is newer; not replacing it with this older run",
-        )
-    value = {
-        "draft_model_s3_uri": run.draft_model_s3_uri,
-        "eagle_version": run.eagle_version,
-        "speedup": speedup,
-        "run_id": run.run_id,
-        "job_arn": run.job_arn,
-        "model_name": run.model_name,
-        "completed_at": completed_at,
-    }
-    _ssm().put_parameter(Name=parameter, Value=json.dumps(value, sort_keys=True), Type="String", Overwrite=True)
+    if current is not None:
+        holder = _promoting_run(table, run.model_name, current) or {}
+        holder_done, this_done = _parse_time(holder.get("ended_at")), _parse_time(completed_at)
+        if holder_done and this_done and holder_done > this_done:
+            return core.Decision(
+                False,
+                f"{decision.reason}, but run {holder.get('run_id')!r} (completed {holder.get('ended_at')}) "
+                "is already promoted and is newer; not replacing it with this older run",
+            )
+    _ssm().put_parameter(Name=parameter, Value=run.draft_model_s3_uri, Type="String", Overwrite=True)
     logger.info("draft head promoted", extra={"parameter": parameter, "speedup": speedup})
     return decision
 
@@ -474,7 +505,8 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if decision.promote:
         assert results is not None and results.speedup is not None
         decision = _promote(
-            parameter=parameter, run=run, speedup=results.speedup, completed_at=completed_at, decision=decision
+            parameter=parameter, table=table, run=run, speedup=results.speedup, completed_at=completed_at,
+            decision=decision,
         )
 
     report_bucket, report_key = _report_key(report_uri, run.model_name, run.run_id)

@@ -94,7 +94,8 @@ def check(converter: Any, out: list[tuple[str, bytes]], fed: int) -> None:
         record = json.loads(line.decode("utf-8"))  # strict UTF-8: no surrogates written
         assert core.is_chat_record(record), record
         assert summary["components"][component]["converted"] > 0
-    assert len({(c, line) for c, line in out}) == len(out)  # no duplicate written per component
+    if not summary["dedup_saturated"]:  # a full dedup set keeps what it holds but cannot learn new lines
+        assert len({(c, line) for c, line in out}) == len(out)  # no duplicate written per component
 
 
 @SETTINGS

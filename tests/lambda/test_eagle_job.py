@@ -603,7 +603,7 @@ TABLE = "eagle-runs"
 REPORT_BUCKET = "eagle-reports"
 PARAMETER = "/eagle/qwen3-32b/approved-draft"
 OUT_BUCKET = "eagle-output"
-PLACEHOLDER = json.dumps({"draft_model_s3_uri": None})
+PLACEHOLDER = "none"  # the value PromotionParameter creates the parameter with
 
 
 @pytest.fixture
@@ -682,8 +682,9 @@ def speed_results(base: float, trained: float) -> dict[str, Any]:
     return {"baseline.json": vllm_result(base, 200.0), "trained_eagle.json": vllm_result(trained, 150.0)}
 
 
-def parameter(aws) -> dict[str, Any] | None:
-    return json.loads(aws["ssm"].get_parameter(Name=PARAMETER)["Parameter"]["Value"])
+def parameter(aws) -> str:
+    """The promotion parameter's value: a plain draft head URI (CloudFormation serves it) or "none"."""
+    return aws["ssm"].get_parameter(Name=PARAMETER)["Parameter"]["Value"]
 
 
 def stored(aws, run_id: str) -> dict[str, Any]:
@@ -716,16 +717,11 @@ def test_record_promotes_above_threshold(recorder, aws_record, lambda_context, c
 
     assert result["decision"] == "promoted" and result["speedup"] == 2.5
     assert result["reason"] == "speedup 2.5x >= threshold 1.5x"
-    assert parameter(aws_record) == {
-        "draft_model_s3_uri": event["draft_model_s3_uri"],
-        "eagle_version": "eagle3",
-        "speedup": 2.5,
-        "run_id": "run-1",
-        "job_arn": event["job_arn"],
-        "model_name": "qwen3-32b",
-        "completed_at": "2026-11-30T14:00:00Z",
-    }
+    assert parameter(aws_record) == event["draft_model_s3_uri"] == f"s3://{OUT_BUCKET}/jobs/eagle-qwen3-32b-run-1/draft/"
     item = stored(aws_record, "run-1")
+    assert item["draft_model_s3_uri"] == event["draft_model_s3_uri"] and item["decision"] == "promoted"
+    assert item["eagle_version"] == "eagle3" and item["job_arn"] == event["job_arn"]
+    assert item["ended_at"] == "2026-11-30T14:00:00Z" and item["promotion_parameter"] == PARAMETER
     assert item["base_throughput"] == 100 and item["trained_throughput"] == 250
     assert item["base_latency"]["ttft_ms"] == 200 and item["trained_latency"]["ttft_ms"] == 150
     assert item["duration_seconds"] == 6 * 3600 - 120
@@ -810,7 +806,7 @@ def test_re_recording_is_idempotent_and_never_demotes(recorder, aws_record, lamb
     late = recorder.record(older, lambda_context)  # an older run replayed after a newer promotion
     assert late["decision"] == "not_promoted" and "is newer" in late["reason"]
     recorder.record(weak, lambda_context)  # a newer run below the threshold
-    assert parameter(aws_record) == promoted and promoted["run_id"] == "run-2"
+    assert parameter(aws_record) == promoted == newer["draft_model_s3_uri"]
 
 
 def test_record_refuses_a_running_job(recorder, aws_record, lambda_context):
@@ -823,3 +819,55 @@ def test_record_configuration_errors(recorder, aws_record, lambda_context, monke
     monkeypatch.delenv("RUNS_TABLE")
     with pytest.raises(recorder.ConfigurationError, match="RUNS_TABLE.*SPEEDUP_THRESHOLD"):
         recorder.record(run_event(), lambda_context)
+
+
+def test_a_newer_run_replaces_an_older_head(recorder, aws_record, lambda_context):
+    older = run_event("run-1", ended="2026-11-30T14:00:00Z")
+    newer = run_event("run-2", ended="2026-12-02T10:00:00Z")
+    put_outputs(aws_record["s3"], older, speed_results(100.0, 300.0))
+    put_outputs(aws_record["s3"], newer, speed_results(100.0, 200.0))
+    assert recorder.record(older, lambda_context)["decision"] == "promoted"
+    assert recorder.record(newer, lambda_context)["decision"] == "promoted"
+    assert parameter(aws_record) == newer["draft_model_s3_uri"]
+
+
+@pytest.mark.parametrize("current", ["none", "NONE", " none\n"])
+def test_no_head_marker_is_replaced(recorder, aws_record, lambda_context, current):
+    aws_record["ssm"].put_parameter(Name=PARAMETER, Value=current, Type="String", Overwrite=True)
+    event = run_event()
+    put_outputs(aws_record["s3"], event, speed_results(100.0, 250.0))
+    assert recorder.record(event, lambda_context)["decision"] == "promoted"
+    assert parameter(aws_record) == event["draft_model_s3_uri"]
+
+
+def test_missing_parameter_is_created(recorder, aws_record, lambda_context):
+    aws_record["ssm"].delete_parameter(Name=PARAMETER)
+    event = run_event()
+    put_outputs(aws_record["s3"], event, speed_results(100.0, 250.0))
+    assert recorder.record(event, lambda_context)["decision"] == "promoted"
+    assert parameter(aws_record) == event["draft_model_s3_uri"]
+
+
+def test_legacy_json_value_is_understood(recorder, aws_record, lambda_context):
+    newer = run_event("run-2", ended="2026-12-02T10:00:00Z")
+    older = run_event("run-1", ended="2026-11-30T14:00:00Z")
+    put_outputs(aws_record["s3"], newer, speed_results(100.0, 200.0))
+    put_outputs(aws_record["s3"], older, speed_results(100.0, 300.0))
+    recorder.record(copy.deepcopy(newer), lambda_context)
+    legacy = json.dumps({"draft_model_s3_uri": newer["draft_model_s3_uri"], "run_id": "run-2"})
+    aws_record["ssm"].put_parameter(Name=PARAMETER, Value=legacy, Type="String", Overwrite=True)
+
+    assert recorder.record(copy.deepcopy(newer), lambda_context)["decision"] == "promoted"  # already holds it
+    assert parameter(aws_record) == legacy  # nothing to write
+    late = recorder.record(older, lambda_context)
+    assert late["decision"] == "not_promoted" and "run 'run-2'" in late["reason"]
+
+
+def test_a_head_set_by_hand_is_replaced(recorder, aws_record, lambda_context):
+    """A URI no recorded run promoted (set by an operator) carries no completion time: a good run replaces it."""
+    aws_record["ssm"].put_parameter(Name=PARAMETER, Value="s3://elsewhere/heads/manual/", Type="String",
+                                    Overwrite=True)
+    event = run_event()
+    put_outputs(aws_record["s3"], event, speed_results(100.0, 250.0))
+    assert recorder.record(event, lambda_context)["decision"] == "promoted"
+    assert parameter(aws_record) == event["draft_model_s3_uri"]

@@ -1,0 +1,158 @@
+"""CloudFormation custom resource: the SageMaker model that serves a base model with its EAGLE draft head.
+
+Why a custom resource: ``AWS::SageMaker::Model`` has no ``AdditionalModelDataSources`` (the
+CloudFormation schema stops at ``ModelDataSource``), but serving a draft head needs it: SageMaker
+mounts each additional source at ``/opt/ml/additional-model-data-sources/<ChannelName>/`` and the
+LMI container's ``OPTION_SPECULATIVE_CONFIG`` points vLLM at that folder. This function calls
+``CreateModel`` with exactly the properties CloudFormation passes, so the model still changes only
+through a stack deployment.
+
+``handler(event, context)`` (CloudFormation invokes it directly; it answers on ``ResponseURL``)
+  ResourceProperties::
+    {"ModelNamePrefix": "qwen3-32b-eagle",          # 1-50 chars, letters, digits, hyphens
+     "ExecutionRoleArn": "arn:aws:iam::...:role/...",
+     "PrimaryContainer": {<CreateModel ContainerDefinition>},
+     "VpcConfig": {"SecurityGroupIds": [...], "Subnets": [...]}}   # optional
+  Create/Update: the model name is ``<prefix>-<12 hex of sha256(role, container, vpc)>``, so the
+  same properties always give the same model (a retried or no-op update reuses it, found with
+  DescribeModel) and any change gives a new model; CloudFormation then deletes the old one
+  (Delete with the old physical id) after the inference component has moved to the new one.
+  Data returned: ``ModelName``, ``ModelArn``. Delete: ``DeleteModel`` of a name this function
+  made; a missing model is fine.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+import urllib.request
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+logger = Logger()
+
+PREFIX_MAX = 50
+_NAME_PART = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
+_REASON_MAX = 3000
+
+
+@functools.cache
+def _sagemaker():
+    return boto3.client("sagemaker", config=Config(retries={"mode": "adaptive", "max_attempts": 8}))
+
+
+class PropertiesError(ValueError):
+    """The resource properties are not what this function needs."""
+
+
+def model_name(properties: dict[str, Any]) -> str:
+    """``<ModelNamePrefix>-<12 hex>``: deterministic for the model's role, container and network."""
+    prefix = properties.get("ModelNamePrefix")
+    if not isinstance(prefix, str) or not (1 <= len(prefix) <= PREFIX_MAX) or not _NAME_PART.fullmatch(prefix):
+        raise PropertiesError(
+            f"ModelNamePrefix {prefix!r} must be 1-{PREFIX_MAX} letters, digits and hyphens, starting and ending "
+            "with a letter or digit"
+        )
+    digest = hashlib.sha256(json.dumps(
+        [properties.get("ExecutionRoleArn"), properties.get("PrimaryContainer"), properties.get("VpcConfig")],
+        sort_keys=True, separators=(",", ":"),
+    ).encode()).hexdigest()[:12]
+    return f"{prefix}-{digest}"
+
+
+def create_request(properties: dict[str, Any]) -> dict[str, Any]:
+    """The CreateModel request for these properties."""
+    role = properties.get("ExecutionRoleArn")
+    container = properties.get("PrimaryContainer")
+    if not isinstance(role, str) or not role.startswith("arn:"):
+        raise PropertiesError(f"ExecutionRoleArn {role!r} must be an IAM role ARN")
+    if not isinstance(container, dict) or not container.get("Image"):
+        raise PropertiesError("PrimaryContainer must be a CreateModel ContainerDefinition with an Image")
+    request: dict[str, Any] = {
+        "ModelName": model_name(properties),
+        "ExecutionRoleArn": role,
+        "PrimaryContainer": container,
+    }
+    vpc = properties.get("VpcConfig")
+    if vpc:
+        request["VpcConfig"] = vpc
+    return request
+
+
+def _create_or_reuse(properties: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    request = create_request(properties)
+    name = request["ModelName"]
+    try:
+        arn = _sagemaker().describe_model(ModelName=name)["ModelArn"]
+        logger.info("model exists; reusing it", extra={"model_name": name})
+    except ClientError as exc:
+        if not _not_found(exc):
+            raise
+        arn = _sagemaker().create_model(**request)["ModelArn"]
+        logger.info("model created", extra={"model_name": name})
+    return name, {"ModelName": name, "ModelArn": arn}
+
+
+def _delete(physical_id: str, properties: dict[str, Any]) -> None:
+    prefix = properties.get("ModelNamePrefix")
+    if not isinstance(prefix, str) or not re.fullmatch(re.escape(prefix) + r"-[0-9a-f]{12}", physical_id or ""):
+        logger.info("nothing to delete: the physical id is not a model this function made")
+        return
+    try:
+        _sagemaker().delete_model(ModelName=physical_id)
+        logger.info("model deleted", extra={"model_name": physical_id})
+    except ClientError as exc:
+        if not _not_found(exc):
+            raise
+
+
+def _not_found(exc: ClientError) -> bool:
+    error = exc.response.get("Error", {})
+    return error.get("Code") in ("ValidationException", "ResourceNotFound") and (
+        "could not find" in error.get("Message", "").lower() or error.get("Code") == "ResourceNotFound"
+    )
+
+
+def _respond(event: dict[str, Any], context: Any, status: str, physical_id: str, data: dict[str, str],
+             reason: str = "") -> None:
+    body = json.dumps({
+        "Status": status,
+        "Reason": (reason or f"See CloudWatch log stream {context.log_stream_name}")[:_REASON_MAX],
+        "PhysicalResourceId": physical_id,
+        "StackId": event["StackId"],
+        "RequestId": event["RequestId"],
+        "LogicalResourceId": event["LogicalResourceId"],
+        "Data": data,
+    }).encode()
+    request = urllib.request.Request(
+        event["ResponseURL"], data=body, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(body))}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - CloudFormation's presigned URL
+        response.read()
+
+
+@logger.inject_lambda_context(log_event=False)
+def handler(event: dict[str, Any], context: Any) -> None:
+    kind = event.get("RequestType")
+    properties = event.get("ResourceProperties") or {}
+    physical_id = event.get("PhysicalResourceId") or context.log_stream_name
+    logger.append_keys(request_type=kind, logical_id=event.get("LogicalResourceId"))
+    try:
+        data: dict[str, str] = {}
+        if kind in ("Create", "Update"):
+            physical_id, data = _create_or_reuse(properties)
+        elif kind == "Delete":
+            _delete(physical_id, properties)
+        else:
+            raise PropertiesError(f"unknown RequestType {kind!r}")
+    except Exception as exc:  # noqa: BLE001 - CloudFormation must always get an answer
+        logger.exception("request failed")
+        message = exc.response["Error"].get("Message", str(exc)) if isinstance(exc, ClientError) else str(exc)
+        _respond(event, context, "FAILED", physical_id, {}, f"{type(exc).__name__}: {message}")
+        return
+    _respond(event, context, "SUCCESS", physical_id, data)
