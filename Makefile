@@ -11,15 +11,25 @@ export PATH := $(CURDIR)/node_modules/.bin:$(BIN):$(PATH)
 export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_CLI_TELEMETRY := false
 PYTEST_ARGS ?=
+# checkov pins its own boto3 (==1.35.x), so it gets a virtualenv of its own inside .venv.
+CHECKOV_VENV := $(VENV)/checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+REPORTS := reports
+BASE ?= origin/main
 
-.PHONY: setup synth test lint-templates schema clean
+.PHONY: setup synth test lint-templates checkov check change-report schema diagram clean
 
-setup: $(PY_STAMP) $(NODE_STAMP)
+setup: $(PY_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 
 $(PY_STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+$(CHECKOV_STAMP): requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	touch $@
 
 $(NODE_STAMP): package.json package-lock.json
@@ -35,13 +45,30 @@ synth: setup
 lint-templates:
 	$(BIN)/python -m tools.lint_templates cdk.out
 
+## checkov: checkov on every template in cdk.out; fails on a finding not skipped with a reason.
+checkov: $(CHECKOV_STAMP)
+	mkdir -p $(REPORTS)
+	$(BIN)/python -m tools.run_checkov cdk.out --checkov $(CHECKOV_VENV)/bin/checkov --json $(REPORTS)/checkov.json
+
+## check: the pull-request verdict: synth (cdk-nag inside) + cfn-lint, then checkov.
+check: synth
+	$(MAKE) --no-print-directory checkov
+
+## change-report: what this branch changes against BASE (default origin/main) when deployed.
+change-report: setup
+	$(BIN)/python -m tools.change_report --git-base $(BASE) $(if $(CONFIG),--config $(CONFIG))
+
 ## schema: regenerate config/schema.json from the settings model.
 schema: $(PY_STAMP)
 	$(BIN)/python -c "from sagemaker_llm_cdk.config import write_json_schema; write_json_schema('config/schema.json')"
+
+## diagram: regenerate the README's architecture diagram from the synthesized default app.
+diagram: synth
+	$(BIN)/python -m tools.diagram cdk.out --readme README.md
 
 ## test: the whole suite.
 test: setup
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 clean:
-	rm -rf cdk.out build dist .pytest_cache
+	rm -rf cdk.out build dist .pytest_cache $(REPORTS)

@@ -1,0 +1,203 @@
+"""tools/change_report.py on pairs of real synthesized cloud assemblies (in-process synths, one per variant)."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+
+from sagemaker_llm_cdk import (
+    AdapterSpec,
+    CopyScaling,
+    InstanceScaling,
+    LlmEndpoint,
+    LoraSettings,
+    ModelSpec,
+    Routing,
+    add_adapters,
+)
+from sagemaker_llm_cdk.capacity_plan import RESOURCE_TYPE, CapacityPlan, CapacityPlanSpec
+from tools import change_report
+from tools.change_report import Report, compare, load_assembly, render_markdown, render_text
+
+INSTANCE = "ml.p5e.48xlarge"
+PLAN: dict[str, Any] = {
+    "name": "chat-p5e-2027q1", "instance_type": INSTANCE, "instance_count": 2, "duration_days": 30,
+    "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc), "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
+    "max_upfront_fee_usd": Decimal("150000"), "purchase_acknowledged": True,
+}
+ADAPTERS = [AdapterSpec(name="qwen3-32b-support", artifact_s3_uri="s3://my-llm-adapters/qwen3-32b/support.tar.gz"),
+            AdapterSpec(name="qwen3-32b-sql", artifact_s3_uri="s3://my-llm-adapters/qwen3-32b/sql.tar.gz")]
+
+
+def synth(tmp: Path, name: str, *, routing: Routing | None = None, adapters: int = 1, min_copies: int = 1,
+          plan: dict[str, Any] | None = None) -> Path:
+    """The default app's shape (a plan, an endpoint on it, a LoRA model, adapters in a nested stack) in tmp/name."""
+    out = tmp / name
+    app = App(outdir=str(out), context={"aws:cdk:enable-path-metadata": True})
+    stack = Stack(app, "SageMakerLlm")
+    capacity = CapacityPlan(stack, "CapacityPlan-chat", spec=CapacityPlanSpec(**(plan or PLAN)))
+    endpoint = LlmEndpoint(stack, "Chat", instance_type=INSTANCE, capacity_plan=capacity,
+                           scaling=InstanceScaling(min_instances=1, max_instances=2),
+                           routing=routing or Routing.least_outstanding_requests())
+    model = endpoint.add_model("qwen3-32b", ModelSpec(
+        name="qwen3-32b", model_data_s3_uri="s3://my-llm-weights/qwen3-32b/", accelerators=2, min_memory_mb=65536,
+        copies=CopyScaling(min_copies=min_copies, max_copies=4), lora=LoraSettings(max_gpu_adapters=4)))
+    add_adapters(model, ADAPTERS[:adapters])  # in a nested stack, as the app does
+    app.synth()
+    return out
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("assemblies")
+
+
+@pytest.fixture(scope="module")
+def base(tmp: Path) -> Path:
+    return synth(tmp, "base")
+
+
+def report(base: Path, head: Path) -> Report:
+    return compare(load_assembly(base), load_assembly(head), base_label="main", head_label="pr")
+
+
+def changes(result: Report, resource_type: str) -> list[change_report.ResourceChange]:
+    return [c for c in result.changes if c.resource_type == resource_type]
+
+
+# ------------------------------------------------------------------------- the four cases
+
+
+@pytest.fixture(scope="module")
+def routing_changed(tmp: Path, base: Path) -> Report:
+    return report(base, synth(tmp, "random-routing", routing=Routing.random()))
+
+
+def test_routing_change_replaces_the_endpoint_config_and_the_headline_says_the_endpoint_redeploys(
+        routing_changed: Report) -> None:
+    (config,) = changes(routing_changed, "AWS::SageMaker::EndpointConfig")
+    assert config.kind == "modified" and config.replacement
+    (routing,) = [p for p in config.properties if p.path.endswith("RoutingStrategy")]
+    assert (routing.path, routing.old, routing.new, routing.create_only) == (
+        "ProductionVariants[0].RoutingConfig.RoutingStrategy", "LEAST_OUTSTANDING_REQUESTS", "RANDOM", True)
+    (endpoint,) = changes(routing_changed, "AWS::SageMaker::Endpoint")
+    assert not endpoint.replacement and [p.via for p in endpoint.properties] == [config.logical_id]
+    redeploys = [h for h in routing_changed.headlines if h.category == "redeploy"]
+    assert len(redeploys) == 1 and "redeploys the endpoint" in redeploys[0].text
+    assert "new instances are provisioned" in redeploys[0].text
+    assert not [h for h in routing_changed.headlines if h.category in ("money", "fails")]
+    text = render_text(routing_changed)
+    assert "REPLACEMENT" in text and "redeploys the endpoint Chat" in text
+    markdown = render_markdown(routing_changed)
+    assert "### ⚠️ Headline" in markdown and "**REPLACEMENT**" in markdown
+
+
+@pytest.fixture(scope="module")
+def adapter_added(tmp: Path, base: Path) -> Report:
+    return report(base, synth(tmp, "second-adapter", adapters=2))
+
+
+def test_adding_an_adapter_replaces_nothing(adapter_added: Report) -> None:
+    assert not [c for c in adapter_added.changes if c.replacement]
+    assert not adapter_added.headlines
+    added = [c for c in adapter_added.changes if c.kind == "added"]
+    assert [c.resource_type for c in added] == ["AWS::SageMaker::InferenceComponent"]
+    assert not [c for c in adapter_added.changes if c.kind in ("removed", "renamed")]
+    # The adapters' read policy gains the new artifact: an update in place, nothing more.
+    assert {c.resource_type for c in adapter_added.changes if c.kind == "modified"} <= {"AWS::IAM::ManagedPolicy"}
+    assert "no endpoint redeploy, no capacity plan change" in render_text(adapter_added)
+
+
+@pytest.fixture(scope="module")
+def copies_changed(tmp: Path, base: Path) -> Report:
+    return report(base, synth(tmp, "two-copies", min_copies=2))
+
+
+def test_copy_count_change_is_an_update_in_place(copies_changed: Report) -> None:
+    (component,) = changes(copies_changed, "AWS::SageMaker::InferenceComponent")
+    assert component.kind == "modified" and not component.replacement
+    assert [(p.path, p.old, p.new) for p in component.properties] == [("RuntimeConfig.CopyCount", 1, 2)]
+    assert not [c for c in copies_changed.changes if c.replacement]
+    assert not copies_changed.headlines
+    assert "update in place" in render_text(copies_changed)
+
+
+@pytest.fixture(scope="module")
+def plan_changed(tmp: Path, base: Path) -> Report:
+    return report(base, synth(tmp, "bigger-plan", plan={**PLAN, "instance_count": 4, "max_upfront_fee_usd": Decimal("300000")}))
+
+
+def test_capacity_plan_change_is_called_out_as_money_and_as_a_failing_deploy(plan_changed: Report) -> None:
+    (plan,) = changes(plan_changed, RESOURCE_TYPE)
+    assert {p.path for p in plan.properties} == {"InstanceCount", "MaxUpfrontFeeUsd"}
+    (money,) = [h for h in plan_changed.headlines if h.category == "money"]
+    assert "capacity plan chat-p5e-2027q1 changes InstanceCount" in money.text
+    assert "the deployment fails" in money.text and '"2" -> "4"' in money.text
+    markdown = render_markdown(plan_changed)
+    assert "**Capacity plans (money)**" in markdown
+
+
+def test_only_a_price_cap_change_buys_nothing(base: Path) -> None:
+    assembly = load_assembly(base)
+    head = load_assembly(base)
+    stack = head["SageMakerLlm"]
+    (plan_id,) = [k for k, r in stack.resources.items() if r["Type"] == RESOURCE_TYPE]
+    stack.resources[plan_id] = {**stack.resources[plan_id], "Properties": {
+        **stack.resources[plan_id]["Properties"], "MaxUpfrontFeeUsd": "160000"}}
+    (money,) = compare(assembly, head).headlines
+    assert money.category == "money" and money.text.endswith("): no purchase")
+
+
+# ------------------------------------------------------------------ renames, names, noise
+
+
+def test_same_name_under_a_new_logical_id_is_a_replacement_that_fails_to_deploy(base: Path) -> None:
+    assembly, head = load_assembly(base), load_assembly(base)
+    nested = next(s for s in head.values() if s.parent is not None)
+    old_id = next(k for k, r in nested.resources.items() if r["Type"] == "AWS::SageMaker::InferenceComponent")
+    nested.resources["MovedAdapter"] = nested.resources.pop(old_id)
+    result = compare(assembly, head)
+    (moved,) = result.changes
+    assert (moved.kind, moved.old_logical_id, moved.logical_id, moved.replacement) == ("renamed", old_id, "MovedAdapter", True)
+    (fails,) = result.headlines
+    assert fails.category == "fails" and "the create fails while the name is still taken" in fails.text
+
+
+def test_same_properties_under_a_new_logical_id_is_a_replacement(base: Path) -> None:
+    assembly, head = load_assembly(base), load_assembly(base)
+    resources = head["SageMakerLlm"].resources
+    config_id = next(k for k, r in resources.items() if r["Type"] == "AWS::SageMaker::EndpointConfig")
+    resources["ChatConfigRenamed"] = resources.pop(config_id)
+    result = compare(assembly, head)
+    (renamed,) = [c for c in result.changes if c.kind == "renamed"]
+    assert renamed.old_logical_id == config_id and renamed.replacement
+    assert any(h.category == "redeploy" and f"logical id {config_id} -> ChatConfigRenamed" in h.text
+               for h in result.headlines)
+
+
+def test_asset_hashes_and_metadata_are_noise(base: Path) -> None:
+    assembly, head = load_assembly(base), load_assembly(base)
+    for resource in head["SageMakerLlm"].resources.values():
+        if resource["Type"] == "AWS::Lambda::Function":
+            resource["Properties"]["Code"]["S3Key"] = "f" * 64 + ".zip"
+        resource["Metadata"] = {**resource.get("Metadata", {}), "aws:cdk:path": "x/y",
+                                "checkov": {"skip": [{"id": "CKV_AWS_1", "comment": "c"}]}}
+    assert compare(assembly, head).changes == []
+
+
+def test_invalid_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert change_report.main([str(tmp_path), str(tmp_path)]) == 2
+    assert "not a synthesized cloud assembly" in capsys.readouterr().err
+
+
+def test_cli_exits_0_and_prints_markdown(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert change_report.main([str(base), str(base), "--markdown"]) == 0
+    assert "no endpoint redeploy, no capacity plan change" in capsys.readouterr().out
+
+
+def test_the_plan_type_is_the_librarys() -> None:
+    assert change_report.PLAN_TYPE == RESOURCE_TYPE
