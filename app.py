@@ -19,7 +19,7 @@ def main() -> None:
     except ConfigurationError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)
-    attach_checks(app)
+    attach_checks(app, extra_packs=config.checks.nag_warning_packs)
     # The most each endpoint can run, for the reviewer reading the synth log.
     print(cost_ceiling_table(app), file=sys.stderr)
     app.synth()

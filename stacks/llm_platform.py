@@ -20,7 +20,9 @@ from sagemaker_llm_cdk import (
     add_adapters,
     load_adapter_manifest,
 )
+from sagemaker_llm_cdk.eagle import RECORD_SERVICE, EagleOptimization
 from sagemaker_llm_cdk.lora_adapter import adapters_of
+from sagemaker_llm_cdk.speculative_decoding import PromotionParameter
 
 
 class LlmPlatformStack(Stack):
@@ -44,6 +46,16 @@ class LlmPlatformStack(Stack):
                                          alarm_topic=self.monitoring.alarm_topic)
             for plan in config.capacity_plans
         }
+        # EAGLE: each model's promotion parameter lives in a companion stack deployed before this one
+        # (CloudFormation reads it as an AWS::SSM::Parameter::Value parameter; see speculative_decoding).
+        self.promotions: Stack | None = None
+        if any(model.eagle is not None for spec in config.endpoints for model in spec.models):
+            self.promotions = Stack(scope, f"{id}EaglePromotion", env=kwargs.get("env"),
+                                    description=f"EAGLE promotion parameters of {id} (sagemaker-llm-cdk)")
+            for key, value in config.tags.items():
+                Tags.of(self.promotions).add(key, value)
+            self.add_stack_dependency(self.promotions, reason="EAGLE promotion parameters must exist before this stack reads them")
+        self.eagle: dict[str, EagleOptimization] = {}
         self.endpoints: dict[str, LlmEndpoint] = {}
         for spec in config.endpoints:
             self.endpoints[spec.name] = self._endpoint(spec)
@@ -92,9 +104,35 @@ class LlmPlatformStack(Stack):
                              field=f"endpoints.{spec.name}.models[{index}].adapters_manifest")
             if model.sessions is not None:
                 self._front_door(spec.name, endpoint, component)
+            if model.eagle is not None:
+                self._eagle(spec.name, endpoint, component)
         CfnOutput(self, f"{spec.name}EndpointName", value=endpoint.endpoint_name,
                   description=f"SageMaker endpoint of {spec.name}")
         return endpoint
+
+    def _eagle(self, endpoint_id: str, endpoint: LlmEndpoint, component: ModelComponent) -> EagleOptimization:
+        """The EAGLE loop of ``component``: dataset, optimization job, record, promotion on the next deploy."""
+        assert self.promotions is not None
+        model_id = f"{endpoint_id}{_id(component.component_name)}"
+        head = PromotionParameter(self.promotions, f"{model_id}DraftHead", model_name=component.component_name)
+        eagle = EagleOptimization(
+            self, f"{model_id}Eagle", component=component, settings=component.spec.eagle,
+            promotion_parameter=head.parameter,
+            capacity_plan=endpoint.capacity_plan if component.spec.eagle and component.spec.eagle.use_capacity_plan else None,
+            alarm_topic=self.monitoring.alarm_topic,
+        )
+        self.eagle[component.component_name] = eagle
+        self.monitoring.monitor_eagle(component.component_name, endpoint=endpoint,
+                                      extra_dimensions={"service": RECORD_SERVICE})
+        CfnOutput(self, f"{model_id}EagleStateMachine", value=eagle.state_machine_arn,
+                  description=f"EAGLE loop of {component.component_name}: aws stepfunctions start-execution "
+                              "--state-machine-arn <this> --input '{}'")
+        CfnOutput(self, f"{model_id}EagleArtifacts", value=eagle.artifacts_bucket.bucket_name,
+                  description=f"EAGLE datasets, job outputs (jobs/) and run reports (reports/) of "
+                              f"{component.component_name}")
+        CfnOutput(self, f"{model_id}EagleRuns", value=eagle.runs_table.table_name,
+                  description=f"EAGLE run records of {component.component_name} (DynamoDB)")
+        return eagle
 
     def _front_door(self, endpoint_id: str, endpoint: LlmEndpoint, component: ModelComponent) -> SessionFrontDoor:
         """Session-aware routing for multi-turn chat on ``component`` and its adapters."""

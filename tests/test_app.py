@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory):
     out = tmp_path_factory.mktemp("cdk.out")
-    app = App(outdir=str(out))
+    app = App(outdir=str(out), context={"aws:cdk:enable-path-metadata": True})  # as the CLI synthesizes
     config = load_config(ROOT / "config" / "default.yaml")
     stack = LlmPlatformStack(app, config.stack_name, config=config, env=Environment())
     attach_checks(app)
@@ -90,3 +90,12 @@ def test_checks_fail_on_an_unacknowledged_finding(tmp_path):
     attach_checks(app)
     with pytest.raises(Exception, match=r"(?s)ValidationFailed: .*AwsSolutions-IAM5\[Action::s3:\*\]"):
         app.synth()
+
+
+def test_readme_diagram_is_generated_from_this_app(synthesized):
+    from tools.diagram import END, START, render
+
+    _, _, out = synthesized
+    readme = (ROOT / "README.md").read_text()
+    current = readme.split(START, 1)[1].split(END, 1)[0].strip()
+    assert current == render(out), "run `make diagram` and commit README.md"

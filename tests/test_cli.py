@@ -22,6 +22,6 @@ def test_cdk_cli_synthesizes_the_default_app(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     stacks = [name for name, artifact in manifest["artifacts"].items() if artifact["type"] == "aws:cloudformation:stack"]
-    assert stacks == ["SageMakerLlm"]
+    assert sorted(stacks) == ["SageMakerLlm", "SageMakerLlmEaglePromotion"]
     template = json.loads((tmp_path / "out" / "SageMakerLlm.template.json").read_text())
     assert any(r["Type"] == "AWS::SageMaker::InferenceComponent" for r in template["Resources"].values())

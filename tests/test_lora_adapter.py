@@ -418,6 +418,9 @@ def test_s3_manifest_without_credentials(monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    import boto3
+
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # another test's session may hold cached credentials
     with pytest.raises(ConfigurationError, match=r"AWS said: NoCredentialsError: Unable to locate credentials.*download it"):
         load_adapter_manifest("s3://my-manifests/adapters.yaml", base_dir=".")
 

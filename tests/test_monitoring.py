@@ -119,9 +119,14 @@ def full() -> tuple[Stack, LlmEndpoint, LlmMonitoring, Template]:
     return stack, endpoint, monitoring, Template.from_stack(stack)
 
 
+def endpoint_name(template: Template) -> str:
+    """The endpoint's physical name: stable and known at synth (LlmEndpoint derives it from the path)."""
+    (endpoint,) = template.find_resources("AWS::SageMaker::Endpoint").values()
+    return endpoint["Properties"]["EndpointName"]
+
+
 def endpoint_dims(template: Template) -> dict[str, str]:
-    endpoint_id = logical_id(template, "AWS::SageMaker::Endpoint")
-    return {"EndpointName": "${" + endpoint_id + ".EndpointName}", "VariantName": "AllTraffic"}
+    return {"EndpointName": endpoint_name(template), "VariantName": "AllTraffic"}
 
 
 # ----------------------------------------------------------------- dashboards
@@ -268,9 +273,8 @@ def test_error_rate_alarms_divide_5xx_by_invocations(full):
 
 def test_endpoint_alarms_watch_the_variant(full):
     *_, template = full
-    endpoint_id = logical_id(template, "AWS::SageMaker::Endpoint")
     props = alarm_named(template, f"{PREFIX}-Chat-endpoint-p99-latency")["Properties"]
-    assert props["Dimensions"] == [{"Name": "EndpointName", "Value": {"Fn::GetAtt": [endpoint_id, "EndpointName"]}},
+    assert props["Dimensions"] == [{"Name": "EndpointName", "Value": endpoint_name(template)},
                                    {"Name": "VariantName", "Value": "AllTraffic"}]
     assert props["ExtendedStatistic"] == "p99" and props["Threshold"] == 30_000_000
     alarm_named(template, f"{PREFIX}-Chat-endpoint-5xx-rate")

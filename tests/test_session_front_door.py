@@ -283,7 +283,8 @@ def test_custom_container_gets_no_variables_and_a_warning():
         "/Chat/FrontDoor", Match.string_like_regexp("not LMI.*must implement SageMaker stateful sessions"))
 
 
-def test_old_lmi_gets_a_version_warning(built: Built):
+def test_old_lmi_gets_a_version_warning():
+    built = build(image="lmi:0.33.0-lmi15.0.0-cu128", adapters=())
     Annotations.from_stack(built.stack).has_warning(
         "/Chat/FrontDoor", Match.string_like_regexp("uses LMI 15 .*listed from LMI 16"))
 

@@ -5,12 +5,14 @@ from .capacity_plan import CapacityPlan, CapacityPlanSpec
 from .cost import cost_ceiling_table
 from .config import AppConfig, EndpointSpec, load_config, parse_config
 from .endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
+from .eagle import EagleOptimization
 from .errors import ConfigurationError, Problem
 from .deployment_check import DeploymentCheck
 from .lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
 from .model_component import ModelComponent
 from .monitoring import LlmMonitoring, MonitoringSettings, RolloutSettings
 from .session_front_door import SessionFrontDoor
+from .speculative_decoding import PromotionParameter, SpeculativeDecoding
 from .settings import (
     AdapterSpec,
     CopyScaling,
@@ -39,6 +41,7 @@ __all__ = [
     "DataCapture",
     "DeploymentCheck",
     "EagleDataset",
+    "EagleOptimization",
     "EagleSettings",
     "EndpointOptions",
     "EndpointReference",
@@ -52,10 +55,12 @@ __all__ = [
     "ModelSpec",
     "MonitoringSettings",
     "Problem",
+    "PromotionParameter",
     "RolloutSettings",
     "Routing",
     "SessionFrontDoor",
     "SessionSettings",
+    "SpeculativeDecoding",
     "VARIANT_NAME",
     "VpcPlacement",
     "add_adapter",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import Field
@@ -27,6 +27,13 @@ class DeploymentTarget(Settings):
 
     account: Annotated[str | None, Field(pattern=r"^\d{12}$", description="12-digit AWS account id.")] = None
     region: Annotated[str | None, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1.")] = None
+
+
+class ChecksSettings(Settings):
+    """Synth-time checks. AwsSolutions (cdk-nag) always runs and fails the synth on an unacknowledged finding."""
+
+    nag_warning_packs: Annotated[tuple[Literal["nist-800-53-r5", "serverless"], ...], Field(description=(
+        "Extra cdk-nag packs reported as warnings only. Default: none."))] = ()
 
 
 class EndpointSpec(EndpointOptions):
@@ -61,6 +68,7 @@ class AppConfig(Settings):
     target: Annotated[DeploymentTarget, Field(description="Account and region. Default: from the CLI.")] = DeploymentTarget()
     tags: Annotated[dict[str, str], Field(description="Tags on every resource. Default: none.")] = {}
     endpoints: Annotated[tuple[EndpointSpec, ...], Field(min_length=1, max_length=20)]
+    checks: Annotated[ChecksSettings, Field(description="Synth-time checks. Default: AwsSolutions only.")] = ChecksSettings()
     monitoring: Annotated[MonitoringSettings, Field(description=(
         "Dashboards, alarms (one KMS-encrypted topic) and safe rollouts. Default: on, with the defaults listed."))] = MonitoringSettings()
     capacity_plans: Annotated[tuple[CapacityPlanSpec, ...], Field(max_length=20, description=(

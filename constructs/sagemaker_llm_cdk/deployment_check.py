@@ -139,7 +139,7 @@ class DeploymentCheck(Construct):
 
     def add_model(self, model: "ModelComponent") -> None:
         """Check ``model``'s inference component too: InService, on this endpoint, serving its model."""
-        self.add_component(model.component_name, model.component_arn, model_name=model.cfn_model.attr_model_name,
+        self.add_component(model.component_name, model.component_arn, model_name=model.served_model_name,
                            dependency=model.cfn_inference_component)
 
     def add_component(

@@ -136,6 +136,8 @@ class ModelComponent(Construct):
             ),
         )
         self.node.default_child = self.cfn_inference_component
+        self.served_model_name: str = self.cfn_model.attr_model_name
+        """The SageMaker model the component runs (speculative decoding may swap in another)."""
         self.component_arn = self.cfn_inference_component.attr_inference_component_arn
 
         self.scalable_target: appscaling.CfnScalableTarget | None = None

@@ -376,6 +376,9 @@ class EagleSettings(Settings):
     speedup_threshold: Annotated[float, Field(ge=1.0, le=20.0, description=(
         "Promote a trained head only when throughput improves at least this much. Default: 1.5.")) ] = 1.5
     num_speculative_tokens: Annotated[int, Field(ge=1, le=16, description="Draft tokens per step when served. Default: 5.")] = 5
+    use_capacity_plan: Annotated[bool, Field(description=(
+        "Run optimization jobs on the endpoint's capacity plan (TrainingPlanArns). The jobs then compete with the "
+        "endpoint for the plan's instances, and a plan bought for endpoints may be refused. Default: false."))] = False
 
     def _rules(self) -> list[Problem]:
         problems = []
