@@ -4,14 +4,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
-from aws_cdk import Arn, ArnFormat, Aws, Duration, Names, Stack, Token
+from aws_cdk import Arn, ArnFormat, Duration, Names, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
-from constructs import Construct, IConstruct
+from constructs import Construct
 
 from . import acknowledgements
 from .errors import ConfigurationError, Problem

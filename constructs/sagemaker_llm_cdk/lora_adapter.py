@@ -15,13 +15,13 @@ import json
 import weakref
 from typing import TYPE_CHECKING, Any, Mapping
 
-from aws_cdk import Annotations, Aws, Duration
-from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import Annotations, Aws
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from .component_base import InferenceComponentConstruct
 from .errors import ConfigurationError, Problem
 from .settings import _S3_URI, AdapterSpec, LoraSettings
 from .validation import validated
@@ -242,7 +242,7 @@ def artifact_policies(endpoint: "LlmEndpoint") -> tuple[iam.ManagedPolicy, ...]:
 # --------------------------------------------------------------------------- construct
 
 
-class LoraAdapter(Construct):
+class LoraAdapter(InferenceComponentConstruct):
     """A LoRA adapter on a base model, as an adapter inference component.
 
     The base must have ``spec.lora`` set. The adapter's name is its inference component name:
@@ -320,44 +320,6 @@ class LoraAdapter(Construct):
         self.node.default_child = self.cfn_inference_component
         self.component_arn = self.cfn_inference_component.attr_inference_component_arn
         _ADAPTERS.setdefault(self.endpoint, {})[spec.name] = self
-
-    # ------------------------------------------------------------------ grants
-    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Allow ``grantee`` to invoke this adapter only (not the base or other adapters)."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
-            resource_arns=[self.endpoint.endpoint_arn, self.component_arn],
-        )
-
-    # ----------------------------------------------------------------- metrics
-    def metric(self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum",
-               period: Duration | None = None, **kwargs: Any) -> cloudwatch.Metric:
-        """A metric of this adapter (dimension InferenceComponentName). Default: sum over 1 minute."""
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            dimensions_map={"InferenceComponentName": self.component_name},
-            statistic=statistic,
-            period=period or Duration.minutes(1),
-            **kwargs,
-        )
-
-    def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
-        """Requests sent to this adapter. Default: sum over 1 minute."""
-        return self.metric("Invocations", **kwargs)
-
-    def metric_model_latency(self, *, statistic: str = "p90", **kwargs: Any) -> cloudwatch.Metric:
-        """Model latency of this adapter's requests, microseconds. Default: p90 over 1 minute."""
-        return self.metric("ModelLatency", statistic=statistic, **kwargs)
-
-    def metric_invocation_4xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
-        """Requests answered with a 4xx status. Default: sum over 1 minute."""
-        return self.metric("Invocation4XXErrors", **kwargs)
-
-    def metric_invocation_5xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
-        """Requests answered with a 5xx status. Default: sum over 1 minute."""
-        return self.metric("Invocation5XXErrors", **kwargs)
 
 
 def add_adapter(base: "ModelComponent", id: str, spec: AdapterSpec | Mapping[str, Any], **kwargs: Any) -> LoraAdapter:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 import jsii
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -13,6 +13,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from . import acknowledgements
+from .component_base import InferenceComponentConstruct
 from .endpoint import _depend_on_policy
 from .errors import ConfigurationError, Problem
 from .settings import _ECR_IMAGE, _S3_URI, ModelSpec
@@ -30,7 +31,7 @@ LMI_REPOSITORY = "djl-inference"
 COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 
 
-class ModelComponent(Construct):
+class ModelComponent(InferenceComponentConstruct):
     """A model hosted on an ``LlmEndpoint`` as an inference component.
 
     Creates a SageMaker model (weights read from S3 as they are, no repackaging), an
@@ -235,14 +236,6 @@ class ModelComponent(Construct):
             self.scale_from_zero_alarm.add_alarm_action(_PolicyAction(step.attr_arn))
 
     # ------------------------------------------------------------------ grants
-    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Allow ``grantee`` to invoke this component only (not the endpoint's other models)."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
-            resource_arns=[self.endpoint.endpoint_arn, self.component_arn],
-        )
-
     def _grant_model_access(self, spec: ModelSpec, repository_arn: str, key: kms.IKey | None) -> None:
         role = self.endpoint.role
         match = _S3_URI.match(spec.model_data_s3_uri)
@@ -271,32 +264,6 @@ class ModelComponent(Construct):
             key.grant_decrypt(role)
 
     # ----------------------------------------------------------------- metrics
-    def metric(self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum",
-               period: Duration | None = None, **kwargs: Any) -> cloudwatch.Metric:
-        """A metric of this inference component (dimension InferenceComponentName)."""
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            dimensions_map={"InferenceComponentName": self.component_name},
-            statistic=statistic,
-            period=period or Duration.minutes(1),
-            **kwargs,
-        )
-
-    def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
-        """Requests sent to this model. Default: sum over 1 minute."""
-        return self.metric("Invocations", **kwargs)
-
-    def metric_model_latency(self, *, statistic: str = "p90", **kwargs: Any) -> cloudwatch.Metric:
-        """Model latency, microseconds. Default: p90 over 1 minute."""
-        return self.metric("ModelLatency", statistic=statistic, **kwargs)
-
-    def metric_invocation_5xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
-        return self.metric("Invocation5XXErrors", **kwargs)
-
-    def metric_invocation_4xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
-        return self.metric("Invocation4XXErrors", **kwargs)
-
     def metric_no_capacity_invocation_failures(self, **kwargs: Any) -> cloudwatch.Metric:
         """Requests that found no copy of this model (it was scaled to zero). Default: sum over 1 minute."""
         return self.metric("NoCapacityInvocationFailures", **kwargs)

@@ -1,0 +1,61 @@
+"""What every inference component construct shares: invoke grants and per-component metrics."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+if TYPE_CHECKING:
+    from .endpoint import LlmEndpoint
+
+
+class InferenceComponentConstruct(Construct):
+    """Base of ``ModelComponent`` and ``LoraAdapter``: subclasses set ``endpoint``,
+    ``component_name`` and ``component_arn``."""
+
+    endpoint: "LlmEndpoint"
+    component_name: str
+    component_arn: str
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to invoke this component only: the endpoint ARN and this component's ARN.
+
+        IAM checks both ARNs for a request that names an inference component, so a request
+        for any other model or adapter on the endpoint is refused.
+        """
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+            resource_arns=[self.endpoint.endpoint_arn, self.component_arn],
+        )
+
+    def metric(self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum",
+               period: Duration | None = None, **kwargs: Any) -> cloudwatch.Metric:
+        """A metric of this inference component (dimension InferenceComponentName). Default: sum over 1 minute."""
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=metric_name,
+            dimensions_map={"InferenceComponentName": self.component_name},
+            statistic=statistic,
+            period=period or Duration.minutes(1),
+            **kwargs,
+        )
+
+    def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests sent to this component. Default: sum over 1 minute."""
+        return self.metric("Invocations", **kwargs)
+
+    def metric_model_latency(self, *, statistic: str = "p90", **kwargs: Any) -> cloudwatch.Metric:
+        """Model latency, microseconds. Default: p90 over 1 minute."""
+        return self.metric("ModelLatency", statistic=statistic, **kwargs)
+
+    def metric_invocation_4xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests answered with a 4xx status. Default: sum over 1 minute."""
+        return self.metric("Invocation4XXErrors", **kwargs)
+
+    def metric_invocation_5xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests answered with a 5xx status. Default: sum over 1 minute."""
+        return self.metric("Invocation5XXErrors", **kwargs)
