@@ -17,7 +17,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 REPORTS := reports
 BASE ?= origin/main
 
-.PHONY: setup synth test lint-templates checkov check change-report schema diagram clean
+.PHONY: setup synth test lint-templates checkov check change-report typecheck dist docs schema diagram clean
 
 setup: $(PY_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 
@@ -39,7 +39,7 @@ $(NODE_STAMP): package.json package-lock.json
 ## synth: synthesize the default app into cdk.out (cdk-nag runs inside), then cfn-lint every template.
 synth: setup
 	rm -rf cdk.out
-	cdk synth --quiet $(if $(CONFIG),-c config=$(CONFIG))
+	cdk synth --quiet $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$(PIPELINE))
 	$(MAKE) --no-print-directory lint-templates
 
 lint-templates:
@@ -50,9 +50,24 @@ checkov: $(CHECKOV_STAMP)
 	mkdir -p $(REPORTS)
 	$(BIN)/python -m tools.run_checkov cdk.out --checkov $(CHECKOV_VENV)/bin/checkov --json $(REPORTS)/checkov.json
 
-## check: the pull-request verdict: synth (cdk-nag inside) + cfn-lint, then checkov.
+## check: the pull-request verdict: synth (cdk-nag inside) + cfn-lint, then checkov and mypy.
 check: synth
 	$(MAKE) --no-print-directory checkov
+	$(MAKE) --no-print-directory typecheck
+
+## typecheck: mypy, strict on the library (settings in pyproject.toml).
+typecheck: $(PY_STAMP)
+	$(BIN)/python -m mypy
+
+## dist: the library's wheel in dist/ (Lambda handlers and py.typed inside), for other teams.
+dist: $(PY_STAMP)
+	rm -rf build dist
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
+
+## docs: API reference from the docstrings into docs/api/ (not committed).
+docs: setup
+	rm -rf docs/api
+	PDOC_ALLOW_EXEC=1 $(BIN)/python -m pdoc --docformat restructuredtext --no-show-source -o docs/api sagemaker_llm_cdk
 
 ## change-report: what this branch changes against BASE (default origin/main) when deployed.
 change-report: setup
@@ -71,4 +86,4 @@ test: setup
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 clean:
-	rm -rf cdk.out build dist .pytest_cache $(REPORTS)
+	rm -rf cdk.out build dist .pytest_cache $(REPORTS) docs/api .mypy_cache

@@ -12,14 +12,22 @@ from stacks import LlmPlatformStack, attach_checks
 def main() -> None:
     app = App()
     path = app.node.try_get_context("config") or "config/default.yaml"
+    pipeline = app.node.try_get_context("pipeline")
     try:
-        config = load_config(path)
-        env = Environment(account=config.target.account, region=config.target.region)
-        LlmPlatformStack(app, config.stack_name, config=config, config_dir=Path(path).parent, env=env)
+        if pipeline:  # -c pipeline=config/pipeline.yaml: only the delivery pipeline; its stages hold the stacks
+            from stacks.pipeline import attach_pipeline
+
+            attach_pipeline(app, pipeline)
+            extra_packs: tuple[str, ...] = ()
+        else:
+            config = load_config(path)
+            env = Environment(account=config.target.account, region=config.target.region)
+            LlmPlatformStack(app, config.stack_name, config=config, config_dir=Path(path).parent, env=env)
+            extra_packs = config.checks.nag_warning_packs
     except ConfigurationError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)
-    attach_checks(app, extra_packs=config.checks.nag_warning_packs)
+    attach_checks(app, extra_packs=extra_packs)
     # The most each endpoint can run, for the reviewer reading the synth log.
     print(cost_ceiling_table(app), file=sys.stderr)
     app.synth()

@@ -20,7 +20,7 @@ DependsOn on its role and the role's policy; harmless, and not ours to change.""
 
 
 def lint_folder(folder: Path, regions: tuple[str, ...] = DEFAULT_REGIONS) -> int:
-    templates = sorted(folder.glob("*.template.json"))
+    templates = sorted(folder.rglob("*.template.json"))  # pipeline stages nest their assemblies
     if not templates:
         print(f"cfn-lint: no templates in {folder}; run `make synth` first", file=sys.stderr)
         return 1

@@ -116,7 +116,7 @@ def _read_s3(location: str, client: Any) -> str:
             import boto3
 
             client = boto3.client("s3")
-        body = client.get_object(Bucket=match.group("bucket"), Key=key)["Body"].read()
+        body: bytes = client.get_object(Bucket=match.group("bucket"), Key=key)["Body"].read()
         return body.decode("utf-8")
     except (BotoCoreError, ClientError, UnicodeDecodeError) as error:
         raise ConfigurationError(

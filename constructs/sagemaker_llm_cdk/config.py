@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import Field
 
 from .capacity_plan import CapacityPlanSpec, spec_binding_problems
@@ -158,25 +157,6 @@ def duplicate_name_problems(endpoints: Any) -> list[Problem]:
     return problems
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping instead of keeping the last."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    mapping: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is given twice in one mapping", key_node.start_mark
-            )
-        mapping[key] = loader.construct_object(value_node, deep=deep)
-    return mapping
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def parse_config(data: Any, *, source: str = "config") -> AppConfig:
     if not isinstance(data, dict):
         raise ConfigurationError(
@@ -195,27 +175,11 @@ def parse_config(data: Any, *, source: str = "config") -> AppConfig:
 
 
 def load_config(path: str | Path) -> AppConfig:
-    """Read and validate a YAML config file."""
-    path = Path(path)
-    source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigurationError(
-            [Problem("", source, "a readable YAML file", f"check the path ({error.strerror}); "
-                     "pass another with `cdk synth -c config=PATH`")],
-            source=source,
-        ) from None
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        problem = getattr(error, "problem", None) or str(error)
-        raise ConfigurationError(
-            [Problem(where, problem, "valid YAML", "fix the syntax at that position")], source=source
-        ) from None
-    return parse_config(data, source=source)
+    """Read and validate a YAML config file, laid over the files it ``extends`` (see ``config_layers``)."""
+    from .config_layers import load_layers
+
+    layers = load_layers(path)
+    return parse_config(layers.data, source=layers.source)
 
 
 def json_schema() -> dict[str, Any]:
@@ -223,6 +187,10 @@ def json_schema() -> dict[str, Any]:
     schema = AppConfig.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "sagemaker-llm-cdk deployment config"
+    schema["properties"]["extends"] = {
+        "description": "Config file(s) this one is laid over, relative to this file (mappings merge, lists replace).",
+        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+    }
     return schema
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Mapping, Protocol, Sequence, cast
 
 import jsii
 from aws_cdk import Aws, Duration, Names, Stack, Token
@@ -332,7 +332,7 @@ class LlmMonitoring(Construct):
                                                using_metrics=using, label="Errors", period=Duration.minutes(5))
         section = board.sections["front_door"]
         section.add_widget(_header(f"Session front door {name}", "Lambda invocations, errors, throttles and duration."))
-        section.add_widget(cloudwatch.Row(
+        section.add_widget(_row(
             cloudwatch.GraphWidget(title=f"{name}: requests", width=8, left=[
                 function.metric_invocations(statistic="Sum", period=Duration.minutes(1)),
                 function.metric_throttles(statistic="Sum", period=Duration.minutes(1)),
@@ -413,7 +413,7 @@ class LlmMonitoring(Construct):
         section = board.sections["eagle"]
         section.add_widget(_header(f"EAGLE speculative decoding: {model_name}",
                                    "Throughput speedup of the trained draft head over the base model, per run."))
-        section.add_widget(cloudwatch.Row(
+        section.add_widget(_row(
             cloudwatch.SingleValueWidget(title=f"{model_name}: latest speedup", width=6, height=6,
                                          metrics=[metric("EagleSpeedup", "Maximum", Duration.days(7))]),
             cloudwatch.GraphWidget(title=f"{model_name}: speedup per run (x)", width=10, height=6,
@@ -454,7 +454,7 @@ class LlmMonitoring(Construct):
         )
         sections = {section: cloudwatch.Column() for section in SECTIONS}
         for column in sections.values():
-            dashboard.add_widgets(column)
+            dashboard.add_widgets(cast(cloudwatch.IWidget, column))
         return _Board(dashboard, sections)
 
     def _subject(self, field: str, value: str) -> str:
@@ -489,8 +489,8 @@ class LlmMonitoring(Construct):
                 source=self.node.path,
             )
         group, key = where
-        scope = self.node.try_find_child(group) or Construct(self, group)
-        parent = scope.node.try_find_child(key) or Construct(scope, key)
+        scope = cast(Construct, self.node.try_find_child(group) or Construct(self, group))
+        parent = cast(Construct, scope.node.try_find_child(key) or Construct(scope, key))
         alarm = cloudwatch.Alarm(
             parent,
             "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]", kind)) + "Alarm",
@@ -553,7 +553,7 @@ class LlmMonitoring(Construct):
             metrics.metric("GPUUtilization", namespace="/aws/sagemaker/Endpoints", statistic="Average"),
             metrics.metric("GPUMemoryUtilization", namespace="/aws/sagemaker/Endpoints", statistic="Average"),
         ]
-        section.add_widget(cloudwatch.Row(
+        section.add_widget(_row(
             cloudwatch.GraphWidget(title="Invocations and errors", width=6, left=[
                 metrics.metric("Invocations"), metrics.metric("Invocation4XXErrors"), metrics.metric("Invocation5XXErrors"),
             ]),
@@ -563,7 +563,7 @@ class LlmMonitoring(Construct):
         ))
         copies = [m.metric_copy_count(label=m.component_name) for m in endpoint.models]
         no_capacity = [m.metric_no_capacity_invocation_failures(label=m.component_name) for m in endpoint.models]
-        section.add_widget(cloudwatch.Row(
+        section.add_widget(_row(
             # One CPUUtilization sample per instance per minute: the sample count is the instance count.
             cloudwatch.GraphWidget(title="Instances", width=6, left=[
                 metrics.metric("CPUUtilization", namespace="/aws/sagemaker/Endpoints", statistic="SampleCount",
@@ -667,7 +667,7 @@ class LlmMonitoring(Construct):
         section.add_widget(_header(
             f"Model {name}",
             f"{model.spec.accelerators} accelerator(s) per copy, {copies.min_copies}-{copies.max_copies} copies."))
-        section.add_widget(cloudwatch.Row(
+        section.add_widget(_row(
             cloudwatch.GraphWidget(title=f"{name}: invocations and errors", width=6, left=[
                 model.metric_invocations(), model.metric_invocation_4xx_errors(), model.metric_invocation_5xx_errors(),
             ]),
@@ -697,7 +697,7 @@ class LlmMonitoring(Construct):
         ]
         if alarm is not None:
             widgets.append(cloudwatch.AlarmStatusWidget(title=f"{plan_name}: alarm", alarms=[alarm], width=6, height=4))
-        section.add_widget(cloudwatch.Row(*widgets))
+        section.add_widget(_row(*widgets))
 
     def _name_of(self, alarm: cloudwatch.Alarm) -> str:
         """The literal name an alarm was created with (never a reference: see ``_endpoint_alarms``)."""
@@ -710,7 +710,7 @@ class _EndpointMetrics:
     def __init__(self, endpoint: "LlmEndpoint") -> None:
         given = endpoint.cfn_endpoint.endpoint_name if endpoint.cfn_endpoint is not None else None
         self.literal = isinstance(given, str) and not Token.is_unresolved(given)
-        self._name = given if self.literal else endpoint.endpoint_name
+        self._name: str = given if isinstance(given, str) and self.literal else endpoint.endpoint_name
         self._variant = endpoint.variant_name
 
     def metric(self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum",
@@ -734,6 +734,11 @@ def _days_left(plan_name: str, namespace: str) -> cloudwatch.Metric:
     return cloudwatch.Metric(namespace=namespace, metric_name="CapacityPlanDaysLeft",
                              dimensions_map={"TrainingPlanName": plan_name}, statistic="Minimum",
                              period=Duration.days(1))
+
+
+def _row(*widgets: cloudwatch.IWidget) -> cloudwatch.IWidget:
+    """A dashboard row (a ``Row`` is a widget; its type stubs do not say so)."""
+    return cast(cloudwatch.IWidget, cloudwatch.Row(*widgets))
 
 
 def _header(title: str, text: str) -> cloudwatch.TextWidget:

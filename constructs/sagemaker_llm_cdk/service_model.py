@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 import botocore.session
 
 
 @functools.cache
-def _model():
+def _model() -> Any:
     return botocore.session.get_session().get_service_model("sagemaker")
 
 

@@ -273,7 +273,7 @@ class SpeculativeDecoding(Construct):
         """The model the inference component runs: the serving model while a head is promoted."""
         component.cfn_inference_component.add_property_override("Specification.ModelName", self.served_model_name)
         # Checks that compare what the component runs with the template (DeploymentCheck) read this.
-        component.served_model_name = self.served_model_name  # type: ignore[attr-defined]
+        component.served_model_name = self.served_model_name
         acknowledgements.speculative_decoding(self, draft_bucket, prefix)
 
 

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Endpoint with LoRA adapters and sessions: a base model, two adapters loaded on demand, and a
+session front door (Lambda Function URL, IAM auth) that keeps each conversation on one instance.
+
+Run: ``cdk synth --app "python app.py"`` or ``CDK_OUTDIR=out python app.py`` (no AWS account needed).
+"""
+from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import aws_iam as iam
+from cdk_nag import AwsSolutionsChecks
+
+from sagemaker_llm_cdk import (
+    AdapterSpec,
+    CopyScaling,
+    LlmEndpoint,
+    LoraSettings,
+    ModelSpec,
+    SessionFrontDoor,
+    SessionSettings,
+)
+
+app = App()
+stack = Stack(app, "ChatWithAdapters")
+
+endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+base = endpoint.add_model("Qwen", ModelSpec(
+    name="qwen3-8b",
+    model_data_s3_uri="s3://my-weights/qwen3-8b/",
+    accelerators=1,
+    min_memory_mb=32768,
+    copies=CopyScaling(min_copies=1, max_copies=4),
+    lora=LoraSettings(max_gpu_adapters=4, max_cpu_adapters=16),  # adapters live on GPU, then CPU, then disk
+    sessions=SessionSettings(expiration_seconds=1800),           # stateful sessions in the LMI container
+))
+# Each adapter is its own inference component: callers pass its name as InferenceComponentName.
+sql = base.add_adapter("Sql", AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-adapters/qwen3-8b/sql.tar.gz"))
+support = base.add_adapter("Support", AdapterSpec(name="qwen3-8b-support",
+                                                  artifact_s3_uri="s3://my-adapters/qwen3-8b/support.tar.gz"))
+
+# Multi-turn chat: POST /invoke {"conversation_id": ..., "component": "qwen3-8b-sql", "body": {...}}, SigV4-signed.
+front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=[sql, support])
+chat_app = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+front_door.grant_invoke_url(chat_app)
+# A batch job that calls one adapter directly, without sessions.
+reports = iam.Role(stack, "Reports", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+sql.grant_invoke(reports)
+
+CfnOutput(stack, "FrontDoorUrl", value=front_door.url)
+Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+app.synth()

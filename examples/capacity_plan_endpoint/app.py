@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Capacity-plan endpoint: an endpoint that runs only on reserved GPU capacity (a SageMaker
+training plan), serving a base model and one LoRA adapter.
+
+The plan here is one you already bought (``mode="existing"``): nothing is purchased. To have the
+stack buy one, give ``duration_days``, ``max_upfront_fee_usd`` and ``purchase_acknowledged=True``
+instead (paid upfront, never refunded; see ``CapacityPlanSpec``). A daily check publishes the
+plan's days left and alarms before it ends.
+
+Run: ``cdk synth --app "python app.py"`` or ``CDK_OUTDIR=out python app.py`` (no AWS account needed).
+"""
+from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import aws_iam as iam
+from cdk_nag import AwsSolutionsChecks
+
+from sagemaker_llm_cdk import (
+    AdapterSpec,
+    CapacityPlan,
+    CapacityPlanSpec,
+    CopyScaling,
+    InstanceScaling,
+    LlmEndpoint,
+    LoraSettings,
+    ModelSpec,
+)
+
+app = App()
+stack = Stack(app, "ReservedChat")
+
+plan = CapacityPlan(stack, "Plan", spec=CapacityPlanSpec(
+    mode="existing",
+    name="chat-p5e-2027q1",            # the plan's name in this account and region
+    instance_type="ml.p5e.48xlarge",   # checked at synth: the endpoint must use the same type ...
+    instance_count=2,                  # ... and at most this many instances
+    expiry_warning_days=7,
+))
+endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge", capacity_plan=plan,
+                       scaling=InstanceScaling(min_instances=1, max_instances=2))
+qwen = endpoint.add_model("Qwen", ModelSpec(
+    name="qwen3-32b",
+    model_data_s3_uri="s3://my-weights/qwen3-32b/",
+    accelerators=2,
+    min_memory_mb=65536,
+    copies=CopyScaling(min_copies=1, max_copies=8, target_concurrent_requests_per_copy=8),
+    lora=LoraSettings(),
+))
+support = qwen.add_adapter("Support", AdapterSpec(name="qwen3-32b-support",
+                                                  artifact_s3_uri="s3://my-adapters/qwen3-32b/support.tar.gz"))
+
+caller = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+qwen.grant_invoke(caller)
+support.grant_invoke(caller)
+CfnOutput(stack, "EndpointName", value=endpoint.endpoint_name)
+Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+app.synth()

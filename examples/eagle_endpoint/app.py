@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""EAGLE-enabled endpoint: the model's captured traffic trains an EAGLE draft head every week; a
+head that makes decoding at least 1.5x faster is recorded and served from the next deploy.
+
+Two stacks: ``EaglePromotions`` holds the SSM parameter with the approved head and is deployed
+first (``cdk deploy --all`` orders them); ``EagleChat`` holds the endpoint and the optimization
+loop (Step Functions, Lambda, an encrypted artifacts bucket, a run table).
+
+Run: ``cdk synth --app "python app.py"`` or ``CDK_OUTDIR=out python app.py`` (no AWS account needed).
+"""
+from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import aws_iam as iam
+from cdk_nag import AwsSolutionsChecks
+
+from sagemaker_llm_cdk import (
+    DataCapture,
+    EagleDataset,
+    EagleOptimization,
+    EagleSettings,
+    LlmEndpoint,
+    ModelSpec,
+    PromotionParameter,
+)
+
+app = App()
+promotions = Stack(app, "EaglePromotions")
+stack = Stack(app, "EagleChat")
+
+head = PromotionParameter(promotions, "QwenHead", model_name="qwen3-8b")
+
+# Data Capture stores requests and responses as JSON: the loop's training data.
+endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge",
+                       data_capture=DataCapture(sampling_percentage=20, json_content_types=("application/json",)))
+qwen = endpoint.add_model("Qwen", ModelSpec(
+    name="qwen3-8b",
+    model_data_s3_uri="s3://my-weights/qwen3-8b/",
+    architecture="Qwen3ForCausalLM",   # from the model's config.json; EAGLE supports a fixed list
+    accelerators=1,
+    min_memory_mb=32768,
+))
+eagle = EagleOptimization(stack, "QwenEagle", component=qwen, promotion_parameter=head.parameter,
+                          settings=EagleSettings(schedule="rate(7 days)", speedup_threshold=1.5,
+                                                 dataset=EagleDataset(source="capture", min_new_records=1000)))
+
+# An operator role that may start a run by hand (aws stepfunctions start-execution ...).
+operator = iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal())
+eagle.grant_start_run(operator)
+CfnOutput(stack, "StateMachineArn", value=eagle.state_machine.state_machine_arn)
+Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+app.synth()

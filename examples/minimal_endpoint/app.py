@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""Minimal endpoint: one model on one GPU instance, invocable by one role.
+
+Run from anywhere with the library installed (``pip install sagemaker-llm-cdk``):
+``cdk synth --app "python app.py"``, or ``CDK_OUTDIR=out python app.py``. No AWS account is
+needed to synthesize: the stack is environment-agnostic.
+"""
+from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import aws_iam as iam
+from cdk_nag import AwsSolutionsChecks
+
+from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
+
+app = App()
+stack = Stack(app, "MinimalEndpoint")
+
+endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+qwen = endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/",
+                                            accelerators=1, min_memory_mb=32768))
+
+# Your application's role: it may invoke this model only.
+caller = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+qwen.grant_invoke(caller)
+CfnOutput(stack, "EndpointName", value=endpoint.endpoint_name)
+
+# cdk-nag: the library acknowledges its own findings, each with a reason; yours still fail the synth.
+Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+app.synth()

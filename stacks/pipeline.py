@@ -1,0 +1,247 @@
+"""Optional delivery pipeline (CDK Pipelines on CodePipeline): the app to several accounts and regions, in waves.
+
+Attached to the app only when asked (``cdk synth -c pipeline=config/pipeline.yaml``). The pipeline
+stack runs in a tools account and, on every push to the source branch:
+
+1. **SynthCheck** runs the pull-request synth check (``make check``: tests, synth, cdk-nag,
+   cfn-lint, checkov); nothing else starts unless it passes;
+2. **Synth** synthesizes this app with the pipeline attached (``make synth PIPELINE=...``), then the
+   pipeline updates itself and publishes the Lambda assets;
+3. the **waves** of ``config/pipeline.yaml`` deploy in order, the stages of one wave in parallel, each
+   stage being ``LlmPlatformStack`` built from that stage's config in its account and region; a wave
+   with ``approval: true`` waits for a manual approval first (production).
+
+The stage configs may ``extends:`` a shared base (``sagemaker_llm_cdk.config_layers``). The whole
+pipeline synthesizes offline: account ids are plain values in the config (placeholders in the
+sample), the source is a CodeConnections (CodeStar) connection given by ARN, and nothing is looked up.
+Before the first deploy, bootstrap each target account trusting the tools account
+(``cdk bootstrap aws://ACCOUNT/REGION --trust TOOLS_ACCOUNT --cloudformation-execution-policies ...``),
+then ``cdk deploy -c pipeline=config/pipeline.yaml SageMakerLlmPipeline`` once; it updates itself after.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+from aws_cdk import App, Environment, Stack, Stage
+from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import pipelines
+from constructs import Construct
+from pydantic import Field
+
+from sagemaker_llm_cdk import AppConfig, ConfigurationError, Problem, parse_config
+from sagemaker_llm_cdk import acknowledgements
+from sagemaker_llm_cdk.config_layers import load_layers
+from sagemaker_llm_cdk.settings import Settings
+from sagemaker_llm_cdk.validation import validated
+
+from .llm_platform import LlmPlatformStack
+
+ACCOUNT = r"^\d{12}$"
+REGION = r"^[a-z]{2}(-[a-z]+)+-\d$"
+CONNECTION_ARN = re.compile(
+    r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z]{2}(-[a-z]+)+-\d:\d{12}:connection/[0-9a-f-]{36}$")
+CONTEXT_KEY = "pipeline"
+"""``cdk synth -c pipeline=PATH`` attaches the pipeline described by the YAML file at PATH."""
+CONNECTION_CONTEXT_KEY = "connection_arn"
+"""``-c connection_arn=ARN`` overrides ``source.connection_arn`` of the pipeline config."""
+
+
+class SourceSettings(Settings):
+    """Where the pipeline takes the code from: a repository reached through a CodeConnections connection."""
+
+    repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", description=(
+        "owner/name of the repository (GitHub, GitLab or Bitbucket, as the connection allows)."))]
+    branch: Annotated[str, Field(min_length=1, description="Branch to deploy. Default: main.")] = "main"
+    connection_arn: Annotated[str | None, Field(description=(
+        "ARN of the CodeConnections (CodeStar) connection to the repository host, in the tools account. "
+        "May come from `-c connection_arn=ARN` instead."))] = None
+
+
+class StageSettings(Settings):
+    """One deployment of the app: a config file in one account and region."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$", description=(
+        "Stage name; CloudFormation stack names become <name>-<stack_name>."))]
+    config: Annotated[str, Field(min_length=1, description="The app config for this stage (relative to the repository root).")]
+    account: Annotated[str, Field(pattern=ACCOUNT, description="12-digit AWS account id.")]
+    region: Annotated[str, Field(pattern=REGION, description="AWS region, e.g. us-east-1.")]
+
+
+class WaveSettings(Settings):
+    """Stages deployed together, in parallel; waves deploy one after another."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$")]
+    approval: Annotated[bool, Field(description="Wait for a manual approval before this wave. Default: false.")] = False
+    stages: Annotated[tuple[StageSettings, ...], Field(min_length=1, max_length=20)]
+
+
+class PipelineSettings(Settings):
+    """The delivery pipeline: where it runs, its source, its checks and its waves."""
+
+    stack_name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")] = "SageMakerLlmPipeline"
+    pipeline_name: Annotated[str, Field(pattern=r"^[A-Za-z0-9.@_-]{1,100}$")] = "SageMakerLlmDelivery"
+    account: Annotated[str, Field(pattern=ACCOUNT, description="The tools account the pipeline runs in.")]
+    region: Annotated[str, Field(pattern=REGION, description="The pipeline's region.")]
+    source: SourceSettings
+    check_commands: Annotated[tuple[str, ...], Field(min_length=1, description=(
+        "The pull-request synth check, run first on every change. Default: make check."))] = ("make check",)
+    synth_commands: Annotated[tuple[str, ...], Field(min_length=1, description=(
+        "Synthesize the app with this pipeline attached into cdk.out."))] = ("make synth PIPELINE=config/pipeline.yaml",)
+    waves: Annotated[tuple[WaveSettings, ...], Field(min_length=1, max_length=10)]
+
+    def _rules(self) -> list[Problem]:
+        problems = []
+        seen: dict[str, str] = {}
+        for w, wave in enumerate(self.waves):
+            for s, stage in enumerate(wave.stages):
+                where = f"waves[{w}].stages[{s}]"
+                if stage.name in seen:
+                    problems.append(Problem(f"{where}.name", stage.name, f"a name not used by {seen[stage.name]}",
+                                            "rename one of the two stages"))
+                seen.setdefault(stage.name, where)
+        names = [wave.name for wave in self.waves]
+        for w, name in enumerate(names):
+            if name in names[:w]:
+                problems.append(Problem(f"waves[{w}].name", name, "a name no other wave uses", "rename the wave"))
+        if self.source.connection_arn is not None and not CONNECTION_ARN.match(self.source.connection_arn):
+            problems.append(Problem("source.connection_arn", self.source.connection_arn,
+                                    "arn:aws:codeconnections:<region>:<account>:connection/<id>",
+                                    "copy the ARN from Developer Tools > Settings > Connections"))
+        return problems
+
+
+def load_pipeline_settings(path: str | Path, *, connection_arn: str | None = None) -> PipelineSettings:
+    """Read and validate the pipeline config; ``connection_arn`` (from context) overrides the file's."""
+    source = str(path)
+    data = load_layers(path).data
+    if not isinstance(data, dict):
+        raise ConfigurationError([Problem("", data, "a mapping", "start from config/pipeline.yaml")], source=source)
+    if connection_arn:
+        data = {**data, "source": {**(data.get("source") or {}), "connection_arn": connection_arn}}
+    settings = validated(PipelineSettings, data, where=source)
+    if settings.source.connection_arn is None:
+        raise ConfigurationError([Problem("source.connection_arn", None, "the ARN of a CodeConnections connection",
+                                          f"set it in {source} or pass -c {CONNECTION_CONTEXT_KEY}=ARN")], source=source)
+    return settings
+
+
+def load_stage_config(stage: StageSettings) -> AppConfig:
+    """The stage's app config (with what it extends), checked against the stage's account and region."""
+    layers = load_layers(stage.config)
+    config = parse_config(layers.data, source=layers.source)
+    problems = []
+    for field, want in (("account", stage.account), ("region", stage.region)):
+        given = getattr(config.target, field)
+        if given is not None and given != want:
+            problems.append(Problem(f"target.{field}", given, f"{want}, the {field} of pipeline stage {stage.name}",
+                                    f"remove target.{field} from {stage.config} or deploy the stage to {given}"))
+    if problems:
+        raise ConfigurationError(problems, source=layers.source)
+    return config
+
+
+class LlmPlatformStage(Stage):
+    """One deployment of the app in a pipeline wave: ``LlmPlatformStack`` from one config, in one account and region."""
+
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig, config_dir: Path, env: Environment) -> None:
+        super().__init__(scope, id, env=env)
+        self.platform = LlmPlatformStack(self, config.stack_name, config=config, config_dir=config_dir)
+
+
+class PipelineStack(Stack):
+    """The pipeline itself, in the tools account. ``self.pipeline`` is the ``pipelines.CodePipeline``."""
+
+    def __init__(self, scope: Construct, id: str, *, settings: PipelineSettings, **kwargs: Any) -> None:
+        kwargs.setdefault("env", Environment(account=settings.account, region=settings.region))
+        super().__init__(scope, id, description="Delivery pipeline of the LLM platform (sagemaker-llm-cdk)", **kwargs)
+        self.settings = settings
+        assert settings.source.connection_arn is not None  # load_pipeline_settings insists
+        source = pipelines.CodePipelineSource.connection(
+            settings.source.repository, settings.source.branch, connection_arn=settings.source.connection_arn,
+            trigger_on_push=True)
+        # Ubuntu with Python 3.11+ and npm: `make` installs the rest (pinned Python packages, Node 22, CDK CLI).
+        # The check and the synth run the app and the test suite: 4 vCPUs, 7 GB.
+        image = codebuild.BuildEnvironment(build_image=codebuild.LinuxBuildImage.STANDARD_7_0)
+        build_environment = codebuild.BuildEnvironment(
+            build_image=codebuild.LinuxBuildImage.STANDARD_7_0, compute_type=codebuild.ComputeType.MEDIUM)
+        self.check = pipelines.CodeBuildStep(
+            "SynthCheck",
+            input=source,
+            commands=list(settings.check_commands),
+            primary_output_directory="cdk.out",
+            build_environment=build_environment,
+        )
+        synth = pipelines.ShellStep(
+            "Synth",
+            input=source,
+            # The check's output is not used: taking it as an input makes Synth start only after the check passed.
+            additional_inputs={"../synth-check": self.check},
+            commands=list(settings.synth_commands),
+            primary_output_directory="cdk.out",
+        )
+        self.pipeline = pipelines.CodePipeline(
+            self,
+            "Pipeline",
+            pipeline_name=settings.pipeline_name,
+            synth=synth,
+            cross_account_keys=True,
+            enable_key_rotation=True,
+            code_build_defaults=pipelines.CodeBuildOptions(build_environment=image),
+            synth_code_build_defaults=pipelines.CodeBuildOptions(build_environment=build_environment),
+        )
+        self.stages: dict[str, LlmPlatformStage] = {}
+        problems: list[Problem] = []
+        for w, wave_settings in enumerate(settings.waves):
+            pre = ([pipelines.ManualApprovalStep(f"Approve{wave_settings.name}", comment=(
+                f"Deploy to {', '.join(f'{s.name} ({s.account}/{s.region})' for s in wave_settings.stages)}?"))]
+                if wave_settings.approval else [])
+            wave = self.pipeline.add_wave(wave_settings.name, pre=pre)
+            for s, stage_settings in enumerate(wave_settings.stages):
+                where = f"waves[{w}].stages[{s}]"
+                try:
+                    config = load_stage_config(stage_settings)
+                except ConfigurationError as error:
+                    problems.extend(p.under(f"{where} ({error.source})") for p in error.problems)
+                    continue
+                stage = LlmPlatformStage(self, stage_settings.name, config=config,
+                                         config_dir=Path(stage_settings.config).parent,
+                                         env=Environment(account=stage_settings.account, region=stage_settings.region))
+                self.stages[stage_settings.name] = stage
+                wave.add_stage(stage)
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+        self.pipeline.build_pipeline()
+        _role_arns_as_sub(self, self.pipeline.pipeline.node.default_child)
+        acknowledgements.pipeline(self.pipeline)
+
+
+def _role_arns_as_sub(stack: Stack, cfn_pipeline: Any) -> None:
+    """Write each action's ``Configuration.RoleArn`` (the target account's CloudFormation execution role) as
+    ``Fn::Sub``: CDK writes ``Fn::Join`` with an empty delimiter, which cfn-lint (E3703) refuses there."""
+    for s, stage in enumerate(stack.resolve(cfn_pipeline.stages)):
+        for a, action in enumerate(stage.get("actions", [])):
+            arn = (action.get("configuration") or {}).get("RoleArn")
+            if isinstance(arn, dict) and list(arn) == ["Fn::Join"] and arn["Fn::Join"][0] == "":
+                text = "".join(_sub_part(part) for part in arn["Fn::Join"][1])
+                cfn_pipeline.add_property_override(f"Stages.{s}.Actions.{a}.Configuration.RoleArn", {"Fn::Sub": text})
+
+
+def _sub_part(part: Any) -> str:
+    if isinstance(part, str):
+        return part.replace("${", "${!")
+    if isinstance(part, dict) and list(part) == ["Ref"]:
+        return "${" + part["Ref"] + "}"
+    if isinstance(part, dict) and list(part) == ["Fn::GetAtt"]:
+        return "${" + ".".join(part["Fn::GetAtt"]) + "}"
+    raise ValueError(f"cannot write {part!r} in Fn::Sub")
+
+
+def attach_pipeline(app: App, path: str | Path) -> PipelineStack:
+    """Add the pipeline described by the YAML file at ``path`` to ``app`` (``-c connection_arn=`` overrides the source)."""
+    settings = load_pipeline_settings(path, connection_arn=app.node.try_get_context(CONNECTION_CONTEXT_KEY))
+    return PipelineStack(app, settings.stack_name, settings=settings)
+
+
+__all__ = ["LlmPlatformStage", "PipelineSettings", "PipelineStack", "attach_pipeline", "load_pipeline_settings"]

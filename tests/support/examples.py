@@ -1,0 +1,180 @@
+"""The apps in examples/: which library names they need, how to synthesize one, what each must build.
+
+Shared by ``tests/test_examples.py`` (the repository's library) and ``tests/test_wheel.py`` (the
+library installed from the wheel in a fresh virtualenv).
+"""
+from __future__ import annotations
+
+import ast
+import filecmp
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+LAMBDA_ROOT = ROOT / "lambda"
+
+PENDING_EXPORTS: dict[str, str] = {}
+"""Public names an example uses that the library may not export yet (and the module they live in).
+
+An example that needs one of these is skipped, naming it, until ``sagemaker_llm_cdk/__init__.py``
+exports it; any other name the library does not export fails the test."""
+
+
+def library_imports(app: Path) -> list[str]:
+    """Names an example imports from ``sagemaker_llm_cdk``; examples use only the top-level API."""
+    names = []
+    for node in ast.walk(ast.parse(app.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sagemaker_llm_cdk"):
+            assert node.module == "sagemaker_llm_cdk", (
+                f"{app}: import only the public API (from sagemaker_llm_cdk import ...), not {node.module}")
+            names.extend(alias.name for alias in node.names)
+    return names
+
+
+def missing_exports(app: Path, exported: set[str]) -> list[str]:
+    """Names ``app`` needs that are not exported; fails on any that is not a known pending export."""
+    missing = [name for name in library_imports(app) if name not in exported]
+    unknown = [name for name in missing if name not in PENDING_EXPORTS]
+    assert not unknown, f"{app} imports {unknown}, which sagemaker_llm_cdk does not export"
+    return missing
+
+
+def pending_reason(missing: list[str]) -> str:
+    modules = ", ".join(sorted({PENDING_EXPORTS[name] for name in missing}))
+    return f"sagemaker_llm_cdk does not export {', '.join(missing)} yet (they are in {modules})"
+
+
+def child_env(*first_on_path: Path, write_bytecode: bool = False) -> dict[str, str]:
+    """Environment for a child Python: ``first_on_path``, then Node 22 from node_modules (jsii); no PYTHONPATH.
+
+    ``write_bytecode`` lets it cache compiled modules (worth it in a throwaway venv installed with ``--no-compile``).
+    """
+    drop = {"PYTHONPATH", "VIRTUAL_ENV", "CDK_OUTDIR", "CDK_CONTEXT_JSON", "PYTHONHOME"}
+    if write_bytecode:
+        drop.add("PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    node = ROOT / "node_modules" / ".bin"
+    path = [str(p) for p in first_on_path] + ([str(node)] if node.is_dir() else [])
+    env["PATH"] = os.pathsep.join([*path, env.get("PATH", "")])
+    env["CDK_DISABLE_VERSION_CHECK"] = "1"
+    env["CDK_CLI_TELEMETRY"] = "false"
+    env["JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION"] = "1"
+    return env
+
+
+@dataclass
+class Synth:
+    """A synthesized cloud assembly."""
+
+    outdir: Path
+    stacks: dict[str, dict[str, Any]]
+    seconds: float = 0.0
+
+    def template(self, stack: str) -> dict[str, Any]:
+        return self.stacks[stack]
+
+    def handler_folders(self, stack: str) -> set[str]:
+        """The ``lambda/<folder>`` of each Python function in ``stack``, found by comparing its code asset
+        with the folders in this repository file by file; an asset that matches no folder fails."""
+        folders = set()
+        for logical_id, function in of_type_items(self.stacks[stack], "AWS::Lambda::Function"):
+            key = function["Properties"].get("Code", {}).get("S3Key")
+            if not isinstance(key, str) or not key.endswith(".zip"):
+                continue
+            asset = self.outdir / f"asset.{key[:-len('.zip')]}"
+            if not (asset / "index.py").is_file():
+                continue  # the CDK's own framework functions (Node.js)
+            match = [folder.name for folder in sorted(LAMBDA_ROOT.iterdir()) if same_files(asset, folder)]
+            assert match, (f"{stack}/{logical_id}: its code asset {asset.name} ({sorted(p.name for p in asset.iterdir())}) "
+                           "matches no lambda/<folder> of this repository")
+            folders.add(match[0])
+        return folders
+
+
+def same_files(asset: Path, folder: Path) -> bool:
+    if not folder.is_dir():
+        return False
+    names = sorted(p.name for p in folder.iterdir() if p.name != "__pycache__" and not p.name.endswith(".pyc"))
+    if sorted(p.name for p in asset.iterdir()) != names:
+        return False
+    match, mismatch, errors = filecmp.cmpfiles(asset, folder, names, shallow=False)
+    return not mismatch and not errors
+
+
+def synthesize(python: str | Path, app: Path, outdir: Path, *, env: dict[str, str]) -> Synth:
+    """Run ``python app.py`` in the app's folder with CDK_OUTDIR set, as a user would without the CLI."""
+    import time
+
+    start = time.monotonic()
+    result = subprocess.run([str(python), app.name], cwd=app.parent, env={**env, "CDK_OUTDIR": str(outdir)},
+                            capture_output=True, text=True, timeout=600)
+    seconds = time.monotonic() - start
+    assert result.returncode == 0, f"{app} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    stacks = {name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
+              for name, artifact in manifest["artifacts"].items() if artifact["type"] == "aws:cloudformation:stack"}
+    return Synth(outdir, stacks, seconds)
+
+
+def of_type_items(template: dict[str, Any], cfn_type: str) -> list[tuple[str, dict[str, Any]]]:
+    return [(k, r) for k, r in template["Resources"].items() if r["Type"] == cfn_type]
+
+
+def of_type(template: dict[str, Any], cfn_type: str) -> list[dict[str, Any]]:
+    return [r for _, r in of_type_items(template, cfn_type)]
+
+
+def component_names(template: dict[str, Any]) -> set[str]:
+    return {r["Properties"]["InferenceComponentName"] for r in of_type(template, "AWS::SageMaker::InferenceComponent")}
+
+
+# ------------------------------------------------------------------ what each example must build
+def check_minimal_endpoint(synth: Synth) -> None:
+    template = synth.template("MinimalEndpoint")
+    assert len(of_type(template, "AWS::SageMaker::Endpoint")) == 1
+    assert len(of_type(template, "AWS::SageMaker::EndpointConfig")) == 1
+    assert component_names(template) == {"qwen3-8b"}
+    assert not of_type(template, "AWS::Lambda::Function")
+
+
+def check_adapters_and_sessions(synth: Synth) -> None:
+    template = synth.template("ChatWithAdapters")
+    assert len(of_type(template, "AWS::SageMaker::Endpoint")) == 1
+    assert component_names(template) == {"qwen3-8b", "qwen3-8b-sql", "qwen3-8b-support"}
+    adapters = [r for r in of_type(template, "AWS::SageMaker::InferenceComponent")
+                if "BaseInferenceComponentName" in r["Properties"]["Specification"]]
+    assert [r["Properties"]["Specification"]["BaseInferenceComponentName"] for r in adapters] == ["qwen3-8b"] * 2
+    assert [u["Properties"]["AuthType"] for u in of_type(template, "AWS::Lambda::Url")] == ["AWS_IAM"]
+    assert len(of_type(template, "AWS::DynamoDB::Table")) == 1
+    assert synth.handler_folders("ChatWithAdapters") == {"session_router"}
+
+
+def check_capacity_plan_endpoint(synth: Synth) -> None:
+    template = synth.template("ReservedChat")
+    (config,) = of_type(template, "AWS::SageMaker::EndpointConfig")
+    (variant,) = config["Properties"]["ProductionVariants"]
+    assert variant["CapacityReservationConfig"]["CapacityReservationPreference"] == "capacity-reservations-only"
+    assert component_names(template) == {"qwen3-32b", "qwen3-32b-support"}
+    assert synth.handler_folders("ReservedChat") == {"capacity_plan_expiry"}
+    assert not of_type(template, "Custom::SageMakerCapacityPlan"), "the example binds an existing plan: it buys nothing"
+
+
+def check_eagle_endpoint(synth: Synth) -> None:
+    assert len(of_type(synth.template("EaglePromotions"), "AWS::SSM::Parameter")) == 1
+    template = synth.template("EagleChat")
+    assert component_names(template) == {"qwen3-8b"}
+    assert len(of_type(template, "AWS::StepFunctions::StateMachine")) >= 1
+    assert {"eagle_dataset", "eagle_job"} <= synth.handler_folders("EagleChat")
+
+
+CHECKS: dict[str, Callable[[Synth], None]] = {
+    "minimal_endpoint": check_minimal_endpoint,
+    "adapters_and_sessions": check_adapters_and_sessions,
+    "capacity_plan_endpoint": check_capacity_plan_endpoint,
+    "eagle_endpoint": check_eagle_endpoint,
+}

@@ -1,0 +1,183 @@
+"""Tests for stacks/pipeline.py: the optional CDK Pipelines stack synthesizes offline, passes cdk-nag and
+cfn-lint, runs the synth check first, deploys in waves and waits for an approval before production."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App
+
+from sagemaker_llm_cdk import ConfigurationError
+from stacks import attach_checks
+from stacks.pipeline import PipelineStack, attach_pipeline, load_pipeline_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINE_CONFIG = ROOT / "config" / "pipeline.yaml"
+CONNECTION = "arn:aws:codeconnections:us-east-1:333333333333:connection/00000000-0000-0000-0000-000000000000"
+
+
+@dataclass
+class Synthesized:
+    stack: PipelineStack
+    outdir: Path
+
+    def template(self, relative: str = "SageMakerLlmPipeline.template.json") -> dict[str, Any]:
+        return json.loads((self.outdir / relative).read_text())
+
+    def pipeline(self) -> dict[str, Any]:
+        (pipeline,) = [r for r in self.template()["Resources"].values() if r["Type"] == "AWS::CodePipeline::Pipeline"]
+        return pipeline["Properties"]
+
+    def stage(self, name: str) -> list[dict[str, Any]]:
+        (stage,) = [s for s in self.pipeline()["Stages"] if s["Name"] == name]
+        return stage["Actions"]
+
+    def buildspec(self, action: dict[str, Any]) -> str:
+        project = action["Configuration"]["ProjectName"]["Ref"]
+        return self.template()["Resources"][project]["Properties"]["Source"]["BuildSpec"]
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory) -> Synthesized:
+    cwd = Path.cwd()
+    os.chdir(ROOT)  # stage config paths in pipeline.yaml are relative to the repository root
+    try:
+        outdir = tmp_path_factory.mktemp("pipeline")
+        # The feature flags of cdk.json, as `cdk synth` passes them (they change ARNs that acknowledgements name).
+        app = App(outdir=str(outdir), context=json.loads((ROOT / "cdk.json").read_text())["context"])
+        stack = attach_pipeline(app, PIPELINE_CONFIG.relative_to(ROOT))
+        attach_checks(app)  # cdk-nag AwsSolutions on the pipeline and every stage: a finding fails app.synth()
+        app.synth()
+    finally:
+        os.chdir(cwd)
+    return Synthesized(stack, outdir)
+
+
+def test_stages_in_order_source_check_synth_selfupdate_assets_then_waves(synthesized):
+    assert [s["Name"] for s in synthesized.pipeline()["Stages"]] == ["Source", "Build", "UpdatePipeline", "Assets",
+                                                                     "Dev", "Prod"]
+    (source,) = synthesized.stage("Source")
+    assert source["ActionTypeId"]["Provider"] == "CodeStarSourceConnection"
+    assert source["Configuration"]["ConnectionArn"] == CONNECTION
+    assert source["Configuration"]["FullRepositoryId"] == "my-org/sagemaker-llm-cdk"
+    assert source["Configuration"]["BranchName"] == "main"
+
+
+def test_the_pull_request_synth_check_runs_first_and_gates_the_synth(synthesized):
+    check, synth = sorted(synthesized.stage("Build"), key=lambda a: a["RunOrder"])
+    assert (check["Name"], check["RunOrder"], synth["Name"], synth["RunOrder"]) == ("SynthCheck", 1, "Synth", 2)
+    assert "make check" in synthesized.buildspec(check)
+    assert "make synth PIPELINE=config/pipeline.yaml" in synthesized.buildspec(synth)
+    assert "make check" not in synthesized.buildspec(synth)
+
+
+def test_dev_deploys_without_approval_to_the_dev_account(synthesized):
+    actions = synthesized.stage("Dev")
+    assert not [a for a in actions if a["ActionTypeId"]["Category"] == "Approval"]
+    assert {a["Configuration"]["StackName"] for a in actions} == {"Dev-SageMakerLlm"}
+    assert all("111111111111" in json.dumps(a["RoleArn"]) for a in actions)
+
+
+def test_prod_waits_for_a_manual_approval_then_deploys_both_regions_in_parallel(synthesized):
+    actions = synthesized.stage("Prod")
+    approvals = [a for a in actions if a["ActionTypeId"]["Category"] == "Approval"]
+    deploys = [a for a in actions if a["ActionTypeId"]["Category"] == "Deploy"]
+    assert [(a["Name"], a["RunOrder"]) for a in approvals] == [("ApproveProd", 1)]
+    assert "ProdUsEast1 (222222222222/us-east-1)" in approvals[0]["Configuration"]["CustomData"]
+    assert min(a["RunOrder"] for a in deploys) > 1
+    assert {a["Configuration"]["StackName"] for a in deploys} == {"ProdUsEast1-SageMakerLlm", "ProdUsWest2-SageMakerLlm"}
+    regions = {a["Name"].split(".")[0]: a.get("Region") for a in deploys}
+    assert regions["ProdUsWest2"] == "us-west-2"
+    for a in deploys:
+        assert "222222222222" in json.dumps(a["RoleArn"])
+
+
+def test_each_stage_is_the_platform_stack_from_its_environment_config(synthesized):
+    manifest = json.loads((synthesized.outdir / "manifest.json").read_text())
+    nested = {name: artifact for name, artifact in manifest["artifacts"].items() if artifact["type"] == "cdk:cloud-assembly"}
+    assert set(nested) == {"assembly-SageMakerLlmPipeline-Dev", "assembly-SageMakerLlmPipeline-ProdUsEast1",
+                           "assembly-SageMakerLlmPipeline-ProdUsWest2"}
+    expected = {"Dev": ("ml.g6e.12xlarge", "aws://111111111111/us-east-1"),
+                "ProdUsEast1": ("ml.p5e.48xlarge", "aws://222222222222/us-east-1"),
+                "ProdUsWest2": ("ml.p5e.48xlarge", "aws://222222222222/us-west-2")}
+    for stage, (instance_type, environment) in expected.items():
+        folder = synthesized.outdir / f"assembly-SageMakerLlmPipeline-{stage}"
+        stage_manifest = json.loads((folder / "manifest.json").read_text())
+        (stack,) = [a for a in stage_manifest["artifacts"].values() if a["type"] == "aws:cloudformation:stack"
+                    and a["properties"].get("stackName") == f"{stage}-SageMakerLlm"]
+        assert stack["environment"] == environment
+        template = json.loads((folder / stack["properties"]["templateFile"]).read_text())
+        (config,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"]
+        assert config["Properties"]["ProductionVariants"][0]["InstanceType"] == instance_type
+
+
+def test_the_pipeline_templates_pass_cfn_lint(synthesized):
+    from tools.lint_templates import lint_folder
+
+    assert lint_folder(synthesized.outdir) == 0
+
+
+def test_connection_arn_from_context_overrides_the_file(tmp_path):
+    other = CONNECTION.replace("00000000-0000-0000-0000-000000000000", "11111111-2222-3333-4444-555555555555")
+    assert load_pipeline_settings(PIPELINE_CONFIG, connection_arn=other).source.connection_arn == other
+
+
+def write_pipeline(tmp_path: Path, **changes: Any) -> Path:
+    import yaml
+
+    data = yaml.safe_load(PIPELINE_CONFIG.read_text())
+    data.update(changes)
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_connection_arn_is_required(tmp_path):
+    path = write_pipeline(tmp_path, source={"repository": "my-org/repo"})
+    with pytest.raises(ConfigurationError, match=r"source.connection_arn: got None.*pass -c connection_arn=ARN"):
+        load_pipeline_settings(path)
+
+
+def test_a_malformed_connection_arn_is_refused(tmp_path):
+    path = write_pipeline(tmp_path, source={"repository": "my-org/repo", "connection_arn": "arn:aws:s3:::bucket"})
+    with pytest.raises(ConfigurationError, match=r"source.connection_arn: .*arn:aws:codeconnections"):
+        load_pipeline_settings(path)
+
+
+def test_stage_names_are_unique_across_waves(tmp_path):
+    stage = {"name": "Dev", "config": "config/dev.yaml", "account": "111111111111", "region": "us-east-1"}
+    path = write_pipeline(tmp_path, waves=[{"name": "A", "stages": [stage]}, {"name": "B", "stages": [stage]}])
+    with pytest.raises(ConfigurationError, match=r"waves\[1\].stages\[0\].name: got 'Dev'; allowed: a name not used by"):
+        load_pipeline_settings(path)
+
+
+def test_a_stage_config_for_another_account_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    stage = {"name": "Dev", "config": "config/prod.yaml", "account": "111111111111",
+             "region": "us-east-1"}
+    settings = load_pipeline_settings(write_pipeline(tmp_path, waves=[{"name": "Dev", "stages": [stage]}]))
+    with pytest.raises(ConfigurationError) as error:
+        PipelineStack(App(), "P", settings=settings)
+    message = str(error.value)
+    assert "waves[0].stages[0]" in message and "target.account: got '222222222222'" in message
+    assert "111111111111, the account of pipeline stage Dev" in message
+
+
+def test_app_attaches_the_pipeline_only_when_asked(tmp_path):
+    if "attach_pipeline" not in (ROOT / "app.py").read_text():
+        pytest.skip("app.py does not attach the pipeline yet (-c pipeline=config/pipeline.yaml)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PATH"] = os.pathsep.join([str(ROOT / "node_modules" / ".bin"), env["PATH"]])
+    env["CDK_OUTDIR"] = str(tmp_path / "out")
+    env["CDK_CONTEXT_JSON"] = json.dumps({"pipeline": "config/pipeline.yaml"})
+    result = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    stacks = [n for n, a in manifest["artifacts"].items() if a["type"] == "aws:cloudformation:stack"]
+    assert "SageMakerLlmPipeline" in stacks and "SageMakerLlm" not in stacks

@@ -1,0 +1,134 @@
+"""The library as other teams get it: build the wheel, install it in a fresh virtualenv with only its
+declared dependencies, and synthesize the example apps from outside the repository, Lambda code included.
+
+Slow (about a minute): select with ``pytest -m wheel``, leave out with ``-m "not wheel"``.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+import warnings
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from support.examples import CHECKS, EXAMPLES, LAMBDA_ROOT, ROOT, child_env, missing_exports, pending_reason, synthesize
+
+LIBRARY = ROOT / "constructs" / "sagemaker_llm_cdk"
+BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "constructs", "lambda")
+"""What setuptools reads to build the wheel (those that exist); copied so the build sees a clean tree."""
+SETUPTOOLS_WARNING = re.compile(r"BuildBackendWarning|SetuptoolsDeprecationWarning|SetuptoolsWarning|"
+                                r"absent from the `packages` configuration")
+
+
+def handler_folders() -> list[Path]:
+    return sorted(p for p in LAMBDA_ROOT.iterdir() if (p / "index.py").is_file())
+
+
+def packaged_files() -> set[str]:
+    """Every file the wheel must hold: the library's modules and py.typed, every handler file, the handlers' README."""
+    files = {f"sagemaker_llm_cdk/{p.relative_to(LIBRARY).as_posix()}" for p in LIBRARY.rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    for folder in handler_folders():
+        files |= {f"sagemaker_llm_cdk/_lambda/{folder.name}/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    return files | {"sagemaker_llm_cdk/_lambda/README.md", "sagemaker_llm_cdk/py.typed"}
+
+
+def test_every_handler_folder_is_a_listed_package():
+    """setuptools ships (and stays quiet about) lambda/<name>/ only when pyproject.toml lists it."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    missing = [f"sagemaker_llm_cdk._lambda.{f.name}" for f in handler_folders() if f"sagemaker_llm_cdk._lambda.{f.name}" not in listed]
+    assert not missing, f"add {missing} to [tool.setuptools] packages in pyproject.toml"
+
+
+def run(command: list[str | Path], **kwargs) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=900, **kwargs)
+    assert result.returncode == 0, f"{command} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    return result
+
+
+@pytest.mark.wheel
+def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
+    timings: dict[str, float] = {}
+    clock = time.monotonic()
+
+    def lap(what: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        timings[what] = round(now - clock, 1)
+        clock = now
+
+    # 1. Build the wheel as `make dist` does, from a clean copy of the build inputs.
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in BUILD_INPUTS:
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        elif path.is_file():
+            shutil.copy2(path, source / name)
+    dist = tmp_path / "dist"
+    build = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--verbose", "--wheel-dir", dist, source])
+    noise = sorted({line.strip() for line in (build.stdout + build.stderr).splitlines() if SETUPTOOLS_WARNING.search(line)})
+    assert not noise, "the build warns:\n" + "\n".join(noise)
+    (wheel,) = dist.glob("sagemaker_llm_cdk-*-py3-none-any.whl")
+    lap("build wheel")
+
+    # 2. It holds the library, py.typed and every handler file, and nothing of the app or the tests.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    version = re.search(r'^__version__ = "([^"]+)"', (LIBRARY / "__init__.py").read_text(), re.M).group(1)
+    assert wheel.name == f"sagemaker_llm_cdk-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata = archive.read(f"sagemaker_llm_cdk-{version}.dist-info/METADATA").decode()
+    assert not packaged_files() - names, f"missing from the wheel: {sorted(packaged_files() - names)}"
+    assert {n.split("/")[0] for n in names} == {"sagemaker_llm_cdk", f"sagemaker_llm_cdk-{version}.dist-info"}
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    requires = sorted(line.removeprefix("Requires-Dist: ") for line in metadata.splitlines() if line.startswith("Requires-Dist: "))
+    assert len(requires) == len(project["dependencies"]), requires
+
+    # 3. A fresh virtualenv with the wheel and its declared dependencies only (nothing from this repo's venv).
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", venv])
+    python = venv / "bin" / "python"
+    lap("create venv")
+    run([python, "-m", "pip", "install", "--no-compile", "--disable-pip-version-check", "--quiet", wheel])
+    lap("pip install wheel + dependencies")
+    run([python, "-m", "pip", "check"])
+    probe = run([python, "-c", (
+        "import importlib.util, json, sagemaker_llm_cdk as m\n"
+        "from sagemaker_llm_cdk._assets import handler_dir\n"
+        "print(json.dumps({'file': m.__file__, 'version': m.__version__, 'all': m.__all__,\n"
+        "  'handler': handler_dir('capacity_plan_expiry'),\n"
+        "  'powertools': importlib.util.find_spec('aws_lambda_powertools') is not None}))")],
+        cwd=tmp_path, env=child_env(venv / "bin", write_bytecode=True))
+    installed = json.loads(probe.stdout.strip().splitlines()[-1])
+    site = str(venv / "lib")
+    assert installed["file"].startswith(site) and installed["handler"].startswith(site), installed
+    assert installed["version"] == version
+    assert not installed["powertools"], "the fresh venv sees a package the wheel does not declare"
+
+    # 4. The example apps, copied out of the repository, synthesize with that interpreter (cdk-nag runs in each).
+    consumer = tmp_path / "consumer"
+    pending = []
+    for name, check in sorted(CHECKS.items()):
+        app = EXAMPLES / name / "app.py"
+        missing = missing_exports(app, set(installed["all"]))
+        if missing:
+            pending.append(f"{name}: {pending_reason(missing)}")
+            continue
+        (consumer / name).mkdir(parents=True)
+        copy = shutil.copy2(app, consumer / name / "app.py")
+        check(synthesize(python, Path(copy), tmp_path / "out" / name, env=child_env(venv / "bin", write_bytecode=True)))
+        lap(f"synth {name}")
+    assert "capacity_plan_endpoint" not in " ".join(pending), "the model + adapter + Lambda consumer must always run"
+    print("wheel test timings (s):", json.dumps(timings))
+    if pending:
+        warnings.warn("examples not synthesized from the wheel: " + "; ".join(pending), stacklevel=1)
