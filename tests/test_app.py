@@ -99,3 +99,93 @@ def test_readme_diagram_is_generated_from_this_app(synthesized):
     readme = (ROOT / "README.md").read_text()
     current = readme.split(START, 1)[1].split(END, 1)[0].strip()
     assert current == render(out), "run `make diagram` and commit README.md"
+
+
+# ------------------------------------------------ what each issue's "done when" promises
+def _all_resources(out: Path) -> dict[str, dict]:
+    resources: dict[str, dict] = {}
+    for template in out.glob("*.template.json"):
+        for logical_id, resource in json.loads(template.read_text())["Resources"].items():
+            resources[f"{template.name}:{logical_id}"] = resource
+    return resources
+
+
+def _of_type(resources: dict[str, dict], cfn_type: str) -> list[dict]:
+    return [r for r in resources.values() if r["Type"] == cfn_type]
+
+
+def _statements(resources: dict[str, dict]) -> list[dict]:
+    found = []
+    for policy in _of_type(resources, "AWS::IAM::Policy") + _of_type(resources, "AWS::IAM::ManagedPolicy"):
+        found.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    return found
+
+
+def _actions(statement: dict) -> list[str]:
+    action = statement.get("Action", [])
+    return [action] if isinstance(action, str) else action
+
+
+def test_default_app_serves_two_adapters_on_the_named_base(synthesized):
+    *_, out = synthesized
+    components = _of_type(_all_resources(out), "AWS::SageMaker::InferenceComponent")
+    adapters = [c for c in components if "BaseInferenceComponentName" in c["Properties"]["Specification"]]
+    assert sorted(a["Properties"]["InferenceComponentName"] for a in adapters) == ["qwen3-32b-sql", "qwen3-32b-support"]
+    for adapter in adapters:
+        spec = adapter["Properties"]["Specification"]
+        assert spec["BaseInferenceComponentName"] == "qwen3-32b"
+        assert spec["Container"]["ArtifactUrl"].endswith(".tar.gz")
+        assert "ComputeResourceRequirements" not in spec and "VariantName" not in adapter["Properties"]
+
+
+def test_default_app_has_a_session_table_and_a_front_door_limited_to_this_endpoint(synthesized):
+    stack, _, out = synthesized
+    resources = _all_resources(out)
+    (table,) = [t for t in _of_type(resources, "AWS::DynamoDB::Table")
+                if t["Properties"].get("TimeToLiveSpecification")]  # the other table holds EAGLE run records
+    assert table["Properties"]["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert table["Properties"]["KeySchema"] == [{"AttributeName": "conversation_id", "KeyType": "HASH"}]
+    (url,) = _of_type(resources, "AWS::Lambda::Url")
+    assert url["Properties"]["AuthType"] == "AWS_IAM"
+    invokes = [s for s in _statements(resources) if "sagemaker:InvokeEndpoint" in _actions(s)]
+    assert invokes, "no function may invoke the endpoint"
+    (endpoint_id,) = Template.from_stack(stack).find_resources("AWS::SageMaker::Endpoint")
+    for statement in invokes:
+        targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        assert {"Ref": endpoint_id} in targets  # this endpoint, and beyond it only its own components
+        others = [t for t in targets if t != {"Ref": endpoint_id}]
+        assert others and all("InferenceComponentArn" in json.dumps(t) for t in others), targets
+
+
+def test_default_app_binds_the_capacity_plan(synthesized):
+    *_, out = synthesized
+    resources = _all_resources(out)
+    (config,) = _of_type(resources, "AWS::SageMaker::EndpointConfig")
+    binding = config["Properties"]["ProductionVariants"][0]["CapacityReservationConfig"]
+    assert binding["CapacityReservationPreference"] == "capacity-reservations-only"
+    assert "Fn::GetAtt" in binding["MlReservationArn"]
+    plans = [r for r in resources.values() if r["Type"] == "Custom::SageMakerCapacityPlan"]
+    assert len(plans) == 1 and plans[0]["DeletionPolicy"] == "Retain"
+    assert plans[0]["Properties"]["MaxUpfrontFeeUsd"] == "150000"
+
+
+def test_default_app_runs_the_eagle_loop(synthesized):
+    *_, out = synthesized
+    resources = _all_resources(out)
+    machines = _of_type(resources, "AWS::StepFunctions::StateMachine")
+    assert any("optimizationjob" in json.dumps(m["Properties"]).lower() for m in machines)
+    schedules = _of_type(resources, "AWS::Scheduler::Schedule")
+    assert [s["Properties"]["ScheduleExpression"] for s in schedules] == ["rate(7 days)"]
+    assert any("sagemaker:CreateOptimizationJob" in _actions(s) for s in _statements(resources))
+
+
+def test_default_app_monitors_and_rolls_back(synthesized):
+    *_, out = synthesized
+    resources = _all_resources(out)
+    assert _of_type(resources, "AWS::CloudWatch::Dashboard")
+    alarms = _of_type(resources, "AWS::CloudWatch::Alarm")
+    assert len(alarms) >= 7
+    (base,) = [c for c in _of_type(resources, "AWS::SageMaker::InferenceComponent")
+               if "BaseInferenceComponentName" not in c["Properties"]["Specification"]]
+    rollback = base["Properties"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
+    assert rollback and all("AlarmName" in alarm for alarm in rollback)
