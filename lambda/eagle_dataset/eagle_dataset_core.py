@@ -71,6 +71,16 @@ _ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assista
 _TEXT_PART_TYPES = frozenset(("text", "input_text", "output_text"))
 _DATE_DIR = re.compile(r"\d{4}/\d{2}/\d{2}/\d{2}")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+#: A \\uXXXX escape of a surrogate (U+D800-U+DFFF) as encode_basestring_ascii writes it.
+#: Narrower than "\\ud": Hangul (U+D000-U+D7FF) escapes as \\ud0xx-\\ud7xx and is not one.
+_ESCAPED_SURROGATE = re.compile(r"\\ud[89a-f]")
+
+#: The C scanner behind ``json.loads``: ``_scan(text, 0)`` -> ``(value, end)``. Called directly
+#: for documents that start with ``{`` or ``[`` and end exactly at the end of the text, the
+#: result is what ``json.loads`` returns (it skips the two whitespace regex matches and, for
+#: bytes, the encoding detection); anything else goes through ``json.loads`` itself so errors
+#: and edge cases stay exactly the same.
+_scan = json.JSONDecoder().scan_once
 
 
 class OversizedLine:
@@ -272,6 +282,15 @@ def _decode_payload(part: dict[str, Any]) -> tuple[Any, bool]:
         text = data
     else:
         raise _Skip("unsupported_encoding")
+    if text[:1] in ("{", "["):  # fast path, same result as json.loads (see _scan)
+        try:
+            value, end = _scan(text, 0)
+        except (ValueError, RecursionError, StopIteration):
+            pass  # let json.loads decide, below
+        else:
+            if end == len(text) or not text[end:].strip(" \t\n\r"):
+                return value, True
+            return text, False  # json.loads: "Extra data" (a stream of JSON lines, say)
     try:
         return json.loads(text), True
     except (ValueError, RecursionError):
@@ -454,12 +473,18 @@ def _response_from_object(obj: Any) -> str | None:
 
 def _response_from_stream(text: str) -> str | None:
     """Server-sent events or JSON lines from a streaming invocation, joined into one text."""
-    payloads = [
-        line[5:].lstrip() if line.startswith("data:") else line
-        for line in (raw.strip() for raw in text.splitlines())
-        if line and line[0] != ":" and not line.startswith(("event:", "id:", "retry:"))
-    ]
-    payloads = [payload for payload in payloads if payload and payload != "[DONE]"]
+    payloads: list[str] = []
+    append = payloads.append
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("data:"):
+            line = line[5:].lstrip()
+            if line and line != "[DONE]":
+                append(line)
+        elif line[0] != ":" and not line.startswith(("event:", "id:", "retry:")) and line != "[DONE]":
+            append(line)
     if not payloads:
         return None
     try:  # one parse for the whole stream: per-token payloads are tiny and many
@@ -473,8 +498,8 @@ def _response_from_stream(text: str) -> str | None:
     for chunk in chunks:
         if not isinstance(chunk, dict):
             return None
-        if _is_error(chunk):
-            raise _Skip("error_response")
+        if chunk.get("error") or chunk.get("object") == "error" or ("ErrorCode" in chunk and "generated_text" not in chunk):
+            raise _Skip("error_response")  # _is_error, inlined: called once per token
         generated = chunk.get("generated_text")
         if isinstance(generated, str):
             final = generated
@@ -529,7 +554,7 @@ def encode_record(messages: list[Message]) -> bytes:
     Text with lone surrogates is skipped: strict JSON readers reject it.
     """
     body = ",".join([f'{{"role":"{role}","content":{encode_basestring_ascii(content)}}}' for role, content in messages])
-    if "\\ud" in body:  # escaped surrogates: fine as pairs (emoji), not alone; rare, so check properly
+    if "\\ud" in body and _ESCAPED_SURROGATE.search(body):  # fine as pairs (emoji), not alone; rare, so check properly
         for _, content in messages:
             try:
                 content.encode("utf-8")
@@ -599,6 +624,7 @@ class BatchConverter:
         self._seen: dict[str, set[bytes]] = {}
         self._seen_total = 0
         self.dedup_saturated = False
+        self._valid_names: set[str] = set()  # component names that passed _component's checks
 
     # -- public -----------------------------------------------------------------------------
 
@@ -606,23 +632,48 @@ class BatchConverter:
         self, lines: Iterable[bytes | OversizedLine], *, path_component: str | None = None
     ) -> Iterator[tuple[str, bytes]]:
         """Yield ``(component, jsonl_line_with_newline)`` for every converted, new record."""
+        # One loop, no per-line method layers on the common path; every step is the same as
+        # _parse_line / _component / _convert (which the rare paths still call).
         fallback = path_component or UNATTRIBUTED
+        all_stats = self.stats
+        seen_by_component = self._seen
+        parse_line = self._parse_line
+        component_of = self._component
+        convert = self._convert
+        blake2b = hashlib.blake2b
+        scan = _scan
         for line in lines:
             component = fallback
             try:
-                if isinstance(line, OversizedLine):
+                if line.__class__ is bytes and line[:1] == b"{" and line[1:2] != b"\x00":
+                    capture = None  # fast path: what json.loads(line) does for UTF-8 text
+                    try:
+                        text = line.decode("utf-8", "surrogatepass")
+                        value, end = scan(text, 0)
+                        if end == len(text) or not text[end:].strip(" \t\n\r"):
+                            if value.__class__ is dict and isinstance(value.get("captureData"), dict):
+                                capture = value
+                    except (ValueError, RecursionError, StopIteration):
+                        pass
+                    if capture is None:
+                        capture = parse_line(line)  # errors and edge cases: the exact, slow way
+                elif isinstance(line, OversizedLine):
                     raise _Skip("line_too_long")
-                capture = self._parse_line(line)
-                component = self._component(capture, path_component)
-                out = self._convert(capture)
+                else:
+                    capture = parse_line(line)
+                component = component_of(capture, path_component)
+                out = convert(capture)
             except _Skip as skip:
-                self._stats(component).skipped[skip.reason] += 1
-                self._stats(component).records_in += 1
+                stats = all_stats.get(component) or self._stats(component)
+                stats.skipped[skip.reason] += 1
+                stats.records_in += 1
                 continue
-            stats = self._stats(component)
+            stats = all_stats.get(component) or self._stats(component)
             stats.records_in += 1
-            digest = hashlib.blake2b(out, digest_size=16).digest()
-            seen = self._seen.setdefault(component, set())
+            digest = blake2b(out, digest_size=16).digest()
+            seen = seen_by_component.get(component)
+            if seen is None:
+                seen = seen_by_component[component] = set()
             if digest in seen:
                 stats.duplicates += 1
                 continue
@@ -681,10 +732,14 @@ class BatchConverter:
         name = metadata.get("inferenceComponentName") if isinstance(metadata, dict) else None
         if name is None or name == "":
             name = path_component or self.default_component
+        if name.__class__ is str and name in self._valid_names:  # validated and counted before
+            return name
         if not isinstance(name, str) or not _COMPONENT_NAME.fullmatch(name):
             raise _Skip("invalid_component_name")
         if name not in self.stats and len(self.stats) >= self.max_components:
             raise _Skip("too_many_components")
+        if name in self.stats:  # the name now has its stats (the caller creates them if new)
+            self._valid_names.add(name)
         return name
 
     @staticmethod
