@@ -214,3 +214,13 @@ def test_duplicate_component_name_on_one_endpoint():
     endpoint.add_model("a", ModelSpec(name="same", model_data_s3_uri=MODEL_URI))
     with pytest.raises(ConfigurationError, match=r"name: got 'same'; allowed: a name no other model or adapter"):
         endpoint.add_model("b", ModelSpec(name="same", model_data_s3_uri=MODEL_URI))
+
+
+def test_validated_specs_are_reused_and_unchecked_ones_are_checked():
+    from sagemaker_llm_cdk.validation import validated
+
+    checked = ModelSpec(name="m", model_data_s3_uri=MODEL_URI)
+    assert validated(ModelSpec, checked, where="here") is checked
+    unchecked = ModelSpec.model_construct(name="bad_name", model_data_s3_uri=MODEL_URI)
+    with pytest.raises(ConfigurationError, match=r"here:\n  - name: got 'bad_name'"):
+        validated(ModelSpec, unchecked, where="here")

@@ -27,6 +27,8 @@ def acknowledge(construct: IConstruct, rule: str, reason: str, *, finding: str |
 
 def nag_form(scope: IConstruct, value: str) -> str:
     """``value`` (a string that may hold tokens) as cdk-nag writes it in a finding id."""
+    if "${Token[" not in value:
+        return value  # no token (CDK encodes every string token so): resolving would return it unchanged
     return _render(Stack.of(scope).resolve(value))
 
 

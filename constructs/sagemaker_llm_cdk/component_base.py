@@ -1,6 +1,7 @@
 """What every inference component construct shares: invoke grants and per-component metrics."""
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration
@@ -10,6 +11,12 @@ from constructs import Construct
 
 if TYPE_CHECKING:
     from .endpoint import LlmEndpoint
+
+
+@functools.cache
+def one_minute() -> Duration:
+    """``Duration.minutes(1)``, made once: a Duration is an immutable value, and each new one is a jsii call."""
+    return Duration.minutes(1)
 
 
 class InferenceComponentConstruct(Construct):
@@ -40,7 +47,7 @@ class InferenceComponentConstruct(Construct):
             metric_name=metric_name,
             dimensions_map={"InferenceComponentName": self.component_name},
             statistic=statistic,
-            period=period or Duration.minutes(1),
+            period=period or one_minute(),
             **kwargs,
         )
 

@@ -14,6 +14,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from . import acknowledgements
+from .component_base import one_minute
 from .errors import ConfigurationError, Problem
 from .settings import DataCapture, EndpointOptions, InstanceScaling, Routing, has_local_nvme
 from .storage import SecureBucket, secure_key
@@ -53,7 +54,7 @@ class EndpointReference(Construct):
             metric_name=metric_name,
             dimensions_map={"EndpointName": self.endpoint_name, "VariantName": self.variant_name},
             statistic=statistic,
-            period=period or Duration.minutes(1),
+            period=period or one_minute(),
             **kwargs,
         )
 
@@ -346,7 +347,7 @@ class LlmEndpoint(EndpointReference):
             expression="+".join(using) if len(using) > 1 else next(iter(using)),
             using_metrics=using,
             label="NoCapacityInvocationFailures",
-            period=kwargs.get("period") or Duration.minutes(1),
+            period=kwargs.get("period") or one_minute(),
         )
 
     # ------------------------------------------------------------- permissions

@@ -102,6 +102,7 @@ def apply_lora_settings(component: "ModelComponent") -> dict[str, str]:
 
 _WARNED: "weakref.WeakSet[ModelComponent]" = weakref.WeakSet()
 
+
 # ------------------------------------------------------------------- names per endpoint
 
 _ADAPTERS: "weakref.WeakKeyDictionary[LlmEndpoint, dict[str, LoraAdapter]]" = weakref.WeakKeyDictionary()
@@ -274,7 +275,9 @@ class LoraAdapter(InferenceComponentConstruct):
         problems: list[Problem] = []
         checked: AdapterSpec | None = None
         try:
-            checked = validated(AdapterSpec, spec, where=self.node.path)
+            # The problems are re-raised below under this construct's path; ``where`` goes unused, and
+            # self.node.path would cost two jsii calls per adapter.
+            checked = validated(AdapterSpec, spec, where=id)
         except ConfigurationError as error:
             problems.extend(p.under("spec") for p in error.problems)
         problems.extend(base_problems(base))
@@ -315,9 +318,10 @@ class LoraAdapter(InferenceComponentConstruct):
             ),
         )
         # The base's name is a fixed string, so CloudFormation sees no reference: say it.
-        self.cfn_inference_component.node.add_dependency(base.cfn_inference_component)
-        self.cfn_inference_component.node.add_dependency(self.artifact_policy)
-        self.node.default_child = self.cfn_inference_component
+        # One add_dependency call with both (the same dependencies, in the same order): fewer jsii calls.
+        self.cfn_inference_component.node.add_dependency(base.cfn_inference_component, self.artifact_policy)
+        # No ``self.node.default_child = ...``: a child with id "Resource" is the default child already
+        # (Node.defaultChild looks it up), and setting it again costs two jsii calls per adapter.
         self.component_arn = self.cfn_inference_component.attr_inference_component_arn
         _ADAPTERS.setdefault(self.endpoint, {})[spec.name] = self
 

@@ -22,6 +22,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from . import acknowledgements
+from .component_base import one_minute
 from .errors import ConfigurationError, Problem
 from .functions import METRICS_NAMESPACE, python_function
 from .settings import SessionSettings
@@ -283,7 +284,7 @@ class SessionFrontDoor(Construct):
             metric_name=metric_name,
             dimensions_map={"service": self.service_name},
             statistic=statistic,
-            period=period or Duration.minutes(1),
+            period=period or one_minute(),
             **kwargs,
         )
 

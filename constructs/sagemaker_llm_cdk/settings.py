@@ -10,6 +10,7 @@ model's ``_rules`` method; they report every problem at once, each with its own 
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -58,7 +59,17 @@ class Settings(BaseModel):
                 "{count} rule(s) broken",
                 {"count": len(problems), "problems": problems},
             )
+        _VALIDATED[id(self)] = self
         return self
+
+
+_VALIDATED: "weakref.WeakValueDictionary[int, Settings]" = weakref.WeakValueDictionary()
+"""Settings instances that came out of pydantic validation (not ``model_construct``)."""
+
+
+def was_validated(settings: Settings) -> bool:
+    """Whether ``settings`` passed validation with every rule; it is frozen, so it still holds."""
+    return _VALIDATED.get(id(settings)) is settings
 
 
 def field_rule(check: Any) -> AfterValidator:

@@ -7,7 +7,7 @@ from typing import Any, Mapping, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .errors import MISSING, ConfigurationError, Problem
-from .settings import RULES_ERROR
+from .settings import RULES_ERROR, Settings, was_validated
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -18,6 +18,8 @@ def validated(model: type[M], data: Mapping[str, Any] | M, *, where: str) -> M:
     ``where`` names the file or construct path the data came from; it heads the message.
     """
     if isinstance(data, model):
+        if isinstance(data, Settings) and was_validated(data):
+            return data  # validated when it was made, and frozen since: checking again finds nothing new
         data = data.model_dump(exclude_unset=True)
     try:
         return model.model_validate(dict(data))
