@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from .config_layers import UniqueKeyLoader
 from .errors import MISSING, ConfigurationError, Problem
 from .settings import _S3_URI, AdapterSpec
 from .validation import problems_from
@@ -136,21 +137,7 @@ def _aws_error(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping."""
 
-
-def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    mapping: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
-        mapping[key] = loader.construct_object(value_node, deep=deep)
-    return mapping
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -173,7 +160,7 @@ def _parse(text: str, source: str, *, json_only: bool) -> Any:
         raise ConfigurationError([Problem(f"{FIELD} ({where})", problem, "valid JSON", "fix the syntax there")],
                                  source=source)
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
