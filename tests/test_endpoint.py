@@ -286,3 +286,28 @@ def test_subnets_without_vpc_are_refused():
     with pytest.raises(ConfigurationError, match="vpc_subnets: got 'given'; allowed: only together with vpc"):
         LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.12xlarge",
                     vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED))
+
+
+def test_role_writes_only_its_own_log_group(default):
+    stack, endpoint, template = default
+    statements = only(template, "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
+    logs = next(s for s in statements if s.get("Sid") == "WriteEndpointLogs")
+    tails = [r["Fn::Join"][1][-1] for r in logs["Resource"]]
+    name = endpoint.physical_name
+    assert tails == [f":log-group:/aws/sagemaker/Endpoints/{name}", f":log-group:/aws/sagemaker/Endpoints/{name}:log-stream:*"]
+
+
+def test_endpoint_in_a_vpc_passes_cdk_nag():
+    from aws_cdk import App, Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App()
+    stack = Stack(app, "VpcNag")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge", vpc=vpc)
+    endpoint.add_model("m", ModelSpec(name="m1", model_data_s3_uri=MODEL_URI))
+    from sagemaker_llm_cdk.acknowledgements import acknowledge
+
+    acknowledge(vpc, "AwsSolutions-VPC7", "test VPC: flow logs are the VPC owner's concern, not the endpoint's")
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises on any unacknowledged finding

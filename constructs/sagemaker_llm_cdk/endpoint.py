@@ -186,6 +186,8 @@ class LlmEndpoint(EndpointReference):
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description=f"Execution role of the SageMaker endpoint {self.node.path}",
         )
+        self.physical_name: str = endpoint_name or default_endpoint_name(self)
+        """The endpoint's name, known at synth (it names the endpoint's log group in the role's policy)."""
         self._grant_runtime_basics()
 
         self.vpc = vpc
@@ -289,13 +291,19 @@ class LlmEndpoint(EndpointReference):
             self,
             "Resource",
             endpoint_config_name=self.cfn_endpoint_config.attr_endpoint_config_name,
-            endpoint_name=endpoint_name or default_endpoint_name(self),
+            endpoint_name=self.physical_name,
         )
         self.node.default_child = self.cfn_endpoint
         self.endpoint_name = self.cfn_endpoint.attr_endpoint_name
         self.endpoint_arn = self.cfn_endpoint.ref
         self.instance_type = options.instance_type
         acknowledgements.endpoint(self)
+
+    @property
+    def log_group_name(self) -> str:
+        """Where SageMaker writes the containers' logs: ``/aws/sagemaker/Endpoints/<endpoint name>``."""
+        name = self.physical_name if not Token.is_unresolved(self.physical_name) else "*"
+        return f"/aws/sagemaker/Endpoints/{name}"
 
     # ----------------------------------------------------------------- imports
     @classmethod
@@ -358,10 +366,10 @@ class LlmEndpoint(EndpointReference):
                 sid="WriteEndpointLogs",
                 actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
                 resources=[
+                    stack.format_arn(service="logs", resource="log-group", resource_name=self.log_group_name,
+                                     arn_format=ArnFormat.COLON_RESOURCE_NAME),
                     stack.format_arn(service="logs", resource="log-group",
-                                     resource_name="/aws/sagemaker/Endpoints/*", arn_format=ArnFormat.COLON_RESOURCE_NAME),
-                    stack.format_arn(service="logs", resource="log-group",
-                                     resource_name="/aws/sagemaker/Endpoints/*:log-stream:*",
+                                     resource_name=f"{self.log_group_name}:log-stream:*",
                                      arn_format=ArnFormat.COLON_RESOURCE_NAME),
                 ],
             )
