@@ -10,8 +10,9 @@ then measures, each in its own subprocess so peak memory is measured alone:
 * payload floor (extra information) - the floor plus decoding each request/response payload
             (base64 + ``json.loads``): work any converter must do, without the conversion.
 
-Each measurement runs ``--repeat`` times (default 3) and the fastest run is reported, since the
-machine may be shared.
+The three measurements run in ``--repeat`` alternating rounds (default 3), each run in a fresh
+interpreter; medians are reported, and the ratio is the median of the per-round ratios, so a
+shared machine's drift hits floor and builder alike.
 
 Prints records/s, MB/s and peak RSS for both, the builder/floor throughput ratio, and the goals
 (ratio >= 0.5x, builder peak memory < 256 MB).
@@ -232,15 +233,17 @@ def measure_builder(folder: Path, out_folder: Path) -> dict:
             "dedup_saturated": summary["dedup_saturated"]}
 
 
-def _run_child(kind: str, folder: Path, repeat: int) -> dict:
-    """Fastest of ``repeat`` runs, each in a fresh interpreter (peak memory is the largest seen)."""
-    runs = []
-    for _ in range(repeat):
-        result = subprocess.run([sys.executable, __file__, "--measure", kind, "--dir", str(folder)],
-                                check=True, capture_output=True, text=True)
-        runs.append(json.loads(result.stdout.strip().splitlines()[-1]))
-    best = min(runs, key=lambda r: r["seconds"])
-    return {**best, "peak_mb": max(r["peak_mb"] for r in runs)}
+def _run_child(kind: str, folder: Path) -> dict:
+    """One run in a fresh interpreter."""
+    result = subprocess.run([sys.executable, __file__, "--measure", kind, "--dir", str(folder)],
+                            check=True, capture_output=True, text=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _median_run(runs: list[dict]) -> dict:
+    """The run with the median time (peak memory: the largest seen in any run)."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    return {**ordered[len(ordered) // 2], "peak_mb": max(r["peak_mb"] for r in runs)}
 
 
 def main() -> None:
@@ -248,7 +251,7 @@ def main() -> None:
     parser.add_argument("size", nargs="?", default="1GB", type=parse_size, help="capture set size (default 1GB)")
     parser.add_argument("--encoding", choices=["mixed", "base64", "json"], default="mixed",
                         help="payload encoding of the generated events (default mixed: 70%% BASE64, 30%% JSON)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest is shown (default 3)")
+    parser.add_argument("--repeat", type=int, default=3, help="alternating rounds; medians are shown (default 3)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     parser.add_argument("--measure", choices=["floor", "payload", "builder"], help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
@@ -274,11 +277,17 @@ def main() -> None:
         share = {"mixed": 0.7, "base64": 1.0, "json": 0.0}[args.encoding]
         written, lines, files = generate(folder, args.size, share)
         print(f"capture set: {written / 1e6:.1f} MB in {files} files, {lines} lines, encoding {args.encoding} "
-              f"(generated in {time.perf_counter() - started:.1f} s under {folder}); best of {args.repeat} runs")
-        _run_child("floor", folder, 1)  # warm the page cache so every run reads from memory
-        floor = _run_child("floor", folder, args.repeat)
-        payload = _run_child("payload", folder, args.repeat)
-        builder = _run_child("builder", folder, args.repeat)
+              f"(generated in {time.perf_counter() - started:.1f} s under {folder}); {args.repeat} alternating rounds, medians")
+        _run_child("floor", folder)  # warm the page cache so every run reads from memory
+        # Rounds alternate floor / payload / builder so a machine that speeds up or slows down during
+        # the run affects all three alike; the ratio is the median of the per-round ratios.
+        rounds = [{kind: _run_child(kind, folder) for kind in ("floor", "payload", "builder")}
+                  for _ in range(args.repeat)]
+        floor = _median_run([r["floor"] for r in rounds])
+        payload = _median_run([r["payload"] for r in rounds])
+        builder = _median_run([r["builder"] for r in rounds])
+        ratios = sorted((r["builder"]["bytes"] / r["builder"]["seconds"]) / (r["floor"]["bytes"] / r["floor"]["seconds"])
+                        for r in rounds)
 
         def row(name: str, r: dict) -> str:
             return (f"{name:<26}{r['records'] / r['seconds']:>12,.0f}{r['bytes'] / 1e6 / r['seconds']:>10.1f}"
@@ -288,8 +297,8 @@ def main() -> None:
         print(row("floor (read + json.loads)", floor))
         print(row("builder (core, local)", builder))
         print(row("payload floor (info)", payload))
-        ratio = (builder["bytes"] / builder["seconds"]) / (floor["bytes"] / floor["seconds"])
-        print(f"throughput ratio builder/floor: {ratio:.2f}x   goal >= {RATIO_GOAL}x   {'MET' if ratio >= RATIO_GOAL else 'MISSED'}")
+        ratio = ratios[len(ratios) // 2]
+        print(f"throughput ratio builder/floor: median {ratio:.2f}x (min {ratios[0]:.2f}, max {ratios[-1]:.2f})   goal >= {RATIO_GOAL}x   {'MET' if ratio >= RATIO_GOAL else 'MISSED'}")
         print(f"for information: builder/payload-floor {(builder['bytes'] / builder['seconds']) / (payload['bytes'] / payload['seconds']):.2f}x "
               "(the payload floor only decodes what any converter has to decode)")
         print(f"builder peak memory: {builder['peak_mb']:.1f} MB   goal < {MEMORY_GOAL_MB} MB   "
