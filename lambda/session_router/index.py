@@ -11,7 +11,7 @@ Environment variables
 ENDPOINT_NAME        SageMaker endpoint hosting the inference components (required).
 SESSIONS_TABLE       DynamoDB table: partition key ``conversation_id`` (S); TTL attribute ``expires_at``
                      (epoch seconds). Items: conversation_id, session_id, component, expires_at,
-                     created_at, updated_at (required).
+                     owner, created_at, updated_at (required).
 SESSION_TTL_SECONDS  Longest time a mapping is trusted (default 1200, the LMI default of
                      OPTION_SESSIONS_EXPIRATION). The row expires at min(now + this, the Expires time the
                      container returned with the session id).
@@ -34,10 +34,27 @@ POST /close   body ``{"conversation_id": str}`` -> 200 ``{"conversation_id", "se
               "component", "closed": true, "session_was_open": bool}``; 404 for an unknown conversation.
 
 Errors: ``{"error": {"code", "message", "field"?, "model_status"?}}`` with status 400 (invalid request,
-unknown component), 404 (unknown route or conversation), 409 (component switch inside a live session,
+unknown component), 403 (no IAM caller in the request context), 404 (unknown route, or a conversation
+unknown to / owned by another principal than the caller), 409 (component switch inside a live session,
 concurrent update), 413 (body over MAX_BODY_BYTES), 424 (the model container answered 4xx),
 429 (throttled after the client's adaptive retries), 502/503/504 (endpoint failures), 500 (bug or
 misconfiguration). Prompts, completions and request bodies are never logged.
+
+Conversation ownership: every conversation is bound to the IAM principal that opened it. The owner is
+derived from the Function URL's ``requestContext.authorizer.iam.userArn`` by ``caller_owner``: an
+assumed-role session ``arn:<partition>:sts::<acct>:assumed-role/<Role>/<session>`` is owned by the role
+``arn:<partition>:iam::<acct>:role/<Role>`` (the session name changes per Lambda/ECS task, so it is not
+part of the owner; the role path is not in the caller ARN, so it is not either); an IAM user, root or
+federated user by its ARN as is. The row stores it as ``owner``. A turn or /close naming a conversation
+whose row has another owner gets the same 404 ``ConversationNotFound`` as an unknown conversation, and
+nothing is written or sent to SageMaker (conversation ids should still be unguessable, e.g. UUIDs: on
+/invoke an unknown id opens a session while a foreign one is refused). An expired row keeps its owner
+until DynamoDB's TTL removes it, so another principal cannot take the id over meanwhile. Rows written
+before owners existed (no ``owner`` attribute) are adopted by the first caller that reads them: a
+PutItem conditioned on ``attribute_not_exists(owner)`` and the same session id binds the row to that
+caller (the losing caller of a race then sees the winner's owner); so the function needs no permission
+beyond GetItem/PutItem/DeleteItem. A request without IAM authorizer context (impossible with AWS_IAM)
+gets 403 ``CallerUnknown`` and nothing is done. Logs carry the owner ARN (not secret), never prompts.
 
 Session protocol (LMI/DJL ``OPTION_ENABLE_STATEFUL_SESSIONS`` and the SageMaker model-hosting container
 standard): ``InvokeEndpoint(SessionId="NEW_SESSION", Body={"requestType": "NEW_SESSION"})`` opens a
@@ -54,7 +71,8 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, Optional
 
 import boto3
@@ -99,6 +117,10 @@ THROTTLING_CODES = frozenset(
         "ModelNotReadyException",
     }
 )
+ASSUMED_ROLE_ARN_RE = re.compile(  # the caller ARN of an STS role session
+    r"^arn:(?P<partition>[a-z0-9-]+):sts::(?P<account>[0-9]{12}):assumed-role/(?P<role>[^/]+)/(?P<session>.+)$"
+)
+OWNER_ATTRIBUTE_NAMES = {"#owner": "owner"}  # OWNER is a DynamoDB reserved word
 # Words that, next to "session", identify a lost session in an error message (see _is_session_gone).
 SESSION_GONE_WORDS = ("not found", "expired", "invalid", "unknown", "does not exist", "no longer", "closed")
 
@@ -188,6 +210,26 @@ def _dynamodb():
 
 def _now() -> int:
     return int(time.time())
+
+
+# --- caller identity ----------------------------------------------------------------------------------
+def caller_owner(iam: Mapping[str, Any] | None) -> str | None:
+    """The stable owner of a conversation for the Function URL's ``requestContext.authorizer.iam``.
+
+    ``arn:<p>:sts::<acct>:assumed-role/<Role>/<session>`` -> ``arn:<p>:iam::<acct>:role/<Role>`` (every
+    session of a role is the same owner); any other caller ARN (IAM user, root, federated user) as is.
+    None when there is no usable ``userArn`` (no IAM caller). Pure: no I/O, no environment.
+    """
+    if not isinstance(iam, Mapping):
+        return None
+    arn = iam.get("userArn")
+    if not isinstance(arn, str) or not arn.strip():
+        return None
+    arn = arn.strip()
+    match = ASSUMED_ROLE_ARN_RE.fullmatch(arn)
+    if match is not None:
+        return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
+    return arn
 
 
 # --- request models -----------------------------------------------------------------------------------
@@ -296,6 +338,19 @@ def _handle_unexpected(error: Exception) -> Response:
     where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb else "?"
     logger.error("unhandled error", extra={"error_type": type(error).__name__, "where": where})
     return _handle_http_error(HttpError(500, "InternalError", "internal error; see the function's logs"))
+
+
+# --- caller -------------------------------------------------------------------------------------------
+def _caller() -> str:
+    """The owner (see caller_owner) of the current request; 403 when the request names no IAM caller."""
+    context = app.current_event.raw_event.get("requestContext")
+    authorizer = context.get("authorizer") if isinstance(context, Mapping) else None
+    owner = caller_owner(authorizer.get("iam") if isinstance(authorizer, Mapping) else None)
+    if owner is None:
+        raise HttpError(403, "CallerUnknown", "the request carries no IAM caller (requestContext.authorizer.iam."
+                        "userArn); the function URL must use auth type AWS_IAM and requests must be SigV4-signed")
+    logger.append_keys(owner=owner)
+    return owner
 
 
 # --- request parsing ----------------------------------------------------------------------------------
@@ -504,6 +559,7 @@ class SessionRecord:
     session_id: str
     component: str
     expires_at: int
+    owner: str | None = None  # None only for rows written before owners existed
 
 
 def _open_session(settings: Settings, component: str) -> SessionRecord:
@@ -536,69 +592,133 @@ def _close_session_quietly(settings: Settings, record: SessionRecord) -> None:
 
 
 # --- DynamoDB mapping ---------------------------------------------------------------------------------
-def _get_record(settings: Settings, conversation_id: str) -> SessionRecord | None:
-    item = _dynamodb().get_item(
+def _conversation_not_found(conversation_id: str) -> HttpError:
+    # One answer for "no row" and "another principal's row": the caller must not learn which it was.
+    return HttpError(404, "ConversationNotFound", f"conversation {conversation_id!r} has no open session for "
+                     "this caller (never opened by it, already closed, or expired and removed); use a new "
+                     "conversation_id", field="conversation_id")
+
+
+def _concurrent_update(conversation_id: str) -> HttpError:
+    return HttpError(409, "ConcurrentUpdate", f"conversation {conversation_id!r} is being changed by concurrent "
+                     "requests; retry the turn")
+
+
+def _is_condition_failure(error: ClientError) -> bool:
+    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def _get_item(settings: Settings, conversation_id: str) -> dict[str, Any] | None:
+    return _dynamodb().get_item(
         TableName=settings.table_name,
         Key={"conversation_id": {"S": conversation_id}},
         ConsistentRead=True,
-    ).get("Item")
-    if not item:
-        return None
+    ).get("Item") or None
+
+
+def _to_record(item: dict[str, Any]) -> SessionRecord:
     return SessionRecord(
         conversation_id=item["conversation_id"]["S"],
         session_id=item["session_id"]["S"],
         component=item["component"]["S"],
         expires_at=int(item["expires_at"]["N"]),
+        owner=item["owner"]["S"] if "owner" in item else None,
     )
 
 
-def _claim(settings: Settings, conversation_id: str, opened: SessionRecord, replaces: str | None) -> SessionRecord:
-    """Store ``opened`` as the conversation's session unless another invocation got there first.
+def _owned_record(settings: Settings, conversation_id: str, owner: str) -> SessionRecord | None:
+    """The conversation's row if ``owner`` may use it; None when there is none; 404 when it is another's.
 
-    ``replaces`` is the session id this invocation saw in the row (None when it saw no live row). The
+    A row without owner (written before owners existed) is adopted: PutItem of the same row plus
+    ``owner``, conditioned on the owner still being absent and the session id unchanged. If that
+    condition fails, someone else changed the row first and it is read again.
+    """
+    for _attempt in range(3):
+        item = _get_item(settings, conversation_id)
+        if item is None:
+            return None
+        record = _to_record(item)
+        if record.owner == owner:
+            return record
+        if record.owner is not None:
+            _count("ForeignConversationRequests")
+            logger.warning("conversation owned by another principal; answered as not found")
+            raise _conversation_not_found(conversation_id)
+        try:
+            _dynamodb().put_item(
+                TableName=settings.table_name,
+                Item={**item, "owner": {"S": owner}, "updated_at": {"N": str(_now())}},
+                ConditionExpression="attribute_not_exists(#owner) AND session_id = :sid",
+                ExpressionAttributeNames=OWNER_ATTRIBUTE_NAMES,
+                ExpressionAttributeValues={":sid": {"S": record.session_id}},
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise
+            continue
+        _count("ConversationsAdopted")
+        logger.info("adopted conversation row written before owners existed")
+        return replace(record, owner=owner)
+    raise _concurrent_update(conversation_id)
+
+
+def _claim(
+    settings: Settings, conversation_id: str, owner: str, opened: SessionRecord, replaces: str | None
+) -> SessionRecord:
+    """Store ``opened`` as ``owner``'s session for the conversation unless another invocation got there first.
+
+    ``replaces`` is the session id this invocation saw in the row (None when it saw no row). The
     conditional write makes concurrent first turns / reopens safe: the loser gets the winner's row back
-    and must use it (and close the session it opened itself).
+    and must use it (and close the session it opened itself). Only a row of ``owner`` is ever replaced;
+    a row another principal wrote in the meantime makes this a 404 (see _owned_record).
     """
     now = _now()
-    record = SessionRecord(conversation_id, opened.session_id, opened.component, opened.expires_at)
+    record = SessionRecord(conversation_id, opened.session_id, opened.component, opened.expires_at, owner)
     item = {
         "conversation_id": {"S": conversation_id},
         "session_id": {"S": record.session_id},
         "component": {"S": record.component},
         "expires_at": {"N": str(record.expires_at)},
+        "owner": {"S": owner},
         "created_at": {"N": str(now)},
         "updated_at": {"N": str(now)},
     }
     for _attempt in range(3):
         if replaces is None:
-            condition = "attribute_not_exists(conversation_id) OR expires_at <= :now"
-            values = {":now": {"N": str(now)}}
+            condition = "attribute_not_exists(conversation_id) OR (expires_at <= :now AND #owner = :owner)"
+            values = {":now": {"N": str(now)}, ":owner": {"S": owner}}
         else:
-            condition = "session_id = :old"
-            values = {":old": {"S": replaces}}
+            condition = "session_id = :old AND #owner = :owner"
+            values = {":old": {"S": replaces}, ":owner": {"S": owner}}
         try:
             _dynamodb().put_item(
                 TableName=settings.table_name,
                 Item=item,
                 ConditionExpression=condition,
+                ExpressionAttributeNames=OWNER_ATTRIBUTE_NAMES,
                 ExpressionAttributeValues=values,
             )
             return record
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if not _is_condition_failure(exc):
                 raise
-        winner = _get_record(settings, conversation_id)
+        winner = _owned_record(settings, conversation_id, owner)  # 404 if another principal's
         if winner is not None and winner.expires_at > now and winner.session_id != replaces:
             return winner
         replaces = winner.session_id if winner is not None else None
-    raise HttpError(409, "ConcurrentUpdate", f"conversation {conversation_id!r} is being changed by concurrent "
-                    "requests; retry the turn")
+    raise _concurrent_update(conversation_id)
 
 
 # --- routes -------------------------------------------------------------------------------------------
-def _open_for(settings: Settings, conversation_id: str, component: str, replaces: str | None) -> SessionRecord:
+def _open_for(
+    settings: Settings, conversation_id: str, owner: str, component: str, replaces: str | None
+) -> SessionRecord:
     opened = _open_session(settings, component)
-    record = _claim(settings, conversation_id, opened, replaces)
+    try:
+        record = _claim(settings, conversation_id, owner, opened, replaces)
+    except HttpError:
+        _close_session_quietly(settings, opened)  # e.g. another principal claimed the id meanwhile
+        raise
     if record.session_id != opened.session_id:
         _close_session_quietly(settings, opened)
         logger.info("lost race for conversation; using the stored session")
@@ -622,6 +742,7 @@ def _component_conflict(conversation_id: str, pinned: str, asked: str) -> HttpEr
 @app.post("/invoke")
 def invoke() -> Response:
     settings = _settings()
+    owner = _caller()
     request: InvokeRequest = _parse(InvokeRequest, settings)
     asked = _check_component(request.component, settings)
     body = _model_body(request)
@@ -636,7 +757,7 @@ def invoke() -> Response:
 
     conversation_id = request.conversation_id
     logger.append_keys(conversation_id=conversation_id)
-    row = _get_record(settings, conversation_id)
+    row = _owned_record(settings, conversation_id, owner)
     reopened = False
     if row is not None and row.expires_at > _now():
         if asked is not None and asked != row.component:
@@ -649,14 +770,14 @@ def invoke() -> Response:
         component = asked or settings.default_component
         logger.append_keys(component=component)
         reopened = row is not None
-        record = _open_for(settings, conversation_id, component, row.session_id if row else None)
+        record = _open_for(settings, conversation_id, owner, component, row.session_id if row else None)
     logger.append_keys(component=record.component)
 
     try:
         reply = _invoke(settings, record.component, body, record.session_id, request.content_type)
     except SessionGone:
         logger.info("session lost; reopening")
-        record = _open_for(settings, conversation_id, record.component, record.session_id)
+        record = _open_for(settings, conversation_id, owner, record.component, record.session_id)
         reopened = True
         try:
             reply = _invoke(settings, record.component, body, record.session_id, request.content_type)
@@ -683,13 +804,13 @@ def invoke() -> Response:
 @app.post("/close")
 def close() -> Response:
     settings = _settings()
+    owner = _caller()
     request: CloseRequest = _parse(CloseRequest, settings)
     conversation_id = request.conversation_id
     logger.append_keys(conversation_id=conversation_id)
-    row = _get_record(settings, conversation_id)
+    row = _owned_record(settings, conversation_id, owner)  # 404 if another principal's
     if row is None:
-        raise HttpError(404, "ConversationNotFound", f"conversation {conversation_id!r} has no open session "
-                        "(never opened, already closed, or expired and removed)", field="conversation_id")
+        raise _conversation_not_found(conversation_id)
     logger.append_keys(component=row.component)
     was_open = True
     try:
@@ -700,7 +821,19 @@ def close() -> Response:
     except SessionGone:
         was_open = False  # already expired/closed on the instance: the goal state holds
     # Throttling and endpoint errors propagate (HttpError) and keep the row, so the caller can retry.
-    _dynamodb().delete_item(TableName=settings.table_name, Key={"conversation_id": {"S": conversation_id}})
+    # Delete only the row that was closed: a row reopened meanwhile (new session id) stays.
+    try:
+        _dynamodb().delete_item(
+            TableName=settings.table_name,
+            Key={"conversation_id": {"S": conversation_id}},
+            ConditionExpression="session_id = :sid AND #owner = :owner",
+            ExpressionAttributeNames=OWNER_ATTRIBUTE_NAMES,
+            ExpressionAttributeValues={":sid": {"S": row.session_id}, ":owner": {"S": owner}},
+        )
+    except ClientError as exc:
+        if not _is_condition_failure(exc):
+            raise
+        logger.info("conversation row changed or vanished before delete; left as is")
     _count("SessionsClosed")
     logger.info("session closed", extra={"session_was_open": was_open})
     return _json_response(

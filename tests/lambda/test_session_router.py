@@ -32,6 +32,12 @@ SID_2 = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
 SID_3 = "1f2e3d4c-5b6a-4978-8a6b-5c4d3e2f1a0b"
 PROMPT = "PROMPT-TEXT-do-not-log-4711: what is the capital of Atlantis?"
 COMPLETION = "COMPLETION-TEXT-do-not-log-0815: Poseidonia."
+ACCOUNT = "123456789012"
+CHAT_APP = f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/i-1"  # default caller: a role session
+CHAT_APP_OWNER = f"arn:aws:iam::{ACCOUNT}:role/chat-app"
+OTHER_APP = f"arn:aws:sts::{ACCOUNT}:assumed-role/other-app/i-2"
+OTHER_APP_OWNER = f"arn:aws:iam::{ACCOUNT}:role/other-app"
+LEGACY = object()  # Table.put(owner=LEGACY): a row written before owners existed
 
 
 def assert_valid_invoke(params: dict[str, Any]) -> None:
@@ -133,15 +139,19 @@ class Table:
     def __init__(self, client):
         self.client = client
 
-    def put(self, conversation_id: str, session_id: str, component: str = BASE, expires_at: int = NOW + 300):
-        self.client.put_item(TableName=TABLE, Item={
+    def put(self, conversation_id: str, session_id: str, component: str = BASE, expires_at: int = NOW + 300,
+            owner: Any = CHAT_APP_OWNER):
+        item = {
             "conversation_id": {"S": conversation_id},
             "session_id": {"S": session_id},
             "component": {"S": component},
             "expires_at": {"N": str(expires_at)},
             "created_at": {"N": str(NOW - 60)},
             "updated_at": {"N": str(NOW - 60)},
-        })
+        }
+        if owner is not LEGACY:
+            item["owner"] = {"S": owner}
+        self.client.put_item(TableName=TABLE, Item=item)
 
     def get(self, conversation_id: str) -> dict[str, Any] | None:
         item = self.client.get_item(TableName=TABLE, Key={"conversation_id": {"S": conversation_id}}).get("Item")
@@ -186,13 +196,15 @@ def router(load_handler, ddb, lambda_context, monkeypatch):
     runtime = RuntimeStub(mod._sagemaker_runtime())
     runtime.stubber.activate()
 
-    def call(path: str, body: Any, *, method: str = "POST", b64: bool = False) -> dict[str, Any]:
+    def call(path: str, body: Any, *, method: str = "POST", b64: bool = False,
+             caller: str | None = CHAT_APP, authorizer: Any = ...) -> dict[str, Any]:
         raw = body if isinstance(body, (str, bytes)) else json.dumps(body)
         if b64:
             raw = base64.b64encode(raw if isinstance(raw, bytes) else raw.encode()).decode()
         elif isinstance(raw, bytes):
             raw = raw.decode()
-        response = mod.handler(function_url_event(path, raw, method=method, b64=b64), lambda_context)
+        event = function_url_event(path, raw, method=method, b64=b64, caller=caller, authorizer=authorizer)
+        response = mod.handler(event, lambda_context)
         response["json"] = json.loads(response["body"]) if response.get("body") else None
         return response
 
@@ -204,8 +216,24 @@ def router(load_handler, ddb, lambda_context, monkeypatch):
         assert_valid_invoke(params)
 
 
-def function_url_event(path: str, body: str | None, *, method: str = "POST", b64: bool = False) -> dict[str, Any]:
-    return {
+def iam_context(caller: str) -> dict[str, str]:
+    """requestContext.authorizer.iam as Lambda fills it for a SigV4-signed Function URL request."""
+    account = caller.split(":")[4]
+    if ":assumed-role/" in caller:
+        user_id = "AROAEXAMPLEROLEID0001:" + caller.rsplit("/", 1)[1]
+    else:
+        user_id = "AIDAEXAMPLEUSERID0001"
+    return {"accessKey": "ASIAEXAMPLEKEY000001", "accountId": account, "callerId": user_id,
+            "cognitoIdentity": None, "principalOrgId": "o-exampleorg1", "userArn": caller, "userId": user_id}
+
+
+def function_url_event(path: str, body: str | None, *, method: str = "POST", b64: bool = False,
+                       caller: str | None = CHAT_APP, authorizer: Any = ...) -> dict[str, Any]:
+    """A Function URL (payload 2.0) event signed by ``caller``; ``authorizer`` overrides the whole
+    requestContext.authorizer (``None`` drops it)."""
+    if authorizer is ...:
+        authorizer = {"iam": iam_context(caller)} if caller is not None else None
+    event = {
         "version": "2.0",
         "routeKey": "$default",
         "rawPath": path,
@@ -214,9 +242,6 @@ def function_url_event(path: str, body: str | None, *, method: str = "POST", b64
         "requestContext": {
             "accountId": "123456789012",
             "apiId": "abc123",
-            "authorizer": {"iam": {"accessKey": "AKIA...", "accountId": "123456789012",
-                                   "callerId": "AROA...:chat-app", "userArn":
-                                   "arn:aws:sts::123456789012:assumed-role/chat-app/i-1", "userId": "AROA..."}},
             "domainName": "abc123.lambda-url.us-east-1.on.aws",
             "domainPrefix": "abc123",
             "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "203.0.113.9",
@@ -230,6 +255,9 @@ def function_url_event(path: str, body: str | None, *, method: str = "POST", b64
         "body": body,
         "isBase64Encoded": b64,
     }
+    if authorizer is not None:
+        event["requestContext"]["authorizer"] = authorizer
+    return event
 
 
 def assert_error(response: dict[str, Any], status: int, code: str, field: str | None = None) -> dict[str, Any]:
@@ -512,6 +540,251 @@ def test_close_unknown_conversation_is_404(router):
     assert router.runtime.sent == []
 
 
+# --- owner binding ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def caller_owner():
+    from conftest import load_handler_module
+
+    return load_handler_module("session_router").caller_owner
+
+
+@pytest.mark.parametrize(
+    ("user_arn", "owner"),
+    [
+        (CHAT_APP, CHAT_APP_OWNER),
+        (f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/botocore-session-1742231200", CHAT_APP_OWNER),
+        ("arn:aws-us-gov:sts::111122223333:assumed-role/ecs-task/3f1c2b",
+         "arn:aws-us-gov:iam::111122223333:role/ecs-task"),
+        ("arn:aws-cn:sts::111122223333:assumed-role/r@x=y,z.w/s@e.s", "arn:aws-cn:iam::111122223333:role/r@x=y,z.w"),
+        (f"arn:aws:iam::{ACCOUNT}:user/alice", f"arn:aws:iam::{ACCOUNT}:user/alice"),
+        (f"arn:aws:iam::{ACCOUNT}:user/team/alice", f"arn:aws:iam::{ACCOUNT}:user/team/alice"),
+        (f"arn:aws:iam::{ACCOUNT}:root", f"arn:aws:iam::{ACCOUNT}:root"),
+        (f"arn:aws:sts::{ACCOUNT}:federated-user/bob", f"arn:aws:sts::{ACCOUNT}:federated-user/bob"),
+    ],
+    ids=["role-session", "other-session-same-role", "govcloud", "role-name-specials", "user", "user-with-path",
+         "root", "federated-user"],
+)
+def test_caller_owner_examples(caller_owner, user_arn, owner):
+    assert caller_owner(iam_context(user_arn)) == owner
+
+
+@pytest.mark.parametrize("iam", [None, {}, "arn:aws:iam::1:user/x", {"userArn": ""}, {"userArn": "  "},
+                                 {"userArn": None}, {"userArn": 42}, {"accountId": ACCOUNT, "userId": "AIDA"}])
+def test_caller_owner_without_user_arn_is_none(caller_owner, iam):
+    assert caller_owner(iam) is None
+
+
+IAM_NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+=,.@_-", min_size=1,
+                   max_size=64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(partition=st.sampled_from(["aws", "aws-cn", "aws-us-gov", "aws-iso", "aws-iso-b"]),
+       account=st.from_regex(r"[0-9]{12}", fullmatch=True), role=IAM_NAME, first=IAM_NAME, second=IAM_NAME)
+def test_caller_owner_of_role_sessions_is_the_role(caller_owner, partition, account, role, first, second):
+    def owner(session: str) -> str | None:
+        return caller_owner({"accountId": account, "userArn": f"arn:{partition}:sts::{account}:assumed-role/"
+                             f"{role}/{session}"})
+
+    assert owner(first) == owner(second) == f"arn:{partition}:iam::{account}:role/{role}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(account=st.from_regex(r"[0-9]{12}", fullmatch=True), other=st.from_regex(r"[0-9]{12}", fullmatch=True),
+       role=IAM_NAME, other_role=IAM_NAME, session=IAM_NAME)
+def test_caller_owner_separates_accounts_and_roles_and_keeps_users(caller_owner, account, other, role, other_role,
+                                                                  session):
+    def owner(acct: str, name: str) -> str | None:
+        return caller_owner({"userArn": f"arn:aws:sts::{acct}:assumed-role/{name}/{session}"})
+
+    assert (owner(account, role) == owner(other, role)) == (account == other)
+    assert (owner(account, role) == owner(account, other_role)) == (role == other_role)
+    user = f"arn:aws:iam::{account}:user/{role}"
+    assert caller_owner({"userArn": user}) == user
+    assert caller_owner({"userArn": user}) != owner(account, role)  # a user never collides with a role
+
+
+def test_first_turn_binds_conversation_to_the_calling_role(router):
+    router.runtime.open(SID_1)
+    router.runtime.turn(session_id=SID_1)
+
+    assert router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})["statusCode"] == 200
+
+    assert router.table.get("chat-42")["owner"] == CHAT_APP_OWNER
+
+
+def test_other_role_session_of_the_same_role_continues_and_closes(router):
+    router.runtime.open(SID_1)
+    router.runtime.turn(session_id=SID_1)
+    router.runtime.turn(session_id=SID_1)
+    router.runtime.close(SID_1)
+
+    first = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+    # The next request comes from another Lambda/ECS task of the same role: another session name.
+    second = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()},
+                         caller=f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/task-7d1e")
+    closed = router.call("/close", {"conversation_id": "chat-42"},
+                         caller=f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/i-9")
+
+    assert first["statusCode"] == second["statusCode"] == closed["statusCode"] == 200
+    assert second["json"]["session_id"] == SID_1 and closed["json"]["session_id"] == SID_1
+    assert router.table.get("chat-42") is None
+
+
+@pytest.mark.parametrize(
+    "intruder",
+    [OTHER_APP, "arn:aws:sts::210987654321:assumed-role/chat-app/i-1", f"arn:aws:iam::{ACCOUNT}:user/mallory",
+     f"arn:aws:iam::{ACCOUNT}:root"],
+    ids=["other-role", "same-role-name-other-account", "iam-user", "account-root"],
+)
+@pytest.mark.parametrize("expires_at", [NOW + 300, NOW - 1], ids=["live", "expired"])
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [("/invoke", {"conversation_id": "chat-42", "body": chat()}),
+     ("/invoke", {"conversation_id": "chat-42", "component": ADAPTER, "body": chat()}),
+     ("/close", {"conversation_id": "chat-42"})],
+    ids=["invoke", "invoke-other-component", "close"],
+)
+def test_other_principal_gets_404_and_touches_nothing(router, intruder, expires_at, path, body):
+    router.table.put("chat-42", SID_1, expires_at=expires_at)
+    before = router.table.items()
+
+    response = router.call(path, body, caller=intruder)
+
+    error = assert_error(response, 404, "ConversationNotFound", "conversation_id")
+    assert SID_1 not in response["body"] and CHAT_APP_OWNER not in response["body"]
+    assert router.runtime.sent == []  # the Stubber has nothing queued: any SageMaker call would fail too
+    assert router.table.items() == before
+    unknown = router.call("/close", {"conversation_id": "never-opened"}, caller=intruder)
+    assert unknown["statusCode"] == 404  # same answer as a conversation that does not exist
+    assert error["message"] == unknown["json"]["error"]["message"].replace("never-opened", "chat-42")
+
+
+def test_owner_still_continues_after_a_refused_intruder(router):
+    router.table.put("chat-42", SID_1)
+    router.runtime.turn(session_id=SID_1)
+
+    assert router.call("/invoke", {"conversation_id": "chat-42", "body": chat()}, caller=OTHER_APP)["statusCode"] == 404
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert response["statusCode"] == 200 and response["json"]["session_id"] == SID_1
+
+
+def test_iam_user_owns_its_conversation(router):
+    alice = f"arn:aws:iam::{ACCOUNT}:user/alice"
+    router.runtime.open(SID_1)
+    router.runtime.turn(session_id=SID_1)
+
+    assert router.call("/invoke", {"conversation_id": "u-1", "body": chat()}, caller=alice)["statusCode"] == 200
+    bob = router.call("/invoke", {"conversation_id": "u-1", "body": chat()},
+                      caller=f"arn:aws:iam::{ACCOUNT}:user/bob")
+
+    assert router.table.get("u-1")["owner"] == alice
+    assert_error(bob, 404, "ConversationNotFound")
+
+
+def test_legacy_live_row_is_adopted_by_its_first_caller_then_bound(router):
+    router.table.put("chat-42", SID_1, owner=LEGACY)
+    router.runtime.turn(session_id=SID_1)
+
+    first = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+    intruder = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()}, caller=OTHER_APP)
+
+    assert first["statusCode"] == 200 and first["json"]["session_id"] == SID_1
+    assert "X-Session-Reopened" not in (first.get("headers") or {})  # the session itself was kept
+    row = router.table.get("chat-42")
+    assert row["owner"] == CHAT_APP_OWNER and row["session_id"] == SID_1 and row["expires_at"] == NOW + 300
+    assert row["created_at"] == NOW - 60
+    assert_error(intruder, 404, "ConversationNotFound")
+
+
+def test_legacy_expired_row_is_reopened_for_the_caller(router):
+    router.table.put("chat-42", SID_1, owner=LEGACY, expires_at=NOW - 1)
+    router.runtime.open(SID_2)
+    router.runtime.turn(session_id=SID_2)
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()}, caller=OTHER_APP)
+
+    assert response["statusCode"] == 200 and response["headers"]["X-Session-Reopened"] == "true"
+    row = router.table.get("chat-42")
+    assert row["owner"] == OTHER_APP_OWNER and row["session_id"] == SID_2
+
+
+def test_legacy_row_can_be_closed_by_its_first_caller(router):
+    router.table.put("chat-42", SID_1, owner=LEGACY)
+    router.runtime.close(SID_1)
+
+    response = router.call("/close", {"conversation_id": "chat-42"}, caller=OTHER_APP)
+
+    assert response["statusCode"] == 200 and response["json"]["session_id"] == SID_1
+    assert router.table.get("chat-42") is None
+
+
+def test_legacy_row_adopted_concurrently_by_another_principal_is_404(router):
+    router.table.put("chat-42", SID_1, owner=LEGACY)
+    original = router.mod._get_item
+    reads = []
+
+    def read_then_lose(settings, conversation_id):
+        item = original(settings, conversation_id)
+        if not reads:  # another principal adopts the row right after this invocation read it
+            router.table.put("chat-42", SID_1, owner=OTHER_APP_OWNER)
+        reads.append(item)
+        return item
+
+    router.mod._get_item = read_then_lose
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert_error(response, 404, "ConversationNotFound")
+    assert len(reads) == 2 and router.runtime.sent == []
+    assert router.table.get("chat-42")["owner"] == OTHER_APP_OWNER
+
+
+def test_id_claimed_by_another_principal_during_first_turn_is_404_and_frees_the_session(router):
+    original = router.mod._open_session
+
+    def open_then_lose(settings, component):
+        opened = original(settings, component)
+        router.table.put("chat-42", SID_1, owner=OTHER_APP_OWNER, expires_at=NOW + 500)
+        return opened
+
+    router.mod._open_session = open_then_lose
+    router.runtime.open(SID_2)
+    router.runtime.close(SID_2)  # the session this invocation opened is freed, the other's is not touched
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert_error(response, 404, "ConversationNotFound")
+    assert SID_1 not in [p.get("SessionId") for p in router.runtime.sent]
+    row = router.table.get("chat-42")
+    assert row["owner"] == OTHER_APP_OWNER and row["session_id"] == SID_1
+
+
+@pytest.mark.parametrize(
+    "authorizer",
+    [None, {}, {"iam": None}, {"iam": {"accountId": ACCOUNT, "userId": "AIDA"}}, {"iam": {"userArn": ""}},
+     {"jwt": {"claims": {"sub": "x"}}}, "iam"],
+    ids=["no-authorizer", "empty-authorizer", "null-iam", "iam-without-arn", "empty-arn", "jwt-only", "not-object"],
+)
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [("/invoke", {"conversation_id": "chat-42", "body": chat()}), ("/invoke", {"body": chat()}),
+     ("/close", {"conversation_id": "chat-42"})],
+    ids=["session-turn", "stateless", "close"],
+)
+def test_request_without_iam_caller_is_403_and_touches_nothing(router, authorizer, path, body):
+    router.table.put("chat-42", SID_1)
+    before = router.table.items()
+
+    response = router.call(path, body, authorizer=authorizer)
+
+    error = assert_error(response, 403, "CallerUnknown")
+    assert "AWS_IAM" in error["message"]
+    assert router.runtime.sent == []
+    assert router.table.items() == before
+
+
 # --- validation ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("path", "body", "status", "code", "field"),
@@ -635,5 +908,6 @@ def test_logs_carry_ids_but_never_prompt_or_completion(router, capsys):
     records = [json.loads(line) for line in stream.getvalue().splitlines() if line.startswith("{")]
     assert any(r.get("conversation_id") == "chat-42" and r.get("component") == BASE for r in records)
     assert any(r.get("component") == ADAPTER and "conversation_id" not in r for r in records)
+    assert all(r.get("owner") == CHAT_APP_OWNER for r in records if r.get("conversation_id") == "chat-42")
     assert PROMPT not in captured and "Atlantis" not in captured  # ...but no log line has prompt or completion
     assert COMPLETION not in captured and "Poseidonia" not in captured
