@@ -97,6 +97,22 @@ def test_default_config_is_valid():
     (endpoint(models=[]), "endpoints[0].models: got []; allowed: at least 1 item(s)"),
     (dict(base(), target={"account": "12345"}), "target.account: got '12345'"),
     (model(environment={"1X": "a"}), "endpoints[0].models[0].environment.1X: got '1X'; allowed: a variable name"),
+    # adapters, sessions and EAGLE on a model
+    (model(lora=None), "endpoints[0].models[0].adapters: got ['qwen3-32b-support', 'qwen3-32b-sql']; allowed: adapters only on a model with lora settings"),
+    (model(adapters=[{"name": "qwen3-32b", "artifact_s3_uri": "s3://a-b/x.tar.gz"}]), "endpoints[0].models[0].adapters[0].name: got 'qwen3-32b'; allowed: a name not used by the base model"),
+    (model(adapters=[{"name": "a1", "artifact_s3_uri": "s3://a-b/x.zip"}]), "endpoints[0].models[0].adapters[0].artifact_s3_uri: got 's3://a-b/x.zip'; allowed: an S3 object ending in '.tar.gz'"),
+    (model(lora={"max_gpu_adapters": 8, "max_cpu_adapters": 4}), "endpoints[0].models[0].lora.max_cpu_adapters: got 4; allowed: at least max_gpu_adapters (8)"),
+    (model(architecture=None), "endpoints[0].models[0].architecture: got None; allowed: the model's architecture when eagle is set"),
+    (model(architecture="MistralForCausalLM"), "endpoints[0].models[0].architecture: got 'MistralForCausalLM'; allowed: for EAGLE: LlamaForCausalLM"),
+    (model(eagle={"dataset": {"source": "capture", "s3_uri": "s3://a-b/data/"}}), "endpoints[0].models[0].eagle.dataset.s3_uri: got 's3://a-b/data/'; allowed: only with source s3 or builtin"),
+    (model(eagle={"dataset": {"source": "builtin", "s3_uri": "s3://a-b/data/", "builtin_name": "imagenet"}}), "endpoints[0].models[0].eagle.dataset.builtin_name: got 'imagenet'; allowed: one of gsm8k, magicoder, opencodeinstruct"),
+    (model(eagle={"dataset": {"source": "s3", "s3_uri": "s3://a-b/data/", "builtin_name": "gsm8k"}}), "endpoints[0].models[0].eagle.dataset.builtin_name: got 'gsm8k'; allowed: only with source builtin"),
+    (model(eagle={"dataset": {"source": "s3"}}), "endpoints[0].models[0].eagle.dataset.s3_uri: got None; allowed: an s3:// prefix with source s3"),
+    (model(eagle={"schedule": "weekly"}), "endpoints[0].models[0].eagle.schedule: got 'weekly'; allowed: rate(N unit), cron(...) or at(...)"),
+    (model(eagle={"job_instance_type": "ml.t3.medium"}), "endpoints[0].models[0].eagle.job_instance_type: got 'ml.t3.medium'; allowed: an instance type SageMaker accepts for optimization jobs"),
+    (model(sessions={"expiration_seconds": 10}), "endpoints[0].models[0].sessions.expiration_seconds: got 10; allowed: at least 60"),
+    (endpoint(vpc={"vpc_id": "vpc-0abc12345def67890", "subnet_ids": ["subnet-0abc12345def67890"], "security_group_ids": ["sg-12"]}), "endpoints[0].vpc.security_group_ids[0]: got 'sg-12'; allowed: a security group id"),
+    (dict(base(), checks={"nag_warning_packs": ["hipaa"]}), "checks.nag_warning_packs[0]: got 'hipaa'; allowed: one of 'nist-800-53-r5' or 'serverless'"),
     (model(image="docker.io/vllm/vllm-openai"), "endpoints[0].models[0].image: got 'docker.io/vllm/vllm-openai'; allowed: 'lmi', 'lmi:<tag>' or an ECR image URI"),
 ])
 def test_each_rule_has_a_clear_message(data, expected):
