@@ -183,13 +183,20 @@ class Routing(Settings):
 
     Default: ``LEAST_OUTSTANDING_REQUESTS`` (load-aware: each request goes to the least busy
     instance). Session-aware routing for multi-turn chat is per request, not set here.
+
+    ``PREFIX_AWARE`` routes requests that start alike to the instance that already holds that
+    prefix in its cache. SageMaker compares the first ``prefix_length`` *bytes of the request
+    body* (for InvokeEndpoint; *characters of the messages* for the OpenAI-compatible API), not
+    tokens: a token is roughly 3-4 bytes of English text, so 4096 covers about 1,000-1,300 tokens
+    of a shared system prompt.
     """
 
     strategy: Annotated[RoutingStrategyName, Field(description=(
         "LEAST_OUTSTANDING_REQUESTS (load-aware), RANDOM, or PREFIX_AWARE (reuses a cached prompt "
         "prefix; needs prefix_length and concurrency_threshold)."))] = "LEAST_OUTSTANDING_REQUESTS"
     prefix_length: Annotated[int | None, Field(ge=1024, le=65536, description=(
-        "PREFIX_AWARE only: tokens of the prompt prefix used for routing, 1024-65536."))] = None
+        "PREFIX_AWARE only: how much of the start of each request is compared for routing, in bytes of the "
+        "request body (characters of the messages for the OpenAI-compatible API), not tokens; 1024-65536."))] = None
     concurrency_threshold: Annotated[int | None, Field(ge=1, le=1024, description=(
         "PREFIX_AWARE only: outstanding requests on an instance above which routing falls back to "
         "load-aware, 1-1024."))] = None
@@ -204,6 +211,9 @@ class Routing(Settings):
 
     @classmethod
     def prefix_aware(cls, *, prefix_length: int, concurrency_threshold: int) -> "Routing":
+        """Prefix-aware routing on the first ``prefix_length`` bytes of the request body (characters of the
+        messages for the OpenAI-compatible API; not tokens), 1024-65536, falling back to load-aware above
+        ``concurrency_threshold`` outstanding requests per instance, 1-1024."""
         return cls(strategy="PREFIX_AWARE", prefix_length=prefix_length, concurrency_threshold=concurrency_threshold)
 
     def _rules(self) -> list[Problem]:
