@@ -13,11 +13,11 @@ import re
 import weakref
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from . import service_model
-from .errors import Problem
+from .errors import ConfigurationError, Problem
 
 RULES_ERROR = "llm_rules"
 """pydantic error type that carries a list of ``Problem`` in its context."""
@@ -47,6 +47,21 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
+    def __init__(self, /, **data: Any) -> None:
+        """Validate ``data``; every problem is raised at once as one ``ConfigurationError`` (never a raw
+        pydantic ``ValidationError``), each line ``field: got V; allowed: ...; fix: ...``.
+
+        ``model_validate`` keeps pydantic's behaviour (a ``ValidationError``); ``validation.validated``
+        turns that into the same lines, headed by the file or construct path."""
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            raise _configuration_error(error, type(self)) from None
+
+    # Not a custom __init__ to pydantic: nested models are validated in place (errors keep their paths)
+    # and only a direct call (``ModelSpec(...)``) comes through here.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     def _rules(self) -> list[Problem]:
         return []
 
@@ -61,6 +76,12 @@ class Settings(BaseModel):
             )
         _VALIDATED[id(self)] = self
         return self
+
+
+def _configuration_error(error: ValidationError, model: type[BaseModel]) -> ConfigurationError:
+    from .validation import problems_from
+
+    return ConfigurationError(problems_from(error, model), source=model.__name__)
 
 
 _VALIDATED: "weakref.WeakValueDictionary[int, Settings]" = weakref.WeakValueDictionary()
