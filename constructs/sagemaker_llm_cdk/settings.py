@@ -18,6 +18,7 @@ from pydantic_core import PydanticCustomError
 
 from . import service_model
 from .errors import ConfigurationError, Problem
+from .schedule_expression import schedule_problem
 
 RULES_ERROR = "llm_rules"
 """pydantic error type that carries a list of ``Problem`` in its context."""
@@ -408,8 +409,11 @@ class EagleDataset(Settings):
 class EagleSettings(Settings):
     """EAGLE speculative decoding: train a draft head on real traffic and serve it when it pays off."""
 
-    schedule: Annotated[str | None, Field(description=(
-        "EventBridge Scheduler expression, e.g. 'rate(7 days)' or 'cron(0 3 ? * SUN *)'. Default: weekly."))] = "rate(7 days)"
+    schedule: Annotated[str | None, field_rule(lambda v: schedule_problem("", v)), Field(description=(
+        "EventBridge Scheduler expression (UTC): rate(value unit) with minute/hour/day for 1 and "
+        "minutes/hours/days above; cron(minutes hours day-of-month month day-of-week year), six fields, '?' in "
+        "exactly one of the two day fields; or at(yyyy-mm-ddThh:mm:ss) for one run. E.g. 'rate(7 days)' or "
+        "'cron(0 3 ? * SUN *)'. null: no schedule (start runs by hand). Default: weekly."))] = "rate(7 days)"
     dataset: Annotated[EagleDataset, Field(description="Training data. Default: captured traffic.")] = EagleDataset()
     job_instance_type: Annotated[str | None, Field(description=(
         "Instance type the optimization job benchmarks on. Default: the endpoint's."))] = None
@@ -429,10 +433,6 @@ class EagleSettings(Settings):
                                             service_model.optimization_instance_types(), "optimization jobs")
             if problem:
                 problems.append(problem)
-        if self.schedule is not None and not re.fullmatch(r"(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(.+\)|at\(.+\))",
-                                                          self.schedule):
-            problems.append(Problem("schedule", self.schedule, "rate(N unit), cron(...) or at(...)",
-                                    "write e.g. rate(7 days) or cron(0 3 ? * SUN *)"))
         return problems
 
 
