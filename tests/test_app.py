@@ -57,9 +57,11 @@ def test_default_endpoint_as_promised(synthesized):
     assert variant["ManagedInstanceScaling"]["Status"] == "ENABLED"
     assert "ExecutionRoleArn" in config["Properties"]
     assert config["Properties"]["DataCaptureConfig"]["EnableCapture"] is True
-    (component,) = [c for c in template.find_resources("AWS::SageMaker::InferenceComponent").values()
-                    if "BaseInferenceComponentName" not in c["Properties"]["Specification"]]
-    assert component["Properties"]["Specification"]["DataCacheConfig"] == {"EnableCaching": True}
+    bases = [c for c in template.find_resources("AWS::SageMaker::InferenceComponent").values()
+             if "BaseInferenceComponentName" not in c["Properties"]["Specification"]]
+    assert sorted(c["Properties"]["InferenceComponentName"] for c in bases) == ["qwen3-32b", "qwen3-32b-lora"]
+    for component in bases:
+        assert component["Properties"]["Specification"]["DataCacheConfig"] == {"EnableCaching": True}
     targets = template.find_resources("AWS::ApplicationAutoScaling::ScalableTarget")
     assert any(t["Properties"]["ScalableDimension"] == "sagemaker:inference-component:DesiredCopyCount"
                for t in targets.values())
@@ -133,7 +135,7 @@ def test_default_app_serves_two_adapters_on_the_named_base(synthesized):
     assert sorted(a["Properties"]["InferenceComponentName"] for a in adapters) == ["qwen3-32b-sql", "qwen3-32b-support"]
     for adapter in adapters:
         spec = adapter["Properties"]["Specification"]
-        assert spec["BaseInferenceComponentName"] == "qwen3-32b"
+        assert spec["BaseInferenceComponentName"] == "qwen3-32b-lora"
         assert spec["Container"]["ArtifactUrl"].endswith(".tar.gz")
         assert "ComputeResourceRequirements" not in spec and "VariantName" not in adapter["Properties"]
 
@@ -185,7 +187,9 @@ def test_default_app_monitors_and_rolls_back(synthesized):
     assert _of_type(resources, "AWS::CloudWatch::Dashboard")
     alarms = _of_type(resources, "AWS::CloudWatch::Alarm")
     assert len(alarms) >= 7
-    (base,) = [c for c in _of_type(resources, "AWS::SageMaker::InferenceComponent")
-               if "BaseInferenceComponentName" not in c["Properties"]["Specification"]]
-    rollback = base["Properties"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
-    assert rollback and all("AlarmName" in alarm for alarm in rollback)
+    bases = [c for c in _of_type(resources, "AWS::SageMaker::InferenceComponent")
+             if "BaseInferenceComponentName" not in c["Properties"]["Specification"]]
+    assert len(bases) == 2
+    for base in bases:
+        rollback = base["Properties"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
+        assert rollback and all("AlarmName" in alarm for alarm in rollback)

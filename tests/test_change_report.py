@@ -45,7 +45,7 @@ def synth(tmp: Path, name: str, *, routing: Routing | None = None, adapters: int
                            routing=routing or Routing.least_outstanding_requests())
     model = endpoint.add_model("qwen3-32b", ModelSpec(
         name="qwen3-32b", model_data_s3_uri="s3://my-llm-weights/qwen3-32b/", accelerators=2, min_memory_mb=65536,
-        copies=CopyScaling(min_copies=min_copies, max_copies=4), lora=LoraSettings(max_gpu_adapters=4)))
+        copies=CopyScaling(min_copies=min_copies, max_copies=4), lora=LoraSettings(max_gpu_adapters=4, max_rank=16)))
     add_adapters(model, ADAPTERS[:adapters])  # in a nested stack, as the app does
     app.synth()
     return out

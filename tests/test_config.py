@@ -34,6 +34,13 @@ def model(**changes) -> dict:
     return data
 
 
+def lora_model(**changes) -> dict:
+    """The default config with ``changes`` to its adapter base (models[1]: LoRA, no EAGLE)."""
+    data = base()
+    data["endpoints"][0]["models"][1].update(changes)
+    return data
+
+
 def problems(data) -> list[str]:
     with pytest.raises(ConfigurationError) as info:
         parse_config(data, source="test.yaml")
@@ -98,10 +105,13 @@ def test_default_config_is_valid():
     (dict(base(), target={"account": "12345"}), "target.account: got '12345'"),
     (model(environment={"1X": "a"}), "endpoints[0].models[0].environment.1X: got '1X'; allowed: a variable name"),
     # adapters, sessions and EAGLE on a model
-    (model(lora=None), "endpoints[0].models[0].adapters: got ['qwen3-32b-support', 'qwen3-32b-sql']; allowed: adapters only on a model with lora settings"),
-    (model(adapters=[{"name": "qwen3-32b", "artifact_s3_uri": "s3://a-b/x.tar.gz"}]), "endpoints[0].models[0].adapters[0].name: got 'qwen3-32b'; allowed: a name not used by the base model"),
-    (model(adapters=[{"name": "a1", "artifact_s3_uri": "s3://a-b/x.zip"}]), "endpoints[0].models[0].adapters[0].artifact_s3_uri: got 's3://a-b/x.zip'; allowed: an S3 object ending in '.tar.gz'"),
-    (model(lora={"max_gpu_adapters": 8, "max_cpu_adapters": 4}), "endpoints[0].models[0].lora.max_cpu_adapters: got 4; allowed: at least max_gpu_adapters (8)"),
+    (lora_model(lora=None), "endpoints[0].models[1].adapters: got ['qwen3-32b-support', 'qwen3-32b-sql']; allowed: adapters only on a model with lora settings"),
+    (lora_model(lora={"max_gpu_adapters": 4, "max_cpu_adapters": 16}), "endpoints[0].models[1].lora.max_rank: got None; allowed: one of 1, 8, 16, 32, 64, 128, 256, 320, 512 when adapters are declared"),
+    (lora_model(lora={"max_rank": 24}), "endpoints[0].models[1].lora.max_rank: got 24; allowed: one of 1, 8, 16, 32, 64, 128, 256, 320, 512 (the ranks vLLM accepts); fix: use 32"),
+    (lora_model(lora={"max_rank": 1024}), "endpoints[0].models[1].lora.max_rank: got 1024; allowed: one of 1, 8, 16"),
+    (lora_model(adapters=[{"name": "qwen3-32b-lora", "artifact_s3_uri": "s3://a-b/x.tar.gz"}]), "endpoints[0].models[1].adapters[0].name: got 'qwen3-32b-lora'; allowed: a name not used by the base model"),
+    (lora_model(adapters=[{"name": "a1", "artifact_s3_uri": "s3://a-b/x.zip"}]), "endpoints[0].models[1].adapters[0].artifact_s3_uri: got 's3://a-b/x.zip'; allowed: an S3 object ending in '.tar.gz'"),
+    (lora_model(lora={"max_gpu_adapters": 8, "max_cpu_adapters": 4, "max_rank": 16}), "endpoints[0].models[1].lora.max_cpu_adapters: got 4; allowed: at least max_gpu_adapters (8)"),
     (model(architecture=None), "endpoints[0].models[0].architecture: got None; allowed: the model's architecture when eagle is set"),
     (model(architecture="MistralForCausalLM"), "endpoints[0].models[0].architecture: got 'MistralForCausalLM'; allowed: for EAGLE: LlamaForCausalLM"),
     (model(eagle={"dataset": {"source": "capture", "s3_uri": "s3://a-b/data/"}}), "endpoints[0].models[0].eagle.dataset.s3_uri: got 's3://a-b/data/'; allowed: only with source s3 or builtin"),
@@ -140,7 +150,7 @@ def test_duplicate_names():
     second["models"] = [second["models"][0]]
     data["endpoints"].append(second)
     lines = problems(data)
-    assert any(l.startswith("endpoints[0].models[1].name: got 'qwen3-32b'; allowed: a name not used by endpoints[0].models[0].name") for l in lines)
+    assert any(l.startswith("endpoints[0].models[2].name: got 'qwen3-32b'; allowed: a name not used by endpoints[0].models[0].name") for l in lines)
     assert any(l.startswith("endpoints[1].name: got 'Chat'; allowed: a name not used by endpoints[0]") for l in lines)
     assert any(l.startswith("endpoints[1].models[0].name: got 'qwen3-32b'; allowed: a name not used by endpoints[0].models[0].name") for l in lines)
 

@@ -180,13 +180,36 @@ def test_cdk_nag_reports_no_errors():
 # ------------------------------------------------------------------- container settings
 
 
-def test_max_rank_is_left_to_the_container_when_unset():
-    _, stack, base = new_base(lora_model(lora=LoraSettings()))
+def test_max_rank_is_set_in_the_container():
+    _, stack, base = new_base()
     add_adapter(base, "A", AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
     environment = Template.from_stack(stack).find_resources("AWS::SageMaker::Model")
     env = next(iter(environment.values()))["Properties"]["PrimaryContainer"]["Environment"]
-    assert env["OPTION_MAX_LORAS"] == "4" and env["OPTION_MAX_CPU_LORAS"] == "16"
-    assert "OPTION_MAX_LORA_RANK" not in env
+    assert env["OPTION_MAX_LORAS"] == "4" and env["OPTION_MAX_CPU_LORAS"] == "32"
+    assert env["OPTION_MAX_LORA_RANK"] == "64"
+
+
+def test_max_rank_is_left_to_the_container_only_without_adapters():
+    _, stack, base = new_base(lora_model(lora=LoraSettings()))
+    env = next(iter(Template.from_stack(stack).find_resources("AWS::SageMaker::Model").values()))
+    assert "OPTION_MAX_LORA_RANK" not in env["Properties"]["PrimaryContainer"]["Environment"]
+    with pytest.raises(ConfigurationError, match=r"base\.spec\.lora\.max_rank: got None; allowed: one of 1, 8, 16, 32, "
+                       r"64, 128, 256, 320, 512 when adapters are declared: the container's default \(16\) refuses "
+                       r"adapters of a higher rank; fix: set max_rank"):
+        add_adapter(base, "A", AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
+
+
+def test_adapters_declared_on_a_model_need_max_rank():
+    with pytest.raises(ConfigurationError, match=r"lora\.max_rank: got None; allowed: one of 1, 8, 16"):
+        lora_model(lora=LoraSettings(), adapters=(AdapterSpec(name="a", artifact_s3_uri=ARTIFACT),))
+
+
+@pytest.mark.parametrize("rank, fix", [(24, "use 32, the smallest accepted rank at least 24"), (0, "use 1"),
+                                       (600, "use the smallest listed value")])
+def test_max_rank_takes_only_the_ranks_vllm_accepts(rank, fix):
+    with pytest.raises(ConfigurationError, match=rf"max_rank: got {rank}; allowed: one of 1, 8, 16, 32, 64, 128, 256, "
+                       rf"320, 512 \(the ranks vLLM accepts\); fix: {fix}"):
+        LoraSettings(max_rank=rank)
 
 
 def test_apply_lora_settings_is_idempotent_and_skips_models_without_lora():

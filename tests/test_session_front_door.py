@@ -43,7 +43,7 @@ def build(*, image: str = "lmi", sessions: SessionSettings | None = SessionSetti
     stack = Stack(app, "Chat")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, image=image,
-                                             sessions=sessions, lora=LoraSettings() if adapters else None))
+                                             sessions=sessions, lora=LoraSettings(max_rank=16) if adapters else None))
     made = [add_adapter(base, id, AdapterSpec(name=name, artifact_s3_uri=f"s3://my-bucket/adapters/{name}.tar.gz"))
             for id, name in adapters]
     front_door_kwargs.setdefault("components", made)
@@ -140,7 +140,7 @@ def test_duplicate_components_are_served_once():
     app = App()
     stack = Stack(app, "Dup")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings()))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)))
     adapter = add_adapter(base, "Sql", AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"))
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
                                   components=[base, adapter, adapter])
@@ -268,7 +268,7 @@ def test_adapter_alone_enables_sessions_on_its_base():
     stack = Stack(app, "AdapterOnly")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     plain = endpoint.add_model("Plain", ModelSpec(name="plain", model_data_s3_uri="s3://my-bucket/plain/"))
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings()))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)))
     adapter = add_adapter(base, "Sql", AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"))
     SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=plain, components=[adapter])
     assert base.environment["OPTION_ENABLE_STATEFUL_SESSIONS"] == "true"

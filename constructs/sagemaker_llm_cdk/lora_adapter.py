@@ -23,7 +23,7 @@ from constructs import Construct
 
 from .component_base import InferenceComponentConstruct
 from .errors import ConfigurationError, Problem
-from .settings import _S3_URI, AdapterSpec, LoraSettings
+from .settings import _S3_URI, AdapterSpec, LoraSettings, max_rank_missing
 from .validation import validated
 
 if TYPE_CHECKING:
@@ -143,7 +143,9 @@ def base_problems(base: Any, field: str = "base") -> list[Problem]:
         return [Problem(f"{field}.spec.lora", None,
                         f"lora settings on model {base.component_name}: adapters need a base that loads them",
                         f"set lora on model {base.component_name}, e.g. `lora: {{max_gpu_adapters: 4, "
-                        "max_cpu_adapters: 16}` in the config or ModelSpec(lora=LoraSettings(...))")]
+                        "max_cpu_adapters: 16, max_rank: 16}` in the config or ModelSpec(lora=LoraSettings(...))")]
+    if base.spec.lora.max_rank is None:
+        return [max_rank_missing(f"{field}.spec.lora.max_rank")]
     return []
 
 

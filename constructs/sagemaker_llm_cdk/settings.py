@@ -312,6 +312,21 @@ class CopyScaling(Settings):
         return []
 
 
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+"""Values vLLM accepts for ``max_lora_rank`` (``vllm/config/lora.py`` ``MaxLoRARanks``, vLLM 0.26)."""
+LMI_DEFAULT_LORA_RANK = 16
+"""LMI's (vLLM's) ``OPTION_MAX_LORA_RANK`` when it is not set."""
+
+
+def _lora_rank_problem(value: Any) -> Problem | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value in LORA_RANKS:
+        return None
+    higher = [r for r in LORA_RANKS if isinstance(value, int) and r >= value]
+    return Problem("", value, "one of " + ", ".join(map(str, LORA_RANKS)) + " (the ranks vLLM accepts)",
+                   f"use {higher[0]}, the smallest accepted rank at least {value}" if higher
+                   else "use the smallest listed value at least your adapters' highest rank")
+
+
 class LoraSettings(Settings):
     """Serve many LoRA adapters on one base model, loaded on demand.
 
@@ -324,7 +339,12 @@ class LoraSettings(Settings):
     max_gpu_adapters: Annotated[int, Field(ge=1, le=256, description="Adapters kept on the GPU. Default: 4.")] = 4
     max_cpu_adapters: Annotated[int, Field(ge=1, le=4096, description=(
         "Adapters kept in CPU memory, at least max_gpu_adapters. Default: 16."))] = 16
-    max_rank: Annotated[int | None, Field(ge=1, le=512, description="Highest adapter rank served. Default: the container's.")] = None
+    max_rank: Annotated[int | None, field_rule(_lora_rank_problem), Field(
+        json_schema_extra={"enum": [*LORA_RANKS, None]}, description=(
+            "Highest LoRA rank (r in each adapter's adapter_config.json) the container accepts: OPTION_MAX_LORA_RANK, "
+            "one of " + ", ".join(map(str, LORA_RANKS)) + " (vLLM's values). Adapters of a higher rank fail to load, "
+            "and the container reserves GPU memory for this rank, so pick the smallest at least your highest. "
+            "Required when adapters are declared; without adapters, default: the container's (16)."))] = None
 
     def _rules(self) -> list[Problem]:
         if self.max_cpu_adapters < self.max_gpu_adapters:
@@ -332,6 +352,14 @@ class LoraSettings(Settings):
                             f"at least max_gpu_adapters ({self.max_gpu_adapters}): adapters leave the GPU for CPU memory",
                             "raise max_cpu_adapters or lower max_gpu_adapters")]
         return []
+
+
+def max_rank_missing(field: str) -> Problem:
+    """The problem of adapters declared on a model whose ``lora`` has no ``max_rank``."""
+    return Problem(field, None, "one of " + ", ".join(map(str, LORA_RANKS)) + " when adapters are declared: the "
+                   f"container's default ({LMI_DEFAULT_LORA_RANK}) refuses adapters of a higher rank",
+                   "set max_rank to the smallest listed value at least the highest r in your adapters' "
+                   "adapter_config.json, e.g. max_rank: 16")
 
 
 class AdapterSpec(Settings):
@@ -494,7 +522,9 @@ class ModelSpec(Settings):
         if (self.adapters or self.adapters_manifest) and self.lora is None:
             problems.append(Problem("adapters", [a.name for a in self.adapters] or self.adapters_manifest,
                                     "adapters only on a model with lora settings",
-                                    "add `lora: {max_gpu_adapters: 4, max_cpu_adapters: 16}` to this model"))
+                                    "add `lora: {max_gpu_adapters: 4, max_cpu_adapters: 16, max_rank: 16}` to this model"))
+        elif (self.adapters or self.adapters_manifest) and self.lora is not None and self.lora.max_rank is None:
+            problems.append(max_rank_missing("lora.max_rank"))
         seen: dict[str, int] = {}
         for index, adapter in enumerate(self.adapters):
             if adapter.name == self.name or adapter.name in seen:

@@ -28,7 +28,8 @@ base = endpoint.add_model("Qwen", ModelSpec(
     accelerators=1,
     min_memory_mb=32768,
     copies=CopyScaling(min_copies=1, max_copies=4),
-    lora=LoraSettings(max_gpu_adapters=4, max_cpu_adapters=16),  # adapters live on GPU, then CPU, then disk
+    lora=LoraSettings(max_gpu_adapters=4, max_cpu_adapters=16,  # adapters live on GPU, then CPU, then disk
+                      max_rank=16),  # the highest rank (r in adapter_config.json) of the adapters served
     sessions=SessionSettings(expiration_seconds=1800),           # stateful sessions in the LMI container
 ))
 # Each adapter is its own inference component: callers pass its name as InferenceComponentName.

@@ -42,7 +42,7 @@ qwen = endpoint.add_model("Qwen", ModelSpec(
     accelerators=2,
     min_memory_mb=65536,
     copies=CopyScaling(min_copies=1, max_copies=8, target_concurrent_requests_per_copy=8),
-    lora=LoraSettings(),
+    lora=LoraSettings(max_rank=16),  # the highest rank (r) of the adapters served
 ))
 support = qwen.add_adapter("Support", AdapterSpec(name="qwen3-32b-support",
                                                   artifact_s3_uri="s3://my-adapters/qwen3-32b/support.tar.gz"))
