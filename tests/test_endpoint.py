@@ -93,7 +93,8 @@ def test_routing_strategies(routing, expected):
 
 def test_ami_version_volume_and_timeout():
     stack, _ = endpoint_stack(instance_type="ml.g6e.12xlarge", inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1",
-                              instance_provision_timeout_seconds=3600)
+                              instance_provision_timeout_seconds=3600,
+                              models=[ModelSpec(name="m", model_data_s3_uri=MODEL_URI, image="lmi:0.36.0-lmi18.0.0-cu128")])
     Template.from_stack(stack).has_resource_properties("AWS::SageMaker::EndpointConfig", {
         "ProductionVariants": [Match.object_like({
             "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",

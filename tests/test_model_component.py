@@ -28,7 +28,9 @@ def test_model_reads_uncompressed_weights_from_s3(autoscaled):
     assert container["ModelDataSource"] == {"S3DataSource": {
         "S3Uri": MODEL_URI, "S3DataType": "S3Prefix", "CompressionType": "None"}}
     assert container["Environment"] == {"OPTION_MODEL_ID": "/opt/ml/model", "OPTION_TENSOR_PARALLEL_DEGREE": "2"}
-    assert container["Image"]["Fn::Join"][1][-1].endswith("/djl-inference:0.35.0-lmi17.0.0-cu128")
+    assert container["Image"]["Fn::Join"][1][-1].endswith("/djl-inference:0.36.0-lmi28.0.0-cu130")
+    # The registry account is the region's (a mapping in an environment-agnostic stack)
+    assert container["Image"]["Fn::Join"][1][0] == {"Fn::FindInMap": ["LmiImageAccounts", {"Ref": "AWS::Region"}, "account"]}
 
 
 def test_compressed_weights():
@@ -114,7 +116,9 @@ def test_role_reads_only_the_model_prefix_and_image_repository(autoscaled):
     listing = next(s for s in statements if s["Action"] == "s3:ListBucket")
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["qwen3-8b/*"]}}
     ecr = next(s for s in statements if "ecr:BatchGetImage" in s["Action"])
-    assert ecr["Resource"]["Fn::Join"][1][-1] == ":763104351884:repository/djl-inference"
+    parts = ecr["Resource"]["Fn::Join"][1]
+    assert parts[-2:] == [{"Fn::FindInMap": ["LmiImageAccounts", {"Ref": "AWS::Region"}, "account"]},
+                          ":repository/djl-inference"]
 
 
 def test_custom_image_and_model_key():

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from .capacity_plan import CapacityPlanSpec, spec_binding_problems
 from .errors import MISSING, ConfigurationError, Problem
+from .images import ami_problems
 from .monitoring import MonitoringSettings
 from .settings import EndpointOptions, ModelSpec, Settings, VpcPlacement, name_problem
 from .validation import validated
@@ -57,6 +58,8 @@ class EndpointSpec(EndpointOptions):
             problem = name_problem("endpoint_name", self.endpoint_name, "EndpointName")
             if problem:
                 problems.append(problem)
+        problems.extend(ami_problems([(f"models[{i}].image", m.image) for i, m in enumerate(self.models)],
+                                     self.inference_ami_version))
         return problems
 
 

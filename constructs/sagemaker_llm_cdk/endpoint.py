@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
-from aws_cdk import Arn, ArnFormat, Duration, Names, Stack, Token
+import jsii
+from aws_cdk import Arn, ArnFormat, Duration, IStringProducer, Lazy, Names, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -264,7 +265,8 @@ class LlmEndpoint(EndpointReference):
                 if options.routing.strategy == "PREFIX_AWARE"
                 else None,
             ),
-            inference_ami_version=options.inference_ami_version,
+            # Default: the AMI the hosted models' images need (a CUDA 13 LMI image needs its driver), else SageMaker's.
+            inference_ami_version=options.inference_ami_version or Lazy.uncached_string(_RequiredAmi(self)),
             volume_size_in_gb=options.volume_size_gb,
             variant_instance_provision_timeout_in_seconds=options.instance_provision_timeout_seconds,
             capacity_reservation_config=sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
@@ -435,3 +437,16 @@ def default_endpoint_name(endpoint: Construct) -> str:
     name = re.sub(r"[^A-Za-z0-9-]", "-", name)
     name = re.sub(r"-+", "-", name).strip("-")
     return name[:63].rstrip("-")
+
+
+@jsii.implements(IStringProducer)
+class _RequiredAmi:
+    """The InferenceAmiVersion the endpoint's models need (``images.required_ami``), read at synth."""
+
+    def __init__(self, endpoint: LlmEndpoint) -> None:
+        self._endpoint = endpoint
+
+    def produce(self, context: Any) -> str | None:
+        from .images import required_ami
+
+        return required_ami([model.spec.image for model in self._endpoint.models])

@@ -16,6 +16,7 @@ from constructs import Construct
 
 from . import acknowledgements
 from ._assets import handler_dir
+from .images import powertools_account
 
 POWERTOOLS_LAYER_VERSION = 27
 """Version of the public layer AWSLambdaPowertoolsPythonV3-python313-x86_64 (Powertools 3.x, with pydantic)."""
@@ -30,7 +31,8 @@ def powertools_layer(scope: Construct, id: str = "PowertoolsLayer") -> lambda_.I
     existing = stack.node.try_find_child(id)
     if existing is not None:
         return existing  # type: ignore[return-value]
-    arn = (f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:017000801446:layer:"
+    account = powertools_account(stack)  # per partition; a partition without a known account is refused
+    arn = (f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:{account}:layer:"
            f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSION}")
     return lambda_.LayerVersion.from_layer_version_arn(stack, id, arn)
 

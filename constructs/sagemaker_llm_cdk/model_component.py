@@ -16,6 +16,7 @@ from . import acknowledgements
 from .component_base import InferenceComponentConstruct
 from .endpoint import _depend_on_policy
 from .errors import ConfigurationError, Problem
+from .images import ami_problems, lmi_account
 from .settings import _ECR_IMAGE, _S3_URI, ModelSpec
 from .validation import validated
 
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
     from .settings import AdapterSpec
 
 LMI_ACCOUNT = "763104351884"
-"""AWS Deep Learning Containers account that publishes the LMI image in most commercial regions."""
+"""AWS Deep Learning Containers account that publishes the LMI image in most regions of the aws partition;
+the account of each region is in ``images.DLC_ACCOUNTS`` (``images.lmi_account``)."""
 LMI_REPOSITORY = "djl-inference"
 
 COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
@@ -76,7 +78,7 @@ class ModelComponent(InferenceComponentConstruct):
 
         environment = {**self.default_environment(spec), **spec.environment, **(extra_environment or {})}
         self._environment = environment
-        image, repository_arn = container_image(spec.image)
+        image, repository_arn = container_image(spec.image, scope=self)
         self.image_uri = image
         self._grant_model_access(spec, repository_arn, model_data_key)
 
@@ -286,12 +288,17 @@ class ModelComponent(InferenceComponentConstruct):
                            statistic=statistic, **kwargs)
 
 
-def container_image(image: str) -> tuple[str, str]:
-    """(image URI, ECR repository ARN) for a ``ModelSpec.image`` value."""
+def container_image(image: str, *, scope: Construct | None = None) -> tuple[str, str]:
+    """(image URI, ECR repository ARN) for a ``ModelSpec.image`` value.
+
+    The LMI image comes from the Deep Learning Containers registry of the stack's region
+    (``images.DLC_ACCOUNTS``); without ``scope``, from ``LMI_ACCOUNT``.
+    """
     if image == "lmi" or image.startswith("lmi:"):
         tag = ModelSpec.model_construct(image=image).lmi_tag
-        uri = f"{LMI_ACCOUNT}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{LMI_REPOSITORY}:{tag}"
-        arn = f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{LMI_ACCOUNT}:repository/{LMI_REPOSITORY}"
+        account = lmi_account(scope) if scope is not None else LMI_ACCOUNT
+        uri = f"{account}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{LMI_REPOSITORY}:{tag}"
+        arn = f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{account}:repository/{LMI_REPOSITORY}"
         return uri, arn
     match = _ECR_IMAGE.match(image)
     assert match  # validated by ModelSpec
@@ -307,6 +314,7 @@ def _fit_problems(spec: ModelSpec, endpoint: "LlmEndpoint") -> list[Problem]:
     if spec.name in taken:
         problems.append(Problem("name", spec.name, "a name no other model or adapter on this endpoint uses",
                                 "give this model another name"))
+    problems.extend(ami_problems([("image", spec.image)], endpoint.options.inference_ami_version))
     gpus = accelerators_of(endpoint.instance_type)
     if gpus is not None and spec.accelerators > gpus:
         problems.append(Problem("accelerators", spec.accelerators,

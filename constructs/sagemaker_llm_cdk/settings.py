@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from . import service_model
+from . import images, service_model
 from .errors import ConfigurationError, Problem
 from .schedule_expression import schedule_problem
 
@@ -32,8 +32,8 @@ _ECR_IMAGE = re.compile(
 _LMI_ALIAS = re.compile(r"^lmi(?::(?P<tag>[\w.\-]{1,128}))?$")
 _CONTENT_TYPE = re.compile(r"^[a-zA-Z0-9*][a-zA-Z0-9.*+\-]*/[a-zA-Z0-9*][a-zA-Z0-9.*+\-]*$")
 
-DEFAULT_LMI_TAG = "0.35.0-lmi17.0.0-cu128"
-"""The Large Model Inference (DJL) container tag used for ``image: lmi``. LMI 17: vLLM async mode by default, which stateful sessions (sticky routing) need."""
+DEFAULT_LMI_TAG = images.DEFAULT_LMI_TAG
+"""The Large Model Inference (DJL) container tag used for ``image: lmi`` (see ``images.LMI_IMAGES`` for what it can do)."""
 
 
 # Instance families whose instances come with local NVMe storage: SageMaker uses it for
@@ -477,8 +477,10 @@ class ModelSpec(Settings):
     model_data_s3_uri: Annotated[str, field_rule(lambda v: s3_uri_problem("", v, want="prefix")), Field(description=(
         "Where the weights are: s3://bucket/prefix/ (uncompressed) or s3://bucket/model.tar.gz."))]
     image: Annotated[str, field_rule(_image_problem), Field(description=(
-        "Container image: 'lmi' (AWS Large Model Inference container, tag " + DEFAULT_LMI_TAG + "), "
-        "'lmi:<tag>', or a full ECR image URI. Default: lmi."))] = "lmi"
+        "Container image: 'lmi' (AWS Large Model Inference container, tag " + DEFAULT_LMI_TAG + ", vLLM 0.26: LoRA, "
+        "stateful sessions and EAGLE heads, not LoRA and EAGLE on one model; CUDA 13, so its endpoint runs "
+        + images.CUDA13_AMI + "), 'lmi:<tag>' (supported: " + images.supported_tags() + "), or a full ECR image "
+        "URI. Default: lmi."))] = "lmi"
     architecture: Annotated[str | None, Field(description=(
         "The model's Hugging Face architecture (config.json 'architectures'), e.g. Qwen3ForCausalLM. "
         "Needed for EAGLE optimization. Default: unknown."))] = None
@@ -539,6 +541,7 @@ class ModelSpec(Settings):
             elif self.architecture not in EAGLE_ARCHITECTURES:
                 problems.append(Problem("architecture", self.architecture, "for EAGLE: " + ", ".join(EAGLE_ARCHITECTURES),
                                         "remove eagle for this model; SageMaker cannot optimize other architectures"))
+        problems.extend(images.capability_problems(self))
         for key in self.environment:
             if not self._ENV_KEY.match(key):
                 problems.append(Problem(f"environment.{key}", key, "a variable name: letters, digits, '_'",
@@ -575,7 +578,9 @@ class EndpointOptions(Settings):
     routing: Annotated[Routing, Field(description="Request routing. Default: least outstanding requests.")] = Routing()
     data_capture: Annotated[DataCapture, Field(description="Traffic capture. Default: on, 10%, JSON.")] = DataCapture()
     inference_ami_version: Annotated[str | None, field_rule(_ami_problem), Field(description=(
-        "Inference AMI (driver/CUDA) version, e.g. al2-ami-sagemaker-inference-gpu-3-1. Default: SageMaker's."))] = None
+        "Inference AMI (driver/CUDA) version, e.g. al2-ami-sagemaker-inference-gpu-3-1. A CUDA 13 image (such as the "
+        "default LMI image) needs " + images.CUDA13_AMI + ". Default: the AMI the models' images need, else "
+        "SageMaker's."))] = None
     volume_size_gb: Annotated[int | None, Field(ge=1, le=512, description=(
         "EBS volume per instance, GB. Only for instance types without local NVMe storage. Default: SageMaker's."))] = None
     instance_provision_timeout_seconds: Annotated[int | None, Field(ge=1800, le=10800, description=(
