@@ -7,6 +7,7 @@ nobody reviewed still fails the synth.
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Acknowledgment, Stack, Validations
@@ -43,7 +44,23 @@ def _render(value: Any) -> str:
             return f"<{arg[0]}.{arg[1]}>"
         if kind == "Fn::Join":
             return str(arg[0]).join(_render(part) for part in arg[1])
-    raise ValueError(f"cannot render {value!r} as a cdk-nag finding")
+    # Any other intrinsic (Fn::Select, Fn::Split, Fn::FindInMap, ...): cdk-nag writes it as compact JSON.
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _policy_resources(policy: Any, contains: str, suffix: str) -> list[str]:
+    """The resources of ``policy`` (an ``iam.Policy``) in cdk-nag's form that contain ``contains`` and end with
+    ``suffix`` (ARNs CDK builds itself, whose form differs between bound and environment-agnostic stacks)."""
+    cfn = policy.node.default_child
+    document = Stack.of(policy).resolve(cfn.policy_document) or {}
+    found: list[str] = []
+    for statement in document.get("Statement", []):
+        resources = statement.get("Resource", [])
+        for resource in resources if isinstance(resources, list) else [resources]:
+            text = _render(resource)
+            if contains in text and text.endswith(suffix) and "*" in text and text not in found:
+                found.append(text)
+    return found
 
 
 def _iam5(construct: IConstruct, resource: str, reason: str) -> None:
@@ -146,8 +163,6 @@ def session_front_door(front_door: Any) -> None:
 
 def eagle_optimization(eagle: Any) -> None:
     """An ``eagle.EagleOptimization``: its job role, dataset/start/record functions and state machine."""
-    import json
-
     from aws_cdk import ArnFormat
 
     from .eagle import DATASETS, JOBS, MAP_RESULTS, REPORTS
@@ -216,16 +231,16 @@ def eagle_optimization(eagle: Any) -> None:
               "CDK's Distributed Map grants its ItemReader (GetObject) and ResultWriter (PutObject, multipart) on "
               "every key of the artifacts bucket; the definition reads only datasets/<run>/plan/items.json and "
               "writes only map-results/, and an explicit Deny refuses PutObject anywhere else.")
-        machine_id = stack.resolve(machine.node.default_child.logical_id)
-        name = json.dumps({"Fn::Select": [6, {"Fn::Split": [":", {"Ref": machine_id}]}]}, separators=(",", ":"))
-        executions = f"arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:{name}"
+        # The execution ARNs are read from the policy CDK wrote, as cdk-nag reads them, so the finding ids
+        # match in an environment-agnostic stack (<AWS::Region>) and in a bound one (us-east-1) alike.
         policy = machine.node.find_child("DistributedMapPolicy")
-        for suffix, why in ((":*", "describe and stop the child executions of this state machine"),
-                            ("/ConvertCaptures:*", "redrive the Distributed Map's child executions")):
+        for resource in _policy_resources(policy, ":execution:", ":*"):
+            why = ("redrive the Distributed Map's child executions" if resource.endswith("/ConvertCaptures:*")
+                   else "describe and stop the child executions of this state machine")
             acknowledge(policy, "AwsSolutions-IAM5",
                         f"A Distributed Map runs its batches as child executions named at run time; CDK grants "
                         f"the state machine to {why}, only under its own name.",
-                        finding=f"Resource::{executions}{suffix}")
+                        finding=f"Resource::{resource}")
 
 
 def speculative_decoding(wiring: Any, draft_bucket: Any, draft_prefix: str) -> None:

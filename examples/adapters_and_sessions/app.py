@@ -4,7 +4,7 @@ session front door (Lambda Function URL, IAM auth) that keeps each conversation 
 
 Run: ``cdk synth --app "python app.py"`` or ``CDK_OUTDIR=out python app.py`` (no AWS account needed).
 """
-from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import App, CfnOutput, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 
@@ -19,7 +19,9 @@ from sagemaker_llm_cdk import (
 )
 
 app = App()
-stack = Stack(app, "ChatWithAdapters")
+# Environment-agnostic by default; `-c account=123456789012 -c region=us-east-1` binds the stacks.
+env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
+stack = Stack(app, "ChatWithAdapters", env=env)
 
 endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
 base = endpoint.add_model("Qwen", ModelSpec(

@@ -9,7 +9,7 @@ plan's days left and alarms before it ends.
 
 Run: ``cdk synth --app "python app.py"`` or ``CDK_OUTDIR=out python app.py`` (no AWS account needed).
 """
-from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import App, CfnOutput, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 
@@ -25,7 +25,9 @@ from sagemaker_llm_cdk import (
 )
 
 app = App()
-stack = Stack(app, "ReservedChat")
+# Environment-agnostic by default; `-c account=123456789012 -c region=us-east-1` binds the stacks.
+env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
+stack = Stack(app, "ReservedChat", env=env)
 
 plan = CapacityPlan(stack, "Plan", spec=CapacityPlanSpec(
     mode="existing",

@@ -8,7 +8,7 @@ loop (Step Functions, Lambda, an encrypted artifacts bucket, a run table).
 
 Run: ``cdk synth --app "python app.py"`` or ``CDK_OUTDIR=out python app.py`` (no AWS account needed).
 """
-from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import App, CfnOutput, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 
@@ -23,8 +23,10 @@ from sagemaker_llm_cdk import (
 )
 
 app = App()
-promotions = Stack(app, "EaglePromotions")
-stack = Stack(app, "EagleChat")
+# Environment-agnostic by default; `-c account=123456789012 -c region=us-east-1` binds the stacks.
+env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
+promotions = Stack(app, "EaglePromotions", env=env)
+stack = Stack(app, "EagleChat", env=env)
 
 head = PromotionParameter(promotions, "QwenHead", model_name="qwen3-8b")
 

@@ -5,14 +5,16 @@ Run from anywhere with the library installed (``pip install sagemaker-llm-cdk``)
 ``cdk synth --app "python app.py"``, or ``CDK_OUTDIR=out python app.py``. No AWS account is
 needed to synthesize: the stack is environment-agnostic.
 """
-from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import App, CfnOutput, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
 
 app = App()
-stack = Stack(app, "MinimalEndpoint")
+# Environment-agnostic by default; `-c account=123456789012 -c region=us-east-1` binds the stacks.
+env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
+stack = Stack(app, "MinimalEndpoint", env=env)
 
 endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
 qwen = endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/",
