@@ -20,9 +20,12 @@ def main() -> None:
             attach_pipeline(app, pipeline)
             extra_packs: tuple[str, ...] = ()
         else:
-            config = load_config(path)
+            config = load_config(path)  # every config rule, the stack's own included, in one round
             env = Environment(account=config.target.account, region=config.target.region)
-            LlmPlatformStack(app, config.stack_name, config=config, config_dir=Path(path).parent, env=env)
+            try:
+                LlmPlatformStack(app, config.stack_name, config=config, config_dir=Path(path).parent, env=env)
+            except ConfigurationError as error:  # a construct's check the config rules did not foresee
+                raise ConfigurationError(error.problems, source=f"{path} (found while building {error.source})") from None
             extra_packs = config.checks.nag_warning_packs
     except ConfigurationError as error:
         print(f"error: {error}", file=sys.stderr)

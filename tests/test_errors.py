@@ -24,3 +24,134 @@ def test_a_nested_model_built_alone_names_its_own_fields():
     with pytest.raises(ConfigurationError, match=r"1 problem\(s\) in CopyScaling:\n  - min_copies: got 5; allowed: at "
                        r"most max_copies \(1\); fix: lower min_copies or raise max_copies"):
         CopyScaling(min_copies=5, max_copies=1)
+
+
+# ------------------------------------------------------------------ one round, in config terms
+import copy  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import yaml  # noqa: E402
+
+from sagemaker_llm_cdk import parse_config  # noqa: E402
+
+DEFAULT = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "default.yaml").read_text())
+
+
+def _config(change) -> dict:
+    data = copy.deepcopy(DEFAULT)
+    change(data)
+    return data
+
+
+def _lines(data) -> list[str]:
+    with pytest.raises(ConfigurationError) as caught:
+        parse_config(data, source="config/x.yaml")
+    assert caught.value.source == "config/x.yaml"
+    assert str(caught.value).startswith(f"{len(caught.value.problems)} problem(s) in config/x.yaml:")
+    return [p.line() for p in caught.value.problems]
+
+
+def _everything_at_once(data: dict) -> None:
+    chat = data["endpoints"][0]
+    chat["capacity_plan"] = "nope"                                   # cross-object: plan reference
+    chat["scaling"]["min_instances"] = 5                             # endpoint cross-field
+    chat["models"][0]["eagle"]["speedup_threshold"] = 0.5            # a field of model 0 fails ...
+    chat["models"][0]["lora"] = {"max_rank": 16}                     # ... and its cross-field rule still runs
+    chat["models"][1]["model_data_s3_uri"] = "http://x"              # a field of model 1 fails ...
+    chat["models"][1]["lora"]["max_rank"] = None                     # ... and its adapters still need max_rank
+    chat["models"][1]["accelerators"] = 16                           # stack-build rule: GPUs per instance
+
+
+def test_every_problem_comes_in_one_round_even_when_fields_fail():
+    lines = _lines(_config(_everything_at_once))
+    fields = [line.split(": got")[0] for line in lines]
+    assert fields == [
+        "endpoints[0].scaling.min_instances",
+        "endpoints[0].models[0].eagle.speedup_threshold",
+        "endpoints[0].models[0].eagle",
+        "endpoints[0].models[1].model_data_s3_uri",
+        "endpoints[0].models[1].lora.max_rank",
+        "endpoints[0].models[1].accelerators",
+        "endpoints[0].capacity_plan",
+    ], lines
+    assert "endpoints[0].capacity_plan: got 'nope'; allowed: the name of a plan in capacity_plans: chat-p5e-2027q1" in lines[-1]
+
+
+def test_a_failed_field_does_not_invent_problems_from_its_default():
+    """min_copies is fine, max_copies fails: the min <= max rule must not run against max's default."""
+    def change(data):
+        data["endpoints"][0]["models"][0]["copies"] = {"min_copies": 3, "max_copies": "many"}
+    lines = _lines(_config(change))
+    assert [line.split(": got")[0] for line in lines] == ["endpoints[0].models[0].copies.max_copies"], lines
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda d: d["endpoints"][0]["models"][1].update(accelerators=16),
+     "endpoints[0].models[1].accelerators: got 16; allowed: at most 8, the accelerators of one ml.p5e.48xlarge; "
+     "fix: lower accelerators or use a larger instance type"),
+    (lambda d: d["endpoints"][0]["models"][1].update(environment={"OPTION_MAX_LORAS": "99"}),
+     "endpoints[0].models[1].environment.OPTION_MAX_LORAS: got '99'; allowed: '4', which the lora settings give; "
+     "fix: remove OPTION_MAX_LORAS from environment and set it through lora"),
+    (lambda d: d["endpoints"][0]["models"][0].update(environment={"OPTION_SESSIONS_EXPIRATION": "60"}),
+     "endpoints[0].models[0].environment.OPTION_SESSIONS_EXPIRATION: got '60'; allowed: '1200', which the sessions "
+     "settings give"),
+    (lambda d: d["endpoints"][0]["models"][0].update(environment={"OPTION_SPECULATIVE_CONFIG": "{}"}),
+     "endpoints[0].models[0].environment.OPTION_SPECULATIVE_CONFIG: got '{}'; allowed: nothing with eagle"),
+    (lambda d: d["endpoints"][0].update(data_capture={"enabled": False}),
+     "endpoints[0].models[0].eagle.dataset.source: got 'capture'; allowed: s3 or builtin while the endpoint's "
+     "data_capture is off (enabled: false)"),
+    (lambda d: d["endpoints"][0]["models"][0]["eagle"].update(use_capacity_plan=True, job_instance_type="ml.g6e.12xlarge"),
+     "endpoints[0].models[0].eagle.use_capacity_plan: got True; allowed: a plan for ml.g6e.12xlarge, the job's "
+     "instance type (the plan is for ml.p5e.48xlarge)"),
+])
+def test_rules_the_stack_would_find_are_found_in_the_config(change, expected):
+    lines = _lines(_config(change))
+    assert any(expected in line for line in lines), "\n".join(lines)
+
+
+def test_an_endpoint_type_that_cannot_run_optimization_jobs_needs_a_job_instance_type():
+    def change(data):
+        data["capacity_plans"] = []
+        chat = data["endpoints"][0]
+        chat.pop("capacity_plan")
+        chat["instance_type"] = "ml.c5.2xlarge"
+        chat["models"] = [chat["models"][0]]
+        chat["models"][0].update(accelerators=1)
+    lines = _lines(_config(change))
+    assert any(line.startswith("endpoints[0].models[0].eagle.job_instance_type: got 'ml.c5.2xlarge'; allowed: an "
+                               "instance type SageMaker accepts for optimization jobs") for line in lines), lines
+
+
+def test_the_app_prints_stack_rules_in_config_terms_without_a_traceback(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    root = Path(__file__).resolve().parents[1]
+    config = tmp_path / "x.yaml"
+    config.write_text(textwrap.dedent("""\
+        endpoints:
+          - name: Chat
+            instance_type: ml.g6e.12xlarge
+            data_capture: {enabled: false}
+            models:
+              - name: qwen3-8b
+                model_data_s3_uri: s3://my-weights/qwen3-8b/
+                architecture: Qwen3ForCausalLM
+                accelerators: 8
+                copies: {min_copies: 1, max_copies: "two"}
+                eagle: {}
+        """))
+    env = dict(os.environ, CDK_OUTDIR=str(tmp_path / "out"), CDK_CONTEXT_JSON=json.dumps({"config": str(config)}),
+               JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION="1")
+    result = subprocess.run([sys.executable, str(root / "app.py")], cwd=root, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert f"error: 3 problem(s) in {config}:" in result.stderr, result.stderr
+    for line in ("endpoints[0].models[0].copies.max_copies: got 'two'",
+                 "endpoints[0].models[0].accelerators: got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge",
+                 "endpoints[0].models[0].eagle.dataset.source: got 'capture'; allowed: s3 or builtin"):
+        assert line in result.stderr, result.stderr

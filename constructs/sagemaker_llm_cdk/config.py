@@ -16,7 +16,7 @@ from .capacity_plan import CapacityPlanSpec, spec_binding_problems
 from .errors import MISSING, ConfigurationError, Problem
 from .images import ami_problems
 from .monitoring import MonitoringSettings
-from .settings import EndpointOptions, ModelSpec, Settings, VpcPlacement, name_problem
+from .settings import EndpointOptions, ModelSpec, Settings, VpcPlacement, name_problem, unless_failed
 from .validation import validated
 
 _STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
@@ -50,17 +50,58 @@ class EndpointSpec(EndpointOptions):
         "Default: on-demand capacity."))] = None
 
     def _rules(self) -> list[Problem]:
-        problems = super()._rules()
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,62}", self.name):
-            problems.append(Problem("name", self.name, "1-63 letters and digits, starting with a letter",
-                                    "remove spaces, hyphens and other characters"))
-        if self.endpoint_name is not None:
-            problem = name_problem("endpoint_name", self.endpoint_name, "EndpointName")
-            if problem:
-                problems.append(problem)
-        problems.extend(ami_problems([(f"models[{i}].image", m.image) for i, m in enumerate(self.models)],
-                                     self.inference_ami_version))
+        problems: list[Problem] = []
+        with unless_failed():
+            problems.extend(super()._rules())
+        with unless_failed():
+            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,62}", self.name):
+                problems.append(Problem("name", self.name, "1-63 letters and digits, starting with a letter",
+                                        "remove spaces, hyphens and other characters"))
+        with unless_failed():
+            if self.endpoint_name is not None:
+                problem = name_problem("endpoint_name", self.endpoint_name, "EndpointName")
+                if problem:
+                    problems.append(problem)
+        with unless_failed():
+            problems.extend(ami_problems([(f"models[{i}].image", m.image) for i, m in enumerate(self.models)],
+                                         self.inference_ami_version))
+        for index, model in enumerate(self.models):
+            with unless_failed():  # a model that failed validation is skipped; its own problems are reported
+                problems.extend(p.under(f"models[{index}]") for p in model_fit_problems(model, self))
         return problems
+
+
+def model_fit_problems(model: ModelSpec, endpoint: EndpointOptions) -> list[Problem]:
+    """Rules between one model and its endpoint that the constructs also check while the stack is built
+    (``ModelComponent``, ``EagleOptimization``), here in config terms and with every other problem.
+
+    Paths are the model's fields (``accelerators``, ``eagle.dataset.source``).
+    """
+    from . import service_model
+    from .model_component import accelerators_of
+    from .settings import instance_type_problem
+
+    problems: list[Problem] = []
+    gpus = accelerators_of(endpoint.instance_type)
+    if gpus is not None and model.accelerators > gpus:
+        problems.append(Problem("accelerators", model.accelerators,
+                                f"at most {gpus}, the accelerators of one {endpoint.instance_type}",
+                                "lower accelerators or use a larger instance type"))
+    eagle = model.eagle
+    if eagle is not None:
+        if eagle.dataset.source == "capture" and not endpoint.data_capture.enabled:
+            problems.append(Problem("eagle.dataset.source", "capture",
+                                    "s3 or builtin while the endpoint's data_capture is off (enabled: false)",
+                                    "turn data_capture on for the endpoint, or train on your own dataset "
+                                    "(source: s3, s3_uri: s3://bucket/prefix/)"))
+        if eagle.job_instance_type is None:
+            problem = instance_type_problem("eagle.job_instance_type", endpoint.instance_type,
+                                            service_model.optimization_instance_types(), "optimization jobs")
+            if problem:
+                problems.append(Problem(problem.path, problem.value, problem.allowed,
+                                        "the endpoint's instance type cannot run optimization jobs: set "
+                                        f"eagle.job_instance_type ({problem.fix})"))
+    return problems
 
 
 class AppConfig(Settings):
@@ -79,10 +120,12 @@ class AppConfig(Settings):
 
     def _rules(self) -> list[Problem]:
         problems = []
-        if not _STACK_NAME.match(self.stack_name):
-            problems.append(Problem("stack_name", self.stack_name, "1-128 letters, digits and hyphens, starting with a letter",
-                                    "rename the stack"))
-        problems.extend(duplicate_name_problems([e.model_dump() for e in self.endpoints]))
+        with unless_failed():
+            if not _STACK_NAME.match(self.stack_name):
+                problems.append(Problem("stack_name", self.stack_name, "1-128 letters, digits and hyphens, starting "
+                                        "with a letter", "rename the stack"))
+        with unless_failed():  # on a partly valid config, parse_config checks the raw endpoints instead
+            problems.extend(duplicate_name_problems([e.model_dump() for e in self.endpoints]))
         problems.extend(self._capacity_plan_problems())
         return problems
 
@@ -90,30 +133,70 @@ class AppConfig(Settings):
         """Each endpoint's capacity_plan names a declared plan, one endpoint per plan, and the endpoint fits it."""
         problems: list[Problem] = []
         plans: dict[str, int] = {}
+        complete = True  # every plan's name is known (none failed validation)
         for p_index, plan in enumerate(self.capacity_plans):
-            if plan.plan_name in plans:
-                problems.append(Problem(f"capacity_plans[{p_index}].name", plan.plan_name,
-                                        f"a name not used by capacity_plans[{plans[plan.plan_name]}]",
-                                        "declare each plan once"))
-            plans.setdefault(plan.plan_name, p_index)
+            complete = False
+            with unless_failed():
+                if plan.plan_name in plans:
+                    problems.append(Problem(f"capacity_plans[{p_index}].name", plan.plan_name,
+                                            f"a name not used by capacity_plans[{plans[plan.plan_name]}]",
+                                            "declare each plan once"))
+                plans.setdefault(plan.plan_name, p_index)
+                complete = True
+            if not complete:
+                break
         bound: dict[str, int] = {}
         for e_index, endpoint in enumerate(self.endpoints):
-            if endpoint.capacity_plan is None:
-                continue
-            path = f"endpoints[{e_index}]"
-            if endpoint.capacity_plan not in plans:
-                problems.append(Problem(f"{path}.capacity_plan", endpoint.capacity_plan,
-                                        "the name of a plan in capacity_plans: " + (", ".join(plans) or "none declared"),
-                                        "declare the plan under capacity_plans or correct the name"))
-                continue
-            if endpoint.capacity_plan in bound:
-                problems.append(Problem(f"{path}.capacity_plan", endpoint.capacity_plan,
-                                        f"a plan no other endpoint uses (endpoints[{bound[endpoint.capacity_plan]}] "
-                                        "runs on it)", "declare a separate plan for each endpoint"))
-            bound.setdefault(endpoint.capacity_plan, e_index)
-            plan = self.capacity_plans[plans[endpoint.capacity_plan]]
-            problems.extend(p.under(path) for p in spec_binding_problems(plan, endpoint))
+            with unless_failed():  # an endpoint that failed validation is checked from the raw config instead
+                if endpoint.capacity_plan is None:
+                    continue
+                path = f"endpoints[{e_index}]"
+                if endpoint.capacity_plan not in plans:
+                    if complete:
+                        problems.append(plan_reference_problem(path, endpoint.capacity_plan, list(plans)))
+                    continue
+                if endpoint.capacity_plan in bound:
+                    problems.append(Problem(f"{path}.capacity_plan", endpoint.capacity_plan,
+                                            f"a plan no other endpoint uses (endpoints[{bound[endpoint.capacity_plan]}] "
+                                            "runs on it)", "declare a separate plan for each endpoint"))
+                bound.setdefault(endpoint.capacity_plan, e_index)
+                plan = self.capacity_plans[plans[endpoint.capacity_plan]]
+                problems.extend(p.under(path) for p in spec_binding_problems(plan, endpoint))
+                for m_index, model in enumerate(endpoint.models):
+                    job_type = model.eagle.job_instance_type or endpoint.instance_type if model.eagle else None
+                    if model.eagle is not None and model.eagle.use_capacity_plan and job_type != plan.instance_type:
+                        problems.append(Problem(f"{path}.models[{m_index}].eagle.use_capacity_plan", True,
+                                                f"a plan for {job_type}, the job's instance type (the plan is for "
+                                                f"{plan.instance_type})", "set eagle.job_instance_type to the plan's "
+                                                "instance type, or use_capacity_plan: false"))
         return problems
+
+
+def plan_reference_problem(path: str, name: Any, declared: list[str]) -> Problem:
+    return Problem(f"{path}.capacity_plan", name, "the name of a plan in capacity_plans: " + (", ".join(declared) or
+                   "none declared"), "declare the plan under capacity_plans or correct the name")
+
+
+def raw_plan_reference_problems(data: Any) -> list[Problem]:
+    """Endpoints whose ``capacity_plan`` names no declared plan, from the raw config, so the reference is
+    checked in the same round even when the endpoint or a plan has other problems."""
+    plans = data.get("capacity_plans", []) if isinstance(data, dict) else []
+    endpoints = data.get("endpoints") if isinstance(data, dict) else None
+    if not isinstance(plans, list) or not isinstance(endpoints, list):
+        return []
+    names: list[str] = []
+    for plan in plans:
+        name = plan.get("name") if isinstance(plan, dict) else None
+        arn = plan.get("existing_plan_arn") if isinstance(plan, dict) else None
+        if not isinstance(name, str) and isinstance(arn, str) and "training-plan/" in arn:
+            name = arn.rsplit("training-plan/", 1)[1]
+        if not isinstance(name, str):
+            return []  # a plan whose name is unknown: the reference cannot be judged
+        names.append(name)
+    return [plan_reference_problem(f"endpoints[{index}]", endpoint["capacity_plan"], names)
+            for index, endpoint in enumerate(endpoints)
+            if isinstance(endpoint, dict) and isinstance(endpoint.get("capacity_plan"), str)
+            and endpoint["capacity_plan"] not in names]
 
 
 def duplicate_name_problems(endpoints: Any) -> list[Problem]:
@@ -171,7 +254,8 @@ def parse_config(data: Any, *, source: str = "config") -> AppConfig:
         return validated(AppConfig, data, where=source)
     except ConfigurationError as error:
         known = {p.line() for p in error.problems}
-        extra = [p for p in duplicate_name_problems(data.get("endpoints")) if p.line() not in known]
+        extra = [p for p in [*duplicate_name_problems(data.get("endpoints")), *raw_plan_reference_problems(data)]
+                 if p.line() not in known]
         if not extra:
             raise
         raise ConfigurationError([*error.problems, *extra], source=source) from None

@@ -78,6 +78,155 @@ class Settings(BaseModel):
         _VALIDATED[id(self)] = self
         return self
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _rules_despite_field_errors(cls, data: Any, handler: Any) -> Any:
+        """When fields fail, still run this model's rules on the fields that passed, so cross-field and
+        cross-object problems come in the same round. A rule that reads a failed field is skipped (the
+        field's own problem is reported); see ``unless_failed``."""
+        try:
+            return handler(data)
+        except ValidationError as error:
+            if not isinstance(data, dict) or not any(item["loc"] for item in error.errors(include_url=False)):
+                raise  # not a mapping, or only this model's own rules failed: nothing more to find
+            from .validation import problems_from
+
+            known = problems_from(error, cls)
+            lines = {p.line() for p in known}
+            extra = [p for p in _partial_rules(cls, data, error) if p.line() not in lines]
+            if not extra:
+                raise
+            problems = [*known, *extra]
+            raise PydanticCustomError(RULES_ERROR, "{count} rule(s) broken",
+                                      {"count": len(problems), "problems": problems}) from None
+
+
+class _FieldFailed(Exception):
+    """A rule read a field whose value failed validation."""
+
+
+class _Failed:
+    """Stands for a field that failed validation while the rules of the rest run: any use raises
+    ``_FieldFailed``, which ``unless_failed`` turns into skipping that rule."""
+
+    __slots__ = ()
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        raise _FieldFailed()
+
+    __getattr__ = __bool__ = __len__ = __iter__ = __contains__ = __getitem__ = _fail
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = __format__ = __str__ = _fail  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return "<failed>"
+
+
+FAILED: Any = _Failed()
+
+
+class unless_failed:  # noqa: N801 - used like contextlib.suppress
+    """``with unless_failed(): ...`` runs one rule and skips it when it reads a field that failed validation.
+
+    Rules are written once, for valid values; when some fields fail, ``Settings`` runs the rules on the
+    rest with the failed fields replaced by ``FAILED``, and each rule block that touches one is skipped.
+    """
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> bool:
+        return kind is not None and issubclass(kind, (_FieldFailed, TypeError))
+
+
+def _partial_rules(cls: type["Settings"], data: dict[str, Any], error: ValidationError) -> list[Problem]:
+    """The problems ``cls._rules`` finds on the fields of ``data`` that passed; failed ones are ``FAILED``
+    (a failed item of a list of models stays, with only its own failed fields ``FAILED``)."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a rule that dumps a partial model gets serializer warnings for FAILED
+            partial = _partial_instance(cls, data, _failures(error))
+            return partial._rules() if partial is not FAILED else []
+    except (_FieldFailed, TypeError, ValidationError):
+        return []
+
+
+def _failures(error: ValidationError) -> list[tuple[Any, ...]]:
+    """The failed locations of ``error``; a rules error of a nested model adds the paths of its problems."""
+    locs: list[tuple[Any, ...]] = []
+    for item in error.errors(include_url=False):
+        loc = tuple(part for part in item["loc"] if not str(part).startswith(("function-", "tagged-union")))
+        if item["type"] == RULES_ERROR and loc:
+            locs.extend(loc + _path_parts(p.path) for p in item["ctx"]["problems"])
+        else:
+            locs.append(loc)
+    # pydantic also calls a list "too short" when its items failed: the items' own locations say where
+    return [loc for loc in locs if loc and not any(len(other) > len(loc) and other[:len(loc)] == loc for other in locs)]
+
+
+def _path_parts(path: str) -> tuple[Any, ...]:
+    """``copies.max_copies`` -> ("copies", "max_copies"); ``adapters[0].name`` -> ("adapters", 0, "name")."""
+    parts: list[Any] = []
+    for token in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        parts.append(int(token[1:-1]) if token.startswith("[") else token)
+    return tuple(parts)
+
+
+def _partial_instance(cls: type["Settings"], data: Any, locs: list[tuple[Any, ...]]) -> Any:
+    """``cls`` built from ``data`` without validation: fields that passed are validated alone, failed ones are
+    ``FAILED``, and a failed list of models keeps its items, each partial in turn."""
+    if not isinstance(data, dict) or any(len(loc) == 0 for loc in locs):
+        return FAILED
+    failed = {loc[0] for loc in locs}
+    values: dict[str, Any] = {}
+    for name, field in cls.model_fields.items():
+        key = name if name in data else (field.alias if field.alias and field.alias in data else None)
+        if key is None:
+            values[name] = FAILED if field.is_required() else field.get_default(call_default_factory=True)
+        elif name not in failed:
+            values[name] = _adapter(cls, name).validate_python(data[key])
+        else:
+            values[name] = _partly_valid(field.annotation, data[key], [loc[1:] for loc in locs if loc[0] == name])
+    return cls.model_construct(**values)
+
+
+def _partly_valid(annotation: Any, raw: Any, locs: list[tuple[Any, ...]]) -> Any:
+    """A nested model or list of models, partial where it failed; anything else that failed is ``FAILED``."""
+    args = (annotation, *getattr(annotation, "__args__", ()))
+    model = next((a for a in args if isinstance(a, type) and issubclass(a, Settings)), None)
+    if model is not None and isinstance(raw, dict):
+        return _partial_instance(model, raw, locs)
+    item = next((a for a in getattr(annotation, "__args__", ()) if isinstance(a, type) and issubclass(a, Settings)), None)
+    if item is None or not isinstance(raw, (list, tuple)) or any(not loc or not isinstance(loc[0], int) for loc in locs):
+        return FAILED
+    adapter = _item_adapter(item)
+    return tuple(_partial_instance(item, value, [loc[1:] for loc in locs if loc[0] == i])
+                 if any(loc[0] == i for loc in locs) else adapter.validate_python(value)
+                 for i, value in enumerate(raw))
+
+
+_ADAPTERS: dict[tuple[type, str], Any] = {}
+
+
+def _adapter(cls: type[BaseModel], name: str) -> Any:
+    from pydantic import TypeAdapter
+
+    key = (cls, name)
+    if key not in _ADAPTERS:
+        field = cls.model_fields[name]
+        _ADAPTERS[key] = TypeAdapter(Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation)
+    return _ADAPTERS[key]
+
+
+def _item_adapter(model: type[BaseModel]) -> Any:
+    from pydantic import TypeAdapter
+
+    key = (model, "")
+    if key not in _ADAPTERS:
+        _ADAPTERS[key] = TypeAdapter(model)
+    return _ADAPTERS[key]
+
 
 def _configuration_error(error: ValidationError, model: type[BaseModel]) -> ConfigurationError:
     from .validation import problems_from
@@ -521,31 +670,64 @@ class ModelSpec(Settings):
 
     def _rules(self) -> list[Problem]:
         problems: list[Problem] = []
-        if (self.adapters or self.adapters_manifest) and self.lora is None:
-            problems.append(Problem("adapters", [a.name for a in self.adapters] or self.adapters_manifest,
-                                    "adapters only on a model with lora settings",
-                                    "add `lora: {max_gpu_adapters: 4, max_cpu_adapters: 16, max_rank: 16}` to this model"))
-        elif (self.adapters or self.adapters_manifest) and self.lora is not None and self.lora.max_rank is None:
-            problems.append(max_rank_missing("lora.max_rank"))
-        seen: dict[str, int] = {}
-        for index, adapter in enumerate(self.adapters):
-            if adapter.name == self.name or adapter.name in seen:
-                other = "the base model" if adapter.name == self.name else f"adapters[{seen[adapter.name]}]"
-                problems.append(Problem(f"adapters[{index}].name", adapter.name, f"a name not used by {other}",
-                                        "rename the adapter"))
-            seen.setdefault(adapter.name, index)
-        if self.eagle is not None:
-            if self.architecture is None:
-                problems.append(Problem("architecture", None, "the model's architecture when eagle is set: "
-                                        + ", ".join(EAGLE_ARCHITECTURES), "copy 'architectures' from the model's config.json"))
-            elif self.architecture not in EAGLE_ARCHITECTURES:
-                problems.append(Problem("architecture", self.architecture, "for EAGLE: " + ", ".join(EAGLE_ARCHITECTURES),
-                                        "remove eagle for this model; SageMaker cannot optimize other architectures"))
-        problems.extend(images.capability_problems(self))
-        for key in self.environment:
-            if not self._ENV_KEY.match(key):
-                problems.append(Problem(f"environment.{key}", key, "a variable name: letters, digits, '_'",
-                                        "rename the variable"))
+        with unless_failed():
+            if (self.adapters or self.adapters_manifest) and self.lora is None:
+                problems.append(Problem("adapters", [a.name for a in self.adapters] or self.adapters_manifest,
+                                        "adapters only on a model with lora settings",
+                                        "add `lora: {max_gpu_adapters: 4, max_cpu_adapters: 16, max_rank: 16}` to this "
+                                        "model"))
+            elif (self.adapters or self.adapters_manifest) and self.lora is not None and self.lora.max_rank is None:
+                problems.append(max_rank_missing("lora.max_rank"))
+        with unless_failed():
+            seen: dict[str, int] = {}
+            for index, adapter in enumerate(self.adapters):
+                if adapter.name == self.name or adapter.name in seen:
+                    other = "the base model" if adapter.name == self.name else f"adapters[{seen[adapter.name]}]"
+                    problems.append(Problem(f"adapters[{index}].name", adapter.name, f"a name not used by {other}",
+                                            "rename the adapter"))
+                seen.setdefault(adapter.name, index)
+        with unless_failed():
+            if self.eagle is not None:
+                if self.architecture is None:
+                    problems.append(Problem("architecture", None, "the model's architecture when eagle is set: "
+                                            + ", ".join(EAGLE_ARCHITECTURES),
+                                            "copy 'architectures' from the model's config.json"))
+                elif self.architecture not in EAGLE_ARCHITECTURES:
+                    problems.append(Problem("architecture", self.architecture,
+                                            "for EAGLE: " + ", ".join(EAGLE_ARCHITECTURES),
+                                            "remove eagle for this model; SageMaker cannot optimize other architectures"))
+        with unless_failed():
+            problems.extend(images.capability_problems(self))
+        with unless_failed():
+            for key in self.environment:
+                if not self._ENV_KEY.match(key):
+                    problems.append(Problem(f"environment.{key}", key, "a variable name: letters, digits, '_'",
+                                            "rename the variable"))
+        with unless_failed():
+            problems.extend(self._environment_override_problems())
+        return problems
+
+    def _environment_override_problems(self) -> list[Problem]:
+        """``environment`` entries that the model's features set to another value (LMI images only): the stack
+        would refuse them while it builds, so they are found here with everything else."""
+        if not self.is_lmi or not self.environment:
+            return []
+        from .lora_adapter import lora_environment
+        from .session_front_door import _session_variables
+
+        needs: dict[str, tuple[str, str]] = {}
+        if self.lora is not None:
+            needs.update({k: (v, "lora") for k, v in lora_environment(self.lora).items()})
+        if self.sessions is not None:
+            needs.update({k: (v, "sessions") for k, v in _session_variables(self.sessions).items()})
+        problems = [Problem(f"environment.{name}", self.environment[name], f"{value!r}, which the {feature} settings give",
+                            f"remove {name} from environment and set it through {feature}")
+                    for name, (value, feature) in needs.items()
+                    if name in self.environment and self.environment[name] != value]
+        if self.eagle is not None and "OPTION_SPECULATIVE_CONFIG" in self.environment:
+            problems.append(Problem("environment.OPTION_SPECULATIVE_CONFIG", self.environment["OPTION_SPECULATIVE_CONFIG"],
+                                    "nothing with eagle: the promoted draft head sets it",
+                                    "remove OPTION_SPECULATIVE_CONFIG; eagle.num_speculative_tokens sets the draft length"))
         return problems
 
 
