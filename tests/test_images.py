@@ -146,3 +146,19 @@ def test_the_powertools_layer_account_is_per_partition():
         with pytest.raises(ConfigurationError, match=r"partition: got 'aws-(us-gov|cn)'; allowed: a partition where the "
                            r"Powertools layer is published: aws"):
             powertools_layer(gov)
+
+
+def test_speculative_decoding_on_a_lora_model_is_refused_when_eagle_comes_from_the_construct():
+    """ModelSpec without eagle but with lora, then EagleOptimization(settings=...): refused at synth too."""
+    from sagemaker_llm_cdk import EagleOptimization, PromotionParameter
+
+    app = App()
+    promotions, stack = Stack(app, "P"), Stack(app, "S")
+    head = PromotionParameter(promotions, "H", model_name="q")
+    endpoint = LlmEndpoint(stack, "E", instance_type="ml.g6e.12xlarge")
+    model = endpoint.add_model("M", ModelSpec(name="q", model_data_s3_uri=MODEL_URI, architecture="Qwen3ForCausalLM",
+                                              lora=LoraSettings(max_rank=16)))
+    with pytest.raises(ConfigurationError, match=r"component\.spec\.lora: got 'set'; allowed: a model without lora for "
+                       r"speculative decoding: lmi \(0\.36\.0-lmi28\.0\.0-cu130, vLLM 0\.26\) cannot serve LoRA adapters "
+                       r"and speculative decoding on one model"):
+        EagleOptimization(stack, "Eagle", component=model, settings=EagleSettings(), promotion_parameter=head.parameter)

@@ -161,6 +161,21 @@ def _derived(tag: str | None) -> LmiImage | None:
                     required_ami=required_ami_of_tag(tag))
 
 
+def lora_with_speculative_problem(spec: Any, field: str = "component.spec.lora") -> Problem | None:
+    """A problem when ``spec`` has LoRA and its image cannot also serve a draft head (for constructs that add
+    speculative decoding to a model whose own ``eagle`` is not set)."""
+    if spec.lora is None:
+        return None
+    tag = tag_of(spec.image)
+    image = lmi_image(tag) or _derived(tag)
+    if image is not None and image.lora_with_speculative_decoding:
+        return None
+    what = f"{spec.image} ({image.tag}, vLLM {image.vllm})" if image else f"{spec.image} (capabilities unknown)"
+    problem = _lora_and_eagle(spec, what)
+    return Problem(field, "set", problem.allowed.replace("eagle on a model without lora", "a model without lora for "
+                                                         "speculative decoding"), problem.fix)
+
+
 def _lora_and_eagle(spec: Any, what: str) -> Problem:
     return Problem("eagle", "set together with lora",
                    f"eagle on a model without lora: {what} cannot serve LoRA adapters and speculative decoding on one "

@@ -54,6 +54,7 @@ from constructs import Construct
 from . import acknowledgements
 from .errors import ConfigurationError, Problem
 from .functions import python_function
+from .images import lora_with_speculative_problem
 from .settings import _S3_URI, EAGLE_ARCHITECTURES, name_problem
 
 if TYPE_CHECKING:
@@ -185,6 +186,9 @@ class SpeculativeDecoding(Construct):
         if Token.is_unresolved(promotion_parameter_name) or not _parameter_name_ok(promotion_parameter_name):
             problems.append(Problem("promotion_parameter_name", promotion_parameter_name,
                                     "a literal SSM parameter name", "pass PromotionParameter(...).parameter_name"))
+        lora_problem = lora_with_speculative_problem(spec)  # vLLM cannot serve LoRA and a draft head together
+        if lora_problem is not None:
+            problems.append(lora_problem)
         if not 1 <= num_speculative_tokens <= 16:
             problems.append(Problem("num_speculative_tokens", num_speculative_tokens, "1-16", "use e.g. 5"))
         if problems:
