@@ -7,6 +7,7 @@ from .config import AppConfig, EndpointSpec, load_config, parse_config
 from .endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
 from .eagle import EagleOptimization
 from .errors import ConfigurationError, Problem
+from .images import LMI_IMAGES, LmiImage
 from .deployment_check import DeploymentCheck
 from .lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
 from .model_component import ModelComponent
@@ -47,8 +48,10 @@ __all__ = [
     "EndpointReference",
     "EndpointSpec",
     "InstanceScaling",
+    "LMI_IMAGES",
     "LlmEndpoint",
     "LlmMonitoring",
+    "LmiImage",
     "LoraAdapter",
     "LoraSettings",
     "ModelComponent",
