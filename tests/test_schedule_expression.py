@@ -46,6 +46,8 @@ INVALID = [
     ("cron(0/0 3 ? * SUN *)", "at least 1"),
     ("cron(30-10 3 ? * SUN *)", "runs backwards"),
     ("cron(0 3 ? * SUN ?)", "'?' is only for day-of-month or day-of-week"),
+    ("cron(0 3 ? * 1/2 *)", "day-of-week takes no step"),
+    ("cron(0 3 ? * 3#1,6#3 *)", "stand alone"),
     ("cron(0 3 1,,2 * ? *)", "an empty item"),
     ("cron(0  3 ? * SUN *)", "six fields"),
     ("at(2027-02-30T03:00:00)", "not a real date"),
@@ -96,12 +98,13 @@ def _item(low: int, high: int) -> st.SearchStrategy[str]:
     )
 
 
-def _field(low: int, high: int) -> st.SearchStrategy[str]:
-    return st.one_of(st.just("*"), st.lists(_item(low, high), min_size=1, max_size=3).map(",".join))
+def _field(low: int, high: int, *, steps: bool = True) -> st.SearchStrategy[str]:
+    item = _item(low, high) if steps else _item(low, high).filter(lambda i: "/" not in i)
+    return st.one_of(st.just("*"), st.lists(item, min_size=1, max_size=3).map(",".join))
 
 
 _DAY_OF_MONTH = st.one_of(_field(1, 31), st.sampled_from(["L", "LW", "1W", "15W", "31W"]))
-_DAY_OF_WEEK = st.one_of(_field(1, 7), st.sampled_from(["L", "6L", "FRIL", "MON#1", "3#5", "MON-FRI", "SUN,SAT"]))
+_DAY_OF_WEEK = st.one_of(_field(1, 7, steps=False), st.sampled_from(["L", "6L", "FRIL", "MON#1", "3#5", "MON-FRI", "SUN,SAT"]))
 
 
 @st.composite

@@ -7,8 +7,9 @@ Events rule). Scheduler accepts three forms (Scheduler User Guide, "Schedule typ
   ``day`` when the value is 1, ``minutes``, ``hours`` or ``days`` otherwise.
 * ``cron(minutes hours day-of-month month day-of-week year)``: six fields. Minutes 0-59, hours
   0-23, day-of-month 1-31, month 1-12 or JAN-DEC, day-of-week 1-7 (1 = Sunday) or SUN-SAT, year
-  1970-2199. Every field takes ``*``, a value, a range ``a-b``, a step ``*/n`` / ``a/n`` /
-  ``a-b/n`` and lists of those (``a,b-c``). Exactly one of day-of-month and day-of-week is ``?``.
+  1970-2199. Every field takes ``*``, a value, a range ``a-b`` and lists of those (``a,b-c``); every
+  field but day-of-week also takes a step ``*/n`` / ``a/n`` / ``a-b/n``. Exactly one of day-of-month
+  and day-of-week is ``?``.
   Day-of-month also takes ``L`` (last day), ``nW`` (weekday nearest day n) and ``LW``;
   day-of-week takes ``L`` (last day of the week), ``nL`` (last weekday n of the month) and
   ``n#k`` (k-th weekday n of the month, k 1-5).
@@ -136,12 +137,16 @@ def _field_reason(name: str, value: str, low: int, high: int, names: tuple[str, 
         if value.endswith("L"):
             return None if _number(value[:-1], low, high, names) is not None else "nL needs a day 1-7 or SUN-SAT"
         if "#" in value:
+            if "," in value or "-" in value:
+                return "n#k must stand alone: day-of-week takes one n#k expression, not a list or range"
             day, _, nth = value.partition("#")
             if _number(day, low, high, names) is None or not (nth.isdigit() and 1 <= int(nth) <= 5):
                 return "n#k needs a day 1-7 or SUN-SAT and k 1-5, e.g. MON#2"
             return None
     if any(c in value for c in "LW#"):
         return "L, W and # stand alone, only in day-of-month (L, nW, LW) or day-of-week (L, nL, n#k)"
+    if "/" in value and name == "day-of-week":
+        return "day-of-week takes no step ('/'): list the days, e.g. MON,WED,FRI"
     for item in value.split(","):
         reason = _item_reason(item, low, high, names, wraps=name == "day-of-week")
         if reason:
