@@ -94,7 +94,26 @@ def _sessions_and_adapters(app: App, env: Environment | None) -> None:
     SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=list(adapters))
 
 
+def _eagle_in_a_vpc(app: App, env: Environment | None) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    promotions = Stack(app, "Promotions", env=env)
+    stack = Stack(app, "Eagle", env=env)
+    head = PromotionParameter(promotions, "Head", model_name="qwen3-8b")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=0, restrict_default_security_group=False,
+                  subnet_configuration=[ec2.SubnetConfiguration(name="models", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)])
+    from sagemaker_llm_cdk.acknowledgements import acknowledge
+
+    acknowledge(vpc, "AwsSolutions-VPC7", "The test's own VPC (not made by the library) has no flow log.")
+    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge", vpc=vpc,
+                           vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED))
+    model = endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS,
+                                                 architecture="Qwen3ForCausalLM"))
+    EagleOptimization(stack, "QwenEagle", component=model, promotion_parameter=head.parameter)
+
+
 FEATURES: dict[str, Callable[[App, Environment | None], None]] = {
+    "eagle-in-a-vpc": _eagle_in_a_vpc,
     "eagle-on-captured-traffic": _eagle,
     "eagle-on-own-dataset": _eagle_on_own_dataset,
     "capacity-plan-purchase": _capacity_plan,
