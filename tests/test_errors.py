@@ -155,3 +155,10 @@ def test_the_app_prints_stack_rules_in_config_terms_without_a_traceback(tmp_path
                  "endpoints[0].models[0].accelerators: got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge",
                  "endpoints[0].models[0].eagle.dataset.source: got 'capture'; allowed: s3 or builtin"):
         assert line in result.stderr, result.stderr
+
+
+def test_the_config_rule_knows_the_variables_the_front_door_sets():
+    from sagemaker_llm_cdk import SessionSettings, session_front_door
+
+    settings = SessionSettings(expiration_seconds=600)
+    assert settings.container_environment() == session_front_door._session_variables(settings)

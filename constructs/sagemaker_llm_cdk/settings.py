@@ -536,6 +536,10 @@ class SessionSettings(Settings):
     max_body_bytes: Annotated[int, Field(ge=1024, le=6 * 1024 * 1024, description=(
         "Largest request body the front door accepts. Default: 1 MiB."))] = 1024 * 1024
 
+    def container_environment(self) -> dict[str, str]:
+        """The LMI variables these settings give a served model (what ``SessionFrontDoor`` sets)."""
+        return {"OPTION_ENABLE_STATEFUL_SESSIONS": "true", "OPTION_SESSIONS_EXPIRATION": str(self.expiration_seconds)}
+
 
 EAGLE_ARCHITECTURES: dict[str, str] = {
     "LlamaForCausalLM": "EAGLE3",
@@ -713,13 +717,12 @@ class ModelSpec(Settings):
         if not self.is_lmi or not self.environment:
             return []
         from .lora_adapter import lora_environment
-        from .session_front_door import _session_variables
 
         needs: dict[str, tuple[str, str]] = {}
         if self.lora is not None:
             needs.update({k: (v, "lora") for k, v in lora_environment(self.lora).items()})
         if self.sessions is not None:
-            needs.update({k: (v, "sessions") for k, v in _session_variables(self.sessions).items()})
+            needs.update({k: (v, "sessions") for k, v in self.sessions.container_environment().items()})
         problems = [Problem(f"environment.{name}", self.environment[name], f"{value!r}, which the {feature} settings give",
                             f"remove {name} from environment and set it through {feature}")
                     for name, (value, feature) in needs.items()
