@@ -270,7 +270,7 @@ def _account(scope: IConstruct, mapping_id: str, table: dict[str, str], key_name
             raise ConfigurationError([Problem(key_name, key, allowed, fix)], source=scope.node.path)
         return account
     stack = Stack.of(scope)
-    mapping = stack.node.try_find_child(mapping_id)
-    if mapping is None:
-        mapping = CfnMapping(stack, mapping_id, mapping={k: {"account": v} for k, v in table.items()})
-    return mapping.find_in_map(key, "account")  # type: ignore[union-attr]
+    existing = stack.node.try_find_child(mapping_id)
+    mapping = existing if isinstance(existing, CfnMapping) else CfnMapping(
+        stack, mapping_id, mapping={k: {"account": v} for k, v in table.items()})
+    return str(mapping.find_in_map(key, "account"))

@@ -57,7 +57,7 @@ def schedule_problem(field: str, expression: str) -> Problem | None:
     return Problem(field, expression, ALLOWED, f"{reason}; write {EXAMPLES}")
 
 
-def _reason(expression: str) -> str | None:
+def _reason(expression: object) -> str | None:
     if not isinstance(expression, str):
         return "the schedule is not text"
     rate = _RATE.fullmatch(expression)

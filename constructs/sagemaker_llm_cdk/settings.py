@@ -115,7 +115,7 @@ class _Failed:
         raise _FieldFailed()
 
     __getattr__ = __bool__ = __len__ = __iter__ = __contains__ = __getitem__ = _fail
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = __format__ = __str__ = _fail  # type: ignore[assignment]
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = __format__ = __str__ = _fail
 
     def __repr__(self) -> str:
         return "<failed>"
@@ -215,7 +215,8 @@ def _adapter(cls: type[BaseModel], name: str) -> Any:
     key = (cls, name)
     if key not in _ADAPTERS:
         field = cls.model_fields[name]
-        _ADAPTERS[key] = TypeAdapter(Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation)
+        annotation: Any = field.annotation
+        _ADAPTERS[key] = TypeAdapter(Annotated[(annotation, *field.metadata)] if field.metadata else annotation)
     return _ADAPTERS[key]
 
 
