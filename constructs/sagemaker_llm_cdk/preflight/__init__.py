@@ -164,6 +164,7 @@ class PreflightContext:
     clients: AwsClients | None = None
     account: str | None = None
     prices: PriceLookup | None = None
+    offline: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -300,7 +301,7 @@ def check_resource_types(ctx: PreflightContext) -> Iterable[Finding]:
         return
     missing = {t: where for t, where in used.items() if t not in supported}
     for resource_type, where in sorted(missing.items()):
-        elsewhere = regions.regions_with(resource_type)
+        elsewhere = _nearby_first(regions.regions_with(resource_type), ctx.region, ctx.partition)
         shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
         yield blocker("region.resource-types", f"{resource_type} is not available in {ctx.region} (used by {shown})",
                       f"CloudFormation in {ctx.region} has no such resource type, so the stack fails to create",
@@ -309,6 +310,13 @@ def check_resource_types(ctx: PreflightContext) -> Iterable[Finding]:
     if not missing:
         yield info("region.resource-types",
                    f"all {len(used)} CloudFormation resource types of {len(ctx.templates)} template(s) exist in {ctx.region}")
+
+
+def _nearby_first(candidates: list[str], region: str, partition: str | None) -> list[str]:
+    """``candidates`` of ``partition`` only, those of the same geography (``us``, ``eu``, ...) as ``region`` first."""
+    geography = region.split("-", 1)[0]
+    same = [r for r in candidates if regions.partition_of(r) == partition]
+    return sorted(same, key=lambda r: (r.split("-", 1)[0] != geography, r))
 
 
 def _images(ctx: PreflightContext) -> list[tuple[str, str | None]]:
@@ -842,7 +850,7 @@ def _price(ctx: PreflightContext, instance_type: str) -> Any:
     if ctx.region is None:
         return not_looked_up(instance_type, "?", "no region")
     if ctx.prices is None:
-        return not_looked_up(instance_type, ctx.region, "offline" if not ctx.live else "no price lookup")
+        return not_looked_up(instance_type, ctx.region, "offline" if ctx.offline else "no credentials")
     return ctx.prices.hourly(instance_type, ctx.region, usage=HOSTING)
 
 
@@ -885,7 +893,7 @@ def run_preflight(
         region = _session_region(session)
     partition = regions.partition_of(region) if region else None
     ctx = PreflightContext(config=config, source=source, region=region, partition=partition,
-                           now=now or datetime.now(timezone.utc), templates=templates)
+                           now=now or datetime.now(timezone.utc), templates=templates, offline=offline)
     if not offline:
         clients = clients or AwsClients(session=session)
         account = _caller_account(clients, region, findings)
