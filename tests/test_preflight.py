@@ -289,6 +289,29 @@ def identity(stubs: Stubs, account: str = "123456789012") -> None:
                                                "UserId": "AIDAEXAMPLE"})
 
 
+def names(stubs: Stubs, *components: str, taken: tuple[str, ...] = (), stack_exists: bool = False) -> None:
+    """DescribeStacks for the config's stack, then DescribeInferenceComponent for each fixed name."""
+    if stack_exists:
+        stubs.add("cloudformation", "DescribeStacks", {"StackName": "SageMakerLlm"}, {"Stacks": [{
+            "StackName": "SageMakerLlm", "CreationTime": NOW, "StackStatus": "UPDATE_COMPLETE"}]})
+    else:
+        assert_valid_request("cloudformation", "DescribeStacks", {"StackName": "SageMakerLlm"})
+        stubs.client("cloudformation", "us-east-1")
+        stubs.stubbers[("cloudformation", "us-east-1")].add_client_error(
+            "describe_stacks", service_error_code="ValidationError", http_status_code=400,
+            service_message="Stack with id SageMakerLlm does not exist", expected_params={"StackName": "SageMakerLlm"})
+    for name in components:
+        params = {"InferenceComponentName": name}
+        if name in taken:
+            stubs.add("sagemaker", "DescribeInferenceComponent", params, {
+                "InferenceComponentName": name, "EndpointName": "someone-elses", "CreationTime": NOW,
+                "LastModifiedTime": NOW, "InferenceComponentStatus": "InService",
+                "InferenceComponentArn": f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/{name}",
+                "EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/someone-elses"})
+        else:
+            stubs.error("sagemaker", "DescribeInferenceComponent", params, "ValidationException")
+
+
 def quotas(stubs: Stubs, applied: list[tuple[str, float]], defaults: list[tuple[str, float]] = ()) -> None:
     def page(items):
         return {"Quotas": [{"ServiceCode": "sagemaker", "QuotaName": n, "QuotaCode": f"L-{i:08X}", "Value": v}
@@ -334,6 +357,7 @@ def live(cfg, stubs: Stubs, **kwargs: Any) -> list[Finding]:
 def test_live_on_demand_endpoint_all_present_with_price():
     stubs = Stubs()
     identity(stubs)
+    names(stubs, "qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 4)])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
     layer(stubs, latest=POWERTOOLS_LAYER_VERSION + 2)
@@ -351,6 +375,7 @@ def test_live_on_demand_endpoint_all_present_with_price():
 def test_live_missing_data_quota_and_layer_are_blockers():
     stubs = Stubs()
     identity(stubs)
+    names(stubs, "qwen3-8b", "sql", taken=("sql",))
     quotas(stubs, [], defaults=[("ml.g6e.12xlarge for endpoint usage", 0)])
     cfg = config(endpoints=[endpoint(models=[{
         "name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b.tar.gz", "lora": {},
@@ -368,6 +393,9 @@ def test_live_missing_data_quota_and_layer_are_blockers():
     (adapter,) = of(findings, "s3.present", "warning")
     assert adapter.subject == "endpoints[0].models[0].adapters[0].artifact_s3_uri"
     assert of(findings, "layer.present", "blocker")[0].what == f"layer {arn} does not exist in us-east-1"
+    (taken,) = of(findings, "names.free", "blocker")
+    assert taken.what == "inference component sql already exists (on endpoint someone-elses) and stack SageMakerLlm does not"
+    assert taken.subject == "endpoints[0].models[0].adapters[0].name"
     assert preflight.exit_code(findings) == 1
 
 
@@ -379,6 +407,7 @@ def test_live_plan_scheduled_blocks_the_bound_endpoint_and_quota_name_missing():
         "TrainingPlanName": "chat-p5e", "Status": "Scheduled", "TotalInstanceCount": 4, "TargetResources": ["endpoint"],
         "StartTime": datetime(2027, 1, 4, tzinfo=timezone.utc), "EndTime": datetime(2027, 2, 3, tzinfo=timezone.utc),
         "ReservedCapacitySummaries": []})
+    names(stubs, "qwen3-8b", stack_exists=True)
     quotas(stubs, [])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 0)
     layer(stubs, latest=None)
@@ -392,6 +421,7 @@ def test_live_plan_scheduled_blocks_the_bound_endpoint_and_quota_name_missing():
     assert of(findings, "quota.endpoint", "warning")[0].what == "no Service Quotas entry named 'ml.p5e.48xlarge for endpoint usage'"
     assert of(findings, "s3.present", "blocker")[0].what == "model weights: nothing under s3://my-weights/qwen3-8b/"
     assert of(findings, "cost.endpoint")[0].what.startswith("runs only on plan chat-p5e")
+    assert not of(findings, "names.free")  # the stack exists and the name is free
 
 
 def test_live_existing_plan_missing_and_active_plan_near_its_end():
@@ -403,6 +433,9 @@ def test_live_existing_plan_missing_and_active_plan_near_its_end():
                                           "ReservedCapacityArn": "arn:aws:sagemaker:us-east-1:123456789012:reserved-capacity/x",
                                           "Status": "Active"}]},
          ("warning", "plan chat-p5e ends")),
+        ({"Status": "Active", "TotalInstanceCount": 2, "EndTime": NOW + timedelta(days=60), "UpfrontFee": "98000",
+          "CurrencyCode": "USD", "StartTime": NOW - timedelta(days=2), "TargetResources": ["endpoint"]},
+         ("info", "plan chat-p5e is Active (2026-11-29T09:00:00Z to 2027-01-30T09:00:00Z, upfront fee USD 98000)")),
     ):
         stubs = Stubs()
         identity(stubs)
@@ -412,6 +445,7 @@ def test_live_existing_plan_missing_and_active_plan_near_its_end():
             stubs.add("sagemaker", "DescribeTrainingPlan", {"TrainingPlanName": "chat-p5e"}, {
                 "TrainingPlanArn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
                 "TrainingPlanName": "chat-p5e", **status_response})
+        names(stubs, "qwen3-8b")
         quotas(stubs, [("ml.p5e.48xlarge for endpoint usage", 2)])
         s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
         layer(stubs)
@@ -425,6 +459,7 @@ def test_live_existing_plan_missing_and_active_plan_near_its_end():
 def test_live_eagle_job_quota_found_by_name():
     stubs = Stubs()
     identity(stubs)
+    names(stubs, "qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2),
                    ("ml.g6e.12xlarge for optimization job usage", 0)])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
@@ -439,6 +474,7 @@ def test_live_eagle_job_quota_found_by_name():
 def test_live_account_other_than_the_target():
     stubs = Stubs()
     identity(stubs, account="999999999999")
+    names(stubs, "qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2)])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
     layer(stubs)
@@ -519,3 +555,47 @@ def test_regions_module_needs_no_cdk():
     assert result.returncode == 0, result.stderr
     count, partition = result.stdout.split()
     assert int(count) == len(regions.schema_regions()) - 21 and partition == "aws-us-gov"
+
+
+def test_live_weights_in_a_bucket_of_another_region():
+    stubs = Stubs()
+    identity(stubs)
+    names(stubs, "qwen3-8b")
+    quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2)])
+    params = {"Bucket": "my-weights", "Prefix": "qwen3-8b/", "MaxKeys": 1}
+    assert_valid_request("s3", "ListObjectsV2", params)
+    stubs.client("s3", "us-east-1")
+    stubs.stubbers[("s3", "us-east-1")].add_response("list_objects_v2", {
+        "KeyCount": 1, "Contents": [{"Key": "qwen3-8b/config.json"}],
+        "ResponseMetadata": {"HTTPHeaders": {"x-amz-bucket-region": "eu-west-1"}}}, params)
+    layer(stubs)
+    price(stubs, "ml.g6e.12xlarge", "10.49")
+    (found,) = of(live(config(), stubs), "s3.region", "blocker")
+    assert found.what == "model weights: bucket my-weights is in eu-west-1, the endpoint in us-east-1"
+
+
+FAKE_APP = """
+import json, os, pathlib
+context = json.loads(os.environ["CDK_CONTEXT_JSON"])
+assert context["config"].endswith("clean.yaml") and context["@aws-cdk/core:flag"] is True, context
+resources = {"Ic": {"Type": "AWS::SageMaker::InferenceComponent"}, "Meta": {"Type": "AWS::CDK::Metadata"},
+             "Custom": {"Type": "Custom::Thing"}}
+pathlib.Path(os.environ["CDK_OUTDIR"], "App.template.json").write_text(json.dumps({"Resources": resources}))
+"""
+
+
+def test_cli_synthesizes_with_the_cdk_json_app_and_context(tmp_path, monkeypatch, capsys):
+    (tmp_path / "app.py").write_text(FAKE_APP)
+    (tmp_path / "cdk.json").write_text(json.dumps({"app": "python3 app.py", "context": {"@aws-cdk/core:flag": True}}))
+    clean = tmp_path / "clean.yaml"
+    clean.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
+                     "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n")
+    monkeypatch.chdir(tmp_path)
+    assert preflight.main(["--config", str(clean), "--offline", "--region", "eu-west-3"]) == 1
+    out = capsys.readouterr().out
+    assert "AWS::SageMaker::InferenceComponent is not available in eu-west-3 (used by App.template.json/Ic)" in out
+    assert "Custom::Thing" not in out and "AWS::CDK::Metadata" not in out
+    (tmp_path / "app.py").write_text("raise SystemExit('the app is broken')")
+    assert preflight.main(["--config", str(clean), "--offline", "--region", "us-east-1"]) == 1
+    (synth,) = [line for line in capsys.readouterr().out.splitlines() if "[synth]" in line]
+    assert synth.startswith("BLOCKER [synth] the app does not synthesize; why: the app is broken")

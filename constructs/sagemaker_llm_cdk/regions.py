@@ -69,11 +69,12 @@ def partition_of(region: str) -> str | None:
 
 def schemas_dir() -> Path | None:
     """cfn-lint's per-region provider schema folder, or None when cfn-lint is not installed."""
-    try:
-        import cfnlint
-    except ImportError:
+    import importlib.util
+
+    spec = importlib.util.find_spec("cfnlint")  # located, not imported: its data files are all this needs
+    if spec is None or spec.origin is None:
         return None
-    folder = Path(cfnlint.__file__).parent / "data" / "schemas" / "providers"
+    folder = Path(spec.origin).parent / "data" / "schemas" / "providers"
     return folder if folder.is_dir() else None
 
 

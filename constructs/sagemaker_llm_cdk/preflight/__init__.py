@@ -459,9 +459,9 @@ def check_instance_types(ctx: PreflightContext) -> Iterable[Finding]:
         for variant in regions.values_at(resource, "ProductionVariants", "*"):
             if not isinstance(variant, Mapping):
                 continue
-            types = [variant.get("InstanceType")] + [p.get("InstanceType") for p in variant.get("InstancePools") or []
-                                                     if isinstance(p, Mapping)]
-            for instance_type in types:
+            found: list[Any] = [variant.get("InstanceType")]
+            found += [p.get("InstanceType") for p in variant.get("InstancePools") or [] if isinstance(p, Mapping)]
+            for instance_type in found:
                 if isinstance(instance_type, str) and instance_type not in endpoint_types:
                     yield blocker("instance-type.endpoint", f"{instance_type} is not offered for endpoints",
                                   "SageMaker rejects the endpoint config", "pick a type SageMaker lists for endpoints",
@@ -627,6 +627,62 @@ def check_plans_live(ctx: PreflightContext) -> Iterable[Finding]:
         yield from _plan_findings(ctx, plan, described, path, endpoint_path)
 
 
+MAX_NAMES_CHECKED = 50
+"""Names probed per run (one Describe call each); the rest are reported as not checked."""
+
+
+@_live
+def check_names_free(ctx: PreflightContext) -> Iterable[Finding]:
+    """Fixed physical names (inference components, ``endpoint_name``) not already taken outside the stack."""
+    if ctx.clients is None or ctx.region is None:
+        return
+    names: list[tuple[str, str, str]] = []  # (config path, kind, name)
+    for path, endpoint in ctx.endpoints():
+        if endpoint.endpoint_name:
+            names.append((f"{path}.endpoint_name", "endpoint", endpoint.endpoint_name))
+        for m_index, model in enumerate(endpoint.models):
+            names.append((f"{path}.models[{m_index}].name", "inference component", model.name))
+            for a_index, adapter in enumerate(model.adapters):
+                names.append((f"{path}.models[{m_index}].adapters[{a_index}].name", "inference component", adapter.name))
+    if not names:
+        return
+    stack_exists = _stack_exists(ctx)
+    sagemaker = ctx.clients.client("sagemaker", ctx.region)
+    for path, kind, name in names[:MAX_NAMES_CHECKED]:
+        described: Mapping[str, Any] = {}
+        try:
+            if kind == "endpoint":
+                sagemaker.describe_endpoint(EndpointName=name)
+            else:
+                described = sagemaker.describe_inference_component(InferenceComponentName=name)
+        except Exception as error:
+            if _error_code(error) not in _NOT_FOUND:
+                yield warning("names.free", f"could not check whether {kind} {name} exists ({_error_code(error)})",
+                              "a name taken outside the stack fails the create", "allow sagemaker:DescribeEndpoint and DescribeInferenceComponent", path)
+            continue
+        on = f" (on endpoint {described['EndpointName']})" if described.get("EndpointName") else ""
+        if stack_exists is False:
+            yield blocker("names.free", f"{kind} {name} already exists{on} and stack {ctx.config.stack_name} does not",
+                          f"{kind} names are unique in an account and region; CloudFormation cannot create a second one",
+                          "rename it in the config, or delete the old one if nothing uses it", path)
+        elif stack_exists is True:
+            yield info("names.free", f"{kind} {name} exists{on}; stack {ctx.config.stack_name} exists too (an update)",
+                       subject=path)
+    if len(names) > MAX_NAMES_CHECKED:
+        yield info("names.free", f"{len(names) - MAX_NAMES_CHECKED} more name(s) not checked (first {MAX_NAMES_CHECKED} only)")
+
+
+def _stack_exists(ctx: PreflightContext) -> bool | None:
+    assert ctx.clients is not None
+    try:
+        ctx.clients.client("cloudformation", ctx.region).describe_stacks(StackName=ctx.config.stack_name)
+    except Exception as error:
+        if _error_code(error) == "ValidationError" and "does not exist" in str(error):
+            return False
+        return None
+    return True
+
+
 def _plan_findings(ctx: PreflightContext, plan: "CapacityPlanSpec", described: Mapping[str, Any], path: str,
                    endpoint_path: str | None) -> Iterator[Finding]:
     status = described.get("Status")
@@ -653,7 +709,9 @@ def _plan_findings(ctx: PreflightContext, plan: "CapacityPlanSpec", described: M
                 yield warning("plan.status", f"plan {plan.plan_name} ends {_iso(end)} ({left.days} day(s) left)",
                               "after the end, invocations fail with a capacity error",
                               "renew or move the endpoint to on-demand capacity before then", endpoint_path or path)
-        yield info("plan.status", f"plan {plan.plan_name} is Active ({window})", subject=path)
+        fee = described.get("UpfrontFee")
+        paid = f", upfront fee {described.get('CurrencyCode', '')} {fee}".replace("  ", " ") if fee else ""
+        yield info("plan.status", f"plan {plan.plan_name} is Active ({window}{paid})", subject=path)
     elif endpoint_path is not None:
         yield blocker("plan.status", f"plan {plan.plan_name} is {status} ({window})",
                       "a plan must be Active to serve an endpoint; the endpoint would get no instances and the deploy fail",
@@ -755,14 +813,21 @@ def check_s3(ctx: PreflightContext) -> Iterable[Finding]:
         bucket, _, key = uri[len("s3://"):].partition("/")
         try:
             if key.endswith(".tar.gz"):
-                s3.head_object(Bucket=bucket, Key=key)
+                response = s3.head_object(Bucket=bucket, Key=key)
             else:
-                listed = s3.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
-                if not listed.get("KeyCount") and not listed.get("Contents"):
+                response = s3.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+                if not response.get("KeyCount") and not response.get("Contents"):
                     yield blocker("s3.present", f"{what}: nothing under {uri}",
                                   "SageMaker fails the model or job when its data is missing",
                                   f"upload the files to {uri}", path)
                     continue
+            headers = (response.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
+            bucket_region = headers.get("x-amz-bucket-region")
+            if ctx.region is not None and isinstance(bucket_region, str) and bucket_region != ctx.region:
+                yield blocker("s3.region", f"{what}: bucket {bucket} is in {bucket_region}, the endpoint in {ctx.region}",
+                              "SageMaker reads model data and job inputs from buckets in its own region",
+                              f"copy the data to a bucket in {ctx.region}", path)
+                continue
         except Exception as error:
             code = _error_code(error)
             if code in _DENIED:
@@ -922,9 +987,10 @@ def _session_region(session: Any) -> str | None:
     try:
         import boto3
 
-        return (session or boto3.Session()).region_name
+        region = (session or boto3.Session()).region_name
     except Exception:
         return None
+    return region if isinstance(region, str) else None
 
 
 def _caller_account(clients: AwsClients, region: str | None, findings: list[Finding]) -> str | None:
@@ -946,27 +1012,35 @@ def _caller_account(clients: AwsClients, region: str | None, findings: list[Find
 
 # ===================================================================== synth
 def synthesize(app: str, *, config_path: str | Path, cwd: str | Path = ".", timeout: int = 900) -> dict[str, dict[str, Any]]:
-    """Run the CDK app command ``app`` as the CDK CLI would (``CDK_OUTDIR``, ``CDK_CONTEXT_JSON`` with ``config``).
+    """Run the CDK app command ``app`` as the CDK CLI would (``CDK_OUTDIR``, ``CDK_CONTEXT_JSON``).
 
+    The context is ``cdk.json``'s (feature flags) plus ``config``. A command starting with
+    ``python``/``python3`` runs with this interpreter, so the app sees the same packages.
     Returns the templates; raises ``RuntimeError`` with the app's last output lines when it fails.
     """
+    command = shlex.split(app)
+    if command and command[0] in ("python", "python3"):
+        command[0] = sys.executable
+    context = {**_cdk_json(Path(cwd)).get("context", {}), "config": str(config_path)}
     with tempfile.TemporaryDirectory(prefix="preflight-") as outdir:
-        env = {**os.environ, "CDK_OUTDIR": outdir, "CDK_CONTEXT_JSON": json.dumps({"config": str(config_path)})}
-        result = subprocess.run(shlex.split(app), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        env = {**os.environ, "CDK_OUTDIR": outdir, "CDK_CONTEXT_JSON": json.dumps(context)}
+        result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
         if result.returncode != 0:
             tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
             raise RuntimeError(tail or f"exit code {result.returncode}")
         return regions.load_templates(outdir)
 
 
-def _app_command(cwd: Path) -> str | None:
-    cdk_json = cwd / "cdk.json"
-    if not cdk_json.is_file():
-        return None
+def _cdk_json(cwd: Path) -> dict[str, Any]:
     try:
-        app = json.loads(cdk_json.read_text(encoding="utf-8")).get("app")
-    except ValueError:
-        return None
+        data = json.loads((cwd / "cdk.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _app_command(cwd: Path) -> str | None:
+    app = _cdk_json(cwd).get("app")
     return app if isinstance(app, str) else None
 
 
