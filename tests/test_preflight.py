@@ -219,11 +219,30 @@ def test_blue_green_fits_a_plan_twice_the_fleet():
     assert not of(offline(cfg), "headroom.endpoint")
 
 
+def test_rolling_endpoint_update_on_a_full_plan():
+    cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 4})],
+                 capacity_plans=[reserve_plan(instance_count=4)])
+    spec = cfg.endpoints[0]
+    rolling = SimpleNamespace(**{k: getattr(spec, k) for k in ("name", "instance_type", "scaling", "models", "capacity_plan")},
+                              update_policy="rolling", rolling_batch_instances=1)
+    ctx = preflight.PreflightContext(config=cfg.model_copy(update={"endpoints": (rolling,)}), source="t.yaml",
+                                     region="us-east-1", partition="aws", now=NOW)
+    (found,) = [f for f in preflight.check_update_headroom(ctx) if f.check == "headroom.endpoint"]
+    assert found.severity == "blocker"
+    assert found.what == "a rolling endpoint update needs max_instances + one batch = 5 instances; plan chat-p5e holds 4"
+    assert "lower scaling.max_instances to 3" in found.fix
+
+
 def test_rolling_policy_needs_max_plus_one_batch():
     ctx = SimpleNamespace()
     rolling = SimpleNamespace(update_policy="rolling", rolling_batch_instances=2)
     assert update_policy(ctx, rolling) == ("rolling", 2)  # type: ignore[arg-type]
     assert update_policy(ctx, SimpleNamespace()) == ("blue_green", 0)  # type: ignore[arg-type]
+
+
+def test_on_demand_fallback_is_read_by_attribute():
+    assert preflight.serves_on_demand_until_active(SimpleNamespace(on_demand_until_active=True))
+    assert not preflight.serves_on_demand_until_active(SimpleNamespace())
 
 
 def test_pools_are_read_by_attribute():

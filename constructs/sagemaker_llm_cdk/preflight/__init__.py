@@ -21,6 +21,11 @@ the Powertools layer version present in the region (``GetLayerVersionByArn``, an
 parameter with the latest version), and on-demand prices (``pricing`` ``GetProducts``).
 
 Other checks plug in with ``register_check`` (offline or live); each gets a ``PreflightContext``.
+Settings added later are read by attribute, so they slot in without a change here:
+``endpoints[].instance_pools[].instance_type`` (``endpoint_instance_types``: quotas, prices and
+instance-type checks cover every pool), ``endpoints[].update_policy`` ``rolling`` with
+``rolling_batch_instances`` (``update_policy``: headroom), ``endpoints[].on_demand_until_active``
+(``serves_on_demand_until_active``: an inactive plan is then a warning, not a blocker).
 """
 from __future__ import annotations
 
@@ -238,6 +243,15 @@ def update_policy(ctx: PreflightContext, endpoint: Any) -> tuple[str, int]:
         batch = getattr(endpoint, "rolling_batch_instances", None)
         return "rolling", batch if isinstance(batch, int) and batch > 0 else 1
     return "blue_green", 0
+
+
+def serves_on_demand_until_active(endpoint: Any) -> bool:
+    """Whether the endpoint is set to serve on on-demand capacity until its plan is Active.
+
+    Reads ``endpoint.on_demand_until_active`` when the settings have it. Such an endpoint's
+    inactive plan is a warning, not a blocker: the deploy succeeds and a later deploy binds the plan.
+    """
+    return bool(getattr(endpoint, "on_demand_until_active", False))
 
 
 def _iso(value: datetime) -> str:
@@ -501,7 +515,8 @@ def check_plan_binding(ctx: PreflightContext) -> Iterable[Finding]:
         if plan.effective_mode == "reserve":
             start = plan.start_after
             if start is not None and start > ctx.now:
-                yield blocker("plan.active", f"the endpoint is bound to plan {plan.plan_name}, which cannot start before "
+                make = warning if serves_on_demand_until_active(endpoint) else blocker
+                yield make("plan.active", f"the endpoint is bound to plan {plan.plan_name}, which cannot start before "
                               f"{_iso(start)}",
                               "a plan must be Active to serve an endpoint; until its start the endpoint gets no instances "
                               "and the deploy fails (the prepaid plan is kept)",
@@ -713,7 +728,9 @@ def _plan_findings(ctx: PreflightContext, plan: "CapacityPlanSpec", described: M
         paid = f", upfront fee {described.get('CurrencyCode', '')} {fee}".replace("  ", " ") if fee else ""
         yield info("plan.status", f"plan {plan.plan_name} is Active ({window}{paid})", subject=path)
     elif endpoint_path is not None:
-        yield blocker("plan.status", f"plan {plan.plan_name} is {status} ({window})",
+        endpoint = next((e for p, e in ctx.endpoints() if p == endpoint_path), None)
+        make = warning if serves_on_demand_until_active(endpoint) else blocker
+        yield make("plan.status", f"plan {plan.plan_name} is {status} ({window})",
                       "a plan must be Active to serve an endpoint; the endpoint would get no instances and the deploy fail",
                       "deploy the endpoint on on-demand capacity until the plan is Active" if status in ("Pending", "Scheduled")
                       else "bind another plan or remove capacity_plan", endpoint_path)
