@@ -233,6 +233,24 @@ def test_rolling_endpoint_update_on_a_full_plan():
     assert "lower scaling.max_instances to 3" in found.fix
 
 
+def test_update_policy_read_from_the_synthesized_endpoint():
+    cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 4})],
+                 capacity_plans=[reserve_plan(instance_count=4)])
+
+    def template(deployment: dict[str, Any]) -> dict[str, Any]:
+        return {"S.template.json": {"Resources": {"Chat": {
+            "Type": "AWS::SageMaker::Endpoint", "Metadata": {"aws:cdk:path": "S/Chat/Resource"},
+            "Properties": {"EndpointConfigName": "c", "DeploymentConfig": deployment}}}}}
+
+    rolling = template({"RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
+                                                "WaitIntervalInSeconds": 60}})
+    (found,) = of(offline(cfg, templates=rolling), "headroom.endpoint", "blocker")
+    assert found.what == "a rolling endpoint update needs max_instances + one batch = 6 instances; plan chat-p5e holds 4"
+    blue_green = template({"BlueGreenUpdatePolicy": {"TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE"}}})
+    (found,) = of(offline(cfg, templates=blue_green), "headroom.endpoint", "blocker")
+    assert found.what.startswith("a blue/green endpoint update needs up to 8 instances")
+
+
 def test_rolling_policy_needs_max_plus_one_batch():
     ctx = SimpleNamespace()
     rolling = SimpleNamespace(update_policy="rolling", rolling_batch_instances=2)

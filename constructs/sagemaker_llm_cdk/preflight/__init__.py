@@ -234,15 +234,42 @@ def eagle_jobs(ctx: PreflightContext) -> Iterator[tuple[str, Any, Any, str]]:
 def update_policy(ctx: PreflightContext, endpoint: Any) -> tuple[str, int]:
     """(policy, batch instances) an endpoint-config change rolls out with: ``blue_green`` or ``rolling``.
 
-    Reads ``endpoint.update_policy`` (``blue_green``/``rolling``) and ``endpoint.rolling_batch_instances``
-    when the settings have them; otherwise blue/green, which is what this library configures
-    (``monitoring.rollout.endpoint_rollback``) and SageMaker's default without a DeploymentConfig.
+    From the synthesized ``AWS::SageMaker::Endpoint`` of this endpoint when there are templates
+    (``DeploymentConfig.RollingUpdatePolicy.MaximumBatchSize``); else ``endpoint.update_policy``
+    (``blue_green``/``rolling``) and ``endpoint.rolling_batch_instances`` when the settings have them;
+    else blue/green, which this library configures (``monitoring.rollout.endpoint_rollback``) and
+    which SageMaker uses without an update policy ("blue/green ... all at once traffic shifting by default").
     """
+    from_template = _template_update_policy(ctx, endpoint)
+    if from_template is not None:
+        return from_template
     policy = getattr(endpoint, "update_policy", None)
     if isinstance(policy, str) and policy.replace("-", "_").lower() == "rolling":
         batch = getattr(endpoint, "rolling_batch_instances", None)
         return "rolling", batch if isinstance(batch, int) and batch > 0 else 1
     return "blue_green", 0
+
+
+def _template_update_policy(ctx: PreflightContext, endpoint: Any) -> tuple[str, int] | None:
+    name = getattr(endpoint, "name", None)
+    templates = getattr(ctx, "templates", None)
+    if not isinstance(name, str) or not templates:
+        return None
+    for _template, _logical_id, resource in regions.resources_of(templates):
+        path = str((resource.get("Metadata") or {}).get("aws:cdk:path", ""))
+        if resource["Type"] != "AWS::SageMaker::Endpoint" or path.split("/")[1:2] != [name]:
+            continue
+        rolling = (resource.get("Properties", {}).get("DeploymentConfig") or {}).get("RollingUpdatePolicy")
+        if not isinstance(rolling, Mapping):
+            return "blue_green", 0
+        size = rolling.get("MaximumBatchSize") or {}
+        value = size.get("Value") if isinstance(size, Mapping) else None
+        if not isinstance(value, int) or value < 1:
+            return "rolling", 1
+        if size.get("Type") == "CAPACITY_PERCENT":
+            return "rolling", max(1, -(-endpoint.scaling.max_instances * value // 100))
+        return "rolling", value
+    return None
 
 
 def serves_on_demand_until_active(endpoint: Any) -> bool:
