@@ -181,6 +181,14 @@ def test_future_window_is_clean():
     assert not of(offline(cfg), "plan.window")
 
 
+def test_a_reserve_plan_says_what_the_deploy_buys():
+    (found,) = of(offline(config(capacity_plans=[reserve_plan(start_after="2027-01-04T00:00:00Z")])), "plan.purchase")
+    assert found.severity == "info" and found.subject == "capacity_plans[0]"
+    assert found.what == ("the deploy that creates plan chat-p5e buys ml.p5e.48xlarge x 4 for 30 days starting at or after "
+                          "2027-01-04T00:00:00Z, prepaid up to USD 150000 and never refunded")
+    assert not of(offline(config()), "plan.purchase")
+
+
 def test_binding_a_plan_that_starts_later_is_a_blocker():
     cfg = config(endpoints=[p5e_endpoint()],
                  capacity_plans=[reserve_plan(start_after="2027-01-04T00:00:00Z", end_before="2027-03-01T00:00:00Z")])
@@ -402,7 +410,7 @@ def test_live_on_demand_endpoint_all_present_with_price():
     findings = live(config(), stubs)
     assert preflight.exit_code(findings) == 0, [f.line() for f in findings]
     assert of(findings, "quota.endpoint", "info")[0].what == "quota 'ml.g6e.12xlarge for endpoint usage' is 4; the config needs up to 2"
-    assert of(findings, "s3.present", "info")[0].what == "model weights found at s3://my-weights/qwen3-8b/"
+    assert of(findings, "s3.present", "info")[0].what == "1 S3 location(s) found: s3://my-weights/qwen3-8b/"
     assert of(findings, "layer.latest")[0].what.startswith(f"Powertools layer version {POWERTOOLS_LAYER_VERSION + 2} is the latest")
     (cost,) = of(findings, "cost.endpoint")
     assert cost.what == ("at most 1440 on-demand instance-hours per 30 days of ml.g6e.12xlarge (at least 720 h), at "

@@ -533,6 +533,16 @@ def check_purchase_windows(ctx: PreflightContext) -> Iterable[Finding]:
 
 
 @register_check
+def check_purchases(ctx: PreflightContext) -> Iterable[Finding]:
+    for index, plan in enumerate(ctx.config.capacity_plans):
+        if plan.effective_mode == "reserve":
+            yield info("plan.purchase", f"the deploy that creates plan {plan.plan_name} buys {plan.purchase_summary()}, "
+                       f"prepaid up to USD {plan.max_upfront_fee_usd} and never refunded",
+                       "money is spent once, when the plan is bought; a plan already bought is found by name, not bought again",
+                       "deploy only if you mean to buy it; use mode: existing for a plan you have", f"capacity_plans[{index}]")
+
+
+@register_check
 def check_plan_binding(ctx: PreflightContext) -> Iterable[Finding]:
     for path, endpoint in ctx.endpoints():
         bound = ctx.plan_of(endpoint)
@@ -659,9 +669,7 @@ def check_plans_live(ctx: PreflightContext) -> Iterable[Finding]:
                                   "a newly bought plan is not Active until its start; the endpoint gets no instances",
                                   "buy the plan first, bind it once it is Active", path)
                 else:
-                    yield info("plan.status", f"plan {plan.plan_name} is not bought yet: the deploy buys "
-                               f"{plan.purchase_summary()} (prepaid up to USD {plan.max_upfront_fee_usd}, never refunded)",
-                               "money is spent on this deploy", "deploy only if you mean to buy it", path)
+                    yield info("plan.status", f"plan {plan.plan_name} is not bought yet (see plan.purchase)", subject=path)
             else:
                 yield warning("plan.status", f"DescribeTrainingPlan {plan.plan_name} failed ({code})",
                               "its status and window are unknown", "retry, or check the plan in the console", path)
@@ -669,6 +677,8 @@ def check_plans_live(ctx: PreflightContext) -> Iterable[Finding]:
         yield from _plan_findings(ctx, plan, described, path, endpoint_path)
 
 
+MAX_S3_CHECKED = 100
+"""S3 locations probed per run (one call each)."""
 MAX_NAMES_CHECKED = 50
 """Names probed per run (one Describe call each); the rest are reported as not checked."""
 
@@ -853,7 +863,9 @@ def check_s3(ctx: PreflightContext) -> Iterable[Finding]:
     if ctx.clients is None:
         return
     s3 = ctx.clients.client("s3", ctx.region)
-    for path, what, uri in _s3_locations(ctx):
+    locations = list(_s3_locations(ctx))
+    found = 0
+    for path, what, uri in locations[:MAX_S3_CHECKED]:
         bucket, _, key = uri[len("s3://"):].partition("/")
         try:
             if key.endswith(".tar.gz"):
@@ -885,7 +897,13 @@ def check_s3(ctx: PreflightContext) -> Iterable[Finding]:
                 yield warning("s3.present", f"{what}: {uri} could not be checked ({code})", "the data may be missing",
                               "retry, or check with `aws s3 ls`", path)
             continue
-        yield info("s3.present", f"{what} found at {uri}", subject=path)
+        found += 1
+    if found:
+        yield info("s3.present", f"{found} S3 location(s) found: " + ", ".join(u for _, _, u in locations[:3])
+                   + (" ..." if found > 3 else ""))
+    if len(locations) > MAX_S3_CHECKED:
+        yield info("s3.present", f"{len(locations) - MAX_S3_CHECKED} more S3 location(s) not checked "
+                   f"(first {MAX_S3_CHECKED} only)")
 
 
 @_live
