@@ -21,6 +21,7 @@ from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, parse_config, run_prefligh
 from sagemaker_llm_cdk import preflight, regions
 from sagemaker_llm_cdk.functions import POWERTOOLS_LAYER_VERSION
 from sagemaker_llm_cdk.preflight import AwsClients, Finding, endpoint_instance_types, update_policy
+from sagemaker_llm_cdk.preflight.offline import check_update_headroom
 from support.aws_model import assert_valid_request
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,7 +236,7 @@ def test_rolling_endpoint_update_on_a_full_plan():
                               update_policy="rolling", rolling_batch_instances=1)
     ctx = preflight.PreflightContext(config=cfg.model_copy(update={"endpoints": (rolling,)}), source="t.yaml",
                                      region="us-east-1", partition="aws", now=NOW)
-    (found,) = [f for f in preflight.check_update_headroom(ctx) if f.check == "headroom.endpoint"]
+    (found,) = [f for f in check_update_headroom(ctx) if f.check == "headroom.endpoint"]
     assert found.severity == "blocker"
     assert found.what == "a rolling endpoint update needs max_instances + one batch = 5 instances; plan chat-p5e holds 4"
     assert "lower scaling.max_instances to 3" in found.fix
