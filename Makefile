@@ -17,7 +17,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 REPORTS := reports
 BASE ?= origin/main
 
-.PHONY: setup synth test lint-templates checkov check change-report typecheck dist docs schema diagram clean
+.PHONY: setup synth preflight test lint-templates checkov check change-report typecheck dist docs schema diagram clean
 
 setup: $(PY_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 
@@ -41,6 +41,12 @@ synth: setup
 	rm -rf cdk.out
 	cdk synth --quiet $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$(PIPELINE))
 	$(MAKE) --no-print-directory lint-templates
+
+## preflight: what would make a deploy of CONFIG (default config/default.yaml) fail, before CloudFormation starts.
+## Synthesizes the app, checks offline, then read-only against AWS when credentials resolve.
+## REGION=us-east-1 picks the region, OFFLINE=1 makes no AWS call; exits 1 on a blocker.
+preflight: setup
+	$(BIN)/python -m sagemaker_llm_cdk.preflight --config $(or $(CONFIG),config/default.yaml) $(if $(REGION),--region $(REGION)) $(if $(OFFLINE),--offline) $(PREFLIGHT_ARGS)
 
 lint-templates:
 	$(BIN)/python -m tools.lint_templates cdk.out

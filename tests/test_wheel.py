@@ -92,7 +92,9 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     assert {n.split("/")[0] for n in names} == {"sagemaker_llm_cdk", f"sagemaker_llm_cdk-{version}.dist-info"}
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     requires = sorted(line.removeprefix("Requires-Dist: ") for line in metadata.splitlines() if line.startswith("Requires-Dist: "))
-    assert len(requires) == len(project["dependencies"]), requires
+    extras = [r for r in requires if "extra ==" in r]
+    assert len(requires) - len(extras) == len(project["dependencies"]), requires
+    assert len(extras) == sum(len(v) for v in project.get("optional-dependencies", {}).values()), extras
 
     # 3. A fresh virtualenv with the wheel and its declared dependencies only (nothing from this repo's venv).
     venv = tmp_path / "venv"
@@ -129,6 +131,22 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
         check(synthesize(python, Path(copy), tmp_path / "out" / name, env=child_env(venv / "bin", write_bytecode=True)))
         lap(f"synth {name}")
     assert "capacity_plan_endpoint" not in " ".join(pending), "the model + adapter + Lambda consumer must always run"
+
+    # 5. Preflight runs from the wheel as a module, offline; without the [preflight] extra (no cfn-lint)
+    #    the resource-type check says it was skipped instead of failing.
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    for name in ("base.yaml", "dev.yaml"):
+        shutil.copy2(ROOT / "config" / name, configs / name)
+    command = [python, "-m", "sagemaker_llm_cdk.preflight", "--config", configs / "dev.yaml", "--offline", "--region", "us-east-1"]
+    env = child_env(venv / "bin", write_bytecode=True)
+    checked = run([*command, "--no-synth"], cwd=tmp_path, env=env)
+    assert checked.stdout.strip().splitlines()[-1].startswith(f"preflight of {configs / 'dev.yaml'} for us-east-1 (offline): 0 blocker(s)")
+    synthesized = sorted((tmp_path / "out").glob("*/manifest.json"))
+    if synthesized:
+        skipped = run([*command, "--cdk-out", synthesized[0].parent], cwd=tmp_path, env=env)
+        assert "cfn-lint is not installed, so resource types were not checked" in skipped.stdout
+    lap("preflight from the wheel")
     print("wheel test timings (s):", json.dumps(timings))
     if pending:
         warnings.warn("examples not synthesized from the wheel: " + "; ".join(pending), stacklevel=1)

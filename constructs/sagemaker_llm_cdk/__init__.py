@@ -12,6 +12,8 @@ from .deployment_check import DeploymentCheck
 from .lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
 from .model_component import ModelComponent
 from .monitoring import LlmMonitoring, MonitoringSettings, RolloutSettings
+from .preflight import Finding, run_preflight
+from .pricing import PriceList
 from .session_front_door import SessionFrontDoor
 from .speculative_decoding import PromotionParameter, SpeculativeDecoding
 from .settings import (
@@ -47,6 +49,7 @@ __all__ = [
     "EndpointOptions",
     "EndpointReference",
     "EndpointSpec",
+    "Finding",
     "InstanceScaling",
     "LMI_IMAGES",
     "LlmEndpoint",
@@ -57,6 +60,7 @@ __all__ = [
     "ModelComponent",
     "ModelSpec",
     "MonitoringSettings",
+    "PriceList",
     "Problem",
     "PromotionParameter",
     "RolloutSettings",
@@ -73,4 +77,5 @@ __all__ = [
     "load_adapter_manifest",
     "load_config",
     "parse_config",
+    "run_preflight",
 ]

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aws_cdk import Stack, Token
 from constructs import IConstruct
 
 from .model_component import accelerators_of
 
 if TYPE_CHECKING:
     from .endpoint import LlmEndpoint
+    from .pricing import PriceLookup
 
 HOURS_PER_30_DAYS = 24 * 30
 _COLUMNS = ("Endpoint / model", "Instance type", "Instances", "Accelerators", "Instance-hours/30d", "Capacity plan")
 
 
-def cost_ceiling_table(app_or_stack: IConstruct) -> str:
+def cost_ceiling_table(app_or_stack: IConstruct, *, prices: "PriceLookup | None" = None) -> str:
     """A plain-text table of every ``LlmEndpoint`` under ``app_or_stack``: the most it can run.
 
     One line per endpoint (instance type, min-max instances, accelerators per instance and in
@@ -27,6 +29,10 @@ def cost_ceiling_table(app_or_stack: IConstruct) -> str:
     accelerators per copy), then notes: models that can ask for more accelerators than the
     endpoint has, endpoints that scale to zero, what a capacity plan buys. Call it from
     ``app.py`` after the stacks are built and print it.
+
+    A last section gives each instance type's on-demand hourly price from ``prices`` (a
+    ``pricing.PriceList``, which calls the AWS Price List API). Default: no lookup at synth, each
+    price shown as "not looked up" (``make preflight`` with credentials looks them up).
     """
     from .endpoint import LlmEndpoint
 
@@ -48,7 +54,18 @@ def cost_ceiling_table(app_or_stack: IConstruct) -> str:
     if notes:
         lines.append("Notes:")
         lines.extend(f"- {note}" for note in notes)
+    lines.extend(_price_section(endpoints, prices))
     return "\n".join(lines)
+
+
+def _price_section(endpoints: "list[LlmEndpoint]", prices: "PriceLookup | None") -> list[str]:
+    from .pricing import price_lines
+
+    pairs = []
+    for endpoint in endpoints:
+        region = Stack.of(endpoint).region
+        pairs.append((endpoint.options.instance_type, None if Token.is_unresolved(region) else region))
+    return ["On-demand prices (per instance-hour):", *(f"- {line}" for line in price_lines(pairs, prices))]
 
 
 def _endpoint_rows(endpoint: "LlmEndpoint", notes: list[str]) -> list[tuple[str, ...]]:

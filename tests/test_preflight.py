@@ -1,0 +1,647 @@
+"""Preflight: offline checks against real cfn-lint schemas and synthesized templates; live checks through Stubber."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import botocore.session
+from botocore import xform_name
+import pytest
+from aws_cdk import App, Stack
+from botocore.exceptions import NoCredentialsError
+from botocore.stub import Stubber
+
+from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, parse_config, run_preflight
+from sagemaker_llm_cdk import preflight, regions
+from sagemaker_llm_cdk.functions import POWERTOOLS_LAYER_VERSION
+from sagemaker_llm_cdk.preflight import AwsClients, Finding, endpoint_instance_types, update_policy
+from sagemaker_llm_cdk.preflight.offline import check_update_headroom
+from support.aws_model import assert_valid_request
+
+ROOT = Path(__file__).resolve().parents[1]
+NOW = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
+LAYER = f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSION}"
+
+
+def endpoint(**overrides: Any) -> dict[str, Any]:
+    spec = {
+        "name": "Chat",
+        "instance_type": "ml.g6e.12xlarge",
+        "scaling": {"min_instances": 1, "max_instances": 2},
+        "models": [{"name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b/", "accelerators": 1}],
+    }
+    spec.update(overrides)
+    return spec
+
+
+def config(*, endpoints: list[dict[str, Any]] | None = None, **top: Any):
+    return parse_config({"endpoints": endpoints or [endpoint()], **top}, source="test.yaml")
+
+
+def reserve_plan(**overrides: Any) -> dict[str, Any]:
+    plan = {"name": "chat-p5e", "instance_type": "ml.p5e.48xlarge", "instance_count": 4, "duration_days": 30,
+            "max_upfront_fee_usd": 150000, "purchase_acknowledged": True}
+    plan.update(overrides)
+    return plan
+
+
+def p5e_endpoint(**overrides: Any) -> dict[str, Any]:
+    return endpoint(instance_type="ml.p5e.48xlarge", capacity_plan="chat-p5e", **overrides)
+
+
+def of(findings: list[Finding], check: str, severity: str | None = None) -> list[Finding]:
+    return [f for f in findings if f.check == check and (severity is None or f.severity == severity)]
+
+
+def offline(cfg, **kwargs: Any) -> list[Finding]:
+    kwargs.setdefault("region", "us-east-1")
+    return run_preflight(cfg, offline=True, now=NOW, **kwargs)
+
+
+# ------------------------------------------------------------ synthesized app
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory) -> Path:
+    """A real environment-agnostic app: an endpoint with one model (inference component, Powertools functions)."""
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app = App(outdir=str(outdir))
+    stack = Stack(app, "Small")
+    chat = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    chat.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
+    from sagemaker_llm_cdk import DeploymentCheck
+
+    DeploymentCheck(stack, "Check", endpoint=chat)
+    app.synth()
+    return outdir
+
+
+@pytest.fixture(scope="module")
+def templates(synthesized: Path) -> dict[str, dict[str, Any]]:
+    return regions.load_templates(synthesized)
+
+
+def test_us_west_1_lacks_inference_components_a_blocker(templates):
+    findings = offline(config(), region="us-west-1", templates=templates)
+    (found,) = of(findings, "region.resource-types", "blocker")
+    assert found.what.startswith("AWS::SageMaker::InferenceComponent is not available in us-west-1 (used by "
+                                 "Small.template.json/")
+    assert "us-east-1" in found.fix and "us-west-1" not in found.fix
+    assert preflight.exit_code(findings) == 1
+
+
+def test_us_east_1_has_every_type_image_and_layer(templates):
+    findings = offline(config(), templates=templates)
+    assert not [f for f in findings if f.severity != "info"], [f.line() for f in findings if f.severity != "info"]
+    (types,) = of(findings, "region.resource-types")
+    used = regions.resource_types_used(templates)
+    assert "AWS::SageMaker::InferenceComponent" in used and "AWS::Lambda::Function" in used
+    assert types.what == f"all {len(used)} CloudFormation resource types of {len(templates)} template(s) exist in us-east-1"
+    assert preflight.exit_code(findings) == 0
+
+
+def test_without_region_lists_the_regions_that_lack_a_type(templates):
+    findings = offline(config(), region=None, templates=templates)
+    (target,) = of(findings, "region.target", "warning")
+    assert "no target region" in target.what
+    (ic,) = [f for f in of(findings, "region.resource-types", "warning") if "InferenceComponent" in f.what]
+    assert "missing in 21 region(s)" in ic.what and "us-west-1" in ic.what and "cn-north-1" in ic.what
+
+
+def test_china_needs_other_image_and_layer_accounts(templates):
+    findings = offline(config(), region="cn-north-1", templates=templates)
+    (image,) = of(findings, "image.account", "blocker")
+    assert "763104351884.dkr.ecr.cn-north-1.amazonaws.com.cn/djl-inference" in image.what
+    assert image.fix.startswith("set image to 727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/djl-inference:")
+    (layer,) = of(findings, "layer.account", "blocker")
+    assert layer.what.startswith(f"Powertools layer arn:aws-cn:lambda:cn-north-1:017000801446:layer:{LAYER} names account")
+    assert of(findings, "region.partition")[0].what == "cn-north-1 is in partition aws-cn"
+
+
+def test_opt_in_region_image_account_from_the_config_alone():
+    findings = offline(config(), region="af-south-1")
+    (image,) = of(findings, "image.account", "blocker")
+    assert image.subject == "endpoints[0].models[0].image"
+    assert "626614931356.dkr.ecr.af-south-1.amazonaws.com/djl-inference:" in image.fix
+    assert of(findings, "region.resource-types", "warning")[0].what.startswith("no synthesized templates")
+
+
+def test_image_in_another_region_is_a_blocker():
+    cfg = config(endpoints=[endpoint(models=[{"name": "m", "model_data_s3_uri": "s3://my-weights/m/",
+                                              "image": "123456789012.dkr.ecr.eu-west-1.amazonaws.com/mine:1"}])])
+    (found,) = of(offline(cfg), "image.region", "blocker")
+    assert found.what == "image 123456789012.dkr.ecr.eu-west-1.amazonaws.com/mine:1 is in eu-west-1, the endpoint in us-east-1"
+
+
+def test_unknown_region_and_region_other_than_the_target():
+    assert of(offline(config(), region="xx-nowhere-9"), "region.partition", "blocker")[0].what == (
+        "region 'xx-nowhere-9' is not a region botocore knows")
+    cfg = config(target={"region": "eu-west-1"})
+    (found,) = of(offline(cfg, region="us-east-1"), "region.target", "blocker")
+    assert "differs from target.region eu-west-1" in found.what
+
+
+def test_eagle_job_on_a_type_optimization_jobs_do_not_offer():
+    cfg = config(endpoints=[endpoint(instance_type="ml.c5.xlarge", models=[{
+        "name": "m", "model_data_s3_uri": "s3://my-weights/m/", "architecture": "Qwen3ForCausalLM", "eagle": {}}])])
+    (found,) = of(offline(cfg), "instance-type.eagle-job", "blocker")
+    assert found.what == "the EAGLE job would run on ml.c5.xlarge, not offered for optimization jobs"
+    assert found.subject == "endpoints[0].models[0].eagle"
+
+
+def test_endpoint_config_instance_types_from_templates():
+    bad = {"T.template.json": {"Resources": {"Config": {"Type": "AWS::SageMaker::EndpointConfig", "Properties": {
+        "ProductionVariants": [{"InstanceType": "ml.g6e.12xlarge",
+                                "InstancePools": [{"InstanceType": "ml.nothing.large", "Priority": 1}]}]}}}}}
+    (found,) = of(offline(config(), templates=bad), "instance-type.endpoint", "blocker")
+    assert found.what == "ml.nothing.large is not offered for endpoints" and found.subject == "T.template.json/Config"
+
+
+# -------------------------------------------------------------- plan windows
+def test_purchase_window_that_has_ended():
+    cfg = config(capacity_plans=[reserve_plan(start_after="2026-10-01T00:00:00Z", end_before="2026-11-15T00:00:00Z")])
+    findings = offline(cfg)
+    (found,) = of(findings, "plan.window", "blocker")
+    assert found.what == "end_before 2026-11-15T00:00:00Z has passed" and found.subject == "capacity_plans[0]"
+
+
+def test_purchase_window_too_short_from_now_and_start_in_the_past():
+    cfg = config(capacity_plans=[reserve_plan(start_after="2026-11-01T00:00:00Z", end_before="2026-12-20T00:00:00Z")])
+    findings = offline(cfg)
+    assert of(findings, "plan.window", "warning")[0].what == "start_after 2026-11-01T00:00:00Z has passed"
+    (short,) = of(findings, "plan.window", "blocker")
+    assert short.what == "18.6 day(s) remain before end_before 2026-12-20T00:00:00Z but the plan lasts 30 day(s)"
+
+
+def test_future_window_is_clean():
+    cfg = config(capacity_plans=[reserve_plan(start_after="2027-01-04T00:00:00Z", end_before="2027-03-01T00:00:00Z")])
+    assert not of(offline(cfg), "plan.window")
+
+
+def test_a_reserve_plan_says_what_the_deploy_buys():
+    (found,) = of(offline(config(capacity_plans=[reserve_plan(start_after="2027-01-04T00:00:00Z")])), "plan.purchase")
+    assert found.severity == "info" and found.subject == "capacity_plans[0]"
+    assert found.what == ("the deploy that creates plan chat-p5e buys ml.p5e.48xlarge x 4 for 30 days starting at or after "
+                          "2027-01-04T00:00:00Z, prepaid up to USD 150000 and never refunded")
+    assert not of(offline(config()), "plan.purchase")
+
+
+def test_binding_a_plan_that_starts_later_is_a_blocker():
+    cfg = config(endpoints=[p5e_endpoint()],
+                 capacity_plans=[reserve_plan(start_after="2027-01-04T00:00:00Z", end_before="2027-03-01T00:00:00Z")])
+    (found,) = of(offline(cfg), "plan.active", "blocker")
+    assert found.what == ("the endpoint is bound to plan chat-p5e, which cannot start before 2027-01-04T00:00:00Z")
+    assert found.subject == "endpoints[0]" and "on-demand" in found.fix
+
+
+def test_binding_a_plan_bought_by_the_same_config_warns():
+    cfg = config(endpoints=[p5e_endpoint()], capacity_plans=[reserve_plan()])
+    (found,) = of(offline(cfg), "plan.active", "warning")
+    assert "bought by this config" in found.what
+
+
+def test_existing_plan_in_another_region():
+    cfg = config(endpoints=[p5e_endpoint()], capacity_plans=[{
+        "existing_plan_arn": "arn:aws:sagemaker:us-west-2:123456789012:training-plan/chat-p5e",
+        "instance_type": "ml.p5e.48xlarge", "instance_count": 4}])
+    (found,) = of(offline(cfg), "plan.region", "blocker")
+    assert found.what == "plan chat-p5e is in us-west-2 (aws), the endpoint in us-east-1"
+
+
+# ------------------------------------------------------------------ headroom
+def test_blue_green_update_without_a_second_fleet_on_the_plan():
+    cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 2})],
+                 capacity_plans=[reserve_plan(instance_count=2)])
+    (found,) = of(offline(cfg), "headroom.endpoint", "blocker")
+    assert found.what == ("a blue/green endpoint update needs up to 4 instances (a second fleet for max_instances 2); "
+                          "plan chat-p5e holds 2")
+    assert "lower scaling.max_instances to 1" in found.fix
+
+
+def test_blue_green_fits_a_plan_twice_the_fleet():
+    cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 2})],
+                 capacity_plans=[reserve_plan(instance_count=4)])
+    assert not of(offline(cfg), "headroom.endpoint")
+
+
+def test_rolling_endpoint_update_on_a_full_plan():
+    cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 4})],
+                 capacity_plans=[reserve_plan(instance_count=4)])
+    spec = cfg.endpoints[0]
+    rolling = SimpleNamespace(**{k: getattr(spec, k) for k in ("name", "instance_type", "scaling", "models", "capacity_plan")},
+                              update_policy="rolling", rolling_batch_instances=1)
+    ctx = preflight.PreflightContext(config=cfg.model_copy(update={"endpoints": (rolling,)}), source="t.yaml",
+                                     region="us-east-1", partition="aws", now=NOW)
+    (found,) = [f for f in check_update_headroom(ctx) if f.check == "headroom.endpoint"]
+    assert found.severity == "blocker"
+    assert found.what == "a rolling endpoint update needs max_instances + one batch = 5 instances; plan chat-p5e holds 4"
+    assert "lower scaling.max_instances to 3" in found.fix
+
+
+def test_update_policy_read_from_the_synthesized_endpoint():
+    cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 4})],
+                 capacity_plans=[reserve_plan(instance_count=4)])
+
+    def template(deployment: dict[str, Any]) -> dict[str, Any]:
+        return {"S.template.json": {"Resources": {"Chat": {
+            "Type": "AWS::SageMaker::Endpoint", "Metadata": {"aws:cdk:path": "S/Chat/Resource"},
+            "Properties": {"EndpointConfigName": "c", "DeploymentConfig": deployment}}}}}
+
+    rolling = template({"RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
+                                                "WaitIntervalInSeconds": 60}})
+    (found,) = of(offline(cfg, templates=rolling), "headroom.endpoint", "blocker")
+    assert found.what == "a rolling endpoint update needs max_instances + one batch = 6 instances; plan chat-p5e holds 4"
+    blue_green = template({"BlueGreenUpdatePolicy": {"TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE"}}})
+    (found,) = of(offline(cfg, templates=blue_green), "headroom.endpoint", "blocker")
+    assert found.what.startswith("a blue/green endpoint update needs up to 8 instances")
+
+
+def test_rolling_policy_needs_max_plus_one_batch():
+    ctx = SimpleNamespace()
+    rolling = SimpleNamespace(update_policy="rolling", rolling_batch_instances=2)
+    assert update_policy(ctx, rolling) == ("rolling", 2)  # type: ignore[arg-type]
+    assert update_policy(ctx, SimpleNamespace()) == ("blue_green", 0)  # type: ignore[arg-type]
+
+
+def test_on_demand_fallback_is_read_by_attribute():
+    assert preflight.serves_on_demand_until_active(SimpleNamespace(on_demand_until_active=True))
+    assert not preflight.serves_on_demand_until_active(SimpleNamespace())
+
+
+def test_pools_are_read_by_attribute():
+    spec = SimpleNamespace(instance_type="ml.p5e.48xlarge",
+                           instance_pools=[SimpleNamespace(instance_type="ml.p5.48xlarge"), {"instance_type": "ml.p4d.24xlarge"}])
+    assert endpoint_instance_types(spec) == ["ml.p5e.48xlarge", "ml.p5.48xlarge", "ml.p4d.24xlarge"]
+
+
+def test_model_update_without_room_for_a_batch():
+    cfg = config(endpoints=[endpoint(scaling={"min_instances": 1, "max_instances": 1}, models=[
+        {"name": "m", "model_data_s3_uri": "s3://my-weights/m/", "accelerators": 2, "copies": {"min_copies": 1, "max_copies": 2}}])])
+    (found,) = of(offline(cfg), "headroom.models", "warning")
+    assert found.what == ("at peak the models hold 4 of 4 accelerators (1 x ml.g6e.12xlarge); a model update needs 2 more "
+                          "for its first batch")
+
+
+# ---------------------------------------------------------------- live checks
+class Stubs:
+    """Stubbed clients per (service, region); every expected request is checked against botocore's model first."""
+
+    def __init__(self) -> None:
+        self.session = botocore.session.get_session()
+        self.stubbers: dict[tuple[str, str | None], Stubber] = {}
+        self.clients: dict[tuple[str, str | None], Any] = {}
+
+    def client(self, service: str, region: str | None) -> Any:
+        key = (service, region)
+        if key not in self.clients:
+            client = self.session.create_client(service, region_name=region or "us-east-1",
+                                                aws_access_key_id="testing", aws_secret_access_key="testing")
+            self.clients[key] = client
+            self.stubbers[key] = Stubber(client)
+            self.stubbers[key].activate()
+        return self.clients[key]
+
+    def add(self, service: str, operation: str, params: dict[str, Any], response: dict[str, Any],
+            region: str | None = "us-east-1") -> None:
+        assert_valid_request(service, operation, params)
+        self.client(service, region)
+        self.stubbers[(service, region)].add_response(_method(operation), response, params)
+
+    def error(self, service: str, operation: str, params: dict[str, Any], code: str, status: int = 400,
+              region: str | None = "us-east-1") -> None:
+        assert_valid_request(service, operation, params)
+        self.client(service, region)
+        self.stubbers[(service, region)].add_client_error(_method(operation), service_error_code=code,
+                                                          http_status_code=status, expected_params=params)
+
+    def done(self) -> None:
+        for stubber in self.stubbers.values():
+            stubber.assert_no_pending_responses()
+
+    def aws(self) -> AwsClients:
+        return AwsClients(factory=self.client)
+
+
+def _method(operation: str) -> str:
+    return xform_name(operation)
+
+
+def identity(stubs: Stubs, account: str = "123456789012") -> None:
+    stubs.add("sts", "GetCallerIdentity", {}, {"Account": account, "Arn": f"arn:aws:iam::{account}:user/me",
+                                               "UserId": "AIDAEXAMPLE"})
+
+
+def names(stubs: Stubs, *components: str, taken: tuple[str, ...] = (), stack_exists: bool = False) -> None:
+    """DescribeStacks for the config's stack, then DescribeInferenceComponent for each fixed name."""
+    if stack_exists:
+        stubs.add("cloudformation", "DescribeStacks", {"StackName": "SageMakerLlm"}, {"Stacks": [{
+            "StackName": "SageMakerLlm", "CreationTime": NOW, "StackStatus": "UPDATE_COMPLETE"}]})
+    else:
+        assert_valid_request("cloudformation", "DescribeStacks", {"StackName": "SageMakerLlm"})
+        stubs.client("cloudformation", "us-east-1")
+        stubs.stubbers[("cloudformation", "us-east-1")].add_client_error(
+            "describe_stacks", service_error_code="ValidationError", http_status_code=400,
+            service_message="Stack with id SageMakerLlm does not exist", expected_params={"StackName": "SageMakerLlm"})
+    for name in components:
+        params = {"InferenceComponentName": name}
+        if name in taken:
+            stubs.add("sagemaker", "DescribeInferenceComponent", params, {
+                "InferenceComponentName": name, "EndpointName": "someone-elses", "CreationTime": NOW,
+                "LastModifiedTime": NOW, "InferenceComponentStatus": "InService",
+                "InferenceComponentArn": f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/{name}",
+                "EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/someone-elses"})
+        else:
+            stubs.error("sagemaker", "DescribeInferenceComponent", params, "ValidationException")
+
+
+def quotas(stubs: Stubs, applied: list[tuple[str, float]], defaults: list[tuple[str, float]] = ()) -> None:
+    def page(items):
+        return {"Quotas": [{"ServiceCode": "sagemaker", "QuotaName": n, "QuotaCode": f"L-{i:08X}", "Value": v}
+                           for i, (n, v) in enumerate(items)]}
+
+    stubs.add("service-quotas", "ListAWSDefaultServiceQuotas", {"ServiceCode": "sagemaker", "MaxResults": 100}, page(defaults))
+    stubs.add("service-quotas", "ListServiceQuotas", {"ServiceCode": "sagemaker", "MaxResults": 100}, page(applied))
+
+
+def s3_prefix(stubs: Stubs, bucket: str, prefix: str, count: int) -> None:
+    stubs.add("s3", "ListObjectsV2", {"Bucket": bucket, "Prefix": prefix, "MaxKeys": 1},
+              {"KeyCount": count, **({"Contents": [{"Key": prefix + "config.json"}]} if count else {})})
+
+
+def layer(stubs: Stubs, *, latest: int | None = POWERTOOLS_LAYER_VERSION) -> None:
+    arn = f"arn:aws:lambda:us-east-1:017000801446:layer:{LAYER}"
+    stubs.add("lambda", "GetLayerVersionByArn", {"Arn": arn}, {"LayerVersionArn": arn, "Version": POWERTOOLS_LAYER_VERSION})
+    name = "/aws/service/powertools/python/x86_64/python3.13/latest"
+    if latest is None:
+        stubs.error("ssm", "GetParameter", {"Name": name}, "ParameterNotFound")
+    else:
+        stubs.add("ssm", "GetParameter", {"Name": name}, {"Parameter": {
+            "Name": name, "Type": "String", "Value": arn.rsplit(":", 1)[0] + f":{latest}"}})
+
+
+def price(stubs: Stubs, instance_type: str, usd: str) -> None:
+    from sagemaker_llm_cdk.pricing import product_filters
+
+    product = {"product": {"attributes": {"instanceName": instance_type, "platoinstancetype": "Hosting"}},
+               "terms": {"OnDemand": {"T1": {"priceDimensions": {"D1": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}}}}
+    stubs.add("pricing", "GetProducts", {"ServiceCode": "AmazonSageMaker", "Filters": product_filters(instance_type, "us-east-1"),
+                                          "FormatVersion": "aws_v1", "MaxResults": 100},
+              {"PriceList": [json.dumps(product)], "FormatVersion": "aws_v1"})
+
+
+def live(cfg, stubs: Stubs, **kwargs: Any) -> list[Finding]:
+    findings = run_preflight(cfg, region="us-east-1", clients=stubs.aws(), now=NOW, **kwargs)
+    stubs.done()
+    assert not [f for f in findings if f.check.startswith("preflight.")], [f.line() for f in findings]
+    return findings
+
+
+def test_live_on_demand_endpoint_all_present_with_price():
+    stubs = Stubs()
+    identity(stubs)
+    names(stubs, "qwen3-8b")
+    quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 4)])
+    s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+    layer(stubs, latest=POWERTOOLS_LAYER_VERSION + 2)
+    price(stubs, "ml.g6e.12xlarge", "10.4930000000")
+    findings = live(config(), stubs)
+    assert preflight.exit_code(findings) == 0, [f.line() for f in findings]
+    assert of(findings, "quota.endpoint", "info")[0].what == "quota 'ml.g6e.12xlarge for endpoint usage' is 4; the config needs up to 2"
+    assert of(findings, "s3.present", "info")[0].what == "1 S3 location(s) found: s3://my-weights/qwen3-8b/"
+    assert of(findings, "layer.latest")[0].what.startswith(f"Powertools layer version {POWERTOOLS_LAYER_VERSION + 2} is the latest")
+    (cost,) = of(findings, "cost.endpoint")
+    assert cost.what == ("at most 1440 on-demand instance-hours per 30 days of ml.g6e.12xlarge (at least 720 h), at "
+                         "USD 10.493/h (Price List API): at most USD 15,109.92")
+
+
+def test_live_missing_data_quota_and_layer_are_blockers():
+    stubs = Stubs()
+    identity(stubs)
+    names(stubs, "qwen3-8b", "sql", taken=("sql",))
+    quotas(stubs, [], defaults=[("ml.g6e.12xlarge for endpoint usage", 0)])
+    cfg = config(endpoints=[endpoint(models=[{
+        "name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b.tar.gz", "lora": {},
+        "adapters": [{"name": "sql", "artifact_s3_uri": "s3://my-adapters/sql.tar.gz"}]}])])
+    stubs.error("s3", "HeadObject", {"Bucket": "my-weights", "Key": "qwen3-8b.tar.gz"}, "404", 404)
+    stubs.error("s3", "HeadObject", {"Bucket": "my-adapters", "Key": "sql.tar.gz"}, "403", 403)
+    arn = f"arn:aws:lambda:us-east-1:017000801446:layer:{LAYER}"
+    stubs.error("lambda", "GetLayerVersionByArn", {"Arn": arn}, "ResourceNotFoundException", 404)
+    price(stubs, "ml.g6e.12xlarge", "10.49")
+    findings = live(cfg, stubs)
+    (quota,) = of(findings, "quota.endpoint", "blocker")
+    assert quota.what == "quota 'ml.g6e.12xlarge for endpoint usage' is 0, the config may run 2"
+    (weights,) = of(findings, "s3.present", "blocker")
+    assert weights.what == "model weights: s3://my-weights/qwen3-8b.tar.gz does not exist (404)"
+    (adapter,) = of(findings, "s3.present", "warning")
+    assert adapter.subject == "endpoints[0].models[0].adapters[0].artifact_s3_uri"
+    assert of(findings, "layer.present", "blocker")[0].what == f"layer {arn} does not exist in us-east-1"
+    (taken,) = of(findings, "names.free", "blocker")
+    assert taken.what == "inference component sql already exists (on endpoint someone-elses) and stack SageMakerLlm does not"
+    assert taken.subject == "endpoints[0].models[0].adapters[0].name"
+    assert preflight.exit_code(findings) == 1
+
+
+def test_live_plan_scheduled_blocks_the_bound_endpoint_and_quota_name_missing():
+    stubs = Stubs()
+    identity(stubs)
+    stubs.add("sagemaker", "DescribeTrainingPlan", {"TrainingPlanName": "chat-p5e"}, {
+        "TrainingPlanArn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
+        "TrainingPlanName": "chat-p5e", "Status": "Scheduled", "TotalInstanceCount": 4, "TargetResources": ["endpoint"],
+        "StartTime": datetime(2027, 1, 4, tzinfo=timezone.utc), "EndTime": datetime(2027, 2, 3, tzinfo=timezone.utc),
+        "ReservedCapacitySummaries": []})
+    names(stubs, "qwen3-8b", stack_exists=True)
+    quotas(stubs, [])
+    s3_prefix(stubs, "my-weights", "qwen3-8b/", 0)
+    layer(stubs, latest=None)
+    cfg = config(endpoints=[p5e_endpoint()], capacity_plans=[{
+        "existing_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
+        "instance_type": "ml.p5e.48xlarge", "instance_count": 4}])
+    findings = live(cfg, stubs)
+    (plan,) = of(findings, "plan.status", "blocker")
+    assert plan.what == "plan chat-p5e is Scheduled (2027-01-04T00:00:00Z to 2027-02-03T00:00:00Z)"
+    assert plan.subject == "endpoints[0]" and "on-demand" in plan.fix
+    assert of(findings, "quota.endpoint", "warning")[0].what == "no Service Quotas entry named 'ml.p5e.48xlarge for endpoint usage'"
+    assert of(findings, "s3.present", "blocker")[0].what == "model weights: nothing under s3://my-weights/qwen3-8b/"
+    assert of(findings, "cost.endpoint")[0].what.startswith("runs only on plan chat-p5e")
+    assert not of(findings, "names.free")  # the stack exists and the name is free
+
+
+def test_live_existing_plan_missing_and_active_plan_near_its_end():
+    for status_response, expected in (
+        (None, ("blocker", "plan chat-p5e does not exist in us-east-1")),
+        ({"Status": "Active", "TotalInstanceCount": 2, "EndTime": NOW + timedelta(days=3),
+          "StartTime": NOW - timedelta(days=20), "TargetResources": ["endpoint"],
+          "ReservedCapacitySummaries": [{"InstanceType": "ml.p5e.48xlarge", "TotalInstanceCount": 2,
+                                          "ReservedCapacityArn": "arn:aws:sagemaker:us-east-1:123456789012:reserved-capacity/x",
+                                          "Status": "Active"}]},
+         ("warning", "plan chat-p5e ends")),
+        ({"Status": "Active", "TotalInstanceCount": 2, "EndTime": NOW + timedelta(days=60), "UpfrontFee": "98000",
+          "CurrencyCode": "USD", "StartTime": NOW - timedelta(days=2), "TargetResources": ["endpoint"]},
+         ("info", "plan chat-p5e is Active (2026-11-29T09:00:00Z to 2027-01-30T09:00:00Z, upfront fee USD 98000)")),
+    ):
+        stubs = Stubs()
+        identity(stubs)
+        if status_response is None:
+            stubs.error("sagemaker", "DescribeTrainingPlan", {"TrainingPlanName": "chat-p5e"}, "ResourceNotFound")
+        else:
+            stubs.add("sagemaker", "DescribeTrainingPlan", {"TrainingPlanName": "chat-p5e"}, {
+                "TrainingPlanArn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
+                "TrainingPlanName": "chat-p5e", **status_response})
+        names(stubs, "qwen3-8b")
+        quotas(stubs, [("ml.p5e.48xlarge for endpoint usage", 2)])
+        s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+        layer(stubs)
+        cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 1})], capacity_plans=[{
+            "name": "chat-p5e", "mode": "existing", "instance_type": "ml.p5e.48xlarge", "instance_count": 2}])
+        findings = live(cfg, stubs)
+        severity, text = expected
+        assert any(f.what.startswith(text) for f in of(findings, "plan.status", severity)), [f.line() for f in findings]
+
+
+def test_live_eagle_job_quota_found_by_name():
+    stubs = Stubs()
+    identity(stubs)
+    names(stubs, "qwen3-8b")
+    quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2),
+                   ("ml.g6e.12xlarge for optimization job usage", 0)])
+    s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+    layer(stubs)
+    price(stubs, "ml.g6e.12xlarge", "10.49")
+    cfg = config(endpoints=[endpoint(models=[{"name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b/",
+                                              "architecture": "Qwen3ForCausalLM", "eagle": {}}])])
+    (found,) = of(live(cfg, stubs), "quota.eagle-job", "blocker")
+    assert found.what == "quota 'ml.g6e.12xlarge for optimization job usage' is 0, the job needs 1"
+
+
+def test_live_account_other_than_the_target():
+    stubs = Stubs()
+    identity(stubs, account="999999999999")
+    names(stubs, "qwen3-8b")
+    quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2)])
+    s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+    layer(stubs)
+    price(stubs, "ml.g6e.12xlarge", "10.49")
+    (found,) = of(live(config(target={"account": "123456789012"}), stubs), "credentials.account", "blocker")
+    assert found.what == "credentials are for account 999999999999, target.account is 123456789012"
+
+
+def test_no_credentials_skips_live_checks_without_a_call():
+    class NoCredentials:
+        def client(self, service: str, region: str | None = None) -> Any:
+            assert service == "sts", f"no {service} call may happen without credentials"
+            return SimpleNamespace(get_caller_identity=lambda: (_ for _ in ()).throw(NoCredentialsError()))
+
+    findings = run_preflight(config(), region="us-east-1", clients=NoCredentials(), now=NOW)  # type: ignore[arg-type]
+    (skipped,) = of(findings, "credentials", "info")
+    assert skipped.what == "live checks skipped: NoCredentialsError"
+    assert of(findings, "cost.endpoint")[0].what.endswith("price not looked up (no credentials)")
+    assert [f.check for f in findings if f.check in ("quota.endpoint", "s3.present", "layer.present")] == []
+
+
+# ----------------------------------------------------------------------- CLI
+def test_cli_prints_the_default_configs_findings_offline(capsys):
+    code = preflight.main(["--config", str(ROOT / "config/default.yaml"), "--offline", "--no-synth", "--region", "us-east-1"])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1].startswith(f"preflight of {ROOT / 'config/default.yaml'} for us-east-1 (offline): ")
+    assert all(line.split()[0] in ("BLOCKER", "WARNING", "INFO") for line in out[:-1])
+    assert any("[cost.endpoint]" in line for line in out)
+    assert code == (1 if any(line.startswith("BLOCKER") for line in out) else 0)
+
+
+def test_cli_exit_codes(tmp_path, capsys, synthesized):
+    clean = tmp_path / "clean.yaml"
+    clean.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
+                     "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n")
+    assert preflight.main(["--config", str(clean), "--offline", "--cdk-out", str(synthesized), "--region", "us-east-1"]) == 0
+    assert preflight.main(["--config", str(clean), "--offline", "--cdk-out", str(synthesized), "--region", "us-west-1"]) == 1
+    capsys.readouterr()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.nope\n    models: []\n")
+    assert preflight.main(["--config", str(bad), "--offline", "--no-synth"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: ") and "problem(s) in" in err and "endpoints[0].instance_type: got 'ml.nope'" in err
+    assert "Traceback" not in err
+    assert preflight.main(["--config", str(clean), "--offline", "--cdk-out", str(tmp_path / "none")]) == 2
+    assert "no synthesized templates there" in capsys.readouterr().err
+
+
+def test_cli_json_lines(capsys, synthesized, tmp_path):
+    clean = tmp_path / "clean.yaml"
+    clean.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
+                     "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n")
+    preflight.main(["--config", str(clean), "--offline", "--cdk-out", str(synthesized), "--region", "us-west-1", "--json"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    records = [json.loads(line) for line in lines[:-1]]
+    assert {"severity", "check", "what", "why", "fix", "subject"} == set(records[0])
+    assert any(r["severity"] == "blocker" and r["check"] == "region.resource-types" for r in records)
+
+
+def test_module_runs_from_a_fresh_interpreter():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION"] = "1"
+    result = subprocess.run([sys.executable, "-m", "sagemaker_llm_cdk.preflight", "--config", "config/dev.yaml",
+                             "--offline", "--no-synth", "--region", "us-east-1"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip().splitlines()[-1].startswith("preflight of config/dev.yaml for us-east-1 (offline): 0 blocker(s)")
+    assert "Traceback" not in result.stderr
+
+
+def test_regions_module_needs_no_cdk():
+    """The schema lookups are plain data: they run in an interpreter where aws_cdk cannot be imported."""
+    code = ("import sys, importlib.util, pathlib; sys.modules['aws_cdk'] = None; "
+            "spec = importlib.util.spec_from_file_location('r', pathlib.Path('constructs/sagemaker_llm_cdk/regions.py')); "
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+            "print(len(m.regions_with('AWS::SageMaker::InferenceComponent')), m.partition_of('us-gov-west-1'))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    count, partition = result.stdout.split()
+    assert int(count) == len(regions.schema_regions()) - 21 and partition == "aws-us-gov"
+
+
+def test_live_weights_in_a_bucket_of_another_region():
+    stubs = Stubs()
+    identity(stubs)
+    names(stubs, "qwen3-8b")
+    quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2)])
+    params = {"Bucket": "my-weights", "Prefix": "qwen3-8b/", "MaxKeys": 1}
+    assert_valid_request("s3", "ListObjectsV2", params)
+    stubs.client("s3", "us-east-1")
+    stubs.stubbers[("s3", "us-east-1")].add_response("list_objects_v2", {
+        "KeyCount": 1, "Contents": [{"Key": "qwen3-8b/config.json"}],
+        "ResponseMetadata": {"HTTPHeaders": {"x-amz-bucket-region": "eu-west-1"}}}, params)
+    layer(stubs)
+    price(stubs, "ml.g6e.12xlarge", "10.49")
+    (found,) = of(live(config(), stubs), "s3.region", "blocker")
+    assert found.what == "model weights: bucket my-weights is in eu-west-1, the endpoint in us-east-1"
+
+
+FAKE_APP = """
+import json, os, pathlib
+context = json.loads(os.environ["CDK_CONTEXT_JSON"])
+assert context["config"].endswith("clean.yaml") and context["@aws-cdk/core:flag"] is True, context
+resources = {"Ic": {"Type": "AWS::SageMaker::InferenceComponent"}, "Meta": {"Type": "AWS::CDK::Metadata"},
+             "Custom": {"Type": "Custom::Thing"}}
+pathlib.Path(os.environ["CDK_OUTDIR"], "App.template.json").write_text(json.dumps({"Resources": resources}))
+"""
+
+
+def test_cli_synthesizes_with_the_cdk_json_app_and_context(tmp_path, monkeypatch, capsys):
+    (tmp_path / "app.py").write_text(FAKE_APP)
+    (tmp_path / "cdk.json").write_text(json.dumps({"app": "python3 app.py", "context": {"@aws-cdk/core:flag": True}}))
+    clean = tmp_path / "clean.yaml"
+    clean.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
+                     "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n")
+    monkeypatch.chdir(tmp_path)
+    assert preflight.main(["--config", str(clean), "--offline", "--region", "eu-west-3"]) == 1
+    out = capsys.readouterr().out
+    assert "AWS::SageMaker::InferenceComponent is not available in eu-west-3 (used by App.template.json/Ic)" in out
+    assert "Custom::Thing" not in out and "AWS::CDK::Metadata" not in out
+    (tmp_path / "app.py").write_text("raise SystemExit('the app is broken')")
+    assert preflight.main(["--config", str(clean), "--offline", "--region", "us-east-1"]) == 1
+    (synth,) = [line for line in capsys.readouterr().out.splitlines() if "[synth]" in line]
+    assert synth.startswith("BLOCKER [synth] the app does not synthesize; why: the app is broken")

@@ -1,0 +1,117 @@
+"""Price List lookups (pricing GetProducts through Stubber) and the cost table's price section."""
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+from aws_cdk import App, Environment, Stack
+from botocore import xform_name
+import botocore.session
+from botocore.stub import Stubber
+
+from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk.cost import cost_ceiling_table
+from sagemaker_llm_cdk.pricing import PriceList, on_demand_prices, price_lines, product_filters
+from support.aws_model import assert_valid_request
+
+
+def product(usd: str, unit: str = "Hrs") -> str:
+    return json.dumps({"product": {"attributes": {"instanceName": "ml.g6e.12xlarge"}},
+                       "terms": {"OnDemand": {"T": {"priceDimensions": {"D": {"unit": unit, "pricePerUnit": {"USD": usd}}}}}}})
+
+
+def stubbed_pricing(*pages: dict) -> tuple[PriceList, Stubber]:
+    client = botocore.session.get_session().create_client("pricing", region_name="us-east-1",
+                                                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    stubber = Stubber(client)
+    base = {"ServiceCode": "AmazonSageMaker", "Filters": product_filters("ml.g6e.12xlarge", "eu-west-1"),
+            "FormatVersion": "aws_v1", "MaxResults": 100}
+    for index, page in enumerate(pages):
+        params = {**base, **({"NextToken": f"t{index}"} if index else {})}
+        assert_valid_request("pricing", "GetProducts", params)
+        stubber.add_response(xform_name("GetProducts"), page, params)
+    stubber.activate()
+    regions_asked: list[str] = []
+
+    def client_for(region: str):
+        regions_asked.append(region)
+        return client
+
+    prices = PriceList(client_for=client_for)
+    prices.regions_asked = regions_asked  # type: ignore[attr-defined]
+    return prices, stubber
+
+
+def test_filters_name_the_hosting_product():
+    assert product_filters("ml.p5e.48xlarge", "us-east-1") == [
+        {"Type": "TERM_MATCH", "Field": "productFamily", "Value": "ML Instance"},
+        {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "us-east-1"},
+        {"Type": "TERM_MATCH", "Field": "instanceName", "Value": "ml.p5e.48xlarge"},
+        {"Type": "TERM_MATCH", "Field": "platoinstancetype", "Value": "Hosting"},
+    ]
+
+
+def test_only_hourly_positive_prices_count():
+    assert on_demand_prices([product("1.50"), product("0.0000000000"), product("3", unit="GB-Mo"), "not json"]) == [
+        (Decimal("1.50"), "USD")]
+
+
+def test_lookup_pages_and_takes_the_highest_price_once():
+    prices, stubber = stubbed_pricing({"PriceList": [product("10.4930000000")], "NextToken": "t1"},
+                                      {"PriceList": [product("11.00")]})
+    first = prices.hourly("ml.g6e.12xlarge", "eu-west-1")
+    assert first.amount == Decimal("11.00") and first.label() == "USD 11/h (Price List API, highest of several listed)"
+    assert first.times(720) == "USD 7,920.00"
+    assert prices.hourly("ml.g6e.12xlarge", "eu-west-1") is first  # cached: no second call
+    stubber.assert_no_pending_responses()
+    assert prices.regions_asked == ["us-east-1"]  # type: ignore[attr-defined]
+
+
+def test_no_listed_price_and_api_errors_are_not_looked_up():
+    prices, stubber = stubbed_pricing({"PriceList": []})
+    assert prices.hourly("ml.g6e.12xlarge", "eu-west-1").label() == (
+        "not looked up (no Hosting price listed for ml.g6e.12xlarge in eu-west-1)")
+    client = botocore.session.get_session().create_client("pricing", region_name="us-east-1",
+                                                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    failing = Stubber(client)
+    failing.add_client_error("get_products", service_error_code="AccessDeniedException", http_status_code=400)
+    failing.activate()
+    denied = PriceList(client_for=lambda region: client).hourly("ml.g6e.12xlarge", "eu-west-1")
+    assert denied.amount is None and denied.label() == "not looked up (GetProducts failed: AccessDeniedException)"
+
+
+def test_govcloud_is_not_looked_up_without_a_call():
+    def no_client(region: str):
+        raise AssertionError("no Price List call for GovCloud")
+
+    price = PriceList(client_for=no_client).hourly("ml.g6e.12xlarge", "us-gov-west-1")
+    assert price.label() == "not looked up (the Price List API does not serve partition aws-us-gov)"
+
+
+def test_price_lines_without_a_lookup():
+    assert price_lines([("ml.g6e.12xlarge", "us-east-1"), ("ml.g6e.12xlarge", "us-east-1"), ("ml.p5e.48xlarge", None)],
+                       None) == [
+        "ml.g6e.12xlarge in us-east-1: not looked up (run `make preflight` with credentials)",
+        "ml.p5e.48xlarge in any region: not looked up (the stack has no region)",
+    ]
+
+
+def _stack(env: Environment | None) -> App:
+    app = App()
+    stack = Stack(app, "Priced", env=env)
+    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
+    return app
+
+
+def test_cost_table_marks_prices_not_looked_up_at_synth():
+    table = cost_ceiling_table(_stack(None))
+    assert table.splitlines()[-2:] == ["On-demand prices (per instance-hour):",
+                                       "- ml.g6e.12xlarge in any region: not looked up (the stack has no region)"]
+
+
+def test_cost_table_uses_a_given_lookup_for_a_bound_region():
+    prices, stubber = stubbed_pricing({"PriceList": [product("10.493")]})
+    table = cost_ceiling_table(_stack(Environment(account="123456789012", region="eu-west-1")), prices=prices)
+    assert table.splitlines()[-1] == "- ml.g6e.12xlarge in eu-west-1: USD 10.493/h (Price List API)"
+    stubber.assert_no_pending_responses()
