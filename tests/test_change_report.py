@@ -118,9 +118,12 @@ def copies_changed(tmp: Path, base: Path) -> Report:
 
 
 def test_copy_count_change_is_an_update_in_place(copies_changed: Report) -> None:
-    (component,) = changes(copies_changed, "AWS::SageMaker::InferenceComponent")
-    assert component.kind == "modified" and not component.replacement
-    assert [(p.path, p.old, p.new) for p in component.properties] == [("RuntimeConfig.CopyCount", 1, 2)]
+    # Autoscaled: the copy range lives on the scalable target; the component carries no CopyCount,
+    # so the update does not reset the copies autoscaling runs.
+    assert not changes(copies_changed, "AWS::SageMaker::InferenceComponent")
+    (target,) = changes(copies_changed, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert target.kind == "modified" and not target.replacement
+    assert [(p.path, p.old, p.new) for p in target.properties] == [("MinCapacity", 1, 2)]
     assert not [c for c in copies_changed.changes if c.replacement]
     assert not copies_changed.headlines
     assert "update in place" in render_text(copies_changed)

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import pytest
-from aws_cdk import Stack
+from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 
 from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelComponent, ModelSpec
+from sagemaker_llm_cdk.validation import validated
 from support.stacks import MODEL_URI, endpoint_stack, new_stack, only
 
+BOUND = Environment(account="123456789012", region="us-east-1")
 AUTOSCALED = ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, accelerators=2, min_memory_mb=32768,
                        copies=CopyScaling(min_copies=0, max_copies=4, target_concurrent_requests_per_copy=6))
 
@@ -49,8 +51,35 @@ def test_inference_component_spec(autoscaled):
     assert spec["DataCacheConfig"] == {"EnableCaching": True}
     assert spec["StartupParameters"] == {"ModelDataDownloadTimeoutInSeconds": 3600,
                                          "ContainerStartupHealthCheckTimeoutInSeconds": 3600}
-    # An inference component cannot be created with 0 copies: start at 1, scaling takes it to 0.
-    assert component["RuntimeConfig"] == {"CopyCount": 1}
+    # Autoscaled: no CopyCount in the template, so an update of the component never resets the copies.
+    assert "RuntimeConfig" not in component
+
+
+@pytest.mark.parametrize("env", [None, BOUND])
+def test_update_keeps_autoscaled_copies_unless_pinned(env):
+    """CopyCount is write-only and applied on every update: only fixed counts (or a pin) carry one."""
+    for copies, expected in (
+        (CopyScaling(min_copies=1, max_copies=4), Match.absent()),
+        (CopyScaling(min_copies=0, max_copies=4), Match.absent()),
+        (CopyScaling(min_copies=2, max_copies=4, pin_copy_count=True), {"CopyCount": 2}),
+        (CopyScaling(min_copies=0, max_copies=4, pin_copy_count=True), {"CopyCount": 1}),
+        # Autoscaling turned off: the fixed count is applied by the next update, as the user asked.
+        (CopyScaling(min_copies=3, max_copies=3), {"CopyCount": 3}),
+    ):
+        stack = Stack(App(), "Copies", env=env)
+        LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge").add_model(
+            "m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, copies=copies))
+        template = Template.from_stack(stack)
+        template.has_resource_properties("AWS::SageMaker::InferenceComponent", {"RuntimeConfig": expected})
+        if copies.autoscaled:
+            template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget",
+                                             {"MinCapacity": copies.min_copies, "MaxCapacity": 4})
+
+
+def test_pin_copy_count_only_with_autoscaling():
+    with pytest.raises(ConfigurationError, match=r"copies.pin_copy_count: got True; allowed: only for autoscaled models"):
+        validated(ModelSpec, {"name": "m", "model_data_s3_uri": MODEL_URI,
+                              "copies": {"min_copies": 2, "max_copies": 2, "pin_copy_count": True}}, where="test")
 
 
 def test_caching_can_be_turned_off():

@@ -41,6 +41,12 @@ class ModelComponent(InferenceComponentConstruct):
     ``min_copies`` is 0, a step policy that brings a copy back on the first request that
     finds none (alarm on ``NoCapacityInvocationFailures``).
 
+    Copy count across updates: a fixed count (``min_copies == max_copies``) is written to
+    ``RuntimeConfig.CopyCount``. An autoscaled component's template carries no count, so a
+    CloudFormation update (new image, promoted draft head) leaves the copies autoscaling
+    runs untouched; the scalable target (registered right after the component) holds it
+    at ``min_copies`` or more. ``copies.pin_copy_count`` restores the old behaviour.
+
     The component's physical name is ``spec.name``: clients pass it as
     ``InferenceComponentName`` and adapters refer to it. Escape hatches: ``cfn_model``,
     ``cfn_inference_component``, ``scalable_target``.
@@ -132,9 +138,12 @@ class ModelComponent(InferenceComponentConstruct):
                     enable_caching=spec.cache_weights
                 ),
             ),
+            # Left out when autoscaling manages the count: see CopyScaling.template_copy_count.
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
-                copy_count=copies.initial
-            ),
+                copy_count=copies.template_copy_count
+            )
+            if copies.template_copy_count is not None
+            else None,
         )
         self.node.default_child = self.cfn_inference_component
         self.served_model_name: str = self.cfn_model.attr_model_name

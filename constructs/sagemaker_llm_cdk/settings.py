@@ -263,6 +263,11 @@ class CopyScaling(Settings):
         "Target tracking value for concurrent requests per copy. Default: 4."))] = 4.0
     scale_in_cooldown_seconds: Annotated[int, Field(ge=0, le=86400, description="Default: 300.")] = 300
     scale_out_cooldown_seconds: Annotated[int, Field(ge=0, le=86400, description="Default: 60.")] = 60
+    pin_copy_count: Annotated[bool, Field(description=(
+        "Autoscaled models only: also write RuntimeConfig.CopyCount (min_copies, at least 1) into the template. "
+        "CloudFormation then sets the copy count back to it on every update of the component (a new image, a "
+        "promoted draft head), whatever autoscaling had scaled to. Default: false: the template leaves the copy "
+        "count to autoscaling, which starts the component at min_copies."))] = False
 
     @property
     def initial(self) -> int:
@@ -273,11 +278,29 @@ class CopyScaling(Settings):
     def autoscaled(self) -> bool:
         return self.max_copies > self.min_copies or self.min_copies == 0
 
+    @property
+    def template_copy_count(self) -> int | None:
+        """``RuntimeConfig.CopyCount`` for the template, or None to leave ``RuntimeConfig`` out.
+
+        ``CopyCount`` is write-only in CloudFormation and its update handler calls
+        ``UpdateInferenceComponentRuntimeConfig``: a count in the template resets an autoscaled
+        component on every update (the ``DesiredCount`` problem of ECS services). So when
+        autoscaling manages the count, the template does not carry one (unless ``pin_copy_count``).
+        """
+        if self.autoscaled and not self.pin_copy_count:
+            return None
+        return self.initial
+
     def _rules(self) -> list[Problem]:
+        problems = []
         if self.min_copies > self.max_copies:
-            return [Problem("min_copies", self.min_copies, f"at most max_copies ({self.max_copies})",
-                            "lower min_copies or raise max_copies")]
-        return []
+            problems.append(Problem("min_copies", self.min_copies, f"at most max_copies ({self.max_copies})",
+                                    "lower min_copies or raise max_copies"))
+        if self.pin_copy_count and not self.autoscaled:
+            problems.append(Problem("pin_copy_count", True,
+                                    "only for autoscaled models (a fixed count is always in the template)",
+                                    "remove pin_copy_count"))
+        return problems
 
 
 class LoraSettings(Settings):
