@@ -253,3 +253,27 @@ def test_validated_specs_are_reused_and_unchecked_ones_are_checked():
     unchecked = ModelSpec.model_construct(name="bad_name", model_data_s3_uri=MODEL_URI)
     with pytest.raises(ConfigurationError, match=r"here:\n  - name: got 'bad_name'"):
         validated(ModelSpec, unchecked, where="here")
+
+
+@pytest.mark.parametrize("env", [None, BOUND])
+def test_role_writes_the_component_log_group_only_and_passes_cdk_nag(env):
+    """Inference-component containers log to /aws/sagemaker/InferenceComponents/<component>: that group, no other."""
+    from aws_cdk import Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App()
+    stack = Stack(app, "Logs", env=env)
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    component = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    assert component.log_group_name == "/aws/sagemaker/InferenceComponents/qwen3-8b"
+    template = Template.from_stack(stack)
+    statements = only(template, "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
+    writes = [s for s in statements if "logs:PutLogEvents" in s["Action"]]
+    groups = sorted(stack.resolve(r)["Fn::Join"][1][-1] if isinstance(stack.resolve(r), dict) else stack.resolve(r)
+                    for s in writes for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]))
+    tails = sorted(g.split(":log-group:")[-1] for g in groups)
+    assert tails == sorted([
+        f"/aws/sagemaker/Endpoints/{endpoint.physical_name}", f"/aws/sagemaker/Endpoints/{endpoint.physical_name}:log-stream:*",
+        "/aws/sagemaker/InferenceComponents/qwen3-8b", "/aws/sagemaker/InferenceComponents/qwen3-8b:log-stream:*"])
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises on any unacknowledged finding

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 import jsii
-from aws_cdk import Aws, Stack
+from aws_cdk import ArnFormat, Aws, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -85,6 +85,7 @@ class ModelComponent(InferenceComponentConstruct):
         image, repository_arn = container_image(spec.image)
         self.image_uri = image
         self._grant_model_access(spec, repository_arn, model_data_key)
+        self._grant_container_logs()
 
         uri = spec.model_data_s3_uri
         compressed = uri.endswith(".tar.gz")
@@ -245,6 +246,27 @@ class ModelComponent(InferenceComponentConstruct):
             self.scale_from_zero_alarm.add_alarm_action(_PolicyAction(step.attr_arn))
 
     # ------------------------------------------------------------------ grants
+    @property
+    def log_group_name(self) -> str:
+        """Where this component's containers log: ``/aws/sagemaker/InferenceComponents/<component name>``.
+
+        The endpoint's group (``/aws/sagemaker/Endpoints/<endpoint>``) keeps the instances' logs;
+        a container run by an inference component writes to a group named after the component.
+        """
+        return f"/aws/sagemaker/InferenceComponents/{self.component_name}"
+
+    def _grant_container_logs(self) -> None:
+        stack = Stack.of(self)
+        group = stack.format_arn(service="logs", resource="log-group", resource_name=self.log_group_name,
+                                 arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        self.endpoint.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                resources=[group, f"{group}:log-stream:*"],
+            )
+        )
+        acknowledgements.component_logs(self, f"{group}:log-stream:*")
+
     def _grant_model_access(self, spec: ModelSpec, repository_arn: str, key: kms.IKey | None) -> None:
         role = self.endpoint.role
         match = _S3_URI.match(spec.model_data_s3_uri)
