@@ -7,7 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 
-from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelComponent, ModelSpec
+from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelComponent, ModelSpec, Placement
 from sagemaker_llm_cdk.validation import validated
 from support.stacks import MODEL_URI, endpoint_stack, new_stack, only
 
@@ -277,3 +277,33 @@ def test_role_writes_the_component_log_group_only_and_passes_cdk_nag(env):
         "/aws/sagemaker/InferenceComponents/qwen3-8b", "/aws/sagemaker/InferenceComponents/qwen3-8b:log-stream:*"])
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises on any unacknowledged finding
+
+
+@pytest.mark.parametrize("env", [None, BOUND])
+def test_copies_are_spread_over_zones_by_default(env):
+    """Default placement keeps a model available when one zone fails: SPREAD, zones balanced."""
+    stack = Stack(App(), "Placement", env=env)
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint.add_model("a", ModelSpec(name="a", model_data_s3_uri=MODEL_URI))
+    endpoint.add_model("b", ModelSpec(name="b", model_data_s3_uri=MODEL_URI,
+                                      placement=Placement.binpack(max_zone_imbalance=3)))
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::SageMaker::InferenceComponent", {
+        "InferenceComponentName": "a",
+        "Specification": Match.object_like({"SchedulingConfig": {
+            "PlacementStrategy": "SPREAD",
+            "AvailabilityZoneBalance": {"EnforcementMode": "PERMISSIVE", "MaxImbalance": 1}}})})
+    template.has_resource_properties("AWS::SageMaker::InferenceComponent", {
+        "InferenceComponentName": "b",
+        "Specification": Match.object_like({"SchedulingConfig": {
+            "PlacementStrategy": "BINPACK",
+            "AvailabilityZoneBalance": {"EnforcementMode": "PERMISSIVE", "MaxImbalance": 3}}})})
+
+
+def test_placement_rules():
+    with pytest.raises(ConfigurationError) as info:
+        validated(ModelSpec, {"name": "m", "model_data_s3_uri": MODEL_URI,
+                              "placement": {"strategy": "RANDOM", "max_zone_imbalance": 101}}, where="test")
+    message = str(info.value)
+    assert "placement.strategy: got 'RANDOM'; allowed: " in message and "SPREAD" in message
+    assert "placement.max_zone_imbalance: got 101" in message

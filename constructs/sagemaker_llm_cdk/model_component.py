@@ -138,6 +138,7 @@ class ModelComponent(InferenceComponentConstruct):
                 data_cache_config=sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty(
                     enable_caching=spec.cache_weights
                 ),
+                scheduling_config=scheduling_config(spec),
             ),
             # Left out when autoscaling manages the count: see CopyScaling.template_copy_count.
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
@@ -315,6 +316,17 @@ class ModelComponent(InferenceComponentConstruct):
     def metric_gpu_memory_utilization(self, *, statistic: str = "Average", **kwargs: Any) -> cloudwatch.Metric:
         return self.metric("GPUMemoryUtilizationNormalized", namespace="/aws/sagemaker/InferenceComponents",
                            statistic=statistic, **kwargs)
+
+
+def scheduling_config(spec: ModelSpec) -> sagemaker.CfnInferenceComponent.InferenceComponentSchedulingConfigProperty:
+    """``SchedulingConfig`` of a model's component: placement strategy and Availability Zone balance."""
+    placement = spec.placement
+    return sagemaker.CfnInferenceComponent.InferenceComponentSchedulingConfigProperty(
+        placement_strategy=placement.strategy,
+        availability_zone_balance=sagemaker.CfnInferenceComponent.InferenceComponentAvailabilityZoneBalanceProperty(
+            enforcement_mode="PERMISSIVE", max_imbalance=placement.max_zone_imbalance,
+        ),
+    )
 
 
 def container_image(image: str) -> tuple[str, str]:

@@ -303,6 +303,32 @@ class CopyScaling(Settings):
         return problems
 
 
+class Placement(Settings):
+    """Where SageMaker places a model's copies as they are added and removed (``SchedulingConfig``).
+
+    Default: ``SPREAD`` over instances, balanced across Availability Zones (``PERMISSIVE``, at
+    most one copy of difference), so losing one zone leaves copies running in the others.
+    CloudFormation requires the zone balance whenever a placement is given, so it is always set.
+    """
+
+    strategy: Annotated[Literal["SPREAD", "BINPACK"], Field(description=(
+        "SPREAD (copies spread over instances: one instance or zone lost takes the fewest copies) or BINPACK "
+        "(copies packed onto few instances: frees whole instances to scale in, at the cost of resilience). "
+        "Within each zone when zones are balanced. Default: SPREAD."))] = "SPREAD"
+    max_zone_imbalance: Annotated[int, Field(ge=0, le=100, description=(
+        "Most copies by which any two Availability Zones may differ (AvailabilityZoneBalance.MaxImbalance, 0-100); "
+        "applies when the endpoint has instances in two or more zones. The balance is PERMISSIVE, the one mode "
+        "SageMaker offers: copies are still placed when capacity cannot be balanced. Default: 1."))] = 1
+
+    @classmethod
+    def spread(cls, *, max_zone_imbalance: int = 1) -> "Placement":
+        return cls(strategy="SPREAD", max_zone_imbalance=max_zone_imbalance)
+
+    @classmethod
+    def binpack(cls, *, max_zone_imbalance: int = 1) -> "Placement":
+        return cls(strategy="BINPACK", max_zone_imbalance=max_zone_imbalance)
+
+
 class LoraSettings(Settings):
     """Serve many LoRA adapters on one base model, loaded on demand.
 
@@ -450,6 +476,9 @@ class ModelSpec(Settings):
     min_memory_mb: Annotated[int, Field(ge=128, le=4_000_000, description="Host memory per copy, MB. Default: 1024.")] = 1024
     cpu_cores: Annotated[float | None, Field(gt=0, le=1024, description="CPU cores per copy. Default: not reserved.")] = None
     copies: Annotated[CopyScaling, Field(description="Copy count and autoscaling. Default: one copy.")] = CopyScaling()
+    placement: Annotated[Placement, Field(description=(
+        "How copies are placed over instances and Availability Zones. Default: SPREAD, zones balanced "
+        "(at most one copy apart)."))] = Placement()
     cache_weights: Annotated[bool, Field(description=(
         "Cache model weights and the container image on the instances' NVMe disks so scale-out is fast. "
         "Default: true."))] = True
