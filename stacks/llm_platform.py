@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, Stack, Tags
+from aws_cdk import CfnOutput, Duration, Fn, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -69,13 +69,15 @@ class LlmPlatformStack(Stack):
     def _endpoint(self, spec: EndpointSpec) -> LlmEndpoint:
         vpc_kwargs: dict[str, Any] = {}
         if spec.vpc is not None:
-            vpc = ec2.Vpc.from_vpc_attributes(
-                self, f"{spec.name}Vpc", vpc_id=spec.vpc.vpc_id, availability_zones=[self.region]
-            )
+            # Only the VPC id matters: the subnets and security groups are given by id (no lookup).
+            zones = spec.vpc.subnet_availability_zones
+            vpc = ec2.Vpc.from_vpc_attributes(self, f"{spec.name}Vpc", vpc_id=spec.vpc.vpc_id,
+                                              availability_zones=sorted(set(zones)) if zones else Fn.get_azs())
             vpc_kwargs = {
                 "vpc": vpc,
                 "vpc_subnets": ec2.SubnetSelection(
-                    subnets=[ec2.Subnet.from_subnet_id(self, f"{spec.name}Subnet{i}", s)
+                    subnets=[ec2.Subnet.from_subnet_attributes(self, f"{spec.name}Subnet{i}", subnet_id=s,
+                                                               availability_zone=zones[i] if zones else None)
                              for i, s in enumerate(spec.vpc.subnet_ids)]
                 ),
                 "security_groups": [ec2.SecurityGroup.from_security_group_id(self, f"{spec.name}Sg{i}", g)

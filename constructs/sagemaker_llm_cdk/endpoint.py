@@ -198,11 +198,10 @@ class LlmEndpoint(EndpointReference):
                 ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=True,
                                   description=f"SageMaker endpoint {self.node.path}")
             ])
-            subnets = vpc.select_subnets(**_subnet_kwargs(vpc_subnets))
-            self.subnet_ids = subnets.subnet_ids
+            self.subnet_ids = _subnet_ids(vpc, vpc_subnets)
             vpc_config = sagemaker.CfnEndpointConfig.VpcConfigProperty(
                 security_group_ids=[g.security_group_id for g in self.security_groups],
-                subnets=subnets.subnet_ids,
+                subnets=self.subnet_ids,
             )
             self._grant_vpc_access()
         else:
@@ -409,6 +408,18 @@ class LlmEndpoint(EndpointReference):
                 ],
             )
         )
+
+
+def _subnet_ids(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> list[str]:
+    """Subnet ids of ``selection`` in ``vpc``.
+
+    Subnets given one by one are read by id only: ``select_subnets`` returns a struct whose
+    ``availability_zones`` jsii reads eagerly, which fails for subnets imported by id without
+    their zone (``Subnet.from_subnet_id``), as a config's ``subnet_ids`` are.
+    """
+    if selection is not None and selection.subnets:
+        return [subnet.subnet_id for subnet in selection.subnets]
+    return list(vpc.select_subnets(**_subnet_kwargs(selection)).subnet_ids)
 
 
 def _subnet_kwargs(selection: ec2.SubnetSelection | None) -> dict[str, Any]:

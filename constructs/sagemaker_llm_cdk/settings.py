@@ -541,11 +541,27 @@ class VpcPlacement(Settings):
     """Run the endpoint's instances in your VPC, by subnet and security group ids."""
 
     vpc_id: Annotated[str, Field(pattern=r"^vpc-[0-9a-f]{8,17}$", description="The VPC's id, e.g. vpc-0abc12345def67890.")]
-    subnet_ids: Annotated[tuple[str, ...], Field(min_length=1, max_length=16)]
-    security_group_ids: Annotated[tuple[str, ...], Field(min_length=1, max_length=5)]
+    subnet_ids: Annotated[tuple[str, ...], Field(min_length=1, max_length=16, description=(
+        "Subnets the instances run in, e.g. subnet-0abc12345def67890. Give subnets in two or more zones so "
+        "copies can be balanced across them."))]
+    subnet_availability_zones: Annotated[tuple[str, ...] | None, Field(max_length=16, description=(
+        "The zone of each subnet, in the order of subnet_ids (e.g. us-east-1a). Default: not given; nothing in "
+        "the stack needs it."))] = None
+    security_group_ids: Annotated[tuple[str, ...], Field(min_length=1, max_length=5, description=(
+        "Security groups of the instances' network interfaces, e.g. sg-0abc12345def67890."))]
 
     def _rules(self) -> list[Problem]:
         problems = []
+        zones = self.subnet_availability_zones
+        if zones is not None:
+            if len(zones) != len(self.subnet_ids):
+                problems.append(Problem("subnet_availability_zones", list(zones),
+                                        f"one zone per subnet ({len(self.subnet_ids)}, in the order of subnet_ids)",
+                                        "list the zone of each subnet, or leave subnet_availability_zones out"))
+            for i, zone in enumerate(zones):
+                if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d[a-z]", zone):
+                    problems.append(Problem(f"subnet_availability_zones[{i}]", zone,
+                                            "an Availability Zone name like us-east-1a", "copy it from the VPC console"))
         for i, subnet in enumerate(self.subnet_ids):
             if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", subnet):
                 problems.append(Problem(f"subnet_ids[{i}]", subnet, "a subnet id like subnet-0abc12345def67890",
