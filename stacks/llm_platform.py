@@ -108,6 +108,8 @@ class LlmPlatformStack(Stack):
                 self._front_door(spec.name, endpoint, component)
             if model.eagle is not None:
                 self._eagle(spec.name, endpoint, component)
+            CfnOutput(self, f"{spec.name}{_id(model.name)}ComponentName", value=component.component_name,
+                      description=f"InferenceComponentName of model {model.name} (pass it to InvokeEndpoint)")
         CfnOutput(self, f"{spec.name}EndpointName", value=endpoint.endpoint_name,
                   description=f"SageMaker endpoint of {spec.name}")
         return endpoint
@@ -115,7 +117,7 @@ class LlmPlatformStack(Stack):
     def _eagle(self, endpoint_id: str, endpoint: LlmEndpoint, component: ModelComponent) -> EagleOptimization:
         """The EAGLE loop of ``component``: dataset, optimization job, record, promotion on the next deploy."""
         assert self.promotions is not None
-        model_id = f"{endpoint_id}{_id(component.component_name)}"
+        model_id = f"{endpoint_id}{_id(component.spec.name)}"  # construct ids from the config name: stable
         head = PromotionParameter(self.promotions, f"{model_id}DraftHead", model_name=component.component_name)
         eagle = EagleOptimization(
             self, f"{model_id}Eagle", component=component, settings=component.spec.eagle,
@@ -140,15 +142,15 @@ class LlmPlatformStack(Stack):
         """Session-aware routing for multi-turn chat on ``component`` and its adapters."""
         front_door = SessionFrontDoor(
             self,
-            f"{endpoint_id}{_id(component.component_name)}FrontDoor",
+            f"{endpoint_id}{_id(component.spec.name)}FrontDoor",
             endpoint=endpoint,
             default_component=component,
             components=[a for a in adapters_of(endpoint) if a.base is component],
         )
-        CfnOutput(self, f"{endpoint_id}{_id(component.component_name)}FrontDoorUrl", value=front_door.url,
+        CfnOutput(self, f"{endpoint_id}{_id(component.spec.name)}FrontDoorUrl", value=front_door.url,
                   description=f"Session-aware front door of {component.component_name} (IAM auth, SigV4 service 'lambda')")
         self.monitoring.monitor_front_door(
-            front_door.function, f"{component.component_name}-sessions", endpoint=endpoint,
+            front_door.function, f"{component.spec.name}-sessions", endpoint=endpoint,
             extra_error_metrics=[front_door.metric_server_errors(period=Duration.minutes(5))],
         )
         return front_door

@@ -1,6 +1,8 @@
 """ModelComponent: SageMaker model, inference component, NVMe caching, copy autoscaling, grants, metrics."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
@@ -42,7 +44,7 @@ def test_compressed_weights():
 def test_inference_component_spec(autoscaled):
     _, _, template = autoscaled
     component = only(template, "AWS::SageMaker::InferenceComponent")["Properties"]
-    assert component["InferenceComponentName"] == "qwen3-8b"
+    assert component["InferenceComponentName"] == "Test-qwen3-8b"  # <stack name>-<name>
     assert component["VariantName"] == "AllTraffic"
     assert component["EndpointName"]["Fn::GetAtt"][1] == "EndpointName"
     spec = component["Specification"]
@@ -92,7 +94,7 @@ def test_copy_autoscaling_target_and_tracking(autoscaled):
     _, _, template = autoscaled
     target = only(template, "AWS::ApplicationAutoScaling::ScalableTarget")
     assert target["Properties"] == {
-        "ServiceNamespace": "sagemaker", "ResourceId": "inference-component/qwen3-8b",
+        "ServiceNamespace": "sagemaker", "ResourceId": "inference-component/Test-qwen3-8b",
         "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount", "MinCapacity": 0, "MaxCapacity": 4}
     assert len(target["DependsOn"]) == 1
     template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy", {
@@ -116,7 +118,7 @@ def test_scale_from_zero_step_policy_fired_by_alarm(autoscaled):
     alarm = only(template, "AWS::CloudWatch::Alarm")["Properties"]
     assert alarm["MetricName"] == "NoCapacityInvocationFailures"
     assert alarm["Namespace"] == "AWS/SageMaker"
-    assert alarm["Dimensions"] == [{"Name": "InferenceComponentName", "Value": "qwen3-8b"}]
+    assert alarm["Dimensions"] == [{"Name": "InferenceComponentName", "Value": "Test-qwen3-8b"}]
     assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["AlarmActions"] == [{"Fn::GetAtt": [step_id, "Arn"]}]
 
@@ -203,7 +205,7 @@ def test_component_metrics(autoscaled, method, namespace, name):
     stack, component, _ = autoscaled
     metric = getattr(component, method)()
     assert (metric.namespace, metric.metric_name) == (namespace, name)
-    assert stack.resolve(metric.dimensions) == {"InferenceComponentName": "qwen3-8b"}
+    assert stack.resolve(metric.dimensions) == {"InferenceComponentName": "Test-qwen3-8b"}
 
 
 # ------------------------------------------------------------------ validation
@@ -265,7 +267,7 @@ def test_role_writes_the_component_log_group_only_and_passes_cdk_nag(env):
     stack = Stack(app, "Logs", env=env)
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     component = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
-    assert component.log_group_name == "/aws/sagemaker/InferenceComponents/qwen3-8b"
+    assert component.log_group_name == "/aws/sagemaker/InferenceComponents/Logs-qwen3-8b"
     template = Template.from_stack(stack)
     statements = only(template, "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
     writes = [s for s in statements if "logs:PutLogEvents" in s["Action"]]
@@ -274,7 +276,7 @@ def test_role_writes_the_component_log_group_only_and_passes_cdk_nag(env):
     tails = sorted(g.split(":log-group:")[-1] for g in groups)
     assert tails == sorted([
         f"/aws/sagemaker/Endpoints/{endpoint.physical_name}", f"/aws/sagemaker/Endpoints/{endpoint.physical_name}:log-stream:*",
-        "/aws/sagemaker/InferenceComponents/qwen3-8b", "/aws/sagemaker/InferenceComponents/qwen3-8b:log-stream:*"])
+        "/aws/sagemaker/InferenceComponents/Logs-qwen3-8b", "/aws/sagemaker/InferenceComponents/Logs-qwen3-8b:log-stream:*"])
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises on any unacknowledged finding
 
@@ -289,12 +291,12 @@ def test_copies_are_spread_over_zones_by_default(env):
                                       placement=Placement.binpack(max_zone_imbalance=3)))
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::SageMaker::InferenceComponent", {
-        "InferenceComponentName": "a",
+        "InferenceComponentName": "Placement-a",
         "Specification": Match.object_like({"SchedulingConfig": {
             "PlacementStrategy": "SPREAD",
             "AvailabilityZoneBalance": {"EnforcementMode": "PERMISSIVE", "MaxImbalance": 1}}})})
     template.has_resource_properties("AWS::SageMaker::InferenceComponent", {
-        "InferenceComponentName": "b",
+        "InferenceComponentName": "Placement-b",
         "Specification": Match.object_like({"SchedulingConfig": {
             "PlacementStrategy": "BINPACK",
             "AvailabilityZoneBalance": {"EnforcementMode": "PERMISSIVE", "MaxImbalance": 3}}})})
@@ -307,3 +309,55 @@ def test_placement_rules():
     message = str(info.value)
     assert "placement.strategy: got 'RANDOM'; allowed: " in message and "SPREAD" in message
     assert "placement.max_zone_imbalance: got 101" in message
+
+
+# ------------------------------------------------------------------- names
+@pytest.mark.parametrize("env", [None, BOUND])
+def test_two_stacks_of_one_config_never_share_a_component_name(env):
+    """Names come from the stack: dev and prod of one config in one account and region do not collide."""
+    names = []
+    for stack_name in ("LlmDev", "LlmProd"):
+        stack = Stack(App(), stack_name, env=env)
+        endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+        model = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI,
+                                                 copies=CopyScaling(min_copies=0, max_copies=2)))
+        template = Template.from_stack(stack)
+        template.has_resource_properties("AWS::SageMaker::InferenceComponent",
+                                         {"InferenceComponentName": f"{stack_name}-qwen3-8b"})
+        template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget",
+                                         {"ResourceId": f"inference-component/{stack_name}-qwen3-8b"})
+        template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy",
+                                         {"PolicyName": f"{stack_name}-qwen3-8b-concurrency"})
+        names.append(model.component_name)
+    assert names == ["LlmDev-qwen3-8b", "LlmProd-qwen3-8b"]
+
+
+def test_physical_name_pins_the_exact_name():
+    stack, endpoint = endpoint_stack(models=[ModelSpec(name="qwen3-8b", physical_name="chat-qwen", model_data_s3_uri=MODEL_URI)])
+    assert endpoint.models[0].component_name == "chat-qwen"
+    Template.from_stack(stack).has_resource_properties("AWS::SageMaker::InferenceComponent",
+                                                       {"InferenceComponentName": "chat-qwen"})
+
+
+def test_long_names_are_cut_to_63_with_a_stable_hash():
+    from sagemaker_llm_cdk.naming import prefixed_name
+
+    name = prefixed_name("A" * 40 + "-stack", "model-" + "x" * 40)
+    assert len(name) == 63 and re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*", name)
+    assert name == prefixed_name("A" * 40 + "-stack", "model-" + "x" * 40)  # deterministic
+    assert name != prefixed_name("A" * 40 + "-stack", "model-" + "x" * 39 + "y")
+    stack = Stack(App(), "S" * 60)
+    model = LlmEndpoint(stack, "E", instance_type="ml.g6e.12xlarge").add_model(
+        "m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    assert len(model.component_name) == 63 and model.component_name.startswith("S" * 50)
+
+
+def test_physical_name_rule():
+    with pytest.raises(ConfigurationError, match=r"physical_name: got 'chat_qwen'; allowed: 1-63 characters"):
+        validated(ModelSpec, {"name": "m", "physical_name": "chat_qwen", "model_data_s3_uri": MODEL_URI}, where="t")
+
+
+def test_pinned_name_taken_by_another_model_is_refused():
+    with pytest.raises(ConfigurationError, match=r"physical_name: got 'Test-a'; allowed: a name no other model"):
+        endpoint_stack(models=[ModelSpec(name="a", model_data_s3_uri=MODEL_URI),
+                               ModelSpec(name="b", physical_name="Test-a", model_data_s3_uri=MODEL_URI)])

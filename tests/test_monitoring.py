@@ -28,7 +28,7 @@ def llm_stack(*, endpoint_name: str | None = None, copies: CopyScaling | None = 
     """A stack with one LlmEndpoint (ml.g6e.12xlarge) hosting one model."""
     stack = Stack(app or App(), "Test")
     endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge", endpoint_name=endpoint_name)
-    endpoint.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri="s3://my-bucket/model/",
+    endpoint.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri="s3://my-bucket/model/",
                                          copies=copies or CopyScaling(min_copies=0, max_copies=2)))
     return stack, endpoint
 
@@ -532,7 +532,7 @@ def test_model_added_after_monitor_endpoint_fails_the_synth():
     monitoring = LlmMonitoring(stack, "Monitoring")
     monitoring.monitor_endpoint(endpoint)
     endpoint.add_model("Late", ModelSpec(name="late-model", model_data_s3_uri="s3://my-bucket/late/"))
-    with pytest.raises(Exception, match=r"models \['late-model'\] were added to Test/Chat after monitor_endpoint"):
+    with pytest.raises(Exception, match=r"models \['Test-late-model'\] were added to Test/Chat after monitor_endpoint"):
         Template.from_stack(stack)
 
 

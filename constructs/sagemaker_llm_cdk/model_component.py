@@ -12,7 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from . import acknowledgements
+from . import acknowledgements, naming
 from .component_base import InferenceComponentConstruct
 from .endpoint import _depend_on_policy
 from .errors import ConfigurationError, Problem
@@ -47,7 +47,9 @@ class ModelComponent(InferenceComponentConstruct):
     runs untouched; the scalable target (registered right after the component) holds it
     at ``min_copies`` or more. ``copies.pin_copy_count`` restores the old behaviour.
 
-    The component's physical name is ``spec.name``: clients pass it as
+    The component's physical name (``component_name``) is ``<stack name>-<spec.name>``, cut
+    to 63 characters with a hash when longer, so two stacks of one config in one account and
+    region never collide; ``spec.physical_name`` pins an exact name instead. Clients pass it as
     ``InferenceComponentName`` and adapters refer to it. Escape hatches: ``cfn_model``,
     ``cfn_inference_component``, ``scalable_target``.
     """
@@ -72,12 +74,13 @@ class ModelComponent(InferenceComponentConstruct):
         """
         super().__init__(scope, id)
         spec = validated(ModelSpec, spec, where=self.node.path)
-        problems = _fit_problems(spec, endpoint)
+        self.component_name = naming.component_name(endpoint, spec.name, spec.physical_name)
+        """The inference component's physical name: ``spec.physical_name``, else ``<stack name>-<spec.name>``."""
+        problems = _fit_problems(spec, self.component_name, endpoint)
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
         self.spec = spec
         self.endpoint = endpoint
-        self.component_name = spec.name
         stack = Stack.of(self)
 
         environment = {**self.default_environment(spec), **spec.environment, **(extra_environment or {})}
@@ -122,7 +125,7 @@ class ModelComponent(InferenceComponentConstruct):
             self,
             "Resource",
             endpoint_name=endpoint.endpoint_name,
-            inference_component_name=spec.name,
+            inference_component_name=self.component_name,
             variant_name=endpoint.variant_name,
             specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
                 model_name=self.cfn_model.attr_model_name,
@@ -342,14 +345,16 @@ def container_image(image: str) -> tuple[str, str]:
     return image, arn
 
 
-def _fit_problems(spec: ModelSpec, endpoint: "LlmEndpoint") -> list[Problem]:
-    from .lora_adapter import adapter_names
+def _fit_problems(spec: ModelSpec, physical: str, endpoint: "LlmEndpoint") -> list[Problem]:
+    from .lora_adapter import name_taken_problem
 
     problems = []
-    taken = {m.component_name for m in endpoint.models} | adapter_names(endpoint)
-    if spec.name in taken:
-        problems.append(Problem("name", spec.name, "a name no other model or adapter on this endpoint uses",
-                                "give this model another name"))
+    field = "physical_name" if spec.physical_name is not None else "name"
+    for name in dict.fromkeys((spec.name, physical)):
+        if name_taken_problem(field, name, endpoint) is not None:
+            problems.append(Problem(field, name, "a name no other model or adapter on this endpoint uses",
+                                    "give this model another name"))
+            break
     gpus = accelerators_of(endpoint.instance_type)
     if gpus is not None and spec.accelerators > gpus:
         problems.append(Problem("accelerators", spec.accelerators,

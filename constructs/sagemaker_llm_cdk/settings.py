@@ -355,8 +355,12 @@ class AdapterSpec(Settings):
     """A LoRA adapter served on a base model as its own inference component."""
 
     name: Annotated[str, field_rule(lambda v: name_problem("", v)), Field(description=(
-        "The adapter's inference component name (clients pass it as InferenceComponentName): 1-63 letters, "
-        "digits and hyphens."))]
+        "The adapter's name: its inference component is named <stack name>-<name> (clients pass that as "
+        "InferenceComponentName; the stack prints it), unless physical_name pins it. 1-63 letters, digits and "
+        "hyphens."))]
+    physical_name: Annotated[str | None, field_rule(lambda v: name_problem("", v)), Field(description=(
+        "The adapter's exact inference component name, not prefixed: it must be unique in the account and "
+        "region, so two stacks of one config collide. Default: <stack name>-<name>."))] = None
     artifact_s3_uri: Annotated[str, field_rule(lambda v: s3_uri_problem("", v, want="tar.gz")), Field(description="s3://bucket/adapter.tar.gz with the adapter files at the archive root.")]
 
     def _rules(self) -> list[Problem]:
@@ -462,8 +466,13 @@ class ModelSpec(Settings):
     """
 
     name: Annotated[str, field_rule(lambda v: name_problem("", v)), Field(description=(
-        "The inference component's name, as clients pass it in InferenceComponentName: 1-63 letters, digits "
-        "and hyphens, unique in the account and region."))]
+        "The model's name: 1-63 letters, digits and hyphens. Its inference component is named "
+        "<stack name>-<name> (cut to 63 characters with a hash when longer), so two stacks of one config in one "
+        "account and region do not collide; clients pass that as InferenceComponentName (the stack prints it)."))]
+    physical_name: Annotated[str | None, field_rule(lambda v: name_problem("", v)), Field(description=(
+        "The exact inference component name, not prefixed. It must be unique in the account and region: two "
+        "stacks of one config with a pinned name collide. Changing it (or the stack name) renames the component, "
+        "which the change report flags. Default: <stack name>-<name>."))] = None
     model_data_s3_uri: Annotated[str, field_rule(lambda v: s3_uri_problem("", v, want="prefix")), Field(description=(
         "Where the weights are: s3://bucket/prefix/ (uncompressed) or s3://bucket/model.tar.gz."))]
     image: Annotated[str, field_rule(_image_problem), Field(description=(
