@@ -95,6 +95,7 @@ class LlmPlatformStack(Stack):
             instance_provision_timeout_seconds=spec.instance_provision_timeout_seconds,
             endpoint_name=spec.endpoint_name,
             capacity_plan=self.capacity_plans[spec.capacity_plan] if spec.capacity_plan else None,
+            instance_pools=spec.instance_pools,
             **vpc_kwargs,
         )
         for index, model in enumerate(spec.models):

@@ -108,6 +108,10 @@ class AppConfig(Settings):
                                         f"a plan no other endpoint uses (endpoints[{bound[endpoint.capacity_plan]}] "
                                         "runs on it)", "declare a separate plan for each endpoint"))
             bound.setdefault(endpoint.capacity_plan, e_index)
+            if endpoint.instance_pools:
+                from .endpoint import pools_with_plan_problem
+
+                problems.append(pools_with_plan_problem(f"{path}.capacity_plan"))
             plan = self.capacity_plans[plans[endpoint.capacity_plan]]
             problems.extend(p.under(path) for p in spec_binding_problems(plan, endpoint))
         return problems

@@ -121,28 +121,39 @@ class ModelComponent(InferenceComponentConstruct):
             apply_lora_settings(self)
 
         copies = spec.copies
+        ic = sagemaker.CfnInferenceComponent
+        startup = ic.InferenceComponentStartupParametersProperty(
+            model_data_download_timeout_in_seconds=spec.model_data_download_timeout_seconds,
+            container_startup_health_check_timeout_in_seconds=spec.container_startup_timeout_seconds,
+        )
+        cache = ic.InferenceComponentDataCacheConfigProperty(enable_caching=spec.cache_weights)
+        pools = endpoint.options.instance_pools
         self.cfn_inference_component = sagemaker.CfnInferenceComponent(
             self,
             "Resource",
             endpoint_name=endpoint.endpoint_name,
             inference_component_name=self.component_name,
             variant_name=endpoint.variant_name,
-            specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+            # One instance type: the singular Specification. Instance pools: one Specifications
+            # entry per pool type, each with the model's requirements on that type.
+            specification=ic.InferenceComponentSpecificationProperty(
                 model_name=self.cfn_model.attr_model_name,
-                compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
-                    number_of_accelerator_devices_required=spec.accelerators,
-                    min_memory_required_in_mb=spec.min_memory_mb,
-                    number_of_cpu_cores_required=spec.cpu_cores,
-                ),
-                startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
-                    model_data_download_timeout_in_seconds=spec.model_data_download_timeout_seconds,
-                    container_startup_health_check_timeout_in_seconds=spec.container_startup_timeout_seconds,
-                ),
-                data_cache_config=sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty(
-                    enable_caching=spec.cache_weights
-                ),
+                compute_resource_requirements=compute_requirements(spec, endpoint.instance_type),
+                startup_parameters=startup,
+                data_cache_config=cache,
                 scheduling_config=scheduling_config(spec),
-            ),
+            ) if not pools else None,
+            specifications=[
+                ic.InferenceComponentSpecificationForInstanceTypeProperty(
+                    instance_type=instance_type,
+                    model_name=self.cfn_model.attr_model_name,
+                    compute_resource_requirements=compute_requirements(spec, instance_type),
+                    startup_parameters=startup,
+                    data_cache_config=cache,
+                    scheduling_config=scheduling_config(spec),
+                )
+                for instance_type in endpoint.options.instance_types
+            ] if pools else None,
             # Left out when autoscaling manages the count: see CopyScaling.template_copy_count.
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
                 copy_count=copies.template_copy_count
@@ -321,6 +332,26 @@ class ModelComponent(InferenceComponentConstruct):
                            statistic=statistic, **kwargs)
 
 
+def requirements_on(spec: ModelSpec, instance_type: str) -> tuple[int, int, float | None]:
+    """(accelerators, min memory MB, CPU cores) one copy of ``spec`` needs on ``instance_type``."""
+    override = next((r for r in spec.instance_requirements if r.instance_type == instance_type), None)
+    if override is None:
+        return spec.accelerators, spec.min_memory_mb, spec.cpu_cores
+    return (override.accelerators or spec.accelerators, override.min_memory_mb or spec.min_memory_mb,
+            override.cpu_cores if override.cpu_cores is not None else spec.cpu_cores)
+
+
+def compute_requirements(
+    spec: ModelSpec, instance_type: str
+) -> sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty:
+    accelerators, memory, cpus = requirements_on(spec, instance_type)
+    return sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
+        number_of_accelerator_devices_required=accelerators,
+        min_memory_required_in_mb=memory,
+        number_of_cpu_cores_required=cpus,
+    )
+
+
 def scheduling_config(spec: ModelSpec) -> sagemaker.CfnInferenceComponent.InferenceComponentSchedulingConfigProperty:
     """``SchedulingConfig`` of a model's component: placement strategy and Availability Zone balance."""
     placement = spec.placement
@@ -355,11 +386,35 @@ def _fit_problems(spec: ModelSpec, physical: str, endpoint: "LlmEndpoint") -> li
             problems.append(Problem(field, name, "a name no other model or adapter on this endpoint uses",
                                     "give this model another name"))
             break
-    gpus = accelerators_of(endpoint.instance_type)
-    if gpus is not None and spec.accelerators > gpus:
-        problems.append(Problem("accelerators", spec.accelerators,
-                                f"at most {gpus}, the accelerators of one {endpoint.instance_type}",
-                                "lower accelerators or use a larger instance type"))
+    options = endpoint.options
+    pool_types = set(options.instance_types) if options.instance_pools else set()
+    for index, requirement in enumerate(spec.instance_requirements):
+        if requirement.instance_type not in pool_types:
+            problems.append(Problem(f"instance_requirements[{index}].instance_type", requirement.instance_type,
+                                    "one of the endpoint's instance_pools types: " + (", ".join(sorted(pool_types))
+                                                                                      or "the endpoint has no pools"),
+                                    "list a pool type, or remove the entry"))
+    if options.instance_pools and spec.eagle is not None:
+        problems.append(Problem("eagle", "set", "no EAGLE on an endpoint with instance_pools: the promoted head is "
+                                "served by swapping Specification.ModelName, which a per-instance-type specification "
+                                "list does not have; nor is it documented which pool type the optimization job should "
+                                "benchmark", "remove eagle, or serve this model on an endpoint with one instance type"))
+    for instance_type in options.instance_types:
+        accelerators, memory, _ = requirements_on(spec, instance_type)
+        field = "accelerators" if not options.instance_pools else f"accelerators (on pool type {instance_type})"
+        gpus = accelerators_of(instance_type)
+        if gpus is not None and accelerators > gpus:
+            problems.append(Problem(field, accelerators,
+                                    f"at most {gpus}, the accelerators of one {instance_type}",
+                                    "lower accelerators or use a larger instance type"
+                                    + (" (instance_requirements sets them per type)" if options.instance_pools else "")))
+        memory_mb = memory_mb_of(instance_type)
+        if memory_mb is not None and memory > memory_mb:
+            problems.append(Problem("min_memory_mb" if not options.instance_pools
+                                    else f"min_memory_mb (on pool type {instance_type})", memory,
+                                    f"at most {memory_mb}, the memory of one {instance_type} in MB",
+                                    "lower min_memory_mb or use a larger instance type"
+                                    + (" (instance_requirements sets it per type)" if options.instance_pools else "")))
     return problems
 
 
@@ -373,6 +428,25 @@ _ACCELERATORS = {
     "ml.g6e.xlarge": 1, "ml.g6e.2xlarge": 1, "ml.g6e.4xlarge": 1, "ml.g6e.8xlarge": 1, "ml.g6e.16xlarge": 1,
     "ml.g6e.12xlarge": 4, "ml.g6e.24xlarge": 4, "ml.g6e.48xlarge": 8,
 }
+
+
+_MEMORY_GIB = {
+    "ml.p4d.24xlarge": 1152, "ml.p4de.24xlarge": 1152, "ml.p5.48xlarge": 2048, "ml.p5e.48xlarge": 2048,
+    "ml.p5en.48xlarge": 2048, "ml.p5.4xlarge": 256, "ml.p6-b200.48xlarge": 2048,
+    "ml.g5.xlarge": 16, "ml.g5.2xlarge": 32, "ml.g5.4xlarge": 64, "ml.g5.8xlarge": 128, "ml.g5.16xlarge": 256,
+    "ml.g5.12xlarge": 192, "ml.g5.24xlarge": 384, "ml.g5.48xlarge": 768,
+    "ml.g6.xlarge": 16, "ml.g6.2xlarge": 32, "ml.g6.4xlarge": 64, "ml.g6.8xlarge": 128, "ml.g6.16xlarge": 256,
+    "ml.g6.12xlarge": 192, "ml.g6.24xlarge": 384, "ml.g6.48xlarge": 768,
+    "ml.g6e.xlarge": 32, "ml.g6e.2xlarge": 64, "ml.g6e.4xlarge": 128, "ml.g6e.8xlarge": 256, "ml.g6e.16xlarge": 512,
+    "ml.g6e.12xlarge": 384, "ml.g6e.24xlarge": 768, "ml.g6e.48xlarge": 1536,
+}
+"""Host memory (GiB) of one instance of the types in ``_ACCELERATORS`` (EC2's published sizes)."""
+
+
+def memory_mb_of(instance_type: str) -> int | None:
+    """Host memory of one instance in MB (MiB); None where the table does not know the type."""
+    gib = _MEMORY_GIB.get(instance_type)
+    return gib * 1024 if gib is not None else None
 
 
 def accelerators_of(instance_type: str) -> int | None:

@@ -458,6 +458,21 @@ class EagleSettings(Settings):
         return problems
 
 
+class InstanceRequirements(Settings):
+    """What one copy of a model needs on one instance type of an endpoint with ``instance_pools``.
+
+    Each field left out takes the model's own value (``accelerators``, ``min_memory_mb``, ``cpu_cores``).
+    """
+
+    instance_type: Annotated[str, Field(description="One of the endpoint's instance_pools types.")]
+    accelerators: Annotated[int | None, Field(ge=1, le=64, description=(
+        "GPUs per copy on this type. Default: the model's accelerators."))] = None
+    min_memory_mb: Annotated[int | None, Field(ge=128, le=4_000_000, description=(
+        "Host memory per copy on this type, MB. Default: the model's min_memory_mb."))] = None
+    cpu_cores: Annotated[float | None, Field(gt=0, le=1024, description=(
+        "CPU cores per copy on this type. Default: the model's cpu_cores."))] = None
+
+
 class ModelSpec(Settings):
     """A model served as an inference component on an ``LlmEndpoint``.
 
@@ -485,6 +500,10 @@ class ModelSpec(Settings):
     min_memory_mb: Annotated[int, Field(ge=128, le=4_000_000, description="Host memory per copy, MB. Default: 1024.")] = 1024
     cpu_cores: Annotated[float | None, Field(gt=0, le=1024, description="CPU cores per copy. Default: not reserved.")] = None
     copies: Annotated[CopyScaling, Field(description="Copy count and autoscaling. Default: one copy.")] = CopyScaling()
+    instance_requirements: Annotated[tuple[InstanceRequirements, ...], Field(max_length=5, description=(
+        "Endpoints with instance_pools only: the model's accelerators, memory and CPU on particular pool types "
+        "(one InferenceComponent Specifications entry per pool type; types not listed use the model's own "
+        "values). Default: the same requirements on every type."))] = ()
     placement: Annotated[Placement, Field(description=(
         "How copies are placed over instances and Availability Zones. Default: SPREAD, zones balanced "
         "(at most one copy apart)."))] = Placement()
@@ -539,6 +558,19 @@ class ModelSpec(Settings):
             elif self.architecture not in EAGLE_ARCHITECTURES:
                 problems.append(Problem("architecture", self.architecture, "for EAGLE: " + ", ".join(EAGLE_ARCHITECTURES),
                                         "remove eagle for this model; SageMaker cannot optimize other architectures"))
+        seen_types: set[str] = set()
+        for index, requirement in enumerate(self.instance_requirements):
+            if requirement.instance_type in seen_types:
+                problems.append(Problem(f"instance_requirements[{index}].instance_type", requirement.instance_type,
+                                        "each instance type once", "merge the two entries"))
+            seen_types.add(requirement.instance_type)
+            if (self.is_lmi and requirement.accelerators is not None
+                    and requirement.accelerators != self.accelerators):
+                problems.append(Problem(
+                    f"instance_requirements[{index}].accelerators", requirement.accelerators,
+                    f"the model's accelerators ({self.accelerators}) for the LMI container: its tensor parallel "
+                    "degree (OPTION_TENSOR_PARALLEL_DEGREE) is one value for every instance type",
+                    "leave accelerators out here, or serve the model on a separate endpoint"))
         for key in self.environment:
             if not self._ENV_KEY.match(key):
                 problems.append(Problem(f"environment.{key}", key, "a variable name: letters, digits, '_'",
@@ -582,6 +614,15 @@ class VpcPlacement(Settings):
         return problems
 
 
+class InstancePool(Settings):
+    """One instance type of a heterogeneous endpoint (``ProductionVariant.InstancePools``)."""
+
+    instance_type: Annotated[str, field_rule(lambda v: instance_type_problem(
+        "", v, service_model.endpoint_instance_types(), "endpoints")), Field(description="SageMaker instance type.")]
+    priority: Annotated[int, Field(ge=1, le=5, description=(
+        "1 (tried first) to 5: SageMaker falls back to the next priority when a type has no capacity."))]
+
+
 class EndpointOptions(Settings):
     """Settings of an ``LlmEndpoint`` other than the models it hosts."""
 
@@ -595,12 +636,65 @@ class EndpointOptions(Settings):
     volume_size_gb: Annotated[int | None, Field(ge=1, le=512, description=(
         "EBS volume per instance, GB. Only for instance types without local NVMe storage. Default: SageMaker's."))] = None
     instance_provision_timeout_seconds: Annotated[int | None, Field(ge=1800, le=10800, description=(
-        "How long SageMaker waits for instances. Default: SageMaker's."))] = None
+        "How long SageMaker waits for instances (with instance_pools: over all pools, at most 3600). "
+        "Default: SageMaker's."))] = None
+    instance_pools: Annotated[tuple[InstancePool, ...], Field(max_length=5, description=(
+        "Heterogeneous capacity: 2-5 instance types with priorities; SageMaker provisions the first that has "
+        "capacity, at creation and when scaling. instance_type must be the priority-1 type. Every model is "
+        "checked against every type. Not with a capacity plan. Default: instance_type only."))] = ()
+
+    @property
+    def instance_types(self) -> tuple[str, ...]:
+        """Every instance type the endpoint may run on: its pools by priority, or ``instance_type``."""
+        if not self.instance_pools:
+            return (self.instance_type,)
+        return tuple(p.instance_type for p in sorted(self.instance_pools, key=lambda p: p.priority))
 
     def _rules(self) -> list[Problem]:
         problems: list[Problem] = []
-        if self.volume_size_gb is not None and has_local_nvme(self.instance_type):
-            problems.append(Problem("volume_size_gb", self.volume_size_gb,
-                                    f"nothing for {self.instance_type}: it has local NVMe storage that SageMaker uses instead",
-                                    "remove volume_size_gb"))
+        for instance_type in dict.fromkeys((self.instance_type, *self.instance_types)):
+            if self.volume_size_gb is not None and has_local_nvme(instance_type):
+                problems.append(Problem("volume_size_gb", self.volume_size_gb,
+                                        f"nothing for {instance_type}: it has local NVMe storage that SageMaker uses instead",
+                                        "remove volume_size_gb"))
+                break
+        problems.extend(self._pool_problems())
+        return problems
+
+    def _pool_problems(self) -> list[Problem]:
+        pools = self.instance_pools
+        if not pools:
+            return []
+        problems: list[Problem] = []
+        if len(pools) < 2:
+            problems.append(Problem("instance_pools", [p.instance_type for p in pools],
+                                    "2-5 pools (an inference component needs a specification for at least two types)",
+                                    "add a fallback type, or remove instance_pools and use instance_type alone"))
+        types: dict[str, int] = {}
+        priorities: dict[int, int] = {}
+        for index, pool in enumerate(pools):
+            if pool.instance_type in types:
+                problems.append(Problem(f"instance_pools[{index}].instance_type", pool.instance_type,
+                                        f"a type not used by instance_pools[{types[pool.instance_type]}]",
+                                        "list each instance type once"))
+            types.setdefault(pool.instance_type, index)
+            if pool.priority in priorities:
+                problems.append(Problem(f"instance_pools[{index}].priority", pool.priority,
+                                        f"a priority not used by instance_pools[{priorities[pool.priority]}]",
+                                        "give each pool its own priority, 1 first"))
+            priorities.setdefault(pool.priority, index)
+        first = min(pools, key=lambda p: p.priority)
+        if self.instance_type != first.instance_type:
+            problems.append(Problem("instance_type", self.instance_type,
+                                    f"the priority-1 pool's type ({first.instance_type}) when instance_pools is set",
+                                    f"set instance_type: {first.instance_type}"))
+        if len({has_local_nvme(p.instance_type) for p in pools}) > 1:
+            problems.append(Problem("instance_pools", [p.instance_type for p in pools],
+                                    "types that all have local NVMe storage, or none: the endpoint's volume key "
+                                    "(KmsKeyId) is refused for NVMe types and needed for the others",
+                                    "pick pool types of one kind"))
+        if self.instance_provision_timeout_seconds is not None and self.instance_provision_timeout_seconds > 3600:
+            problems.append(Problem("instance_provision_timeout_seconds", self.instance_provision_timeout_seconds,
+                                    "at most 3600 with instance_pools (the budget for trying every pool)",
+                                    "lower it to 3600 or less"))
         return problems
