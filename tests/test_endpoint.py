@@ -454,3 +454,16 @@ def test_pools_from_a_config_synthesize_nag_and_lint_clean(env, tmp_path):
     (variant,) = only(Template.from_stack(stack), "AWS::SageMaker::EndpointConfig")["Properties"]["ProductionVariants"]
     assert [p["InstanceType"] for p in variant["InstancePools"]] == ["ml.g6e.12xlarge", "ml.g6.12xlarge"]
     assert variant["ManagedInstanceScaling"] == {"Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": 2}
+
+
+def test_pools_with_a_capacity_plan_are_refused_in_the_library():
+    from sagemaker_llm_cdk import CapacityPlan, CapacityPlanSpec
+
+    stack = new_stack()
+    plan = CapacityPlan(stack, "Plan", spec=CapacityPlanSpec(
+        existing_plan_arn="arn:aws:sagemaker:us-east-1:123456789012:training-plan/p", instance_type="ml.p5e.48xlarge",
+        instance_count=1))
+    with pytest.raises(ConfigurationError, match=r"capacity_plan: got 'a capacity plan with instance_pools'; allowed: "
+                                                 r"one or the other: a plan reserves one instance type"):
+        LlmEndpoint(stack, "Endpoint", instance_type="ml.p5e.48xlarge", capacity_plan=plan, instance_pools=[
+            InstancePool(instance_type="ml.p5e.48xlarge", priority=1), InstancePool(instance_type="ml.p5.48xlarge", priority=2)])
