@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, Stack, Tags
+from aws_cdk import CfnOutput, Duration, Fn, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -69,13 +69,15 @@ class LlmPlatformStack(Stack):
     def _endpoint(self, spec: EndpointSpec) -> LlmEndpoint:
         vpc_kwargs: dict[str, Any] = {}
         if spec.vpc is not None:
-            vpc = ec2.Vpc.from_vpc_attributes(
-                self, f"{spec.name}Vpc", vpc_id=spec.vpc.vpc_id, availability_zones=[self.region]
-            )
+            # Only the VPC id matters: the subnets and security groups are given by id (no lookup).
+            zones = spec.vpc.subnet_availability_zones
+            vpc = ec2.Vpc.from_vpc_attributes(self, f"{spec.name}Vpc", vpc_id=spec.vpc.vpc_id,
+                                              availability_zones=sorted(set(zones)) if zones else Fn.get_azs())
             vpc_kwargs = {
                 "vpc": vpc,
                 "vpc_subnets": ec2.SubnetSelection(
-                    subnets=[ec2.Subnet.from_subnet_id(self, f"{spec.name}Subnet{i}", s)
+                    subnets=[ec2.Subnet.from_subnet_attributes(self, f"{spec.name}Subnet{i}", subnet_id=s,
+                                                               availability_zone=zones[i] if zones else None)
                              for i, s in enumerate(spec.vpc.subnet_ids)]
                 ),
                 "security_groups": [ec2.SecurityGroup.from_security_group_id(self, f"{spec.name}Sg{i}", g)
@@ -93,6 +95,7 @@ class LlmPlatformStack(Stack):
             instance_provision_timeout_seconds=spec.instance_provision_timeout_seconds,
             endpoint_name=spec.endpoint_name,
             capacity_plan=self.capacity_plans[spec.capacity_plan] if spec.capacity_plan else None,
+            instance_pools=spec.instance_pools,
             **vpc_kwargs,
         )
         for index, model in enumerate(spec.models):
@@ -106,6 +109,8 @@ class LlmPlatformStack(Stack):
                 self._front_door(spec.name, endpoint, component)
             if model.eagle is not None:
                 self._eagle(spec.name, endpoint, component)
+            CfnOutput(self, f"{spec.name}{_id(model.name)}ComponentName", value=component.component_name,
+                      description=f"InferenceComponentName of model {model.name} (pass it to InvokeEndpoint)")
         CfnOutput(self, f"{spec.name}EndpointName", value=endpoint.endpoint_name,
                   description=f"SageMaker endpoint of {spec.name}")
         return endpoint
@@ -113,7 +118,7 @@ class LlmPlatformStack(Stack):
     def _eagle(self, endpoint_id: str, endpoint: LlmEndpoint, component: ModelComponent) -> EagleOptimization:
         """The EAGLE loop of ``component``: dataset, optimization job, record, promotion on the next deploy."""
         assert self.promotions is not None
-        model_id = f"{endpoint_id}{_id(component.component_name)}"
+        model_id = f"{endpoint_id}{_id(component.spec.name)}"  # construct ids from the config name: stable
         head = PromotionParameter(self.promotions, f"{model_id}DraftHead", model_name=component.component_name)
         eagle = EagleOptimization(
             self, f"{model_id}Eagle", component=component, settings=component.spec.eagle,
@@ -138,15 +143,15 @@ class LlmPlatformStack(Stack):
         """Session-aware routing for multi-turn chat on ``component`` and its adapters."""
         front_door = SessionFrontDoor(
             self,
-            f"{endpoint_id}{_id(component.component_name)}FrontDoor",
+            f"{endpoint_id}{_id(component.spec.name)}FrontDoor",
             endpoint=endpoint,
             default_component=component,
             components=[a for a in adapters_of(endpoint) if a.base is component],
         )
-        CfnOutput(self, f"{endpoint_id}{_id(component.component_name)}FrontDoorUrl", value=front_door.url,
+        CfnOutput(self, f"{endpoint_id}{_id(component.spec.name)}FrontDoorUrl", value=front_door.url,
                   description=f"Session-aware front door of {component.component_name} (IAM auth, SigV4 service 'lambda')")
         self.monitoring.monitor_front_door(
-            front_door.function, f"{component.component_name}-sessions", endpoint=endpoint,
+            front_door.function, f"{component.spec.name}-sessions", endpoint=endpoint,
             extra_error_metrics=[front_door.metric_server_errors(period=Duration.minutes(5))],
         )
         return front_door

@@ -132,10 +132,12 @@ def test_default_app_serves_two_adapters_on_the_named_base(synthesized):
     *_, out = synthesized
     components = _of_type(_all_resources(out), "AWS::SageMaker::InferenceComponent")
     adapters = [c for c in components if "BaseInferenceComponentName" in c["Properties"]["Specification"]]
-    assert sorted(a["Properties"]["InferenceComponentName"] for a in adapters) == ["qwen3-32b-sql", "qwen3-32b-support"]
+    # Names are <stack name>-<config name>: two stacks of one config in one account and region never collide.
+    assert sorted(a["Properties"]["InferenceComponentName"] for a in adapters) == [
+        "SageMakerLlm-qwen3-32b-sql", "SageMakerLlm-qwen3-32b-support"]
     for adapter in adapters:
         spec = adapter["Properties"]["Specification"]
-        assert spec["BaseInferenceComponentName"] == "qwen3-32b-lora"
+        assert spec["BaseInferenceComponentName"] == "SageMakerLlm-qwen3-32b-lora"
         assert spec["Container"]["ArtifactUrl"].endswith(".tar.gz")
         assert "ComputeResourceRequirements" not in spec and "VariantName" not in adapter["Properties"]
 

@@ -34,7 +34,7 @@ ADAPTERS = [AdapterSpec(name="qwen3-32b-support", artifact_s3_uri="s3://my-llm-a
 
 
 def synth(tmp: Path, name: str, *, routing: Routing | None = None, adapters: int = 1, min_copies: int = 1,
-          plan: dict[str, Any] | None = None) -> Path:
+          plan: dict[str, Any] | None = None, physical_name: str | None = None) -> Path:
     """The default app's shape (a plan, an endpoint on it, a LoRA model, adapters in a nested stack) in tmp/name."""
     out = tmp / name
     app = App(outdir=str(out), context={"aws:cdk:enable-path-metadata": True})
@@ -44,7 +44,8 @@ def synth(tmp: Path, name: str, *, routing: Routing | None = None, adapters: int
                            scaling=InstanceScaling(min_instances=1, max_instances=2),
                            routing=routing or Routing.least_outstanding_requests())
     model = endpoint.add_model("qwen3-32b", ModelSpec(
-        name="qwen3-32b", model_data_s3_uri="s3://my-llm-weights/qwen3-32b/", accelerators=2, min_memory_mb=65536,
+        name="qwen3-32b", physical_name=physical_name, model_data_s3_uri="s3://my-llm-weights/qwen3-32b/",
+        accelerators=2, min_memory_mb=65536,
         copies=CopyScaling(min_copies=min_copies, max_copies=4), lora=LoraSettings(max_gpu_adapters=4, max_rank=16)))
     add_adapters(model, ADAPTERS[:adapters])  # in a nested stack, as the app does
     app.synth()
@@ -118,9 +119,12 @@ def copies_changed(tmp: Path, base: Path) -> Report:
 
 
 def test_copy_count_change_is_an_update_in_place(copies_changed: Report) -> None:
-    (component,) = changes(copies_changed, "AWS::SageMaker::InferenceComponent")
-    assert component.kind == "modified" and not component.replacement
-    assert [(p.path, p.old, p.new) for p in component.properties] == [("RuntimeConfig.CopyCount", 1, 2)]
+    # Autoscaled: the copy range lives on the scalable target; the component carries no CopyCount,
+    # so the update does not reset the copies autoscaling runs.
+    assert not changes(copies_changed, "AWS::SageMaker::InferenceComponent")
+    (target,) = changes(copies_changed, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert target.kind == "modified" and not target.replacement
+    assert [(p.path, p.old, p.new) for p in target.properties] == [("MinCapacity", 1, 2)]
     assert not [c for c in copies_changed.changes if c.replacement]
     assert not copies_changed.headlines
     assert "update in place" in render_text(copies_changed)
@@ -201,3 +205,14 @@ def test_cli_exits_0_and_prints_markdown(base: Path, capsys: pytest.CaptureFixtu
 
 def test_the_plan_type_is_the_librarys() -> None:
     assert change_report.PLAN_TYPE == RESOURCE_TYPE
+
+
+def test_renaming_an_inference_component_is_called_out_as_a_failing_deploy(tmp: Path, base: Path) -> None:
+    """InferenceComponentName is not create-only in the schema, yet SageMaker cannot rename: the report says so."""
+    renamed = report(base, synth(tmp, "renamed", physical_name="chat-qwen"))
+    (component,) = [c for c in changes(renamed, "AWS::SageMaker::InferenceComponent")
+                    if any(p.path == "InferenceComponentName" for p in c.properties)]
+    (name,) = [p for p in component.properties if p.path == "InferenceComponentName"]
+    assert (name.old, name.new) == ("SageMakerLlm-qwen3-32b", "chat-qwen")
+    fails = [h for h in renamed.headlines if h.category == "fails"]
+    assert any("InferenceComponentName changes" in h.text and "the deployment fails" in h.text for h in fails)

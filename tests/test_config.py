@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -231,3 +232,16 @@ def test_app_prints_every_problem_without_traceback(tmp_path):
     assert len(lines) == 4, result.stderr
     assert "error: 4 problem(s) in" in result.stderr
     assert "endpoints[0].instance_type: got 'ml.p5e.48xlarg'" in result.stderr
+
+
+def test_pinned_physical_names_used_twice_are_reported():
+    from sagemaker_llm_cdk import parse_config
+
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "endpoints[1].models[0].physical_name: got 'chat'; allowed: a name not used by "
+            "endpoints[0].models[0].physical_name")):
+        parse_config({"endpoints": [
+            {"name": "A", "instance_type": "ml.g6e.12xlarge",
+             "models": [{"name": "a", "physical_name": "chat", "model_data_s3_uri": "s3://my-weights/a/"}]},
+            {"name": "B", "instance_type": "ml.g6e.12xlarge",
+             "models": [{"name": "b", "physical_name": "chat", "model_data_s3_uri": "s3://my-weights/b/"}]}]})

@@ -46,7 +46,7 @@ def test_each_endpoint_has_a_row_with_type_range_accelerators_and_hours(app_tabl
 
 
 def test_each_model_has_its_copies_and_accelerators(app_table):
-    assert row(app_table, "  model chat-qwen3-8b") == ["model", "chat-qwen3-8b", "copies", "0-8", "2/copy,", "16",
+    assert row(app_table, "  model First-chat-qwen3-8b") == ["model", "First-chat-qwen3-8b", "copies", "0-8", "2/copy,", "16",
                                                        "at", "most"]
 
 

@@ -18,7 +18,7 @@ def check_stack(**check_kwargs: Any) -> tuple[Stack, LlmEndpoint, DeploymentChec
     """A stack with one LlmEndpoint (ml.g6e.12xlarge, one model) and its deployment check."""
     stack = Stack(App(), "Test")
     endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
-    endpoint.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri="s3://my-bucket/model/"))
+    endpoint.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri="s3://my-bucket/model/"))
     return stack, endpoint, DeploymentCheck(stack, "Check", endpoint=endpoint, **check_kwargs)
 
 
@@ -134,6 +134,6 @@ def test_component_is_added_once():
 
 def test_model_added_after_the_check_fails_the_synth():
     stack, endpoint, _ = check_stack()
-    endpoint.add_model("Late", ModelSpec(name="late-model", model_data_s3_uri="s3://my-bucket/late/"))
+    endpoint.add_model("Late", ModelSpec(name="late-model", physical_name="late-model", model_data_s3_uri="s3://my-bucket/late/"))
     with pytest.raises(Exception, match=r"models \['late-model'\] of Test/Chat are not checked"):
         Template.from_stack(stack)

@@ -98,7 +98,7 @@ def build(**eagle_kwargs: Any) -> Built:
     promos = Stack(app, "Promos")
     stack = Stack(app, "Main")
     llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
-    component = llm.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM",
+    component = llm.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM",
                                                 accelerators=2))
     eagle_kwargs.setdefault("promotion_parameter", PromotionParameter(promos, "QwenHead", model_name=MODEL).parameter)
     eagle = EagleOptimization(stack, "QwenEagle", component=component, **eagle_kwargs)
@@ -130,7 +130,7 @@ def user_data() -> Built:
             stack, "S0", subnet_id="subnet-0abc12345def67890", availability_zone="us-east-1a")]),
         security_groups=[ec2.SecurityGroup.from_security_group_id(stack, "G0", "sg-0abc12345def67890")],
     )
-    component = llm.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS,
+    component = llm.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS,
                                                 architecture="Qwen3NextForCausalLM", accelerators=2))
     head = PromotionParameter(promos, "QwenHead", model_name=MODEL)
     eagle = EagleOptimization(
@@ -624,7 +624,7 @@ def test_cdk_nag_still_flags_an_unreviewed_wildcard_on_the_job_role():
     app = App()
     promos, stack = Stack(app, "Promos"), Stack(app, "Main")
     llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
-    component = llm.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM"))
+    component = llm.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM"))
     eagle = EagleOptimization(stack, "QwenEagle", component=component,
                               promotion_parameter=PromotionParameter(promos, "Head", model_name=MODEL).parameter)
     eagle.job_role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"],
@@ -641,7 +641,7 @@ def _component(stack: Stack | None = None, *, architecture: str | None = "Qwen3F
                instance_type: str = INSTANCE, **endpoint_kwargs: Any):
     stack = stack or Stack(App(), "Main")
     llm = LlmEndpoint(stack, "Chat", instance_type=instance_type, **endpoint_kwargs)
-    return stack, llm.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture=architecture))
+    return stack, llm.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture=architecture))
 
 
 def _head(stack: Stack) -> ssm.IStringParameter:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from aws_cdk import Stack
+from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Capture, Match, Template
@@ -12,6 +12,8 @@ from aws_cdk.assertions import Capture, Match, Template
 from sagemaker_llm_cdk import (
     ConfigurationError,
     DataCapture,
+    InstancePool,
+    InstanceRequirements,
     InstanceScaling,
     LlmEndpoint,
     ModelSpec,
@@ -312,3 +314,157 @@ def test_endpoint_in_a_vpc_passes_cdk_nag():
     acknowledge(vpc, "AwsSolutions-VPC7", "test VPC: flow logs are the VPC owner's concern, not the endpoint's")
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises on any unacknowledged finding
+
+
+# --------------------------------------------------------------- instance pools
+POOLS = [InstancePool(instance_type="ml.g6e.12xlarge", priority=1), InstancePool(instance_type="ml.g6.12xlarge", priority=2)]
+
+
+@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"])
+def test_instance_pools_variant_and_one_specification_per_type(env):
+    stack = Stack(App(), "Pools", env=env)
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge", instance_pools=POOLS)
+    endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, accelerators=2, min_memory_mb=65536,
+                                      instance_requirements=[InstanceRequirements(instance_type="ml.g6.12xlarge",
+                                                                                  min_memory_mb=32768)]))
+    template = Template.from_stack(stack)
+    (variant,) = only(template, "AWS::SageMaker::EndpointConfig")["Properties"]["ProductionVariants"]
+    assert "InstanceType" not in variant  # InstancePools replaces it
+    assert variant["InstancePools"] == [{"InstanceType": "ml.g6e.12xlarge", "Priority": 1},
+                                        {"InstanceType": "ml.g6.12xlarge", "Priority": 2}]
+    component = only(template, "AWS::SageMaker::InferenceComponent")["Properties"]
+    assert "Specification" not in component
+    specs = component["Specifications"]
+    assert [s["InstanceType"] for s in specs] == ["ml.g6e.12xlarge", "ml.g6.12xlarge"]
+    assert [s["ComputeResourceRequirements"] for s in specs] == [
+        {"NumberOfAcceleratorDevicesRequired": 2, "MinMemoryRequiredInMb": 65536},
+        {"NumberOfAcceleratorDevicesRequired": 2, "MinMemoryRequiredInMb": 32768}]
+    assert all(s["ModelName"]["Fn::GetAtt"][1] == "ModelName" and s["SchedulingConfig"]["PlacementStrategy"] == "SPREAD"
+               for s in specs)
+
+
+def test_each_model_is_checked_against_every_pool_type():
+    endpoint = LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.48xlarge", instance_pools=[
+        InstancePool(instance_type="ml.g6e.48xlarge", priority=1), InstancePool(instance_type="ml.g6e.12xlarge", priority=2)])
+    with pytest.raises(ConfigurationError) as info:
+        endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, accelerators=8, min_memory_mb=500_000))
+    message = str(info.value)
+    assert "accelerators (on pool type ml.g6e.12xlarge): got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge" in message
+    assert "min_memory_mb (on pool type ml.g6e.12xlarge): got 500000; allowed: at most 393216" in message
+    assert "ml.g6e.48xlarge" not in message.split("allowed")[0].replace("ml.g6e.12xlarge", "")
+
+
+def test_memory_is_checked_on_a_single_instance_type_too():
+    with pytest.raises(ConfigurationError, match=r"min_memory_mb: got 400000; allowed: at most 393216, the memory of one ml.g6e.12xlarge"):
+        endpoint_stack(models=[ModelSpec(name="m", model_data_s3_uri=MODEL_URI, min_memory_mb=400_000)])
+
+
+@pytest.mark.parametrize("pools, message", [
+    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}],
+     r"instance_pools: got \['ml.g6e.12xlarge'\]; allowed: 2-5 pools"),
+    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.12xlarge", "priority": 2}],
+     r"instance_pools\[1\].instance_type: got 'ml.g6e.12xlarge'; allowed: a type not used by instance_pools\[0\]"),
+    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6.12xlarge", "priority": 1}],
+     r"instance_pools\[1\].priority: got 1; allowed: a priority not used by instance_pools\[0\]"),
+    ([{"instance_type": "ml.g6.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.12xlarge", "priority": 2}],
+     r"instance_type: got 'ml.g6e.12xlarge'; allowed: the priority-1 pool's type \(ml.g6.12xlarge\)"),
+    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.m5.4xlarge", "priority": 2}],
+     r"instance_pools: got \['ml.g6e.12xlarge', 'ml.m5.4xlarge'\]; allowed: types that all have local NVMe storage, or none"),
+    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.nope", "priority": 2}],
+     r"instance_pools\[1\].instance_type: got 'ml.g6e.nope'; allowed: an instance type SageMaker accepts"),
+    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6.12xlarge", "priority": 6}],
+     r"instance_pools\[1\].priority: got 6"),
+])
+def test_instance_pool_rules(pools, message):
+    from sagemaker_llm_cdk.validation import validated
+    from sagemaker_llm_cdk.settings import EndpointOptions
+
+    with pytest.raises(ConfigurationError, match=message):
+        validated(EndpointOptions, {"instance_type": "ml.g6e.12xlarge", "instance_pools": pools}, where="test")
+
+
+def test_pool_timeout_is_at_most_an_hour():
+    with pytest.raises(ConfigurationError, match=r"instance_provision_timeout_seconds: got 5400; allowed: at most 3600 with instance_pools"):
+        LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.12xlarge", instance_pools=POOLS,
+                    instance_provision_timeout_seconds=5400)
+
+
+def test_requirements_for_a_type_the_endpoint_does_not_have_are_refused():
+    stack, endpoint = endpoint_stack(models=[], instance_pools=POOLS)
+    with pytest.raises(ConfigurationError, match=r"instance_requirements\[0\].instance_type: got 'ml.p5.48xlarge'; "
+                                                 r"allowed: one of the endpoint's instance_pools types"):
+        endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI,
+                                          instance_requirements=[{"instance_type": "ml.p5.48xlarge", "min_memory_mb": 1024}]))
+    single_stack, single = endpoint_stack(models=[])
+    with pytest.raises(ConfigurationError, match=r"allowed: one of the endpoint's instance_pools types: the endpoint has no pools"):
+        single.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI,
+                                        instance_requirements=[{"instance_type": "ml.g6e.12xlarge"}]))
+
+
+def test_lmi_accelerators_cannot_differ_per_type():
+    from sagemaker_llm_cdk.validation import validated
+
+    with pytest.raises(ConfigurationError, match=r"instance_requirements\[0\].accelerators: got 1; allowed: the model's "
+                                                 r"accelerators \(2\) for the LMI container"):
+        validated(ModelSpec, {"name": "m", "model_data_s3_uri": MODEL_URI, "accelerators": 2,
+                              "instance_requirements": [{"instance_type": "ml.g6.12xlarge", "accelerators": 1}]}, where="t")
+
+
+def test_eagle_on_pools_is_refused_with_the_reason():
+    stack, endpoint = endpoint_stack(models=[], instance_pools=POOLS)
+    with pytest.raises(ConfigurationError, match=r"eagle: got 'set'; allowed: no EAGLE on an endpoint with instance_pools"):
+        endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, architecture="Qwen3ForCausalLM",
+                                          eagle={}))
+
+
+def test_pools_with_a_capacity_plan_are_refused_in_config():
+    from sagemaker_llm_cdk import parse_config
+
+    with pytest.raises(ConfigurationError, match=r"endpoints\[0\].capacity_plan: got 'a capacity plan with instance_pools'; "
+                                                 r"allowed: one or the other"):
+        parse_config({
+            "capacity_plans": [{"existing_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p",
+                                "name": "p", "mode": "existing", "instance_type": "ml.p5e.48xlarge", "instance_count": 1}],
+            "endpoints": [{"name": "Chat", "instance_type": "ml.p5e.48xlarge", "capacity_plan": "p",
+                           "instance_pools": [{"instance_type": "ml.p5e.48xlarge", "priority": 1},
+                                              {"instance_type": "ml.p5.48xlarge", "priority": 2}],
+                           "models": [{"name": "m", "model_data_s3_uri": MODEL_URI}]}]})
+
+
+@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"])
+def test_pools_from_a_config_synthesize_nag_and_lint_clean(env, tmp_path):
+    import json
+
+    from sagemaker_llm_cdk import parse_config
+    from stacks import LlmPlatformStack, attach_checks
+    from tools.lint_templates import lint_folder
+
+    config = parse_config({"endpoints": [{
+        "name": "Chat", "instance_type": "ml.g6e.12xlarge",
+        "scaling": {"min_instances": 1, "max_instances": 2},
+        "instance_pools": [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6.12xlarge", "priority": 2}],
+        "models": [{"name": "m", "model_data_s3_uri": MODEL_URI, "accelerators": 4, "min_memory_mb": 65536,
+                    "copies": {"min_copies": 1, "max_copies": 2}}]}]})
+    app = App(outdir=str(tmp_path))
+    stack = LlmPlatformStack(app, "Pools", config=config, env=env)
+    attach_checks(app)
+    app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    assert [v for p in report.get("pluginReports", []) for v in p.get("violations", [])] == []
+    assert lint_folder(tmp_path) == 0
+    (variant,) = only(Template.from_stack(stack), "AWS::SageMaker::EndpointConfig")["Properties"]["ProductionVariants"]
+    assert [p["InstanceType"] for p in variant["InstancePools"]] == ["ml.g6e.12xlarge", "ml.g6.12xlarge"]
+    assert variant["ManagedInstanceScaling"] == {"Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": 2}
+
+
+def test_pools_with_a_capacity_plan_are_refused_in_the_library():
+    from sagemaker_llm_cdk import CapacityPlan, CapacityPlanSpec
+
+    stack = new_stack()
+    plan = CapacityPlan(stack, "Plan", spec=CapacityPlanSpec(
+        existing_plan_arn="arn:aws:sagemaker:us-east-1:123456789012:training-plan/p", instance_type="ml.p5e.48xlarge",
+        instance_count=1))
+    with pytest.raises(ConfigurationError, match=r"capacity_plan: got 'a capacity plan with instance_pools'; allowed: "
+                                                 r"one or the other: a plan reserves one instance type"):
+        LlmEndpoint(stack, "Endpoint", instance_type="ml.p5e.48xlarge", capacity_plan=plan, instance_pools=[
+            InstancePool(instance_type="ml.p5e.48xlarge", priority=1), InstancePool(instance_type="ml.p5.48xlarge", priority=2)])

@@ -59,9 +59,10 @@ def logical_id(stack: Stack, construct: Any) -> str:
     return stack.resolve(construct.logical_id if hasattr(construct, "logical_id") else construct.node.default_child.logical_id)
 
 
-def ic_named(template: Template, name: str) -> tuple[str, dict[str, Any]]:
+def ic_named(template: Template, name: str, stack_name: str = "Adapters") -> tuple[str, dict[str, Any]]:
+    """The inference component of config name ``name`` (named <stack name>-<name>)."""
     found = template.find_resources("AWS::SageMaker::InferenceComponent",
-                                    {"Properties": {"InferenceComponentName": name}})
+                                    {"Properties": {"InferenceComponentName": f"{stack_name}-{name}"}})
     assert len(found) == 1, f"expected one inference component named {name}, found {len(found)}"
     return next(iter(found.items()))
 
@@ -84,7 +85,7 @@ def test_adapter_is_an_inference_component_on_the_base(single):
     _, component = ic_named(single["template"], "support-bot")
     props = component["Properties"]
     assert props["Specification"] == {
-        "BaseInferenceComponentName": "qwen3-8b",
+        "BaseInferenceComponentName": "Adapters-qwen3-8b",  # the base's physical name
         "Container": {"ArtifactUrl": ARTIFACT},
     }
     assert props["EndpointName"] == {"Fn::GetAtt": [logical_id(single["stack"], single["base"].endpoint.cfn_endpoint),
@@ -93,10 +94,10 @@ def test_adapter_is_an_inference_component_on_the_base(single):
 
 def test_adapter_has_no_compute_variant_or_copy_count(single):
     single["template"].has_resource_properties("AWS::SageMaker::InferenceComponent", {
-        "InferenceComponentName": "support-bot",
+        "InferenceComponentName": "Adapters-support-bot",
         "VariantName": Match.absent(),
         "RuntimeConfig": Match.absent(),
-        "Specification": {"BaseInferenceComponentName": "qwen3-8b", "Container": Match.any_value(),
+        "Specification": {"BaseInferenceComponentName": "Adapters-qwen3-8b", "Container": Match.any_value(),
                           "ComputeResourceRequirements": Match.absent(), "ModelName": Match.absent()},
     })
 
@@ -153,18 +154,18 @@ def test_grant_invoke_names_the_endpoint_and_this_adapter_only(single):
 
 def test_attributes_and_registry(single):
     adapter, base = single["adapter"], single["base"]
-    assert adapter.component_name == "support-bot"
+    assert adapter.component_name == "Adapters-support-bot"  # <stack name>-<name>
     assert adapter.base is base and adapter.endpoint is base.endpoint
     assert adapter.node.default_child is adapter.cfn_inference_component
     assert adapter.node.path.endswith("/Base/SupportBot")
-    assert adapter_names(base.endpoint) == {"support-bot", "legal"}
+    assert adapter_names(base.endpoint) == {"Adapters-support-bot", "Adapters-legal"}
     assert artifact_policies(base.endpoint) == (adapter.artifact_policy,)
 
 
 def test_metrics_use_the_adapter_dimension(single):
     metric = single["adapter"].metric_invocations()
     assert metric.namespace == "AWS/SageMaker"
-    assert metric.dimensions == {"InferenceComponentName": "support-bot"}
+    assert metric.dimensions == {"InferenceComponentName": "Adapters-support-bot"}
     assert single["adapter"].metric_model_latency().statistic == "p90"
 
 
@@ -475,7 +476,7 @@ def test_600_adapters_fill_nested_stacks_in_order(many):
     assert all(isinstance(s, AdapterStack) for s in stacks)
     assert many["adapters"][0].node.scope is stacks[0] and many["adapters"][400].node.scope is stacks[1]
     names = [a.component_name for s in stacks for a in s.adapters]
-    assert names == [f"tenant-{i:04d}" for i in range(600)]
+    assert names == [f"Adapters-tenant-{i:04d}" for i in range(600)]
 
 
 def test_every_stack_stays_under_the_resource_limit(many):
@@ -508,7 +509,7 @@ def test_nested_adapters_get_the_endpoint_name_as_a_parameter(many):
     (parameter,) = first.to_json()["Parameters"]
     _, component = ic_named(first, "tenant-0000")
     assert component["Properties"]["EndpointName"] == {"Ref": parameter}
-    assert component["Properties"]["Specification"]["BaseInferenceComponentName"] == "qwen3-8b"
+    assert component["Properties"]["Specification"]["BaseInferenceComponentName"] == "Adapters-qwen3-8b"
 
 
 def test_artifact_policies_stay_within_iam_size(many):

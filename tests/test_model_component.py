@@ -1,15 +1,19 @@
 """ModelComponent: SageMaker model, inference component, NVMe caching, copy autoscaling, grants, metrics."""
 from __future__ import annotations
 
+import re
+
 import pytest
-from aws_cdk import Stack
+from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 
-from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelComponent, ModelSpec
+from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelComponent, ModelSpec, Placement
+from sagemaker_llm_cdk.validation import validated
 from support.stacks import MODEL_URI, endpoint_stack, new_stack, only
 
+BOUND = Environment(account="123456789012", region="us-east-1")
 AUTOSCALED = ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, accelerators=2, min_memory_mb=32768,
                        copies=CopyScaling(min_copies=0, max_copies=4, target_concurrent_requests_per_copy=6))
 
@@ -42,7 +46,7 @@ def test_compressed_weights():
 def test_inference_component_spec(autoscaled):
     _, _, template = autoscaled
     component = only(template, "AWS::SageMaker::InferenceComponent")["Properties"]
-    assert component["InferenceComponentName"] == "qwen3-8b"
+    assert component["InferenceComponentName"] == "Test-qwen3-8b"  # <stack name>-<name>
     assert component["VariantName"] == "AllTraffic"
     assert component["EndpointName"]["Fn::GetAtt"][1] == "EndpointName"
     spec = component["Specification"]
@@ -51,8 +55,35 @@ def test_inference_component_spec(autoscaled):
     assert spec["DataCacheConfig"] == {"EnableCaching": True}
     assert spec["StartupParameters"] == {"ModelDataDownloadTimeoutInSeconds": 3600,
                                          "ContainerStartupHealthCheckTimeoutInSeconds": 3600}
-    # An inference component cannot be created with 0 copies: start at 1, scaling takes it to 0.
-    assert component["RuntimeConfig"] == {"CopyCount": 1}
+    # Autoscaled: no CopyCount in the template, so an update of the component never resets the copies.
+    assert "RuntimeConfig" not in component
+
+
+@pytest.mark.parametrize("env", [None, BOUND])
+def test_update_keeps_autoscaled_copies_unless_pinned(env):
+    """CopyCount is write-only and applied on every update: only fixed counts (or a pin) carry one."""
+    for copies, expected in (
+        (CopyScaling(min_copies=1, max_copies=4), Match.absent()),
+        (CopyScaling(min_copies=0, max_copies=4), Match.absent()),
+        (CopyScaling(min_copies=2, max_copies=4, pin_copy_count=True), {"CopyCount": 2}),
+        (CopyScaling(min_copies=0, max_copies=4, pin_copy_count=True), {"CopyCount": 1}),
+        # Autoscaling turned off: the fixed count is applied by the next update, as the user asked.
+        (CopyScaling(min_copies=3, max_copies=3), {"CopyCount": 3}),
+    ):
+        stack = Stack(App(), "Copies", env=env)
+        LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge").add_model(
+            "m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, copies=copies))
+        template = Template.from_stack(stack)
+        template.has_resource_properties("AWS::SageMaker::InferenceComponent", {"RuntimeConfig": expected})
+        if copies.autoscaled:
+            template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget",
+                                             {"MinCapacity": copies.min_copies, "MaxCapacity": 4})
+
+
+def test_pin_copy_count_only_with_autoscaling():
+    with pytest.raises(ConfigurationError, match=r"copies.pin_copy_count: got True; allowed: only for autoscaled models"):
+        validated(ModelSpec, {"name": "m", "model_data_s3_uri": MODEL_URI,
+                              "copies": {"min_copies": 2, "max_copies": 2, "pin_copy_count": True}}, where="test")
 
 
 def test_caching_can_be_turned_off():
@@ -65,7 +96,7 @@ def test_copy_autoscaling_target_and_tracking(autoscaled):
     _, _, template = autoscaled
     target = only(template, "AWS::ApplicationAutoScaling::ScalableTarget")
     assert target["Properties"] == {
-        "ServiceNamespace": "sagemaker", "ResourceId": "inference-component/qwen3-8b",
+        "ServiceNamespace": "sagemaker", "ResourceId": "inference-component/Test-qwen3-8b",
         "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount", "MinCapacity": 0, "MaxCapacity": 4}
     assert len(target["DependsOn"]) == 1
     template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy", {
@@ -89,7 +120,7 @@ def test_scale_from_zero_step_policy_fired_by_alarm(autoscaled):
     alarm = only(template, "AWS::CloudWatch::Alarm")["Properties"]
     assert alarm["MetricName"] == "NoCapacityInvocationFailures"
     assert alarm["Namespace"] == "AWS/SageMaker"
-    assert alarm["Dimensions"] == [{"Name": "InferenceComponentName", "Value": "qwen3-8b"}]
+    assert alarm["Dimensions"] == [{"Name": "InferenceComponentName", "Value": "Test-qwen3-8b"}]
     assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["AlarmActions"] == [{"Fn::GetAtt": [step_id, "Arn"]}]
 
@@ -178,7 +209,7 @@ def test_component_metrics(autoscaled, method, namespace, name):
     stack, component, _ = autoscaled
     metric = getattr(component, method)()
     assert (metric.namespace, metric.metric_name) == (namespace, name)
-    assert stack.resolve(metric.dimensions) == {"InferenceComponentName": "qwen3-8b"}
+    assert stack.resolve(metric.dimensions) == {"InferenceComponentName": "Test-qwen3-8b"}
 
 
 # ------------------------------------------------------------------ validation
@@ -228,3 +259,109 @@ def test_validated_specs_are_reused_and_unchecked_ones_are_checked():
     unchecked = ModelSpec.model_construct(name="bad_name", model_data_s3_uri=MODEL_URI)
     with pytest.raises(ConfigurationError, match=r"here:\n  - name: got 'bad_name'"):
         validated(ModelSpec, unchecked, where="here")
+
+
+@pytest.mark.parametrize("env", [None, BOUND])
+def test_role_writes_the_component_log_group_only_and_passes_cdk_nag(env):
+    """Inference-component containers log to /aws/sagemaker/InferenceComponents/<component>: that group, no other."""
+    from aws_cdk import Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App()
+    stack = Stack(app, "Logs", env=env)
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    component = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    assert component.log_group_name == "/aws/sagemaker/InferenceComponents/Logs-qwen3-8b"
+    template = Template.from_stack(stack)
+    statements = only(template, "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
+    writes = [s for s in statements if "logs:PutLogEvents" in s["Action"]]
+    groups = sorted(stack.resolve(r)["Fn::Join"][1][-1] if isinstance(stack.resolve(r), dict) else stack.resolve(r)
+                    for s in writes for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]))
+    tails = sorted(g.split(":log-group:")[-1] for g in groups)
+    assert tails == sorted([
+        f"/aws/sagemaker/Endpoints/{endpoint.physical_name}", f"/aws/sagemaker/Endpoints/{endpoint.physical_name}:log-stream:*",
+        "/aws/sagemaker/InferenceComponents/Logs-qwen3-8b", "/aws/sagemaker/InferenceComponents/Logs-qwen3-8b:log-stream:*"])
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises on any unacknowledged finding
+
+
+@pytest.mark.parametrize("env", [None, BOUND])
+def test_copies_are_spread_over_zones_by_default(env):
+    """Default placement keeps a model available when one zone fails: SPREAD, zones balanced."""
+    stack = Stack(App(), "Placement", env=env)
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint.add_model("a", ModelSpec(name="a", model_data_s3_uri=MODEL_URI))
+    endpoint.add_model("b", ModelSpec(name="b", model_data_s3_uri=MODEL_URI,
+                                      placement=Placement.binpack(max_zone_imbalance=3)))
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::SageMaker::InferenceComponent", {
+        "InferenceComponentName": "Placement-a",
+        "Specification": Match.object_like({"SchedulingConfig": {
+            "PlacementStrategy": "SPREAD",
+            "AvailabilityZoneBalance": {"EnforcementMode": "PERMISSIVE", "MaxImbalance": 1}}})})
+    template.has_resource_properties("AWS::SageMaker::InferenceComponent", {
+        "InferenceComponentName": "Placement-b",
+        "Specification": Match.object_like({"SchedulingConfig": {
+            "PlacementStrategy": "BINPACK",
+            "AvailabilityZoneBalance": {"EnforcementMode": "PERMISSIVE", "MaxImbalance": 3}}})})
+
+
+def test_placement_rules():
+    with pytest.raises(ConfigurationError) as info:
+        validated(ModelSpec, {"name": "m", "model_data_s3_uri": MODEL_URI,
+                              "placement": {"strategy": "RANDOM", "max_zone_imbalance": 101}}, where="test")
+    message = str(info.value)
+    assert "placement.strategy: got 'RANDOM'; allowed: " in message and "SPREAD" in message
+    assert "placement.max_zone_imbalance: got 101" in message
+
+
+# ------------------------------------------------------------------- names
+@pytest.mark.parametrize("env", [None, BOUND])
+def test_two_stacks_of_one_config_never_share_a_component_name(env):
+    """Names come from the stack: dev and prod of one config in one account and region do not collide."""
+    names = []
+    for stack_name in ("LlmDev", "LlmProd"):
+        stack = Stack(App(), stack_name, env=env)
+        endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+        model = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI,
+                                                 copies=CopyScaling(min_copies=0, max_copies=2)))
+        template = Template.from_stack(stack)
+        template.has_resource_properties("AWS::SageMaker::InferenceComponent",
+                                         {"InferenceComponentName": f"{stack_name}-qwen3-8b"})
+        template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget",
+                                         {"ResourceId": f"inference-component/{stack_name}-qwen3-8b"})
+        template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy",
+                                         {"PolicyName": f"{stack_name}-qwen3-8b-concurrency"})
+        names.append(model.component_name)
+    assert names == ["LlmDev-qwen3-8b", "LlmProd-qwen3-8b"]
+
+
+def test_physical_name_pins_the_exact_name():
+    stack, endpoint = endpoint_stack(models=[ModelSpec(name="qwen3-8b", physical_name="chat-qwen", model_data_s3_uri=MODEL_URI)])
+    assert endpoint.models[0].component_name == "chat-qwen"
+    Template.from_stack(stack).has_resource_properties("AWS::SageMaker::InferenceComponent",
+                                                       {"InferenceComponentName": "chat-qwen"})
+
+
+def test_long_names_are_cut_to_63_with_a_stable_hash():
+    from sagemaker_llm_cdk.naming import prefixed_name
+
+    name = prefixed_name("A" * 40 + "-stack", "model-" + "x" * 40)
+    assert len(name) == 63 and re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*", name)
+    assert name == prefixed_name("A" * 40 + "-stack", "model-" + "x" * 40)  # deterministic
+    assert name != prefixed_name("A" * 40 + "-stack", "model-" + "x" * 39 + "y")
+    stack = Stack(App(), "S" * 60)
+    model = LlmEndpoint(stack, "E", instance_type="ml.g6e.12xlarge").add_model(
+        "m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    assert len(model.component_name) == 63 and model.component_name.startswith("S" * 50)
+
+
+def test_physical_name_rule():
+    with pytest.raises(ConfigurationError, match=r"physical_name: got 'chat_qwen'; allowed: 1-63 characters"):
+        validated(ModelSpec, {"name": "m", "physical_name": "chat_qwen", "model_data_s3_uri": MODEL_URI}, where="t")
+
+
+def test_pinned_name_taken_by_another_model_is_refused():
+    with pytest.raises(ConfigurationError, match=r"physical_name: got 'Test-a'; allowed: a name no other model"):
+        endpoint_stack(models=[ModelSpec(name="a", model_data_s3_uri=MODEL_URI),
+                               ModelSpec(name="b", physical_name="Test-a", model_data_s3_uri=MODEL_URI)])

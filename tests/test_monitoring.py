@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from aws_cdk import App, Duration, Stack, Validations
+from aws_cdk import App, Duration, Environment, Stack, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
-from aws_cdk.assertions import Capture, Match, Template
+from aws_cdk.assertions import Annotations, Capture, Match, Template
 from cdk_nag import AwsSolutionsChecks
 from syrupy.extensions.json import JSONSnapshotExtension
 
@@ -28,7 +28,7 @@ def llm_stack(*, endpoint_name: str | None = None, copies: CopyScaling | None = 
     """A stack with one LlmEndpoint (ml.g6e.12xlarge) hosting one model."""
     stack = Stack(app or App(), "Test")
     endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge", endpoint_name=endpoint_name)
-    endpoint.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri="s3://my-bucket/model/",
+    endpoint.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri="s3://my-bucket/model/",
                                          copies=copies or CopyScaling(min_copies=0, max_copies=2)))
     return stack, endpoint
 
@@ -130,15 +130,18 @@ def endpoint_dims(template: Template) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------- dashboards
-def test_endpoint_widgets_use_the_variant_dimensions(full):
+def test_endpoint_traffic_widgets_add_up_the_models_own_metrics(full):
+    """An inference-component endpoint publishes invocations per component: the endpoint graphs sum them."""
     *_, template = full
-    board, dims = dashboard(template), endpoint_dims(template)
+    board = dashboard(template)
     (traffic,) = widgets_titled(board, "Invocations and errors")
+    expressions = [line[0]["expression"] for line in traffic["properties"]["metrics"] if isinstance(line[0], dict)]
+    assert expressions == ["FILL(invocations0, 0)", "FILL(invocation4xxerrors0, 0)", "FILL(invocation5xxerrors0, 0)"]
+    component = {"InferenceComponentName": MODEL}
     assert [(n, m, d) for n, m, d, _ in plain_metrics(traffic)] == [
-        ("AWS/SageMaker", metric, dims) for metric in ("Invocations", "Invocation4XXErrors", "Invocation5XXErrors")]
-    (latency,) = [w for w in widgets_titled(board, "Model latency") if not w["properties"]["title"].startswith(MODEL)]
-    assert [(m, d, o["stat"]) for _, m, d, o in plain_metrics(latency)] == [
-        ("ModelLatency", dims, stat) for stat in ("p50", "p90", "p99")]
+        ("AWS/SageMaker", metric, component) for metric in ("Invocations", "Invocation4XXErrors", "Invocation5XXErrors")]
+    (latency,) = [w for w in widgets_titled(board, "Model latency p99 per model")]
+    assert [(m, d, o["stat"]) for _, m, d, o in plain_metrics(latency)] == [("ModelLatency", component, "p99")]
     (overhead,) = widgets_titled(board, "Overhead latency")
     assert [(m, o["stat"]) for _, m, _, o in plain_metrics(overhead)] == [("OverheadLatency", "p50"),
                                                                           ("OverheadLatency", "p99")]
@@ -271,13 +274,40 @@ def test_error_rate_alarms_divide_5xx_by_invocations(full):
     assert stats["err"]["Metric"]["Dimensions"] == [{"Name": "InferenceComponentName", "Value": MODEL}]
 
 
-def test_endpoint_alarms_watch_the_variant(full):
+def test_endpoint_alarms_watch_the_models_per_component_metrics(full):
+    """Rollback alarms on EndpointName/VariantName see nothing on an IC endpoint: they read InferenceComponentName."""
     *_, template = full
     props = alarm_named(template, f"{PREFIX}-Chat-endpoint-p99-latency")["Properties"]
-    assert props["Dimensions"] == [{"Name": "EndpointName", "Value": endpoint_name(template)},
-                                   {"Name": "VariantName", "Value": "AllTraffic"}]
-    assert props["ExtendedStatistic"] == "p99" and props["Threshold"] == 30_000_000
-    alarm_named(template, f"{PREFIX}-Chat-endpoint-5xx-rate")
+    assert "Dimensions" not in props and props["Threshold"] == 30_000_000
+    (expression,) = [q for q in props["Metrics"] if "Expression" in q]
+    assert expression["Expression"] == "MAX([m0])" and expression["ReturnData"]
+    (stat,) = [q["MetricStat"] for q in props["Metrics"] if "MetricStat" in q]
+    assert stat["Stat"] == "p99" and stat["Metric"]["MetricName"] == "ModelLatency"
+    assert stat["Metric"]["Dimensions"] == [{"Name": "InferenceComponentName", "Value": MODEL}]
+    props = alarm_named(template, f"{PREFIX}-Chat-endpoint-5xx-rate")["Properties"]
+    (expression,) = [q for q in props["Metrics"] if "Expression" in q]
+    assert expression["Expression"] == "IF((FILL(i0, 0)) >= 10, 100 * (FILL(e0, 0)) / (FILL(i0, 0)), 0)"
+    dims = {q["Id"]: q["MetricStat"]["Metric"]["Dimensions"] for q in props["Metrics"] if "MetricStat" in q}
+    assert dims == {"e0": [{"Name": "InferenceComponentName", "Value": MODEL}],
+                    "i0": [{"Name": "InferenceComponentName", "Value": MODEL}]}
+
+
+@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")])
+def test_endpoint_alarms_cover_every_model_up_to_cloudwatch_limits(env):
+    stack = Stack(App(), "Many", env=env)
+    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.48xlarge")
+    for i in range(6):
+        endpoint.add_model(f"M{i}", ModelSpec(name=f"model-{i}", model_data_s3_uri="s3://my-bucket/model/"))
+    LlmMonitoring(stack, "Monitoring", alarm_prefix=PREFIX).monitor_endpoint(endpoint)
+    template = Template.from_stack(stack)
+    latency = alarm_named(template, f"{PREFIX}-Chat-endpoint-p99-latency")["Properties"]
+    assert [q["Expression"] for q in latency["Metrics"] if "Expression" in q] == ["MAX([m0, m1, m2, m3, m4, m5])"]
+    rate = alarm_named(template, f"{PREFIX}-Chat-endpoint-5xx-rate")["Properties"]
+    assert len([q for q in rate["Metrics"] if "MetricStat" in q]) == 10  # CloudWatch's limit: 5 models
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("first 5 of 6 models"))
+    assert len(warnings) == 1
+    template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": {"AutoRollbackConfiguration": {
+        "Alarms": [{"AlarmName": f"{PREFIX}-Chat-endpoint-p99-latency"}, {"AlarmName": f"{PREFIX}-Chat-endpoint-5xx-rate"}]}}})
 
 
 def test_front_door_alarm_counts_function_errors(full):
@@ -396,8 +426,7 @@ def test_named_endpoint_alarms_exist_before_the_endpoint():
     stack, endpoint = llm_stack(endpoint_name="chat-prod")
     LlmMonitoring(stack, "Monitoring", alarm_prefix=PREFIX).monitor_endpoint(endpoint)
     template = Template.from_stack(stack)
-    props = alarm_named(template, f"{PREFIX}-Chat-endpoint-p99-latency")["Properties"]
-    assert props["Dimensions"][0] == {"Name": "EndpointName", "Value": "chat-prod"}
+    alarm_named(template, f"{PREFIX}-Chat-endpoint-p99-latency")
     (resource,) = template.find_resources("AWS::SageMaker::Endpoint").values()
     alarms = {k for k, r in template.find_resources("AWS::CloudWatch::Alarm").items()
               if "-Chat-endpoint-" in r["Properties"].get("AlarmName", "")}
@@ -503,7 +532,7 @@ def test_model_added_after_monitor_endpoint_fails_the_synth():
     monitoring = LlmMonitoring(stack, "Monitoring")
     monitoring.monitor_endpoint(endpoint)
     endpoint.add_model("Late", ModelSpec(name="late-model", model_data_s3_uri="s3://my-bucket/late/"))
-    with pytest.raises(Exception, match=r"models \['late-model'\] were added to Test/Chat after monitor_endpoint"):
+    with pytest.raises(Exception, match=r"models \['Test-late-model'\] were added to Test/Chat after monitor_endpoint"):
         Template.from_stack(stack)
 
 

@@ -42,9 +42,9 @@ def build(*, image: str = "lmi", sessions: SessionSettings | None = SessionSetti
     app = App()
     stack = Stack(app, "Chat")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, image=image,
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI, image=image,
                                              sessions=sessions, lora=LoraSettings(max_rank=16) if adapters else None))
-    made = [add_adapter(base, id, AdapterSpec(name=name, artifact_s3_uri=f"s3://my-bucket/adapters/{name}.tar.gz"))
+    made = [add_adapter(base, id, AdapterSpec(name=name, physical_name=name, artifact_s3_uri=f"s3://my-bucket/adapters/{name}.tar.gz"))
             for id, name in adapters]
     front_door_kwargs.setdefault("components", made)
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, **front_door_kwargs)
@@ -140,8 +140,8 @@ def test_duplicate_components_are_served_once():
     app = App()
     stack = Stack(app, "Dup")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)))
-    adapter = add_adapter(base, "Sql", AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)))
+    adapter = add_adapter(base, "Sql", AdapterSpec(name="qwen3-8b-sql", physical_name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"))
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
                                   components=[base, adapter, adapter])
     assert [c.component_name for c in front_door.components] == ["qwen3-8b", "qwen3-8b-sql"]
@@ -183,7 +183,7 @@ def test_given_key_is_used():
     app = App()
     stack = Stack(app, "Keyed")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
                                   encryption_key=endpoint.key)
     template = Template.from_stack(stack)
@@ -267,9 +267,9 @@ def test_adapter_alone_enables_sessions_on_its_base():
     app = App()
     stack = Stack(app, "AdapterOnly")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    plain = endpoint.add_model("Plain", ModelSpec(name="plain", model_data_s3_uri="s3://my-bucket/plain/"))
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)))
-    adapter = add_adapter(base, "Sql", AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"))
+    plain = endpoint.add_model("Plain", ModelSpec(name="plain", physical_name="plain", model_data_s3_uri="s3://my-bucket/plain/"))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)))
+    adapter = add_adapter(base, "Sql", AdapterSpec(name="qwen3-8b-sql", physical_name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"))
     SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=plain, components=[adapter])
     assert base.environment["OPTION_ENABLE_STATEFUL_SESSIONS"] == "true"
     assert plain.environment["OPTION_ENABLE_STATEFUL_SESSIONS"] == "true"
@@ -343,14 +343,14 @@ class Duck:
 
 def second_endpoint(stack: Stack) -> Any:
     other = LlmEndpoint(stack, "Other", instance_type="ml.g6e.12xlarge")
-    return other.add_model("o", ModelSpec(name="other-model", model_data_s3_uri="s3://my-bucket/other/"))
+    return other.add_model("o", ModelSpec(name="other-model", physical_name="other-model", model_data_s3_uri="s3://my-bucket/other/"))
 
 
 def test_component_of_another_endpoint_is_refused():
     app = App()
     stack = Stack(app, "Wrong")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     foreign = second_endpoint(stack)
     with pytest.raises(ConfigurationError, match=(
             r"in Wrong/FrontDoor:\n  - components\[0\]: got 'other-model'; allowed: an inference component of "
@@ -363,7 +363,7 @@ def test_default_component_of_another_endpoint_is_refused():
     app = App()
     stack = Stack(app, "Wrong")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     with pytest.raises(ConfigurationError, match=r"default_component: got 'other-model'; allowed: an inference "
                                                  r"component of endpoint Wrong/Endpoint"):
         SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=second_endpoint(stack))
@@ -373,7 +373,7 @@ def test_something_that_is_not_a_component_is_refused():
     app = App()
     stack = Stack(app, "Wrong")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     with pytest.raises(ConfigurationError, match=r"components\[1\]: got 'str'; allowed: a model or adapter with "
                                                  r"component_name and component_arn"):
         SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
@@ -390,7 +390,7 @@ def test_container_variable_set_otherwise_in_the_model_is_refused():
     app = App()
     stack = Stack(app, "Conflict")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI,
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI,
                                              environment={"OPTION_SESSIONS_EXPIRATION": "300"}))
     with pytest.raises(ConfigurationError, match=(
             r"default_component.environment.OPTION_SESSIONS_EXPIRATION: got '300'; allowed: '1200'.*fix: remove "
@@ -404,7 +404,7 @@ def test_second_front_door_with_another_expiry_on_the_same_model_is_refused():
     app = App()
     stack = Stack(app, "Twice")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     SessionFrontDoor(stack, "First", endpoint=endpoint, default_component=base)
     with pytest.raises(ConfigurationError, match=r"OPTION_SESSIONS_EXPIRATION: got '1200'; allowed: '600'.*another "
                                                  r"session front door"):
@@ -416,7 +416,7 @@ def test_too_many_component_names_for_the_lambda_environment_are_refused():
     app = App()
     stack = Stack(app, "Many")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     many = [Duck(f"adapter-{i:02d}-" + "x" * 52, f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/a{i}",
                  endpoint) for i in range(60)]
     with pytest.raises(ConfigurationError, match=r"components: got '61 components .*allowed: at most \d+ characters "
@@ -429,7 +429,7 @@ def test_duck_typed_component_on_the_endpoint_is_served():
     app = App()
     stack = Stack(app, "Duck")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     duck = Duck("imported-adapter", "arn:aws:sagemaker:us-east-1:123456789012:inference-component/imported-adapter",
                 endpoint)
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=[duck])

@@ -421,9 +421,21 @@ def _modification(stack: StackTemplate, logical_id: str, old: dict[str, Any],
     return change
 
 
+_RENAMED_IN_PLACE = {"AWS::SageMaker::InferenceComponent": "InferenceComponentName"}
+"""Names the schema does not mark create-only although the service cannot rename the resource."""
+
+
 def _classify(change: ResourceChange) -> None:
     kind = change.resource_type
     change.replacement = change.replacement or any(p.create_only for p in change.properties)
+    name_property = _RENAMED_IN_PLACE.get(kind)
+    if change.kind == "modified" and any(p.path == name_property and not p.via for p in change.properties):
+        note = (f"{name_property} changes, which the schema does not mark create-only: CloudFormation sends the "
+                "rename as an update, which SageMaker cannot apply (there is no rename), so the deployment fails; keep "
+                "the name (pin it with physical_name) or move the model to a new construct id so a new component is "
+                "created under the new name")
+        if note not in change.notes:
+            change.notes.append(note)
     if is_custom(kind):
         if any(p.path == "ServiceToken" for p in change.properties):
             note = "ServiceToken changes: CloudFormation refuses to change a custom resource's ServiceToken"

@@ -97,6 +97,12 @@ def function(function: Any) -> None:
                 "permissions; tracing needs them on '*'.", finding="Resource::*")
 
 
+def component_logs(component: "ModelComponent", streams_arn: str) -> None:
+    _iam5(component.endpoint.role, streams_arn,
+          "SageMaker creates one log stream per copy of the model in the component's own log group "
+          "/aws/sagemaker/InferenceComponents/<component>; the stream names are generated.")
+
+
 def model_component(component: "ModelComponent", weights_arn: str) -> None:
     _iam5(component.endpoint.role, weights_arn,
           "The model's weights are many files under one S3 prefix; read-only GetObject on that prefix only.")

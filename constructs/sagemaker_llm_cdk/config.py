@@ -160,6 +160,10 @@ class AppConfig(Settings):
                                             f"a plan no other endpoint uses (endpoints[{bound[endpoint.capacity_plan]}] "
                                             "runs on it)", "declare a separate plan for each endpoint"))
                 bound.setdefault(endpoint.capacity_plan, e_index)
+                if endpoint.instance_pools:
+                    from .endpoint import pools_with_plan_problem
+
+                    problems.append(pools_with_plan_problem(f"{path}.capacity_plan"))
                 plan = self.capacity_plans[plans[endpoint.capacity_plan]]
                 problems.extend(p.under(path) for p in spec_binding_problems(plan, endpoint))
                 for m_index, model in enumerate(endpoint.models):
@@ -210,11 +214,14 @@ def duplicate_name_problems(endpoints: Any) -> list[Problem]:
     if not isinstance(endpoints, (list, tuple)):
         return problems
     endpoint_seen: dict[str, int] = {}
-    component_seen: dict[str, str] = {}
+    component_seen_by_name: dict[str, str] = {}
 
-    def claim(name: Any, path: str) -> None:
+    pinned_seen: dict[str, str] = {}
+
+    def claim(name: Any, path: str, seen: dict[str, str] | None = None) -> None:
         if not isinstance(name, str):
             return
+        component_seen = seen if seen is not None else component_seen_by_name
         other = component_seen.get(name)
         if other is not None:
             problems.append(Problem(path, name, f"a name not used by {other} (inference component names are unique "
@@ -236,10 +243,13 @@ def duplicate_name_problems(endpoints: Any) -> list[Problem]:
             if not isinstance(model, dict):
                 continue
             claim(model.get("name"), f"endpoints[{e_index}].models[{m_index}].name")
+            claim(model.get("physical_name"), f"endpoints[{e_index}].models[{m_index}].physical_name", pinned_seen)
             adapters = model.get("adapters")
             for a_index, adapter in enumerate(adapters if isinstance(adapters, (list, tuple)) else []):
                 if isinstance(adapter, dict):
                     claim(adapter.get("name"), f"endpoints[{e_index}].models[{m_index}].adapters[{a_index}].name")
+                    claim(adapter.get("physical_name"),
+                          f"endpoints[{e_index}].models[{m_index}].adapters[{a_index}].physical_name", pinned_seen)
     return problems
 
 

@@ -17,7 +17,7 @@ from constructs import Construct
 from . import acknowledgements
 from .component_base import one_minute
 from .errors import ConfigurationError, Problem
-from .settings import DataCapture, EndpointOptions, InstanceScaling, Routing, has_local_nvme
+from .settings import DataCapture, EndpointOptions, InstancePool, InstanceScaling, Routing, has_local_nvme
 from .storage import SecureBucket, secure_key
 from .validation import validated
 
@@ -128,6 +128,7 @@ class LlmEndpoint(EndpointReference):
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         data_capture_bucket: s3.IBucket | None = None,
         capacity_plan: "CapacityPlan | None" = None,
+        instance_pools: Sequence[InstancePool] | None = None,
     ) -> None:
         """
         :param instance_type: SageMaker instance type, e.g. ``ml.p5e.48xlarge``.
@@ -150,6 +151,10 @@ class LlmEndpoint(EndpointReference):
         :param security_groups: Default: a new group that allows outbound traffic only.
         :param data_capture_bucket: where captured traffic goes. Default: a new secure bucket.
         :param capacity_plan: a reserved capacity plan the endpoint runs on. Default: on-demand.
+        :param instance_pools: 2-5 instance types with priorities (``InstancePool``); SageMaker
+            provisions the first type with capacity, at creation and when scaling. ``instance_type``
+            must be the priority-1 type; every model is checked against every type and gets one
+            ``Specifications`` entry per type. Refused with ``capacity_plan``. Default: ``instance_type`` only.
         """
         options = validated(
             EndpointOptions,
@@ -161,6 +166,7 @@ class LlmEndpoint(EndpointReference):
                 "inference_ami_version": inference_ami_version,
                 "volume_size_gb": volume_size_gb,
                 "instance_provision_timeout_seconds": instance_provision_timeout_seconds,
+                "instance_pools": tuple(instance_pools or ()),
             },
             where=f"{scope.node.path}/{id}",
         )
@@ -173,6 +179,8 @@ class LlmEndpoint(EndpointReference):
         problems: list[Problem] = []
         if capacity_plan is not None:
             problems.extend(capacity_plan.binding_problems(options))
+            if options.instance_pools:
+                problems.append(pools_with_plan_problem())
         if vpc_subnets is not None and vpc is None:
             problems.append(Problem("vpc_subnets", "given", "only together with vpc", "pass vpc too"))
         if security_groups and vpc is None:
@@ -199,11 +207,10 @@ class LlmEndpoint(EndpointReference):
                 ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=True,
                                   description=f"SageMaker endpoint {self.node.path}")
             ])
-            subnets = vpc.select_subnets(**_subnet_kwargs(vpc_subnets))
-            self.subnet_ids = subnets.subnet_ids
+            self.subnet_ids = _subnet_ids(vpc, vpc_subnets)
             vpc_config = sagemaker.CfnEndpointConfig.VpcConfigProperty(
                 security_group_ids=[g.security_group_id for g in self.security_groups],
-                subnets=subnets.subnet_ids,
+                subnets=self.subnet_ids,
             )
             self._grant_vpc_access()
         else:
@@ -249,7 +256,13 @@ class LlmEndpoint(EndpointReference):
 
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=VARIANT_NAME,
-            instance_type=options.instance_type,
+            # With pools, InstancePools replaces InstanceType (AWS: "replace the InstanceType parameter ...
+            # with the InstancePools list").
+            instance_type=None if options.instance_pools else options.instance_type,
+            instance_pools=[
+                sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=p.instance_type, priority=p.priority)
+                for p in options.instance_pools
+            ] or None,
             initial_instance_count=options.scaling.initial,
             managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
                 status="ENABLED",
@@ -413,11 +426,31 @@ class LlmEndpoint(EndpointReference):
         )
 
 
+def _subnet_ids(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> list[str]:
+    """Subnet ids of ``selection`` in ``vpc``.
+
+    Subnets given one by one are read by id only: ``select_subnets`` returns a struct whose
+    ``availability_zones`` jsii reads eagerly, which fails for subnets imported by id without
+    their zone (``Subnet.from_subnet_id``), as a config's ``subnet_ids`` are.
+    """
+    if selection is not None and selection.subnets:
+        return [subnet.subnet_id for subnet in selection.subnets]
+    return list(vpc.select_subnets(**_subnet_kwargs(selection)).subnet_ids)
+
+
 def _subnet_kwargs(selection: ec2.SubnetSelection | None) -> dict[str, Any]:
     if selection is None:
         return {"subnet_type": ec2.SubnetType.PRIVATE_WITH_EGRESS}
     keys = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnets", "subnet_type")
     return {k: getattr(selection, k) for k in keys if getattr(selection, k, None) is not None}
+
+
+def pools_with_plan_problem(field: str = "capacity_plan") -> Problem:
+    """Instance pools and a capacity plan together: refused, AWS documents no such combination."""
+    return Problem(field, "a capacity plan with instance_pools",
+                   "one or the other: a plan reserves one instance type (capacity-reservations-only launches only "
+                   "into it), and AWS does not document how instance pools use CapacityReservationConfig",
+                   "remove instance_pools to run on the plan, or unbind the plan to fall back across types")
 
 
 def _depend_on_policy(resource: Construct, role: iam.IRole) -> None:

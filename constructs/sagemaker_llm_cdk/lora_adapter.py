@@ -22,6 +22,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from .component_base import InferenceComponentConstruct
+from . import naming
 from .errors import ConfigurationError, Problem
 from .settings import _S3_URI, AdapterSpec, LoraSettings, max_rank_missing
 from .validation import validated
@@ -119,13 +120,15 @@ def adapter_names(endpoint: "LlmEndpoint") -> frozenset[str]:
 
 
 def name_taken_problem(field: str, name: str, endpoint: "LlmEndpoint") -> Problem | None:
-    """A problem when ``name`` is already used by a model or an adapter on ``endpoint``."""
+    """A problem when ``name`` is already used by a model or an adapter on ``endpoint``, as a
+    config name or as an inference component name."""
     for model in endpoint.models:
-        if model.component_name == name:
+        if name in (model.component_name, model.spec.name):
             return Problem(field, name, f"a name no model or adapter on this endpoint uses (model {model.node.path} "
                            "has it; inference component names are unique in an account and region)",
                            "rename the adapter")
-    other = _ADAPTERS.get(endpoint, {}).get(name)
+    adapters = _ADAPTERS.get(endpoint, {})
+    other = adapters.get(name) or next((a for a in adapters.values() if a.spec.name == name), None)
     if other is not None:
         return Problem(field, name, f"a name no model or adapter on this endpoint uses (adapter {other.node.path} "
                        "has it)", "rename one of the two adapters")
@@ -141,8 +144,8 @@ def base_problems(base: Any, field: str = "base") -> list[Problem]:
                         "pass the ModelComponent that endpoint.add_model returned")]
     if base.spec.lora is None:
         return [Problem(f"{field}.spec.lora", None,
-                        f"lora settings on model {base.component_name}: adapters need a base that loads them",
-                        f"set lora on model {base.component_name}, e.g. `lora: {{max_gpu_adapters: 4, "
+                        f"lora settings on model {base.spec.name}: adapters need a base that loads them",
+                        f"set lora on model {base.spec.name}, e.g. `lora: {{max_gpu_adapters: 4, "
                         "max_cpu_adapters: 16, max_rank: 16}` in the config or ModelSpec(lora=LoraSettings(...))")]
     if base.spec.lora.max_rank is None:
         return [max_rank_missing(f"{field}.spec.lora.max_rank")]
@@ -283,10 +286,14 @@ class LoraAdapter(InferenceComponentConstruct):
         except ConfigurationError as error:
             problems.extend(p.under("spec") for p in error.problems)
         problems.extend(base_problems(base))
+        physical = None
         if checked is not None and not problems:
-            taken = name_taken_problem("spec.name", checked.name, base.endpoint)
-            if taken is not None:
-                problems.append(taken)
+            physical = naming.component_name(base.endpoint, checked.name, checked.physical_name, field="spec.name")
+            for field, name in (("spec.name", checked.name), ("spec.physical_name", physical)):
+                taken = name_taken_problem(field, name, base.endpoint)
+                if taken is not None:
+                    problems.append(taken)
+                    break
         if checked is not None and len(checked.artifact_s3_uri) > ARTIFACT_URL_MAX:
             problems.append(Problem("spec.artifact_s3_uri", checked.artifact_s3_uri,
                                     f"at most {ARTIFACT_URL_MAX} characters", "use a shorter S3 key"))
@@ -297,7 +304,9 @@ class LoraAdapter(InferenceComponentConstruct):
         self.spec = spec
         self.base = base
         self.endpoint = base.endpoint
-        self.component_name = spec.name
+        assert physical is not None
+        self.component_name = physical
+        """The adapter's inference component name: ``spec.physical_name``, else ``<stack name>-<spec.name>``."""
         apply_lora_settings(base)
 
         self.artifact_arn = artifact_arn(spec.artifact_s3_uri)
@@ -311,7 +320,7 @@ class LoraAdapter(InferenceComponentConstruct):
             self,
             "Resource",
             endpoint_name=self.endpoint.endpoint_name,
-            inference_component_name=spec.name,
+            inference_component_name=self.component_name,
             specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
                 base_inference_component_name=base.component_name,
                 container=sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
@@ -325,7 +334,7 @@ class LoraAdapter(InferenceComponentConstruct):
         # No ``self.node.default_child = ...``: a child with id "Resource" is the default child already
         # (Node.defaultChild looks it up), and setting it again costs two jsii calls per adapter.
         self.component_arn = self.cfn_inference_component.attr_inference_component_arn
-        _ADAPTERS.setdefault(self.endpoint, {})[spec.name] = self
+        _ADAPTERS.setdefault(self.endpoint, {})[self.component_name] = self
 
 
 def add_adapter(base: "ModelComponent", id: str, spec: AdapterSpec | Mapping[str, Any], **kwargs: Any) -> LoraAdapter:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 import jsii
-from aws_cdk import Aws, Stack
+from aws_cdk import ArnFormat, Aws, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -12,7 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from . import acknowledgements
+from . import acknowledgements, naming
 from .component_base import InferenceComponentConstruct
 from .endpoint import _depend_on_policy
 from .errors import ConfigurationError, Problem
@@ -43,7 +43,15 @@ class ModelComponent(InferenceComponentConstruct):
     ``min_copies`` is 0, a step policy that brings a copy back on the first request that
     finds none (alarm on ``NoCapacityInvocationFailures``).
 
-    The component's physical name is ``spec.name``: clients pass it as
+    Copy count across updates: a fixed count (``min_copies == max_copies``) is written to
+    ``RuntimeConfig.CopyCount``. An autoscaled component's template carries no count, so a
+    CloudFormation update (new image, promoted draft head) leaves the copies autoscaling
+    runs untouched; the scalable target (registered right after the component) holds it
+    at ``min_copies`` or more. ``copies.pin_copy_count`` restores the old behaviour.
+
+    The component's physical name (``component_name``) is ``<stack name>-<spec.name>``, cut
+    to 63 characters with a hash when longer, so two stacks of one config in one account and
+    region never collide; ``spec.physical_name`` pins an exact name instead. Clients pass it as
     ``InferenceComponentName`` and adapters refer to it. Escape hatches: ``cfn_model``,
     ``cfn_inference_component``, ``scalable_target``.
     """
@@ -68,12 +76,13 @@ class ModelComponent(InferenceComponentConstruct):
         """
         super().__init__(scope, id)
         spec = validated(ModelSpec, spec, where=self.node.path)
-        problems = _fit_problems(spec, endpoint)
+        self.component_name = naming.component_name(endpoint, spec.name, spec.physical_name)
+        """The inference component's physical name: ``spec.physical_name``, else ``<stack name>-<spec.name>``."""
+        problems = _fit_problems(spec, self.component_name, endpoint)
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
         self.spec = spec
         self.endpoint = endpoint
-        self.component_name = spec.name
         stack = Stack.of(self)
 
         environment = {**self.default_environment(spec), **spec.environment, **(extra_environment or {})}
@@ -81,6 +90,7 @@ class ModelComponent(InferenceComponentConstruct):
         image, repository_arn = container_image(spec.image, scope=self)
         self.image_uri = image
         self._grant_model_access(spec, repository_arn, model_data_key)
+        self._grant_container_logs()
 
         uri = spec.model_data_s3_uri
         compressed = uri.endswith(".tar.gz")
@@ -113,30 +123,45 @@ class ModelComponent(InferenceComponentConstruct):
             apply_lora_settings(self)
 
         copies = spec.copies
+        ic = sagemaker.CfnInferenceComponent
+        startup = ic.InferenceComponentStartupParametersProperty(
+            model_data_download_timeout_in_seconds=spec.model_data_download_timeout_seconds,
+            container_startup_health_check_timeout_in_seconds=spec.container_startup_timeout_seconds,
+        )
+        cache = ic.InferenceComponentDataCacheConfigProperty(enable_caching=spec.cache_weights)
+        pools = endpoint.options.instance_pools
         self.cfn_inference_component = sagemaker.CfnInferenceComponent(
             self,
             "Resource",
             endpoint_name=endpoint.endpoint_name,
-            inference_component_name=spec.name,
+            inference_component_name=self.component_name,
             variant_name=endpoint.variant_name,
-            specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+            # One instance type: the singular Specification. Instance pools: one Specifications
+            # entry per pool type, each with the model's requirements on that type.
+            specification=ic.InferenceComponentSpecificationProperty(
                 model_name=self.cfn_model.attr_model_name,
-                compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
-                    number_of_accelerator_devices_required=spec.accelerators,
-                    min_memory_required_in_mb=spec.min_memory_mb,
-                    number_of_cpu_cores_required=spec.cpu_cores,
-                ),
-                startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
-                    model_data_download_timeout_in_seconds=spec.model_data_download_timeout_seconds,
-                    container_startup_health_check_timeout_in_seconds=spec.container_startup_timeout_seconds,
-                ),
-                data_cache_config=sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty(
-                    enable_caching=spec.cache_weights
-                ),
-            ),
+                compute_resource_requirements=compute_requirements(spec, endpoint.instance_type),
+                startup_parameters=startup,
+                data_cache_config=cache,
+                scheduling_config=scheduling_config(spec),
+            ) if not pools else None,
+            specifications=[
+                ic.InferenceComponentSpecificationForInstanceTypeProperty(
+                    instance_type=instance_type,
+                    model_name=self.cfn_model.attr_model_name,
+                    compute_resource_requirements=compute_requirements(spec, instance_type),
+                    startup_parameters=startup,
+                    data_cache_config=cache,
+                    scheduling_config=scheduling_config(spec),
+                )
+                for instance_type in endpoint.options.instance_types
+            ] if pools else None,
+            # Left out when autoscaling manages the count: see CopyScaling.template_copy_count.
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
-                copy_count=copies.initial
-            ),
+                copy_count=copies.template_copy_count
+            )
+            if copies.template_copy_count is not None
+            else None,
         )
         self.node.default_child = self.cfn_inference_component
         self.served_model_name: str = self.cfn_model.attr_model_name
@@ -238,6 +263,27 @@ class ModelComponent(InferenceComponentConstruct):
             self.scale_from_zero_alarm.add_alarm_action(_PolicyAction(step.attr_arn))
 
     # ------------------------------------------------------------------ grants
+    @property
+    def log_group_name(self) -> str:
+        """Where this component's containers log: ``/aws/sagemaker/InferenceComponents/<component name>``.
+
+        The endpoint's group (``/aws/sagemaker/Endpoints/<endpoint>``) keeps the instances' logs;
+        a container run by an inference component writes to a group named after the component.
+        """
+        return f"/aws/sagemaker/InferenceComponents/{self.component_name}"
+
+    def _grant_container_logs(self) -> None:
+        stack = Stack.of(self)
+        group = stack.format_arn(service="logs", resource="log-group", resource_name=self.log_group_name,
+                                 arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        self.endpoint.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                resources=[group, f"{group}:log-stream:*"],
+            )
+        )
+        acknowledgements.component_logs(self, f"{group}:log-stream:*")
+
     def _grant_model_access(self, spec: ModelSpec, repository_arn: str, key: kms.IKey | None) -> None:
         role = self.endpoint.role
         match = _S3_URI.match(spec.model_data_s3_uri)
@@ -288,6 +334,37 @@ class ModelComponent(InferenceComponentConstruct):
                            statistic=statistic, **kwargs)
 
 
+def requirements_on(spec: ModelSpec, instance_type: str) -> tuple[int, int, float | None]:
+    """(accelerators, min memory MB, CPU cores) one copy of ``spec`` needs on ``instance_type``."""
+    override = next((r for r in spec.instance_requirements if r.instance_type == instance_type), None)
+    if override is None:
+        return spec.accelerators, spec.min_memory_mb, spec.cpu_cores
+    return (override.accelerators or spec.accelerators, override.min_memory_mb or spec.min_memory_mb,
+            override.cpu_cores if override.cpu_cores is not None else spec.cpu_cores)
+
+
+def compute_requirements(
+    spec: ModelSpec, instance_type: str
+) -> sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty:
+    accelerators, memory, cpus = requirements_on(spec, instance_type)
+    return sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
+        number_of_accelerator_devices_required=accelerators,
+        min_memory_required_in_mb=memory,
+        number_of_cpu_cores_required=cpus,
+    )
+
+
+def scheduling_config(spec: ModelSpec) -> sagemaker.CfnInferenceComponent.InferenceComponentSchedulingConfigProperty:
+    """``SchedulingConfig`` of a model's component: placement strategy and Availability Zone balance."""
+    placement = spec.placement
+    return sagemaker.CfnInferenceComponent.InferenceComponentSchedulingConfigProperty(
+        placement_strategy=placement.strategy,
+        availability_zone_balance=sagemaker.CfnInferenceComponent.InferenceComponentAvailabilityZoneBalanceProperty(
+            enforcement_mode="PERMISSIVE", max_imbalance=placement.max_zone_imbalance,
+        ),
+    )
+
+
 def container_image(image: str, *, scope: Construct | None = None) -> tuple[str, str]:
     """(image URI, ECR repository ARN) for a ``ModelSpec.image`` value.
 
@@ -306,20 +383,46 @@ def container_image(image: str, *, scope: Construct | None = None) -> tuple[str,
     return image, arn
 
 
-def _fit_problems(spec: ModelSpec, endpoint: "LlmEndpoint") -> list[Problem]:
-    from .lora_adapter import adapter_names
+def _fit_problems(spec: ModelSpec, physical: str, endpoint: "LlmEndpoint") -> list[Problem]:
+    from .lora_adapter import name_taken_problem
 
     problems = []
-    taken = {m.component_name for m in endpoint.models} | adapter_names(endpoint)
-    if spec.name in taken:
-        problems.append(Problem("name", spec.name, "a name no other model or adapter on this endpoint uses",
-                                "give this model another name"))
+    field = "physical_name" if spec.physical_name is not None else "name"
+    for name in dict.fromkeys((spec.name, physical)):
+        if name_taken_problem(field, name, endpoint) is not None:
+            problems.append(Problem(field, name, "a name no other model or adapter on this endpoint uses",
+                                    "give this model another name"))
+            break
     problems.extend(ami_problems([("image", spec.image)], endpoint.options.inference_ami_version))
-    gpus = accelerators_of(endpoint.instance_type)
-    if gpus is not None and spec.accelerators > gpus:
-        problems.append(Problem("accelerators", spec.accelerators,
-                                f"at most {gpus}, the accelerators of one {endpoint.instance_type}",
-                                "lower accelerators or use a larger instance type"))
+    options = endpoint.options
+    pool_types = set(options.instance_types) if options.instance_pools else set()
+    for index, requirement in enumerate(spec.instance_requirements):
+        if requirement.instance_type not in pool_types:
+            problems.append(Problem(f"instance_requirements[{index}].instance_type", requirement.instance_type,
+                                    "one of the endpoint's instance_pools types: " + (", ".join(sorted(pool_types))
+                                                                                      or "the endpoint has no pools"),
+                                    "list a pool type, or remove the entry"))
+    if options.instance_pools and spec.eagle is not None:
+        problems.append(Problem("eagle", "set", "no EAGLE on an endpoint with instance_pools: the promoted head is "
+                                "served by swapping Specification.ModelName, which a per-instance-type specification "
+                                "list does not have; nor is it documented which pool type the optimization job should "
+                                "benchmark", "remove eagle, or serve this model on an endpoint with one instance type"))
+    for instance_type in options.instance_types:
+        accelerators, memory, _ = requirements_on(spec, instance_type)
+        field = "accelerators" if not options.instance_pools else f"accelerators (on pool type {instance_type})"
+        gpus = accelerators_of(instance_type)
+        if gpus is not None and accelerators > gpus:
+            problems.append(Problem(field, accelerators,
+                                    f"at most {gpus}, the accelerators of one {instance_type}",
+                                    "lower accelerators or use a larger instance type"
+                                    + (" (instance_requirements sets them per type)" if options.instance_pools else "")))
+        memory_mb = memory_mb_of(instance_type)
+        if memory_mb is not None and memory > memory_mb:
+            problems.append(Problem("min_memory_mb" if not options.instance_pools
+                                    else f"min_memory_mb (on pool type {instance_type})", memory,
+                                    f"at most {memory_mb}, the memory of one {instance_type} in MB",
+                                    "lower min_memory_mb or use a larger instance type"
+                                    + (" (instance_requirements sets it per type)" if options.instance_pools else "")))
     return problems
 
 
@@ -333,6 +436,25 @@ _ACCELERATORS = {
     "ml.g6e.xlarge": 1, "ml.g6e.2xlarge": 1, "ml.g6e.4xlarge": 1, "ml.g6e.8xlarge": 1, "ml.g6e.16xlarge": 1,
     "ml.g6e.12xlarge": 4, "ml.g6e.24xlarge": 4, "ml.g6e.48xlarge": 8,
 }
+
+
+_MEMORY_GIB = {
+    "ml.p4d.24xlarge": 1152, "ml.p4de.24xlarge": 1152, "ml.p5.48xlarge": 2048, "ml.p5e.48xlarge": 2048,
+    "ml.p5en.48xlarge": 2048, "ml.p5.4xlarge": 256, "ml.p6-b200.48xlarge": 2048,
+    "ml.g5.xlarge": 16, "ml.g5.2xlarge": 32, "ml.g5.4xlarge": 64, "ml.g5.8xlarge": 128, "ml.g5.16xlarge": 256,
+    "ml.g5.12xlarge": 192, "ml.g5.24xlarge": 384, "ml.g5.48xlarge": 768,
+    "ml.g6.xlarge": 16, "ml.g6.2xlarge": 32, "ml.g6.4xlarge": 64, "ml.g6.8xlarge": 128, "ml.g6.16xlarge": 256,
+    "ml.g6.12xlarge": 192, "ml.g6.24xlarge": 384, "ml.g6.48xlarge": 768,
+    "ml.g6e.xlarge": 32, "ml.g6e.2xlarge": 64, "ml.g6e.4xlarge": 128, "ml.g6e.8xlarge": 256, "ml.g6e.16xlarge": 512,
+    "ml.g6e.12xlarge": 384, "ml.g6e.24xlarge": 768, "ml.g6e.48xlarge": 1536,
+}
+"""Host memory (GiB) of one instance of the types in ``_ACCELERATORS`` (EC2's published sizes)."""
+
+
+def memory_mb_of(instance_type: str) -> int | None:
+    """Host memory of one instance in MB (MiB); None where the table does not know the type."""
+    gib = _MEMORY_GIB.get(instance_type)
+    return gib * 1024 if gib is not None else None
 
 
 def accelerators_of(instance_type: str) -> int | None:

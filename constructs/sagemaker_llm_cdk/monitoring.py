@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Mapping, Protocol, Sequence, cast
 
 import jsii
-from aws_cdk import Aws, Duration, Names, Stack, Token
+from aws_cdk import Annotations, Aws, Duration, Names, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_lambda as lambda_
@@ -54,6 +54,8 @@ ADAPTERS_PER_GRAPH = 50
 """Adapter invocation lines per graph; more adapters get further graphs."""
 MAX_ROLLBACK_ALARMS = 10
 """SageMaker's limit on AutoRollbackConfiguration.Alarms."""
+MAX_ALARM_METRICS = 10
+"""CloudWatch's limit on the metrics one alarm's math expression reads."""
 
 
 class RolloutSettings(Settings):
@@ -244,15 +246,15 @@ class LlmMonitoring(Construct):
         Per model: p99-latency, 5xx-rate and GPU-saturation alarms, a no-capacity alarm when it
         can scale to zero, and ``cfn_inference_component.deployment_config`` with a rolling
         update policy whose auto rollback lists the model's latency and 5xx-rate alarms. Per
-        endpoint: p99-latency and 5xx-rate alarms on the variant and, unless
-        ``rollout.endpoint_rollback`` is off, the endpoint's blue/green ``DeploymentConfig``
-        rolling back on them. Call it after the endpoint's last ``add_model``.
+        endpoint: p99-latency and 5xx-rate alarms over its models' per-component metrics
+        (an inference-component endpoint publishes invocation metrics per
+        ``InferenceComponentName``, not per variant) and, unless ``rollout.endpoint_rollback``
+        is off, the endpoint's blue/green ``DeploymentConfig`` rolling back on them. Call it
+        after the endpoint's last ``add_model``.
 
-        Rollback configurations name alarms literally. Model alarms exist before their
-        component (they name it by its fixed name). Endpoint alarms exist before the endpoint
-        only when it has a physical ``endpoint_name``; with a generated name they are created
-        right after it (they need the name), which matters only if SageMaker checks the
-        alarms when the endpoint is first created.
+        Rollback configurations name alarms literally. The alarms name only component names,
+        which are fixed at synth, so every alarm exists before the component or endpoint whose
+        rollback names it.
         """
         path = endpoint.node.path
         if path in self._monitored:
@@ -522,31 +524,49 @@ class LlmMonitoring(Construct):
 
     # ---------------------------------------------------------- endpoint rows
     def _endpoint_alarms(self, endpoint: "LlmEndpoint", subject: str) -> list[cloudwatch.Alarm]:
-        metrics = _EndpointMetrics(endpoint)
+        """p99-latency and 5xx-rate alarms of the endpoint, from its models' own metrics.
+
+        An inference-component endpoint publishes its invocation metrics per component
+        (dimension ``InferenceComponentName``), not per variant: alarms on
+        ``EndpointName``/``VariantName`` would never see a bad rollout. So the endpoint's
+        latency is the highest p99 of its models and its 5xx rate is the models' errors over
+        their invocations. A CloudWatch alarm reads at most 10 metrics, so these alarms watch
+        the first 10 models (latency) and the first 5 (error rate); synth warns beyond that.
+        """
         settings = self.settings
-        alarms = []
+        models = list(endpoint.models)
+        alarms: list[cloudwatch.Alarm] = []
+        if not models:
+            return alarms
+        for limit, what in ((MAX_ALARM_METRICS, "p99 latency"), (MAX_ALARM_METRICS // 2, "5xx rate")):
+            if len(models) > limit:
+                Annotations.of(endpoint).add_warning_v2(
+                    "sagemaker-llm-cdk:endpoint-alarm-models",
+                    f"The endpoint {what} alarm watches the first {limit} of {len(models)} models (a CloudWatch "
+                    "alarm reads at most 10 metrics); each model's own alarms still watch it.")
         if settings.p99_latency_seconds is not None:
             alarms.append(self._alarm(
                 ("Endpoints", subject), subject, "endpoint-p99-latency",
-                description=(f"p99 model latency of endpoint {endpoint.node.path} above {settings.p99_latency_seconds} s "
-                             f"for {settings.latency_minutes} minutes. Rolls back an endpoint update."),
-                metric=metrics.metric("ModelLatency", statistic="p99"),
+                description=(f"Highest p99 model latency among the models of endpoint {endpoint.node.path} above "
+                             f"{settings.p99_latency_seconds} s for {settings.latency_minutes} minutes. Rolls back an "
+                             "endpoint update."),
+                metric=endpoint_latency(models[:MAX_ALARM_METRICS]),
                 threshold=settings.p99_latency_seconds * 1_000_000,
                 comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD, periods=settings.latency_minutes,
             ))
         if settings.error_rate_percent is not None:
             alarms.append(self._alarm(
                 ("Endpoints", subject), subject, "endpoint-5xx-rate",
-                description=(f"More than {settings.error_rate_percent}% of requests to endpoint {endpoint.node.path} "
-                             f"failed with 5xx for {settings.error_rate_minutes} minutes. Rolls back an endpoint update."),
-                metric=_error_rate(metrics.metric("Invocation5XXErrors"), metrics.metric("Invocations"),
-                                   settings.error_rate_min_requests),
+                description=(f"More than {settings.error_rate_percent}% of requests to the models of endpoint "
+                             f"{endpoint.node.path} failed with 5xx for {settings.error_rate_minutes} minutes. Rolls back "
+                             "an endpoint update."),
+                metric=endpoint_error_rate(models[:MAX_ALARM_METRICS // 2], settings.error_rate_min_requests),
                 threshold=settings.error_rate_percent,
                 comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD, periods=settings.error_rate_minutes,
             ))
-        if metrics.literal and endpoint.cfn_endpoint is not None:
-            # The alarms name the endpoint literally, so they can exist before it: the rollback
-            # configuration then never names an alarm that is not there yet.
+        if endpoint.cfn_endpoint is not None:
+            # The alarms name only the models' fixed component names, so they can exist before the
+            # endpoint: the rollback configuration then never names an alarm that is not there yet.
             for alarm in alarms:
                 endpoint.cfn_endpoint.node.add_dependency(alarm)
         return alarms
@@ -559,17 +579,22 @@ class LlmMonitoring(Construct):
             f"Endpoint {endpoint.node.path}",
             f"{options.instance_type}, {options.scaling.min_instances}-{options.scaling.max_instances} instances, "
             f"models: {', '.join(m.component_name for m in endpoint.models) or 'none'}. Latency in microseconds."))
-        latency = [metrics.metric("ModelLatency", statistic=s, label=f"ModelLatency {s}") for s in ("p50", "p90", "p99")]
+        # Invocation metrics of an inference-component endpoint are per component: sum them.
+        models = list(endpoint.models)
+        traffic: list[cloudwatch.IMetric] = [
+            _sum_of(models, name) for name in ("Invocations", "Invocation4XXErrors", "Invocation5XXErrors")
+        ] if models else [_placeholder()]
+        latency: list[cloudwatch.IMetric] = [
+            m.metric_model_latency(statistic="p99", label=f"{m.component_name} p99") for m in models
+        ] or [_placeholder()]
         overhead = [metrics.metric("OverheadLatency", statistic=s, label=f"OverheadLatency {s}") for s in ("p50", "p99")]
         gpu = [
             metrics.metric("GPUUtilization", namespace="/aws/sagemaker/Endpoints", statistic="Average"),
             metrics.metric("GPUMemoryUtilization", namespace="/aws/sagemaker/Endpoints", statistic="Average"),
         ]
         section.add_widget(_row(
-            cloudwatch.GraphWidget(title="Invocations and errors", width=6, left=[
-                metrics.metric("Invocations"), metrics.metric("Invocation4XXErrors"), metrics.metric("Invocation5XXErrors"),
-            ]),
-            cloudwatch.GraphWidget(title="Model latency (µs)", width=6, left=latency),
+            cloudwatch.GraphWidget(title="Invocations and errors", width=6, left=traffic),
+            cloudwatch.GraphWidget(title="Model latency p99 per model (µs)", width=6, left=latency),
             cloudwatch.GraphWidget(title="Overhead latency (µs)", width=6, left=overhead),
             cloudwatch.GraphWidget(title="GPU and GPU memory utilization (%)", width=6, left=gpu),
         ))
@@ -730,6 +755,34 @@ class _EndpointMetrics:
         return cloudwatch.Metric(namespace=namespace, metric_name=metric_name, statistic=statistic,
                                  dimensions_map={"EndpointName": self._name, "VariantName": self._variant},
                                  period=one_minute(), label=label)
+
+
+def endpoint_latency(models: Sequence[InferenceComponentConstruct]) -> cloudwatch.MathExpression:
+    """The highest p99 ModelLatency among ``models`` (per-component metrics), microseconds."""
+    using = {f"m{i}": m.metric_model_latency(statistic="p99") for i, m in enumerate(models)}
+    return cloudwatch.MathExpression(expression=f"MAX([{', '.join(using)}])", using_metrics=using,
+                                     label="Highest p99 ModelLatency of the models", period=one_minute())
+
+
+def endpoint_error_rate(models: Sequence[InferenceComponentConstruct], min_requests: int) -> cloudwatch.MathExpression:
+    """5xx share of the invocations of ``models`` together, percent; 0 in minutes with fewer than ``min_requests``."""
+    using: dict[str, cloudwatch.IMetric] = {}
+    for i, model in enumerate(models):
+        using[f"e{i}"] = model.metric_invocation_5xx_errors()
+        using[f"i{i}"] = model.metric_invocations()
+    errors = " + ".join(f"FILL(e{i}, 0)" for i in range(len(models)))
+    invocations = " + ".join(f"FILL(i{i}, 0)" for i in range(len(models)))
+    return cloudwatch.MathExpression(
+        expression=f"IF(({invocations}) >= {min_requests}, 100 * ({errors}) / ({invocations}), 0)",
+        using_metrics=using, label="5xx rate of the models (%)", period=one_minute())
+
+
+def _sum_of(models: Sequence[InferenceComponentConstruct], metric_name: str) -> cloudwatch.MathExpression:
+    """``metric_name`` (a per-component Sum metric) added up over ``models``."""
+    prefix = re.sub(r"[^a-z0-9]", "", metric_name.lower())  # ids unique among the graph's expressions
+    using = {f"{prefix}{i}": m.metric(metric_name) for i, m in enumerate(models)}
+    return cloudwatch.MathExpression(expression=" + ".join(f"FILL({k}, 0)" for k in using), using_metrics=using,
+                                     label=f"{metric_name} (all models)", period=one_minute())
 
 
 def _error_rate(errors: cloudwatch.IMetric, invocations: cloudwatch.IMetric, min_requests: int) -> cloudwatch.MathExpression:

@@ -445,6 +445,11 @@ class CopyScaling(Settings):
         "Target tracking value for concurrent requests per copy. Default: 4."))] = 4.0
     scale_in_cooldown_seconds: Annotated[int, Field(ge=0, le=86400, description="Default: 300.")] = 300
     scale_out_cooldown_seconds: Annotated[int, Field(ge=0, le=86400, description="Default: 60.")] = 60
+    pin_copy_count: Annotated[bool, Field(description=(
+        "Autoscaled models only: also write RuntimeConfig.CopyCount (min_copies, at least 1) into the template. "
+        "CloudFormation then sets the copy count back to it on every update of the component (a new image, a "
+        "promoted draft head), whatever autoscaling had scaled to. Default: false: the template leaves the copy "
+        "count to autoscaling, which starts the component at min_copies."))] = False
 
     @property
     def initial(self) -> int:
@@ -455,11 +460,55 @@ class CopyScaling(Settings):
     def autoscaled(self) -> bool:
         return self.max_copies > self.min_copies or self.min_copies == 0
 
+    @property
+    def template_copy_count(self) -> int | None:
+        """``RuntimeConfig.CopyCount`` for the template, or None to leave ``RuntimeConfig`` out.
+
+        ``CopyCount`` is write-only in CloudFormation and its update handler calls
+        ``UpdateInferenceComponentRuntimeConfig``: a count in the template resets an autoscaled
+        component on every update (the ``DesiredCount`` problem of ECS services). So when
+        autoscaling manages the count, the template does not carry one (unless ``pin_copy_count``).
+        """
+        if self.autoscaled and not self.pin_copy_count:
+            return None
+        return self.initial
+
     def _rules(self) -> list[Problem]:
+        problems = []
         if self.min_copies > self.max_copies:
-            return [Problem("min_copies", self.min_copies, f"at most max_copies ({self.max_copies})",
-                            "lower min_copies or raise max_copies")]
-        return []
+            problems.append(Problem("min_copies", self.min_copies, f"at most max_copies ({self.max_copies})",
+                                    "lower min_copies or raise max_copies"))
+        if self.pin_copy_count and not self.autoscaled:
+            problems.append(Problem("pin_copy_count", True,
+                                    "only for autoscaled models (a fixed count is always in the template)",
+                                    "remove pin_copy_count"))
+        return problems
+
+
+class Placement(Settings):
+    """Where SageMaker places a model's copies as they are added and removed (``SchedulingConfig``).
+
+    Default: ``SPREAD`` over instances, balanced across Availability Zones (``PERMISSIVE``, at
+    most one copy of difference), so losing one zone leaves copies running in the others.
+    CloudFormation requires the zone balance whenever a placement is given, so it is always set.
+    """
+
+    strategy: Annotated[Literal["SPREAD", "BINPACK"], Field(description=(
+        "SPREAD (copies spread over instances: one instance or zone lost takes the fewest copies) or BINPACK "
+        "(copies packed onto few instances: frees whole instances to scale in, at the cost of resilience). "
+        "Within each zone when zones are balanced. Default: SPREAD."))] = "SPREAD"
+    max_zone_imbalance: Annotated[int, Field(ge=0, le=100, description=(
+        "Most copies by which any two Availability Zones may differ (AvailabilityZoneBalance.MaxImbalance, 0-100); "
+        "applies when the endpoint has instances in two or more zones. The balance is PERMISSIVE, the one mode "
+        "SageMaker offers: copies are still placed when capacity cannot be balanced. Default: 1."))] = 1
+
+    @classmethod
+    def spread(cls, *, max_zone_imbalance: int = 1) -> "Placement":
+        return cls(strategy="SPREAD", max_zone_imbalance=max_zone_imbalance)
+
+    @classmethod
+    def binpack(cls, *, max_zone_imbalance: int = 1) -> "Placement":
+        return cls(strategy="BINPACK", max_zone_imbalance=max_zone_imbalance)
 
 
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -516,8 +565,12 @@ class AdapterSpec(Settings):
     """A LoRA adapter served on a base model as its own inference component."""
 
     name: Annotated[str, field_rule(lambda v: name_problem("", v)), Field(description=(
-        "The adapter's inference component name (clients pass it as InferenceComponentName): 1-63 letters, "
-        "digits and hyphens."))]
+        "The adapter's name: its inference component is named <stack name>-<name> (clients pass that as "
+        "InferenceComponentName; the stack prints it), unless physical_name pins it. 1-63 letters, digits and "
+        "hyphens."))]
+    physical_name: Annotated[str | None, field_rule(lambda v: name_problem("", v)), Field(description=(
+        "The adapter's exact inference component name, not prefixed: it must be unique in the account and "
+        "region, so two stacks of one config collide. Default: <stack name>-<name>."))] = None
     artifact_s3_uri: Annotated[str, field_rule(lambda v: s3_uri_problem("", v, want="tar.gz")), Field(description="s3://bucket/adapter.tar.gz with the adapter files at the archive root.")]
 
     def _rules(self) -> list[Problem]:
@@ -618,6 +671,21 @@ class EagleSettings(Settings):
         return problems
 
 
+class InstanceRequirements(Settings):
+    """What one copy of a model needs on one instance type of an endpoint with ``instance_pools``.
+
+    Each field left out takes the model's own value (``accelerators``, ``min_memory_mb``, ``cpu_cores``).
+    """
+
+    instance_type: Annotated[str, Field(description="One of the endpoint's instance_pools types.")]
+    accelerators: Annotated[int | None, Field(ge=1, le=64, description=(
+        "GPUs per copy on this type. Default: the model's accelerators."))] = None
+    min_memory_mb: Annotated[int | None, Field(ge=128, le=4_000_000, description=(
+        "Host memory per copy on this type, MB. Default: the model's min_memory_mb."))] = None
+    cpu_cores: Annotated[float | None, Field(gt=0, le=1024, description=(
+        "CPU cores per copy on this type. Default: the model's cpu_cores."))] = None
+
+
 class ModelSpec(Settings):
     """A model served as an inference component on an ``LlmEndpoint``.
 
@@ -626,8 +694,13 @@ class ModelSpec(Settings):
     """
 
     name: Annotated[str, field_rule(lambda v: name_problem("", v)), Field(description=(
-        "The inference component's name, as clients pass it in InferenceComponentName: 1-63 letters, digits "
-        "and hyphens, unique in the account and region."))]
+        "The model's name: 1-63 letters, digits and hyphens. Its inference component is named "
+        "<stack name>-<name> (cut to 63 characters with a hash when longer), so two stacks of one config in one "
+        "account and region do not collide; clients pass that as InferenceComponentName (the stack prints it)."))]
+    physical_name: Annotated[str | None, field_rule(lambda v: name_problem("", v)), Field(description=(
+        "The exact inference component name, not prefixed. It must be unique in the account and region: two "
+        "stacks of one config with a pinned name collide. Changing it (or the stack name) renames the component, "
+        "which the change report flags. Default: <stack name>-<name>."))] = None
     model_data_s3_uri: Annotated[str, field_rule(lambda v: s3_uri_problem("", v, want="prefix")), Field(description=(
         "Where the weights are: s3://bucket/prefix/ (uncompressed) or s3://bucket/model.tar.gz."))]
     image: Annotated[str, field_rule(_image_problem), Field(description=(
@@ -642,6 +715,13 @@ class ModelSpec(Settings):
     min_memory_mb: Annotated[int, Field(ge=128, le=4_000_000, description="Host memory per copy, MB. Default: 1024.")] = 1024
     cpu_cores: Annotated[float | None, Field(gt=0, le=1024, description="CPU cores per copy. Default: not reserved.")] = None
     copies: Annotated[CopyScaling, Field(description="Copy count and autoscaling. Default: one copy.")] = CopyScaling()
+    instance_requirements: Annotated[tuple[InstanceRequirements, ...], Field(max_length=5, description=(
+        "Endpoints with instance_pools only: the model's accelerators, memory and CPU on particular pool types "
+        "(one InferenceComponent Specifications entry per pool type; types not listed use the model's own "
+        "values). Default: the same requirements on every type."))] = ()
+    placement: Annotated[Placement, Field(description=(
+        "How copies are placed over instances and Availability Zones. Default: SPREAD, zones balanced "
+        "(at most one copy apart)."))] = Placement()
     cache_weights: Annotated[bool, Field(description=(
         "Cache model weights and the container image on the instances' NVMe disks so scale-out is fast. "
         "Default: true."))] = True
@@ -702,6 +782,20 @@ class ModelSpec(Settings):
                                             "for EAGLE: " + ", ".join(EAGLE_ARCHITECTURES),
                                             "remove eagle for this model; SageMaker cannot optimize other architectures"))
         with unless_failed():
+            seen_types: set[str] = set()
+            for index, requirement in enumerate(self.instance_requirements):
+                if requirement.instance_type in seen_types:
+                    problems.append(Problem(f"instance_requirements[{index}].instance_type", requirement.instance_type,
+                                            "each instance type once", "merge the two entries"))
+                seen_types.add(requirement.instance_type)
+                if (self.is_lmi and requirement.accelerators is not None
+                        and requirement.accelerators != self.accelerators):
+                    problems.append(Problem(
+                        f"instance_requirements[{index}].accelerators", requirement.accelerators,
+                        f"the model's accelerators ({self.accelerators}) for the LMI container: its tensor parallel "
+                        "degree (OPTION_TENSOR_PARALLEL_DEGREE) is one value for every instance type",
+                        "leave accelerators out here, or serve the model on a separate endpoint"))
+        with unless_failed():
             problems.extend(images.capability_problems(self))
         with unless_failed():
             for key in self.environment:
@@ -739,11 +833,27 @@ class VpcPlacement(Settings):
     """Run the endpoint's instances in your VPC, by subnet and security group ids."""
 
     vpc_id: Annotated[str, Field(pattern=r"^vpc-[0-9a-f]{8,17}$", description="The VPC's id, e.g. vpc-0abc12345def67890.")]
-    subnet_ids: Annotated[tuple[str, ...], Field(min_length=1, max_length=16)]
-    security_group_ids: Annotated[tuple[str, ...], Field(min_length=1, max_length=5)]
+    subnet_ids: Annotated[tuple[str, ...], Field(min_length=1, max_length=16, description=(
+        "Subnets the instances run in, e.g. subnet-0abc12345def67890. Give subnets in two or more zones so "
+        "copies can be balanced across them."))]
+    subnet_availability_zones: Annotated[tuple[str, ...] | None, Field(max_length=16, description=(
+        "The zone of each subnet, in the order of subnet_ids (e.g. us-east-1a). Default: not given; nothing in "
+        "the stack needs it."))] = None
+    security_group_ids: Annotated[tuple[str, ...], Field(min_length=1, max_length=5, description=(
+        "Security groups of the instances' network interfaces, e.g. sg-0abc12345def67890."))]
 
     def _rules(self) -> list[Problem]:
         problems = []
+        zones = self.subnet_availability_zones
+        if zones is not None:
+            if len(zones) != len(self.subnet_ids):
+                problems.append(Problem("subnet_availability_zones", list(zones),
+                                        f"one zone per subnet ({len(self.subnet_ids)}, in the order of subnet_ids)",
+                                        "list the zone of each subnet, or leave subnet_availability_zones out"))
+            for i, zone in enumerate(zones):
+                if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d[a-z]", zone):
+                    problems.append(Problem(f"subnet_availability_zones[{i}]", zone,
+                                            "an Availability Zone name like us-east-1a", "copy it from the VPC console"))
         for i, subnet in enumerate(self.subnet_ids):
             if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", subnet):
                 problems.append(Problem(f"subnet_ids[{i}]", subnet, "a subnet id like subnet-0abc12345def67890",
@@ -753,6 +863,15 @@ class VpcPlacement(Settings):
                 problems.append(Problem(f"security_group_ids[{i}]", group, "a security group id like sg-0abc12345def67890",
                                         "copy the id from the VPC console"))
         return problems
+
+
+class InstancePool(Settings):
+    """One instance type of a heterogeneous endpoint (``ProductionVariant.InstancePools``)."""
+
+    instance_type: Annotated[str, field_rule(lambda v: instance_type_problem(
+        "", v, service_model.endpoint_instance_types(), "endpoints")), Field(description="SageMaker instance type.")]
+    priority: Annotated[int, Field(ge=1, le=5, description=(
+        "1 (tried first) to 5: SageMaker falls back to the next priority when a type has no capacity."))]
 
 
 class EndpointOptions(Settings):
@@ -770,12 +889,65 @@ class EndpointOptions(Settings):
     volume_size_gb: Annotated[int | None, Field(ge=1, le=512, description=(
         "EBS volume per instance, GB. Only for instance types without local NVMe storage. Default: SageMaker's."))] = None
     instance_provision_timeout_seconds: Annotated[int | None, Field(ge=1800, le=10800, description=(
-        "How long SageMaker waits for instances. Default: SageMaker's."))] = None
+        "How long SageMaker waits for instances (with instance_pools: over all pools, at most 3600). "
+        "Default: SageMaker's."))] = None
+    instance_pools: Annotated[tuple[InstancePool, ...], Field(max_length=5, description=(
+        "Heterogeneous capacity: 2-5 instance types with priorities; SageMaker provisions the first that has "
+        "capacity, at creation and when scaling. instance_type must be the priority-1 type. Every model is "
+        "checked against every type. Not with a capacity plan. Default: instance_type only."))] = ()
+
+    @property
+    def instance_types(self) -> tuple[str, ...]:
+        """Every instance type the endpoint may run on: its pools by priority, or ``instance_type``."""
+        if not self.instance_pools:
+            return (self.instance_type,)
+        return tuple(p.instance_type for p in sorted(self.instance_pools, key=lambda p: p.priority))
 
     def _rules(self) -> list[Problem]:
         problems: list[Problem] = []
-        if self.volume_size_gb is not None and has_local_nvme(self.instance_type):
-            problems.append(Problem("volume_size_gb", self.volume_size_gb,
-                                    f"nothing for {self.instance_type}: it has local NVMe storage that SageMaker uses instead",
-                                    "remove volume_size_gb"))
+        for instance_type in dict.fromkeys((self.instance_type, *self.instance_types)):
+            if self.volume_size_gb is not None and has_local_nvme(instance_type):
+                problems.append(Problem("volume_size_gb", self.volume_size_gb,
+                                        f"nothing for {instance_type}: it has local NVMe storage that SageMaker uses instead",
+                                        "remove volume_size_gb"))
+                break
+        problems.extend(self._pool_problems())
+        return problems
+
+    def _pool_problems(self) -> list[Problem]:
+        pools = self.instance_pools
+        if not pools:
+            return []
+        problems: list[Problem] = []
+        if len(pools) < 2:
+            problems.append(Problem("instance_pools", [p.instance_type for p in pools],
+                                    "2-5 pools (an inference component needs a specification for at least two types)",
+                                    "add a fallback type, or remove instance_pools and use instance_type alone"))
+        types: dict[str, int] = {}
+        priorities: dict[int, int] = {}
+        for index, pool in enumerate(pools):
+            if pool.instance_type in types:
+                problems.append(Problem(f"instance_pools[{index}].instance_type", pool.instance_type,
+                                        f"a type not used by instance_pools[{types[pool.instance_type]}]",
+                                        "list each instance type once"))
+            types.setdefault(pool.instance_type, index)
+            if pool.priority in priorities:
+                problems.append(Problem(f"instance_pools[{index}].priority", pool.priority,
+                                        f"a priority not used by instance_pools[{priorities[pool.priority]}]",
+                                        "give each pool its own priority, 1 first"))
+            priorities.setdefault(pool.priority, index)
+        first = min(pools, key=lambda p: p.priority)
+        if self.instance_type != first.instance_type:
+            problems.append(Problem("instance_type", self.instance_type,
+                                    f"the priority-1 pool's type ({first.instance_type}) when instance_pools is set",
+                                    f"set instance_type: {first.instance_type}"))
+        if len({has_local_nvme(p.instance_type) for p in pools}) > 1:
+            problems.append(Problem("instance_pools", [p.instance_type for p in pools],
+                                    "types that all have local NVMe storage, or none: the endpoint's volume key "
+                                    "(KmsKeyId) is refused for NVMe types and needed for the others",
+                                    "pick pool types of one kind"))
+        if self.instance_provision_timeout_seconds is not None and self.instance_provision_timeout_seconds > 3600:
+            problems.append(Problem("instance_provision_timeout_seconds", self.instance_provision_timeout_seconds,
+                                    "at most 3600 with instance_pools (the budget for trying every pool)",
+                                    "lower it to 3600 or less"))
         return problems

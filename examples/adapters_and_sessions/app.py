@@ -34,12 +34,13 @@ base = endpoint.add_model("Qwen", ModelSpec(
                       max_rank=16),  # the highest rank (r in adapter_config.json) of the adapters served
     sessions=SessionSettings(expiration_seconds=1800),           # stateful sessions in the LMI container
 ))
-# Each adapter is its own inference component: callers pass its name as InferenceComponentName.
+# Each adapter is its own inference component, named <stack name>-<name> (adapter.component_name):
+# callers pass that as InferenceComponentName.
 sql = base.add_adapter("Sql", AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-adapters/qwen3-8b/sql.tar.gz"))
 support = base.add_adapter("Support", AdapterSpec(name="qwen3-8b-support",
                                                   artifact_s3_uri="s3://my-adapters/qwen3-8b/support.tar.gz"))
 
-# Multi-turn chat: POST /invoke {"conversation_id": ..., "component": "qwen3-8b-sql", "body": {...}}, SigV4-signed.
+# Multi-turn chat: POST /invoke {"conversation_id": ..., "component": "ChatWithAdapters-qwen3-8b-sql", "body": {...}}, SigV4-signed.
 front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=[sql, support])
 chat_app = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
 front_door.grant_invoke_url(chat_app)

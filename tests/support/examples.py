@@ -138,17 +138,18 @@ def check_minimal_endpoint(synth: Synth) -> None:
     template = synth.template("MinimalEndpoint")
     assert len(of_type(template, "AWS::SageMaker::Endpoint")) == 1
     assert len(of_type(template, "AWS::SageMaker::EndpointConfig")) == 1
-    assert component_names(template) == {"qwen3-8b"}
+    assert component_names(template) == {"MinimalEndpoint-qwen3-8b"}  # <stack name>-<name>
     assert not of_type(template, "AWS::Lambda::Function")
 
 
 def check_adapters_and_sessions(synth: Synth) -> None:
     template = synth.template("ChatWithAdapters")
     assert len(of_type(template, "AWS::SageMaker::Endpoint")) == 1
-    assert component_names(template) == {"qwen3-8b", "qwen3-8b-sql", "qwen3-8b-support"}
+    assert component_names(template) == {f"ChatWithAdapters-{n}" for n in ("qwen3-8b", "qwen3-8b-sql", "qwen3-8b-support")}
     adapters = [r for r in of_type(template, "AWS::SageMaker::InferenceComponent")
                 if "BaseInferenceComponentName" in r["Properties"]["Specification"]]
-    assert [r["Properties"]["Specification"]["BaseInferenceComponentName"] for r in adapters] == ["qwen3-8b"] * 2
+    assert [r["Properties"]["Specification"]["BaseInferenceComponentName"] for r in adapters] == [
+        "ChatWithAdapters-qwen3-8b"] * 2
     assert [u["Properties"]["AuthType"] for u in of_type(template, "AWS::Lambda::Url")] == ["AWS_IAM"]
     assert len(of_type(template, "AWS::DynamoDB::Table")) == 1
     assert synth.handler_folders("ChatWithAdapters") == {"session_router"}
@@ -159,7 +160,7 @@ def check_capacity_plan_endpoint(synth: Synth) -> None:
     (config,) = of_type(template, "AWS::SageMaker::EndpointConfig")
     (variant,) = config["Properties"]["ProductionVariants"]
     assert variant["CapacityReservationConfig"]["CapacityReservationPreference"] == "capacity-reservations-only"
-    assert component_names(template) == {"qwen3-32b", "qwen3-32b-support"}
+    assert component_names(template) == {"ReservedChat-qwen3-32b", "ReservedChat-qwen3-32b-support"}
     assert synth.handler_folders("ReservedChat") == {"capacity_plan_expiry"}
     assert not of_type(template, "Custom::SageMakerCapacityPlan"), "the example binds an existing plan: it buys nothing"
 
@@ -167,7 +168,7 @@ def check_capacity_plan_endpoint(synth: Synth) -> None:
 def check_eagle_endpoint(synth: Synth) -> None:
     assert len(of_type(synth.template("EaglePromotions"), "AWS::SSM::Parameter")) == 1
     template = synth.template("EagleChat")
-    assert component_names(template) == {"qwen3-8b"}
+    assert component_names(template) == {"EagleChat-qwen3-8b"}
     assert len(of_type(template, "AWS::StepFunctions::StateMachine")) >= 1
     assert {"eagle_dataset", "eagle_job"} <= synth.handler_folders("EagleChat")
 

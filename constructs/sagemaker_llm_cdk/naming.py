@@ -1,0 +1,62 @@
+"""Physical names derived from the stack, so two stacks of one config never collide.
+
+SageMaker names (inference components, among others) are unique in an account and region,
+and so are CloudFormation stack names. A name made of the stack name and the config's name
+(``<stack>-<name>``) is therefore unique wherever the stack deploys, stable across
+deployments, and only changes when the stack or the config name changes.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+
+from aws_cdk import Stack, Token
+from constructs import IConstruct
+
+from .errors import ConfigurationError, Problem
+
+MAX_LENGTH = 63
+"""SageMaker's limit for inference component (and most other) names."""
+_HASH = 8
+
+
+def top_level_stack(scope: IConstruct) -> Stack:
+    """The deployable stack ``scope`` is in (a nested stack's parent, up to the top)."""
+    stack = Stack.of(scope)
+    while stack.nested_stack_parent is not None:
+        stack = stack.nested_stack_parent
+    return stack
+
+
+def stack_prefix(scope: IConstruct, *, field: str) -> str:
+    """The top-level stack's name as a name prefix: letters, digits and single hyphens."""
+    stack = top_level_stack(scope)
+    name = stack.stack_name
+    if Token.is_unresolved(name):
+        raise ConfigurationError(
+            [Problem(field, "a stack whose name is only known at deploy time",
+                     "a stack name known at synth (it prefixes the inference component's name)",
+                     "give the stack a literal name, or pin the component's name with physical_name")],
+            source=scope.node.path,
+        )
+    return re.sub(r"-+", "-", re.sub(r"[^A-Za-z0-9-]", "-", name)).strip("-")
+
+
+def prefixed_name(prefix: str, name: str, *, max_length: int = MAX_LENGTH) -> str:
+    """``<prefix>-<name>``; when longer than ``max_length``, cut and ended with a hash of the whole.
+
+    The result matches SageMaker's name pattern ``[a-zA-Z0-9](-*[a-zA-Z0-9])*`` when both
+    parts do, and is the same on every synth (no randomness, no construct path).
+    """
+    full = f"{prefix}-{name}" if prefix else name
+    if len(full) <= max_length:
+        return full
+    digest = hashlib.sha256(full.encode("utf-8")).hexdigest()[:_HASH]
+    return f"{full[:max_length - _HASH - 1].rstrip('-')}-{digest}"
+
+
+def component_name(scope: IConstruct, name: str, physical_name: str | None, *, field: str = "name") -> str:
+    """The inference component name for config name ``name``: ``physical_name`` if pinned, else stack-prefixed."""
+    if physical_name is not None:
+        return physical_name
+    return prefixed_name(stack_prefix(scope, field=field), name)
