@@ -401,7 +401,7 @@ class CustomResourceEvent(BaseModel):
         if self.request_type == "Update" and self.old_resource_properties is None:
             missing.append("OldResourceProperties")
         if missing:
-            raise ValueError(f"a {self.request_type} event needs {' and '.join(missing)}")
+            raise ValueError(f"{self.request_type} events need {' and '.join(missing)}")
         return self
 
 

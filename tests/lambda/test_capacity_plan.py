@@ -575,12 +575,12 @@ def test_missing_request_type_is_refused(cp, sm, lambda_context):
 
 def test_update_needs_physical_id_and_old_properties(cp, sm, lambda_context):
     with pytest.raises(cp.CapacityPlanEventError,
-                       match="a Update event needs PhysicalResourceId and OldResourceProperties"):
+                       match="Update events need PhysicalResourceId and OldResourceProperties"):
         cp.handler(event("Update", PROPS), lambda_context)
 
 
 def test_delete_needs_a_physical_id(cp, sm, lambda_context):
-    with pytest.raises(cp.CapacityPlanEventError, match="a Delete event needs PhysicalResourceId"):
+    with pytest.raises(cp.CapacityPlanEventError, match="Delete events need PhysicalResourceId"):
         cp.handler(event("Delete", PROPS), lambda_context)
 
 
