@@ -737,7 +737,7 @@ class CapacityPlan(Construct):
             sid="DescribeThisPlan", actions=["sagemaker:DescribeTrainingPlan"], resources=described))
         if self.status_parameter is not None:
             self.expiry_function.add_environment(
-                "STATUS_PARAMETERS", f"{self.plan_name}={self.status_parameter.parameter_name}")
+                "STATUS_PARAMETERS", f"{self.plan_name}={status_parameter_name(self.plan_name)}")
             self.status_parameter.grant_write(self.expiry_function)
             self.status_parameter.grant_read(self.expiry_function)
         self.expiry_rule = events.Rule(
