@@ -138,7 +138,6 @@ class LlmPlatformStack(Stack):
         eagle = EagleOptimization(
             self, f"{model_id}Eagle", component=component, settings=component.spec.eagle,
             promotion_parameter=head.parameter,
-            capacity_plan=endpoint.capacity_plan if component.spec.eagle and component.spec.eagle.use_capacity_plan else None,
             alarm_topic=self.monitoring.alarm_topic,
         )
         self.eagle[component.component_name] = eagle
