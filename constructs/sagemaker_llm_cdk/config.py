@@ -71,7 +71,8 @@ class AppConfig(Settings):
     monitoring: Annotated[MonitoringSettings, Field(description=(
         "Dashboards, alarms (one KMS-encrypted topic) and safe rollouts. Default: on, with the defaults listed."))] = MonitoringSettings()
     capacity_plans: Annotated[tuple[CapacityPlanSpec, ...], Field(max_length=20, description=(
-        "Reserved GPU capacity: plans to buy once (price cap and purchase_acknowledged required) or existing "
+        "Reserved GPU capacity, in the companion stack <stack_name>Capacity: plans to buy once (price cap here, "
+        "consent on the deploy command: -c purchase=<name>) or existing "
         "plans, each bound to at most one endpoint by its capacity_plan. Default: none."))] = ()
 
     def _rules(self) -> list[Problem]:
