@@ -91,7 +91,7 @@ def test_existing_capacity_plan_is_named_with_its_shape():
 
 
 @pytest.mark.parametrize(("context", "state"), [({}, "not bought by this deploy"),
-                                                ({"purchase": "chat-p5e-2026q1"}, "BUYS, this deploy may")])
+                                                ({"purchase": "chat-p5e-2026q1"}, "this deploy may BUY it")])
 def test_reserved_capacity_plan_shows_dates_price_cap_and_whether_this_deploy_buys(context, state):
     app = App(context=context)
     plans, stack = Stack(app, "Capacity"), Stack(app, "Plans")

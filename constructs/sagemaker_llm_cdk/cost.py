@@ -150,7 +150,7 @@ def _eagle_rows(loops: list[Any], notes: list[str], prices: Mapping[str, Decimal
 def _plan_row(plan: Any, notes: list[str]) -> tuple[str, ...]:
     spec = plan.spec
     if plan.mode == "reserve":
-        state = "BUYS, this deploy may" if plan.purchase_approved else "not bought by this deploy"
+        state = "this deploy may BUY it" if plan.purchase_approved else "not bought by this deploy"
         fee = f"prepaid up to {spec.max_upfront_fee_usd} ({state})"
     else:
         fee = "already paid"
