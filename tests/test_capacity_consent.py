@@ -360,3 +360,16 @@ def test_purchase_acknowledged_in_a_config_file_is_a_migration_error(tmp_path):
 
 
 _ = CdkAnnotations  # the app's annotations API (Annotations above is the assertions reader)
+
+
+@pytest.mark.parametrize("context", [{}, {"purchase": "chat-p5e-2027q1"}], ids=["no-consent", "consent"])
+def test_the_reserved_capacity_example_is_nag_clean_in_a_bound_environment(tmp_path, context):
+    from stacks import attach_checks
+
+    app = App(outdir=str(tmp_path), context=context)
+    config = load_config(EXAMPLE)
+    LlmPlatformStack(app, config.stack_name, config=config, config_dir=EXAMPLE.parent, env=ENVS["bound"])
+    attach_checks(app)
+    app.synth()  # raises on any unacknowledged AwsSolutions finding
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    assert [v for plugin in report.get("pluginReports", []) for v in plugin.get("violations", [])] == []

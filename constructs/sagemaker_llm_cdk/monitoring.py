@@ -801,5 +801,7 @@ def _endpoint_update_policy(endpoint: "LlmEndpoint") -> str | None:
             f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances and the endpoint may run {most}: no "
             "update policy fits (blue/green needs "
             f"{2 * most}, rolling {most + 1}), so a change that replaces the endpoint config cannot get instances and "
-            f"rolls back. Lower scaling.max_instances to {plan.instance_count - 1} or less, or bind a larger plan.")
+            "rolls back. " + (f"Lower scaling.max_instances to {plan.instance_count // 2} (blue/green) or "
+                              f"{plan.instance_count - 1} (rolling), or bind a larger plan." if plan.instance_count > 1
+                              else "Bind a plan of 2 or more instances (rolling) or 2 x max_instances (blue/green)."))
     return policy
