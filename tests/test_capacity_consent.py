@@ -373,3 +373,27 @@ def test_the_reserved_capacity_example_is_nag_clean_in_a_bound_environment(tmp_p
     app.synth()  # raises on any unacknowledged AwsSolutions finding
     report = json.loads((tmp_path / "validation-report.json").read_text())
     assert [v for plugin in report.get("pluginReports", []) for v in plugin.get("violations", [])] == []
+
+
+def test_the_change_report_shows_the_move_to_on_demand_as_an_endpoint_config_replacement(tmp_path):
+    from tools.change_report import compare, load_assembly
+
+    def synth(name: str, text: str) -> Path:
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(text.replace("extends: ../default.yaml", f"extends: {ROOT / 'config' / 'default.yaml'}"))
+        out = tmp_path / name
+        app = App(outdir=str(out), context={"aws:cdk:enable-path-metadata": True})
+        loaded = load_config(config)
+        LlmPlatformStack(app, loaded.stack_name, config=loaded, config_dir=config.parent, env=Environment())
+        app.synth()
+        return out
+
+    bound = EXAMPLE.read_text()
+    base = synth("bound", bound)
+    head = synth("on-demand", bound.replace("    capacity_plan: chat-p5e-2027q1   #", "    #"))
+    report = compare(load_assembly(base), load_assembly(head))
+    (config,) = [c for c in report.changes if c.resource_type == "AWS::SageMaker::EndpointConfig"]
+    assert config.replacement
+    assert any("CapacityReservationConfig" in p.path for p in config.properties)
+    assert [c.kind for c in report.changes if c.resource_type == "Custom::SageMakerCapacityPlanGuard"] == ["removed"]
+    assert any(h.category == "redeploy" for h in report.headlines)

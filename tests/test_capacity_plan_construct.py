@@ -449,6 +449,12 @@ def test_plan_name_pattern():
         stack_with({**RESERVE, "name": "chat_p5e"})
 
 
+@pytest.mark.parametrize("name", ["a" * 65, "a-" * 32 + "b"])
+def test_plan_name_is_at_most_64_characters(name):
+    with pytest.raises(ConfigurationError, match=re.escape(f"name: got '{name}'; allowed: 1-64 characters")):
+        stack_with({**RESERVE, "name": name})
+
+
 def test_reserve_needs_a_name():
     with pytest.raises(ConfigurationError, match=re.escape("name: got nothing (the field is missing); allowed: the new plan's name")):
         stack_with({k: v for k, v in RESERVE.items() if k != "name"})
@@ -460,8 +466,9 @@ def test_instance_type_must_be_offered_for_capacity_plans():
         stack_with({**RESERVE, "instance_type": "ml.g6e.12xlarge"})
 
 
-@pytest.mark.parametrize("count", [0, 3, 128])
+@pytest.mark.parametrize("count", [0, 3, 65, 128, 256])
 def test_instance_count_must_be_an_offered_count(count):
+    # SageMaker documents 1, 2, 4, 8, 16, 32 or 64 instances per plan; botocore's model allows up to 256.
     with pytest.raises(ConfigurationError, match=re.escape(
             f"instance_count: got {count}; allowed: one of 1, 2, 4, 8, 16, 32, 64")):
         stack_with({**RESERVE, "instance_count": count})
