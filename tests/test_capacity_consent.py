@@ -177,6 +177,7 @@ def test_the_guard_runs_before_the_endpoint_config_and_binds_by_name(env):
     template.has_resource_properties("Custom::SageMakerCapacityPlanGuard", {
         "PlanName": "chat-p5e", "InstanceType": INSTANCE, "MaxInstances": "2", "WhenNotActive": "fail",
         "Bound": "true", "EndpointConfigInputs": Match.array_with([Match.string_like_regexp("^sha256:[0-9a-f]{64}$")]),
+        "UpdatePolicy": "BLUE_GREEN",  # SageMaker's default without a deployment config
     })
     (config,) = template.find_resources("AWS::SageMaker::EndpointConfig").values()
     assert config["Properties"]["ProductionVariants"][0]["CapacityReservationConfig"] == {
@@ -286,6 +287,7 @@ def test_rolling_is_chosen_and_said_when_only_one_more_instance_fits():
         "BlueGreenUpdatePolicy": Match.absent()})})
     Annotations.from_stack(serving).has_warning("/Serving/Chat", Match.string_like_regexp(
         r"too few for a blue/green update of up to 3 \(needs 6\), so endpoint updates roll one instance at a time"))
+    template.has_resource_properties("Custom::SageMakerCapacityPlanGuard", {"UpdatePolicy": "ROLLING"})
 
 
 def test_no_headroom_is_said_and_recorded_for_the_change_report():
@@ -295,6 +297,8 @@ def test_no_headroom_is_said_and_recorded_for_the_change_report():
         r"get instances"))
     Template.from_stack(serving).has_resource("AWS::SageMaker::EndpointConfig", {"Metadata": {
         "sagemaker-llm-cdk:capacity": Match.object_like({"UpdatePolicy": "NONE_FITS", "UpdateFits": False})}})
+    Template.from_stack(serving).has_resource_properties("Custom::SageMakerCapacityPlanGuard", {
+        "UpdatePolicy": "NONE_FITS"})  # the guard fails such an update fast, with the plan's free instances
 
 
 # --------------------------------------------------------------------------- the app's configs

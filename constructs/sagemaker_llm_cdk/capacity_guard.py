@@ -26,7 +26,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any, Sequence
 
-from aws_cdk import CfnCondition, CfnParameter, CustomResource, Duration, Fn, RemovalPolicy, Stack, Token
+from aws_cdk import CfnCondition, CfnParameter, CfnResource, CustomResource, Duration, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
@@ -62,6 +62,9 @@ class CapacityPlanGuard(Construct):
         stack = Stack.of(self)
         self.plan = plan
         self.when_not_active = plan.spec.when_not_active
+        self.update_policy = "BLUE_GREEN"
+        """How the endpoint moves to a new config (``set_update_policy``); SageMaker's default without a
+        deployment config is blue/green."""
         name = plan.spec.existing_plan_arn or plan.plan_name
         self.bound: CfnCondition | None = None
         bound: str = "true"
@@ -98,10 +101,18 @@ class CapacityPlanGuard(Construct):
                 "WhenNotActive": self.when_not_active,
                 "Bound": bound,
                 "EndpointConfigInputs": inputs_of(stack, config_inputs),
+                "UpdatePolicy": self.update_policy,
             })
         self.node.default_child = self.custom_resource.node.default_child
         self.ml_reservation_arn = self.custom_resource.get_att_string("MlReservationArn")
         acknowledgements.capacity_guard(self)
+
+    def set_update_policy(self, policy: str) -> None:
+        """Record the endpoint's update policy (BLUE_GREEN, ROLLING or NONE_FITS) for the deploy-time headroom check."""
+        self.update_policy = policy
+        resource = self.custom_resource.node.default_child
+        assert isinstance(resource, CfnResource)
+        resource.add_property_override("UpdatePolicy", policy)
 
 
 def plan_arns_for(plan: "CapacityPlan", stack: Stack) -> list[str]:

@@ -790,6 +790,9 @@ def _endpoint_update_policy(endpoint: "LlmEndpoint") -> str | None:
 
     most = endpoint.options.scaling.max_instances
     policy = choose_update_policy(plan.instance_count, most)
+    guard = getattr(endpoint, "capacity_guard", None)
+    if guard is not None:
+        guard.set_update_policy(policy or "NONE_FITS")  # the guard checks the plan's free instances for it
     if policy == "ROLLING":
         Annotations.of(endpoint).add_warning_v2(
             "sagemaker-llm-cdk:rollingUpdateChosen",

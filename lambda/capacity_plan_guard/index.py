@@ -22,6 +22,7 @@ OldResourceProperties). ResourceProperties (strict: any other key is refused):
     Bound                 "true" (the endpoint config binds the plan) | "false" (it runs on demand)
     EndpointConfigInputs  list of strings: what the endpoint config is built from (only compared by
                           CloudFormation, so that any change of the config runs the guard again)
+    UpdatePolicy          "BLUE_GREEN" | "ROLLING" | "NONE_FITS": how the endpoint is updated to a new config
     ServiceToken          ignored
 
 Returns
@@ -34,6 +35,11 @@ Create/Update with Bound "true": DescribeTrainingPlan; fails unless the plan exi
 endpoints, is Active, has not ended, has the endpoint's instance type and holds MaxInstances.
 With Bound "false" (``when_not_active: on_demand`` while the plan is not Active) it never fails
 on the plan's status: the endpoint runs on demand.
+
+Update from a bound config to a bound config (the endpoint moves to a new config on the same
+plan): the update needs plan instances beside those in use, a second fleet for BLUE_GREEN
+(``InUseInstanceCount``) or one for ROLLING; with fewer ``AvailableInstanceCount`` it fails now,
+instead of the endpoint update waiting for instances until its timeout.
 """
 from __future__ import annotations
 
@@ -107,6 +113,7 @@ class GuardProperties(BaseModel):
     when_not_active: Literal["fail", "on_demand"] = Field(alias="WhenNotActive")
     bound: Literal["true", "false"] = Field(alias="Bound")
     endpoint_config_inputs: list[str] = Field(alias="EndpointConfigInputs", max_length=100)
+    update_policy: Literal["BLUE_GREEN", "ROLLING", "NONE_FITS"] = Field(alias="UpdatePolicy")
 
     @field_validator("plan_name", mode="before")
     @classmethod
@@ -232,7 +239,21 @@ def usability_problems(plan: dict[str, Any], props: GuardProperties, now: dateti
     return problems
 
 
-def check(props: GuardProperties) -> dict[str, Any]:
+def headroom_problem(plan: dict[str, Any], props: GuardProperties) -> str | None:
+    """Why the plan cannot hold the endpoint's update to a new config now; None when it can (or is unknown)."""
+    available, in_use = plan.get("AvailableInstanceCount"), plan.get("InUseInstanceCount")
+    if available is None or in_use is None:
+        return None
+    need = in_use if props.update_policy in ("BLUE_GREEN", "NONE_FITS") else 1
+    if available >= need:
+        return None
+    how = ("a blue/green update starts a second fleet as large as the first"
+           if props.update_policy != "ROLLING" else "a rolling update starts one new instance first")
+    return (f"the endpoint update needs {need} free instance(s) of the plan ({how}; {in_use} in use) and the plan has "
+            f"{available} available")
+
+
+def check(props: GuardProperties, old: dict[str, Any] | None = None) -> dict[str, Any]:
     name = _PLAN_RE.fullmatch(props.plan_name).group("name")  # type: ignore[union-attr]
     plan = _describe(props.plan_name)
     physical_id = _physical_id(props)
@@ -246,6 +267,13 @@ def check(props: GuardProperties) -> dict[str, Any]:
     data = {"MlReservationArn": plan["TrainingPlanArn"], "Status": str(plan.get("Status") or ""),
             "StartTime": _iso(plan.get("StartTime")), "EndTime": _iso(plan.get("EndTime"))}
     problems = usability_problems(plan, props, _now())
+    if not problems and props.bound == "true" and isinstance(old, dict) and old.get("Bound") == "true":
+        problem = headroom_problem(plan, props)
+        if problem:
+            raise PlanNotUsableError(
+                f"Capacity plan '{name}' cannot hold this update: {problem}. The new endpoint config was not created, "
+                "so nothing waits for instances. To do: lower scaling.max_instances or copies so fewer instances run, "
+                "wait until the endpoint scales in, or bind a larger plan.")
     if problems and props.bound == "true":
         raise PlanNotUsableError(
             f"Capacity plan '{name}' cannot serve the endpoint now: {'; '.join(problems)} (status {data['Status']}, "
@@ -264,4 +292,4 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse_event(event)
     if request.request_type == "Delete":
         return {"PhysicalResourceId": request.physical_resource_id}
-    return check(parse_properties(request.resource_properties))
+    return check(parse_properties(request.resource_properties), request.old_resource_properties)

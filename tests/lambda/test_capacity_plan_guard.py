@@ -20,6 +20,7 @@ PROPS = {
     "WhenNotActive": "fail",
     "Bound": "true",
     "EndpointConfigInputs": ["sha256:abc", "arn:aws:iam::123456789012:role/endpoint"],
+    "UpdatePolicy": "BLUE_GREEN",
 }
 
 
@@ -45,9 +46,11 @@ def event(request_type: str, props: dict[str, Any] = PROPS, **extra: Any) -> dic
 
 
 def plan(status: str = "Active", start: datetime = NOW - timedelta(days=5), days: int = 30, count: int = 2,
-         instance_type: str = "ml.p5e.48xlarge", targets: tuple[str, ...] = ("endpoint",)) -> dict[str, Any]:
+         instance_type: str = "ml.p5e.48xlarge", targets: tuple[str, ...] = ("endpoint",),
+         in_use: int = 0) -> dict[str, Any]:
     return {"TrainingPlanArn": PLAN_ARN, "TrainingPlanName": PLAN, "Status": status, "StartTime": start,
             "EndTime": start + timedelta(days=days), "TotalInstanceCount": count, "TargetResources": list(targets),
+            "InUseInstanceCount": in_use, "AvailableInstanceCount": count - in_use,
             "ReservedCapacitySummaries": [{
                 "ReservedCapacityArn": "arn:aws:sagemaker:us-east-1:123456789012:reserved-capacity/rc-1",
                 "InstanceType": instance_type, "TotalInstanceCount": count, "Status": status}]}
@@ -143,6 +146,7 @@ def test_delete_calls_nothing(guard, sm, lambda_context):
     ({"MaxInstances": "0"}, "MaxInstances '0' must be a whole number 1-1000"),
     ({"InstanceType": "p5e"}, "InstanceType 'p5e' is not a SageMaker instance type"),
     ({"PlanNmae": PLAN}, "PlanNmae: unknown property (misspelt?)"),
+    ({"UpdatePolicy": "CANARY"}, "UpdatePolicy: Input should be 'BLUE_GREEN', 'ROLLING' or 'NONE_FITS'"),
 ])
 def test_properties_are_strict_and_checked_before_any_call(guard, sm, lambda_context, change, expected):
     with pytest.raises(guard.GuardEventError) as caught:
@@ -159,3 +163,30 @@ def test_properties_are_strict_and_checked_before_any_call(guard, sm, lambda_con
 def test_events_are_checked_before_any_call(guard, sm, lambda_context, body, expected):
     with pytest.raises(guard.GuardEventError, match=expected.replace("(", r"\(").replace(")", r"\)")):
         guard.handler(body, lambda_context)
+
+
+def update(props: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+    return event("Update", props, PhysicalResourceId=f"{PLAN}/old", OldResourceProperties=old or PROPS)
+
+
+@pytest.mark.parametrize(("policy", "count", "in_use", "fits"), [
+    ("BLUE_GREEN", 4, 2, True), ("BLUE_GREEN", 4, 3, False), ("ROLLING", 4, 3, True), ("ROLLING", 2, 2, False),
+    ("NONE_FITS", 2, 2, False),
+])
+def test_an_update_on_the_plan_needs_free_instances(guard, sm, lambda_context, policy, count, in_use, fits):
+    expect_describe(sm, plan(count=count, in_use=in_use))
+    props = {**PROPS, "UpdatePolicy": policy}
+    if fits:
+        assert guard.handler(update(props), lambda_context)["Data"]["Status"] == "Active"
+        return
+    with pytest.raises(guard.PlanNotUsableError, match=(
+            rf"cannot hold this update: the endpoint update needs \d free instance\(s\) of the plan .*{in_use} in use\) "
+            rf"and the plan has {count - in_use} available\. The new endpoint config was not created")):
+        guard.handler(update(props), lambda_context)
+
+
+def test_binding_a_plan_for_the_first_time_needs_no_headroom_check(guard, sm, lambda_context):
+    expect_describe(sm, plan(count=2, in_use=2))  # e.g. the plan is in use by nothing this guard knows of
+    old = {**PROPS, "Bound": "false", "WhenNotActive": "on_demand"}
+    result = guard.handler(update({**PROPS, "WhenNotActive": "on_demand"}, old), lambda_context)
+    assert result["Data"]["Status"] == "Active"
