@@ -385,7 +385,9 @@ class CapacityPlan(Construct):
 
     * **reserve**: a custom resource (``Custom::SageMakerCapacityPlan``, child ``Resource``)
       searches the offerings and buys the cheapest one within ``max_upfront_fee_usd`` and the
-      window, once. An update that changes only the price cap or the acknowledgement is a no-op;
+      window, once, and only when the synth carries ``-c purchase=<name>`` (``purchase_approved``);
+      without it the handler may only describe the plan: it adopts a plan of that name or fails
+      the deploy saying how to consent. An update that changes only the price cap or the consent is a no-op;
       one that changes what was bought fails and changes nothing. The resource is retained when
       removed or when the stack is deleted (the plan is prepaid and not refundable). Outputs:
       the plan ARN, end time, upfront fee and a retention notice.
@@ -399,11 +401,15 @@ class CapacityPlan(Construct):
     daily run, and CloudWatch's handling of missing one-day periods is not predictable, so a
     failed check is caught by the second alarm instead.
 
-    Bind with ``LlmEndpoint(..., capacity_plan=plan)``: the endpoint's variant gets
-    ``CapacityReservationConfig`` with ``capacity-reservations-only`` and this plan's ARN. The
-    synth fails unless the endpoint uses the plan's instance type, needs at most the plan's
-    instance count, and no other endpoint in the app uses the plan. The endpoint gets no
-    instances before the plan's start time nor after its end.
+    Bind with ``LlmEndpoint(..., capacity_plan=plan)``, best from another stack deployed after
+    this one (no export is made: the endpoint names the plan): the endpoint gets a
+    ``CapacityPlanGuard`` that checks at deploy time that the plan is Active, and its variant gets
+    ``CapacityReservationConfig`` with ``capacity-reservations-only`` and the ARN the guard
+    returns (``when_not_active`` decides what happens while the plan is not Active). The synth
+    fails unless the endpoint uses the plan's instance type, needs at most the plan's instance
+    count, and no other endpoint in the app uses the plan. ``extension`` renews the plan
+    (``Extension`` child, ``-c extend=<name>``); ``status_parameter`` (``when_not_active:
+    on_demand``) holds the status the daily check last saw.
 
     Escape hatches: ``custom_resource``, ``provider``, ``provider_role``, ``on_event_function`` (reserve mode),
     ``expiry_function``, ``expiry_rule``, ``expiry_alarm``, ``check_failed_alarm``, ``alarm_topic``.

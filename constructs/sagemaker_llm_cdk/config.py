@@ -45,8 +45,9 @@ class EndpointSpec(EndpointOptions):
     vpc: Annotated[VpcPlacement | None, Field(description="Run instances in these subnets. Default: no VPC.")] = None
     models: Annotated[tuple[ModelSpec, ...], Field(min_length=1, max_length=50, description="Models hosted as inference components.")]
     capacity_plan: Annotated[str | None, Field(description=(
-        "Name of a plan in capacity_plans that this endpoint runs on (capacity-reservations-only). "
-        "Default: on-demand capacity."))] = None
+        "Name of a plan in capacity_plans that this endpoint runs on (capacity-reservations-only), bound only while "
+        "the plan is Active (see the plan's when_not_active). Remove it to move the endpoint to on-demand capacity "
+        "(the endpoint config is replaced). Default: on-demand capacity."))] = None
 
     def _rules(self) -> list[Problem]:
         problems = super()._rules()
