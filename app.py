@@ -6,6 +6,7 @@ from pathlib import Path
 from aws_cdk import App, Environment
 
 from sagemaker_llm_cdk import ConfigurationError, cost_ceiling_table, load_config
+from sagemaker_llm_cdk.capacity_plan import consent_problems
 from stacks import LlmPlatformStack, attach_checks
 
 
@@ -27,6 +28,10 @@ def main() -> None:
             except ConfigurationError as error:  # a construct's check the config rules did not foresee
                 raise ConfigurationError(error.problems, source=f"{path} (found while building {error.source})") from None
             extra_packs = config.checks.nag_warning_packs
+        # -c purchase=<plan> / -c extend=<plan>: a name that matches no declared plan is a typo, not consent.
+        problems = consent_problems(app)
+        if problems:
+            raise ConfigurationError(problems, source="the deploy command (-c purchase / -c extend)")
     except ConfigurationError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)

@@ -20,13 +20,19 @@ from sagemaker_llm_cdk import (
     add_adapters,
     load_adapter_manifest,
 )
+from sagemaker_llm_cdk.capacity_plan import encrypted_alarm_topic
 from sagemaker_llm_cdk.eagle import RECORD_SERVICE, EagleOptimization
 from sagemaker_llm_cdk.lora_adapter import adapters_of
 from sagemaker_llm_cdk.speculative_decoding import PromotionParameter
 
 
 class LlmPlatformStack(Stack):
-    """One stack per config: endpoints, their models, and outputs a reviewer can read."""
+    """One stack per config: endpoints, their models, and outputs a reviewer can read.
+
+    Capacity plans live in a companion stack ``<id>Capacity`` (``self.capacity``), deployable on
+    its own and deployed before this one; this stack never buys. A plan is bought only by a
+    deploy of that stack with ``-c purchase=<plan name>`` (extended with ``-c extend=<plan name>``).
+    """
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig, config_dir: Path | None = None,
                  **kwargs: Any) -> None:
@@ -41,11 +47,25 @@ class LlmPlatformStack(Stack):
             Tags.of(self).add(key, value)
         # One alarm topic (KMS-encrypted) for everything this stack watches.
         self.monitoring = LlmMonitoring(self, "Monitoring", settings=config.monitoring)
-        self.capacity_plans: dict[str, CapacityPlan] = {
-            plan.plan_name: CapacityPlan(self, f"CapacityPlan-{plan.plan_name}", spec=plan,
-                                         alarm_topic=self.monitoring.alarm_topic)
-            for plan in config.capacity_plans
-        }
+        self.capacity: Stack | None = None
+        self.capacity_plans: dict[str, CapacityPlan] = {}
+        if config.capacity_plans:
+            self.capacity = Stack(scope, f"{id}Capacity", env=kwargs.get("env"),
+                                  description=f"Capacity plans of {id}: bought only with -c purchase=<plan name> "
+                                              "(sagemaker-llm-cdk)")
+            for key, value in config.tags.items():
+                Tags.of(self.capacity).add(key, value)
+            topic = encrypted_alarm_topic(self.capacity, "AlarmTopic", description=f"capacity plan alarms of {id}")
+            if config.monitoring.email:
+                from aws_cdk import aws_sns_subscriptions as subscriptions
+
+                topic.add_subscription(subscriptions.EmailSubscription(config.monitoring.email))
+            self.capacity_plans = {
+                plan.plan_name: CapacityPlan(self.capacity, f"CapacityPlan-{plan.plan_name}", spec=plan,
+                                             alarm_topic=topic)
+                for plan in config.capacity_plans
+            }
+
         # EAGLE: each model's promotion parameter lives in a companion stack deployed before this one
         # (CloudFormation reads it as an AWS::SSM::Parameter::Value parameter; see speculative_decoding).
         self.promotions: Stack | None = None
@@ -123,7 +143,6 @@ class LlmPlatformStack(Stack):
         eagle = EagleOptimization(
             self, f"{model_id}Eagle", component=component, settings=component.spec.eagle,
             promotion_parameter=head.parameter,
-            capacity_plan=endpoint.capacity_plan if component.spec.eagle and component.spec.eagle.use_capacity_plan else None,
             alarm_topic=self.monitoring.alarm_topic,
         )
         self.eagle[component.component_name] = eagle

@@ -161,16 +161,17 @@ def test_default_app_has_a_session_table_and_a_front_door_limited_to_this_endpoi
         assert others and all("InferenceComponentArn" in json.dumps(t) for t in others), targets
 
 
-def test_default_app_binds_the_capacity_plan(synthesized):
-    *_, out = synthesized
+def test_default_app_buys_nothing_and_runs_on_demand(synthesized):
+    stack, _, out = synthesized
     resources = _all_resources(out)
     (config,) = _of_type(resources, "AWS::SageMaker::EndpointConfig")
-    binding = config["Properties"]["ProductionVariants"][0]["CapacityReservationConfig"]
-    assert binding["CapacityReservationPreference"] == "capacity-reservations-only"
-    assert "Fn::GetAtt" in binding["MlReservationArn"]
-    plans = [r for r in resources.values() if r["Type"] == "Custom::SageMakerCapacityPlan"]
-    assert len(plans) == 1 and plans[0]["DeletionPolicy"] == "Retain"
-    assert plans[0]["Properties"]["MaxUpfrontFeeUsd"] == "150000"
+    assert "CapacityReservationConfig" not in config["Properties"]["ProductionVariants"][0]
+    for kind in ("Custom::SageMakerCapacityPlan", "Custom::SageMakerCapacityPlanExtension",
+                 "Custom::SageMakerCapacityPlanGuard"):
+        assert not _of_type(resources, kind)
+    assert stack.capacity is None and not (out / "SageMakerLlmCapacity.template.json").exists()
+    text = json.dumps(resources)
+    assert "sagemaker:CreateTrainingPlan" not in text and "sagemaker:ExtendTrainingPlan" not in text
 
 
 def test_default_app_runs_the_eagle_loop(synthesized):

@@ -28,8 +28,10 @@ RESERVE: dict[str, Any] = {
     "start_after": datetime(2026, 1, 15, tzinfo=timezone.utc),
     "end_before": datetime(2026, 3, 31, tzinfo=timezone.utc),
     "max_upfront_fee_usd": Decimal("250000.50"),
-    "purchase_acknowledged": True,
 }
+CONSENT = {"purchase": "chat-p5e"}
+"""The deploy command's consent: ``cdk deploy -c purchase=chat-p5e``."""
+BOUND_ENV = Environment(account="123456789012", region="us-east-1")
 EXISTING: dict[str, Any] = {"existing_plan_arn": PLAN_ARN, "instance_type": INSTANCE, "instance_count": 4}
 
 
@@ -78,8 +80,9 @@ def grants(statements: list[dict[str, Any]]) -> dict[str, list[str]]:
     return {action: sorted(resources) for action, resources in out.items()}
 
 
-def stack_with(spec: dict[str, Any], *, env: Environment | None = None, **kwargs: Any) -> tuple[Stack, CapacityPlan]:
-    stack = Stack(App(), "Test", env=env)
+def stack_with(spec: dict[str, Any], *, env: Environment | None = None, context: dict[str, Any] | None = None,
+               **kwargs: Any) -> tuple[Stack, CapacityPlan]:
+    stack = Stack(App(context=context or {}), "Test", env=env)
     return stack, CapacityPlan(stack, "Plan", spec=spec, **kwargs)
 
 
@@ -94,7 +97,7 @@ def bound_endpoint(stack: Stack, plan: CapacityPlan, id: str = "Endpoint", **kwa
 
 @pytest.fixture(scope="module")
 def reserved() -> tuple[Stack, CapacityPlan, LlmEndpoint, Template]:
-    stack, plan = stack_with(RESERVE)
+    stack, plan = stack_with(RESERVE, context=CONSENT)
     endpoint = bound_endpoint(stack, plan)
     return stack, plan, endpoint, Template.from_stack(stack)
 
@@ -111,7 +114,7 @@ def test_custom_resource_buys_with_string_properties(reserved):
         "StartTimeAfter": "2026-01-15T00:00:00Z",
         "EndTimeBefore": "2026-03-31T00:00:00Z",
         "MaxUpfrontFeeUsd": "250000.50",
-        "PurchaseAcknowledged": "true",
+        "Purchase": "approved",
     })
 
 
@@ -147,6 +150,7 @@ def test_purchase_handler_policy_is_exactly_the_plan_actions(reserved):
         "xray:PutTraceSegments": ["*"],
         "xray:PutTelemetryRecords": ["*"],
         "sagemaker:DescribeTrainingPlan": [PLAN_ARN_PATTERN + "chat-p5e"],
+        "sagemaker:DescribeTrainingPlanExtensionHistory": [PLAN_ARN_PATTERN + "chat-p5e"],
         "sagemaker:CreateTrainingPlan": [PLAN_ARN_PATTERN + "chat-p5e"],
         "sagemaker:CreateReservedCapacity": [
             "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:reserved-capacity/*"],
@@ -200,14 +204,14 @@ def test_plan_arn_and_training_plan_arns_come_from_the_custom_resource(reserved)
     assert stack.resolve(plan.training_plan_arns) == [expected]
 
 
-def test_endpoint_variant_binds_the_bought_plan(reserved):
-    stack, plan, _, template = reserved
+def test_endpoint_variant_binds_the_plan_through_its_active_guard(reserved):
+    stack, plan, endpoint, template = reserved
     template.has_resource_properties("AWS::SageMaker::EndpointConfig", {
         "ProductionVariants": [Match.object_like({
             "InstanceType": INSTANCE,
             "CapacityReservationConfig": {
                 "CapacityReservationPreference": "capacity-reservations-only",
-                "MlReservationArn": {"Fn::GetAtt": [logical_id(stack, plan), "TrainingPlanArn"]},
+                "MlReservationArn": {"Fn::GetAtt": [logical_id(stack, endpoint.capacity_guard), "MlReservationArn"]},
             },
         })],
     })
@@ -303,17 +307,24 @@ def test_existing_plan_buys_nothing(imported):
     _, plan, template = imported
     template.resource_count_is("Custom::SageMakerCapacityPlan", 0)
     assert plan.custom_resource is None and plan.provider is None and plan.on_event_function is None
-    template.resource_count_is("AWS::Lambda::Function", 1)  # the expiry check only
+    template.resource_count_is("AWS::Lambda::Function", 3)  # the expiry check, the endpoint's guard and its framework
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            assert not {"sagemaker:CreateTrainingPlan", "sagemaker:ExtendTrainingPlan"} & set(actions)
     outputs = [render(o["Value"]) for o in template.find_outputs("*").values()]
     assert outputs == [PLAN_ARN]
 
 
-def test_existing_plan_arn_binds_the_endpoint(imported):
-    _, plan, template = imported
+def test_existing_plan_arn_binds_the_endpoint_through_the_guard(imported):
+    stack, plan, template = imported
     assert plan.plan_arn == PLAN_ARN and plan.training_plan_arns == [PLAN_ARN]
+    template.has_resource_properties("Custom::SageMakerCapacityPlanGuard", {"PlanName": PLAN_ARN, "Bound": "true"})
+    (guard_id,) = template.find_resources("Custom::SageMakerCapacityPlanGuard")
     template.has_resource_properties("AWS::SageMaker::EndpointConfig", {
         "ProductionVariants": [Match.object_like({"CapacityReservationConfig": {
-            "CapacityReservationPreference": "capacity-reservations-only", "MlReservationArn": PLAN_ARN}})],
+            "CapacityReservationPreference": "capacity-reservations-only",
+            "MlReservationArn": {"Fn::GetAtt": [guard_id, "MlReservationArn"]}}})],
     })
 
 
@@ -359,9 +370,11 @@ def test_from_plan_arn_reports_problems_as_configuration_errors():
 
 
 @pytest.mark.parametrize("spec", [RESERVE, EXISTING], ids=["reserve", "existing"])
-def test_cdk_nag_reports_no_errors(spec):
-    app = App()
-    stack = Stack(app, "Nag")
+@pytest.mark.parametrize("env", [None, BOUND_ENV], ids=["agnostic", "bound"])
+@pytest.mark.parametrize("context", [{}, CONSENT], ids=["no-consent", "consent"])
+def test_cdk_nag_reports_no_errors(spec, env, context):
+    app = App(context=context)
+    stack = Stack(app, "Nag", env=env)
     plan = CapacityPlan(stack, "Plan", spec=spec)
     bound_endpoint(stack, plan)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -371,7 +384,7 @@ def test_cdk_nag_reports_no_errors(spec):
 def test_cdk_nag_still_flags_an_unreviewed_wildcard():
     from aws_cdk import aws_iam as iam
 
-    app = App()
+    app = App(context=CONSENT)
     stack = Stack(app, "Nag")
     plan = CapacityPlan(stack, "Plan", spec=RESERVE)
     plan.provider_role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["arn:aws:s3:::b/*"]))
@@ -399,28 +412,29 @@ def test_missing_price_cap_says_what_would_be_bought_and_how_to_consent():
     with pytest.raises(ConfigurationError, match=re.escape(
         "max_upfront_fee_usd: got nothing (the field is missing); allowed: a price cap in USD greater than 0: "
         f"reserving {INSTANCE} x 2 for 30 days between 2026-01-15T00:00:00Z and 2026-03-31T00:00:00Z as capacity "
-        "plan 'chat-p5e' is a purchase, paid upfront and never refunded; fix: to buy it, set max_upfront_fee_usd to "
-        "the most you agree to pay (USD) and purchase_acknowledged: true")):
+        "plan 'chat-p5e' is a purchase, paid upfront and never refunded; fix: set max_upfront_fee_usd to the most "
+        "you agree to pay (USD); the purchase then happens only on a deploy with -c purchase=chat-p5e")):
         stack_with({k: v for k, v in RESERVE.items() if k != "max_upfront_fee_usd"})
 
 
-def test_missing_acknowledgement_says_what_would_be_bought_and_how_to_consent():
+@pytest.mark.parametrize("value", [True, False])
+def test_purchase_acknowledged_is_refused_with_a_migration_message(value):
     with pytest.raises(ConfigurationError, match=re.escape(
-        f"purchase_acknowledged: got False; allowed: true: reserving {INSTANCE} x 2 for 30 days between") + ".*"
-            + re.escape("set max_upfront_fee_usd to the most you agree to pay (USD) and purchase_acknowledged: true")):
-        stack_with({**RESERVE, "purchase_acknowledged": False})
-
-
-def test_neither_consent_field_reports_both_and_the_window_wording():
-    text = problem({}, drop=("max_upfront_fee_usd", "purchase_acknowledged", "start_after", "end_before"))
-    assert "2 problem(s)" in text
-    assert f"reserving {INSTANCE} x 2 for 30 days at the earliest time SageMaker offers" in text
-
-
-@pytest.mark.parametrize("value", ["true", 1, "yes"])
-def test_acknowledgement_must_be_a_real_boolean(value):
-    with pytest.raises(ConfigurationError, match=r"purchase_acknowledged: got .*; allowed: true or false"):
+            f"purchase_acknowledged: got {value}; allowed: nothing: consent to buy is no longer a config field (a "
+            "committed or copied config must never buy); fix: remove purchase_acknowledged and deploy the capacity "
+            "stack with -c purchase=chat-p5e when you mean to buy")):
         stack_with({**RESERVE, "purchase_acknowledged": value})
+
+
+def test_purchase_acknowledged_is_refused_on_existing_plans_too():
+    with pytest.raises(ConfigurationError, match=r"purchase_acknowledged: got True; allowed: nothing: consent"):
+        stack_with({**EXISTING, "purchase_acknowledged": True})
+
+
+def test_missing_cap_without_a_window_says_when():
+    text = problem({}, drop=("max_upfront_fee_usd", "start_after", "end_before"))
+    assert "1 problem(s)" in text
+    assert f"reserving {INSTANCE} x 2 for 30 days at the earliest time SageMaker offers" in text
 
 
 @pytest.mark.parametrize("value", [0, -5, "NaN"])
@@ -435,6 +449,12 @@ def test_plan_name_pattern():
         stack_with({**RESERVE, "name": "chat_p5e"})
 
 
+@pytest.mark.parametrize("name", ["a" * 65, "a-" * 32 + "b"])
+def test_plan_name_is_at_most_64_characters(name):
+    with pytest.raises(ConfigurationError, match=re.escape(f"name: got '{name}'; allowed: 1-64 characters")):
+        stack_with({**RESERVE, "name": name})
+
+
 def test_reserve_needs_a_name():
     with pytest.raises(ConfigurationError, match=re.escape("name: got nothing (the field is missing); allowed: the new plan's name")):
         stack_with({k: v for k, v in RESERVE.items() if k != "name"})
@@ -446,8 +466,9 @@ def test_instance_type_must_be_offered_for_capacity_plans():
         stack_with({**RESERVE, "instance_type": "ml.g6e.12xlarge"})
 
 
-@pytest.mark.parametrize("count", [0, 3, 128])
+@pytest.mark.parametrize("count", [0, 3, 65, 128, 256])
 def test_instance_count_must_be_an_offered_count(count):
+    # SageMaker documents 1, 2, 4, 8, 16, 32 or 64 instances per plan; botocore's model allows up to 256.
     with pytest.raises(ConfigurationError, match=re.escape(
             f"instance_count: got {count}; allowed: one of 1, 2, 4, 8, 16, 32, 64")):
         stack_with({**RESERVE, "instance_count": count})
@@ -524,8 +545,7 @@ def test_existing_mode_needs_an_arn_or_a_name():
         stack_with({"mode": "existing", "instance_type": INSTANCE, "instance_count": 2})
 
 
-@pytest.mark.parametrize("field", ["duration_days", "start_after", "end_before", "max_upfront_fee_usd",
-                                   "purchase_acknowledged"])
+@pytest.mark.parametrize("field", ["duration_days", "start_after", "end_before", "max_upfront_fee_usd"])
 def test_existing_mode_refuses_purchase_fields(field):
     with pytest.raises(ConfigurationError, match=re.escape(
             f"{field}: got ") + ".*" + re.escape("allowed: nothing when using an existing plan: nothing is bought")):
@@ -608,5 +628,5 @@ def test_the_purchase_handler_accepts_the_synthesized_properties(reserved, load_
     handler = load_handler("capacity_plan")
     props = handler.parse_properties(resource["Properties"])
     assert (props.plan_name, props.instance_count, props.duration_days) == ("chat-p5e", 2, 30)
-    assert props.max_upfront_fee_usd == Decimal("250000.50") and props.purchase_acknowledged is True
+    assert props.max_upfront_fee_usd == Decimal("250000.50") and props.purchase == "approved"
     assert props.start_time_after == RESERVE["start_after"] and props.end_time_before == RESERVE["end_before"]

@@ -27,7 +27,7 @@ INSTANCE = "ml.p5e.48xlarge"
 PLAN: dict[str, Any] = {
     "name": "chat-p5e-2027q1", "instance_type": INSTANCE, "instance_count": 2, "duration_days": 30,
     "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc), "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
-    "max_upfront_fee_usd": Decimal("150000"), "purchase_acknowledged": True,
+    "max_upfront_fee_usd": Decimal("150000"),
 }
 ADAPTERS = [AdapterSpec(name="qwen3-32b-support", artifact_s3_uri="s3://my-llm-adapters/qwen3-32b/support.tar.gz"),
             AdapterSpec(name="qwen3-32b-sql", artifact_s3_uri="s3://my-llm-adapters/qwen3-32b/sql.tar.gz")]

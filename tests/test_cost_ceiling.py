@@ -40,9 +40,9 @@ def app_table() -> str:
 
 def test_each_endpoint_has_a_row_with_type_range_accelerators_and_hours(app_table):
     assert row(app_table, "First/Chat") == ["First/Chat", "ml.g6e.12xlarge", "0-3", "4/instance,", "12", "at", "most",
-                                            "2160", "none", "(on-demand)"]
+                                            "2160", "none", "(on-demand)", "not", "looked", "up"]
     assert row(app_table, "Second/Batch") == ["Second/Batch", "ml.g6e.2xlarge", "1-1", "1/instance,", "1", "at", "most",
-                                              "720", "none", "(on-demand)"]
+                                              "720", "none", "(on-demand)", "not", "looked", "up"]
 
 
 def test_each_model_has_its_copies_and_accelerators(app_table):
@@ -52,9 +52,10 @@ def test_each_model_has_its_copies_and_accelerators(app_table):
 
 def test_header_and_rule_come_first(app_table):
     lines = app_table.splitlines()
-    assert lines[0].startswith("Cost ceiling")
+    assert lines[0] == ("Cost ceiling: the most each endpoint, capacity plan and EAGLE run can cost (prices not "
+                        "looked up)")
     assert lines[1].split() == ["Endpoint", "/", "model", "Instance", "type", "Instances", "Accelerators",
-                                "Instance-hours/30d", "Capacity", "plan"]
+                                "On-demand", "hours/30d", "Capacity", "plan", "Price", "(USD)"]
     assert set(lines[2].replace(" ", "")) == {"-"}
 
 
@@ -81,23 +82,47 @@ def test_existing_capacity_plan_is_named_with_its_shape():
     endpoint_with_model(stack, instance_type="ml.p5e.48xlarge", capacity_plan=plan,
                         scaling=InstanceScaling(min_instances=1, max_instances=2))
     table = cost_ceiling_table(stack)
-    assert row(table, "Plans/Chat")[-2:] == ["p5e-q1", "(existing)"]
+    assert row(table, "Plans/Chat")[-4:] == ["p5e-q1", "(existing)", "prepaid", "(plan)"]
+    assert row(table, "Plans/Chat")[7:10] == ["0", "(plan", "only)"]
+    assert row(table, "  plan p5e-q1")[2:] == ["ml.p5e.48xlarge", "2", "reserved", "p5e-q1", "(existing)", "already",
+                                              "paid"]
     assert ("- Plans/Chat: runs on existing capacity plan p5e-q1 (ml.p5e.48xlarge x 2, already paid); its dates are the "
-            "plan's (DescribeTrainingPlan); no instances outside them") in table
+            "plan's (DescribeTrainingPlan); no instances outside the plan's dates") in table
 
 
-def test_reserved_capacity_plan_shows_dates_and_price_cap():
-    stack = Stack(App(), "Plans")
-    plan = CapacityPlan(stack, "Plan", spec=CapacityPlanSpec(
+@pytest.mark.parametrize(("context", "state"), [({}, "not bought by this deploy"),
+                                                ({"purchase": "chat-p5e-2026q1"}, "this deploy may BUY it")])
+def test_reserved_capacity_plan_shows_dates_price_cap_and_whether_this_deploy_buys(context, state):
+    app = App(context=context)
+    plans, stack = Stack(app, "Capacity"), Stack(app, "Plans")
+    plan = CapacityPlan(plans, "Plan", spec=CapacityPlanSpec(
         name="chat-p5e-2026q1", instance_type="ml.p5e.48xlarge", instance_count=2, duration_days=30,
         start_after=datetime(2026, 1, 15, tzinfo=timezone.utc), max_upfront_fee_usd=Decimal("250000"),
-        purchase_acknowledged=True))
+        when_not_active="on_demand"))
     endpoint_with_model(stack, instance_type="ml.p5e.48xlarge", capacity_plan=plan,
                         scaling=InstanceScaling(min_instances=1, max_instances=2))
-    table = cost_ceiling_table(stack)
-    assert row(table, "Plans/Chat")[-2:] == ["chat-p5e-2026q1", "(reserve)"]
+    table = cost_ceiling_table(app)
+    assert row(table, "Plans/Chat")[7:12] == ["1440", "while", "plan", "not", "Active"]
+    assert f"prepaid up to 250000 ({state})" in table
     assert ("reserves capacity plan chat-p5e-2026q1: ml.p5e.48xlarge x 2 for 30 days starting at or after "
             "2026-01-15T00:00:00Z, prepaid up to USD 250000 and never refunded") in table
+
+
+def test_prices_when_given_multiply_the_hours():
+    stack = Stack(App(), "Priced")
+    endpoint_with_model(stack, scaling=InstanceScaling(min_instances=1, max_instances=2))
+    table = cost_ceiling_table(stack, prices={"ml.g6e.12xlarge": Decimal("10.49")})
+    assert row(table, "Priced/Chat")[-4:] == ["10.49/h,", "at", "most", "15105.60"]
+    assert "(prices given)" in table.splitlines()[0]
+
+
+@pytest.mark.parametrize(("schedule", "runs"), [("rate(7 days)", "4.3"), ("rate(1 day)", "30.0"),
+                                                ("rate(12 hours)", "60.0"), (None, "manual only"),
+                                                ("cron(0 3 ? * SUN *)", "per cron(0 3 ? * SUN *)")])
+def test_runs_per_30_days(schedule, runs):
+    from sagemaker_llm_cdk.cost import runs_per_30_days
+
+    assert runs_per_30_days(schedule) == runs
 
 
 def test_no_endpoints_says_so():

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from aws_cdk import App, Stack, Validations
+from aws_cdk import App, Environment, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
@@ -18,6 +19,7 @@ from sagemaker_llm_cdk import ConfigurationError, DataCapture, LlmEndpoint, Mode
 from sagemaker_llm_cdk.capacity_plan import encrypted_alarm_topic
 from sagemaker_llm_cdk.eagle import EagleOptimization, run_timeout, start_retry_hours
 from sagemaker_llm_cdk.settings import EagleSettings
+from sagemaker_llm_cdk.validation import validated
 from sagemaker_llm_cdk.speculative_decoding import DRAFT_PATH, PromotionParameter, speculative_config
 
 MODEL = "qwen3-32b"
@@ -734,3 +736,67 @@ def test_capacity_plan_must_match_the_job_instance_type():
 def test_promotion_parameter_model_name_is_checked():
     with pytest.raises(ConfigurationError, match=r"model_name: got 'qwen_3'"):
         PromotionParameter(Stack(App(), "P"), "Head", model_name="qwen_3")
+
+
+# --------------------------------------------------------------------------- the job's capacity
+
+
+def test_a_capacity_plan_bought_for_endpoints_cannot_be_given_to_the_job():
+    from sagemaker_llm_cdk import CapacityPlan
+
+    stack, component = _component()
+    plan = CapacityPlan.from_plan_arn(stack, "Plan", plan_arn=PLAN_ARN, instance_type=INSTANCE, instance_count=2)
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "capacity_plan: got 'chat-p5e'; allowed: a training plan meant for jobs (target training-job); capacity "
+            "plans target endpoints and SageMaker refuses them in an optimization job's TrainingPlanArns")):
+        EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack), capacity_plan=plan)
+
+
+def test_use_capacity_plan_is_refused_with_the_reason():
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "use_capacity_plan: got True; allowed: false: a capacity plan bought for endpoints (target endpoint) cannot "
+            "be given to an optimization job")):
+        validated(EagleSettings, {"use_capacity_plan": True}, where="eagle")
+
+
+@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")],
+                         ids=["agnostic", "bound"])
+@pytest.mark.parametrize(("plan", "expected"), [
+    ("job-plan-p5e", "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:training-plan/job-plan-p5e"),
+    ("arn:aws:sagemaker:us-east-1:123456789012:training-plan/jobs", "arn:aws:sagemaker:us-east-1:123456789012:"
+                                                                     "training-plan/jobs"),
+])
+def test_a_training_plan_for_jobs_reaches_the_start_function(env, plan, expected):
+    app = App()
+    stack = Stack(app, "Main", env=env)
+    _, component = _component(stack)
+    eagle = EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
+                              settings={"training_plan": plan, "job_instance_type": "ml.p5en.48xlarge",
+                                        "max_instance_count": 2})
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    variables = resources[lid(stack, eagle.start_function)]["Properties"]["Environment"]["Variables"]
+    rendered = render(variables["TRAINING_PLAN_ARNS"])
+    if env is not None and not plan.startswith("arn:"):
+        expected = expected.replace("${AWS::Region}", "us-east-1").replace("${AWS::AccountId}", "123456789012")
+    assert rendered == expected
+    assert eagle.job_instance_type == "ml.p5en.48xlarge"
+
+
+@pytest.mark.parametrize("plan", ["job_plan", "x" * 65, "arn:aws:sagemaker:us-east-1:1:training-plan/p"])
+def test_training_plan_must_be_an_arn_or_a_name(plan):
+    with pytest.raises(ConfigurationError, match=re.escape(f"training_plan: got '{plan}'; allowed: a training plan ARN")):
+        validated(EagleSettings, {"training_plan": plan}, where="eagle")
+
+
+def test_the_cost_table_says_what_one_run_costs_at_most():
+    from sagemaker_llm_cdk.cost import cost_ceiling_table
+
+    stack, component = _component()
+    EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
+                      settings={"max_runtime_hours": 6, "max_instance_count": 2})
+    table = cost_ceiling_table(stack)
+    (line,) = [x for x in table.splitlines() if x.startswith(f"  eagle {MODEL}")]
+    assert line.split()[2:] == [INSTANCE, "2", "per", "run", "12", "per", "run,", "4.3", "runs/30d", "none",
+                                "(on-demand)", "not", "looked", "up", "per", "run"]
+    assert (f"Main/E: one optimization run uses at most 6 h x 2 {INSTANCE} = 12 instance-hours on demand; scheduled "
+            "rate(7 days) (4.3 runs in 30 days)") in table

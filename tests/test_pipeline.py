@@ -91,7 +91,15 @@ def test_prod_waits_for_a_manual_approval_then_deploys_both_regions_in_parallel(
     assert [(a["Name"], a["RunOrder"]) for a in approvals] == [("ApproveProd", 1)]
     assert "ProdUsEast1 (222222222222/us-east-1)" in approvals[0]["Configuration"]["CustomData"]
     assert min(a["RunOrder"] for a in deploys) > 1
-    assert {a["Configuration"]["StackName"] for a in deploys} == {"ProdUsEast1-SageMakerLlm", "ProdUsWest2-SageMakerLlm"}
+    # Each region: the capacity stack (prod binds an existing plan: it only watches it, never buys) before the platform.
+    assert {a["Configuration"]["StackName"] for a in deploys} == {
+        "ProdUsEast1-SageMakerLlm", "ProdUsWest2-SageMakerLlm",
+        "ProdUsEast1-SageMakerLlmCapacity", "ProdUsWest2-SageMakerLlmCapacity"}
+    for region in ("ProdUsEast1", "ProdUsWest2"):
+        order = {a["Configuration"]["StackName"]: a["RunOrder"] for a in deploys
+                 if a["Configuration"]["StackName"].startswith(region) and a["Configuration"].get("ActionMode")
+                 == "CHANGE_SET_REPLACE"}
+        assert order[f"{region}-SageMakerLlmCapacity"] < order[f"{region}-SageMakerLlm"]
     regions = {a["Name"].split(".")[0]: a.get("Region") for a in deploys}
     assert regions["ProdUsWest2"] == "us-west-2"
     for a in deploys:

@@ -1,7 +1,8 @@
 """sagemaker_llm_cdk: AWS CDK constructs for fast, cheap LLM endpoints on Amazon SageMaker AI."""
 from .adapter_manifest import load_adapter_manifest
 from .adapter_stack import AdapterStack, add_adapters
-from .capacity_plan import CapacityPlan, CapacityPlanSpec
+from .capacity_guard import CapacityPlanGuard
+from .capacity_plan import CapacityPlan, CapacityPlanSpec, PlanExtension
 from .cost import cost_ceiling_table
 from .config import AppConfig, EndpointSpec, load_config, parse_config
 from .endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
@@ -41,6 +42,7 @@ __all__ = [
     "AdapterStack",
     "AppConfig",
     "CapacityPlan",
+    "CapacityPlanGuard",
     "CapacityPlanSpec",
     "ConfigurationError",
     "CopyScaling",
@@ -67,6 +69,7 @@ __all__ = [
     "MonitoringSettings",
     "PriceList",
     "Placement",
+    "PlanExtension",
     "Problem",
     "PromotionParameter",
     "RolloutSettings",

@@ -467,3 +467,10 @@ def pipeline(pipeline: Any) -> None:
                      f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/*"):
         _iam5(pipeline, resource, "The asset-publishing projects share one role; CDK Pipelines creates a project per "
               "asset, so the role names CodeBuild's log groups and report groups of this account and region.")
+
+
+def capacity_guard(guard: Any) -> None:
+    """A ``capacity_guard.CapacityPlanGuard``: its custom resource framework invokes only its own check."""
+    _iam5(guard.provider_role, f"{guard.function.function_arn}:*",
+          "The custom resource framework invokes the capacity guard's own check function; lambda:InvokeFunction on "
+          "that one function and its versions (the ':*' qualifier), nothing else.")

@@ -1,13 +1,20 @@
 """``CapacityPlan``: reserved GPU capacity for one endpoint (a SageMaker training plan), bought once or imported.
 
-A capacity plan is paid upfront and never refunded, so this module is careful in three ways:
+A capacity plan is paid upfront and never refunded, so this module is careful in four ways:
 
-* Nothing is bought unless the declaration carries both a price cap (``max_upfront_fee_usd``)
-  and ``purchase_acknowledged: true``; without them the synth fails and says what would be
-  bought (instance type x count, days, window) and how to consent.
+* The price cap (``max_upfront_fee_usd``) is in the declaration; the consent is not. It is
+  given on the deploy command, ``cdk deploy -c purchase=<plan-name>`` (``-c extend=<plan-name>``
+  for an extension), so a config that is copied or committed never buys by itself. Without it
+  the template holds no resource that can spend: the purchase handler's role may only describe
+  the plan, and the handler adopts a plan of that name if it exists or fails the deploy saying
+  what would be bought (``purchase_summary``) and how to consent. ``purchase_acknowledged`` in
+  a declaration is refused with a migration message.
 * The purchase is a custom resource that buys at most once per plan name, refuses changes to
   what was bought, and is retained (DeletionPolicy and UpdateReplacePolicy ``Retain``) when it
-  leaves the template or the stack is deleted.
+  leaves the template or the stack is deleted. An extension (``ExtendTrainingPlan``) is bought
+  at most once per target end date.
+* An endpoint binds a plan only through ``CapacityPlanGuard`` (see ``capacity_guard``), which
+  checks at deploy time that the plan is Active before the endpoint config is created.
 * A daily check publishes the days the plan has left; an alarm warns ``expiry_warning_days``
   ahead of the end, another when the check itself fails, both to a KMS-encrypted SNS topic.
 """
@@ -18,7 +25,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping
 
-from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_events as events
@@ -27,6 +34,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_ssm as ssm
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 from pydantic import Field
@@ -42,12 +50,26 @@ if TYPE_CHECKING:
     from .endpoint import LlmEndpoint
 
 ALLOWED_INSTANCE_COUNTS = (1, 2, 4, 8, 16, 32, 64)
-"""Instance counts SageMaker offers capacity plans for."""
+"""Instance counts SageMaker offers capacity plans for.
+
+SageMaker's guide ("Search training plan offerings"): "The reservation instance quantity options
+are 1, 2, 4, 8, 16, 32 or 64 instances." botocore's model allows 0-256 for
+``SearchTrainingPlanOfferings.InstanceCount``; only the documented set is accepted here."""
 MIN_DURATION_DAYS, MAX_DURATION_DAYS = 1, 182
 DAYS_LEFT_METRIC = "CapacityPlanDaysLeft"
 """Metric the daily check publishes (namespace ``functions.METRICS_NAMESPACE``), one dimension below."""
 PLAN_NAME_DIMENSION = "TrainingPlanName"
 RESOURCE_TYPE = "Custom::SageMakerCapacityPlan"
+EXTENSION_RESOURCE_TYPE = "Custom::SageMakerCapacityPlanExtension"
+PURCHASE_CONTEXT = "purchase"
+"""Context key of the deploy-time consent to buy: ``-c purchase=<plan-name>[,<plan-name>]``."""
+EXTEND_CONTEXT = "extend"
+"""Context key of the deploy-time consent to extend: ``-c extend=<plan-name>[,<plan-name>]``."""
+APPROVED, NOT_APPROVED = "approved", "not-approved"
+STATUS_PARAMETER_PREFIX = "/sagemaker-llm/capacity-plans/"
+"""SSM parameters ``<prefix><plan>/status`` hold each plan's status (``when_not_active: on_demand``)."""
+SPENDING_ACTIONS = ("sagemaker:CreateTrainingPlan", "sagemaker:ExtendTrainingPlan", "sagemaker:CreateReservedCapacity")
+"""IAM actions that spend money on capacity; granted only with the deploy-time consent."""
 
 _PLAN_ARN = re.compile(
     r"arn:aws[a-z-]*:sagemaker:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d):(?P<account>\d{12}):training-plan/(?P<name>.+)"
@@ -65,6 +87,26 @@ def _aware(value: datetime | None) -> bool:
     return value is not None and value.tzinfo is not None and value.utcoffset() is not None
 
 
+class PlanExtension(Settings):
+    """Renew a plan: buy an extension (``ExtendTrainingPlan``) so that it lasts until ``until``.
+
+    Paid upfront, never refunded; bought only by a deploy with ``-c extend=<plan name>`` and at
+    most once per ``until`` (a retry or a later deploy finds the extension in the plan's history).
+    """
+
+    until: Annotated[datetime, Field(description=(
+        "The plan should last at least until this time (ISO-8601 with a time zone). The extension covers the whole "
+        "days from the plan's current end to it."))]
+    max_upfront_fee_usd: Annotated[Decimal, Field(gt=0, allow_inf_nan=False, description=(
+        "The most the extension may cost, in US dollars; the cheapest offering at or below it is bought, or nothing."))]
+
+    def _rules(self) -> list[Problem]:
+        if not _aware(self.until):
+            return [Problem("until", self.until.isoformat(), "a date-time with a time zone, e.g. 2027-03-01T00:00:00Z",
+                            "add Z (UTC) or an offset such as +09:00")]
+        return []
+
+
 class CapacityPlanSpec(Settings):
     """Reserved capacity for one endpoint: a new plan to buy, or a plan you already have.
 
@@ -72,7 +114,8 @@ class CapacityPlanSpec(Settings):
 
         CapacityPlanSpec(name="chat-p5e-2026q1", instance_type="ml.p5e.48xlarge", instance_count=2,
                          duration_days=30, start_after=datetime(2026, 1, 15, tzinfo=timezone.utc),
-                         max_upfront_fee_usd=Decimal("250000"), purchase_acknowledged=True)
+                         max_upfront_fee_usd=Decimal("250000"))
+        # bought only by: cdk deploy -c purchase=chat-p5e-2026q1
 
     Use an existing plan (nothing is bought)::
 
@@ -85,9 +128,9 @@ class CapacityPlanSpec(Settings):
         "Required to reserve a plan and to use an existing plan by name; with existing_plan_arn it defaults to the "
         "name in the ARN."))] = None
     mode: Annotated[Literal["reserve", "existing"] | None, Field(description=(
-        "reserve: buy a new plan (needs max_upfront_fee_usd and purchase_acknowledged). existing: use a plan you "
-        "already have, by existing_plan_arn or name; nothing is bought. Default: existing when existing_plan_arn "
-        "is set, otherwise reserve."))] = None
+        "reserve: buy a new plan (needs max_upfront_fee_usd here and -c purchase=<name> on the deploy command). "
+        "existing: use a plan you already have, by existing_plan_arn or name; nothing is bought. Default: existing "
+        "when existing_plan_arn is set, otherwise reserve."))] = None
     existing_plan_arn: Annotated[str | None, Field(description=(
         "Use this existing plan: " + _ARN_SHAPE + ", in the stack's account and region. Default: none."))] = None
     instance_type: Annotated[str, Field(description=(
@@ -105,11 +148,19 @@ class CapacityPlanSpec(Settings):
     max_upfront_fee_usd: Annotated[Decimal | None, Field(gt=0, allow_inf_nan=False, description=(
         "reserve: the most the purchase may cost, in US dollars; the cheapest offering at or below it is bought, "
         "or nothing. Required to reserve; refused for an existing plan."))] = None
-    purchase_acknowledged: Annotated[bool, Field(strict=True, description=(
-        "reserve: true confirms that the plan is paid upfront (up to max_upfront_fee_usd) and never refunded, even "
-        "when the stack is deleted. Required (true) to reserve. Default: false."))] = False
+    purchase_acknowledged: Annotated[bool | None, Field(strict=True, description=(
+        "Removed: consent is no longer a config field. Give it on the deploy command, "
+        "cdk deploy -c purchase=<plan name>. Any value is refused."))] = None
     expiry_warning_days: Annotated[int, Field(ge=1, le=60, description=(
         "Alarm when the plan has fewer than this many days left, 1-60. Default: 7."))] = 7
+    when_not_active: Annotated[Literal["fail", "on_demand"], Field(description=(
+        "What a deploy does when the bound plan is not Active (before its start, after its end). fail: a guard "
+        "fails the deploy in seconds with the plan's status and dates, before the endpoint config changes. "
+        "on_demand: the endpoint runs on on-demand capacity while the plan's status parameter (written by the "
+        "daily check) is not Active, and the first deploy after it is binds the plan. Default: fail."))] = "fail"
+    extension: Annotated[PlanExtension | None, Field(description=(
+        "Extend the plan (ExtendTrainingPlan) so that it lasts until extension.until, within "
+        "extension.max_upfront_fee_usd; bought only by a deploy with -c extend=<plan name>, once. Default: none."))] = None
 
     # ------------------------------------------------------------------ derived
     @property
@@ -165,6 +216,12 @@ class CapacityPlanSpec(Settings):
             if value is not None and not _aware(value):
                 problems.append(Problem(field, value.isoformat(), "a date-time with a time zone, e.g. 2026-01-15T00:00:00Z",
                                         "add Z (UTC) or an offset such as +09:00"))
+        if self.purchase_acknowledged is not None:
+            problems.append(Problem(
+                "purchase_acknowledged", self.purchase_acknowledged,
+                "nothing: consent to buy is no longer a config field (a committed or copied config must never buy)",
+                f"remove purchase_acknowledged and deploy the capacity stack with -c {PURCHASE_CONTEXT}="
+                f"{self.name or '<plan name>'} when you mean to buy"))
         if self.effective_mode == "existing":
             problems.extend(self._existing_rules())
         else:
@@ -198,9 +255,6 @@ class CapacityPlanSpec(Settings):
                 problems.append(Problem(field, value, "nothing when using an existing plan: nothing is bought",
                                         f"remove {field}, or set mode: reserve (and remove existing_plan_arn) to buy "
                                         "a new plan"))
-        if self.purchase_acknowledged:
-            problems.append(Problem("purchase_acknowledged", True, "nothing when using an existing plan: nothing is bought",
-                                    "remove purchase_acknowledged"))
         return problems
 
     def _reserve_rules(self) -> list[Problem]:
@@ -228,16 +282,14 @@ class CapacityPlanSpec(Settings):
                 problems.append(Problem("end_before", _iso(end),  # type: ignore[arg-type]
                                         f"at least duration_days ({self.duration_days}) after start_after ({_iso(start)})",  # type: ignore[arg-type]
                                         "widen the window or shorten duration_days"))
-        if self.max_upfront_fee_usd is None or not self.purchase_acknowledged:
+        if self.max_upfront_fee_usd is None:
             what = (f"reserving {self.purchase_summary()} as capacity plan '{self.name or '?'}' is a purchase, paid "
                     "upfront and never refunded")
-            consent = ("to buy it, set max_upfront_fee_usd to the most you agree to pay (USD) and "
-                       "purchase_acknowledged: true; to use a plan you already have, set existing_plan_arn instead")
-            if self.max_upfront_fee_usd is None:
-                problems.append(Problem("max_upfront_fee_usd", MISSING,
-                                        f"a price cap in USD greater than 0: {what}", consent))
-            if not self.purchase_acknowledged:
-                problems.append(Problem("purchase_acknowledged", False, f"true: {what}", consent))
+            problems.append(Problem(
+                "max_upfront_fee_usd", MISSING, f"a price cap in USD greater than 0: {what}",
+                "set max_upfront_fee_usd to the most you agree to pay (USD); the purchase then happens only on a "
+                f"deploy with -c {PURCHASE_CONTEXT}={self.name or '<plan name>'}. To use a plan you already have, set "
+                "existing_plan_arn instead"))
         return problems
 
 
@@ -273,6 +325,40 @@ def reserved_capacity_arns(stack: Stack) -> str:
     return stack.format_arn(service="sagemaker", resource="reserved-capacity", resource_name="*")
 
 
+def consented_plans(scope: IConstruct, key: str = PURCHASE_CONTEXT) -> frozenset[str]:
+    """Plan names the deploy command consents to: ``-c purchase=a,b`` (or a list in cdk.json context).
+
+    Empty when the context is not set. The names are checked by ``consent_problems``.
+    """
+    raw = scope.node.try_get_context(key)
+    if raw is None or raw is False or raw == "":
+        return frozenset()
+    items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+    return frozenset(str(item).strip() for item in items if str(item).strip())
+
+
+def consent_problems(root: IConstruct) -> list[Problem]:
+    """``-c purchase=`` / ``-c extend=`` names that match no plan that could be bought or extended.
+
+    A typo must not look like consent that silently did nothing: every unknown name is a problem.
+    """
+    plans = _plans_in(root)
+    reservable = sorted(p.plan_name for p in plans if p.mode == "reserve")
+    extendable = sorted(p.plan_name for p in plans if p.spec.extension is not None)
+    problems: list[Problem] = []
+    for key, names, what in ((PURCHASE_CONTEXT, reservable, "plans declared with mode reserve"),
+                             (EXTEND_CONTEXT, extendable, "plans declared with an extension")):
+        for name in sorted(consented_plans(root, key) - set(names)):
+            problems.append(Problem(f"-c {key}", name, f"names of {what}: {', '.join(names) or 'none declared'}",
+                                    f"correct the name, or declare the plan before consenting to {key} it"))
+    return problems
+
+
+def status_parameter_name(plan_name: str) -> str:
+    """The SSM parameter that holds ``plan_name``'s status for ``when_not_active: on_demand``."""
+    return f"{STATUS_PARAMETER_PREFIX}{plan_name}/status"
+
+
 def encrypted_alarm_topic(scope: Construct, id: str, *, description: str) -> sns.Topic:
     """An SNS topic for alarms: KMS-encrypted with a new key CloudWatch may use, TLS-only publishing.
 
@@ -299,7 +385,9 @@ class CapacityPlan(Construct):
 
     * **reserve**: a custom resource (``Custom::SageMakerCapacityPlan``, child ``Resource``)
       searches the offerings and buys the cheapest one within ``max_upfront_fee_usd`` and the
-      window, once. An update that changes only the price cap or the acknowledgement is a no-op;
+      window, once, and only when the synth carries ``-c purchase=<name>`` (``purchase_approved``);
+      without it the handler may only describe the plan: it adopts a plan of that name or fails
+      the deploy saying how to consent. An update that changes only the price cap or the consent is a no-op;
       one that changes what was bought fails and changes nothing. The resource is retained when
       removed or when the stack is deleted (the plan is prepaid and not refundable). Outputs:
       the plan ARN, end time, upfront fee and a retention notice.
@@ -313,11 +401,15 @@ class CapacityPlan(Construct):
     daily run, and CloudWatch's handling of missing one-day periods is not predictable, so a
     failed check is caught by the second alarm instead.
 
-    Bind with ``LlmEndpoint(..., capacity_plan=plan)``: the endpoint's variant gets
-    ``CapacityReservationConfig`` with ``capacity-reservations-only`` and this plan's ARN. The
-    synth fails unless the endpoint uses the plan's instance type, needs at most the plan's
-    instance count, and no other endpoint in the app uses the plan. The endpoint gets no
-    instances before the plan's start time nor after its end.
+    Bind with ``LlmEndpoint(..., capacity_plan=plan)``, best from another stack deployed after
+    this one (no export is made: the endpoint names the plan): the endpoint gets a
+    ``CapacityPlanGuard`` that checks at deploy time that the plan is Active, and its variant gets
+    ``CapacityReservationConfig`` with ``capacity-reservations-only`` and the ARN the guard
+    returns (``when_not_active`` decides what happens while the plan is not Active). The synth
+    fails unless the endpoint uses the plan's instance type, needs at most the plan's instance
+    count, and no other endpoint in the app uses the plan. ``extension`` renews the plan
+    (``Extension`` child, ``-c extend=<name>``); ``status_parameter`` (``when_not_active:
+    on_demand``) holds the status the daily check last saw.
 
     Escape hatches: ``custom_resource``, ``provider``, ``provider_role``, ``on_event_function`` (reserve mode),
     ``expiry_function``, ``expiry_rule``, ``expiry_alarm``, ``check_failed_alarm``, ``alarm_topic``.
@@ -356,6 +448,7 @@ class CapacityPlan(Construct):
             raise ConfigurationError(problems, source=self.node.path)
 
         self.custom_resource: CustomResource | None = None
+        self.extension_resource: CustomResource | None = None
         self.provider: cr.Provider | None = None
         self.on_event_function: lambda_.Function | None = None
         self.provider_role: iam.Role | None = None
@@ -363,17 +456,32 @@ class CapacityPlan(Construct):
         self.end_time: str | None = None
         self.upfront_fee: str | None = None
         self.currency_code: str | None = None
+        self.purchase_approved = self.mode == "reserve" and self.plan_name in consented_plans(self, PURCHASE_CONTEXT)
+        """Whether this synth carries ``-c purchase=<name>``: only then may the purchase handler spend."""
+        self.extension_approved = spec.extension is not None and self.plan_name in consented_plans(self, EXTEND_CONTEXT)
+        """Whether this synth carries ``-c extend=<name>``: only then may the extension be bought."""
+        self.binding_arn: str = spec.existing_plan_arn or self._named_arn(stack, self.plan_name)
+        """The plan's ARN as known at synth (no token), for guards and bindings in other stacks."""
         if self.mode == "reserve":
             self.plan_arn = self._reserve(stack)
         elif spec.existing_plan_arn is not None:
             self.plan_arn = spec.existing_plan_arn
         else:
             self.plan_arn = self._named_arn(stack, spec.plan_name)
+        if spec.extension is not None:
+            self._extend(stack)
 
+        self.status_parameter: ssm.StringParameter | None = None
+        if spec.when_not_active == "on_demand":
+            self.status_parameter = ssm.StringParameter(
+                self, "Status", parameter_name=status_parameter_name(self.plan_name), string_value="Unknown",
+                description=f"Status of capacity plan {self.plan_name} (written by its daily check); endpoints with "
+                            "when_not_active on_demand bind the plan only while it is Active")
         self.alarm_topic: sns.ITopic = alarm_topic or encrypted_alarm_topic(
             self, "AlarmTopic", description=f"capacity plan {self.plan_name} alarms")
         self._add_expiry_check()
         CfnOutput(self, "Arn", value=self.plan_arn, description=f"ARN of capacity plan {self.plan_name}")
+        self._announce()
         acknowledgements.capacity_plan(self)
 
     # ---------------------------------------------------------------- imports
@@ -473,29 +581,21 @@ class CapacityPlan(Construct):
         names = [self.plan_name] + ([self.plan_name.lower()] if self.plan_name.lower() != self.plan_name else [])
         return [self._named_arn(stack, n) for n in names]
 
-    def _reserve(self, stack: Stack) -> str:
-        spec = self.spec
+    def _handler(self, stack: Stack) -> cr.Provider:
+        """The purchase/extension handler and its provider (one per plan), created on first use."""
+        if self.provider is not None:
+            return self.provider
         function = python_function(
             self,
             "OnEvent",
             folder="capacity_plan",
-            description=f"custom resource that buys capacity plan {self.plan_name} once",
+            description=f"custom resource that buys or extends capacity plan {self.plan_name} once",
             timeout=Duration.minutes(2),
         )
         function.add_to_role_policy(iam.PolicyStatement(
-            sid="DescribeAndBuyThisPlan",
-            actions=["sagemaker:DescribeTrainingPlan", "sagemaker:CreateTrainingPlan"],
+            sid="DescribeThisPlan",
+            actions=["sagemaker:DescribeTrainingPlan", "sagemaker:DescribeTrainingPlanExtensionHistory"],
             resources=self._plan_arns_by_name(stack),
-        ))
-        function.add_to_role_policy(iam.PolicyStatement(
-            sid="ReserveCapacityForThePlan",
-            actions=["sagemaker:CreateReservedCapacity"],
-            resources=[reserved_capacity_arns(stack)],
-        ))
-        function.add_to_role_policy(iam.PolicyStatement(
-            sid="SearchOfferings",
-            actions=["sagemaker:SearchTrainingPlanOfferings"],
-            resources=["*"],
         ))
         self.on_event_function = function
 
@@ -507,6 +607,30 @@ class CapacityPlan(Construct):
             actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
         self.provider = cr.Provider(self, "Provider", on_event_handler=function,
                                     framework_on_event_role=framework_role, log_group=framework_logs)
+        return self.provider
+
+    def _grant_spending(self, stack: Stack, sid: str, actions: list[str]) -> None:
+        """Spending actions for the handler, added only when this synth carries the deploy-time consent."""
+        assert self.on_event_function is not None
+        self.on_event_function.add_to_role_policy(iam.PolicyStatement(
+            sid=sid, actions=actions, resources=self._plan_arns_by_name(stack)))
+        if "SearchOfferings" not in self._granted:
+            self._granted.add("SearchOfferings")
+            self.on_event_function.add_to_role_policy(iam.PolicyStatement(
+                sid="SearchOfferings", actions=["sagemaker:SearchTrainingPlanOfferings"], resources=["*"]))
+
+    def _reserve(self, stack: Stack) -> str:
+        spec = self.spec
+        self._granted: set[str] = set()
+        provider = self._handler(stack)
+        if self.purchase_approved:
+            self._grant_spending(stack, "BuyThisPlan", ["sagemaker:CreateTrainingPlan"])
+            assert self.on_event_function is not None
+            self.on_event_function.add_to_role_policy(iam.PolicyStatement(
+                sid="ReserveCapacityForThePlan",
+                actions=["sagemaker:CreateReservedCapacity"],
+                resources=[reserved_capacity_arns(stack)],
+            ))
 
         properties: dict[str, str] = {
             "PlanName": self.plan_name,
@@ -514,7 +638,7 @@ class CapacityPlan(Construct):
             "InstanceCount": str(spec.instance_count),
             "DurationDays": str(spec.duration_days),
             "MaxUpfrontFeeUsd": format(spec.max_upfront_fee_usd, "f"),
-            "PurchaseAcknowledged": "true",
+            "Purchase": APPROVED if self.purchase_approved else NOT_APPROVED,
         }
         if spec.start_after is not None:
             properties["StartTimeAfter"] = _iso(spec.start_after)
@@ -523,7 +647,7 @@ class CapacityPlan(Construct):
         self.custom_resource = CustomResource(
             self,
             "Resource",
-            service_token=self.provider.service_token,
+            service_token=provider.service_token,
             resource_type=RESOURCE_TYPE,
             properties=properties,
             removal_policy=RemovalPolicy.RETAIN,
@@ -545,6 +669,60 @@ class CapacityPlan(Construct):
             description=f"Deletion policy of capacity plan {self.plan_name}")
         return data("TrainingPlanArn")
 
+    def _extend(self, stack: Stack) -> None:
+        extension = self.spec.extension
+        assert extension is not None
+        if not hasattr(self, "_granted"):
+            self._granted = set()
+        provider = self._handler(stack)
+        if self.extension_approved:
+            self._grant_spending(stack, "ExtendThisPlan", ["sagemaker:ExtendTrainingPlan"])
+        self.extension_resource = CustomResource(
+            self, "Extension", service_token=provider.service_token, resource_type=EXTENSION_RESOURCE_TYPE,
+            removal_policy=RemovalPolicy.RETAIN, properties={
+                "PlanName": self.plan_name,
+                "ExtendUntil": _iso(extension.until),
+                "MaxUpfrontFeeUsd": format(extension.max_upfront_fee_usd, "f"),
+                "Extend": APPROVED if self.extension_approved else NOT_APPROVED,
+            })
+        if self.custom_resource is not None:
+            self.extension_resource.node.add_dependency(self.custom_resource)
+        CfnOutput(self, "ExtendedEndTime", value=self.extension_resource.get_att_string("EndTime"),
+                  description=f"When capacity plan {self.plan_name} ends after its extension (UTC)")
+
+    def extension_summary(self) -> str | None:
+        """What the extension buys, in one phrase, or None without one."""
+        extension = self.spec.extension
+        if extension is None:
+            return None
+        return (f"extend capacity plan {self.plan_name} ({self.instance_type} x {self.instance_count}) until "
+                f"{_iso(extension.until)} for at most USD {extension.max_upfront_fee_usd}")
+
+    def _announce(self) -> None:
+        """Say at synth what a deploy of this plan's stack would buy, and whether it may."""
+        if self.mode == "reserve":
+            cap = self.spec.max_upfront_fee_usd
+            what = (f"capacity plan {self.plan_name}: {self.spec.purchase_summary()}, prepaid up to USD {cap}, "
+                    "never refunded")
+            if self.purchase_approved:
+                Annotations.of(self).add_warning_v2(
+                    "sagemaker-llm-cdk:purchaseApproved",
+                    f"This deploy may BUY {what} (consent: -c {PURCHASE_CONTEXT}={self.plan_name}). Bought once; "
+                    "a plan of that name that exists already is adopted.")
+            else:
+                Annotations.of(self).add_info(
+                    f"Not bought by this deploy: {what}. To buy it, deploy this stack with "
+                    f"-c {PURCHASE_CONTEXT}={self.plan_name}; without that, the deploy fails unless the plan exists.")
+        summary = self.extension_summary()
+        if summary is not None:
+            if self.extension_approved:
+                Annotations.of(self).add_warning_v2(
+                    "sagemaker-llm-cdk:extensionApproved",
+                    f"This deploy may BUY an extension: {summary} (consent: -c {EXTEND_CONTEXT}={self.plan_name}).")
+            else:
+                Annotations.of(self).add_info(
+                    f"Not bought by this deploy: {summary}. To buy it, deploy with -c {EXTEND_CONTEXT}={self.plan_name}.")
+
     def _add_expiry_check(self) -> None:
         stack = Stack.of(self)
         self.expiry_function = python_function(
@@ -563,6 +741,11 @@ class CapacityPlan(Construct):
             described = self._plan_arns_by_name(stack)
         self.expiry_function.add_to_role_policy(iam.PolicyStatement(
             sid="DescribeThisPlan", actions=["sagemaker:DescribeTrainingPlan"], resources=described))
+        if self.status_parameter is not None:
+            self.expiry_function.add_environment(
+                "STATUS_PARAMETERS", f"{self.plan_name}={status_parameter_name(self.plan_name)}")
+            self.status_parameter.grant_write(self.expiry_function)
+            self.status_parameter.grant_read(self.expiry_function)
         self.expiry_rule = events.Rule(
             self,
             "DailyExpiryCheck",
@@ -603,3 +786,37 @@ class CapacityPlan(Construct):
 
 def _plans_in(root: IConstruct) -> list[CapacityPlan]:
     return [c for c in root.node.find_all() if isinstance(c, CapacityPlan)]
+
+
+UpdatePolicyName = Literal["BLUE_GREEN", "ROLLING"]
+
+
+def choose_update_policy(plan_instances: int, max_instances: int) -> UpdatePolicyName | None:
+    """The endpoint update policy a plan of ``plan_instances`` has room for, or None when neither fits.
+
+    A blue/green update launches a second fleet as large as the first (up to ``max_instances``)
+    before the old one goes: it needs ``2 x max_instances``. A rolling update one instance at a time
+    needs ``max_instances + 1``. An endpoint bound with ``capacity-reservations-only`` gets
+    instances only from its plan, so an update the plan has no room for runs to its timeout.
+    """
+    if plan_instances >= 2 * max_instances:
+        return "BLUE_GREEN"
+    if plan_instances >= max_instances + 1:
+        return "ROLLING"
+    return None
+
+
+def headroom_metadata(plan: CapacityPlan, options: EndpointOptions) -> dict[str, Any]:
+    """What the change report needs to say when an endpoint-config change needs headroom the plan lacks."""
+    count, most = plan.instance_count, options.scaling.max_instances
+    policy = choose_update_policy(count, most)
+    return {
+        "Plan": plan.plan_name,
+        "PlanInstances": count,
+        "MaxInstances": most,
+        "WhenNotActive": plan.spec.when_not_active,
+        "BlueGreenNeedsInstances": 2 * most,
+        "RollingNeedsInstances": most + 1,
+        "UpdatePolicy": policy or "NONE_FITS",
+        "UpdateFits": policy is not None,
+    }

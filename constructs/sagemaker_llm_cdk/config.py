@@ -46,8 +46,9 @@ class EndpointSpec(EndpointOptions):
     vpc: Annotated[VpcPlacement | None, Field(description="Run instances in these subnets. Default: no VPC.")] = None
     models: Annotated[tuple[ModelSpec, ...], Field(min_length=1, max_length=50, description="Models hosted as inference components.")]
     capacity_plan: Annotated[str | None, Field(description=(
-        "Name of a plan in capacity_plans that this endpoint runs on (capacity-reservations-only). "
-        "Default: on-demand capacity."))] = None
+        "Name of a plan in capacity_plans that this endpoint runs on (capacity-reservations-only), bound only while "
+        "the plan is Active (see the plan's when_not_active). Remove it to move the endpoint to on-demand capacity "
+        "(the endpoint config is replaced). Default: on-demand capacity."))] = None
 
     def _rules(self) -> list[Problem]:
         problems: list[Problem] = []
@@ -115,7 +116,8 @@ class AppConfig(Settings):
     monitoring: Annotated[MonitoringSettings, Field(description=(
         "Dashboards, alarms (one KMS-encrypted topic) and safe rollouts. Default: on, with the defaults listed."))] = MonitoringSettings()
     capacity_plans: Annotated[tuple[CapacityPlanSpec, ...], Field(max_length=20, description=(
-        "Reserved GPU capacity: plans to buy once (price cap and purchase_acknowledged required) or existing "
+        "Reserved GPU capacity, in the companion stack <stack_name>Capacity: plans to buy once (price cap here, "
+        "consent on the deploy command: -c purchase=<name>) or existing "
         "plans, each bound to at most one endpoint by its capacity_plan. Default: none."))] = ()
 
     def _rules(self) -> list[Problem]:

@@ -157,8 +157,11 @@ class EagleOptimization(Construct):
             before the component's stack (see ``speculative_decoding.PromotionParameter``); the
             component's stack is made to depend on that stack. Required: without it, a ConfigurationError
             says how to create one.
-        :param capacity_plan: reserved capacity the optimization job runs on (an object with
-            ``training_plan_arns`` and ``instance_type``, e.g. ``CapacityPlan``). Default: on-demand.
+        :param capacity_plan: reserved capacity the optimization job runs on: an object with
+            ``training_plan_arns`` and ``instance_type`` for a plan meant for jobs (target
+            training-job). A ``CapacityPlan`` (bought for endpoints) is refused: SageMaker does not
+            accept an endpoint plan in ``TrainingPlanArns``. ``settings.training_plan`` does the
+            same by ARN or name. Default: on-demand.
         :param alarm_topic: where failures, timeouts and aborted runs are published. If its KMS key is
             created in this app, EventBridge is allowed to use it; an imported key must already allow
             ``events.amazonaws.com``. Default: a new KMS-encrypted topic (``Notifications``).
@@ -207,7 +210,23 @@ class EagleOptimization(Construct):
                                     "s3 or builtin while the endpoint's data capture is off",
                                     "turn data_capture on for the endpoint, or train on your own dataset "
                                     "(source: s3, s3_uri: s3://bucket/prefix/)"))
+        from .capacity_plan import CapacityPlan
+
+        if isinstance(capacity_plan, CapacityPlan):
+            problems.append(Problem("capacity_plan", capacity_plan.plan_name,
+                                    "a training plan meant for jobs (target training-job); capacity plans target "
+                                    "endpoints and SageMaker refuses them in an optimization job's TrainingPlanArns",
+                                    "leave capacity_plan out (on-demand), or pass a plan bought for training jobs "
+                                    "(settings.training_plan: <ARN or name>)"))
+            capacity_plan = None
+        if capacity_plan is not None and settings_ok and settings.training_plan is not None:
+            problems.append(Problem("settings.training_plan", settings.training_plan,
+                                    "either settings.training_plan or capacity_plan, not both",
+                                    "keep one of the two"))
         plan_arns: list[str] = list(getattr(capacity_plan, "training_plan_arns", []) or []) if capacity_plan else []
+        if settings_ok and settings.training_plan is not None:
+            plan_arns = [settings.training_plan if settings.training_plan.startswith("arn:") else stack.format_arn(
+                service="sagemaker", resource="training-plan", resource_name=settings.training_plan)]
         plan_type = getattr(capacity_plan, "instance_type", None) if capacity_plan else None
         if settings_ok and capacity_plan is not None and plan_type is not None and plan_type != job_instance_type:
             problems.append(Problem("capacity_plan", plan_type, f"a plan for {job_instance_type}, the job's instance "

@@ -5,7 +5,7 @@ import re
 from typing import TYPE_CHECKING, Any, Sequence
 
 import jsii
-from aws_cdk import Arn, ArnFormat, Duration, IStringProducer, Lazy, Names, Stack, Token
+from aws_cdk import Arn, ArnFormat, Aws, Duration, Fn, IStringProducer, Lazy, Names, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -22,12 +22,16 @@ from .storage import SecureBucket, secure_key
 from .validation import validated
 
 if TYPE_CHECKING:
+    from .capacity_guard import CapacityPlanGuard
     from .capacity_plan import CapacityPlan
     from .model_component import ModelComponent
     from .settings import ModelSpec
 
 VARIANT_NAME = "AllTraffic"
 """The single production variant every ``LlmEndpoint`` has."""
+CAPACITY_METADATA = "sagemaker-llm-cdk:capacity"
+"""Metadata key on a bound endpoint config: the plan, its instances, the endpoint's most instances and the
+update policy's need (``capacity_plan.headroom_metadata``), for the change report."""
 
 
 class EndpointReference(Construct):
@@ -181,6 +185,12 @@ class LlmEndpoint(EndpointReference):
             problems.extend(capacity_plan.binding_problems(options))
             if options.instance_pools:
                 problems.append(pools_with_plan_problem())
+            if capacity_plan.spec.when_not_active == "on_demand" and Stack.of(capacity_plan) is Stack.of(scope):
+                problems.append(Problem(
+                    "capacity_plan", capacity_plan.node.path,
+                    "with when_not_active on_demand, a plan in a stack deployed before this one (its status parameter "
+                    "is read when this stack deploys)",
+                    "create the CapacityPlan in its own stack (e.g. <stack>Capacity), or use when_not_active: fail"))
         if vpc_subnets is not None and vpc is None:
             problems.append(Problem("vpc_subnets", "given", "only together with vpc", "pass vpc too"))
         if security_groups and vpc is None:
@@ -254,6 +264,29 @@ class LlmEndpoint(EndpointReference):
                 else None,
             )
 
+        self.capacity_guard: "CapacityPlanGuard | None" = None
+        reservation = None
+        if capacity_plan is not None:
+            from .capacity_guard import CapacityPlanGuard
+
+            self.capacity_guard = CapacityPlanGuard(
+                self, "CapacityGuard", plan=capacity_plan, instance_type=options.instance_type,
+                max_instances=options.scaling.max_instances,
+                config_inputs=[options.model_dump(mode="json"), VARIANT_NAME, has_local_nvme(options.instance_type),
+                               self.role.role_arn, self.key.key_arn, *self.subnet_ids,
+                               *[g.security_group_id for g in self.security_groups],
+                               *([self.data_capture_bucket.bucket_name] if self.data_capture_bucket else [])])
+            reservation = sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
+                capacity_reservation_preference="capacity-reservations-only",
+                ml_reservation_arn=self.capacity_guard.ml_reservation_arn,
+            )
+            if Stack.of(capacity_plan) is not Stack.of(self):
+                try:
+                    Stack.of(self).add_stack_dependency(Stack.of(capacity_plan), "the capacity plan is bought and watched "
+                                                  "in its own stack, deployed first")
+                except Exception:  # noqa: BLE001 - stacks of different apps or stages: bound by name only
+                    pass
+
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=VARIANT_NAME,
             # With pools, InstancePools replaces InstanceType (AWS: "replace the InstanceType parameter ...
@@ -282,12 +315,7 @@ class LlmEndpoint(EndpointReference):
             inference_ami_version=options.inference_ami_version or Lazy.uncached_string(_RequiredAmi(self)),
             volume_size_in_gb=options.volume_size_gb,
             variant_instance_provision_timeout_in_seconds=options.instance_provision_timeout_seconds,
-            capacity_reservation_config=sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
-                capacity_reservation_preference="capacity-reservations-only",
-                ml_reservation_arn=capacity_plan.plan_arn,
-            )
-            if capacity_plan is not None
-            else None,
+            capacity_reservation_config=reservation,
         )
         # No ModelName on the variant: models come as inference components. No fixed name:
         # every EndpointConfig property is create-only, so CloudFormation must be free to
@@ -302,6 +330,18 @@ class LlmEndpoint(EndpointReference):
             vpc_config=vpc_config,
         )
         _depend_on_policy(self.cfn_endpoint_config, self.role)
+        if self.capacity_guard is not None and self.capacity_guard.bound is not None:
+            # when_not_active on_demand: bind only while the plan's status parameter says Active.
+            self.cfn_endpoint_config.add_property_override(
+                "ProductionVariants.0.CapacityReservationConfig",
+                Fn.condition_if(self.capacity_guard.bound.logical_id, {
+                    "CapacityReservationPreference": "capacity-reservations-only",
+                    "MlReservationArn": self.capacity_guard.ml_reservation_arn,
+                }, Aws.NO_VALUE))
+        if capacity_plan is not None:
+            from .capacity_plan import headroom_metadata
+
+            self.cfn_endpoint_config.add_metadata(CAPACITY_METADATA, headroom_metadata(capacity_plan, options))
         self.cfn_endpoint = sagemaker.CfnEndpoint(
             self,
             "Resource",

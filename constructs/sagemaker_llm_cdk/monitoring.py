@@ -614,15 +614,28 @@ class LlmMonitoring(Construct):
 
     def _endpoint_deployment_config(self, endpoint: "LlmEndpoint", alarms: list[cloudwatch.Alarm]) -> None:
         rollout = self.settings.rollout
+        rollback = sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+            alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=self._name_of(a)) for a in alarms]
+        ) if alarms else None
+        if _endpoint_update_policy(endpoint) == "ROLLING":
+            # A bound plan without room for a second fleet: roll one instance at a time (needs max + 1).
+            size = sagemaker.CfnEndpoint.CapacitySizeProperty(type="INSTANCE_COUNT", value=1)
+            endpoint.cfn_endpoint.deployment_config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
+                rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
+                    maximum_batch_size=size, rollback_maximum_batch_size=size,
+                    wait_interval_in_seconds=rollout.wait_seconds,
+                    maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
+                ),
+                auto_rollback_configuration=rollback,
+            )
+            return
         endpoint.cfn_endpoint.deployment_config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
             blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
                 traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(type="ALL_AT_ONCE"),
                 termination_wait_in_seconds=rollout.wait_seconds,
                 maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
             ),
-            auto_rollback_configuration=sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-                alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=self._name_of(a)) for a in alarms]
-            ) if alarms else None,
+            auto_rollback_configuration=rollback,
         )
 
     # ------------------------------------------------------------- model rows
@@ -812,3 +825,39 @@ def _header(title: str, text: str) -> cloudwatch.TextWidget:
 
 def _placeholder() -> cloudwatch.MathExpression:
     return cloudwatch.MathExpression(expression="TIME_SERIES(0)", label="no models", period=one_minute())
+
+
+def _endpoint_update_policy(endpoint: "LlmEndpoint") -> str | None:
+    """The endpoint update policy its capacity plan has room for (``capacity_plan.choose_update_policy``).
+
+    On-demand endpoints: blue/green. A bound endpoint whose plan cannot hold a second fleet gets a
+    rolling update and a synth warning saying so; one whose plan cannot hold even one extra instance
+    keeps blue/green and a warning that endpoint-config changes will not deploy.
+    """
+    plan = getattr(endpoint, "capacity_plan", None)
+    if plan is None:
+        return "BLUE_GREEN"
+    from aws_cdk import Annotations
+
+    from .capacity_plan import choose_update_policy
+
+    most = endpoint.options.scaling.max_instances
+    policy = choose_update_policy(plan.instance_count, most)
+    guard = getattr(endpoint, "capacity_guard", None)
+    if guard is not None:
+        guard.set_update_policy(policy or "NONE_FITS")  # the guard checks the plan's free instances for it
+    if policy == "ROLLING":
+        Annotations.of(endpoint).add_warning_v2(
+            "sagemaker-llm-cdk:rollingUpdateChosen",
+            f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances: too few for a blue/green update "
+            f"of up to {most} (needs {2 * most}), so endpoint updates roll one instance at a time (needs {most + 1}).")
+    elif policy is None:
+        Annotations.of(endpoint).add_warning_v2(
+            "sagemaker-llm-cdk:noUpdateHeadroom",
+            f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances and the endpoint may run {most}: no "
+            "update policy fits (blue/green needs "
+            f"{2 * most}, rolling {most + 1}), so a change that replaces the endpoint config cannot get instances and "
+            "rolls back. " + (f"Lower scaling.max_instances to {plan.instance_count // 2} (blue/green) or "
+                              f"{plan.instance_count - 1} (rolling), or bind a larger plan." if plan.instance_count > 1
+                              else "Bind a plan of 2 or more instances (rolling) or 2 x max_instances (blue/green)."))
+    return policy

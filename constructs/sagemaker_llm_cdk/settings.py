@@ -30,6 +30,8 @@ _ECR_IMAGE = re.compile(
     r"(?P<repository>[a-z0-9][a-z0-9._/\-]*)(?::(?P<tag>[\w.\-]{1,128})|@sha256:[a-f0-9]{64})$"
 )
 _LMI_ALIAS = re.compile(r"^lmi(?::(?P<tag>[\w.\-]{1,128}))?$")
+_TRAINING_PLAN = re.compile(
+    r"(?:arn:aws[a-z-]*:sagemaker:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:training-plan/)?(?=.{1,64}$)[a-zA-Z0-9](?:-*[a-zA-Z0-9])*")
 _CONTENT_TYPE = re.compile(r"^[a-zA-Z0-9*][a-zA-Z0-9.*+\-]*/[a-zA-Z0-9*][a-zA-Z0-9.*+\-]*$")
 
 DEFAULT_LMI_TAG = images.DEFAULT_LMI_TAG
@@ -651,15 +653,21 @@ class EagleSettings(Settings):
         "'cron(0 3 ? * SUN *)'. null: no schedule (start runs by hand). Default: weekly."))] = "rate(7 days)"
     dataset: Annotated[EagleDataset, Field(description="Training data. Default: captured traffic.")] = EagleDataset()
     job_instance_type: Annotated[str | None, Field(description=(
-        "Instance type the optimization job benchmarks on. Default: the endpoint's."))] = None
-    max_instance_count: Annotated[int, Field(ge=1, le=64, description="Instances for the job. Default: 1.")] = 1
+        "Instance type the optimization job runs and benchmarks on (DeploymentInstanceType). Default: the "
+        "endpoint's."))] = None
+    max_instance_count: Annotated[int, Field(ge=1, le=64, description=(
+        "Instances for the job (MaxInstanceCount). Default: 1."))] = 1
+    training_plan: Annotated[str | None, Field(description=(
+        "A training plan meant for jobs (its target is training-job, not endpoint), by ARN or name, for the job's "
+        "TrainingPlanArns; its instance type must be job_instance_type. A plan bought for endpoints cannot be given "
+        "to an optimization job. Default: on-demand capacity."))] = None
     max_runtime_hours: Annotated[int, Field(ge=1, le=72, description="Job time limit. Default: 24.")] = 24
     speedup_threshold: Annotated[float, Field(ge=1.0, le=20.0, description=(
         "Promote a trained head only when throughput improves at least this much. Default: 1.5.")) ] = 1.5
     num_speculative_tokens: Annotated[int, Field(ge=1, le=16, description="Draft tokens per step when served. Default: 5.")] = 5
     use_capacity_plan: Annotated[bool, Field(description=(
-        "Run optimization jobs on the endpoint's capacity plan (TrainingPlanArns). The jobs then compete with the "
-        "endpoint for the plan's instances, and a plan bought for endpoints may be refused. Default: false."))] = False
+        "Refused when true: the endpoint's capacity plan targets endpoints, and SageMaker accepts only a plan for "
+        "jobs in TrainingPlanArns. Use training_plan. Default: false."))] = False
 
     def _rules(self) -> list[Problem]:
         problems = []
@@ -668,6 +676,18 @@ class EagleSettings(Settings):
                                             service_model.optimization_instance_types(), "optimization jobs")
             if problem:
                 problems.append(problem)
+        if self.use_capacity_plan:
+            problems.append(Problem(
+                "use_capacity_plan", True,
+                "false: a capacity plan bought for endpoints (target endpoint) cannot be given to an optimization job; "
+                "TrainingPlanArns takes only a plan for jobs",
+                "remove use_capacity_plan; to run the job on reserved capacity, buy a training plan for training jobs "
+                "of job_instance_type and set training_plan to its ARN or name"))
+        if self.training_plan is not None and not _TRAINING_PLAN.fullmatch(self.training_plan):
+            problems.append(Problem("training_plan", self.training_plan,
+                                    "a training plan ARN (arn:aws:sagemaker:<region>:<account>:training-plan/<name>) or "
+                                    "a name of 1-64 letters, digits and hyphens",
+                                    "copy TrainingPlanArn from `aws sagemaker describe-training-plan`"))
         return problems
 
 

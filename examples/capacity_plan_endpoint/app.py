@@ -2,10 +2,12 @@
 """Capacity-plan endpoint: an endpoint that runs only on reserved GPU capacity (a SageMaker
 training plan), serving a base model and one LoRA adapter.
 
-The plan here is one you already bought (``mode="existing"``): nothing is purchased. To have the
-stack buy one, give ``duration_days``, ``max_upfront_fee_usd`` and ``purchase_acknowledged=True``
-instead (paid upfront, never refunded; see ``CapacityPlanSpec``). A daily check publishes the
-plan's days left and alarms before it ends.
+The plan here is one you already bought (``mode="existing"``): nothing is purchased. The endpoint
+binds it through a guard that checks, in seconds at deploy time, that the plan is Active (it fails
+the deploy with the plan's status and dates otherwise). To have a stack buy a plan, give
+``duration_days`` and ``max_upfront_fee_usd`` instead and deploy with ``-c purchase=<plan name>``
+(paid upfront, never refunded; keep the plan in its own stack, see ``CapacityPlanSpec``). A daily
+check publishes the plan's days left and alarms before it ends.
 
 Run: ``cdk synth --app "python app.py"`` or ``CDK_OUTDIR=out python app.py`` (no AWS account needed).
 """

@@ -21,8 +21,16 @@ ResourceProperties / OldResourceProperties (CloudFormation passes every value as
     StartTimeAfter        optional ISO-8601 date-time with offset, e.g. "2026-01-15T00:00:00Z"
     EndTimeBefore         optional ISO-8601 date-time with offset
     MaxUpfrontFeeUsd      decimal > 0; the most this resource may spend (USD)
-    PurchaseAcknowledged  must be "true" (the plan is paid upfront and never refunded)
+    Purchase              "approved" (the deploy command carried ``-c purchase=<PlanName>``) or
+                          "not-approved" (adopt a plan of this name that already exists; never buy)
     ServiceToken          ignored
+Any other property is refused (a misspelt StartTimeAfter must never buy a plan without its window).
+
+ResourceType ``Custom::SageMakerCapacityPlanExtension`` (same function; see ``on_extension``):
+    PlanName              the plan to extend
+    ExtendUntil           ISO-8601 date-time with offset: the plan should last at least until then
+    MaxUpfrontFeeUsd      decimal > 0; the most the extension may cost (USD)
+    Extend                "approved" (``-c extend=<PlanName>`` on the deploy command) or "not-approved"
 
 Returns
 -------
@@ -34,7 +42,8 @@ Create: DescribeTrainingPlan(PlanName); an existing plan of the same shape is ad
 after a partial failure, re-created stack), one of a different shape is refused. Otherwise
 SearchTrainingPlanOfferings(TargetResources=["endpoint"], ...) and CreateTrainingPlan with the
 cheapest USD offering within MaxUpfrontFeeUsd and the window (ties: earliest start).
-Update: only MaxUpfrontFeeUsd / PurchaseAcknowledged may change (no purchase, same Data);
+Without ``Purchase: approved`` a missing plan is never bought: the deploy fails and says how to consent.
+Update: only MaxUpfrontFeeUsd / Purchase may change (no purchase, same Data);
 any change of PlanName, InstanceType, InstanceCount, DurationDays, StartTimeAfter or
 EndTimeBefore is refused. Delete: no AWS call; the plan is retained.
 """
@@ -63,9 +72,17 @@ SUPPORTED_CURRENCY = "USD"
 MAX_LISTED_OFFERINGS = 5
 MAX_MESSAGE_CHARS = 3500  # CloudFormation's whole response must stay under 4096 bytes
 UNUSABLE_STATUSES = ("Failed", "Expired")
+APPROVED = "approved"
+NOT_APPROVED = "not-approved"
+PLAN_RESOURCE_TYPE = "Custom::SageMakerCapacityPlan"
+EXTENSION_RESOURCE_TYPE = "Custom::SageMakerCapacityPlanExtension"
+MAX_PLAN_NAME_CHARS = 64  # TrainingPlanName: 1-64 characters (botocore's model)
+MAX_EXTENSION_HOURS = 4368  # TrainingPlanExtensionDurationHours maximum (botocore's model)
+EXTENDABLE_STATUSES = ("Active", "Scheduled")  # AWS: extension offerings exist only for these
 IDENTITY_FIELDS = ("PlanName", "InstanceType", "InstanceCount", "DurationDays", "StartTimeAfter", "EndTimeBefore")
 
 _PLAN_NAME_RE = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}")
+_CONSENT_WORDS = (APPROVED, NOT_APPROVED)
 _INSTANCE_TYPE_RE = re.compile(r"ml\.[a-z0-9][a-z0-9-]*\.[a-z0-9]+")
 _NOT_FOUND_MESSAGE_RE = re.compile(r"not found|does not exist|could not find|cannot find", re.IGNORECASE)
 
@@ -111,6 +128,14 @@ class CapacityPlanNotFoundError(CapacityPlanError):
     """An update or a post-conflict read found no plan of that name."""
 
 
+class CapacityPlanConsentError(CapacityPlanError):
+    """The purchase or extension was not approved on the deploy command (nothing was bought)."""
+
+
+class CapacityPlanEventError(CapacityPlanError):
+    """The event is not a custom resource event this handler can act on (no AWS call was made)."""
+
+
 # --------------------------------------------------------------------------- properties
 
 
@@ -145,7 +170,7 @@ def parse_duration_days(value: Any) -> int:
 
 
 def parse_plan_name(value: Any) -> str:
-    if not isinstance(value, str) or not _PLAN_NAME_RE.fullmatch(value):
+    if not isinstance(value, str) or len(value) > MAX_PLAN_NAME_CHARS or not _PLAN_NAME_RE.fullmatch(value):
         raise ValueError(
             f"PlanName {_shown(value)} is not a valid training plan name; use 1-64 letters, digits "
             "and hyphens, starting and ending with a letter or digit (e.g. 'llm-p5e-2026q1')"
@@ -194,19 +219,20 @@ def parse_fee_cap(value: Any) -> Decimal:
     return cap
 
 
-def parse_acknowledgement(value: Any) -> bool:
-    if value is True or (isinstance(value, str) and value.strip().lower() == "true"):
-        return True
+def parse_consent(value: Any, field: str) -> str:
+    """``approved`` or ``not-approved``; anything else (``true``, ``yes``, a typo) is refused."""
+    if isinstance(value, str) and value in _CONSENT_WORDS:
+        return value
     raise ValueError(
-        f'PurchaseAcknowledged is {_shown(value)}; it must be "true" to confirm that the capacity plan is '
-        "paid upfront (up to MaxUpfrontFeeUsd) and never refunded"
+        f"{field} is {_shown(value)}; it must be {APPROVED!r} (consent given on the deploy command) or "
+        f"{NOT_APPROVED!r}"
     )
 
 
 class CapacityPlanProperties(BaseModel):
     """Validated ResourceProperties (CloudFormation strings parsed to real types)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     plan_name: str = Field(alias="PlanName")
     instance_type: str = Field(alias="InstanceType")
@@ -215,7 +241,7 @@ class CapacityPlanProperties(BaseModel):
     start_time_after: datetime | None = Field(default=None, alias="StartTimeAfter")
     end_time_before: datetime | None = Field(default=None, alias="EndTimeBefore")
     max_upfront_fee_usd: Decimal = Field(alias="MaxUpfrontFeeUsd")
-    purchase_acknowledged: bool = Field(alias="PurchaseAcknowledged")
+    purchase: str = Field(alias="Purchase")
 
     @field_validator("plan_name", mode="before")
     @classmethod
@@ -252,10 +278,14 @@ class CapacityPlanProperties(BaseModel):
     def _check_fee_cap(cls, value: Any) -> Decimal:
         return parse_fee_cap(value)
 
-    @field_validator("purchase_acknowledged", mode="before")
+    @field_validator("purchase", mode="before")
     @classmethod
-    def _check_acknowledgement(cls, value: Any) -> bool:
-        return parse_acknowledgement(value)
+    def _check_purchase(cls, value: Any) -> str:
+        return parse_consent(value, "Purchase")
+
+    @property
+    def approved(self) -> bool:
+        return self.purchase == APPROVED
 
     @model_validator(mode="after")
     def _window_fits_duration(self) -> CapacityPlanProperties:
@@ -285,12 +315,13 @@ class CapacityPlanProperties(BaseModel):
         }
 
 
-def parse_properties(raw: Any) -> CapacityPlanProperties:
-    """Validate ResourceProperties; every problem is reported at once in a CapacityPlanPropertiesError."""
+def _validate(model: type[BaseModel], raw: Any, what: str) -> Any:
+    """``model`` from ResourceProperties (ServiceToken dropped); every problem at once, unknown keys refused."""
     if not isinstance(raw, dict):
-        raise CapacityPlanPropertiesError("Capacity plan ResourceProperties are missing; nothing was bought.")
+        raise CapacityPlanPropertiesError(f"{what} ResourceProperties are missing; nothing was bought.")
+    known = sorted(field.alias or name for name, field in model.model_fields.items())
     try:
-        return CapacityPlanProperties.model_validate(raw)
+        return model.model_validate({k: v for k, v in raw.items() if k != "ServiceToken"})
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
@@ -298,13 +329,20 @@ def parse_properties(raw: Any) -> CapacityPlanProperties:
             message = str(error["msg"]).removeprefix("Value error, ")
             if error["type"] == "missing":
                 problems.append(f"{field}: required property is missing")
+            elif error["type"] == "extra_forbidden":
+                problems.append(f"{field}: unknown property (misspelt?); known: {', '.join(known)}, ServiceToken")
             elif not field or message.startswith(field):
                 problems.append(message)
             else:
                 problems.append(f"{field}: {message}")
         raise CapacityPlanPropertiesError(
-            "Invalid capacity plan properties (nothing was bought):\n- " + "\n- ".join(problems)
+            f"Invalid {what} properties (nothing was bought):\n- " + "\n- ".join(problems)
         ) from None
+
+
+def parse_properties(raw: Any) -> CapacityPlanProperties:
+    """Validate ResourceProperties; every problem is reported at once in a CapacityPlanPropertiesError."""
+    return _validate(CapacityPlanProperties, raw, "capacity plan")
 
 
 def _identity_of_raw(raw: Any) -> dict[str, str]:
@@ -332,14 +370,56 @@ def _identity_of_raw(raw: Any) -> dict[str, str]:
 
 
 class CustomResourceEvent(BaseModel):
-    """The fields of a CloudFormation custom resource event this handler reads."""
+    """The fields of a CloudFormation custom resource event this handler reads.
+
+    Checked before any AWS call: RequestType is one of the three, ResourceType is one this
+    function serves, Update and Delete carry the PhysicalResourceId, Update carries
+    OldResourceProperties.
+    """
 
     model_config = ConfigDict(extra="allow")
 
     request_type: Literal["Create", "Update", "Delete"] = Field(alias="RequestType")
-    physical_resource_id: str | None = Field(default=None, alias="PhysicalResourceId")
+    resource_type: str = Field(default=PLAN_RESOURCE_TYPE, alias="ResourceType")
+    physical_resource_id: str | None = Field(default=None, alias="PhysicalResourceId", min_length=1)
     resource_properties: dict[str, Any] = Field(default_factory=dict, alias="ResourceProperties")
     old_resource_properties: dict[str, Any] | None = Field(default=None, alias="OldResourceProperties")
+
+    @field_validator("resource_type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        if value not in (PLAN_RESOURCE_TYPE, EXTENSION_RESOURCE_TYPE):
+            raise ValueError(f"ResourceType {_shown(value)} is not served here; use {PLAN_RESOURCE_TYPE} or "
+                             f"{EXTENSION_RESOURCE_TYPE}")
+        return value
+
+    @model_validator(mode="after")
+    def _fields_of_the_request_type(self) -> CustomResourceEvent:
+        missing = []
+        if self.request_type in ("Update", "Delete") and not self.physical_resource_id:
+            missing.append("PhysicalResourceId")
+        if self.request_type == "Update" and self.old_resource_properties is None:
+            missing.append("OldResourceProperties")
+        if missing:
+            raise ValueError(f"{self.request_type} events need {' and '.join(missing)}")
+        return self
+
+
+def parse_event(event: Any) -> CustomResourceEvent:
+    """The event, or a CapacityPlanEventError naming every problem (before any AWS call)."""
+    if not isinstance(event, dict):
+        raise CapacityPlanEventError("Not a CloudFormation custom resource event (not a JSON object); nothing was done.")
+    try:
+        return CustomResourceEvent.model_validate(event)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = ".".join(str(part) for part in error["loc"]) or "event"
+            message = str(error["msg"]).removeprefix("Value error, ")
+            problems.append(f"{field}: {'required field is missing' if error['type'] == 'missing' else message}")
+        raise CapacityPlanEventError(
+            "Not a valid CloudFormation custom resource event (nothing was done):\n- " + "\n- ".join(problems)
+        ) from None
 
 
 # --------------------------------------------------------------------------- helpers
@@ -597,6 +677,14 @@ def on_create(props: CapacityPlanProperties) -> dict[str, Any]:
     existing = describe_plan(props.plan_name)
     if existing is not None:
         return _adopt_existing(existing, props)
+    if not props.approved:
+        raise CapacityPlanConsentError(
+            f"Capacity plan '{props.plan_name}' does not exist and this deploy did not approve buying it; nothing "
+            f"was bought. To buy {props.instance_count} x {props.instance_type} for {props.duration_days} days "
+            f"(window {_iso(props.start_time_after) or 'any start'} to {_iso(props.end_time_before) or 'any end'}, "
+            f"at most {props.max_upfront_fee_usd} USD, paid upfront, never refunded), deploy this stack with "
+            f"-c purchase={props.plan_name}."
+        )
 
     search: dict[str, Any] = {
         "TargetResources": [TARGET_RESOURCE],
@@ -692,16 +780,172 @@ def on_delete(event: CustomResourceEvent) -> dict[str, Any]:
     return {"PhysicalResourceId": event.physical_resource_id} if event.physical_resource_id else {}
 
 
+# --------------------------------------------------------------------------- extension
+
+
+class ExtensionProperties(BaseModel):
+    """ResourceProperties of ``Custom::SageMakerCapacityPlanExtension`` (strict: unknown keys refused)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    plan_name: str = Field(alias="PlanName")
+    extend_until: datetime = Field(alias="ExtendUntil")
+    max_upfront_fee_usd: Decimal = Field(alias="MaxUpfrontFeeUsd")
+    extend: str = Field(alias="Extend")
+
+    @field_validator("plan_name", mode="before")
+    @classmethod
+    def _check_plan_name(cls, value: Any) -> str:
+        return parse_plan_name(value)
+
+    @field_validator("extend_until", mode="before")
+    @classmethod
+    def _check_until(cls, value: Any) -> datetime:
+        parsed = parse_time(value, "ExtendUntil")
+        if parsed is None:
+            raise ValueError("ExtendUntil is required: the date-time the plan should last until")
+        return parsed
+
+    @field_validator("max_upfront_fee_usd", mode="before")
+    @classmethod
+    def _check_fee_cap(cls, value: Any) -> Decimal:
+        return parse_fee_cap(value)
+
+    @field_validator("extend", mode="before")
+    @classmethod
+    def _check_extend(cls, value: Any) -> str:
+        return parse_consent(value, "Extend")
+
+    @property
+    def approved(self) -> bool:
+        return self.extend == APPROVED
+
+
+def parse_extension_properties(raw: Any) -> ExtensionProperties:
+    return _validate(ExtensionProperties, raw, "capacity plan extension")
+
+
+@dataclass(frozen=True)
+class ExtensionOffering:
+    offering_id: str
+    fee_raw: str
+    fee: Decimal | None
+    currency: str
+    start: datetime | None
+    end: datetime | None
+
+    @classmethod
+    def from_api(cls, item: dict[str, Any]) -> ExtensionOffering:
+        fee_raw = item.get("UpfrontFee")
+        return cls(item["TrainingPlanExtensionOfferingId"], "" if fee_raw is None else str(fee_raw),
+                   parse_fee(fee_raw), str(item.get("CurrencyCode") or ""), item.get("StartDate"), item.get("EndDate"))
+
+    def describe(self) -> str:
+        fee = f"{self.fee_raw} {self.currency or '(no currency)'}" if self.fee_raw else "fee unknown"
+        return f"{fee}, {_iso(self.start) or 'start unknown'} to {_iso(self.end) or 'end unknown'}"
+
+
+def extension_rejection(offering: ExtensionOffering, props: ExtensionProperties, plan_end: datetime) -> str | None:
+    """Why an extension offering cannot be bought; None if it can."""
+    if offering.start is not None and offering.start > plan_end + timedelta(minutes=1):
+        return f"starts {_iso(offering.start)}, leaving a gap after the plan ends ({_iso(plan_end)})"
+    if offering.end is None or offering.end < props.extend_until:
+        return f"ends {_iso(offering.end) or 'at an unknown time'}, before ExtendUntil {_iso(props.extend_until)}"
+    if offering.currency != SUPPORTED_CURRENCY:
+        return f"priced in {offering.currency or 'an unstated currency'}, not {SUPPORTED_CURRENCY}"
+    if offering.fee is None:
+        return f"upfront fee {_shown(offering.fee_raw)} could not be read"
+    if offering.fee > props.max_upfront_fee_usd:
+        return f"above MaxUpfrontFeeUsd {props.max_upfront_fee_usd}"
+    return None
+
+
+def _extension_history(plan_arn: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    request: dict[str, Any] = {"TrainingPlanArn": plan_arn}
+    while True:
+        page = _sagemaker().describe_training_plan_extension_history(**request)
+        items.extend(page.get("TrainingPlanExtensions") or [])
+        token = page.get("NextToken")
+        if not token:
+            return items
+        request["NextToken"] = token
+
+
+def _extension_data(plan: dict[str, Any], end: datetime | None, fee: str, currency: str, offering: str) -> dict[str, str]:
+    return {"TrainingPlanArn": plan["TrainingPlanArn"], "EndTime": _iso(end), "UpfrontFee": fee,
+            "CurrencyCode": currency, "ExtensionOfferingId": offering}
+
+
+def on_extension(request: CustomResourceEvent) -> dict[str, Any]:
+    """Extend a plan so that it lasts until ExtendUntil: at most once per ExtendUntil, never refunded.
+
+    Already long enough (its EndTime, or an extension in its history that is not Failed, reaches
+    ExtendUntil): nothing is bought. Otherwise, only with ``Extend: approved``: search the plan's
+    extension offerings for the whole days missing and buy the cheapest USD one within the cap
+    that starts when the plan ends and reaches ExtendUntil. Delete: retained (prepaid).
+    """
+    if request.request_type == "Delete":
+        logger.info("Capacity plan extension retained: prepaid and not refundable")
+        return {"PhysicalResourceId": request.physical_resource_id}
+    props = parse_extension_properties(request.resource_properties)
+    physical_id = f"{props.plan_name}/extended-until-{_iso(props.extend_until)}"
+    plan = describe_plan(props.plan_name)
+    if plan is None:
+        raise CapacityPlanNotFoundError(
+            f"Capacity plan '{props.plan_name}' was not found in this account and region, so it cannot be extended; "
+            "nothing was bought.")
+    end = plan.get("EndTime")
+    if end is not None and end >= props.extend_until:
+        logger.info("Plan already lasts until ExtendUntil; nothing bought", extra={"plan_name": props.plan_name})
+        return {"PhysicalResourceId": physical_id,
+                "Data": _extension_data(plan, end, "", str(plan.get("CurrencyCode") or ""), "")}
+    for item in _extension_history(plan["TrainingPlanArn"]):
+        if str(item.get("Status") or "").lower() != "failed" and item.get("EndDate") and item["EndDate"] >= props.extend_until:
+            logger.info("An extension to ExtendUntil was bought already; nothing bought again",
+                        extra={"plan_name": props.plan_name, "offering": item.get("TrainingPlanExtensionOfferingId")})
+            return {"PhysicalResourceId": physical_id, "Data": _extension_data(
+                plan, item["EndDate"], str(item.get("UpfrontFee") or ""), str(item.get("CurrencyCode") or ""),
+                str(item.get("TrainingPlanExtensionOfferingId") or ""))}
+    status = plan.get("Status")
+    if status not in EXTENDABLE_STATUSES or end is None:
+        raise CapacityPlanConflictError(
+            f"Capacity plan '{props.plan_name}' is {status} (end {_iso(end) or 'unknown'}); only Active or Scheduled plans "
+            "can be extended. Nothing was bought. Reserve a new plan under a new name instead.")
+    hours = math.ceil((props.extend_until - end).total_seconds() / 86400) * 24
+    if hours > MAX_EXTENSION_HOURS:
+        raise CapacityPlanPropertiesError(
+            f"Extending capacity plan '{props.plan_name}' from {_iso(end)} to {_iso(props.extend_until)} needs {hours} "
+            f"hours; SageMaker extends by at most {MAX_EXTENSION_HOURS}. Nothing was bought. Choose an earlier ExtendUntil.")
+    if not props.approved:
+        raise CapacityPlanConsentError(
+            f"Capacity plan '{props.plan_name}' ends {_iso(end)}; extending it to {_iso(props.extend_until)} "
+            f"({hours // 24} days, at most {props.max_upfront_fee_usd} USD, paid upfront, never refunded) was not "
+            f"approved by this deploy, so nothing was bought. Deploy this stack with -c extend={props.plan_name}.")
+    response = _sagemaker().search_training_plan_offerings(TrainingPlanArn=plan["TrainingPlanArn"], DurationHours=hours)
+    offerings = [ExtensionOffering.from_api(i) for i in response.get("TrainingPlanExtensionOfferings") or []]
+    acceptable = [o for o in offerings if extension_rejection(o, props, end) is None]
+    if not acceptable:
+        listed = sorted(offerings, key=lambda o: (o.fee is None, o.fee or Decimal(0)))[:MAX_LISTED_OFFERINGS]
+        lines = "".join(f"\n- {o.describe()}: {extension_rejection(o, props, end)}" for o in listed)
+        raise NoCapacityOfferingError(
+            f"No extension offering for capacity plan '{props.plan_name}' reaches {_iso(props.extend_until)} within "
+            f"MaxUpfrontFeeUsd {props.max_upfront_fee_usd}; nothing was bought. {len(offerings)} offering(s) found:"
+            f"{lines or ' none'}\nRaise the cap, choose another ExtendUntil, or reserve a new plan.")
+    chosen = min(acceptable, key=lambda o: (o.fee, o.offering_id))
+    logger.info("Extending capacity plan", extra={"plan_name": props.plan_name, "offering_id": chosen.offering_id,
+                                                   "upfront_fee": chosen.fee_raw, "end": _iso(chosen.end)})
+    _sagemaker().extend_training_plan(TrainingPlanExtensionOfferingId=chosen.offering_id)
+    return {"PhysicalResourceId": physical_id,
+            "Data": _extension_data(plan, chosen.end, chosen.fee_raw, chosen.currency, chosen.offering_id)}
+
+
 @logger.inject_lambda_context(log_event=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    try:
-        request = CustomResourceEvent.model_validate(event)
-    except ValidationError as exc:
-        raise CapacityPlanPropertiesError(
-            f"Not a CloudFormation custom resource event: {exc.error_count()} problem(s), "
-            f"e.g. {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
-        ) from None
+    request = parse_event(event)
     logger.append_keys(request_type=request.request_type, physical_resource_id=request.physical_resource_id)
+    if request.resource_type == EXTENSION_RESOURCE_TYPE:
+        return on_extension(request)
     if request.request_type == "Delete":
         return on_delete(request)
     props = parse_properties(request.resource_properties)

@@ -5,6 +5,9 @@ Environment variables
 TRAINING_PLAN_NAMES           Comma-separated training plan names (or ARNs) to check; required.
 POWERTOOLS_METRICS_NAMESPACE  CloudWatch namespace for the metric; required.
 POWERTOOLS_SERVICE_NAME       Logger service name (optional; NOT added as a metric dimension).
+STATUS_PARAMETERS             Optional, comma-separated ``<plan name>=<SSM parameter name>``: each plan's
+                              status (Active, Scheduled, ..., NotFound) is written there when it changed,
+                              for endpoints that bind a plan only while it is Active (when_not_active on_demand).
 
 Event
 -----
@@ -95,6 +98,30 @@ def publish_days_left(plan_name: str, value: float) -> None:
         metric.add_dimension(name=DIMENSION_NAME, value=plan_name)
 
 
+@functools.cache
+def _ssm():
+    return boto3.client("ssm", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+
+
+def status_parameters_from_env() -> dict[str, str]:
+    """``STATUS_PARAMETERS`` as {plan name: parameter name}; malformed entries raise ValueError."""
+    out: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in os.environ.get("STATUS_PARAMETERS", "").split(","))):
+        plan, sep, parameter = item.partition("=")
+        if not sep or not plan.strip() or not parameter.strip().startswith("/"):
+            raise ValueError(f"STATUS_PARAMETERS entry {item!r} is not <plan name>=/<parameter name>")
+        out[plan.strip()] = parameter.strip()
+    return out
+
+
+def record_status(parameter: str, status: str) -> None:
+    """Write ``status`` to the plan's status parameter, only when it changed (no needless versions)."""
+    current = _ssm().get_parameter(Name=parameter)["Parameter"]["Value"]
+    if current != status:
+        _ssm().put_parameter(Name=parameter, Value=status, Type="String", Overwrite=True)
+        logger.info("Capacity plan status recorded", extra={"parameter": parameter, "from": current, "to": status})
+
+
 def check_plan(plan_name: str, now: datetime) -> dict[str, Any]:
     try:
         plan = _sagemaker().describe_training_plan(TrainingPlanName=plan_name)
@@ -122,11 +149,15 @@ def check_plan(plan_name: str, now: datetime) -> dict[str, Any]:
 @logger.inject_lambda_context(log_event=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     names = plan_names_from_env()
+    parameters = status_parameters_from_env()
     now = _now()
     results, failures = [], []
     for name in names:
         try:
-            results.append(check_plan(name, now))
+            result = check_plan(name, now)
+            results.append(result)
+            if name in parameters:
+                record_status(parameters[name], result["Status"] or "Unknown")
         except Exception as error:  # noqa: BLE001 - one plan failing must not stop the others
             code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else None
             logger.exception("Capacity plan check failed", extra={"training_plan_name": name, "error_code": code})

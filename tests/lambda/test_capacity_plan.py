@@ -25,7 +25,7 @@ PROPS = {
     "InstanceCount": "4",
     "DurationDays": "7",
     "MaxUpfrontFeeUsd": "100000",
-    "PurchaseAcknowledged": "true",
+    "Purchase": "approved",
 }
 WINDOW = {"StartTimeAfter": "2026-01-10T00:00:00Z", "EndTimeBefore": "2026-02-10T00:00:00Z"}
 
@@ -411,17 +411,20 @@ def test_delete_with_invalid_properties_still_succeeds(cp, sm, lambda_context):
 # ----------------------------------------------------------------------------- validation
 
 
-def test_missing_acknowledgement_is_refused_before_any_call(cp, sm, lambda_context):
-    props = {k: v for k, v in PROPS.items() if k != "PurchaseAcknowledged"}
+def test_missing_consent_property_is_refused_before_any_call(cp, sm, lambda_context):
+    props = {k: v for k, v in PROPS.items() if k != "Purchase"}
 
-    with pytest.raises(cp.CapacityPlanPropertiesError, match="PurchaseAcknowledged: required property is missing"):
+    with pytest.raises(cp.CapacityPlanPropertiesError, match="Purchase: required property is missing"):
         cp.handler(event("Create", props), lambda_context)
 
 
 @pytest.mark.parametrize(
     ("override", "expected"),
     [
-        ({"PurchaseAcknowledged": "false"}, "it must be \"true\" to confirm"),
+        ({"Purchase": "true"}, "Purchase is 'true'; it must be 'approved' (consent given on the deploy command)"),
+        ({"PurchaseAcknowledged": "true"}, "PurchaseAcknowledged: unknown property (misspelt?); known: "),
+        ({"StartTimeAftr": "2026-01-10T00:00:00Z"}, "StartTimeAftr: unknown property (misspelt?)"),
+        ({"PlanName": "a-" * 32 + "b"}, "is not a valid training plan name; use 1-64 letters"),
         ({"InstanceCount": "3"}, "InstanceCount 3 is not offered; use one of 1, 2, 4, 8, 16, 32, 64"),
         ({"InstanceCount": "four"}, "InstanceCount must be a whole number, got 'four'"),
         ({"DurationDays": "183"}, "DurationDays 183 is out of range; use whole days 1-182"),
@@ -448,14 +451,14 @@ def test_invalid_properties_are_refused_with_clear_message(cp, sm, lambda_contex
 
 
 def test_every_invalid_property_is_reported_at_once(cp, sm, lambda_context):
-    props = {**PROPS, "InstanceCount": "3", "DurationDays": "500", "PurchaseAcknowledged": "no"}
+    props = {**PROPS, "InstanceCount": "3", "DurationDays": "500", "Purchase": "no"}
 
     with pytest.raises(cp.CapacityPlanPropertiesError) as caught:
         cp.handler(event("Create", props), lambda_context)
 
     assert [line.split()[0] for line in str(caught.value).splitlines()[1:]] == [
         "-", "-", "-"]
-    for field in ("InstanceCount", "DurationDays", "PurchaseAcknowledged"):
+    for field in ("InstanceCount", "DurationDays", "Purchase"):
         assert field in str(caught.value)
 
 
@@ -481,7 +484,7 @@ def test_any_properties_either_parse_or_fail_with_short_message(cp, raw):
         assert props.instance_count in (1, 2, 4, 8, 16, 32, 64)
         assert 1 <= props.duration_days <= 182
         assert props.max_upfront_fee_usd > 0
-        assert props.purchase_acknowledged is True
+        assert props.purchase in ("approved", "not-approved")
 
 
 _fees = st.one_of(
@@ -518,3 +521,174 @@ def test_parse_fee_reads_api_strings(cp):
     assert cp.parse_fee("xxxx.xx") is None
     assert cp.parse_fee("-1") is None
     assert cp.parse_fee(None) is None
+
+
+# ----------------------------------------------------------------------------- consent given at deploy
+
+
+def test_create_without_consent_never_searches_or_buys(cp, sm, lambda_context):
+    expect_not_found(sm)  # the only call: no SearchTrainingPlanOfferings, no CreateTrainingPlan
+
+    with pytest.raises(cp.CapacityPlanConsentError, match=(
+            rf"'{PLAN}' does not exist and this deploy did not approve buying it; nothing was bought\. To buy 4 x "
+            r"ml\.p5e\.48xlarge for 7 days .*at most 100000 USD.*deploy this stack with -c purchase=" + PLAN)):
+        cp.handler(event("Create", {**PROPS, "Purchase": "not-approved"}), lambda_context)
+
+
+def test_create_without_consent_adopts_a_plan_bought_earlier(cp, sm, lambda_context):
+    sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, plan(status="Active"))
+
+    result = cp.handler(event("Create", {**PROPS, "Purchase": "not-approved"}), lambda_context)
+
+    assert result["PhysicalResourceId"] == PLAN_ARN and result["Data"]["Status"] == "Active"
+
+
+def test_update_dropping_the_consent_buys_nothing(cp, sm, lambda_context):
+    sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, plan(status="Active"))
+
+    result = cp.handler(event("Update", {**PROPS, "Purchase": "not-approved"}, old=PROPS, physical_id=PLAN_ARN),
+                        lambda_context)
+
+    assert result["PhysicalResourceId"] == PLAN_ARN
+
+
+# ----------------------------------------------------------------------------- the event itself
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"RequestType": "Replace"}, "RequestType: Input should be 'Create', 'Update' or 'Delete'"),
+    ({"RequestType": None}, "RequestType: Input should be 'Create', 'Update' or 'Delete'"),
+    ({"ResourceType": "Custom::Other"}, "ResourceType 'Custom::Other' is not served here"),
+])
+def test_bad_events_are_refused_before_any_call(cp, sm, lambda_context, change, expected):
+    with pytest.raises(cp.CapacityPlanEventError) as caught:
+        cp.handler({**event("Create", PROPS), **change}, lambda_context)
+    assert expected in str(caught.value) and "nothing was done" in str(caught.value)
+
+
+def test_missing_request_type_is_refused(cp, sm, lambda_context):
+    body = event("Create", PROPS)
+    del body["RequestType"]
+    with pytest.raises(cp.CapacityPlanEventError, match="RequestType: required field is missing"):
+        cp.handler(body, lambda_context)
+
+
+def test_update_needs_physical_id_and_old_properties(cp, sm, lambda_context):
+    with pytest.raises(cp.CapacityPlanEventError,
+                       match="Update events need PhysicalResourceId and OldResourceProperties"):
+        cp.handler(event("Update", PROPS), lambda_context)
+
+
+def test_delete_needs_a_physical_id(cp, sm, lambda_context):
+    with pytest.raises(cp.CapacityPlanEventError, match="Delete events need PhysicalResourceId"):
+        cp.handler(event("Delete", PROPS), lambda_context)
+
+
+def test_non_object_event_is_refused(cp, sm, lambda_context):
+    with pytest.raises(cp.CapacityPlanEventError, match="not a JSON object"):
+        cp.handler(["Create"], lambda_context)
+
+
+# ----------------------------------------------------------------------------- extension (ExtendTrainingPlan)
+
+EXT = {"ServiceToken": PROPS["ServiceToken"], "PlanName": PLAN, "ExtendUntil": "2026-01-27T11:30:00Z",
+       "MaxUpfrontFeeUsd": "50000", "Extend": "approved"}
+PLAN_END = T0 + timedelta(days=7)  # plan() ends here: 2026-01-17T11:30:00Z
+
+
+def ext_event(request_type: str, props: dict[str, str], **kwargs: Any) -> dict[str, Any]:
+    body = event(request_type, props, **kwargs)
+    body["ResourceType"] = "Custom::SageMakerCapacityPlanExtension"
+    return body
+
+
+def ext_offering(oid: str, fee: str, days: int = 10, start: datetime = PLAN_END, currency: str = "USD") -> dict[str, Any]:
+    return {"TrainingPlanExtensionOfferingId": oid, "AvailabilityZone": "us-east-1a", "StartDate": start,
+            "EndDate": start + timedelta(days=days), "DurationHours": days * 24, "UpfrontFee": fee,
+            "CurrencyCode": currency}
+
+
+def expect_plan_and_history(sm: StubbedSageMaker, history: list[dict[str, Any]] | None = None,
+                            status: str = "Active") -> None:
+    sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, plan(status=status))
+    sm.expect("DescribeTrainingPlanExtensionHistory", {"TrainingPlanArn": PLAN_ARN},
+              {"TrainingPlanExtensions": history or []})
+
+
+def test_extension_buys_the_cheapest_offering_that_reaches_the_date(cp, sm, lambda_context):
+    expect_plan_and_history(sm)
+    sm.expect("SearchTrainingPlanOfferings", {"TrainingPlanArn": PLAN_ARN, "DurationHours": 240},
+              {"TrainingPlanOfferings": [], "TrainingPlanExtensionOfferings": [
+                  ext_offering("tpeo-dear", "45000.00"),
+                  ext_offering("tpeo-short", "1000.00", days=5),
+                  ext_offering("tpeo-gap", "2000.00", start=PLAN_END + timedelta(days=1)),
+                  ext_offering("tpeo-cheap", "30000.00"),
+                  ext_offering("tpeo-over", "60000.00"),
+              ]})
+    sm.expect("ExtendTrainingPlan", {"TrainingPlanExtensionOfferingId": "tpeo-cheap"}, {"TrainingPlanExtensions": []})
+
+    result = cp.handler(ext_event("Create", EXT), lambda_context)
+
+    assert result == {"PhysicalResourceId": f"{PLAN}/extended-until-2026-01-27T11:30:00Z", "Data": {
+        "TrainingPlanArn": PLAN_ARN, "EndTime": "2026-01-27T11:30:00Z", "UpfrontFee": "30000.00",
+        "CurrencyCode": "USD", "ExtensionOfferingId": "tpeo-cheap"}}
+
+
+def test_extension_is_never_bought_twice(cp, sm, lambda_context):
+    expect_plan_and_history(sm, history=[{"TrainingPlanExtensionOfferingId": "tpeo-cheap", "Status": "Pending",
+                                          "EndDate": datetime(2026, 1, 27, 11, 30, tzinfo=UTC),
+                                          "UpfrontFee": "30000.00", "CurrencyCode": "USD"}])
+
+    result = cp.handler(ext_event("Create", EXT), lambda_context)  # retry: no Search, no Extend queued
+
+    assert result["Data"]["ExtensionOfferingId"] == "tpeo-cheap"
+
+
+def test_a_plan_already_long_enough_is_not_extended(cp, sm, lambda_context):
+    sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, plan(status="Active", days=30))
+
+    result = cp.handler(ext_event("Create", EXT), lambda_context)
+
+    assert result["Data"]["UpfrontFee"] == "" and result["Data"]["EndTime"] == "2026-02-09T11:30:00Z"
+
+
+def test_extension_without_consent_buys_nothing_and_says_how(cp, sm, lambda_context):
+    expect_plan_and_history(sm)
+
+    with pytest.raises(cp.CapacityPlanConsentError, match=(
+            rf"ends 2026-01-17T11:30:00Z; extending it to 2026-01-27T11:30:00Z \(10 days, at most 50000 USD.*"
+            rf"Deploy this stack with -c extend={PLAN}")):
+        cp.handler(ext_event("Create", {**EXT, "Extend": "not-approved"}), lambda_context)
+
+
+def test_extension_without_a_fitting_offering_buys_nothing(cp, sm, lambda_context):
+    expect_plan_and_history(sm)
+    sm.expect("SearchTrainingPlanOfferings", {"TrainingPlanArn": PLAN_ARN, "DurationHours": 240},
+              {"TrainingPlanOfferings": [], "TrainingPlanExtensionOfferings": [ext_offering("tpeo-over", "60000.00")]})
+
+    with pytest.raises(cp.NoCapacityOfferingError, match=r"60000\.00 USD.*above MaxUpfrontFeeUsd 50000"):
+        cp.handler(ext_event("Create", EXT), lambda_context)
+
+
+def test_an_expired_plan_cannot_be_extended(cp, sm, lambda_context):
+    expect_plan_and_history(sm, status="Expired")
+
+    with pytest.raises(cp.CapacityPlanConflictError, match="is Expired .*only Active or Scheduled plans"):
+        cp.handler(ext_event("Create", EXT), lambda_context)
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"Extend": "yes"}, "Extend is 'yes'; it must be 'approved'"),
+    ({"ExtendUntil": "2026-01-27"}, "ExtendUntil '2026-01-27' has no time zone"),
+    ({"ExtendUntl": "2026-01-27T00:00:00Z"}, "ExtendUntl: unknown property (misspelt?)"),
+    ({"MaxUpfrontFeeUsd": "-5"}, "must be a finite amount greater than 0"),
+])
+def test_extension_properties_are_strict(cp, sm, lambda_context, change, expected):
+    with pytest.raises(cp.CapacityPlanPropertiesError) as caught:
+        cp.handler(ext_event("Create", {**EXT, **change}), lambda_context)
+    assert expected in str(caught.value)
+
+
+def test_extension_delete_retains_and_calls_nothing(cp, sm, lambda_context):
+    result = cp.handler(ext_event("Delete", EXT, physical_id="x/extended-until-y"), lambda_context)
+    assert result == {"PhysicalResourceId": "x/extended-until-y"}

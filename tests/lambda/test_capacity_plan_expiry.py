@@ -128,3 +128,48 @@ def test_empty_plan_list_is_a_configuration_error(expiry, lambda_context, monkey
 
     with pytest.raises(ValueError, match="TRAINING_PLAN_NAMES is empty"):
         expiry.handler({}, lambda_context)
+
+
+# ----------------------------------------------------------------------------- status parameter (on_demand binding)
+
+PARAMETER = "/sagemaker-llm/capacity-plans/p1/status"
+
+
+@pytest.fixture
+def ssm(expiry):
+    stub = Stubber(expiry._ssm())
+    with stub:
+        yield stub
+        stub.assert_no_pending_responses()
+
+
+def expect_ssm(ssm: Stubber, operation: str, params: dict[str, Any], response: dict[str, Any]) -> None:
+    assert_valid_request("ssm", "".join(p.capitalize() for p in operation.split("_")), params)
+    ssm.add_response(operation, response, params)
+
+
+def test_status_is_written_when_it_changed(expiry, stubber, ssm, monkeypatch, lambda_context):
+    monkeypatch.setenv("TRAINING_PLAN_NAMES", "p1")
+    monkeypatch.setenv("STATUS_PARAMETERS", f"p1={PARAMETER}")
+    expect_describe(stubber, "p1", plan("p1", status="Active"))
+    expect_ssm(ssm, "get_parameter", {"Name": PARAMETER}, {"Parameter": {"Name": PARAMETER, "Value": "Scheduled"}})
+    expect_ssm(ssm, "put_parameter", {"Name": PARAMETER, "Value": "Active", "Type": "String", "Overwrite": True},
+               {"Version": 2})
+
+    assert expiry.handler({}, lambda_context)["plans"][0]["Status"] == "Active"
+
+
+def test_status_is_not_rewritten_when_unchanged(expiry, stubber, ssm, monkeypatch, lambda_context):
+    monkeypatch.setenv("TRAINING_PLAN_NAMES", "p1")
+    monkeypatch.setenv("STATUS_PARAMETERS", f"p1={PARAMETER}")
+    expect_describe(stubber, "p1", plan("p1", status="Active"))
+    expect_ssm(ssm, "get_parameter", {"Name": PARAMETER}, {"Parameter": {"Name": PARAMETER, "Value": "Active"}})
+
+    expiry.handler({}, lambda_context)
+
+
+def test_malformed_status_parameters_are_refused(expiry, monkeypatch, lambda_context):
+    monkeypatch.setenv("TRAINING_PLAN_NAMES", "p1")
+    monkeypatch.setenv("STATUS_PARAMETERS", "p1")
+    with pytest.raises(ValueError, match="STATUS_PARAMETERS entry 'p1' is not <plan name>=/<parameter name>"):
+        expiry.handler({}, lambda_context)

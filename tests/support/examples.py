@@ -160,8 +160,11 @@ def check_capacity_plan_endpoint(synth: Synth) -> None:
     (config,) = of_type(template, "AWS::SageMaker::EndpointConfig")
     (variant,) = config["Properties"]["ProductionVariants"]
     assert variant["CapacityReservationConfig"]["CapacityReservationPreference"] == "capacity-reservations-only"
+    (guard,) = of_type(template, "Custom::SageMakerCapacityPlanGuard")  # binds only an Active plan
+    assert variant["CapacityReservationConfig"]["MlReservationArn"]["Fn::GetAtt"][1] == "MlReservationArn"
+    assert guard["Properties"]["WhenNotActive"] == "fail"
     assert component_names(template) == {"ReservedChat-qwen3-32b", "ReservedChat-qwen3-32b-support"}
-    assert synth.handler_folders("ReservedChat") == {"capacity_plan_expiry"}
+    assert synth.handler_folders("ReservedChat") == {"capacity_plan_expiry", "capacity_plan_guard"}
     assert not of_type(template, "Custom::SageMakerCapacityPlan"), "the example binds an existing plan: it buys nothing"
 
 

@@ -1,0 +1,403 @@
+"""Money: a plan is bought or extended only by a deploy that carries the consent; endpoints bind only Active plans."""
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import Annotations as CdkAnnotations
+from aws_cdk import App, Environment, Stack
+from aws_cdk.assertions import Annotations, Match, Template
+
+from sagemaker_llm_cdk import ConfigurationError, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec, load_config
+from sagemaker_llm_cdk.capacity_plan import (
+    SPENDING_ACTIONS,
+    CapacityPlan,
+    choose_update_policy,
+    consent_problems,
+    consented_plans,
+)
+from stacks import LlmPlatformStack
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "config" / "examples" / "reserved-capacity.yaml"
+INSTANCE = "ml.p5e.48xlarge"
+RESERVE: dict[str, Any] = {
+    "name": "chat-p5e", "instance_type": INSTANCE, "instance_count": 4, "duration_days": 30,
+    "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc), "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
+    "max_upfront_fee_usd": Decimal("150000"),
+}
+EXTENSION = {"until": datetime(2027, 4, 1, tzinfo=timezone.utc), "max_upfront_fee_usd": Decimal("90000")}
+ENVS = {"agnostic": None, "bound": Environment(account="123456789012", region="us-east-1")}
+
+
+def spending_statements(template: Template) -> list[dict[str, Any]]:
+    found = []
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if set(actions) & set(SPENDING_ACTIONS):
+                found.append(statement)
+    return found
+
+
+def plan_stack(spec: dict[str, Any], *, context: dict[str, Any] | None = None, env: Environment | None = None,
+               endpoint: bool = True, max_instances: int = 2) -> tuple[App, Stack, Stack, CapacityPlan, LlmEndpoint | None]:
+    app = App(context=context or {})
+    capacity = Stack(app, "Capacity", env=env)
+    serving = Stack(app, "Serving", env=env)
+    plan = CapacityPlan(capacity, "Plan", spec=spec)
+    chat = None
+    if endpoint:
+        chat = LlmEndpoint(serving, "Chat", instance_type=INSTANCE, capacity_plan=plan,
+                           scaling=InstanceScaling(min_instances=1, max_instances=max_instances))
+        chat.add_model("Qwen", ModelSpec(name="qwen3-32b", model_data_s3_uri="s3://my-weights/qwen3-32b/", accelerators=2))
+    return app, capacity, serving, plan, chat
+
+
+# --------------------------------------------------------------------------- consent given at deploy
+
+
+@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
+def test_without_consent_nothing_that_can_spend_is_synthesized(env):
+    _, capacity, serving, plan, _ = plan_stack({**RESERVE, "extension": EXTENSION}, env=env)
+    for stack in (capacity, serving):
+        template = Template.from_stack(stack)
+        assert spending_statements(template) == []
+        for kind in ("Custom::SageMakerCapacityPlan", "Custom::SageMakerCapacityPlanExtension"):
+            for resource in template.find_resources(kind).values():
+                assert resource["Properties"].get("Purchase", resource["Properties"].get("Extend")) == "not-approved"
+    assert not plan.purchase_approved and not plan.extension_approved
+
+
+@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
+def test_with_consent_only_the_named_plan_may_spend(env):
+    _, capacity, _, plan, _ = plan_stack(RESERVE, context={"purchase": "chat-p5e"}, env=env)
+    template = Template.from_stack(capacity)
+    template.has_resource_properties("Custom::SageMakerCapacityPlan", {"Purchase": "approved", "PlanName": "chat-p5e"})
+    actions = sorted(a for s in spending_statements(template)
+                     for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
+    assert actions == ["sagemaker:CreateReservedCapacity", "sagemaker:CreateTrainingPlan"]
+    assert plan.purchase_approved
+
+
+def test_without_consent_synth_says_exactly_what_would_be_bought():
+    _, capacity, _, _, _ = plan_stack(RESERVE)
+    Annotations.from_stack(capacity).has_info("/Capacity/Plan", Match.string_like_regexp(re.escape(
+        f"Not bought by this deploy: capacity plan chat-p5e: {INSTANCE} x 4 for 30 days between "
+        "2027-01-04T00:00:00Z and 2027-03-01T00:00:00Z, prepaid up to USD 150000, never refunded. To buy it, deploy "
+        "this stack with -c purchase=chat-p5e")))
+
+
+def test_with_consent_synth_warns_that_this_deploy_may_buy():
+    _, capacity, _, _, _ = plan_stack(RESERVE, context={"purchase": "chat-p5e"})
+    Annotations.from_stack(capacity).has_warning("/Capacity/Plan", Match.string_like_regexp(
+        r"This deploy may BUY capacity plan chat-p5e: .* \(consent: -c purchase=chat-p5e\)"))
+
+
+def test_consent_names_may_be_a_comma_list_or_a_list():
+    assert consented_plans(App(context={"purchase": "a, b"})) == {"a", "b"}
+    assert consented_plans(App(context={"purchase": ["a"]})) == {"a"}
+    assert consented_plans(App()) == frozenset()
+
+
+def test_consent_for_an_unknown_plan_is_a_problem():
+    app, *_ = plan_stack(RESERVE, context={"purchase": "chat-p5", "extend": "chat-p5e"})
+    lines = [p.line() for p in consent_problems(app)]
+    assert lines == [
+        "-c purchase: got 'chat-p5'; allowed: names of plans declared with mode reserve: chat-p5e; fix: correct the "
+        "name, or declare the plan before consenting to purchase it",
+        "-c extend: got 'chat-p5e'; allowed: names of plans declared with an extension: none declared; fix: correct "
+        "the name, or declare the plan before consenting to extend it",
+    ]
+
+
+def test_the_purchase_is_retained_and_its_consent_property_changes_nothing_else():
+    _, without, *_ = plan_stack(RESERVE)
+    _, with_consent, *_ = plan_stack(RESERVE, context={"purchase": "chat-p5e"})
+    a = Template.from_stack(without).find_resources("Custom::SageMakerCapacityPlan")
+    b = Template.from_stack(with_consent).find_resources("Custom::SageMakerCapacityPlan")
+    assert a.keys() == b.keys()  # same logical id: a later deploy without consent adopts, never re-buys
+    (resource_a,), (resource_b,) = a.values(), b.values()
+    assert resource_a["DeletionPolicy"] == resource_b["DeletionPolicy"] == "Retain"
+    assert {k: v for k, v in resource_a["Properties"].items() if k != "Purchase"} == {
+        k: v for k, v in resource_b["Properties"].items() if k != "Purchase"}
+
+
+# --------------------------------------------------------------------------- extension
+
+
+@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
+def test_extension_resource_with_consent(env):
+    _, capacity, _, plan, _ = plan_stack({**RESERVE, "extension": EXTENSION}, context={"extend": "chat-p5e"}, env=env)
+    template = Template.from_stack(capacity)
+    template.has_resource("Custom::SageMakerCapacityPlanExtension", {
+        "DeletionPolicy": "Retain",
+        "Properties": {"ServiceToken": Match.any_value(), "PlanName": "chat-p5e", "ExtendUntil": "2027-04-01T00:00:00Z",
+                       "MaxUpfrontFeeUsd": "90000", "Extend": "approved"},
+        "DependsOn": Match.array_with([capacity.resolve(plan.custom_resource.node.default_child.logical_id)]),
+    })
+    actions = {a for s in spending_statements(template)
+               for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
+    assert actions == {"sagemaker:ExtendTrainingPlan"}  # extending does not consent to buying
+
+
+def test_an_existing_plan_can_be_extended():
+    _, capacity, _, _, _ = plan_stack({"existing_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p",
+                                       "instance_type": INSTANCE, "instance_count": 4, "extension": EXTENSION},
+                                      env=ENVS["bound"])
+    template = Template.from_stack(capacity)
+    template.resource_count_is("Custom::SageMakerCapacityPlan", 0)
+    template.has_resource_properties("Custom::SageMakerCapacityPlanExtension", {"PlanName": "p", "Extend": "not-approved"})
+
+
+def test_extension_until_needs_a_time_zone():
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "extension.until: got '2027-04-01T00:00:00'; allowed: a date-time with a time zone")):
+        plan_stack({**RESERVE, "extension": {**EXTENSION, "until": datetime(2027, 4, 1)}})
+
+
+def test_extension_needs_a_cap():
+    with pytest.raises(ConfigurationError, match=re.escape("extension.max_upfront_fee_usd: got nothing")):
+        plan_stack({**RESERVE, "extension": {"until": EXTENSION["until"]}})
+
+
+# --------------------------------------------------------------------------- the Active guard
+
+
+@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
+def test_the_guard_runs_before_the_endpoint_config_and_binds_by_name(env):
+    _, _, serving, _, chat = plan_stack(RESERVE, env=env)
+    template = Template.from_stack(serving)
+    guard_id = serving.resolve(chat.capacity_guard.node.default_child.logical_id)
+    template.has_resource_properties("Custom::SageMakerCapacityPlanGuard", {
+        "PlanName": "chat-p5e", "InstanceType": INSTANCE, "MaxInstances": "2", "WhenNotActive": "fail",
+        "Bound": "true", "EndpointConfigInputs": Match.array_with([Match.string_like_regexp("^sha256:[0-9a-f]{64}$")]),
+        "UpdatePolicy": "BLUE_GREEN",  # SageMaker's default without a deployment config
+    })
+    (config,) = template.find_resources("AWS::SageMaker::EndpointConfig").values()
+    assert config["Properties"]["ProductionVariants"][0]["CapacityReservationConfig"] == {
+        "CapacityReservationPreference": "capacity-reservations-only",
+        "MlReservationArn": {"Fn::GetAtt": [guard_id, "MlReservationArn"]}}
+    assert "Fn::ImportValue" not in json.dumps(template.to_json())  # no export: the capacity stack stays changeable
+
+
+def test_the_guard_may_only_describe_the_plan():
+    _, _, serving, _, chat = plan_stack(RESERVE, env=ENVS["bound"])
+    template = Template.from_stack(serving)
+    role_id = serving.resolve(chat.capacity_guard.function.role.node.default_child.logical_id)
+    statements = [s for p in template.find_resources("AWS::IAM::Policy").values()
+                  if {"Ref": role_id} in p["Properties"]["Roles"] for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    sagemaker = [s for s in statements if str(s["Action"]).startswith("sagemaker:")]
+    assert sagemaker == [{"Sid": "DescribeThePlan", "Effect": "Allow", "Action": "sagemaker:DescribeTrainingPlan",
+                          "Resource": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                                         ":sagemaker:us-east-1:123456789012:training-plan/chat-p5e"]]}}]
+
+
+def test_any_change_of_the_endpoint_config_changes_the_guard():
+    def inputs(**kwargs: Any) -> list[Any]:
+        _, _, serving, _, _ = plan_stack(RESERVE, **kwargs)
+        (guard,) = Template.from_stack(serving).find_resources("Custom::SageMakerCapacityPlanGuard").values()
+        return guard["Properties"]["EndpointConfigInputs"]
+
+    assert inputs() == inputs()  # deterministic
+    assert inputs() != inputs(max_instances=1)
+
+
+def test_the_serving_stack_deploys_after_the_capacity_stack():
+    _, capacity, serving, _, _ = plan_stack(RESERVE)
+    assert capacity in serving.dependencies
+
+
+@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
+def test_on_demand_binds_only_while_the_status_parameter_says_active(env):
+    _, capacity, serving, _, chat = plan_stack({**RESERVE, "when_not_active": "on_demand"}, env=env)
+    template = Template.from_stack(serving).to_json()
+    (parameter_id, parameter), = [(k, v) for k, v in template["Parameters"].items() if k.startswith("ChatCapacityGuard")]
+    assert parameter["Type"] == "AWS::SSM::Parameter::Value<String>"
+    assert parameter["Default"] == "/sagemaker-llm/capacity-plans/chat-p5e/status"
+    (condition_id, condition), = template["Conditions"].items()
+    assert condition == {"Fn::Equals": [{"Ref": parameter_id}, "Active"]}
+    (config,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"]
+    guard_id = serving.resolve(chat.capacity_guard.node.default_child.logical_id)
+    assert config["Properties"]["ProductionVariants"][0]["CapacityReservationConfig"] == {"Fn::If": [
+        condition_id,
+        {"CapacityReservationPreference": "capacity-reservations-only",
+         "MlReservationArn": {"Fn::GetAtt": [guard_id, "MlReservationArn"]}},
+        {"Ref": "AWS::NoValue"}]}
+    assert template["Resources"][guard_id]["Properties"]["Bound"] == {"Fn::If": [condition_id, "true", "false"]}
+    Template.from_stack(capacity).has_resource_properties("AWS::SSM::Parameter", {
+        "Name": "/sagemaker-llm/capacity-plans/chat-p5e/status", "Value": "Unknown", "Type": "String"})
+    Template.from_stack(capacity).has_resource_properties("AWS::Lambda::Function", {
+        "Environment": {"Variables": Match.object_like({
+            "STATUS_PARAMETERS": "chat-p5e=/sagemaker-llm/capacity-plans/chat-p5e/status"})}})
+
+
+def test_on_demand_needs_the_plan_in_an_earlier_stack():
+    stack = Stack(App(), "One")
+    plan = CapacityPlan(stack, "Plan", spec={**RESERVE, "when_not_active": "on_demand"})
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "capacity_plan: got 'One/Plan'; allowed: with when_not_active on_demand, a plan in a stack deployed "
+            "before this one")):
+        LlmEndpoint(stack, "Chat", instance_type=INSTANCE, capacity_plan=plan,
+                    scaling=InstanceScaling(max_instances=2))
+
+
+def test_when_not_active_is_fail_or_on_demand():
+    with pytest.raises(ConfigurationError, match=re.escape("when_not_active: got 'wait'; allowed: one of 'fail' or 'on_demand'")):
+        plan_stack({**RESERVE, "when_not_active": "wait"})
+
+
+# --------------------------------------------------------------------------- headroom for updates
+
+
+@pytest.mark.parametrize(("count", "most", "policy"), [(4, 2, "BLUE_GREEN"), (4, 3, "ROLLING"), (2, 2, None),
+                                                       (1, 1, None), (64, 32, "BLUE_GREEN")])
+def test_the_update_policy_that_fits_the_plan(count, most, policy):
+    assert choose_update_policy(count, most) == policy
+
+
+def monitored(count: int, most: int) -> tuple[Stack, LlmEndpoint]:
+    _, _, serving, _, chat = plan_stack({**RESERVE, "instance_count": count}, max_instances=most)
+    LlmMonitoring(serving, "Monitoring").monitor_endpoint(chat)
+    return serving, chat
+
+
+def test_blue_green_when_the_plan_holds_a_second_fleet():
+    serving, _ = monitored(4, 2)
+    template = Template.from_stack(serving)
+    template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": Match.object_like({
+        "BlueGreenUpdatePolicy": Match.any_value()})})
+    template.has_resource("AWS::SageMaker::EndpointConfig", {"Metadata": {"sagemaker-llm-cdk:capacity": {
+        "Plan": "chat-p5e", "PlanInstances": 4, "MaxInstances": 2, "WhenNotActive": "fail",
+        "BlueGreenNeedsInstances": 4, "RollingNeedsInstances": 3, "UpdatePolicy": "BLUE_GREEN", "UpdateFits": True}}})
+
+
+def test_rolling_is_chosen_and_said_when_only_one_more_instance_fits():
+    serving, _ = monitored(4, 3)
+    template = Template.from_stack(serving)
+    template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": Match.object_like({
+        "RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
+                                "RollbackMaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
+                                "WaitIntervalInSeconds": 300, "MaximumExecutionTimeoutInSeconds": 14400},
+        "BlueGreenUpdatePolicy": Match.absent()})})
+    Annotations.from_stack(serving).has_warning("/Serving/Chat", Match.string_like_regexp(
+        r"too few for a blue/green update of up to 3 \(needs 6\), so endpoint updates roll one instance at a time"))
+    template.has_resource_properties("Custom::SageMakerCapacityPlanGuard", {"UpdatePolicy": "ROLLING"})
+
+
+def test_no_headroom_is_said_and_recorded_for_the_change_report():
+    serving, _ = monitored(2, 2)
+    Annotations.from_stack(serving).has_warning("/Serving/Chat", Match.string_like_regexp(
+        r"no update policy fits \(blue/green needs 4, rolling 3\), so a change that replaces the endpoint config cannot "
+        r"get instances"))
+    Template.from_stack(serving).has_resource("AWS::SageMaker::EndpointConfig", {"Metadata": {
+        "sagemaker-llm-cdk:capacity": Match.object_like({"UpdatePolicy": "NONE_FITS", "UpdateFits": False})}})
+    Template.from_stack(serving).has_resource_properties("Custom::SageMakerCapacityPlanGuard", {
+        "UpdatePolicy": "NONE_FITS"})  # the guard fails such an update fast, with the plan's free instances
+
+
+# --------------------------------------------------------------------------- the app's configs
+
+
+def platform(path: Path, context: dict[str, Any] | None = None, env: Environment | None = None) -> LlmPlatformStack:
+    app = App(context=context or {})
+    config = load_config(path)
+    return LlmPlatformStack(app, config.stack_name, config=config, config_dir=path.parent, env=env or Environment())
+
+
+def test_the_default_config_buys_and_binds_nothing():
+    stack = platform(ROOT / "config" / "default.yaml")
+    assert stack.capacity is None and stack.capacity_plans == {}
+    template = Template.from_stack(stack)
+    for kind in ("Custom::SageMakerCapacityPlan", "Custom::SageMakerCapacityPlanExtension",
+                 "Custom::SageMakerCapacityPlanGuard"):
+        template.resource_count_is(kind, 0)
+    assert spending_statements(template) == []
+    (config,) = template.find_resources("AWS::SageMaker::EndpointConfig").values()
+    assert "CapacityReservationConfig" not in config["Properties"]["ProductionVariants"][0]
+
+
+@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
+def test_the_reserved_capacity_example_has_a_separate_capacity_stack(env):
+    stack = platform(EXAMPLE, env=env)
+    assert stack.capacity is not None and stack.capacity.stack_name == "SageMakerLlmCapacity"
+    Template.from_stack(stack).resource_count_is("Custom::SageMakerCapacityPlan", 0)  # serving never buys
+    capacity = Template.from_stack(stack.capacity)
+    capacity.has_resource_properties("Custom::SageMakerCapacityPlan", {
+        "PlanName": "chat-p5e-2027q1", "InstanceCount": "4", "MaxUpfrontFeeUsd": "150000", "Purchase": "not-approved"})
+    assert spending_statements(capacity) == []
+    Template.from_stack(stack).has_resource_properties("Custom::SageMakerCapacityPlanGuard", {
+        "PlanName": "chat-p5e-2027q1", "WhenNotActive": "on_demand"})
+
+
+def test_the_reserved_capacity_example_with_consent_may_buy_only_in_the_capacity_stack():
+    stack = platform(EXAMPLE, context={"purchase": "chat-p5e-2027q1"})
+    assert spending_statements(Template.from_stack(stack)) == []
+    assert len(spending_statements(Template.from_stack(stack.capacity))) == 2
+
+
+def test_moving_the_endpoint_to_on_demand_drops_the_binding_and_keeps_the_plan(tmp_path):
+    text = EXAMPLE.read_text().replace("    capacity_plan: chat-p5e-2027q1   #", "    #")
+    moved = tmp_path / "on-demand.yaml"
+    moved.write_text(text.replace("extends: ../default.yaml", f"extends: {ROOT / 'config' / 'default.yaml'}"))
+    stack = platform(moved)
+    template = Template.from_stack(stack)
+    template.resource_count_is("Custom::SageMakerCapacityPlanGuard", 0)
+    (config,) = template.find_resources("AWS::SageMaker::EndpointConfig").values()
+    assert "CapacityReservationConfig" not in config["Properties"]["ProductionVariants"][0]
+    Template.from_stack(stack.capacity).resource_count_is("Custom::SageMakerCapacityPlan", 1)  # still watched
+
+
+def test_purchase_acknowledged_in_a_config_file_is_a_migration_error(tmp_path):
+    old = tmp_path / "old.yaml"
+    old.write_text(EXAMPLE.read_text().replace("    when_not_active: on_demand", "    purchase_acknowledged: true")
+                   .replace("extends: ../default.yaml", f"extends: {ROOT / 'config' / 'default.yaml'}"))
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "capacity_plans[0].purchase_acknowledged: got True; allowed: nothing: consent to buy is no longer a config "
+            "field")):
+        load_config(old)
+
+
+_ = CdkAnnotations  # the app's annotations API (Annotations above is the assertions reader)
+
+
+@pytest.mark.parametrize("context", [{}, {"purchase": "chat-p5e-2027q1"}], ids=["no-consent", "consent"])
+def test_the_reserved_capacity_example_is_nag_clean_in_a_bound_environment(tmp_path, context):
+    from stacks import attach_checks
+
+    app = App(outdir=str(tmp_path), context=context)
+    config = load_config(EXAMPLE)
+    LlmPlatformStack(app, config.stack_name, config=config, config_dir=EXAMPLE.parent, env=ENVS["bound"])
+    attach_checks(app)
+    app.synth()  # raises on any unacknowledged AwsSolutions finding
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    assert [v for plugin in report.get("pluginReports", []) for v in plugin.get("violations", [])] == []
+
+
+def test_the_change_report_shows_the_move_to_on_demand_as_an_endpoint_config_replacement(tmp_path):
+    from tools.change_report import compare, load_assembly
+
+    def synth(name: str, text: str) -> Path:
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(text.replace("extends: ../default.yaml", f"extends: {ROOT / 'config' / 'default.yaml'}"))
+        out = tmp_path / name
+        app = App(outdir=str(out), context={"aws:cdk:enable-path-metadata": True})
+        loaded = load_config(config)
+        LlmPlatformStack(app, loaded.stack_name, config=loaded, config_dir=config.parent, env=Environment())
+        app.synth()
+        return out
+
+    bound = EXAMPLE.read_text()
+    base = synth("bound", bound)
+    head = synth("on-demand", bound.replace("    capacity_plan: chat-p5e-2027q1   #", "    #"))
+    report = compare(load_assembly(base), load_assembly(head))
+    (config,) = [c for c in report.changes if c.resource_type == "AWS::SageMaker::EndpointConfig"]
+    assert config.replacement
+    assert any("CapacityReservationConfig" in p.path for p in config.properties)
+    assert [c.kind for c in report.changes if c.resource_type == "Custom::SageMakerCapacityPlanGuard"] == ["removed"]
+    assert any(h.category == "redeploy" for h in report.headlines)
