@@ -98,6 +98,7 @@ COMPONENT_NAME_RE = re.compile(r"^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])?$")  # 
 COMPONENT_NAME_MAX = 63
 ENDPOINT_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
 SESSION_ID_MAX = 256
+MAX_JSON_DEPTH = 64  # nesting levels a request body may have (chat payloads need a handful)
 NEW_SESSION_HEADER_RE = re.compile(  # NewSessionId: "<id>; Expires=YYYY-MM-DDTHH:MM:SSZ"
     r"^(?P<id>[a-zA-Z0-9](?:-*[a-zA-Z0-9])*);\s"
     r"Expires=(?P<expires>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)$"
@@ -359,15 +360,28 @@ def _reject_constant(name: str) -> Any:
 
 
 def _raw_body(settings: Settings) -> bytes:
-    event = app.current_event
-    body = event.body or ""
-    if event.is_base64_encoded:
+    """The request body as bytes. Lambda sets ``isBase64Encoded`` for non-text content types; anything odd
+    in the event (a non-string body, a flag that is not a boolean, text that is not UTF-8) is the caller's
+    request, so it is a 400, never a crash."""
+    raw_event = app.current_event.raw_event
+    body = raw_event.get("body")
+    if body is None:
+        body = ""
+    if not isinstance(body, str):
+        raise HttpError(400, "InvalidBody", "request body must be text (JSON) or base64 text")
+    flag = raw_event.get("isBase64Encoded", False)
+    if flag not in (True, False):
+        raise HttpError(400, "InvalidBody", "isBase64Encoded must be true or false")
+    if flag:
         try:
-            raw = base64.b64decode(body, validate=True)
-        except (binascii.Error, ValueError):
+            raw = base64.b64decode(body.encode("ascii"), validate=True)
+        except (binascii.Error, ValueError, UnicodeEncodeError):
             raise HttpError(400, "InvalidBody", "request body is not valid base64") from None
     else:
-        raw = body.encode("utf-8")
+        try:
+            raw = body.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate in the event text
+            raise HttpError(400, "InvalidBody", "request body is not valid UTF-8 text") from None
     if len(raw) > settings.max_body_bytes:
         raise HttpError(
             413,
@@ -378,17 +392,56 @@ def _raw_body(settings: Settings) -> bytes:
     return raw
 
 
+def _too_deep() -> HttpError:
+    return HttpError(400, "InvalidJson", f"request body nests arrays/objects more than {MAX_JSON_DEPTH} levels deep; "
+                     "send a flatter JSON object")
+
+
+def _check_json_tree(data: Any) -> None:
+    """Reject what JSON allows but the rest of the path cannot carry, without recursion.
+
+    - nesting deeper than MAX_JSON_DEPTH (re-encoding or validating it would recurse past Python's limit);
+    - strings or keys with an unpaired UTF-16 surrogate (``"\\ud800"`` is valid JSON, but such text has no
+      UTF-8 form, so it could never be sent to the model).
+    """
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            _check_text(value)
+            continue
+        if isinstance(value, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise _too_deep()
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str):
+                    _check_text(key)
+                stack.append((item, depth + 1))
+
+
+def _check_text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise HttpError(400, "InvalidJson", "request body has a string with an unpaired UTF-16 surrogate "
+                        "(e.g. \\ud800 without its pair); such text has no UTF-8 form: send valid Unicode") from None
+
+
 def _parse(model: type[BaseModel], settings: Settings) -> Any:
     raw = _raw_body(settings)
     if not raw.strip():
         raise HttpError(400, "InvalidJson", "request body is empty; send a JSON object")
     try:
         data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except RecursionError:
+        raise _too_deep() from None
     except (UnicodeDecodeError, ValueError) as exc:
         position = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         raise HttpError(400, "InvalidJson", f"request body is not valid UTF-8 JSON{position}") from None
     if not isinstance(data, dict):
         raise HttpError(400, "InvalidJson", f"request body must be a JSON object, got {type(data).__name__}")
+    _check_json_tree(data)
     try:
         return model.model_validate(data)
     except ValidationError as exc:

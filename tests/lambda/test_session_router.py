@@ -883,6 +883,93 @@ def test_arbitrary_request_bytes_never_reach_sagemaker_or_the_table(router, raw)
     assert router.table.items() == []
 
 
+@pytest.mark.parametrize(
+    "raw",
+    ['{"body": ' + "[" * 5000 + "]" * 5000 + "}",  # json.loads: RecursionError
+     '{"body": {"x": ' + "[" * 500 + "]" * 500 + "}}",  # parses, but deeper than MAX_JSON_DEPTH
+     '{"body": {"messages": [{"role": "user", "content": "\\ud800"}]}}',  # unpaired surrogate in a value
+     '{"body": {"\\udfff": 1}}',  # ... in a key
+     '{"conversation_id": "c", "component": "\\ud800", "body": {}}'],
+    ids=["recursion", "too-deep", "surrogate-value", "surrogate-key", "surrogate-component"],
+)
+@pytest.mark.parametrize("path", ["/invoke", "/open", "/close"])
+def test_hostile_json_is_400_not_500(router, raw, path):
+    router.table.put("chat-42", SID_1)
+    before = router.table.items()
+
+    response = router.call(path, raw)
+
+    error = assert_error(response, 400, "InvalidJson")
+    assert "deep" in error["message"] or "surrogate" in error["message"]
+    assert router.runtime.sent == []
+    assert router.table.items() == before
+
+
+@pytest.mark.parametrize(
+    ("body", "b64"),
+    [(123, False), ({"body": {}}, False), ("e30=", "yes"), ("e30=", 1), ("\udc80", False),
+     ("not base64 at all!", True), ("ëñ", True)],
+    ids=["number-body", "object-body", "string-flag", "int-flag", "surrogate-text", "bad-base64", "non-ascii-b64"],
+)
+def test_malformed_event_fields_are_400(router, body, b64, lambda_context):
+    event = function_url_event("/invoke", None)
+    event["body"] = body
+    event["isBase64Encoded"] = b64
+
+    response = router.mod.handler(event, lambda_context)
+
+    assert response["statusCode"] == 400, response
+    assert json.loads(response["body"])["error"]["code"] == "InvalidBody"
+    assert router.runtime.sent == [] and router.table.items() == []
+
+
+_JSON_LEAF = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+_HOSTILE_TEXT = st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=40)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                    HealthCheck.too_slow])
+@given(
+    path=st.sampled_from(["/invoke", "/open", "/close", "/", "/invoke/", "/%00", "/x" * 50]),
+    method=st.sampled_from(["POST", "GET", "PUT", "DELETE", "OPTIONS"]),
+    payload=st.recursive(_JSON_LEAF, lambda inner: st.lists(inner, max_size=4)
+                         | st.dictionaries(_HOSTILE_TEXT, inner, max_size=4), max_leaves=30),
+    wrap=st.booleans(),
+    depth=st.integers(min_value=0, max_value=3000),
+    surrogate=st.booleans(),
+    b64=st.sampled_from([True, False, None, "true", 0]),
+    headers=st.dictionaries(_HOSTILE_TEXT, _HOSTILE_TEXT, max_size=4),
+    content_type=st.sampled_from(["application/json", "text/plain", "application/octet-stream",
+                                  "multipart/form-data; boundary=x", "", "\x00", "application/json; charset=utf-16"]),
+)
+def test_hostile_requests_never_500_and_write_nothing(router, lambda_context, path, method, payload, wrap, depth,
+                                                      surrogate, b64, headers, content_type):
+    value: Any = {"conversation_id": "chat-42", "body": payload} if wrap else payload
+    if method == "POST" and depth == 0 and not surrogate and isinstance(value, dict):
+        # valid requests that would reach SageMaker (a stateless turn, opening a conversation) are not hostile
+        assume(not (path == "/invoke" and "conversation_id" not in value and isinstance(value.get("body"), dict)))
+        assume(not (path == "/open" and set(value) <= {"component"}))
+    text = json.dumps(value, ensure_ascii=not surrogate)
+    if surrogate:
+        text = text[:-1] + (', "s": "\\ud83d"}' if text.endswith("}") else "")
+    text = "[" * depth + text + "]" * depth
+    raw: Any = text
+    if b64 is True:
+        raw = base64.b64encode(text.encode("utf-8", "surrogatepass")).decode()
+    event = function_url_event(path, raw, method=method, b64=bool(b64))
+    event["isBase64Encoded"] = b64
+    event["headers"] = {**headers, "content-type": content_type}
+    before = router.table.items()
+
+    response = router.mod.handler(event, lambda_context)
+
+    assert 400 <= response["statusCode"] < 500, response
+    answer = json.loads(response["body"])
+    assert set(answer["error"]) >= {"code", "message"}
+    assert router.runtime.sent == []
+    assert router.table.items() == before
+
+
 # --- logging ------------------------------------------------------------------------------------------
 def test_logs_carry_ids_but_never_prompt_or_completion(router, capsys):
     stream = io.StringIO()
