@@ -17,8 +17,10 @@ SESSION_TTL_SECONDS  Longest time a mapping is trusted (default 1200, the LMI de
                      OPTION_SESSIONS_EXPIRATION). The row expires at min(now + this, the Expires time the
                      container returned with the session id).
 DEFAULT_COMPONENT    Base inference component used when a request names none (required).
-ALLOWED_COMPONENTS   Comma-separated inference component names a caller may choose (base + LoRA adapter
-                     components); DEFAULT_COMPONENT is always allowed.
+ALLOWED_COMPONENTS   Optional comma-separated inference component names a caller may choose, added to
+                     those in ``allowed_components.json`` next to this module (``{"components": [...]}``,
+                     packaged by the construct, so the list may hold thousands of adapters without
+                     meeting Lambda's 4 KB environment limit); DEFAULT_COMPONENT is always allowed.
 OWNER_MODE           ``session`` (default) or ``role``: who owns a conversation (see caller_owner).
 MAX_BODY_BYTES       Largest accepted HTTP request body in bytes (default 1048576 = 1 MiB; at most
                      6291456, the InvokeEndpoint limit).
@@ -117,6 +119,8 @@ COMPONENT_NAME_RE = re.compile(r"^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])?$")  # 
 COMPONENT_NAME_MAX = 63
 ENDPOINT_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
 SESSION_ID_MAX = 256
+ALLOWED_COMPONENTS_FILE = "allowed_components.json"  # {"components": [...]}, packaged by the construct
+SHOWN_COMPONENTS = 20  # component names an UnknownComponent message lists
 MAX_JSON_DEPTH = 64  # nesting levels a request body may have (chat payloads need a handful)
 NEW_SESSION_HEADER_RE = re.compile(  # NewSessionId: "<id>; Expires=YYYY-MM-DDTHH:MM:SSZ"
     r"^(?P<id>[a-zA-Z0-9](?:-*[a-zA-Z0-9])*);\s"
@@ -177,6 +181,25 @@ def _int_env(name: str, default: int, *, minimum: int, maximum: int, problems: l
     return value
 
 
+PACKAGED_COMPONENTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), ALLOWED_COMPONENTS_FILE)
+
+
+def _packaged_components(problems: list[str]) -> list[str]:
+    """Component names from ALLOWED_COMPONENTS_FILE next to this module (written by the construct)."""
+    path = PACKAGED_COMPONENTS_PATH
+    if not os.path.isfile(path):
+        return []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            names = json.load(handle)["components"]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise TypeError("components is not a list of strings")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problems.append(f"{ALLOWED_COMPONENTS_FILE} is unreadable ({type(exc).__name__}); redeploy the front door")
+        return []
+    return [n.strip() for n in names if n.strip()]
+
+
 @functools.cache
 def _settings() -> Settings:
     """Read and validate the environment once; every problem is reported in one error."""
@@ -192,6 +215,7 @@ def _settings() -> Settings:
         problems.append("SESSIONS_TABLE is not set; set it to the DynamoDB table name")
     default = os.environ.get("DEFAULT_COMPONENT", "").strip()
     allowed_raw = [c.strip() for c in os.environ.get("ALLOWED_COMPONENTS", "").split(",") if c.strip()]
+    allowed_raw.extend(_packaged_components(problems))
     allowed = tuple(dict.fromkeys([default, *allowed_raw])) if default else tuple(dict.fromkeys(allowed_raw))
     if not default:
         problems.append("DEFAULT_COMPONENT is not set; set it to the base inference component name")
@@ -586,16 +610,23 @@ def _parse(model: type[BaseModel], settings: Settings) -> Any:
 def _check_component(name: str | None, settings: Settings) -> str | None:
     if name is None:
         return None
-    if name not in settings.allowed_components:
+    if name not in _allowed_set(settings.allowed_components):
         shown = name if len(name) <= 80 else name[:77] + "..."
+        listed = ", ".join(settings.allowed_components[:SHOWN_COMPONENTS])
+        more = len(settings.allowed_components) - SHOWN_COMPONENTS
         raise HttpError(
             400,
             "UnknownComponent",
-            f"component {shown!r} is not served by this front door; allowed components: "
-            f"{', '.join(settings.allowed_components)}",
+            f"component {shown!r} is not served by this front door; allowed components: {listed}"
+            + (f" and {more} more" if more > 0 else ""),
             field="component",
         )
     return name
+
+
+@functools.cache
+def _allowed_set(names: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(names)
 
 
 def _model_body(request: InvokeRequest) -> bytes:

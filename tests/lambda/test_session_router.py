@@ -997,6 +997,32 @@ def test_bad_input_is_4xx_and_touches_nothing(router, path, body, status, code, 
     assert router.table.items() == before
 
 
+def test_packaged_component_list_is_served_and_long_lists_are_shortened_in_messages(router, monkeypatch, tmp_path):
+    names = [f"qwen3-32b-a{i:04d}" for i in range(1000)]
+    listing = tmp_path / "allowed_components.json"
+    listing.write_text(json.dumps({"components": names}))
+    monkeypatch.setattr(router.mod, "PACKAGED_COMPONENTS_PATH", str(listing))
+    monkeypatch.delenv("ALLOWED_COMPONENTS")
+    router.mod._settings.cache_clear()
+    router.runtime.turn(component="qwen3-32b-a0999")
+
+    assert router.call("/invoke", {"component": "qwen3-32b-a0999", "body": chat()})["statusCode"] == 200
+    error = assert_error(router.call("/invoke", {"component": "gpt-9", "body": chat()}), 400, "UnknownComponent")
+    assert "qwen3-32b-a0018" in error["message"] and "qwen3-32b-a0500" not in error["message"]
+    assert "and 981 more" in error["message"]  # base + 1000 names, 20 shown
+
+
+@pytest.mark.parametrize("content", ["{", '{"components": "a,b"}', '{"names": []}', '{"components": [1]}'])
+def test_unreadable_component_list_is_a_deployment_error(router, monkeypatch, tmp_path, content):
+    listing = tmp_path / "allowed_components.json"
+    listing.write_text(content)
+    monkeypatch.setattr(router.mod, "PACKAGED_COMPONENTS_PATH", str(listing))
+    router.mod._settings.cache_clear()
+
+    error = assert_error(router.call("/invoke", {"body": chat()}), 500, "Misconfigured")
+    assert "allowed_components.json is unreadable" in error["message"]
+
+
 def test_unknown_component_message_names_allowed_components(router):
     error = assert_error(router.call("/invoke", {"component": "gpt-9", "body": chat()}), 400, "UnknownComponent")
 
