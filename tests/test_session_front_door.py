@@ -280,6 +280,38 @@ def test_grant_invoke_url(built: Built):
     assert len(statements) == 2
 
 
+def test_grant_stream_names_the_endpoint_and_the_served_components():
+    built = build()
+    reader = iam.Role(built.stack, "Streamer", assumed_by=iam.AccountRootPrincipal())
+    built.front_door.grant_stream(reader)
+    statements = role_statements(built, reader)
+    assert statements == [{
+        "Action": "sagemaker:InvokeEndpointWithResponseStream", "Effect": "Allow",
+        "Resource": [built.resolve(built.endpoint.endpoint_arn), built.resolve(built.base.component_arn),
+                     *[built.resolve(a.component_arn) for a in built.adapters]],
+    }]
+
+
+@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")],
+                         ids=["agnostic", "bound"])
+def test_grant_stream_with_many_components_is_one_acknowledged_pattern(env):
+    app = App()
+    stack = Stack(app, "ManyStream", env=env)
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
+                                  components=_many_ducks(stack, endpoint, 30))
+    reader = iam.Role(stack, "Streamer", assumed_by=iam.AccountRootPrincipal())
+    front_door.grant_stream(reader)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    built = Built(app, stack, endpoint, base, [], front_door, reader)
+
+    (statement,) = role_statements(built, reader)
+    assert statement["Resource"] == [stack.resolve(endpoint.endpoint_arn), stack.resolve(
+        stack.format_arn(service="sagemaker", resource="inference-component", resource_name="qwen3-8b*"))]
+    app.synth()  # raises on any unacknowledged AwsSolutions finding
+
+
 # --------------------------------------------------------------------------- containers
 
 

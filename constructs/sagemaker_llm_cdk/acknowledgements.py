@@ -152,6 +152,13 @@ def session_front_door(front_door: Any) -> None:
 
 
 
+def front_door_stream_grant(grantee: IConstruct, arn: str, count: int) -> None:
+    """``SessionFrontDoor.grant_stream`` with a component name pattern: exactly that pattern, on the grantee."""
+    _iam5(grantee, arn, f"InvokeEndpointWithResponseStream on the {count} inference components a session front door "
+          "serves (a base and its adapters) by their common name prefix, so the policy does not grow per adapter; "
+          "the endpoint ARN in the same statement limits it to that endpoint's components.")
+
+
 def eagle_optimization(eagle: Any) -> None:
     """An ``eagle.EagleOptimization``: its job role, dataset/start/record functions and state machine."""
     import json

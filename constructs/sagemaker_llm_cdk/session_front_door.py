@@ -275,6 +275,26 @@ class SessionFrontDoor(Construct):
         (both are required for function URLs)."""
         return self.function_url.grant_invoke_url(grantee)
 
+    def grant_stream(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to stream turns itself: ``sagemaker:InvokeEndpointWithResponseStream`` on this
+        endpoint and the served components (the same ARNs, or the same name pattern, as the function's role).
+
+        The front door answers buffered (Lambda streams responses natively only from Node.js managed
+        runtimes; this function is Python), so ``SessionClient``'s ``Conversation.stream`` opens the
+        conversation here and streams from SageMaker with the returned ``session_id``. SageMaker does
+        not tie a session to a caller: whoever holds this grant may call the components with or without
+        a session, as ``grant_invoke`` on a component allows. A name pattern, when used, is acknowledged
+        on the grantee for exactly that pattern."""
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:InvokeEndpointWithResponseStream"],
+            resource_arns=[self.endpoint.endpoint_arn, *self.component_resources],
+        )
+        for arn in self.component_resources:
+            if "*" in arn and isinstance(grantee, Construct):
+                acknowledgements.front_door_stream_grant(grantee, arn, len(self.components))
+        return grant
+
     # ----------------------------------------------------------------- metrics
     def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
         """Requests the function handled. Default: sum over 5 minutes."""

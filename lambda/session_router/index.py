@@ -30,7 +30,7 @@ Event: Lambda Function URL request (API Gateway HTTP API payload format 2.0). Th
 not interpreted: every body must be a JSON object (base64 when Lambda marked it so).
 
 POST /open    body ``{"component"?: str}`` (``{}`` for the base) -> 200 ``{"conversation_id": str,
-              "session_id": str, "component": str, "expires_at": epoch seconds}``. The conversation id is
+              "session_id": str, "component": str, "endpoint_name": str, "expires_at": epoch seconds}``. The conversation id is
               ``secrets.token_urlsafe(24)`` (192 random bits); the session id may be used for
               InvokeEndpointWithResponseStream by a caller allowed to (a stream cannot open a session).
 POST /invoke  body ``{"conversation_id"?: str 1-128 of [A-Za-z0-9._:-], "component"?: str,
@@ -979,14 +979,17 @@ def open_conversation() -> Response:
     logger.append_keys(conversation_id=record.conversation_id)
     _count("ConversationsOpened")
     logger.info("conversation opened")
-    return _json_response(200, _session_payload(record))
+    return _json_response(200, _session_payload(record, settings))
 
 
-def _session_payload(record: SessionRecord) -> dict[str, Any]:
+def _session_payload(record: SessionRecord, settings: Settings) -> dict[str, Any]:
+    # endpoint_name, component and session_id are what InvokeEndpointWithResponseStream needs to stream a
+    # turn on this session directly (the front door itself answers buffered).
     return {
         "conversation_id": record.conversation_id,
         "session_id": record.session_id,
         "component": record.component,
+        "endpoint_name": settings.endpoint_name,
         "expires_at": record.expires_at,
     }
 

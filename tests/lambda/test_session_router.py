@@ -328,7 +328,7 @@ def test_open_issues_an_unguessable_id_and_stores_the_session_with_ttl_from_conf
     conversation_id = response["json"]["conversation_id"]
     assert ISSUED_ID.fullmatch(conversation_id)
     assert response["json"] == {"conversation_id": conversation_id, "session_id": SID_1, "component": BASE,
-                                "expires_at": NOW + TTL}
+                                "endpoint_name": ENDPOINT, "expires_at": NOW + TTL}
     row = router.table.get(conversation_id)
     assert row["session_id"] == SID_1 and row["component"] == BASE and row["owner"] == CHAT_APP
     assert row["expires_at"] == NOW + TTL
