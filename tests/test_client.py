@@ -637,3 +637,17 @@ def test_package_names_still_resolve_lazily():
     assert sagemaker_llm_cdk.SessionFrontDoor is SessionFrontDoor
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         sagemaker_llm_cdk.Nope  # noqa: B018
+
+
+def test_make_docs_renders_the_client_with_curl_and_javascript_examples(tmp_path):
+    pdoc = pytest.importorskip("pdoc")
+    import pdoc.render
+
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert "sagemaker_llm_cdk.client" in next(line for line in makefile.splitlines() if "-m pdoc" in line)
+    pdoc.render.configure(docformat="restructuredtext", show_source=False)
+    pdoc.pdoc("sagemaker_llm_cdk.client", output_directory=tmp_path)
+    page = (tmp_path / "sagemaker_llm_cdk" / "client.html").read_text(encoding="utf-8")
+    assert "--aws-sigv4" in page and "x-amz-security-token" in page and "SignatureV4" in page
+    for name in ("SessionClient", "Conversation", "FrontDoorError", "text_of"):
+        assert f'id="{name}"' in page

@@ -28,6 +28,36 @@ that is open (a stream cannot open one: the front door opens it with a buffered 
 ``SessionFrontDoor.grant_stream`` (``sagemaker:InvokeEndpointWithResponseStream`` on the endpoint and the
 served components). If SageMaker says the session is gone, the turn is sent through the front door
 instead, which reopens the session, and its whole reply is yielded as one event.
+
+Other languages. The front door is plain HTTPS with SigV4 (service ``lambda``): ``POST /open`` with
+``{}`` or ``{"component": ...}``, ``POST /invoke`` with ``{"conversation_id", "body"}``, ``POST /close``
+with ``{"conversation_id"}``. With curl 7.75 or newer (drop the token header for long-term keys)::
+
+    URL=https://<id>.lambda-url.us-east-1.on.aws
+    SIGN=(--aws-sigv4 "aws:amz:us-east-1:lambda" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY"
+          -H "x-amz-security-token: $AWS_SESSION_TOKEN" -H "content-type: application/json")
+    ID=$(curl -s "${SIGN[@]}" -d '{}' "$URL/open" | jq -r .conversation_id)
+    curl -s "${SIGN[@]}" -d "{\"conversation_id\": \"$ID\", \"body\": {\"messages\": []}}" "$URL/invoke"
+    curl -s "${SIGN[@]}" -d "{\"conversation_id\": \"$ID\"}" "$URL/close"
+
+In JavaScript with ``@smithy/signature-v4`` (the signer inside the AWS SDK v3)::
+
+    import { SignatureV4 } from "@smithy/signature-v4";
+    import { Sha256 } from "@aws-crypto/sha256-js";
+    import { defaultProvider } from "@aws-sdk/credential-provider-node";
+
+    const signer = new SignatureV4({ service: "lambda", region: "us-east-1",
+                                     credentials: defaultProvider(), sha256: Sha256 });
+    async function frontDoor(path, payload) {
+      const url = new URL(path, "https://<id>.lambda-url.us-east-1.on.aws");
+      const body = JSON.stringify(payload);
+      const request = await signer.sign({ method: "POST", protocol: url.protocol, hostname: url.hostname,
+        path: url.pathname, headers: { host: url.hostname, "content-type": "application/json" }, body });
+      const response = await fetch(url, { method: "POST", headers: request.headers, body });
+      return response.json();
+    }
+    const { conversation_id } = await frontDoor("/open", {});
+    const reply = await frontDoor("/invoke", { conversation_id, body: { messages: [{ role: "user", content: "Hi" }] } });
 """
 from __future__ import annotations
 

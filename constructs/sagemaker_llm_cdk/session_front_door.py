@@ -79,10 +79,17 @@ class ServedComponent(Protocol):
 class SessionFrontDoor(Construct):
     """A Lambda Function URL that gives chat apps session-aware routing on an ``LlmEndpoint``.
 
-    Callers sign requests with SigV4 (auth type ``AWS_IAM``; allow them with ``grant_invoke_url``)
-    and ``POST /invoke`` turns with a ``conversation_id``; every turn of a conversation reaches the
-    instance that holds its session. Without ``conversation_id`` a turn is stateless (load-aware
-    routing). ``POST /close`` ends a conversation.
+    Callers sign requests with SigV4 (auth type ``AWS_IAM``; allow them with ``grant_invoke_url``),
+    ``POST /open`` a conversation (the server issues its id and binds it to the caller, see
+    ``SessionSettings.owner``) and ``POST /invoke`` turns with that ``conversation_id``; every turn of
+    a conversation reaches the instance that holds its session. Without ``conversation_id`` a turn is
+    stateless (load-aware routing). ``POST /close`` ends a conversation. The answers are buffered;
+    ``grant_stream`` lets a caller stream turns from SageMaker on the session ``/open`` returned.
+
+    The owner comes from the request context Lambda fills for a signed URL request; a principal
+    allowed ``lambda:InvokeFunction`` on the function itself (not through the URL) could forge it.
+    ``grant_invoke_url`` grants that action only with ``lambda:InvokedViaFunctionUrl``; grant nothing
+    broader on this function (the README gives an SCP guard).
 
     Creates:
 
