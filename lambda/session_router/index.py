@@ -1105,4 +1105,32 @@ def close() -> Response:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     _start_budget(context)
+    problem = _event_problem(event)
+    if problem is not None:
+        # Not a Function URL event (only a direct Invoke can send one): answered, never a crash.
+        _count("ClientErrors")
+        logger.info("request rejected", extra={"status": 400, "error_code": "InvalidEvent"})
+        return {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "isBase64Encoded": False,
+                "body": json.dumps({"error": {"code": "InvalidEvent", "message": problem}})}
     return app.resolve(event, context)
+
+
+def _event_problem(event: Any) -> str | None:
+    """Why ``event`` is not a Lambda Function URL (payload 2.0) event the resolver can route, or None."""
+    if not isinstance(event, Mapping):
+        return "the event is not a JSON object; invoke this function through its function URL"
+    context = event.get("requestContext")
+    http = context.get("http") if isinstance(context, Mapping) else None
+    if not isinstance(http, Mapping) or not isinstance(http.get("method"), str):
+        return "the event has no requestContext.http.method; invoke this function through its function URL"
+    if not isinstance(event.get("rawPath"), str):
+        return "the event has no rawPath; invoke this function through its function URL"
+    headers = event.get("headers", {})
+    if headers is not None and (not isinstance(headers, Mapping) or
+                                not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())):
+        return "the event's headers are not a map of strings"
+    for name in ("cookies", "queryStringParameters", "pathParameters", "stageVariables"):
+        value = event.get(name)
+        if value is not None and not isinstance(value, (Mapping, list)):
+            return f"the event's {name} is malformed"
+    return None

@@ -1120,6 +1120,33 @@ def test_malformed_event_fields_are_400(router, body, b64, lambda_context):
     assert router.runtime.sent == [] and router.table.items() == []
 
 
+def _without(event: dict[str, Any], *path: str) -> dict[str, Any]:
+    event = json.loads(json.dumps(event))
+    target = event
+    for key in path[:-1]:
+        target = target[key]
+    del target[path[-1]]
+    return event
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [lambda e: [], lambda e: {}, lambda e: _without(e, "requestContext"), lambda e: _without(e, "requestContext", "http"),
+     lambda e: {**e, "requestContext": "x"}, lambda e: {**e, "rawPath": None}, lambda e: {**e, "headers": ["a"]},
+     lambda e: {**e, "headers": {"x": 1}}, lambda e: {**e, "cookies": "a=b"}, lambda e: {**e, "queryStringParameters": 7}],
+    ids=["list", "empty", "no-request-context", "no-http", "context-not-object", "no-raw-path", "headers-list",
+         "header-not-string", "cookies-string", "query-number"],
+)
+def test_events_that_are_not_function_url_requests_are_400(router, lambda_context, mutate):
+    event = mutate(function_url_event("/invoke", json.dumps({"body": chat()})))
+
+    response = router.mod.handler(event, lambda_context)
+
+    assert response["statusCode"] == 400
+    assert json.loads(response["body"])["error"]["code"] == "InvalidEvent"
+    assert router.runtime.sent == [] and router.table.items() == []
+
+
 _JSON_LEAF = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
 _HOSTILE_TEXT = st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=40)
 
