@@ -156,6 +156,14 @@ def test_owner_setting_reaches_the_handler():
 
 
 def test_owner_setting_is_validated():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_config import model, problems
+
+    assert problems(model(sessions={"owner": "person"})) == [
+        "endpoints[0].models[0].sessions.owner: got 'person'; allowed: one of 'session' or 'role'; fix: pick one "
+        "of the listed values"]
     with pytest.raises(ValueError, match="owner"):
         SessionSettings(owner="person")  # type: ignore[arg-type]
 
@@ -543,6 +551,7 @@ def test_a_thousand_adapters_with_sessions_synthesize_within_every_limit():
     env = function_environment(built)
     assert len(json.dumps(env)) < 1024  # Lambda allows 4 KB of environment in all
     for template in templates.values():
+        assert len(json.dumps(template)) < 1_000_000  # CloudFormation's template size limit (from S3)
         assert len(template["Resources"]) <= 500
         assert len(template.get("Outputs", {})) <= 200
         for resource in template["Resources"].values():
@@ -552,6 +561,7 @@ def test_a_thousand_adapters_with_sessions_synthesize_within_every_limit():
     statements = role_statements(built, front_door.function.role)
     invoke = [s for s in statements if "sagemaker:InvokeEndpoint" in as_list(s["Action"])][0]
     assert len(invoke["Resource"]) == 2
+    assert len(json.dumps(statements)) < 10_240 // 4  # all inline policies of a role: 10,240 characters
     Annotations.from_stack(stack).has_no_error("*", Match.any_value())
 
 
