@@ -410,23 +410,18 @@ def text_of(event: Any) -> str:
         return event
     if not isinstance(event, dict):
         return ""
+    candidates: list[Any] = []
     choices = event.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         choice = choices[0]
-        delta = choice.get("delta")
-        if isinstance(delta, dict) and isinstance(delta.get("content"), str):
-            return delta["content"]
-        if isinstance(choice.get("text"), str):
-            return choice["text"]
-        message = choice.get("message")
-        if isinstance(message, dict) and isinstance(message.get("content"), str):
-            return message["content"]
+        for part, key in ((choice.get("delta"), "content"), (choice, "text"), (choice.get("message"), "content")):
+            if isinstance(part, dict):
+                candidates.append(part.get(key))
     token = event.get("token")
-    if isinstance(token, dict) and isinstance(token.get("text"), str):
-        return token["text"]
-    if isinstance(event.get("generated_text"), str):
-        return event["generated_text"]
-    return ""
+    if isinstance(token, dict):
+        candidates.append(token.get("text"))
+    candidates.append(event.get("generated_text"))
+    return next((c for c in candidates if isinstance(c, str)), "")
 
 
 def _session_gone(exc: Exception) -> bool:
@@ -440,7 +435,7 @@ def _session_gone(exc: Exception) -> bool:
     if error.get("Code") == "ModelError":
         original = response.get("OriginalStatusCode")
         return isinstance(original, int) and 400 <= original < 500 and original != 429
-    return error.get("Code") == "ValidationError"
+    return bool(error.get("Code") == "ValidationError")
 
 
 def _stream_error(exc: Exception) -> FrontDoorError:
