@@ -73,7 +73,7 @@ dist: $(PY_STAMP)
 ## docs: API reference from the docstrings into docs/api/ (not committed).
 docs: setup
 	rm -rf docs/api
-	PDOC_ALLOW_EXEC=1 $(BIN)/python -m pdoc --docformat restructuredtext --no-show-source -o docs/api sagemaker_llm_cdk
+	PDOC_ALLOW_EXEC=1 $(BIN)/python -m pdoc --docformat restructuredtext --no-show-source -o docs/api sagemaker_llm_cdk sagemaker_llm_cdk.client
 
 ## change-report: what this branch changes against BASE (default origin/main) when deployed.
 change-report: setup

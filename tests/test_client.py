@@ -29,6 +29,7 @@ CLIENT_PATH = Path(__file__).resolve().parents[1] / "constructs" / "sagemaker_ll
 REGION = "us-east-1"
 BASE = "qwen3-32b-base"
 ADAPTER = "qwen3-32b-sql-lora"
+ENDPOINT = "llm-prod-endpoint"
 KEYS = {"AKIDCLIENTTEST": "client-test-secret", "testing": "testing"}  # "testing": conftest's env credentials
 CONVERSATION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
@@ -101,6 +102,7 @@ class FrontDoorState:
     requests: list[Recorded] = field(default_factory=list)
     reopen_next: bool = False
     session_ids: Any = field(default_factory=lambda: (f"sess-{n}" for n in itertools.count(1)))
+    conversation_ids: Any = field(default_factory=lambda: itertools.count(1))
 
 
 def make_handler(state: FrontDoorState):
@@ -137,12 +139,24 @@ def make_handler(state: FrontDoorState):
                 self._error(400, "InvalidJson", "request body is not valid JSON")
                 return
             state.requests.append(Recorded(self.path, headers, body, payload))
-            if self.path == "/invoke":
+            if self.path == "/open":
+                self._open(payload)
+            elif self.path == "/invoke":
                 self._invoke(payload)
             elif self.path == "/close":
                 self._close(payload)
             else:
                 self._error(404, "RouteNotFound", f"no route for POST {self.path}")
+
+        def _open(self, payload: dict[str, Any]) -> None:
+            if set(payload) - {"component"}:
+                self._error(400, "InvalidField", "unknown field", sorted(set(payload) - {"component"})[0])
+                return
+            conversation_id = f"issued-{next(state.conversation_ids)}"
+            row = {"session_id": next(state.session_ids), "component": payload.get("component") or BASE}
+            state.conversations[conversation_id] = row
+            self._answer(200, {"conversation_id": conversation_id, **row, "endpoint_name": ENDPOINT,
+                               "expires_at": 1_900_000_000})
 
         def _invoke(self, payload: dict[str, Any]) -> None:
             if not isinstance(payload.get("body"), dict):
@@ -160,9 +174,9 @@ def make_handler(state: FrontDoorState):
             row = state.conversations.get(conversation_id)
             headers = {}
             if row is None:
-                row = {"session_id": next(state.session_ids), "component": component or BASE}
-                state.conversations[conversation_id] = row
-            elif component is not None and component != row["component"]:
+                self._error(404, "ConversationNotFound", "open a new conversation with POST /open", "conversation_id")
+                return
+            if component is not None and component != row["component"]:
                 self._error(409, "ComponentConflict", "a session lives on one component", "component")
                 return
             if state.reopen_next:
@@ -232,23 +246,59 @@ def test_default_credential_chain_is_used_when_none_given(front_door):
     assert front_door.requests[0].json == {"body": prompt(), "component": ADAPTER}
 
 
-def test_conversation_keeps_one_session_and_closes_on_exit(client, front_door):
+def test_conversation_opens_on_first_turn_keeps_one_session_and_closes_on_exit(client, front_door):
     with client.conversation(component=ADAPTER) as chat:
+        assert chat.conversation_id is None  # nothing opened before the first turn
         first = chat.send(prompt("one"))
         second = chat.send(prompt("two"))
         conversation_id = chat.conversation_id
 
-    assert CONVERSATION_ID.fullmatch(conversation_id)
+    assert conversation_id == "issued-1"  # issued by the front door, never chosen by the client
     assert first["session_id"] == second["session_id"] == chat.session_id == "sess-1"
     assert second["component"] == ADAPTER and second["body"] == {"echo": prompt("two")}
-    assert [r.path for r in front_door.requests] == ["/invoke", "/invoke", "/close"]
-    assert {r.json.get("conversation_id") for r in front_door.requests} == {conversation_id}
+    assert [r.path for r in front_door.requests] == ["/open", "/invoke", "/invoke", "/close"]
+    assert front_door.requests[0].json == {"component": ADAPTER}
+    assert {r.json.get("conversation_id") for r in front_door.requests[1:]} == {conversation_id}
     assert front_door.conversations == {}
-    assert chat.closed
+    assert chat.closed and chat.endpoint_name == ENDPOINT
 
 
-def test_conversation_ids_are_unique(client):
-    assert client.conversation().conversation_id != client.conversation().conversation_id
+def test_open_returns_what_streaming_needs(client, front_door):
+    opened = client.open()
+
+    assert opened == {"conversation_id": "issued-1", "session_id": "sess-1", "component": BASE,
+                      "endpoint_name": ENDPOINT, "expires_at": 1_900_000_000}
+    assert front_door.requests[0].json == {}
+
+
+def test_conversation_ids_are_issued_per_conversation(client):
+    assert client.conversation().open().conversation_id != client.conversation().open().conversation_id
+
+
+def test_conversation_removed_by_the_front_door_is_opened_anew(client, front_door):
+    chat = client.conversation()
+    chat.send(prompt())
+    front_door.conversations.clear()  # expired and removed by the table's TTL
+
+    answer = chat.send(prompt())
+
+    assert answer["session_reopened"] is True and chat.reopened
+    assert chat.conversation_id == "issued-2" and chat.session_id == "sess-2"
+    assert [r.path for r in front_door.requests] == ["/open", "/invoke", "/invoke", "/open", "/invoke"]
+
+
+def test_continued_conversation_is_used_and_reopened_when_gone(client, front_door):
+    kept = client.open()["conversation_id"]
+    chat = client.conversation(kept)
+    assert chat.send(prompt())["session_reopened"] is False and chat.conversation_id == kept
+
+    gone = client.conversation("issued-99")  # an id the front door removed long ago (or never issued)
+    answer = gone.send(prompt())
+
+    assert answer["session_reopened"] is True and gone.conversation_id != "issued-99"
+    with pytest.raises(FrontDoorError) as raised:
+        client.invoke(prompt(), conversation_id="issued-99")  # the low-level call does not hide the 404
+    assert (raised.value.status, raised.value.code) == (404, "ConversationNotFound")
 
 
 def test_conversation_is_closed_when_the_block_raises(client, front_door):
@@ -262,7 +312,7 @@ def test_conversation_is_closed_when_the_block_raises(client, front_door):
 
 
 def test_reopened_session_is_reported(client, front_door):
-    chat = client.conversation("chat-7")
+    chat = client.conversation()
     chat.send(prompt())
     front_door.reopen_next = True
 
@@ -275,10 +325,10 @@ def test_reopened_session_is_reported(client, front_door):
 
 
 def test_component_conflict_raises_front_door_error(client, front_door):
-    client.invoke(prompt(), conversation_id="chat-9")
+    conversation_id = client.open()["conversation_id"]
 
     with pytest.raises(FrontDoorError) as raised:
-        client.invoke(prompt(), conversation_id="chat-9", component=ADAPTER)
+        client.invoke(prompt(), conversation_id=conversation_id, component=ADAPTER)
 
     assert (raised.value.status, raised.value.code, raised.value.field) == (409, "ComponentConflict", "component")
     assert "one component" in raised.value.message
@@ -356,3 +406,248 @@ def test_body_must_be_a_dict(client, front_door):
     with pytest.raises(TypeError, match="dict"):
         client.invoke("hello")  # type: ignore[arg-type]
     assert front_door.requests == []
+
+
+# --------------------------------------------------------------------------- streaming (direct to SageMaker)
+def _header(name: str, value: str) -> bytes:
+    encoded = value.encode()
+    return bytes([len(name)]) + name.encode() + b"\x07" + len(encoded).to_bytes(2, "big") + encoded
+
+
+def event_stream_message(event_type: str, payload: bytes, *, message_type: str = "event") -> bytes:
+    """One message in AWS's binary event-stream framing (what SageMaker sends), CRCs included."""
+    import zlib
+
+    headers = (_header(":event-type", event_type) if message_type == "event" else
+               _header(":exception-type", event_type)) + _header(":message-type", message_type) + \
+        _header(":content-type", "application/octet-stream" if message_type == "event" else "application/json")
+    total = 12 + len(headers) + len(payload) + 4
+    prelude = total.to_bytes(4, "big") + len(headers).to_bytes(4, "big")
+    prelude += zlib.crc32(prelude).to_bytes(4, "big")
+    message = prelude + headers + payload
+    return message + zlib.crc32(message).to_bytes(4, "big")
+
+
+class RawStream:
+    """What botocore reads a streamed HTTP body from: chunks cut at arbitrary places."""
+
+    def __init__(self, data: bytes, cut: int = 7):
+        self.data, self.cut = data, cut
+
+    def stream(self, **_: Any):
+        for start in range(0, len(self.data), self.cut):
+            yield self.data[start:start + self.cut]
+
+    def close(self) -> None:
+        pass
+
+
+class StreamingRuntime:
+    """A real botocore sagemaker-runtime client whose HTTP layer answers with a recorded event stream.
+
+    The request goes through botocore's own validation and serializer; its parameters are also checked
+    against the service model (support.aws_model); the answer goes through botocore's event-stream parser.
+    """
+
+    def __init__(self):
+        import botocore.session
+        from botocore.awsrequest import AWSResponse
+
+        self.client = botocore.session.get_session().create_client(
+            "sagemaker-runtime", region_name=REGION, aws_access_key_id="AKIDCLIENTTEST",
+            aws_secret_access_key="client-test-secret")
+        self.sent: list[dict[str, Any]] = []
+        self.answers: list[tuple[int, bytes, dict[str, str]]] = []
+        self.client.meta.events.register("provide-client-params.sagemaker-runtime.*",
+                                         lambda params, **_: self.sent.append(dict(params)))
+
+        def send(request, **_):
+            status, data, headers = self.answers.pop(0)
+            return AWSResponse(request.url, status, {"x-amzn-requestid": "r-1", **headers}, RawStream(data))
+
+        self.client.meta.events.register("before-send.sagemaker-runtime.*", send)
+
+    def stream(self, *events: bytes) -> None:
+        self.answers.append((200, b"".join(events), {"content-type": "application/vnd.amazon.eventstream",
+                                                     "x-amzn-sagemaker-content-type": "text/event-stream"}))
+
+    def error(self, status: int, body: dict[str, Any]) -> None:
+        self.answers.append((status, json.dumps(body).encode(), {"content-type": "application/x-amz-json-1.1",
+                                                                "x-amzn-errortype": body["__type"]}))
+
+
+def sse(event: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(event).encode() + b"\n\n"
+
+
+def chunk(text: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"content": text}}]}
+
+
+@pytest.fixture
+def runtime():
+    return StreamingRuntime()
+
+
+@pytest.fixture
+def streaming_client(front_door, runtime):
+    return SessionClient(front_door.url, region=REGION, timeout=10, runtime_client=runtime.client,
+                         credentials=Credentials("AKIDCLIENTTEST", "client-test-secret"))
+
+
+def test_stream_uses_the_open_session_and_parses_payload_parts(streaming_client, front_door, runtime):
+    from support.aws_model import assert_valid_request
+
+    runtime.stream(event_stream_message("PayloadPart", sse(chunk("Hel"))[:9]),  # a line split across parts
+                   event_stream_message("PayloadPart", sse(chunk("Hel"))[9:] + sse(chunk("lo"))),
+                   event_stream_message("PayloadPart", b"data: [DONE]\n\n"))
+
+    with streaming_client.conversation(component=ADAPTER) as chat:
+        events = list(chat.stream(prompt()))
+
+    assert [client_mod.text_of(e) for e in events] == ["Hel", "lo"]
+    assert [r.path for r in front_door.requests] == ["/open", "/close"]  # the turn itself bypassed the front door
+    sent = runtime.sent[0]
+    assert {k: v for k, v in sent.items() if k != "Body"} == {
+        "EndpointName": ENDPOINT, "InferenceComponentName": ADAPTER, "SessionId": "sess-1",
+        "ContentType": "application/json"}
+    assert json.loads(sent["Body"]) == {**prompt(), "stream": True}
+    params = dict(sent)
+    params.pop("ContentType")  # \p{ASCII}* is not a Python pattern (see tests/lambda/test_session_router.py)
+    assert_valid_request("sagemaker-runtime", "InvokeEndpointWithResponseStream", params)
+
+
+def test_stream_of_json_lines_and_text(streaming_client, runtime):
+    runtime.stream(event_stream_message("PayloadPart", b'{"token": {"text": "A"}}\n{"tok'),
+                   event_stream_message("PayloadPart", b'en": {"text": "B"}}\nplain tail'))
+
+    events = list(streaming_client.conversation().stream(prompt(), stream_field=False))
+
+    assert events == [{"token": {"text": "A"}}, {"token": {"text": "B"}}, "plain tail"]
+    assert json.loads(runtime.sent[0]["Body"]) == prompt()
+
+
+def test_stream_on_a_lost_session_falls_back_to_the_front_door(streaming_client, front_door, runtime):
+    runtime.error(400, {"__type": "ValidationError", "message": "Session sess-1 is invalid or has expired."})
+    chat = streaming_client.conversation()
+
+    events = list(chat.stream(prompt()))
+
+    assert events == [{"echo": prompt()}]  # the whole reply of the buffered turn, once
+    assert chat.reopened
+    assert [r.path for r in front_door.requests] == ["/open", "/invoke"]
+
+
+def test_stream_errors_become_front_door_errors(streaming_client, runtime):
+    runtime.error(424, {"__type": "ModelError", "message": "boom", "OriginalStatusCode": 500})
+    runtime.stream(event_stream_message("PayloadPart", sse(chunk("x"))),
+                   event_stream_message("ModelStreamError", json.dumps({"Message": "CUDA OOM", "ErrorCode": "500"})
+                                        .encode(), message_type="exception"))
+    chat = streaming_client.conversation()
+
+    with pytest.raises(FrontDoorError) as before_start:
+        list(chat.stream(prompt()))
+    assert (before_start.value.status, before_start.value.code) == (424, "ModelError")
+
+    events = []
+    with pytest.raises(FrontDoorError) as mid_stream:
+        for event in chat.stream(prompt()):
+            events.append(event)
+    assert events == [chunk("x")]
+    assert mid_stream.value.code == "ModelStreamError" and "CUDA OOM" in mid_stream.value.message
+
+
+@pytest.mark.parametrize(("event", "text"), [
+    (chunk("a"), "a"), ({"choices": [{"text": "b"}]}, "b"), ({"token": {"text": "c"}}, "c"), ("d", "d"),
+    ({"choices": [{"delta": {}}]}, ""), ({"choices": []}, ""), (42, ""), ({"generated_text": "e"}, "e"),
+])
+def test_text_of(event, text):
+    assert client_mod.text_of(event) == text
+
+
+# --------------------------------------------------------------------------- the client without CDK
+IMPORT_WITHOUT_CDK = r"""
+import importlib.abc, json, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class NoCdk(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {"aws_cdk", "jsii", "constructs", "cdk_nag", "pydantic", "yaml"}:
+            raise ImportError(f"{name} is blocked: the client must work with boto3 alone")
+        return None
+
+sys.meta_path.insert(0, NoCdk())
+
+class Door(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        signed = self.headers.get("Authorization", "").startswith("AWS4-HMAC-SHA256 Credential=AKIDX/")
+        answer = {"/open": {"conversation_id": "c1", "session_id": "s1", "component": "base",
+                            "endpoint_name": "e", "expires_at": 1},
+                  "/invoke": {"conversation_id": "c1", "session_id": "s1", "component": "base",
+                              "body": {"signed": signed, "got": body.get("body")}},
+                  "/close": {"closed": True}}[self.path]
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Door)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+
+from botocore.credentials import Credentials
+from sagemaker_llm_cdk.client import SessionClient
+
+client = SessionClient(f"http://127.0.0.1:{server.server_address[1]}/", region="us-east-1",
+                       credentials=Credentials("AKIDX", "secret"))
+with client.conversation() as chat:
+    reply = chat.send({"prompt": "hi"})
+server.shutdown()
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in {"aws_cdk", "jsii", "constructs", "sagemaker_llm_cdk"})
+print(json.dumps({"reply": reply["body"], "loaded": loaded}))
+"""
+
+
+def test_client_works_where_aws_cdk_cannot_be_imported(tmp_path):
+    import os
+    import subprocess
+
+    package_root = Path(__file__).resolve().parents[1] / "constructs"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(package_root)
+    result = subprocess.run([sys.executable, "-c", IMPORT_WITHOUT_CDK], capture_output=True, text=True, env=env,
+                            timeout=60, cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["reply"] == {"signed": True, "got": {"prompt": "hi"}}
+    assert outcome["loaded"] == ["sagemaker_llm_cdk", "sagemaker_llm_cdk.client"]
+
+
+def test_package_names_still_resolve_lazily():
+    import sagemaker_llm_cdk
+
+    assert "LlmEndpoint" in sagemaker_llm_cdk.__all__ and "LlmEndpoint" in dir(sagemaker_llm_cdk)
+    assert all(getattr(sagemaker_llm_cdk, name) is not None for name in sagemaker_llm_cdk.__all__)
+    from sagemaker_llm_cdk.session_front_door import SessionFrontDoor
+
+    assert sagemaker_llm_cdk.SessionFrontDoor is SessionFrontDoor
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        sagemaker_llm_cdk.Nope  # noqa: B018
+
+
+def test_make_docs_renders_the_client_with_curl_and_javascript_examples(tmp_path):
+    pdoc = pytest.importorskip("pdoc")
+    import pdoc.render
+
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert "sagemaker_llm_cdk.client" in next(line for line in makefile.splitlines() if "-m pdoc" in line)
+    pdoc.render.configure(docformat="restructuredtext", show_source=False)
+    pdoc.pdoc("sagemaker_llm_cdk.client", output_directory=tmp_path)
+    page = (tmp_path / "sagemaker_llm_cdk" / "client.html").read_text(encoding="utf-8")
+    assert "--aws-sigv4" in page and "x-amz-security-token" in page and "SignatureV4" in page
+    for name in ("SessionClient", "Conversation", "FrontDoorError", "text_of"):
+        assert f'id="{name}"' in page

@@ -5,7 +5,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from aws_cdk import App, Stack, Validations
+from pathlib import Path
+
+from aws_cdk import App, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
@@ -79,6 +81,19 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+def packaged_components(built: Built) -> list[str]:
+    """The component names in the function's synthesized asset (allowed_components.json)."""
+    import json
+    from pathlib import Path
+
+    assembly = built.app.synth()
+    function_id = built.resolve(built.front_door.function.node.default_child.logical_id)
+    key = built.template.to_json()["Resources"][function_id]["Properties"]["Code"]["S3Key"]
+    asset = Path(assembly.directory) / f"asset.{key.removesuffix('.zip')}"
+    assert (asset / "index.py").is_file()
+    return json.loads((asset / "allowed_components.json").read_text())["components"]
+
+
 def function_environment(built: Built) -> dict[str, Any]:
     function_id = built.resolve(built.front_door.function.node.default_child.logical_id)
     return built.template.to_json()["Resources"][function_id]["Properties"]["Environment"]["Variables"]
@@ -114,7 +129,8 @@ def test_environment(built: Built):
     assert env["ENDPOINT_NAME"] == built.resolve(built.endpoint.endpoint_name)
     assert env["SESSIONS_TABLE"] == built.resolve(built.front_door.table.table_name)
     assert env["DEFAULT_COMPONENT"] == "qwen3-8b"
-    assert env["ALLOWED_COMPONENTS"] == "qwen3-8b,qwen3-8b-sql,qwen3-8b-legal"
+    assert "ALLOWED_COMPONENTS" not in env  # packaged with the handler: the environment does not grow per adapter
+    assert env["OWNER_MODE"] == "session"
     assert env["SESSION_TTL_SECONDS"] == "1200"
     assert env["MAX_BODY_BYTES"] == "1048576"
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == "SageMakerLlm"
@@ -125,9 +141,31 @@ def test_settings_reach_handler_and_container():
     env = function_environment(built)
     assert env["SESSION_TTL_SECONDS"] == "600"
     assert env["MAX_BODY_BYTES"] == "65536"
-    assert env["ALLOWED_COMPONENTS"] == "qwen3-8b"
+    assert packaged_components(built) == ["qwen3-8b"]
     built.template.has_resource_properties("AWS::SageMaker::Model", {"PrimaryContainer": {"Environment": Match.object_like(
         {"OPTION_SESSIONS_EXPIRATION": "600"})}})
+
+
+def test_served_components_are_packaged_with_the_handler(built: Built):
+    assert packaged_components(built) == ["qwen3-8b", "qwen3-8b-sql", "qwen3-8b-legal"]
+
+
+def test_owner_setting_reaches_the_handler():
+    built = build(sessions=SessionSettings(owner="role"), adapters=())
+    assert function_environment(built)["OWNER_MODE"] == "role"
+
+
+def test_owner_setting_is_validated():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_config import model, problems
+
+    assert problems(model(sessions={"owner": "person"})) == [
+        "endpoints[0].models[0].sessions.owner: got 'person'; allowed: one of 'session' or 'role'; fix: pick one "
+        "of the listed values"]
+    with pytest.raises(ValueError, match="owner"):
+        SessionSettings(owner="person")  # type: ignore[arg-type]
 
 
 def test_settings_default_to_the_models_sessions():
@@ -248,6 +286,38 @@ def test_grant_invoke_url(built: Built):
     assert {"Action": "lambda:InvokeFunction", "Effect": "Allow", "Resource": function_arn,
             "Condition": {"Bool": {"lambda:InvokedViaFunctionUrl": True}}} in statements
     assert len(statements) == 2
+
+
+def test_grant_stream_names_the_endpoint_and_the_served_components():
+    built = build()
+    reader = iam.Role(built.stack, "Streamer", assumed_by=iam.AccountRootPrincipal())
+    built.front_door.grant_stream(reader)
+    statements = role_statements(built, reader)
+    assert statements == [{
+        "Action": "sagemaker:InvokeEndpointWithResponseStream", "Effect": "Allow",
+        "Resource": [built.resolve(built.endpoint.endpoint_arn), built.resolve(built.base.component_arn),
+                     *[built.resolve(a.component_arn) for a in built.adapters]],
+    }]
+
+
+@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")],
+                         ids=["agnostic", "bound"])
+def test_grant_stream_with_many_components_is_one_acknowledged_pattern(env):
+    app = App()
+    stack = Stack(app, "ManyStream", env=env)
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
+                                  components=_many_ducks(stack, endpoint, 30))
+    reader = iam.Role(stack, "Streamer", assumed_by=iam.AccountRootPrincipal())
+    front_door.grant_stream(reader)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    built = Built(app, stack, endpoint, base, [], front_door, reader)
+
+    (statement,) = role_statements(built, reader)
+    assert statement["Resource"] == [stack.resolve(endpoint.endpoint_arn), stack.resolve(
+        stack.format_arn(service="sagemaker", resource="inference-component", resource_name="qwen3-8b*"))]
+    app.synth()  # raises on any unacknowledged AwsSolutions finding
 
 
 # --------------------------------------------------------------------------- containers
@@ -412,17 +482,87 @@ def test_second_front_door_with_another_expiry_on_the_same_model_is_refused():
                          settings=SessionSettings(expiration_seconds=600))
 
 
-def test_too_many_component_names_for_the_lambda_environment_are_refused():
+def _many_ducks(stack: Stack, endpoint: Any, count: int) -> list[Any]:
+    return [Duck(f"qwen3-8b-a{i:04d}", f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/qwen3-8b-a{i:04d}",
+                 endpoint) for i in range(count)]
+
+
+@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")],
+                         ids=["agnostic", "bound"])
+def test_beyond_twenty_components_one_acknowledged_name_pattern_replaces_the_list(env):
     app = App()
-    stack = Stack(app, "Many")
+    stack = Stack(app, "Many", env=env)
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
-    many = [Duck(f"adapter-{i:02d}-" + "x" * 52, f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/a{i}",
-                 endpoint) for i in range(60)]
-    with pytest.raises(ConfigurationError, match=r"components: got '61 components .*allowed: at most \d+ characters "
-                                                 r"of comma-separated names .*fix: split the components over several "
-                                                 r"front doors"):
-        SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=many)
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
+                                  components=_many_ducks(stack, endpoint, 20))
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    template = Template.from_stack(stack)
+    built = Built(app, stack, endpoint, base, [], front_door, None)  # type: ignore[arg-type]
+
+    statements = role_statements(built, front_door.function.role)
+    invoke = [s for s in statements if "sagemaker:InvokeEndpoint" in as_list(s["Action"])]
+    pattern = stack.resolve(stack.format_arn(service="sagemaker", resource="inference-component",
+                                             resource_name="qwen3-8b*"))
+    assert invoke[0]["Resource"] == [stack.resolve(endpoint.endpoint_arn), pattern]
+    assert len(front_door.components) == 21
+    app.synth()  # raises on any unacknowledged AwsSolutions finding: the pattern's acknowledgement matches
+
+
+def test_twenty_components_are_still_named_one_by_one():
+    app = App()
+    stack = Stack(app, "Twenty")
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
+                                  components=_many_ducks(stack, endpoint, 19))
+    assert len(front_door.component_resources) == 20 and not any("*" in r for r in front_door.component_resources)
+
+
+@pytest.mark.parametrize(("names", "pattern"), [(["qwen3-8b", "qwen3-8b-sql"], "qwen3-8b*"),
+                                                (["a-1", "a-2", "a-10"], "a-*"), (["base", "sql"], "*")])
+def test_component_name_pattern(names, pattern):
+    from sagemaker_llm_cdk.session_front_door import component_name_pattern
+
+    assert component_name_pattern(names) == pattern
+
+
+def test_a_thousand_adapters_with_sessions_synthesize_within_every_limit():
+    """Issue 15.2: nothing that grows with the adapter count in one environment variable or policy document."""
+    import json
+
+    from sagemaker_llm_cdk.adapter_stack import add_adapters
+
+    app = App()
+    stack = Stack(app, "Thousand", env=Environment(account="123456789012", region="us-east-1"))
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, sessions=SessionSettings(),
+                                             lora=LoraSettings(max_rank=16)))
+    adapters = add_adapters(base, [AdapterSpec(name=f"qwen3-8b-a{i:04d}",
+                                               artifact_s3_uri=f"s3://my-bucket/adapters/a{i:04d}.tar.gz")
+                                   for i in range(1000)])
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=adapters)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+
+    assembly = app.synth()
+    templates = {a.stack_name: json.loads(Path(assembly.directory, a.template_file).read_text())
+                 for a in assembly.stacks_recursively}
+    built = Built(app, stack, endpoint, base, list(adapters), front_door, None)  # type: ignore[arg-type]
+    env = function_environment(built)
+    assert len(json.dumps(env)) < 1024  # Lambda allows 4 KB of environment in all
+    for template in templates.values():
+        assert len(json.dumps(template)) < 1_000_000  # CloudFormation's template size limit (from S3)
+        assert len(template["Resources"]) <= 500
+        assert len(template.get("Outputs", {})) <= 200
+        for resource in template["Resources"].values():
+            if resource["Type"] == "AWS::IAM::Policy":
+                assert len(json.dumps(resource["Properties"]["PolicyDocument"])) <= 10_240
+    assert len(packaged_components(built)) == 1001
+    statements = role_statements(built, front_door.function.role)
+    invoke = [s for s in statements if "sagemaker:InvokeEndpoint" in as_list(s["Action"])][0]
+    assert len(invoke["Resource"]) == 2
+    assert len(json.dumps(statements)) < 10_240 // 4  # all inline policies of a role: 10,240 characters
+    Annotations.from_stack(stack).has_no_error("*", Match.any_value())
 
 
 def test_duck_typed_component_on_the_endpoint_is_served():

@@ -1,16 +1,63 @@
-"""Client for the session-aware front door (the session router Lambda Function URL, auth type AWS_IAM).
+"""Client for the session front door (the session router's Lambda Function URL, auth type AWS_IAM).
 
-A chat app keeps one :class:`Conversation` per chat; every turn goes to the same SageMaker instance
-through the front door, which maps the conversation to a SageMaker stateful session::
+Needs botocore only (``pip install boto3`` is enough): importing it loads neither ``aws_cdk``, jsii nor
+Node.js, so a chat application's container can use it. A chat app keeps one :class:`Conversation` per
+chat; the front door maps it to a SageMaker stateful session, so every turn reaches the same instance::
+
+    from sagemaker_llm_cdk.client import SessionClient
 
     client = SessionClient("https://abc.lambda-url.us-east-1.on.aws/", region="us-east-1")
-    with client.conversation() as chat:
-        reply = chat.send({"messages": [{"role": "user", "content": "Hi"}]})
+    with client.conversation() as chat:                      # POST /open on the first turn
+        reply = chat.send({"messages": history})             # POST /invoke, buffered
         if reply["session_reopened"]:
-            ...  # the session was lost and reopened: resend the history the model no longer has
+            ...  # the session was lost and reopened: the model no longer has the earlier context
+        for event in chat.stream({"messages": history}):     # tokens as they come (see below)
+            print(text_of(event), end="")
+    # leaving the block closes the session (POST /close)
 
-Requests are signed with SigV4 for service ``lambda`` (the caller needs ``lambda:InvokeFunctionUrl``
-on the function). Only the standard library and botocore are used.
+Requests to the front door are signed with SigV4 for service ``lambda``; the caller needs what
+``SessionFrontDoor.grant_invoke_url`` grants (``lambda:InvokeFunctionUrl`` plus ``lambda:InvokeFunction``
+limited to calls through a function URL).
+
+Streaming. The front door answers buffered: Lambda streams responses natively only from its Node.js
+managed runtimes (a Python function would need a custom runtime or the Lambda Web Adapter), and the
+front door is a Python function. So :meth:`Conversation.stream` asks the front door for the session
+(``POST /open`` returns ``endpoint_name``, ``component`` and ``session_id``) and calls SageMaker's
+``InvokeEndpointWithResponseStream`` directly with that ``SessionId``, as SageMaker allows for a session
+that is open (a stream cannot open one: the front door opens it with a buffered call). The caller needs
+``SessionFrontDoor.grant_stream`` (``sagemaker:InvokeEndpointWithResponseStream`` on the endpoint and the
+served components). If SageMaker says the session is gone, the turn is sent through the front door
+instead, which reopens the session, and its whole reply is yielded as one event.
+
+Other languages. The front door is plain HTTPS with SigV4 (service ``lambda``): ``POST /open`` with
+``{}`` or ``{"component": ...}``, ``POST /invoke`` with ``{"conversation_id", "body"}``, ``POST /close``
+with ``{"conversation_id"}``. With curl 7.75 or newer (drop the token header for long-term keys)::
+
+    URL=https://<id>.lambda-url.us-east-1.on.aws
+    SIGN=(--aws-sigv4 "aws:amz:us-east-1:lambda" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY"
+          -H "x-amz-security-token: $AWS_SESSION_TOKEN" -H "content-type: application/json")
+    ID=$(curl -s "${SIGN[@]}" -d '{}' "$URL/open" | jq -r .conversation_id)
+    curl -s "${SIGN[@]}" -d "{\"conversation_id\": \"$ID\", \"body\": {\"messages\": []}}" "$URL/invoke"
+    curl -s "${SIGN[@]}" -d "{\"conversation_id\": \"$ID\"}" "$URL/close"
+
+In JavaScript with ``@smithy/signature-v4`` (the signer inside the AWS SDK v3)::
+
+    import { SignatureV4 } from "@smithy/signature-v4";
+    import { Sha256 } from "@aws-crypto/sha256-js";
+    import { defaultProvider } from "@aws-sdk/credential-provider-node";
+
+    const signer = new SignatureV4({ service: "lambda", region: "us-east-1",
+                                     credentials: defaultProvider(), sha256: Sha256 });
+    async function frontDoor(path, payload) {
+      const url = new URL(path, "https://<id>.lambda-url.us-east-1.on.aws");
+      const body = JSON.stringify(payload);
+      const request = await signer.sign({ method: "POST", protocol: url.protocol, hostname: url.hostname,
+        path: url.pathname, headers: { host: url.hostname, "content-type": "application/json" }, body });
+      const response = await fetch(url, { method: "POST", headers: request.headers, body });
+      return response.json();
+    }
+    const { conversation_id } = await frontDoor("/open", {});
+    const reply = await frontDoor("/invoke", { conversation_id, body: { messages: [{ role: "user", content: "Hi" }] } });
 """
 from __future__ import annotations
 
@@ -18,25 +65,26 @@ import hashlib
 import json
 import urllib.error
 import urllib.request
-import uuid
 from types import TracebackType
-from typing import Any, Optional
+from typing import Any, Iterable, Iterator, Optional
 
-import botocore.session
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
-__all__ = ["Conversation", "FrontDoorError", "SessionClient"]
+__all__ = ["Conversation", "FrontDoorError", "SessionClient", "iter_stream_events", "parse_stream", "text_of"]
 
 REOPENED_HEADER = "x-session-reopened"  # compared lower-case: HTTP header names are case-insensitive
+SESSION_GONE_WORDS = ("not found", "expired", "invalid", "unknown", "does not exist", "no longer", "closed")
+"""Words that, next to "session", mark SageMaker's answer for a session it no longer has (as the router)."""
 
 
 class FrontDoorError(Exception):
-    """The front door (or the network on the way) refused or failed a request.
+    """The front door, SageMaker or the network on the way refused or failed a request.
 
-    ``status`` is the HTTP status (None when no HTTP answer arrived), ``code`` the front door's error code
-    (e.g. ``InvalidField``, ``ComponentConflict``, ``Throttled``, ``ModelRejectedRequest``), ``message``
-    its explanation, ``field`` the offending request field when there is one.
+    ``status`` is the HTTP status (None when no HTTP answer arrived), ``code`` the error code
+    (e.g. ``InvalidField``, ``ComponentConflict``, ``Throttled``, ``ModelRejectedRequest``,
+    ``TimeBudgetExceeded``, or SageMaker's code for a stream), ``message`` the explanation, ``field``
+    the offending request field when there is one.
     """
 
     def __init__(self, status: Optional[int], code: str, message: str, *, field: Optional[str] = None,
@@ -53,36 +101,51 @@ class SessionClient:
     """Signs and sends requests to the front door.
 
     :param url: the Function URL, e.g. ``https://<id>.lambda-url.<region>.on.aws/``.
-    :param region: region of the function (part of the SigV4 scope).
+    :param region: region of the function (part of the SigV4 scope) and of the endpoint.
     :param credentials: botocore credentials; default: botocore's default chain (environment,
         shared config/SSO, container or instance role). Refreshable credentials are refreshed per request.
-    :param timeout: seconds to wait for an answer (a model turn can take up to the endpoint's 60 s).
+    :param timeout: seconds to wait for an answer (a turn can take up to the front door's 300 s, one
+        model call up to 60 s). Default: 75.
+    :param runtime_client: a botocore ``sagemaker-runtime`` client for :meth:`Conversation.stream`.
+        Default: one made on first use in ``region`` with ``credentials`` (or the default chain).
     """
 
-    def __init__(self, url: str, *, region: str, credentials: Any = None, timeout: float = 75.0):
+    def __init__(self, url: str, *, region: str, credentials: Any = None, timeout: float = 75.0,
+                 runtime_client: Any = None):
         if not url.startswith(("https://", "http://")):
             raise ValueError(f"url {url!r} must be the function URL, starting with https://")
         if not region:
             raise ValueError("region is required (the function's AWS region, e.g. 'us-east-1')")
         if timeout <= 0:
             raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
+        import botocore.session
+
+        self._botocore = botocore.session.get_session()
+        self._explicit_credentials = credentials is not None
         if credentials is None:
-            credentials = botocore.session.get_session().get_credentials()
+            credentials = self._botocore.get_credentials()
             if credentials is None:
                 raise ValueError("no AWS credentials found in botocore's default chain; pass credentials=")
         self.url = url.rstrip("/")
         self.region = region
         self.timeout = timeout
         self._credentials = credentials
+        self._runtime = runtime_client
 
     # --- public API ---------------------------------------------------------------------------------
+    def open(self, *, component: Optional[str] = None) -> dict[str, Any]:
+        """Open a conversation (``POST /open``): ``{"conversation_id", "session_id", "component",
+        "endpoint_name", "expires_at"}``. The id is issued by the front door and owned by the caller."""
+        answer, _ = self._post("/open", {} if component is None else {"component": component})
+        return answer
+
     def invoke(self, body: dict[str, Any], *, conversation_id: Optional[str] = None,
                component: Optional[str] = None) -> dict[str, Any]:
         """Send one turn; returns the front door's answer plus ``session_reopened`` (bool).
 
         The answer is ``{"conversation_id", "session_id"?, "component", "body", "session_reopened"}``,
         ``body`` being the model's JSON (or text) response. Without ``conversation_id`` the call is
-        stateless.
+        stateless; with one, it must come from :meth:`open` (an unknown id answers 404).
         """
         if not isinstance(body, dict):
             raise TypeError(f"body must be a dict (the JSON object sent to the model), got {type(body).__name__}")
@@ -102,10 +165,46 @@ class SessionClient:
 
     def conversation(self, conversation_id: Optional[str] = None, *,
                      component: Optional[str] = None) -> "Conversation":
-        """A new conversation (random id unless given) pinned to ``component`` (default: the base)."""
-        return Conversation(self, conversation_id or f"conv-{uuid.uuid4().hex}", component=component)
+        """A conversation on ``component`` (default: the base). It is opened on its first turn; pass the
+        ``conversation_id`` an earlier :meth:`open` returned to continue that one instead."""
+        return Conversation(self, conversation_id, component=component)
+
+    def stream(self, body: dict[str, Any], *, endpoint_name: str, component: str, session_id: str,
+               content_type: str = "application/json", accept: Optional[str] = None) -> Iterator[bytes]:
+        """``InvokeEndpointWithResponseStream`` on an open session: the ``PayloadPart`` bytes as they come."""
+        params: dict[str, Any] = {
+            "EndpointName": endpoint_name,
+            "InferenceComponentName": component,
+            "SessionId": session_id,
+            "ContentType": content_type,
+            "Body": json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
+        }
+        if accept is not None:
+            params["Accept"] = accept
+        response = self._runtime_client().invoke_endpoint_with_response_stream(**params)
+        return iter_stream_events(response["Body"])
 
     # --- transport ----------------------------------------------------------------------------------
+    def _runtime_client(self) -> Any:
+        if self._runtime is None:
+            from botocore.config import Config
+
+            keys: dict[str, Any] = {}
+            if self._explicit_credentials:  # else the session's own chain, which refreshes itself
+                frozen = self._frozen()
+                keys = {"aws_access_key_id": frozen.access_key, "aws_secret_access_key": frozen.secret_key,
+                        "aws_session_token": frozen.token}
+            self._runtime = self._botocore.create_client(
+                "sagemaker-runtime", region_name=self.region,
+                config=Config(read_timeout=max(self.timeout, 65), retries={"mode": "standard", "total_max_attempts": 3}),
+                **keys,
+            )
+        return self._runtime
+
+    def _frozen(self) -> Any:
+        credentials = self._credentials
+        return credentials.get_frozen_credentials() if hasattr(credentials, "get_frozen_credentials") else credentials
+
     def _post(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         url = self.url + path
@@ -119,10 +218,7 @@ class SessionClient:
                 "X-Amz-Content-SHA256": hashlib.sha256(data).hexdigest(),
             },
         )
-        credentials = self._credentials
-        if hasattr(credentials, "get_frozen_credentials"):
-            credentials = credentials.get_frozen_credentials()
-        SigV4Auth(credentials, "lambda", self.region).add_auth(signed)
+        SigV4Auth(self._frozen(), "lambda", self.region).add_auth(signed)
         request = urllib.request.Request(url, data=data, method="POST", headers=dict(signed.headers.items()))
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - URL is https
@@ -136,36 +232,105 @@ class SessionClient:
 
 
 class Conversation:
-    """One chat: turns share a SageMaker session; closing frees it. Usable as a context manager."""
+    """One chat: turns share a SageMaker session; closing frees it. Usable as a context manager.
 
-    def __init__(self, client: SessionClient, conversation_id: str, *, component: Optional[str] = None):
+    ``conversation_id``, ``session_id``, ``component`` and ``endpoint_name`` are known once it is open.
+    """
+
+    def __init__(self, client: SessionClient, conversation_id: Optional[str] = None, *,
+                 component: Optional[str] = None):
         self.client = client
         self.conversation_id = conversation_id
         self.component = component
         self.session_id: Optional[str] = None
+        self.endpoint_name: Optional[str] = None
         self.reopened = False
         self.closed = False
 
+    def open(self) -> "Conversation":
+        """Open the conversation now (``POST /open``) unless it is open already."""
+        self._check_not_closed()
+        if self.conversation_id is None:
+            self._adopt(self.client.open(component=self.component))
+        return self
+
     def send(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Send a turn; ``reopened`` becomes True if the front door had to open a new session."""
-        if self.closed:
-            raise FrontDoorError(None, "ConversationClosed", f"conversation {self.conversation_id!r} was closed")
-        answer = self.client.invoke(body, conversation_id=self.conversation_id, component=self.component)
-        self.session_id = answer.get("session_id")
+        """Send a turn through the front door; ``reopened`` becomes True if a new session had to be opened.
+
+        A conversation the front door no longer knows (expired and removed) is opened anew, once: the
+        answer then says ``session_reopened`` and ``conversation_id`` changes.
+        """
+        self._check_not_closed()
+        fresh = self.conversation_id is None
+        self.open()
+        try:
+            answer = self.client.invoke(body, conversation_id=self.conversation_id, component=self.component)
+        except FrontDoorError as exc:
+            if fresh or exc.status != 404 or exc.code != "ConversationNotFound":
+                raise
+            self._adopt(self.client.open(component=self.component))
+            answer = self.client.invoke(body, conversation_id=self.conversation_id, component=self.component)
+            answer["session_reopened"] = True
+        self.session_id = answer.get("session_id", self.session_id)
         self.component = answer.get("component", self.component)
         self.reopened = bool(answer["session_reopened"])
         return answer
 
+    def stream(self, body: dict[str, Any], *, stream_field: bool = True) -> Iterator[Any]:
+        """Stream a turn: each event the model sends, parsed (see :func:`iter_stream_events`).
+
+        Calls ``InvokeEndpointWithResponseStream`` with this conversation's session (opening the
+        conversation first if needed). ``stream_field`` adds ``"stream": true`` to the body when it has
+        no ``stream`` key (what OpenAI-style chat servers need to stream). When SageMaker no longer has
+        the session, the turn goes through the front door (which reopens it) and its ``body`` is yielded
+        as one event; ``reopened`` then becomes True.
+        """
+        if not isinstance(body, dict):
+            raise TypeError(f"body must be a dict (the JSON object sent to the model), got {type(body).__name__}")
+        self.open()
+        if self.session_id is None or self.endpoint_name is None:
+            # Continued from an id: one buffered turn would fetch the session; ask the front door instead.
+            raise FrontDoorError(None, "SessionUnknown", "stream() needs the session this client opened; call "
+                                 "send() for a conversation continued from an id, or open a new conversation")
+        request = dict(body)
+        if stream_field:
+            request.setdefault("stream", True)
+        try:
+            chunks = self.client.stream(request, endpoint_name=self.endpoint_name, component=str(self.component),
+                                        session_id=self.session_id)
+        except Exception as exc:  # botocore ClientError; botocore is imported lazily, so matched by shape
+            if not _session_gone(exc):
+                raise _stream_error(exc) from None
+            answer = self.send(body)
+            self.reopened = True
+            yield answer["body"]
+            return
+        self.reopened = False
+        for event in parse_stream(chunks):
+            yield event
+
     def close(self) -> None:
-        """Close the session; a conversation that never sent a turn (or is already gone) closes silently."""
+        """Close the session; a conversation that never opened (or is already gone) closes silently."""
         if self.closed:
             return
         self.closed = True
+        if self.conversation_id is None:
+            return
         try:
             self.client.close(self.conversation_id)
         except FrontDoorError as exc:
             if exc.status != 404:
                 raise
+
+    def _adopt(self, opened: dict[str, Any]) -> None:
+        self.conversation_id = opened["conversation_id"]
+        self.session_id = opened.get("session_id")
+        self.component = opened.get("component", self.component)
+        self.endpoint_name = opened.get("endpoint_name")
+
+    def _check_not_closed(self) -> None:
+        if self.closed:
+            raise FrontDoorError(None, "ConversationClosed", f"conversation {self.conversation_id!r} was closed")
 
     def __enter__(self) -> "Conversation":
         return self
@@ -177,6 +342,117 @@ class Conversation:
         except FrontDoorError:
             if exc is None:
                 raise  # do not hide the original error of the with-block
+
+
+# --- streaming ------------------------------------------------------------------------------------------
+def iter_stream_events(event_stream: Iterable[Any]) -> Iterator[bytes]:
+    """The ``PayloadPart.Bytes`` of an ``InvokeEndpointWithResponseStream`` body, in order.
+
+    A ``ModelStreamError`` or ``InternalStreamFailure`` event raises FrontDoorError (botocore may also
+    raise its own ``EventStreamError`` for them, which is passed on as FrontDoorError too).
+    """
+    try:
+        for event in event_stream:
+            if "PayloadPart" in event:
+                data = event["PayloadPart"].get("Bytes", b"")
+                if data:
+                    yield data
+                continue
+            for name in ("ModelStreamError", "InternalStreamFailure"):
+                if name in event:
+                    detail = event[name] or {}
+                    raise FrontDoorError(None, name, str(detail.get("Message", "the stream failed")),
+                                         model_status=_int_or_none(detail.get("ErrorCode")))
+    except FrontDoorError:
+        raise
+    except Exception as exc:  # botocore.exceptions.EventStreamError
+        raise _stream_error(exc) from None
+
+
+def parse_stream(chunks: Iterable[bytes]) -> Iterator[Any]:
+    """Lines of a streamed reply, parsed: PayloadPart boundaries may split a line anywhere.
+
+    Server-sent events (``data: {...}``, OpenAI-style) and JSON lines (LMI's ``{"token": ...}``) both
+    give one JSON value per line; ``data: [DONE]``, blank lines and SSE comments are skipped; a line
+    that is not JSON is yielded as text.
+    """
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            event = _parse_line(line)
+            if event is not None:
+                yield event
+    event = _parse_line(pending)
+    if event is not None:
+        yield event
+
+
+def _parse_line(raw: bytes) -> Any:
+    line = raw.decode("utf-8", errors="replace").strip()
+    if not line or line.startswith(":") or line.startswith(("event:", "id:", "retry:")):
+        return None
+    if line.startswith("data:"):
+        line = line[5:].strip()
+        if line == "[DONE]" or not line:
+            return None
+    try:
+        return json.loads(line)
+    except ValueError:
+        return line
+
+
+def text_of(event: Any) -> str:
+    """The generated text in one streamed event: OpenAI chat (``choices[0].delta.content``) or completion
+    (``choices[0].text``) chunks, LMI/TGI tokens (``token.text``), or the event itself when it is text."""
+    if isinstance(event, str):
+        return event
+    if not isinstance(event, dict):
+        return ""
+    candidates: list[Any] = []
+    choices = event.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        choice = choices[0]
+        for part, key in ((choice.get("delta"), "content"), (choice, "text"), (choice.get("message"), "content")):
+            if isinstance(part, dict):
+                candidates.append(part.get(key))
+    token = event.get("token")
+    if isinstance(token, dict):
+        candidates.append(token.get("text"))
+    candidates.append(event.get("generated_text"))
+    return next((c for c in candidates if isinstance(c, str)), "")
+
+
+def _session_gone(exc: Exception) -> bool:
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return False
+    error = response.get("Error", {})
+    message = " ".join(str(p) for p in (error.get("Message"), response.get("OriginalMessage")) if p).lower()
+    if "session" not in message or not any(word in message for word in SESSION_GONE_WORDS):
+        return False
+    if error.get("Code") == "ModelError":
+        original = response.get("OriginalStatusCode")
+        return isinstance(original, int) and 400 <= original < 500 and original != 429
+    return bool(error.get("Code") == "ValidationError")
+
+
+def _stream_error(exc: Exception) -> FrontDoorError:
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        error = response.get("Error", {})
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return FrontDoorError(status, str(error.get("Code", "StreamError")), str(error.get("Message", exc)),
+                              model_status=_int_or_none(response.get("OriginalStatusCode")))
+    return FrontDoorError(None, type(exc).__name__, str(exc))
+
+
+def _int_or_none(value: Any) -> Optional[int]:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _decode(status: int, raw: bytes) -> dict[str, Any]:

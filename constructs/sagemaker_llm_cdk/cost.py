@@ -30,21 +30,8 @@ _COLUMNS = ("Endpoint / model", "Instance type", "Instances", "Accelerators", "O
 _RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 
 
-<<<<<<< HEAD
-def cost_ceiling_table(app_or_stack: IConstruct, *, prices: "PriceLookup | None" = None) -> str:
-    """A plain-text table of every ``LlmEndpoint`` under ``app_or_stack``: the most it can run.
-
-    One line per endpoint (instance type, min-max instances, accelerators per instance and in
-    total, most instance-hours in 30 days, capacity plan), one line per model (copies min-max x
-    accelerators per copy), then notes: models that can ask for more accelerators than the
-    endpoint has, endpoints that scale to zero, what a capacity plan buys. Call it from
-    ``app.py`` after the stacks are built and print it.
-
-    A last section gives each instance type's on-demand hourly price from ``prices`` (a
-    ``pricing.PriceList``, which calls the AWS Price List API). Default: no lookup at synth, each
-    price shown as "not looked up" (``make preflight`` with credentials looks them up).
-=======
-def cost_ceiling_table(app_or_stack: IConstruct, *, prices: Mapping[str, Decimal] | None = None) -> str:
+def cost_ceiling_table(app_or_stack: IConstruct, *,
+                       prices: "Mapping[str, Decimal] | PriceLookup | None" = None) -> str:
     """A plain-text table of every ``LlmEndpoint``, ``CapacityPlan`` and EAGLE loop under ``app_or_stack``.
 
     One line per endpoint (instance type, min-max instances, accelerators, most on-demand
@@ -53,9 +40,10 @@ def cost_ceiling_table(app_or_stack: IConstruct, *, prices: Mapping[str, Decimal
     capacity plan (instances reserved, prepaid fee cap), then notes. Call it from ``app.py`` after
     the stacks are built and print it.
 
-    :param prices: on-demand USD per instance-hour by instance type. Default: none; the price
-        column says "not looked up".
->>>>>>> capacity
+    :param prices: on-demand USD per instance-hour by instance type, or a ``pricing.PriceList``
+        (which calls the AWS Price List API) for the last section's hourly prices. Default: none;
+        the price column and section say "not looked up" (``make preflight`` with credentials looks
+        them up).
     """
     from .capacity_plan import CapacityPlan
     from .eagle import EagleOptimization
@@ -69,11 +57,12 @@ def cost_ceiling_table(app_or_stack: IConstruct, *, prices: Mapping[str, Decimal
              f"(prices {'given' if prices else NOT_LOOKED_UP})")
     if not endpoints and not plans:
         return f"{title}\n(no LlmEndpoint in {app_or_stack.node.path or 'the app'})"
+    rates = prices if isinstance(prices, Mapping) else None
     rows: list[tuple[str, ...]] = [_COLUMNS]
     notes: list[str] = []
     for endpoint in endpoints:
-        rows.extend(_endpoint_rows(endpoint, notes, prices))
-        rows.extend(_eagle_rows([loop for loop in loops if loop.component.endpoint is endpoint], notes, prices))
+        rows.extend(_endpoint_rows(endpoint, notes, rates))
+        rows.extend(_eagle_rows([loop for loop in loops if loop.component.endpoint is endpoint], notes, rates))
     for plan in plans:
         rows.append(_plan_row(plan, notes))
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
@@ -85,11 +74,10 @@ def cost_ceiling_table(app_or_stack: IConstruct, *, prices: Mapping[str, Decimal
     if notes:
         lines.append("Notes:")
         lines.extend(f"- {note}" for note in notes)
-    lines.extend(_price_section(endpoints, prices))
+    lines.extend(_price_section(endpoints, None if isinstance(prices, Mapping) else prices))
     return "\n".join(lines)
 
 
-<<<<<<< HEAD
 def _price_section(endpoints: "list[LlmEndpoint]", prices: "PriceLookup | None") -> list[str]:
     from .pricing import price_lines
 
@@ -100,8 +88,6 @@ def _price_section(endpoints: "list[LlmEndpoint]", prices: "PriceLookup | None")
     return ["On-demand prices (per instance-hour):", *(f"- {line}" for line in price_lines(pairs, prices))]
 
 
-def _endpoint_rows(endpoint: "LlmEndpoint", notes: list[str]) -> list[tuple[str, ...]]:
-=======
 def _price(prices: Mapping[str, Decimal] | None, instance_type: str, hours: int | float) -> str:
     if not prices or instance_type not in prices:
         return NOT_LOOKED_UP
@@ -111,7 +97,6 @@ def _price(prices: Mapping[str, Decimal] | None, instance_type: str, hours: int 
 
 def _endpoint_rows(endpoint: "LlmEndpoint", notes: list[str],
                    prices: Mapping[str, Decimal] | None) -> list[tuple[str, ...]]:
->>>>>>> capacity
     options = endpoint.options
     scaling = options.scaling
     path = endpoint.node.path

@@ -48,8 +48,10 @@ def python_function(
     timeout: Duration = Duration.minutes(1),
     memory_size: int = 256,
     reserved_concurrency: int | None = None,
+    code: lambda_.Code | None = None,
 ) -> lambda_.Function:
-    """A function whose code is ``lambda/<folder>/``; its role may only write its own log group."""
+    """A function whose code is ``lambda/<folder>/`` (or ``code``, e.g. that folder staged with data files);
+    its role may only write its own log group."""
     log_group = logs.LogGroup(
         scope,
         f"{id}Logs",
@@ -73,7 +75,7 @@ def python_function(
         id,
         runtime=RUNTIME,
         architecture=lambda_.Architecture.X86_64,
-        code=lambda_.Code.from_asset(handler_dir(folder), exclude=["__pycache__", "*.pyc"]),
+        code=code or lambda_.Code.from_asset(handler_dir(folder), exclude=["__pycache__", "*.pyc"]),
         handler=handler,
         description=description,
         role=role,

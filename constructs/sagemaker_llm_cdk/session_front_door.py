@@ -9,8 +9,13 @@ client: ``sagemaker_llm_cdk.client.SessionClient``).
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+import shutil
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from aws_cdk import Annotations, Duration, RemovalPolicy, Stack
@@ -22,6 +27,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from . import acknowledgements
+from ._assets import handler_dir
 from .component_base import one_minute
 from .errors import ConfigurationError, Problem
 from .functions import METRICS_NAMESPACE, python_function
@@ -37,7 +43,8 @@ HANDLER_FOLDER = "session_router"
 PARTITION_KEY = "conversation_id"
 TTL_ATTRIBUTE = "expires_at"
 TIMEOUT = Duration.seconds(300)
-"""Adaptive retries on a throttled model turn (4 attempts of up to 70 s) fit in it."""
+"""The handler keeps every turn inside it: no model call starts unless its worst case (68 s plus a
+DynamoDB write) fits in the remaining time; otherwise the caller gets 504 TimeBudgetExceeded."""
 MEMORY_MB = 512
 
 SESSION_VARIABLES = ("OPTION_ENABLE_STATEFUL_SESSIONS", "OPTION_SESSIONS_EXPIRATION")
@@ -48,11 +55,16 @@ FIRST_LMI_WITH_SESSIONS = 16
 """LMI 16 (DJL Serving 0.34.0) is the first release whose notes list session-based sticky routing
 (vLLM async mode); async mode is the default from LMI 17."""
 
-LAMBDA_ENVIRONMENT_BYTES = 4096
-"""Lambda's limit on the total size of a function's environment variables."""
+ALLOWED_COMPONENTS_FILE = "allowed_components.json"
+"""The served component names, packaged next to the handler (``{"components": [...]}``): a list that grows
+with the adapters never goes into the function's environment (Lambda allows 4 KB in all)."""
 
-_LONGEST = {"endpoint_name": 63, "table_name": 255}
-"""Longest values of names that are only known at deploy time (used to size the environment)."""
+MAX_LISTED_COMPONENTS = 20
+"""Up to this many served components, the function's role names each component's ARN. Beyond it, one ARN
+pattern (the components' common name prefix) keeps the policy the same size for 20 or 1,000 adapters
+(an inline role policy may hold 10,240 characters, and naming adapters of nested stacks would need one
+stack output each, 200 at most)."""
+
 
 _LMI_MAJOR = re.compile(r"-lmi(\d+)\.")
 
@@ -67,10 +79,17 @@ class ServedComponent(Protocol):
 class SessionFrontDoor(Construct):
     """A Lambda Function URL that gives chat apps session-aware routing on an ``LlmEndpoint``.
 
-    Callers sign requests with SigV4 (auth type ``AWS_IAM``; allow them with ``grant_invoke_url``)
-    and ``POST /invoke`` turns with a ``conversation_id``; every turn of a conversation reaches the
-    instance that holds its session. Without ``conversation_id`` a turn is stateless (load-aware
-    routing). ``POST /close`` ends a conversation.
+    Callers sign requests with SigV4 (auth type ``AWS_IAM``; allow them with ``grant_invoke_url``),
+    ``POST /open`` a conversation (the server issues its id and binds it to the caller, see
+    ``SessionSettings.owner``) and ``POST /invoke`` turns with that ``conversation_id``; every turn of
+    a conversation reaches the instance that holds its session. Without ``conversation_id`` a turn is
+    stateless (load-aware routing). ``POST /close`` ends a conversation. The answers are buffered;
+    ``grant_stream`` lets a caller stream turns from SageMaker on the session ``/open`` returned.
+
+    The owner comes from the request context Lambda fills for a signed URL request; a principal
+    allowed ``lambda:InvokeFunction`` on the function itself (not through the URL) could forge it.
+    ``grant_invoke_url`` grants that action only with ``lambda:InvokedViaFunctionUrl``; grant nothing
+    broader on this function (the README gives an SCP guard).
 
     Creates:
 
@@ -79,7 +98,9 @@ class SessionFrontDoor(Construct):
       ``settings.expiration_seconds``, so the table is deleted with the stack: losing it only makes
       the next turn of each conversation open a new session (the reply says ``X-Session-Reopened``).
     - the function (Python, Powertools, 300 s timeout, 512 MB, its own log group, X-Ray) and its URL.
-    - permissions: ``sagemaker:InvokeEndpoint`` on this endpoint and the served components only;
+    - permissions: ``sagemaker:InvokeEndpoint`` on this endpoint and the served components only (named one
+      by one up to ``MAX_LISTED_COMPONENTS``, beyond that one ARN pattern of their common name prefix,
+      acknowledged exactly; the handler still refuses any component not in its packaged list);
       ``dynamodb:GetItem``/``PutItem``/``DeleteItem`` on the table only; the key's use through
       DynamoDB only.
     - on each served LMI container (the default component, listed base models, and the base of
@@ -133,7 +154,6 @@ class SessionFrontDoor(Construct):
         containers = _containers(served)
         if not problems:
             problems.extend(_container_problems(containers, chosen, default_component))
-            problems.extend(_environment_size_problems(served))
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
 
@@ -167,7 +187,8 @@ class SessionFrontDoor(Construct):
             description=_description(endpoint),
             timeout=TIMEOUT,
             memory_size=MEMORY_MB,
-            environment=self._environment(endpoint, default_component, served, chosen),
+            environment=self._environment(endpoint, default_component, chosen),
+            code=_handler_code([c.component_name for c in served]),
         )
         self.function_url = lambda_.FunctionUrl(
             self, "Url", function=self.function, auth_type=lambda_.FunctionUrlAuthType.AWS_IAM
@@ -176,11 +197,13 @@ class SessionFrontDoor(Construct):
 
         role = self.function.role
         assert role is not None  # python_function always gives the function a role
+        self.component_resources: list[str] = _component_resources(stack, served)
+        """What the role may invoke besides the endpoint: each served component's ARN, or one name pattern."""
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 sid="InvokeServedComponents",
                 actions=["sagemaker:InvokeEndpoint"],
-                resources=[endpoint.endpoint_arn, *[c.component_arn for c in served]],
+                resources=[endpoint.endpoint_arn, *self.component_resources],
             )
         )
         role.add_to_principal_policy(
@@ -239,15 +262,16 @@ class SessionFrontDoor(Construct):
                 )
 
     # --------------------------------------------------------------- environment
-    def _environment(self, endpoint: "LlmEndpoint", default_component: Any, served: Sequence[Any],
+    def _environment(self, endpoint: "LlmEndpoint", default_component: Any,
                      settings: SessionSettings) -> dict[str, str]:
+        # Fixed size whatever the number of components: their names are in ALLOWED_COMPONENTS_FILE.
         return {
             "ENDPOINT_NAME": endpoint.endpoint_name,
             "SESSIONS_TABLE": self.table.table_name,
             "DEFAULT_COMPONENT": default_component.component_name,
-            "ALLOWED_COMPONENTS": ",".join(c.component_name for c in served),
             "SESSION_TTL_SECONDS": str(settings.expiration_seconds),
             "MAX_BODY_BYTES": str(settings.max_body_bytes),
+            "OWNER_MODE": settings.owner,
             "POWERTOOLS_SERVICE_NAME": self.service_name,
         }
 
@@ -257,6 +281,26 @@ class SessionFrontDoor(Construct):
         auth type is AWS_IAM, plus ``lambda:InvokeFunction`` only when invoked through a function URL
         (both are required for function URLs)."""
         return self.function_url.grant_invoke_url(grantee)
+
+    def grant_stream(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to stream turns itself: ``sagemaker:InvokeEndpointWithResponseStream`` on this
+        endpoint and the served components (the same ARNs, or the same name pattern, as the function's role).
+
+        The front door answers buffered (Lambda streams responses natively only from Node.js managed
+        runtimes; this function is Python), so ``SessionClient``'s ``Conversation.stream`` opens the
+        conversation here and streams from SageMaker with the returned ``session_id``. SageMaker does
+        not tie a session to a caller: whoever holds this grant may call the components with or without
+        a session, as ``grant_invoke`` on a component allows. A name pattern, when used, is acknowledged
+        on the grantee for exactly that pattern."""
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:InvokeEndpointWithResponseStream"],
+            resource_arns=[self.endpoint.endpoint_arn, *self.component_resources],
+        )
+        for arn in self.component_resources:
+            if "*" in arn and isinstance(grantee, Construct):
+                acknowledgements.front_door_stream_grant(grantee, arn, len(self.components))
+        return grant
 
     # ----------------------------------------------------------------- metrics
     def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
@@ -383,26 +427,44 @@ def _container_problems(containers: Sequence[Any], settings: SessionSettings, de
     return problems
 
 
-def _environment_size_problems(served: Sequence[Any]) -> list[Problem]:
-    """Lambda refuses a function whose environment exceeds 4 KB: too many component names."""
-    longest = {
-        "ENDPOINT_NAME": "x" * _LONGEST["endpoint_name"],
-        "SESSIONS_TABLE": "x" * _LONGEST["table_name"],
-        "DEFAULT_COMPONENT": "x" * 63,
-        "ALLOWED_COMPONENTS": ",".join(c.component_name for c in served),
-        "SESSION_TTL_SECONDS": "86400",
-        "MAX_BODY_BYTES": "6291456",
-        "POWERTOOLS_SERVICE_NAME": f"{HANDLER_FOLDER}-" + "x" * _LONGEST["endpoint_name"],
-        "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
-    }
-    size = len(json.dumps(longest, separators=(",", ":")))
-    if size <= LAMBDA_ENVIRONMENT_BYTES:
-        return []
-    room = LAMBDA_ENVIRONMENT_BYTES - (size - len(longest["ALLOWED_COMPONENTS"]))
-    return [Problem("components", f"{len(served)} components ({len(longest['ALLOWED_COMPONENTS'])} characters of names)",
-                    f"at most {room} characters of comma-separated names (Lambda allows "
-                    f"{LAMBDA_ENVIRONMENT_BYTES} bytes of environment variables)",
-                    "split the components over several front doors, or use shorter component names")]
+def _handler_code(names: Sequence[str]) -> lambda_.Code:
+    """The handler folder plus ALLOWED_COMPONENTS_FILE, staged once per distinct content.
+
+    The staging folder is named by the hash of what it holds, so repeated synths reuse it and the asset
+    hash changes exactly when the handler or the list of names does.
+    """
+    source = Path(handler_dir(HANDLER_FOLDER))
+    listing = json.dumps({"components": list(names)}, indent=0).encode()
+    digest = hashlib.sha256(listing)
+    files = sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                   and p.suffix != ".pyc" and p.name != ALLOWED_COMPONENTS_FILE)
+    for path in files:
+        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes())
+    staged = Path(tempfile.gettempdir()) / f"sagemaker-llm-cdk-{HANDLER_FOLDER}-{digest.hexdigest()[:24]}"
+    if not (staged / ALLOWED_COMPONENTS_FILE).is_file():
+        work = Path(tempfile.mkdtemp(prefix=staged.name + "-", dir=staged.parent))
+        for path in files:
+            target = work / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        (work / ALLOWED_COMPONENTS_FILE).write_bytes(listing)
+        try:
+            os.replace(work, staged)  # atomic: a concurrent synth either sees all of it or stages its own
+        except OSError:
+            shutil.rmtree(work, ignore_errors=True)  # another synth staged the same content first
+    return lambda_.Code.from_asset(str(staged))
+
+
+def component_name_pattern(names: Sequence[str]) -> str:
+    """``<longest common prefix>*`` of the component names (``*`` when they share none)."""
+    return os.path.commonprefix(list(names)) + "*"
+
+
+def _component_resources(stack: Stack, served: Sequence[Any]) -> list[str]:
+    if len(served) <= MAX_LISTED_COMPONENTS:
+        return [c.component_arn for c in served]
+    return [stack.format_arn(service="sagemaker", resource="inference-component",
+                             resource_name=component_name_pattern([c.component_name for c in served]))]
 
 
 def _lmi_major(image: str, lmi_tag: str | None) -> int | None:

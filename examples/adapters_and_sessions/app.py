@@ -40,7 +40,8 @@ sql = base.add_adapter("Sql", AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="
 support = base.add_adapter("Support", AdapterSpec(name="qwen3-8b-support",
                                                   artifact_s3_uri="s3://my-adapters/qwen3-8b/support.tar.gz"))
 
-# Multi-turn chat: POST /invoke {"conversation_id": ..., "component": "ChatWithAdapters-qwen3-8b-sql", "body": {...}}, SigV4-signed.
+# Multi-turn chat, SigV4-signed: POST /open {"component": "ChatWithAdapters-qwen3-8b-sql"} -> conversation_id, then
+# POST /invoke {"conversation_id": ..., "body": {...}} (see sagemaker_llm_cdk.client.SessionClient).
 front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=[sql, support])
 chat_app = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
 front_door.grant_invoke_url(chat_app)

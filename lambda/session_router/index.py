@@ -1,10 +1,11 @@
 """Session-aware front door (Lambda Function URL) that maps chat conversations to SageMaker stateful sessions.
 
 A chat app calls this function's URL (auth type AWS_IAM, so every request is SigV4-signed for service
-``lambda``). Without a ``conversation_id`` a turn is passed straight to the endpoint (load-aware routing
-picks the instance). With one, the first turn opens a SageMaker stateful session on the chosen inference
-component, the mapping conversation -> session is kept in DynamoDB, and every later turn carries the
-session id so SageMaker routes it to the same instance (session-aware / sticky routing).
+``lambda``). ``POST /open`` opens a conversation: a SageMaker stateful session on the chosen inference
+component, stored in DynamoDB under a conversation id the server issues. Every later turn names that id,
+so the front door adds the session id and SageMaker routes the turn to the instance holding the session
+(session-aware / sticky routing). Without a ``conversation_id`` a turn is passed straight to the endpoint
+(load-aware routing picks the instance).
 
 Environment variables
 ---------------------
@@ -16,14 +17,22 @@ SESSION_TTL_SECONDS  Longest time a mapping is trusted (default 1200, the LMI de
                      OPTION_SESSIONS_EXPIRATION). The row expires at min(now + this, the Expires time the
                      container returned with the session id).
 DEFAULT_COMPONENT    Base inference component used when a request names none (required).
-ALLOWED_COMPONENTS   Comma-separated inference component names a caller may choose (base + LoRA adapter
-                     components); DEFAULT_COMPONENT is always allowed.
+ALLOWED_COMPONENTS   Optional comma-separated inference component names a caller may choose, added to
+                     those in ``allowed_components.json`` next to this module (``{"components": [...]}``,
+                     packaged by the construct, so the list may hold thousands of adapters without
+                     meeting Lambda's 4 KB environment limit); DEFAULT_COMPONENT is always allowed.
+OWNER_MODE           ``session`` (default) or ``role``: who owns a conversation (see caller_owner).
 MAX_BODY_BYTES       Largest accepted HTTP request body in bytes (default 1048576 = 1 MiB; at most
                      6291456, the InvokeEndpoint limit).
 POWERTOOLS_SERVICE_NAME / POWERTOOLS_METRICS_NAMESPACE  Logger service and metrics namespace.
 
-Event: Lambda Function URL request (API Gateway HTTP API payload format 2.0).
+Event: Lambda Function URL request (API Gateway HTTP API payload format 2.0). The Content-Type header is
+not interpreted: every body must be a JSON object (base64 when Lambda marked it so).
 
+POST /open    body ``{"component"?: str}`` (``{}`` for the base) -> 200 ``{"conversation_id": str,
+              "session_id": str, "component": str, "endpoint_name": str, "expires_at": epoch seconds}``. The conversation id is
+              ``secrets.token_urlsafe(24)`` (192 random bits); the session id may be used for
+              InvokeEndpointWithResponseStream by a caller allowed to (a stream cannot open a session).
 POST /invoke  body ``{"conversation_id"?: str 1-128 of [A-Za-z0-9._:-], "component"?: str,
               "body": {...JSON object passed to the model...}, "content_type"?: "application/json"}``
     200 ``{"conversation_id": str|null, "session_id"?: str, "component": str,
@@ -31,30 +40,34 @@ POST /invoke  body ``{"conversation_id"?: str 1-128 of [A-Za-z0-9._:-], "compone
     was lost (expired, closed by the container, instance replaced) and a new one was opened, so
     context cached in the old session is gone and the chat app should resend the history.
 POST /close   body ``{"conversation_id": str}`` -> 200 ``{"conversation_id", "session_id",
-              "component", "closed": true, "session_was_open": bool}``; 404 for an unknown conversation.
+              "component", "closed": true, "session_was_open": bool}``.
 
-Errors: ``{"error": {"code", "message", "field"?, "model_status"?}}`` with status 400 (invalid request,
-unknown component), 403 (no IAM caller in the request context), 404 (unknown route, or a conversation
-unknown to / owned by another principal than the caller), 409 (component switch inside a live session,
-concurrent update), 413 (body over MAX_BODY_BYTES), 424 (the model container answered 4xx),
-429 (throttled after the client's adaptive retries), 502/503/504 (endpoint failures), 500 (bug or
-misconfiguration). Prompts, completions and request bodies are never logged.
+Errors: ``{"error": {"code", "message", "field"?, "model_status"?}}`` with status 400 (invalid request:
+bad JSON, nesting deeper than 64, unpaired surrogates, unknown component), 403 (no IAM caller in the
+request context), 404 (unknown route; a conversation id that is unknown, expired and removed, or
+another caller's: one answer for all), 409 (component switch inside a live session, concurrent update),
+413 (body over MAX_BODY_BYTES), 424 (the model container answered 4xx), 429 (throttled after retries),
+502/503 (endpoint failures), 504 (the model timed out, or TimeBudgetExceeded: the rest of the
+invocation's time could not fit another model call), 500 (bug or misconfiguration only). Prompts,
+completions and request bodies are never logged.
 
-Conversation ownership: every conversation is bound to the IAM principal that opened it. The owner is
-derived from the Function URL's ``requestContext.authorizer.iam.userArn`` by ``caller_owner``: an
-assumed-role session ``arn:<partition>:sts::<acct>:assumed-role/<Role>/<session>`` is owned by the role
-``arn:<partition>:iam::<acct>:role/<Role>`` (the session name changes per Lambda/ECS task, so it is not
-part of the owner; the role path is not in the caller ARN, so it is not either); an IAM user, root or
-federated user by its ARN as is. The row stores it as ``owner``. A turn or /close naming a conversation
-whose row has another owner gets the same 404 ``ConversationNotFound`` as an unknown conversation, and
-nothing is written or sent to SageMaker (conversation ids should still be unguessable, e.g. UUIDs: on
-/invoke an unknown id opens a session while a foreign one is refused). An expired row keeps its owner
-until DynamoDB's TTL removes it, so another principal cannot take the id over meanwhile. Rows written
-before owners existed (no ``owner`` attribute) are adopted by the first caller that reads them: a
-PutItem conditioned on ``attribute_not_exists(owner)`` and the same session id binds the row to that
-caller (the losing caller of a race then sees the winner's owner); so the function needs no permission
-beyond GetItem/PutItem/DeleteItem. A request without IAM authorizer context (impossible with AWS_IAM)
-gets 403 ``CallerUnknown`` and nothing is done. Logs carry the owner ARN (not secret), never prompts.
+Conversation ownership: every conversation is bound to the caller that opened it, ``caller_owner`` of
+``requestContext.authorizer.iam`` (Lambda fills it from the verified SigV4 signature: accessKey,
+accountId, callerId, cognitoIdentity, principalOrgId, userArn, userId). By default (OWNER_MODE=session)
+the owner is the full caller: an assumed-role session including its session name (one person per SSO
+sign-in), the Cognito identity id for identity-pool credentials, an IAM user's ARN. OWNER_MODE=role
+makes every session of a role one owner, for backends whose session names rotate. A turn or /close
+naming a conversation the caller does not own gets the same 404 ``ConversationNotFound`` as an
+unknown id, after the same single GetItem, and nothing is written or sent to SageMaker. Rows without
+an owner (older versions let clients choose ids) are never adopted. The request context is only
+trustworthy when the function is invoked through its URL: a principal allowed ``lambda:InvokeFunction``
+on the function itself can send any event; grant callers ``lambda:InvokeFunction`` only with
+``lambda:InvokedViaFunctionUrl`` = true (see the README). Logs carry the owner (not secret), never prompts.
+
+Time budget: each invocation answers before the function's timeout. A SageMaker call is attempted only
+when its worst case (connect + read timeout, plus a DynamoDB write) fits in the remaining time
+(``context.get_remaining_time_in_millis()``) minus a margin; throttling is retried (at most 3 attempts)
+within that budget; otherwise the answer is 504 TimeBudgetExceeded and the conversation is kept.
 
 Session protocol (LMI/DJL ``OPTION_ENABLE_STATEFUL_SESSIONS`` and the SageMaker model-hosting container
 standard): ``InvokeEndpoint(SessionId="NEW_SESSION", Body={"requestType": "NEW_SESSION"})`` opens a
@@ -69,7 +82,9 @@ import calendar
 import functools
 import json
 import os
+import random
 import re
+import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -82,7 +97,13 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 logger = Logger()
@@ -98,6 +119,9 @@ COMPONENT_NAME_RE = re.compile(r"^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])?$")  # 
 COMPONENT_NAME_MAX = 63
 ENDPOINT_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
 SESSION_ID_MAX = 256
+ALLOWED_COMPONENTS_FILE = "allowed_components.json"  # {"components": [...]}, packaged by the construct
+SHOWN_COMPONENTS = 20  # component names an UnknownComponent message lists
+MAX_JSON_DEPTH = 64  # nesting levels a request body may have (chat payloads need a handful)
 NEW_SESSION_HEADER_RE = re.compile(  # NewSessionId: "<id>; Expires=YYYY-MM-DDTHH:MM:SSZ"
     r"^(?P<id>[a-zA-Z0-9](?:-*[a-zA-Z0-9])*);\s"
     r"Expires=(?P<expires>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)$"
@@ -120,6 +144,8 @@ THROTTLING_CODES = frozenset(
 ASSUMED_ROLE_ARN_RE = re.compile(  # the caller ARN of an STS role session
     r"^arn:(?P<partition>[a-z0-9-]+):sts::(?P<account>[0-9]{12}):assumed-role/(?P<role>[^/]+)/(?P<session>.+)$"
 )
+OWNER_MODES = ("session", "role")
+CONVERSATION_ID_BYTES = 24  # secrets.token_urlsafe(24): 192 random bits, 32 characters of [A-Za-z0-9_-]
 OWNER_ATTRIBUTE_NAMES = {"#owner": "owner"}  # OWNER is a DynamoDB reserved word
 # Words that, next to "session", identify a lost session in an error message (see _is_session_gone).
 SESSION_GONE_WORDS = ("not found", "expired", "invalid", "unknown", "does not exist", "no longer", "closed")
@@ -138,6 +164,7 @@ class Settings:
     default_component: str
     allowed_components: tuple[str, ...]
     max_body_bytes: int
+    owner_mode: str = "session"
 
 
 def _int_env(name: str, default: int, *, minimum: int, maximum: int, problems: list[str]) -> int:
@@ -152,6 +179,25 @@ def _int_env(name: str, default: int, *, minimum: int, maximum: int, problems: l
     if not minimum <= value <= maximum:
         problems.append(f"{name}={value} is out of range; allowed {minimum}-{maximum}")
     return value
+
+
+PACKAGED_COMPONENTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), ALLOWED_COMPONENTS_FILE)
+
+
+def _packaged_components(problems: list[str]) -> list[str]:
+    """Component names from ALLOWED_COMPONENTS_FILE next to this module (written by the construct)."""
+    path = PACKAGED_COMPONENTS_PATH
+    if not os.path.isfile(path):
+        return []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            names = json.load(handle)["components"]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise TypeError("components is not a list of strings")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problems.append(f"{ALLOWED_COMPONENTS_FILE} is unreadable ({type(exc).__name__}); redeploy the front door")
+        return []
+    return [n.strip() for n in names if n.strip()]
 
 
 @functools.cache
@@ -169,6 +215,7 @@ def _settings() -> Settings:
         problems.append("SESSIONS_TABLE is not set; set it to the DynamoDB table name")
     default = os.environ.get("DEFAULT_COMPONENT", "").strip()
     allowed_raw = [c.strip() for c in os.environ.get("ALLOWED_COMPONENTS", "").split(",") if c.strip()]
+    allowed_raw.extend(_packaged_components(problems))
     allowed = tuple(dict.fromkeys([default, *allowed_raw])) if default else tuple(dict.fromkeys(allowed_raw))
     if not default:
         problems.append("DEFAULT_COMPONENT is not set; set it to the base inference component name")
@@ -184,28 +231,101 @@ def _settings() -> Settings:
     max_body = _int_env(
         "MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1, maximum=INVOKE_BODY_MAX_BYTES, problems=problems
     )
+    owner_mode = os.environ.get("OWNER_MODE", "").strip() or "session"
+    if owner_mode not in OWNER_MODES:
+        problems.append(f"OWNER_MODE={owner_mode!r} is not one of {', '.join(OWNER_MODES)}")
     if problems:
         raise ConfigurationError("session router misconfigured: " + "; ".join(problems))
-    return Settings(endpoint, table, ttl, default, allowed, max_body)
+    return Settings(endpoint, table, ttl, default, allowed, max_body, owner_mode)
 
 
 # --- AWS clients (lazy, so tests can stub them) -------------------------------------------------------
+# Time budget. The function has a fixed timeout (300 s); a turn makes up to four SageMaker calls (open,
+# turn, and after a lost session: reopen, turn) plus DynamoDB reads/writes. botocore cannot bound its
+# retries by a deadline, so botocore makes one attempt per call and the router retries throttling itself,
+# starting an attempt only when its worst case (connect + read timeout, plus one DynamoDB write after it)
+# still fits in what is left of the invocation minus a margin. Otherwise it answers 504 TimeBudgetExceeded
+# before Lambda would kill the invocation (a killed invocation answers the caller a bare 502).
+MODEL_CONNECT_TIMEOUT = 3
+MODEL_READ_TIMEOUT = 65  # InvokeEndpoint's 60 s model limit plus margin
+MODEL_ATTEMPT_WORST = MODEL_CONNECT_TIMEOUT + MODEL_READ_TIMEOUT
+MODEL_MAX_ATTEMPTS = 3  # per SageMaker call, for throttling / model still loading / unreachable
+DYNAMODB_CONNECT_TIMEOUT = 2
+DYNAMODB_READ_TIMEOUT = 3
+DYNAMODB_MAX_ATTEMPTS = 3
+DYNAMODB_WORST = DYNAMODB_MAX_ATTEMPTS * (DYNAMODB_CONNECT_TIMEOUT + DYNAMODB_READ_TIMEOUT) + 1
+BUDGET_MARGIN_SECONDS = 3.0  # to serialize and return the answer
+DEFAULT_REMAINING_SECONDS = 300.0  # when the context cannot say (never in Lambda)
+RETRYABLE_UPSTREAM_CODES = THROTTLING_CODES | {"ServiceUnavailable", "InternalFailure"}
+
+
 @functools.cache
 def _sagemaker_runtime():
-    # Adaptive retries back off and rate-limit on throttling; reads allow the 60 s model limit + margin.
     return boto3.client(
         "sagemaker-runtime",
         config=Config(
-            retries={"mode": "adaptive", "max_attempts": 4},
-            connect_timeout=5,
-            read_timeout=70,
+            retries={"mode": "standard", "total_max_attempts": 1},  # retried in _invoke, within the budget
+            connect_timeout=MODEL_CONNECT_TIMEOUT,
+            read_timeout=MODEL_READ_TIMEOUT,
         ),
     )
 
 
 @functools.cache
 def _dynamodb():
-    return boto3.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+    return boto3.client(
+        "dynamodb",
+        config=Config(
+            retries={"mode": "standard", "total_max_attempts": DYNAMODB_MAX_ATTEMPTS},
+            connect_timeout=DYNAMODB_CONNECT_TIMEOUT,
+            read_timeout=DYNAMODB_READ_TIMEOUT,
+        ),
+    )
+
+
+_deadline: float | None = None  # _monotonic() value by which the answer must be on its way
+
+
+def _monotonic() -> float:
+    return time.monotonic()
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def _start_budget(context: Any) -> None:
+    global _deadline
+    try:
+        remaining = float(context.get_remaining_time_in_millis()) / 1000.0
+    except (AttributeError, TypeError, ValueError):
+        remaining = DEFAULT_REMAINING_SECONDS
+    _deadline = _monotonic() + remaining - BUDGET_MARGIN_SECONDS
+
+
+def _budget_left() -> float:
+    return float("inf") if _deadline is None else _deadline - _monotonic()
+
+
+def _ensure_budget(needed: float, what: str) -> None:
+    """504 unless ``needed`` seconds (the worst case of the next step) fit in the invocation's budget."""
+    left = _budget_left()
+    if left >= needed:
+        return
+    _count("TimeBudgetExceeded")
+    raise HttpError(
+        504,
+        "TimeBudgetExceeded",
+        f"the turn ran out of time before {what}: {max(left, 0):.0f} s of the front door's time budget are left "
+        f"and one model call may take up to {MODEL_ATTEMPT_WORST} s (the function's timeout bounds the whole "
+        "request). Nothing further was sent to the model and the conversation is kept: retry the turn, or send "
+        "a smaller request.",
+        headers={"Retry-After": "1"},
+    )
+
+
+def _backoff(attempt: int) -> float:
+    return min(0.25 * 2 ** attempt, 2.0) * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not crypto
 
 
 def _now() -> int:
@@ -213,23 +333,47 @@ def _now() -> int:
 
 
 # --- caller identity ----------------------------------------------------------------------------------
-def caller_owner(iam: Mapping[str, Any] | None) -> str | None:
-    """The stable owner of a conversation for the Function URL's ``requestContext.authorizer.iam``.
+def caller_owner(iam: Mapping[str, Any] | None, mode: str = "session") -> str | None:
+    """The owner of a conversation for the Function URL's ``requestContext.authorizer.iam``.
 
-    ``arn:<p>:sts::<acct>:assumed-role/<Role>/<session>`` -> ``arn:<p>:iam::<acct>:role/<Role>`` (every
-    session of a role is the same owner); any other caller ARN (IAM user, root, federated user) as is.
-    None when there is no usable ``userArn`` (no IAM caller). Pure: no I/O, no environment.
+    - A Cognito identity (``cognitoIdentity.identityId``, set when the caller signed with credentials from
+      an identity pool) -> ``cognito-identity/<identityPoolId>/<identityId>``, in every mode: all users of
+      one pool share one role and even one session name (``CognitoIdentityCredentials``), so only the
+      identity id tells people apart. A ``cognitoIdentity`` without an identity id -> None.
+    - mode ``session`` (default): the caller ARN as is. For an assumed role that is
+      ``arn:<p>:sts::<acct>:assumed-role/<Role>/<session>``: the session name is part of the owner, so
+      each person signed in through one SSO permission set (session name = the user) is an owner of
+      their own.
+    - mode ``role``: an assumed-role session -> ``arn:<p>:iam::<acct>:role/<Role>``, for backends whose
+      session names rotate (a Lambda function or ECS task per request): every session of the role is one
+      owner, so the backend must keep its users apart itself.
+    - IAM users, the root user and federated users: their ARN as is.
+    None when there is no usable caller (no IAM authorizer). Pure: no I/O, no environment.
     """
     if not isinstance(iam, Mapping):
         return None
+    cognito = iam.get("cognitoIdentity")
+    if cognito is not None:
+        if not isinstance(cognito, Mapping):
+            return None
+        identity, pool = cognito.get("identityId"), cognito.get("identityPoolId")
+        if not isinstance(identity, str) or not identity.strip():
+            return None
+        pool_id = pool.strip() if isinstance(pool, str) and pool.strip() else "-"
+        return f"cognito-identity/{pool_id}/{identity.strip()}"
     arn = iam.get("userArn")
     if not isinstance(arn, str) or not arn.strip():
         return None
     arn = arn.strip()
     match = ASSUMED_ROLE_ARN_RE.fullmatch(arn)
-    if match is not None:
+    if match is not None and mode == "role":
         return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
     return arn
+
+
+def new_conversation_id() -> str:
+    """A server-issued conversation id: 192 random bits (``secrets``), URL-safe, so it cannot be guessed."""
+    return secrets.token_urlsafe(CONVERSATION_ID_BYTES)
 
 
 # --- request models -----------------------------------------------------------------------------------
@@ -243,6 +387,12 @@ class InvokeRequest(BaseModel):
     component: Optional[str] = None
     body: dict[str, Any]
     content_type: Literal["application/json"] = "application/json"
+
+
+class OpenRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    component: Optional[str] = None
 
 
 class CloseRequest(BaseModel):
@@ -318,7 +468,7 @@ def _handle_not_found(_: NotFoundError) -> Response:
         HttpError(
             404,
             "RouteNotFound",
-            f"no route for {event.http_method} {event.path}; use POST /invoke or POST /close",
+            f"no route for {event.http_method} {event.path}; use POST /open, POST /invoke or POST /close",
         )
     )
 
@@ -341,14 +491,15 @@ def _handle_unexpected(error: Exception) -> Response:
 
 
 # --- caller -------------------------------------------------------------------------------------------
-def _caller() -> str:
+def _caller(settings: Settings) -> str:
     """The owner (see caller_owner) of the current request; 403 when the request names no IAM caller."""
     context = app.current_event.raw_event.get("requestContext")
     authorizer = context.get("authorizer") if isinstance(context, Mapping) else None
-    owner = caller_owner(authorizer.get("iam") if isinstance(authorizer, Mapping) else None)
+    owner = caller_owner(authorizer.get("iam") if isinstance(authorizer, Mapping) else None, settings.owner_mode)
     if owner is None:
         raise HttpError(403, "CallerUnknown", "the request carries no IAM caller (requestContext.authorizer.iam."
-                        "userArn); the function URL must use auth type AWS_IAM and requests must be SigV4-signed")
+                        "userArn, or cognitoIdentity.identityId); the function URL must use auth type AWS_IAM and requests must be "
+                        "SigV4-signed")
     logger.append_keys(owner=owner)
     return owner
 
@@ -359,15 +510,28 @@ def _reject_constant(name: str) -> Any:
 
 
 def _raw_body(settings: Settings) -> bytes:
-    event = app.current_event
-    body = event.body or ""
-    if event.is_base64_encoded:
+    """The request body as bytes. Lambda sets ``isBase64Encoded`` for non-text content types; anything odd
+    in the event (a non-string body, a flag that is not a boolean, text that is not UTF-8) is the caller's
+    request, so it is a 400, never a crash."""
+    raw_event = app.current_event.raw_event
+    body = raw_event.get("body")
+    if body is None:
+        body = ""
+    if not isinstance(body, str):
+        raise HttpError(400, "InvalidBody", "request body must be text (JSON) or base64 text")
+    flag = raw_event.get("isBase64Encoded", False)
+    if flag not in (True, False):
+        raise HttpError(400, "InvalidBody", "isBase64Encoded must be true or false")
+    if flag:
         try:
-            raw = base64.b64decode(body, validate=True)
-        except (binascii.Error, ValueError):
+            raw = base64.b64decode(body.encode("ascii"), validate=True)
+        except (binascii.Error, ValueError, UnicodeEncodeError):
             raise HttpError(400, "InvalidBody", "request body is not valid base64") from None
     else:
-        raw = body.encode("utf-8")
+        try:
+            raw = body.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate in the event text
+            raise HttpError(400, "InvalidBody", "request body is not valid UTF-8 text") from None
     if len(raw) > settings.max_body_bytes:
         raise HttpError(
             413,
@@ -378,17 +542,56 @@ def _raw_body(settings: Settings) -> bytes:
     return raw
 
 
+def _too_deep() -> HttpError:
+    return HttpError(400, "InvalidJson", f"request body nests arrays/objects more than {MAX_JSON_DEPTH} levels deep; "
+                     "send a flatter JSON object")
+
+
+def _check_json_tree(data: Any) -> None:
+    """Reject what JSON allows but the rest of the path cannot carry, without recursion.
+
+    - nesting deeper than MAX_JSON_DEPTH (re-encoding or validating it would recurse past Python's limit);
+    - strings or keys with an unpaired UTF-16 surrogate (``"\\ud800"`` is valid JSON, but such text has no
+      UTF-8 form, so it could never be sent to the model).
+    """
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            _check_text(value)
+            continue
+        if isinstance(value, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise _too_deep()
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str):
+                    _check_text(key)
+                stack.append((item, depth + 1))
+
+
+def _check_text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise HttpError(400, "InvalidJson", "request body has a string with an unpaired UTF-16 surrogate "
+                        "(e.g. \\ud800 without its pair); such text has no UTF-8 form: send valid Unicode") from None
+
+
 def _parse(model: type[BaseModel], settings: Settings) -> Any:
     raw = _raw_body(settings)
     if not raw.strip():
         raise HttpError(400, "InvalidJson", "request body is empty; send a JSON object")
     try:
         data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except RecursionError:
+        raise _too_deep() from None
     except (UnicodeDecodeError, ValueError) as exc:
         position = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         raise HttpError(400, "InvalidJson", f"request body is not valid UTF-8 JSON{position}") from None
     if not isinstance(data, dict):
         raise HttpError(400, "InvalidJson", f"request body must be a JSON object, got {type(data).__name__}")
+    _check_json_tree(data)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -407,16 +610,23 @@ def _parse(model: type[BaseModel], settings: Settings) -> Any:
 def _check_component(name: str | None, settings: Settings) -> str | None:
     if name is None:
         return None
-    if name not in settings.allowed_components:
+    if name not in _allowed_set(settings.allowed_components):
         shown = name if len(name) <= 80 else name[:77] + "..."
+        listed = ", ".join(settings.allowed_components[:SHOWN_COMPONENTS])
+        more = len(settings.allowed_components) - SHOWN_COMPONENTS
         raise HttpError(
             400,
             "UnknownComponent",
-            f"component {shown!r} is not served by this front door; allowed components: "
-            f"{', '.join(settings.allowed_components)}",
+            f"component {shown!r} is not served by this front door; allowed components: {listed}"
+            + (f" and {more} more" if more > 0 else ""),
             field="component",
         )
     return name
+
+
+@functools.cache
+def _allowed_set(names: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(names)
 
 
 def _model_body(request: InvokeRequest) -> bytes:
@@ -441,6 +651,14 @@ def _is_throttling(error: ClientError) -> bool:
     code = error.response.get("Error", {}).get("Code", "")
     status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     return code in THROTTLING_CODES or status == 429
+
+
+def _is_retryable(error: ClientError) -> bool:
+    """Throttling, a model still loading, SageMaker briefly unavailable, or the container's own 429."""
+    code = error.response.get("Error", {}).get("Code", "")
+    if code == "ModelError":
+        return error.response.get("OriginalStatusCode") == 429
+    return _is_throttling(error) or code in RETRYABLE_UPSTREAM_CODES
 
 
 def _is_session_gone(error: ClientError) -> bool:
@@ -526,14 +744,29 @@ def _invoke(settings: Settings, component: str, body: bytes, session_id: str | N
     }
     if session_id is not None:
         params["SessionId"] = session_id
-    try:
-        response = _sagemaker_runtime().invoke_endpoint(**params)
-    except ClientError as exc:
-        if session_id not in (None, "NEW_SESSION") and _is_session_gone(exc):
-            raise SessionGone() from None
-        raise _upstream_error(exc, settings, component) from None
-    except BotoCoreError as exc:
-        raise _upstream_error(exc, settings, component) from None
+    what = "opening a session" if session_id == "NEW_SESSION" else "calling the model"
+    attempt = 0
+    while True:
+        attempt += 1
+        _ensure_budget(MODEL_ATTEMPT_WORST + DYNAMODB_WORST, what)
+        try:
+            response = _sagemaker_runtime().invoke_endpoint(**params)
+            break
+        except ClientError as exc:
+            if session_id not in (None, "NEW_SESSION") and _is_session_gone(exc):
+                raise SessionGone() from None
+            failure: Exception = exc
+            retryable = _is_retryable(exc)
+        except (ConnectTimeoutError, EndpointConnectionError) as exc:  # nothing reached the model: safe to retry
+            failure, retryable = exc, True
+        except BotoCoreError as exc:  # incl. ReadTimeoutError: the model may have run; never run it twice
+            raise _upstream_error(exc, settings, component) from None
+        pause = _backoff(attempt)
+        if not retryable or attempt >= MODEL_MAX_ATTEMPTS or \
+                _budget_left() - pause < MODEL_ATTEMPT_WORST + DYNAMODB_WORST:
+            raise _upstream_error(failure, settings, component) from None
+        _count("UpstreamRetries")
+        _sleep(pause)
     payload = response["Body"]
     data = payload.read() if hasattr(payload, "read") else payload
     return ModelReply(
@@ -593,10 +826,11 @@ def _close_session_quietly(settings: Settings, record: SessionRecord) -> None:
 
 # --- DynamoDB mapping ---------------------------------------------------------------------------------
 def _conversation_not_found(conversation_id: str) -> HttpError:
-    # One answer for "no row" and "another principal's row": the caller must not learn which it was.
+    # One answer for "no row", "a row without owner" and "another principal's row", after the same single
+    # GetItem: the caller cannot learn which it was from the status, the body or the number of AWS calls.
     return HttpError(404, "ConversationNotFound", f"conversation {conversation_id!r} has no open session for "
-                     "this caller (never opened by it, already closed, or expired and removed); use a new "
-                     "conversation_id", field="conversation_id")
+                     "this caller (never opened by it, already closed, or expired and removed); open a new "
+                     "conversation with POST /open", field="conversation_id")
 
 
 def _concurrent_update(conversation_id: str) -> HttpError:
@@ -626,98 +860,87 @@ def _to_record(item: dict[str, Any]) -> SessionRecord:
     )
 
 
-def _owned_record(settings: Settings, conversation_id: str, owner: str) -> SessionRecord | None:
-    """The conversation's row if ``owner`` may use it; None when there is none; 404 when it is another's.
+def _owned_record(settings: Settings, conversation_id: str, owner: str) -> SessionRecord:
+    """The conversation's row when ``owner`` owns it; else 404 ConversationNotFound.
 
-    A row without owner (written before owners existed) is adopted: PutItem of the same row plus
-    ``owner``, conditioned on the owner still being absent and the session id unchanged. If that
-    condition fails, someone else changed the row first and it is read again.
+    Rows without an owner (written by versions that let clients choose ids) are never adopted: their ids
+    may have been guessed, so they answer 404 like any unknown id and expire through the table's TTL.
     """
-    for _attempt in range(3):
-        item = _get_item(settings, conversation_id)
-        if item is None:
-            return None
-        record = _to_record(item)
-        if record.owner == owner:
-            return record
-        if record.owner is not None:
+    item = _get_item(settings, conversation_id)
+    record = _to_record(item) if item is not None else None
+    if record is None or record.owner != owner:
+        if record is not None:
             _count("ForeignConversationRequests")
-            logger.warning("conversation owned by another principal; answered as not found")
-            raise _conversation_not_found(conversation_id)
-        try:
-            _dynamodb().put_item(
-                TableName=settings.table_name,
-                Item={**item, "owner": {"S": owner}, "updated_at": {"N": str(_now())}},
-                ConditionExpression="attribute_not_exists(#owner) AND session_id = :sid",
-                ExpressionAttributeNames=OWNER_ATTRIBUTE_NAMES,
-                ExpressionAttributeValues={":sid": {"S": record.session_id}},
-            )
-        except ClientError as exc:
-            if not _is_condition_failure(exc):
-                raise
-            continue
-        _count("ConversationsAdopted")
-        logger.info("adopted conversation row written before owners existed")
-        return replace(record, owner=owner)
-    raise _concurrent_update(conversation_id)
+            logger.warning("conversation owned by another principal or by none; answered as not found")
+        raise _conversation_not_found(conversation_id)
+    return record
 
 
-def _claim(
-    settings: Settings, conversation_id: str, owner: str, opened: SessionRecord, replaces: str | None
-) -> SessionRecord:
-    """Store ``opened`` as ``owner``'s session for the conversation unless another invocation got there first.
-
-    ``replaces`` is the session id this invocation saw in the row (None when it saw no row). The
-    conditional write makes concurrent first turns / reopens safe: the loser gets the winner's row back
-    and must use it (and close the session it opened itself). Only a row of ``owner`` is ever replaced;
-    a row another principal wrote in the meantime makes this a 404 (see _owned_record).
-    """
-    now = _now()
-    record = SessionRecord(conversation_id, opened.session_id, opened.component, opened.expires_at, owner)
-    item = {
-        "conversation_id": {"S": conversation_id},
+def _item(record: SessionRecord, now: int, created_at: int | None = None) -> dict[str, Any]:
+    return {
+        "conversation_id": {"S": record.conversation_id},
         "session_id": {"S": record.session_id},
         "component": {"S": record.component},
         "expires_at": {"N": str(record.expires_at)},
-        "owner": {"S": owner},
-        "created_at": {"N": str(now)},
+        "owner": {"S": str(record.owner)},
+        "created_at": {"N": str(now if created_at is None else created_at)},
         "updated_at": {"N": str(now)},
     }
+
+
+def _store_new(settings: Settings, owner: str, opened: SessionRecord) -> SessionRecord:
+    """Store ``opened`` under a fresh server-issued conversation id (a new id on the 2^-192 collision)."""
     for _attempt in range(3):
-        if replaces is None:
-            condition = "attribute_not_exists(conversation_id) OR (expires_at <= :now AND #owner = :owner)"
-            values = {":now": {"N": str(now)}, ":owner": {"S": owner}}
-        else:
-            condition = "session_id = :old AND #owner = :owner"
-            values = {":old": {"S": replaces}, ":owner": {"S": owner}}
+        record = replace(opened, conversation_id=new_conversation_id(), owner=owner)
         try:
             _dynamodb().put_item(
                 TableName=settings.table_name,
-                Item=item,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=OWNER_ATTRIBUTE_NAMES,
-                ExpressionAttributeValues=values,
+                Item=_item(record, _now()),
+                ConditionExpression="attribute_not_exists(conversation_id)",
             )
             return record
         except ClientError as exc:
             if not _is_condition_failure(exc):
                 raise
-        winner = _owned_record(settings, conversation_id, owner)  # 404 if another principal's
-        if winner is not None and winner.expires_at > now and winner.session_id != replaces:
+    raise HttpError(409, "ConcurrentUpdate", "could not store a new conversation id; retry POST /open")
+
+
+def _claim(settings: Settings, conversation_id: str, owner: str, opened: SessionRecord, replaces: str) -> SessionRecord:
+    """Replace the conversation's session ``replaces`` by ``opened`` unless another invocation got there first.
+
+    The conditional write makes concurrent reopens safe: the loser gets the winner's row back and must use
+    it (and close the session it opened itself). Only a row of ``owner`` is ever replaced; a row closed or
+    taken meanwhile makes this a 404 (see _owned_record).
+    """
+    now = _now()
+    record = SessionRecord(conversation_id, opened.session_id, opened.component, opened.expires_at, owner)
+    for _attempt in range(3):
+        try:
+            _dynamodb().put_item(
+                TableName=settings.table_name,
+                Item=_item(record, now),
+                ConditionExpression="session_id = :old AND #owner = :owner",
+                ExpressionAttributeNames=OWNER_ATTRIBUTE_NAMES,
+                ExpressionAttributeValues={":old": {"S": replaces}, ":owner": {"S": owner}},
+            )
+            return record
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise
+        winner = _owned_record(settings, conversation_id, owner)  # 404 if closed or another principal's
+        if winner.expires_at > now and winner.session_id != replaces:
             return winner
-        replaces = winner.session_id if winner is not None else None
+        replaces = winner.session_id
     raise _concurrent_update(conversation_id)
 
 
 # --- routes -------------------------------------------------------------------------------------------
-def _open_for(
-    settings: Settings, conversation_id: str, owner: str, component: str, replaces: str | None
-) -> SessionRecord:
+def _open_for(settings: Settings, conversation_id: str, owner: str, component: str, replaces: str) -> SessionRecord:
     opened = _open_session(settings, component)
     try:
         record = _claim(settings, conversation_id, owner, opened, replaces)
     except HttpError:
-        _close_session_quietly(settings, opened)  # e.g. another principal claimed the id meanwhile
+        _close_session_quietly(settings, opened)  # e.g. the conversation was closed meanwhile
         raise
     if record.session_id != opened.session_id:
         _close_session_quietly(settings, opened)
@@ -733,16 +956,48 @@ def _component_conflict(conversation_id: str, pinned: str, asked: str) -> HttpEr
         409,
         "ComponentConflict",
         f"conversation {conversation_id!r} has a live session on component {pinned!r}; a session lives on one "
-        f"component, so it cannot switch to {asked!r}. Omit component, or POST /close first, or use a new "
-        "conversation_id.",
+        f"component, so it cannot switch to {asked!r}. Omit component, or POST /close and POST /open a new "
+        "conversation on the other component.",
         field="component",
     )
+
+
+@app.post("/open")
+def open_conversation() -> Response:
+    """Open a conversation: a SageMaker session on the component, stored under a server-issued id."""
+    settings = _settings()
+    owner = _caller(settings)
+    request: OpenRequest = _parse(OpenRequest, settings)
+    component = _check_component(request.component, settings) or settings.default_component
+    logger.append_keys(component=component)
+    opened = _open_session(settings, component)
+    try:
+        record = _store_new(settings, owner, opened)
+    except Exception:
+        _close_session_quietly(settings, opened)
+        raise
+    logger.append_keys(conversation_id=record.conversation_id)
+    _count("ConversationsOpened")
+    logger.info("conversation opened")
+    return _json_response(200, _session_payload(record, settings))
+
+
+def _session_payload(record: SessionRecord, settings: Settings) -> dict[str, Any]:
+    # endpoint_name, component and session_id are what InvokeEndpointWithResponseStream needs to stream a
+    # turn on this session directly (the front door itself answers buffered).
+    return {
+        "conversation_id": record.conversation_id,
+        "session_id": record.session_id,
+        "component": record.component,
+        "endpoint_name": settings.endpoint_name,
+        "expires_at": record.expires_at,
+    }
 
 
 @app.post("/invoke")
 def invoke() -> Response:
     settings = _settings()
-    owner = _caller()
+    owner = _caller(settings)
     request: InvokeRequest = _parse(InvokeRequest, settings)
     asked = _check_component(request.component, settings)
     body = _model_body(request)
@@ -757,20 +1012,20 @@ def invoke() -> Response:
 
     conversation_id = request.conversation_id
     logger.append_keys(conversation_id=conversation_id)
-    row = _owned_record(settings, conversation_id, owner)
+    row = _owned_record(settings, conversation_id, owner)  # 404 unless the caller opened it
     reopened = False
-    if row is not None and row.expires_at > _now():
+    if row.expires_at > _now():
         if asked is not None and asked != row.component:
             logger.append_keys(component=row.component)
             raise _component_conflict(conversation_id, row.component, asked)
         record = row
     else:
-        # No live session: first turn, or the stored one passed its expiry (then the turn may pick any
-        # allowed component, since the old session and its context are gone).
-        component = asked or settings.default_component
+        # The stored session passed its expiry: open a new one (the turn may pick any allowed component,
+        # since the old session and its context are gone).
+        component = asked or row.component
         logger.append_keys(component=component)
-        reopened = row is not None
-        record = _open_for(settings, conversation_id, owner, component, row.session_id if row else None)
+        reopened = True
+        record = _open_for(settings, conversation_id, owner, component, row.session_id)
     logger.append_keys(component=record.component)
 
     try:
@@ -804,13 +1059,11 @@ def invoke() -> Response:
 @app.post("/close")
 def close() -> Response:
     settings = _settings()
-    owner = _caller()
+    owner = _caller(settings)
     request: CloseRequest = _parse(CloseRequest, settings)
     conversation_id = request.conversation_id
     logger.append_keys(conversation_id=conversation_id)
-    row = _owned_record(settings, conversation_id, owner)  # 404 if another principal's
-    if row is None:
-        raise _conversation_not_found(conversation_id)
+    row = _owned_record(settings, conversation_id, owner)  # 404 unless the caller opened it
     logger.append_keys(component=row.component)
     was_open = True
     try:
@@ -851,4 +1104,33 @@ def close() -> Response:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.LAMBDA_FUNCTION_URL, clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    _start_budget(context)
+    problem = _event_problem(event)
+    if problem is not None:
+        # Not a Function URL event (only a direct Invoke can send one): answered, never a crash.
+        _count("ClientErrors")
+        logger.info("request rejected", extra={"status": 400, "error_code": "InvalidEvent"})
+        return {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "isBase64Encoded": False,
+                "body": json.dumps({"error": {"code": "InvalidEvent", "message": problem}})}
     return app.resolve(event, context)
+
+
+def _event_problem(event: Any) -> str | None:
+    """Why ``event`` is not a Lambda Function URL (payload 2.0) event the resolver can route, or None."""
+    if not isinstance(event, Mapping):
+        return "the event is not a JSON object; invoke this function through its function URL"
+    context = event.get("requestContext")
+    http = context.get("http") if isinstance(context, Mapping) else None
+    if not isinstance(http, Mapping) or not isinstance(http.get("method"), str):
+        return "the event has no requestContext.http.method; invoke this function through its function URL"
+    if not isinstance(event.get("rawPath"), str):
+        return "the event has no rawPath; invoke this function through its function URL"
+    headers = event.get("headers", {})
+    if headers is not None and (not isinstance(headers, Mapping) or
+                                not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())):
+        return "the event's headers are not a map of strings"
+    for name in ("cookies", "queryStringParameters", "pathParameters", "stageVariables"):
+        value = event.get(name)
+        if value is not None and not isinstance(value, (Mapping, list)):
+            return f"the event's {name} is malformed"
+    return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import time
 from types import SimpleNamespace
 from typing import Any
@@ -33,11 +34,14 @@ SID_3 = "1f2e3d4c-5b6a-4978-8a6b-5c4d3e2f1a0b"
 PROMPT = "PROMPT-TEXT-do-not-log-4711: what is the capital of Atlantis?"
 COMPLETION = "COMPLETION-TEXT-do-not-log-0815: Poseidonia."
 ACCOUNT = "123456789012"
-CHAT_APP = f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/i-1"  # default caller: a role session
-CHAT_APP_OWNER = f"arn:aws:iam::{ACCOUNT}:role/chat-app"
+CHAT_APP = f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/alice@example.com"  # default caller: a role session
+CHAT_APP_OWNER = CHAT_APP  # OWNER_MODE=session (default): the session is the owner
+CHAT_APP_ROLE = f"arn:aws:iam::{ACCOUNT}:role/chat-app"  # the owner under OWNER_MODE=role
+SAME_ROLE_OTHER_SESSION = f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/bob@example.com"
 OTHER_APP = f"arn:aws:sts::{ACCOUNT}:assumed-role/other-app/i-2"
-OTHER_APP_OWNER = f"arn:aws:iam::{ACCOUNT}:role/other-app"
+OTHER_APP_OWNER = OTHER_APP
 LEGACY = object()  # Table.put(owner=LEGACY): a row written before owners existed
+ISSUED_ID = re.compile(r"^[A-Za-z0-9_-]{32}$")  # secrets.token_urlsafe(24)
 
 
 def assert_valid_invoke(params: dict[str, Any]) -> None:
@@ -196,19 +200,31 @@ def router(load_handler, ddb, lambda_context, monkeypatch):
     runtime = RuntimeStub(mod._sagemaker_runtime())
     runtime.stubber.activate()
 
+    monkeypatch.setattr(mod, "_sleep", lambda seconds: None)  # retries back off without waiting in tests
+    dynamodb_calls: list[str] = []
+    mod._dynamodb().meta.events.register("before-call.dynamodb", lambda model, **_: dynamodb_calls.append(model.name))
+
     def call(path: str, body: Any, *, method: str = "POST", b64: bool = False,
-             caller: str | None = CHAT_APP, authorizer: Any = ...) -> dict[str, Any]:
+             caller: str | None = CHAT_APP, authorizer: Any = ..., context: Any = None) -> dict[str, Any]:
         raw = body if isinstance(body, (str, bytes)) else json.dumps(body)
         if b64:
             raw = base64.b64encode(raw if isinstance(raw, bytes) else raw.encode()).decode()
         elif isinstance(raw, bytes):
             raw = raw.decode()
         event = function_url_event(path, raw, method=method, b64=b64, caller=caller, authorizer=authorizer)
-        response = mod.handler(event, lambda_context)
+        response = mod.handler(event, context or lambda_context)
         response["json"] = json.loads(response["body"]) if response.get("body") else None
         return response
 
-    yield SimpleNamespace(mod=mod, runtime=runtime, table=ddb, call=call)
+    def open_conversation(session_id: str = SID_1, *, component: str | None = None, caller: str = CHAT_APP,
+                          expires: int = NOW + 1200) -> str:
+        runtime.open(session_id, component=component or BASE, expires=expires)
+        response = call("/open", {} if component is None else {"component": component}, caller=caller)
+        assert response["statusCode"] == 200, response
+        return response["json"]["conversation_id"]
+
+    yield SimpleNamespace(mod=mod, runtime=runtime, table=ddb, call=call, open=open_conversation,
+                          dynamodb_calls=dynamodb_calls)
     runtime.stubber.assert_no_pending_responses()  # every queued call (e.g. closing a loser's session) happened
     runtime.stubber.deactivate()
     # Every request the handler really sent must satisfy the service model's enums/lengths/patterns.
@@ -303,28 +319,64 @@ def test_base64_encoded_request_body_is_accepted(router):
 
 
 # --- sessions -----------------------------------------------------------------------------------------
-def test_first_turn_opens_session_and_stores_mapping_with_ttl_from_config(router):
+def test_open_issues_an_unguessable_id_and_stores_the_session_with_ttl_from_config(router):
     router.runtime.open(SID_1, expires=NOW + 1200)  # container expiry later than NOW + TTL
-    router.runtime.turn(session_id=SID_1)
 
-    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+    response = router.call("/open", {})
 
     assert response["statusCode"] == 200
-    assert response["json"] == {"conversation_id": "chat-42", "session_id": SID_1, "component": BASE,
-                                "body": completion()}
-    assert "X-Session-Reopened" not in (response.get("headers") or {})
-    row = router.table.get("chat-42")
-    assert row["session_id"] == SID_1 and row["component"] == BASE
+    conversation_id = response["json"]["conversation_id"]
+    assert ISSUED_ID.fullmatch(conversation_id)
+    assert response["json"] == {"conversation_id": conversation_id, "session_id": SID_1, "component": BASE,
+                                "endpoint_name": ENDPOINT, "expires_at": NOW + TTL}
+    row = router.table.get(conversation_id)
+    assert row["session_id"] == SID_1 and row["component"] == BASE and row["owner"] == CHAT_APP
     assert row["expires_at"] == NOW + TTL
+    assert router.runtime.sent[0]["SessionId"] == "NEW_SESSION"
 
 
-def test_first_turn_ttl_uses_container_expiry_when_earlier(router):
-    router.runtime.open(SID_1, expires=NOW + 120)
+def test_open_ids_never_repeat_and_use_the_secrets_module(router, monkeypatch):
+    ids = {router.open(sid) for sid in (SID_1, SID_2, SID_3)}
+    assert len(ids) == 3 and all(ISSUED_ID.fullmatch(i) for i in ids)
+
+    calls = []
+    monkeypatch.setattr(router.mod.secrets, "token_urlsafe", lambda n: calls.append(n) or "x" * 32)
+    assert router.mod.new_conversation_id() == "x" * 32 and calls == [24]  # 24 bytes = 192 random bits
+
+
+def test_open_retries_on_an_id_collision(router, monkeypatch):
+    router.table.put("taken", SID_3, owner=OTHER_APP)
+    issued = iter(["taken", "fresh"])
+    monkeypatch.setattr(router.mod, "new_conversation_id", lambda: next(issued))
+
+    assert router.open(SID_1) == "fresh"
+    assert router.table.get("taken")["owner"] == OTHER_APP and router.table.get("taken")["session_id"] == SID_3
+
+
+def test_open_ttl_uses_container_expiry_when_earlier(router):
+    conversation_id = router.open(SID_1, expires=NOW + 120)
+
+    assert router.table.get(conversation_id)["expires_at"] == NOW + 120
+
+
+def test_a_turn_never_opens_a_conversation(router):
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert_error(response, 404, "ConversationNotFound", "conversation_id")
+    assert "POST /open" in response["json"]["error"]["message"]
+    assert router.runtime.sent == [] and router.table.items() == []
+
+
+def test_opened_conversation_continues_on_its_session(router):
+    conversation_id = router.open(SID_1)
     router.runtime.turn(session_id=SID_1)
 
-    router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+    response = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()})
 
-    assert router.table.get("chat-42")["expires_at"] == NOW + 120
+    assert response["statusCode"] == 200
+    assert response["json"] == {"conversation_id": conversation_id, "session_id": SID_1, "component": BASE,
+                                "body": completion()}
+    assert "X-Session-Reopened" not in (response.get("headers") or {})
 
 
 def test_continued_turn_sends_stored_session_id(router):
@@ -340,17 +392,22 @@ def test_continued_turn_sends_stored_session_id(router):
 
 
 def test_adapter_conversation_pins_its_component(router):
-    router.runtime.open(SID_1, component=ADAPTER)
-    router.runtime.turn(component=ADAPTER, session_id=SID_1)
+    conversation_id = router.open(SID_1, component=ADAPTER)
     router.runtime.turn(component=ADAPTER, session_id=SID_1)
 
-    first = router.call("/invoke", {"conversation_id": "sql-1", "component": ADAPTER, "body": chat()})
-    second = router.call("/invoke", {"conversation_id": "sql-1", "body": chat()})  # no component: pinned one
+    response = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()})  # no component
 
-    assert first["statusCode"] == second["statusCode"] == 200
-    assert second["json"]["component"] == ADAPTER
+    assert response["statusCode"] == 200
+    assert response["json"]["component"] == ADAPTER
     assert {p["InferenceComponentName"] for p in router.runtime.sent} == {ADAPTER}
-    assert router.table.get("sql-1")["component"] == ADAPTER
+    assert router.table.get(conversation_id)["component"] == ADAPTER
+
+
+def test_open_with_unknown_component_is_400_and_opens_nothing(router):
+    assert_error(router.call("/open", {"component": "gpt-9"}), 400, "UnknownComponent", "component")
+    assert_error(router.call("/open", {"component": BASE, "conversation_id": "mine"}), 400, "InvalidField",
+                 "conversation_id")  # ids are issued, never chosen
+    assert router.runtime.sent == [] and router.table.items() == []
 
 
 def test_component_switch_inside_live_session_is_409(router):
@@ -430,21 +487,33 @@ def test_model_server_error_is_502_with_container_status(router):
     assert assert_error(response, 502, "ModelFailed")["model_status"] == 500
 
 
-def test_throttling_surfaces_as_429(router):
+def test_throttling_is_retried_then_surfaces_as_429(router):
     router.table.put("chat-42", SID_1)
-    router.runtime.error(code="ThrottlingException", status=400, message="Rate exceeded", session_id=SID_1)
+    for _ in range(3):
+        router.runtime.error(code="ThrottlingException", status=400, message="Rate exceeded", session_id=SID_1)
 
     response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
 
     assert_error(response, 429, "Throttled")
     assert response["headers"]["Retry-After"]
+    assert len(router.runtime.sent) == 3  # MODEL_MAX_ATTEMPTS
     assert router.table.get("chat-42")["session_id"] == SID_1
-    retries = router.mod._sagemaker_runtime().meta.config.retries
-    assert retries["mode"] == "adaptive" and retries["total_max_attempts"] > 1
+    config = router.mod._sagemaker_runtime().meta.config
+    assert config.retries["total_max_attempts"] == 1  # botocore never retries behind the budget's back
+    assert config.read_timeout == 65 and config.connect_timeout == 3
+
+
+def test_throttled_attempt_then_success(router):
+    router.runtime.error(code="ModelNotReadyException", status=429, message="Model is loading")
+    router.runtime.turn()
+
+    assert router.call("/invoke", {"body": chat()})["statusCode"] == 200
+    assert len(router.runtime.sent) == 2
 
 
 def test_model_not_ready_surfaces_as_429(router):
-    router.runtime.error(code="ModelNotReadyException", status=429, message="Model is loading")
+    for _ in range(3):
+        router.runtime.error(code="ModelNotReadyException", status=429, message="Model is loading")
 
     assert_error(router.call("/invoke", {"body": chat()}), 429, "Throttled")
 
@@ -452,7 +521,7 @@ def test_model_not_ready_surfaces_as_429(router):
 def test_container_without_session_support_is_502_and_writes_nothing(router):
     router.runtime.turn(body={"requestType": "NEW_SESSION"}, session_id="NEW_SESSION", reply={"generated": "x"})
 
-    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+    response = router.call("/open", {})
 
     error = assert_error(response, 502, "SessionsNotSupported")
     assert "OPTION_ENABLE_STATEFUL_SESSIONS" in error["message"]
@@ -472,7 +541,8 @@ def _race(router, winner_component: str) -> None:
     router.mod._open_session = open_then_lose
 
 
-def test_concurrent_first_turns_loser_uses_winners_session(router):
+def test_concurrent_reopens_loser_uses_winners_session(router):
+    router.table.put("chat-42", SID_3, expires_at=NOW - 1)
     _race(router, BASE)
     router.runtime.open(SID_2)
     router.runtime.close(SID_2)  # the loser frees the session it opened
@@ -486,7 +556,8 @@ def test_concurrent_first_turns_loser_uses_winners_session(router):
     assert router.table.get("chat-42")["expires_at"] == NOW + 500
 
 
-def test_concurrent_first_turn_on_other_component_is_409(router):
+def test_concurrent_reopen_on_other_component_is_409(router):
+    router.table.put("chat-42", SID_3, expires_at=NOW - 1)
     _race(router, ADAPTER)
     router.runtime.open(SID_2)
     router.runtime.close(SID_2)
@@ -495,6 +566,102 @@ def test_concurrent_first_turn_on_other_component_is_409(router):
 
     assert_error(response, 409, "ComponentConflict")
     assert router.table.get("chat-42")["component"] == ADAPTER
+
+
+def test_conversation_closed_during_reopen_is_404_and_frees_the_session(router):
+    router.table.put("chat-42", SID_3, expires_at=NOW - 1)
+    original = router.mod._open_session
+
+    def open_then_closed(settings, component):
+        opened = original(settings, component)
+        router.table.client.delete_item(TableName=TABLE, Key={"conversation_id": {"S": "chat-42"}})
+        return opened
+
+    router.mod._open_session = open_then_closed
+    router.runtime.open(SID_2)
+    router.runtime.close(SID_2)
+
+    assert_error(router.call("/invoke", {"conversation_id": "chat-42", "body": chat()}), 404, "ConversationNotFound")
+    assert router.table.items() == []
+
+
+# --- time budget --------------------------------------------------------------------------------------
+class Clock:
+    """A monotonic clock the test moves; each SageMaker call the stub answers costs ``per_call`` seconds."""
+
+    def __init__(self, per_call: float = 0.0):
+        self.now = 1000.0
+        self.per_call = per_call
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def remaining(seconds: float):
+    from conftest import FakeLambdaContext
+
+    class Context(FakeLambdaContext):
+        def get_remaining_time_in_millis(self) -> int:
+            return int(seconds * 1000)
+
+    return Context()
+
+
+def slow_calls(router, clock: Clock) -> None:
+    router.runtime.client.meta.events.register(
+        "before-parameter-build.sagemaker-runtime.InvokeEndpoint", lambda **_: setattr(clock, "now", clock.now + clock.per_call))
+
+
+def test_no_model_call_starts_when_its_worst_case_cannot_fit(router):
+    response = router.call("/invoke", {"body": chat()}, context=remaining(60))
+
+    error = assert_error(response, 504, "TimeBudgetExceeded")
+    assert "68 s" in error["message"] and "retry" in error["message"]
+    assert router.runtime.sent == []
+
+
+def test_lost_session_is_not_reopened_past_the_budget_and_the_row_is_kept(router, monkeypatch):
+    clock = Clock(per_call=230.0)  # the first turn hangs for 230 s before the container says "session gone"
+    monkeypatch.setattr(router.mod, "_monotonic", clock)
+    slow_calls(router, clock)
+    router.table.put("chat-42", SID_1)
+    router.runtime.error(code="ValidationError", status=400, message=f"Session {SID_1} is invalid or has expired.",
+                         session_id=SID_1)
+    before = router.table.items()
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()}, context=remaining(300))
+
+    error = assert_error(response, 504, "TimeBudgetExceeded")
+    assert "opening a session" in error["message"]
+    assert len(router.runtime.sent) == 1  # 67 s left < 68 s + DynamoDB: no reopen, no second turn
+    assert router.table.items() == before
+
+
+def test_throttling_retries_stop_at_the_budget(router, monkeypatch):
+    clock = Clock(per_call=110.0)
+    monkeypatch.setattr(router.mod, "_monotonic", clock)
+    slow_calls(router, clock)
+    router.runtime.error(code="ThrottlingException", status=400, message="Rate exceeded")
+    router.runtime.error(code="ThrottlingException", status=400, message="Rate exceeded")
+
+    response = router.call("/invoke", {"body": chat()}, context=remaining(300))
+
+    assert_error(response, 429, "Throttled")  # 297 - 2 x 110 s leaves no room for a third attempt
+    assert len(router.runtime.sent) == 2
+
+
+def test_every_turn_fits_the_function_timeout(router):
+    """Worst case of the longest path (turn, session gone, reopen, turn) against the construct's timeout."""
+    mod = router.mod
+    from sagemaker_llm_cdk.session_front_door import TIMEOUT
+
+    worst_call = mod.MODEL_ATTEMPT_WORST + mod.DYNAMODB_WORST
+    assert mod.MODEL_READ_TIMEOUT > 60  # InvokeEndpoint lets a model answer for 60 s
+    assert TIMEOUT.to_seconds() - mod.BUDGET_MARGIN_SECONDS >= 3 * worst_call  # three calls always fit
+    assert mod.DYNAMODB_WORST >= mod.DYNAMODB_MAX_ATTEMPTS * (mod.DYNAMODB_CONNECT_TIMEOUT + mod.DYNAMODB_READ_TIMEOUT)
+    config = mod._dynamodb().meta.config
+    assert config.retries["total_max_attempts"] == mod.DYNAMODB_MAX_ATTEMPTS
+    assert (config.connect_timeout, config.read_timeout) == (mod.DYNAMODB_CONNECT_TIMEOUT, mod.DYNAMODB_READ_TIMEOUT)
 
 
 # --- close --------------------------------------------------------------------------------------------
@@ -526,8 +693,9 @@ def test_close_of_session_the_container_already_dropped_still_deletes_mapping(ro
 
 def test_close_throttled_keeps_mapping_for_retry(router):
     router.table.put("chat-42", SID_1)
-    router.runtime.error(code="ThrottlingException", status=400, message="Rate exceeded",
-                         body={"requestType": "CLOSE"}, session_id=SID_1)
+    for _ in range(3):
+        router.runtime.error(code="ThrottlingException", status=400, message="Rate exceeded",
+                             body={"requestType": "CLOSE"}, session_id=SID_1)
 
     assert_error(router.call("/close", {"conversation_id": "chat-42"}), 429, "Throttled")
     assert router.table.get("chat-42")["session_id"] == SID_1
@@ -548,24 +716,57 @@ def caller_owner():
     return load_handler_module("session_router").caller_owner
 
 
-@pytest.mark.parametrize(
-    ("user_arn", "owner"),
-    [
-        (CHAT_APP, CHAT_APP_OWNER),
-        (f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/botocore-session-1742231200", CHAT_APP_OWNER),
-        ("arn:aws-us-gov:sts::111122223333:assumed-role/ecs-task/3f1c2b",
-         "arn:aws-us-gov:iam::111122223333:role/ecs-task"),
-        ("arn:aws-cn:sts::111122223333:assumed-role/r@x=y,z.w/s@e.s", "arn:aws-cn:iam::111122223333:role/r@x=y,z.w"),
-        (f"arn:aws:iam::{ACCOUNT}:user/alice", f"arn:aws:iam::{ACCOUNT}:user/alice"),
-        (f"arn:aws:iam::{ACCOUNT}:user/team/alice", f"arn:aws:iam::{ACCOUNT}:user/team/alice"),
-        (f"arn:aws:iam::{ACCOUNT}:root", f"arn:aws:iam::{ACCOUNT}:root"),
-        (f"arn:aws:sts::{ACCOUNT}:federated-user/bob", f"arn:aws:sts::{ACCOUNT}:federated-user/bob"),
-    ],
-    ids=["role-session", "other-session-same-role", "govcloud", "role-name-specials", "user", "user-with-path",
-         "root", "federated-user"],
-)
-def test_caller_owner_examples(caller_owner, user_arn, owner):
-    assert caller_owner(iam_context(user_arn)) == owner
+ROLE_EXAMPLES = [
+    (CHAT_APP, CHAT_APP_ROLE),
+    (f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/botocore-session-1742231200", CHAT_APP_ROLE),
+    ("arn:aws-us-gov:sts::111122223333:assumed-role/ecs-task/3f1c2b", "arn:aws-us-gov:iam::111122223333:role/ecs-task"),
+    ("arn:aws-cn:sts::111122223333:assumed-role/r@x=y,z.w/s@e.s", "arn:aws-cn:iam::111122223333:role/r@x=y,z.w"),
+]
+AS_IS = [f"arn:aws:iam::{ACCOUNT}:user/alice", f"arn:aws:iam::{ACCOUNT}:user/team/alice", f"arn:aws:iam::{ACCOUNT}:root",
+         f"arn:aws:sts::{ACCOUNT}:federated-user/bob"]
+
+
+@pytest.mark.parametrize(("user_arn", "role"), ROLE_EXAMPLES, ids=["role-session", "other-session-same-role",
+                                                                  "govcloud", "role-name-specials"])
+def test_caller_owner_of_role_sessions(caller_owner, user_arn, role):
+    assert caller_owner(iam_context(user_arn)) == user_arn  # default: the session, session name included
+    assert caller_owner(iam_context(user_arn), "session") == user_arn
+    assert caller_owner(iam_context(user_arn), "role") == role
+
+
+@pytest.mark.parametrize("user_arn", AS_IS, ids=["user", "user-with-path", "root", "federated-user"])
+@pytest.mark.parametrize("mode", ["session", "role"])
+def test_caller_owner_of_users_root_and_federated_users_is_their_arn(caller_owner, user_arn, mode):
+    assert caller_owner(iam_context(user_arn), mode) == user_arn
+
+
+COGNITO_ROLE = f"arn:aws:sts::{ACCOUNT}:assumed-role/Cognito_ChatAuth_Role/CognitoIdentityCredentials"
+POOL = "us-east-1:0f6a8b1c-1111-4222-8333-944455556666"
+
+
+def cognito_context(identity_id: str, pool: str | None = POOL) -> dict[str, Any]:
+    context = iam_context(COGNITO_ROLE)
+    context["cognitoIdentity"] = {"amr": ["authenticated", "cognito-idp.us-east-1.amazonaws.com/us-east-1_X"],
+                                  "identityId": identity_id, "identityPoolId": pool}
+    return context
+
+
+@pytest.mark.parametrize("mode", ["session", "role"])
+def test_caller_owner_of_a_cognito_identity_is_the_identity_id(caller_owner, mode):
+    alice, bob = "us-east-1:aaaaaaaa-0000-4000-8000-000000000001", "us-east-1:bbbbbbbb-0000-4000-8000-000000000002"
+
+    # One pool role, one session name for everyone: only the identity id tells people apart, in every mode.
+    assert caller_owner(cognito_context(alice), mode) == f"cognito-identity/{POOL}/{alice}"
+    assert caller_owner(cognito_context(bob), mode) != caller_owner(cognito_context(alice), mode)
+    assert caller_owner(cognito_context(alice, pool=None), mode) == f"cognito-identity/-/{alice}"
+
+
+@pytest.mark.parametrize("cognito", ["us-east-1:x", {}, {"identityId": ""}, {"identityId": 7}, ["x"]])
+def test_caller_owner_of_a_malformed_cognito_identity_is_none(caller_owner, cognito):
+    context = iam_context(COGNITO_ROLE)
+    context["cognitoIdentity"] = cognito
+
+    assert caller_owner(context) is None  # never falls back to the shared pool role
 
 
 @pytest.mark.parametrize("iam", [None, {}, "arn:aws:iam::1:user/x", {"userArn": ""}, {"userArn": "  "},
@@ -581,61 +782,83 @@ IAM_NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY
 @settings(max_examples=200, deadline=None)
 @given(partition=st.sampled_from(["aws", "aws-cn", "aws-us-gov", "aws-iso", "aws-iso-b"]),
        account=st.from_regex(r"[0-9]{12}", fullmatch=True), role=IAM_NAME, first=IAM_NAME, second=IAM_NAME)
-def test_caller_owner_of_role_sessions_is_the_role(caller_owner, partition, account, role, first, second):
-    def owner(session: str) -> str | None:
+def test_role_sessions_are_one_owner_only_in_role_mode(caller_owner, partition, account, role, first, second):
+    def owner(session: str, mode: str) -> str | None:
         return caller_owner({"accountId": account, "userArn": f"arn:{partition}:sts::{account}:assumed-role/"
-                             f"{role}/{session}"})
+                             f"{role}/{session}"}, mode)
 
-    assert owner(first) == owner(second) == f"arn:{partition}:iam::{account}:role/{role}"
+    assert owner(first, "role") == owner(second, "role") == f"arn:{partition}:iam::{account}:role/{role}"
+    assert (owner(first, "session") == owner(second, "session")) == (first == second)
 
 
 @settings(max_examples=200, deadline=None)
 @given(account=st.from_regex(r"[0-9]{12}", fullmatch=True), other=st.from_regex(r"[0-9]{12}", fullmatch=True),
-       role=IAM_NAME, other_role=IAM_NAME, session=IAM_NAME)
+       role=IAM_NAME, other_role=IAM_NAME, session=IAM_NAME, mode=st.sampled_from(["session", "role"]))
 def test_caller_owner_separates_accounts_and_roles_and_keeps_users(caller_owner, account, other, role, other_role,
-                                                                  session):
+                                                                  session, mode):
     def owner(acct: str, name: str) -> str | None:
-        return caller_owner({"userArn": f"arn:aws:sts::{acct}:assumed-role/{name}/{session}"})
+        return caller_owner({"userArn": f"arn:aws:sts::{acct}:assumed-role/{name}/{session}"}, mode)
 
     assert (owner(account, role) == owner(other, role)) == (account == other)
     assert (owner(account, role) == owner(account, other_role)) == (role == other_role)
     user = f"arn:aws:iam::{account}:user/{role}"
-    assert caller_owner({"userArn": user}) == user
-    assert caller_owner({"userArn": user}) != owner(account, role)  # a user never collides with a role
+    assert caller_owner({"userArn": user}, mode) == user
+    assert caller_owner({"userArn": user}, mode) != owner(account, role)  # a user never collides with a role
 
 
-def test_first_turn_binds_conversation_to_the_calling_role(router):
-    router.runtime.open(SID_1)
-    router.runtime.turn(session_id=SID_1)
+def test_two_people_signed_in_through_one_role_are_two_owners(router):
+    conversation_id = router.open(SID_1)  # alice, through the chat-app permission set
+    before = router.table.items()
 
-    assert router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})["statusCode"] == 200
+    turn = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()}, caller=SAME_ROLE_OTHER_SESSION)
+    close = router.call("/close", {"conversation_id": conversation_id}, caller=SAME_ROLE_OTHER_SESSION)
 
-    assert router.table.get("chat-42")["owner"] == CHAT_APP_OWNER
+    assert_error(turn, 404, "ConversationNotFound")
+    assert_error(close, 404, "ConversationNotFound")
+    assert router.table.items() == before and len(router.runtime.sent) == 1  # only alice's open
 
 
-def test_other_role_session_of_the_same_role_continues_and_closes(router):
-    router.runtime.open(SID_1)
-    router.runtime.turn(session_id=SID_1)
+def test_role_mode_lets_every_session_of_the_role_continue_and_close(router, monkeypatch):
+    router.mod._settings.cache_clear()
+    monkeypatch.setenv("OWNER_MODE", "role")
+    conversation_id = router.open(SID_1)
     router.runtime.turn(session_id=SID_1)
     router.runtime.close(SID_1)
 
-    first = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
-    # The next request comes from another Lambda/ECS task of the same role: another session name.
-    second = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()},
+    # The next requests come from other Lambda/ECS tasks of the same role: other session names.
+    second = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()},
                          caller=f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/task-7d1e")
-    closed = router.call("/close", {"conversation_id": "chat-42"},
+    closed = router.call("/close", {"conversation_id": conversation_id},
                          caller=f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/i-9")
+    other_role = router.call("/close", {"conversation_id": conversation_id}, caller=OTHER_APP)
 
-    assert first["statusCode"] == second["statusCode"] == closed["statusCode"] == 200
+    assert second["statusCode"] == closed["statusCode"] == 200
     assert second["json"]["session_id"] == SID_1 and closed["json"]["session_id"] == SID_1
-    assert router.table.get("chat-42") is None
+    assert_error(other_role, 404, "ConversationNotFound")
+    assert router.table.get(conversation_id) is None
+
+
+def test_cognito_users_of_one_pool_role_are_two_owners(router):
+    alice = {"iam": cognito_context("us-east-1:aaaaaaaa-0000-4000-8000-000000000001")}
+    bob = {"iam": cognito_context("us-east-1:bbbbbbbb-0000-4000-8000-000000000002")}
+    router.runtime.open(SID_1)
+    router.runtime.turn(session_id=SID_1)
+
+    opened = router.call("/open", {}, authorizer=alice)
+    conversation_id = opened["json"]["conversation_id"]
+    mine = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()}, authorizer=alice)
+    theirs = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()}, authorizer=bob)
+
+    assert mine["statusCode"] == 200
+    assert_error(theirs, 404, "ConversationNotFound")
+    assert router.table.get(conversation_id)["owner"].startswith("cognito-identity/")
 
 
 @pytest.mark.parametrize(
     "intruder",
-    [OTHER_APP, "arn:aws:sts::210987654321:assumed-role/chat-app/i-1", f"arn:aws:iam::{ACCOUNT}:user/mallory",
-     f"arn:aws:iam::{ACCOUNT}:root"],
-    ids=["other-role", "same-role-name-other-account", "iam-user", "account-root"],
+    [SAME_ROLE_OTHER_SESSION, OTHER_APP, "arn:aws:sts::210987654321:assumed-role/chat-app/alice@example.com",
+     f"arn:aws:iam::{ACCOUNT}:user/mallory", f"arn:aws:iam::{ACCOUNT}:root"],
+    ids=["same-role-other-person", "other-role", "same-role-name-other-account", "iam-user", "account-root"],
 )
 @pytest.mark.parametrize("expires_at", [NOW + 300, NOW - 1], ids=["live", "expired"])
 @pytest.mark.parametrize(
@@ -645,120 +868,68 @@ def test_other_role_session_of_the_same_role_continues_and_closes(router):
      ("/close", {"conversation_id": "chat-42"})],
     ids=["invoke", "invoke-other-component", "close"],
 )
-def test_other_principal_gets_404_and_touches_nothing(router, intruder, expires_at, path, body):
+def test_foreign_and_unknown_ids_get_the_same_answer_and_touch_nothing(router, intruder, expires_at, path, body):
     router.table.put("chat-42", SID_1, expires_at=expires_at)
+    router.table.put("chat-43", SID_2, expires_at=expires_at)  # the unknown id below has the same length
     before = router.table.items()
 
-    response = router.call(path, body, caller=intruder)
+    router.dynamodb_calls.clear()
+    foreign = router.call(path, body, caller=intruder)
+    foreign_calls = list(router.dynamodb_calls)
+    router.dynamodb_calls.clear()
+    router.table.client.delete_item(TableName=TABLE, Key={"conversation_id": {"S": "chat-43"}})
+    unknown = router.call(path, {**body, "conversation_id": "chat-43"}, caller=intruder)
 
-    error = assert_error(response, 404, "ConversationNotFound", "conversation_id")
-    assert SID_1 not in response["body"] and CHAT_APP_OWNER not in response["body"]
+    assert_error(foreign, 404, "ConversationNotFound", "conversation_id")
+    assert SID_1 not in foreign["body"] and CHAT_APP_OWNER not in foreign["body"]
+    assert unknown["statusCode"] == foreign["statusCode"]
+    assert unknown["body"] == foreign["body"].replace("chat-42", "chat-43")
+    assert unknown.get("headers") == foreign.get("headers")
+    assert foreign_calls == router.dynamodb_calls == ["GetItem"]  # no timing tell in AWS calls either
     assert router.runtime.sent == []  # the Stubber has nothing queued: any SageMaker call would fail too
-    assert router.table.items() == before
-    unknown = router.call("/close", {"conversation_id": "never-opened"}, caller=intruder)
-    assert unknown["statusCode"] == 404  # same answer as a conversation that does not exist
-    assert error["message"] == unknown["json"]["error"]["message"].replace("never-opened", "chat-42")
+    assert [i for i in router.table.items() if i["conversation_id"]["S"] == "chat-42"] == \
+        [i for i in before if i["conversation_id"]["S"] == "chat-42"]
 
 
 def test_owner_still_continues_after_a_refused_intruder(router):
-    router.table.put("chat-42", SID_1)
+    conversation_id = router.open(SID_1)
     router.runtime.turn(session_id=SID_1)
 
-    assert router.call("/invoke", {"conversation_id": "chat-42", "body": chat()}, caller=OTHER_APP)["statusCode"] == 404
-    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+    refused = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()}, caller=OTHER_APP)
+    response = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()})
 
+    assert refused["statusCode"] == 404
     assert response["statusCode"] == 200 and response["json"]["session_id"] == SID_1
 
 
 def test_iam_user_owns_its_conversation(router):
     alice = f"arn:aws:iam::{ACCOUNT}:user/alice"
-    router.runtime.open(SID_1)
-    router.runtime.turn(session_id=SID_1)
+    conversation_id = router.open(SID_1, caller=alice)
 
-    assert router.call("/invoke", {"conversation_id": "u-1", "body": chat()}, caller=alice)["statusCode"] == 200
-    bob = router.call("/invoke", {"conversation_id": "u-1", "body": chat()},
+    bob = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()},
                       caller=f"arn:aws:iam::{ACCOUNT}:user/bob")
 
-    assert router.table.get("u-1")["owner"] == alice
+    assert router.table.get(conversation_id)["owner"] == alice
     assert_error(bob, 404, "ConversationNotFound")
 
 
-def test_legacy_live_row_is_adopted_by_its_first_caller_then_bound(router):
-    router.table.put("chat-42", SID_1, owner=LEGACY)
-    router.runtime.turn(session_id=SID_1)
+@pytest.mark.parametrize("path", ["/invoke", "/close"])
+def test_rows_without_owner_are_never_adopted(router, path):
+    router.table.put("chat-42", SID_1, owner=LEGACY)  # written when clients chose (guessable) ids
+    before = router.table.items()
+    body = {"conversation_id": "chat-42", "body": chat()} if path == "/invoke" else {"conversation_id": "chat-42"}
 
-    first = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
-    intruder = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()}, caller=OTHER_APP)
-
-    assert first["statusCode"] == 200 and first["json"]["session_id"] == SID_1
-    assert "X-Session-Reopened" not in (first.get("headers") or {})  # the session itself was kept
-    row = router.table.get("chat-42")
-    assert row["owner"] == CHAT_APP_OWNER and row["session_id"] == SID_1 and row["expires_at"] == NOW + 300
-    assert row["created_at"] == NOW - 60
-    assert_error(intruder, 404, "ConversationNotFound")
+    assert_error(router.call(path, body), 404, "ConversationNotFound")
+    assert router.table.items() == before and router.runtime.sent == []
 
 
-def test_legacy_expired_row_is_reopened_for_the_caller(router):
-    router.table.put("chat-42", SID_1, owner=LEGACY, expires_at=NOW - 1)
-    router.runtime.open(SID_2)
-    router.runtime.turn(session_id=SID_2)
+def test_owner_mode_must_be_known(router, monkeypatch):
+    router.mod._settings.cache_clear()
+    monkeypatch.setenv("OWNER_MODE", "person")
 
-    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()}, caller=OTHER_APP)
+    error = assert_error(router.call("/invoke", {"body": chat()}), 500, "Misconfigured")
 
-    assert response["statusCode"] == 200 and response["headers"]["X-Session-Reopened"] == "true"
-    row = router.table.get("chat-42")
-    assert row["owner"] == OTHER_APP_OWNER and row["session_id"] == SID_2
-
-
-def test_legacy_row_can_be_closed_by_its_first_caller(router):
-    router.table.put("chat-42", SID_1, owner=LEGACY)
-    router.runtime.close(SID_1)
-
-    response = router.call("/close", {"conversation_id": "chat-42"}, caller=OTHER_APP)
-
-    assert response["statusCode"] == 200 and response["json"]["session_id"] == SID_1
-    assert router.table.get("chat-42") is None
-
-
-def test_legacy_row_adopted_concurrently_by_another_principal_is_404(router):
-    router.table.put("chat-42", SID_1, owner=LEGACY)
-    original = router.mod._get_item
-    reads = []
-
-    def read_then_lose(settings, conversation_id):
-        item = original(settings, conversation_id)
-        if not reads:  # another principal adopts the row right after this invocation read it
-            router.table.put("chat-42", SID_1, owner=OTHER_APP_OWNER)
-        reads.append(item)
-        return item
-
-    router.mod._get_item = read_then_lose
-
-    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
-
-    assert_error(response, 404, "ConversationNotFound")
-    assert len(reads) == 2 and router.runtime.sent == []
-    assert router.table.get("chat-42")["owner"] == OTHER_APP_OWNER
-
-
-def test_id_claimed_by_another_principal_during_first_turn_is_404_and_frees_the_session(router):
-    original = router.mod._open_session
-
-    def open_then_lose(settings, component):
-        opened = original(settings, component)
-        router.table.put("chat-42", SID_1, owner=OTHER_APP_OWNER, expires_at=NOW + 500)
-        return opened
-
-    router.mod._open_session = open_then_lose
-    router.runtime.open(SID_2)
-    router.runtime.close(SID_2)  # the session this invocation opened is freed, the other's is not touched
-
-    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
-
-    assert_error(response, 404, "ConversationNotFound")
-    assert SID_1 not in [p.get("SessionId") for p in router.runtime.sent]
-    row = router.table.get("chat-42")
-    assert row["owner"] == OTHER_APP_OWNER and row["session_id"] == SID_1
+    assert "OWNER_MODE='person'" in error["message"] and "session, role" in error["message"]
 
 
 @pytest.mark.parametrize(
@@ -770,8 +941,8 @@ def test_id_claimed_by_another_principal_during_first_turn_is_404_and_frees_the_
 @pytest.mark.parametrize(
     ("path", "body"),
     [("/invoke", {"conversation_id": "chat-42", "body": chat()}), ("/invoke", {"body": chat()}),
-     ("/close", {"conversation_id": "chat-42"})],
-    ids=["session-turn", "stateless", "close"],
+     ("/close", {"conversation_id": "chat-42"}), ("/open", {})],
+    ids=["session-turn", "stateless", "close", "open"],
 )
 def test_request_without_iam_caller_is_403_and_touches_nothing(router, authorizer, path, body):
     router.table.put("chat-42", SID_1)
@@ -824,6 +995,32 @@ def test_bad_input_is_4xx_and_touches_nothing(router, path, body, status, code, 
     assert_error(response, status, code, field)
     assert router.runtime.sent == []
     assert router.table.items() == before
+
+
+def test_packaged_component_list_is_served_and_long_lists_are_shortened_in_messages(router, monkeypatch, tmp_path):
+    names = [f"qwen3-32b-a{i:04d}" for i in range(1000)]
+    listing = tmp_path / "allowed_components.json"
+    listing.write_text(json.dumps({"components": names}))
+    monkeypatch.setattr(router.mod, "PACKAGED_COMPONENTS_PATH", str(listing))
+    monkeypatch.delenv("ALLOWED_COMPONENTS")
+    router.mod._settings.cache_clear()
+    router.runtime.turn(component="qwen3-32b-a0999")
+
+    assert router.call("/invoke", {"component": "qwen3-32b-a0999", "body": chat()})["statusCode"] == 200
+    error = assert_error(router.call("/invoke", {"component": "gpt-9", "body": chat()}), 400, "UnknownComponent")
+    assert "qwen3-32b-a0018" in error["message"] and "qwen3-32b-a0500" not in error["message"]
+    assert "and 981 more" in error["message"]  # base + 1000 names, 20 shown
+
+
+@pytest.mark.parametrize("content", ["{", '{"components": "a,b"}', '{"names": []}', '{"components": [1]}'])
+def test_unreadable_component_list_is_a_deployment_error(router, monkeypatch, tmp_path, content):
+    listing = tmp_path / "allowed_components.json"
+    listing.write_text(content)
+    monkeypatch.setattr(router.mod, "PACKAGED_COMPONENTS_PATH", str(listing))
+    router.mod._settings.cache_clear()
+
+    error = assert_error(router.call("/invoke", {"body": chat()}), 500, "Misconfigured")
+    assert "allowed_components.json is unreadable" in error["message"]
 
 
 def test_unknown_component_message_names_allowed_components(router):
@@ -883,13 +1080,127 @@ def test_arbitrary_request_bytes_never_reach_sagemaker_or_the_table(router, raw)
     assert router.table.items() == []
 
 
+@pytest.mark.parametrize(
+    "raw",
+    ['{"body": ' + "[" * 1900 + "]" * 1900 + "}",  # json.loads: RecursionError
+     '{"body": {"x": ' + "[" * 500 + "]" * 500 + "}}",  # parses, but deeper than MAX_JSON_DEPTH
+     '{"body": {"messages": [{"role": "user", "content": "\\ud800"}]}}',  # unpaired surrogate in a value
+     '{"body": {"\\udfff": 1}}',  # ... in a key
+     '{"conversation_id": "c", "component": "\\ud800", "body": {}}'],
+    ids=["recursion", "too-deep", "surrogate-value", "surrogate-key", "surrogate-component"],
+)
+@pytest.mark.parametrize("path", ["/invoke", "/open", "/close"])
+def test_hostile_json_is_400_not_500(router, raw, path):
+    router.table.put("chat-42", SID_1)
+    before = router.table.items()
+
+    response = router.call(path, raw)
+
+    error = assert_error(response, 400, "InvalidJson")
+    assert "deep" in error["message"] or "surrogate" in error["message"]
+    assert router.runtime.sent == []
+    assert router.table.items() == before
+
+
+@pytest.mark.parametrize(
+    ("body", "b64"),
+    [(123, False), ({"body": {}}, False), ("e30=", "yes"), ("e30=", 2), ("\udc80", False),
+     ("not base64 at all!", True), ("ëñ", True)],
+    ids=["number-body", "object-body", "string-flag", "int-flag", "surrogate-text", "bad-base64", "non-ascii-b64"],
+)
+def test_malformed_event_fields_are_400(router, body, b64, lambda_context):
+    event = function_url_event("/invoke", None)
+    event["body"] = body
+    event["isBase64Encoded"] = b64
+
+    response = router.mod.handler(event, lambda_context)
+
+    assert response["statusCode"] == 400, response
+    assert json.loads(response["body"])["error"]["code"] == "InvalidBody"
+    assert router.runtime.sent == [] and router.table.items() == []
+
+
+def _without(event: dict[str, Any], *path: str) -> dict[str, Any]:
+    event = json.loads(json.dumps(event))
+    target = event
+    for key in path[:-1]:
+        target = target[key]
+    del target[path[-1]]
+    return event
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [lambda e: [], lambda e: {}, lambda e: _without(e, "requestContext"), lambda e: _without(e, "requestContext", "http"),
+     lambda e: {**e, "requestContext": "x"}, lambda e: {**e, "rawPath": None}, lambda e: {**e, "headers": ["a"]},
+     lambda e: {**e, "headers": {"x": 1}}, lambda e: {**e, "cookies": "a=b"}, lambda e: {**e, "queryStringParameters": 7}],
+    ids=["list", "empty", "no-request-context", "no-http", "context-not-object", "no-raw-path", "headers-list",
+         "header-not-string", "cookies-string", "query-number"],
+)
+def test_events_that_are_not_function_url_requests_are_400(router, lambda_context, mutate):
+    event = mutate(function_url_event("/invoke", json.dumps({"body": chat()})))
+
+    response = router.mod.handler(event, lambda_context)
+
+    assert response["statusCode"] == 400
+    assert json.loads(response["body"])["error"]["code"] == "InvalidEvent"
+    assert router.runtime.sent == [] and router.table.items() == []
+
+
+_JSON_LEAF = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+_HOSTILE_TEXT = st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=40)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                    HealthCheck.too_slow])
+@given(
+    path=st.sampled_from(["/invoke", "/open", "/close", "/", "/invoke/", "/%00", "/x" * 50]),
+    method=st.sampled_from(["POST", "GET", "PUT", "DELETE", "OPTIONS"]),
+    payload=st.recursive(_JSON_LEAF, lambda inner: st.lists(inner, max_size=4)
+                         | st.dictionaries(_HOSTILE_TEXT, inner, max_size=4), max_leaves=30),
+    wrap=st.booleans(),
+    depth=st.integers(min_value=0, max_value=3000),
+    surrogate=st.booleans(),
+    b64=st.sampled_from([True, False, None, "true", 0]),
+    headers=st.dictionaries(_HOSTILE_TEXT, _HOSTILE_TEXT, max_size=4),
+    content_type=st.sampled_from(["application/json", "text/plain", "application/octet-stream",
+                                  "multipart/form-data; boundary=x", "", "\x00", "application/json; charset=utf-16"]),
+)
+def test_hostile_requests_never_500_and_write_nothing(router, lambda_context, path, method, payload, wrap, depth,
+                                                      surrogate, b64, headers, content_type):
+    value: Any = {"conversation_id": "chat-42", "body": payload} if wrap else payload
+    if method == "POST" and depth == 0 and not surrogate and isinstance(value, dict):
+        # valid requests that would reach SageMaker (a stateless turn, opening a conversation) are not hostile
+        assume(not (path == "/invoke" and "conversation_id" not in value and isinstance(value.get("body"), dict)))
+        assume(not (path == "/open" and set(value) <= {"component"}))
+    text = json.dumps(value, ensure_ascii=not surrogate)
+    if surrogate:
+        text = text[:-1] + (', "s": "\\ud83d"}' if text.endswith("}") else "")
+    text = "[" * depth + text + "]" * depth
+    raw: Any = text
+    if b64 is True:
+        raw = base64.b64encode(text.encode("utf-8", "surrogatepass")).decode()
+    event = function_url_event(path, raw, method=method, b64=bool(b64))
+    event["isBase64Encoded"] = b64
+    event["headers"] = {**headers, "content-type": content_type}
+    before = router.table.items()
+
+    response = router.mod.handler(event, lambda_context)
+
+    assert 400 <= response["statusCode"] < 500, response
+    answer = json.loads(response["body"])
+    assert set(answer["error"]) >= {"code", "message"}
+    assert router.runtime.sent == []
+    assert router.table.items() == before
+
+
 # --- logging ------------------------------------------------------------------------------------------
 def test_logs_carry_ids_but_never_prompt_or_completion(router, capsys):
     stream = io.StringIO()
     handler = router.mod.logger.registered_handler
     previous = handler.setStream(stream)
+    router.table.put("chat-42", SID_1)
     try:
-        router.runtime.open(SID_1)
         router.runtime.turn(session_id=SID_1)
         router.runtime.error(code="ModelError", status=424, session_id=SID_1,
                              message=f"Received client error (400): bad prompt {PROMPT}",

@@ -96,11 +96,15 @@ class Synth:
         return folders
 
 
+PACKAGED_DATA = {"allowed_components.json"}
+"""Data files a construct stages next to a handler's code (the session front door's component list)."""
+
+
 def same_files(asset: Path, folder: Path) -> bool:
     if not folder.is_dir():
         return False
     names = sorted(p.name for p in folder.iterdir() if p.name != "__pycache__" and not p.name.endswith(".pyc"))
-    if sorted(p.name for p in asset.iterdir()) != names:
+    if sorted(p.name for p in asset.iterdir() if p.name not in PACKAGED_DATA) != names:
         return False
     match, mismatch, errors = filecmp.cmpfiles(asset, folder, names, shallow=False)
     return not mismatch and not errors
