@@ -36,6 +36,7 @@ from sagemaker_llm_cdk.config_layers import load_layers
 from sagemaker_llm_cdk.settings import Settings
 from sagemaker_llm_cdk.validation import validated
 
+from .checks import attach_stage_checks
 from .llm_platform import LlmPlatformStack
 
 ACCOUNT = r"^\d{12}$"
@@ -147,7 +148,11 @@ class LlmPlatformStage(Stage):
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig, config_dir: Path, env: Environment) -> None:
         super().__init__(scope, id, env=env)
+        self.nag_warning_packs: tuple[str, ...] = tuple(config.checks.nag_warning_packs)
+        """The stage config's extra cdk-nag packs; ``stacks.checks.attach_checks`` reports them as warnings."""
         self.platform = LlmPlatformStack(self, config.stack_name, config=config, config_dir=config_dir)
+        # Here, not only in attach_checks: build_pipeline() synthesizes the stage, and Aspects added later never run.
+        attach_stage_checks(self, extra_packs=self.nag_warning_packs)
 
 
 class PipelineStack(Stack):

@@ -13,7 +13,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from . import acknowledgements
+from . import acknowledgements, grants
 from .component_base import one_minute
 from .errors import ConfigurationError, Problem
 from .settings import DataCapture, EndpointOptions, InstanceScaling, Routing, has_local_nvme
@@ -374,27 +374,24 @@ class LlmEndpoint(EndpointReference):
                 ],
             )
         )
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="PublishSageMakerMetrics",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
-            )
-        )
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(sid="AuthenticateToEcr", actions=["ecr:GetAuthorizationToken"], resources=["*"])
-        )
+        grants.grant(
+            self.role, sid="PublishSageMakerMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"],
+            conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
+            reason="cloudwatch:PutMetricData has no resource type; a cloudwatch:namespace condition limits it to "
+                   "SageMaker's namespaces.")
+        grants.grant(
+            self.role, sid="AuthenticateToEcr", actions=["ecr:GetAuthorizationToken"], resources=["*"],
+            reason="ecr:GetAuthorizationToken has no resource type; pulling layers is limited to the model's image "
+                   "repository by the model's own statement.")
 
     def _grant_vpc_access(self) -> None:
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="DescribeNetwork",
-                actions=["ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
-                         "ec2:DescribeNetworkInterfaces", "ec2:DescribeDhcpOptions"],
-                resources=["*"],
-            )
-        )
+        grants.grant(
+            self.role, sid="DescribeNetwork",
+            actions=["ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+                     "ec2:DescribeNetworkInterfaces", "ec2:DescribeDhcpOptions"],
+            resources=["*"],
+            reason="SageMaker describes the VPC, subnets and security groups before attaching the endpoint's network "
+                   "interfaces; ec2:Describe* actions have no resource type.")
         stack = Stack.of(self)
         self.role.add_to_principal_policy(
             iam.PolicyStatement(
