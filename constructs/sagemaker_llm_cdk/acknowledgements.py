@@ -280,11 +280,6 @@ CHECKOV_REASONS = {
     "CKV_AWS_18": (
         "This is the access-log bucket of a SecureBucket: it receives the server access logs of the bucket next to "
         "it. Logging it in turn would need another bucket, and logging it to itself loops."),
-    "CKV_AWS_370": (
-        "EnableNetworkIsolation is create-only: switching it replaces the model and redeploys its copies. It stays "
-        "off so that turning EAGLE on later (the LMI container then reads the draft head from S3 itself) does not "
-        "replace the model. The container's reach is bounded by its execution role (its own S3 prefixes, its "
-        "image, its KMS key) and by the endpoint's VPC when one is configured."),
     "CKV_AWS_111": (
         "Step Functions delivers the waiter state machine's logs through CloudWatch Logs log-delivery actions "
         "(CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...) that have no resource-level permissions; "
@@ -354,8 +349,6 @@ def _checkov_findings(resource: Any) -> list[str]:
                 and resource.logging_configuration is None):
             return ["CKV_AWS_18"]
         return []
-    if kind == "AWS::SageMaker::Model":
-        return [] if resource.enable_network_isolation else ["CKV_AWS_370"]
     if kind == "AWS::IAM::Policy":
         document = Stack.of(resource).resolve(resource.policy_document) or {}
         wildcard_actions: set[str] = set()

@@ -405,6 +405,10 @@ class EagleSettings(Settings):
         return problems
 
 
+_DOWNLOADING_VARIABLES = ("HF_MODEL_ID", "OPTION_MODEL_ID")
+"""Container variables that make LMI/TGI download the model when they name a hub id or URL, not a path."""
+
+
 class ModelSpec(Settings):
     """A model served as an inference component on an ``LlmEndpoint``.
 
@@ -444,6 +448,12 @@ class ModelSpec(Settings):
         "Session-aware routing with a front door for multi-turn chat. Default: off (stateless, load-aware)."))] = None
     eagle: Annotated[EagleSettings | None, Field(description=(
         "EAGLE speculative-decoding optimization loop. Default: off."))] = None
+    network_isolation: Annotated[bool, Field(description=(
+        "EnableNetworkIsolation on the SageMaker model: the container gets no network at all (no internet, no AWS "
+        "API calls); SageMaker still mounts the S3 weights, the EAGLE draft head (AdditionalModelDataSources) and "
+        "LoRA adapter artifacts, and pulls the ECR image. Set false only for a container that downloads at run time "
+        "(e.g. HF_MODEL_ID from the Hugging Face Hub). Create-only: changing it replaces the model and redeploys "
+        "its copies. Default: true."))] = True
 
     _ENV_KEY: ClassVar[re.Pattern[str]] = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,1023}$")
 
@@ -482,6 +492,14 @@ class ModelSpec(Settings):
             if not self._ENV_KEY.match(key):
                 problems.append(Problem(f"environment.{key}", key, "a variable name: letters, digits, '_'",
                                         "rename the variable"))
+        if self.network_isolation:
+            for key in _DOWNLOADING_VARIABLES:
+                value = self.environment.get(key)
+                if value is not None and not value.startswith("/"):
+                    problems.append(Problem(
+                        f"environment.{key}", value,
+                        "a local path (e.g. /opt/ml/model) while network_isolation is on: the container has no network",
+                        "serve the weights from model_data_s3_uri, or set network_isolation: false for this model"))
         return problems
 
 
