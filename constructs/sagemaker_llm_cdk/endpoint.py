@@ -183,7 +183,7 @@ class LlmEndpoint(EndpointReference):
         self.role: iam.IRole = role or iam.Role(
             self,
             "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            assumed_by=grants.sagemaker_principal(self),
             description=f"Execution role of the SageMaker endpoint {self.node.path}",
         )
         self.physical_name: str = endpoint_name or default_endpoint_name(self)

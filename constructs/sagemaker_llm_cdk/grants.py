@@ -226,3 +226,65 @@ def guard_app(scope: IConstruct) -> None:
     """Add ``WildcardGuard`` to ``scope`` (an App or Stage)."""
     Aspects.of(scope).add(WildcardGuard())
 
+
+# ------------------------------------------------------------------ confused deputies
+def sagemaker_principal(scope: IConstruct) -> iam.ServicePrincipal:
+    """``sagemaker.amazonaws.com``, trusted only on behalf of SageMaker resources of this account and region.
+
+    SageMaker's confused-deputy guide (security-confused-deputy-prevention, "SageMaker AI Inference" and
+    "Training Jobs") gives trust policies with ``ArnLike aws:SourceArn arn:<partition>:sagemaker:<region>:
+    <account>:*``; ``aws:SourceAccount`` is added with the same account, as the guide allows.
+    """
+    stack = Stack.of(scope)
+    return iam.ServicePrincipal("sagemaker.amazonaws.com", conditions={
+        "StringEquals": {"aws:SourceAccount": stack.account},
+        "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:sagemaker:{stack.region}:{stack.account}:*"},
+    })
+
+
+def service_statements_without_source(document: Any) -> list[str]:
+    """Allow statements of a resolved resource policy that trust a service principal with no source condition."""
+    problems = []
+    for statement in _statements(document):
+        principal = statement.get("Principal")
+        services = _as_list(principal.get("Service")) if isinstance(principal, dict) else []
+        if statement.get("Effect") != "Allow" or not services:
+            continue
+        keys = {key.lower() for operator in (statement.get("Condition") or {}).values() if isinstance(operator, dict)
+                for key in operator}
+        if not keys & {"aws:sourcearn", "aws:sourceaccount"}:
+            problems.append(f"statement {statement.get('Sid', '?')} lets {', '.join(map(str, services))} "
+                            f"{_as_list(statement.get('Action'))} with no aws:SourceArn or aws:SourceAccount condition")
+    return problems
+
+
+@jsii.implements(IValidation)
+class _SourceConditions:
+    def __init__(self, policy: Any) -> None:
+        self._policy = policy
+
+    def validate(self) -> list[str]:
+        document = Stack.of(self._policy).resolve(self._policy.document)
+        return [f"{self._policy.node.path}: {p} (a confused deputy could use it); add the condition"
+                for p in service_statements_without_source(document)]
+
+
+def require_source_conditions(topic: Any) -> None:
+    """Fail the synth when ``topic``'s policy trusts a service principal without ``aws:SourceArn``/``SourceAccount``.
+
+    CDK's ``events_targets.SnsTopic`` adds an unconditioned ``sns:Publish`` for ``events.amazonaws.com``,
+    which would cancel any conditioned statement; this keeps such a grant from reappearing.
+    """
+    topic.node.add_validation(_TopicSourceConditions(topic))
+
+
+@jsii.implements(IValidation)
+class _TopicSourceConditions:
+    def __init__(self, topic: Any) -> None:
+        self._topic = topic
+
+    def validate(self) -> list[str]:
+        policy = self._topic.node.try_find_child("Policy")
+        if policy is None:
+            return []
+        return _SourceConditions(policy).validate()
