@@ -57,7 +57,27 @@ class EndpointSpec(EndpointOptions):
             problem = name_problem("endpoint_name", self.endpoint_name, "EndpointName")
             if problem:
                 problems.append(problem)
+        retention = self.data_capture.retention_days
+        for index, model in enumerate(self.models):
+            if model.eagle is None or model.eagle.dataset.source != "capture" or not self.data_capture.enabled:
+                continue
+            days = _rate_days(model.eagle.schedule)
+            if days is not None and days >= retention:
+                problems.append(Problem(
+                    "data_capture.retention_days", retention,
+                    f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, every {days:g} days)",
+                    "keep captures longer than the EAGLE interval, or run EAGLE more often: captured traffic older "
+                    "than retention_days expires before the next run reads it"))
         return problems
+
+
+def _rate_days(schedule: str | None) -> float | None:
+    """Days between runs of an EventBridge ``rate(N unit)`` expression; None for cron or nothing."""
+    match = re.fullmatch(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)", (schedule or "").strip())
+    if not match:
+        return None
+    per_day = {"minute": 1440, "hour": 24, "day": 1}[match.group(2).rstrip("s")]
+    return int(match.group(1)) / per_day
 
 
 class AppConfig(Settings):

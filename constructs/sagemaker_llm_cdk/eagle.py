@@ -72,7 +72,7 @@ from .errors import ConfigurationError, Problem
 from .functions import METRICS_NAMESPACE, python_function
 from .settings import _S3_URI, EAGLE_ARCHITECTURES, EagleSettings, instance_type_problem
 from .speculative_decoding import SpeculativeDecoding, literal_parameter_name
-from .storage import SecureBucket, secure_key
+from .storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from .validation import validated
 
 if TYPE_CHECKING:
@@ -229,7 +229,11 @@ class EagleOptimization(Construct):
 
         # ------------------------------------------------------------------ storage
         self.key = secure_key(self, "Key", description=f"EAGLE datasets, draft heads and run records of {where}")
-        self.artifacts = SecureBucket(self, "Artifacts", encryption_key=self.key)
+        expiring = {DATASETS + "/": dataset.retention_days} if dataset.source == "capture" else {}
+        self.artifacts = SecureBucket(self, "Artifacts", encryption_key=self.key,
+                                      noncurrent_version_days=NONCURRENT_VERSION_DAYS, expire_after_days=expiring)
+        # Training sets are captured user text: only the loop's own roles (and the endpoint, for heads) read.
+        restrict_reads(self.artifacts, self.key, what="EAGLE datasets and draft heads")
         self.artifacts.bucket.add_lifecycle_rule(
             id="ExpireMapResults", prefix=f"{MAP_RESULTS}/", expiration=Duration.days(30))
         self.artifacts_bucket: s3.IBucket = self.artifacts.bucket

@@ -17,7 +17,7 @@ from . import acknowledgements, grants
 from .component_base import one_minute
 from .errors import ConfigurationError, Problem
 from .settings import DataCapture, EndpointOptions, InstanceScaling, Routing, has_local_nvme
-from .storage import SecureBucket, secure_key
+from .storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from .validation import validated
 
 if TYPE_CHECKING:
@@ -209,10 +209,18 @@ class LlmEndpoint(EndpointReference):
             self.subnet_ids = []
 
         self.data_capture_bucket: s3.IBucket | None = None
+        self.data_capture: SecureBucket | None = None
+        """The capture bucket this endpoint made (``add_reader`` lets a role of another stack read it)."""
         data_capture_config = None
         if options.data_capture.enabled:
             if data_capture_bucket is None:
-                data_capture_bucket = SecureBucket(self, "DataCapture", encryption_key=self.key).bucket
+                secure = SecureBucket(self, "DataCapture", encryption_key=self.key,
+                                      noncurrent_version_days=NONCURRENT_VERSION_DAYS,
+                                      expire_after_days={"": options.data_capture.retention_days})
+                # Prompts and completions: only roles granted to read them may (and decrypt them through S3).
+                restrict_reads(secure, self.key if isinstance(self.key, kms.Key) else None, what="captured traffic")
+                self.data_capture = secure
+                data_capture_bucket = secure.bucket
             self.data_capture_bucket = data_capture_bucket
             self.role.add_to_principal_policy(
                 iam.PolicyStatement(

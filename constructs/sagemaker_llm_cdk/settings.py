@@ -235,6 +235,10 @@ class DataCapture(Settings):
     capture_output: Annotated[bool, Field(description="Capture responses. Default: true.")] = True
     json_content_types: Annotated[tuple[str, ...], Field(max_length=10, description=(
         "Content types stored as JSON text instead of base64. Default: application/json."))] = ("application/json",)
+    retention_days: Annotated[int, Field(ge=1, le=3650, description=(
+        "Days a captured request/response (user prompts and model completions) is kept before it expires; then it "
+        "stays 7 more days as a noncurrent version and is gone. Longer than the EAGLE schedule, so every run sees "
+        "the traffic since the last one. Default: 30."))] = 30
 
     def _rules(self) -> list[Problem]:
         problems = []
@@ -352,6 +356,10 @@ class EagleDataset(Settings):
     builtin_name: Annotated[str | None, Field(description="source builtin: " + ", ".join(BUILTIN_DATASETS) + ".")] = None
     min_new_records: Annotated[int, Field(ge=1, le=100_000_000, description=(
         "source capture: start a run only when at least this many new records were converted. Default: 1000."))] = 1000
+    retention_days: Annotated[int, Field(ge=1, le=3650, description=(
+        "source capture: days the training sets built from captured traffic (datasets/, map-results/ of the "
+        "artifacts bucket) are kept; then 7 more days as noncurrent versions. Draft heads and reports are kept. "
+        "Default: 90."))] = 90
 
     def _rules(self) -> list[Problem]:
         problems = []
