@@ -473,3 +473,17 @@ def pipeline(pipeline: Any) -> None:
                      f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/*"):
         _iam5(pipeline, resource, "The asset-publishing projects share one role; CDK Pipelines creates a project per "
               "asset, so the role names CodeBuild's log groups and report groups of this account and region.")
+
+
+def auto_delete_objects(stack: Stack) -> None:
+    """CDK's bucket-emptying provider, present with ``removal: destroy`` (``removal.set_removal``)."""
+    provider = stack.node.try_find_child("Custom::S3AutoDeleteObjectsCustomResourceProvider")
+    handler = provider.node.try_find_child("Handler") if provider is not None else None
+    if handler is None:
+        return
+    why = ("CDK's auto-delete-objects handler (removal: destroy) runs only when CloudFormation deletes a bucket, "
+           "invoked synchronously by CloudFormation, and calls only S3 APIs: ")
+    for check, detail in (("CKV_AWS_115", "it needs no reserved concurrency, which would take from the account's pool"),
+                          ("CKV_AWS_116", "a failed call fails the stack deletion, so a dead-letter queue adds nothing"),
+                          ("CKV_AWS_117", "outside a VPC, which would need an S3 endpoint or NAT it has no use for")):
+        checkov_skip(handler, check, why + detail + ".")

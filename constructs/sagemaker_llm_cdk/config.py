@@ -93,6 +93,11 @@ class AppConfig(Settings):
     capacity_plans: Annotated[tuple[CapacityPlanSpec, ...], Field(max_length=20, description=(
         "Reserved GPU capacity: plans to buy once (price cap and purchase_acknowledged required) or existing "
         "plans, each bound to at most one endpoint by its capacity_plan. Default: none."))] = ()
+    removal: Annotated[Literal["retain", "destroy"], Field(description=(
+        "What `cdk destroy` does with data: retain keeps KMS keys, S3 buckets, log groups and the EAGLE runs table "
+        "(production: data, keys and audit logs outlive the stack); destroy deletes them with the stack (buckets "
+        "emptied first, keys scheduled for deletion after 7 days), for dev and test. A bought capacity plan is never "
+        "deleted. Default: retain."))] = "retain"
 
     def _rules(self) -> list[Problem]:
         problems = []

@@ -185,9 +185,11 @@ def _allowed(action: Any, extra: Mapping[str, str]) -> bool:
 def _documents(node: Any) -> list[Any]:
     kind = node.cfn_resource_type
     stack = Stack.of(node)
-    if kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+    # A plain CfnResource of these types (CDK's CustomResourceProvider makes its role so) has no typed
+    # properties to read; it is CDK's own, fixed code (the auto-delete-objects provider).
+    if kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy") and hasattr(node, "policy_document"):
         return [stack.resolve(node.policy_document)]
-    if kind == "AWS::IAM::Role":
+    if kind == "AWS::IAM::Role" and hasattr(node, "policies"):
         policies = stack.resolve(node.policies) or []
         return [p.get("PolicyDocument") for p in policies if isinstance(p, dict)]
     return []

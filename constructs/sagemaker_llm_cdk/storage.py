@@ -18,6 +18,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from .removal import destroying
+
 NONCURRENT_VERSION_DAYS = 7
 """Replaced or expired object versions in buckets of user text stay this long (to undo a mistaken delete)."""
 READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
@@ -25,7 +27,10 @@ READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
 
 
 def secure_key(scope: Construct, id: str, *, description: str) -> kms.Key:
-    """A customer-managed KMS key with yearly rotation, kept when the stack is deleted."""
+    """A customer-managed KMS key with yearly rotation, kept when the stack is deleted.
+
+    With ``removal: destroy`` (``removal.set_removal``) the stack's Aspect schedules it for deletion instead.
+    """
     return kms.Key(
         scope,
         id,
@@ -36,7 +41,8 @@ def secure_key(scope: Construct, id: str, *, description: str) -> kms.Key:
 
 
 class SecureBucket(Construct):
-    """A bucket that is TLS-only, private, versioned, KMS-encrypted, access-logged and retained.
+    """A bucket that is TLS-only, private, versioned, KMS-encrypted, access-logged and retained
+    (with ``removal: destroy``: emptied and deleted with the stack).
 
     The access-log bucket uses S3-managed keys because S3 server access logging cannot
     deliver to a bucket encrypted with a customer-managed key.
@@ -57,6 +63,7 @@ class SecureBucket(Construct):
         expire_after_days: dict[str, int] | None = None,
     ) -> None:
         super().__init__(scope, id)
+        destroy = destroying(self)  # removal: destroy empties and deletes the buckets with the stack
         if access_logs is None:
             access_logs = s3.Bucket(
                 self,
@@ -66,7 +73,8 @@ class SecureBucket(Construct):
                 enforce_ssl=True,
                 versioned=True,
                 object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
-                removal_policy=RemovalPolicy.RETAIN,
+                removal_policy=RemovalPolicy.DESTROY if destroy else RemovalPolicy.RETAIN,
+                auto_delete_objects=destroy,
                 lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
             )
         self.access_logs = access_logs
@@ -89,10 +97,15 @@ class SecureBucket(Construct):
             versioned=True,
             server_access_logs_bucket=access_logs,
             server_access_logs_prefix=f"{id.lower()}/",
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=RemovalPolicy.DESTROY if destroy else RemovalPolicy.RETAIN,
+            auto_delete_objects=destroy,
             lifecycle_rules=rules,
         )
         self._extra_readers: list[str] = []
+        if destroy:
+            from . import acknowledgements
+
+            acknowledgements.auto_delete_objects(Stack.of(self))
 
     def add_reader(self, principal_arn: str) -> None:
         """Let ``principal_arn`` (an IAM role ARN, e.g. of a role in another stack) pass ``restrict_reads``.
@@ -163,7 +176,7 @@ class _Readers:
         for node in stack.node.find_all():
             if not CfnResource.is_cfn_resource(node) or node.cfn_resource_type != "AWS::IAM::Policy":
                 continue
-            if Stack.of(node) is not stack:
+            if Stack.of(node) is not stack or not hasattr(node, "policy_document"):
                 continue
             document = stack.resolve(node.policy_document) or {}
             if any(_grants(s, self._actions, target_id) for s in _as_list(document.get("Statement"))):
