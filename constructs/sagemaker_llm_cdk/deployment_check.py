@@ -189,8 +189,8 @@ def _scope_waiter_log_writes(provider: cr.Provider, log_group: logs.ILogGroup) -
     through the log-delivery API, so the two writes are kept only on the waiter's own log group.
     """
     waiter = provider.node.find_child("waiter-state-machine")
-    policy = waiter.node.find_child("Role").node.find_child("DefaultPolicy")
-    cfn_policy = policy.node.default_child
+    policy: Any = waiter.node.find_child("Role").node.find_child("DefaultPolicy")
+    cfn_policy: Any = policy.node.default_child
     cfn_policy.policy_document = Lazy.any(_ScopedLogWrites(policy, log_group))
 
 

@@ -795,7 +795,7 @@ class _SnsTarget:
         self._topic = topic
         self._message = message
 
-    def bind(self, rule: events.IRule, id: str | None = None) -> events.RuleTargetConfig:
+    def bind(self, rule: Any, id: str | None = None) -> events.RuleTargetConfig:
         return events.RuleTargetConfig(arn=self._topic.topic_arn, input=self._message)
 
 

@@ -18,7 +18,7 @@ Use: ``set_removal(stack, "destroy")`` before adding constructs to ``stack`` (th
 from __future__ import annotations
 
 from collections import Counter
-from typing import Literal
+from typing import Any, Literal
 
 import jsii
 from aws_cdk import Aspects, CfnDeletionPolicy, CfnResource, IAspect, RemovalPolicy, Stack
@@ -88,12 +88,13 @@ class _Destroy:
     def visit(self, node: IConstruct) -> None:
         if not CfnResource.is_cfn_resource(node):
             return
-        kind = node.cfn_resource_type
+        resource: Any = node
+        kind = resource.cfn_resource_type
         if kind not in _REMOVABLE or not _made_by_library(node):
             return
-        node.apply_removal_policy(RemovalPolicy.DESTROY)
+        resource.apply_removal_policy(RemovalPolicy.DESTROY)
         if kind == "AWS::KMS::Key":
-            node.pending_window_in_days = KEY_PENDING_DAYS  # type: ignore[attr-defined]
+            resource.pending_window_in_days = KEY_PENDING_DAYS
 
 
 def removal_note(scope: IConstruct) -> str:
@@ -102,9 +103,10 @@ def removal_note(scope: IConstruct) -> str:
     for stack in [c for c in scope.node.find_all() if Stack.is_stack(c)]:
         kept: Counter[str] = Counter()
         gone: Counter[str] = Counter()
-        for node in stack.node.find_all():
-            if not CfnResource.is_cfn_resource(node) or Stack.of(node) is not stack:
+        for construct in stack.node.find_all():
+            if not CfnResource.is_cfn_resource(construct) or Stack.of(construct) is not stack:
                 continue
+            node: Any = construct
             kind = node.cfn_resource_type
             if kind in _NEVER:
                 kept[_NEVER[kind]] += 1

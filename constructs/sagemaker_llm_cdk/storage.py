@@ -173,7 +173,8 @@ class _Readers:
         stack = Stack.of(self._target)
         target_id = stack.resolve(self._target.logical_id)
         roles: list[str] = []
-        for node in stack.node.find_all():
+        for construct in stack.node.find_all():
+            node: Any = construct
             if not CfnResource.is_cfn_resource(node) or node.cfn_resource_type != "AWS::IAM::Policy":
                 continue
             if Stack.of(node) is not stack or not hasattr(node, "policy_document"):
