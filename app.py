@@ -7,6 +7,7 @@ from aws_cdk import App, Environment
 
 from sagemaker_llm_cdk import ConfigurationError, cost_ceiling_table, load_config
 from sagemaker_llm_cdk.capacity_plan import consent_problems
+from sagemaker_llm_cdk.removal import removal_note
 from stacks import LlmPlatformStack, attach_checks
 
 
@@ -38,6 +39,8 @@ def main() -> None:
     attach_checks(app, extra_packs=extra_packs)
     # The most each endpoint can run, for the reviewer reading the synth log.
     print(cost_ceiling_table(app), file=sys.stderr)
+    # What `cdk destroy` would leave behind (removal: retain | destroy in the config).
+    print(removal_note(app), file=sys.stderr)
     app.synth()
 
 

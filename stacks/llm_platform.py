@@ -23,6 +23,7 @@ from sagemaker_llm_cdk import (
 from sagemaker_llm_cdk.capacity_plan import encrypted_alarm_topic
 from sagemaker_llm_cdk.eagle import RECORD_SERVICE, EagleOptimization
 from sagemaker_llm_cdk.lora_adapter import adapters_of
+from sagemaker_llm_cdk.removal import set_removal
 from sagemaker_llm_cdk.speculative_decoding import PromotionParameter
 
 
@@ -43,6 +44,7 @@ class LlmPlatformStack(Stack):
         """
         self.config_dir = config_dir or Path.cwd()
         super().__init__(scope, id, description="LLM endpoints on Amazon SageMaker AI (sagemaker-llm-cdk)", **kwargs)
+        set_removal(self, config.removal)  # before any construct: buckets read it when they are made
         for key, value in config.tags.items():
             Tags.of(self).add(key, value)
         # One alarm topic (KMS-encrypted) for everything this stack watches.

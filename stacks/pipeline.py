@@ -36,6 +36,7 @@ from sagemaker_llm_cdk.config_layers import load_layers
 from sagemaker_llm_cdk.settings import Settings
 from sagemaker_llm_cdk.validation import validated
 
+from .checks import attach_stage_checks
 from .llm_platform import LlmPlatformStack
 
 ACCOUNT = r"^\d{12}$"
@@ -147,7 +148,11 @@ class LlmPlatformStage(Stage):
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig, config_dir: Path, env: Environment) -> None:
         super().__init__(scope, id, env=env)
+        self.nag_warning_packs: tuple[str, ...] = tuple(config.checks.nag_warning_packs)
+        """The stage config's extra cdk-nag packs; ``stacks.checks.attach_checks`` reports them as warnings."""
         self.platform = LlmPlatformStack(self, config.stack_name, config=config, config_dir=config_dir)
+        # Here, not only in attach_checks: build_pipeline() synthesizes the stage, and Aspects added later never run.
+        attach_stage_checks(self, extra_packs=self.nag_warning_packs)
 
 
 class PipelineStack(Stack):
@@ -214,6 +219,7 @@ class PipelineStack(Stack):
             raise ConfigurationError(problems, source=self.node.path)
         self.pipeline.build_pipeline()
         _role_arns_as_sub(self, self.pipeline.pipeline.node.default_child)
+        _version_artifact_buckets(self.pipeline.pipeline)
         acknowledgements.pipeline(self.pipeline)
 
 
@@ -226,6 +232,28 @@ def _role_arns_as_sub(stack: Stack, cfn_pipeline: Any) -> None:
             if isinstance(arn, dict) and list(arn) == ["Fn::Join"] and arn["Fn::Join"][0] == "":
                 text = "".join(_sub_part(part) for part in arn["Fn::Join"][1])
                 cfn_pipeline.add_property_override(f"Stages.{s}.Actions.{a}.Configuration.RoleArn", {"Fn::Sub": text})
+
+
+ARTIFACT_NONCURRENT_DAYS = 30
+"""Replaced artifacts (a rerun overwrites its outputs) are kept this long, for investigating a past run."""
+
+
+def _version_artifact_buckets(inner: Any) -> None:
+    """Versioning on the artifact bucket and each cross-region replication bucket (checkov CKV_AWS_21).
+
+    CDK Pipelines creates them unversioned. A version keeps what a run wrote when a later one overwrites
+    it; replaced versions expire after ``ARTIFACT_NONCURRENT_DAYS`` and unfinished uploads after 7 days,
+    so versioning adds no lasting storage.
+    """
+    buckets = [inner.artifact_bucket] + [support.replication_bucket for support in inner.cross_region_support.values()]
+    for bucket in buckets:
+        cfn = bucket.node.default_child
+        cfn.versioning_configuration = {"status": "Enabled"}
+        cfn.lifecycle_configuration = {"rules": [{
+            "id": "ExpireReplacedArtifacts", "status": "Enabled",
+            "noncurrentVersionExpiration": {"noncurrentDays": ARTIFACT_NONCURRENT_DAYS},
+            "abortIncompleteMultipartUpload": {"daysAfterInitiation": 7},
+        }]}
 
 
 def _sub_part(part: Any) -> str:

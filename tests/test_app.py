@@ -88,7 +88,7 @@ def test_checks_fail_on_an_unacknowledged_finding(tmp_path):
     app = App(outdir=str(tmp_path))
     stack = Stack(app, "Bad")
     role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
-    role.add_to_policy(iam.PolicyStatement(actions=["s3:*"], resources=["*"]))
+    role.add_to_policy(iam.PolicyStatement(actions=["s3:*"], resources=["arn:aws:s3:::bucket/*"]))
     attach_checks(app)
     with pytest.raises(Exception, match=r"(?s)ValidationFailed: .*AwsSolutions-IAM5\[Action::s3:\*\]"):
         app.synth()

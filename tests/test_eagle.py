@@ -357,8 +357,10 @@ def test_start_function_grants(capture):
 def test_job_role_reads_model_and_dataset_writes_only_its_output(capture):
     eagle = capture.eagle
     trust = capture.resources[lid(capture.stack, eagle.job_role)]["Properties"]["AssumeRolePolicyDocument"]
-    assert trust["Statement"] == [{"Action": "sts:AssumeRole", "Effect": "Allow",
-                                   "Principal": {"Service": "sagemaker.amazonaws.com"}}]
+    assert render(trust["Statement"]) == [{
+        "Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+        "Condition": {"StringEquals": {"aws:SourceAccount": "${AWS::AccountId}"},  # confused deputy (issue 12.6)
+                      "ArnLike": {"aws:SourceArn": "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:*"}}}]
     artifacts = capture.ref(eagle.artifacts_bucket, "Arn")
     grants = capture.grants(eagle.job_role)
     assert grants["s3:GetObject"] == sorted(["arn:${AWS::Partition}:s3:::my-weights/qwen3-32b/*",

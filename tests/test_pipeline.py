@@ -131,6 +131,69 @@ def test_the_pipeline_templates_pass_cfn_lint(synthesized):
     assert lint_folder(synthesized.outdir) == 0
 
 
+def test_checkov_passes_on_the_pipeline_and_every_stage_template(synthesized):
+    """The whole gate on what the pipeline deploys: the stages' templates carry the library's checkov skips
+    (Aspects do not cross Stage boundaries, and build_pipeline() synthesizes stages early)."""
+    from tools.run_checkov import CheckovError, find_checkov, run_checkov, summary_lines, templates_in
+
+    try:
+        checkov = find_checkov()
+    except CheckovError as missing:
+        pytest.skip(str(missing))
+    templates = templates_in(synthesized.outdir)
+    stage_templates = [t for t in templates if t.parent.name.startswith("assembly-")]
+    assert {t.parent.name for t in stage_templates} == {"assembly-SageMakerLlmPipeline-Dev",
+                                                        "assembly-SageMakerLlmPipeline-ProdUsEast1",
+                                                        "assembly-SageMakerLlmPipeline-ProdUsWest2"}
+    result = run_checkov(templates, checkov=checkov)
+    assert result.ok, "\n".join(summary_lines(result))
+    stage_names = {t.name for t in stage_templates}
+    assert {s.check_id for s in result.skipped if s.template in stage_names} >= {"CKV_AWS_115", "CKV_AWS_158"}
+    assert "CKV_AWS_370" not in {s.check_id for s in result.skipped}, "models are network-isolated, not skipped"
+
+
+def test_the_pipelines_artifact_buckets_are_versioned_and_expire_replaced_artifacts(synthesized):
+    buckets = [r for name in ("SageMakerLlmPipeline.template.json",
+                              "cross-region-stack-333333333333_us-west-2.template.json")
+               for r in synthesized.template(name)["Resources"].values() if r["Type"] == "AWS::S3::Bucket"]
+    assert len(buckets) == 2
+    for bucket in buckets:
+        assert bucket["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
+        (rule,) = bucket["Properties"]["LifecycleConfiguration"]["Rules"]
+        assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}
+        skips = {s["id"]: s["comment"] for s in bucket["Metadata"]["checkov"]["skip"]}
+        assert "CloudTrail" in skips["CKV_AWS_18"]
+
+
+def test_a_star_grant_in_a_stage_fails_the_synth(tmp_path):
+    """The wildcard guard reaches into stages: a stage's role may not gain an action on '*'."""
+    from aws_cdk import aws_iam as iam
+
+    import stacks.pipeline as pipeline_module
+
+    original = pipeline_module.LlmPlatformStack
+
+    class Widened(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            role = self.endpoints["Chat"].role
+            role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
+
+    cwd = Path.cwd()
+    os.chdir(ROOT)
+    try:
+        pipeline_module.LlmPlatformStack = Widened
+        app = App(outdir=str(tmp_path), context=json.loads((ROOT / "cdk.json").read_text())["context"])
+        with pytest.raises(RuntimeError, match=r"Dev/SageMakerLlm/Chat/ExecutionRole/DefaultPolicy/Resource: allows "
+                                               r"\['s3:GetObject'\] on Resource '\*'"):
+            attach_pipeline(app, PIPELINE_CONFIG.relative_to(ROOT))
+            attach_checks(app)
+            app.synth()
+    finally:
+        pipeline_module.LlmPlatformStack = original
+        os.chdir(cwd)
+
+
 def test_connection_arn_from_context_overrides_the_file(tmp_path):
     other = CONNECTION.replace("00000000-0000-0000-0000-000000000000", "11111111-2222-3333-4444-555555555555")
     assert load_pipeline_settings(PIPELINE_CONFIG, connection_arn=other).source.connection_arn == other

@@ -161,3 +161,16 @@ def test_checkov_defaults_leave_your_own_resources_alone(tmp_path: Path) -> None
     app.synth()
     body = json.loads((tmp_path / "Mine.template.json").read_text())
     assert all("checkov" not in r.get("Metadata", {}) for r in body["Resources"].values())
+
+
+def test_templates_in_walks_stage_assemblies_and_skips_assets(tmp_path: Path) -> None:
+    """A pipeline's cdk.out holds each stage in an assembly-* folder (nested stacks included); all are checked."""
+    for relative in ("Pipeline.template.json", "assembly-Pipeline-Dev/DevStack.template.json",
+                     "assembly-Pipeline-Dev/DevStackAdapters.nested.template.json",
+                     "assembly-Pipeline-Prod/assembly-Inner/Deep.template.json",
+                     "asset.0123/Ignored.template.json", "assembly-Pipeline-Dev/asset.4567/Ignored.template.json"):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text("{}")
+    assert [p.relative_to(tmp_path).as_posix() for p in run_checkov.templates_in(tmp_path)] == [
+        "Pipeline.template.json", "assembly-Pipeline-Dev/DevStack.template.json",
+        "assembly-Pipeline-Dev/DevStackAdapters.nested.template.json", "assembly-Pipeline-Prod/assembly-Inner/Deep.template.json"]

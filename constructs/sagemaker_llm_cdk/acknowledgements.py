@@ -63,6 +63,13 @@ def _policy_resources(policy: Any, contains: str, suffix: str) -> list[str]:
     return found
 
 
+def _wildcard_only(construct: IConstruct, reason: str) -> None:
+    """``AwsSolutions-IAM5[Resource::*]`` on ``construct``, guarded: only ``grants.WILDCARD_ONLY_ACTIONS`` may be on '*'."""
+    from .grants import acknowledge_wildcard_only
+
+    acknowledge_wildcard_only(construct, reason)
+
+
 def _iam5(construct: IConstruct, resource: str, reason: str) -> None:
     acknowledge(construct, "AwsSolutions-IAM5", reason, finding=f"Resource::{nag_form(construct, resource)}")
 
@@ -70,8 +77,6 @@ def _iam5(construct: IConstruct, resource: str, reason: str) -> None:
 def endpoint(endpoint: "LlmEndpoint") -> None:
     role = endpoint.role
     stack = Stack.of(endpoint)
-    _iam5(role, "*", "ecr:GetAuthorizationToken has no resource type; cloudwatch:PutMetricData has none either and "
-          "is limited by a cloudwatch:namespace condition to SageMaker's namespaces.")
     log_group = f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:{endpoint.log_group_name}"
     if log_group.endswith("*"):
         _iam5(role, log_group, "The endpoint's name is only known at deploy time (a token was passed), so its log "
@@ -93,8 +98,8 @@ def function(function: Any) -> None:
     acknowledge(function, "AwsSolutions-L1",
                 "Runtime is Python 3.13, the newest runtime the pinned Powertools public layer version is published "
                 "for; functions.RUNTIME and POWERTOOLS_LAYER_VERSION move together.")
-    acknowledge(function.role, "AwsSolutions-IAM5", "X-Ray PutTraceSegments and PutTelemetryRecords have no resource-level "
-                "permissions; tracing needs them on '*'.", finding="Resource::*")
+    _wildcard_only(function.role, "X-Ray PutTraceSegments and PutTelemetryRecords have no resource-level permissions; "
+                   "tracing needs them on '*'.")
 
 
 def component_logs(component: "ModelComponent", streams_arn: str) -> None:
@@ -118,10 +123,8 @@ def capacity_plan(plan: "CapacityPlan") -> None:
 
     if plan.on_event_function is not None and plan.on_event_function.role is not None:
         role = plan.on_event_function.role
-        acknowledge(role, "AwsSolutions-IAM5",
-                    "sagemaker:SearchTrainingPlanOfferings has no resource type, so it is allowed on '*' (it reads "
-                    "offerings and buys nothing); X-Ray tracing needs '*' as well.",
-                    finding="Resource::*")
+        _wildcard_only(role, "sagemaker:SearchTrainingPlanOfferings has no resource type, so it is allowed on '*' (it "
+                       "reads offerings and buys nothing); X-Ray tracing needs '*' as well.")
         _iam5(role, reserved_capacity_arns(Stack.of(plan)),
               "CreateTrainingPlan creates the plan's reserved capacity under an id SageMaker generates at purchase, "
               "so it cannot be named in advance: only CreateReservedCapacity, only in this account and region; the "
@@ -146,10 +149,9 @@ def deployment_check(check: Any) -> None:
         _iam5(waiter, f"{framework.find_child(child).function_arn}:*",
               "The waiter state machine invokes the framework's polling function; lambda:InvokeFunction on that one "
               "function and its versions (the ':*' qualifier), nothing else.")
-    acknowledge(waiter, "AwsSolutions-IAM5",
-                "Step Functions delivers its execution logs through CloudWatch Logs log-delivery actions "
-                "(CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...), which have no resource-level "
-                "permissions; CDK grants them on '*' for the waiter's log group.", finding="Resource::*")
+    _wildcard_only(waiter, "Step Functions delivers its execution logs through CloudWatch Logs log-delivery actions "
+                   "(CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...), which have no resource-level "
+                   "permissions; CDK grants them on '*' for the waiter's log group.")
     acknowledge(waiter, "AwsSolutions-SF2",
                 "The Provider framework creates its waiter state machine without a tracing option; it only polls the "
                 "check function, whose own X-Ray tracing is on, and logs ALL events to its log group.")
@@ -191,10 +193,9 @@ def eagle_optimization(eagle: Any) -> None:
     stack = Stack.of(eagle)
     bucket = eagle.artifacts_bucket
     job = eagle.job_role
-    acknowledge(job, "AwsSolutions-IAM5",
-                "cloudwatch:PutMetricData has no resource type (limited by a cloudwatch:namespace condition to "
-                "SageMaker's namespaces); in a VPC, the ec2:Describe* calls SageMaker makes before attaching the job's "
-                "network interfaces have none either.", finding="Resource::*")
+    _wildcard_only(job, "cloudwatch:PutMetricData has no resource type (limited by a cloudwatch:namespace condition to "
+                   "SageMaker's namespaces); in a VPC, the ec2:Describe* calls SageMaker makes before attaching the "
+                   "job's network interfaces have none either.")
     for arn, why in ((eagle.model_objects_arn, "the model's weights are many files under the model's S3 prefix"),
                      (eagle.dataset_objects_arn, "the training set is many JSONL shards under the dataset prefix")):
         if "*" in arn:
@@ -235,9 +236,8 @@ def eagle_optimization(eagle: Any) -> None:
 
     machine = eagle.state_machine
     role = machine.role
-    acknowledge(role, "AwsSolutions-IAM5",
-                "X-Ray tracing (PutTraceSegments, GetSamplingRules, ...) and the CloudWatch Logs log-delivery actions "
-                "Step Functions uses for its execution log have no resource-level permissions.", finding="Resource::*")
+    _wildcard_only(role, "X-Ray tracing (PutTraceSegments, GetSamplingRules, ...) and the CloudWatch Logs log-delivery "
+                   "actions Step Functions uses for its execution log have no resource-level permissions.")
     _iam5(role, eagle.job_arn_pattern,
           "The wait loop describes the run's optimization job, whose name is made at run time (eagle-*); "
           "DescribeOptimizationJob only.")
@@ -316,11 +316,6 @@ CHECKOV_REASONS = {
     "CKV_AWS_18": (
         "This is the access-log bucket of a SecureBucket: it receives the server access logs of the bucket next to "
         "it. Logging it in turn would need another bucket, and logging it to itself loops."),
-    "CKV_AWS_370": (
-        "EnableNetworkIsolation is create-only: switching it replaces the model and redeploys its copies. It stays "
-        "off so that turning EAGLE on later (the LMI container then reads the draft head from S3 itself) does not "
-        "replace the model. The container's reach is bounded by its execution role (its own S3 prefixes, its "
-        "image, its KMS key) and by the endpoint's VPC when one is configured."),
     "CKV_AWS_111": (
         "Step Functions delivers the waiter state machine's logs through CloudWatch Logs log-delivery actions "
         "(CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...) that have no resource-level permissions; "
@@ -390,8 +385,6 @@ def _checkov_findings(resource: Any) -> list[str]:
                 and resource.logging_configuration is None):
             return ["CKV_AWS_18"]
         return []
-    if kind == "AWS::SageMaker::Model":
-        return [] if resource.enable_network_isolation else ["CKV_AWS_370"]
     if kind == "AWS::IAM::Policy":
         document = Stack.of(resource).resolve(resource.policy_document) or {}
         wildcard_actions: set[str] = set()
@@ -435,6 +428,27 @@ _PIPELINE_ACTION_WILDCARDS = {
 }
 
 
+_PIPELINE_WILDCARD_ACTIONS = {
+    "cloudformation:DescribeStacks": "the self-mutation step reads the stacks of every target account it deploys",
+    "s3:ListBucket": "the self-mutation step lists the CDK bootstrap buckets it finds by lookup",
+    "codebuild:StartBuild": "the asset role starts one publishing project per asset, created by CDK Pipelines",
+    "codebuild:BatchGetBuilds": "the asset role follows those builds",
+    "codebuild:StopBuild": "the asset role stops those builds when the pipeline stops",
+    "kms:Decrypt": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
+    "kms:DescribeKey": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
+    "kms:Encrypt": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
+    "kms:GenerateDataKey*": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
+    "kms:ReEncrypt*": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
+}
+"""What CDK Pipelines grants on '*' in the pipeline stack (reviewed; nothing else may be added there on '*')."""
+
+
+def _child(scope: IConstruct, *names: str) -> Any:
+    for name in names:
+        scope = scope.node.try_find_child(name) if scope is not None else None  # type: ignore[assignment]
+    return scope
+
+
 def pipeline(pipeline: Any) -> None:
     """The app's delivery pipeline: a ``pipelines.CodePipeline`` after ``build_pipeline()`` (``stacks/pipeline.py``).
 
@@ -450,9 +464,12 @@ def pipeline(pipeline: Any) -> None:
           "assemblies of each run, encrypted with the pipeline's KMS key, TLS-only and not public. Access is "
           "through the pipeline's roles only and recorded by CloudTrail; server access logs would add no signal.")
     acknowledge(inner.artifact_bucket, "AwsSolutions-S1", s1)
+    checkov_skip(inner.artifact_bucket, "CKV_AWS_18", s1)
     for support in inner.cross_region_support.values():
-        acknowledge(support.replication_bucket, "AwsSolutions-S1", s1.replace(
-            "A CodePipeline artifact bucket", "The cross-region replication bucket of the pipeline (one per target region)"))
+        replication = s1.replace("A CodePipeline artifact bucket",
+                                 "The cross-region replication bucket of the pipeline (one per target region)")
+        acknowledge(support.replication_bucket, "AwsSolutions-S1", replication)
+        checkov_skip(support.replication_bucket, "CKV_AWS_18", replication)
         _iam5(pipeline, support.replication_bucket.arn_for_objects("*"),
               "The pipeline copies each run's artifacts into the replication bucket of a target region; artifacts are "
               "many objects with generated keys.")
@@ -461,11 +478,21 @@ def pipeline(pipeline: Any) -> None:
                     "pipeline's own artifact bucket and key only.", finding=f"Action::{action}")
     _iam5(pipeline, inner.artifact_bucket.arn_for_objects("*"),
           "Pipeline steps read and write run artifacts (generated keys) in the pipeline's own artifact bucket.")
-    acknowledge(pipeline, "AwsSolutions-IAM5", (
+    from .grants import acknowledge_wildcard_only
+
+    acknowledge_wildcard_only(pipeline, (
         "CDK Pipelines' generated statements without resource types or with names known only at run time: "
         "cloudformation:DescribeStacks and s3:ListBucket for self-mutation, codebuild:StartBuild/BatchGetBuilds for "
         "asset publishing, and KMS use of the cross-region replication keys (referenced by alias)."),
-        finding="Resource::*")
+        extra_actions=_PIPELINE_WILDCARD_ACTIONS)
+    for role, what in ((inner.role, "kms:Encrypt/GenerateDataKey* on the cross-region replication keys, which it only "
+                                    "knows by alias (see the IAM5 acknowledgement above)"),
+                       (_child(pipeline, "Assets", "FileRole"), "codebuild:StartBuild on the asset-publishing projects CDK Pipelines creates, "
+                                        "one per asset")):
+        policy = role.node.try_find_child("DefaultPolicy") if role is not None else None
+        if policy is not None:
+            checkov_skip(policy, "CKV_AWS_111", f"CDK Pipelines grants {what}; each action on '*' is reviewed in "
+                         "acknowledgements._PIPELINE_WILDCARD_ACTIONS, and the wildcard guard refuses any other.")
     for project in (c for c in pipeline.node.find_all() if isinstance(c, codebuild.Project)):
         if project.role is None:
             continue
@@ -489,3 +516,15 @@ def capacity_guard(guard: Any) -> None:
     _iam5(guard.provider_role, f"{guard.function.function_arn}:*",
           "The custom resource framework invokes the capacity guard's own check function; lambda:InvokeFunction on "
           "that one function and its versions (the ':*' qualifier), nothing else.")
+def auto_delete_objects(stack: Stack) -> None:
+    """CDK's bucket-emptying provider, present with ``removal: destroy`` (``removal.set_removal``)."""
+    provider = stack.node.try_find_child("Custom::S3AutoDeleteObjectsCustomResourceProvider")
+    handler = provider.node.try_find_child("Handler") if provider is not None else None
+    if handler is None:
+        return
+    why = ("CDK's auto-delete-objects handler (removal: destroy) runs only when CloudFormation deletes a bucket, "
+           "invoked synchronously by CloudFormation, and calls only S3 APIs: ")
+    for check, detail in (("CKV_AWS_115", "it needs no reserved concurrency, which would take from the account's pool"),
+                          ("CKV_AWS_116", "a failed call fails the stack deletion, so a dead-letter queue adds nothing"),
+                          ("CKV_AWS_117", "outside a VPC, which would need an S3 endpoint or NAT it has no use for")):
+        checkov_skip(handler, check, why + detail + ".")

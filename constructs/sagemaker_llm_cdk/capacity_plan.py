@@ -375,7 +375,11 @@ def encrypted_alarm_topic(scope: Construct, id: str, *, description: str) -> sns
             resources=["*"],
         )
     )
-    return sns.Topic(scope, id, master_key=key, enforce_ssl=True, display_name=description[:100])
+    topic = sns.Topic(scope, id, master_key=key, enforce_ssl=True, display_name=description[:100])
+    from .grants import require_source_conditions
+
+    require_source_conditions(topic)  # a service may publish only with aws:SourceArn/SourceAccount (confused deputy)
+    return topic
 
 
 class CapacityPlan(Construct):

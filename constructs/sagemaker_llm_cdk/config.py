@@ -66,6 +66,18 @@ class EndpointSpec(EndpointOptions):
         with unless_failed():
             problems.extend(ami_problems([(f"models[{i}].image", m.image) for i, m in enumerate(self.models)],
                                          self.inference_ami_version))
+        with unless_failed():
+            retention = self.data_capture.retention_days
+            for index, model in enumerate(self.models):
+                if model.eagle is None or model.eagle.dataset.source != "capture" or not self.data_capture.enabled:
+                    continue
+                days = _rate_days(model.eagle.schedule)
+                if days is not None and days >= retention:
+                    problems.append(Problem(
+                        "data_capture.retention_days", retention,
+                        f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, every {days:g} days)",
+                        "keep captures longer than the EAGLE interval, or run EAGLE more often: captured traffic older "
+                        "than retention_days expires before the next run reads it"))
         for index, model in enumerate(self.models):
             with unless_failed():  # a model that failed validation is skipped; its own problems are reported
                 problems.extend(p.under(f"models[{index}]") for p in model_fit_problems(model, self))
@@ -105,6 +117,15 @@ def model_fit_problems(model: ModelSpec, endpoint: EndpointOptions) -> list[Prob
     return problems
 
 
+def _rate_days(schedule: str | None) -> float | None:
+    """Days between runs of an EventBridge ``rate(N unit)`` expression; None for cron or nothing."""
+    match = re.fullmatch(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)", (schedule or "").strip())
+    if not match:
+        return None
+    per_day = {"minute": 1440, "hour": 24, "day": 1}[match.group(2).rstrip("s")]
+    return int(match.group(1)) / per_day
+
+
 class AppConfig(Settings):
     """A deployment of this team's app: one stack holding the endpoints below."""
 
@@ -119,6 +140,11 @@ class AppConfig(Settings):
         "Reserved GPU capacity, in the companion stack <stack_name>Capacity: plans to buy once (price cap here, "
         "consent on the deploy command: -c purchase=<name>) or existing "
         "plans, each bound to at most one endpoint by its capacity_plan. Default: none."))] = ()
+    removal: Annotated[Literal["retain", "destroy"], Field(description=(
+        "What `cdk destroy` does with data: retain keeps KMS keys, S3 buckets, log groups and the EAGLE runs table "
+        "(production: data, keys and audit logs outlive the stack); destroy deletes them with the stack (buckets "
+        "emptied first, keys scheduled for deletion after 7 days), for dev and test. A bought capacity plan is never "
+        "deleted. Default: retain."))] = "retain"
 
     def _rules(self) -> list[Problem]:
         problems = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import jsii
-from aws_cdk import CustomResource, Duration, IStableAnyProducer, Lazy, RemovalPolicy
+from aws_cdk import CustomResource, Duration, IStableAnyProducer, Lazy, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
@@ -121,6 +121,7 @@ class DeploymentCheck(Construct):
             waiter_state_machine_log_options=cr.LogOptions(
                 destination=self.waiter_logs, level=sfn.LogLevel.ALL, include_execution_data=False),
         )
+        _scope_waiter_log_writes(self.provider, self.waiter_logs)
         self.custom_resource = CustomResource(
             self, "Resource",
             service_token=self.provider.service_token,
@@ -174,6 +175,47 @@ class DeploymentCheck(Construct):
             self.is_complete_function.add_to_role_policy(self._describe_components)
         if dependency is not None:
             self.custom_resource.node.add_dependency(dependency)
+
+
+_LOG_WRITES = ("logs:CreateLogStream", "logs:PutLogEvents")
+
+
+def _scope_waiter_log_writes(provider: cr.Provider, log_group: logs.ILogGroup) -> None:
+    """Move the waiter's log-stream writes from '*' to its own log group.
+
+    CDK's waiter state machine grants its role the log-delivery actions (which have no resource type,
+    https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html) together with
+    ``logs:CreateLogStream``/``logs:PutLogEvents`` on '*'. Step Functions delivers execution logs
+    through the log-delivery API, so the two writes are kept only on the waiter's own log group.
+    """
+    waiter = provider.node.find_child("waiter-state-machine")
+    policy: Any = waiter.node.find_child("Role").node.find_child("DefaultPolicy")
+    cfn_policy: Any = policy.node.default_child
+    cfn_policy.policy_document = Lazy.any(_ScopedLogWrites(policy, log_group))
+
+
+@jsii.implements(IStableAnyProducer)
+class _ScopedLogWrites:
+    def __init__(self, policy: iam.Policy, log_group: logs.ILogGroup) -> None:
+        self._policy = policy
+        self._log_group = log_group
+
+    def produce(self) -> Any:
+        stack = Stack.of(self._policy)
+        document = stack.resolve(self._policy.document)
+        moved = False
+        for statement in document.get("Statement", []):
+            actions = statement.get("Action")
+            actions = [actions] if isinstance(actions, str) else list(actions or [])
+            if statement.get("Resource") == "*" and any(a in _LOG_WRITES for a in actions):
+                statement["Action"] = [a for a in actions if a not in _LOG_WRITES]
+                moved = True
+        document["Statement"] = [s for s in document.get("Statement", []) if s.get("Action") != []]
+        if moved:
+            document["Statement"].append({
+                "Action": list(_LOG_WRITES), "Effect": "Allow",
+                "Resource": stack.resolve(self._log_group.log_group_arn)})
+        return document
 
 
 @jsii.implements(IValidation)

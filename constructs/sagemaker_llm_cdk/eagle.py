@@ -46,13 +46,14 @@ Serving: see ``speculative_decoding`` (promotion parameter -> ``cdk deploy`` -> 
 from __future__ import annotations
 
 import math
+
+import jsii
 from typing import TYPE_CHECKING, Any, Mapping
 
-from aws_cdk import ArnFormat, Aws, Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Aws, Duration, Fn, Names, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -66,12 +67,12 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from . import acknowledgements, service_model
+from . import acknowledgements, grants, service_model
 from .errors import ConfigurationError, Problem
 from .functions import METRICS_NAMESPACE, python_function
 from .settings import _S3_URI, EAGLE_ARCHITECTURES, EagleSettings, instance_type_problem
 from .speculative_decoding import SpeculativeDecoding, literal_parameter_name
-from .storage import SecureBucket, secure_key
+from .storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from .validation import validated
 
 if TYPE_CHECKING:
@@ -247,7 +248,11 @@ class EagleOptimization(Construct):
 
         # ------------------------------------------------------------------ storage
         self.key = secure_key(self, "Key", description=f"EAGLE datasets, draft heads and run records of {where}")
-        self.artifacts = SecureBucket(self, "Artifacts", encryption_key=self.key)
+        expiring = {DATASETS + "/": dataset.retention_days} if dataset.source == "capture" else {}
+        self.artifacts = SecureBucket(self, "Artifacts", encryption_key=self.key,
+                                      noncurrent_version_days=NONCURRENT_VERSION_DAYS, expire_after_days=expiring)
+        # Training sets are captured user text: only the loop's own roles (and the endpoint, for heads) read.
+        restrict_reads(self.artifacts, self.key, what="EAGLE datasets and draft heads")
         self.artifacts.bucket.add_lifecycle_rule(
             id="ExpireMapResults", prefix=f"{MAP_RESULTS}/", expiration=Duration.days(30))
         self.artifacts_bucket: s3.IBucket = self.artifacts.bucket
@@ -273,7 +278,7 @@ class EagleOptimization(Construct):
 
         # ------------------------------------------------------------------ job role
         self.job_role = iam.Role(
-            self, "JobRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            self, "JobRole", assumed_by=grants.sagemaker_principal(self),
             description=f"Role of the EAGLE optimization jobs of {where}: reads the model and the dataset, "
                         "writes the job output",
         )
@@ -405,14 +410,23 @@ class EagleOptimization(Construct):
             event_pattern=events.EventPattern(
                 source=["aws.states"], detail_type=["Step Functions Execution Status Change"],
                 detail={"stateMachineArn": [self.state_machine_arn], "status": ["TIMED_OUT", "ABORTED"]}),
-            targets=[events_targets.SnsTopic(self.topic, message=events.RuleTargetInput.from_object({
-                "model_name": self.model_name,
-                "status": events.EventField.from_path("$.detail.status"),
-                "execution": events.EventField.from_path("$.detail.executionArn"),
-                "reason": "The EAGLE run did not finish: it timed out or was stopped. A running optimization job "
-                          "keeps running until its own time limit; check it in SageMaker.",
-            }))],
         )
+        # Not events_targets.SnsTopic: it adds an sns:Publish statement for events.amazonaws.com with no condition,
+        # which lets any rule (of any account's events) publish. This rule alone may publish, by its ARN.
+        self.ended_badly_rule.add_target(_SnsTarget(self.topic, events.RuleTargetInput.from_object({
+            "model_name": self.model_name,
+            "status": events.EventField.from_path("$.detail.status"),
+            "execution": events.EventField.from_path("$.detail.executionArn"),
+            "reason": "The EAGLE run did not finish: it timed out or was stopped. A running optimization job "
+                      "keeps running until its own time limit; check it in SageMaker.",
+        })))
+        self.topic.add_to_resource_policy(iam.PolicyStatement(
+            sid=f"EventsPublish{Names.unique_id(self.ended_badly_rule)[-16:]}",
+            principals=[iam.ServicePrincipal("events.amazonaws.com")], actions=["sns:Publish"],
+            resources=[self.topic.topic_arn],
+            conditions={"ArnEquals": {"aws:SourceArn": self.ended_badly_rule.rule_arn},
+                        "StringEquals": {"aws:SourceAccount": stack.account}}))
+        grants.require_source_conditions(self.topic)
 
         # ------------------------------------------------------------------ triggers
         self.schedule: scheduler.Schedule | None = None
@@ -790,6 +804,18 @@ class EagleOptimization(Construct):
     def grant_start_run(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to start runs (``states:StartExecution`` on this state machine only)."""
         return self.state_machine.grant_start_execution(grantee)
+
+
+@jsii.implements(events.IRuleTarget)
+class _SnsTarget:
+    """An SNS topic as a rule target, without CDK's unconditioned topic policy grant (the caller adds its own)."""
+
+    def __init__(self, topic: sns.ITopic, message: events.RuleTargetInput) -> None:
+        self._topic = topic
+        self._message = message
+
+    def bind(self, rule: Any, id: str | None = None) -> events.RuleTargetConfig:
+        return events.RuleTargetConfig(arn=self._topic.topic_arn, input=self._message)
 
 
 def _events_may_use_key() -> iam.PolicyStatement:

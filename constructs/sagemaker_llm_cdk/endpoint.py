@@ -14,11 +14,11 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from . import acknowledgements
+from . import acknowledgements, grants
 from .component_base import one_minute
 from .errors import ConfigurationError, Problem
 from .settings import DataCapture, EndpointOptions, InstancePool, InstanceScaling, Routing, has_local_nvme
-from .storage import SecureBucket, secure_key
+from .storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from .validation import validated
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ class LlmEndpoint(EndpointReference):
         self.role: iam.IRole = role or iam.Role(
             self,
             "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            assumed_by=grants.sagemaker_principal(self),
             description=f"Execution role of the SageMaker endpoint {self.node.path}",
         )
         self.physical_name: str = endpoint_name or default_endpoint_name(self)
@@ -227,10 +227,18 @@ class LlmEndpoint(EndpointReference):
             self.subnet_ids = []
 
         self.data_capture_bucket: s3.IBucket | None = None
+        self.data_capture: SecureBucket | None = None
+        """The capture bucket this endpoint made (``add_reader`` lets a role of another stack read it)."""
         data_capture_config = None
         if options.data_capture.enabled:
             if data_capture_bucket is None:
-                data_capture_bucket = SecureBucket(self, "DataCapture", encryption_key=self.key).bucket
+                secure = SecureBucket(self, "DataCapture", encryption_key=self.key,
+                                      noncurrent_version_days=NONCURRENT_VERSION_DAYS,
+                                      expire_after_days={"": options.data_capture.retention_days})
+                # Prompts and completions: only roles granted to read them may (and decrypt them through S3).
+                restrict_reads(secure, self.key if isinstance(self.key, kms.Key) else None, what="captured traffic")
+                self.data_capture = secure
+                data_capture_bucket = secure.bucket
             self.data_capture_bucket = data_capture_bucket
             self.role.add_to_principal_policy(
                 iam.PolicyStatement(
@@ -429,27 +437,24 @@ class LlmEndpoint(EndpointReference):
                 ],
             )
         )
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="PublishSageMakerMetrics",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
-            )
-        )
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(sid="AuthenticateToEcr", actions=["ecr:GetAuthorizationToken"], resources=["*"])
-        )
+        grants.grant(
+            self.role, sid="PublishSageMakerMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"],
+            conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
+            reason="cloudwatch:PutMetricData has no resource type; a cloudwatch:namespace condition limits it to "
+                   "SageMaker's namespaces.")
+        grants.grant(
+            self.role, sid="AuthenticateToEcr", actions=["ecr:GetAuthorizationToken"], resources=["*"],
+            reason="ecr:GetAuthorizationToken has no resource type; pulling layers is limited to the model's image "
+                   "repository by the model's own statement.")
 
     def _grant_vpc_access(self) -> None:
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="DescribeNetwork",
-                actions=["ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
-                         "ec2:DescribeNetworkInterfaces", "ec2:DescribeDhcpOptions"],
-                resources=["*"],
-            )
-        )
+        grants.grant(
+            self.role, sid="DescribeNetwork",
+            actions=["ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+                     "ec2:DescribeNetworkInterfaces", "ec2:DescribeDhcpOptions"],
+            resources=["*"],
+            reason="SageMaker describes the VPC, subnets and security groups before attaching the endpoint's network "
+                   "interfaces; ec2:Describe* actions have no resource type.")
         stack = Stack.of(self)
         self.role.add_to_principal_policy(
             iam.PolicyStatement(

@@ -98,6 +98,8 @@ class ModelComponent(InferenceComponentConstruct):
             self,
             "Model",
             execution_role_arn=endpoint.role.role_arn,
+            # No network for the container (create-only); SageMaker itself mounts the S3 data and pulls the image.
+            enable_network_isolation=spec.network_isolation,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
                 image=image,
                 model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(

@@ -419,6 +419,10 @@ class DataCapture(Settings):
     capture_output: Annotated[bool, Field(description="Capture responses. Default: true.")] = True
     json_content_types: Annotated[tuple[str, ...], Field(max_length=10, description=(
         "Content types stored as JSON text instead of base64. Default: application/json."))] = ("application/json",)
+    retention_days: Annotated[int, Field(ge=1, le=3650, description=(
+        "Days a captured request/response (user prompts and model completions) is kept before it expires; then it "
+        "stays 7 more days as a noncurrent version and is gone. Longer than the EAGLE schedule, so every run sees "
+        "the traffic since the last one. Default: 30."))] = 30
 
     def _rules(self) -> list[Problem]:
         problems = []
@@ -627,6 +631,10 @@ class EagleDataset(Settings):
     builtin_name: Annotated[str | None, Field(description="source builtin: " + ", ".join(BUILTIN_DATASETS) + ".")] = None
     min_new_records: Annotated[int, Field(ge=1, le=100_000_000, description=(
         "source capture: start a run only when at least this many new records were converted. Default: 1000."))] = 1000
+    retention_days: Annotated[int, Field(ge=1, le=3650, description=(
+        "source capture: days the training sets built from captured traffic (datasets/, map-results/ of the "
+        "artifacts bucket) are kept; then 7 more days as noncurrent versions. Draft heads and reports are kept. "
+        "Default: 90."))] = 90
 
     def _rules(self) -> list[Problem]:
         problems = []
@@ -712,6 +720,10 @@ class InstanceRequirements(Settings):
         "CPU cores per copy on this type. Default: the model's cpu_cores."))] = None
 
 
+_DOWNLOADING_VARIABLES = ("HF_MODEL_ID", "OPTION_MODEL_ID")
+"""Container variables that make LMI/TGI download the model when they name a hub id or URL, not a path."""
+
+
 class ModelSpec(Settings):
     """A model served as an inference component on an ``LlmEndpoint``.
 
@@ -765,6 +777,12 @@ class ModelSpec(Settings):
         "Session-aware routing with a front door for multi-turn chat. Default: off (stateless, load-aware)."))] = None
     eagle: Annotated[EagleSettings | None, Field(description=(
         "EAGLE speculative-decoding optimization loop. Default: off."))] = None
+    network_isolation: Annotated[bool, Field(description=(
+        "EnableNetworkIsolation on the SageMaker model: the container gets no network at all (no internet, no AWS "
+        "API calls); SageMaker still mounts the S3 weights, the EAGLE draft head (AdditionalModelDataSources) and "
+        "LoRA adapter artifacts, and pulls the ECR image. Set false only for a container that downloads at run time "
+        "(e.g. HF_MODEL_ID from the Hugging Face Hub). Create-only: changing it replaces the model and redeploys "
+        "its copies. Default: true."))] = True
 
     _ENV_KEY: ClassVar[re.Pattern[str]] = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,1023}$")
 
@@ -828,6 +846,15 @@ class ModelSpec(Settings):
                 if not self._ENV_KEY.match(key):
                     problems.append(Problem(f"environment.{key}", key, "a variable name: letters, digits, '_'",
                                             "rename the variable"))
+        with unless_failed():
+            if self.network_isolation:
+                for key in _DOWNLOADING_VARIABLES:
+                    value = self.environment.get(key)
+                    if value is not None and not value.startswith("/"):
+                        problems.append(Problem(
+                            f"environment.{key}", value,
+                            "a local path (e.g. /opt/ml/model) while network_isolation is on: the container has no network",
+                            "serve the weights from model_data_s3_uri, or set network_isolation: false for this model"))
         with unless_failed():
             problems.extend(self._environment_override_problems())
         return problems

@@ -256,6 +256,8 @@ class SpeculativeDecoding(Construct):
                 "Environment": Lazy.any(_ServingEnvironment(component, self.speculative_config)),
             },
         }
+        if spec.network_isolation:
+            properties["EnableNetworkIsolation"] = "true"  # as the base model; the head is mounted, not downloaded
         if endpoint.vpc is not None:
             properties["VpcConfig"] = {"SecurityGroupIds": [g.security_group_id for g in endpoint.security_groups],
                                        "Subnets": endpoint.subnet_ids}

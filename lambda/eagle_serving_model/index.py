@@ -12,7 +12,8 @@ through a stack deployment.
     {"ModelNamePrefix": "qwen3-32b-eagle",          # 1-50 chars, letters, digits, hyphens
      "ExecutionRoleArn": "arn:aws:iam::...:role/...",
      "PrimaryContainer": {<CreateModel ContainerDefinition>},
-     "VpcConfig": {"SecurityGroupIds": [...], "Subnets": [...]}}   # optional
+     "VpcConfig": {"SecurityGroupIds": [...], "Subnets": [...]},   # optional
+     "EnableNetworkIsolation": "true"}                               # optional, default false
   Create/Update: the model name is ``<prefix>-<12 hex of sha256(role, container, vpc)>``, so the
   same properties always give the same model (a retried or no-op update reuses it, found with
   DescribeModel) and any change gives a new model; CloudFormation then deletes the old one
@@ -59,7 +60,8 @@ def model_name(properties: dict[str, Any]) -> str:
             "with a letter or digit"
         )
     digest = hashlib.sha256(json.dumps(
-        [properties.get("ExecutionRoleArn"), properties.get("PrimaryContainer"), properties.get("VpcConfig")],
+        [properties.get("ExecutionRoleArn"), properties.get("PrimaryContainer"), properties.get("VpcConfig")]
+        + ([True] if _isolated(properties) else []),
         sort_keys=True, separators=(",", ":"),
     ).encode()).hexdigest()[:12]
     return f"{prefix}-{digest}"
@@ -81,7 +83,17 @@ def create_request(properties: dict[str, Any]) -> dict[str, Any]:
     vpc = properties.get("VpcConfig")
     if vpc:
         request["VpcConfig"] = vpc
+    if _isolated(properties):
+        request["EnableNetworkIsolation"] = True
     return request
+
+
+def _isolated(properties: dict[str, Any]) -> bool:
+    """``EnableNetworkIsolation``: CloudFormation passes booleans as the strings "true"/"false"."""
+    value = properties.get("EnableNetworkIsolation", "false")
+    if value not in (True, False, "true", "false"):
+        raise PropertiesError(f"EnableNetworkIsolation {value!r} must be true or false")
+    return value in (True, "true")
 
 
 def _create_or_reuse(properties: dict[str, Any]) -> tuple[str, dict[str, str]]:

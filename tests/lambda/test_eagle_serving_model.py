@@ -172,3 +172,21 @@ def test_create_failure_is_reported_not_raised(serving, stub, lambda_context):
 def test_bad_properties_fail_the_resource(serving, lambda_context, props, message):
     serving.handler(event(**props), lambda_context)
     assert serving.sent[0]["Status"] == "FAILED" and message in serving.sent[0]["Reason"]
+
+
+def test_network_isolation_is_passed_and_names_a_different_model(serving, stub, lambda_context):
+    props = event(EnableNetworkIsolation="true")["ResourceProperties"]
+    name = serving.model_name(props)
+    assert name != serving.model_name(event()["ResourceProperties"]), "switching isolation must make a new model"
+    expect_describe(stub, name, exists=False)
+    request = {"ModelName": name, "ExecutionRoleArn": ROLE, "PrimaryContainer": CONTAINER, "EnableNetworkIsolation": True}
+    assert_valid_request("sagemaker", "CreateModel", request)
+    stub.add_response("create_model", {"ModelArn": f"arn:aws:sagemaker:us-east-1:123456789012:model/{name}"}, request)
+    serving.handler(event(EnableNetworkIsolation="true"), lambda_context)
+    assert serving.sent[0]["Status"] == "SUCCESS"
+
+
+def test_a_bad_network_isolation_value_fails_the_resource(serving, lambda_context):
+    serving.handler(event(EnableNetworkIsolation="yes"), lambda_context)
+    assert serving.sent[0]["Status"] == "FAILED"
+    assert "EnableNetworkIsolation 'yes' must be true or false" in serving.sent[0]["Reason"]

@@ -180,9 +180,25 @@ def check_eagle_endpoint(synth: Synth) -> None:
     assert {"eagle_dataset", "eagle_job"} <= synth.handler_folders("EagleChat")
 
 
+def check_private_vpc_endpoint(synth: Synth) -> None:
+    template = synth.template("PrivateChat")
+    assert not of_type(template, "AWS::EC2::NatGateway") and not of_type(template, "AWS::EC2::InternetGateway")
+    (gateway,) = of_type(template, "AWS::EC2::VPCEndpoint")
+    assert gateway["Properties"]["VpcEndpointType"] == "Gateway"
+    assert "s3" in json.dumps(gateway["Properties"]["ServiceName"])
+    (model,) = of_type(template, "AWS::SageMaker::Model")
+    assert model["Properties"]["EnableNetworkIsolation"] is True
+    assert len(model["Properties"]["VpcConfig"]["Subnets"]) == 2
+    (config,) = of_type(template, "AWS::SageMaker::EndpointConfig")
+    assert config["Properties"]["VpcConfig"]["Subnets"] == model["Properties"]["VpcConfig"]["Subnets"]
+    for route in of_type(template, "AWS::EC2::Route"):
+        assert "NatGatewayId" not in route["Properties"] and "GatewayId" not in route["Properties"], route
+
+
 CHECKS: dict[str, Callable[[Synth], None]] = {
     "minimal_endpoint": check_minimal_endpoint,
     "adapters_and_sessions": check_adapters_and_sessions,
     "capacity_plan_endpoint": check_capacity_plan_endpoint,
     "eagle_endpoint": check_eagle_endpoint,
+    "private_vpc_endpoint": check_private_vpc_endpoint,
 }

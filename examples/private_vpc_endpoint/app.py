@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Production network layout: an endpoint in private subnets with no route to the internet.
+
+The VPC has isolated subnets only (no NAT gateway, no internet gateway) and one S3 gateway
+endpoint (free), which carries the instances' S3 traffic: Data Capture writes. The model runs
+with network isolation (the library's default, ``ModelSpec.network_isolation``): its container
+has no network at all; SageMaker itself mounts the weights from S3 and pulls the LMI image. The
+security group allows outbound traffic, but the subnets' only routes are the VPC itself and the
+S3 gateway endpoint, so nothing leaves the VPC except to S3 in this region.
+
+Synthesize with the library installed: ``cdk synth --app "python app.py"`` or
+``CDK_OUTDIR=out python app.py``; environment-agnostic, no AWS account needed.
+"""
+from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from cdk_nag import AwsSolutionsChecks
+
+from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
+
+app = App()
+stack = Stack(app, "PrivateChat")
+
+vpc = ec2.Vpc(
+    stack, "Vpc",
+    max_azs=2,
+    nat_gateways=0,
+    subnet_configuration=[ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED,
+                                                  cidr_mask=20)],
+    gateway_endpoints={"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)},
+    flow_logs={"All": ec2.FlowLogOptions(traffic_type=ec2.FlowLogTrafficType.ALL)},
+)
+
+endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge", vpc=vpc,
+                       vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED))
+qwen = endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/",
+                                            accelerators=1, min_memory_mb=32768))
+
+caller = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+qwen.grant_invoke(caller)
+CfnOutput(stack, "EndpointName", value=endpoint.endpoint_name)
+
+Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+app.synth()
