@@ -16,8 +16,14 @@ CHECKOV_VENV := $(VENV)/checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 REPORTS := reports
 BASE ?= origin/main
+# Context for the app: CONFIG and PIPELINE as -c config=/-c pipeline=, plus anything in CONTEXT
+# (e.g. CONTEXT="-c purchase=chat-p5e-2027q1"). DEPLOY_ARGS / DIFF_ARGS go to cdk deploy / cdk diff.
+CONTEXT ?=
+CDK_CONTEXT = $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$(PIPELINE)) $(CONTEXT)
+DEPLOY_ARGS ?=
+DIFF_ARGS ?=
 
-.PHONY: setup synth test lint-templates checkov check change-report typecheck dist docs schema diagram clean
+.PHONY: setup synth diff deploy test lint-templates checkov check change-report typecheck dist docs schema diagram clean
 
 setup: $(PY_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 
@@ -39,8 +45,17 @@ $(NODE_STAMP): package.json package-lock.json
 ## synth: synthesize the default app into cdk.out (cdk-nag runs inside), then cfn-lint every template.
 synth: setup
 	rm -rf cdk.out
-	cdk synth --quiet $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$(PIPELINE))
+	cdk synth --quiet $(CDK_CONTEXT)
 	$(MAKE) --no-print-directory lint-templates
+
+## diff: synth (checks included), then compare cdk.out with what is deployed (needs credentials).
+diff: synth
+	cdk diff --app cdk.out $(DIFF_ARGS)
+
+## deploy: synth (checks included), then deploy exactly that cdk.out, every stack (needs credentials).
+## CDK still asks before security-relevant changes; pass DEPLOY_ARGS="--require-approval never" only on purpose.
+deploy: synth
+	cdk deploy --app cdk.out --all $(DEPLOY_ARGS)
 
 lint-templates:
 	$(BIN)/python -m tools.lint_templates cdk.out

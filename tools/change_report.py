@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -734,9 +735,17 @@ def _tool_env(source: Path) -> dict[str, str]:
     return env
 
 
+def _python() -> Path:
+    """This checkout's virtualenv Python (what cdk.json's tools/venv-python runs), else the running one."""
+    venv = REPO / ".venv" / "bin" / "python"
+    return venv if venv.is_file() else Path(sys.executable)
+
+
 def synthesize(source: Path, out: Path, *, config: str | None = None) -> Path:
     """``cdk synth`` of the app in ``source`` into ``out``, with this checkout's Node tooling and venv."""
-    command = ["cdk", "synth", "--quiet", "--output", str(out)] + (["--context", f"config={config}"] if config else [])
+    # The app command is given, not read from the source's cdk.json: an exported ref has no .venv of its own.
+    command = ["cdk", "synth", "--quiet", "--app", f"{shlex.quote(str(_python()))} app.py", "--output", str(out)]
+    command += ["--context", f"config={config}"] if config else []
     completed = subprocess.run(command, cwd=source, env=_tool_env(source), capture_output=True, text=True, check=False)
     if completed.returncode != 0:
         tail = "\n".join((completed.stderr or completed.stdout).strip().splitlines()[-25:])

@@ -7,7 +7,8 @@ stack buy one, give ``duration_days``, ``max_upfront_fee_usd`` and ``purchase_ac
 instead (paid upfront, never refunded; see ``CapacityPlanSpec``). A daily check publishes the
 plan's days left and alarms before it ends.
 
-Run: ``cdk synth --app "python app.py"`` or ``CDK_OUTDIR=out python app.py`` (no AWS account needed).
+Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``) or ``CDK_OUTDIR=out python3 app.py``
+(no AWS account needed; see ../README.md to install the library).
 """
 from aws_cdk import App, CfnOutput, Stack, Validations
 from aws_cdk import aws_iam as iam
