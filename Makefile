@@ -23,9 +23,12 @@ CDK_CONTEXT = $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$
 DEPLOY_ARGS ?=
 DIFF_ARGS ?=
 
-.PHONY: setup synth diff deploy test lint-templates checkov check change-report typecheck dist docs schema diagram clean
+.PHONY: setup synth-setup synth diff deploy test lint-templates checkov check change-report typecheck dist docs schema diagram clean
 
-setup: $(PY_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
+## setup: everything (.venv, node_modules, the checkov venv); synth-setup: what a synth needs (no checkov).
+setup: synth-setup $(CHECKOV_STAMP)
+
+synth-setup: $(PY_STAMP) $(NODE_STAMP)
 
 $(PY_STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,9 +46,15 @@ $(NODE_STAMP): package.json package-lock.json
 	touch $@
 
 ## synth: synthesize the default app into cdk.out (cdk-nag runs inside), then cfn-lint every template.
-synth: setup
+## The log shows one cdk-nag summary per pack and rule; every finding is in reports/nag-findings.{json,md}.
+## On GitHub Actions the summary and the cost table are added to the job summary ($GITHUB_STEP_SUMMARY).
+synth: synth-setup
 	rm -rf cdk.out
-	cdk synth --quiet $(CDK_CONTEXT)
+	status=0; cdk synth --quiet $(CDK_CONTEXT) || status=$$?; \
+	  mkdir -p $(REPORTS); \
+	  for f in nag-findings.json nag-findings.md synth-summary.md; do if [ -f cdk.out/$$f ]; then cp cdk.out/$$f $(REPORTS)/; fi; done; \
+	  if [ -n "$${GITHUB_STEP_SUMMARY:-}" ] && [ -f cdk.out/synth-summary.md ]; then cat cdk.out/synth-summary.md >> "$$GITHUB_STEP_SUMMARY"; fi; \
+	  exit $$status
 	$(MAKE) --no-print-directory lint-templates
 
 ## diff: synth (checks included), then compare cdk.out with what is deployed (needs credentials).
@@ -80,12 +89,12 @@ dist: $(PY_STAMP)
 	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 ## docs: API reference from the docstrings into docs/api/ (not committed).
-docs: setup
+docs: synth-setup
 	rm -rf docs/api
 	PDOC_ALLOW_EXEC=1 $(BIN)/python -m pdoc --docformat restructuredtext --no-show-source -o docs/api sagemaker_llm_cdk
 
 ## change-report: what this branch changes against BASE (default origin/main) when deployed.
-change-report: setup
+change-report: synth-setup
 	$(BIN)/python -m tools.change_report --git-base $(BASE) $(if $(CONFIG),--config $(CONFIG))
 
 ## schema: regenerate config/schema.json from the settings model.
