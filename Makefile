@@ -83,10 +83,11 @@ check: synth
 typecheck: $(PY_STAMP)
 	$(BIN)/python -m mypy
 
-## dist: the library's wheel in dist/ (Lambda handlers and py.typed inside), for other teams.
+## dist: the library's sdist and wheel in dist/ (Lambda handlers and py.typed inside), as a release builds them;
+## other teams `pip install dist/sagemaker_llm_cdk-<version>-py3-none-any.whl`.
 dist: $(PY_STAMP)
 	rm -rf build dist
-	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
+	$(BIN)/python -m build --outdir dist .
 
 ## docs: API reference from the docstrings into docs/api/ (not committed).
 docs: synth-setup
