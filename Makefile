@@ -98,9 +98,11 @@ docs: synth-setup
 change-report: synth-setup
 	$(BIN)/python -m tools.change_report --git-base $(BASE) $(if $(CONFIG),--config $(CONFIG))
 
-## schema: regenerate config/schema.json from the settings model.
-schema: $(PY_STAMP)
-	$(BIN)/python -c "from sagemaker_llm_cdk.config import write_json_schema; write_json_schema('config/schema.json')"
+## schema: regenerate the configs' JSON Schemas from the settings models: config/schema.json (a whole config),
+## config/schema.layer.json (a file that extends or is extended: nothing required, $delete/$replace allowed),
+## config/pipeline.schema.json (the delivery pipeline's file).
+schema: synth-setup
+	$(BIN)/python -m tools.schemas config
 
 ## diagram: regenerate the README's architecture diagram from the synthesized default app.
 diagram: synth
