@@ -53,3 +53,34 @@ def test_make_synth_does_not_build_the_checkov_environment():
     setup = re.search(r"^synth-setup: (.*)$", makefile, re.M).group(1)
     assert synth.split() == ["synth-setup"] and "CHECKOV" not in setup
     assert re.search(r"^checkov: \$\(CHECKOV_STAMP\)", makefile, re.M)
+
+
+def test_make_deploy_passes_context_through_and_never_skips_approval_by_default():
+    import subprocess
+
+    dry = subprocess.run(["make", "-n", "deploy", "CONFIG=config/dev.yaml", "CONTEXT=-c purchase=chat-p5e-2027q1"],
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    synth = next(line for line in dry.splitlines() if "cdk synth" in line)
+    assert "-c config=config/dev.yaml" in synth and "-c purchase=chat-p5e-2027q1" in synth
+    deploy = next(line for line in dry.splitlines() if "cdk deploy" in line)
+    assert deploy.split() == ["cdk", "deploy", "--app", "cdk.out", "--all"], "deploys exactly the checked cdk.out"
+    assert "--require-approval" not in dry
+    diff = subprocess.run(["make", "-n", "diff"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "cdk diff --app cdk.out" in diff
+
+
+def test_cdk_json_runs_the_app_with_this_checkouts_venv_and_says_so_when_it_is_missing(tmp_path):
+    import json
+    import shutil
+    import subprocess
+
+    app = json.loads((ROOT / "cdk.json").read_text())["app"]
+    assert app == "tools/venv-python app.py"
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(ROOT / "tools" / "venv-python", tmp_path / "tools" / "venv-python")
+    missing = subprocess.run(["tools/venv-python", "-c", "print(1)"], cwd=tmp_path, capture_output=True, text=True)
+    assert missing.returncode == 1
+    assert "error:" in missing.stderr and "make setup" in missing.stderr and "Traceback" not in missing.stderr
+    found = subprocess.run([str(ROOT / "tools" / "venv-python"), "-c", "import sys; print(sys.prefix)"],
+                           capture_output=True, text=True, check=True)
+    assert Path(found.stdout.strip()).resolve() == (ROOT / ".venv").resolve()
