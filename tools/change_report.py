@@ -601,8 +601,7 @@ def _pair_renames(removed: list[ResourceChange], added: list[ResourceChange]) ->
                                   "one is deleted, so the create fails while the name is still taken (deploy once "
                                   "without it, or rename it)")
             a, b = normalize(gone.base or {}), normalize(match.head or {})
-            pair.properties = [PropertyChange(render_path(p), x, y, is_create_only(pair.resource_type, p))
-                               for p, x, y in leaf_changes(a["Properties"], b["Properties"])]
+            pair.properties = _detailed(leaf_changes(a["Properties"], b["Properties"]), "", pair.resource_type)
             pairs.append(pair)
     return pairs
 
