@@ -49,8 +49,9 @@ $(NODE_STAMP): package.json package-lock.json
 ## The log shows one cdk-nag summary per pack and rule; every finding is in reports/nag-findings.{json,md}.
 ## On GitHub Actions the summary and the cost table are added to the job summary ($GITHUB_STEP_SUMMARY).
 synth: synth-setup
-	rm -rf cdk.out
-	status=0; cdk synth --quiet $(CDK_CONTEXT) || status=$$?; \
+	rm -rf cdk.out $(REPORTS)/nag-findings.json $(REPORTS)/nag-findings.md $(REPORTS)/synth-summary.md
+	@echo "cdk synth --quiet $(CDK_CONTEXT)"
+	@status=0; cdk synth --quiet $(CDK_CONTEXT) || status=$$?; \
 	  mkdir -p $(REPORTS); \
 	  for f in nag-findings.json nag-findings.md synth-summary.md; do if [ -f cdk.out/$$f ]; then cp cdk.out/$$f $(REPORTS)/; fi; done; \
 	  if [ -n "$${GITHUB_STEP_SUMMARY:-}" ] && [ -f cdk.out/synth-summary.md ]; then cat cdk.out/synth-summary.md >> "$$GITHUB_STEP_SUMMARY"; fi; \
