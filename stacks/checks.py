@@ -152,6 +152,7 @@ def failing_findings(report: Mapping[str, Any]) -> list[str]:
                 text = f"[{plugin.get('pluginName')}] {violation.get('ruleName')}: {path}\n    {violation.get('description', '')}"
                 if violation.get("fix"):
                     text += f"\n    fix: {violation['fix']}"
+                text += f"\n    acknowledge as: {plugin.get('pluginName')}::{violation.get('ruleName')} (with its reason)"
                 lines.append(text)
     return lines
 
