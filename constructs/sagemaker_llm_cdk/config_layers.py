@@ -18,7 +18,7 @@ Rules: the file is laid over what it extends.
   ``endpoints[].models[].adapters`` and ``capacity_plans``. An overlay item whose ``name`` matches
   a base item is merged into it (these rules again, so its own models and adapters merge by name
   too); an item with a new name is appended, in the overlay's order, after the base's items, which
-  keep their order. ``{name: X, $delete: true}`` (nothing else) removes X; ``$replace: true`` in an
+  keep their order (so an empty list changes nothing). ``{name: X, $delete: true}`` (nothing else) removes X; ``$replace: true`` in an
   item makes it replace the base item of that name whole instead of merging into it. Deleting or
   replacing a name the base does not have is an error (a typo would otherwise go unnoticed), as is
   a name given twice in one list. Items without a ``name`` (a capacity plan given only by
