@@ -319,3 +319,8 @@ def test_the_layer_schema_requires_nothing_and_allows_the_markers():
     assert list(jsonschema.Draft202012Validator(whole).iter_errors(overlay)), "a whole config still needs every field"
     wrong = {"endpoints": [{"name": "Chat", "instance_type": "ml.p5e.48xlargee"}]}
     assert [e.validator for e in jsonschema.Draft202012Validator(layer).iter_errors(wrong)] == ["enum"]
+
+
+def test_an_empty_named_list_changes_nothing(tmp_path):
+    data = layered(tmp_path, "endpoints: []\ncapacity_plans: []\n")
+    assert [e["name"] for e in data["endpoints"]] == ["Chat", "Batch"] and len(data["capacity_plans"]) == 2
