@@ -16,10 +16,19 @@ CHECKOV_VENV := $(VENV)/checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 REPORTS := reports
 BASE ?= origin/main
+# Context for the app: CONFIG and PIPELINE as -c config=/-c pipeline=, plus anything in CONTEXT
+# (e.g. CONTEXT="-c purchase=chat-p5e-2027q1"). DEPLOY_ARGS / DIFF_ARGS go to cdk deploy / cdk diff.
+CONTEXT ?=
+CDK_CONTEXT = $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$(PIPELINE)) $(CONTEXT)
+DEPLOY_ARGS ?=
+DIFF_ARGS ?=
 
-.PHONY: setup synth preflight test lint-templates checkov check change-report typecheck dist docs schema diagram clean
+.PHONY: setup synth-setup synth diff deploy preflight test lint-templates checkov check change-report typecheck dist docs schema diagram clean
 
-setup: $(PY_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
+## setup: everything (.venv, node_modules, the checkov venv); synth-setup: what a synth needs (no checkov).
+setup: synth-setup $(CHECKOV_STAMP)
+
+synth-setup: $(PY_STAMP) $(NODE_STAMP)
 
 $(PY_STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,9 +46,16 @@ $(NODE_STAMP): package.json package-lock.json
 	touch $@
 
 ## synth: synthesize the default app into cdk.out (cdk-nag runs inside), then cfn-lint every template.
-synth: setup
-	rm -rf cdk.out
-	cdk synth --quiet $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$(PIPELINE))
+## The log shows one cdk-nag summary per pack and rule; every finding is in reports/nag-findings.{json,md}.
+## On GitHub Actions the summary and the cost table are added to the job summary ($GITHUB_STEP_SUMMARY).
+synth: synth-setup
+	rm -rf cdk.out $(REPORTS)/nag-findings.json $(REPORTS)/nag-findings.md $(REPORTS)/synth-summary.md
+	@echo "cdk synth --quiet $(CDK_CONTEXT)"
+	@status=0; cdk synth --quiet $(CDK_CONTEXT) || status=$$?; \
+	  mkdir -p $(REPORTS); \
+	  for f in nag-findings.json nag-findings.md synth-summary.md; do if [ -f cdk.out/$$f ]; then cp cdk.out/$$f $(REPORTS)/; fi; done; \
+	  if [ -n "$${GITHUB_STEP_SUMMARY:-}" ] && [ -f cdk.out/synth-summary.md ]; then cat cdk.out/synth-summary.md >> "$$GITHUB_STEP_SUMMARY"; fi; \
+	  exit $$status
 	$(MAKE) --no-print-directory lint-templates
 
 ## preflight: what would make a deploy of CONFIG (default config/default.yaml) fail, before CloudFormation starts.
@@ -47,6 +63,15 @@ synth: setup
 ## REGION=us-east-1 picks the region, OFFLINE=1 makes no AWS call; exits 1 on a blocker.
 preflight: setup
 	$(BIN)/python -m sagemaker_llm_cdk.preflight --config $(or $(CONFIG),config/default.yaml) $(if $(REGION),--region $(REGION)) $(if $(OFFLINE),--offline) $(PREFLIGHT_ARGS)
+
+## diff: synth (checks included), then compare cdk.out with what is deployed (needs credentials).
+diff: synth
+	cdk diff --app cdk.out $(DIFF_ARGS)
+
+## deploy: synth (checks included), then deploy exactly that cdk.out, every stack (needs credentials).
+## CDK still asks before security-relevant changes; pass DEPLOY_ARGS="--require-approval never" only on purpose.
+deploy: synth
+	cdk deploy --app cdk.out --all $(DEPLOY_ARGS)
 
 lint-templates:
 	$(BIN)/python -m tools.lint_templates cdk.out
@@ -65,23 +90,26 @@ check: synth
 typecheck: $(PY_STAMP)
 	$(BIN)/python -m mypy
 
-## dist: the library's wheel in dist/ (Lambda handlers and py.typed inside), for other teams.
+## dist: the library's sdist and wheel in dist/ (Lambda handlers and py.typed inside), as a release builds them;
+## other teams `pip install dist/sagemaker_llm_cdk-<version>-py3-none-any.whl`.
 dist: $(PY_STAMP)
 	rm -rf build dist
-	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
+	$(BIN)/python -m build --outdir dist .
 
 ## docs: API reference from the docstrings into docs/api/ (not committed).
-docs: setup
+docs: synth-setup
 	rm -rf docs/api
 	PDOC_ALLOW_EXEC=1 $(BIN)/python -m pdoc --docformat restructuredtext --no-show-source -o docs/api sagemaker_llm_cdk sagemaker_llm_cdk.client
 
 ## change-report: what this branch changes against BASE (default origin/main) when deployed.
-change-report: setup
+change-report: synth-setup
 	$(BIN)/python -m tools.change_report --git-base $(BASE) $(if $(CONFIG),--config $(CONFIG))
 
-## schema: regenerate config/schema.json from the settings model.
-schema: $(PY_STAMP)
-	$(BIN)/python -c "from sagemaker_llm_cdk.config import write_json_schema; write_json_schema('config/schema.json')"
+## schema: regenerate the configs' JSON Schemas from the settings models: config/schema.json (a whole config),
+## config/schema.layer.json (a file that extends or is extended: nothing required, $delete/$replace allowed),
+## config/pipeline.schema.json (the delivery pipeline's file).
+schema: synth-setup
+	$(BIN)/python -m tools.schemas config
 
 ## diagram: regenerate the README's architecture diagram from the synthesized default app.
 diagram: synth

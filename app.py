@@ -9,10 +9,13 @@ from sagemaker_llm_cdk import ConfigurationError, cost_ceiling_table, load_confi
 from sagemaker_llm_cdk.capacity_plan import consent_problems
 from sagemaker_llm_cdk.removal import removal_note
 from stacks import LlmPlatformStack, attach_checks
+from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks
 
 
 def main() -> None:
-    app = App()
+    # The app reports the checks itself: one summary per pack and rule instead of every finding in the log
+    # (every finding goes to cdk.out/nag-findings.md), and it still fails on an unacknowledged error.
+    app = App(context={FAIL_SYNTH_CONTEXT: False})
     path = app.node.try_get_context("config") or "config/default.yaml"
     pipeline = app.node.try_get_context("pipeline")
     try:
@@ -38,10 +41,14 @@ def main() -> None:
         sys.exit(1)
     attach_checks(app, extra_packs=extra_packs)
     # The most each endpoint can run, for the reviewer reading the synth log.
-    print(cost_ceiling_table(app), file=sys.stderr)
+    cost_table = cost_ceiling_table(app)
+    print(cost_table, file=sys.stderr)
     # What `cdk destroy` would leave behind (removal: retain | destroy in the config).
     print(removal_note(app), file=sys.stderr)
-    app.synth()
+    assembly = app.synth()
+    status = report_checks(assembly.directory, cost_table=cost_table)
+    if status:
+        sys.exit(status)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Synth-time checks attached to the app: cdk-nag rule packs and the library's checkov acknowledgements."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import jsii
@@ -122,3 +124,178 @@ def attach_stage_checks(stage: Stage, *, extra_packs: Sequence[str] = ()) -> Non
         Validations.of(stage).add_plugins(*[WarningsOnly(WARNING_PACKS[name](stage, verbose=True)) for name in packs])
     checkov_defaults(stage)
     guard_app(stage)
+
+
+# ----------------------------------------------------------------------------- the synth log and the PR summary
+FAIL_SYNTH_CONTEXT = "@aws-cdk/core:failSynthOnValidationErrors"
+"""CDK context: when false, the app (not CDK) reports validation results. ``app.py`` sets it so the synth log
+shows one summary instead of every finding, and fails the synth itself (``report_checks``)."""
+VALIDATION_REPORT = "validation-report.json"
+"""CDK's validation report in the cloud assembly: every plugin's findings, acknowledged ones included."""
+FINDINGS_JSON = "nag-findings.json"
+FINDINGS_MD = "nag-findings.md"
+SUMMARY_MD = "synth-summary.md"
+"""Files ``report_checks`` writes into the cloud assembly; ``make synth`` copies them to reports/ and appends
+``synth-summary.md`` (findings summary and cost table) to the GitHub step summary when it is set."""
+
+
+@dataclass(frozen=True)
+class RuleTally:
+    """Findings of one rule of one pack: how many constructs it flags, acknowledged or not."""
+
+    pack: str
+    rule: str
+    severity: str
+    open: int
+    acknowledged: int
+
+    @property
+    def fails(self) -> bool:
+        return self.open > 0 and self.severity in ("error", "fatal")
+
+
+def _rule(name: str) -> str:
+    """``AwsSolutions-IAM5[Resource::*]`` -> ``AwsSolutions-IAM5``: findings of a granular rule count under it."""
+    return name.split("[", 1)[0]
+
+
+def tally_findings(report: Mapping[str, Any]) -> list[RuleTally]:
+    """Per pack and rule (in report order): open and acknowledged findings, from CDK's validation report."""
+    counts: dict[tuple[str, str], list[Any]] = {}
+    for plugin in report.get("pluginReports", []):
+        pack = plugin.get("pluginName", "?")
+        for key, index in (("violations", 0), ("suppressedViolations", 1)):
+            for violation in plugin.get(key, []):
+                entry = counts.setdefault((pack, _rule(violation.get("ruleName", "?"))), [0, 0, set()])
+                entry[index] += max(1, len(violation.get("violatingConstructs", [])))
+                entry[2].add(violation.get("severity", "warning"))
+    order = ("fatal", "error", "warning", "info")
+    return [RuleTally(pack, rule, next((s for s in order if s in c[2]), sorted(c[2])[0]), c[0], c[1])
+            for (pack, rule), c in counts.items()]
+
+
+def failing_findings(report: Mapping[str, Any]) -> list[str]:
+    """Every unacknowledged error finding, one block each: rule, construct, what is wrong, how to fix."""
+    lines = []
+    for plugin in report.get("pluginReports", []):
+        for violation in plugin.get("violations", []):
+            if violation.get("severity") not in ("error", "fatal"):
+                continue
+            where = [c.get("constructPath", "?") for c in violation.get("violatingConstructs", [])] or ["(no construct)"]
+            for path in where:
+                text = f"[{plugin.get('pluginName')}] {violation.get('ruleName')}: {path}\n    {violation.get('description', '')}"
+                if violation.get("fix"):
+                    text += f"\n    fix: {violation['fix']}"
+                text += f"\n    acknowledge as: {plugin.get('pluginName')}::{violation.get('ruleName')} (with its reason)"
+                lines.append(text)
+    return lines
+
+
+def summary_text(tallies: Sequence[RuleTally]) -> str:
+    """The synth log's one summary: a line per pack and rule."""
+    if not tallies:
+        return "cdk-nag: no findings"
+    width = max(len(f"{t.pack} {t.rule}") for t in tallies)
+    lines = [f"cdk-nag findings per rule ({sum(t.open for t in tallies)} open, "
+             f"{sum(t.acknowledged for t in tallies)} acknowledged):"]
+    for t in tallies:
+        verdict = "FAILS the synth" if t.fails else ("open (warning)" if t.open else "all acknowledged")
+        lines.append(f"  {f'{t.pack} {t.rule}':<{width}}  {t.severity:<7}  open {t.open:>3}  acknowledged {t.acknowledged:>3}"
+                     f"  {verdict}")
+    return "\n".join(lines)
+
+
+def summary_markdown(tallies: Sequence[RuleTally], *, cost_table: str = "") -> str:
+    """The pull request's step summary: the findings table, then the cost ceiling table."""
+    out = ["## cdk-nag findings", ""]
+    if tallies:
+        failing = sum(1 for t in tallies if t.fails)
+        out += [f"{sum(t.open for t in tallies)} open, {sum(t.acknowledged for t in tallies)} acknowledged"
+                + (f"; **{failing} rule(s) fail the synth**" if failing else "; nothing fails the synth")
+                + f". Every finding: `{FINDINGS_MD}` in the run's artifact.", "",
+                "| Pack | Rule | Severity | Open | Acknowledged |", "| --- | --- | --- | ---: | ---: |"]
+        out += [f"| {t.pack} | `{t.rule}` | {'**' + t.severity + '**' if t.fails else t.severity} | {t.open} | "
+                f"{t.acknowledged} |" for t in tallies]
+    else:
+        out.append("No findings.")
+    if cost_table:
+        out += ["", "## Cost ceiling", "", "```text", cost_table.rstrip(), "```"]
+    return "\n".join(out) + "\n"
+
+
+def findings_markdown(report: Mapping[str, Any]) -> str:
+    """Every finding, open and acknowledged (with its reason), per pack and rule: the report file."""
+    out = ["# cdk-nag findings", ""]
+    for plugin in report.get("pluginReports", []):
+        out += [f"## {plugin.get('pluginName')} ({plugin.get('conclusion', '?')})", ""]
+        entries = [(v, False) for v in plugin.get("violations", [])] + [(v, True) for v in plugin.get("suppressedViolations", [])]
+        if not entries:
+            out += ["No findings.", ""]
+        for violation, acknowledged in entries:
+            out.append(f"### {violation.get('ruleName')} ({violation.get('severity')}"
+                       f"{', acknowledged' if acknowledged else ''})")
+            out += ["", str(violation.get("description", "")), ""]
+            for construct in violation.get("violatingConstructs", []):
+                out.append(f"- `{construct.get('constructPath', '?')}`")
+            if acknowledged:
+                out.append(f"- acknowledged at `{violation.get('acknowledgedAt', '?')}`: {violation.get('reason', '')}")
+            out.append("")
+    return "\n".join(out)
+
+
+def _slim(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The report without stack traces (they say nothing about a finding and make it ten times larger)."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("stackTraces", "acknowledgedStackTrace")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    slim: dict[str, Any] = strip(dict(report))
+    return slim
+
+
+def _failures_only(report: Mapping[str, Any]) -> dict[str, Any]:
+    """``report`` with only the findings that fail the synth (and every report of a plugin that failed to run)."""
+    trimmed = dict(report)
+    trimmed["pluginReports"] = [
+        plugin if plugin.get("conclusion") == "failure" and not plugin.get("violations") else
+        {**plugin, "violations": [v for v in plugin.get("violations", []) if v.get("severity") in ("error", "fatal")]}
+        for plugin in report.get("pluginReports", [])]
+    return trimmed
+
+
+def report_checks(assembly_dir: str | Path, *, cost_table: str = "", stream: Any = None) -> int:
+    """After ``app.synth()`` with ``FAIL_SYNTH_CONTEXT`` false: print the findings summary (and every failing
+    finding in full), write ``nag-findings.json``/``.md`` and ``synth-summary.md`` into the assembly, and return
+    the exit status: 1 when an error finding is not acknowledged or the report is missing, else 0."""
+    import json
+    import sys
+
+    out = stream or sys.stderr
+    folder = Path(assembly_dir)
+    path = folder / VALIDATION_REPORT
+    if not path.is_file():
+        print(f"error: {path} was not written: the checks did not run, so the synth is not trusted", file=out)
+        return 1
+    report = json.loads(path.read_text(encoding="utf-8"))
+    tallies = tally_findings(report)
+    (folder / FINDINGS_JSON).write_text(json.dumps(_slim(report), indent=2) + "\n", encoding="utf-8")
+    (folder / FINDINGS_MD).write_text(findings_markdown(report), encoding="utf-8")
+    (folder / SUMMARY_MD).write_text(summary_markdown(tallies, cost_table=cost_table), encoding="utf-8")
+    # The CLI prints every finding left in validation-report.json after the synth: leave only what fails there
+    # (the whole report is nag-findings.json), so the log holds the summary and the failures, not 500 lines.
+    path.write_text(json.dumps(_failures_only(report), indent=2) + "\n", encoding="utf-8")
+    print(summary_text(tallies), file=out)
+    print(f"Every finding: {folder / FINDINGS_MD} (JSON: {folder / FINDINGS_JSON})", file=out)
+    failing = failing_findings(report)
+    failed_plugins = [p.get("pluginName") for p in report.get("pluginReports", []) if p.get("conclusion") == "failure"]
+    if failing or failed_plugins:
+        print(f"\nerror: {len(failing)} unacknowledged finding(s) fail the synth "
+              f"({', '.join(str(p) for p in failed_plugins) or 'error severity'}); fix each, or acknowledge it with "
+              "its reason in constructs/sagemaker_llm_cdk/acknowledgements.py:", file=out)
+        for block in failing:
+            print(block, file=out)
+        return 1
+    return 0

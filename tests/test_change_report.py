@@ -1,6 +1,7 @@
 """tools/change_report.py on pairs of real synthesized cloud assemblies (in-process synths, one per variant)."""
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -216,3 +217,110 @@ def test_renaming_an_inference_component_is_called_out_as_a_failing_deploy(tmp: 
     assert (name.old, name.new) == ("SageMakerLlm-qwen3-32b", "chat-qwen")
     fails = [h for h in renamed.headlines if h.category == "fails"]
     assert any("InferenceComponentName changes" in h.text and "the deployment fails" in h.text for h in fails)
+
+
+# ------------------------------------------------------------------ long strings, outputs, what was compared
+from tools.change_report import StackTemplate, text_change, working_tree_label  # noqa: E402
+
+WIDGETS = [{"type": "metric", "properties": {"title": f"Widget {i}", "metrics": [["AWS/SageMaker", "Invocations"]]}}
+           for i in range(4)]
+
+
+def dashboard(widgets: list[dict[str, Any]]) -> dict[str, Any]:
+    """A dashboard whose body is a Fn::Join of JSON text around a Ref, as CDK writes it."""
+    body = json.dumps({"start": "-PT6H", "widgets": widgets})
+    cut = body.index("Invocations") + len("Invocations")
+    return {"Type": "AWS::CloudWatch::Dashboard", "Properties": {
+        "DashboardBody": {"Fn::Join": ["", [body[:cut], "\", \"EndpointName\", \"", {"Ref": "Chat"}, body[cut:]]]}}}
+
+
+def stacks(resources: dict[str, Any], outputs: dict[str, Any] | None = None) -> dict[str, StackTemplate]:
+    return {"S": StackTemplate("S", "S", resources, outputs=outputs or {})}
+
+
+def test_a_long_json_string_is_diffed_by_path_inside_it() -> None:
+    changed = [dict(w) for w in WIDGETS]
+    changed[1] = {**changed[1], "properties": {**changed[1]["properties"], "title": "Latency p99"}}
+    changed.insert(3, {"type": "text", "properties": {"markdown": "# New"}})
+    result = compare(stacks({"Dash": dashboard(WIDGETS)}), stacks({"Dash": dashboard(changed)}))
+    (change,) = result.changes
+    assert [(p.path, p.old, p.new) for p in change.properties] == [
+        ("DashboardBody::widgets[1].properties.title", "Widget 1", "Latency p99"),
+        ("DashboardBody::widgets[3]", change_report.MISSING, {"type": "text", "properties": {"markdown": "# New"}}),
+    ]
+    text = render_text(result)
+    assert 'DashboardBody::widgets[1].properties.title: "Widget 1" -> "Latency p99"' in text
+    assert "DashboardBody::widgets[3]: (absent) -> " in text and "..." not in text.split("widgets[1]")[1].splitlines()[0]
+
+
+def test_a_state_machine_definition_change_names_the_state_and_field() -> None:
+    def machine(seconds: int) -> dict[str, Any]:
+        definition = {"StartAt": "Plan", "States": {
+            "Plan": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Next": "Wait"},
+            "Wait": {"Type": "Wait", "Seconds": seconds, "Next": "Describe"},
+            "Describe": {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:sagemaker:describeOptimizationJob",
+                         "End": True}}}
+        return {"Type": "AWS::StepFunctions::StateMachine", "Properties": {"DefinitionString": json.dumps(definition)}}
+
+    (change,) = compare(stacks({"Loop": machine(300)}), stacks({"Loop": machine(600)})).changes
+    assert [(p.path, p.old, p.new, p.create_only) for p in change.properties] == [
+        ("DefinitionString::States.Wait.Seconds", 300, 600, False)]
+    assert _verdict_of(change) == "update in place"
+
+
+def _verdict_of(change: change_report.ResourceChange) -> str:
+    return change_report._verdict(change)
+
+
+def test_a_long_plain_string_shows_the_changed_part_with_context() -> None:
+    old = "echo start; " + "x" * 200 + " --mode=fast; " + "y" * 200
+    new = old.replace("--mode=fast", "--mode=safe")
+    a, b = text_change(old, new)
+    assert "[-fast-]" in a and "{+safe+}" in b and a.startswith("...") and b.endswith("...")
+    assert len(a) < 100
+    resource = {"Type": "AWS::SSM::Parameter", "Properties": {"Type": "String", "Value": old}}
+    result = compare(stacks({"P": resource}), stacks({"P": {**resource, "Properties": {"Type": "String", "Value": new}}}))
+    (line,) = [l for l in render_text(result).splitlines() if "Value:" in l]
+    assert "[-fast-]" in line and "{+safe+}" in line
+
+
+def test_outputs_added_removed_and_changed_are_reported() -> None:
+    base = stacks({}, {"Url": {"Value": {"Fn::GetAtt": ["Url", "FunctionUrl"]}}, "Old": {"Value": "x"}})
+    head = stacks({}, {"Url": {"Value": {"Fn::GetAtt": ["Url2", "FunctionUrl"]}}, "PlanArn": {"Value": {"Ref": "Plan"}}})
+    result = compare(base, head)
+    assert [(o.kind, o.name) for o in result.outputs] == [("modified", "Url"), ("added", "PlanArn"), ("removed", "Old")]
+    text = render_text(result)
+    assert "Stack S: 0 added, 0 removed, 0 modified, 3 output(s) changed" in text
+    assert '~ Output Url: modified' in text and 'Value: "${Url.FunctionUrl}" -> "${Url2.FunctionUrl}"' in text
+    assert "+ Output PlanArn: added" in text and "- Output Old: removed" in text
+    assert "| output added | `PlanArn` | Output |" in render_markdown(result)
+
+
+def test_the_compared_head_is_named_by_its_commit(tmp_path: Path) -> None:
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q", "-b", "feature")
+    (tmp_path / "app.py").write_text("print(1)\n")
+    git("add", "app.py")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "c")
+    sha = git("rev-parse", "--short", "HEAD")
+    assert working_tree_label(tmp_path) == f"HEAD (feature {sha})"
+    (tmp_path / "app.py").write_text("print(2)\n")
+    assert working_tree_label(tmp_path) == f"working tree (uncommitted changes on {sha})"
+
+
+def test_cli_writes_the_report_file_and_the_step_summary(base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("## cdk-nag findings\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert change_report.main([str(base), str(base), "--head-label", "abc1234", "--output", str(tmp_path / "r.txt"),
+                               "--step-summary"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"Change report: {base} -> abc1234")
+    assert (tmp_path / "r.txt").read_text() == printed
+    written = summary.read_text()
+    assert written.startswith("## cdk-nag findings\n## Change report: ") and "`abc1234`" in written

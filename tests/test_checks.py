@@ -43,3 +43,92 @@ def test_unknown_pack_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown cdk-nag pack"):
         attach_checks(App(), extra_packs=["hipaa"])
     assert sorted(WARNING_PACKS) == ["nist-800-53-r5", "serverless"]
+
+
+# ------------------------------------------------------------------ the synth log and the PR summary (report_checks)
+from aws_cdk import Acknowledgment  # noqa: E402
+from aws_cdk import aws_iam as iam  # noqa: E402
+
+from stacks.checks import (  # noqa: E402
+    FAIL_SYNTH_CONTEXT,
+    FINDINGS_JSON,
+    FINDINGS_MD,
+    SUMMARY_MD,
+    VALIDATION_REPORT,
+    report_checks,
+    tally_findings,
+)
+
+
+def app_reporting_itself(out: Path, *, wildcard: bool = False) -> App:
+    """As app.py builds it: the app, not CDK, reports the checks. Two log groups (NIST flags both), one of them
+    acknowledged; with ``wildcard`` a role allowed s3:* on * that nobody acknowledged (AwsSolutions fails)."""
+    app = App(outdir=str(out), context={FAIL_SYNTH_CONTEXT: False})
+    stack = Stack(app, "Logs")
+    for name in ("Kept", "Acknowledged"):
+        logs.LogGroup(stack, name, retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN)
+    Validations.of(stack.node.find_child("Acknowledged")).acknowledge(Acknowledgment(
+        id="NIST.800.53.R5::NIST.800.53.R5-CloudWatchLogGroupEncrypted", reason="test: logs hold no data"))
+    if wildcard:
+        role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+        role.add_to_policy(iam.PolicyStatement(actions=["s3:*"], resources=["*"]))
+    attach_checks(app, extra_packs=["nist-800-53-r5"])
+    return app
+
+
+def test_report_checks_writes_one_summary_the_findings_and_the_pr_summary_file(tmp_path: Path, capsys) -> None:
+    assembly = app_reporting_itself(tmp_path / "out").synth()  # does not raise: the app reports
+    status = report_checks(assembly.directory, cost_table="Cost ceiling: TABLE")
+    assert status == 0
+    log = capsys.readouterr().err
+    assert "NIST.800.53.R5 NIST.800.53.R5-CloudWatchLogGroupEncrypted" in log
+    (line,) = [l for l in log.splitlines() if "CloudWatchLogGroupEncrypted" in l]
+    assert "open   1" in line and "acknowledged   1" in line and "open (warning)" in line
+    assert len(log.splitlines()) < 30, "one line per rule, not one block per finding"
+
+    folder = Path(assembly.directory)
+    summary = (folder / SUMMARY_MD).read_text()  # what the PR check appends to $GITHUB_STEP_SUMMARY
+    assert "| NIST.800.53.R5 | `NIST.800.53.R5-CloudWatchLogGroupEncrypted` | warning | 1 | 1 |" in summary
+    assert "nothing fails the synth" in summary
+    assert summary.index("## cdk-nag findings") < summary.index("## Cost ceiling") < summary.index("Cost ceiling: TABLE")
+
+    findings = json.loads((folder / FINDINGS_JSON).read_text())  # the whole report, stack traces left out
+    (nist,) = [p for p in findings["pluginReports"] if p["pluginName"] == "NIST.800.53.R5"]
+    assert [c["constructPath"] for v in nist["violations"] for c in v["violatingConstructs"]
+            if v["ruleName"].endswith("CloudWatchLogGroupEncrypted")] == ["Logs/Kept/Resource"]
+    assert [s["reason"] for s in nist["suppressedViolations"]] == ["test: logs hold no data"]
+    assert "stackTraces" not in json.dumps(findings)
+    markdown = (folder / FINDINGS_MD).read_text()
+    assert "`Logs/Kept/Resource`" in markdown and "test: logs hold no data" in markdown
+    # What CDK's CLI prints after the synth: only findings that fail (none here).
+    left = json.loads((folder / VALIDATION_REPORT).read_text())
+    assert [v for p in left["pluginReports"] for v in p["violations"]] == []
+
+
+def test_report_checks_fails_on_an_unacknowledged_error_and_prints_it_in_full(tmp_path: Path, capsys) -> None:
+    assembly = app_reporting_itself(tmp_path / "out", wildcard=True).synth()
+    assert report_checks(assembly.directory) == 1
+    log = capsys.readouterr().err
+    assert "AwsSolutions AwsSolutions-IAM5" in log and "FAILS the synth" in log
+    assert "[AwsSolutions] AwsSolutions-IAM5[Action::s3:*]: Logs/Role/DefaultPolicy/Resource" in log
+    assert "acknowledgements.py" in log
+    assert "acknowledge as: AwsSolutions::AwsSolutions-IAM5[Action::s3:*] (with its reason)" in log
+    summary = (Path(assembly.directory) / SUMMARY_MD).read_text()
+    assert "**1 rule(s) fail the synth**" in summary and "| AwsSolutions | `AwsSolutions-IAM5` | **error** |" in summary
+    left = json.loads((Path(assembly.directory) / VALIDATION_REPORT).read_text())
+    assert {v["severity"] for p in left["pluginReports"] for v in p["violations"]} == {"error"}
+
+
+def test_report_checks_refuses_an_assembly_without_a_validation_report(tmp_path: Path, capsys) -> None:
+    assert report_checks(tmp_path) == 1
+    assert "was not written" in capsys.readouterr().err
+
+
+def test_tally_counts_granular_findings_under_their_rule() -> None:
+    report = {"pluginReports": [{"pluginName": "AwsSolutions", "violations": [
+        {"ruleName": "AwsSolutions-IAM5[Action::s3:*]", "severity": "error", "violatingConstructs": [{}, {}]}],
+        "suppressedViolations": [
+        {"ruleName": "AwsSolutions-IAM5[Resource::*]", "severity": "error", "violatingConstructs": [{}]}]}]}
+    (tally,) = tally_findings(report)
+    assert (tally.pack, tally.rule, tally.severity, tally.open, tally.acknowledged, tally.fails) == (
+        "AwsSolutions", "AwsSolutions-IAM5", "error", 2, 1, True)

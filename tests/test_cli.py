@@ -25,3 +25,12 @@ def test_cdk_cli_synthesizes_the_default_app(tmp_path):
     assert sorted(stacks) == ["SageMakerLlm", "SageMakerLlmEaglePromotion"]
     template = json.loads((tmp_path / "out" / "SageMakerLlm.template.json").read_text())
     assert any(r["Type"] == "AWS::SageMaker::InferenceComponent" for r in template["Resources"].values())
+    # The log is one summary per cdk-nag pack and rule, not a block per finding; the PR summary file has the
+    # findings table and the cost ceiling; every finding is in nag-findings.json.
+    log = result.stdout + result.stderr
+    assert "cdk-nag findings per rule" in log and "Acknowledge with" not in log
+    assert len(log.splitlines()) < 80, log[-3000:]
+    summary = (tmp_path / "out" / "synth-summary.md").read_text()
+    assert "| AwsSolutions | `AwsSolutions-IAM5` | error | 0 |" in summary and "## Cost ceiling" in summary
+    findings = json.loads((tmp_path / "out" / "nag-findings.json").read_text())
+    assert sum(len(p.get("suppressedViolations", [])) for p in findings["pluginReports"]) > 10

@@ -36,12 +36,12 @@ def test_file_without_extends_is_returned_as_read(tmp_path):
 
 
 def test_chain_of_extends_relative_to_each_file(tmp_path):
-    write(tmp_path, "shared/root.yaml", "stack_name: Root\ntags: {project: p, owner: o}\nendpoints: [1, 2]\n")
+    write(tmp_path, "shared/root.yaml", "stack_name: Root\ntags: {project: p, owner: o}\nextra: [1, 2]\n")
     write(tmp_path, "shared/base.yaml", "extends: root.yaml\ntags: {owner: team}\n")
-    child = write(tmp_path, "env/dev.yaml", "extends: ../shared/base.yaml\ntags: {environment: dev}\nendpoints: [3]\n")
+    child = write(tmp_path, "env/dev.yaml", "extends: ../shared/base.yaml\ntags: {environment: dev}\nextra: [3]\n")
     layers = load_layers(child)
     assert layers.data == {"stack_name": "Root", "tags": {"project": "p", "owner": "team", "environment": "dev"},
-                           "endpoints": [3]}
+                           "extra": [3]}
     assert [p.name for p in layers.files] == ["dev.yaml", "base.yaml", "root.yaml"]
     assert layers.source.startswith(f"{child} (extends ")
     assert load_layered(child) == layers.data
@@ -131,3 +131,196 @@ def test_environment_configs_share_the_base_and_validate():
     (prod_endpoint,) = prod.endpoints
     assert prod_endpoint.instance_type == "ml.p5e.48xlarge" and prod_endpoint.capacity_plan == "chat-p5e-2027q1"
     assert [plan.effective_mode for plan in prod.capacity_plans] == ["existing"], "the pipeline never buys capacity"
+
+
+# ------------------------------------------------------------------ lists of named items merge by name
+BASE = """
+endpoints:
+  - name: Chat
+    instance_type: ml.p5e.48xlarge
+    scaling: {min_instances: 1, max_instances: 2}
+    models:
+      - name: big
+        accelerators: 2
+        adapters:
+          - {name: big-support, artifact_s3_uri: s3://a/support.tar.gz}
+          - {name: big-sql, artifact_s3_uri: s3://a/sql.tar.gz}
+      - name: small
+        accelerators: 1
+  - name: Batch
+    instance_type: ml.g6e.12xlarge
+capacity_plans:
+  - {name: plan-a, instance_type: ml.p5e.48xlarge, instance_count: 2}
+  - {existing_plan_arn: "arn:aws:sagemaker:us-east-1:123456789012:training-plan/unnamed", instance_count: 1}
+"""
+
+
+def layered(tmp_path, overlay: str):
+    write(tmp_path, "base.yaml", BASE)
+    return load_layered(write(tmp_path, "env.yaml", "extends: base.yaml\n" + overlay))
+
+
+def test_named_items_merge_by_name_at_every_level(tmp_path):
+    data = layered(tmp_path, """
+endpoints:
+  - name: Chat
+    scaling: {max_instances: 4}
+    models:
+      - name: big
+        adapters:
+          - {name: big-sql, artifact_s3_uri: s3://b/sql-v2.tar.gz}
+          - {name: big-code, artifact_s3_uri: s3://b/code.tar.gz}
+  - name: Extra
+    instance_type: ml.g5.12xlarge
+capacity_plans:
+  - {name: plan-a, instance_count: 4}
+""")
+    chat, batch, extra = data["endpoints"]
+    assert chat["instance_type"] == "ml.p5e.48xlarge" and chat["scaling"] == {"min_instances": 1, "max_instances": 4}
+    big, small = chat["models"]
+    assert (big["name"], big["accelerators"], small["name"]) == ("big", 2, "small")
+    assert big["adapters"] == [{"name": "big-support", "artifact_s3_uri": "s3://a/support.tar.gz"},
+                               {"name": "big-sql", "artifact_s3_uri": "s3://b/sql-v2.tar.gz"},
+                               {"name": "big-code", "artifact_s3_uri": "s3://b/code.tar.gz"}], "base order, new appended"
+    assert batch == {"name": "Batch", "instance_type": "ml.g6e.12xlarge"}
+    assert extra == {"name": "Extra", "instance_type": "ml.g5.12xlarge"}
+    plan, unnamed = data["capacity_plans"]
+    assert plan == {"name": "plan-a", "instance_type": "ml.p5e.48xlarge", "instance_count": 4}
+    assert "existing_plan_arn" in unnamed, "an item without a name is kept"
+
+
+def test_delete_removes_an_item_and_replace_swaps_it_whole(tmp_path):
+    data = layered(tmp_path, """
+endpoints:
+  - {name: Batch, $delete: true}
+  - name: Chat
+    models:
+      - {name: small, $delete: true}
+      - name: big
+        $replace: true
+        accelerators: 8
+""")
+    (chat,) = data["endpoints"]
+    assert chat["models"] == [{"name": "big", "accelerators": 8}], "replaced whole: its adapters are gone too"
+    assert "$delete" not in str(data) and "$replace" not in str(data)
+
+
+def test_other_lists_still_replace(tmp_path):
+    write(tmp_path, "base.yaml", "checks: {nag_warning_packs: [serverless]}\nendpoints: [{name: A, tags: [x, y]}]\n")
+    data = load_layered(write(tmp_path, "env.yaml", "extends: base.yaml\nchecks: {nag_warning_packs: []}\n"
+                                                     "endpoints: [{name: A, tags: [z]}]\n"))
+    assert data == {"checks": {"nag_warning_packs": []}, "endpoints": [{"name": "A", "tags": ["z"]}]}
+
+
+@pytest.mark.parametrize(("overlay", "message"), [
+    ("endpoints: [{name: Nope, $delete: true}]",
+     r"endpoints\[0\]\.name: got 'Nope'; allowed: a name in the list it extends: Chat, Batch; fix: correct the name, "
+     r"or remove the \$delete item"),
+    ("endpoints: [{name: Chat, $delete: true, instance_type: ml.g5.xlarge}]",
+     r"endpoints\[0\]: got .*; allowed: \{name: Chat, \$delete: true\} and nothing else; fix: remove instance_type"),
+    ("endpoints: [{name: Chat, $delete: yes please}]", r"allowed: \{name: Chat, \$delete: true\} and nothing else"),
+    ("endpoints: [{name: Chat, models: [{name: tiny, $replace: true}]}]",
+     r"endpoints\[0\]\.models\[0\]\.name: got 'tiny'; allowed: a name in the list it extends: big, small; "
+     r"fix: correct the name, or remove \$replace"),
+    ("endpoints: [{name: Chat}, {name: Chat}]",
+     r"endpoints\[1\]\.name: got 'Chat'; allowed: a name not used by endpoints\[0\] of this file"),
+    ("endpoints: [{name: New, models: [{name: m, $delete: true}]}]",
+     r"endpoints\[0\]\.models\[0\]\.\$delete: got True; allowed: nothing: \$delete applies to an item of a list this "
+     r"file extends"),
+])
+def test_misused_markers_and_repeated_names_are_refused_with_the_file(tmp_path, overlay, message):
+    with pytest.raises(ConfigurationError, match=message) as error:
+        layered(tmp_path, overlay)
+    assert f"{tmp_path / 'env.yaml'}" in str(error.value)
+
+
+def test_markers_in_a_file_that_extends_nothing_are_refused(tmp_path):
+    path = write(tmp_path, "plain.yaml", "endpoints: [{name: A, $delete: true}]\n")
+    with pytest.raises(ConfigurationError, match=r"endpoints\[0\]\.\$delete: got True; allowed: nothing"):
+        load_layered(path)
+
+
+def test_prod_and_dev_say_only_what_differs_from_base():
+    base = load_layered(ROOT / "config" / "base.yaml")
+    prod = parse_config(load_layered(ROOT / "config" / "prod.yaml"), source="config/prod.yaml")
+    dev = parse_config(load_layered(ROOT / "config" / "dev.yaml"), source="config/dev.yaml")
+    prod_text = (ROOT / "config" / "prod.yaml").read_text()
+    assert "models:" not in prod_text and "adapters:" not in prod_text, "prod.yaml repeats nothing of base.yaml"
+    (chat,) = prod.endpoints
+    (base_chat,) = base["endpoints"]
+    assert [a.name for a in chat.models[0].adapters] == [a["name"] for a in base_chat["models"][0]["adapters"]]
+    assert chat.capacity_plan == "chat-p5e-2027q1" and chat.instance_type == base_chat["instance_type"]
+    (dev_chat,) = dev.endpoints
+    assert [m.name for m in dev_chat.models] == ["qwen3-8b"], "dev deletes base's qwen3-32b and adds its own model"
+    assert [a.name for a in dev_chat.models[0].adapters] == ["qwen3-8b-support"]
+    assert dev_chat.data_capture.sampling_percentage == 100
+    assert dev_chat.data_capture.json_content_types == ("application/json",), "merged from base"
+
+
+# ------------------------------------------------------------------ schemas and modelines
+CONFIGS = sorted((ROOT / "config").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
+def test_every_config_names_its_schema_on_the_first_line(config):
+    from tools.schemas import MODELINE, schema_for
+
+    first = config.read_text(encoding="utf-8").splitlines()[0]
+    assert first == MODELINE.format(schema=schema_for(config)), f"{config.name}: put the modeline on line 1"
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
+def test_every_config_is_valid_against_the_schema_its_editor_uses(config):
+    import json
+    from datetime import date, datetime
+
+    import jsonschema
+    import yaml
+
+    from tools.schemas import schema_for
+
+    schema = json.loads((ROOT / "config" / schema_for(config)).read_text())
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    as_json = json.loads(json.dumps(data, default=lambda v: v.isoformat() if isinstance(v, (date, datetime)) else v))
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(as_json), key=str)
+    assert not errors, "\n".join(f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors[:5])
+
+
+def test_published_schemas_are_current():
+    from tools.schemas import render, schemas
+
+    for name, schema in schemas().items():
+        assert (ROOT / "config" / name).read_text() == render(schema), f"run `make schema` and commit config/{name}"
+
+
+def test_instance_types_are_enums_editors_complete():
+    from sagemaker_llm_cdk import service_model
+    from sagemaker_llm_cdk.config import json_schema
+
+    for layer in (False, True):
+        definitions = json_schema(layer=layer)["$defs"]
+        endpoint = definitions["EndpointSpec"]["properties"]["instance_type"]
+        assert endpoint["enum"] == sorted(service_model.endpoint_instance_types()) and "ml.p5e.48xlarge" in endpoint["enum"]
+        plan = definitions["CapacityPlanSpec"]["properties"]["instance_type"]
+        assert plan["enum"] == sorted(service_model.capacity_plan_instance_types())
+        (job,) = [b for b in definitions["EagleSettings"]["properties"]["job_instance_type"]["anyOf"]
+                  if b.get("type") == "string"]
+        assert job["enum"] == sorted(service_model.optimization_instance_types())
+
+
+def test_the_layer_schema_requires_nothing_and_allows_the_markers():
+    import jsonschema
+
+    from sagemaker_llm_cdk.config import json_schema
+
+    layer, whole = json_schema(layer=True), json_schema()
+    overlay = {"extends": "base.yaml", "endpoints": [{"name": "Chat", "models": [{"name": "m", "$delete": True}]}]}
+    assert not list(jsonschema.Draft202012Validator(layer).iter_errors(overlay))
+    assert list(jsonschema.Draft202012Validator(whole).iter_errors(overlay)), "a whole config still needs every field"
+    wrong = {"endpoints": [{"name": "Chat", "instance_type": "ml.p5e.48xlargee"}]}
+    assert [e.validator for e in jsonschema.Draft202012Validator(layer).iter_errors(wrong)] == ["enum"]
+
+
+def test_an_empty_named_list_changes_nothing(tmp_path):
+    data = layered(tmp_path, "endpoints: []\ncapacity_plans: []\n")
+    assert [e["name"] for e in data["endpoints"]] == ["Chat", "Batch"] and len(data["capacity_plans"]) == 2

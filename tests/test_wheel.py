@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from support.examples import CHECKS, EXAMPLES, LAMBDA_ROOT, ROOT, child_env, missing_exports, pending_reason, synthesize
+from support.examples import (CHECKS, EXAMPLES, LAMBDA_ROOT, ROOT, child_env, missing_exports, pending_reason,
+                              synthesize_with_cli)
 
 LIBRARY = ROOT / "constructs" / "sagemaker_llm_cdk"
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "constructs", "lambda")
@@ -117,7 +118,8 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     assert installed["version"] == version
     assert not installed["powertools"], "the fresh venv sees a package the wheel does not declare"
 
-    # 4. The example apps, copied out of the repository, synthesize with that interpreter (cdk-nag runs in each).
+    # 4. The example apps, copied out of the repository with their cdk.json, synthesize with `cdk synth` and that
+    #    interpreter as `python3` (cdk-nag runs in each), as a consumer runs them.
     consumer = tmp_path / "consumer"
     pending = []
     for name, check in sorted(CHECKS.items()):
@@ -127,8 +129,10 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
             pending.append(f"{name}: {pending_reason(missing)}")
             continue
         (consumer / name).mkdir(parents=True)
-        copy = shutil.copy2(app, consumer / name / "app.py")
-        check(synthesize(python, Path(copy), tmp_path / "out" / name, env=child_env(venv / "bin", write_bytecode=True)))
+        shutil.copy2(app, consumer / name / "app.py")
+        shutil.copy2(app.parent / "cdk.json", consumer / name / "cdk.json")
+        check(synthesize_with_cli(consumer / name, tmp_path / "out" / name,
+                                  env=child_env(venv / "bin", write_bytecode=True)))
         lap(f"synth {name}")
     assert "capacity_plan_endpoint" not in " ".join(pending), "the model + adapter + Lambda consumer must always run"
 

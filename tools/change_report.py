@@ -16,6 +16,13 @@ that cfn-lint ships, when it reaches a create-only property through a reference 
 resource, when the resource type changes, and when a resource leaves under one logical id and
 comes back under another (same type and same physical name, or same properties).
 
+A long string value is compared by what changed inside it: JSON text (dashboard bodies, state
+machine definitions) is parsed and each changed path is shown as ``Property::path``, lists aligned
+item by item; other text shows the changed part with context. Stack Outputs are compared as well.
+The head is named by its commit (``HEAD (<branch> <sha>)`` when the working tree is clean), or by
+``--head-label``. ``--output FILE`` also writes the report; ``--step-summary`` appends the Markdown
+report to ``$GITHUB_STEP_SUMMARY`` when that is set.
+
 The headline calls out what costs money or capacity: an ``AWS::SageMaker::EndpointConfig``
 replacement (it redeploys the endpoint: new instances are provisioned), endpoints created or
 deleted, and any change to a capacity plan; and what will fail to deploy (a custom-named
@@ -32,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -83,6 +91,7 @@ class StackTemplate:
     resources: dict[str, dict[str, Any]]
     parent: str | None = None
     parent_logical_id: str | None = None
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def load_assembly(folder: Path) -> dict[str, StackTemplate]:
@@ -110,7 +119,7 @@ def _load(folder: Path, prefix: str, stacks: dict[str, StackTemplate]) -> None:
         if artifact.get("type") == "aws:cloudformation:stack":
             template = _read_json(folder / properties["templateFile"])
             stack = StackTemplate(prefix + artifact_id, artifact.get("displayName") or artifact_id,
-                                  template.get("Resources") or {})
+                                  template.get("Resources") or {}, outputs=template.get("Outputs") or {})
             stacks[stack.key] = stack
             _load_nested(folder, stack, stacks, assets)
         elif artifact.get("type") == "cdk:cloud-assembly":
@@ -144,8 +153,9 @@ def _load_nested(folder: Path, parent: StackTemplate, stacks: dict[str, StackTem
             continue
         cdk_path = metadata.get("aws:cdk:path", "")
         title = cdk_path.split(".NestedStack/")[0] if ".NestedStack/" in cdk_path else f"{parent.title}/{logical_id}"
-        nested = StackTemplate(f"{parent.key}/{logical_id}", title,
-                               _read_json(template).get("Resources") or {}, parent.key, logical_id)
+        loaded = _read_json(template)
+        nested = StackTemplate(f"{parent.key}/{logical_id}", title, loaded.get("Resources") or {}, parent.key,
+                               logical_id, outputs=loaded.get("Outputs") or {})
         stacks[nested.key] = nested
         _load_nested(folder, nested, stacks, assets)
 
@@ -205,6 +215,98 @@ def leaf_changes(old: Any, new: Any, path: tuple[Any, ...] = ()) -> list[tuple[t
 
 class ItemDelta(list):  # type: ignore[type-arg]
     """The items only one side of a grown or shrunk list has."""
+
+
+# ----------------------------------------------------------------------------- long strings
+LONG = 70
+"""Values whose JSON is longer than this are shown by what changed inside them, not elided."""
+INSIDE = "::"
+"""Separates a property path from a path inside its JSON string value: ``DashboardBody::widgets[2].properties``."""
+
+
+class TextDelta(str):
+    """The changed part of a long non-JSON string, with a little context: ``...ctx[-old-]{+new+}ctx...``."""
+
+
+def _as_text(value: Any) -> str | None:
+    compacted = _compact(value)
+    return compacted if isinstance(compacted, str) else None
+
+
+def _as_json(text: str) -> Any:
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[":
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return None
+
+
+def json_changes(old: Any, new: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Any, Any]]:
+    """Like ``leaf_changes`` for plain JSON, but a list that grew or shrank is aligned item by item (difflib), so an
+    inserted dashboard widget is one added item and the widgets after it are not all "changed"."""
+    import difflib
+
+    if old == new:
+        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = list(old) + [k for k in new if k not in old]
+        return [c for k in keys for c in json_changes(old.get(k, MISSING), new.get(k, MISSING), path + (k,))]
+    if isinstance(old, list) and isinstance(new, list):
+        keyed = [json.dumps(v, sort_keys=True) for v in old], [json.dumps(v, sort_keys=True) for v in new]
+        found: list[tuple[tuple[Any, ...], Any, Any]] = []
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, *keyed, autojunk=False).get_opcodes():
+            if tag == "equal":
+                continue
+            if tag == "replace" and i2 - i1 == j2 - j1:
+                for offset in range(i2 - i1):
+                    found += json_changes(old[i1 + offset], new[j1 + offset], path + (j1 + offset,))
+                continue
+            found += [(path + (i,), old[i], MISSING) for i in range(i1, i2)]
+            found += [(path + (j,), MISSING, new[j]) for j in range(j1, j2)]
+        return found
+    return [(path, old, new)]
+
+
+def text_change(old: str, new: str, context: int = 30) -> tuple[TextDelta, TextDelta]:
+    """The differing middle of two long strings, with ``context`` characters either side."""
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    def middle(text: str) -> str:
+        part = text[start:len(text) - end]
+        return part if len(part) <= 300 else part[:150] + "..." + part[-150:]
+
+    lead = ("..." if start > context else "") + old[max(0, start - context):start]
+    tail_old = old[len(old) - end:len(old) - end + context] if end else ""
+    tail = tail_old + ("..." if end > context else "")
+    return TextDelta(lead + "[-" + middle(old) + "-]" + tail), TextDelta(lead + "{+" + middle(new) + "+}" + tail)
+
+
+def _detailed(found: list[tuple[tuple[Any, ...], Any, Any]], prefix: str,
+              resource_type: str | None) -> list[PropertyChange]:
+    """PropertyChanges for ``found``; a long string on both sides becomes what changed inside it (JSON-aware)."""
+    out = []
+    for path, before, after in found:
+        create_only = is_create_only(resource_type, path) if resource_type else False
+        shown = prefix + render_path(path)
+        a, b = _as_text(before), _as_text(after)
+        if a is not None and b is not None and max(len(json.dumps(a)), len(json.dumps(b))) > LONG:
+            ja, jb = _as_json(a), _as_json(b)
+            if ja is not None and jb is not None:
+                inner = json_changes(ja, jb)
+                out += [PropertyChange(f"{shown}{INSIDE}{render_path(p) or '(whole)'}", x, y, create_only)
+                        for p, x, y in inner] or [PropertyChange(shown, before, after, create_only)]
+                continue
+            delta_old, delta_new = text_change(a, b)
+            out.append(PropertyChange(shown, delta_old, delta_new, create_only))
+            continue
+        out.append(PropertyChange(shown, before, after, create_only))
+    return out
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -337,6 +439,16 @@ class ResourceChange:
 
 
 @dataclass
+class OutputChange:
+    """A stack output added, removed or changed (its value, description, export or condition)."""
+
+    kind: str  # added | removed | modified
+    stack: StackTemplate
+    name: str
+    properties: list[PropertyChange] = field(default_factory=list)
+
+
+@dataclass
 class Headline:
     category: str  # redeploy | money | fails
     stack: str
@@ -350,9 +462,13 @@ class Report:
     stacks: list[StackTemplate]
     changes: list[ResourceChange]
     headlines: list[Headline]
+    outputs: list[OutputChange] = field(default_factory=list)
 
     def for_stack(self, stack: StackTemplate) -> list[ResourceChange]:
         return [c for c in self.changes if c.stack.key == stack.key]
+
+    def outputs_for(self, stack: StackTemplate) -> list[OutputChange]:
+        return [o for o in self.outputs if o.stack.key == stack.key]
 
 
 def compare(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *, base_label: str = "base",
@@ -384,9 +500,28 @@ def compare(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *, b
     changes += [c for c in added if (c.stack.key, c.logical_id) not in new_ids]
     changes += [c for c in removed if (c.stack.key, c.logical_id) not in old_ids]
     _cascade(base, head, changes)
-    report = Report(base_label, head_label, stacks, sorted(changes, key=_sort_key(order)), [])
+    outputs = [o for key in order for o in _output_changes(base.get(key), head.get(key))]
+    report = Report(base_label, head_label, stacks, sorted(changes, key=_sort_key(order)), [], outputs)
     report.headlines = _headlines(report, head)
     return report
+
+
+def _output_changes(base: StackTemplate | None, head: StackTemplate | None) -> list[OutputChange]:
+    stack = head or base
+    assert stack is not None
+    old = base.outputs if base is not None else {}
+    new = head.outputs if head is not None else {}
+    found = []
+    for name in list(new) + [n for n in old if n not in new]:
+        if name not in old:
+            found.append(OutputChange("added", stack, name, [PropertyChange("Value", new=new[name].get("Value"))]))
+        elif name not in new:
+            found.append(OutputChange("removed", stack, name, [PropertyChange("Value", old=old[name].get("Value"))]))
+        else:
+            a, b = _mask(old[name]), _mask(new[name])
+            if a != b:
+                found.append(OutputChange("modified", stack, name, _detailed(leaf_changes(a, b), "", None)))
+    return found
 
 
 def _sort_key(order: list[str]) -> Any:
@@ -412,8 +547,7 @@ def _modification(stack: StackTemplate, logical_id: str, old: dict[str, Any],
         change.notes.append(f"type changes from {a['Type']}: CloudFormation cannot update a resource's type")
         return change
     kind = b["Type"]
-    for path, before, after in leaf_changes(a["Properties"], b["Properties"]):
-        change.properties.append(PropertyChange(render_path(path), before, after, is_create_only(kind, path)))
+    change.properties += _detailed(leaf_changes(a["Properties"], b["Properties"]), "", kind)
     for attribute in ATTRIBUTES + ("Metadata",):
         for path, before, after in leaf_changes(a.get(attribute, MISSING), b.get(attribute, MISSING), (attribute,)):
             change.properties.append(PropertyChange(f"({render_path(path)})", before, after))
@@ -479,8 +613,7 @@ def _pair_renames(removed: list[ResourceChange], added: list[ResourceChange]) ->
                                   "one is deleted, so the create fails while the name is still taken (deploy once "
                                   "without it, or rename it)")
             a, b = normalize(gone.base or {}), normalize(match.head or {})
-            pair.properties = [PropertyChange(render_path(p), x, y, is_create_only(pair.resource_type, p))
-                               for p, x, y in leaf_changes(a["Properties"], b["Properties"])]
+            pair.properties = _detailed(leaf_changes(a["Properties"], b["Properties"]), "", pair.resource_type)
             pairs.append(pair)
     return pairs
 
@@ -646,6 +779,8 @@ def _short(value: Any, limit: int = 70) -> str:
     """``value`` as short JSON; a long one keeps its start and its end."""
     if value is MISSING:
         return "(absent)"
+    if isinstance(value, TextDelta):
+        return json.dumps(str(value))
     text = json.dumps(_compact(value), sort_keys=True)
     return text if len(text) <= limit else text[: limit // 2 - 2] + "..." + text[-(limit // 2 - 1):]
 
@@ -684,19 +819,25 @@ def render_text(report: Report) -> str:
         out.append("  no endpoint redeploy, no capacity plan change")
     unchanged = []
     for stack in report.stacks:
-        changes = report.for_stack(stack)
-        if not changes:
+        changes, outputs = report.for_stack(stack), report.outputs_for(stack)
+        if not changes and not outputs:
             unchanged.append(stack.title)
             continue
-        out += ["", f"Stack {stack.title}: {_counts(changes)}"]
+        out += ["", f"Stack {stack.title}: {_counts(changes)}" + (f", {len(outputs)} output(s) changed" if outputs else "")]
         for change in changes:
             mark = {"added": "+", "removed": "-", "renamed": "~", "modified": "~"}[change.kind]
             out.append(f"  {mark} {change.resource_type} {change.display}: {_verdict(change)}")
             out += [f"      {_property_text(p)}" for p in change.properties]
             out += [f"      note: {n}" for n in change.notes]
+        for output in outputs:
+            out.append(f"  {_OUTPUT_MARK[output.kind]} Output {output.name}: {output.kind}")
+            out += [f"      {_property_text(p)}" for p in output.properties]
     if unchanged:
         out += ["", "No changes: " + ", ".join(unchanged)]
     return "\n".join(out) + "\n"
+
+
+_OUTPUT_MARK = {"added": "+", "removed": "-", "modified": "~"}
 
 
 def _counts(changes: list[ResourceChange]) -> str:
@@ -719,17 +860,20 @@ def render_markdown(report: Report) -> str:
         out.append("**Headline:** no endpoint redeploy, no capacity plan change.")
     unchanged = []
     for stack in report.stacks:
-        changes = report.for_stack(stack)
-        if not changes:
+        changes, outputs = report.for_stack(stack), report.outputs_for(stack)
+        if not changes and not outputs:
             unchanged.append(f"`{stack.title}`")
             continue
-        out += ["", f"### Stack `{stack.title}`: {_counts(changes)}", "",
-                "| Change | Resource | Type | Details |", "| --- | --- | --- | --- |"]
+        out += ["", f"### Stack `{stack.title}`: {_counts(changes)}" + (f", {len(outputs)} output(s) changed" if outputs else ""),
+                "", "| Change | Resource | Type | Details |", "| --- | --- | --- | --- |"]
         for change in changes:
             verdict = _verdict(change)
             verdict = f"**{verdict}**" if change.replacement else verdict
             details = [f"`{_cell(_property_text(p))}`" for p in change.properties] + [_cell(n) for n in change.notes]
             out.append(f"| {verdict} | `{_cell(change.display)}` | `{change.resource_type}` | {'<br>'.join(details)} |")
+        for output in outputs:
+            details = [f"`{_cell(_property_text(p))}`" for p in output.properties]
+            out.append(f"| output {output.kind} | `{_cell(output.name)}` | Output | {'<br>'.join(details)} |")
     if unchanged:
         out += ["", "No changes: " + ", ".join(unchanged)]
     return "\n".join(out) + "\n"
@@ -746,9 +890,17 @@ def _tool_env(source: Path) -> dict[str, str]:
     return env
 
 
+def _python() -> Path:
+    """This checkout's virtualenv Python (what cdk.json's tools/venv-python runs), else the running one."""
+    venv = REPO / ".venv" / "bin" / "python"
+    return venv if venv.is_file() else Path(sys.executable)
+
+
 def synthesize(source: Path, out: Path, *, config: str | None = None) -> Path:
     """``cdk synth`` of the app in ``source`` into ``out``, with this checkout's Node tooling and venv."""
-    command = ["cdk", "synth", "--quiet", "--output", str(out)] + (["--context", f"config={config}"] if config else [])
+    # The app command is given, not read from the source's cdk.json: an exported ref has no .venv of its own.
+    command = ["cdk", "synth", "--quiet", "--app", f"{shlex.quote(str(_python()))} app.py", "--output", str(out)]
+    command += ["--context", f"config={config}"] if config else []
     completed = subprocess.run(command, cwd=source, env=_tool_env(source), capture_output=True, text=True, check=False)
     if completed.returncode != 0:
         tail = "\n".join((completed.stderr or completed.stdout).strip().splitlines()[-25:])
@@ -776,15 +928,33 @@ def export_ref(ref: str, into: Path) -> str:
 
 
 def report_against_git(ref: str, *, config: str | None = None, head_dir: Path | None = None,
-                       keep: Path | None = None) -> Report:
+                       keep: Path | None = None, head_label: str | None = None) -> Report:
     with tempfile.TemporaryDirectory(prefix="change-report-") as tmp:
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         commit = export_ref(ref, work / "base-src")
         base_out = synthesize(work / "base-src", work / "base.out", config=config)
         head_out = head_dir or synthesize(REPO, work / "head.out", config=config)
+        label = head_label or (f"{head_dir} ({working_tree_label()})" if head_dir else working_tree_label())
         return compare(load_assembly(base_out), load_assembly(head_out), base_label=f"{ref} ({commit})",
-                       head_label=str(head_dir) if head_dir else "working tree")
+                       head_label=label)
+
+
+def working_tree_label(repo: Path = REPO) -> str:
+    """What the working tree is, as a git name: ``HEAD (<branch> <sha>)`` when it is clean (it is that commit),
+    else ``working tree (uncommitted changes on <sha>)``; ``working tree`` outside git."""
+    def git(*args: str) -> str | None:
+        done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    sha = git("rev-parse", "--short", "HEAD")
+    if sha is None:
+        return "working tree"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    if dirty:
+        return f"working tree (uncommitted changes on {sha})"
+    branch = git("rev-parse", "--abbrev-ref", "HEAD")
+    return f"HEAD ({branch} {sha})" if branch and branch != "HEAD" else f"HEAD ({sha})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -797,22 +967,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--head-dir", type=Path, help="with --git-base: compare with this assembly instead")
     parser.add_argument("--config", help="with --git-base: the app config (cdk synth -c config=PATH)")
     parser.add_argument("--keep", type=Path, help="with --git-base: keep the exported source and assemblies here")
+    parser.add_argument("--head-label", help="name the compared head this way (e.g. the pull request's head commit)")
     parser.add_argument("--markdown", action="store_true", help="GitHub-flavoured Markdown (step summary)")
+    parser.add_argument("--output", type=Path, help="also write the report to this file")
+    parser.add_argument("--step-summary", action="store_true",
+                        help="also append the Markdown report to $GITHUB_STEP_SUMMARY, when it is set")
     args = parser.parse_args(argv)
     try:
         if args.git_base:
             if args.base_dir or args.head_dir:
                 parser.error("give either BASE_DIR HEAD_DIR or --git-base REF")
-            report = report_against_git(args.git_base, config=args.config, head_dir=args.head_dir, keep=args.keep)
+            report = report_against_git(args.git_base, config=args.config, head_dir=args.head_dir, keep=args.keep,
+                                        head_label=args.head_label)
         elif args.base_dir and args.head_dir:
             report = compare(load_assembly(args.base_dir), load_assembly(args.head_dir),
-                             base_label=str(args.base_dir), head_label=str(args.head_dir))
+                             base_label=str(args.base_dir), head_label=args.head_label or str(args.head_dir))
         else:
             parser.error("give BASE_DIR HEAD_DIR, or --git-base REF")
     except ReportError as error:
         print(f"change report: {error}", file=sys.stderr)
         return 2
-    sys.stdout.write(render_markdown(report) if args.markdown else render_text(report))
+    text = render_markdown(report) if args.markdown else render_text(report)
+    sys.stdout.write(text)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if args.step_summary and summary:
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(render_markdown(report) + "\n")
     return 0
 
 

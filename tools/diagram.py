@@ -5,7 +5,11 @@ Usage: ``python -m tools.diagram cdk.out [--readme README.md]``
 Reads every stack template of the cloud assembly (nested stacks included), keeps the
 resources a reader cares about (endpoints, models, functions, tables, buckets, state
 machines, alarms topics, ...), groups them by their top-level construct, and draws an
-edge wherever one refers to another (``Ref``/``GetAtt``/``Fn::Sub``). Many adapters in a
+edge wherever one refers to another (``Ref``/``GetAtt``/``Fn::Sub``). CDK's own machinery
+is left out (provider frameworks and their waiter state machine, log-retention functions,
+bucket-notification handlers, custom-resource providers, singletons named by a hash), an
+edge through it joins its two ends (custom resource -> its handler), and labels lose CDK's
+hash suffix. Many adapters in a
 nested stack collapse into one node. With ``--readme`` the block between the
 ``<!-- diagram:start -->`` and ``<!-- diagram:end -->`` markers is replaced, so the README
 always shows the app as synthesized, never a drawing made by hand.
@@ -43,6 +47,25 @@ SHOWN: dict[str, str] = {
     "AWS::CloudFormation::Stack": "Nested stack",
 }
 CUSTOM = "Custom resource"
+
+INTERNAL_SEGMENT = re.compile(
+    r"^(framework-(onEvent|isComplete|onTimeout)|waiter-state-machine|LogRetention[0-9a-f]{32}|"
+    r"BucketNotificationsHandler[0-9a-f]{32}|Custom(::)?[A-Za-z0-9]*CustomResourceProvider|.*[0-9a-f]{32}.*)$")
+"""Construct ids of CDK's own machinery: custom-resource provider frameworks and their waiter state machine,
+log-retention functions, the bucket-notifications handler, custom-resource providers, and singletons named by a
+hash (``AWS679f53fac002430cb0da5b7982bd2287``, ``SingletonLambda<hash>``)."""
+INTERNAL_TYPES = frozenset({"Custom::LogRetention", "Custom::S3BucketNotifications", "Custom::S3AutoDeleteObjects",
+                            "Custom::VpcRestrictDefaultSG", "Custom::CrossRegionExportWriter",
+                            "Custom::CrossRegionExportReader", "Custom::CDKBucketDeployment"})
+"""Custom resources CDK adds to implement a feature (log retention, bucket notifications, ...), not the system."""
+_HASH_SUFFIX = re.compile(r"(?<=[a-z0-9])[0-9A-F]{8}$")
+
+
+def is_internal(resource_type: str, path: str) -> bool:
+    """True for a resource of CDK's own machinery (see ``INTERNAL_SEGMENT``, ``INTERNAL_TYPES``)."""
+    if resource_type in INTERNAL_TYPES or any(resource_type.startswith(t) for t in INTERNAL_TYPES):
+        return True
+    return any(INTERNAL_SEGMENT.match(part) for part in path.split("/"))
 COLLAPSE_AT = 5
 """Inference components of one kind in one nested stack above this count become one node."""
 
@@ -53,6 +76,7 @@ class Node:
     label: str
     group: str
     refs: set[str] = field(default_factory=set)
+    internal: bool = False
 
 
 def _templates(assembly: Path) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -94,11 +118,33 @@ def _group(path: str, stack: str) -> str:
 
 
 def _tail(path: str) -> str:
+    """The construct id a reader knows: the last part of the path, without CDK's hash suffix or nested-stack suffix."""
     parts = [p for p in path.split("/") if p and p != "Resource" and p != "Default"]
-    return parts[-1] if parts else path
+    tail = (parts[-1] if parts else path).removesuffix(".NestedStackResource").removesuffix(".NestedStack")
+    return _HASH_SUFFIX.sub("", tail) or tail
 
 
 def collect(assembly: Path) -> dict[str, Node]:
+    """The diagram's nodes: what a reader cares about, CDK's own machinery left out (``is_internal``); an edge
+    through a left-out resource (custom resource -> provider framework -> handler) joins its two ends."""
+    nodes = _collect_all(assembly)
+    hidden = {key for key, node in nodes.items() if node.internal}
+    for key in hidden:
+        through = nodes[key].refs - {key}
+        for node in nodes.values():
+            if key in node.refs:
+                node.refs.discard(key)
+                node.refs |= through - {node.key}
+    # Contraction can leave refs to other hidden nodes (chains): repeat until none remain.
+    while any(r in hidden for n in nodes.values() for r in n.refs):
+        for node in nodes.values():
+            for ref in [r for r in node.refs if r in hidden]:
+                node.refs.discard(ref)
+                node.refs |= nodes[ref].refs - {node.key}
+    return {key: node for key, node in nodes.items() if key not in hidden}
+
+
+def _collect_all(assembly: Path) -> dict[str, Node]:
     nodes: dict[str, Node] = {}
     for stack, template in _templates(assembly):
         resources = template.get("Resources", {})
@@ -122,7 +168,7 @@ def collect(assembly: Path) -> dict[str, Node]:
                         "BaseInferenceComponentName" in resource.get("Properties", {}).get("Specification", {}):
                     what = "LoRA adapter"
                 label = f"{what}: {_tail(path)}"
-            node = nodes.setdefault(key, Node(key, label, _group(path, stack)))
+            node = nodes.setdefault(key, Node(key, label, _group(path, stack), internal=is_internal(kind, path)))
             node.refs.update(f"{stack}.{r}" for r in _refs(resource.get("Properties", {})) if r in kept)
             if collapse:
                 node.refs = {f"{stack}.adapters" if r.split(".", 1)[1] in components else r for r in node.refs}

@@ -307,17 +307,63 @@ def load_config(path: str | Path) -> AppConfig:
     return parse_config(layers.data, source=layers.source)
 
 
-def json_schema() -> dict[str, Any]:
-    """JSON Schema of the config file, for editors (``config/schema.json``)."""
+_INSTANCE_TYPE_ENUMS: dict[tuple[str, str], str] = {
+    ("EndpointSpec", "instance_type"): "ProductionVariantInstanceType",
+    ("CapacityPlanSpec", "instance_type"): "ReservedCapacityInstanceType",
+    ("EagleSettings", "job_instance_type"): "OptimizationJobDeploymentInstanceType",
+}
+"""(schema definition, property) -> botocore's SageMaker enum shape whose values the property takes."""
+_NAMED_ITEMS = ("EndpointSpec", "ModelSpec", "AdapterSpec", "CapacityPlanSpec")
+"""Definitions whose items merge by name in layered configs (``config_layers.NAMED_LISTS``)."""
+
+
+def json_schema(*, layer: bool = False) -> dict[str, Any]:
+    """JSON Schema of the config file, for editors (``config/schema.json``).
+
+    Instance types are enums of botocore's SageMaker model (endpoint, reserved-capacity and optimization-job
+    types), so editors complete them. With ``layer``, the schema of a file that other configs extend or that
+    ``extends`` others (``config/schema.layer.json``): the same properties, none required (a layer says only what
+    differs), and ``$delete``/``$replace`` allowed in the items that merge by name.
+    """
+    from . import service_model
+
     schema = AppConfig.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "sagemaker-llm-cdk deployment config"
+    schema["title"] = "sagemaker-llm-cdk deployment config" + (" layer (extends or is extended)" if layer else "")
     schema["properties"]["extends"] = {
-        "description": "Config file(s) this one is laid over, relative to this file (mappings merge, lists replace).",
+        "description": ("Config file(s) this one is laid over, relative to this file (mappings merge; endpoints, "
+                        "models, adapters and capacity_plans merge by name; other lists replace)."),
         "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
     }
+    definitions = schema.get("$defs", {})
+    for (definition, prop), shape in _INSTANCE_TYPE_ENUMS.items():
+        target = definitions[definition]["properties"][prop]
+        values = sorted(service_model.enum(shape))
+        string = next((b for b in target.get("anyOf", []) if b.get("type") == "string"), target)
+        string["enum"] = values
+    if layer:
+        _relax(schema)
+        for definition in _NAMED_ITEMS:
+            definitions[definition]["properties"]["$delete"] = {
+                "const": True, "description": "Remove the base's item of this name (give only name and $delete)."}
+            definitions[definition]["properties"]["$replace"] = {
+                "const": True, "description": "Replace the base's item of this name whole instead of merging into it."}
     return schema
 
 
-def write_json_schema(path: str | Path) -> None:
-    Path(path).write_text(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+def _relax(value: Any) -> None:
+    """Drop every ``required`` (and ``minItems``) of a schema: a layer may leave anything to the file it extends."""
+    if isinstance(value, dict):
+        if isinstance(value.get("required"), list):
+            del value["required"]
+        if isinstance(value.get("minItems"), int):
+            del value["minItems"]
+        for inner in value.values():
+            _relax(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            _relax(inner)
+
+
+def write_json_schema(path: str | Path, *, layer: bool = False) -> None:
+    Path(path).write_text(json.dumps(json_schema(layer=layer), indent=2, sort_keys=True) + "\n", encoding="utf-8")

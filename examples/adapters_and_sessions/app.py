@@ -2,7 +2,8 @@
 """Endpoint with LoRA adapters and sessions: a base model, two adapters loaded on demand, and a
 session front door (Lambda Function URL, IAM auth) that keeps each conversation on one instance.
 
-Run: ``cdk synth --app "python app.py"`` or ``CDK_OUTDIR=out python app.py`` (no AWS account needed).
+Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``) or ``CDK_OUTDIR=out python3 app.py``
+(no AWS account needed; see ../README.md to install the library).
 """
 from aws_cdk import App, CfnOutput, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam

@@ -9,7 +9,8 @@ the deploy with the plan's status and dates otherwise). To have a stack buy a pl
 (paid upfront, never refunded; keep the plan in its own stack, see ``CapacityPlanSpec``). A daily
 check publishes the plan's days left and alarms before it ends.
 
-Run: ``cdk synth --app "python app.py"`` or ``CDK_OUTDIR=out python app.py`` (no AWS account needed).
+Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``) or ``CDK_OUTDIR=out python3 app.py``
+(no AWS account needed; see ../README.md to install the library).
 """
 from aws_cdk import App, CfnOutput, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam

@@ -6,7 +6,8 @@ Two stacks: ``EaglePromotions`` holds the SSM parameter with the approved head a
 first (``cdk deploy --all`` orders them); ``EagleChat`` holds the endpoint and the optimization
 loop (Step Functions, Lambda, an encrypted artifacts bucket, a run table).
 
-Run: ``cdk synth --app "python app.py"`` or ``CDK_OUTDIR=out python app.py`` (no AWS account needed).
+Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``) or ``CDK_OUTDIR=out python3 app.py``
+(no AWS account needed; see ../README.md to install the library).
 """
 from aws_cdk import App, CfnOutput, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam

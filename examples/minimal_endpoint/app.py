@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Minimal endpoint: one model on one GPU instance, invocable by one role.
 
-Run from anywhere with the library installed (``pip install sagemaker-llm-cdk``):
-``cdk synth --app "python app.py"``, or ``CDK_OUTDIR=out python app.py``. No AWS account is
-needed to synthesize: the stack is environment-agnostic.
+Run with the library installed (see ../README.md): ``npx cdk synth`` in this folder (its ``cdk.json``
+runs ``python3 app.py`` with the feature flags ``cdk init`` sets), or ``CDK_OUTDIR=out python3 app.py``.
+No AWS account is needed to synthesize: the stack is environment-agnostic.
 """
 from aws_cdk import App, CfnOutput, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam

@@ -125,6 +125,38 @@ def synthesize(python: str | Path, app: Path, outdir: Path, *, env: dict[str, st
     return Synth(outdir, stacks, seconds)
 
 
+def synthesize_with_cli(app_dir: Path, outdir: Path, *, env: dict[str, str]) -> Synth:
+    """``cdk synth`` in ``app_dir`` with the pinned CLI, as a user runs it: the folder's own ``cdk.json``
+    gives the app command (``python3 app.py``: the first ``python3`` on ``env``'s PATH) and the feature flags."""
+    import time
+
+    cdk = ROOT / "node_modules" / ".bin" / "cdk"
+    assert cdk.exists(), "the CDK CLI is not installed: run `make setup` (npm ci installs it from package.json)"
+    start = time.monotonic()
+    result = subprocess.run([str(cdk), "synth", "--quiet", "--output", str(outdir)], cwd=app_dir, env=env,
+                            capture_output=True, text=True, timeout=600)
+    seconds = time.monotonic() - start
+    assert result.returncode == 0, f"cdk synth in {app_dir} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    stacks = {name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
+              for name, artifact in manifest["artifacts"].items() if artifact["type"] == "aws:cloudformation:stack"}
+    return Synth(outdir, stacks, seconds)
+
+
+def feature_flag_report(outdir: Path) -> dict[str, dict[str, Any]]:
+    """Every feature flag CDK knows, with ``userValue`` when the app saw one: the assembly's feature-flag report."""
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    (report,) = [a for a in manifest["artifacts"].values() if a["type"] == "cdk:feature-flag-report"]
+    flags: dict[str, dict[str, Any]] = report["properties"]["flags"]
+    return flags
+
+
+def cdk_json_flags(path: Path) -> dict[str, Any]:
+    """The feature flags a ``cdk.json`` sets (its context keys that name a flag, ``@aws-cdk...``)."""
+    context = json.loads(path.read_text(encoding="utf-8"))["context"]
+    return {k: v for k, v in context.items() if k.startswith("@aws-cdk")}
+
+
 def of_type_items(template: dict[str, Any], cfn_type: str) -> list[tuple[str, dict[str, Any]]]:
     return [(k, r) for k, r in template["Resources"].items() if r["Type"] == cfn_type]
 
