@@ -388,6 +388,36 @@ def test_dataset_functions_read_only_this_endpoints_captures(capture):
     assert "ssm:PutParameter" in finalize and "ssm:PutParameter" not in plan
 
 
+def test_training_set_is_written_under_the_key_the_job_role_may_decrypt_with(capture):
+    eagle = capture.eagle
+    key = capture.ref(eagle.key, "Arn")
+    bucket = capture.resources[lid(capture.stack, eagle.artifacts_bucket)]["Properties"]
+    rule = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+    assert (rule["SSEAlgorithm"], render(rule["KMSMasterKeyID"])) == ("aws:kms", key)
+    for function in (eagle.plan_function, eagle.convert_function, eagle.finalize_function):
+        env = capture.resources[lid(capture.stack, function)]["Properties"]["Environment"]["Variables"]
+        assert render(env["DATASET_KMS_KEY_ARN"]) == key  # every write names it (lambda/eagle_dataset)
+    job = capture.grants(eagle.job_role)
+    assert key in job["kms:Decrypt"]
+    assert f"{capture.ref(eagle.artifacts_bucket, 'Arn')}/datasets/*" in job["s3:GetObject"]
+
+
+def test_unnamed_capture_records_go_to_the_model_only_when_it_is_alone_on_the_endpoint(capture):
+    env = capture.resources[lid(capture.stack, capture.eagle.convert_function)]["Properties"]["Environment"]["Variables"]
+    assert env["UNNAMED_RECORDS_COMPONENT"] == MODEL  # one model, no LoRA: nothing else can be captured
+    app = App()
+    promos, stack = Stack(app, "Promos"), Stack(app, "Main")
+    llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
+    qwen = llm.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM",
+                                           accelerators=2))
+    eagle = EagleOptimization(stack, "QwenEagle", component=qwen,
+                              promotion_parameter=PromotionParameter(promos, "H", model_name=MODEL).parameter)
+    llm.add_model("Other", ModelSpec(name="other-model", model_data_s3_uri=WEIGHTS, accelerators=2))  # added later
+    variables = Template.from_stack(stack).to_json()["Resources"][lid(stack, eagle.convert_function)][
+        "Properties"]["Environment"]["Variables"]
+    assert variables["UNNAMED_RECORDS_COMPONENT"] == ""  # two components: unnamed records are kept apart
+
+
 def test_record_function_grants(capture):
     eagle = capture.eagle
     artifacts = capture.ref(eagle.artifacts_bucket, "Arn")

@@ -46,9 +46,11 @@ Serving: see ``speculative_decoding`` (promotion parameter -> ``cdk deploy`` -> 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from aws_cdk import ArnFormat, Aws, Duration, Fn, RemovalPolicy, Stack
+import jsii
+
+from aws_cdk import ArnFormat, Aws, Duration, Fn, IStableStringProducer, Lazy, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -485,18 +487,23 @@ class EagleOptimization(Construct):
         self.capture_prefix = f"data-capture/{endpoint.endpoint_name}/"
         datasets = self.artifacts_bucket.arn_for_objects(f"{DATASETS}/*")
 
+        # The training set is written under the artifacts key, named on every write: the job role may
+        # decrypt with it (UseArtifactsKey), and the job never needs the endpoint's capture key.
+        written_with = {"DATASET_KMS_KEY_ARN": self.key.key_arn}
         self.plan_function = python_function(
             self, "PlanFunction", folder="eagle_dataset", handler="index.plan",
             description=f"Lists new Data Capture objects of {self.model_name} for its EAGLE dataset",
-            timeout=Duration.minutes(15), memory_size=1024)
+            environment=written_with, timeout=Duration.minutes(15), memory_size=1024)
         self.convert_function = python_function(
             self, "ConvertFunction", folder="eagle_dataset", handler="index.convert",
             description=f"Converts captured requests of {self.model_name} into chat-completions JSONL",
+            environment={**written_with,
+                         "UNNAMED_RECORDS_COMPONENT": Lazy.string(_Produce(self._unnamed_records_component))},
             timeout=Duration.minutes(15), memory_size=1024)
         self.finalize_function = python_function(
             self, "FinalizeFunction", folder="eagle_dataset", handler="index.finalize",
             description=f"Writes the EAGLE dataset summary and manifests of {self.model_name}, moves the watermark",
-            timeout=Duration.minutes(10), memory_size=1024)
+            environment=written_with, timeout=Duration.minutes(10), memory_size=1024)
 
         capture_objects = capture_bucket.arn_for_objects(f"{self.capture_prefix}*")
         plan_role, convert_role, finalize_role = (f.role for f in (
@@ -520,6 +527,14 @@ class EagleOptimization(Construct):
         self.watermark_parameter.grant_read(plan_role)
         self.watermark_parameter.grant_read(finalize_role)
         self.watermark_parameter.grant_write(finalize_role)
+
+    def _unnamed_records_component(self) -> str:
+        """Who a capture record that names no component belongs to: this model only when the endpoint
+        serves nothing else (one model, no LoRA), read at synth so models added later count. Else ""
+        and such records are kept apart (AWS does not document that IC capture records name the component)."""
+        endpoint = self.component.endpoint
+        alone = len(endpoint.models) == 1 and endpoint.models[0] is self.component and self.component.spec.lora is None
+        return self.model_name if alone else ""
 
     def _grant_record(self, stack: Stack) -> None:
         role = self.record_function.role
@@ -771,6 +786,17 @@ class EagleOptimization(Construct):
     def grant_start_run(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to start runs (``states:StartExecution`` on this state machine only)."""
         return self.state_machine.grant_start_execution(grantee)
+
+
+@jsii.implements(IStableStringProducer)
+class _Produce:
+    """A string CDK asks for at synth (``Lazy.string``), after every construct of the app exists."""
+
+    def __init__(self, produce: Callable[[], str]) -> None:
+        self._produce = produce
+
+    def produce(self) -> str:
+        return self._produce()
 
 
 def _events_may_use_key() -> iam.PolicyStatement:

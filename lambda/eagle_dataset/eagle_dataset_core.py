@@ -36,10 +36,13 @@ Message = tuple[str, str]
 # Constants
 # ---------------------------------------------------------------------------------------------
 
-#: Component name used when neither the capture record nor the object key names one.
+#: Component name of endpoints without inference components (the name ``finalize`` falls back
+#: to, and what callers pass as ``default_component`` when every record is the endpoint's own).
 DEFAULT_COMPONENT = "base"
-#: Bucket for lines whose component cannot be known (the line is not readable at all and the
-#: object key carries no component). The leading underscore cannot occur in a SageMaker name.
+#: Bucket for lines whose component is not known: the line is not readable at all, or it names
+#: no component while the endpoint may host several (AWS does not document that Data Capture
+#: records of inference-component endpoints name the component). Records here never reach a
+#: component's training set. The leading underscore cannot occur in a SageMaker name.
 UNATTRIBUTED = "_unattributed"
 
 #: Every reason a line can be skipped for, in the order they are checked.
@@ -50,6 +53,9 @@ SKIP_REASONS: tuple[str, ...] = (
     "truncated_line",           # JSON ends early (object cut off mid-write)
     "invalid_json_line",        # not JSON at all (binary junk, garbage)
     "missing_capture_data",     # JSON, but no captureData object
+    "corrupt_compressed_object",  # gzip data that does not inflate (or is cut off): rest of the object
+    "unsupported_compression",  # zstd, bzip2, xz or zip bytes: the object is not read
+    "unattributed_component",   # names no inference component and none can be assumed (kept apart)
     "invalid_component_name",   # inferenceComponentName is not a valid SageMaker name
     "too_many_components",      # more distinct components in one batch than allowed
     "missing_request",          # no endpointInput (capture configured for Output only)
@@ -95,6 +101,22 @@ class OversizedLine:
         return f"OversizedLine({self.size})"
 
 
+class UnreadableData:
+    """Stands in for the rest of an object that cannot be read (corrupt or unsupported compression).
+
+    :func:`iter_bounded_lines` passes it through (dropping the partial line before it) and the
+    converter counts it as one skipped record with ``reason``: the batch never fails for it.
+    """
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"UnreadableData({self.reason!r})"
+
+
 class _Skip(Exception):
     """Internal control flow: the current line is skipped for ``reason``."""
 
@@ -108,18 +130,25 @@ class _Skip(Exception):
 # ---------------------------------------------------------------------------------------------
 
 
-def iter_bounded_lines(chunks: Iterable[bytes], max_line_bytes: int) -> Iterator[bytes | OversizedLine]:
+def iter_bounded_lines(
+    chunks: Iterable[bytes | UnreadableData], max_line_bytes: int
+) -> Iterator[bytes | OversizedLine | UnreadableData]:
     """Split byte chunks into lines (without the ``\\n``; a trailing ``\\r`` is kept).
 
     Memory stays bounded by one chunk plus ``max_line_bytes``: a line that grows past the
     limit is dropped as it streams and reported once as :class:`OversizedLine`. A final line
     without a newline is yielded as is (the converter then reports it truncated if it is).
+    An :class:`UnreadableData` among the chunks ends the stream: the partial line before it is
+    dropped (it is part of what cannot be read) and the marker is yielded.
     """
     pending: list[bytes] = []
     pending_len = 0
     discarding = False
     discarded = 0
     for chunk in chunks:
+        if chunk.__class__ is UnreadableData:
+            yield chunk  # type: ignore[misc]
+            return
         if not chunk:
             continue
         parts = chunk.split(b"\n")
@@ -154,18 +183,84 @@ def iter_bounded_lines(chunks: Iterable[bytes], max_line_bytes: int) -> Iterator
 
 
 def iter_gunzip(chunks: Iterable[bytes], out_chunk: int = 1 << 20) -> Iterator[bytes]:
-    """Decompress a gzip stream chunk by chunk, never producing more than ``out_chunk`` at once."""
+    """Decompress a gzip stream chunk by chunk, never producing more than ``out_chunk`` at once.
+
+    Every member of a multi-member gzip (``cat a.gz b.gz``, appended writes) is read. Raises
+    ``zlib.error`` for data that does not inflate and ``EOFError`` for a stream cut off inside a
+    member; trailing NUL padding after the last member is ignored.
+    """
     inflater = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib header, auto-detected
+    in_member = False  # bytes of the current member were fed and its end not reached yet
     for chunk in chunks:
         data = chunk
         while data:
+            if inflater.eof:  # the previous member ended: what follows is the next one (or padding)
+                if not data.strip(b"\x00"):
+                    break
+                inflater = zlib.decompressobj(wbits=47)
+            in_member = True
             out = inflater.decompress(data, out_chunk)
             if out:
                 yield out
-            data = inflater.unconsumed_tail
-    tail = inflater.flush()
-    if tail:
-        yield tail
+            if inflater.eof:
+                in_member = False
+                data = inflater.unused_data
+            else:
+                data = inflater.unconsumed_tail
+    if in_member:
+        tail = inflater.flush()
+        if tail:
+            yield tail
+        if not inflater.eof:
+            raise EOFError("gzip stream ends inside a member")
+
+
+#: First bytes of compressed formats the builder recognises. Only gzip is read; the others are
+#: counted as ``unsupported_compression`` (Data Capture writes plain JSON Lines, or gzip).
+_GZIP_MAGIC = b"\x1f\x8b"
+_OTHER_MAGIC = (b"\x28\xb5\x2f\xfd", b"BZh", b"\xfd7zXZ\x00", b"PK\x03\x04")
+
+
+def detect_compression(head: bytes) -> str | None:
+    """``"gzip"``, ``"other"`` or ``None`` (plain) from an object's first bytes, whatever its key says."""
+    if head.startswith(_GZIP_MAGIC):
+        return "gzip"
+    if any(head.startswith(magic) for magic in _OTHER_MAGIC):
+        return "other"
+    return None
+
+
+def iter_object_data(chunks: Iterable[bytes], out_chunk: int = 1 << 20) -> Iterator[bytes | UnreadableData]:
+    """An object's bytes, decompressed when they are gzip (detected from the magic bytes ``1f 8b``).
+
+    The key suffix is not trusted: plain text named ``.gz`` is read as text and gzip without the
+    suffix is inflated. Data that cannot be read ends with one :class:`UnreadableData`
+    (``corrupt_compressed_object`` or ``unsupported_compression``) instead of an exception, so
+    the records before it still count and the batch does not fail.
+    """
+    iterator = iter(chunks)
+    head = b""
+    for chunk in iterator:
+        head += chunk
+        if len(head) >= 6:
+            break
+    kind = detect_compression(head)
+    if kind == "other":
+        yield UnreadableData("unsupported_compression")
+        return
+
+    def rest() -> Iterator[bytes]:
+        if head:
+            yield head
+        yield from iterator
+
+    if kind is None:
+        yield from rest()
+        return
+    try:
+        yield from iter_gunzip(rest(), out_chunk)
+    except (zlib.error, EOFError):
+        yield UnreadableData("corrupt_compressed_object")
 
 
 def iter_json_array(chunks: Iterable[bytes], max_element_bytes: int = 64 << 20) -> Iterator[Any]:
@@ -382,15 +477,29 @@ def _text_messages(text: str) -> tuple[list[Message], str]:
     return messages, text
 
 
+def echoes_prompt(request: Any) -> bool | None:
+    """What the request says about prompt echo: ``return_full_text`` (in ``parameters`` as LMI and
+    TGI take it, or at the top level as Hugging Face pipelines do). ``None`` when it says nothing."""
+    if not isinstance(request, dict):
+        return None
+    parameters = request.get("parameters")
+    value = parameters.get("return_full_text") if isinstance(parameters, dict) else None
+    if value is None:
+        value = request.get("return_full_text")
+    return value if isinstance(value, bool) else None
+
+
 def request_to_messages(request: Any) -> tuple[list[Message], str | None]:
     """Known LLM request shapes -> ([(role, content)...], raw prompt text or None).
 
+    The prompt text is returned so a response that echoes it can be trimmed; it is ``None``
+    when the request says ``return_full_text: false`` (the response is then never an echo).
     Raises ``_Skip`` with the reason when the request is not usable.
     """
     if isinstance(request, str):
         if not request:
             raise _Skip("unsupported_request_shape")
-        return _text_messages(request)
+        return _text_messages(request)  # a bare text prompt carries no return_full_text
     if not isinstance(request, dict):
         raise _Skip("unsupported_request_shape")
     if "messages" in request:  # OpenAI chat completions (also LMI/TGI Messages API)
@@ -402,7 +511,8 @@ def request_to_messages(request: Any) -> tuple[list[Message], str | None]:
         if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
             value = value[0]
         if isinstance(value, str) and value:
-            return _text_messages(value)
+            messages, prompt = _text_messages(value)
+            return messages, (None if echoes_prompt(request) is False else prompt)
         if key == "inputs" and isinstance(value, list) and value and all(isinstance(v, dict) and "role" in v for v in value):
             return _chat_messages(value), None  # chat messages passed as "inputs"
         if key == "inputs" and isinstance(value, dict):
@@ -604,6 +714,12 @@ class ComponentStats:
 class BatchConverter:
     """Converts Data Capture lines of one batch, keeping counts and a bounded duplicate filter.
 
+    A record's component is its ``eventMetadata.inferenceComponentName``, else the one its object
+    key names, else ``default_component``. Leave ``default_component`` as None (the default)
+    whenever the endpoint may serve more than one component (LoRA adapters, several models):
+    records naming none are then counted as ``unattributed_component`` under
+    :data:`UNATTRIBUTED` and never land in any component's training set.
+
     Duplicates are exact: two records are the same when their written JSON line is the same
     (BLAKE2b-128 of the bytes), per component. The filter holds at most ``dedup_max_entries``
     digests (about 100 bytes each); past that, records are still checked against the digests
@@ -613,7 +729,7 @@ class BatchConverter:
     def __init__(
         self,
         *,
-        default_component: str = DEFAULT_COMPONENT,
+        default_component: str | None = None,
         dedup_max_entries: int = 500_000,
         max_components: int = 64,
     ) -> None:
@@ -659,6 +775,8 @@ class BatchConverter:
                         capture = parse_line(line)  # errors and edge cases: the exact, slow way
                 elif isinstance(line, OversizedLine):
                     raise _Skip("line_too_long")
+                elif line.__class__ is UnreadableData:
+                    raise _Skip(line.reason)  # type: ignore[union-attr]
                 else:
                     capture = parse_line(line)
                 component = component_of(capture, path_component)
@@ -697,6 +815,7 @@ class BatchConverter:
     def summary(self) -> dict[str, Any]:
         return {
             **self.totals(),
+            "unattributed": sum(stats.skipped.get("unattributed_component", 0) for stats in self.stats.values()),
             "dedup_saturated": self.dedup_saturated,
             "components": {name: stats.as_dict() for name, stats in sorted(self.stats.items())},
         }
@@ -732,6 +851,8 @@ class BatchConverter:
         name = metadata.get("inferenceComponentName") if isinstance(metadata, dict) else None
         if name is None or name == "":
             name = path_component or self.default_component
+            if name is None:
+                raise _Skip("unattributed_component")
         if name.__class__ is str and name in self._valid_names:  # validated and counted before
             return name
         if not isinstance(name, str) or not _COMPONENT_NAME.fullmatch(name):
@@ -759,8 +880,12 @@ class BatchConverter:
         text = response_to_text(
             response, is_json=response_is_json, plain_text_ok=response_part.get("encoding") == "CSV"
         )
-        if prompt is not None and len(text) > len(prompt) and text.startswith(prompt):
-            text = text[len(prompt):]  # return_full_text=True echoes the prompt
+        # return_full_text=True (the LMI/TGI default for some models) echoes the prompt: trim it. With
+        # return_full_text=false prompt is None: the response is the generation, kept whole even when
+        # it happens to start with the prompt's text.
+        if prompt is not None and text.startswith(prompt) and (
+                len(text) > len(prompt) or echoes_prompt(request) is True):
+            text = text[len(prompt):]
             if not text.strip():
                 raise _Skip("empty_response")
         if messages[-1][0] == "assistant":  # prefill: the model continued that message

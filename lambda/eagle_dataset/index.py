@@ -25,6 +25,15 @@ Environment variables (all optional):
 * ``READ_CHUNK_BYTES`` (convert, default 1 MiB) - S3 read size.
 * ``DEDUP_MAX_ENTRIES`` (convert, default 500000) - digests kept for duplicate detection.
 * ``MAX_COMPONENTS`` (convert, default 64) - distinct inference components per batch.
+* ``DATASET_KMS_KEY_ARN`` (plan, convert, finalize, default unset) - KMS key every written object
+  (plan, shards, manifests, summary) is encrypted with; the optimization job's role may decrypt
+  with it. Unset: the output bucket's default encryption.
+* ``UNNAMED_RECORDS_COMPONENT`` (convert, default unset) - component a record belongs to when
+  neither the record (``eventMetadata.inferenceComponentName``) nor its key names one. Unset,
+  such records are counted as ``unattributed_component`` under ``_unattributed`` and kept out of
+  every training set: AWS does not document that inference-component endpoints name the
+  component, and adapter traffic must never train the base model's head. Set it only when the
+  endpoint serves one component and no adapters.
 * ``TARGET_COMPONENT`` (finalize, default ``base``) - component whose data is returned as the
   training input (an inference component name, or ``base`` for endpoints without one).
 * ``VALIDATE_SAMPLE_LINES`` (validate, default 100), ``VALIDATE_MAX_OBJECTS`` (default 3).
@@ -47,8 +56,8 @@ Events (JSON):
   finalize out: ``{"training_data_s3_uri", "s3_data_type": "S3Prefix", "manifest_s3_uri",
   "records", "empty", "reason", "component", "requested_component", "complete", "failed_batches",
   "summary_key", "summary_s3_uri", "component_uris": {name: uri}, "component_records": {name: n},
-  "watermark_updated"}``. ``component`` is ``target_component`` (default env ``TARGET_COMPONENT``),
-  or ``base`` when no capture record names a component at all. Batches the Distributed Map
+  "unattributed", "skipped": {reason: n}, "watermark_updated"}``. ``component`` is ``target_component`` (default env ``TARGET_COMPONENT``);
+  records that named no component are counted in ``unattributed`` and never in it. Batches the Distributed Map
   tolerated as failed leave ``complete`` false: the dataset holds the other batches and the
   watermark is not moved, so those objects are converted again next run.
 * validate in: ``{"s3_uri", "s3_data_type"?: "S3Prefix"|"ManifestFile"}``
@@ -161,6 +170,14 @@ def _env_int(name: str, default: int, minimum: int = 1) -> int:
     if value < minimum:
         raise InvalidEventError(f"environment variable {name}={value} is below {minimum}; set it to an integer >= {minimum} or unset it")
     return value
+
+
+def _encryption() -> dict[str, str]:
+    """SSE-KMS with ``DATASET_KMS_KEY_ARN`` (the key the optimization job's role may decrypt with),
+    named on every write so the training set is under that key whatever the bucket's default is.
+    Unset: the bucket's default encryption applies."""
+    key = os.environ.get("DATASET_KMS_KEY_ARN", "").strip()
+    return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": key} if key else {}
 
 
 def _join(*parts: str) -> str:
@@ -390,7 +407,7 @@ def plan(event: dict[str, Any], context: Any) -> dict[str, Any]:
         )
     manifest_key = _join(request.output_prefix, request.run_id, "plan", "items.json")
     body = ("[" + ",".join(json.dumps({"key": key}) for key in keys) + "]").encode("utf-8")
-    _s3().put_object(Bucket=request.output_bucket, Key=manifest_key, Body=body, ContentType="application/json")
+    _s3().put_object(Bucket=request.output_bucket, Key=manifest_key, Body=body, ContentType="application/json", **_encryption())
 
     previous_keys = list(folders_after.values()) + ([legacy_after] if legacy_after else [])
     new_watermark = max(keys + previous_keys) if keys or previous_keys else None
@@ -455,14 +472,14 @@ class _ShardWriter:
         lines.clear()
         key = _join(self.data_prefix, component, name)
         try:
-            _s3().put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/jsonl")
+            _s3().put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/jsonl", **_encryption())
         except ClientError as error:
             raise _access_error(error, f"Writing s3://{self.bucket}/{key}") from error
         self.shards[component].append(name)
         self.bytes_written[component] += size
 
 
-def _object_chunks(bucket: str, key: str, chunk_size: int) -> Iterator[bytes] | None:
+def _object_chunks(bucket: str, key: str, chunk_size: int) -> Iterator[Any] | None:
     try:
         body = _s3().get_object(Bucket=bucket, Key=key)["Body"]
     except ClientError as error:
@@ -476,7 +493,9 @@ def _object_chunks(bucket: str, key: str, chunk_size: int) -> Iterator[bytes] | 
         finally:
             body.close()
 
-    return core.iter_gunzip(chunks()) if key.endswith(".gz") else chunks()
+    # Compression is read from the bytes (gzip magic 1f 8b), not the key's suffix; corrupt or
+    # unsupported data ends in an UnreadableData marker the converter counts, never an exception.
+    return core.iter_object_data(chunks())
 
 
 @metrics.log_metrics(raise_on_empty_metrics=False)
@@ -489,6 +508,7 @@ def convert(event: dict[str, Any], context: Any) -> dict[str, Any]:
     logger.append_keys(run_id=batch.run_id, batch_id=batch_id)
 
     converter = core.BatchConverter(
+        default_component=os.environ.get("UNNAMED_RECORDS_COMPONENT") or None,
         dedup_max_entries=_env_int("DEDUP_MAX_ENTRIES", 500_000),
         max_components=_env_int("MAX_COMPONENTS", 64),
     )
@@ -685,21 +705,26 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         prefix_uri = f"s3://{bucket}/{_join(run_prefix, 'data', name)}/"
         manifest_key = _join(run_prefix, "manifests", f"{name}.json")
         body = json.dumps([{"prefix": prefix_uri}, *sorted(stats["shards"])]).encode("utf-8")
-        _s3().put_object(Bucket=bucket, Key=manifest_key, Body=body, ContentType="application/json")
+        _s3().put_object(Bucket=bucket, Key=manifest_key, Body=body, ContentType="application/json", **_encryption())
         component_uris[name] = prefix_uri
         manifest_uris[name] = f"s3://{bucket}/{manifest_key}"
 
     requested = target
-    present = {name for name, stats in components.items() if stats["converted"]}
-    if target not in present and present == {core.DEFAULT_COMPONENT}:
-        target = core.DEFAULT_COMPONENT  # the captures name no component at all: everything is the endpoint's
+    # No fallback to "base": records that name no component are the convert step's to attribute
+    # (UNNAMED_RECORDS_COMPONENT) or to keep apart, never finalize's to guess.
+    unattributed = sum(stats["skipped"].get("unattributed_component", 0) for stats in components.values())
     records = components.get(target, {}).get("converted", 0)
     training_uri = f"s3://{bucket}/{_join(run_prefix, 'data', target)}/"
     reason = "" if records else (
         f"No training records for component '{target}' in run {plan_output.run_id}: {plan_output.object_count} capture "
         f"objects, {totals['records_in']} lines, {totals['converted']} converted in all components, skipped "
         f"{dict(skipped) or 'none'}. Capture more traffic, or set target_component to one of {sorted(component_uris) or 'none'}."
+        + (f" {unattributed} records named no inference component and were kept apart (unattributed_component): "
+           "they may be adapter traffic, so they never train a component's head." if unattributed else "")
     )
+    if unattributed:
+        logger.warning("records without a component name kept apart", extra={"unattributed": unattributed})
+        metrics.add_metric(name="RecordsUnattributed", unit=MetricUnit.Count, value=unattributed)
     summary_key = _join(run_prefix, "summary.json")
     summary = {
         "run_id": plan_output.run_id,
@@ -710,6 +735,9 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "batches": len(outputs),
         **totals,
         "skipped": dict(sorted(skipped.items())),
+        "unattributed": unattributed,
+        "unattributed_note": "records that name no inference component (AWS does not document that Data Capture "
+                             "records of inference-component endpoints do); counted, never used for training",
         "components": {
             name: {
                 **{k: v for k, v in stats.items() if k not in ("shards", "skipped")},
@@ -730,7 +758,8 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "failed_objects": failed_objects,
         "watermark": {"parameter": plan_output.watermark_parameter, "new_watermark": plan_output.new_watermark},
     }
-    _s3().put_object(Bucket=bucket, Key=summary_key, Body=json.dumps(summary, indent=1).encode("utf-8"), ContentType="application/json")
+    _s3().put_object(Bucket=bucket, Key=summary_key, Body=json.dumps(summary, indent=1).encode("utf-8"),
+                     ContentType="application/json", **_encryption())
     # Only a complete run moves the watermark: objects of failed batches are converted again next run.
     watermark_updated = _update_watermark(plan_output) if complete else False
     if not complete:
@@ -754,6 +783,8 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "summary_s3_uri": f"s3://{bucket}/{summary_key}",
         "component_uris": component_uris,
         "component_records": {name: stats["converted"] for name, stats in sorted(components.items())},
+        "unattributed": unattributed,
+        "skipped": dict(sorted(skipped.items())),
         "watermark_updated": watermark_updated,
     }
 
