@@ -26,8 +26,21 @@ import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
-from json.encoder import encode_basestring_ascii  # the C string encoder json.dumps uses
-from typing import Any, Iterable, Iterator
+from json.encoder import encode_basestring  # the C string encoder json.dumps(ensure_ascii=False) uses
+from typing import Any, Callable, Iterable, Iterator
+
+try:  # shipped in the function's asset (lambda/eagle_dataset/requirements.txt); optional everywhere else
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised by the fallback tests with fast=False
+    _orjson = None  # type: ignore[assignment]
+try:  # SIMD base64; shipped with orjson. Used only where it agrees with binascii's strict mode (tested)
+    from pybase64 import b64decode as _b64decode
+except ImportError:  # pragma: no cover
+    _b64decode = None  # type: ignore[assignment]
+
+#: True when orjson imports: :class:`BatchConverter` then parses and writes with it by default.
+#: The standard-library path gives the same output, byte for byte (tests compare them record by record).
+FAST_JSON_AVAILABLE = _orjson is not None
 
 #: One chat turn while converting: (role, content). Written out as {"role", "content"}.
 Message = tuple[str, str]
@@ -77,9 +90,6 @@ _ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assista
 _TEXT_PART_TYPES = frozenset(("text", "input_text", "output_text"))
 _DATE_DIR = re.compile(r"\d{4}/\d{2}/\d{2}/\d{2}")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-#: A \\uXXXX escape of a surrogate (U+D800-U+DFFF) as encode_basestring_ascii writes it.
-#: Narrower than "\\ud": Hangul (U+D000-U+D7FF) escapes as \\ud0xx-\\ud7xx and is not one.
-_ESCAPED_SURROGATE = re.compile(r"\\ud[89a-f]")
 
 #: The C scanner behind ``json.loads``: ``_scan(text, 0)`` -> ``(value, end)``. Called directly
 #: for documents that start with ``{`` or ``[`` and end exactly at the end of the text, the
@@ -392,6 +402,43 @@ def _decode_payload(part: dict[str, Any]) -> tuple[Any, bool]:
         return text, False
 
 
+def _decode_payload_fast(part: dict[str, Any]) -> tuple[Any, bool]:
+    """:func:`_decode_payload` with orjson: same results (anything orjson refuses goes the exact way)."""
+    encoding = part.get("encoding")
+    data = part.get("data")
+    if encoding == "BASE64" and data.__class__ is str:
+        try:
+            raw = _b64decode(data, validate=True) if _b64decode is not None else binascii.a2b_base64(data, strict_mode=True)
+        except (binascii.Error, ValueError):
+            try:  # pybase64 refused: binascii's strict mode decides, as on the standard-library path
+                raw = binascii.a2b_base64(data, strict_mode=True)
+            except (binascii.Error, ValueError):
+                raise _Skip("undecodable_base64") from None
+        try:
+            return _orjson.loads(raw), True  # UTF-8 checked by orjson; no str copy of the payload
+        except _orjson.JSONDecodeError:
+            pass  # not UTF-8, not JSON, or JSON orjson does not take (NaN, lone surrogates): the exact way
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Skip("not_utf8") from None
+        return _decode_text(text)
+    if encoding in ("JSON", "CSV") and data.__class__ is str:
+        try:
+            return _orjson.loads(data), True
+        except _orjson.JSONDecodeError:
+            return _decode_text(data)
+    return _decode_payload(part)
+
+
+def _decode_text(text: str) -> tuple[Any, bool]:
+    """A payload's text -> (JSON value, True) or (the text, False), exactly as ``json.loads`` decides."""
+    try:
+        return json.loads(text), True
+    except (ValueError, RecursionError):
+        return text, False
+
+
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -581,7 +628,15 @@ def _response_from_object(obj: Any) -> str | None:
     return None
 
 
-def _response_from_stream(text: str) -> str | None:
+def _loads_fast(text: str) -> Any:
+    """``json.loads`` through orjson: the same value, or whatever ``json.loads`` does when orjson refuses."""
+    try:
+        return _orjson.loads(text)
+    except _orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def _response_from_stream(text: str, loads: Callable[[str], Any] = json.loads) -> str | None:
     """Server-sent events or JSON lines from a streaming invocation, joined into one text."""
     payloads: list[str] = []
     append = payloads.append
@@ -598,7 +653,7 @@ def _response_from_stream(text: str) -> str | None:
     if not payloads:
         return None
     try:  # one parse for the whole stream: per-token payloads are tiny and many
-        chunks = json.loads("[" + ",".join(payloads) + "]")
+        chunks = loads("[" + ",".join(payloads) + "]")
     except (ValueError, RecursionError):
         return None
     if len(chunks) != len(payloads):
@@ -633,14 +688,15 @@ def _response_from_stream(text: str) -> str | None:
     return final if final is not None else "".join(pieces)
 
 
-def response_to_text(response: Any, *, is_json: bool = True, plain_text_ok: bool = False) -> str:
+def response_to_text(response: Any, *, is_json: bool = True, plain_text_ok: bool = False,
+                     loads: Callable[[str], Any] = json.loads) -> str:
     """Known LLM response shapes -> the generated text. Raises ``_Skip`` otherwise.
 
     ``is_json`` false means ``response`` is payload text that is not one JSON document: a
     stream (server-sent events or JSON lines) or, if ``plain_text_ok``, the text itself.
     """
     if not is_json:
-        streamed = _response_from_stream(response)
+        streamed = _response_from_stream(response, loads)
         if streamed is None:
             if not plain_text_ok:
                 raise _Skip("unsupported_response_shape")
@@ -657,20 +713,25 @@ def response_to_text(response: Any, *, is_json: bool = True, plain_text_ok: bool
 
 
 def encode_record(messages: list[Message]) -> bytes:
-    """``[(role, content)...]`` -> ``{"messages":[{"role":..,"content":..}...]}\n`` (one line).
+    """``[(role, content)...]`` -> ``{"messages":[{"role":..,"content":..}...]}\\n`` (one line, UTF-8).
 
-    Byte for byte what ``json.dumps(record, separators=(",", ":"))`` writes (ASCII, non-ASCII
-    as ``\\uXXXX`` escapes: about twice as fast to produce as UTF-8 text), built directly.
-    Text with lone surrogates is skipped: strict JSON readers reject it.
+    Byte for byte what ``json.dumps(record, ensure_ascii=False, separators=(",", ":"))`` writes,
+    encoded as UTF-8, and what ``orjson.dumps`` writes (:func:`encode_record_fast`). Text with
+    lone surrogates is skipped (``invalid_unicode``): it cannot be UTF-8 and strict readers reject it.
     """
-    body = ",".join([f'{{"role":"{role}","content":{encode_basestring_ascii(content)}}}' for role, content in messages])
-    if "\\ud" in body and _ESCAPED_SURROGATE.search(body):  # fine as pairs (emoji), not alone; rare, so check properly
-        for _, content in messages:
-            try:
-                content.encode("utf-8")
-            except UnicodeEncodeError:
-                raise _Skip("invalid_unicode") from None
-    return f'{{"messages":[{body}]}}\n'.encode("ascii")
+    body = ",".join([f'{{"role":"{role}","content":{encode_basestring(content)}}}' for role, content in messages])
+    try:
+        return f'{{"messages":[{body}]}}\n'.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Skip("invalid_unicode") from None
+
+
+def encode_record_fast(messages: list[Message]) -> bytes:
+    """:func:`encode_record` with orjson (same bytes)."""
+    try:
+        return _orjson.dumps({"messages": [{"role": role, "content": content} for role, content in messages]}) + b"\n"
+    except _orjson.JSONEncodeError:  # a str with lone surrogates: not UTF-8
+        raise _Skip("invalid_unicode") from None
 
 
 def is_chat_record(record: Any) -> bool:
@@ -732,7 +793,15 @@ class BatchConverter:
         default_component: str | None = None,
         dedup_max_entries: int = 500_000,
         max_components: int = 64,
+        fast: bool | None = None,
     ) -> None:
+        """``fast``: parse and write with orjson (None: when it imports). The output is the same either way."""
+        if fast and not FAST_JSON_AVAILABLE:
+            raise ValueError("fast=True needs orjson, which does not import here; pass fast=None or False")
+        self.fast = FAST_JSON_AVAILABLE if fast is None else fast
+        self._decode: Callable[[dict[str, Any]], tuple[Any, bool]] = _decode_payload_fast if self.fast else _decode_payload
+        self._encode: Callable[[list[Message]], bytes] = encode_record_fast if self.fast else encode_record
+        self._loads: Callable[[str], Any] = _loads_fast if self.fast else json.loads
         self.default_component = default_component
         self.dedup_max_entries = dedup_max_entries
         self.max_components = max_components
@@ -758,10 +827,19 @@ class BatchConverter:
         convert = self._convert
         blake2b = hashlib.blake2b
         scan = _scan
+        fast_loads = _orjson.loads if self.fast else None
+        fast_error = _orjson.JSONDecodeError if self.fast else ValueError
         for line in lines:
             component = fallback
             try:
-                if line.__class__ is bytes and line[:1] == b"{" and line[1:2] != b"\x00":
+                if fast_loads is not None and line.__class__ is bytes:
+                    try:
+                        capture = fast_loads(line)
+                    except fast_error:
+                        capture = None  # errors and what orjson refuses: the exact, slow way
+                    if capture.__class__ is not dict or capture.get("captureData").__class__ is not dict:
+                        capture = parse_line(line)
+                elif line.__class__ is bytes and line[:1] == b"{" and line[1:2] != b"\x00":
                     capture = None  # fast path: what json.loads(line) does for UTF-8 text
                     try:
                         text = line.decode("utf-8", "surrogatepass")
@@ -863,8 +941,7 @@ class BatchConverter:
             self._valid_names.add(name)
         return name
 
-    @staticmethod
-    def _convert(capture: dict[str, Any]) -> bytes:
+    def _convert(self, capture: dict[str, Any]) -> bytes:
         data = capture["captureData"]
         request_part = data.get("endpointInput")
         response_part = data.get("endpointOutput")
@@ -872,13 +949,14 @@ class BatchConverter:
             raise _Skip("missing_request")
         if not isinstance(response_part, dict):
             raise _Skip("missing_response")
-        request, request_is_json = _decode_payload(request_part)
+        request, request_is_json = self._decode(request_part)
         if not request_is_json and request_part.get("encoding") != "CSV":
             raise _Skip("request_not_json")
         messages, prompt = request_to_messages(request)
-        response, response_is_json = _decode_payload(response_part)
+        response, response_is_json = self._decode(response_part)
         text = response_to_text(
-            response, is_json=response_is_json, plain_text_ok=response_part.get("encoding") == "CSV"
+            response, is_json=response_is_json, plain_text_ok=response_part.get("encoding") == "CSV",
+            loads=self._loads,
         )
         # return_full_text=True (the LMI/TGI default for some models) echoes the prompt: trim it. With
         # return_full_text=false prompt is None: the response is the generation, kept whole even when
@@ -892,7 +970,7 @@ class BatchConverter:
             messages[-1] = ("assistant", messages[-1][1] + text)
         else:
             messages.append(("assistant", text))
-        return encode_record(messages)
+        return self._encode(messages)
 
 
 # ---------------------------------------------------------------------------------------------

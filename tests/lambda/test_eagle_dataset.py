@@ -173,14 +173,30 @@ def test_realistic_capture_file_has_exact_counts_and_chat_records():
         "blank_line": 1, "invalid_json_line": 1, "missing_capture_data": 1, "not_utf8": 1, "truncated_line": 1}
 
 
-def test_output_lines_are_compact_json_lines_exactly_as_json_dumps_writes_them():
-    _, out = run([capture(chat_request("Größe? 日本語 😀"), chat_response("大きい"), encoding="BASE64")])
+def test_orjson_path_is_what_the_function_runs_and_matches_the_fallback_record_by_record():
+    assert core.FAST_JSON_AVAILABLE and core.BatchConverter().fast  # orjson ships in the asset and in dev
+    lines = realistic_capture_file() + [
+        capture({"inputs": "big", "parameters": {"seed": 2 ** 80}}, [{"generated_text": "int past 64 bits"}]),
+        capture(chat_request("nan"), b'{"choices": [{"message": {"content": "x"}}], "score": NaN}', encoding="BASE64"),
+        b'\xef\xbb\xbf' + capture(chat_request("bom"), chat_response("b")),
+        capture(chat_request("x"), b'{"generated_text": "bad \\ud800 text"}'),
+    ]
+    fast, fast_out = run(lines, fast=True)
+    pure, pure_out = run(lines, fast=False)
+    assert fast_out == pure_out and fast.summary() == pure.summary()
+    assert len(fast_out) == fast.summary()["converted"] > 8
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["stdlib", "orjson"])
+def test_output_lines_are_compact_utf8_json_lines_exactly_as_json_dumps_writes_them(fast):
+    text = "Größe? 日本語 😀 \"quoted\" back\\slash \x00\x1f\x7f tab\t \u2028"
+    _, out = run([capture(chat_request(text), chat_response("大きい"), encoding="BASE64")], fast=fast)
     (component, line), = out
     assert component == "base"
-    assert line.endswith(b"\n") and line.count(b"\n") == 1 and line.isascii()
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
     record = json.loads(line)
-    assert line == (json.dumps(record, separators=(",", ":")) + "\n").encode()
-    assert record["messages"] == [{"role": "user", "content": "Größe? 日本語 😀"}, {"role": "assistant", "content": "大きい"}]
+    assert line == (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    assert record["messages"] == [{"role": "user", "content": text}, {"role": "assistant", "content": "大きい"}]
 
 
 def test_csv_encoded_plain_text_payloads_are_used_as_prompt_and_answer():
