@@ -234,25 +234,31 @@ def measure_builder(folder: Path, out_folder: Path, pure: bool = False) -> dict:
     # one component: every record counts; fast (orjson) unless --pure or orjson is missing
     converter = core.BatchConverter(default_component="base", fast=False if pure else None)
     shard_max = 16 << 20
-    outputs: dict[str, tuple[object, int, int]] = {}
+    # Like the function's _ShardWriter: lines are buffered per component and written as one body per
+    # shard (the function uploads each shard with one PutObject).
+    buffers: dict[str, list[bytes]] = {}
+    sizes: dict[str, int] = {}
+    shards: dict[str, int] = {}
+
+    def flush(component: str) -> None:
+        target = out_folder / component / f"part-bench-{shards.get(component, 0):05d}.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"".join(buffers.pop(component)))
+        sizes.pop(component)
+        shards[component] = shards.get(component, 0) + 1
+
     size = 0
     for path in files:
         size += path.stat().st_size
         with path.open("rb") as handle:
             chunks = iter(lambda: handle.read(1 << 20), b"")
             for component, line in converter.convert_lines(core.iter_bounded_lines(chunks, 8 << 20)):
-                handle_out, written, index = outputs.get(component, (None, 0, 0))
-                if handle_out is None or written >= shard_max:
-                    if handle_out is not None:
-                        handle_out.close()
-                        index += 1
-                    target = out_folder / component / f"part-bench-{index:05d}.jsonl"
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    handle_out, written = target.open("wb"), 0
-                handle_out.write(line)
-                outputs[component] = (handle_out, written + len(line), index)
-    for handle_out, _, _ in outputs.values():
-        handle_out.close()
+                buffers.setdefault(component, []).append(line)
+                sizes[component] = sizes.get(component, 0) + len(line)
+                if sizes[component] >= shard_max:
+                    flush(component)
+    for component in list(buffers):
+        flush(component)
     elapsed = time.perf_counter() - start
     summary = converter.summary()
     return {"seconds": elapsed, "records": summary["records_in"], "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb(),

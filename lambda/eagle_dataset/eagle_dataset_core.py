@@ -638,18 +638,19 @@ def _loads_fast(text: str) -> Any:
 
 def _response_from_stream(text: str, loads: Callable[[str], Any] = json.loads) -> str | None:
     """Server-sent events or JSON lines from a streaming invocation, joined into one text."""
-    payloads: list[str] = []
-    append = payloads.append
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith("data:"):
-            line = line[5:].lstrip()
-            if line and line != "[DONE]":
+    lines = [line for line in map(str.strip, text.splitlines()) if line]
+    if all(line.startswith("data:") for line in lines):  # plain SSE: the same result, in comprehensions
+        payloads = [payload for payload in (line[5:].lstrip() for line in lines) if payload and payload != "[DONE]"]
+    else:
+        payloads = []
+        append = payloads.append
+        for line in lines:
+            if line.startswith("data:"):
+                line = line[5:].lstrip()
+                if line and line != "[DONE]":
+                    append(line)
+            elif line[0] != ":" and not line.startswith(("event:", "id:", "retry:")) and line != "[DONE]":
                 append(line)
-        elif line[0] != ":" and not line.startswith(("event:", "id:", "retry:")) and line != "[DONE]":
-            append(line)
     if not payloads:
         return None
     try:  # one parse for the whole stream: per-token payloads are tiny and many
