@@ -298,12 +298,30 @@ def test_record_gets_the_start_output_with_the_job_and_failed_jobs_are_published
     assert record["InputPath"] == "$.start" and record["ResultPath"] == "$.record"
     assert record["Resource"] == capture.ref(capture.eagle.record_function, "Arn")
     assert states["JobSucceeded?"]["Choices"] == [
+        {"And": [{"Variable": "$.start.job.OptimizationJobStatus", "StringEquals": "COMPLETED"},
+                 {"Variable": "$.record.results_unparsed", "BooleanEquals": True}], "Next": "NotifyResultsUnparsed"},
         {"Variable": "$.start.job.OptimizationJobStatus", "StringEquals": "COMPLETED", "Next": "Done"}]
     assert states["JobSucceeded?"]["Default"] == "NotifyJobFailed"
     message = states["NotifyJobFailed"]["Parameters"]["Message"]
     assert message["failure_reason.$"] == "$.record.failure_reason"
     assert message["status.$"] == "$.start.job.OptimizationJobStatus"
     assert states["JobFailed"]["Error"] == "OptimizationJobFailed"
+
+
+def test_unreadable_results_are_published_to_sns_and_the_run_fails(capture):
+    states = capture.states()
+    notify = states["NotifyResultsUnparsed"]
+    assert notify["Resource"] == "arn:${AWS::Partition}:states:::sns:publish"
+    assert notify["Parameters"]["TopicArn"] == capture.ref(capture.eagle.topic)
+    message = notify["Parameters"]["Message"]
+    assert message["output_objects.$"] == "$.record.output_listing_count"
+    assert message["results_files.$"] == "$.record.results_files" and message["report.$"] == "$.record.report_s3_uri"
+    assert notify["Next"] == "ResultsUnparsed" and states["ResultsUnparsed"]["Type"] == "Fail"
+    assert states["ResultsUnparsed"]["Error"] == "ResultsUnparsed"
+    assert notify["Catch"][0]["Next"] == "NotifyFailure"
+    metric = capture.eagle.metric_results_unparsed()
+    assert (metric.metric_name, metric.namespace, metric.statistic) == ("EagleResultsUnparsed", "SageMakerLlm", "Sum")
+    assert metric.dimensions == {"ModelName": MODEL, "service": "eagle_job"}  # what the record function emits
 
 
 def test_timeout_covers_the_job_limit_dataset_and_start_retries(capture):

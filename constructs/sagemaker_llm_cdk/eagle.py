@@ -623,7 +623,32 @@ class EagleOptimization(Construct):
         )
         notify_job_failed.next(sfn.Fail(self, "JobFailed", error="OptimizationJobFailed",
                                         cause_path="$.start.job.OptimizationJobStatus"))
+        # The output layout of optimization jobs is not documented: a completed job whose results give no
+        # numbers is never promoted (the record function decides so) and is published with the raw listing's
+        # size and the report, then the run fails so it shows among failed executions.
+        notify_unparsed = tasks.SnsPublish(
+            self, "NotifyResultsUnparsed", topic=self.topic,
+            subject=f"EAGLE results unreadable: {self.model_name}"[:100],
+            message=sfn.TaskInput.from_object({
+                "model_name": self.model_name,
+                "run_id": sfn.JsonPath.string_at("$.run.run_id"),
+                "job_name": sfn.JsonPath.string_at("$.start.job_name"),
+                "reason": sfn.JsonPath.string_at("$.record.reason"),
+                "output_objects": sfn.JsonPath.number_at("$.record.output_listing_count"),
+                "results_files": sfn.JsonPath.list_at("$.record.results_files"),
+                "report": sfn.JsonPath.string_at("$.record.report_s3_uri"),
+                "note": "The job completed but its results could not be read; the head was not promoted. "
+                        "The run record and report hold the raw listing of the job's output.",
+            }),
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        notify_unparsed.add_catch(notify_failure, result_path="$.error")
+        notify_unparsed.next(sfn.Fail(self, "ResultsUnparsed", error="ResultsUnparsed",
+                                      cause="the optimization job's results could not be parsed; nothing promoted"))
         job_outcome = sfn.Choice(self, "JobSucceeded?").when(
+            sfn.Condition.and_(sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
+                               sfn.Condition.boolean_equals("$.record.results_unparsed", True)), notify_unparsed,
+        ).when(
             sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"), done,
         ).otherwise(notify_job_failed)
         job_state = sfn.Choice(self, "JobFinished?").when(
@@ -773,6 +798,10 @@ class EagleOptimization(Construct):
     def metric_job_failed(self, **kwargs: Any) -> cloudwatch.Metric:
         """Optimization jobs that failed or were stopped. Default: sum per day."""
         return self.metric("EagleJobFailed", **kwargs)
+
+    def metric_results_unparsed(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Completed jobs whose results could not be read (never promoted). Default: sum per day."""
+        return self.metric("EagleResultsUnparsed", **kwargs)
 
     def metric_job_succeeded(self, **kwargs: Any) -> cloudwatch.Metric:
         """Optimization jobs that completed. Default: sum per day."""
