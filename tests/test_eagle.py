@@ -782,3 +782,67 @@ def test_capacity_plan_must_match_the_job_instance_type():
 def test_promotion_parameter_model_name_is_checked():
     with pytest.raises(ConfigurationError, match=r"model_name: got 'qwen_3'"):
         PromotionParameter(Stack(App(), "P"), "Head", model_name="qwen_3")
+
+
+# --------------------------------------------------------------------------- new-records check (threshold trigger)
+
+
+@pytest.fixture(scope="module")
+def checked() -> Built:
+    """Captured traffic with the new-records check every hour."""
+    return build(settings=EagleSettings(dataset={"records_check": "rate(1 hour)", "min_new_records": 500}))
+
+
+def test_records_check_runs_on_its_schedule_and_knows_the_threshold(checked):
+    eagle = checked.eagle
+    schedule = checked.resources[lid(checked.stack, eagle.records_check)]["Properties"]
+    assert schedule["ScheduleExpression"] == "rate(1 hour)"
+    assert render(schedule["Target"]["Arn"]) == checked.ref(eagle.check_function, "Arn")
+    assert render(schedule["Target"]["RoleArn"]) == checked.ref(eagle.records_check_role, "Arn")
+    assert schedule["Target"]["Input"] == "{}"
+    function = checked.resources[lid(checked.stack, eagle.check_function)]["Properties"]
+    env = {k: render(v) for k, v in function["Environment"]["Variables"].items()}
+    assert env["STATE_MACHINE_ARN"] == checked.ref(eagle.state_machine)
+    assert env["MIN_NEW_RECORDS"] == "500" and env["WATERMARK_PARAMETER"] == checked.ref(eagle.watermark_parameter)
+    assert env["CAPTURE_PREFIX"] == "data-capture/" + checked.ref(checked.endpoint.cfn_endpoint, "EndpointName") + "/"
+    assert function["Handler"] == "index.check" and function["ReservedConcurrentExecutions"] == 1
+    trust = checked.resources[lid(checked.stack, eagle.records_check_role)]["Properties"]["AssumeRolePolicyDocument"]
+    assert trust["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
+
+
+def test_records_check_may_read_captures_and_start_only_this_state_machine(checked):
+    eagle = checked.eagle
+    grants = checked.grants(eagle.check_function.role)
+    machine = checked.ref(eagle.state_machine)
+    assert grants["states:StartExecution"] == grants["states:ListExecutions"] == [machine]
+    capture_objects = (checked.ref(checked.endpoint.data_capture_bucket, "Arn") + "/data-capture/"
+                       + checked.ref(checked.endpoint.cfn_endpoint, "EndpointName") + "/*")
+    assert grants["s3:GetObject"] == [capture_objects]
+    assert grants["kms:Decrypt"] == [checked.ref(checked.endpoint.key, "Arn")]
+    assert "s3:PutObject" not in grants and "ssm:PutParameter" not in grants
+    (parameter_arn,) = grants["ssm:GetParameter"]
+    assert parameter_arn.endswith(checked.ref(eagle.watermark_parameter)) and ":ssm:" in parameter_arn
+    invoke = [s for s in checked.statements(eagle.records_check_role) if s["Action"] == "lambda:InvokeFunction"]
+    assert invoke and all(checked.ref(eagle.check_function, "Arn") in str(s["Resource"]) for s in invoke)
+
+
+def test_no_records_check_unless_asked(capture):
+    assert capture.eagle.check_function is None and capture.eagle.records_check is None
+    assert not [r for r in capture.resources.values()
+                if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Handler") == "index.check"]
+
+
+def test_records_check_needs_captured_traffic():
+    stack, component = _component()
+    with pytest.raises(ConfigurationError, match=r"dataset\.records_check: got 'rate\(1 hour\)'; allowed: only with "
+                                                 r"source capture .*; fix: remove records_check"):
+        EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
+                          settings={"dataset": {"source": "s3", "s3_uri": USER_DATA, "records_check": "rate(1 hour)"}})
+
+
+def test_records_check_must_be_a_schedule_expression():
+    stack, component = _component()
+    with pytest.raises(ConfigurationError, match=r"dataset\.records_check: got 'hourly'; allowed: rate\(N unit\), "
+                                                 r"cron\(\.\.\.\) or at\(\.\.\.\); fix: write e\.g\. rate\(1 hour\)"):
+        EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
+                          settings={"dataset": {"records_check": "hourly"}})

@@ -24,6 +24,11 @@ Triggers
   converted since the last run that trained. Below it, the run rolls the capture watermark back to
   where it started (so those records count again next time) and succeeds with the reason. Schedule
   plus threshold is "run when enough new records have arrived", checked at the schedule's rate.
+* **New records** (``settings.dataset.records_check``, e.g. ``rate(1 hour)``; off by default): a small
+  scheduled function counts the captured records after the watermark (lines, nothing converted; it stops
+  reading at ``min_new_records``) and starts a run when enough arrived and none is in progress. Its
+  execution names are derived from the watermark and the count, so a run that did not train is not
+  started again until another ``min_new_records`` records arrived.
 * **Manual**: ``aws stepfunctions start-execution --state-machine-arn <state machine ARN> --input '{}'``.
   The input is ignored; the run id is the execution name (``$$.Execution.Name``; pass ``--name`` to
   choose it: letters, digits, ``-``, ``_``, ``.``, ``=``). Re-running an execution name re-uses its
@@ -412,6 +417,11 @@ class EagleOptimization(Construct):
                 description=f"Starts an EAGLE optimization run of {self.model_name}",
             )
 
+        self.check_function: lambda_.Function | None = None
+        self.records_check: scheduler.Schedule | None = None
+        if dataset.source == "capture" and dataset.records_check is not None:
+            self._records_check(dataset.records_check, dataset.min_new_records)
+
         # ------------------------------------------------------------------ serving
         self.speculative_decoding = SpeculativeDecoding(
             self, "SpeculativeDecoding", component=component, promotion_parameter_name=promotion_name,
@@ -527,6 +537,56 @@ class EagleOptimization(Construct):
         self.watermark_parameter.grant_read(plan_role)
         self.watermark_parameter.grant_read(finalize_role)
         self.watermark_parameter.grant_write(finalize_role)
+
+    def _records_check(self, expression: str, min_new_records: int) -> None:
+        """A scheduled function that counts new captured records (no conversion) and starts a run once enough arrived."""
+        endpoint = self.component.endpoint
+        self.check_function = python_function(
+            self, "CheckFunction", folder="eagle_dataset", handler="index.check",
+            description=f"Starts an EAGLE run of {self.model_name} once {min_new_records} new records were captured",
+            environment={
+                "STATE_MACHINE_ARN": self.state_machine_arn,
+                "WATERMARK_PARAMETER": self.watermark_parameter.parameter_name,
+                "CAPTURE_BUCKET": self.capture_bucket.bucket_name,
+                "CAPTURE_PREFIX": self.capture_prefix,
+                "MIN_NEW_RECORDS": str(min_new_records),
+            },
+            timeout=Duration.minutes(5), memory_size=512, reserved_concurrency=1)
+        role = self.check_function.role
+        assert role is not None
+        role.add_to_principal_policy(iam.PolicyStatement(
+            sid="ListCaptures", actions=["s3:ListBucket"], resources=[self.capture_bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{self.capture_prefix}*"]}}))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            sid="ReadCaptures", actions=["s3:GetObject"],
+            resources=[self.capture_bucket.arn_for_objects(f"{self.capture_prefix}*")]))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            sid="DecryptCaptures", actions=["kms:Decrypt"], resources=[endpoint.key.key_arn]))
+        self.watermark_parameter.grant_read(role)
+        role.add_to_principal_policy(iam.PolicyStatement(
+            sid="SeeRunningRuns", actions=["states:ListExecutions"], resources=[self.state_machine_arn]))
+        self.state_machine.grant_start_execution(role)
+        self.records_check_role = iam.Role(
+            self, "RecordsCheckRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com",
+            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}),
+            description=f"Lets EventBridge Scheduler run the new-records check of {self.model_name}")
+        self.records_check = scheduler.Schedule(
+            self, "RecordsCheck",
+            schedule=scheduler.ScheduleExpression.expression(expression),
+            target=scheduler_targets.LambdaInvoke(self.check_function, role=self.records_check_role,
+                                                  input=scheduler.ScheduleTargetInput.from_object({})),
+            description=f"Counts new captured records of {self.model_name}; starts a run at {min_new_records}",
+        )
+        acknowledgements.acknowledge(
+            role, "AwsSolutions-IAM5", "Data Capture writes one object per capture file under data-capture/<endpoint>/; "
+            "the check reads (GetObject only) this endpoint's folder to count new records.",
+            finding="Resource::" + acknowledgements.nag_form(role, self.capture_bucket.arn_for_objects(
+                f"{self.capture_prefix}*")))
+        acknowledgements.acknowledge(
+            self.records_check_role, "AwsSolutions-IAM5", "CDK's Scheduler target grants lambda:InvokeFunction on the "
+            "check function and its versions (<arn>:*); that one function only.",
+            finding="Resource::" + acknowledgements.nag_form(self.records_check_role,
+                                                             f"{self.check_function.function_arn}:*"))
 
     def _unnamed_records_component(self) -> str:
         """Who a capture record that names no component belongs to: this model only when the endpoint

@@ -341,6 +341,10 @@ EAGLE_ARCHITECTURES: dict[str, str] = {
 BUILTIN_DATASETS = ("gsm8k", "magicoder", "opencodeinstruct")
 
 
+_SCHEDULE = re.compile(r"(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(.+\)|at\(.+\))")
+"""EventBridge Scheduler expressions the EAGLE triggers accept."""
+
+
 class EagleDataset(Settings):
     """Where the EAGLE head's training data comes from. Default: the endpoint's captured traffic."""
 
@@ -352,6 +356,11 @@ class EagleDataset(Settings):
     builtin_name: Annotated[str | None, Field(description="source builtin: " + ", ".join(BUILTIN_DATASETS) + ".")] = None
     min_new_records: Annotated[int, Field(ge=1, le=100_000_000, description=(
         "source capture: start a run only when at least this many new records were converted. Default: 1000."))] = 1000
+    records_check: Annotated[str | None, Field(description=(
+        "source capture: EventBridge Scheduler expression of a cheap check that counts the captured records that "
+        "arrived after the watermark (lines; nothing converted, it stops reading at min_new_records) and starts a "
+        "run once min_new_records arrived and no run is in progress, e.g. 'rate(1 hour)'. Default: off (runs "
+        "start on the schedule or by hand)."))] = None
 
     def _rules(self) -> list[Problem]:
         problems = []
@@ -371,6 +380,13 @@ class EagleDataset(Settings):
                                         "pick a listed dataset or use source s3"))
         elif self.builtin_name is not None:
             problems.append(Problem("builtin_name", self.builtin_name, "only with source builtin", "remove builtin_name"))
+        if self.records_check is not None:
+            if self.source != "capture":
+                problems.append(Problem("records_check", self.records_check, "only with source capture (it counts "
+                                        "captured records)", "remove records_check, or use source capture"))
+            elif not _SCHEDULE.fullmatch(self.records_check):
+                problems.append(Problem("records_check", self.records_check, "rate(N unit), cron(...) or at(...)",
+                                        "write e.g. rate(1 hour) or cron(0 * * * ? *)"))
         return problems
 
 
@@ -398,8 +414,7 @@ class EagleSettings(Settings):
                                             service_model.optimization_instance_types(), "optimization jobs")
             if problem:
                 problems.append(problem)
-        if self.schedule is not None and not re.fullmatch(r"(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(.+\)|at\(.+\))",
-                                                          self.schedule):
+        if self.schedule is not None and not _SCHEDULE.fullmatch(self.schedule):
             problems.append(Problem("schedule", self.schedule, "rate(N unit), cron(...) or at(...)",
                                     "write e.g. rate(7 days) or cron(0 3 ? * SUN *)"))
         return problems

@@ -9,6 +9,8 @@ Entry points (one Lambda function each, same code asset):
 * ``index.finalize``  - reads the Distributed Map ``ResultWriter`` output, writes the summary and
                         a SageMaker ``ManifestFile`` per component, then moves the watermark.
 * ``index.validate_user_dataset`` - samples a user-supplied dataset and reports its format.
+* ``index.check``     - (scheduled) counts captured records after the watermark without converting
+                        them and starts a run of the state machine once enough arrived.
 
 Environment variables (all optional):
 
@@ -62,6 +64,15 @@ Events (JSON):
   watermark is not moved, so those objects are converted again next run.
 * validate in: ``{"s3_uri", "s3_data_type"?: "S3Prefix"|"ManifestFile"}``
   validate out: ``{"format", "s3_uri", "objects_checked", "lines_checked"}``
+
+* check in: ignored (EventBridge Scheduler sends ``{}``). Environment: ``STATE_MACHINE_ARN``,
+  ``WATERMARK_PARAMETER``, ``CAPTURE_BUCKET``, ``CAPTURE_PREFIX``, ``MIN_NEW_RECORDS``,
+  ``SETTLE_SECONDS`` (default 900). Records are counted as lines of the settled capture objects
+  after the watermark (compression read from the bytes); reading stops at ``MIN_NEW_RECORDS``.
+  check out: ``{"started", "reason", "records_counted", "objects_read", "execution_arn"?,
+  "execution_name"?}``. Nothing starts while a run is in progress; the execution name is derived
+  from the watermark and how many ``MIN_NEW_RECORDS`` steps arrived, so two checks never start two
+  runs for the same data (see ``_execution_name``). Reading stops at 10 steps.
 
 Errors a state machine can match: ``InvalidEventError``, ``CaptureAccessDeniedError``,
 ``WatermarkTooLargeError``, ``WatermarkConflictError``, ``MapRunIncompleteError``,
@@ -153,6 +164,11 @@ def _s3():
 @functools.cache
 def _ssm():
     return boto3.client("ssm", config=_CLIENT_CONFIG)
+
+
+@functools.cache
+def _sfn():
+    return boto3.client("stepfunctions", config=_CLIENT_CONFIG)
 
 
 def _now() -> datetime:
@@ -787,6 +803,113 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "skipped": dict(sorted(skipped.items())),
         "watermark_updated": watermark_updated,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# check (threshold trigger)
+# ---------------------------------------------------------------------------------------------
+
+
+def _env_required(name: str) -> str:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        raise InvalidEventError(f"environment variable {name} is not set; the construct sets it (redeploy the stack)")
+    return value
+
+
+def _count_lines(chunks: Iterator[Any], limit: int) -> int:
+    """Lines (records) in an object's data, stopping once ``limit`` is reached. Unreadable data counts nothing."""
+    count = 0
+    tail = b""
+    for chunk in chunks:
+        if chunk.__class__ is core.UnreadableData:
+            return count
+        count += chunk.count(b"\n")
+        tail = chunk[-1:] if chunk else tail
+        if count >= limit:
+            return count
+    return count + (1 if tail and tail != b"\n" else 0)
+
+
+#: The check reads at most this many thresholds' worth of lines after the watermark.
+CHECK_MAX_STEPS = 10
+
+
+def _execution_name(watermark: str | None, step: int) -> str:
+    """``records-<watermark hash>-<step>``: one run per watermark and per ``min_new_records`` step of new lines.
+
+    A run that trains moves the watermark (a new name). A run that does not (records that do not convert,
+    e.g. unattributed ones) rolls the watermark back: the same name comes again and Step Functions refuses
+    it (names are unique for 90 days), so the next run waits until another ``min_new_records`` lines arrived.
+    """
+    digest = hashlib.sha256((watermark or "").encode("utf-8")).hexdigest()[:16]
+    return f"records-{digest}-{step}"  # 1-80 characters of [A-Za-z0-9-_]
+
+
+@metrics.log_metrics(raise_on_empty_metrics=False)
+@logger.inject_lambda_context(clear_state=True)
+def check(event: Any, context: Any) -> dict[str, Any]:
+    state_machine = _env_required("STATE_MACHINE_ARN")
+    parameter = _env_required("WATERMARK_PARAMETER")
+    bucket = _env_required("CAPTURE_BUCKET")
+    prefix = os.environ.get("CAPTURE_PREFIX", "").lstrip("/")
+    needed = _env_int("MIN_NEW_RECORDS", 1000)
+    cutoff = _now() - timedelta(seconds=_env_int("SETTLE_SECONDS", 900, 0))
+
+    running = _sfn().list_executions(stateMachineArn=state_machine, statusFilter="RUNNING", maxResults=1)
+    if running.get("executions"):
+        return {"started": False, "reason": "a run is in progress", "records_counted": 0, "objects_read": 0}
+
+    watermark = _read_watermark(parameter)
+    folders_after, legacy_after = _decode_watermark(watermark)
+    limit = needed * CHECK_MAX_STEPS
+    try:
+        folders = _capture_folders(bucket, prefix)
+        counted = objects = 0
+        paginator = _s3().get_paginator("list_objects_v2")
+        for folder in sorted(folders):
+            start_after = folders_after.get(folder) or legacy_after
+            params = {"Bucket": bucket, "Prefix": folder}
+            if start_after and start_after >= folder:
+                params["StartAfter"] = start_after
+            for page in paginator.paginate(**params):
+                for obj in page.get("Contents", []):
+                    key_time = _key_time(folder, obj["Key"])
+                    if key_time is None:
+                        continue
+                    if key_time > cutoff:
+                        break  # the rest of this folder is newer still (plan leaves it too)
+                    chunks = _object_chunks(bucket, obj["Key"], 1 << 20)
+                    if chunks is None:
+                        continue
+                    counted += _count_lines(chunks, limit - counted)
+                    chunks.close()  # type: ignore[union-attr]
+                    objects += 1
+                    if counted >= limit:
+                        break
+                else:
+                    continue
+                break
+            if counted >= limit:
+                break
+    except ClientError as error:
+        raise _access_error(error, f"Reading s3://{bucket}/{prefix}") from error
+    metrics.add_metric(name="NewCaptureRecordsCounted", unit=MetricUnit.Count, value=counted)
+    result: dict[str, Any] = {"records_counted": counted, "objects_read": objects}
+    if counted < needed:
+        return {**result, "started": False, "reason": f"{counted} new records, fewer than {needed}"}
+    name = _execution_name(watermark, min(counted // needed, CHECK_MAX_STEPS))
+    try:
+        started = _sfn().start_execution(stateMachineArn=state_machine, name=name, input="{}")
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
+            return {**result, "started": False, "execution_name": name,
+                    "reason": f"a run for these records was already started ({name}); the next starts after "
+                              f"another {needed} records arrive or the watermark moves"}
+        raise
+    logger.info("run started: enough new records", extra={"records": counted, "execution": name})
+    return {**result, "started": True, "reason": f"at least {needed} new records", "execution_name": name,
+            "execution_arn": started["executionArn"]}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1078,3 +1078,106 @@ def test_validate_manifest_file(aws, handler, lambda_context):
     s3.put_object(Bucket=OUT, Key="m/bad.manifest", Body=b'{"not": "a list"}')
     with pytest.raises(handler.DatasetFormatError, match="not a SageMaker manifest file"):
         handler.validate_user_dataset({"s3_uri": "s3://output-bucket/m/bad.manifest", "s3_data_type": "ManifestFile"}, lambda_context)
+
+
+# ---------------------------------------------------------------------------------------------
+# check: start a run once enough new records arrived
+# ---------------------------------------------------------------------------------------------
+
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:QwenEagle"
+
+
+@pytest.fixture
+def checker(aws, handler, monkeypatch):
+    from support.aws_model import assert_valid_request
+
+    monkeypatch.setenv("STATE_MACHINE_ARN", MACHINE)
+    monkeypatch.setenv("WATERMARK_PARAMETER", PARAM)
+    monkeypatch.setenv("CAPTURE_BUCKET", CAPTURE)
+    monkeypatch.setenv("CAPTURE_PREFIX", "datacapture/")
+    monkeypatch.setenv("MIN_NEW_RECORDS", "3")
+    client = handler._sfn()
+    stubber = Stubber(client)
+
+    def expect(operation: str, params: dict[str, Any], response: dict[str, Any] | None = None,
+               error: str | None = None) -> None:
+        assert_valid_request("stepfunctions", client.meta.method_to_api_mapping[operation], params)
+        if error:
+            stubber.add_client_error(operation, service_error_code=error, expected_params=params)
+        else:
+            stubber.add_response(operation, response or {}, params)
+
+    with stubber:
+        yield expect, stubber
+
+
+def _no_run_in_progress(expect) -> None:
+    expect("list_executions", {"stateMachineArn": MACHINE, "statusFilter": "RUNNING", "maxResults": 1},
+           {"executions": []})
+
+
+def test_check_starts_a_run_once_enough_new_records_arrived(aws, handler, checker, lambda_context):
+    s3, ssm = aws
+    expect, stubber = checker
+    seed_capture(s3)  # 2 + 2 + 2 settled lines after an empty watermark (and a too-new object)
+    _no_run_in_progress(expect)
+    name = handler._execution_name(None, 2)
+    expect("start_execution", {"stateMachineArn": MACHINE, "name": name, "input": "{}"},
+           {"executionArn": f"{MACHINE.replace(':stateMachine:', ':execution:')}:{name}",
+            "startDate": datetime(2026, 11, 30, 12, tzinfo=timezone.utc)})
+    out = handler.check({}, lambda_context)
+    stubber.assert_no_pending_responses()
+    assert out["started"] is True and out["execution_name"] == name and out["records_counted"] == 7
+    assert out["objects_read"] == 3  # the gzip object's lines count too (read from its bytes)
+
+
+def test_check_waits_below_the_threshold_and_counts_only_after_the_watermark(aws, handler, checker, lambda_context,
+                                                                             monkeypatch):
+    s3, ssm = aws
+    expect, stubber = checker
+    seed_capture(s3)
+    ssm.put_parameter(Name=PARAM, Type="String", Overwrite=True,
+                      Value=json.dumps({"v": 1, "after": {f"{EP}/": "2026/11/30/09/35-10-002-bbb.jsonl"}}))
+    _no_run_in_progress(expect)
+    out = handler.check({}, lambda_context)
+    stubber.assert_no_pending_responses()  # nothing started
+    assert (out["started"], out["records_counted"], out["objects_read"]) == (False, 2, 1)
+    assert out["reason"] == "2 new records, fewer than 3"
+
+
+def test_check_never_starts_while_a_run_is_in_progress(aws, handler, checker, lambda_context):
+    s3, _ = aws
+    expect, stubber = checker
+    seed_capture(s3)
+    expect("list_executions", {"stateMachineArn": MACHINE, "statusFilter": "RUNNING", "maxResults": 1},
+           {"executions": [{"executionArn": f"{MACHINE}:e1", "stateMachineArn": MACHINE, "name": "e1",
+                            "status": "RUNNING", "startDate": datetime(2026, 11, 30, 11, tzinfo=timezone.utc)}]})
+    out = handler.check({}, lambda_context)
+    assert out == {"started": False, "reason": "a run is in progress", "records_counted": 0, "objects_read": 0}
+
+
+def test_check_does_not_restart_a_run_for_the_same_records(aws, handler, checker, lambda_context):
+    s3, _ = aws
+    expect, stubber = checker
+    seed_capture(s3)
+    _no_run_in_progress(expect)
+    name = handler._execution_name(None, 2)
+    expect("start_execution", {"stateMachineArn": MACHINE, "name": name, "input": "{}"}, error="ExecutionAlreadyExists")
+    out = handler.check({}, lambda_context)
+    assert out["started"] is False and "already started" in out["reason"] and out["execution_name"] == name
+
+
+def test_check_execution_names_are_valid_and_step_with_new_records():
+    import re as regex
+
+    from conftest import load_handler_module
+
+    mod = load_handler_module("eagle_dataset")
+    names = {mod._execution_name(w, step) for w in (None, '{"v":1,"after":{}}', "x" * 4096) for step in (1, 2, 10)}
+    assert len(names) == 9 and all(regex.fullmatch(r"[A-Za-z0-9_-]{1,80}", n) for n in names)
+
+
+def test_check_needs_its_environment(handler, lambda_context, monkeypatch):
+    monkeypatch.delenv("STATE_MACHINE_ARN", raising=False)
+    with pytest.raises(handler.InvalidEventError, match="STATE_MACHINE_ARN is not set"):
+        handler.check({}, lambda_context)
