@@ -23,6 +23,7 @@ from sagemaker_llm_cdk import (
 from sagemaker_llm_cdk.eagle import RECORD_SERVICE, EagleOptimization
 from sagemaker_llm_cdk.lora_adapter import adapters_of
 from sagemaker_llm_cdk.speculative_decoding import PromotionParameter
+from sagemaker_llm_cdk.turn_log import TurnLog
 
 
 class LlmPlatformStack(Stack):
@@ -102,15 +103,21 @@ class LlmPlatformStack(Stack):
             if model.adapters_manifest:
                 add_adapters(component, load_adapter_manifest(model.adapters_manifest, base_dir=self.config_dir),
                              field=f"endpoints.{spec.name}.models[{index}].adapters_manifest")
+            turn_log = None
             if model.sessions is not None:
-                self._front_door(spec.name, endpoint, component)
+                front_door = self._front_door(spec.name, endpoint, component)
+                if model.eagle is not None and model.eagle.dataset.source == "front_door":
+                    # EAGLE's second source: the front door logs every completed turn through Firehose.
+                    turn_log = TurnLog(self, f"{spec.name}{_id(component.component_name)}Turns")
+                    front_door.log_turns(turn_log)
             if model.eagle is not None:
-                self._eagle(spec.name, endpoint, component)
+                self._eagle(spec.name, endpoint, component, turn_log)
         CfnOutput(self, f"{spec.name}EndpointName", value=endpoint.endpoint_name,
                   description=f"SageMaker endpoint of {spec.name}")
         return endpoint
 
-    def _eagle(self, endpoint_id: str, endpoint: LlmEndpoint, component: ModelComponent) -> EagleOptimization:
+    def _eagle(self, endpoint_id: str, endpoint: LlmEndpoint, component: ModelComponent,
+               turn_log: TurnLog | None = None) -> EagleOptimization:
         """The EAGLE loop of ``component``: dataset, optimization job, record, promotion on the next deploy."""
         assert self.promotions is not None
         model_id = f"{endpoint_id}{_id(component.component_name)}"
@@ -120,6 +127,7 @@ class LlmPlatformStack(Stack):
             promotion_parameter=head.parameter,
             capacity_plan=endpoint.capacity_plan if component.spec.eagle and component.spec.eagle.use_capacity_plan else None,
             alarm_topic=self.monitoring.alarm_topic,
+            turn_log=turn_log,
         )
         self.eagle[component.component_name] = eagle
         self.monitoring.monitor_eagle(component.component_name, endpoint=endpoint,

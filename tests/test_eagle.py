@@ -835,7 +835,7 @@ def test_no_records_check_unless_asked(capture):
 def test_records_check_needs_captured_traffic():
     stack, component = _component()
     with pytest.raises(ConfigurationError, match=r"dataset\.records_check: got 'rate\(1 hour\)'; allowed: only with "
-                                                 r"source capture .*; fix: remove records_check"):
+                                                 r"source capture or front_door .*; fix: remove records_check"):
         EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
                           settings={"dataset": {"source": "s3", "s3_uri": USER_DATA, "records_check": "rate(1 hour)"}})
 
@@ -846,3 +846,102 @@ def test_records_check_must_be_a_schedule_expression():
                                                  r"cron\(\.\.\.\) or at\(\.\.\.\); fix: write e\.g\. rate\(1 hour\)"):
         EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
                           settings={"dataset": {"records_check": "hourly"}})
+
+
+# --------------------------------------------------------------------------- source front_door (turn log through Firehose)
+
+
+@pytest.fixture(scope="module")
+def turns() -> Built:
+    """Front-door source: the session front door logs every turn to a TurnLog; the loop reads it."""
+    from sagemaker_llm_cdk import SessionFrontDoor, TurnLog
+
+    app = App()
+    promos = Stack(app, "Promos", env=ENV)
+    stack = Stack(app, "Main", env=ENV)
+    llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
+    component = llm.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM",
+                                                accelerators=2, sessions={}))
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=llm, default_component=component)
+    turn_log = TurnLog(stack, "Turns")
+    front_door.log_turns(turn_log)
+    eagle = EagleOptimization(stack, "QwenEagle", component=component, turn_log=turn_log,
+                              promotion_parameter=PromotionParameter(promos, "QwenHead", model_name=MODEL).parameter,
+                              settings={"dataset": {"source": "front_door", "records_check": "rate(1 hour)"}})
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    template = Template.from_stack(stack)
+    resources = template.to_json()["Resources"]
+    (machine,) = [r for r in resources.values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
+    definition = json.loads(render(machine["Properties"]["DefinitionString"]))
+    built = Built(app, promos, stack, llm, component, eagle, template, resources, definition)
+    built.front_door, built.turn_log = front_door, turn_log  # type: ignore[attr-defined]
+    return built
+
+
+ENV = __import__("aws_cdk").Environment(account="123456789012", region="us-east-1")
+
+
+def test_turn_log_stream_is_kms_encrypted_buffered_gzip_with_an_error_prefix(turns):
+    log = turns.turn_log
+    stream = turns.resources[lid(turns.stack, log.cfn_delivery_stream)]["Properties"]
+    assert stream["DeliveryStreamType"] == "DirectPut"
+    assert stream["DeliveryStreamEncryptionConfigurationInput"] == {
+        "KeyType": "CUSTOMER_MANAGED_CMK", "KeyARN": {"Fn::GetAtt": [lid(turns.stack, log.key), "Arn"]}}
+    s3 = stream["ExtendedS3DestinationConfiguration"]
+    assert s3["Prefix"] == "front-door/!{timestamp:yyyy/MM/dd/HH}/"
+    assert s3["ErrorOutputPrefix"] == "front-door-errors/!{firehose:error-output-type}/!{timestamp:yyyy/MM/dd/HH}/"
+    assert s3["BufferingHints"] == {"IntervalInSeconds": 300, "SizeInMBs": 64} and s3["CompressionFormat"] == "GZIP"
+    assert render(s3["EncryptionConfiguration"]["KMSEncryptionConfig"]["AWSKMSKeyARN"]) == turns.ref(
+        log.bucket.encryption_key, "Arn")
+    assert render(s3["RoleARN"]) == turns.ref(log.role, "Arn") and s3["CloudWatchLoggingOptions"]["Enabled"] is True
+    key = turns.resources[lid(turns.stack, log.key)]["Properties"]
+    assert key["EnableKeyRotation"] is True
+
+
+def test_turn_log_roles_are_narrow(turns):
+    log = turns.turn_log
+    trust = turns.resources[lid(turns.stack, log.role)]["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
+    assert trust["Principal"] == {"Service": "firehose.amazonaws.com"}
+    assert trust["Condition"] == {"StringEquals": {"sts:ExternalId": "123456789012"}}
+    grants = turns.grants(log.role)
+    bucket = turns.ref(log.bucket, "Arn")
+    assert grants["s3:PutObject"] == sorted([f"{bucket}/front-door/*", f"{bucket}/front-door-errors/*"])
+    assert not [a for a in grants if a in ("s3:DeleteObject", "s3:GetObject", "s3:*")]
+    writer = turns.grants(turns.front_door.function.role)
+    stream_arn = turns.ref(log.cfn_delivery_stream, "Arn")
+    assert writer["firehose:PutRecord"] == writer["firehose:PutRecordBatch"] == [stream_arn]
+    env = turns.resources[lid(turns.stack, turns.front_door.function)]["Properties"]["Environment"]["Variables"]
+    assert env["TURN_LOG_STREAM"] == {"Ref": lid(turns.stack, log.cfn_delivery_stream)}
+
+
+def test_front_door_source_reads_the_turn_log_like_captures(turns):
+    eagle, log = turns.eagle, turns.turn_log
+    states = turns.states()
+    batch = states["ConvertCaptures"]["ItemBatcher"]["BatchInput"]
+    assert batch["source"] == "front_door" and batch["capture_prefix"] == "front-door/"
+    assert batch["capture_bucket"] == turns.ref(log.bucket)
+    assert states["PlanDataset"]["Parameters"]["capture_prefix"] == "front-door/"
+    assert states["SummarizeDataset"]["Parameters"]["source"] == "front_door"
+    convert = turns.grants(eagle.convert_function.role)
+    assert convert["s3:GetObject"] == [f"{turns.ref(log.bucket, 'Arn')}/front-door/*"]
+    assert turns.ref(log.bucket.encryption_key, "Arn") in convert["kms:Decrypt"]
+    check = turns.grants(eagle.check_function.role)
+    assert check["s3:GetObject"] == [f"{turns.ref(log.bucket, 'Arn')}/front-door/*"]
+
+
+def test_front_door_source_needs_a_turn_log():
+    stack, component = _component()
+    with pytest.raises(ConfigurationError, match=r"turn_log: got None; allowed: a TurnLog with dataset source "
+                                                 r"front_door; fix: create TurnLog"):
+        EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
+                          settings={"dataset": {"source": "front_door"}})
+
+
+def test_front_door_source_needs_sessions_in_the_config():
+    from sagemaker_llm_cdk.validation import validated
+
+    with pytest.raises(ConfigurationError, match=r"eagle\.dataset\.source: got 'front_door'; allowed: front_door "
+                                                 r"only on a model with sessions .*; fix: add `sessions: \{\}`"):
+        validated(ModelSpec, {"name": MODEL, "model_data_s3_uri": WEIGHTS, "architecture": "Qwen3ForCausalLM",
+                              "eagle": {"dataset": {"source": "front_door"}}}, where="config.yaml")

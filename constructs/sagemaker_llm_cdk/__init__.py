@@ -13,6 +13,7 @@ from .model_component import ModelComponent
 from .monitoring import LlmMonitoring, MonitoringSettings, RolloutSettings
 from .session_front_door import SessionFrontDoor
 from .speculative_decoding import PromotionParameter, SpeculativeDecoding
+from .turn_log import TurnLog
 from .settings import (
     AdapterSpec,
     CopyScaling,
@@ -61,6 +62,7 @@ __all__ = [
     "SessionFrontDoor",
     "SessionSettings",
     "SpeculativeDecoding",
+    "TurnLog",
     "VARIANT_NAME",
     "VpcPlacement",
     "add_adapter",

@@ -218,7 +218,9 @@ def eagle_optimization(eagle: Any) -> None:
               "writes only map-results/, and an explicit Deny refuses PutObject anywhere else.")
         machine_id = stack.resolve(machine.node.default_child.logical_id)
         name = json.dumps({"Fn::Select": [6, {"Fn::Split": [":", {"Ref": machine_id}]}]}, separators=(",", ":"))
-        executions = f"arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:{name}"
+        # Account- and region-bound stacks name them; environment-agnostic ones render <AWS::Region> / <AWS::AccountId>.
+        executions = (f"arn:<AWS::Partition>:states:{nag_form(machine, stack.region)}:"
+                      f"{nag_form(machine, stack.account)}:execution:{name}")
         policy = machine.node.find_child("DistributedMapPolicy")
         for suffix, why in ((":*", "describe and stop the child executions of this state machine"),
                             ("/ConvertCaptures:*", "redrive the Distributed Map's child executions")):

@@ -83,6 +83,7 @@ from .validation import validated
 
 if TYPE_CHECKING:
     from .model_component import ModelComponent
+    from .turn_log import TurnLog
 
 DATASETS = "datasets"
 MAP_RESULTS = "map-results"
@@ -155,6 +156,7 @@ class EagleOptimization(Construct):
         capacity_plan: Any | None = None,
         alarm_topic: sns.ITopic | None = None,
         model_data_key: kms.IKey | None = None,
+        turn_log: "TurnLog | None" = None,
     ) -> None:
         """
         :param component: the model to optimize; its endpoint's Data Capture feeds the default dataset.
@@ -171,6 +173,8 @@ class EagleOptimization(Construct):
             ``events.amazonaws.com``. Default: a new KMS-encrypted topic (``Notifications``).
         :param model_data_key: KMS key the model's weights are encrypted with, if any; the job role
             may decrypt with it. Default: the weights' bucket uses S3-managed keys.
+        :param turn_log: with ``dataset.source: front_door``, the ``TurnLog`` the model's session front door
+            writes (``front_door.log_turns(turn_log)``); its prefix is read like Data Capture. Default: none.
         """
         super().__init__(scope, id)
         # Without this flag CDK drops the Distributed Map's ResultWriterV2; set here so it holds in any app.
@@ -214,6 +218,13 @@ class EagleOptimization(Construct):
                                     "s3 or builtin while the endpoint's data capture is off",
                                     "turn data_capture on for the endpoint, or train on your own dataset "
                                     "(source: s3, s3_uri: s3://bucket/prefix/)"))
+        if settings_ok and dataset.source == "front_door" and turn_log is None:
+            problems.append(Problem("turn_log", None, "a TurnLog with dataset source front_door",
+                                    "create TurnLog(stack, 'Turns'), pass it as turn_log and call "
+                                    "front_door.log_turns(turn_log) on the model's SessionFrontDoor"))
+        if turn_log is not None and dataset.source != "front_door":
+            problems.append(Problem("turn_log", turn_log.node.path, "only with dataset source front_door",
+                                    "set dataset.source to front_door or remove turn_log"))
         plan_arns: list[str] = list(getattr(capacity_plan, "training_plan_arns", []) or []) if capacity_plan else []
         plan_type = getattr(capacity_plan, "instance_type", None) if capacity_plan else None
         if settings_ok and capacity_plan is not None and plan_type is not None and plan_type != job_instance_type:
@@ -225,6 +236,8 @@ class EagleOptimization(Construct):
 
         self.component = component
         self.settings = settings
+        self.turn_log = turn_log
+        built = dataset.source in ("capture", "front_door")  # the loop builds the training set itself
         self.model_name = component.component_name
         self.eagle_version = EAGLE_ARCHITECTURES[spec.architecture or ""]
         self.job_instance_type = job_instance_type
@@ -267,7 +280,7 @@ class EagleOptimization(Construct):
         )
         model_bucket, model_prefix = _bucket_and_prefix(spec.model_data_s3_uri)
         self.model_objects_arn = self._grant_read_prefix(self.job_role, "Model", model_bucket, model_prefix)
-        if dataset.source == "capture":
+        if built:
             dataset_bucket, dataset_prefix = self.artifacts_bucket.bucket_name, f"{DATASETS}/"
             self.dataset_objects_arn = self._grant_read_prefix(self.job_role, "Dataset", None, dataset_prefix)
         else:
@@ -300,7 +313,7 @@ class EagleOptimization(Construct):
         self.convert_function: lambda_.Function | None = None
         self.finalize_function: lambda_.Function | None = None
         self.validate_function: lambda_.Function | None = None
-        if dataset.source == "capture":
+        if built:
             self._dataset_functions()
         else:
             self.validate_function = python_function(
@@ -419,7 +432,7 @@ class EagleOptimization(Construct):
 
         self.check_function: lambda_.Function | None = None
         self.records_check: scheduler.Schedule | None = None
-        if dataset.source == "capture" and dataset.records_check is not None:
+        if built and dataset.records_check is not None:
             self._records_check(dataset.records_check, dataset.min_new_records)
 
         # ------------------------------------------------------------------ serving
@@ -491,10 +504,17 @@ class EagleOptimization(Construct):
 
     def _dataset_functions(self) -> None:
         endpoint = self.component.endpoint
-        capture_bucket = endpoint.data_capture_bucket
-        assert capture_bucket is not None
+        # The records the loop reads: the endpoint's Data Capture, or the front door's turn log (Firehose).
+        if self.turn_log is not None:
+            capture_bucket: s3.IBucket = self.turn_log.bucket
+            self.capture_prefix = self.turn_log.prefix
+            self.source_key: kms.IKey | None = self.turn_log.bucket.encryption_key
+        else:
+            assert endpoint.data_capture_bucket is not None
+            capture_bucket = endpoint.data_capture_bucket
+            self.capture_prefix = f"data-capture/{endpoint.endpoint_name}/"
+            self.source_key = endpoint.key
         self.capture_bucket = capture_bucket
-        self.capture_prefix = f"data-capture/{endpoint.endpoint_name}/"
         datasets = self.artifacts_bucket.arn_for_objects(f"{DATASETS}/*")
 
         # The training set is written under the artifacts key, named on every write: the job role may
@@ -524,8 +544,9 @@ class EagleOptimization(Construct):
             conditions={"StringLike": {"s3:prefix": [f"{self.capture_prefix}*"]}}))
         convert_role.add_to_principal_policy(iam.PolicyStatement(
             sid="ReadCaptures", actions=["s3:GetObject"], resources=[capture_objects]))
-        convert_role.add_to_principal_policy(iam.PolicyStatement(
-            sid="DecryptCaptures", actions=["kms:Decrypt"], resources=[endpoint.key.key_arn]))
+        if self.source_key is not None:
+            convert_role.add_to_principal_policy(iam.PolicyStatement(
+                sid="DecryptCaptures", actions=["kms:Decrypt"], resources=[self.source_key.key_arn]))
         for role in (plan_role, convert_role, finalize_role):
             role.add_to_principal_policy(iam.PolicyStatement(
                 sid="WriteDataset", actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=[datasets]))
@@ -560,8 +581,9 @@ class EagleOptimization(Construct):
         role.add_to_principal_policy(iam.PolicyStatement(
             sid="ReadCaptures", actions=["s3:GetObject"],
             resources=[self.capture_bucket.arn_for_objects(f"{self.capture_prefix}*")]))
-        role.add_to_principal_policy(iam.PolicyStatement(
-            sid="DecryptCaptures", actions=["kms:Decrypt"], resources=[endpoint.key.key_arn]))
+        if self.source_key is not None:
+            role.add_to_principal_policy(iam.PolicyStatement(
+                sid="DecryptCaptures", actions=["kms:Decrypt"], resources=[self.source_key.key_arn]))
         self.watermark_parameter.grant_read(role)
         role.add_to_principal_policy(iam.PolicyStatement(
             sid="SeeRunningRuns", actions=["states:ListExecutions"], resources=[self.state_machine_arn]))
@@ -718,7 +740,7 @@ class EagleOptimization(Construct):
         ).otherwise(wait)
         start.next(wait).next(describe).next(job_state)
 
-        if dataset.source == "capture":
+        if dataset.source in ("capture", "front_door"):
             first = self._capture_dataset(start, notify_failure, done)
         else:
             validate = self._lambda_step(
@@ -761,6 +783,7 @@ class EagleOptimization(Construct):
                 "capture_prefix": self.capture_prefix,
                 "output_bucket": bucket.bucket_name,
                 "output_prefix": DATASETS,
+                "source": dataset.source,
                 "run_id.$": "$.run.run_id",  # BatchInput keys are not rendered from JsonPath tokens
             }),
             result_writer_v2=sfn.ResultWriterV2(bucket=bucket, prefix=MAP_RESULTS),
@@ -779,8 +802,9 @@ class EagleOptimization(Construct):
             "target_component": self.model_name,
         })
         summarize = sfn.Pass(self, "SummarizeDataset", result_path="$.dataset.summary", parameters={
-            "source": "capture",
+            "source": dataset.source,
             "records": sfn.JsonPath.number_at("$.dataset.records"),
+            "unattributed": sfn.JsonPath.number_at("$.dataset.unattributed"),
             "empty": sfn.JsonPath.string_at("$.dataset.empty"),
             "component": sfn.JsonPath.string_at("$.dataset.component"),
             "complete": sfn.JsonPath.string_at("$.dataset.complete"),

@@ -348,16 +348,19 @@ _SCHEDULE = re.compile(r"(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\
 class EagleDataset(Settings):
     """Where the EAGLE head's training data comes from. Default: the endpoint's captured traffic."""
 
-    source: Annotated[Literal["capture", "s3", "builtin"], Field(description=(
-        "capture (this endpoint's Data Capture), s3 (your dataset), builtin (a named public dataset). Default: capture."))] = "capture"
+    source: Annotated[Literal["capture", "front_door", "s3", "builtin"], Field(description=(
+        "capture (this endpoint's Data Capture), front_door (the turns the model's session front door logs through "
+        "Kinesis Data Firehose: independent of Data Capture, every record names its component), s3 (your dataset), "
+        "builtin (a named public dataset). Default: capture."))] = "capture"
     s3_uri: Annotated[str | None, Field(description=(
         "source s3: prefix of ShareGPT / OpenAI chat / OpenAI completions JSONL. source builtin: where your copy "
         "of the named dataset is (SageMaker does not document a public location)."))] = None
     builtin_name: Annotated[str | None, Field(description="source builtin: " + ", ".join(BUILTIN_DATASETS) + ".")] = None
     min_new_records: Annotated[int, Field(ge=1, le=100_000_000, description=(
-        "source capture: start a run only when at least this many new records were converted. Default: 1000."))] = 1000
+        "source capture or front_door: start a run only when at least this many new records were converted. "
+        "Default: 1000."))] = 1000
     records_check: Annotated[str | None, Field(description=(
-        "source capture: EventBridge Scheduler expression of a cheap check that counts the captured records that "
+        "source capture or front_door: EventBridge Scheduler expression of a cheap check that counts the records that "
         "arrived after the watermark (lines; nothing converted, it stops reading at min_new_records) and starts a "
         "run once min_new_records arrived and no run is in progress, e.g. 'rate(1 hour)'. Default: off (runs "
         "start on the schedule or by hand)."))] = None
@@ -381,9 +384,9 @@ class EagleDataset(Settings):
         elif self.builtin_name is not None:
             problems.append(Problem("builtin_name", self.builtin_name, "only with source builtin", "remove builtin_name"))
         if self.records_check is not None:
-            if self.source != "capture":
-                problems.append(Problem("records_check", self.records_check, "only with source capture (it counts "
-                                        "captured records)", "remove records_check, or use source capture"))
+            if self.source not in ("capture", "front_door"):
+                problems.append(Problem("records_check", self.records_check, "only with source capture or front_door "
+                                        "(it counts their records)", "remove records_check, or use source capture"))
             elif not _SCHEDULE.fullmatch(self.records_check):
                 problems.append(Problem("records_check", self.records_check, "rate(N unit), cron(...) or at(...)",
                                         "write e.g. rate(1 hour) or cron(0 * * * ? *)"))
@@ -493,6 +496,10 @@ class ModelSpec(Settings):
             elif self.architecture not in EAGLE_ARCHITECTURES:
                 problems.append(Problem("architecture", self.architecture, "for EAGLE: " + ", ".join(EAGLE_ARCHITECTURES),
                                         "remove eagle for this model; SageMaker cannot optimize other architectures"))
+            if self.eagle.dataset.source == "front_door" and self.sessions is None:
+                problems.append(Problem("eagle.dataset.source", "front_door", "front_door only on a model with "
+                                        "sessions (its session front door writes the turns)",
+                                        "add `sessions: {}` to this model, or use source capture"))
         for key in self.environment:
             if not self._ENV_KEY.match(key):
                 problems.append(Problem(f"environment.{key}", key, "a variable name: letters, digits, '_'",

@@ -69,6 +69,7 @@ SKIP_REASONS: tuple[str, ...] = (
     "corrupt_compressed_object",  # gzip data that does not inflate (or is cut off): rest of the object
     "unsupported_compression",  # zstd, bzip2, xz or zip bytes: the object is not read
     "unattributed_component",   # names no inference component and none can be assumed (kept apart)
+    "not_a_turn_record",        # front-door source: JSON, but not {"component", "messages"} (TurnLog format)
     "invalid_component_name",   # inferenceComponentName is not a valid SageMaker name
     "too_many_components",      # more distinct components in one batch than allowed
     "missing_request",          # no endpointInput (capture configured for Output only)
@@ -795,8 +796,14 @@ class BatchConverter:
         dedup_max_entries: int = 500_000,
         max_components: int = 64,
         fast: bool | None = None,
+        source: str = "capture",
     ) -> None:
-        """``fast``: parse and write with orjson (None: when it imports). The output is the same either way."""
+        """``fast``: parse and write with orjson (None: when it imports). The output is the same either way.
+        ``source``: ``capture`` (Data Capture lines) or ``front_door`` (the ``TurnLog`` lines the session front
+        door writes: ``{"component", "messages", "created_at"}``, the component always named)."""
+        if source not in ("capture", "front_door"):
+            raise ValueError(f"source {source!r}: use 'capture' or 'front_door'")
+        self.source = source
         if fast and not FAST_JSON_AVAILABLE:
             raise ValueError("fast=True needs orjson, which does not import here; pass fast=None or False")
         self.fast = FAST_JSON_AVAILABLE if fast is None else fast
@@ -818,6 +825,9 @@ class BatchConverter:
         self, lines: Iterable[bytes | OversizedLine], *, path_component: str | None = None
     ) -> Iterator[tuple[str, bytes]]:
         """Yield ``(component, jsonl_line_with_newline)`` for every converted, new record."""
+        if self.source == "front_door":
+            yield from self._turn_lines(lines, path_component)
+            return
         # One loop, no per-line method layers on the common path; every step is the same as
         # _parse_line / _component / _convert (which the rare paths still call).
         fallback = path_component or UNATTRIBUTED
@@ -881,6 +891,72 @@ class BatchConverter:
                 self.dedup_saturated = True
             stats.converted += 1
             yield component, out
+
+    def _turn_lines(self, lines: Iterable[bytes | OversizedLine | UnreadableData],
+                    path_component: str | None) -> Iterator[tuple[str, bytes]]:
+        """Front-door turn records -> training lines, with the same counts, dedup and skip reasons."""
+        fallback = path_component or UNATTRIBUTED
+        loads = _orjson.loads if self.fast else json.loads
+        for line in lines:
+            component = fallback
+            try:
+                if isinstance(line, OversizedLine):
+                    raise _Skip("line_too_long")
+                if line.__class__ is UnreadableData:
+                    raise _Skip(line.reason)  # type: ignore[union-attr]
+                try:
+                    record = loads(line)  # type: ignore[arg-type]
+                except (ValueError, RecursionError):
+                    record = self._parse_turn(line)  # type: ignore[arg-type]
+                if not isinstance(record, dict) or "messages" not in record:
+                    raise _Skip("not_a_turn_record")
+                name = record.get("component")
+                if name is None or name == "":
+                    raise _Skip("unattributed_component")
+                if not isinstance(name, str) or not _COMPONENT_NAME.fullmatch(name):
+                    raise _Skip("invalid_component_name")
+                if name not in self.stats and len(self.stats) >= self.max_components:
+                    raise _Skip("too_many_components")
+                component = name
+                messages = _chat_messages(record["messages"])
+                if messages[-1][0] != "assistant" or not messages[-1][1].strip():
+                    raise _Skip("empty_response")
+                out = self._encode(messages)
+            except _Skip as skip:
+                stats = self._stats(component)
+                stats.skipped[skip.reason] += 1
+                stats.records_in += 1
+                continue
+            stats = self._stats(component)
+            stats.records_in += 1
+            digest = hashlib.blake2b(out, digest_size=16).digest()
+            seen = self._seen.setdefault(component, set())
+            if digest in seen:
+                stats.duplicates += 1
+                continue
+            if self._seen_total < self.dedup_max_entries:
+                seen.add(digest)
+                self._seen_total += 1
+            else:
+                self.dedup_saturated = True
+            stats.converted += 1
+            yield component, out
+
+    @staticmethod
+    def _parse_turn(line: bytes) -> Any:
+        """The exact reasons for a front-door line that does not parse."""
+        if not line.strip():
+            raise _Skip("blank_line")
+        try:
+            return json.loads(line)
+        except (ValueError, RecursionError) as error:
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise _Skip("not_utf8") from None
+            if isinstance(error, json.JSONDecodeError):
+                raise _Skip(_json_error_reason(error.doc, error)) from None
+            raise _Skip("invalid_json_line") from None
 
     def totals(self) -> dict[str, Any]:
         total = ComponentStats()

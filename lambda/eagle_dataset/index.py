@@ -48,7 +48,10 @@ Events (JSON):
   "previous_watermark", "watermark_value", "watermark_previous_value", "watermark_parameter",
   "truncated", "capture_bucket", "capture_prefix", "output_bucket", "output_prefix", "run_id"}``
 * convert in:  ``{"Items": [{"key"}...], "BatchInput": {"capture_bucket", "capture_prefix"?,
-  "output_bucket", "output_prefix", "run_id"}}``
+  "output_bucket", "output_prefix", "run_id", "source"?: "capture"|"front_door"}}``. With
+  ``front_door`` the objects are the session front door's turn log (``TurnLog``: one
+  ``{"component", "messages", "created_at"}`` line per turn, gzip by Firehose) under
+  ``capture_prefix``; plan, finalize, the watermark and the counts work as for Data Capture.
   convert out: ``{"batch_id", "objects", "objects_missing", "records_in", "converted",
   "duplicates", "skipped": {reason: n}, "dedup_saturated", "components": {name: {...counts,
   "shards": [file names], "bytes"}}}``
@@ -256,6 +259,7 @@ class BatchInput(_Model):
     output_bucket: str = Field(pattern=_BUCKET)
     output_prefix: str = Field(default="", max_length=512)
     run_id: str = Field(pattern=_RUN_ID)
+    source: Literal["capture", "front_door"] = "capture"
 
 
 class BatchItem(_Model):
@@ -525,6 +529,7 @@ def convert(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
     converter = core.BatchConverter(
         default_component=os.environ.get("UNNAMED_RECORDS_COMPONENT") or None,
+        source=batch.source,
         dedup_max_entries=_env_int("DEDUP_MAX_ENTRIES", 500_000),
         max_components=_env_int("MAX_COMPONENTS", 64),
     )
