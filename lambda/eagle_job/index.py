@@ -526,6 +526,15 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
     completed_at = _iso(ended)
     if decision.promote and not _prefix_has_objects(run.draft_model_s3_uri):
         decision = core.Decision(False, f"{decision.reason}, but no draft head objects under {run.draft_model_s3_uri}")
+    previous = _dynamodb().get_item(
+        TableName=table,
+        Key={"model_name": {"S": run.model_name}, "run_id": {"S": run.run_id}},
+        ConsistentRead=True,
+    ).get("Item")
+    head_before = _current_head(parameter) if decision.promote else None  # what a rollback returns to
+    if head_before is not None and head_before == run.draft_model_s3_uri:  # a retry after this run promoted
+        stored_before = (previous or {}).get("previous_head", {}).get("S")
+        head_before = None if stored_before in (None, NO_HEAD) else stored_before
     if decision.promote:
         assert results is not None and results.speedup is not None
         decision = _promote(
@@ -576,14 +585,10 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "decision": "promoted" if decision.promote else "not_promoted",
         "reason": decision.reason,
         "promotion_parameter": parameter,
+        "previous_head": (head_before or NO_HEAD) if decision.promote else None,
         "report_s3_uri": f"s3://{report_bucket}/{report_key}",
     }
 
-    previous = _dynamodb().get_item(
-        TableName=table,
-        Key={"model_name": {"S": run.model_name}, "run_id": {"S": run.run_id}},
-        ConsistentRead=True,
-    ).get("Item")
     serialized = _to_dynamo(item)
     repeated = previous is not None and _from_dynamo(previous) == _from_dynamo(serialized)
     _dynamodb().put_item(TableName=table, Item=serialized)

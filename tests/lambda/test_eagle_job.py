@@ -736,6 +736,20 @@ def test_record_promotes_above_threshold(recorder, aws_record, lambda_context, c
     assert "EagleJobFailed" not in emf
 
 
+def test_promoting_runs_record_the_head_a_rollback_returns_to(recorder, aws_record, lambda_context):
+    first = run_event("run-1", ended="2026-11-30T14:00:00Z")
+    put_outputs(aws_record["s3"], first, speed_results(100.0, 250.0))
+    assert recorder.record(first, lambda_context)["previous_head"] == "none"
+    second = run_event("run-2", ended="2026-12-01T14:00:00Z")
+    put_outputs(aws_record["s3"], second, speed_results(100.0, 300.0))
+    result = recorder.record(second, lambda_context)
+    assert result["decision"] == "promoted" and result["previous_head"] == first["draft_model_s3_uri"]
+    assert stored(aws_record, "run-2")["previous_head"] == first["draft_model_s3_uri"]
+    below = run_event("run-3", ended="2026-12-02T14:00:00Z")
+    put_outputs(aws_record["s3"], below, speed_results(100.0, 110.0))
+    assert recorder.record(below, lambda_context)["previous_head"] is None  # nothing promoted, nothing to return to
+
+
 def test_record_keeps_parameter_below_threshold(recorder, aws_record, lambda_context, capsys):
     event = run_event()
     put_outputs(aws_record["s3"], event, speed_results(100.0, 120.0))
