@@ -157,7 +157,7 @@ def test_capture_loop_has_every_state(capture):
         "Prepare", "PlanDataset", "AnyNewCaptures?", "NoNewCaptures", "ConvertCaptures", "FinalizeDataset",
         "EnoughNewRecords?", "PreviousWatermark?", "RollBackWatermark", "ResetWatermark", "NotEnoughRecords",
         "SummarizeDataset", "StartJob", "WaitForJob", "DescribeJob", "JobFinished?", "RecordRun", "JobSucceeded?",
-        "NotifyJobFailed", "JobFailed", "NotifyFailure", "RunFailed", "Done",
+        "NotifyJobFailed", "JobFailed", "NotifyResultsUnparsed", "ResultsUnparsed", "NotifyFailure", "RunFailed", "Done",
     }
     assert capture.definition["StartAt"] == "Prepare"
 
@@ -602,7 +602,7 @@ def test_speculative_config_method_names():
 def test_user_dataset_is_validated_then_trained_on_directly(user_data):
     states = user_data.states()
     assert set(states) == {"Prepare", "ValidateDataset", "UseDataset", "StartJob", "WaitForJob", "DescribeJob",
-                           "JobFinished?", "RecordRun", "JobSucceeded?", "NotifyJobFailed", "JobFailed",
+                           "JobFinished?", "RecordRun", "JobSucceeded?", "NotifyJobFailed", "JobFailed", "NotifyResultsUnparsed", "ResultsUnparsed",
                            "NotifyFailure", "RunFailed", "Done"}
     assert states["Prepare"]["Next"] == "ValidateDataset"
     assert states["ValidateDataset"]["Parameters"] == {"s3_uri": USER_DATA, "s3_data_type": "S3Prefix"}
