@@ -7,8 +7,14 @@ then measures, each in its own subprocess so peak memory is measured alone:
 * floor   - read every line of the same files and ``json.loads`` it (nothing else);
 * builder - ``eagle_dataset_core`` over the same files read as local streams (no AWS), writing
             the converted JSONL to local shard files;
+* orjson floor - the same read with ``orjson.loads`` (the parser the function ships with): both
+            floors are printed and the builder is compared with each;
 * payload floor (extra information) - the floor plus decoding each request/response payload
             (base64 + ``json.loads``): work any converter must do, without the conversion.
+
+The builder runs as the function does: with orjson when it imports (the asset ships it;
+``pip install orjson`` for this benchmark), else the standard-library path; ``--pure`` forces
+the standard-library path.
 
 The three measurements run in ``--repeat`` alternating rounds (default 3), each run in a fresh
 interpreter; medians are reported, and the ratio is the median of the per-round ratios, so a
@@ -171,6 +177,26 @@ def measure_floor(folder: Path) -> dict:
     return {"seconds": elapsed, "records": records, "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb(), "errors": errors}
 
 
+def measure_orjson_floor(folder: Path) -> dict:
+    import orjson
+
+    files = _files(folder)
+    baseline = _rss_mb()
+    start = time.perf_counter()
+    records = size = errors = 0
+    for path in files:
+        with path.open("rb") as handle:
+            for line in handle:
+                size += len(line)
+                records += 1
+                try:
+                    orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    errors += 1
+    elapsed = time.perf_counter() - start
+    return {"seconds": elapsed, "records": records, "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb(), "errors": errors}
+
+
 def measure_payload_floor(folder: Path) -> dict:
     import binascii
 
@@ -199,44 +225,51 @@ def measure_payload_floor(folder: Path) -> dict:
     return {"seconds": elapsed, "records": records, "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb()}
 
 
-def measure_builder(folder: Path, out_folder: Path) -> dict:
+def measure_builder(folder: Path, out_folder: Path, pure: bool = False) -> dict:
     import eagle_dataset_core as core
 
     files = _files(folder)
     baseline = _rss_mb()
     start = time.perf_counter()
-    converter = core.BatchConverter()
+    # one component: every record counts; fast (orjson) unless --pure or orjson is missing
+    converter = core.BatchConverter(default_component="base", fast=False if pure else None)
     shard_max = 16 << 20
-    outputs: dict[str, tuple[object, int, int]] = {}
+    # Like the function's _ShardWriter: lines are buffered per component and written as one body per
+    # shard (the function uploads each shard with one PutObject).
+    buffers: dict[str, list[bytes]] = {}
+    sizes: dict[str, int] = {}
+    shards: dict[str, int] = {}
+
+    def flush(component: str) -> None:
+        target = out_folder / component / f"part-bench-{shards.get(component, 0):05d}.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"".join(buffers.pop(component)))
+        sizes.pop(component)
+        shards[component] = shards.get(component, 0) + 1
+
     size = 0
     for path in files:
         size += path.stat().st_size
         with path.open("rb") as handle:
             chunks = iter(lambda: handle.read(1 << 20), b"")
             for component, line in converter.convert_lines(core.iter_bounded_lines(chunks, 8 << 20)):
-                handle_out, written, index = outputs.get(component, (None, 0, 0))
-                if handle_out is None or written >= shard_max:
-                    if handle_out is not None:
-                        handle_out.close()
-                        index += 1
-                    target = out_folder / component / f"part-bench-{index:05d}.jsonl"
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    handle_out, written = target.open("wb"), 0
-                handle_out.write(line)
-                outputs[component] = (handle_out, written + len(line), index)
-    for handle_out, _, _ in outputs.values():
-        handle_out.close()
+                buffers.setdefault(component, []).append(line)
+                sizes[component] = sizes.get(component, 0) + len(line)
+                if sizes[component] >= shard_max:
+                    flush(component)
+    for component in list(buffers):
+        flush(component)
     elapsed = time.perf_counter() - start
     summary = converter.summary()
     return {"seconds": elapsed, "records": summary["records_in"], "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb(),
             "converted": summary["converted"], "duplicates": summary["duplicates"], "skipped": summary["skipped"],
-            "dedup_saturated": summary["dedup_saturated"]}
+            "dedup_saturated": summary["dedup_saturated"], "fast": converter.fast}
 
 
-def _run_child(kind: str, folder: Path) -> dict:
+def _run_child(kind: str, folder: Path, pure: bool = False) -> dict:
     """One run in a fresh interpreter."""
-    result = subprocess.run([sys.executable, __file__, "--measure", kind, "--dir", str(folder)],
-                            check=True, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, __file__, "--measure", kind, "--dir", str(folder),
+                             *(["--pure"] if pure else [])], check=True, capture_output=True, text=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -253,12 +286,16 @@ def main() -> None:
                         help="payload encoding of the generated events (default mixed: 70%% BASE64, 30%% JSON)")
     parser.add_argument("--repeat", type=int, default=3, help="alternating rounds; medians are shown (default 3)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
-    parser.add_argument("--measure", choices=["floor", "payload", "builder"], help=argparse.SUPPRESS)
+    parser.add_argument("--pure", action="store_true", help="run the builder on the standard-library path (no orjson)")
+    parser.add_argument("--measure", choices=["floor", "orjson", "payload", "builder"], help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.measure == "floor":
         print(json.dumps(measure_floor(args.dir)))
+        return
+    if args.measure == "orjson":
+        print(json.dumps(measure_orjson_floor(args.dir)))
         return
     if args.measure == "payload":
         print(json.dumps(measure_payload_floor(args.dir)))
@@ -266,7 +303,7 @@ def main() -> None:
     if args.measure == "builder":
         out = Path(tempfile.mkdtemp(prefix="eagle-bench-out-"))
         try:
-            print(json.dumps(measure_builder(args.dir, out)))
+            print(json.dumps(measure_builder(args.dir, out, args.pure)))
         finally:
             shutil.rmtree(out, ignore_errors=True)
         return
@@ -281,11 +318,22 @@ def main() -> None:
         _run_child("floor", folder)  # warm the page cache so every run reads from memory
         # Rounds alternate floor / payload / builder so a machine that speeds up or slows down during
         # the run affects all three alike; the ratio is the median of the per-round ratios.
-        rounds = [{kind: _run_child(kind, folder) for kind in ("floor", "payload", "builder")}
-                  for _ in range(args.repeat)]
+        try:
+            import orjson  # noqa: F401 - only whether it is there
+            kinds: tuple[str, ...] = ("floor", "orjson", "payload", "builder")
+        except ImportError:
+            kinds = ("floor", "payload", "builder")
+            print("orjson is not installed here: no orjson floor, and the builder runs its standard-library path")
+        rounds = [{kind: _run_child(kind, folder, args.pure) for kind in kinds} for _ in range(args.repeat)]
         floor = _median_run([r["floor"] for r in rounds])
         payload = _median_run([r["payload"] for r in rounds])
         builder = _median_run([r["builder"] for r in rounds])
+
+        def median_ratio(over: str) -> tuple[float, float, float]:
+            values = sorted((r["builder"]["bytes"] / r["builder"]["seconds"]) / (r[over]["bytes"] / r[over]["seconds"])
+                            for r in rounds)
+            return values[len(values) // 2], values[0], values[-1]
+
         ratios = sorted((r["builder"]["bytes"] / r["builder"]["seconds"]) / (r["floor"]["bytes"] / r["floor"]["seconds"])
                         for r in rounds)
 
@@ -295,10 +343,15 @@ def main() -> None:
 
         print(f"{'':<26}{'records/s':>12}{'MB/s':>10}{'seconds':>9}{'peak RSS MB':>12}{'above start MB':>14}")
         print(row("floor (read + json.loads)", floor))
-        print(row("builder (core, local)", builder))
+        if "orjson" in kinds:
+            print(row("orjson floor (read+orjson)", _median_run([r["orjson"] for r in rounds])))
+        print(row(f"builder ({'orjson' if builder['fast'] else 'stdlib'} path)", builder))
         print(row("payload floor (info)", payload))
         ratio = ratios[len(ratios) // 2]
         print(f"throughput ratio builder/floor: median {ratio:.2f}x (min {ratios[0]:.2f}, max {ratios[-1]:.2f})   goal >= {RATIO_GOAL}x   {'MET' if ratio >= RATIO_GOAL else 'MISSED'}")
+        if "orjson" in kinds:
+            median, low, high = median_ratio("orjson")
+            print(f"throughput ratio builder/orjson floor: median {median:.2f}x (min {low:.2f}, max {high:.2f})   (information)")
         print(f"for information: builder/payload-floor {(builder['bytes'] / builder['seconds']) / (payload['bytes'] / payload['seconds']):.2f}x "
               "(the payload floor only decodes what any converter has to decode)")
         print(f"builder peak memory: {builder['peak_mb']:.1f} MB   goal < {MEMORY_GOAL_MB} MB   "

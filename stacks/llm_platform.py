@@ -25,6 +25,7 @@ from sagemaker_llm_cdk.eagle import RECORD_SERVICE, EagleOptimization
 from sagemaker_llm_cdk.lora_adapter import adapters_of
 from sagemaker_llm_cdk.removal import set_removal
 from sagemaker_llm_cdk.speculative_decoding import PromotionParameter
+from sagemaker_llm_cdk.turn_log import TurnLog
 
 
 class LlmPlatformStack(Stack):
@@ -127,17 +128,23 @@ class LlmPlatformStack(Stack):
             if model.adapters_manifest:
                 add_adapters(component, load_adapter_manifest(model.adapters_manifest, base_dir=self.config_dir),
                              field=f"endpoints.{spec.name}.models[{index}].adapters_manifest")
+            turn_log = None
             if model.sessions is not None:
-                self._front_door(spec.name, endpoint, component)
+                front_door = self._front_door(spec.name, endpoint, component)
+                if model.eagle is not None and model.eagle.dataset.source == "front_door":
+                    # EAGLE's second source: the front door logs every completed turn through Firehose.
+                    turn_log = TurnLog(self, f"{spec.name}{_id(component.component_name)}Turns")
+                    front_door.log_turns(turn_log)
             if model.eagle is not None:
-                self._eagle(spec.name, endpoint, component)
+                self._eagle(spec.name, endpoint, component, turn_log)
             CfnOutput(self, f"{spec.name}{_id(model.name)}ComponentName", value=component.component_name,
                       description=f"InferenceComponentName of model {model.name} (pass it to InvokeEndpoint)")
         CfnOutput(self, f"{spec.name}EndpointName", value=endpoint.endpoint_name,
                   description=f"SageMaker endpoint of {spec.name}")
         return endpoint
 
-    def _eagle(self, endpoint_id: str, endpoint: LlmEndpoint, component: ModelComponent) -> EagleOptimization:
+    def _eagle(self, endpoint_id: str, endpoint: LlmEndpoint, component: ModelComponent,
+               turn_log: TurnLog | None = None) -> EagleOptimization:
         """The EAGLE loop of ``component``: dataset, optimization job, record, promotion on the next deploy."""
         assert self.promotions is not None
         model_id = f"{endpoint_id}{_id(component.spec.name)}"  # construct ids from the config name: stable
@@ -146,6 +153,7 @@ class LlmPlatformStack(Stack):
             self, f"{model_id}Eagle", component=component, settings=component.spec.eagle,
             promotion_parameter=head.parameter,
             alarm_topic=self.monitoring.alarm_topic,
+            turn_log=turn_log,
         )
         self.eagle[component.component_name] = eagle
         self.monitoring.monitor_eagle(component.component_name, endpoint=endpoint,

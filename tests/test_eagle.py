@@ -159,7 +159,7 @@ def test_capture_loop_has_every_state(capture):
         "Prepare", "PlanDataset", "AnyNewCaptures?", "NoNewCaptures", "ConvertCaptures", "FinalizeDataset",
         "EnoughNewRecords?", "PreviousWatermark?", "RollBackWatermark", "ResetWatermark", "NotEnoughRecords",
         "SummarizeDataset", "StartJob", "WaitForJob", "DescribeJob", "JobFinished?", "RecordRun", "JobSucceeded?",
-        "NotifyJobFailed", "JobFailed", "NotifyFailure", "RunFailed", "Done",
+        "NotifyJobFailed", "JobFailed", "NotifyResultsUnparsed", "ResultsUnparsed", "NotifyFailure", "RunFailed", "Done",
     }
     assert capture.definition["StartAt"] == "Prepare"
 
@@ -300,12 +300,30 @@ def test_record_gets_the_start_output_with_the_job_and_failed_jobs_are_published
     assert record["InputPath"] == "$.start" and record["ResultPath"] == "$.record"
     assert record["Resource"] == capture.ref(capture.eagle.record_function, "Arn")
     assert states["JobSucceeded?"]["Choices"] == [
+        {"And": [{"Variable": "$.start.job.OptimizationJobStatus", "StringEquals": "COMPLETED"},
+                 {"Variable": "$.record.results_unparsed", "BooleanEquals": True}], "Next": "NotifyResultsUnparsed"},
         {"Variable": "$.start.job.OptimizationJobStatus", "StringEquals": "COMPLETED", "Next": "Done"}]
     assert states["JobSucceeded?"]["Default"] == "NotifyJobFailed"
     message = states["NotifyJobFailed"]["Parameters"]["Message"]
     assert message["failure_reason.$"] == "$.record.failure_reason"
     assert message["status.$"] == "$.start.job.OptimizationJobStatus"
     assert states["JobFailed"]["Error"] == "OptimizationJobFailed"
+
+
+def test_unreadable_results_are_published_to_sns_and_the_run_fails(capture):
+    states = capture.states()
+    notify = states["NotifyResultsUnparsed"]
+    assert notify["Resource"] == "arn:${AWS::Partition}:states:::sns:publish"
+    assert notify["Parameters"]["TopicArn"] == capture.ref(capture.eagle.topic)
+    message = notify["Parameters"]["Message"]
+    assert message["output_objects.$"] == "$.record.output_listing_count"
+    assert message["results_files.$"] == "$.record.results_files" and message["report.$"] == "$.record.report_s3_uri"
+    assert notify["Next"] == "ResultsUnparsed" and states["ResultsUnparsed"]["Type"] == "Fail"
+    assert states["ResultsUnparsed"]["Error"] == "ResultsUnparsed"
+    assert notify["Catch"][0]["Next"] == "NotifyFailure"
+    metric = capture.eagle.metric_results_unparsed()
+    assert (metric.metric_name, metric.namespace, metric.statistic) == ("EagleResultsUnparsed", "SageMakerLlm", "Sum")
+    assert metric.dimensions == {"ModelName": MODEL, "service": "eagle_job"}  # what the record function emits
 
 
 def test_timeout_covers_the_job_limit_dataset_and_start_retries(capture):
@@ -390,6 +408,36 @@ def test_dataset_functions_read_only_this_endpoints_captures(capture):
     finalize = capture.grants(eagle.finalize_function.role)
     assert finalize["s3:GetObject"] == [capture.ref(eagle.artifacts_bucket, "Arn") + "/map-results/*"]
     assert "ssm:PutParameter" in finalize and "ssm:PutParameter" not in plan
+
+
+def test_training_set_is_written_under_the_key_the_job_role_may_decrypt_with(capture):
+    eagle = capture.eagle
+    key = capture.ref(eagle.key, "Arn")
+    bucket = capture.resources[lid(capture.stack, eagle.artifacts_bucket)]["Properties"]
+    rule = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+    assert (rule["SSEAlgorithm"], render(rule["KMSMasterKeyID"])) == ("aws:kms", key)
+    for function in (eagle.plan_function, eagle.convert_function, eagle.finalize_function):
+        env = capture.resources[lid(capture.stack, function)]["Properties"]["Environment"]["Variables"]
+        assert render(env["DATASET_KMS_KEY_ARN"]) == key  # every write names it (lambda/eagle_dataset)
+    job = capture.grants(eagle.job_role)
+    assert key in job["kms:Decrypt"]
+    assert f"{capture.ref(eagle.artifacts_bucket, 'Arn')}/datasets/*" in job["s3:GetObject"]
+
+
+def test_unnamed_capture_records_go_to_the_model_only_when_it_is_alone_on_the_endpoint(capture):
+    env = capture.resources[lid(capture.stack, capture.eagle.convert_function)]["Properties"]["Environment"]["Variables"]
+    assert env["UNNAMED_RECORDS_COMPONENT"] == MODEL  # one model, no LoRA: nothing else can be captured
+    app = App()
+    promos, stack = Stack(app, "Promos"), Stack(app, "Main")
+    llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
+    qwen = llm.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM",
+                                           accelerators=2))
+    eagle = EagleOptimization(stack, "QwenEagle", component=qwen,
+                              promotion_parameter=PromotionParameter(promos, "H", model_name=MODEL).parameter)
+    llm.add_model("Other", ModelSpec(name="other-model", model_data_s3_uri=WEIGHTS, accelerators=2))  # added later
+    variables = Template.from_stack(stack).to_json()["Resources"][lid(stack, eagle.convert_function)][
+        "Properties"]["Environment"]["Variables"]
+    assert variables["UNNAMED_RECORDS_COMPONENT"] == ""  # two components: unnamed records are kept apart
 
 
 def test_record_function_grants(capture):
@@ -558,7 +606,7 @@ def test_speculative_config_method_names():
 def test_user_dataset_is_validated_then_trained_on_directly(user_data):
     states = user_data.states()
     assert set(states) == {"Prepare", "ValidateDataset", "UseDataset", "StartJob", "WaitForJob", "DescribeJob",
-                           "JobFinished?", "RecordRun", "JobSucceeded?", "NotifyJobFailed", "JobFailed",
+                           "JobFinished?", "RecordRun", "JobSucceeded?", "NotifyJobFailed", "JobFailed", "NotifyResultsUnparsed", "ResultsUnparsed",
                            "NotifyFailure", "RunFailed", "Done"}
     assert states["Prepare"]["Next"] == "ValidateDataset"
     assert states["ValidateDataset"]["Parameters"] == {"s3_uri": USER_DATA, "s3_data_type": "S3Prefix"}
@@ -802,3 +850,166 @@ def test_the_cost_table_says_what_one_run_costs_at_most():
                                 "(on-demand)", "not", "looked", "up", "per", "run"]
     assert (f"Main/E: one optimization run uses at most 6 h x 2 {INSTANCE} = 12 instance-hours on demand; scheduled "
             "rate(7 days) (4.3 runs in 30 days)") in table
+
+
+# --------------------------------------------------------------------------- new-records check (threshold trigger)
+
+
+@pytest.fixture(scope="module")
+def checked() -> Built:
+    """Captured traffic with the new-records check every hour."""
+    return build(settings=EagleSettings(dataset={"records_check": "rate(1 hour)", "min_new_records": 500}))
+
+
+def test_records_check_runs_on_its_schedule_and_knows_the_threshold(checked):
+    eagle = checked.eagle
+    schedule = checked.resources[lid(checked.stack, eagle.records_check)]["Properties"]
+    assert schedule["ScheduleExpression"] == "rate(1 hour)"
+    assert render(schedule["Target"]["Arn"]) == checked.ref(eagle.check_function, "Arn")
+    assert render(schedule["Target"]["RoleArn"]) == checked.ref(eagle.records_check_role, "Arn")
+    assert schedule["Target"]["Input"] == "{}"
+    function = checked.resources[lid(checked.stack, eagle.check_function)]["Properties"]
+    env = {k: render(v) for k, v in function["Environment"]["Variables"].items()}
+    assert env["STATE_MACHINE_ARN"] == checked.ref(eagle.state_machine)
+    assert env["MIN_NEW_RECORDS"] == "500" and env["WATERMARK_PARAMETER"] == checked.ref(eagle.watermark_parameter)
+    assert env["CAPTURE_PREFIX"] == "data-capture/" + checked.ref(checked.endpoint.cfn_endpoint, "EndpointName") + "/"
+    assert function["Handler"] == "index.check" and function["ReservedConcurrentExecutions"] == 1
+    trust = checked.resources[lid(checked.stack, eagle.records_check_role)]["Properties"]["AssumeRolePolicyDocument"]
+    assert trust["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
+
+
+def test_records_check_may_read_captures_and_start_only_this_state_machine(checked):
+    eagle = checked.eagle
+    grants = checked.grants(eagle.check_function.role)
+    machine = checked.ref(eagle.state_machine)
+    assert grants["states:StartExecution"] == grants["states:ListExecutions"] == [machine]
+    capture_objects = (checked.ref(checked.endpoint.data_capture_bucket, "Arn") + "/data-capture/"
+                       + checked.ref(checked.endpoint.cfn_endpoint, "EndpointName") + "/*")
+    assert grants["s3:GetObject"] == [capture_objects]
+    assert grants["kms:Decrypt"] == [checked.ref(checked.endpoint.key, "Arn")]
+    assert "s3:PutObject" not in grants and "ssm:PutParameter" not in grants
+    (parameter_arn,) = grants["ssm:GetParameter"]
+    assert parameter_arn.endswith(checked.ref(eagle.watermark_parameter)) and ":ssm:" in parameter_arn
+    invoke = [s for s in checked.statements(eagle.records_check_role) if s["Action"] == "lambda:InvokeFunction"]
+    assert invoke and all(checked.ref(eagle.check_function, "Arn") in str(s["Resource"]) for s in invoke)
+
+
+def test_no_records_check_unless_asked(capture):
+    assert capture.eagle.check_function is None and capture.eagle.records_check is None
+    assert not [r for r in capture.resources.values()
+                if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Handler") == "index.check"]
+
+
+def test_records_check_needs_captured_traffic():
+    stack, component = _component()
+    with pytest.raises(ConfigurationError, match=r"dataset\.records_check: got 'rate\(1 hour\)'; allowed: only with "
+                                                 r"source capture or front_door .*; fix: remove records_check"):
+        EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
+                          settings={"dataset": {"source": "s3", "s3_uri": USER_DATA, "records_check": "rate(1 hour)"}})
+
+
+def test_records_check_must_be_a_schedule_expression():
+    stack, component = _component()
+    with pytest.raises(ConfigurationError, match=r"dataset\.records_check: got 'hourly'; allowed: rate\(N unit\), "
+                                                 r"cron\(\.\.\.\) or at\(\.\.\.\); fix: write e\.g\. rate\(1 hour\)"):
+        EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
+                          settings={"dataset": {"records_check": "hourly"}})
+
+
+# --------------------------------------------------------------------------- source front_door (turn log through Firehose)
+
+
+@pytest.fixture(scope="module")
+def turns() -> Built:
+    """Front-door source: the session front door logs every turn to a TurnLog; the loop reads it."""
+    from sagemaker_llm_cdk import SessionFrontDoor, TurnLog
+
+    app = App()
+    promos = Stack(app, "Promos", env=ENV)
+    stack = Stack(app, "Main", env=ENV)
+    llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
+    component = llm.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM",
+                                                accelerators=2, sessions={}))
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=llm, default_component=component)
+    turn_log = TurnLog(stack, "Turns")
+    front_door.log_turns(turn_log)
+    eagle = EagleOptimization(stack, "QwenEagle", component=component, turn_log=turn_log,
+                              promotion_parameter=PromotionParameter(promos, "QwenHead", model_name=MODEL).parameter,
+                              settings={"dataset": {"source": "front_door", "records_check": "rate(1 hour)"}})
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    template = Template.from_stack(stack)
+    resources = template.to_json()["Resources"]
+    (machine,) = [r for r in resources.values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
+    definition = json.loads(render(machine["Properties"]["DefinitionString"]))
+    built = Built(app, promos, stack, llm, component, eagle, template, resources, definition)
+    built.front_door, built.turn_log = front_door, turn_log  # type: ignore[attr-defined]
+    return built
+
+
+ENV = __import__("aws_cdk").Environment(account="123456789012", region="us-east-1")
+
+
+def test_turn_log_stream_is_kms_encrypted_buffered_gzip_with_an_error_prefix(turns):
+    log = turns.turn_log
+    stream = turns.resources[lid(turns.stack, log.cfn_delivery_stream)]["Properties"]
+    assert stream["DeliveryStreamType"] == "DirectPut"
+    assert stream["DeliveryStreamEncryptionConfigurationInput"] == {
+        "KeyType": "CUSTOMER_MANAGED_CMK", "KeyARN": {"Fn::GetAtt": [lid(turns.stack, log.key), "Arn"]}}
+    s3 = stream["ExtendedS3DestinationConfiguration"]
+    assert s3["Prefix"] == "front-door/!{timestamp:yyyy/MM/dd/HH}/"
+    assert s3["ErrorOutputPrefix"] == "front-door-errors/!{firehose:error-output-type}/!{timestamp:yyyy/MM/dd/HH}/"
+    assert s3["BufferingHints"] == {"IntervalInSeconds": 300, "SizeInMBs": 64} and s3["CompressionFormat"] == "GZIP"
+    assert render(s3["EncryptionConfiguration"]["KMSEncryptionConfig"]["AWSKMSKeyARN"]) == turns.ref(
+        log.bucket.encryption_key, "Arn")
+    assert render(s3["RoleARN"]) == turns.ref(log.role, "Arn") and s3["CloudWatchLoggingOptions"]["Enabled"] is True
+    key = turns.resources[lid(turns.stack, log.key)]["Properties"]
+    assert key["EnableKeyRotation"] is True
+
+
+def test_turn_log_roles_are_narrow(turns):
+    log = turns.turn_log
+    trust = turns.resources[lid(turns.stack, log.role)]["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
+    assert trust["Principal"] == {"Service": "firehose.amazonaws.com"}
+    assert trust["Condition"] == {"StringEquals": {"sts:ExternalId": "123456789012"}}
+    grants = turns.grants(log.role)
+    bucket = turns.ref(log.bucket, "Arn")
+    assert grants["s3:PutObject"] == sorted([f"{bucket}/front-door/*", f"{bucket}/front-door-errors/*"])
+    assert not [a for a in grants if a in ("s3:DeleteObject", "s3:GetObject", "s3:*")]
+    writer = turns.grants(turns.front_door.function.role)
+    stream_arn = turns.ref(log.cfn_delivery_stream, "Arn")
+    assert writer["firehose:PutRecord"] == writer["firehose:PutRecordBatch"] == [stream_arn]
+    env = turns.resources[lid(turns.stack, turns.front_door.function)]["Properties"]["Environment"]["Variables"]
+    assert env["TURN_LOG_STREAM"] == {"Ref": lid(turns.stack, log.cfn_delivery_stream)}
+
+
+def test_front_door_source_reads_the_turn_log_like_captures(turns):
+    eagle, log = turns.eagle, turns.turn_log
+    states = turns.states()
+    batch = states["ConvertCaptures"]["ItemBatcher"]["BatchInput"]
+    assert batch["source"] == "front_door" and batch["capture_prefix"] == "front-door/"
+    assert batch["capture_bucket"] == turns.ref(log.bucket)
+    assert states["PlanDataset"]["Parameters"]["capture_prefix"] == "front-door/"
+    assert states["SummarizeDataset"]["Parameters"]["source"] == "front_door"
+    convert = turns.grants(eagle.convert_function.role)
+    assert convert["s3:GetObject"] == [f"{turns.ref(log.bucket, 'Arn')}/front-door/*"]
+    assert turns.ref(log.bucket.encryption_key, "Arn") in convert["kms:Decrypt"]
+    check = turns.grants(eagle.check_function.role)
+    assert check["s3:GetObject"] == [f"{turns.ref(log.bucket, 'Arn')}/front-door/*"]
+
+
+def test_front_door_source_needs_a_turn_log():
+    stack, component = _component()
+    with pytest.raises(ConfigurationError, match=r"turn_log: got None; allowed: a TurnLog with dataset source "
+                                                 r"front_door; fix: create TurnLog"):
+        EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
+                          settings={"dataset": {"source": "front_door"}})
+
+
+def test_front_door_source_needs_sessions_in_the_config():
+    from sagemaker_llm_cdk.validation import validated
+
+    with pytest.raises(ConfigurationError, match=r"eagle\.dataset\.source: got 'front_door'; allowed: front_door "
+                                                 r"only on a model with sessions .*; fix: add `sessions: \{\}`"):
+        validated(ModelSpec, {"name": MODEL, "model_data_s3_uri": WEIGHTS, "architecture": "Qwen3ForCausalLM",
+                              "eagle": {"dataset": {"source": "front_door"}}}, where="config.yaml")

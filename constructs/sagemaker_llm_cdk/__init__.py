@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .pricing import PriceList
     from .session_front_door import SessionFrontDoor
     from .speculative_decoding import PromotionParameter, SpeculativeDecoding
+    from .turn_log import TurnLog
     from .settings import (
         AdapterSpec,
         CopyScaling,
@@ -97,6 +98,7 @@ _EXPORTS: dict[str, str] = {
     "SessionFrontDoor": "session_front_door",
     "SessionSettings": "settings",
     "SpeculativeDecoding": "speculative_decoding",
+    "TurnLog": "turn_log",
     "VARIANT_NAME": "endpoint",
     "VpcPlacement": "settings",
 }
@@ -142,6 +144,7 @@ __all__ = [
     "SessionFrontDoor",
     "SessionSettings",
     "SpeculativeDecoding",
+    "TurnLog",
     "VARIANT_NAME",
     "VpcPlacement",
     "add_adapter",

@@ -24,6 +24,11 @@ Triggers
   converted since the last run that trained. Below it, the run rolls the capture watermark back to
   where it started (so those records count again next time) and succeeds with the reason. Schedule
   plus threshold is "run when enough new records have arrived", checked at the schedule's rate.
+* **New records** (``settings.dataset.records_check``, e.g. ``rate(1 hour)``; off by default): a small
+  scheduled function counts the captured records after the watermark (lines, nothing converted; it stops
+  reading at ``min_new_records``) and starts a run when enough arrived and none is in progress. Its
+  execution names are derived from the watermark and the count, so a run that did not train is not
+  started again until another ``min_new_records`` records arrived.
 * **Manual**: ``aws stepfunctions start-execution --state-machine-arn <state machine ARN> --input '{}'``.
   The input is ignored; the run id is the execution name (``$$.Execution.Name``; pass ``--name`` to
   choose it: letters, digits, ``-``, ``_``, ``.``, ``=``). Re-running an execution name re-uses its
@@ -46,11 +51,11 @@ Serving: see ``speculative_decoding`` (promotion parameter -> ``cdk deploy`` -> 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import jsii
-from typing import TYPE_CHECKING, Any, Mapping
 
-from aws_cdk import ArnFormat, Aws, Duration, Fn, Names, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Aws, Duration, Fn, IStableStringProducer, Lazy, Names, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -77,6 +82,7 @@ from .validation import validated
 
 if TYPE_CHECKING:
     from .model_component import ModelComponent
+    from .turn_log import TurnLog
 
 DATASETS = "datasets"
 MAP_RESULTS = "map-results"
@@ -149,6 +155,7 @@ class EagleOptimization(Construct):
         capacity_plan: Any | None = None,
         alarm_topic: sns.ITopic | None = None,
         model_data_key: kms.IKey | None = None,
+        turn_log: "TurnLog | None" = None,
     ) -> None:
         """
         :param component: the model to optimize; its endpoint's Data Capture feeds the default dataset.
@@ -168,6 +175,8 @@ class EagleOptimization(Construct):
             ``events.amazonaws.com``. Default: a new KMS-encrypted topic (``Notifications``).
         :param model_data_key: KMS key the model's weights are encrypted with, if any; the job role
             may decrypt with it. Default: the weights' bucket uses S3-managed keys.
+        :param turn_log: with ``dataset.source: front_door``, the ``TurnLog`` the model's session front door
+            writes (``front_door.log_turns(turn_log)``); its prefix is read like Data Capture. Default: none.
         """
         super().__init__(scope, id)
         # Without this flag CDK drops the Distributed Map's ResultWriterV2; set here so it holds in any app.
@@ -224,6 +233,13 @@ class EagleOptimization(Construct):
             problems.append(Problem("settings.training_plan", settings.training_plan,
                                     "either settings.training_plan or capacity_plan, not both",
                                     "keep one of the two"))
+        if settings_ok and dataset.source == "front_door" and turn_log is None:
+            problems.append(Problem("turn_log", None, "a TurnLog with dataset source front_door",
+                                    "create TurnLog(stack, 'Turns'), pass it as turn_log and call "
+                                    "front_door.log_turns(turn_log) on the model's SessionFrontDoor"))
+        if turn_log is not None and dataset.source != "front_door":
+            problems.append(Problem("turn_log", turn_log.node.path, "only with dataset source front_door",
+                                    "set dataset.source to front_door or remove turn_log"))
         plan_arns: list[str] = list(getattr(capacity_plan, "training_plan_arns", []) or []) if capacity_plan else []
         if settings_ok and settings.training_plan is not None:
             plan_arns = [settings.training_plan if settings.training_plan.startswith("arn:") else stack.format_arn(
@@ -238,6 +254,8 @@ class EagleOptimization(Construct):
 
         self.component = component
         self.settings = settings
+        self.turn_log = turn_log
+        built = dataset.source in ("capture", "front_door")  # the loop builds the training set itself
         self.model_name = component.component_name
         self.eagle_version = EAGLE_ARCHITECTURES[spec.architecture or ""]
         self.job_instance_type = job_instance_type
@@ -284,7 +302,7 @@ class EagleOptimization(Construct):
         )
         model_bucket, model_prefix = _bucket_and_prefix(spec.model_data_s3_uri)
         self.model_objects_arn = self._grant_read_prefix(self.job_role, "Model", model_bucket, model_prefix)
-        if dataset.source == "capture":
+        if built:
             dataset_bucket, dataset_prefix = self.artifacts_bucket.bucket_name, f"{DATASETS}/"
             self.dataset_objects_arn = self._grant_read_prefix(self.job_role, "Dataset", None, dataset_prefix)
         else:
@@ -317,7 +335,7 @@ class EagleOptimization(Construct):
         self.convert_function: lambda_.Function | None = None
         self.finalize_function: lambda_.Function | None = None
         self.validate_function: lambda_.Function | None = None
-        if dataset.source == "capture":
+        if built:
             self._dataset_functions()
         else:
             self.validate_function = python_function(
@@ -443,6 +461,11 @@ class EagleOptimization(Construct):
                 description=f"Starts an EAGLE optimization run of {self.model_name}",
             )
 
+        self.check_function: lambda_.Function | None = None
+        self.records_check: scheduler.Schedule | None = None
+        if built and dataset.records_check is not None:
+            self._records_check(dataset.records_check, dataset.min_new_records)
+
         # ------------------------------------------------------------------ serving
         self.speculative_decoding = SpeculativeDecoding(
             self, "SpeculativeDecoding", component=component, promotion_parameter_name=promotion_name,
@@ -512,24 +535,36 @@ class EagleOptimization(Construct):
 
     def _dataset_functions(self) -> None:
         endpoint = self.component.endpoint
-        capture_bucket = endpoint.data_capture_bucket
-        assert capture_bucket is not None
+        # The records the loop reads: the endpoint's Data Capture, or the front door's turn log (Firehose).
+        if self.turn_log is not None:
+            capture_bucket: s3.IBucket = self.turn_log.bucket
+            self.capture_prefix = self.turn_log.prefix
+            self.source_key: kms.IKey | None = self.turn_log.bucket.encryption_key
+        else:
+            assert endpoint.data_capture_bucket is not None
+            capture_bucket = endpoint.data_capture_bucket
+            self.capture_prefix = f"data-capture/{endpoint.endpoint_name}/"
+            self.source_key = endpoint.key
         self.capture_bucket = capture_bucket
-        self.capture_prefix = f"data-capture/{endpoint.endpoint_name}/"
         datasets = self.artifacts_bucket.arn_for_objects(f"{DATASETS}/*")
 
+        # The training set is written under the artifacts key, named on every write: the job role may
+        # decrypt with it (UseArtifactsKey), and the job never needs the endpoint's capture key.
+        written_with = {"DATASET_KMS_KEY_ARN": self.key.key_arn}
         self.plan_function = python_function(
             self, "PlanFunction", folder="eagle_dataset", handler="index.plan",
             description=f"Lists new Data Capture objects of {self.model_name} for its EAGLE dataset",
-            timeout=Duration.minutes(15), memory_size=1024)
+            environment=written_with, timeout=Duration.minutes(15), memory_size=1024)
         self.convert_function = python_function(
             self, "ConvertFunction", folder="eagle_dataset", handler="index.convert",
             description=f"Converts captured requests of {self.model_name} into chat-completions JSONL",
+            environment={**written_with,
+                         "UNNAMED_RECORDS_COMPONENT": Lazy.string(_Produce(self._unnamed_records_component))},
             timeout=Duration.minutes(15), memory_size=1024)
         self.finalize_function = python_function(
             self, "FinalizeFunction", folder="eagle_dataset", handler="index.finalize",
             description=f"Writes the EAGLE dataset summary and manifests of {self.model_name}, moves the watermark",
-            timeout=Duration.minutes(10), memory_size=1024)
+            environment=written_with, timeout=Duration.minutes(10), memory_size=1024)
 
         capture_objects = capture_bucket.arn_for_objects(f"{self.capture_prefix}*")
         plan_role, convert_role, finalize_role = (f.role for f in (
@@ -540,8 +575,9 @@ class EagleOptimization(Construct):
             conditions={"StringLike": {"s3:prefix": [f"{self.capture_prefix}*"]}}))
         convert_role.add_to_principal_policy(iam.PolicyStatement(
             sid="ReadCaptures", actions=["s3:GetObject"], resources=[capture_objects]))
-        convert_role.add_to_principal_policy(iam.PolicyStatement(
-            sid="DecryptCaptures", actions=["kms:Decrypt"], resources=[endpoint.key.key_arn]))
+        if self.source_key is not None:
+            convert_role.add_to_principal_policy(iam.PolicyStatement(
+                sid="DecryptCaptures", actions=["kms:Decrypt"], resources=[self.source_key.key_arn]))
         for role in (plan_role, convert_role, finalize_role):
             role.add_to_principal_policy(iam.PolicyStatement(
                 sid="WriteDataset", actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=[datasets]))
@@ -553,6 +589,65 @@ class EagleOptimization(Construct):
         self.watermark_parameter.grant_read(plan_role)
         self.watermark_parameter.grant_read(finalize_role)
         self.watermark_parameter.grant_write(finalize_role)
+
+    def _records_check(self, expression: str, min_new_records: int) -> None:
+        """A scheduled function that counts new captured records (no conversion) and starts a run once enough arrived."""
+        endpoint = self.component.endpoint
+        self.check_function = python_function(
+            self, "CheckFunction", folder="eagle_dataset", handler="index.check",
+            description=f"Starts an EAGLE run of {self.model_name} once {min_new_records} new records were captured",
+            environment={
+                "STATE_MACHINE_ARN": self.state_machine_arn,
+                "WATERMARK_PARAMETER": self.watermark_parameter.parameter_name,
+                "CAPTURE_BUCKET": self.capture_bucket.bucket_name,
+                "CAPTURE_PREFIX": self.capture_prefix,
+                "MIN_NEW_RECORDS": str(min_new_records),
+            },
+            timeout=Duration.minutes(5), memory_size=512, reserved_concurrency=1)
+        role = self.check_function.role
+        assert role is not None
+        role.add_to_principal_policy(iam.PolicyStatement(
+            sid="ListCaptures", actions=["s3:ListBucket"], resources=[self.capture_bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{self.capture_prefix}*"]}}))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            sid="ReadCaptures", actions=["s3:GetObject"],
+            resources=[self.capture_bucket.arn_for_objects(f"{self.capture_prefix}*")]))
+        if self.source_key is not None:
+            role.add_to_principal_policy(iam.PolicyStatement(
+                sid="DecryptCaptures", actions=["kms:Decrypt"], resources=[self.source_key.key_arn]))
+        self.watermark_parameter.grant_read(role)
+        role.add_to_principal_policy(iam.PolicyStatement(
+            sid="SeeRunningRuns", actions=["states:ListExecutions"], resources=[self.state_machine_arn]))
+        self.state_machine.grant_start_execution(role)
+        self.records_check_role = iam.Role(
+            self, "RecordsCheckRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com",
+            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}),
+            description=f"Lets EventBridge Scheduler run the new-records check of {self.model_name}")
+        self.records_check = scheduler.Schedule(
+            self, "RecordsCheck",
+            schedule=scheduler.ScheduleExpression.expression(expression),
+            target=scheduler_targets.LambdaInvoke(self.check_function, role=self.records_check_role,
+                                                  input=scheduler.ScheduleTargetInput.from_object({})),
+            description=f"Counts new captured records of {self.model_name}; starts a run at {min_new_records}",
+        )
+        acknowledgements.acknowledge(
+            role, "AwsSolutions-IAM5", "Data Capture writes one object per capture file under data-capture/<endpoint>/; "
+            "the check reads (GetObject only) this endpoint's folder to count new records.",
+            finding="Resource::" + acknowledgements.nag_form(role, self.capture_bucket.arn_for_objects(
+                f"{self.capture_prefix}*")))
+        acknowledgements.acknowledge(
+            self.records_check_role, "AwsSolutions-IAM5", "CDK's Scheduler target grants lambda:InvokeFunction on the "
+            "check function and its versions (<arn>:*); that one function only.",
+            finding="Resource::" + acknowledgements.nag_form(self.records_check_role,
+                                                             f"{self.check_function.function_arn}:*"))
+
+    def _unnamed_records_component(self) -> str:
+        """Who a capture record that names no component belongs to: this model only when the endpoint
+        serves nothing else (one model, no LoRA), read at synth so models added later count. Else ""
+        and such records are kept apart (AWS does not document that IC capture records name the component)."""
+        endpoint = self.component.endpoint
+        alone = len(endpoint.models) == 1 and endpoint.models[0] is self.component and self.component.spec.lora is None
+        return self.model_name if alone else ""
 
     def _grant_record(self, stack: Stack) -> None:
         role = self.record_function.role
@@ -641,7 +736,32 @@ class EagleOptimization(Construct):
         )
         notify_job_failed.next(sfn.Fail(self, "JobFailed", error="OptimizationJobFailed",
                                         cause_path="$.start.job.OptimizationJobStatus"))
+        # The output layout of optimization jobs is not documented: a completed job whose results give no
+        # numbers is never promoted (the record function decides so) and is published with the raw listing's
+        # size and the report, then the run fails so it shows among failed executions.
+        notify_unparsed = tasks.SnsPublish(
+            self, "NotifyResultsUnparsed", topic=self.topic,
+            subject=f"EAGLE results unreadable: {self.model_name}"[:100],
+            message=sfn.TaskInput.from_object({
+                "model_name": self.model_name,
+                "run_id": sfn.JsonPath.string_at("$.run.run_id"),
+                "job_name": sfn.JsonPath.string_at("$.start.job_name"),
+                "reason": sfn.JsonPath.string_at("$.record.reason"),
+                "output_objects": sfn.JsonPath.number_at("$.record.output_listing_count"),
+                "results_files": sfn.JsonPath.list_at("$.record.results_files"),
+                "report": sfn.JsonPath.string_at("$.record.report_s3_uri"),
+                "note": "The job completed but its results could not be read; the head was not promoted. "
+                        "The run record and report hold the raw listing of the job's output.",
+            }),
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        notify_unparsed.add_catch(notify_failure, result_path="$.error")
+        notify_unparsed.next(sfn.Fail(self, "ResultsUnparsed", error="ResultsUnparsed",
+                                      cause="the optimization job's results could not be parsed; nothing promoted"))
         job_outcome = sfn.Choice(self, "JobSucceeded?").when(
+            sfn.Condition.and_(sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
+                               sfn.Condition.boolean_equals("$.record.results_unparsed", True)), notify_unparsed,
+        ).when(
             sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"), done,
         ).otherwise(notify_job_failed)
         job_state = sfn.Choice(self, "JobFinished?").when(
@@ -651,7 +771,7 @@ class EagleOptimization(Construct):
         ).otherwise(wait)
         start.next(wait).next(describe).next(job_state)
 
-        if dataset.source == "capture":
+        if dataset.source in ("capture", "front_door"):
             first = self._capture_dataset(start, notify_failure, done)
         else:
             validate = self._lambda_step(
@@ -694,6 +814,7 @@ class EagleOptimization(Construct):
                 "capture_prefix": self.capture_prefix,
                 "output_bucket": bucket.bucket_name,
                 "output_prefix": DATASETS,
+                "source": dataset.source,
                 "run_id.$": "$.run.run_id",  # BatchInput keys are not rendered from JsonPath tokens
             }),
             result_writer_v2=sfn.ResultWriterV2(bucket=bucket, prefix=MAP_RESULTS),
@@ -712,8 +833,9 @@ class EagleOptimization(Construct):
             "target_component": self.model_name,
         })
         summarize = sfn.Pass(self, "SummarizeDataset", result_path="$.dataset.summary", parameters={
-            "source": "capture",
+            "source": dataset.source,
             "records": sfn.JsonPath.number_at("$.dataset.records"),
+            "unattributed": sfn.JsonPath.number_at("$.dataset.unattributed"),
             "empty": sfn.JsonPath.string_at("$.dataset.empty"),
             "component": sfn.JsonPath.string_at("$.dataset.component"),
             "complete": sfn.JsonPath.string_at("$.dataset.complete"),
@@ -792,6 +914,10 @@ class EagleOptimization(Construct):
         """Optimization jobs that failed or were stopped. Default: sum per day."""
         return self.metric("EagleJobFailed", **kwargs)
 
+    def metric_results_unparsed(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Completed jobs whose results could not be read (never promoted). Default: sum per day."""
+        return self.metric("EagleResultsUnparsed", **kwargs)
+
     def metric_job_succeeded(self, **kwargs: Any) -> cloudwatch.Metric:
         """Optimization jobs that completed. Default: sum per day."""
         return self.metric("EagleJobSucceeded", **kwargs)
@@ -816,6 +942,17 @@ class _SnsTarget:
 
     def bind(self, rule: Any, id: str | None = None) -> events.RuleTargetConfig:
         return events.RuleTargetConfig(arn=self._topic.topic_arn, input=self._message)
+
+
+@jsii.implements(IStableStringProducer)
+class _Produce:
+    """A string CDK asks for at synth (``Lazy.string``), after every construct of the app exists."""
+
+    def __init__(self, produce: Callable[[], str]) -> None:
+        self._produce = produce
+
+    def produce(self) -> str:
+        return self._produce()
 
 
 def _events_may_use_key() -> iam.PolicyStatement:

@@ -3,9 +3,15 @@
 Each function runs on Python 3.13 with Powertools for AWS Lambda from AWS's public layer,
 has its own log group (kept one year), X-Ray tracing, and a role with nothing but
 permission to write its own logs; callers grant the rest, narrowly.
+
+Packages shipped with the code (``bundling``, installed at synth from the registry's wheels, no Docker):
+functions whose folder is in ``SDK_FOLDERS`` (they call SageMaker APIs newer than the runtime's boto3)
+get the stack's ``AwsSdkLayer`` with the pinned boto3/botocore of ``lambda/sdk-requirements.txt``; a
+folder with its own ``requirements.txt`` gets those packages inside its asset.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Mapping
 
 from aws_cdk import Aws, Duration, RemovalPolicy, Stack
@@ -14,7 +20,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from . import acknowledgements
+from . import acknowledgements, bundling
 from ._assets import handler_dir
 from .images import powertools_account
 
@@ -35,6 +41,34 @@ def powertools_layer(scope: Construct, id: str = "PowertoolsLayer") -> lambda_.I
     arn = (f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:{account}:layer:"
            f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSION}")
     return lambda_.LayerVersion.from_layer_version_arn(stack, id, arn)
+
+
+SDK_FOLDERS = frozenset({"eagle_job", "eagle_serving_model", "capacity_plan", "capacity_plan_expiry",
+                         "deployment_check"})
+"""Handler folders whose functions call SageMaker and so run with the pinned SDK layer, not the runtime's boto3."""
+SDK_REQUIREMENTS = "sdk-requirements.txt"
+
+
+def sdk_requirements() -> Path:
+    """``lambda/sdk-requirements.txt``: the exact boto3/botocore (and dependencies) the SDK layer holds."""
+    return Path(handler_dir("eagle_job")).parent / SDK_REQUIREMENTS
+
+
+def sdk_layer(scope: Construct, id: str = "AwsSdkLayer") -> lambda_.ILayerVersion:
+    """The pinned AWS SDK as a Lambda layer, once per stack (one asset for every stack of the app)."""
+    stack = Stack.of(scope)
+    existing = stack.node.try_find_child(id)
+    if existing is not None:
+        return existing  # type: ignore[return-value]
+    requirements = sdk_requirements()
+    pins = bundling.pinned_versions(requirements)
+    return lambda_.LayerVersion(
+        stack, id,
+        code=bundling.packages_code(requirements),
+        compatible_runtimes=[RUNTIME],
+        compatible_architectures=[lambda_.Architecture.X86_64],
+        description=f"boto3 {pins.get('boto3')} / botocore {pins.get('botocore')} for the sagemaker-llm-cdk functions",
+    )
 
 
 def python_function(
@@ -70,17 +104,27 @@ def python_function(
             resources=[log_group.log_group_arn],
         )
     )
+    if code is None:
+        source = Path(handler_dir(folder))
+        requirements = source / "requirements.txt"
+        if requirements.is_file():
+            code = bundling.handler_code(source, requirements)
+        else:
+            code = lambda_.Code.from_asset(str(source), exclude=["__pycache__", "*.pyc"])
+    layers = [powertools_layer(scope)]
+    if folder in SDK_FOLDERS:
+        layers.append(sdk_layer(scope))
     function = lambda_.Function(
         scope,
         id,
         runtime=RUNTIME,
         architecture=lambda_.Architecture.X86_64,
-        code=code or lambda_.Code.from_asset(handler_dir(folder), exclude=["__pycache__", "*.pyc"]),
+        code=code,
         handler=handler,
         description=description,
         role=role,
         log_group=log_group,
-        layers=[powertools_layer(scope)],
+        layers=layers,
         tracing=lambda_.Tracing.ACTIVE,
         timeout=timeout,
         memory_size=memory_size,

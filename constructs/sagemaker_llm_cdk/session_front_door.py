@@ -38,6 +38,7 @@ from .validation import validated
 if TYPE_CHECKING:
     from .endpoint import LlmEndpoint
     from .model_component import ModelComponent
+    from .turn_log import TurnLog
 
 HANDLER_FOLDER = "session_router"
 PARTITION_KEY = "conversation_id"
@@ -331,6 +332,16 @@ class SessionFrontDoor(Construct):
             period=period or one_minute(),
             **kwargs,
         )
+
+    # ------------------------------------------------------------------ EAGLE turn log (issue 13)
+    def log_turns(self, turn_log: "TurnLog") -> None:
+        """Write each completed turn to ``turn_log`` (Firehose, chat-completions JSONL naming the component).
+
+        The EAGLE dataset source ``front_door`` reads it; the function may only put records on that stream
+        (``lambda/session_router/turn_log.py``). A turn that cannot be logged is counted, never failed."""
+        self.function.add_environment("TURN_LOG_STREAM", turn_log.delivery_stream_name)
+        turn_log.grant_put(self.function)
+        self.turn_log = turn_log
 
     def metric_server_errors(self, **kwargs: Any) -> cloudwatch.Metric:
         """5xx answers the handler returned (endpoint failures, misconfiguration); Lambda counts these as

@@ -620,17 +620,29 @@ EAGLE_ARCHITECTURES: dict[str, str] = {
 BUILTIN_DATASETS = ("gsm8k", "magicoder", "opencodeinstruct")
 
 
+_SCHEDULE = re.compile(r"(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(.+\)|at\(.+\))")
+"""EventBridge Scheduler expressions the EAGLE triggers accept."""
+
+
 class EagleDataset(Settings):
     """Where the EAGLE head's training data comes from. Default: the endpoint's captured traffic."""
 
-    source: Annotated[Literal["capture", "s3", "builtin"], Field(description=(
-        "capture (this endpoint's Data Capture), s3 (your dataset), builtin (a named public dataset). Default: capture."))] = "capture"
+    source: Annotated[Literal["capture", "front_door", "s3", "builtin"], Field(description=(
+        "capture (this endpoint's Data Capture), front_door (the turns the model's session front door logs through "
+        "Kinesis Data Firehose: independent of Data Capture, every record names its component), s3 (your dataset), "
+        "builtin (a named public dataset). Default: capture."))] = "capture"
     s3_uri: Annotated[str | None, Field(description=(
         "source s3: prefix of ShareGPT / OpenAI chat / OpenAI completions JSONL. source builtin: where your copy "
         "of the named dataset is (SageMaker does not document a public location)."))] = None
     builtin_name: Annotated[str | None, Field(description="source builtin: " + ", ".join(BUILTIN_DATASETS) + ".")] = None
     min_new_records: Annotated[int, Field(ge=1, le=100_000_000, description=(
-        "source capture: start a run only when at least this many new records were converted. Default: 1000."))] = 1000
+        "source capture or front_door: start a run only when at least this many new records were converted. "
+        "Default: 1000."))] = 1000
+    records_check: Annotated[str | None, Field(description=(
+        "source capture or front_door: EventBridge Scheduler expression of a cheap check that counts the records that "
+        "arrived after the watermark (lines; nothing converted, it stops reading at min_new_records) and starts a "
+        "run once min_new_records arrived and no run is in progress, e.g. 'rate(1 hour)'. Default: off (runs "
+        "start on the schedule or by hand)."))] = None
     retention_days: Annotated[int, Field(ge=1, le=3650, description=(
         "source capture: days the training sets built from captured traffic (datasets/, map-results/ of the "
         "artifacts bucket) are kept; then 7 more days as noncurrent versions. Draft heads and reports are kept. "
@@ -654,6 +666,13 @@ class EagleDataset(Settings):
                                         "pick a listed dataset or use source s3"))
         elif self.builtin_name is not None:
             problems.append(Problem("builtin_name", self.builtin_name, "only with source builtin", "remove builtin_name"))
+        if self.records_check is not None:
+            if self.source not in ("capture", "front_door"):
+                problems.append(Problem("records_check", self.records_check, "only with source capture or front_door "
+                                        "(it counts their records)", "remove records_check, or use source capture"))
+            elif not _SCHEDULE.fullmatch(self.records_check):
+                problems.append(Problem("records_check", self.records_check, "rate(N unit), cron(...) or at(...)",
+                                        "write e.g. rate(1 hour) or cron(0 * * * ? *)"))
         return problems
 
 
@@ -825,6 +844,10 @@ class ModelSpec(Settings):
                     problems.append(Problem("architecture", self.architecture,
                                             "for EAGLE: " + ", ".join(EAGLE_ARCHITECTURES),
                                             "remove eagle for this model; SageMaker cannot optimize other architectures"))
+                if self.eagle.dataset.source == "front_door" and self.sessions is None:
+                    problems.append(Problem("eagle.dataset.source", "front_door", "front_door only on a model with "
+                                            "sessions (its session front door writes the turns)",
+                                            "add `sessions: {}` to this model, or use source capture"))
         with unless_failed():
             seen_types: set[str] = set()
             for index, requirement in enumerate(self.instance_requirements):

@@ -26,8 +26,21 @@ import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
-from json.encoder import encode_basestring_ascii  # the C string encoder json.dumps uses
-from typing import Any, Iterable, Iterator
+from json.encoder import encode_basestring  # the C string encoder json.dumps(ensure_ascii=False) uses
+from typing import Any, Callable, Iterable, Iterator
+
+try:  # shipped in the function's asset (lambda/eagle_dataset/requirements.txt); optional everywhere else
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised by the fallback tests with fast=False
+    _orjson = None  # type: ignore[assignment]
+try:  # SIMD base64; shipped with orjson. Used only where it agrees with binascii's strict mode (tested)
+    from pybase64 import b64decode as _b64decode
+except ImportError:  # pragma: no cover
+    _b64decode = None  # type: ignore[assignment]
+
+#: True when orjson imports: :class:`BatchConverter` then parses and writes with it by default.
+#: The standard-library path gives the same output, byte for byte (tests compare them record by record).
+FAST_JSON_AVAILABLE = _orjson is not None
 
 #: One chat turn while converting: (role, content). Written out as {"role", "content"}.
 Message = tuple[str, str]
@@ -36,10 +49,13 @@ Message = tuple[str, str]
 # Constants
 # ---------------------------------------------------------------------------------------------
 
-#: Component name used when neither the capture record nor the object key names one.
+#: Component name of endpoints without inference components (the name ``finalize`` falls back
+#: to, and what callers pass as ``default_component`` when every record is the endpoint's own).
 DEFAULT_COMPONENT = "base"
-#: Bucket for lines whose component cannot be known (the line is not readable at all and the
-#: object key carries no component). The leading underscore cannot occur in a SageMaker name.
+#: Bucket for lines whose component is not known: the line is not readable at all, or it names
+#: no component while the endpoint may host several (AWS does not document that Data Capture
+#: records of inference-component endpoints name the component). Records here never reach a
+#: component's training set. The leading underscore cannot occur in a SageMaker name.
 UNATTRIBUTED = "_unattributed"
 
 #: Every reason a line can be skipped for, in the order they are checked.
@@ -50,6 +66,10 @@ SKIP_REASONS: tuple[str, ...] = (
     "truncated_line",           # JSON ends early (object cut off mid-write)
     "invalid_json_line",        # not JSON at all (binary junk, garbage)
     "missing_capture_data",     # JSON, but no captureData object
+    "corrupt_compressed_object",  # gzip data that does not inflate (or is cut off): rest of the object
+    "unsupported_compression",  # zstd, bzip2, xz or zip bytes: the object is not read
+    "unattributed_component",   # names no inference component and none can be assumed (kept apart)
+    "not_a_turn_record",        # front-door source: JSON, but not {"component", "messages"} (TurnLog format)
     "invalid_component_name",   # inferenceComponentName is not a valid SageMaker name
     "too_many_components",      # more distinct components in one batch than allowed
     "missing_request",          # no endpointInput (capture configured for Output only)
@@ -71,9 +91,6 @@ _ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assista
 _TEXT_PART_TYPES = frozenset(("text", "input_text", "output_text"))
 _DATE_DIR = re.compile(r"\d{4}/\d{2}/\d{2}/\d{2}")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-#: A \\uXXXX escape of a surrogate (U+D800-U+DFFF) as encode_basestring_ascii writes it.
-#: Narrower than "\\ud": Hangul (U+D000-U+D7FF) escapes as \\ud0xx-\\ud7xx and is not one.
-_ESCAPED_SURROGATE = re.compile(r"\\ud[89a-f]")
 
 #: The C scanner behind ``json.loads``: ``_scan(text, 0)`` -> ``(value, end)``. Called directly
 #: for documents that start with ``{`` or ``[`` and end exactly at the end of the text, the
@@ -95,6 +112,22 @@ class OversizedLine:
         return f"OversizedLine({self.size})"
 
 
+class UnreadableData:
+    """Stands in for the rest of an object that cannot be read (corrupt or unsupported compression).
+
+    :func:`iter_bounded_lines` passes it through (dropping the partial line before it) and the
+    converter counts it as one skipped record with ``reason``: the batch never fails for it.
+    """
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"UnreadableData({self.reason!r})"
+
+
 class _Skip(Exception):
     """Internal control flow: the current line is skipped for ``reason``."""
 
@@ -108,18 +141,25 @@ class _Skip(Exception):
 # ---------------------------------------------------------------------------------------------
 
 
-def iter_bounded_lines(chunks: Iterable[bytes], max_line_bytes: int) -> Iterator[bytes | OversizedLine]:
+def iter_bounded_lines(
+    chunks: Iterable[bytes | UnreadableData], max_line_bytes: int
+) -> Iterator[bytes | OversizedLine | UnreadableData]:
     """Split byte chunks into lines (without the ``\\n``; a trailing ``\\r`` is kept).
 
     Memory stays bounded by one chunk plus ``max_line_bytes``: a line that grows past the
     limit is dropped as it streams and reported once as :class:`OversizedLine`. A final line
     without a newline is yielded as is (the converter then reports it truncated if it is).
+    An :class:`UnreadableData` among the chunks ends the stream: the partial line before it is
+    dropped (it is part of what cannot be read) and the marker is yielded.
     """
     pending: list[bytes] = []
     pending_len = 0
     discarding = False
     discarded = 0
     for chunk in chunks:
+        if chunk.__class__ is UnreadableData:
+            yield chunk  # type: ignore[misc]
+            return
         if not chunk:
             continue
         parts = chunk.split(b"\n")
@@ -154,18 +194,84 @@ def iter_bounded_lines(chunks: Iterable[bytes], max_line_bytes: int) -> Iterator
 
 
 def iter_gunzip(chunks: Iterable[bytes], out_chunk: int = 1 << 20) -> Iterator[bytes]:
-    """Decompress a gzip stream chunk by chunk, never producing more than ``out_chunk`` at once."""
+    """Decompress a gzip stream chunk by chunk, never producing more than ``out_chunk`` at once.
+
+    Every member of a multi-member gzip (``cat a.gz b.gz``, appended writes) is read. Raises
+    ``zlib.error`` for data that does not inflate and ``EOFError`` for a stream cut off inside a
+    member; trailing NUL padding after the last member is ignored.
+    """
     inflater = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib header, auto-detected
+    in_member = False  # bytes of the current member were fed and its end not reached yet
     for chunk in chunks:
         data = chunk
         while data:
+            if inflater.eof:  # the previous member ended: what follows is the next one (or padding)
+                if not data.strip(b"\x00"):
+                    break
+                inflater = zlib.decompressobj(wbits=47)
+            in_member = True
             out = inflater.decompress(data, out_chunk)
             if out:
                 yield out
-            data = inflater.unconsumed_tail
-    tail = inflater.flush()
-    if tail:
-        yield tail
+            if inflater.eof:
+                in_member = False
+                data = inflater.unused_data
+            else:
+                data = inflater.unconsumed_tail
+    if in_member:
+        tail = inflater.flush()
+        if tail:
+            yield tail
+        if not inflater.eof:
+            raise EOFError("gzip stream ends inside a member")
+
+
+#: First bytes of compressed formats the builder recognises. Only gzip is read; the others are
+#: counted as ``unsupported_compression`` (Data Capture writes plain JSON Lines, or gzip).
+_GZIP_MAGIC = b"\x1f\x8b"
+_OTHER_MAGIC = (b"\x28\xb5\x2f\xfd", b"BZh", b"\xfd7zXZ\x00", b"PK\x03\x04")
+
+
+def detect_compression(head: bytes) -> str | None:
+    """``"gzip"``, ``"other"`` or ``None`` (plain) from an object's first bytes, whatever its key says."""
+    if head.startswith(_GZIP_MAGIC):
+        return "gzip"
+    if any(head.startswith(magic) for magic in _OTHER_MAGIC):
+        return "other"
+    return None
+
+
+def iter_object_data(chunks: Iterable[bytes], out_chunk: int = 1 << 20) -> Iterator[bytes | UnreadableData]:
+    """An object's bytes, decompressed when they are gzip (detected from the magic bytes ``1f 8b``).
+
+    The key suffix is not trusted: plain text named ``.gz`` is read as text and gzip without the
+    suffix is inflated. Data that cannot be read ends with one :class:`UnreadableData`
+    (``corrupt_compressed_object`` or ``unsupported_compression``) instead of an exception, so
+    the records before it still count and the batch does not fail.
+    """
+    iterator = iter(chunks)
+    head = b""
+    for chunk in iterator:
+        head += chunk
+        if len(head) >= 6:
+            break
+    kind = detect_compression(head)
+    if kind == "other":
+        yield UnreadableData("unsupported_compression")
+        return
+
+    def rest() -> Iterator[bytes]:
+        if head:
+            yield head
+        yield from iterator
+
+    if kind is None:
+        yield from rest()
+        return
+    try:
+        yield from iter_gunzip(rest(), out_chunk)
+    except (zlib.error, EOFError):
+        yield UnreadableData("corrupt_compressed_object")
 
 
 def iter_json_array(chunks: Iterable[bytes], max_element_bytes: int = 64 << 20) -> Iterator[Any]:
@@ -297,6 +403,43 @@ def _decode_payload(part: dict[str, Any]) -> tuple[Any, bool]:
         return text, False
 
 
+def _decode_payload_fast(part: dict[str, Any]) -> tuple[Any, bool]:
+    """:func:`_decode_payload` with orjson: same results (anything orjson refuses goes the exact way)."""
+    encoding = part.get("encoding")
+    data = part.get("data")
+    if encoding == "BASE64" and data.__class__ is str:
+        try:
+            raw = _b64decode(data, validate=True) if _b64decode is not None else binascii.a2b_base64(data, strict_mode=True)
+        except (binascii.Error, ValueError):
+            try:  # pybase64 refused: binascii's strict mode decides, as on the standard-library path
+                raw = binascii.a2b_base64(data, strict_mode=True)
+            except (binascii.Error, ValueError):
+                raise _Skip("undecodable_base64") from None
+        try:
+            return _orjson.loads(raw), True  # UTF-8 checked by orjson; no str copy of the payload
+        except _orjson.JSONDecodeError:
+            pass  # not UTF-8, not JSON, or JSON orjson does not take (NaN, lone surrogates): the exact way
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Skip("not_utf8") from None
+        return _decode_text(text)
+    if encoding in ("JSON", "CSV") and data.__class__ is str:
+        try:
+            return _orjson.loads(data), True
+        except _orjson.JSONDecodeError:
+            return _decode_text(data)
+    return _decode_payload(part)
+
+
+def _decode_text(text: str) -> tuple[Any, bool]:
+    """A payload's text -> (JSON value, True) or (the text, False), exactly as ``json.loads`` decides."""
+    try:
+        return json.loads(text), True
+    except (ValueError, RecursionError):
+        return text, False
+
+
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -382,15 +525,29 @@ def _text_messages(text: str) -> tuple[list[Message], str]:
     return messages, text
 
 
+def echoes_prompt(request: Any) -> bool | None:
+    """What the request says about prompt echo: ``return_full_text`` (in ``parameters`` as LMI and
+    TGI take it, or at the top level as Hugging Face pipelines do). ``None`` when it says nothing."""
+    if not isinstance(request, dict):
+        return None
+    parameters = request.get("parameters")
+    value = parameters.get("return_full_text") if isinstance(parameters, dict) else None
+    if value is None:
+        value = request.get("return_full_text")
+    return value if isinstance(value, bool) else None
+
+
 def request_to_messages(request: Any) -> tuple[list[Message], str | None]:
     """Known LLM request shapes -> ([(role, content)...], raw prompt text or None).
 
+    The prompt text is returned so a response that echoes it can be trimmed; it is ``None``
+    when the request says ``return_full_text: false`` (the response is then never an echo).
     Raises ``_Skip`` with the reason when the request is not usable.
     """
     if isinstance(request, str):
         if not request:
             raise _Skip("unsupported_request_shape")
-        return _text_messages(request)
+        return _text_messages(request)  # a bare text prompt carries no return_full_text
     if not isinstance(request, dict):
         raise _Skip("unsupported_request_shape")
     if "messages" in request:  # OpenAI chat completions (also LMI/TGI Messages API)
@@ -402,7 +559,8 @@ def request_to_messages(request: Any) -> tuple[list[Message], str | None]:
         if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
             value = value[0]
         if isinstance(value, str) and value:
-            return _text_messages(value)
+            messages, prompt = _text_messages(value)
+            return messages, (None if echoes_prompt(request) is False else prompt)
         if key == "inputs" and isinstance(value, list) and value and all(isinstance(v, dict) and "role" in v for v in value):
             return _chat_messages(value), None  # chat messages passed as "inputs"
         if key == "inputs" and isinstance(value, dict):
@@ -471,24 +629,33 @@ def _response_from_object(obj: Any) -> str | None:
     return None
 
 
-def _response_from_stream(text: str) -> str | None:
+def _loads_fast(text: str) -> Any:
+    """``json.loads`` through orjson: the same value, or whatever ``json.loads`` does when orjson refuses."""
+    try:
+        return _orjson.loads(text)
+    except _orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def _response_from_stream(text: str, loads: Callable[[str], Any] = json.loads) -> str | None:
     """Server-sent events or JSON lines from a streaming invocation, joined into one text."""
-    payloads: list[str] = []
-    append = payloads.append
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith("data:"):
-            line = line[5:].lstrip()
-            if line and line != "[DONE]":
+    lines = [line for line in map(str.strip, text.splitlines()) if line]
+    if all(line.startswith("data:") for line in lines):  # plain SSE: the same result, in comprehensions
+        payloads = [payload for payload in (line[5:].lstrip() for line in lines) if payload and payload != "[DONE]"]
+    else:
+        payloads = []
+        append = payloads.append
+        for line in lines:
+            if line.startswith("data:"):
+                line = line[5:].lstrip()
+                if line and line != "[DONE]":
+                    append(line)
+            elif line[0] != ":" and not line.startswith(("event:", "id:", "retry:")) and line != "[DONE]":
                 append(line)
-        elif line[0] != ":" and not line.startswith(("event:", "id:", "retry:")) and line != "[DONE]":
-            append(line)
     if not payloads:
         return None
     try:  # one parse for the whole stream: per-token payloads are tiny and many
-        chunks = json.loads("[" + ",".join(payloads) + "]")
+        chunks = loads("[" + ",".join(payloads) + "]")
     except (ValueError, RecursionError):
         return None
     if len(chunks) != len(payloads):
@@ -523,14 +690,15 @@ def _response_from_stream(text: str) -> str | None:
     return final if final is not None else "".join(pieces)
 
 
-def response_to_text(response: Any, *, is_json: bool = True, plain_text_ok: bool = False) -> str:
+def response_to_text(response: Any, *, is_json: bool = True, plain_text_ok: bool = False,
+                     loads: Callable[[str], Any] = json.loads) -> str:
     """Known LLM response shapes -> the generated text. Raises ``_Skip`` otherwise.
 
     ``is_json`` false means ``response`` is payload text that is not one JSON document: a
     stream (server-sent events or JSON lines) or, if ``plain_text_ok``, the text itself.
     """
     if not is_json:
-        streamed = _response_from_stream(response)
+        streamed = _response_from_stream(response, loads)
         if streamed is None:
             if not plain_text_ok:
                 raise _Skip("unsupported_response_shape")
@@ -547,20 +715,25 @@ def response_to_text(response: Any, *, is_json: bool = True, plain_text_ok: bool
 
 
 def encode_record(messages: list[Message]) -> bytes:
-    """``[(role, content)...]`` -> ``{"messages":[{"role":..,"content":..}...]}\n`` (one line).
+    """``[(role, content)...]`` -> ``{"messages":[{"role":..,"content":..}...]}\\n`` (one line, UTF-8).
 
-    Byte for byte what ``json.dumps(record, separators=(",", ":"))`` writes (ASCII, non-ASCII
-    as ``\\uXXXX`` escapes: about twice as fast to produce as UTF-8 text), built directly.
-    Text with lone surrogates is skipped: strict JSON readers reject it.
+    Byte for byte what ``json.dumps(record, ensure_ascii=False, separators=(",", ":"))`` writes,
+    encoded as UTF-8, and what ``orjson.dumps`` writes (:func:`encode_record_fast`). Text with
+    lone surrogates is skipped (``invalid_unicode``): it cannot be UTF-8 and strict readers reject it.
     """
-    body = ",".join([f'{{"role":"{role}","content":{encode_basestring_ascii(content)}}}' for role, content in messages])
-    if "\\ud" in body and _ESCAPED_SURROGATE.search(body):  # fine as pairs (emoji), not alone; rare, so check properly
-        for _, content in messages:
-            try:
-                content.encode("utf-8")
-            except UnicodeEncodeError:
-                raise _Skip("invalid_unicode") from None
-    return f'{{"messages":[{body}]}}\n'.encode("ascii")
+    body = ",".join([f'{{"role":"{role}","content":{encode_basestring(content)}}}' for role, content in messages])
+    try:
+        return f'{{"messages":[{body}]}}\n'.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Skip("invalid_unicode") from None
+
+
+def encode_record_fast(messages: list[Message]) -> bytes:
+    """:func:`encode_record` with orjson (same bytes)."""
+    try:
+        return _orjson.dumps({"messages": [{"role": role, "content": content} for role, content in messages]}) + b"\n"
+    except _orjson.JSONEncodeError:  # a str with lone surrogates: not UTF-8
+        raise _Skip("invalid_unicode") from None
 
 
 def is_chat_record(record: Any) -> bool:
@@ -604,6 +777,12 @@ class ComponentStats:
 class BatchConverter:
     """Converts Data Capture lines of one batch, keeping counts and a bounded duplicate filter.
 
+    A record's component is its ``eventMetadata.inferenceComponentName``, else the one its object
+    key names, else ``default_component``. Leave ``default_component`` as None (the default)
+    whenever the endpoint may serve more than one component (LoRA adapters, several models):
+    records naming none are then counted as ``unattributed_component`` under
+    :data:`UNATTRIBUTED` and never land in any component's training set.
+
     Duplicates are exact: two records are the same when their written JSON line is the same
     (BLAKE2b-128 of the bytes), per component. The filter holds at most ``dedup_max_entries``
     digests (about 100 bytes each); past that, records are still checked against the digests
@@ -613,10 +792,24 @@ class BatchConverter:
     def __init__(
         self,
         *,
-        default_component: str = DEFAULT_COMPONENT,
+        default_component: str | None = None,
         dedup_max_entries: int = 500_000,
         max_components: int = 64,
+        fast: bool | None = None,
+        source: str = "capture",
     ) -> None:
+        """``fast``: parse and write with orjson (None: when it imports). The output is the same either way.
+        ``source``: ``capture`` (Data Capture lines) or ``front_door`` (the ``TurnLog`` lines the session front
+        door writes: ``{"component", "messages", "created_at"}``, the component always named)."""
+        if source not in ("capture", "front_door"):
+            raise ValueError(f"source {source!r}: use 'capture' or 'front_door'")
+        self.source = source
+        if fast and not FAST_JSON_AVAILABLE:
+            raise ValueError("fast=True needs orjson, which does not import here; pass fast=None or False")
+        self.fast = FAST_JSON_AVAILABLE if fast is None else fast
+        self._decode: Callable[[dict[str, Any]], tuple[Any, bool]] = _decode_payload_fast if self.fast else _decode_payload
+        self._encode: Callable[[list[Message]], bytes] = encode_record_fast if self.fast else encode_record
+        self._loads: Callable[[str], Any] = _loads_fast if self.fast else json.loads
         self.default_component = default_component
         self.dedup_max_entries = dedup_max_entries
         self.max_components = max_components
@@ -632,6 +825,9 @@ class BatchConverter:
         self, lines: Iterable[bytes | OversizedLine], *, path_component: str | None = None
     ) -> Iterator[tuple[str, bytes]]:
         """Yield ``(component, jsonl_line_with_newline)`` for every converted, new record."""
+        if self.source == "front_door":
+            yield from self._turn_lines(lines, path_component)
+            return
         # One loop, no per-line method layers on the common path; every step is the same as
         # _parse_line / _component / _convert (which the rare paths still call).
         fallback = path_component or UNATTRIBUTED
@@ -642,10 +838,19 @@ class BatchConverter:
         convert = self._convert
         blake2b = hashlib.blake2b
         scan = _scan
+        fast_loads = _orjson.loads if self.fast else None
+        fast_error = _orjson.JSONDecodeError if self.fast else ValueError
         for line in lines:
             component = fallback
             try:
-                if line.__class__ is bytes and line[:1] == b"{" and line[1:2] != b"\x00":
+                if fast_loads is not None and line.__class__ is bytes:
+                    try:
+                        capture = fast_loads(line)
+                    except fast_error:
+                        capture = None  # errors and what orjson refuses: the exact, slow way
+                    if capture.__class__ is not dict or capture.get("captureData").__class__ is not dict:
+                        capture = parse_line(line)
+                elif line.__class__ is bytes and line[:1] == b"{" and line[1:2] != b"\x00":
                     capture = None  # fast path: what json.loads(line) does for UTF-8 text
                     try:
                         text = line.decode("utf-8", "surrogatepass")
@@ -659,6 +864,8 @@ class BatchConverter:
                         capture = parse_line(line)  # errors and edge cases: the exact, slow way
                 elif isinstance(line, OversizedLine):
                     raise _Skip("line_too_long")
+                elif line.__class__ is UnreadableData:
+                    raise _Skip(line.reason)  # type: ignore[union-attr]
                 else:
                     capture = parse_line(line)
                 component = component_of(capture, path_component)
@@ -685,6 +892,72 @@ class BatchConverter:
             stats.converted += 1
             yield component, out
 
+    def _turn_lines(self, lines: Iterable[bytes | OversizedLine | UnreadableData],
+                    path_component: str | None) -> Iterator[tuple[str, bytes]]:
+        """Front-door turn records -> training lines, with the same counts, dedup and skip reasons."""
+        fallback = path_component or UNATTRIBUTED
+        loads = _orjson.loads if self.fast else json.loads
+        for line in lines:
+            component = fallback
+            try:
+                if isinstance(line, OversizedLine):
+                    raise _Skip("line_too_long")
+                if line.__class__ is UnreadableData:
+                    raise _Skip(line.reason)  # type: ignore[union-attr]
+                try:
+                    record = loads(line)  # type: ignore[arg-type]
+                except (ValueError, RecursionError):
+                    record = self._parse_turn(line)  # type: ignore[arg-type]
+                if not isinstance(record, dict) or "messages" not in record:
+                    raise _Skip("not_a_turn_record")
+                name = record.get("component")
+                if name is None or name == "":
+                    raise _Skip("unattributed_component")
+                if not isinstance(name, str) or not _COMPONENT_NAME.fullmatch(name):
+                    raise _Skip("invalid_component_name")
+                if name not in self.stats and len(self.stats) >= self.max_components:
+                    raise _Skip("too_many_components")
+                component = name
+                messages = _chat_messages(record["messages"])
+                if messages[-1][0] != "assistant" or not messages[-1][1].strip():
+                    raise _Skip("empty_response")
+                out = self._encode(messages)
+            except _Skip as skip:
+                stats = self._stats(component)
+                stats.skipped[skip.reason] += 1
+                stats.records_in += 1
+                continue
+            stats = self._stats(component)
+            stats.records_in += 1
+            digest = hashlib.blake2b(out, digest_size=16).digest()
+            seen = self._seen.setdefault(component, set())
+            if digest in seen:
+                stats.duplicates += 1
+                continue
+            if self._seen_total < self.dedup_max_entries:
+                seen.add(digest)
+                self._seen_total += 1
+            else:
+                self.dedup_saturated = True
+            stats.converted += 1
+            yield component, out
+
+    @staticmethod
+    def _parse_turn(line: bytes) -> Any:
+        """The exact reasons for a front-door line that does not parse."""
+        if not line.strip():
+            raise _Skip("blank_line")
+        try:
+            return json.loads(line)
+        except (ValueError, RecursionError) as error:
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise _Skip("not_utf8") from None
+            if isinstance(error, json.JSONDecodeError):
+                raise _Skip(_json_error_reason(error.doc, error)) from None
+            raise _Skip("invalid_json_line") from None
+
     def totals(self) -> dict[str, Any]:
         total = ComponentStats()
         for stats in self.stats.values():
@@ -697,6 +970,7 @@ class BatchConverter:
     def summary(self) -> dict[str, Any]:
         return {
             **self.totals(),
+            "unattributed": sum(stats.skipped.get("unattributed_component", 0) for stats in self.stats.values()),
             "dedup_saturated": self.dedup_saturated,
             "components": {name: stats.as_dict() for name, stats in sorted(self.stats.items())},
         }
@@ -732,6 +1006,8 @@ class BatchConverter:
         name = metadata.get("inferenceComponentName") if isinstance(metadata, dict) else None
         if name is None or name == "":
             name = path_component or self.default_component
+            if name is None:
+                raise _Skip("unattributed_component")
         if name.__class__ is str and name in self._valid_names:  # validated and counted before
             return name
         if not isinstance(name, str) or not _COMPONENT_NAME.fullmatch(name):
@@ -742,8 +1018,7 @@ class BatchConverter:
             self._valid_names.add(name)
         return name
 
-    @staticmethod
-    def _convert(capture: dict[str, Any]) -> bytes:
+    def _convert(self, capture: dict[str, Any]) -> bytes:
         data = capture["captureData"]
         request_part = data.get("endpointInput")
         response_part = data.get("endpointOutput")
@@ -751,23 +1026,28 @@ class BatchConverter:
             raise _Skip("missing_request")
         if not isinstance(response_part, dict):
             raise _Skip("missing_response")
-        request, request_is_json = _decode_payload(request_part)
+        request, request_is_json = self._decode(request_part)
         if not request_is_json and request_part.get("encoding") != "CSV":
             raise _Skip("request_not_json")
         messages, prompt = request_to_messages(request)
-        response, response_is_json = _decode_payload(response_part)
+        response, response_is_json = self._decode(response_part)
         text = response_to_text(
-            response, is_json=response_is_json, plain_text_ok=response_part.get("encoding") == "CSV"
+            response, is_json=response_is_json, plain_text_ok=response_part.get("encoding") == "CSV",
+            loads=self._loads,
         )
-        if prompt is not None and len(text) > len(prompt) and text.startswith(prompt):
-            text = text[len(prompt):]  # return_full_text=True echoes the prompt
+        # return_full_text=True (the LMI/TGI default for some models) echoes the prompt: trim it. With
+        # return_full_text=false prompt is None: the response is the generation, kept whole even when
+        # it happens to start with the prompt's text.
+        if prompt is not None and text.startswith(prompt) and (
+                len(text) > len(prompt) or echoes_prompt(request) is True):
+            text = text[len(prompt):]
             if not text.strip():
                 raise _Skip("empty_response")
         if messages[-1][0] == "assistant":  # prefill: the model continued that message
             messages[-1] = ("assistant", messages[-1][1] + text)
         else:
             messages.append(("assistant", text))
-        return encode_record(messages)
+        return self._encode(messages)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ Entry points (one Lambda function each, same code asset):
 * ``index.finalize``  - reads the Distributed Map ``ResultWriter`` output, writes the summary and
                         a SageMaker ``ManifestFile`` per component, then moves the watermark.
 * ``index.validate_user_dataset`` - samples a user-supplied dataset and reports its format.
+* ``index.check``     - (scheduled) counts captured records after the watermark without converting
+                        them and starts a run of the state machine once enough arrived.
 
 Environment variables (all optional):
 
@@ -25,6 +27,15 @@ Environment variables (all optional):
 * ``READ_CHUNK_BYTES`` (convert, default 1 MiB) - S3 read size.
 * ``DEDUP_MAX_ENTRIES`` (convert, default 500000) - digests kept for duplicate detection.
 * ``MAX_COMPONENTS`` (convert, default 64) - distinct inference components per batch.
+* ``DATASET_KMS_KEY_ARN`` (plan, convert, finalize, default unset) - KMS key every written object
+  (plan, shards, manifests, summary) is encrypted with; the optimization job's role may decrypt
+  with it. Unset: the output bucket's default encryption.
+* ``UNNAMED_RECORDS_COMPONENT`` (convert, default unset) - component a record belongs to when
+  neither the record (``eventMetadata.inferenceComponentName``) nor its key names one. Unset,
+  such records are counted as ``unattributed_component`` under ``_unattributed`` and kept out of
+  every training set: AWS does not document that inference-component endpoints name the
+  component, and adapter traffic must never train the base model's head. Set it only when the
+  endpoint serves one component and no adapters.
 * ``TARGET_COMPONENT`` (finalize, default ``base``) - component whose data is returned as the
   training input (an inference component name, or ``base`` for endpoints without one).
 * ``VALIDATE_SAMPLE_LINES`` (validate, default 100), ``VALIDATE_MAX_OBJECTS`` (default 3).
@@ -37,7 +48,10 @@ Events (JSON):
   "previous_watermark", "watermark_value", "watermark_previous_value", "watermark_parameter",
   "truncated", "capture_bucket", "capture_prefix", "output_bucket", "output_prefix", "run_id"}``
 * convert in:  ``{"Items": [{"key"}...], "BatchInput": {"capture_bucket", "capture_prefix"?,
-  "output_bucket", "output_prefix", "run_id"}}``
+  "output_bucket", "output_prefix", "run_id", "source"?: "capture"|"front_door"}}``. With
+  ``front_door`` the objects are the session front door's turn log (``TurnLog``: one
+  ``{"component", "messages", "created_at"}`` line per turn, gzip by Firehose) under
+  ``capture_prefix``; plan, finalize, the watermark and the counts work as for Data Capture.
   convert out: ``{"batch_id", "objects", "objects_missing", "records_in", "converted",
   "duplicates", "skipped": {reason: n}, "dedup_saturated", "components": {name: {...counts,
   "shards": [file names], "bytes"}}}``
@@ -47,12 +61,21 @@ Events (JSON):
   finalize out: ``{"training_data_s3_uri", "s3_data_type": "S3Prefix", "manifest_s3_uri",
   "records", "empty", "reason", "component", "requested_component", "complete", "failed_batches",
   "summary_key", "summary_s3_uri", "component_uris": {name: uri}, "component_records": {name: n},
-  "watermark_updated"}``. ``component`` is ``target_component`` (default env ``TARGET_COMPONENT``),
-  or ``base`` when no capture record names a component at all. Batches the Distributed Map
+  "unattributed", "skipped": {reason: n}, "watermark_updated"}``. ``component`` is ``target_component`` (default env ``TARGET_COMPONENT``);
+  records that named no component are counted in ``unattributed`` and never in it. Batches the Distributed Map
   tolerated as failed leave ``complete`` false: the dataset holds the other batches and the
   watermark is not moved, so those objects are converted again next run.
 * validate in: ``{"s3_uri", "s3_data_type"?: "S3Prefix"|"ManifestFile"}``
   validate out: ``{"format", "s3_uri", "objects_checked", "lines_checked"}``
+
+* check in: ignored (EventBridge Scheduler sends ``{}``). Environment: ``STATE_MACHINE_ARN``,
+  ``WATERMARK_PARAMETER``, ``CAPTURE_BUCKET``, ``CAPTURE_PREFIX``, ``MIN_NEW_RECORDS``,
+  ``SETTLE_SECONDS`` (default 900). Records are counted as lines of the settled capture objects
+  after the watermark (compression read from the bytes); reading stops at ``MIN_NEW_RECORDS``.
+  check out: ``{"started", "reason", "records_counted", "objects_read", "execution_arn"?,
+  "execution_name"?}``. Nothing starts while a run is in progress; the execution name is derived
+  from the watermark and how many ``MIN_NEW_RECORDS`` steps arrived, so two checks never start two
+  runs for the same data (see ``_execution_name``). Reading stops at 10 steps.
 
 Errors a state machine can match: ``InvalidEventError``, ``CaptureAccessDeniedError``,
 ``WatermarkTooLargeError``, ``WatermarkConflictError``, ``MapRunIncompleteError``,
@@ -146,6 +169,11 @@ def _ssm():
     return boto3.client("ssm", config=_CLIENT_CONFIG)
 
 
+@functools.cache
+def _sfn():
+    return boto3.client("stepfunctions", config=_CLIENT_CONFIG)
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -161,6 +189,14 @@ def _env_int(name: str, default: int, minimum: int = 1) -> int:
     if value < minimum:
         raise InvalidEventError(f"environment variable {name}={value} is below {minimum}; set it to an integer >= {minimum} or unset it")
     return value
+
+
+def _encryption() -> dict[str, str]:
+    """SSE-KMS with ``DATASET_KMS_KEY_ARN`` (the key the optimization job's role may decrypt with),
+    named on every write so the training set is under that key whatever the bucket's default is.
+    Unset: the bucket's default encryption applies."""
+    key = os.environ.get("DATASET_KMS_KEY_ARN", "").strip()
+    return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": key} if key else {}
 
 
 def _join(*parts: str) -> str:
@@ -223,6 +259,7 @@ class BatchInput(_Model):
     output_bucket: str = Field(pattern=_BUCKET)
     output_prefix: str = Field(default="", max_length=512)
     run_id: str = Field(pattern=_RUN_ID)
+    source: Literal["capture", "front_door"] = "capture"
 
 
 class BatchItem(_Model):
@@ -390,7 +427,7 @@ def plan(event: dict[str, Any], context: Any) -> dict[str, Any]:
         )
     manifest_key = _join(request.output_prefix, request.run_id, "plan", "items.json")
     body = ("[" + ",".join(json.dumps({"key": key}) for key in keys) + "]").encode("utf-8")
-    _s3().put_object(Bucket=request.output_bucket, Key=manifest_key, Body=body, ContentType="application/json")
+    _s3().put_object(Bucket=request.output_bucket, Key=manifest_key, Body=body, ContentType="application/json", **_encryption())
 
     previous_keys = list(folders_after.values()) + ([legacy_after] if legacy_after else [])
     new_watermark = max(keys + previous_keys) if keys or previous_keys else None
@@ -455,14 +492,14 @@ class _ShardWriter:
         lines.clear()
         key = _join(self.data_prefix, component, name)
         try:
-            _s3().put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/jsonl")
+            _s3().put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/jsonl", **_encryption())
         except ClientError as error:
             raise _access_error(error, f"Writing s3://{self.bucket}/{key}") from error
         self.shards[component].append(name)
         self.bytes_written[component] += size
 
 
-def _object_chunks(bucket: str, key: str, chunk_size: int) -> Iterator[bytes] | None:
+def _object_chunks(bucket: str, key: str, chunk_size: int) -> Iterator[Any] | None:
     try:
         body = _s3().get_object(Bucket=bucket, Key=key)["Body"]
     except ClientError as error:
@@ -476,7 +513,9 @@ def _object_chunks(bucket: str, key: str, chunk_size: int) -> Iterator[bytes] | 
         finally:
             body.close()
 
-    return core.iter_gunzip(chunks()) if key.endswith(".gz") else chunks()
+    # Compression is read from the bytes (gzip magic 1f 8b), not the key's suffix; corrupt or
+    # unsupported data ends in an UnreadableData marker the converter counts, never an exception.
+    return core.iter_object_data(chunks())
 
 
 @metrics.log_metrics(raise_on_empty_metrics=False)
@@ -489,6 +528,8 @@ def convert(event: dict[str, Any], context: Any) -> dict[str, Any]:
     logger.append_keys(run_id=batch.run_id, batch_id=batch_id)
 
     converter = core.BatchConverter(
+        default_component=os.environ.get("UNNAMED_RECORDS_COMPONENT") or None,
+        source=batch.source,
         dedup_max_entries=_env_int("DEDUP_MAX_ENTRIES", 500_000),
         max_components=_env_int("MAX_COMPONENTS", 64),
     )
@@ -685,21 +726,26 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         prefix_uri = f"s3://{bucket}/{_join(run_prefix, 'data', name)}/"
         manifest_key = _join(run_prefix, "manifests", f"{name}.json")
         body = json.dumps([{"prefix": prefix_uri}, *sorted(stats["shards"])]).encode("utf-8")
-        _s3().put_object(Bucket=bucket, Key=manifest_key, Body=body, ContentType="application/json")
+        _s3().put_object(Bucket=bucket, Key=manifest_key, Body=body, ContentType="application/json", **_encryption())
         component_uris[name] = prefix_uri
         manifest_uris[name] = f"s3://{bucket}/{manifest_key}"
 
     requested = target
-    present = {name for name, stats in components.items() if stats["converted"]}
-    if target not in present and present == {core.DEFAULT_COMPONENT}:
-        target = core.DEFAULT_COMPONENT  # the captures name no component at all: everything is the endpoint's
+    # No fallback to "base": records that name no component are the convert step's to attribute
+    # (UNNAMED_RECORDS_COMPONENT) or to keep apart, never finalize's to guess.
+    unattributed = sum(stats["skipped"].get("unattributed_component", 0) for stats in components.values())
     records = components.get(target, {}).get("converted", 0)
     training_uri = f"s3://{bucket}/{_join(run_prefix, 'data', target)}/"
     reason = "" if records else (
         f"No training records for component '{target}' in run {plan_output.run_id}: {plan_output.object_count} capture "
         f"objects, {totals['records_in']} lines, {totals['converted']} converted in all components, skipped "
         f"{dict(skipped) or 'none'}. Capture more traffic, or set target_component to one of {sorted(component_uris) or 'none'}."
+        + (f" {unattributed} records named no inference component and were kept apart (unattributed_component): "
+           "they may be adapter traffic, so they never train a component's head." if unattributed else "")
     )
+    if unattributed:
+        logger.warning("records without a component name kept apart", extra={"unattributed": unattributed})
+        metrics.add_metric(name="RecordsUnattributed", unit=MetricUnit.Count, value=unattributed)
     summary_key = _join(run_prefix, "summary.json")
     summary = {
         "run_id": plan_output.run_id,
@@ -710,6 +756,9 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "batches": len(outputs),
         **totals,
         "skipped": dict(sorted(skipped.items())),
+        "unattributed": unattributed,
+        "unattributed_note": "records that name no inference component (AWS does not document that Data Capture "
+                             "records of inference-component endpoints do); counted, never used for training",
         "components": {
             name: {
                 **{k: v for k, v in stats.items() if k not in ("shards", "skipped")},
@@ -730,7 +779,8 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "failed_objects": failed_objects,
         "watermark": {"parameter": plan_output.watermark_parameter, "new_watermark": plan_output.new_watermark},
     }
-    _s3().put_object(Bucket=bucket, Key=summary_key, Body=json.dumps(summary, indent=1).encode("utf-8"), ContentType="application/json")
+    _s3().put_object(Bucket=bucket, Key=summary_key, Body=json.dumps(summary, indent=1).encode("utf-8"),
+                     ContentType="application/json", **_encryption())
     # Only a complete run moves the watermark: objects of failed batches are converted again next run.
     watermark_updated = _update_watermark(plan_output) if complete else False
     if not complete:
@@ -754,8 +804,117 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "summary_s3_uri": f"s3://{bucket}/{summary_key}",
         "component_uris": component_uris,
         "component_records": {name: stats["converted"] for name, stats in sorted(components.items())},
+        "unattributed": unattributed,
+        "skipped": dict(sorted(skipped.items())),
         "watermark_updated": watermark_updated,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# check (threshold trigger)
+# ---------------------------------------------------------------------------------------------
+
+
+def _env_required(name: str) -> str:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        raise InvalidEventError(f"environment variable {name} is not set; the construct sets it (redeploy the stack)")
+    return value
+
+
+def _count_lines(chunks: Iterator[Any], limit: int) -> int:
+    """Lines (records) in an object's data, stopping once ``limit`` is reached. Unreadable data counts nothing."""
+    count = 0
+    tail = b""
+    for chunk in chunks:
+        if chunk.__class__ is core.UnreadableData:
+            return count
+        count += chunk.count(b"\n")
+        tail = chunk[-1:] if chunk else tail
+        if count >= limit:
+            return count
+    return count + (1 if tail and tail != b"\n" else 0)
+
+
+#: The check reads at most this many thresholds' worth of lines after the watermark.
+CHECK_MAX_STEPS = 10
+
+
+def _execution_name(watermark: str | None, step: int) -> str:
+    """``records-<watermark hash>-<step>``: one run per watermark and per ``min_new_records`` step of new lines.
+
+    A run that trains moves the watermark (a new name). A run that does not (records that do not convert,
+    e.g. unattributed ones) rolls the watermark back: the same name comes again and Step Functions refuses
+    it (names are unique for 90 days), so the next run waits until another ``min_new_records`` lines arrived.
+    """
+    digest = hashlib.sha256((watermark or "").encode("utf-8")).hexdigest()[:16]
+    return f"records-{digest}-{step}"  # 1-80 characters of [A-Za-z0-9-_]
+
+
+@metrics.log_metrics(raise_on_empty_metrics=False)
+@logger.inject_lambda_context(clear_state=True)
+def check(event: Any, context: Any) -> dict[str, Any]:
+    state_machine = _env_required("STATE_MACHINE_ARN")
+    parameter = _env_required("WATERMARK_PARAMETER")
+    bucket = _env_required("CAPTURE_BUCKET")
+    prefix = os.environ.get("CAPTURE_PREFIX", "").lstrip("/")
+    needed = _env_int("MIN_NEW_RECORDS", 1000)
+    cutoff = _now() - timedelta(seconds=_env_int("SETTLE_SECONDS", 900, 0))
+
+    running = _sfn().list_executions(stateMachineArn=state_machine, statusFilter="RUNNING", maxResults=1)
+    if running.get("executions"):
+        return {"started": False, "reason": "a run is in progress", "records_counted": 0, "objects_read": 0}
+
+    watermark = _read_watermark(parameter)
+    folders_after, legacy_after = _decode_watermark(watermark)
+    limit = needed * CHECK_MAX_STEPS
+    try:
+        folders = _capture_folders(bucket, prefix)
+        counted = objects = 0
+        paginator = _s3().get_paginator("list_objects_v2")
+        for folder in sorted(folders):
+            start_after = folders_after.get(folder) or legacy_after
+            params = {"Bucket": bucket, "Prefix": folder}
+            if start_after and start_after >= folder:
+                params["StartAfter"] = start_after
+            for page in paginator.paginate(**params):
+                for obj in page.get("Contents", []):
+                    key_time = _key_time(folder, obj["Key"])
+                    if key_time is None:
+                        continue
+                    if key_time > cutoff:
+                        break  # the rest of this folder is newer still (plan leaves it too)
+                    chunks = _object_chunks(bucket, obj["Key"], 1 << 20)
+                    if chunks is None:
+                        continue
+                    counted += _count_lines(chunks, limit - counted)
+                    chunks.close()  # type: ignore[union-attr]
+                    objects += 1
+                    if counted >= limit:
+                        break
+                else:
+                    continue
+                break
+            if counted >= limit:
+                break
+    except ClientError as error:
+        raise _access_error(error, f"Reading s3://{bucket}/{prefix}") from error
+    metrics.add_metric(name="NewCaptureRecordsCounted", unit=MetricUnit.Count, value=counted)
+    result: dict[str, Any] = {"records_counted": counted, "objects_read": objects}
+    if counted < needed:
+        return {**result, "started": False, "reason": f"{counted} new records, fewer than {needed}"}
+    name = _execution_name(watermark, min(counted // needed, CHECK_MAX_STEPS))
+    try:
+        started = _sfn().start_execution(stateMachineArn=state_machine, name=name, input="{}")
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
+            return {**result, "started": False, "execution_name": name,
+                    "reason": f"a run for these records was already started ({name}); the next starts after "
+                              f"another {needed} records arrive or the watermark moves"}
+        raise
+    logger.info("run started: enough new records", extra={"records": counted, "execution": name})
+    return {**result, "started": True, "reason": f"at least {needed} new records", "execution_name": name,
+            "execution_arn": started["executionArn"]}
 
 
 # ---------------------------------------------------------------------------------------------

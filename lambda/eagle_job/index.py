@@ -34,7 +34,9 @@ Both handlers are steps of a Step Functions state machine: build dataset -> ``st
   response (``OptimizationJobStatus``, ``FailureReason``, ``OptimizationStartTime``,
   ``OptimizationEndTime``, ``CreationTime``, ``LastModifiedTime``; other keys ignored).
   Returns the run record written to DynamoDB (``decision`` is "promoted" or "not_promoted", with
-  ``reason``).
+  ``reason``). ``output_listing`` is the raw listing of the job's output prefix (first 200 objects;
+  the S3 report has up to 1000) and ``results_unparsed`` is true for a completed job whose results
+  gave no numbers: such a run is never promoted, and the state machine publishes it to SNS.
 
   The parameter value is the plain S3 URI of the approved draft head
   (``s3://bucket/.../<job name>/draft/``), or ``none`` while no head is approved: CloudFormation
@@ -99,6 +101,9 @@ RETRY_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 8})
 MAX_RESULT_OBJECTS = 1000
 MAX_RESULT_FILE_BYTES = 10 * 1024 * 1024
 MAX_SUMMARY_BYTES_IN_RECORD = 32 * 1024
+MAX_LISTING_OBJECTS = 1000
+"""Objects of the job's output prefix listed into the report (the run record keeps the first 200)."""
+MAX_LISTING_IN_RECORD = 200
 
 
 @functools.cache
@@ -373,6 +378,23 @@ def _read_results(results_uri: str) -> core.ResultsSummary:
     return summary
 
 
+def _list_output(output_uri: str) -> tuple[list[dict[str, Any]], bool]:
+    """The raw listing of the job's output prefix (key relative to it, size, last modified), and whether it
+    was cut at ``MAX_LISTING_OBJECTS``. Kept in the run record because the output layout of optimization
+    jobs is not documented: whoever reads an unparsed run sees what the job actually wrote."""
+    bucket, prefix = core.parse_s3_uri(output_uri, what="output URI")
+    entries: list[dict[str, Any]] = []
+    paginator = _s3().get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            if len(entries) >= MAX_LISTING_OBJECTS:
+                return entries, True
+            modified = item.get("LastModified")
+            entries.append({"key": item["Key"][len(prefix):] or item["Key"], "size": int(item.get("Size", 0)),
+                            "last_modified": _iso(modified) if isinstance(modified, datetime) else None})
+    return entries, False
+
+
 def _prefix_has_objects(uri: str) -> bool:
     bucket, prefix = core.parse_s3_uri(uri, what="S3 URI")
     listing = _s3().list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
@@ -490,6 +512,8 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
         )
 
     results = _read_results(run.results_s3_uri) if status == "COMPLETED" else None
+    listing, listing_truncated = _list_output(run.output_s3_uri)
+    unparsed = status == "COMPLETED" and (results is None or results.status != "parsed" or results.speedup is None)
     decision = core.decide(
         status=status,
         failure_reason=job.FailureReason,
@@ -502,6 +526,15 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
     completed_at = _iso(ended)
     if decision.promote and not _prefix_has_objects(run.draft_model_s3_uri):
         decision = core.Decision(False, f"{decision.reason}, but no draft head objects under {run.draft_model_s3_uri}")
+    previous = _dynamodb().get_item(
+        TableName=table,
+        Key={"model_name": {"S": run.model_name}, "run_id": {"S": run.run_id}},
+        ConsistentRead=True,
+    ).get("Item")
+    head_before = _current_head(parameter) if decision.promote else None  # what a rollback returns to
+    if head_before is not None and head_before == run.draft_model_s3_uri:  # a retry after this run promoted
+        stored_before = (previous or {}).get("previous_head", {}).get("S")
+        head_before = None if stored_before in (None, NO_HEAD) else stored_before
     if decision.promote:
         assert results is not None and results.speedup is not None
         decision = _promote(
@@ -537,6 +570,10 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "results_s3_uri": run.results_s3_uri,
         "results_status": results.status if results else "not_read",
         "results_files": (results.files[:100] if results else []),
+        "results_unparsed": unparsed,
+        "output_listing": listing[:MAX_LISTING_IN_RECORD],
+        "output_listing_count": len(listing),
+        "output_listing_truncated": listing_truncated or len(listing) > MAX_LISTING_IN_RECORD,
         "throughput_metric": results.throughput_metric if results else None,
         "concurrency": results.concurrency if results else None,
         "base_throughput": results.base_throughput if results else None,
@@ -548,19 +585,16 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "decision": "promoted" if decision.promote else "not_promoted",
         "reason": decision.reason,
         "promotion_parameter": parameter,
+        "previous_head": (head_before or NO_HEAD) if decision.promote else None,
         "report_s3_uri": f"s3://{report_bucket}/{report_key}",
     }
 
-    previous = _dynamodb().get_item(
-        TableName=table,
-        Key={"model_name": {"S": run.model_name}, "run_id": {"S": run.run_id}},
-        ConsistentRead=True,
-    ).get("Item")
     serialized = _to_dynamo(item)
     repeated = previous is not None and _from_dynamo(previous) == _from_dynamo(serialized)
     _dynamodb().put_item(TableName=table, Item=serialized)
 
-    report = {**item, "dataset_summary": run.dataset_summary, "results": results_dict}
+    report = {**item, "dataset_summary": run.dataset_summary, "results": results_dict, "output_listing": listing,
+              "output_listing_truncated": listing_truncated}
     _s3().put_object(
         Bucket=report_bucket,
         Key=report_key,
@@ -574,6 +608,8 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
         metrics.add_dimension(name="ModelName", value=run.model_name)
         if results and results.speedup is not None:
             metrics.add_metric(name="EagleSpeedup", unit=MetricUnit.NoUnit, value=results.speedup)
+        if unparsed:  # the state machine also publishes these runs to the alarm topic
+            metrics.add_metric(name="EagleResultsUnparsed", unit=MetricUnit.Count, value=1)
         if status == "COMPLETED":
             metrics.add_metric(name="EagleJobSucceeded", unit=MetricUnit.Count, value=1)
         else:

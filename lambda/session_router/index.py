@@ -106,6 +106,8 @@ from botocore.exceptions import (
 )
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+import turn_log
+
 logger = Logger()
 metrics = Metrics()
 app = LambdaFunctionUrlResolver()
@@ -1008,6 +1010,7 @@ def invoke() -> Response:
         reply = _invoke(settings, component, body, None, request.content_type)
         _count("StatelessInvocations")
         logger.info("stateless turn completed")
+        turn_log.record_turn(component, request.body, reply.body)  # EAGLE source front_door; never raises
         return _json_response(200, {"conversation_id": None, "component": component, "body": reply.body})
 
     conversation_id = request.conversation_id
@@ -1043,6 +1046,7 @@ def invoke() -> Response:
         _count("SessionsReopened")
     _count("SessionTurns")
     logger.info("session turn completed", extra={"session_reopened": reopened})
+    turn_log.record_turn(record.component, request.body, reply.body)  # EAGLE source front_door; never raises
     headers = {"X-Session-Reopened": "true"} if reopened else None
     return _json_response(
         200,

@@ -95,6 +95,8 @@ def records(out: list[tuple[str, bytes]], component: str | None = None) -> list[
 
 
 def run(lines: list[bytes], **kwargs: Any) -> tuple[core.BatchConverter, list[tuple[str, bytes]]]:
+    """Convert ``lines`` as for an endpoint serving one component ("base") unless told otherwise."""
+    kwargs.setdefault("default_component", "base")
     converter = core.BatchConverter(**kwargs)
     data = b"\n".join(lines) + b"\n"
     out = list(converter.convert_lines(core.iter_bounded_lines([data], 1 << 20)))
@@ -171,14 +173,30 @@ def test_realistic_capture_file_has_exact_counts_and_chat_records():
         "blank_line": 1, "invalid_json_line": 1, "missing_capture_data": 1, "not_utf8": 1, "truncated_line": 1}
 
 
-def test_output_lines_are_compact_json_lines_exactly_as_json_dumps_writes_them():
-    _, out = run([capture(chat_request("Größe? 日本語 😀"), chat_response("大きい"), encoding="BASE64")])
+def test_orjson_path_is_what_the_function_runs_and_matches_the_fallback_record_by_record():
+    assert core.FAST_JSON_AVAILABLE and core.BatchConverter().fast  # orjson ships in the asset and in dev
+    lines = realistic_capture_file() + [
+        capture({"inputs": "big", "parameters": {"seed": 2 ** 80}}, [{"generated_text": "int past 64 bits"}]),
+        capture(chat_request("nan"), b'{"choices": [{"message": {"content": "x"}}], "score": NaN}', encoding="BASE64"),
+        b'\xef\xbb\xbf' + capture(chat_request("bom"), chat_response("b")),
+        capture(chat_request("x"), b'{"generated_text": "bad \\ud800 text"}'),
+    ]
+    fast, fast_out = run(lines, fast=True)
+    pure, pure_out = run(lines, fast=False)
+    assert fast_out == pure_out and fast.summary() == pure.summary()
+    assert len(fast_out) == fast.summary()["converted"] > 8
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["stdlib", "orjson"])
+def test_output_lines_are_compact_utf8_json_lines_exactly_as_json_dumps_writes_them(fast):
+    text = "Größe? 日本語 😀 \"quoted\" back\\slash \x00\x1f\x7f tab\t \u2028"
+    _, out = run([capture(chat_request(text), chat_response("大きい"), encoding="BASE64")], fast=fast)
     (component, line), = out
     assert component == "base"
-    assert line.endswith(b"\n") and line.count(b"\n") == 1 and line.isascii()
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
     record = json.loads(line)
-    assert line == (json.dumps(record, separators=(",", ":")) + "\n").encode()
-    assert record["messages"] == [{"role": "user", "content": "Größe? 日本語 😀"}, {"role": "assistant", "content": "大きい"}]
+    assert line == (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    assert record["messages"] == [{"role": "user", "content": text}, {"role": "assistant", "content": "大きい"}]
 
 
 def test_csv_encoded_plain_text_payloads_are_used_as_prompt_and_answer():
@@ -408,6 +426,91 @@ def test_gunzip_stream_round_trips_in_small_chunks():
     assert b"".join(core.iter_gunzip(chunks, out_chunk=1000)) == payload
 
 
+def test_unnamed_records_are_unattributed_without_a_default_component():
+    lines = [capture(chat_request("a"), chat_response("x")),
+             capture(chat_request("b"), chat_response("y"), component="sql-adapter"),
+             capture(chat_request("c"), chat_response("z"), component="")]
+    converter, out = run(lines, default_component=None)
+    summary = converter.summary()
+    assert [c for c, _ in out] == ["sql-adapter"]
+    assert summary["unattributed"] == 2 and summary["skipped"] == {"unattributed_component": 2}
+    assert summary["components"][core.UNATTRIBUTED] == {"records_in": 2, "converted": 0, "duplicates": 0,
+                                                       "skipped": {"unattributed_component": 2}}
+    assert_invariant(summary)
+    # a key that names the component attributes them
+    converter = core.BatchConverter()
+    got = list(converter.convert_lines(core.iter_bounded_lines([lines[0] + b"\n"], 1 << 20), path_component="from-key"))
+    assert [c for c, _ in got] == ["from-key"] and converter.summary()["unattributed"] == 0
+
+
+def _lines_of(data: bytes, chunk: int = 97) -> list[Any]:
+    chunks = [data[i:i + chunk] for i in range(0, len(data), chunk)]
+    return list(core.iter_bounded_lines(core.iter_object_data(chunks, out_chunk=50), 1 << 20))
+
+
+def test_every_member_of_a_multi_member_gzip_is_read():
+    members = [b"".join(capture(chat_request(f"{m}-{i}"), chat_response("y")) + b"\n" for i in range(30)) for m in range(3)]
+    data = b"".join(gzip.compress(member) for member in members) + b"\x00" * 16  # padding after the last one
+    for size in (1, 13, 4096, len(data)):
+        got = _lines_of(data, size)
+        assert got == b"".join(members).split(b"\n")[:-1], size
+    converter = core.BatchConverter(default_component="base")
+    out = list(converter.convert_lines(_lines_of(data)))
+    assert len(out) == 90 and converter.summary()["records_in"] == 90
+
+
+def test_compression_is_detected_from_the_bytes_not_the_key():
+    plain = b"".join(capture(chat_request(str(i)), chat_response("y")) + b"\n" for i in range(5))
+    assert core.detect_compression(gzip.compress(plain)) == "gzip" and core.detect_compression(plain) is None
+    assert _lines_of(plain) == _lines_of(gzip.compress(plain)) == plain.split(b"\n")[:-1]
+
+
+@pytest.mark.parametrize(
+    ("data", "reason", "converted"),
+    [
+        (gzip.compress(b"\n".join([b"{}"] * 3))[:-12], "corrupt_compressed_object", 0),      # cut off inside
+        (b"\x1f\x8b\x08\x00" + b"garbage that is not deflate data" * 4, "corrupt_compressed_object", 0),
+        (b"\x28\xb5\x2f\xfd" + b"\x00" * 40, "unsupported_compression", 0),                # zstd
+        (b"BZh91AY&SY" + b"\x00" * 40, "unsupported_compression", 0),                          # bzip2
+    ],
+)
+def test_corrupt_or_unsupported_compressed_objects_are_skipped_with_their_reason(data, reason, converted):
+    converter = core.BatchConverter(default_component="base")
+    out = list(converter.convert_lines(_lines_of(data)))
+    summary = converter.summary()
+    assert len(out) == converted and summary["skipped"] == {reason: 1} and summary["records_in"] == 1
+    assert_invariant(summary)
+
+
+def test_records_before_a_corrupt_gzip_tail_still_count_and_the_cut_line_is_dropped():
+    import random
+    rng = random.Random(7)  # text that does not compress to one tiny block
+    good = b"".join(capture(chat_request(f"{i} {rng.getrandbits(512):x}"), chat_response("y")) + b"\n" for i in range(400))
+    packed = gzip.compress(good)
+    data = packed[: len(packed) // 2] + b"\xff" * 64  # second half replaced by junk
+    converter = core.BatchConverter(default_component="base")
+    out = list(converter.convert_lines(_lines_of(data, 64)))
+    summary = converter.summary()
+    assert summary["skipped"] == {"corrupt_compressed_object": 1}  # no truncated_line for the cut record
+    assert summary["converted"] == len(out) > 0 and summary["records_in"] == len(out) + 1
+
+
+def test_return_full_text_false_keeps_a_response_that_starts_like_the_prompt():
+    prompt = "Repeat after me: hello"
+    answer = "Repeat after me: hello. Sure!"   # the model's words happen to start with the prompt
+    lines = [
+        capture({"inputs": prompt, "parameters": {"return_full_text": False}}, [{"generated_text": answer}]),
+        capture({"inputs": prompt + " ", "return_full_text": False}, {"generated_text": prompt + " again"}),
+        capture({"inputs": prompt + "!", "parameters": {"return_full_text": True}}, [{"generated_text": prompt + "! world"}]),
+        capture({"inputs": prompt + "?", "parameters": {"return_full_text": True}}, [{"generated_text": prompt + "?"}]),
+        capture({"inputs": prompt + ".."}, [{"generated_text": prompt + ".. guessed echo"}]),  # unsaid: trimmed
+    ]
+    converter, out = run(lines)
+    got = [r["messages"][-1]["content"] for r in records(out)]
+    assert got == [answer, prompt + " again", " world", " guessed echo"]
+    assert converter.summary()["skipped"] == {"empty_response": 1}  # full text that is only the prompt
+
+
 def test_json_array_stream_for_every_chunk_boundary():
     value = [{"Output": json.dumps({"a": "ü" * 3, "n": i})} for i in range(5)] + [[1, 2], "s", 3]
     data = ("  " + json.dumps(value, ensure_ascii=False, indent=1) + "\n").encode()
@@ -468,8 +571,11 @@ def aws():
 
 @pytest.fixture
 def handler(aws, load_handler, monkeypatch):
+    """The dataset functions of an endpoint serving one component: unnamed records are "base"'s.
+    (Tests of endpoints with adapters unset UNNAMED_RECORDS_COMPONENT, as the construct leaves it.)"""
     mod = load_handler("eagle_dataset")
     monkeypatch.setattr(mod, "_now", lambda: NOW)
+    monkeypatch.setenv("UNNAMED_RECORDS_COMPONENT", "base")
     return mod
 
 
@@ -594,6 +700,44 @@ def test_end_to_end_plan_convert_finalize(aws, handler, lambda_context):
     later = handler.plan(plan_event(run_id="run-2", settle_seconds=0), lambda_context)
     assert read_json(s3, OUT, later["manifest_key"]) == [{"key": f"{EP}/2026/11/30/11/55-00-004-ddd.jsonl"}]
     assert later["previous_watermark"] == plan_out["new_watermark"]
+
+
+def test_mislabelled_and_corrupt_objects_never_fail_a_batch_or_freeze_the_watermark(aws, handler, lambda_context):
+    s3, ssm = aws
+    line = capture(chat_request("plain under .gz"), chat_response("1"))
+    s3.put_object(Bucket=CAPTURE, Key=f"{EP}/2026/11/30/09/00-00-001-a.jsonl.gz", Body=line + b"\n")  # not gzip
+    s3.put_object(Bucket=CAPTURE, Key=f"{EP}/2026/11/30/09/01-00-002-b.jsonl",  # gzip, two members, no suffix
+                  Body=gzip.compress(capture(chat_request("m1"), chat_response("2")) + b"\n")
+                  + gzip.compress(capture(chat_request("m2"), chat_response("3")) + b"\n"))
+    s3.put_object(Bucket=CAPTURE, Key=f"{EP}/2026/11/30/09/02-00-003-c.jsonl.gz", Body=b"\x1f\x8b\x08\x00broken")
+    s3.put_object(Bucket=CAPTURE, Key=f"{EP}/2026/11/30/09/03-00-004-d.jsonl.zst", Body=b"\x28\xb5\x2f\xfd" + b"\x00" * 9)
+    plan_out = handler.plan(plan_event(), lambda_context)
+    assert plan_out["object_count"] == 4
+    results = simulate_distributed_map(s3, handler, plan_out, lambda_context, batch_size=4)
+    out = handler.finalize({"plan": plan_out, "results": results}, lambda_context)
+    assert (out["records"], out["complete"], out["watermark_updated"]) == (3, True, True)
+    assert out["skipped"] == {"corrupt_compressed_object": 1, "unsupported_compression": 1}
+    summary = read_json(s3, OUT, out["summary_key"])
+    assert (summary["records_in"], summary["converted"], summary["objects"]) == (5, 3, 4)
+    stored = json.loads(ssm.get_parameter(Name=PARAM)["Parameter"]["Value"])
+    assert stored == {"v": 1, "after": {f"{EP}/": "2026/11/30/09/03-00-004-d.jsonl.zst"}}
+
+
+def test_every_dataset_object_is_written_under_the_named_key(aws, handler, lambda_context, monkeypatch):
+    import boto3
+
+    s3, _ = aws
+    key_arn = boto3.client("kms", region_name="us-east-1").create_key()["KeyMetadata"]["Arn"]
+    monkeypatch.setenv("DATASET_KMS_KEY_ARN", key_arn)
+    seed_capture(s3)
+    plan_out = handler.plan(plan_event(), lambda_context)
+    results = simulate_distributed_map(s3, handler, plan_out, lambda_context)
+    handler.finalize({"plan": plan_out, "results": results}, lambda_context)
+    written = [o["Key"] for o in s3.list_objects_v2(Bucket=OUT, Prefix="eagle/datasets/run-1/")["Contents"]]
+    assert len(written) >= 5  # plan, shards, manifests, summary
+    for key in written:
+        head = s3.head_object(Bucket=OUT, Key=key)
+        assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms", key_arn), key
 
 
 def test_finalize_reads_compact_results_and_jsonl_result_files(aws, handler, lambda_context):
@@ -808,14 +952,29 @@ def test_finalize_for_another_target_component(aws, handler, lambda_context, mon
     assert missing["empty"] is True and "set target_component to one of ['base', 'sql-adapter']" in missing["reason"]
 
 
-def test_finalize_uses_base_records_when_captures_name_no_component(aws, handler, lambda_context):
+def test_records_naming_no_component_never_train_a_component(aws, handler, lambda_context, monkeypatch):
+    """Endpoint with adapters (UNNAMED_RECORDS_COMPONENT unset): unnamed records are counted apart."""
+    monkeypatch.delenv("UNNAMED_RECORDS_COMPONENT")
     s3, _ = aws
-    put_capture(s3, f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl", [capture(chat_request("q"), chat_response("a"))])
+    put_capture(s3, f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl", [
+        capture(chat_request("q"), chat_response("a")),                              # names nothing
+        capture(chat_request("q2"), chat_response("b")),                             # names nothing
+        capture(chat_request("q3"), chat_response("c"), component="qwen3-32b-ic"),   # named: used
+        capture(chat_request("sql"), chat_response("d"), component="sql-adapter"),   # named: its own
+    ])
     plan_out = handler.plan(plan_event(), lambda_context)
-    results = simulate_distributed_map(s3, handler, plan_out, lambda_context)
+    results = simulate_distributed_map(s3, handler, plan_out, lambda_context, capture_prefix=None)
     out = handler.finalize({"plan": plan_out, "results": results, "target_component": "qwen3-32b-ic"}, lambda_context)
-    assert (out["component"], out["requested_component"], out["records"]) == ("base", "qwen3-32b-ic", 1)
-    assert out["training_data_s3_uri"].endswith("/data/base/")
+    assert (out["component"], out["requested_component"], out["records"]) == ("qwen3-32b-ic", "qwen3-32b-ic", 1)
+    assert out["unattributed"] == 2 and out["skipped"] == {"unattributed_component": 2}
+    assert out["component_records"] == {"_unattributed": 0, "qwen3-32b-ic": 1, "sql-adapter": 1}
+    assert "_unattributed" not in out["component_uris"]  # nothing of theirs is written anywhere
+    summary = read_json(s3, OUT, out["summary_key"])
+    assert summary["unattributed"] == 2 and summary["records_in"] == 4 and summary["converted"] == 2
+    assert summary["components"]["_unattributed"]["skipped"] == {"unattributed_component": 2}
+    only_unnamed = handler.finalize({"plan": plan_out, "results": results, "target_component": "other-ic"},
+                                    lambda_context)
+    assert only_unnamed["empty"] is True and "2 records named no inference component" in only_unnamed["reason"]
 
 
 @pytest.mark.parametrize(
@@ -919,3 +1078,106 @@ def test_validate_manifest_file(aws, handler, lambda_context):
     s3.put_object(Bucket=OUT, Key="m/bad.manifest", Body=b'{"not": "a list"}')
     with pytest.raises(handler.DatasetFormatError, match="not a SageMaker manifest file"):
         handler.validate_user_dataset({"s3_uri": "s3://output-bucket/m/bad.manifest", "s3_data_type": "ManifestFile"}, lambda_context)
+
+
+# ---------------------------------------------------------------------------------------------
+# check: start a run once enough new records arrived
+# ---------------------------------------------------------------------------------------------
+
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:QwenEagle"
+
+
+@pytest.fixture
+def checker(aws, handler, monkeypatch):
+    from support.aws_model import assert_valid_request
+
+    monkeypatch.setenv("STATE_MACHINE_ARN", MACHINE)
+    monkeypatch.setenv("WATERMARK_PARAMETER", PARAM)
+    monkeypatch.setenv("CAPTURE_BUCKET", CAPTURE)
+    monkeypatch.setenv("CAPTURE_PREFIX", "datacapture/")
+    monkeypatch.setenv("MIN_NEW_RECORDS", "3")
+    client = handler._sfn()
+    stubber = Stubber(client)
+
+    def expect(operation: str, params: dict[str, Any], response: dict[str, Any] | None = None,
+               error: str | None = None) -> None:
+        assert_valid_request("stepfunctions", client.meta.method_to_api_mapping[operation], params)
+        if error:
+            stubber.add_client_error(operation, service_error_code=error, expected_params=params)
+        else:
+            stubber.add_response(operation, response or {}, params)
+
+    with stubber:
+        yield expect, stubber
+
+
+def _no_run_in_progress(expect) -> None:
+    expect("list_executions", {"stateMachineArn": MACHINE, "statusFilter": "RUNNING", "maxResults": 1},
+           {"executions": []})
+
+
+def test_check_starts_a_run_once_enough_new_records_arrived(aws, handler, checker, lambda_context):
+    s3, ssm = aws
+    expect, stubber = checker
+    seed_capture(s3)  # 2 + 2 + 2 settled lines after an empty watermark (and a too-new object)
+    _no_run_in_progress(expect)
+    name = handler._execution_name(None, 2)
+    expect("start_execution", {"stateMachineArn": MACHINE, "name": name, "input": "{}"},
+           {"executionArn": f"{MACHINE.replace(':stateMachine:', ':execution:')}:{name}",
+            "startDate": datetime(2026, 11, 30, 12, tzinfo=timezone.utc)})
+    out = handler.check({}, lambda_context)
+    stubber.assert_no_pending_responses()
+    assert out["started"] is True and out["execution_name"] == name and out["records_counted"] == 7
+    assert out["objects_read"] == 3  # the gzip object's lines count too (read from its bytes)
+
+
+def test_check_waits_below_the_threshold_and_counts_only_after_the_watermark(aws, handler, checker, lambda_context,
+                                                                             monkeypatch):
+    s3, ssm = aws
+    expect, stubber = checker
+    seed_capture(s3)
+    ssm.put_parameter(Name=PARAM, Type="String", Overwrite=True,
+                      Value=json.dumps({"v": 1, "after": {f"{EP}/": "2026/11/30/09/35-10-002-bbb.jsonl"}}))
+    _no_run_in_progress(expect)
+    out = handler.check({}, lambda_context)
+    stubber.assert_no_pending_responses()  # nothing started
+    assert (out["started"], out["records_counted"], out["objects_read"]) == (False, 2, 1)
+    assert out["reason"] == "2 new records, fewer than 3"
+
+
+def test_check_never_starts_while_a_run_is_in_progress(aws, handler, checker, lambda_context):
+    s3, _ = aws
+    expect, stubber = checker
+    seed_capture(s3)
+    expect("list_executions", {"stateMachineArn": MACHINE, "statusFilter": "RUNNING", "maxResults": 1},
+           {"executions": [{"executionArn": f"{MACHINE}:e1", "stateMachineArn": MACHINE, "name": "e1",
+                            "status": "RUNNING", "startDate": datetime(2026, 11, 30, 11, tzinfo=timezone.utc)}]})
+    out = handler.check({}, lambda_context)
+    assert out == {"started": False, "reason": "a run is in progress", "records_counted": 0, "objects_read": 0}
+
+
+def test_check_does_not_restart_a_run_for_the_same_records(aws, handler, checker, lambda_context):
+    s3, _ = aws
+    expect, stubber = checker
+    seed_capture(s3)
+    _no_run_in_progress(expect)
+    name = handler._execution_name(None, 2)
+    expect("start_execution", {"stateMachineArn": MACHINE, "name": name, "input": "{}"}, error="ExecutionAlreadyExists")
+    out = handler.check({}, lambda_context)
+    assert out["started"] is False and "already started" in out["reason"] and out["execution_name"] == name
+
+
+def test_check_execution_names_are_valid_and_step_with_new_records():
+    import re as regex
+
+    from conftest import load_handler_module
+
+    mod = load_handler_module("eagle_dataset")
+    names = {mod._execution_name(w, step) for w in (None, '{"v":1,"after":{}}', "x" * 4096) for step in (1, 2, 10)}
+    assert len(names) == 9 and all(regex.fullmatch(r"[A-Za-z0-9_-]{1,80}", n) for n in names)
+
+
+def test_check_needs_its_environment(handler, lambda_context, monkeypatch):
+    monkeypatch.delenv("STATE_MACHINE_ARN", raising=False)
+    with pytest.raises(handler.InvalidEventError, match="STATE_MACHINE_ARN is not set"):
+        handler.check({}, lambda_context)

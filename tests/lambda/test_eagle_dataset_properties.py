@@ -101,7 +101,7 @@ def check(converter: Any, out: list[tuple[str, bytes]], fed: int) -> None:
 @SETTINGS
 @given(st.lists(st.binary(max_size=300), max_size=30))
 def test_arbitrary_byte_lines_never_raise(lines):
-    converter = core.BatchConverter()
+    converter = core.BatchConverter(default_component="base")
     out = list(converter.convert_lines(iter(lines)))
     check(converter, out, len(lines))
 
@@ -109,7 +109,7 @@ def test_arbitrary_byte_lines_never_raise(lines):
 @SETTINGS
 @given(st.lists(capture_lines(), max_size=20), st.integers(1, 4), st.integers(1, 50))
 def test_capture_like_lines_keep_the_invariant_and_write_only_chat_records(lines, max_components, dedup):
-    converter = core.BatchConverter(max_components=max_components, dedup_max_entries=dedup)
+    converter = core.BatchConverter(default_component="base", max_components=max_components, dedup_max_entries=dedup)
     out = list(converter.convert_lines(iter(lines + lines)))  # every line twice: second copies are duplicates
     check(converter, out, 2 * len(lines))
     if not converter.dedup_saturated:
@@ -126,10 +126,35 @@ def test_chunking_does_not_change_the_result(lines, data):
         size = sizes[index % len(sizes)]
         chunks.append(blob[position:position + size])
         position, index = position + size, index + 1
-    whole, pieces = core.BatchConverter(), core.BatchConverter()
+    whole, pieces = core.BatchConverter(default_component="base"), core.BatchConverter(default_component="base")
     expected = list(whole.convert_lines(core.iter_bounded_lines([blob], 1 << 20)))
     assert list(pieces.convert_lines(core.iter_bounded_lines(chunks, 1 << 20))) == expected
     assert pieces.summary() == whole.summary()
+
+
+@SETTINGS
+@given(st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= \n-_*é", max_size=24))
+def test_pybase64_accepts_only_what_binascii_strict_mode_accepts_with_the_same_bytes(text):
+    """The fast path decodes with pybase64 and falls back to binascii when it refuses: never a different result."""
+    import binascii
+
+    import pybase64
+
+    try:
+        fast = pybase64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return
+    assert binascii.a2b_base64(text, strict_mode=True) == fast
+
+
+@SETTINGS
+@given(st.lists(st.one_of(capture_lines(), st.binary(max_size=200)), max_size=25), st.sampled_from([None, "base"]))
+def test_orjson_and_standard_library_paths_write_the_same_records(lines, default_component):
+    """The shipped fast path (orjson) and the fallback (json) agree record by record, and on every count."""
+    fast = core.BatchConverter(fast=True, default_component=default_component)
+    pure = core.BatchConverter(fast=False, default_component=default_component)
+    assert list(fast.convert_lines(iter(lines + lines))) == list(pure.convert_lines(iter(lines + lines)))
+    assert fast.summary() == pure.summary()
 
 
 @SETTINGS

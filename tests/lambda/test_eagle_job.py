@@ -736,6 +736,20 @@ def test_record_promotes_above_threshold(recorder, aws_record, lambda_context, c
     assert "EagleJobFailed" not in emf
 
 
+def test_promoting_runs_record_the_head_a_rollback_returns_to(recorder, aws_record, lambda_context):
+    first = run_event("run-1", ended="2026-11-30T14:00:00Z")
+    put_outputs(aws_record["s3"], first, speed_results(100.0, 250.0))
+    assert recorder.record(first, lambda_context)["previous_head"] == "none"
+    second = run_event("run-2", ended="2026-12-01T14:00:00Z")
+    put_outputs(aws_record["s3"], second, speed_results(100.0, 300.0))
+    result = recorder.record(second, lambda_context)
+    assert result["decision"] == "promoted" and result["previous_head"] == first["draft_model_s3_uri"]
+    assert stored(aws_record, "run-2")["previous_head"] == first["draft_model_s3_uri"]
+    below = run_event("run-3", ended="2026-12-02T14:00:00Z")
+    put_outputs(aws_record["s3"], below, speed_results(100.0, 110.0))
+    assert recorder.record(below, lambda_context)["previous_head"] is None  # nothing promoted, nothing to return to
+
+
 def test_record_keeps_parameter_below_threshold(recorder, aws_record, lambda_context, capsys):
     event = run_event()
     put_outputs(aws_record["s3"], event, speed_results(100.0, 120.0))
@@ -774,6 +788,36 @@ def test_record_unparsed_results(recorder, aws_record, lambda_context, capsys):
     assert aws_record["ssm"].get_parameter(Name=PARAMETER)["Parameter"]["Value"] == PLACEHOLDER
     [emf] = emitted_metrics(capsys)
     assert "EagleSpeedup" not in emf and emf["EagleJobSucceeded"] == 1.0
+    assert emf["EagleResultsUnparsed"] == 1.0
+    # the raw listing of everything the job wrote is kept beside the verdict
+    assert result["results_unparsed"] is True
+    assert [(e["key"], e["size"]) for e in result["output_listing"]] == [
+        ("draft/config.json", 2), ("draft/model.safetensors", 7), ("results/summary.csv", 8),
+        ("results/training_metrics.json", 40)]
+    assert all(e["last_modified"].endswith("Z") for e in result["output_listing"])
+    assert (result["output_listing_count"], result["output_listing_truncated"]) == (4, False)
+    item = stored(aws_record, "run-1")
+    assert item["output_listing"] == result["output_listing"] and item["results_unparsed"] is True
+    report = json.loads(
+        aws_record["s3"].get_object(Bucket=REPORT_BUCKET, Key="eagle/qwen3-32b/run-1.json")["Body"].read())
+    assert [e["key"] for e in report["output_listing"]] == [e["key"] for e in result["output_listing"]]
+
+
+def test_record_parsed_results_are_not_flagged_and_the_listing_is_bounded(recorder, aws_record, lambda_context,
+                                                                           capsys, monkeypatch):
+    monkeypatch.setattr(recorder, "MAX_LISTING_OBJECTS", 3)
+    event = run_event()
+    put_outputs(aws_record["s3"], event, speed_results(100.0, 250.0))
+    result = recorder.record(event, lambda_context)
+    assert result["results_unparsed"] is False and result["decision"] == "promoted"
+    assert (result["output_listing_count"], result["output_listing_truncated"]) == (3, True)
+    [emf] = emitted_metrics(capsys)
+    assert "EagleResultsUnparsed" not in emf
+
+
+def test_failed_job_is_not_flagged_as_unparsed(recorder, aws_record, lambda_context, capsys):
+    result = recorder.record(run_event(status="FAILED", FailureReason="x"), lambda_context)
+    assert result["results_unparsed"] is False and result["output_listing"] == []
 
 
 def test_record_without_draft_head_does_not_promote(recorder, aws_record, lambda_context):

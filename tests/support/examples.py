@@ -104,7 +104,13 @@ def same_files(asset: Path, folder: Path) -> bool:
     if not folder.is_dir():
         return False
     names = sorted(p.name for p in folder.iterdir() if p.name != "__pycache__" and not p.name.endswith(".pyc"))
-    if sorted(p.name for p in asset.iterdir() if p.name not in PACKAGED_DATA) != names:
+    extra = sorted(p.name for p in asset.iterdir() if p.name not in names and p.name not in PACKAGED_DATA)
+    if not set(names) <= {p.name for p in asset.iterdir()}:
+        return False
+    # A folder with a requirements.txt ships those packages next to its code (sagemaker_llm_cdk.bundling):
+    # the asset may hold more, but only installed package folders (and their .dist-info).
+    if extra and not ((folder / "requirements.txt").is_file() and all((asset / name).is_dir() for name in extra)
+                      and any(name.endswith(".dist-info") for name in extra)):
         return False
     match, mismatch, errors = filecmp.cmpfiles(asset, folder, names, shallow=False)
     return not mismatch and not errors
