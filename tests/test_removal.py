@@ -78,6 +78,7 @@ def test_the_synth_note_says_what_stays(built):
         for part in ("1 x DynamoDB table", "4 x KMS key", "4 x S3 bucket", "15 x log group"):
             assert part in keeps
         assert "set removal: destroy for non-production" in note
+        assert "deletes 1 x DynamoDB table (made to be deleted" in note and "emptied" not in note
     else:
         assert "deletes 2 x DynamoDB table, 4 x KMS key, 4 x S3 bucket, 15 x log group" in note
         assert f"keys scheduled for deletion in {KEY_PENDING_DAYS} days" in note

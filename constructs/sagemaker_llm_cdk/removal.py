@@ -124,7 +124,8 @@ def removal_note(scope: IConstruct) -> str:
                             if mode == "retain" else ""))
         if gone:
             lines.append(f"{head} deletes " + ", ".join(f"{n} x {what}" for what, n in sorted(gone.items()))
-                         + f" (buckets emptied first; keys scheduled for deletion in {KEY_PENDING_DAYS} days)")
+                         + (f" (buckets emptied first; keys scheduled for deletion in {KEY_PENDING_DAYS} days)"
+                            if mode == "destroy" else " (made to be deleted: e.g. the front door's session table)"))
         lines.append(f"{stack.node.path}: SageMaker's own log groups (/aws/sagemaker/...) and job records are never "
                      "part of the stack and stay.")
     return "\n".join(lines)
