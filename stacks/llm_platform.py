@@ -56,6 +56,7 @@ class LlmPlatformStack(Stack):
             self.capacity = Stack(scope, f"{id}Capacity", env=kwargs.get("env"),
                                   description=f"Capacity plans of {id}: bought only with -c purchase=<plan name> "
                                               "(sagemaker-llm-cdk)")
+            set_removal(self.capacity, config.removal)  # its log groups and keys follow; a bought plan never goes
             for key, value in config.tags.items():
                 Tags.of(self.capacity).add(key, value)
             topic = encrypted_alarm_topic(self.capacity, "AlarmTopic", description=f"capacity plan alarms of {id}")

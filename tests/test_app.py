@@ -59,7 +59,7 @@ def test_default_endpoint_as_promised(synthesized):
     assert config["Properties"]["DataCaptureConfig"]["EnableCapture"] is True
     bases = [c for c in template.find_resources("AWS::SageMaker::InferenceComponent").values()
              if "BaseInferenceComponentName" not in c["Properties"]["Specification"]]
-    assert sorted(c["Properties"]["InferenceComponentName"] for c in bases) == ["qwen3-32b", "qwen3-32b-lora"]
+    assert sorted(c["Properties"]["InferenceComponentName"] for c in bases) == ["SageMakerLlm-qwen3-32b", "SageMakerLlm-qwen3-32b-lora"]
     for component in bases:
         assert component["Properties"]["Specification"]["DataCacheConfig"] == {"EnableCaching": True}
     targets = template.find_resources("AWS::ApplicationAutoScaling::ScalableTarget")

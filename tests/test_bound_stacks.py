@@ -67,7 +67,7 @@ def _capacity_plan(app: App, env: Environment | None) -> None:
     plan = CapacityPlan(stack, "Plan", spec={
         "name": "chat-p5e", "instance_type": "ml.p5e.48xlarge", "instance_count": 2, "duration_days": 30,
         "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc), "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
-        "max_upfront_fee_usd": Decimal("150000"), "purchase_acknowledged": True})
+        "max_upfront_fee_usd": Decimal("150000")})
     endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge", capacity_plan=plan,
                            scaling=InstanceScaling(min_instances=1, max_instances=2))
     endpoint.add_model("Qwen", ModelSpec(name="qwen3-32b", model_data_s3_uri="s3://my-weights/qwen3-32b/",

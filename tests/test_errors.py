@@ -74,7 +74,7 @@ def test_every_problem_comes_in_one_round_even_when_fields_fail():
         "endpoints[0].models[1].accelerators",
         "endpoints[0].capacity_plan",
     ], lines
-    assert "endpoints[0].capacity_plan: got 'nope'; allowed: the name of a plan in capacity_plans: chat-p5e-2027q1" in lines[-1]
+    assert "endpoints[0].capacity_plan: got 'nope'; allowed: the name of a plan in capacity_plans: none declared" in lines[-1]
 
 
 def test_a_failed_field_does_not_invent_problems_from_its_default():
@@ -101,8 +101,8 @@ def test_a_failed_field_does_not_invent_problems_from_its_default():
      "endpoints[0].models[0].eagle.dataset.source: got 'capture'; allowed: s3 or builtin while the endpoint's "
      "data_capture is off (enabled: false)"),
     (lambda d: d["endpoints"][0]["models"][0]["eagle"].update(use_capacity_plan=True, job_instance_type="ml.g6e.12xlarge"),
-     "endpoints[0].models[0].eagle.use_capacity_plan: got True; allowed: a plan for ml.g6e.12xlarge, the job's "
-     "instance type (the plan is for ml.p5e.48xlarge)"),
+     "endpoints[0].models[0].eagle.use_capacity_plan: got True; allowed: false: a capacity plan bought for endpoints "
+     "(target endpoint) cannot be given to an optimization job"),
 ])
 def test_rules_the_stack_would_find_are_found_in_the_config(change, expected):
     lines = _lines(_config(change))
@@ -113,7 +113,7 @@ def test_an_endpoint_type_that_cannot_run_optimization_jobs_needs_a_job_instance
     def change(data):
         data["capacity_plans"] = []
         chat = data["endpoints"][0]
-        chat.pop("capacity_plan")
+        chat.pop("capacity_plan", None)
         chat["instance_type"] = "ml.c5.2xlarge"
         chat["models"] = [chat["models"][0]]
         chat["models"][0].update(accelerators=1)

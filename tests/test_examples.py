@@ -23,6 +23,7 @@ from support.examples import (
     feature_flag_report,
     missing_exports,
     pending_reason,
+    synthesize,
     synthesize_with_cli,
 )
 

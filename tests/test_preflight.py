@@ -17,7 +17,7 @@ from aws_cdk import App, Stack
 from botocore.exceptions import NoCredentialsError
 from botocore.stub import Stubber
 
-from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, parse_config, run_preflight
+from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec, parse_config, run_preflight
 from sagemaker_llm_cdk import preflight, regions
 from sagemaker_llm_cdk.functions import POWERTOOLS_LAYER_VERSION
 from sagemaker_llm_cdk.preflight import AwsClients, Finding, endpoint_instance_types, update_policy
@@ -46,7 +46,7 @@ def config(*, endpoints: list[dict[str, Any]] | None = None, **top: Any):
 
 def reserve_plan(**overrides: Any) -> dict[str, Any]:
     plan = {"name": "chat-p5e", "instance_type": "ml.p5e.48xlarge", "instance_count": 4, "duration_days": 30,
-            "max_upfront_fee_usd": 150000, "purchase_acknowledged": True}
+            "max_upfront_fee_usd": 150000}
     plan.update(overrides)
     return plan
 
@@ -112,14 +112,18 @@ def test_without_region_lists_the_regions_that_lack_a_type(templates):
     assert "missing in 21 region(s)" in ic.what and "us-west-1" in ic.what and "cn-north-1" in ic.what
 
 
-def test_china_needs_other_image_and_layer_accounts(templates):
+def test_china_from_templates_whose_accounts_come_from_region_mappings(templates):
+    """The constructs take the image and layer accounts from per-region mappings (Fn::FindInMap), so the
+    synthesized template names no account preflight could judge: it says so, and still blocks the region
+    for the resource types it lacks."""
     findings = offline(config(), region="cn-north-1", templates=templates)
-    (image,) = of(findings, "image.account", "blocker")
-    assert "763104351884.dkr.ecr.cn-north-1.amazonaws.com.cn/djl-inference" in image.what
-    assert image.fix.startswith("set image to 727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/djl-inference:")
-    (layer,) = of(findings, "layer.account", "blocker")
-    assert layer.what.startswith(f"Powertools layer arn:aws-cn:lambda:cn-north-1:017000801446:layer:{LAYER} names account")
+    (image,) = of(findings, "image.account", "info")
+    assert image.what.endswith("image URI depends on template values preflight cannot resolve")
+    (layer,) = of(findings, "layer.account", "info")
+    assert "layer ARN depends on template values" in layer.what
     assert of(findings, "region.partition")[0].what == "cn-north-1 is in partition aws-cn"
+    (types,) = of(findings, "region.resource-types", "blocker")
+    assert types.what.startswith("AWS::SageMaker::InferenceComponent is not available in cn-north-1")
 
 
 def test_opt_in_region_image_account_from_the_config_alone():
@@ -146,11 +150,11 @@ def test_unknown_region_and_region_other_than_the_target():
 
 
 def test_eagle_job_on_a_type_optimization_jobs_do_not_offer():
-    cfg = config(endpoints=[endpoint(instance_type="ml.c5.xlarge", models=[{
-        "name": "m", "model_data_s3_uri": "s3://my-weights/m/", "architecture": "Qwen3ForCausalLM", "eagle": {}}])])
-    (found,) = of(offline(cfg), "instance-type.eagle-job", "blocker")
-    assert found.what == "the EAGLE job would run on ml.c5.xlarge, not offered for optimization jobs"
-    assert found.subject == "endpoints[0].models[0].eagle"
+    """The config itself refuses it now (one round of config errors), before preflight runs."""
+    with pytest.raises(ConfigurationError, match=r"endpoints\[0\]\.models\[0\]\.eagle\.job_instance_type: got 'ml\.c5\.xlarge'; "
+                                                 r"allowed: an instance type SageMaker accepts for optimization jobs"):
+        config(endpoints=[endpoint(instance_type="ml.c5.xlarge", models=[{
+            "name": "m", "model_data_s3_uri": "s3://my-weights/m/", "architecture": "Qwen3ForCausalLM", "eagle": {}}])])
 
 
 def test_endpoint_config_instance_types_from_templates():
@@ -424,7 +428,7 @@ def test_live_missing_data_quota_and_layer_are_blockers():
     names(stubs, "qwen3-8b", "sql", taken=("sql",))
     quotas(stubs, [], defaults=[("ml.g6e.12xlarge for endpoint usage", 0)])
     cfg = config(endpoints=[endpoint(models=[{
-        "name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b.tar.gz", "lora": {},
+        "name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b.tar.gz", "lora": {"max_rank": 16},
         "adapters": [{"name": "sql", "artifact_s3_uri": "s3://my-adapters/sql.tar.gz"}]}])])
     stubs.error("s3", "HeadObject", {"Bucket": "my-weights", "Key": "qwen3-8b.tar.gz"}, "404", 404)
     stubs.error("s3", "HeadObject", {"Bucket": "my-adapters", "Key": "sql.tar.gz"}, "403", 403)

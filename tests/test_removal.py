@@ -63,24 +63,32 @@ def test_destroy_empties_buckets_and_schedules_keys_and_retain_does_neither(buil
         assert [k["Properties"]["PendingWindowInDays"] for k in keys] == [KEY_PENDING_DAYS] * len(keys)
 
 
-def test_a_bought_capacity_plan_is_never_deleted(built):
-    _, resources, _ = built
+@pytest.mark.parametrize("removal", ["retain", "destroy"])
+def test_a_bought_capacity_plan_is_never_deleted(removal):
+    """The purchase lives in the capacity stack of the reserved-capacity example; no removal mode deletes it."""
+    config = load_config(ROOT / "config" / "examples" / "reserved-capacity.yaml").model_copy(update={"removal": removal})
+    app = App(context=json.loads((ROOT / "cdk.json").read_text())["context"])
+    stack = LlmPlatformStack(app, "SageMakerLlm", config=config, config_dir=ROOT / "config" / "examples")
+    assert stack.capacity is not None
+    resources = Template.from_stack(stack.capacity).to_json()["Resources"]
     (plan,) = of_type(resources, "Custom::SageMakerCapacityPlan")
     assert plan["DeletionPolicy"] == "Retain" and plan["UpdateReplacePolicy"] == "Retain"
+    note = removal_note(app)
+    assert "SageMakerLlmCapacity (removal: " + removal + "): cdk destroy keeps 1 x capacity plan (prepaid, never deleted)" in note
 
 
 def test_the_synth_note_says_what_stays(built):
     removal, _, note = built
-    assert "1 x capacity plan (prepaid, never deleted)" in note
+    assert "capacity plan" not in note  # the default config buys nothing
     assert "SageMaker's own log groups (/aws/sagemaker/...)" in note
     if removal == "retain":
         (keeps,) = [line for line in note.splitlines() if " keeps " in line]
-        for part in ("1 x DynamoDB table", "4 x KMS key", "4 x S3 bucket", "15 x log group"):
+        for part in ("1 x DynamoDB table", "4 x KMS key", "4 x S3 bucket", "12 x log group"):
             assert part in keeps
         assert "set removal: destroy for non-production" in note
         assert "deletes 1 x DynamoDB table (made to be deleted" in note and "emptied" not in note
     else:
-        assert "deletes 2 x DynamoDB table, 4 x KMS key, 4 x S3 bucket, 15 x log group" in note
+        assert "deletes 2 x DynamoDB table, 4 x KMS key, 4 x S3 bucket, 12 x log group" in note
         assert f"keys scheduled for deletion in {KEY_PENDING_DAYS} days" in note
 
 

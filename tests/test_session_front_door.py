@@ -306,7 +306,7 @@ def test_grant_stream_with_many_components_is_one_acknowledged_pattern(env):
     app = App()
     stack = Stack(app, "ManyStream", env=env)
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
+    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
                                   components=_many_ducks(stack, endpoint, 30))
     reader = iam.Role(stack, "Streamer", assumed_by=iam.AccountRootPrincipal())

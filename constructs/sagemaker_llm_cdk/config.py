@@ -194,13 +194,6 @@ class AppConfig(Settings):
                     problems.append(pools_with_plan_problem(f"{path}.capacity_plan"))
                 plan = self.capacity_plans[plans[endpoint.capacity_plan]]
                 problems.extend(p.under(path) for p in spec_binding_problems(plan, endpoint))
-                for m_index, model in enumerate(endpoint.models):
-                    job_type = model.eagle.job_instance_type or endpoint.instance_type if model.eagle else None
-                    if model.eagle is not None and model.eagle.use_capacity_plan and job_type != plan.instance_type:
-                        problems.append(Problem(f"{path}.models[{m_index}].eagle.use_capacity_plan", True,
-                                                f"a plan for {job_type}, the job's instance type (the plan is for "
-                                                f"{plan.instance_type})", "set eagle.job_instance_type to the plan's "
-                                                "instance type, or use_capacity_plan: false"))
         return problems
 
 

@@ -9,9 +9,9 @@ security group allows outbound traffic, but the subnets' only routes are the VPC
 S3 gateway endpoint, so nothing leaves the VPC except to S3 in this region.
 
 Synthesize with the library installed: ``cdk synth --app "python app.py"`` or
-``CDK_OUTDIR=out python app.py``; environment-agnostic, no AWS account needed.
+``CDK_OUTDIR=out python app.py``; environment-agnostic unless given ``-c account=... -c region=...``.
 """
-from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import App, CfnOutput, Environment, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
@@ -19,7 +19,9 @@ from cdk_nag import AwsSolutionsChecks
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
 
 app = App()
-stack = Stack(app, "PrivateChat")
+# Environment-agnostic by default; `-c account=123456789012 -c region=us-east-1` binds the stack.
+env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
+stack = Stack(app, "PrivateChat", env=env)
 
 vpc = ec2.Vpc(
     stack, "Vpc",
