@@ -910,8 +910,8 @@ def test_records_check_needs_captured_traffic():
 
 def test_records_check_must_be_a_schedule_expression():
     stack, component = _component()
-    with pytest.raises(ConfigurationError, match=r"dataset\.records_check: got 'hourly'; allowed: rate\(N unit\), "
-                                                 r"cron\(\.\.\.\) or at\(\.\.\.\); fix: write e\.g\. rate\(1 hour\)"):
+    with pytest.raises(ConfigurationError, match=r"dataset\.records_check: got 'hourly'; allowed: rate\(value unit\) "
+                                                 r".*fix: the expression starts with none of rate\(, cron\( or at\("):
         EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
                           settings={"dataset": {"records_check": "hourly"}})
 
@@ -1013,3 +1013,10 @@ def test_front_door_source_needs_sessions_in_the_config():
                                                  r"only on a model with sessions .*; fix: add `sessions: \{\}`"):
         validated(ModelSpec, {"name": MODEL, "model_data_s3_uri": WEIGHTS, "architecture": "Qwen3ForCausalLM",
                               "eagle": {"dataset": {"source": "front_door"}}}, where="config.yaml")
+
+
+@pytest.mark.parametrize("expression", ["rate(1 hours)", "rate(0 minutes)", "cron(0 * * * *)"])
+def test_records_check_follows_the_scheduler_grammar(expression):
+    """The records check is an EventBridge Scheduler schedule too: what Scheduler refuses is refused at synth."""
+    with pytest.raises(ConfigurationError, match=r"dataset\.records_check: got '" + re.escape(expression) + "'; allowed: "):
+        validated(EagleSettings, {"dataset": {"records_check": expression}}, where="eagle")

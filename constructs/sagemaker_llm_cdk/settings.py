@@ -620,7 +620,6 @@ EAGLE_ARCHITECTURES: dict[str, str] = {
 BUILTIN_DATASETS = ("gsm8k", "magicoder", "opencodeinstruct")
 
 
-_SCHEDULE = re.compile(r"(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(.+\)|at\(.+\))")
 """EventBridge Scheduler expressions the EAGLE triggers accept."""
 
 
@@ -670,9 +669,10 @@ class EagleDataset(Settings):
             if self.source not in ("capture", "front_door"):
                 problems.append(Problem("records_check", self.records_check, "only with source capture or front_door "
                                         "(it counts their records)", "remove records_check, or use source capture"))
-            elif not _SCHEDULE.fullmatch(self.records_check):
-                problems.append(Problem("records_check", self.records_check, "rate(N unit), cron(...) or at(...)",
-                                        "write e.g. rate(1 hour) or cron(0 * * * ? *)"))
+            else:  # the same EventBridge Scheduler grammar as eagle.schedule
+                problem = schedule_problem("records_check", self.records_check)
+                if problem:
+                    problems.append(problem)
         return problems
 
 
