@@ -27,6 +27,7 @@ from aws_cdk import Aws, CfnMapping, Stack, Token
 from constructs import IConstruct
 
 from .errors import ConfigurationError, Problem
+from . import regions
 
 CUDA13_AMI = "al2023-ami-sagemaker-inference-gpu-4-1"
 """The only InferenceAmiVersion with a CUDA 13 driver (NVIDIA 580, CUDA 13.0; botocore 1.44)."""
@@ -214,24 +215,13 @@ def required_ami(images: list[str]) -> str | None:
 # --------------------------------------------------------------------- accounts per region
 
 
-DLC_ACCOUNTS: dict[str, str] = {
-    "af-south-1": "626614931356", "ap-east-1": "871362719292", "ap-northeast-1": "763104351884",
-    "ap-northeast-2": "763104351884", "ap-northeast-3": "364406365360", "ap-south-1": "763104351884",
-    "ap-south-2": "772153158452", "ap-southeast-1": "763104351884", "ap-southeast-2": "763104351884",
-    "ap-southeast-3": "907027046896", "ap-southeast-4": "457447274322", "ca-central-1": "763104351884",
-    "ca-west-1": "204538143572", "cn-north-1": "727897471807", "cn-northwest-1": "727897471807",
-    "eu-central-1": "763104351884", "eu-central-2": "380420809688", "eu-north-1": "763104351884",
-    "eu-south-1": "692866216735", "eu-south-2": "503227376785", "eu-west-1": "763104351884",
-    "eu-west-2": "763104351884", "eu-west-3": "763104351884", "il-central-1": "780543022126",
-    "me-central-1": "914824155844", "me-south-1": "217643126080", "sa-east-1": "763104351884",
-    "us-east-1": "763104351884", "us-east-2": "763104351884", "us-west-1": "763104351884",
-    "us-west-2": "763104351884", "us-gov-east-1": "446045086412", "us-gov-west-1": "442386744353",
-}
-"""AWS Deep Learning Containers registry account per region (the SageMaker Python SDK's image_uri_config)."""
+# One table of each, shared with preflight (regions.py is pure data, importable without CDK).
+DLC_ACCOUNTS: dict[str, str] = dict(regions.DLC_ACCOUNTS)
+"""AWS Deep Learning Containers registry account per region (``regions.DLC_ACCOUNTS``)."""
 
-POWERTOOLS_LAYER_ACCOUNTS: dict[str, str] = {"aws": "017000801446"}
-"""Account that publishes the Powertools for AWS Lambda (Python) layer, per partition. Powertools does not
-publish the pinned layer under a documented account in aws-cn or aws-us-gov, so those are refused."""
+POWERTOOLS_LAYER_ACCOUNTS: dict[str, str] = dict(regions.POWERTOOLS_ACCOUNTS)
+"""Account that publishes the Powertools for AWS Lambda (Python) layer, per partition (``regions.POWERTOOLS_ACCOUNTS``).
+Powertools does not publish the pinned layer under a documented account in aws-cn or aws-us-gov, so those are refused."""
 
 
 def lmi_account(scope: IConstruct) -> str:

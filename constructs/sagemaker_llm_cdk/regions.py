@@ -37,10 +37,12 @@ DLC_ACCOUNTS: Mapping[str, str] = {
     "ap-southeast-4": "457447274322", "ap-southeast-5": "550225433462", "ap-southeast-7": "590183813437",
     "ca-west-1": "204538143572", "eu-south-1": "692866216735", "il-central-1": "780543022126",
     "me-central-1": "914824155844", "me-south-1": "217643126080",
+    "eu-central-2": "380420809688", "eu-south-2": "503227376785",
     "cn-north-1": "727897471807", "cn-northwest-1": "727897471807",
     "us-gov-east-1": "446045086412", "us-gov-west-1": "442386744353",
 }
-"""Regions missing here are not known to publish the LMI image (preflight warns; check AWS's DLC page)."""
+"""Regions missing here are not known to publish the LMI image: the constructs refuse them, preflight warns
+(check AWS's DLC page). The constructs read this table through ``images.DLC_ACCOUNTS``."""
 
 POWERTOOLS_ACCOUNTS: Mapping[str, str] = {"aws": "017000801446"}
 """Account that publishes the public Powertools for AWS Lambda (Python) layer, per partition.
