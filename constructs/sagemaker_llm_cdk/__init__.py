@@ -8,6 +8,7 @@ from .endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
 from .eagle import EagleOptimization
 from .errors import ConfigurationError, Problem
 from .images import LMI_IMAGES, LmiImage
+from .jumpstart import JumpStartLock, JumpStartModel
 from .deployment_check import DeploymentCheck
 from .lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
 from .model_component import ModelComponent
@@ -48,6 +49,8 @@ __all__ = [
     "EndpointReference",
     "EndpointSpec",
     "InstanceScaling",
+    "JumpStartLock",
+    "JumpStartModel",
     "LMI_IMAGES",
     "LlmEndpoint",
     "LlmMonitoring",
