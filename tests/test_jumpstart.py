@@ -348,3 +348,26 @@ def test_licence_is_printed_at_synth(capsys):
     endpoint.add_model("Llama", llama(), jumpstart_lock=committed_lock())
     assert ("licence llama3_1Eula (https://jumpstart-cache-prod-us-east-1.s3.us-east-1.amazonaws.com/fmhMetadata/eula/"
             "llama3_1Eula.txt) accepted by accept_eula: true") in capsys.readouterr().err
+
+
+def test_config_lock_accelerators_beyond_the_instance_are_a_config_problem(tmp_path):
+    lock = yaml.safe_load(LOCK.read_text())
+    lock["regions"]["us-east-1"][QWEN][QWEN_VERSION]["accelerators"] = 8
+    path = write_config(tmp_path, {"name": "qwen", "source": "jumpstart", "model_id": QWEN, "version": QWEN_VERSION})
+    (tmp_path / "jumpstart.lock.yaml").write_text(yaml.safe_dump(lock))
+    with pytest.raises(ConfigurationError, match=r"endpoints\[0\].models\[0\].accelerators: got '8 \(from .*\)'; "
+                       r"allowed: at most 4, the accelerators of one ml.g5.12xlarge; fix: use a larger instance type "
+                       r"\(JumpStart lists: ml.g5.2xlarge"):
+        load_config(path)
+
+
+def test_instance_type_jumpstart_does_not_list_is_a_synth_warning():
+    stack = Stack(App(), "Warn", env=Environment(account="123456789012", region="us-east-1"))
+    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint.add_model("Qwen", ModelSpec(name="qwen", source="jumpstart", model_id=QWEN, version=QWEN_VERSION),
+                       jumpstart_lock=committed_lock())
+    from aws_cdk.assertions import Annotations
+
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(
+        "JumpStart lists ml.g5.2xlarge, ml.g5.12xlarge, ml.g6e.2xlarge for huggingface-llm-qwen2-5-7b-instruct"))
+    assert len(warnings) == 1

@@ -287,6 +287,7 @@ def jumpstart_problems(data: Any, lock: Any) -> list[Problem]:
     """``source: jumpstart`` models of a raw config that the lock does not hold in ``target.region``, or gated
     ones without ``accept_eula: true`` (checked from the raw config, so they come with every other problem)."""
     from .jumpstart import spec_problems
+    from .model_component import accelerators_of
 
     if not isinstance(data, dict) or not isinstance(data.get("endpoints"), list):
         return []
@@ -299,9 +300,19 @@ def jumpstart_problems(data: Any, lock: Any) -> list[Problem]:
             if not isinstance(model, dict) or model.get("source") != "jumpstart":
                 continue
             model_id, version = model.get("model_id"), model.get("version")
-            if isinstance(model_id, str) and isinstance(version, (str, int, float)):
-                problems.extend(spec_problems(model_id, str(version), model.get("accept_eula") is True, lock, region,
-                                              path=f"endpoints[{e_index}].models[{m_index}]"))
+            if not (isinstance(model_id, str) and isinstance(version, (str, int, float))):
+                continue
+            path = f"endpoints[{e_index}].models[{m_index}]"
+            found = spec_problems(model_id, str(version), model.get("accept_eula") is True, lock, region, path=path)
+            problems.extend(found)
+            locked = lock.find(model_id, str(version), region) if region and not found else None
+            gpus = accelerators_of(endpoint.get("instance_type")) if isinstance(endpoint.get("instance_type"), str) else None
+            if (locked is not None and locked.accelerators is not None and "accelerators" not in model
+                    and gpus is not None and locked.accelerators > gpus):
+                problems.append(Problem(f"{path}.accelerators", f"{locked.accelerators} (from {lock.path})",
+                                        f"at most {gpus}, the accelerators of one {endpoint['instance_type']}",
+                                        "use a larger instance type (JumpStart lists: "
+                                        + (", ".join(locked.supported_instance_types) or "none") + ")"))
     return problems
 
 

@@ -76,7 +76,7 @@ class ModelComponent(InferenceComponentConstruct):
         self.jumpstart: "JumpStartModel | None" = None
         """What the lock holds for a ``source: jumpstart`` model (image, artifacts, licence); None otherwise."""
         if spec.is_jumpstart:
-            spec, self.jumpstart = _resolve_jumpstart(self, spec, jumpstart_lock)
+            spec, self.jumpstart = _resolve_jumpstart(self, spec, jumpstart_lock, endpoint.instance_type)
         problems = _fit_problems(spec, endpoint)
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
@@ -326,8 +326,8 @@ def container_image(image: str, *, scope: Construct | None = None) -> tuple[str,
 JUMPSTART_LOCK_CONTEXT = "sagemaker_llm_cdk:jumpstart_lock"
 
 
-def _resolve_jumpstart(component: "ModelComponent", spec: ModelSpec,
-                       lock: "JumpStartLock | None") -> "tuple[ModelSpec, JumpStartModel]":
+def _resolve_jumpstart(component: "ModelComponent", spec: ModelSpec, lock: "JumpStartLock | None",
+                       instance_type: str) -> "tuple[ModelSpec, JumpStartModel]":
     from pathlib import Path
 
     from aws_cdk import Annotations, Token
@@ -339,6 +339,12 @@ def _resolve_jumpstart(component: "ModelComponent", spec: ModelSpec,
         lock = JumpStartLock.load(path)
     region = Stack.of(component).region
     resolved, model = resolve(spec, lock, None if Token.is_unresolved(region) else region, where=component.node.path)
+    types = model.supported_instance_types
+    if types and instance_type not in types:
+        Annotations.of(component).add_warning_v2(
+            "sagemaker-llm-cdk:jumpstart-instance-type",
+            f"JumpStart lists {', '.join(types)} for {model.model_id} {model.version}, not "
+            f"{instance_type}: the model may not fit or start; choose a listed type")
     if model.licence is not None:
         message = (f"JumpStart model {model.model_id} {model.version} is gated: licence {model.licence.name} "
                    f"({model.licence.url}) accepted by accept_eula: true")
