@@ -371,3 +371,14 @@ def test_instance_type_jumpstart_does_not_list_is_a_synth_warning():
     warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(
         "JumpStart lists ml.g5.2xlarge, ml.g5.12xlarge, ml.g6e.2xlarge for huggingface-llm-qwen2-5-7b-instruct"))
     assert len(warnings) == 1
+
+
+def test_lock_with_lists_where_mappings_belong_is_one_clear_error_per_place(tmp_path):
+    path = tmp_path / "jumpstart.lock.yaml"
+    path.write_text("lock_version: 1\nregions:\n  us-east-1: [a]\n  us-west-2:\n    m: [1]\n")
+    with pytest.raises(ConfigurationError) as error:
+        JumpStartLock.load(path)
+    lines = [p.line() for p in error.value.problems]
+    assert lines[0].startswith("regions.us-east-1: got ['a']; allowed: a mapping model id -> version -> entry")
+    assert lines[1].startswith("regions.us-west-2.m: got [1]; allowed: a mapping version -> entry; fix: write the "
+                               "lock again with make jumpstart-lock MODEL=m")

@@ -115,9 +115,20 @@ class JumpStartLock:
                                               else data, f"{LOCK_VERSION}", "write the lock again with "
                                               + lock_command())], source=path)
         regions = data.get("regions") or {}
-        for region, models in (regions.items() if isinstance(regions, dict) else []):
-            for model_id, versions in (models or {}).items():
-                for version, entry in (versions or {}).items():
+        if not isinstance(regions, dict):
+            raise ConfigurationError([Problem("regions", regions, "a mapping region -> model id -> version -> entry",
+                                              "write the lock again with " + lock_command())], source=path)
+        for region, models in regions.items():
+            if not isinstance(models, dict):
+                problems.append(Problem(f"regions.{region}", models, "a mapping model id -> version -> entry",
+                                        "write the lock again with " + lock_command(region=str(region))))
+                continue
+            for model_id, versions in models.items():
+                if not isinstance(versions, dict):
+                    problems.append(Problem(f"regions.{region}.{model_id}", versions, "a mapping version -> entry",
+                                            "write the lock again with " + lock_command(model_id, region=str(region))))
+                    continue
+                for version, entry in versions.items():
                     where = f"regions.{region}.{model_id}.{version}"
                     try:
                         licence = entry.get("licence")
