@@ -23,7 +23,7 @@ CDK_CONTEXT = $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$
 DEPLOY_ARGS ?=
 DIFF_ARGS ?=
 
-.PHONY: setup synth-setup synth diff deploy preflight test lint-templates checkov check change-report typecheck dist docs schema diagram clean
+.PHONY: jumpstart-lock setup synth-setup synth diff deploy preflight test lint-templates checkov check change-report typecheck dist docs schema diagram clean
 
 ## setup: everything (.venv, node_modules, the checkov venv); synth-setup: what a synth needs (no checkov).
 setup: synth-setup $(CHECKOV_STAMP)
@@ -114,6 +114,12 @@ schema: synth-setup
 ## diagram: regenerate the README's architecture diagram from the synthesized default app.
 diagram: synth
 	$(BIN)/python -m tools.diagram cdk.out --readme README.md
+
+## jumpstart-lock: add or refresh MODEL VERSION in REGION in config/jumpstart.lock.yaml from JumpStart's published
+## manifest (needs AWS credentials and network, once); commit the diff. Synth reads only the lock file.
+jumpstart-lock: $(PY_STAMP)
+	@test -n "$(MODEL)" -a -n "$(VERSION)" -a -n "$(REGION)" || { echo "usage: make jumpstart-lock MODEL=<id> VERSION=<v> REGION=<region>" >&2; exit 2; }
+	$(BIN)/python -m sagemaker_llm_cdk.jumpstart lock --model-id "$(MODEL)" --version "$(VERSION)" --region "$(REGION)" --lock-file config/jumpstart.lock.yaml
 
 ## test: the whole suite.
 test: setup

@@ -22,6 +22,7 @@ from sagemaker_llm_cdk import (
 )
 from sagemaker_llm_cdk.capacity_plan import encrypted_alarm_topic
 from sagemaker_llm_cdk.eagle import RECORD_SERVICE, EagleOptimization
+from sagemaker_llm_cdk.jumpstart import JumpStartLock, find_lock
 from sagemaker_llm_cdk.lora_adapter import adapters_of
 from sagemaker_llm_cdk.removal import set_removal
 from sagemaker_llm_cdk.speculative_decoding import PromotionParameter
@@ -79,6 +80,8 @@ class LlmPlatformStack(Stack):
             for key, value in config.tags.items():
                 Tags.of(self.promotions).add(key, value)
             self.add_stack_dependency(self.promotions, reason="EAGLE promotion parameters must exist before this stack reads them")
+        # JumpStart models resolve from the lock file next to the config (or in a folder above it), never the network.
+        self.jumpstart_lock = JumpStartLock.load(find_lock(self.config_dir))
         self.eagle: dict[str, EagleOptimization] = {}
         self.endpoints: dict[str, LlmEndpoint] = {}
         for spec in config.endpoints:
@@ -123,7 +126,7 @@ class LlmPlatformStack(Stack):
             **vpc_kwargs,
         )
         for index, model in enumerate(spec.models):
-            component = endpoint.add_model(model.name, model)
+            component = endpoint.add_model(model.name, model, jumpstart_lock=self.jumpstart_lock)
             if model.adapters:
                 add_adapters(component, model.adapters, field=f"endpoints.{spec.name}.models[{index}].adapters")
             if model.adapters_manifest:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .eagle import EagleOptimization
     from .errors import ConfigurationError, Problem
     from .images import LMI_IMAGES, LmiImage
+    from .jumpstart import JumpStartLock, JumpStartModel
     from .deployment_check import DeploymentCheck
     from .lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
     from .model_component import ModelComponent
@@ -77,6 +78,8 @@ _EXPORTS: dict[str, str] = {
     "InstanceScaling": "settings",
     "LlmEndpoint": "endpoint",
     "LlmMonitoring": "monitoring",
+    "JumpStartLock": "jumpstart",
+    "JumpStartModel": "jumpstart",
     "LMI_IMAGES": "images",
     "LmiImage": "images",
     "load_adapter_manifest": "adapter_manifest",
@@ -125,6 +128,8 @@ __all__ = [
     "InstancePool",
     "InstanceRequirements",
     "InstanceScaling",
+    "JumpStartLock",
+    "JumpStartModel",
     "LMI_IMAGES",
     "LlmEndpoint",
     "LlmMonitoring",

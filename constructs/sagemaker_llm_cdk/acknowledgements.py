@@ -248,10 +248,20 @@ def eagle_optimization(eagle: Any) -> None:
                   "CDK's Lambda task grants lambda:InvokeFunction on the function and its versions (':*'); the "
                   "state machine invokes only this loop's own functions.")
     if eagle.convert_function is not None:
-        _iam5(role, f"arn:{stack.partition}:s3:::{bucket.bucket_name}/*",
-              "CDK's Distributed Map grants its ItemReader (GetObject) and ResultWriter (PutObject, multipart) on "
-              "every key of the artifacts bucket; the definition reads only datasets/<run>/plan/items.json and "
-              "writes only map-results/, and an explicit Deny refuses PutObject anywhere else.")
+        why = ("CDK's Distributed Map grants its ItemReader (GetObject) and ResultWriter (PutObject, multipart) on "
+               "every key of the artifacts bucket; the definition reads only datasets/<run>/plan/items.json and "
+               "writes only map-results/, and an explicit Deny refuses PutObject anywhere else.")
+        # Read from the policy CDK wrote, as cdk-nag reads it: in a stack bound to a region but not an account the
+        # partition there is <AWS::Partition> while Stack.partition is already "aws".
+        default_policy = role.node.try_find_child("DefaultPolicy")
+        bucket_id = f"<{stack.get_logical_id(bucket.node.default_child)}>"
+        forms = [f for f in (_policy_resources(default_policy, bucket_id, "/*") if default_policy is not None else [])
+                 if ":s3:::" in f and f.endswith(f"{bucket_id}/*")]
+        if forms:
+            for form in forms:
+                acknowledge(role, "AwsSolutions-IAM5", why, finding=f"Resource::{form}")
+        else:
+            _iam5(role, f"arn:{stack.partition}:s3:::{bucket.bucket_name}/*", why)
         # The execution ARNs are read from the policy CDK wrote, as cdk-nag reads them, so the finding ids
         # match in an environment-agnostic stack (<AWS::Region>) and in a bound one (us-east-1) alike.
         policy = machine.node.find_child("DistributedMapPolicy")

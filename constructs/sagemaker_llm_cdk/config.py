@@ -64,7 +64,8 @@ class EndpointSpec(EndpointOptions):
                 if problem:
                     problems.append(problem)
         with unless_failed():
-            problems.extend(ami_problems([(f"models[{i}].image", m.image) for i, m in enumerate(self.models)],
+            problems.extend(ami_problems([(f"models[{i}].image", m.image) for i, m in enumerate(self.models)
+                                          if not m.is_jumpstart],  # a JumpStart model's image: from the lock
                                          self.inference_ami_version))
         with unless_failed():
             retention = self.data_capture.retention_days
@@ -297,7 +298,53 @@ def load_config(path: str | Path) -> AppConfig:
     from .config_layers import load_layers
 
     layers = load_layers(path)
-    return parse_config(layers.data, source=layers.source)
+    from .jumpstart import JumpStartLock, find_lock
+
+    lock_problems = jumpstart_problems(layers.data, JumpStartLock.load(find_lock(Path(path).parent)))
+    try:
+        config = parse_config(layers.data, source=layers.source)
+    except ConfigurationError as error:
+        known = {p.line() for p in error.problems}
+        extra = [p for p in lock_problems if p.line() not in known]
+        if not extra:
+            raise
+        raise ConfigurationError([*error.problems, *extra], source=layers.source) from None
+    if lock_problems:
+        raise ConfigurationError(lock_problems, source=layers.source)
+    return config
+
+
+def jumpstart_problems(data: Any, lock: Any) -> list[Problem]:
+    """``source: jumpstart`` models of a raw config that the lock does not hold in ``target.region``, or gated
+    ones without ``accept_eula: true`` (checked from the raw config, so they come with every other problem)."""
+    from .jumpstart import spec_problems
+    from .model_component import accelerators_of
+
+    if not isinstance(data, dict) or not isinstance(data.get("endpoints"), list):
+        return []
+    target = data.get("target")
+    region = target.get("region") if isinstance(target, dict) and isinstance(target.get("region"), str) else None
+    problems: list[Problem] = []
+    for e_index, endpoint in enumerate(data["endpoints"]):
+        models = endpoint.get("models") if isinstance(endpoint, dict) else None
+        for m_index, model in enumerate(models if isinstance(models, list) else []):
+            if not isinstance(model, dict) or model.get("source") != "jumpstart":
+                continue
+            model_id, version = model.get("model_id"), model.get("version")
+            if not (isinstance(model_id, str) and isinstance(version, (str, int, float))):
+                continue
+            path = f"endpoints[{e_index}].models[{m_index}]"
+            found = spec_problems(model_id, str(version), model.get("accept_eula") is True, lock, region, path=path)
+            problems.extend(found)
+            locked = lock.find(model_id, str(version), region) if region and not found else None
+            gpus = accelerators_of(endpoint.get("instance_type")) if isinstance(endpoint.get("instance_type"), str) else None
+            if (locked is not None and locked.accelerators is not None and "accelerators" not in model
+                    and gpus is not None and locked.accelerators > gpus):
+                problems.append(Problem(f"{path}.accelerators", f"{locked.accelerators} (from {lock.path})",
+                                        f"at most {gpus}, the accelerators of one {endpoint['instance_type']}",
+                                        "use a larger instance type (JumpStart lists: "
+                                        + (", ".join(locked.supported_instance_types) or "none") + ")"))
+    return problems
 
 
 _INSTANCE_TYPE_ENUMS: dict[tuple[str, str], str] = {

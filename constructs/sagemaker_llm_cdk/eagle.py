@@ -704,6 +704,8 @@ class EagleOptimization(Construct):
                               "s3_data_type": sfn.JsonPath.string_at("$.dataset.s3_data_type")},
             "run_id": sfn.JsonPath.string_at("$.run.run_id"),
             "dataset_summary": sfn.JsonPath.object_at("$.dataset.summary"),
+            # a gated JumpStart model: the licence accepted in config (accept_eula) reaches ModelSource.S3
+            **({"accept_eula": True} if self.component.accepts_eula else {}),
         })
         start.add_retry(errors=["ResourceLimitExceededError"], interval=START_RETRY_INTERVAL,
                         max_attempts=START_RETRY_ATTEMPTS, backoff_rate=START_RETRY_BACKOFF,

@@ -22,6 +22,7 @@ from .validation import validated
 
 if TYPE_CHECKING:
     from .endpoint import LlmEndpoint
+    from .jumpstart import JumpStartLock, JumpStartModel
     from .lora_adapter import LoraAdapter
     from .settings import AdapterSpec
 
@@ -65,6 +66,7 @@ class ModelComponent(InferenceComponentConstruct):
         spec: ModelSpec,
         model_data_key: kms.IKey | None = None,
         extra_environment: Mapping[str, str] | None = None,
+        jumpstart_lock: "JumpStartLock | None" = None,
     ) -> None:
         """
         :param endpoint: the endpoint that hosts this model.
@@ -73,9 +75,16 @@ class ModelComponent(InferenceComponentConstruct):
             the weights' bucket uses S3-managed keys.
         :param extra_environment: container variables added by other features (adapters,
             sessions, speculative decoding). Default: none.
+        :param jumpstart_lock: where a ``source: jumpstart`` spec is resolved (see ``jumpstart``). Default: the
+            file named by the CDK context value ``sagemaker_llm_cdk:jumpstart_lock``, else
+            ``config/jumpstart.lock.yaml`` in the current directory.
         """
         super().__init__(scope, id)
         spec = validated(ModelSpec, spec, where=self.node.path)
+        self.jumpstart: "JumpStartModel | None" = None
+        """What the lock holds for a ``source: jumpstart`` model (image, artifacts, licence); None otherwise."""
+        if spec.is_jumpstart:
+            spec, self.jumpstart = _resolve_jumpstart(self, spec, jumpstart_lock, endpoint.instance_type)
         self.component_name = naming.component_name(endpoint, spec.name, spec.physical_name)
         """The inference component's physical name: ``spec.physical_name``, else ``<stack name>-<spec.name>``."""
         problems = _fit_problems(spec, self.component_name, endpoint)
@@ -107,6 +116,8 @@ class ModelComponent(InferenceComponentConstruct):
                         s3_uri=uri,
                         s3_data_type="S3Object" if compressed else "S3Prefix",
                         compression_type="Gzip" if compressed else "None",
+                        model_access_config=sagemaker.CfnModel.ModelAccessConfigProperty(accept_eula=True)
+                        if self.accepts_eula else None,
                     )
                 ),
                 environment=environment,
@@ -175,6 +186,12 @@ class ModelComponent(InferenceComponentConstruct):
         if copies.autoscaled:
             self._add_copy_autoscaling(stack)
         endpoint._register(self)
+
+    @property
+    def accepts_eula(self) -> bool:
+        """Whether the model is a gated JumpStart model whose licence the config accepted (``accept_eula``):
+        ``ModelAccessConfig.AcceptEula`` is then set on its model and its EAGLE optimization jobs."""
+        return self.jumpstart is not None and self.jumpstart.gated and self.spec.accept_eula
 
     def add_adapter(self, id: str, spec: "AdapterSpec", **kwargs: Any) -> "LoraAdapter":
         """Serve a LoRA adapter on this model (which needs ``spec.lora``); see ``LoraAdapter``."""
@@ -383,6 +400,38 @@ def container_image(image: str, *, scope: Construct | None = None) -> tuple[str,
     assert match  # validated by ModelSpec
     arn = f"arn:{Aws.PARTITION}:ecr:{match.group('region')}:{match.group('account')}:repository/{match.group('repository')}"
     return image, arn
+
+
+JUMPSTART_LOCK_CONTEXT = "sagemaker_llm_cdk:jumpstart_lock"
+
+
+def _resolve_jumpstart(component: "ModelComponent", spec: ModelSpec, lock: "JumpStartLock | None",
+                       instance_type: str) -> "tuple[ModelSpec, JumpStartModel]":
+    from pathlib import Path
+
+    from aws_cdk import Annotations, Token
+
+    from .jumpstart import LOCK_FILE_NAME, JumpStartLock, resolve
+
+    if lock is None:
+        path = component.node.try_get_context(JUMPSTART_LOCK_CONTEXT) or str(Path("config") / LOCK_FILE_NAME)
+        lock = JumpStartLock.load(path)
+    region = Stack.of(component).region
+    resolved, model = resolve(spec, lock, None if Token.is_unresolved(region) else region, where=component.node.path)
+    types = model.supported_instance_types
+    if types and instance_type not in types:
+        Annotations.of(component).add_warning_v2(
+            "sagemaker-llm-cdk:jumpstart-instance-type",
+            f"JumpStart lists {', '.join(types)} for {model.model_id} {model.version}, not "
+            f"{instance_type}: the model may not fit or start; choose a listed type")
+    if model.licence is not None:
+        message = (f"JumpStart model {model.model_id} {model.version} is gated: licence {model.licence.name} "
+                   f"({model.licence.url}) accepted by accept_eula: true")
+        Annotations.of(component).add_info(message)
+        import sys
+
+        print(f"note: {component.node.path}: {message}", file=sys.stderr)
+    return resolved, model
 
 
 def _fit_problems(spec: ModelSpec, physical: str, endpoint: "LlmEndpoint") -> list[Problem]:

@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import PydanticCustomError
 
 from . import images, service_model
-from .errors import ConfigurationError, Problem
+from .errors import MISSING, ConfigurationError, Problem
 from .schedule_expression import schedule_problem
 
 RULES_ERROR = "llm_rules"
@@ -758,8 +758,23 @@ class ModelSpec(Settings):
         "The exact inference component name, not prefixed. It must be unique in the account and region: two "
         "stacks of one config with a pinned name collide. Changing it (or the stack name) renames the component, "
         "which the change report flags. Default: <stack name>-<name>."))] = None
-    model_data_s3_uri: Annotated[str, field_rule(lambda v: s3_uri_problem("", v, want="prefix")), Field(description=(
-        "Where the weights are: s3://bucket/prefix/ (uncompressed) or s3://bucket/model.tar.gz."))]
+    source: Annotated[Literal["s3", "jumpstart"], Field(description=(
+        "Where the model comes from: s3 (your weights at model_data_s3_uri, served with image) or jumpstart (a "
+        "JumpStart model by model_id and version: image, artifacts, environment, accelerators and memory come "
+        "from config/jumpstart.lock.yaml, written by `make jumpstart-lock`). Default: s3."))] = "s3"
+    model_data_s3_uri: Annotated[str, field_rule(lambda v: s3_uri_problem("", v, want="prefix") if v else None),
+                                 Field(description=(
+        "source s3: where the weights are: s3://bucket/prefix/ (uncompressed) or s3://bucket/model.tar.gz. "
+        "Not with source jumpstart (the lock file gives the artifacts)."))] = ""
+    model_id: Annotated[str | None, Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9][\w.\-]*$", description=(
+        "source jumpstart: the JumpStart model id, e.g. meta-textgeneration-llama-3-1-8b-instruct."))] = None
+    version: Annotated[str | None, Field(min_length=1, max_length=64, pattern=r"^[0-9][\w.\-]*$", description=(
+        "source jumpstart: the model's JumpStart version, exactly as locked, e.g. 2.2.1 (no ranges: a change is "
+        "a lock-file diff)."))] = None
+    accept_eula: Annotated[bool, Field(description=(
+        "source jumpstart: you have read and accept the end-user licence of a gated model (its name and link are "
+        "in the lock file and printed at synth). Required for gated models; sets ModelAccessConfig.AcceptEula "
+        "on the model and the EAGLE optimization job. Default: false."))] = False
     image: Annotated[str, field_rule(_image_problem), Field(description=(
         "Container image: 'lmi' (AWS Large Model Inference container, tag " + DEFAULT_LMI_TAG + ", vLLM 0.26: LoRA, "
         "stateful sessions and EAGLE heads, not LoRA and EAGLE on one model; CUDA 13, so its endpoint runs "
@@ -816,8 +831,42 @@ class ModelSpec(Settings):
     def is_lmi(self) -> bool:
         return self.lmi_tag is not None or "djl-inference" in self.image
 
+    @property
+    def is_jumpstart(self) -> bool:
+        return self.source == "jumpstart"
+
+    def _source_problems(self) -> list[Problem]:
+        """One source, fully given: s3 with model_data_s3_uri (and image), or jumpstart with model_id and version."""
+        problems: list[Problem] = []
+        given = self.model_fields_set
+        if self.source == "s3":
+            if not self.model_data_s3_uri:
+                problems.append(Problem("model_data_s3_uri", MISSING, "an s3:// prefix or .tar.gz with source s3 "
+                                        "(the default)", "give model_data_s3_uri, or source: jumpstart with model_id "
+                                        "and version"))
+            for name in ("model_id", "version"):
+                if getattr(self, name) is not None:
+                    problems.append(Problem(name, getattr(self, name), "only with source: jumpstart",
+                                            f"add source: jumpstart (and remove model_data_s3_uri), or remove {name}"))
+            if self.accept_eula:
+                problems.append(Problem("accept_eula", True, "only with source: jumpstart (licences of JumpStart "
+                                        "models)", "remove accept_eula"))
+            return problems
+        for name in ("model_id", "version"):
+            if getattr(self, name) is None:
+                problems.append(Problem(name, MISSING, "required with source: jumpstart",
+                                        f"add {name} (see the JumpStart model card, then run `make jumpstart-lock`)"))
+        for name in ("model_data_s3_uri", "image"):
+            if name in given:
+                problems.append(Problem(name, getattr(self, name), "nothing with source: jumpstart (the lock file "
+                                        "gives the image and artifacts)",
+                                        f"remove {name}, or use source: s3 without model_id and version"))
+        return problems
+
     def _rules(self) -> list[Problem]:
         problems: list[Problem] = []
+        with unless_failed():
+            problems.extend(self._source_problems())
         with unless_failed():
             if (self.adapters or self.adapters_manifest) and self.lora is None:
                 problems.append(Problem("adapters", [a.name for a in self.adapters] or self.adapters_manifest,
@@ -863,7 +912,8 @@ class ModelSpec(Settings):
                         "degree (OPTION_TENSOR_PARALLEL_DEGREE) is one value for every instance type",
                         "leave accelerators out here, or serve the model on a separate endpoint"))
         with unless_failed():
-            problems.extend(images.capability_problems(self))
+            if not self.is_jumpstart:  # a JumpStart model's image is known once resolved from the lock: checked then
+                problems.extend(images.capability_problems(self))
         with unless_failed():
             for key in self.environment:
                 if not self._ENV_KEY.match(key):

@@ -247,7 +247,10 @@ class SpeculativeDecoding(Construct):
             "ExecutionRoleArn": role.role_arn,
             "PrimaryContainer": {
                 "Image": component.image_uri,
-                "ModelDataSource": {"S3DataSource": _weights_source(spec.model_data_s3_uri)},
+                "ModelDataSource": {"S3DataSource": {
+                    **_weights_source(spec.model_data_s3_uri),
+                    # a gated JumpStart model: the licence accepted in config (accept_eula), as on the component's model
+                    **({"ModelAccessConfig": {"AcceptEula": True}} if component.accepts_eula else {})}},
                 "AdditionalModelDataSources": [{
                     "ChannelName": CHANNEL,
                     "S3DataSource": {"S3Uri": self.draft_head_parameter.value_as_string, "S3DataType": "S3Prefix",

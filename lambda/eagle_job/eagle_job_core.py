@@ -250,8 +250,10 @@ def build_create_request(
     training_data_type: str,
     model_name: str,
     run_id: str,
+    accept_eula: bool = False,
 ) -> dict[str, Any]:
-    """The CreateOptimizationJob request. VpcConfig, KmsKeyId and TrainingPlanArns only when configured."""
+    """The CreateOptimizationJob request. VpcConfig, KmsKeyId and TrainingPlanArns only when configured;
+    ``ModelSource.S3.ModelAccessConfig.AcceptEula`` only for a gated model whose licence was accepted."""
     output_config: dict[str, Any] = {"S3OutputLocation": job_output_uri(settings, name)}
     if settings.kms_key_arn:
         output_config["KmsKeyId"] = settings.kms_key_arn
@@ -276,6 +278,8 @@ def build_create_request(
             {"Key": "eagle:model-name", "Value": tag_value(model_name)},
         ],
     }
+    if accept_eula:
+        request["ModelSource"]["S3"]["ModelAccessConfig"] = {"AcceptEula": True}
     if settings.subnet_ids:
         request["VpcConfig"] = {
             "Subnets": list(settings.subnet_ids),

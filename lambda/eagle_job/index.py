@@ -149,6 +149,8 @@ class StartEvent(BaseModel):
     training_data: TrainingData
     run_id: str = Field(min_length=1, max_length=256)
     dataset_summary: dict[str, Any] = Field(default_factory=dict)
+    accept_eula: bool = False
+    """The model's licence was accepted in config (a gated JumpStart model): ModelSource.S3.ModelAccessConfig."""
 
 
 class StartOutput(StartEvent):
@@ -283,6 +285,7 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
         training_data_type=request_event.training_data.s3_data_type,
         model_name=request_event.model_name,
         run_id=request_event.run_id,
+        accept_eula=request_event.accept_eula,
     )
     try:
         job_arn = _sagemaker().create_optimization_job(**request)["OptimizationJobArn"]

@@ -75,6 +75,7 @@ def create_request(properties: dict[str, Any]) -> dict[str, Any]:
         raise PropertiesError(f"ExecutionRoleArn {role!r} must be an IAM role ARN")
     if not isinstance(container, dict) or not container.get("Image"):
         raise PropertiesError("PrimaryContainer must be a CreateModel ContainerDefinition with an Image")
+    container = _with_boolean_accept_eula(container)
     request: dict[str, Any] = {
         "ModelName": model_name(properties),
         "ExecutionRoleArn": role,
@@ -94,6 +95,24 @@ def _isolated(properties: dict[str, Any]) -> bool:
     if value not in (True, False, "true", "false"):
         raise PropertiesError(f"EnableNetworkIsolation {value!r} must be true or false")
     return value in (True, "true")
+
+
+def _with_boolean_accept_eula(container: dict[str, Any]) -> dict[str, Any]:
+    """CloudFormation hands custom-resource properties over as strings: the gated model's accepted licence
+    (``ModelDataSource.S3DataSource.ModelAccessConfig.AcceptEula``, "true") becomes the boolean CreateModel wants."""
+    source = (container.get("ModelDataSource") or {}).get("S3DataSource") or {}
+    access = source.get("ModelAccessConfig")
+    if not isinstance(access, dict) or "AcceptEula" not in access:
+        return container
+    value = access["AcceptEula"]
+    if isinstance(value, str):
+        if value.lower() not in ("true", "false"):
+            raise PropertiesError(f"ModelAccessConfig.AcceptEula {value!r} must be true or false")
+        value = value.lower() == "true"
+    if not isinstance(value, bool):
+        raise PropertiesError(f"ModelAccessConfig.AcceptEula {value!r} must be true or false")
+    return {**container, "ModelDataSource": {**container["ModelDataSource"], "S3DataSource": {
+        **source, "ModelAccessConfig": {**access, "AcceptEula": value}}}}
 
 
 def _create_or_reuse(properties: dict[str, Any]) -> tuple[str, dict[str, str]]:

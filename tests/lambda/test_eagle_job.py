@@ -915,3 +915,28 @@ def test_a_head_set_by_hand_is_replaced(recorder, aws_record, lambda_context):
     put_outputs(aws_record["s3"], event, speed_results(100.0, 250.0))
     assert recorder.record(event, lambda_context)["decision"] == "promoted"
     assert parameter(aws_record) == event["draft_model_s3_uri"]
+
+
+def test_accepted_licence_of_a_gated_model_reaches_model_access_config(start_env, dataset, load_handler, lambda_context):
+    """A gated JumpStart model (accept_eula in config): CreateOptimizationJob carries
+    ModelSource.S3.ModelAccessConfig.AcceptEula, checked against botocore's model; the output keeps the flag."""
+    handler = load_handler("eagle_job")
+    core_module = load_handler("eagle_job", "eagle_job_core")
+    event = start_event(accept_eula=True)
+    name = name_for(core_module, event)
+    request = expected_request(name)
+    request["ModelSource"]["S3"]["ModelAccessConfig"] = {"AcceptEula": True}
+    stub = SageMakerStub(handler._sagemaker())
+    stub.ok("CreateOptimizationJob", {"OptimizationJobArn": job_arn(name)}, request)
+    with stub.stubber:
+        assert handler.start(event, lambda_context)["accept_eula"] is True
+        stub.stubber.assert_no_pending_responses()
+
+
+def test_no_model_access_config_without_accepted_licence(core):
+    settings_ = core.settings_from_env({"ROLE_ARN": ROLE_ARN, "OUTPUT_S3_URI": OUTPUT, "MAX_RUNTIME_SECONDS": "3600"})
+    request = core.build_create_request(
+        name="eagle-x-0123456789ab", settings=settings_, model_s3_uri=MODEL_URI, instance_type="ml.g6e.12xlarge",
+        max_instance_count=1, training_data_uri=DATA_URI, training_data_type="S3Prefix", model_name="x", run_id="r",
+    )
+    assert request["ModelSource"] == {"S3": {"S3Uri": MODEL_URI}}

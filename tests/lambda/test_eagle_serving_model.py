@@ -190,3 +190,28 @@ def test_a_bad_network_isolation_value_fails_the_resource(serving, lambda_contex
     serving.handler(event(EnableNetworkIsolation="yes"), lambda_context)
     assert serving.sent[0]["Status"] == "FAILED"
     assert "EnableNetworkIsolation 'yes' must be true or false" in serving.sent[0]["Reason"]
+
+
+def test_accepted_licence_arrives_as_string_and_is_sent_as_boolean(serving, stub, lambda_context):
+    """CloudFormation passes custom-resource properties as strings: AcceptEula "true" becomes the boolean
+    CreateModel's ModelAccessConfig wants (a gated JumpStart model served with its draft head)."""
+    container = copy.deepcopy(CONTAINER)
+    container["ModelDataSource"]["S3DataSource"]["ModelAccessConfig"] = {"AcceptEula": "true"}
+    props = event(PrimaryContainer=container)["ResourceProperties"]
+    name = serving.model_name(props)
+    expect_describe(stub, name, exists=False)
+    sent_container = copy.deepcopy(CONTAINER)
+    sent_container["ModelDataSource"]["S3DataSource"]["ModelAccessConfig"] = {"AcceptEula": True}
+    request = {"ModelName": name, "ExecutionRoleArn": ROLE, "PrimaryContainer": sent_container}
+    assert_valid_request("sagemaker", "CreateModel", request)
+    stub.add_response("create_model", {"ModelArn": f"arn:aws:sagemaker:us-east-1:123456789012:model/{name}"}, request)
+    serving.handler(event(PrimaryContainer=container), lambda_context)
+    assert serving.sent[0]["Status"] == "SUCCESS"
+
+
+def test_accept_eula_that_is_not_a_boolean_fails_the_resource(serving, lambda_context):
+    container = copy.deepcopy(CONTAINER)
+    container["ModelDataSource"]["S3DataSource"]["ModelAccessConfig"] = {"AcceptEula": "yes"}
+    serving.handler(event(PrimaryContainer=container), lambda_context)
+    [answer] = serving.sent
+    assert answer["Status"] == "FAILED" and "AcceptEula 'yes' must be true or false" in answer["Reason"]
