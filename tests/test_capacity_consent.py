@@ -372,6 +372,18 @@ def test_purchase_acknowledged_in_a_config_file_is_a_migration_error(tmp_path):
         load_config(old)
 
 
+def test_two_plans_of_a_config_pinned_to_one_training_plan_name_are_refused_in_config_terms(tmp_path):
+    config = tmp_path / "two.yaml"
+    plan = EXAMPLE.read_text().split("capacity_plans:\n", 1)[1].split("endpoints:", 1)[0]
+    second = plan.replace("- name: chat-p5e-2027q1", "- name: chat-p5e-2027q2").replace(
+        "# physical_name: chat-p5e-2027q1 #", "physical_name: SageMakerLlm-chat-p5e-2027q1 #")
+    config.write_text(f"extends: {ROOT / 'config' / 'default.yaml'}\ncapacity_plans:\n{plan}{second}")
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "capacity_plans[1].physical_name: got 'SageMakerLlm-chat-p5e-2027q1'; allowed: a plan whose TrainingPlanName "
+            "(SageMakerLlm-chat-p5e-2027q1) is not that of capacity_plans[0]; fix: pin a different physical_name")):
+        load_config(config)
+
+
 _ = CdkAnnotations  # the app's annotations API (Annotations above is the assertions reader)
 
 
