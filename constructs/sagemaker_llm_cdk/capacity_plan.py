@@ -13,6 +13,11 @@ A capacity plan is paid upfront and never refunded, so this module is careful in
   what was bought, and is retained (DeletionPolicy and UpdateReplacePolicy ``Retain``) when it
   leaves the template or the stack is deleted. An extension (``ExtendTrainingPlan``) is bought
   at most once per target end date.
+* A plan to buy is named ``<stack name>-<name>`` (``CapacityPlan.plan_name``; the stack is
+  ``name_prefix``, e.g. the serving stack, or the plan's own), so two stacks of one config in
+  one account and region never adopt each other's plan; ``physical_name`` pins an exact name
+  (a plan bought before this rule). The consent and the config keep ``name``
+  (``CapacityPlan.config_name``). An existing plan is used by the exact name given.
 * An endpoint binds a plan only through ``CapacityPlanGuard`` (see ``capacity_guard``), which
   checks at deploy time that the plan is Active before the endpoint config is created.
 * A daily check publishes the days the plan has left; an alarm warns ``expiry_warning_days``
@@ -416,7 +421,8 @@ class CapacityPlan(Construct):
 
     * **reserve**: a custom resource (``Custom::SageMakerCapacityPlan``, child ``Resource``)
       searches the offerings and buys the cheapest one within ``max_upfront_fee_usd`` and the
-      window, once, and only when the synth carries ``-c purchase=<name>`` (``purchase_approved``);
+      window as ``plan_name`` (``<name_prefix or stack name>-<spec.name>``, or ``spec.physical_name``),
+      once, and only when the synth carries ``-c purchase=<spec.name>`` (``purchase_approved``);
       without it the handler may only describe the plan: it adopts a plan of that name or fails
       the deploy saying how to consent. An update that changes only the price cap or the consent is a no-op;
       one that changes what was bought fails and changes nothing. The resource is retained when
