@@ -145,7 +145,7 @@ def test_extension_resource_with_consent(env):
     template = Template.from_stack(capacity)
     template.has_resource("Custom::SageMakerCapacityPlanExtension", {
         "DeletionPolicy": "Retain",
-        "Properties": {"ServiceToken": Match.any_value(), "PlanName": BOUGHT, "ExtendUntil": "2027-04-01T00:00:00Z",
+        "Properties": {"ServiceToken": Match.any_value(), "PlanName": BOUGHT, "ConsentName": "chat-p5e", "ExtendUntil": "2027-04-01T00:00:00Z",
                        "MaxUpfrontFeeUsd": "90000", "Extend": "approved"},
         "DependsOn": Match.array_with([capacity.resolve(plan.custom_resource.node.default_child.logical_id)]),
     })

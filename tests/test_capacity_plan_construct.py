@@ -647,7 +647,8 @@ def test_a_plan_to_buy_is_named_after_its_stack_everywhere(env):
     stack, plan = stack_with({**RESERVE, "when_not_active": "on_demand"}, env=env, context=CONSENT)
     template = Template.from_stack(stack)
     assert (plan.plan_name, plan.config_name) == (BOUGHT, "chat-p5e")
-    template.has_resource_properties("Custom::SageMakerCapacityPlan", {"PlanName": BOUGHT, "Purchase": "approved"})
+    template.has_resource_properties("Custom::SageMakerCapacityPlan", {
+        "PlanName": BOUGHT, "ConsentName": "chat-p5e", "Purchase": "approved"})
     template.has_resource_properties("AWS::SSM::Parameter", {"Name": f"/sagemaker-llm/capacity-plans/{BOUGHT}/status"})
     template.has_resource_properties("AWS::CloudWatch::Alarm", {
         "MetricName": "CapacityPlanDaysLeft", "Dimensions": [{"Name": "TrainingPlanName", "Value": BOUGHT}]})

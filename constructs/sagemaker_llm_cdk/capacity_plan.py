@@ -695,6 +695,7 @@ class CapacityPlan(Construct):
             "DurationDays": str(spec.duration_days),
             "MaxUpfrontFeeUsd": format(spec.max_upfront_fee_usd, "f"),
             "Purchase": APPROVED if self.purchase_approved else NOT_APPROVED,
+            "ConsentName": self.config_name,  # what the handler's "how to consent" message names
         }
         if spec.start_after is not None:
             properties["StartTimeAfter"] = _iso(spec.start_after)
@@ -740,6 +741,7 @@ class CapacityPlan(Construct):
                 "ExtendUntil": _iso(extension.until),
                 "MaxUpfrontFeeUsd": format(extension.max_upfront_fee_usd, "f"),
                 "Extend": APPROVED if self.extension_approved else NOT_APPROVED,
+                "ConsentName": self.config_name,
             })
         if self.custom_resource is not None:
             self.extension_resource.node.add_dependency(self.custom_resource)
