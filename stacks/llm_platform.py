@@ -66,8 +66,10 @@ class LlmPlatformStack(Stack):
 
                 topic.add_subscription(subscriptions.EmailSubscription(config.monitoring.email))
             self.capacity_plans = {
+                # A plan bought here is named after this (serving) stack, <id>-<plan name>, not the
+                # companion's: dev and prod stacks of one config never share a plan.
                 plan.plan_name: CapacityPlan(self.capacity, f"CapacityPlan-{plan.plan_name}", spec=plan,
-                                             alarm_topic=topic)
+                                             alarm_topic=topic, name_prefix=self.stack_name)
                 for plan in config.capacity_plans
             }
 

@@ -14,6 +14,7 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Annotations, Match, Template
 
 from sagemaker_llm_cdk import ConfigurationError, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec, load_config
+from sagemaker_llm_cdk.errors import Problem
 from sagemaker_llm_cdk.capacity_plan import (
     SPENDING_ACTIONS,
     CapacityPlan,
@@ -31,6 +32,10 @@ RESERVE: dict[str, Any] = {
     "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc), "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
     "max_upfront_fee_usd": Decimal("150000"),
 }
+BOUGHT = "Serving-chat-p5e"
+"""The TrainingPlanName of ``RESERVE`` in ``plan_stack``: named after the serving stack (``name_prefix``)."""
+EXAMPLE_BOUGHT = "SageMakerLlm-chat-p5e-2027q1"
+"""The example's plan chat-p5e-2027q1, bought by the companion of stack SageMakerLlm."""
 EXTENSION = {"until": datetime(2027, 4, 1, tzinfo=timezone.utc), "max_upfront_fee_usd": Decimal("90000")}
 ENVS = {"agnostic": None, "bound": Environment(account="123456789012", region="us-east-1")}
 
@@ -50,7 +55,7 @@ def plan_stack(spec: dict[str, Any], *, context: dict[str, Any] | None = None, e
     app = App(context=context or {})
     capacity = Stack(app, "Capacity", env=env)
     serving = Stack(app, "Serving", env=env)
-    plan = CapacityPlan(capacity, "Plan", spec=spec)
+    plan = CapacityPlan(capacity, "Plan", spec=spec, name_prefix=serving.stack_name)
     chat = None
     if endpoint:
         chat = LlmEndpoint(serving, "Chat", instance_type=INSTANCE, capacity_plan=plan,
@@ -78,7 +83,7 @@ def test_without_consent_nothing_that_can_spend_is_synthesized(env):
 def test_with_consent_only_the_named_plan_may_spend(env):
     _, capacity, _, plan, _ = plan_stack(RESERVE, context={"purchase": "chat-p5e"}, env=env)
     template = Template.from_stack(capacity)
-    template.has_resource_properties("Custom::SageMakerCapacityPlan", {"Purchase": "approved", "PlanName": "chat-p5e"})
+    template.has_resource_properties("Custom::SageMakerCapacityPlan", {"Purchase": "approved", "PlanName": BOUGHT})
     actions = sorted(a for s in spending_statements(template)
                      for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
     assert actions == ["sagemaker:CreateReservedCapacity", "sagemaker:CreateTrainingPlan"]
@@ -88,15 +93,18 @@ def test_with_consent_only_the_named_plan_may_spend(env):
 def test_without_consent_synth_says_exactly_what_would_be_bought():
     _, capacity, _, _, _ = plan_stack(RESERVE)
     Annotations.from_stack(capacity).has_info("/Capacity/Plan", Match.string_like_regexp(re.escape(
-        f"Not bought by this deploy: capacity plan chat-p5e: {INSTANCE} x 4 for 30 days between "
+        f"Not bought by this deploy: capacity plan chat-p5e as TrainingPlanName {BOUGHT} (<stack>-chat-p5e; a plan "
+        "bought before names were stack-prefixed keeps its name only with physical_name): "
+        f"{INSTANCE} x 4 for 30 days between "
         "2027-01-04T00:00:00Z and 2027-03-01T00:00:00Z, prepaid up to USD 150000, never refunded. To buy it, deploy "
-        "this stack with -c purchase=chat-p5e")))
+        f"this stack with -c purchase=chat-p5e; without that, the deploy fails unless a plan named {BOUGHT} exists")))
 
 
 def test_with_consent_synth_warns_that_this_deploy_may_buy():
     _, capacity, _, _, _ = plan_stack(RESERVE, context={"purchase": "chat-p5e"})
     Annotations.from_stack(capacity).has_warning("/Capacity/Plan", Match.string_like_regexp(
-        r"This deploy may BUY capacity plan chat-p5e: .* \(consent: -c purchase=chat-p5e\)"))
+        r"This deploy may BUY capacity plan chat-p5e as TrainingPlanName Serving-chat-p5e \(.*\): .* "
+        r"\(consent: -c purchase=chat-p5e\)"))
 
 
 def test_consent_names_may_be_a_comma_list_or_a_list():
@@ -137,7 +145,7 @@ def test_extension_resource_with_consent(env):
     template = Template.from_stack(capacity)
     template.has_resource("Custom::SageMakerCapacityPlanExtension", {
         "DeletionPolicy": "Retain",
-        "Properties": {"ServiceToken": Match.any_value(), "PlanName": "chat-p5e", "ExtendUntil": "2027-04-01T00:00:00Z",
+        "Properties": {"ServiceToken": Match.any_value(), "PlanName": BOUGHT, "ConsentName": "chat-p5e", "ExtendUntil": "2027-04-01T00:00:00Z",
                        "MaxUpfrontFeeUsd": "90000", "Extend": "approved"},
         "DependsOn": Match.array_with([capacity.resolve(plan.custom_resource.node.default_child.logical_id)]),
     })
@@ -175,7 +183,7 @@ def test_the_guard_runs_before_the_endpoint_config_and_binds_by_name(env):
     template = Template.from_stack(serving)
     guard_id = serving.resolve(chat.capacity_guard.node.default_child.logical_id)
     template.has_resource_properties("Custom::SageMakerCapacityPlanGuard", {
-        "PlanName": "chat-p5e", "InstanceType": INSTANCE, "MaxInstances": "2", "WhenNotActive": "fail",
+        "PlanName": BOUGHT, "InstanceType": INSTANCE, "MaxInstances": "2", "WhenNotActive": "fail",
         "Bound": "true", "EndpointConfigInputs": Match.array_with([Match.string_like_regexp("^sha256:[0-9a-f]{64}$")]),
         "UpdatePolicy": "BLUE_GREEN",  # SageMaker's default without a deployment config
     })
@@ -194,8 +202,9 @@ def test_the_guard_may_only_describe_the_plan():
                   if {"Ref": role_id} in p["Properties"]["Roles"] for s in p["Properties"]["PolicyDocument"]["Statement"]]
     sagemaker = [s for s in statements if str(s["Action"]).startswith("sagemaker:")]
     assert sagemaker == [{"Sid": "DescribeThePlan", "Effect": "Allow", "Action": "sagemaker:DescribeTrainingPlan",
-                          "Resource": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
-                                                         ":sagemaker:us-east-1:123456789012:training-plan/chat-p5e"]]}}]
+                          "Resource": [{"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                                          ":sagemaker:us-east-1:123456789012:training-plan/" + name]]}
+                                       for name in (BOUGHT, BOUGHT.lower())]}]
 
 
 def test_any_change_of_the_endpoint_config_changes_the_guard():
@@ -219,7 +228,7 @@ def test_on_demand_binds_only_while_the_status_parameter_says_active(env):
     template = Template.from_stack(serving).to_json()
     (parameter_id, parameter), = [(k, v) for k, v in template["Parameters"].items() if k.startswith("ChatCapacityGuard")]
     assert parameter["Type"] == "AWS::SSM::Parameter::Value<String>"
-    assert parameter["Default"] == "/sagemaker-llm/capacity-plans/chat-p5e/status"
+    assert parameter["Default"] == f"/sagemaker-llm/capacity-plans/{BOUGHT}/status"
     (condition_id, condition), = template["Conditions"].items()
     assert condition == {"Fn::Equals": [{"Ref": parameter_id}, "Active"]}
     (config,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"]
@@ -231,10 +240,10 @@ def test_on_demand_binds_only_while_the_status_parameter_says_active(env):
         {"Ref": "AWS::NoValue"}]}
     assert template["Resources"][guard_id]["Properties"]["Bound"] == {"Fn::If": [condition_id, "true", "false"]}
     Template.from_stack(capacity).has_resource_properties("AWS::SSM::Parameter", {
-        "Name": "/sagemaker-llm/capacity-plans/chat-p5e/status", "Value": "Unknown", "Type": "String"})
+        "Name": f"/sagemaker-llm/capacity-plans/{BOUGHT}/status", "Value": "Unknown", "Type": "String"})
     Template.from_stack(capacity).has_resource_properties("AWS::Lambda::Function", {
         "Environment": {"Variables": Match.object_like({
-            "STATUS_PARAMETERS": "chat-p5e=/sagemaker-llm/capacity-plans/chat-p5e/status"})}})
+            "STATUS_PARAMETERS": f"{BOUGHT}=/sagemaker-llm/capacity-plans/{BOUGHT}/status"})}})
 
 
 def test_on_demand_needs_the_plan_in_an_earlier_stack():
@@ -273,7 +282,7 @@ def test_blue_green_when_the_plan_holds_a_second_fleet():
     template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": Match.object_like({
         "BlueGreenUpdatePolicy": Match.any_value()})})
     template.has_resource("AWS::SageMaker::EndpointConfig", {"Metadata": {"sagemaker-llm-cdk:capacity": {
-        "Plan": "chat-p5e", "PlanInstances": 4, "MaxInstances": 2, "WhenNotActive": "fail",
+        "Plan": BOUGHT, "PlanInstances": 4, "MaxInstances": 2, "WhenNotActive": "fail",
         "BlueGreenNeedsInstances": 4, "RollingNeedsInstances": 3, "UpdatePolicy": "BLUE_GREEN", "UpdateFits": True}}})
 
 
@@ -329,10 +338,10 @@ def test_the_reserved_capacity_example_has_a_separate_capacity_stack(env):
     Template.from_stack(stack).resource_count_is("Custom::SageMakerCapacityPlan", 0)  # serving never buys
     capacity = Template.from_stack(stack.capacity)
     capacity.has_resource_properties("Custom::SageMakerCapacityPlan", {
-        "PlanName": "chat-p5e-2027q1", "InstanceCount": "4", "MaxUpfrontFeeUsd": "150000", "Purchase": "not-approved"})
+        "PlanName": EXAMPLE_BOUGHT, "InstanceCount": "4", "MaxUpfrontFeeUsd": "150000", "Purchase": "not-approved"})
     assert spending_statements(capacity) == []
     Template.from_stack(stack).has_resource_properties("Custom::SageMakerCapacityPlanGuard", {
-        "PlanName": "chat-p5e-2027q1", "WhenNotActive": "on_demand"})
+        "PlanName": EXAMPLE_BOUGHT, "WhenNotActive": "on_demand"})
 
 
 def test_the_reserved_capacity_example_with_consent_may_buy_only_in_the_capacity_stack():
@@ -361,6 +370,18 @@ def test_purchase_acknowledged_in_a_config_file_is_a_migration_error(tmp_path):
             "capacity_plans[0].purchase_acknowledged: got True; allowed: nothing: consent to buy is no longer a config "
             "field")):
         load_config(old)
+
+
+def test_two_plans_of_a_config_pinned_to_one_training_plan_name_are_refused_in_config_terms(tmp_path):
+    config = tmp_path / "two.yaml"
+    plan = EXAMPLE.read_text().split("capacity_plans:\n", 1)[1].split("endpoints:", 1)[0]
+    second = plan.replace("- name: chat-p5e-2027q1", "- name: chat-p5e-2027q2").replace(
+        "# physical_name: chat-p5e-2027q1 #", "physical_name: SageMakerLlm-chat-p5e-2027q1 #")
+    config.write_text(f"extends: {ROOT / 'config' / 'default.yaml'}\ncapacity_plans:\n{plan}{second}")
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "capacity_plans[1].physical_name: got 'SageMakerLlm-chat-p5e-2027q1'; allowed: a plan whose TrainingPlanName "
+            "(SageMakerLlm-chat-p5e-2027q1) is not that of capacity_plans[0]; fix: pin a different physical_name")):
+        load_config(config)
 
 
 _ = CdkAnnotations  # the app's annotations API (Annotations above is the assertions reader)
@@ -401,3 +422,36 @@ def test_the_change_report_shows_the_move_to_on_demand_as_an_endpoint_config_rep
     assert any("CapacityReservationConfig" in p.path for p in config.properties)
     assert [c.kind for c in report.changes if c.resource_type == "Custom::SageMakerCapacityPlanGuard"] == ["removed"]
     assert any(h.category == "redeploy" for h in report.headlines)
+
+
+@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
+def test_two_stacks_of_one_config_buy_two_plans_with_one_consent_name(env):
+    """dev and prod of one config in one account and region: each buys its own plan, never adopts the other's."""
+    config = load_config(EXAMPLE)
+    app = App(context={"purchase": "chat-p5e-2027q1"})
+    dev = LlmPlatformStack(app, "ChatDev", config=config, config_dir=EXAMPLE.parent, env=env)
+    prod = LlmPlatformStack(app, "ChatProd", config=config, config_dir=EXAMPLE.parent, env=env)
+    assert consent_problems(app) == []  # the consent names the config's plan, for both stacks
+    for stack, bought in ((dev, "ChatDev-chat-p5e-2027q1"), (prod, "ChatProd-chat-p5e-2027q1")):
+        Template.from_stack(stack.capacity).has_resource_properties("Custom::SageMakerCapacityPlan", {
+            "PlanName": bought, "Purchase": "approved"})
+        Template.from_stack(stack.capacity).has_resource_properties("AWS::SSM::Parameter", {
+            "Name": f"/sagemaker-llm/capacity-plans/{bought}/status"})
+        Template.from_stack(stack).has_resource_properties("Custom::SageMakerCapacityPlanGuard", {"PlanName": bought})
+
+
+def test_the_synth_note_names_the_plan_it_buys_or_adopts():
+    stack = platform(EXAMPLE)
+    Annotations.from_stack(stack.capacity).has_info(
+        "/SageMakerLlmCapacity/CapacityPlan-chat-p5e-2027q1", Match.string_like_regexp(re.escape(
+            f"capacity plan chat-p5e-2027q1 as TrainingPlanName {EXAMPLE_BOUGHT} (<stack>-chat-p5e-2027q1; ")))
+    Annotations.from_stack(stack.capacity).has_info(
+        "/SageMakerLlmCapacity/CapacityPlan-chat-p5e-2027q1", Match.string_like_regexp(re.escape(
+            f"-c purchase=chat-p5e-2027q1; without that, the deploy fails unless a plan named {EXAMPLE_BOUGHT} exists")))
+
+
+def test_consent_by_the_physical_name_is_a_typo():
+    stack = platform(EXAMPLE, context={"purchase": EXAMPLE_BOUGHT})
+    assert consent_problems(stack.node.root) == [Problem(
+        "-c purchase", EXAMPLE_BOUGHT, "names of plans declared with mode reserve: chat-p5e-2027q1",
+        "correct the name, or declare the plan before consenting to purchase it")]

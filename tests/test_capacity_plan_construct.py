@@ -29,6 +29,8 @@ RESERVE: dict[str, Any] = {
     "end_before": datetime(2026, 3, 31, tzinfo=timezone.utc),
     "max_upfront_fee_usd": Decimal("250000.50"),
 }
+BOUGHT = "Test-chat-p5e"
+"""The TrainingPlanName a plan of ``RESERVE`` gets in stack ``Test``: ``<stack name>-<config name>``."""
 CONSENT = {"purchase": "chat-p5e"}
 """The deploy command's consent: ``cdk deploy -c purchase=chat-p5e``."""
 BOUND_ENV = Environment(account="123456789012", region="us-east-1")
@@ -107,7 +109,7 @@ def test_custom_resource_buys_with_string_properties(reserved):
     template.resource_count_is("Custom::SageMakerCapacityPlan", 1)
     template.has_resource_properties("Custom::SageMakerCapacityPlan", {
         "ServiceToken": {"Fn::GetAtt": [Match.any_value(), "Arn"]},
-        "PlanName": "chat-p5e",
+        "PlanName": BOUGHT,
         "InstanceType": INSTANCE,
         "InstanceCount": "2",
         "DurationDays": "30",
@@ -149,9 +151,10 @@ def test_purchase_handler_policy_is_exactly_the_plan_actions(reserved):
         "logs:PutLogEvents": [logs_arn],
         "xray:PutTraceSegments": ["*"],
         "xray:PutTelemetryRecords": ["*"],
-        "sagemaker:DescribeTrainingPlan": [PLAN_ARN_PATTERN + "chat-p5e"],
-        "sagemaker:DescribeTrainingPlanExtensionHistory": [PLAN_ARN_PATTERN + "chat-p5e"],
-        "sagemaker:CreateTrainingPlan": [PLAN_ARN_PATTERN + "chat-p5e"],
+        # The stack-prefixed name has capitals: its lowercase ARN form is allowed too (IAM compares exactly).
+        "sagemaker:DescribeTrainingPlan": [PLAN_ARN_PATTERN + BOUGHT, PLAN_ARN_PATTERN + BOUGHT.lower()],
+        "sagemaker:DescribeTrainingPlanExtensionHistory": [PLAN_ARN_PATTERN + BOUGHT, PLAN_ARN_PATTERN + BOUGHT.lower()],
+        "sagemaker:CreateTrainingPlan": [PLAN_ARN_PATTERN + BOUGHT, PLAN_ARN_PATTERN + BOUGHT.lower()],
         "sagemaker:CreateReservedCapacity": [
             "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:reserved-capacity/*"],
         "sagemaker:SearchTrainingPlanOfferings": ["*"],
@@ -227,7 +230,7 @@ def test_daily_rule_runs_the_expiry_check(reserved):
     })
     template.has_resource_properties("AWS::Lambda::Function", {
         "Environment": {"Variables": Match.object_like({
-            "TRAINING_PLAN_NAMES": "chat-p5e", "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlm"})},
+            "TRAINING_PLAN_NAMES": BOUGHT, "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlm"})},
     })
 
 
@@ -243,7 +246,7 @@ def test_expiry_alarm_metric_threshold_dimension_and_action(reserved):
     template.has_resource_properties("AWS::CloudWatch::Alarm", {
         "Namespace": "SageMakerLlm",
         "MetricName": "CapacityPlanDaysLeft",
-        "Dimensions": [{"Name": "TrainingPlanName", "Value": "chat-p5e"}],
+        "Dimensions": [{"Name": "TrainingPlanName", "Value": BOUGHT}],
         "Statistic": "Minimum",
         "Period": 86400,
         "EvaluationPeriods": 1,
@@ -575,7 +578,8 @@ def test_existing_arn_must_be_in_the_stack_region_and_account():
 def test_a_plan_is_declared_once_per_app():
     stack, _ = stack_with(RESERVE)
     with pytest.raises(ConfigurationError, match=re.escape(
-            "name: got 'chat-p5e'; allowed: a plan no other CapacityPlan in this app declares (Test/Plan does)")):
+            "name: got 'chat-p5e'; allowed: a plan no other CapacityPlan in this app declares (Test/Plan does, "
+            "as TrainingPlanName Test-chat-p5e)")):
         CapacityPlan(stack, "Again", spec={**RESERVE, "max_upfront_fee_usd": 1})
 
 
@@ -602,7 +606,7 @@ def test_one_endpoint_per_plan():
     bound_endpoint(stack, plan, "First")
     with pytest.raises(ConfigurationError, match=re.escape(
             "capacity_plan: got 'Test/Plan'; allowed: a capacity plan no other endpoint uses (one endpoint per plan); "
-            "Test/First already runs on 'chat-p5e'")):
+            "Test/First already runs on 'Test-chat-p5e'")):
         bound_endpoint(stack, plan, "Second")
 
 
@@ -627,6 +631,90 @@ def test_the_purchase_handler_accepts_the_synthesized_properties(reserved, load_
     (resource,) = template.find_resources("Custom::SageMakerCapacityPlan").values()
     handler = load_handler("capacity_plan")
     props = handler.parse_properties(resource["Properties"])
-    assert (props.plan_name, props.instance_count, props.duration_days) == ("chat-p5e", 2, 30)
+    assert (props.plan_name, props.instance_count, props.duration_days) == (BOUGHT, 2, 30)
     assert props.max_upfront_fee_usd == Decimal("250000.50") and props.purchase == "approved"
     assert props.start_time_after == RESERVE["start_after"] and props.end_time_before == RESERVE["end_before"]
+
+
+# --------------------------------------------------------------------------- physical names (issue 11 item 2)
+
+ENVS = {"agnostic": None, "bound": Environment(account="123456789012", region="us-east-1")}
+_TRAINING_PLAN_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}")  # botocore's TrainingPlanName pattern
+
+
+@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
+def test_a_plan_to_buy_is_named_after_its_stack_everywhere(env):
+    stack, plan = stack_with({**RESERVE, "when_not_active": "on_demand"}, env=env, context=CONSENT)
+    template = Template.from_stack(stack)
+    assert (plan.plan_name, plan.config_name) == (BOUGHT, "chat-p5e")
+    template.has_resource_properties("Custom::SageMakerCapacityPlan", {
+        "PlanName": BOUGHT, "ConsentName": "chat-p5e", "Purchase": "approved"})
+    template.has_resource_properties("AWS::SSM::Parameter", {"Name": f"/sagemaker-llm/capacity-plans/{BOUGHT}/status"})
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "CapacityPlanDaysLeft", "Dimensions": [{"Name": "TrainingPlanName", "Value": BOUGHT}]})
+    template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like({
+        "TRAINING_PLAN_NAMES": BOUGHT,
+        "STATUS_PARAMETERS": f"{BOUGHT}=/sagemaker-llm/capacity-plans/{BOUGHT}/status"})}})
+
+
+@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
+def test_a_pinned_physical_name_is_bought_exactly_and_consent_stays_the_config_name(env):
+    stack, plan = stack_with({**RESERVE, "physical_name": "chat-p5e-bought-2026", "when_not_active": "on_demand"},
+                             env=env, context=CONSENT)
+    template = Template.from_stack(stack)
+    assert plan.purchase_approved and plan.plan_name == "chat-p5e-bought-2026"
+    template.has_resource_properties("Custom::SageMakerCapacityPlan", {
+        "PlanName": "chat-p5e-bought-2026", "Purchase": "approved"})
+    template.has_resource_properties("AWS::SSM::Parameter", {
+        "Name": "/sagemaker-llm/capacity-plans/chat-p5e-bought-2026/status"})
+
+
+def test_consent_by_the_physical_name_is_no_consent():
+    stack, plan = stack_with(RESERVE, context={"purchase": BOUGHT})
+    assert not plan.purchase_approved
+    Template.from_stack(stack).has_resource_properties("Custom::SageMakerCapacityPlan", {"Purchase": "not-approved"})
+
+
+def test_an_existing_plan_keeps_the_exact_name_given():
+    stack, plan = stack_with({"name": "chat-p5e-existing", "mode": "existing", "instance_type": INSTANCE,
+                              "instance_count": 2})
+    assert plan.plan_name == "chat-p5e-existing"
+    Template.from_stack(stack).has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like({
+        "TRAINING_PLAN_NAMES": "chat-p5e-existing"})}})
+
+
+def test_a_long_stack_name_is_cut_to_the_training_plan_name_limit_with_a_hash():
+    app = App()
+    first = CapacityPlan(Stack(app, "S" * 60), "Plan", spec=RESERVE)
+    second = CapacityPlan(Stack(app, "S" * 59 + "T"), "Plan", spec=RESERVE)
+    for plan in (first, second):
+        assert len(plan.plan_name) == 64 and _TRAINING_PLAN_NAME.fullmatch(plan.plan_name)
+    assert first.plan_name != second.plan_name
+
+
+def test_name_prefix_names_the_plan_after_another_stack():
+    stack = Stack(App(), "ChatCapacity")
+    assert CapacityPlan(stack, "Plan", spec=RESERVE, name_prefix="Chat_Prod").plan_name == "Chat-Prod-chat-p5e"
+
+
+@pytest.mark.parametrize("value", ["p" * 65, "chat_p5e", "-chat"])
+def test_a_pinned_physical_name_must_be_a_training_plan_name(value):
+    with pytest.raises(ConfigurationError, match=re.escape(
+            f"physical_name: got '{value}'; allowed: 1-64 characters: letters, digits and hyphens, starting and "
+            "ending with a letter or digit; fix: shorten the name")):
+        stack_with({**RESERVE, "physical_name": value})
+
+
+def test_an_existing_plan_refuses_physical_name():
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "physical_name: got 'other'; allowed: nothing when using an existing plan: it is used by its name as given; "
+            "fix: remove physical_name")):
+        stack_with({**EXISTING, "physical_name": "other"})
+
+
+def test_two_plans_pinned_to_one_name_are_one_plan_declared_twice():
+    stack, _ = stack_with({**RESERVE, "physical_name": "shared-plan"})
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "physical_name: got 'shared-plan'; allowed: a plan no other CapacityPlan in this app declares (Test/Plan "
+            "does, as TrainingPlanName shared-plan)")):
+        CapacityPlan(stack, "Again", spec={**RESERVE, "name": "other", "physical_name": "shared-plan"})

@@ -140,7 +140,7 @@ def test_capacity_plan_change_is_called_out_as_money_and_as_a_failing_deploy(pla
     (plan,) = changes(plan_changed, RESOURCE_TYPE)
     assert {p.path for p in plan.properties} == {"InstanceCount", "MaxUpfrontFeeUsd"}
     (money,) = [h for h in plan_changed.headlines if h.category == "money"]
-    assert "capacity plan chat-p5e-2027q1 changes InstanceCount" in money.text
+    assert "capacity plan SageMakerLlm-chat-p5e-2027q1 changes InstanceCount" in money.text
     assert "the deployment fails" in money.text and '"2" -> "4"' in money.text
     markdown = render_markdown(plan_changed)
     assert "**Capacity plans (money)**" in markdown
@@ -155,6 +155,29 @@ def test_only_a_price_cap_change_buys_nothing(base: Path) -> None:
         **stack.resources[plan_id]["Properties"], "MaxUpfrontFeeUsd": "160000"}}
     (money,) = compare(assembly, head).headlines
     assert money.category == "money" and money.text.endswith("): no purchase")
+
+
+def _with_old_plan_name(assembly: Any) -> Any:
+    """``assembly`` as synthesized before plan names were stack-prefixed: PlanName was the config name."""
+    stack = assembly["SageMakerLlm"]
+    (plan_id,) = [k for k, r in stack.resources.items() if r["Type"] == RESOURCE_TYPE]
+    stack.resources[plan_id] = {**stack.resources[plan_id], "Properties": {
+        **stack.resources[plan_id]["Properties"], "PlanName": "chat-p5e-2027q1"}}
+    return assembly
+
+
+def test_upgrading_a_bought_plan_without_physical_name_is_called_out_as_a_failing_deploy(base: Path) -> None:
+    result = compare(_with_old_plan_name(load_assembly(base)), load_assembly(base))
+    (money,) = [h for h in result.headlines if h.category == "money"]
+    assert "changes PlanName: the deployment fails" in money.text
+    assert '"chat-p5e-2027q1" -> "SageMakerLlm-chat-p5e-2027q1"' in money.text
+
+
+def test_pinning_physical_name_keeps_a_bought_plan_unchanged(tmp: Path, base: Path) -> None:
+    pinned = synth(tmp, "pinned-plan", plan={**PLAN, "physical_name": "chat-p5e-2027q1"})
+    result = compare(_with_old_plan_name(load_assembly(base)), load_assembly(pinned))
+    assert changes(result, RESOURCE_TYPE) == []
+    assert not [h for h in result.headlines if h.category == "money"]
 
 
 # ------------------------------------------------------------------ renames, names, noise

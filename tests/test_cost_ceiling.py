@@ -104,8 +104,13 @@ def test_reserved_capacity_plan_shows_dates_price_cap_and_whether_this_deploy_bu
     table = cost_ceiling_table(app)
     assert row(table, "Plans/Chat")[7:12] == ["1440", "while", "plan", "not", "Active"]
     assert f"prepaid up to 250000 ({state})" in table
-    assert ("reserves capacity plan chat-p5e-2026q1: ml.p5e.48xlarge x 2 for 30 days starting at or after "
-            "2026-01-15T00:00:00Z, prepaid up to USD 250000 and never refunded") in table
+    assert ("reserves capacity plan chat-p5e-2026q1 (TrainingPlanName Capacity-chat-p5e-2026q1): ml.p5e.48xlarge x 2 "
+            "for 30 days starting at or after 2026-01-15T00:00:00Z, prepaid up to USD 250000 and never refunded") in table
+    # The table names the plan SageMaker knows; the consent is the config name.
+    assert row(table, "  plan Capacity-chat-p5e-2026q1")[2:6] == ["ml.p5e.48xlarge", "2", "reserved",
+                                                                  "Capacity-chat-p5e-2026q1"]
+    if not context:
+        assert "bought only by a deploy with -c purchase=chat-p5e-2026q1)" in table
 
 
 def test_prices_when_given_multiply_the_hours():

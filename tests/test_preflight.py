@@ -190,7 +190,16 @@ def test_a_reserve_plan_says_what_the_deploy_buys():
     (found,) = of(offline(config(capacity_plans=[reserve_plan(start_after="2027-01-04T00:00:00Z")])), "plan.purchase")
     assert found.severity == "info" and found.subject == "capacity_plans[0]"
     assert found.what == ("the deploy that creates plan chat-p5e buys ml.p5e.48xlarge x 4 for 30 days starting at or after "
-                          "2027-01-04T00:00:00Z, prepaid up to USD 150000 and never refunded")
+                          "2027-01-04T00:00:00Z as TrainingPlanName SageMakerLlm-chat-p5e, prepaid up to USD 150000 "
+                          "and never refunded")
+
+
+def test_a_pinned_plan_says_the_pinned_name_it_buys():
+    cfg = config(capacity_plans=[reserve_plan(physical_name="chat-p5e")], stack_name="ChatProd")
+    (found,) = of(offline(cfg), "plan.purchase")
+    assert "as TrainingPlanName chat-p5e, prepaid" in found.what
+    (found,) = of(offline(config(capacity_plans=[reserve_plan()], stack_name="ChatProd")), "plan.purchase")
+    assert "as TrainingPlanName ChatProd-chat-p5e, prepaid" in found.what
     assert not of(offline(config()), "plan.purchase")
 
 
@@ -649,3 +658,17 @@ def test_cli_synthesizes_with_the_cdk_json_app_and_context(tmp_path, monkeypatch
     assert preflight.main(["--config", str(clean), "--offline", "--region", "us-east-1"]) == 1
     (synth,) = [line for line in capsys.readouterr().out.splitlines() if "[synth]" in line]
     assert synth.startswith("BLOCKER [synth] the app does not synthesize; why: the app is broken")
+
+
+def test_live_reserve_plan_is_described_by_its_stack_prefixed_name():
+    """The stacks buy (or adopt) SageMakerLlm-chat-p5e: preflight asks SageMaker for that name, not the config's."""
+    stubs = Stubs()
+    identity(stubs)
+    stubs.error("sagemaker", "DescribeTrainingPlan", {"TrainingPlanName": "SageMakerLlm-chat-p5e"}, "ResourceNotFound")
+    names(stubs, "qwen3-8b")
+    quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2)])
+    s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+    layer(stubs)
+    findings = live(config(capacity_plans=[reserve_plan()]), stubs)
+    (plan,) = of(findings, "plan.status", "info")
+    assert plan.what == "plan chat-p5e is not bought yet: no TrainingPlanName SageMakerLlm-chat-p5e (see plan.purchase)"

@@ -13,6 +13,11 @@ A capacity plan is paid upfront and never refunded, so this module is careful in
   what was bought, and is retained (DeletionPolicy and UpdateReplacePolicy ``Retain``) when it
   leaves the template or the stack is deleted. An extension (``ExtendTrainingPlan``) is bought
   at most once per target end date.
+* A plan to buy is named ``<stack name>-<name>`` (``CapacityPlan.plan_name``; the stack is
+  ``name_prefix``, e.g. the serving stack, or the plan's own), so two stacks of one config in
+  one account and region never adopt each other's plan; ``physical_name`` pins an exact name
+  (a plan bought before this rule). The consent and the config keep ``name``
+  (``CapacityPlan.config_name``). An existing plan is used by the exact name given.
 * An endpoint binds a plan only through ``CapacityPlanGuard`` (see ``capacity_guard``), which
   checks at deploy time that the plan is Active before the endpoint config is created.
 * A daily check publishes the days the plan has left; an alarm warns ``expiry_warning_days``
@@ -42,7 +47,8 @@ from pydantic import Field
 from . import acknowledgements, service_model
 from .errors import MISSING, ConfigurationError, Problem
 from .functions import METRICS_NAMESPACE, python_function
-from .settings import EndpointOptions, Settings, instance_type_problem, name_problem
+from .naming import as_prefix, prefixed_name, stack_prefix
+from .settings import EndpointOptions, Settings, field_rule, instance_type_problem, name_problem
 from .storage import secure_key
 from .validation import validated
 
@@ -124,9 +130,19 @@ class CapacityPlanSpec(Settings):
     """
 
     name: Annotated[str | None, Field(description=(
-        "The plan's name (TrainingPlanName): 1-64 letters, digits and hyphens, unique in the account and region. "
+        "The plan's name in this config: 1-64 letters, digits and hyphens. The consent names it "
+        "(-c purchase=<name>) and endpoints' capacity_plan refer to it. A plan to reserve is bought as "
+        "<stack name>-<name> (its TrainingPlanName, cut to 64 characters with a hash), unless physical_name pins "
+        "it, so two stacks of one config never share a plan; an existing plan is used by exactly this name. "
         "Required to reserve a plan and to use an existing plan by name; with existing_plan_arn it defaults to the "
         "name in the ARN."))] = None
+    physical_name: Annotated[str | None, field_rule(lambda v: name_problem("", v, "TrainingPlanName")),
+                             Field(description=(
+        "reserve: the exact TrainingPlanName to buy or adopt, not prefixed (1-64 letters, digits and hyphens). "
+        "Pin it for a plan bought before names were stack-prefixed (its name was the config name): without it the "
+        "next deploy asks for <stack name>-<name> instead and refuses to change the bought plan. A pinned name is "
+        "unique in the account and region, so two stacks of one config share that plan. Refused for an existing "
+        "plan (its name is used as given). Default: <stack name>-<name>."))] = None
     mode: Annotated[Literal["reserve", "existing"] | None, Field(description=(
         "reserve: buy a new plan (needs max_upfront_fee_usd here and -c purchase=<name> on the deploy command). "
         "existing: use a plan you already have, by existing_plan_arn or name; nothing is bought. Default: existing "
@@ -171,11 +187,23 @@ class CapacityPlanSpec(Settings):
 
     @property
     def plan_name(self) -> str:
-        """The plan's name: ``name``, or the name in ``existing_plan_arn``."""
+        """The plan's config name: ``name``, or the name in ``existing_plan_arn`` (what ``-c purchase=`` names)."""
         if self.name is not None:
             return self.name
         match = _PLAN_ARN.fullmatch(self.existing_plan_arn or "")
         return match.group("name") if match else ""
+
+    def physical_plan_name(self, prefix: str) -> str:
+        """The TrainingPlanName SageMaker knows the plan by, in a stack whose name is ``prefix``.
+
+        An existing plan: its name as given. A plan to reserve: ``physical_name`` when pinned, else
+        ``<prefix>-<name>`` (``naming.prefixed_name`` within TrainingPlanName's length).
+        """
+        if self.effective_mode == "existing":
+            return self.plan_name
+        if self.physical_name is not None:
+            return self.physical_name
+        return prefixed_name(as_prefix(prefix), self.plan_name, max_length=service_model.name_rule("TrainingPlanName")[0])
 
     @property
     def arn_parts(self) -> tuple[str, str] | None:
@@ -249,6 +277,10 @@ class CapacityPlanSpec(Settings):
         if self.existing_plan_arn is None and self.name is None:
             problems.append(Problem("name", MISSING, "the existing plan's name, or existing_plan_arn",
                                     "set existing_plan_arn (recommended) or name"))
+        if self.physical_name is not None:
+            problems.append(Problem("physical_name", self.physical_name,
+                                    "nothing when using an existing plan: it is used by its name as given",
+                                    "remove physical_name and give the plan's exact name in name or existing_plan_arn"))
         for field in _PURCHASE_FIELDS:
             value = getattr(self, field)
             if value is not None:
@@ -343,8 +375,8 @@ def consent_problems(root: IConstruct) -> list[Problem]:
     A typo must not look like consent that silently did nothing: every unknown name is a problem.
     """
     plans = _plans_in(root)
-    reservable = sorted(p.plan_name for p in plans if p.mode == "reserve")
-    extendable = sorted(p.plan_name for p in plans if p.spec.extension is not None)
+    reservable = sorted({p.config_name for p in plans if p.mode == "reserve"})
+    extendable = sorted({p.config_name for p in plans if p.spec.extension is not None})
     problems: list[Problem] = []
     for key, names, what in ((PURCHASE_CONTEXT, reservable, "plans declared with mode reserve"),
                              (EXTEND_CONTEXT, extendable, "plans declared with an extension")):
@@ -389,7 +421,8 @@ class CapacityPlan(Construct):
 
     * **reserve**: a custom resource (``Custom::SageMakerCapacityPlan``, child ``Resource``)
       searches the offerings and buys the cheapest one within ``max_upfront_fee_usd`` and the
-      window, once, and only when the synth carries ``-c purchase=<name>`` (``purchase_approved``);
+      window as ``plan_name`` (``<name_prefix or stack name>-<spec.name>``, or ``spec.physical_name``),
+      once, and only when the synth carries ``-c purchase=<spec.name>`` (``purchase_approved``);
       without it the handler may only describe the plan: it adopts a plan of that name or fails
       the deploy saying how to consent. An update that changes only the price cap or the consent is a no-op;
       one that changes what was bought fails and changes nothing. The resource is retained when
@@ -426,9 +459,14 @@ class CapacityPlan(Construct):
         *,
         spec: CapacityPlanSpec | Mapping[str, Any],
         alarm_topic: sns.ITopic | None = None,
+        name_prefix: str | None = None,
     ) -> None:
         """
         :param spec: the plan to reserve or use (see ``CapacityPlanSpec``).
+        :param name_prefix: what a plan to reserve is named after, ``<name_prefix>-<spec.name>``
+            (unless ``spec.physical_name`` pins the name), e.g. the name of the stack that serves on
+            the plan when the plan lives in a companion stack. Default: the name of the (top-level)
+            stack this plan is in. Not used for an existing plan.
         :param alarm_topic: where the expiry and check-failure alarms notify. If it is encrypted,
             its key must let ``cloudwatch.amazonaws.com`` use it. Default: a new KMS-encrypted
             topic for this plan (its key is retained with the stack's other keys); pass one topic
@@ -437,7 +475,18 @@ class CapacityPlan(Construct):
         super().__init__(scope, id)
         spec = validated(CapacityPlanSpec, spec, where=self.node.path)
         self.spec = spec
-        self.plan_name = spec.plan_name
+        self.config_name = spec.plan_name
+        """The plan's name in the config (``spec.name``): what ``-c purchase=`` / ``-c extend=`` name."""
+        if spec.effective_mode == "reserve" and spec.physical_name is None:
+            prefix = name_prefix if name_prefix is not None else stack_prefix(
+                self, field="name", what="the capacity plan's name",
+                pin="pin the plan's name with physical_name (or pass name_prefix)")
+            self.plan_name = spec.physical_plan_name(prefix)
+        else:
+            self.plan_name = spec.physical_plan_name("")
+        """The plan's TrainingPlanName (what SageMaker, its ARN, the status parameter and the metrics use):
+        ``<name_prefix or stack name>-<spec.name>`` for a plan to reserve unless ``spec.physical_name``
+        pins it; an existing plan's name as given."""
         self.instance_type = spec.instance_type
         self.instance_count = spec.instance_count
         self.mode = spec.effective_mode
@@ -460,9 +509,9 @@ class CapacityPlan(Construct):
         self.end_time: str | None = None
         self.upfront_fee: str | None = None
         self.currency_code: str | None = None
-        self.purchase_approved = self.mode == "reserve" and self.plan_name in consented_plans(self, PURCHASE_CONTEXT)
+        self.purchase_approved = self.mode == "reserve" and self.config_name in consented_plans(self, PURCHASE_CONTEXT)
         """Whether this synth carries ``-c purchase=<name>``: only then may the purchase handler spend."""
-        self.extension_approved = spec.extension is not None and self.plan_name in consented_plans(self, EXTEND_CONTEXT)
+        self.extension_approved = spec.extension is not None and self.config_name in consented_plans(self, EXTEND_CONTEXT)
         """Whether this synth carries ``-c extend=<name>``: only then may the extension be bought."""
         self.binding_arn: str = spec.existing_plan_arn or self._named_arn(stack, self.plan_name)
         """The plan's ARN as known at synth (no token), for guards and bindings in other stacks."""
@@ -471,7 +520,7 @@ class CapacityPlan(Construct):
         elif spec.existing_plan_arn is not None:
             self.plan_arn = spec.existing_plan_arn
         else:
-            self.plan_arn = self._named_arn(stack, spec.plan_name)
+            self.plan_arn = self._named_arn(stack, self.plan_name)
         if spec.extension is not None:
             self._extend(stack)
 
@@ -567,8 +616,11 @@ class CapacityPlan(Construct):
                                             "own account and region", "deploy the stack there or use a plan from here"))
         for other in _plans_in(self.node.root):
             if other is not self and self._same_plan(other):
-                problems.append(Problem("name", self.plan_name,
-                                        f"a plan no other CapacityPlan in this app declares ({other.node.path} does)",
+                pinned = self.spec.physical_name is not None
+                problems.append(Problem("physical_name" if pinned else "name",
+                                        self.spec.physical_name if pinned else self.config_name,
+                                        f"a plan no other CapacityPlan in this app declares ({other.node.path} does, "
+                                        f"as TrainingPlanName {self.plan_name})",
                                         "declare each plan once and bind it to one endpoint"))
         return problems
 
@@ -643,6 +695,7 @@ class CapacityPlan(Construct):
             "DurationDays": str(spec.duration_days),
             "MaxUpfrontFeeUsd": format(spec.max_upfront_fee_usd, "f"),
             "Purchase": APPROVED if self.purchase_approved else NOT_APPROVED,
+            "ConsentName": self.config_name,  # what the handler's "how to consent" message names
         }
         if spec.start_after is not None:
             properties["StartTimeAfter"] = _iso(spec.start_after)
@@ -688,6 +741,7 @@ class CapacityPlan(Construct):
                 "ExtendUntil": _iso(extension.until),
                 "MaxUpfrontFeeUsd": format(extension.max_upfront_fee_usd, "f"),
                 "Extend": APPROVED if self.extension_approved else NOT_APPROVED,
+                "ConsentName": self.config_name,
             })
         if self.custom_resource is not None:
             self.extension_resource.node.add_dependency(self.custom_resource)
@@ -706,26 +760,35 @@ class CapacityPlan(Construct):
         """Say at synth what a deploy of this plan's stack would buy, and whether it may."""
         if self.mode == "reserve":
             cap = self.spec.max_upfront_fee_usd
-            what = (f"capacity plan {self.plan_name}: {self.spec.purchase_summary()}, prepaid up to USD {cap}, "
-                    "never refunded")
+            what = (f"capacity plan {self.config_name} as TrainingPlanName {self.plan_name} ({self._name_origin()}): "
+                    f"{self.spec.purchase_summary()}, prepaid up to USD {cap}, never refunded")
             if self.purchase_approved:
                 Annotations.of(self).add_warning_v2(
                     "sagemaker-llm-cdk:purchaseApproved",
-                    f"This deploy may BUY {what} (consent: -c {PURCHASE_CONTEXT}={self.plan_name}). Bought once; "
-                    "a plan of that name that exists already is adopted.")
+                    f"This deploy may BUY {what} (consent: -c {PURCHASE_CONTEXT}={self.config_name}). Bought once; "
+                    f"a plan named {self.plan_name} that exists already is adopted.")
             else:
                 Annotations.of(self).add_info(
                     f"Not bought by this deploy: {what}. To buy it, deploy this stack with "
-                    f"-c {PURCHASE_CONTEXT}={self.plan_name}; without that, the deploy fails unless the plan exists.")
+                    f"-c {PURCHASE_CONTEXT}={self.config_name}; without that, the deploy fails unless a plan named "
+                    f"{self.plan_name} exists (it is then adopted).")
         summary = self.extension_summary()
         if summary is not None:
             if self.extension_approved:
                 Annotations.of(self).add_warning_v2(
                     "sagemaker-llm-cdk:extensionApproved",
-                    f"This deploy may BUY an extension: {summary} (consent: -c {EXTEND_CONTEXT}={self.plan_name}).")
+                    f"This deploy may BUY an extension: {summary} (consent: -c {EXTEND_CONTEXT}={self.config_name}).")
             else:
                 Annotations.of(self).add_info(
-                    f"Not bought by this deploy: {summary}. To buy it, deploy with -c {EXTEND_CONTEXT}={self.plan_name}.")
+                    f"Not bought by this deploy: {summary}. To buy it, deploy with -c {EXTEND_CONTEXT}={self.config_name}.")
+
+    def _name_origin(self) -> str:
+        if self.spec.physical_name is not None:
+            return "pinned by physical_name"
+        if self.plan_name == self.config_name:
+            return "the config name"
+        return (f"<stack>-{self.config_name}; a plan bought before names were stack-prefixed keeps its name only "
+                "with physical_name")
 
     def _add_expiry_check(self) -> None:
         stack = Stack.of(self)

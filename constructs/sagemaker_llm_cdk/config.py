@@ -162,6 +162,7 @@ class AppConfig(Settings):
         """Each endpoint's capacity_plan names a declared plan, one endpoint per plan, and the endpoint fits it."""
         problems: list[Problem] = []
         plans: dict[str, int] = {}
+        physical: dict[str, int] = {}  # TrainingPlanName -> first plan that buys or uses it
         complete = True  # every plan's name is known (none failed validation)
         for p_index, plan in enumerate(self.capacity_plans):
             complete = False
@@ -170,7 +171,15 @@ class AppConfig(Settings):
                     problems.append(Problem(f"capacity_plans[{p_index}].name", plan.plan_name,
                                             f"a name not used by capacity_plans[{plans[plan.plan_name]}]",
                                             "declare each plan once"))
+                elif plan.physical_plan_name(self.stack_name) in physical:
+                    name = plan.physical_plan_name(self.stack_name)
+                    field = "physical_name" if plan.physical_name is not None else "name"
+                    problems.append(Problem(f"capacity_plans[{p_index}].{field}", getattr(plan, field),
+                                            f"a plan whose TrainingPlanName ({name}) is not that of "
+                                            f"capacity_plans[{physical[name]}]",
+                                            "pin a different physical_name, or declare the plan once"))
                 plans.setdefault(plan.plan_name, p_index)
+                physical.setdefault(plan.physical_plan_name(self.stack_name), p_index)
                 complete = True
             if not complete:
                 break

@@ -175,7 +175,7 @@ def _plan_row(plan: Any, notes: list[str]) -> tuple[str, ...]:
     if extension is not None:
         notes.append(f"{plan.node.path}: {extension}, "
                      + ("this deploy may buy it" if plan.extension_approved else
-                        f"not bought by this deploy (-c extend={plan.plan_name})"))
+                        f"not bought by this deploy (-c extend={getattr(plan, 'config_name', plan.plan_name)})"))
     return (f"  plan {plan.plan_name}", plan.instance_type, f"{plan.instance_count} reserved", "", "",
             f"{plan.plan_name} ({plan.mode})", fee)
 
@@ -189,6 +189,7 @@ def _plan_cell(plan: object | None) -> str:
 def _plan_note(plan: object) -> str:
     spec = getattr(plan, "spec", None)
     name = getattr(plan, "plan_name", "?")
+    config_name = getattr(plan, "config_name", name)  # what -c purchase= names
     if spec is None:
         return f"runs only on capacity plan {name}"
     when = ("on on-demand capacity while the plan is not Active, on the plan once a deploy sees it Active"
@@ -197,8 +198,9 @@ def _plan_note(plan: object) -> str:
     if getattr(plan, "mode", None) == "reserve":
         cap = spec.max_upfront_fee_usd
         consent = ("this deploy may buy it" if getattr(plan, "purchase_approved", False)
-                   else f"bought only by a deploy with -c purchase={name}")
-        return (f"reserves capacity plan {name}: {spec.purchase_summary()}, prepaid up to USD {cap} and never refunded "
+                   else f"bought only by a deploy with -c purchase={config_name}")
+        shown = config_name if config_name == name else f"{config_name} (TrainingPlanName {name})"
+        return (f"reserves capacity plan {shown}: {spec.purchase_summary()}, prepaid up to USD {cap} and never refunded "
                 f"({consent}); {when}")
     return (f"runs on existing capacity plan {name} ({spec.instance_type} x {spec.instance_count}, already paid); "
             f"its dates are the plan's (DescribeTrainingPlan); {when}")

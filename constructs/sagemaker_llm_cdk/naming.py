@@ -28,17 +28,23 @@ def top_level_stack(scope: IConstruct) -> Stack:
     return stack
 
 
-def stack_prefix(scope: IConstruct, *, field: str) -> str:
+def stack_prefix(scope: IConstruct, *, field: str, what: str = "the inference component's name",
+                 pin: str = "pin the component's name with physical_name") -> str:
     """The top-level stack's name as a name prefix: letters, digits and single hyphens."""
     stack = top_level_stack(scope)
     name = stack.stack_name
     if Token.is_unresolved(name):
         raise ConfigurationError(
             [Problem(field, "a stack whose name is only known at deploy time",
-                     "a stack name known at synth (it prefixes the inference component's name)",
-                     "give the stack a literal name, or pin the component's name with physical_name")],
+                     f"a stack name known at synth (it prefixes {what})",
+                     f"give the stack a literal name, or {pin}")],
             source=scope.node.path,
         )
+    return as_prefix(name)
+
+
+def as_prefix(name: str) -> str:
+    """``name`` (a stack name) as a name prefix: other characters become single hyphens, none at the ends."""
     return re.sub(r"-+", "-", re.sub(r"[^A-Za-z0-9-]", "-", name)).strip("-")
 
 

@@ -21,8 +21,10 @@ ResourceProperties / OldResourceProperties (CloudFormation passes every value as
     StartTimeAfter        optional ISO-8601 date-time with offset, e.g. "2026-01-15T00:00:00Z"
     EndTimeBefore         optional ISO-8601 date-time with offset
     MaxUpfrontFeeUsd      decimal > 0; the most this resource may spend (USD)
-    Purchase              "approved" (the deploy command carried ``-c purchase=<PlanName>``) or
+    Purchase              "approved" (the deploy command carried ``-c purchase=<ConsentName>``) or
                           "not-approved" (adopt a plan of this name that already exists; never buy)
+    ConsentName           optional: the plan's name in the config, which ``-c purchase=`` names
+                          (PlanName is stack-prefixed); messages say it. Default: PlanName
     ServiceToken          ignored
 Any other property is refused (a misspelt StartTimeAfter must never buy a plan without its window).
 
@@ -30,7 +32,8 @@ ResourceType ``Custom::SageMakerCapacityPlanExtension`` (same function; see ``on
     PlanName              the plan to extend
     ExtendUntil           ISO-8601 date-time with offset: the plan should last at least until then
     MaxUpfrontFeeUsd      decimal > 0; the most the extension may cost (USD)
-    Extend                "approved" (``-c extend=<PlanName>`` on the deploy command) or "not-approved"
+    Extend                "approved" (``-c extend=<ConsentName>`` on the deploy command) or "not-approved"
+    ConsentName           optional, as above
 
 Returns
 -------
@@ -178,6 +181,16 @@ def parse_plan_name(value: Any) -> str:
     return value
 
 
+def parse_consent_name(value: Any) -> str:
+    """ConsentName: the plan's config name, what ``-c purchase=`` / ``-c extend=`` name (only shown in messages)."""
+    if not isinstance(value, str) or len(value) > MAX_PLAN_NAME_CHARS or not _PLAN_NAME_RE.fullmatch(value):
+        raise ValueError(
+            f"ConsentName {_shown(value)} is not a valid plan name; use 1-64 letters, digits and hyphens, starting "
+            "and ending with a letter or digit (the plan's name in the config, e.g. 'llm-p5e-2026q1')"
+        )
+    return value
+
+
 def parse_instance_type(value: Any) -> str:
     if not isinstance(value, str) or not _INSTANCE_TYPE_RE.fullmatch(value):
         raise ValueError(f"InstanceType {_shown(value)} is not a SageMaker instance type; use e.g. 'ml.p5e.48xlarge'")
@@ -242,6 +255,12 @@ class CapacityPlanProperties(BaseModel):
     end_time_before: datetime | None = Field(default=None, alias="EndTimeBefore")
     max_upfront_fee_usd: Decimal = Field(alias="MaxUpfrontFeeUsd")
     purchase: str = Field(alias="Purchase")
+    consent_name: str | None = Field(default=None, alias="ConsentName")
+
+    @field_validator("consent_name", mode="before")
+    @classmethod
+    def _check_consent_name(cls, value: Any) -> str:
+        return parse_consent_name(value)
 
     @field_validator("plan_name", mode="before")
     @classmethod
@@ -683,7 +702,7 @@ def on_create(props: CapacityPlanProperties) -> dict[str, Any]:
             f"was bought. To buy {props.instance_count} x {props.instance_type} for {props.duration_days} days "
             f"(window {_iso(props.start_time_after) or 'any start'} to {_iso(props.end_time_before) or 'any end'}, "
             f"at most {props.max_upfront_fee_usd} USD, paid upfront, never refunded), deploy this stack with "
-            f"-c purchase={props.plan_name}."
+            f"-c purchase={props.consent_name or props.plan_name}."
         )
 
     search: dict[str, Any] = {
@@ -792,6 +811,12 @@ class ExtensionProperties(BaseModel):
     extend_until: datetime = Field(alias="ExtendUntil")
     max_upfront_fee_usd: Decimal = Field(alias="MaxUpfrontFeeUsd")
     extend: str = Field(alias="Extend")
+    consent_name: str | None = Field(default=None, alias="ConsentName")
+
+    @field_validator("consent_name", mode="before")
+    @classmethod
+    def _check_consent_name(cls, value: Any) -> str:
+        return parse_consent_name(value)
 
     @field_validator("plan_name", mode="before")
     @classmethod
@@ -921,7 +946,7 @@ def on_extension(request: CustomResourceEvent) -> dict[str, Any]:
         raise CapacityPlanConsentError(
             f"Capacity plan '{props.plan_name}' ends {_iso(end)}; extending it to {_iso(props.extend_until)} "
             f"({hours // 24} days, at most {props.max_upfront_fee_usd} USD, paid upfront, never refunded) was not "
-            f"approved by this deploy, so nothing was bought. Deploy this stack with -c extend={props.plan_name}.")
+            f"approved by this deploy, so nothing was bought. Deploy this stack with -c extend={props.consent_name or props.plan_name}.")
     response = _sagemaker().search_training_plan_offerings(TrainingPlanArn=plan["TrainingPlanArn"], DurationHours=hours)
     offerings = [ExtensionOffering.from_api(i) for i in response.get("TrainingPlanExtensionOfferings") or []]
     acceptable = [o for o in offerings if extension_rejection(o, props, end) is None]

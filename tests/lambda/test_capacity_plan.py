@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -533,6 +534,23 @@ def test_create_without_consent_never_searches_or_buys(cp, sm, lambda_context):
             rf"'{PLAN}' does not exist and this deploy did not approve buying it; nothing was bought\. To buy 4 x "
             r"ml\.p5e\.48xlarge for 7 days .*at most 100000 USD.*deploy this stack with -c purchase=" + PLAN)):
         cp.handler(event("Create", {**PROPS, "Purchase": "not-approved"}), lambda_context)
+
+
+def test_without_consent_the_message_names_the_config_name_the_deploy_command_takes(cp, sm, lambda_context):
+    """PlanName is stack-prefixed; the consent is -c purchase=<config name> (ConsentName)."""
+    prefixed = "SageMakerLlm-" + PLAN
+    expect_not_found(sm, prefixed)
+
+    with pytest.raises(cp.CapacityPlanConsentError, match=(
+            rf"Capacity plan '{prefixed}' does not exist .*deploy this stack with -c purchase={PLAN}\.$")):
+        cp.handler(event("Create", {**PROPS, "PlanName": prefixed, "ConsentName": PLAN, "Purchase": "not-approved"}),
+                   lambda_context)
+
+
+@pytest.mark.parametrize("value", ["llm_p5e", "x" * 65, ""])
+def test_a_bad_consent_name_is_refused_before_any_call(cp, sm, lambda_context, value):
+    with pytest.raises(cp.CapacityPlanPropertiesError, match=re.escape(f"nothing was bought):\n- ConsentName '{value}' is not a valid plan name; use 1-64")):
+        cp.handler(event("Create", {**PROPS, "ConsentName": value}), lambda_context)
 
 
 def test_create_without_consent_adopts_a_plan_bought_earlier(cp, sm, lambda_context):

@@ -76,6 +76,11 @@ class PreflightContext:
         """``{plan name: (index, spec)}`` of ``capacity_plans``."""
         return {plan.plan_name: (index, plan) for index, plan in enumerate(self.config.capacity_plans)}
 
+    def plan_physical_name(self, plan: "CapacityPlanSpec") -> str:
+        """The TrainingPlanName the app's stacks buy or use for ``plan``: ``<stack_name>-<name>`` to reserve
+        (unless ``physical_name`` pins it), the name as given for an existing plan."""
+        return plan.physical_plan_name(self.config.stack_name)
+
     def plan_of(self, endpoint: "EndpointSpec") -> tuple[int, "CapacityPlanSpec"] | None:
         """The plan ``endpoint`` is bound to, with its index, or None (on-demand)."""
         name = getattr(endpoint, "capacity_plan", None)

@@ -47,8 +47,9 @@ def check_plans_live(ctx: PreflightContext) -> Iterable[Finding]:
     for index, plan in enumerate(ctx.config.capacity_plans):
         path = f"capacity_plans[{index}]"
         endpoint_path = bound_by.get(plan.plan_name)
+        physical = ctx.plan_physical_name(plan)  # what the stacks buy or adopt, not always the config name
         try:
-            described = sagemaker.describe_training_plan(TrainingPlanName=plan.plan_name)
+            described = sagemaker.describe_training_plan(TrainingPlanName=physical)
         except Exception as error:
             code = _error_code(error)
             if code in _DENIED:
@@ -60,11 +61,13 @@ def check_plans_live(ctx: PreflightContext) -> Iterable[Finding]:
                                   "an existing plan must be there to bind", "buy it first, or correct name/existing_plan_arn",
                                   path)
                 elif endpoint_path is not None:
-                    yield blocker("plan.status", f"plan {plan.plan_name} is not bought yet and {endpoint_path} is bound to it",
+                    yield blocker("plan.status", f"plan {plan.plan_name} is not bought yet (no TrainingPlanName {physical}) "
+                                  f"and {endpoint_path} is bound to it",
                                   "a newly bought plan is not Active until its start; the endpoint gets no instances",
                                   "buy the plan first, bind it once it is Active", path)
                 else:
-                    yield info("plan.status", f"plan {plan.plan_name} is not bought yet (see plan.purchase)", subject=path)
+                    yield info("plan.status", f"plan {plan.plan_name} is not bought yet: no TrainingPlanName {physical} "
+                               "(see plan.purchase)", subject=path)
             else:
                 yield warning("plan.status", f"DescribeTrainingPlan {plan.plan_name} failed ({code})",
                               "its status and window are unknown", "retry, or check the plan in the console", path)

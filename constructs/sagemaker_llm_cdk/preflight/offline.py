@@ -261,9 +261,12 @@ def check_purchase_windows(ctx: PreflightContext) -> Iterable[Finding]:
 def check_purchases(ctx: PreflightContext) -> Iterable[Finding]:
     for index, plan in enumerate(ctx.config.capacity_plans):
         if plan.effective_mode == "reserve":
-            yield info("plan.purchase", f"the deploy that creates plan {plan.plan_name} buys {plan.purchase_summary()}, "
-                       f"prepaid up to USD {plan.max_upfront_fee_usd} and never refunded",
-                       "money is spent once, when the plan is bought; a plan already bought is found by name, not bought again",
+            yield info("plan.purchase", f"the deploy that creates plan {plan.plan_name} buys {plan.purchase_summary()} "
+                       f"as TrainingPlanName {ctx.plan_physical_name(plan)}, prepaid up to USD {plan.max_upfront_fee_usd} "
+                       "and never refunded",
+                       "money is spent once, when the plan is bought; a plan of that TrainingPlanName already bought is "
+                       "adopted, not bought again (a plan bought under another name is found only when physical_name "
+                       "pins that name)",
                        "deploy only if you mean to buy it; use mode: existing for a plan you have", f"capacity_plans[{index}]")
 
 
