@@ -361,7 +361,8 @@ def checkov_skip(construct_or_cfn_resource: IConstruct, check_id: str, comment: 
     cfn.add_metadata("checkov", metadata)
 
 
-def _made_by_library(node: IConstruct) -> bool:
+def made_by_library(node: IConstruct) -> bool:
+    """Whether ``node`` was made inside one of this library's constructs (so its checks and settings apply)."""
     scope = node.node.scope
     while scope is not None:
         if type(scope).__module__.startswith(_LIBRARY + "."):
@@ -412,7 +413,7 @@ def _checkov_findings(resource: Any) -> list[str]:
 @jsii.implements(IAspect)
 class _CheckovDefaults:
     def visit(self, node: IConstruct) -> None:
-        if CfnResource.is_cfn_resource(node) and _made_by_library(node):
+        if CfnResource.is_cfn_resource(node) and made_by_library(node):
             for check_id in _checkov_findings(node):
                 checkov_skip(node, check_id, CHECKOV_REASONS[check_id])
 

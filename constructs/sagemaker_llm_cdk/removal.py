@@ -24,6 +24,7 @@ import jsii
 from aws_cdk import Aspects, CfnDeletionPolicy, CfnResource, IAspect, RemovalPolicy, Stack
 from constructs import IConstruct
 
+from .acknowledgements import made_by_library
 from .errors import ConfigurationError, Problem
 
 Removal = Literal["retain", "destroy"]
@@ -38,7 +39,6 @@ _REMOVABLE = {
     "AWS::DynamoDB::Table": "DynamoDB table",
 }
 _NEVER = {"Custom::SageMakerCapacityPlan": "capacity plan (prepaid, never deleted)"}
-_LIBRARY = __name__.rpartition(".")[0]
 
 
 def removal_mode(scope: IConstruct) -> Removal:
@@ -74,15 +74,6 @@ def set_removal(stack: Stack, mode: Removal) -> None:
         Aspects.of(stack).add(_Destroy())
 
 
-def _made_by_library(node: IConstruct) -> bool:
-    scope = node.node.scope
-    while scope is not None:
-        if type(scope).__module__.startswith(_LIBRARY + "."):
-            return True
-        scope = scope.node.scope
-    return False
-
-
 @jsii.implements(IAspect)
 class _Destroy:
     def visit(self, node: IConstruct) -> None:
@@ -90,7 +81,7 @@ class _Destroy:
             return
         resource: Any = node
         kind = resource.cfn_resource_type
-        if kind not in _REMOVABLE or not _made_by_library(node):
+        if kind not in _REMOVABLE or not made_by_library(node):
             return
         resource.apply_removal_policy(RemovalPolicy.DESTROY)
         if kind == "AWS::KMS::Key":
@@ -110,7 +101,7 @@ def removal_note(scope: IConstruct) -> str:
             kind = node.cfn_resource_type
             if kind in _NEVER:
                 kept[_NEVER[kind]] += 1
-            elif kind in _REMOVABLE and _made_by_library(node):
+            elif kind in _REMOVABLE and made_by_library(node):
                 policy = node.cfn_options.deletion_policy
                 retained = policy is not None and policy != CfnDeletionPolicy.DELETE and not destroying(node)
                 (kept if retained else gone)[_REMOVABLE[kind]] += 1
