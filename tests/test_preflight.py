@@ -416,7 +416,7 @@ def live(cfg, stubs: Stubs, **kwargs: Any) -> list[Finding]:
 def test_live_on_demand_endpoint_all_present_with_price():
     stubs = Stubs()
     identity(stubs)
-    names(stubs, "qwen3-8b")
+    names(stubs, "SageMakerLlm-qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 4)])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
     layer(stubs, latest=POWERTOOLS_LAYER_VERSION + 2)
@@ -431,14 +431,17 @@ def test_live_on_demand_endpoint_all_present_with_price():
                          "USD 10.493/h (Price List API): at most USD 15,109.92")
 
 
-def test_live_missing_data_quota_and_layer_are_blockers():
+@pytest.mark.parametrize(("pinned", "adapter_name"), [({}, "SageMakerLlm-sql"), ({"physical_name": "sql"}, "sql")],
+                         ids=["stack-prefixed", "pinned"])
+def test_live_missing_data_quota_and_layer_are_blockers(pinned, adapter_name):
+    """Names are checked as the stack creates them: <stack>-<name>, or the pinned physical_name."""
     stubs = Stubs()
     identity(stubs)
-    names(stubs, "qwen3-8b", "sql", taken=("sql",))
+    names(stubs, "SageMakerLlm-qwen3-8b", adapter_name, taken=(adapter_name,))
     quotas(stubs, [], defaults=[("ml.g6e.12xlarge for endpoint usage", 0)])
     cfg = config(endpoints=[endpoint(models=[{
         "name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b.tar.gz", "lora": {"max_rank": 16},
-        "adapters": [{"name": "sql", "artifact_s3_uri": "s3://my-adapters/sql.tar.gz"}]}])])
+        "adapters": [{"name": "sql", "artifact_s3_uri": "s3://my-adapters/sql.tar.gz", **pinned}]}])])
     stubs.error("s3", "HeadObject", {"Bucket": "my-weights", "Key": "qwen3-8b.tar.gz"}, "404", 404)
     stubs.error("s3", "HeadObject", {"Bucket": "my-adapters", "Key": "sql.tar.gz"}, "403", 403)
     arn = f"arn:aws:lambda:us-east-1:017000801446:layer:{LAYER}"
@@ -453,7 +456,7 @@ def test_live_missing_data_quota_and_layer_are_blockers():
     assert adapter.subject == "endpoints[0].models[0].adapters[0].artifact_s3_uri"
     assert of(findings, "layer.present", "blocker")[0].what == f"layer {arn} does not exist in us-east-1"
     (taken,) = of(findings, "names.free", "blocker")
-    assert taken.what == "inference component sql already exists (on endpoint someone-elses) and stack SageMakerLlm does not"
+    assert taken.what == f"inference component {adapter_name} already exists (on endpoint someone-elses) and stack SageMakerLlm does not"
     assert taken.subject == "endpoints[0].models[0].adapters[0].name"
     assert preflight.exit_code(findings) == 1
 
@@ -466,7 +469,7 @@ def test_live_plan_scheduled_blocks_the_bound_endpoint_and_quota_name_missing():
         "TrainingPlanName": "chat-p5e", "Status": "Scheduled", "TotalInstanceCount": 4, "TargetResources": ["endpoint"],
         "StartTime": datetime(2027, 1, 4, tzinfo=timezone.utc), "EndTime": datetime(2027, 2, 3, tzinfo=timezone.utc),
         "ReservedCapacitySummaries": []})
-    names(stubs, "qwen3-8b", stack_exists=True)
+    names(stubs, "SageMakerLlm-qwen3-8b", stack_exists=True)
     quotas(stubs, [])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 0)
     layer(stubs, latest=None)
@@ -504,7 +507,7 @@ def test_live_existing_plan_missing_and_active_plan_near_its_end():
             stubs.add("sagemaker", "DescribeTrainingPlan", {"TrainingPlanName": "chat-p5e"}, {
                 "TrainingPlanArn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
                 "TrainingPlanName": "chat-p5e", **status_response})
-        names(stubs, "qwen3-8b")
+        names(stubs, "SageMakerLlm-qwen3-8b")
         quotas(stubs, [("ml.p5e.48xlarge for endpoint usage", 2)])
         s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
         layer(stubs)
@@ -518,7 +521,7 @@ def test_live_existing_plan_missing_and_active_plan_near_its_end():
 def test_live_eagle_job_quota_found_by_name():
     stubs = Stubs()
     identity(stubs)
-    names(stubs, "qwen3-8b")
+    names(stubs, "SageMakerLlm-qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2),
                    ("ml.g6e.12xlarge for optimization job usage", 0)])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
@@ -533,7 +536,7 @@ def test_live_eagle_job_quota_found_by_name():
 def test_live_account_other_than_the_target():
     stubs = Stubs()
     identity(stubs, account="999999999999")
-    names(stubs, "qwen3-8b")
+    names(stubs, "SageMakerLlm-qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2)])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
     layer(stubs)
@@ -619,7 +622,7 @@ def test_regions_module_needs_no_cdk():
 def test_live_weights_in_a_bucket_of_another_region():
     stubs = Stubs()
     identity(stubs)
-    names(stubs, "qwen3-8b")
+    names(stubs, "SageMakerLlm-qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2)])
     params = {"Bucket": "my-weights", "Prefix": "qwen3-8b/", "MaxKeys": 1}
     assert_valid_request("s3", "ListObjectsV2", params)
@@ -665,7 +668,7 @@ def test_live_reserve_plan_is_described_by_its_stack_prefixed_name():
     stubs = Stubs()
     identity(stubs)
     stubs.error("sagemaker", "DescribeTrainingPlan", {"TrainingPlanName": "SageMakerLlm-chat-p5e"}, "ResourceNotFound")
-    names(stubs, "qwen3-8b")
+    names(stubs, "SageMakerLlm-qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2)])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
     layer(stubs)

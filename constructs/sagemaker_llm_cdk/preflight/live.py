@@ -86,14 +86,20 @@ def check_names_free(ctx: PreflightContext) -> Iterable[Finding]:
     """Fixed physical names (inference components, ``endpoint_name``) not already taken outside the stack."""
     if ctx.clients is None or ctx.region is None:
         return
+    from ..naming import as_prefix, prefixed_name
+
+    # The names the stack creates: a pinned physical_name, else <stack name>-<name> (naming.component_name).
+    prefix = as_prefix(ctx.config.stack_name)
     names: list[tuple[str, str, str]] = []  # (config path, kind, name)
     for path, endpoint in ctx.endpoints():
         if endpoint.endpoint_name:
             names.append((f"{path}.endpoint_name", "endpoint", endpoint.endpoint_name))
         for m_index, model in enumerate(endpoint.models):
-            names.append((f"{path}.models[{m_index}].name", "inference component", model.name))
+            names.append((f"{path}.models[{m_index}].name", "inference component",
+                          model.physical_name or prefixed_name(prefix, model.name)))
             for a_index, adapter in enumerate(model.adapters):
-                names.append((f"{path}.models[{m_index}].adapters[{a_index}].name", "inference component", adapter.name))
+                names.append((f"{path}.models[{m_index}].adapters[{a_index}].name", "inference component",
+                              adapter.physical_name or prefixed_name(prefix, adapter.name)))
     if not names:
         return
     stack_exists = _stack_exists(ctx)
