@@ -119,7 +119,7 @@ diagram: synth
 ## manifest (needs AWS credentials and network, once); commit the diff. Synth reads only the lock file.
 jumpstart-lock: $(PY_STAMP)
 	@test -n "$(MODEL)" -a -n "$(VERSION)" -a -n "$(REGION)" || { echo "usage: make jumpstart-lock MODEL=<id> VERSION=<v> REGION=<region>" >&2; exit 2; }
-	$(BIN)/python -m sagemaker_llm_cdk.jumpstart lock --model-id "$(MODEL)" --version "$(VERSION)" --region "$(REGION)" --lock-file config/jumpstart.lock.yaml
+	$(BIN)/python -m sagemaker_llm_cdk.hosting.jumpstart lock --model-id "$(MODEL)" --version "$(VERSION)" --region "$(REGION)" --lock-file config/jumpstart.lock.yaml
 
 ## test: the whole suite.
 test: setup

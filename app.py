@@ -6,8 +6,8 @@ from pathlib import Path
 from aws_cdk import App, Environment
 
 from sagemaker_llm_cdk import ConfigurationError, cost_ceiling_table, load_config
-from sagemaker_llm_cdk.capacity_plan import consent_problems
-from sagemaker_llm_cdk.removal import removal_note
+from sagemaker_llm_cdk.capacity.capacity_plan import consent_problems
+from sagemaker_llm_cdk.core.removal import removal_note
 from stacks import LlmPlatformStack, attach_checks
 from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks
 

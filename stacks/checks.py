@@ -18,8 +18,8 @@ from aws_cdk import (
 )
 from cdk_nag import AwsSolutionsChecks, NagPack, NIST80053R5Checks, ServerlessChecks
 
-from sagemaker_llm_cdk.acknowledgements import checkov_defaults
-from sagemaker_llm_cdk.grants import guard_app
+from sagemaker_llm_cdk.core.checkov import checkov_defaults
+from sagemaker_llm_cdk.core.grants import guard_app
 
 WARNING_PACKS: Mapping[str, Callable[..., NagPack]] = {
     "nist-800-53-r5": NIST80053R5Checks,
@@ -82,7 +82,7 @@ def _as_warning(violation: Any) -> PolicyViolation:
 def attach_checks(app: App, *, extra_packs: Sequence[str] = ()) -> None:
     """Run the AwsSolutions pack on every stack (findings fail the synth unless acknowledged),
     each pack in ``extra_packs`` as warnings only, the library's checkov acknowledgements and the
-    wildcard guard (``sagemaker_llm_cdk.grants``), on the app and on every Stage in it.
+    wildcard guard (``sagemaker_llm_cdk.core.grants``), on the app and on every Stage in it.
 
     Aspects do not cross Stage boundaries, so the checkov acknowledgements and the guard are added to
     each Stage (a pipeline's deployment stages) as well as to the app. A Stage with a

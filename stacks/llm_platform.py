@@ -20,13 +20,13 @@ from sagemaker_llm_cdk import (
     add_adapters,
     load_adapter_manifest,
 )
-from sagemaker_llm_cdk.capacity_plan import encrypted_alarm_topic
-from sagemaker_llm_cdk.eagle import RECORD_SERVICE, EagleOptimization
-from sagemaker_llm_cdk.jumpstart import JumpStartLock, find_lock
-from sagemaker_llm_cdk.lora_adapter import adapters_of
-from sagemaker_llm_cdk.removal import set_removal
-from sagemaker_llm_cdk.speculative_decoding import PromotionParameter
-from sagemaker_llm_cdk.turn_log import TurnLog
+from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
+from sagemaker_llm_cdk.eagle.optimization import RECORD_SERVICE, EagleOptimization
+from sagemaker_llm_cdk.hosting.jumpstart import JumpStartLock, find_lock
+from sagemaker_llm_cdk.adapters.lora_adapter import adapters_of
+from sagemaker_llm_cdk.core.removal import set_removal
+from sagemaker_llm_cdk.eagle.serving import PromotionParameter
+from sagemaker_llm_cdk.sessions.turn_log import TurnLog
 
 
 class LlmPlatformStack(Stack):

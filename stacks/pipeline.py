@@ -11,7 +11,7 @@ stack runs in a tools account and, on every push to the source branch:
    stage being ``LlmPlatformStack`` built from that stage's config in its account and region; a wave
    with ``approval: true`` waits for a manual approval first (production).
 
-The stage configs may ``extends:`` a shared base (``sagemaker_llm_cdk.config_layers``). The whole
+The stage configs may ``extends:`` a shared base (``sagemaker_llm_cdk.config.layers``). The whole
 pipeline synthesizes offline: account ids are plain values in the config (placeholders in the
 sample), the source is a CodeConnections (CodeStar) connection given by ARN, and nothing is looked up.
 Before the first deploy, bootstrap each target account trusting the tools account
@@ -27,14 +27,16 @@ from typing import Annotated, Any
 from aws_cdk import App, Environment, Stack, Stage
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import pipelines
-from constructs import Construct
+from constructs import Construct, IConstruct
 from pydantic import Field
 
 from sagemaker_llm_cdk import AppConfig, ConfigurationError, Problem, parse_config
-from sagemaker_llm_cdk import acknowledgements
-from sagemaker_llm_cdk.config_layers import load_layers
-from sagemaker_llm_cdk.settings import Settings
-from sagemaker_llm_cdk.validation import validated
+from sagemaker_llm_cdk.config.layers import load_layers
+from sagemaker_llm_cdk.core.checkov import checkov_skip
+from sagemaker_llm_cdk.core.grants import acknowledge_wildcard_only
+from sagemaker_llm_cdk.core.nag import acknowledge, acknowledge_resource
+from sagemaker_llm_cdk.core.settings import Settings
+from sagemaker_llm_cdk.core.settings import validated
 
 from .checks import attach_stage_checks
 from .llm_platform import LlmPlatformStack
@@ -220,7 +222,7 @@ class PipelineStack(Stack):
         self.pipeline.build_pipeline()
         _role_arns_as_sub(self, self.pipeline.pipeline.node.default_child)
         _version_artifact_buckets(self.pipeline.pipeline)
-        acknowledgements.pipeline(self.pipeline)
+        _acknowledge_pipeline(self.pipeline)
 
 
 def _role_arns_as_sub(stack: Stack, cfn_pipeline: Any) -> None:
@@ -273,3 +275,96 @@ def attach_pipeline(app: App, path: str | Path) -> PipelineStack:
 
 
 __all__ = ["LlmPlatformStage", "PipelineSettings", "PipelineStack", "attach_pipeline", "load_pipeline_settings"]
+
+
+# The pipeline's own findings: what CDK Pipelines creates, acknowledged here, by the code that creates it.
+_PIPELINE_ACTION_WILDCARDS = {
+    "s3:GetObject*": "read the pipeline's artifacts",
+    "s3:GetBucket*": "read the artifact bucket's location and versioning",
+    "s3:List*": "list the artifact bucket",
+    "s3:DeleteObject*": "replace artifacts of a rerun",
+    "s3:Abort*": "abort multipart uploads of large artifacts",
+    "kms:ReEncrypt*": "re-encrypt artifacts under the pipeline's key",
+    "kms:GenerateDataKey*": "encrypt new artifacts under the pipeline's key",
+}
+
+
+_PIPELINE_WILDCARD_ACTIONS = {
+    "cloudformation:DescribeStacks": "the self-mutation step reads the stacks of every target account it deploys",
+    "s3:ListBucket": "the self-mutation step lists the CDK bootstrap buckets it finds by lookup",
+    "codebuild:StartBuild": "the asset role starts one publishing project per asset, created by CDK Pipelines",
+    "codebuild:BatchGetBuilds": "the asset role follows those builds",
+    "codebuild:StopBuild": "the asset role stops those builds when the pipeline stops",
+    "kms:Decrypt": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
+    "kms:DescribeKey": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
+    "kms:Encrypt": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
+    "kms:GenerateDataKey*": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
+    "kms:ReEncrypt*": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
+}
+"""What CDK Pipelines grants on '*' in the pipeline stack (reviewed; nothing else may be added there on '*')."""
+
+
+def _child(scope: IConstruct, *names: str) -> Any:
+    for name in names:
+        scope = scope.node.try_find_child(name) if scope is not None else None  # type: ignore[assignment]
+    return scope
+
+
+def _acknowledge_pipeline(pipeline: Any) -> None:
+    """The app's delivery pipeline: a ``pipelines.CodePipeline`` after ``build_pipeline()`` (``stacks/pipeline.py``).
+
+    Every finding here is in what CDK Pipelines generates (its roles' grants on the artifact bucket and
+    key, CodeBuild's own log groups and report groups, the self-mutation and asset roles); none is on
+    the app's endpoints, which are acknowledged by the library's constructs as everywhere else.
+    """
+
+    stack = Stack.of(pipeline)
+    inner = pipeline.pipeline
+    s1 = ("A CodePipeline artifact bucket, created and used only by the pipeline: it holds the source zip and cloud "
+          "assemblies of each run, encrypted with the pipeline's KMS key, TLS-only and not public. Access is "
+          "through the pipeline's roles only and recorded by CloudTrail; server access logs would add no signal.")
+    acknowledge(inner.artifact_bucket, "AwsSolutions-S1", s1)
+    checkov_skip(inner.artifact_bucket, "CKV_AWS_18", s1)
+    for support in inner.cross_region_support.values():
+        replication = s1.replace("A CodePipeline artifact bucket",
+                                 "The cross-region replication bucket of the pipeline (one per target region)")
+        acknowledge(support.replication_bucket, "AwsSolutions-S1", replication)
+        checkov_skip(support.replication_bucket, "CKV_AWS_18", replication)
+        acknowledge_resource(pipeline, support.replication_bucket.arn_for_objects("*"),
+              "The pipeline copies each run's artifacts into the replication bucket of a target region; artifacts are "
+              "many objects with generated keys.")
+    for action, why in _PIPELINE_ACTION_WILDCARDS.items():
+        acknowledge(pipeline, "AwsSolutions-IAM5", f"CDK Pipelines grants its roles '{action}' to {why}, on the "
+                    "pipeline's own artifact bucket and key only.", finding=f"Action::{action}")
+    acknowledge_resource(pipeline, inner.artifact_bucket.arn_for_objects("*"),
+          "Pipeline steps read and write run artifacts (generated keys) in the pipeline's own artifact bucket.")
+
+    acknowledge_wildcard_only(pipeline, (
+        "CDK Pipelines' generated statements without resource types or with names known only at run time: "
+        "cloudformation:DescribeStacks and s3:ListBucket for self-mutation, codebuild:StartBuild/BatchGetBuilds for "
+        "asset publishing, and KMS use of the cross-region replication keys (referenced by alias)."),
+        extra_actions=_PIPELINE_WILDCARD_ACTIONS)
+    for role, what in ((inner.role, "kms:Encrypt/GenerateDataKey* on the cross-region replication keys, which it only "
+                                    "knows by alias (see the IAM5 acknowledgement above)"),
+                       (_child(pipeline, "Assets", "FileRole"), "codebuild:StartBuild on the asset-publishing projects CDK Pipelines creates, "
+                                        "one per asset")):
+        policy = role.node.try_find_child("DefaultPolicy") if role is not None else None
+        if policy is not None:
+            checkov_skip(policy, "CKV_AWS_111", f"CDK Pipelines grants {what}; each action on '*' is reviewed in "
+                         "acknowledgements._PIPELINE_WILDCARD_ACTIONS, and the wildcard guard refuses any other.")
+    for project in (c for c in pipeline.node.find_all() if isinstance(c, codebuild.Project)):
+        if project.role is None:
+            continue
+        acknowledge_resource(project.role, f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:/aws/codebuild/"
+              f"{project.project_name}:*", "CodeBuild writes each build's logs to streams it names per build, in the "
+              "project's own log group.")
+        acknowledge_resource(project.role, f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/"
+              f"{project.project_name}-*", "CodeBuild test reports go to report groups named after the project.")
+    acknowledge(pipeline, "AwsSolutions-IAM5", (
+        "The self-mutation step assumes the CDK bootstrap roles of this account, which it only finds by tag: the "
+        "statement is limited to roles tagged aws-cdk:bootstrap-role (deploy, file-publishing, image-publishing)."),
+        finding=f"Resource::arn:*:iam::{stack.account}:role/*")
+    for resource in (f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:/aws/codebuild/*",
+                     f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/*"):
+        acknowledge_resource(pipeline, resource, "The asset-publishing projects share one role; CDK Pipelines creates a project per "
+              "asset, so the role names CodeBuild's log groups and report groups of this account and region.")

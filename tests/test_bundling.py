@@ -18,8 +18,8 @@ import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Match, Template
 
-from sagemaker_llm_cdk import bundling
-from sagemaker_llm_cdk.functions import SDK_FOLDERS, python_function, sdk_requirements
+from sagemaker_llm_cdk.core import bundling
+from sagemaker_llm_cdk.core.functions import SDK_FOLDERS, python_function, sdk_requirements
 from support.aws_model import assert_valid_request
 
 ROOT = Path(__file__).resolve().parents[1]

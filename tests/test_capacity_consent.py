@@ -14,8 +14,8 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Annotations, Match, Template
 
 from sagemaker_llm_cdk import ConfigurationError, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec, load_config
-from sagemaker_llm_cdk.errors import Problem
-from sagemaker_llm_cdk.capacity_plan import (
+from sagemaker_llm_cdk.core.errors import Problem
+from sagemaker_llm_cdk.capacity.capacity_plan import (
     SPENDING_ACTIONS,
     CapacityPlan,
     choose_update_policy,

@@ -20,7 +20,8 @@ from sagemaker_llm_cdk import (
     Routing,
     add_adapters,
 )
-from sagemaker_llm_cdk.capacity_plan import RESOURCE_TYPE, CapacityPlan, CapacityPlanSpec
+from sagemaker_llm_cdk.capacity.capacity_plan import RESOURCE_TYPE, CapacityPlan
+from sagemaker_llm_cdk.capacity.settings import CapacityPlanSpec
 from tools import change_report
 from tools.change_report import Report, compare, load_assembly, render_markdown, render_text
 

@@ -632,7 +632,7 @@ def test_package_names_still_resolve_lazily():
 
     assert "LlmEndpoint" in sagemaker_llm_cdk.__all__ and "LlmEndpoint" in dir(sagemaker_llm_cdk)
     assert all(getattr(sagemaker_llm_cdk, name) is not None for name in sagemaker_llm_cdk.__all__)
-    from sagemaker_llm_cdk.session_front_door import SessionFrontDoor
+    from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 
     assert sagemaker_llm_cdk.SessionFrontDoor is SessionFrontDoor
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from sagemaker_llm_cdk import ConfigurationError, load_config, parse_config
-from sagemaker_llm_cdk.config import json_schema
+from sagemaker_llm_cdk.config.loading import json_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "config" / "default.yaml"

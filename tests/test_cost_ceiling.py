@@ -8,8 +8,9 @@ import pytest
 from aws_cdk import App, Stack
 
 from sagemaker_llm_cdk import CopyScaling, InstanceScaling, LlmEndpoint, ModelSpec
-from sagemaker_llm_cdk.capacity_plan import CapacityPlan, CapacityPlanSpec
-from sagemaker_llm_cdk.cost import cost_ceiling_table
+from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
+from sagemaker_llm_cdk.capacity.settings import CapacityPlanSpec
+from sagemaker_llm_cdk.operations.cost import cost_ceiling_table
 
 
 def endpoint_with_model(stack: Stack, id: str = "Chat", *, instance_type: str = "ml.g6e.12xlarge",
@@ -125,7 +126,7 @@ def test_prices_when_given_multiply_the_hours():
                                                 ("rate(12 hours)", "60.0"), (None, "manual only"),
                                                 ("cron(0 3 ? * SUN *)", "per cron(0 3 ? * SUN *)")])
 def test_runs_per_30_days(schedule, runs):
-    from sagemaker_llm_cdk.cost import runs_per_30_days
+    from sagemaker_llm_cdk.operations.cost import runs_per_30_days
 
     assert runs_per_30_days(schedule) == runs
 

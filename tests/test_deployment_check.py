@@ -9,7 +9,7 @@ from aws_cdk import App, Duration, Stack
 from aws_cdk.assertions import Match, Template
 
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
-from sagemaker_llm_cdk.deployment_check import RESOURCE_TYPE, DeploymentCheck
+from sagemaker_llm_cdk.operations.deployment_check import RESOURCE_TYPE, DeploymentCheck
 
 MODEL = "qwen3-8b"
 

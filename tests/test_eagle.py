@@ -16,11 +16,11 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from sagemaker_llm_cdk import ConfigurationError, DataCapture, LlmEndpoint, ModelSpec
-from sagemaker_llm_cdk.capacity_plan import encrypted_alarm_topic
-from sagemaker_llm_cdk.eagle import EagleOptimization, run_timeout, start_retry_hours
-from sagemaker_llm_cdk.settings import EagleSettings
-from sagemaker_llm_cdk.validation import validated
-from sagemaker_llm_cdk.speculative_decoding import DRAFT_PATH, PromotionParameter, speculative_config
+from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
+from sagemaker_llm_cdk.eagle.optimization import EagleOptimization, run_timeout, start_retry_hours
+from sagemaker_llm_cdk.eagle.settings import EagleSettings
+from sagemaker_llm_cdk.core.settings import validated
+from sagemaker_llm_cdk.eagle.serving import DRAFT_PATH, PromotionParameter, speculative_config
 
 MODEL = "qwen3-32b"
 WEIGHTS = "s3://my-weights/qwen3-32b/"
@@ -839,7 +839,7 @@ def test_training_plan_must_be_an_arn_or_a_name(plan):
 
 
 def test_the_cost_table_says_what_one_run_costs_at_most():
-    from sagemaker_llm_cdk.cost import cost_ceiling_table
+    from sagemaker_llm_cdk.operations.cost import cost_ceiling_table
 
     stack, component = _component()
     EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
@@ -1007,7 +1007,7 @@ def test_front_door_source_needs_a_turn_log():
 
 
 def test_front_door_source_needs_sessions_in_the_config():
-    from sagemaker_llm_cdk.validation import validated
+    from sagemaker_llm_cdk.core.settings import validated
 
     with pytest.raises(ConfigurationError, match=r"eagle\.dataset\.source: got 'front_door'; allowed: front_door "
                                                  r"only on a model with sessions .*; fix: add `sessions: \{\}`"):

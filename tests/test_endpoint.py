@@ -309,7 +309,7 @@ def test_endpoint_in_a_vpc_passes_cdk_nag():
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge", vpc=vpc)
     endpoint.add_model("m", ModelSpec(name="m1", model_data_s3_uri=MODEL_URI))
-    from sagemaker_llm_cdk.acknowledgements import acknowledge
+    from sagemaker_llm_cdk.core.checkov import acknowledge
 
     acknowledge(vpc, "AwsSolutions-VPC7", "test VPC: flow logs are the VPC owner's concern, not the endpoint's")
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -376,8 +376,8 @@ def test_memory_is_checked_on_a_single_instance_type_too():
      r"instance_pools\[1\].priority: got 6"),
 ])
 def test_instance_pool_rules(pools, message):
-    from sagemaker_llm_cdk.validation import validated
-    from sagemaker_llm_cdk.settings import EndpointOptions
+    from sagemaker_llm_cdk.core.settings import validated
+    from sagemaker_llm_cdk.hosting.settings import EndpointOptions
 
     with pytest.raises(ConfigurationError, match=message):
         validated(EndpointOptions, {"instance_type": "ml.g6e.12xlarge", "instance_pools": pools}, where="test")
@@ -402,7 +402,7 @@ def test_requirements_for_a_type_the_endpoint_does_not_have_are_refused():
 
 
 def test_lmi_accelerators_cannot_differ_per_type():
-    from sagemaker_llm_cdk.validation import validated
+    from sagemaker_llm_cdk.core.settings import validated
 
     with pytest.raises(ConfigurationError, match=r"instance_requirements\[0\].accelerators: got 1; allowed: the model's "
                                                  r"accelerators \(2\) for the LMI container"):

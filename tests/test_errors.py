@@ -158,7 +158,8 @@ def test_the_app_prints_stack_rules_in_config_terms_without_a_traceback(tmp_path
 
 
 def test_the_config_rule_knows_the_variables_the_front_door_sets():
-    from sagemaker_llm_cdk import SessionSettings, session_front_door
+    from sagemaker_llm_cdk import SessionSettings
+    from sagemaker_llm_cdk.sessions import front_door as session_front_door
 
     settings = SessionSettings(expiration_seconds=600)
     assert settings.container_environment() == session_front_door._session_variables(settings)

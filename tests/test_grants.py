@@ -10,9 +10,9 @@ from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, load_config
-from sagemaker_llm_cdk.grants import WILDCARD_ONLY_ACTIONS, grant, wildcard_problems
-from sagemaker_llm_cdk.session_front_door import SessionFrontDoor
-from sagemaker_llm_cdk.settings import SessionSettings
+from sagemaker_llm_cdk.core.grants import WILDCARD_ONLY_ACTIONS, grant, wildcard_problems
+from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
+from sagemaker_llm_cdk.sessions.settings import SessionSettings
 from stacks import LlmPlatformStack, attach_checks
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
 
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec, load_config
-from sagemaker_llm_cdk.jumpstart import (
+from sagemaker_llm_cdk.hosting.jumpstart import (
     JumpStartLock,
     SpecError,
     fetch_model,

@@ -15,16 +15,16 @@ from cdk_nag import AwsSolutionsChecks
 from moto import mock_aws
 
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelComponent, ModelSpec
-from sagemaker_llm_cdk import lora_adapter as lora_module
-from sagemaker_llm_cdk.adapter_manifest import adapters_from, load_adapter_manifest
-from sagemaker_llm_cdk.adapter_stack import (
+from sagemaker_llm_cdk.adapters import lora_adapter as lora_module
+from sagemaker_llm_cdk.adapters.manifest import adapters_from, load_adapter_manifest
+from sagemaker_llm_cdk.adapters.adapter_stack import (
     STACK_RESOURCE_LIMIT,
     AdapterStack,
     adapter_stacks,
     add_adapters,
     resource_count,
 )
-from sagemaker_llm_cdk.lora_adapter import (
+from sagemaker_llm_cdk.adapters.lora_adapter import (
     LoraAdapter,
     adapter_names,
     add_adapter,
@@ -32,8 +32,8 @@ from sagemaker_llm_cdk.lora_adapter import (
     artifact_arn,
     artifact_policies,
 )
-from sagemaker_llm_cdk.settings import AdapterSpec, LoraSettings
-from sagemaker_llm_cdk.validation import validated
+from sagemaker_llm_cdk.adapters.settings import AdapterSpec, LoraSettings
+from sagemaker_llm_cdk.core.settings import validated
 
 MODEL_URI = "s3://my-weights/qwen3-8b/"
 ARTIFACT = "s3://my-adapters/support-bot.tar.gz"

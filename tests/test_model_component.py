@@ -10,7 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 
 from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelComponent, ModelSpec, Placement
-from sagemaker_llm_cdk.validation import validated
+from sagemaker_llm_cdk.core.settings import validated
 from support.stacks import MODEL_URI, endpoint_stack, new_stack, only
 
 BOUND = Environment(account="123456789012", region="us-east-1")
@@ -252,7 +252,7 @@ def test_duplicate_component_name_on_one_endpoint():
 
 
 def test_validated_specs_are_reused_and_unchecked_ones_are_checked():
-    from sagemaker_llm_cdk.validation import validated
+    from sagemaker_llm_cdk.core.settings import validated
 
     checked = ModelSpec(name="m", model_data_s3_uri=MODEL_URI)
     assert validated(ModelSpec, checked, where="here") is checked
@@ -344,7 +344,7 @@ def test_physical_name_pins_the_exact_name():
 
 
 def test_long_names_are_cut_to_63_with_a_stable_hash():
-    from sagemaker_llm_cdk.naming import prefixed_name
+    from sagemaker_llm_cdk.core.name_rules import prefixed_name
 
     name = prefixed_name("A" * 40 + "-stack", "model-" + "x" * 40)
     assert len(name) == 63 and re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*", name)

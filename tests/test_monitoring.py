@@ -15,9 +15,10 @@ from cdk_nag import AwsSolutionsChecks
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelSpec
-from sagemaker_llm_cdk.deployment_check import DeploymentCheck
-from sagemaker_llm_cdk.functions import python_function
-from sagemaker_llm_cdk.monitoring import SECTIONS, LlmMonitoring, MonitoringSettings
+from sagemaker_llm_cdk.operations.deployment_check import DeploymentCheck
+from sagemaker_llm_cdk.core.functions import python_function
+from sagemaker_llm_cdk.operations.monitoring import SECTIONS, LlmMonitoring
+from sagemaker_llm_cdk.operations.settings import MonitoringSettings
 
 MODEL = "qwen3-8b"
 PREFIX = "Ops"

@@ -6,8 +6,8 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Match, Template
 
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
-from sagemaker_llm_cdk.acknowledgements import CHECKOV_REASONS, checkov_defaults
-from sagemaker_llm_cdk.validation import validated
+from sagemaker_llm_cdk.core.checkov import CHECKOV_REASONS, checkov_defaults
+from sagemaker_llm_cdk.core.settings import validated
 
 MODEL_URI = "s3://my-weights/qwen3-8b/"
 

@@ -18,8 +18,9 @@ from botocore.exceptions import NoCredentialsError
 from botocore.stub import Stubber
 
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec, parse_config, run_preflight
-from sagemaker_llm_cdk import preflight, regions
-from sagemaker_llm_cdk.functions import POWERTOOLS_LAYER_VERSION
+from sagemaker_llm_cdk import preflight
+from sagemaker_llm_cdk.core import regions
+from sagemaker_llm_cdk.core.functions import POWERTOOLS_LAYER_VERSION
 from sagemaker_llm_cdk.preflight import AwsClients, Finding, endpoint_instance_types, update_policy
 from sagemaker_llm_cdk.preflight.offline import check_update_headroom
 from support.aws_model import assert_valid_request
@@ -397,7 +398,7 @@ def layer(stubs: Stubs, *, latest: int | None = POWERTOOLS_LAYER_VERSION) -> Non
 
 
 def price(stubs: Stubs, instance_type: str, usd: str) -> None:
-    from sagemaker_llm_cdk.pricing import product_filters
+    from sagemaker_llm_cdk.operations.pricing import product_filters
 
     product = {"product": {"attributes": {"instanceName": instance_type, "platoinstancetype": "Hosting"}},
                "terms": {"OnDemand": {"T1": {"priceDimensions": {"D1": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}}}}

@@ -10,8 +10,8 @@ import botocore.session
 from botocore.stub import Stubber
 
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
-from sagemaker_llm_cdk.cost import cost_ceiling_table
-from sagemaker_llm_cdk.pricing import PriceList, on_demand_prices, price_lines, product_filters
+from sagemaker_llm_cdk.operations.cost import cost_ceiling_table
+from sagemaker_llm_cdk.operations.pricing import PriceList, on_demand_prices, price_lines, product_filters
 from support.aws_model import assert_valid_request
 
 

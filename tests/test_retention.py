@@ -9,7 +9,7 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 
 from sagemaker_llm_cdk import ConfigurationError, DataCapture, LlmEndpoint, ModelSpec, parse_config
-from sagemaker_llm_cdk.storage import NONCURRENT_VERSION_DAYS, READ_ACTIONS
+from sagemaker_llm_cdk.core.storage import NONCURRENT_VERSION_DAYS, READ_ACTIONS
 
 BOUND = Environment(account="123456789012", region="us-east-1")
 ENVS = pytest.mark.parametrize("env", [None, BOUND], ids=["agnostic", "bound"])

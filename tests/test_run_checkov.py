@@ -1,4 +1,4 @@
-"""tools/run_checkov.py and the library's checkov acknowledgements (acknowledgements.checkov_skip / checkov_defaults)."""
+"""tools/run_checkov.py and the library's checkov acknowledgements (checkov_skip / checkov_defaults)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from aws_cdk import App, RemovalPolicy, Stack
 from aws_cdk import aws_logs as logs
 
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
-from sagemaker_llm_cdk.acknowledgements import CHECKOV_REASONS, checkov_defaults, checkov_skip
+from sagemaker_llm_cdk.core.checkov import CHECKOV_REASONS, checkov_defaults, checkov_skip
 from tools import run_checkov
 from tools.run_checkov import CheckovError, Result, check_folder, find_checkov
 

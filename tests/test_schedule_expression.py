@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sagemaker_llm_cdk import ConfigurationError, EagleSettings
-from sagemaker_llm_cdk.schedule_expression import schedule_problem
+from sagemaker_llm_cdk.core.schedule_expression import schedule_problem
 
 VALID = [
     "rate(1 minute)", "rate(5 minutes)", "rate(1 hour)", "rate(12 hours)", "rate(1 day)", "rate(7 days)",

@@ -13,9 +13,10 @@ from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
-from sagemaker_llm_cdk.lora_adapter import add_adapter
-from sagemaker_llm_cdk.session_front_door import SessionFrontDoor
-from sagemaker_llm_cdk.settings import AdapterSpec, LoraSettings, SessionSettings
+from sagemaker_llm_cdk.adapters.lora_adapter import add_adapter
+from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
+from sagemaker_llm_cdk.adapters.settings import AdapterSpec, LoraSettings
+from sagemaker_llm_cdk.sessions.settings import SessionSettings
 
 MODEL_URI = "s3://my-bucket/model/"
 ADAPTERS = (("Sql", "qwen3-8b-sql"), ("Legal", "qwen3-8b-legal"))
@@ -522,7 +523,7 @@ def test_twenty_components_are_still_named_one_by_one():
 @pytest.mark.parametrize(("names", "pattern"), [(["qwen3-8b", "qwen3-8b-sql"], "qwen3-8b*"),
                                                 (["a-1", "a-2", "a-10"], "a-*"), (["base", "sql"], "*")])
 def test_component_name_pattern(names, pattern):
-    from sagemaker_llm_cdk.session_front_door import component_name_pattern
+    from sagemaker_llm_cdk.sessions.front_door import component_name_pattern
 
     assert component_name_pattern(names) == pattern
 
@@ -531,7 +532,7 @@ def test_a_thousand_adapters_with_sessions_synthesize_within_every_limit():
     """Issue 15.2: nothing that grows with the adapter count in one environment variable or policy document."""
     import json
 
-    from sagemaker_llm_cdk.adapter_stack import add_adapters
+    from sagemaker_llm_cdk.adapters.adapter_stack import add_adapters
 
     app = App()
     stack = Stack(app, "Thousand", env=Environment(account="123456789012", region="us-east-1"))

@@ -107,7 +107,7 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     run([python, "-m", "pip", "check"])
     probe = run([python, "-c", (
         "import importlib.util, json, sagemaker_llm_cdk as m\n"
-        "from sagemaker_llm_cdk._assets import handler_dir\n"
+        "from sagemaker_llm_cdk.core._assets import handler_dir\n"
         "print(json.dumps({'file': m.__file__, 'version': m.__version__, 'all': m.__all__,\n"
         "  'handler': handler_dir('capacity_plan_expiry'),\n"
         "  'powertools': importlib.util.find_spec('aws_lambda_powertools') is not None}))")],

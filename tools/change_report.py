@@ -56,7 +56,7 @@ ENDPOINT = "AWS::SageMaker::Endpoint"
 NESTED_STACK = "AWS::CloudFormation::Stack"
 CUSTOM_RESOURCE = "AWS::CloudFormation::CustomResource"
 PLAN_TYPE = "Custom::SageMakerCapacityPlan"
-"""``sagemaker_llm_cdk.capacity_plan.RESOURCE_TYPE`` (a test keeps them equal; importing the library here
+"""``sagemaker_llm_cdk.capacity.capacity_plan.RESOURCE_TYPE`` (a test keeps them equal; importing the library here
 would start jsii for nothing)."""
 CAPACITY_PLAN_TYPES = frozenset({PLAN_TYPE, "Custom::CapacityPlan", "AWS::SageMaker::TrainingPlan"})
 PLAN_IDENTITY = ("PlanName", "InstanceType", "InstanceCount", "DurationDays", "StartTimeAfter", "EndTimeBefore")

@@ -2,7 +2,7 @@
 
 A finding fails the check unless the resource acknowledges it with a reason: checkov reads
 ``Metadata: {checkov: {skip: [{id, comment}]}}``, which the library writes through
-``sagemaker_llm_cdk.acknowledgements.checkov_skip`` (the one module that holds
+``sagemaker_llm_cdk.core.checkov_skip`` (the one module that holds
 acknowledgements). A skip without a comment fails too.
 
 checkov pins its own boto3, so it lives in its own virtualenv (``.venv/checkov``, made by

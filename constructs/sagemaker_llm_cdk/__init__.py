@@ -11,99 +11,100 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the real imports, for type checkers and editors
-    from .adapter_manifest import load_adapter_manifest
-    from .adapter_stack import AdapterStack, add_adapters
-    from .capacity_guard import CapacityPlanGuard
-    from .capacity_plan import CapacityPlan, CapacityPlanSpec, PlanExtension
-    from .cost import cost_ceiling_table
-    from .config import AppConfig, EndpointSpec, load_config, parse_config
-    from .endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
-    from .eagle import EagleOptimization
-    from .errors import ConfigurationError, Problem
-    from .images import LMI_IMAGES, LmiImage
-    from .jumpstart import JumpStartLock, JumpStartModel
-    from .deployment_check import DeploymentCheck
-    from .lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
-    from .model_component import ModelComponent
-    from .monitoring import LlmMonitoring, MonitoringSettings, RolloutSettings
-    from .preflight import Finding, run_preflight
-    from .pricing import PriceList
-    from .session_front_door import SessionFrontDoor
-    from .speculative_decoding import PromotionParameter, SpeculativeDecoding
-    from .turn_log import TurnLog
-    from .settings import (
-        AdapterSpec,
+    from .adapters.adapter_stack import AdapterStack, add_adapters
+    from .adapters.lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
+    from .adapters.manifest import load_adapter_manifest
+    from .adapters.settings import AdapterSpec, LoraSettings
+    from .capacity.capacity_plan import CapacityPlan
+    from .capacity.guard import CapacityPlanGuard
+    from .capacity.settings import CapacityPlanSpec, PlanExtension
+    from .config.loading import load_config, parse_config
+    from .config.settings import AppConfig, EndpointSpec
+    from .core.errors import ConfigurationError, Problem
+    from .eagle.optimization import EagleOptimization
+    from .eagle.serving import PromotionParameter, SpeculativeDecoding
+    from .eagle.settings import EagleDataset, EagleSettings
+    from .hosting.endpoint import EndpointReference, LlmEndpoint, VARIANT_NAME
+    from .hosting.images import LMI_IMAGES, LmiImage
+    from .hosting.jumpstart import JumpStartLock, JumpStartModel
+    from .hosting.model_component import ModelComponent
+    from .hosting.settings import (
         CopyScaling,
         DataCapture,
-        EagleDataset,
-        EagleSettings,
         EndpointOptions,
         InstancePool,
         InstanceRequirements,
         InstanceScaling,
-        LoraSettings,
         ModelSpec,
         Placement,
         Routing,
-        SessionSettings,
         VpcPlacement,
     )
+    from .operations.cost import cost_ceiling_table
+    from .operations.deployment_check import DeploymentCheck
+    from .operations.monitoring import LlmMonitoring
+    from .operations.pricing import PriceList
+    from .operations.settings import MonitoringSettings, RolloutSettings
+    from .preflight import Finding, run_preflight
+    from .sessions.front_door import SessionFrontDoor
+    from .sessions.settings import SessionSettings
+    from .sessions.turn_log import TurnLog
 
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "AdapterSpec": "settings",
-    "AdapterStack": "adapter_stack",
-    "add_adapter": "lora_adapter",
-    "add_adapters": "adapter_stack",
-    "AppConfig": "config",
-    "apply_lora_settings": "lora_adapter",
-    "CapacityPlan": "capacity_plan",
-    "CapacityPlanGuard": "capacity_guard",
-    "CapacityPlanSpec": "capacity_plan",
-    "ConfigurationError": "errors",
-    "CopyScaling": "settings",
-    "cost_ceiling_table": "cost",
-    "DataCapture": "settings",
-    "DeploymentCheck": "deployment_check",
-    "EagleDataset": "settings",
-    "EagleOptimization": "eagle",
-    "EagleSettings": "settings",
-    "EndpointOptions": "settings",
-    "EndpointReference": "endpoint",
-    "EndpointSpec": "config",
+    "AdapterSpec": "adapters.settings",
+    "AdapterStack": "adapters.adapter_stack",
+    "add_adapter": "adapters.lora_adapter",
+    "add_adapters": "adapters.adapter_stack",
+    "AppConfig": "config.settings",
+    "apply_lora_settings": "adapters.lora_adapter",
+    "CapacityPlan": "capacity.capacity_plan",
+    "CapacityPlanGuard": "capacity.guard",
+    "CapacityPlanSpec": "capacity.settings",
+    "ConfigurationError": "core.errors",
+    "CopyScaling": "hosting.settings",
+    "cost_ceiling_table": "operations.cost",
+    "DataCapture": "hosting.settings",
+    "DeploymentCheck": "operations.deployment_check",
+    "EagleDataset": "eagle.settings",
+    "EagleOptimization": "eagle.optimization",
+    "EagleSettings": "eagle.settings",
+    "EndpointOptions": "hosting.settings",
+    "EndpointReference": "hosting.endpoint",
+    "EndpointSpec": "config.settings",
     "Finding": "preflight",
-    "InstancePool": "settings",
-    "InstanceRequirements": "settings",
-    "InstanceScaling": "settings",
-    "LlmEndpoint": "endpoint",
-    "LlmMonitoring": "monitoring",
-    "JumpStartLock": "jumpstart",
-    "JumpStartModel": "jumpstart",
-    "LMI_IMAGES": "images",
-    "LmiImage": "images",
-    "load_adapter_manifest": "adapter_manifest",
-    "load_config": "config",
-    "LoraAdapter": "lora_adapter",
-    "LoraSettings": "settings",
-    "ModelComponent": "model_component",
-    "ModelSpec": "settings",
-    "MonitoringSettings": "monitoring",
-    "parse_config": "config",
-    "Placement": "settings",
-    "PlanExtension": "capacity_plan",
-    "PriceList": "pricing",
-    "Problem": "errors",
-    "PromotionParameter": "speculative_decoding",
-    "RolloutSettings": "monitoring",
-    "Routing": "settings",
+    "InstancePool": "hosting.settings",
+    "InstanceRequirements": "hosting.settings",
+    "InstanceScaling": "hosting.settings",
+    "JumpStartLock": "hosting.jumpstart",
+    "JumpStartModel": "hosting.jumpstart",
+    "LlmEndpoint": "hosting.endpoint",
+    "LlmMonitoring": "operations.monitoring",
+    "LMI_IMAGES": "hosting.images",
+    "LmiImage": "hosting.images",
+    "load_adapter_manifest": "adapters.manifest",
+    "load_config": "config.loading",
+    "LoraAdapter": "adapters.lora_adapter",
+    "LoraSettings": "adapters.settings",
+    "ModelComponent": "hosting.model_component",
+    "ModelSpec": "hosting.settings",
+    "MonitoringSettings": "operations.settings",
+    "parse_config": "config.loading",
+    "Placement": "hosting.settings",
+    "PlanExtension": "capacity.settings",
+    "PriceList": "operations.pricing",
+    "Problem": "core.errors",
+    "PromotionParameter": "eagle.serving",
+    "RolloutSettings": "operations.settings",
+    "Routing": "hosting.settings",
     "run_preflight": "preflight",
-    "SessionFrontDoor": "session_front_door",
-    "SessionSettings": "settings",
-    "SpeculativeDecoding": "speculative_decoding",
-    "TurnLog": "turn_log",
-    "VARIANT_NAME": "endpoint",
-    "VpcPlacement": "settings",
+    "SessionFrontDoor": "sessions.front_door",
+    "SessionSettings": "sessions.settings",
+    "SpeculativeDecoding": "eagle.serving",
+    "TurnLog": "sessions.turn_log",
+    "VARIANT_NAME": "hosting.endpoint",
+    "VpcPlacement": "hosting.settings",
 }
 """Public name -> the submodule that defines it (imported on first use)."""
 

@@ -653,7 +653,7 @@ def test_throttling_retries_stop_at_the_budget(router, monkeypatch):
 def test_every_turn_fits_the_function_timeout(router):
     """Worst case of the longest path (turn, session gone, reopen, turn) against the construct's timeout."""
     mod = router.mod
-    from sagemaker_llm_cdk.session_front_door import TIMEOUT
+    from sagemaker_llm_cdk.sessions.front_door import TIMEOUT
 
     worst_call = mod.MODEL_ATTEMPT_WORST + mod.DYNAMODB_WORST
     assert mod.MODEL_READ_TIMEOUT > 60  # InvokeEndpoint lets a model answer for 60 s

@@ -107,7 +107,7 @@ def same_files(asset: Path, folder: Path) -> bool:
     extra = sorted(p.name for p in asset.iterdir() if p.name not in names and p.name not in PACKAGED_DATA)
     if not set(names) <= {p.name for p in asset.iterdir()}:
         return False
-    # A folder with a requirements.txt ships those packages next to its code (sagemaker_llm_cdk.bundling):
+    # A folder with a requirements.txt ships those packages next to its code (sagemaker_llm_cdk.core.bundling):
     # the asset may hold more, but only installed package folders (and their .dist-info).
     if extra and not ((folder / "requirements.txt").is_file() and all((asset / name).is_dir() for name in extra)
                       and any(name.endswith(".dist-info") for name in extra)):

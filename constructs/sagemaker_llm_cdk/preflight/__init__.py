@@ -41,9 +41,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from .. import regions
-from ..errors import ConfigurationError
-from ..pricing import PriceList, PriceLookup
+from ..core import regions
+from ..core.errors import ConfigurationError
+from ..operations.pricing import PriceList, PriceLookup
 from .context import (LIVE_CHECKS, OFFLINE_CHECKS, AwsClients, Check, PreflightContext, endpoint_instance_types, register_check,
                       serves_on_demand_until_active, update_policy)
 from .costs import cost_findings
@@ -53,7 +53,7 @@ from . import offline as _offline  # noqa: F401  (registers the offline checks, 
 from . import live as _live_checks  # noqa: F401
 
 if TYPE_CHECKING:
-    from ..config import AppConfig
+    from ..config.settings import AppConfig
 
 __all__ = [
     "LIVE_CHECKS", "OFFLINE_CHECKS", "SEVERITIES", "AwsClients", "Check", "Finding", "PreflightContext", "Severity",
@@ -89,7 +89,8 @@ def run_preflight(
     :param prices: a price lookup for the cost lines. Default: the Price List API when live, else none.
     :param now: the time windows are checked against. Default: now (UTC).
     """
-    from ..config import AppConfig, load_config
+    from ..config.settings import AppConfig
+    from ..config.loading import load_config
 
     source = "config"
     if not isinstance(config, AppConfig):
@@ -205,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the findings as JSON lines, then the summary")
     args = parser.parse_args(argv)
 
-    from ..config import load_config
+    from ..config.loading import load_config
 
     try:
         config = load_config(args.config)

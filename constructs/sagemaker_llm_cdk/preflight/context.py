@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
-from .. import regions
-from ..pricing import PriceLookup
+from ..core import regions
+from ..operations.pricing import PriceLookup
 from .findings import Finding
 
 if TYPE_CHECKING:
-    from ..capacity_plan import CapacityPlanSpec
-    from ..config import AppConfig, EndpointSpec
+    from ..capacity.settings import CapacityPlanSpec
+    from ..config.settings import AppConfig, EndpointSpec
 
 HOURS_PER_30_DAYS = 24 * 30
 ECR_IMAGE = re.compile(

@@ -4,7 +4,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Iterator
 
-from ..pricing import HOSTING, not_looked_up
+from ..operations.pricing import HOSTING, not_looked_up
 from .context import HOURS_PER_30_DAYS, PreflightContext, eagle_jobs, endpoint_instance_types
 from .findings import Finding, info
 

@@ -9,7 +9,7 @@ from .findings import Finding, blocker, info, warning
 from .offline import _layers
 
 if TYPE_CHECKING:
-    from ..capacity_plan import CapacityPlanSpec
+    from ..capacity.settings import CapacityPlanSpec
 
 SAGEMAKER_QUOTA_SERVICE = "sagemaker"
 ENDPOINT_QUOTA_NAME = "{instance_type} for endpoint usage"
@@ -86,7 +86,7 @@ def check_names_free(ctx: PreflightContext) -> Iterable[Finding]:
     """Fixed physical names (inference components, ``endpoint_name``) not already taken outside the stack."""
     if ctx.clients is None or ctx.region is None:
         return
-    from ..naming import as_prefix, prefixed_name
+    from ..core.name_rules import as_prefix, prefixed_name
 
     # The names the stack creates: a pinned physical_name, else <stack name>-<name> (naming.component_name).
     prefix = as_prefix(ctx.config.stack_name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Iterable, Mapping
 
-from .. import regions, service_model
+from ..core import regions, service_model
 from .context import (DLC_REPOSITORIES, ECR_IMAGE, LAYER_ARN, POWERTOOLS_NAME, PreflightContext, _iso, eagle_jobs,
                       endpoint_instance_types, register_check, serves_on_demand_until_active, update_policy)
 from .findings import Finding, blocker, info, warning
@@ -87,7 +87,7 @@ def _nearby_first(candidates: list[str], region: str, partition: str | None) -> 
 
 def _images(ctx: PreflightContext) -> list[tuple[str, str | None]]:
     """(where, image URI or None when unresolvable) of every model container."""
-    from ..model_component import LMI_ACCOUNT, LMI_REPOSITORY
+    from ..hosting.model_component import LMI_ACCOUNT, LMI_REPOSITORY
 
     found: list[tuple[str, str | None]] = []
     region = ctx.region or "<region>"
@@ -155,7 +155,7 @@ def check_images(ctx: PreflightContext) -> Iterable[Finding]:
 
 def _layers(ctx: PreflightContext) -> list[tuple[str, str | None]]:
     """(where, layer ARN or None) of every layer the functions use."""
-    from ..functions import POWERTOOLS_LAYER_VERSION
+    from ..core.functions import POWERTOOLS_LAYER_VERSION
 
     region = ctx.region or "<region>"
     partition = ctx.partition or "aws"
@@ -304,7 +304,7 @@ def check_plan_binding(ctx: PreflightContext) -> Iterable[Finding]:
 
 @register_check
 def check_update_headroom(ctx: PreflightContext) -> Iterable[Finding]:
-    from ..model_component import accelerators_of
+    from ..core.instances import accelerators_of
 
     rollout = ctx.config.monitoring.rollout
     for path, endpoint in ctx.endpoints():

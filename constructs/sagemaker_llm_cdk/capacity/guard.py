@@ -1,0 +1,146 @@
+"""``CapacityPlanGuard``: an endpoint binds a capacity plan only while the plan is Active.
+
+A plan is usable by an endpoint only while it is Active, and an endpoint config bound to a plan
+that is not gets no instances: the deploy waits for the endpoint's create timeout and rolls back.
+The guard is a custom resource that runs ``DescribeTrainingPlan`` (seconds) before the endpoint
+config is created or replaced:
+
+* the endpoint config reads ``MlReservationArn`` from the guard, so CloudFormation runs the
+  guard first, and the ARN is the one SageMaker returns (no cross-stack export);
+* the guard's properties carry what the endpoint config is built from (a digest of the
+  endpoint's options and the tokens of its role, key, bucket, subnets and security groups),
+  so any change that replaces the endpoint config runs the guard again; the template stays
+  deterministic (no timestamps);
+* ``when_not_active: fail`` (default): a plan that is not Active fails the deploy with its
+  status, start and end and what to do, before the endpoint config changes;
+* ``when_not_active: on_demand``: the endpoint's stack reads the plan's status parameter
+  (``/sagemaker-llm/capacity-plans/<plan>/status``, written daily by the plan's check) at deploy
+  time; while it is not ``Active`` a CloudFormation condition leaves ``CapacityReservationConfig``
+  out, so the endpoint runs on on-demand capacity, and the first deploy after it is binds the
+  plan (and a deploy after the plan ends moves the endpoint back to on-demand). CloudFormation
+  conditions cannot read a custom resource's output, hence the parameter.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any, Sequence
+
+from aws_cdk import CfnCondition, CfnParameter, CfnResource, CustomResource, Duration, Fn, RemovalPolicy, Stack, Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+from .capacity_plan import status_parameter_name
+from ..core.functions import python_function
+from ..core.nag import acknowledge_resource
+
+if TYPE_CHECKING:
+    from .capacity_plan import CapacityPlan
+
+RESOURCE_TYPE = "Custom::SageMakerCapacityPlanGuard"
+
+
+class CapacityPlanGuard(Construct):
+    """The Active check ahead of one endpoint's endpoint config (``LlmEndpoint`` makes it; child ``CapacityGuard``).
+
+    Attributes: ``ml_reservation_arn`` (the plan's ARN as SageMaker returns it), ``bound`` (a
+    CloudFormation condition, or None when the endpoint always binds), ``custom_resource``,
+    ``function``, ``provider``. The guard never buys anything; its role may only describe the plan.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, plan: "CapacityPlan", instance_type: str, max_instances: int,
+                 config_inputs: Sequence[Any]) -> None:
+        """
+        :param plan: the plan the endpoint binds (any stack of the app; referenced by name or ARN, no export).
+        :param instance_type: the endpoint's instance type, checked against the plan's at deploy.
+        :param max_instances: the most instances the endpoint may run, checked against the plan's count.
+        :param config_inputs: what the endpoint config is built from: JSON-able values and tokens.
+        """
+        super().__init__(scope, id)
+        stack = Stack.of(self)
+        self.plan = plan
+        self.when_not_active = plan.spec.when_not_active
+        self.update_policy = "BLUE_GREEN"
+        """How the endpoint moves to a new config (``set_update_policy``); SageMaker's default without a
+        deployment config is blue/green."""
+        name = plan.spec.existing_plan_arn or plan.plan_name
+        self.bound: CfnCondition | None = None
+        bound: str = "true"
+        if self.when_not_active == "on_demand":
+            status = CfnParameter(
+                self, "PlanStatus", type="AWS::SSM::Parameter::Value<String>",
+                default=status_parameter_name(plan.plan_name),
+                description=f"Status of capacity plan {plan.plan_name}, read at deploy time: the endpoint binds the "
+                            "plan only while it is Active")
+            self.bound = CfnCondition(self, "PlanActive", expression=Fn.condition_equals(status.value_as_string,
+                                                                                           "Active"))
+            bound = Fn.condition_if(self.bound.logical_id, "true", "false").to_string()
+
+        self.function = python_function(
+            self, "Check", folder="capacity_plan_guard",
+            description=f"checks that capacity plan {plan.plan_name} is Active before {scope.node.path} binds it",
+            timeout=Duration.minutes(1))
+        self.function.add_to_role_policy(iam.PolicyStatement(
+            sid="DescribeThePlan", actions=["sagemaker:DescribeTrainingPlan"], resources=plan_arns_for(plan, stack)))
+        framework_logs = logs.LogGroup(self, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR,
+                                       removal_policy=RemovalPolicy.RETAIN)
+        self.provider_role = iam.Role(self, "ProviderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                                      description=f"Custom resource framework of the capacity guard of {scope.node.path}")
+        self.provider_role.add_to_policy(iam.PolicyStatement(
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
+        self.provider = cr.Provider(self, "Provider", on_event_handler=self.function,
+                                    framework_on_event_role=self.provider_role, log_group=framework_logs)
+        self.custom_resource = CustomResource(
+            self, "Resource", service_token=self.provider.service_token, resource_type=RESOURCE_TYPE,
+            properties={
+                "PlanName": name,
+                "InstanceType": instance_type,
+                "MaxInstances": str(max_instances),
+                "WhenNotActive": self.when_not_active,
+                "Bound": bound,
+                "EndpointConfigInputs": inputs_of(stack, config_inputs),
+                "UpdatePolicy": self.update_policy,
+            })
+        self.node.default_child = self.custom_resource.node.default_child
+        self.ml_reservation_arn = self.custom_resource.get_att_string("MlReservationArn")
+        _acknowledge_guard(self)
+
+    def set_update_policy(self, policy: str) -> None:
+        """Record the endpoint's update policy (BLUE_GREEN, ROLLING or NONE_FITS) for the deploy-time headroom check."""
+        self.update_policy = policy
+        resource = self.custom_resource.node.default_child
+        assert isinstance(resource, CfnResource)
+        resource.add_property_override("UpdatePolicy", policy)
+
+
+def plan_arns_for(plan: "CapacityPlan", stack: Stack) -> list[str]:
+    """The exact ARNs the guard may describe: the given ARN, or the name's ARN (and its lowercase form)."""
+    if plan.spec.existing_plan_arn is not None:
+        return [plan.spec.existing_plan_arn]
+    names = [plan.plan_name] + ([plan.plan_name.lower()] if plan.plan_name.lower() != plan.plan_name else [])
+    return [stack.format_arn(service="sagemaker", resource="training-plan", resource_name=n) for n in names]
+
+
+def inputs_of(stack: Stack, values: Sequence[Any]) -> list[str]:
+    """Strings CloudFormation compares: a digest of the literal values, then each token as itself.
+
+    The digest covers every literal the endpoint config is built from; a token (a role or bucket
+    ARN) is passed through, so a replaced role changes the guard's properties too.
+    """
+    literals: list[Any] = []
+    tokens: list[str] = []
+    for value in values:
+        if isinstance(value, str) and Token.is_unresolved(value):
+            tokens.append(value)
+        else:
+            literals.append(value)
+    digest = hashlib.sha256(json.dumps(stack.resolve(literals), sort_keys=True, default=str).encode()).hexdigest()
+    return [f"sha256:{digest}", *tokens]
+
+
+def _acknowledge_guard(guard: Any) -> None:
+    """A ``capacity_guard.CapacityPlanGuard``: its custom resource framework invokes only its own check."""
+    acknowledge_resource(guard.provider_role, f"{guard.function.function_arn}:*",
+          "The custom resource framework invokes the capacity guard's own check function; lambda:InvokeFunction on "
+          "that one function and its versions (the ':*' qualifier), nothing else.")

@@ -1,0 +1,148 @@
+"""The deployment config file: its loader (layers, JumpStart lock, every rule in one round) and JSON Schemas.
+
+A config is YAML. ``load_config`` returns a validated ``AppConfig`` or raises one
+``ConfigurationError`` listing every problem (field path, value, what is allowed, fix).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import MISSING, ConfigurationError, Problem
+from ..core.settings import validated
+from .settings import AppConfig, duplicate_name_problems, raw_plan_reference_problems
+
+
+def parse_config(data: Any, *, source: str = "config") -> AppConfig:
+    if not isinstance(data, dict):
+        raise ConfigurationError(
+            [Problem("", data if data is not None else MISSING, "a mapping with at least 'endpoints'",
+                     "start from config/default.yaml")],
+            source=source,
+        )
+    try:
+        return validated(AppConfig, data, where=source)
+    except ConfigurationError as error:
+        known = {p.line() for p in error.problems}
+        extra = [p for p in [*duplicate_name_problems(data.get("endpoints")), *raw_plan_reference_problems(data)]
+                 if p.line() not in known]
+        if not extra:
+            raise
+        raise ConfigurationError([*error.problems, *extra], source=source) from None
+
+
+def load_config(path: str | Path) -> AppConfig:
+    """Read and validate a YAML config file, laid over the files it ``extends`` (see ``config_layers``)."""
+    from .layers import load_layers
+
+    layers = load_layers(path)
+    from ..hosting.jumpstart import JumpStartLock, find_lock
+
+    lock_problems = jumpstart_problems(layers.data, JumpStartLock.load(find_lock(Path(path).parent)))
+    try:
+        config = parse_config(layers.data, source=layers.source)
+    except ConfigurationError as error:
+        known = {p.line() for p in error.problems}
+        extra = [p for p in lock_problems if p.line() not in known]
+        if not extra:
+            raise
+        raise ConfigurationError([*error.problems, *extra], source=layers.source) from None
+    if lock_problems:
+        raise ConfigurationError(lock_problems, source=layers.source)
+    return config
+
+
+def jumpstart_problems(data: Any, lock: Any) -> list[Problem]:
+    """``source: jumpstart`` models of a raw config that the lock does not hold in ``target.region``, or gated
+    ones without ``accept_eula: true`` (checked from the raw config, so they come with every other problem)."""
+    from ..hosting.jumpstart import spec_problems
+    from ..core.instances import accelerators_of
+
+    if not isinstance(data, dict) or not isinstance(data.get("endpoints"), list):
+        return []
+    target = data.get("target")
+    region = target.get("region") if isinstance(target, dict) and isinstance(target.get("region"), str) else None
+    problems: list[Problem] = []
+    for e_index, endpoint in enumerate(data["endpoints"]):
+        models = endpoint.get("models") if isinstance(endpoint, dict) else None
+        for m_index, model in enumerate(models if isinstance(models, list) else []):
+            if not isinstance(model, dict) or model.get("source") != "jumpstart":
+                continue
+            model_id, version = model.get("model_id"), model.get("version")
+            if not (isinstance(model_id, str) and isinstance(version, (str, int, float))):
+                continue
+            path = f"endpoints[{e_index}].models[{m_index}]"
+            found = spec_problems(model_id, str(version), model.get("accept_eula") is True, lock, region, path=path)
+            problems.extend(found)
+            locked = lock.find(model_id, str(version), region) if region and not found else None
+            gpus = accelerators_of(endpoint.get("instance_type")) if isinstance(endpoint.get("instance_type"), str) else None
+            if (locked is not None and locked.accelerators is not None and "accelerators" not in model
+                    and gpus is not None and locked.accelerators > gpus):
+                problems.append(Problem(f"{path}.accelerators", f"{locked.accelerators} (from {lock.path})",
+                                        f"at most {gpus}, the accelerators of one {endpoint['instance_type']}",
+                                        "use a larger instance type (JumpStart lists: "
+                                        + (", ".join(locked.supported_instance_types) or "none") + ")"))
+    return problems
+
+
+_INSTANCE_TYPE_ENUMS: dict[tuple[str, str], str] = {
+    ("EndpointSpec", "instance_type"): "ProductionVariantInstanceType",
+    ("CapacityPlanSpec", "instance_type"): "ReservedCapacityInstanceType",
+    ("EagleSettings", "job_instance_type"): "OptimizationJobDeploymentInstanceType",
+}
+"""(schema definition, property) -> botocore's SageMaker enum shape whose values the property takes."""
+_NAMED_ITEMS = ("EndpointSpec", "ModelSpec", "AdapterSpec", "CapacityPlanSpec")
+"""Definitions whose items merge by name in layered configs (``config_layers.NAMED_LISTS``)."""
+
+
+def json_schema(*, layer: bool = False) -> dict[str, Any]:
+    """JSON Schema of the config file, for editors (``config/schema.json``).
+
+    Instance types are enums of botocore's SageMaker model (endpoint, reserved-capacity and optimization-job
+    types), so editors complete them. With ``layer``, the schema of a file that other configs extend or that
+    ``extends`` others (``config/schema.layer.json``): the same properties, none required (a layer says only what
+    differs), and ``$delete``/``$replace`` allowed in the items that merge by name.
+    """
+    from ..core import service_model
+
+    schema = AppConfig.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "sagemaker-llm-cdk deployment config" + (" layer (extends or is extended)" if layer else "")
+    schema["properties"]["extends"] = {
+        "description": ("Config file(s) this one is laid over, relative to this file (mappings merge; endpoints, "
+                        "models, adapters and capacity_plans merge by name; other lists replace)."),
+        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+    }
+    definitions = schema.get("$defs", {})
+    for (definition, prop), shape in _INSTANCE_TYPE_ENUMS.items():
+        target = definitions[definition]["properties"][prop]
+        values = sorted(service_model.enum(shape))
+        string = next((b for b in target.get("anyOf", []) if b.get("type") == "string"), target)
+        string["enum"] = values
+    if layer:
+        _relax(schema)
+        for definition in _NAMED_ITEMS:
+            definitions[definition]["properties"]["$delete"] = {
+                "const": True, "description": "Remove the base's item of this name (give only name and $delete)."}
+            definitions[definition]["properties"]["$replace"] = {
+                "const": True, "description": "Replace the base's item of this name whole instead of merging into it."}
+    return schema
+
+
+def _relax(value: Any) -> None:
+    """Drop every ``required`` (and ``minItems``) of a schema: a layer may leave anything to the file it extends."""
+    if isinstance(value, dict):
+        if isinstance(value.get("required"), list):
+            del value["required"]
+        if isinstance(value.get("minItems"), int):
+            del value["minItems"]
+        for inner in value.values():
+            _relax(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            _relax(inner)
+
+
+def write_json_schema(path: str | Path, *, layer: bool = False) -> None:
+    Path(path).write_text(json.dumps(json_schema(layer=layer), indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -1,0 +1,284 @@
+"""The whole deployment config (``AppConfig``): each feature's settings put together, with the rules that span them.
+
+Imports settings (and pure facts) only, never a construct module, so a config can be checked without CDK.
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ..capacity.settings import CapacityPlanSpec, spec_binding_problems
+from ..core.errors import Problem
+from ..core.settings import Settings, name_problem, unless_failed
+from ..hosting.images import ami_problems
+from ..hosting.settings import EndpointOptions, ModelSpec, VpcPlacement
+from ..operations.settings import MonitoringSettings
+
+
+_STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
+
+
+class DeploymentTarget(Settings):
+    """Where the stacks deploy. Default: environment-agnostic (account and region from the CLI)."""
+
+    account: Annotated[str | None, Field(pattern=r"^\d{12}$", description="12-digit AWS account id.")] = None
+    region: Annotated[str | None, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1.")] = None
+
+
+class ChecksSettings(Settings):
+    """Synth-time checks. AwsSolutions (cdk-nag) always runs and fails the synth on an unacknowledged finding."""
+
+    nag_warning_packs: Annotated[tuple[Literal["nist-800-53-r5", "serverless"], ...], Field(description=(
+        "Extra cdk-nag packs reported as warnings only. Default: none."))] = ()
+
+
+class EndpointSpec(EndpointOptions):
+    """One endpoint in the config: its options plus the models it hosts."""
+
+    name: Annotated[str, Field(description=(
+        "Logical name: the construct id and, unless endpoint_name is set, part of generated names."))]
+    endpoint_name: Annotated[str | None, Field(description=(
+        "Physical endpoint name. Default: derived from the stack and endpoint names."))] = None
+    vpc: Annotated[VpcPlacement | None, Field(description="Run instances in these subnets. Default: no VPC.")] = None
+    models: Annotated[tuple[ModelSpec, ...], Field(min_length=1, max_length=50, description="Models hosted as inference components.")]
+    capacity_plan: Annotated[str | None, Field(description=(
+        "Name of a plan in capacity_plans that this endpoint runs on (capacity-reservations-only), bound only while "
+        "the plan is Active (see the plan's when_not_active). Remove it to move the endpoint to on-demand capacity "
+        "(the endpoint config is replaced). Default: on-demand capacity."))] = None
+
+    def _rules(self) -> list[Problem]:
+        problems: list[Problem] = []
+        with unless_failed():
+            problems.extend(super()._rules())
+        with unless_failed():
+            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,62}", self.name):
+                problems.append(Problem("name", self.name, "1-63 letters and digits, starting with a letter",
+                                        "remove spaces, hyphens and other characters"))
+        with unless_failed():
+            if self.endpoint_name is not None:
+                problem = name_problem("endpoint_name", self.endpoint_name, "EndpointName")
+                if problem:
+                    problems.append(problem)
+        with unless_failed():
+            problems.extend(ami_problems([(f"models[{i}].image", m.image) for i, m in enumerate(self.models)
+                                          if not m.is_jumpstart],  # a JumpStart model's image: from the lock
+                                         self.inference_ami_version))
+        with unless_failed():
+            retention = self.data_capture.retention_days
+            for index, model in enumerate(self.models):
+                if model.eagle is None or model.eagle.dataset.source != "capture" or not self.data_capture.enabled:
+                    continue
+                days = _rate_days(model.eagle.schedule)
+                if days is not None and days >= retention:
+                    problems.append(Problem(
+                        "data_capture.retention_days", retention,
+                        f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, every {days:g} days)",
+                        "keep captures longer than the EAGLE interval, or run EAGLE more often: captured traffic older "
+                        "than retention_days expires before the next run reads it"))
+        for index, model in enumerate(self.models):
+            with unless_failed():  # a model that failed validation is skipped; its own problems are reported
+                problems.extend(p.under(f"models[{index}]") for p in model_fit_problems(model, self))
+        return problems
+
+
+def model_fit_problems(model: ModelSpec, endpoint: EndpointOptions) -> list[Problem]:
+    """Rules between one model and its endpoint that the constructs also check while the stack is built
+    (``ModelComponent``, ``EagleOptimization``), here in config terms and with every other problem.
+
+    Paths are the model's fields (``accelerators``, ``eagle.dataset.source``).
+    """
+    from ..core import service_model
+    from ..core.instances import accelerators_of
+    from ..core.settings import instance_type_problem
+
+    problems: list[Problem] = []
+    gpus = accelerators_of(endpoint.instance_type)
+    if gpus is not None and model.accelerators > gpus:
+        problems.append(Problem("accelerators", model.accelerators,
+                                f"at most {gpus}, the accelerators of one {endpoint.instance_type}",
+                                "lower accelerators or use a larger instance type"))
+    eagle = model.eagle
+    if eagle is not None:
+        if eagle.dataset.source == "capture" and not endpoint.data_capture.enabled:
+            problems.append(Problem("eagle.dataset.source", "capture",
+                                    "s3 or builtin while the endpoint's data_capture is off (enabled: false)",
+                                    "turn data_capture on for the endpoint, or train on your own dataset "
+                                    "(source: s3, s3_uri: s3://bucket/prefix/)"))
+        if eagle.job_instance_type is None:
+            problem = instance_type_problem("eagle.job_instance_type", endpoint.instance_type,
+                                            service_model.optimization_instance_types(), "optimization jobs")
+            if problem:
+                problems.append(Problem(problem.path, problem.value, problem.allowed,
+                                        "the endpoint's instance type cannot run optimization jobs: set "
+                                        f"eagle.job_instance_type ({problem.fix})"))
+    return problems
+
+
+def _rate_days(schedule: str | None) -> float | None:
+    """Days between runs of an EventBridge ``rate(N unit)`` expression; None for cron or nothing."""
+    match = re.fullmatch(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)", (schedule or "").strip())
+    if not match:
+        return None
+    per_day = {"minute": 1440, "hour": 24, "day": 1}[match.group(2).rstrip("s")]
+    return int(match.group(1)) / per_day
+
+
+class AppConfig(Settings):
+    """A deployment of this team's app: one stack holding the endpoints below."""
+
+    stack_name: Annotated[str, Field(description="CloudFormation stack name. Default: SageMakerLlm.")] = "SageMakerLlm"
+    target: Annotated[DeploymentTarget, Field(description="Account and region. Default: from the CLI.")] = DeploymentTarget()
+    tags: Annotated[dict[str, str], Field(description="Tags on every resource. Default: none.")] = {}
+    endpoints: Annotated[tuple[EndpointSpec, ...], Field(min_length=1, max_length=20)]
+    checks: Annotated[ChecksSettings, Field(description="Synth-time checks. Default: AwsSolutions only.")] = ChecksSettings()
+    monitoring: Annotated[MonitoringSettings, Field(description=(
+        "Dashboards, alarms (one KMS-encrypted topic) and safe rollouts. Default: on, with the defaults listed."))] = MonitoringSettings()
+    capacity_plans: Annotated[tuple[CapacityPlanSpec, ...], Field(max_length=20, description=(
+        "Reserved GPU capacity, in the companion stack <stack_name>Capacity: plans to buy once (price cap here, "
+        "consent on the deploy command: -c purchase=<name>) or existing "
+        "plans, each bound to at most one endpoint by its capacity_plan. Default: none."))] = ()
+    removal: Annotated[Literal["retain", "destroy"], Field(description=(
+        "What `cdk destroy` does with data: retain keeps KMS keys, S3 buckets, log groups and the EAGLE runs table "
+        "(production: data, keys and audit logs outlive the stack); destroy deletes them with the stack (buckets "
+        "emptied first, keys scheduled for deletion after 7 days), for dev and test. A bought capacity plan is never "
+        "deleted. Default: retain."))] = "retain"
+
+    def _rules(self) -> list[Problem]:
+        problems = []
+        with unless_failed():
+            if not _STACK_NAME.match(self.stack_name):
+                problems.append(Problem("stack_name", self.stack_name, "1-128 letters, digits and hyphens, starting "
+                                        "with a letter", "rename the stack"))
+        with unless_failed():  # on a partly valid config, parse_config checks the raw endpoints instead
+            problems.extend(duplicate_name_problems([e.model_dump() for e in self.endpoints]))
+        problems.extend(self._capacity_plan_problems())
+        return problems
+
+    def _capacity_plan_problems(self) -> list[Problem]:
+        """Each endpoint's capacity_plan names a declared plan, one endpoint per plan, and the endpoint fits it."""
+        problems: list[Problem] = []
+        plans: dict[str, int] = {}
+        physical: dict[str, int] = {}  # TrainingPlanName -> first plan that buys or uses it
+        complete = True  # every plan's name is known (none failed validation)
+        for p_index, plan in enumerate(self.capacity_plans):
+            complete = False
+            with unless_failed():
+                if plan.plan_name in plans:
+                    problems.append(Problem(f"capacity_plans[{p_index}].name", plan.plan_name,
+                                            f"a name not used by capacity_plans[{plans[plan.plan_name]}]",
+                                            "declare each plan once"))
+                elif plan.physical_plan_name(self.stack_name) in physical:
+                    name = plan.physical_plan_name(self.stack_name)
+                    field = "physical_name" if plan.physical_name is not None else "name"
+                    problems.append(Problem(f"capacity_plans[{p_index}].{field}", getattr(plan, field),
+                                            f"a plan whose TrainingPlanName ({name}) is not that of "
+                                            f"capacity_plans[{physical[name]}]",
+                                            "pin a different physical_name, or declare the plan once"))
+                plans.setdefault(plan.plan_name, p_index)
+                physical.setdefault(plan.physical_plan_name(self.stack_name), p_index)
+                complete = True
+            if not complete:
+                break
+        bound: dict[str, int] = {}
+        for e_index, endpoint in enumerate(self.endpoints):
+            with unless_failed():  # an endpoint that failed validation is checked from the raw config instead
+                if endpoint.capacity_plan is None:
+                    continue
+                path = f"endpoints[{e_index}]"
+                if endpoint.capacity_plan not in plans:
+                    if complete:
+                        problems.append(plan_reference_problem(path, endpoint.capacity_plan, list(plans)))
+                    continue
+                if endpoint.capacity_plan in bound:
+                    problems.append(Problem(f"{path}.capacity_plan", endpoint.capacity_plan,
+                                            f"a plan no other endpoint uses (endpoints[{bound[endpoint.capacity_plan]}] "
+                                            "runs on it)", "declare a separate plan for each endpoint"))
+                bound.setdefault(endpoint.capacity_plan, e_index)
+                if endpoint.instance_pools:
+                    from ..hosting.settings import pools_with_plan_problem
+
+                    problems.append(pools_with_plan_problem(f"{path}.capacity_plan"))
+                plan = self.capacity_plans[plans[endpoint.capacity_plan]]
+                problems.extend(p.under(path) for p in spec_binding_problems(plan, endpoint))
+        return problems
+
+
+def plan_reference_problem(path: str, name: Any, declared: list[str]) -> Problem:
+    return Problem(f"{path}.capacity_plan", name, "the name of a plan in capacity_plans: " + (", ".join(declared) or
+                   "none declared"), "declare the plan under capacity_plans or correct the name")
+
+
+def raw_plan_reference_problems(data: Any) -> list[Problem]:
+    """Endpoints whose ``capacity_plan`` names no declared plan, from the raw config, so the reference is
+    checked in the same round even when the endpoint or a plan has other problems."""
+    plans = data.get("capacity_plans", []) if isinstance(data, dict) else []
+    endpoints = data.get("endpoints") if isinstance(data, dict) else None
+    if not isinstance(plans, list) or not isinstance(endpoints, list):
+        return []
+    names: list[str] = []
+    for plan in plans:
+        name = plan.get("name") if isinstance(plan, dict) else None
+        arn = plan.get("existing_plan_arn") if isinstance(plan, dict) else None
+        if not isinstance(name, str) and isinstance(arn, str) and "training-plan/" in arn:
+            name = arn.rsplit("training-plan/", 1)[1]
+        if not isinstance(name, str):
+            return []  # a plan whose name is unknown: the reference cannot be judged
+        names.append(name)
+    return [plan_reference_problem(f"endpoints[{index}]", endpoint["capacity_plan"], names)
+            for index, endpoint in enumerate(endpoints)
+            if isinstance(endpoint, dict) and isinstance(endpoint.get("capacity_plan"), str)
+            and endpoint["capacity_plan"] not in names]
+
+
+def duplicate_name_problems(endpoints: Any) -> list[Problem]:
+    """Endpoint names used twice, and model or adapter names used twice anywhere.
+
+    Works on the raw config too, so duplicates are reported with every other problem even
+    when some endpoint is not valid yet. Inference component names (models and adapters)
+    are unique in an account and region, hence across endpoints.
+    """
+    problems: list[Problem] = []
+    if not isinstance(endpoints, (list, tuple)):
+        return problems
+    endpoint_seen: dict[str, int] = {}
+    component_seen_by_name: dict[str, str] = {}
+
+    pinned_seen: dict[str, str] = {}
+
+    def claim(name: Any, path: str, seen: dict[str, str] | None = None) -> None:
+        if not isinstance(name, str):
+            return
+        component_seen = seen if seen is not None else component_seen_by_name
+        other = component_seen.get(name)
+        if other is not None:
+            problems.append(Problem(path, name, f"a name not used by {other} (inference component names are unique "
+                                    "in an account and region)", "rename one of the two"))
+        else:
+            component_seen[name] = path
+
+    for e_index, endpoint in enumerate(endpoints):
+        if not isinstance(endpoint, dict):
+            continue
+        name = endpoint.get("name")
+        if isinstance(name, str):
+            if name in endpoint_seen:
+                problems.append(Problem(f"endpoints[{e_index}].name", name,
+                                        f"a name not used by endpoints[{endpoint_seen[name]}]", "rename one of the two"))
+            endpoint_seen.setdefault(name, e_index)
+        models = endpoint.get("models")
+        for m_index, model in enumerate(models if isinstance(models, (list, tuple)) else []):
+            if not isinstance(model, dict):
+                continue
+            claim(model.get("name"), f"endpoints[{e_index}].models[{m_index}].name")
+            claim(model.get("physical_name"), f"endpoints[{e_index}].models[{m_index}].physical_name", pinned_seen)
+            adapters = model.get("adapters")
+            for a_index, adapter in enumerate(adapters if isinstance(adapters, (list, tuple)) else []):
+                if isinstance(adapter, dict):
+                    claim(adapter.get("name"), f"endpoints[{e_index}].models[{m_index}].adapters[{a_index}].name")
+                    claim(adapter.get("physical_name"),
+                          f"endpoints[{e_index}].models[{m_index}].adapters[{a_index}].physical_name", pinned_seen)
+    return problems
+
+

@@ -1,0 +1,316 @@
+"""Serve an approved EAGLE draft head: the promotion parameter, and the wiring that rolls it out on ``cdk deploy``.
+
+How a head reaches the endpoint
+-------------------------------
+1. The EAGLE loop's record function writes the approved head's S3 URI
+   (``s3://<artifacts>/jobs/<job name>/draft/``) to an SSM String parameter, the *promotion
+   parameter*. It is created by ``PromotionParameter`` with the value ``none``.
+2. The component's stack reads it through a stack parameter of type
+   ``AWS::SSM::Parameter::Value<String>`` whose default is the promotion parameter's *name*.
+   CloudFormation resolves such parameters again on every stack update, and the CDK CLI never
+   skips deploying a stack that has one (it cannot know whether the value changed), so the next
+   ``cdk deploy`` picks up a new head with no change to code or config.
+3. A condition ``head promoted`` (value != ``none``) switches the inference component's
+   ``Specification.ModelName`` from the component's own model to a *serving model*: the same
+   container, weights, role and network, plus the draft head as an additional model data source
+   (channel ``eagle``, mounted at ``/opt/ml/additional-model-data-sources/eagle``) and
+   ``OPTION_SPECULATIVE_CONFIG={"method": "eagle3"|"eagle", "model": <that folder>,
+   "num_speculative_tokens": N}`` for the LMI container (vLLM's method names: ``eagle3`` for
+   EAGLE-3 heads, ``eagle`` for EAGLE-1/2 heads). SageMaker then rolls the copies over to it.
+
+Why a custom resource for the serving model
+-------------------------------------------
+``AWS::SageMaker::Model`` has no ``AdditionalModelDataSources`` property (CloudFormation's
+schema stops at ``ModelDataSource``; cfn-lint rejects the key and so would the deployment), so
+an override on ``ModelComponent.cfn_model`` cannot carry the head. The serving model is made by
+a small custom resource (``lambda/eagle_serving_model``) that calls ``CreateModel`` with exactly
+the properties the template gives it and exists only while the condition holds. It is still part
+of the stack: it changes only on a deployment, and it is deleted when the head is withdrawn
+(parameter back to ``none``) or the stack is deleted.
+
+Why the promotion parameter lives in another stack
+--------------------------------------------------
+CloudFormation resolves ``AWS::SSM::Parameter::Value`` parameters before it creates anything, so
+the SSM parameter must exist before the component's stack is deployed the first time. Put
+``PromotionParameter`` in a small companion stack that the component's stack depends on
+(``EagleOptimization`` adds that dependency). The parameter is then owned by CloudFormation
+with the value ``none``; keep its properties unchanged after the first deployment, because an
+update of the parameter resource writes ``none`` back (the head is withdrawn until the next
+promoted run).
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import jsii
+from aws_cdk import CfnCondition, CfnParameter, CustomResource, Duration, Fn, IStableAnyProducer, Lazy, Stack, Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+from ..core.errors import ConfigurationError, Problem
+from ..core.functions import python_function
+from ..hosting.images import lora_with_speculative_problem
+from ..core.settings import _S3_URI, name_problem
+from .settings import EAGLE_ARCHITECTURES
+from ..core.nag import acknowledge_resource
+
+if TYPE_CHECKING:
+    from ..hosting.model_component import ModelComponent
+
+NO_HEAD = "none"
+"""Promotion parameter value meaning "no approved draft head": the component serves its own model."""
+CHANNEL = "eagle"
+"""Additional model data channel of the draft head."""
+DRAFT_PATH = f"/opt/ml/additional-model-data-sources/{CHANNEL}"
+"""Where SageMaker mounts the draft head in the container."""
+VLLM_METHOD = {"EAGLE3": "eagle3", "EAGLE2": "eagle"}
+"""vLLM ``speculative_config.method`` per EAGLE version (EAGLE-1/2 heads load with ``eagle``)."""
+PARAMETER_PREFIX = "/sagemaker-llm/eagle"
+SERVING_MODEL_TYPE = "Custom::EagleServingModel"
+
+
+def speculative_config(eagle_version: str, num_speculative_tokens: int) -> str:
+    """The LMI ``OPTION_SPECULATIVE_CONFIG`` value for a head of ``eagle_version`` ("EAGLE3"/"EAGLE2")."""
+    return json.dumps({"method": VLLM_METHOD[eagle_version], "model": DRAFT_PATH,
+                       "num_speculative_tokens": num_speculative_tokens}, separators=(",", ":"))
+
+
+class PromotionParameter(Construct):
+    """The SSM String parameter that holds a model's approved EAGLE draft head (created as ``none``).
+
+    Place it in a stack that is deployed before the model's stack (a small companion stack): the
+    model's stack reads it at deploy time as an ``AWS::SSM::Parameter::Value<String>`` parameter,
+    which must exist before that stack deploys. Its name is fixed, so the reading stack refers to
+    it by name and not by a cross-stack export. Child ``Resource`` is the ``ssm.StringParameter``.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, model_name: str, parameter_name: str | None = None) -> None:
+        """
+        :param model_name: the inference component name of the model the head is for.
+        :param parameter_name: the SSM parameter's name. Default: ``/sagemaker-llm/eagle/<model_name>/draft-head``.
+        """
+        super().__init__(scope, id)
+        problems = []
+        problem = name_problem("model_name", model_name)
+        if problem:
+            problems.append(problem)
+        name = parameter_name or f"{PARAMETER_PREFIX}/{model_name}/draft-head"
+        if Token.is_unresolved(name) or not _parameter_name_ok(name):
+            problems.append(Problem("parameter_name", name, "a fixed SSM parameter name: letters, digits, '_', '.', "
+                                    "'-' and '/' separators, at most 1011 characters",
+                                    "give a literal name such as /sagemaker-llm/eagle/<model>/draft-head"))
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+        self.model_name = model_name
+        self.parameter_name = name
+        """The parameter's name, a plain string (no token)."""
+        self.parameter = ssm.StringParameter(
+            self, "Resource",
+            parameter_name=name,
+            string_value=NO_HEAD,
+            description=f"Approved EAGLE draft head of {model_name}: an s3:// prefix, or '{NO_HEAD}'. Written by the "
+                        "EAGLE record function; read by CloudFormation when the model's stack deploys.",
+            tier=ssm.ParameterTier.STANDARD,
+        )
+        self.node.default_child = self.parameter.node.default_child
+
+
+def _parameter_name_ok(name: str) -> bool:
+    import re
+
+    return len(name) <= 1011 and re.fullmatch(r"/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*", name) is not None
+
+
+def literal_parameter_name(parameter: ssm.IStringParameter) -> str | None:
+    """The plain name of ``parameter``, or None when only a token (e.g. a generated name) is known."""
+    if not Token.is_unresolved(parameter.parameter_name):
+        return parameter.parameter_name
+    child = parameter.node.default_child
+    name = getattr(child, "name", None) if isinstance(child, ssm.CfnParameter) else None
+    return name if isinstance(name, str) and not Token.is_unresolved(name) else None
+
+
+class SpeculativeDecoding(Construct):
+    """Serves ``component`` with the approved EAGLE draft head named by a promotion parameter.
+
+    Adds to the component's stack: the stack parameter ``DraftHead`` (type
+    ``AWS::SSM::Parameter::Value<String>``, default = the promotion parameter's name), the
+    condition ``HeadPromoted`` (value != ``none``), the serving model (``ServingModel``, a
+    ``Custom::EagleServingModel`` that exists only under that condition) and an override of the
+    inference component's ``Specification.ModelName``:
+    ``Fn::If [HeadPromoted, <serving model>, <component model>]``. The endpoint role may read
+    draft heads under ``draft_prefix`` of ``draft_bucket`` (and decrypt them with ``draft_key``).
+
+    Must be created in the component's stack. Escape hatches: ``draft_head_parameter``,
+    ``promoted_condition``, ``serving_model``, ``function``; ``served_model_name`` is what the
+    inference component runs (for deployment checks).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        component: "ModelComponent",
+        promotion_parameter_name: str,
+        draft_bucket: s3.IBucket,
+        draft_prefix: str,
+        draft_key: kms.IKey | None = None,
+        num_speculative_tokens: int = 5,
+    ) -> None:
+        """
+        :param component: the model to serve with speculative decoding (LMI container).
+        :param promotion_parameter_name: the promotion parameter's name (a literal, see ``PromotionParameter``).
+        :param draft_bucket: the bucket the optimization jobs write draft heads to.
+        :param draft_prefix: key prefix under which heads are (``jobs/`` -> ``jobs/<job>/draft/``).
+        :param draft_key: KMS key the heads are encrypted with. Default: none (S3-managed keys).
+        :param num_speculative_tokens: draft tokens per step, 1-16. Default: 5.
+        """
+        super().__init__(scope, id)
+        spec = component.spec
+        problems = []
+        if Stack.of(self) is not Stack.of(component.cfn_model):
+            problems.append(Problem("scope", Stack.of(self).node.path, f"a construct in the component's stack "
+                                    f"({Stack.of(component.cfn_model).node.path})",
+                                    "create the speculative-decoding wiring next to the model component"))
+        if spec.architecture not in EAGLE_ARCHITECTURES:
+            problems.append(Problem("component.spec.architecture", spec.architecture,
+                                    "one of " + ", ".join(EAGLE_ARCHITECTURES), "set the model's architecture"))
+        if not spec.is_lmi:
+            problems.append(Problem("component.spec.image", spec.image, "an LMI image ('lmi', 'lmi:<tag>' or a "
+                                    "djl-inference image): the head is served through OPTION_SPECULATIVE_CONFIG",
+                                    "serve the model with the LMI container"))
+        if Token.is_unresolved(promotion_parameter_name) or not _parameter_name_ok(promotion_parameter_name):
+            problems.append(Problem("promotion_parameter_name", promotion_parameter_name,
+                                    "a literal SSM parameter name", "pass PromotionParameter(...).parameter_name"))
+        lora_problem = lora_with_speculative_problem(spec)  # vLLM cannot serve LoRA and a draft head together
+        if lora_problem is not None:
+            problems.append(lora_problem)
+        if not 1 <= num_speculative_tokens <= 16:
+            problems.append(Problem("num_speculative_tokens", num_speculative_tokens, "1-16", "use e.g. 5"))
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+
+        endpoint = component.endpoint
+        self.component = component
+        self.eagle_version = EAGLE_ARCHITECTURES[spec.architecture or ""]
+        self.speculative_config = speculative_config(self.eagle_version, num_speculative_tokens)
+
+        self.draft_head_parameter = CfnParameter(
+            self, "DraftHead",
+            type="AWS::SSM::Parameter::Value<String>",
+            default=promotion_parameter_name,
+            description=f"SSM parameter holding the approved EAGLE draft head of {component.component_name} "
+                        f"(an s3:// prefix, or '{NO_HEAD}'). Resolved again on every deployment.",
+        )
+        self.promoted_condition = CfnCondition(
+            self, "HeadPromoted",
+            expression=Fn.condition_not(Fn.condition_equals(self.draft_head_parameter.value_as_string, NO_HEAD)),
+        )
+
+        # The endpoint role reads draft heads (weights of the serving model) and decrypts them.
+        prefix = draft_prefix.strip("/")
+        role = endpoint.role
+        role.add_to_principal_policy(iam.PolicyStatement(
+            sid="ReadEagleDraftHeads", actions=["s3:GetObject"],
+            resources=[draft_bucket.arn_for_objects(f"{prefix}/*/draft/*")]))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            sid="ListEagleDraftHeads", actions=["s3:ListBucket"], resources=[draft_bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{prefix}/*"]}}))
+        if draft_key is not None:
+            role.add_to_principal_policy(iam.PolicyStatement(
+                sid="DecryptEagleDraftHeads", actions=["kms:Decrypt"], resources=[draft_key.key_arn]))
+
+        model_prefix = f"{component.component_name[:40].rstrip('-')}-eagle"
+        self.function = python_function(
+            self, "ServingModelFunction", folder="eagle_serving_model", handler="index.handler",
+            description=f"Creates the model that serves {component.component_name} with its EAGLE draft head "
+                        "(CloudFormation custom resource)",
+            timeout=Duration.minutes(2),
+        )
+        stack = Stack.of(self)
+        self.model_arn_pattern = stack.format_arn(service="sagemaker", resource="model",
+                                                  resource_name=f"{model_prefix}-*")
+        self.function.add_to_role_policy(iam.PolicyStatement(
+            sid="ManageServingModels", actions=["sagemaker:CreateModel", "sagemaker:DescribeModel",
+                                                "sagemaker:DeleteModel"],
+            resources=[self.model_arn_pattern]))
+        self.function.add_to_role_policy(iam.PolicyStatement(
+            sid="PassEndpointRole", actions=["iam:PassRole"], resources=[role.role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}))
+
+        properties: dict[str, Any] = {
+            "ModelNamePrefix": model_prefix,
+            "ExecutionRoleArn": role.role_arn,
+            "PrimaryContainer": {
+                "Image": component.image_uri,
+                "ModelDataSource": {"S3DataSource": {
+                    **_weights_source(spec.model_data_s3_uri),
+                    # a gated JumpStart model: the licence accepted in config (accept_eula), as on the component's model
+                    **({"ModelAccessConfig": {"AcceptEula": True}} if component.accepts_eula else {})}},
+                "AdditionalModelDataSources": [{
+                    "ChannelName": CHANNEL,
+                    "S3DataSource": {"S3Uri": self.draft_head_parameter.value_as_string, "S3DataType": "S3Prefix",
+                                     "CompressionType": "None"},
+                }],
+                "Environment": Lazy.any(_ServingEnvironment(component, self.speculative_config)),
+            },
+        }
+        if spec.network_isolation:
+            properties["EnableNetworkIsolation"] = "true"  # as the base model; the head is mounted, not downloaded
+        if endpoint.vpc is not None:
+            properties["VpcConfig"] = {"SecurityGroupIds": [g.security_group_id for g in endpoint.security_groups],
+                                       "Subnets": endpoint.subnet_ids}
+        self.serving_model = CustomResource(
+            self, "ServingModel", service_token=self.function.function_arn, resource_type=SERVING_MODEL_TYPE,
+            properties=properties,
+        )
+        cfn_serving = self.serving_model.node.default_child
+        cfn_serving.cfn_options.condition = self.promoted_condition  # type: ignore[union-attr]
+        policy = role.node.try_find_child("DefaultPolicy")
+        self.serving_model.node.add_dependency(policy if policy is not None else role)
+        self.serving_model.node.add_dependency(self.function)
+
+        self.served_model_name: str = Token.as_string(Fn.condition_if(
+            self.promoted_condition.logical_id,
+            self.serving_model.get_att_string("ModelName"),
+            component.cfn_model.attr_model_name,
+        ))
+        """The model the inference component runs: the serving model while a head is promoted."""
+        component.cfn_inference_component.add_property_override("Specification.ModelName", self.served_model_name)
+        # Checks that compare what the component runs with the template (DeploymentCheck) read this.
+        component.served_model_name = self.served_model_name
+        _acknowledge_serving(self, draft_bucket, prefix)
+
+
+def _weights_source(uri: str) -> dict[str, str]:
+    compressed = uri.endswith(".tar.gz")
+    assert _S3_URI.match(uri)  # validated by ModelSpec
+    return {"S3Uri": uri, "S3DataType": "S3Object" if compressed else "S3Prefix",
+            "CompressionType": "Gzip" if compressed else "None"}
+
+
+@jsii.implements(IStableAnyProducer)
+class _ServingEnvironment:
+    """The component's container environment at synth time (after every feature added its variables),
+    plus ``OPTION_SPECULATIVE_CONFIG``."""
+
+    def __init__(self, component: "ModelComponent", config: str) -> None:
+        self._component = component
+        self._config = config
+
+    def produce(self) -> dict[str, str]:
+        return {**self._component.environment, "OPTION_SPECULATIVE_CONFIG": self._config}
+
+
+def _acknowledge_serving(wiring: Any, draft_bucket: Any, draft_prefix: str) -> None:
+    """A ``speculative_decoding.SpeculativeDecoding``: the endpoint role's read of draft heads, the serving-model function."""
+    acknowledge_resource(wiring.component.endpoint.role, draft_bucket.arn_for_objects(f"{draft_prefix}/*/draft/*"),
+          "A promoted draft head is many files under jobs/<job name>/draft/ (the job name is made at run time); the "
+          "endpoint reads heads read-only, only draft/ folders.")
+    acknowledge_resource(wiring.function.role, wiring.model_arn_pattern,
+          "Serving models are named <model>-eagle-<hash of their properties> when the stack deploys; create, describe "
+          "and delete only models with this component's prefix.")

@@ -1,0 +1,548 @@
+"""``LlmEndpoint``: a SageMaker AI endpoint that hosts LLMs as inference components."""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Sequence
+
+import jsii
+from aws_cdk import Arn, ArnFormat, Aws, Duration, Fn, IStringProducer, Lazy, Names, Stack, Token
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from ..core import grants
+from ..core.grants import depend_on_policy
+from .component_base import one_minute
+from .model_component import ModelComponent
+from ..core.errors import ConfigurationError, Problem
+from .settings import (
+    DataCapture,
+    EndpointOptions,
+    InstancePool,
+    InstanceScaling,
+    Routing,
+    has_local_nvme,
+    pools_with_plan_problem,
+)
+from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
+from ..core.settings import validated
+from ..core.nag import acknowledge_resource
+
+if TYPE_CHECKING:
+    from ..adapters.lora_adapter import ArtifactAccess, LoraAdapter
+    from ..capacity.guard import CapacityPlanGuard
+    from ..capacity.capacity_plan import CapacityPlan
+    from .settings import ModelSpec
+
+VARIANT_NAME = "AllTraffic"
+"""The single production variant every ``LlmEndpoint`` has."""
+CAPACITY_METADATA = "sagemaker-llm-cdk:capacity"
+"""Metadata key on a bound endpoint config: the plan, its instances, the endpoint's most instances and the
+update policy's need (``capacity_plan.headroom_metadata``), for the change report."""
+
+
+class EndpointReference(Construct):
+    """An endpoint defined elsewhere, imported by name or ARN: grant and metric methods only."""
+
+    def __init__(self, scope: Construct, id: str, *, endpoint_name: str, endpoint_arn: str) -> None:
+        super().__init__(scope, id)
+        self.endpoint_name = endpoint_name
+        self.endpoint_arn = endpoint_arn
+        self.variant_name = VARIANT_NAME
+        self.lora_adapters: dict[str, "LoraAdapter"] = {}
+        """The LoRA adapters served on this endpoint so far, by inference component name, in creation order."""
+        self.adapter_artifact_access: "ArtifactAccess | None" = None
+        """The managed policies that let the role read the adapters' artifacts (made with the first adapter)."""
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to invoke this endpoint (any of its inference components)."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+            resource_arns=[self.endpoint_arn],
+        )
+
+    def metric(self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum",
+               period: Duration | None = None, **kwargs: Any) -> cloudwatch.Metric:
+        """A metric of this endpoint's variant (dimensions EndpointName and VariantName)."""
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=metric_name,
+            dimensions_map={"EndpointName": self.endpoint_name, "VariantName": self.variant_name},
+            statistic=statistic,
+            period=period or one_minute(),
+            **kwargs,
+        )
+
+    def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests sent to the endpoint. Default: sum over 1 minute."""
+        return self.metric("Invocations", **kwargs)
+
+    def metric_model_latency(self, *, statistic: str = "p90", **kwargs: Any) -> cloudwatch.Metric:
+        """Time the model took to answer, microseconds. Default: p90 over 1 minute."""
+        return self.metric("ModelLatency", statistic=statistic, **kwargs)
+
+    def metric_overhead_latency(self, *, statistic: str = "p90", **kwargs: Any) -> cloudwatch.Metric:
+        """Time SageMaker added around the model, microseconds. Default: p90 over 1 minute."""
+        return self.metric("OverheadLatency", statistic=statistic, **kwargs)
+
+    def metric_invocation_4xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests the model answered with a 4xx status. Default: sum over 1 minute."""
+        return self.metric("Invocation4XXErrors", **kwargs)
+
+    def metric_invocation_5xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests the model answered with a 5xx status. Default: sum over 1 minute."""
+        return self.metric("Invocation5XXErrors", **kwargs)
+
+    def metric_gpu_utilization(self, *, statistic: str = "Average", **kwargs: Any) -> cloudwatch.Metric:
+        """GPU utilization of the instances, percent (sum over GPUs). Default: average over 1 minute."""
+        return self.metric("GPUUtilization", namespace="/aws/sagemaker/Endpoints", statistic=statistic, **kwargs)
+
+    def metric_gpu_memory_utilization(self, *, statistic: str = "Average", **kwargs: Any) -> cloudwatch.Metric:
+        """GPU memory utilization of the instances, percent. Default: average over 1 minute."""
+        return self.metric("GPUMemoryUtilization", namespace="/aws/sagemaker/Endpoints", statistic=statistic,
+                           **kwargs)
+
+
+class LlmEndpoint(EndpointReference):
+    """A SageMaker AI endpoint that hosts large language models as inference components.
+
+    The endpoint config's production variant names no model: models are added with
+    ``add_model`` and each becomes an inference component with its own copies, autoscaling
+    and NVMe weight cache. Instances scale with SageMaker managed instance scaling (down to
+    zero when ``scaling.min_instances`` is 0). The endpoint config has no fixed name, so a
+    change that replaces it deploys cleanly.
+
+    Smallest use::
+
+        endpoint = LlmEndpoint(self, "Chat", instance_type="ml.g6e.12xlarge")
+        endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://bucket/qwen3-8b/"))
+        endpoint.grant_invoke(my_function)
+
+    Escape hatches: ``cfn_endpoint_config``, ``cfn_endpoint``, ``role``, ``key``,
+    ``data_capture_bucket``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        instance_type: str,
+        scaling: InstanceScaling | None = None,
+        routing: Routing | None = None,
+        data_capture: DataCapture | None = None,
+        inference_ami_version: str | None = None,
+        volume_size_gb: int | None = None,
+        instance_provision_timeout_seconds: int | None = None,
+        endpoint_name: str | None = None,
+        role: iam.IRole | None = None,
+        key: kms.IKey | None = None,
+        vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        data_capture_bucket: s3.IBucket | None = None,
+        capacity_plan: "CapacityPlan | None" = None,
+        instance_pools: Sequence[InstancePool] | None = None,
+    ) -> None:
+        """
+        :param instance_type: SageMaker instance type, e.g. ``ml.p5e.48xlarge``.
+        :param scaling: instance count range. Default: exactly one instance.
+        :param routing: request routing. Default: least outstanding requests (load-aware).
+        :param data_capture: traffic capture. Default: on, 10% of requests, JSON stored as JSON.
+        :param inference_ami_version: driver/CUDA AMI. Default: SageMaker's choice.
+        :param volume_size_gb: EBS volume per instance; refused for instance types with local NVMe.
+            Default: SageMaker's.
+        :param instance_provision_timeout_seconds: Default: SageMaker's.
+        :param endpoint_name: physical endpoint name. Default: derived from the construct path
+            (stable across deployments, unique per stack), so alarms and the rollback
+            configuration can name the endpoint before it exists.
+        :param role: execution role for the endpoint and its models. Default: a new role with no
+            permissions beyond what each model needs (its S3 prefix, image repository, KMS key).
+        :param key: KMS key for captured data and (where the instance has no local NVMe) the
+            instance volume. Default: a new key with rotation.
+        :param vpc: run instances in this VPC. Default: SageMaker's network.
+        :param vpc_subnets: subnets in ``vpc``. Default: private subnets.
+        :param security_groups: Default: a new group that allows outbound traffic only.
+        :param data_capture_bucket: where captured traffic goes. Default: a new secure bucket.
+        :param capacity_plan: a reserved capacity plan the endpoint runs on. Default: on-demand.
+        :param instance_pools: 2-5 instance types with priorities (``InstancePool``); SageMaker
+            provisions the first type with capacity, at creation and when scaling. ``instance_type``
+            must be the priority-1 type; every model is checked against every type and gets one
+            ``Specifications`` entry per type. Refused with ``capacity_plan``. Default: ``instance_type`` only.
+        """
+        options = validated(
+            EndpointOptions,
+            {
+                "instance_type": instance_type,
+                "scaling": scaling or InstanceScaling(),
+                "routing": routing or Routing(),
+                "data_capture": data_capture or DataCapture(),
+                "inference_ami_version": inference_ami_version,
+                "volume_size_gb": volume_size_gb,
+                "instance_provision_timeout_seconds": instance_provision_timeout_seconds,
+                "instance_pools": tuple(instance_pools or ()),
+            },
+            where=f"{scope.node.path}/{id}",
+        )
+        self.options = options
+        self._models: list[ModelComponent] = []
+        self.capacity_plan = capacity_plan
+        name_for_refs = endpoint_name  # set below once the endpoint exists
+        super().__init__(scope, id, endpoint_name=name_for_refs or "", endpoint_arn="")
+
+        problems: list[Problem] = []
+        if capacity_plan is not None:
+            problems.extend(capacity_plan.binding_problems(options))
+            if options.instance_pools:
+                problems.append(pools_with_plan_problem())
+            if capacity_plan.spec.when_not_active == "on_demand" and Stack.of(capacity_plan) is Stack.of(scope):
+                problems.append(Problem(
+                    "capacity_plan", capacity_plan.node.path,
+                    "with when_not_active on_demand, a plan in a stack deployed before this one (its status parameter "
+                    "is read when this stack deploys)",
+                    "create the CapacityPlan in its own stack (e.g. <stack>Capacity), or use when_not_active: fail"))
+        if vpc_subnets is not None and vpc is None:
+            problems.append(Problem("vpc_subnets", "given", "only together with vpc", "pass vpc too"))
+        if security_groups and vpc is None:
+            problems.append(Problem("security_groups", "given", "only together with vpc", "pass vpc too"))
+        if problems:
+            raise ConfigurationError([p.under("") for p in problems], source=self.node.path)
+
+        self.key: kms.IKey = key or secure_key(self, "Key", description=f"SageMaker LLM endpoint {self.node.path}")
+        self.role: iam.IRole = role or iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=grants.sagemaker_principal(self),
+            description=f"Execution role of the SageMaker endpoint {self.node.path}",
+        )
+        self.physical_name: str = endpoint_name or default_endpoint_name(self)
+        """The endpoint's name, known at synth (it names the endpoint's log group in the role's policy)."""
+        self._grant_runtime_basics()
+
+        self.vpc = vpc
+        self.security_groups: list[ec2.ISecurityGroup] = []
+        vpc_config = None
+        if vpc is not None:
+            self.security_groups = list(security_groups or [
+                ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=True,
+                                  description=f"SageMaker endpoint {self.node.path}")
+            ])
+            self.subnet_ids = _subnet_ids(vpc, vpc_subnets)
+            vpc_config = sagemaker.CfnEndpointConfig.VpcConfigProperty(
+                security_group_ids=[g.security_group_id for g in self.security_groups],
+                subnets=self.subnet_ids,
+            )
+            self._grant_vpc_access()
+        else:
+            self.subnet_ids = []
+
+        self.data_capture_bucket: s3.IBucket | None = None
+        self.data_capture: SecureBucket | None = None
+        """The capture bucket this endpoint made (``add_reader`` lets a role of another stack read it)."""
+        data_capture_config = None
+        if options.data_capture.enabled:
+            if data_capture_bucket is None:
+                secure = SecureBucket(self, "DataCapture", encryption_key=self.key,
+                                      noncurrent_version_days=NONCURRENT_VERSION_DAYS,
+                                      expire_after_days={"": options.data_capture.retention_days})
+                # Prompts and completions: only roles granted to read them may (and decrypt them through S3).
+                restrict_reads(secure, self.key if isinstance(self.key, kms.Key) else None, what="captured traffic")
+                self.data_capture = secure
+                data_capture_bucket = secure.bucket
+            self.data_capture_bucket = data_capture_bucket
+            self.role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    sid="WriteCapturedData",
+                    actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                    resources=[data_capture_bucket.arn_for_objects("data-capture/*")],
+                )
+            )
+            self.role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    sid="EncryptCapturedData",
+                    actions=["kms:GenerateDataKey", "kms:Encrypt", "kms:Decrypt"],
+                    resources=[self.key.key_arn],
+                )
+            )
+            capture = options.data_capture
+            data_capture_config = sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
+                enable_capture=True,
+                initial_sampling_percentage=capture.sampling_percentage,
+                destination_s3_uri=data_capture_bucket.s3_url_for_object("data-capture"),
+                kms_key_id=self.key.key_arn,
+                capture_options=[
+                    sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode=mode)
+                    for mode, on in (("Input", capture.capture_input), ("Output", capture.capture_output))
+                    if on
+                ],
+                capture_content_type_header=sagemaker.CfnEndpointConfig.CaptureContentTypeHeaderProperty(
+                    json_content_types=list(capture.json_content_types),
+                )
+                if capture.json_content_types
+                else None,
+            )
+
+        self.capacity_guard: "CapacityPlanGuard | None" = None
+        reservation = None
+        if capacity_plan is not None:
+            from ..capacity.guard import CapacityPlanGuard
+
+            self.capacity_guard = CapacityPlanGuard(
+                self, "CapacityGuard", plan=capacity_plan, instance_type=options.instance_type,
+                max_instances=options.scaling.max_instances,
+                config_inputs=[options.model_dump(mode="json"), VARIANT_NAME, has_local_nvme(options.instance_type),
+                               self.role.role_arn, self.key.key_arn, *self.subnet_ids,
+                               *[g.security_group_id for g in self.security_groups],
+                               *([self.data_capture_bucket.bucket_name] if self.data_capture_bucket else [])])
+            reservation = sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
+                capacity_reservation_preference="capacity-reservations-only",
+                ml_reservation_arn=self.capacity_guard.ml_reservation_arn,
+            )
+            if Stack.of(capacity_plan) is not Stack.of(self):
+                try:
+                    Stack.of(self).add_stack_dependency(Stack.of(capacity_plan), "the capacity plan is bought and watched "
+                                                  "in its own stack, deployed first")
+                except Exception:  # noqa: BLE001 - stacks of different apps or stages: bound by name only
+                    pass
+
+        variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+            variant_name=VARIANT_NAME,
+            # With pools, InstancePools replaces InstanceType (AWS: "replace the InstanceType parameter ...
+            # with the InstancePools list").
+            instance_type=None if options.instance_pools else options.instance_type,
+            instance_pools=[
+                sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=p.instance_type, priority=p.priority)
+                for p in options.instance_pools
+            ] or None,
+            initial_instance_count=options.scaling.initial,
+            managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
+                status="ENABLED",
+                min_instance_count=options.scaling.min_instances,
+                max_instance_count=options.scaling.max_instances,
+            ),
+            routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
+                routing_strategy=options.routing.strategy,
+                prefix_aware_routing_config=sagemaker.CfnEndpointConfig.PrefixAwareRoutingConfigProperty(
+                    prefix_length=options.routing.prefix_length,
+                    concurrency_threshold=options.routing.concurrency_threshold,
+                )
+                if options.routing.strategy == "PREFIX_AWARE"
+                else None,
+            ),
+            # Default: the AMI the hosted models' images need (a CUDA 13 LMI image needs its driver), else SageMaker's.
+            inference_ami_version=options.inference_ami_version or Lazy.uncached_string(_RequiredAmi(self)),
+            volume_size_in_gb=options.volume_size_gb,
+            variant_instance_provision_timeout_in_seconds=options.instance_provision_timeout_seconds,
+            capacity_reservation_config=reservation,
+        )
+        # No ModelName on the variant: models come as inference components. No fixed name:
+        # every EndpointConfig property is create-only, so CloudFormation must be free to
+        # create a new config under a new name when anything changes.
+        self.cfn_endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "Config",
+            production_variants=[variant],
+            execution_role_arn=self.role.role_arn,
+            kms_key_id=None if has_local_nvme(options.instance_type) else self.key.key_arn,
+            data_capture_config=data_capture_config,
+            vpc_config=vpc_config,
+        )
+        depend_on_policy(self.cfn_endpoint_config, self.role)
+        if self.capacity_guard is not None and self.capacity_guard.bound is not None:
+            # when_not_active on_demand: bind only while the plan's status parameter says Active.
+            self.cfn_endpoint_config.add_property_override(
+                "ProductionVariants.0.CapacityReservationConfig",
+                Fn.condition_if(self.capacity_guard.bound.logical_id, {
+                    "CapacityReservationPreference": "capacity-reservations-only",
+                    "MlReservationArn": self.capacity_guard.ml_reservation_arn,
+                }, Aws.NO_VALUE))
+        if capacity_plan is not None:
+            from ..capacity.capacity_plan import headroom_metadata
+
+            self.cfn_endpoint_config.add_metadata(CAPACITY_METADATA, headroom_metadata(capacity_plan, options))
+        self.cfn_endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Resource",
+            endpoint_config_name=self.cfn_endpoint_config.attr_endpoint_config_name,
+            endpoint_name=self.physical_name,
+        )
+        self.node.default_child = self.cfn_endpoint
+        self.endpoint_name = self.cfn_endpoint.attr_endpoint_name
+        self.endpoint_arn = self.cfn_endpoint.ref
+        self.instance_type = options.instance_type
+        _acknowledge_endpoint(self)
+
+    @property
+    def log_group_name(self) -> str:
+        """Where SageMaker writes the containers' logs: ``/aws/sagemaker/Endpoints/<endpoint name>``."""
+        name = self.physical_name if not Token.is_unresolved(self.physical_name) else "*"
+        return f"/aws/sagemaker/Endpoints/{name}"
+
+    # ----------------------------------------------------------------- imports
+    @classmethod
+    def from_endpoint_name(cls, scope: Construct, id: str, endpoint_name: str) -> EndpointReference:
+        """Import an existing endpoint by name."""
+        arn = Stack.of(scope).format_arn(service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower())
+        return EndpointReference(scope, id, endpoint_name=endpoint_name, endpoint_arn=arn)
+
+    @classmethod
+    def from_endpoint_arn(cls, scope: Construct, id: str, endpoint_arn: str) -> EndpointReference:
+        """Import an existing endpoint by ARN (``arn:aws:sagemaker:<region>:<account>:endpoint/<name>``)."""
+        if not Token.is_unresolved(endpoint_arn):
+            parts = Arn.split(endpoint_arn, ArnFormat.SLASH_RESOURCE_NAME)
+            if parts.service != "sagemaker" or parts.resource != "endpoint" or not parts.resource_name:
+                raise ConfigurationError(
+                    [Problem("endpoint_arn", endpoint_arn, "arn:<partition>:sagemaker:<region>:<account>:endpoint/<name>",
+                             "copy the ARN from DescribeEndpoint")],
+                    source=f"{scope.node.path}/{id}",
+                )
+            name = parts.resource_name
+        else:
+            name = Arn.split(endpoint_arn, ArnFormat.SLASH_RESOURCE_NAME).resource_name or ""
+        return EndpointReference(scope, id, endpoint_name=name, endpoint_arn=endpoint_arn)
+
+    # ------------------------------------------------------------------ models
+    def add_model(self, id: str, spec: "ModelSpec", **kwargs: Any) -> "ModelComponent":
+        """Host ``spec`` on this endpoint as an inference component; see ``ModelComponent``."""
+        return ModelComponent(self, id, endpoint=self, spec=spec, **kwargs)
+
+    @property
+    def models(self) -> tuple["ModelComponent", ...]:
+        return tuple(self._models)
+
+    def _register(self, component: "ModelComponent") -> None:
+        self._models.append(component)
+
+    # ----------------------------------------------------------------- metrics
+    def metric_no_capacity_invocation_failures(self, **kwargs: Any) -> cloudwatch.IMetric:
+        """Requests that found no model copy to serve them (scaled to zero), over all models."""
+        if not self._models:
+            raise ConfigurationError(
+                [Problem("models", [], "at least one model", "call add_model before asking for this metric")],
+                source=self.node.path,
+            )
+        using = {f"m{i}": m.metric_no_capacity_invocation_failures(**kwargs) for i, m in enumerate(self._models)}
+        return cloudwatch.MathExpression(
+            expression="+".join(using) if len(using) > 1 else next(iter(using)),
+            using_metrics=using,
+            label="NoCapacityInvocationFailures",
+            period=kwargs.get("period") or one_minute(),
+        )
+
+    # ------------------------------------------------------------- permissions
+    def _grant_runtime_basics(self) -> None:
+        stack = Stack.of(self)
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="WriteEndpointLogs",
+                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                resources=[
+                    stack.format_arn(service="logs", resource="log-group", resource_name=self.log_group_name,
+                                     arn_format=ArnFormat.COLON_RESOURCE_NAME),
+                    stack.format_arn(service="logs", resource="log-group",
+                                     resource_name=f"{self.log_group_name}:log-stream:*",
+                                     arn_format=ArnFormat.COLON_RESOURCE_NAME),
+                ],
+            )
+        )
+        grants.grant(
+            self.role, sid="PublishSageMakerMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"],
+            conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
+            reason="cloudwatch:PutMetricData has no resource type; a cloudwatch:namespace condition limits it to "
+                   "SageMaker's namespaces.")
+        grants.grant(
+            self.role, sid="AuthenticateToEcr", actions=["ecr:GetAuthorizationToken"], resources=["*"],
+            reason="ecr:GetAuthorizationToken has no resource type; pulling layers is limited to the model's image "
+                   "repository by the model's own statement.")
+
+    def _grant_vpc_access(self) -> None:
+        grants.grant(
+            self.role, sid="DescribeNetwork",
+            actions=["ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+                     "ec2:DescribeNetworkInterfaces", "ec2:DescribeDhcpOptions"],
+            resources=["*"],
+            reason="SageMaker describes the VPC, subnets and security groups before attaching the endpoint's network "
+                   "interfaces; ec2:Describe* actions have no resource type.")
+        stack = Stack.of(self)
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="ManageEndpointNetworkInterfaces",
+                actions=["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
+                         "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission"],
+                resources=[
+                    stack.format_arn(service="ec2", resource="network-interface", resource_name="*"),
+                    *[stack.format_arn(service="ec2", resource="subnet", resource_name=s) for s in self.subnet_ids],
+                    *[stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
+                      for g in self.security_groups],
+                ],
+            )
+        )
+
+
+def _subnet_ids(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> list[str]:
+    """Subnet ids of ``selection`` in ``vpc``.
+
+    Subnets given one by one are read by id only: ``select_subnets`` returns a struct whose
+    ``availability_zones`` jsii reads eagerly, which fails for subnets imported by id without
+    their zone (``Subnet.from_subnet_id``), as a config's ``subnet_ids`` are.
+    """
+    if selection is not None and selection.subnets:
+        return [subnet.subnet_id for subnet in selection.subnets]
+    return list(vpc.select_subnets(**_subnet_kwargs(selection)).subnet_ids)
+
+
+def _subnet_kwargs(selection: ec2.SubnetSelection | None) -> dict[str, Any]:
+    if selection is None:
+        return {"subnet_type": ec2.SubnetType.PRIVATE_WITH_EGRESS}
+    keys = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnets", "subnet_type")
+    return {k: getattr(selection, k) for k in keys if getattr(selection, k, None) is not None}
+
+
+def default_endpoint_name(endpoint: Construct) -> str:
+    """A stable endpoint name from the construct path: at most 63 letters, digits and hyphens.
+
+    The endpoint's name is create-only; a stable name only changes when the construct
+    moves, which replaces the endpoint anyway. The endpoint config keeps a generated name,
+    because every one of its properties is create-only.
+    """
+    name = Names.unique_resource_name(endpoint, max_length=63, separator="-")
+    name = re.sub(r"[^A-Za-z0-9-]", "-", name)
+    name = re.sub(r"-+", "-", name).strip("-")
+    return name[:63].rstrip("-")
+
+
+@jsii.implements(IStringProducer)
+class _RequiredAmi:
+    """The InferenceAmiVersion the endpoint's models need (``images.required_ami``), read at synth."""
+
+    def __init__(self, endpoint: LlmEndpoint) -> None:
+        self._endpoint = endpoint
+
+    def produce(self, context: Any) -> str | None:
+        from .images import required_ami
+
+        return required_ami([model.spec.image for model in self._endpoint.models])
+
+
+def _acknowledge_endpoint(endpoint: "LlmEndpoint") -> None:
+    role = endpoint.role
+    stack = Stack.of(endpoint)
+    log_group = f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:{endpoint.log_group_name}"
+    if log_group.endswith("*"):
+        acknowledge_resource(role, log_group, "The endpoint's name is only known at deploy time (a token was passed), so its log "
+              "group /aws/sagemaker/Endpoints/<name> cannot be named here.")
+    acknowledge_resource(role, f"{log_group}:log-stream:*", "SageMaker creates one log stream per instance and container in the "
+          "endpoint's own log group; the stream names are generated.")
+    if endpoint.vpc is not None:
+        acknowledge_resource(role, f"arn:{stack.partition}:ec2:{stack.region}:{stack.account}:network-interface/*",
+              "SageMaker creates the endpoint's network interfaces at deploy time under generated ids; creation is "
+              "limited to this endpoint's subnets and security groups, which are named.")
+    if endpoint.data_capture_bucket is not None:
+        acknowledge_resource(role, endpoint.data_capture_bucket.arn_for_objects("data-capture/*"),
+              "Data Capture writes one object per capture file under the data-capture/ prefix; only that prefix, "
+              "and only PutObject/AbortMultipartUpload.")

@@ -1,0 +1,1 @@
+"""Operations: monitoring and alarms, the deployment check, cost tables and prices."""

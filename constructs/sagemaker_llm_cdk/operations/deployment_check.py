@@ -1,0 +1,267 @@
+"""``DeploymentCheck``: fail the deployment when SageMaker silently rolled an endpoint or model update back.
+
+SageMaker's auto rollback (``DeploymentConfig.AutoRollbackConfiguration``) returns an endpoint
+or inference component to its previous state and reports it ``InService``; CloudFormation then
+records the update as complete although the template's config or model is not what runs. This
+custom resource runs after the endpoint and every inference component and compares what runs
+with what the template declares; when they differ the stack update fails (and CloudFormation
+rolls the template back too), with a message saying what runs instead.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import jsii
+from aws_cdk import CustomResource, Duration, IStableAnyProducer, Lazy, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import custom_resources as cr
+from constructs import Construct, IValidation
+from ..core.errors import ConfigurationError, Problem
+from ..core.functions import python_function
+from ..core.nag import acknowledge, acknowledge_resource
+from ..core.grants import acknowledge_wildcard_only
+
+if TYPE_CHECKING:
+    from ..hosting.endpoint import LlmEndpoint
+    from ..hosting.model_component import ModelComponent
+
+RESOURCE_TYPE = "Custom::SageMakerDeploymentCheck"
+HANDLER_FOLDER = "deployment_check"
+MAX_TOTAL_TIMEOUT = Duration.hours(2)
+"""The Provider framework's limit on how long is-complete polling may last."""
+
+
+class DeploymentCheck(Construct):
+    """Confirms after each deployment that the endpoint runs the template's endpoint config and models.
+
+    A custom resource (``Custom::SageMakerDeploymentCheck``, child ``Resource``) whose properties
+    are the endpoint name, the endpoint config name the template created, and each inference
+    component's name and model name, so it runs again on every change to any of them. The
+    Provider framework polls ``is_complete`` (``lambda/deployment_check``) every
+    ``query_interval`` until the endpoint and components are ``InService`` on what the template
+    declares, and fails the resource when they settled on something else (a silent rollback),
+    failed, or did not settle within ``total_timeout``. Deleting the resource does nothing.
+
+    Create it after the endpoint's last ``add_model``; components added later (LoRA adapters)
+    join with ``add_component``. Its functions may only describe this endpoint and these
+    components. Escape hatches: ``custom_resource``, ``provider``, ``on_event_function``,
+    ``is_complete_function``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint: "LlmEndpoint",
+        query_interval: Duration | None = None,
+        total_timeout: Duration | None = None,
+    ) -> None:
+        """
+        :param endpoint: the endpoint to check, with its models.
+        :param query_interval: how often the state is read while it settles. Default: 30 seconds.
+        :param total_timeout: how long it may take to settle before the deployment fails, at most
+            2 hours. Default: 30 minutes.
+        """
+        super().__init__(scope, id)
+        query_interval = query_interval or Duration.seconds(30)
+        total_timeout = total_timeout or Duration.minutes(30)
+        problems = []
+        if not 60 <= total_timeout.to_seconds() <= MAX_TOTAL_TIMEOUT.to_seconds():
+            problems.append(Problem("total_timeout", f"{total_timeout.to_seconds():g} s", "1 minute to 2 hours",
+                                    "pass e.g. Duration.minutes(30)"))
+        if not 5 <= query_interval.to_seconds() <= min(total_timeout.to_seconds(), 3600):
+            problems.append(Problem("query_interval", f"{query_interval.to_seconds():g} s",
+                                    "5 seconds to 1 hour, and at most total_timeout", "pass e.g. Duration.seconds(30)"))
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+        self.endpoint = endpoint
+        self._components: list[dict[str, Any]] = []
+
+        self.on_event_function = python_function(
+            self, "OnEvent", folder=HANDLER_FOLDER, handler="index.on_event",
+            description=f"Starts the deployment check of {endpoint.node.path} (custom resource)",
+            timeout=Duration.seconds(30),
+        )
+        self.is_complete_function = python_function(
+            self, "IsComplete", folder=HANDLER_FOLDER, handler="index.is_complete",
+            description=f"Checks that {endpoint.node.path} runs the deployed config and models (custom resource)",
+            timeout=Duration.minutes(1),
+        )
+        self.is_complete_function.add_to_role_policy(iam.PolicyStatement(
+            sid="DescribeThisEndpoint", actions=["sagemaker:DescribeEndpoint"], resources=[endpoint.endpoint_arn]))
+        self._describe_components = iam.PolicyStatement(
+            sid="DescribeTheseComponents", actions=["sagemaker:DescribeInferenceComponent"],
+            resources=[])
+
+        framework_logs = logs.LogGroup(self, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR,
+                                       removal_policy=RemovalPolicy.RETAIN)
+        self.framework_roles: list[iam.Role] = []
+        for role_id, what in (("ProviderOnEventRole", "starts"), ("ProviderWaiterRole", "polls")):
+            role = iam.Role(self, role_id, assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                            description=f"Custom resource framework that {what} the deployment check of "
+                                        f"{endpoint.node.path}")
+            role.add_to_policy(iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
+            self.framework_roles.append(role)
+        self.waiter_logs = logs.LogGroup(self, "WaiterLogs", retention=logs.RetentionDays.ONE_YEAR,
+                                         removal_policy=RemovalPolicy.RETAIN)
+        self.provider = cr.Provider(
+            self, "Provider",
+            on_event_handler=self.on_event_function,
+            is_complete_handler=self.is_complete_function,
+            query_interval=query_interval,
+            total_timeout=total_timeout,
+            framework_on_event_role=self.framework_roles[0],
+            framework_complete_and_timeout_role=self.framework_roles[1],
+            log_group=framework_logs,
+            disable_waiter_state_machine_logging=False,
+            waiter_state_machine_log_options=cr.LogOptions(
+                destination=self.waiter_logs, level=sfn.LogLevel.ALL, include_execution_data=False),
+        )
+        _scope_waiter_log_writes(self.provider, self.waiter_logs)
+        self.custom_resource = CustomResource(
+            self, "Resource",
+            service_token=self.provider.service_token,
+            resource_type=RESOURCE_TYPE,
+            properties={
+                "EndpointName": endpoint.endpoint_name,
+                "EndpointConfigName": endpoint.cfn_endpoint_config.attr_endpoint_config_name,
+                "Components": Lazy.any(_Components(self._components), omit_empty_array=False),
+            },
+        )
+        self.node.default_child = self.custom_resource
+        for model in endpoint.models:
+            self.add_model(model)
+        self.node.add_validation(_AllModelsChecked(self))
+        _acknowledge_deployment_check(self)
+
+    def add_model(self, model: "ModelComponent") -> None:
+        """Check ``model``'s inference component too: InService, on this endpoint, serving its model."""
+        self.add_component(model.component_name, model.component_arn, model_name=model.served_model_name,
+                           dependency=model.cfn_inference_component)
+
+    def add_component(
+        self,
+        name: str,
+        arn: str,
+        *,
+        model_name: str | None = None,
+        artifact_url: str | None = None,
+        dependency: Construct | None = None,
+    ) -> None:
+        """Check another inference component of this endpoint (e.g. a LoRA adapter).
+
+        :param name: the component's name.
+        :param arn: its ARN (the check may describe only the components it is given).
+        :param model_name: the model it must serve (``Specification.ModelName``). Default: not compared.
+        :param artifact_url: the artifact it must serve (``Specification.Container.ArtifactUrl``, adapters).
+            Default: not compared.
+        :param dependency: the construct that creates or updates it, so the check runs after it.
+        """
+        if any(c["Name"] == name for c in self._components):
+            raise ConfigurationError([Problem("name", name, "a component this check does not have yet",
+                                              "add each component once")], source=self.node.path)
+        entry: dict[str, Any] = {"Name": name}
+        if model_name is not None:
+            entry["ModelName"] = model_name
+        if artifact_url is not None:
+            entry["ArtifactUrl"] = artifact_url
+        self._components.append(entry)
+        self._describe_components.add_resources(arn)
+        if len(self._components) == 1:
+            self.is_complete_function.add_to_role_policy(self._describe_components)
+        if dependency is not None:
+            self.custom_resource.node.add_dependency(dependency)
+
+
+_LOG_WRITES = ("logs:CreateLogStream", "logs:PutLogEvents")
+
+
+def _scope_waiter_log_writes(provider: cr.Provider, log_group: logs.ILogGroup) -> None:
+    """Move the waiter's log-stream writes from '*' to its own log group.
+
+    CDK's waiter state machine grants its role the log-delivery actions (which have no resource type,
+    https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html) together with
+    ``logs:CreateLogStream``/``logs:PutLogEvents`` on '*'. Step Functions delivers execution logs
+    through the log-delivery API, so the two writes are kept only on the waiter's own log group.
+    """
+    waiter = provider.node.find_child("waiter-state-machine")
+    policy: Any = waiter.node.find_child("Role").node.find_child("DefaultPolicy")
+    cfn_policy: Any = policy.node.default_child
+    cfn_policy.policy_document = Lazy.any(_ScopedLogWrites(policy, log_group))
+
+
+@jsii.implements(IStableAnyProducer)
+class _ScopedLogWrites:
+    def __init__(self, policy: iam.Policy, log_group: logs.ILogGroup) -> None:
+        self._policy = policy
+        self._log_group = log_group
+
+    def produce(self) -> Any:
+        stack = Stack.of(self._policy)
+        document = stack.resolve(self._policy.document)
+        moved = False
+        for statement in document.get("Statement", []):
+            actions = statement.get("Action")
+            actions = [actions] if isinstance(actions, str) else list(actions or [])
+            if statement.get("Resource") == "*" and any(a in _LOG_WRITES for a in actions):
+                statement["Action"] = [a for a in actions if a not in _LOG_WRITES]
+                moved = True
+        document["Statement"] = [s for s in document.get("Statement", []) if s.get("Action") != []]
+        if moved:
+            document["Statement"].append({
+                "Action": list(_LOG_WRITES), "Effect": "Allow",
+                "Resource": stack.resolve(self._log_group.log_group_arn)})
+        return document
+
+
+@jsii.implements(IValidation)
+class _AllModelsChecked:
+    """Fails the synth when a model joined the endpoint after the check was created and not via ``add_model``."""
+
+    def __init__(self, check: DeploymentCheck) -> None:
+        self._check = check
+
+    def validate(self) -> list[str]:
+        checked = {c["Name"] for c in self._check._components}
+        missed = [m.component_name for m in self._check.endpoint.models if m.component_name not in checked]
+        if not missed:
+            return []
+        return [f"{self._check.node.path}: models {missed} of {self._check.endpoint.node.path} are not checked; create "
+                "the DeploymentCheck after the last add_model, or call check.add_model(model)"]
+
+
+@jsii.implements(IStableAnyProducer)
+class _Components:
+    """The components list, rendered at synth so components added after the constructor count."""
+
+    def __init__(self, components: list[dict[str, Any]]) -> None:
+        self._components = components
+
+    def produce(self) -> list[dict[str, Any]]:
+        return list(self._components)
+
+
+def _acknowledge_deployment_check(check: Any) -> None:
+    """A ``deployment_check.DeploymentCheck`` (Provider framework with an is-complete waiter)."""
+    handlers = (check.on_event_function, check.is_complete_function)
+    for role in check.framework_roles:
+        for handler in handlers:
+            acknowledge_resource(role, f"{handler.function_arn}:*",
+                  "The custom resource framework invokes the check's own handler function; lambda:InvokeFunction on "
+                  "that one function and its versions (the ':*' qualifier), nothing else.")
+    waiter = check.provider.node.find_child("waiter-state-machine")
+    framework = check.provider.node
+    for child in ("framework-isComplete", "framework-onTimeout"):
+        acknowledge_resource(waiter, f"{framework.find_child(child).function_arn}:*",
+              "The waiter state machine invokes the framework's polling function; lambda:InvokeFunction on that one "
+              "function and its versions (the ':*' qualifier), nothing else.")
+    acknowledge_wildcard_only(waiter, "Step Functions delivers its execution logs through CloudWatch Logs log-delivery actions "
+                   "(CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...), which have no resource-level "
+                   "permissions; CDK grants them on '*' for the waiter's log group.")
+    acknowledge(waiter, "AwsSolutions-SF2",
+                "The Provider framework creates its waiter state machine without a tracing option; it only polls the "
+                "check function, whose own X-Ray tracing is on, and logs ALL events to its log group.")

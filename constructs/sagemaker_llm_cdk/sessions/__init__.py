@@ -1,0 +1,1 @@
+"""Session-aware routing: the session front door and its turn log, with their settings."""

@@ -1,0 +1,517 @@
+"""``SessionFrontDoor``: an HTTPS front door (Lambda Function URL, IAM auth) for multi-turn chat.
+
+Session-aware (sticky) routing has no endpoint setting: every ``InvokeEndpoint`` call carries a
+session id, and SageMaker sends it to the instance that opened the session. A chat app has a
+conversation id, not a session id; the front door keeps the mapping conversation -> session in
+a DynamoDB table, opens a session on a conversation's first turn, reopens it when SageMaker or
+the container lost it, and closes it on request (handler: ``lambda/session_router/index.py``,
+client: ``sagemaker_llm_cdk.client.SessionClient``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct, IConstruct
+from ..core._assets import handler_dir
+from ..hosting.component_base import one_minute
+from ..core.errors import ConfigurationError, Problem
+from ..core.functions import METRICS_NAMESPACE, python_function
+from .settings import SessionSettings
+from ..core.storage import secure_key
+from ..core.settings import validated
+from ..core.nag import acknowledge_resource
+
+if TYPE_CHECKING:
+    from ..hosting.endpoint import LlmEndpoint
+    from ..hosting.model_component import ModelComponent
+    from .turn_log import TurnLog
+
+HANDLER_FOLDER = "session_router"
+PARTITION_KEY = "conversation_id"
+TTL_ATTRIBUTE = "expires_at"
+TIMEOUT = Duration.seconds(300)
+"""The handler keeps every turn inside it: no model call starts unless its worst case (68 s plus a
+DynamoDB write) fits in the remaining time; otherwise the caller gets 504 TimeBudgetExceeded."""
+MEMORY_MB = 512
+
+SESSION_VARIABLES = ("OPTION_ENABLE_STATEFUL_SESSIONS", "OPTION_SESSIONS_EXPIRATION")
+"""LMI (DJL Serving) container variables for stateful sessions. ``OPTION_SESSIONS_PATH`` is left at
+the container's default (``/dev/shm/djl_sessions``, memory-backed)."""
+
+FIRST_LMI_WITH_SESSIONS = 16
+"""LMI 16 (DJL Serving 0.34.0) is the first release whose notes list session-based sticky routing
+(vLLM async mode); async mode is the default from LMI 17."""
+
+ALLOWED_COMPONENTS_FILE = "allowed_components.json"
+"""The served component names, packaged next to the handler (``{"components": [...]}``): a list that grows
+with the adapters never goes into the function's environment (Lambda allows 4 KB in all)."""
+
+MAX_LISTED_COMPONENTS = 20
+"""Up to this many served components, the function's role names each component's ARN. Beyond it, one ARN
+pattern (the components' common name prefix) keeps the policy the same size for 20 or 1,000 adapters
+(an inline role policy may hold 10,240 characters, and naming adapters of nested stacks would need one
+stack output each, 200 at most)."""
+
+
+_LMI_MAJOR = re.compile(r"-lmi(\d+)\.")
+
+
+class ServedComponent(Protocol):
+    """What the front door needs of a model or adapter it serves (``ModelComponent``, ``LoraAdapter``)."""
+
+    component_name: str
+    component_arn: str
+
+
+class SessionFrontDoor(Construct):
+    """A Lambda Function URL that gives chat apps session-aware routing on an ``LlmEndpoint``.
+
+    Callers sign requests with SigV4 (auth type ``AWS_IAM``; allow them with ``grant_invoke_url``),
+    ``POST /open`` a conversation (the server issues its id and binds it to the caller, see
+    ``SessionSettings.owner``) and ``POST /invoke`` turns with that ``conversation_id``; every turn of
+    a conversation reaches the instance that holds its session. Without ``conversation_id`` a turn is
+    stateless (load-aware routing). ``POST /close`` ends a conversation. The answers are buffered;
+    ``grant_stream`` lets a caller stream turns from SageMaker on the session ``/open`` returned.
+
+    The owner comes from the request context Lambda fills for a signed URL request; a principal
+    allowed ``lambda:InvokeFunction`` on the function itself (not through the URL) could forge it.
+    ``grant_invoke_url`` grants that action only with ``lambda:InvokedViaFunctionUrl``; grant nothing
+    broader on this function (the README gives an SCP guard).
+
+    Creates:
+
+    - a DynamoDB table (partition key ``conversation_id``, TTL attribute ``expires_at``, on-demand,
+      point-in-time recovery, encrypted with a customer-managed KMS key). Rows live at most
+      ``settings.expiration_seconds``, so the table is deleted with the stack: losing it only makes
+      the next turn of each conversation open a new session (the reply says ``X-Session-Reopened``).
+    - the function (Python, Powertools, 300 s timeout, 512 MB, its own log group, X-Ray) and its URL.
+    - permissions: ``sagemaker:InvokeEndpoint`` on this endpoint and the served components only (named one
+      by one up to ``MAX_LISTED_COMPONENTS``, beyond that one ARN pattern of their common name prefix,
+      acknowledged exactly; the handler still refuses any component not in its packaged list);
+      ``dynamodb:GetItem``/``PutItem``/``DeleteItem`` on the table only; the key's use through
+      DynamoDB only.
+    - on each served LMI container (the default component, listed base models, and the base of
+      each listed adapter): ``OPTION_ENABLE_STATEFUL_SESSIONS=true`` and
+      ``OPTION_SESSIONS_EXPIRATION=<expiration_seconds>``. A custom container gets a synth warning:
+      it must implement the SageMaker session protocol itself.
+
+    Smallest use::
+
+        base = endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://b/qwen3-8b/",
+                                                    sessions=SessionSettings()))
+        front_door = SessionFrontDoor(self, "Chat", endpoint=endpoint, default_component=base)
+        front_door.grant_invoke_url(chat_app_role)
+
+    Escape hatches: ``function``, ``function_url``, ``table``, ``encryption_key``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint: "LlmEndpoint",
+        default_component: "ModelComponent",
+        components: Sequence[ServedComponent] = (),
+        settings: SessionSettings | None = None,
+        encryption_key: kms.IKey | None = None,
+    ) -> None:
+        """
+        :param endpoint: the endpoint whose inference components the front door calls.
+        :param default_component: the component a request that names none goes to (usually the
+            base model). Always allowed.
+        :param components: further components callers may name (``"component"`` in the request),
+            e.g. LoRA adapters of the base model. Each must be on ``endpoint``. Default: only
+            ``default_component``.
+        :param settings: session expiry and the largest request body. Default: the default
+            component's ``spec.sessions``, else ``SessionSettings()`` (1200 s, 1 MiB).
+        :param encryption_key: KMS key for the session table. Default: a new key with yearly
+            rotation, used for nothing else (kept when the stack is deleted, like every key the
+            library creates).
+        """
+        super().__init__(scope, id)
+        self.endpoint = endpoint
+        problems = _component_problems("default_component", default_component, endpoint)
+        for index, component in enumerate(components):
+            problems.extend(_component_problems(f"components[{index}]", component, endpoint))
+        chosen, settings_problems = _choose_settings(settings, default_component, self.node.path)
+        problems.extend(settings_problems)
+        self.settings = chosen
+        served = _unique([default_component, *components]) if not problems else []
+        containers = _containers(served)
+        if not problems:
+            problems.extend(_container_problems(containers, chosen, default_component))
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+
+        self.components: tuple[ServedComponent, ...] = tuple(served)
+        self.default_component = default_component
+        self._enable_sessions(containers, chosen)
+
+        stack = Stack.of(self)
+        self.encryption_key: kms.IKey = encryption_key or secure_key(
+            self, "Key", description=f"Session table of the front door {self.node.path}"
+        )
+        self.table = dynamodb.Table(
+            self,
+            "Sessions",
+            partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute=TTL_ATTRIBUTE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            encryption_key=self.encryption_key,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+
+        self.service_name = f"{HANDLER_FOLDER}-{endpoint.endpoint_name}"
+        self.function = python_function(
+            self,
+            "Resource",
+            folder=HANDLER_FOLDER,
+            description=_description(endpoint),
+            timeout=TIMEOUT,
+            memory_size=MEMORY_MB,
+            environment=self._environment(endpoint, default_component, chosen),
+            code=_handler_code([c.component_name for c in served]),
+        )
+        self.function_url = lambda_.FunctionUrl(
+            self, "Url", function=self.function, auth_type=lambda_.FunctionUrlAuthType.AWS_IAM
+        )
+        self.url = self.function_url.url
+
+        role = self.function.role
+        assert role is not None  # python_function always gives the function a role
+        self.component_resources: list[str] = _component_resources(stack, served)
+        """What the role may invoke besides the endpoint: each served component's ARN, or one name pattern."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="InvokeServedComponents",
+                actions=["sagemaker:InvokeEndpoint"],
+                resources=[endpoint.endpoint_arn, *self.component_resources],
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="ReadWriteSessions",
+                actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"],
+                resources=[self.table.table_arn],
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="UseSessionTableKey",
+                actions=["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"],
+                resources=[self.encryption_key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{stack.region}.{stack.url_suffix}"}},
+            )
+        )
+        self._warn_about_containers(containers)
+        _acknowledge_front_door(self)
+
+    # ---------------------------------------------------------------- containers
+    @staticmethod
+    def _enable_sessions(containers: Sequence[Any], settings: SessionSettings) -> None:
+        for container in containers:
+            if container.spec.is_lmi:
+                for name, value in _session_variables(settings).items():
+                    container.add_environment(name, value)
+
+    def _warn_about_containers(self, containers: Sequence[Any]) -> None:
+        for container in containers:
+            spec = container.spec
+            if not spec.is_lmi:
+                Annotations.of(self).add_warning_v2(
+                    "sagemaker-llm-cdk:session-container",
+                    f"model {container.component_name} uses image {spec.image}, not LMI: the front door sets no "
+                    "session variables on it, so its server must implement SageMaker stateful sessions "
+                    "(requestType NEW_SESSION/CLOSE, X-Amzn-SageMaker-New-Session-Id); otherwise turns with a "
+                    "conversation_id fail with 502 SessionsNotSupported.",
+                )
+                continue
+            major = _lmi_major(spec.image, spec.lmi_tag)
+            if major is not None and major < FIRST_LMI_WITH_SESSIONS:
+                Annotations.of(self).add_warning_v2(
+                    "sagemaker-llm-cdk:session-lmi-version",
+                    f"model {container.component_name} uses LMI {major} ({spec.image}); session-based sticky routing "
+                    f"is listed from LMI {FIRST_LMI_WITH_SESSIONS} (DJL Serving 0.34.0, vLLM async mode). Use e.g. "
+                    "image lmi:0.35.0-lmi17.0.0-cu128, or turns with a conversation_id may fail with 502 "
+                    "SessionsNotSupported.",
+                )
+            elif major == FIRST_LMI_WITH_SESSIONS and container.environment.get("OPTION_ASYNC_MODE") != "true":
+                Annotations.of(self).add_warning_v2(
+                    "sagemaker-llm-cdk:session-lmi-async",
+                    f"model {container.component_name} uses LMI 16, where sessions need vLLM async mode: set "
+                    "environment OPTION_ASYNC_MODE=true, OPTION_ROLLING_BATCH=disable and "
+                    "OPTION_ENTRYPOINT=djl_python.lmi_vllm.vllm_async_service (async mode is the default from LMI 17).",
+                )
+
+    # --------------------------------------------------------------- environment
+    def _environment(self, endpoint: "LlmEndpoint", default_component: Any,
+                     settings: SessionSettings) -> dict[str, str]:
+        # Fixed size whatever the number of components: their names are in ALLOWED_COMPONENTS_FILE.
+        return {
+            "ENDPOINT_NAME": endpoint.endpoint_name,
+            "SESSIONS_TABLE": self.table.table_name,
+            "DEFAULT_COMPONENT": default_component.component_name,
+            "SESSION_TTL_SECONDS": str(settings.expiration_seconds),
+            "MAX_BODY_BYTES": str(settings.max_body_bytes),
+            "OWNER_MODE": settings.owner,
+            "POWERTOOLS_SERVICE_NAME": self.service_name,
+        }
+
+    # ------------------------------------------------------------------ grants
+    def grant_invoke_url(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to call the URL: ``lambda:InvokeFunctionUrl`` on this function when the URL's
+        auth type is AWS_IAM, plus ``lambda:InvokeFunction`` only when invoked through a function URL
+        (both are required for function URLs)."""
+        return self.function_url.grant_invoke_url(grantee)
+
+    def grant_stream(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to stream turns itself: ``sagemaker:InvokeEndpointWithResponseStream`` on this
+        endpoint and the served components (the same ARNs, or the same name pattern, as the function's role).
+
+        The front door answers buffered (Lambda streams responses natively only from Node.js managed
+        runtimes; this function is Python), so ``SessionClient``'s ``Conversation.stream`` opens the
+        conversation here and streams from SageMaker with the returned ``session_id``. SageMaker does
+        not tie a session to a caller: whoever holds this grant may call the components with or without
+        a session, as ``grant_invoke`` on a component allows. A name pattern, when used, is acknowledged
+        on the grantee for exactly that pattern."""
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:InvokeEndpointWithResponseStream"],
+            resource_arns=[self.endpoint.endpoint_arn, *self.component_resources],
+        )
+        for arn in self.component_resources:
+            if "*" in arn and isinstance(grantee, Construct):
+                _acknowledge_stream_grant(grantee, arn, len(self.components))
+        return grant
+
+    # ----------------------------------------------------------------- metrics
+    def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Requests the function handled. Default: sum over 5 minutes."""
+        return self.function.metric_invocations(**kwargs)
+
+    def metric_errors(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Invocations that crashed (not error answers, see ``metric_server_errors``). Default: sum over 5 minutes."""
+        return self.function.metric_errors(**kwargs)
+
+    def metric_throttles(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Invocations Lambda throttled. Default: sum over 5 minutes."""
+        return self.function.metric_throttles(**kwargs)
+
+    def metric_duration(self, **kwargs: Any) -> cloudwatch.Metric:
+        """How long the function ran, milliseconds. Default: average over 5 minutes."""
+        return self.function.metric_duration(**kwargs)
+
+    def metric(self, metric_name: str, *, statistic: str = "Sum", period: Duration | None = None,
+               **kwargs: Any) -> cloudwatch.Metric:
+        """A count the handler publishes (namespace SageMakerLlm, dimension ``service``): e.g. SessionsOpened,
+        SessionsReopened, SessionTurns, StatelessInvocations, ClientErrors, ServerErrors, Throttled."""
+        return cloudwatch.Metric(
+            namespace=METRICS_NAMESPACE,
+            metric_name=metric_name,
+            dimensions_map={"service": self.service_name},
+            statistic=statistic,
+            period=period or one_minute(),
+            **kwargs,
+        )
+
+    # ------------------------------------------------------------------ EAGLE turn log (issue 13)
+    def log_turns(self, turn_log: "TurnLog") -> None:
+        """Write each completed turn to ``turn_log`` (Firehose, chat-completions JSONL naming the component).
+
+        The EAGLE dataset source ``front_door`` reads it; the function may only put records on that stream
+        (``lambda/session_router/turn_log.py``). A turn that cannot be logged is counted, never failed."""
+        self.function.add_environment("TURN_LOG_STREAM", turn_log.delivery_stream_name)
+        turn_log.grant_put(self.function)
+        self.turn_log = turn_log
+
+    def metric_server_errors(self, **kwargs: Any) -> cloudwatch.Metric:
+        """5xx answers the handler returned (endpoint failures, misconfiguration); Lambda counts these as
+        successful invocations. Default: sum over 1 minute."""
+        return self.metric("ServerErrors", **kwargs)
+
+    def metric_sessions_reopened(self, **kwargs: Any) -> cloudwatch.Metric:
+        """Turns that found their session lost and opened a new one. Default: sum over 1 minute."""
+        return self.metric("SessionsReopened", **kwargs)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _component_problems(field: str, component: Any, endpoint: "LlmEndpoint") -> list[Problem]:
+    name = getattr(component, "component_name", None)
+    if not isinstance(name, str) or getattr(component, "component_arn", None) is None:
+        return [Problem(field, type(component).__name__,
+                        "a model or adapter with component_name and component_arn (ModelComponent, LoraAdapter)",
+                        "pass what endpoint.add_model or add_adapter returned")]
+    if not _on_endpoint(component, endpoint):
+        owner = getattr(component, "endpoint", None)
+        where = f" (it is on {owner.node.path})" if isinstance(owner, Construct) else ""
+        return [Problem(field, name, f"an inference component of endpoint {endpoint.node.path}",
+                        f"serve {name} through a front door on its own endpoint{where}, or remove it from "
+                        f"{field.split('[')[0]}")]
+    return []
+
+
+def _on_endpoint(component: Any, endpoint: "LlmEndpoint") -> bool:
+    owner = getattr(component, "endpoint", None)
+    if owner is not None:
+        return owner is endpoint
+    from ..adapters.lora_adapter import adapters_of
+
+    return any(component is other for other in (*endpoint.models, *adapters_of(endpoint)))
+
+
+def _choose_settings(settings: SessionSettings | None, default_component: Any,
+                     where: str) -> tuple[SessionSettings, list[Problem]]:
+    spec = getattr(default_component, "spec", None)
+    from_spec = getattr(spec, "sessions", None)
+    if settings is None:
+        return from_spec or SessionSettings(), []
+    settings = validated(SessionSettings, settings, where=where)
+    if from_spec is not None and from_spec != settings:
+        return settings, [Problem("settings", settings.model_dump(),
+                                  f"nothing, or the model's own sessions settings {from_spec.model_dump()}",
+                                  f"drop settings (the front door uses {default_component.component_name}'s "
+                                  "spec.sessions) or make the two equal")]
+    return settings, []
+
+
+def _unique(items: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        if not any(item is seen for seen in out):
+            out.append(item)
+    return out
+
+
+def _containers(served: Sequence[Any]) -> list[Any]:
+    """The model containers that run the served components: a model's own, an adapter's base's."""
+    containers: list[Any] = []
+    for component in served:
+        container = component if hasattr(component, "add_environment") else getattr(component, "base", None)
+        if container is not None and hasattr(container, "add_environment") and hasattr(container, "spec"):
+            containers.append(container)
+    return _unique(containers)
+
+
+def _session_variables(settings: SessionSettings) -> dict[str, str]:
+    return {"OPTION_ENABLE_STATEFUL_SESSIONS": "true", "OPTION_SESSIONS_EXPIRATION": str(settings.expiration_seconds)}
+
+
+def _container_problems(containers: Sequence[Any], settings: SessionSettings, default_component: Any) -> list[Problem]:
+    problems = []
+    for container in containers:
+        if not container.spec.is_lmi:
+            continue
+        field = "default_component" if container is default_component else f"model {container.component_name}"
+        for name, value in _session_variables(settings).items():
+            current = container.environment.get(name)
+            if current is not None and current != value:
+                origin = ("its spec.environment" if name in container.spec.environment
+                          else "another session front door")
+                problems.append(Problem(
+                    f"{field}.environment.{name}", current,
+                    f"{value!r}, what this front door's settings need (a container has one session expiry)",
+                    f"remove {name} from {origin}, or make this front door's session expiry {current} seconds "
+                    "(settings, or the model's sessions.expiration_seconds)"
+                    if name == "OPTION_SESSIONS_EXPIRATION" else f"remove {name} from {origin}",
+                ))
+    return problems
+
+
+def _handler_code(names: Sequence[str]) -> lambda_.Code:
+    """The handler folder plus ALLOWED_COMPONENTS_FILE, staged once per distinct content.
+
+    The staging folder is named by the hash of what it holds, so repeated synths reuse it and the asset
+    hash changes exactly when the handler or the list of names does.
+    """
+    source = Path(handler_dir(HANDLER_FOLDER))
+    listing = json.dumps({"components": list(names)}, indent=0).encode()
+    digest = hashlib.sha256(listing)
+    files = sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                   and p.suffix != ".pyc" and p.name != ALLOWED_COMPONENTS_FILE)
+    for path in files:
+        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes())
+    staged = Path(tempfile.gettempdir()) / f"sagemaker-llm-cdk-{HANDLER_FOLDER}-{digest.hexdigest()[:24]}"
+    if not (staged / ALLOWED_COMPONENTS_FILE).is_file():
+        work = Path(tempfile.mkdtemp(prefix=staged.name + "-", dir=staged.parent))
+        for path in files:
+            target = work / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        (work / ALLOWED_COMPONENTS_FILE).write_bytes(listing)
+        try:
+            os.replace(work, staged)  # atomic: a concurrent synth either sees all of it or stages its own
+        except OSError:
+            shutil.rmtree(work, ignore_errors=True)  # another synth staged the same content first
+    return lambda_.Code.from_asset(str(staged))
+
+
+def component_name_pattern(names: Sequence[str]) -> str:
+    """``<longest common prefix>*`` of the component names (``*`` when they share none)."""
+    return os.path.commonprefix(list(names)) + "*"
+
+
+def _component_resources(stack: Stack, served: Sequence[Any]) -> list[str]:
+    if len(served) <= MAX_LISTED_COMPONENTS:
+        return [c.component_arn for c in served]
+    return [stack.format_arn(service="sagemaker", resource="inference-component",
+                             resource_name=component_name_pattern([c.component_name for c in served]))]
+
+
+def _lmi_major(image: str, lmi_tag: str | None) -> int | None:
+    tag = lmi_tag
+    if tag is None:
+        last = image.rsplit("/", 1)[-1]
+        tag = last.split(":", 1)[1] if ":" in last else None
+    match = _LMI_MAJOR.search(f"-{tag}" if tag else "")
+    return int(match.group(1)) if match else None
+
+
+def _description(endpoint: "LlmEndpoint") -> str:
+    text = f"the session front door (conversation -> SageMaker session) of endpoint {endpoint.node.path}"
+    return text if len(text) <= 256 else text[:253] + "..."
+
+
+def _acknowledge_front_door(front_door: Any) -> None:
+    """A ``session_front_door.SessionFrontDoor``: nothing to acknowledge beyond its function's.
+
+    AwsSolutions reports only the two findings every ``python_function`` has (L1 and the X-Ray
+    IAM5[Resource::*], acknowledged in ``function``). The rest complies: the table has point-in-time
+    recovery (DDB3) and a rotating customer-managed key (KMS5); the role has no managed policy (IAM4)
+    and names the endpoint, the table, the key and each served component, except that beyond
+    ``MAX_LISTED_COMPONENTS`` components one inference-component ARN pattern replaces the list: that
+    exact pattern is acknowledged, so any other new wildcard on the front door still fails the synth.
+    """
+    for arn in front_door.component_resources:
+        if "*" in arn:
+            acknowledge_resource(front_door.function.role, arn,
+                  f"InvokeEndpoint on {len(front_door.components)} inference components (a base and its adapters) "
+                  "by their common name prefix, so the policy does not grow per adapter; the endpoint ARN in the "
+                  "same statement limits it to this endpoint's components, and the handler serves only the "
+                  "components packaged with it.")
+
+
+def _acknowledge_stream_grant(grantee: IConstruct, arn: str, count: int) -> None:
+    """``SessionFrontDoor.grant_stream`` with a component name pattern: exactly that pattern, on the grantee."""
+    acknowledge_resource(grantee, arn, f"InvokeEndpointWithResponseStream on the {count} inference components a session front door "
+          "serves (a base and its adapters) by their common name prefix, so the policy does not grow per adapter; "
+          "the endpoint ARN in the same statement limits it to that endpoint's components.")

@@ -1,0 +1,144 @@
+"""``TurnLog``: every completed front-door turn as chat-completions JSONL in S3, through Kinesis Data Firehose.
+
+A second EAGLE dataset source that does not depend on Data Capture (part of Model Monitor, which AWS
+has closed to new customers). The session front door's function (``lambda/session_router/turn_log.py``)
+puts one record per completed turn::
+
+    {"component": "<inference component>", "messages": [{"role": ..., "content": ...}, ...,
+     {"role": "assistant", "content": "<the answer>"}], "created_at": "<ISO time>"}
+
+so each record names the component that answered it: adapter traffic never trains a base model's head.
+Firehose buffers them (``buffering``: 5 minutes or 64 MiB, whichever first), gzips them and writes
+``<prefix>yyyy/MM/dd/HH/<file>.gz`` into ``bucket`` encrypted with the bucket's key; records it cannot
+deliver go under ``<prefix>errors/<error type>/yyyy/MM/dd/HH/``. The stream itself is encrypted with
+``key`` (a customer-managed KMS key). ``EagleOptimization`` reads the prefix as ``source: front_door``
+with the same watermark, settle time and counts as captured traffic (the dataset builder reads gzip by
+its bytes).
+
+Cost: Firehose bills per GB ingested (a turn is a few KB); nothing is written without traffic.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Size, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kinesisfirehose as firehose
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+from ..core.storage import SecureBucket, secure_key
+from ..core.nag import acknowledge, nag_form
+
+DEFAULT_PREFIX = "front-door/"
+ERROR_PREFIX = "front-door-errors/"
+"""Failed deliveries: kept apart from the turns so the dataset builder never reads them as data."""
+
+
+class TurnLog(Construct):
+    """A Firehose stream (``Resource``) from the front door to S3; ``grant_put(grantee)`` for the writer.
+
+    Children: ``Resource`` (``AWS::KinesisFirehose::DeliveryStream``), ``Key`` (stream encryption),
+    ``DeliveryRole``, ``DeliveryLogs``, and ``Bucket`` + ``BucketKey`` unless ``bucket`` is given. Attributes:
+    ``cfn_delivery_stream``, ``delivery_stream_name``, ``delivery_stream_arn``, ``bucket``, ``prefix``, ``key``, ``role``.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, bucket: s3.IBucket | None = None,
+                 prefix: str = DEFAULT_PREFIX, buffering_interval: Duration = Duration.minutes(5),
+                 buffering_size: Size = Size.mebibytes(64)) -> None:
+        """
+        :param bucket: where the turns go. Default: a new TLS-only, KMS-encrypted bucket (``Bucket``).
+        :param prefix: key prefix of the turns; ends with ``/``. Default: ``front-door/``.
+        :param buffering_interval: longest time a record waits in Firehose (60-900 s). Default: 5 minutes.
+        :param buffering_size: largest batch before a file is written (1-128 MiB). Default: 64 MiB.
+        """
+        super().__init__(scope, id)
+        if not prefix.endswith("/") or prefix.startswith("/"):
+            from ..core.errors import ConfigurationError, Problem
+            raise ConfigurationError([Problem("prefix", prefix, "a key prefix ending in '/' (not starting with '/')",
+                                              "write e.g. front-door/")], source=self.node.path)
+        if bucket is None:
+            bucket_key = secure_key(self, "BucketKey", description=f"Encrypts the front-door turns of {self.node.path}")
+            bucket = SecureBucket(self, "Bucket", encryption_key=bucket_key).bucket
+        self.bucket = bucket
+        self.prefix = prefix
+        self.key = secure_key(self, "Key", description=f"Encrypts the Firehose stream of {self.node.path}")
+        stack = Stack.of(self)
+        # The delivery role, narrow (the L2 DeliveryStream grants read/write/delete on the whole bucket):
+        # write only under the two prefixes, with the bucket's key, and only for this account's Firehose.
+        self.role = iam.Role(
+            self, "DeliveryRole",
+            assumed_by=iam.ServicePrincipal("firehose.amazonaws.com",
+                                            conditions={"StringEquals": {"sts:ExternalId": stack.account}}),
+            description=f"Lets Firehose write the front-door turns of {self.node.path} to S3")
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="FindBucket", actions=["s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"],
+            resources=[bucket.bucket_arn]))
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="WriteTurns", actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+            resources=[bucket.arn_for_objects(f"{prefix}*"), bucket.arn_for_objects(f"{ERROR_PREFIX}*")]))
+        if bucket.encryption_key is not None:
+            self.role.add_to_policy(iam.PolicyStatement(
+                sid="EncryptTurns", actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                resources=[bucket.encryption_key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"s3.{stack.region}.{stack.url_suffix}"}}))
+        log_group = logs.LogGroup(self, "DeliveryLogs", retention=logs.RetentionDays.ONE_YEAR,
+                                  removal_policy=RemovalPolicy.RETAIN)
+        log_stream = logs.LogStream(self, "DeliveryLogStream", log_group=log_group, log_stream_name="S3Delivery",
+                                    removal_policy=RemovalPolicy.RETAIN)
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="LogDeliveryErrors", actions=["logs:PutLogEvents"], resources=[
+                stack.format_arn(service="logs", resource="log-group",
+                                 resource_name=f"{log_group.log_group_name}:log-stream:{log_stream.log_stream_name}",
+                                 arn_format=ArnFormat.COLON_RESOURCE_NAME)]))
+        destination: dict[str, Any] = {
+            "bucketArn": bucket.bucket_arn,
+            "roleArn": self.role.role_arn,
+            "prefix": f"{prefix}!{{timestamp:yyyy/MM/dd/HH}}/",
+            "errorOutputPrefix": f"{ERROR_PREFIX}!{{firehose:error-output-type}}/!{{timestamp:yyyy/MM/dd/HH}}/",
+            "bufferingHints": {"intervalInSeconds": int(buffering_interval.to_seconds()),
+                               "sizeInMBs": int(buffering_size.to_mebibytes())},
+            "compressionFormat": "GZIP",
+            "cloudWatchLoggingOptions": {"enabled": True, "logGroupName": log_group.log_group_name,
+                                         "logStreamName": log_stream.log_stream_name},
+        }
+        if bucket.encryption_key is not None:
+            destination["encryptionConfiguration"] = {"kmsEncryptionConfig": {"awskmsKeyArn": bucket.encryption_key.key_arn}}
+        self.cfn_delivery_stream = firehose.CfnDeliveryStream(
+            self, "Resource",
+            delivery_stream_type="DirectPut",
+            delivery_stream_encryption_configuration_input=firehose.CfnDeliveryStream.DeliveryStreamEncryptionConfigurationInputProperty(
+                key_type="CUSTOMER_MANAGED_CMK", key_arn=self.key.key_arn),
+            extended_s3_destination_configuration=destination,
+        )
+        self.cfn_delivery_stream.node.add_dependency(self.role)
+        self.delivery_stream_name: str = self.cfn_delivery_stream.ref
+        self.delivery_stream_arn: str = self.cfn_delivery_stream.attr_arn
+        for objects, why in ((f"{prefix}*", "Firehose names each file by delivery time under the turns prefix"),
+                             (f"{ERROR_PREFIX}*", "Firehose writes undeliverable records under the error prefix")):
+            acknowledge(
+                self.role, "AwsSolutions-IAM5", f"{why}; PutObject/AbortMultipartUpload only, that prefix only.",
+                finding="Resource::" + nag_form(self.role, bucket.arn_for_objects(objects)))
+        # Firehose encrypts the stream with the key through a grant it creates on CreateDeliveryStream.
+        self.key.add_to_resource_policy(iam.PolicyStatement(
+            principals=[iam.ServicePrincipal("firehose.amazonaws.com")],
+            actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=["*"],
+            conditions={"StringEquals": {"aws:SourceAccount": stack.account}}))
+
+    def grant_put(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to put records (``firehose:PutRecord``/``PutRecordBatch`` on this stream only)."""
+        return iam.Grant.add_to_principal(grantee=grantee, actions=["firehose:PutRecord", "firehose:PutRecordBatch"],
+                                          resource_arns=[self.delivery_stream_arn])
+
+    def grant_read(self, grantee: iam.IGrantable) -> None:
+        """Allow ``grantee`` to list and read the turns (the prefix only) and decrypt them."""
+        grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{self.prefix}*"]}}))
+        grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[self.bucket.arn_for_objects(f"{self.prefix}*")]))
+        if self.bucket.encryption_key is not None:
+            self.bucket.encryption_key.grant_decrypt(grantee)
+
+
+__all__ = ["TurnLog", "DEFAULT_PREFIX"]
