@@ -115,16 +115,9 @@ class LlmPlatformStack(Stack):
         endpoint = LlmEndpoint(
             self,
             spec.name,
-            instance_type=spec.instance_type,
-            scaling=spec.scaling,
-            routing=spec.routing,
-            data_capture=spec.data_capture,
-            inference_ami_version=spec.inference_ami_version,
-            volume_size_gb=spec.volume_size_gb,
-            instance_provision_timeout_seconds=spec.instance_provision_timeout_seconds,
+            options=spec,  # the config's endpoint is an EndpointOptions, validated with the whole config
             endpoint_name=spec.endpoint_name,
             capacity_plan=self.capacity_plans[spec.capacity_plan] if spec.capacity_plan else None,
-            instance_pools=spec.instance_pools,
             **vpc_kwargs,
         )
         for index, model in enumerate(spec.models):

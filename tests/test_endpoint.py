@@ -468,3 +468,46 @@ def test_pools_with_a_capacity_plan_are_refused_in_the_library():
                                                  r"one or the other: a plan reserves one instance type"):
         LlmEndpoint(stack, "Endpoint", instance_type="ml.p5e.48xlarge", capacity_plan=plan, instance_pools=[
             InstancePool(instance_type="ml.p5e.48xlarge", priority=1), InstancePool(instance_type="ml.p5.48xlarge", priority=2)])
+
+
+# ------------------------------------------------------------------ settings object
+def _endpoint_template(**kwargs) -> dict:
+    stack = new_stack()
+    LlmEndpoint(stack, "Chat", endpoint_name="chat", **kwargs)
+    return Template.from_stack(stack).to_json()
+
+
+def test_options_object_builds_the_same_endpoint_as_separate_arguments():
+    from sagemaker_llm_cdk import EndpointOptions
+
+    flat = dict(instance_type="ml.g6e.12xlarge", scaling=InstanceScaling(min_instances=1, max_instances=3),
+                routing=Routing(strategy="RANDOM"), data_capture=DataCapture(sampling_percentage=5))
+    assert _endpoint_template(options=EndpointOptions(**flat)) == _endpoint_template(**flat)
+
+
+def test_options_together_with_a_separate_setting_is_refused():
+    from sagemaker_llm_cdk import EndpointOptions
+
+    stack = new_stack()
+    with pytest.raises(ConfigurationError, match=(
+            r"options: got 'options together with instance_type, routing'; allowed: the endpoint's settings either "
+            r"in options or as separate arguments, not both; fix: move instance_type, routing into options")):
+        LlmEndpoint(stack, "Chat", options=EndpointOptions(instance_type="ml.g6e.12xlarge"),
+                    instance_type="ml.g6e.12xlarge", routing=Routing())
+    assert stack.node.try_find_child("Chat") is None  # nothing half-created
+
+
+def test_instance_type_is_required_without_options():
+    with pytest.raises(ConfigurationError, match=r"instance_type: got nothing \(the field is missing\); allowed: a value"):
+        LlmEndpoint(new_stack(), "Chat")
+
+
+def test_a_config_endpoint_is_its_own_options():
+    """The stack passes the config's EndpointSpec as options: no unpacking, no second validation."""
+    from sagemaker_llm_cdk import parse_config
+
+    config = parse_config({"endpoints": [{"name": "chat", "instance_type": "ml.g6e.12xlarge", "models": [
+        {"name": "qwen3-8b", "model_data_s3_uri": MODEL_URI}]}]})
+    spec = config.endpoints[0]
+    endpoint = LlmEndpoint(new_stack(), "Chat", options=spec)
+    assert endpoint.options is spec

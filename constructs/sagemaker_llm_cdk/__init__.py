@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import _moved
+
 if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .adapters.adapter_stack import AdapterStack, add_adapters
     from .adapters.lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
@@ -21,6 +23,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .config.loading import load_config, parse_config
     from .config.settings import AppConfig, EndpointSpec
     from .core.errors import ConfigurationError, Problem
+    from .core.removal import set_removal
     from .eagle.optimization import EagleOptimization
     from .eagle.serving import PromotionParameter, SpeculativeDecoding
     from .eagle.settings import EagleDataset, EagleSettings
@@ -51,6 +54,8 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .sessions.turn_log import TurnLog
 
 __version__ = "0.1.0"
+
+_moved.install(__name__)  # old module paths (sagemaker_llm_cdk.settings, .endpoint, ...) still import, with a warning
 
 _EXPORTS: dict[str, str] = {
     "AdapterSpec": "adapters.settings",
@@ -101,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     "run_preflight": "preflight",
     "SessionFrontDoor": "sessions.front_door",
     "SessionSettings": "sessions.settings",
+    "set_removal": "core.removal",
     "SpeculativeDecoding": "eagle.serving",
     "TurnLog": "sessions.turn_log",
     "VARIANT_NAME": "hosting.endpoint",
@@ -161,6 +167,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "run_preflight",
+    "set_removal",
 ]
 
 

@@ -25,7 +25,7 @@ from ..core import naming
 from ..core.errors import ConfigurationError, Problem
 from ..core.settings import _S3_URI
 from ..hosting.settings import ModelSpec
-from .settings import AdapterSpec, LoraSettings, lora_environment, max_rank_missing
+from .settings import AdapterSpec, lora_environment, max_rank_missing
 from ..core.settings import validated
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..config.layers import UniqueKeyLoader
+from ..config.layers import UniqueKeyLoader, yaml_error_position
 from ..core.errors import MISSING, ConfigurationError, Problem
 from ..core.settings import _S3_URI
 from .settings import AdapterSpec
@@ -163,8 +163,6 @@ def _parse(text: str, source: str, *, json_only: bool) -> Any:
     try:
         return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        problem = getattr(error, "problem", None) or str(error)
+        where, problem = yaml_error_position(error)
         raise ConfigurationError([Problem(f"{FIELD} ({where})", problem, "valid YAML", "fix the syntax there")],
                                  source=source) from None

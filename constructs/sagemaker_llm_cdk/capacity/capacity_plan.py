@@ -49,9 +49,10 @@ from ..core.settings import validated
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
 from .settings import CapacityPlanSpec, EXTEND_CONTEXT, PURCHASE_CONTEXT, _iso, spec_binding_problems
+from ..core import grants
+from ..core.metrics import metric
 from ..core.nag import acknowledge_resource
 from ..core.protocols import IEndpoint
-from ..core.grants import acknowledge_wildcard_only
 
 DAYS_LEFT_METRIC = "CapacityPlanDaysLeft"
 """Metric the daily check publishes (namespace ``functions.METRICS_NAMESPACE``), one dimension below."""
@@ -308,14 +309,8 @@ class CapacityPlan(Construct):
     def metric_days_left(self, *, statistic: str = "Minimum", period: Duration | None = None,
                          **kwargs: Any) -> cloudwatch.Metric:
         """Days until the plan ends (0 once over, missing or failed), from the daily check. Default: minimum over 1 day."""
-        return cloudwatch.Metric(
-            namespace=METRICS_NAMESPACE,
-            metric_name=DAYS_LEFT_METRIC,
-            dimensions_map={PLAN_NAME_DIMENSION: self.plan_name},
-            statistic=statistic,
-            period=period or Duration.days(1),
-            **kwargs,
-        )
+        return metric(METRICS_NAMESPACE, DAYS_LEFT_METRIC, {PLAN_NAME_DIMENSION: self.plan_name}, statistic=statistic,
+                      period=period or Duration.days(1), **kwargs)
 
     # --------------------------------------------------------------- internals
     def _same_plan(self, other: "CapacityPlan") -> bool:
@@ -390,8 +385,10 @@ class CapacityPlan(Construct):
             sid=sid, actions=actions, resources=self._plan_arns_by_name(stack)))
         if "SearchOfferings" not in self._granted:
             self._granted.add("SearchOfferings")
-            self.on_event_function.add_to_role_policy(iam.PolicyStatement(
-                sid="SearchOfferings", actions=["sagemaker:SearchTrainingPlanOfferings"], resources=["*"]))
+            grants.grant(self.on_event_function, sid="SearchOfferings",
+                         actions=["sagemaker:SearchTrainingPlanOfferings"], resources=["*"],
+                         reason="sagemaker:SearchTrainingPlanOfferings has no resource type, so it is allowed on '*' "
+                                "(it reads offerings and buys nothing); X-Ray tracing needs '*' as well.")
 
     def _reserve(self, stack: Stack) -> str:
         spec = self.spec
@@ -400,11 +397,12 @@ class CapacityPlan(Construct):
         if self.purchase_approved:
             self._grant_spending(stack, "BuyThisPlan", ["sagemaker:CreateTrainingPlan"])
             assert self.on_event_function is not None
-            self.on_event_function.add_to_role_policy(iam.PolicyStatement(
-                sid="ReserveCapacityForThePlan",
-                actions=["sagemaker:CreateReservedCapacity"],
-                resources=[reserved_capacity_arns(stack)],
-            ))
+            grants.grant(self.on_event_function, sid="ReserveCapacityForThePlan",
+                         actions=["sagemaker:CreateReservedCapacity"], resources=[reserved_capacity_arns(stack)],
+                         reason="CreateTrainingPlan creates the plan's reserved capacity under an id SageMaker "
+                                "generates at purchase, so it cannot be named in advance: only CreateReservedCapacity, "
+                                "only in this account and region; the purchase itself (CreateTrainingPlan) is limited "
+                                "to this plan's name.")
 
         properties: dict[str, str] = {
             "PlanName": self.plan_name,
@@ -608,16 +606,7 @@ def headroom_metadata(plan: CapacityPlan, options: EndpointOptions) -> dict[str,
 
 
 def _acknowledge_capacity_plan(plan: "CapacityPlan") -> None:
-    """A ``CapacityPlan``: its purchase handler (reserve mode) and the custom resource framework."""
-
-    if plan.on_event_function is not None and plan.on_event_function.role is not None:
-        role = plan.on_event_function.role
-        acknowledge_wildcard_only(role, "sagemaker:SearchTrainingPlanOfferings has no resource type, so it is allowed on '*' (it "
-                       "reads offerings and buys nothing); X-Ray tracing needs '*' as well.")
-        acknowledge_resource(role, reserved_capacity_arns(Stack.of(plan)),
-              "CreateTrainingPlan creates the plan's reserved capacity under an id SageMaker generates at purchase, "
-              "so it cannot be named in advance: only CreateReservedCapacity, only in this account and region; the "
-              "purchase itself (CreateTrainingPlan) is limited to this plan's name.")
+    """The custom resource framework a ``CapacityPlan`` creates (its handler's grants acknowledge themselves)."""
     if plan.provider_role is not None and plan.on_event_function is not None:
         acknowledge_resource(plan.provider_role, f"{plan.on_event_function.function_arn}:*",
               "The custom resource framework invokes the plan's purchase handler: lambda:InvokeFunction on that one "

@@ -263,9 +263,14 @@ def _read(path: Path, chain: tuple[Path, ...]) -> Any:
     try:
         return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        problem = getattr(error, "problem", None) or str(error)
+        where, problem = yaml_error_position(error)
         raise ConfigurationError(
             [Problem(where, problem, "valid YAML", f"fix the syntax at that position in {path}")], source=source
         ) from None
+
+
+def yaml_error_position(error: yaml.YAMLError) -> tuple[str, str]:
+    """Where a YAML syntax error is (``line L, column C``, 1-based) and what it is, for a ``Problem``."""
+    mark = getattr(error, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+    return where, getattr(error, "problem", None) or str(error)

@@ -80,6 +80,7 @@ from .settings import EAGLE_ARCHITECTURES, EagleSettings
 from .serving import SpeculativeDecoding, literal_parameter_name
 from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from ..core.settings import validated
+from ..core.metrics import metric
 from ..core.nag import acknowledge, acknowledge_resource, nag_form, policy_resources
 from ..core.grants import acknowledge_wildcard_only
 
@@ -907,9 +908,8 @@ class EagleOptimization(Construct):
     def metric(self, metric_name: str, *, statistic: str = "Sum", period: Duration | None = None,
                **kwargs: Any) -> cloudwatch.Metric:
         """A metric the record function publishes for this model (dimensions ModelName and service)."""
-        return cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=metric_name,
-                                 dimensions_map={"ModelName": self.model_name, "service": RECORD_SERVICE},
-                                 statistic=statistic, period=period or Duration.days(1), **kwargs)
+        return metric(METRICS_NAMESPACE, metric_name, {"ModelName": self.model_name, "service": RECORD_SERVICE},
+                      statistic=statistic, period=period or Duration.days(1), **kwargs)
 
     def metric_speedup(self, *, statistic: str = "Maximum", **kwargs: Any) -> cloudwatch.Metric:
         """Throughput of the trained head over the base model, per run (x). Default: maximum per day."""

@@ -55,7 +55,7 @@ from ..core.functions import python_function
 from ..hosting.images import lora_with_speculative_problem
 from ..core.settings import _S3_URI, name_problem
 from .settings import EAGLE_ARCHITECTURES
-from ..core.nag import acknowledge_resource
+from ..core import grants
 
 if TYPE_CHECKING:
     from ..hosting.model_component import ModelComponent
@@ -214,9 +214,10 @@ class SpeculativeDecoding(Construct):
         # The endpoint role reads draft heads (weights of the serving model) and decrypts them.
         prefix = draft_prefix.strip("/")
         role = endpoint.role
-        role.add_to_principal_policy(iam.PolicyStatement(
-            sid="ReadEagleDraftHeads", actions=["s3:GetObject"],
-            resources=[draft_bucket.arn_for_objects(f"{prefix}/*/draft/*")]))
+        grants.grant(role, sid="ReadEagleDraftHeads", actions=["s3:GetObject"],
+                     resources=[draft_bucket.arn_for_objects(f"{prefix}/*/draft/*")],
+                     reason="A promoted draft head is many files under jobs/<job name>/draft/ (the job name is made at "
+                            "run time); the endpoint reads heads read-only, only draft/ folders.")
         role.add_to_principal_policy(iam.PolicyStatement(
             sid="ListEagleDraftHeads", actions=["s3:ListBucket"], resources=[draft_bucket.bucket_arn],
             conditions={"StringLike": {"s3:prefix": [f"{prefix}/*"]}}))
@@ -234,10 +235,11 @@ class SpeculativeDecoding(Construct):
         stack = Stack.of(self)
         self.model_arn_pattern = stack.format_arn(service="sagemaker", resource="model",
                                                   resource_name=f"{model_prefix}-*")
-        self.function.add_to_role_policy(iam.PolicyStatement(
-            sid="ManageServingModels", actions=["sagemaker:CreateModel", "sagemaker:DescribeModel",
-                                                "sagemaker:DeleteModel"],
-            resources=[self.model_arn_pattern]))
+        grants.grant(self.function, sid="ManageServingModels",
+                     actions=["sagemaker:CreateModel", "sagemaker:DescribeModel", "sagemaker:DeleteModel"],
+                     resources=[self.model_arn_pattern],
+                     reason="Serving models are named <model>-eagle-<hash of their properties> when the stack deploys; "
+                            "create, describe and delete only models with this component's prefix.")
         self.function.add_to_role_policy(iam.PolicyStatement(
             sid="PassEndpointRole", actions=["iam:PassRole"], resources=[role.role_arn],
             conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}))
@@ -283,7 +285,6 @@ class SpeculativeDecoding(Construct):
         component.cfn_inference_component.add_property_override("Specification.ModelName", self.served_model_name)
         # Checks that compare what the component runs with the template (DeploymentCheck) read this.
         component.served_model_name = self.served_model_name
-        _acknowledge_serving(self, draft_bucket, prefix)
 
 
 def _weights_source(uri: str) -> dict[str, str]:
@@ -304,13 +305,3 @@ class _ServingEnvironment:
 
     def produce(self) -> dict[str, str]:
         return {**self._component.environment, "OPTION_SPECULATIVE_CONFIG": self._config}
-
-
-def _acknowledge_serving(wiring: Any, draft_bucket: Any, draft_prefix: str) -> None:
-    """A ``speculative_decoding.SpeculativeDecoding``: the endpoint role's read of draft heads, the serving-model function."""
-    acknowledge_resource(wiring.component.endpoint.role, draft_bucket.arn_for_objects(f"{draft_prefix}/*/draft/*"),
-          "A promoted draft head is many files under jobs/<job name>/draft/ (the job name is made at run time); the "
-          "endpoint reads heads read-only, only draft/ folders.")
-    acknowledge_resource(wiring.function.role, wiring.model_arn_pattern,
-          "Serving models are named <model>-eagle-<hash of their properties> when the stack deploys; create, describe "
-          "and delete only models with this component's prefix.")

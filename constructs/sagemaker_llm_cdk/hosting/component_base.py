@@ -1,7 +1,6 @@
 """What every inference component construct shares: invoke grants and per-component metrics."""
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration
@@ -9,14 +8,10 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from ..core.metrics import SAGEMAKER_NAMESPACE, metric
+
 if TYPE_CHECKING:
     from .endpoint import LlmEndpoint
-
-
-@functools.cache
-def one_minute() -> Duration:
-    """``Duration.minutes(1)``, made once: a Duration is an immutable value, and each new one is a jsii call."""
-    return Duration.minutes(1)
 
 
 class InferenceComponentConstruct(Construct):
@@ -39,17 +34,11 @@ class InferenceComponentConstruct(Construct):
             resource_arns=[self.endpoint.endpoint_arn, self.component_arn],
         )
 
-    def metric(self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum",
+    def metric(self, metric_name: str, *, namespace: str = SAGEMAKER_NAMESPACE, statistic: str = "Sum",
                period: Duration | None = None, **kwargs: Any) -> cloudwatch.Metric:
         """A metric of this inference component (dimension InferenceComponentName). Default: sum over 1 minute."""
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            dimensions_map={"InferenceComponentName": self.component_name},
-            statistic=statistic,
-            period=period or one_minute(),
-            **kwargs,
-        )
+        return metric(namespace, metric_name, {"InferenceComponentName": self.component_name}, statistic=statistic,
+                      period=period, **kwargs)
 
     def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
         """Requests sent to this component. Default: sum over 1 minute."""

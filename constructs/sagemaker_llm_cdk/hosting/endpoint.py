@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import jsii
 from aws_cdk import Arn, ArnFormat, Aws, Duration, Fn, IStringProducer, Lazy, Names, Stack, Token
@@ -16,7 +16,8 @@ from constructs import Construct
 
 from ..core import grants
 from ..core.grants import depend_on_policy
-from .component_base import one_minute
+from ..core.metrics import SAGEMAKER_NAMESPACE, metric, one_minute
+from ..operations.settings import RolloutSettings
 from .model_component import ModelComponent
 from ..core.errors import ConfigurationError, Problem
 from .settings import (
@@ -30,7 +31,6 @@ from .settings import (
 )
 from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from ..core.settings import validated
-from ..core.nag import acknowledge_resource
 
 if TYPE_CHECKING:
     from ..adapters.lora_adapter import ArtifactAccess, LoraAdapter
@@ -66,17 +66,11 @@ class EndpointReference(Construct):
             resource_arns=[self.endpoint_arn],
         )
 
-    def metric(self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum",
+    def metric(self, metric_name: str, *, namespace: str = SAGEMAKER_NAMESPACE, statistic: str = "Sum",
                period: Duration | None = None, **kwargs: Any) -> cloudwatch.Metric:
         """A metric of this endpoint's variant (dimensions EndpointName and VariantName)."""
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            dimensions_map={"EndpointName": self.endpoint_name, "VariantName": self.variant_name},
-            statistic=statistic,
-            period=period or one_minute(),
-            **kwargs,
-        )
+        return metric(namespace, metric_name, {"EndpointName": self.endpoint_name, "VariantName": self.variant_name},
+                      statistic=statistic, period=period, **kwargs)
 
     def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
         """Requests sent to the endpoint. Default: sum over 1 minute."""
@@ -132,7 +126,8 @@ class LlmEndpoint(EndpointReference):
         scope: Construct,
         id: str,
         *,
-        instance_type: str,
+        instance_type: str | None = None,
+        options: EndpointOptions | None = None,
         scaling: InstanceScaling | None = None,
         routing: Routing | None = None,
         data_capture: DataCapture | None = None,
@@ -150,7 +145,10 @@ class LlmEndpoint(EndpointReference):
         instance_pools: Sequence[InstancePool] | None = None,
     ) -> None:
         """
-        :param instance_type: SageMaker instance type, e.g. ``ml.p5e.48xlarge``.
+        :param instance_type: SageMaker instance type, e.g. ``ml.p5e.48xlarge``. Required unless ``options`` is given.
+        :param options: every endpoint setting in one validated ``EndpointOptions`` (what a config's endpoint is),
+            instead of ``instance_type``, ``scaling``, ``routing``, ``data_capture``, ``inference_ami_version``,
+            ``volume_size_gb``, ``instance_provision_timeout_seconds`` and ``instance_pools``; giving both is an error.
         :param scaling: instance count range. Default: exactly one instance.
         :param routing: request routing. Default: least outstanding requests (load-aware).
         :param data_capture: traffic capture. Default: on, 10% of requests, JSON stored as JSON.
@@ -175,20 +173,27 @@ class LlmEndpoint(EndpointReference):
             must be the priority-1 type; every model is checked against every type and gets one
             ``Specifications`` entry per type. Refused with ``capacity_plan``. Default: ``instance_type`` only.
         """
-        options = validated(
-            EndpointOptions,
-            {
-                "instance_type": instance_type,
+        where = f"{scope.node.path}/{id}"
+        flat = {"instance_type": instance_type, "scaling": scaling, "routing": routing, "data_capture": data_capture,
+                "inference_ami_version": inference_ami_version, "volume_size_gb": volume_size_gb,
+                "instance_provision_timeout_seconds": instance_provision_timeout_seconds,
+                "instance_pools": instance_pools}
+        if options is not None:
+            given = [name for name, value in flat.items() if value is not None]
+            if given:
+                raise ConfigurationError([Problem(
+                    "options", f"options together with {', '.join(given)}",
+                    "the endpoint's settings either in options or as separate arguments, not both",
+                    f"move {', '.join(given)} into options (EndpointOptions), or leave options out")], source=where)
+            options = validated(EndpointOptions, options, where=where)
+        else:
+            options = validated(EndpointOptions, {  # without options, instance_type is required
+                **{name: value for name, value in flat.items() if value is not None},
                 "scaling": scaling or InstanceScaling(),
                 "routing": routing or Routing(),
                 "data_capture": data_capture or DataCapture(),
-                "inference_ami_version": inference_ami_version,
-                "volume_size_gb": volume_size_gb,
-                "instance_provision_timeout_seconds": instance_provision_timeout_seconds,
                 "instance_pools": tuple(instance_pools or ()),
-            },
-            where=f"{scope.node.path}/{id}",
-        )
+            }, where=where)
         self.options = options
         self._models: list[ModelComponent] = []
         self.capacity_plan = capacity_plan
@@ -255,13 +260,11 @@ class LlmEndpoint(EndpointReference):
                 self.data_capture = secure
                 data_capture_bucket = secure.bucket
             self.data_capture_bucket = data_capture_bucket
-            self.role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    sid="WriteCapturedData",
-                    actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-                    resources=[data_capture_bucket.arn_for_objects("data-capture/*")],
-                )
-            )
+            grants.grant(
+                self.role, sid="WriteCapturedData", actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                resources=[data_capture_bucket.arn_for_objects("data-capture/*")],
+                reason="Data Capture writes one object per capture file under the data-capture/ prefix; only that "
+                       "prefix, and only PutObject/AbortMultipartUpload.")
             self.role.add_to_principal_policy(
                 iam.PolicyStatement(
                     sid="EncryptCapturedData",
@@ -295,7 +298,7 @@ class LlmEndpoint(EndpointReference):
             self.capacity_guard = CapacityPlanGuard(
                 self, "CapacityGuard", plan=capacity_plan, instance_type=options.instance_type,
                 max_instances=options.scaling.max_instances,
-                config_inputs=[options.model_dump(mode="json"), VARIANT_NAME, has_local_nvme(options.instance_type),
+                config_inputs=[options.model_dump(mode="json", include=set(EndpointOptions.model_fields)), VARIANT_NAME, has_local_nvme(options.instance_type),
                                self.role.role_arn, self.key.key_arn, *self.subnet_ids,
                                *[g.security_group_id for g in self.security_groups],
                                *([self.data_capture_bucket.bucket_name] if self.data_capture_bucket else [])])
@@ -375,7 +378,6 @@ class LlmEndpoint(EndpointReference):
         self.endpoint_name = self.cfn_endpoint.attr_endpoint_name
         self.endpoint_arn = self.cfn_endpoint.ref
         self.instance_type = options.instance_type
-        _acknowledge_endpoint(self)
 
     @property
     def log_group_name(self) -> str:
@@ -407,6 +409,73 @@ class LlmEndpoint(EndpointReference):
         return EndpointReference(scope, id, endpoint_name=name, endpoint_arn=endpoint_arn)
 
     # ------------------------------------------------------------------ models
+    # ---------------------------------------------------------------- rollout
+    def update_policy(self) -> str | None:
+        """The endpoint update policy its capacity plan has room for (``capacity_plan.choose_update_policy``).
+
+        On-demand endpoints: blue/green. A bound endpoint whose plan cannot hold a second fleet gets a
+        rolling update and a synth warning saying so; one whose plan cannot hold even one extra instance
+        keeps blue/green and a warning that endpoint-config changes will not deploy.
+        """
+        plan = self.capacity_plan
+        if plan is None:
+            return "BLUE_GREEN"
+        from aws_cdk import Annotations
+
+        from ..capacity.capacity_plan import choose_update_policy
+
+        most = self.options.scaling.max_instances
+        policy = choose_update_policy(plan.instance_count, most)
+        guard = self.capacity_guard
+        if guard is not None:
+            guard.set_update_policy(policy or "NONE_FITS")  # the guard checks the plan's free instances for it
+        if policy == "ROLLING":
+            Annotations.of(self).add_warning_v2(
+                "sagemaker-llm-cdk:rollingUpdateChosen",
+                f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances: too few for a blue/green update "
+                f"of up to {most} (needs {2 * most}), so endpoint updates roll one instance at a time (needs {most + 1}).")
+        elif policy is None:
+            Annotations.of(self).add_warning_v2(
+                "sagemaker-llm-cdk:noUpdateHeadroom",
+                f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances and the endpoint may run {most}: no "
+                "update policy fits (blue/green needs "
+                f"{2 * most}, rolling {most + 1}), so a change that replaces the endpoint config cannot get instances and "
+                "rolls back. " + (f"Lower scaling.max_instances to {plan.instance_count // 2} (blue/green) or "
+                                  f"{plan.instance_count - 1} (rolling), or bind a larger plan." if plan.instance_count > 1
+                                  else "Bind a plan of 2 or more instances (rolling) or 2 x max_instances (blue/green)."))
+        return policy
+
+    def configure_rollout(self, rollout: RolloutSettings, rollback_alarms: Mapping[str, cloudwatch.IAlarm]) -> None:
+        """Give the endpoint a ``DeploymentConfig`` that rolls back on ``rollback_alarms`` (literal name -> alarm).
+
+        Blue/green (all at once, ``rollout.wait_seconds`` of baking) unless the capacity plan only has room for a
+        rolling update (``update_policy``), then one instance at a time. ``LlmMonitoring`` calls it with the
+        endpoint-level alarms.
+        """
+        rollback = sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+            alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=name) for name in rollback_alarms]
+        ) if rollback_alarms else None
+        if self.update_policy() == "ROLLING":
+            # A bound plan without room for a second fleet: roll one instance at a time (needs max + 1).
+            size = sagemaker.CfnEndpoint.CapacitySizeProperty(type="INSTANCE_COUNT", value=1)
+            self.cfn_endpoint.deployment_config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
+                rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
+                    maximum_batch_size=size, rollback_maximum_batch_size=size,
+                    wait_interval_in_seconds=rollout.wait_seconds,
+                    maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
+                ),
+                auto_rollback_configuration=rollback,
+            )
+            return
+        self.cfn_endpoint.deployment_config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
+            blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
+                traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(type="ALL_AT_ONCE"),
+                termination_wait_in_seconds=rollout.wait_seconds,
+                maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
+            ),
+            auto_rollback_configuration=rollback,
+        )
+
     def add_model(self, id: str, spec: "ModelSpec", **kwargs: Any) -> "ModelComponent":
         """Host ``spec`` on this endpoint as an inference component; see ``ModelComponent``."""
         return ModelComponent(self, id, endpoint=self, spec=spec, **kwargs)
@@ -437,19 +506,19 @@ class LlmEndpoint(EndpointReference):
     # ------------------------------------------------------------- permissions
     def _grant_runtime_basics(self) -> None:
         stack = Stack.of(self)
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="WriteEndpointLogs",
-                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                resources=[
-                    stack.format_arn(service="logs", resource="log-group", resource_name=self.log_group_name,
-                                     arn_format=ArnFormat.COLON_RESOURCE_NAME),
-                    stack.format_arn(service="logs", resource="log-group",
-                                     resource_name=f"{self.log_group_name}:log-stream:*",
-                                     arn_format=ArnFormat.COLON_RESOURCE_NAME),
-                ],
-            )
-        )
+        grants.grant(
+            self.role, sid="WriteEndpointLogs",
+            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+            resources=[
+                stack.format_arn(service="logs", resource="log-group", resource_name=self.log_group_name,
+                                 arn_format=ArnFormat.COLON_RESOURCE_NAME),
+                stack.format_arn(service="logs", resource="log-group",
+                                 resource_name=f"{self.log_group_name}:log-stream:*",
+                                 arn_format=ArnFormat.COLON_RESOURCE_NAME),
+            ],
+            reason="SageMaker creates one log stream per instance and container in the endpoint's own log group "
+                   "/aws/sagemaker/Endpoints/<name>; the stream names are generated (and when the endpoint's name is "
+                   "only known at deploy time, a token was passed, the group cannot be named here either).")
         grants.grant(
             self.role, sid="PublishSageMakerMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"],
             conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
@@ -469,19 +538,18 @@ class LlmEndpoint(EndpointReference):
             reason="SageMaker describes the VPC, subnets and security groups before attaching the endpoint's network "
                    "interfaces; ec2:Describe* actions have no resource type.")
         stack = Stack.of(self)
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="ManageEndpointNetworkInterfaces",
-                actions=["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
-                         "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission"],
-                resources=[
-                    stack.format_arn(service="ec2", resource="network-interface", resource_name="*"),
-                    *[stack.format_arn(service="ec2", resource="subnet", resource_name=s) for s in self.subnet_ids],
-                    *[stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
-                      for g in self.security_groups],
-                ],
-            )
-        )
+        grants.grant(
+            self.role, sid="ManageEndpointNetworkInterfaces",
+            actions=["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
+                     "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission"],
+            resources=[
+                stack.format_arn(service="ec2", resource="network-interface", resource_name="*"),
+                *[stack.format_arn(service="ec2", resource="subnet", resource_name=s) for s in self.subnet_ids],
+                *[stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
+                  for g in self.security_groups],
+            ],
+            reason="SageMaker creates the endpoint's network interfaces at deploy time under generated ids; creation "
+                   "is limited to this endpoint's subnets and security groups, which are named.")
 
 
 def _subnet_ids(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> list[str]:
@@ -527,22 +595,3 @@ class _RequiredAmi:
         from .images import required_ami
 
         return required_ami([model.spec.image for model in self._endpoint.models])
-
-
-def _acknowledge_endpoint(endpoint: "LlmEndpoint") -> None:
-    role = endpoint.role
-    stack = Stack.of(endpoint)
-    log_group = f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:{endpoint.log_group_name}"
-    if log_group.endswith("*"):
-        acknowledge_resource(role, log_group, "The endpoint's name is only known at deploy time (a token was passed), so its log "
-              "group /aws/sagemaker/Endpoints/<name> cannot be named here.")
-    acknowledge_resource(role, f"{log_group}:log-stream:*", "SageMaker creates one log stream per instance and container in the "
-          "endpoint's own log group; the stream names are generated.")
-    if endpoint.vpc is not None:
-        acknowledge_resource(role, f"arn:{stack.partition}:ec2:{stack.region}:{stack.account}:network-interface/*",
-              "SageMaker creates the endpoint's network interfaces at deploy time under generated ids; creation is "
-              "limited to this endpoint's subnets and security groups, which are named.")
-    if endpoint.data_capture_bucket is not None:
-        acknowledge_resource(role, endpoint.data_capture_bucket.arn_for_objects("data-capture/*"),
-              "Data Capture writes one object per capture file under the data-capture/ prefix; only that prefix, "
-              "and only PutObject/AbortMultipartUpload.")

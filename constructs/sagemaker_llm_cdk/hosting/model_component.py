@@ -1,7 +1,7 @@
 """``ModelComponent``: one model on an ``LlmEndpoint``, as an inference component with its own copies."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import jsii
 from aws_cdk import ArnFormat, Aws, Stack
@@ -14,6 +14,7 @@ from constructs import Construct
 
 from ..adapters.lora_adapter import LoraAdapter, apply_lora_settings, name_taken_problem
 from ..core import naming
+from ..core import grants
 from ..core.grants import depend_on_policy
 from .component_base import InferenceComponentConstruct
 from ..core.instances import accelerators_of, memory_mb_of
@@ -23,7 +24,7 @@ from ..core.accounts import lmi_account
 from .settings import _ECR_IMAGE, ModelSpec
 from ..core.settings import _S3_URI
 from ..core.settings import validated
-from ..core.nag import acknowledge_resource
+from ..operations.settings import MAX_ROLLBACK_ALARMS, RolloutSettings
 
 if TYPE_CHECKING:
     from ..adapters.adapter_stack import AdapterBatches
@@ -199,6 +200,34 @@ class ModelComponent(InferenceComponentConstruct):
         ``ModelAccessConfig.AcceptEula`` is then set on its model and its EAGLE optimization jobs."""
         return self.jumpstart is not None and self.jumpstart.gated and self.spec.accept_eula
 
+    # ---------------------------------------------------------------- rollout
+    def configure_rollout(self, rollout: RolloutSettings | None, rollback_alarms: Mapping[str, cloudwatch.IAlarm],
+                          *, watched: Sequence[cloudwatch.IAlarm] = ()) -> None:
+        """Roll an update of this component out ``rollout.batch_copies`` copies at a time, rolling back on
+        ``rollback_alarms`` (literal name -> alarm; SageMaker reads at most ``MAX_ROLLBACK_ALARMS``).
+
+        Every alarm in ``rollback_alarms`` and ``watched`` is created before the component (the rollback names
+        them literally). ``rollout`` None: the alarms only. ``LlmMonitoring`` calls it for each model it watches.
+        """
+        for alarm in (*rollback_alarms.values(), *(a for a in watched if a not in rollback_alarms.values())):
+            self.cfn_inference_component.node.add_dependency(alarm)
+        if rollout is None:
+            return
+        size = sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty
+        names = list(rollback_alarms)[:MAX_ROLLBACK_ALARMS]
+        self.cfn_inference_component.deployment_config = sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty(
+            rolling_update_policy=sagemaker.CfnInferenceComponent.InferenceComponentRollingUpdatePolicyProperty(
+                maximum_batch_size=size(type="COPY_COUNT", value=rollout.batch_copies),
+                wait_interval_in_seconds=rollout.wait_seconds,
+                maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
+                rollback_maximum_batch_size=size(type="COPY_COUNT", value=rollout.rollback_batch_copies)
+                if rollout.rollback_batch_copies is not None else None,
+            ),
+            auto_rollback_configuration=sagemaker.CfnInferenceComponent.AutoRollbackConfigurationProperty(
+                alarms=[sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=name) for name in names]
+            ) if names else None,
+        )
+
     def add_adapter(self, id: str, spec: "AdapterSpec", **kwargs: Any) -> "LoraAdapter":
         """Serve a LoRA adapter on this model (which needs ``spec.lora``); see ``LoraAdapter``."""
         return LoraAdapter(self, id, base=self, spec=spec, **kwargs)
@@ -299,13 +328,12 @@ class ModelComponent(InferenceComponentConstruct):
         stack = Stack.of(self)
         group = stack.format_arn(service="logs", resource="log-group", resource_name=self.log_group_name,
                                  arn_format=ArnFormat.COLON_RESOURCE_NAME)
-        self.endpoint.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                resources=[group, f"{group}:log-stream:*"],
-            )
-        )
-        _acknowledge_component_logs(self, f"{group}:log-stream:*")
+        grants.grant(
+            self.endpoint.role,
+            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+            resources=[group, f"{group}:log-stream:*"],
+            reason="SageMaker creates one log stream per copy of the model in the component's own log group "
+                   "/aws/sagemaker/InferenceComponents/<component>; the stream names are generated.")
 
     def _grant_model_access(self, spec: ModelSpec, repository_arn: str, key: kms.IKey | None) -> None:
         role = self.endpoint.role
@@ -315,9 +343,9 @@ class ModelComponent(InferenceComponentConstruct):
         partition = Aws.PARTITION
         prefix = key_path if key_path.endswith(".tar.gz") else f"{key_path}*"
         weights_arn = f"arn:{partition}:s3:::{bucket}/{prefix}"
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[weights_arn]))
-        if prefix.endswith("*"):
-            _acknowledge_model_weights(self, weights_arn)
+        grants.grant(role, actions=["s3:GetObject"], resources=[weights_arn],
+                     reason="The model's weights are many files under one S3 prefix; read-only GetObject on that "
+                            "prefix only.")
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["s3:ListBucket"],
@@ -488,14 +516,3 @@ class _PolicyAction:
 
     def bind(self, scope: Construct, alarm: cloudwatch.IAlarm) -> cloudwatch.AlarmActionConfig:
         return cloudwatch.AlarmActionConfig(alarm_action_arn=self._arn)
-
-
-def _acknowledge_component_logs(component: "ModelComponent", streams_arn: str) -> None:
-    acknowledge_resource(component.endpoint.role, streams_arn,
-          "SageMaker creates one log stream per copy of the model in the component's own log group "
-          "/aws/sagemaker/InferenceComponents/<component>; the stream names are generated.")
-
-
-def _acknowledge_model_weights(component: "ModelComponent", weights_arn: str) -> None:
-    acknowledge_resource(component.endpoint.role, weights_arn,
-          "The model's weights are many files under one S3 prefix; read-only GetObject on that prefix only.")

@@ -28,21 +28,22 @@ from aws_cdk import Annotations, Aws, Duration, Names, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct, IValidation
 
-from ..hosting.component_base import InferenceComponentConstruct, one_minute
+from ..core.metrics import metric, one_minute
+from ..hosting.component_base import InferenceComponentConstruct
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE
 from ..core.settings import validated
 
 if TYPE_CHECKING:
+    from ..core.protocols import ICapacityReservation
     from ..hosting.endpoint import LlmEndpoint
     from ..hosting.model_component import ModelComponent
 
-from .settings import MAX_ALARM_METRICS, MAX_ROLLBACK_ALARMS, MonitoringSettings, _PREFIX, _SUBJECT
+from .settings import MAX_ALARM_METRICS, MonitoringSettings, _PREFIX, _SUBJECT
 
 SECTIONS = ("endpoint", "models", "adapters", "front_door", "capacity_plan", "eagle")
 """Dashboard sections, top to bottom, whatever order the ``monitor_*`` calls come in."""
@@ -191,7 +192,7 @@ class LlmMonitoring(Construct):
             self._capacity_plan_rows(board, endpoint.capacity_plan.plan_name, METRICS_NAMESPACE, alarm=None)
         rollout = self.settings.rollout
         if rollout.enabled and rollout.endpoint_rollback:
-            self._endpoint_deployment_config(endpoint, endpoint_alarms)
+            endpoint.configure_rollout(rollout, {self._name_of(a): a for a in endpoint_alarms})
         return board.dashboard
 
     def rollback_alarms(self, model: "ModelComponent") -> list[cloudwatch.Alarm]:
@@ -284,7 +285,7 @@ class LlmMonitoring(Construct):
     # ----------------------------------------------------------- capacity plan
     def monitor_capacity_plan(
         self,
-        plan_name: str,
+        plan: "str | ICapacityReservation",
         warning_days: int | None = None,
         *,
         endpoint: "LlmEndpoint | None" = None,
@@ -295,9 +296,12 @@ class LlmMonitoring(Construct):
         ``CapacityPlan`` alarms on its own expiry already (pass it this facade's
         ``alarm_topic``); use this for plans declared elsewhere, or to set another threshold.
 
+        :param plan: the plan (its ``metric_days_left``), or the name of a plan whose check publishes in ``namespace``.
         :param warning_days: alarm below this many days. Default: ``capacity_plan_warning_days``.
         :returns: the alarm, or None when both are off.
         """
+        plan_name = plan if isinstance(plan, str) else plan.plan_name
+        days_left = _days_left(plan, namespace) if isinstance(plan, str) else plan.metric_days_left()
         subject = self._subject("plan_name", plan_name)
         board = self._board(endpoint)
         days = warning_days if warning_days is not None else self.settings.capacity_plan_warning_days
@@ -307,10 +311,10 @@ class LlmMonitoring(Construct):
                 ("CapacityPlan", subject), subject, "capacity-plan-expiring",
                 description=(f"Capacity plan {plan_name} has fewer than {days} days left; its endpoint gets no instances "
                              "after it ends. Reserve the next plan now."),
-                metric=_days_left(plan_name, namespace), threshold=days,
+                metric=days_left, threshold=days,
                 comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, periods=1,
             )
-        self._capacity_plan_rows(board, plan_name, namespace, alarm=alarm)
+        self._capacity_plan_rows(board, plan_name, days_left, alarm=alarm)
         return alarm
 
     # ------------------------------------------------------------------- EAGLE
@@ -332,21 +336,20 @@ class LlmMonitoring(Construct):
         board = self._board(endpoint)
         dimensions = {"ModelName": model_name, **(extra_dimensions or {})}
 
-        def metric(name: str, statistic: str, period: Duration) -> cloudwatch.Metric:
-            return cloudwatch.Metric(namespace=namespace, metric_name=name, dimensions_map=dimensions,
-                                     statistic=statistic, period=period)
+        def eagle_metric(name: str, statistic: str, period: Duration) -> cloudwatch.Metric:
+            return metric(namespace, name, dimensions, statistic=statistic, period=period)
 
         section = board.sections["eagle"]
         section.add_widget(_header(f"EAGLE speculative decoding: {model_name}",
                                    "Throughput speedup of the trained draft head over the base model, per run."))
         section.add_widget(_row(
             cloudwatch.SingleValueWidget(title=f"{model_name}: latest speedup", width=6, height=6,
-                                         metrics=[metric("EagleSpeedup", "Maximum", Duration.days(7))]),
+                                         metrics=[eagle_metric("EagleSpeedup", "Maximum", Duration.days(7))]),
             cloudwatch.GraphWidget(title=f"{model_name}: speedup per run (x)", width=10, height=6,
-                                   left=[metric("EagleSpeedup", "Maximum", Duration.days(1))]),
+                                   left=[eagle_metric("EagleSpeedup", "Maximum", Duration.days(1))]),
             cloudwatch.GraphWidget(title=f"{model_name}: optimization jobs", width=8, height=6, left=[
-                metric("EagleJobSucceeded", "Sum", Duration.days(1)),
-                metric("EagleJobFailed", "Sum", Duration.days(1)),
+                eagle_metric("EagleJobSucceeded", "Sum", Duration.days(1)),
+                eagle_metric("EagleJobFailed", "Sum", Duration.days(1)),
             ]),
         ))
         if not self.settings.eagle_job_failed:
@@ -355,7 +358,7 @@ class LlmMonitoring(Construct):
             ("Eagle", subject), subject, "eagle-job-failed",
             description=(f"An EAGLE optimization job for {model_name} failed; the served draft head was not changed. "
                          "See the job's FailureReason and the run record."),
-            metric=metric("EagleJobFailed", "Sum", Duration.hours(1)), threshold=1,
+            metric=eagle_metric("EagleJobFailed", "Sum", Duration.hours(1)), threshold=1,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, periods=1,
         )
 
@@ -528,32 +531,6 @@ class LlmMonitoring(Construct):
             if alarms else cloudwatch.TextWidget(markdown="No endpoint alarms (thresholds off).", width=6, height=6),
         ))
 
-    def _endpoint_deployment_config(self, endpoint: "LlmEndpoint", alarms: list[cloudwatch.Alarm]) -> None:
-        rollout = self.settings.rollout
-        rollback = sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-            alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=self._name_of(a)) for a in alarms]
-        ) if alarms else None
-        if _endpoint_update_policy(endpoint) == "ROLLING":
-            # A bound plan without room for a second fleet: roll one instance at a time (needs max + 1).
-            size = sagemaker.CfnEndpoint.CapacitySizeProperty(type="INSTANCE_COUNT", value=1)
-            endpoint.cfn_endpoint.deployment_config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
-                rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
-                    maximum_batch_size=size, rollback_maximum_batch_size=size,
-                    wait_interval_in_seconds=rollout.wait_seconds,
-                    maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
-                ),
-                auto_rollback_configuration=rollback,
-            )
-            return
-        endpoint.cfn_endpoint.deployment_config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
-            blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
-                traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(type="ALL_AT_ONCE"),
-                termination_wait_in_seconds=rollout.wait_seconds,
-                maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
-            ),
-            auto_rollback_configuration=rollback,
-        )
-
     # ------------------------------------------------------------- model rows
     def _monitor_model(self, board: _Board, model: "ModelComponent") -> None:
         settings = self.settings
@@ -600,31 +577,9 @@ class LlmMonitoring(Construct):
                 comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 periods=settings.no_capacity_minutes,
             ))
-        for alarm in alarms:
-            # Literal names in the rollback config: make sure the alarms exist before the component.
-            model.cfn_inference_component.node.add_dependency(alarm)
-        if settings.rollout.enabled:
-            model.cfn_inference_component.deployment_config = self._component_deployment_config(rollback)
+        model.configure_rollout(settings.rollout if settings.rollout.enabled else None,
+                                {self._name_of(a): a for a in rollback}, watched=alarms)
         self._model_rows(board, model, alarms)
-
-    def _component_deployment_config(
-        self, alarms: list[cloudwatch.Alarm]
-    ) -> sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty:
-        rollout = self.settings.rollout
-        size = sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty
-        return sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty(
-            rolling_update_policy=sagemaker.CfnInferenceComponent.InferenceComponentRollingUpdatePolicyProperty(
-                maximum_batch_size=size(type="COPY_COUNT", value=rollout.batch_copies),
-                wait_interval_in_seconds=rollout.wait_seconds,
-                maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
-                rollback_maximum_batch_size=size(type="COPY_COUNT", value=rollout.rollback_batch_copies)
-                if rollout.rollback_batch_copies is not None else None,
-            ),
-            auto_rollback_configuration=sagemaker.CfnInferenceComponent.AutoRollbackConfigurationProperty(
-                alarms=[sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=self._name_of(a))
-                        for a in alarms[:MAX_ROLLBACK_ALARMS]]
-            ) if alarms else None,
-        )
 
     def _model_rows(self, board: _Board, model: "ModelComponent", alarms: list[cloudwatch.Alarm]) -> None:
         name = model.component_name
@@ -651,12 +606,11 @@ class LlmMonitoring(Construct):
             section.add_widget(cloudwatch.AlarmStatusWidget(title=f"{name}: alarms", alarms=alarms, width=24, height=2))
 
     # ---------------------------------------------------------- capacity rows
-    def _capacity_plan_rows(self, board: _Board, plan_name: str, namespace: str,
+    def _capacity_plan_rows(self, board: _Board, plan_name: str, days: cloudwatch.IMetric,
                             *, alarm: cloudwatch.Alarm | None) -> None:
         section = board.sections["capacity_plan"]
         section.add_widget(_header(f"Capacity plan {plan_name}",
                                    "Days left of the reserved capacity (published daily); no instances after it ends."))
-        days = _days_left(plan_name, namespace)
         widgets: list[cloudwatch.IWidget] = [
             cloudwatch.SingleValueWidget(title=f"{plan_name}: days left", metrics=[days], width=6, height=4),
             cloudwatch.GraphWidget(title=f"{plan_name}: days left", left=[days], width=12, height=4),
@@ -681,9 +635,8 @@ class _EndpointMetrics:
 
     def metric(self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum",
                label: str | None = None) -> cloudwatch.Metric:
-        return cloudwatch.Metric(namespace=namespace, metric_name=metric_name, statistic=statistic,
-                                 dimensions_map={"EndpointName": self._name, "VariantName": self._variant},
-                                 period=one_minute(), label=label)
+        return metric(namespace, metric_name, {"EndpointName": self._name, "VariantName": self._variant},
+                      statistic=statistic, label=label)
 
 
 def endpoint_latency(models: Sequence[InferenceComponentConstruct]) -> cloudwatch.MathExpression:
@@ -725,9 +678,9 @@ def _error_rate(errors: cloudwatch.IMetric, invocations: cloudwatch.IMetric, min
 
 
 def _days_left(plan_name: str, namespace: str) -> cloudwatch.Metric:
-    return cloudwatch.Metric(namespace=namespace, metric_name="CapacityPlanDaysLeft",
-                             dimensions_map={"TrainingPlanName": plan_name}, statistic="Minimum",
-                             period=Duration.days(1))
+    """``CapacityPlanDaysLeft`` of a plan known only by name (``CapacityPlan.metric_days_left`` for one of ours)."""
+    return metric(namespace, "CapacityPlanDaysLeft", {"TrainingPlanName": plan_name}, statistic="Minimum",
+                  period=Duration.days(1))
 
 
 def _row(*widgets: cloudwatch.IWidget) -> cloudwatch.IWidget:
@@ -741,39 +694,3 @@ def _header(title: str, text: str) -> cloudwatch.TextWidget:
 
 def _placeholder() -> cloudwatch.MathExpression:
     return cloudwatch.MathExpression(expression="TIME_SERIES(0)", label="no models", period=one_minute())
-
-
-def _endpoint_update_policy(endpoint: "LlmEndpoint") -> str | None:
-    """The endpoint update policy its capacity plan has room for (``capacity_plan.choose_update_policy``).
-
-    On-demand endpoints: blue/green. A bound endpoint whose plan cannot hold a second fleet gets a
-    rolling update and a synth warning saying so; one whose plan cannot hold even one extra instance
-    keeps blue/green and a warning that endpoint-config changes will not deploy.
-    """
-    plan = getattr(endpoint, "capacity_plan", None)
-    if plan is None:
-        return "BLUE_GREEN"
-    from aws_cdk import Annotations
-
-    from ..capacity.capacity_plan import choose_update_policy
-
-    most = endpoint.options.scaling.max_instances
-    policy = choose_update_policy(plan.instance_count, most)
-    guard = getattr(endpoint, "capacity_guard", None)
-    if guard is not None:
-        guard.set_update_policy(policy or "NONE_FITS")  # the guard checks the plan's free instances for it
-    if policy == "ROLLING":
-        Annotations.of(endpoint).add_warning_v2(
-            "sagemaker-llm-cdk:rollingUpdateChosen",
-            f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances: too few for a blue/green update "
-            f"of up to {most} (needs {2 * most}), so endpoint updates roll one instance at a time (needs {most + 1}).")
-    elif policy is None:
-        Annotations.of(endpoint).add_warning_v2(
-            "sagemaker-llm-cdk:noUpdateHeadroom",
-            f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances and the endpoint may run {most}: no "
-            "update policy fits (blue/green needs "
-            f"{2 * most}, rolling {most + 1}), so a change that replaces the endpoint config cannot get instances and "
-            "rolls back. " + (f"Lower scaling.max_instances to {plan.instance_count // 2} (blue/green) or "
-                              f"{plan.instance_count - 1} (rolling), or bind a larger plan." if plan.instance_count > 1
-                              else "Bind a plan of 2 or more instances (rolling) or 2 x max_instances (blue/green)."))
-    return policy

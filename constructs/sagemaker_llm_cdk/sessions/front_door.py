@@ -24,14 +24,15 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
-from constructs import Construct, IConstruct
+from constructs import Construct
 from ..core._assets import handler_dir
-from ..hosting.component_base import one_minute
+from ..core.metrics import metric
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, python_function
 from .settings import SessionSettings
 from ..core.storage import secure_key
 from ..core.settings import validated
+from ..core import grants
 from ..core.nag import acknowledge_resource
 
 if TYPE_CHECKING:
@@ -199,13 +200,16 @@ class SessionFrontDoor(Construct):
         assert role is not None  # python_function always gives the function a role
         self.component_resources: list[str] = _component_resources(stack, served)
         """What the role may invoke besides the endpoint: each served component's ARN, or one name pattern."""
-        role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="InvokeServedComponents",
-                actions=["sagemaker:InvokeEndpoint"],
-                resources=[endpoint.endpoint_arn, *self.component_resources],
-            )
-        )
+        # Beyond MAX_LISTED_COMPONENTS components one inference-component ARN pattern replaces the list: exactly
+        # that pattern is acknowledged, so any other new wildcard on the front door still fails the synth. The rest
+        # complies (the table has point-in-time recovery and a rotating customer-managed key, no managed policy).
+        grants.grant(
+            role, sid="InvokeServedComponents", actions=["sagemaker:InvokeEndpoint"],
+            resources=[endpoint.endpoint_arn, *self.component_resources],
+            reason=f"InvokeEndpoint on {len(self.components)} inference components (a base and its adapters) by their "
+                   "common name prefix, so the policy does not grow per adapter; the endpoint ARN in the same "
+                   "statement limits it to this endpoint's components, and the handler serves only the components "
+                   "packaged with it.")
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 sid="ReadWriteSessions",
@@ -222,7 +226,6 @@ class SessionFrontDoor(Construct):
             )
         )
         self._warn_about_containers(containers)
-        _acknowledge_front_door(self)
 
     # ---------------------------------------------------------------- containers
     @staticmethod
@@ -298,8 +301,11 @@ class SessionFrontDoor(Construct):
             resource_arns=[self.endpoint.endpoint_arn, *self.component_resources],
         )
         for arn in self.component_resources:
-            if "*" in arn and isinstance(grantee, Construct):
-                _acknowledge_stream_grant(grantee, arn, len(self.components))
+            if "*" in arn and isinstance(grantee, Construct):  # exactly that pattern, on the grantee
+                acknowledge_resource(grantee, arn, (
+                    f"InvokeEndpointWithResponseStream on the {len(self.components)} inference components a session "
+                    "front door serves (a base and its adapters) by their common name prefix, so the policy does not "
+                    "grow per adapter; the endpoint ARN in the same statement limits it to that endpoint's components."))
         return grant
 
     # ----------------------------------------------------------------- metrics
@@ -323,14 +329,8 @@ class SessionFrontDoor(Construct):
                **kwargs: Any) -> cloudwatch.Metric:
         """A count the handler publishes (namespace SageMakerLlm, dimension ``service``): e.g. SessionsOpened,
         SessionsReopened, SessionTurns, StatelessInvocations, ClientErrors, ServerErrors, Throttled."""
-        return cloudwatch.Metric(
-            namespace=METRICS_NAMESPACE,
-            metric_name=metric_name,
-            dimensions_map={"service": self.service_name},
-            statistic=statistic,
-            period=period or one_minute(),
-            **kwargs,
-        )
+        return metric(METRICS_NAMESPACE, metric_name, {"service": self.service_name}, statistic=statistic,
+                      period=period, **kwargs)
 
     # ------------------------------------------------------------------ EAGLE turn log (issue 13)
     def log_turns(self, turn_log: "TurnLog") -> None:
@@ -489,29 +489,3 @@ def _lmi_major(image: str, lmi_tag: str | None) -> int | None:
 def _description(endpoint: "LlmEndpoint") -> str:
     text = f"the session front door (conversation -> SageMaker session) of endpoint {endpoint.node.path}"
     return text if len(text) <= 256 else text[:253] + "..."
-
-
-def _acknowledge_front_door(front_door: Any) -> None:
-    """A ``session_front_door.SessionFrontDoor``: nothing to acknowledge beyond its function's.
-
-    AwsSolutions reports only the two findings every ``python_function`` has (L1 and the X-Ray
-    IAM5[Resource::*], acknowledged in ``function``). The rest complies: the table has point-in-time
-    recovery (DDB3) and a rotating customer-managed key (KMS5); the role has no managed policy (IAM4)
-    and names the endpoint, the table, the key and each served component, except that beyond
-    ``MAX_LISTED_COMPONENTS`` components one inference-component ARN pattern replaces the list: that
-    exact pattern is acknowledged, so any other new wildcard on the front door still fails the synth.
-    """
-    for arn in front_door.component_resources:
-        if "*" in arn:
-            acknowledge_resource(front_door.function.role, arn,
-                  f"InvokeEndpoint on {len(front_door.components)} inference components (a base and its adapters) "
-                  "by their common name prefix, so the policy does not grow per adapter; the endpoint ARN in the "
-                  "same statement limits it to this endpoint's components, and the handler serves only the "
-                  "components packaged with it.")
-
-
-def _acknowledge_stream_grant(grantee: IConstruct, arn: str, count: int) -> None:
-    """``SessionFrontDoor.grant_stream`` with a component name pattern: exactly that pattern, on the grantee."""
-    acknowledge_resource(grantee, arn, f"InvokeEndpointWithResponseStream on the {count} inference components a session front door "
-          "serves (a base and its adapters) by their common name prefix, so the policy does not grow per adapter; "
-          "the endpoint ARN in the same statement limits it to that endpoint's components.")
