@@ -279,6 +279,10 @@ def speculative_decoding(wiring: Any, draft_bucket: Any, draft_prefix: str) -> N
     _iam5(wiring.component.endpoint.role, draft_bucket.arn_for_objects(f"{draft_prefix}/*/draft/*"),
           "A promoted draft head is many files under jobs/<job name>/draft/ (the job name is made at run time); the "
           "endpoint reads heads read-only, only draft/ folders.")
+
+
+def serving_model_function(wiring: Any) -> None:
+    """The serving-model function of a ``SpeculativeDecoding`` (promoted or pre-trained head)."""
     _iam5(wiring.function.role, wiring.model_arn_pattern,
           "Serving models are named <model>-eagle-<hash of their properties> when the stack deploys; create, describe "
           "and delete only models with this component's prefix.")
