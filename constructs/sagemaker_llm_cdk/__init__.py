@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .model_component import ModelComponent
     from .monitoring import LlmMonitoring, MonitoringSettings, RolloutSettings
     from .preflight import Finding, run_preflight
+    from .pretrained_head import PretrainedHead
     from .pricing import PriceList
     from .session_front_door import SessionFrontDoor
     from .speculative_decoding import PromotionParameter, SpeculativeDecoding
@@ -92,6 +93,7 @@ _EXPORTS: dict[str, str] = {
     "parse_config": "config",
     "Placement": "settings",
     "PlanExtension": "capacity_plan",
+    "PretrainedHead": "pretrained_head",
     "PriceList": "pricing",
     "Problem": "errors",
     "PromotionParameter": "speculative_decoding",
@@ -139,6 +141,7 @@ __all__ = [
     "ModelComponent",
     "ModelSpec",
     "MonitoringSettings",
+    "PretrainedHead",
     "PriceList",
     "Placement",
     "PlanExtension",

@@ -563,6 +563,7 @@ def _report_key(report_uri: str, model_name: str, run_id: str) -> tuple[str, str
 @logger.inject_lambda_context(log_event=False)
 def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
     table, report_uri, parameter, threshold = _record_settings()
+    _pretrained_settings()  # a bad configuration fails before any read
     run: RecordEvent = _parse(event, RecordEvent)
     logger.append_keys(model_name=run.model_name, run_id=run.run_id, job_name=run.job_name)
     job = run.job
