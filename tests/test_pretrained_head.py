@@ -406,3 +406,18 @@ def test_neither_a_parameter_nor_a_head_is_refused():
 
 def test_copy_of_spec_keeps_the_switch():
     assert copy.deepcopy(gpt(pretrained_head=False)).pretrained_head is False
+
+
+def test_jumpstart_example_serves_the_pretrained_head_and_its_loop_compares_with_it():
+    from sagemaker_llm_cdk import load_config
+    from stacks import LlmPlatformStack
+
+    path = ROOT / "config" / "examples" / "eagle-jumpstart.yaml"
+    config = load_config(path)
+    stack = LlmPlatformStack(App(), config.stack_name, config=config, config_dir=path.parent,
+                             env=Environment(region="us-east-1"))
+    template = Template.from_stack(stack)
+    source = serving_model(template)["Properties"]["PrimaryContainer"]["AdditionalModelDataSources"][0]["S3DataSource"]
+    assert source["Fn::If"][2] == {"S3Uri": HEAD_URI, "S3DataType": "S3Prefix", "CompressionType": "None"}
+    template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like({
+        "PRETRAINED_HEAD_S3_URI": HEAD_URI, "PRETRAINED_HEAD_SPEEDUP": "1.6"})}})
