@@ -421,3 +421,39 @@ def test_jumpstart_example_serves_the_pretrained_head_and_its_loop_compares_with
     assert source["Fn::If"][2] == {"S3Uri": HEAD_URI, "S3DataType": "S3Prefix", "CompressionType": "None"}
     template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like({
         "PRETRAINED_HEAD_S3_URI": HEAD_URI, "PRETRAINED_HEAD_SPEEDUP": "1.6"})}})
+
+
+def write_config(tmp_path: Path, model: dict[str, Any]) -> Path:
+    (tmp_path / "jumpstart.lock.yaml").write_text(LOCK.read_text())
+    config = {"stack_name": "Js", "target": {"region": "us-east-1"},
+              "endpoints": [{"name": "Chat", "instance_type": "ml.g6e.2xlarge", "models": [model]}]}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_config_problems_of_the_head_come_with_file_and_path(tmp_path):
+    from sagemaker_llm_cdk import load_config
+
+    path = write_config(tmp_path, {"name": "qwen", "source": "jumpstart", "model_id": "huggingface-llm-qwen2-5-7b-instruct",
+                                   "version": "1.2.0", "pretrained_head": True, "architecture": "Qwen2ForCausalLM",
+                                   "eagle": {"pretrained_head_speedup": 1.5}})
+    with pytest.raises(ConfigurationError) as error:
+        load_config(path)
+    lines = [p.line() for p in error.value.problems]
+    assert ("endpoints[0].models[0].pretrained_head: got True; allowed: a model whose lock entry has a pre-trained "
+            "head; JumpStart publishes none for huggingface-llm-qwen2-5-7b-instruct 1.2.0 in us-east-1; fix: remove "
+            "pretrained_head") in lines
+    assert ("endpoints[0].models[0].eagle.pretrained_head_speedup: got 1.5; allowed: only on a model that serves a "
+            "pre-trained EAGLE head; fix: remove pretrained_head_speedup") in lines
+    assert "config.yaml" in str(error.value)
+
+
+def test_config_required_head_needs_an_eagle_architecture(tmp_path):
+    from sagemaker_llm_cdk import load_config
+
+    path = write_config(tmp_path, {"name": "gpt", "source": "jumpstart", "model_id": GPT, "version": GPT_VERSION,
+                                   "pretrained_head": True})
+    with pytest.raises(ConfigurationError, match=r"endpoints\[0\].models\[0\].architecture: got None; allowed: one of "
+                       r".* to serve the pre-trained head"):
+        load_config(path)

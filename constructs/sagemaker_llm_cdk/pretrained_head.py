@@ -149,3 +149,41 @@ def announce(component: Any, message: str, *, warning: bool) -> None:
     else:
         Annotations.of(component).add_info(message)
     print(f"{'warning' if warning else 'note'}: {component.node.path}: {message}", file=sys.stderr)
+
+
+def config_problems(model: dict[str, Any], locked: "JumpStartModel | None", path: str) -> list[Problem]:
+    """Problems of a raw config model (``source: jumpstart``) about its pre-trained head, with config paths, so
+    they come with every other problem of the file: ``pretrained_head: true`` the lock cannot honour, and
+    ``eagle.pretrained_head_speedup`` on a model that serves no pre-trained head."""
+    from .settings import EAGLE_ARCHITECTURES
+
+    if locked is None:
+        return []
+    head = locked.pretrained_head
+    wanted = model.get("pretrained_head")
+    where = f"{locked.model_id} {locked.version} in {locked.region}"
+    problems: list[Problem] = []
+    if wanted is True:
+        if head is None:
+            problems.append(Problem(f"{path}.pretrained_head", True, f"a model whose lock entry has a pre-trained head; "
+                                    f"JumpStart publishes none for {where}", "remove pretrained_head"))
+        elif head.kind != "eagle":
+            problems.append(Problem(f"{path}.pretrained_head", True, f"an EAGLE head; JumpStart's draft for {where} is a "
+                                    f"{head.kind}", "set pretrained_head: false"))
+        elif head.gated and model.get("accept_eula") is not True:
+            problems.append(Problem(f"{path}.accept_eula", model.get("accept_eula", False),
+                                    f"true: the pre-trained head of {where} is gated"
+                                    + (f"; its licence {head.licence.name} ({head.licence.url})" if head.licence else ""),
+                                    "read the licence, then set accept_eula: true, or set pretrained_head: false"))
+        if head is not None and model.get("architecture") not in EAGLE_ARCHITECTURES:
+            problems.append(Problem(f"{path}.architecture", model.get("architecture"),
+                                    "one of " + ", ".join(EAGLE_ARCHITECTURES) + " to serve the pre-trained head",
+                                    "copy 'architectures' from the model's config.json, or set pretrained_head: false"))
+    eagle = model.get("eagle")
+    speedup = eagle.get("pretrained_head_speedup") if isinstance(eagle, dict) else None
+    if speedup is not None and (wanted is False or head is None or head.kind != "eagle"):
+        problems.append(Problem(f"{path}.eagle.pretrained_head_speedup", speedup,
+                                "only on a model that serves a pre-trained EAGLE head",
+                                "remove pretrained_head_speedup" + ("" if head is None else
+                                                                    " or serve the head (pretrained_head not false)")))
+    return problems
