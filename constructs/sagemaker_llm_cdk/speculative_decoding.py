@@ -17,6 +17,9 @@ How a head reaches the endpoint
    ``OPTION_SPECULATIVE_CONFIG={"method": "eagle3"|"eagle", "model": <that folder>,
    "num_speculative_tokens": N}`` for the LMI container (vLLM's method names: ``eagle3`` for
    EAGLE-3 heads, ``eagle`` for EAGLE-1/2 heads). SageMaker then rolls the copies over to it.
+4. A model that serves a pre-trained head (``pretrained_head``: JumpStart's, from the lock) has the
+   serving model from day one; ``none`` then means "the pre-trained head", and the channel is
+   ``Fn::If [HeadPromoted, <promoted head>, <pre-trained head>]``.
 
 Why a custom resource for the serving model
 -------------------------------------------
@@ -62,7 +65,8 @@ if TYPE_CHECKING:
     from .pretrained_head import PretrainedHead
 
 NO_HEAD = "none"
-"""Promotion parameter value meaning "no approved draft head": the component serves its own model."""
+"""Promotion parameter value meaning "no approved draft head": the component serves its own model (or its
+pre-trained head, when it has one)."""
 CHANNEL = "eagle"
 """Additional model data channel of the draft head."""
 DRAFT_PATH = f"/opt/ml/additional-model-data-sources/{CHANNEL}"
