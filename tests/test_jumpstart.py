@@ -313,8 +313,15 @@ def test_example_config_synthesizes_from_the_committed_lock(path, tmp_path):
     assert template.find_resources("AWS::StepFunctions::StateMachine")  # every example runs the EAGLE loop
 
 
-def test_jumpstart_example_passes_accepted_licence_to_the_eagle_job():
-    path = ROOT / "config" / "examples" / "eagle-jumpstart.yaml"
+def gated_eagle_config(tmp_path: Path) -> Path:
+    """A gated JumpStart model with an EAGLE loop (the example's way 2, with Llama's licence)."""
+    return write_config(tmp_path, {"name": "llama-3-1-8b", "source": "jumpstart", "model_id": LLAMA,
+                                   "version": LLAMA_VERSION, "accept_eula": True, "architecture": "LlamaForCausalLM",
+                                   "min_memory_mb": 32768, "eagle": {"dataset": {"source": "capture"}}})
+
+
+def test_gated_jumpstart_model_passes_accepted_licence_to_the_eagle_job(tmp_path):
+    path = gated_eagle_config(tmp_path)
     config = load_config(path)
     app = App()
     stack = LlmPlatformStack(app, config.stack_name, config=config, config_dir=path.parent,
@@ -333,8 +340,8 @@ def test_three_ways_are_documented_in_the_readme():
         assert f"config/examples/{example.name}" in readme
 
 
-def test_promoted_head_serving_model_accepts_the_licence_too():
-    path = ROOT / "config" / "examples" / "eagle-jumpstart.yaml"
+def test_promoted_head_serving_model_accepts_the_licence_too(tmp_path):
+    path = gated_eagle_config(tmp_path)
     config = load_config(path)
     stack = LlmPlatformStack(App(), config.stack_name, config=config, config_dir=path.parent,
                              env=Environment(region="us-east-1"))

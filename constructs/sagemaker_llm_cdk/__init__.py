@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .core.errors import ConfigurationError, Problem
     from .core.removal import set_removal
     from .eagle.optimization import EagleOptimization
+    from .eagle.pretrained_head import PretrainedHead
     from .eagle.serving import PromotionParameter, SpeculativeDecoding
     from .eagle.settings import EagleDataset, EagleSettings
     from .hosting.endpoint import EndpointReference, LlmEndpoint, VARIANT_NAME
@@ -98,6 +99,7 @@ _EXPORTS: dict[str, str] = {
     "parse_config": "config.loading",
     "Placement": "hosting.settings",
     "PlanExtension": "capacity.settings",
+    "PretrainedHead": "eagle.pretrained_head",
     "PriceList": "operations.pricing",
     "Problem": "core.errors",
     "PromotionParameter": "eagle.serving",
@@ -149,6 +151,7 @@ __all__ = [
     "PriceList",
     "Placement",
     "PlanExtension",
+    "PretrainedHead",
     "Problem",
     "PromotionParameter",
     "RolloutSettings",

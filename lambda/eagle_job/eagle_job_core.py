@@ -434,6 +434,10 @@ class ResultsSummary:
     optimized_latency: dict[str, float] = field(default_factory=dict)
     per_concurrency: list[dict[str, Any]] = field(default_factory=list)
     reference_rows: int = 0
+    reference_throughput: float | None = None
+    reference_speedup: float | None = None
+    """The pre-trained (reference) EAGLE head's speedup over base in the same benchmark: the lowest over the
+    concurrency levels both measured, as for the trained head; None when the job reported no such rows."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -449,6 +453,8 @@ class ResultsSummary:
             "optimized_latency": dict(self.optimized_latency),
             "per_concurrency": [dict(item) for item in self.per_concurrency],
             "reference_rows": self.reference_rows,
+            "reference_throughput": self.reference_throughput,
+            "reference_speedup": self.reference_speedup,
         }
 
 
@@ -663,6 +669,23 @@ def summarize_results(documents: Sequence[tuple[str, Any]], files: Iterable[str]
     summary.speedup = worst["speedup"]
     summary.base_latency = worst["base_latency"]
     summary.optimized_latency = worst["optimized_latency"]
+    reference = [row for row in rows if row.role == "reference"]
+    if reference:
+        reference_levels = by_level(reference)
+        if isinstance(reference_levels, dict):
+            figures = [(reference_levels[level].throughput[metric] / b.throughput[metric], level,
+                        reference_levels[level].throughput[metric])
+                       for level, b, _ in pairs if level in reference_levels
+                       and metric in reference_levels[level].throughput]
+            if not figures and len(reference_levels) == 1 and len(pairs) == 1:
+                (only,) = reference_levels.values()
+                if metric in only.throughput and (only.concurrency is None or pairs[0][0] is None):
+                    figures = [(only.throughput[metric] / pairs[0][1].throughput[metric], pairs[0][0],
+                                only.throughput[metric])]
+            if figures:
+                speedup, _, throughput = min(figures, key=lambda item: (item[0], item[1] or 0))
+                summary.reference_speedup = round(speedup, 4)
+                summary.reference_throughput = throughput
     return summary
 
 
@@ -700,10 +723,54 @@ class Decision:
     reason: str
 
 
+@dataclass(frozen=True)
+class Incumbent:
+    """The head the endpoint serves now: a new head must beat its measured speedup to replace it.
+
+    ``kind``: ``none`` (the base model: only the threshold counts), ``pretrained`` (the pre-trained head
+    served from day one) or ``promoted`` (a head an earlier run promoted, or one set by hand).
+    ``figures``: its known speedups over the base model, each with where it comes from; the bar is the
+    highest. ``required``: without a figure no head replaces it (the pre-trained head)."""
+
+    kind: str = "none"
+    s3_uri: str | None = None
+    figures: tuple[tuple[str, float], ...] = ()
+    required: bool = False
+    note: str | None = None
+
+    @property
+    def bar(self) -> float | None:
+        return max((value for _, value in self.figures), default=None)
+
+    @property
+    def bar_source(self) -> str | None:
+        if not self.figures:
+            return None
+        return max(self.figures, key=lambda item: item[1])[0]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The comparison basis recorded with the run."""
+        return {"served_head": self.kind, "s3_uri": self.s3_uri, "speedup": self.bar, "source": self.bar_source,
+                "figures": [{"source": source, "speedup": value} for source, value in self.figures],
+                "note": self.note}
+
+
+def pretrained_incumbent(s3_uri: str, results: ResultsSummary | None, configured: float | None) -> Incumbent:
+    """The pre-trained head as the incumbent: its figures from this job's benchmark (its own rows) and config."""
+    figures: list[tuple[str, float]] = []
+    if results is not None and results.reference_speedup is not None:
+        figures.append(("job results: pre-trained EAGLE rows", results.reference_speedup))
+    if configured is not None:
+        figures.append(("eagle.pretrained_head_speedup", configured))
+    return Incumbent(kind="pretrained", s3_uri=s3_uri, figures=tuple(figures), required=True)
+
+
 def decide(
-    *, status: str, failure_reason: str | None, results: ResultsSummary | None, threshold: float, results_uri: str
+    *, status: str, failure_reason: str | None, results: ResultsSummary | None, threshold: float, results_uri: str,
+    incumbent: Incumbent | None = None,
 ) -> Decision:
-    """Whether the run's draft head may be promoted, and why (or why not)."""
+    """Whether the run's draft head may be promoted, and why (or why not): at least ``threshold`` over the base
+    model, and better than the ``incumbent`` head's measured speedup (strictly: a tie keeps the served head)."""
     if status != "COMPLETED":
         return Decision(False, f"job {status}: {failure_reason or 'no failure reason given'}")
     if results is None or results.status != "parsed" or results.speedup is None:
@@ -713,4 +780,18 @@ def decide(
     speedup = results.speedup
     if speedup < threshold:
         return Decision(False, f"speedup below threshold: {_fmt(speedup)}x < {_fmt(threshold)}x")
-    return Decision(True, f"speedup {_fmt(speedup)}x >= threshold {_fmt(threshold)}x")
+    passed = f"speedup {_fmt(speedup)}x >= threshold {_fmt(threshold)}x"
+    if incumbent is None or incumbent.kind == "none":
+        return Decision(True, passed)
+    bar = incumbent.bar
+    head = f"the served {incumbent.kind} head"
+    if bar is None:
+        if incumbent.required:
+            return Decision(False, f"{passed}, but {head}'s speedup is unknown (the job's results have no pre-trained "
+                                   "EAGLE rows and eagle.pretrained_head_speedup is not set), so this head cannot be "
+                                   "shown to beat it; set eagle.pretrained_head_speedup to its measured speedup")
+        return Decision(True, f"{passed}; {head} has no recorded speedup ({incumbent.note or 'unknown'})")
+    if speedup <= bar:
+        return Decision(False, f"{passed}, but it does not beat {head}: {_fmt(speedup)}x <= {_fmt(bar)}x "
+                               f"({incumbent.bar_source})")
+    return Decision(True, f"{passed} and beats {head}: {_fmt(speedup)}x > {_fmt(bar)}x ({incumbent.bar_source})")

@@ -30,6 +30,8 @@ Both handlers are steps of a Step Functions state machine: build dataset -> ``st
     REPORT_S3_URI        s3:// prefix; the report goes to ``<REPORT_S3_URI>/<model>/<run_id>.json``.
     PROMOTION_PARAMETER  SSM String parameter holding the approved draft head (see below).
     SPEEDUP_THRESHOLD    float > 0, e.g. 1.5; promote when speedup >= threshold.
+    PRETRAINED_HEAD_S3_URI  optional; the pre-trained head the model serves while the parameter holds ``none``.
+    PRETRAINED_HEAD_SPEEDUP optional, float >= 1; that head's measured speedup (``eagle.pretrained_head_speedup``).
   Event (``RecordEvent``): the ``start`` output plus ``"job"``: the final DescribeOptimizationJob
   response (``OptimizationJobStatus``, ``FailureReason``, ``OptimizationStartTime``,
   ``OptimizationEndTime``, ``CreationTime``, ``LastModifiedTime``; other keys ignored).
@@ -44,6 +46,14 @@ Both handlers are steps of a Step Functions state machine: build dataset -> ``st
   that URI. Everything else about the promoted run (speedup, EAGLE version, job ARN, completion
   time) is in its run record (DynamoDB) and report (S3). A run is not promoted over the run that
   holds the parameter when that run completed later (found by its draft URI in the runs table).
+
+  Promotion beats the served head, not only the base model: a run whose speedup passes the threshold is
+  promoted only when it is higher than the speedup of the head served now: the recorded speedup of the run
+  that promoted the parameter's head, or, while the parameter holds ``none`` and the model serves a
+  pre-trained head (``PRETRAINED_HEAD_S3_URI``), the highest of that head's own rows in this job's results
+  and ``PRETRAINED_HEAD_SPEEDUP``; with neither known no run replaces the pre-trained head. A head set by
+  hand (no run record) has no figure: the threshold alone decides, as before. The run record's
+  ``comparison_basis`` says which head was compared, with which figure and where it came from.
 """
 from __future__ import annotations
 
@@ -398,6 +408,54 @@ def _list_output(output_uri: str) -> tuple[list[dict[str, Any]], bool]:
     return entries, False
 
 
+def _pretrained_settings() -> tuple[str | None, float | None]:
+    """The pre-trained head served while no head is promoted, and its configured speedup (both optional)."""
+    env = os.environ
+    problems = []
+    uri = env.get("PRETRAINED_HEAD_S3_URI", "").strip() or None
+    if uri is not None and not uri.startswith("s3://"):
+        problems.append(f"PRETRAINED_HEAD_S3_URI {uri!r} must be the s3:// URI of the pre-trained head")
+    raw = env.get("PRETRAINED_HEAD_SPEEDUP", "").strip()
+    speedup = None
+    if raw:
+        try:
+            speedup = float(raw)
+            if not (1.0 <= speedup < float("inf")):
+                raise ValueError
+        except ValueError:
+            problems.append(f"PRETRAINED_HEAD_SPEEDUP {raw!r} must be a measured speedup >= 1, e.g. 1.8")
+        if uri is None:
+            problems.append("PRETRAINED_HEAD_SPEEDUP is set without PRETRAINED_HEAD_S3_URI (the head it measures)")
+    if problems:
+        raise ConfigurationError("invalid function configuration: " + "; ".join(problems))
+    return uri, speedup
+
+
+def _incumbent(parameter: str, table: str, run: RecordEvent, results: core.ResultsSummary | None,
+               previous: dict[str, Any] | None) -> core.Incumbent:
+    """The head served now, which this run's head must beat (see the module docstring)."""
+    pretrained_uri, pretrained_speedup = _pretrained_settings()
+    current = _current_head(parameter)
+    if current is not None and current == run.draft_model_s3_uri:
+        # a retry after this run promoted: compare with what the first attempt compared with
+        basis = _from_dynamo(previous).get("comparison_basis") if previous else None
+        if isinstance(basis, dict):
+            figures = tuple((str(f["source"]), float(f["speedup"])) for f in basis.get("figures") or [])
+            return core.Incumbent(kind=str(basis.get("served_head", "none")), s3_uri=basis.get("s3_uri"),
+                                  figures=figures, required=basis.get("served_head") == "pretrained",
+                                  note=basis.get("note"))
+        return core.Incumbent()
+    if current is not None:
+        holder = _promoting_run(table, run.model_name, current) or {}
+        if holder.get("speedup") is not None:
+            return core.Incumbent(kind="promoted", s3_uri=current,
+                                  figures=((f"run record {holder.get('run_id')}", float(holder["speedup"])),))
+        return core.Incumbent(kind="promoted", s3_uri=current, note="no run record promoted it (set by hand?)")
+    if pretrained_uri is not None:
+        return core.pretrained_incumbent(pretrained_uri, results, pretrained_speedup)
+    return core.Incumbent()
+
+
 def _prefix_has_objects(uri: str) -> bool:
     bucket, prefix = core.parse_s3_uri(uri, what="S3 URI")
     listing = _s3().list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
@@ -435,9 +493,10 @@ def _promoting_run(table: str, model_name: str, draft_uri: str) -> dict[str, Any
         TableName=table,
         KeyConditionExpression="#m = :m",
         FilterExpression="#u = :u AND #d = :d",
-        ProjectionExpression="#r, #e",
+        ProjectionExpression="#r, #e, #s",
         ExpressionAttributeNames={
             "#m": "model_name", "#u": "draft_model_s3_uri", "#d": "decision", "#r": "run_id", "#e": "ended_at",
+            "#s": "speedup",
         },
         ExpressionAttributeValues={":m": {"S": model_name}, ":u": {"S": draft_uri}, ":d": {"S": "promoted"}},
         ConsistentRead=True,
@@ -504,6 +563,7 @@ def _report_key(report_uri: str, model_name: str, run_id: str) -> tuple[str, str
 @logger.inject_lambda_context(log_event=False)
 def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
     table, report_uri, parameter, threshold = _record_settings()
+    _pretrained_settings()  # a bad configuration fails before any read
     run: RecordEvent = _parse(event, RecordEvent)
     logger.append_keys(model_name=run.model_name, run_id=run.run_id, job_name=run.job_name)
     job = run.job
@@ -517,23 +577,25 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
     results = _read_results(run.results_s3_uri) if status == "COMPLETED" else None
     listing, listing_truncated = _list_output(run.output_s3_uri)
     unparsed = status == "COMPLETED" and (results is None or results.status != "parsed" or results.speedup is None)
+    previous = _dynamodb().get_item(
+        TableName=table,
+        Key={"model_name": {"S": run.model_name}, "run_id": {"S": run.run_id}},
+        ConsistentRead=True,
+    ).get("Item")
+    incumbent = _incumbent(parameter, table, run, results, previous)
     decision = core.decide(
         status=status,
         failure_reason=job.FailureReason,
         results=results,
         threshold=threshold,
         results_uri=run.results_s3_uri,
+        incumbent=incumbent,
     )
     ended = job.OptimizationEndTime or job.LastModifiedTime
     began = job.OptimizationStartTime or job.CreationTime
     completed_at = _iso(ended)
     if decision.promote and not _prefix_has_objects(run.draft_model_s3_uri):
         decision = core.Decision(False, f"{decision.reason}, but no draft head objects under {run.draft_model_s3_uri}")
-    previous = _dynamodb().get_item(
-        TableName=table,
-        Key={"model_name": {"S": run.model_name}, "run_id": {"S": run.run_id}},
-        ConsistentRead=True,
-    ).get("Item")
     head_before = _current_head(parameter) if decision.promote else None  # what a rollback returns to
     if head_before is not None and head_before == run.draft_model_s3_uri:  # a retry after this run promoted
         stored_before = (previous or {}).get("previous_head", {}).get("S")
@@ -585,6 +647,8 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "trained_latency": results.optimized_latency if results else {},
         "speedup": results.speedup if results else None,
         "speedup_threshold": threshold,
+        "pretrained_speedup": results.reference_speedup if results else None,
+        "comparison_basis": incumbent.as_dict(),
         "decision": "promoted" if decision.promote else "not_promoted",
         "reason": decision.reason,
         "promotion_parameter": parameter,

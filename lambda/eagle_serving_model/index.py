@@ -98,21 +98,38 @@ def _isolated(properties: dict[str, Any]) -> bool:
 
 
 def _with_boolean_accept_eula(container: dict[str, Any]) -> dict[str, Any]:
-    """CloudFormation hands custom-resource properties over as strings: the gated model's accepted licence
-    (``ModelDataSource.S3DataSource.ModelAccessConfig.AcceptEula``, "true") becomes the boolean CreateModel wants."""
+    """CloudFormation hands custom-resource properties over as strings: an accepted licence
+    (``ModelAccessConfig.AcceptEula``, "true") becomes the boolean CreateModel wants, on the gated model's
+    ``ModelDataSource`` and on each ``AdditionalModelDataSources`` entry (a gated pre-trained draft head)."""
     source = (container.get("ModelDataSource") or {}).get("S3DataSource") or {}
-    access = source.get("ModelAccessConfig")
-    if not isinstance(access, dict) or "AcceptEula" not in access:
-        return container
+    if isinstance(source, dict) and isinstance(source.get("ModelAccessConfig"), dict):
+        container = {**container, "ModelDataSource": {**container["ModelDataSource"], "S3DataSource": _boolean_access(
+            source, "ModelDataSource.S3DataSource")}}
+    extra = container.get("AdditionalModelDataSources")
+    if isinstance(extra, list):
+        converted = []
+        for index, channel in enumerate(extra):
+            inner = channel.get("S3DataSource") if isinstance(channel, dict) else None
+            if isinstance(inner, dict) and isinstance(inner.get("ModelAccessConfig"), dict):
+                channel = {**channel, "S3DataSource": _boolean_access(
+                    inner, f"AdditionalModelDataSources[{index}].S3DataSource")}
+            converted.append(channel)
+        container = {**container, "AdditionalModelDataSources": converted}
+    return container
+
+
+def _boolean_access(source: dict[str, Any], where: str) -> dict[str, Any]:
+    access = source["ModelAccessConfig"]
+    if "AcceptEula" not in access:
+        raise PropertiesError(f"{where}.ModelAccessConfig needs AcceptEula (true or false)")
     value = access["AcceptEula"]
     if isinstance(value, str):
         if value.lower() not in ("true", "false"):
-            raise PropertiesError(f"ModelAccessConfig.AcceptEula {value!r} must be true or false")
+            raise PropertiesError(f"{where}.ModelAccessConfig.AcceptEula {value!r} must be true or false")
         value = value.lower() == "true"
     if not isinstance(value, bool):
-        raise PropertiesError(f"ModelAccessConfig.AcceptEula {value!r} must be true or false")
-    return {**container, "ModelDataSource": {**container["ModelDataSource"], "S3DataSource": {
-        **source, "ModelAccessConfig": {**access, "AcceptEula": value}}}}
+        raise PropertiesError(f"{where}.ModelAccessConfig.AcceptEula {value!r} must be true or false")
+    return {**source, "ModelAccessConfig": {**access, "AcceptEula": value}}
 
 
 def _create_or_reuse(properties: dict[str, Any]) -> tuple[str, dict[str, str]]:

@@ -865,14 +865,24 @@ def test_record_configuration_errors(recorder, aws_record, lambda_context, monke
         recorder.record(run_event(), lambda_context)
 
 
-def test_a_newer_run_replaces_an_older_head(recorder, aws_record, lambda_context):
+def test_a_newer_run_replaces_the_promoted_head_only_when_it_beats_it(recorder, aws_record, lambda_context):
+    """Promotion compares with the served head's recorded speedup, not only with the base model."""
     older = run_event("run-1", ended="2026-11-30T14:00:00Z")
-    newer = run_event("run-2", ended="2026-12-02T10:00:00Z")
+    slower = run_event("run-2", ended="2026-12-02T10:00:00Z")
+    faster = run_event("run-3", ended="2026-12-03T10:00:00Z")
     put_outputs(aws_record["s3"], older, speed_results(100.0, 300.0))
-    put_outputs(aws_record["s3"], newer, speed_results(100.0, 200.0))
+    put_outputs(aws_record["s3"], slower, speed_results(100.0, 200.0))
+    put_outputs(aws_record["s3"], faster, speed_results(100.0, 320.0))
     assert recorder.record(older, lambda_context)["decision"] == "promoted"
-    assert recorder.record(newer, lambda_context)["decision"] == "promoted"
-    assert parameter(aws_record) == newer["draft_model_s3_uri"]
+    kept = recorder.record(slower, lambda_context)
+    assert kept["decision"] == "not_promoted"
+    assert kept["reason"] == ("speedup 2x >= threshold 1.5x, but it does not beat the served promoted head: "
+                              "2x <= 3x (run record run-1)")
+    assert kept["comparison_basis"]["served_head"] == "promoted" and kept["comparison_basis"]["speedup"] == 3.0
+    assert parameter(aws_record) == older["draft_model_s3_uri"]
+    replaced = recorder.record(faster, lambda_context)
+    assert replaced["decision"] == "promoted" and "beats the served promoted head: 3.2x > 3x" in replaced["reason"]
+    assert parameter(aws_record) == faster["draft_model_s3_uri"]
 
 
 @pytest.mark.parametrize("current", ["none", "NONE", " none\n"])

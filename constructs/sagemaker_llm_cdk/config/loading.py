@@ -76,6 +76,9 @@ def jumpstart_problems(data: Any, lock: Any) -> list[Problem]:
             found = spec_problems(model_id, str(version), model.get("accept_eula") is True, lock, region, path=path)
             problems.extend(found)
             locked = lock.find(model_id, str(version), region) if region and not found else None
+            from ..eagle.pretrained_head import config_problems
+
+            problems.extend(config_problems(model, locked, path))  # the pre-trained head's settings
             gpus = accelerators_of(endpoint.get("instance_type")) if isinstance(endpoint.get("instance_type"), str) else None
             if (locked is not None and locked.accelerators is not None and "accelerators" not in model
                     and gpus is not None and locked.accelerators > gpus):

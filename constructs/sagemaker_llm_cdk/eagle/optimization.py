@@ -253,6 +253,14 @@ class EagleOptimization(Construct):
             problems.append(Problem("capacity_plan", plan_type, f"a plan for {job_instance_type}, the job's instance "
                                     "type", "set job_instance_type to the plan's instance type or pass another plan"))
         promotion_name = self._promotion_parameter_name(promotion_parameter, component, problems)
+        pretrained = getattr(component, "speculative_decoding", None)
+        pretrained_head = pretrained.pretrained_head if pretrained is not None else None
+        if settings_ok and settings.pretrained_head_speedup is not None and pretrained_head is None:
+            problems.append(Problem("settings.pretrained_head_speedup", settings.pretrained_head_speedup,
+                                    "only on a model that serves a pre-trained EAGLE head (a JumpStart model whose "
+                                    "lock entry has one, pretrained_head not false)",
+                                    "remove pretrained_head_speedup: the first promoted head is compared with the "
+                                    "base model and speedup_threshold"))
         if problems:
             raise ConfigurationError(problems, source=where)
 
@@ -383,6 +391,8 @@ class EagleOptimization(Construct):
                 "REPORT_S3_URI": f"{bucket_uri}/{REPORTS}",
                 "PROMOTION_PARAMETER": promotion_name,
                 "SPEEDUP_THRESHOLD": f"{settings.speedup_threshold:g}",
+                # the head served while the parameter holds none: a trained head must beat it to be promoted
+                **_pretrained_environment(pretrained_head, settings.pretrained_head_speedup),
             },
             timeout=Duration.minutes(5), memory_size=512)
         self._grant_record(stack)
@@ -471,10 +481,16 @@ class EagleOptimization(Construct):
             self._records_check(dataset.records_check, dataset.min_new_records)
 
         # ------------------------------------------------------------------ serving
-        self.speculative_decoding = SpeculativeDecoding(
-            self, "SpeculativeDecoding", component=component, promotion_parameter_name=promotion_name,
-            draft_bucket=self.artifacts_bucket, draft_prefix=JOBS, draft_key=self.key,
-            num_speculative_tokens=settings.num_speculative_tokens)
+        if pretrained is not None:  # the model serves a pre-trained head: a promoted head replaces it
+            pretrained.add_promotion(promotion_parameter_name=promotion_name, draft_bucket=self.artifacts_bucket,
+                                     draft_prefix=JOBS, draft_key=self.key,
+                                     num_speculative_tokens=settings.num_speculative_tokens)
+            self.speculative_decoding: SpeculativeDecoding = pretrained
+        else:
+            self.speculative_decoding = SpeculativeDecoding(
+                self, "SpeculativeDecoding", component=component, promotion_parameter_name=promotion_name,
+                draft_bucket=self.artifacts_bucket, draft_prefix=JOBS, draft_key=self.key,
+                num_speculative_tokens=settings.num_speculative_tokens)
         self.served_model_name = self.speculative_decoding.served_model_name
         _acknowledge_eagle(self)
 
@@ -966,6 +982,15 @@ def _events_may_use_key() -> iam.PolicyStatement:
         principals=[iam.ServicePrincipal("events.amazonaws.com")],
         actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
         conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}})
+
+
+def _pretrained_environment(head: Any, configured: float | None) -> dict[str, str]:
+    """The record function's view of the pre-trained head served before any promotion (none: {})."""
+    if head is None:
+        return {}
+    speedup = configured if configured is not None else head.speedup
+    return {"PRETRAINED_HEAD_S3_URI": head.s3_uri,
+            **({"PRETRAINED_HEAD_SPEEDUP": f"{speedup:g}"} if speedup is not None else {})}
 
 
 def _bucket_and_prefix(uri: str) -> tuple[str, str]:

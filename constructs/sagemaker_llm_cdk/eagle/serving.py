@@ -17,6 +17,9 @@ How a head reaches the endpoint
    ``OPTION_SPECULATIVE_CONFIG={"method": "eagle3"|"eagle", "model": <that folder>,
    "num_speculative_tokens": N}`` for the LMI container (vLLM's method names: ``eagle3`` for
    EAGLE-3 heads, ``eagle`` for EAGLE-1/2 heads). SageMaker then rolls the copies over to it.
+4. A model that serves a pre-trained head (``pretrained_head``: JumpStart's, from the lock) has the
+   serving model from day one; ``none`` then means "the pre-trained head", and the channel is
+   ``Fn::If [HeadPromoted, <promoted head>, <pre-trained head>]``.
 
 Why a custom resource for the serving model
 -------------------------------------------
@@ -44,24 +47,27 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import jsii
-from aws_cdk import CfnCondition, CfnParameter, CustomResource, Duration, Fn, IStableAnyProducer, Lazy, Stack, Token
+from aws_cdk import Aws, CfnCondition, CfnParameter, CustomResource, Duration, Fn, IStableAnyProducer, Lazy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
+
+from ..core import grants
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import python_function
-from ..hosting.images import lora_with_speculative_problem
 from ..core.settings import _S3_URI, name_problem
+from ..hosting.images import lora_with_speculative_problem
 from .settings import EAGLE_ARCHITECTURES
-from ..core import grants
 
 if TYPE_CHECKING:
     from ..hosting.model_component import ModelComponent
+    from .pretrained_head import PretrainedHead
 
 NO_HEAD = "none"
-"""Promotion parameter value meaning "no approved draft head": the component serves its own model."""
+"""Promotion parameter value meaning "no approved draft head": the component serves its own model (or its
+pre-trained head, when it has one)."""
 CHANNEL = "eagle"
 """Additional model data channel of the draft head."""
 DRAFT_PATH = f"/opt/ml/additional-model-data-sources/{CHANNEL}"
@@ -134,19 +140,22 @@ def literal_parameter_name(parameter: ssm.IStringParameter) -> str | None:
 
 
 class SpeculativeDecoding(Construct):
-    """Serves ``component`` with the approved EAGLE draft head named by a promotion parameter.
+    """Serves ``component`` with an EAGLE draft head: a promoted one (named by a promotion parameter), a
+    pre-trained one (served from day one), or both (the pre-trained head until a promotion).
 
-    Adds to the component's stack: the stack parameter ``DraftHead`` (type
-    ``AWS::SSM::Parameter::Value<String>``, default = the promotion parameter's name), the
-    condition ``HeadPromoted`` (value != ``none``), the serving model (``ServingModel``, a
-    ``Custom::EagleServingModel`` that exists only under that condition) and an override of the
-    inference component's ``Specification.ModelName``:
-    ``Fn::If [HeadPromoted, <serving model>, <component model>]``. The endpoint role may read
-    draft heads under ``draft_prefix`` of ``draft_bucket`` (and decrypt them with ``draft_key``).
+    With a promotion parameter it adds to the component's stack: the stack parameter ``DraftHead`` (type
+    ``AWS::SSM::Parameter::Value<String>``, default = the promotion parameter's name), the condition
+    ``HeadPromoted`` (value != ``none``), and read access for the endpoint role to heads under
+    ``draft_prefix`` of ``draft_bucket`` (and ``draft_key``). Always: the serving model (``ServingModel``, a
+    ``Custom::EagleServingModel``) and an override of the inference component's ``Specification.ModelName``.
+    Without a pre-trained head the serving model exists only under ``HeadPromoted`` and the component runs
+    ``Fn::If [HeadPromoted, <serving model>, <component model>]``; with one, the serving model always exists
+    and its ``eagle`` channel is ``Fn::If [HeadPromoted, <promoted head>, <pre-trained head>]`` (the
+    pre-trained head's ``ModelAccessConfig`` only on its own branch).
 
     Must be created in the component's stack. Escape hatches: ``draft_head_parameter``,
-    ``promoted_condition``, ``serving_model``, ``function``; ``served_model_name`` is what the
-    inference component runs (for deployment checks).
+    ``promoted_condition`` (None without a promotion parameter), ``serving_model``, ``function``;
+    ``served_model_name`` is what the inference component runs (for deployment checks).
     """
 
     def __init__(
@@ -155,19 +164,22 @@ class SpeculativeDecoding(Construct):
         id: str,
         *,
         component: "ModelComponent",
-        promotion_parameter_name: str,
-        draft_bucket: s3.IBucket,
-        draft_prefix: str,
+        promotion_parameter_name: str | None = None,
+        draft_bucket: s3.IBucket | None = None,
+        draft_prefix: str = "jobs",
         draft_key: kms.IKey | None = None,
         num_speculative_tokens: int = 5,
+        pretrained_head: "PretrainedHead | None" = None,
     ) -> None:
         """
         :param component: the model to serve with speculative decoding (LMI container).
         :param promotion_parameter_name: the promotion parameter's name (a literal, see ``PromotionParameter``).
-        :param draft_bucket: the bucket the optimization jobs write draft heads to.
-        :param draft_prefix: key prefix under which heads are (``jobs/`` -> ``jobs/<job>/draft/``).
+            Default: none (only ``pretrained_head`` is served; ``add_promotion`` can add it later).
+        :param draft_bucket: the bucket the optimization jobs write draft heads to (with a promotion parameter).
+        :param draft_prefix: key prefix under which heads are (``jobs/`` -> ``jobs/<job>/draft/``). Default: jobs.
         :param draft_key: KMS key the heads are encrypted with. Default: none (S3-managed keys).
         :param num_speculative_tokens: draft tokens per step, 1-16. Default: 5.
+        :param pretrained_head: a head to serve while no head is promoted (see ``pretrained_head``). Default: none.
         """
         super().__init__(scope, id)
         spec = component.spec
@@ -183,9 +195,13 @@ class SpeculativeDecoding(Construct):
             problems.append(Problem("component.spec.image", spec.image, "an LMI image ('lmi', 'lmi:<tag>' or a "
                                     "djl-inference image): the head is served through OPTION_SPECULATIVE_CONFIG",
                                     "serve the model with the LMI container"))
-        if Token.is_unresolved(promotion_parameter_name) or not _parameter_name_ok(promotion_parameter_name):
-            problems.append(Problem("promotion_parameter_name", promotion_parameter_name,
-                                    "a literal SSM parameter name", "pass PromotionParameter(...).parameter_name"))
+        if promotion_parameter_name is None and pretrained_head is None:
+            problems.append(Problem("promotion_parameter_name", None, "a promotion parameter name, a pretrained_head, "
+                                    "or both", "pass PromotionParameter(...).parameter_name"))
+        if pretrained_head is not None:
+            problems.extend(pretrained_head.problems())
+        if promotion_parameter_name is not None:
+            problems.extend(_promotion_problems(promotion_parameter_name, draft_bucket))
         lora_problem = lora_with_speculative_problem(spec)  # vLLM cannot serve LoRA and a draft head together
         if lora_problem is not None:
             problems.append(lora_problem)
@@ -196,34 +212,13 @@ class SpeculativeDecoding(Construct):
 
         endpoint = component.endpoint
         self.component = component
+        self.pretrained_head = pretrained_head
+        """The head served while none is promoted (None: the component's own model is served then)."""
         self.eagle_version = EAGLE_ARCHITECTURES[spec.architecture or ""]
         self.speculative_config = speculative_config(self.eagle_version, num_speculative_tokens)
-
-        self.draft_head_parameter = CfnParameter(
-            self, "DraftHead",
-            type="AWS::SSM::Parameter::Value<String>",
-            default=promotion_parameter_name,
-            description=f"SSM parameter holding the approved EAGLE draft head of {component.component_name} "
-                        f"(an s3:// prefix, or '{NO_HEAD}'). Resolved again on every deployment.",
-        )
-        self.promoted_condition = CfnCondition(
-            self, "HeadPromoted",
-            expression=Fn.condition_not(Fn.condition_equals(self.draft_head_parameter.value_as_string, NO_HEAD)),
-        )
-
-        # The endpoint role reads draft heads (weights of the serving model) and decrypts them.
-        prefix = draft_prefix.strip("/")
+        self.draft_head_parameter: CfnParameter | None = None
+        self.promoted_condition: CfnCondition | None = None
         role = endpoint.role
-        grants.grant(role, sid="ReadEagleDraftHeads", actions=["s3:GetObject"],
-                     resources=[draft_bucket.arn_for_objects(f"{prefix}/*/draft/*")],
-                     reason="A promoted draft head is many files under jobs/<job name>/draft/ (the job name is made at "
-                            "run time); the endpoint reads heads read-only, only draft/ folders.")
-        role.add_to_principal_policy(iam.PolicyStatement(
-            sid="ListEagleDraftHeads", actions=["s3:ListBucket"], resources=[draft_bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{prefix}/*"]}}))
-        if draft_key is not None:
-            role.add_to_principal_policy(iam.PolicyStatement(
-                sid="DecryptEagleDraftHeads", actions=["kms:Decrypt"], resources=[draft_key.key_arn]))
 
         model_prefix = f"{component.component_name[:40].rstrip('-')}-eagle"
         self.function = python_function(
@@ -243,6 +238,8 @@ class SpeculativeDecoding(Construct):
         self.function.add_to_role_policy(iam.PolicyStatement(
             sid="PassEndpointRole", actions=["iam:PassRole"], resources=[role.role_arn],
             conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}))
+        if pretrained_head is not None:
+            _grant_head_read(role, pretrained_head)
 
         properties: dict[str, Any] = {
             "ModelNamePrefix": model_prefix,
@@ -255,10 +252,9 @@ class SpeculativeDecoding(Construct):
                     **({"ModelAccessConfig": {"AcceptEula": True}} if component.accepts_eula else {})}},
                 "AdditionalModelDataSources": [{
                     "ChannelName": CHANNEL,
-                    "S3DataSource": {"S3Uri": self.draft_head_parameter.value_as_string, "S3DataType": "S3Prefix",
-                                     "CompressionType": "None"},
+                    "S3DataSource": Lazy.any(_Produce(self._channel_source)),
                 }],
-                "Environment": Lazy.any(_ServingEnvironment(component, self.speculative_config)),
+                "Environment": Lazy.any(_ServingEnvironment(component, self)),
             },
         }
         if spec.network_isolation:
@@ -270,21 +266,120 @@ class SpeculativeDecoding(Construct):
             self, "ServingModel", service_token=self.function.function_arn, resource_type=SERVING_MODEL_TYPE,
             properties=properties,
         )
-        cfn_serving = self.serving_model.node.default_child
-        cfn_serving.cfn_options.condition = self.promoted_condition  # type: ignore[union-attr]
         policy = role.node.try_find_child("DefaultPolicy")
         self.serving_model.node.add_dependency(policy if policy is not None else role)
         self.serving_model.node.add_dependency(self.function)
+        self.served_model_name: str = self.serving_model.get_att_string("ModelName")
+        """The model the inference component runs: the serving model while a head is served."""
+        self._serve(self.served_model_name)
+        if promotion_parameter_name is not None:
+            self.add_promotion(promotion_parameter_name=promotion_parameter_name, draft_bucket=draft_bucket,
+                               draft_prefix=draft_prefix, draft_key=draft_key)
 
-        self.served_model_name: str = Token.as_string(Fn.condition_if(
-            self.promoted_condition.logical_id,
-            self.serving_model.get_att_string("ModelName"),
-            component.cfn_model.attr_model_name,
-        ))
-        """The model the inference component runs: the serving model while a head is promoted."""
-        component.cfn_inference_component.add_property_override("Specification.ModelName", self.served_model_name)
+    def add_promotion(self, *, promotion_parameter_name: str, draft_bucket: s3.IBucket | None,
+                      draft_prefix: str = "jobs", draft_key: kms.IKey | None = None,
+                      num_speculative_tokens: int | None = None) -> None:
+        """Serve the head a promotion parameter names once one is promoted (``EagleOptimization`` calls this on a
+        component that already serves a pre-trained head). ``num_speculative_tokens`` replaces the draft length."""
+        problems = _promotion_problems(promotion_parameter_name, draft_bucket)
+        if self.draft_head_parameter is not None:
+            problems.append(Problem("promotion_parameter_name", promotion_parameter_name, "one promotion parameter per "
+                                    "model", "create one EagleOptimization per model"))
+        if num_speculative_tokens is not None and not 1 <= num_speculative_tokens <= 16:
+            problems.append(Problem("num_speculative_tokens", num_speculative_tokens, "1-16", "use e.g. 5"))
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+        assert draft_bucket is not None
+        if num_speculative_tokens is not None:
+            self.speculative_config = speculative_config(self.eagle_version, num_speculative_tokens)
+        component = self.component
+        self.draft_head_parameter = CfnParameter(
+            self, "DraftHead",
+            type="AWS::SSM::Parameter::Value<String>",
+            default=promotion_parameter_name,
+            description=f"SSM parameter holding the approved EAGLE draft head of {component.component_name} "
+                        f"(an s3:// prefix, or '{NO_HEAD}'). Resolved again on every deployment.",
+        )
+        self.promoted_condition = CfnCondition(
+            self, "HeadPromoted",
+            expression=Fn.condition_not(Fn.condition_equals(self.draft_head_parameter.value_as_string, NO_HEAD)),
+        )
+        # The endpoint role reads draft heads (weights of the serving model) and decrypts them.
+        prefix = draft_prefix.strip("/")
+        role = component.endpoint.role
+        grants.grant(role, sid="ReadEagleDraftHeads", actions=["s3:GetObject"],
+                     resources=[draft_bucket.arn_for_objects(f"{prefix}/*/draft/*")],
+                     reason="A promoted draft head is many files under jobs/<job name>/draft/ (the job name is made at "
+                            "run time); the endpoint reads heads read-only, only draft/ folders.")
+        role.add_to_principal_policy(iam.PolicyStatement(
+            sid="ListEagleDraftHeads", actions=["s3:ListBucket"], resources=[draft_bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{prefix}/*"]}}))
+        if draft_key is not None:
+            role.add_to_principal_policy(iam.PolicyStatement(
+                sid="DecryptEagleDraftHeads", actions=["kms:Decrypt"], resources=[draft_key.key_arn]))
+        if self.pretrained_head is None:
+            # No head before a promotion: the serving model exists only once one is promoted.
+            cfn_serving = self.serving_model.node.default_child
+            cfn_serving.cfn_options.condition = self.promoted_condition  # type: ignore[union-attr]
+            self.served_model_name = Token.as_string(Fn.condition_if(
+                self.promoted_condition.logical_id,
+                self.serving_model.get_att_string("ModelName"),
+                component.cfn_model.attr_model_name,
+            ))
+            self._serve(self.served_model_name)
+
+    def _serve(self, model_name: str) -> None:
+        component = self.component
+        component.cfn_inference_component.add_property_override("Specification.ModelName", model_name)
         # Checks that compare what the component runs with the template (DeploymentCheck) read this.
-        component.served_model_name = self.served_model_name
+        component.served_model_name = model_name
+
+    def _channel_source(self) -> Any:
+        """The ``eagle`` channel's S3DataSource: the promoted head, the pre-trained one, or one per condition."""
+        promoted = None
+        if self.draft_head_parameter is not None:
+            promoted = {"S3Uri": self.draft_head_parameter.value_as_string, "S3DataType": "S3Prefix",
+                        "CompressionType": "None"}
+        pretrained = self.pretrained_head.s3_data_source() if self.pretrained_head is not None else None
+        if promoted is not None and pretrained is not None:
+            assert self.promoted_condition is not None
+            return Fn.condition_if(self.promoted_condition.logical_id, promoted, pretrained)
+        return promoted or pretrained
+
+
+def _promotion_problems(name: str, draft_bucket: Any) -> list[Problem]:
+    problems = []
+    if Token.is_unresolved(name) or not _parameter_name_ok(name):
+        problems.append(Problem("promotion_parameter_name", name,
+                                "a literal SSM parameter name", "pass PromotionParameter(...).parameter_name"))
+    if draft_bucket is None:
+        problems.append(Problem("draft_bucket", None, "the bucket the optimization jobs write heads to, with a "
+                                "promotion parameter", "pass the EAGLE artifacts bucket"))
+    return problems
+
+
+def _grant_head_read(role: iam.IRole, head: "PretrainedHead") -> None:
+    """The endpoint role reads the pre-trained head (SageMaker mounts it with that role, like the weights)."""
+    match = _S3_URI.match(head.s3_uri)
+    assert match  # checked by PretrainedHead.problems
+    bucket, key = match.group("bucket"), match.group("key") or ""
+    objects = key if head.s3_data_type == "S3Object" else f"{key}*"
+    grants.grant(role, sid="ReadPretrainedEagleHead", actions=["s3:GetObject"],
+                 resources=[f"arn:{Aws.PARTITION}:s3:::{bucket}/{objects}"],
+                 reason="The pre-trained EAGLE head is many files under one S3 prefix; read-only GetObject on that "
+                        "prefix only.")
+    grants.grant(role, sid="ListPretrainedEagleHead", actions=["s3:ListBucket"],
+                 resources=[f"arn:{Aws.PARTITION}:s3:::{bucket}"],
+                 conditions={"StringLike": {"s3:prefix": [objects]}})
+
+
+@jsii.implements(IStableAnyProducer)
+class _Produce:
+    def __init__(self, produce: Any) -> None:
+        self._produce = produce
+
+    def produce(self) -> Any:
+        return self._produce()
 
 
 def _weights_source(uri: str) -> dict[str, str]:
@@ -299,9 +394,9 @@ class _ServingEnvironment:
     """The component's container environment at synth time (after every feature added its variables),
     plus ``OPTION_SPECULATIVE_CONFIG``."""
 
-    def __init__(self, component: "ModelComponent", config: str) -> None:
+    def __init__(self, component: "ModelComponent", wiring: SpeculativeDecoding) -> None:
         self._component = component
-        self._config = config
+        self._wiring = wiring
 
     def produce(self) -> dict[str, str]:
-        return {**self._component.environment, "OPTION_SPECULATIVE_CONFIG": self._config}
+        return {**self._component.environment, "OPTION_SPECULATIVE_CONFIG": self._wiring.speculative_config}

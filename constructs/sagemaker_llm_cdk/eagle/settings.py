@@ -105,6 +105,11 @@ class EagleSettings(Settings):
     speedup_threshold: Annotated[float, Field(ge=1.0, le=20.0, description=(
         "Promote a trained head only when throughput improves at least this much. Default: 1.5.")) ] = 1.5
     num_speculative_tokens: Annotated[int, Field(ge=1, le=16, description="Draft tokens per step when served. Default: 5.")] = 5
+    pretrained_head_speedup: Annotated[float | None, Field(ge=1.0, le=20.0, description=(
+        "A model serving JumpStart's pre-trained EAGLE head: its speedup over no speculative decoding as you measured "
+        "it. While that head is served, a trained head is promoted only when its speedup beats this and the "
+        "pre-trained head's own rows in the job's benchmark results (when the job reports them). Default: unknown: "
+        "only the job's figures count, and without them no trained head replaces the pre-trained one."))] = None
     use_capacity_plan: Annotated[bool, Field(description=(
         "Refused when true: the endpoint's capacity plan targets endpoints, and SageMaker accepts only a plan for "
         "jobs in TrainingPlanArns. Use training_plan. Default: false."))] = False

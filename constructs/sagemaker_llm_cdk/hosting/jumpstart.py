@@ -6,11 +6,23 @@ reads JumpStart's published manifest once (the public content bucket ``jumpstart
 serving needs into ``config/jumpstart.lock.yaml``: per region, per model id and version, the container
 image, the artifacts, the container environment, accelerators and memory, and the licence a person must
 accept. Synth reads only that file, so a JumpStart upgrade shows in a pull request as a lock-file diff.
+
+Pre-trained heads: where the model's spec publishes a speculative-decoding source
+(``hosting_additional_data_sources.speculative_decoding``, at the top level or in the spec's default
+inference config, e.g. ``lmi-optimized``), the lock records it as ``pretrained_head``: channel, artifact
+version, the S3 location resolved into its bucket (``provider`` JumpStart gated -> the private bucket,
+JumpStart ungated -> the content bucket, none -> SageMaker's draft-model bucket
+``sagemaker-sd-models-prod-<region>``, as the SageMaker Python SDK resolves it), its own licence when
+gated, and ``kind``: ``eagle`` when the channel or key names EAGLE (served through
+``OPTION_SPECULATIVE_CONFIG``), else ``draft_model`` (a separate small LLM, recorded, never served as
+an EAGLE head). See ``pretrained_head``.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +48,11 @@ def gated_bucket(region: str) -> str:
     return f"jumpstart-private-cache-prod-{region}"
 
 
+def draft_model_bucket(region: str) -> str:
+    """Where SageMaker keeps the draft models it provides (the SDK's ``neo_content_bucket``)."""
+    return f"sagemaker-sd-models-prod-{region}"
+
+
 def lock_command(model_id: str = "<model id>", version: str = "<version>", region: str = "<region>") -> str:
     return f"make jumpstart-lock MODEL={model_id} VERSION={version} REGION={region}"
 
@@ -46,6 +63,74 @@ class Licence:
 
     name: str
     url: str
+
+
+HEAD_KINDS = ("eagle", "draft_model")
+_CHANNEL = re.compile(r"^[A-Za-z0-9.\-_]{1,64}$")
+
+
+@dataclass(frozen=True)
+class PretrainedHead:
+    """A speculative-decoding draft JumpStart publishes for a model (``pretrained_head`` in the lock)."""
+
+    channel_name: str
+    s3_uri: str
+    s3_data_type: str = "S3Prefix"
+    compression_type: str = "None"
+    artifact_version: str | None = None
+    kind: str = "eagle"
+    """``eagle`` (an EAGLE head, served through OPTION_SPECULATIVE_CONFIG) or ``draft_model`` (a small LLM)."""
+    licence: Licence | None = None
+    """Its own licence when JumpStart gates it (``ModelAccessConfig.AcceptEula`` on its channel)."""
+
+    @property
+    def gated(self) -> bool:
+        return self.licence is not None or self.s3_uri.startswith("s3://jumpstart-private-cache-prod-")
+
+    def to_lock(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"channel_name": self.channel_name, "s3_uri": self.s3_uri,
+                                 "s3_data_type": self.s3_data_type, "compression_type": self.compression_type,
+                                 "kind": self.kind}
+        if self.artifact_version:
+            entry["artifact_version"] = self.artifact_version
+        entry["licence"] = {"name": self.licence.name, "url": self.licence.url} if self.licence else None
+        return entry
+
+    @classmethod
+    def from_lock(cls, entry: Any, where: str, fix: str) -> "tuple[PretrainedHead | None, list[Problem]]":
+        """The head of a lock entry, or every problem of a malformed one (field, value, what is allowed)."""
+        if not isinstance(entry, dict):
+            return None, [Problem(where, entry, "a mapping with channel_name, s3_uri, s3_data_type, compression_type, "
+                                  "kind, licence (or null: JumpStart publishes no head)", fix)]
+        problems: list[Problem] = []
+        checks = (
+            ("channel_name", lambda v: isinstance(v, str) and _CHANNEL.match(v) is not None,
+             "1-64 letters, digits, '.', '-', '_' (AdditionalModelDataSource.ChannelName)"),
+            ("s3_uri", lambda v: isinstance(v, str) and re.match(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]/.+", v)
+             is not None, "an s3://bucket/key URI"),
+            ("s3_data_type", lambda v: v in ("S3Prefix", "S3Object"), "S3Prefix or S3Object"),
+            ("compression_type", lambda v: v in ("None", "Gzip"), "None or Gzip"),
+            ("kind", lambda v: v in HEAD_KINDS, " or ".join(HEAD_KINDS)),
+        )
+        for name, ok, allowed in checks:
+            if not ok(entry.get(name)):
+                problems.append(Problem(f"{where}.{name}", entry.get(name, "<missing>"), allowed, fix))
+        if entry.get("s3_data_type") == "S3Prefix" and isinstance(entry.get("s3_uri"), str) \
+                and not entry["s3_uri"].endswith("/"):
+            problems.append(Problem(f"{where}.s3_uri", entry["s3_uri"], "a prefix ending in '/' with S3Prefix", fix))
+        licence = entry.get("licence")
+        if licence is not None and not (isinstance(licence, dict) and isinstance(licence.get("name"), str)
+                                        and isinstance(licence.get("url"), str)):
+            problems.append(Problem(f"{where}.licence", licence, "null or {name, url}", fix))
+        version = entry.get("artifact_version")
+        if version is not None and not isinstance(version, (str, int, float)):
+            problems.append(Problem(f"{where}.artifact_version", version, "a version string", fix))
+        if problems:
+            return None, problems
+        return cls(channel_name=entry["channel_name"], s3_uri=entry["s3_uri"], s3_data_type=entry["s3_data_type"],
+                   compression_type=entry["compression_type"], kind=entry["kind"],
+                   artifact_version=str(version) if version is not None else None,
+                   licence=Licence(licence["name"], licence["url"]) if licence else None), []
 
 
 @dataclass(frozen=True)
@@ -63,6 +148,10 @@ class JumpStartModel:
     default_instance_type: str | None = None
     supported_instance_types: tuple[str, ...] = ()
     licence: Licence | None = None
+    pretrained_head: PretrainedHead | None = None
+    """The speculative-decoding draft JumpStart publishes for the model, if any."""
+    inference_config: str | None = None
+    """The spec's default inference config the entry was resolved with (e.g. lmi-optimized), if it has configs."""
 
     @property
     def gated(self) -> bool:
@@ -81,6 +170,9 @@ class JumpStartModel:
         if self.supported_instance_types:
             entry["supported_instance_types"] = list(self.supported_instance_types)
         entry["licence"] = {"name": self.licence.name, "url": self.licence.url} if self.licence else None
+        if self.inference_config:
+            entry["inference_config"] = self.inference_config
+        entry["pretrained_head"] = self.pretrained_head.to_lock() if self.pretrained_head else None
         return entry
 
 
@@ -130,6 +222,14 @@ class JumpStartLock:
                     continue
                 for version, entry in versions.items():
                     where = f"regions.{region}.{model_id}.{version}"
+                    head = None
+                    if isinstance(entry, dict) and entry.get("pretrained_head") is not None:
+                        head, head_problems = PretrainedHead.from_lock(
+                            entry["pretrained_head"], f"{where}.pretrained_head",
+                            "write it again: " + lock_command(str(model_id), str(version), str(region)))
+                        if head_problems:
+                            problems.extend(head_problems)
+                            continue
                     try:
                         licence = entry.get("licence")
                         entries[(str(region), str(model_id), str(version))] = JumpStartModel(
@@ -140,6 +240,7 @@ class JumpStartLock:
                             default_instance_type=entry.get("default_instance_type"),
                             supported_instance_types=tuple(entry.get("supported_instance_types") or ()),
                             licence=Licence(str(licence["name"]), str(licence["url"])) if licence else None,
+                            pretrained_head=head, inference_config=entry.get("inference_config"),
                         )
                     except (KeyError, TypeError, AttributeError) as error:
                         problems.append(Problem(where, entry, "image_uri, artifact_s3_uri, environment, licence",
@@ -212,7 +313,10 @@ def model_from_spec(spec: Mapping[str, Any], *, region: str) -> JumpStartModel:
     (``regional_aliases`` resolved). Artifacts: ``hosting_prepacked_artifact_key`` (uncompressed, ready to
     serve), else ``hosting_artifact_key``, in the gated bucket when ``gated_bucket`` is true. Environment:
     the ``inference_environment_variables`` of scope ``container``. A spec with ``hosting_eula_key`` is gated.
+    A spec with ``inference_configs`` is read through its default (top-ranked) config, as the SageMaker Python
+    SDK deploys it; its speculative-decoding source, if any, becomes ``pretrained_head``.
     """
+    spec, config_name = default_config(spec)
     model_id, version = str(spec.get("model_id", "")), str(spec.get("version", ""))
     image = spec.get("hosting_ecr_uri") or _variant_image(spec, region)
     if not image:
@@ -235,7 +339,79 @@ def model_from_spec(spec: Mapping[str, Any], *, region: str) -> JumpStartModel:
         environment=environment, accelerators=needs.get("num_accelerators"), min_memory_mb=needs.get("min_memory_mb"),
         default_instance_type=spec.get("default_inference_instance_type"),
         supported_instance_types=tuple(spec.get("supported_inference_instance_types") or ()), licence=licence,
+        pretrained_head=head_from_spec(spec, region=region), inference_config=config_name,
     )
+
+
+#: Spec fields an inference config component may not override (the SDK's ``OVERRIDING_DENY_LIST``).
+_DENY_OVERRIDE = frozenset({"model_id", "url", "version", "min_sdk_version", "deprecated", "deprecated_message",
+                            "deprecate_warn_message", "resource_name_base", "gated_bucket", "training_supported",
+                            "incremental_training_supported"})
+
+
+def default_config(spec: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``spec`` with its default inference config applied (``inference_config_rankings.overall`` first, else the
+    first config by name), and that config's name; the spec unchanged and None when it has no configs."""
+    configs = spec.get("inference_configs") or {}
+    if not isinstance(configs, dict) or not configs:
+        return dict(spec), None
+    rankings = ((spec.get("inference_config_rankings") or {}).get("overall") or {}).get("rankings") or sorted(configs)
+    name = next((str(n) for n in rankings if n in configs), sorted(configs)[0])
+    components = spec.get("inference_config_components") or {}
+    resolved = copy.deepcopy(dict(spec))
+    for component in (configs[name] or {}).get("component_names") or [name]:
+        if component not in components:
+            raise SpecError(f"{spec.get('model_id')} {spec.get('version')}: inference config {name} names component "
+                            f"{component}, which inference_config_components does not have")
+        _override(resolved, components[component] or {})
+    return resolved, name
+
+
+def _override(base: dict[str, Any], update: Mapping[str, Any]) -> None:
+    for key, value in update.items():
+        if key in _DENY_OVERRIDE:
+            continue
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merged = dict(base[key])
+            _override(merged, value)
+            base[key] = merged
+        else:
+            base[key] = copy.deepcopy(value)
+
+
+def head_from_spec(spec: Mapping[str, Any], *, region: str) -> PretrainedHead | None:
+    """The first ``hosting_additional_data_sources.speculative_decoding`` source of a (resolved) spec, its key
+    resolved into the bucket its ``provider`` names; None when the spec publishes none."""
+    sources = (spec.get("hosting_additional_data_sources") or {}).get("speculative_decoding") or []
+    if not sources:
+        return None
+    source = sources[0]
+    what = f"{spec.get('model_id')} {spec.get('version')}: hosting_additional_data_sources.speculative_decoding[0]"
+    data = source.get("s3_data_source") if isinstance(source, dict) else None
+    if not isinstance(data, dict) or not data.get("s3_uri") or not source.get("channel_name"):
+        raise SpecError(f"{what} has no channel_name or s3_data_source.s3_uri: {source!r}")
+    provider = source.get("provider") or {}
+    eula = source.get("hosting_eula_key") or data.get("hosting_eula_key")
+    gated = str(provider.get("classification", "")).lower() == "gated" or bool(eula)
+    if str(provider.get("name", "")).lower() == "jumpstart":
+        bucket = gated_bucket(region) if gated else content_bucket(region)
+    else:
+        bucket = draft_model_bucket(region)
+    key = str(data["s3_uri"])
+    uri = key if key.startswith("s3://") else f"s3://{bucket}/{key.lstrip('/')}"
+    data_type = str(data.get("s3_data_type") or "S3Prefix")
+    compression = str(data.get("compression_type") or "None")
+    if data_type == "S3Prefix" and not uri.endswith("/"):
+        uri += "/"
+    licence = None
+    if eula:
+        licence = Licence(name=Path(str(eula)).stem,
+                          url=f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula}")
+    channel = str(source["channel_name"])
+    kind = "eagle" if "eagle" in f"{channel} {key}".lower() else "draft_model"
+    version = source.get("artifact_version")
+    return PretrainedHead(channel_name=channel, s3_uri=uri, s3_data_type=data_type, compression_type=compression,
+                          artifact_version=str(version) if version is not None else None, kind=kind, licence=licence)
 
 
 def _variant_image(spec: Mapping[str, Any], region: str) -> str | None:
@@ -288,6 +464,11 @@ def main(argv: list[str] | None = None, *, s3: Any = None) -> int:
     path.write_text(current.with_entry(model).dump(), encoding="utf-8")
     gated = f"; gated: licence {model.licence.name} {model.licence.url}" if model.licence else ""
     print(f"locked {model.model_id} {model.version} in {model.region}: {model.image_uri}{gated}", file=sys.stderr)
+    head = model.pretrained_head
+    if head is not None:
+        head_gated = f", gated: licence {head.licence.name} {head.licence.url}" if head.licence else ""
+        print(f"  pre-trained {head.kind} draft: {head.s3_uri} (channel {head.channel_name}{head_gated})",
+              file=sys.stderr)
     return 0
 
 

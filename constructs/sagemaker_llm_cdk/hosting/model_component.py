@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .endpoint import LlmEndpoint
     from .jumpstart import JumpStartLock, JumpStartModel
     from ..adapters.settings import AdapterSpec
+    from ..eagle.serving import SpeculativeDecoding
 
 LMI_ACCOUNT = "763104351884"
 """AWS Deep Learning Containers account that publishes the LMI image in most regions of the aws partition;
@@ -193,6 +194,23 @@ class ModelComponent(InferenceComponentConstruct):
         if copies.autoscaled:
             self._add_copy_autoscaling(stack)
         endpoint._register(self)
+        self.speculative_decoding: "SpeculativeDecoding | None" = None
+        """Serves JumpStart's pre-trained EAGLE head from day one (see ``pretrained_head``); an EAGLE loop adds its
+        promotion to it. None when no pre-trained head is served."""
+        if self.jumpstart is not None:
+            self._serve_pretrained_head(self.jumpstart)
+
+    def _serve_pretrained_head(self, model: "JumpStartModel") -> None:
+        from ..eagle.pretrained_head import announce, choose
+        from ..eagle.serving import SpeculativeDecoding
+
+        head, message = choose(self, model)
+        if message is not None:
+            announce(self, message, warning=head is None and self.spec.pretrained_head is None)
+        if head is not None:
+            num_tokens = self.spec.eagle.num_speculative_tokens if self.spec.eagle is not None else 5
+            self.speculative_decoding = SpeculativeDecoding(
+                self, "SpeculativeDecoding", component=self, pretrained_head=head, num_speculative_tokens=num_tokens)
 
     @property
     def accepts_eula(self) -> bool:

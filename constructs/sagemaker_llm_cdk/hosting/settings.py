@@ -300,6 +300,12 @@ class ModelSpec(Settings):
         "source jumpstart: you have read and accept the end-user licence of a gated model (its name and link are "
         "in the lock file and printed at synth). Required for gated models; sets ModelAccessConfig.AcceptEula "
         "on the model and the EAGLE optimization job. Default: false."))] = False
+    pretrained_head: Annotated[bool | None, Field(description=(
+        "source jumpstart: serve the pre-trained EAGLE head JumpStart publishes for the model (pretrained_head in "
+        "the lock file) from day one, through the same serving model as a promoted head; an EAGLE loop then "
+        "promotes a trained head only when it beats this one. true: required (an error when the lock holds no EAGLE "
+        "head or it cannot be served); false: never. Default: served when the lock holds one and the model can "
+        "serve it (LMI image, EAGLE architecture, no LoRA, licence accepted), else a synth warning says why not."))] = None
     image: Annotated[str, field_rule(_image_problem), Field(description=(
         "Container image: 'lmi' (AWS Large Model Inference container, tag " + DEFAULT_LMI_TAG + ", vLLM 0.26: LoRA, "
         "stateful sessions and EAGLE heads, not LoRA and EAGLE on one model; CUDA 13, so its endpoint runs "
@@ -376,7 +382,18 @@ class ModelSpec(Settings):
             if self.accept_eula:
                 problems.append(Problem("accept_eula", True, "only with source: jumpstart (licences of JumpStart "
                                         "models)", "remove accept_eula"))
+            if self.pretrained_head is not None:
+                problems.append(Problem("pretrained_head", self.pretrained_head, "only with source: jumpstart (heads "
+                                        "JumpStart publishes)", "remove pretrained_head"))
             return problems
+        if self.pretrained_head is True and self.lora is not None:
+            problems.append(Problem("pretrained_head", True, "not with lora: vLLM cannot serve LoRA adapters and a "
+                                    "speculative-decoding head on one model",
+                                    "remove pretrained_head (or set it false), or serve the adapters on another model"))
+        if self.pretrained_head is True and "OPTION_SPECULATIVE_CONFIG" in self.environment:
+            problems.append(Problem("environment.OPTION_SPECULATIVE_CONFIG", self.environment["OPTION_SPECULATIVE_CONFIG"],
+                                    "nothing with pretrained_head: the served head sets it",
+                                    "remove OPTION_SPECULATIVE_CONFIG, or set pretrained_head: false"))
         for name in ("model_id", "version"):
             if getattr(self, name) is None:
                 problems.append(Problem(name, MISSING, "required with source: jumpstart",
