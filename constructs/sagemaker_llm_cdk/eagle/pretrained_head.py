@@ -19,7 +19,6 @@ initial draft model, so each job trains its head itself; only the promotion comp
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -138,17 +137,6 @@ def choose(component: "ModelComponent", model: "JumpStartModel", speedup: float 
     gated = f"; gated: licence {head.licence.name} ({head.licence.url}) accepted by accept_eula: true" \
         if head.licence else ""
     return served, f"serving the pre-trained EAGLE head of {where} from day one: {head.s3_uri}{gated}"
-
-
-def announce(component: Any, message: str, *, warning: bool) -> None:
-    """The synth message: a construct warning or info, and a line on stderr."""
-    from aws_cdk import Annotations
-
-    if warning:
-        Annotations.of(component).add_warning_v2(WARNING_ID, message)
-    else:
-        Annotations.of(component).add_info(message)
-    print(f"{'warning' if warning else 'note'}: {component.node.path}: {message}", file=sys.stderr)
 
 
 def config_problems(model: dict[str, Any], locked: "JumpStartModel | None", path: str) -> list[Problem]:

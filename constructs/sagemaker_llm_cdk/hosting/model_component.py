@@ -1,10 +1,11 @@
 """``ModelComponent``: one model on an ``LlmEndpoint``, as an inference component with its own copies."""
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import jsii
-from aws_cdk import ArnFormat, Aws, Stack
+from aws_cdk import Annotations, ArnFormat, Aws, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -201,12 +202,17 @@ class ModelComponent(InferenceComponentConstruct):
             self._serve_pretrained_head(self.jumpstart)
 
     def _serve_pretrained_head(self, model: "JumpStartModel") -> None:
-        from ..eagle.pretrained_head import announce, choose
+        from ..eagle.pretrained_head import WARNING_ID, choose
         from ..eagle.serving import SpeculativeDecoding
 
         head, message = choose(self, model)
         if message is not None:
-            announce(self, message, warning=head is None and self.spec.pretrained_head is None)
+            warning = head is None and self.spec.pretrained_head is None
+            if warning:
+                Annotations.of(self).add_warning_v2(WARNING_ID, message)
+            else:
+                Annotations.of(self).add_info(message)
+            print(f"{'warning' if warning else 'note'}: {self.node.path}: {message}", file=sys.stderr)
         if head is not None:
             num_tokens = self.spec.eagle.num_speculative_tokens if self.spec.eagle is not None else 5
             self.speculative_decoding = SpeculativeDecoding(
