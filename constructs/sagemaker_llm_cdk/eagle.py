@@ -76,7 +76,7 @@ from . import acknowledgements, grants, service_model
 from .errors import ConfigurationError, Problem
 from .functions import METRICS_NAMESPACE, python_function
 from .settings import _S3_URI, EAGLE_ARCHITECTURES, EagleSettings, instance_type_problem
-from .speculative_decoding import SpeculativeDecoding, literal_parameter_name
+from .speculative_decoding import SpeculativeDecoding, literal_parameter_name, serving_model_prefix
 from .storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from .validation import validated
 
@@ -393,6 +393,12 @@ class EagleOptimization(Construct):
             self.topic = alarm_topic
 
         # ------------------------------------------------------------------ state machine
+        self.benchmark = None
+        if settings.benchmark.enabled:  # opt-in: benchmark jobs send real traffic to the endpoint
+            from .eagle_benchmark import EagleBenchmark
+
+            self.benchmark = EagleBenchmark(self, "Benchmark", optimization=self,
+                                            serving_model_prefix=serving_model_prefix(component))
         self.run_timeout = run_timeout(settings.max_runtime_hours)
         definition = self._definition(dataset_prefix_uri=f"s3://{dataset_bucket}/{dataset_prefix}")
         self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR,
@@ -763,7 +769,13 @@ class EagleOptimization(Construct):
         job_outcome = sfn.Choice(self, "JobSucceeded?").when(
             sfn.Condition.and_(sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
                                sfn.Condition.boolean_equals("$.record.results_unparsed", True)), notify_unparsed,
-        ).when(
+        )
+        if self.benchmark is not None:  # a promoted head is measured on the endpoint, before and after it is served
+            job_outcome.when(
+                sfn.Condition.and_(sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
+                                   sfn.Condition.string_equals("$.record.decision", "promoted")),
+                self._start_benchmark(done, notify_failure))
+        job_outcome.when(
             sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"), done,
         ).otherwise(notify_job_failed)
         job_state = sfn.Choice(self, "JobFinished?").when(
@@ -787,6 +799,20 @@ class EagleOptimization(Construct):
             })
             first = validate.next(use_dataset).next(start)
         return prepare.next(first)
+
+    def _start_benchmark(self, done: sfn.IChainable, notify_failure: sfn.IChainable) -> sfn.IChainable:
+        """Start the benchmark state machine for the promoted head (execution name = this run's id); a redriven
+        run whose benchmark already started goes on to ``done``."""
+        assert self.benchmark is not None
+        start = tasks.StepFunctionsStartExecution(
+            self, "StartBenchmark", state_machine=self.benchmark.state_machine,
+            name=sfn.JsonPath.string_at("$.run.run_id"),
+            input=sfn.TaskInput.from_object({"run_id": sfn.JsonPath.string_at("$.run.run_id"),
+                                             "head": sfn.JsonPath.string_at("$.record.draft_model_s3_uri")}),
+            result_path=sfn.JsonPath.DISCARD)
+        start.add_catch(done, errors=["StepFunctions.ExecutionAlreadyExistsException"], result_path=sfn.JsonPath.DISCARD)
+        start.add_catch(notify_failure, result_path="$.error")
+        return start.next(done)
 
     def _capture_dataset(self, start: sfn.IChainable, notify_failure: sfn.IChainable,
                          done: sfn.IChainable) -> sfn.IChainable:
