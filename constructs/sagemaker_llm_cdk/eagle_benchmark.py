@@ -324,10 +324,12 @@ class EagleBenchmark(Construct):
 
     # ================================================================ state machine
     def _step(self, id: str, function: lambda_.IFunction, notify: sfn.IChainable, *,
-              payload: dict[str, Any] | sfn.TaskInput, result_path: str) -> tasks.LambdaInvoke:
+              payload: dict[str, Any] | None = None, input_path: str | None = None,
+              result_path: str) -> tasks.LambdaInvoke:
+        """A Lambda task: the event is ``payload`` or, without one, the state input at ``input_path``."""
         step = tasks.LambdaInvoke(self, id, lambda_function=function, payload_response_only=True,
-                                  payload=payload if isinstance(payload, sfn.TaskInput) else sfn.TaskInput.from_object(
-                                      payload), retry_on_service_exceptions=False,
+                                  payload=sfn.TaskInput.from_object(payload) if payload is not None else None,
+                                  input_path=input_path, retry_on_service_exceptions=False,
                                   result_path=result_path)
         step.add_retry(errors=LAMBDA_SERVICE_ERRORS, interval=Duration.seconds(2), max_attempts=6, backoff_rate=2)
         step.add_catch(notify, result_path="$.error")
@@ -344,7 +346,7 @@ class EagleBenchmark(Construct):
                         backoff_rate=2)
         wait = sfn.Wait(self, f"Wait{title}", time=sfn.WaitTime.duration(POLL_INTERVAL))
         check = self._step(f"Check{title}", self.check_function, notify_failure, result_path=path,
-                           payload=sfn.TaskInput.from_json_path_at(path))
+                           input_path=path)
         finished = sfn.Choice(self, f"{title}Finished?").when(
             sfn.Condition.boolean_equals(f"{path}.finished", False), wait,
         ).when(sfn.Condition.boolean_equals(f"{path}.ok", False), notify_unreadable).otherwise(then)

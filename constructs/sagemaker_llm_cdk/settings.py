@@ -735,7 +735,7 @@ class EagleBenchmarkSettings(Settings):
                                         "give the AIPerf value, e.g. 150"))
             elif isinstance(value, str) and not 1 <= len(value) <= 256:
                 problems.append(Problem(f"parameters.{name}", value, "a string of 1-256 characters",
-                                        "shorten the value"))
+                                        "give a value of 1-256 characters"))
         return problems
 
 
