@@ -127,7 +127,7 @@ class CheckEvent(StartEvent):
     job_name: str = Field(min_length=1, max_length=63)
     job_arn: str | None = None
     output_s3_uri: str = Field(min_length=1, max_length=1024, pattern=r"^s3://[^/]+/.*$")
-    started_at: str
+    started_at: datetime
 
 
 class ServingEvent(BaseModel):
@@ -432,7 +432,7 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
     status = described["AIBenchmarkJobStatus"]
     out = {**event, "status": status, "finished": False}
     if status not in TERMINAL:
-        started = datetime.fromisoformat(run.started_at)
+        started = run.started_at
         if started.tzinfo is None:
             started = started.replace(tzinfo=timezone.utc)
         if status == "InProgress" and (datetime.now(timezone.utc) - started).total_seconds() > max_seconds:
@@ -452,7 +452,7 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if out.get("stop_requested") or status == "Stopped":
             reason += f" (stopped after the {max_seconds // 3600} h limit)" if out.get("stop_requested") else ""
     record = {"job_name": run.job_name, "job_arn": run.job_arn, "status": status, "served_head": run.served_head,
-              "head": run.head, "output_s3_uri": run.output_s3_uri, "started_at": run.started_at,
+              "head": run.head, "output_s3_uri": run.output_s3_uri, "started_at": run.started_at.isoformat(),
               "ended_at": datetime.now(timezone.utc).isoformat(), "reason": reason, **measurement}
     key = {"model_name": {"S": model_name}, "run_id": {"S": run.run_id}}
     names = {"#m": f"benchmark_{run.phase}"}
