@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .config import AppConfig, EndpointSpec, load_config, parse_config
     from .endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
     from .eagle import EagleOptimization
+    from .eagle_benchmark import EagleBenchmark
     from .errors import ConfigurationError, Problem
     from .images import LMI_IMAGES, LmiImage
     from .jumpstart import JumpStartLock, JumpStartModel
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
         AdapterSpec,
         CopyScaling,
         DataCapture,
+        EagleBenchmarkSettings,
         EagleDataset,
         EagleSettings,
         EndpointOptions,
@@ -66,6 +68,8 @@ _EXPORTS: dict[str, str] = {
     "cost_ceiling_table": "cost",
     "DataCapture": "settings",
     "DeploymentCheck": "deployment_check",
+    "EagleBenchmark": "eagle_benchmark",
+    "EagleBenchmarkSettings": "settings",
     "EagleDataset": "settings",
     "EagleOptimization": "eagle",
     "EagleSettings": "settings",
@@ -118,6 +122,8 @@ __all__ = [
     "CopyScaling",
     "DataCapture",
     "DeploymentCheck",
+    "EagleBenchmark",
+    "EagleBenchmarkSettings",
     "EagleDataset",
     "EagleOptimization",
     "EagleSettings",
