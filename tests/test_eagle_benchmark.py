@@ -153,7 +153,10 @@ def test_benchmark_measures_before_waits_for_the_deploy_then_measures_after(agno
     assert states["AfterFinished?"]["Default"] == "Slower?"
     assert states["Slower?"]["Choices"][0] == {"Variable": "$.after.slower", "BooleanEquals": True,
                                                 "Next": "NotifySlower"}
-    assert states["OnlyAfter?"]["Choices"][0]["Next"] == "PrepareAfter"
+    assert states["PhaseGiven?"]["Choices"][0] == {"Variable": "$.phase", "IsPresent": True, "Next": "OnlyAfter?"}
+    assert states["PhaseGiven?"]["Default"] == "Prepare"
+    assert states["OnlyAfter?"]["Choices"][0] == {"Variable": "$.phase", "StringEquals": "after",
+                                                   "Next": "PrepareAfter"}
     assert states["PrepareAfter"]["Next"] == "StartAfter"
     assert states["UnreadableBefore"]["Type"] == "Fail" and states["UnreadableAfter"]["Type"] == "Fail"
     for name in ("StartBefore", "CheckBefore", "DeployCheck", "StartAfter", "CheckAfter"):
@@ -170,6 +173,17 @@ def test_slower_notice_carries_the_rollback_commands(agnostic):
     assert message["rollback_command.$"] == "$.after.rollback_command"
     assert message["rollback_cli.$"] == "$.after.rollback_cli"
     assert message["job_speedup.$"] == "$.after.comparison.job_speedup"
+
+
+def test_benchmark_timeout_covers_both_measurements_their_retries_and_the_deploy_wait(agnostic):
+    stack, eagle, _, resources = agnostic
+    machine = resources[lid(stack, eagle.benchmark.state_machine)]["Properties"]
+    # 2 x (4 h limit + 8 h quota retries) + 168 h deploy wait + 2 h
+    assert machine["DefinitionString"]  # rendered below
+    definition = machines(resources)[lid(stack, eagle.benchmark.state_machine)]
+    assert definition["TimeoutSeconds"] == (2 * (4 + 8) + 168 + 2) * 3600
+    assert definition["States"]["StartBefore"]["Retry"][1] == {
+        "ErrorEquals": ["ResourceLimitExceededError"], "IntervalSeconds": 1800, "MaxAttempts": 4, "BackoffRate": 2}
 
 
 def test_benchmark_functions_environment(bound):

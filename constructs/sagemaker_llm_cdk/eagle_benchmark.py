@@ -38,7 +38,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import ArnFormat, Aws, Duration, Fn, Names, Stack, Token
+from aws_cdk import ArnFormat, Aws, Duration, Fn, Names, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
@@ -63,6 +63,8 @@ BENCHMARKS = "benchmarks"
 JOB_PREFIX = "eagle-"
 """Benchmark job names start with this (``lambda/eagle_job/benchmark.job_name``)."""
 POLL_INTERVAL = Duration.minutes(5)
+START_RETRY_HOURS = 8
+"""Longest wait of a benchmark start's retries on ResourceLimitExceeded (30 min, doubling, 4 retries: 7.5 h)."""
 DEPLOY_CHECK_INTERVAL = Duration.hours(1)
 DATASET_CHANNEL = "dataset"
 """Channel name of the workload's dataset (the API documents no required name)."""
@@ -297,8 +299,10 @@ class EagleBenchmark(Construct):
 
         # ------------------------------------------------------------------ state machine
         definition = self._definition(eagle)
-        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR)
-        wait_hours = 2 * settings.max_hours + settings.deploy_wait_hours + 2
+        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR,
+                                       removal_policy=RemovalPolicy.RETAIN)
+        # two measurements (each: its limit plus up to START_RETRY_HOURS of quota retries), the deploy wait, 2 h
+        wait_hours = 2 * (settings.max_hours + START_RETRY_HOURS) + settings.deploy_wait_hours + 2
         self.state_machine = sfn.StateMachine(
             self, "Resource", definition_body=sfn.DefinitionBody.from_chainable(definition),
             timeout=Duration.hours(wait_hours), tracing_enabled=True,
@@ -343,7 +347,7 @@ class EagleBenchmark(Construct):
         start = self._step(f"Start{title}", self.start_function, notify_failure, result_path=path, payload={
             "phase": phase, "run_id": sfn.JsonPath.string_at("$.run_id"), "head": sfn.JsonPath.string_at("$.head")})
         start.add_retry(errors=["ResourceLimitExceededError"], interval=Duration.minutes(30), max_attempts=4,
-                        backoff_rate=2)
+                        backoff_rate=2)  # 0.5 + 1 + 2 + 4 h = START_RETRY_HOURS
         wait = sfn.Wait(self, f"Wait{title}", time=sfn.WaitTime.duration(POLL_INTERVAL))
         check = self._step(f"Check{title}", self.check_function, notify_failure, result_path=path,
                            input_path=path)
@@ -429,12 +433,13 @@ class EagleBenchmark(Construct):
                                        "head": sfn.JsonPath.string_at("$.head"),
                                        "deploy": {"checks": 0}})
         before = self._measure("before", notify_failure, unreadable["before"], wait_deploy)
-        phase = sfn.Choice(self, "OnlyAfter?").when(
-            sfn.Condition.and_(sfn.Condition.is_present("$.phase"), sfn.Condition.string_equals("$.phase", "after")),
-            prepare_after := sfn.Pass(self, "PrepareAfter", parameters={
-                "run_id": sfn.JsonPath.string_at("$.run_id"), "head": sfn.JsonPath.string_at("$.head"),
-                "deploy": {"checks": 0}}),
-        ).otherwise(prepare)
+        prepare_after = sfn.Pass(self, "PrepareAfter", parameters={
+            "run_id": sfn.JsonPath.string_at("$.run_id"), "head": sfn.JsonPath.string_at("$.head"),
+            "deploy": {"checks": 0}})
+        only_after = sfn.Choice(self, "OnlyAfter?").when(
+            sfn.Condition.string_equals("$.phase", "after"), prepare_after).otherwise(prepare)
+        # a Choice rule on a missing path is a runtime error: test for the key first
+        phase = sfn.Choice(self, "PhaseGiven?").when(sfn.Condition.is_present("$.phase"), only_after).otherwise(prepare)
         prepare_after.next(after)
         prepare.next(before)
         return phase
