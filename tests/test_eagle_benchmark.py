@@ -305,3 +305,45 @@ def test_front_door_workload_needs_the_front_door_dataset():
 def test_ranges_and_choices(field, value, allowed):
     with pytest.raises(ConfigurationError, match=rf"{field}: got {value!r}; allowed: {allowed}"):
         EagleBenchmarkSettings(**{field: value})
+
+
+# --------------------------------------------------------------------------- front door workload, VPC
+def test_front_door_workload_replays_the_turn_log_from_inside_the_endpoints_vpc():
+    from aws_cdk import aws_ec2 as ec2
+
+    from sagemaker_llm_cdk import SessionFrontDoor, TurnLog
+
+    env = Environment(account="123456789012", region="us-west-2")
+    app = App()
+    promos, stack = Stack(app, "Promos", env=env), Stack(app, "Main", env=env)
+    network = ec2.Vpc.from_vpc_attributes(stack, "Vpc", vpc_id="vpc-0abc12345def67890", availability_zones=["a"])
+    llm = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge", vpc=network,
+                      vpc_subnets=ec2.SubnetSelection(subnets=[ec2.Subnet.from_subnet_attributes(
+                          stack, "S0", subnet_id="subnet-0abc12345def67890", availability_zone="us-west-2a")]),
+                      security_groups=[ec2.SecurityGroup.from_security_group_id(stack, "G0", "sg-0abc12345def67890")])
+    component = llm.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS,
+                                                architecture="Qwen3ForCausalLM", accelerators=2, sessions={}))
+    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=llm, default_component=component)
+    turn_log = TurnLog(stack, "Turns")
+    front_door.log_turns(turn_log)
+    eagle = EagleOptimization(stack, "QwenEagle", component=component, turn_log=turn_log,
+                              promotion_parameter=PromotionParameter(promos, "H", model_name=MODEL).parameter,
+                              settings={"dataset": {"source": "front_door"},
+                                        "benchmark": {"enabled": True, "workload": "front_door"}})
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    template = Template.from_stack(stack)
+    resources = template.to_json()["Resources"]
+    (workload,) = [r["Properties"] for r in resources.values() if r["Type"] == WORKLOAD_TYPE]
+    channel = workload["DatasetConfig"]["InputDataConfig"][0]
+    assert render(channel["DataSource"]["S3DataSource"]["S3Uri"]) == \
+        "s3://${" + lid(stack, turn_log.bucket) + "}/" + turn_log.prefix
+    bench = eagle.benchmark
+    sids = by_sid(resources, stack, bench.job_role)
+    assert sids["ReadWorkload"]["Resource"] == "${" + lid(stack, turn_log.bucket) + ".Arn}/" + turn_log.prefix + "*"
+    assert sids["DecryptWorkload"]["Resource"] == "${" + lid(stack, turn_log.bucket.encryption_key) + ".Arn}"
+    assert "arn:${AWS::Partition}:ec2:us-west-2:123456789012:subnet/subnet-0abc12345def67890" in \
+        sids["ManageNetworkInterfaces"]["Resource"]
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "Handler": "benchmark.start", "Environment": {"Variables": Match.object_like({
+            "SUBNET_IDS": "subnet-0abc12345def67890", "SECURITY_GROUP_IDS": "sg-0abc12345def67890"})}})
