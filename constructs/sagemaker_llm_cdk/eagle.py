@@ -47,6 +47,10 @@ the model's prefix and ``datasets/`` (or your dataset's prefix), and writes only
 ``sagemaker.amazonaws.com``.
 
 Serving: see ``speculative_decoding`` (promotion parameter -> ``cdk deploy`` -> endpoint).
+
+Measured on the endpoint: with ``settings.benchmark.enabled`` (opt-in: it sends real traffic), a run that
+promoted a head starts ``Benchmark`` (``eagle_benchmark.EagleBenchmark``) with ``{"run_id", "head"}``: AI
+benchmark jobs before and after the head is served, recorded in the run record, an alarm when slower.
 """
 from __future__ import annotations
 
@@ -141,7 +145,8 @@ class EagleOptimization(Construct):
     (state machine), ``Key``, ``Artifacts``, ``Runs`` (DynamoDB), ``Watermark`` (SSM), ``JobRole``,
     the functions, ``Notifications`` (unless ``alarm_topic``), ``Schedule``, ``SpeculativeDecoding``.
     Attributes: ``state_machine`` (``state_machine_arn``), ``artifacts_bucket``, ``key``, ``runs_table``,
-    ``job_role``, ``topic``, ``speculative_decoding``, ``served_model_name``, ``*_function``.
+    ``job_role``, ``topic``, ``speculative_decoding``, ``served_model_name``, ``*_function``, ``benchmark``
+    (``EagleBenchmark`` or None).
     """
 
     def __init__(
