@@ -433,3 +433,20 @@ def test_missing_environment_is_a_configuration_error(bench, monkeypatch, lambda
     monkeypatch.delenv("DEPLOY_CHECKS")
     with pytest.raises(bench.ConfigurationError, match="DEPLOY_CHECKS is not set"):
         bench.serving({"head": HEAD}, lambda_context)
+
+
+def test_the_shipped_sdk_knows_every_benchmark_call():
+    """The functions run with the SDK layer pinned in lambda/sdk-requirements.txt; the venv's botocore is that
+    version (tests/test_bundling.py checks it), so these Stubber tests validate against the shipped model."""
+    import botocore
+    import botocore.session
+
+    from sagemaker_llm_cdk.functions import SDK_FOLDERS, sdk_requirements
+
+    assert "eagle_job" in SDK_FOLDERS  # benchmark.py lives there: it gets the layer
+    pins = dict(line.split("==") for line in sdk_requirements().read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    assert pins["botocore"] == botocore.__version__
+    operations = botocore.session.get_session().get_service_model("sagemaker").operation_names
+    for name in ("CreateAIBenchmarkJob", "DescribeAIBenchmarkJob", "StopAIBenchmarkJob", "DescribeInferenceComponent"):
+        assert name in operations
