@@ -1,7 +1,8 @@
 """``EagleBenchmark``: the speedup measured on the endpoint itself, before and after a promoted head is served.
 
 Opt-in (``eagle.benchmark.enabled``): a SageMaker AI benchmark job sends real requests (NVIDIA AIPerf) to the
-endpoint, so each measurement costs invocations and puts load on the copies that serve your users.
+endpoint: each measurement loads the copies that serve your users, can scale the endpoint out (more instances
+billed), and may be billed itself (its price is not in this library's price list).
 
 What it adds to an ``EagleOptimization`` (created by it when enabled):
 

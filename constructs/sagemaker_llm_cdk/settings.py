@@ -683,12 +683,14 @@ MAX_BENCHMARK_PARAMETERS = 32
 class EagleBenchmarkSettings(Settings):
     """AI benchmark jobs on the endpoint itself, before and after a promoted head is served.
 
-    Off by default: a benchmark job sends real requests to the endpoint (invocations you pay for, load
-    on the copies that serve your users) for as long as its workload runs."""
+    Off by default: a benchmark job sends real requests to the endpoint for as long as its workload runs: they
+    compete with your users' requests, can scale the endpoint out (more instances billed), and the job itself
+    may be billed (its price is not in this library's price list)."""
 
     enabled: Annotated[bool, Field(description=(
         "Measure the endpoint with a SageMaker AI benchmark job (NVIDIA AIPerf) before and after each promotion. "
-        "Each job sends real traffic to the endpoint: invocations are billed and the serving copies carry the load. "
+        "Each job sends real traffic to the endpoint: it competes with your users' requests, can scale the endpoint "
+        "out (more instances billed), and the job may be billed itself. "
         "Default: false."))] = False
     workload: Annotated[Literal["inline", "s3", "front_door"], Field(description=(
         "What the benchmark sends: inline (AIPerf token distributions from parameters), s3 (your requests under "
