@@ -211,6 +211,10 @@ def test_slower_alarm_goes_to_the_topic_and_names_the_rollback(agnostic):
     assert alarm["TreatMissingData"] == "notBreaching" and alarm["Statistic"] == "Maximum"
     assert {"Name": "ModelName", "Value": MODEL} in alarm["Dimensions"]
     assert alarm["AlarmActions"] == [{"Ref": lid(stack, eagle.topic)}]
+    key = resources[lid(stack, eagle.topic.master_key)]["Properties"]["KeyPolicy"]["Statement"]
+    (publish,) = [st for st in key if st.get("Sid") == "CloudWatchAlarmsPublish"]
+    assert publish["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert publish["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"]
     description = render(alarm["AlarmDescription"])
     assert (f"python -m tools.eagle_rollback --parameter /sagemaker-llm/eagle/{MODEL}/draft-head --table "
             "${" + lid(stack, eagle.runs_table) + "} --region ${AWS::Region} && cdk deploy ${AWS::StackName}") in description

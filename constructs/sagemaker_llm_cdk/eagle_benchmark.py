@@ -297,6 +297,12 @@ class EagleBenchmark(Construct):
                 self.rollback_command]),
         )
         self.slower_alarm.add_alarm_action(cloudwatch_actions.SnsAction(eagle.topic))
+        if eagle.topic.master_key is not None:
+            # CloudWatch alarms publish to an encrypted topic only when its key lets CloudWatch use it. A key made
+            # in this app gets the statement; an imported key (add_to_resource_policy does nothing) must have it.
+            eagle.topic.master_key.add_to_resource_policy(iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish", principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"]))
 
         # ------------------------------------------------------------------ state machine
         definition = self._definition(eagle)
