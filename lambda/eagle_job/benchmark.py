@@ -58,7 +58,8 @@ CHANNEL = "eagle"
 """Additional model data channel of the draft head on the serving model (``speculative_decoding.CHANNEL``)."""
 TERMINAL = frozenset({"Completed", "Failed", "Stopped"})
 MAX_LISTING = 1000
-MAX_LISTING_IN_RECORD = 100
+MAX_LISTING_IN_RECORD = 50
+"""Objects of the listing kept in the run record (DynamoDB items hold 400 KB; the count is kept too)."""
 MAX_FILES_READ = 20
 MAX_FILE_BYTES = 10 * 1024 * 1024
 JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -449,8 +450,8 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
     else:
         measurement = {"parsed": False, "output_token_throughput": None, "metrics": {}}
         reason = f"benchmark job {status}: {described.get('FailureReason') or 'no reason given'}"
-        if out.get("stop_requested") or status == "Stopped":
-            reason += f" (stopped after the {max_seconds // 3600} h limit)" if out.get("stop_requested") else ""
+        if event.get("stop_requested"):  # an earlier poll stopped it at the limit
+            reason += f" (stopped at the {max_seconds // 3600} h limit)"
     record = {"job_name": run.job_name, "job_arn": run.job_arn, "status": status, "served_head": run.served_head,
               "head": run.head, "output_s3_uri": run.output_s3_uri, "started_at": run.started_at.isoformat(),
               "ended_at": datetime.now(timezone.utc).isoformat(), "reason": reason, **measurement}

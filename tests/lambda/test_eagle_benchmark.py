@@ -312,6 +312,30 @@ def test_output_without_a_throughput_is_unreadable_and_claims_no_numbers(bench, 
     assert stored["files_unreadable"] == [f"benchmarks/{name}/broken.json: UnicodeDecodeError"]
 
 
+def test_a_job_stopped_at_its_limit_says_so(bench, sagemaker, aws, lambda_context):
+    event = {**check_event(bench, "after"), "stop_requested": True}
+    sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": event["job_name"]},
+                 described(event["job_name"], "Stopped"))
+    out = bench.check(event, lambda_context)
+    assert out["ok"] is False and out["slower"] is False
+    assert out["reason"] == "benchmark job Stopped: no reason given (stopped at the 4 h limit)"
+    assert record(aws[1])["benchmark_comparison"]["verdict"] == "not compared: no before measurement with a throughput"
+
+
+def test_a_large_output_listing_is_cut_in_the_record_and_counted(bench, sagemaker, aws, lambda_context):
+    s3, ddb = aws
+    event = check_event(bench, "before")
+    name = event["job_name"]
+    for i in range(60):
+        s3.put_object(Bucket=BUCKET, Key=f"benchmarks/{name}/raw/{i:03d}.bin", Body=b"x")
+    sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": name},
+                 described(name, "Completed"))
+    bench.check(event, lambda_context)
+    stored = record(ddb)["benchmark_before"]
+    assert stored["output_listing_count"] == 60 and len(stored["output_listing"]) == 50
+    assert stored["output_listing_truncated"] is True and stored["parsed"] is False
+
+
 def test_a_failed_job_is_recorded_with_its_reason(bench, sagemaker, aws, lambda_context):
     event = check_event(bench, "before")
     sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": event["job_name"]},
