@@ -398,7 +398,7 @@ class EagleOptimization(Construct):
             self.topic = alarm_topic
 
         # ------------------------------------------------------------------ state machine
-        self.benchmark = None
+        self.benchmark: Any = None  # EagleBenchmark when settings.benchmark.enabled
         if settings.benchmark.enabled:  # opt-in: benchmark jobs send real traffic to the endpoint
             from .eagle_benchmark import EagleBenchmark
 

@@ -111,7 +111,9 @@ class EagleBenchmark(Construct):
     def __init__(self, scope: Construct, id: str, *, optimization: "EagleOptimization",
                  serving_model_prefix: str) -> None:
         super().__init__(scope, id)
-        eagle = optimization
+        # Any: EagleOptimization's attributes are set in its __init__, which creates this construct (an import cycle
+        # mypy cannot type through); the attributes read here are documented on EagleOptimization.
+        eagle: Any = optimization
         settings = eagle.settings.benchmark
         stack = Stack.of(self)
         if not Token.is_unresolved(stack.region):
@@ -366,7 +368,7 @@ class EagleBenchmark(Construct):
         wait.next(check).next(finished)
         return start.next(skipped)
 
-    def _definition(self, eagle: "EagleOptimization") -> sfn.IChainable:
+    def _definition(self, eagle: Any) -> sfn.IChainable:
         topic, model = eagle.topic, eagle.model_name
         notify_failure = tasks.SnsPublish(
             self, "NotifyFailure", topic=topic, subject=f"EAGLE benchmark failed: {model}"[:100],
@@ -446,7 +448,7 @@ class EagleBenchmark(Construct):
         only_after = sfn.Choice(self, "OnlyAfter?").when(
             sfn.Condition.string_equals("$.phase", "after"), prepare_after).otherwise(prepare)
         # a Choice rule on a missing path is a runtime error: test for the key first
-        phase = sfn.Choice(self, "PhaseGiven?").when(sfn.Condition.is_present("$.phase"), only_after).otherwise(prepare)
+        entry = sfn.Choice(self, "PhaseGiven?").when(sfn.Condition.is_present("$.phase"), only_after).otherwise(prepare)
         prepare_after.next(after)
         prepare.next(before)
-        return phase
+        return entry
