@@ -59,3 +59,31 @@ def test_a_head_no_run_promoted_is_not_guessed(aws):
     ssm.put_parameter(Name=PARAMETER, Value="s3://elsewhere/draft/", Type="String", Overwrite=True)
     with pytest.raises(LookupError, match="no run in EagleRuns promoted s3://elsewhere/draft/; use --to none"):
         eagle_rollback.rollback(ssm, ddb, parameter=PARAMETER, table=TABLE)
+
+
+def test_the_command_a_slower_benchmark_publishes_rolls_the_head_back(aws, capsys):
+    """When serving the head measured slower than before, the benchmark check publishes this command (and the
+    alarm's description holds it): run as printed, it restores the previous head; the deploy then serves it."""
+    import shlex
+
+    from conftest import load_handler_module
+
+    ssm, ddb = aws
+    benchmark = load_handler_module("eagle_job", "benchmark")
+    ddb.update_item(TableName=TABLE, Key={"model_name": {"S": "qwen3-32b"}, "run_id": {"S": "run-2"}},
+                    UpdateExpression="SET benchmark_comparison = :c",
+                    ExpressionAttributeValues={":c": {"M": {"slower": {"BOOL": True}}}})
+    tool, cli = benchmark.rollback_commands(parameter=PARAMETER, table=TABLE, region="us-east-1",
+                                            previous_head=HEAD_1, stack="Platform")
+    command, deploy = tool.split(" && ")
+    argv = shlex.split(command)
+    assert argv[:3] == ["python", "-m", "tools.eagle_rollback"] and deploy == "cdk deploy Platform"
+    assert eagle_rollback.main(argv[3:]) == 0
+    assert value(ssm) == HEAD_1
+    assert "next: cdk deploy the platform stack" in capsys.readouterr().out
+    # the AWS CLI form sets the same value
+    cli_args = shlex.split(cli.split(" && ")[0])
+    assert cli_args[cli_args.index("--name") + 1] == PARAMETER and cli_args[cli_args.index("--value") + 1] == HEAD_1
+    _, cli_none = benchmark.rollback_commands(parameter=PARAMETER, table=TABLE, region="us-east-1",
+                                              previous_head=None, stack="Platform")
+    assert "--value none " in cli_none

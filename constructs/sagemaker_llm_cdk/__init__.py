@@ -24,10 +24,11 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .config.settings import AppConfig, EndpointSpec
     from .core.errors import ConfigurationError, Problem
     from .core.removal import set_removal
+    from .eagle.benchmark import EagleBenchmark
     from .eagle.optimization import EagleOptimization
     from .eagle.pretrained_head import PretrainedHead
     from .eagle.serving import PromotionParameter, SpeculativeDecoding
-    from .eagle.settings import EagleDataset, EagleSettings
+    from .eagle.settings import EagleBenchmarkSettings, EagleDataset, EagleSettings
     from .hosting.endpoint import EndpointReference, LlmEndpoint, VARIANT_NAME
     from .hosting.images import LMI_IMAGES, LmiImage
     from .hosting.jumpstart import JumpStartLock, JumpStartModel
@@ -73,6 +74,8 @@ _EXPORTS: dict[str, str] = {
     "cost_ceiling_table": "operations.cost",
     "DataCapture": "hosting.settings",
     "DeploymentCheck": "operations.deployment_check",
+    "EagleBenchmark": "eagle.benchmark",
+    "EagleBenchmarkSettings": "eagle.settings",
     "EagleDataset": "eagle.settings",
     "EagleOptimization": "eagle.optimization",
     "EagleSettings": "eagle.settings",
@@ -127,6 +130,8 @@ __all__ = [
     "CopyScaling",
     "DataCapture",
     "DeploymentCheck",
+    "EagleBenchmark",
+    "EagleBenchmarkSettings",
     "EagleDataset",
     "EagleOptimization",
     "EagleSettings",

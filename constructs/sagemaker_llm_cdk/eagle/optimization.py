@@ -47,6 +47,10 @@ the model's prefix and ``datasets/`` (or your dataset's prefix), and writes only
 ``sagemaker.amazonaws.com``.
 
 Serving: see ``speculative_decoding`` (promotion parameter -> ``cdk deploy`` -> endpoint).
+
+Measured on the endpoint: with ``settings.benchmark.enabled`` (opt-in: it sends real traffic), a run that
+promoted a head starts ``Benchmark`` (``eagle.benchmark.EagleBenchmark``) with ``{"run_id", "head"}``: AI
+benchmark jobs before and after the head is served, recorded in the run record, an alarm when slower.
 """
 from __future__ import annotations
 
@@ -77,7 +81,7 @@ from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, python_function
 from ..core.settings import _S3_URI, instance_type_problem
 from .settings import EAGLE_ARCHITECTURES, EagleSettings
-from .serving import SpeculativeDecoding, literal_parameter_name
+from .serving import SpeculativeDecoding, literal_parameter_name, serving_model_prefix
 from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from ..core.settings import validated
 from ..core.metrics import metric
@@ -145,7 +149,8 @@ class EagleOptimization(Construct):
     (state machine), ``Key``, ``Artifacts``, ``Runs`` (DynamoDB), ``Watermark`` (SSM), ``JobRole``,
     the functions, ``Notifications`` (unless ``alarm_topic``), ``Schedule``, ``SpeculativeDecoding``.
     Attributes: ``state_machine`` (``state_machine_arn``), ``artifacts_bucket``, ``key``, ``runs_table``,
-    ``job_role``, ``topic``, ``speculative_decoding``, ``served_model_name``, ``*_function``.
+    ``job_role``, ``topic``, ``speculative_decoding``, ``served_model_name``, ``*_function``, ``benchmark``
+    (``EagleBenchmark`` or None).
     """
 
     def __init__(
@@ -407,6 +412,12 @@ class EagleOptimization(Construct):
             self.topic = alarm_topic
 
         # ------------------------------------------------------------------ state machine
+        self.benchmark: Any = None  # EagleBenchmark when settings.benchmark.enabled
+        if settings.benchmark.enabled:  # opt-in: benchmark jobs send real traffic to the endpoint
+            from .benchmark import EagleBenchmark
+
+            self.benchmark = EagleBenchmark(self, "Benchmark", optimization=self,
+                                            serving_model_prefix=serving_model_prefix(component))
         self.run_timeout = run_timeout(settings.max_runtime_hours)
         definition = self._definition(dataset_prefix_uri=f"s3://{dataset_bucket}/{dataset_prefix}")
         self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR,
@@ -783,7 +794,13 @@ class EagleOptimization(Construct):
         job_outcome = sfn.Choice(self, "JobSucceeded?").when(
             sfn.Condition.and_(sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
                                sfn.Condition.boolean_equals("$.record.results_unparsed", True)), notify_unparsed,
-        ).when(
+        )
+        if self.benchmark is not None:  # a promoted head is measured on the endpoint, before and after it is served
+            job_outcome.when(
+                sfn.Condition.and_(sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
+                                   sfn.Condition.string_equals("$.record.decision", "promoted")),
+                self._start_benchmark(done, notify_failure))
+        job_outcome.when(
             sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"), done,
         ).otherwise(notify_job_failed)
         job_state = sfn.Choice(self, "JobFinished?").when(
@@ -807,6 +824,20 @@ class EagleOptimization(Construct):
             })
             first = validate.next(use_dataset).next(start)
         return prepare.next(first)
+
+    def _start_benchmark(self, done: sfn.IChainable, notify_failure: sfn.IChainable) -> sfn.IChainable:
+        """Start the benchmark state machine for the promoted head (execution name = this run's id); a redriven
+        run whose benchmark already started goes on to ``done``."""
+        assert self.benchmark is not None
+        start = tasks.StepFunctionsStartExecution(
+            self, "StartBenchmark", state_machine=self.benchmark.state_machine,
+            name=sfn.JsonPath.string_at("$.run.run_id"),
+            input=sfn.TaskInput.from_object({"run_id": sfn.JsonPath.string_at("$.run.run_id"),
+                                             "head": sfn.JsonPath.string_at("$.record.draft_model_s3_uri")}),
+            result_path=sfn.JsonPath.DISCARD)
+        start.add_catch(done, errors=["StepFunctions.ExecutionAlreadyExistsException"], result_path=sfn.JsonPath.DISCARD)
+        start.add_catch(notify_failure, result_path="$.error")
+        return start.next(done)
 
     def _capture_dataset(self, start: sfn.IChainable, notify_failure: sfn.IChainable,
                          done: sfn.IChainable) -> sfn.IChainable:

@@ -78,6 +78,11 @@ PARAMETER_PREFIX = "/sagemaker-llm/eagle"
 SERVING_MODEL_TYPE = "Custom::EagleServingModel"
 
 
+def serving_model_prefix(component: "ModelComponent") -> str:
+    """Names of the models that serve ``component`` with a head start with this and a hyphen."""
+    return f"{component.component_name[:40].rstrip('-')}-eagle"
+
+
 def speculative_config(eagle_version: str, num_speculative_tokens: int) -> str:
     """The LMI ``OPTION_SPECULATIVE_CONFIG`` value for a head of ``eagle_version`` ("EAGLE3"/"EAGLE2")."""
     return json.dumps({"method": VLLM_METHOD[eagle_version], "model": DRAFT_PATH,
@@ -220,7 +225,7 @@ class SpeculativeDecoding(Construct):
         self.promoted_condition: CfnCondition | None = None
         role = endpoint.role
 
-        model_prefix = f"{component.component_name[:40].rstrip('-')}-eagle"
+        model_prefix = serving_model_prefix(component)
         self.function = python_function(
             self, "ServingModelFunction", folder="eagle_serving_model", handler="index.handler",
             description=f"Creates the model that serves {component.component_name} with its EAGLE draft head "

@@ -83,6 +83,71 @@ class EagleDataset(Settings):
         return problems
 
 
+_AIPERF_PARAMETER = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+MAX_BENCHMARK_PARAMETERS = 32
+
+
+class EagleBenchmarkSettings(Settings):
+    """AI benchmark jobs on the endpoint itself, before and after a promoted head is served.
+
+    Off by default: a benchmark job sends real requests to the endpoint for as long as its workload runs: they
+    compete with your users' requests, can scale the endpoint out (more instances billed), and the job itself
+    may be billed (its price is not in this library's price list)."""
+
+    enabled: Annotated[bool, Field(description=(
+        "Measure the endpoint with a SageMaker AI benchmark job (NVIDIA AIPerf) before and after each promotion. "
+        "Each job sends real traffic to the endpoint: it competes with your users' requests, can scale the endpoint "
+        "out (more instances billed), and the job may be billed itself. "
+        "Default: false."))] = False
+    workload: Annotated[Literal["inline", "s3", "front_door"], Field(description=(
+        "What the benchmark sends: inline (AIPerf token distributions from parameters), s3 (your requests under "
+        "s3_uri, OpenAI chat-completions JSONL) or front_door (the turns the model's session front door logs; needs "
+        "dataset.source front_door). Default: inline."))] = "inline"
+    s3_uri: Annotated[str | None, Field(description=(
+        "workload s3: prefix of your representative requests (the workload config's dataset channel)."))] = None
+    parameters: Annotated[dict[str, int | float | str], Field(description=(
+        "AIPerf parameters of the workload spec (lower-case names, e.g. prompt_input_tokens_mean, output_tokens_mean, "
+        "concurrency, request_count), at most 32. Default: 550 input and 150 output tokens on average."))] = {
+        "prompt_input_tokens_mean": 550, "output_tokens_mean": 150}
+    max_hours: Annotated[int, Field(ge=1, le=48, description=(
+        "Longest a benchmark job may run; then it is stopped (StopAIBenchmarkJob) and the measurement fails. "
+        "Default: 4."))] = 4
+    deploy_wait_hours: Annotated[int, Field(ge=1, le=2160, description=(
+        "How long after a promotion the loop checks (hourly) that the endpoint serves the new head before it "
+        "measures it; after that it notifies and stops (start the after measurement by hand). Default: 168."))] = 168
+    slowdown_tolerance: Annotated[float, Field(ge=0.0, le=0.5, description=(
+        "Alarm when the output-token throughput with the head is below the throughput before times "
+        "(1 - slowdown_tolerance). Default: 0.05."))] = 0.05
+
+    def _rules(self) -> list[Problem]:
+        problems = []
+        if self.workload == "s3":
+            if self.s3_uri is None:
+                problems.append(Problem("s3_uri", None, "an s3:// prefix with workload s3",
+                                        "set s3_uri to the prefix of your representative requests"))
+            else:
+                problem = s3_uri_problem("s3_uri", self.s3_uri, want="prefix")
+                if problem:
+                    problems.append(problem)
+        elif self.s3_uri is not None:
+            problems.append(Problem("s3_uri", self.s3_uri, "only with workload s3", "remove s3_uri or set workload: s3"))
+        if len(self.parameters) > MAX_BENCHMARK_PARAMETERS:
+            problems.append(Problem("parameters", len(self.parameters), f"at most {MAX_BENCHMARK_PARAMETERS} parameters",
+                                    "keep the AIPerf parameters your workload needs"))
+        for name, value in self.parameters.items():
+            if not _AIPERF_PARAMETER.match(name) or name == "benchmark":
+                problems.append(Problem(f"parameters.{name}", name, "a lower-case AIPerf parameter name "
+                                        "([a-z][a-z0-9_]*, up to 64 characters; 'benchmark' is set by the library)",
+                                        "use AIPerf's parameter names, e.g. output_tokens_mean"))
+            elif isinstance(value, bool) or (isinstance(value, (int, float)) and value < 0):
+                problems.append(Problem(f"parameters.{name}", value, "a number >= 0 or a string",
+                                        "give the AIPerf value, e.g. 150"))
+            elif isinstance(value, str) and not 1 <= len(value) <= 256:
+                problems.append(Problem(f"parameters.{name}", value, "a string of 1-256 characters",
+                                        "give a value of 1-256 characters"))
+        return problems
+
+
 class EagleSettings(Settings):
     """EAGLE speculative decoding: train a draft head on real traffic and serve it when it pays off."""
 
@@ -113,6 +178,9 @@ class EagleSettings(Settings):
     use_capacity_plan: Annotated[bool, Field(description=(
         "Refused when true: the endpoint's capacity plan targets endpoints, and SageMaker accepts only a plan for "
         "jobs in TrainingPlanArns. Use training_plan. Default: false."))] = False
+    benchmark: Annotated[EagleBenchmarkSettings, Field(description=(
+        "AI benchmark jobs on the endpoint before and after each promotion (opt-in: they send real traffic). "
+        "Default: off."))] = EagleBenchmarkSettings()
 
     def _rules(self) -> list[Problem]:
         problems = []
@@ -133,6 +201,10 @@ class EagleSettings(Settings):
                                     "a training plan ARN (arn:aws:sagemaker:<region>:<account>:training-plan/<name>) or "
                                     "a name of 1-64 letters, digits and hyphens",
                                     "copy TrainingPlanArn from `aws sagemaker describe-training-plan`"))
+        if self.benchmark.workload == "front_door" and self.dataset.source != "front_door":
+            problems.append(Problem("benchmark.workload", "front_door", "front_door only with dataset.source front_door "
+                                    "(the workload replays the turns the front door logs)",
+                                    "set dataset.source: front_door, or use workload inline or s3"))
         return problems
 
 
