@@ -52,7 +52,6 @@ EndTimeBefore is refused. Delete: no AWS call; the plan is retained.
 """
 from __future__ import annotations
 
-import functools
 import math
 import re
 from dataclasses import dataclass
@@ -60,10 +59,9 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
-import boto3
 from aws_lambda_powertools import Logger
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 logger = Logger()
@@ -90,9 +88,7 @@ _INSTANCE_TYPE_RE = re.compile(r"ml\.[a-z0-9][a-z0-9-]*\.[a-z0-9]+")
 _NOT_FOUND_MESSAGE_RE = re.compile(r"not found|does not exist|could not find|cannot find", re.IGNORECASE)
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=Config(retries={"mode": "adaptive", "max_attempts": 8}))
+_sagemaker = clients.client_getter("sagemaker")
 
 
 # --------------------------------------------------------------------------- errors

@@ -27,16 +27,14 @@ EndTime), the others are still published and ``CapacityPlanExpiryCheckError`` is
 """
 from __future__ import annotations
 
-import functools
 import os
 from datetime import datetime, timezone
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
 
 logger = Logger()
 
@@ -50,9 +48,7 @@ class CapacityPlanExpiryCheckError(Exception):
     """One or more plans could not be checked (the others were published)."""
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=Config(retries={"mode": "adaptive", "max_attempts": 8}))
+_sagemaker = clients.client_getter("sagemaker")
 
 
 def _now() -> datetime:
@@ -98,9 +94,7 @@ def publish_days_left(plan_name: str, value: float) -> None:
         metric.add_dimension(name=DIMENSION_NAME, value=plan_name)
 
 
-@functools.cache
-def _ssm():
-    return boto3.client("ssm", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+_ssm = clients.client_getter("ssm", retries={"mode": "standard", "max_attempts": 5})
 
 
 def status_parameters_from_env() -> dict[str, str]:

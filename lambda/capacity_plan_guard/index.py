@@ -43,17 +43,15 @@ instead of the endpoint update waiting for instances until its timeout.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-import boto3
 from aws_lambda_powertools import Logger
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 logger = Logger()
@@ -67,9 +65,7 @@ _INSTANCE_TYPE_RE = re.compile(r"ml\.[a-z0-9][a-z0-9-]*\.[a-z0-9]+")
 _NOT_FOUND_RE = re.compile(r"not found|does not exist|could not find|cannot find", re.IGNORECASE)
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+_sagemaker = clients.client_getter("sagemaker", retries={"mode": "standard", "max_attempts": 5})
 
 
 def _now() -> datetime:

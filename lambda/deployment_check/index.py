@@ -34,13 +34,11 @@ completes at once without AWS calls. The framework's total timeout bounds the wa
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Literal
 
-import boto3
 from aws_lambda_powertools import Logger
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 logger = Logger()
@@ -78,9 +76,7 @@ class CheckProperties(BaseModel):
 State = Literal["ok", "waiting", "failed"]
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=Config(retries={"mode": "adaptive", "max_attempts": 8}))
+_sagemaker = clients.client_getter("sagemaker")
 
 
 def _properties(event: dict[str, Any]) -> CheckProperties:

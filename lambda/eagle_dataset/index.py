@@ -84,7 +84,6 @@ Errors a state machine can match: ``InvalidEventError``, ``CaptureAccessDeniedEr
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -93,11 +92,10 @@ from collections import Counter, defaultdict
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator, Literal
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 import eagle_dataset_core as core
@@ -105,7 +103,6 @@ import eagle_dataset_core as core
 logger = Logger()
 metrics = Metrics()
 
-_CLIENT_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 8})
 _BUCKET = r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$"
 _RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9_.=\-]{0,127}$"
 _PARAMETER = r"^/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$"
@@ -159,19 +156,9 @@ class DatasetFormatError(ValueError):
 # ---------------------------------------------------------------------------------------------
 
 
-@functools.cache
-def _s3():
-    return boto3.client("s3", config=_CLIENT_CONFIG)
-
-
-@functools.cache
-def _ssm():
-    return boto3.client("ssm", config=_CLIENT_CONFIG)
-
-
-@functools.cache
-def _sfn():
-    return boto3.client("stepfunctions", config=_CLIENT_CONFIG)
+_s3 = clients.client_getter("s3")
+_ssm = clients.client_getter("ssm")
+_sfn = clients.client_getter("stepfunctions")
 
 
 def _now() -> datetime:

@@ -55,13 +55,12 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any, Literal
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import parse
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import eagle_job_core as core
@@ -96,8 +95,6 @@ __all__ = [
 logger = Logger()
 metrics = Metrics()
 
-#: Throttling and transient errors are retried by botocore (adaptive mode adds client-side rate limiting).
-RETRY_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 8})
 MAX_RESULT_OBJECTS = 1000
 MAX_RESULT_FILE_BYTES = 10 * 1024 * 1024
 MAX_SUMMARY_BYTES_IN_RECORD = 32 * 1024
@@ -106,24 +103,11 @@ MAX_LISTING_OBJECTS = 1000
 MAX_LISTING_IN_RECORD = 200
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=RETRY_CONFIG)
-
-
-@functools.cache
-def _s3():
-    return boto3.client("s3", config=RETRY_CONFIG)
-
-
-@functools.cache
-def _dynamodb():
-    return boto3.client("dynamodb", config=RETRY_CONFIG)
-
-
-@functools.cache
-def _ssm():
-    return boto3.client("ssm", config=RETRY_CONFIG)
+# Throttling and transient errors are retried by botocore (clients.DEFAULT_RETRIES: adaptive, 9 attempts).
+_sagemaker = clients.client_getter("sagemaker")
+_s3 = clients.client_getter("s3")
+_dynamodb = clients.client_getter("dynamodb")
+_ssm = clients.client_getter("ssm")
 
 
 # --------------------------------------------------------------------------------------------

@@ -23,17 +23,15 @@ through a stack deployment.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
 import urllib.request
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
 
 logger = Logger()
 
@@ -42,9 +40,7 @@ _NAME_PART = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
 _REASON_MAX = 3000
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=Config(retries={"mode": "adaptive", "max_attempts": 8}))
+_sagemaker = clients.client_getter("sagemaker")
 
 
 class PropertiesError(ValueError):

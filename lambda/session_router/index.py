@@ -90,13 +90,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, Optional
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -104,6 +102,7 @@ from botocore.exceptions import (
     EndpointConnectionError,
     ReadTimeoutError,
 )
+from llm_cdk_shared import clients
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 import turn_log
@@ -261,28 +260,18 @@ DEFAULT_REMAINING_SECONDS = 300.0  # when the context cannot say (never in Lambd
 RETRYABLE_UPSTREAM_CODES = THROTTLING_CODES | {"ServiceUnavailable", "InternalFailure"}
 
 
-@functools.cache
-def _sagemaker_runtime():
-    return boto3.client(
-        "sagemaker-runtime",
-        config=Config(
-            retries={"mode": "standard", "total_max_attempts": 1},  # retried in _invoke, within the budget
-            connect_timeout=MODEL_CONNECT_TIMEOUT,
-            read_timeout=MODEL_READ_TIMEOUT,
-        ),
-    )
-
-
-@functools.cache
-def _dynamodb():
-    return boto3.client(
-        "dynamodb",
-        config=Config(
-            retries={"mode": "standard", "total_max_attempts": DYNAMODB_MAX_ATTEMPTS},
-            connect_timeout=DYNAMODB_CONNECT_TIMEOUT,
-            read_timeout=DYNAMODB_READ_TIMEOUT,
-        ),
-    )
+_sagemaker_runtime = clients.client_getter(
+    "sagemaker-runtime",
+    retries={"mode": "standard", "total_max_attempts": 1},  # retried in _invoke, within the budget
+    connect_timeout=MODEL_CONNECT_TIMEOUT,
+    read_timeout=MODEL_READ_TIMEOUT,
+)
+_dynamodb = clients.client_getter(
+    "dynamodb",
+    retries={"mode": "standard", "total_max_attempts": DYNAMODB_MAX_ATTEMPTS},
+    connect_timeout=DYNAMODB_CONNECT_TIMEOUT,
+    read_timeout=DYNAMODB_READ_TIMEOUT,
+)
 
 
 _deadline: float | None = None  # _monotonic() value by which the answer must be on its way

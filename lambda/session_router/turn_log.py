@@ -17,17 +17,15 @@ Environment: ``TURN_LOG_STREAM`` (the delivery stream's name; unset = logging of
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 from datetime import datetime, timezone
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from llm_cdk_shared import clients
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -37,11 +35,9 @@ MAX_RECORD_BYTES = 1000 * 1024
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 
 
-@functools.cache
-def _firehose():
-    # One quick retry: the turn's answer waits for this call.
-    return boto3.client("firehose", config=Config(retries={"mode": "standard", "max_attempts": 2},
-                                                  connect_timeout=2, read_timeout=5))
+# One quick retry: the turn's answer waits for this call.
+_firehose = clients.client_getter("firehose", retries={"mode": "standard", "max_attempts": 2},
+                                  connect_timeout=2, read_timeout=5)
 
 
 def _text(content: Any) -> str | None:
