@@ -60,7 +60,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import parse
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
-from llm_cdk_shared import clients
+from llm_cdk_shared import clients, env
+from llm_cdk_shared.aws_errors import error_code, not_found
+from llm_cdk_shared.problems import problems as validation_problems
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import eagle_job_core as core
@@ -169,10 +171,7 @@ def _parse(event: Any, model: type[BaseModel]) -> Any:
     try:
         return parse(event=event, model=model)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or '<event>'}: {error['msg']}" for error in exc.errors()
-        )
-        raise InvalidEventError(f"invalid {model.__name__} event: {problems}") from None
+        raise InvalidEventError(f"invalid {model.__name__} event: {'; '.join(validation_problems(exc))}") from None
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -181,10 +180,6 @@ def _iso(value: datetime | None) -> str | None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _error_code(exc: ClientError) -> str:
-    return exc.response.get("Error", {}).get("Code", "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,7 +210,7 @@ def _check_dataset(event: StartEvent) -> None:
     try:
         listing = _s3().list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
     except ClientError as exc:
-        if _error_code(exc) == "NoSuchBucket":
+        if error_code(exc) == "NoSuchBucket":
             raise DatasetMissingError(
                 f"training data bucket {bucket!r} of {event.training_data.s3_uri} does not exist; "
                 "build the dataset first or fix training_data.s3_uri."
@@ -276,7 +271,7 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
         started_at = _iso(datetime.now(timezone.utc)) or ""
         logger.info("optimization job created", extra={"job_name": name, "eagle_version": eagle_version})
     except ClientError as exc:
-        code = _error_code(exc)
+        code = error_code(exc)
         message = exc.response.get("Error", {}).get("Message", "")
         if code == "ResourceInUse" or (code == "ValidationException" and "already exists" in message.lower()):
             job_arn, started_at = _existing_job(name, request_event.model_s3_uri)
@@ -311,27 +306,13 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def _record_settings() -> tuple[str, str, str, float]:
-    env = os.environ
-    problems = []
-    table = env.get("RUNS_TABLE", "").strip()
-    if not table:
-        problems.append("RUNS_TABLE is not set (DynamoDB table of EAGLE runs)")
-    report = env.get("REPORT_S3_URI", "").strip()
-    if not report.startswith("s3://"):
-        problems.append(f"REPORT_S3_URI {report!r} must be an s3:// prefix for run reports")
-    parameter = env.get("PROMOTION_PARAMETER", "").strip()
-    if not parameter:
-        problems.append("PROMOTION_PARAMETER is not set (SSM parameter name of the approved draft head)")
-    raw = env.get("SPEEDUP_THRESHOLD", "").strip()
-    threshold = 0.0
-    try:
-        threshold = float(raw)
-        if not (threshold > 0 and threshold < float("inf")):
-            raise ValueError
-    except ValueError:
-        problems.append(f"SPEEDUP_THRESHOLD {raw!r} must be a number > 0, e.g. 1.5")
-    if problems:
-        raise ConfigurationError("invalid function configuration: " + "; ".join(problems))
+    environment = env.Environment()
+    table = environment.text("RUNS_TABLE", required=True, allowed="the DynamoDB table of EAGLE runs")
+    report = environment.text("REPORT_S3_URI", required=True, prefix="s3://", allowed="an s3:// prefix for run reports")
+    parameter = environment.text("PROMOTION_PARAMETER", required=True,
+                                 allowed="the SSM parameter name of the approved draft head")
+    threshold = environment.number("SPEEDUP_THRESHOLD", above=0, allowed="a number > 0, e.g. 1.5")
+    environment.check(ConfigurationError, "invalid function configuration")
     return table, report, parameter, threshold
 
 
@@ -397,7 +378,7 @@ def _current_head(parameter: str) -> str | None:
     try:
         value = _ssm().get_parameter(Name=parameter)["Parameter"]["Value"].strip()
     except ClientError as exc:
-        if _error_code(exc) == "ParameterNotFound":
+        if not_found(exc, "ssm"):
             return None
         raise
     if not value or value.lower() == NO_HEAD:

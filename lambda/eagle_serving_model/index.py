@@ -32,6 +32,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
+from llm_cdk_shared.aws_errors import not_found
 
 logger = Logger()
 
@@ -118,7 +119,7 @@ def _create_or_reuse(properties: dict[str, Any]) -> tuple[str, dict[str, str]]:
         arn = _sagemaker().describe_model(ModelName=name)["ModelArn"]
         logger.info("model exists; reusing it", extra={"model_name": name})
     except ClientError as exc:
-        if not _not_found(exc):
+        if not not_found(exc):
             raise
         arn = _sagemaker().create_model(**request)["ModelArn"]
         logger.info("model created", extra={"model_name": name})
@@ -134,15 +135,8 @@ def _delete(physical_id: str, properties: dict[str, Any]) -> None:
         _sagemaker().delete_model(ModelName=physical_id)
         logger.info("model deleted", extra={"model_name": physical_id})
     except ClientError as exc:
-        if not _not_found(exc):
+        if not not_found(exc):
             raise
-
-
-def _not_found(exc: ClientError) -> bool:
-    error = exc.response.get("Error", {})
-    return error.get("Code") in ("ValidationException", "ResourceNotFound") and (
-        "could not find" in error.get("Message", "").lower() or error.get("Code") == "ResourceNotFound"
-    )
 
 
 def _respond(event: dict[str, Any], context: Any, status: str, physical_id: str, data: dict[str, str],

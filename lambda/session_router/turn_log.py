@@ -18,14 +18,13 @@ Environment: ``TURN_LOG_STREAM`` (the delivery stream's name; unset = logging of
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timezone
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
-from llm_cdk_shared import clients
+from llm_cdk_shared import clients, env
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -94,7 +93,7 @@ def chat_record(component: str, request: Any, reply: Any, now: datetime | None =
 
 def record_turn(component: str, request: Any, reply: Any) -> bool:
     """Put one completed turn on the stream; True when it was accepted. Never raises."""
-    stream = os.environ.get("TURN_LOG_STREAM", "").strip()
+    stream = env.Environment().raw("TURN_LOG_STREAM")
     if not stream:
         return False
     record, reason = chat_record(component, request, reply)
