@@ -49,6 +49,17 @@ def _source_files(folder: Path) -> list[Path]:
                   if p.is_file() and "__pycache__" not in p.relative_to(folder).parts and p.suffix != ".pyc")
 
 
+def _holds(folder: Path, contents: Mapping[str, bytes]) -> bool:
+    """Whether ``folder`` still holds each file of ``contents`` with its size (its name is their hash)."""
+    for relative, content in contents.items():
+        try:
+            if (folder / relative).stat().st_size != len(content):
+                return False
+        except OSError:
+            return False
+    return True
+
+
 def staged_handler(name: str, extra_files: Mapping[str, bytes] | None = None) -> str:
     """A folder holding ``lambda/<name>/``, the shared package under ``llm_cdk_shared/`` and ``extra_files``
     (relative path -> content), staged once per distinct content and named by its hash."""
@@ -68,6 +79,8 @@ def staged_handler(name: str, extra_files: Mapping[str, bytes] | None = None) ->
         contents[relative] = item if isinstance(item, bytes) else item.read_bytes()
         digest.update(relative.encode() + b"\0" + contents[relative] + b"\0")
     staged = Path(tempfile.gettempdir()) / f"sagemaker-llm-cdk-asset-{name}-{digest.hexdigest()[:32]}"
+    if staged.is_dir() and not _holds(staged, contents):  # e.g. a temp cleaner removed files from it
+        shutil.rmtree(staged, ignore_errors=True)
     if not staged.is_dir():  # only ever made whole, by the rename below
         work = Path(tempfile.mkdtemp(prefix=staged.name + "-", dir=staged.parent))
         try:

@@ -415,6 +415,9 @@ def test_staged_folders_follow_their_content():
     listed = _assets.staged_handler("session_router", {"allowed_components.json": b'{"components": ["a"]}'})
     other = _assets.staged_handler("session_router", {"allowed_components.json": b'{"components": ["b"]}'})
     assert len({plain, listed, other}) == 3
+    (Path(listed) / "llm_cdk_shared" / "env.py").unlink()  # a temp cleaner took a file: staged again, whole
+    assert _assets.staged_handler("session_router", {"allowed_components.json": b'{"components": ["a"]}'}) == listed
+    assert (Path(listed) / "llm_cdk_shared" / "env.py").read_bytes() == (SHARED / "env.py").read_bytes()
     assert (Path(listed) / "allowed_components.json").read_bytes() == b'{"components": ["a"]}'
     assert _assets.shared_package_dir() == SHARED.resolve()
 
@@ -432,7 +435,7 @@ print(json.dumps({'index': index.__file__, 'shared': llm_cdk_shared.__file__}))
 @pytest.mark.parametrize("folder", HANDLER_FOLDERS)
 def test_each_staged_asset_imports_on_its_own(folder):
     staged = Path(_assets.staged_handler(folder))
-    result = subprocess.run([sys.executable, "-I", "-c", _IMPORT_ALONE, str(LAMBDA_ROOT)], cwd=staged, capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-I", "-B", "-c", _IMPORT_ALONE, str(LAMBDA_ROOT)], cwd=staged, capture_output=True, text=True,
                             env={"AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_SERVICE_NAME": folder,
                                  "PATH": "/usr/bin:/bin"}, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
