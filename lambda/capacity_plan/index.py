@@ -63,6 +63,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, custom_resource
 from llm_cdk_shared.aws_errors import not_found
+from llm_cdk_shared.problems import shown as _shown
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 logger = Logger()
@@ -136,11 +137,6 @@ class CapacityPlanEventError(CapacityPlanError):
 
 
 # --------------------------------------------------------------------------- properties
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _parse_int(value: Any, field: str) -> int:

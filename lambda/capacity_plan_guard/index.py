@@ -53,6 +53,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, custom_resource
 from llm_cdk_shared.aws_errors import not_found
+from llm_cdk_shared.problems import shown as _shown
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 logger = Logger()
@@ -87,11 +88,6 @@ class GuardEventError(GuardError):
 
 class PlanNotUsableError(GuardError):
     """The plan cannot serve the endpoint now; the endpoint config was not created."""
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _iso(value: datetime | None) -> str:
