@@ -12,6 +12,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 LAMBDA_ROOT = ROOT / "lambda"
+SHARED_ROOT = LAMBDA_ROOT / "_shared"
+# The handlers' shared package (llm_cdk_shared) is importable as it is in each function's asset,
+# where the synth copies it next to index.py.
+if str(SHARED_ROOT) not in sys.path:
+    sys.path.insert(0, str(SHARED_ROOT))
 
 
 @dataclass

@@ -121,7 +121,17 @@ def test_dataset_asset_ships_orjson_for_python_313_on_x86_64_next_to_its_code(sy
     (binary,) = (folder / "orjson").glob("orjson.cpython-*.so")
     assert binary.name == "orjson.cpython-313-x86_64-linux-gnu.so"
     job_folder = synthesized["job_dir"]
-    assert sorted(p.name for p in job_folder.iterdir()) == ["eagle_job_core.py", "index.py"]  # the SDK is the layer's
+    # the SDK is the layer's; the handlers' shared package is copied in
+    assert sorted(p.name for p in job_folder.iterdir()) == ["eagle_job_core.py", "index.py", "llm_cdk_shared"]
+
+
+def test_synthesized_assets_carry_the_shared_package_as_it_is_in_the_repository(synthesized):
+    shared = ROOT / "lambda" / "_shared" / "llm_cdk_shared"
+    expected = {p.name: p.read_bytes() for p in shared.glob("*.py")}
+    assert "clients.py" in expected and "__init__.py" in expected
+    for folder in (synthesized["job_dir"], synthesized["dataset_dir"]):
+        assert {p.name: p.read_bytes() for p in (folder / "llm_cdk_shared").glob("*.py")} == expected, folder
+        assert not list(folder.rglob("__pycache__"))
 
 
 def test_asset_hashes_follow_the_requirements_and_sources(tmp_path):

@@ -32,6 +32,9 @@ def handler_folders() -> list[Path]:
     return sorted(p for p in LAMBDA_ROOT.iterdir() if (p / "index.py").is_file())
 
 
+SHARED_PACKAGE_DIR = LAMBDA_ROOT / "_shared" / "llm_cdk_shared"
+
+
 def packaged_files() -> set[str]:
     """Every file the wheel must hold: the library's modules and py.typed, every handler file, the handlers' README."""
     files = {f"sagemaker_llm_cdk/{p.relative_to(LIBRARY).as_posix()}" for p in LIBRARY.rglob("*")
@@ -39,6 +42,8 @@ def packaged_files() -> set[str]:
     for folder in handler_folders():
         files |= {f"sagemaker_llm_cdk/_lambda/{folder.name}/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*")
                   if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    files |= {f"sagemaker_llm_cdk/_lambda/_shared/llm_cdk_shared/{p.relative_to(SHARED_PACKAGE_DIR).as_posix()}"
+              for p in SHARED_PACKAGE_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
     return files | {"sagemaker_llm_cdk/_lambda/README.md", "sagemaker_llm_cdk/py.typed"}
 
 
@@ -47,6 +52,7 @@ def test_every_handler_folder_is_a_listed_package():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     missing = [f"sagemaker_llm_cdk._lambda.{f.name}" for f in handler_folders() if f"sagemaker_llm_cdk._lambda.{f.name}" not in listed]
     assert not missing, f"add {missing} to [tool.setuptools] packages in pyproject.toml"
+    assert "sagemaker_llm_cdk._lambda._shared.llm_cdk_shared" in listed, "the handlers' shared package must ship too"
 
 
 def run(command: list[str | Path], **kwargs) -> subprocess.CompletedProcess[str]:
@@ -107,14 +113,16 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     run([python, "-m", "pip", "check"])
     probe = run([python, "-c", (
         "import importlib.util, json, sagemaker_llm_cdk as m\n"
-        "from sagemaker_llm_cdk.core._assets import handler_dir\n"
+        "from sagemaker_llm_cdk.core._assets import handler_dir, shared_package_dir\n"
         "print(json.dumps({'file': m.__file__, 'version': m.__version__, 'all': m.__all__,\n"
         "  'handler': handler_dir('capacity_plan_expiry'),\n"
+        "  'shared': str(shared_package_dir()),\n"
         "  'powertools': importlib.util.find_spec('aws_lambda_powertools') is not None}))")],
         cwd=tmp_path, env=child_env(venv / "bin", write_bytecode=True))
     installed = json.loads(probe.stdout.strip().splitlines()[-1])
     site = str(venv / "lib")
     assert installed["file"].startswith(site) and installed["handler"].startswith(site), installed
+    assert installed["shared"].startswith(site), installed  # the shared package comes from the wheel, not the repo
     assert installed["version"] == version
     assert not installed["powertools"], "the fresh venv sees a package the wheel does not declare"
 

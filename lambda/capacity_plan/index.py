@@ -52,19 +52,19 @@ EndTimeBefore is refused. Delete: no AWS call; the plan is retained.
 """
 from __future__ import annotations
 
-import functools
 import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Annotated, Any
 
-import boto3
 from aws_lambda_powertools import Logger
-from botocore.config import Config
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from llm_cdk_shared import clients, custom_resource
+from llm_cdk_shared.aws_errors import not_found
+from llm_cdk_shared.problems import shown as _shown
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 logger = Logger()
 
@@ -87,12 +87,9 @@ IDENTITY_FIELDS = ("PlanName", "InstanceType", "InstanceCount", "DurationDays", 
 _PLAN_NAME_RE = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}")
 _CONSENT_WORDS = (APPROVED, NOT_APPROVED)
 _INSTANCE_TYPE_RE = re.compile(r"ml\.[a-z0-9][a-z0-9-]*\.[a-z0-9]+")
-_NOT_FOUND_MESSAGE_RE = re.compile(r"not found|does not exist|could not find|cannot find", re.IGNORECASE)
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=Config(retries={"mode": "adaptive", "max_attempts": 8}))
+_sagemaker = clients.client_getter("sagemaker")
 
 
 # --------------------------------------------------------------------------- errors
@@ -140,11 +137,6 @@ class CapacityPlanEventError(CapacityPlanError):
 
 
 # --------------------------------------------------------------------------- properties
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _parse_int(value: Any, field: str) -> int:
@@ -242,65 +234,48 @@ def parse_consent(value: Any, field: str) -> str:
     )
 
 
+def _checked_time(field: str) -> BeforeValidator:
+    return BeforeValidator(lambda value: parse_time(value, field))
+
+
+# One checked type per property, shared by the plan and the extension models: each property is
+# checked by the same function, with the same message, whichever resource declares it.
+PlanName = Annotated[str, BeforeValidator(parse_plan_name)]
+ConsentName = Annotated[str, BeforeValidator(parse_consent_name)]
+InstanceType = Annotated[str, BeforeValidator(parse_instance_type)]
+InstanceCount = Annotated[int, BeforeValidator(parse_instance_count)]
+DurationDays = Annotated[int, BeforeValidator(parse_duration_days)]
+FeeCapUsd = Annotated[Decimal, BeforeValidator(parse_fee_cap)]
+StartTimeAfter = Annotated[datetime | None, _checked_time("StartTimeAfter")]
+EndTimeBefore = Annotated[datetime | None, _checked_time("EndTimeBefore")]
+Purchase = Annotated[str, BeforeValidator(lambda value: parse_consent(value, "Purchase"))]
+Extend = Annotated[str, BeforeValidator(lambda value: parse_consent(value, "Extend"))]
+
+
+def _extend_until(value: Any) -> datetime:
+    parsed = parse_time(value, "ExtendUntil")
+    if parsed is None:
+        raise ValueError("ExtendUntil is required: the date-time the plan should last until")
+    return parsed
+
+
+ExtendUntil = Annotated[datetime, BeforeValidator(_extend_until)]
+
+
 class CapacityPlanProperties(BaseModel):
     """Validated ResourceProperties (CloudFormation strings parsed to real types)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    plan_name: str = Field(alias="PlanName")
-    instance_type: str = Field(alias="InstanceType")
-    instance_count: int = Field(alias="InstanceCount")
-    duration_days: int = Field(alias="DurationDays")
-    start_time_after: datetime | None = Field(default=None, alias="StartTimeAfter")
-    end_time_before: datetime | None = Field(default=None, alias="EndTimeBefore")
-    max_upfront_fee_usd: Decimal = Field(alias="MaxUpfrontFeeUsd")
-    purchase: str = Field(alias="Purchase")
-    consent_name: str | None = Field(default=None, alias="ConsentName")
-
-    @field_validator("consent_name", mode="before")
-    @classmethod
-    def _check_consent_name(cls, value: Any) -> str:
-        return parse_consent_name(value)
-
-    @field_validator("plan_name", mode="before")
-    @classmethod
-    def _check_plan_name(cls, value: Any) -> str:
-        return parse_plan_name(value)
-
-    @field_validator("instance_type", mode="before")
-    @classmethod
-    def _check_instance_type(cls, value: Any) -> str:
-        return parse_instance_type(value)
-
-    @field_validator("instance_count", mode="before")
-    @classmethod
-    def _check_instance_count(cls, value: Any) -> int:
-        return parse_instance_count(value)
-
-    @field_validator("duration_days", mode="before")
-    @classmethod
-    def _check_duration_days(cls, value: Any) -> int:
-        return parse_duration_days(value)
-
-    @field_validator("start_time_after", mode="before")
-    @classmethod
-    def _check_start(cls, value: Any) -> datetime | None:
-        return parse_time(value, "StartTimeAfter")
-
-    @field_validator("end_time_before", mode="before")
-    @classmethod
-    def _check_end(cls, value: Any) -> datetime | None:
-        return parse_time(value, "EndTimeBefore")
-
-    @field_validator("max_upfront_fee_usd", mode="before")
-    @classmethod
-    def _check_fee_cap(cls, value: Any) -> Decimal:
-        return parse_fee_cap(value)
-
-    @field_validator("purchase", mode="before")
-    @classmethod
-    def _check_purchase(cls, value: Any) -> str:
-        return parse_consent(value, "Purchase")
+    plan_name: PlanName = Field(alias="PlanName")
+    instance_type: InstanceType = Field(alias="InstanceType")
+    instance_count: InstanceCount = Field(alias="InstanceCount")
+    duration_days: DurationDays = Field(alias="DurationDays")
+    start_time_after: StartTimeAfter = Field(default=None, alias="StartTimeAfter")
+    end_time_before: EndTimeBefore = Field(default=None, alias="EndTimeBefore")
+    max_upfront_fee_usd: FeeCapUsd = Field(alias="MaxUpfrontFeeUsd")
+    purchase: Purchase = Field(alias="Purchase")
+    consent_name: ConsentName | None = Field(default=None, alias="ConsentName")
 
     @property
     def approved(self) -> bool:
@@ -334,34 +309,10 @@ class CapacityPlanProperties(BaseModel):
         }
 
 
-def _validate(model: type[BaseModel], raw: Any, what: str) -> Any:
-    """``model`` from ResourceProperties (ServiceToken dropped); every problem at once, unknown keys refused."""
-    if not isinstance(raw, dict):
-        raise CapacityPlanPropertiesError(f"{what} ResourceProperties are missing; nothing was bought.")
-    known = sorted(field.alias or name for name, field in model.model_fields.items())
-    try:
-        return model.model_validate({k: v for k, v in raw.items() if k != "ServiceToken"})
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            field = ".".join(str(part) for part in error["loc"])
-            message = str(error["msg"]).removeprefix("Value error, ")
-            if error["type"] == "missing":
-                problems.append(f"{field}: required property is missing")
-            elif error["type"] == "extra_forbidden":
-                problems.append(f"{field}: unknown property (misspelt?); known: {', '.join(known)}, ServiceToken")
-            elif not field or message.startswith(field):
-                problems.append(message)
-            else:
-                problems.append(f"{field}: {message}")
-        raise CapacityPlanPropertiesError(
-            f"Invalid {what} properties (nothing was bought):\n- " + "\n- ".join(problems)
-        ) from None
-
-
 def parse_properties(raw: Any) -> CapacityPlanProperties:
     """Validate ResourceProperties; every problem is reported at once in a CapacityPlanPropertiesError."""
-    return _validate(CapacityPlanProperties, raw, "capacity plan")
+    return custom_resource.parse_properties(CapacityPlanProperties, raw, error=CapacityPlanPropertiesError,
+                                            what="capacity plan", not_done="nothing was bought")
 
 
 def _identity_of_raw(raw: Any) -> dict[str, str]:
@@ -388,21 +339,15 @@ def _identity_of_raw(raw: Any) -> dict[str, str]:
 # --------------------------------------------------------------------------- event
 
 
-class CustomResourceEvent(BaseModel):
-    """The fields of a CloudFormation custom resource event this handler reads.
+class CustomResourceEvent(custom_resource.CustomResourceEvent):
+    """The custom resource event (``llm_cdk_shared.custom_resource``), for the two resource types served here.
 
     Checked before any AWS call: RequestType is one of the three, ResourceType is one this
     function serves, Update and Delete carry the PhysicalResourceId, Update carries
     OldResourceProperties.
     """
 
-    model_config = ConfigDict(extra="allow")
-
-    request_type: Literal["Create", "Update", "Delete"] = Field(alias="RequestType")
     resource_type: str = Field(default=PLAN_RESOURCE_TYPE, alias="ResourceType")
-    physical_resource_id: str | None = Field(default=None, alias="PhysicalResourceId", min_length=1)
-    resource_properties: dict[str, Any] = Field(default_factory=dict, alias="ResourceProperties")
-    old_resource_properties: dict[str, Any] | None = Field(default=None, alias="OldResourceProperties")
 
     @field_validator("resource_type")
     @classmethod
@@ -412,33 +357,11 @@ class CustomResourceEvent(BaseModel):
                              f"{EXTENSION_RESOURCE_TYPE}")
         return value
 
-    @model_validator(mode="after")
-    def _fields_of_the_request_type(self) -> CustomResourceEvent:
-        missing = []
-        if self.request_type in ("Update", "Delete") and not self.physical_resource_id:
-            missing.append("PhysicalResourceId")
-        if self.request_type == "Update" and self.old_resource_properties is None:
-            missing.append("OldResourceProperties")
-        if missing:
-            raise ValueError(f"{self.request_type} events need {' and '.join(missing)}")
-        return self
-
 
 def parse_event(event: Any) -> CustomResourceEvent:
     """The event, or a CapacityPlanEventError naming every problem (before any AWS call)."""
-    if not isinstance(event, dict):
-        raise CapacityPlanEventError("Not a CloudFormation custom resource event (not a JSON object); nothing was done.")
-    try:
-        return CustomResourceEvent.model_validate(event)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            field = ".".join(str(part) for part in error["loc"]) or "event"
-            message = str(error["msg"]).removeprefix("Value error, ")
-            problems.append(f"{field}: {'required field is missing' if error['type'] == 'missing' else message}")
-        raise CapacityPlanEventError(
-            "Not a valid CloudFormation custom resource event (nothing was done):\n- " + "\n- ".join(problems)
-        ) from None
+    return custom_resource.parse_event(event, error=CapacityPlanEventError, not_done="nothing was done",
+                                       model=CustomResourceEvent)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -635,21 +558,12 @@ def plan_mismatches(plan: dict[str, Any], props: CapacityPlanProperties) -> list
     return problems
 
 
-def _is_not_found(error: ClientError) -> bool:
-    code = error.response.get("Error", {}).get("Code", "")
-    message = error.response.get("Error", {}).get("Message", "")
-    if code in ("ResourceNotFound", "ResourceNotFoundException"):
-        return True
-    # Some SageMaker Describe* calls report a missing resource as ValidationException.
-    return code == "ValidationException" and bool(_NOT_FOUND_MESSAGE_RE.search(message))
-
-
 def describe_plan(name_or_arn: str) -> dict[str, Any] | None:
     """DescribeTrainingPlan, or None if no plan has that name."""
     try:
         return _sagemaker().describe_training_plan(TrainingPlanName=name_or_arn)
     except ClientError as error:
-        if _is_not_found(error):
+        if not_found(error):
             return None
         raise
 
@@ -807,39 +721,11 @@ class ExtensionProperties(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    plan_name: str = Field(alias="PlanName")
-    extend_until: datetime = Field(alias="ExtendUntil")
-    max_upfront_fee_usd: Decimal = Field(alias="MaxUpfrontFeeUsd")
-    extend: str = Field(alias="Extend")
-    consent_name: str | None = Field(default=None, alias="ConsentName")
-
-    @field_validator("consent_name", mode="before")
-    @classmethod
-    def _check_consent_name(cls, value: Any) -> str:
-        return parse_consent_name(value)
-
-    @field_validator("plan_name", mode="before")
-    @classmethod
-    def _check_plan_name(cls, value: Any) -> str:
-        return parse_plan_name(value)
-
-    @field_validator("extend_until", mode="before")
-    @classmethod
-    def _check_until(cls, value: Any) -> datetime:
-        parsed = parse_time(value, "ExtendUntil")
-        if parsed is None:
-            raise ValueError("ExtendUntil is required: the date-time the plan should last until")
-        return parsed
-
-    @field_validator("max_upfront_fee_usd", mode="before")
-    @classmethod
-    def _check_fee_cap(cls, value: Any) -> Decimal:
-        return parse_fee_cap(value)
-
-    @field_validator("extend", mode="before")
-    @classmethod
-    def _check_extend(cls, value: Any) -> str:
-        return parse_consent(value, "Extend")
+    plan_name: PlanName = Field(alias="PlanName")
+    extend_until: ExtendUntil = Field(alias="ExtendUntil")
+    max_upfront_fee_usd: FeeCapUsd = Field(alias="MaxUpfrontFeeUsd")
+    extend: Extend = Field(alias="Extend")
+    consent_name: ConsentName | None = Field(default=None, alias="ConsentName")
 
     @property
     def approved(self) -> bool:
@@ -847,7 +733,8 @@ class ExtensionProperties(BaseModel):
 
 
 def parse_extension_properties(raw: Any) -> ExtensionProperties:
-    return _validate(ExtensionProperties, raw, "capacity plan extension")
+    return custom_resource.parse_properties(ExtensionProperties, raw, error=CapacityPlanPropertiesError,
+                                            what="capacity plan extension", not_done="nothing was bought")
 
 
 @dataclass(frozen=True)

@@ -27,16 +27,14 @@ EndTime), the others are still published and ``CapacityPlanExpiryCheckError`` is
 """
 from __future__ import annotations
 
-import functools
-import os
 from datetime import datetime, timezone
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients, env
+from llm_cdk_shared.aws_errors import not_found
 
 logger = Logger()
 
@@ -50,34 +48,27 @@ class CapacityPlanExpiryCheckError(Exception):
     """One or more plans could not be checked (the others were published)."""
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=Config(retries={"mode": "adaptive", "max_attempts": 8}))
+_sagemaker = clients.client_getter("sagemaker")
 
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def plan_names_from_env() -> list[str]:
-    raw = os.environ.get("TRAINING_PLAN_NAMES", "")
-    names = list(dict.fromkeys(name.strip() for name in raw.split(",") if name.strip()))
+MISCONFIGURED = "capacity plan expiry check misconfigured"
+
+
+def plan_names_from_env(environment: env.Environment | None = None) -> list[str]:
+    """``TRAINING_PLAN_NAMES`` (comma-separated, repeats dropped); ValueError when it names none.
+    Given an ``environment``, the problem is added to it instead (the caller checks)."""
+    reader = environment or env.Environment()
+    names = reader.csv("TRAINING_PLAN_NAMES")
     if not names:
-        raise ValueError(
-            "TRAINING_PLAN_NAMES is empty; set it to the comma-separated capacity plan names to watch, "
-            "e.g. 'llm-p5e-2026q1,llm-p5en-2026q2'"
-        )
+        reader.add("TRAINING_PLAN_NAMES", reader.raw("TRAINING_PLAN_NAMES"),
+                   "the comma-separated capacity plan names to watch, e.g. 'llm-p5e-2026q1,llm-p5en-2026q2'")
+    if environment is None:
+        reader.check(ValueError, MISCONFIGURED)
     return names
-
-
-def _is_not_found(error: ClientError) -> bool:
-    err = error.response.get("Error", {})
-    code, message = err.get("Code", ""), err.get("Message", "").lower()
-    if code in ("ResourceNotFound", "ResourceNotFoundException"):
-        return True
-    return code == "ValidationException" and any(
-        phrase in message for phrase in ("not found", "does not exist", "could not find", "cannot find")
-    )
 
 
 def days_left(plan: dict[str, Any], now: datetime) -> float:
@@ -98,19 +89,22 @@ def publish_days_left(plan_name: str, value: float) -> None:
         metric.add_dimension(name=DIMENSION_NAME, value=plan_name)
 
 
-@functools.cache
-def _ssm():
-    return boto3.client("ssm", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+_ssm = clients.client_getter("ssm", retries={"mode": "standard", "max_attempts": 5})
 
 
-def status_parameters_from_env() -> dict[str, str]:
-    """``STATUS_PARAMETERS`` as {plan name: parameter name}; malformed entries raise ValueError."""
+def status_parameters_from_env(environment: env.Environment | None = None) -> dict[str, str]:
+    """``STATUS_PARAMETERS`` as {plan name: parameter name}; malformed entries raise ValueError (or, given an
+    ``environment``, are added to it)."""
+    reader = environment or env.Environment()
     out: dict[str, str] = {}
-    for item in filter(None, (part.strip() for part in os.environ.get("STATUS_PARAMETERS", "").split(","))):
+    for item in reader.csv("STATUS_PARAMETERS"):
         plan, sep, parameter = item.partition("=")
         if not sep or not plan.strip() or not parameter.strip().startswith("/"):
-            raise ValueError(f"STATUS_PARAMETERS entry {item!r} is not <plan name>=/<parameter name>")
+            reader.add("STATUS_PARAMETERS", item, "comma-separated <plan name>=/<parameter name> entries")
+            continue
         out[plan.strip()] = parameter.strip()
+    if environment is None:
+        reader.check(ValueError, MISCONFIGURED)
     return out
 
 
@@ -126,7 +120,7 @@ def check_plan(plan_name: str, now: datetime) -> dict[str, Any]:
     try:
         plan = _sagemaker().describe_training_plan(TrainingPlanName=plan_name)
     except ClientError as error:
-        if not _is_not_found(error):
+        if not not_found(error):
             raise
         logger.error("Capacity plan not found; publishing 0 days left", extra={"training_plan_name": plan_name})
         publish_days_left(plan_name, 0.0)
@@ -148,8 +142,10 @@ def check_plan(plan_name: str, now: datetime) -> dict[str, Any]:
 
 @logger.inject_lambda_context(log_event=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    names = plan_names_from_env()
-    parameters = status_parameters_from_env()
+    environment = env.Environment()
+    names = plan_names_from_env(environment)
+    parameters = status_parameters_from_env(environment)
+    environment.check(ValueError, MISCONFIGURED)  # every problem of the environment at once
     now = _now()
     results, failures = [], []
     for name in names:

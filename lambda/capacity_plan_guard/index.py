@@ -43,18 +43,18 @@ instead of the endpoint update waiting for instances until its timeout.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-import boto3
 from aws_lambda_powertools import Logger
-from botocore.config import Config
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from llm_cdk_shared import clients, custom_resource
+from llm_cdk_shared.aws_errors import not_found
+from llm_cdk_shared.problems import shown as _shown
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 logger = Logger()
 
@@ -64,12 +64,9 @@ TARGET_RESOURCE = "endpoint"
 _PLAN_RE = re.compile(
     r"(arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/)?(?P<name>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63})")
 _INSTANCE_TYPE_RE = re.compile(r"ml\.[a-z0-9][a-z0-9-]*\.[a-z0-9]+")
-_NOT_FOUND_RE = re.compile(r"not found|does not exist|could not find|cannot find", re.IGNORECASE)
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+_sagemaker = clients.client_getter("sagemaker", retries={"mode": "standard", "max_attempts": 5})
 
 
 def _now() -> datetime:
@@ -91,11 +88,6 @@ class GuardEventError(GuardError):
 
 class PlanNotUsableError(GuardError):
     """The plan cannot serve the endpoint now; the endpoint config was not created."""
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _iso(value: datetime | None) -> str:
@@ -141,54 +133,17 @@ class GuardProperties(BaseModel):
         raise ValueError(f"MaxInstances {_shown(value)} must be a whole number 1-1000")
 
 
-class GuardEvent(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    request_type: Literal["Create", "Update", "Delete"] = Field(alias="RequestType")
-    physical_resource_id: str | None = Field(default=None, alias="PhysicalResourceId", min_length=1)
-    resource_properties: dict[str, Any] = Field(default_factory=dict, alias="ResourceProperties")
-    old_resource_properties: dict[str, Any] | None = Field(default=None, alias="OldResourceProperties")
-
-    @model_validator(mode="after")
-    def _fields_of_the_request_type(self) -> GuardEvent:
-        missing = []
-        if self.request_type in ("Update", "Delete") and not self.physical_resource_id:
-            missing.append("PhysicalResourceId")
-        if self.request_type == "Update" and self.old_resource_properties is None:
-            missing.append("OldResourceProperties")
-        if missing:
-            raise ValueError(f"{self.request_type} events need {' and '.join(missing)}")
-        return self
-
-
-def _problems(exc: ValidationError) -> str:
-    lines = []
-    for error in exc.errors():
-        field = ".".join(str(part) for part in error["loc"]) or "event"
-        message = str(error["msg"]).removeprefix("Value error, ")
-        if error["type"] == "missing":
-            message = "required field is missing"
-        elif error["type"] == "extra_forbidden":
-            message = "unknown property (misspelt?)"
-        lines.append(f"{field}: {message}")
-    return "\n- ".join(lines)
+GuardEvent = custom_resource.CustomResourceEvent
+"""The custom resource event this guard reads (the shared model: RequestType, PhysicalResourceId, properties)."""
 
 
 def parse_event(event: Any) -> GuardEvent:
-    if not isinstance(event, dict):
-        raise GuardEventError("Not a CloudFormation custom resource event (not a JSON object); nothing was checked.")
-    try:
-        return GuardEvent.model_validate(event)
-    except ValidationError as exc:
-        raise GuardEventError("Not a valid custom resource event (nothing was checked):\n- " + _problems(exc)) from None
+    return custom_resource.parse_event(event, error=GuardEventError, not_done="nothing was checked")
 
 
 def parse_properties(raw: dict[str, Any]) -> GuardProperties:
-    try:
-        return GuardProperties.model_validate({k: v for k, v in raw.items() if k != "ServiceToken"})
-    except ValidationError as exc:
-        raise GuardEventError("Invalid capacity plan guard properties (nothing was checked):\n- "
-                              + _problems(exc)) from None
+    return custom_resource.parse_properties(GuardProperties, raw, error=GuardEventError,
+                                            what="capacity plan guard", not_done="nothing was checked")
 
 
 def _physical_id(props: GuardProperties) -> str:
@@ -201,9 +156,7 @@ def _describe(name: str) -> dict[str, Any] | None:
     try:
         return _sagemaker().describe_training_plan(TrainingPlanName=name)
     except ClientError as error:
-        err = error.response.get("Error", {})
-        if err.get("Code") in ("ResourceNotFound", "ResourceNotFoundException") or (
-                err.get("Code") == "ValidationException" and _NOT_FOUND_RE.search(err.get("Message", ""))):
+        if not_found(error):
             return None
         raise
 

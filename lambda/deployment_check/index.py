@@ -34,13 +34,13 @@ completes at once without AWS calls. The framework's total timeout bounds the wa
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Literal
 
-import boto3
 from aws_lambda_powertools import Logger
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
+from llm_cdk_shared.aws_errors import not_found
+from llm_cdk_shared.problems import problems as validation_problems
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 logger = Logger()
@@ -78,35 +78,26 @@ class CheckProperties(BaseModel):
 State = Literal["ok", "waiting", "failed"]
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=Config(retries={"mode": "adaptive", "max_attempts": 8}))
+_sagemaker = clients.client_getter("sagemaker")
 
 
 def _properties(event: dict[str, Any]) -> CheckProperties:
     try:
         return CheckProperties.model_validate(event.get("ResourceProperties") or {})
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors(include_url=False))
-        raise DeploymentCheckFailed(f"invalid ResourceProperties: {problems}") from None
+        found = "; ".join(validation_problems(error, root="ResourceProperties"))
+        raise DeploymentCheckFailed(f"invalid ResourceProperties: {found}") from None
 
 
 def _unsettled(error: ClientError, what: str) -> tuple[State, str]:
     """A describe call that failed: transient errors mean "look again", the rest fail the check."""
     err = error.response.get("Error", {})
     code, message = err.get("Code", ""), err.get("Message", "")
-    if _is_not_found(error):
+    if not_found(error):
         return "failed", f"{what} does not exist ({code}: {message})"
     if code in RETRYABLE_CODES or error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
         return "waiting", f"{what} could not be read yet ({code}); trying again"
     return "failed", f"{what} could not be read ({code}: {message})"
-
-
-def _is_not_found(error: ClientError) -> bool:
-    err = error.response.get("Error", {})
-    code, message = err.get("Code", ""), err.get("Message", "").lower()
-    return code in ("ResourceNotFound", "ResourceNotFoundException") or (
-        code == "ValidationException" and any(p in message for p in ("could not find", "not found", "does not exist")))
 
 
 # ------------------------------------------------------------------ checks

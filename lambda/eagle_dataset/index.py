@@ -84,20 +84,19 @@ Errors a state machine can match: ``InvalidEventError``, ``CaptureAccessDeniedEr
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import os
 import re
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator, Literal
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients, env
+from llm_cdk_shared.aws_errors import not_found
+from llm_cdk_shared.problems import problems as validation_problems
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 import eagle_dataset_core as core
@@ -105,7 +104,6 @@ import eagle_dataset_core as core
 logger = Logger()
 metrics = Metrics()
 
-_CLIENT_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 8})
 _BUCKET = r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$"
 _RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9_.=\-]{0,127}$"
 _PARAMETER = r"^/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$"
@@ -159,43 +157,20 @@ class DatasetFormatError(ValueError):
 # ---------------------------------------------------------------------------------------------
 
 
-@functools.cache
-def _s3():
-    return boto3.client("s3", config=_CLIENT_CONFIG)
-
-
-@functools.cache
-def _ssm():
-    return boto3.client("ssm", config=_CLIENT_CONFIG)
-
-
-@functools.cache
-def _sfn():
-    return boto3.client("stepfunctions", config=_CLIENT_CONFIG)
+_s3 = clients.client_getter("s3")
+_ssm = clients.client_getter("ssm")
+_sfn = clients.client_getter("stepfunctions")
 
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _env_int(name: str, default: int, minimum: int = 1) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidEventError(f"environment variable {name}={raw!r} is not an integer; set it to an integer >= {minimum} or unset it") from None
-    if value < minimum:
-        raise InvalidEventError(f"environment variable {name}={value} is below {minimum}; set it to an integer >= {minimum} or unset it")
-    return value
-
-
 def _encryption() -> dict[str, str]:
     """SSE-KMS with ``DATASET_KMS_KEY_ARN`` (the key the optimization job's role may decrypt with),
     named on every write so the training set is under that key whatever the bucket's default is.
     Unset: the bucket's default encryption applies."""
-    key = os.environ.get("DATASET_KMS_KEY_ARN", "").strip()
+    key = env.Environment().raw("DATASET_KMS_KEY_ARN")
     return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": key} if key else {}
 
 
@@ -207,10 +182,7 @@ def _parse(model: type[BaseModel], event: Any) -> Any:
     try:
         return model.model_validate(event)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(x) for x in item['loc']) or '<event>'}: {item['msg']}" for item in error.errors(include_url=False)
-        )
-        raise InvalidEventError(f"{model.__name__} event is invalid: {problems}") from None
+        raise InvalidEventError(f"{model.__name__} event is invalid: {'; '.join(validation_problems(error))}") from None
 
 
 def _access_error(error: ClientError, what: str) -> Exception:
@@ -316,7 +288,7 @@ def _read_watermark(name: str) -> str | None:
     try:
         return _ssm().get_parameter(Name=name)["Parameter"]["Value"]
     except ClientError as error:
-        if error.response.get("Error", {}).get("Code") == "ParameterNotFound":
+        if not_found(error, "ssm"):
             return None
         raise
 
@@ -377,8 +349,9 @@ def _key_time(folder: str, key: str) -> datetime | None:
 @logger.inject_lambda_context(clear_state=True)
 def plan(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request: PlanEvent = _parse(PlanEvent, event)
-    max_objects = request.max_objects or _env_int("MAX_OBJECTS_PER_RUN", 100_000)
-    settle = request.settle_seconds if request.settle_seconds is not None else _env_int("SETTLE_SECONDS", 900, 0)
+    max_objects = request.max_objects or env.integer("MAX_OBJECTS_PER_RUN", 100_000, error=InvalidEventError)
+    settle = (request.settle_seconds if request.settle_seconds is not None
+              else env.integer("SETTLE_SECONDS", 900, minimum=0, error=InvalidEventError))
     cutoff = _now() - timedelta(seconds=settle)
     logger.append_keys(run_id=request.run_id)
 
@@ -528,20 +501,20 @@ def convert(event: dict[str, Any], context: Any) -> dict[str, Any]:
     logger.append_keys(run_id=batch.run_id, batch_id=batch_id)
 
     converter = core.BatchConverter(
-        default_component=os.environ.get("UNNAMED_RECORDS_COMPONENT") or None,
+        default_component=env.Environment().raw("UNNAMED_RECORDS_COMPONENT") or None,
         source=batch.source,
-        dedup_max_entries=_env_int("DEDUP_MAX_ENTRIES", 500_000),
-        max_components=_env_int("MAX_COMPONENTS", 64),
+        dedup_max_entries=env.integer("DEDUP_MAX_ENTRIES", 500_000, error=InvalidEventError),
+        max_components=env.integer("MAX_COMPONENTS", 64, error=InvalidEventError),
     )
     writer = _ShardWriter(
         batch.output_bucket,
         _join(batch.output_prefix, batch.run_id, "data"),
         batch_id,
-        _env_int("SHARD_MAX_BYTES", 16 << 20),
-        _env_int("BUFFER_BUDGET_BYTES", 32 << 20),
+        env.integer("SHARD_MAX_BYTES", 16 << 20, error=InvalidEventError),
+        env.integer("BUFFER_BUDGET_BYTES", 32 << 20, error=InvalidEventError),
     )
-    max_line = _env_int("MAX_LINE_BYTES", 8 << 20)
-    chunk_size = _env_int("READ_CHUNK_BYTES", 1 << 20)
+    max_line = env.integer("MAX_LINE_BYTES", 8 << 20, error=InvalidEventError)
+    chunk_size = env.integer("READ_CHUNK_BYTES", 1 << 20, error=InvalidEventError)
     missing: list[str] = []
     read = 0
     for key in keys:
@@ -686,7 +659,7 @@ def _update_watermark(plan_output: PlanOutput) -> bool:
 def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request: FinalizeEvent = _parse(FinalizeEvent, event)
     plan_output = request.plan
-    target = request.target_component or os.environ.get("TARGET_COMPONENT") or core.DEFAULT_COMPONENT
+    target = request.target_component or env.Environment().raw("TARGET_COMPONENT") or core.DEFAULT_COMPONENT
     logger.append_keys(run_id=plan_output.run_id)
     outputs, failed_batches, failed_objects = _collect_results(request.results) if request.results else ([], 0, 0)
 
@@ -815,13 +788,6 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _env_required(name: str) -> str:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        raise InvalidEventError(f"environment variable {name} is not set; the construct sets it (redeploy the stack)")
-    return value
-
-
 def _count_lines(chunks: Iterator[Any], limit: int) -> int:
     """Lines (records) in an object's data, stopping once ``limit`` is reached. Unreadable data counts nothing."""
     count = 0
@@ -854,12 +820,15 @@ def _execution_name(watermark: str | None, step: int) -> str:
 @metrics.log_metrics(raise_on_empty_metrics=False)
 @logger.inject_lambda_context(clear_state=True)
 def check(event: Any, context: Any) -> dict[str, Any]:
-    state_machine = _env_required("STATE_MACHINE_ARN")
-    parameter = _env_required("WATERMARK_PARAMETER")
-    bucket = _env_required("CAPTURE_BUCKET")
-    prefix = os.environ.get("CAPTURE_PREFIX", "").lstrip("/")
-    needed = _env_int("MIN_NEW_RECORDS", 1000)
-    cutoff = _now() - timedelta(seconds=_env_int("SETTLE_SECONDS", 900, 0))
+    environment = env.Environment()
+    state_machine = environment.text("STATE_MACHINE_ARN", required=True, allowed="the EAGLE pipeline's state machine ARN")
+    parameter = environment.text("WATERMARK_PARAMETER", required=True, allowed="the watermark's SSM parameter name")
+    bucket = environment.text("CAPTURE_BUCKET", required=True, allowed="the data capture bucket's name")
+    prefix = environment.raw("CAPTURE_PREFIX").lstrip("/")
+    needed = environment.integer("MIN_NEW_RECORDS", 1000)
+    settle = environment.integer("SETTLE_SECONDS", 900, minimum=0)
+    environment.check(InvalidEventError, "invalid function environment")
+    cutoff = _now() - timedelta(seconds=settle)
 
     running = _sfn().list_executions(stateMachineArn=state_machine, statusFilter="RUNNING", maxResults=1)
     if running.get("executions"):
@@ -962,9 +931,10 @@ def _sample_objects(uri: str, data_type: str, max_objects: int) -> list[tuple[st
 @logger.inject_lambda_context(clear_state=True)
 def validate_user_dataset(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request: ValidateEvent = _parse(ValidateEvent, event)
-    sample_lines = _env_int("VALIDATE_SAMPLE_LINES", 100)
+    sample_lines = env.integer("VALIDATE_SAMPLE_LINES", 100, error=InvalidEventError)
     try:
-        objects = _sample_objects(request.s3_uri, request.s3_data_type, _env_int("VALIDATE_MAX_OBJECTS", 3))
+        objects = _sample_objects(request.s3_uri, request.s3_data_type,
+                                  env.integer("VALIDATE_MAX_OBJECTS", 3, error=InvalidEventError))
     except ClientError as error:
         raise _access_error(error, f"Reading {request.s3_uri}") from error
     if not objects:

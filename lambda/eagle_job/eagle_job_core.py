@@ -13,6 +13,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from llm_cdk_shared.env import Environment
+
 # --------------------------------------------------------------------------------------------
 # Errors. Step Functions Retry/Catch match the class name (the Lambda "errorType").
 # --------------------------------------------------------------------------------------------
@@ -172,11 +174,6 @@ def tag_value(value: str) -> str:
     return cleaned[:256]
 
 
-def split_csv(value: str | None) -> list[str]:
-    """``"a, b,,c"`` -> ``["a", "b", "c"]``; empty or unset -> ``[]``."""
-    return [item.strip() for item in (value or "").split(",") if item.strip()]
-
-
 @dataclass(frozen=True)
 class StartSettings:
     """Deployment settings of the ``start`` function (from its environment)."""
@@ -192,43 +189,33 @@ class StartSettings:
 
 def settings_from_env(env: Mapping[str, str]) -> StartSettings:
     """Read and check the ``start`` environment; every problem is reported at once."""
-    problems: list[str] = []
-    role_arn = env.get("ROLE_ARN", "").strip()
-    if not role_arn:
-        problems.append("ROLE_ARN is not set (the IAM role the optimization job assumes)")
-    output = env.get("OUTPUT_S3_URI", "").strip()
-    if not output.startswith("s3://"):
-        problems.append(f"OUTPUT_S3_URI {output!r} must be an s3:// prefix for job outputs")
-    runtime_raw = env.get("MAX_RUNTIME_SECONDS", "").strip()
-    runtime = 0
-    try:
-        runtime = int(runtime_raw)
-        if runtime < 1:
-            raise ValueError
-    except ValueError:
-        problems.append(f"MAX_RUNTIME_SECONDS {runtime_raw!r} must be a whole number of seconds >= 1")
-    subnets = tuple(split_csv(env.get("SUBNET_IDS")))
-    groups = tuple(split_csv(env.get("SECURITY_GROUP_IDS")))
+    environment = Environment(env)
+    role_arn = environment.text("ROLE_ARN", required=True, allowed="the ARN of the IAM role the optimization job assumes")
+    output = environment.text("OUTPUT_S3_URI", required=True, prefix="s3://",
+                              allowed="an s3:// prefix for job outputs")
+    runtime = environment.integer("MAX_RUNTIME_SECONDS", minimum=1)
+    subnets = tuple(environment.csv("SUBNET_IDS"))
+    groups = tuple(environment.csv("SECURITY_GROUP_IDS"))
     if bool(subnets) != bool(groups):
-        problems.append(
-            "SUBNET_IDS and SECURITY_GROUP_IDS must be set together (VpcConfig needs both) or both left empty"
-        )
+        environment.add("SUBNET_IDS", ",".join(subnets) or None,
+                        "set together with SECURITY_GROUP_IDS (VpcConfig needs both) or both left empty",
+                        "set both SUBNET_IDS and SECURITY_GROUP_IDS, or neither")
     if len(subnets) > 16:
-        problems.append(f"SUBNET_IDS has {len(subnets)} subnets; CreateOptimizationJob accepts 1-16")
+        environment.add("SUBNET_IDS", f"{len(subnets)} subnets", "1-16 subnets (CreateOptimizationJob)",
+                        "name at most 16 subnets")
     if len(groups) > 5:
-        problems.append(f"SECURITY_GROUP_IDS has {len(groups)} groups; CreateOptimizationJob accepts 1-5")
-    plans = tuple(split_csv(env.get("TRAINING_PLAN_ARNS")))
+        environment.add("SECURITY_GROUP_IDS", f"{len(groups)} groups", "1-5 security groups (CreateOptimizationJob)",
+                        "name at most 5 security groups")
+    plans = tuple(environment.csv("TRAINING_PLAN_ARNS"))
     if len(plans) > 1:
-        problems.append(
-            f"TRAINING_PLAN_ARNS has {len(plans)} ARNs; CreateOptimizationJob accepts at most 1 training plan"
-        )
-    if problems:
-        raise ConfigurationError("invalid function configuration: " + "; ".join(problems))
+        environment.add("TRAINING_PLAN_ARNS", f"{len(plans)} ARNs",
+                        "at most 1 training plan (CreateOptimizationJob)", "name one training plan ARN")
+    environment.check(ConfigurationError, "invalid function configuration")
     return StartSettings(
         role_arn=role_arn,
         output_s3_uri=output,
         max_runtime_seconds=runtime,
-        kms_key_arn=(env.get("KMS_KEY_ARN") or "").strip() or None,
+        kms_key_arn=environment.raw("KMS_KEY_ARN") or None,
         subnet_ids=subnets,
         security_group_ids=groups,
         training_plan_arns=plans,

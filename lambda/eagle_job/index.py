@@ -65,13 +65,14 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any, Literal
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import parse
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients, env
+from llm_cdk_shared.aws_errors import error_code, not_found
+from llm_cdk_shared.problems import problems as validation_problems
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import eagle_job_core as core
@@ -106,8 +107,6 @@ __all__ = [
 logger = Logger()
 metrics = Metrics()
 
-#: Throttling and transient errors are retried by botocore (adaptive mode adds client-side rate limiting).
-RETRY_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 8})
 MAX_RESULT_OBJECTS = 1000
 MAX_RESULT_FILE_BYTES = 10 * 1024 * 1024
 MAX_SUMMARY_BYTES_IN_RECORD = 32 * 1024
@@ -116,24 +115,11 @@ MAX_LISTING_OBJECTS = 1000
 MAX_LISTING_IN_RECORD = 200
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=RETRY_CONFIG)
-
-
-@functools.cache
-def _s3():
-    return boto3.client("s3", config=RETRY_CONFIG)
-
-
-@functools.cache
-def _dynamodb():
-    return boto3.client("dynamodb", config=RETRY_CONFIG)
-
-
-@functools.cache
-def _ssm():
-    return boto3.client("ssm", config=RETRY_CONFIG)
+# Throttling and transient errors are retried by botocore (clients.DEFAULT_RETRIES: adaptive, 9 attempts).
+_sagemaker = clients.client_getter("sagemaker")
+_s3 = clients.client_getter("s3")
+_dynamodb = clients.client_getter("dynamodb")
+_ssm = clients.client_getter("ssm")
 
 
 # --------------------------------------------------------------------------------------------
@@ -195,10 +181,7 @@ def _parse(event: Any, model: type[BaseModel]) -> Any:
     try:
         return parse(event=event, model=model)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or '<event>'}: {error['msg']}" for error in exc.errors()
-        )
-        raise InvalidEventError(f"invalid {model.__name__} event: {problems}") from None
+        raise InvalidEventError(f"invalid {model.__name__} event: {'; '.join(validation_problems(exc))}") from None
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -207,10 +190,6 @@ def _iso(value: datetime | None) -> str | None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _error_code(exc: ClientError) -> str:
-    return exc.response.get("Error", {}).get("Code", "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -241,7 +220,7 @@ def _check_dataset(event: StartEvent) -> None:
     try:
         listing = _s3().list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
     except ClientError as exc:
-        if _error_code(exc) == "NoSuchBucket":
+        if error_code(exc) == "NoSuchBucket":
             raise DatasetMissingError(
                 f"training data bucket {bucket!r} of {event.training_data.s3_uri} does not exist; "
                 "build the dataset first or fix training_data.s3_uri."
@@ -302,7 +281,7 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
         started_at = _iso(datetime.now(timezone.utc)) or ""
         logger.info("optimization job created", extra={"job_name": name, "eagle_version": eagle_version})
     except ClientError as exc:
-        code = _error_code(exc)
+        code = error_code(exc)
         message = exc.response.get("Error", {}).get("Message", "")
         if code == "ResourceInUse" or (code == "ValidationException" and "already exists" in message.lower()):
             job_arn, started_at = _existing_job(name, request_event.model_s3_uri)
@@ -337,27 +316,13 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def _record_settings() -> tuple[str, str, str, float]:
-    env = os.environ
-    problems = []
-    table = env.get("RUNS_TABLE", "").strip()
-    if not table:
-        problems.append("RUNS_TABLE is not set (DynamoDB table of EAGLE runs)")
-    report = env.get("REPORT_S3_URI", "").strip()
-    if not report.startswith("s3://"):
-        problems.append(f"REPORT_S3_URI {report!r} must be an s3:// prefix for run reports")
-    parameter = env.get("PROMOTION_PARAMETER", "").strip()
-    if not parameter:
-        problems.append("PROMOTION_PARAMETER is not set (SSM parameter name of the approved draft head)")
-    raw = env.get("SPEEDUP_THRESHOLD", "").strip()
-    threshold = 0.0
-    try:
-        threshold = float(raw)
-        if not (threshold > 0 and threshold < float("inf")):
-            raise ValueError
-    except ValueError:
-        problems.append(f"SPEEDUP_THRESHOLD {raw!r} must be a number > 0, e.g. 1.5")
-    if problems:
-        raise ConfigurationError("invalid function configuration: " + "; ".join(problems))
+    environment = env.Environment()
+    table = environment.text("RUNS_TABLE", required=True, allowed="the DynamoDB table of EAGLE runs")
+    report = environment.text("REPORT_S3_URI", required=True, prefix="s3://", allowed="an s3:// prefix for run reports")
+    parameter = environment.text("PROMOTION_PARAMETER", required=True,
+                                 allowed="the SSM parameter name of the approved draft head")
+    threshold = environment.number("SPEEDUP_THRESHOLD", above=0, allowed="a number > 0, e.g. 1.5")
+    environment.check(ConfigurationError, "invalid function configuration")
     return table, report, parameter, threshold
 
 
@@ -471,7 +436,7 @@ def _current_head(parameter: str) -> str | None:
     try:
         value = _ssm().get_parameter(Name=parameter)["Parameter"]["Value"].strip()
     except ClientError as exc:
-        if _error_code(exc) == "ParameterNotFound":
+        if not_found(exc, "ssm"):
             return None
         raise
     if not value or value.lower() == NO_HEAD:

@@ -23,17 +23,16 @@ through a stack deployment.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
 import urllib.request
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
+from llm_cdk_shared.aws_errors import not_found
 
 logger = Logger()
 
@@ -42,9 +41,7 @@ _NAME_PART = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
 _REASON_MAX = 3000
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=Config(retries={"mode": "adaptive", "max_attempts": 8}))
+_sagemaker = clients.client_getter("sagemaker")
 
 
 class PropertiesError(ValueError):
@@ -139,7 +136,7 @@ def _create_or_reuse(properties: dict[str, Any]) -> tuple[str, dict[str, str]]:
         arn = _sagemaker().describe_model(ModelName=name)["ModelArn"]
         logger.info("model exists; reusing it", extra={"model_name": name})
     except ClientError as exc:
-        if not _not_found(exc):
+        if not not_found(exc):
             raise
         arn = _sagemaker().create_model(**request)["ModelArn"]
         logger.info("model created", extra={"model_name": name})
@@ -155,15 +152,8 @@ def _delete(physical_id: str, properties: dict[str, Any]) -> None:
         _sagemaker().delete_model(ModelName=physical_id)
         logger.info("model deleted", extra={"model_name": physical_id})
     except ClientError as exc:
-        if not _not_found(exc):
+        if not not_found(exc):
             raise
-
-
-def _not_found(exc: ClientError) -> bool:
-    error = exc.response.get("Error", {})
-    return error.get("Code") in ("ValidationException", "ResourceNotFound") and (
-        "could not find" in error.get("Message", "").lower() or error.get("Code") == "ResourceNotFound"
-    )
 
 
 def _respond(event: dict[str, Any], context: Any, status: str, physical_id: str, data: dict[str, str],

@@ -90,13 +90,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, Optional
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -104,6 +102,7 @@ from botocore.exceptions import (
     EndpointConnectionError,
     ReadTimeoutError,
 )
+from llm_cdk_shared import clients, env
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 import turn_log
@@ -169,20 +168,6 @@ class Settings:
     owner_mode: str = "session"
 
 
-def _int_env(name: str, default: int, *, minimum: int, maximum: int, problems: list[str]) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        problems.append(f"{name}={raw!r} is not an integer; set it to a whole number {minimum}-{maximum}")
-        return default
-    if not minimum <= value <= maximum:
-        problems.append(f"{name}={value} is out of range; allowed {minimum}-{maximum}")
-    return value
-
-
 PACKAGED_COMPONENTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), ALLOWED_COMPONENTS_FILE)
 
 
@@ -205,39 +190,24 @@ def _packaged_components(problems: list[str]) -> list[str]:
 @functools.cache
 def _settings() -> Settings:
     """Read and validate the environment once; every problem is reported in one error."""
-    problems: list[str] = []
-    endpoint = os.environ.get("ENDPOINT_NAME", "").strip()
+    environment = env.Environment()
+    endpoint = environment.raw("ENDPOINT_NAME")
     if not endpoint or len(endpoint) > 63 or not ENDPOINT_NAME_RE.fullmatch(endpoint):
-        problems.append(
-            f"ENDPOINT_NAME={endpoint!r} is not a SageMaker endpoint name (1-63 chars, [a-zA-Z0-9-], "
-            "no leading/trailing hyphen)"
-        )
-    table = os.environ.get("SESSIONS_TABLE", "").strip()
-    if not table:
-        problems.append("SESSIONS_TABLE is not set; set it to the DynamoDB table name")
-    default = os.environ.get("DEFAULT_COMPONENT", "").strip()
-    allowed_raw = [c.strip() for c in os.environ.get("ALLOWED_COMPONENTS", "").split(",") if c.strip()]
-    allowed_raw.extend(_packaged_components(problems))
+        environment.add("ENDPOINT_NAME", endpoint,
+                        "a SageMaker endpoint name (1-63 chars, [a-zA-Z0-9-], no leading/trailing hyphen)")
+    table = environment.text("SESSIONS_TABLE", required=True, allowed="the DynamoDB table name")
+    default = environment.text("DEFAULT_COMPONENT", required=True, allowed="the base inference component name")
+    allowed_raw = environment.csv("ALLOWED_COMPONENTS")
+    allowed_raw.extend(_packaged_components(environment.problems))
     allowed = tuple(dict.fromkeys([default, *allowed_raw])) if default else tuple(dict.fromkeys(allowed_raw))
-    if not default:
-        problems.append("DEFAULT_COMPONENT is not set; set it to the base inference component name")
     for name in allowed:
         if len(name) > COMPONENT_NAME_MAX or not COMPONENT_NAME_RE.fullmatch(name):
-            problems.append(
-                f"component {name!r} (DEFAULT_COMPONENT/ALLOWED_COMPONENTS) is not an inference component "
-                "name (1-63 chars, [a-zA-Z0-9-], no leading/trailing hyphen)"
-            )
-    ttl = _int_env(
-        "SESSION_TTL_SECONDS", DEFAULT_SESSION_TTL_SECONDS, minimum=1, maximum=7 * 24 * 3600, problems=problems
-    )
-    max_body = _int_env(
-        "MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1, maximum=INVOKE_BODY_MAX_BYTES, problems=problems
-    )
-    owner_mode = os.environ.get("OWNER_MODE", "").strip() or "session"
-    if owner_mode not in OWNER_MODES:
-        problems.append(f"OWNER_MODE={owner_mode!r} is not one of {', '.join(OWNER_MODES)}")
-    if problems:
-        raise ConfigurationError("session router misconfigured: " + "; ".join(problems))
+            environment.add("DEFAULT_COMPONENT/ALLOWED_COMPONENTS", name,
+                            "inference component names (1-63 chars, [a-zA-Z0-9-], no leading/trailing hyphen)")
+    ttl = environment.integer("SESSION_TTL_SECONDS", DEFAULT_SESSION_TTL_SECONDS, minimum=1, maximum=7 * 24 * 3600)
+    max_body = environment.integer("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1, maximum=INVOKE_BODY_MAX_BYTES)
+    owner_mode = environment.text("OWNER_MODE", default="session", choices=OWNER_MODES) or "session"
+    environment.check(ConfigurationError, "session router misconfigured")
     return Settings(endpoint, table, ttl, default, allowed, max_body, owner_mode)
 
 
@@ -261,28 +231,18 @@ DEFAULT_REMAINING_SECONDS = 300.0  # when the context cannot say (never in Lambd
 RETRYABLE_UPSTREAM_CODES = THROTTLING_CODES | {"ServiceUnavailable", "InternalFailure"}
 
 
-@functools.cache
-def _sagemaker_runtime():
-    return boto3.client(
-        "sagemaker-runtime",
-        config=Config(
-            retries={"mode": "standard", "total_max_attempts": 1},  # retried in _invoke, within the budget
-            connect_timeout=MODEL_CONNECT_TIMEOUT,
-            read_timeout=MODEL_READ_TIMEOUT,
-        ),
-    )
-
-
-@functools.cache
-def _dynamodb():
-    return boto3.client(
-        "dynamodb",
-        config=Config(
-            retries={"mode": "standard", "total_max_attempts": DYNAMODB_MAX_ATTEMPTS},
-            connect_timeout=DYNAMODB_CONNECT_TIMEOUT,
-            read_timeout=DYNAMODB_READ_TIMEOUT,
-        ),
-    )
+_sagemaker_runtime = clients.client_getter(
+    "sagemaker-runtime",
+    retries={"mode": "standard", "total_max_attempts": 1},  # retried in _invoke, within the budget
+    connect_timeout=MODEL_CONNECT_TIMEOUT,
+    read_timeout=MODEL_READ_TIMEOUT,
+)
+_dynamodb = clients.client_getter(
+    "dynamodb",
+    retries={"mode": "standard", "total_max_attempts": DYNAMODB_MAX_ATTEMPTS},
+    connect_timeout=DYNAMODB_CONNECT_TIMEOUT,
+    read_timeout=DYNAMODB_READ_TIMEOUT,
+)
 
 
 _deadline: float | None = None  # _monotonic() value by which the answer must be on its way

@@ -17,17 +17,14 @@ Environment: ``TURN_LOG_STREAM`` (the delivery stream's name; unset = logging of
 """
 from __future__ import annotations
 
-import functools
 import json
-import os
 from datetime import datetime, timezone
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from llm_cdk_shared import clients, env
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -37,11 +34,9 @@ MAX_RECORD_BYTES = 1000 * 1024
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 
 
-@functools.cache
-def _firehose():
-    # One quick retry: the turn's answer waits for this call.
-    return boto3.client("firehose", config=Config(retries={"mode": "standard", "max_attempts": 2},
-                                                  connect_timeout=2, read_timeout=5))
+# One quick retry: the turn's answer waits for this call.
+_firehose = clients.client_getter("firehose", retries={"mode": "standard", "max_attempts": 2},
+                                  connect_timeout=2, read_timeout=5)
 
 
 def _text(content: Any) -> str | None:
@@ -98,7 +93,7 @@ def chat_record(component: str, request: Any, reply: Any, now: datetime | None =
 
 def record_turn(component: str, request: Any, reply: Any) -> bool:
     """Put one completed turn on the stream; True when it was accepted. Never raises."""
-    stream = os.environ.get("TURN_LOG_STREAM", "").strip()
+    stream = env.Environment().raw("TURN_LOG_STREAM")
     if not stream:
         return False
     record, reason = chat_record(component, request, reply)

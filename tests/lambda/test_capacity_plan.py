@@ -415,7 +415,7 @@ def test_delete_with_invalid_properties_still_succeeds(cp, sm, lambda_context):
 def test_missing_consent_property_is_refused_before_any_call(cp, sm, lambda_context):
     props = {k: v for k, v in PROPS.items() if k != "Purchase"}
 
-    with pytest.raises(cp.CapacityPlanPropertiesError, match="Purchase: required property is missing"):
+    with pytest.raises(cp.CapacityPlanPropertiesError, match="Purchase: required field is missing; fix: add Purchase"):
         cp.handler(event("Create", props), lambda_context)
 
 
@@ -423,7 +423,7 @@ def test_missing_consent_property_is_refused_before_any_call(cp, sm, lambda_cont
     ("override", "expected"),
     [
         ({"Purchase": "true"}, "Purchase is 'true'; it must be 'approved' (consent given on the deploy command)"),
-        ({"PurchaseAcknowledged": "true"}, "PurchaseAcknowledged: unknown property (misspelt?); known: "),
+        ({"PurchaseAcknowledged": "true"}, "PurchaseAcknowledged: unknown property (misspelt?); allowed: ConsentName, DurationDays"),
         ({"StartTimeAftr": "2026-01-10T00:00:00Z"}, "StartTimeAftr: unknown property (misspelt?)"),
         ({"PlanName": "a-" * 32 + "b"}, "is not a valid training plan name; use 1-64 letters"),
         ({"InstanceCount": "3"}, "InstanceCount 3 is not offered; use one of 1, 2, 4, 8, 16, 32, 64"),
@@ -574,8 +574,8 @@ def test_update_dropping_the_consent_buys_nothing(cp, sm, lambda_context):
 
 
 @pytest.mark.parametrize(("change", "expected"), [
-    ({"RequestType": "Replace"}, "RequestType: Input should be 'Create', 'Update' or 'Delete'"),
-    ({"RequestType": None}, "RequestType: Input should be 'Create', 'Update' or 'Delete'"),
+    ({"RequestType": "Replace"}, "RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'"),
+    ({"RequestType": None}, "RequestType: got None; allowed: 'Create', 'Update' or 'Delete'"),
     ({"ResourceType": "Custom::Other"}, "ResourceType 'Custom::Other' is not served here"),
 ])
 def test_bad_events_are_refused_before_any_call(cp, sm, lambda_context, change, expected):

@@ -126,7 +126,7 @@ def test_pending_plan_without_end_time_is_a_failure_not_a_zero(expiry, stubber, 
 def test_empty_plan_list_is_a_configuration_error(expiry, lambda_context, monkeypatch):
     monkeypatch.setenv("TRAINING_PLAN_NAMES", " , ")
 
-    with pytest.raises(ValueError, match="TRAINING_PLAN_NAMES is empty"):
+    with pytest.raises(ValueError, match="TRAINING_PLAN_NAMES: got ','; allowed: the comma-separated capacity plan names"):
         expiry.handler({}, lambda_context)
 
 
@@ -171,5 +171,5 @@ def test_status_is_not_rewritten_when_unchanged(expiry, stubber, ssm, monkeypatc
 def test_malformed_status_parameters_are_refused(expiry, monkeypatch, lambda_context):
     monkeypatch.setenv("TRAINING_PLAN_NAMES", "p1")
     monkeypatch.setenv("STATUS_PARAMETERS", "p1")
-    with pytest.raises(ValueError, match="STATUS_PARAMETERS entry 'p1' is not <plan name>=/<parameter name>"):
+    with pytest.raises(ValueError, match="STATUS_PARAMETERS: got 'p1'; allowed: comma-separated <plan name>=/<parameter name> entries"):
         expiry.handler({}, lambda_context)

@@ -140,13 +140,13 @@ def test_delete_calls_nothing(guard, sm, lambda_context):
 
 
 @pytest.mark.parametrize(("change", "expected"), [
-    ({"Bound": "yes"}, "Bound: Input should be 'true' or 'false'"),
-    ({"WhenNotActive": "wait"}, "WhenNotActive: Input should be 'fail' or 'on_demand'"),
+    ({"Bound": "yes"}, "Bound: got 'yes'; allowed: 'true' or 'false'"),
+    ({"WhenNotActive": "wait"}, "WhenNotActive: got 'wait'; allowed: 'fail' or 'on_demand'"),
     ({"PlanName": "x" * 65}, "is not a training plan name"),
     ({"MaxInstances": "0"}, "MaxInstances '0' must be a whole number 1-1000"),
     ({"InstanceType": "p5e"}, "InstanceType 'p5e' is not a SageMaker instance type"),
     ({"PlanNmae": PLAN}, "PlanNmae: unknown property (misspelt?)"),
-    ({"UpdatePolicy": "CANARY"}, "UpdatePolicy: Input should be 'BLUE_GREEN', 'ROLLING' or 'NONE_FITS'"),
+    ({"UpdatePolicy": "CANARY"}, "UpdatePolicy: got 'CANARY'; allowed: 'BLUE_GREEN', 'ROLLING' or 'NONE_FITS'"),
 ])
 def test_properties_are_strict_and_checked_before_any_call(guard, sm, lambda_context, change, expected):
     with pytest.raises(guard.GuardEventError) as caught:
@@ -155,7 +155,7 @@ def test_properties_are_strict_and_checked_before_any_call(guard, sm, lambda_con
 
 
 @pytest.mark.parametrize(("body", "expected"), [
-    ({"RequestType": "Upsert", "ResourceProperties": PROPS}, "RequestType: Input should be 'Create', 'Update' or 'Delete'"),
+    ({"RequestType": "Upsert", "ResourceProperties": PROPS}, "RequestType: got 'Upsert'; allowed: 'Create', 'Update' or 'Delete'"),
     ({"ResourceProperties": PROPS}, "RequestType: required field is missing"),
     ({"RequestType": "Update", "ResourceProperties": PROPS}, "Update events need PhysicalResourceId and OldResourceProperties"),
     ({"RequestType": "Delete"}, "Delete events need PhysicalResourceId"),

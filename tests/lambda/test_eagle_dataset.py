@@ -982,11 +982,11 @@ def test_records_naming_no_component_never_train_a_component(aws, handler, lambd
     ("entry", "event", "match"),
     [
         ("plan", {**plan_event(), "capture_bucket": "Bad_Bucket"}, "capture_bucket"),
-        ("plan", {k: v for k, v in plan_event().items() if k != "run_id"}, "run_id: Field required"),
+        ("plan", {k: v for k, v in plan_event().items() if k != "run_id"}, "run_id: required field is missing; fix: add run_id"),
         ("plan", plan_event(run_id="../escape"), "run_id"),
         ("convert", {"Items": [], "BatchInput": {"capture_bucket": CAPTURE, "output_bucket": OUT, "run_id": "r"}}, "Items"),
-        ("convert", {"Items": [{"key": "k"}]}, "BatchInput: Field required"),
-        ("finalize", {"results": None}, "plan: Field required"),
+        ("convert", {"Items": [{"key": "k"}]}, "BatchInput: required field is missing"),
+        ("finalize", {"results": None}, "plan: required field is missing"),
         ("validate_user_dataset", {"s3_uri": "https://example.com/x"}, "s3_uri"),
     ],
 )
@@ -997,7 +997,7 @@ def test_invalid_events_name_the_field(handler, lambda_context, entry, event, ma
 
 def test_bad_environment_setting_is_explained(handler, lambda_context, monkeypatch):
     monkeypatch.setenv("SHARD_MAX_BYTES", "lots")
-    with pytest.raises(handler.InvalidEventError, match="SHARD_MAX_BYTES='lots' is not an integer"):
+    with pytest.raises(handler.InvalidEventError, match="SHARD_MAX_BYTES: got 'lots'; allowed: a whole number >= 1; fix: set SHARD_MAX_BYTES"):
         handler.convert({"Items": [{"key": "k"}], "BatchInput": {"capture_bucket": CAPTURE, "output_bucket": OUT, "run_id": "r"}}, lambda_context)
 
 
@@ -1180,5 +1180,5 @@ def test_check_execution_names_are_valid_and_step_with_new_records():
 
 def test_check_needs_its_environment(handler, lambda_context, monkeypatch):
     monkeypatch.delenv("STATE_MACHINE_ARN", raising=False)
-    with pytest.raises(handler.InvalidEventError, match="STATE_MACHINE_ARN is not set"):
+    with pytest.raises(handler.InvalidEventError, match=r"STATE_MACHINE_ARN: got \(not set\); allowed: the EAGLE pipeline's state machine ARN"):
         handler.check({}, lambda_context)

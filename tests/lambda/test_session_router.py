@@ -929,7 +929,7 @@ def test_owner_mode_must_be_known(router, monkeypatch):
 
     error = assert_error(router.call("/invoke", {"body": chat()}), 500, "Misconfigured")
 
-    assert "OWNER_MODE='person'" in error["message"] and "session, role" in error["message"]
+    assert "OWNER_MODE: got 'person'; allowed: one of session, role" in error["message"]
 
 
 @pytest.mark.parametrize(

@@ -100,11 +100,26 @@ PACKAGED_DATA = {"allowed_components.json"}
 """Data files a construct stages next to a handler's code (the session front door's component list)."""
 
 
+SHARED_PACKAGE = "llm_cdk_shared"
+"""The handlers' shared package (lambda/_shared/llm_cdk_shared), copied into every function's asset."""
+
+
+def _same_shared_package(asset: Path) -> bool:
+    shared = LAMBDA_ROOT / "_shared" / SHARED_PACKAGE
+    names = sorted(p.name for p in shared.iterdir() if p.is_file() and not p.name.endswith(".pyc"))
+    copied = asset / SHARED_PACKAGE
+    if not copied.is_dir() or sorted(p.name for p in copied.iterdir() if p.is_file()) != names:
+        return False
+    _, mismatch, errors = filecmp.cmpfiles(copied, shared, names, shallow=False)
+    return not mismatch and not errors
+
+
 def same_files(asset: Path, folder: Path) -> bool:
-    if not folder.is_dir():
+    if not folder.is_dir() or not _same_shared_package(asset):
         return False
     names = sorted(p.name for p in folder.iterdir() if p.name != "__pycache__" and not p.name.endswith(".pyc"))
-    extra = sorted(p.name for p in asset.iterdir() if p.name not in names and p.name not in PACKAGED_DATA)
+    extra = sorted(p.name for p in asset.iterdir()
+                   if p.name not in names and p.name not in PACKAGED_DATA and p.name != SHARED_PACKAGE)
     if not set(names) <= {p.name for p in asset.iterdir()}:
         return False
     # A folder with a requirements.txt ships those packages next to its code (sagemaker_llm_cdk.core.bundling):

@@ -21,7 +21,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from . import bundling
-from ._assets import handler_dir
+from ._assets import handler_dir, staged_handler
 from .nag import acknowledge
 from .accounts import powertools_account
 from .grants import acknowledge_wildcard_only
@@ -86,7 +86,8 @@ def python_function(
     reserved_concurrency: int | None = None,
     code: lambda_.Code | None = None,
 ) -> lambda_.Function:
-    """A function whose code is ``lambda/<folder>/`` (or ``code``, e.g. that folder staged with data files);
+    """A function whose code is ``lambda/<folder>/`` plus the handlers' shared package ``llm_cdk_shared``
+    (``_assets.staged_handler``), or ``code`` (e.g. that staged folder with data files added);
     its role may only write its own log group."""
     log_group = logs.LogGroup(
         scope,
@@ -107,7 +108,7 @@ def python_function(
         )
     )
     if code is None:
-        source = Path(handler_dir(folder))
+        source = Path(staged_handler(folder))  # the folder plus the shared package llm_cdk_shared
         requirements = source / "requirements.txt"
         if requirements.is_file():
             code = bundling.handler_code(source, requirements)

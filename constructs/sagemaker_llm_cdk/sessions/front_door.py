@@ -25,7 +25,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
-from ..core._assets import handler_dir
+from ..core._assets import staged_handler
 from ..core.metrics import metric
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, python_function
@@ -443,7 +443,7 @@ def _handler_code(names: Sequence[str]) -> lambda_.Code:
     The staging folder is named by the hash of what it holds, so repeated synths reuse it and the asset
     hash changes exactly when the handler or the list of names does.
     """
-    source = Path(handler_dir(HANDLER_FOLDER))
+    source = Path(staged_handler(HANDLER_FOLDER))  # the handler folder plus the shared package llm_cdk_shared
     listing = json.dumps({"components": list(names)}, indent=0).encode()
     digest = hashlib.sha256(listing)
     files = sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts

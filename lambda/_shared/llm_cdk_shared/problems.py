@@ -1,0 +1,48 @@
+"""A pydantic ``ValidationError`` as one line per problem, in the ``field: got V; allowed: ...; fix: ...`` style.
+
+* a missing field: ``Purchase: required field is missing; fix: add Purchase``
+* an unknown field (models with ``extra="forbid"``): ``PlanNmae: unknown property (misspelt?); allowed: A, B;
+  fix: remove it or correct its name``
+* a check of the handler's own (a ``ValueError`` raised in a validator) already names the field, the value
+  and the fix: its message is kept as it is (prefixed with the field when it does not start with it)
+* any other pydantic check: ``RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'``
+
+Fields are dotted paths (``Components.0.Name``); a problem of the whole object names ``root``. Values are
+shown as ``repr`` cut to 80 characters. Every problem is listed (callers join them).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from pydantic import ValidationError
+
+_SHOULD = re.compile(r"^(Input|Value|String|List|Tuple|Set|Dictionary|Object|Decimal|Date|Datetime|Timestamp|Number)"
+                     r" should (be |have |match )?")
+
+
+def shown(value: Any) -> str:
+    """``repr(value)``, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def problems(exc: ValidationError, *, root: str = "event", known: Iterable[str] | None = None) -> list[str]:
+    """One line per error of ``exc``; ``known`` (field names) is listed as allowed for an unknown field."""
+    allowed_fields = ", ".join(known) if known is not None else None
+    lines = []
+    for error in exc.errors(include_url=False):
+        field = ".".join(str(part) for part in error["loc"]) or root
+        kind = error["type"]
+        if kind == "missing":
+            lines.append(f"{field}: required field is missing; fix: add {field}")
+        elif kind == "extra_forbidden":
+            allowed = f"; allowed: {allowed_fields}" if allowed_fields else ""
+            lines.append(f"{field}: unknown property (misspelt?){allowed}; fix: remove it or correct its name")
+        elif kind in ("value_error", "assertion_error"):
+            message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+            lines.append(message if message.startswith(field) else f"{field}: {message}")
+        else:
+            allowed = _SHOULD.sub("", str(error["msg"]))
+            lines.append(f"{field}: got {shown(error.get('input'))}; allowed: {allowed}")
+    return lines
