@@ -102,7 +102,7 @@ def _eagle_in_a_vpc(app: App, env: Environment | None) -> None:
     head = PromotionParameter(promotions, "Head", model_name="qwen3-8b")
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=0, restrict_default_security_group=False,
                   subnet_configuration=[ec2.SubnetConfiguration(name="models", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)])
-    from sagemaker_llm_cdk.core.checkov import acknowledge
+    from sagemaker_llm_cdk.core.nag import acknowledge
 
     acknowledge(vpc, "AwsSolutions-VPC7", "The test's own VPC (not made by the library) has no flow log.")
     endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge", vpc=vpc,

@@ -122,7 +122,7 @@ def test_dataset_asset_ships_orjson_for_python_313_on_x86_64_next_to_its_code(sy
     assert binary.name == "orjson.cpython-313-x86_64-linux-gnu.so"
     job_folder = synthesized["job_dir"]
     # the SDK is the layer's; the handlers' shared package is copied in
-    assert sorted(p.name for p in job_folder.iterdir()) == ["eagle_job_core.py", "index.py", "llm_cdk_shared"]
+    assert sorted(p.name for p in job_folder.iterdir()) == ["benchmark.py", "eagle_job_core.py", "index.py", "llm_cdk_shared"]
 
 
 def test_synthesized_assets_carry_the_shared_package_as_it_is_in_the_repository(synthesized):

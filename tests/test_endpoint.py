@@ -309,7 +309,7 @@ def test_endpoint_in_a_vpc_passes_cdk_nag():
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge", vpc=vpc)
     endpoint.add_model("m", ModelSpec(name="m1", model_data_s3_uri=MODEL_URI))
-    from sagemaker_llm_cdk.core.checkov import acknowledge
+    from sagemaker_llm_cdk.core.nag import acknowledge
 
     acknowledge(vpc, "AwsSolutions-VPC7", "test VPC: flow logs are the VPC owner's concern, not the endpoint's")
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))

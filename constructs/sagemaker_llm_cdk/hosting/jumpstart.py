@@ -26,7 +26,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -103,7 +103,7 @@ class PretrainedHead:
             return None, [Problem(where, entry, "a mapping with channel_name, s3_uri, s3_data_type, compression_type, "
                                   "kind, licence (or null: JumpStart publishes no head)", fix)]
         problems: list[Problem] = []
-        checks = (
+        checks: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
             ("channel_name", lambda v: isinstance(v, str) and _CHANNEL.match(v) is not None,
              "1-64 letters, digits, '.', '-', '_' (AdditionalModelDataSource.ChannelName)"),
             ("s3_uri", lambda v: isinstance(v, str) and re.match(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]/.+", v)

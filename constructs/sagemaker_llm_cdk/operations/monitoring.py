@@ -189,7 +189,8 @@ class LlmMonitoring(Construct):
         if endpoint.capacity_plan is not None:
             # The plan alarms on its own expiry (CapacityPlan, to the topic it was given); the
             # dashboard shows its days left.
-            self._capacity_plan_rows(board, endpoint.capacity_plan.plan_name, METRICS_NAMESPACE, alarm=None)
+            self._capacity_plan_rows(board, endpoint.capacity_plan.plan_name,
+                                     endpoint.capacity_plan.metric_days_left(), alarm=None)
         rollout = self.settings.rollout
         if rollout.enabled and rollout.endpoint_rollback:
             endpoint.configure_rollout(rollout, {self._name_of(a): a for a in endpoint_alarms})
