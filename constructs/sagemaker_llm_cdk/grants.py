@@ -153,7 +153,7 @@ def wildcard_problems(scope: IConstruct) -> list[str]:
     """One line per policy statement under ``scope`` that allows a non-wildcard-only action on ``*``."""
     problems = []
     for node in scope.node.find_all():
-        if not CfnResource.is_cfn_resource(node):
+        if not isinstance(node, CfnResource):  # no round trip to the Node kernel per construct
             continue
         for document in _documents(node):
             for statement in _statements(document):
@@ -220,7 +220,7 @@ class WildcardGuard:
     """Aspect: guard every stack it visits (``guard_wildcards``); the app's checks add it to every stage."""
 
     def visit(self, node: IConstruct) -> None:
-        if Stack.is_stack(node):
+        if isinstance(node, Stack):  # CDK calls this for every construct: no second round trip for each
             guard_wildcards(node)
 
 
