@@ -269,6 +269,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile one app run and count jsii round trips")
     parser.add_argument("--top", type=int, default=45, help="functions printed by --profile")
     parser.add_argument("--profile-out", help="also write --profile's pstats file here")
+    parser.add_argument("--profile-adapters", type=int, default=0, help="--profile the config with this many adapters")
     args = parser.parse_args()
     settings = {"both": (True, False), "on": (True,), "off": (False,)}[args.validator]
     with tempfile.TemporaryDirectory(prefix="synth-bench-") as tmp:
@@ -277,7 +278,8 @@ def main() -> None:
         runner = Runner(cli_environment(work), work)
         default = app_config(0, work)
         if args.profile:
-            env = runner.env(validator=settings[0], config=default)
+            config = app_config(args.profile_adapters, work) if args.profile_adapters else default
+            env = runner.env(validator=settings[0], config=config)
             (work / "profile_app.py").write_text(PROFILE)
             dump = [str(Path(args.profile_out).resolve())] if args.profile_out else []
             subprocess.run([sys.executable, str(work / "profile_app.py"), str(args.top), *dump], cwd=ROOT, env=env,

@@ -183,6 +183,10 @@ def _allowed(action: Any, extra: Mapping[str, str]) -> bool:
 
 
 def _documents(node: Any) -> list[Any]:
+    # Only these L1 classes have the typed properties read below: the isinstance test (no jsii round trip)
+    # spares every other resource the two round trips that follow, in each guarded scope's walk.
+    if not isinstance(node, (iam.CfnPolicy, iam.CfnManagedPolicy, iam.CfnRole)):
+        return []
     kind = node.cfn_resource_type
     stack = Stack.of(node)
     # A plain CfnResource of these types (CDK's CustomResourceProvider makes its role so) has no typed
