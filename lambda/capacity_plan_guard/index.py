@@ -105,7 +105,7 @@ def _iso(value: datetime | None) -> str:
 
 
 class GuardProperties(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     plan_name: str = Field(alias="PlanName")
     instance_type: str = Field(alias="InstanceType")
@@ -142,7 +142,7 @@ class GuardProperties(BaseModel):
 
 
 class GuardEvent(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     request_type: Literal["Create", "Update", "Delete"] = Field(alias="RequestType")
     physical_resource_id: str | None = Field(default=None, alias="PhysicalResourceId", min_length=1)
