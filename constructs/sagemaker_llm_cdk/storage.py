@@ -12,7 +12,7 @@ import json
 from typing import Any, Iterable, Sequence
 
 import jsii
-from aws_cdk import CfnResource, Duration, IStableAnyProducer, Lazy, RemovalPolicy, Stack
+from aws_cdk import Duration, IStableAnyProducer, Lazy, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
