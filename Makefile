@@ -23,7 +23,7 @@ CDK_CONTEXT = $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$
 DEPLOY_ARGS ?=
 DIFF_ARGS ?=
 
-.PHONY: jumpstart-lock setup synth-setup synth diff deploy preflight test lint-templates checkov check change-report typecheck dist docs schema diagram clean
+.PHONY: jumpstart-lock setup synth-setup synth synth-app diff deploy preflight test lint-templates checkov check check-tools change-report typecheck dist docs schema diagram clean
 
 ## setup: everything (.venv, node_modules, the checkov venv); synth-setup: what a synth needs (no checkov).
 setup: synth-setup $(CHECKOV_STAMP)
@@ -48,15 +48,24 @@ $(NODE_STAMP): package.json package-lock.json
 ## synth: synthesize the default app into cdk.out (cdk-nag runs inside), then cfn-lint every template.
 ## The log shows one cdk-nag summary per pack and rule; every finding is in reports/nag-findings.{json,md}.
 ## On GitHub Actions the summary and the cost table are added to the job summary ($GITHUB_STEP_SUMMARY).
+## CDK's built-in template validator (CloudFormationValidatePlugin) is off here: cfn-lint validates every
+## template right after, in every target region (README "Performance"); CFN_VALIDATE=1 runs it as well.
+## A bare `cdk synth` (no make) keeps CDK's default: the built-in validator runs.
+CFN_VALIDATE ?=
+CDK_VALIDATION_FLAG = $(if $(CFN_VALIDATE),,--no-validation)
 synth: synth-setup
+	$(MAKE) --no-print-directory synth-app
+	$(MAKE) --no-print-directory lint-templates
+
+## synth-app: only the app's synth into a fresh cdk.out (cdk-nag inside); `synth` and `check` run it once.
+synth-app: synth-setup
 	rm -rf cdk.out $(REPORTS)/nag-findings.json $(REPORTS)/nag-findings.md $(REPORTS)/synth-summary.md
-	@echo "cdk synth --quiet $(CDK_CONTEXT)"
-	@status=0; cdk synth --quiet $(CDK_CONTEXT) || status=$$?; \
+	@echo "cdk synth --quiet $(CDK_VALIDATION_FLAG) $(CDK_CONTEXT)"
+	@status=0; cdk synth --quiet $(CDK_VALIDATION_FLAG) $(CDK_CONTEXT) || status=$$?; \
 	  mkdir -p $(REPORTS); \
 	  for f in nag-findings.json nag-findings.md synth-summary.md; do if [ -f cdk.out/$$f ]; then cp cdk.out/$$f $(REPORTS)/; fi; done; \
 	  if [ -n "$${GITHUB_STEP_SUMMARY:-}" ] && [ -f cdk.out/synth-summary.md ]; then cat cdk.out/synth-summary.md >> "$$GITHUB_STEP_SUMMARY"; fi; \
 	  exit $$status
-	$(MAKE) --no-print-directory lint-templates
 
 ## preflight: what would make a deploy of CONFIG (default config/default.yaml) fail, before CloudFormation starts.
 ## Synthesizes the app, checks offline, then read-only against AWS when credentials resolve.
@@ -81,10 +90,16 @@ checkov: $(CHECKOV_STAMP)
 	mkdir -p $(REPORTS)
 	$(BIN)/python -m tools.run_checkov cdk.out --checkov $(CHECKOV_VENV)/bin/checkov --json $(REPORTS)/checkov.json
 
-## check: the pull-request verdict: synth (cdk-nag inside) + cfn-lint, then checkov and mypy.
-check: synth
-	$(MAKE) --no-print-directory checkov
-	$(MAKE) --no-print-directory typecheck
+## check: the pull-request verdict: one synth (cdk-nag inside), then cfn-lint, checkov and mypy over that cdk.out,
+## each once over every template, in parallel (independent of each other; each log is printed whole, in turn).
+## The change report reads the same cdk.out (`make change-report`, the PR workflow's --head-dir cdk.out).
+## `python benchmarks/check.py` times it warm, phase by phase.
+CHECK_JOBS ?= 3
+check: synth-setup $(CHECKOV_STAMP)
+	$(MAKE) --no-print-directory synth-app
+	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target check-tools
+
+check-tools: lint-templates checkov typecheck
 
 ## typecheck: mypy, strict on the library (settings in pyproject.toml).
 typecheck: $(PY_STAMP)
@@ -102,8 +117,9 @@ docs: synth-setup
 	PDOC_ALLOW_EXEC=1 $(BIN)/python -m pdoc --docformat restructuredtext --no-show-source -o docs/api sagemaker_llm_cdk sagemaker_llm_cdk.client
 
 ## change-report: what this branch changes against BASE (default origin/main) when deployed.
+## HEAD_DIR=cdk.out compares with the cdk.out `make check` just wrote instead of synthesizing again (as the PR workflow does).
 change-report: synth-setup
-	$(BIN)/python -m tools.change_report --git-base $(BASE) $(if $(CONFIG),--config $(CONFIG))
+	$(BIN)/python -m tools.change_report --git-base $(BASE) $(if $(CONFIG),--config $(CONFIG)) $(if $(HEAD_DIR),--head-dir $(HEAD_DIR))
 
 ## schema: regenerate the configs' JSON Schemas from the settings models: config/schema.json (a whole config),
 ## config/schema.layer.json (a file that extends or is extended: nothing required, $delete/$replace allowed),

@@ -97,7 +97,7 @@ def _iso(value: datetime | None) -> str:
 
 
 class GuardProperties(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     plan_name: str = Field(alias="PlanName")
     instance_type: str = Field(alias="InstanceType")

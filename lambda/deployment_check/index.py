@@ -60,7 +60,7 @@ class DeploymentCheckFailed(Exception):
 
 
 class Component(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, protected_namespaces=(), defer_build=True)
 
     name: str = Field(alias="Name", pattern=_NAME)
     model_name: str | None = Field(default=None, alias="ModelName", pattern=_NAME)
@@ -68,7 +68,7 @@ class Component(BaseModel):
 
 
 class CheckProperties(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
 
     endpoint_name: str = Field(alias="EndpointName", pattern=_NAME)
     endpoint_config_name: str = Field(alias="EndpointConfigName", pattern=_NAME)

@@ -201,7 +201,7 @@ def _access_error(error: ClientError, what: str) -> Exception:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 class PlanEvent(_Model):

@@ -67,8 +67,6 @@ from typing import Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.parser import parse
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, env
 from llm_cdk_shared.aws_errors import error_code, not_found
@@ -128,14 +126,14 @@ _ssm = clients.client_getter("ssm")
 
 
 class TrainingData(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     s3_uri: str = Field(min_length=1, max_length=1024)
     s3_data_type: Literal["S3Prefix", "ManifestFile"] = "S3Prefix"
 
 
 class StartEvent(BaseModel):
-    model_config = ConfigDict(extra="ignore", protected_namespaces=())
+    model_config = ConfigDict(extra="ignore", protected_namespaces=(), defer_build=True)
 
     model_name: str = Field(min_length=1, max_length=256)
     model_s3_uri: str = Field(min_length=1, max_length=1024)
@@ -162,7 +160,7 @@ class StartOutput(StartEvent):
 class JobDescription(BaseModel):
     """The parts of a DescribeOptimizationJob response that ``record`` uses."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     OptimizationJobStatus: str
     FailureReason: str | None = None
@@ -178,6 +176,8 @@ class RecordEvent(StartOutput):
 
 
 def _parse(event: Any, model: type[BaseModel]) -> Any:
+    from aws_lambda_powertools.utilities.parser import parse  # imported on first use: not on the cold start
+
     try:
         return parse(event=event, model=model)
     except ValidationError as exc:
@@ -507,12 +507,16 @@ def _promote(
 
 
 def _to_dynamo(item: dict[str, Any]) -> dict[str, Any]:
+    from boto3.dynamodb.types import TypeSerializer  # only the record path needs it: not on the cold start
+
     plain = json.loads(json.dumps(item, default=str), parse_float=Decimal)
     serializer = TypeSerializer()
     return {key: serializer.serialize(value) for key, value in plain.items()}
 
 
 def _from_dynamo(item: dict[str, Any]) -> dict[str, Any]:
+    from boto3.dynamodb.types import TypeDeserializer
+
     deserializer = TypeDeserializer()
     return {key: deserializer.deserialize(value) for key, value in item.items()}
 

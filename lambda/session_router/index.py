@@ -343,7 +343,7 @@ ConversationId = Annotated[str, StringConstraints(pattern=CONVERSATION_ID_RE)]
 
 
 class InvokeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     conversation_id: Optional[ConversationId] = None
     component: Optional[str] = None
@@ -352,13 +352,13 @@ class InvokeRequest(BaseModel):
 
 
 class OpenRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     component: Optional[str] = None
 
 
 class CloseRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     conversation_id: ConversationId = Field(...)
 

@@ -1,0 +1,134 @@
+"""Cold import of each Lambda handler (``lambda/<name>/index.py``) against ``import boto3`` alone, in one call.
+
+Usage: ``python benchmarks/cold_start.py [--runs 5] [--assembly cdk.out] [NAME ...]``
+
+What a cold start pays before the handler runs is the import of its module: each run is a fresh
+interpreter (``python -X importtime -c 'import index'`` with the handler's folder first on
+``sys.path``, as the Lambda runtime loads it) with the environment variables the function gets:
+read from the synthesized templates in ``--assembly`` when there (the function whose
+``POWERTOOLS_SERVICE_NAME`` is the folder's name; tokens become placeholders), else the variables
+``functions.python_function`` always sets. The baseline, ``python -X importtime -c 'import boto3'``,
+runs in turn with every handler (A B A B ...), so drift on a shared machine hits both alike.
+
+Printed per function: the median CPU time of the import (user + system time of the process from just
+before ``import index`` to just after it: the interpreter's start-up excluded, and waiting for a shared
+machine's cores not counted, so it is the steadiest figure), its ratio to ``import boto3`` (median of
+the per-pair ratios, their range, and the ratio of the fastest runs), the same for wall time, and the
+heaviest top-level modules the handler imports beyond boto3's. Goal (issue 15): each handler's import at most 1.5x ``import boto3``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LAMBDA = ROOT / "lambda"
+GOAL = 1.5
+_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)")
+
+
+def handlers(names: list[str]) -> list[str]:
+    found = sorted(p.parent.name for p in LAMBDA.glob("*/index.py"))
+    unknown = sorted(set(names) - set(found))
+    if unknown:
+        sys.exit(f"no lambda/<name>/index.py for {', '.join(unknown)}; there are: {', '.join(found)}")
+    return [n for n in found if not names or n in names]
+
+
+def placeholder(value: object) -> str:
+    return value if isinstance(value, str) else "placeholder"
+
+
+def function_environments(assembly: Path) -> dict[str, dict[str, str]]:
+    """``folder -> environment`` of each function in the assembly's templates (by POWERTOOLS_SERVICE_NAME)."""
+    found: dict[str, dict[str, str]] = {}
+    for template in sorted(assembly.glob("*.template.json")) if assembly.is_dir() else []:
+        for resource in json.loads(template.read_text()).get("Resources", {}).values():
+            if resource.get("Type") != "AWS::Lambda::Function":
+                continue
+            variables = (resource.get("Properties", {}).get("Environment") or {}).get("Variables") or {}
+            name = variables.get("POWERTOOLS_SERVICE_NAME")
+            if isinstance(name, str) and name not in found:
+                found[name] = {k: placeholder(v) for k, v in variables.items()}
+    return found
+
+
+def environment(name: str, templates: dict[str, dict[str, str]]) -> dict[str, str]:
+    """A Lambda-like environment for ``name``: region, function name, no credentials lookups, its variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_"))}
+    env.update({"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_LAMBDA_FUNCTION_NAME": name,
+                "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13", "AWS_EC2_METADATA_DISABLED": "true",
+                "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(templates.get(name) or {"POWERTOOLS_SERVICE_NAME": name, "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlm"})
+    return env
+
+
+def run(module: str, cwd: Path, env: dict[str, str]) -> tuple[float, float, dict[str, int]]:
+    """CPU seconds and wall seconds of ``import module`` (everything it imports; the interpreter's start-up not
+    included) and each module's cumulative µs from ``-X importtime``, of one fresh process."""
+    statement = (f"import sys, time; sys.path.insert(0, '.'); c, w = time.process_time(), time.perf_counter(); "
+                 f"import {module}; print(time.process_time() - c, time.perf_counter() - w)")
+    command = [sys.executable, "-X", "importtime", "-c", statement]
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if result.returncode:
+        sys.exit(f"import {module} in {cwd} failed:\n{result.stderr[-3000:]}")
+    cpu, wall = (float(x) for x in result.stdout.split()[-2:])
+    modules: dict[str, int] = {}
+    for line in result.stderr.splitlines():
+        match = _LINE.match(line)
+        if match:
+            cumulative, name = int(match.group(2)), match.group(4)
+            modules[name] = max(modules.get(name, 0), cumulative)
+    return cpu, wall, modules
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help="handler folders (default: every lambda/<name>/index.py)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--assembly", type=Path, default=ROOT / "cdk.out",
+                        help="cloud assembly to read each function's environment from (default cdk.out)")
+    parser.add_argument("--heaviest", type=int, default=4, help="modules listed per handler beyond boto3's")
+    args = parser.parse_args()
+    templates = function_environments(args.assembly)
+    names = handlers(args.names)
+    source = f"environment from {args.assembly}" if templates else "default environment (no assembly)"
+    print(f"{len(names)} handlers, {args.runs} runs each against `import boto3` in turn; {source}")
+    print(f"{'function':<22} {'cpu ms':>7} {'boto3':>6} {'ratio':>6} {'range':>11} {'min/min':>7} {'wall ms':>7} "
+          f"{'boto3':>6} {'ratio':>6}  heaviest beyond boto3 (-X importtime cumulative ms)")
+    worst = 0.0
+    for name in names:
+        env = environment(name, templates)
+        folder = LAMBDA / name
+        run("index", folder, env), run("boto3", folder, env)  # warm the file cache
+        handler, baseline, ratios = [], [], []
+        modules: dict[str, int] = {}
+        boto: dict[str, int] = {}
+        for _ in range(args.runs):
+            h = run("index", folder, env)
+            b = run("boto3", folder, env)
+            handler.append(h), baseline.append(b), ratios.append(h[0] / b[0])
+            modules, boto = h[2], b[2]
+        extra = sorted(((us, m) for m, us in modules.items() if m not in boto and "." not in m and m != "index"),
+                       reverse=True)[:args.heaviest]
+        ratio = statistics.median(ratios)
+        worst = max(worst, ratio)
+        wall_ratio = statistics.median(h[1] / b[1] for h, b in zip(handler, baseline))
+        print(f"{name:<22} {statistics.median(h[0] for h in handler) * 1000:7.0f} "
+              f"{statistics.median(b[0] for b in baseline) * 1000:6.0f} {ratio:5.2f}x "
+              f"{min(ratios):5.2f}-{max(ratios):<5.2f} {min(h[0] for h in handler) / min(b[0] for b in baseline):6.2f}x "
+              f"{statistics.median(h[1] for h in handler) * 1000:7.0f} "
+              f"{statistics.median(b[1] for b in baseline) * 1000:6.0f} {wall_ratio:5.2f}x  "
+              + ", ".join(f"{m} {us / 1000:.0f}" for us, m in extra), flush=True)
+    print(f"highest ratio {worst:.2f}x; goal <= {GOAL}x for every handler")
+
+
+if __name__ == "__main__":
+    main()
