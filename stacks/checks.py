@@ -294,7 +294,8 @@ def report_checks(assembly_dir: str | Path, *, cost_table: str = "", stream: Any
     if failing or failed_plugins:
         print(f"\nerror: {len(failing)} unacknowledged finding(s) fail the synth "
               f"({', '.join(str(p) for p in failed_plugins) or 'error severity'}); fix each, or acknowledge it with "
-              "its reason in constructs/sagemaker_llm_cdk/acknowledgements.py:", file=out)
+              "its reason beside the grant that causes it (grants.grant(..., reason=...), or core/nag.py acknowledge "
+              "in the construct that creates it):", file=out)
         for block in failing:
             print(block, file=out)
         return 1

@@ -111,7 +111,7 @@ def test_report_checks_fails_on_an_unacknowledged_error_and_prints_it_in_full(tm
     log = capsys.readouterr().err
     assert "AwsSolutions AwsSolutions-IAM5" in log and "FAILS the synth" in log
     assert "[AwsSolutions] AwsSolutions-IAM5[Action::s3:*]: Logs/Role/DefaultPolicy/Resource" in log
-    assert "acknowledgements.py" in log
+    assert "beside the grant that causes it (grants.grant(..., reason=...)" in log
     assert "acknowledge as: AwsSolutions::AwsSolutions-IAM5[Action::s3:*] (with its reason)" in log
     summary = (Path(assembly.directory) / SUMMARY_MD).read_text()
     assert "**1 rule(s) fail the synth**" in summary and "| AwsSolutions | `AwsSolutions-IAM5` | **error** |" in summary

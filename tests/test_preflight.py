@@ -611,7 +611,7 @@ def test_module_runs_from_a_fresh_interpreter():
 def test_regions_module_needs_no_cdk():
     """The schema lookups are plain data: they run in an interpreter where aws_cdk cannot be imported."""
     code = ("import sys, importlib.util, pathlib; sys.modules['aws_cdk'] = None; "
-            "spec = importlib.util.spec_from_file_location('r', pathlib.Path('constructs/sagemaker_llm_cdk/regions.py')); "
+            "spec = importlib.util.spec_from_file_location('r', pathlib.Path('constructs/sagemaker_llm_cdk/core/regions.py')); "
             "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
             "print(len(m.regions_with('AWS::SageMaker::InferenceComponent')), m.partition_of('us-gov-west-1'))")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

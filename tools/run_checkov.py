@@ -2,8 +2,8 @@
 
 A finding fails the check unless the resource acknowledges it with a reason: checkov reads
 ``Metadata: {checkov: {skip: [{id, comment}]}}``, which the library writes through
-``sagemaker_llm_cdk.core.checkov_skip`` (the one module that holds
-acknowledgements). A skip without a comment fails too.
+``sagemaker_llm_cdk.core.checkov.checkov_skip`` (its reasons table is ``CHECKOV_REASONS``).
+A skip without a comment fails too.
 
 checkov pins its own boto3, so it lives in its own virtualenv (``.venv/checkov``, made by
 ``make setup`` from ``requirements-checkov.txt``) and runs as a subprocess; nothing is sent
@@ -28,8 +28,9 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CHECKOV = REPO / ".venv" / "checkov" / "bin" / "checkov"
 NO_COMMENT = {"", "no comment provided"}
 """What checkov reports as the comment of a skip that has none."""
-ACKNOWLEDGE_HINT = ("fix the resource, or acknowledge the finding with its reason in "
-                    "constructs/sagemaker_llm_cdk/acknowledgements.py: checkov_skip(resource, CHECK_ID, REASON)")
+ACKNOWLEDGE_HINT = ("fix the resource, or acknowledge the finding with its reason: a reason in the table "
+                    "constructs/sagemaker_llm_cdk/core/checkov.py CHECKOV_REASONS, or checkov_skip(resource, CHECK_ID, "
+                    "REASON) in the construct that creates the resource")
 
 
 class CheckovError(RuntimeError):
