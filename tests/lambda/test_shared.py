@@ -20,7 +20,7 @@ from llm_cdk_shared.problems import problems
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from support.aws_model import assert_valid_request
 
-from sagemaker_llm_cdk import _assets
+from sagemaker_llm_cdk.core import _assets
 
 ROOT = Path(__file__).resolve().parents[2]
 LAMBDA_ROOT = ROOT / "lambda"
