@@ -68,3 +68,54 @@ def load_handler_module(function_dir: str, module: str = "index"):
 @pytest.fixture
 def load_handler():
     return load_handler_module
+
+
+# ------------------------------------------------------------------ scheduling under pytest-xdist
+# `make test` runs `pytest -n 2 --dist loadgroup --no-loadscope-reorder`. Two things keep both workers
+# busy to the end and stop them doing the same expensive work twice:
+#
+# * The tests of a module that use one of its module-scoped fixtures (a synthesized app, a checkov run)
+#   are one work unit (an ``xdist_group`` named after the module), so the fixture is built once, not
+#   once per worker. Every other test is scheduled on its own.
+# * The longest work units start first (SLOW_FIRST, measured with ``--durations``), so no worker picks
+#   up a minute-long test while the other has nothing left. Order only: every test still runs, and
+#   each one passes in any order (nothing here is needed for a test to pass).
+SLOW_FIRST = (
+    "tests/test_wheel.py::test_consumer_apps_synthesize_from_the_installed_wheel",
+    "tests/test_pipeline.py",
+    "tests/test_cli.py",
+    "tests/test_run_checkov.py",
+    "tests/test_examples.py",
+    "tests/test_docs.py",
+    "tests/test_preflight.py",
+    "tests/test_app.py",
+    "tests/test_lora_adapter.py",
+    "tests/test_vpc.py",
+    "tests/test_session_front_door.py",
+    "tests/test_change_report.py",
+    "tests/test_capacity_consent.py",
+)
+
+
+def _rank(nodeid: str) -> int:
+    for index, prefix in enumerate(SLOW_FIRST):
+        if nodeid == prefix or nodeid.startswith(prefix + "::") or nodeid.startswith(prefix + "["):
+            return index
+    return len(SLOW_FIRST)
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    module = item.nodeid.split("::", 1)[0]
+    return any(fixturedef.scope in ("module", "class", "package") and fixturedef.baseid.startswith(module)
+               for fixturedefs in info.name2fixturedefs.values() for fixturedef in fixturedefs)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    items.sort(key=lambda item: _rank(item.nodeid))  # stable: collection order within a rank
