@@ -1,15 +1,24 @@
 """Shared pytest fixtures: load Lambda handlers from lambda/<name>/, fake Lambda context, AWS env."""
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import botocore.loaders
+import botocore.session
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Every new botocore session (each moto mock_aws() resets boto3's default session, each fresh handler module
+# makes clients) gets its own data loader and parses endpoints.json and the service models again: about 0.1 s
+# of CPU per test. Sessions in the test process share one loader instead, as the clients of one session
+# (one Lambda execution environment) always do; the loaded models are read-only.
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 sys.path.insert(0, str(ROOT / "tests"))
 LAMBDA_ROOT = ROOT / "lambda"
 
@@ -95,6 +104,11 @@ SLOW_FIRST = (
     "tests/test_change_report.py",
     "tests/test_capacity_consent.py",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here too, so --strict-markers passes with -p no:xdist.
+    config.addinivalue_line("markers", "xdist_group(name): run on one xdist worker with the other tests of name")
 
 
 def _rank(nodeid: str) -> int:

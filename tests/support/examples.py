@@ -170,6 +170,9 @@ def synthesize_in_process(app: Path, outdir: Path, *, context: dict[str, Any]) -
     try:
         os.chdir(app.parent)
         runpy.run_path(str(app), run_name="__main__")
+    except SystemExit as exit_:  # an app that reports its own errors (this repository's app.py) exits non-zero
+        if exit_.code not in (0, None):
+            raise AssertionError(f"{app} exited with status {exit_.code} (its message is in the captured stderr)") from None
     finally:
         aws_cdk.App = real_app  # type: ignore[misc]
         os.chdir(cwd)
