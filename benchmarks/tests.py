@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/tests.py [--baseline] [--workers 2] [-- extra pytest args]``
 
-Runs ``pytest -n 2 --dist loadgroup --no-loadscope-reorder`` (the Makefile's ``test`` target) once with
+Runs ``pytest -n 2 --dist loadfile --no-loadscope-reorder`` (the Makefile's ``test`` target) once with
 ``--durations=15`` and prints: wall seconds, CPU seconds of pytest and every process it waited for
 (Python, node/jsii, cdk, pip, checkov), their ratio (how well the two workers stayed busy: at most the
 number of workers), the goal's ratio (issue 15: at most 120 s on 2 cores), and the 15 slowest tests.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_SECONDS = 120.0
-MAKEFILE_SCHEDULING = ("--dist", "loadgroup", "--no-loadscope-reorder")
+MAKEFILE_SCHEDULING = ("--dist", "loadfile", "--no-loadscope-reorder")
 
 
 def environment() -> dict[str, str]:
@@ -74,7 +74,7 @@ def main() -> int:
         report("default scheduling (-n 2)", base, args.workers)
         status |= int(base["status"])  # type: ignore[call-overload]
     figures = run_suite(args.workers, MAKEFILE_SCHEDULING, args.pytest_args)
-    report("make test (-n 2 --dist loadgroup --no-loadscope-reorder)", figures, args.workers)
+    report("make test (-n 2 --dist loadfile --no-loadscope-reorder)", figures, args.workers)
     if args.baseline:
         print(f"wall ratio make test / default scheduling: {float(figures['wall']) / float(base['wall']):.2f}x")  # type: ignore[arg-type]
     print(f"load average at end: {os.getloadavg()[0]:.1f}")

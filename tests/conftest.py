@@ -80,56 +80,46 @@ def load_handler():
 
 
 # ------------------------------------------------------------------ scheduling under pytest-xdist
-# `make test` runs `pytest -n 2 --dist loadgroup --no-loadscope-reorder`. Two things keep both workers
-# busy to the end and stop them doing the same expensive work twice:
-#
-# * The tests of a module that use one of its module-scoped fixtures (a synthesized app, a checkov run)
-#   are one work unit (an ``xdist_group`` named after the module), so the fixture is built once, not
-#   once per worker. Every other test is scheduled on its own.
-# * The longest work units start first (SLOW_FIRST, measured with ``--durations``), so no worker picks
-#   up a minute-long test while the other has nothing left. Order only: every test still runs, and
-#   each one passes in any order (nothing here is needed for a test to pass).
+# `make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: each test module is one work unit, so
+# a module-scoped fixture (a synthesized app, a checkov run) is built once, not once per worker, and the
+# modules start longest first (SLOW_FIRST, measured with --durations), so no worker picks up a minute-long
+# module while the other has nothing left. This changes the order only: every test still runs, and each
+# passes in any order. (pytest-xdist's `loadgroup` would allow finer units, but its xdist_group marks have
+# no effect with pytest 9, whose nodes no longer take the suffix xdist writes into `_nodeid`.)
 SLOW_FIRST = (
-    "tests/test_wheel.py::test_consumer_apps_synthesize_from_the_installed_wheel",
+    "tests/test_wheel.py",
     "tests/test_pipeline.py",
-    "tests/test_cli.py",
-    "tests/test_run_checkov.py",
-    "tests/test_examples.py",
-    "tests/test_docs.py",
     "tests/test_preflight.py",
-    "tests/test_app.py",
-    "tests/test_lora_adapter.py",
-    "tests/test_vpc.py",
-    "tests/test_session_front_door.py",
-    "tests/test_change_report.py",
     "tests/test_capacity_consent.py",
+    "tests/test_cli.py",
+    "tests/test_vpc.py",
+    "tests/test_run_checkov.py",
+    "tests/test_docs.py",
+    "tests/test_monitoring.py",
+    "tests/test_jumpstart.py",
+    "tests/test_session_front_door.py",
+    "tests/test_bound_stacks.py",
+    "tests/test_eagle.py",
+    "tests/test_capacity_plan_construct.py",
+    "tests/test_lora_adapter.py",
+    "tests/test_schedule_expression.py",
+    "tests/test_removal.py",
+    "tests/test_endpoint.py",
+    "tests/lambda/test_session_router.py",
+    "tests/test_app.py",
+    "tests/test_change_report.py",
+    "tests/test_examples.py",
+    "tests/lambda/test_eagle_job.py",
+    "tests/lambda/test_eagle_dataset.py",
+    "tests/lambda/test_eagle_dataset_properties.py",
 )
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    # Registered here too, so --strict-markers passes with -p no:xdist.
-    config.addinivalue_line("markers", "xdist_group(name): run on one xdist worker with the other tests of name")
+"""Test modules by CPU time, longest first; any other module runs after these, in collection order."""
 
 
 def _rank(nodeid: str) -> int:
-    for index, prefix in enumerate(SLOW_FIRST):
-        if nodeid == prefix or nodeid.startswith(prefix + "::") or nodeid.startswith(prefix + "["):
-            return index
-    return len(SLOW_FIRST)
+    module = nodeid.split("::", 1)[0]
+    return SLOW_FIRST.index(module) if module in SLOW_FIRST else len(SLOW_FIRST)
 
 
-def _shares_a_module_fixture(item: pytest.Item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    module = item.nodeid.split("::", 1)[0]
-    return any(fixturedef.scope in ("module", "class", "package") and fixturedef.baseid.startswith(module)
-               for fixturedefs in info.name2fixturedefs.values() for fixturedef in fixturedefs)
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if _shares_a_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-    items.sort(key=lambda item: _rank(item.nodeid))  # stable: collection order within a rank
+    items.sort(key=lambda item: _rank(item.nodeid))  # stable: collection order within a module
