@@ -137,9 +137,10 @@ jumpstart-lock: $(PY_STAMP)
 	@test -n "$(MODEL)" -a -n "$(VERSION)" -a -n "$(REGION)" || { echo "usage: make jumpstart-lock MODEL=<id> VERSION=<v> REGION=<region>" >&2; exit 2; }
 	$(BIN)/python -m sagemaker_llm_cdk.hosting.jumpstart lock --model-id "$(MODEL)" --version "$(VERSION)" --region "$(REGION)" --lock-file config/jumpstart.lock.yaml
 
-## test: the whole suite.
+## test: the whole suite on two workers, a test module per work unit (its module fixtures built once), the longest
+## first (tests/conftest.py), so no worker idles at the end.
 test: setup
-	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 clean:
 	rm -rf cdk.out build dist .pytest_cache $(REPORTS) docs/api .mypy_cache

@@ -1,15 +1,24 @@
 """Shared pytest fixtures: load Lambda handlers from lambda/<name>/, fake Lambda context, AWS env."""
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import botocore.loaders
+import botocore.session
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Every new botocore session (each moto mock_aws() resets boto3's default session, each fresh handler module
+# makes clients) gets its own data loader and parses endpoints.json and the service models again: about 0.1 s
+# of CPU per test. Sessions in the test process share one loader instead, as the clients of one session
+# (one Lambda execution environment) always do; the loaded models are read-only.
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 sys.path.insert(0, str(ROOT / "tests"))
 LAMBDA_ROOT = ROOT / "lambda"
 SHARED_ROOT = LAMBDA_ROOT / "_shared"
@@ -73,3 +82,49 @@ def load_handler_module(function_dir: str, module: str = "index"):
 @pytest.fixture
 def load_handler():
     return load_handler_module
+
+
+# ------------------------------------------------------------------ scheduling under pytest-xdist
+# `make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: each test module is one work unit, so
+# a module-scoped fixture (a synthesized app, a checkov run) is built once, not once per worker, and the
+# modules start longest first (SLOW_FIRST, measured with --durations), so no worker picks up a minute-long
+# module while the other has nothing left. This changes the order only: every test still runs, and each
+# passes in any order. (pytest-xdist's `loadgroup` would allow finer units, but its xdist_group marks have
+# no effect with pytest 9, whose nodes no longer take the suffix xdist writes into `_nodeid`.)
+SLOW_FIRST = (
+    "tests/test_wheel.py",
+    "tests/test_pipeline.py",
+    "tests/test_preflight.py",
+    "tests/test_capacity_consent.py",
+    "tests/test_cli.py",
+    "tests/test_vpc.py",
+    "tests/test_run_checkov.py",
+    "tests/test_docs.py",
+    "tests/test_monitoring.py",
+    "tests/test_jumpstart.py",
+    "tests/test_session_front_door.py",
+    "tests/test_bound_stacks.py",
+    "tests/test_eagle.py",
+    "tests/test_capacity_plan_construct.py",
+    "tests/test_lora_adapter.py",
+    "tests/test_schedule_expression.py",
+    "tests/test_removal.py",
+    "tests/test_endpoint.py",
+    "tests/lambda/test_session_router.py",
+    "tests/test_app.py",
+    "tests/test_change_report.py",
+    "tests/test_examples.py",
+    "tests/lambda/test_eagle_job.py",
+    "tests/lambda/test_eagle_dataset.py",
+    "tests/lambda/test_eagle_dataset_properties.py",
+)
+"""Test modules by CPU time, longest first; any other module runs after these, in collection order."""
+
+
+def _rank(nodeid: str) -> int:
+    module = nodeid.split("::", 1)[0]
+    return SLOW_FIRST.index(module) if module in SLOW_FIRST else len(SLOW_FIRST)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: _rank(item.nodeid))  # stable: collection order within a module

@@ -1,30 +1,28 @@
 """Every app in examples/ synthesizes (cdk-nag included) and builds what its README line promises.
 
-Each example runs as a user runs it: ``cdk synth`` in its folder with the pinned CLI, so the folder's
-own ``cdk.json`` supplies the app command and the feature flags ``cdk init`` sets (the same as the
-repository's ``cdk.json``), against the library in this repository. ``tests/test_wheel.py`` runs them
-against the built wheel.
+Each example runs with what ``cdk synth`` in its folder gives it: the folder's own ``cdk.json`` context
+(the feature flags ``cdk init`` sets, the same as the repository's ``cdk.json``) plus the CLI's metadata
+context, against the library in this repository. They run in this interpreter (``synthesize_in_process``:
+no fresh Python and jsii runtime per synth); ``tests/test_wheel.py`` runs every example through the real
+``cdk synth`` CLI, with its ``cdk.json``, against the built wheel and checks the same feature-flag report.
 """
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 import sagemaker_llm_cdk
 from support.examples import (
     CHECKS,
+    CLI_CONTEXT,
     EXAMPLES,
     ROOT,
     cdk_json_flags,
-    child_env,
     feature_flag_report,
     missing_exports,
     pending_reason,
-    synthesize,
-    synthesize_with_cli,
+    synthesize_in_process,
 )
 
 
@@ -54,11 +52,9 @@ def test_example_synthesizes_with_its_own_cdk_json(name, tmp_path):
     missing = missing_exports(app, set(sagemaker_llm_cdk.__all__))
     if missing:
         pytest.skip(pending_reason(missing))
-    # `python3` on PATH is this interpreter's (the repository venv); the child imports the library from where this
-    # process does (the repository).
-    env = child_env(Path(sys.executable).parent)
-    env["PYTHONPATH"] = str(Path(sagemaker_llm_cdk.__file__).resolve().parents[1])
-    synth = synthesize_with_cli(app.parent, tmp_path / "out", env=env)
+    # The context `cdk synth` passes: the folder's cdk.json context, then the CLI's own metadata keys.
+    cdk_json = json.loads((app.parent / "cdk.json").read_text(encoding="utf-8"))
+    synth = synthesize_in_process(app, tmp_path / "out", context={**cdk_json["context"], **CLI_CONTEXT})
     CHECKS[name](synth)
     # The flags the app saw are exactly those cdk.json sets (CDK's feature-flag report in the assembly).
     report = feature_flag_report(synth.outdir)
@@ -81,10 +77,7 @@ def test_example_synthesizes_in_an_account_and_region_bound_stack(name, tmp_path
     missing = missing_exports(app, set(sagemaker_llm_cdk.__all__))
     if missing:
         pytest.skip(pending_reason(missing))
-    env = child_env()
-    env["PYTHONPATH"] = str(Path(sagemaker_llm_cdk.__file__).resolve().parents[1])
-    env["CDK_CONTEXT_JSON"] = json.dumps(BOUND_CONTEXT)
-    synth = synthesize(sys.executable, app, tmp_path / "out", env=env)
+    synth = synthesize_in_process(app, tmp_path / "out", context=BOUND_CONTEXT)
     manifest = json.loads((synth.outdir / "manifest.json").read_text())
     environments = {artifact["environment"] for artifact in manifest["artifacts"].values()
                     if artifact["type"] == "aws:cloudformation:stack"}

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ from aws_cdk import App
 from sagemaker_llm_cdk import ConfigurationError
 from stacks import attach_checks
 from stacks.pipeline import PipelineStack, attach_pipeline, load_pipeline_settings
+from support.examples import CLI_CONTEXT, synthesize_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE_CONFIG = ROOT / "config" / "pipeline.yaml"
@@ -24,7 +23,6 @@ CONNECTION = "arn:aws:codeconnections:us-east-1:333333333333:connection/00000000
 
 @dataclass
 class Synthesized:
-    stack: PipelineStack
     outdir: Path
 
     def template(self, relative: str = "SageMakerLlmPipeline.template.json") -> dict[str, Any]:
@@ -45,18 +43,15 @@ class Synthesized:
 
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory) -> Synthesized:
-    cwd = Path.cwd()
-    os.chdir(ROOT)  # stage config paths in pipeline.yaml are relative to the repository root
-    try:
-        outdir = tmp_path_factory.mktemp("pipeline")
-        # The feature flags of cdk.json, as `cdk synth` passes them (they change ARNs that acknowledgements name).
-        app = App(outdir=str(outdir), context=json.loads((ROOT / "cdk.json").read_text())["context"])
-        stack = attach_pipeline(app, PIPELINE_CONFIG.relative_to(ROOT))
-        attach_checks(app)  # cdk-nag AwsSolutions on the pipeline and every stage: a finding fails app.synth()
-        app.synth()
-    finally:
-        os.chdir(cwd)
-    return Synthesized(stack, outdir)
+    """What `make synth PIPELINE=config/pipeline.yaml` synthesizes: app.py with -c pipeline=config/pipeline.yaml and
+    the context `cdk synth` passes (cdk.json's feature flags, which change ARNs that acknowledgements name), run
+    in this interpreter. app.py attaches cdk-nag AwsSolutions on the pipeline and every stage and exits non-zero
+    on a finding, which fails this fixture. Stage config paths in pipeline.yaml are relative to the repository root."""
+    outdir = tmp_path_factory.mktemp("pipeline")
+    context = {**json.loads((ROOT / "cdk.json").read_text())["context"], **CLI_CONTEXT,
+               "pipeline": str(PIPELINE_CONFIG.relative_to(ROOT))}
+    synthesize_in_process(ROOT / "app.py", outdir, context=context)
+    return Synthesized(outdir)
 
 
 def test_stages_in_order_source_check_synth_selfupdate_assets_then_waves(synthesized):
@@ -240,15 +235,10 @@ def test_a_stage_config_for_another_account_is_refused(tmp_path, monkeypatch):
     assert "111111111111, the account of pipeline stage Dev" in message
 
 
-def test_app_attaches_the_pipeline_only_when_asked(tmp_path):
+def test_app_attaches_the_pipeline_only_when_asked(synthesized):
+    """app.py with -c pipeline=...: the pipeline stack only (the platform stacks are in its stages)."""
     if "attach_pipeline" not in (ROOT / "app.py").read_text():
         pytest.skip("app.py does not attach the pipeline yet (-c pipeline=config/pipeline.yaml)")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PATH"] = os.pathsep.join([str(ROOT / "node_modules" / ".bin"), env["PATH"]])
-    env["CDK_OUTDIR"] = str(tmp_path / "out")
-    env["CDK_CONTEXT_JSON"] = json.dumps({"pipeline": "config/pipeline.yaml"})
-    result = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-4000:]
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    manifest = json.loads((synthesized.outdir / "manifest.json").read_text())
     stacks = [n for n, a in manifest["artifacts"].items() if a["type"] == "aws:cloudformation:stack"]
     assert "SageMakerLlmPipeline" in stacks and "SageMakerLlm" not in stacks

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from support.examples import (CHECKS, EXAMPLES, LAMBDA_ROOT, ROOT, child_env, missing_exports, pending_reason,
-                              synthesize_with_cli)
+from support.examples import (CHECKS, EXAMPLES, LAMBDA_ROOT, ROOT, cdk_json_flags, child_env, feature_flag_report,
+                              missing_exports, pending_reason, synthesize_with_cli)
 
 LIBRARY = ROOT / "constructs" / "sagemaker_llm_cdk"
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "constructs", "lambda")
@@ -139,8 +139,15 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
         (consumer / name).mkdir(parents=True)
         shutil.copy2(app, consumer / name / "app.py")
         shutil.copy2(app.parent / "cdk.json", consumer / name / "cdk.json")
-        check(synthesize_with_cli(consumer / name, tmp_path / "out" / name,
-                                  env=child_env(venv / "bin", write_bytecode=True)))
+        synth = synthesize_with_cli(consumer / name, tmp_path / "out" / name,
+                                    env=child_env(venv / "bin", write_bytecode=True))
+        check(synth)
+        # The CLI gave the app exactly the flags of the example's own cdk.json (CDK's feature-flag report);
+        # tests/test_examples.py synthesizes in-process with that context.
+        report = feature_flag_report(synth.outdir)
+        in_effect = {flag: info["userValue"] for flag, info in report.items() if "userValue" in info}
+        assert in_effect == {k: v for k, v in cdk_json_flags(app.parent / "cdk.json").items() if k in report}, name
+        assert in_effect["@aws-cdk/aws-iam:minimizePolicies"] is True and len(in_effect) > 70, name
         lap(f"synth {name}")
     assert "capacity_plan_endpoint" not in " ".join(pending), "the model + adapter + Lambda consumer must always run"
 

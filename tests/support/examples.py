@@ -146,6 +146,56 @@ def synthesize(python: str | Path, app: Path, outdir: Path, *, env: dict[str, st
     return Synth(outdir, stacks, seconds)
 
 
+def _read_assembly(outdir: Path, seconds: float) -> Synth:
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    stacks = {name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
+              for name, artifact in manifest["artifacts"].items() if artifact["type"] == "aws:cloudformation:stack"}
+    return Synth(outdir, stacks, seconds)
+
+
+CLI_CONTEXT = {"aws:cdk:enable-path-metadata": True, "aws:cdk:enable-asset-metadata": True}
+"""What ``cdk synth`` adds to every app's context besides ``cdk.json`` (path and asset metadata)."""
+
+
+def synthesize_in_process(app: Path, outdir: Path, *, context: dict[str, Any]) -> Synth:
+    """Run ``app`` (an ``app.py`` that builds ``App()`` and calls ``app.synth()``) in this interpreter, with
+    ``context`` as ``cdk synth`` or ``-c`` would pass it and ``outdir`` as its output.
+
+    Saves a fresh Python and jsii runtime per synth (seconds each); the app, its checks (cdk-nag fails
+    ``app.synth()``) and the assembly are the same. ``tests/test_wheel.py`` and ``tests/test_cli.py`` keep
+    the real CLI runs.
+    """
+    import runpy
+    import sys
+    import time
+
+    import aws_cdk
+
+    real_app = aws_cdk.App
+
+    def app_with_context(*args: Any, **kwargs: Any) -> aws_cdk.App:
+        kwargs.setdefault("outdir", str(outdir))
+        kwargs["context"] = {**context, **(kwargs.get("context") or {})}
+        return real_app(*args, **kwargs)
+
+    start = time.monotonic()
+    cwd = os.getcwd()
+    sys.path.insert(0, str(app.parent))
+    aws_cdk.App = app_with_context  # type: ignore[misc]  # what `from aws_cdk import App` in the app gets
+    try:
+        os.chdir(app.parent)
+        runpy.run_path(str(app), run_name="__main__")
+    except SystemExit as exit_:  # an app that reports its own errors (this repository's app.py) exits non-zero
+        if exit_.code not in (0, None):
+            raise AssertionError(f"{app} exited with status {exit_.code} (its message is in the captured stderr)") from None
+    finally:
+        aws_cdk.App = real_app  # type: ignore[misc]
+        os.chdir(cwd)
+        sys.path.remove(str(app.parent))
+    assert (outdir / "manifest.json").is_file(), f"{app} did not call app.synth()"
+    return _read_assembly(outdir, time.monotonic() - start)
+
+
 def synthesize_with_cli(app_dir: Path, outdir: Path, *, env: dict[str, str]) -> Synth:
     """``cdk synth`` in ``app_dir`` with the pinned CLI, as a user runs it: the folder's own ``cdk.json``
     gives the app command (``python3 app.py``: the first ``python3`` on ``env``'s PATH) and the feature flags."""
