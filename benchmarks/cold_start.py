@@ -3,8 +3,8 @@
 Usage: ``python benchmarks/cold_start.py [--runs 5] [--assembly cdk.out] [NAME ...]``
 
 What a cold start pays before the handler runs is the import of its module: each run is a fresh
-interpreter (``python -X importtime -c 'import index'`` with the handler's folder first on
-``sys.path``, as the Lambda runtime loads it) with the environment variables the function gets:
+interpreter (``python -X importtime -c 'import index'`` with the function's staged asset folder (the handler
+folder plus the shared ``llm_cdk_shared`` package) first on ``sys.path``, as the Lambda runtime loads it) with the environment variables the function gets:
 read from the synthesized templates in ``--assembly`` when there (the function whose
 ``POWERTOOLS_SERVICE_NAME`` is the folder's name; tokens become placeholders), else the variables
 ``functions.python_function`` always sets. The baseline, ``python -X importtime -c 'import boto3'``,
@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from sagemaker_llm_cdk.core._assets import staged_handler
 
 ROOT = Path(__file__).resolve().parents[1]
 LAMBDA = ROOT / "lambda"
@@ -106,7 +108,7 @@ def main() -> None:
     worst = 0.0
     for name in names:
         env = environment(name, templates)
-        folder = LAMBDA / name
+        folder = Path(staged_handler(name))  # the asset as deployed: the handler folder plus llm_cdk_shared
         run("index", folder, env), run("boto3", folder, env)  # warm the file cache
         handler, baseline, ratios = [], [], []
         modules: dict[str, int] = {}
