@@ -5,6 +5,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from support.aws_model import create_runs_table
 from tools import eagle_rollback
 
 PARAMETER = "/sagemaker-llm/eagle/qwen3-32b/draft-head"
@@ -18,11 +19,7 @@ def aws():
     with mock_aws():
         ssm = boto3.client("ssm", region_name="us-east-1")
         ddb = boto3.client("dynamodb", region_name="us-east-1")
-        ddb.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-                         KeySchema=[{"AttributeName": "model_name", "KeyType": "HASH"},
-                                    {"AttributeName": "run_id", "KeyType": "RANGE"}],
-                         AttributeDefinitions=[{"AttributeName": "model_name", "AttributeType": "S"},
-                                               {"AttributeName": "run_id", "AttributeType": "S"}])
+        create_runs_table(ddb, TABLE)
         ssm.put_parameter(Name=PARAMETER, Value=HEAD_2, Type="String")
         for run, head, previous in (("run-1", HEAD_1, "none"), ("run-2", HEAD_2, HEAD_1)):
             ddb.put_item(TableName=TABLE, Item={

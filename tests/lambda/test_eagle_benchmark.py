@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from support.aws_model import assert_valid_request
+from support.aws_model import assert_valid_request, create_runs_table
 
 ACCOUNT = "123456789012"
 ENDPOINT = "chat-endpoint"
@@ -52,11 +52,7 @@ def aws(env):
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket=BUCKET)
         ddb = boto3.client("dynamodb", region_name="us-east-1")
-        ddb.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-                         KeySchema=[{"AttributeName": "model_name", "KeyType": "HASH"},
-                                    {"AttributeName": "run_id", "KeyType": "RANGE"}],
-                         AttributeDefinitions=[{"AttributeName": "model_name", "AttributeType": "S"},
-                                               {"AttributeName": "run_id", "AttributeType": "S"}])
+        create_runs_table(ddb, TABLE)
         ddb.put_item(TableName=TABLE, Item={"model_name": {"S": COMPONENT}, "run_id": {"S": RUN},
                                             "decision": {"S": "promoted"}, "speedup": {"N": "2.4"},
                                             "draft_model_s3_uri": {"S": HEAD}, "previous_head": {"S": OLD_HEAD}})

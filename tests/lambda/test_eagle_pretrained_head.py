@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 from moto import mock_aws
 from conftest import load_handler_module
-from support.aws_model import assert_valid_request
+from support.aws_model import assert_valid_request, create_runs_table
 
 TABLE = "eagle-runs"
 REPORT_BUCKET = "eagle-reports"
@@ -152,11 +152,7 @@ def aws(env):
         s3.create_bucket(Bucket=REPORT_BUCKET)
         s3.create_bucket(Bucket=OUT_BUCKET)
         ddb = boto3.client("dynamodb", region_name="us-east-1")
-        ddb.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-                         KeySchema=[{"AttributeName": "model_name", "KeyType": "HASH"},
-                                    {"AttributeName": "run_id", "KeyType": "RANGE"}],
-                         AttributeDefinitions=[{"AttributeName": "model_name", "AttributeType": "S"},
-                                               {"AttributeName": "run_id", "AttributeType": "S"}])
+        create_runs_table(ddb, TABLE)
         ssm = boto3.client("ssm", region_name="us-east-1")
         ssm.put_parameter(Name=PARAMETER, Value="none", Type="String")
         yield {"s3": s3, "ssm": ssm}

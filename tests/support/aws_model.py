@@ -102,3 +102,12 @@ def _check_length(meta: dict[str, Any], length: int, path: str, problems: list[s
 def _python_pattern(pattern: str) -> str:
     """botocore's patterns are Java regexes: ``\\z`` is Python's ``\\Z``; ``\\p{...}`` needs ``regex``."""
     return pattern.replace(r"\z", r"\Z")
+
+
+def create_runs_table(dynamodb: Any, name: str) -> None:
+    """The EAGLE runs table as ``EagleOptimization`` declares it (model_name hash key, run_id range key), in moto."""
+    dynamodb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                          KeySchema=[{"AttributeName": "model_name", "KeyType": "HASH"},
+                                     {"AttributeName": "run_id", "KeyType": "RANGE"}],
+                          AttributeDefinitions=[{"AttributeName": "model_name", "AttributeType": "S"},
+                                                {"AttributeName": "run_id", "AttributeType": "S"}])
