@@ -676,3 +676,26 @@ def test_live_reserve_plan_is_described_by_its_stack_prefixed_name():
     findings = live(config(capacity_plans=[reserve_plan()]), stubs)
     (plan,) = of(findings, "plan.status", "info")
     assert plan.what == "plan chat-p5e is not bought yet: no TrainingPlanName SageMakerLlm-chat-p5e (see plan.purchase)"
+
+
+def _models_config(*models: dict[str, Any]) -> dict[str, Any]:
+    return {"target": {"region": "us-east-1"}, "endpoints": [
+        {"name": "chat", "instance_type": "ml.p5e.48xlarge", "models": list(models)}]}
+
+
+def test_a_model_that_may_serve_a_draft_head_is_a_warning_with_how_to_try_it():
+    cfg = parse_config(_models_config(
+        {"name": "plain", "model_data_s3_uri": "s3://my-weights/plain/", "architecture": "Qwen3ForCausalLM"},
+        {"name": "fast", "model_data_s3_uri": "s3://my-weights/fast/", "architecture": "Qwen3ForCausalLM",
+         "eagle": {}}))
+    (found,) = of(offline(cfg), "eagle.head-serving")
+    assert found.severity == "warning" and found.subject == "endpoints[0].models[1]"
+    assert "model fast serves an EAGLE loop's promoted head through a SageMaker model with an " \
+           "AdditionalModelDataSources channel ('eagle')" in found.what
+    assert "not for inference components" in found.why
+    assert "promote a head on a test endpoint" in found.fix
+
+
+def test_no_head_serving_warning_without_eagle():
+    cfg = parse_config(_models_config({"name": "plain", "model_data_s3_uri": "s3://my-weights/plain/"}))
+    assert of(offline(cfg), "eagle.head-serving") == []

@@ -347,3 +347,29 @@ def check_update_headroom(ctx: PreflightContext) -> Iterable[Finding]:
                           "a rolling inference-component update places new copies before it removes old ones; without "
                           "room it waits and rolls back",
                           "lower max_copies, raise max_instances (and the plan), or update when traffic is low", path)
+
+
+@register_check
+def check_head_serving(ctx: PreflightContext) -> Iterable[Finding]:
+    """A model that may serve a draft head (an EAGLE loop's promoted head, or JumpStart's pre-trained one).
+
+    The head is served by a SageMaker model with an ``AdditionalModelDataSources`` channel (``eagle``) that the
+    inference component runs. AWS documents that channel for CreateModel, and speculative decoding for
+    single-model endpoints, but not that an inference component accepts such a model: a warning, so the path
+    is tried on a test endpoint before a promotion reaches production.
+    """
+    for path, endpoint in ctx.endpoints():
+        for index, model in enumerate(endpoint.models):
+            pretrained = model.source == "jumpstart" and model.pretrained_head is not False
+            if model.eagle is None and not pretrained:
+                continue
+            how = "an EAGLE loop's promoted head" if model.eagle is not None else "JumpStart's pre-trained head"
+            yield warning(
+                "eagle.head-serving",
+                f"model {model.name} serves {how} through a SageMaker model with an AdditionalModelDataSources "
+                "channel ('eagle') run by its inference component",
+                "AWS documents that channel for CreateModel and speculative decoding for single-model endpoints, not "
+                "for inference components; a component that refuses the model fails its update and rolls back",
+                "before relying on it in production, promote a head on a test endpoint of this config (put an s3:// "
+                "head prefix in the promotion parameter, deploy) and check the component reaches InService",
+                f"{path}.models[{index}]")
