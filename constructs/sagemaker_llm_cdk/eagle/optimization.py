@@ -284,17 +284,20 @@ class EagleOptimization(Construct):
                         "writes the job output",
         )
         model_bucket, model_prefix = _bucket_and_prefix(spec.model_data_s3_uri)
-        self.model_objects_arn = self._grant_read_prefix(self.job_role, "Model", model_bucket, model_prefix)
+        self.model_objects_arn = self._grant_read_prefix(self.job_role, "Model", model_bucket, model_prefix,
+                                                         reason="Read-only GetObject under one prefix: the model's weights are many files under the model's S3 prefix.")
         if built:
             dataset_bucket, dataset_prefix = self.artifacts_bucket.bucket_name, f"{DATASETS}/"
-            self.dataset_objects_arn = self._grant_read_prefix(self.job_role, "Dataset", None, dataset_prefix)
+            self.dataset_objects_arn = self._grant_read_prefix(self.job_role, "Dataset", None, dataset_prefix,
+                                                               reason="Read-only GetObject under one prefix: the training set is many JSONL shards under the dataset prefix.")
         else:
             dataset_bucket, dataset_prefix = _bucket_and_prefix(dataset.s3_uri or "")
             self.dataset_objects_arn = self._grant_read_prefix(self.job_role, "Dataset", dataset_bucket,
-                                                               dataset_prefix)
-        self.job_role.add_to_principal_policy(iam.PolicyStatement(
-            sid="WriteJobOutput", actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-            resources=[self.artifacts_bucket.arn_for_objects(f"{JOBS}/*")]))
+                                                               dataset_prefix, reason="Read-only GetObject under one prefix: the training set is many JSONL shards under the dataset prefix.")
+        grants.grant(self.job_role, sid="WriteJobOutput", actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                     resources=[self.artifacts_bucket.arn_for_objects(f"{JOBS}/*")],
+                     reason="Each optimization job writes its draft head and benchmarks under jobs/<job name>/, a "
+                            "name made at run time; PutObject only, only under jobs/.")
         self.job_role.add_to_principal_policy(iam.PolicyStatement(
             sid="ListJobOutput", actions=["s3:ListBucket"], resources=[self.artifacts_bucket.bucket_arn],
             conditions={"StringLike": {"s3:prefix": [f"{JOBS}/*"]}}))
@@ -302,11 +305,13 @@ class EagleOptimization(Construct):
             sid="UseArtifactsKey", actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=[self.key.key_arn]))
         if model_data_key is not None:
             model_data_key.grant_decrypt(self.job_role)
-        self.job_role.add_to_principal_policy(iam.PolicyStatement(
-            sid="WriteJobLogs",
+        grants.grant(
+            self.job_role, sid="WriteJobLogs",
             actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
             resources=[stack.format_arn(service="logs", resource="log-group", resource_name="/aws/sagemaker/*",
-                                        arn_format=ArnFormat.COLON_RESOURCE_NAME)]))
+                                        arn_format=ArnFormat.COLON_RESOURCE_NAME)],
+            reason="SageMaker writes the job's logs to a log group under /aws/sagemaker/ whose name it chooses (not "
+                   "documented for optimization jobs); only that path.")
         self.job_role.add_to_principal_policy(iam.PolicyStatement(
             sid="PublishJobMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"],
             conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}}))
@@ -325,7 +330,9 @@ class EagleOptimization(Construct):
                 self, "ValidateFunction", folder="eagle_dataset", handler="index.validate_user_dataset",
                 description=f"Checks the format of the EAGLE dataset of {self.model_name} on a sample",
                 timeout=Duration.minutes(2), memory_size=512)
-            self._grant_read_prefix(self.validate_function, "Dataset", dataset_bucket, dataset_prefix)
+            self._grant_read_prefix(self.validate_function, "Dataset", dataset_bucket, dataset_prefix,
+                                    reason="The dataset's format is checked on a sample of the JSONL files under its "
+                                           "prefix; read-only.")
 
         start_env = {
             "ROLE_ARN": self.job_role.role_arn,
@@ -344,9 +351,11 @@ class EagleOptimization(Construct):
             environment=start_env, timeout=Duration.minutes(2))
         self.job_arn_pattern = stack.format_arn(service="sagemaker", resource="optimization-job",
                                                 resource_name=f"{JOB_NAME_PREFIX}*")
-        self.start_function.add_to_role_policy(iam.PolicyStatement(
-            sid="CreateEagleJobs", resources=[self.job_arn_pattern],
-            actions=["sagemaker:CreateOptimizationJob", "sagemaker:DescribeOptimizationJob", "sagemaker:AddTags"]))
+        grants.grant(
+            self.start_function, sid="CreateEagleJobs", resources=[self.job_arn_pattern],
+            actions=["sagemaker:CreateOptimizationJob", "sagemaker:DescribeOptimizationJob", "sagemaker:AddTags"],
+            reason="Job names are made at run time from the run's inputs (eagle-<model>-<hash>); Create/Describe/"
+                   "AddTags on optimization jobs named eagle-* only.")
         self.start_function.add_to_role_policy(iam.PolicyStatement(
             sid="PassJobRole", actions=["iam:PassRole"], resources=[self.job_role.role_arn],
             conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}))
@@ -501,13 +510,14 @@ class EagleOptimization(Construct):
         return name
 
     # ================================================================ grants
-    def _grant_read_prefix(self, grantee: iam.IGrantable, what: str, bucket: str | None, prefix: str) -> str:
+    def _grant_read_prefix(self, grantee: iam.IGrantable, what: str, bucket: str | None, prefix: str, *,
+                           reason: str) -> str:
         """GetObject under ``prefix`` and ListBucket limited to it; ``bucket`` None = the artifacts bucket.
-        Returns the objects ARN granted."""
+        ``reason`` acknowledges the prefix's wildcard. Returns the objects ARN granted."""
         bucket_arn = self.artifacts_bucket.bucket_arn if bucket is None else _bucket_arn(bucket)
         objects = f"{prefix}*" if not prefix.endswith(".tar.gz") else prefix
-        grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(
-            sid=f"Read{what}", actions=["s3:GetObject"], resources=[f"{bucket_arn}/{objects}"]))
+        grants.grant(grantee, sid=f"Read{what}", actions=["s3:GetObject"], resources=[f"{bucket_arn}/{objects}"],
+                     reason=reason)
         grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(
             sid=f"List{what}", actions=["s3:ListBucket"], resources=[bucket_arn],
             conditions={"StringLike": {"s3:prefix": [objects]}}))
@@ -519,8 +529,8 @@ class EagleOptimization(Construct):
             sid="DescribeNetwork", resources=["*"],
             actions=["ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
                      "ec2:DescribeNetworkInterfaces", "ec2:DescribeDhcpOptions"]))
-        self.job_role.add_to_principal_policy(iam.PolicyStatement(
-            sid="ManageJobNetworkInterfaces",
+        grants.grant(
+            self.job_role, sid="ManageJobNetworkInterfaces",
             actions=["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
                      "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission"],
             resources=[
@@ -528,7 +538,9 @@ class EagleOptimization(Construct):
                 *[stack.format_arn(service="ec2", resource="subnet", resource_name=s) for s in endpoint.subnet_ids],
                 *[stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
                   for g in endpoint.security_groups],
-            ]))
+            ],
+            reason="SageMaker creates the job's network interfaces in the endpoint's subnets under ids it makes at "
+                   "run time.")
 
     def _dataset_functions(self) -> None:
         endpoint = self.component.endpoint
@@ -570,19 +582,23 @@ class EagleOptimization(Construct):
         plan_role.add_to_principal_policy(iam.PolicyStatement(
             sid="ListCaptures", actions=["s3:ListBucket"], resources=[capture_bucket.bucket_arn],
             conditions={"StringLike": {"s3:prefix": [f"{self.capture_prefix}*"]}}))
-        convert_role.add_to_principal_policy(iam.PolicyStatement(
-            sid="ReadCaptures", actions=["s3:GetObject"], resources=[capture_objects]))
+        grants.grant(convert_role, sid="ReadCaptures", actions=["s3:GetObject"], resources=[capture_objects],
+                     reason="Data Capture writes one object per capture file under data-capture/<endpoint>/; read-only "
+                            "GetObject under this endpoint's folder only.")
         if self.source_key is not None:
             convert_role.add_to_principal_policy(iam.PolicyStatement(
                 sid="DecryptCaptures", actions=["kms:Decrypt"], resources=[self.source_key.key_arn]))
         for role in (plan_role, convert_role, finalize_role):
-            role.add_to_principal_policy(iam.PolicyStatement(
-                sid="WriteDataset", actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=[datasets]))
+            grants.grant(role, sid="WriteDataset", actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                         resources=[datasets],
+                         reason="The dataset builder writes the plan, shards, manifests and summary of each run under "
+                                "datasets/<run id>/, a name made at run time; PutObject only, only under datasets/.")
             role.add_to_principal_policy(iam.PolicyStatement(
                 sid="UseArtifactsKey", actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=[self.key.key_arn]))
-        finalize_role.add_to_principal_policy(iam.PolicyStatement(
-            sid="ReadMapResults", actions=["s3:GetObject"],
-            resources=[self.artifacts_bucket.arn_for_objects(f"{MAP_RESULTS}/*")]))
+        grants.grant(finalize_role, sid="ReadMapResults", actions=["s3:GetObject"],
+                     resources=[self.artifacts_bucket.arn_for_objects(f"{MAP_RESULTS}/*")],
+                     reason="Step Functions writes the Distributed Map's result files under map-results/<map run "
+                            "id>/; read-only.")
         self.watermark_parameter.grant_read(plan_role)
         self.watermark_parameter.grant_read(finalize_role)
         self.watermark_parameter.grant_write(finalize_role)
@@ -606,9 +622,10 @@ class EagleOptimization(Construct):
         role.add_to_principal_policy(iam.PolicyStatement(
             sid="ListCaptures", actions=["s3:ListBucket"], resources=[self.capture_bucket.bucket_arn],
             conditions={"StringLike": {"s3:prefix": [f"{self.capture_prefix}*"]}}))
-        role.add_to_principal_policy(iam.PolicyStatement(
-            sid="ReadCaptures", actions=["s3:GetObject"],
-            resources=[self.capture_bucket.arn_for_objects(f"{self.capture_prefix}*")]))
+        grants.grant(role, sid="ReadCaptures", actions=["s3:GetObject"],
+                     resources=[self.capture_bucket.arn_for_objects(f"{self.capture_prefix}*")],
+                     reason="Data Capture writes one object per capture file under data-capture/<endpoint>/; the check "
+                            "reads (GetObject only) this endpoint's folder to count new records.")
         if self.source_key is not None:
             role.add_to_principal_policy(iam.PolicyStatement(
                 sid="DecryptCaptures", actions=["kms:Decrypt"], resources=[self.source_key.key_arn]))
@@ -627,11 +644,6 @@ class EagleOptimization(Construct):
                                                   input=scheduler.ScheduleTargetInput.from_object({})),
             description=f"Counts new captured records of {self.model_name}; starts a run at {min_new_records}",
         )
-        acknowledge(
-            role, "AwsSolutions-IAM5", "Data Capture writes one object per capture file under data-capture/<endpoint>/; "
-            "the check reads (GetObject only) this endpoint's folder to count new records.",
-            finding="Resource::" + nag_form(role, self.capture_bucket.arn_for_objects(
-                f"{self.capture_prefix}*")))
         acknowledge(
             self.records_check_role, "AwsSolutions-IAM5", "CDK's Scheduler target grants lambda:InvokeFunction on the "
             "check function and its versions (<arn>:*); that one function only.",
@@ -653,10 +665,13 @@ class EagleOptimization(Construct):
         role.add_to_principal_policy(iam.PolicyStatement(
             sid="ListJobOutput", actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
             conditions={"StringLike": {"s3:prefix": [f"{JOBS}/*"]}}))
-        role.add_to_principal_policy(iam.PolicyStatement(
-            sid="ReadJobResults", actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{JOBS}/*/results/*")]))
-        role.add_to_principal_policy(iam.PolicyStatement(
-            sid="WriteReports", actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{REPORTS}/*")]))
+        grants.grant(role, sid="ReadJobResults", actions=["s3:GetObject"],
+                     resources=[bucket.arn_for_objects(f"{JOBS}/*/results/*")],
+                     reason="The record function reads the benchmark files a job wrote under jobs/<job name>/results/; "
+                            "read-only.")
+        grants.grant(role, sid="WriteReports", actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{REPORTS}/*")],
+                     reason="One JSON report per run under reports/<model>/<run id>.json; PutObject only, only under "
+                            "reports/.")
         role.add_to_principal_policy(iam.PolicyStatement(
             sid="RecordRuns", actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
             resources=[self.runs_table.table_arn]))
@@ -758,54 +773,14 @@ def _imported(parameter: ssm.IStringParameter) -> bool:
 
 
 def _acknowledge_eagle(eagle: Any) -> None:
-    """An ``eagle.EagleOptimization``: its job role, dataset/start/record functions and state machine."""
-    from aws_cdk import ArnFormat
-
-
+    """What ``grants.grant`` cannot acknowledge at the grant: the job role's actions that have no resource type
+    (one ``Resource::*`` finding for the metrics and, in a VPC, the network descriptions), and the statements CDK
+    writes for the state machine (Lambda tasks, the Distributed Map, X-Ray and log delivery)."""
     stack = Stack.of(eagle)
     bucket = eagle.artifacts_bucket
-    job = eagle.job_role
-    acknowledge_wildcard_only(job, "cloudwatch:PutMetricData has no resource type (limited by a cloudwatch:namespace condition to "
-                   "SageMaker's namespaces); in a VPC, the ec2:Describe* calls SageMaker makes before attaching the "
-                   "job's network interfaces have none either.")
-    for arn, why in ((eagle.model_objects_arn, "the model's weights are many files under the model's S3 prefix"),
-                     (eagle.dataset_objects_arn, "the training set is many JSONL shards under the dataset prefix")):
-        if "*" in arn:
-            acknowledge_resource(job, arn, f"Read-only GetObject under one prefix: {why}.")
-    acknowledge_resource(job, bucket.arn_for_objects(f"{JOBS}/*"),
-          "Each optimization job writes its draft head and benchmarks under jobs/<job name>/, a name made at run "
-          "time; PutObject only, only under jobs/.")
-    acknowledge_resource(job, stack.format_arn(service="logs", resource="log-group", resource_name="/aws/sagemaker/*",
-                                arn_format=ArnFormat.COLON_RESOURCE_NAME),
-          "SageMaker writes the job's logs to a log group under /aws/sagemaker/ whose name it chooses (not documented "
-          "for optimization jobs); only that path.")
-    if eagle.component.endpoint.vpc is not None:
-        acknowledge_resource(job, stack.format_arn(service="ec2", resource="network-interface", resource_name="*"),
-              "SageMaker creates the job's network interfaces in the endpoint's subnets under ids it makes at run time.")
-
-    for function in (eagle.plan_function, eagle.convert_function, eagle.finalize_function):
-        if function is not None:
-            acknowledge_resource(function.role, bucket.arn_for_objects(f"{DATASETS}/*"),
-                  "The dataset builder writes the plan, shards, manifests and summary of each run under "
-                  "datasets/<run id>/, a name made at run time; PutObject only, only under datasets/.")
-    if eagle.convert_function is not None:
-        acknowledge_resource(eagle.convert_function.role, eagle.capture_bucket.arn_for_objects(f"{eagle.capture_prefix}*"),
-              "Data Capture writes one object per capture file under data-capture/<endpoint>/; read-only GetObject "
-              "under this endpoint's folder only.")
-    if eagle.finalize_function is not None:
-        acknowledge_resource(eagle.finalize_function.role, bucket.arn_for_objects(f"{MAP_RESULTS}/*"),
-              "Step Functions writes the Distributed Map's result files under map-results/<map run id>/; read-only.")
-    if eagle.validate_function is not None and "*" in eagle.dataset_objects_arn:
-        acknowledge_resource(eagle.validate_function.role, eagle.dataset_objects_arn,
-              "The dataset's format is checked on a sample of the JSONL files under its prefix; read-only.")
-    acknowledge_resource(eagle.start_function.role, eagle.job_arn_pattern,
-          "Job names are made at run time from the run's inputs (eagle-<model>-<hash>); Create/Describe/AddTags on "
-          "optimization jobs named eagle-* only.")
-    acknowledge_resource(eagle.record_function.role, bucket.arn_for_objects(f"{JOBS}/*/results/*"),
-          "The record function reads the benchmark files a job wrote under jobs/<job name>/results/; read-only.")
-    acknowledge_resource(eagle.record_function.role, bucket.arn_for_objects(f"{REPORTS}/*"),
-          "One JSON report per run under reports/<model>/<run id>.json; PutObject only, only under reports/.")
-
+    acknowledge_wildcard_only(eagle.job_role, "cloudwatch:PutMetricData has no resource type (limited by a "
+                              "cloudwatch:namespace condition to SageMaker's namespaces); in a VPC, the ec2:Describe* "
+                              "calls SageMaker makes before attaching the job's network interfaces have none either.")
     machine = eagle.state_machine
     role = machine.role
     acknowledge_wildcard_only(role, "X-Ray tracing (PutTraceSegments, GetSamplingRules, ...) and the CloudWatch Logs log-delivery "
