@@ -159,7 +159,8 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def measure_floor(folder: Path) -> dict:
+def _measure_parse(folder: Path, loads, error: type[Exception]) -> dict:
+    """Read every capture line and parse it with ``loads`` (a floor: no builder work at all)."""
     files = _files(folder)
     baseline = _rss_mb()
     start = time.perf_counter()
@@ -170,31 +171,21 @@ def measure_floor(folder: Path) -> dict:
                 size += len(line)
                 records += 1
                 try:
-                    json.loads(line)
-                except ValueError:
+                    loads(line)
+                except error:
                     errors += 1
     elapsed = time.perf_counter() - start
     return {"seconds": elapsed, "records": records, "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb(), "errors": errors}
+
+
+def measure_floor(folder: Path) -> dict:
+    return _measure_parse(folder, json.loads, ValueError)
 
 
 def measure_orjson_floor(folder: Path) -> dict:
     import orjson
 
-    files = _files(folder)
-    baseline = _rss_mb()
-    start = time.perf_counter()
-    records = size = errors = 0
-    for path in files:
-        with path.open("rb") as handle:
-            for line in handle:
-                size += len(line)
-                records += 1
-                try:
-                    orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    errors += 1
-    elapsed = time.perf_counter() - start
-    return {"seconds": elapsed, "records": records, "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb(), "errors": errors}
+    return _measure_parse(folder, orjson.loads, orjson.JSONDecodeError)
 
 
 def measure_payload_floor(folder: Path) -> dict:

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from conftest import load_handler_module
-from support.aws_model import assert_valid_request
+from support.aws_model import assert_valid_request, create_runs_table
 
 ACCOUNT = "123456789012"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/eagle-job"
@@ -617,15 +617,7 @@ def aws_record(monkeypatch):
         s3.create_bucket(Bucket=REPORT_BUCKET)
         s3.create_bucket(Bucket=OUT_BUCKET)
         ddb = boto3.client("dynamodb", region_name="us-east-1")
-        ddb.create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "model_name", "KeyType": "HASH"}, {"AttributeName": "run_id", "KeyType": "RANGE"}],
-            AttributeDefinitions=[
-                {"AttributeName": "model_name", "AttributeType": "S"},
-                {"AttributeName": "run_id", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_runs_table(ddb, TABLE)
         ssm = boto3.client("ssm", region_name="us-east-1")
         ssm.put_parameter(Name=PARAMETER, Value=PLACEHOLDER, Type="String")
         yield {"s3": s3, "ddb": ddb, "ssm": ssm}

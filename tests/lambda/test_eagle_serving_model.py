@@ -215,3 +215,47 @@ def test_accept_eula_that_is_not_a_boolean_fails_the_resource(serving, lambda_co
     serving.handler(event(PrimaryContainer=container), lambda_context)
     [answer] = serving.sent
     assert answer["Status"] == "FAILED" and "AcceptEula 'yes' must be true or false" in answer["Reason"]
+
+
+# ------------------------------------------------------------------ a pre-trained head's channel
+def test_serving_model_sends_a_gated_pretrained_heads_accepted_licence_as_boolean(serving, lambda_context):
+    """CloudFormation passes AcceptEula as "true"; CreateModel wants a boolean on the head's channel too."""
+    sent = serving.sent
+    gated = "s3://jumpstart-private-cache-prod-us-east-1/meta-textgeneration/llama/artifacts/eagle3-draft/v1/"
+    container = {
+        "Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi28.0.0-cu130",
+        "ModelDataSource": {"S3DataSource": {"S3Uri": "s3://jumpstart-private-cache-prod-us-east-1/m/",
+                                             "S3DataType": "S3Prefix", "CompressionType": "None",
+                                             "ModelAccessConfig": {"AcceptEula": "true"}}},
+        "AdditionalModelDataSources": [{"ChannelName": "eagle", "S3DataSource": {
+            "S3Uri": gated, "S3DataType": "S3Prefix", "CompressionType": "None",
+            "ModelAccessConfig": {"AcceptEula": "true"}}}],
+        "Environment": {"OPTION_SPECULATIVE_CONFIG": '{"method":"eagle3"}'},
+    }
+    properties = {"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:s", "ModelNamePrefix": "llama-eagle",
+                  "ExecutionRoleArn": "arn:aws:iam::123456789012:role/endpoint", "PrimaryContainer": container}
+    name = serving.model_name(properties)
+    expected = json.loads(json.dumps(container))
+    expected["ModelDataSource"]["S3DataSource"]["ModelAccessConfig"]["AcceptEula"] = True
+    expected["AdditionalModelDataSources"][0]["S3DataSource"]["ModelAccessConfig"]["AcceptEula"] = True
+    request = {"ModelName": name, "ExecutionRoleArn": properties["ExecutionRoleArn"], "PrimaryContainer": expected}
+    assert_valid_request("sagemaker", "CreateModel", request)
+    stub = Stubber(serving._sagemaker())
+    stub.add_client_error("describe_model", "ValidationException", f"Could not find model \"{name}\".",
+                          expected_params={"ModelName": name})
+    stub.add_response("create_model", {"ModelArn": f"arn:aws:sagemaker:us-east-1:123456789012:model/{name}"}, request)
+    event = {"RequestType": "Create", "ResponseURL": "https://cloudformation-custom-resource-response.s3/x",
+             "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/T/1", "RequestId": "r",
+             "LogicalResourceId": "ServingModel", "ResourceType": "Custom::EagleServingModel",
+             "ResourceProperties": properties}
+    with stub:
+        serving.handler(event, lambda_context)
+        stub.assert_no_pending_responses()
+    assert sent[0]["Status"] == "SUCCESS" and sent[0]["Data"]["ModelName"] == name
+
+    bad = json.loads(json.dumps(event))
+    bad["ResourceProperties"]["PrimaryContainer"]["AdditionalModelDataSources"][0]["S3DataSource"][
+        "ModelAccessConfig"] = {"AcceptEula": "maybe"}
+    serving.handler(bad, lambda_context)
+    assert sent[1]["Status"] == "FAILED"
+    assert "AdditionalModelDataSources[0].S3DataSource.ModelAccessConfig.AcceptEula 'maybe'" in sent[1]["Reason"]

@@ -1,7 +1,6 @@
 """Which AWS account publishes an image or a layer, per region or partition, at synth or deploy time."""
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Mapping
 
 from aws_cdk import Aws, CfnMapping, Stack, Token
@@ -11,9 +10,9 @@ from .errors import ConfigurationError, Problem
 from .regions import DLC_ACCOUNTS, POWERTOOLS_ACCOUNTS, partition_of
 
 
-@lru_cache(maxsize=64)
 def partition_of_region(region: str) -> str:
-    """The partition of ``region``: ``Aws.PARTITION`` for a token, else botocore's answer, else from the prefix."""
+    """The partition of ``region``: ``Aws.PARTITION`` for a token, else botocore's answer (``regions.partition_of``,
+    cached per region), else from the prefix."""
     if Token.is_unresolved(region):
         return Aws.PARTITION
     known = partition_of(region)

@@ -300,3 +300,24 @@ def depend_on_policy(resource: Construct, role: iam.IRole) -> None:
     """Create ``resource`` only after the role's permissions exist (SageMaker checks them at creation)."""
     policy = role.node.try_find_child("DefaultPolicy")
     resource.node.add_dependency(policy if policy is not None else role)
+
+
+NETWORK_DESCRIBE_ACTIONS = ("ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+                            "ec2:DescribeNetworkInterfaces", "ec2:DescribeDhcpOptions")
+"""What SageMaker describes before it attaches network interfaces in a VPC (no resource type: granted on '*')."""
+NETWORK_INTERFACE_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
+                             "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission")
+"""What SageMaker does to attach an endpoint's or a job's network interfaces."""
+
+
+def network_interface_resources(scope: IConstruct, subnet_ids: Sequence[str],
+                                security_groups: Sequence[Any]) -> list[str]:
+    """Resources of ``NETWORK_INTERFACE_ACTIONS``: any network interface (ids made at run time), limited to these
+    subnets and security groups, which are named."""
+    stack = Stack.of(scope)
+    return [
+        stack.format_arn(service="ec2", resource="network-interface", resource_name="*"),
+        *[stack.format_arn(service="ec2", resource="subnet", resource_name=s) for s in subnet_ids],
+        *[stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
+          for g in security_groups],
+    ]

@@ -195,18 +195,11 @@ class EagleBenchmark(Construct):
                 grants.grant(self.job_role, sid="DecryptWorkload", actions=["kms:Decrypt"], resources=[turn_key.key_arn])
         if endpoint.vpc is not None:
             grants.grant(self.job_role, sid="DescribeNetwork", resources=["*"],
-                         actions=["ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
-                                  "ec2:DescribeNetworkInterfaces", "ec2:DescribeDhcpOptions"],
-                         reason="EC2 Describe actions have no resource-level permissions.")
+                         actions=grants.NETWORK_DESCRIBE_ACTIONS, reason="EC2 Describe actions have no resource-level permissions.")
             grants.grant(self.job_role, sid="ManageNetworkInterfaces",
-                         actions=["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
-                                  "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission"],
-                         resources=[stack.format_arn(service="ec2", resource="network-interface", resource_name="*"),
-                                    *[stack.format_arn(service="ec2", resource="subnet", resource_name=s)
-                                      for s in endpoint.subnet_ids],
-                                    *[stack.format_arn(service="ec2", resource="security-group",
-                                                       resource_name=g.security_group_id)
-                                      for g in endpoint.security_groups]],
+                         actions=grants.NETWORK_INTERFACE_ACTIONS,
+                         resources=grants.network_interface_resources(self, endpoint.subnet_ids,
+                                                                      endpoint.security_groups),
                          reason="The job's network interfaces are created at run time in the endpoint's subnets.")
 
         # ------------------------------------------------------------------ functions

@@ -316,7 +316,7 @@ class EagleOptimization(Construct):
             sid="PublishJobMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"],
             conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}}))
         if endpoint.vpc is not None:
-            self._grant_job_network(stack)
+            self._grant_job_network()
 
         # ------------------------------------------------------------------ functions
         self.plan_function: lambda_.Function | None = None
@@ -523,22 +523,14 @@ class EagleOptimization(Construct):
             conditions={"StringLike": {"s3:prefix": [objects]}}))
         return f"{bucket_arn}/{objects}"
 
-    def _grant_job_network(self, stack: Stack) -> None:
+    def _grant_job_network(self) -> None:
         endpoint = self.component.endpoint
+        # Resource::* of the job role (these and PutMetricData) is acknowledged once, in _acknowledge_eagle.
         self.job_role.add_to_principal_policy(iam.PolicyStatement(
-            sid="DescribeNetwork", resources=["*"],
-            actions=["ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
-                     "ec2:DescribeNetworkInterfaces", "ec2:DescribeDhcpOptions"]))
+            sid="DescribeNetwork", resources=["*"], actions=list(grants.NETWORK_DESCRIBE_ACTIONS)))
         grants.grant(
-            self.job_role, sid="ManageJobNetworkInterfaces",
-            actions=["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
-                     "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission"],
-            resources=[
-                stack.format_arn(service="ec2", resource="network-interface", resource_name="*"),
-                *[stack.format_arn(service="ec2", resource="subnet", resource_name=s) for s in endpoint.subnet_ids],
-                *[stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
-                  for g in endpoint.security_groups],
-            ],
+            self.job_role, sid="ManageJobNetworkInterfaces", actions=grants.NETWORK_INTERFACE_ACTIONS,
+            resources=grants.network_interface_resources(self, endpoint.subnet_ids, endpoint.security_groups),
             reason="SageMaker creates the job's network interfaces in the endpoint's subnets under ids it makes at "
                    "run time.")
 
@@ -605,7 +597,6 @@ class EagleOptimization(Construct):
 
     def _records_check(self, expression: str, min_new_records: int) -> None:
         """A scheduled function that counts new captured records (no conversion) and starts a run once enough arrived."""
-        endpoint = self.component.endpoint
         self.check_function = python_function(
             self, "CheckFunction", folder="eagle_dataset", handler="index.check",
             description=f"Starts an EAGLE run of {self.model_name} once {min_new_records} new records were captured",

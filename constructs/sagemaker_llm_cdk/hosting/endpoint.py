@@ -531,23 +531,12 @@ class LlmEndpoint(EndpointReference):
 
     def _grant_vpc_access(self) -> None:
         grants.grant(
-            self.role, sid="DescribeNetwork",
-            actions=["ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
-                     "ec2:DescribeNetworkInterfaces", "ec2:DescribeDhcpOptions"],
-            resources=["*"],
+            self.role, sid="DescribeNetwork", actions=grants.NETWORK_DESCRIBE_ACTIONS, resources=["*"],
             reason="SageMaker describes the VPC, subnets and security groups before attaching the endpoint's network "
                    "interfaces; ec2:Describe* actions have no resource type.")
-        stack = Stack.of(self)
         grants.grant(
-            self.role, sid="ManageEndpointNetworkInterfaces",
-            actions=["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
-                     "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission"],
-            resources=[
-                stack.format_arn(service="ec2", resource="network-interface", resource_name="*"),
-                *[stack.format_arn(service="ec2", resource="subnet", resource_name=s) for s in self.subnet_ids],
-                *[stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
-                  for g in self.security_groups],
-            ],
+            self.role, sid="ManageEndpointNetworkInterfaces", actions=grants.NETWORK_INTERFACE_ACTIONS,
+            resources=grants.network_interface_resources(self, self.subnet_ids, self.security_groups),
             reason="SageMaker creates the endpoint's network interfaces at deploy time under generated ids; creation "
                    "is limited to this endpoint's subnets and security groups, which are named.")
 
