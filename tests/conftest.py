@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
+import os
 import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import aws_cdk
 import botocore.loaders
 import botocore.session
 import pytest
@@ -20,6 +23,33 @@ ROOT = Path(__file__).resolve().parents[1]
 # (one Lambda execution environment) always do; the loaded models are read-only.
 botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 sys.path.insert(0, str(ROOT / "tests"))
+
+# CDK's built-in template validator (CloudFormationValidatePlugin, about half of an in-process synth) runs in a
+# test exactly when its findings can fail the synth: when the app's context turns them into errors, as this
+# repository's and every example's cdk.json does (`@aws-cdk/core:validateAgainstDefaultRules`, or
+# `strictCfnValidateErrors`). Without that flag CDK reports them as warnings nobody reads, so an App built
+# without it synthesizes as `cdk synth --no-validation` does. A test may still pass
+# `builtin_cloud_formation_validation=` itself; the CLI tests (test_cli, test_wheel) run the validator as users do.
+VALIDATION_FLAGS = ("@aws-cdk/core:validateAgainstDefaultRules", "@aws-cdk/core:strictCfnValidateErrors")
+_APP_INIT = aws_cdk.App.__init__
+
+
+def _validation_can_fail(context: dict | None) -> bool:
+    given = dict(context or {})
+    cli = os.environ.get("CDK_CONTEXT_JSON")
+    if cli:
+        given = {**json.loads(cli), **given}
+    return any(str(given.get(flag)).lower() == "true" for flag in VALIDATION_FLAGS)
+
+
+@functools.wraps(_APP_INIT)
+def _app_init(self: aws_cdk.App, **props: object) -> None:
+    if props.get("builtin_cloud_formation_validation") is None:
+        props["builtin_cloud_formation_validation"] = _validation_can_fail(props.get("context"))  # type: ignore[arg-type]
+    _APP_INIT(self, **props)
+
+
+aws_cdk.App.__init__ = _app_init  # type: ignore[method-assign]
 LAMBDA_ROOT = ROOT / "lambda"
 SHARED_ROOT = LAMBDA_ROOT / "_shared"
 # The handlers' shared package (llm_cdk_shared) is importable as it is in each function's asset,

@@ -1,7 +1,7 @@
 """The library as other teams get it: build the wheel, install it in a fresh virtualenv with only its
 declared dependencies, and synthesize the example apps from outside the repository, Lambda code included.
 
-Slow (about a minute): select with ``pytest -m wheel``, leave out with ``-m "not wheel"``.
+Slow (under a minute): select with ``pytest -m wheel``, leave out with ``-m "not wheel"``.
 """
 from __future__ import annotations
 
@@ -19,11 +19,13 @@ from pathlib import Path
 import pytest
 
 from support.examples import (CHECKS, EXAMPLES, LAMBDA_ROOT, ROOT, cdk_json_flags, child_env, feature_flag_report,
-                              missing_exports, pending_reason, synthesize_with_cli)
+                              missing_exports, pending_reason, read_assembly, synthesize_with_cli)
 
 LIBRARY = ROOT / "constructs" / "sagemaker_llm_cdk"
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "constructs", "lambda")
 """What setuptools reads to build the wheel (those that exist); copied so the build sees a clean tree."""
+CLI_EXAMPLE = "capacity_plan_endpoint"
+"""The example synthesized with `cdk synth` itself (the model + adapter + Lambda consumer, always runnable)."""
 SETUPTOOLS_WARNING = re.compile(r"BuildBackendWarning|SetuptoolsDeprecationWarning|SetuptoolsWarning|"
                                 r"absent from the `packages` configuration")
 
@@ -104,13 +106,16 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     assert len(extras) == sum(len(v) for v in project.get("optional-dependencies", {}).values()), extras
 
     # 3. A fresh virtualenv with the wheel and its declared dependencies only (nothing from this repo's venv).
+    #    The venv gets no pip of its own (ensurepip costs seconds): this interpreter's pip installs into it
+    #    (`pip --python`), so the venv holds exactly the wheel and what its metadata asks for.
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", venv])
+    run([sys.executable, "-m", "venv", "--without-pip", venv])
     python = venv / "bin" / "python"
     lap("create venv")
-    run([python, "-m", "pip", "install", "--no-compile", "--disable-pip-version-check", "--quiet", wheel])
+    pip = [sys.executable, "-m", "pip", "--python", python, "--disable-pip-version-check"]
+    run([*pip, "install", "--no-compile", "--quiet", wheel])
     lap("pip install wheel + dependencies")
-    run([python, "-m", "pip", "check"])
+    run([*pip, "check"])
     probe = run([python, "-c", (
         "import importlib.util, json, sagemaker_llm_cdk as m\n"
         "from sagemaker_llm_cdk.core._assets import handler_dir, shared_package_dir\n"
@@ -126,11 +131,17 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     assert installed["version"] == version
     assert not installed["powertools"], "the fresh venv sees a package the wheel does not declare"
 
-    # 4. The example apps, copied out of the repository with their cdk.json, synthesize with `cdk synth` and that
-    #    interpreter as `python3` (cdk-nag runs in each), as a consumer runs them.
+    # 4. The example apps, copied out of the repository with their cdk.json, synthesize as a consumer runs them,
+    #    with that interpreter as `python3` (cdk-nag runs in each). One of them (CLI_EXAMPLE) goes through
+    #    `cdk synth` exactly as a user types it (the CLI reads cdk.json, runs the app, CDK's template validator
+    #    on). The others synthesize in one process of the venv's interpreter with the context the CLI gives
+    #    (tests/support/examples.py as a script): the same app code against the installed wheel, without a
+    #    Node CLI, a Python and a jsii runtime per example. CDK's validator is off there (CDK_VALIDATION=false):
+    #    its verdict on every example is tests/test_examples.py's (same app, same cdk.json context).
     consumer = tmp_path / "consumer"
-    pending = []
-    for name, check in sorted(CHECKS.items()):
+    env = child_env(venv / "bin", write_bytecode=True)
+    pending, in_process = [], []
+    for name in sorted(CHECKS):
         app = EXAMPLES / name / "app.py"
         missing = missing_exports(app, set(installed["all"]))
         if missing:
@@ -139,16 +150,26 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
         (consumer / name).mkdir(parents=True)
         shutil.copy2(app, consumer / name / "app.py")
         shutil.copy2(app.parent / "cdk.json", consumer / name / "cdk.json")
-        synth = synthesize_with_cli(consumer / name, tmp_path / "out" / name,
-                                    env=child_env(venv / "bin", write_bytecode=True))
-        check(synth)
-        # The CLI gave the app exactly the flags of the example's own cdk.json (CDK's feature-flag report);
+        if name != CLI_EXAMPLE:
+            in_process += [consumer / name, tmp_path / "out" / name]
+    synths = {}
+    if CLI_EXAMPLE in {p.name for p in consumer.iterdir()}:
+        synths[CLI_EXAMPLE] = synthesize_with_cli(consumer / CLI_EXAMPLE, tmp_path / "out" / CLI_EXAMPLE, env=env)
+        lap(f"cdk synth {CLI_EXAMPLE}")
+    if in_process:
+        run([python, ROOT / "tests" / "support" / "examples.py", *in_process], cwd=tmp_path,
+            env={**env, "CDK_VALIDATION": "false"})
+        synths |= {app_dir.name: read_assembly(outdir) for app_dir, outdir in zip(in_process[::2], in_process[1::2])}
+        lap(f"synth {len(in_process) // 2} examples in one process")
+    for name, synth in sorted(synths.items()):
+        CHECKS[name](synth)
+        # The app got exactly the flags of the example's own cdk.json (CDK's feature-flag report);
         # tests/test_examples.py synthesizes in-process with that context.
         report = feature_flag_report(synth.outdir)
         in_effect = {flag: info["userValue"] for flag, info in report.items() if "userValue" in info}
-        assert in_effect == {k: v for k, v in cdk_json_flags(app.parent / "cdk.json").items() if k in report}, name
+        app_json = EXAMPLES / name / "cdk.json"
+        assert in_effect == {k: v for k, v in cdk_json_flags(app_json).items() if k in report}, name
         assert in_effect["@aws-cdk/aws-iam:minimizePolicies"] is True and len(in_effect) > 70, name
-        lap(f"synth {name}")
     assert "capacity_plan_endpoint" not in " ".join(pending), "the model + adapter + Lambda consumer must always run"
 
     # 5. Preflight runs from the wheel as a module, offline; without the [preflight] extra (no cfn-lint)
@@ -158,7 +179,6 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     for name in ("base.yaml", "dev.yaml"):
         shutil.copy2(ROOT / "config" / name, configs / name)
     command = [python, "-m", "sagemaker_llm_cdk.preflight", "--config", configs / "dev.yaml", "--offline", "--region", "us-east-1"]
-    env = child_env(venv / "bin", write_bytecode=True)
     checked = run([*command, "--no-synth"], cwd=tmp_path, env=env)
     assert checked.stdout.strip().splitlines()[-1].startswith(f"preflight of {configs / 'dev.yaml'} for us-east-1 (offline): 0 blocker(s)")
     synthesized = sorted((tmp_path / "out").glob("*/manifest.json"))

@@ -146,7 +146,7 @@ def synthesize(python: str | Path, app: Path, outdir: Path, *, env: dict[str, st
     return Synth(outdir, stacks, seconds)
 
 
-def _read_assembly(outdir: Path, seconds: float) -> Synth:
+def read_assembly(outdir: Path, seconds: float = 0.0) -> Synth:
     manifest = json.loads((outdir / "manifest.json").read_text())
     stacks = {name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
               for name, artifact in manifest["artifacts"].items() if artifact["type"] == "aws:cloudformation:stack"}
@@ -193,7 +193,7 @@ def synthesize_in_process(app: Path, outdir: Path, *, context: dict[str, Any]) -
         os.chdir(cwd)
         sys.path.remove(str(app.parent))
     assert (outdir / "manifest.json").is_file(), f"{app} did not call app.synth()"
-    return _read_assembly(outdir, time.monotonic() - start)
+    return read_assembly(outdir, time.monotonic() - start)
 
 
 def synthesize_with_cli(app_dir: Path, outdir: Path, *, env: dict[str, str]) -> Synth:
@@ -305,3 +305,27 @@ CHECKS: dict[str, Callable[[Synth], None]] = {
     "eagle_endpoint": check_eagle_endpoint,
     "private_vpc_endpoint": check_private_vpc_endpoint,
 }
+
+
+def cli_context(app_dir: Path) -> dict[str, Any]:
+    """The context ``cdk synth`` in ``app_dir`` gives its app: the folder's ``cdk.json`` context plus the CLI's own."""
+    return {**json.loads((app_dir / "cdk.json").read_text(encoding="utf-8"))["context"], **CLI_CONTEXT}
+
+
+def main(argv: list[str]) -> None:
+    """``python tests/support/examples.py APP_DIR OUTDIR [APP_DIR OUTDIR ...]``: synthesize each app in one
+    interpreter (``synthesize_in_process``, the context ``cdk synth`` would give it). tests/test_wheel.py runs
+    this with the fresh virtualenv's Python, so the apps import the installed wheel, and nothing of this
+    repository but this file (which needs only the standard library and ``aws_cdk``) is on ``sys.path``."""
+    if len(argv) % 2 or not argv:
+        raise SystemExit("usage: examples.py APP_DIR OUTDIR [APP_DIR OUTDIR ...]")
+    for app_dir, outdir in zip(map(Path, argv[::2]), map(Path, argv[1::2])):
+        synth = synthesize_in_process(app_dir / "app.py", outdir, context=cli_context(app_dir))
+        print(f"{app_dir.name}: {synth.seconds:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.remove(str(Path(__file__).resolve().parent))  # the apps see the installed library and aws_cdk only
+    main(sys.argv[1:])
