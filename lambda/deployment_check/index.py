@@ -42,6 +42,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
+from llm_cdk_shared.problems import problems as validation_problems
 
 logger = Logger()
 
@@ -96,7 +97,6 @@ _sagemaker = clients.client_getter("sagemaker")
 
 
 def _properties(event: dict[str, Any]) -> CheckProperties:
-    from llm_cdk_shared.problems import problems as validation_problems
     from pydantic import ValidationError
 
     try:
