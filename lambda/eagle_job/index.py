@@ -136,7 +136,6 @@ def _models() -> SimpleNamespace:
         s3_uri: str = Field(min_length=1, max_length=1024)
         s3_data_type: Literal["S3Prefix", "ManifestFile"] = "S3Prefix"
 
-
     class StartEvent(BaseModel):
         model_config = ConfigDict(extra="ignore", protected_namespaces=(), defer_build=True)
 
@@ -151,7 +150,6 @@ def _models() -> SimpleNamespace:
         accept_eula: bool = False
         """The model's licence was accepted in config (a gated JumpStart model): ModelSource.S3.ModelAccessConfig."""
 
-
     class StartOutput(StartEvent):
         job_name: str
         job_arn: str
@@ -160,7 +158,6 @@ def _models() -> SimpleNamespace:
         started_at: str
         draft_model_s3_uri: str
         results_s3_uri: str
-
 
     class JobDescription(BaseModel):
         """The parts of a DescribeOptimizationJob response that ``record`` uses."""
@@ -174,7 +171,6 @@ def _models() -> SimpleNamespace:
         OptimizationStartTime: datetime | None = None
         OptimizationEndTime: datetime | None = None
         LastModifiedTime: datetime | None = None
-
 
     class RecordEvent(StartOutput):
         job: JobDescription
