@@ -455,9 +455,10 @@ _COLD_CALL = _IMPORT_ALONE + """
 import importlib
 from types import SimpleNamespace
 HEAVY = json.loads(sys.argv[2])
+index = importlib.import_module(sys.argv[3])  # index (imported above), or another entry module of the asset
 found = {'import': [m for m in HEAVY if m in sys.modules], 'boto3': 'boto3' in sys.modules}
-if len(sys.argv) > 3:
-    call = json.loads(sys.argv[3])
+if len(sys.argv) > 4:
+    call = json.loads(sys.argv[4])
     context = SimpleNamespace(function_name='f', memory_limit_in_mb=256, aws_request_id='r',
                               invoked_function_arn='arn:aws:lambda:us-east-1:123456789012:function:f',
                               get_remaining_time_in_millis=lambda: 300000)
@@ -475,11 +476,12 @@ _COLD_ENV = {"ROLE_ARN": "arn:aws:iam::123456789012:role/eagle-job", "OUTPUT_S3_
              "DEFAULT_COMPONENT": "base"}
 
 
-def _cold(folder: str, call: dict[str, Any] | None = None) -> dict[str, Any]:
+def _cold(folder: str, call: dict[str, Any] | None = None, module: str = "index") -> dict[str, Any]:
     """Import the staged asset of ``folder`` in a fresh ``python -I`` (as test_each_staged_asset_imports_on_its_own
-    does), note which HEAVY_MODULES are loaded, then (``call``) run one entry point on one event."""
+    does) and ``module`` of it, note which HEAVY_MODULES are loaded, then (``call``) run one entry point of
+    ``module`` on one event."""
     staged = Path(_assets.staged_handler(folder))
-    argv = [sys.executable, "-I", "-B", "-c", _COLD_CALL, str(LAMBDA_ROOT), json.dumps(HEAVY_MODULES)]
+    argv = [sys.executable, "-I", "-B", "-c", _COLD_CALL, str(LAMBDA_ROOT), json.dumps(HEAVY_MODULES), module]
     result = subprocess.run(argv + ([json.dumps(call)] if call else []), cwd=staged, capture_output=True, text=True,
                             env={"AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_SERVICE_NAME": folder,
                                  "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlmTest", "PATH": "/usr/bin:/bin",
@@ -494,6 +496,11 @@ def _cold(folder: str, call: dict[str, Any] | None = None) -> dict[str, Any]:
 def test_no_handler_imports_pydantic_or_the_event_handler_at_import(folder):
     found = _cold(folder)
     assert found == {"import": [], "boto3": True}
+
+
+def test_the_eagle_benchmark_entry_module_imports_no_pydantic_either():
+    # eagle_job's asset also serves the EAGLE benchmark functions (handler benchmark.start/check/serving)
+    assert _cold("eagle_job", module="benchmark") == {"import": [], "boto3": True}
 
 
 _PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e"
@@ -564,6 +571,9 @@ _LAZY_PATHS = [
         "run_id: required field is missing; fix: add run_id")],
         ["pydantic", "pydantic_core", "aws_lambda_powertools.utilities.parser"], {"_models": 1},
         id="eagle_job-bad-start-event"),
+    pytest.param("eagle_job:benchmark", "start", {"phase": "during", "run_id": "r", "head": "s3://b/h/"}, ["InvalidEventError", (
+        "bad StartEvent: phase: Input should be 'before' or 'after'")], ["pydantic", "pydantic_core"], {"_models": 1},
+        id="eagle_job-benchmark-bad-start-event"),
     pytest.param("eagle_dataset", "plan", {"capture_bucket": "b"}, ["InvalidEventError", (
         "PlanEvent event is invalid: capture_bucket: got 'b'; allowed: pattern '^[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]$'; "
         "output_bucket: required field is missing; fix: add output_bucket; run_id: required field is missing; "
@@ -587,8 +597,10 @@ _LAZY_PATHS = [
 @pytest.mark.parametrize(("folder", "entry", "event", "expected", "heavy", "built"), _LAZY_PATHS)
 def test_the_lazy_paths_still_validate(folder, entry, event, expected, heavy, built):
     """A fresh process (nothing heavy imported) given a bad event answers exactly as before, and loads only
-    what that path needs: a Delete builds no properties model, a non-URL event no resolver."""
-    found = _cold(folder, {"entry": entry, "event": event})
+    what that path needs: a Delete builds no properties model, a non-URL event no resolver. ``folder:module``
+    names an entry module other than index."""
+    folder, _, module = folder.partition(":")
+    found = _cold(folder, {"entry": entry, "event": event}, module or "index")
     assert found["import"] == []
     assert found.get("error" if isinstance(expected, list) else "result") == expected, found
     if heavy is not None:
