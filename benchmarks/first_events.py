@@ -2,12 +2,12 @@
 
 Each scenario is the event a function gets most (one the handler tests use too) with its AWS calls answered by
 ``botocore.stub.Stubber`` on the handler's own clients (no network; the point is the Python work): the clients
-are made by the handler's getters inside the timed part, as on a real first call (boto3 loads the service
-model then), and the request is still validated and serialized by botocore; only adding the stubbed answers,
-importing this module (with ``botocore.stub``) are left out of the time (``Clock.paused``); the CPU time the
-getters took to make the clients is reported apart as well. After the call every
-stubbed answer must have been used and the handler must have answered as the scenario expects, so a
-scenario that silently took another path fails the benchmark instead of timing it.
+are made by the handler's getters inside the timed part, when the handler first asks for them, as on a real
+first call (boto3 loads the service model then), and the request is still validated and serialized by
+botocore; only adding the stubbed answers and importing this module (with ``botocore.stub``) are left out
+of the time (``Clock.paused``); the CPU time the getters took to make the clients is reported apart as well.
+After the call every stubbed answer must have been used and the handler must have answered as the
+scenario expects, so a scenario that silently took another path fails the benchmark instead of timing it.
 
 ``ENVIRONMENTS`` holds the variables a scenario needs beyond those its function gets in the synthesized
 templates (whose tokens the benchmark turns into placeholders) or, without an assembly, at all.
@@ -63,39 +63,62 @@ class Clock:
 
 
 class Stubs:
-    """Answers for the handler's clients: ``ok(getter, operation, response)`` / ``error(getter, operation, code)``.
-    The getter makes the handler's client (timed); queuing the answer is not timed."""
+    """Answers for the handler's clients: ``ok(module, "_sagemaker", operation, response)`` / ``error(...)`` queue
+    one answer for the client of the getter ``module._sagemaker``. The getter is wrapped so that the client is
+    still made by the handler, when it first calls for it (timed, in the handler's own order: a client made
+    early would, for one, make a later lazy import walk a bigger heap); the answers are added to it then,
+    untimed."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
-        self.stubbers: dict[int, Any] = {}
+        self.answers: dict[tuple[int, str], list[tuple[str, str, Any]]] = {}
+        self.stubbers: list[Any] = []
         self.clients_cpu = 0.0
         """CPU seconds the getters took to make the clients (part of the timed work; printed apart)."""
 
-    def _stubber(self, getter: Callable[[], Any]) -> Any:
-        cpu = time.process_time()
-        client = getter()  # the handler's own client, made as on its first call: timed
-        self.clients_cpu += time.process_time() - cpu
-        with self.clock.paused():
-            if id(client) not in self.stubbers:
+    def _queue(self, module: Any, getter: str, kind: str, operation: str, answer: Any) -> None:
+        key = (id(module), getter)
+        if key not in self.answers:
+            self.answers[key] = []
+            self._wrap(module, getter, self.answers[key])
+        self.answers[key].append((kind, operation, answer))
+
+    def _wrap(self, module: Any, name: str, answers: list[tuple[str, str, Any]]) -> None:
+        original = getattr(module, name)
+        made: list[Any] = []
+
+        def getter() -> Any:
+            if made:
+                return made[0]
+            cpu = time.process_time()
+            client = original()  # the handler's own getter makes its client: timed
+            self.clients_cpu += time.process_time() - cpu
+            with self.clock.paused():
                 stubber = Stubber(client)
+                for kind, operation, answer in answers:
+                    if kind == "ok":
+                        stubber.add_response(operation, answer)
+                    else:
+                        stubber.add_client_error(operation, service_error_code=answer[0], service_message=answer[1],
+                                                 http_status_code=400)
                 stubber.activate()
-                self.stubbers[id(client)] = stubber
-            return self.stubbers[id(client)]
+                self.stubbers.append(stubber)
+                made.append(client)
+            return client
 
-    def ok(self, getter: Callable[[], Any], operation: str, response: dict[str, Any]) -> None:
-        stubber = self._stubber(getter)
-        with self.clock.paused():
-            stubber.add_response(operation, response)
+        setattr(module, name, getter)
 
-    def error(self, getter: Callable[[], Any], operation: str, code: str, message: str = "") -> None:
-        stubber = self._stubber(getter)
-        with self.clock.paused():
-            stubber.add_client_error(operation, service_error_code=code, service_message=message or code,
-                                     http_status_code=400)
+    def ok(self, module: Any, getter: str, operation: str, response: dict[str, Any]) -> None:
+        self._queue(module, getter, "ok", operation, response)
+
+    def error(self, module: Any, getter: str, operation: str, code: str, message: str = "") -> None:
+        self._queue(module, getter, "error", operation, (code, message or code))
 
     def check(self) -> None:
-        for stubber in self.stubbers.values():
+        """Every getter was called and every answer used."""
+        if len(self.stubbers) != len(self.answers):
+            raise AssertionError(f"{len(self.answers) - len(self.stubbers)} stubbed client(s) never made")
+        for stubber in self.stubbers:
             stubber.assert_no_pending_responses()
 
 
@@ -128,15 +151,15 @@ def _plan(status: str = "Active", start: datetime = NOW - timedelta(days=5), day
 
 def capacity_plan(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callable[[Any], bool]]:
     start = NOW + timedelta(days=3)
-    stubs.error(index._sagemaker, "describe_training_plan", "ResourceNotFound", f"Training plan {PLAN} not found")
+    stubs.error(index, "_sagemaker", "describe_training_plan", "ResourceNotFound", f"Training plan {PLAN} not found")
     capacity = {"InstanceType": "ml.p5e.48xlarge", "InstanceCount": 2, "AvailabilityZone": "us-east-1a",
                 "DurationHours": 7 * 24, "DurationMinutes": 0, "StartTime": start, "EndTime": start + timedelta(days=7)}
-    stubs.ok(index._sagemaker, "search_training_plan_offerings", {"TrainingPlanOfferings": [
+    stubs.ok(index, "_sagemaker", "search_training_plan_offerings", {"TrainingPlanOfferings": [
         {"TrainingPlanOfferingId": f"tpo-{i}", "TargetResources": ["endpoint"], "DurationHours": 7 * 24,
          "DurationMinutes": 0, "UpfrontFee": fee, "CurrencyCode": "USD", "ReservedCapacityOfferings": [capacity]}
         for i, fee in enumerate(("150000.00", "95000.00", "80000.00"))]})
-    stubs.ok(index._sagemaker, "create_training_plan", {"TrainingPlanArn": PLAN_ARN})
-    stubs.ok(index._sagemaker, "describe_training_plan", _plan("Pending", start, 7))
+    stubs.ok(index, "_sagemaker", "create_training_plan", {"TrainingPlanArn": PLAN_ARN})
+    stubs.ok(index, "_sagemaker", "describe_training_plan", _plan("Pending", start, 7))
     event = _custom_resource("Create", "Custom::SageMakerCapacityPlan", {
         "PlanName": PLAN, "InstanceType": "ml.p5e.48xlarge", "InstanceCount": "2", "DurationDays": "7",
         "MaxUpfrontFeeUsd": "100000", "Purchase": "approved"})
@@ -144,8 +167,8 @@ def capacity_plan(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callable[[An
 
 
 def capacity_plan_expiry(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callable[[Any], bool]]:
-    stubs.ok(index._sagemaker, "describe_training_plan", _plan())
-    stubs.ok(index._ssm, "get_parameter", {"Parameter": {"Name": f"/llm/capacity/{PLAN}/status", "Type": "String",
+    stubs.ok(index, "_sagemaker", "describe_training_plan", _plan())
+    stubs.ok(index, "_ssm", "get_parameter", {"Parameter": {"Name": f"/llm/capacity/{PLAN}/status", "Type": "String",
                                                          "Value": "Active", "Version": 3}})
     return ("daily schedule: one plan, status unchanged", "handler",
             {"version": "0", "detail-type": "Scheduled Event", "source": "aws.scheduler", "detail": {}},
@@ -153,7 +176,7 @@ def capacity_plan_expiry(index: Any, stubs: Stubs) -> tuple[str, str, Any, Calla
 
 
 def capacity_plan_guard(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callable[[Any], bool]]:
-    stubs.ok(index._sagemaker, "describe_training_plan", _plan())
+    stubs.ok(index, "_sagemaker", "describe_training_plan", _plan())
     event = _custom_resource("Create", "Custom::SageMakerCapacityPlanGuard", {
         "PlanName": PLAN, "InstanceType": "ml.p5e.48xlarge", "MaxInstances": "2", "WhenNotActive": "fail",
         "Bound": "true", "EndpointConfigInputs": ["sha256:abc", f"arn:aws:iam::{ACCOUNT}:role/endpoint"],
@@ -163,10 +186,10 @@ def capacity_plan_guard(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callab
 
 def deployment_check(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callable[[Any], bool]]:
     arn = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:"
-    stubs.ok(index._sagemaker, "describe_endpoint", {
+    stubs.ok(index, "_sagemaker", "describe_endpoint", {
         "EndpointName": "chat", "EndpointArn": arn + "endpoint/chat", "EndpointConfigName": "chat-config-2",
         "EndpointStatus": "InService", "CreationTime": NOW, "LastModifiedTime": NOW})
-    stubs.ok(index._sagemaker, "describe_inference_component", {
+    stubs.ok(index, "_sagemaker", "describe_inference_component", {
         "InferenceComponentName": "qwen3-8b", "InferenceComponentArn": arn + "inference-component/qwen3-8b",
         "EndpointName": "chat", "EndpointArn": arn + "endpoint/chat", "VariantName": "AllTraffic",
         "Specification": {"ModelName": "qwen3-8b-model-2"}, "InferenceComponentStatus": "InService",
@@ -199,8 +222,8 @@ def eagle_dataset(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callable[[An
     keys = [f"datacapture/chat/AllTraffic/2026/11/30/10/capture-{n}.jsonl" for n in range(2)]
     for n, _ in enumerate(keys):
         data = b"\n".join(_capture_line(n * 100 + i) for i in range(50)) + b"\n"
-        stubs.ok(index._s3, "get_object", {"Body": _body(data), "ContentLength": len(data)})
-    stubs.ok(index._s3, "put_object", {"ETag": '"abc"'})
+        stubs.ok(index, "_s3", "get_object", {"Body": _body(data), "ContentLength": len(data)})
+    stubs.ok(index, "_s3", "put_object", {"ETag": '"abc"'})
     event = {"Items": [{"key": key} for key in keys], "BatchInput": {
         "capture_bucket": "capture-bucket", "capture_prefix": "datacapture/", "output_bucket": "output-bucket",
         "output_prefix": "eagle", "run_id": "run-2026-11-30", "source": "capture"}}
@@ -208,8 +231,8 @@ def eagle_dataset(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callable[[An
 
 
 def eagle_job(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callable[[Any], bool]]:
-    stubs.ok(index._s3, "list_objects_v2", {"KeyCount": 1, "Contents": [{"Key": "datasets/run-1/part-0000.jsonl"}]})
-    stubs.ok(index._sagemaker, "create_optimization_job", {
+    stubs.ok(index, "_s3", "list_objects_v2", {"KeyCount": 1, "Contents": [{"Key": "datasets/run-1/part-0000.jsonl"}]})
+    stubs.ok(index, "_sagemaker", "create_optimization_job", {
         "OptimizationJobArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:optimization-job/eagle-qwen3-32b"})
     event = {"model_name": "qwen3-32b", "model_s3_uri": "s3://eagle-models/qwen3-32b/",
              "architecture": "Qwen3ForCausalLM", "deployment_instance_type": "ml.p5e.48xlarge", "max_instance_count": 1,
@@ -237,8 +260,8 @@ def eagle_serving_model(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callab
             return _Answer()
 
         index.urllib.request.urlopen = urlopen
-    stubs.error(index._sagemaker, "describe_model", "ValidationException", "Could not find model.")
-    stubs.ok(index._sagemaker, "create_model", {"ModelArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:model/qwen3-32b-eagle"})
+    stubs.error(index, "_sagemaker", "describe_model", "ValidationException", "Could not find model.")
+    stubs.ok(index, "_sagemaker", "create_model", {"ModelArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:model/qwen3-32b-eagle"})
     container = {
         "Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128",
         "ModelDataSource": {"S3DataSource": {"S3Uri": "s3://weights/qwen3-32b/", "S3DataType": "S3Prefix",
@@ -257,13 +280,13 @@ def eagle_serving_model(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callab
 
 def session_router(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callable[[Any], bool]]:
     expires = int(time.time()) + 600
-    stubs.ok(index._dynamodb, "get_item", {"Item": {
+    stubs.ok(index, "_dynamodb", "get_item", {"Item": {
         "conversation_id": {"S": "c" * 32}, "session_id": {"S": "sess-1"}, "component": {"S": "base"},
         "expires_at": {"N": str(expires)}, "owner": {"S": CALLER}, "created_at": {"N": str(expires - 900)},
         "updated_at": {"N": str(expires - 900)}}})
     reply = json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{
         "index": 0, "message": {"role": "assistant", "content": "The moon's pull."}, "finish_reason": "stop"}]})
-    stubs.ok(index._sagemaker_runtime, "invoke_endpoint", {"Body": _body(reply.encode()),
+    stubs.ok(index, "_sagemaker_runtime", "invoke_endpoint", {"Body": _body(reply.encode()),
                                                          "ContentType": "application/json"})
     body = json.dumps({"conversation_id": "c" * 32, "body": {"messages": [
         {"role": "user", "content": "How do tides work?"}], "max_tokens": 256}})
