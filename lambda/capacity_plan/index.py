@@ -52,19 +52,20 @@ EndTimeBefore is refused. Delete: no AWS call; the plan is retained.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
+from types import SimpleNamespace
 from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
-from llm_cdk_shared import clients, custom_resource
+from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import shown as _shown
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 logger = Logger()
 
@@ -234,84 +235,111 @@ def parse_consent(value: Any, field: str) -> str:
     )
 
 
-def _checked_time(field: str) -> BeforeValidator:
-    return BeforeValidator(lambda value: parse_time(value, field))
+@functools.cache
+def _models() -> SimpleNamespace:
+    """The ResourceProperties models of both resource types and their checked types, built on the first Create or
+    Update: pydantic is not imported on a cold start, and a Delete (no properties read) never builds them."""
+    from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+    def _checked_time(field: str) -> BeforeValidator:
+        return BeforeValidator(lambda value: parse_time(value, field))
+
+    # One checked type per property, shared by the plan and the extension models: each property is
+    # checked by the same function, with the same message, whichever resource declares it.
+    PlanName = Annotated[str, BeforeValidator(parse_plan_name)]
+    ConsentName = Annotated[str, BeforeValidator(parse_consent_name)]
+    InstanceType = Annotated[str, BeforeValidator(parse_instance_type)]
+    InstanceCount = Annotated[int, BeforeValidator(parse_instance_count)]
+    DurationDays = Annotated[int, BeforeValidator(parse_duration_days)]
+    FeeCapUsd = Annotated[Decimal, BeforeValidator(parse_fee_cap)]
+    StartTimeAfter = Annotated[datetime | None, _checked_time("StartTimeAfter")]
+    EndTimeBefore = Annotated[datetime | None, _checked_time("EndTimeBefore")]
+    Purchase = Annotated[str, BeforeValidator(lambda value: parse_consent(value, "Purchase"))]
+    Extend = Annotated[str, BeforeValidator(lambda value: parse_consent(value, "Extend"))]
+
+    def _extend_until(value: Any) -> datetime:
+        parsed = parse_time(value, "ExtendUntil")
+        if parsed is None:
+            raise ValueError("ExtendUntil is required: the date-time the plan should last until")
+        return parsed
+
+    ExtendUntil = Annotated[datetime, BeforeValidator(_extend_until)]
+
+    class CapacityPlanProperties(BaseModel):
+        """Validated ResourceProperties (CloudFormation strings parsed to real types)."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        plan_name: PlanName = Field(alias="PlanName")
+        instance_type: InstanceType = Field(alias="InstanceType")
+        instance_count: InstanceCount = Field(alias="InstanceCount")
+        duration_days: DurationDays = Field(alias="DurationDays")
+        start_time_after: StartTimeAfter = Field(default=None, alias="StartTimeAfter")
+        end_time_before: EndTimeBefore = Field(default=None, alias="EndTimeBefore")
+        max_upfront_fee_usd: FeeCapUsd = Field(alias="MaxUpfrontFeeUsd")
+        purchase: Purchase = Field(alias="Purchase")
+        consent_name: ConsentName | None = Field(default=None, alias="ConsentName")
+
+        @property
+        def approved(self) -> bool:
+            return self.purchase == APPROVED
+
+        @model_validator(mode="after")
+        def _window_fits_duration(self) -> CapacityPlanProperties:
+            start, end = self.start_time_after, self.end_time_before
+            if start and end:
+                if end <= start:
+                    raise ValueError(f"EndTimeBefore {_iso(end)} must be later than StartTimeAfter {_iso(start)}")
+                if end - start < timedelta(days=self.duration_days):
+                    raise ValueError(
+                        f"the window {_iso(start)} to {_iso(end)} is shorter than DurationDays {self.duration_days}; "
+                        "widen the window or shorten the plan"
+                    )
+            return self
+
+        @property
+        def duration_hours(self) -> int:
+            return self.duration_days * 24
+
+        def identity(self) -> dict[str, str]:
+            return {
+                "PlanName": self.plan_name,
+                "InstanceType": self.instance_type,
+                "InstanceCount": str(self.instance_count),
+                "DurationDays": str(self.duration_days),
+                "StartTimeAfter": _iso(self.start_time_after),
+                "EndTimeBefore": _iso(self.end_time_before),
+            }
+
+    class ExtensionProperties(BaseModel):
+        """ResourceProperties of ``Custom::SageMakerCapacityPlanExtension`` (strict: unknown keys refused)."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        plan_name: PlanName = Field(alias="PlanName")
+        extend_until: ExtendUntil = Field(alias="ExtendUntil")
+        max_upfront_fee_usd: FeeCapUsd = Field(alias="MaxUpfrontFeeUsd")
+        extend: Extend = Field(alias="Extend")
+        consent_name: ConsentName | None = Field(default=None, alias="ConsentName")
+
+        @property
+        def approved(self) -> bool:
+            return self.extend == APPROVED
+
+    found = locals()
+    return SimpleNamespace(**{name: found[name] for name in _MODEL_NAMES})
 
 
-# One checked type per property, shared by the plan and the extension models: each property is
-# checked by the same function, with the same message, whichever resource declares it.
-PlanName = Annotated[str, BeforeValidator(parse_plan_name)]
-ConsentName = Annotated[str, BeforeValidator(parse_consent_name)]
-InstanceType = Annotated[str, BeforeValidator(parse_instance_type)]
-InstanceCount = Annotated[int, BeforeValidator(parse_instance_count)]
-DurationDays = Annotated[int, BeforeValidator(parse_duration_days)]
-FeeCapUsd = Annotated[Decimal, BeforeValidator(parse_fee_cap)]
-StartTimeAfter = Annotated[datetime | None, _checked_time("StartTimeAfter")]
-EndTimeBefore = Annotated[datetime | None, _checked_time("EndTimeBefore")]
-Purchase = Annotated[str, BeforeValidator(lambda value: parse_consent(value, "Purchase"))]
-Extend = Annotated[str, BeforeValidator(lambda value: parse_consent(value, "Extend"))]
-
-
-def _extend_until(value: Any) -> datetime:
-    parsed = parse_time(value, "ExtendUntil")
-    if parsed is None:
-        raise ValueError("ExtendUntil is required: the date-time the plan should last until")
-    return parsed
-
-
-ExtendUntil = Annotated[datetime, BeforeValidator(_extend_until)]
-
-
-class CapacityPlanProperties(BaseModel):
-    """Validated ResourceProperties (CloudFormation strings parsed to real types)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    plan_name: PlanName = Field(alias="PlanName")
-    instance_type: InstanceType = Field(alias="InstanceType")
-    instance_count: InstanceCount = Field(alias="InstanceCount")
-    duration_days: DurationDays = Field(alias="DurationDays")
-    start_time_after: StartTimeAfter = Field(default=None, alias="StartTimeAfter")
-    end_time_before: EndTimeBefore = Field(default=None, alias="EndTimeBefore")
-    max_upfront_fee_usd: FeeCapUsd = Field(alias="MaxUpfrontFeeUsd")
-    purchase: Purchase = Field(alias="Purchase")
-    consent_name: ConsentName | None = Field(default=None, alias="ConsentName")
-
-    @property
-    def approved(self) -> bool:
-        return self.purchase == APPROVED
-
-    @model_validator(mode="after")
-    def _window_fits_duration(self) -> CapacityPlanProperties:
-        start, end = self.start_time_after, self.end_time_before
-        if start and end:
-            if end <= start:
-                raise ValueError(f"EndTimeBefore {_iso(end)} must be later than StartTimeAfter {_iso(start)}")
-            if end - start < timedelta(days=self.duration_days):
-                raise ValueError(
-                    f"the window {_iso(start)} to {_iso(end)} is shorter than DurationDays {self.duration_days}; "
-                    "widen the window or shorten the plan"
-                )
-        return self
-
-    @property
-    def duration_hours(self) -> int:
-        return self.duration_days * 24
-
-    def identity(self) -> dict[str, str]:
-        return {
-            "PlanName": self.plan_name,
-            "InstanceType": self.instance_type,
-            "InstanceCount": str(self.instance_count),
-            "DurationDays": str(self.duration_days),
-            "StartTimeAfter": _iso(self.start_time_after),
-            "EndTimeBefore": _iso(self.end_time_before),
-        }
+_MODEL_NAMES = ("CapacityPlanProperties", "ExtensionProperties", "PlanName", "ConsentName", "InstanceType",
+                "InstanceCount", "DurationDays", "FeeCapUsd", "StartTimeAfter", "EndTimeBefore", "Purchase", "Extend",
+                "ExtendUntil")
 
 
 def parse_properties(raw: Any) -> CapacityPlanProperties:
     """Validate ResourceProperties; every problem is reported at once in a CapacityPlanPropertiesError."""
-    return custom_resource.parse_properties(CapacityPlanProperties, raw, error=CapacityPlanPropertiesError,
+    from llm_cdk_shared import custom_resource
+
+    return custom_resource.parse_properties(_models().CapacityPlanProperties, raw, error=CapacityPlanPropertiesError,
                                             what="capacity plan", not_done="nothing was bought")
 
 
@@ -339,29 +367,49 @@ def _identity_of_raw(raw: Any) -> dict[str, str]:
 # --------------------------------------------------------------------------- event
 
 
-class CustomResourceEvent(custom_resource.CustomResourceEvent):
-    """The custom resource event (``llm_cdk_shared.custom_resource``), for the two resource types served here.
+@functools.cache
+def _event_model() -> type:
+    """``CustomResourceEvent``, built on the first event (pydantic is not imported on a cold start)."""
+    from llm_cdk_shared import custom_resource
+    from pydantic import Field, field_validator
 
-    Checked before any AWS call: RequestType is one of the three, ResourceType is one this
-    function serves, Update and Delete carry the PhysicalResourceId, Update carries
-    OldResourceProperties.
-    """
+    class CustomResourceEvent(custom_resource.CustomResourceEvent):
+        """The custom resource event (``llm_cdk_shared.custom_resource``), for the two resource types served here.
 
-    resource_type: str = Field(default=PLAN_RESOURCE_TYPE, alias="ResourceType")
+        Checked before any AWS call: RequestType is one of the three, ResourceType is one this
+        function serves, Update and Delete carry the PhysicalResourceId, Update carries
+        OldResourceProperties.
+        """
 
-    @field_validator("resource_type")
-    @classmethod
-    def _known_type(cls, value: str) -> str:
-        if value not in (PLAN_RESOURCE_TYPE, EXTENSION_RESOURCE_TYPE):
-            raise ValueError(f"ResourceType {_shown(value)} is not served here; use {PLAN_RESOURCE_TYPE} or "
-                             f"{EXTENSION_RESOURCE_TYPE}")
-        return value
+        resource_type: str = Field(default=PLAN_RESOURCE_TYPE, alias="ResourceType")
+
+        @field_validator("resource_type")
+        @classmethod
+        def _known_type(cls, value: str) -> str:
+            if value not in (PLAN_RESOURCE_TYPE, EXTENSION_RESOURCE_TYPE):
+                raise ValueError(f"ResourceType {_shown(value)} is not served here; use {PLAN_RESOURCE_TYPE} or "
+                                 f"{EXTENSION_RESOURCE_TYPE}")
+            return value
+
+    return CustomResourceEvent
+
+
+def __getattr__(name: str) -> Any:
+    """The models (``CustomResourceEvent``, ``CapacityPlanProperties``, ``ExtensionProperties``, the checked types)
+    as module attributes (PEP 562), built on first access."""
+    if name == "CustomResourceEvent":
+        return _event_model()
+    if name in _MODEL_NAMES:
+        return getattr(_models(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_event(event: Any) -> CustomResourceEvent:
     """The event, or a CapacityPlanEventError naming every problem (before any AWS call)."""
+    from llm_cdk_shared import custom_resource
+
     return custom_resource.parse_event(event, error=CapacityPlanEventError, not_done="nothing was done",
-                                       model=CustomResourceEvent)
+                                       model=_event_model())
 
 
 # --------------------------------------------------------------------------- helpers
@@ -716,24 +764,12 @@ def on_delete(event: CustomResourceEvent) -> dict[str, Any]:
 # --------------------------------------------------------------------------- extension
 
 
-class ExtensionProperties(BaseModel):
-    """ResourceProperties of ``Custom::SageMakerCapacityPlanExtension`` (strict: unknown keys refused)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    plan_name: PlanName = Field(alias="PlanName")
-    extend_until: ExtendUntil = Field(alias="ExtendUntil")
-    max_upfront_fee_usd: FeeCapUsd = Field(alias="MaxUpfrontFeeUsd")
-    extend: Extend = Field(alias="Extend")
-    consent_name: ConsentName | None = Field(default=None, alias="ConsentName")
-
-    @property
-    def approved(self) -> bool:
-        return self.extend == APPROVED
-
-
 def parse_extension_properties(raw: Any) -> ExtensionProperties:
-    return custom_resource.parse_properties(ExtensionProperties, raw, error=CapacityPlanPropertiesError,
+    """ResourceProperties of ``Custom::SageMakerCapacityPlanExtension`` (``ExtensionProperties``), every problem
+    reported at once in a CapacityPlanPropertiesError."""
+    from llm_cdk_shared import custom_resource
+
+    return custom_resource.parse_properties(_models().ExtensionProperties, raw, error=CapacityPlanPropertiesError,
                                             what="capacity plan extension", not_done="nothing was bought")
 
 

@@ -43,18 +43,19 @@ instead of the endpoint update waiting for instances until its timeout.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from datetime import datetime, timezone
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
-from llm_cdk_shared import clients, custom_resource
+from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import shown as _shown
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 logger = Logger()
 
@@ -96,53 +97,69 @@ def _iso(value: datetime | None) -> str:
     return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-class GuardProperties(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+@functools.cache
+def _models() -> SimpleNamespace:
+    """The event and properties models, built on the first event: pydantic is not imported on a cold start."""
+    from llm_cdk_shared import custom_resource
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-    plan_name: str = Field(alias="PlanName")
-    instance_type: str = Field(alias="InstanceType")
-    max_instances: int = Field(alias="MaxInstances")
-    when_not_active: Literal["fail", "on_demand"] = Field(alias="WhenNotActive")
-    bound: Literal["true", "false"] = Field(alias="Bound")
-    endpoint_config_inputs: list[str] = Field(alias="EndpointConfigInputs", max_length=100)
-    update_policy: Literal["BLUE_GREEN", "ROLLING", "NONE_FITS"] = Field(alias="UpdatePolicy")
+    class GuardProperties(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-    @field_validator("plan_name", mode="before")
-    @classmethod
-    def _plan(cls, value: Any) -> str:
-        match = _PLAN_RE.fullmatch(value) if isinstance(value, str) else None
-        if not match or len(match.group("name")) > 64:
-            raise ValueError(f"PlanName {_shown(value)} is not a training plan name (1-64 letters, digits and hyphens) "
-                             "or ARN")
-        return value
+        plan_name: str = Field(alias="PlanName")
+        instance_type: str = Field(alias="InstanceType")
+        max_instances: int = Field(alias="MaxInstances")
+        when_not_active: Literal["fail", "on_demand"] = Field(alias="WhenNotActive")
+        bound: Literal["true", "false"] = Field(alias="Bound")
+        endpoint_config_inputs: list[str] = Field(alias="EndpointConfigInputs", max_length=100)
+        update_policy: Literal["BLUE_GREEN", "ROLLING", "NONE_FITS"] = Field(alias="UpdatePolicy")
 
-    @field_validator("instance_type", mode="before")
-    @classmethod
-    def _type(cls, value: Any) -> str:
-        if not isinstance(value, str) or not _INSTANCE_TYPE_RE.fullmatch(value):
-            raise ValueError(f"InstanceType {_shown(value)} is not a SageMaker instance type, e.g. 'ml.p5e.48xlarge'")
-        return value
-
-    @field_validator("max_instances", mode="before")
-    @classmethod
-    def _count(cls, value: Any) -> int:
-        if isinstance(value, str) and re.fullmatch(r"[0-9]{1,4}", value) and 1 <= int(value) <= 1000:
-            return int(value)
-        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1000:
+        @field_validator("plan_name", mode="before")
+        @classmethod
+        def _plan(cls, value: Any) -> str:
+            match = _PLAN_RE.fullmatch(value) if isinstance(value, str) else None
+            if not match or len(match.group("name")) > 64:
+                raise ValueError(f"PlanName {_shown(value)} is not a training plan name (1-64 letters, digits and hyphens) "
+                                 "or ARN")
             return value
-        raise ValueError(f"MaxInstances {_shown(value)} must be a whole number 1-1000")
+
+        @field_validator("instance_type", mode="before")
+        @classmethod
+        def _type(cls, value: Any) -> str:
+            if not isinstance(value, str) or not _INSTANCE_TYPE_RE.fullmatch(value):
+                raise ValueError(f"InstanceType {_shown(value)} is not a SageMaker instance type, e.g. 'ml.p5e.48xlarge'")
+            return value
+
+        @field_validator("max_instances", mode="before")
+        @classmethod
+        def _count(cls, value: Any) -> int:
+            if isinstance(value, str) and re.fullmatch(r"[0-9]{1,4}", value) and 1 <= int(value) <= 1000:
+                return int(value)
+            if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1000:
+                return value
+            raise ValueError(f"MaxInstances {_shown(value)} must be a whole number 1-1000")
+
+    return SimpleNamespace(GuardProperties=GuardProperties, GuardEvent=custom_resource.CustomResourceEvent)
 
 
-GuardEvent = custom_resource.CustomResourceEvent
-"""The custom resource event this guard reads (the shared model: RequestType, PhysicalResourceId, properties)."""
+def __getattr__(name: str) -> Any:
+    """``GuardProperties`` and ``GuardEvent`` (the shared custom resource event model: RequestType,
+    PhysicalResourceId, properties) as module attributes (PEP 562), built on first access."""
+    if name in ("GuardProperties", "GuardEvent"):
+        return getattr(_models(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_event(event: Any) -> GuardEvent:
-    return custom_resource.parse_event(event, error=GuardEventError, not_done="nothing was checked")
+    from llm_cdk_shared import custom_resource
+
+    return custom_resource.parse_event(event, error=GuardEventError, not_done="nothing was checked")  # GuardEvent
 
 
 def parse_properties(raw: dict[str, Any]) -> GuardProperties:
-    return custom_resource.parse_properties(GuardProperties, raw, error=GuardEventError,
+    from llm_cdk_shared import custom_resource
+
+    return custom_resource.parse_properties(_models().GuardProperties, raw, error=GuardEventError,
                                             what="capacity plan guard", not_done="nothing was checked")
 
 

@@ -34,6 +34,8 @@ completes at once without AWS calls. The framework's total timeout bounds the wa
 """
 from __future__ import annotations
 
+import functools
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from aws_lambda_powertools import Logger
@@ -41,7 +43,6 @@ from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import problems as validation_problems
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 logger = Logger()
 
@@ -59,20 +60,34 @@ class DeploymentCheckFailed(Exception):
     """What runs is not what the template declared (or it failed); the message says what runs instead."""
 
 
-class Component(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, protected_namespaces=(), defer_build=True)
+@functools.cache
+def _models() -> SimpleNamespace:
+    """The ResourceProperties models, built on the first event that has properties: a Delete, which has none,
+    never imports pydantic (nor does the cold start)."""
+    from pydantic import BaseModel, ConfigDict, Field
 
-    name: str = Field(alias="Name", pattern=_NAME)
-    model_name: str | None = Field(default=None, alias="ModelName", pattern=_NAME)
-    artifact_url: str | None = Field(default=None, alias="ArtifactUrl", min_length=1, max_length=1024)
+    class Component(BaseModel):
+        model_config = ConfigDict(extra="forbid", populate_by_name=True, protected_namespaces=(), defer_build=True)
+
+        name: str = Field(alias="Name", pattern=_NAME)
+        model_name: str | None = Field(default=None, alias="ModelName", pattern=_NAME)
+        artifact_url: str | None = Field(default=None, alias="ArtifactUrl", min_length=1, max_length=1024)
+
+    class CheckProperties(BaseModel):
+        model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
+
+        endpoint_name: str = Field(alias="EndpointName", pattern=_NAME)
+        endpoint_config_name: str = Field(alias="EndpointConfigName", pattern=_NAME)
+        components: list[Component] = Field(default_factory=list, alias="Components", max_length=1000)
+
+    return SimpleNamespace(Component=Component, CheckProperties=CheckProperties)
 
 
-class CheckProperties(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
-
-    endpoint_name: str = Field(alias="EndpointName", pattern=_NAME)
-    endpoint_config_name: str = Field(alias="EndpointConfigName", pattern=_NAME)
-    components: list[Component] = Field(default_factory=list, alias="Components", max_length=1000)
+def __getattr__(name: str) -> Any:
+    """``Component`` and ``CheckProperties`` as module attributes (PEP 562), built on first access."""
+    if name in ("Component", "CheckProperties"):
+        return getattr(_models(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 State = Literal["ok", "waiting", "failed"]
@@ -82,8 +97,10 @@ _sagemaker = clients.client_getter("sagemaker")
 
 
 def _properties(event: dict[str, Any]) -> CheckProperties:
+    from pydantic import ValidationError
+
     try:
-        return CheckProperties.model_validate(event.get("ResourceProperties") or {})
+        return _models().CheckProperties.model_validate(event.get("ResourceProperties") or {})
     except ValidationError as error:
         found = "; ".join(validation_problems(error, root="ResourceProperties"))
         raise DeploymentCheckFailed(f"invalid ResourceProperties: {found}") from None

@@ -84,11 +84,13 @@ Errors a state machine can match: ``InvalidEventError``, ``CaptureAccessDeniedEr
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
 from typing import Any, Iterator, Literal
 
 from aws_lambda_powertools import Logger, Metrics
@@ -97,7 +99,6 @@ from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, env
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import problems as validation_problems
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 import eagle_dataset_core as core
 
@@ -179,6 +180,8 @@ def _join(*parts: str) -> str:
 
 
 def _parse(model: type[BaseModel], event: Any) -> Any:
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(event)
     except ValidationError as error:
@@ -200,83 +203,93 @@ def _access_error(error: ClientError, what: str) -> Exception:
 # ---------------------------------------------------------------------------------------------
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
+@functools.cache
+def _models() -> SimpleNamespace:
+    """The event models, built on the first event: pydantic is not imported on a cold start."""
+    from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+    class _Model(BaseModel):
+        model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
+
+    class PlanEvent(_Model):
+        capture_bucket: str = Field(pattern=_BUCKET)
+        capture_prefix: str = Field(default="", max_length=512)
+        output_bucket: str = Field(pattern=_BUCKET)
+        output_prefix: str = Field(default="", max_length=512)
+        run_id: str = Field(pattern=_RUN_ID)
+        watermark_parameter: str = Field(pattern=_PARAMETER, max_length=1011)
+        settle_seconds: int | None = Field(default=None, ge=0)
+        max_objects: int | None = Field(default=None, ge=1)
+
+        @field_validator("capture_prefix")
+        @classmethod
+        def _no_date_in_prefix(cls, value: str) -> str:
+            if re.search(r"(^|/)\d{4}/\d{2}(/|$)", value):
+                raise ValueError(
+                    "must stop at or above the endpoint folder (the DataCaptureConfig DestinationS3Uri path, "
+                    "optionally plus '<endpoint-name>/'), not inside the yyyy/mm/dd/hh folders"
+                )
+            return value.lstrip("/")
+
+    class BatchInput(_Model):
+        capture_bucket: str = Field(pattern=_BUCKET)
+        capture_prefix: str | None = Field(default=None, max_length=512)
+        output_bucket: str = Field(pattern=_BUCKET)
+        output_prefix: str = Field(default="", max_length=512)
+        run_id: str = Field(pattern=_RUN_ID)
+        source: Literal["capture", "front_door"] = "capture"
+
+    class BatchItem(_Model):
+        key: str = Field(min_length=1, max_length=1024)
+
+    class ConvertEvent(_Model):
+        items: list[BatchItem] = Field(alias="Items", min_length=1)
+        batch_input: BatchInput = Field(alias="BatchInput")
+
+    class PlanOutput(_Model):
+        output_bucket: str = Field(pattern=_BUCKET)
+        output_prefix: str = ""
+        run_id: str = Field(pattern=_RUN_ID)
+        watermark_parameter: str = Field(pattern=_PARAMETER)
+        object_count: int = Field(ge=0)
+        watermark_value: str | None = None
+        watermark_previous_value: str | None = None
+        new_watermark: str | None = None
+        capture_bucket: str | None = None
+        capture_prefix: str | None = None
+
+    class ResultsLocation(_Model):
+        results_bucket: str = Field(pattern=_BUCKET)
+        results_manifest_key: str = Field(min_length=1)
+
+        @model_validator(mode="before")
+        @classmethod
+        def _from_result_writer_details(cls, value: Any) -> Any:
+            if isinstance(value, dict) and "Bucket" in value and "Key" in value:
+                return {"results_bucket": value["Bucket"], "results_manifest_key": value["Key"]}
+            return value
+
+    class FinalizeEvent(_Model):
+        plan: PlanOutput
+        results: ResultsLocation | None = None
+        target_component: str | None = Field(default=None, pattern=r"^(base|[a-zA-Z0-9](-*[a-zA-Z0-9])*)$", max_length=63)
+
+    class ValidateEvent(_Model):
+        s3_uri: str = Field(pattern=r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$")
+        s3_data_type: Literal["S3Prefix", "ManifestFile"] = "S3Prefix"
+
+    found = locals()
+    return SimpleNamespace(**{name: found[name] for name in _MODEL_NAMES})
 
 
-class PlanEvent(_Model):
-    capture_bucket: str = Field(pattern=_BUCKET)
-    capture_prefix: str = Field(default="", max_length=512)
-    output_bucket: str = Field(pattern=_BUCKET)
-    output_prefix: str = Field(default="", max_length=512)
-    run_id: str = Field(pattern=_RUN_ID)
-    watermark_parameter: str = Field(pattern=_PARAMETER, max_length=1011)
-    settle_seconds: int | None = Field(default=None, ge=0)
-    max_objects: int | None = Field(default=None, ge=1)
-
-    @field_validator("capture_prefix")
-    @classmethod
-    def _no_date_in_prefix(cls, value: str) -> str:
-        if re.search(r"(^|/)\d{4}/\d{2}(/|$)", value):
-            raise ValueError(
-                "must stop at or above the endpoint folder (the DataCaptureConfig DestinationS3Uri path, "
-                "optionally plus '<endpoint-name>/'), not inside the yyyy/mm/dd/hh folders"
-            )
-        return value.lstrip("/")
+_MODEL_NAMES = ("PlanEvent", "BatchInput", "BatchItem", "ConvertEvent", "PlanOutput", "ResultsLocation", "FinalizeEvent", "ValidateEvent")
 
 
-class BatchInput(_Model):
-    capture_bucket: str = Field(pattern=_BUCKET)
-    capture_prefix: str | None = Field(default=None, max_length=512)
-    output_bucket: str = Field(pattern=_BUCKET)
-    output_prefix: str = Field(default="", max_length=512)
-    run_id: str = Field(pattern=_RUN_ID)
-    source: Literal["capture", "front_door"] = "capture"
-
-
-class BatchItem(_Model):
-    key: str = Field(min_length=1, max_length=1024)
-
-
-class ConvertEvent(_Model):
-    items: list[BatchItem] = Field(alias="Items", min_length=1)
-    batch_input: BatchInput = Field(alias="BatchInput")
-
-
-class PlanOutput(_Model):
-    output_bucket: str = Field(pattern=_BUCKET)
-    output_prefix: str = ""
-    run_id: str = Field(pattern=_RUN_ID)
-    watermark_parameter: str = Field(pattern=_PARAMETER)
-    object_count: int = Field(ge=0)
-    watermark_value: str | None = None
-    watermark_previous_value: str | None = None
-    new_watermark: str | None = None
-    capture_bucket: str | None = None
-    capture_prefix: str | None = None
-
-
-class ResultsLocation(_Model):
-    results_bucket: str = Field(pattern=_BUCKET)
-    results_manifest_key: str = Field(min_length=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_result_writer_details(cls, value: Any) -> Any:
-        if isinstance(value, dict) and "Bucket" in value and "Key" in value:
-            return {"results_bucket": value["Bucket"], "results_manifest_key": value["Key"]}
-        return value
-
-
-class FinalizeEvent(_Model):
-    plan: PlanOutput
-    results: ResultsLocation | None = None
-    target_component: str | None = Field(default=None, pattern=r"^(base|[a-zA-Z0-9](-*[a-zA-Z0-9])*)$", max_length=63)
-
-
-class ValidateEvent(_Model):
-    s3_uri: str = Field(pattern=r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$")
-    s3_data_type: Literal["S3Prefix", "ManifestFile"] = "S3Prefix"
+def __getattr__(name: str) -> Any:
+    """The event models (``PlanEvent``, ``ConvertEvent``, ...) as module attributes (PEP 562), built on first access."""
+    if name in _MODEL_NAMES:
+        return getattr(_models(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,7 +361,7 @@ def _key_time(folder: str, key: str) -> datetime | None:
 @metrics.log_metrics(raise_on_empty_metrics=False)
 @logger.inject_lambda_context(clear_state=True)
 def plan(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    request: PlanEvent = _parse(PlanEvent, event)
+    request: PlanEvent = _parse(_models().PlanEvent, event)
     max_objects = request.max_objects or env.integer("MAX_OBJECTS_PER_RUN", 100_000, error=InvalidEventError)
     settle = (request.settle_seconds if request.settle_seconds is not None
               else env.integer("SETTLE_SECONDS", 900, minimum=0, error=InvalidEventError))
@@ -494,7 +507,7 @@ def _object_chunks(bucket: str, key: str, chunk_size: int) -> Iterator[Any] | No
 @metrics.log_metrics(raise_on_empty_metrics=False)
 @logger.inject_lambda_context(clear_state=True)
 def convert(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    request: ConvertEvent = _parse(ConvertEvent, event)
+    request: ConvertEvent = _parse(_models().ConvertEvent, event)
     batch = request.batch_input
     keys = [item.key for item in request.items]
     batch_id = hashlib.sha256("\n".join([batch.run_id, *keys]).encode("utf-8")).hexdigest()[:16]
@@ -657,7 +670,7 @@ def _update_watermark(plan_output: PlanOutput) -> bool:
 @metrics.log_metrics(raise_on_empty_metrics=False)
 @logger.inject_lambda_context(clear_state=True)
 def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    request: FinalizeEvent = _parse(FinalizeEvent, event)
+    request: FinalizeEvent = _parse(_models().FinalizeEvent, event)
     plan_output = request.plan
     target = request.target_component or env.Environment().raw("TARGET_COMPONENT") or core.DEFAULT_COMPONENT
     logger.append_keys(run_id=plan_output.run_id)
@@ -930,7 +943,7 @@ def _sample_objects(uri: str, data_type: str, max_objects: int) -> list[tuple[st
 @metrics.log_metrics(raise_on_empty_metrics=False)
 @logger.inject_lambda_context(clear_state=True)
 def validate_user_dataset(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    request: ValidateEvent = _parse(ValidateEvent, event)
+    request: ValidateEvent = _parse(_models().ValidateEvent, event)
     sample_lines = env.integer("VALIDATE_SAMPLE_LINES", 100, error=InvalidEventError)
     try:
         objects = _sample_objects(request.s3_uri, request.s3_data_type,

@@ -39,15 +39,14 @@ import re
 import urllib.parse
 from datetime import datetime, timezone
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any, Literal
 
 import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from boto3.dynamodb.types import TypeSerializer
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 logger = Logger()
 metrics = Metrics()
@@ -114,31 +113,45 @@ def _ssm():
     return boto3.client("ssm", config=RETRY_CONFIG)
 
 
-class StartEvent(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+@functools.cache
+def _models() -> SimpleNamespace:
+    """The event models, built on the first event: pydantic is not imported on a cold start."""
+    from pydantic import BaseModel, ConfigDict, Field
 
-    phase: Literal["before", "after"]
-    run_id: str = Field(min_length=1, max_length=256)
-    head: str = Field(min_length=1, max_length=1024, pattern=r"^s3://[^/]+/.*$")
+    class StartEvent(BaseModel):
+        model_config = ConfigDict(extra="ignore")
+
+        phase: Literal["before", "after"]
+        run_id: str = Field(min_length=1, max_length=256)
+        head: str = Field(min_length=1, max_length=1024, pattern=r"^s3://[^/]+/.*$")
+
+    class CheckEvent(StartEvent):
+        served_head: str | None = None
+        skipped: bool = False
+        job_name: str = Field(min_length=1, max_length=63)
+        job_arn: str | None = None
+        output_s3_uri: str = Field(min_length=1, max_length=1024, pattern=r"^s3://[^/]+/.*$")
+        started_at: datetime
+
+    class ServingEvent(BaseModel):
+        model_config = ConfigDict(extra="ignore")
+
+        head: str = Field(min_length=1, max_length=1024, pattern=r"^s3://[^/]+/.*$")
+        checks: int = Field(default=0, ge=0)
+
+    return SimpleNamespace(StartEvent=StartEvent, CheckEvent=CheckEvent, ServingEvent=ServingEvent)
 
 
-class CheckEvent(StartEvent):
-    served_head: str | None = None
-    skipped: bool = False
-    job_name: str = Field(min_length=1, max_length=63)
-    job_arn: str | None = None
-    output_s3_uri: str = Field(min_length=1, max_length=1024, pattern=r"^s3://[^/]+/.*$")
-    started_at: datetime
-
-
-class ServingEvent(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    head: str = Field(min_length=1, max_length=1024, pattern=r"^s3://[^/]+/.*$")
-    checks: int = Field(default=0, ge=0)
+def __getattr__(name: str) -> Any:
+    """``StartEvent``, ``CheckEvent`` and ``ServingEvent`` as module attributes (PEP 562), built on first access."""
+    if name in ("StartEvent", "CheckEvent", "ServingEvent"):
+        return getattr(_models(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _parse(event: Any, model: type[BaseModel]) -> Any:
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(event)
     except ValidationError as error:
@@ -187,7 +200,7 @@ def job_name(model_name: str, run_id: str, phase: str, head: str) -> str:
 # ------------------------------------------------------------------------------------------ start
 @logger.inject_lambda_context(log_event=False)
 def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    run: StartEvent = _parse(event, StartEvent)
+    run: StartEvent = _parse(event, _models().StartEvent)
     endpoint, component = _env("ENDPOINT_NAME"), _env("COMPONENT_NAME")
     workload, role = _env("WORKLOAD_CONFIG_NAME"), _env("ROLE_ARN")
     output_base, serving_prefix = _env("OUTPUT_S3_URI").rstrip("/"), _env("SERVING_MODEL_PREFIX")
@@ -361,6 +374,8 @@ def _dynamo(value: Any) -> dict[str, Any]:
             return [convert(x) for x in v]
         return v
 
+    from boto3.dynamodb.types import TypeSerializer  # only the record path needs it: not on the cold start
+
     return TypeSerializer().serialize(convert(value))
 
 
@@ -421,7 +436,7 @@ def rollback_commands(*, parameter: str, table: str, region: str, previous_head:
 @metrics.log_metrics
 @logger.inject_lambda_context(log_event=False)
 def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    run: CheckEvent = _parse(event, CheckEvent)
+    run: CheckEvent = _parse(event, _models().CheckEvent)
     table, model_name = _env("RUNS_TABLE"), _env("MODEL_NAME")
     try:
         max_seconds = int(_env("MAX_SECONDS"))
@@ -491,7 +506,7 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ serving
 @logger.inject_lambda_context(log_event=False)
 def serving(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    ask: ServingEvent = _parse(event, ServingEvent)
+    ask: ServingEvent = _parse(event, _models().ServingEvent)
     component, serving_prefix = _env("COMPONENT_NAME"), _env("SERVING_MODEL_PREFIX")
     parameter = _env("PROMOTION_PARAMETER")
     try:

@@ -63,6 +63,7 @@ import os
 import urllib.parse
 from datetime import datetime, timezone
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics
@@ -71,7 +72,6 @@ from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, env
 from llm_cdk_shared.aws_errors import error_code, not_found
 from llm_cdk_shared.problems import problems as validation_problems
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import eagle_job_core as core
 from eagle_job_core import (  # re-exported: Step Functions matches these class names
@@ -125,58 +125,73 @@ _ssm = clients.client_getter("ssm")
 # --------------------------------------------------------------------------------------------
 
 
-class TrainingData(BaseModel):
-    model_config = ConfigDict(extra="ignore", defer_build=True)
+@functools.cache
+def _models() -> SimpleNamespace:
+    """The event models, built on the first event: pydantic is not imported on a cold start."""
+    from pydantic import BaseModel, ConfigDict, Field
 
-    s3_uri: str = Field(min_length=1, max_length=1024)
-    s3_data_type: Literal["S3Prefix", "ManifestFile"] = "S3Prefix"
+    class TrainingData(BaseModel):
+        model_config = ConfigDict(extra="ignore", defer_build=True)
+
+        s3_uri: str = Field(min_length=1, max_length=1024)
+        s3_data_type: Literal["S3Prefix", "ManifestFile"] = "S3Prefix"
+
+    class StartEvent(BaseModel):
+        model_config = ConfigDict(extra="ignore", protected_namespaces=(), defer_build=True)
+
+        model_name: str = Field(min_length=1, max_length=256)
+        model_s3_uri: str = Field(min_length=1, max_length=1024)
+        architecture: str = Field(min_length=1, max_length=256)
+        deployment_instance_type: str = Field(min_length=1, max_length=64)
+        max_instance_count: int = Field(default=1, ge=1)
+        training_data: TrainingData
+        run_id: str = Field(min_length=1, max_length=256)
+        dataset_summary: dict[str, Any] = Field(default_factory=dict)
+        accept_eula: bool = False
+        """The model's licence was accepted in config (a gated JumpStart model): ModelSource.S3.ModelAccessConfig."""
+
+    class StartOutput(StartEvent):
+        job_name: str
+        job_arn: str
+        eagle_version: str
+        output_s3_uri: str
+        started_at: str
+        draft_model_s3_uri: str
+        results_s3_uri: str
+
+    class JobDescription(BaseModel):
+        """The parts of a DescribeOptimizationJob response that ``record`` uses."""
+
+        model_config = ConfigDict(extra="ignore", defer_build=True)
+
+        OptimizationJobStatus: str
+        FailureReason: str | None = None
+        OptimizationJobArn: str | None = None
+        CreationTime: datetime | None = None
+        OptimizationStartTime: datetime | None = None
+        OptimizationEndTime: datetime | None = None
+        LastModifiedTime: datetime | None = None
+
+    class RecordEvent(StartOutput):
+        job: JobDescription
+
+    return SimpleNamespace(TrainingData=TrainingData, StartEvent=StartEvent, StartOutput=StartOutput,
+                           JobDescription=JobDescription, RecordEvent=RecordEvent)
 
 
-class StartEvent(BaseModel):
-    model_config = ConfigDict(extra="ignore", protected_namespaces=(), defer_build=True)
-
-    model_name: str = Field(min_length=1, max_length=256)
-    model_s3_uri: str = Field(min_length=1, max_length=1024)
-    architecture: str = Field(min_length=1, max_length=256)
-    deployment_instance_type: str = Field(min_length=1, max_length=64)
-    max_instance_count: int = Field(default=1, ge=1)
-    training_data: TrainingData
-    run_id: str = Field(min_length=1, max_length=256)
-    dataset_summary: dict[str, Any] = Field(default_factory=dict)
-    accept_eula: bool = False
-    """The model's licence was accepted in config (a gated JumpStart model): ModelSource.S3.ModelAccessConfig."""
+_MODEL_NAMES = ("TrainingData", "StartEvent", "StartOutput", "JobDescription", "RecordEvent")
 
 
-class StartOutput(StartEvent):
-    job_name: str
-    job_arn: str
-    eagle_version: str
-    output_s3_uri: str
-    started_at: str
-    draft_model_s3_uri: str
-    results_s3_uri: str
-
-
-class JobDescription(BaseModel):
-    """The parts of a DescribeOptimizationJob response that ``record`` uses."""
-
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-
-    OptimizationJobStatus: str
-    FailureReason: str | None = None
-    OptimizationJobArn: str | None = None
-    CreationTime: datetime | None = None
-    OptimizationStartTime: datetime | None = None
-    OptimizationEndTime: datetime | None = None
-    LastModifiedTime: datetime | None = None
-
-
-class RecordEvent(StartOutput):
-    job: JobDescription
+def __getattr__(name: str) -> Any:
+    """The event models (``StartEvent``, ``RecordEvent``, ...) as module attributes (PEP 562), built on first access."""
+    if name in _MODEL_NAMES:
+        return getattr(_models(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _parse(event: Any, model: type[BaseModel]) -> Any:
     from aws_lambda_powertools.utilities.parser import parse  # imported on first use: not on the cold start
+    from pydantic import ValidationError
 
     try:
         return parse(event=event, model=model)
@@ -248,7 +263,7 @@ def _existing_job(name: str, expected_model_uri: str) -> tuple[str, str]:
 @logger.inject_lambda_context(log_event=False)
 def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings = core.settings_from_env(os.environ)
-    request_event: StartEvent = _parse(event, StartEvent)
+    request_event: StartEvent = _parse(event, _models().StartEvent)
     logger.append_keys(model_name=request_event.model_name, run_id=request_event.run_id)
 
     eagle_version = core.eagle_version_for(request_event.architecture)
@@ -297,7 +312,7 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
             raise
 
     output_uri = core.job_output_uri(settings, name)
-    result = StartOutput(
+    result = _models().StartOutput(
         **request_event.model_dump(),
         job_name=name,
         job_arn=job_arn,
@@ -533,7 +548,7 @@ def _report_key(report_uri: str, model_name: str, run_id: str) -> tuple[str, str
 def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
     table, report_uri, parameter, threshold = _record_settings()
     _pretrained_settings()  # a bad configuration fails before any read
-    run: RecordEvent = _parse(event, RecordEvent)
+    run: RecordEvent = _parse(event, _models().RecordEvent)
     logger.append_keys(model_name=run.model_name, run_id=run.run_id, job_name=run.job_name)
     job = run.job
     status = job.OptimizationJobStatus

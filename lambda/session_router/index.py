@@ -88,11 +88,10 @@ import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Annotated, Any, Literal, Optional
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
-from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import (
@@ -103,13 +102,13 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 from llm_cdk_shared import clients, env
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 import turn_log
 
 logger = Logger()
 metrics = Metrics()
-app = LambdaFunctionUrlResolver()
+# The resolver (Powertools' event handler) and the request models (pydantic) are built on the first request
+# (``_app``, ``_models``), not at import: a cold start pays only for what this module needs to load.
 
 # --- limits and patterns (from botocore's sagemaker-runtime 2017-05-13 model) -----------------------
 INVOKE_BODY_MAX_BYTES = 6_291_456  # InvokeEndpoint Body max
@@ -339,28 +338,34 @@ def new_conversation_id() -> str:
 
 
 # --- request models -----------------------------------------------------------------------------------
-ConversationId = Annotated[str, StringConstraints(pattern=CONVERSATION_ID_RE)]
+@functools.cache
+def _models() -> SimpleNamespace:
+    """The request models, built on the first request that has a body to check (pydantic is not imported on a
+    cold start)."""
+    from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+    ConversationId = Annotated[str, StringConstraints(pattern=CONVERSATION_ID_RE)]
 
-class InvokeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    class InvokeRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
-    conversation_id: Optional[ConversationId] = None
-    component: Optional[str] = None
-    body: dict[str, Any]
-    content_type: Literal["application/json"] = "application/json"
+        conversation_id: Optional[ConversationId] = None
+        component: Optional[str] = None
+        body: dict[str, Any]
+        content_type: Literal["application/json"] = "application/json"
 
+    class OpenRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
-class OpenRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+        component: Optional[str] = None
 
-    component: Optional[str] = None
+    class CloseRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
+        conversation_id: ConversationId = Field(...)
 
-class CloseRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
-
-    conversation_id: ConversationId = Field(...)
+    return SimpleNamespace(ConversationId=ConversationId, InvokeRequest=InvokeRequest, OpenRequest=OpenRequest,
+                           CloseRequest=CloseRequest)
 
 
 _FIELD_HINTS = {
@@ -399,6 +404,8 @@ class SessionGone(Exception):
 
 
 def _json_response(status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    from aws_lambda_powertools.event_handler import Response
+
     return Response(
         status_code=status,
         content_type="application/json",
@@ -411,7 +418,6 @@ def _count(name: str) -> None:
     metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
 
 
-@app.exception_handler(HttpError)
 def _handle_http_error(error: HttpError) -> Response:
     _count("ClientErrors" if error.status < 500 else "ServerErrors")
     logger.info("request rejected", extra={"status": error.status, "error_code": error.code, "field": error.field})
@@ -423,9 +429,8 @@ def _handle_http_error(error: HttpError) -> Response:
     return _json_response(error.status, {"error": payload}, error.headers)
 
 
-@app.not_found
 def _handle_not_found(_: NotFoundError) -> Response:
-    event = app.current_event
+    event = _app().current_event
     return _handle_http_error(
         HttpError(
             404,
@@ -435,13 +440,11 @@ def _handle_not_found(_: NotFoundError) -> Response:
     )
 
 
-@app.exception_handler(ConfigurationError)
 def _handle_configuration_error(error: ConfigurationError) -> Response:
     logger.error("configuration error", extra={"detail": str(error)})
     return _handle_http_error(HttpError(500, "Misconfigured", str(error)))
 
 
-@app.exception_handler(Exception)
 def _handle_unexpected(error: Exception) -> Response:
     # Never log the exception text: it may quote request data. Type and location are enough to debug.
     tb = error.__traceback__
@@ -455,7 +458,7 @@ def _handle_unexpected(error: Exception) -> Response:
 # --- caller -------------------------------------------------------------------------------------------
 def _caller(settings: Settings) -> str:
     """The owner (see caller_owner) of the current request; 403 when the request names no IAM caller."""
-    context = app.current_event.raw_event.get("requestContext")
+    context = _app().current_event.raw_event.get("requestContext")
     authorizer = context.get("authorizer") if isinstance(context, Mapping) else None
     owner = caller_owner(authorizer.get("iam") if isinstance(authorizer, Mapping) else None, settings.owner_mode)
     if owner is None:
@@ -475,7 +478,7 @@ def _raw_body(settings: Settings) -> bytes:
     """The request body as bytes. Lambda sets ``isBase64Encoded`` for non-text content types; anything odd
     in the event (a non-string body, a flag that is not a boolean, text that is not UTF-8) is the caller's
     request, so it is a 400, never a crash."""
-    raw_event = app.current_event.raw_event
+    raw_event = _app().current_event.raw_event
     body = raw_event.get("body")
     if body is None:
         body = ""
@@ -541,6 +544,8 @@ def _check_text(text: str) -> None:
 
 
 def _parse(model: type[BaseModel], settings: Settings) -> Any:
+    from pydantic import ValidationError
+
     raw = _raw_body(settings)
     if not raw.strip():
         raise HttpError(400, "InvalidJson", "request body is empty; send a JSON object")
@@ -924,12 +929,11 @@ def _component_conflict(conversation_id: str, pinned: str, asked: str) -> HttpEr
     )
 
 
-@app.post("/open")
 def open_conversation() -> Response:
     """Open a conversation: a SageMaker session on the component, stored under a server-issued id."""
     settings = _settings()
     owner = _caller(settings)
-    request: OpenRequest = _parse(OpenRequest, settings)
+    request: OpenRequest = _parse(_models().OpenRequest, settings)
     component = _check_component(request.component, settings) or settings.default_component
     logger.append_keys(component=component)
     opened = _open_session(settings, component)
@@ -956,11 +960,10 @@ def _session_payload(record: SessionRecord, settings: Settings) -> dict[str, Any
     }
 
 
-@app.post("/invoke")
 def invoke() -> Response:
     settings = _settings()
     owner = _caller(settings)
-    request: InvokeRequest = _parse(InvokeRequest, settings)
+    request: InvokeRequest = _parse(_models().InvokeRequest, settings)
     asked = _check_component(request.component, settings)
     body = _model_body(request)
 
@@ -1020,11 +1023,10 @@ def invoke() -> Response:
     )
 
 
-@app.post("/close")
 def close() -> Response:
     settings = _settings()
     owner = _caller(settings)
-    request: CloseRequest = _parse(CloseRequest, settings)
+    request: CloseRequest = _parse(_models().CloseRequest, settings)
     conversation_id = request.conversation_id
     logger.append_keys(conversation_id=conversation_id)
     row = _owned_record(settings, conversation_id, owner)  # 404 unless the caller opened it
@@ -1065,6 +1067,35 @@ def close() -> Response:
     )
 
 
+@functools.cache
+def _app() -> LambdaFunctionUrlResolver:
+    """The Function URL resolver with its routes and error handlers, built on the first request (Powertools'
+    event handler is not imported on a cold start, nor for an event that is not a Function URL request)."""
+    from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver
+
+    resolver = LambdaFunctionUrlResolver()
+    resolver.exception_handler(HttpError)(_handle_http_error)
+    resolver.not_found(_handle_not_found)
+    resolver.exception_handler(ConfigurationError)(_handle_configuration_error)
+    resolver.exception_handler(Exception)(_handle_unexpected)
+    resolver.post("/open")(open_conversation)
+    resolver.post("/invoke")(invoke)
+    resolver.post("/close")(close)
+    return resolver
+
+
+_LAZY_NAMES = ("ConversationId", "InvokeRequest", "OpenRequest", "CloseRequest")
+
+
+def __getattr__(name: str) -> Any:
+    """``app`` (the resolver) and the request models as module attributes (PEP 562), built on first access."""
+    if name == "app":
+        return _app()
+    if name in _LAZY_NAMES:
+        return getattr(_models(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.LAMBDA_FUNCTION_URL, clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -1076,7 +1107,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         logger.info("request rejected", extra={"status": 400, "error_code": "InvalidEvent"})
         return {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "isBase64Encoded": False,
                 "body": json.dumps({"error": {"code": "InvalidEvent", "message": problem}})}
-    return app.resolve(event, context)
+    return _app().resolve(event, context)
 
 
 def _event_problem(event: Any) -> str | None:

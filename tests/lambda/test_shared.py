@@ -442,3 +442,167 @@ def test_each_staged_asset_imports_on_its_own(folder):
     found: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     assert found["index"] == str(staged / "index.py")
     assert found["shared"] == str(staged / "llm_cdk_shared" / "__init__.py")
+
+
+# ------------------------------------------------------------------------------------------ cold start
+
+HEAVY_MODULES = ("pydantic", "pydantic_core", "aws_lambda_powertools.event_handler",
+                 "aws_lambda_powertools.utilities.parser", "llm_cdk_shared.custom_resource")
+"""What no handler imports at module level (issue 15: the cold start pays for boto3 and Powertools' Logger /
+Metrics; validation models and the event handler are built on the paths that use them)."""
+
+_COLD_CALL = _IMPORT_ALONE + """
+import importlib
+from types import SimpleNamespace
+HEAVY = json.loads(sys.argv[2])
+index = importlib.import_module(sys.argv[3])  # index (imported above), or another entry module of the asset
+found = {'import': [m for m in HEAVY if m in sys.modules], 'boto3': 'boto3' in sys.modules}
+if len(sys.argv) > 4:
+    call = json.loads(sys.argv[4])
+    context = SimpleNamespace(function_name='f', memory_limit_in_mb=256, aws_request_id='r',
+                              invoked_function_arn='arn:aws:lambda:us-east-1:123456789012:function:f',
+                              get_remaining_time_in_millis=lambda: 300000)
+    try:
+        found['result'] = getattr(index, call['entry'])(call['event'], context)
+    except Exception as exc:
+        found['error'] = [type(exc).__name__, str(exc)]
+    found['after'] = [m for m in HEAVY if m in sys.modules]
+    found['built'] = {name: getattr(index, name).cache_info().currsize
+                      for name in ('_models', '_event_model', '_app') if hasattr(index, name)}
+print(json.dumps(found, default=str))
+"""
+_COLD_ENV = {"ROLE_ARN": "arn:aws:iam::123456789012:role/eagle-job", "OUTPUT_S3_URI": "s3://eagle-out/jobs/",
+             "MAX_RUNTIME_SECONDS": "432000", "ENDPOINT_NAME": "chat", "SESSIONS_TABLE": "sessions",
+             "DEFAULT_COMPONENT": "base"}
+
+
+def _cold(folder: str, call: dict[str, Any] | None = None, module: str = "index") -> dict[str, Any]:
+    """Import the staged asset of ``folder`` in a fresh ``python -I`` (as test_each_staged_asset_imports_on_its_own
+    does) and ``module`` of it, note which HEAVY_MODULES are loaded, then (``call``) run one entry point of
+    ``module`` on one event."""
+    staged = Path(_assets.staged_handler(folder))
+    argv = [sys.executable, "-I", "-B", "-c", _COLD_CALL, str(LAMBDA_ROOT), json.dumps(HEAVY_MODULES), module]
+    result = subprocess.run(argv + ([json.dumps(call)] if call else []), cwd=staged, capture_output=True, text=True,
+                            env={"AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_SERVICE_NAME": folder,
+                                 "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlmTest", "PATH": "/usr/bin:/bin",
+                                 "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", **_COLD_ENV},
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return found
+
+
+@pytest.mark.parametrize("folder", HANDLER_FOLDERS)
+def test_no_handler_imports_pydantic_or_the_event_handler_at_import(folder):
+    found = _cold(folder)
+    assert found == {"import": [], "boto3": True}
+
+
+def test_the_eagle_benchmark_entry_module_imports_no_pydantic_either():
+    # eagle_job's asset also serves the EAGLE benchmark functions (handler benchmark.start/check/serving)
+    assert _cold("eagle_job", module="benchmark") == {"import": [], "boto3": True}
+
+
+_PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e"
+_IAM = {"iam": {"accessKey": "ASIAEXAMPLEKEY000001", "accountId": "123456789012", "callerId": "AIDAEXAMPLEUSERID0001",
+                "cognitoIdentity": None, "principalOrgId": "o-exampleorg1",
+                "userArn": "arn:aws:iam::123456789012:user/chat-app", "userId": "AIDAEXAMPLEUSERID0001"}}
+
+
+def _url_event(path: str, body: str) -> dict[str, Any]:
+    return {"version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
+            "headers": {"content-type": "application/json"}, "body": body, "isBase64Encoded": False,
+            "requestContext": {"accountId": "123456789012", "apiId": "abc123", "stage": "$default", "requestId": "r1",
+                               "routeKey": "$default", "authorizer": _IAM,
+                               "http": {"method": "POST", "path": path, "protocol": "HTTP/1.1",
+                                        "sourceIp": "203.0.113.9", "userAgent": "chat-app"}}}
+
+
+def _url_error(code: str, message: str, field: str | None = None) -> dict[str, Any]:
+    error = {"code": code, "message": message, **({"field": field} if field else {})}
+    return {"statusCode": 400, "body": json.dumps({"error": error}, separators=(",", ":")), "isBase64Encoded": False,
+            "headers": {"Content-Type": "application/json"}, "cookies": []}
+
+
+_LAZY_PATHS = [
+    pytest.param("capacity_plan", "handler", {"RequestType": "Replace"}, ["CapacityPlanEventError", (
+        "Not a valid CloudFormation custom resource event (nothing was done):\n"
+        "- RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'")],
+        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 0, "_event_model": 1},
+        id="capacity_plan-bad-request-type"),
+    pytest.param("capacity_plan", "handler", {"RequestType": "Create", "ResourceProperties": {
+        "PlanName": "bad name", "InstanceType": "ml.p5e.48xlarge", "InstanceCount": "3", "DurationDays": "1",
+        "MaxUpfrontFeeUsd": "10", "Purchase": "approved"}}, ["CapacityPlanPropertiesError", (
+            "Invalid capacity plan properties (nothing was bought):\n"
+            "- PlanName 'bad name' is not a valid training plan name; use 1-64 letters, digits and hyphens, starting "
+            "and ending with a letter or digit (e.g. 'llm-p5e-2026q1')\n"
+            "- InstanceCount 3 is not offered; use one of 1, 2, 4, 8, 16, 32, 64")],
+        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 1, "_event_model": 1},
+        id="capacity_plan-bad-properties"),
+    pytest.param("capacity_plan", "handler", {"RequestType": "Delete", "PhysicalResourceId": _PLAN_ARN,
+                                              "ResourceProperties": {}}, {"PhysicalResourceId": _PLAN_ARN},
+                 ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 0, "_event_model": 1},
+                 id="capacity_plan-delete-builds-no-properties-model"),
+    pytest.param("capacity_plan_guard", "handler", {"RequestType": "Create", "ResourceProperties": {
+        "PlanName": "chat-p5e", "InstanceType": "ml.p5e.48xlarge", "MaxInstances": "0", "WhenNotActive": "fail",
+        "Bound": "true", "EndpointConfigInputs": [], "UpdatePolicy": "ROLLING"}}, ["GuardEventError", (
+            "Invalid capacity plan guard properties (nothing was checked):\n"
+            "- MaxInstances '0' must be a whole number 1-1000")],
+        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 1},
+        id="capacity_plan_guard-bad-properties"),
+    pytest.param("capacity_plan_guard", "handler", {"RequestType": "Delete"}, ["GuardEventError", (
+        "Not a valid CloudFormation custom resource event (nothing was checked):\n"
+        "- event: Delete events need PhysicalResourceId")],
+        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 0},
+        id="capacity_plan_guard-delete-without-id"),
+    pytest.param("deployment_check", "is_complete", {"RequestType": "Update", "ResourceProperties": {
+        "EndpointName": "bad name"}}, ["DeploymentCheckFailed", (
+            "invalid ResourceProperties: EndpointName: got 'bad name'; allowed: pattern "
+            "'^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$'; EndpointConfigName: required field is missing; "
+            "fix: add EndpointConfigName")], ["pydantic", "pydantic_core"], {"_models": 1},
+        id="deployment_check-bad-properties"),
+    pytest.param("deployment_check", "on_event", {"RequestType": "Delete", "PhysicalResourceId": "deployment-check/x"},
+                 {"PhysicalResourceId": "deployment-check/x"}, [], {"_models": 0},
+                 id="deployment_check-delete-imports-no-pydantic"),
+    pytest.param("eagle_job", "start", {"model_name": "m"}, ["InvalidEventError", (
+        "invalid StartEvent event: model_s3_uri: required field is missing; fix: add model_s3_uri; architecture: "
+        "required field is missing; fix: add architecture; deployment_instance_type: required field is missing; "
+        "fix: add deployment_instance_type; training_data: required field is missing; fix: add training_data; "
+        "run_id: required field is missing; fix: add run_id")],
+        ["pydantic", "pydantic_core", "aws_lambda_powertools.utilities.parser"], {"_models": 1},
+        id="eagle_job-bad-start-event"),
+    pytest.param("eagle_job:benchmark", "start", {"phase": "during", "run_id": "r", "head": "s3://b/h/"}, ["InvalidEventError", (
+        "bad StartEvent: phase: Input should be 'before' or 'after'")], ["pydantic", "pydantic_core"], {"_models": 1},
+        id="eagle_job-benchmark-bad-start-event"),
+    pytest.param("eagle_dataset", "plan", {"capture_bucket": "b"}, ["InvalidEventError", (
+        "PlanEvent event is invalid: capture_bucket: got 'b'; allowed: pattern '^[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]$'; "
+        "output_bucket: required field is missing; fix: add output_bucket; run_id: required field is missing; "
+        "fix: add run_id; watermark_parameter: required field is missing; fix: add watermark_parameter")],
+        ["pydantic", "pydantic_core"], {"_models": 1}, id="eagle_dataset-bad-plan-event"),
+    pytest.param("session_router", "handler", "hello", {
+        "statusCode": 400, "headers": {"Content-Type": "application/json"}, "isBase64Encoded": False,
+        "body": json.dumps({"error": {"code": "InvalidEvent", "message": (
+            "the event is not a JSON object; invoke this function through its function URL")}})},
+        [], {"_models": 0, "_app": 0}, id="session_router-not-a-url-event-builds-nothing"),
+    pytest.param("session_router", "handler", _url_event("/open", '{"bogus": 1}'), _url_error(
+        "InvalidField", "unknown field 'bogus'; allowed fields: component", "bogus"),
+        ["pydantic", "pydantic_core", "aws_lambda_powertools.event_handler"], {"_models": 1, "_app": 1},
+        id="session_router-bad-open-body"),
+    pytest.param("session_router", "handler", _url_event("/close", "[1]"), _url_error(
+        "InvalidJson", "request body must be a JSON object, got list"),
+        None, {"_models": 1, "_app": 1}, id="session_router-close-body-not-an-object"),
+]
+
+
+@pytest.mark.parametrize(("folder", "entry", "event", "expected", "heavy", "built"), _LAZY_PATHS)
+def test_the_lazy_paths_still_validate(folder, entry, event, expected, heavy, built):
+    """A fresh process (nothing heavy imported) given a bad event answers exactly as before, and loads only
+    what that path needs: a Delete builds no properties model, a non-URL event no resolver. ``folder:module``
+    names an entry module other than index."""
+    folder, _, module = folder.partition(":")
+    found = _cold(folder, {"entry": entry, "event": event}, module or "index")
+    assert found["import"] == []
+    assert found.get("error" if isinstance(expected, list) else "result") == expected, found
+    if heavy is not None:
+        assert found["after"] == heavy
+    assert found["built"] == built

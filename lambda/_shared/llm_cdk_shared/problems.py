@@ -8,14 +8,16 @@
 * any other pydantic check: ``RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'``
 
 Fields are dotted paths (``Components.0.Name``); a problem of the whole object names ``root``. Values are
-shown as ``repr`` cut to 80 characters. Every problem is listed (callers join them).
+shown as ``repr`` cut to 80 characters. Every problem is listed (callers join them). The module imports no
+pydantic itself (it reads the error it is given), so a handler may import it at cold start.
 """
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # only the annotation: ``shown`` and this module cost no pydantic import
+    from pydantic import ValidationError
 
 _SHOULD = re.compile(r"^(Input|Value|String|List|Tuple|Set|Dictionary|Object|Decimal|Date|Datetime|Timestamp|Number)"
                      r" should (be |have |match )?")
