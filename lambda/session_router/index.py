@@ -1118,6 +1118,8 @@ def _event_problem(event: Any) -> str | None:
     http = context.get("http") if isinstance(context, Mapping) else None
     if not isinstance(http, Mapping) or not isinstance(http.get("method"), str):
         return "the event has no requestContext.http.method; invoke this function through its function URL"
+    if not isinstance(context.get("stage"), str):  # Powertools reads it to route (a Function URL sends "$default")
+        return "the event has no requestContext.stage; invoke this function through its function URL"
     if not isinstance(event.get("rawPath"), str):
         return "the event has no rawPath; invoke this function through its function URL"
     headers = event.get("headers", {})

@@ -1222,3 +1222,45 @@ def test_logs_carry_ids_but_never_prompt_or_completion(router, capsys):
     assert all(r.get("owner") == CHAT_APP_OWNER for r in records if r.get("conversation_id") == "chat-42")
     assert PROMPT not in captured and "Atlantis" not in captured  # ...but no log line has prompt or completion
     assert COMPLETION not in captured and "Poseidonia" not in captured
+
+
+def _paths(value: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.append((*prefix, key))
+            found.extend(_paths(item, (*prefix, key)))
+    return found
+
+
+def _changed(event: dict[str, Any], path: tuple[str, ...], replacement: Any) -> dict[str, Any]:
+    """``event`` with the field at ``path`` replaced (``...``: removed)."""
+    event = json.loads(json.dumps(event))
+    parent = event
+    for key in path[:-1]:
+        parent = parent[key]
+    if replacement is ...:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = replacement
+    return event
+
+
+def test_an_event_missing_or_mistyping_any_field_is_answered_never_raised(router, lambda_context):
+    """Only a direct Invoke can send a malformed Function URL event: every field of a valid event, dropped or
+    given a wrong type, gets a 4xx answer (a request that would be refused anyway: nothing reaches AWS)."""
+    valid = function_url_event("/invoke", json.dumps({"conversation_id": "no spaces allowed", "body": chat()}))
+    assert router.mod.handler(valid, lambda_context)["statusCode"] == 400
+    answered, failures = 0, []
+    for path in _paths(valid):
+        for replacement in (..., None, 7, [], {}, "x"):
+            try:
+                response = router.mod.handler(_changed(valid, path, replacement), lambda_context)
+                assert isinstance(response, dict) and 400 <= response["statusCode"] < 500, response
+                assert set(json.loads(response["body"])["error"]) >= {"code", "message"}
+            except Exception as error:  # noqa: BLE001 - every failing field is listed at once
+                failures.append(f"{'.'.join(path)} = {replacement!r}: {type(error).__name__}: {error}")
+            answered += 1
+    assert not failures, "\n".join(failures)
+    assert answered > 100
+    assert router.runtime.sent == [] and router.table.items() == []
