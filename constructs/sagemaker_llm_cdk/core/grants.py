@@ -23,7 +23,7 @@ from aws_cdk import CfnResource, IAspect, Stack, Stage, Token
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct, IValidation
 
-from .nag import acknowledge, nag_form
+from .nag import acknowledge, acknowledge_all, nag_form
 from .tree import at_synth, constructs_in
 
 SAR = "https://docs.aws.amazon.com/service-authorization/latest/reference"
@@ -91,10 +91,9 @@ def grant(
     principal = grantee.grant_principal
     principal.add_to_principal_policy(statement)
     owner: IConstruct = principal if isinstance(principal, Construct) else grantee  # type: ignore[assignment]
-    for resource in wild_resources:
-        acknowledge(owner, "AwsSolutions-IAM5", str(reason), finding=f"Resource::{nag_form(owner, resource)}")
-    for action in wild_actions:
-        acknowledge(owner, "AwsSolutions-IAM5", str(reason), finding=f"Action::{action}")
+    acknowledge_all(owner, [("AwsSolutions-IAM5", str(reason), f"Resource::{nag_form(owner, resource)}")
+                            for resource in wild_resources]
+                    + [("AwsSolutions-IAM5", str(reason), f"Action::{action}") for action in wild_actions])
     if "*" in resources:
         guard_wildcards(owner)
     return statement
