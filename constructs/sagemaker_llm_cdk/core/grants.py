@@ -219,7 +219,10 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def _text(value: str) -> str:
-    return value if not Token.is_unresolved(value) else "".join(c for c in value if c == "*")
+    # CDK encodes every string token as ``${Token[...]}``: without that marker the string is plain (no round trip).
+    if "${Token[" not in value or not Token.is_unresolved(value):
+        return value
+    return "".join(c for c in value if c == "*")
 
 
 @jsii.implements(IAspect)
