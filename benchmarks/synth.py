@@ -13,7 +13,8 @@ What is measured, each run a fresh process as ``cdk synth`` starts it:
   ``CfnParameter``/``CfnMapping``/``CfnCondition``/``CfnOutput``), one ``Stack`` per template, in an app
   with the same environment and context: what the same CloudFormation costs in CDK without the library.
 
-Both sides run under the same validator setting: ``on`` is what a user gets (CDK's built-in
+Both sides run with Python's bytecode cache (``PYTHONDONTWRITEBYTECODE`` is dropped: a user's synth, or an
+installed wheel, does not recompile the library on every run). Both sides run under the same validator setting: ``on`` is what a user gets (CDK's built-in
 CloudFormation validator, ``CloudFormationValidatePlugin``, runs after every synth), ``off`` sets
 ``CDK_VALIDATION=false`` on both (as ``cdk synth --no-validation`` does). Runs alternate app / raw so
 a shared machine's drift hits both alike; the ratio is the median of the per-pair ratios. Peak memory
@@ -183,7 +184,10 @@ class Runner:
         self.cli, self.work, self.count = cli, work, 0
 
     def env(self, *, validator: bool, config: Path | None = None) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CDK_")}
+        # PYTHONDONTWRITEBYTECODE (set in some sandboxes and CI images) would recompile the app's own modules on
+        # every run, which a user's `cdk synth` (or an installed wheel, compiled at install) does not: both sides
+        # run with bytecode caching, as users get it; the warm-up run writes the caches.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CDK_") and k != "PYTHONDONTWRITEBYTECODE"}
         env.update(self.cli)
         env["PATH"] = PATH  # Node 22 of package.json first, as the Makefile and the CLI run the app
         context = json.loads(env["CDK_CONTEXT_JSON"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
+import zipfile
 from pathlib import Path
 
 import boto3
@@ -36,7 +37,7 @@ def _asset_dirs(assembly_dir: str, stack_name: str) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def synthesized():
+def synthesized(tmp_path_factory):
     app = App()
     stack = Stack(app, "Functions", env=Environment(account="123456789012", region="us-east-1"))
     job = python_function(stack, "Start", folder="eagle_job", handler="index.start", description="starts jobs")
@@ -52,7 +53,14 @@ def synthesized():
         return dirs[key.removesuffix(".zip")]
 
     (layer_id,) = [k for k, v in resources.items() if v["Type"] == "AWS::Lambda::LayerVersion"]
-    layer_dir = dirs[resources[layer_id]["Properties"]["Content"]["S3Key"].removesuffix(".zip")]
+    layer_zip = dirs[resources[layer_id]["Properties"]["Content"]["S3Key"].removesuffix(".zip")]
+    # The layer is staged as one zip (uploaded as it is): look at what Lambda will unpack.
+    assert layer_zip.is_file() and layer_zip.suffix == ".zip"
+    layer_dir = tmp_path_factory.mktemp("layer")
+    with zipfile.ZipFile(layer_zip) as archive:
+        names = archive.namelist()
+        assert names and all(n.startswith("python/") and not n.endswith("/") for n in names)
+        archive.extractall(layer_dir)
     return {"stack": stack, "template": template, "resources": resources, "layer_id": layer_id,
             "layer_dir": layer_dir, "job": job, "record": record, "dataset": dataset,
             "job_dir": asset_of(job), "dataset_dir": asset_of(dataset)}
@@ -150,6 +158,21 @@ def test_pip_installs_runtime_wheels_only():
     joined = " ".join(command)
     assert "--only-binary=:all:" in command and "--python-version 3.13" in joined and "--implementation cp" in joined
     assert "--platform manylinux2014_x86_64" in joined and "--target /out" in joined
+
+
+def test_the_layer_archive_holds_the_cached_install_file_for_file(tmp_path):
+    folder = bundling.cached_install(sdk_requirements())
+    archive = bundling.cached_archive(sdk_requirements())
+    assert bundling.cached_archive(sdk_requirements()) == archive  # made once
+    files = {f"python/{p.relative_to(folder).as_posix()}": p for p in folder.rglob("*")
+             if p.is_file() and p.name != ".complete" and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    with zipfile.ZipFile(archive) as bundle:
+        infos = {i.filename: i for i in bundle.infolist()}
+        assert set(infos) == set(files)
+        for name in ("python/botocore/__init__.py", "python/boto3/session.py"):
+            assert bundle.read(name) == files[name].read_bytes()
+            assert infos[name].external_attr >> 16 == files[name].stat().st_mode & 0xFFFF
+        assert {i.date_time for i in infos.values()} == {(1980, 1, 1, 0, 0, 0)}  # the content alone makes it
 
 
 def test_a_warm_cache_installs_nothing(monkeypatch):

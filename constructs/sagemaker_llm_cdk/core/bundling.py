@@ -16,7 +16,9 @@ the Lambda runtime's Python and architecture, not the machine's. This is CDK *lo
 (``ILocalBundling``): no Docker. Each install is cached in ``$SAGEMAKER_LLM_CDK_CACHE`` (default
 ``~/.cache/sagemaker-llm-cdk/lambda-packages``) under the hash of the requirements, platform and Python
 version, and the asset hash is that same hash (plus the handler's sources): a synth with a warm cache
-copies (hard-links where it can) and downloads nothing. The requirement files ship inside the wheel,
+copies (hard-links where it can) and downloads nothing. A packages-only asset (the SDK layer) is a zip made
+once from the cached install (``cached_archive``): every synth links one file into the cloud assembly
+instead of recreating the install's thousand folders. The requirement files ship inside the wheel,
 so an outside team's synth installs exactly the same versions. A synth that cannot reach the package
 index and has no cached install fails with an error that says so (the Docker fallback is never used).
 """
@@ -28,11 +30,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Iterable
 
 import jsii
-from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling
+from aws_cdk import AssetHashType, BundlingOptions, BundlingOutput, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
 PYTHON_VERSION = "3.13"
@@ -175,12 +178,76 @@ def _bundling(requirements: Path, *, source: Path | None, subdir: str, architect
     )
 
 
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # as the CDK CLI zips a directory asset: the content alone makes the archive
+
+
+def cached_archive(requirements: Path, architecture: str = "x86_64", subdir: str = "python") -> Path:
+    """The cached install of ``requirements`` as a zip (files under ``subdir/``), made once next to the install.
+
+    Its entries are what the CDK CLI would zip from the staged folder (files only, no ``__pycache__``, the
+    install's own marker left out), so the Lambda layer holds the same files.
+    """
+    installed = cached_install(requirements, architecture)
+    archive = installed.parent / f"{installed.name}-{_FORMAT}-{subdir or 'root'}.zip"
+    if archive.is_file():
+        return archive
+    work = archive.with_name(f".{archive.name}.{os.getpid()}.tmp")
+    try:
+        with zipfile.ZipFile(work, "w", zipfile.ZIP_DEFLATED) as bundle:
+            for path in sorted(installed.rglob("*")):
+                relative = path.relative_to(installed)
+                if (not path.is_file() or relative.as_posix() == ".complete" or path.suffix == ".pyc"
+                        or "__pycache__" in relative.parts):
+                    continue
+                entry = zipfile.ZipInfo(f"{subdir}/{relative.as_posix()}" if subdir else relative.as_posix(), _ZIP_DATE)
+                entry.external_attr = (path.stat().st_mode & 0xFFFF) << 16
+                entry.compress_type = zipfile.ZIP_DEFLATED
+                bundle.writestr(entry, path.read_bytes())
+        os.replace(work, archive)
+    finally:
+        work.unlink(missing_ok=True)
+    return archive
+
+
+@jsii.implements(ILocalBundling)
+class _ArchiveBundling:
+    """CDK local bundling of a packages-only asset: the cached archive, hard-linked (or copied) as the output.
+
+    One file instead of the install's tree (about a thousand folders for the SDK) on every synth; CDK moves it
+    into the cloud assembly and the CLI uploads it as it is.
+    """
+
+    def __init__(self, requirements: Path, *, subdir: str, architecture: str) -> None:
+        self.requirements, self.subdir, self.architecture = requirements, subdir, architecture
+
+    def try_bundle(self, output_dir: str, *_options: object, **_keywords: object) -> bool:
+        """Take the archive from the cache (installing and zipping it once); never declines."""
+        archive = cached_archive(self.requirements, self.architecture, self.subdir)
+        target = Path(output_dir) / "packages.zip"
+        try:
+            os.link(archive, target)
+        except OSError:
+            shutil.copy2(archive, target)
+        return True
+
+
 def packages_code(requirements: Path, *, architecture: str = "x86_64", subdir: str = "python") -> lambda_.Code:
-    """Asset code holding only the packages of ``requirements`` (a layer's content: under ``python/``)."""
+    """Asset code holding only the packages of ``requirements`` (a layer's content: under ``python/``).
+
+    The asset is one zip (``BundlingOutput.ARCHIVED``) taken from the cache, not a folder copied on every synth.
+    """
     digest = requirements_hash(requirements, architecture)
+    target = f"/tmp/packages/{subdir}" if subdir else "/tmp/packages"
     return lambda_.Code.from_asset(
         str(requirements.parent), asset_hash_type=AssetHashType.CUSTOM, asset_hash=f"packages-{digest}",
-        bundling=_bundling(requirements, source=None, subdir=subdir, architecture=architecture))
+        bundling=BundlingOptions(
+            image=lambda_.Runtime.PYTHON_3_13.bundling_image,
+            local=_ArchiveBundling(requirements, subdir=subdir, architecture=architecture),
+            output_type=BundlingOutput.ARCHIVED,
+            # What CDK would run in Docker if local bundling declined (it never does): the same install, zipped.
+            command=["bash", "-c", f"pip install --no-compile -r {requirements.name} -t {target} && cd /tmp/packages "
+                                   f"&& python -m zipfile -c /asset-output/packages.zip {subdir or '.'}"],
+        ))
 
 
 def handler_code(folder: Path, requirements: Path, *, architecture: str = "x86_64") -> lambda_.Code:

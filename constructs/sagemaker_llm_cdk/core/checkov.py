@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import jsii
-from aws_cdk import Aspects, CfnResource, IAspect, Stack
+from aws_cdk import CfnResource, Stack
 from constructs import IConstruct
 
-_LIBRARY = __name__.split(".")[0]
+from .tree import at_synth, constructs_in, key, is_library_construct, library_made, resource_type
 
 _LOG_DELIVERY_ACTIONS = frozenset({
     "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
@@ -62,33 +61,45 @@ def checkov_skip(construct_or_cfn_resource: IConstruct, check_id: str, comment: 
     check already skipped there keeps its first comment.
     """
     resource = construct_or_cfn_resource
-    if not CfnResource.is_cfn_resource(resource):
+    # isinstance first: no round trip for a CfnResource (is_cfn_resource asks the Node kernel)
+    if not isinstance(resource, CfnResource) and not CfnResource.is_cfn_resource(resource):
         resource = construct_or_cfn_resource.node.default_child  # type: ignore[assignment]
-        if resource is None or not CfnResource.is_cfn_resource(resource):
+        if resource is None or not (isinstance(resource, CfnResource) or CfnResource.is_cfn_resource(resource)):
             raise TypeError(f"{construct_or_cfn_resource.node.path}: not a CfnResource and has no CfnResource "
                             "default child; pass the CfnResource to skip checkov checks on")
     if not check_id.strip() or not comment.strip():
         raise ValueError(f"{resource.node.path}: a checkov skip needs a check id and a comment (got {check_id!r}, "
                          f"{comment!r})")
-    cfn: CfnResource = resource  # type: ignore[assignment]
+    _add_skips(resource, [(check_id, comment)])  # type: ignore[arg-type]
+
+
+def _add_skips(cfn: CfnResource, wanted: list[tuple[str, str]]) -> None:
+    """Merge ``wanted`` (check id, comment) into ``cfn``'s ``checkov`` metadata: one read, at most one write."""
     metadata = dict(cfn.get_metadata("checkov") or {})
     skips = [dict(s) for s in metadata.get("skip", [])]
-    if any(s.get("id") == check_id for s in skips):
-        return
-    skips.append({"id": check_id, "comment": comment})
-    metadata["skip"] = skips
-    cfn.add_metadata("checkov", metadata)
+    added = False
+    for check_id, comment in wanted:
+        if any(s.get("id") == check_id for s in skips):
+            continue
+        skips.append({"id": check_id, "comment": comment})
+        added = True
+    if added:
+        metadata["skip"] = skips
+        cfn.add_metadata("checkov", metadata)
 
 
 def made_by_library(node: IConstruct) -> bool:
-    """Whether ``node`` was made inside one of this library's constructs (so its checks and settings apply)."""
+    """Whether ``node`` was made inside one of this library's constructs (so its checks and settings apply).
+
+    For a whole tree, ``tree.library_made`` answers for every construct at once, with fewer round trips.
+    """
     # One round trip for every ancestor (``scopes``: root first, ``node`` last) instead of two per level.
-    return any(type(scope).__module__.startswith(_LIBRARY + ".") for scope in node.node.scopes[:-1])
+    return any(is_library_construct(scope) for scope in node.node.scopes[:-1])
 
 
 def _checkov_findings(resource: Any) -> list[str]:
     """The checks in ``CHECKOV_REASONS`` that ``resource`` (made by the library) fails as it is configured."""
-    kind = resource.cfn_resource_type
+    kind = resource_type(resource)
     if kind == "AWS::Lambda::Function":
         found = []
         if resource.reserved_concurrent_executions is None:
@@ -124,19 +135,22 @@ def _checkov_findings(resource: Any) -> list[str]:
     return []
 
 
-@jsii.implements(IAspect)
-class _CheckovDefaults:
-    def visit(self, node: IConstruct) -> None:
-        if isinstance(node, CfnResource) and made_by_library(node):  # CDK calls this for every construct
-            for check_id in _checkov_findings(node):
-                checkov_skip(node, check_id, CHECKOV_REASONS[check_id])
+def _apply_defaults(scope: IConstruct) -> None:
+    nodes = constructs_in(scope)
+    made = library_made(scope, nodes)
+    for node in nodes:
+        if isinstance(node, CfnResource) and key(node) in made:
+            found = _checkov_findings(node)
+            if found:
+                _add_skips(node, [(check_id, CHECKOV_REASONS[check_id]) for check_id in found])
 
 
 def checkov_defaults(scope: IConstruct) -> None:
     """Acknowledge, on every resource the library made under ``scope``, the checkov findings it has by design.
 
-    Runs as an Aspect at synth, so resources added after this call are covered. Only resources
-    inside the library's constructs get skips, only for the checks they fail as configured, each
-    with its reason from ``CHECKOV_REASONS``; your own resources are never skipped.
+    Runs at synth, in the Aspects phase (``tree.at_synth``: one pass over the tree from Python, not a
+    callback from the Node kernel per construct), so resources added after this call are covered. Only
+    resources inside the library's constructs get skips, only for the checks they fail as configured,
+    each with its reason from ``CHECKOV_REASONS``; your own resources are never skipped.
     """
-    Aspects.of(scope).add(_CheckovDefaults())
+    at_synth(scope, lambda: _apply_defaults(scope))

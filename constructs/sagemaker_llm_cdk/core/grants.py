@@ -19,11 +19,12 @@ import fnmatch
 from typing import Any, Mapping, Sequence
 
 import jsii
-from aws_cdk import Aspects, CfnResource, IAspect, Stack, Token
+from aws_cdk import CfnResource, IAspect, Stack, Stage, Token
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct, IValidation
 
-from .nag import acknowledge, nag_form
+from .nag import acknowledge, acknowledge_all, nag_form
+from .tree import at_synth, constructs_in
 
 SAR = "https://docs.aws.amazon.com/service-authorization/latest/reference"
 
@@ -90,10 +91,9 @@ def grant(
     principal = grantee.grant_principal
     principal.add_to_principal_policy(statement)
     owner: IConstruct = principal if isinstance(principal, Construct) else grantee  # type: ignore[assignment]
-    for resource in wild_resources:
-        acknowledge(owner, "AwsSolutions-IAM5", str(reason), finding=f"Resource::{nag_form(owner, resource)}")
-    for action in wild_actions:
-        acknowledge(owner, "AwsSolutions-IAM5", str(reason), finding=f"Action::{action}")
+    acknowledge_all(owner, [("AwsSolutions-IAM5", str(reason), f"Resource::{nag_form(owner, resource)}")
+                            for resource in wild_resources]
+                    + [("AwsSolutions-IAM5", str(reason), f"Action::{action}") for action in wild_actions])
     if "*" in resources:
         guard_wildcards(owner)
     return statement
@@ -146,6 +146,11 @@ class _WildcardGuard:
         self._scope = scope
 
     def validate(self) -> list[str]:
+        # A guarded ancestor in the same Stage walks this scope too (find_all) and finds the same lines: say them once.
+        ancestors = self._scope.node.scopes[:-1]
+        stages = [i for i, s in enumerate(ancestors) if isinstance(s, Stage)]
+        if any(getattr(s, _GUARDED, False) for s in ancestors[stages[-1] if stages else 0:]):
+            return []
         return wildcard_problems(self._scope)
 
 
@@ -155,11 +160,13 @@ def wildcard_problems(scope: IConstruct) -> list[str]:
     for node in scope.node.find_all():
         if not isinstance(node, CfnResource):  # no round trip to the Node kernel per construct
             continue
+        allowed: dict[str, str] | None = None
         for document in _documents(node):
             for statement in _statements(document):
                 if statement.get("Effect") != "Allow" or not _on_everything(statement):
                     continue
-                allowed = _extra_actions(node)
+                if allowed is None:
+                    allowed = _extra_actions(node)
                 if "NotAction" in statement:
                     problems.append(f"{node.node.path}: a statement allows NotAction on '*' (everything else); name "
                                     "the actions and resources")
@@ -184,17 +191,13 @@ def _allowed(action: Any, extra: Mapping[str, str]) -> bool:
 
 def _documents(node: Any) -> list[Any]:
     # Only these L1 classes have the typed properties read below: the isinstance test (no jsii round trip)
-    # spares every other resource the two round trips that follow, in each guarded scope's walk.
-    if not isinstance(node, (iam.CfnPolicy, iam.CfnManagedPolicy, iam.CfnRole)):
-        return []
-    kind = node.cfn_resource_type
-    stack = Stack.of(node)
-    # A plain CfnResource of these types (CDK's CustomResourceProvider makes its role so) has no typed
-    # properties to read; it is CDK's own, fixed code (the auto-delete-objects provider).
-    if kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy") and hasattr(node, "policy_document"):
-        return [stack.resolve(node.policy_document)]
-    if kind == "AWS::IAM::Role" and hasattr(node, "policies"):
-        policies = stack.resolve(node.policies) or []
+    # spares every other resource the round trips that follow, in each guarded scope's walk. A plain
+    # CfnResource of these types (CDK's CustomResourceProvider makes its role so) has no typed properties
+    # to read; it is CDK's own, fixed code (the auto-delete-objects provider).
+    if isinstance(node, (iam.CfnPolicy, iam.CfnManagedPolicy)):
+        return [Stack.of(node).resolve(node.policy_document)]
+    if isinstance(node, iam.CfnRole):
+        policies = Stack.of(node).resolve(node.policies) or []
         return [p.get("PolicyDocument") for p in policies if isinstance(p, dict)]
     return []
 
@@ -216,7 +219,10 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def _text(value: str) -> str:
-    return value if not Token.is_unresolved(value) else "".join(c for c in value if c == "*")
+    # CDK encodes every string token as ``${Token[...]}``: without that marker the string is plain (no round trip).
+    if "${Token[" not in value or not Token.is_unresolved(value):
+        return value
+    return "".join(c for c in value if c == "*")
 
 
 @jsii.implements(IAspect)
@@ -229,8 +235,14 @@ class WildcardGuard:
 
 
 def guard_app(scope: IConstruct) -> None:
-    """Add ``WildcardGuard`` to ``scope`` (an App or Stage)."""
-    Aspects.of(scope).add(WildcardGuard())
+    """Guard every stack under ``scope`` (an App or Stage; not inside nested Stages) at synth, as ``WildcardGuard``
+    would, in one pass over the tree from Python (``tree.at_synth``) instead of a callback per construct."""
+    def guard_stacks() -> None:
+        for node in constructs_in(scope):
+            if isinstance(node, Stack):
+                guard_wildcards(node)
+
+    at_synth(scope, guard_stacks)
 
 
 # ------------------------------------------------------------------ confused deputies

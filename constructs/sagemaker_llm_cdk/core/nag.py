@@ -7,7 +7,7 @@ Each construct acknowledges its own findings right beside the grant or the frame
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from aws_cdk import Acknowledgment, Stack, Validations
 from constructs import IConstruct
@@ -15,17 +15,48 @@ from constructs import IConstruct
 PACK = "AwsSolutions"
 
 
+_VALIDATIONS = "_sagemaker_llm_cdk_validations"
+_STACK = "_sagemaker_llm_cdk_stack"
+
+
 def acknowledge(construct: IConstruct, rule: str, reason: str, *, finding: str | None = None) -> None:
     """Acknowledge one finding of ``rule`` on ``construct`` (and its children)."""
-    rule_id = f"{rule}[{finding}]" if finding else rule
-    Validations.of(construct).acknowledge(Acknowledgment(id=f"{PACK}::{rule_id}", reason=reason))
+    acknowledge_all(construct, [(rule, reason, finding)])
+
+
+def acknowledge_all(construct: IConstruct, findings: Sequence[tuple[str, str, str | None]]) -> None:
+    """``acknowledge`` each ``(rule, reason, finding)`` on ``construct``, in order, in one call to the Node kernel."""
+    if not findings:
+        return
+    validations = getattr(construct, _VALIDATIONS, None)
+    if validations is None:
+        validations = Validations.of(construct)  # a view of the construct: the same for every call
+        _remember(construct, _VALIDATIONS, validations)
+    validations.acknowledge(*[Acknowledgment(id=f"{PACK}::{f'{rule}[{finding}]' if finding else rule}", reason=reason)
+                              for rule, reason, finding in findings])
+
+
+def stack_of(construct: IConstruct) -> Stack:
+    """``Stack.of(construct)``, asked once per construct object (a construct never moves to another stack)."""
+    stack: Stack | None = getattr(construct, _STACK, None)
+    if stack is None:
+        stack = Stack.of(construct)
+        _remember(construct, _STACK, stack)
+    return stack
+
+
+def _remember(construct: Any, name: str, value: Any) -> None:
+    try:
+        setattr(construct, name, value)
+    except AttributeError:  # a jsii proxy of several interfaces takes no new attribute: ask again next time
+        pass
 
 
 def nag_form(scope: IConstruct, value: str) -> str:
     """``value`` (a string that may hold tokens) as cdk-nag writes it in a finding id."""
     if "${Token[" not in value:
         return value  # no token (CDK encodes every string token so): resolving would return it unchanged
-    return _render(Stack.of(scope).resolve(value))
+    return _render(stack_of(scope).resolve(value))
 
 
 def _render(value: Any) -> str:

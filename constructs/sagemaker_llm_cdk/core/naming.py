@@ -15,6 +15,9 @@ from .name_rules import MAX_LENGTH, as_prefix, prefixed_name
 
 __all__ = ["MAX_LENGTH", "as_prefix", "component_name", "prefixed_name", "stack_prefix", "top_level_stack"]
 
+_PREFIX = "_sagemaker_llm_cdk_stack_prefix"
+
+
 def top_level_stack(scope: IConstruct) -> Stack:
     """The deployable stack ``scope`` is in (a nested stack's parent, up to the top)."""
     stack = Stack.of(scope)
@@ -26,6 +29,9 @@ def top_level_stack(scope: IConstruct) -> Stack:
 def stack_prefix(scope: IConstruct, *, field: str, what: str = "the inference component's name",
                  pin: str = "pin the component's name with physical_name") -> str:
     """The top-level stack's name as a name prefix: letters, digits and single hyphens."""
+    known: str | None = getattr(scope, _PREFIX, None)
+    if known is not None:
+        return known  # a construct's stack, and its name, never change: four round trips once per scope
     stack = top_level_stack(scope)
     name = stack.stack_name
     if Token.is_unresolved(name):
@@ -35,7 +41,12 @@ def stack_prefix(scope: IConstruct, *, field: str, what: str = "the inference co
                      f"give the stack a literal name, or {pin}")],
             source=scope.node.path,
         )
-    return as_prefix(name)
+    prefix = as_prefix(name)
+    try:
+        setattr(scope, _PREFIX, prefix)
+    except AttributeError:  # a jsii proxy of several interfaces takes no new attribute
+        pass
+    return prefix
 
 
 def component_name(scope: IConstruct, name: str, physical_name: str | None, *, field: str = "name") -> str:

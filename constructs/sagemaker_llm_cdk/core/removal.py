@@ -20,12 +20,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Literal
 
-import jsii
-from aws_cdk import Aspects, CfnDeletionPolicy, CfnResource, IAspect, RemovalPolicy, Stack
+from aws_cdk import CfnDeletionPolicy, CfnResource, RemovalPolicy, Stack
 from constructs import IConstruct
 
-from .checkov import made_by_library
 from .errors import ConfigurationError, Problem
+from .tree import at_synth, constructs_in, key, library_made, resource_type
 
 Removal = Literal["retain", "destroy"]
 REMOVAL_CONTEXT = "sagemaker-llm-cdk:removal"
@@ -60,9 +59,9 @@ def destroying(scope: IConstruct) -> bool:
 def set_removal(stack: Stack, mode: Removal) -> None:
     """Make ``mode`` apply to the library's constructs in ``stack``. Call before adding any construct to it.
 
-    ``destroy``: buckets made afterwards empty themselves on delete, and an Aspect sets
-    ``RemovalPolicy.DESTROY`` on the library's buckets, log groups, tables and keys (keys with a
-    ``KEY_PENDING_DAYS`` waiting period). Capacity plans are never touched.
+    ``destroy``: buckets made afterwards empty themselves on delete, and a pass at synth (in the Aspects
+    phase, ``tree.at_synth``) sets ``RemovalPolicy.DESTROY`` on the library's buckets, log groups, tables
+    and keys (keys with a ``KEY_PENDING_DAYS`` waiting period). Capacity plans are never touched.
     """
     if mode not in ("retain", "destroy"):
         raise ConfigurationError([Problem("removal", mode, "retain or destroy", "set removal: retain (default) or "
@@ -71,18 +70,24 @@ def set_removal(stack: Stack, mode: Removal) -> None:
         return
     stack.node.set_context(REMOVAL_CONTEXT, mode)
     if mode == "destroy":
-        Aspects.of(stack).add(_Destroy())
+        at_synth(stack, lambda: _destroy(stack))
 
 
-@jsii.implements(IAspect)
-class _Destroy:
-    def visit(self, node: IConstruct) -> None:
+def _destroy(stack: Stack) -> None:
+    """``RemovalPolicy.DESTROY`` on the library's data resources in ``stack``: one pass at synth (``tree.at_synth``)."""
+    nodes = constructs_in(stack)
+    made: set[str] | None = None
+    for node in nodes:
         if not isinstance(node, CfnResource):
-            return
+            continue
         resource: Any = node
-        kind = resource.cfn_resource_type
-        if kind not in _REMOVABLE or not made_by_library(node):
-            return
+        kind = resource_type(resource)
+        if kind not in _REMOVABLE:
+            continue
+        if made is None:
+            made = library_made(stack, nodes)
+        if key(node) not in made:
+            continue
         resource.apply_removal_policy(RemovalPolicy.DESTROY)
         if kind == "AWS::KMS::Key":
             resource.pending_window_in_days = KEY_PENDING_DAYS
@@ -95,16 +100,21 @@ def removal_note(scope: IConstruct) -> str:
     for stack in [c for c in scope.node.find_all() if isinstance(c, Stack)]:
         kept: Counter[str] = Counter()
         gone: Counter[str] = Counter()
-        for construct in stack.node.find_all():
+        nodes = stack.node.find_all()
+        made: set[str] | None = None
+        for construct in nodes:
             if not isinstance(construct, CfnResource):
                 continue
             node: Any = construct
-            kind = node.cfn_resource_type
+            kind = resource_type(node)  # from the L1 class: no round trip per resource
             if (kind not in _NEVER and kind not in _REMOVABLE) or Stack.of(construct) is not stack:
                 continue  # the kind first: Stack.of (a round trip) only for what is counted
             if kind in _NEVER:
                 kept[_NEVER[kind]] += 1
-            elif kind in _REMOVABLE and made_by_library(node):
+                continue
+            if made is None:
+                made = library_made(stack, nodes)  # every construct of the stack at once, not its ancestors each
+            if kind in _REMOVABLE and key(construct) in made:
                 policy = node.cfn_options.deletion_policy
                 retained = policy is not None and policy != CfnDeletionPolicy.DELETE and not destroying(node)
                 (kept if retained else gone)[_REMOVABLE[kind]] += 1

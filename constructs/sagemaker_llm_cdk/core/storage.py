@@ -20,6 +20,7 @@ from constructs import Construct
 
 from .removal import destroying
 from .checkov import checkov_skip
+from .tree import key
 
 NONCURRENT_VERSION_DAYS = 7
 """Replaced or expired object versions in buckets of user text stay this long (to undo a mistaken delete)."""
@@ -173,14 +174,20 @@ class _Readers:
         stack = Stack.of(self._target)
         target_id = stack.resolve(self._target.logical_id)
         roles: list[str] = []
-        for construct in stack.node.find_all():
-            node: Any = construct
-            # isinstance on the jsii proxy costs no round trip to the Node kernel (is_cfn_resource does, per node)
-            if not isinstance(node, iam.CfnPolicy):
-                continue
-            if Stack.of(node) is not stack or not hasattr(node, "policy_document"):
-                continue
-            document = stack.resolve(node.policy_document) or {}
+        nodes = stack.node.find_all()
+        # The stack's own policies: not those of its nested stacks (one find_all per nested stack, where Stack.of
+        # would be a round trip per policy). isinstance on the jsii proxy costs no round trip either.
+        nested: set[str] = set()
+        for node in nodes[1:]:
+            if isinstance(node, Stack) and key(node) not in nested:
+                nested.update(key(n) for n in node.node.find_all())
+        policies: list[Any] = [n for n in nodes if isinstance(n, iam.CfnPolicy) and key(n) not in nested]
+        # Every document resolved in one call (a Get for each, one Invoke for all).
+        documents = stack.resolve([p.policy_document for p in policies]) if policies else []
+        if not isinstance(documents, list) or len(documents) != len(policies):  # resolve drops undefined entries
+            documents = [stack.resolve(p.policy_document) for p in policies]
+        for node, document in zip(policies, documents):
+            document = document or {}
             if any(_grants(s, self._actions, target_id) for s in _as_list(document.get("Statement"))):
                 roles += [r["Ref"] for r in stack.resolve(node.roles) or [] if isinstance(r, dict) and "Ref" in r]
         arns = [{"Fn::GetAtt": [role, "Arn"]} for role in dict.fromkeys(roles)]
