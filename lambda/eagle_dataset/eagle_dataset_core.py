@@ -440,6 +440,11 @@ def _decode_text(text: str) -> tuple[Any, bool]:
         return text, False
 
 
+def _is_text_part(kind: Any) -> bool:
+    # only a str can be one of them; a list or object would raise TypeError (unhashable) in the set
+    return isinstance(kind, str) and kind in _TEXT_PART_TYPES
+
+
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -448,7 +453,7 @@ def _content_text(content: Any) -> str:
         for part in content:
             if isinstance(part, str):
                 texts.append(part)
-            elif isinstance(part, dict) and part.get("type") in _TEXT_PART_TYPES and isinstance(part.get("text"), str):
+            elif isinstance(part, dict) and _is_text_part(part.get("type")) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
             else:
                 raise _Skip("non_text_content")
@@ -463,9 +468,10 @@ def _chat_messages(messages: Any) -> list[Message]:
     for message in messages:
         if not isinstance(message, dict):
             raise _Skip("unsupported_request_shape")
-        role = _ROLE_MAP.get(message.get("role"))  # type: ignore[arg-type]
+        name = message.get("role")
+        role = _ROLE_MAP.get(name) if isinstance(name, str) else None  # a list or object is unhashable: no TypeError
         if role is None or message.get("tool_calls") or message.get("function_call"):
-            raise _Skip("unsupported_message_role" if isinstance(message.get("role"), str) else "unsupported_request_shape")
+            raise _Skip("unsupported_message_role" if isinstance(name, str) else "unsupported_request_shape")
         result.append((role, _content_text(message.get("content"))))
     if not any(role == "user" for role, _ in result):
         raise _Skip("unsupported_request_shape")

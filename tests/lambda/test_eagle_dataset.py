@@ -316,10 +316,16 @@ def test_request_shapes(request_body, expected):
         ({"inputs": ["batch", "of two"]}, "unsupported_request_shape"),
         ({"instances": [[1.0, 2.0]]}, "unsupported_request_shape"),
         ({"inputs": "<|im_start|>tool\nx<|im_end|>"}, "unsupported_message_role"),
+        # hostile shapes: a list or an object where a role or a part type goes is unhashable (no TypeError)
+        ({"messages": [{"role": ["user"], "content": "q"}]}, "unsupported_request_shape"),
+        ({"messages": [{"role": "user", "content": "q"}, {"role": {"a": 1}, "content": "r"}]}, "unsupported_request_shape"),
+        ({"messages": [{"role": "user", "content": [{"type": ["text"], "text": "q"}]}]}, "non_text_content"),
+        ({"messages": [{"role": "user", "content": [{"type": {}, "text": "q"}]}]}, "non_text_content"),
     ],
 )
-def test_unusable_requests_are_skipped_with_reason(request_body, reason):
-    converter, out = run([capture(request_body, {"generated_text": "x"})])
+@pytest.mark.parametrize("fast", [False, True], ids=["stdlib", "orjson"])
+def test_unusable_requests_are_skipped_with_reason(request_body, reason, fast):
+    converter, out = run([capture(request_body, {"generated_text": "x"})], fast=fast)
     assert out == [] and converter.summary()["skipped"] == {reason: 1}
 
 

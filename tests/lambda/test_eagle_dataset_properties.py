@@ -23,9 +23,10 @@ json_values = st.recursive(
     max_leaves=12,
 )
 texts = st.text(max_size=40)  # includes lone surrogates, control characters, template markers
-roles = st.sampled_from(["system", "developer", "user", "assistant", "tool", "robot", None])
+unhashable = st.lists(st.just("user"), max_size=1) | st.dictionaries(st.just("text"), st.none(), max_size=1)
+roles = st.sampled_from(["system", "developer", "user", "assistant", "tool", "robot", None]) | unhashable
 content = texts | st.lists(
-    st.fixed_dictionaries({"type": st.sampled_from(["text", "image_url", "input_text"]), "text": texts}), max_size=3
+    st.fixed_dictionaries({"type": st.sampled_from(["text", "image_url", "input_text"]) | unhashable, "text": texts}), max_size=3
 ) | st.none() | st.integers()
 message = st.fixed_dictionaries({"role": roles, "content": content})
 requests = st.one_of(
