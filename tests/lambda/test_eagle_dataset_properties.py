@@ -42,7 +42,45 @@ requests = st.one_of(
     texts,
     json_values,
 )
+# Streamed responses: OpenAI-style chunks (what the orjson path reads in place) and everything that
+# changes what a chunk means (errors, TGI tokens, generated_text, escaped keys), in SSE framings.
+stream_chunks = st.one_of(
+    st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries(
+        {"index": st.just(0), "delta": st.fixed_dictionaries({}, optional={"role": st.just("assistant"),
+                                                                              "content": texts | st.none()})}), max_size=2)}),
+    st.fixed_dictionaries({"id": st.just("chatcmpl-1"), "object": st.sampled_from(["chat.completion.chunk", "error"]),
+                           "choices": st.lists(st.fixed_dictionaries({"text": texts | st.integers()}), max_size=1)}),
+    st.fixed_dictionaries({"token": st.fixed_dictionaries({"text": texts, "special": st.booleans()}),
+                           "generated_text": texts | st.none()}),
+    st.fixed_dictionaries({"error": texts}),
+    st.fixed_dictionaries({"ErrorCode": st.integers(), "choices": st.just([])}),
+    st.fixed_dictionaries({"choices": st.just([{"delta": {"content": "c"}}])},  # a key that outranks "choices"
+                          optional={"error": texts, "token": st.fixed_dictionaries({"text": texts}), "generated_text": texts,
+                                    "object": st.just("error")}),
+    st.sampled_from(["error", "token", "[DONE]", " error"]).map(lambda t: {"choices": [{"delta": {"content": t}}]}),
+    json_values,
+)
+
+
+@st.composite
+def sse_streams(draw) -> str:
+    out = []
+    for chunk in draw(st.lists(stream_chunks, max_size=6)):
+        payload = json.dumps(chunk, ensure_ascii=draw(st.booleans()))
+        if draw(st.integers(0, 9)) == 0:  # a key or value spelled with an escape
+            payload = payload.replace('"error"', '"\\u0065rror"').replace('"token"', '"\\u0074oken"')
+        if draw(st.integers(0, 9)) == 0:
+            out.append(draw(st.sampled_from([": keep-alive\n", "event: message\n", "data:\n", "data: [DONE]\n\n",
+                                             "\u2028", "id: 3\n", "  \n"])))
+        out.append(draw(st.sampled_from(["data: ", "data:", "data:  ", " data: ", "data:\t"])) + payload
+                   + draw(st.sampled_from(["\n\n", "\r\n\r\n", "\n", " \n\n"])))
+    if draw(st.booleans()):
+        out.append("data: [DONE]\n\n")
+    return "".join(out)
+
+
 responses = st.one_of(
+    sse_streams(),
     st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries({"message": message}), max_size=2)}),
     st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries({"text": texts | st.integers()}), max_size=2)}),
     st.lists(st.fixed_dictionaries({"generated_text": texts | st.none()}), max_size=2),
@@ -156,6 +194,36 @@ def test_orjson_and_standard_library_paths_write_the_same_records(lines, default
     pure = core.BatchConverter(fast=False, default_component=default_component)
     assert list(fast.convert_lines(iter(lines + lines))) == list(pure.convert_lines(iter(lines + lines)))
     assert fast.summary() == pure.summary()
+
+
+def _outcome(function: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return function(*args, **kwargs)
+    except core._Skip as skip:
+        return ("skipped", skip.reason)
+
+
+@SETTINGS
+@given(sse_streams())
+def test_fast_stream_reader_gives_the_general_text_or_defers(text):
+    """The orjson path reads plain OpenAI-style SSE in one pass; anything it is not sure of goes to the general reader."""
+    fast = core._sse_text_fast(text)
+    assert fast is None or fast == _outcome(core._response_from_stream, text, core._loads_fast)
+
+
+@SETTINGS
+@given(st.lists(message, max_size=5) | json_values)
+def test_fast_chat_reader_gives_the_general_messages_or_defers(messages):
+    fast = core._plain_chat(messages)
+    general = _outcome(core._chat_messages, messages)
+    assert fast is None or fast == [{"role": role, "content": content} for role, content in general]
+
+
+@SETTINGS
+@given(responses)
+def test_fast_response_reader_gives_the_general_text_or_defers(response):
+    fast = core._plain_response(response)
+    assert fast is None or fast == _outcome(core.response_to_text, response, is_json=True)
 
 
 @SETTINGS
