@@ -105,9 +105,10 @@ _HASH_MASK = (1 << 64) - 1
 def _digest(line: bytes) -> int:
     """What the duplicate filter keeps of a written line: its length and its 64-bit keyed hash.
 
-    ``hash()`` of bytes is SipHash-1-3 with a key drawn at process start (nothing an input can
-    aim at), about ten times faster than BLAKE2b here. Two different lines of the same length
-    collide with probability 2**-64 per pair: about 7e-9 for a batch at the 500,000-entry bound.
+    ``hash()`` of bytes is SipHash-1-3 keyed at process start (``PYTHONHASHSEED`` is not set in
+    Lambda), so an input cannot aim at it, and it is several times faster than BLAKE2b on the
+    output lines. Two different lines of the same length collide with probability 2**-64 per
+    pair: about 7e-9 for a batch at the default 500,000-entry bound.
     """
     return (len(line) << 64) | (hash(line) & _HASH_MASK)
 
@@ -916,8 +917,8 @@ class BatchConverter:
 
     Duplicates are exact: two records are the same when their written JSON line is the same
     (its length and 64-bit keyed hash, :func:`_digest`), per component. The filter holds at most
-    ``dedup_max_entries`` digests (about 70 bytes each); past that, records are still checked against the digests
-    already held but no new ones are added, and ``dedup_saturated`` becomes true.
+    ``dedup_max_entries`` digests (about 70 bytes each); past that, records are still checked
+    against the digests already held but no new ones are added, and ``dedup_saturated`` becomes true.
     """
 
     def __init__(
