@@ -6,7 +6,8 @@ then measures, each in its own subprocess so peak memory is measured alone:
 
 * floor   - read every line of the same files and ``json.loads`` it (nothing else);
 * builder - ``eagle_dataset_core`` over the same files read as local streams (no AWS), writing
-            the converted JSONL to local shard files;
+            the converted JSONL to shard files in memory (/dev/shm when there is one: the function
+            uploads each shard from memory);
 * orjson floor - the same read with ``orjson.loads`` (the parser the function ships with): both
             floors are printed and the builder is compared with each;
 * payload floor (extra information) - the floor plus decoding each request/response payload
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import random
 import resource
 import shutil
@@ -258,6 +260,13 @@ def measure_builder(folder: Path, out_folder: Path, pure: bool = False) -> dict:
             "dedup_saturated": summary["dedup_saturated"], "fast": converter.fast}
 
 
+def _output_root() -> str | None:
+    """Where the builder's shards go: memory (/dev/shm) when there is one, as the function uploads
+    each shard from memory; a disk would add its writeback (and other jobs' I/O) to the builder."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
 def _run_child(kind: str, folder: Path, pure: bool = False) -> dict:
     """One run in a fresh interpreter."""
     result = subprocess.run([sys.executable, __file__, "--measure", kind, "--dir", str(folder),
@@ -293,7 +302,7 @@ def main() -> None:
         print(json.dumps(measure_payload_floor(args.dir)))
         return
     if args.measure == "builder":
-        out = Path(tempfile.mkdtemp(prefix="eagle-bench-out-"))
+        out = Path(tempfile.mkdtemp(prefix="eagle-bench-out-", dir=_output_root()))
         try:
             print(json.dumps(measure_builder(args.dir, out, args.pure)))
         finally:
@@ -306,7 +315,8 @@ def main() -> None:
         share = {"mixed": 0.7, "base64": 1.0, "json": 0.0}[args.encoding]
         written, lines, files = generate(folder, args.size, share)
         print(f"capture set: {written / 1e6:.1f} MB in {files} files, {lines} lines, encoding {args.encoding} "
-              f"(generated in {time.perf_counter() - started:.1f} s under {folder}); {args.repeat} alternating rounds, medians")
+              f"(generated in {time.perf_counter() - started:.1f} s under {folder}); {args.repeat} alternating rounds, medians; "
+              f"shards written under {_output_root() or tempfile.gettempdir()}")
         _run_child("floor", folder)  # warm the page cache so every run reads from memory
         # Rounds alternate floor / payload / builder so a machine that speeds up or slows down during
         # the run affects all three alike; the ratio is the median of the per-round ratios.
