@@ -246,7 +246,7 @@ def measure_builder(folder: Path, out_folder: Path, pure: bool = False) -> dict:
         size += path.stat().st_size
         with path.open("rb") as handle:
             chunks = iter(lambda: handle.read(1 << 20), b"")
-            for component, line in converter.convert_lines(core.iter_bounded_lines(chunks, 8 << 20)):
+            for component, line in converter.convert_lines(core.iter_bounded_line_views(chunks, 8 << 20)):
                 buffers.setdefault(component, []).append(line)
                 sizes[component] = sizes.get(component, 0) + len(line)
                 if sizes[component] >= shard_max:

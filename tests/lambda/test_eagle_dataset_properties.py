@@ -247,6 +247,44 @@ def test_bounded_lines_equal_split_and_never_exceed_the_limit(blob, sizes, limit
 
 
 @SETTINGS
+@given(st.binary(max_size=400).map(lambda b: b.replace(b"\x00", b"\n")), st.lists(st.integers(1, 50), min_size=1, max_size=10),
+       st.integers(1, 40), st.booleans())
+def test_line_views_are_the_bounded_lines_without_the_copies(blob, sizes, limit, unreadable):
+    chunks: list[Any] = []
+    position, index = 0, 0
+    while position < len(blob):
+        size = sizes[index % len(sizes)]
+        chunks.append(blob[position:position + size])
+        position, index = position + size, index + 1
+    if unreadable:
+        chunks.insert(len(chunks) // 2, core.UnreadableData("corrupt_compressed_object"))
+    expected = list(core.iter_bounded_lines(chunks, limit))
+    got = list(core.iter_bounded_line_views(chunks, limit))
+    assert len(got) == len(expected)
+    for item, want in zip(got, expected):
+        if isinstance(want, bytes):
+            assert isinstance(item, (bytes, memoryview)) and bytes(item) == want
+        else:
+            assert type(item) is type(want) and getattr(item, "size", None) == getattr(want, "size", None)
+            assert getattr(item, "reason", None) == getattr(want, "reason", None)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(capture_lines(), st.binary(max_size=120)), max_size=12), st.data(),
+       st.sampled_from(["capture", "front_door"]))
+def test_both_paths_read_line_views_as_they_read_bytes(lines, data, source):
+    blob = b"\n".join(lines) + b"\n"
+    size = data.draw(st.integers(1, 200))
+    chunks = [blob[i:i + size] for i in range(0, len(blob), size)]
+    results = []
+    for fast in (True, False):
+        for split in (core.iter_bounded_lines, core.iter_bounded_line_views):
+            converter = core.BatchConverter(default_component="base", fast=fast, source=source)
+            results.append((list(converter.convert_lines(split(chunks, 1 << 20))), converter.summary()))
+    assert all(result == results[0] for result in results[1:])
+
+
+@SETTINGS
 @given(st.lists(json_values, max_size=8), st.integers(1, 30), st.booleans())
 def test_json_array_stream_round_trips(values, size, ascii_only):
     data = json.dumps(values, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
