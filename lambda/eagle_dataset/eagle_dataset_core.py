@@ -6,7 +6,8 @@ can feed it a streamed S3 body and the tests and the benchmark can feed it local
 Building blocks:
 
 * :func:`iter_bounded_lines` splits a stream of byte chunks into lines without ever holding
-  more than ``max_line_bytes`` of one line (longer lines become :class:`OversizedLine`).
+  more than ``max_line_bytes`` of one line (longer lines become :class:`OversizedLine`);
+  :func:`iter_bounded_line_views` does the same without copying lines out of their chunk.
 * :class:`BatchConverter` turns Data Capture records (one JSON document per line, see
   https://docs.aws.amazon.com/sagemaker/latest/dg/model-monitor-data-capture-endpoint.html)
   into ``{"messages": [...]}`` lines, per inference component, with exact-duplicate removal
