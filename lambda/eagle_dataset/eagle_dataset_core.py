@@ -6,7 +6,8 @@ can feed it a streamed S3 body and the tests and the benchmark can feed it local
 Building blocks:
 
 * :func:`iter_bounded_lines` splits a stream of byte chunks into lines without ever holding
-  more than ``max_line_bytes`` of one line (longer lines become :class:`OversizedLine`).
+  more than ``max_line_bytes`` of one line (longer lines become :class:`OversizedLine`);
+  :func:`iter_bounded_line_views` does the same without copying lines out of their chunk.
 * :class:`BatchConverter` turns Data Capture records (one JSON document per line, see
   https://docs.aws.amazon.com/sagemaker/latest/dg/model-monitor-data-capture-endpoint.html)
   into ``{"messages": [...]}`` lines, per inference component, with exact-duplicate removal
@@ -20,7 +21,6 @@ Building blocks:
 from __future__ import annotations
 
 import binascii
-import hashlib
 import json
 import re
 import zlib
@@ -98,6 +98,20 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 #: bytes, the encoding detection); anything else goes through ``json.loads`` itself so errors
 #: and edge cases stay exactly the same.
 _scan = json.JSONDecoder().scan_once
+
+
+_HASH_MASK = (1 << 64) - 1
+
+
+def _digest(line: bytes) -> int:
+    """What the duplicate filter keeps of a written line: its length and its 64-bit keyed hash.
+
+    ``hash()`` of bytes is SipHash-1-3 keyed at process start (``PYTHONHASHSEED`` is not set in
+    Lambda), so an input cannot aim at it, and it is several times faster than BLAKE2b on the
+    output lines. Two different lines of the same length collide with probability 2**-64 per
+    pair: about 7e-9 for a batch at the default 500,000-entry bound.
+    """
+    return (len(line) << 64) | (hash(line) & _HASH_MASK)
 
 
 class OversizedLine:
@@ -187,6 +201,68 @@ def iter_bounded_lines(
             else:
                 line = part
             yield OversizedLine(len(line)) if len(line) > max_line_bytes else line
+    if discarding:
+        yield OversizedLine(discarded)
+    elif pending:
+        yield b"".join(pending)
+
+
+def iter_bounded_line_views(
+    chunks: Iterable[bytes | UnreadableData], max_line_bytes: int
+) -> Iterator[bytes | memoryview | OversizedLine | UnreadableData]:
+    """:func:`iter_bounded_lines`, with each line that lies within one chunk as a ``memoryview`` of
+    that chunk instead of a copy (a line across chunks is joined into ``bytes`` as there).
+
+    For :meth:`BatchConverter.convert_lines`, which parses views in place with orjson: copying every
+    line out of its chunk cost about a third of reading and parsing the capture lines. ``bytes(item)``
+    of every item gives exactly what :func:`iter_bounded_lines` yields (tested). A view keeps its
+    chunk alive: one chunk more than :func:`iter_bounded_lines` holds.
+    """
+    pending: list[bytes] = []
+    pending_len = 0
+    discarding = False
+    discarded = 0
+    for chunk in chunks:
+        if chunk.__class__ is UnreadableData:
+            yield chunk
+            return
+        if not chunk:
+            continue
+        if chunk.__class__ is not bytes:
+            chunk = bytes(chunk)  # type: ignore[arg-type]  # a view must not see its buffer change
+        find = chunk.find
+        end = find(b"\n")
+        start = 0
+        if end >= 0:
+            view = memoryview(chunk)
+            if discarding:  # the end of a line too long to keep
+                yield OversizedLine(discarded + end)
+                discarding, discarded = False, 0
+            elif pending:
+                pending.append(chunk[:end])
+                line = b"".join(pending)
+                pending, pending_len = [], 0
+                yield OversizedLine(len(line)) if len(line) > max_line_bytes else line
+            else:
+                yield OversizedLine(end) if end > max_line_bytes else view[:end]
+            start = end + 1
+            while True:
+                end = find(b"\n", start)
+                if end < 0:
+                    break
+                yield OversizedLine(end - start) if end - start > max_line_bytes else view[start:end]
+                start = end + 1
+        # what follows the last newline (or the whole chunk): the start of the next line
+        rest = len(chunk) - start
+        if discarding:
+            discarded += rest
+        elif rest:
+            pending_len += rest
+            if pending_len > max_line_bytes:
+                discarding, discarded = True, pending_len
+                pending, pending_len = [], 0
+            else:
+                pending.append(chunk[start:] if start else chunk)
     if discarding:
         yield OversizedLine(discarded)
     elif pending:
@@ -423,11 +499,15 @@ def _decode_payload_fast(part: dict[str, Any]) -> tuple[Any, bool]:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise _Skip("not_utf8") from None
+        if text[:1] == "d":  # server-sent events ("data: ..."): no JSON text starts with "d", json.loads refuses it
+            return text, False
         return _decode_text(text)
     if encoding in ("JSON", "CSV") and data.__class__ is str:
         try:
             return _orjson.loads(data), True
         except _orjson.JSONDecodeError:
+            if data[:1] == "d":
+                return data, False
             return _decode_text(data)
     return _decode_payload(part)
 
@@ -440,6 +520,11 @@ def _decode_text(text: str) -> tuple[Any, bool]:
         return text, False
 
 
+def _is_text_part(kind: Any) -> bool:
+    # only a str can be one of them; a list or object would raise TypeError (unhashable) in the set
+    return isinstance(kind, str) and kind in _TEXT_PART_TYPES
+
+
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -448,7 +533,7 @@ def _content_text(content: Any) -> str:
         for part in content:
             if isinstance(part, str):
                 texts.append(part)
-            elif isinstance(part, dict) and part.get("type") in _TEXT_PART_TYPES and isinstance(part.get("text"), str):
+            elif isinstance(part, dict) and _is_text_part(part.get("type")) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
             else:
                 raise _Skip("non_text_content")
@@ -463,9 +548,10 @@ def _chat_messages(messages: Any) -> list[Message]:
     for message in messages:
         if not isinstance(message, dict):
             raise _Skip("unsupported_request_shape")
-        role = _ROLE_MAP.get(message.get("role"))  # type: ignore[arg-type]
+        name = message.get("role")
+        role = _ROLE_MAP.get(name) if isinstance(name, str) else None  # a list or object is unhashable: no TypeError
         if role is None or message.get("tool_calls") or message.get("function_call"):
-            raise _Skip("unsupported_message_role" if isinstance(message.get("role"), str) else "unsupported_request_shape")
+            raise _Skip("unsupported_message_role" if isinstance(name, str) else "unsupported_request_shape")
         result.append((role, _content_text(message.get("content"))))
     if not any(role == "user" for role, _ in result):
         raise _Skip("unsupported_request_shape")
@@ -629,6 +715,59 @@ def _response_from_object(obj: Any) -> str | None:
     return None
 
 
+def _plain_chat(messages: Any) -> list[dict[str, str]] | None:
+    """:func:`_chat_messages` for the common request, as the output's message objects: every message an
+    object with a known role, text ``content`` and no tool call, one of them the user's. Anything else
+    returns None and :func:`_chat_messages` decides (the same result or the same skip reason)."""
+    if messages.__class__ is not list or not messages:
+        return None
+    result: list[dict[str, str]] = []
+    append = result.append
+    user = False
+    for message in messages:
+        if message.__class__ is not dict:
+            return None
+        role = message.get("role")
+        content = message.get("content")
+        if role.__class__ is not str or content.__class__ is not str:
+            return None
+        role = _ROLE_MAP.get(role)
+        if role is None or message.get("tool_calls") or message.get("function_call"):
+            return None
+        if role == "user":
+            user = True
+        append({"role": role, "content": content})
+    return result if user else None
+
+
+def _plain_response(obj: Any) -> str | None:
+    """:func:`response_to_text` of one JSON document for the common answers (a chat completion, a
+    completion, generated text) that are not blank. Anything else returns None and
+    :func:`response_to_text` decides (the same text or the same skip reason)."""
+    if obj.__class__ is list:
+        if len(obj) != 1:
+            return None
+        obj = obj[0]
+    if obj.__class__ is not dict or obj.get("error") or obj.get("object") == "error" or "ErrorCode" in obj:
+        return None
+    choices = obj.get("choices")
+    if choices.__class__ is list:
+        if not choices:
+            return None
+        choice = choices[0]
+        if choice.__class__ is not dict:
+            return None
+        message = choice.get("message")
+        text = message.get("content") if message.__class__ is dict else choice.get("text")
+    else:
+        text = obj.get("generated_text")
+        if text.__class__ is list and len(text) == 1:
+            text = text[0]
+    if text.__class__ is str and text and not text.isspace():  # isspace: what strip() removes, without a copy
+        return text
+    return None
+
+
 def _loads_fast(text: str) -> Any:
     """``json.loads`` through orjson: the same value, or whatever ``json.loads`` does when orjson refuses."""
     try:
@@ -688,6 +827,62 @@ def _response_from_stream(text: str, loads: Callable[[str], Any] = json.loads) -
         if "generated_text" not in chunk:
             return None  # LMI/TGI chunks without a token carry "generated_text": null
     return final if final is not None else "".join(pieces)
+
+
+#: A JSON escape that could spell an ASCII letter, digit or "_" (a key written as "\u0065rror", say).
+_LETTER_ESCAPE = re.compile(r"\\u00[4-7][0-9a-fA-F]")
+
+
+def _sse_text_fast(text: str) -> str | None:
+    """:func:`_response_from_stream` for plain server-sent events of OpenAI-style chunks (``choices``
+    with a ``delta`` or ``text``), with orjson and without per-line Python steps. None: not that
+    shape, or not sure; :func:`_response_from_stream` then decides. Never a different text."""
+    lines = [line for line in map(str.strip, text.splitlines()) if line]
+    if not lines:
+        return None
+    joined = "\n".join(lines)
+    # every line starts with "data:" (lines hold no "\n": each boundary is one "\n"), as all(...) checks
+    if not joined.startswith("data:") or joined.count("\ndata:") != len(lines) - 1:
+        return None
+    payloads = list(map(str.lstrip, joined[5:].split("\ndata:")))  # line[5:].lstrip() of every line
+    if payloads[-1] == "[DONE]":
+        payloads.pop()
+    if not payloads or "" in payloads or "[DONE]" in payloads:
+        return None  # the general loop drops those wherever they are
+    array = "[" + ",".join(payloads) + "]"  # the same text _response_from_stream parses
+    # Keys "error", "ErrorCode", "generated_text", "token" and the value "error" change what a chunk
+    # means. Without those strings in the text (as whole JSON strings, so a token " error" does not
+    # count) and without escapes that could spell them, none occurs and only "choices" matters.
+    if ('"error"' in array or '"ErrorCode"' in array or '"generated_text"' in array or '"token"' in array
+            or _LETTER_ESCAPE.search(array)):
+        return None
+    try:
+        chunks = _orjson.loads(array)
+    except _orjson.JSONDecodeError:
+        return None
+    if len(chunks) != len(payloads):
+        return None
+    pieces: list[str] = []
+    append = pieces.append
+    for chunk in chunks:
+        if chunk.__class__ is not dict:
+            return None
+        choices = chunk.get("choices")
+        if choices.__class__ is not list:
+            return None
+        if choices:
+            choice = choices[0]
+            if choice.__class__ is dict:
+                delta = choice.get("delta")
+                if delta.__class__ is dict:
+                    content = delta.get("content")
+                    if content.__class__ is str:
+                        append(content)
+                        continue
+                piece = choice.get("text")
+                if piece.__class__ is str:
+                    append(piece)
+    return "".join(pieces)
 
 
 def response_to_text(response: Any, *, is_json: bool = True, plain_text_ok: bool = False,
@@ -784,9 +979,9 @@ class BatchConverter:
     :data:`UNATTRIBUTED` and never land in any component's training set.
 
     Duplicates are exact: two records are the same when their written JSON line is the same
-    (BLAKE2b-128 of the bytes), per component. The filter holds at most ``dedup_max_entries``
-    digests (about 100 bytes each); past that, records are still checked against the digests
-    already held but no new ones are added, and ``dedup_saturated`` becomes true.
+    (its length and 64-bit keyed hash, :func:`_digest`), per component. The filter holds at most
+    ``dedup_max_entries`` digests (about 70 bytes each); past that, records are still checked
+    against the digests already held but no new ones are added, and ``dedup_saturated`` becomes true.
     """
 
     def __init__(
@@ -814,7 +1009,7 @@ class BatchConverter:
         self.dedup_max_entries = dedup_max_entries
         self.max_components = max_components
         self.stats: dict[str, ComponentStats] = {}
-        self._seen: dict[str, set[bytes]] = {}
+        self._seen: dict[str, set[int]] = {}
         self._seen_total = 0
         self.dedup_saturated = False
         self._valid_names: set[str] = set()  # component names that passed _component's checks
@@ -822,9 +1017,11 @@ class BatchConverter:
     # -- public -----------------------------------------------------------------------------
 
     def convert_lines(
-        self, lines: Iterable[bytes | OversizedLine], *, path_component: str | None = None
+        self, lines: Iterable[bytes | memoryview | OversizedLine | UnreadableData], *, path_component: str | None = None
     ) -> Iterator[tuple[str, bytes]]:
-        """Yield ``(component, jsonl_line_with_newline)`` for every converted, new record."""
+        """Yield ``(component, jsonl_line_with_newline)`` for every converted, new record.
+
+        ``lines`` as :func:`iter_bounded_lines` or :func:`iter_bounded_line_views` yields them."""
         if self.source == "front_door":
             yield from self._turn_lines(lines, path_component)
             return
@@ -835,21 +1032,23 @@ class BatchConverter:
         seen_by_component = self._seen
         parse_line = self._parse_line
         component_of = self._component
-        convert = self._convert
-        blake2b = hashlib.blake2b
+        convert = self._convert_fast if self.fast else self._convert
         scan = _scan
         fast_loads = _orjson.loads if self.fast else None
         fast_error = _orjson.JSONDecodeError if self.fast else ValueError
         for line in lines:
             component = fallback
             try:
-                if fast_loads is not None and line.__class__ is bytes:
+                if fast_loads is not None and (line.__class__ is bytes or line.__class__ is memoryview):
                     try:
-                        capture = fast_loads(line)
+                        capture = fast_loads(line)  # a memoryview (iter_bounded_line_views) is parsed in place
                     except fast_error:
                         capture = None  # errors and what orjson refuses: the exact, slow way
                     if capture.__class__ is not dict or capture.get("captureData").__class__ is not dict:
-                        capture = parse_line(line)
+                        capture = parse_line(bytes(line))
+                elif line.__class__ is memoryview:  # the standard-library path reads bytes
+                    line = line.tobytes()
+                    capture = parse_line(line)
                 elif line.__class__ is bytes and line[:1] == b"{" and line[1:2] != b"\x00":
                     capture = None  # fast path: what json.loads(line) does for UTF-8 text
                     try:
@@ -867,7 +1066,7 @@ class BatchConverter:
                 elif line.__class__ is UnreadableData:
                     raise _Skip(line.reason)  # type: ignore[union-attr]
                 else:
-                    capture = parse_line(line)
+                    capture = parse_line(line)  # type: ignore[arg-type]  # bytes: views are read above
                 component = component_of(capture, path_component)
                 out = convert(capture)
             except _Skip as skip:
@@ -877,7 +1076,7 @@ class BatchConverter:
                 continue
             stats = all_stats.get(component) or self._stats(component)
             stats.records_in += 1
-            digest = blake2b(out, digest_size=16).digest()
+            digest = (len(out) << 64) | (hash(out) & _HASH_MASK)  # _digest, inlined
             seen = seen_by_component.get(component)
             if seen is None:
                 seen = seen_by_component[component] = set()
@@ -892,13 +1091,15 @@ class BatchConverter:
             stats.converted += 1
             yield component, out
 
-    def _turn_lines(self, lines: Iterable[bytes | OversizedLine | UnreadableData],
+    def _turn_lines(self, lines: Iterable[bytes | memoryview | OversizedLine | UnreadableData],
                     path_component: str | None) -> Iterator[tuple[str, bytes]]:
         """Front-door turn records -> training lines, with the same counts, dedup and skip reasons."""
         fallback = path_component or UNATTRIBUTED
         loads = _orjson.loads if self.fast else json.loads
         for line in lines:
             component = fallback
+            if line.__class__ is memoryview:
+                line = line.tobytes()
             try:
                 if isinstance(line, OversizedLine):
                     raise _Skip("line_too_long")
@@ -929,7 +1130,7 @@ class BatchConverter:
                 continue
             stats = self._stats(component)
             stats.records_in += 1
-            digest = hashlib.blake2b(out, digest_size=16).digest()
+            digest = _digest(out)
             seen = self._seen.setdefault(component, set())
             if digest in seen:
                 stats.duplicates += 1
@@ -1048,6 +1249,52 @@ class BatchConverter:
         else:
             messages.append(("assistant", text))
         return self._encode(messages)
+
+    @staticmethod
+    def _convert_fast(capture: dict[str, Any]) -> bytes:
+        """:meth:`_convert` with orjson and pybase64, the common shapes read in place (:func:`_plain_chat`,
+        :func:`_plain_response`) and the output's message objects built once. The same steps in the same
+        order, each uncommon shape handed to the same function :meth:`_convert` calls: the same bytes and
+        the same skip reasons (tests compare both paths record by record)."""
+        data = capture["captureData"]
+        request_part = data.get("endpointInput")
+        response_part = data.get("endpointOutput")
+        if not isinstance(request_part, dict):
+            raise _Skip("missing_request")
+        if not isinstance(response_part, dict):
+            raise _Skip("missing_response")
+        request, request_is_json = _decode_payload_fast(request_part)
+        if not request_is_json and request_part.get("encoding") != "CSV":
+            raise _Skip("request_not_json")
+        prompt = None
+        messages = _plain_chat(request["messages"]) if request.__class__ is dict and "messages" in request else None
+        if messages is None:
+            pairs, prompt = request_to_messages(request)
+            messages = [{"role": role, "content": content} for role, content in pairs]
+        response, response_is_json = _decode_payload_fast(response_part)
+        text = _plain_response(response) if response_is_json else _sse_text_fast(response)
+        if text is not None and not response_is_json and (not text or text.isspace()):
+            raise _Skip("empty_response")  # what response_to_text says of a blank stream
+        if text is None:
+            text = response_to_text(response, is_json=response_is_json,
+                                    plain_text_ok=response_part.get("encoding") == "CSV", loads=_loads_fast)
+        if prompt is not None and text.startswith(prompt) and (
+                len(text) > len(prompt) or echoes_prompt(request) is True):
+            text = text[len(prompt):]
+            if not text.strip():
+                raise _Skip("empty_response")
+        last = messages[-1]
+        if last["role"] == "assistant":  # prefill: the model continued that message
+            last["content"] += text
+        else:
+            messages.append({"role": "assistant", "content": text})
+        try:
+            # not OPT_APPEND_NEWLINE: the bytes orjson returns keep its whole output buffer allocated (about
+            # 8 KiB more per line, measured), and the function holds up to a shard's worth of lines; the
+            # concatenation is an exact-size copy and frees that buffer.
+            return _orjson.dumps({"messages": messages}) + b"\n"
+        except _orjson.JSONEncodeError:  # a str with lone surrogates: not UTF-8
+            raise _Skip("invalid_unicode") from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -536,7 +536,8 @@ def convert(event: dict[str, Any], context: Any) -> dict[str, Any]:
             missing.append(key)  # removed (e.g. by a lifecycle rule) after plan listed it
             continue
         path_component = core.component_from_key(key, batch.capture_prefix) if batch.capture_prefix is not None else None
-        for component, line in converter.convert_lines(core.iter_bounded_lines(chunks, max_line), path_component=path_component):
+        lines = core.iter_bounded_line_views(chunks, max_line)  # parsed in place, no copy per line
+        for component, line in converter.convert_lines(lines, path_component=path_component):
             writer.add(component, line)
         read += 1
     writer.close()

@@ -90,6 +90,24 @@ def openai_sse(tokens: list[str]) -> bytes:
     return ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
 
 
+# What vLLM / LMI's OpenAI-compatible server streams: ids, a first chunk with the role, a last one with
+# an empty delta and the finish reason, a usage chunk without choices, then [DONE]; UTF-8 as is.
+VLLM_SSE = (
+    "".join(
+        "data: " + json.dumps({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1796000000, "model": "qwen3",
+                               "choices": choices}, ensure_ascii=False, separators=(",", ":")) + "\n\n"
+        for choices in [
+            [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}],
+            [{"index": 0, "delta": {"content": "Hello"}, "logprobs": None, "finish_reason": None}],
+            [{"index": 0, "delta": {"content": ", wörld"}, "logprobs": None, "finish_reason": None}],
+            [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}],
+            [],
+        ]
+    )
+    + "data: [DONE]\n\n"
+).encode("utf-8")
+
+
 def records(out: list[tuple[str, bytes]], component: str | None = None) -> list[dict[str, Any]]:
     return [json.loads(line) for comp, line in out if component is None or comp == component]
 
@@ -185,6 +203,53 @@ def test_orjson_path_is_what_the_function_runs_and_matches_the_fallback_record_b
     pure, pure_out = run(lines, fast=False)
     assert fast_out == pure_out and fast.summary() == pure.summary()
     assert len(fast_out) == fast.summary()["converted"] > 8
+
+
+def test_orjson_path_reads_the_common_shapes_in_place():
+    """The shapes most traffic has take the one-pass readers (the properties test that they agree with the general ones)."""
+    assert core._sse_text_fast(VLLM_SSE.decode()) == "Hello, wörld"
+    assert core._sse_text_fast(openai_sse(["o", "k"]).decode()) == "ok"
+    assert core._plain_chat(chat_request("q", system="s")["messages"]) == [{"role": "system", "content": "s"},
+                                                                           {"role": "user", "content": "q"}]
+    assert core._plain_response(chat_response("a")) == "a"
+    assert core._plain_response([{"generated_text": "b"}]) == "b"
+    # and defer on what they do not cover, for the general readers to decide
+    assert core._sse_text_fast(lmi_stream(["a"]).decode()) is None
+    assert core._plain_chat([{"role": "user", "content": [{"type": "text", "text": "q"}]}]) is None
+    assert core._plain_response({"choices": [{"message": {"content": None, "tool_calls": [{}]}}]}) is None
+
+
+def test_both_paths_agree_record_by_record_on_streams_base64_unicode_junk_and_duplicates():
+    text = "Größe 日本語 😀 \"q\" \\ \u2028 tab\t"
+    lines = [
+        capture(chat_request(text, system="s"), VLLM_SSE, encoding="BASE64", response_encoding="BASE64"),
+        capture(chat_request(text), openai_sse(["error", " token"]), encoding="BASE64"),
+        capture(chat_request("crlf"), VLLM_SSE.replace(b"\n", b"\r\n"), encoding="BASE64"),
+        capture(chat_request("lmi"), lmi_stream(["1", " 2"]), encoding="BASE64"),
+        capture({"messages": [{"role": "developer", "content": "rules"}, {"role": "user", "content": text},
+                              {"role": "assistant", "content": "Pre"}]}, chat_response("fill")),
+        capture({"inputs": CHATML, "parameters": {"return_full_text": True}}, [{"generated_text": CHATML + " more"}]),
+        capture({"inputs": "Q?", "parameters": {"return_full_text": False}}, [{"generated_text": "Q? kept"}]),
+        capture(chat_request(text), chat_response(text), encoding="BASE64"),
+        capture(chat_request(text), chat_response(text), encoding="BASE64"),  # a duplicate
+        capture(chat_request("x"), b'data: {"choices":[{"delta":{"content":"bad \\ud800"}}]}\n\n', encoding="BASE64"),
+        capture(chat_request("x"), b'{"choices":[{"message":{"content":"nan"}}],"v":NaN}', encoding="BASE64"),
+        capture(chat_request("x"), "data: " + "\u2028", encoding="JSON"),
+        capture(chat_request("csv"), "plain answer", encoding="CSV"),
+        b"\xff\xfe junk", b"{", b"[" * 5000, b"   ", b'{"captureData": 1}',
+        capture(chat_request("cut"), chat_response("off"))[:-30],
+    ]
+    fast, fast_out = run(lines + lines, fast=True)
+    pure, pure_out = run(lines + lines, fast=False)
+    assert fast_out == pure_out and fast.summary() == pure.summary()
+    summary = fast.summary()
+    # 11 convert, one of them twice (7 and 8): 10 written; the second round is all duplicates
+    assert summary["converted"] == len(fast_out) == 10 and summary["duplicates"] == 1 + 11
+    assert summary["skipped"] == {"blank_line": 2, "invalid_json_line": 2, "invalid_unicode": 2, "missing_capture_data": 2,
+                                  "not_utf8": 2, "truncated_line": 4, "unsupported_response_shape": 2}
+    answers = [record["messages"][-1]["content"] for record in records(fast_out)]
+    assert answers == ["Hello, wörld", "error token", "Hello, wörld", "1 2", "Prefill", " more", "Q? kept", text, "nan",
+                       "plain answer"]
 
 
 @pytest.mark.parametrize("fast", [False, True], ids=["stdlib", "orjson"])
@@ -298,8 +363,9 @@ LLAMA3 = ("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe nic
         ('"a bare JSON string"', [{"role": "user", "content": "a bare JSON string"}]),
     ],
 )
-def test_request_shapes(request_body, expected):
-    _, out = run([capture(request_body, {"generated_text": "ANSWER"}, encoding="BASE64")])
+@pytest.mark.parametrize("fast", [False, True], ids=["stdlib", "orjson"])
+def test_request_shapes(request_body, expected, fast):
+    _, out = run([capture(request_body, {"generated_text": "ANSWER"}, encoding="BASE64")], fast=fast)
     (record,) = records(out)
     assert record["messages"] == [*expected, {"role": "assistant", "content": "ANSWER"}]
 
@@ -316,10 +382,16 @@ def test_request_shapes(request_body, expected):
         ({"inputs": ["batch", "of two"]}, "unsupported_request_shape"),
         ({"instances": [[1.0, 2.0]]}, "unsupported_request_shape"),
         ({"inputs": "<|im_start|>tool\nx<|im_end|>"}, "unsupported_message_role"),
+        # hostile shapes: a list or an object where a role or a part type goes is unhashable (no TypeError)
+        ({"messages": [{"role": ["user"], "content": "q"}]}, "unsupported_request_shape"),
+        ({"messages": [{"role": "user", "content": "q"}, {"role": {"a": 1}, "content": "r"}]}, "unsupported_request_shape"),
+        ({"messages": [{"role": "user", "content": [{"type": ["text"], "text": "q"}]}]}, "non_text_content"),
+        ({"messages": [{"role": "user", "content": [{"type": {}, "text": "q"}]}]}, "non_text_content"),
     ],
 )
-def test_unusable_requests_are_skipped_with_reason(request_body, reason):
-    converter, out = run([capture(request_body, {"generated_text": "x"})])
+@pytest.mark.parametrize("fast", [False, True], ids=["stdlib", "orjson"])
+def test_unusable_requests_are_skipped_with_reason(request_body, reason, fast):
+    converter, out = run([capture(request_body, {"generated_text": "x"})], fast=fast)
     assert out == [] and converter.summary()["skipped"] == {reason: 1}
 
 
@@ -339,10 +411,24 @@ def test_unusable_requests_are_skipped_with_reason(request_body, reason):
         (openai_sse(["o", "k"]), "BASE64", "ok"),
         (b'data: {"choices":[{"text":"c1"}]}\n\ndata: {"choices":[{"text":"c2"}]}\n\ndata: [DONE]\n\n', "BASE64", "c1c2"),
         ('"a JSON string"', "JSON", "a JSON string"),
+        (VLLM_SSE, "BASE64", "Hello, wörld"),
+        (VLLM_SSE.replace(b"\n\n", b"\r\n\r\n"), "BASE64", "Hello, wörld"),
+        (openai_sse(["error", " token", " generated_text"]), "BASE64", "error token generated_text"),  # words, not keys
+        (b'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: [DONE]\n\ndata: {"choices":[{"delta":{"content":"b"}}]}\n\n',
+         "BASE64", "ab"),
+        (b': keep-alive\n\nevent: message\ndata: {"choices":[{"delta":{"content":"c"}}]}\n\n', "BASE64", "c"),
+        (b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: {"token":{"text":"t"},"generated_text":"final"}\n\n',
+         "BASE64", "final"),
+        (b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata:\n\ndata: {"choices":[{"delta":{"content":"y"}}]}\n\n',
+         "BASE64", "xy"),
+        # keys that take precedence over "choices" in the same chunk
+        (b'data: {"token":{"text":"T"},"choices":[{"delta":{"content":"x"}}]}\n\n', "BASE64", "T"),
+        (b'data: {"choices":[{"delta":{"content":"x"}}],"generated_text":"G"}\n\n', "BASE64", "G"),
     ],
 )
-def test_response_shapes(response_body, encoding, expected):
-    _, out = run([capture(chat_request("q"), response_body, encoding=encoding)])
+@pytest.mark.parametrize("fast", [False, True], ids=["stdlib", "orjson"])
+def test_response_shapes(response_body, encoding, expected, fast):
+    _, out = run([capture(chat_request("q"), response_body, encoding=encoding)], fast=fast)
     assert records(out)[0]["messages"][-1] == {"role": "assistant", "content": expected}
 
 
@@ -360,10 +446,20 @@ def test_response_shapes(response_body, encoding, expected):
         ([{"generated_text": "a"}, {"generated_text": "b"}], "unsupported_response_shape"),
         (b"not json, not a stream", "unsupported_response_shape"),
         (b"\xff\xfe\xfd", "not_utf8"),
+        (openai_sse([" ", "\n"]), "empty_response"),
+        (b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: {"\\u0065rror":"overloaded"}\n\n', "error_response"),
+        (b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: {"object":"error","message":"m"}\n\n', "error_response"),
+        (b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: {"ErrorCode":500}\n\n', "error_response"),
+        (b'data: {"choices":[{"delta":{"content":"x"}}],"error":{"message":"overloaded"}}\n\n', "error_response"),
+        (b'data: {"object":"error","choices":[{"delta":{"content":"x"}}]}\n\n', "error_response"),
+        (b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [1, 2]\n\n', "unsupported_response_shape"),
+        (b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: {"choices": "no"}\n\n', "unsupported_response_shape"),
+        (b'data: {"choices":[{"delta":{"content":"x"\n\n', "unsupported_response_shape"),
     ],
 )
-def test_unusable_responses_are_skipped_with_reason(response_body, reason):
-    converter, out = run([capture(chat_request("q"), response_body, encoding="BASE64")])
+@pytest.mark.parametrize("fast", [False, True], ids=["stdlib", "orjson"])
+def test_unusable_responses_are_skipped_with_reason(response_body, reason, fast):
+    converter, out = run([capture(chat_request("q"), response_body, encoding="BASE64")], fast=fast)
     assert out == [] and converter.summary()["skipped"] == {reason: 1}
 
 

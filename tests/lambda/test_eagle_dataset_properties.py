@@ -23,9 +23,10 @@ json_values = st.recursive(
     max_leaves=12,
 )
 texts = st.text(max_size=40)  # includes lone surrogates, control characters, template markers
-roles = st.sampled_from(["system", "developer", "user", "assistant", "tool", "robot", None])
+unhashable = st.lists(st.just("user"), max_size=1) | st.dictionaries(st.just("text"), st.none(), max_size=1)
+roles = st.sampled_from(["system", "developer", "user", "assistant", "tool", "robot", None]) | unhashable
 content = texts | st.lists(
-    st.fixed_dictionaries({"type": st.sampled_from(["text", "image_url", "input_text"]), "text": texts}), max_size=3
+    st.fixed_dictionaries({"type": st.sampled_from(["text", "image_url", "input_text"]) | unhashable, "text": texts}), max_size=3
 ) | st.none() | st.integers()
 message = st.fixed_dictionaries({"role": roles, "content": content})
 requests = st.one_of(
@@ -41,7 +42,45 @@ requests = st.one_of(
     texts,
     json_values,
 )
+# Streamed responses: OpenAI-style chunks (what the orjson path reads in place) and everything that
+# changes what a chunk means (errors, TGI tokens, generated_text, escaped keys), in SSE framings.
+stream_chunks = st.one_of(
+    st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries(
+        {"index": st.just(0), "delta": st.fixed_dictionaries({}, optional={"role": st.just("assistant"),
+                                                                              "content": texts | st.none()})}), max_size=2)}),
+    st.fixed_dictionaries({"id": st.just("chatcmpl-1"), "object": st.sampled_from(["chat.completion.chunk", "error"]),
+                           "choices": st.lists(st.fixed_dictionaries({"text": texts | st.integers()}), max_size=1)}),
+    st.fixed_dictionaries({"token": st.fixed_dictionaries({"text": texts, "special": st.booleans()}),
+                           "generated_text": texts | st.none()}),
+    st.fixed_dictionaries({"error": texts}),
+    st.fixed_dictionaries({"ErrorCode": st.integers(), "choices": st.just([])}),
+    st.fixed_dictionaries({"choices": st.just([{"delta": {"content": "c"}}])},  # a key that outranks "choices"
+                          optional={"error": texts, "token": st.fixed_dictionaries({"text": texts}), "generated_text": texts,
+                                    "object": st.just("error")}),
+    st.sampled_from(["error", "token", "[DONE]", " error"]).map(lambda t: {"choices": [{"delta": {"content": t}}]}),
+    json_values,
+)
+
+
+@st.composite
+def sse_streams(draw) -> str:
+    out = []
+    for chunk in draw(st.lists(stream_chunks, max_size=6)):
+        payload = json.dumps(chunk, ensure_ascii=draw(st.booleans()))
+        if draw(st.integers(0, 9)) == 0:  # a key or value spelled with an escape
+            payload = payload.replace('"error"', '"\\u0065rror"').replace('"token"', '"\\u0074oken"')
+        if draw(st.integers(0, 9)) == 0:
+            out.append(draw(st.sampled_from([": keep-alive\n", "event: message\n", "data:\n", "data: [DONE]\n\n",
+                                             "\u2028", "id: 3\n", "  \n"])))
+        out.append(draw(st.sampled_from(["data: ", "data:", "data:  ", " data: ", "data:\t"])) + payload
+                   + draw(st.sampled_from(["\n\n", "\r\n\r\n", "\n", " \n\n"])))
+    if draw(st.booleans()):
+        out.append("data: [DONE]\n\n")
+    return "".join(out)
+
+
 responses = st.one_of(
+    sse_streams(),
     st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries({"message": message}), max_size=2)}),
     st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries({"text": texts | st.integers()}), max_size=2)}),
     st.lists(st.fixed_dictionaries({"generated_text": texts | st.none()}), max_size=2),
@@ -157,6 +196,36 @@ def test_orjson_and_standard_library_paths_write_the_same_records(lines, default
     assert fast.summary() == pure.summary()
 
 
+def _outcome(function: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return function(*args, **kwargs)
+    except core._Skip as skip:
+        return ("skipped", skip.reason)
+
+
+@SETTINGS
+@given(sse_streams())
+def test_fast_stream_reader_gives_the_general_text_or_defers(text):
+    """The orjson path reads plain OpenAI-style SSE in one pass; anything it is not sure of goes to the general reader."""
+    fast = core._sse_text_fast(text)
+    assert fast is None or fast == _outcome(core._response_from_stream, text, core._loads_fast)
+
+
+@SETTINGS
+@given(st.lists(message, max_size=5) | json_values)
+def test_fast_chat_reader_gives_the_general_messages_or_defers(messages):
+    fast = core._plain_chat(messages)
+    general = _outcome(core._chat_messages, messages)
+    assert fast is None or fast == [{"role": role, "content": content} for role, content in general]
+
+
+@SETTINGS
+@given(responses)
+def test_fast_response_reader_gives_the_general_text_or_defers(response):
+    fast = core._plain_response(response)
+    assert fast is None or fast == _outcome(core.response_to_text, response, is_json=True)
+
+
 @SETTINGS
 @given(st.binary(max_size=400), st.lists(st.integers(1, 50), min_size=1, max_size=10), st.integers(1, 40))
 def test_bounded_lines_equal_split_and_never_exceed_the_limit(blob, sizes, limit):
@@ -175,6 +244,44 @@ def test_bounded_lines_equal_split_and_never_exceed_the_limit(blob, sizes, limit
             assert isinstance(item, core.OversizedLine) and item.size == len(line)
         else:
             assert item == line
+
+
+@SETTINGS
+@given(st.binary(max_size=400).map(lambda b: b.replace(b"\x00", b"\n")), st.lists(st.integers(1, 50), min_size=1, max_size=10),
+       st.integers(1, 40), st.booleans())
+def test_line_views_are_the_bounded_lines_without_the_copies(blob, sizes, limit, unreadable):
+    chunks: list[Any] = []
+    position, index = 0, 0
+    while position < len(blob):
+        size = sizes[index % len(sizes)]
+        chunks.append(blob[position:position + size])
+        position, index = position + size, index + 1
+    if unreadable:
+        chunks.insert(len(chunks) // 2, core.UnreadableData("corrupt_compressed_object"))
+    expected = list(core.iter_bounded_lines(chunks, limit))
+    got = list(core.iter_bounded_line_views(chunks, limit))
+    assert len(got) == len(expected)
+    for item, want in zip(got, expected):
+        if isinstance(want, bytes):
+            assert isinstance(item, (bytes, memoryview)) and bytes(item) == want
+        else:
+            assert type(item) is type(want) and getattr(item, "size", None) == getattr(want, "size", None)
+            assert getattr(item, "reason", None) == getattr(want, "reason", None)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(capture_lines(), st.binary(max_size=120)), max_size=12), st.data(),
+       st.sampled_from(["capture", "front_door"]))
+def test_both_paths_read_line_views_as_they_read_bytes(lines, data, source):
+    blob = b"\n".join(lines) + b"\n"
+    size = data.draw(st.integers(1, 200))
+    chunks = [blob[i:i + size] for i in range(0, len(blob), size)]
+    results = []
+    for fast in (True, False):
+        for split in (core.iter_bounded_lines, core.iter_bounded_line_views):
+            converter = core.BatchConverter(default_component="base", fast=fast, source=source)
+            results.append((list(converter.convert_lines(split(chunks, 1 << 20))), converter.summary()))
+    assert all(result == results[0] for result in results[1:])
 
 
 @SETTINGS
