@@ -479,6 +479,18 @@ def _decode_payload(part: dict[str, Any]) -> tuple[Any, bool]:
         return text, False
 
 
+def _capture_parts(capture: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A capture record's ``endpointInput`` and ``endpointOutput`` (both paths), or the skip reason."""
+    data = capture["captureData"]
+    request_part = data.get("endpointInput")
+    response_part = data.get("endpointOutput")
+    if not isinstance(request_part, dict):
+        raise _Skip("missing_request")
+    if not isinstance(response_part, dict):
+        raise _Skip("missing_response")
+    return request_part, response_part
+
+
 def _decode_payload_fast(part: dict[str, Any]) -> tuple[Any, bool]:
     """:func:`_decode_payload` with orjson: same results (anything orjson refuses goes the exact way)."""
     encoding = part.get("encoding")
@@ -1220,13 +1232,7 @@ class BatchConverter:
         return name
 
     def _convert(self, capture: dict[str, Any]) -> bytes:
-        data = capture["captureData"]
-        request_part = data.get("endpointInput")
-        response_part = data.get("endpointOutput")
-        if not isinstance(request_part, dict):
-            raise _Skip("missing_request")
-        if not isinstance(response_part, dict):
-            raise _Skip("missing_response")
+        request_part, response_part = _capture_parts(capture)
         request, request_is_json = self._decode(request_part)
         if not request_is_json and request_part.get("encoding") != "CSV":
             raise _Skip("request_not_json")
@@ -1256,13 +1262,7 @@ class BatchConverter:
         :func:`_plain_response`) and the output's message objects built once. The same steps in the same
         order, each uncommon shape handed to the same function :meth:`_convert` calls: the same bytes and
         the same skip reasons (tests compare both paths record by record)."""
-        data = capture["captureData"]
-        request_part = data.get("endpointInput")
-        response_part = data.get("endpointOutput")
-        if not isinstance(request_part, dict):
-            raise _Skip("missing_request")
-        if not isinstance(response_part, dict):
-            raise _Skip("missing_response")
+        request_part, response_part = _capture_parts(capture)
         request, request_is_json = _decode_payload_fast(request_part)
         if not request_is_json and request_part.get("encoding") != "CSV":
             raise _Skip("request_not_json")
