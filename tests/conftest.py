@@ -126,36 +126,42 @@ def load_handler():
 # ------------------------------------------------------------------ scheduling under pytest-xdist
 # `make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: each test module is one work unit, so
 # a module-scoped fixture (a synthesized app, a checkov run) is built once, not once per worker, and the
-# modules start longest first (SLOW_FIRST, measured with --durations), so no worker picks up a minute-long
-# module while the other has nothing left. This changes the order only: every test still runs, and each
+# modules start longest first (SLOW_FIRST: CPU seconds per module, the test process and its children, as
+# `python benchmarks/tests.py --by-module` prints them), so no worker picks up a minute-long module while the
+# other has nothing left. This changes the order only: every test still runs, and each
 # passes in any order. (pytest-xdist's `loadgroup` would allow finer units, but its xdist_group marks have
 # no effect with pytest 9, whose nodes no longer take the suffix xdist writes into `_nodeid`.)
 SLOW_FIRST = (
     "tests/test_wheel.py",
     "tests/test_pipeline.py",
-    "tests/test_preflight.py",
     "tests/test_capacity_consent.py",
-    "tests/test_cli.py",
-    "tests/test_vpc.py",
-    "tests/test_run_checkov.py",
-    "tests/test_docs.py",
-    "tests/test_monitoring.py",
-    "tests/test_jumpstart.py",
-    "tests/test_session_front_door.py",
-    "tests/test_bound_stacks.py",
-    "tests/test_eagle.py",
-    "tests/test_capacity_plan_construct.py",
-    "tests/test_lora_adapter.py",
-    "tests/test_schedule_expression.py",
-    "tests/test_removal.py",
-    "tests/test_endpoint.py",
     "tests/lambda/test_session_router.py",
-    "tests/test_app.py",
-    "tests/test_change_report.py",
-    "tests/test_examples.py",
+    "tests/lambda/test_eagle_dataset_properties.py",
+    "tests/test_cli.py",
+    "tests/lambda/test_shared.py",
+    "tests/test_docs.py",
     "tests/lambda/test_eagle_job.py",
     "tests/lambda/test_eagle_dataset.py",
-    "tests/lambda/test_eagle_dataset_properties.py",
+    "tests/test_run_checkov.py",
+    "tests/test_schedule_expression.py",
+    "tests/test_preflight.py",
+    "tests/test_bound_stacks.py",
+    "tests/test_endpoint.py",
+    "tests/test_eagle.py",
+    "tests/test_app.py",
+    "tests/test_removal.py",
+    "tests/test_vpc.py",
+    "tests/test_session_front_door.py",
+    "tests/lambda/test_eagle_benchmark.py",
+    "tests/lambda/test_capacity_plan.py",
+    "tests/test_jumpstart.py",
+    "tests/test_lora_adapter.py",
+    "tests/test_capacity_plan_construct.py",
+    "tests/test_monitoring.py",
+    "tests/test_config.py",
+    "tests/test_errors.py",
+    "tests/test_model_component.py",
+    "tests/test_examples.py",
 )
 """Test modules by CPU time, longest first; any other module runs after these, in collection order."""
 
