@@ -26,6 +26,12 @@ WARNING_PACKS: Mapping[str, Callable[..., NagPack]] = {
     "serverless": ServerlessChecks,
 }
 """cdk-nag packs that may be added on top of AwsSolutions; they report warnings and never fail the synth."""
+WARNING_PACK_PLUGINS: Mapping[str, str] = {
+    "nist-800-53-r5": "NIST.800.53.R5",
+    "serverless": "Serverless",
+}
+"""The validation plugin name (``NagPack.name``) of each pack in ``WARNING_PACKS``: ``report_checks`` reports
+every finding of these plugins as a warning."""
 
 
 @jsii.implements(IPolicyValidationPlugin)
@@ -84,6 +90,10 @@ def attach_checks(app: App, *, extra_packs: Sequence[str] = ()) -> None:
     each pack in ``extra_packs`` as warnings only, the library's checkov acknowledgements and the
     wildcard guard (``sagemaker_llm_cdk.core.grants``), on the app and on every Stage in it.
 
+    When the app reports the checks itself (``FAIL_SYNTH_CONTEXT`` false, then ``report_checks`` after
+    ``app.synth()``, as ``app.py`` does), the extra packs are added as they are and ``report_checks`` reports
+    their findings as warnings; otherwise each is wrapped in ``WarningsOnly``, so CDK sees only warnings.
+
     Aspects do not cross Stage boundaries, so the checkov acknowledgements and the guard are added to
     each Stage (a pipeline's deployment stages) as well as to the app. A Stage with a
     ``nag_warning_packs`` attribute (``stacks.pipeline.LlmPlatformStage``, from its config) also gets
@@ -98,12 +108,24 @@ def attach_checks(app: App, *, extra_packs: Sequence[str] = ()) -> None:
     if unknown:
         raise ValueError(f"unknown cdk-nag pack(s) {', '.join(unknown)}; allowed: {', '.join(WARNING_PACKS)}")
     plugins: list[IPolicyValidationPlugin] = [AwsSolutionsChecks(app, verbose=True)]
-    plugins += [WarningsOnly(WARNING_PACKS[name](app, verbose=True)) for name in dict.fromkeys(extra_packs)]
+    if _app_reports(app):
+        # The app reports (report_checks turns these packs' findings into warnings, in Python, from the report
+        # file): CDK calls the packs directly, so no finding crosses jsii (WarningsOnly reads each one back,
+        # field by field: about 500 round trips for the default app's two packs).
+        plugins += [WARNING_PACKS[name](app, verbose=True) for name in dict.fromkeys(extra_packs)]
+    else:
+        plugins += [WarningsOnly(WARNING_PACKS[name](app, verbose=True)) for name in dict.fromkeys(extra_packs)]
     Validations.of(app).add_plugins(*plugins)
     checkov_defaults(app)
     guard_app(app)
     for stage in stages:
         attach_stage_checks(stage, extra_packs=[p for p in getattr(stage, "nag_warning_packs", ()) if p not in extra_packs])
+
+
+def _app_reports(app: App) -> bool:
+    """Whether CDK leaves the validation report to the app (``FAIL_SYNTH_CONTEXT`` false, as CDK reads it)."""
+    value = app.node.try_get_context(FAIL_SYNTH_CONTEXT)
+    return value is False or value == "false"
 
 
 def attach_stage_checks(stage: Stage, *, extra_packs: Sequence[str] = ()) -> None:
@@ -243,6 +265,27 @@ def findings_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
+def as_warnings(report: Mapping[str, Any]) -> dict[str, Any]:
+    """``report`` with every finding of the warning packs (``WARNING_PACK_PLUGINS``) at severity ``warning`` and
+    their conclusion ``success``: what ``WarningsOnly`` makes CDK write. A pack that failed to run (conclusion
+    ``failure`` without findings, CDK's report of an exception) stays a failure."""
+    names = set(WARNING_PACK_PLUGINS.values())
+
+    def demoted(plugin: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(plugin)
+        for key in ("violations", "suppressedViolations"):
+            if key in out:
+                out[key] = [{**v, "severity": "warning"} for v in out[key]]
+        if out.get("violations") and out.get("conclusion") == "failure":
+            out["conclusion"] = "success"
+        return out
+
+    converted = dict(report)
+    if "pluginReports" in converted:
+        converted["pluginReports"] = [demoted(p) if p.get("pluginName") in names else p for p in report["pluginReports"]]
+    return converted
+
+
 def _slim(report: Mapping[str, Any]) -> dict[str, Any]:
     """The report without stack traces (they say nothing about a finding and make it ten times larger)."""
     def strip(value: Any) -> Any:
@@ -269,7 +312,8 @@ def _failures_only(report: Mapping[str, Any]) -> dict[str, Any]:
 def report_checks(assembly_dir: str | Path, *, cost_table: str = "", stream: Any = None) -> int:
     """After ``app.synth()`` with ``FAIL_SYNTH_CONTEXT`` false: print the findings summary (and every failing
     finding in full), write ``nag-findings.json``/``.md`` and ``synth-summary.md`` into the assembly, and return
-    the exit status: 1 when an error finding is not acknowledged or the report is missing, else 0."""
+    the exit status: 1 when an error finding is not acknowledged or the report is missing, else 0. The findings
+    of the warning packs (``WARNING_PACK_PLUGINS``) are warnings (``as_warnings``), whatever their rule's level."""
     import json
     import sys
 
@@ -279,7 +323,7 @@ def report_checks(assembly_dir: str | Path, *, cost_table: str = "", stream: Any
     if not path.is_file():
         print(f"error: {path} was not written: the checks did not run, so the synth is not trusted", file=out)
         return 1
-    report = json.loads(path.read_text(encoding="utf-8"))
+    report = as_warnings(json.loads(path.read_text(encoding="utf-8")))
     tallies = tally_findings(report)
     (folder / FINDINGS_JSON).write_text(json.dumps(_slim(report), indent=2) + "\n", encoding="utf-8")
     (folder / FINDINGS_MD).write_text(findings_markdown(report), encoding="utf-8")

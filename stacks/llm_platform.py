@@ -90,8 +90,7 @@ class LlmPlatformStack(Stack):
             self.endpoints[spec.name] = self._endpoint(spec)
         for name, endpoint in self.endpoints.items():
             self.monitoring.monitor_endpoint(endpoint)
-            for adapter in adapters_of(endpoint):
-                self.monitoring.monitor_adapter(adapter, endpoint=endpoint)
+            self.monitoring.monitor_adapters(adapters_of(endpoint), endpoint=endpoint)  # a graph's lines in one call
             # Fails the deployment when SageMaker silently rolled back to the previous config.
             DeploymentCheck(self, f"{name}DeploymentCheck", endpoint=endpoint)
 

@@ -132,3 +132,72 @@ def test_tally_counts_granular_findings_under_their_rule() -> None:
     (tally,) = tally_findings(report)
     assert (tally.pack, tally.rule, tally.severity, tally.open, tally.acknowledged, tally.fails) == (
         "AwsSolutions", "AwsSolutions-IAM5", "error", 2, 1, True)
+
+
+# ------------------------------------------------------- the warning packs when the app reports (no jsii read-back)
+from stacks.checks import WARNING_PACK_PLUGINS, WarningsOnly, as_warnings  # noqa: E402
+
+
+def test_each_warning_pack_plugin_name_is_the_packs_own_name() -> None:
+    app = App()
+    assert {key: pack(app).name for key, pack in WARNING_PACKS.items()} == dict(WARNING_PACK_PLUGINS)
+
+
+def test_an_app_that_reports_gets_the_packs_unwrapped_and_report_checks_makes_their_findings_warnings(
+        tmp_path: Path, capsys) -> None:
+    app = app_reporting_itself(tmp_path / "out")
+    assembly = app.synth()
+    folder = Path(assembly.directory)
+    raw = json.loads((folder / VALIDATION_REPORT).read_text())  # as CDK wrote it: the pack's own severities
+    (nist,) = [p for p in raw["pluginReports"] if p["pluginName"] == "NIST.800.53.R5"]
+    assert nist["conclusion"] == "failure"
+    assert "error" in {v["severity"] for v in nist["violations"]}
+
+    assert report_checks(assembly.directory) == 0  # the pack's errors are warnings: nothing fails
+    assert "open (warning)" in capsys.readouterr().err
+    findings = json.loads((folder / FINDINGS_JSON).read_text())
+    (nist,) = [p for p in findings["pluginReports"] if p["pluginName"] == "NIST.800.53.R5"]
+    assert nist["conclusion"] == "success"
+    assert {v["severity"] for v in nist["violations"] + nist["suppressedViolations"]} == {"warning"}
+    assert "### NIST.800.53.R5-CloudWatchLogGroupEncrypted (warning)" in (folder / FINDINGS_MD).read_text()
+
+
+def test_an_app_that_does_not_report_gets_the_packs_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CDK reads the context as false when it is False or "false": only then does report_checks run the show."""
+    original = Validations.add_plugins
+    for context, wrapped in (({}, True), ({FAIL_SYNTH_CONTEXT: True}, True), ({FAIL_SYNTH_CONTEXT: False}, False),
+                             ({FAIL_SYNTH_CONTEXT: "false"}, False)):
+        added: list[object] = []
+        monkeypatch.setattr(Validations, "add_plugins",
+                            lambda self, *plugins, _added=added: (_added.extend(plugins), original(self, *plugins))[1])
+        attach_checks(App(context=context), extra_packs=["serverless"])
+        assert [type(p).__name__ for p in added] == ["AwsSolutionsChecks", "WarningsOnly" if wrapped else "ServerlessChecks"]
+
+
+def test_as_warnings_turns_only_the_warning_packs_findings_into_warnings() -> None:
+    report = {"pluginReports": [
+        {"pluginName": "AwsSolutions", "conclusion": "failure",
+         "violations": [{"ruleName": "AwsSolutions-IAM5", "severity": "error", "violatingConstructs": [{}]}]},
+        {"pluginName": "NIST.800.53.R5", "conclusion": "failure",
+         "violations": [{"ruleName": "NIST.800.53.R5-X", "severity": "error", "description": "d"}],
+         "suppressedViolations": [{"ruleName": "NIST.800.53.R5-Y", "severity": "error", "reason": "r"}]},
+        # A pack that threw: CDK reports a failure without findings; it still fails the synth.
+        {"pluginName": "Serverless", "conclusion": "failure", "violations": [],
+         "metadata": {"error": "Validation plugin 'Serverless' failed: boom"}},
+    ]}
+    aws, nist, serverless = as_warnings(report)["pluginReports"]
+    assert aws == report["pluginReports"][0]
+    assert nist == {"pluginName": "NIST.800.53.R5", "conclusion": "success",
+                    "violations": [{"ruleName": "NIST.800.53.R5-X", "severity": "warning", "description": "d"}],
+                    "suppressedViolations": [{"ruleName": "NIST.800.53.R5-Y", "severity": "warning", "reason": "r"}]}
+    assert serverless["conclusion"] == "failure"
+    assert report["pluginReports"][1]["violations"][0]["severity"] == "error", "the input is left as it was"
+    assert [t.severity for t in tally_findings(as_warnings(report))] == ["error", "warning", "warning"]
+
+
+def test_report_checks_fails_when_a_warning_pack_could_not_run(tmp_path: Path, capsys) -> None:
+    report = {"pluginReports": [{"pluginName": "Serverless", "conclusion": "failure", "violations": [],
+                                 "metadata": {"error": "Validation plugin 'Serverless' failed: boom"}}]}
+    (tmp_path / VALIDATION_REPORT).write_text(json.dumps(report))
+    assert report_checks(tmp_path) == 1
+    assert "(Serverless)" in capsys.readouterr().err

@@ -565,3 +565,31 @@ def test_add_adapters_keeps_one_max_per_stack_per_model():
     add_adapters(base, [{"name": "a", "artifact_s3_uri": ARTIFACT}], max_per_stack=10)
     with pytest.raises(ConfigurationError, match=r"max_per_stack: got 20; allowed: 10, the value an earlier call"):
         add_adapters(base, [{"name": "b", "artifact_s3_uri": ARTIFACT}], max_per_stack=20)
+
+
+# --------------------------------------------------- the artifact policy's ARNs are read when CDK renders it
+def test_an_adapter_added_after_the_policy_was_rendered_is_in_its_next_rendering():
+    """The statement's resources are a token resolved at each rendering (uncached): none is frozen early."""
+    _, stack, base = new_base()
+    add_adapter(base, "One", {"name": "one", "artifact_s3_uri": "s3://my-adapters/one.tar.gz"})
+    (policy,) = artifact_policies(base.endpoint)
+    cfn = policy.node.default_child
+    first = stack.resolve(cfn.policy_document)["Statement"]
+    assert first[0]["Resource"] == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::my-adapters/one.tar.gz"]]}
+    add_adapter(base, "Two", {"name": "two", "artifact_s3_uri": "s3://my-adapters/two.tar.gz"})
+    (statement,) = stack.resolve(cfn.policy_document)["Statement"]
+    assert statement == {"Action": "s3:GetObject", "Effect": "Allow", "Resource": [
+        {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":s3:::my-adapters/{name}.tar.gz"]]}
+        for name in ("one", "two")]}
+    Template.from_stack(stack).has_resource_properties("AWS::IAM::ManagedPolicy", {
+        "PolicyDocument": {"Statement": [statement]}})
+
+
+def test_component_arn_is_the_inference_components_arn_attribute_read_on_first_use():
+    _, stack, base = new_base()
+    adapter = add_adapter(base, "One", {"name": "one", "artifact_s3_uri": "s3://my-adapters/one.tar.gz"})
+    assert stack.resolve(adapter.component_arn) == {
+        "Fn::GetAtt": [logical_id(stack, adapter.cfn_inference_component), "InferenceComponentArn"]}
+    assert adapter.component_arn is adapter.component_arn, "read once"
+    adapter.component_arn = "arn:aws:sagemaker:us-east-1:123456789012:inference-component/x"  # still assignable
+    assert adapter.component_arn.endswith("/x")

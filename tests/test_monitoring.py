@@ -231,6 +231,44 @@ def test_many_adapters_spread_over_graphs():
     assert len(graphs) == 2
 
 
+def _dashboard_bodies(stack: Stack) -> list[str]:
+    return [render(r["Properties"]["DashboardBody"])
+            for r in Template.from_stack(stack).find_resources("AWS::CloudWatch::Dashboard").values()]
+
+
+@pytest.mark.parametrize("first", [0, 3, 50])
+def test_monitor_adapters_draws_the_same_graphs_as_monitor_adapter_one_by_one(first):
+    """The batch (a graph gets its lines when created) continues the last graph as one-by-one calls would."""
+    def board(batched: bool) -> tuple[list[str], list[int]]:
+        stack, endpoint = llm_stack(app=App())
+        monitoring = LlmMonitoring(stack, "Monitoring")
+        adapters = [FakeAdapter(f"adapter-{i}") for i in range(first + 120)]
+        graphs = [monitoring.monitor_adapter(a, endpoint=endpoint) for a in adapters[:first]]
+        if batched:
+            graphs += monitoring.monitor_adapters(adapters[first:], endpoint=endpoint)
+        else:
+            graphs += [monitoring.monitor_adapter(a, endpoint=endpoint) for a in adapters[first:]]
+        order = list(dict.fromkeys(id(g) for g in graphs))
+        return _dashboard_bodies(stack), [order.index(id(g)) for g in graphs]
+
+    one_by_one, batch = board(False), board(True)
+    assert batch == one_by_one
+    body = json.loads(batch[0][0])
+    titles = [w["properties"].get("title") for w in body["widgets"] if w["type"] == "metric"]
+    lines = [len(w["properties"]["metrics"]) for w in body["widgets"]
+             if str(w["properties"].get("title", "")).startswith("Adapter invocations")]
+    assert sum(lines) == first + 120 and max(lines) == 50, lines
+    assert titles.count("Adapter invocations") == 1 and "Adapter invocations (2)" in titles
+    assert batch[1] == [i // 50 for i in range(first + 120)], "each adapter's graph, in order"
+
+
+def test_monitor_adapters_with_no_adapters_adds_nothing():
+    stack, endpoint = llm_stack()
+    monitoring = LlmMonitoring(stack, "Monitoring")
+    assert monitoring.monitor_adapters([], endpoint=endpoint) == []
+    assert all("LoRA adapters" not in body for body in _dashboard_bodies(stack))
+
+
 # --------------------------------------------------------------------- alarms
 ALARMS = {
     # name suffix: (namespace, metric, dimensions, statistic, threshold, operator, evaluation periods)

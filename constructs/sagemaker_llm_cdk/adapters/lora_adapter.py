@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
-from aws_cdk import Annotations, Aws
+import jsii
+from aws_cdk import Annotations, Aws, IAnyProducer, IResolveContext, Lazy, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
@@ -166,7 +167,7 @@ class ArtifactAccess:
     def __init__(self, endpoint: "LlmEndpoint") -> None:
         self.endpoint = endpoint
         self.policies: list[iam.ManagedPolicy] = []
-        self._statements: list[iam.PolicyStatement] = []
+        self._arns: list[list[str]] = []  # each policy's ARNs, rendered at synth by its statement (_Resources)
         self._room = 0
         self._granted: dict[str, iam.ManagedPolicy] = {}
 
@@ -178,7 +179,7 @@ class ArtifactAccess:
         size = _policy_characters(arn_for_size)
         if not self.policies or size > self._room:
             self._new_policy(requester)
-        self._statements[-1].add_resources(arn)
+        self._arns[-1].append(arn)  # no add_resources round trip per adapter: the statement reads the list at synth
         self._room -= size
         self._granted[arn_for_size] = self.policies[-1]
         return self.policies[-1]
@@ -194,7 +195,11 @@ class ArtifactAccess:
                          "artifacts' S3 keys")],
                 source=requester.node.path,
             )
-        statement = iam.PolicyStatement(actions=["s3:GetObject"], resources=[])
+        arns: list[str] = []
+        # One resource, a token CDK resolves at each rendering to the ARNs (one: a string, as PolicyStatement
+        # renders a single resource): the same document, one round trip per policy and rendering.
+        statement = iam.PolicyStatement(actions=["s3:GetObject"],
+                                        resources=[Token.as_string(Lazy.uncached_any(_Resources(arns)))])
         policy = iam.ManagedPolicy(
             self.endpoint,
             f"AdapterArtifacts{count}",
@@ -203,7 +208,7 @@ class ArtifactAccess:
             statements=[statement],
         )
         self.policies.append(policy)
-        self._statements.append(statement)
+        self._arns.append(arns)
         self._room = POLICY_CHARACTERS - _POLICY_OVERHEAD
         if count == POLICIES_PER_ROLE_DEFAULT + 1:
             Annotations.of(self.endpoint).add_warning_v2(
@@ -211,6 +216,18 @@ class ArtifactAccess:
                 f"Adapter artifacts need more than {POLICIES_PER_ROLE_DEFAULT} managed policies on the endpoint's role: "
                 f"request the IAM quota 'Managed policies per role' (up to {POLICIES_PER_ROLE_MAX}) before deploying.",
             )
+
+
+@jsii.implements(IAnyProducer)
+class _Resources:
+    """The ARNs of one adapter artifact policy, as they are when CDK renders it (adapters added later count)."""
+
+    def __init__(self, arns: list[str]) -> None:
+        self._arns = arns
+
+    def produce(self, context: IResolveContext) -> str | list[str]:
+        # One ARN is a string, as PolicyStatement renders a single resource (whatever the minimizePolicies flag).
+        return self._arns[0] if len(self._arns) == 1 else list(self._arns)
 
 
 def _access_for(endpoint: "LlmEndpoint") -> ArtifactAccess:
@@ -314,8 +331,19 @@ class LoraAdapter(InferenceComponentConstruct):
         self.cfn_inference_component.node.add_dependency(base.cfn_inference_component, self.artifact_policy)
         # No ``self.node.default_child = ...``: a child with id "Resource" is the default child already
         # (Node.defaultChild looks it up), and setting it again costs two jsii calls per adapter.
-        self.component_arn = self.cfn_inference_component.attr_inference_component_arn
+        self._component_arn: str | None = None  # read on first use (component_arn): a round trip many apps never need
         self.endpoint.lora_adapters[self.component_name] = self
+
+    @property
+    def component_arn(self) -> str:
+        """The adapter's inference component ARN (``Fn::GetAtt``)."""
+        if self._component_arn is None:
+            self._component_arn = self.cfn_inference_component.attr_inference_component_arn
+        return self._component_arn
+
+    @component_arn.setter
+    def component_arn(self, value: str) -> None:
+        self._component_arn = value
 
 
 def add_adapter(base: "ModelComponent", id: str, spec: AdapterSpec | Mapping[str, Any], **kwargs: Any) -> LoraAdapter:

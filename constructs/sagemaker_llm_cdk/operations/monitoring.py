@@ -208,30 +208,52 @@ class LlmMonitoring(Construct):
         :param adapter: anything with ``component_name`` and ``metric_invocations()``.
         :param endpoint: the endpoint the adapter runs on. Default: the overview dashboard.
         """
+        return self.monitor_adapters([adapter], endpoint=endpoint)[0]
+
+    def monitor_adapters(self, adapters: Sequence[AdapterLike], *,
+                         endpoint: "LlmEndpoint | None" = None) -> list[cloudwatch.GraphWidget]:
+        """``monitor_adapter`` for each of ``adapters``, in order: the same lines in the same graphs
+        (``ADAPTERS_PER_GRAPH`` lines each), but a new graph gets its lines when it is created, one jsii call
+        per graph instead of one per line.
+
+        :return: the graph each adapter's line is in, in the order of ``adapters``.
+        """
+        if not adapters:
+            return []
         board = self._board(endpoint)
-        name = adapter.component_name
-        metric: cloudwatch.IMetric
-        if isinstance(adapter, InferenceComponentConstruct):
-            # The same metric as metric_invocations().with_(label=name), in one jsii call instead of two.
-            metric = adapter.metric_invocations(label=name)
-        else:
-            metric = adapter.metric_invocations()
-            if isinstance(metric, cloudwatch.Metric):
-                metric = metric.with_(label=name)
-        if not board.adapter_graphs or board.adapter_count % ADAPTERS_PER_GRAPH == 0:
+        metrics = [self._adapter_metric(adapter) for adapter in adapters]
+        graphs: list[cloudwatch.GraphWidget] = []
+        room = ADAPTERS_PER_GRAPH - board.adapter_count % ADAPTERS_PER_GRAPH if board.adapter_graphs else 0
+        if room == ADAPTERS_PER_GRAPH:
+            room = 0  # the last graph is full
+        for metric in metrics[:room]:  # the room left in the last graph, line by line
+            board.adapter_graphs[-1].add_left_metric(metric)
+            graphs.append(board.adapter_graphs[-1])
+        for first in range(len(graphs), len(metrics), ADAPTERS_PER_GRAPH):
+            left = metrics[first:first + ADAPTERS_PER_GRAPH]
             graph = cloudwatch.GraphWidget(
                 title=f"Adapter invocations ({len(board.adapter_graphs) + 1})" if board.adapter_graphs
                 else "Adapter invocations",
-                left=[], width=24, height=6, legend_position=cloudwatch.LegendPosition.RIGHT,
+                left=left, width=24, height=6, legend_position=cloudwatch.LegendPosition.RIGHT,
             )
             if not board.adapter_graphs:
                 board.sections["adapters"].add_widget(_header("LoRA adapters", "Invocations per adapter (sum per minute)."))
             board.adapter_graphs.append(graph)
             board.sections["adapters"].add_widget(graph)
-        graph = board.adapter_graphs[-1]
-        graph.add_left_metric(metric)
-        board.adapter_count += 1
-        return graph
+            graphs += [graph] * len(left)
+        board.adapter_count += len(metrics)
+        return graphs
+
+    @staticmethod
+    def _adapter_metric(adapter: AdapterLike) -> cloudwatch.IMetric:
+        name = adapter.component_name
+        if isinstance(adapter, InferenceComponentConstruct):
+            # The same metric as metric_invocations().with_(label=name), in one jsii call instead of two.
+            return adapter.metric_invocations(label=name)
+        metric = adapter.metric_invocations()
+        if isinstance(metric, cloudwatch.Metric):
+            metric = metric.with_(label=name)
+        return metric
 
     # -------------------------------------------------------------- front door
     def monitor_front_door(
