@@ -2,8 +2,8 @@
 
 Each test's figure is what its worker process and every child of it used while the test ran: the worker's own
 user + system time, its waited-for children (``cutime``/``cstime``: ``cdk synth``, pip, checkov), and its
-live children (the jsii Node kernel), read from ``/proc``. A module-scoped fixture counts in the test that
-builds it. Lines go to ``$CPU_PER_TEST_DIR/cpu-<pid>.jsonl``. Linux only; it measures, it never asserts.
+live descendants (the jsii runtime host and its Node kernel), read from ``/proc``. A module-scoped fixture
+counts in the test that builds it. Lines go to ``$CPU_PER_TEST_DIR/cpu-<pid>.jsonl``. Linux only; it measures, it never asserts.
 """
 from __future__ import annotations
 
@@ -29,11 +29,19 @@ def _cpu_seconds() -> float:
     own = _fields(me)
     assert own is not None
     ticks = sum(int(x) for x in own[11:15])  # utime, stime, cutime, cstime
+    parents: dict[int, int] = {}
+    used: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            child = _fields(entry)
-            if child is not None and int(child[1]) == me:  # a live child: its utime + stime
-                ticks += int(child[11]) + int(child[12])
+            fields = _fields(entry)
+            if fields is not None:
+                parents[int(entry)] = int(fields[1])
+                used[int(entry)] = int(fields[11]) + int(fields[12])
+    for pid, parent in parents.items():  # every live descendant: the jsii kernel is the runtime host's child
+        while parent not in (me, 0, 1) and parent in parents:
+            parent = parents[parent]
+        if parent == me and pid != me:
+            ticks += used[pid]
     return ticks / _TICK
 
 
