@@ -327,5 +327,6 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     import sys
 
-    sys.path.remove(str(Path(__file__).resolve().parent))  # the apps see the installed library and aws_cdk only
+    here = Path(__file__).resolve().parent  # off the path: the apps see the installed library and aws_cdk only
+    sys.path[:] = [p for p in sys.path if not p or Path(p).resolve() != here]
     main(sys.argv[1:])
