@@ -246,10 +246,40 @@ def test_bounded_lines_equal_split_and_never_exceed_the_limit(blob, sizes, limit
             assert item == line
 
 
+def _reference_lines(chunks: list[Any], limit: int) -> list[Any]:
+    """What the splitters must give, from the joined stream: every line (an OversizedLine past ``limit``); at an
+    UnreadableData, only the lines completed before it, then the marker."""
+    blob = b""
+    for chunk in chunks:
+        if isinstance(chunk, core.UnreadableData):
+            complete = blob.split(b"\n")[:-1]  # the partial line before the marker is dropped
+            return [core.OversizedLine(len(line)) if len(line) > limit else line for line in complete] + [chunk]
+        blob += chunk
+    lines = blob.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # a trailing newline ends the last line, it does not start an empty one
+    return [core.OversizedLine(len(line)) if len(line) > limit else line for line in lines]
+
+
+def test_lines_at_the_limit_split_as_the_joined_stream_does_in_every_chunking():
+    """Every line length around the limit (one under, at, one over), first in a chunk, after a newline inside
+    it, or across chunks, in every chunk size: random bytes seldom land exactly on the limit."""
+    limit = 3
+    lines = [b"a" * n for n in (limit - 1, limit, limit + 1, 0, limit, limit + 1, limit - 1, limit)]
+    blob = b"\n".join(lines) + b"\n" + b"b" * limit  # and a last line without a newline, at the limit
+    for size in range(1, len(blob) + 1):
+        chunks = [blob[i:i + size] for i in range(0, len(blob), size)]
+        expected = _reference_lines(chunks, limit)
+        for split in (core.iter_bounded_line_views, core.iter_bounded_lines):
+            got = [bytes(item) if isinstance(item, memoryview) else item for item in split(chunks, limit)]
+            assert [g if isinstance(g, bytes) else ("over", g.size) for g in got] == \
+                [e if isinstance(e, bytes) else ("over", e.size) for e in expected], (split.__name__, size)
+
+
 @SETTINGS
 @given(st.binary(max_size=400).map(lambda b: b.replace(b"\x00", b"\n")), st.lists(st.integers(1, 50), min_size=1, max_size=10),
        st.integers(1, 40), st.booleans())
-def test_line_views_are_the_bounded_lines_without_the_copies(blob, sizes, limit, unreadable):
+def test_line_views_and_bounded_lines_split_as_the_joined_stream_does(blob, sizes, limit, unreadable):
     chunks: list[Any] = []
     position, index = 0, 0
     while position < len(blob):
@@ -258,15 +288,18 @@ def test_line_views_are_the_bounded_lines_without_the_copies(blob, sizes, limit,
         position, index = position + size, index + 1
     if unreadable:
         chunks.insert(len(chunks) // 2, core.UnreadableData("corrupt_compressed_object"))
-    expected = list(core.iter_bounded_lines(chunks, limit))
-    got = list(core.iter_bounded_line_views(chunks, limit))
-    assert len(got) == len(expected)
-    for item, want in zip(got, expected):
-        if isinstance(want, bytes):
-            assert isinstance(item, (bytes, memoryview)) and bytes(item) == want
-        else:
-            assert type(item) is type(want) and getattr(item, "size", None) == getattr(want, "size", None)
-            assert getattr(item, "reason", None) == getattr(want, "reason", None)
+    expected = _reference_lines(chunks, limit)
+    views = list(core.iter_bounded_line_views(chunks, limit))
+    copies = list(core.iter_bounded_lines(chunks, limit))
+    for got in (views, copies):
+        assert len(got) == len(expected)
+        for item, want in zip(got, expected):
+            if isinstance(want, bytes):
+                assert isinstance(item, (bytes, memoryview)) and bytes(item) == want
+            else:
+                assert type(item) is type(want) and getattr(item, "size", None) == getattr(want, "size", None)
+                assert getattr(item, "reason", None) == getattr(want, "reason", None)
+    assert not any(isinstance(item, memoryview) for item in copies)  # copies: nothing keeps a chunk alive
 
 
 @SETTINGS
