@@ -108,13 +108,11 @@ def attach_checks(app: App, *, extra_packs: Sequence[str] = ()) -> None:
     if unknown:
         raise ValueError(f"unknown cdk-nag pack(s) {', '.join(unknown)}; allowed: {', '.join(WARNING_PACKS)}")
     plugins: list[IPolicyValidationPlugin] = [AwsSolutionsChecks(app, verbose=True)]
-    if _app_reports(app):
-        # The app reports (report_checks turns these packs' findings into warnings, in Python, from the report
-        # file): CDK calls the packs directly, so no finding crosses jsii (WarningsOnly reads each one back,
-        # field by field: about 500 round trips for the default app's two packs).
-        plugins += [WARNING_PACKS[name](app, verbose=True) for name in dict.fromkeys(extra_packs)]
-    else:
-        plugins += [WarningsOnly(WARNING_PACKS[name](app, verbose=True)) for name in dict.fromkeys(extra_packs)]
+    # When the app reports (report_checks turns these packs' findings into warnings, in Python, from the report
+    # file), CDK calls the packs directly, so no finding crosses jsii (WarningsOnly reads each one back, field by
+    # field: about 500 round trips for the default app's two packs).
+    wrap: Callable[[NagPack], IPolicyValidationPlugin] = (lambda pack: pack) if _app_reports(app) else WarningsOnly
+    plugins += [wrap(WARNING_PACKS[name](app, verbose=True)) for name in dict.fromkeys(extra_packs)]
     Validations.of(app).add_plugins(*plugins)
     checkov_defaults(app)
     guard_app(app)

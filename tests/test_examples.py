@@ -15,11 +15,11 @@ import pytest
 import sagemaker_llm_cdk
 from support.examples import (
     CHECKS,
-    CLI_CONTEXT,
     EXAMPLES,
     ROOT,
+    assert_flags_of_cdk_json,
     cdk_json_flags,
-    feature_flag_report,
+    cli_context,
     missing_exports,
     pending_reason,
     synthesize_in_process,
@@ -53,14 +53,9 @@ def test_example_synthesizes_with_its_own_cdk_json(name, tmp_path):
     if missing:
         pytest.skip(pending_reason(missing))
     # The context `cdk synth` passes: the folder's cdk.json context, then the CLI's own metadata keys.
-    cdk_json = json.loads((app.parent / "cdk.json").read_text(encoding="utf-8"))
-    synth = synthesize_in_process(app, tmp_path / "out", context={**cdk_json["context"], **CLI_CONTEXT})
+    synth = synthesize_in_process(app, tmp_path / "out", context=cli_context(app.parent))
     CHECKS[name](synth)
-    # The flags the app saw are exactly those cdk.json sets (CDK's feature-flag report in the assembly).
-    report = feature_flag_report(synth.outdir)
-    in_effect = {flag: info["userValue"] for flag, info in report.items() if "userValue" in info}
-    assert in_effect == {k: v for k, v in cdk_json_flags(app.parent / "cdk.json").items() if k in report}
-    assert in_effect["@aws-cdk/aws-iam:minimizePolicies"] is True and len(in_effect) > 70
+    assert_flags_of_cdk_json(synth, app.parent / "cdk.json")
 
 
 BOUND_CONTEXT = {"account": "123456789012", "region": "us-east-1"}

@@ -25,9 +25,9 @@ PREFIX = "Ops"
 
 
 def llm_stack(*, endpoint_name: str | None = None, copies: CopyScaling | None = None,
-              app: App | None = None) -> tuple[Stack, LlmEndpoint]:
+              app: App | None = None, env: Environment | None = None) -> tuple[Stack, LlmEndpoint]:
     """A stack with one LlmEndpoint (ml.g6e.12xlarge) hosting one model."""
-    stack = Stack(app or App(), "Test")
+    stack = Stack(app or App(), "Test", env=env)
     endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge", endpoint_name=endpoint_name)
     endpoint.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri="s3://my-bucket/model/",
                                          copies=copies or CopyScaling(min_copies=0, max_copies=2)))
@@ -236,11 +236,12 @@ def _dashboard_bodies(stack: Stack) -> list[str]:
             for r in Template.from_stack(stack).find_resources("AWS::CloudWatch::Dashboard").values()]
 
 
+@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"])
 @pytest.mark.parametrize("first", [0, 3, 50])
-def test_monitor_adapters_draws_the_same_graphs_as_monitor_adapter_one_by_one(first):
+def test_monitor_adapters_draws_the_same_graphs_as_monitor_adapter_one_by_one(first, env):
     """The batch (a graph gets its lines when created) continues the last graph as one-by-one calls would."""
     def board(batched: bool) -> tuple[list[str], list[int]]:
-        stack, endpoint = llm_stack(app=App())
+        stack, endpoint = llm_stack(app=App(), env=env)
         monitoring = LlmMonitoring(stack, "Monitoring")
         adapters = [FakeAdapter(f"adapter-{i}") for i in range(first + 120)]
         graphs = [monitoring.monitor_adapter(a, endpoint=endpoint) for a in adapters[:first]]

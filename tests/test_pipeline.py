@@ -14,7 +14,7 @@ from aws_cdk import App
 from sagemaker_llm_cdk import ConfigurationError
 from stacks import attach_checks
 from stacks.pipeline import PipelineStack, attach_pipeline, load_pipeline_settings
-from support.examples import CLI_CONTEXT, synthesize_in_process
+from support.examples import cli_context, synthesize_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE_CONFIG = ROOT / "config" / "pipeline.yaml"
@@ -48,8 +48,7 @@ def synthesized(tmp_path_factory) -> Synthesized:
     in this interpreter. app.py attaches cdk-nag AwsSolutions on the pipeline and every stage and exits non-zero
     on a finding, which fails this fixture. Stage config paths in pipeline.yaml are relative to the repository root."""
     outdir = tmp_path_factory.mktemp("pipeline")
-    context = {**json.loads((ROOT / "cdk.json").read_text())["context"], **CLI_CONTEXT,
-               "pipeline": str(PIPELINE_CONFIG.relative_to(ROOT))}
+    context = {**cli_context(ROOT), "pipeline": str(PIPELINE_CONFIG.relative_to(ROOT))}
     synthesize_in_process(ROOT / "app.py", outdir, context=context)
     return Synthesized(outdir)
 

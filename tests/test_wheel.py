@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from support.examples import (CHECKS, EXAMPLES, LAMBDA_ROOT, ROOT, cdk_json_flags, child_env, feature_flag_report,
-                              missing_exports, pending_reason, read_assembly, synthesize_with_cli)
+from support.examples import (CHECKS, EXAMPLES, LAMBDA_ROOT, ROOT, assert_flags_of_cdk_json, child_env, missing_exports,
+                              pending_reason, read_assembly, synthesize_with_cli)
 
 LIBRARY = ROOT / "constructs" / "sagemaker_llm_cdk"
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "constructs", "lambda")
@@ -163,13 +163,7 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
         lap(f"synth {len(in_process) // 2} examples in one process")
     for name, synth in sorted(synths.items()):
         CHECKS[name](synth)
-        # The app got exactly the flags of the example's own cdk.json (CDK's feature-flag report);
-        # tests/test_examples.py synthesizes in-process with that context.
-        report = feature_flag_report(synth.outdir)
-        in_effect = {flag: info["userValue"] for flag, info in report.items() if "userValue" in info}
-        app_json = EXAMPLES / name / "cdk.json"
-        assert in_effect == {k: v for k, v in cdk_json_flags(app_json).items() if k in report}, name
-        assert in_effect["@aws-cdk/aws-iam:minimizePolicies"] is True and len(in_effect) > 70, name
+        assert_flags_of_cdk_json(synth, EXAMPLES / name / "cdk.json")  # the flags of the example's own cdk.json
     assert "capacity_plan_endpoint" not in " ".join(pending), "the model + adapter + Lambda consumer must always run"
 
     # 5. Preflight runs from the wheel as a module, offline; without the [preflight] extra (no cfn-lint)

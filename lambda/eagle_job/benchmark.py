@@ -42,16 +42,14 @@ from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any, Literal
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.config import Config
 from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
 
 logger = Logger()
 metrics = Metrics()
 
-RETRY_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 8})
 NO_HEAD = "none"
 CHANNEL = "eagle"
 """Additional model data channel of the draft head on the serving model (``speculative_decoding.CHANNEL``)."""
@@ -93,24 +91,11 @@ class BenchmarkConflictError(Exception):
     """A benchmark job of this name exists for another endpoint."""
 
 
-@functools.cache
-def _sagemaker():
-    return boto3.client("sagemaker", config=RETRY_CONFIG)
-
-
-@functools.cache
-def _s3():
-    return boto3.client("s3", config=RETRY_CONFIG)
-
-
-@functools.cache
-def _dynamodb():
-    return boto3.client("dynamodb", config=RETRY_CONFIG)
-
-
-@functools.cache
-def _ssm():
-    return boto3.client("ssm", config=RETRY_CONFIG)
+# Throttling and transient errors are retried by botocore (clients.DEFAULT_RETRIES), as in every handler.
+_sagemaker = clients.client_getter("sagemaker")
+_s3 = clients.client_getter("s3")
+_dynamodb = clients.client_getter("dynamodb")
+_ssm = clients.client_getter("ssm")
 
 
 @functools.cache

@@ -222,6 +222,14 @@ def feature_flag_report(outdir: Path) -> dict[str, dict[str, Any]]:
     return flags
 
 
+def assert_flags_of_cdk_json(synth: Synth, cdk_json: Path) -> None:
+    """The app saw exactly the feature flags ``cdk_json`` sets (CDK's feature-flag report in the assembly)."""
+    report = feature_flag_report(synth.outdir)
+    in_effect = {flag: info["userValue"] for flag, info in report.items() if "userValue" in info}
+    assert in_effect == {k: v for k, v in cdk_json_flags(cdk_json).items() if k in report}, cdk_json
+    assert in_effect["@aws-cdk/aws-iam:minimizePolicies"] is True and len(in_effect) > 70, cdk_json
+
+
 def cdk_json_flags(path: Path) -> dict[str, Any]:
     """The feature flags a ``cdk.json`` sets (its context keys that name a flag, ``@aws-cdk...``)."""
     context = json.loads(path.read_text(encoding="utf-8"))["context"]
