@@ -34,4 +34,3 @@ def test_an_app_whose_findings_would_be_warnings_skips_the_validator():
 def test_a_test_can_still_ask_for_the_validator():
     assembly = broken_app(builtin_cloud_formation_validation=True).synth()  # findings are warnings: reported only
     assert "NoSuchProperty" in (Path(assembly.directory) / REPORT).read_text(encoding="utf-8")
-
