@@ -37,7 +37,6 @@ import re
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from sagemaker_llm_cdk.core._assets import staged_handler
@@ -222,8 +221,8 @@ def main() -> None:
                 + (", ".join(f"{m} {us / 1000:.0f}" for us, m in loaded) or "nothing"))
     print(f"highest ratio {worst:.2f}x; goal <= {GOAL}x for every handler")
     if first_lines:
-        print(f"\nimport + first event (benchmarks/first_events.py; AWS answered by Stubber, no network), CPU ratio to "
-              f"`import boto3` of the same rounds")
+        print("\nimport + first event (benchmarks/first_events.py; AWS answered by Stubber, no network), CPU ratio to "
+              "`import boto3` of the same rounds")
         print(f"{'function':<22} {'event':<42} {'cpu ms':>7} {'boto3':>6} {'ratio':>6} {'range':>11} {'wall ms':>7} "
               f"{'ratio':>6} {'clients':>7}  loaded by the event beyond the import (-X importtime own ms by package)")
         print("\n".join(first_lines))

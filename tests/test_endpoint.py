@@ -7,7 +7,7 @@ import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk.assertions import Capture, Match, Template
+from aws_cdk.assertions import Match, Template
 
 from sagemaker_llm_cdk import (
     ConfigurationError,

@@ -580,7 +580,7 @@ def test_cli_exit_codes(tmp_path, capsys, synthesized):
     bad.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.nope\n    models: []\n")
     assert preflight.main(["--config", str(bad), "--offline", "--no-synth"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: ") and "problem(s) in" in err and "endpoints[0].instance_type: got 'ml.nope'" in err
+    assert err.startswith("error: ") and "problem(s) in" in err and "endpoints[0].instance_type: got 'ml.nope'" in err
     assert "Traceback" not in err
     assert preflight.main(["--config", str(clean), "--offline", "--cdk-out", str(tmp_path / "none")]) == 2
     assert "no synthesized templates there" in capsys.readouterr().err

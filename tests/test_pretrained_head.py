@@ -202,8 +202,8 @@ def test_bound_stack_serves_the_pretrained_head_through_the_serving_model(capsys
         "ModelName": {"Fn::GetAtt": [serving_id, "ModelName"]}})})
     assert set(template.find_parameters("*", {"Type": "AWS::SSM::Parameter::Value<String>"})) == {"BootstrapVersion"}
     policies = json.dumps(template.find_resources("AWS::IAM::Policy"))
-    assert f"jumpstart-cache-prod-us-east-1/openai-reasoning/openai-reasoning-gpt-oss-20b/artifacts/eagle3-draft/" \
-           f"v1.0.0/*" in policies
+    assert "jumpstart-cache-prod-us-east-1/openai-reasoning/openai-reasoning-gpt-oss-20b/artifacts/eagle3-draft/" \
+           "v1.0.0/*" in policies
     assert f"serving the pre-trained EAGLE head of {GPT} {GPT_VERSION} in us-east-1 from day one: {HEAD_URI}" \
         in capsys.readouterr().err
     Annotations.from_stack(stack).has_info("*", Match.string_like_regexp("serving the pre-trained EAGLE head"))

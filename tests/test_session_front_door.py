@@ -498,7 +498,6 @@ def test_beyond_twenty_components_one_acknowledged_name_pattern_replaces_the_lis
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
                                   components=_many_ducks(stack, endpoint, 20))
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    template = Template.from_stack(stack)
     built = Built(app, stack, endpoint, base, [], front_door, None)  # type: ignore[arg-type]
 
     statements = role_statements(built, front_door.function.role)

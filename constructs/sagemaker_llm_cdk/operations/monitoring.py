@@ -226,8 +226,8 @@ class LlmMonitoring(Construct):
         room = ADAPTERS_PER_GRAPH - board.adapter_count % ADAPTERS_PER_GRAPH if board.adapter_graphs else 0
         if room == ADAPTERS_PER_GRAPH:
             room = 0  # the last graph is full
-        for metric in metrics[:room]:  # the room left in the last graph, line by line
-            board.adapter_graphs[-1].add_left_metric(metric)
+        for line in metrics[:room]:  # the room left in the last graph, line by line
+            board.adapter_graphs[-1].add_left_metric(line)
             graphs.append(board.adapter_graphs[-1])
         for first in range(len(graphs), len(metrics), ADAPTERS_PER_GRAPH):
             left = metrics[first:first + ADAPTERS_PER_GRAPH]
