@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -158,6 +160,47 @@ def test_pip_installs_runtime_wheels_only():
     joined = " ".join(command)
     assert "--only-binary=:all:" in command and "--python-version 3.13" in joined and "--implementation cp" in joined
     assert "--platform manylinux2014_x86_64" in joined and "--target /out" in joined
+
+
+def _without_pip_module(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """The synthesizing Python has no pip (a `uv venv`, `python -m venv --without-pip`); PATH is ``path``."""
+    real = bundling.importlib.util.find_spec
+    monkeypatch.setattr(bundling.importlib.util, "find_spec", lambda name, *a: None if name == "pip" else real(name, *a))
+    monkeypatch.setenv("PATH", path)
+
+
+def test_pip_is_the_synthesizing_pythons_own_when_it_has_one():
+    assert bundling.find_pip() == [sys.executable, "-m", "pip"]
+
+
+def test_a_python_without_pip_installs_with_the_pip_on_path_for_real(tmp_path, monkeypatch):
+    """Any pip installs the runtime's wheels (the command names Python, platform and target), so a venv without
+    pip synthesizes with the machine's: a real install of a small pinned wheel, through a `pip3` found on PATH."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "pip3").symlink_to(Path(sys.executable).with_name("pip"))
+    _without_pip_module(monkeypatch, str(tools))
+    assert bundling.find_pip() == [str(tools / "pip3")]
+    monkeypatch.setenv(bundling.CACHE_ENV, str(tmp_path / "cache"))
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("pybase64==1.5.1\n")
+    folder = bundling.cached_install(requirements)
+    assert (folder / ".complete").is_file()
+    (build,) = folder.glob("pybase64-1.5.1.dist-info")
+    tags = [line for line in (build / "WHEEL").read_text().splitlines() if line.startswith("Tag: ")]
+    assert tags and all(line.startswith("Tag: cp313-cp313-manylinux") and line.endswith("x86_64") for line in tags), tags
+
+
+def test_no_pip_anywhere_is_one_clear_error_and_leaves_nothing(tmp_path, monkeypatch):
+    _without_pip_module(monkeypatch, str(tmp_path / "empty"))
+    monkeypatch.setenv(bundling.CACHE_ENV, str(tmp_path / "cache"))
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("orjson==3.13.0\n")
+    with pytest.raises(RuntimeError, match=re.escape(
+            f"The Lambda packages are installed at synth with pip, and there is none: {sys.executable} has no pip "
+            "module and no pip3 or pip is on PATH. Install pip into this environment (`python -m ensurepip`")):
+        bundling.cached_install(requirements)
+    assert not list((tmp_path / "cache").iterdir())
 
 
 def test_the_layer_archive_holds_the_cached_install_file_for_file(tmp_path):

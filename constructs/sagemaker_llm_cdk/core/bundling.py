@@ -25,6 +25,7 @@ index and has no cached install fails with an error that says so (the Docker fal
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -77,10 +78,29 @@ def pinned_versions(requirements: Path) -> dict[str, str]:
     return pins
 
 
+def find_pip() -> list[str]:
+    """How to run pip: the synthesizing Python's own (``python -m pip``), else a ``pip3``/``pip`` on ``PATH``.
+
+    Any pip will do, whichever Python it belongs to: the command names the runtime's Python version,
+    implementation and platforms and installs into a target folder. A virtualenv made without pip (``uv venv``,
+    ``python -m venv --without-pip``) synthesizes with the machine's pip. With none, one clear error says so.
+    """
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    for name in ("pip3", "pip"):
+        found = shutil.which(name)
+        if found:
+            return [found]
+    raise RuntimeError(
+        f"The Lambda packages are installed at synth with pip, and there is none: {sys.executable} has no pip module "
+        "and no pip3 or pip is on PATH. Install pip into this environment (`python -m ensurepip`, or "
+        "`uv pip install pip` in a uv virtualenv), or put a pip on PATH; Docker is not used.")
+
+
 def pip_command(requirements: Path, target: Path, architecture: str = "x86_64",
                 python_version: str = PYTHON_VERSION) -> list[str]:
     """The pip command that installs ``requirements`` for the Lambda runtime into ``target``."""
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
+    command = [*find_pip(), "install", "--quiet", "--disable-pip-version-check", "--no-compile",
                "--no-warn-script-location", "--only-binary=:all:", "--implementation", "cp",
                "--python-version", python_version, "--target", str(target), "-r", str(requirements)]
     for platform in PLATFORMS[architecture]:
