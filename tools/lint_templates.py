@@ -1,11 +1,14 @@
 """Run cfn-lint on every synthesized template and print a readable summary.
 
-Templates are checked for the regions the app targets (``--regions``).
+A template of an environment-agnostic stack is checked for the regions the app targets (``--regions``); a
+template whose stack the cloud assembly binds to a region (``aws://<account>/<region>``: a pipeline stage, a
+bound config) is checked for that region only, where it deploys, whether or not it is one of those.
 Exit status 1 when any template has an error; warnings and informational findings are
 printed but do not fail. Usage: ``python -m tools.lint_templates cdk.out``.
 """
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -19,20 +22,57 @@ IGNORED = ("W3005",)
 DependsOn on its role and the role's policy; harmless, and not ours to change."""
 
 
+def bound_regions(folder: Path) -> dict[Path, str]:
+    """The region of every template whose stack the cloud assembly (and its nested stage assemblies) binds to one."""
+    bound: dict[Path, str] = {}
+    for manifest in folder.rglob("manifest.json"):
+        try:
+            artifacts = json.loads(manifest.read_text(encoding="utf-8")).get("artifacts", {})
+        except (OSError, ValueError):
+            continue  # not a cloud assembly manifest: its templates are linted for every region
+        for artifact in artifacts.values():
+            if artifact.get("type") != "aws:cloudformation:stack":
+                continue
+            region = str(artifact.get("environment", "")).rsplit("/", 1)[-1]
+            if not region or region == "unknown-region":
+                continue
+            files = [artifact.get("properties", {}).get("templateFile")]
+            for dependency in artifact.get("dependencies", []):  # its nested stacks' templates are its assets
+                assets = artifacts.get(dependency, {})
+                if assets.get("type") == "cdk:asset-manifest":
+                    files += _nested_templates(manifest.parent / assets.get("properties", {}).get("file", ""))
+            for template in filter(None, files):
+                bound[(manifest.parent / template).resolve()] = region
+    return bound
+
+
+def _nested_templates(asset_manifest: Path) -> list[str]:
+    try:
+        entries = json.loads(asset_manifest.read_text(encoding="utf-8")).get("files", {}).values()
+    except (OSError, ValueError):
+        return []
+    return [str(entry["source"]["path"]) for entry in entries
+            if str(entry.get("source", {}).get("path", "")).endswith(".template.json")]
+
+
 def lint_folder(folder: Path, regions: tuple[str, ...] = DEFAULT_REGIONS) -> int:
     templates = sorted(folder.rglob("*.template.json"))  # pipeline stages nest their assemblies
     if not templates:
         print(f"cfn-lint: no templates in {folder}; run `make synth` first", file=sys.stderr)
         return 1
+    bound = bound_regions(folder)
     counts: Counter[str] = Counter()
     for template in templates:
-        matches = lint(template.read_text(encoding="utf-8"), config=ManualArgs(regions=list(regions), ignore_checks=list(IGNORED)))
+        where = [bound[template.resolve()]] if template.resolve() in bound else list(regions)
+        matches = lint(template.read_text(encoding="utf-8"), config=ManualArgs(regions=where, ignore_checks=list(IGNORED)))
         for match in matches:
             level = match.rule.severity.lower()
             counts[level] += 1
             print(f"{level.upper():7} {template.name}: {match.rule.id} {match.path_string}: {match.message}")
     errors = counts.get("error", 0)
-    print(f"cfn-lint: {len(templates)} template(s), {errors} error(s), {counts.get('warning', 0)} warning(s), "
+    in_own = sum(1 for template in templates if template.resolve() in bound)
+    print(f"cfn-lint: {len(templates)} template(s) ({len(templates) - in_own} for {', '.join(regions)}; {in_own} bound, "
+          f"each for its own region), {errors} error(s), {counts.get('warning', 0)} warning(s), "
           f"{counts.get('informational', 0)} informational")
     return 1 if errors else 0
 

@@ -1,0 +1,62 @@
+"""cfn-lint over a cloud assembly: agnostic stacks for every target region, bound stacks for their own region."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from aws_cdk import App, CfnResource, Environment, NestedStack, Stack
+
+from tools.lint_templates import DEFAULT_REGIONS, bound_regions, lint_folder
+
+EVERY_TARGET_BUT_US_WEST_1 = "AWS::AppRunner::ObservabilityConfiguration"
+"""A resource type cfn-lint's schemas have in all of DEFAULT_REGIONS but not in us-west-1."""
+US_EAST_1_ONLY = "AWS::B2BI::Profile"
+"""A resource type of us-east-1 that ap-northeast-1 (one of DEFAULT_REGIONS) does not have."""
+
+
+def assembly(tmp_path: Path, placements: dict[str, tuple[str | None, str, bool]]) -> Path:
+    """Synthesize one stack per entry: name -> (region or None for agnostic, resource type, in a nested stack?)."""
+    app = App(outdir=str(tmp_path / "out"))
+    for name, (region, kind, nested) in placements.items():
+        stack = Stack(app, name, env=Environment(account="123456789012", region=region) if region else None)
+        scope = NestedStack(stack, "Inner") if nested else stack
+        props = {"Name": "p", "Phone": "5550100100", "BusinessName": "b", "Logging": "ENABLED"} if kind == US_EAST_1_ONLY else {}
+        CfnResource(scope, "Thing", type=kind, properties=props)
+    app.synth()
+    return tmp_path / "out"
+
+
+def test_the_region_of_each_bound_template_and_of_its_nested_stacks(tmp_path):
+    out = assembly(tmp_path, {"Anywhere": (None, "AWS::SNS::Topic", False), "West": ("us-west-1", "AWS::SNS::Topic", True)})
+    regions = {path.name: region for path, region in bound_regions(out).items()}
+    (nested,) = [name for name in regions if name.endswith(".nested.template.json")]
+    assert regions == {"West.template.json": "us-west-1", nested: "us-west-1"}
+
+
+def test_a_bound_stack_is_linted_for_its_own_region_only(tmp_path, capsys):
+    """Bound to us-west-1, a type us-west-1 lacks is an error, though every target region has it (and in a nested
+    stack too); bound to us-east-1, a type only us-east-1 has is fine, though a target region lacks it."""
+    bad = assembly(tmp_path / "bad", {"West": ("us-west-1", EVERY_TARGET_BUT_US_WEST_1, False),
+                                      "WestNested": ("us-west-1", EVERY_TARGET_BUT_US_WEST_1, True)})
+    assert lint_folder(bad) == 1
+    printed = capsys.readouterr().out
+    assert printed.count("E3006") == 2, printed
+    assert "3 template(s) (0 for " + ", ".join(DEFAULT_REGIONS) + "; 3 bound, each for its own region), 2 error(s)" in printed
+
+    good = assembly(tmp_path / "good", {"East": ("us-east-1", US_EAST_1_ONLY, False),
+                                        "Anywhere": (None, EVERY_TARGET_BUT_US_WEST_1, False)})
+    assert lint_folder(good) == 0, capsys.readouterr().out
+
+
+def test_an_agnostic_stack_is_linted_for_every_target_region(tmp_path, capsys):
+    out = assembly(tmp_path, {"Anywhere": (None, US_EAST_1_ONLY, False)})
+    assert lint_folder(out) == 1
+    printed = capsys.readouterr().out
+    assert "E3006" in printed and "ap-northeast-1" in printed
+
+
+@pytest.mark.parametrize("text", ["", "{", json.dumps({"artifacts": {"S": {"type": "aws:cloudformation:stack"}}})])
+def test_a_manifest_that_is_not_a_cloud_assembly_binds_nothing(tmp_path, text):
+    (tmp_path / "manifest.json").write_text(text)
+    assert bound_regions(tmp_path) == {}
