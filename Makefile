@@ -23,7 +23,7 @@ CDK_CONTEXT = $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$
 DEPLOY_ARGS ?=
 DIFF_ARGS ?=
 
-.PHONY: jumpstart-lock setup synth-setup synth synth-app diff deploy preflight test lint-templates checkov check check-tools change-report typecheck dist docs schema diagram clean
+.PHONY: jumpstart-lock setup synth-setup synth synth-app diff deploy preflight test lint-templates lint-python checkov check check-tools change-report typecheck dist docs schema diagram clean
 
 ## setup: everything (.venv, node_modules, the checkov venv); synth-setup: what a synth needs (no checkov).
 setup: synth-setup $(CHECKOV_STAMP)
@@ -90,7 +90,7 @@ checkov: $(CHECKOV_STAMP)
 	mkdir -p $(REPORTS)
 	$(BIN)/python -m tools.run_checkov cdk.out --checkov $(CHECKOV_VENV)/bin/checkov --json $(REPORTS)/checkov.json
 
-## check: the pull-request verdict: one synth (cdk-nag inside), then cfn-lint, checkov and mypy over that cdk.out,
+## check: the pull-request verdict: one synth (cdk-nag inside), then cfn-lint, checkov, mypy and ruff over that cdk.out,
 ## each once over every template, in parallel (independent of each other; each log is printed whole, in turn).
 ## The change report reads the same cdk.out (`make change-report`, the PR workflow's --head-dir cdk.out).
 ## `python benchmarks/check.py` times it warm, phase by phase.
@@ -99,7 +99,11 @@ check: synth-setup $(CHECKOV_STAMP)
 	$(MAKE) --no-print-directory synth-app
 	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target check-tools
 
-check-tools: lint-templates checkov typecheck
+check-tools: lint-templates checkov typecheck lint-python
+
+## lint-python: ruff (pyflakes' rules, settings in pyproject.toml) over every Python file of the repository.
+lint-python: $(PY_STAMP)
+	$(BIN)/ruff check --no-cache --quiet .
 
 ## typecheck: mypy, strict on the library (settings in pyproject.toml).
 typecheck: $(PY_STAMP)
