@@ -59,13 +59,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from types import SimpleNamespace
-from typing import Annotated, Any
+from typing import Annotated, Any, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import shown as _shown
+
+if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
+    CapacityPlanProperties = CustomResourceEvent = ExtensionProperties = Any  # classes that _models() builds on first use
 
 logger = Logger()
 

@@ -49,13 +49,17 @@ import json
 import re
 from datetime import datetime, timezone
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import Any, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import shown as _shown
+
+if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
+    from llm_cdk_shared.custom_resource import CustomResourceEvent as GuardEvent
+    GuardProperties = Any  # a class that _models() builds on first use
 
 logger = Logger()
 

@@ -36,13 +36,16 @@ from __future__ import annotations
 
 import functools
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import Any, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import problems as validation_problems
+
+if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
+    CheckProperties = Component = Any  # classes that _models() builds on first use
 
 logger = Logger()
 

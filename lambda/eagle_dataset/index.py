@@ -91,7 +91,7 @@ import re
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -101,6 +101,10 @@ from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import problems as validation_problems
 
 import eagle_dataset_core as core
+
+if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
+    from pydantic import BaseModel
+    ConvertEvent = FinalizeEvent = PlanEvent = PlanOutput = ResultsLocation = ValidateEvent = Any  # classes that _models() builds on first use
 
 logger = Logger()
 metrics = Metrics()

@@ -40,12 +40,16 @@ import urllib.parse
 from datetime import datetime, timezone
 from decimal import Decimal
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import Any, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
+
+if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
+    from pydantic import BaseModel
+    CheckEvent = ServingEvent = StartEvent = Any  # classes that _models() builds on first use
 
 logger = Logger()
 metrics = Metrics()

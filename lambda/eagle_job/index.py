@@ -64,7 +64,7 @@ import urllib.parse
 from datetime import datetime, timezone
 from decimal import Decimal
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import Any, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -86,6 +86,10 @@ from eagle_job_core import (  # re-exported: Step Functions matches these class 
     UnsupportedInstanceTypeError,
     UnsupportedModelSourceError,
 )
+
+if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
+    from pydantic import BaseModel
+    RecordEvent = StartEvent = Any  # classes that _models() builds on first use
 
 __all__ = [
     "start",

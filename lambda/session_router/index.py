@@ -89,7 +89,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
@@ -104,6 +104,12 @@ from botocore.exceptions import (
 from llm_cdk_shared import clients, env
 
 import turn_log
+
+if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
+    from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
+    from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+    from pydantic import BaseModel
+    CloseRequest = InvokeRequest = OpenRequest = Any  # classes that _models() builds on first use
 
 logger = Logger()
 metrics = Metrics()
