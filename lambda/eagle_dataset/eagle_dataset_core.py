@@ -900,6 +900,8 @@ def response_to_text(response: Any, *, is_json: bool = True, plain_text_ok: bool
     stream (server-sent events or JSON lines) or, if ``plain_text_ok``, the text itself.
     """
     if not is_json:
+        if not response.strip():  # an empty body (a stream whose output was not captured, say): no text
+            raise _Skip("empty_response")
         streamed = _response_from_stream(response, loads)
         if streamed is None:
             if not plain_text_ok:

@@ -211,3 +211,14 @@ def test_jumpstart_batches_of_several_dialogs_are_not_guessed_at(fast):
         json.dumps([{"generation": {"role": "user", "content": "not the model's"}}]).encode()).decode()
     out, summary = convert_bytes(json.dumps(record).encode() + b"\n" + json.dumps(user_reply).encode() + b"\n", fast=fast)
     assert out == [] and summary["skipped"] == {"unsupported_request_shape": 1, "unsupported_response_shape": 1}
+
+
+@pytest.mark.parametrize("fast", PATHS)
+@pytest.mark.parametrize("encoding", ["BASE64", "JSON"])
+def test_an_empty_captured_body_is_an_empty_response(encoding, fast):
+    """AWS does not document what a streamed invocation's capture holds; an output captured empty has no text
+    (before: unsupported_response_shape, as if it were a format the builder does not know)."""
+    record = json.loads((FIXTURES / "streams.jsonl").read_bytes().split(b"\n")[0])
+    record["captureData"]["endpointOutput"].update(data="", encoding=encoding)
+    out, summary = convert_bytes(json.dumps(record, separators=(",", ":")).encode() + b"\n", fast=fast)
+    assert out == [] and summary["skipped"] == {"empty_response": 1}
