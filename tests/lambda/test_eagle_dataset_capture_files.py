@@ -156,8 +156,7 @@ def test_inference_component_records_go_to_their_component_and_unnamed_ones_are_
 def test_a_line_past_the_limit_is_skipped_unread_and_the_next_one_still_converts(fast):
     lines = (FIXTURES / "base64-default.jsonl").read_bytes().split(b"\n")
     record = json.loads(lines[1])
-    record["captureData"]["endpointInput"]["data"] = base64.b64encode(b'{"messages": [{"role": "user", "content": "'
-                                                                      + b"x" * (9 << 20) + b'"}]}').decode()
+    record["captureData"]["endpointInput"]["data"] = "eyJt" * (9 << 18)  # 9 MiB of base64: a long prompt, never decoded
     huge = json.dumps(record, separators=(",", ":")).encode()
     out, summary = convert_bytes(huge + b"\n" + lines[0] + b"\n", fast=fast, chunk=1 << 20)
     assert written(out) == [("base", chat(("user", "Name a prime."), ("assistant", "7")))]
@@ -222,3 +221,45 @@ def test_an_empty_captured_body_is_an_empty_response(encoding, fast):
     record["captureData"]["endpointOutput"].update(data="", encoding=encoding)
     out, summary = convert_bytes(json.dumps(record, separators=(",", ":")).encode() + b"\n", fast=fast)
     assert out == [] and summary["skipped"] == {"empty_response": 1}
+
+
+def test_convert_handler_writes_what_the_fixtures_convert_to_under_the_documented_key_layout(load_handler, lambda_context,
+                                                                                          monkeypatch):
+    """One Distributed Map batch over every single-component fixture, stored as Data Capture names its objects
+    (``<prefix>/<endpoint>/<variant>/yyyy/mm/dd/hh/MM-SS-mmm-<uuid>.jsonl``): the shards hold each record the
+    files convert to once (later copies in the batch are duplicates) and the counts add up to the files'."""
+    from moto import mock_aws
+
+    monkeypatch.setenv("UNNAMED_RECORDS_COMPONENT", "base")  # what the construct sets for a model alone on its endpoint
+    names = sorted(EXPECTED)
+    keys = [f"datacapture/qwen3-ep/AllTraffic/2026/11/30/09/{minute:02d}-18-648-cee08c3a-02ce-4790-b8ba-3173cfc128{minute:02d}"
+            f"{'.jsonl.gz' if name.endswith('.gz') else '.jsonl'}" for minute, name in enumerate(names)]
+    unique: list[dict[str, Any]] = []
+    for name in names:
+        unique += [record for _, record in EXPECTED[name][0] if record not in unique]
+    converted = sum(len(EXPECTED[name][0]) for name in names)
+    skipped: dict[str, int] = {}
+    for name in names:
+        for reason, count in EXPECTED[name][2].items():
+            skipped[reason] = skipped.get(reason, 0) + count
+    with mock_aws():
+        import boto3
+
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="capture-bucket")
+        s3.create_bucket(Bucket="output-bucket")
+        for key, name in zip(keys, names):
+            s3.put_object(Bucket="capture-bucket", Key=key, Body=(FIXTURES / name).read_bytes())
+        handler = load_handler("eagle_dataset")
+        monkeypatch.setenv("READ_CHUNK_BYTES", "4096")  # several reads per object: records cross read boundaries
+        out = handler.convert({"Items": [{"key": key} for key in keys],
+                               "BatchInput": {"capture_bucket": "capture-bucket", "capture_prefix": "datacapture/",
+                                              "output_bucket": "output-bucket", "output_prefix": "eagle", "run_id": "r1"}},
+                              lambda_context)
+        shards = out["components"]["base"]["shards"]
+        body = b"".join(s3.get_object(Bucket="output-bucket", Key=f"eagle/r1/data/base/{shard}")["Body"].read()
+                        for shard in shards)
+    assert [json.loads(line) for line in body.splitlines()] == unique
+    assert (out["objects"], out["converted"], out["duplicates"]) == (len(names), len(unique), converted - len(unique)
+                                                                     + sum(EXPECTED[name][1] for name in names))
+    assert out["skipped"] == dict(sorted(skipped.items()))
