@@ -263,3 +263,17 @@ def test_convert_handler_writes_what_the_fixtures_convert_to_under_the_documente
     assert (out["objects"], out["converted"], out["duplicates"]) == (len(names), len(unique), converted - len(unique)
                                                                      + sum(EXPECTED[name][1] for name in names))
     assert out["skipped"] == dict(sorted(skipped.items()))
+
+
+@pytest.mark.parametrize("fast", PATHS)
+@pytest.mark.parametrize("variant", ["line-wrapped", "url-safe"])
+def test_base64_other_than_the_standard_unwrapped_alphabet_is_skipped_not_guessed(variant, fast):
+    record = json.loads((FIXTURES / "base64-default.jsonl").read_bytes().split(b"\n")[1])
+    part = record["captureData"]["endpointOutput"]
+    raw = base64.b64decode(part["data"]) + b" \xff\xfe"  # bytes whose standard base64 has "/" or "+"
+    data = base64.b64encode(raw).decode()
+    part["data"] = "\r\n".join(data[i:i + 76] for i in range(0, len(data), 76)) if variant == "line-wrapped" \
+        else base64.urlsafe_b64encode(raw).decode()
+    assert part["data"] != data
+    out, summary = convert_bytes(json.dumps(record).encode() + b"\n", fast=fast)
+    assert out == [] and summary["skipped"] == {"undecodable_base64": 1}
