@@ -80,7 +80,7 @@ SKIP_REASONS: tuple[str, ...] = (
     "unsupported_request_shape",  # JSON, but none of the known LLM request shapes
     "non_text_content",         # chat content parts other than text (images, audio, ...)
     "unsupported_message_role",  # tool/function messages or assistant tool calls
-    "error_response",           # the model container answered with an error object
+    "error_response",           # the model container answered with an error (an error object; LMI: empty failed generation)
     "unsupported_response_shape",  # none of the known LLM response shapes
     "empty_response",           # the model produced no text
     "invalid_unicode",          # text holds lone surrogates; cannot be written as UTF-8
@@ -624,6 +624,8 @@ def request_to_messages(request: Any) -> tuple[list[Message], str | None]:
             return messages, (None if echoes_prompt(request) is False else prompt)
         if key == "inputs" and isinstance(value, list) and value and all(isinstance(v, dict) and "role" in v for v in value):
             return _chat_messages(value), None  # chat messages passed as "inputs"
+        if key == "inputs" and isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
+            return _chat_messages(value[0]), None  # JumpStart Llama 2 chat: a batch of one dialog
         if key == "inputs" and isinstance(value, dict):
             return _hf_conversation(value), None
         raise _Skip("unsupported_request_shape")  # token ids, batches, empty prompts
@@ -648,6 +650,14 @@ def _hf_conversation(inputs: dict[str, Any]) -> list[Message]:
 
 def _is_error(obj: dict[str, Any]) -> bool:
     return bool(obj.get("error")) or obj.get("object") == "error" or ("ErrorCode" in obj and "generated_text" not in obj)
+
+
+def _failed_generation(obj: dict[str, Any]) -> bool:
+    """LMI's answer when generation failed: ``"generated_text": ""`` with ``details.finish_reason`` ``error``
+    (the last line of a stream, or the whole response). Only the empty one: text generated before a
+    failure is the model's own output and is kept."""
+    details = obj.get("details")
+    return obj.get("generated_text") == "" and isinstance(details, dict) and details.get("finish_reason") == "error"
 
 
 def _response_from_object(obj: Any) -> str | None:
@@ -684,9 +694,17 @@ def _response_from_object(obj: Any) -> str | None:
         return None
     generated = obj.get("generated_text")
     if isinstance(generated, str):
+        if not generated and _failed_generation(obj):
+            raise _Skip("error_response")
         return generated
     if isinstance(generated, list) and len(generated) == 1 and isinstance(generated[0], str):
         return generated[0]
+    generation = obj.get("generation")  # JumpStart Llama 2: [{"generation": "text"}] or a chat message
+    if isinstance(generation, str):
+        return generation
+    if isinstance(generation, dict) and generation.get("role", "assistant") == "assistant":
+        content = generation.get("content")
+        return content if isinstance(content, str) else None
     return None
 
 
@@ -751,9 +769,21 @@ def _loads_fast(text: str) -> Any:
         return json.loads(text)
 
 
+def _stream_lines(text: str) -> list[str]:
+    """The non-blank lines of a streamed body, each stripped.
+
+    Lines end at LF, CRLF or a lone CR (the server-sent events terminators; JSON Lines uses LF), never
+    at the other line separators ``str.splitlines`` takes (U+2028, U+2029, U+0085): JSON writers (TGI's,
+    vLLM's, Python's with ``ensure_ascii=False``) leave those raw inside strings, as only characters
+    below U+0020 must be escaped, and a token holding one would cut its event in two."""
+    if "\r" in text:  # a raw CR is never inside a JSON string: it ends a line
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return [line for line in map(str.strip, text.split("\n")) if line]
+
+
 def _response_from_stream(text: str, loads: Callable[[str], Any] = json.loads) -> str | None:
     """Server-sent events or JSON lines from a streaming invocation, joined into one text."""
-    lines = [line for line in map(str.strip, text.splitlines()) if line]
+    lines = _stream_lines(text)
     if all(line.startswith("data:") for line in lines):  # plain SSE: the same result, in comprehensions
         payloads = [payload for payload in (line[5:].lstrip() for line in lines) if payload and payload != "[DONE]"]
     else:
@@ -783,6 +813,8 @@ def _response_from_stream(text: str, loads: Callable[[str], Any] = json.loads) -
             raise _Skip("error_response")  # _is_error, inlined: called once per token
         generated = chunk.get("generated_text")
         if isinstance(generated, str):
+            if not generated and _failed_generation(chunk):
+                raise _Skip("error_response")
             final = generated
             continue
         token = chunk.get("token")
@@ -812,7 +844,7 @@ def _sse_text_fast(text: str) -> str | None:
     """:func:`_response_from_stream` for plain server-sent events of OpenAI-style chunks (``choices``
     with a ``delta`` or ``text``), with orjson and without per-line Python steps. None: not that
     shape, or not sure; :func:`_response_from_stream` then decides. Never a different text."""
-    lines = [line for line in map(str.strip, text.splitlines()) if line]
+    lines = _stream_lines(text)
     if not lines:
         return None
     joined = "\n".join(lines)
@@ -868,6 +900,8 @@ def response_to_text(response: Any, *, is_json: bool = True, plain_text_ok: bool
     stream (server-sent events or JSON lines) or, if ``plain_text_ok``, the text itself.
     """
     if not is_json:
+        if not response.strip():  # an empty body (a stream whose output was not captured, say): no text
+            raise _Skip("empty_response")
         streamed = _response_from_stream(response, loads)
         if streamed is None:
             if not plain_text_ok:
