@@ -562,8 +562,8 @@ _LAZY_PATHS = [
         "- event: Delete events need PhysicalResourceId")],
         ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 0},
         id="capacity_plan_guard-delete-without-id"),
-    pytest.param("deployment_check", "is_complete", {"RequestType": "Update", "ResourceProperties": {
-        "EndpointName": "bad name"}}, ["DeploymentCheckFailed", (
+    pytest.param("deployment_check", "is_complete", {"RequestType": "Update", "PhysicalResourceId": "deployment-check/x",
+                                                     "ResourceProperties": {"EndpointName": "bad name"}}, ["DeploymentCheckFailed", (
             "invalid ResourceProperties: EndpointName: got 'bad name'; allowed: pattern "
             "'^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$'; EndpointConfigName: required field is missing; "
             "fix: add EndpointConfigName")], ["pydantic", "pydantic_core"], {"_models": 1},
