@@ -579,7 +579,7 @@ _LAZY_PATHS = [
         ["pydantic", "pydantic_core", "aws_lambda_powertools.utilities.parser"], {"_models": 1},
         id="eagle_job-bad-start-event"),
     pytest.param("eagle_job:benchmark", "start", {"phase": "during", "run_id": "r", "head": "s3://b/h/"}, ["InvalidEventError", (
-        "bad StartEvent: phase: Input should be 'before' or 'after'")], ["pydantic", "pydantic_core"], {"_models": 1},
+        "bad StartEvent: phase: got 'during'; allowed: 'before' or 'after'")], ["pydantic", "pydantic_core"], {"_models": 1},
         id="eagle_job-benchmark-bad-start-event"),
     pytest.param("eagle_dataset", "plan", {"capture_bucket": "b"}, ["InvalidEventError", (
         "PlanEvent event is invalid: capture_bucket: got 'b'; allowed: pattern '^[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]$'; "

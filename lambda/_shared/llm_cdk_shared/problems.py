@@ -23,6 +23,15 @@ _SHOULD = re.compile(r"^(Input|Value|String|List|Tuple|Set|Dictionary|Object|Dec
                      r" should (be |have |match )?")
 
 
+def not_a_boolean(value: Any) -> Any:
+    """For a pydantic ``BeforeValidator`` on a whole-number field: JSON's ``true`` / ``false`` is refused (pydantic's
+    lax mode reads them as 1 and 0, so ``"max_objects": true`` would mean one object); any other value goes on to
+    the field's own checks."""
+    if isinstance(value, bool):
+        raise ValueError(f"got {shown(value)}; allowed: a whole number (true and false are not numbers)")
+    return value
+
+
 def shown(value: Any) -> str:
     """``repr(value)``, cut to 80 characters."""
     text = repr(value)
