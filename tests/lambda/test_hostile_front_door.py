@@ -216,3 +216,30 @@ def test_any_other_path_is_a_json_404_or_400(router, path):
     assert status in (400, 404) and not called, (path, status, answer)
     assert answer["error"]["code"] in ("RouteNotFound", "InvalidEvent")
     assert len(answer["error"]["message"]) < 600, "the path is quoted cut, not whole"
+
+
+# ------------------------------------------------------------------ the turn log (EAGLE source front_door)
+def test_the_turn_log_never_raises_whatever_the_turn(monkeypatch):
+    """``turn_log.record_turn`` runs after the model answered: every field of the chat request and of the model's
+    reply dropped or given each wrong JSON type is logged or skipped, never an exception (which would turn the
+    answered turn into a 500). Before: a ``role`` that is a list or an object raised ``TypeError: unhashable``."""
+    monkeypatch.setenv("TURN_LOG_STREAM", "SageMakerLlm-ChatTurns-AbC123")
+    turn_log = load_handler_module("session_router", "turn_log")
+    turn_log.logger.setLevel(logging.CRITICAL)
+    reply = {"id": "c1", "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}]}
+    request = {**CHAT, "messages": [{"role": "system", "content": [{"type": "text", "text": "be brief"}]},
+                                    {"role": "user", "content": "hello"}]}
+    cases = [(m.event, reply) for m in hostile.mutations(request)] + [(request, m.event) for m in hostile.mutations(reply)]
+    cases += [(event, reply) for event in hostile.NOT_OBJECTS] + [(request, event) for event in hostile.NOT_OBJECTS]
+    failures, logged = [], 0
+    for turn, answer in [(request, reply), *cases]:
+        firehose = Stubber(turn_log._firehose())
+        firehose.add_response("put_record", {"RecordId": "r1"}, {"DeliveryStreamName": "SageMakerLlm-ChatTurns-AbC123",
+                                                                 "Record": {"Data": ANY}})
+        with firehose:
+            try:
+                logged += turn_log.record_turn(BASE, turn, answer) is True
+            except Exception as error:  # noqa: BLE001 - every failing turn is listed
+                failures.append(f"{str(turn)[:60]} / {str(answer)[:60]}: {type(error).__name__}: {error}")
+    assert not failures, hostile.report(failures, len(cases) + 1)
+    assert 1 <= logged < len(cases), "the valid turn is logged, most hostile ones are not"
