@@ -65,6 +65,11 @@ MAX_MESSAGE_CHARS = 3000  # CloudFormation's status reason must stay well under 
 class DeploymentCheckFailed(Exception):
     """What runs is not what the template declared (or it failed); the message says what runs instead."""
 
+    def __init__(self, message: str) -> None:
+        if len(message) > MAX_MESSAGE_CHARS:  # every problem of 1000 components: CloudFormation shows 4 KB at most
+            message = message[: MAX_MESSAGE_CHARS - 15] + " ...(truncated)"
+        super().__init__(message)
+
 
 class DeploymentCheckEventError(DeploymentCheckFailed):
     """The event is not a custom resource event this function can act on (no AWS call was made)."""

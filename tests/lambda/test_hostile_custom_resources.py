@@ -299,6 +299,17 @@ def test_deployment_check_event_errors_are_exact(deployment_check, entry, event,
     assert str(raised.value) == message
 
 
+def test_deployment_check_lists_many_problems_within_cloudformations_limit(deployment_check):
+    """Before: every problem of 1000 bad components, 90 KB, past what CloudFormation takes as a reason."""
+    components = [{"Name": f"bad_{i}", "ModelName": "bad name"} for i in range(1000)]
+    event = cr_event("Create", CHECK_TYPE, {**CHECK, "Components": components})
+    with pytest.raises(deployment_check.DeploymentCheckFailed) as raised:
+        stubbed(deployment_check, "_sagemaker").on_event(event, CONTEXT)
+    message = str(raised.value)
+    assert message.startswith("invalid ResourceProperties: Components.0.Name: got 'bad_0'; allowed: pattern ")
+    assert len(message) <= 3000 and message.endswith(" ...(truncated)")
+
+
 # ------------------------------------------------------------------ eagle_serving_model (answers CloudFormation)
 CONTAINER = {
     "Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128",
