@@ -53,7 +53,8 @@ PHYSICAL_ID_MAX = 1024
 REQUEST_TYPES = ("Create", "Update", "Delete")
 ENVELOPE_FIELDS = ("StackId", "RequestId", "LogicalResourceId")
 PROPERTY_NAMES = ("ModelNamePrefix", "ExecutionRoleArn", "PrimaryContainer", "VpcConfig", "EnableNetworkIsolation",
-                  "ServiceToken")
+                  "ServiceToken", "ServiceTimeout")
+"""What the construct sets, and what CloudFormation adds to a custom resource's properties (its own settings)."""
 
 
 _sagemaker = clients.client_getter("sagemaker")
@@ -169,7 +170,7 @@ def _properties(event: dict[str, Any], kind: str) -> dict[str, Any]:
         if kind == "Delete":
             return {}
         raise PropertiesError(f"ResourceProperties: got {shown(properties)}; allowed: a JSON object of "
-                              f"{', '.join(PROPERTY_NAMES[:-1])}")
+                              f"{', '.join(PROPERTY_NAMES[:-2])}")
     unknown = sorted(key for key in properties if key not in PROPERTY_NAMES)
     if unknown and kind != "Delete":
         raise PropertiesError(f"ResourceProperties: unknown {', '.join(shown(k) for k in unknown)} (misspelt?); "

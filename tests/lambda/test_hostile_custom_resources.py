@@ -430,7 +430,7 @@ def test_serving_model_answers_every_malformed_event_with_a_reason_naming_the_fi
      "ModelNamePrefix, ExecutionRoleArn, PrimaryContainer, VpcConfig, EnableNetworkIsolation"),
     ({"ResourceProperties": {**SERVING, "VpcConfg": {}}}, "PropertiesError: ResourceProperties: unknown 'VpcConfg' "
      "(misspelt?); allowed: ModelNamePrefix, ExecutionRoleArn, PrimaryContainer, VpcConfig, EnableNetworkIsolation, "
-     "ServiceToken; nothing was created"),
+     "ServiceToken, ServiceTimeout; nothing was created"),
     ({"ResourceProperties": {**SERVING, "PrimaryContainer": {**CONTAINER, "ModelDataSource": 7}}},
      "PropertiesError: the CreateModel request of these properties is invalid (nothing was created):\n"
      "Invalid type for parameter PrimaryContainer.ModelDataSource, value: 7, "
