@@ -90,9 +90,11 @@ def under(mutation: Mutation, *prefixes: str | tuple[str, ...]) -> bool:
 
 
 def check_provider_handler(handler: Callable[[Any, Any], Any], error: type[Exception], valid: dict[str, Any],
-                           accepted: Callable[[Mutation], bool], named: dict[tuple[str, ...], str] | None = None) -> int:
+                           accepted: Callable[[Mutation], bool], named: dict[tuple[str, ...], str] | None = None,
+                           delete: bool = False) -> int:
     """Send every hostile event; returns how many were tried. Fails listing every wrong outcome. ``named``: for a
-    field whose absence has a documented default, what the message says instead of the field's name."""
+    field whose absence has a documented default, what the message says instead of the field's name. ``delete``:
+    a Delete, which these handlers answer without any AWS call (the resource is retained or was never made)."""
     failures, tried = [], 0
     for event in hostile.NOT_OBJECTS:
         kind, found = outcome(lambda: handler(event, CONTEXT))
@@ -105,6 +107,8 @@ def check_provider_handler(handler: Callable[[Any, Any], Any], error: type[Excep
         if accepted(mutation):
             if kind == "raised":
                 failures.append(f"{mutation}: a valid event was refused: {type(found).__name__}: {found}"[:400])
+            elif delete and kind != "ok":
+                failures.append(f"{mutation}: a Delete made an AWS call")
         elif kind != "raised":
             failures.append(f"{mutation}: accepted ({kind}), should be refused before any AWS call")
         elif not isinstance(found, error):
@@ -174,7 +178,8 @@ def test_capacity_plan_refuses_every_malformed_plan_event_by_name(capacity_plan,
                 path[1] == "DurationDays" and value == 7 and not isinstance(value, bool))
         return under(mutation, "ResourceProperties") and _plan_property_accepted(mutation, request_type)
 
-    assert check_provider_handler(handler, capacity_plan.CapacityPlanError, valid, accepted) > 150
+    assert check_provider_handler(handler, capacity_plan.CapacityPlanError, valid, accepted,
+                                  delete=request_type == "Delete") > 150
 
 
 def test_capacity_plan_extension_refuses_every_malformed_event_by_name(capacity_plan):
@@ -239,7 +244,8 @@ def test_capacity_plan_guard_refuses_every_malformed_event_by_name(request_type)
         return (path == ("ResourceProperties", "MaxInstances") and value == 7 and not isinstance(value, bool)) or (
             path == ("ResourceProperties", "EndpointConfigInputs") and value in ([], ["x"]))
 
-    assert check_provider_handler(guard.handler, guard.GuardError, valid, accepted) > 150
+    assert check_provider_handler(guard.handler, guard.GuardError, valid, accepted,
+                                  delete=request_type == "Delete") > 150
 
 
 # ------------------------------------------------------------------ deployment_check (Provider framework)
@@ -274,7 +280,8 @@ def test_deployment_check_refuses_every_malformed_event_by_name(deployment_check
         return optional or (path == ("ResourceProperties", "Components") and value in (DROP, [])) or (
             path == ("ResourceProperties", "Components", 0) and value is DROP)
 
-    assert check_provider_handler(handler, deployment_check.DeploymentCheckFailed, valid, accepted) > 150
+    assert check_provider_handler(handler, deployment_check.DeploymentCheckFailed, valid, accepted,
+                                  delete=request_type == "Delete") > 150
 
 
 @pytest.mark.parametrize(("event", "message"), [
