@@ -197,6 +197,22 @@ def test_headers_are_not_interpreted_but_must_be_strings(router):
     assert not failures, hostile.report(failures, tried)
 
 
+def test_every_other_event_field_with_every_replacement_is_answered_4xx(router):
+    """test_session_router's field-by-field test with the full set of replacements: every field outside the body
+    and the headers. Accepted (the field is not read, e.g. ``version``): the request goes on (404, no such
+    conversation); anything else is a 4xx before any AWS call."""
+    base = url_event("/invoke", json.dumps(BODIES["/invoke"]))
+    failures, tried = [], 0
+    for mutation in hostile.mutations(base, skip=lambda path: path[:1] in (("body",), ("headers",))):
+        status, answer, called = send(router, mutation.event)
+        tried += 1
+        code = answer.get("error", {}).get("code")
+        if not 400 <= status < 500 or bool(called) != (code == "ConversationNotFound"):
+            failures.append(f"{mutation}: {status} {code} (AWS: {called})")
+    assert not failures, hostile.report(failures, tried)
+    assert tried > 300
+
+
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "", "P" * 5000,
                                     hostile.ODD], ids=lambda value: repr(value)[:16])
 def test_any_other_method_is_a_4xx(router, method):
