@@ -314,6 +314,17 @@ def test_a_validator_message_gets_the_field_when_it_does_not_name_it_and_long_va
     assert lines[1] == "Plan: must not be odd"
 
 
+def test_an_object_that_is_not_one_is_named_without_pydantic_jargon():
+    """An input that is no JSON object said ``allowed: a valid dictionary or instance of _Props``; a JSON input is
+    never a model instance."""
+    with pytest.raises(ValidationError) as caught:
+        _Props.model_validate(["Mode"])
+    assert problems(caught.value) == ["event: got ['Mode']; allowed: a valid dictionary"]
+    with pytest.raises(ValidationError) as caught:
+        _Props.model_validate({"Mode": "fail", "Count": 1, "Items": [7]})
+    assert problems(caught.value) == ["Items.0: got 7; allowed: a valid dictionary"]
+
+
 def test_a_problem_of_the_whole_object_names_the_root():
     with pytest.raises(ValidationError) as caught:
         custom_resource.CustomResourceEvent.model_validate({"RequestType": "Delete"})
