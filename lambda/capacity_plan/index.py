@@ -418,6 +418,11 @@ def parse_event(event: Any) -> CustomResourceEvent:
 # --------------------------------------------------------------------------- helpers
 
 
+def _brief(text: str) -> str:
+    """``text`` cut to 80 characters (an old property that no longer parses is shown as given)."""
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _iso(value: datetime | None) -> str:
     if value is None:
         return ""
@@ -736,9 +741,9 @@ def on_update(event: CustomResourceEvent, props: CapacityPlanProperties) -> dict
     old, new = _identity_of_raw(event.old_resource_properties), props.identity()
     changed = [f for f in IDENTITY_FIELDS if old[f] != new[f]]
     if changed:
-        changes = "; ".join(f"{f} {old[f] or '(not set)'} -> {new[f] or '(not set)'}" for f in changed)
+        changes = "; ".join(f"{f} {_brief(old[f]) or '(not set)'} -> {_brief(new[f]) or '(not set)'}" for f in changed)
         raise CapacityPlanImmutableError(
-            f"Capacity plan '{old['PlanName']}' is reserved and paid; it cannot be changed ({changes}). "
+            f"Capacity plan {_shown(old['PlanName'])} is reserved and paid; it cannot be changed ({changes}). "
             "Nothing was bought or cancelled. Restore the old values, and declare a new capacity plan "
             "(new construct id and new PlanName) for the new capacity."
         )

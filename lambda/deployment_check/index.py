@@ -31,6 +31,11 @@ with its message) when something settled on another config or model, failed, or 
 A describe call that is throttled or meets a 5xx (after botocore's adaptive retries) counts as
 "not settled yet"; any other error (access denied, not found) fails the check. Delete
 completes at once without AWS calls. The framework's total timeout bounds the waiting.
+An event that is not a custom resource event (not a JSON object, RequestType other than
+Create/Update/Delete, an Update or Delete without PhysicalResourceId) raises
+``DeploymentCheckEventError`` (a ``DeploymentCheckFailed``) naming the field, before any AWS call;
+ResourceProperties that are not an object, or miss or mistype a field, raise ``DeploymentCheckFailed``
+("invalid ResourceProperties: ...") naming each one.
 """
 from __future__ import annotations
 
@@ -43,6 +48,7 @@ from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import problems as validation_problems
+from llm_cdk_shared.problems import shown
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
     CheckProperties = Component = Any  # classes that _models() builds on first use
@@ -61,6 +67,18 @@ MAX_MESSAGE_CHARS = 3000  # CloudFormation's status reason must stay well under 
 
 class DeploymentCheckFailed(Exception):
     """What runs is not what the template declared (or it failed); the message says what runs instead."""
+
+    def __init__(self, message: str) -> None:
+        if len(message) > MAX_MESSAGE_CHARS:  # every problem of 1000 components: CloudFormation shows 4 KB at most
+            message = message[: MAX_MESSAGE_CHARS - 15] + " ...(truncated)"
+        super().__init__(message)
+
+
+class DeploymentCheckEventError(DeploymentCheckFailed):
+    """The event is not a custom resource event this function can act on (no AWS call was made)."""
+
+
+REQUEST_TYPES = ("Create", "Update", "Delete")
 
 
 @functools.cache
@@ -99,11 +117,38 @@ State = Literal["ok", "waiting", "failed"]
 _sagemaker = clients.client_getter("sagemaker")
 
 
+def _request_type(event: Any) -> str:
+    """The event's RequestType, after the checks ``llm_cdk_shared.custom_resource.parse_event`` makes (a JSON
+    object; RequestType one of the three; Update and Delete carry a PhysicalResourceId), made by hand so that a
+    Delete imports no pydantic. Raises DeploymentCheckEventError naming the field, the value and what is allowed."""
+    if not isinstance(event, dict):
+        raise DeploymentCheckEventError(
+            "Not a CloudFormation custom resource event (not a JSON object); nothing was checked.")
+    problems = []
+    request = event.get("RequestType")
+    if "RequestType" not in event:
+        problems.append("RequestType: required field is missing; fix: add RequestType")
+    elif request not in REQUEST_TYPES:
+        problems.append(f"RequestType: got {shown(request)}; allowed: 'Create', 'Update' or 'Delete'")
+    physical_id = event.get("PhysicalResourceId")
+    if request in ("Update", "Delete") and not (isinstance(physical_id, str) and physical_id):
+        problems.append(f"PhysicalResourceId: got {shown(physical_id) if 'PhysicalResourceId' in event else '(missing)'}"
+                        f"; allowed: the resource's physical id (a non-empty string), which {request} events carry")
+    if problems:
+        raise DeploymentCheckEventError(
+            "Not a valid CloudFormation custom resource event (nothing was checked):\n- " + "\n- ".join(problems))
+    return str(request)
+
+
 def _properties(event: dict[str, Any]) -> CheckProperties:
     from pydantic import ValidationError
 
+    raw = event.get("ResourceProperties", {})
+    if not isinstance(raw, dict):
+        raise DeploymentCheckFailed(f"invalid ResourceProperties: got {shown(raw)}; allowed: a JSON object with "
+                                    "EndpointName, EndpointConfigName and Components")
     try:
-        return _models().CheckProperties.model_validate(event.get("ResourceProperties") or {})
+        return _models().CheckProperties.model_validate(raw)
     except ValidationError as error:
         found = "; ".join(validation_problems(error, root="ResourceProperties"))
         raise DeploymentCheckFailed(f"invalid ResourceProperties: {found}") from None
@@ -187,7 +232,7 @@ def evaluate(props: CheckProperties) -> tuple[State, list[str]]:
 # ---------------------------------------------------------------- handlers
 @logger.inject_lambda_context(log_event=False)
 def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    request = event["RequestType"]
+    request = _request_type(event)
     if request == "Delete":
         logger.info("Delete: nothing to do", extra={"physical_resource_id": event.get("PhysicalResourceId")})
         return {"PhysicalResourceId": event["PhysicalResourceId"]}
@@ -200,7 +245,7 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 @logger.inject_lambda_context(log_event=False)
 def is_complete(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    if event["RequestType"] == "Delete":
+    if _request_type(event) == "Delete":
         return {"IsComplete": True}
     props = _properties(event)
     state, lines = evaluate(props)

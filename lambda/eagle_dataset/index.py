@@ -91,13 +91,15 @@ import re
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
-from typing import Any, Iterator, Literal, TYPE_CHECKING
+from typing import Annotated, Any, Iterator, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, env
 from llm_cdk_shared.aws_errors import not_found
+from llm_cdk_shared.problems import not_a_boolean
+from llm_cdk_shared.problems import shown as _shown
 from llm_cdk_shared.problems import problems as validation_problems
 
 import eagle_dataset_core as core
@@ -210,7 +212,9 @@ def _access_error(error: ClientError, what: str) -> Exception:
 @functools.cache
 def _models() -> SimpleNamespace:
     """The event models, built on the first event: pydantic is not imported on a cold start."""
-    from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+    from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+    WholeNumber = Annotated[int, BeforeValidator(not_a_boolean)]  # true/false is no count
 
     class _Model(BaseModel):
         model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
@@ -222,8 +226,8 @@ def _models() -> SimpleNamespace:
         output_prefix: str = Field(default="", max_length=512)
         run_id: str = Field(pattern=_RUN_ID)
         watermark_parameter: str = Field(pattern=_PARAMETER, max_length=1011)
-        settle_seconds: int | None = Field(default=None, ge=0)
-        max_objects: int | None = Field(default=None, ge=1)
+        settle_seconds: WholeNumber | None = Field(default=None, ge=0)
+        max_objects: WholeNumber | None = Field(default=None, ge=1)
 
         @field_validator("capture_prefix")
         @classmethod
@@ -252,10 +256,10 @@ def _models() -> SimpleNamespace:
 
     class PlanOutput(_Model):
         output_bucket: str = Field(pattern=_BUCKET)
-        output_prefix: str = ""
+        output_prefix: str = Field(default="", max_length=512)  # as PlanEvent's: plan passes them on
         run_id: str = Field(pattern=_RUN_ID)
-        watermark_parameter: str = Field(pattern=_PARAMETER)
-        object_count: int = Field(ge=0)
+        watermark_parameter: str = Field(pattern=_PARAMETER, max_length=1011)
+        object_count: WholeNumber = Field(ge=0)
         watermark_value: str | None = None
         watermark_previous_value: str | None = None
         new_watermark: str | None = None
@@ -263,14 +267,19 @@ def _models() -> SimpleNamespace:
         capture_prefix: str | None = None
 
     class ResultsLocation(_Model):
-        results_bucket: str = Field(pattern=_BUCKET)
-        results_manifest_key: str = Field(min_length=1)
+        """``{"results_bucket", "results_manifest_key"}``, or the Distributed Map's ResultWriterDetails
+        ``{"Bucket", "Key"}``: a problem names the field as the input spelt it."""
+
+        results_bucket: str = Field(pattern=_BUCKET, validation_alias=AliasChoices("results_bucket", "Bucket"))
+        results_manifest_key: str = Field(min_length=1, max_length=1024,  # an S3 key
+                                          validation_alias=AliasChoices("results_manifest_key", "Key"))
 
         @model_validator(mode="before")
         @classmethod
-        def _from_result_writer_details(cls, value: Any) -> Any:
-            if isinstance(value, dict) and "Bucket" in value and "Key" in value:
-                return {"results_bucket": value["Bucket"], "results_manifest_key": value["Key"]}
+        def _whole_result_writer_details(cls, value: Any) -> Any:
+            if isinstance(value, dict) and ("Bucket" in value) != ("Key" in value):
+                raise ValueError(f"got {_shown(value)}; allowed: the Distributed Map's ResultWriterDetails with both "
+                                 "Bucket and Key (or results_bucket and results_manifest_key)")
             return value
 
     class FinalizeEvent(_Model):

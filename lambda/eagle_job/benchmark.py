@@ -40,12 +40,14 @@ import urllib.parse
 from datetime import datetime, timezone
 from decimal import Decimal
 from types import SimpleNamespace
-from typing import Any, Literal, TYPE_CHECKING
+from typing import Annotated, Any, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
+from llm_cdk_shared.problems import not_a_boolean
+from llm_cdk_shared.problems import problems as validation_problems
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
     from pydantic import BaseModel
@@ -105,7 +107,7 @@ _ssm = clients.client_getter("ssm")
 @functools.cache
 def _models() -> SimpleNamespace:
     """The event models, built on the first event: pydantic is not imported on a cold start."""
-    from pydantic import BaseModel, ConfigDict, Field
+    from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
     class StartEvent(BaseModel):
         model_config = ConfigDict(extra="ignore")
@@ -126,7 +128,7 @@ def _models() -> SimpleNamespace:
         model_config = ConfigDict(extra="ignore")
 
         head: str = Field(min_length=1, max_length=1024, pattern=r"^s3://[^/]+/.*$")
-        checks: int = Field(default=0, ge=0)
+        checks: Annotated[int, BeforeValidator(not_a_boolean)] = Field(default=0, ge=0)
 
     return SimpleNamespace(StartEvent=StartEvent, CheckEvent=CheckEvent, ServingEvent=ServingEvent)
 
@@ -143,9 +145,8 @@ def _parse(event: Any, model: type[BaseModel]) -> Any:
 
     try:
         return model.model_validate(event)
-    except ValidationError as error:
-        lines = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'event'}: {e['msg']}" for e in error.errors())
-        raise InvalidEventError(f"bad {model.__name__}: {lines}") from None
+    except ValidationError as error:  # field: got V; allowed: ... for each problem
+        raise InvalidEventError(f"bad {model.__name__}: {'; '.join(validation_problems(error))}") from None
 
 
 def _env(name: str) -> str:

@@ -64,13 +64,15 @@ import urllib.parse
 from datetime import datetime, timezone
 from decimal import Decimal
 from types import SimpleNamespace
-from typing import Any, Literal, TYPE_CHECKING
+from typing import Annotated, Any, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, env
 from llm_cdk_shared.aws_errors import error_code, not_found
+from llm_cdk_shared.problems import not_a_boolean
+from llm_cdk_shared.problems import shown as _shown
 from llm_cdk_shared.problems import problems as validation_problems
 
 import eagle_job_core as core
@@ -115,6 +117,7 @@ MAX_SUMMARY_BYTES_IN_RECORD = 32 * 1024
 MAX_LISTING_OBJECTS = 1000
 """Objects of the job's output prefix listed into the report (the run record keeps the first 200)."""
 MAX_LISTING_IN_RECORD = 200
+_S3_URI = r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$"
 
 
 # Throttling and transient errors are retried by botocore (clients.DEFAULT_RETRIES: adaptive, 9 attempts).
@@ -132,7 +135,9 @@ _ssm = clients.client_getter("ssm")
 @functools.cache
 def _models() -> SimpleNamespace:
     """The event models, built on the first event: pydantic is not imported on a cold start."""
-    from pydantic import BaseModel, ConfigDict, Field
+    from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+    WholeNumber = Annotated[int, BeforeValidator(not_a_boolean)]  # true/false is no count
 
     class TrainingData(BaseModel):
         model_config = ConfigDict(extra="ignore", defer_build=True)
@@ -147,7 +152,7 @@ def _models() -> SimpleNamespace:
         model_s3_uri: str = Field(min_length=1, max_length=1024)
         architecture: str = Field(min_length=1, max_length=256)
         deployment_instance_type: str = Field(min_length=1, max_length=64)
-        max_instance_count: int = Field(default=1, ge=1)
+        max_instance_count: WholeNumber = Field(default=1, ge=1)
         training_data: TrainingData
         run_id: str = Field(min_length=1, max_length=256)
         dataset_summary: dict[str, Any] = Field(default_factory=dict)
@@ -178,6 +183,11 @@ def _models() -> SimpleNamespace:
 
     class RecordEvent(StartOutput):
         job: JobDescription
+        # Start's output, checked where it is read back: the job's name and the S3 URIs record reads.
+        job_name: str = Field(min_length=1, max_length=63, pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+        output_s3_uri: str = Field(pattern=_S3_URI, max_length=1024)
+        draft_model_s3_uri: str = Field(pattern=_S3_URI, max_length=1024)
+        results_s3_uri: str = Field(pattern=_S3_URI, max_length=1024)
 
     return SimpleNamespace(TrainingData=TrainingData, StartEvent=StartEvent, StartOutput=StartOutput,
                            JobDescription=JobDescription, RecordEvent=RecordEvent)
@@ -558,7 +568,8 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
     status = job.OptimizationJobStatus
     if status not in core.TERMINAL_STATUSES:
         raise JobNotTerminalError(
-            f"optimization job {run.job_name!r} is {status}; record only after it is one of "
+            f"optimization job {run.job_name!r} has job.OptimizationJobStatus {_shown(status)}; record only after it "
+            "is one of "
             f"{sorted(core.TERMINAL_STATUSES)} (the state machine's wait loop should not have exited)."
         )
 

@@ -20,6 +20,14 @@ through a stack deployment.
   (Delete with the old physical id) after the inference component has moved to the new one.
   Data returned: ``ModelName``, ``ModelArn``. Delete: ``DeleteModel`` of a name this function
   made; a missing model is fine.
+
+A malformed event never leaves CloudFormation waiting: every problem is answered ``FAILED`` on the
+``ResponseURL`` with a reason naming the field, the value and what is allowed, before any AWS call
+(RequestType other than Create/Update/Delete, StackId/RequestId/LogicalResourceId that are not strings,
+ResourceProperties that are not an object or hold an unknown key, a CreateModel request that botocore's
+model of SageMaker refuses: a wrong type, a missing or unknown member). Only an event that has no
+``https://`` ResponseURL (or is no JSON object) cannot be answered: it raises ``EventError``. A Delete
+whose physical id or properties are not those of a model this function made succeeds without an AWS call.
 """
 from __future__ import annotations
 
@@ -33,12 +41,20 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
+from llm_cdk_shared.problems import shown
 
 logger = Logger()
 
 PREFIX_MAX = 50
 _NAME_PART = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
 _REASON_MAX = 3000
+_LINE_MAX = 300  # a problem line quotes at most this much of a value
+PHYSICAL_ID_MAX = 1024
+REQUEST_TYPES = ("Create", "Update", "Delete")
+ENVELOPE_FIELDS = ("StackId", "RequestId", "LogicalResourceId")
+PROPERTY_NAMES = ("ModelNamePrefix", "ExecutionRoleArn", "PrimaryContainer", "VpcConfig", "EnableNetworkIsolation",
+                  "ServiceToken", "ServiceTimeout")
+"""What the construct sets, and what CloudFormation adds to a custom resource's properties (its own settings)."""
 
 
 _sagemaker = clients.client_getter("sagemaker")
@@ -48,12 +64,16 @@ class PropertiesError(ValueError):
     """The resource properties are not what this function needs."""
 
 
+class EventError(ValueError):
+    """Not a CloudFormation custom resource event that can be answered (no JSON object, or no ResponseURL)."""
+
+
 def model_name(properties: dict[str, Any]) -> str:
     """``<ModelNamePrefix>-<12 hex>``: deterministic for the model's role, container and network."""
     prefix = properties.get("ModelNamePrefix")
     if not isinstance(prefix, str) or not (1 <= len(prefix) <= PREFIX_MAX) or not _NAME_PART.fullmatch(prefix):
         raise PropertiesError(
-            f"ModelNamePrefix {prefix!r} must be 1-{PREFIX_MAX} letters, digits and hyphens, starting and ending "
+            f"ModelNamePrefix {shown(prefix)} must be 1-{PREFIX_MAX} letters, digits and hyphens, starting and ending "
             "with a letter or digit"
         )
     digest = hashlib.sha256(json.dumps(
@@ -69,7 +89,7 @@ def create_request(properties: dict[str, Any]) -> dict[str, Any]:
     role = properties.get("ExecutionRoleArn")
     container = properties.get("PrimaryContainer")
     if not isinstance(role, str) or not role.startswith("arn:"):
-        raise PropertiesError(f"ExecutionRoleArn {role!r} must be an IAM role ARN")
+        raise PropertiesError(f"ExecutionRoleArn {shown(role)} must be an IAM role ARN")
     if not isinstance(container, dict) or not container.get("Image"):
         raise PropertiesError("PrimaryContainer must be a CreateModel ContainerDefinition with an Image")
     container = _with_boolean_accept_eula(container)
@@ -78,9 +98,8 @@ def create_request(properties: dict[str, Any]) -> dict[str, Any]:
         "ExecutionRoleArn": role,
         "PrimaryContainer": container,
     }
-    vpc = properties.get("VpcConfig")
-    if vpc:
-        request["VpcConfig"] = vpc
+    if "VpcConfig" in properties:  # as given: botocore's model checks it (an empty or mistyped one is refused)
+        request["VpcConfig"] = properties["VpcConfig"]
     if _isolated(properties):
         request["EnableNetworkIsolation"] = True
     return request
@@ -90,7 +109,7 @@ def _isolated(properties: dict[str, Any]) -> bool:
     """``EnableNetworkIsolation``: CloudFormation passes booleans as the strings "true"/"false"."""
     value = properties.get("EnableNetworkIsolation", "false")
     if value not in (True, False, "true", "false"):
-        raise PropertiesError(f"EnableNetworkIsolation {value!r} must be true or false")
+        raise PropertiesError(f"EnableNetworkIsolation {shown(value)} must be true or false")
     return value in (True, "true")
 
 
@@ -98,7 +117,8 @@ def _with_boolean_accept_eula(container: dict[str, Any]) -> dict[str, Any]:
     """CloudFormation hands custom-resource properties over as strings: an accepted licence
     (``ModelAccessConfig.AcceptEula``, "true") becomes the boolean CreateModel wants, on the gated model's
     ``ModelDataSource`` and on each ``AdditionalModelDataSources`` entry (a gated pre-trained draft head)."""
-    source = (container.get("ModelDataSource") or {}).get("S3DataSource") or {}
+    model_source = container.get("ModelDataSource")
+    source = model_source.get("S3DataSource") if isinstance(model_source, dict) else None
     if isinstance(source, dict) and isinstance(source.get("ModelAccessConfig"), dict):
         container = {**container, "ModelDataSource": {**container["ModelDataSource"], "S3DataSource": _boolean_access(
             source, "ModelDataSource.S3DataSource")}}
@@ -122,15 +142,65 @@ def _boolean_access(source: dict[str, Any], where: str) -> dict[str, Any]:
     value = access["AcceptEula"]
     if isinstance(value, str):
         if value.lower() not in ("true", "false"):
-            raise PropertiesError(f"{where}.ModelAccessConfig.AcceptEula {value!r} must be true or false")
+            raise PropertiesError(f"{where}.ModelAccessConfig.AcceptEula {shown(value)} must be true or false")
         value = value.lower() == "true"
     if not isinstance(value, bool):
-        raise PropertiesError(f"{where}.ModelAccessConfig.AcceptEula {value!r} must be true or false")
+        raise PropertiesError(f"{where}.ModelAccessConfig.AcceptEula {shown(value)} must be true or false")
     return {**source, "ModelAccessConfig": {**access, "AcceptEula": value}}
+
+
+def check_request(request: dict[str, Any]) -> None:
+    """PropertiesError listing every problem botocore's model of CreateModel finds in ``request`` (a wrong type, a
+    missing or unknown member), before any AWS call: the checks botocore makes when the request is sent."""
+    from botocore.validate import ParamValidator
+
+    shape = _sagemaker().meta.service_model.operation_model("CreateModel").input_shape
+    report = ParamValidator().validate(request, shape)
+    if report.has_errors():
+        lines = [line if len(line) <= _LINE_MAX else line[: _LINE_MAX - 3] + "..."
+                 for line in report.generate_report().splitlines() if line.strip()]
+        raise PropertiesError("the CreateModel request of these properties is invalid (nothing was created):\n"
+                              + "\n".join(lines))
+
+
+def _properties(event: dict[str, Any], kind: str) -> dict[str, Any]:
+    """ResourceProperties as an object (a Delete reads only ModelNamePrefix: anything else there is no model made)."""
+    properties = event.get("ResourceProperties", {})
+    if not isinstance(properties, dict):
+        if kind == "Delete":
+            return {}
+        raise PropertiesError(f"ResourceProperties: got {shown(properties)}; allowed: a JSON object of "
+                              f"{', '.join(PROPERTY_NAMES[:-2])}")
+    unknown = sorted(key for key in properties if key not in PROPERTY_NAMES)
+    if unknown and kind != "Delete":
+        raise PropertiesError(f"ResourceProperties: unknown {', '.join(shown(k) for k in unknown)} (misspelt?); "
+                              f"allowed: {', '.join(PROPERTY_NAMES)}; nothing was created")
+    return properties
+
+
+def _envelope_value(event: dict[str, Any], name: str) -> str:
+    """The event's ``name`` (StackId, RequestId, LogicalResourceId) to echo in the answer; "" when it is not one."""
+    value = event.get(name)
+    return value if isinstance(value, str) and 0 < len(value) <= PHYSICAL_ID_MAX else ""
+
+
+def _event_problems(event: dict[str, Any]) -> list[str]:
+    """What is wrong with the event's own fields (not its properties)."""
+    problems = []
+    kind = event.get("RequestType")
+    if kind not in REQUEST_TYPES:
+        problems.append(f"RequestType: got {shown(kind) if 'RequestType' in event else '(missing)'}; "
+                        "allowed: 'Create', 'Update' or 'Delete'")
+    for name in ENVELOPE_FIELDS:
+        if not _envelope_value(event, name):
+            problems.append(f"{name}: got {shown(event.get(name)) if name in event else '(missing)'}; allowed: the "
+                            f"non-empty string (at most {PHYSICAL_ID_MAX} characters) CloudFormation sends")
+    return problems
 
 
 def _create_or_reuse(properties: dict[str, Any]) -> tuple[str, dict[str, str]]:
     request = create_request(properties)
+    check_request(request)
     name = request["ModelName"]
     try:
         arn = _sagemaker().describe_model(ModelName=name)["ModelArn"]
@@ -145,7 +215,8 @@ def _create_or_reuse(properties: dict[str, Any]) -> tuple[str, dict[str, str]]:
 
 def _delete(physical_id: str, properties: dict[str, Any]) -> None:
     prefix = properties.get("ModelNamePrefix")
-    if not isinstance(prefix, str) or not re.fullmatch(re.escape(prefix) + r"-[0-9a-f]{12}", physical_id or ""):
+    if (not isinstance(prefix, str) or not isinstance(physical_id, str)
+            or not re.fullmatch(re.escape(prefix) + r"-[0-9a-f]{12}", physical_id)):
         logger.info("nothing to delete: the physical id is not a model this function made")
         return
     try:
@@ -162,9 +233,7 @@ def _respond(event: dict[str, Any], context: Any, status: str, physical_id: str,
         "Status": status,
         "Reason": (reason or f"See CloudWatch log stream {context.log_stream_name}")[:_REASON_MAX],
         "PhysicalResourceId": physical_id,
-        "StackId": event["StackId"],
-        "RequestId": event["RequestId"],
-        "LogicalResourceId": event["LogicalResourceId"],
+        **{name: _envelope_value(event, name) for name in ENVELOPE_FIELDS},
         "Data": data,
     }).encode()
     request = urllib.request.Request(
@@ -174,20 +243,41 @@ def _respond(event: dict[str, Any], context: Any, status: str, physical_id: str,
         response.read()
 
 
+def _response_url(event: Any) -> str:
+    """Where to answer; EventError (nothing was done, nobody can be answered) without one."""
+    if not isinstance(event, dict):
+        raise EventError(f"Not a CloudFormation custom resource event (got {shown(event)}, not a JSON object); "
+                         "nothing was done and there is no ResponseURL to answer on.")
+    url = event.get("ResponseURL")
+    if not isinstance(url, str) or not url.startswith("https://"):
+        raise EventError(f"ResponseURL: got {shown(url) if 'ResponseURL' in event else '(missing)'}; allowed: the "
+                         "https:// presigned URL CloudFormation sends. Nothing was done and CloudFormation cannot be "
+                         "answered.")
+    return url
+
+
 @logger.inject_lambda_context(log_event=False)
 def handler(event: dict[str, Any], context: Any) -> None:
+    _response_url(event)
     kind = event.get("RequestType")
-    properties = event.get("ResourceProperties") or {}
-    physical_id = event.get("PhysicalResourceId") or context.log_stream_name
-    logger.append_keys(request_type=kind, logical_id=event.get("LogicalResourceId"))
+    given_id = event.get("PhysicalResourceId")
+    # Any id this function gives is short (a model name, a log stream name); a longer one is not ours, and echoing it
+    # could push the answer past CloudFormation's 4096-byte limit, so it would never arrive.
+    physical_id = given_id if isinstance(given_id, str) and 0 < len(given_id) <= PHYSICAL_ID_MAX \
+        else context.log_stream_name
+    logger.append_keys(request_type=kind if isinstance(kind, str) else None,
+                       logical_id=event.get("LogicalResourceId") if isinstance(event.get("LogicalResourceId"), str) else None)
     try:
         data: dict[str, str] = {}
+        problems = _event_problems(event)
+        if problems:
+            raise EventError("Not a valid CloudFormation custom resource event (nothing was done):\n- "
+                             + "\n- ".join(problems))
+        properties = _properties(event, str(kind))
         if kind in ("Create", "Update"):
             physical_id, data = _create_or_reuse(properties)
-        elif kind == "Delete":
-            _delete(physical_id, properties)
         else:
-            raise PropertiesError(f"unknown RequestType {kind!r}")
+            _delete(physical_id, properties)
     except Exception as exc:  # noqa: BLE001 - CloudFormation must always get an answer
         logger.exception("request failed")
         message = exc.response["Error"].get("Message", str(exc)) if isinstance(exc, ClientError) else str(exc)

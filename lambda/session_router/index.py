@@ -441,9 +441,18 @@ def _handle_not_found(_: NotFoundError) -> Response:
         HttpError(
             404,
             "RouteNotFound",
-            f"no route for {event.http_method} {event.path}; use POST /open, POST /invoke or POST /close",
+            f"no route for {_quoted(event.http_method)} {_quoted(event.path)}; use POST /open, POST /invoke or POST /close",
         )
     )
+
+
+def _quoted(text: str) -> str:
+    """``text`` as the caller sent it when it is short printable ASCII, else its ``repr`` cut to 80 characters: an
+    answer never echoes a huge path, control characters or a lone surrogate (which has no UTF-8 form)."""
+    if len(text) <= 80 and text.isascii() and text.isprintable():
+        return text
+    shown = repr(text)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def _handle_configuration_error(error: ConfigurationError) -> Response:

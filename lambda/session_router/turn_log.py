@@ -76,7 +76,8 @@ def chat_record(component: str, request: Any, reply: Any, now: datetime | None =
         return None, "request_not_chat"
     turns = []
     for message in messages:
-        role = _ROLES.get(message.get("role")) if isinstance(message, dict) else None
+        named = message.get("role") if isinstance(message, dict) else None
+        role = _ROLES.get(named) if isinstance(named, str) else None  # a list or object is no role (unhashable)
         text = _text(message.get("content")) if role else None
         if role is None or text is None or message.get("tool_calls") or message.get("function_call"):
             return None, "request_not_text_chat"

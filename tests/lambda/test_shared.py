@@ -314,6 +314,17 @@ def test_a_validator_message_gets_the_field_when_it_does_not_name_it_and_long_va
     assert lines[1] == "Plan: must not be odd"
 
 
+def test_an_object_that_is_not_one_is_named_without_pydantic_jargon():
+    """An input that is no JSON object said ``allowed: a valid dictionary or instance of _Props``; a JSON input is
+    never a model instance."""
+    with pytest.raises(ValidationError) as caught:
+        _Props.model_validate(["Mode"])
+    assert problems(caught.value) == ["event: got ['Mode']; allowed: a valid dictionary"]
+    with pytest.raises(ValidationError) as caught:
+        _Props.model_validate({"Mode": "fail", "Count": 1, "Items": [7]})
+    assert problems(caught.value) == ["Items.0: got 7; allowed: a valid dictionary"]
+
+
 def test_a_problem_of_the_whole_object_names_the_root():
     with pytest.raises(ValidationError) as caught:
         custom_resource.CustomResourceEvent.model_validate({"RequestType": "Delete"})
@@ -562,8 +573,8 @@ _LAZY_PATHS = [
         "- event: Delete events need PhysicalResourceId")],
         ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 0},
         id="capacity_plan_guard-delete-without-id"),
-    pytest.param("deployment_check", "is_complete", {"RequestType": "Update", "ResourceProperties": {
-        "EndpointName": "bad name"}}, ["DeploymentCheckFailed", (
+    pytest.param("deployment_check", "is_complete", {"RequestType": "Update", "PhysicalResourceId": "deployment-check/x",
+                                                     "ResourceProperties": {"EndpointName": "bad name"}}, ["DeploymentCheckFailed", (
             "invalid ResourceProperties: EndpointName: got 'bad name'; allowed: pattern "
             "'^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$'; EndpointConfigName: required field is missing; "
             "fix: add EndpointConfigName")], ["pydantic", "pydantic_core"], {"_models": 1},
@@ -579,7 +590,7 @@ _LAZY_PATHS = [
         ["pydantic", "pydantic_core", "aws_lambda_powertools.utilities.parser"], {"_models": 1},
         id="eagle_job-bad-start-event"),
     pytest.param("eagle_job:benchmark", "start", {"phase": "during", "run_id": "r", "head": "s3://b/h/"}, ["InvalidEventError", (
-        "bad StartEvent: phase: Input should be 'before' or 'after'")], ["pydantic", "pydantic_core"], {"_models": 1},
+        "bad StartEvent: phase: got 'during'; allowed: 'before' or 'after'")], ["pydantic", "pydantic_core"], {"_models": 1},
         id="eagle_job-benchmark-bad-start-event"),
     pytest.param("eagle_dataset", "plan", {"capture_bucket": "b"}, ["InvalidEventError", (
         "PlanEvent event is invalid: capture_bucket: got 'b'; allowed: pattern '^[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]$'; "

@@ -21,6 +21,16 @@ if TYPE_CHECKING:  # only the annotation: ``shown`` and this module cost no pyda
 
 _SHOULD = re.compile(r"^(Input|Value|String|List|Tuple|Set|Dictionary|Object|Decimal|Date|Datetime|Timestamp|Number)"
                      r" should (be |have |match )?")
+_INSTANCE_OF = re.compile(r" or instance of \w+$")
+
+
+def not_a_boolean(value: Any) -> Any:
+    """For a pydantic ``BeforeValidator`` on a whole-number field: JSON's ``true`` / ``false`` is refused (pydantic's
+    lax mode reads them as 1 and 0, so ``"max_objects": true`` would mean one object); any other value goes on to
+    the field's own checks."""
+    if isinstance(value, bool):
+        raise ValueError(f"got {shown(value)}; allowed: a whole number (true and false are not numbers)")
+    return value
 
 
 def shown(value: Any) -> str:
@@ -45,6 +55,6 @@ def problems(exc: ValidationError, *, root: str = "event", known: Iterable[str] 
             message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
             lines.append(message if message.startswith(field) else f"{field}: {message}")
         else:
-            allowed = _SHOULD.sub("", str(error["msg"]))
+            allowed = _INSTANCE_OF.sub("", _SHOULD.sub("", str(error["msg"])))  # a JSON input is no model instance
             lines.append(f"{field}: got {shown(error.get('input'))}; allowed: {allowed}")
     return lines
