@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import re
 import subprocess
 import sys
@@ -249,3 +250,25 @@ def test_environment_agnostic_stack_gets_the_layer_too():
     template.resource_count_is("AWS::Lambda::LayerVersion", 1)
     template.has_resource_properties("AWS::Lambda::Function", {
         "Layers": Match.array_with([{"Ref": Match.string_like_regexp("AwsSdkLayer")}])})
+
+
+def test_tool_and_editor_litter_beside_a_handler_is_not_shipped_and_keeps_the_asset(tmp_path, monkeypatch):
+    """mypy, pytest, ruff or an editor run inside lambda/<name>/ leave files there; the function's staged code
+    (and so its asset hash, and whether a deploy updates it) is the sources alone."""
+    from sagemaker_llm_cdk.core import _assets
+
+    handler = tmp_path / "handler"
+    shutil.copytree(_assets.handler_dir("capacity_plan_expiry"), handler, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(_assets, "handler_dir", lambda name: str(handler))
+    clean = Path(_assets.staged_handler("capacity_plan_expiry"))
+    for litter in (".mypy_cache/3.11/index.data.json", ".pytest_cache/v/cache/nodeids", ".ruff_cache/CACHEDIR.TAG",
+                   ".DS_Store", "__pycache__/index.cpython-313.pyc", "index.py~", ".index.py.swp", "notes.swp"):
+        (handler / litter).parent.mkdir(parents=True, exist_ok=True)
+        (handler / litter).write_text("litter")
+    littered = Path(_assets.staged_handler("capacity_plan_expiry"))
+    assert littered == clean  # the same content hash: nothing to redeploy
+    shipped = {p.relative_to(littered).as_posix() for p in littered.rglob("*") if p.is_file()}
+    assert "index.py" in shipped and "llm_cdk_shared/__init__.py" in shipped
+    assert not [name for name in shipped if "cache" in name or name.endswith(("~", ".swp", ".pyc", ".DS_Store"))], shipped
+    (handler / "helpers.py").write_text("X = 1\n")  # a real source file does count
+    assert Path(_assets.staged_handler("capacity_plan_expiry")) != clean

@@ -45,8 +45,15 @@ def shared_package_dir() -> Path:
 
 
 def _source_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*")
-                  if p.is_file() and "__pycache__" not in p.relative_to(folder).parts and p.suffix != ".pyc")
+    """The files a function ships from ``folder``: not bytecode, and nothing a tool or editor leaves beside the
+    sources (hidden files and folders such as ``.mypy_cache``, ``.pytest_cache``, ``.ruff_cache``, ``.DS_Store``;
+    ``*.swp`` and ``*~``), which would ship with the code and change its hash, hence redeploy it."""
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not _tool_litter(p.relative_to(folder)))
+
+
+def _tool_litter(relative: Path) -> bool:
+    return (any(part == "__pycache__" or part.startswith(".") for part in relative.parts)
+            or relative.suffix in (".pyc", ".swp") or relative.name.endswith("~"))
 
 
 def _holds(folder: Path, contents: Mapping[str, bytes]) -> bool:
