@@ -1,9 +1,13 @@
 """Shared pytest fixtures: load Lambda handlers from lambda/<name>/, fake Lambda context, AWS env."""
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.util
+import os
+import shutil
 import sys
+import tempfile
 import types
 import uuid
 from dataclasses import dataclass
@@ -38,10 +42,21 @@ def _validation_can_fail(context: dict | None) -> bool:
     return any(str(given.get(flag)).lower() == "true" for flag in VALIDATION_FLAGS)
 
 
+@functools.cache
+def _outdirs() -> Path:
+    """One folder per test process for the cloud assemblies of Apps built without ``outdir``, removed at exit.
+    (CDK would make each a ``cdk.outXXXXXX`` in the system temp folder and leave it there: tens of MB per synth.)"""
+    folder = Path(tempfile.mkdtemp(prefix="sagemaker-llm-cdk-tests-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 @functools.wraps(_APP_INIT)
 def _app_init(self: aws_cdk.App, **props: object) -> None:
     if props.get("builtin_cloud_formation_validation") is None:
         props["builtin_cloud_formation_validation"] = _validation_can_fail(props.get("context"))  # type: ignore[arg-type]
+    if props.get("outdir") is None and not os.environ.get("CDK_OUTDIR"):
+        props["outdir"] = tempfile.mkdtemp(prefix="cdk.out", dir=_outdirs())
     _APP_INIT(self, **props)
 
 
