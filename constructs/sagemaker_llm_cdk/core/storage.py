@@ -42,6 +42,10 @@ def secure_key(scope: Construct, id: str, *, description: str) -> kms.Key:
     )
 
 
+SERVER_ACCESS_LOGS_USE_BUCKET_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
+"""CDK's feature flag (``cx_api.S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY``) that ``SecureBucket`` sets for its subtree."""
+
+
 class SecureBucket(Construct):
     """A bucket that is TLS-only, private, versioned, KMS-encrypted, access-logged and retained
     (with ``removal: destroy``: emptied and deleted with the stack).
@@ -65,6 +69,10 @@ class SecureBucket(Construct):
         expire_after_days: dict[str, int] | None = None,
     ) -> None:
         super().__init__(scope, id)
+        # S3 delivers the server access logs through the log bucket's policy (logging.s3.amazonaws.com, only for
+        # the source bucket and account), never through the legacy LogDeliveryWrite ACL, whatever feature flags
+        # the app's cdk.json has (an app without this flag, from before CDK 2.60, would get the ACL).
+        self.node.set_context(SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, True)
         destroy = destroying(self)  # removal: destroy empties and deletes the buckets with the stack
         if access_logs is None:
             access_logs = s3.Bucket(
