@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 from support.aws_model import assert_valid_request
+from support.cfn_response import recording_urlopen
 
 ROLE = "arn:aws:iam::123456789012:role/endpoint-role"
 HEAD = "s3://eagle-artifacts/jobs/eagle-qwen3-32b-0123456789ab/draft/"
@@ -49,24 +50,9 @@ def event(kind: str = "Create", physical_id: str | None = None, **props: Any) ->
 def serving(load_handler, monkeypatch):
     module = load_handler("eagle_serving_model")
     sent: list[dict[str, Any]] = []
-
-    class _Response:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *args: Any) -> None:
-            return None
-
-        def read(self) -> bytes:
-            return b""
-
-    def fake_urlopen(request, timeout):
-        assert request.get_method() == "PUT" and request.full_url.startswith("https://cloudformation-custom")
-        assert request.headers["Content-type"] == ""
-        sent.append(json.loads(request.data))
-        return _Response()
-
-    monkeypatch.setattr(module.urllib.request, "urlopen", fake_urlopen)
+    monkeypatch.setattr(module.urllib.request, "urlopen", recording_urlopen(sent, lambda request: (
+        request.get_method() == "PUT" and request.full_url.startswith("https://cloudformation-custom")
+        and request.headers["Content-type"] == "")))
     module.sent = sent
     return module
 

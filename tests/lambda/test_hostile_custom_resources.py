@@ -27,6 +27,7 @@ from botocore.stub import Stubber
 from conftest import FakeLambdaContext, load_handler_module
 from support import hostile
 from support.hostile import DROP, Mutation
+from support.cfn_response import recording_urlopen
 
 CONTEXT = FakeLambdaContext()
 MAX_REASON = 3500  # the handlers' own cap: CloudFormation's whole response must stay under 4096 bytes
@@ -342,23 +343,8 @@ def _json_type(value: Any) -> int:
 def serving_module():
     module = load_handler_module("eagle_serving_model")
     answers: list[dict[str, Any]] = []
-
-    class _Response:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *args: Any) -> None:
-            return None
-
-        def read(self) -> bytes:
-            return b""
-
-    def urlopen(request: Any, timeout: float) -> _Response:
-        assert request.get_method() == "PUT" and request.full_url == ENVELOPE["ResponseURL"]
-        answers.append(json.loads(request.data))
-        return _Response()
-
-    module.urllib.request.urlopen = urlopen  # the module object is this test module's own
+    module.urllib.request.urlopen = recording_urlopen(answers, lambda request: (  # the module object is this test module's own
+        request.get_method() == "PUT" and request.full_url == ENVELOPE["ResponseURL"]))
     module.answers = answers
     return module
 
