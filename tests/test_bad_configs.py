@@ -143,6 +143,14 @@ def judge(target: Path, text: str, path: tuple[Any, ...] | None, *, deleted: boo
         return "bug", traceback.format_exc(limit=-4)
 
 
+MUST_FAIL = {"duplicate key", "unknown sibling key"}
+"""Mutations no config may accept (any other may happen to be allowed: a bool where a string goes, say)."""
+FREE_FORM = {"tags", "environment"}
+"""Mappings whose keys are the user's (tag keys, environment variables): a new key there is allowed."""
+DUPLICATE = "duplicate-of-"
+"""Prefix of a sibling key that the text then renames to the key itself: the key given twice."""
+
+
 def single_mutants(data: Any) -> Iterator[tuple[str, tuple[Any, ...], str, bool]]:
     """(label, path, text, deleted) for every node of ``data``: deleted, replaced, misspelt sibling added."""
     for path, node in walk(data):
@@ -156,6 +164,8 @@ def single_mutants(data: Any) -> Iterator[tuple[str, tuple[Any, ...], str, bool]
         if isinstance(path[-1], str):
             sibling = path[:-1] + (path[-1] + "x",)
             yield "unknown sibling key", sibling, dump(mutated(data, sibling, node)), False
+            twice = dump(mutated(data, path[:-1] + (DUPLICATE + path[-1],), node))
+            yield "duplicate key", path, twice.replace(f"{DUPLICATE}{path[-1]}:", f"{path[-1]}:", 1), False
 
 
 @pytest.mark.parametrize("config", CONFIGS)
@@ -167,6 +177,8 @@ def test_every_mutation_of_a_committed_config_loads_or_fails_clearly(workdir, re
         outcome, detail = judge(target, text, path if "extends" not in path else None, deleted=deleted)
         if outcome == "bug":
             bugs.append(f"{config}: {label} at {render(path)}: {detail}")
+        elif label in MUST_FAIL and outcome != "refused" and not (len(path) > 1 and path[-2] in FREE_FORM):
+            bugs.append(f"{config}: {label} at {render(path)} loads")
         else:
             outcomes[outcome] += 1
     assert not bugs, f"{len(bugs)} bad outcome(s); first ones:\n" + "\n\n".join(bugs[:5])
