@@ -211,6 +211,28 @@ def test_two_independent_mutations_are_reported_in_one_round(workdir, restore, c
     assert not bugs, f"{len(bugs)} pair(s) not reported together; first ones:\n" + "\n\n".join(bugs[:3])
 
 
+LAYERED = [(config, extends) for config in CONFIGS
+           for extends in [yaml.safe_load((ROOT / config).read_text(encoding="utf-8")).get("extends")]
+           if isinstance(extends, str)]
+
+
+@pytest.mark.parametrize(("config", "extends"), LAYERED)
+def test_a_mutated_base_is_reported_in_the_base_when_its_child_is_loaded(workdir, restore, config, extends):
+    """A seeded sample of the base's mutants, loaded through the config that extends it: the error names the
+    base file (where the value is written) and the field."""
+    base = (workdir / config).parent / extends
+    data = yaml.safe_load(base.read_text(encoding="utf-8"))
+    rng = random.Random(f"base:{config}")
+    mutants = [m for m in single_mutants(data) if m[0] in ("delete", "list", "negative", "unknown sibling key")]
+    bugs = []
+    for label, path, text, deleted in rng.sample(mutants, min(25, len(mutants))):
+        base.write_text(text, encoding="utf-8")
+        outcome, message = judge(workdir / config, (ROOT / config).read_text(encoding="utf-8"), None)
+        if outcome == "bug" or outcome == "refused" and str(base) not in message.split("\n", 1)[1] and not deleted:
+            bugs.append(f"{label} at {render(path)} of {extends}: {outcome}\n{message}")
+    assert not bugs, "\n\n".join(bugs[:3])
+
+
 TEXT_MUTANTS = {
     "a tab for indentation": lambda text: re.sub(r"^  ", "\t", text, count=3, flags=re.M),
     "bad indentation": lambda text: re.sub(r"(\n[\w-]+:.*\n(?:(?:[ #].*)?\n)*)([\w-]+:)", r"\1 \2", text, count=1),
@@ -433,3 +455,15 @@ def test_the_app_prints_the_layered_problems_without_a_traceback(tmp_path):
     assert f"endpoints[0].scaling.max_instances: got 0; allowed: at least 1" in result.stderr
     assert f"where: {config} line 6" in result.stderr
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.template.json")), "nothing synthesized"
+
+
+def test_a_scalar_item_of_the_base_is_named_in_the_base(tmp_path):
+    """Before: the base's item was located by its index in the overlay file (dev.yaml line 5, the wrong file)."""
+    base = write(tmp_path, "base.yaml", "endpoints:\n  - [1, a]\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n")
+    path = write(tmp_path, "dev.yaml", "extends: base.yaml\nendpoints:\n  - name: Chat\n    models:\n"
+                                       "      - {name: m, model_data_s3_uri: 's3://my-llm-weights/m/'}\n")
+    with pytest.raises(ConfigurationError) as error:
+        load_config(path)
+    assert [p.located() for p in error.value.problems] == [
+        f"endpoints[0]: got [1, 'a']; allowed: a mapping of keys to values; fix: write endpoints[0] as a mapping of "
+        f"keys to values; where: {base} line 2"]
