@@ -121,9 +121,12 @@ def names_field(message: str, path: tuple[Any, ...], *, deleted: bool = False) -
     return any(mutant.match(field) and where.search(message) for mutant, where in RELATED)
 
 
-def judge(target: Path, text: str, path: tuple[Any, ...] | None, *, deleted: bool = False) -> tuple[str, str]:
+def judge(target: Path, text: str | bytes, path: tuple[Any, ...] | None, *, deleted: bool = False) -> tuple[str, str]:
     """Load ``text`` written at ``target``: ("loads", ""), ("refused", message) or ("bug", why)."""
-    target.write_text(text, encoding="utf-8")
+    if isinstance(text, bytes):
+        target.write_bytes(text)
+    else:
+        target.write_text(text, encoding="utf-8")
     try:
         load_config(target)
         return "loads", ""
@@ -252,6 +255,7 @@ TEXT_MUTANTS = {
     "an unhashable key": lambda text: "? [a, b]\n: c\n" + text,
     "a date that does not exist": lambda text: "when: 2027-13-45\n" + text,
     "a recursive alias": lambda text: "loop: &a [*a]\n" + text,
+    "not UTF-8": lambda text: text.encode("utf-8").replace(b"\n", b"\n# caf\xe9\n", 2),
 }
 
 
@@ -262,7 +266,8 @@ def test_broken_yaml_and_extends_give_one_clear_error(workdir, restore, config):
     (target.parent / "list.yaml").write_text("- a\n")
     bugs = []
     for label, mutate in TEXT_MUTANTS.items():
-        text = mutate(source).replace("{name}", target.name)
+        text = mutate(source)
+        text = text.replace("{name}", target.name) if isinstance(text, str) else text
         if text == source:
             continue
         outcome, message = judge(target, text, None)
@@ -467,3 +472,16 @@ def test_a_scalar_item_of_the_base_is_named_in_the_base(tmp_path):
     assert [p.located() for p in error.value.problems] == [
         f"endpoints[0]: got [1, 'a']; allowed: a mapping of keys to values; fix: write endpoints[0] as a mapping of "
         f"keys to values; where: {base} line 2"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (b"stack_name: A\nendpoints:\n  - name: \x00x\n",
+     r"line 3: got 'character #x0000: control characters are not allowed'; allowed: valid YAML; .*; where: .* line 3"),
+    (b"# caf\xe9\nstack_name: A\n", r"line 1: got b'\\xe9\\nst'; allowed: UTF-8 text; fix: save .* as UTF-8"),
+])
+def test_characters_yaml_or_utf8_refuse_are_named_with_their_line(tmp_path, text, expected):
+    """Before: a NUL byte was at an 'unknown position'; a byte that is not UTF-8 said 'check the path'."""
+    path = tmp_path / "c.yaml"
+    path.write_bytes(text)
+    with pytest.raises(ConfigurationError, match=expected):
+        load_config(path)

@@ -249,20 +249,27 @@ def _keys(path: tuple[Any, ...]) -> tuple[str, ...]:
     return tuple(p for p in path if isinstance(p, str))
 
 
-def _merge(base: Any, overlay: Any, path: tuple[Any, ...], problems: list[Problem],
-           items: tuple[Origin, ...] | None = None) -> Any:
-    """``merge`` collecting its problems; ``items`` are the origins of ``overlay``'s items when it is a list."""
+def _merge(base: Any, overlay: Any, path: tuple[Any, ...], problems: list[Problem]) -> Any:
+    """``merge`` collecting its problems."""
     if isinstance(base, dict) and isinstance(overlay, dict):
         merged = dict(base)
+        item_origins: dict[Any, tuple[Origin | None, ...]] = {}
         for key, value in overlay.items():
             if key is _ORIGIN:  # where each key is written: the overlay's keys win, as their values do
                 merged[key] = {**base.get(_ORIGIN, {}), **value}
-                continue
-            merged[key] = (_merge(base[key], value, path + (key,), problems, _key_origin(overlay, (key, _SELF)))
-                           if key in base else _plain(value, path + (key,), problems))
+            elif key not in base:
+                merged[key] = _plain(value, path + (key,), problems)
+            elif _keys(path + (key,)) in NAMED_LISTS and isinstance(base[key], list) and isinstance(value, list):
+                merged[key], item_origins[key] = _merge_named(
+                    base[key], value, path + (key,), problems, _key_origin(base, (key, _SELF)),
+                    _key_origin(overlay, (key, _SELF)))
+            else:
+                merged[key] = _merge(base[key], value, path + (key,), problems)
+        if item_origins and isinstance(merged.get(_ORIGIN), dict):  # where the merged lists' items come from
+            merged[_ORIGIN] = {**merged[_ORIGIN], **{(key, _SELF): found for key, found in item_origins.items()}}
         return merged
     if _keys(path) in NAMED_LISTS and isinstance(base, list) and isinstance(overlay, list):
-        return _merge_named(base, overlay, path, problems, items)
+        return _merge_named(base, overlay, path, problems)[0]
     return _plain(overlay, path, problems)
 
 
@@ -301,8 +308,19 @@ def _problem(where: tuple[Any, ...], item: Any, key: Any, value: Any, allowed: s
 
 
 def _merge_named(base: list[Any], overlay: list[Any], path: tuple[Any, ...], problems: list[Problem],
-                 items: tuple[Origin, ...] | None = None) -> list[Any]:
+                 base_items: tuple[Origin | None, ...] | None = None,
+                 items: tuple[Origin | None, ...] | None = None) -> tuple[list[Any], tuple[Origin | None, ...]]:
+    """The merged list and where each of its items is written (``base_items``, ``items``: the inputs')."""
     merged: list[Any] = list(base)
+    origins: list[Origin | None] = [base_items[i] if base_items and i < len(base_items) else None
+                                    for i in range(len(base))]
+
+    def add(item: Any, position: int, where: tuple[Any, ...]) -> None:
+        before = len(merged)
+        _append(merged, item, where, problems)
+        if len(merged) > before:
+            origins.append(items[position] if items and position < len(items) else None)
+
     index = {name: i for i, name in ((i, _name(item)) for i, item in enumerate(base)) if name is not None}
     seen: dict[str, int] = {}
     deleted: set[int] = set()
@@ -317,7 +335,7 @@ def _merge_named(base: list[Any], overlay: list[Any], path: tuple[Any, ...], pro
                                     f"{origin.file} line {origin.line}" if origin else ""))
             continue
         if name is None:
-            _append(merged, item, where, problems)
+            add(item, position, where)
             continue
         if name in seen:
             first = _origin(overlay[seen[name]])
@@ -349,7 +367,7 @@ def _merge_named(base: list[Any], overlay: list[Any], path: tuple[Any, ...], pro
                 problems.append(_problem(where, item, "name", name, f"a name in the list it extends: {known}",
                                          f"correct the name, or remove {REPLACE} to add a new item"))
                 continue
-            _append(merged, item, where, problems)
+            add(item, position, where)
             continue
         target = index[name]
         if item.get(REPLACE) is not None:
@@ -360,7 +378,9 @@ def _merge_named(base: list[Any], overlay: list[Any], path: tuple[Any, ...], pro
             merged[target] = _plain({k: v for k, v in item.items() if k != REPLACE}, where, problems)
         else:
             merged[target] = _merge(base[target], item, path + (target,), problems)
-    return [item for i, item in enumerate(merged) if i not in deleted]
+        origins[target] = items[position] if items and position < len(items) else origins[target]
+    kept = [i for i in range(len(merged)) if i not in deleted]
+    return [merged[i] for i in kept], tuple(origins[i] for i in kept)
 
 
 def _append(items: list[Any], item: Any, where: tuple[Any, ...], problems: list[Problem]) -> None:
@@ -465,7 +485,8 @@ def _strip(value: Any, path: tuple[Any, ...], origins: dict[tuple[Any, ...], Ori
             items = marks.get((key, _SELF))
             if isinstance(inner, list) and items:
                 for i, origin in enumerate(items[:len(inner)]):
-                    origins[path + (key, i)] = origin
+                    if origin is not None:
+                        origins[path + (key, i)] = origin
             out[key] = _strip(inner, path + (key,), origins)
         return out
     if isinstance(value, list):
@@ -499,7 +520,13 @@ def _read(path: Path, chain: tuple[Path, ...], problems: list[Problem], parent_w
     source = _chain(chain)
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, ValueError) as error:  # ValueError: a NUL byte in the name, or not UTF-8 text
+    except UnicodeDecodeError as error:
+        raw = path.read_bytes()
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise ConfigurationError([Problem(f"line {line}", raw[error.start:error.start + 4], "UTF-8 text",
+                                          f"save {path} as UTF-8 (it holds a byte UTF-8 does not allow at line {line})",
+                                          f"{path} line {line}")], source=source) from None
+    except (OSError, ValueError) as error:  # ValueError: a NUL byte in the name
         reason = getattr(error, "strerror", None) or str(error)
         if len(chain) == 1:
             fix = f"check the path ({reason}); pass another with `cdk synth -c config=PATH`"
@@ -514,6 +541,10 @@ def _read(path: Path, chain: tuple[Path, ...], problems: list[Problem], parent_w
     except (yaml.YAMLError, ValueError, OverflowError) as error:  # ValueError: a date like 2027-13-01
         where, problem = yaml_error_position(error) if isinstance(error, yaml.YAMLError) else ("unknown position",
                                                                                                str(error))
+        if isinstance(error, yaml.reader.ReaderError):  # a character YAML refuses: its offset says the line
+            line = text.count("\n", 0, error.position) + 1
+            code = ord(error.character) if isinstance(error.character, str) else error.character
+            where, problem = f"line {line}", f"character #x{code:04x}: {error.reason}"
         raise ConfigurationError(
             [Problem(where, problem, "valid YAML", f"fix the syntax at that position in {path}", f"{path} {where}")],
             source=source
