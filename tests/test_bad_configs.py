@@ -485,3 +485,44 @@ def test_characters_yaml_or_utf8_refuse_are_named_with_their_line(tmp_path, text
     path.write_bytes(text)
     with pytest.raises(ConfigurationError, match=expected):
         load_config(path)
+
+
+def default_with(change: Any) -> dict[str, Any]:
+    data = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda d: d["endpoints"][0]["data_capture"].update(sampling_percentage=True),
+     "endpoints[0].data_capture.sampling_percentage: got True; allowed: a number, not true or false; fix: write "
+     "sampling_percentage as a number"),
+    (lambda d: d["endpoints"][0]["scaling"].update(max_instances=True),
+     "endpoints[0].scaling.max_instances: got True; allowed: a number, not true or false"),
+    (lambda d: d.update(capacity_plans=[{"name": "p", "instance_type": "ml.p5e.48xlarge", "instance_count": 1,
+                                          "duration_days": 1, "max_upfront_fee_usd": 1, "start_after": 7}]),
+     "capacity_plans[0].start_after: got 7; allowed: an ISO-8601 time with a time zone, e.g. 2026-01-15T00:00:00Z"),
+])
+def test_values_pydantic_would_coerce_are_refused(change, expected):
+    """Before: true loaded as 1 (a 1% capture, one instance) and 7 as 1970-01-01T00:00:07Z, without a word."""
+    from sagemaker_llm_cdk import parse_config
+
+    with pytest.raises(ConfigurationError, match=re.escape(expected)):
+        parse_config(default_with(change), source="c.yaml")
+
+
+@pytest.mark.parametrize(("tags", "expected"), [
+    ({"project": "v" * 257}, "tags.project: got 'vvvv"),
+    ({"project": "v" * 257}, "allowed: a tag value of at most 256 letters, digits, spaces and _ . : / = + - @"),
+    ({"AWS:owner": "me"}, "tags.AWS:owner: got 'AWS:owner'; allowed: a tag key not starting with aws: (reserved for AWS)"),
+    ({"k" * 129: "v"}, "allowed: a tag key of 1-128 letters, digits, spaces and _ . : / = + - @; fix: rename the tag"),
+    ({"owner": "a\x07b"}, "tags.owner: got 'a\\x07b'; allowed: a tag value of at most 256"),
+    ({f"k{i}": "v" for i in range(51)}, "tags: got '51 tags'; allowed: at most 50 tags (AWS's limit per resource)"),
+])
+def test_tags_follow_the_aws_tag_rules(tags, expected):
+    """Before: any string loaded, and CloudFormation refused the tag at deploy."""
+    from sagemaker_llm_cdk import parse_config
+
+    with pytest.raises(ConfigurationError, match=re.escape(expected)):
+        parse_config(default_with(lambda d: d.update(tags=tags)), source="c.yaml")
+    parse_config(default_with(lambda d: d.update(tags={"cost-center": "ML team/eu: 42", "empty": "", "名前": "値"})))

@@ -67,20 +67,70 @@ class Settings(BaseModel):
         """When fields fail, still run this model's rules on the fields that passed, so cross-field and
         cross-object problems come in the same round. A rule that reads a failed field is skipped (the
         field's own problem is reported); see ``unless_failed``."""
+        coerced = coercion_problems(cls, data)
         try:
-            return handler(data)
+            result = handler(data)
         except ValidationError as error:
-            if not isinstance(data, dict) or not any(item["loc"] for item in error.errors(include_url=False)):
+            if not isinstance(data, dict) or not (coerced or any(item["loc"] for item in error.errors(include_url=False))):
                 raise  # not a mapping, or only this model's own rules failed: nothing more to find
 
             known = problems_from(error, cls)
             lines = {p.line() for p in known}
-            extra = [p for p in _partial_rules(cls, data, error) if p.line() not in lines]
+            paths = {p.path for p in known}  # a field pydantic refused already: its coercion is not news
+            extra = [p for p in [*(c for c in coerced if c.path not in paths), *_partial_rules(cls, data, error)]
+                     if p.line() not in lines]
             if not extra:
                 raise
             problems = [*known, *extra]
             raise PydanticCustomError(RULES_ERROR, "{count} rule(s) broken",
                                       {"count": len(problems), "problems": problems}) from None
+        if coerced:
+            raise PydanticCustomError(RULES_ERROR, "{count} rule(s) broken", {"count": len(coerced), "problems": coerced})
+        return result
+
+
+_KINDS: dict[type, dict[str, frozenset[type]]] = {}
+
+
+def _kinds(annotation: Any) -> frozenset[type]:
+    """The scalar types a field's annotation admits (``int | None`` -> {int, NoneType}); empty for containers."""
+    import types
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _kinds(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return frozenset().union(*(_kinds(arg) for arg in typing.get_args(annotation)))
+    if origin is Literal:
+        return frozenset(type(arg) for arg in typing.get_args(annotation))
+    return frozenset({annotation}) if isinstance(annotation, type) and origin is None else frozenset()
+
+
+def coercion_problems(cls: type[BaseModel], data: Any) -> list[Problem]:
+    """Values pydantic would turn into something else without a word: true/false where a number goes (true
+    would be 1), a number where a time goes (seconds since 1970). Refused, as the user meant something else."""
+    from datetime import datetime
+    from decimal import Decimal
+
+    if not isinstance(data, dict):
+        return []
+    if cls not in _KINDS:
+        _KINDS[cls] = {name: _kinds(field.annotation) for name, field in cls.model_fields.items()}
+    problems: list[Problem] = []
+    for name, kinds in _KINDS[cls].items():
+        alias = cls.model_fields[name].alias
+        key = name if name in data else alias if alias and alias in data else None
+        if key is None:
+            continue
+        value = data[key]
+        if isinstance(value, bool) and bool not in kinds and kinds & {int, float, Decimal}:
+            problems.append(Problem(key, value, "a number, not true or false", f"write {key} as a number"))
+        elif (isinstance(value, (int, float)) and not isinstance(value, bool) and datetime in kinds
+              and not kinds & {int, float, Decimal}):
+            problems.append(Problem(key, value, "an ISO-8601 time with a time zone, e.g. 2026-01-15T00:00:00Z",
+                                    f"write {key} as a time, not a number"))
+    return problems
 
 
 class _FieldFailed(Exception):
