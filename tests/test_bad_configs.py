@@ -164,6 +164,8 @@ def single_mutants(data: Any) -> Iterator[tuple[str, tuple[Any, ...], str, bool]
             value = REPLACEMENTS[label]
             if value != node or type(value) is not type(node):
                 yield label, path, dump(mutated(data, path, value)), False
+        if isinstance(node, str):  # the same text made too long: names, URIs and tags have AWS length limits
+            yield "a long tail", path, dump(mutated(data, path, node + "x" * 1100)), False
         if isinstance(path[-1], str):
             sibling = path[:-1] + (path[-1] + "x",)
             yield "unknown sibling key", sibling, dump(mutated(data, sibling, node)), False
@@ -526,3 +528,24 @@ def test_tags_follow_the_aws_tag_rules(tags, expected):
     with pytest.raises(ConfigurationError, match=re.escape(expected)):
         parse_config(default_with(lambda d: d.update(tags=tags)), source="c.yaml")
     parse_config(default_with(lambda d: d.update(tags={"cost-center": "ML team/eu: 42", "empty": "", "名前": "値"})))
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda d: d["endpoints"][0]["models"][0].update(model_data_s3_uri="s3://my-llm-weights/" + "k" * 1010 + "/"),
+     "endpoints[0].models[0].model_data_s3_uri: got 's3://my-llm-weights/kkk"),
+    (lambda d: d["endpoints"][0]["models"][0].update(model_data_s3_uri="s3://my-llm-weights/" + "k" * 1010 + "/"),
+     "allowed: an S3 URI of at most 1024 characters (SageMaker's S3Uri); fix: use a shorter prefix or object key"),
+    (lambda d: d["endpoints"][0]["models"][1].update(environment={"MY_FLAG": "v" * 1025}),
+     "endpoints[0].models[1].environment.MY_FLAG: got 'vvv"),
+    (lambda d: d["endpoints"][0]["models"][1].update(environment={"MY_FLAG": "v" * 1025}),
+     "allowed: a value of at most 1024 characters"),
+    (lambda d: d["endpoints"][0]["models"][1].update(environment={f"V{i}": "1" for i in range(101)}),
+     "endpoints[0].models[1].environment: got '101 variables'; allowed: at most 100 variables"),
+])
+def test_lengths_sagemaker_refuses_are_config_errors(change, expected):
+    """Before: they loaded and SageMaker refused the model at deploy (botocore: S3Uri and EnvironmentValue max
+    1024, EnvironmentMap at most 100 entries)."""
+    from sagemaker_llm_cdk import parse_config
+
+    with pytest.raises(ConfigurationError, match=re.escape(expected)):
+        parse_config(default_with(change), source="c.yaml")

@@ -293,8 +293,15 @@ def field_rule(check: Any) -> AfterValidator:
     return AfterValidator(_validate)
 
 
+MAX_S3_URI = 1024
+"""Longest S3 URI SageMaker takes (botocore's ``S3Uri``/``S3ModelUri``: max 1024)."""
+
+
 def s3_uri_problem(field: str, value: str, *, want: Literal["prefix", "tar.gz", "any"] = "any") -> Problem | None:
     """A problem when ``value`` is not an S3 URI of the wanted kind, else None."""
+    if len(value) > MAX_S3_URI:
+        return Problem(field, value, f"an S3 URI of at most {MAX_S3_URI} characters (SageMaker's S3Uri)",
+                       "use a shorter prefix or object key")
     match = _S3_URI.match(value)
     if not match:
         if _HF_ID.match(value):
