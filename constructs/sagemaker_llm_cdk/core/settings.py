@@ -89,10 +89,11 @@ class Settings(BaseModel):
         return result
 
 
-_KINDS: dict[type, dict[str, frozenset[type]]] = {}
+_COERCIBLE: dict[type, tuple[tuple[str, str | None, str], ...]] = {}
+"""Per model: (field, alias, "number" or "time") of the fields ``coercion_problems`` checks."""
 
 
-def _kinds(annotation: Any) -> frozenset[type]:
+def _kinds(annotation: Any) -> frozenset[Any]:
     """The scalar types a field's annotation admits (``int | None`` -> {int, NoneType}); empty for containers."""
     import types
     import typing
@@ -107,27 +108,38 @@ def _kinds(annotation: Any) -> frozenset[type]:
     return frozenset({annotation}) if isinstance(annotation, type) and origin is None else frozenset()
 
 
-def coercion_problems(cls: type[BaseModel], data: Any) -> list[Problem]:
-    """Values pydantic would turn into something else without a word: true/false where a number goes (true
-    would be 1), a number where a time goes (seconds since 1970). Refused, as the user meant something else."""
+def _coercible(cls: type[BaseModel]) -> tuple[tuple[str, str | None, str], ...]:
     from datetime import datetime
     from decimal import Decimal
 
+    found = _COERCIBLE.get(cls)
+    if found is None:
+        fields = []
+        for name, field in cls.model_fields.items():
+            kinds = _kinds(field.annotation)
+            numbers = kinds & {int, float, Decimal}
+            if numbers and bool not in kinds:
+                fields.append((name, field.alias, "number"))
+            elif datetime in kinds and not numbers:
+                fields.append((name, field.alias, "time"))
+        found = _COERCIBLE[cls] = tuple(fields)
+    return found
+
+
+def coercion_problems(cls: type[BaseModel], data: Any) -> list[Problem]:
+    """Values pydantic would turn into something else without a word: true/false where a number goes (true
+    would be 1), a number where a time goes (seconds since 1970). Refused, as the user meant something else."""
     if not isinstance(data, dict):
         return []
-    if cls not in _KINDS:
-        _KINDS[cls] = {name: _kinds(field.annotation) for name, field in cls.model_fields.items()}
     problems: list[Problem] = []
-    for name, kinds in _KINDS[cls].items():
-        alias = cls.model_fields[name].alias
+    for name, alias, kind in _coercible(cls):
         key = name if name in data else alias if alias and alias in data else None
         if key is None:
             continue
         value = data[key]
-        if isinstance(value, bool) and bool not in kinds and kinds & {int, float, Decimal}:
+        if kind == "number" and isinstance(value, bool):
             problems.append(Problem(key, value, "a number, not true or false", f"write {key} as a number"))
-        elif (isinstance(value, (int, float)) and not isinstance(value, bool) and datetime in kinds
-              and not kinds & {int, float, Decimal}):
+        elif kind == "time" and isinstance(value, (int, float)):  # bool is an int too: refused as well
             problems.append(Problem(key, value, "an ISO-8601 time with a time zone, e.g. 2026-01-15T00:00:00Z",
                                     f"write {key} as a time, not a number"))
     return problems
