@@ -31,7 +31,7 @@ from constructs import Construct, IConstruct
 from pydantic import Field
 
 from sagemaker_llm_cdk import AppConfig, ConfigurationError, Problem, parse_config
-from sagemaker_llm_cdk.config.layers import load_layers
+from sagemaker_llm_cdk.config.layers import collect_layers, load_layers
 from sagemaker_llm_cdk.core.checkov import checkov_skip
 from sagemaker_llm_cdk.core.grants import acknowledge_wildcard_only
 from sagemaker_llm_cdk.core.nag import acknowledge, acknowledge_resource
@@ -132,16 +132,20 @@ def load_pipeline_settings(path: str | Path, *, connection_arn: str | None = Non
 
 def load_stage_config(stage: StageSettings) -> AppConfig:
     """The stage's app config (with what it extends), checked against the stage's account and region."""
-    layers = load_layers(stage.config)
-    config = parse_config(layers.data, source=layers.source)
-    problems = []
+    layers = collect_layers(stage.config)  # its problems come with the config's, each with its file and line
+    try:
+        config = parse_config(layers.data, source=layers.source)
+    except ConfigurationError as error:
+        raise ConfigurationError([layers.locate(p) for p in (*layers.problems, *error.problems)],
+                                 source=layers.source) from None
+    problems = list(layers.problems)
     for field, want in (("account", stage.account), ("region", stage.region)):
         given = getattr(config.target, field)
         if given is not None and given != want:
             problems.append(Problem(f"target.{field}", given, f"{want}, the {field} of pipeline stage {stage.name}",
                                     f"remove target.{field} from {stage.config} or deploy the stage to {given}"))
     if problems:
-        raise ConfigurationError(problems, source=layers.source)
+        raise ConfigurationError([layers.locate(p) for p in problems], source=layers.source)
     return config
 
 

@@ -217,7 +217,8 @@ def test_other_lists_still_replace(tmp_path):
      r"endpoints\[0\]\.name: got 'Nope'; allowed: a name in the list it extends: Chat, Batch; fix: correct the name, "
      r"or remove the \$delete item"),
     ("endpoints: [{name: Chat, $delete: true, instance_type: ml.g5.xlarge}]",
-     r"endpoints\[0\]: got .*; allowed: \{name: Chat, \$delete: true\} and nothing else; fix: remove instance_type"),
+     r"endpoints\[0\]\.instance_type: got 'ml.g5.xlarge'; allowed: \{name: Chat, \$delete: true\} and nothing else; "
+     r"fix: remove instance_type"),
     ("endpoints: [{name: Chat, $delete: yes please}]", r"allowed: \{name: Chat, \$delete: true\} and nothing else"),
     ("endpoints: [{name: Chat, models: [{name: tiny, $replace: true}]}]",
      r"endpoints\[0\]\.models\[0\]\.name: got 'tiny'; allowed: a name in the list it extends: big, small; "

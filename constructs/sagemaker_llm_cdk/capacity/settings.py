@@ -261,7 +261,8 @@ class CapacityPlanSpec(Settings):
             if end <= start:  # type: ignore[operator]
                 problems.append(Problem("end_before", _iso(end), f"later than start_after ({_iso(start)})",  # type: ignore[arg-type]
                                         "swap the two or correct end_before"))
-            elif self.duration_days is not None and end - start < timedelta(days=self.duration_days):  # type: ignore[operator]
+            elif (self.duration_days is not None and MIN_DURATION_DAYS <= self.duration_days <= MAX_DURATION_DAYS
+                  and end - start < timedelta(days=self.duration_days)):  # type: ignore[operator]
                 problems.append(Problem("end_before", _iso(end),  # type: ignore[arg-type]
                                         f"at least duration_days ({self.duration_days}) after start_after ({_iso(start)})",  # type: ignore[arg-type]
                                         "widen the window or shorten duration_days"))

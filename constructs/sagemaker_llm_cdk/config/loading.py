@@ -33,24 +33,40 @@ def parse_config(data: Any, *, source: str = "config") -> AppConfig:
 
 
 def load_config(path: str | Path) -> AppConfig:
-    """Read and validate a YAML config file, laid over the files it ``extends`` (see ``config_layers``)."""
-    from .layers import load_layers
+    """Read and validate a YAML config file, laid over the files it ``extends`` (see ``config.layers``).
 
-    layers = load_layers(path)
+    Raises one ``ConfigurationError`` with every problem: keys given twice and misused ``$delete``/``$replace``
+    (from the layers), the JumpStart lock's and every config rule, each line naming the field's path in the
+    merged config and where it is written (``where: config/dev.yaml line 23``)."""
+    from .layers import collect_layers
+
+    layers = collect_layers(path)
     from ..hosting.jumpstart import JumpStartLock, find_lock
 
-    lock_problems = jumpstart_problems(layers.data, JumpStartLock.load(find_lock(Path(path).parent)))
+    problems = list(layers.problems)
+    config: AppConfig | None = None
     try:
         config = parse_config(layers.data, source=layers.source)
     except ConfigurationError as error:
-        known = {p.line() for p in error.problems}
-        extra = [p for p in lock_problems if p.line() not in known]
-        if not extra:
-            raise
-        raise ConfigurationError([*error.problems, *extra], source=layers.source) from None
-    if lock_problems:
-        raise ConfigurationError(lock_problems, source=layers.source)
+        problems.extend(error.problems)
+    if _has_jumpstart_model(layers.data):  # the lock is read only when a model comes from it
+        problems.extend(jumpstart_problems(layers.data, JumpStartLock.load(find_lock(Path(path).parent))))
+    if problems:
+        unique: dict[str, Problem] = {}
+        for problem in problems:  # a rule seen from two sides (raw config and model) is one problem
+            unique.setdefault(problem.line(), problem)
+        raise ConfigurationError([layers.locate(p) for p in unique.values()], source=layers.source)
+    assert config is not None
     return config
+
+
+def _has_jumpstart_model(data: Any) -> bool:
+    endpoints = data.get("endpoints") if isinstance(data, dict) else None
+    for endpoint in endpoints if isinstance(endpoints, list) else []:
+        models = endpoint.get("models") if isinstance(endpoint, dict) else None
+        if any(isinstance(m, dict) and m.get("source") == "jumpstart" for m in (models if isinstance(models, list) else [])):
+            return True
+    return False
 
 
 def jumpstart_problems(data: Any, lock: Any) -> list[Problem]:

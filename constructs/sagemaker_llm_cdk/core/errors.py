@@ -19,16 +19,23 @@ class Problem:
     value: Any
     allowed: str
     fix: str
+    where: str = ""
+    """Where the field is written, when it came from a file: ``config/dev.yaml line 14``. Default: unknown."""
 
     def under(self, prefix: str) -> "Problem":
         """The same problem, its path placed under ``prefix``."""
         if not prefix:
             return self
         path = f"{prefix}.{self.path}" if self.path and not self.path.startswith("[") else f"{prefix}{self.path}"
-        return Problem(path, self.value, self.allowed, self.fix)
+        return Problem(path, self.value, self.allowed, self.fix, self.where)
 
     def line(self) -> str:
+        """``field: got V; allowed: ...; fix: ...`` (the same problem found twice gives the same line)."""
         return f"{self.path or '(top level)'}: got {format_value(self.value)}; allowed: {self.allowed}; fix: {self.fix}"
+
+    def located(self) -> str:
+        """``line()`` followed by ``; where: config/dev.yaml line 14`` when it is known: how the error prints it."""
+        return f"{self.line()}; where: {self.where}" if self.where else self.line()
 
 
 class ConfigurationError(ValueError):
@@ -41,7 +48,7 @@ class ConfigurationError(ValueError):
         self.problems: tuple[Problem, ...] = tuple(problems)
         self.source = source
         head = f"{len(self.problems)} problem(s) in {source}" if source else f"{len(self.problems)} problem(s)"
-        super().__init__("\n".join([head + ":"] + ["  - " + p.line() for p in self.problems]))
+        super().__init__("\n".join([head + ":"] + ["  - " + p.located() for p in self.problems]))
 
 
 def format_value(value: Any) -> str:

@@ -67,20 +67,82 @@ class Settings(BaseModel):
         """When fields fail, still run this model's rules on the fields that passed, so cross-field and
         cross-object problems come in the same round. A rule that reads a failed field is skipped (the
         field's own problem is reported); see ``unless_failed``."""
+        coerced = coercion_problems(cls, data)
         try:
-            return handler(data)
+            result = handler(data)
         except ValidationError as error:
-            if not isinstance(data, dict) or not any(item["loc"] for item in error.errors(include_url=False)):
+            if not isinstance(data, dict) or not (coerced or any(item["loc"] for item in error.errors(include_url=False))):
                 raise  # not a mapping, or only this model's own rules failed: nothing more to find
 
             known = problems_from(error, cls)
             lines = {p.line() for p in known}
-            extra = [p for p in _partial_rules(cls, data, error) if p.line() not in lines]
+            paths = {p.path for p in known}  # a field pydantic refused already: its coercion is not news
+            extra = [p for p in [*(c for c in coerced if c.path not in paths), *_partial_rules(cls, data, error)]
+                     if p.line() not in lines]
             if not extra:
                 raise
             problems = [*known, *extra]
             raise PydanticCustomError(RULES_ERROR, "{count} rule(s) broken",
                                       {"count": len(problems), "problems": problems}) from None
+        if coerced:
+            raise PydanticCustomError(RULES_ERROR, "{count} rule(s) broken", {"count": len(coerced), "problems": coerced})
+        return result
+
+
+_COERCIBLE: dict[type, tuple[tuple[str, str | None, str], ...]] = {}
+"""Per model: (field, alias, "number" or "time") of the fields ``coercion_problems`` checks."""
+
+
+def _kinds(annotation: Any) -> frozenset[Any]:
+    """The scalar types a field's annotation admits (``int | None`` -> {int, NoneType}); empty for containers."""
+    import types
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _kinds(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return frozenset().union(*(_kinds(arg) for arg in typing.get_args(annotation)))
+    if origin is Literal:
+        return frozenset(type(arg) for arg in typing.get_args(annotation))
+    return frozenset({annotation}) if isinstance(annotation, type) and origin is None else frozenset()
+
+
+def _coercible(cls: type[BaseModel]) -> tuple[tuple[str, str | None, str], ...]:
+    from datetime import datetime
+    from decimal import Decimal
+
+    found = _COERCIBLE.get(cls)
+    if found is None:
+        fields = []
+        for name, field in cls.model_fields.items():
+            kinds = _kinds(field.annotation)
+            numbers = kinds & {int, float, Decimal}
+            if numbers and bool not in kinds:
+                fields.append((name, field.alias, "number"))
+            elif datetime in kinds and not numbers:
+                fields.append((name, field.alias, "time"))
+        found = _COERCIBLE[cls] = tuple(fields)
+    return found
+
+
+def coercion_problems(cls: type[BaseModel], data: Any) -> list[Problem]:
+    """Values pydantic would turn into something else without a word: true/false where a number goes (true
+    would be 1), a number where a time goes (seconds since 1970). Refused, as the user meant something else."""
+    if not isinstance(data, dict):
+        return []
+    problems: list[Problem] = []
+    for name, alias, kind in _coercible(cls):
+        key = name if name in data else alias if alias and alias in data else None
+        if key is None:
+            continue
+        value = data[key]
+        if kind == "number" and isinstance(value, bool):
+            problems.append(Problem(key, value, "a number, not true or false", f"write {key} as a number"))
+        elif kind == "time" and isinstance(value, (int, float)):  # bool is an int too: refused as well
+            problems.append(Problem(key, value, "an ISO-8601 time with a time zone, e.g. 2026-01-15T00:00:00Z",
+                                    f"write {key} as a time, not a number"))
+    return problems
 
 
 class _FieldFailed(Exception):
@@ -243,8 +305,15 @@ def field_rule(check: Any) -> AfterValidator:
     return AfterValidator(_validate)
 
 
+MAX_S3_URI = 1024
+"""Longest S3 URI SageMaker takes (botocore's ``S3Uri``/``S3ModelUri``: max 1024)."""
+
+
 def s3_uri_problem(field: str, value: str, *, want: Literal["prefix", "tar.gz", "any"] = "any") -> Problem | None:
     """A problem when ``value`` is not an S3 URI of the wanted kind, else None."""
+    if len(value) > MAX_S3_URI:
+        return Problem(field, value, f"an S3 URI of at most {MAX_S3_URI} characters (SageMaker's S3Uri)",
+                       "use a shorter prefix or object key")
     match = _S3_URI.match(value)
     if not match:
         if _HF_ID.match(value):

@@ -163,7 +163,8 @@ def config_problems(model: dict[str, Any], locked: "JumpStartModel | None", path
                                     f"true: the pre-trained head of {where} is gated"
                                     + (f"; its licence {head.licence.name} ({head.licence.url})" if head.licence else ""),
                                     "read the licence, then set accept_eula: true, or set pretrained_head: false"))
-        if head is not None and model.get("architecture") not in EAGLE_ARCHITECTURES:
+        architecture = model.get("architecture")
+        if head is not None and not (isinstance(architecture, str) and architecture in EAGLE_ARCHITECTURES):
             problems.append(Problem(f"{path}.architecture", model.get("architecture"),
                                     "one of " + ", ".join(EAGLE_ARCHITECTURES) + " to serve the pre-trained head",
                                     "copy 'architectures' from the model's config.json, or set pretrained_head: false"))

@@ -191,7 +191,8 @@ class JumpStartLock:
         if not path.exists():
             return cls({}, path=str(path))
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            data = yaml.load(path.read_text(encoding="utf-8"),  # noqa: S506 - a safe loader (libyaml's when present)
+                             Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
         except yaml.YAMLError as error:
             raise ConfigurationError([Problem("", str(error).splitlines()[0], "a lock file written by "
                                               "`make jumpstart-lock`", f"restore {path} from git or write it again")],

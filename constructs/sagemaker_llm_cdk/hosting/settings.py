@@ -457,10 +457,17 @@ class ModelSpec(Settings):
             if not self.is_jumpstart:  # a JumpStart model's image is known once resolved from the lock: checked then
                 problems.extend(images.capability_problems(self))
         with unless_failed():
-            for key in self.environment:
+            for key, setting in self.environment.items():
                 if not self._ENV_KEY.match(key):
                     problems.append(Problem(f"environment.{key}", key, "a variable name: letters, digits, '_'",
                                             "rename the variable"))
+                if len(setting) > 1024:  # botocore's EnvironmentValue: max 1024
+                    problems.append(Problem(f"environment.{key}", setting, "a value of at most 1024 characters",
+                                            "shorten the value, or pass it in a file under model_data_s3_uri"))
+            if len(self.environment) > 100:  # botocore's EnvironmentMap: at most 100 entries, the features' included
+                problems.append(Problem("environment", f"{len(self.environment)} variables",
+                                        "at most 100 variables (SageMaker's limit, with those the features set)",
+                                        "remove some variables"))
         with unless_failed():
             if self.network_isolation:
                 for key in _DOWNLOADING_VARIABLES:
