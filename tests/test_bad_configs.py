@@ -458,8 +458,8 @@ def test_the_app_prints_the_layered_problems_without_a_traceback(tmp_path):
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert f"error: 2 problem(s) in {config} (extends {tmp_path / 'base.yaml'}):" in result.stderr
-    assert f"stack_name: got 'B'; allowed: each key once in a mapping; key 'stack_name' is given twice" in result.stderr
-    assert f"endpoints[0].scaling.max_instances: got 0; allowed: at least 1" in result.stderr
+    assert "stack_name: got 'B'; allowed: each key once in a mapping; key 'stack_name' is given twice" in result.stderr
+    assert "endpoints[0].scaling.max_instances: got 0; allowed: at least 1" in result.stderr
     assert f"where: {config} line 6" in result.stderr
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.template.json")), "nothing synthesized"
 
