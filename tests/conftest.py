@@ -8,7 +8,9 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import types
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,3 +178,26 @@ def _rank(nodeid: str) -> int:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: _rank(item.nodeid))  # stable: collection order within a module
+
+
+# ------------------------------------------------------------------ no patch outlives its test module
+# With --dist loadfile a worker runs many modules in one process: a process-wide function replaced for one module
+# (not through monkeypatch) breaks whichever module runs next there, in an order that changes with the timing.
+_PROCESS_WIDE: dict[str, tuple[object, types.ModuleType, str]] = {
+    "urllib.request.urlopen": (urllib.request.urlopen, urllib.request, "urlopen"),
+    "time.sleep": (time.sleep, time, "sleep"),
+}
+_ended: list[str] = []
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if nextitem is None or nextitem.path != item.path:  # the module's fixtures are finalized after this hook:
+        _ended[:] = [item.nodeid.split("::", 1)[0]]     # look at the next module's first setup
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _ended:
+        module = _ended.pop()
+        changed = [name for name, (original, owner, attribute) in _PROCESS_WIDE.items()
+                   if getattr(owner, attribute) is not original]
+        assert not changed, f"{module} left {changed} replaced for the rest of this worker: patch them with monkeypatch"

@@ -343,10 +343,13 @@ def _json_type(value: Any) -> int:
 def serving_module():
     module = load_handler_module("eagle_serving_model")
     answers: list[dict[str, Any]] = []
-    module.urllib.request.urlopen = recording_urlopen(answers, lambda request: (  # the module object is this test module's own
-        request.get_method() == "PUT" and request.full_url == ENVELOPE["ResponseURL"]))
-    module.answers = answers
-    return module
+    # module.urllib.request is the process's one urllib.request: patched for this module's tests only, then
+    # restored (a later module in the same worker, e.g. the session client's, talks HTTP through it).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module.urllib.request, "urlopen", recording_urlopen(answers, lambda request: (
+            request.get_method() == "PUT" and request.full_url == ENVELOPE["ResponseURL"])))
+        module.answers = answers
+        yield module
 
 
 @pytest.fixture
