@@ -64,6 +64,25 @@ def plan_stack(spec: dict[str, Any], *, context: dict[str, Any] | None = None, e
     return app, capacity, serving, plan, chat
 
 
+Built = tuple[App, Stack, Stack, CapacityPlan, LlmEndpoint | None]
+
+
+@pytest.fixture(scope="module")
+def reserved() -> Any:
+    """``reserved(env_name, purchase)``: ``plan_stack(RESERVE, env=ENVS[env_name], context={"purchase": purchase})``,
+    built once per module for the tests that only read it (they add nothing to it); a test that adds to a stack,
+    or compares two builds, builds its own."""
+    built: dict[tuple[str, str | None], Built] = {}
+
+    def get(env_name: str = "agnostic", purchase: str | None = None) -> Built:
+        if (env_name, purchase) not in built:
+            built[env_name, purchase] = plan_stack(RESERVE, env=ENVS[env_name],
+                                                   context={"purchase": purchase} if purchase else None)
+        return built[env_name, purchase]
+
+    return get
+
+
 # --------------------------------------------------------------------------- consent given at deploy
 
 
@@ -79,9 +98,9 @@ def test_without_consent_nothing_that_can_spend_is_synthesized(env):
     assert not plan.purchase_approved and not plan.extension_approved
 
 
-@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
-def test_with_consent_only_the_named_plan_may_spend(env):
-    _, capacity, _, plan, _ = plan_stack(RESERVE, context={"purchase": "chat-p5e"}, env=env)
+@pytest.mark.parametrize("env", ENVS.keys())
+def test_with_consent_only_the_named_plan_may_spend(reserved, env):
+    _, capacity, _, plan, _ = reserved(env, purchase="chat-p5e")
     template = Template.from_stack(capacity)
     template.has_resource_properties("Custom::SageMakerCapacityPlan", {"Purchase": "approved", "PlanName": BOUGHT})
     actions = sorted(a for s in spending_statements(template)
@@ -90,8 +109,8 @@ def test_with_consent_only_the_named_plan_may_spend(env):
     assert plan.purchase_approved
 
 
-def test_without_consent_synth_says_exactly_what_would_be_bought():
-    _, capacity, _, _, _ = plan_stack(RESERVE)
+def test_without_consent_synth_says_exactly_what_would_be_bought(reserved):
+    _, capacity, _, _, _ = reserved()
     Annotations.from_stack(capacity).has_info("/Capacity/Plan", Match.string_like_regexp(re.escape(
         f"Not bought by this deploy: capacity plan chat-p5e as TrainingPlanName {BOUGHT} (<stack>-chat-p5e; a plan "
         "bought before names were stack-prefixed keeps its name only with physical_name): "
@@ -100,8 +119,8 @@ def test_without_consent_synth_says_exactly_what_would_be_bought():
         f"this stack with -c purchase=chat-p5e; without that, the deploy fails unless a plan named {BOUGHT} exists")))
 
 
-def test_with_consent_synth_warns_that_this_deploy_may_buy():
-    _, capacity, _, _, _ = plan_stack(RESERVE, context={"purchase": "chat-p5e"})
+def test_with_consent_synth_warns_that_this_deploy_may_buy(reserved):
+    _, capacity, _, _, _ = reserved(purchase="chat-p5e")
     Annotations.from_stack(capacity).has_warning("/Capacity/Plan", Match.string_like_regexp(
         r"This deploy may BUY capacity plan chat-p5e as TrainingPlanName Serving-chat-p5e \(.*\): .* "
         r"\(consent: -c purchase=chat-p5e\)"))
@@ -124,9 +143,9 @@ def test_consent_for_an_unknown_plan_is_a_problem():
     ]
 
 
-def test_the_purchase_is_retained_and_its_consent_property_changes_nothing_else():
-    _, without, *_ = plan_stack(RESERVE)
-    _, with_consent, *_ = plan_stack(RESERVE, context={"purchase": "chat-p5e"})
+def test_the_purchase_is_retained_and_its_consent_property_changes_nothing_else(reserved):
+    _, without, *_ = reserved()
+    _, with_consent, *_ = reserved(purchase="chat-p5e")
     a = Template.from_stack(without).find_resources("Custom::SageMakerCapacityPlan")
     b = Template.from_stack(with_consent).find_resources("Custom::SageMakerCapacityPlan")
     assert a.keys() == b.keys()  # same logical id: a later deploy without consent adopts, never re-buys
@@ -177,9 +196,9 @@ def test_extension_needs_a_cap():
 # --------------------------------------------------------------------------- the Active guard
 
 
-@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
-def test_the_guard_runs_before_the_endpoint_config_and_binds_by_name(env):
-    _, _, serving, _, chat = plan_stack(RESERVE, env=env)
+@pytest.mark.parametrize("env", ENVS.keys())
+def test_the_guard_runs_before_the_endpoint_config_and_binds_by_name(reserved, env):
+    _, _, serving, _, chat = reserved(env)
     template = Template.from_stack(serving)
     guard_id = serving.resolve(chat.capacity_guard.node.default_child.logical_id)
     template.has_resource_properties("Custom::SageMakerCapacityPlanGuard", {
@@ -194,8 +213,8 @@ def test_the_guard_runs_before_the_endpoint_config_and_binds_by_name(env):
     assert "Fn::ImportValue" not in json.dumps(template.to_json())  # no export: the capacity stack stays changeable
 
 
-def test_the_guard_may_only_describe_the_plan():
-    _, _, serving, _, chat = plan_stack(RESERVE, env=ENVS["bound"])
+def test_the_guard_may_only_describe_the_plan(reserved):
+    _, _, serving, _, chat = reserved("bound")
     template = Template.from_stack(serving)
     role_id = serving.resolve(chat.capacity_guard.function.role.node.default_child.logical_id)
     statements = [s for p in template.find_resources("AWS::IAM::Policy").values()
@@ -207,18 +226,18 @@ def test_the_guard_may_only_describe_the_plan():
                                        for name in (BOUGHT, BOUGHT.lower())]}]
 
 
-def test_any_change_of_the_endpoint_config_changes_the_guard():
-    def inputs(**kwargs: Any) -> list[Any]:
-        _, _, serving, _, _ = plan_stack(RESERVE, **kwargs)
-        (guard,) = Template.from_stack(serving).find_resources("Custom::SageMakerCapacityPlanGuard").values()
+def test_any_change_of_the_endpoint_config_changes_the_guard(reserved):
+    def inputs(built: Built) -> list[Any]:
+        (guard,) = Template.from_stack(built[2]).find_resources("Custom::SageMakerCapacityPlanGuard").values()
         return guard["Properties"]["EndpointConfigInputs"]
 
-    assert inputs() == inputs()  # deterministic
-    assert inputs() != inputs(max_instances=1)
+    shared = inputs(reserved())
+    assert shared == inputs(plan_stack(RESERVE))  # deterministic: a second build of the same stack
+    assert shared != inputs(plan_stack(RESERVE, max_instances=1))
 
 
-def test_the_serving_stack_deploys_after_the_capacity_stack():
-    _, capacity, serving, _, _ = plan_stack(RESERVE)
+def test_the_serving_stack_deploys_after_the_capacity_stack(reserved):
+    _, capacity, serving, _, _ = reserved()
     assert capacity in serving.dependencies
 
 
@@ -288,13 +307,14 @@ def test_blue_green_when_the_plan_holds_a_second_fleet():
 
 def test_rolling_is_chosen_and_said_when_only_one_more_instance_fits():
     serving, _ = monitored(4, 3)
+    annotations = Annotations.from_stack(serving)  # synthesizes (forced); Template.from_stack then reuses that synth
     template = Template.from_stack(serving)
     template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": Match.object_like({
         "RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
                                 "RollbackMaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
                                 "WaitIntervalInSeconds": 300, "MaximumExecutionTimeoutInSeconds": 14400},
         "BlueGreenUpdatePolicy": Match.absent()})})
-    Annotations.from_stack(serving).has_warning("/Serving/Chat", Match.string_like_regexp(
+    annotations.has_warning("/Serving/Chat", Match.string_like_regexp(
         r"too few for a blue/green update of up to 3 \(needs 6\), so endpoint updates roll one instance at a time"))
     template.has_resource_properties("Custom::SageMakerCapacityPlanGuard", {"UpdatePolicy": "ROLLING"})
 
@@ -319,6 +339,12 @@ def platform(path: Path, context: dict[str, Any] | None = None, env: Environment
     return LlmPlatformStack(app, config.stack_name, config=config, config_dir=path.parent, env=env or Environment())
 
 
+@pytest.fixture(scope="module")
+def example() -> LlmPlatformStack:
+    """``platform(EXAMPLE)``, built once for the tests that only read it."""
+    return platform(EXAMPLE)
+
+
 def test_the_default_config_buys_and_binds_nothing():
     stack = platform(ROOT / "config" / "default.yaml")
     assert stack.capacity is None and stack.capacity_plans == {}
@@ -331,9 +357,9 @@ def test_the_default_config_buys_and_binds_nothing():
     assert "CapacityReservationConfig" not in config["Properties"]["ProductionVariants"][0]
 
 
-@pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
-def test_the_reserved_capacity_example_has_a_separate_capacity_stack(env):
-    stack = platform(EXAMPLE, env=env)
+@pytest.mark.parametrize("env", ENVS.keys())
+def test_the_reserved_capacity_example_has_a_separate_capacity_stack(request, env):
+    stack = request.getfixturevalue("example") if env == "agnostic" else platform(EXAMPLE, env=ENVS[env])
     assert stack.capacity is not None and stack.capacity.stack_name == "SageMakerLlmCapacity"
     Template.from_stack(stack).resource_count_is("Custom::SageMakerCapacityPlan", 0)  # serving never buys
     capacity = Template.from_stack(stack.capacity)
@@ -440,12 +466,12 @@ def test_two_stacks_of_one_config_buy_two_plans_with_one_consent_name(env):
         Template.from_stack(stack).has_resource_properties("Custom::SageMakerCapacityPlanGuard", {"PlanName": bought})
 
 
-def test_the_synth_note_names_the_plan_it_buys_or_adopts():
-    stack = platform(EXAMPLE)
-    Annotations.from_stack(stack.capacity).has_info(
+def test_the_synth_note_names_the_plan_it_buys_or_adopts(example):
+    annotations = Annotations.from_stack(example.capacity)  # each from_stack synthesizes again: read once
+    annotations.has_info(
         "/SageMakerLlmCapacity/CapacityPlan-chat-p5e-2027q1", Match.string_like_regexp(re.escape(
             f"capacity plan chat-p5e-2027q1 as TrainingPlanName {EXAMPLE_BOUGHT} (<stack>-chat-p5e-2027q1; ")))
-    Annotations.from_stack(stack.capacity).has_info(
+    annotations.has_info(
         "/SageMakerLlmCapacity/CapacityPlan-chat-p5e-2027q1", Match.string_like_regexp(re.escape(
             f"-c purchase=chat-p5e-2027q1; without that, the deploy fails unless a plan named {EXAMPLE_BOUGHT} exists")))
 

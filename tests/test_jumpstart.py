@@ -320,13 +320,18 @@ def gated_eagle_config(tmp_path: Path) -> Path:
                                    "min_memory_mb": 32768, "eagle": {"dataset": {"source": "capture"}}})
 
 
-def test_gated_jumpstart_model_passes_accepted_licence_to_the_eagle_job(tmp_path):
-    path = gated_eagle_config(tmp_path)
+@pytest.fixture(scope="module")
+def gated_eagle_template(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    """The platform stack of ``gated_eagle_config`` bound to us-east-1, built once for the tests that read it."""
+    path = gated_eagle_config(tmp_path_factory.mktemp("gated-eagle"))
     config = load_config(path)
-    app = App()
-    stack = LlmPlatformStack(app, config.stack_name, config=config, config_dir=path.parent,
+    stack = LlmPlatformStack(App(), config.stack_name, config=config, config_dir=path.parent,
                              env=Environment(region="us-east-1"))
-    template = Template.from_stack(stack)
+    return Template.from_stack(stack)
+
+
+def test_gated_jumpstart_model_passes_accepted_licence_to_the_eagle_job(gated_eagle_template):
+    template = gated_eagle_template
     machines = template.find_resources("AWS::StepFunctions::StateMachine").values()
     (definition,) = [json.dumps(m["Properties"]["DefinitionString"]) for m in machines
                      if "StartJob" in json.dumps(m["Properties"]["DefinitionString"])]
@@ -340,12 +345,8 @@ def test_three_ways_are_documented_in_the_readme():
         assert f"config/examples/{example.name}" in readme
 
 
-def test_promoted_head_serving_model_accepts_the_licence_too(tmp_path):
-    path = gated_eagle_config(tmp_path)
-    config = load_config(path)
-    stack = LlmPlatformStack(App(), config.stack_name, config=config, config_dir=path.parent,
-                             env=Environment(region="us-east-1"))
-    template = Template.from_stack(stack)
+def test_promoted_head_serving_model_accepts_the_licence_too(gated_eagle_template):
+    template = gated_eagle_template
     template.has_resource_properties("Custom::EagleServingModel", {"PrimaryContainer": Match.object_like({
             "ModelDataSource": {"S3DataSource": Match.object_like({"ModelAccessConfig": {"AcceptEula": True}})}})})
 

@@ -339,12 +339,13 @@ def test_endpoint_alarms_cover_every_model_up_to_cloudwatch_limits(env):
     for i in range(6):
         endpoint.add_model(f"M{i}", ModelSpec(name=f"model-{i}", model_data_s3_uri="s3://my-bucket/model/"))
     LlmMonitoring(stack, "Monitoring", alarm_prefix=PREFIX).monitor_endpoint(endpoint)
+    annotations = Annotations.from_stack(stack)  # synthesizes (forced); Template.from_stack then reuses that synth
     template = Template.from_stack(stack)
     latency = alarm_named(template, f"{PREFIX}-Chat-endpoint-p99-latency")["Properties"]
     assert [q["Expression"] for q in latency["Metrics"] if "Expression" in q] == ["MAX([m0, m1, m2, m3, m4, m5])"]
     rate = alarm_named(template, f"{PREFIX}-Chat-endpoint-5xx-rate")["Properties"]
     assert len([q for q in rate["Metrics"] if "MetricStat" in q]) == 10  # CloudWatch's limit: 5 models
-    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("first 5 of 6 models"))
+    warnings = annotations.find_warning("*", Match.string_like_regexp("first 5 of 6 models"))
     assert len(warnings) == 1
     template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": {"AutoRollbackConfiguration": {
         "Alarms": [{"AlarmName": f"{PREFIX}-Chat-endpoint-p99-latency"}, {"AlarmName": f"{PREFIX}-Chat-endpoint-5xx-rate"}]}}})

@@ -189,6 +189,7 @@ def test_malformed_head_entries_are_every_problem_in_one_error(tmp_path):
 def test_bound_stack_serves_the_pretrained_head_through_the_serving_model(capsys):
     _, stack, endpoint = bound()
     component = endpoint.add_model("Gpt", gpt(), jumpstart_lock=committed())
+    annotations = Annotations.from_stack(stack)  # synthesizes (forced); Template.from_stack then reuses that synth
     template = Template.from_stack(stack)
     resource = serving_model(template)
     assert "Condition" not in resource  # served from day one, not only after a promotion
@@ -206,7 +207,7 @@ def test_bound_stack_serves_the_pretrained_head_through_the_serving_model(capsys
            "v1.0.0/*" in policies
     assert f"serving the pre-trained EAGLE head of {GPT} {GPT_VERSION} in us-east-1 from day one: {HEAD_URI}" \
         in capsys.readouterr().err
-    Annotations.from_stack(stack).has_info("*", Match.string_like_regexp("serving the pre-trained EAGLE head"))
+    annotations.has_info("*", Match.string_like_regexp("serving the pre-trained EAGLE head"))
 
 
 def test_eagle_loop_serves_the_pretrained_head_until_a_promotion_and_compares_with_it():
