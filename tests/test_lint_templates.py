@@ -60,3 +60,10 @@ def test_an_agnostic_stack_is_linted_for_every_target_region(tmp_path, capsys):
 def test_a_manifest_that_is_not_a_cloud_assembly_binds_nothing(tmp_path, text):
     (tmp_path / "manifest.json").write_text(text)
     assert bound_regions(tmp_path) == {}
+
+
+def test_a_template_that_is_not_json_is_an_error_with_its_line_not_a_traceback(tmp_path, capsys):
+    (tmp_path / "Broken.template.json").write_text('{"Resources": {\n  "A": \n')
+    assert lint_folder(tmp_path) == 1
+    printed = capsys.readouterr().out
+    assert "ERROR   Broken.template.json: E0000 line " in printed and "1 error(s)" in printed, printed

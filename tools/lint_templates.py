@@ -91,7 +91,8 @@ def lint_folder(folder: Path, regions: tuple[str, ...] = DEFAULT_REGIONS) -> int
         for match in matches:
             level = match.rule.severity.lower()
             counts[level] += 1
-            print(f"{level.upper():7} {template.name}: {match.rule.id} {match.path_string}: {match.message}")
+            where = getattr(match, "path_string", None) or f"line {match.linenumber}"  # a decode error has no path
+            print(f"{level.upper():7} {template.name}: {match.rule.id} {where}: {match.message}")
     errors = counts.get("error", 0)
     in_own = sum(1 for template in templates if template.resolve() in bound)
     print(f"cfn-lint: {len(templates)} template(s) ({len(templates) - in_own} for {', '.join(regions)}; {in_own} bound, "
