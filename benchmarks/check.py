@@ -9,11 +9,11 @@ restored has: the virtualenvs and ``node_modules`` set up, the Lambda package ca
 Then, ``--runs`` times, in turn:
 
 * ``make check`` as it is: one synth (``synth-app``: ``cdk synth``, cdk-nag inside, CDK's built-in
-  validator off), then cfn-lint, checkov and mypy over that ``cdk.out`` in parallel;
+  validator off), then cfn-lint, checkov, mypy and ruff over that ``cdk.out`` (ruff: the sources) in parallel;
 * the sequential form it replaced (unless ``--no-sequential``): ``make synth CFN_VALIDATE=1`` (the
   synth with CDK's built-in validator, then cfn-lint), then ``make checkov``, then ``make typecheck``;
-* each phase alone: ``make synth-app``, ``make lint-templates``, ``make checkov``, ``make typecheck``
-  (the last three over the ``cdk.out`` the synth just wrote).
+* each phase alone: ``make synth-app``, ``make lint-templates``, ``make checkov``, ``make typecheck``, ``make lint-python``
+  (cfn-lint and checkov over the ``cdk.out`` the synth just wrote).
 
 Prints the medians, the ratio of ``make check`` to the sequential form (median of the per-round
 ratios) and how the parallel part compares with the sum of its phases. Goal (issue 15): ``make check``
@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL = 120.0
-PHASES = ("synth-app", "lint-templates", "checkov", "typecheck")
+PHASES = ("synth-app", "lint-templates", "checkov", "typecheck", "lint-python")
 
 
 def make(*targets: str, extra: list[str]) -> float:
@@ -75,7 +75,7 @@ def main() -> None:
         values = phases[phase]
         print(f"  {phase:<15} alone: median {statistics.median(values):6.1f} s")
     tools = sum(statistics.median(phases[p]) for p in PHASES[1:])
-    print(f"  tools (cfn-lint + checkov + mypy) one after another {tools:.1f} s; in make check they run in parallel "
+    print(f"  tools (cfn-lint + checkov + mypy + ruff) one after another {tools:.1f} s; in make check they run in parallel "
           f"after the synth: {median - statistics.median(phases['synth-app']):.1f} s")
     if olds:
         ratios = [c / o for c, o in zip(checks, olds)]
