@@ -68,7 +68,12 @@ from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import shown as _shown
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
-    CapacityPlanProperties = CustomResourceEvent = ExtensionProperties = Any  # classes that _models() builds on first use
+    from typing import TypeAlias
+
+    # classes that _models() builds on first use: Any for annotations
+    CapacityPlanProperties: TypeAlias = Any
+    CustomResourceEvent: TypeAlias = Any
+    ExtensionProperties: TypeAlias = Any
 
 logger = Logger()
 

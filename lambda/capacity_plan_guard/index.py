@@ -59,7 +59,10 @@ from llm_cdk_shared.problems import shown as _shown
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
     from llm_cdk_shared.custom_resource import CustomResourceEvent as GuardEvent
-    GuardProperties = Any  # a class that _models() builds on first use
+    from typing import TypeAlias
+
+    # classes that _models() builds on first use: Any for annotations
+    GuardProperties: TypeAlias = Any
 
 logger = Logger()
 

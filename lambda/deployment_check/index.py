@@ -51,7 +51,11 @@ from llm_cdk_shared.problems import problems as validation_problems
 from llm_cdk_shared.problems import shown
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
-    CheckProperties = Component = Any  # classes that _models() builds on first use
+    from typing import TypeAlias
+
+    # classes that _models() builds on first use: Any for annotations
+    CheckProperties: TypeAlias = Any
+    Component: TypeAlias = Any
 
 logger = Logger()
 

@@ -106,7 +106,15 @@ import eagle_dataset_core as core
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
     from pydantic import BaseModel
-    ConvertEvent = FinalizeEvent = PlanEvent = PlanOutput = ResultsLocation = ValidateEvent = Any  # classes that _models() builds on first use
+    from typing import TypeAlias
+
+    # classes that _models() builds on first use: Any for annotations
+    ConvertEvent: TypeAlias = Any
+    FinalizeEvent: TypeAlias = Any
+    PlanEvent: TypeAlias = Any
+    PlanOutput: TypeAlias = Any
+    ResultsLocation: TypeAlias = Any
+    ValidateEvent: TypeAlias = Any
 
 logger = Logger()
 metrics = Metrics()
@@ -954,6 +962,13 @@ def _sample_objects(uri: str, data_type: str, max_objects: int) -> list[tuple[st
     return found
 
 
+_UNREADABLE = {
+    "unsupported_compression": "it is compressed in a format other than gzip (bzip2, xz, zstd, zip, ...)",
+    "corrupt_compressed_object": "it starts as gzip but does not decompress (cut short or damaged)",
+}
+"""What an UnreadableData marker of the dataset reader means, in a user's words."""
+
+
 @metrics.log_metrics(raise_on_empty_metrics=False)
 @logger.inject_lambda_context(clear_state=True)
 def validate_user_dataset(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -981,9 +996,16 @@ def validate_user_dataset(event: dict[str, Any], context: Any) -> dict[str, Any]
         for number, line in enumerate(core.iter_bounded_lines(chunks, 8 << 20), start=1):
             problem = ""
             fmt = None
+            if line.__class__ is core.UnreadableData:  # the object's bytes, not a line: raise once for the object
+                chunks.close()  # type: ignore[attr-defined]
+                raise DatasetFormatError(
+                    f"{where} cannot be read: {_UNREADABLE.get(line.reason, line.reason)}. "  # type: ignore[union-attr]
+                    f"Upload it as plain JSON Lines (or gzip), every record in one of: {_expected_formats()}.",
+                    s3_uri=where,
+                )
             if isinstance(line, core.OversizedLine):
                 problem = f"is {line.size} bytes long (limit {8 << 20})"
-            elif not line.strip():
+            elif not line.strip():  # type: ignore[union-attr]
                 continue
             else:
                 try:

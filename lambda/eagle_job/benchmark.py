@@ -51,7 +51,12 @@ from llm_cdk_shared.problems import problems as validation_problems
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
     from pydantic import BaseModel
-    CheckEvent = ServingEvent = StartEvent = Any  # classes that _models() builds on first use
+    from typing import TypeAlias
+
+    # classes that _models() builds on first use: Any for annotations
+    CheckEvent: TypeAlias = Any
+    ServingEvent: TypeAlias = Any
+    StartEvent: TypeAlias = Any
 
 logger = Logger()
 metrics = Metrics()

@@ -91,7 +91,11 @@ from eagle_job_core import (  # re-exported: Step Functions matches these class 
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
     from pydantic import BaseModel
-    RecordEvent = StartEvent = Any  # classes that _models() builds on first use
+    from typing import TypeAlias
+
+    # classes that _models() builds on first use: Any for annotations
+    RecordEvent: TypeAlias = Any
+    StartEvent: TypeAlias = Any
 
 __all__ = [
     "start",

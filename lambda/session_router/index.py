@@ -109,7 +109,12 @@ if TYPE_CHECKING:  # names in annotations only; at run time nothing here is impo
     from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError
     from pydantic import BaseModel
-    CloseRequest = InvokeRequest = OpenRequest = Any  # classes that _models() builds on first use
+    from typing import TypeAlias
+
+    # classes that _models() builds on first use: Any for annotations
+    CloseRequest: TypeAlias = Any
+    InvokeRequest: TypeAlias = Any
+    OpenRequest: TypeAlias = Any
 
 logger = Logger()
 metrics = Metrics()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from datetime import datetime, timezone
 from typing import Any
 
@@ -1154,6 +1155,24 @@ def test_validate_rejects_mixed_formats_and_junk(aws, handler, lambda_context):
         handler.validate_user_dataset({"s3_uri": "s3://output-bucket/junk/"}, lambda_context)
     with pytest.raises(handler.DatasetFormatError, match="No non-empty objects under s3://output-bucket/nothing/"):
         handler.validate_user_dataset({"s3_uri": "s3://output-bucket/nothing/"}, lambda_context)
+
+
+def test_validate_gzip_datasets_and_refuses_what_it_cannot_read(aws, handler, lambda_context):
+    """A gzip dataset is read as its lines; an object compressed otherwise, or gzip cut short, is one named
+    DatasetFormatError for the object (it was an AttributeError on the reader's UnreadableData marker)."""
+    import bz2
+    import gzip
+
+    s3, _ = aws
+    rows = ("\n".join(json.dumps(CHAT) for _ in range(4)) + "\n").encode()
+    s3.put_object(Bucket=OUT, Key="gz/a.jsonl.gz", Body=gzip.compress(rows))
+    assert handler.validate_user_dataset({"s3_uri": "s3://output-bucket/gz/"}, lambda_context)["lines_checked"] == 4
+    for key, body, said in (
+            ("bz/a.jsonl.bz2", bz2.compress(rows), "is compressed in a format other than gzip"),
+            ("cut/a.jsonl.gz", gzip.compress(rows * 50)[:60], "starts as gzip but does not decompress")):
+        s3.put_object(Bucket=OUT, Key=key, Body=body)
+        with pytest.raises(handler.DatasetFormatError, match=re.escape(f"s3://output-bucket/{key} cannot be read: it {said}")):
+            handler.validate_user_dataset({"s3_uri": f"s3://output-bucket/{key.split('/')[0]}/"}, lambda_context)
 
 
 def test_validate_samples_only_the_configured_number_of_lines(aws, handler, lambda_context, monkeypatch):
