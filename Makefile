@@ -105,9 +105,10 @@ check-tools: lint-templates checkov typecheck lint-python
 lint-python: $(PY_STAMP)
 	$(BIN)/ruff check --no-cache --quiet .
 
-## typecheck: mypy, strict on the library (settings in pyproject.toml).
+## typecheck: mypy, strict on the library (settings in pyproject.toml), and on each Lambda function as its asset lays it out.
 typecheck: $(PY_STAMP)
 	$(BIN)/python -m mypy
+	$(BIN)/python -m tools.typecheck_lambda
 
 ## dist: the library's sdist and wheel in dist/ (Lambda handlers and py.typed inside), as a release builds them;
 ## other teams `pip install dist/sagemaker_llm_cdk-<version>-py3-none-any.whl`.

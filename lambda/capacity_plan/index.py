@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from types import SimpleNamespace
-from typing import Annotated, Any, TYPE_CHECKING
+from typing import Annotated, Any, Callable, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
@@ -354,7 +354,7 @@ def parse_properties(raw: Any) -> CapacityPlanProperties:
 def _identity_of_raw(raw: Any) -> dict[str, str]:
     """Identity of OldResourceProperties; fields that no longer parse are compared as given."""
     raw = raw if isinstance(raw, dict) else {}
-    parsers = {
+    parsers: dict[str, Callable[[Any], str]] = {
         "PlanName": parse_plan_name,
         "InstanceType": parse_instance_type,
         "InstanceCount": lambda v: str(parse_instance_count(v)),
@@ -530,7 +530,7 @@ def rejection_reason(offering: Offering, props: CapacityPlanProperties) -> str |
 _FAR_FUTURE = datetime.max.replace(tzinfo=timezone.utc)
 
 
-def _price_order(offering: Offering) -> tuple:
+def _price_order(offering: Offering) -> tuple[bool, Decimal, datetime, str]:
     return (
         offering.fee is None,
         offering.fee if offering.fee is not None else Decimal(0),

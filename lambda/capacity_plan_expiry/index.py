@@ -85,7 +85,7 @@ def publish_days_left(plan_name: str, value: float) -> None:
     with single_metric(name=METRIC_NAME, unit=MetricUnit.Count, value=value) as metric:
         # Powertools adds a "service" dimension when POWERTOOLS_SERVICE_NAME is set; alarms
         # select this metric by TrainingPlanName alone, so keep that the only dimension.
-        metric.service = None
+        metric.service = None  # type: ignore[assignment]  # None: no service dimension
         metric.add_dimension(name=DIMENSION_NAME, value=plan_name)
 
 

@@ -27,7 +27,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring  # the C string encoder json.dumps(ensure_ascii=False) uses
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Generator, Iterable, Iterator
 
 try:  # shipped in the function's asset (lambda/eagle_dataset/requirements.txt); optional everywhere else
     import orjson as _orjson
@@ -97,7 +97,7 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 #: result is what ``json.loads`` returns (it skips the two whitespace regex matches and, for
 #: bytes, the encoding detection); anything else goes through ``json.loads`` itself so errors
 #: and edge cases stay exactly the same.
-_scan = json.JSONDecoder().scan_once
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by __init__; not in typeshed
 
 
 _HASH_MASK = (1 << 64) - 1
@@ -280,7 +280,7 @@ def detect_compression(head: bytes) -> str | None:
     return None
 
 
-def iter_object_data(chunks: Iterable[bytes], out_chunk: int = 1 << 20) -> Iterator[bytes | UnreadableData]:
+def iter_object_data(chunks: Iterable[bytes], out_chunk: int = 1 << 20) -> Generator[bytes | UnreadableData, None, None]:
     """An object's bytes, decompressed when they are gzip (detected from the magic bytes ``1f 8b``).
 
     The key suffix is not trusted: plain text named ``.gz`` is read as text and gzip without the
@@ -320,13 +320,13 @@ def iter_json_array(chunks: Iterable[bytes], max_element_bytes: int = 64 << 20) 
     text is not a JSON array or an element grows past ``max_element_bytes``.
     """
     decoder = json.JSONDecoder()
-    state = {"buffer": "", "started": False, "finished": False}
+    state: dict[str, Any] = {"buffer": "", "started": False, "finished": False}
 
     def elements(final: bool) -> Iterator[Any]:
         buffer = state["buffer"]
         position = 0
         while True:
-            position = _WHITESPACE.match(buffer, position).end()
+            position = _WHITESPACE.match(buffer, position).end()  # type: ignore[union-attr]  # a * pattern: always a match
             if position >= len(buffer):
                 break
             char = buffer[position]
@@ -348,7 +348,7 @@ def iter_json_array(chunks: Iterable[bytes], max_element_bytes: int = 64 << 20) 
                 if final or len(buffer) - position > max_element_bytes:
                     raise ValueError("JSON array is truncated, malformed or has a too large element") from None
                 break  # need more data
-            after = _WHITESPACE.match(buffer, end).end()
+            after = _WHITESPACE.match(buffer, end).end()  # type: ignore[union-attr]  # always a match
             if after >= len(buffer) or buffer[after] not in ",]":  # a number may go on: wait for a delimiter
                 if final or len(buffer) - position > max_element_bytes:
                     raise ValueError("JSON array is truncated, malformed or has a too large element")
@@ -967,7 +967,7 @@ class ComponentStats:
     records_in: int = 0
     converted: int = 0
     duplicates: int = 0
-    skipped: Counter = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -1073,7 +1073,7 @@ class BatchConverter:
                 elif isinstance(line, OversizedLine):
                     raise _Skip("line_too_long")
                 elif line.__class__ is UnreadableData:
-                    raise _Skip(line.reason)  # type: ignore[union-attr]
+                    raise _Skip(line.reason)
                 else:
                     capture = parse_line(line)  # type: ignore[arg-type]  # bytes: views are read above
                 component = component_of(capture, path_component)
@@ -1113,7 +1113,7 @@ class BatchConverter:
                 if isinstance(line, OversizedLine):
                     raise _Skip("line_too_long")
                 if line.__class__ is UnreadableData:
-                    raise _Skip(line.reason)  # type: ignore[union-attr]
+                    raise _Skip(line.reason)
                 try:
                     record = loads(line)  # type: ignore[arg-type]
                 except (ValueError, RecursionError):

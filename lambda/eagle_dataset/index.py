@@ -91,7 +91,7 @@ import re
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
-from typing import Annotated, Any, Iterator, Literal, TYPE_CHECKING
+from typing import Annotated, Any, Generator, Iterator, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -473,7 +473,7 @@ class _ShardWriter:
         self.sizes: dict[str, int] = {}
         self.total = 0
         self.shards: dict[str, list[str]] = defaultdict(list)
-        self.bytes_written: Counter = Counter()
+        self.bytes_written: Counter[str] = Counter()
 
     def add(self, component: str, line: bytes) -> None:
         self.buffers.setdefault(component, []).append(line)
@@ -506,7 +506,7 @@ class _ShardWriter:
         self.bytes_written[component] += size
 
 
-def _object_chunks(bucket: str, key: str, chunk_size: int) -> Iterator[Any] | None:
+def _object_chunks(bucket: str, key: str, chunk_size: int) -> Generator[bytes | core.UnreadableData, None, None] | None:
     try:
         body = _s3().get_object(Bucket=bucket, Key=key)["Body"]
     except ClientError as error:
@@ -598,6 +598,8 @@ def _iter_result_entries(bucket: str, key: str) -> Iterator[Any]:
             for line in core.iter_bounded_lines(chunks, 64 << 20):
                 if isinstance(line, core.OversizedLine):
                     raise ResultsFormatError(f"s3://{bucket}/{key} has a line of {line.size} bytes")
+                if isinstance(line, core.UnreadableData):  # not from raw chunks; for the reader's full contract
+                    raise ResultsFormatError(f"s3://{bucket}/{key} cannot be read ({line.reason})")
                 if line.strip():
                     yield json.loads(line)
         else:
@@ -708,7 +710,7 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         )
     complete = failed_batches == 0
     totals = {"records_in": 0, "converted": 0, "duplicates": 0}
-    skipped: Counter = Counter()
+    skipped: Counter[str] = Counter()
     components: dict[str, dict[str, Any]] = {}
     for output in outputs:
         for name, stats in output["components"].items():
@@ -892,7 +894,7 @@ def check(event: Any, context: Any) -> dict[str, Any]:
                     if chunks is None:
                         continue
                     counted += _count_lines(chunks, limit - counted)
-                    chunks.close()  # type: ignore[union-attr]
+                    chunks.close()
                     objects += 1
                     if counted >= limit:
                         break
@@ -996,16 +998,16 @@ def validate_user_dataset(event: dict[str, Any], context: Any) -> dict[str, Any]
         for number, line in enumerate(core.iter_bounded_lines(chunks, 8 << 20), start=1):
             problem = ""
             fmt = None
-            if line.__class__ is core.UnreadableData:  # the object's bytes, not a line: raise once for the object
-                chunks.close()  # type: ignore[attr-defined]
+            if isinstance(line, core.UnreadableData):  # the object's bytes, not a line: raise once for the object
+                chunks.close()
                 raise DatasetFormatError(
-                    f"{where} cannot be read: {_UNREADABLE.get(line.reason, line.reason)}. "  # type: ignore[union-attr]
+                    f"{where} cannot be read: {_UNREADABLE.get(line.reason, line.reason)}. "
                     f"Upload it as plain JSON Lines (or gzip), every record in one of: {_expected_formats()}.",
                     s3_uri=where,
                 )
             if isinstance(line, core.OversizedLine):
                 problem = f"is {line.size} bytes long (limit {8 << 20})"
-            elif not line.strip():  # type: ignore[union-attr]
+            elif not line.strip():
                 continue
             else:
                 try:
@@ -1034,7 +1036,7 @@ def validate_user_dataset(event: dict[str, Any], context: Any) -> dict[str, Any]
             lines_checked += 1
             if count >= sample_lines:
                 break
-        chunks.close()  # type: ignore[union-attr]
+        chunks.close()
     if detected is None:
         raise DatasetFormatError(f"{request.s3_uri} holds only blank lines. Expected: {_expected_formats()}.", s3_uri=request.s3_uri)
     logger.info("dataset validated", extra={"format": detected, "objects": len(objects), "lines": lines_checked})

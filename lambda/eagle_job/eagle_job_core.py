@@ -487,7 +487,7 @@ def _own_label_role(node: Mapping[str, Any]) -> str | None:
 _WIDE_METRICS = tuple(sorted({*THROUGHPUT_KEYS, *LATENCY_KEYS, *CONCURRENCY_KEYS}, key=lambda m: (-len(m), m)))
 
 
-def _wide_rows(node: Mapping[str, Any], source: str) -> list[BenchmarkRow]:
+def _wide_rows(node: Mapping[Any, Any], source: str) -> list[BenchmarkRow]:
     """Rows from one flat object such as ``{"baseline_output_throughput": 90, "eagle_output_throughput": 210}``."""
     grouped: dict[str, dict[str, Any]] = {}
     for key, value in node.items():
@@ -633,7 +633,7 @@ def summarize_results(documents: Sequence[tuple[str, Any]], files: Iterable[str]
         summary.reason = "base and optimized rows report throughput under different metric names; not comparable"
         return summary
 
-    per_level = []
+    per_level: list[dict[str, Any]] = []
     for level, b, o in pairs:
         speedup = o.throughput[metric] / b.throughput[metric]
         per_level.append(

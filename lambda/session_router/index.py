@@ -414,7 +414,7 @@ class SessionGone(Exception):
     """SageMaker or the container no longer knows the session (expired, closed, instance replaced)."""
 
 
-def _json_response(status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+def _json_response(status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> Response[str]:
     from aws_lambda_powertools.event_handler import Response
 
     return Response(
@@ -429,7 +429,7 @@ def _count(name: str) -> None:
     metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
 
 
-def _handle_http_error(error: HttpError) -> Response:
+def _handle_http_error(error: HttpError) -> Response[str]:
     _count("ClientErrors" if error.status < 500 else "ServerErrors")
     logger.info("request rejected", extra={"status": error.status, "error_code": error.code, "field": error.field})
     payload: dict[str, Any] = {"code": error.code, "message": error.message}
@@ -440,7 +440,7 @@ def _handle_http_error(error: HttpError) -> Response:
     return _json_response(error.status, {"error": payload}, error.headers)
 
 
-def _handle_not_found(_: NotFoundError) -> Response:
+def _handle_not_found(_: NotFoundError) -> Response[str]:
     event = _app().current_event
     return _handle_http_error(
         HttpError(
@@ -460,12 +460,12 @@ def _quoted(text: str) -> str:
     return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
-def _handle_configuration_error(error: ConfigurationError) -> Response:
+def _handle_configuration_error(error: ConfigurationError) -> Response[str]:
     logger.error("configuration error", extra={"detail": str(error)})
     return _handle_http_error(HttpError(500, "Misconfigured", str(error)))
 
 
-def _handle_unexpected(error: Exception) -> Response:
+def _handle_unexpected(error: Exception) -> Response[str]:
     # Never log the exception text: it may quote request data. Type and location are enough to debug.
     tb = error.__traceback__
     while tb is not None and tb.tb_next is not None:
@@ -949,7 +949,7 @@ def _component_conflict(conversation_id: str, pinned: str, asked: str) -> HttpEr
     )
 
 
-def open_conversation() -> Response:
+def open_conversation() -> Response[str]:
     """Open a conversation: a SageMaker session on the component, stored under a server-issued id."""
     settings = _settings()
     owner = _caller(settings)
@@ -980,7 +980,7 @@ def _session_payload(record: SessionRecord, settings: Settings) -> dict[str, Any
     }
 
 
-def invoke() -> Response:
+def invoke() -> Response[str]:
     settings = _settings()
     owner = _caller(settings)
     request: InvokeRequest = _parse(_models().InvokeRequest, settings)
@@ -1043,7 +1043,7 @@ def invoke() -> Response:
     )
 
 
-def close() -> Response:
+def close() -> Response[str]:
     settings = _settings()
     owner = _caller(settings)
     request: CloseRequest = _parse(_models().CloseRequest, settings)
@@ -1138,7 +1138,7 @@ def _event_problem(event: Any) -> str | None:
     http = context.get("http") if isinstance(context, Mapping) else None
     if not isinstance(http, Mapping) or not isinstance(http.get("method"), str):
         return "the event has no requestContext.http.method; invoke this function through its function URL"
-    if not isinstance(context.get("stage"), str):  # Powertools reads it to route (a Function URL sends "$default")
+    if not isinstance(context, Mapping) or not isinstance(context.get("stage"), str):  # Powertools reads it to route (a Function URL sends "$default")
         return "the event has no requestContext.stage; invoke this function through its function URL"
     if not isinstance(event.get("rawPath"), str):
         return "the event has no rawPath; invoke this function through its function URL"
