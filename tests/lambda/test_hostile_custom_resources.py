@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 from typing import Any, Callable
 
 import pytest
-from botocore.exceptions import UnStubbedResponseError
-from botocore.stub import Stubber
 from conftest import FakeLambdaContext, load_handler_module
 from support import hostile
-from support.hostile import DROP, Mutation
+from support.hostile import DROP, Mutation, outcome, stub_clients
 from support.cfn_response import recording_urlopen
 
 CONTEXT = FakeLambdaContext()
@@ -49,27 +46,6 @@ def cr_event(request_type: str, resource_type: str, props: dict[str, Any], physi
     if old is not None:
         event["OldResourceProperties"] = {"ServiceToken": ENVELOPE["ServiceToken"], **copy.deepcopy(old)}
     return event
-
-
-def stubbed(module: Any, *getters: str) -> Any:
-    """``module`` with each client behind an active Stubber that has nothing queued: any AWS call is detected.
-    Called in a test (the clients are made with the test environment's region), once per module object."""
-    if not getattr(module, "_hostile_stubbed", False):
-        for name in getters:
-            Stubber(getattr(module, name)()).activate()
-        module.logger.setLevel(logging.CRITICAL)  # hundreds of refusals: their log records are not what is tested
-        module._hostile_stubbed = True
-    return module
-
-
-def outcome(call: Callable[[], Any]) -> tuple[str, Any]:
-    """("aws", None) when the handler reached its first AWS call, ("raised", error) or ("ok", result)."""
-    try:
-        return "ok", call()
-    except UnStubbedResponseError:
-        return "aws", None
-    except Exception as error:  # noqa: BLE001 - the category is what the tests check
-        return "raised", error
 
 
 def names_the_field(message: str, mutation: Mutation, valid: dict[str, Any]) -> bool:
@@ -158,7 +134,7 @@ def _plan_property_accepted(mutation: Mutation, request_type: str) -> bool:
 
 @pytest.mark.parametrize("request_type", ["Create", "Update", "Delete"])
 def test_capacity_plan_refuses_every_malformed_plan_event_by_name(capacity_plan, request_type):
-    handler = stubbed(capacity_plan, "_sagemaker").handler
+    handler = stub_clients(capacity_plan).handler
     physical_id = None if request_type == "Create" else PLAN_ARN
     valid = cr_event(request_type, PLAN_TYPE, PLAN, physical_id, PLAN if request_type == "Update" else None)
 
@@ -184,7 +160,7 @@ def test_capacity_plan_refuses_every_malformed_plan_event_by_name(capacity_plan,
 
 
 def test_capacity_plan_extension_refuses_every_malformed_event_by_name(capacity_plan):
-    handler = stubbed(capacity_plan, "_sagemaker").handler
+    handler = stub_clients(capacity_plan).handler
     valid = cr_event("Create", EXTENSION_TYPE, EXTENSION)
 
     def accepted(mutation: Mutation) -> bool:
@@ -198,7 +174,7 @@ def test_capacity_plan_extension_refuses_every_malformed_event_by_name(capacity_
 
 
 def test_capacity_plan_hostile_messages_name_field_value_and_what_is_allowed(capacity_plan):
-    handler = stubbed(capacity_plan, "_sagemaker").handler
+    handler = stub_clients(capacity_plan).handler
     event = cr_event("Create", PLAN_TYPE, {**PLAN, "InstanceCount": [4], "DurationDays": hostile.LONG})
     with pytest.raises(capacity_plan.CapacityPlanPropertiesError) as raised:
         handler(event, CONTEXT)
@@ -221,7 +197,7 @@ GUARD_TYPE = "Custom::SageMakerCapacityPlanGuard"
 
 @pytest.mark.parametrize("request_type", ["Create", "Update", "Delete"])
 def test_capacity_plan_guard_refuses_every_malformed_event_by_name(request_type):
-    guard = stubbed(load_handler_module("capacity_plan_guard"), "_sagemaker")
+    guard = stub_clients(load_handler_module("capacity_plan_guard"))
     physical_id = None if request_type == "Create" else "chat-p5e-2027q1/0123456789abcdef"
     valid = cr_event(request_type, GUARD_TYPE, GUARD, physical_id, GUARD if request_type == "Update" else None)
 
@@ -264,7 +240,7 @@ def deployment_check():
 @pytest.mark.parametrize("entry", ["on_event", "is_complete"])
 @pytest.mark.parametrize("request_type", ["Create", "Update", "Delete"])
 def test_deployment_check_refuses_every_malformed_event_by_name(deployment_check, entry, request_type):
-    handler = getattr(stubbed(deployment_check, "_sagemaker"), entry)
+    handler = getattr(stub_clients(deployment_check), entry)
     valid = cr_event(request_type, CHECK_TYPE, CHECK, None if request_type == "Create" else CHECK_ID,
                      CHECK if request_type == "Update" else None)
 
@@ -303,7 +279,7 @@ def test_deployment_check_event_errors_are_exact(deployment_check, entry, event,
     properties reported as missing fields."""
     with pytest.raises(deployment_check.DeploymentCheckEventError if "event" in message
                        else deployment_check.DeploymentCheckFailed) as raised:
-        getattr(stubbed(deployment_check, "_sagemaker"), entry)(event, CONTEXT)
+        getattr(stub_clients(deployment_check), entry)(event, CONTEXT)
     assert str(raised.value) == message
 
 
@@ -312,7 +288,7 @@ def test_deployment_check_lists_many_problems_within_cloudformations_limit(deplo
     components = [{"Name": f"bad_{i}", "ModelName": "bad name"} for i in range(1000)]
     event = cr_event("Create", CHECK_TYPE, {**CHECK, "Components": components})
     with pytest.raises(deployment_check.DeploymentCheckFailed) as raised:
-        stubbed(deployment_check, "_sagemaker").on_event(event, CONTEXT)
+        stub_clients(deployment_check).on_event(event, CONTEXT)
     message = str(raised.value)
     assert message.startswith("invalid ResourceProperties: Components.0.Name: got 'bad_0'; allowed: pattern ")
     assert len(message) <= 3000 and message.endswith(" ...(truncated)")
@@ -354,7 +330,7 @@ def serving_module():
 
 @pytest.fixture
 def serving(serving_module):
-    return stubbed(serving_module, "_sagemaker")
+    return stub_clients(serving_module)
 
 
 def serving_outcome(serving: Any, event: Any) -> tuple[str, str]:

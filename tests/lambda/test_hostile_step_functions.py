@@ -18,15 +18,12 @@ wrong outcome is listed before the test fails; one loaded module per handler ser
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable
 
 import pytest
-from botocore.exceptions import UnStubbedResponseError
-from botocore.stub import Stubber
 from conftest import FakeLambdaContext, load_handler_module
 from support import hostile
-from support.hostile import DROP
+from support.hostile import DROP, outcome, stub_clients
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 CONTEXT = FakeLambdaContext()
@@ -42,7 +39,6 @@ ENV = {
         "arn:aws:states:us-east-1:123456789012:stateMachine:eagle", "WATERMARK_PARAMETER": "/eagle/watermark",
     "CAPTURE_BUCKET": "capture-bucket",
 }
-_NUMBER, _BOOL = (int, float), (bool,)
 
 
 @pytest.fixture(autouse=True)
@@ -59,23 +55,8 @@ _MODULES: dict[tuple[str, str], Any] = {}
 def handler_module(folder: str, module: str = "index") -> Any:
     """One loaded module per handler for this test module, every client behind a Stubber with nothing queued."""
     if (folder, module) not in _MODULES:
-        loaded = load_handler_module(folder, module)
-        for name in dir(loaded):
-            getter = getattr(loaded, name)
-            if name.startswith("_") and hasattr(getter, "inject") and hasattr(getter, "service"):
-                Stubber(getter()).activate()
-        loaded.logger.setLevel(logging.CRITICAL)  # hundreds of refusals: their log records are not what is tested
-        _MODULES[folder, module] = loaded
+        _MODULES[folder, module] = stub_clients(load_handler_module(folder, module))
     return _MODULES[folder, module]
-
-
-def outcome(call: Callable[[], Any]) -> tuple[str, Any]:
-    try:
-        return "ok", call()
-    except UnStubbedResponseError:
-        return "aws", None
-    except Exception as error:  # noqa: BLE001 - the category is what the tests check
-        return "raised", error
 
 
 def _kind(value: Any) -> str:

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
+
+from botocore.exceptions import UnStubbedResponseError
+from botocore.stub import Stubber
 
 DROP = object()
 """Replacement that removes the field."""
@@ -101,3 +105,28 @@ def report(failures: list[str], tried: int) -> str:
 def as_json(value: Any) -> str:
     """``value`` as CloudFormation/Step Functions would carry it (surrogate pairs joined), for size checks."""
     return json.dumps(value, ensure_ascii=False)
+
+
+def stub_clients(module: Any) -> Any:
+    """``module`` (a loaded handler) with every client getter (``llm_cdk_shared.clients.client_getter``) behind an
+    active Stubber that has nothing queued, so any AWS call is detected; its logger quiet (hundreds of refusals:
+    their log records are not what is tested). Once per module object; call it in a test, where the test
+    environment's region is set, as the clients are made then."""
+    if not getattr(module, "_hostile_stubbed", False):
+        for name in dir(module):
+            getter = getattr(module, name)
+            if name.startswith("_") and hasattr(getter, "inject") and hasattr(getter, "service"):
+                Stubber(getter()).activate()
+        module.logger.setLevel(logging.CRITICAL)
+        module._hostile_stubbed = True
+    return module
+
+
+def outcome(call: Callable[[], Any]) -> tuple[str, Any]:
+    """("aws", None) when the handler reached its first AWS call, ("raised", error) or ("ok", result)."""
+    try:
+        return "ok", call()
+    except UnStubbedResponseError:
+        return "aws", None
+    except Exception as error:  # noqa: BLE001 - the category is what the tests check
+        return "raised", error
