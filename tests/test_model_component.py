@@ -365,3 +365,24 @@ def test_pinned_name_taken_by_another_model_is_refused():
     with pytest.raises(ConfigurationError, match=r"physical_name: got 'Test-a'; allowed: a name no other model"):
         endpoint_stack(models=[ModelSpec(name="a", model_data_s3_uri=MODEL_URI),
                                ModelSpec(name="b", physical_name="Test-a", model_data_s3_uri=MODEL_URI)])
+
+
+@pytest.mark.parametrize("env", [None, BOUND], ids=["agnostic", "bound"])
+def test_the_containers_whole_environment_stays_within_sagemakers_100_variables(env):
+    """The config's own limit counts only its variables; the component counts what the features add too (the LMI
+    defaults here, then a feature's add_environment), so the template never carries more than SageMaker takes."""
+    endpoint = LlmEndpoint(Stack(App(), "Env", env=env), "Endpoint", instance_type="ml.g6e.12xlarge")
+    configured = {f"VAR_{i}": "x" for i in range(99)}
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "environment: got '101 variables (99 configured, 2 set by features)'; allowed: at most "
+            "100 variables in the container (SageMaker's limit); fix: remove variables from environment")):
+        endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, environment=configured))
+    full = endpoint.add_model("n", ModelSpec(name="n", model_data_s3_uri=MODEL_URI,
+                                             environment={f"VAR_{i}": "x" for i in range(98)}))
+    full.add_environment("VAR_0", "x")  # the same variable again: no new one
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "environment: got '101 variables (98 configured, 3 set by features, the last OPTION_ROLLING_BATCH)'; "
+            "allowed: at most 100 variables")):
+        full.add_environment("OPTION_ROLLING_BATCH", "lmi-dist")
+    container = only(Template.from_stack(Stack.of(endpoint)), "AWS::SageMaker::Model")["Properties"]["PrimaryContainer"]
+    assert len(container["Environment"]) == 100

@@ -42,6 +42,17 @@ LMI_REPOSITORY = "djl-inference"
 COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 
 
+MAX_ENVIRONMENT = 100
+"""Variables SageMaker takes in one container's ``Environment`` (botocore's ``EnvironmentMap``: at most 100)."""
+
+
+def _environment_count_problem(count: int, configured: int, adding: str = "") -> Problem:
+    added = f", the last {adding}" if adding else ""
+    return Problem("environment", f"{count} variables ({configured} configured, {count - configured} set by features"
+                   f"{added})", f"at most {MAX_ENVIRONMENT} variables in the container (SageMaker's limit)",
+                   "remove variables from environment")
+
+
 class ModelComponent(InferenceComponentConstruct):
     """A model hosted on an ``LlmEndpoint`` as an inference component.
 
@@ -106,6 +117,9 @@ class ModelComponent(InferenceComponentConstruct):
         stack = Stack.of(self)
 
         environment = {**self.default_environment(spec), **spec.environment, **(extra_environment or {})}
+        if len(environment) > MAX_ENVIRONMENT:
+            raise ConfigurationError([_environment_count_problem(len(environment), len(spec.environment))],
+                                     source=self.node.path)
         self._environment = environment
         image, repository_arn = container_image(spec.image, scope=self)
         self.image_uri = image
@@ -272,6 +286,9 @@ class ModelComponent(InferenceComponentConstruct):
                          f"remove {name} from environment; the feature sets it")],
                 source=self.node.path,
             )
+        if name not in self._environment and len(self._environment) >= MAX_ENVIRONMENT:
+            raise ConfigurationError([_environment_count_problem(len(self._environment) + 1, len(self.spec.environment),
+                                                                 adding=name)], source=self.node.path)
         self._environment[name] = value
         self.cfn_model.add_property_override(f"PrimaryContainer.Environment.{name}", value)
 

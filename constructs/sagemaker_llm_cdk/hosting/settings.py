@@ -464,9 +464,9 @@ class ModelSpec(Settings):
                 if len(setting) > 1024:  # botocore's EnvironmentValue: max 1024
                     problems.append(Problem(f"environment.{key}", setting, "a value of at most 1024 characters",
                                             "shorten the value, or pass it in a file under model_data_s3_uri"))
-            if len(self.environment) > 100:  # botocore's EnvironmentMap: at most 100 entries, the features' included
+            if len(self.environment) > 100:  # botocore's EnvironmentMap; ModelComponent checks it with the features' too
                 problems.append(Problem("environment", f"{len(self.environment)} variables",
-                                        "at most 100 variables (SageMaker's limit, with those the features set)",
+                                        "at most 100 variables (SageMaker's limit; the model's features add more)",
                                         "remove some variables"))
         with unless_failed():
             if self.network_isolation:
