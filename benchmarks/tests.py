@@ -14,6 +14,10 @@ children and the jsii kernel) and prints them summed by module, longest first: t
 
 ``--baseline`` first runs the suite with xdist's default scheduling (``-n 2``, ``--dist load``), in the
 same call, so the scheduling's share of the result is visible; it doubles the run time.
+
+``--relay`` first runs the suite with jsii's relay process (``LLM_CDK_TESTS_JSII_RELAY=1``: each worker's
+jsii kernel behind ``bin/jsii-runtime.js``, as jsii starts it), then as ``make test`` runs it (the kernel
+without the relay, ``tests/support/jsii_kernel.py``), and prints the ratios; it doubles the run time.
 Never a timing assert: this prints figures.
 """
 from __future__ import annotations
@@ -42,8 +46,11 @@ def environment() -> dict[str, str]:
     return env
 
 
-def run_suite(workers: int, scheduling: tuple[str, ...], extra: list[str], *, by_module: str = "") -> dict[str, object]:
+def run_suite(workers: int, scheduling: tuple[str, ...], extra: list[str], *, by_module: str = "",
+              relay: bool = False) -> dict[str, object]:
     env = environment()
+    if relay:
+        env["LLM_CDK_TESTS_JSII_RELAY"] = "1"
     if by_module:  # the plugin is imported by each xdist worker from benchmarks/
         env["CPU_PER_TEST_DIR"] = by_module
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "benchmarks"), *filter(None, [env.get("PYTHONPATH")])])
@@ -92,6 +99,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--baseline", action="store_true", help="also run with xdist's default scheduling first")
     parser.add_argument("--by-module", action="store_true", help="also print each test module's CPU seconds")
+    parser.add_argument("--relay", action="store_true", help="also run with jsii's relay process first")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -100,6 +108,10 @@ def main() -> int:
         base = run_suite(args.workers, (), args.pytest_args)
         report("default scheduling (-n 2)", base, args.workers)
         status |= int(base["status"])  # type: ignore[call-overload]
+    if args.relay:
+        relayed = run_suite(args.workers, MAKEFILE_SCHEDULING, args.pytest_args, relay=True)
+        report("make test with jsii's relay process (LLM_CDK_TESTS_JSII_RELAY=1)", relayed, args.workers)
+        status |= int(relayed["status"])  # type: ignore[call-overload]
     with tempfile.TemporaryDirectory() as folder:
         figures = run_suite(args.workers, MAKEFILE_SCHEDULING, args.pytest_args, by_module=folder if args.by_module else "")
         report("make test (-n 2 --dist loadfile --no-loadscope-reorder)", figures, args.workers)
@@ -107,6 +119,9 @@ def main() -> int:
             by_module_report(folder)
     if args.baseline:
         print(f"wall ratio make test / default scheduling: {float(figures['wall']) / float(base['wall']):.2f}x")  # type: ignore[arg-type]
+    if args.relay:
+        print("make test / with the relay: wall {:.2f}x, CPU {:.2f}x".format(
+            float(figures["wall"]) / float(relayed["wall"]), float(figures["cpu"]) / float(relayed["cpu"])))  # type: ignore[arg-type]
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return status | int(figures["status"])  # type: ignore[call-overload]
 
