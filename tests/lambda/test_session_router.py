@@ -177,8 +177,10 @@ def env(monkeypatch):
     monkeypatch.setenv("MAX_BODY_BYTES", "4096")
 
 
-@pytest.fixture
-def ddb(env):
+@pytest.fixture(scope="module")
+def sessions_table():
+    """One moto DynamoDB and sessions table for the module (starting moto and creating the table cost about
+    30 ms of CPU, more than most tests here); each test starts from an empty table (``ddb``)."""
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         client.create_table(
@@ -190,7 +192,16 @@ def ddb(env):
         client.update_time_to_live(
             TableName=TABLE, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
         )
-        yield Table(client)
+        yield client
+
+
+@pytest.fixture
+def ddb(env, sessions_table):
+    table = Table(sessions_table)
+    for item in table.items():  # what an earlier test left
+        sessions_table.delete_item(TableName=TABLE, Key={"conversation_id": item["conversation_id"]})
+    assert table.items() == []
+    yield table
 
 
 @pytest.fixture
