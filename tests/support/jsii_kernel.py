@@ -55,7 +55,7 @@ def unsupported_reason() -> str | None:
 def _extract() -> Path:
     """jsii's embedded runtime files under their real names (lib/program.js and its worker), with the script."""
     import jsii._embedded.jsii as embedded
-    folder = Path(tempfile.mkdtemp(prefix="jsii-kernel-"))
+    folder = Path(tempfile.mkdtemp(prefix="llm-cdk-tests-jsii-runtime-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)  # registered first, so it runs after jsii's stop
     for resource, name in embedded.EMBEDDED_FILES.items():
         target = folder / name
