@@ -41,6 +41,16 @@ def _image_problem(value: str) -> Problem | None:
                    "push the image to ECR and give its full URI")
 
 
+_ARCHITECTURE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _architecture_problem(value: str) -> Problem | None:
+    if _ARCHITECTURE.fullmatch(value):
+        return None
+    return Problem("", value, "a Hugging Face architecture class name (letters, digits and _, at most 128 characters), "
+                   "e.g. Qwen3ForCausalLM", "copy the first entry of 'architectures' from the model's config.json")
+
+
 def _ami_problem(value: str) -> Problem | None:
     if value in service_model.inference_ami_versions():
         return None
@@ -311,8 +321,9 @@ class ModelSpec(Settings):
         "stateful sessions and EAGLE heads, not LoRA and EAGLE on one model; CUDA 13, so its endpoint runs "
         + images.CUDA13_AMI + "), 'lmi:<tag>' (supported: " + images.supported_tags() + "), or a full ECR image "
         "URI. Default: lmi."))] = "lmi"
-    architecture: Annotated[str | None, Field(description=(
-        "The model's Hugging Face architecture (config.json 'architectures'), e.g. Qwen3ForCausalLM. "
+    architecture: Annotated[str | None, field_rule(_architecture_problem), Field(
+        json_schema_extra={"pattern": "^" + _ARCHITECTURE.pattern + "$"}, description=(
+        "The model's Hugging Face architecture (config.json 'architectures'), a Python class name, e.g. Qwen3ForCausalLM. "
         "Needed for EAGLE optimization. Default: unknown."))] = None
     accelerators: Annotated[int, Field(ge=1, le=64, description="GPUs (or Neuron cores) per copy. Default: 1.")] = 1
     min_memory_mb: Annotated[int, Field(ge=128, le=4_000_000, description="Host memory per copy, MB. Default: 1024.")] = 1024
