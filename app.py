@@ -7,6 +7,7 @@ from aws_cdk import App, Environment
 
 from sagemaker_llm_cdk import ConfigurationError, cost_ceiling_table, load_config
 from sagemaker_llm_cdk.capacity.capacity_plan import consent_problems
+from sagemaker_llm_cdk.config.loading import locate_problems
 from sagemaker_llm_cdk.core.removal import removal_note
 from stacks import LlmPlatformStack, attach_checks
 from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks
@@ -30,7 +31,8 @@ def main() -> None:
             try:
                 LlmPlatformStack(app, config.stack_name, config=config, config_dir=Path(path).parent, env=env)
             except ConfigurationError as error:  # a construct's check the config rules did not foresee
-                raise ConfigurationError(error.problems, source=f"{path} (found while building {error.source})") from None
+                raise ConfigurationError(locate_problems(path, error.problems),
+                                         source=f"{path} (found while building {error.source})") from None
             extra_packs = config.checks.nag_warning_packs
         # -c purchase=<plan> / -c extend=<plan>: a name that matches no declared plan is a typo, not consent.
         problems = consent_problems(app)

@@ -16,11 +16,13 @@ from sagemaker_llm_cdk import (
     LlmEndpoint,
     LlmMonitoring,
     ModelComponent,
+    ModelSpec,
     SessionFrontDoor,
     add_adapters,
     load_adapter_manifest,
 )
 from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
+from sagemaker_llm_cdk.config.loading import config_item
 from sagemaker_llm_cdk.eagle.optimization import RECORD_SERVICE, EagleOptimization
 from sagemaker_llm_cdk.hosting.jumpstart import JumpStartLock, find_lock
 from sagemaker_llm_cdk.adapters.lora_adapter import adapters_of
@@ -65,13 +67,13 @@ class LlmPlatformStack(Stack):
                 from aws_cdk import aws_sns_subscriptions as subscriptions
 
                 topic.add_subscription(subscriptions.EmailSubscription(config.monitoring.email))
-            self.capacity_plans = {
+            for p_index, plan in enumerate(config.capacity_plans):
                 # A plan bought here is named after this (serving) stack, <id>-<plan name>, not the
                 # companion's: dev and prod stacks of one config never share a plan.
-                plan.plan_name: CapacityPlan(self.capacity, f"CapacityPlan-{plan.plan_name}", spec=plan,
-                                             alarm_topic=topic, name_prefix=self.stack_name)
-                for plan in config.capacity_plans
-            }
+                with config_item(f"capacity_plans[{p_index}]", plan):  # a construct's problems in config terms
+                    self.capacity_plans[plan.plan_name] = CapacityPlan(
+                        self.capacity, f"CapacityPlan-{plan.plan_name}", spec=plan, alarm_topic=topic,
+                        name_prefix=self.stack_name)
 
         # EAGLE: each model's promotion parameter lives in a companion stack deployed before this one
         # (CloudFormation reads it as an AWS::SSM::Parameter::Value parameter; see speculative_decoding).
@@ -86,15 +88,17 @@ class LlmPlatformStack(Stack):
         self.jumpstart_lock = JumpStartLock.load(find_lock(self.config_dir))
         self.eagle: dict[str, EagleOptimization] = {}
         self.endpoints: dict[str, LlmEndpoint] = {}
-        for spec in config.endpoints:
-            self.endpoints[spec.name] = self._endpoint(spec)
-        for name, endpoint in self.endpoints.items():
-            self.monitoring.monitor_endpoint(endpoint)
-            self.monitoring.monitor_adapters(adapters_of(endpoint), endpoint=endpoint)  # a graph's lines in one call
-            # Fails the deployment when SageMaker silently rolled back to the previous config.
-            DeploymentCheck(self, f"{name}DeploymentCheck", endpoint=endpoint)
+        for e_index, spec in enumerate(config.endpoints):
+            with config_item(f"endpoints[{e_index}]", spec):  # a construct's problems in config terms
+                self.endpoints[spec.name] = self._endpoint(spec, e_index)
+        for e_index, (name, endpoint) in enumerate(self.endpoints.items()):
+            with config_item(f"endpoints[{e_index}]", config.endpoints[e_index]):
+                self.monitoring.monitor_endpoint(endpoint)
+                self.monitoring.monitor_adapters(adapters_of(endpoint), endpoint=endpoint)  # a graph's lines in one call
+                # Fails the deployment when SageMaker silently rolled back to the previous config.
+                DeploymentCheck(self, f"{name}DeploymentCheck", endpoint=endpoint)
 
-    def _endpoint(self, spec: EndpointSpec) -> LlmEndpoint:
+    def _endpoint(self, spec: EndpointSpec, e_index: int = 0) -> LlmEndpoint:
         vpc_kwargs: dict[str, Any] = {}
         if spec.vpc is not None:
             # Only the VPC id matters: the subnets and security groups are given by id (no lookup).
@@ -120,26 +124,31 @@ class LlmPlatformStack(Stack):
             **vpc_kwargs,
         )
         for index, model in enumerate(spec.models):
-            component = endpoint.add_model(model.name, model, jumpstart_lock=self.jumpstart_lock)
-            if model.adapters:
-                add_adapters(component, model.adapters, field=f"endpoints.{spec.name}.models[{index}].adapters")
-            if model.adapters_manifest:
-                add_adapters(component, load_adapter_manifest(model.adapters_manifest, base_dir=self.config_dir),
-                             field=f"endpoints.{spec.name}.models[{index}].adapters_manifest")
-            turn_log = None
-            if model.sessions is not None:
-                front_door = self._front_door(spec.name, endpoint, component)
-                if model.eagle is not None and model.eagle.dataset.source == "front_door":
-                    # EAGLE's second source: the front door logs every completed turn through Firehose.
-                    turn_log = TurnLog(self, f"{spec.name}{_id(component.component_name)}Turns")
-                    front_door.log_turns(turn_log)
-            if model.eagle is not None:
-                self._eagle(spec.name, endpoint, component, turn_log)
-            CfnOutput(self, f"{spec.name}{_id(model.name)}ComponentName", value=component.component_name,
-                      description=f"InferenceComponentName of model {model.name} (pass it to InvokeEndpoint)")
+            with config_item(f"endpoints[{e_index}].models[{index}]", model):
+                self._model(spec, endpoint, model, e_index, index)
         CfnOutput(self, f"{spec.name}EndpointName", value=endpoint.endpoint_name,
                   description=f"SageMaker endpoint of {spec.name}")
         return endpoint
+
+    def _model(self, spec: EndpointSpec, endpoint: LlmEndpoint, model: ModelSpec, e_index: int, index: int) -> None:
+        """One model of the endpoint, with its adapters, sessions and EAGLE loop."""
+        component = endpoint.add_model(model.name, model, jumpstart_lock=self.jumpstart_lock)
+        if model.adapters:
+            add_adapters(component, model.adapters, field=f"endpoints[{e_index}].models[{index}].adapters")
+        if model.adapters_manifest:
+            add_adapters(component, load_adapter_manifest(model.adapters_manifest, base_dir=self.config_dir),
+                         field=f"endpoints[{e_index}].models[{index}].adapters_manifest")
+        turn_log = None
+        if model.sessions is not None:
+            front_door = self._front_door(spec.name, endpoint, component)
+            if model.eagle is not None and model.eagle.dataset.source == "front_door":
+                # EAGLE's second source: the front door logs every completed turn through Firehose.
+                turn_log = TurnLog(self, f"{spec.name}{_id(component.component_name)}Turns")
+                front_door.log_turns(turn_log)
+        if model.eagle is not None:
+            self._eagle(spec.name, endpoint, component, turn_log)
+        CfnOutput(self, f"{spec.name}{_id(model.name)}ComponentName", value=component.component_name,
+                  description=f"InferenceComponentName of model {model.name} (pass it to InvokeEndpoint)")
 
     def _eagle(self, endpoint_id: str, endpoint: LlmEndpoint, component: ModelComponent,
                turn_log: TurnLog | None = None) -> EagleOptimization:

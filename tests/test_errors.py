@@ -1,10 +1,13 @@
 """Every problem in one round, in the user's terms: library settings, config files and the app."""
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 from pydantic import ValidationError
 
 from sagemaker_llm_cdk import ConfigurationError, CopyScaling, ModelSpec
+from sagemaker_llm_cdk.core.errors import Problem
 
 
 def test_a_settings_model_built_in_code_raises_the_same_lines_not_a_pydantic_error():
@@ -163,3 +166,100 @@ def test_the_config_rule_knows_the_variables_the_front_door_sets():
 
     settings = SessionSettings(expiration_seconds=600)
     assert settings.container_environment() == session_front_door._session_variables(settings)
+
+
+# ------------------------------------------------------------------ problems found while building, in config terms
+def _problem(path: str) -> Problem:
+    return Problem(path, 1, "something else", "change it")
+
+
+def test_a_construct_problem_with_a_field_of_its_spec_is_placed_under_the_config_item():
+    from sagemaker_llm_cdk import ModelSpec
+    from sagemaker_llm_cdk.config.loading import config_item
+
+    spec = ModelSpec(name="m", model_data_s3_uri="s3://my-weights/m/")
+    with pytest.raises(ConfigurationError) as raised:
+        with config_item("endpoints[1].models[2]", spec):
+            raise ConfigurationError([_problem("environment"), _problem("component.spec.architecture"),
+                                      _problem("copies.max_copies"), _problem("endpoints[0].instance_type"),
+                                      _problem("component.node"), _problem("")], source="Stack/Chat/m")
+    error = raised.value
+    assert error.config_item == "endpoints[1].models[2]" and error.source == "Stack/Chat/m"
+    assert [p.path for p in error.problems] == [
+        "endpoints[1].models[2].environment", "endpoints[1].models[2].architecture",
+        "endpoints[1].models[2].copies.max_copies",
+        "endpoints[0].instance_type",  # names the config already
+        "component.node", ""]  # not a field of the model: kept as the construct said it
+    assert [(p.value, p.allowed, p.fix) for p in error.problems] == [(1, "something else", "change it")] * 6
+
+
+def test_an_inner_config_items_error_passes_the_outer_item_as_it_is():
+    from sagemaker_llm_cdk import EndpointSpec, ModelSpec
+    from sagemaker_llm_cdk.config.loading import config_item
+
+    model = ModelSpec(name="m", model_data_s3_uri="s3://my-weights/m/")
+    endpoint = EndpointSpec(name="Chat", instance_type="ml.g6e.12xlarge", models=[model])
+    with pytest.raises(ConfigurationError) as raised:
+        with config_item("endpoints[0]", endpoint):
+            with config_item("endpoints[0].models[0]", model):
+                raise ConfigurationError([_problem("name")])  # a field both specs have
+    assert [p.path for p in raised.value.problems] == ["endpoints[0].models[0].name"]
+    with pytest.raises(ValueError, match="^not a configuration error$"):  # other errors are not touched
+        with config_item("endpoints[0]", endpoint):
+            raise ValueError("not a configuration error")
+
+
+def _environment_config(tmp_path: Path) -> Path:
+    """A config layered over another whose model sets 95 variables: 6 more from its features pass SageMaker's 100."""
+    (tmp_path / "base.yaml").write_text(textwrap.dedent("""\
+        endpoints:
+          - name: Chat
+            instance_type: ml.g6e.12xlarge
+            data_capture: {enabled: false}
+            models:
+              - name: qwen3-8b
+                model_data_s3_uri: s3://my-weights/qwen3-8b/
+                architecture: Qwen3ForCausalLM
+        """))
+    variables = "".join(f"          VAR_{i}: x\n" for i in range(95))
+    (tmp_path / "x.yaml").write_text("extends: base.yaml\nendpoints:\n  - name: Chat\n    models:\n"
+                                     "      - name: qwen3-8b\n        lora: {max_gpu_adapters: 2, max_cpu_adapters: 8, max_rank: 16}\n"
+                                     "        environment:\n" + variables)
+    return tmp_path / "x.yaml"
+
+
+ENVIRONMENT_LINE = ("endpoints[0].models[0].environment: got '101 variables (95 configured, 6 set by features, the last "
+                    "OPTION_MAX_LORA_RANK)'; allowed: at most 100 variables in the container (SageMaker's limit); fix: "
+                    "remove variables from environment")
+
+
+@pytest.mark.parametrize("env", ["agnostic", "bound"])
+def test_a_limit_found_while_building_names_the_config_path_and_its_line(tmp_path, env):
+    from aws_cdk import App, Environment
+
+    from sagemaker_llm_cdk import load_config
+    from sagemaker_llm_cdk.config.loading import locate_problems
+    from stacks import LlmPlatformStack
+
+    path = _environment_config(tmp_path)
+    config = load_config(path)  # every config rule passes: only the built container has 101 variables
+    environment = Environment(account="111111111111", region="us-west-2") if env == "bound" else None
+    with pytest.raises(ConfigurationError) as raised:
+        LlmPlatformStack(App(), "S", config=config, config_dir=tmp_path, env=environment)
+    (problem,) = raised.value.problems
+    assert problem.line() == ENVIRONMENT_LINE
+    (located,) = locate_problems(path, raised.value.problems)
+    assert located.where == f"{path} line 8"  # x.yaml's environment mapping, where the variables are written
+    assert located.line() == ENVIRONMENT_LINE
+
+
+def test_the_app_prints_a_problem_found_while_building_with_its_file_and_line(tmp_path, capsys):
+    from support.examples import synthesize_in_process
+
+    path = _environment_config(tmp_path)
+    root = Path(__file__).resolve().parents[1]
+    with pytest.raises(AssertionError, match="exited with status 1"):  # app.py, as `cdk synth -c config=...` runs it
+        synthesize_in_process(root / "app.py", tmp_path / "out", context={"config": str(path)})
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: 1 problem(s) in {path} (found while building SageMakerLlm/Chat/qwen3-8b):",
+        f"  - {ENVIRONMENT_LINE}; where: {path} line 8"]

@@ -5,9 +5,14 @@ A config is YAML. ``load_config`` returns a validated ``AppConfig`` or raises on
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from ..core.errors import MISSING, ConfigurationError, Problem
 from ..core.settings import validated
@@ -58,6 +63,52 @@ def load_config(path: str | Path) -> AppConfig:
         raise ConfigurationError([layers.locate(p) for p in unique.values()], source=layers.source)
     assert config is not None
     return config
+
+
+_CONSTRUCT_VIEWS = ("component.spec.", "spec.")
+"""How a construct names the fields of the spec it was built from (``component.spec.architecture``)."""
+
+
+def _first_field(path: str) -> str:
+    match = re.match(r"[^.\[]+", path)
+    return match.group(0) if match else ""
+
+
+@contextlib.contextmanager
+def config_item(path: str, spec: BaseModel) -> Iterator[None]:
+    """Build constructs from ``spec``, the config's item at ``path`` (``endpoints[0].models[1]``): a
+    ``ConfigurationError`` they raise comes out in config terms. A problem with one of ``spec``'s fields
+    (``environment``, ``component.spec.architecture``) is placed under ``path``; one that names the config
+    already (``endpoints[...]``) or something else is kept. An inner item's error passes outer ones as it is."""
+    try:
+        yield
+    except ConfigurationError as error:
+        if error.config_item:
+            raise
+        fields = type(spec).model_fields
+        problems = []
+        for problem in error.problems:
+            field_path = problem.path
+            for view in _CONSTRUCT_VIEWS:
+                if field_path.startswith(view) and _first_field(field_path[len(view):]) in fields:
+                    field_path = field_path[len(view):]
+                    break
+            if _first_field(problem.path) in AppConfig.model_fields or _first_field(field_path) not in fields:
+                problems.append(problem)
+            else:
+                problems.append(Problem(field_path, problem.value, problem.allowed, problem.fix, problem.where).under(path))
+        placed = ConfigurationError(problems, source=error.source)
+        placed.config_item = path
+        raise placed from None
+
+
+def locate_problems(path: str | Path, problems: Iterable[Problem]) -> list[Problem]:
+    """``problems`` with the file and line of each field that is a path in the config at ``path`` (merged over
+    the files it extends), as ``load_config`` reports its own; other problems as they are."""
+    from .layers import collect_layers
+
+    layers = collect_layers(path)
+    return [layers.locate(p) if _first_field(p.path) in AppConfig.model_fields else p for p in problems]
 
 
 def _has_jumpstart_model(data: Any) -> bool:

@@ -44,6 +44,10 @@ class ConfigurationError(ValueError):
     ``str(error)`` is one line per problem, ready to print to a user.
     """
 
+    config_item: str = ""
+    """The config item (``endpoints[0].models[1]``) whose problems these are in config terms, when a construct
+    built from it raised them (``config.loading.config_item``). Default: not known."""
+
     def __init__(self, problems: Iterable[Problem], *, source: str = "") -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)
         self.source = source
