@@ -125,6 +125,19 @@ def test_an_endpoint_type_that_cannot_run_optimization_jobs_needs_a_job_instance
                                "instance type SageMaker accepts for optimization jobs") for line in lines), lines
 
 
+ONE_MODEL = textwrap.dedent("""\
+    endpoints:
+      - name: Chat
+        instance_type: ml.g6e.12xlarge
+        data_capture: {enabled: false}
+        models:
+          - name: qwen3-8b
+            model_data_s3_uri: s3://my-weights/qwen3-8b/
+            architecture: Qwen3ForCausalLM
+    """)
+"""A config with one endpoint and one model, every field valid (tests add or layer the rest)."""
+
+
 def test_the_app_prints_stack_rules_in_config_terms_without_a_traceback(tmp_path):
     import json
     import os
@@ -134,19 +147,11 @@ def test_the_app_prints_stack_rules_in_config_terms_without_a_traceback(tmp_path
 
     root = Path(__file__).resolve().parents[1]
     config = tmp_path / "x.yaml"
-    config.write_text(textwrap.dedent("""\
-        endpoints:
-          - name: Chat
-            instance_type: ml.g6e.12xlarge
-            data_capture: {enabled: false}
-            models:
-              - name: qwen3-8b
-                model_data_s3_uri: s3://my-weights/qwen3-8b/
-                architecture: Qwen3ForCausalLM
-                accelerators: 8
-                copies: {min_copies: 1, max_copies: "two"}
-                eagle: {}
-        """))
+    config.write_text(ONE_MODEL + textwrap.indent(textwrap.dedent("""\
+        accelerators: 8
+        copies: {min_copies: 1, max_copies: "two"}
+        eagle: {}
+        """), " " * 8))
     env = dict(os.environ, CDK_OUTDIR=str(tmp_path / "out"), CDK_CONTEXT_JSON=json.dumps({"config": str(config)}),
                JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION="1")
     result = subprocess.run([sys.executable, str(root / "app.py")], cwd=root, env=env, capture_output=True, text=True,
@@ -211,16 +216,7 @@ def test_an_inner_config_items_error_passes_the_outer_item_as_it_is():
 
 def _environment_config(tmp_path: Path) -> Path:
     """A config layered over another whose model sets 95 variables: 6 more from its features pass SageMaker's 100."""
-    (tmp_path / "base.yaml").write_text(textwrap.dedent("""\
-        endpoints:
-          - name: Chat
-            instance_type: ml.g6e.12xlarge
-            data_capture: {enabled: false}
-            models:
-              - name: qwen3-8b
-                model_data_s3_uri: s3://my-weights/qwen3-8b/
-                architecture: Qwen3ForCausalLM
-        """))
+    (tmp_path / "base.yaml").write_text(ONE_MODEL)
     variables = "".join(f"          VAR_{i}: x\n" for i in range(95))
     (tmp_path / "x.yaml").write_text("extends: base.yaml\nendpoints:\n  - name: Chat\n    models:\n"
                                      "      - name: qwen3-8b\n        lora: {max_gpu_adapters: 2, max_cpu_adapters: 8, max_rank: 16}\n"
