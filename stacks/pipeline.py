@@ -32,6 +32,7 @@ from pydantic import Field
 
 from sagemaker_llm_cdk import AppConfig, ConfigurationError, Problem, parse_config
 from sagemaker_llm_cdk.config.layers import collect_layers, load_layers
+from sagemaker_llm_cdk.config.loading import lock_problems, locate_problems
 from sagemaker_llm_cdk.core.checkov import checkov_skip
 from sagemaker_llm_cdk.core.grants import acknowledge_wildcard_only
 from sagemaker_llm_cdk.core.nag import acknowledge, acknowledge_resource
@@ -133,19 +134,25 @@ def load_pipeline_settings(path: str | Path, *, connection_arn: str | None = Non
 def load_stage_config(stage: StageSettings) -> AppConfig:
     """The stage's app config (with what it extends), checked against the stage's account and region."""
     layers = collect_layers(stage.config)  # its problems come with the config's, each with its file and line
+    problems = list(layers.problems)
+    config: AppConfig | None = None
     try:
         config = parse_config(layers.data, source=layers.source)
     except ConfigurationError as error:
-        raise ConfigurationError([layers.locate(p) for p in (*layers.problems, *error.problems)],
-                                 source=layers.source) from None
-    problems = list(layers.problems)
+        problems.extend(error.problems)
+    # The JumpStart lock, for the stage's region, as load_config checks it for a config deployed on its own.
+    problems.extend(lock_problems(layers.data, Path(stage.config).parent, region=stage.region))
     for field, want in (("account", stage.account), ("region", stage.region)):
-        given = getattr(config.target, field)
+        given = getattr(config.target, field) if config is not None else None
         if given is not None and given != want:
             problems.append(Problem(f"target.{field}", given, f"{want}, the {field} of pipeline stage {stage.name}",
                                     f"remove target.{field} from {stage.config} or deploy the stage to {given}"))
     if problems:
-        raise ConfigurationError([layers.locate(p) for p in problems], source=layers.source)
+        unique: dict[str, Problem] = {}
+        for problem in problems:  # a rule seen from two sides (raw config and model) is one problem
+            unique.setdefault(problem.line(), problem)
+        raise ConfigurationError([layers.locate(p) for p in unique.values()], source=layers.source)
+    assert config is not None
     return config
 
 
@@ -216,9 +223,14 @@ class PipelineStack(Stack):
                 except ConfigurationError as error:
                     problems.extend(p.under(f"{where} ({error.source})") for p in error.problems)
                     continue
-                stage = LlmPlatformStage(self, stage_settings.name, config=config,
-                                         config_dir=Path(stage_settings.config).parent,
-                                         env=Environment(account=stage_settings.account, region=stage_settings.region))
+                try:
+                    stage = LlmPlatformStage(self, stage_settings.name, config=config,
+                                             config_dir=Path(stage_settings.config).parent,
+                                             env=Environment(account=stage_settings.account, region=stage_settings.region))
+                except ConfigurationError as error:  # a construct's check the config rules did not foresee
+                    problems.extend(p.under(f"{where} ({stage_settings.config}, found while building {error.source})")
+                                    for p in locate_problems(stage_settings.config, error.problems))
+                    continue
                 self.stages[stage_settings.name] = stage
                 wave.add_stage(stage)
         if problems:

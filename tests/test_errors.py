@@ -259,3 +259,22 @@ def test_the_app_prints_a_problem_found_while_building_with_its_file_and_line(tm
     assert capsys.readouterr().err.splitlines() == [
         f"error: 1 problem(s) in {path} (found while building SageMakerLlm/Chat/qwen3-8b):",
         f"  - {ENVIRONMENT_LINE}; where: {path} line 8"]
+
+
+def test_a_failed_field_does_not_make_the_partial_rules_see_defaults_as_given():
+    """With one field of a JumpStart model wrong, the other rules still run on what passed; the defaults of
+    model_data_s3_uri and image are not "given" there (they were reported as "nothing with source: jumpstart")."""
+    from sagemaker_llm_cdk import parse_config
+
+    data = {"endpoints": [{"name": "Chat", "instance_type": "ml.g6e.2xlarge", "data_capture": {"enabled": False},
+                           "models": [{"name": "gpt-oss-20b", "source": "jumpstart",
+                                       "model_id": "openai-reasoning-gpt-oss-20b", "version": "1.0.0",
+                                       "copies": {"max_copies": "two"}}]}]}
+    with pytest.raises(ConfigurationError) as raised:
+        parse_config(data)
+    assert [p.path for p in raised.value.problems] == ["endpoints[0].models[0].copies.max_copies"]
+    data["endpoints"][0]["models"][0]["image"] = "lmi"  # written: the rule still says so, with the failed field
+    with pytest.raises(ConfigurationError) as raised:
+        parse_config(data)
+    assert [p.path for p in raised.value.problems] == ["endpoints[0].models[0].copies.max_copies",
+                                                       "endpoints[0].models[0].image"]

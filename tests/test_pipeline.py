@@ -241,3 +241,43 @@ def test_app_attaches_the_pipeline_only_when_asked(synthesized):
     manifest = json.loads((synthesized.outdir / "manifest.json").read_text())
     stacks = [n for n, a in manifest["artifacts"].items() if a["type"] == "aws:cloudformation:stack"]
     assert "SageMakerLlmPipeline" in stacks and "SageMakerLlm" not in stacks
+
+
+def test_a_stage_config_is_checked_against_the_jumpstart_lock_for_the_stages_region(tmp_path):
+    """A stage's config sets no target.region (the stage gives it): its JumpStart model must be locked for the
+    stage's region, reported with the config's other problems and their lines, before anything is built."""
+    import shutil
+
+    shutil.copyfile(ROOT / "config" / "jumpstart.lock.yaml", tmp_path / "jumpstart.lock.yaml")
+    config = tmp_path / "west.yaml"
+    config.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.g6e.2xlarge\n    data_capture: {enabled: false}\n"
+                      "    models:\n      - name: gpt-oss-20b\n        source: jumpstart\n"
+                      "        model_id: openai-reasoning-gpt-oss-20b\n        version: \"1.0.0\"\n"
+                      "        copies: {max_copies: two}\n")
+    stage = {"name": "West", "config": str(config), "account": "111111111111", "region": "us-west-2"}
+    settings = load_pipeline_settings(write_pipeline(tmp_path, waves=[{"name": "Dev", "stages": [stage]}]))
+    with pytest.raises(ConfigurationError) as error:
+        PipelineStack(App(), "P", settings=settings)
+    lines = str(error.value).splitlines()[1:]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"  - waves[0].stages[0] ({config}).endpoints[0].models[0].copies.max_copies: got 'two'")
+    assert lines[1].startswith(f"  - waves[0].stages[0] ({config}).endpoints[0].models[0].model_id: got "
+                               "'openai-reasoning-gpt-oss-20b 1.0.0 in us-west-2'; allowed: a model id, version and region")
+    assert lines[1].endswith(f"where: {config} line 8")
+
+
+def test_a_problem_found_while_building_a_stage_names_the_stage_the_config_path_and_its_line(tmp_path):
+    config = tmp_path / "many.yaml"
+    config.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    data_capture: {enabled: false}\n"
+                      "    models:\n      - name: qwen3-8b\n        model_data_s3_uri: s3://my-weights/qwen3-8b/\n"
+                      "        lora: {max_gpu_adapters: 2, max_cpu_adapters: 8, max_rank: 16}\n        environment:\n"
+                      + "".join(f"          VAR_{i}: x\n" for i in range(95)))
+    stage = {"name": "Dev", "config": str(config), "account": "111111111111", "region": "us-east-1"}
+    settings = load_pipeline_settings(write_pipeline(tmp_path, waves=[{"name": "Dev", "stages": [stage]}]))
+    with pytest.raises(ConfigurationError) as error:
+        PipelineStack(App(), "P", settings=settings)
+    (problem,) = error.value.problems
+    assert problem.path == (f"waves[0].stages[0] ({config}, found while building P/Dev/SageMakerLlm/Chat/qwen3-8b)"
+                            ".endpoints[0].models[0].environment")
+    assert problem.value == "101 variables (95 configured, 6 set by features, the last OPTION_MAX_LORA_RANK)"
+    assert problem.where == f"{config} line 10"

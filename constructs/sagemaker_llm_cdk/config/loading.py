@@ -46,16 +46,13 @@ def load_config(path: str | Path) -> AppConfig:
     from .layers import collect_layers
 
     layers = collect_layers(path)
-    from ..hosting.jumpstart import JumpStartLock, find_lock
-
     problems = list(layers.problems)
     config: AppConfig | None = None
     try:
         config = parse_config(layers.data, source=layers.source)
     except ConfigurationError as error:
         problems.extend(error.problems)
-    if _has_jumpstart_model(layers.data):  # the lock is read only when a model comes from it
-        problems.extend(jumpstart_problems(layers.data, JumpStartLock.load(find_lock(Path(path).parent))))
+    problems.extend(lock_problems(layers.data, Path(path).parent))
     if problems:
         unique: dict[str, Problem] = {}
         for problem in problems:  # a rule seen from two sides (raw config and model) is one problem
@@ -109,6 +106,20 @@ def locate_problems(path: str | Path, problems: Iterable[Problem]) -> list[Probl
 
     layers = collect_layers(path)
     return [layers.locate(p) if _first_field(p.path) in AppConfig.model_fields else p for p in problems]
+
+
+def lock_problems(data: Any, config_dir: Path, *, region: str | None = None) -> list[Problem]:
+    """The JumpStart lock's problems with a raw config's ``source: jumpstart`` models (``jumpstart_problems``), the
+    lock found from ``config_dir`` as the stack finds it; ``region``: where it deploys when the config sets no
+    ``target.region`` (a pipeline stage's). The lock is read only when a model comes from it."""
+    if not _has_jumpstart_model(data):
+        return []
+    from ..hosting.jumpstart import JumpStartLock, find_lock
+
+    target = data.get("target")
+    if region is not None and not (isinstance(target, dict) and target.get("region")):
+        data = {**data, "target": {**(target if isinstance(target, dict) else {}), "region": region}}
+    return jumpstart_problems(data, JumpStartLock.load(find_lock(config_dir)))
 
 
 def _has_jumpstart_model(data: Any) -> bool:

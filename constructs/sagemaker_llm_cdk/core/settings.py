@@ -224,15 +224,20 @@ def _partial_instance(cls: type["Settings"], data: Any, locs: list[tuple[Any, ..
         return FAILED
     failed = {loc[0] for loc in locs}
     values: dict[str, Any] = {}
+    given: set[str] = set()
     for name, field in cls.model_fields.items():
         key = name if name in data else (field.alias if field.alias and field.alias in data else None)
         if key is None:
             values[name] = FAILED if field.is_required() else field.get_default(call_default_factory=True)
-        elif name not in failed:
+            continue
+        given.add(name)
+        if name not in failed:
             values[name] = _adapter(cls, name).validate_python(data[key])
         else:
             values[name] = _partly_valid(field.annotation, data[key], [loc[1:] for loc in locs if loc[0] == name])
-    return cls.model_construct(**values)
+    # model_fields_set as validation would leave it: what the data gave, not every default (a rule that asks
+    # "was this field given?", as "not with source: jumpstart" does, must not see a default as written)
+    return cls.model_construct(_fields_set=given, **values)
 
 
 def _partly_valid(annotation: Any, raw: Any, locs: list[tuple[Any, ...]]) -> Any:
