@@ -11,7 +11,10 @@ then measures, each in its own subprocess so peak memory is measured alone:
 * orjson floor - the same read with ``orjson.loads`` (the parser the function ships with): both
             floors are printed and the builder is compared with each;
 * payload floor (extra information) - the floor plus decoding each request/response payload
-            (base64 + ``json.loads``): work any converter must do, without the conversion.
+            (base64 + ``json.loads``): work any converter must do, without the conversion;
+* orjson pipeline floor (extra information) - only the C calls a converter with the shipped parsers
+            makes (orjson for the line and both payloads, pybase64, ``orjson.dumps`` of the record), with no
+            checks, streams, deduplication or counts: the most the builder could reach.
 
 The builder runs as the function does: with orjson when it imports (the asset ships it;
 ``pip install orjson`` for this benchmark), else the standard-library path; ``--pure`` forces
@@ -219,6 +222,41 @@ def measure_payload_floor(folder: Path) -> dict:
     return {"seconds": elapsed, "cpu_seconds": cpu, "records": records, "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb()}
 
 
+def measure_pipeline_floor(folder: Path) -> dict:
+    """The C calls any converter with the shipped parsers makes, and nothing else: read, ``orjson.loads`` the
+    line, decode both payloads (pybase64 for BASE64) and parse each with ``orjson.loads``, write a record of the
+    request's messages (or prompt) and the answer with ``orjson.dumps`` plus its newline. No check of shapes,
+    no streams (their parse fails and they are dropped), no deduplication, no counts: what the builder could
+    reach if everything it does beyond these calls cost nothing."""
+    import orjson
+    import pybase64
+
+    files = _files(folder)
+    baseline = _rss_mb()
+    start, cpu_start = time.perf_counter(), time.process_time()
+    records = size = written = 0
+    loads, dumps, decode, error = orjson.loads, orjson.dumps, pybase64.b64decode, orjson.JSONDecodeError
+    for path in files:
+        with path.open("rb") as handle:
+            for line in handle:
+                size += len(line)
+                records += 1
+                try:
+                    capture = loads(line)["captureData"]
+                    request, response = capture["endpointInput"], capture["endpointOutput"]
+                    body = loads(decode(request["data"]) if request["encoding"] == "BASE64" else request["data"])
+                    answer = loads(decode(response["data"]) if response["encoding"] == "BASE64" else response["data"])
+                except (error, KeyError, TypeError, ValueError):
+                    continue
+                messages = body.get("messages") if body.__class__ is dict else None
+                if messages is None:
+                    messages = [{"role": "user", "content": body.get("inputs") if body.__class__ is dict else body}]
+                written += len(dumps({"messages": [*messages, {"role": "assistant", "content": answer}]}) + b"\n")
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    return {"seconds": elapsed, "cpu_seconds": cpu, "records": records, "bytes": size, "baseline_mb": baseline,
+            "peak_mb": _rss_mb(), "written": written}
+
+
 def measure_builder(folder: Path, out_folder: Path, pure: bool = False) -> dict:
     import eagle_dataset_core as core
 
@@ -288,7 +326,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="alternating rounds; medians are shown (default 3)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     parser.add_argument("--pure", action="store_true", help="run the builder on the standard-library path (no orjson)")
-    parser.add_argument("--measure", choices=["floor", "orjson", "payload", "builder"], help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=["floor", "orjson", "payload", "pipeline", "builder"], help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -300,6 +338,9 @@ def main() -> None:
         return
     if args.measure == "payload":
         print(json.dumps(measure_payload_floor(args.dir)))
+        return
+    if args.measure == "pipeline":
+        print(json.dumps(measure_pipeline_floor(args.dir)))
         return
     if args.measure == "builder":
         out = Path(tempfile.mkdtemp(prefix="eagle-bench-out-", dir=_output_root()))
@@ -322,7 +363,7 @@ def main() -> None:
         # the run affects all three alike; the ratio is the median of the per-round ratios.
         try:
             import orjson  # noqa: F401 - only whether it is there
-            kinds: tuple[str, ...] = ("floor", "orjson", "payload", "builder")
+            kinds: tuple[str, ...] = ("floor", "orjson", "payload", "pipeline", "builder")
         except ImportError:
             kinds = ("floor", "payload", "builder")
             print("orjson is not installed here: no orjson floor, and the builder runs its standard-library path")
@@ -351,6 +392,8 @@ def main() -> None:
             print(row("orjson floor (read+orjson)", _median_run([r["orjson"] for r in rounds])))
         print(row(f"builder ({'orjson' if builder['fast'] else 'stdlib'} path)", builder))
         print(row("payload floor (info)", payload))
+        if "pipeline" in kinds:
+            print(row("pipeline floor (info)", _median_run([r["pipeline"] for r in rounds])))
         ratio = ratios[len(ratios) // 2]
         print(f"throughput ratio builder/floor: median {ratio:.2f}x (min {ratios[0]:.2f}, max {ratios[-1]:.2f})   goal >= {RATIO_GOAL}x   {'MET' if ratio >= RATIO_GOAL else 'MISSED'}")
         cpu_ratio = cpu_ratios[len(cpu_ratios) // 2]
@@ -358,6 +401,12 @@ def main() -> None:
         if "orjson" in kinds:
             median, low, high = median_ratio("orjson")
             print(f"throughput ratio builder/orjson floor: median {median:.2f}x (min {low:.2f}, max {high:.2f})   (information)")
+        if "pipeline" in kinds:
+            pipeline_cpu = sorted(r["floor"]["cpu_seconds"] / r["pipeline"]["cpu_seconds"] for r in rounds)
+            share = sorted(r["pipeline"]["cpu_seconds"] / r["builder"]["cpu_seconds"] for r in rounds)
+            print(f"orjson pipeline floor / floor, CPU time: median {pipeline_cpu[len(pipeline_cpu) // 2]:.2f}x "
+                  f"(min {pipeline_cpu[0]:.2f}, max {pipeline_cpu[-1]:.2f})   (information: the most the builder could reach "
+                  f"with the shipped parsers; the pipeline's calls are {share[len(share) // 2]:.0%} of the builder's CPU)")
         print(f"for information: builder/payload-floor {(builder['bytes'] / builder['seconds']) / (payload['bytes'] / payload['seconds']):.2f}x "
               "(the payload floor only decodes what any converter has to decode)")
         print(f"builder peak memory: {builder['peak_mb']:.1f} MB   goal < {MEMORY_GOAL_MB} MB   "
