@@ -165,23 +165,41 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def _measure_parse(folder: Path, loads, error: type[Exception]) -> dict:
-    """Read every capture line and parse it with ``loads`` (a floor: no builder work at all)."""
-    files = _files(folder)
-    baseline = _rss_mb()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    records = size = errors = 0
+def _lines(files: list[Path]):
+    """Every capture line of ``files``, as a file iterator reads them."""
     for path in files:
         with path.open("rb") as handle:
-            for line in handle:
-                size += len(line)
-                records += 1
-                try:
-                    loads(line)
-                except error:
-                    errors += 1
+            yield from handle
+
+
+def _timed(folder: Path, work) -> dict:
+    """``work(lines)`` over every capture line of ``folder``, timed (wall and CPU) with its peak memory; ``work``
+    returns its own counts. The lines and bytes are counted before the clock starts."""
+    files = _files(folder)
+    records = size = 0
+    for line in _lines(files):
+        records += 1
+        size += len(line)
+    baseline = _rss_mb()
+    start, cpu_start = time.perf_counter(), time.process_time()
+    counts = work(_lines(files))
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    return {"seconds": elapsed, "cpu_seconds": cpu, "records": records, "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb(), "errors": errors}
+    return {"seconds": elapsed, "cpu_seconds": cpu, "records": records, "bytes": size, "baseline_mb": baseline,
+            "peak_mb": _rss_mb(), **counts}
+
+
+def _measure_parse(folder: Path, loads, error: type[Exception]) -> dict:
+    """Read every capture line and parse it with ``loads`` (a floor: no builder work at all)."""
+    def work(lines) -> dict:
+        errors = 0
+        for line in lines:
+            try:
+                loads(line)
+            except error:
+                errors += 1
+        return {"errors": errors}
+
+    return _timed(folder, work)
 
 
 def measure_floor(folder: Path) -> dict:
@@ -197,29 +215,23 @@ def measure_orjson_floor(folder: Path) -> dict:
 def measure_payload_floor(folder: Path) -> dict:
     import binascii
 
-    files = _files(folder)
-    baseline = _rss_mb()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    records = size = 0
-    for path in files:
-        with path.open("rb") as handle:
-            for line in handle:
-                size += len(line)
-                records += 1
-                try:
-                    capture = json.loads(line)
-                    for part in (capture["captureData"]["endpointInput"], capture["captureData"]["endpointOutput"]):
-                        data = part["data"]
-                        if part["encoding"] == "BASE64":
-                            data = binascii.a2b_base64(data, strict_mode=True)
-                        try:
-                            json.loads(data)
-                        except ValueError:
-                            pass  # streamed responses are several documents
-                except ValueError:
-                    pass
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    return {"seconds": elapsed, "cpu_seconds": cpu, "records": records, "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb()}
+    def work(lines) -> dict:
+        for line in lines:
+            try:
+                capture = json.loads(line)
+                for part in (capture["captureData"]["endpointInput"], capture["captureData"]["endpointOutput"]):
+                    data = part["data"]
+                    if part["encoding"] == "BASE64":
+                        data = binascii.a2b_base64(data, strict_mode=True)
+                    try:
+                        json.loads(data)
+                    except ValueError:
+                        pass  # streamed responses are several documents
+            except ValueError:
+                pass
+        return {}
+
+    return _timed(folder, work)
 
 
 def measure_pipeline_floor(folder: Path) -> dict:
@@ -231,30 +243,25 @@ def measure_pipeline_floor(folder: Path) -> dict:
     import orjson
     import pybase64
 
-    files = _files(folder)
-    baseline = _rss_mb()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    records = size = written = 0
     loads, dumps, decode, error = orjson.loads, orjson.dumps, pybase64.b64decode, orjson.JSONDecodeError
-    for path in files:
-        with path.open("rb") as handle:
-            for line in handle:
-                size += len(line)
-                records += 1
-                try:
-                    capture = loads(line)["captureData"]
-                    request, response = capture["endpointInput"], capture["endpointOutput"]
-                    body = loads(decode(request["data"]) if request["encoding"] == "BASE64" else request["data"])
-                    answer = loads(decode(response["data"]) if response["encoding"] == "BASE64" else response["data"])
-                except (error, KeyError, TypeError, ValueError):
-                    continue
-                messages = body.get("messages") if body.__class__ is dict else None
-                if messages is None:
-                    messages = [{"role": "user", "content": body.get("inputs") if body.__class__ is dict else body}]
-                written += len(dumps({"messages": [*messages, {"role": "assistant", "content": answer}]}) + b"\n")
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    return {"seconds": elapsed, "cpu_seconds": cpu, "records": records, "bytes": size, "baseline_mb": baseline,
-            "peak_mb": _rss_mb(), "written": written}
+
+    def work(lines) -> dict:
+        written = 0
+        for line in lines:
+            try:
+                capture = loads(line)["captureData"]
+                request, response = capture["endpointInput"], capture["endpointOutput"]
+                body = loads(decode(request["data"]) if request["encoding"] == "BASE64" else request["data"])
+                answer = loads(decode(response["data"]) if response["encoding"] == "BASE64" else response["data"])
+            except (error, KeyError, TypeError, ValueError):
+                continue
+            messages = body.get("messages") if body.__class__ is dict else None
+            if messages is None:
+                messages = [{"role": "user", "content": body.get("inputs") if body.__class__ is dict else body}]
+            written += len(dumps({"messages": [*messages, {"role": "assistant", "content": answer}]}) + b"\n")
+        return {"written": written}
+
+    return _timed(folder, work)
 
 
 def measure_builder(folder: Path, out_folder: Path, pure: bool = False) -> dict:
