@@ -540,12 +540,54 @@ _TEMPLATES = (
 )
 
 
+_INST_SYSTEM = re.compile(r"<<SYS>>\n?(.*?)\n?<</SYS>>", re.S)
+
+
+def _inst_messages(text: str) -> list[Message] | None:
+    """Undo the Llama 2 chat template (also Mistral's, which has no system part) rendered into a text prompt:
+    ``<s>[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {assistant} </s><s>[INST] {user} [/INST]``.
+
+    The template puts a space around each content (``[INST] `` + content.strip() + `` [/INST]``); contents are
+    stripped of it, a final assistant text (a prefill the model continued) only on its left. None (use the
+    prompt as one user message) unless the whole text is clean turns."""
+    messages: list[Message] = []
+    rest = text.lstrip()  # not the right end: a prefill's trailing space is part of what the model continued
+    while rest:
+        if rest.startswith("<s>"):
+            rest = rest[3:].lstrip()
+        if not rest.startswith("[INST]"):
+            return None  # text between turns (or after the last): not a clean template
+        user, found, rest = rest[len("[INST]"):].partition("[/INST]")
+        if not found or "[INST]" in user:
+            return None
+        user = user.strip()
+        if not messages:
+            system = _INST_SYSTEM.match(user)
+            if system is not None:
+                messages.append(("system", system.group(1).strip()))
+                user = user[system.end():].strip()
+        if "<<SYS>>" in user or "<</SYS>>" in user:
+            return None  # a system part anywhere but at the start of the first turn
+        messages.append(("user", user))
+        answer, closed, rest = rest.partition("</s>")
+        if "[INST]" in answer or "[/INST]" in answer:
+            return None  # a turn without its </s>
+        if closed:
+            messages.append(("assistant", answer.strip()))
+            rest = rest.lstrip()
+        elif answer.strip():  # the generation prompt, with a prefill the model continued
+            messages.append(("assistant", answer.lstrip()))
+    return messages if messages else None
+
+
 def _templated_messages(text: str) -> list[Message] | None:
-    """Undo a ChatML (Qwen) or Llama 3 chat template rendered into a text prompt.
+    """Undo a ChatML (Qwen), Llama 3 or Llama 2 / Mistral (``[INST]``) chat template rendered into a text prompt.
 
     Returns None (use the prompt as one user message) unless the whole text is clean turns.
     """
     stripped = text.lstrip()
+    if stripped.startswith(("[INST]", "<s>[INST]", "<s> [INST]")):
+        return _inst_messages(stripped)
     if stripped.startswith("<|begin_of_text|>"):
         stripped = stripped[len("<|begin_of_text|>"):]
     for start, header_end, turn_end in _TEMPLATES:

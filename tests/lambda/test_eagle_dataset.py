@@ -344,6 +344,10 @@ def test_dedup_filter_is_bounded_and_reports_saturation():
 CHATML = "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello<|im_end|>\n<|im_start|>user\nBye?<|im_end|>\n<|im_start|>assistant\n"
 LLAMA3 = ("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe nice.<|eot_id|>"
           "<|start_header_id|>user<|end_header_id|>\n\nWhy?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")
+LLAMA2 = ("<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nWhat is 2+2? [/INST] 4 </s><s>[INST] And 3+3? [/INST]")
+"""The Llama 2 chat template (Hugging Face's, as TGI and LMI render it for a text-generation request)."""
+MISTRAL = "<s>[INST] Name a colour. [/INST] Blue.</s>[INST] Another? [/INST]"
+"""Mistral's: the same [INST] turns, no system part, no <s> between turns."""
 
 
 @pytest.mark.parametrize(
@@ -355,6 +359,17 @@ LLAMA3 = ("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe nic
          [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": "Hi"},
           {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Bye?"}]),
         ({"inputs": LLAMA3}, [{"role": "system", "content": "Be nice."}, {"role": "user", "content": "Why?"}]),
+        ({"inputs": LLAMA2, "parameters": {"max_new_tokens": 64}},
+         [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"},
+          {"role": "assistant", "content": "4"}, {"role": "user", "content": "And 3+3?"}]),
+        ({"inputs": MISTRAL}, [{"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": "Blue."},
+                               {"role": "user", "content": "Another?"}]),
+        # not clean [INST] turns (text after a closed turn, a turn without [/INST], <<SYS>> in a later turn):
+        # the prompt stays one user message, as for any other text
+        ({"inputs": "[INST] Hi [/INST] ok </s> stray"}, [{"role": "user", "content": "[INST] Hi [/INST] ok </s> stray"}]),
+        ({"inputs": "[INST] unclosed"}, [{"role": "user", "content": "[INST] unclosed"}]),
+        ({"inputs": "[INST] a [/INST] b </s>[INST] <<SYS>>\nS\n<</SYS>> c [/INST]"},
+         [{"role": "user", "content": "[INST] a [/INST] b </s>[INST] <<SYS>>\nS\n<</SYS>> c [/INST]"}]),
         ({"inputs": "<|im_start|>user\nunclosed"}, [{"role": "user", "content": "<|im_start|>user\nunclosed"}]),
         ({"prompt": ["only one"]}, [{"role": "user", "content": "only one"}]),
         ({"text_inputs": "hf pipeline"}, [{"role": "user", "content": "hf pipeline"}]),
@@ -1297,3 +1312,14 @@ def test_check_needs_its_environment(handler, lambda_context, monkeypatch):
     monkeypatch.delenv("STATE_MACHINE_ARN", raising=False)
     with pytest.raises(handler.InvalidEventError, match=r"STATE_MACHINE_ARN: got \(not set\); allowed: the EAGLE pipeline's state machine ARN"):
         handler.check({}, lambda_context)
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["stdlib", "orjson"])
+def test_a_llama2_prefill_keeps_its_trailing_space_and_an_echoed_llama2_prompt_is_trimmed(fast):
+    """The model continued "Sure, " (the space included); TGI's return_full_text answer repeats the whole prompt."""
+    prefill = capture({"inputs": "<s>[INST] Name a fruit. [/INST] Sure, "}, [{"generated_text": "apple."}])
+    echoed = capture({"inputs": LLAMA2, "parameters": {"return_full_text": True}}, [{"generated_text": LLAMA2 + " 6"}])
+    _, out = run([prefill, echoed], fast=fast)
+    got = records(out)
+    assert got[0]["messages"] == [{"role": "user", "content": "Name a fruit."}, {"role": "assistant", "content": "Sure, apple."}]
+    assert got[1]["messages"][-2:] == [{"role": "user", "content": "And 3+3?"}, {"role": "assistant", "content": " 6"}]
