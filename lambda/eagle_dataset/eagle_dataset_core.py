@@ -541,6 +541,7 @@ _TEMPLATES = (
 
 
 _INST_SYSTEM = re.compile(r"<<SYS>>\n?(.*?)\n?<</SYS>>", re.S)
+_SPACE = re.compile(r"\s*")
 
 
 def _inst_messages(text: str) -> list[Message] | None:
@@ -549,16 +550,21 @@ def _inst_messages(text: str) -> list[Message] | None:
 
     The template puts a space around each content (``[INST] `` + content.strip() + `` [/INST]``); contents are
     stripped of it, a final assistant text (a prefill the model continued) only on its left. None (use the
-    prompt as one user message) unless the whole text is clean turns."""
+    prompt as one user message) unless the whole text is clean turns. One pass over the text (positions, no
+    copies of the rest), so a prompt of many turns costs what its length does."""
     messages: list[Message] = []
-    rest = text.lstrip()  # not the right end: a prefill's trailing space is part of what the model continued
-    while rest:
-        if rest.startswith("<s>"):
-            rest = rest[3:].lstrip()
-        if not rest.startswith("[INST]"):
+    size = len(text)
+    at = _SPACE.match(text).end()  # type: ignore[union-attr]  # \s* always matches
+    while at < size:
+        if text.startswith("<s>", at):
+            at = _SPACE.match(text, at + 3).end()  # type: ignore[union-attr]
+        if not text.startswith("[INST]", at):
             return None  # text between turns (or after the last): not a clean template
-        user, found, rest = rest[len("[INST]"):].partition("[/INST]")
-        if not found or "[INST]" in user:
+        close = text.find("[/INST]", at + 6)
+        if close < 0:
+            return None
+        user = text[at + 6:close]
+        if "[INST]" in user:
             return None
         user = user.strip()
         if not messages:
@@ -569,14 +575,18 @@ def _inst_messages(text: str) -> list[Message] | None:
         if "<<SYS>>" in user or "<</SYS>>" in user:
             return None  # a system part anywhere but at the start of the first turn
         messages.append(("user", user))
-        answer, closed, rest = rest.partition("</s>")
+        at = close + 7
+        end = text.find("</s>", at)
+        answer = text[at:] if end < 0 else text[at:end]
         if "[INST]" in answer or "[/INST]" in answer:
             return None  # a turn without its </s>
-        if closed:
+        if end >= 0:
             messages.append(("assistant", answer.strip()))
-            rest = rest.lstrip()
-        elif answer.strip():  # the generation prompt, with a prefill the model continued
-            messages.append(("assistant", answer.lstrip()))
+            at = _SPACE.match(text, end + 4).end()  # type: ignore[union-attr]
+        else:
+            if answer.strip():  # the generation prompt, with a prefill the model continued
+                messages.append(("assistant", answer.lstrip()))
+            at = size
     return messages if messages else None
 
 

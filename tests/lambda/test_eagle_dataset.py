@@ -1323,3 +1323,11 @@ def test_a_llama2_prefill_keeps_its_trailing_space_and_an_echoed_llama2_prompt_i
     got = records(out)
     assert got[0]["messages"] == [{"role": "user", "content": "Name a fruit."}, {"role": "assistant", "content": "Sure, apple."}]
     assert got[1]["messages"][-2:] == [{"role": "user", "content": "And 3+3?"}, {"role": "assistant", "content": " 6"}]
+
+
+def test_a_llama2_prompt_of_many_turns_is_read_in_one_pass():
+    """5,000 turns (a hostile or very long conversation): every turn comes back, in order."""
+    prompt = "".join(f"<s>[INST] q{i} [/INST] a{i} </s>" for i in range(5000)) + "<s>[INST] last [/INST]"
+    messages, text = core._text_messages(prompt)
+    assert text == prompt and len(messages) == 10_001
+    assert messages[:2] == [("user", "q0"), ("assistant", "a0")] and messages[-1] == ("user", "last")
