@@ -30,9 +30,9 @@ from aws_cdk import pipelines
 from constructs import Construct, IConstruct
 from pydantic import Field
 
-from sagemaker_llm_cdk import AppConfig, ConfigurationError, Problem, parse_config
-from sagemaker_llm_cdk.config.layers import collect_layers, load_layers
-from sagemaker_llm_cdk.config.loading import lock_problems, locate_problems
+from sagemaker_llm_cdk import AppConfig, ConfigurationError, Problem, load_config
+from sagemaker_llm_cdk.config.layers import load_layers
+from sagemaker_llm_cdk.config.loading import locate_problems
 from sagemaker_llm_cdk.core.checkov import checkov_skip
 from sagemaker_llm_cdk.core.grants import acknowledge_wildcard_only
 from sagemaker_llm_cdk.core.nag import acknowledge, acknowledge_resource
@@ -132,28 +132,18 @@ def load_pipeline_settings(path: str | Path, *, connection_arn: str | None = Non
 
 
 def load_stage_config(stage: StageSettings) -> AppConfig:
-    """The stage's app config (with what it extends), checked against the stage's account and region."""
-    layers = collect_layers(stage.config)  # its problems come with the config's, each with its file and line
-    problems = list(layers.problems)
-    config: AppConfig | None = None
-    try:
-        config = parse_config(layers.data, source=layers.source)
-    except ConfigurationError as error:
-        problems.extend(error.problems)
-    # The JumpStart lock, for the stage's region, as load_config checks it for a config deployed on its own.
-    problems.extend(lock_problems(layers.data, Path(stage.config).parent, region=stage.region))
-    for field, want in (("account", stage.account), ("region", stage.region)):
-        given = getattr(config.target, field) if config is not None else None
-        if given is not None and given != want:
-            problems.append(Problem(f"target.{field}", given, f"{want}, the {field} of pipeline stage {stage.name}",
-                                    f"remove target.{field} from {stage.config} or deploy the stage to {given}"))
-    if problems:
-        unique: dict[str, Problem] = {}
-        for problem in problems:  # a rule seen from two sides (raw config and model) is one problem
-            unique.setdefault(problem.line(), problem)
-        raise ConfigurationError([layers.locate(p) for p in unique.values()], source=layers.source)
-    assert config is not None
-    return config
+    """The stage's app config (with what it extends), as ``load_config`` checks it, the JumpStart lock for the
+    stage's region, and checked against the stage's account and region, every problem in one round."""
+    def matches_the_stage(config: AppConfig) -> list[Problem]:
+        problems = []
+        for field, want in (("account", stage.account), ("region", stage.region)):
+            given = getattr(config.target, field)
+            if given is not None and given != want:
+                problems.append(Problem(f"target.{field}", given, f"{want}, the {field} of pipeline stage {stage.name}",
+                                        f"remove target.{field} from {stage.config} or deploy the stage to {given}"))
+        return problems
+
+    return load_config(stage.config, region=stage.region, checks=matches_the_stage)
 
 
 class LlmPlatformStage(Stage):

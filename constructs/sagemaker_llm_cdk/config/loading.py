@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +37,18 @@ def parse_config(data: Any, *, source: str = "config") -> AppConfig:
         raise ConfigurationError([*error.problems, *extra], source=source) from None
 
 
-def load_config(path: str | Path) -> AppConfig:
+def load_config(path: str | Path, *, region: str | None = None,
+                checks: Callable[[AppConfig], list[Problem]] | None = None) -> AppConfig:
     """Read and validate a YAML config file, laid over the files it ``extends`` (see ``config.layers``).
 
     Raises one ``ConfigurationError`` with every problem: keys given twice and misused ``$delete``/``$replace``
     (from the layers), the JumpStart lock's and every config rule, each line naming the field's path in the
-    merged config and where it is written (``where: config/dev.yaml line 23``)."""
+    merged config and where it is written (``where: config/dev.yaml line 23``).
+
+    :param region: where the config deploys when it sets no ``target.region`` (a pipeline stage's region): the
+        JumpStart lock is checked for it. Default: the config's own.
+    :param checks: the caller's own rules on the validated config (a pipeline stage's account and region),
+        reported in the same round. Default: none."""
     from .layers import collect_layers
 
     layers = collect_layers(path)
@@ -52,7 +58,9 @@ def load_config(path: str | Path) -> AppConfig:
         config = parse_config(layers.data, source=layers.source)
     except ConfigurationError as error:
         problems.extend(error.problems)
-    problems.extend(lock_problems(layers.data, Path(path).parent))
+    problems.extend(lock_problems(layers.data, Path(path).parent, region=region))
+    if config is not None and checks is not None:
+        problems.extend(checks(config))
     if problems:
         unique: dict[str, Problem] = {}
         for problem in problems:  # a rule seen from two sides (raw config and model) is one problem
