@@ -6,11 +6,14 @@ from pathlib import Path
 from aws_cdk import App, Environment
 
 from sagemaker_llm_cdk import ConfigurationError, cost_ceiling_table, load_config
-from sagemaker_llm_cdk.capacity.capacity_plan import consent_problems
+from sagemaker_llm_cdk.capacity.capacity_plan import consent_problems, file_consents
 from sagemaker_llm_cdk.config.loading import locate_problems
 from sagemaker_llm_cdk.core.removal import removal_note
 from stacks import LlmPlatformStack, attach_checks
 from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks
+
+
+CONSENT_SOURCE = "the consent to spend (-c purchase / -c extend)"
 
 
 def main() -> None:
@@ -34,12 +37,16 @@ def main() -> None:
                 raise ConfigurationError(locate_problems(path, error.problems),
                                          source=f"{path} (found while building {error.source})") from None
             extra_packs = config.checks.nag_warning_packs
-        # -c purchase=<plan> / -c extend=<plan>: a name that matches no declared plan is a typo, not consent.
+        # -c purchase=<plan> / -c extend=<plan>: a name that matches no declared plan is a typo, not consent, and the
+        # same key in cdk.json, cdk.context.json or ~/.cdk.json would consent on every deploy.
         problems = consent_problems(app)
         if problems:
-            raise ConfigurationError(problems, source="the deploy command (-c purchase / -c extend)")
+            raise ConfigurationError(problems, source=CONSENT_SOURCE)
     except ConfigurationError as error:
         print(f"error: {error}", file=sys.stderr)
+        in_files = [found.problem() for found in file_consents()] if error.source != CONSENT_SOURCE else []
+        if in_files:  # the config failed before the consent was checked: the files' part needs no config
+            print(f"error: {ConfigurationError(in_files, source=CONSENT_SOURCE)}", file=sys.stderr)
         sys.exit(1)
     attach_checks(app, extra_packs=extra_packs)
     # The most each endpoint can run, for the reviewer reading the synth log.

@@ -1,6 +1,7 @@
 """Money: a plan is bought or extended only by a deploy that carries the consent; endpoints bind only Active plans."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from datetime import datetime, timezone
@@ -14,13 +15,14 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Annotations, Match, Template
 
 from sagemaker_llm_cdk import ConfigurationError, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec, load_config
-from sagemaker_llm_cdk.core.errors import Problem
+from sagemaker_llm_cdk.core.errors import Problem, raise_if_problems
 from sagemaker_llm_cdk.capacity.capacity_plan import (
     SPENDING_ACTIONS,
     CapacityPlan,
     choose_update_policy,
     consent_problems,
     consented_plans,
+    file_consents,
 )
 from stacks import LlmPlatformStack
 
@@ -481,3 +483,121 @@ def test_consent_by_the_physical_name_is_a_typo():
     assert consent_problems(stack.node.root) == [Problem(
         "-c purchase", EXAMPLE_BOUGHT, "names of plans declared with mode reserve: chat-p5e-2027q1",
         "correct the name, or declare the plan before consenting to purchase it")]
+
+
+# --------------------------------------------------------------------------- consent only from the command line
+
+FILES = {"cdk.json": ("app", "context"), "cdk.context.json": ("app", None), "~/.cdk.json": ("home", "context")}
+"""Where the CDK CLI reads context on every run: (directory, key that holds the context there; None: the file)."""
+
+
+@pytest.fixture
+def dirs(tmp_path, monkeypatch) -> dict[str, Path]:
+    """A fresh app directory (the working directory, as the CDK CLI runs the app) and a fresh ``$HOME``."""
+    found = {"app": tmp_path / "app", "home": tmp_path / "home"}
+    for path in found.values():
+        path.mkdir()
+    monkeypatch.chdir(found["app"])
+    monkeypatch.setenv("HOME", str(found["home"]))
+    return found
+
+
+def write_context(dirs: dict[str, Path], file: str, context: dict[str, Any]) -> Path:
+    where, section = FILES[file]
+    path = dirs[where] / file.removeprefix("~/")
+    data = {"app": "python3 app.py", section: context} if section else context
+    path.write_text(json.dumps(data))
+    return path
+
+
+def refusal(file: str, key: str, value: str, path: Path) -> str:
+    where = file if file == "cdk.context.json" else f"the context of {file}"
+    return (f"{file} context {key}: got {value!r}; allowed: no consent to {key} in a file the CDK CLI reads on every "
+            f"deploy (cdk.json, cdk.context.json, ~/.cdk.json): only -c {key}=<plan> on the deploy command consents; "
+            f'fix: remove "{key}" from {where} and pass -c {key}={value} on the deploy command that should spend '
+            f'(make deploy CONTEXT="-c {key}={value}"); where: {path}')
+
+
+@pytest.mark.parametrize("key", ["purchase", "extend"])
+@pytest.mark.parametrize("file", FILES)
+def test_a_consent_in_a_context_file_is_refused_and_consents_to_nothing(dirs, file, key):
+    """The CLI merges the file into the context: the app sees the name as if given with -c, on every deploy."""
+    path = write_context(dirs, file, {key: "chat-p5e", "@aws-cdk/core:flag": True})
+    app, *_, plan, _ = plan_stack({**RESERVE, "extension": EXTENSION}, context={key: "chat-p5e"})
+    assert not plan.purchase_approved and not plan.extension_approved
+    assert [p.located() for p in consent_problems(app)] == [refusal(file, key, "chat-p5e", path)]
+    # Any app with a plan fails its synth, not only one that asks consent_problems (a consumer's app).
+    with pytest.raises(RuntimeError, match=re.escape(refusal(file, key, "chat-p5e", path))):
+        app.synth()
+
+
+def test_a_consent_in_a_file_is_refused_next_to_the_same_consent_on_the_command_line(dirs):
+    """-c wins the CLI's merge, but the file would consent again on the next deploy without it."""
+    path = write_context(dirs, "cdk.json", {"purchase": ["chat-p5e", "other"]})
+    app, *_, plan, _ = plan_stack(RESERVE, context={"purchase": "chat-p5e"})
+    assert not plan.purchase_approved
+    with pytest.raises(ConfigurationError, match=re.escape(
+            "cdk.json context purchase: got ['chat-p5e', 'other']; allowed: no consent to purchase in a file the CDK "
+            "CLI reads on every deploy (cdk.json, cdk.context.json, ~/.cdk.json): only -c purchase=<plan> on the "
+            'deploy command consents; fix: remove "purchase" from the context of cdk.json and pass '
+            '-c purchase=chat-p5e,other on the deploy command that should spend (make deploy '
+            f'CONTEXT="-c purchase=chat-p5e,other"); where: {path}')):
+        raise_if_problems(consent_problems(app), source="the consent to spend")
+
+
+def test_both_keys_in_every_file_are_each_refused(dirs):
+    paths = [write_context(dirs, file, {"purchase": "a", "extend": "b"}) for file in FILES]
+    app = App()
+    lines = [p.located() for p in consent_problems(app)]
+    assert lines == [refusal(file, key, value, path) for file, path in zip(FILES, paths)
+                     for key, value in (("purchase", "a"), ("extend", "b"))]
+    with pytest.raises(ConfigurationError, match=r"^6 problem\(s\)"):
+        raise_if_problems(consent_problems(app))
+
+
+def test_the_command_line_consents_when_no_file_holds_the_key(dirs):
+    """``-c purchase=`` reaches the app in CDK_CONTEXT_JSON, which App reads as it does ``App(context=...)``
+    (the jsii runtime's environment is fixed when it starts: test_cli.py passes it through the real CLI)."""
+    for file in FILES:  # context files as a project has them, with other keys
+        write_context(dirs, file, {"config": "config/default.yaml", "@aws-cdk/core:flag": True})
+    context = {"purchase": "chat-p5e", "extend": "chat-p5e"}
+    app, capacity, _, plan, _ = plan_stack({**RESERVE, "extension": EXTENSION}, context=context)
+    assert plan.purchase_approved and plan.extension_approved
+    assert consent_problems(app) == []
+    assert spending_statements(Template.from_stack(capacity)) != []
+
+
+def test_no_committed_cdk_json_holds_a_consent(tmp_path):
+    """The repository's and every example's cdk.json (what a consumer's app starts from)."""
+    app_dirs = [ROOT, *sorted(p.parent for p in (ROOT / "examples").glob("*/cdk.json"))]
+    assert len(app_dirs) > 3
+    for app_dir in app_dirs:
+        assert file_consents(app_dir=app_dir, home=tmp_path) == [], app_dir
+
+
+def test_a_file_that_is_not_a_json_object_holds_no_consent(dirs):
+    (dirs["app"] / "cdk.json").write_text("{not json")
+    (dirs["app"] / "cdk.context.json").write_text('["purchase"]')
+    (dirs["home"] / ".cdk.json").write_text('{"context": "purchase"}')
+    assert file_consents() == []
+
+
+def test_the_app_reports_a_consent_in_a_file_with_the_config_problems(dirs, monkeypatch, capsys):
+    """A config that fails to load still gets the refusal in the same run: the files need no config."""
+    path = write_context(dirs, "~/.cdk.json", {"purchase": "chat-p5e-2027q1"})
+    config = dirs["app"] / "broken.yaml"
+    config.write_text("endpoints:\n  - name: Chat\n    scaling: {max_instances: 0}\n")
+    spec = importlib.util.spec_from_file_location("repository_app", ROOT / "app.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # What the CLI would pass in CDK_CONTEXT_JSON: -c config=..., and the file's purchase merged in.
+    monkeypatch.setattr(module, "App", lambda context: App(context={
+        **context, "config": str(config), "purchase": "chat-p5e-2027q1"}))
+    with pytest.raises(SystemExit) as exit_:
+        module.main()
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert f"problem(s) in {config}" in err and "endpoints[0].scaling.max_instances: got 0" in err
+    assert (f"error: 1 problem(s) in the consent to spend (-c purchase / -c extend):\n  - "
+            f"{refusal('~/.cdk.json', 'purchase', 'chat-p5e-2027q1', path)}") in err

@@ -4,11 +4,13 @@ A capacity plan is paid upfront and never refunded, so this module is careful in
 
 * The price cap (``max_upfront_fee_usd``) is in the declaration; the consent is not. It is
   given on the deploy command, ``cdk deploy -c purchase=<plan-name>`` (``-c extend=<plan-name>``
-  for an extension), so a config that is copied or committed never buys by itself. Without it
-  the template holds no resource that can spend: the purchase handler's role may only describe
-  the plan, and the handler adopts a plan of that name if it exists or fails the deploy saying
-  what would be bought (``purchase_summary``) and how to consent. ``purchase_acknowledged`` in
-  a declaration is refused with a migration message.
+  for an extension), so a config that is copied or committed never buys by itself. The same key
+  in ``cdk.json``, ``cdk.context.json`` or ``~/.cdk.json``, which the CDK CLI merges into the
+  context of every deploy, consents to nothing and fails the synth (``consent_problems``).
+  Without the consent the template holds no resource that can spend: the purchase handler's role
+  may only describe the plan, and the handler adopts a plan of that name if it exists or fails
+  the deploy saying what would be bought (``purchase_summary``) and how to consent.
+  ``purchase_acknowledged`` in a declaration is refused with a migration message.
 * The purchase is a custom resource that buys at most once per plan name, refuses changes to
   what was bought, and is retained (DeletionPolicy and UpdateReplacePolicy ``Retain``) when it
   leaves the template or the stack is deleted. An extension (``ExtendTrainingPlan``) is bought
@@ -25,6 +27,9 @@ A capacity plan is paid upfront and never refunded, so this module is careful in
 """
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping, cast
 
 from aws_cdk import Annotations, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Token
@@ -38,7 +43,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import custom_resources as cr
-from constructs import Construct, IConstruct
+import jsii
+from constructs import Construct, IConstruct, IValidation
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, python_function
 from ..core.naming import stack_prefix
@@ -74,33 +80,112 @@ def reserved_capacity_arns(stack: Stack) -> str:
     return stack.format_arn(service="sagemaker", resource="reserved-capacity", resource_name="*")
 
 
-def consented_plans(scope: IConstruct, key: str = PURCHASE_CONTEXT) -> frozenset[str]:
-    """Plan names the deploy command consents to: ``-c purchase=a,b`` (or a list in cdk.json context).
+CONTEXT_FILES = (("cdk.json", "context"), ("cdk.context.json", None), ("~/.cdk.json", "context"))
+"""Files the CDK CLI merges into the app's context on every run, with the key that holds it there (None: the
+whole file): ``cdk.json`` and ``cdk.context.json`` in its working directory (the app's), and the user's
+``~/.cdk.json``. What they hold reaches the app as ``-c`` does, in ``CDK_CONTEXT_JSON``."""
 
-    Empty when the context is not set. The names are checked by ``consent_problems``.
+
+@dataclass(frozen=True)
+class FileConsent:
+    """A consent key written in a context file (``CONTEXT_FILES``): ``value`` under ``key`` in ``file``."""
+
+    file: str
+    """The file as the CDK CLI names it: ``cdk.json``, ``cdk.context.json`` or ``~/.cdk.json``."""
+    path: Path
+    key: str
+    value: Any
+
+    def problem(self) -> Problem:
+        """The refusal, with the command that gives the same consent on the command line."""
+        names = ",".join(sorted(_names(self.value))) or "<plan>"
+        where = f"the context of {self.file}" if self.file != "cdk.context.json" else self.file
+        return Problem(
+            f"{self.file} context {self.key}", self.value,
+            f"no consent to {self.key} in a file the CDK CLI reads on every deploy (cdk.json, cdk.context.json, "
+            f"~/.cdk.json): only -c {self.key}=<plan> on the deploy command consents",
+            f'remove "{self.key}" from {where} and pass -c {self.key}={names} on the deploy command that should '
+            f'spend (make deploy CONTEXT="-c {self.key}={names}")', where=str(self.path))
+
+
+def file_consents(app_dir: Path | None = None, home: Path | None = None) -> list[FileConsent]:
+    """Every ``purchase`` / ``extend`` key in ``CONTEXT_FILES``, read where the CDK CLI reads them.
+
+    ``app_dir`` defaults to the working directory (the CLI runs the app in its own) and ``home`` to
+    ``$HOME`` (the CLI's ``os.homedir()``). A file that is missing or is not a JSON object holds none
+    (the CLI itself refuses to run on a file it cannot parse).
     """
-    raw = scope.node.try_get_context(key)
+    app_dir = Path.cwd() if app_dir is None else app_dir
+    home = Path.home() if home is None else home
+    found: list[FileConsent] = []
+    for name, section in CONTEXT_FILES:
+        path = home / name[2:] if name.startswith("~/") else app_dir / name
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        context = data.get(section) if section is not None and isinstance(data, dict) else data
+        if isinstance(context, dict):
+            found.extend(FileConsent(name, path, key, context[key])
+                         for key in (PURCHASE_CONTEXT, EXTEND_CONTEXT) if key in context)
+    return found
+
+
+def _names(raw: Any) -> frozenset[str]:
     if raw is None or raw is False or raw == "":
         return frozenset()
     items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
     return frozenset(str(item).strip() for item in items if str(item).strip())
 
 
-def consent_problems(root: IConstruct) -> list[Problem]:
-    """``-c purchase=`` / ``-c extend=`` names that match no plan that could be bought or extended.
+def consented_plans(scope: IConstruct, key: str = PURCHASE_CONTEXT) -> frozenset[str]:
+    """Plan names the deploy command consents to: ``-c purchase=a,b`` (``App(context=...)`` may give a list).
 
-    A typo must not look like consent that silently did nothing: every unknown name is a problem.
+    Empty when the context is not set, and when ``cdk.json``, ``cdk.context.json`` or ``~/.cdk.json``
+    holds the key (``file_consents``): the CDK CLI merges those files into the context of every
+    deploy, where a committed or user-level name would consent each time, and the app cannot tell
+    their values from ``-c``. ``consent_problems`` reports both such a file and unknown names.
     """
+    if any(found.key == key for found in file_consents()):
+        return frozenset()
+    return _names(scope.node.try_get_context(key))
+
+
+def consent_problems(root: IConstruct) -> list[Problem]:
+    """What keeps ``-c purchase=`` / ``-c extend=`` from being the deploy command's consent, and only that.
+
+    * ``purchase`` or ``extend`` in ``cdk.json``, ``cdk.context.json`` or ``~/.cdk.json``
+      (``file_consents``): a consent in a file would be given again by every deploy, so it is refused
+      wherever it is found, even next to the same ``-c``; the problem names the file, key and value.
+    * A name that matches no plan that could be bought or extended: a typo must not look like
+      consent that silently did nothing.
+    """
+    problems = [found.problem() for found in file_consents()]
     plans = _plans_in(root)
     reservable = sorted({p.config_name for p in plans if p.mode == "reserve"})
     extendable = sorted({p.config_name for p in plans if p.spec.extension is not None})
-    problems: list[Problem] = []
     for key, names, what in ((PURCHASE_CONTEXT, reservable, "plans declared with mode reserve"),
                              (EXTEND_CONTEXT, extendable, "plans declared with an extension")):
         for name in sorted(consented_plans(root, key) - set(names)):
             problems.append(Problem(f"-c {key}", name, f"names of {what}: {', '.join(names) or 'none declared'}",
                                     f"correct the name, or declare the plan before consenting to {key} it"))
     return problems
+
+
+@jsii.implements(IValidation)
+class _NoConsentInFiles:
+    """Fails the synth of an app with a plan while a context file holds a consent (``file_consents``).
+
+    ``consent_problems`` reports the same before synth in an app that calls it; this holds for any
+    app that declares a plan, so a consent in a file fails ``cdk synth`` and ``cdk deploy`` rather
+    than leaving the plan unbought with a note that looks like the consent went unseen.
+    """
+
+    def __init__(self, found: list[FileConsent]) -> None:
+        self._lines = [found_one.problem().located() for found_one in found]
+
+    def validate(self) -> list[str]:
+        return self._lines
 
 
 def status_parameter_name(plan_name: str) -> str:
@@ -230,6 +315,9 @@ class CapacityPlan(Construct):
         """Whether this synth carries ``-c purchase=<name>``: only then may the purchase handler spend."""
         self.extension_approved = spec.extension is not None and self.config_name in consented_plans(self, EXTEND_CONTEXT)
         """Whether this synth carries ``-c extend=<name>``: only then may the extension be bought."""
+        in_files = file_consents()
+        if in_files:
+            self.node.add_validation(_NoConsentInFiles(in_files))
         self.binding_arn: str = spec.existing_plan_arn or self._named_arn(stack, self.plan_name)
         """The plan's ARN as known at synth (no token), for guards and bindings in other stacks."""
         if self.mode == "reserve":
