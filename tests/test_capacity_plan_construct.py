@@ -650,12 +650,12 @@ def test_a_plan_to_buy_is_named_after_its_stack_everywhere(env):
     assert (plan.plan_name, plan.config_name) == (BOUGHT, "chat-p5e")
     template.has_resource_properties("Custom::SageMakerCapacityPlan", {
         "PlanName": BOUGHT, "ConsentName": "chat-p5e", "Purchase": "approved"})
-    template.has_resource_properties("AWS::SSM::Parameter", {"Name": f"/sagemaker-llm/capacity-plans/{BOUGHT}/status"})
+    template.has_resource_properties("Custom::SageMakerLlmRunTimeParameter", {"ParameterName": f"/sagemaker-llm/state/capacity-plans/{BOUGHT}/status"})
     template.has_resource_properties("AWS::CloudWatch::Alarm", {
         "MetricName": "CapacityPlanDaysLeft", "Dimensions": [{"Name": "TrainingPlanName", "Value": BOUGHT}]})
     template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like({
         "TRAINING_PLAN_NAMES": BOUGHT,
-        "STATUS_PARAMETERS": f"{BOUGHT}=/sagemaker-llm/capacity-plans/{BOUGHT}/status"})}})
+        "STATUS_PARAMETERS": f"{BOUGHT}=/sagemaker-llm/state/capacity-plans/{BOUGHT}/status"})}})
 
 
 @pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
@@ -666,8 +666,8 @@ def test_a_pinned_physical_name_is_bought_exactly_and_consent_stays_the_config_n
     assert plan.purchase_approved and plan.plan_name == "chat-p5e-bought-2026"
     template.has_resource_properties("Custom::SageMakerCapacityPlan", {
         "PlanName": "chat-p5e-bought-2026", "Purchase": "approved"})
-    template.has_resource_properties("AWS::SSM::Parameter", {
-        "Name": "/sagemaker-llm/capacity-plans/chat-p5e-bought-2026/status"})
+    template.has_resource_properties("Custom::SageMakerLlmRunTimeParameter", {
+        "ParameterName": "/sagemaker-llm/state/capacity-plans/chat-p5e-bought-2026/status"})
 
 
 def test_consent_by_the_physical_name_is_no_consent():

@@ -198,7 +198,7 @@ def test_benchmark_functions_environment(bound):
         "Handler": "benchmark.check",
         "Environment": {"Variables": Match.object_like({
             "MAX_SECONDS": "14400", "SLOWDOWN_TOLERANCE": "0.05", "MODEL_NAME": MODEL,
-            "PROMOTION_PARAMETER": f"/sagemaker-llm/eagle/{MODEL}/draft-head"})}})
+            "PROMOTION_PARAMETER": f"/sagemaker-llm/state/eagle/{MODEL}/draft-head"})}})
     template.has_resource_properties("AWS::Lambda::Function", {
         "Handler": "benchmark.serving", "Environment": {"Variables": Match.object_like({"DEPLOY_CHECKS": "168"})}})
 
@@ -216,7 +216,7 @@ def test_slower_alarm_goes_to_the_topic_and_names_the_rollback(agnostic):
     assert publish["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
     assert publish["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"]
     description = render(alarm["AlarmDescription"])
-    assert (f"python -m tools.eagle_rollback --parameter /sagemaker-llm/eagle/{MODEL}/draft-head --table "
+    assert (f"python -m tools.eagle_rollback --parameter /sagemaker-llm/state/eagle/{MODEL}/draft-head --table "
             "${" + lid(stack, eagle.runs_table) + "} --region ${AWS::Region} && cdk deploy ${AWS::StackName}") in description
 
 

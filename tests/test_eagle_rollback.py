@@ -8,7 +8,7 @@ from moto import mock_aws
 from support.aws_model import create_runs_table
 from tools import eagle_rollback
 
-PARAMETER = "/sagemaker-llm/eagle/qwen3-32b/draft-head"
+PARAMETER = "/sagemaker-llm/state/eagle/qwen3-32b/draft-head"
 TABLE = "EagleRuns"
 HEAD_1 = "s3://eagle-output/jobs/eagle-qwen3-32b-run-1/draft/"
 HEAD_2 = "s3://eagle-output/jobs/eagle-qwen3-32b-run-2/draft/"

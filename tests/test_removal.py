@@ -82,13 +82,13 @@ def test_the_synth_note_says_what_stays(built):
     assert "capacity plan" not in note  # the default config buys nothing
     assert "SageMaker's own log groups (/aws/sagemaker/...)" in note
     if removal == "retain":
-        (keeps,) = [line for line in note.splitlines() if " keeps " in line]
-        for part in ("1 x DynamoDB table", "4 x KMS key", "4 x S3 bucket", "12 x log group"):
+        (keeps,) = [line for line in note.splitlines() if " keeps " in line and line.startswith("SageMakerLlm ")]
+        for part in ("1 x DynamoDB table", "4 x KMS key", "4 x S3 bucket", "14 x log group", "1 x run-time SSM parameter"):
             assert part in keeps
         assert "set removal: destroy for non-production" in note
         assert "deletes 1 x DynamoDB table (made to be deleted" in note and "emptied" not in note
     else:
-        assert "deletes 2 x DynamoDB table, 4 x KMS key, 4 x S3 bucket, 12 x log group" in note
+        assert "deletes 2 x DynamoDB table, 4 x KMS key, 4 x S3 bucket, 14 x log group, 1 x run-time SSM parameter" in note
         assert f"keys scheduled for deletion in {KEY_PENDING_DAYS} days" in note
 
 

@@ -1,6 +1,6 @@
 """Roll an EAGLE draft head back: the promotion parameter to the previous head, or to ``none``.
 
-    python -m tools.eagle_rollback --parameter /sagemaker-llm/eagle/<model>/draft-head \\
+    python -m tools.eagle_rollback --parameter /sagemaker-llm/state/eagle/<model>/draft-head \\
         --table <the *EagleRuns table> [--to previous|none] [--dry-run]
 
 The parameter is what the platform stack reads on every deploy (``AWS::SSM::Parameter::Value``), so
@@ -55,7 +55,7 @@ def rollback(ssm: Any, dynamodb: Any, *, parameter: str, table: str, to: str = "
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--parameter", required=True, help="the promotion parameter, /sagemaker-llm/eagle/<model>/draft-head")
+    parser.add_argument("--parameter", required=True, help="the promotion parameter, /sagemaker-llm/state/eagle/<model>/draft-head")
     parser.add_argument("--table", required=True, help="the model's EAGLE runs table (stack output *EagleRuns)")
     parser.add_argument("--to", choices=["previous", "none"], default="previous",
                         help="previous head (default) or none")

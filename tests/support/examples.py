@@ -284,7 +284,7 @@ def check_capacity_plan_endpoint(synth: Synth) -> None:
 
 
 def check_eagle_endpoint(synth: Synth) -> None:
-    assert len(of_type(synth.template("EaglePromotions"), "AWS::SSM::Parameter")) == 1
+    assert len(of_type(synth.template("EaglePromotions"), "Custom::SageMakerLlmRunTimeParameter")) == 1
     template = synth.template("EagleChat")
     assert component_names(template) == {"EagleChat-qwen3-8b"}
     assert len(of_type(template, "AWS::StepFunctions::StateMachine")) >= 1

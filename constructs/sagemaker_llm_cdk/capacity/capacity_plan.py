@@ -41,7 +41,6 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
-from aws_cdk import aws_ssm as ssm
 from aws_cdk import custom_resources as cr
 import jsii
 from constructs import Construct, IConstruct, IValidation
@@ -58,6 +57,7 @@ from .settings import CapacityPlanSpec, EXTEND_CONTEXT, PURCHASE_CONTEXT, _iso, 
 from ..core import grants
 from ..core.metrics import metric
 from ..core.nag import acknowledge_resource
+from ..core.run_time_state import STATE_PREFIX, RunTimeParameter
 from ..core.protocols import IEndpoint
 
 DAYS_LEFT_METRIC = "CapacityPlanDaysLeft"
@@ -66,7 +66,7 @@ PLAN_NAME_DIMENSION = "TrainingPlanName"
 RESOURCE_TYPE = "Custom::SageMakerCapacityPlan"
 EXTENSION_RESOURCE_TYPE = "Custom::SageMakerCapacityPlanExtension"
 APPROVED, NOT_APPROVED = "approved", "not-approved"
-STATUS_PARAMETER_PREFIX = "/sagemaker-llm/capacity-plans/"
+STATUS_PARAMETER_PREFIX = f"{STATE_PREFIX}/capacity-plans/"
 """SSM parameters ``<prefix><plan>/status`` hold each plan's status (``when_not_active: on_demand``)."""
 SPENDING_ACTIONS = ("sagemaker:CreateTrainingPlan", "sagemaker:ExtendTrainingPlan", "sagemaker:CreateReservedCapacity")
 """IAM actions that spend money on capacity; granted only with the deploy-time consent."""
@@ -329,12 +329,15 @@ class CapacityPlan(Construct):
         if spec.extension is not None:
             self._extend(stack)
 
-        self.status_parameter: ssm.StringParameter | None = None
+        self.status_parameter: RunTimeParameter | None = None
+        """``when_not_active: on_demand``: the plan's status, read from SageMaker when this stack deploys and daily
+        by the plan's check; no deploy resets it (``core.run_time_state``)."""
         if spec.when_not_active == "on_demand":
-            self.status_parameter = ssm.StringParameter(
-                self, "Status", parameter_name=status_parameter_name(self.plan_name), string_value="Unknown",
-                description=f"Status of capacity plan {self.plan_name} (written by its daily check); endpoints with "
-                            "when_not_active on_demand bind the plan only while it is Active")
+            self.status_parameter = RunTimeParameter(
+                self, "Status", parameter_name=status_parameter_name(self.plan_name), initial_value="Unknown",
+                plan_name=self.plan_name, plan_arns=self._described_arns(stack),
+                description=f"Status of capacity plan {self.plan_name} (read at deploy and by its daily check); "
+                            "endpoints with when_not_active on_demand bind the plan only while it is Active")
         self.alarm_topic: sns.ITopic = alarm_topic or encrypted_alarm_topic(
             self, "AlarmTopic", description=f"capacity plan {self.plan_name} alarms")
         self._add_expiry_check()
@@ -437,6 +440,14 @@ class CapacityPlan(Construct):
         """
         names = [self.plan_name] + ([self.plan_name.lower()] if self.plan_name.lower() != self.plan_name else [])
         return [self._named_arn(stack, n) for n in names]
+
+    def _described_arns(self, stack: Stack) -> list[str]:
+        """The exact ARNs the plan's checks may describe: the bought plan's, the given one, or the name's forms."""
+        if self.mode == "reserve":
+            return [self.plan_arn]  # the ARN SageMaker returned: exact
+        if self.spec.existing_plan_arn is not None:
+            return [self.spec.existing_plan_arn]
+        return self._plan_arns_by_name(stack)
 
     def _handler(self, stack: Stack) -> cr.Provider:
         """The purchase/extension handler and its provider (one per plan), created on first use."""
@@ -604,14 +615,8 @@ class CapacityPlan(Construct):
             environment={"TRAINING_PLAN_NAMES": self.plan_name},
             timeout=Duration.minutes(1),
         )
-        if self.mode == "reserve":
-            described = [self.plan_arn]  # the ARN SageMaker returned: exact
-        elif self.spec.existing_plan_arn is not None:
-            described = [self.spec.existing_plan_arn]
-        else:
-            described = self._plan_arns_by_name(stack)
         self.expiry_function.add_to_role_policy(iam.PolicyStatement(
-            sid="DescribeThisPlan", actions=["sagemaker:DescribeTrainingPlan"], resources=described))
+            sid="DescribeThisPlan", actions=["sagemaker:DescribeTrainingPlan"], resources=self._described_arns(stack)))
         if self.status_parameter is not None:
             self.expiry_function.add_environment(
                 "STATUS_PARAMETERS", f"{self.plan_name}={status_parameter_name(self.plan_name)}")

@@ -8,7 +8,7 @@ deleted stack would otherwise take the audit trail and the training data with it
 ``destroy`` (for dev and test environments) makes them go with the stack: buckets are emptied first
 (``autoDeleteObjects``) and deleted, log groups and tables are deleted, keys are scheduled for deletion
 after ``KEY_PENDING_DAYS`` (KMS never deletes a key at once; ``CancelKeyDeletion`` undoes it in that
-window). Never deleted, in any mode: a bought capacity plan (prepaid, not refundable: its custom
+window), and run-time SSM parameters (plan status, promoted head, watermark) are deleted. Never deleted, in any mode: a bought capacity plan (prepaid, not refundable: its custom
 resource is always retained) and what SageMaker creates itself, outside CloudFormation (the
 endpoint's ``/aws/sagemaker/Endpoints/<name>`` log group, optimization jobs' logs and records).
 
@@ -38,6 +38,8 @@ _REMOVABLE = {
     "AWS::DynamoDB::Table": "DynamoDB table",
 }
 _NEVER = {"Custom::SageMakerCapacityPlan": "capacity plan (prepaid, never deleted)"}
+_BY_MODE = {"Custom::SageMakerLlmRunTimeParameter": "run-time SSM parameter"}
+"""Kept or deleted by the stack's mode itself (``run_time_state``: its handler reads ``Removal``)."""
 
 
 def removal_mode(scope: IConstruct) -> Removal:
@@ -107,10 +109,14 @@ def removal_note(scope: IConstruct) -> str:
                 continue
             node: Any = construct
             kind = resource_type(node)  # from the L1 class: no round trip per resource
-            if (kind not in _NEVER and kind not in _REMOVABLE) or Stack.of(construct) is not stack:
+            if (kind not in _NEVER and kind not in _REMOVABLE and kind not in _BY_MODE) \
+                    or Stack.of(construct) is not stack:
                 continue  # the kind first: Stack.of (a round trip) only for what is counted
             if kind in _NEVER:
                 kept[_NEVER[kind]] += 1
+                continue
+            if kind in _BY_MODE:
+                (gone if destroying(node) else kept)[_BY_MODE[kind]] += 1
                 continue
             if made is None:
                 made = library_made(stack, nodes)  # every construct of the stack at once, not its ancestors each

@@ -36,10 +36,10 @@ Why the promotion parameter lives in another stack
 CloudFormation resolves ``AWS::SSM::Parameter::Value`` parameters before it creates anything, so
 the SSM parameter must exist before the component's stack is deployed the first time. Put
 ``PromotionParameter`` in a small companion stack that the component's stack depends on
-(``EagleOptimization`` adds that dependency). The parameter is then owned by CloudFormation
-with the value ``none``; keep its properties unchanged after the first deployment, because an
-update of the parameter resource writes ``none`` back (the head is withdrawn until the next
-promoted run).
+(``EagleOptimization`` adds that dependency). The parameter is a ``RunTimeParameter``
+(``core.run_time_state``): created once with the value ``none``, never written back by a deploy
+(CloudFormation's ``AWS::SSM::Parameter`` would write ``none`` again on any update of the resource,
+a tag change included, and withdraw the promoted head).
 """
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ from constructs import Construct
 from ..core import grants
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import python_function
+from ..core.run_time_state import STATE_PREFIX, RunTimeParameter
 from ..core.settings import _S3_URI, name_problem
 from ..hosting.images import lora_with_speculative_problem
 from .settings import EAGLE_ARCHITECTURES
@@ -74,7 +75,10 @@ DRAFT_PATH = f"/opt/ml/additional-model-data-sources/{CHANNEL}"
 """Where SageMaker mounts the draft head in the container."""
 VLLM_METHOD = {"EAGLE3": "eagle3", "EAGLE2": "eagle"}
 """vLLM ``speculative_config.method`` per EAGLE version (EAGLE-1/2 heads load with ``eagle``)."""
-PARAMETER_PREFIX = "/sagemaker-llm/eagle"
+PARAMETER_PREFIX = f"{STATE_PREFIX}/eagle"
+"""Where a model's run-time EAGLE values live (``<prefix>/<model>/draft-head``, ``<prefix>/<model>/watermark``)."""
+EARLIER_PARAMETER_PREFIX = "/sagemaker-llm/eagle"
+"""Where earlier versions kept the promotion parameter (a new one starts with the value found there)."""
 SERVING_MODEL_TYPE = "Custom::EagleServingModel"
 
 
@@ -95,13 +99,16 @@ class PromotionParameter(Construct):
     Place it in a stack that is deployed before the model's stack (a small companion stack): the
     model's stack reads it at deploy time as an ``AWS::SSM::Parameter::Value<String>`` parameter,
     which must exist before that stack deploys. Its name is fixed, so the reading stack refers to
-    it by name and not by a cross-stack export. Child ``Resource`` is the ``ssm.StringParameter``.
+    it by name and not by a cross-stack export. Child ``Resource`` is the ``RunTimeParameter`` (also
+    ``parameter``): no update of the stack writes ``none`` back over a promoted head.
     """
 
     def __init__(self, scope: Construct, id: str, *, model_name: str, parameter_name: str | None = None) -> None:
         """
         :param model_name: the inference component name of the model the head is for.
-        :param parameter_name: the SSM parameter's name. Default: ``/sagemaker-llm/eagle/<model_name>/draft-head``.
+        :param parameter_name: the SSM parameter's name. Default:
+            ``/sagemaker-llm/state/eagle/<model_name>/draft-head``; a new default-named parameter starts with the
+            value of ``/sagemaker-llm/eagle/<model_name>/draft-head`` (the name earlier versions used) when that exists.
         """
         super().__init__(scope, id)
         problems = []
@@ -109,22 +116,23 @@ class PromotionParameter(Construct):
         if problem:
             problems.append(problem)
         name = parameter_name or f"{PARAMETER_PREFIX}/{model_name}/draft-head"
+        earlier = None if parameter_name else f"{EARLIER_PARAMETER_PREFIX}/{model_name}/draft-head"
         if Token.is_unresolved(name) or not _parameter_name_ok(name):
             problems.append(Problem("parameter_name", name, "a fixed SSM parameter name: letters, digits, '_', '.', "
                                     "'-' and '/' separators, at most 1011 characters",
-                                    "give a literal name such as /sagemaker-llm/eagle/<model>/draft-head"))
+                                    "give a literal name such as /sagemaker-llm/state/eagle/<model>/draft-head"))
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
         self.model_name = model_name
         self.parameter_name = name
         """The parameter's name, a plain string (no token)."""
-        self.parameter = ssm.StringParameter(
+        self.parameter = RunTimeParameter(
             self, "Resource",
             parameter_name=name,
-            string_value=NO_HEAD,
+            initial_value=NO_HEAD,
+            seed_from=earlier,
             description=f"Approved EAGLE draft head of {model_name}: an s3:// prefix, or '{NO_HEAD}'. Written by the "
                         "EAGLE record function; read by CloudFormation when the model's stack deploys.",
-            tier=ssm.ParameterTier.STANDARD,
         )
         self.node.default_child = self.parameter.node.default_child
 
@@ -135,7 +143,7 @@ def _parameter_name_ok(name: str) -> bool:
     return len(name) <= 1011 and re.fullmatch(r"/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*", name) is not None
 
 
-def literal_parameter_name(parameter: ssm.IStringParameter) -> str | None:
+def literal_parameter_name(parameter: "ssm.IStringParameter | RunTimeParameter") -> str | None:
     """The plain name of ``parameter``, or None when only a token (e.g. a generated name) is known."""
     if not Token.is_unresolved(parameter.parameter_name):
         return parameter.parameter_name

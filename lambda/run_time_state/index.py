@@ -1,0 +1,264 @@
+"""CloudFormation custom resource (provider framework on_event): an SSM String parameter written at run time.
+
+Why not ``AWS::SSM::Parameter``: CloudFormation's update handler for that type calls ``PutParameter``
+with ``Overwrite`` and the template's ``Value`` on every update of the resource, a tag or description
+change included. A value a function writes at run time (a capacity plan's status, a model's promoted
+EAGLE head, the EAGLE dataset watermark) would be reset by the next routine deploy. This resource
+creates the parameter only when it is absent and never overwrites a value on update.
+
+Environment variables
+---------------------
+POWERTOOLS_SERVICE_NAME   Logger service name (optional).
+
+Event (``aws_cdk.custom_resources.Provider``), checked before any AWS call
+--------------------------------------------------------------------------
+ResourceProperties (strict: any other key is refused):
+    ParameterName   the parameter's name, e.g. ``/sagemaker-llm/state/eagle/<model>/draft-head``
+    InitialValue    the value a new parameter starts with (1-4096 characters)
+    Removal         "retain" (the parameter outlives the resource) | "destroy" (deleted with it)
+    Description     optional, set when the parameter is created (never changed afterwards: that needs a
+                    PutParameter with the value, which could race a run-time write)
+    SeedFrom        optional, the name of a parameter a new one copies its value from when that exists
+                    (an earlier name of the same value), instead of InitialValue
+    PlanName        optional, a training plan name or ARN: the value is the plan's status, read with
+                    DescribeTrainingPlan at every Create and Update (``NotFound`` when there is no such
+                    plan), so a deploy knows the status at once instead of waiting for the daily check
+    ServiceToken    ignored
+
+Create: the parameter is created with InitialValue (or SeedFrom's value, or the plan's status) unless it
+exists, in which case its value is kept (a plan status is refreshed). The resource tags the parameter
+``sagemaker-llm-cdk:owner`` with a digest of its stack id and logical id.
+Update: a new ParameterName is a Create of that name (CloudFormation then deletes the old one, as its
+Removal says); the same name keeps the value, re-creates a parameter deleted by hand with InitialValue,
+and refreshes a plan status.
+Delete: with Removal "destroy", deletes the parameter if this resource owns it (the owner tag names this
+stack and logical id: a resource that took the parameter over, e.g. after a logical id change, keeps it);
+otherwise nothing.
+
+Returns ``{"PhysicalResourceId": <ParameterName>, "Data": {"ParameterName"}}``: the value itself stays out of the
+answer (a watermark can be kilobytes, CloudFormation's answer holds 4 KB); readers read the parameter.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from types import SimpleNamespace
+from typing import Any, Literal, TYPE_CHECKING
+
+from aws_lambda_powertools import Logger
+from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
+from llm_cdk_shared.aws_errors import error_code, not_found
+from llm_cdk_shared.problems import shown as _shown
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from llm_cdk_shared.custom_resource import CustomResourceEvent as StateEvent
+
+    StateProperties: TypeAlias = Any
+
+logger = Logger()
+
+RESOURCE_TYPE = "Custom::SageMakerLlmRunTimeParameter"
+OWNER_TAG = "sagemaker-llm-cdk:owner"
+PLAN_NOT_FOUND = "NotFound"
+_NAME_RE = re.compile(r"/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*")
+_PLAN_RE = re.compile(
+    r"(arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/)?(?P<name>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63})")
+NAME_MAX = 1011
+VALUE_MAX = 4096
+
+_ssm = clients.client_getter("ssm", retries={"mode": "standard", "max_attempts": 5})
+_sagemaker = clients.client_getter("sagemaker", retries={"mode": "standard", "max_attempts": 5})
+
+
+class StateError(Exception):
+    """What CloudFormation shows as the reason the request failed."""
+
+
+@functools.cache
+def _models() -> SimpleNamespace:
+    """The properties model, built on the first event: pydantic is not imported on a cold start."""
+    from llm_cdk_shared import custom_resource
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+    def _name(value: Any, field: str) -> str:
+        if not isinstance(value, str) or len(value) > NAME_MAX or not _NAME_RE.fullmatch(value):
+            raise ValueError(f"{field} {_shown(value)} is not an SSM parameter name (letters, digits, '_', '.', '-' "
+                             f"and '/' separators, at most {NAME_MAX} characters)")
+        return value
+
+    class StateProperties(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+        parameter_name: str = Field(alias="ParameterName")
+        initial_value: str = Field(alias="InitialValue", min_length=1, max_length=VALUE_MAX)
+        removal: Literal["retain", "destroy"] = Field(alias="Removal")
+        description: str = Field(default="", alias="Description", max_length=1024)
+        seed_from: str | None = Field(default=None, alias="SeedFrom")
+        plan_name: str | None = Field(default=None, alias="PlanName")
+
+        @field_validator("parameter_name", mode="before")
+        @classmethod
+        def _parameter(cls, value: Any) -> str:
+            return _name(value, "ParameterName")
+
+        @field_validator("seed_from", mode="before")
+        @classmethod
+        def _seed(cls, value: Any) -> str | None:
+            return None if value in (None, "") else _name(value, "SeedFrom")
+
+        @field_validator("plan_name", mode="before")
+        @classmethod
+        def _plan(cls, value: Any) -> str | None:
+            if value in (None, ""):
+                return None
+            match = _PLAN_RE.fullmatch(value) if isinstance(value, str) else None
+            if not match:
+                raise ValueError(f"PlanName {_shown(value)} is not a training plan name (1-64 letters, digits and "
+                                 "hyphens) or ARN")
+            return str(value)
+
+    return SimpleNamespace(StateProperties=StateProperties, StateEvent=custom_resource.CustomResourceEvent)
+
+
+def __getattr__(name: str) -> Any:
+    """``StateProperties`` and ``StateEvent`` as module attributes (PEP 562), built on first access."""
+    if name in ("StateProperties", "StateEvent"):
+        return getattr(_models(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def parse_event(event: Any) -> StateEvent:
+    from llm_cdk_shared import custom_resource
+
+    return custom_resource.parse_event(event, error=StateError, not_done="no parameter was read or written")
+
+
+def parse_properties(raw: Any) -> StateProperties:
+    from llm_cdk_shared import custom_resource
+
+    return custom_resource.parse_properties(_models().StateProperties, raw, error=StateError,
+                                            what="run-time parameter", not_done="no parameter was read or written")
+
+
+def owner(event: dict[str, Any]) -> str:
+    """The owner tag's value: a digest of the stack id and logical id (a tag value holds at most 256 characters)."""
+    text = f"{event.get('StackId', '')}|{event.get('LogicalResourceId', '')}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _value(name: str) -> str | None:
+    try:
+        return str(_ssm().get_parameter(Name=name)["Parameter"]["Value"])
+    except ClientError as error:
+        if not_found(error, "ssm"):
+            return None
+        raise
+
+
+def plan_status(plan_name: str) -> str:
+    """The plan's status as SageMaker reports it now; ``NotFound`` when there is no such plan."""
+    try:
+        plan = _sagemaker().describe_training_plan(TrainingPlanName=plan_name)
+    except ClientError as error:
+        if not_found(error):
+            return PLAN_NOT_FOUND
+        raise
+    return str(plan.get("Status") or "Unknown")
+
+
+def _tag(name: str, tag: str) -> None:
+    _ssm().add_tags_to_resource(ResourceType="Parameter", ResourceId=name, Tags=[{"Key": OWNER_TAG, "Value": tag}])
+
+
+def _owned_by(name: str, tag: str) -> bool:
+    try:
+        tags = _ssm().list_tags_for_resource(ResourceType="Parameter", ResourceId=name)["TagList"]
+    except ClientError as error:
+        if not_found(error, "ssm") or error_code(error) == "InvalidResourceId":
+            return False
+        raise
+    return any(t.get("Key") == OWNER_TAG and t.get("Value") == tag for t in tags)
+
+
+def ensure(props: StateProperties, tag: str) -> str:
+    """Create the parameter unless it exists (never overwriting a value), refresh a plan status; the value after."""
+    name = props.parameter_name
+    current = _value(name)
+    if props.plan_name is not None:
+        status = plan_status(props.plan_name)
+        if current is None:
+            _create(props, status, tag)
+        elif current != status:
+            # The plan's real status, as the daily check would write it: a refresh, never a reset to a default.
+            _ssm().put_parameter(Name=name, Value=status, Type="String", Overwrite=True)
+            _tag(name, tag)
+        else:
+            _tag(name, tag)
+        logger.info("Plan status recorded", extra={"parameter": name, "from": current, "to": status})
+        return status
+    if current is not None:
+        _tag(name, tag)
+        logger.info("Run-time parameter kept", extra={"parameter": name})
+        return current
+    seeded = _value(props.seed_from) if props.seed_from else None
+    value = seeded if seeded is not None else props.initial_value
+    created = _create(props, value, tag)
+    logger.info("Run-time parameter created", extra={
+        "parameter": name, "seeded_from": props.seed_from if seeded is not None else None,
+        "kept_concurrent_value": created is not None})
+    return value if created is None else created
+
+
+def _create(props: StateProperties, value: str, tag: str) -> str | None:
+    """PutParameter without Overwrite; None when created, else the value a concurrent writer put there first."""
+    request: dict[str, Any] = {"Name": props.parameter_name, "Value": value, "Type": "String", "Overwrite": False,
+                               "Tier": "Standard", "Tags": [{"Key": OWNER_TAG, "Value": tag}]}
+    if props.description:
+        request["Description"] = props.description
+    try:
+        _ssm().put_parameter(**request)
+    except ClientError as error:
+        if error_code(error) != "ParameterAlreadyExists":
+            raise
+        _tag(props.parameter_name, tag)
+        return _value(props.parameter_name) or value
+    return None
+
+
+def delete(physical_id: str, raw: Any, tag: str) -> None:
+    """Delete the parameter when Removal is destroy and this resource owns it; anything else is kept."""
+    try:
+        props = parse_properties(raw)
+    except StateError:
+        logger.warning("Delete of a resource with unreadable properties: nothing deleted", extra={"id": physical_id})
+        return
+    if physical_id != props.parameter_name:  # a failed create's id: no parameter of ours
+        return
+    if props.removal != "destroy":
+        logger.info("Run-time parameter retained", extra={"parameter": physical_id})
+        return
+    if not _owned_by(physical_id, tag):
+        logger.info("Run-time parameter owned by another resource: kept", extra={"parameter": physical_id})
+        return
+    try:
+        _ssm().delete_parameter(Name=physical_id)
+    except ClientError as error:
+        if not not_found(error, "ssm"):
+            raise
+
+
+@logger.inject_lambda_context(log_event=False)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request = parse_event(event)
+    tag = owner(event)
+    if request.request_type == "Delete":
+        assert request.physical_resource_id is not None
+        delete(request.physical_resource_id, request.resource_properties, tag)
+        return {"PhysicalResourceId": request.physical_resource_id}
+    props = parse_properties(request.resource_properties)
+    ensure(props, tag)
+    return {"PhysicalResourceId": props.parameter_name, "Data": {"ParameterName": props.parameter_name}}
