@@ -311,14 +311,16 @@ def test_rolling_is_chosen_and_said_when_only_one_more_instance_fits():
     serving, _ = monitored(4, 3)
     annotations = Annotations.from_stack(serving)  # synthesizes (forced); Template.from_stack then reuses that synth
     template = Template.from_stack(serving)
+    # 1-3 instances: one instance is 100% of one, more than AWS's 50%; 33% is one instance of three
     template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": Match.object_like({
-        "RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
-                                "RollbackMaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
+        "RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 33},
+                                "RollbackMaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 33},
                                 "WaitIntervalInSeconds": 300, "MaximumExecutionTimeoutInSeconds": 14400},
         "BlueGreenUpdatePolicy": Match.absent()})})
     annotations.has_warning("/Serving/Chat", Match.string_like_regexp(
         r"too few for a blue/green update of up to 3 \(needs 6\), so endpoint updates roll one instance at a time"))
-    template.has_resource_properties("Custom::SageMakerCapacityPlanGuard", {"UpdatePolicy": "ROLLING"})
+    template.has_resource_properties("Custom::SageMakerCapacityPlanGuard", {
+        "UpdatePolicy": "ROLLING", "RollingBatchSize": {"Type": "CAPACITY_PERCENT", "Value": "33"}})
 
 
 def test_no_headroom_is_said_and_recorded_for_the_change_report():

@@ -407,7 +407,8 @@ def test_component_rolls_out_copy_by_copy_and_rolls_back_on_its_alarms(full):
     config = Capture()
     template.has_resource_properties("AWS::SageMaker::InferenceComponent", {"DeploymentConfig": config})
     assert config.as_object() == {
-        "RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "COPY_COUNT", "Value": 1},
+        # 0-2 copies: a step of one copy is 100% of one copy, more than AWS's 50%; half the copies is one of two
+        "RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
                                 "WaitIntervalInSeconds": 300, "MaximumExecutionTimeoutInSeconds": 14400},
         "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": f"{PREFIX}-{MODEL}-p99-latency"},
                                                  {"AlarmName": f"{PREFIX}-{MODEL}-5xx-rate"}]},
@@ -436,7 +437,7 @@ def test_endpoint_blue_green_with_baking_and_endpoint_alarms(full):
 
 
 def test_rollout_settings_are_applied():
-    stack, endpoint = llm_stack()
+    stack, endpoint = llm_stack(copies=CopyScaling(min_copies=4, max_copies=8))  # 2 copies: 25-50% of 4-8
     LlmMonitoring(stack, "Monitoring", settings={"rollout": {
         "batch_copies": 2, "rollback_batch_copies": 1, "wait_seconds": 600, "timeout_seconds": 7200}}
     ).monitor_endpoint(endpoint)

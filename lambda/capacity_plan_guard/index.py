@@ -23,6 +23,8 @@ OldResourceProperties). ResourceProperties (strict: any other key is refused):
     EndpointConfigInputs  list of strings: what the endpoint config is built from (only compared by
                           CloudFormation, so that any change of the config runs the guard again)
     UpdatePolicy          "BLUE_GREEN" | "ROLLING" | "NONE_FITS": how the endpoint is updated to a new config
+    RollingBatchSize      optional, with ROLLING: the endpoint's rolling step, {"Type": "INSTANCE_COUNT" |
+                          "CAPACITY_PERCENT", "Value": "1".."1000" (a percent: "1".."100")}; absent: one instance
     ServiceToken          ignored
 
 Returns
@@ -38,7 +40,8 @@ on the plan's status: the endpoint runs on demand.
 
 Update from a bound config to a bound config (the endpoint moves to a new config on the same
 plan): the update needs plan instances beside those in use, a second fleet for BLUE_GREEN
-(``InUseInstanceCount``) or one for ROLLING; with fewer ``AvailableInstanceCount`` it fails now,
+(``InUseInstanceCount``) or one step for ROLLING (``RollingBatchSize``: its instances, or its percent
+of those in use rounded up, at least one); with fewer ``AvailableInstanceCount`` it fails now,
 instead of the endpoint update waiting for instances until its timeout.
 """
 from __future__ import annotations
@@ -110,6 +113,21 @@ def _models() -> SimpleNamespace:
     from llm_cdk_shared import custom_resource
     from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+    class RollingBatchSize(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+        type: Literal["INSTANCE_COUNT", "CAPACITY_PERCENT"] = Field(alias="Type")
+        value: int = Field(alias="Value")
+
+        @field_validator("value", mode="before")
+        @classmethod
+        def _value(cls, value: Any) -> int:
+            if isinstance(value, str) and re.fullmatch(r"[0-9]{1,4}", value) and 1 <= int(value) <= 1000:
+                return int(value)
+            if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1000:
+                return value
+            raise ValueError(f"RollingBatchSize.Value {_shown(value)} must be a whole number 1-1000")
+
     class GuardProperties(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -120,6 +138,14 @@ def _models() -> SimpleNamespace:
         bound: Literal["true", "false"] = Field(alias="Bound")
         endpoint_config_inputs: list[str] = Field(alias="EndpointConfigInputs", max_length=100)
         update_policy: Literal["BLUE_GREEN", "ROLLING", "NONE_FITS"] = Field(alias="UpdatePolicy")
+        rolling_batch_size: RollingBatchSize | None = Field(None, alias="RollingBatchSize")
+
+        @field_validator("rolling_batch_size", mode="after")
+        @classmethod
+        def _percent(cls, value: RollingBatchSize | None) -> RollingBatchSize | None:
+            if value is not None and value.type == "CAPACITY_PERCENT" and value.value > 100:
+                raise ValueError(f"RollingBatchSize.Value {value.value} is more than 100 percent")
+            return value
 
         @field_validator("plan_name", mode="before")
         @classmethod
@@ -146,7 +172,8 @@ def _models() -> SimpleNamespace:
                 return value
             raise ValueError(f"MaxInstances {_shown(value)} must be a whole number 1-1000")
 
-    return SimpleNamespace(GuardProperties=GuardProperties, GuardEvent=custom_resource.CustomResourceEvent)
+    return SimpleNamespace(GuardProperties=GuardProperties, RollingBatchSize=RollingBatchSize,
+                           GuardEvent=custom_resource.CustomResourceEvent)
 
 
 def __getattr__(name: str) -> Any:
@@ -221,13 +248,24 @@ def headroom_problem(plan: dict[str, Any], props: GuardProperties) -> str | None
     available, in_use = plan.get("AvailableInstanceCount"), plan.get("InUseInstanceCount")
     if available is None or in_use is None:
         return None
-    need = in_use if props.update_policy in ("BLUE_GREEN", "NONE_FITS") else 1
+    need = in_use if props.update_policy in ("BLUE_GREEN", "NONE_FITS") else rolling_step(props, in_use)
     if available >= need:
         return None
     how = ("a blue/green update starts a second fleet as large as the first"
-           if props.update_policy != "ROLLING" else "a rolling update starts one new instance first")
+           if props.update_policy != "ROLLING" else f"a rolling update starts one step of {need} new instance(s) first")
     return (f"the endpoint update needs {need} free instance(s) of the plan ({how}; {in_use} in use) and the plan has "
             f"{available} available")
+
+
+def rolling_step(props: GuardProperties, in_use: int) -> int:
+    """Instances one rolling step starts: ``RollingBatchSize`` (a percent of ``in_use`` rounded up, as AWS does
+    not document its rounding), at least one; one without it."""
+    size = props.rolling_batch_size
+    if size is None:
+        return 1
+    if size.type == "CAPACITY_PERCENT":
+        return max(1, -(-in_use * size.value // 100))
+    return max(1, size.value)
 
 
 def check(props: GuardProperties, old: dict[str, Any] | None = None) -> dict[str, Any]:

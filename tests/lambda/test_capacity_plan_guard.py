@@ -190,3 +190,32 @@ def test_binding_a_plan_for_the_first_time_needs_no_headroom_check(guard, sm, la
     old = {**PROPS, "Bound": "false", "WhenNotActive": "on_demand"}
     result = guard.handler(update({**PROPS, "WhenNotActive": "on_demand"}, old), lambda_context)
     assert result["Data"]["Status"] == "Active"
+
+
+@pytest.mark.parametrize(("size", "count", "in_use", "fits"), [
+    ({"Type": "INSTANCE_COUNT", "Value": "2"}, 64, 62, True),
+    ({"Type": "INSTANCE_COUNT", "Value": "2"}, 64, 63, False),
+    ({"Type": "CAPACITY_PERCENT", "Value": "5"}, 64, 40, True),  # 5% of 40 in use: 2 instances
+    ({"Type": "CAPACITY_PERCENT", "Value": "5"}, 64, 63, False),  # 5% of 63 rounded up: 4, and 1 is free
+    ({"Type": "CAPACITY_PERCENT", "Value": "33"}, 4, 3, True),  # 33% of 3 rounded up: 1
+])
+def test_a_rolling_update_needs_one_step_of_its_batch_size(guard, sm, lambda_context, size, count, in_use, fits):
+    expect_describe(sm, plan(count=count, in_use=in_use))
+    props = {**PROPS, "MaxInstances": str(count), "UpdatePolicy": "ROLLING", "RollingBatchSize": size}
+    if fits:
+        assert guard.handler(update(props), lambda_context)["Data"]["Status"] == "Active"
+        return
+    with pytest.raises(guard.PlanNotUsableError, match=(
+            r"a rolling update starts one step of \d new instance\(s\) first")):
+        guard.handler(update(props), lambda_context)
+
+
+@pytest.mark.parametrize(("size", "expected"), [
+    ({"Type": "COPY_COUNT", "Value": "1"}, "RollingBatchSize.Type: got 'COPY_COUNT'"),
+    ({"Type": "INSTANCE_COUNT", "Value": "0"}, "RollingBatchSize.Value '0' must be a whole number 1-1000"),
+    ({"Type": "CAPACITY_PERCENT", "Value": "150"}, "RollingBatchSize.Value 150 is more than 100 percent"),
+])
+def test_the_rolling_batch_size_is_checked_before_any_call(guard, sm, lambda_context, size, expected):
+    with pytest.raises(guard.GuardEventError) as caught:
+        guard.handler(event("Create", {**PROPS, "UpdatePolicy": "ROLLING", "RollingBatchSize": size}), lambda_context)
+    assert expected in str(caught.value) and "nothing was checked" in str(caught.value)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from aws_cdk import CfnCondition, CfnParameter, CfnResource, CustomResource, Duration, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
@@ -106,12 +106,18 @@ class CapacityPlanGuard(Construct):
         self.ml_reservation_arn = self.custom_resource.get_att_string("MlReservationArn")
         _acknowledge_guard(self)
 
-    def set_update_policy(self, policy: str) -> None:
-        """Record the endpoint's update policy (BLUE_GREEN, ROLLING or NONE_FITS) for the deploy-time headroom check."""
+    def set_update_policy(self, policy: str, *, rolling_batch: Mapping[str, str] | None = None) -> None:
+        """Record the endpoint's update policy (BLUE_GREEN, ROLLING or NONE_FITS) for the deploy-time headroom check,
+        and with ROLLING its step (``rolling_batch``: the endpoint's ``MaximumBatchSize``, Type and Value), which
+        the check counts instead of one instance."""
         self.update_policy = policy
         resource = self.custom_resource.node.default_child
         assert isinstance(resource, CfnResource)
         resource.add_property_override("UpdatePolicy", policy)
+        if rolling_batch is not None:
+            resource.add_property_override("RollingBatchSize", dict(rolling_batch))
+        else:
+            resource.add_property_deletion_override("RollingBatchSize")
 
 
 def plan_arns_for(plan: "CapacityPlan", stack: Stack) -> list[str]:

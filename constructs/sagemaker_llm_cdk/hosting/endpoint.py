@@ -17,7 +17,7 @@ from constructs import Construct
 from ..core import grants
 from ..core.grants import depend_on_policy
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric, one_minute
-from ..operations.settings import RolloutSettings
+from ..operations.settings import RolloutSettings, batch_units, rolling_batch
 from .model_component import ModelComponent
 from ..core.errors import ConfigurationError, Problem
 from .settings import (
@@ -367,7 +367,10 @@ class LlmEndpoint(EndpointReference):
         if capacity_plan is not None:
             from ..capacity.capacity_plan import headroom_metadata
 
-            self.cfn_endpoint_config.add_metadata(CAPACITY_METADATA, headroom_metadata(capacity_plan, options))
+            policy, batch = self._fitting_update_policy()  # a rolling step may be more than one instance
+            self.cfn_endpoint_config.add_metadata(CAPACITY_METADATA, {
+                **headroom_metadata(capacity_plan, options), "RollingNeedsInstances": options.scaling.max_instances + batch,
+                "UpdatePolicy": policy or "NONE_FITS", "UpdateFits": policy is not None})
         self.cfn_endpoint = sagemaker.CfnEndpoint(
             self,
             "Resource",
@@ -414,50 +417,96 @@ class LlmEndpoint(EndpointReference):
         """The endpoint update policy its capacity plan has room for (``capacity_plan.choose_update_policy``).
 
         On-demand endpoints: blue/green. A bound endpoint whose plan cannot hold a second fleet gets a
-        rolling update and a synth warning saying so; one whose plan cannot hold even one extra instance
-        keeps blue/green and a warning that endpoint-config changes will not deploy.
+        rolling update (``rolling_batch_size``) and a synth warning saying so; one whose plan cannot hold even
+        one more batch keeps blue/green and a warning that endpoint-config changes will not deploy.
         """
         plan = self.capacity_plan
         if plan is None:
             return "BLUE_GREEN"
         from aws_cdk import Annotations
 
-        from ..capacity.capacity_plan import choose_update_policy
-
         most = self.options.scaling.max_instances
-        policy = choose_update_policy(plan.instance_count, most)
+        policy, batch = self._fitting_update_policy()
+        kind, value = self.rolling_batch_size()
         guard = self.capacity_guard
         if guard is not None:
-            guard.set_update_policy(policy or "NONE_FITS")  # the guard checks the plan's free instances for it
+            # the guard checks the plan's free instances for it (a rolling step: its batch size)
+            guard.set_update_policy(policy or "NONE_FITS",
+                                    rolling_batch={"Type": kind, "Value": str(value)} if policy == "ROLLING" else None)
+        step = "one instance" if batch == 1 else f"{batch} instances"
         if policy == "ROLLING":
             Annotations.of(self).add_warning_v2(
                 "sagemaker-llm-cdk:rollingUpdateChosen",
                 f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances: too few for a blue/green update "
-                f"of up to {most} (needs {2 * most}), so endpoint updates roll one instance at a time (needs {most + 1}).")
+                f"of up to {most} (needs {2 * most}), so endpoint updates roll {step} at a time (needs {most + batch}).")
         elif policy is None:
+            rolling_most = self._most_instances_rolling_fits(plan.instance_count)
             Annotations.of(self).add_warning_v2(
                 "sagemaker-llm-cdk:noUpdateHeadroom",
                 f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances and the endpoint may run {most}: no "
                 "update policy fits (blue/green needs "
-                f"{2 * most}, rolling {most + 1}), so a change that replaces the endpoint config cannot get instances and "
-                "rolls back. " + (f"Lower scaling.max_instances to {plan.instance_count // 2} (blue/green) or "
-                                  f"{plan.instance_count - 1} (rolling), or bind a larger plan." if plan.instance_count > 1
-                                  else "Bind a plan of 2 or more instances (rolling) or 2 x max_instances (blue/green)."))
+                f"{2 * most}, rolling {most + batch}), so a change that replaces the endpoint config cannot get instances "
+                "and rolls back. " + (f"Lower scaling.max_instances to {plan.instance_count // 2} (blue/green) or "
+                                      f"{rolling_most} (rolling), or bind a larger plan." if rolling_most > 0
+                                      else "Bind a plan of 2 or more instances (rolling) or 2 x max_instances (blue/green)."))
         return policy
+
+    def rolling_batch_size(self) -> tuple[str, int]:
+        """``MaximumBatchSize`` (Type, Value) of the endpoint's rolling update, within what AWS takes.
+
+        botocore: the value "must be between 5% to 50% of the variant's total instance count", and the variant
+        runs anything from ``min_instances`` (1 when it is 0: nothing rolls at zero) to ``max_instances``
+        (managed instance scaling). ``operations.settings.rolling_batch``: INSTANCE_COUNT where one count fits
+        every instance count, else CAPACITY_PERCENT of about one instance.
+        """
+        scaling = self.options.scaling
+        kind, value = rolling_batch(scaling.min_instances, scaling.max_instances)
+        return ("INSTANCE_COUNT" if kind == "count" else "CAPACITY_PERCENT"), value
+
+    @property
+    def rolling_batch_instances(self) -> int:
+        """Instances one rolling step starts at ``max_instances`` (a percent rounded up: ``batch_units``)."""
+        kind, value = self.rolling_batch_size()
+        return batch_units("count" if kind == "INSTANCE_COUNT" else "percent", value, self.options.scaling.max_instances)
+
+    def _fitting_update_policy(self) -> tuple[str | None, int]:
+        """(policy, instances of one rolling step): ``choose_update_policy``, and ROLLING only when the plan also
+        holds one step of ``rolling_batch_size`` beside ``max_instances`` (more than one instance above 20)."""
+        from ..capacity.capacity_plan import choose_update_policy
+
+        assert self.capacity_plan is not None
+        count, most = self.capacity_plan.instance_count, self.options.scaling.max_instances
+        batch = self.rolling_batch_instances
+        policy = choose_update_policy(count, most)
+        if policy == "ROLLING" and count < most + batch:
+            policy = None
+        return policy, batch
+
+    def _most_instances_rolling_fits(self, plan_instances: int) -> int:
+        """The largest ``max_instances`` whose rolling update (``rolling_batch``) a plan of ``plan_instances``
+        holds; 0 when none does."""
+        fewest = self.options.scaling.min_instances
+        for most in range(min(plan_instances - 1, self.options.scaling.max_instances), 0, -1):
+            kind, value = rolling_batch(min(fewest, most), most)
+            if most + batch_units(kind, value, most) <= plan_instances:
+                return most
+        return 0
 
     def configure_rollout(self, rollout: RolloutSettings, rollback_alarms: Mapping[str, cloudwatch.IAlarm]) -> None:
         """Give the endpoint a ``DeploymentConfig`` that rolls back on ``rollback_alarms`` (literal name -> alarm).
 
         Blue/green (all at once, ``rollout.wait_seconds`` of baking) unless the capacity plan only has room for a
-        rolling update (``update_policy``), then one instance at a time. ``LlmMonitoring`` calls it with the
-        endpoint-level alarms.
+        rolling update (``update_policy``), then in steps of ``rolling_batch_size``. ``LlmMonitoring`` calls it
+        with the endpoint-level alarms.
         """
         rollback = sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
             alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=name) for name in rollback_alarms]
         ) if rollback_alarms else None
         if self.update_policy() == "ROLLING":
-            # A bound plan without room for a second fleet: roll one instance at a time (needs max + 1).
-            size = sagemaker.CfnEndpoint.CapacitySizeProperty(type="INSTANCE_COUNT", value=1)
+            # A bound plan without room for a second fleet: roll a step AWS takes at every instance count, and
+            # roll back in the same steps (the plan has no room for the old fleet at once either).
+            kind, value = self.rolling_batch_size()
+            size = sagemaker.CfnEndpoint.CapacitySizeProperty(type=kind, value=value)
             self.cfn_endpoint.deployment_config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
                 rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
                     maximum_batch_size=size, rollback_maximum_batch_size=size,

@@ -25,7 +25,7 @@ from ..core.accounts import lmi_account
 from .settings import _ECR_IMAGE, ModelSpec
 from ..core.settings import _S3_URI
 from ..core.settings import validated
-from ..operations.settings import MAX_ROLLBACK_ALARMS, RolloutSettings
+from ..operations.settings import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
 
 if TYPE_CHECKING:
     from ..adapters.adapter_stack import AdapterBatches
@@ -241,8 +241,8 @@ class ModelComponent(InferenceComponentConstruct):
     # ---------------------------------------------------------------- rollout
     def configure_rollout(self, rollout: RolloutSettings | None, rollback_alarms: Mapping[str, cloudwatch.IAlarm],
                           *, watched: Sequence[cloudwatch.IAlarm] = ()) -> None:
-        """Roll an update of this component out ``rollout.batch_copies`` copies at a time, rolling back on
-        ``rollback_alarms`` (literal name -> alarm; SageMaker reads at most ``MAX_ROLLBACK_ALARMS``).
+        """Roll an update of this component out in steps AWS takes for its copies (``rollout_batch_size``),
+        rolling back on ``rollback_alarms`` (literal name -> alarm; SageMaker reads at most ``MAX_ROLLBACK_ALARMS``).
 
         Every alarm in ``rollback_alarms`` and ``watched`` is created before the component (the rollback names
         them literally). ``rollout`` None: the alarms only. ``LlmMonitoring`` calls it for each model it watches.
@@ -251,11 +251,12 @@ class ModelComponent(InferenceComponentConstruct):
             self.cfn_inference_component.node.add_dependency(alarm)
         if rollout is None:
             return
+        kind, value = self.rollout_batch_size(rollout)
         size = sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty
         names = list(rollback_alarms)[:MAX_ROLLBACK_ALARMS]
         self.cfn_inference_component.deployment_config = sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty(
             rolling_update_policy=sagemaker.CfnInferenceComponent.InferenceComponentRollingUpdatePolicyProperty(
-                maximum_batch_size=size(type="COPY_COUNT", value=rollout.batch_copies),
+                maximum_batch_size=size(type=kind, value=value),
                 wait_interval_in_seconds=rollout.wait_seconds,
                 maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
                 rollback_maximum_batch_size=size(type="COPY_COUNT", value=rollout.rollback_batch_copies)
@@ -265,6 +266,38 @@ class ModelComponent(InferenceComponentConstruct):
                 alarms=[sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=name) for name in names]
             ) if names else None,
         )
+
+    def rollout_batch_size(self, rollout: RolloutSettings) -> tuple[str, int]:
+        """``MaximumBatchSize`` (Type, Value) of this component's rolling update, within what AWS takes.
+
+        botocore: the value "must be between 5% to 50% of the copy count of the inference component", and the
+        count is anything from ``min_copies`` (1 when it is 0: nothing rolls at zero) to ``max_copies``.
+        ``rollout.batch_percent``: CAPACITY_PERCENT of it (5-50, always in range). ``rollout.batch_copies`` when
+        written: COPY_COUNT of it, refused unless it is in range at every count. Neither: ``rolling_batch``
+        (COPY_COUNT where one count fits every copy count, else CAPACITY_PERCENT of about one copy).
+        """
+        copies = self.spec.copies
+        if rollout.batch_percent is not None:
+            return "CAPACITY_PERCENT", rollout.batch_percent
+        if rollout.batch_copies_given:
+            fewest, most = batch_count_range(copies.min_copies, copies.max_copies)
+            if not fewest <= rollout.batch_copies <= most:
+                smallest = max(1, copies.min_copies)
+                allowed = (f"{fewest}-{most} copies" if fewest <= most else "no copy count: 50% of "
+                           f"{smallest} cop{'y' if smallest == 1 else 'ies'} is less than one")
+                raise ConfigurationError([Problem(
+                    "monitoring.rollout.batch_copies", rollout.batch_copies,
+                    f"5-50% of every copy count model {self.spec.name} may run ({smallest}-{copies.max_copies}, AWS's "
+                    f"range for a rolling step): {allowed}",
+                    "remove batch_copies (the library then picks a step AWS takes for each model), set batch_percent "
+                    "(5-50) instead, or " + " and ".join(
+                        ([f"raise copies.min_copies to {2 * rollout.batch_copies} or more"]
+                         if rollout.batch_copies > most else [])
+                        + ([f"lower copies.max_copies to {20 * rollout.batch_copies} or less"]
+                           if rollout.batch_copies < fewest else [])))], source=self.node.path)
+            return "COPY_COUNT", rollout.batch_copies
+        kind, value = rolling_batch(copies.min_copies, copies.max_copies)
+        return ("COPY_COUNT" if kind == "count" else "CAPACITY_PERCENT"), value
 
     def add_adapter(self, id: str, spec: "AdapterSpec", **kwargs: Any) -> "LoraAdapter":
         """Serve a LoRA adapter on this model (which needs ``spec.lora``); see ``LoraAdapter``."""

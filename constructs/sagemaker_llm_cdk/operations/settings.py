@@ -19,19 +19,69 @@ MAX_ROLLBACK_ALARMS = 10
 """SageMaker's limit on AutoRollbackConfiguration.Alarms."""
 MAX_ALARM_METRICS = 10
 """CloudWatch's limit on the metrics one alarm's math expression reads."""
+BATCH_PERCENT_RANGE = (5, 50)
+"""What AWS accepts as a rolling step, in percent of what runs. botocore: an inference component's
+``MaximumBatchSize`` "must be between 5% to 50% of the copy count of the inference component"; an endpoint's
+"must be between 5% to 50% of the variant's total instance count"."""
+
+
+def batch_count_range(smallest: int, largest: int) -> tuple[int, int]:
+    """(fewest, most) copies or instances a COPY_COUNT or INSTANCE_COUNT step may be so that it lies within
+    ``BATCH_PERCENT_RANGE`` of every count from ``smallest`` to ``largest``; fewest > most when no count does.
+
+    A model or endpoint that scales to zero has nothing to roll at zero: its smallest count is 1.
+    """
+    smallest = max(1, smallest)
+    low, high = BATCH_PERCENT_RANGE
+    return -(-max(smallest, largest) * low // 100), smallest * high // 100
+
+
+def rolling_batch(smallest: int, largest: int) -> tuple[str, int]:
+    """The rolling step AWS accepts at every count from ``smallest`` to ``largest`` copies or instances.
+
+    ``("count", n)``: the fewest copies or instances within ``BATCH_PERCENT_RANGE`` of every count, when one
+    is (e.g. 1 for 2-20 copies): a step of exactly n. Else ``("percent", p)``: CAPACITY_PERCENT, within the
+    range whatever runs, of about one copy or instance at ``largest`` (100 / largest, at least 5, at most 50).
+    """
+    fewest, most = batch_count_range(smallest, largest)
+    if fewest <= most:
+        return "count", fewest
+    low, high = BATCH_PERCENT_RANGE
+    return "percent", min(high, max(low, 100 // max(1, largest)))
+
+
+def batch_units(unit: str, value: int, count: int) -> int:
+    """Copies or instances one step of ``(unit, value)`` replaces when ``count`` run.
+
+    A percent is rounded up, and a step is at least one: AWS does not document how it rounds, and rounding up
+    is the larger need (the headroom checks count with it).
+    """
+    if unit == "percent":
+        return max(1, -(-count * value // 100))
+    return value
+
 
 
 class RolloutSettings(Settings):
     """How a model (inference component) update rolls out, and when SageMaker rolls it back.
 
-    Default: one copy at a time, five minutes of baking per batch while SageMaker watches the
-    model's p99-latency and 5xx-rate alarms, all copies back at once on rollback.
+    Default: about one copy at a time (a step within the 5-50% of the copy count AWS takes), five
+    minutes of baking per batch while SageMaker watches the model's p99-latency and 5xx-rate alarms,
+    all copies back at once on rollback.
     """
 
     enabled: Annotated[bool, Field(description=(
         "Give each inference component (and the endpoint) a DeploymentConfig with auto rollback. Default: true."))] = True
     batch_copies: Annotated[int, Field(ge=1, le=1000, description=(
-        "Copies replaced per rolling step (MaximumBatchSize, COPY_COUNT). Default: 1."))] = 1
+        "Copies replaced per rolling step (MaximumBatchSize, COPY_COUNT). AWS takes 5-50% of the copy count, so "
+        "when set it must be that at every count a model may run: at least max_copies / 20 and at most "
+        "min_copies / 2 (min_copies 0 counts as 1); a model whose copies do not allow it is refused. Unset: each "
+        "model gets a step AWS takes for its copies: COPY_COUNT where one count fits every copy count (1 for 2-20 "
+        "copies), else CAPACITY_PERCENT of about one copy (100 / max_copies, within 5-50). Default: unset (counted "
+        "as 1 copy by preflight's headroom estimate)."))] = 1
+    batch_percent: Annotated[int | None, Field(ge=5, le=50, description=(
+        "Percent of a model's copy count replaced per rolling step (MaximumBatchSize, CAPACITY_PERCENT), 5-50 as "
+        "AWS takes it; instead of batch_copies. Default: unset (see batch_copies)."))] = None
     rollback_batch_copies: Annotated[int | None, Field(ge=1, le=1000, description=(
         "Copies restored per rollback step. Default: all at once (SageMaker's default)."))] = None
     wait_seconds: Annotated[int, Field(ge=0, le=3600, description=(
@@ -43,12 +93,22 @@ class RolloutSettings(Settings):
         "Also give the endpoint a blue/green DeploymentConfig (all at once, baking period) that rolls back on the "
         "endpoint-level alarms, for instance-type or variant changes. Default: true."))] = True
 
+    @property
+    def batch_copies_given(self) -> bool:
+        """Whether ``batch_copies`` was written (a step of exactly that many copies), not left to the library."""
+        return "batch_copies" in self.model_fields_set
+
     def _rules(self) -> list[Problem]:
+        problems = []
         if self.timeout_seconds <= self.wait_seconds:
-            return [Problem("timeout_seconds", self.timeout_seconds,
-                            f"more than wait_seconds ({self.wait_seconds}): every step waits that long",
-                            "raise timeout_seconds or lower wait_seconds")]
-        return []
+            problems.append(Problem("timeout_seconds", self.timeout_seconds,
+                                    f"more than wait_seconds ({self.wait_seconds}): every step waits that long",
+                                    "raise timeout_seconds or lower wait_seconds"))
+        if self.batch_percent is not None and self.batch_copies_given:
+            problems.append(Problem("batch_percent", self.batch_percent,
+                                    f"not together with batch_copies ({self.batch_copies}): a step is either copies "
+                                    "or a percent of them", "remove batch_copies or batch_percent"))
+        return problems
 
 
 class MonitoringSettings(Settings):
@@ -86,7 +146,7 @@ class MonitoringSettings(Settings):
         "monitor_front_door: alarm when the front door has at least this many errors in 5 minutes. null: off. "
         "Default: 5."))] = 5
     rollout: Annotated[RolloutSettings, Field(description=(
-        "Rolling updates with auto rollback. Default: one copy at a time, 5-minute baking."))] = RolloutSettings()
+        "Rolling updates with auto rollback. Default: about one copy at a time, 5-minute baking."))] = RolloutSettings()
 
     def _rules(self) -> list[Problem]:
         if self.email is not None and (not _EMAIL.match(self.email) or len(self.email) > 254):

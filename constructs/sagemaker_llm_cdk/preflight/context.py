@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from ..core import regions
 from ..operations.pricing import PriceLookup
+from ..operations.settings import batch_units, rolling_batch
 from .findings import Finding
 
 if TYPE_CHECKING:
@@ -135,10 +136,12 @@ def update_policy(ctx: PreflightContext, endpoint: Any) -> tuple[str, int]:
     """(policy, batch instances) an endpoint-config change rolls out with: ``blue_green`` or ``rolling``.
 
     From the synthesized ``AWS::SageMaker::Endpoint`` of this endpoint when there are templates
-    (``DeploymentConfig.RollingUpdatePolicy.MaximumBatchSize``); else ``endpoint.update_policy``
-    (``blue_green``/``rolling``) and ``endpoint.rolling_batch_instances`` when the settings have them;
-    else blue/green, which this library configures (``monitoring.rollout.endpoint_rollback``) and
-    which SageMaker uses without an update policy ("blue/green ... all at once traffic shifting by default").
+    (``DeploymentConfig.RollingUpdatePolicy.MaximumBatchSize``, a percent counted at ``max_instances`` rounded
+    up as ``operations.settings.batch_units`` counts it); else ``endpoint.update_policy``
+    (``blue_green``/``rolling``) and ``endpoint.rolling_batch_instances`` when the settings have them, a rolling
+    endpoint without the latter counting the step ``LlmEndpoint`` writes (``operations.settings.rolling_batch``
+    of its instance range); else blue/green, which this library configures (``monitoring.rollout.endpoint_rollback``)
+    and which SageMaker uses without an update policy ("blue/green ... all at once traffic shifting by default").
     """
     from_template = _template_update_policy(ctx, endpoint)
     if from_template is not None:
@@ -146,7 +149,11 @@ def update_policy(ctx: PreflightContext, endpoint: Any) -> tuple[str, int]:
     policy = getattr(endpoint, "update_policy", None)
     if isinstance(policy, str) and policy.replace("-", "_").lower() == "rolling":
         batch = getattr(endpoint, "rolling_batch_instances", None)
-        return "rolling", batch if isinstance(batch, int) and batch > 0 else 1
+        if isinstance(batch, int) and batch > 0:
+            return "rolling", batch
+        scaling = endpoint.scaling
+        return "rolling", batch_units(*rolling_batch(scaling.min_instances, scaling.max_instances),
+                                      scaling.max_instances)
     return "blue_green", 0
 
 
@@ -167,7 +174,7 @@ def _template_update_policy(ctx: PreflightContext, endpoint: Any) -> tuple[str, 
         if not isinstance(value, int) or value < 1:
             return "rolling", 1
         if size.get("Type") == "CAPACITY_PERCENT":
-            return "rolling", max(1, -(-endpoint.scaling.max_instances * value // 100))
+            return "rolling", batch_units("percent", value, endpoint.scaling.max_instances)
         return "rolling", value
     return None
 
