@@ -103,6 +103,8 @@ class FrontDoorState:
     reopen_next: bool = False
     session_ids: Any = field(default_factory=lambda: (f"sess-{n}" for n in itertools.count(1)))
     conversation_ids: Any = field(default_factory=lambda: itertools.count(1))
+    busy: list[tuple[int, dict[str, Any], dict[str, str]]] = field(default_factory=list)
+    """Answers (status, JSON, headers) given to the next requests, one each, before they are routed."""
 
 
 def make_handler(state: FrontDoorState):
@@ -139,6 +141,9 @@ def make_handler(state: FrontDoorState):
                 self._error(400, "InvalidJson", "request body is not valid JSON")
                 return
             state.requests.append(Recorded(self.path, headers, body, payload))
+            if state.busy:
+                self._answer(*state.busy.pop(0))
+                return
             if self.path == "/open":
                 self._open(payload)
             elif self.path == "/invoke":
@@ -394,6 +399,11 @@ def test_unreachable_front_door_raises_connection_error():
         ({"url": "lambda-url.example", "region": REGION}, "url"),
         ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": ""}, "region"),
         ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": REGION, "timeout": 0}, "timeout"),
+        ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": REGION, "max_retries": -1}, "max_retries"),
+        ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": REGION, "max_retries": 1.5}, "max_retries"),
+        ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": REGION, "max_retry_wait": -1}, "max_retry_wait"),
+        ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": REGION, "max_retry_wait": float("nan")},
+         "max_retry_wait"),
     ],
 )
 def test_constructor_rejects_bad_arguments(kwargs, match):
@@ -406,6 +416,108 @@ def test_body_must_be_a_dict(client, front_door):
     with pytest.raises(TypeError, match="dict"):
         client.invoke("hello")  # type: ignore[arg-type]
     assert front_door.requests == []
+
+
+# --------------------------------------------------------------------------- retries of 429 and 503
+STORE_THROTTLED = (503, {"error": {"code": "SessionStoreThrottled", "message": "the conversation table is throttling"}},
+                   {"Retry-After": "1"})
+MODEL_THROTTLED = (429, {"error": {"code": "Throttled", "message": "the endpoint is throttling"}}, {"Retry-After": "2"})
+LAMBDA_THROTTLED = (429, {"Message": "Rate Exceeded."}, {})  # the Function URL's own answer: no Retry-After
+
+
+@pytest.fixture
+def waits(monkeypatch) -> list[float]:
+    """The waits the client takes between attempts (not slept in tests)."""
+    taken: list[float] = []
+    monkeypatch.setattr(client_mod, "_sleep", taken.append)
+    return taken
+
+
+def test_a_throttled_request_is_sent_again_after_retry_after(client, front_door, waits):
+    front_door.busy += [STORE_THROTTLED, MODEL_THROTTLED]
+
+    answer = client.invoke(prompt())
+
+    assert answer["body"] == {"echo": prompt()}
+    assert waits == [1.0, 2.0]  # each answer's own Retry-After
+    assert [r.path for r in front_door.requests] == ["/invoke"] * 3
+
+
+def test_retries_are_bounded_and_the_last_answer_is_raised(client, front_door, waits):
+    front_door.busy += [STORE_THROTTLED] * 4
+
+    with pytest.raises(FrontDoorError) as raised:
+        client.open()
+
+    assert (raised.value.status, raised.value.code, raised.value.retry_after) == (503, "SessionStoreThrottled", 1.0)
+    assert len(front_door.requests) == 3 and waits == [1.0, 1.0]  # max_retries=2
+    assert front_door.busy == [STORE_THROTTLED]
+
+
+def test_a_retry_after_beyond_the_bound_is_raised_at_once_never_retried_sooner(client, front_door, waits):
+    front_door.busy.append((503, STORE_THROTTLED[1], {"Retry-After": "30"}))
+
+    with pytest.raises(FrontDoorError) as raised:
+        client.close("issued-1")
+
+    assert raised.value.retry_after == 30.0
+    assert len(front_door.requests) == 1 and waits == []
+
+
+def test_an_answer_without_retry_after_is_retried_after_a_jittered_backoff(client, front_door, waits):
+    front_door.busy += [LAMBDA_THROTTLED, LAMBDA_THROTTLED]
+
+    assert client.invoke(prompt())["body"] == {"echo": prompt()}
+
+    assert len(waits) == 2 and 0.25 <= waits[0] <= 0.5 and 0.5 <= waits[1] <= 1.0
+
+
+@pytest.mark.parametrize("status", [500, 502, 504])
+def test_other_errors_are_not_retried(client, front_door, waits, status):
+    """A 504 may follow a model call that ran; 500 and 502 are failures, not back-pressure."""
+    front_door.busy.append((status, {"error": {"code": "TimeBudgetExceeded", "message": "out of time"}},
+                            {"Retry-After": "1"}))
+
+    with pytest.raises(FrontDoorError) as raised:
+        client.invoke(prompt())
+
+    assert raised.value.status == status and raised.value.retry_after == 1.0
+    assert len(front_door.requests) == 1 and waits == []
+
+
+def test_max_retries_zero_never_retries(front_door, waits):
+    client = SessionClient(front_door.url, region=REGION, timeout=10, max_retries=0,
+                           credentials=Credentials("AKIDCLIENTTEST", "client-test-secret"))
+    front_door.busy.append(STORE_THROTTLED)
+
+    with pytest.raises(FrontDoorError, match=r"^503 SessionStoreThrottled: "):
+        client.invoke(prompt())
+    assert waits == []
+
+
+def test_a_conversation_turn_is_retried_too(client, front_door, waits):
+    with client.conversation() as chat:
+        chat.open()
+        front_door.busy.append(STORE_THROTTLED)
+        assert chat.send(prompt())["body"] == {"echo": prompt()}
+    assert waits == [1.0]
+    assert [r.path for r in front_door.requests] == ["/open", "/invoke", "/invoke", "/close"]
+
+
+@pytest.mark.parametrize(("header", "seconds"), [
+    ("0", 0.0), ("7", 7.0), (" 3 ", 3.0), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date in the past: now
+    (None, None), ("", None), ("-1", None), ("1.5", None), ("soon", None), ("Wed, 21 Oct 2015 07:28:00", None),
+])
+def test_retry_after_is_delta_seconds_or_an_http_date(header, seconds):
+    assert client_mod._retry_after(header) == seconds
+
+
+def test_retry_after_as_a_future_http_date():
+    from email.utils import format_datetime
+    from datetime import datetime, timedelta, timezone
+
+    later = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=6), usegmt=True)
+    assert 4.0 <= client_mod._retry_after(later) <= 6.0
 
 
 # --------------------------------------------------------------------------- streaming (direct to SageMaker)

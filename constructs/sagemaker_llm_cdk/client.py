@@ -29,6 +29,16 @@ that is open (a stream cannot open one: the front door opens it with a buffered 
 served components). If SageMaker says the session is gone, the turn is sent through the front door
 instead, which reopens the session, and its whole reply is yielded as one event.
 
+Retries. An answer 429 or 503 from the front door means "busy, try again": SageMaker or the model
+container throttled (``Throttled``), the conversation table throttled (``SessionStoreThrottled``),
+SageMaker was briefly unavailable, or Lambda throttled the function itself; none of them ran the turn.
+The client sends such a request again, at most ``max_retries`` times (default 2), after the
+``Retry-After`` the answer gives (seconds or an HTTP date; without one, a backoff of 0.5, 1, 2 ... s
+with jitter). It never retries sooner than ``Retry-After`` asks: when that is longer than
+``max_retry_wait`` (default 10 s) it raises at once, and :class:`FrontDoorError` carries
+``retry_after`` for the caller to schedule the retry. Other errors are not retried (a 504 may
+follow a model call that ran).
+
 Other languages. The front door is plain HTTPS with SigV4 (service ``lambda``): ``POST /open`` with
 ``{}`` or ``{"component": ...}``, ``POST /invoke`` with ``{"conversation_id", "body"}``, ``POST /close``
 with ``{"conversation_id"}``. With curl 7.75 or newer (drop the token header for long-term keys)::
@@ -61,10 +71,14 @@ In JavaScript with ``@smithy/signature-v4`` (the signer inside the AWS SDK v3)::
 """
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import json
+import random
+import time
 import urllib.error
 import urllib.request
+from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, Iterable, Iterator, Optional
 
@@ -76,6 +90,12 @@ __all__ = ["Conversation", "FrontDoorError", "SessionClient", "iter_stream_event
 REOPENED_HEADER = "x-session-reopened"  # compared lower-case: HTTP header names are case-insensitive
 SESSION_GONE_WORDS = ("not found", "expired", "invalid", "unknown", "does not exist", "no longer", "closed")
 """Words that, next to "session", mark SageMaker's answer for a session it no longer has (as the router)."""
+RETRY_STATUSES = (429, 503)
+"""Statuses the front door (or Lambda in front of it) answers for "busy, try again": sent again, bounded."""
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)
 
 
 class FrontDoorError(Exception):
@@ -83,18 +103,20 @@ class FrontDoorError(Exception):
 
     ``status`` is the HTTP status (None when no HTTP answer arrived), ``code`` the error code
     (e.g. ``InvalidField``, ``ComponentConflict``, ``Throttled``, ``ModelRejectedRequest``,
-    ``TimeBudgetExceeded``, or SageMaker's code for a stream), ``message`` the explanation, ``field``
-    the offending request field when there is one.
+    ``TimeBudgetExceeded``, ``SessionStoreThrottled``, or SageMaker's code for a stream), ``message``
+    the explanation, ``field`` the offending request field when there is one, ``retry_after`` the
+    seconds the answer's ``Retry-After`` asked to wait before sending the request again (None: it gave none).
     """
 
     def __init__(self, status: Optional[int], code: str, message: str, *, field: Optional[str] = None,
-                 model_status: Optional[int] = None):
+                 model_status: Optional[int] = None, retry_after: Optional[float] = None):
         super().__init__(f"{status} {code}: {message}" if status is not None else f"{code}: {message}")
         self.status = status
         self.code = code
         self.message = message
         self.field = field
         self.model_status = model_status
+        self.retry_after = retry_after
 
 
 class SessionClient:
@@ -108,16 +130,24 @@ class SessionClient:
         model call up to 60 s). Default: 75.
     :param runtime_client: a botocore ``sagemaker-runtime`` client for :meth:`Conversation.stream`.
         Default: one made on first use in ``region`` with ``credentials`` (or the default chain).
+    :param max_retries: how many times a request answered 429 or 503 is sent again (see Retries in the
+        module's documentation); 0 never retries. Default: 2.
+    :param max_retry_wait: the longest wait before one retry, seconds: an answer whose ``Retry-After``
+        asks for longer is raised at once, never retried sooner than it asks. Default: 10.
     """
 
     def __init__(self, url: str, *, region: str, credentials: Any = None, timeout: float = 75.0,
-                 runtime_client: Any = None):
+                 runtime_client: Any = None, max_retries: int = 2, max_retry_wait: float = 10.0):
         if not url.startswith(("https://", "http://")):
             raise ValueError(f"url {url!r} must be the function URL, starting with https://")
         if not region:
             raise ValueError("region is required (the function's AWS region, e.g. 'us-east-1')")
         if timeout <= 0:
             raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be a whole number of retries, 0 or more, got {max_retries!r}")
+        if not max_retry_wait >= 0:
+            raise ValueError(f"max_retry_wait must be seconds, 0 or more, got {max_retry_wait!r}")
         import botocore.session
 
         self._botocore = botocore.session.get_session()
@@ -129,6 +159,8 @@ class SessionClient:
         self.url = url.rstrip("/")
         self.region = region
         self.timeout = timeout
+        self.max_retries = max_retries
+        self.max_retry_wait = float(max_retry_wait)
         self._credentials = credentials
         self._runtime = runtime_client
 
@@ -206,6 +238,21 @@ class SessionClient:
         return credentials.get_frozen_credentials() if hasattr(credentials, "get_frozen_credentials") else credentials
 
     def _post(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+        """One request, sent again after a 429 or 503 as ``Retry-After`` asks, at most ``max_retries`` times."""
+        retry = 0
+        while True:
+            try:
+                return self._post_once(path, payload)
+            except FrontDoorError as exc:
+                if exc.status not in RETRY_STATUSES or retry >= self.max_retries:
+                    raise
+                wait = exc.retry_after if exc.retry_after is not None else _backoff(retry)
+                if wait > self.max_retry_wait:
+                    raise  # never sooner than asked: the caller reads retry_after
+                retry += 1
+                _sleep(wait)
+
+    def _post_once(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         url = self.url + path
         signed = AWSRequest(
@@ -225,7 +272,7 @@ class SessionClient:
                 headers = {name.lower(): value for name, value in response.headers.items()}
                 return _decode(response.status, response.read()), headers
         except urllib.error.HTTPError as exc:
-            raise _error_from(exc.code, exc.read()) from None
+            raise _error_from(exc.code, exc.read(), retry_after=_retry_after(exc.headers.get("Retry-After"))) from None
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise FrontDoorError(None, "ConnectionError", f"could not reach {url}: {reason}") from None
@@ -465,7 +512,7 @@ def _decode(status: int, raw: bytes) -> dict[str, Any]:
     return answer
 
 
-def _error_from(status: int, raw: bytes) -> FrontDoorError:
+def _error_from(status: int, raw: bytes, *, retry_after: Optional[float] = None) -> FrontDoorError:
     text = raw.decode("utf-8", errors="replace")
     try:
         payload = json.loads(text)
@@ -474,8 +521,30 @@ def _error_from(status: int, raw: bytes) -> FrontDoorError:
     if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
         error = payload["error"]
         return FrontDoorError(status, str(error.get("code", "Error")), str(error.get("message", "")),
-                              field=error.get("field"), model_status=error.get("model_status"))
+                              field=error.get("field"), model_status=error.get("model_status"),
+                              retry_after=retry_after)
     if isinstance(payload, dict) and "Message" in payload:  # Lambda URL's own answers, e.g. 403 Forbidden
         code = {403: "Forbidden", 413: "PayloadTooLarge", 429: "Throttled"}.get(status, "HttpError")
-        return FrontDoorError(status, code, str(payload["Message"]))
-    return FrontDoorError(status, "HttpError", text[:500] or f"HTTP {status}")
+        return FrontDoorError(status, code, str(payload["Message"]), retry_after=retry_after)
+    return FrontDoorError(status, "HttpError", text[:500] or f"HTTP {status}", retry_after=retry_after)
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """``Retry-After`` in seconds from now: delta-seconds or an HTTP date (RFC 9110); None when absent or unreadable."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def _backoff(retry: int) -> float:
+    """Wait before retry ``retry`` (0-based) when the answer gave no ``Retry-After``: 0.5, 1, 2 ... s, jittered."""
+    return min(0.5 * 2.0 ** retry, 8.0) * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not crypto

@@ -46,10 +46,20 @@ Errors: ``{"error": {"code", "message", "field"?, "model_status"?}}`` with statu
 bad JSON, nesting deeper than 64, unpaired surrogates, unknown component), 403 (no IAM caller in the
 request context), 404 (unknown route; a conversation id that is unknown, expired and removed, or
 another caller's: one answer for all), 409 (component switch inside a live session, concurrent update),
-413 (body over MAX_BODY_BYTES), 424 (the model container answered 4xx), 429 (throttled after retries),
-502/503 (endpoint failures), 504 (the model timed out, or TimeBudgetExceeded: the rest of the
-invocation's time could not fit another model call), 500 (bug or misconfiguration only). Prompts,
-completions and request bodies are never logged.
+413 (body over MAX_BODY_BYTES), 424 (the model container answered 4xx), 429 (SageMaker or the model
+container throttled after retries), 502/503 (endpoint failures), 503 SessionStoreThrottled (the
+conversation table throttled, see below), 504 (the model timed out, or TimeBudgetExceeded: the rest of
+the invocation's time could not fit another model call), 500 (bug or misconfiguration only). Answers
+that a retry may cure (429 Throttled, 503 SessionStoreThrottled, 504 TimeBudgetExceeded) carry
+``Retry-After`` (seconds). Prompts, completions and request bodies are never logged.
+
+Throttling of the conversation table. DynamoDB answers a request over the table's or the account's
+throughput with ProvisionedThroughputExceededException, ThrottlingException or RequestLimitExceeded;
+botocore retries it (DYNAMODB_MAX_ATTEMPTS in all), and one that still fails is answered 503
+``SessionStoreThrottled`` with ``Retry-After`` (DYNAMODB_RETRY_AFTER_SECONDS), counted as ``Throttled``
+and not as ``ServerErrors``: it is back-pressure, not a failure of the front door, so the front door's
+errors alarm does not count it. The request may be sent again as it was: a throttled /open or /invoke
+has not run the turn (a session opened for it is closed again), and /close may be repeated.
 
 Conversation ownership: every conversation is bound to the caller that opened it, ``caller_owner`` of
 ``requestContext.authorizer.iam`` (Lambda fills it from the verified SigV4 signature: accessKey,
@@ -79,6 +89,7 @@ from __future__ import annotations
 import base64
 import binascii
 import calendar
+import contextlib
 import functools
 import json
 import os
@@ -86,7 +97,7 @@ import random
 import re
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Annotated, Any, Literal, Optional, TYPE_CHECKING
@@ -239,6 +250,11 @@ DYNAMODB_WORST = DYNAMODB_MAX_ATTEMPTS * (DYNAMODB_CONNECT_TIMEOUT + DYNAMODB_RE
 BUDGET_MARGIN_SECONDS = 3.0  # to serialize and return the answer
 DEFAULT_REMAINING_SECONDS = 300.0  # when the context cannot say (never in Lambda)
 RETRYABLE_UPSTREAM_CODES = THROTTLING_CODES | {"ServiceUnavailable", "InternalFailure"}
+DYNAMODB_THROTTLING_CODES = frozenset(
+    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "Throttling"}
+)
+"""DynamoDB's throttling error codes (botocore's standard retry mode retries these same codes)."""
+DYNAMODB_RETRY_AFTER_SECONDS = 1  # DynamoDB throttles for a second or so; botocore has already backed off
 
 
 _sagemaker_runtime = clients.client_getter(
@@ -400,6 +416,7 @@ class HttpError(Exception):
         field: str | None = None,
         model_status: int | None = None,
         headers: dict[str, str] | None = None,
+        backpressure: bool = False,
     ):
         super().__init__(message)
         self.status = status
@@ -408,6 +425,8 @@ class HttpError(Exception):
         self.field = field
         self.model_status = model_status
         self.headers = headers or {}
+        self.backpressure = backpressure
+        """A 5xx that says "busy, retry" rather than "failed": counted as Throttled, never as ServerErrors."""
 
 
 class SessionGone(Exception):
@@ -430,7 +449,8 @@ def _count(name: str) -> None:
 
 
 def _handle_http_error(error: HttpError) -> Response[str]:
-    _count("ClientErrors" if error.status < 500 else "ServerErrors")
+    # ServerErrors feeds the front door's errors alarm: back-pressure is counted as Throttled instead.
+    _count("Throttled" if error.backpressure else "ClientErrors" if error.status < 500 else "ServerErrors")
     logger.info("request rejected", extra={"status": error.status, "error_code": error.code, "field": error.field})
     payload: dict[str, Any] = {"code": error.code, "message": error.message}
     if error.field:
@@ -829,12 +849,41 @@ def _is_condition_failure(error: ClientError) -> bool:
     return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
 
+def _is_table_throttling(error: ClientError) -> bool:
+    code = error.response.get("Error", {}).get("Code", "")
+    status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return code in DYNAMODB_THROTTLING_CODES or status == 429
+
+
+@contextlib.contextmanager
+def _table_call(what: str) -> Iterator[None]:
+    """Around one DynamoDB call: a throttle that outlasted botocore's retries is 503 SessionStoreThrottled.
+
+    Any other DynamoDB error (a failed condition included) propagates unchanged to the caller's handling.
+    """
+    try:
+        yield
+    except ClientError as exc:
+        if not _is_table_throttling(exc):
+            raise
+        code = exc.response.get("Error", {}).get("Code", "throttled")
+        raise HttpError(
+            503,
+            "SessionStoreThrottled",
+            f"the conversation table is throttling requests ({code}) while {what}; the turn did not run: send "
+            "the same request again after Retry-After seconds, with backoff",
+            headers={"Retry-After": str(DYNAMODB_RETRY_AFTER_SECONDS)},
+            backpressure=True,
+        ) from None
+
+
 def _get_item(settings: Settings, conversation_id: str) -> dict[str, Any] | None:
-    return _dynamodb().get_item(
-        TableName=settings.table_name,
-        Key={"conversation_id": {"S": conversation_id}},
-        ConsistentRead=True,
-    ).get("Item") or None
+    with _table_call("reading the conversation"):
+        return _dynamodb().get_item(
+            TableName=settings.table_name,
+            Key={"conversation_id": {"S": conversation_id}},
+            ConsistentRead=True,
+        ).get("Item") or None
 
 
 def _to_record(item: dict[str, Any]) -> SessionRecord:
@@ -880,11 +929,12 @@ def _store_new(settings: Settings, owner: str, opened: SessionRecord) -> Session
     for _attempt in range(3):
         record = replace(opened, conversation_id=new_conversation_id(), owner=owner)
         try:
-            _dynamodb().put_item(
-                TableName=settings.table_name,
-                Item=_item(record, _now()),
-                ConditionExpression="attribute_not_exists(conversation_id)",
-            )
+            with _table_call("storing the new conversation"):
+                _dynamodb().put_item(
+                    TableName=settings.table_name,
+                    Item=_item(record, _now()),
+                    ConditionExpression="attribute_not_exists(conversation_id)",
+                )
             return record
         except ClientError as exc:
             if not _is_condition_failure(exc):
@@ -903,13 +953,14 @@ def _claim(settings: Settings, conversation_id: str, owner: str, opened: Session
     record = SessionRecord(conversation_id, opened.session_id, opened.component, opened.expires_at, owner)
     for _attempt in range(3):
         try:
-            _dynamodb().put_item(
-                TableName=settings.table_name,
-                Item=_item(record, now),
-                ConditionExpression="session_id = :old AND #owner = :owner",
-                ExpressionAttributeNames=OWNER_ATTRIBUTE_NAMES,
-                ExpressionAttributeValues={":old": {"S": replaces}, ":owner": {"S": owner}},
-            )
+            with _table_call("storing the conversation's new session"):
+                _dynamodb().put_item(
+                    TableName=settings.table_name,
+                    Item=_item(record, now),
+                    ConditionExpression="session_id = :old AND #owner = :owner",
+                    ExpressionAttributeNames=OWNER_ATTRIBUTE_NAMES,
+                    ExpressionAttributeValues={":old": {"S": replaces}, ":owner": {"S": owner}},
+                )
             return record
         except ClientError as exc:
             if not _is_condition_failure(exc):
@@ -1059,16 +1110,18 @@ def close() -> Response[str]:
             logger.warning("container closed a different session id than requested")
     except SessionGone:
         was_open = False  # already expired/closed on the instance: the goal state holds
-    # Throttling and endpoint errors propagate (HttpError) and keep the row, so the caller can retry.
+    # Throttling and endpoint errors propagate (HttpError) and keep the row, so the caller can retry (a
+    # throttled delete too: the retry finds the session gone and deletes the row).
     # Delete only the row that was closed: a row reopened meanwhile (new session id) stays.
     try:
-        _dynamodb().delete_item(
-            TableName=settings.table_name,
-            Key={"conversation_id": {"S": conversation_id}},
-            ConditionExpression="session_id = :sid AND #owner = :owner",
-            ExpressionAttributeNames=OWNER_ATTRIBUTE_NAMES,
-            ExpressionAttributeValues={":sid": {"S": row.session_id}, ":owner": {"S": owner}},
-        )
+        with _table_call("removing the closed conversation"):
+            _dynamodb().delete_item(
+                TableName=settings.table_name,
+                Key={"conversation_id": {"S": conversation_id}},
+                ConditionExpression="session_id = :sid AND #owner = :owner",
+                ExpressionAttributeNames=OWNER_ATTRIBUTE_NAMES,
+                ExpressionAttributeValues={":sid": {"S": row.session_id}, ":owner": {"S": owner}},
+            )
     except ClientError as exc:
         if not _is_condition_failure(exc):
             raise

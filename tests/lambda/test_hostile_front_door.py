@@ -234,6 +234,49 @@ def test_any_other_path_is_a_json_404_or_400(router, path):
     assert len(answer["error"]["message"]) < 600, "the path is quoted cut, not whole"
 
 
+# ------------------------------------------------------------------ AWS throttling the front door's calls
+DYNAMODB_THROTTLES = ("ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded")
+SAGEMAKER_THROTTLES = ("ThrottlingException", "ModelNotReadyException")
+
+
+@pytest.mark.parametrize("code", DYNAMODB_THROTTLES)
+@pytest.mark.parametrize("path", BODIES)
+def test_every_throttle_of_the_table_on_every_route_is_a_503_with_retry_after(router, path, code):
+    """The first DynamoDB call of each route throttled (botocore's retries spent): a JSON 503, never a 500."""
+    ddb, runtime = Stubber(router._dynamodb()), Stubber(router._sagemaker_runtime())
+    if path == "/open":  # the session is opened, its row cannot be stored, the session is closed again
+        runtime.add_response("invoke_endpoint", {"Body": StreamingBody(io.BytesIO(b"{}"), 2),
+                                                 "NewSessionId": "sid-1; Expires=2099-01-01T00:00:00Z"})
+        ddb.add_client_error("put_item", code, "Rate of requests exceeds the allowed throughput.", 400)
+        runtime.add_response("invoke_endpoint", {"Body": StreamingBody(io.BytesIO(b"{}"), 2), "ClosedSessionId": "sid-1"},
+                             {"EndpointName": ENDPOINT, "InferenceComponentName": BASE, "SessionId": "sid-1",
+                              "Body": ANY, "ContentType": "application/json"})
+    else:
+        ddb.add_client_error("get_item", code, "Rate of requests exceeds the allowed throughput.", 400)
+    with ddb, runtime:
+        response = router.handler(url_event(path, json.dumps(BODIES[path])), CONTEXT)
+    runtime.assert_no_pending_responses()
+    assert (response["statusCode"], response["headers"]["Retry-After"]) == (503, "1"), response
+    answer = json.loads(response["body"])
+    assert list(answer) == ["error"] and answer["error"]["code"] == "SessionStoreThrottled"
+    assert code in answer["error"]["message"]
+
+
+@pytest.mark.parametrize("code", SAGEMAKER_THROTTLES)
+def test_every_throttle_of_sagemaker_is_a_429_with_retry_after(router, monkeypatch, code):
+    """SageMaker throttling (or a model still loading) on every attempt the budget allows: a JSON 429."""
+    monkeypatch.setattr(router, "_sleep", lambda seconds: None)
+    runtime = Stubber(router._sagemaker_runtime())
+    for _ in range(router.MODEL_MAX_ATTEMPTS):
+        runtime.add_client_error("invoke_endpoint", code, "Rate exceeded", 429 if code == "ModelNotReadyException" else 400)
+    stateless = {k: v for k, v in BODIES["/invoke"].items() if k != "conversation_id"}
+    with runtime:
+        response = router.handler(url_event("/invoke", json.dumps(stateless)), CONTEXT)
+    runtime.assert_no_pending_responses()
+    assert (response["statusCode"], response["headers"]["Retry-After"]) == (429, "2"), response
+    assert json.loads(response["body"])["error"]["code"] == "Throttled"
+
+
 # ------------------------------------------------------------------ the turn log (EAGLE source front_door)
 def test_the_turn_log_never_raises_whatever_the_turn(monkeypatch):
     """``turn_log.record_turn`` runs after the model answered: every field of the chat request and of the model's

@@ -719,6 +719,112 @@ def test_close_unknown_conversation_is_404(router):
     assert router.runtime.sent == []
 
 
+# --- throttling of the conversation table -------------------------------------------------------------
+DYNAMODB_THROTTLES = ["ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"]
+
+
+def throttle_table(router, operation: str, code: str, times: int = 1) -> list[str]:
+    """The next ``times`` calls of DynamoDB ``operation`` fail with ``code``, as botocore raises a throttle once
+    its own retries are spent (answered before the call is sent, like Stubber); every other call reaches moto.
+    Returns the names the handler counts (``_count``)."""
+    from botocore.awsrequest import AWSResponse
+
+    left = [times]
+
+    def answer(model, **_):
+        if model.name != operation or left[0] == 0:
+            return None
+        left[0] -= 1
+        return (AWSResponse("https://dynamodb.us-east-1.amazonaws.com/", 400, {}, None),
+                {"Error": {"Code": code, "Message": "Rate of requests exceeds the allowed throughput."},
+                 "ResponseMetadata": {"HTTPStatusCode": 400}})
+
+    router.mod._dynamodb().meta.events.register(f"before-call.dynamodb.{operation}", answer)
+    counted: list[str] = []
+    original = router.mod._count
+    router.mod._count = lambda name: (counted.append(name), original(name))[1]
+    return counted
+
+
+def assert_table_throttled(response: dict[str, Any], code: str, counted: list[str]) -> None:
+    error = assert_error(response, 503, "SessionStoreThrottled")
+    assert set(error) == {"code", "message"}
+    assert code in error["message"] and "send the same request again" in error["message"]
+    assert response["headers"]["Retry-After"] == "1"
+    assert response["headers"]["Content-Type"] == "application/json"
+    assert "Throttled" in counted and "ServerErrors" not in counted  # the errors alarm does not count it
+
+
+@pytest.mark.parametrize("code", DYNAMODB_THROTTLES)
+def test_a_throttled_read_of_the_conversation_is_503_with_retry_after(router, code):
+    router.table.put("chat-42", SID_1)
+    counted = throttle_table(router, "GetItem", code)
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert_table_throttled(response, code, counted)
+    assert router.runtime.sent == []  # the turn never reached the model
+    router.runtime.turn(session_id=SID_1)
+    assert router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})["statusCode"] == 200  # the retry
+
+
+@pytest.mark.parametrize("code", DYNAMODB_THROTTLES)
+def test_a_throttled_open_is_503_and_frees_the_session_it_opened(router, code):
+    counted = throttle_table(router, "PutItem", code)
+    router.runtime.open(SID_1)
+    router.runtime.close(SID_1)
+
+    assert_table_throttled(router.call("/open", {}), code, counted)
+    assert router.table.items() == []
+
+
+def test_a_throttled_reopen_is_503_frees_the_new_session_and_keeps_the_row(router):
+    router.table.put("chat-42", SID_3, expires_at=NOW - 1)
+    counted = throttle_table(router, "PutItem", "ProvisionedThroughputExceededException")
+    router.runtime.open(SID_2)
+    router.runtime.close(SID_2)
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert_table_throttled(response, "ProvisionedThroughputExceededException", counted)
+    assert router.table.get("chat-42")["session_id"] == SID_3
+    assert [json.loads(sent["Body"]) for sent in router.runtime.sent] == [
+        {"requestType": "NEW_SESSION"}, {"requestType": "CLOSE"}]  # no turn ran
+
+
+def test_a_throttled_delete_on_close_is_503_and_the_retry_removes_the_row(router):
+    router.table.put("chat-42", SID_1)
+    counted = throttle_table(router, "DeleteItem", "RequestLimitExceeded")
+    router.runtime.close(SID_1)
+
+    assert_table_throttled(router.call("/close", {"conversation_id": "chat-42"}), "RequestLimitExceeded", counted)
+    assert router.table.get("chat-42")["session_id"] == SID_1
+    router.runtime.error(code="ModelError", status=424, body={"requestType": "CLOSE"}, session_id=SID_1,
+                         message=f"Bad request: session not found: {SID_1}", OriginalStatusCode=400)
+    retried = router.call("/close", {"conversation_id": "chat-42"})
+    assert retried["statusCode"] == 200 and retried["json"]["session_was_open"] is False
+    assert router.table.get("chat-42") is None
+
+
+def test_other_table_errors_stay_internal_errors(router):
+    """Only throttling is back-pressure: a table the role may not use is a 500 the errors alarm counts."""
+    counted = throttle_table(router, "GetItem", "AccessDeniedException")
+
+    response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
+
+    assert_error(response, 500, "InternalError")
+    assert "ServerErrors" in counted and "Throttled" not in counted
+
+
+def test_the_table_throttle_codes_are_the_ones_botocore_retries(router):
+    """What reaches the handler is what botocore's standard retry mode gave up on: the same codes."""
+    from botocore.retries.standard import ThrottledRetryableChecker
+
+    assert set(DYNAMODB_THROTTLES) <= router.mod.DYNAMODB_THROTTLING_CODES
+    assert router.mod.DYNAMODB_THROTTLING_CODES <= set(ThrottledRetryableChecker._THROTTLED_ERROR_CODES)
+    assert router.mod._dynamodb().meta.config.retries["mode"] == "standard"
+
+
 # --- owner binding ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def caller_owner():
