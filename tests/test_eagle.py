@@ -157,7 +157,7 @@ def user_data() -> Built:
 def test_capture_loop_has_every_state(capture):
     assert set(capture.states()) == {
         "Prepare", "PlanDataset", "AnyNewCaptures?", "NoNewCaptures", "ConvertCaptures", "FinalizeDataset",
-        "EnoughNewRecords?", "PreviousWatermark?", "RollBackWatermark", "ResetWatermark", "NotEnoughRecords",
+        "EnoughNewRecords?", "NotEnoughRecords",
         "SummarizeDataset", "StartJob", "WaitForJob", "DescribeJob", "JobFinished?", "RecordRun", "JobSucceeded?",
         "NotifyJobFailed", "JobFailed", "NotifyResultsUnparsed", "ResultsUnparsed", "NotifyFailure", "RunFailed", "Done",
     }
@@ -221,23 +221,39 @@ def test_finalize_gets_the_plan_and_the_result_writer_manifest(capture):
     assert finalize["ResultPath"] == "$.dataset"
 
 
-def test_threshold_skips_small_datasets_and_rolls_the_watermark_back(capture):
+def test_threshold_skips_small_datasets_and_leaves_the_watermark_where_it_was(capture):
+    """Nothing before StartJob writes the watermark, so a run below the threshold has nothing to undo."""
     states = capture.states()
     enough = states["EnoughNewRecords?"]
     assert enough["Choices"] == [{"Or": [{"Variable": "$.dataset.empty", "BooleanEquals": True},
                                          {"Variable": "$.dataset.records", "NumericLessThan": 1000}],
-                                  "Next": "PreviousWatermark?"}]
+                                  "Next": "NotEnoughRecords"}]
     assert enough["Default"] == "SummarizeDataset"
-    roll_back = states["RollBackWatermark"]
-    assert roll_back["Resource"] == "arn:${AWS::Partition}:states:::aws-sdk:ssm:putParameter"
-    assert roll_back["Parameters"] == {"Name": capture.ref(capture.eagle.watermark_parameter),
-                                       "Value.$": "$.plan.watermark_previous_value", "Type": "String", "Overwrite": True}
-    assert states["PreviousWatermark?"]["Choices"][0] == {"Variable": "$.plan.watermark_previous_value",
-                                                         "IsNull": True, "Next": "ResetWatermark"}
-    assert states["RollBackWatermark"]["Next"] == states["ResetWatermark"]["Next"] == "NotEnoughRecords"
     reason = states["NotEnoughRecords"]["Parameters"]["reason.$"]
     assert reason.startswith("States.Format(") and "min_new_records 1000" in reason
     assert states["NotEnoughRecords"]["Next"] == "Done"
+
+
+def test_only_the_start_function_writes_the_watermark(capture):
+    """The watermark moves with the job (StartJob's invocation): no state, and no other function, may write it."""
+    eagle = capture.eagle
+    watermark = render(capture.stack.resolve(eagle.watermark_parameter.parameter_arn))
+    writers = []
+    for resource in capture.resources.values():
+        if resource["Type"] != "AWS::IAM::Policy":
+            continue
+        for statement in render(resource["Properties"]["PolicyDocument"]["Statement"]):
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            resources = statement.get("Resource", [])
+            if "ssm:PutParameter" in actions and watermark in (resources if isinstance(resources, list) else [resources]):
+                writers.append(resource["Properties"]["Roles"])
+    loop = {lid(capture.stack, role): name for name, role in [
+        ("start", eagle.start_function.role), ("plan", eagle.plan_function.role),
+        ("convert", eagle.convert_function.role), ("finalize", eagle.finalize_function.role),
+        ("record", eagle.record_function.role), ("state machine", eagle.state_machine.role)]}
+    # (the deploy-time resource that creates the parameter writes it too; no other part of the loop may)
+    assert [loop[role["Ref"]] for roles in writers for role in roles if role["Ref"] in loop] == ["start"]
+    assert not any(str(state.get("Resource", "")).endswith(":ssm:putParameter") for state in _all_states(capture.definition).values())
 
 
 def test_start_job_gets_the_dataset_and_model_and_retries_quota_errors_for_hours(capture):
@@ -248,6 +264,7 @@ def test_start_job_gets_the_dataset_and_model_and_retries_quota_errors_for_hours
         "deployment_instance_type": INSTANCE, "max_instance_count": 1,
         "training_data": {"s3_uri.$": "$.dataset.training_data_s3_uri", "s3_data_type.$": "$.dataset.s3_data_type"},
         "run_id.$": "$.run.run_id", "dataset_summary.$": "$.dataset.summary",
+        "watermark.$": "$.dataset.watermark_commit",  # the start moves the watermark with the job
     }
     retries = {tuple(r["ErrorEquals"]): r for r in start["Retry"]}
     assert retries[("ResourceLimitExceededError",)] == {
@@ -270,10 +287,68 @@ def test_failures_are_published_with_error_and_cause_then_fail(capture):
     assert capture.states()["RunFailed"] == {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"}
 
 
+def _all_states(machine: dict[str, Any]) -> dict[str, Any]:
+    """Every state of an ASL definition by name, those inside Map (ItemProcessor / Iterator) and Parallel
+    (Branches) states included, at any depth."""
+    found: dict[str, Any] = {}
+    for name, state in machine["States"].items():
+        found[name] = state
+        for inner in [state.get("ItemProcessor"), state.get("Iterator"), *state.get("Branches", [])]:
+            if inner:
+                found.update(_all_states(inner))
+    return found
+
+
+TRANSIENT = {  # resource (as rendered) -> an error of that service that must be retried
+    "arn:${AWS::Partition}:states:::lambda:invoke": "Lambda.TooManyRequestsException",
+    "arn:${AWS::Partition}:states:::sns:publish": "SNS.ThrottledException",
+    "arn:${AWS::Partition}:states:::aws-sdk:sagemaker:describeOptimizationJob": "SageMaker.ThrottlingException",
+    "arn:${AWS::Partition}:states:::states:startExecution": "StepFunctions.ExecutionLimitExceededException",
+}
+
+
+@pytest.mark.parametrize("fixture", ["capture", "user_data"])
+def test_every_task_retries_its_services_transient_errors(fixture, request):
+    """Every Task, the SNS notifications and the Distributed Map's worker included, has a Retry with errors its
+    service documents as transient (never a bare States.ALL), so no outcome is lost to throttling."""
+    built = request.getfixturevalue(fixture)
+    tasks = {name: state for name, state in _all_states(built.definition).items() if state["Type"] == "Task"}
+    assert {"NotifyFailure", "NotifyJobFailed", "NotifyResultsUnparsed", "StartJob", "RecordRun"} <= set(tasks)
+    if fixture == "capture":
+        assert "ConvertBatch" in tasks  # the Distributed Map's ItemProcessor is walked
+    problems = []
+    for name, state in tasks.items():
+        retried = [error for retry in state.get("Retry", []) for error in retry["ErrorEquals"]]
+        resource = state["Resource"]
+        if resource.startswith("arn:${AWS::Partition}:lambda:") or resource.startswith("${"):
+            resource = "arn:${AWS::Partition}:states:::lambda:invoke"  # payload-only Lambda tasks name the function
+        if resource not in TRANSIENT:
+            problems.append(f"{name}: no rule for {resource}")
+        elif TRANSIENT[resource] not in retried or "States.ALL" in retried:
+            problems.append(f"{name}: retries {retried}")
+    assert not problems, problems
+
+
+def test_notifications_retry_throttling_and_internal_errors_under_both_spellings(capture):
+    """Step Functions names an SNS error after the SDK exception class: ``SNS.`` (optimized integration) and
+    ``Sns.`` (AWS SDK integration); botocore's Publish lists InternalErrorException and KMSThrottlingException."""
+    from sagemaker_llm_cdk.eagle.state_machine import SNS_RETRY_ERRORS
+
+    for name in ("NotifyFailure", "NotifyJobFailed", "NotifyResultsUnparsed"):
+        (retry,) = capture.states()[name]["Retry"]
+        assert retry == {"ErrorEquals": SNS_RETRY_ERRORS, "IntervalSeconds": 2, "MaxAttempts": 6, "BackoffRate": 2}
+    assert {"SNS.ThrottledException", "SNS.InternalErrorException", "SNS.KMSThrottlingException",
+            "Sns.ThrottledException", "Sns.InternalErrorException", "Sns.KmsThrottlingException"} <= set(SNS_RETRY_ERRORS)
+    import botocore.session
+    publish = botocore.session.get_session().get_service_model("sns").operation_model("Publish")
+    modelled = {shape.name for shape in publish.error_shapes}
+    assert {"InternalErrorException", "KMSThrottlingException"} <= modelled
+
+
 def test_every_task_sends_its_errors_to_sns(capture):
     tasks = [name for name, state in capture.states().items()
              if state["Type"] in ("Task", "Map") and not name.startswith("Notify")]
-    assert len(tasks) == 8
+    assert len(tasks) == 6  # plan, the convert map, finalize, start, describe, record: no state writes the watermark
     for name in tasks:
         catches = capture.states()[name]["Catch"]
         assert catches == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "NotifyFailure"}], name
@@ -367,9 +442,12 @@ def test_start_function_grants(capture):
     listing = next(s for s in capture.statements(eagle.start_function.role) if s.get("Sid") == "FindDataset")
     assert listing["Resource"] == "arn:${AWS::Partition}:s3:::" + capture.ref(eagle.artifacts_bucket)
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["datasets/*"]}}
+    watermark = render(capture.stack.resolve(eagle.watermark_parameter.parameter_arn))
+    assert grants["ssm:GetParameter"] == grants["ssm:PutParameter"] == [watermark]  # this one parameter only
     assert set(grants) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
                            "xray:PutTelemetryRecords", "sagemaker:CreateOptimizationJob",
-                           "sagemaker:DescribeOptimizationJob", "sagemaker:AddTags", "iam:PassRole", "s3:ListBucket"}
+                           "sagemaker:DescribeOptimizationJob", "sagemaker:AddTags", "iam:PassRole", "s3:ListBucket",
+                           "ssm:GetParameter", "ssm:PutParameter"}
 
 
 def test_job_role_reads_model_and_dataset_writes_only_its_output(capture):
@@ -407,7 +485,8 @@ def test_dataset_functions_read_only_this_endpoints_captures(capture):
     assert "s3:GetObject" not in plan and plan["s3:PutObject"] == [datasets]
     finalize = capture.grants(eagle.finalize_function.role)
     assert finalize["s3:GetObject"] == [capture.ref(eagle.artifacts_bucket, "Arn") + "/map-results/*"]
-    assert "ssm:PutParameter" in finalize and "ssm:PutParameter" not in plan
+    assert not any(action.startswith("ssm:") for action in finalize)  # finalize only says where it moves
+    assert "ssm:PutParameter" not in plan
 
 
 def test_training_set_is_written_under_the_key_the_job_role_may_decrypt_with(capture):

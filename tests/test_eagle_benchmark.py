@@ -130,6 +130,9 @@ def test_promoted_runs_start_the_benchmark_named_after_the_run(fixture, request)
     assert start["Parameters"]["Name.$"] == "$.run.run_id"
     assert start["Parameters"]["Input"] == {"run_id.$": "$.run.run_id", "head.$": "$.record.draft_model_s3_uri"}
     assert start["Parameters"]["StateMachineArn"] == "${" + lid(stack, eagle.benchmark.state_machine) + "}"
+    (retry,) = start["Retry"]  # a busy account (too many running executions, KMS throttling) is waited out
+    assert {"StepFunctions.ExecutionLimitExceededException", "StepFunctions.KmsThrottlingException"} <= set(
+        retry["ErrorEquals"]) and "StepFunctions.ExecutionAlreadyExistsException" not in retry["ErrorEquals"]
     catches = {tuple(c["ErrorEquals"]): c["Next"] for c in start["Catch"]}
     assert catches[("StepFunctions.ExecutionAlreadyExistsException",)] == "Done"
     assert catches[("States.ALL",)] == "NotifyFailure"

@@ -7,7 +7,10 @@ Entry points (one Lambda function each, same code asset):
 * ``index.convert``   - Distributed Map batch worker: streams capture objects, writes
                         bounded-size JSONL shards per inference component.
 * ``index.finalize``  - reads the Distributed Map ``ResultWriter`` output, writes the summary and
-                        a SageMaker ``ManifestFile`` per component, then moves the watermark.
+                        a SageMaker ``ManifestFile`` per component, and says where the watermark moves
+                        (``watermark_commit``). No function here writes the watermark: the job's start
+                        moves it with the job (``lambda/eagle_job``), so a run that trains nothing, fails
+                        or is aborted before its job exists leaves it where it was.
 * ``index.validate_user_dataset`` - samples a user-supplied dataset and reports its format.
 * ``index.check``     - (scheduled) counts captured records after the watermark without converting
                         them and starts a run of the state machine once enough arrived.
@@ -45,8 +48,12 @@ Events (JSON):
 * plan in:  ``{"capture_bucket", "capture_prefix", "output_bucket", "output_prefix", "run_id",
   "watermark_parameter", "settle_seconds"?, "max_objects"?}``
   plan out: ``{"manifest_bucket", "manifest_key", "object_count", "new_watermark",
-  "previous_watermark", "watermark_value", "watermark_previous_value", "watermark_parameter",
-  "truncated", "capture_bucket", "capture_prefix", "output_bucket", "output_prefix", "run_id"}``
+  "previous_watermark", "watermark_value", "watermark_previous_value", "watermark_stored_value",
+  "watermark_parameter", "truncated", "capture_bucket", "capture_prefix", "output_bucket", "output_prefix",
+  "run_id"}``. ``watermark_stored_value`` is the parameter's value as read (null: no parameter);
+  ``watermark_previous_value`` the watermark the window starts after: the same, except that a claim
+  (``{"v":1,"claim":{...}}``, written by the job's start while it creates its job) is planned from its
+  ``previous``; ``watermark_value`` where the window ends.
 * convert in:  ``{"Items": [{"key"}...], "BatchInput": {"capture_bucket", "capture_prefix"?,
   "output_bucket", "output_prefix", "run_id", "source"?: "capture"|"front_door"}}``. With
   ``front_door`` the objects are the session front door's turn log (``TurnLog``: one
@@ -61,10 +68,13 @@ Events (JSON):
   finalize out: ``{"training_data_s3_uri", "s3_data_type": "S3Prefix", "manifest_s3_uri",
   "records", "empty", "reason", "component", "requested_component", "complete", "failed_batches",
   "summary_key", "summary_s3_uri", "component_uris": {name: uri}, "component_records": {name: n},
-  "unattributed", "skipped": {reason: n}, "watermark_updated"}``. ``component`` is ``target_component`` (default env ``TARGET_COMPONENT``);
-  records that named no component are counted in ``unattributed`` and never in it. Batches the Distributed Map
-  tolerated as failed leave ``complete`` false: the dataset holds the other batches and the
-  watermark is not moved, so those objects are converted again next run.
+  "unattributed", "skipped": {reason: n}, "watermark_commit"}``. ``component`` is ``target_component`` (default env ``TARGET_COMPONENT``);
+  records that named no component are counted in ``unattributed`` and never in it. ``watermark_commit`` is
+  ``{"parameter", "stored", "previous", "value"}`` (the plan's ``watermark_parameter``,
+  ``watermark_stored_value``, ``watermark_previous_value`` and ``watermark_value``): the job's start moves
+  the parameter from ``stored`` to ``value`` once its job exists. It is null when nothing moves: no new
+  capture objects, or batches the Distributed Map tolerated as failed (``complete`` false: the dataset holds
+  the other batches and those objects are converted again next run).
 * validate in: ``{"s3_uri", "s3_data_type"?: "S3Prefix"|"ManifestFile"}``
   validate out: ``{"format", "s3_uri", "objects_checked", "lines_checked"}``
 
@@ -78,7 +88,7 @@ Events (JSON):
   runs for the same data (see ``_execution_name``). Reading stops at 10 steps.
 
 Errors a state machine can match: ``InvalidEventError``, ``CaptureAccessDeniedError``,
-``WatermarkTooLargeError``, ``WatermarkConflictError``, ``MapRunIncompleteError``,
+``WatermarkTooLargeError``, ``MapRunIncompleteError``,
 ``ResultsFormatError``, ``DatasetFormatError``; AWS failures after retries surface as
 ``ClientError``.
 """
@@ -144,10 +154,6 @@ class CaptureAccessDeniedError(RuntimeError):
 
 class WatermarkTooLargeError(RuntimeError):
     """The per-folder watermark no longer fits in one SSM String parameter."""
-
-
-class WatermarkConflictError(RuntimeError):
-    """The watermark changed between plan and finalize (two runs overlapped)."""
 
 
 class MapRunIncompleteError(RuntimeError):
@@ -270,6 +276,7 @@ def _models() -> SimpleNamespace:
         object_count: WholeNumber = Field(ge=0)
         watermark_value: str | None = None
         watermark_previous_value: str | None = None
+        watermark_stored_value: str | None = None
         new_watermark: str | None = None
         capture_bucket: str | None = None
         capture_prefix: str | None = None
@@ -327,8 +334,31 @@ def _read_watermark(name: str) -> str | None:
         raise
 
 
+def _claimed_previous(value: str | None) -> str | None:
+    """The watermark a claim's window starts after (``{"v":1,"claim":{"previous": ...}}``), else ``value``.
+
+    The job's start writes the claim just before it creates its job and replaces it with the window's end
+    just after; a claim that is still there was left by an invocation that ended in between. Planning from
+    its ``previous`` re-reads the window; the next start settles whether that job exists before anything
+    trains on it again (``lambda/eagle_job``)."""
+    if value and value.startswith('{"v":1,"claim":'):
+        try:
+            previous = json.loads(value)["claim"]["previous"]
+        except (ValueError, KeyError, TypeError):
+            return value
+        return previous if isinstance(previous, str) or previous is None else value
+    return value
+
+
+def _claim_chars(previous: str | None, value: str, run_id: str) -> int:
+    """Characters of the claim the job's start writes for this window (its longest job name, 63)."""
+    return len(json.dumps({"v": 1, "claim": {"job": "j" * 63, "run_id": run_id, "claimed_at": "2026-01-01T00:00:00Z",
+                                             "previous": previous, "value": value}}, separators=(",", ":")))
+
+
 def _decode_watermark(value: str | None) -> tuple[dict[str, str], str | None]:
-    """SSM value -> (folder -> last key, legacy single key). Both empty when unset."""
+    """SSM value -> (folder -> last key, legacy single key). Both empty when unset; a claim reads as its previous."""
+    value = _claimed_previous(value)
     if not value:
         return {}, None
     if value.startswith("{"):
@@ -389,7 +419,8 @@ def plan(event: dict[str, Any], context: Any) -> dict[str, Any]:
     cutoff = _now() - timedelta(seconds=settle)
     logger.append_keys(run_id=request.run_id)
 
-    previous_value = _read_watermark(request.watermark_parameter)
+    stored_value = _read_watermark(request.watermark_parameter)
+    previous_value = _claimed_previous(stored_value)
     folders_after, legacy_after = _decode_watermark(previous_value)
     try:
         folders = _capture_folders(request.capture_bucket, request.capture_prefix)
@@ -426,9 +457,12 @@ def plan(event: dict[str, Any], context: Any) -> dict[str, Any]:
             break
 
     watermark_value = _encode_watermark(new_after) if new_after else previous_value
-    if watermark_value and len(watermark_value) > _WATERMARK_MAX_CHARS:
+    # the claim the job's start writes holds both ends of the window: it must fit as well
+    needed = _claim_chars(previous_value, watermark_value, request.run_id) if watermark_value else 0
+    if needed > _WATERMARK_MAX_CHARS:
         raise WatermarkTooLargeError(
-            f"The watermark for {len(new_after)} capture folders is {len(watermark_value)} characters; an SSM String "
+            f"The watermark for {len(new_after)} capture folders needs {needed} characters (the claim that holds the "
+            f"window's start and end while its job starts); an SSM String "
             f"parameter holds {_WATERMARK_MAX_CHARS}. Narrow capture_prefix to one endpoint "
             f"(s3://{request.capture_bucket}/{request.capture_prefix}<endpoint-name>/) and run one pipeline per endpoint."
         )
@@ -448,6 +482,7 @@ def plan(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "previous_watermark": max(previous_keys) if previous_keys else None,
         "watermark_value": watermark_value,
         "watermark_previous_value": previous_value,
+        "watermark_stored_value": stored_value,
         "watermark_parameter": request.watermark_parameter,
         "truncated": truncated,
         "capture_bucket": request.capture_bucket,
@@ -674,21 +709,16 @@ def _collect_results(location: ResultsLocation) -> tuple[list[dict[str, Any]], i
     return list(outputs.values()), failed_batches, failed_objects
 
 
-def _update_watermark(plan_output: PlanOutput) -> bool:
+def _watermark_commit(plan_output: PlanOutput, complete: bool) -> dict[str, Any] | None:
+    """Where the job's start moves the watermark once its job exists; None when it stays.
+
+    Nothing is written here: a run that trains nothing, or fails or is aborted before its job exists, leaves
+    the parameter as it was, so its captures are read again by the next run."""
     new, previous = plan_output.watermark_value, plan_output.watermark_previous_value
-    if not new or new == previous:
-        return False
-    current = _read_watermark(plan_output.watermark_parameter)
-    if current == new:
-        return False  # already applied by an earlier attempt of this finalize
-    if current != previous:
-        raise WatermarkConflictError(
-            f"SSM parameter {plan_output.watermark_parameter} changed while run {plan_output.run_id} was running "
-            "(another run finished in between). This run's dataset was written but the watermark was left alone; "
-            "make sure only one run per watermark parameter executes at a time."
-        )
-    _ssm().put_parameter(Name=plan_output.watermark_parameter, Value=new, Type="String", Overwrite=True)
-    return True
+    if not complete or not new or new == previous:
+        return None
+    return {"parameter": plan_output.watermark_parameter, "stored": plan_output.watermark_stored_value,
+            "previous": previous, "value": new}
 
 
 @metrics.log_metrics(raise_on_empty_metrics=False)
@@ -792,13 +822,14 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
     _s3().put_object(Bucket=bucket, Key=summary_key, Body=json.dumps(summary, indent=1).encode("utf-8"),
                      ContentType="application/json", **_encryption())
     # Only a complete run moves the watermark: objects of failed batches are converted again next run.
-    watermark_updated = _update_watermark(plan_output) if complete else False
+    watermark_commit = _watermark_commit(plan_output, complete)
     if not complete:
         logger.warning("map run had failed batches; watermark left in place", extra={"failed_batches": failed_batches})
         metrics.add_metric(name="FailedBatches", unit=MetricUnit.Count, value=failed_batches)
 
     metrics.add_metric(name="DatasetRecords", unit=MetricUnit.Count, value=records)
-    logger.info("dataset finalized", extra={"records": records, "components": len(components), "watermark_updated": watermark_updated})
+    logger.info("dataset finalized", extra={"records": records, "components": len(components),
+                                            "watermark_moves": watermark_commit is not None})
     return {
         "training_data_s3_uri": training_uri,
         "s3_data_type": "S3Prefix",
@@ -816,7 +847,7 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "component_records": {name: stats["converted"] for name, stats in sorted(components.items())},
         "unattributed": unattributed,
         "skipped": dict(sorted(skipped.items())),
-        "watermark_updated": watermark_updated,
+        "watermark_commit": watermark_commit,
     }
 
 
@@ -847,7 +878,7 @@ def _execution_name(watermark: str | None, step: int) -> str:
     """``records-<watermark hash>-<step>``: one run per watermark and per ``min_new_records`` step of new lines.
 
     A run that trains moves the watermark (a new name). A run that does not (records that do not convert,
-    e.g. unattributed ones) rolls the watermark back: the same name comes again and Step Functions refuses
+    e.g. unattributed ones) leaves it where it was: the same name comes again and Step Functions refuses
     it (names are unique for 90 days), so the next run waits until another ``min_new_records`` lines arrived.
     """
     digest = hashlib.sha256((watermark or "").encode("utf-8")).hexdigest()[:16]

@@ -60,6 +60,10 @@ class OptimizationJobConflictError(EagleJobError):
     """A job with the derived name exists but was created from different inputs."""
 
 
+class WatermarkConflictError(EagleJobError):
+    """The capture watermark is not where this run's plan found it: another run moved or holds it."""
+
+
 class JobNotTerminalError(EagleJobError):
     """``record`` was called before the optimization job reached a terminal status."""
 
@@ -163,6 +167,49 @@ def job_name(
     room = JOB_NAME_MAX - len(JOB_NAME_PREFIX) - len(digest) - 2
     slug = slug[:room].strip("-")
     return "-".join(part for part in (JOB_NAME_PREFIX, slug, digest) if part)
+
+
+# --------------------------------------------------------------------------------------------
+# Capture watermark claims (the value format is the dataset builder's, ``lambda/eagle_dataset``)
+# --------------------------------------------------------------------------------------------
+
+EMPTY_WATERMARK = '{"v":1,"after":{}}'
+"""The dataset builder's watermark with nothing consumed yet (what the parameter is created with)."""
+CLAIM_EXPIRY_SECONDS = 900
+"""A claim older than this was written by an invocation that has ended: Lambda runs 900 s at most."""
+
+
+@dataclass(frozen=True)
+class WatermarkClaim:
+    """``start``'s note in the watermark parameter while it creates a job: the window ``previous`` -> ``value``
+    belongs to job ``job`` of run ``run_id`` once that job exists, and to nobody if it never does."""
+
+    job: str
+    run_id: str
+    claimed_at: str
+    previous: str | None
+    value: str
+
+
+def claim_value(claim: WatermarkClaim) -> str:
+    """The parameter value holding ``claim``: compact JSON ``{"v": 1, "claim": {...}}``, keys in a fixed order."""
+    return json.dumps({"v": 1, "claim": {"job": claim.job, "run_id": claim.run_id, "claimed_at": claim.claimed_at,
+                                         "previous": claim.previous, "value": claim.value}}, separators=(",", ":"))
+
+
+def decode_claim(value: str | None) -> WatermarkClaim | None:
+    """The claim a parameter value holds, or None for a plain watermark (or anything else)."""
+    if not value or not value.startswith('{"v":1,"claim":'):
+        return None
+    try:
+        claim = json.loads(value)["claim"]
+        fields = {name: claim[name] for name in ("job", "run_id", "claimed_at", "value")}
+        previous = claim["previous"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not all(isinstance(item, str) for item in fields.values()) or not isinstance(previous, (str, type(None))):
+        return None
+    return WatermarkClaim(previous=previous, **fields)
 
 
 def tag_value(value: str) -> str:

@@ -17,12 +17,31 @@ Both handlers are steps of a Step Functions state machine: build dataset -> ``st
      "architecture": "Qwen3ForCausalLM", "deployment_instance_type": "ml.p5e.48xlarge",
      "max_instance_count": 1,
      "training_data": {"s3_uri": "s3://bucket/eagle/data/run-1/", "s3_data_type": "S3Prefix"},
-     "run_id": "run-1", "dataset_summary": {"records": 1200, ...}}
+     "run_id": "run-1", "dataset_summary": {"records": 1200, ...},
+     "watermark": {"parameter": "/sagemaker-llm/eagle/qwen3-32b/watermark", "stored": "<value plan read>",
+                   "previous": "<window start>", "value": "<window end>"}}   # optional: captured traffic only
     ``dataset_summary.records == 0`` or ``dataset_summary.empty == true`` -> EmptyDatasetError.
   Returns (``StartOutput``; identical keys for a fresh job and for a retry that found the job)::
     {"job_name", "job_arn", "eagle_version": "eagle3"|"eagle2", "output_s3_uri", "started_at",
-     "draft_model_s3_uri", "results_s3_uri", plus the event's model_name, run_id, model_s3_uri,
-     architecture, deployment_instance_type, max_instance_count, training_data, dataset_summary}
+     "draft_model_s3_uri", "results_s3_uri", "watermark_committed", plus the event's model_name, run_id,
+     model_s3_uri, architecture, deployment_instance_type, max_instance_count, training_data, dataset_summary,
+     watermark}
+
+  The capture watermark moves with the job, in this one invocation (``watermark`` is FinalizeDataset's
+  ``watermark_commit``; nothing before this step writes the parameter):
+
+  1. claim: the parameter must still hold ``stored`` (else WatermarkConflictError, nothing created); it is
+     set to a claim ``{"v":1,"claim":{"job","run_id","claimed_at","previous","value"}}`` naming the job;
+  2. CreateOptimizationJob (or the job a retry finds);
+  3. commit: the parameter becomes ``value``. A failed create puts ``stored`` back before the error is raised.
+
+  A Step Functions abort does not stop a running invocation, so an aborted run either started its job and moved
+  the watermark, or did neither. A claim left by an invocation that died between 1 and 3 is settled by the next
+  run's start once it is older than any invocation (``CLAIM_EXPIRY_SECONDS``): it commits the claim's ``value``
+  when the claimed job exists (and fails with WatermarkConflictError: that run planned from ``previous``, so it
+  trains nothing; the run after it starts at ``value``), and claims over it when the job does not. The dataset
+  builder plans a claimed parameter from the claim's ``previous``. Retries are idempotent: an attempt finds its
+  own claim, or the value it committed with its job.
 
 ``record(event, context)``
   Environment:
@@ -87,6 +106,7 @@ from eagle_job_core import (  # re-exported: Step Functions matches these class 
     UnsupportedArchitectureError,
     UnsupportedInstanceTypeError,
     UnsupportedModelSourceError,
+    WatermarkConflictError,
 )
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
@@ -96,6 +116,7 @@ if TYPE_CHECKING:  # names in annotations only; at run time nothing here is impo
     # classes that _models() builds on first use: Any for annotations
     RecordEvent: TypeAlias = Any
     StartEvent: TypeAlias = Any
+    WatermarkCommit: TypeAlias = Any
 
 __all__ = [
     "start",
@@ -110,6 +131,7 @@ __all__ = [
     "UnsupportedArchitectureError",
     "UnsupportedInstanceTypeError",
     "UnsupportedModelSourceError",
+    "WatermarkConflictError",
 ]
 
 logger = Logger()
@@ -122,6 +144,10 @@ MAX_LISTING_OBJECTS = 1000
 """Objects of the job's output prefix listed into the report (the run record keeps the first 200)."""
 MAX_LISTING_IN_RECORD = 200
 _S3_URI = r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$"
+_PARAMETER = r"^/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$"
+"""An SSM parameter name (botocore: 1-2048 characters), as the dataset builder checks it."""
+_WATERMARK_MAX_CHARS = 4096
+"""An SSM standard-tier String parameter's value."""
 
 
 # Throttling and transient errors are retried by botocore (clients.DEFAULT_RETRIES: adaptive, 9 attempts).
@@ -149,6 +175,17 @@ def _models() -> SimpleNamespace:
         s3_uri: str = Field(min_length=1, max_length=1024)
         s3_data_type: Literal["S3Prefix", "ManifestFile"] = "S3Prefix"
 
+    class WatermarkCommit(BaseModel):
+        """Where the capture watermark is (``stored``, as plan read it), where this run's window starts
+        (``previous``; null: nothing consumed yet) and where it ends (``value``)."""
+
+        model_config = ConfigDict(extra="forbid", defer_build=True)
+
+        parameter: str = Field(pattern=_PARAMETER, max_length=2048)
+        stored: str | None = Field(default=None, min_length=1, max_length=_WATERMARK_MAX_CHARS)
+        previous: str | None = Field(default=None, min_length=1, max_length=_WATERMARK_MAX_CHARS)
+        value: str = Field(min_length=1, max_length=_WATERMARK_MAX_CHARS)
+
     class StartEvent(BaseModel):
         model_config = ConfigDict(extra="ignore", protected_namespaces=(), defer_build=True)
 
@@ -162,8 +199,12 @@ def _models() -> SimpleNamespace:
         dataset_summary: dict[str, Any] = Field(default_factory=dict)
         accept_eula: bool = False
         """The model's licence was accepted in config (a gated JumpStart model): ModelSource.S3.ModelAccessConfig."""
+        watermark: WatermarkCommit | None = None
+        """FinalizeDataset's ``watermark_commit``: the capture window this job trains on (captured traffic only)."""
 
     class StartOutput(StartEvent):
+        watermark_committed: bool = False
+        """This invocation (or an earlier attempt of it) moved the capture watermark to ``watermark.value``."""
         job_name: str
         job_arn: str
         eagle_version: str
@@ -193,11 +234,11 @@ def _models() -> SimpleNamespace:
         draft_model_s3_uri: str = Field(pattern=_S3_URI, max_length=1024)
         results_s3_uri: str = Field(pattern=_S3_URI, max_length=1024)
 
-    return SimpleNamespace(TrainingData=TrainingData, StartEvent=StartEvent, StartOutput=StartOutput,
-                           JobDescription=JobDescription, RecordEvent=RecordEvent)
+    return SimpleNamespace(TrainingData=TrainingData, WatermarkCommit=WatermarkCommit, StartEvent=StartEvent,
+                           StartOutput=StartOutput, JobDescription=JobDescription, RecordEvent=RecordEvent)
 
 
-_MODEL_NAMES = ("TrainingData", "StartEvent", "StartOutput", "JobDescription", "RecordEvent")
+_MODEL_NAMES = ("TrainingData", "WatermarkCommit", "StartEvent", "StartOutput", "JobDescription", "RecordEvent")
 
 
 def __getattr__(name: str) -> Any:
@@ -278,6 +319,93 @@ def _existing_job(name: str, expected_model_uri: str) -> tuple[str, str]:
     return described["OptimizationJobArn"], _iso(described.get("CreationTime")) or ""
 
 
+def _read_parameter(name: str) -> str | None:
+    try:
+        return str(_ssm().get_parameter(Name=name)["Parameter"]["Value"])
+    except ClientError as exc:
+        if not_found(exc, "ssm"):
+            return None
+        raise
+
+
+def _put_parameter(name: str, value: str) -> None:
+    _ssm().put_parameter(Name=name, Value=value, Type="String", Overwrite=True)
+
+
+def _job_exists(name: str) -> bool:
+    try:
+        _sagemaker().describe_optimization_job(OptimizationJobName=name)
+    except ClientError as exc:
+        if not_found(exc, "sagemaker"):
+            return False
+        raise
+    return True
+
+
+def _claim_window(watermark: WatermarkCommit, job: str, run_id: str) -> str | None:
+    """Step 1 of the watermark move (module docstring): the claim value this invocation holds, or None when an
+    earlier attempt already committed ``watermark.value`` with this job. Raises WatermarkConflictError, having
+    created nothing, when the parameter is not where this run's plan found it."""
+    current = _read_parameter(watermark.parameter)
+    held = core.decode_claim(current)
+    if held is not None and held.job == job and held.previous == watermark.previous and held.value == watermark.value:
+        return current  # this run's own claim, from an attempt that did not get to commit
+    if current == watermark.value and not _unchanged(current, watermark.stored):
+        if _job_exists(job):
+            return None  # an earlier attempt created the job and committed
+        raise WatermarkConflictError(
+            f"SSM parameter {watermark.parameter} already holds the end of run {run_id}'s window, but job {job!r} "
+            "does not exist: another run trained on these captures. Nothing was started.")
+    if not _unchanged(current, watermark.stored):
+        raise WatermarkConflictError(
+            f"SSM parameter {watermark.parameter} changed after run {run_id} planned its dataset (another run "
+            "moved or claimed it). Nothing was started and the watermark was left alone; the next run plans "
+            "from where it is now. Make sure only one run per watermark parameter executes at a time.")
+    if held is not None:  # another run's claim, read by this run's plan (which planned from its ``previous``)
+        age = (datetime.now(timezone.utc) - (_parse_time(held.claimed_at) or datetime.min.replace(tzinfo=timezone.utc)))
+        if age.total_seconds() <= core.CLAIM_EXPIRY_SECONDS:
+            raise WatermarkConflictError(
+                f"SSM parameter {watermark.parameter} is claimed by run {held.run_id} (job {held.job!r}), which is "
+                f"starting its job now. Nothing was started; run again later.")
+        if _job_exists(held.job):
+            _put_parameter(watermark.parameter, held.value)
+            raise WatermarkConflictError(
+                f"run {held.run_id} started job {held.job!r} on part of run {run_id}'s window and stopped before it "
+                f"moved the watermark: SSM parameter {watermark.parameter} now holds the end of that job's window. "
+                "Nothing was started; the next run plans from there, so no capture is trained on twice.")
+    claim = core.WatermarkClaim(job=job, run_id=run_id, claimed_at=_iso(datetime.now(timezone.utc)) or "",
+                                previous=watermark.previous, value=watermark.value)
+    value = core.claim_value(claim)
+    _put_parameter(watermark.parameter, value)
+    return value
+
+
+def _unchanged(current: str | None, stored: str | None) -> bool:
+    """The parameter holds what plan read (a missing parameter and the empty watermark are the same place)."""
+    return current == stored or (stored is None and current == core.EMPTY_WATERMARK)
+
+
+def _release_window(watermark: WatermarkCommit, claim: str) -> None:
+    """A create failed: the parameter goes back to what plan read, if it still holds this invocation's claim
+    (a retry of this start then claims again from there)."""
+    if _read_parameter(watermark.parameter) == claim:
+        _put_parameter(watermark.parameter, watermark.stored or core.EMPTY_WATERMARK)
+
+
+def _commit_window(watermark: WatermarkCommit, claim: str, job: str) -> None:
+    """Step 3: the job exists; the parameter goes from this invocation's claim to the window's end."""
+    current = _read_parameter(watermark.parameter)
+    if current == claim:
+        _put_parameter(watermark.parameter, watermark.value)
+        return
+    if current == watermark.value:
+        return
+    raise WatermarkConflictError(
+        f"job {job!r} was started, but SSM parameter {watermark.parameter} no longer holds its claim (another "
+        "writer changed it): the watermark was left as that writer set it. Make sure only one run per watermark "
+        "parameter executes at a time.")
+
+
 @logger.inject_lambda_context(log_event=False)
 def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings = core.settings_from_env(os.environ)
@@ -309,29 +437,22 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
         run_id=request_event.run_id,
         accept_eula=request_event.accept_eula,
     )
+    watermark = request_event.watermark
+    claim = _claim_window(watermark, name, request_event.run_id) if watermark is not None else None
     try:
-        job_arn = _sagemaker().create_optimization_job(**request)["OptimizationJobArn"]
-        started_at = _iso(datetime.now(timezone.utc)) or ""
-        logger.info("optimization job created", extra={"job_name": name, "eagle_version": eagle_version})
-    except ClientError as exc:
-        code = error_code(exc)
-        message = exc.response.get("Error", {}).get("Message", "")
-        if code == "ResourceInUse" or (code == "ValidationException" and "already exists" in message.lower()):
-            job_arn, started_at = _existing_job(name, request_event.model_s3_uri)
-            logger.info("optimization job already exists; continuing with it", extra={"job_name": name})
-        elif code == "ResourceLimitExceeded":
-            raise ResourceLimitExceededError(
-                f"SageMaker refused optimization job {name!r} on {request_event.deployment_instance_type} "
-                f"x{request_event.max_instance_count}: an account quota is used up ({message or code}). "
-                "Wait for running optimization jobs to finish, or request a higher quota for this instance "
-                "type in Service Quotas, then retry."
-            ) from None
-        else:
-            raise
+        job_arn, started_at = _create_job(request, name, request_event)
+    except Exception:
+        if watermark is not None and claim is not None:
+            _release_window(watermark, claim)
+        raise
+    if watermark is not None and claim is not None:
+        _commit_window(watermark, claim, name)
+        logger.info("capture watermark moved with the job", extra={"job_name": name})
 
     output_uri = core.job_output_uri(settings, name)
     result = _models().StartOutput(
         **request_event.model_dump(),
+        watermark_committed=watermark is not None,
         job_name=name,
         job_arn=job_arn,
         eagle_version=eagle_version,
@@ -341,6 +462,28 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
         results_s3_uri=core.join_s3(output_uri, "results") + "/",
     )
     return result.model_dump()
+
+
+def _create_job(request: dict[str, Any], name: str, request_event: StartEvent) -> tuple[str, str]:
+    """CreateOptimizationJob, or the job of that name an earlier attempt made: (arn, start time)."""
+    try:
+        job_arn = _sagemaker().create_optimization_job(**request)["OptimizationJobArn"]
+        logger.info("optimization job created", extra={"job_name": name})
+        return job_arn, _iso(datetime.now(timezone.utc)) or ""
+    except ClientError as exc:
+        code = error_code(exc)
+        message = exc.response.get("Error", {}).get("Message", "")
+        if code == "ResourceInUse" or (code == "ValidationException" and "already exists" in message.lower()):
+            logger.info("optimization job already exists; continuing with it", extra={"job_name": name})
+            return _existing_job(name, request_event.model_s3_uri)
+        if code == "ResourceLimitExceeded":
+            raise ResourceLimitExceededError(
+                f"SageMaker refused optimization job {name!r} on {request_event.deployment_instance_type} "
+                f"x{request_event.max_instance_count}: an account quota is used up ({message or code}). "
+                "Wait for running optimization jobs to finish, or request a higher quota for this instance "
+                "type in Service Quotas, then retry."
+            ) from None
+        raise
 
 
 # --------------------------------------------------------------------------------------------

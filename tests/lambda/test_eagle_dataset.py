@@ -788,7 +788,11 @@ def test_end_to_end_plan_convert_finalize(aws, handler, lambda_context):
     assert out["component_uris"] == {"base": "s3://output-bucket/eagle/datasets/run-1/data/base/",
                                      "sql-adapter": "s3://output-bucket/eagle/datasets/run-1/data/sql-adapter/"}
     assert out["component_records"] == {"_unattributed": 0, "base": 4, "sql-adapter": 1}
-    assert out["watermark_updated"] is True
+    # finalize writes no watermark: it says where the job's start moves it once the job exists
+    assert out["watermark_commit"] == {"parameter": PARAM, "stored": None, "previous": None,
+                                       "value": plan_out["watermark_value"]}
+    with pytest.raises(ssm.exceptions.ParameterNotFound):
+        ssm.get_parameter(Name=PARAM)
 
     base_keys = [o["Key"] for o in s3.list_objects_v2(Bucket=OUT, Prefix="eagle/datasets/run-1/data/base/")["Contents"]]
     lines = [json.loads(line) for key in base_keys for line in s3.get_object(Bucket=OUT, Key=key)["Body"].read().splitlines()]
@@ -806,10 +810,11 @@ def test_end_to_end_plan_convert_finalize(aws, handler, lambda_context):
     assert summary["components"]["sql-adapter"]["converted"] == 1
     assert summary["objects"] == 3 and summary["batches"] == 2
 
-    stored = json.loads(ssm.get_parameter(Name=PARAM)["Parameter"]["Value"])
-    assert stored == {"v": 1, "after": {f"{EP}/": "2026/11/30/10/01-00-003-ccc.jsonl.gz"}}
+    assert json.loads(out["watermark_commit"]["value"]) == {"v": 1, "after": {f"{EP}/": "2026/11/30/10/01-00-003-ccc.jsonl.gz"}}
 
-    # The next run only sees what is new; the too-new object is picked up once it settles.
+    # The next run only sees what is new once the job's start moved the watermark; the too-new object is
+    # picked up once it settles.
+    ssm.put_parameter(Name=PARAM, Value=out["watermark_commit"]["value"], Type="String")
     later = handler.plan(plan_event(run_id="run-2", settle_seconds=0), lambda_context)
     assert read_json(s3, OUT, later["manifest_key"]) == [{"key": f"{EP}/2026/11/30/11/55-00-004-ddd.jsonl"}]
     assert later["previous_watermark"] == plan_out["new_watermark"]
@@ -828,12 +833,12 @@ def test_mislabelled_and_corrupt_objects_never_fail_a_batch_or_freeze_the_waterm
     assert plan_out["object_count"] == 4
     results = simulate_distributed_map(s3, handler, plan_out, lambda_context, batch_size=4)
     out = handler.finalize({"plan": plan_out, "results": results}, lambda_context)
-    assert (out["records"], out["complete"], out["watermark_updated"]) == (3, True, True)
+    assert (out["records"], out["complete"], out["watermark_commit"]["value"]) == (3, True, plan_out["watermark_value"])
     assert out["skipped"] == {"corrupt_compressed_object": 1, "unsupported_compression": 1}
     summary = read_json(s3, OUT, out["summary_key"])
     assert (summary["records_in"], summary["converted"], summary["objects"]) == (5, 3, 4)
-    stored = json.loads(ssm.get_parameter(Name=PARAM)["Parameter"]["Value"])
-    assert stored == {"v": 1, "after": {f"{EP}/": "2026/11/30/09/03-00-004-d.jsonl.zst"}}
+    moves_to = json.loads(out["watermark_commit"]["value"])
+    assert moves_to == {"v": 1, "after": {f"{EP}/": "2026/11/30/09/03-00-004-d.jsonl.zst"}}
 
 
 def test_every_dataset_object_is_written_under_the_named_key(aws, handler, lambda_context, monkeypatch):
@@ -868,7 +873,7 @@ def test_finalize_reads_compact_results_and_jsonl_result_files(aws, handler, lam
     manifest["ResultFiles"]["SUCCEEDED"] = [{"Key": "results/jsonl/SUCCEEDED_0.jsonl", "Size": 1}]
     s3.put_object(Bucket=OUT, Key="results/jsonl/manifest.json", Body=json.dumps(manifest).encode())
     again = handler.finalize({"plan": plan_out, "results": {"Bucket": OUT, "Key": "results/jsonl/manifest.json"}}, lambda_context)
-    assert again["records"] == out["records"] and again["watermark_updated"] is False  # already applied
+    assert again["records"] == out["records"] and again["watermark_commit"] == out["watermark_commit"]  # a retry says the same
 
 
 def test_convert_writes_bounded_shards_deterministically(aws, handler, lambda_context, monkeypatch):
@@ -967,7 +972,7 @@ def test_plan_with_nothing_new_keeps_the_watermark(aws, handler, lambda_context)
     assert read_json(s3, OUT, out["manifest_key"]) == []
     final = handler.finalize({"plan": out, "results": None}, lambda_context)
     assert final["empty"] is True and final["records"] == 0 and "No training records for component 'base'" in final["reason"]
-    assert final["watermark_updated"] is False
+    assert final["watermark_commit"] is None
     with pytest.raises(ssm.exceptions.ParameterNotFound):
         ssm.get_parameter(Name=PARAM)
 
@@ -993,7 +998,7 @@ def test_finalize_publishes_tolerated_partial_runs_but_keeps_the_watermark(aws, 
     results = simulate_distributed_map(s3, handler, plan_out, lambda_context, batch_size=2, fail=frozenset({1}))
     out = handler.finalize({"plan": plan_out, "results": results}, lambda_context)
     # batch 0 (objects 1 and 2) made it; batch 1 (object 3) timed out and is converted again next run
-    assert (out["complete"], out["failed_batches"], out["records"], out["watermark_updated"]) == (False, 1, 2, False)
+    assert (out["complete"], out["failed_batches"], out["records"], out["watermark_commit"]) == (False, 1, 2, None)
     summary = read_json(s3, OUT, out["summary_key"])
     assert (summary["complete"], summary["failed_objects"], summary["objects"]) == (False, 1, 2)
     with pytest.raises(ssm.exceptions.ParameterNotFound):
@@ -1028,15 +1033,57 @@ def test_finalize_refuses_results_that_miss_batches(aws, handler, lambda_context
         handler.finalize({"plan": plan_out, "results": results}, lambda_context)
 
 
-def test_finalize_detects_a_concurrent_watermark_change(aws, handler, lambda_context):
+def test_finalize_leaves_a_concurrent_watermark_change_to_the_jobs_start(aws, handler, lambda_context):
+    """Finalize neither reads nor writes the parameter: a change made meanwhile stays, and the commit it hands
+    on names the value plan read, so the job's start refuses it (``test_eagle_job``) before any job exists."""
     s3, ssm = aws
     seed_capture(s3)
     plan_out = handler.plan(plan_event(), lambda_context)
     results = simulate_distributed_map(s3, handler, plan_out, lambda_context)
     ssm.put_parameter(Name=PARAM, Value="something-else", Type="String")
-    with pytest.raises(handler.WatermarkConflictError, match=PARAM):
-        handler.finalize({"plan": plan_out, "results": results}, lambda_context)
+    out = handler.finalize({"plan": plan_out, "results": results}, lambda_context)
+    assert out["watermark_commit"]["stored"] is None
     assert ssm.get_parameter(Name=PARAM)["Parameter"]["Value"] == "something-else"
+
+
+def test_a_claimed_watermark_is_planned_from_the_claims_start(aws, handler, lambda_context):
+    """A claim left by a start that ended between its claim and its commit: plan reads the window again from the
+    claim's ``previous`` and hands the claim on as ``stored`` (the next start settles whether its job exists)."""
+    s3, ssm = aws
+    seed_capture(s3)
+    first = handler.plan(plan_event(), lambda_context)
+    previous = json.dumps({"v": 1, "after": {f"{EP}/": "2026/11/30/09/05-00-001-aaa.jsonl"}}, separators=(",", ":"))
+    claim = json.dumps({"v": 1, "claim": {"job": "eagle-qwen3-32b-0123456789ab", "run_id": "run-0",
+                                          "claimed_at": "2026-11-30T11:00:00Z", "previous": previous,
+                                          "value": first["watermark_value"]}}, separators=(",", ":"))
+    ssm.put_parameter(Name=PARAM, Value=claim, Type="String")
+    out = handler.plan(plan_event(run_id="run-2"), lambda_context)
+    assert read_json(s3, OUT, out["manifest_key"]) == [{"key": f"{EP}/2026/11/30/09/35-10-002-bbb.jsonl"},
+                                                       {"key": f"{EP}/2026/11/30/10/01-00-003-ccc.jsonl.gz"}]
+    assert (out["watermark_stored_value"], out["watermark_previous_value"]) == (claim, previous)
+    assert out["previous_watermark"] == f"{EP}/2026/11/30/09/05-00-001-aaa.jsonl"
+
+
+def test_a_claim_that_cannot_be_read_is_planned_as_a_plain_key(aws, handler, lambda_context):
+    s3, ssm = aws
+    ssm.put_parameter(Name=PARAM, Value='{"v":1,"claim":[]}', Type="String")
+    out = handler.plan(plan_event(), lambda_context)
+    assert out["watermark_previous_value"] == out["watermark_stored_value"] == '{"v":1,"claim":[]}'
+
+
+def test_the_claim_size_plan_allows_for_is_the_claim_the_start_writes(load_handler):
+    """Plan refuses a window whose claim would not fit in SSM; it must count the claim as the job's start writes
+    it (``eagle_job_core.claim_value``) with the longest job name."""
+    dataset = load_handler("eagle_dataset")
+    job_core = load_handler("eagle_job", "eagle_job_core")
+    previous, value = '{"v":1,"after":{"a/":"2026/x"}}', '{"v":1,"after":{"a/":"2026/y"}}'
+    claim = job_core.WatermarkClaim(job="e" * job_core.JOB_NAME_MAX, run_id="run-7", claimed_at="2026-11-30T12:00:00Z",
+                                    previous=previous, value=value)
+    assert dataset._claim_chars(previous, value, "run-7") == len(job_core.claim_value(claim))
+    assert dataset._claimed_previous(job_core.claim_value(claim)) == previous
+    assert dataset._claim_chars(None, value, "run-7") == len(job_core.claim_value(
+        job_core.WatermarkClaim(job="e" * 63, run_id="run-7", claimed_at="2026-11-30T12:00:00Z", previous=None,
+                                value=value)))
 
 
 def test_finalize_rejects_foreign_result_files(aws, handler, lambda_context):

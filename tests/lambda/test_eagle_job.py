@@ -942,3 +942,228 @@ def test_no_model_access_config_without_accepted_licence(core):
         max_instance_count=1, training_data_uri=DATA_URI, training_data_type="S3Prefix", model_name="x", run_id="r",
     )
     assert request["ModelSource"] == {"S3": {"S3Uri": MODEL_URI}}
+
+
+# --------------------------------------------------------------------------------------------
+# start: the capture watermark moves with the job (claim, create, commit in one invocation)
+# --------------------------------------------------------------------------------------------
+
+WATERMARK = "/sagemaker-llm/eagle/qwen3-32b/watermark"
+BEFORE = '{"v":1,"after":{"ep/AllTraffic/":"2026/11/30/08/00-00-000-a.jsonl"}}'
+AFTER = '{"v":1,"after":{"ep/AllTraffic/":"2026/11/30/10/00-00-000-b.jsonl"}}'
+
+
+def commit(**overrides: Any) -> dict[str, Any]:
+    return {"parameter": WATERMARK, "stored": BEFORE, "previous": BEFORE, "value": AFTER, **overrides}
+
+
+@pytest.fixture
+def ssm(handler):
+    """moto SSM behind the handler's client; every request it sends is checked against botocore's model first.
+    ``ssm.writes`` lists the values PutParameter wrote, in order."""
+    client = handler._ssm()
+    writes: list[str] = []
+
+    def check(params: dict[str, Any], model: Any, **_: Any) -> None:
+        assert_valid_request("ssm", model.name, params)
+        if model.name == "PutParameter":
+            writes.append(params["Value"])
+
+    client.meta.events.register("provide-client-params.ssm.*", check)
+    client.put_parameter(Name=WATERMARK, Value=BEFORE, Type="String")
+    writes.clear()
+    client.writes = writes
+    yield client
+    client.meta.events.unregister("provide-client-params.ssm.*", check)
+
+
+def watermark_now(ssm) -> str:
+    return ssm.get_parameter(Name=WATERMARK)["Parameter"]["Value"]
+
+
+def claim_for(core, name: str, **fields: Any) -> str:
+    return core.claim_value(core.WatermarkClaim(**{"job": name, "run_id": "run-2026-11-30", "claimed_at":
+                                                   "2026-11-30T12:00:00Z", "previous": BEFORE, "value": AFTER, **fields}))
+
+
+def test_start_claims_the_window_creates_the_job_then_moves_the_watermark(handler, core, sagemaker, ssm,
+                                                                           lambda_context):
+    event = start_event(watermark=commit())
+    name = name_for(core, event)
+    sagemaker.ok("CreateOptimizationJob", {"OptimizationJobArn": job_arn(name)}, expected_request(name))
+    out = handler.start(event, lambda_context)
+    assert out["watermark_committed"] is True and out["watermark"] == commit()
+    assert len(ssm.writes) == 2 and ssm.writes[1] == AFTER and watermark_now(ssm) == AFTER
+    claim = core.decode_claim(ssm.writes[0])
+    assert (claim.job, claim.run_id, claim.previous, claim.value) == (name, event["run_id"], BEFORE, AFTER)
+
+
+def test_start_without_a_watermark_never_touches_ssm(handler, core, sagemaker, ssm, lambda_context):
+    """A user dataset (or a run whose window does not move) has no watermark commit: SSM is left alone."""
+    event = start_event(watermark=None)
+    name = name_for(core, event)
+    sagemaker.ok("CreateOptimizationJob", {"OptimizationJobArn": job_arn(name)}, expected_request(name))
+    assert handler.start(event, lambda_context)["watermark_committed"] is False
+    assert ssm.writes == [] and watermark_now(ssm) == BEFORE
+
+
+def test_a_watermark_moved_since_plan_starts_nothing(handler, core, sagemaker, ssm, lambda_context):
+    ssm.put_parameter(Name=WATERMARK, Value=AFTER, Type="String", Overwrite=True)
+    ssm.writes.clear()
+    with pytest.raises(handler.WatermarkConflictError, match="changed after run run-2026-11-30 planned its dataset"):
+        handler.start(start_event(watermark=commit(value='{"v":1,"after":{"ep/AllTraffic/":"2026/12"}}')),
+                      lambda_context)
+    assert ssm.writes == [] and watermark_now(ssm) == AFTER  # and no CreateOptimizationJob (nothing stubbed)
+
+
+def test_a_failed_create_puts_the_watermark_back_and_the_retry_trains_the_window_once(handler, core, sagemaker, ssm,
+                                                                                      lambda_context):
+    """ResourceLimitExceededError is retried by Step Functions for hours: between attempts the watermark is where
+    plan found it, so an abort in that wait skips nothing; the attempt that creates the job moves it."""
+    event = start_event(watermark=commit())
+    name = name_for(core, event)
+    sagemaker.error("CreateOptimizationJob", "ResourceLimitExceeded", "limit", expected_request(name))
+    with pytest.raises(handler.ResourceLimitExceededError):
+        handler.start(copy.deepcopy(event), lambda_context)
+    assert watermark_now(ssm) == BEFORE and ssm.writes[-1] == BEFORE
+    sagemaker.ok("CreateOptimizationJob", {"OptimizationJobArn": job_arn(name)}, expected_request(name))
+    assert handler.start(copy.deepcopy(event), lambda_context)["watermark_committed"] is True
+    assert watermark_now(ssm) == AFTER
+
+
+def test_a_retry_finds_its_own_claim_and_goes_on(handler, core, sagemaker, ssm, lambda_context):
+    """The invocation ended between claim and create (a crash, a timeout): the retry creates and commits."""
+    event = start_event(watermark=commit())
+    name = name_for(core, event)
+    ssm.put_parameter(Name=WATERMARK, Value=claim_for(core, name), Type="String", Overwrite=True)
+    ssm.writes.clear()
+    sagemaker.ok("CreateOptimizationJob", {"OptimizationJobArn": job_arn(name)}, expected_request(name))
+    handler.start(event, lambda_context)
+    assert ssm.writes == [AFTER]
+
+
+def test_a_retry_after_the_commit_writes_nothing(handler, core, sagemaker, ssm, lambda_context):
+    event = start_event(watermark=commit())
+    name = name_for(core, event)
+    ssm.put_parameter(Name=WATERMARK, Value=AFTER, Type="String", Overwrite=True)
+    ssm.writes.clear()
+    sagemaker.ok("DescribeOptimizationJob", describe_response(name), {"OptimizationJobName": name})
+    sagemaker.error("CreateOptimizationJob", "ResourceInUse", f"Optimization job {name} already exists",
+                    expected_request(name))
+    sagemaker.ok("DescribeOptimizationJob", describe_response(name), {"OptimizationJobName": name})
+    assert handler.start(event, lambda_context)["watermark_committed"] is True
+    assert ssm.writes == [] and watermark_now(ssm) == AFTER
+
+
+def test_the_windows_end_without_this_job_means_another_run_trained_on_it(handler, core, sagemaker, ssm,
+                                                                          lambda_context):
+    event = start_event(watermark=commit())
+    name = name_for(core, event)
+    ssm.put_parameter(Name=WATERMARK, Value=AFTER, Type="String", Overwrite=True)
+    sagemaker.error("DescribeOptimizationJob", "ResourceNotFound", "no such job", {"OptimizationJobName": name})
+    with pytest.raises(handler.WatermarkConflictError, match="another run trained on these captures"):
+        handler.start(event, lambda_context)
+    assert watermark_now(ssm) == AFTER
+
+
+def test_a_fresh_claim_of_another_run_is_left_to_it(handler, core, sagemaker, ssm, lambda_context, monkeypatch):
+    other = claim_for(core, "eagle-qwen3-32b-000000000000", run_id="run-0", claimed_at="2026-11-30T11:55:00Z")
+    ssm.put_parameter(Name=WATERMARK, Value=other, Type="String", Overwrite=True)
+    monkeypatch.setattr(handler, "datetime", _frozen(datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)))
+    with pytest.raises(handler.WatermarkConflictError, match="claimed by run run-0 .* starting its job now"):
+        handler.start(start_event(watermark=commit(stored=other)), lambda_context)
+    assert watermark_now(ssm) == other
+
+
+def test_a_stale_claim_whose_job_exists_is_committed_for_it_and_this_run_trains_nothing(
+        handler, core, sagemaker, ssm, lambda_context):
+    """That job trains on the claim's window, which this run's plan read again: this run starts nothing and moves
+    the watermark to the end of that job's window, so the next run starts there."""
+    other_job = "eagle-qwen3-32b-000000000000"
+    other = claim_for(core, other_job, run_id="run-0", claimed_at="2026-11-29T11:00:00Z")
+    ssm.put_parameter(Name=WATERMARK, Value=other, Type="String", Overwrite=True)
+    sagemaker.ok("DescribeOptimizationJob", describe_response(other_job), {"OptimizationJobName": other_job})
+    with pytest.raises(handler.WatermarkConflictError, match="run run-0 started job .* the next run plans from there"):
+        handler.start(start_event(watermark=commit(stored=other, value='{"v":1,"after":{"x/":"2026/12"}}')),
+                      lambda_context)
+    assert watermark_now(ssm) == AFTER
+
+
+def test_a_stale_claim_whose_job_never_started_is_claimed_over(handler, core, sagemaker, ssm, lambda_context):
+    other_job = "eagle-qwen3-32b-000000000000"
+    other = claim_for(core, other_job, run_id="run-0", claimed_at="2026-11-29T11:00:00Z")
+    ssm.put_parameter(Name=WATERMARK, Value=other, Type="String", Overwrite=True)
+    event = start_event(watermark=commit(stored=other))
+    name = name_for(core, event)
+    sagemaker.error("DescribeOptimizationJob", "ResourceNotFound", "no such job", {"OptimizationJobName": other_job})
+    sagemaker.ok("CreateOptimizationJob", {"OptimizationJobArn": job_arn(name)}, expected_request(name))
+    handler.start(event, lambda_context)
+    assert watermark_now(ssm) == AFTER
+
+
+def test_a_failed_create_puts_a_stale_claim_back_as_plan_read_it(handler, core, sagemaker, ssm, lambda_context):
+    other_job = "eagle-qwen3-32b-000000000000"
+    other = claim_for(core, other_job, run_id="run-0", claimed_at="2026-11-29T11:00:00Z")
+    ssm.put_parameter(Name=WATERMARK, Value=other, Type="String", Overwrite=True)
+    event = start_event(watermark=commit(stored=other))
+    name = name_for(core, event)
+    sagemaker.error("DescribeOptimizationJob", "ResourceNotFound", "no such job", {"OptimizationJobName": other_job})
+    sagemaker.error("CreateOptimizationJob", "ResourceLimitExceeded", "limit", expected_request(name))
+    with pytest.raises(handler.ResourceLimitExceededError):
+        handler.start(event, lambda_context)
+    assert watermark_now(ssm) == other
+
+
+def test_a_commit_over_another_writer_is_reported(handler, core, sagemaker, ssm, lambda_context, monkeypatch):
+    event = start_event(watermark=commit())
+    name = name_for(core, event)
+    sagemaker.ok("CreateOptimizationJob", {"OptimizationJobArn": job_arn(name)}, expected_request(name))
+    create = handler._create_job
+
+    def create_while_another_writes(*args: Any) -> Any:
+        ssm.put_parameter(Name=WATERMARK, Value="another-writer", Type="String", Overwrite=True)
+        return create(*args)
+
+    monkeypatch.setattr(handler, "_create_job", create_while_another_writes)
+    with pytest.raises(handler.WatermarkConflictError, match="was started, but SSM parameter .* no longer holds"):
+        handler.start(event, lambda_context)
+    assert watermark_now(ssm) == "another-writer"
+
+
+def test_a_missing_parameter_is_the_empty_watermark(handler, core, sagemaker, ssm, lambda_context):
+    ssm.delete_parameter(Name=WATERMARK)
+    event = start_event(watermark=commit(stored=None, previous=None))
+    name = name_for(core, event)
+    sagemaker.error("CreateOptimizationJob", "ResourceLimitExceeded", "limit", expected_request(name))
+    with pytest.raises(handler.ResourceLimitExceededError):
+        handler.start(copy.deepcopy(event), lambda_context)
+    assert watermark_now(ssm) == core.EMPTY_WATERMARK
+    sagemaker.ok("CreateOptimizationJob", {"OptimizationJobArn": job_arn(name)}, expected_request(name))
+    handler.start(copy.deepcopy(event), lambda_context)
+    assert watermark_now(ssm) == AFTER
+
+
+@pytest.mark.parametrize(("watermark", "match"), [
+    (commit(parameter="not a name"), r"watermark\.parameter: got 'not a name'"),
+    (commit(value=""), r"watermark\.value: got ''; allowed: at least 1 character"),
+    (commit(value="v" * 4097), r"watermark\.value: got 'v+\.\.\.; allowed: at most 4096 characters"),
+    (commit(stored=""), r"watermark\.stored: got ''; allowed: at least 1 character"),
+    (commit(previous="p" * 4097), r"watermark\.previous: got 'p+\.\.\.; allowed: at most 4096 characters"),
+    ({k: v for k, v in commit().items() if k != "value"}, r"watermark\.value: required field is missing"),
+    ({k: v for k, v in commit().items() if k != "parameter"}, r"watermark\.parameter: required field is missing"),
+    (commit(extra=1), r"watermark\.extra"),
+    ("s3://x", r"watermark: got 's3://x'"),
+], ids=["parameter-name", "empty-value", "long-value", "empty-stored", "long-previous", "no-value", "no-parameter",
+        "unknown-field", "not-an-object"])
+def test_watermark_commit_rules(handler, sagemaker, ssm, lambda_context, watermark, match):
+    with pytest.raises(handler.InvalidEventError, match=match):
+        handler.start(start_event(watermark=watermark), lambda_context)
+    assert ssm.writes == []
+
+
+def _frozen(now: datetime) -> Any:
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
+            return now
+    return Frozen

@@ -111,7 +111,8 @@ CONVERT = {"Items": [{"key": "datacapture/ep/AllTraffic/2026/11/30/09/05-00-001-
            "BatchInput": {"capture_bucket": "capture-bucket", "capture_prefix": "datacapture/",
                           "output_bucket": "out-bucket", "output_prefix": "p", "run_id": "r1", "source": "capture"}}
 FINALIZE = {"plan": {"output_bucket": "out-bucket", "output_prefix": "", "run_id": "r", "watermark_parameter": PARAM,
-                     "object_count": 0, "watermark_value": "a", "watermark_previous_value": "b", "new_watermark": "c",
+                     "object_count": 0, "watermark_value": "a", "watermark_previous_value": "b",
+                     "watermark_stored_value": "b", "new_watermark": "c",
                      "capture_bucket": "capture-bucket", "capture_prefix": "d/"},
             "results": {"Bucket": "out-bucket", "Key": "results/manifest.json"}, "target_component": "base"}
 VALIDATE = {"s3_uri": "s3://data-bucket/datasets/x/", "s3_data_type": "S3Prefix"}
@@ -121,6 +122,7 @@ VALIDATE = {"s3_uri": "s3://data-bucket/datasets/x/", "s3_data_type": "S3Prefix"
     ("plan", PLAN, {("capture_prefix",), ("output_prefix",), ("settle_seconds",), ("max_objects",)}),
     ("convert", CONVERT, {("BatchInput", "capture_prefix"), ("BatchInput", "output_prefix"), ("BatchInput", "source")}),
     ("finalize", FINALIZE, {("plan", "output_prefix"), ("plan", "watermark_value"), ("plan", "watermark_previous_value"),
+                            ("plan", "watermark_stored_value"),
                             ("plan", "new_watermark"), ("plan", "capture_bucket"), ("plan", "capture_prefix"),
                             ("results",), ("target_component",)}),
     ("validate_user_dataset", VALIDATE, {("s3_data_type",)}),
@@ -153,7 +155,9 @@ START = {"model_name": "qwen3-32b", "model_s3_uri": "s3://eagle-models/qwen3-32b
          "deployment_instance_type": "ml.p5e.48xlarge", "max_instance_count": 1,
          "training_data": {"s3_uri": "s3://eagle-data/datasets/run-1/", "s3_data_type": "S3Prefix"},
          "run_id": "run-2026-11-30", "dataset_summary": {"records": 1200, "format": "openai-chat"},
-         "accept_eula": False}
+         "accept_eula": False,
+         "watermark": {"parameter": "/sagemaker-llm/eagle/qwen3-32b/watermark", "stored": '{"v":1,"after":{}}',
+                       "previous": '{"v":1,"after":{}}', "value": '{"v":1,"after":{"e/":"2026/a"}}'}}
 _JOB = "eagle-qwen3-32b-run-1"
 _OUT = f"s3://eagle-output/jobs/{_JOB}/"
 RECORD = {**START, "job_name": _JOB, "job_arn": f"arn:aws:sagemaker:us-east-1:123456789012:optimization-job/{_JOB}",
@@ -163,7 +167,8 @@ RECORD = {**START, "job_name": _JOB, "job_arn": f"arn:aws:sagemaker:us-east-1:12
                   "OptimizationJobStatus": "COMPLETED", "FailureReason": "none", "CreationTime": "2026-11-30T08:00:00Z",
                   "OptimizationStartTime": "2026-11-30T08:02:00Z", "OptimizationEndTime": "2026-11-30T14:00:00Z",
                   "LastModifiedTime": "2026-11-30T14:00:00Z"}}
-_START_OPTIONAL = {("max_instance_count",), ("training_data", "s3_data_type"), ("dataset_summary",), ("accept_eula",)}
+_START_OPTIONAL = {("max_instance_count",), ("training_data", "s3_data_type"), ("dataset_summary",), ("accept_eula",),
+                   ("watermark",), ("watermark", "stored"), ("watermark", "previous")}
 _TIMES = {("job", name) for name in ("CreationTime", "OptimizationStartTime", "OptimizationEndTime", "LastModifiedTime")}
 
 

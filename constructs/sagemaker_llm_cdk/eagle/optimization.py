@@ -6,10 +6,11 @@ model (``Resource``)::
     capture source: PlanDataset (Lambda) -> ConvertCaptures (Distributed Map over the planned capture
         objects, batches to a Lambda, results to S3; up to 5% failed batches tolerated: the dataset keeps
         the rest and the watermark stays, so those objects are converted again next run)
-        -> FinalizeDataset (Lambda) -> enough new records?
-        no  -> roll the capture watermark back, succeed with the reason
+        -> FinalizeDataset (Lambda; says where the watermark moves, writes nothing) -> enough new records?
+        no  -> succeed with the reason (the watermark never moved)
     s3 / builtin source: ValidateDataset (Lambda: format checked on a sample)
-    -> StartJob (Lambda: CreateOptimizationJob; ResourceLimitExceededError retried for hours)
+    -> StartJob (Lambda: CreateOptimizationJob, and the capture watermark moved with the job in the same
+       invocation; ResourceLimitExceededError retried for hours)
     -> WaitForJob (5 min) -> DescribeJob (sagemaker:describeOptimizationJob) -> terminal? else wait again
     -> RecordRun (Lambda: results, DynamoDB run record, S3 report, EMF metrics, promotion)
     -> job failed? publish the FailureReason to SNS and fail; else succeed.
@@ -21,8 +22,8 @@ Triggers
 --------
 * **Schedule** (``settings.schedule``, EventBridge Scheduler; default weekly).
 * **Threshold**: a capture run only trains when at least ``dataset.min_new_records`` records were
-  converted since the last run that trained. Below it, the run rolls the capture watermark back to
-  where it started (so those records count again next time) and succeeds with the reason. Schedule
+  converted since the last run that trained. Below it, the run leaves the capture watermark where it
+  started (so those records count again next time) and succeeds with the reason. Schedule
   plus threshold is "run when enough new records have arrived", checked at the schedule's rate.
 * **New records** (``settings.dataset.records_check``, e.g. ``rate(1 hour)``; off by default): a small
   scheduled function counts the captured records after the watermark (lines, nothing converted; it stops
@@ -362,6 +363,10 @@ class EagleOptimization(Construct):
         self.start_function.add_to_role_policy(iam.PolicyStatement(
             sid="FindDataset", actions=["s3:ListBucket"], resources=[_bucket_arn(dataset_bucket)],
             conditions={"StringLike": {"s3:prefix": [f"{dataset_prefix}*"]}}))
+        if built:  # captured traffic: the start moves the capture watermark with the job, nothing else writes it
+            self.start_function.add_to_role_policy(iam.PolicyStatement(
+                sid="MoveWatermark", actions=["ssm:GetParameter", "ssm:PutParameter"],
+                resources=[self.watermark_parameter.parameter_arn]))
 
         self.record_function = python_function(
             self, "RecordFunction", folder="eagle_job", handler="index.record",
@@ -564,7 +569,7 @@ class EagleOptimization(Construct):
             timeout=Duration.minutes(15), memory_size=1024)
         self.finalize_function = python_function(
             self, "FinalizeFunction", folder="eagle_dataset", handler="index.finalize",
-            description=f"Writes the EAGLE dataset summary and manifests of {self.model_name}, moves the watermark",
+            description=f"Writes the EAGLE dataset summary and manifests of {self.model_name}",
             environment=written_with, timeout=Duration.minutes(10), memory_size=1024)
 
         capture_objects = capture_bucket.arn_for_objects(f"{self.capture_prefix}*")
@@ -592,8 +597,6 @@ class EagleOptimization(Construct):
                      reason="Step Functions writes the Distributed Map's result files under map-results/<map run "
                             "id>/; read-only.")
         self.watermark_parameter.grant_read(plan_role)
-        self.watermark_parameter.grant_read(finalize_role)
-        self.watermark_parameter.grant_write(finalize_role)
 
     def _records_check(self, expression: str, min_new_records: int) -> None:
         """A scheduled function that counts new captured records (no conversion) and starts a run once enough arrived."""

@@ -3,6 +3,12 @@ promote and notify; with the retry, polling and batching constants it runs by.
 
 ``EagleOptimization`` makes the functions, roles and buckets and calls ``definition`` once; every state is
 created under it (so construct ids, and the template, are the loop's own).
+
+The capture watermark moves in one place only: StartJob moves it together with the job (claim, create, commit in
+one invocation; ``lambda/eagle_job``). Plan, convert and finalize only read it or say where it would go, so a run
+that trains nothing, fails, or is aborted before its job exists leaves it where it was, and a run whose job exists
+has moved it: every capture window is trained on once. Every Task retries the errors its service documents as
+transient (``Retry`` on each; the test walks the rendered definition).
 """
 from __future__ import annotations
 
@@ -34,6 +40,17 @@ LAMBDA_SERVICE_ERRORS = ["Lambda.ServiceException", "Lambda.AWSLambdaException",
                          "Lambda.TooManyRequestsException", "Lambda.ClientExecutionTimeoutException"]
 DESCRIBE_RETRY_ERRORS = ["SageMaker.ThrottlingException", "SageMaker.SageMakerException",
                          "SageMaker.InternalFailureException", "SageMaker.ServiceUnavailableException"]
+SNS_RETRY_ERRORS = [f"{prefix}.{name}" for prefix in ("SNS", "Sns")
+                    for name in ("ThrottledException", "InternalErrorException", "KMSThrottlingException",
+                                 "KmsThrottlingException")]
+"""Publish's transient errors (botocore: InternalErrorException, KMSThrottlingException; ThrottledException is SNS's
+throttling error). Step Functions names an error ``<Service>.<SDK exception class>``: the optimized integration's
+service is written ``SNS`` and the AWS SDK integration's ``Sns`` (with ``KmsThrottlingException``), so both are
+listed; a name that never occurs costs nothing."""
+START_EXECUTION_RETRY_ERRORS = ["StepFunctions.ExecutionLimitExceededException",
+                                "StepFunctions.KmsThrottlingException", "StepFunctions.SfnException"]
+"""StartExecution's transient errors (botocore: ExecutionLimitExceeded, KmsThrottlingException); throttling is not
+in its model and arrives as the service's own exception (``SfnException``)."""
 EMPTY_WATERMARK = '{"v":1,"after":{}}'
 """The dataset builder's watermark format with nothing consumed yet (``lambda/eagle_dataset``)."""
 
@@ -68,6 +85,7 @@ def definition(eagle: "EagleOptimization", *, dataset_prefix_uri: str) -> sfn.IC
         }),
         result_path=sfn.JsonPath.DISCARD,
     )
+    _retry_notification(notify_failure)
     notify_failure.next(sfn.Fail(eagle, "RunFailed", error_path="$.error.Error", cause_path="$.error.Cause"))
     done = sfn.Succeed(eagle, "Done")
 
@@ -87,6 +105,9 @@ def definition(eagle: "EagleOptimization", *, dataset_prefix_uri: str) -> sfn.IC
         "dataset_summary": sfn.JsonPath.object_at("$.dataset.summary"),
         # a gated JumpStart model: the licence accepted in config (accept_eula) reaches ModelSource.S3
         **({"accept_eula": True} if eagle.component.accepts_eula else {}),
+        # captured traffic: the job's start moves the watermark with the job (null: it stays)
+        **({"watermark": sfn.JsonPath.object_at("$.dataset.watermark_commit")}
+           if dataset.source in ("capture", "front_door") else {}),
     })
     start.add_retry(errors=["ResourceLimitExceededError"], interval=START_RETRY_INTERVAL,
                     max_attempts=START_RETRY_ATTEMPTS, backoff_rate=START_RETRY_BACKOFF,
@@ -117,6 +138,7 @@ def definition(eagle: "EagleOptimization", *, dataset_prefix_uri: str) -> sfn.IC
         }),
         result_path=sfn.JsonPath.DISCARD,
     )
+    _retry_notification(notify_job_failed)
     notify_job_failed.next(sfn.Fail(eagle, "JobFailed", error="OptimizationJobFailed",
                                     cause_path="$.start.job.OptimizationJobStatus"))
     # The output layout of optimization jobs is not documented: a completed job whose results give no
@@ -138,6 +160,7 @@ def definition(eagle: "EagleOptimization", *, dataset_prefix_uri: str) -> sfn.IC
         }),
         result_path=sfn.JsonPath.DISCARD,
     )
+    _retry_notification(notify_unparsed)
     notify_unparsed.add_catch(notify_failure, result_path="$.error")
     notify_unparsed.next(sfn.Fail(eagle, "ResultsUnparsed", error="ResultsUnparsed",
                                   cause="the optimization job's results could not be parsed; nothing promoted"))
@@ -185,6 +208,7 @@ def _start_benchmark(eagle: "EagleOptimization", done: sfn.IChainable, notify_fa
         input=sfn.TaskInput.from_object({"run_id": sfn.JsonPath.string_at("$.run.run_id"),
                                          "head": sfn.JsonPath.string_at("$.record.draft_model_s3_uri")}),
         result_path=sfn.JsonPath.DISCARD)
+    start.add_retry(errors=START_EXECUTION_RETRY_ERRORS, interval=Duration.seconds(5), max_attempts=6, backoff_rate=2)
     start.add_catch(done, errors=["StepFunctions.ExecutionAlreadyExistsException"], result_path=sfn.JsonPath.DISCARD)
     start.add_catch(notify_failure, result_path="$.error")
     return start.next(done)
@@ -245,22 +269,6 @@ def _capture_dataset(eagle: "EagleOptimization", start: sfn.IChainable, notify_f
         "failed_batches": sfn.JsonPath.number_at("$.dataset.failed_batches"),
         "summary_s3_uri": sfn.JsonPath.string_at("$.dataset.summary_s3_uri"),
     })
-    roll_back = tasks.CallAwsService(
-        eagle, "RollBackWatermark", service="ssm", action="putParameter",
-        comment="Below the threshold: the next run converts these captures again, with the new ones.",
-        parameters={"Name": eagle.watermark_parameter.parameter_name,
-                    "Value": sfn.JsonPath.string_at("$.plan.watermark_previous_value"),
-                    "Type": "String", "Overwrite": True},
-        iam_resources=[eagle.watermark_parameter.parameter_arn], iam_action="ssm:PutParameter",
-        result_path=sfn.JsonPath.DISCARD,
-    )
-    reset = tasks.CallAwsService(
-        eagle, "ResetWatermark", service="ssm", action="putParameter",
-        parameters={"Name": eagle.watermark_parameter.parameter_name, "Value": EMPTY_WATERMARK,
-                    "Type": "String", "Overwrite": True},
-        iam_resources=[eagle.watermark_parameter.parameter_arn], iam_action="ssm:PutParameter",
-        result_path=sfn.JsonPath.DISCARD,
-    )
     not_enough = sfn.Pass(eagle, "NotEnoughRecords", result_path="$.outcome", parameters={
         "trained": False,
         "reason": sfn.JsonPath.format(
@@ -268,24 +276,22 @@ def _capture_dataset(eagle: "EagleOptimization", start: sfn.IChainable, notify_f
             + "; the captures count again next run. {}",
             sfn.JsonPath.string_at("$.dataset.records"), sfn.JsonPath.string_at("$.dataset.reason")),
     })
-    for step in (roll_back, reset):
-        step.add_retry(errors=["Ssm.ThrottlingException", "Ssm.TooManyUpdatesException"],
-                       interval=Duration.seconds(5), max_attempts=5, backoff_rate=2)
-        step.add_catch(notify_failure, result_path="$.error")
-        step.next(not_enough)
-    not_enough.next(done)
-    restore = sfn.Choice(eagle, "PreviousWatermark?").when(
-        sfn.Condition.is_null("$.plan.watermark_previous_value"), reset).otherwise(roll_back)
+    not_enough.next(done)  # nothing to undo: the watermark moves only with a started job
 
     enough = sfn.Choice(eagle, "EnoughNewRecords?").when(
         sfn.Condition.or_(sfn.Condition.boolean_equals("$.dataset.empty", True),
                           sfn.Condition.number_less_than("$.dataset.records", dataset.min_new_records)),
-        restore,
+        not_enough,
     ).otherwise(summarize.next(start))
     any_new = sfn.Choice(eagle, "AnyNewCaptures?").when(
         sfn.Condition.number_equals("$.plan.object_count", 0), nothing_new,
     ).otherwise(convert_map.next(finalize).next(enough))
     return plan.next(any_new)
+
+def _retry_notification(publish: tasks.SnsPublish) -> None:
+    """SNS throttling and internal errors are retried: a run's outcome is not lost to a busy topic."""
+    publish.add_retry(errors=SNS_RETRY_ERRORS, interval=Duration.seconds(2), max_attempts=6, backoff_rate=2)
+
 
 def _lambda_step(eagle: "EagleOptimization", id: str, function: lambda_.IFunction | None, notify_failure: sfn.IChainable, *,
                  result_path: str, payload: Mapping[str, Any] | None = None,
