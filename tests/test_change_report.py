@@ -93,8 +93,13 @@ def test_routing_change_replaces_the_endpoint_config_and_the_headline_says_the_e
     assert len(redeploys) == 1 and "redeploys the endpoint" in redeploys[0].text
     assert "new instances are provisioned" in redeploys[0].text
     assert not [h for h in routing_changed.headlines if h.category in ("money", "fails")]
+    # Bound to a plan of 2 with up to 2 instances in use: the blue/green fleet finds no free plan instance.
+    (headroom,) = [h for h in routing_changed.headlines if h.category == "headroom"]
+    assert "replaces the endpoint config: needs 2 free plan instances" in headroom.text
+    assert "0 free, NOT enough" in headroom.text
     text = render_text(routing_changed)
     assert "REPLACEMENT" in text and "redeploys the endpoint Chat" in text
+    assert "      replaces the endpoint config: needs 2 free plan instances" in text
     markdown = render_markdown(routing_changed)
     assert "### ⚠️ Headline" in markdown and "**REPLACEMENT**" in markdown
 
@@ -348,3 +353,172 @@ def test_cli_writes_the_report_file_and_the_step_summary(base: Path, tmp_path: P
     assert (tmp_path / "r.txt").read_text() == printed
     written = summary.read_text()
     assert written.startswith("## cdk-nag findings\n## Change report: ") and "`abc1234`" in written
+
+
+# ------------------------------------------------------------------ run-time values, write-only properties, headroom
+from tools.change_report import RUN_TIME_PARAMETER_TYPE, at_deploy, classify, run_time_values  # noqa: E402
+
+STATUS = "/sagemaker-llm/capacity-plans/chat/status"
+
+
+def _arn(name: str) -> dict[str, Any]:
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":ssm:", {"Ref": "AWS::Region"}, ":",
+                              {"Ref": "AWS::AccountId"}, f":parameter{name}"]]}
+
+
+def _writer(resource: Any, *, handler: bool = False) -> dict[str, Any]:
+    """A function (a custom resource's handler when ``handler``) whose role may ssm:PutParameter ``resource``."""
+    resources: dict[str, Any] = {
+        "CheckRole": {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {}}},
+        "CheckPolicy": {"Type": "AWS::IAM::Policy", "Properties": {"Roles": [{"Ref": "CheckRole"}], "PolicyDocument": {
+            "Statement": [{"Effect": "Allow", "Action": ["ssm:GetParameter", "ssm:PutParameter"], "Resource": resource}]}}},
+        "Check": {"Type": "AWS::Lambda::Function", "Properties": {"Role": {"Fn::GetAtt": ["CheckRole", "Arn"]}},
+                  "Metadata": {"aws:cdk:path": "S/Plan/ExpiryCheck/Resource"}},
+    }
+    if handler:
+        resources["Seed"] = {"Type": "Custom::Seed", "Properties": {"ServiceToken": {"Fn::GetAtt": ["Check", "Arn"]}}}
+    return resources
+
+
+def _parameter(**properties: Any) -> dict[str, Any]:
+    return {"Type": "AWS::SSM::Parameter", "Properties": {"Type": "String", "Value": "Unknown", **properties}}
+
+
+def test_an_ssm_parameter_a_function_writes_is_reset_by_a_tag_or_description_change() -> None:
+    """CloudFormation's AWS::SSM::Parameter update calls PutParameter with Overwrite and the template's Value."""
+    writer = _writer(_arn(STATUS))
+    base = stacks({"Status": _parameter(Name=STATUS, Tags={"project": "a"}), **writer})
+    for changed in ({"Tags": {"project": "b"}}, {"Description": "reworded"}):
+        head = stacks({"Status": _parameter(Name=STATUS, **{"Tags": {"project": "a"}, **changed}), **writer})
+        (outcome,) = [o for o in classify(base, head) if o.logical_id == "Status"]
+        assert (outcome.action, outcome.resets) == ("update", True)
+        assert outcome.run_time is not None and outcome.run_time.writers == ["Plan/ExpiryCheck"]
+        assert outcome.lines[-1].startswith(f'resets {STATUS} to "Unknown": the AWS::SSM::Parameter update calls '
+                                            "PutParameter with Overwrite")
+        result = compare(base, head)
+        assert [h.category for h in result.headlines] == ["runtime"]
+        assert f"resets {STATUS}" in render_text(result) and f"**resets {STATUS}" in render_markdown(result)
+
+
+def test_run_time_state_is_found_from_grants_not_names() -> None:
+    # A generated name, granted through a reference to the parameter: run-time state.
+    by_ref = stacks({"Watermark": _parameter(), **_writer({"Fn::Join": ["", ["arn:aws:ssm:r:a:parameter/",
+                                                                            {"Ref": "Watermark"}]]})})
+    assert [v.shown for v in run_time_values(by_ref).values()] == ["the parameter of Watermark (a generated name)"]
+    # A grant by wildcard covers it too; a grant to a custom resource's handler (a deploy-time writer) does not.
+    assert run_time_values(stacks({"Status": _parameter(Name=STATUS), **_writer(_arn("/sagemaker-llm/*"))}))
+    assert not run_time_values(stacks({"Status": _parameter(Name=STATUS), **_writer(_arn(STATUS), handler=True)}))
+    # A parameter nobody writes is configuration: an update is an update.
+    plain = stacks({"Setting": _parameter(Name="/team/setting")})
+    assert not run_time_values(plain)
+    head = stacks({"Setting": _parameter(Name="/team/setting", Description="x")})
+    assert [(o.action, o.resets) for o in classify(plain, head)] == [("update", False)]
+
+
+def test_a_stack_parameter_that_reads_a_run_time_value_names_it() -> None:
+    writer = stacks({"Status": _parameter(Name=STATUS), **_writer(_arn(STATUS))})
+    reader = StackTemplate("R", "R", {}, parameters={"PlanStatus": {"Type": "AWS::SSM::Parameter::Value<String>",
+                                                                    "Default": STATUS}})
+    (value,) = run_time_values({**writer, "R": reader}).values()
+    assert value.readers == ["R.PlanStatus"]
+
+
+def _run_time_parameter(**properties: Any) -> dict[str, Any]:
+    return {"Type": RUN_TIME_PARAMETER_TYPE, "Properties": {
+        "ServiceToken": "arn:aws:lambda:us-east-1:1:function:f", "ParameterName": STATUS, "InitialValue": "Unknown",
+        "Removal": "retain", **properties}}
+
+
+def test_the_run_time_parameter_custom_resource_keeps_its_value_and_a_new_name_is_a_new_parameter() -> None:
+    writer = _writer(_arn(STATUS))
+    base = stacks({"Status": _run_time_parameter(PlanName="chat"), **writer})
+    head = stacks({"Status": _run_time_parameter(PlanName="chat", Description="reworded"), **writer})
+    (kept,) = [o for o in classify(base, head) if o.logical_id == "Status"]
+    assert (kept.action, kept.keeps, kept.resets) == ("update", True, False)
+    assert kept.lines == [f"keeps {STATUS}: {RUN_TIME_PARAMETER_TYPE}'s update never overwrites the value "
+                          "Plan/ExpiryCheck wrote; describes plan chat at deploy"]
+    assert not compare(base, head).headlines
+    renamed = stacks({"Status": _run_time_parameter(ParameterName="/sagemaker-llm/state/chat/status"),
+                      **_writer(_arn("/sagemaker-llm/state/chat/status"))})
+    (moved,) = [o for o in classify(base, renamed) if o.logical_id == "Status"]
+    assert (moved.action, moved.resets) == ("replace", True)
+    assert moved.lines[-1] == ('a new parameter /sagemaker-llm/state/chat/status (starts at "Unknown", or its '
+                               f"SeedFrom); {STATUS} is kept (Removal: retain)")
+
+
+def _component(**properties: Any) -> dict[str, Any]:
+    return {"Type": "AWS::SageMaker::InferenceComponent", "Properties": {
+        "InferenceComponentName": "chat-qwen", "EndpointName": "chat", "VariantName": "AllTraffic",
+        "Specification": {"ModelName": "m", "DataCacheConfig": {"EnableCaching": True}}, **properties}}
+
+
+SCALING = {"Type": "AWS::ApplicationAutoScaling::ScalableTarget", "Properties": {
+    "ResourceId": "inference-component/chat-qwen", "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount",
+    "ServiceNamespace": "sagemaker", "MinCapacity": 1, "MaxCapacity": 4}}
+
+
+def test_an_update_re_sends_write_only_properties_and_a_copy_count_autoscaling_owns_is_overwritten() -> None:
+    pinned = {"RuntimeConfig": {"CopyCount": 1}}
+    base = stacks({"Ic": _component(**pinned), "Scaling": SCALING})
+    head = stacks({"Ic": _component(**pinned, Tags=[{"Key": "team", "Value": "x"}]), "Scaling": SCALING})
+    (ic,) = [o for o in classify(base, head) if o.changed]
+    assert ic.resends == ["Specification.DataCacheConfig", "RuntimeConfig.CopyCount"]
+    assert ic.overwrites == ["RuntimeConfig.CopyCount"] and ic.lines[-1].startswith("overwrites RuntimeConfig.CopyCount")
+    assert [h.category for h in compare(base, head).headlines] == ["runtime"]
+    # Without a scalable target on the component the count is the template's own: re-sent, nothing overwritten.
+    (alone,) = [o for o in classify(stacks({"Ic": _component(**pinned)}), stacks({"Ic": _component(
+        **pinned, Tags=[{"Key": "team", "Value": "x"}])})) if o.changed]
+    assert alone.overwrites == [] and "RuntimeConfig.CopyCount" in alone.resends
+
+
+def test_values_read_at_deploy_decide_conditions_and_fn_if() -> None:
+    template = StackTemplate("S", "S", {
+        "Serving": {"Type": "Custom::EagleServingModel", "Condition": "Promoted", "Properties": {"S3Uri": {"Ref": "Head"}}},
+        "Ic": _component(Specification={"ModelName": {"Fn::If": ["Promoted", "eagle", "base"]},
+                                        "Extra": {"Fn::If": ["Promoted", "x", {"Ref": "AWS::NoValue"}]}}),
+    }, parameters={"Head": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": "/eagle/chat/draft-head"}},
+        conditions={"Promoted": {"Fn::Not": [{"Fn::Equals": [{"Ref": "Head"}, "none"]}]}})
+    off = at_deploy({"S": template}, {"*/chat/draft-head": "none"})["S"]
+    assert list(off.resources) == ["Ic"] and off.resources["Ic"]["Properties"]["Specification"] == {"ModelName": "base"}
+    on = at_deploy({"S": template}, {"/eagle/chat/draft-head": "s3://b/h/"})["S"]
+    assert on.resources["Serving"]["Properties"] == {"S3Uri": "s3://b/h/"}
+    assert on.resources["Ic"]["Properties"]["Specification"] == {"ModelName": "eagle", "Extra": "x"}
+    assert at_deploy({"S": template}, {}) == {"S": template}
+    changed = {(o.logical_id, o.action) for o in classify({"S": template}, {"S": template},
+                                                          base_values={"*/draft-head": "none"},
+                                                          head_values={"*/draft-head": "s3://b/h/"}) if o.changed}
+    assert changed == {("Serving", "add"), ("Ic", "update")}
+
+
+def _bound_config(max_instances: int, routing: str) -> dict[str, Any]:
+    return {"Type": "AWS::SageMaker::EndpointConfig", "Properties": {"ProductionVariants": [{
+        "VariantName": "AllTraffic", "InstanceType": INSTANCE, "InitialInstanceCount": 1,
+        "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": max_instances},
+        "RoutingConfig": {"RoutingStrategy": routing},
+        "CapacityReservationConfig": {"CapacityReservationPreference": "capacity-reservations-only",
+                                      "MlReservationArn": {"Fn::GetAtt": ["Guard", "MlReservationArn"]}}}]}}
+
+
+def _bound(max_instances: int, routing: str, plan_instances: int, deployment: Any = None) -> dict[str, StackTemplate]:
+    endpoint: dict[str, Any] = {"EndpointConfigName": {"Fn::GetAtt": ["Config", "EndpointConfigName"]}}
+    if deployment is not None:
+        endpoint["DeploymentConfig"] = deployment
+    return stacks({"Plan": {"Type": RESOURCE_TYPE, "Properties": {"PlanName": "chat", "InstanceCount": str(plan_instances)}},
+                   "Guard": {"Type": "Custom::SageMakerCapacityPlanGuard", "Properties": {"PlanName": "chat"}},
+                   "Config": _bound_config(max_instances, routing),
+                   "Endpoint": {"Type": "AWS::SageMaker::Endpoint", "Properties": endpoint}})
+
+
+def test_a_replaced_plan_bound_endpoint_config_needs_free_plan_instances() -> None:
+    (enough,) = [o.headroom for o in classify(_bound(2, "LEAST_OUTSTANDING_REQUESTS", 4), _bound(2, "RANDOM", 4))
+                 if o.headroom]
+    assert (enough.needed, enough.in_use, enough.free, enough.respected) == (2, 2, 2, True)
+    assert enough.text == ("replaces the endpoint config: needs 2 free plan instances (blue/green: a second fleet as "
+                           "large as the one in use, plan chat of 4, 2 held by the current fleet: 2 free, enough)")
+    short = compare(_bound(2, "LEAST_OUTSTANDING_REQUESTS", 2), _bound(2, "RANDOM", 2))
+    (headroom,) = [h for h in short.headlines if h.category == "headroom"]
+    assert "needs 2 free plan instances" in headroom.text and "0 free, NOT enough" in headroom.text
+    rolling = {"RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50}}}
+    (batch,) = [o.headroom for o in classify(_bound(2, "LEAST_OUTSTANDING_REQUESTS", 2, rolling),
+                                             _bound(2, "RANDOM", 2, rolling)) if o.headroom]
+    assert (batch.needed, batch.policy, batch.respected) == (1, "rolling: one batch of 1", False)

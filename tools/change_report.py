@@ -29,6 +29,20 @@ deleted, and any change to a capacity plan; and what will fail to deploy (a cust
 resource that must be replaced, a name re-created before the old one is deleted, a changed
 custom resource ServiceToken, a change to a bought capacity plan).
 
+Every resource of the pair is also classified (``classify(base, head) -> list[Outcome]``, which the
+tests use and the report prints per resource): unchanged, updated in place, replaced, added or removed;
+the write-only properties (from the schema) an in-place update sends again with the template's value,
+and which of them overwrite what a service set at run time (``RuntimeConfig.CopyCount`` of an autoscaled
+inference component); the run-time values it resets ("resets /sagemaker-llm/.../status": an
+``AWS::SSM::Parameter`` that a function's or state machine's role may ``ssm:PutParameter``, which any
+update or replacement of the resource puts back to the template's ``Value``) or keeps (a
+``Custom::SageMakerLlmRunTimeParameter``, whose update never writes the value; a new ``ParameterName``
+is a new parameter); and, for a replaced endpoint config bound to a capacity plan, the free plan
+instances the move needs ("replaces the endpoint config: needs N free plan instances": the fleet in
+use for blue/green, one batch for a rolling update). Values read at deploy (a plan's status, a
+promoted EAGLE head) can be given per side (``at_deploy``), so a change that only flips one of them
+is compared too. Run-time value resets and short plan headroom are in the headline.
+
 Ignored as noise: ``AWS::CDK::Metadata``, asset hashes (Lambda code S3 keys, nested template
 URLs, container asset tags), ``aws:cdk:*``/``aws:asset:*`` metadata, checkov/cdk-nag metadata
 and ``DependsOn``. Exit status 0 whatever changes (the report informs; the pull-request check
@@ -36,6 +50,7 @@ decides), 2 when the inputs are not cloud assemblies or a synth fails.
 """
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -92,6 +107,9 @@ class StackTemplate:
     parent: str | None = None
     parent_logical_id: str | None = None
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    parameters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The template's Parameters: an ``AWS::SSM::Parameter::Value<...>`` one is read at every deploy."""
+    conditions: dict[str, Any] = field(default_factory=dict)
 
 
 def load_assembly(folder: Path) -> dict[str, StackTemplate]:
@@ -119,7 +137,8 @@ def _load(folder: Path, prefix: str, stacks: dict[str, StackTemplate]) -> None:
         if artifact.get("type") == "aws:cloudformation:stack":
             template = _read_json(folder / properties["templateFile"])
             stack = StackTemplate(prefix + artifact_id, artifact.get("displayName") or artifact_id,
-                                  template.get("Resources") or {}, outputs=template.get("Outputs") or {})
+                                  template.get("Resources") or {}, outputs=template.get("Outputs") or {},
+                                  parameters=template.get("Parameters") or {}, conditions=template.get("Conditions") or {})
             stacks[stack.key] = stack
             _load_nested(folder, stack, stacks, assets)
         elif artifact.get("type") == "cdk:cloud-assembly":
@@ -155,7 +174,8 @@ def _load_nested(folder: Path, parent: StackTemplate, stacks: dict[str, StackTem
         title = cdk_path.split(".NestedStack/")[0] if ".NestedStack/" in cdk_path else f"{parent.title}/{logical_id}"
         loaded = _read_json(template)
         nested = StackTemplate(f"{parent.key}/{logical_id}", title, loaded.get("Resources") or {}, parent.key,
-                               logical_id, outputs=loaded.get("Outputs") or {})
+                               logical_id, outputs=loaded.get("Outputs") or {},
+                               parameters=loaded.get("Parameters") or {}, conditions=loaded.get("Conditions") or {})
         stacks[nested.key] = nested
         _load_nested(folder, nested, stacks, assets)
 
@@ -463,6 +483,8 @@ class Report:
     changes: list[ResourceChange]
     headlines: list[Headline]
     outputs: list[OutputChange] = field(default_factory=list)
+    outcomes: list["Outcome"] = field(default_factory=list)
+    """What every resource undergoes (``classify``), changed or not."""
 
     def for_stack(self, stack: StackTemplate) -> list[ResourceChange]:
         return [c for c in self.changes if c.stack.key == stack.key]
@@ -470,10 +492,17 @@ class Report:
     def outputs_for(self, stack: StackTemplate) -> list[OutputChange]:
         return [o for o in self.outputs if o.stack.key == stack.key]
 
+    def outcome_of(self, change: ResourceChange) -> "Outcome | None":
+        return next((o for o in self.outcomes if o.stack == change.stack.title and o.logical_id == change.logical_id),
+                    None)
+
 
 def compare(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *, base_label: str = "base",
-            head_label: str = "head") -> Report:
-    """Compare two loaded assemblies (``load_assembly``)."""
+            head_label: str = "head", base_values: dict[str, str] | None = None,
+            head_values: dict[str, str] | None = None) -> Report:
+    """Compare two loaded assemblies (``load_assembly``), each as it deploys with its stack parameter values
+    (``at_deploy``; none given: parameters stay references)."""
+    base, head = at_deploy(base, base_values), at_deploy(head, head_values)
     order = list(head) + [k for k in base if k not in head]
     stacks = [head.get(k) or base[k] for k in order]
     changes: list[ResourceChange] = []
@@ -502,6 +531,7 @@ def compare(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *, b
     _cascade(base, head, changes)
     outputs = [o for key in order for o in _output_changes(base.get(key), head.get(key))]
     report = Report(base_label, head_label, stacks, sorted(changes, key=_sort_key(order)), [], outputs)
+    report.outcomes = _outcomes(base, head, report)
     report.headlines = _headlines(report, head)
     return report
 
@@ -702,6 +732,13 @@ def _headlines(report: Report, head: dict[str, StackTemplate]) -> list[Headline]
         for note in change.notes:
             if "fails" in note or "refuses" in note:
                 lines.append(Headline("fails", title, f"{change.resource_type} {change.display}: {note}"))
+    for outcome in report.outcomes:
+        if outcome.resets or outcome.overwrites:
+            lines += [Headline("runtime", outcome.stack, f"{outcome.resource_type} {outcome.display}: {line}")
+                      for line in outcome.lines if line.startswith(("resets ", "overwrites ", "a new parameter "))]
+        if outcome.headroom is not None:
+            lines.append(Headline("headroom", outcome.stack, f"endpoint config {outcome.display} "
+                                  f"{outcome.headroom.text}"))
     return lines
 
 
@@ -751,6 +788,573 @@ def _plan_headline(change: ResourceChange) -> str:
         return (f"capacity plan {name} changes {', '.join(identity)}: the deployment fails, a bought plan cannot "
                 f"change; declare a new plan instead ({described})")
     return f"capacity plan {name} changes ({described}): no purchase"
+
+
+# ----------------------------------------------------------------------------- values at deploy
+SSM_PARAMETER = "AWS::SSM::Parameter"
+SSM_VALUE_TYPE = "AWS::SSM::Parameter::Value<"
+"""A stack parameter of this type is read from SSM by CloudFormation at every deploy."""
+RUN_TIME_PARAMETER_TYPE = "Custom::SageMakerLlmRunTimeParameter"
+"""``sagemaker_llm_cdk.core.run_time_state.RESOURCE_TYPE``: an SSM parameter a function writes at run time, created
+once and never overwritten by a deploy (properties ``ParameterName``, ``InitialValue``, ``Removal``, optionally
+``PlanName``)."""
+_NO_VALUE: Any = object()
+
+
+def at_deploy(assembly: dict[str, StackTemplate], values: dict[str, str] | None) -> dict[str, StackTemplate]:
+    """``assembly`` as CloudFormation deploys it with these stack parameter values: ``values`` maps a parameter's
+    logical name, or for an ``AWS::SSM::Parameter::Value<...>`` parameter the SSM name it defaults to (a glob
+    pattern such as ``*/capacity-plans/*chat/status`` may stand for it), to its value.
+
+    A ``Ref`` to a given parameter becomes the value, conditions that depend only on given values are decided,
+    ``Fn::If`` on them picks its branch, ``AWS::NoValue`` leaves its place, and resources (and outputs) whose
+    condition is false leave the template. What depends on a parameter without a value stays as written, so a
+    change that only flips an SSM value at deploy (a plan's status, a promoted EAGLE head) can be compared."""
+    if not values:
+        return assembly
+    resolved: dict[str, StackTemplate] = {}
+    for key, stack in assembly.items():
+        known = {}
+        for name, parameter in stack.parameters.items():
+            default = parameter.get("Default")
+            if name in values:
+                known[name] = values[name]
+            elif str(parameter.get("Type", "")).startswith(SSM_VALUE_TYPE) and isinstance(default, str):
+                given = [v for k, v in values.items() if fnmatch.fnmatchcase(default, k)]
+                if given:
+                    known[name] = given[0]
+        if not known:
+            resolved[key] = stack
+            continue
+        decided = _decide_conditions(stack.conditions, known)
+
+        def kept(items: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+            return {k: _substitute(v, known, decided) for k, v in items.items()
+                    if decided.get(str(v.get("Condition"))) is not False}
+
+        resolved[key] = StackTemplate(stack.key, stack.title, kept(stack.resources), stack.parent,
+                                      stack.parent_logical_id, kept(stack.outputs), stack.parameters, stack.conditions)
+    return resolved
+
+
+def _decide_conditions(conditions: dict[str, Any], known: dict[str, str]) -> dict[str, bool]:
+    decided: dict[str, bool] = {}
+    progress = True
+    while progress:
+        progress = False
+        for name, expression in conditions.items():
+            if name not in decided:
+                value = _condition(expression, known, decided)
+                if value is not None:
+                    decided[name] = value
+                    progress = True
+    return decided
+
+
+def _condition(expression: Any, known: dict[str, str], decided: dict[str, bool]) -> bool | None:
+    """True or False when ``expression`` (a condition function) depends only on known values, else None."""
+    if not isinstance(expression, dict) or len(expression) != 1:
+        return None
+    (kind, arg), = expression.items()
+    if kind == "Condition":
+        return decided.get(str(arg))
+    if kind == "Fn::Equals" and isinstance(arg, list) and len(arg) == 2:
+        a, b = (_substitute(v, known, decided) for v in arg)
+        return None if isinstance(a, (dict, list)) or isinstance(b, (dict, list)) else str(a) == str(b)
+    parts = [_condition(v, known, decided) for v in (arg if isinstance(arg, list) else [arg])]
+    if kind == "Fn::Not" and len(parts) == 1:
+        return None if parts[0] is None else not parts[0]
+    if kind == "Fn::And":
+        return False if False in parts else (None if None in parts else True)
+    if kind == "Fn::Or":
+        return True if True in parts else (None if None in parts else False)
+    return None
+
+
+def _substitute(value: Any, known: dict[str, str], decided: dict[str, bool]) -> Any:
+    if isinstance(value, list):
+        items = [_substitute(v, known, decided) for v in value]
+        return [v for v in items if v is not _NO_VALUE]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        (kind, arg), = value.items()
+        if kind == "Ref" and arg in known:
+            return known[arg]
+        if kind == "Ref" and arg == "AWS::NoValue":
+            return _NO_VALUE
+        if kind == "Fn::If" and isinstance(arg, list) and len(arg) == 3 and str(arg[0]) in decided:
+            return _substitute(arg[1] if decided[str(arg[0])] else arg[2], known, decided)
+    substituted = {k: _substitute(v, known, decided) for k, v in value.items()}
+    return {k: v for k, v in substituted.items() if v is not _NO_VALUE}
+
+
+# ----------------------------------------------------------------------------- run-time values
+@dataclass
+class RunTimeValue:
+    """An SSM parameter whose value a function (or state machine) writes at run time.
+
+    Found from the template, not from names: an ``AWS::SSM::Parameter`` is one when a function's or state
+    machine's role in the assembly is allowed ``ssm:PutParameter`` on its ARN (by a reference to it or by a
+    literal ARN naming it). A ``Custom::SageMakerLlmRunTimeParameter`` is one by its purpose, and keeps the
+    value on update."""
+
+    stack: str
+    logical_id: str
+    resource_type: str
+    name: str | None
+    """The parameter's name when the template fixes it (None: CloudFormation generates it)."""
+    writers: list[str] = field(default_factory=list)
+    """The functions and state machines allowed to write it."""
+    readers: list[str] = field(default_factory=list)
+    """``Stack.Parameter`` of every ``AWS::SSM::Parameter::Value<...>`` stack parameter that reads it at deploy."""
+
+    @property
+    def keeps_on_update(self) -> bool:
+        return self.resource_type == RUN_TIME_PARAMETER_TYPE
+
+    @property
+    def shown(self) -> str:
+        return self.name or f"the parameter of {self.logical_id} (a generated name)"
+
+
+def _literal(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _parameter_resources(assembly: dict[str, StackTemplate]) -> dict[tuple[str, str], RunTimeValue]:
+    found = {}
+    for key, stack in assembly.items():
+        for logical_id, resource in stack.resources.items():
+            kind = resource.get("Type", "")
+            properties = resource.get("Properties") or {}
+            if kind == SSM_PARAMETER:
+                name = _literal(properties.get("Name"))
+            elif kind == RUN_TIME_PARAMETER_TYPE:
+                name = _literal(properties.get("ParameterName"))
+            else:
+                continue
+            found[(key, logical_id)] = RunTimeValue(stack.title, logical_id, kind, name)
+    return found
+
+
+def _statements(document: Any) -> list[dict[str, Any]]:
+    statements = (document or {}).get("Statement", []) if isinstance(document, dict) else []
+    return [s for s in _as_list(statements) if isinstance(s, dict)]
+
+
+def _grants(stack: StackTemplate) -> Iterator[tuple[dict[str, Any], list[str]]]:
+    """(statement, role logical ids) of every IAM policy statement attached to a role of ``stack``."""
+    managed_users: dict[str, list[str]] = {}
+    for logical_id, resource in stack.resources.items():
+        if resource.get("Type") == "AWS::IAM::Role":
+            for _, ref in references((resource.get("Properties") or {}).get("ManagedPolicyArns")):
+                managed_users.setdefault(ref, []).append(logical_id)
+    for logical_id, resource in stack.resources.items():
+        kind, properties = resource.get("Type"), resource.get("Properties") or {}
+        if kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+            roles = [ref for _, ref in references(properties.get("Roles"))] + managed_users.get(logical_id, [])
+            for statement in _statements(properties.get("PolicyDocument")):
+                yield statement, roles
+        elif kind == "AWS::IAM::Role":
+            for policy in _as_list(properties.get("Policies") or []):
+                for statement in _statements((policy or {}).get("PolicyDocument")):
+                    yield statement, [logical_id]
+
+
+_FRAMEWORK_HANDLERS = ("USER_ON_EVENT_FUNCTION_ARN", "USER_IS_COMPLETE_FUNCTION_ARN")
+"""Environment variables through which CDK's custom resource framework names the handlers it calls."""
+
+
+def _deploy_time_functions(stack: StackTemplate) -> set[str]:
+    """Functions that run only while CloudFormation deploys: custom resource handlers (by ServiceToken, or called
+    by CDK's provider framework)."""
+    found = set()
+    for resource in stack.resources.values():
+        properties = resource.get("Properties") or {}
+        if is_custom(resource.get("Type", "")):
+            found |= {ref for _, ref in references(properties.get("ServiceToken"))}
+        variables = ((properties.get("Environment") or {}).get("Variables") or {}) if isinstance(
+            properties.get("Environment"), dict) else {}
+        for name in _FRAMEWORK_HANDLERS:
+            found |= {ref for _, ref in references(variables.get(name))}
+    return found
+
+
+def _role_users(stack: StackTemplate) -> dict[str, list[str]]:
+    """Role logical id -> the functions and state machines of ``stack`` that run with it at run time."""
+    users: dict[str, list[str]] = {}
+    deploy_time = _deploy_time_functions(stack)
+    for logical_id, resource in stack.resources.items():
+        kind, properties = resource.get("Type"), resource.get("Properties") or {}
+        role = {"AWS::Lambda::Function": "Role", "AWS::StepFunctions::StateMachine": "RoleArn"}.get(str(kind))
+        if role is None or logical_id in deploy_time:
+            continue
+        shown = _strip_stack((resource.get("Metadata") or {}).get("aws:cdk:path", ""), stack.title) or logical_id
+        for _, ref in references(properties.get(role)):
+            users.setdefault(ref, []).append(shown)
+    return users
+
+
+def _allows(statement: dict[str, Any], action: str) -> bool:
+    actions = [str(a).lower() for a in _as_list(statement.get("Action") or [])]
+    return statement.get("Effect") == "Allow" and any(fnmatch.fnmatchcase(action.lower(), a) for a in actions)
+
+
+def _granted_parameters(resource: Any, key: str, parameters: dict[tuple[str, str], RunTimeValue]) -> set[tuple[str, str]]:
+    """The parameters an IAM ``Resource`` entry covers: one it references, or those a literal ARN pattern names."""
+    hits = {(key, ref) for _, ref in references(resource) if (key, ref) in parameters}
+    text = _as_text(resource)
+    if text == "*":
+        return set(parameters)
+    if text is None or ":parameter" not in text:
+        return hits
+    pattern = re.sub(r"\$\{[^}]*\}", "*", text.split(":parameter", 1)[1]).lstrip("/")
+    if hits and not pattern.strip("*/"):
+        return hits  # "parameter/${Ref}": the reference says which
+    return hits | {k for k, p in parameters.items() if p.name and fnmatch.fnmatchcase(p.name.lstrip("/"), pattern)}
+
+
+def run_time_values(assembly: dict[str, StackTemplate]) -> dict[tuple[str, str], RunTimeValue]:
+    """(stack key, logical id) -> the run-time value the resource holds, for every such parameter in ``assembly``."""
+    parameters = _parameter_resources(assembly)
+    for key, stack in assembly.items():
+        users = _role_users(stack)
+        for statement, roles in _grants(stack):
+            writers = [u for role in roles for u in users.get(role, [])]
+            if not writers or not _allows(statement, "ssm:PutParameter"):
+                continue
+            for resource in _as_list(statement.get("Resource") or []):
+                for hit in _granted_parameters(resource, key, parameters):
+                    parameters[hit].writers += [w for w in writers if w not in parameters[hit].writers]
+        for name, parameter in stack.parameters.items():
+            if str(parameter.get("Type", "")).startswith(SSM_VALUE_TYPE):
+                for value in parameters.values():
+                    if value.name and value.name == parameter.get("Default"):
+                        value.readers.append(f"{stack.title}.{name}")
+    return {k: v for k, v in parameters.items() if v.writers or v.keeps_on_update}
+
+
+# ----------------------------------------------------------------------------- outcomes
+COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
+RUN_TIME_WRITTEN = {("AWS::SageMaker::InferenceComponent", "RuntimeConfig.CopyCount"): COPY_COUNT_DIMENSION}
+"""Write-only properties that a service changes at run time when a scalable target of this dimension names the
+resource: re-sending the template's value overwrites what autoscaling set."""
+_WRITE_ONLY: dict[str, list[tuple[str, ...]]] = {}
+
+
+def write_only_properties(resource_type: str) -> list[tuple[str, ...]]:
+    """Write-only property paths of ``resource_type`` from cfn-lint's schemas (``*`` for every list item)."""
+    if resource_type not in _WRITE_ONLY:
+        from cfnlint.schema import PROVIDER_SCHEMA_MANAGER, ResourceNotFoundError
+
+        try:
+            schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(SCHEMA_REGION, resource_type).schema
+        except ResourceNotFoundError:
+            _WRITE_ONLY[resource_type] = []
+        else:
+            _WRITE_ONLY[resource_type] = [tuple(p.split("/")[2:]) for p in schema.get("writeOnlyProperties", [])
+                                          if p.startswith("/properties/")]
+    return _WRITE_ONLY[resource_type]
+
+
+def _present(value: Any, pointer: tuple[str, ...]) -> bool:
+    if not pointer:
+        return value is not MISSING
+    head, rest = pointer[0], pointer[1:]
+    if head == "*":
+        return isinstance(value, list) and any(_present(v, rest) for v in value)
+    return isinstance(value, dict) and not _is_intrinsic(value) and head in value and _present(value[head], rest)
+
+
+def write_only_in_template(resource: dict[str, Any]) -> list[str]:
+    """The write-only properties ``resource`` sets: an update sends each again with the template's value."""
+    kind, properties = resource.get("Type", ""), resource.get("Properties") or {}
+    found: list[str] = []
+    for pointer in write_only_properties(kind):
+        shown = ".".join(pointer).replace(".*", "[*]")
+        if _present(properties, pointer) and shown not in found and not any(shown.startswith(f + ".") for f in found):
+            found.append(shown)
+    return found
+
+
+@dataclass
+class Headroom:
+    """What moving an endpoint to a replaced endpoint config bound to a capacity plan needs from the plan."""
+
+    plan: str
+    needed: int
+    """Free plan instances the update needs: the fleet in use (blue/green) or one batch (rolling)."""
+    policy: str
+    """``blue/green`` or ``rolling (batches of N)``."""
+    plan_instances: int | None
+    """The plan's size when the assembly declares it."""
+    in_use: int
+    """Plan instances the current fleet may hold (its maximum), 0 when it runs on on-demand capacity."""
+
+    @property
+    def free(self) -> int | None:
+        return None if self.plan_instances is None else self.plan_instances - self.in_use
+
+    @property
+    def respected(self) -> bool | None:
+        return None if self.free is None else self.needed <= self.free
+
+    @property
+    def text(self) -> str:
+        head = f"replaces the endpoint config: needs {self.needed} free plan instances ({self.policy}, plan {self.plan}"
+        if self.plan_instances is None:
+            return head + ": its size is not in the template; check it has them free)"
+        verdict = "enough" if self.respected else "NOT enough: the new instances wait for capacity and the update fails"
+        return head + f" of {self.plan_instances}, {self.in_use} held by the current fleet: {self.free} free, {verdict})"
+
+
+@dataclass
+class Outcome:
+    """What one resource of a before/after pair of assemblies undergoes on deploy (``classify``)."""
+
+    stack: str
+    logical_id: str
+    resource_type: str
+    display: str
+    action: str
+    """``unchanged`` | ``no update`` (attributes only) | ``update`` | ``replace`` | ``add`` | ``remove``."""
+    resends: list[str] = field(default_factory=list)
+    """Write-only properties an in-place update sends again with the template's value."""
+    overwrites: list[str] = field(default_factory=list)
+    """Of ``resends``, those a service changes at run time (autoscaling's copy count): the update overwrites them."""
+    run_time: RunTimeValue | None = None
+    resets: bool = False
+    """The deploy puts the template's value over the value written at run time (or starts a new parameter)."""
+    keeps: bool = False
+    """A run-time value the update leaves as it is."""
+    headroom: Headroom | None = None
+    binding_changes: bool = False
+    """An endpoint config's CapacityReservationConfig differs."""
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.action not in ("unchanged", "no update")
+
+
+def classify(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *,
+             base_values: dict[str, str] | None = None, head_values: dict[str, str] | None = None) -> list[Outcome]:
+    """What every resource of ``base`` and ``head`` (``load_assembly``) undergoes when ``head`` deploys over
+    ``base``: unchanged, updated in place, replaced, added or removed, with the write-only properties an update
+    re-sends, the run-time values it resets or keeps, and the capacity a replaced plan-bound endpoint config needs.
+
+    ``base_values`` / ``head_values``: stack parameter values at each deploy (``at_deploy``), e.g.
+    ``{"/sagemaker-llm/capacity-plans/<plan>/status": "Active"}``. The report prints the same outcomes."""
+    return compare(base, head, base_values=base_values, head_values=head_values).outcomes
+
+
+def _outcomes(base: dict[str, StackTemplate], head: dict[str, StackTemplate], report: Report) -> list[Outcome]:
+    by_new = {(c.stack.key, c.logical_id): c for c in report.changes if c.kind != "removed"}
+    by_old = {(c.old_stack.key if c.old_stack else c.stack.key, c.old_logical_id or c.logical_id): c
+              for c in report.changes if c.kind in ("removed", "renamed")}
+    old_values, new_values = run_time_values(base), run_time_values(head)
+    found: list[Outcome] = []
+    for key, stack in head.items():
+        for logical_id, resource in stack.resources.items():
+            if resource.get("Type") in IGNORED_TYPES:
+                continue
+            change = by_new.get((key, logical_id))
+            kind = resource.get("Type", "?")
+            outcome = Outcome(stack.title, logical_id, kind, change.display if change else logical_id,
+                              _action(change), run_time=new_values.get((key, logical_id)))
+            if change is not None:
+                _explain(outcome, change, base, head, old_values)
+            found.append(outcome)
+    for (key, logical_id), change in by_old.items():
+        if change.kind != "removed":
+            continue
+        outcome = Outcome(change.stack.title, logical_id, change.resource_type, change.display, "remove",
+                          run_time=old_values.get((key, logical_id)))
+        _explain(outcome, change, base, head, old_values)
+        found.append(outcome)
+    return found
+
+
+def _action(change: ResourceChange | None) -> str:
+    if change is None:
+        return "unchanged"
+    if change.kind == "added":
+        return "add"
+    if change.kind == "removed":
+        return "remove"
+    if change.replacement or _run_time_renamed(change):
+        return "replace"
+    if all(p.path.startswith("(") for p in change.properties):
+        return "no update"
+    return "update"
+
+
+def _run_time_renamed(change: ResourceChange) -> bool:
+    """A run-time parameter custom resource whose ParameterName changes: the handler makes a new parameter."""
+    return change.resource_type == RUN_TIME_PARAMETER_TYPE and any(
+        p.path == "ParameterName" for p in change.properties)
+
+
+def _explain(outcome: Outcome, change: ResourceChange, base: dict[str, StackTemplate], head: dict[str, StackTemplate],
+             old_values: dict[tuple[str, str], RunTimeValue]) -> None:
+    resource = change.head or {}
+    if outcome.action == "update" and not is_custom(outcome.resource_type):
+        outcome.resends = write_only_in_template(resource)
+        outcome.overwrites = [p for p in outcome.resends if (outcome.resource_type, p) in RUN_TIME_WRITTEN
+                              and _scaled(head.get(change.stack.key), change.logical_id, resource,
+                                          RUN_TIME_WRITTEN[(outcome.resource_type, p)])]
+        if outcome.resends:
+            outcome.lines.append("re-sends write-only " + ", ".join(outcome.resends) + " with the template's value")
+        for path in outcome.overwrites:
+            outcome.lines.append(f"overwrites {path}: autoscaling ({RUN_TIME_WRITTEN[(outcome.resource_type, path)]}) "
+                                 "sets it at run time and the update puts the template's value back")
+    old_key = (change.old_stack.key if change.old_stack else change.stack.key, change.old_logical_id or change.logical_id)
+    value = outcome.run_time or old_values.get(old_key)
+    outcome.run_time = value
+    if value is not None:
+        _run_time_lines(outcome, change, value)
+    if outcome.resource_type == ENDPOINT_CONFIG and change.kind in ("modified", "renamed"):
+        before, after = _bindings(change.base or {}), _bindings(resource)
+        outcome.binding_changes = _mask(before) != _mask(after)
+        if outcome.action == "replace":
+            outcome.headroom = _headroom(change, base, head)
+            if outcome.headroom is not None:
+                outcome.lines.append(outcome.headroom.text)
+            elif outcome.binding_changes:
+                outcome.lines.append("replaces the endpoint config: the new fleet runs on on-demand capacity and the "
+                                     "plan's instances are released when the old one goes")
+
+
+def _run_time_lines(outcome: Outcome, change: ResourceChange, value: RunTimeValue) -> None:
+    writers = ", ".join(value.writers) or "a function"
+    read = f"; read at deploy by {', '.join(value.readers)}" if value.readers else ""
+    properties = (change.head or change.base or {}).get("Properties") or {}
+    if outcome.action == "add":
+        start = properties.get("InitialValue", properties.get("Value"))
+        outcome.lines.append(f"creates {value.shown} with {_short(start)} (written at run time by {writers}{read})")
+    elif outcome.action == "remove":
+        kept = (change.base or {}).get("DeletionPolicy") == "Retain" or properties.get("Removal") == "retain"
+        outcome.lines.append(f"{'leaves' if kept else 'deletes'} {value.shown} and the value {writers} wrote{read}")
+    elif value.keeps_on_update and outcome.action == "replace":
+        old = ((change.base or {}).get("Properties") or {}).get("ParameterName")
+        removal = ((change.base or {}).get("Properties") or {}).get("Removal", "retain")
+        outcome.resets = True
+        outcome.lines.append(f"a new parameter {value.shown} (starts at {_short(properties.get('InitialValue'))}, or its "
+                             f"SeedFrom); {old} is {'kept' if removal == 'retain' else 'deleted'} (Removal: {removal})")
+    elif value.keeps_on_update and outcome.changed:
+        outcome.keeps = True
+        plan = f"; describes plan {properties['PlanName']} at deploy" if "PlanName" in properties else ""
+        outcome.lines.append(f"keeps {value.shown}: {RUN_TIME_PARAMETER_TYPE}'s update never overwrites the value "
+                             f"{writers} wrote{plan}")
+    elif outcome.action in ("update", "replace"):
+        outcome.resets = True
+        how = ("replaced: the new parameter starts at the template's Value" if outcome.action == "replace" else
+               "the AWS::SSM::Parameter update calls PutParameter with Overwrite and the template's Value")
+        outcome.lines.append(f"resets {value.shown} to {_short(properties.get('Value'))}: {how}, over what {writers} "
+                             f"wrote at run time{read}")
+
+
+def _bindings(resource: dict[str, Any]) -> list[Any]:
+    variants = ((resource.get("Properties") or {}).get("ProductionVariants")) or []
+    return [v.get("CapacityReservationConfig") if isinstance(v, dict) else None for v in _as_list(variants)]
+
+
+def _scaled(stack: StackTemplate | None, logical_id: str, resource: dict[str, Any], dimension: str) -> bool:
+    """True when a scalable target of ``dimension`` in ``stack`` names the resource (by reference or by name)."""
+    if stack is None:
+        return False
+    kind = resource.get("Type", "")
+    name = _literal((resource.get("Properties") or {}).get(kind.rpartition("::")[2] + "Name"))
+    for target in stack.resources.values():
+        props = target.get("Properties") or {}
+        if target.get("Type") != "AWS::ApplicationAutoScaling::ScalableTarget" or props.get("ScalableDimension") != dimension:
+            continue
+        ids = props.get("ResourceId")
+        if any(ref == logical_id for _, ref in references(ids)) or (name and str(_as_text(ids) or "").endswith("/" + name)):
+            return True
+    return False
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _fleet(variant: dict[str, Any]) -> int:
+    """The most instances a variant runs: its managed scaling maximum, else its initial count."""
+    scaling = variant.get("ManagedInstanceScaling") or {}
+    if isinstance(scaling, dict) and scaling.get("Status") == "ENABLED" and "MaxInstanceCount" in scaling:
+        return _int(scaling["MaxInstanceCount"], 1)
+    return _int(variant.get("InitialInstanceCount"), 1)
+
+
+def _bound_plans(resource: dict[str, Any], stacks: dict[str, StackTemplate], key: str) -> dict[str, int]:
+    """Plan name -> instances the endpoint config's variants may hold on it (an unresolved Fn::If binds)."""
+    stack = stacks.get(key)
+    found: dict[str, int] = {}
+    for variant in _as_list(((resource.get("Properties") or {}).get("ProductionVariants")) or []):
+        if not isinstance(variant, dict):
+            continue
+        binding = variant.get("CapacityReservationConfig")
+        if isinstance(binding, dict) and list(binding) == ["Fn::If"]:
+            branches = [b for b in binding["Fn::If"][1:] if isinstance(b, dict) and "MlReservationArn" in b]
+            binding = branches[0] if branches else None
+        if not isinstance(binding, dict) or "MlReservationArn" not in binding:
+            continue
+        plan = _plan_name(binding["MlReservationArn"], stack)
+        found[plan] = found.get(plan, 0) + _fleet(variant)
+    return found
+
+
+def _plan_name(arn: Any, stack: StackTemplate | None) -> str:
+    for _, ref in references(arn):
+        guard = (stack.resources.get(ref) if stack else None) or {}
+        name = _literal((guard.get("Properties") or {}).get("PlanName"))
+        if name:
+            return name
+    text = _as_text(arn) or ""
+    return text.rsplit("training-plan/", 1)[1] if "training-plan/" in text else text or "?"
+
+
+def _plan_instances(plan: str, stacks: dict[str, StackTemplate]) -> int | None:
+    for stack in stacks.values():
+        for logical_id, resource in stack.resources.items():
+            props = resource.get("Properties") or {}
+            if is_capacity_plan(resource.get("Type", ""), logical_id) and props.get("PlanName") == plan:
+                return _int(props.get("InstanceCount"), 0) or None
+    return None
+
+
+def _headroom(change: ResourceChange, base: dict[str, StackTemplate], head: dict[str, StackTemplate]) -> Headroom | None:
+    after = _bound_plans(change.head or {}, head, change.stack.key)
+    if not after:
+        return None
+    before = _bound_plans(change.base or {}, base, (change.old_stack or change.stack).key)
+    old_fleet = sum(_fleet(v) for v in _as_list(((change.base or {}).get("Properties") or {}).get("ProductionVariants") or [])
+                    if isinstance(v, dict))
+    plan, new_fleet = next(iter(after.items()))
+    in_use = before.get(plan, 0)
+    fleet = old_fleet or new_fleet
+    policy, needed = "blue/green: a second fleet as large as the one in use", fleet
+    endpoint = _endpoint_of(head.get(change.stack.key), change.logical_id)
+    rolling = ((endpoint or {}).get("DeploymentConfig") or {}).get("RollingUpdatePolicy") if endpoint else None
+    if isinstance(rolling, dict):
+        batch = rolling.get("MaximumBatchSize") or {}
+        size = _int(batch.get("Value"), 1)
+        needed = size if batch.get("Type") == "INSTANCE_COUNT" else max(1, -(-fleet * size // 100))
+        policy = f"rolling: one batch of {needed}"
+    return Headroom(plan, needed, policy, _plan_instances(plan, head) or _plan_instances(plan, base), in_use)
+
+
+def _endpoint_of(stack: StackTemplate | None, config_id: str) -> dict[str, Any] | None:
+    for resource in (stack.resources.values() if stack else []):
+        if resource.get("Type") == ENDPOINT and any(
+                ref == config_id for _, ref in references((resource.get("Properties") or {}).get("EndpointConfigName"))):
+            return (resource.get("Properties") or {})
+    return None
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -808,7 +1412,8 @@ def _verdict(change: ResourceChange) -> str:
     return "update in place"
 
 
-_HEADLINE_TITLES = {"redeploy": "Endpoint redeploys", "money": "Capacity plans (money)", "fails": "Will fail to deploy"}
+_HEADLINE_TITLES = {"redeploy": "Endpoint redeploys", "money": "Capacity plans (money)", "fails": "Will fail to deploy",
+                    "runtime": "Run-time values reset", "headroom": "Capacity headroom"}
 
 
 def render_text(report: Report) -> str:
@@ -829,6 +1434,7 @@ def render_text(report: Report) -> str:
             out.append(f"  {mark} {change.resource_type} {change.display}: {_verdict(change)}")
             out += [f"      {_property_text(p)}" for p in change.properties]
             out += [f"      note: {n}" for n in change.notes]
+            out += [f"      {line}" for line in _outcome_lines(report, change)]
         for output in outputs:
             out.append(f"  {_OUTPUT_MARK[output.kind]} Output {output.name}: {output.kind}")
             out += [f"      {_property_text(p)}" for p in output.properties]
@@ -838,6 +1444,12 @@ def render_text(report: Report) -> str:
 
 
 _OUTPUT_MARK = {"added": "+", "removed": "-", "modified": "~"}
+
+
+def _outcome_lines(report: Report, change: ResourceChange) -> list[str]:
+    """What the change does to run-time values, write-only properties and plan capacity (``Outcome.lines``)."""
+    outcome = report.outcome_of(change)
+    return outcome.lines if outcome is not None else []
 
 
 def _counts(changes: list[ResourceChange]) -> str:
@@ -870,6 +1482,8 @@ def render_markdown(report: Report) -> str:
             verdict = _verdict(change)
             verdict = f"**{verdict}**" if change.replacement else verdict
             details = [f"`{_cell(_property_text(p))}`" for p in change.properties] + [_cell(n) for n in change.notes]
+            details += [f"**{_cell(line)}**" if line.startswith(("resets ", "overwrites ", "a new parameter ")) else
+                        _cell(line) for line in _outcome_lines(report, change)]
             out.append(f"| {verdict} | `{_cell(change.display)}` | `{change.resource_type}` | {'<br>'.join(details)} |")
         for output in outputs:
             details = [f"`{_cell(_property_text(p))}`" for p in output.properties]
