@@ -27,7 +27,7 @@ WEIGHTS = "s3://my-weights/qwen3-32b/"
 USER_DATA = "s3://team-datasets/chat/v3/"
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e"
 INSTANCE = "ml.p5e.48xlarge"
-PARAMETER_NAME = f"/sagemaker-llm/eagle/{MODEL}/draft-head"
+PARAMETER_NAME = f"/sagemaker-llm/state/eagle/{MODEL}/draft-head"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -180,7 +180,7 @@ def test_plan_reads_this_endpoints_captures_and_writes_to_the_artifacts_bucket(c
         "output_bucket": capture.ref(eagle.artifacts_bucket),
         "output_prefix": "datasets",
         "run_id.$": "$.run.run_id",
-        "watermark_parameter": capture.ref(eagle.watermark_parameter),
+        "watermark_parameter": eagle.watermark_parameter.parameter_name,
     }
     assert plan["Resource"] == capture.ref(eagle.plan_function, "Arn")
     assert plan["ResultPath"] == "$.plan"
@@ -577,7 +577,8 @@ def test_start_and_record_environment(capture):
 
 
 def test_watermark_starts_empty_in_the_dataset_builders_format(capture):
-    capture.template.has_resource_properties("AWS::SSM::Parameter", {"Value": '{"v":1,"after":{}}', "Type": "String"})
+    capture.template.has_resource_properties("Custom::SageMakerLlmRunTimeParameter", {
+        "ParameterName": f"/sagemaker-llm/state/eagle/{MODEL}/watermark", "InitialValue": '{"v":1,"after":{}}'})
 
 
 def test_schedule_starts_this_state_machine_with_an_empty_input(capture):
@@ -668,8 +669,8 @@ def test_serving_model_function_manages_only_its_models(capture):
 
 
 def test_promotion_parameter_lives_in_the_companion_stack_deployed_first(capture):
-    Template.from_stack(capture.promos).has_resource_properties("AWS::SSM::Parameter", {
-        "Name": PARAMETER_NAME, "Value": "none", "Type": "String"})
+    Template.from_stack(capture.promos).has_resource_properties("Custom::SageMakerLlmRunTimeParameter", {
+        "ParameterName": PARAMETER_NAME, "InitialValue": "none", "SeedFrom": f"/sagemaker-llm/eagle/{MODEL}/draft-head"})
     assert capture.promos in capture.stack.dependencies
 
 
@@ -950,7 +951,7 @@ def test_records_check_runs_on_its_schedule_and_knows_the_threshold(checked):
     function = checked.resources[lid(checked.stack, eagle.check_function)]["Properties"]
     env = {k: render(v) for k, v in function["Environment"]["Variables"].items()}
     assert env["STATE_MACHINE_ARN"] == checked.ref(eagle.state_machine)
-    assert env["MIN_NEW_RECORDS"] == "500" and env["WATERMARK_PARAMETER"] == checked.ref(eagle.watermark_parameter)
+    assert env["MIN_NEW_RECORDS"] == "500" and env["WATERMARK_PARAMETER"] == eagle.watermark_parameter.parameter_name
     assert env["CAPTURE_PREFIX"] == "data-capture/" + checked.ref(checked.endpoint.cfn_endpoint, "EndpointName") + "/"
     assert function["Handler"] == "index.check" and function["ReservedConcurrentExecutions"] == 1
     trust = checked.resources[lid(checked.stack, eagle.records_check_role)]["Properties"]["AssumeRolePolicyDocument"]
@@ -968,7 +969,7 @@ def test_records_check_may_read_captures_and_start_only_this_state_machine(check
     assert grants["kms:Decrypt"] == [checked.ref(checked.endpoint.key, "Arn")]
     assert "s3:PutObject" not in grants and "ssm:PutParameter" not in grants
     (parameter_arn,) = grants["ssm:GetParameter"]
-    assert parameter_arn.endswith(checked.ref(eagle.watermark_parameter)) and ":ssm:" in parameter_arn
+    assert parameter_arn.endswith(":parameter" + eagle.watermark_parameter.parameter_name) and ":ssm:" in parameter_arn
     invoke = [s for s in checked.statements(eagle.records_check_role) if s["Action"] == "lambda:InvokeFunction"]
     assert invoke and all(checked.ref(eagle.check_function, "Arn") in str(s["Resource"]) for s in invoke)
 

@@ -80,7 +80,8 @@ from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, python_function
 from ..core.settings import _S3_URI, instance_type_problem
 from .settings import EAGLE_ARCHITECTURES, EagleSettings
-from .serving import SpeculativeDecoding, literal_parameter_name, serving_model_prefix
+from .serving import PARAMETER_PREFIX, SpeculativeDecoding, literal_parameter_name, serving_model_prefix
+from ..core.run_time_state import RunTimeParameter
 from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from ..core.settings import validated
 from ..core.metrics import metric
@@ -127,7 +128,7 @@ class EagleOptimization(Construct):
         *,
         component: "ModelComponent",
         settings: EagleSettings | Mapping[str, Any] | None = None,
-        promotion_parameter: ssm.IStringParameter | None = None,
+        promotion_parameter: "ssm.IStringParameter | RunTimeParameter | None" = None,
         capacity_plan: Any | None = None,
         alarm_topic: sns.ITopic | None = None,
         model_data_key: kms.IKey | None = None,
@@ -269,12 +270,12 @@ class EagleOptimization(Construct):
                 point_in_time_recovery_enabled=True),
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.watermark_parameter = ssm.StringParameter(
+        self.watermark_parameter = RunTimeParameter(
             self, "Watermark",
-            string_value=EMPTY_WATERMARK,
+            parameter_name=f"{PARAMETER_PREFIX}/{self.model_name}/watermark",
+            initial_value=EMPTY_WATERMARK,
             description=f"Last Data Capture object per folder already turned into EAGLE training data for "
-                        f"{self.model_name} (written by the dataset functions)",
-            tier=ssm.ParameterTier.STANDARD,
+                        f"{self.model_name} (written by the dataset functions; no deploy resets it)",
         )
         bucket_uri = f"s3://{self.artifacts_bucket.bucket_name}"
 
@@ -486,7 +487,7 @@ class EagleOptimization(Construct):
         _acknowledge_eagle(self)
 
     # ================================================================ validation
-    def _promotion_parameter_name(self, parameter: ssm.IStringParameter | None, component: "ModelComponent",
+    def _promotion_parameter_name(self, parameter: "ssm.IStringParameter | RunTimeParameter | None", component: "ModelComponent",
                                   problems: list[Problem]) -> str:
         component_stack = Stack.of(component.cfn_model)
         if parameter is None:
@@ -761,9 +762,10 @@ def _bucket_arn(bucket: str) -> str:
     return f"arn:{Aws.PARTITION}:s3:::{bucket}"
 
 
-def _imported(parameter: ssm.IStringParameter) -> bool:
+def _imported(parameter: "ssm.IStringParameter | RunTimeParameter") -> bool:
     """True for ``StringParameter.from_*`` references (no resource of their own in any stack)."""
-    return not isinstance(parameter.node.default_child, ssm.CfnParameter)
+    return not isinstance(parameter, RunTimeParameter) and not isinstance(parameter.node.default_child,
+                                                                           ssm.CfnParameter)
 
 
 def _acknowledge_eagle(eagle: Any) -> None:
