@@ -117,9 +117,65 @@ def committed_lock() -> JumpStartLock:
     return JumpStartLock.load(LOCK)
 
 
-def test_committed_lock_says_it_was_written_from_fixtures():
-    assert "WRITTEN FROM FIXTURES" in LOCK.read_text()
-    assert committed_lock().find(LLAMA, LLAMA_VERSION, "us-east-1").gated
+def test_committed_lock_says_each_entry_was_written_from_a_fixture_that_exists():
+    lock = committed_lock()
+    assert lock.find(LLAMA, LLAMA_VERSION, "us-east-1").gated
+    assert lock.entries
+    for model in lock.entries.values():
+        assert model.source.kind == "fixture" and not model.source.from_jumpstart
+        assert (ROOT / model.source.path).is_file(), model.source.path
+        assert model.deploy_refusal() == (
+            f"JumpStart lock entry {model.model_id} {model.version} in {model.region} was written from the fixture "
+            f"{model.source.path}, not read from JumpStart: its image, artifacts or pre-trained head may not exist. "
+            f"Run make jumpstart-lock MODEL={model.model_id} VERSION={model.version} REGION={model.region} with AWS "
+            "credentials, commit the lock file and deploy again.")
+
+
+def test_the_lock_writer_records_where_and_when_it_read_the_spec_and_its_digest(tmp_path):
+    manifest = fixture("manifest.json")
+    raw = json.dumps(fixture("qwen2-5-7b-instruct-1.2.0.json")).encode()  # what s3_stubbed serves
+    s3, stubber = s3_stubbed(("models_manifest.json", manifest),
+                             (manifest[0]["spec_key"], fixture("qwen2-5-7b-instruct-1.2.0.json")))
+    lock_file = tmp_path / "lock.yaml"
+    with stubber:
+        assert main(["lock", "--model-id", QWEN, "--version", QWEN_VERSION, "--region", "us-east-1",
+                     "--lock-file", str(lock_file)], s3=s3) == 0
+    import hashlib
+    from datetime import datetime, timezone
+
+    source = yaml.safe_load(lock_file.read_text())["regions"]["us-east-1"][QWEN][QWEN_VERSION]["source"]
+    assert source == {"kind": "jumpstart", "region": "us-east-1", "bucket": "jumpstart-cache-prod-us-east-1",
+                      "key": manifest[0]["spec_key"], "read_on": datetime.now(timezone.utc).date().isoformat(),
+                      "digest": "sha256:" + hashlib.sha256(raw).hexdigest()}
+    model = JumpStartLock.load(lock_file).find(QWEN, QWEN_VERSION, "us-east-1")
+    assert model.source.from_jumpstart and model.deploy_refusal() is None
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ({"kind": "copied"}, r"source.kind: got 'copied'; allowed: jumpstart or fixture"),
+    ({"kind": "jumpstart", "region": "us-east-1"}, r"allowed: a jumpstart source with bucket, key, read_on, digest"),
+    ({"kind": "jumpstart", "region": "r", "bucket": "b", "key": "k", "read_on": "2026-12-01", "digest": "md5:1"},
+     r"source.digest: got 'md5:1'; allowed: sha256:<64 hex digits>"),
+    ({"kind": "fixture", "url": "x"}, r"source: got 'url'; allowed: kind, region, bucket, key, read_on, digest, path"),
+    ("fixture", r"source: got 'fixture'; allowed: a mapping with kind jumpstart or fixture"),
+], ids=["kind", "incomplete", "digest", "unknown key", "not a mapping"])
+def test_a_malformed_source_is_one_clear_problem_with_the_command(tmp_path, source, message):
+    data = yaml.safe_load(LOCK.read_text())
+    data["regions"]["us-east-1"][QWEN][QWEN_VERSION]["source"] = source
+    path = tmp_path / "jumpstart.lock.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigurationError, match=message) as raised:
+        JumpStartLock.load(path)
+    assert f"make jumpstart-lock MODEL={QWEN} VERSION={QWEN_VERSION} REGION=us-east-1" in str(raised.value)
+
+
+def test_an_entry_without_a_source_is_treated_as_a_fixture(tmp_path):
+    data = yaml.safe_load(LOCK.read_text())
+    del data["regions"]["us-east-1"][QWEN][QWEN_VERSION]["source"]
+    path = tmp_path / "jumpstart.lock.yaml"
+    path.write_text(yaml.safe_dump(data))
+    model = JumpStartLock.load(path).find(QWEN, QWEN_VERSION, "us-east-1")
+    assert "was with no source recorded, not read from JumpStart" in model.deploy_refusal()
 
 
 @pytest.mark.parametrize(("model_id", "version", "region", "message"), [
@@ -311,6 +367,15 @@ def test_example_config_synthesizes_from_the_committed_lock(path, tmp_path):
     template = Template.from_stack(stack)
     assert template.find_resources("AWS::SageMaker::InferenceComponent")
     assert template.find_resources("AWS::StepFunctions::StateMachine")  # every example runs the EAGLE loop
+    rules = {k: v for k, v in template.to_json().get("Rules", {}).items() if k.startswith("JumpStartLockNotFrom")}
+    if config.endpoints[0].models[0].source == "jumpstart":  # the committed lock holds fixtures only
+        (rule,) = rules.values()
+        (assertion,) = rule["Assertions"]
+        assert assertion["Assert"] == {"Fn::Equals": ["fixture", "jumpstart"]}  # always false: every deploy fails
+        assert assertion["AssertDescription"].startswith("JumpStart lock entry openai-reasoning-gpt-oss-20b 1.0.0")
+        assert "not deployable as shipped" in path.read_text().lower()
+    else:
+        assert rules == {}
 
 
 def gated_eagle_config(tmp_path: Path) -> Path:

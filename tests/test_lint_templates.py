@@ -67,3 +67,26 @@ def test_a_template_that_is_not_json_is_an_error_with_its_line_not_a_traceback(t
     assert lint_folder(tmp_path) == 1
     printed = capsys.readouterr().out
     assert "ERROR   Broken.template.json: E0000 line " in printed and "1 error(s)" in printed, printed
+
+
+def test_only_the_jumpstart_deploy_refusal_may_always_fail(tmp_path, capsys):
+    """W8003 (an assertion that is always false) is the point of the rule that refuses a deploy of a JumpStart lock
+    entry not read from JumpStart; the same finding on any other rule is still reported."""
+    from aws_cdk import CfnRule, CfnRuleAssertion, Fn
+
+    app = App(outdir=str(tmp_path / "out"))
+    stack = Stack(app, "S")
+    CfnResource(stack, "Thing", type="AWS::SNS::Topic")
+    CfnRule(stack, "JumpStartLockNotFromJumpStartM100", assertions=[CfnRuleAssertion(
+        assert_=Fn.condition_equals("fixture", "jumpstart"), assert_description="refused")])
+    app.synth()
+    assert lint_folder(tmp_path / "out", ("us-east-1",)) == 0
+    assert "0 warning(s)" in capsys.readouterr().out
+    app2 = App(outdir=str(tmp_path / "out2"))
+    other = Stack(app2, "S")
+    CfnResource(other, "Thing", type="AWS::SNS::Topic")
+    CfnRule(other, "SomethingElse", assertions=[CfnRuleAssertion(
+        assert_=Fn.condition_equals("a", "b"), assert_description="a mistake")])
+    app2.synth()
+    lint_folder(tmp_path / "out2", ("us-east-1",))
+    assert "W8003 Rules/SomethingElse" in capsys.readouterr().out

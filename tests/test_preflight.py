@@ -699,3 +699,18 @@ def test_a_model_that_may_serve_a_draft_head_is_a_warning_with_how_to_try_it():
 def test_no_head_serving_warning_without_eagle():
     cfg = parse_config(_models_config({"name": "plain", "model_data_s3_uri": "s3://my-weights/plain/"}))
     assert of(offline(cfg), "eagle.head-serving") == []
+
+
+def test_a_jumpstart_lock_entry_not_read_from_jumpstart_is_a_blocker(templates):
+    """Preflight reads the rule the synth put in the template, so it says what CloudFormation will say."""
+    from sagemaker_llm_cdk.hosting.jumpstart import DEPLOY_RULE_PREFIX
+
+    description = "JumpStart lock entry m 1.0.0 in us-east-1 was written from the fixture f.json, not read from JumpStart"
+    with_rule = {name: dict(template) for name, template in templates.items()}
+    name = sorted(with_rule)[0]
+    with_rule[name]["Rules"] = {f"{DEPLOY_RULE_PREFIX}M100": {"Assertions": [
+        {"Assert": {"Fn::Equals": ["fixture", "jumpstart"]}, "AssertDescription": description}]}}
+    (found,) = of(offline(config(), templates=with_rule), "jumpstart.lock-source", "blocker")
+    assert (found.what, found.subject) == (description, name)
+    assert "refuses every deploy" in found.why
+    assert of(offline(config(), templates=templates), "jumpstart.lock-source") == []

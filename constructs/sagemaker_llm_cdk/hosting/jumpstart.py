@@ -16,17 +16,26 @@ JumpStart ungated -> the content bucket, none -> SageMaker's draft-model bucket
 gated, and ``kind``: ``eagle`` when the channel or key names EAGLE (served through
 ``OPTION_SPECULATIVE_CONFIG``), else ``draft_model`` (a separate small LLM, recorded, never served as
 an EAGLE head). See ``pretrained_head``.
+
+Provenance: every entry records its ``source``: ``jumpstart`` (the region, bucket and spec key it was read
+from, the date and a sha256 digest of the spec) or ``fixture`` (written from a test fixture, or with no
+source recorded). A fixture entry serves tests and synth, but the stack that uses it carries a template
+rule that fails any deploy (``cdk deploy`` or ``make deploy``) with the command that refreshes the entry
+from JumpStart, and preflight reports it as a blocker: its image, artifacts or head may not exist.
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
+import hashlib
 import json
 import re
 import sys
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 import yaml
 
@@ -55,6 +64,63 @@ def draft_model_bucket(region: str) -> str:
 
 def lock_command(model_id: str = "<model id>", version: str = "<version>", region: str = "<region>") -> str:
     return f"make jumpstart-lock MODEL={model_id} VERSION={version} REGION={region}"
+
+
+FROM_JUMPSTART = "jumpstart"
+FROM_FIXTURE = "fixture"
+
+
+@dataclass(frozen=True)
+class LockSource:
+    """Where a lock entry came from: read from JumpStart (``jumpstart``) or written from a fixture (``fixture``)."""
+
+    kind: Literal["jumpstart", "fixture"] = FROM_FIXTURE
+    region: str | None = None
+    bucket: str | None = None
+    key: str | None = None
+    """The spec JSON's key in ``bucket`` (``jumpstart``)."""
+    read_on: str | None = None
+    """The UTC date it was read (``jumpstart``)."""
+    digest: str | None = None
+    """``sha256:<hex>`` of the spec JSON as read (``jumpstart``)."""
+    path: str | None = None
+    """The fixture it was written from (``fixture``); None when the entry recorded no source."""
+
+    @property
+    def from_jumpstart(self) -> bool:
+        return self.kind == FROM_JUMPSTART
+
+    def describe(self) -> str:
+        if self.from_jumpstart:
+            return f"read from s3://{self.bucket}/{self.key} on {self.read_on} ({self.digest})"
+        return f"written from the fixture {self.path}" if self.path else "with no source recorded"
+
+    def to_lock(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_lock(cls, entry: Any, where: str, fix: str) -> "tuple[LockSource, list[Problem]]":
+        """The source of a lock entry (none recorded: a fixture), or the problems of a malformed one."""
+        if entry is None:
+            return cls(), []
+        if not isinstance(entry, dict):
+            return cls(), [Problem(where, entry, "a mapping with kind jumpstart or fixture", fix)]
+        kind = entry.get("kind")
+        unknown = sorted(set(entry) - {f.name for f in dataclasses.fields(cls)})
+        problems = []
+        if kind not in (FROM_JUMPSTART, FROM_FIXTURE):
+            problems.append(Problem(f"{where}.kind", kind, "jumpstart or fixture", fix))
+        if unknown:
+            problems.append(Problem(where, ", ".join(unknown), "kind, region, bucket, key, read_on, digest, path", fix))
+        if kind == FROM_JUMPSTART:
+            missing = [name for name in ("region", "bucket", "key", "read_on", "digest") if not entry.get(name)]
+            if missing:
+                problems.append(Problem(where, entry, f"a jumpstart source with {', '.join(missing)}", fix))
+            elif not re.fullmatch(r"sha256:[0-9a-f]{64}", str(entry["digest"])):
+                problems.append(Problem(f"{where}.digest", entry["digest"], "sha256:<64 hex digits>", fix))
+        if problems:
+            return cls(), problems
+        return cls(**{k: str(v) for k, v in entry.items()}), []  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -152,6 +218,17 @@ class JumpStartModel:
     """The speculative-decoding draft JumpStart publishes for the model, if any."""
     inference_config: str | None = None
     """The spec's default inference config the entry was resolved with (e.g. lmi-optimized), if it has configs."""
+    source: LockSource = field(default_factory=LockSource)
+    """Where the entry came from; only an entry read from JumpStart may be deployed."""
+
+    def deploy_refusal(self) -> str | None:
+        """Why a deploy must not use this entry (it does not come from JumpStart), or None."""
+        if self.source.from_jumpstart:
+            return None
+        return (f"JumpStart lock entry {self.model_id} {self.version} in {self.region} was {self.source.describe()}, "
+                "not read from JumpStart: its image, artifacts or pre-trained head may not exist. Run "
+                f"{lock_command(self.model_id, self.version, self.region)} with AWS credentials, commit the lock file "
+                "and deploy again.")
 
     @property
     def gated(self) -> bool:
@@ -173,6 +250,7 @@ class JumpStartModel:
         if self.inference_config:
             entry["inference_config"] = self.inference_config
         entry["pretrained_head"] = self.pretrained_head.to_lock() if self.pretrained_head else None
+        entry["source"] = self.source.to_lock()
         return entry
 
 
@@ -231,6 +309,12 @@ class JumpStartLock:
                         if head_problems:
                             problems.extend(head_problems)
                             continue
+                    source, source_problems = LockSource.from_lock(
+                        entry.get("source") if isinstance(entry, dict) else None, f"{where}.source",
+                        "write it again: " + lock_command(str(model_id), str(version), str(region)))
+                    if source_problems:
+                        problems.extend(source_problems)
+                        continue
                     try:
                         licence = entry.get("licence")
                         entries[(str(region), str(model_id), str(version))] = JumpStartModel(
@@ -241,7 +325,7 @@ class JumpStartLock:
                             default_instance_type=entry.get("default_instance_type"),
                             supported_instance_types=tuple(entry.get("supported_instance_types") or ()),
                             licence=Licence(str(licence["name"]), str(licence["url"])) if licence else None,
-                            pretrained_head=head, inference_config=entry.get("inference_config"),
+                            pretrained_head=head, inference_config=entry.get("inference_config"), source=source,
                         )
                     except (KeyError, TypeError, AttributeError) as error:
                         problems.append(Problem(where, entry, "image_uri, artifact_s3_uri, environment, licence",
@@ -289,6 +373,32 @@ class JumpStartLock:
                           "# Synth reads only this file: a JumpStart upgrade is a diff here.\n")
         return head + yaml.safe_dump({"lock_version": LOCK_VERSION, "regions": regions}, sort_keys=True,
                                      default_flow_style=False)
+
+
+DEPLOY_RULE_PREFIX = "JumpStartLockNotFromJumpStart"
+"""Logical ids of the template rules that refuse a deploy of a fixture entry (preflight reads them)."""
+
+
+def refuse_deploy_of(scope: Any, model: JumpStartModel) -> str | None:
+    """While ``model``'s lock entry is not read from JumpStart, add a template rule to ``scope``'s stack that fails
+    every deploy of it (CloudFormation checks rules before it changes anything) with what to do; the reason, or None.
+
+    Synth, tests and ``cdk diff`` are unaffected: a rule is checked only when a change set is made.
+    """
+    reason = model.deploy_refusal()
+    if reason is None:
+        return None
+    from aws_cdk import Annotations, CfnRule, CfnRuleAssertion, Fn, Stack
+
+    stack = Stack.of(scope)
+    rule_id = DEPLOY_RULE_PREFIX + re.sub(r"[^A-Za-z0-9]", "", f"{model.model_id}{model.version}".title())[:180]
+    if stack.node.try_find_child(rule_id) is None:
+        CfnRule(stack, rule_id, assertions=[CfnRuleAssertion(
+            assert_=Fn.condition_equals(model.source.kind, FROM_JUMPSTART), assert_description=reason)])
+    message = f"{reason} Until then CloudFormation refuses every deploy of {stack.stack_name}."
+    Annotations.of(scope).add_info(message)
+    print(f"note: {scope.node.path}: {message}", file=sys.stderr)  # synth works: a note, not a warning to acknowledge
+    return reason
 
 
 def find_lock(start: str | Path) -> Path:
@@ -437,8 +547,13 @@ def fetch_model(s3: Any, *, model_id: str, version: str, region: str) -> JumpSta
         versions = sorted(m.get("version", "") for m in manifest if m.get("model_id") == model_id)
         raise SpecError(f"{model_id} {version} is not in s3://{bucket}/{MANIFEST_KEY}; "
                         + (f"published versions: {', '.join(versions)}" if versions else "no such model id"))
-    spec = json.loads(s3.get_object(Bucket=bucket, Key=matches[0]["spec_key"])["Body"].read())
-    return model_from_spec(spec, region=region)
+    key = matches[0]["spec_key"]
+    raw = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    model = model_from_spec(json.loads(raw), region=region)
+    source = LockSource(kind=FROM_JUMPSTART, region=region, bucket=bucket, key=key,
+                        read_on=datetime.now(timezone.utc).date().isoformat(),
+                        digest="sha256:" + hashlib.sha256(raw).hexdigest())
+    return dataclasses.replace(model, source=source)
 
 
 def main(argv: list[str] | None = None, *, s3: Any = None) -> int:

@@ -517,13 +517,14 @@ def _resolve_jumpstart(component: "ModelComponent", spec: ModelSpec, lock: "Jump
 
     from aws_cdk import Annotations, Token
 
-    from .jumpstart import LOCK_FILE_NAME, JumpStartLock, resolve
+    from .jumpstart import LOCK_FILE_NAME, JumpStartLock, refuse_deploy_of, resolve
 
     if lock is None:
         path = component.node.try_get_context(JUMPSTART_LOCK_CONTEXT) or str(Path("config") / LOCK_FILE_NAME)
         lock = JumpStartLock.load(path)
     region = Stack.of(component).region
     resolved, model = resolve(spec, lock, None if Token.is_unresolved(region) else region, where=component.node.path)
+    refuse_deploy_of(component, model)  # a lock entry not read from JumpStart serves synth, never a deploy
     types = model.supported_instance_types
     if types and instance_type not in types:
         Annotations.of(component).add_warning_v2(

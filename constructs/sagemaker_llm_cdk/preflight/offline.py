@@ -373,3 +373,24 @@ def check_head_serving(ctx: PreflightContext) -> Iterable[Finding]:
                 "before relying on it in production, promote a head on a test endpoint of this config (put an s3:// "
                 "head prefix in the promotion parameter, deploy) and check the component reaches InService",
                 f"{path}.models[{index}]")
+
+
+@register_check
+def check_jumpstart_lock_sources(ctx: PreflightContext) -> Iterable[Finding]:
+    """A JumpStart model whose lock entry was not read from JumpStart (a fixture): a blocker.
+
+    Read from the synthesized templates, where the synth put the rule that refuses the deploy
+    (``hosting.jumpstart.refuse_deploy_of``), so preflight and CloudFormation say the same thing.
+    """
+    from ..hosting.jumpstart import DEPLOY_RULE_PREFIX
+
+    for name, template in sorted((ctx.templates or {}).items()):
+        for rule_id, rule in sorted((template.get("Rules") or {}).items()):
+            if not rule_id.startswith(DEPLOY_RULE_PREFIX):
+                continue
+            for assertion in rule.get("Assertions") or []:
+                yield blocker("jumpstart.lock-source", str(assertion.get("AssertDescription", rule_id)),
+                              "CloudFormation refuses every deploy of a stack whose JumpStart lock entry is not read "
+                              "from JumpStart (template rule " + rule_id + ")",
+                              "run the make jumpstart-lock command above with AWS credentials and commit the lock",
+                              name)
