@@ -66,8 +66,8 @@ def lock_command(model_id: str = "<model id>", version: str = "<version>", regio
     return f"make jumpstart-lock MODEL={model_id} VERSION={version} REGION={region}"
 
 
-FROM_JUMPSTART = "jumpstart"
-FROM_FIXTURE = "fixture"
+FROM_JUMPSTART: Literal["jumpstart"] = "jumpstart"
+FROM_FIXTURE: Literal["fixture"] = "fixture"
 
 
 @dataclass(frozen=True)
