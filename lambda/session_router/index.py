@@ -21,7 +21,10 @@ ALLOWED_COMPONENTS   Optional comma-separated inference component names a caller
                      those in ``allowed_components.json`` next to this module (``{"components": [...]}``,
                      packaged by the construct, so the list may hold thousands of adapters without
                      meeting Lambda's 4 KB environment limit); DEFAULT_COMPONENT is always allowed.
-OWNER_MODE           ``session`` (default) or ``role``: who owns a conversation (see caller_owner).
+OWNER_MODE           ``session`` (default), ``role`` or ``cognito_identity``: who owns a conversation (see
+                     caller_owner).
+IDENTITY_POOLS       OWNER_MODE=cognito_identity: comma-separated Cognito identity pool ids whose identities
+                     may own conversations (required in that mode; a caller of another pool gets 403).
 MAX_BODY_BYTES       Largest accepted HTTP request body in bytes (default 1048576 = 1 MiB; at most
                      6291456, the InvokeEndpoint limit).
 POWERTOOLS_SERVICE_NAME / POWERTOOLS_METRICS_NAMESPACE  Logger service and metrics namespace.
@@ -44,7 +47,7 @@ POST /close   body ``{"conversation_id": str}`` -> 200 ``{"conversation_id", "se
 
 Errors: ``{"error": {"code", "message", "field"?, "model_status"?}}`` with status 400 (invalid request:
 bad JSON, nesting deeper than 64, unpaired surrogates, unknown component), 403 (no IAM caller in the
-request context), 404 (unknown route; a conversation id that is unknown, expired and removed, or
+request context: CallerUnknown; a caller whose identity the owner mode does not accept: CallerNotAllowed), 404 (unknown route; a conversation id that is unknown, expired and removed, or
 another caller's: one answer for all), 409 (component switch inside a live session, concurrent update),
 413 (body over MAX_BODY_BYTES), 424 (the model container answered 4xx), 429 (SageMaker or the model
 container throttled after retries), 502/503 (endpoint failures), 503 SessionStoreThrottled (the
@@ -63,10 +66,14 @@ has not run the turn (a session opened for it is closed again), and /close may b
 
 Conversation ownership: every conversation is bound to the caller that opened it, ``caller_owner`` of
 ``requestContext.authorizer.iam`` (Lambda fills it from the verified SigV4 signature: accessKey,
-accountId, callerId, cognitoIdentity, principalOrgId, userArn, userId). By default (OWNER_MODE=session)
-the owner is the full caller: an assumed-role session including its session name (one person per SSO
-sign-in), the Cognito identity id for identity-pool credentials, an IAM user's ARN. OWNER_MODE=role
-makes every session of a role one owner, for backends whose session names rotate. A turn or /close
+accountId, callerId, cognitoIdentity, principalOrgId, userArn, userId; no source identity). By default
+(OWNER_MODE=session) the owner is the full caller: an assumed-role session including its session name (one
+person per SSO sign-in), the Cognito identity id for identity-pool credentials, an IAM user's ARN; that is
+sound only where the role's trust policy fixes session names (docs/sessions-trust.md). OWNER_MODE=role
+makes every session of a role one owner, for backends whose session names rotate. OWNER_MODE=cognito_identity
+serves only Cognito identities of IDENTITY_POOLS. Federated users (GetFederationToken, whose name the
+calling IAM user chooses) are refused (403 CallerNotAllowed) in every mode, as is a caller that the mode
+does not accept; nothing is read or written for a refused caller. A turn or /close
 naming a conversation the caller does not own gets the same 404 ``ConversationNotFound`` as an
 unknown id, after the same single GetItem, and nothing is written or sent to SageMaker. Rows without
 an owner (older versions let clients choose ids) are never adopted. The request context is only
@@ -166,7 +173,11 @@ THROTTLING_CODES = frozenset(
 ASSUMED_ROLE_ARN_RE = re.compile(  # the caller ARN of an STS role session
     r"^arn:(?P<partition>[a-z0-9-]+):sts::(?P<account>[0-9]{12}):assumed-role/(?P<role>[^/]+)/(?P<session>.+)$"
 )
-OWNER_MODES = ("session", "role")
+FEDERATED_USER_ARN_RE = re.compile(  # GetFederationToken: the calling IAM user names the federated user
+    r"^arn:[a-z0-9-]+:sts::[0-9]{12}:federated-user/"
+)
+OWNER_MODES = ("session", "role", "cognito_identity")
+IDENTITY_POOL_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 CONVERSATION_ID_BYTES = 24  # secrets.token_urlsafe(24): 192 random bits, 32 characters of [A-Za-z0-9_-]
 OWNER_ATTRIBUTE_NAMES = {"#owner": "owner"}  # OWNER is a DynamoDB reserved word
 # Words that, next to "session", identify a lost session in an error message (see _is_session_gone).
@@ -187,6 +198,7 @@ class Settings:
     allowed_components: tuple[str, ...]
     max_body_bytes: int
     owner_mode: str = "session"
+    identity_pools: tuple[str, ...] = ()
 
 
 PACKAGED_COMPONENTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), ALLOWED_COMPONENTS_FILE)
@@ -228,8 +240,14 @@ def _settings() -> Settings:
     ttl = environment.integer("SESSION_TTL_SECONDS", DEFAULT_SESSION_TTL_SECONDS, minimum=1, maximum=7 * 24 * 3600)
     max_body = environment.integer("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1, maximum=INVOKE_BODY_MAX_BYTES)
     owner_mode = environment.text("OWNER_MODE", default="session", choices=OWNER_MODES) or "session"
+    pools = tuple(environment.csv("IDENTITY_POOLS"))
+    for pool in pools:
+        if not IDENTITY_POOL_RE.fullmatch(pool):
+            environment.add("IDENTITY_POOLS", pool, "Cognito identity pool ids <region>:<GUID>")
+    if owner_mode == "cognito_identity" and not pools:
+        environment.add("IDENTITY_POOLS", "", "at least one identity pool id with OWNER_MODE=cognito_identity")
     environment.check(ConfigurationError, "session router misconfigured")
-    return Settings(endpoint, table, ttl, default, allowed, max_body, owner_mode)
+    return Settings(endpoint, table, ttl, default, allowed, max_body, owner_mode, pools)
 
 
 # --- AWS clients (lazy, so tests can stub them) -------------------------------------------------------
@@ -321,7 +339,12 @@ def _now() -> int:
 
 
 # --- caller identity ----------------------------------------------------------------------------------
-def caller_owner(iam: Mapping[str, Any] | None, mode: str = "session") -> str | None:
+class CallerNotAllowed(Exception):
+    """A verified caller whose identity the owner mode does not accept (403 CallerNotAllowed); the message says why."""
+
+
+def caller_owner(iam: Mapping[str, Any] | None, mode: str = "session",
+                 identity_pools: tuple[str, ...] = ()) -> str | None:
     """The owner of a conversation for the Function URL's ``requestContext.authorizer.iam``.
 
     - A Cognito identity (``cognitoIdentity.identityId``, set when the caller signed with credentials from
@@ -331,11 +354,16 @@ def caller_owner(iam: Mapping[str, Any] | None, mode: str = "session") -> str | 
     - mode ``session`` (default): the caller ARN as is. For an assumed role that is
       ``arn:<p>:sts::<acct>:assumed-role/<Role>/<session>``: the session name is part of the owner, so
       each person signed in through one SSO permission set (session name = the user) is an owner of
-      their own.
+      their own. Sound only when the role's trust fixes session names (docs/sessions-trust.md).
     - mode ``role``: an assumed-role session -> ``arn:<p>:iam::<acct>:role/<Role>``, for backends whose
       session names rotate (a Lambda function or ECS task per request): every session of the role is one
       owner, so the backend must keep its users apart itself.
-    - IAM users, the root user and federated users: their ARN as is.
+    - mode ``cognito_identity``: only a Cognito identity of one of ``identity_pools``; any other caller
+      raises CallerNotAllowed (an assumed-role session of the pool's role without a Cognito identity, as
+      role chaining gives, included).
+    - IAM users and the root user: their ARN as is. Federated users (``GetFederationToken``) raise
+      CallerNotAllowed in every mode: the IAM user that calls it chooses the name, and no trust policy
+      can fix it.
     None when there is no usable caller (no IAM authorizer). Pure: no I/O, no environment.
     """
     if not isinstance(iam, Mapping):
@@ -348,11 +376,21 @@ def caller_owner(iam: Mapping[str, Any] | None, mode: str = "session") -> str | 
         if not isinstance(identity, str) or not identity.strip():
             return None
         pool_id = pool.strip() if isinstance(pool, str) and pool.strip() else "-"
+        if mode == "cognito_identity" and pool_id not in identity_pools:
+            raise CallerNotAllowed(f"the Cognito identity is of identity pool {pool_id}, which this front door "
+                                   "does not serve (IDENTITY_POOLS)")
         return f"cognito-identity/{pool_id}/{identity.strip()}"
     arn = iam.get("userArn")
     if not isinstance(arn, str) or not arn.strip():
         return None
     arn = arn.strip()
+    if mode == "cognito_identity":
+        raise CallerNotAllowed("this front door serves only Cognito identity-pool credentials (OWNER_MODE="
+                               "cognito_identity); the request was signed without a Cognito identity")
+    if FEDERATED_USER_ARN_RE.match(arn):
+        raise CallerNotAllowed("federated users (GetFederationToken) are not served: the IAM user that calls it "
+                               "chooses the federated user's name, so it cannot own a conversation; sign in "
+                               "through a role")
     match = ASSUMED_ROLE_ARN_RE.fullmatch(arn)
     if match is not None and mode == "role":
         return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
@@ -497,10 +535,16 @@ def _handle_unexpected(error: Exception) -> Response[str]:
 
 # --- caller -------------------------------------------------------------------------------------------
 def _caller(settings: Settings) -> str:
-    """The owner (see caller_owner) of the current request; 403 when the request names no IAM caller."""
+    """The owner (see caller_owner) of the current request; 403 when the request names no IAM caller
+    (CallerUnknown) or one the owner mode does not accept (CallerNotAllowed, counted as CallersRefused)."""
     context = _app().current_event.raw_event.get("requestContext")
     authorizer = context.get("authorizer") if isinstance(context, Mapping) else None
-    owner = caller_owner(authorizer.get("iam") if isinstance(authorizer, Mapping) else None, settings.owner_mode)
+    try:
+        owner = caller_owner(authorizer.get("iam") if isinstance(authorizer, Mapping) else None, settings.owner_mode,
+                             settings.identity_pools)
+    except CallerNotAllowed as refused:
+        _count("CallersRefused")
+        raise HttpError(403, "CallerNotAllowed", str(refused)) from None
     if owner is None:
         raise HttpError(403, "CallerUnknown", "the request carries no IAM caller (requestContext.authorizer.iam."
                         "userArn, or cognitoIdentity.identityId); the function URL must use auth type AWS_IAM and requests must be "

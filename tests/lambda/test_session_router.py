@@ -9,6 +9,7 @@ import base64
 import io
 import json
 import re
+import sys
 import time
 from types import SimpleNamespace
 from typing import Any
@@ -839,8 +840,8 @@ ROLE_EXAMPLES = [
     ("arn:aws-us-gov:sts::111122223333:assumed-role/ecs-task/3f1c2b", "arn:aws-us-gov:iam::111122223333:role/ecs-task"),
     ("arn:aws-cn:sts::111122223333:assumed-role/r@x=y,z.w/s@e.s", "arn:aws-cn:iam::111122223333:role/r@x=y,z.w"),
 ]
-AS_IS = [f"arn:aws:iam::{ACCOUNT}:user/alice", f"arn:aws:iam::{ACCOUNT}:user/team/alice", f"arn:aws:iam::{ACCOUNT}:root",
-         f"arn:aws:sts::{ACCOUNT}:federated-user/bob"]
+AS_IS = [f"arn:aws:iam::{ACCOUNT}:user/alice", f"arn:aws:iam::{ACCOUNT}:user/team/alice", f"arn:aws:iam::{ACCOUNT}:root"]
+FEDERATED_USER = f"arn:aws:sts::{ACCOUNT}:federated-user/alice@example.com"
 
 
 @pytest.mark.parametrize(("user_arn", "role"), ROLE_EXAMPLES, ids=["role-session", "other-session-same-role",
@@ -851,10 +852,19 @@ def test_caller_owner_of_role_sessions(caller_owner, user_arn, role):
     assert caller_owner(iam_context(user_arn), "role") == role
 
 
-@pytest.mark.parametrize("user_arn", AS_IS, ids=["user", "user-with-path", "root", "federated-user"])
+@pytest.mark.parametrize("user_arn", AS_IS, ids=["user", "user-with-path", "root"])
 @pytest.mark.parametrize("mode", ["session", "role"])
-def test_caller_owner_of_users_root_and_federated_users_is_their_arn(caller_owner, user_arn, mode):
+def test_caller_owner_of_users_and_root_is_their_arn(caller_owner, user_arn, mode):
     assert caller_owner(iam_context(user_arn), mode) == user_arn
+
+
+@pytest.mark.parametrize("mode", ["session", "role", "cognito_identity"])
+def test_federated_users_own_nothing_in_any_mode(caller_owner, mode):
+    # GetFederationToken(Name=...) lets the calling IAM user name the federated user: anyone allowed to call it
+    # could be "alice@example.com". No trust policy can fix the name, so no mode accepts it.
+    refused = sys.modules[caller_owner.__module__].CallerNotAllowed
+    with pytest.raises(refused, match="federated users|only Cognito"):
+        caller_owner(iam_context(FEDERATED_USER), mode, (POOL,))
 
 
 COGNITO_ROLE = f"arn:aws:sts::{ACCOUNT}:assumed-role/Cognito_ChatAuth_Role/CognitoIdentityCredentials"
@@ -890,6 +900,119 @@ def test_caller_owner_of_a_malformed_cognito_identity_is_none(caller_owner, cogn
                                  {"userArn": None}, {"userArn": 42}, {"accountId": ACCOUNT, "userId": "AIDA"}])
 def test_caller_owner_without_user_arn_is_none(caller_owner, iam):
     assert caller_owner(iam) is None
+
+
+# --- owner per mode: who may act as whom -------------------------------------------------------------
+OTHER_POOL = "eu-west-1:0f6a8b1c-1111-4222-8333-944455557777"
+ALICE_ID = "us-east-1:aaaaaaaa-0000-4000-8000-000000000001"
+REFUSED = "refused"
+OWNER_TABLE = [
+    # (what signed the request, mode, the owner or REFUSED)
+    ("role-session", "session", CHAT_APP),
+    ("role-session", "role", CHAT_APP_ROLE),
+    ("role-session", "cognito_identity", REFUSED),  # e.g. the pool's role reached by role chaining
+    ("iam-user", "session", f"arn:aws:iam::{ACCOUNT}:user/alice"),
+    ("iam-user", "role", f"arn:aws:iam::{ACCOUNT}:user/alice"),
+    ("iam-user", "cognito_identity", REFUSED),
+    ("federated-user", "session", REFUSED),
+    ("federated-user", "role", REFUSED),
+    ("federated-user", "cognito_identity", REFUSED),
+    ("cognito-listed-pool", "session", f"cognito-identity/{POOL}/{ALICE_ID}"),
+    ("cognito-listed-pool", "role", f"cognito-identity/{POOL}/{ALICE_ID}"),
+    ("cognito-listed-pool", "cognito_identity", f"cognito-identity/{POOL}/{ALICE_ID}"),
+    ("cognito-other-pool", "cognito_identity", REFUSED),
+    ("cognito-without-pool", "cognito_identity", REFUSED),
+]
+
+
+def signed_by(kind: str) -> dict[str, Any]:
+    """requestContext.authorizer.iam for one kind of caller."""
+    if kind == "role-session":
+        return iam_context(CHAT_APP)
+    if kind == "iam-user":
+        return iam_context(f"arn:aws:iam::{ACCOUNT}:user/alice")
+    if kind == "federated-user":
+        return iam_context(FEDERATED_USER)
+    pool = {"cognito-listed-pool": POOL, "cognito-other-pool": OTHER_POOL, "cognito-without-pool": None}[kind]
+    return cognito_context(ALICE_ID, pool=pool)
+
+
+@pytest.mark.parametrize(("kind", "mode", "expected"), OWNER_TABLE, ids=[f"{k}-{m}" for k, m, _ in OWNER_TABLE])
+def test_owner_per_mode(caller_owner, kind, mode, expected):
+    refused = sys.modules[caller_owner.__module__].CallerNotAllowed
+    if expected == REFUSED:
+        with pytest.raises(refused):
+            caller_owner(signed_by(kind), mode, (POOL,))
+    else:
+        assert caller_owner(signed_by(kind), mode, (POOL,)) == expected
+
+
+def cognito_mode(router, monkeypatch, pools: str = POOL) -> None:
+    router.mod._settings.cache_clear()
+    monkeypatch.setenv("OWNER_MODE", "cognito_identity")
+    monkeypatch.setenv("IDENTITY_POOLS", pools)
+
+
+@pytest.mark.parametrize(("kind", "why"), [("role-session", "only Cognito identity-pool credentials"),
+                                           ("iam-user", "only Cognito identity-pool credentials"),
+                                           ("federated-user", "only Cognito identity-pool credentials"),
+                                           ("cognito-other-pool", f"identity pool {OTHER_POOL}"),
+                                           ("cognito-without-pool", "identity pool -")])
+@pytest.mark.parametrize(("path", "body"), [("/open", {}), ("/invoke", {"body": chat()}),
+                                            ("/invoke", {"conversation_id": "chat-42", "body": chat()}),
+                                            ("/close", {"conversation_id": "chat-42"})],
+                         ids=["open", "stateless", "turn", "close"])
+def test_cognito_mode_refuses_every_other_caller_before_touching_anything(router, monkeypatch, kind, why, path, body):
+    cognito_mode(router, monkeypatch)
+    router.table.put("chat-42", SID_1, owner=f"cognito-identity/{POOL}/{ALICE_ID}")
+    before = router.table.items()
+    router.dynamodb_calls.clear()
+
+    response = router.call(path, body, authorizer={"iam": signed_by(kind)})
+
+    error = assert_error(response, 403, "CallerNotAllowed")
+    assert why in error["message"]
+    assert router.dynamodb_calls == [] and router.runtime.sent == []
+    assert router.table.items() == before
+
+
+def test_cognito_mode_serves_the_listed_pools_identities_as_their_own_owners(router, monkeypatch):
+    cognito_mode(router, monkeypatch, pools=f"{OTHER_POOL},{POOL}")
+    alice = {"iam": cognito_context(ALICE_ID)}
+    bob = {"iam": cognito_context("us-east-1:bbbbbbbb-0000-4000-8000-000000000002")}
+    router.runtime.open(SID_1)
+    router.runtime.turn(session_id=SID_1)
+
+    conversation_id = router.call("/open", {}, authorizer=alice)["json"]["conversation_id"]
+    mine = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()}, authorizer=alice)
+    theirs = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()}, authorizer=bob)
+
+    assert mine["statusCode"] == 200
+    assert_error(theirs, 404, "ConversationNotFound")
+    assert router.table.get(conversation_id)["owner"] == f"cognito-identity/{POOL}/{ALICE_ID}"
+
+
+@pytest.mark.parametrize("mode", ["session", "role"])
+def test_federated_users_are_refused_by_the_router(router, monkeypatch, mode):
+    router.mod._settings.cache_clear()
+    monkeypatch.setenv("OWNER_MODE", mode)
+
+    response = router.call("/open", {}, caller=FEDERATED_USER)
+
+    assert "GetFederationToken" in assert_error(response, 403, "CallerNotAllowed")["message"]
+    assert router.dynamodb_calls == [] and router.runtime.sent == []
+
+
+@pytest.mark.parametrize(("pools", "expected"), [
+    ("", "IDENTITY_POOLS: got (not set); allowed: at least one identity pool id with OWNER_MODE=cognito_identity"),
+    ("us-east-1:not-a-guid", "IDENTITY_POOLS: got 'us-east-1:not-a-guid'; allowed: Cognito identity pool ids"),
+])
+def test_cognito_mode_needs_valid_identity_pools(router, monkeypatch, pools, expected):
+    cognito_mode(router, monkeypatch, pools=pools)
+
+    error = assert_error(router.call("/invoke", {"body": chat()}), 500, "Misconfigured")
+
+    assert expected in error["message"]
 
 
 IAM_NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+=,.@_-", min_size=1,
@@ -1046,7 +1169,7 @@ def test_owner_mode_must_be_known(router, monkeypatch):
 
     error = assert_error(router.call("/invoke", {"body": chat()}), 500, "Misconfigured")
 
-    assert "OWNER_MODE: got 'person'; allowed: one of session, role" in error["message"]
+    assert "OWNER_MODE: got 'person'; allowed: one of session, role, cognito_identity" in error["message"]
 
 
 @pytest.mark.parametrize(
