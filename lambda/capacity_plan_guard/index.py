@@ -20,8 +20,10 @@ OldResourceProperties). ResourceProperties (strict: any other key is refused):
     MaxInstances          "1".."1000": the most instances the endpoint may run (at most the plan's)
     WhenNotActive         "fail" | "on_demand"
     Bound                 "true" (the endpoint config binds the plan) | "false" (it runs on demand)
-    EndpointConfigInputs  list of strings: what the endpoint config is built from (only compared by
-                          CloudFormation, so that any change of the config runs the guard again)
+    EndpointConfigInputs  list of strings (or lists of strings, where a deploy-time value is a list): a
+                          digest of the endpoint config's create-only properties, then the values only
+                          CloudFormation resolves (only compared by CloudFormation, so that any change of
+                          the config runs the guard again)
     UpdatePolicy          "BLUE_GREEN" | "ROLLING" | "NONE_FITS": how the endpoint is updated to a new config
     RollingBatchSize      optional, with ROLLING: the endpoint's rolling step, {"Type": "INSTANCE_COUNT" |
                           "CAPACITY_PERCENT", "Value": "1".."1000" (a percent: "1".."100")}; absent: one instance
@@ -136,7 +138,7 @@ def _models() -> SimpleNamespace:
         max_instances: int = Field(alias="MaxInstances")
         when_not_active: Literal["fail", "on_demand"] = Field(alias="WhenNotActive")
         bound: Literal["true", "false"] = Field(alias="Bound")
-        endpoint_config_inputs: list[str] = Field(alias="EndpointConfigInputs", max_length=100)
+        endpoint_config_inputs: list[str | list[str]] = Field(alias="EndpointConfigInputs", max_length=100)
         update_policy: Literal["BLUE_GREEN", "ROLLING", "NONE_FITS"] = Field(alias="UpdatePolicy")
         rolling_batch_size: RollingBatchSize | None = Field(None, alias="RollingBatchSize")
 

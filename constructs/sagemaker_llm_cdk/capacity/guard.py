@@ -7,10 +7,10 @@ config is created or replaced:
 
 * the endpoint config reads ``MlReservationArn`` from the guard, so CloudFormation runs the
   guard first, and the ARN is the one SageMaker returns (no cross-stack export);
-* the guard's properties carry what the endpoint config is built from (a digest of the
-  endpoint's options and the tokens of its role, key, bucket, subnets and security groups),
-  so any change that replaces the endpoint config runs the guard again; the template stays
-  deterministic (no timestamps);
+* the guard's properties carry the endpoint config as rendered (``inputs_of``: a digest of every
+  create-only property of ``AWS::SageMaker::EndpointConfig``, overrides included, and each value
+  only CloudFormation knows, such as the role's ARN, as itself), so any change that replaces the
+  endpoint config runs the guard again; the template stays deterministic (no timestamps);
 * ``when_not_active: fail`` (default): a plan that is not Active fails the deploy with its
   status, start and end and what to do, before the endpoint config changes;
 * ``when_not_active: on_demand``: the endpoint's stack reads the plan's status parameter
@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from aws_cdk import CfnCondition, CfnParameter, CfnResource, CustomResource, Duration, Fn, RemovalPolicy, Stack, Token
+import jsii
+from aws_cdk import (CfnCondition, CfnParameter, CfnResource, CustomResource, Duration, Fn, IAnyProducer,
+                     IResolveContext, Lazy, RemovalPolicy, Stack)
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
@@ -39,6 +41,17 @@ if TYPE_CHECKING:
     from .capacity_plan import CapacityPlan
 
 RESOURCE_TYPE = "Custom::SageMakerCapacityPlanGuard"
+ENDPOINT_CONFIG_CREATE_ONLY = (
+    "AsyncInferenceConfig", "DataCaptureConfig", "EnableNetworkIsolation", "EndpointConfigName", "ExecutionRoleArn",
+    "ExplainerConfig", "KmsKeyId", "MetricsConfig", "ProductionVariants", "ShadowProductionVariants", "VpcConfig",
+)
+"""The properties CloudFormation's schema of ``AWS::SageMaker::EndpointConfig`` marks create-only (cfn-lint's
+copy, every region: ``createOnlyProperties``; a test keeps this list equal to it): a change of any of them
+replaces the endpoint config. Only ``Tags`` is updatable."""
+DEPLOY_TIME_VALUE = "<value>"
+"""Key of the placeholder ``inputs_of`` leaves in the digested properties for a value CloudFormation resolves."""
+GUARD_REFERENCE = "<the capacity guard's MlReservationArn>"
+"""What ``inputs_of`` digests in place of the config's reference to the guard (passing it would be a cycle)."""
 
 
 class CapacityPlanGuard(Construct):
@@ -49,13 +62,15 @@ class CapacityPlanGuard(Construct):
     ``function``, ``provider``. The guard never buys anything; its role may only describe the plan.
     """
 
-    def __init__(self, scope: Construct, id: str, *, plan: "CapacityPlan", instance_type: str, max_instances: int,
-                 config_inputs: Sequence[Any]) -> None:
+    def __init__(self, scope: Construct, id: str, *, plan: "CapacityPlan", instance_type: str,
+                 max_instances: int) -> None:
         """
         :param plan: the plan the endpoint binds (any stack of the app; referenced by name or ARN, no export).
         :param instance_type: the endpoint's instance type, checked against the plan's at deploy.
         :param max_instances: the most instances the endpoint may run, checked against the plan's count.
-        :param config_inputs: what the endpoint config is built from: JSON-able values and tokens.
+
+        ``watch`` names the endpoint config whose create-only properties the guard carries (it is made after the
+        guard, since it reads ``ml_reservation_arn``).
         """
         super().__init__(scope, id)
         stack = Stack.of(self)
@@ -65,6 +80,7 @@ class CapacityPlanGuard(Construct):
         """How the endpoint moves to a new config (``set_update_policy``); SageMaker's default without a
         deployment config is blue/green."""
         name = plan.spec.existing_plan_arn or plan.plan_name
+        self._rendered: Callable[[], Mapping[str, Any]] | None = None
         self.bound: CfnCondition | None = None
         bound: str = "true"
         if self.when_not_active == "on_demand":
@@ -99,7 +115,7 @@ class CapacityPlanGuard(Construct):
                 "MaxInstances": str(max_instances),
                 "WhenNotActive": self.when_not_active,
                 "Bound": bound,
-                "EndpointConfigInputs": inputs_of(stack, config_inputs),
+                "EndpointConfigInputs": Lazy.uncached_any(_ConfigInputs(self)),
                 "UpdatePolicy": self.update_policy,
             })
         self.node.default_child = self.custom_resource.node.default_child
@@ -120,6 +136,29 @@ class CapacityPlanGuard(Construct):
             resource.add_property_deletion_override("RollingBatchSize")
 
 
+    def watch(self, rendered: Callable[[], Mapping[str, Any]]) -> None:
+        """Carry the endpoint config ``rendered`` returns (its CloudFormation properties, tokens unresolved,
+        overrides applied) in ``EndpointConfigInputs``, read when the template is rendered (``inputs_of``)."""
+        self._rendered = rendered
+
+
+@jsii.implements(IAnyProducer)
+class _ConfigInputs:
+    """``EndpointConfigInputs`` of a guard, computed when the template is rendered: the models an endpoint
+    hosts (and so its InferenceAmiVersion) are added after the guard."""
+
+    def __init__(self, guard: CapacityPlanGuard) -> None:
+        self._guard = guard
+
+    def produce(self, context: IResolveContext) -> Any:
+        if self._guard._rendered is None:
+            raise ValueError(f"{self._guard.node.path}: watch(endpoint config) was not called; the guard cannot tell "
+                             "when the endpoint config is replaced")
+        resource = self._guard.custom_resource.node.default_child
+        assert isinstance(resource, CfnResource)
+        return inputs_of(context.resolve(self._guard._rendered()), guard_logical_id=context.resolve(resource.logical_id))
+
+
 def plan_arns_for(plan: "CapacityPlan", stack: Stack) -> list[str]:
     """The exact ARNs the guard may describe: the given ARN, or the name's ARN (and its lowercase form)."""
     if plan.spec.existing_plan_arn is not None:
@@ -128,21 +167,44 @@ def plan_arns_for(plan: "CapacityPlan", stack: Stack) -> list[str]:
     return [stack.format_arn(service="sagemaker", resource="training-plan", resource_name=n) for n in names]
 
 
-def inputs_of(stack: Stack, values: Sequence[Any]) -> list[str]:
-    """Strings CloudFormation compares: a digest of the literal values, then each token as itself.
+def inputs_of(properties: Mapping[str, Any], *, guard_logical_id: str) -> list[Any]:
+    """What CloudFormation compares for an endpoint config's resolved ``properties``: a digest, then each
+    deploy-time value as itself.
 
-    The digest covers every literal the endpoint config is built from; a token (a role or bucket
-    ARN) is passed through, so a replaced role changes the guard's properties too.
+    Only ``ENDPOINT_CONFIG_CREATE_ONLY`` properties count (a tag change does not replace the config). A value
+    only CloudFormation knows (``Ref``, ``Fn::GetAtt``, ``Fn::Join`` of them, ...) is passed through, once, and
+    the digest holds its position, so a replaced role or key changes the guard's properties as CloudFormation
+    resolves them. ``Fn::If`` is digested with its condition's name and both branches (the guard's ``Bound``
+    carries its own condition's value). The config's reference to the guard itself (``MlReservationArn``) is
+    digested as ``GUARD_REFERENCE``: passing it would make the guard depend on itself.
     """
-    literals: list[Any] = []
-    tokens: list[str] = []
-    for value in values:
-        if isinstance(value, str) and Token.is_unresolved(value):
-            tokens.append(value)
-        else:
-            literals.append(value)
-    digest = hashlib.sha256(json.dumps(stack.resolve(literals), sort_keys=True, default=str).encode()).hexdigest()
-    return [f"sha256:{digest}", *tokens]
+    passed: list[Any] = []
+    seen: dict[str, int] = {}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            (key, body), = value.items()
+            if key == "Fn::GetAtt" and isinstance(body, list) and body[:1] == [guard_logical_id]:
+                return GUARD_REFERENCE
+            if key == "Fn::If" and isinstance(body, list) and len(body) == 3:
+                return {"Fn::If": [body[0], walk(body[1]), walk(body[2])]}
+            if value == {"Ref": "AWS::NoValue"}:
+                return value
+            if key == "Ref" or key.startswith("Fn::"):
+                text = json.dumps(value, sort_keys=True)
+                if text not in seen:
+                    seen[text] = len(passed)
+                    passed.append(value)
+                return {DEPLOY_TIME_VALUE: seen[text]}
+        return {key: walk(item) for key, item in value.items()}
+
+    digested = walk({key: properties[key] for key in ENDPOINT_CONFIG_CREATE_ONLY if key in properties})
+    digest = hashlib.sha256(json.dumps(digested, sort_keys=True, default=str).encode()).hexdigest()
+    return [f"sha256:{digest}", *passed]
 
 
 def _acknowledge_guard(guard: Any) -> None:

@@ -297,11 +297,7 @@ class LlmEndpoint(EndpointReference):
 
             self.capacity_guard = CapacityPlanGuard(
                 self, "CapacityGuard", plan=capacity_plan, instance_type=options.instance_type,
-                max_instances=options.scaling.max_instances,
-                config_inputs=[options.model_dump(mode="json", include=set(EndpointOptions.model_fields)), VARIANT_NAME, has_local_nvme(options.instance_type),
-                               self.role.role_arn, self.key.key_arn, *self.subnet_ids,
-                               *[g.security_group_id for g in self.security_groups],
-                               *([self.data_capture_bucket.bucket_name] if self.data_capture_bucket else [])])
+                max_instances=options.scaling.max_instances)
             reservation = sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
                 capacity_reservation_preference="capacity-reservations-only",
                 ml_reservation_arn=self.capacity_guard.ml_reservation_arn,
@@ -346,7 +342,7 @@ class LlmEndpoint(EndpointReference):
         # No ModelName on the variant: models come as inference components. No fixed name:
         # every EndpointConfig property is create-only, so CloudFormation must be free to
         # create a new config under a new name when anything changes.
-        self.cfn_endpoint_config = sagemaker.CfnEndpointConfig(
+        self.cfn_endpoint_config = _EndpointConfig(
             self,
             "Config",
             production_variants=[variant],
@@ -356,6 +352,9 @@ class LlmEndpoint(EndpointReference):
             vpc_config=vpc_config,
         )
         depend_on_policy(self.cfn_endpoint_config, self.role)
+        if self.capacity_guard is not None:
+            # The guard runs again whenever the config as rendered changes (its models' AMI and any override too).
+            self.capacity_guard.watch(self.cfn_endpoint_config.rendered_properties)
         if self.capacity_guard is not None and self.capacity_guard.bound is not None:
             # when_not_active on_demand: bind only while the plan's status parameter says Active.
             self.cfn_endpoint_config.add_property_override(
@@ -588,6 +587,76 @@ class LlmEndpoint(EndpointReference):
             resources=grants.network_interface_resources(self, self.subnet_ids, self.security_groups),
             reason="SageMaker creates the endpoint's network interfaces at deploy time under generated ids; creation "
                    "is limited to this endpoint's subnets and security groups, which are named.")
+
+
+class _EndpointConfig(sagemaker.CfnEndpointConfig):
+    """``CfnEndpointConfig`` that keeps the overrides it is given (escape hatches included), so
+    ``rendered_properties`` can give its properties as the template will have them."""
+
+    def __init__(self, scope: Construct, id: str, **kwargs: Any) -> None:
+        self._overrides: list[tuple[str, Any]] = []
+        super().__init__(scope, id, **kwargs)
+
+    def add_override(self, path: str, value: Any) -> None:
+        self._overrides.append((path, value))
+        super().add_override(path, value)
+
+    def rendered_properties(self) -> dict[str, Any]:
+        """The resolved ``Properties`` of this resource in the template: its properties, then each override
+        (``Properties.*`` paths) as ``CfnResource`` merges it (objects merged key by key, an intrinsic or any
+        other value replacing what was there, None deleting, numeric segments indexing lists)."""
+        stack = Stack.of(self)
+        rendered = stack.resolve(self._render_properties(self._cfn_properties)) or {}
+        for path, value in self._overrides:
+            parts = _override_parts(path)
+            if parts[:1] == ["Properties"] and len(parts) > 1:
+                _merge_at(rendered, parts[1:], stack.resolve(value))
+        return dict(rendered)
+
+
+def _override_parts(path: str) -> list[str]:
+    """``add_override``'s path split on periods (``\\.`` is a period inside a key)."""
+    return [part.replace("\0", ".") for part in path.replace("\\.", "\0").split(".")]
+
+
+def _merge_at(target: Any, parts: list[str], value: Any) -> None:
+    key, rest = parts[0], parts[1:]
+    if isinstance(target, list) and key.isdigit():
+        index = int(key)
+        while len(target) <= index:
+            target.append({})
+        if rest:
+            if not isinstance(target[index], (dict, list)):
+                target[index] = {}
+            _merge_at(target[index], rest, value)
+        else:
+            target[index] = _merged(target[index], value)
+        return
+    if not isinstance(target, dict):
+        return
+    if rest:
+        if not isinstance(target.get(key), (dict, list)):
+            target[key] = {}
+        _merge_at(target[key], rest, value)
+        if target[key] == {}:
+            del target[key]
+    elif value is None:
+        target.pop(key, None)
+    else:
+        target[key] = _merged(target.get(key), value)
+
+
+def _merged(old: Any, new: Any) -> Any:
+    intrinsic = isinstance(new, dict) and len(new) == 1 and any(k == "Ref" or k.startswith("Fn::") for k in new)
+    if isinstance(old, dict) and isinstance(new, dict) and not intrinsic:
+        merged = dict(old)
+        for key, item in new.items():
+            if item is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = _merged(merged.get(key), item)
+        return merged
+    return new
 
 
 def _subnet_ids(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> list[str]:
