@@ -23,7 +23,7 @@ CDK_CONTEXT = $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$
 DEPLOY_ARGS ?=
 DIFF_ARGS ?=
 
-.PHONY: jumpstart-lock setup synth-setup synth synth-app diff deploy preflight test lint-templates lint-python checkov check check-tools change-report typecheck dist docs schema diagram clean
+.PHONY: prices jumpstart-lock setup synth-setup synth synth-app diff deploy preflight test lint-templates lint-python checkov check check-tools change-report typecheck dist docs schema diagram clean
 
 ## setup: everything (.venv, node_modules, the checkov venv); synth-setup: what a synth needs (no checkov).
 setup: synth-setup $(CHECKOV_STAMP)
@@ -72,6 +72,12 @@ synth-app: synth-setup
 ## REGION=us-east-1 picks the region, OFFLINE=1 makes no AWS call; exits 1 on a blocker.
 preflight: setup
 	$(BIN)/python -m sagemaker_llm_cdk.preflight --config $(or $(CONFIG),config/default.yaml) $(if $(REGION),--region $(REGION)) $(if $(OFFLINE),--offline) $(PREFLIGHT_ARGS)
+
+## prices: rewrite the shipped price table (constructs/sagemaker_llm_cdk/operations/prices.json) from the AWS
+## Price List API: one GetProducts query per region and usage (needs credentials with pricing:GetProducts).
+## A figure the API does not give keeps its previous value and date; the synth log says how old the table is.
+prices: synth-setup
+	$(BIN)/python -m sagemaker_llm_cdk.operations.pricing refresh
 
 ## diff: synth (checks included), then compare cdk.out with what is deployed (needs credentials).
 diff: synth

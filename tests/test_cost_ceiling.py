@@ -39,11 +39,14 @@ def app_table() -> str:
     return cost_ceiling_table(app)
 
 
-def test_each_endpoint_has_a_row_with_type_range_accelerators_and_hours(app_table):
+def test_each_endpoint_has_a_row_with_type_range_accelerators_hours_and_usd(app_table):
+    # The shipped table has no figure for these types: unknown per row, never 0; 0 hours (scaled to zero) cost USD 0.
     assert row(app_table, "First/Chat") == ["First/Chat", "ml.g6e.12xlarge", "0-3", "4/instance,", "12", "at", "most",
-                                            "2160", "none", "(on-demand)", "not", "looked", "up"]
+                                            "0-2160", "0", "unknown", "USD", "0.00", "unknown", "none", "(on-demand)"]
     assert row(app_table, "Second/Batch") == ["Second/Batch", "ml.g6e.2xlarge", "1-1", "1/instance,", "1", "at", "most",
-                                              "720", "none", "(on-demand)", "not", "looked", "up"]
+                                              "720", "0", "unknown", "unknown", "unknown", "none", "(on-demand)"]
+    assert ("Total per 30 days: floor unknown (prices unknown for Second/Batch), ceiling unknown (prices unknown for "
+            "First/Chat, Second/Batch) (on demand)") in app_table
 
 
 def test_each_model_has_its_copies_and_accelerators(app_table):
@@ -53,10 +56,11 @@ def test_each_model_has_its_copies_and_accelerators(app_table):
 
 def test_header_and_rule_come_first(app_table):
     lines = app_table.splitlines()
-    assert lines[0] == ("Cost ceiling: the most each endpoint, capacity plan and EAGLE run can cost (prices not "
-                        "looked up)")
+    assert lines[0] == ("Cost per 30 days: floor (least capacity around the clock) and ceiling (most capacity around "
+                        "the clock), on demand, USD")
     assert lines[1].split() == ["Endpoint", "/", "model", "Instance", "type", "Instances", "Accelerators",
-                                "On-demand", "hours/30d", "Capacity", "plan", "Price", "(USD)"]
+                                "On-demand", "h/30d", "Plan", "h/30d", "USD/h", "Floor", "USD/30d", "Ceiling", "USD/30d",
+                                "Capacity", "plan"]
     assert set(lines[2].replace(" ", "")) == {"-"}
 
 
@@ -83,9 +87,9 @@ def test_existing_capacity_plan_is_named_with_its_shape():
     endpoint_with_model(stack, instance_type="ml.p5e.48xlarge", capacity_plan=plan,
                         scaling=InstanceScaling(min_instances=1, max_instances=2))
     table = cost_ceiling_table(stack)
-    assert row(table, "Plans/Chat")[-4:] == ["p5e-q1", "(existing)", "prepaid", "(plan)"]
-    assert row(table, "Plans/Chat")[7:10] == ["0", "(plan", "only)"]
-    assert row(table, "  plan p5e-q1")[2:] == ["ml.p5e.48xlarge", "2", "reserved", "p5e-q1", "(existing)", "already",
+    # Only on the plan: no on-demand hours (USD 0 whatever the price), 1440 plan-covered hours.
+    assert row(table, "Plans/Chat")[7:] == ["0", "1440", "-", "USD", "0.00", "USD", "0.00", "p5e-q1", "(existing)"]
+    assert row(table, "  plan p5e-q1")[2:] == ["ml.p5e.48xlarge", "2", "reserved", "p5e-q1", "(existing),", "already",
                                               "paid"]
     assert ("- Plans/Chat: runs on existing capacity plan p5e-q1 (ml.p5e.48xlarge x 2, already paid); its dates are the "
             "plan's (DescribeTrainingPlan); no instances outside the plan's dates") in table
@@ -103,8 +107,10 @@ def test_reserved_capacity_plan_shows_dates_price_cap_and_whether_this_deploy_bu
     endpoint_with_model(stack, instance_type="ml.p5e.48xlarge", capacity_plan=plan,
                         scaling=InstanceScaling(min_instances=1, max_instances=2))
     table = cost_ceiling_table(app)
-    assert row(table, "Plans/Chat")[7:12] == ["1440", "while", "plan", "not", "Active"]
-    assert f"prepaid up to 250000 ({state})" in table
+    # Plan-covered while Active (floor 0 on demand), on demand up to max_instances while it is not.
+    assert row(table, "Plans/Chat")[7:12] == ["0-1440", "1440", "unknown", "USD", "0.00"]
+    assert f"prepaid up to USD 250,000.00 ({state})" in table
+    assert "prepaid plan fees: up to USD 250,000.00 (one-off, not in the monthly figures)" in table
     assert ("reserves capacity plan chat-p5e-2026q1 (TrainingPlanName Capacity-chat-p5e-2026q1): ml.p5e.48xlarge x 2 "
             "for 30 days starting at or after 2026-01-15T00:00:00Z, prepaid up to USD 250000 and never refunded") in table
     # The table names the plan SageMaker knows; the consent is the config name.
@@ -118,8 +124,9 @@ def test_prices_when_given_multiply_the_hours():
     stack = Stack(App(), "Priced")
     endpoint_with_model(stack, scaling=InstanceScaling(min_instances=1, max_instances=2))
     table = cost_ceiling_table(stack, prices={"ml.g6e.12xlarge": Decimal("10.49")})
-    assert row(table, "Priced/Chat")[-4:] == ["10.49/h,", "at", "most", "15105.60"]
-    assert "(prices given)" in table.splitlines()[0]
+    assert row(table, "Priced/Chat")[7:14] == ["720-1440", "0", "10.49", "USD", "7,552.80", "USD", "15,105.60"]
+    assert "Total per 30 days: floor USD 7,552.80, ceiling USD 15,105.60 (on demand)" in table
+    assert "- ml.g6e.12xlarge Hosting in any region: USD 10.49/h (given)" in table
 
 
 @pytest.mark.parametrize(("schedule", "runs"), [("rate(7 days)", "4.3"), ("rate(1 day)", "30.0"),
@@ -133,3 +140,36 @@ def test_runs_per_30_days(schedule, runs):
 
 def test_no_endpoints_says_so():
     assert cost_ceiling_table(Stack(App(), "Empty")).endswith("(no LlmEndpoint in Empty)")
+
+
+def test_the_table_says_how_old_the_price_table_is(app_table):
+    from datetime import date
+
+    from sagemaker_llm_cdk.operations.pricing import shipped_table
+
+    read = shipped_table().read
+    stack = Stack(App(), "Aged")
+    endpoint_with_model(stack)
+    table = cost_ceiling_table(stack, today=date.fromordinal(read.toordinal() + 45))
+    (line,) = [x for x in table.splitlines() if x.startswith("Prices: ")]
+    assert line.startswith(f"Prices: USD per instance-hour from the price table of {read} (45 days old), ")
+    assert line.endswith("refresh with `make prices` (Price List API)")
+
+
+def test_cost_model_gives_the_same_figures_as_data():
+    from sagemaker_llm_cdk.operations.cost import cost_model
+    from sagemaker_llm_cdk.operations.cost_model import totals
+
+    app = App()
+    stack = Stack(app, "Priced")
+    endpoint_with_model(stack, scaling=InstanceScaling(min_instances=0, max_instances=2))
+    (line,) = cost_model(app, prices={"ml.g6e.12xlarge": Decimal("10.49")})
+    assert (line.kind, line.subject, line.instance_type, line.usage) == ("endpoint", "Priced/Chat", "ml.g6e.12xlarge",
+                                                                         "Hosting")
+    assert (line.floor_hours, line.ceiling_hours, line.plan_hours) == (0, 1440, 0)
+    assert (line.floor_usd, line.ceiling_usd) == (Decimal("0.00"), Decimal("15105.60"))
+    assert totals([line]).ceiling_label() == "USD 15,105.60"
+    assert line.as_dict()["ceiling_usd"] == "15105.60"
+    (unknown,) = cost_model(app)  # the shipped table: unknown, never 0
+    assert unknown.ceiling_usd is None and unknown.floor_usd == 0
+    assert unknown.as_dict()["ceiling_usd"] is None

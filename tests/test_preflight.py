@@ -428,8 +428,10 @@ def test_live_on_demand_endpoint_all_present_with_price():
     assert of(findings, "s3.present", "info")[0].what == "1 S3 location(s) found: s3://my-weights/qwen3-8b/"
     assert of(findings, "layer.latest")[0].what.startswith(f"Powertools layer version {POWERTOOLS_LAYER_VERSION + 2} is the latest")
     (cost,) = of(findings, "cost.endpoint")
-    assert cost.what == ("at most 1440 on-demand instance-hours per 30 days of ml.g6e.12xlarge (at least 720 h), at "
-                         "USD 10.493/h (Price List API): at most USD 15,109.92")
+    assert cost.what == ("endpoint Chat (ml.g6e.12xlarge x 1-2, on demand): 720-1440 on-demand instance-hours per 30 "
+                         "days at USD 10.493/h (Price List API): floor USD 7,554.96, ceiling USD 15,109.92")
+    (total,) = of(findings, "cost.total")  # the cost model's totals, the same the synth's table shows
+    assert total.what == "per 30 days: floor USD 7,554.96, ceiling USD 15,109.92 on demand"
 
 
 @pytest.mark.parametrize(("pinned", "adapter_name"), [({}, "SageMakerLlm-sql"), ({"physical_name": "sql"}, "sql")],
@@ -483,7 +485,8 @@ def test_live_plan_scheduled_blocks_the_bound_endpoint_and_quota_name_missing():
     assert plan.subject == "endpoints[0]" and "on-demand" in plan.fix
     assert of(findings, "quota.endpoint", "warning")[0].what == "no Service Quotas entry named 'ml.p5e.48xlarge for endpoint usage'"
     assert of(findings, "s3.present", "blocker")[0].what == "model weights: nothing under s3://my-weights/qwen3-8b/"
-    assert of(findings, "cost.endpoint")[0].what.startswith("runs only on plan chat-p5e")
+    assert of(findings, "cost.endpoint")[0].what.startswith("endpoint Chat (ml.p5e.48xlarge x 1-2, only on plan chat-p5e): "
+                                                            "0-0 on-demand instance-hours, 1440 on the plan per 30 days")
     assert not of(findings, "names.free")  # the stack exists and the name is free
 
 
@@ -555,7 +558,9 @@ def test_no_credentials_skips_live_checks_without_a_call():
     findings = run_preflight(config(), region="us-east-1", clients=NoCredentials(), now=NOW)  # type: ignore[arg-type]
     (skipped,) = of(findings, "credentials", "info")
     assert skipped.what == "live checks skipped: NoCredentialsError"
-    assert of(findings, "cost.endpoint")[0].what.endswith("price not looked up (no credentials)")
+    # No lookup: the shipped table prices it; a figure it lacks reads unknown, never 0.
+    assert of(findings, "cost.endpoint")[0].what.endswith("floor unknown, ceiling unknown")
+    assert "from the price table of" in of(findings, "cost.total")[0].what
     assert [f.check for f in findings if f.check in ("quota.endpoint", "s3.present", "layer.present")] == []
 
 

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from decimal import Decimal
+from typing import Any
 
 from aws_cdk import App, Environment, Stack
 from botocore import xform_name
@@ -11,7 +13,8 @@ from botocore.stub import Stubber
 
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.operations.cost import cost_ceiling_table
-from sagemaker_llm_cdk.operations.pricing import PriceList, on_demand_prices, price_lines, product_filters
+from sagemaker_llm_cdk.operations.pricing import (PRICE_TABLE, HourlyPrice, PriceList, PriceTable, on_demand_prices,
+                                                  price_lines, product_filters, shipped_table, table_json, write_table)
 from support.aws_model import assert_valid_request
 
 
@@ -104,14 +107,93 @@ def _stack(env: Environment | None) -> App:
     return app
 
 
-def test_cost_table_marks_prices_not_looked_up_at_synth():
+def test_cost_table_prices_from_the_shipped_table_at_synth():
     table = cost_ceiling_table(_stack(None))
-    assert table.splitlines()[-2:] == ["On-demand prices (per instance-hour):",
-                                       "- ml.g6e.12xlarge in any region: not looked up (the stack has no region)"]
+    assert table.splitlines()[-2:] == [
+        "Prices (per instance-hour):",
+        f"- ml.g6e.12xlarge Hosting in any region: unknown (no region's price in the table of {shipped_table().read})"]
 
 
 def test_cost_table_uses_a_given_lookup_for_a_bound_region():
     prices, stubber = stubbed_pricing({"PriceList": [product("10.493")]})
     table = cost_ceiling_table(_stack(Environment(account="123456789012", region="eu-west-1")), prices=prices)
-    assert table.splitlines()[-1] == "- ml.g6e.12xlarge in eu-west-1: USD 10.493/h (Price List API)"
+    assert table.splitlines()[-1] == "- ml.g6e.12xlarge Hosting in eu-west-1: USD 10.493/h (Price List API)"
+    assert "USD 7,554.96" in table  # 720 h at the floor (min_instances 1), priced
+    stubber.assert_no_pending_responses()
+
+
+# ----------------------------------------------------------------------- the shipped table
+def test_the_shipped_table_covers_every_accepted_type_and_region_with_a_source_and_date():
+    from sagemaker_llm_cdk.core import service_model
+    from sagemaker_llm_cdk.core.instances import _ACCELERATORS
+    from sagemaker_llm_cdk.core.regions import DLC_ACCOUNTS
+
+    table = shipped_table()
+    for usage, types in (("Hosting", set(_ACCELERATORS)), ("Training", service_model.optimization_instance_types())):
+        for instance_type in types:
+            for region in DLC_ACCOUNTS:
+                cell = table.cells[(usage, instance_type, region)]
+                amount, source, read = cell
+                assert amount is None or (amount > 0 and source.startswith("https://") and read), cell
+    data = json.loads(PRICE_TABLE.read_text(encoding="utf-8"))
+    assert data["currency"] == "USD" and data["read"] == table.read.isoformat() and data["searched"]
+    assert set(data["usages"]) == {"Hosting", "Training"}
+
+
+def test_an_unknown_cell_reads_unknown_and_a_known_one_names_its_date():
+    table = PriceTable.from_json({"read": "2026-12-01", "usages": {"Hosting": {"what": "x", "prices": {
+        "ml.g6e.2xlarge": {"us-east-1": {"usd_per_hour": "2.5", "source": "https://example.com", "read": "2026-11-30"},
+                           "eu-west-1": None}}}}})
+    assert table.hourly("ml.g6e.2xlarge", "us-east-1").label() == "USD 2.5/h (price table, read 2026-11-30)"
+    assert table.hourly("ml.g6e.2xlarge", "eu-west-1").label().startswith("unknown (not found in AWS's published")
+    assert table.hourly("ml.p5.48xlarge", "us-east-1").label().startswith("unknown (ml.p5.48xlarge Hosting in us-east-1 "
+                                                                          "is not in the price table")
+    assert table.highest("ml.g6e.2xlarge").amount == Decimal("2.5")
+    assert table.age_line(date(2026, 12, 31)).startswith("Prices: USD per instance-hour from the price table of "
+                                                         "2026-12-01 (30 days old), 1 of 2 figures known")
+
+
+def test_refresh_rewrites_the_table_from_one_query_per_region_and_usage(tmp_path):
+    path = tmp_path / "prices.json"
+    write_table(table_json(date(2026, 1, 1), types={"Hosting": ["ml.g6e.2xlarge", "ml.g6e.4xlarge"]},
+                           regions=["us-east-1"]), path)
+
+    class OneRegion:
+        calls: list[tuple[str, str]] = []
+
+        def region_prices(self, region: str, *, usage: str = "Hosting") -> dict[str, Any]:
+            self.calls.append((region, usage))
+            return {"ml.g6e.2xlarge": HourlyPrice("ml.g6e.2xlarge", region, Decimal("2.24"), "USD", "Price List API")}
+
+    data = table_json(date(2026, 12, 1), lambda region, usage: OneRegion().region_prices(region, usage=usage),
+                      previous=PriceTable.load(path), types={"Hosting": ["ml.g6e.2xlarge", "ml.g6e.4xlarge"]},
+                      regions=["us-east-1"])
+    write_table(data, path)
+    table = PriceTable.load(path)
+    assert table.cells[("Hosting", "ml.g6e.2xlarge", "us-east-1")] == (
+        Decimal("2.24"), "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonSageMaker/current/us-east-1/"
+        "index.json", "2026-12-01")
+    assert table.cells[("Hosting", "ml.g6e.4xlarge", "us-east-1")][0] is None
+    assert OneRegion.calls == [("us-east-1", "Hosting")]
+
+
+def test_region_prices_reads_every_instance_in_one_paginated_query():
+    client = botocore.session.get_session().create_client("pricing", region_name="us-east-1",
+                                                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    stubber = Stubber(client)
+    filters = [{"Type": "TERM_MATCH", "Field": "productFamily", "Value": "ML Instance"},
+               {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "eu-west-1"},
+               {"Type": "TERM_MATCH", "Field": "platoinstancetype", "Value": "Hosting"}]
+    base = {"ServiceCode": "AmazonSageMaker", "Filters": filters, "FormatVersion": "aws_v1", "MaxResults": 100}
+
+    def listed(name: str, usd: str) -> str:
+        return json.dumps({"product": {"attributes": {"instanceName": name}}, "terms": {"OnDemand": {"T": {
+            "priceDimensions": {"D": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}}}})
+
+    stubber.add_response("get_products", {"PriceList": [listed("ml.g6e.2xlarge", "2.5")], "NextToken": "n"}, base)
+    stubber.add_response("get_products", {"PriceList": [listed("ml.g6e.4xlarge", "3.5")]}, {**base, "NextToken": "n"})
+    stubber.activate()
+    found = PriceList(client_for=lambda _region: client).region_prices("eu-west-1")
+    assert {name: price.amount for name, price in found.items()} == {"ml.g6e.2xlarge": Decimal("2.5"),
+                                                                     "ml.g6e.4xlarge": Decimal("3.5")}
     stubber.assert_no_pending_responses()

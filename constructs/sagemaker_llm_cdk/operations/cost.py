@@ -1,16 +1,17 @@
-"""``cost_ceiling_table``: what each endpoint in an app can cost at most, printed at synth for reviewers.
+"""``cost_model`` and ``cost_ceiling_table``: what each endpoint, EAGLE loop and plan in an app costs per 30 days.
 
-Prices are not looked up here (they change and differ by region and agreement): each row gives
-the quantities a price multiplies and says "not looked up", unless the caller passes on-demand
-prices (``prices``: USD per instance-hour by instance type, e.g. from the AWS Price List API in a
-preflight with credentials). Per endpoint: instance type x most instances, the most on-demand
-instance-hours in 30 days (none when it runs only on a capacity plan), accelerators; per capacity
-plan: what it holds and its prepaid fee (the cap, and whether this deploy may buy it); per EAGLE
-loop: what one optimization run uses at most and how many runs 30 days hold.
+``cost_model(app)`` gives the figures as data (``cost_model.CostLine``: floor and ceiling on-demand hours and
+USD, plan-covered hours, prepaid fees), priced from the shipped, dated price table (``pricing.PriceTable``) with
+no AWS call; ``cost_ceiling_table(app)`` prints them for the synth log and the synth summary, with the table's
+age. Per endpoint: instance type x min-max instances, accelerators, the monthly floor (``min_instances`` around
+the clock) and ceiling (``max_instances`` around the clock); per model: copies x accelerators; per EAGLE loop and
+benchmark: what the counted runs use at most; per capacity plan: what it holds and its prepaid fee (the cap, and
+whether this deploy may buy it). An unknown price reads "unknown" on its row, never 0.
 """
 from __future__ import annotations
 
 import re
+from datetime import date
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -18,33 +19,35 @@ from aws_cdk import Stack, Token
 from constructs import IConstruct
 
 from ..core.instances import accelerators_of
+from .cost_model import (
+    HOURS_PER_30_DAYS,
+    CostLine,
+    endpoint_line,
+    eagle_lines,
+    plan_line,
+    price_source,
+    totals,
+    usd,
+)
+from .pricing import PriceTable
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
     from .pricing import PriceLookup
 
-HOURS_PER_30_DAYS = 24 * 30
-NOT_LOOKED_UP = "not looked up"
-_COLUMNS = ("Endpoint / model", "Instance type", "Instances", "Accelerators", "On-demand hours/30d", "Capacity plan",
-            "Price (USD)")
+__all__ = ["HOURS_PER_30_DAYS", "cost_ceiling_table", "cost_model", "runs_per_30_days"]
+
+_COLUMNS = ("Endpoint / model", "Instance type", "Instances", "Accelerators", "On-demand h/30d", "Plan h/30d",
+            "USD/h", "Floor USD/30d", "Ceiling USD/30d", "Capacity plan")
 _RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 
 
-def cost_ceiling_table(app_or_stack: IConstruct, *,
-                       prices: "Mapping[str, Decimal] | PriceLookup | None" = None) -> str:
-    """A plain-text table of every ``LlmEndpoint``, ``CapacityPlan`` and EAGLE loop under ``app_or_stack``.
+def _region(scope: IConstruct) -> str | None:
+    region = Stack.of(scope).region
+    return None if Token.is_unresolved(region) else region
 
-    One line per endpoint (instance type, min-max instances, accelerators, most on-demand
-    instance-hours in 30 days, capacity plan, price), one per model (copies x accelerators), one
-    per EAGLE loop (the job's instance type x count, hours per run, runs per 30 days), one per
-    capacity plan (instances reserved, prepaid fee cap), then notes. Call it from ``app.py`` after
-    the stacks are built and print it.
 
-    :param prices: on-demand USD per instance-hour by instance type, or a ``pricing.PriceList``
-        (which calls the AWS Price List API) for the last section's hourly prices. Default: none;
-        the price column and section say "not looked up" (``make preflight`` with credentials looks
-        them up).
-    """
+def _parts(app_or_stack: IConstruct) -> tuple[list[Any], list[Any], list[Any]]:
     from ..capacity.capacity_plan import CapacityPlan
     from ..eagle.optimization import EagleOptimization
     from ..hosting.endpoint import LlmEndpoint
@@ -52,51 +55,118 @@ def cost_ceiling_table(app_or_stack: IConstruct, *,
     everything = list(app_or_stack.node.find_all())
     endpoints = sorted((c for c in everything if isinstance(c, LlmEndpoint)), key=lambda e: e.node.path)
     plans = sorted((c for c in everything if isinstance(c, CapacityPlan)), key=lambda p: p.node.path)
-    loops = [c for c in everything if isinstance(c, EagleOptimization)]
-    title = ("Cost ceiling: the most each endpoint, capacity plan and EAGLE run can cost "
-             f"(prices {'given' if prices else NOT_LOOKED_UP})")
+    loops = sorted((c for c in everything if isinstance(c, EagleOptimization)), key=lambda x: x.node.path)
+    return endpoints, plans, loops
+
+
+def cost_model(app_or_stack: IConstruct, *,
+               prices: "Mapping[str, Decimal] | PriceLookup | None" = None) -> list[CostLine]:
+    """The cost lines of every ``LlmEndpoint``, EAGLE loop (and its benchmark) and ``CapacityPlan`` under
+    ``app_or_stack``, keyed by construct path: the figures ``cost_ceiling_table`` prints, as data.
+
+    Compare two of them (``cost_model.totals``) for a floor/ceiling delta between two synths.
+
+    :param prices: a ``PriceLookup`` (``pricing.PriceList`` looks prices up live), or USD per instance-hour by
+        instance type. Default: the shipped price table (no AWS call).
+    """
+    lookup = price_source(prices)
+    endpoints, plans, loops = _parts(app_or_stack)
+    lines: list[CostLine] = []
+    for endpoint in endpoints:
+        plan = endpoint.capacity_plan
+        lines.append(endpoint_line(endpoint.node.path, endpoint.node.id, endpoint.options,
+                                   getattr(plan, "spec", None) if plan is not None else None, _region(endpoint), lookup))
+        for loop in (x for x in loops if x.component.endpoint is endpoint):
+            lines.extend(eagle_lines(loop.node.path, loop.model_name, loop.settings, loop.job_instance_type,
+                                     _region(loop), lookup))
+    for plan in plans:
+        if getattr(plan, "spec", None) is not None:
+            lines.append(plan_line(plan.node.path, plan.spec, _region(plan), may_buy=plan.purchase_approved))
+    return lines
+
+
+def cost_ceiling_table(app_or_stack: IConstruct, *,
+                       prices: "Mapping[str, Decimal] | PriceLookup | None" = None,
+                       today: date | None = None) -> str:
+    """A plain-text table of ``cost_model(app_or_stack)``: one line per endpoint (instance type, min-max instances,
+    accelerators, on-demand and plan-covered hours, USD per hour, floor and ceiling USD per 30 days, plan), one per
+    model (copies x accelerators), one per EAGLE loop and benchmark, one per capacity plan (prepaid fee), then the
+    totals, the prices and the price table's age, and notes. ``app.py`` prints it after the stacks are built; the
+    synth summary (``cdk.out/synth-summary.md``) carries it.
+
+    :param prices: as ``cost_model``. Default: the shipped price table.
+    :param today: the date the table's age is counted to. Default: today.
+    """
+    lookup = price_source(prices)
+    endpoints, plans, loops = _parts(app_or_stack)
+    title = ("Cost per 30 days: floor (least capacity around the clock) and ceiling (most capacity around the clock), "
+             "on demand, USD")
     if not endpoints and not plans:
         return f"{title}\n(no LlmEndpoint in {app_or_stack.node.path or 'the app'})"
-    rates = prices if isinstance(prices, Mapping) else None
+    lines_by_path = {line.subject: line for line in cost_model(app_or_stack, prices=lookup)}
     rows: list[tuple[str, ...]] = [_COLUMNS]
     notes: list[str] = []
     for endpoint in endpoints:
-        rows.extend(_endpoint_rows(endpoint, notes, rates))
-        rows.extend(_eagle_rows([loop for loop in loops if loop.component.endpoint is endpoint], notes, rates))
+        rows.extend(_endpoint_rows(endpoint, notes, lines_by_path[endpoint.node.path]))
+        for loop in (x for x in loops if x.component.endpoint is endpoint):
+            rows.extend(_eagle_rows(loop, notes, lines_by_path))
     for plan in plans:
-        rows.append(_plan_row(plan, notes))
+        rows.append(_plan_row(plan, notes, lines_by_path.get(plan.node.path)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-    lines = [title]
+    out = [title]
     for index, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        out.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
         if index == 0:
-            lines.append("  ".join("-" * width for width in widths))
+            out.append("  ".join("-" * width for width in widths))
+    model = list(lines_by_path.values())
+    total = totals(model)
+    out.append(f"Total per 30 days: floor {total.floor_label()}, ceiling {total.ceiling_label()} (on demand)"
+               + (f"; prepaid plan fees: up to {usd(total.prepaid_usd)} (one-off, not in the monthly figures)"
+                  if total.prepaid_usd else ""))
+    budget = _budget_line(app_or_stack)
+    if budget:
+        out.append(budget)
+    out.extend(_price_section(model, lookup, today))
     if notes:
-        lines.append("Notes:")
-        lines.extend(f"- {note}" for note in notes)
-    lines.extend(_price_section(endpoints, None if isinstance(prices, Mapping) else prices))
-    return "\n".join(lines)
+        out.append("Notes:")
+        out.extend(f"- {note}" for note in notes)
+    return "\n".join(out)
 
 
-def _price_section(endpoints: "list[LlmEndpoint]", prices: "PriceLookup | None") -> list[str]:
-    from .pricing import price_lines
+def _budget_line(app_or_stack: IConstruct) -> str:
+    from .budget import CostBudget
 
-    pairs = []
-    for endpoint in endpoints:
-        region = Stack.of(endpoint).region
-        pairs.append((endpoint.options.instance_type, None if Token.is_unresolved(region) else region))
-    return ["On-demand prices (per instance-hour):", *(f"- {line}" for line in price_lines(pairs, prices))]
+    budgets = [c for c in app_or_stack.node.find_all() if isinstance(c, CostBudget)]
+    return "\n".join(b.summary() for b in budgets)
 
 
-def _price(prices: Mapping[str, Decimal] | None, instance_type: str, hours: int | float) -> str:
-    if not prices or instance_type not in prices:
-        return NOT_LOOKED_UP
-    rate = Decimal(prices[instance_type])
-    return f"{rate}/h, at most {(rate * Decimal(str(hours))).quantize(Decimal('0.01'))}"
+def _price_section(lines: list[CostLine], lookup: Any, today: date | None) -> list[str]:
+    out = []
+    if isinstance(lookup, PriceTable):
+        out.append(lookup.age_line(today))
+    seen: dict[tuple[str, str, str], str] = {}
+    for line in lines:
+        if line.price is not None and line.instance_type is not None:
+            seen.setdefault((line.instance_type, line.region or "any region", line.usage), line.price.label())
+    out.append("Prices (per instance-hour):")
+    out.extend(f"- {t} {usage} in {region}: {label}" for (t, region, usage), label in sorted(seen.items()))
+    return out
 
 
-def _endpoint_rows(endpoint: "LlmEndpoint", notes: list[str],
-                   prices: Mapping[str, Decimal] | None) -> list[tuple[str, ...]]:
+def _hours(hours: Decimal) -> str:
+    return f"{hours:f}"
+
+
+def _money_cells(line: CostLine) -> tuple[str, str, str, str, str]:
+    on_demand = (_hours(line.ceiling_hours) if line.floor_hours == line.ceiling_hours
+                 else f"{_hours(line.floor_hours)}-{_hours(line.ceiling_hours)}")
+    rate = ("-" if line.price is None else f"{line.price.amount.normalize():f}" if line.price.amount is not None
+            else "unknown")
+    return (on_demand, _hours(line.plan_hours) if line.plan_hours else "0", rate, usd(line.floor_usd),
+            usd(line.ceiling_usd))
+
+
+def _endpoint_rows(endpoint: "LlmEndpoint", notes: list[str], line: CostLine) -> list[tuple[str, ...]]:
     options = endpoint.options
     scaling = options.scaling
     path = endpoint.node.path
@@ -105,25 +175,15 @@ def _endpoint_rows(endpoint: "LlmEndpoint", notes: list[str],
     accelerators = (f"{per_instance}/instance, {total} at most" if per_instance is not None
                     else "unknown for this type")
     plan = endpoint.capacity_plan
-    hours = scaling.max_instances * HOURS_PER_30_DAYS
-    if plan is None:
-        on_demand, price = str(hours), _price(prices, options.instance_type, hours)
-    elif plan.spec.when_not_active == "on_demand":
-        on_demand = f"{hours} while plan not Active"
-        price = _price(prices, options.instance_type, hours)
-    else:
-        on_demand, price = "0 (plan only)", "prepaid (plan)"
-    rows: list[tuple[str, ...]] = [(
-        path, options.instance_type, f"{scaling.min_instances}-{scaling.max_instances}", accelerators, on_demand,
-        _plan_cell(plan), price,
-    )]
+    rows: list[tuple[str, ...]] = [(path, options.instance_type, f"{scaling.min_instances}-{scaling.max_instances}",
+                                    accelerators, *_money_cells(line), _plan_cell(plan))]
     demand = 0
     for model in endpoint.models:
         copies = model.spec.copies
         per_copy = model.spec.accelerators
         demand += copies.max_copies * per_copy
         rows.append((f"  model {model.component_name}", "", f"copies {copies.min_copies}-{copies.max_copies}",
-                     f"{per_copy}/copy, {copies.max_copies * per_copy} at most", "", "", ""))
+                     f"{per_copy}/copy, {copies.max_copies * per_copy} at most", "", "", "", "", "", ""))
     if total is not None and demand > total:
         notes.append(f"{path}: its models can ask for {demand} accelerators but {scaling.max_instances} x "
                      f"{options.instance_type} have {total}; copies beyond that are not placed (raise max_instances "
@@ -146,29 +206,32 @@ def runs_per_30_days(schedule: str | None) -> str:
     return f"{HOURS_PER_30_DAYS / every:.1f}" if every else "?"
 
 
-def _eagle_rows(loops: list[Any], notes: list[str], prices: Mapping[str, Decimal] | None) -> list[tuple[str, ...]]:
-    rows: list[tuple[str, ...]] = []
-    for loop in sorted(loops, key=lambda x: x.node.path):
-        settings = loop.settings
-        hours = settings.max_runtime_hours * settings.max_instance_count
-        runs = runs_per_30_days(settings.schedule)
-        on_plan = settings.training_plan is not None
-        rows.append((f"  eagle {loop.model_name}", loop.job_instance_type, f"{settings.max_instance_count} per run",
-                     "", f"{hours} per run, {runs} runs/30d" if not on_plan else "0 (training plan)",
-                     settings.training_plan or "none (on-demand)",
-                     _price(prices, loop.job_instance_type, hours) + " per run" if not on_plan else "prepaid (plan)"))
-        notes.append(f"{loop.node.path}: one optimization run uses at most {settings.max_runtime_hours} h x "
-                     f"{settings.max_instance_count} {loop.job_instance_type} = {hours} instance-hours"
-                     + (f" of training plan {settings.training_plan}" if on_plan else " on demand")
-                     + f"; scheduled {settings.schedule or 'never (manual runs only)'} ({runs} runs in 30 days)")
+def _eagle_rows(loop: Any, notes: list[str], lines: Mapping[str, CostLine]) -> list[tuple[str, ...]]:
+    settings = loop.settings
+    line = lines[loop.node.path]
+    rows: list[tuple[str, ...]] = [(f"  eagle {loop.model_name}", loop.job_instance_type,
+                                    f"{settings.max_instance_count} per run", "", *_money_cells(line),
+                                    settings.training_plan or "none (on-demand)")]
+    bench = lines.get(f"{loop.node.path}.benchmark")
+    if bench is not None:
+        rows.append((f"  benchmark {loop.model_name}", "", "2 per promotion", "", *_money_cells(bench), ""))
+    hours = settings.max_runtime_hours * settings.max_instance_count
+    on_plan = settings.training_plan is not None
+    notes.append(f"{loop.node.path}: one optimization run uses at most {settings.max_runtime_hours} h x "
+                 f"{settings.max_instance_count} {loop.job_instance_type} = {hours} instance-hours"
+                 + (f" of training plan {settings.training_plan}" if on_plan else " on demand")
+                 + f"; scheduled {settings.schedule or 'never (manual runs only)'} "
+                 f"({runs_per_30_days(settings.schedule)} runs in 30 days); counted as {line.what}")
+    if bench is not None:
+        notes.append(f"{bench.subject}: {bench.what}; {bench.note}")
     return rows
 
 
-def _plan_row(plan: Any, notes: list[str]) -> tuple[str, ...]:
+def _plan_row(plan: Any, notes: list[str], line: CostLine | None) -> tuple[str, ...]:
     spec = plan.spec
     if plan.mode == "reserve":
         state = "this deploy may BUY it" if plan.purchase_approved else "not bought by this deploy"
-        fee = f"prepaid up to {spec.max_upfront_fee_usd} ({state})"
+        fee = f"prepaid up to {usd(spec.max_upfront_fee_usd)} ({state})"
     else:
         fee = "already paid"
     extension = plan.extension_summary()
@@ -176,8 +239,8 @@ def _plan_row(plan: Any, notes: list[str]) -> tuple[str, ...]:
         notes.append(f"{plan.node.path}: {extension}, "
                      + ("this deploy may buy it" if plan.extension_approved else
                         f"not bought by this deploy (-c extend={getattr(plan, 'config_name', plan.plan_name)})"))
-    return (f"  plan {plan.plan_name}", plan.instance_type, f"{plan.instance_count} reserved", "", "",
-            f"{plan.plan_name} ({plan.mode})", fee)
+    return (f"  plan {plan.plan_name}", plan.instance_type, f"{plan.instance_count} reserved", "", "", "", "", "", "",
+            f"{plan.plan_name} ({plan.mode}), {fee}")
 
 
 def _plan_cell(plan: object | None) -> str:
