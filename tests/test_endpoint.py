@@ -269,7 +269,8 @@ def test_no_capacity_metric_without_models_is_refused():
     ({"inference_ami_version": "al2-latest"}, r"inference_ami_version: got 'al2-latest'; allowed: one of "),
     ({"instance_type": "ml.p5e.48xlarge", "volume_size_gb": 100},
      r"volume_size_gb: got 100; allowed: nothing for ml.p5e.48xlarge: it has local NVMe"),
-    ({"instance_provision_timeout_seconds": 60}, r"instance_provision_timeout_seconds: got 60; allowed: at least 1800"),
+    ({"instance_provision_timeout_seconds": 60}, r"instance_provision_timeout_seconds: got 60; allowed: at least 300"),
+    ({"instance_provision_timeout_seconds": 7200}, r"instance_provision_timeout_seconds: got 7200; allowed: at most 3600"),
 ])
 def test_endpoint_validation(kwargs, message):
     kwargs.setdefault("instance_type", "ml.g6e.12xlarge")
@@ -384,9 +385,12 @@ def test_instance_pool_rules(pools, message):
 
 
 def test_pool_timeout_is_at_most_an_hour():
-    with pytest.raises(ConfigurationError, match=r"instance_provision_timeout_seconds: got 5400; allowed: at most 3600 with instance_pools"):
+    with pytest.raises(ConfigurationError, match=r"instance_provision_timeout_seconds: got 5400; allowed: at most 3600"):
         LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.12xlarge", instance_pools=POOLS,
                     instance_provision_timeout_seconds=5400)
+    endpoint = LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.12xlarge", instance_pools=POOLS,
+                           instance_provision_timeout_seconds=300)  # AWS's minimum, refused before
+    assert endpoint.options.instance_provision_timeout_seconds == 300
 
 
 def test_requirements_for_a_type_the_endpoint_does_not_have_are_refused():

@@ -13,11 +13,35 @@ import botocore.loaders
 
 
 @functools.cache
-def _shapes() -> dict[str, Any]:
-    """The ``shapes`` of botocore's SageMaker model, read by its data loader: a synth needs only these facts, not
-    a botocore session (whose import pulls in the client, waiter and docs machinery: about 0.14 s per synth)."""
-    model: dict[str, Any] = botocore.loaders.create_loader().load_service_model("sagemaker", "service-2")
+def _shapes(service: str = "sagemaker") -> dict[str, Any]:
+    """The ``shapes`` of botocore's model of ``service``, read by its data loader: a synth needs only these facts,
+    not a botocore session (whose import pulls in the client, waiter and docs machinery: about 0.14 s per synth)."""
+    model: dict[str, Any] = botocore.loaders.create_loader().load_service_model(service, "service-2")
     return model["shapes"]  # type: ignore[no-any-return]
+
+
+def limits(shape_name: str, service: str = "sagemaker") -> tuple[float | None, float | None]:
+    """(min, max) of a number shape of ``service`` (None where botocore's model sets no bound)."""
+    shape = _shapes(service)[shape_name]
+    if shape.get("type") not in ("integer", "long", "float", "double"):
+        raise ValueError(f"{service} shape {shape_name} is a {shape.get('type')}, not a number")
+    return shape.get("min"), shape.get("max")
+
+
+def aws_min(shape_name: str, service: str = "sagemaker") -> Any:
+    """The smallest value AWS accepts for a number shape (a settings field's ``ge``)."""
+    low = limits(shape_name, service)[0]
+    if low is None:
+        raise ValueError(f"{service} shape {shape_name} has no min")
+    return low
+
+
+def aws_max(shape_name: str, service: str = "sagemaker") -> Any:
+    """The largest value AWS accepts for a number shape (a settings field's ``le``)."""
+    high = limits(shape_name, service)[1]
+    if high is None:
+        raise ValueError(f"{service} shape {shape_name} has no max")
+    return high
 
 
 @functools.cache

@@ -11,6 +11,7 @@ from pydantic import Field
 from . import images
 from ..adapters.settings import AdapterSpec, LoraSettings, lora_environment, max_rank_missing
 from ..core import service_model
+from ..core.service_model import aws_max, aws_min
 from ..core.errors import MISSING, Problem
 from ..core.settings import Settings, field_rule, instance_type_problem, name_problem, s3_uri_problem, unless_failed
 from ..eagle.settings import EAGLE_ARCHITECTURES, EagleSettings
@@ -110,10 +111,12 @@ class Routing(Settings):
     strategy: Annotated[RoutingStrategyName, Field(description=(
         "LEAST_OUTSTANDING_REQUESTS (load-aware), RANDOM, or PREFIX_AWARE (reuses a cached prompt "
         "prefix; needs prefix_length and concurrency_threshold)."))] = "LEAST_OUTSTANDING_REQUESTS"
-    prefix_length: Annotated[int | None, Field(ge=1024, le=65536, description=(
+    prefix_length: Annotated[int | None, Field(ge=aws_min("PrefixAwareRoutingPrefixLength"),
+                                               le=aws_max("PrefixAwareRoutingPrefixLength"), description=(
         "PREFIX_AWARE only: how much of the start of each request is compared for routing, in bytes of the "
         "request body (characters of the messages for the OpenAI-compatible API), not tokens; 1024-65536."))] = None
-    concurrency_threshold: Annotated[int | None, Field(ge=1, le=1024, description=(
+    concurrency_threshold: Annotated[int | None, Field(ge=aws_min("PrefixAwareRoutingConcurrencyThreshold"),
+                                                       le=aws_max("PrefixAwareRoutingConcurrencyThreshold"), description=(
         "PREFIX_AWARE only: outstanding requests on an instance above which routing falls back to "
         "load-aware, 1-1024."))] = None
 
@@ -245,7 +248,8 @@ class Placement(Settings):
         "SPREAD (copies spread over instances: one instance or zone lost takes the fewest copies) or BINPACK "
         "(copies packed onto few instances: frees whole instances to scale in, at the cost of resilience). "
         "Within each zone when zones are balanced. Default: SPREAD."))] = "SPREAD"
-    max_zone_imbalance: Annotated[int, Field(ge=0, le=100, description=(
+    max_zone_imbalance: Annotated[int, Field(ge=aws_min("AvailabilityZoneBalanceMaxImbalance"),
+                                             le=aws_max("AvailabilityZoneBalanceMaxImbalance"), description=(
         "Most copies by which any two Availability Zones may differ (AvailabilityZoneBalance.MaxImbalance, 0-100); "
         "applies when the endpoint has instances in two or more zones. The balance is PERMISSIVE, the one mode "
         "SageMaker offers: copies are still placed when capacity cannot be balanced. Default: 1."))] = 1
@@ -270,8 +274,8 @@ class InstanceRequirements(Settings):
         "GPUs per copy on this type. Default: the model's accelerators."))] = None
     min_memory_mb: Annotated[int | None, Field(ge=128, le=4_000_000, description=(
         "Host memory per copy on this type, MB. Default: the model's min_memory_mb."))] = None
-    cpu_cores: Annotated[float | None, Field(gt=0, le=1024, description=(
-        "CPU cores per copy on this type. Default: the model's cpu_cores."))] = None
+    cpu_cores: Annotated[float | None, Field(ge=aws_min("NumberOfCpuCores"), le=1024, description=(
+        "CPU cores per copy on this type, at least 0.25. Default: the model's cpu_cores."))] = None
 
 
 _DOWNLOADING_VARIABLES = ("HF_MODEL_ID", "OPTION_MODEL_ID")
@@ -327,7 +331,8 @@ class ModelSpec(Settings):
         "Needed for EAGLE optimization. Default: unknown."))] = None
     accelerators: Annotated[int, Field(ge=1, le=64, description="GPUs (or Neuron cores) per copy. Default: 1.")] = 1
     min_memory_mb: Annotated[int, Field(ge=128, le=4_000_000, description="Host memory per copy, MB. Default: 1024.")] = 1024
-    cpu_cores: Annotated[float | None, Field(gt=0, le=1024, description="CPU cores per copy. Default: not reserved.")] = None
+    cpu_cores: Annotated[float | None, Field(ge=aws_min("NumberOfCpuCores"), le=1024, description=(
+        "CPU cores per copy, at least 0.25. Default: not reserved."))] = None
     copies: Annotated[CopyScaling, Field(description="Copy count and autoscaling. Default: one copy.")] = CopyScaling()
     instance_requirements: Annotated[tuple[InstanceRequirements, ...], Field(max_length=5, description=(
         "Endpoints with instance_pools only: the model's accelerators, memory and CPU on particular pool types "
@@ -339,8 +344,12 @@ class ModelSpec(Settings):
     cache_weights: Annotated[bool, Field(description=(
         "Cache model weights and the container image on the instances' NVMe disks so scale-out is fast. "
         "Default: true."))] = True
-    model_data_download_timeout_seconds: Annotated[int, Field(ge=60, le=3600, description="Default: 3600.")] = 3600
-    container_startup_timeout_seconds: Annotated[int, Field(ge=60, le=3600, description="Default: 3600.")] = 3600
+    model_data_download_timeout_seconds: Annotated[int, Field(
+        ge=aws_min("ProductionVariantModelDataDownloadTimeoutInSeconds"),
+        le=aws_max("ProductionVariantModelDataDownloadTimeoutInSeconds"), description="Default: 3600.")] = 3600
+    container_startup_timeout_seconds: Annotated[int, Field(
+        ge=aws_min("ProductionVariantContainerStartupHealthCheckTimeoutInSeconds"),
+        le=aws_max("ProductionVariantContainerStartupHealthCheckTimeoutInSeconds"), description="Default: 3600.")] = 3600
     environment: Annotated[dict[str, str], Field(description="Extra container environment variables. Default: none.")] = {}
     lora: Annotated[LoraSettings | None, Field(description=(
         "Serve LoRA adapters on this model, loaded on demand. Default: off."))] = None
@@ -554,7 +563,7 @@ class InstancePool(Settings):
 
     instance_type: Annotated[str, field_rule(lambda v: instance_type_problem(
         "", v, service_model.endpoint_instance_types(), "endpoints")), Field(description="SageMaker instance type.")]
-    priority: Annotated[int, Field(ge=1, le=5, description=(
+    priority: Annotated[int, Field(ge=aws_min("InstancePoolPriority"), le=aws_max("InstancePoolPriority"), description=(
         "1 (tried first) to 5: SageMaker falls back to the next priority when a type has no capacity."))]
 
 
@@ -570,11 +579,13 @@ class EndpointOptions(Settings):
         "Inference AMI (driver/CUDA) version, e.g. al2-ami-sagemaker-inference-gpu-3-1. A CUDA 13 image (such as the "
         "default LMI image) needs " + images.CUDA13_AMI + ". Default: the AMI the models' images need, else "
         "SageMaker's."))] = None
-    volume_size_gb: Annotated[int | None, Field(ge=1, le=512, description=(
+    volume_size_gb: Annotated[int | None, Field(ge=aws_min("ProductionVariantVolumeSizeInGB"),
+                                                le=aws_max("ProductionVariantVolumeSizeInGB"), description=(
         "EBS volume per instance, GB. Only for instance types without local NVMe storage. Default: SageMaker's."))] = None
-    instance_provision_timeout_seconds: Annotated[int | None, Field(ge=1800, le=10800, description=(
-        "How long SageMaker waits for instances (with instance_pools: over all pools, at most 3600). "
-        "Default: SageMaker's."))] = None
+    instance_provision_timeout_seconds: Annotated[int | None, Field(
+        ge=aws_min("VariantInstanceProvisionTimeoutInSeconds"), le=aws_max("VariantInstanceProvisionTimeoutInSeconds"),
+        description="How long SageMaker waits for instances (with instance_pools: over all pools), 300-3600 seconds. "
+                    "Default: SageMaker's.")] = None
     instance_pools: Annotated[tuple[InstancePool, ...], Field(max_length=5, description=(
         "Heterogeneous capacity: 2-5 instance types with priorities; SageMaker provisions the first that has "
         "capacity, at creation and when scaling. instance_type must be the priority-1 type. Every model is "
@@ -630,10 +641,6 @@ class EndpointOptions(Settings):
                                     "types that all have local NVMe storage, or none: the endpoint's volume key "
                                     "(KmsKeyId) is refused for NVMe types and needed for the others",
                                     "pick pool types of one kind"))
-        if self.instance_provision_timeout_seconds is not None and self.instance_provision_timeout_seconds > 3600:
-            problems.append(Problem("instance_provision_timeout_seconds", self.instance_provision_timeout_seconds,
-                                    "at most 3600 with instance_pools (the budget for trying every pool)",
-                                    "lower it to 3600 or less"))
         return problems
 
 
