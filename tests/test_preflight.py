@@ -281,9 +281,15 @@ def test_rolling_policy_needs_max_plus_one_batch():
     assert update_policy(ctx, SimpleNamespace()) == ("blue_green", 0)  # type: ignore[arg-type]
 
 
-def test_on_demand_fallback_is_read_by_attribute():
-    assert preflight.serves_on_demand_until_active(SimpleNamespace(on_demand_until_active=True))
-    assert not preflight.serves_on_demand_until_active(SimpleNamespace())
+@pytest.mark.parametrize("when_not_active, severity", [("on_demand", "warning"), ("fail", "blocker")])
+def test_a_plan_not_started_yet_blocks_only_an_endpoint_that_cannot_serve_on_demand(when_not_active, severity):
+    """The setting the synth reads (the plan's when_not_active) decides, as it decides CapacityReservationConfig."""
+    cfg = config(endpoints=[p5e_endpoint()], capacity_plans=[reserve_plan(
+        start_after="2027-01-04T00:00:00Z", end_before="2027-03-01T00:00:00Z", when_not_active=when_not_active)])
+    (found,) = of(offline(cfg), "plan.active")
+    assert found.severity == severity
+    ctx = SimpleNamespace(plan_of=lambda endpoint: (0, cfg.capacity_plans[0]))
+    assert preflight.serves_on_demand_until_active(ctx, cfg.endpoints[0]) is (when_not_active == "on_demand")
 
 
 def test_pools_are_read_by_attribute():

@@ -24,7 +24,7 @@ Other checks plug in with ``register_check`` (offline or live); each gets a ``Pr
 Settings added later are read by attribute, so they slot in without a change here:
 ``endpoints[].instance_pools[].instance_type`` (``endpoint_instance_types``: quotas, prices and
 instance-type checks cover every pool), ``endpoints[].update_policy`` ``rolling`` with
-``rolling_batch_instances`` (``update_policy``: headroom), ``endpoints[].on_demand_until_active``
+``rolling_batch_instances`` (``update_policy``: headroom), the bound plan's ``when_not_active: on_demand``
 (``serves_on_demand_until_active``: an inactive plan is then a warning, not a blocker).
 """
 from __future__ import annotations

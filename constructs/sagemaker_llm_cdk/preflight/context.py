@@ -179,13 +179,13 @@ def _template_update_policy(ctx: PreflightContext, endpoint: Any) -> tuple[str, 
     return None
 
 
-def serves_on_demand_until_active(endpoint: Any) -> bool:
-    """Whether the endpoint is set to serve on on-demand capacity until its plan is Active.
-
-    Reads ``endpoint.on_demand_until_active`` when the settings have it. Such an endpoint's
-    inactive plan is a warning, not a blocker: the deploy succeeds and a later deploy binds the plan.
-    """
-    return bool(getattr(endpoint, "on_demand_until_active", False))
+def serves_on_demand_until_active(ctx: "PreflightContext", endpoint: Any) -> bool:
+    """Whether the endpoint serves on on-demand capacity until its plan is Active: its plan says
+    ``when_not_active: on_demand`` (the synth then leaves ``CapacityReservationConfig`` out while the plan's
+    status is not Active). Such an endpoint's inactive plan is a warning, not a blocker: the deploy
+    succeeds and a later deploy binds the plan."""
+    bound = ctx.plan_of(endpoint) if endpoint is not None else None
+    return bound is not None and bound[1].when_not_active == "on_demand"
 
 
 def _iso(value: datetime) -> str:

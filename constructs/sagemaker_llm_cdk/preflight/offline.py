@@ -280,7 +280,7 @@ def check_plan_binding(ctx: PreflightContext) -> Iterable[Finding]:
         if plan.effective_mode == "reserve":
             start = plan.start_after
             if start is not None and start > ctx.now:
-                make = warning if serves_on_demand_until_active(endpoint) else blocker
+                make = warning if serves_on_demand_until_active(ctx, endpoint) else blocker
                 yield make("plan.active", f"the endpoint is bound to plan {plan.plan_name}, which cannot start before "
                               f"{_iso(start)}",
                               "a plan must be Active to serve an endpoint; until its start the endpoint gets no instances "
