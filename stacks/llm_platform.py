@@ -23,6 +23,7 @@ from sagemaker_llm_cdk import (
 )
 from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
 from sagemaker_llm_cdk.config.loading import config_item
+from sagemaker_llm_cdk.operations.budget import CostBudget
 from sagemaker_llm_cdk.eagle.optimization import RECORD_SERVICE, EagleOptimization
 from sagemaker_llm_cdk.hosting.jumpstart import JumpStartLock, find_lock
 from sagemaker_llm_cdk.adapters.lora_adapter import adapters_of
@@ -97,6 +98,19 @@ class LlmPlatformStack(Stack):
                 self.monitoring.monitor_adapters(adapters_of(endpoint), endpoint=endpoint)  # a graph's lines in one call
                 # Fails the deployment when SageMaker silently rolled back to the previous config.
                 DeploymentCheck(self, f"{name}DeploymentCheck", endpoint=endpoint)
+        self.budget = self._budget(config)
+
+    def _budget(self, config: AppConfig) -> CostBudget | None:
+        """The config's monthly budget on this deployment's tag (the first of ``tags`` unless ``budget.tag``)."""
+        if config.budget is None:
+            return None
+        key = config.budget.tag or next(iter(config.tags), None)
+        return CostBudget(self, "Budget", max_usd_per_month=config.budget.max_usd_per_month,
+                          emails=[config.budget.email] if config.budget.email else [],
+                          topic=self.monitoring.alarm_topic if config.budget.notify_alarm_topic else None,
+                          actual_percent=config.budget.actual_percent,
+                          forecasted_percent=config.budget.forecasted_percent,
+                          tag_key=key, tag_value=config.tags[key] if key else None)
 
     def _endpoint(self, spec: EndpointSpec, e_index: int = 0) -> LlmEndpoint:
         vpc_kwargs: dict[str, Any] = {}

@@ -27,6 +27,54 @@ class DeploymentTarget(Settings):
     region: Annotated[str | None, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1.")] = None
 
 
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
+
+
+class BudgetSettings(Settings):
+    """An AWS Budgets cost budget on this deployment's tagged resources, with ACTUAL and FORECASTED alerts.
+
+    The synth refuses a config whose monthly ceiling (``operations.cost_model``: every endpoint at
+    ``max_instances`` and every counted EAGLE run, on demand, priced from the shipped table) is above
+    ``max_usd_per_month``; a config whose known ceiling is above USD 10,000 must declare one.
+    """
+
+    max_usd_per_month: Annotated[int, Field(ge=1, le=100_000_000, description=(
+        "Budget limit, USD per month (AWS Budgets, COST, MONTHLY). The synth refuses a config whose monthly ceiling "
+        "is above it."))]
+    email: Annotated[str | None, Field(description=(
+        "Address the budget's alerts are e-mailed to (AWS Budgets subscriber EMAIL). Default: none (then "
+        "notify_alarm_topic must be true)."))] = None
+    notify_alarm_topic: Annotated[bool, Field(description=(
+        "Also publish the alerts to the stack's alarm SNS topic (its policy lets budgets.amazonaws.com publish "
+        "only for this account's budget). Default: false."))] = False
+    actual_percent: Annotated[tuple[Annotated[int, Field(ge=1, le=1000)], ...], Field(min_length=1, max_length=5, description=(
+        "Percents of the limit at which ACTUAL spend alerts. Default: 80 and 100."))] = (80, 100)
+    forecasted_percent: Annotated[tuple[Annotated[int, Field(ge=1, le=1000)], ...], Field(max_length=5, description=(
+        "Percents of the limit at which FORECASTED spend alerts. Default: 100."))] = (100,)
+    tag: Annotated[str | None, Field(description=(
+        "Key of tags the budget's cost filter selects (its value as in tags; activate it as a cost allocation "
+        "tag in Billing). Default: the first key of tags; with no tags, the aws:cloudformation:stack-name tag "
+        "CloudFormation puts on this stack's resources."))] = None
+
+    def _rules(self) -> list[Problem]:
+        problems = []
+        if self.email is None and not self.notify_alarm_topic:
+            problems.append(Problem("email", None, "an e-mail address, or notify_alarm_topic: true",
+                                    "set email to the address that should hear about the spend"))
+        if self.email is not None and (not _EMAIL.match(self.email) or len(self.email) > 254):
+            problems.append(Problem("email", self.email, "an email address like ops@example.com",
+                                    "write the address as name@domain"))
+        for field in ("actual_percent", "forecasted_percent"):
+            values = getattr(self, field)
+            if len(set(values)) != len(values):
+                problems.append(Problem(field, list(values), "distinct percents", "list each percent once"))
+        if len(self.actual_percent) + len(self.forecasted_percent) > 10:
+            problems.append(Problem("forecasted_percent", list(self.forecasted_percent),
+                                    "at most 10 notifications in all (AWS Budgets' limit per budget)",
+                                    "drop some thresholds"))
+        return problems
+
+
 class ChecksSettings(Settings):
     """Synth-time checks. AwsSolutions (cdk-nag) always runs and fails the synth on an unacknowledged finding."""
 
@@ -139,6 +187,10 @@ class AppConfig(Settings):
         "Reserved GPU capacity, in the companion stack <stack_name>Capacity: plans to buy once (price cap here, "
         "consent on the deploy command: -c purchase=<name>) or existing "
         "plans, each bound to at most one endpoint by its capacity_plan. Default: none."))] = ()
+    budget: Annotated[BudgetSettings | None, Field(description=(
+        "An AWS Budgets cost budget (USD per month) on this deployment's tagged resources, alerting at ACTUAL and "
+        "FORECASTED thresholds. Required when the monthly ceiling is above USD 10,000; the synth refuses a config "
+        "whose ceiling is above max_usd_per_month. Default: none."))] = None
     removal: Annotated[Literal["retain", "destroy"], Field(description=(
         "What `cdk destroy` does with data: retain keeps KMS keys, S3 buckets, log groups and the EAGLE runs table "
         "(production: data, keys and audit logs outlive the stack); destroy deletes them with the stack (buckets "
@@ -156,7 +208,42 @@ class AppConfig(Settings):
         with unless_failed():  # on a partly valid config, parse_config checks the raw endpoints instead
             problems.extend(duplicate_name_problems([e.model_dump() for e in self.endpoints]))
         problems.extend(self._capacity_plan_problems())
+        with unless_failed():
+            problems.extend(self._budget_problems())
         return problems
+
+    def _budget_problems(self) -> list[Problem]:
+        """The monthly ceiling (``operations.cost_model``, the shipped price table) within ``budget``, and a budget
+        declared when the known ceiling is above ``BUDGET_REQUIRED_ABOVE_USD``. One problem, in config terms."""
+        from ..operations.cost_model import BUDGET_REQUIRED_ABOVE_USD, ceiling_drivers, config_cost_model, totals, usd
+
+        if self.budget is not None and self.budget.tag is not None and self.budget.tag not in self.tags:
+            return [Problem("budget.tag", self.budget.tag, f"a key of tags ({', '.join(self.tags) or 'none'})",
+                            "add the tag to tags, or leave budget.tag out")]
+        lines = config_cost_model(self)
+        total = totals(lines)
+        drivers = ", ".join(f"{line.subject}: {line.what} at most {usd(line.ceiling_usd)}"
+                            for line in ceiling_drivers(lines))
+        unknown = (f"; not counted (price unknown): {', '.join(line.subject for line in total.unknown_ceiling)}"
+                   if total.unknown_ceiling else "")
+        where = "in any region (the config names no region: the highest price in the table)" if self.target.region is None \
+            else f"in {self.target.region}"
+        if self.budget is None:
+            if total.ceiling_usd > BUDGET_REQUIRED_ABOVE_USD:
+                return [Problem("budget", None, f"a budget: the monthly ceiling is {usd(total.ceiling_usd)} {where}, "
+                                f"above {usd(BUDGET_REQUIRED_ABOVE_USD)} (from {drivers}){unknown}",
+                                "declare budget: {max_usd_per_month: N, email: you@example.com} with N at least "
+                                f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower "
+                                "max_instances / the EAGLE schedule")]
+            return []
+        limit = self.budget.max_usd_per_month
+        if total.ceiling_usd > limit:
+            return [Problem("budget.max_usd_per_month", limit,
+                            f"at least the monthly ceiling, {usd(total.ceiling_usd)} {where} (from {drivers}){unknown}",
+                            f"raise budget.max_usd_per_month to "
+                            f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower the ceiling: "
+                            "max_instances of the endpoints above, or the EAGLE schedule / max_runtime_hours")]
+        return []
 
     def _capacity_plan_problems(self) -> list[Problem]:
         """Each endpoint's capacity_plan names a declared plan, one endpoint per plan, and the endpoint fits it."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from aws_cdk import Aws, Stack, Token
+from aws_cdk import Stack, Token
 from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
@@ -54,7 +54,7 @@ class CostBudget(Construct):
         self.max_usd_per_month = max_usd_per_month
         self.tag_key = tag_key or STACK_NAME_TAG
         self.tag_value: str = tag_value if tag_key and tag_value is not None else stack.stack_name
-        self.budget_name = f"{stack.stack_name}-{Aws.REGION}-monthly"
+        self.budget_name = f"{stack.stack_name}-{stack.region}-monthly"
         """Unique per account (budgets are global): the stack's name and region."""
         self.budget_arn = stack.format_arn(service="budgets", region="", resource="budget",
                                            resource_name=self.budget_name)
