@@ -163,7 +163,7 @@ def test_owner_setting_is_validated():
     from test_config import model, problems
 
     assert problems(model(sessions={"owner": "person"})) == [
-        "endpoints[0].models[0].sessions.owner: got 'person'; allowed: one of 'session' or 'role'; fix: pick one "
+        "endpoints[0].models[0].sessions.owner: got 'person'; allowed: one of 'session', 'role' or 'cognito_identity'; fix: pick one "
         "of the listed values"]
     with pytest.raises(ValueError, match="owner"):
         SessionSettings(owner="person")  # type: ignore[arg-type]

@@ -1504,3 +1504,101 @@ def test_an_event_missing_or_mistyping_any_field_is_answered_never_raised(router
     assert not failures, "\n".join(failures)
     assert answered > 100
     assert router.runtime.sent == [] and router.table.items() == []
+
+
+# --- who can act as whom: session names chosen by the caller, probed through STS (moto) ---------------
+# moto's STS reads no trust policy; support.trust_probe evaluates the role's trust (as moto's IAM holds it)
+# before it lets AssumeRole through, and the router gets the ARN STS answered, as Lambda would pass it.
+@pytest.fixture
+def probe(sessions_table):
+    from support.trust_probe import TrustProbe
+
+    return TrustProbe(boto3.client("iam", region_name="us-east-1"), boto3.client("sts", region_name="us-east-1"))
+
+
+def people_role(probe, name: str, pin: str | None, *, extra: tuple[dict[str, Any], ...] = ()) -> str:
+    """A role every principal of the account may assume (what iam.AccountRootPrincipal() trusts), pinned or not."""
+    from sagemaker_llm_cdk.sessions.trust import pin_statements
+
+    document = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, "Action": "sts:AssumeRole"},
+        *(pin_statements(pin, account=ACCOUNT) if pin else []), *extra]}
+    probe.iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(document))
+    return f"arn:aws:iam::{ACCOUNT}:role/{name}"
+
+
+def denied(call: Any) -> bool:
+    from botocore.exceptions import ClientError
+
+    try:
+        call()
+    except ClientError as error:
+        return error.response["Error"]["Code"] == "AccessDenied"
+    return False
+
+
+def test_unpinned_trust_lets_anyone_who_may_assume_the_role_continue_anothers_conversation(router, probe):
+    from support.trust_probe import Caller
+
+    role = people_role(probe, "chat-people-unpinned", None)
+    alice = probe.assume_role(Caller.iam_user(ACCOUNT, "alice"), role, "alice")
+    conversation_id = router.open(SID_1, caller=alice)
+    router.runtime.turn(session_id=SID_1)
+
+    bob_as_alice = probe.assume_role(Caller.iam_user(ACCOUNT, "bob"), role, "alice")  # RoleSessionName is bob's pick
+    turn = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()}, caller=bob_as_alice)
+
+    # The hole grant_invoke_pinned closes: same role, chosen session name, same owner.
+    assert bob_as_alice == alice and turn["statusCode"] == 200
+
+
+def test_user_name_pin_refuses_the_chosen_name_and_keeps_each_user_to_their_own(router, probe):
+    from support.trust_probe import Caller
+
+    role = people_role(probe, "chat-people-user-name", "user_name")
+    alice_user, bob_user = Caller.iam_user(ACCOUNT, "alice"), Caller.iam_user(ACCOUNT, "bob")
+    alice = probe.assume_role(alice_user, role, "alice")
+    conversation_id = router.open(SID_1, caller=alice)
+
+    assert denied(lambda: probe.assume_role(bob_user, role, "alice"))
+    assert denied(lambda: probe.assume_role(Caller.role_session(ACCOUNT, "admin", "x"), role, "alice"))  # chaining
+    assert denied(lambda: probe.assume_role(Caller.iam_user("210987654321", "alice"), role, "alice"))  # other account
+    bob = probe.assume_role(bob_user, role, "bob")
+    turn = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()}, caller=bob)
+
+    assert bob == f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-people-user-name/bob"
+    assert_error(turn, 404, "ConversationNotFound")
+    assert len(router.runtime.sent) == 1  # only alice's open reached SageMaker
+
+
+def test_source_identity_pin_names_each_session_after_the_identity_its_provider_set(router, probe):
+    from support.trust_probe import Caller
+
+    role = people_role(probe, "chat-people-source-identity", "source_identity")
+    signed_in = Caller.role_session(ACCOUNT, "sso-people", "s-1", source_identity="alice@example.com")  # via SAML
+    mallory = Caller.role_session(ACCOUNT, "sso-people", "s-2", source_identity="mallory@example.com")
+    alice = probe.assume_role(signed_in, role, "alice@example.com")
+    conversation_id = router.open(SID_1, caller=alice)
+
+    assert denied(lambda: probe.assume_role(mallory, role, "alice@example.com"))
+    # An IAM user sets a source identity of its choosing: refused, the session must carry one already.
+    assert denied(lambda: probe.assume_role(Caller.iam_user(ACCOUNT, "bob"), role, "alice@example.com",
+                                            source_identity="alice@example.com"))
+    assert denied(lambda: probe.assume_role(Caller.role_session(ACCOUNT, "admin", "x"), role, "alice@example.com"))
+    theirs = probe.assume_role(mallory, role, "mallory@example.com")
+    turn = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()}, caller=theirs)
+
+    assert_error(turn, 404, "ConversationNotFound")
+
+
+def test_a_pin_without_its_null_deny_fails_open_for_callers_the_variable_does_not_describe(probe):
+    from support.trust_probe import Caller
+
+    half = {"Effect": "Deny", "Principal": "*", "Action": "sts:AssumeRole",
+            "Condition": {"StringNotEquals": {"sts:RoleSessionName": "${aws:username}"}}}
+    role = people_role(probe, "chat-people-half-pinned", None, extra=(half,))
+
+    # A role session has no aws:username: the variable is unresolved, the Deny does not apply, any name passes.
+    chained = probe.assume_role(Caller.role_session(ACCOUNT, "admin", "x"), role, "alice")
+    assert chained.endswith("/chat-people-half-pinned/alice")
+    assert denied(lambda: probe.assume_role(Caller.iam_user(ACCOUNT, "bob"), role, "alice"))

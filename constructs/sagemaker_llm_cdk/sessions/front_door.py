@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
-from aws_cdk import Annotations, Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -30,6 +30,7 @@ from ..core.metrics import metric
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, python_function
 from .settings import SessionSettings
+from . import trust
 from ..core.storage import secure_key
 from ..core.settings import validated
 from ..core import grants
@@ -91,6 +92,11 @@ class SessionFrontDoor(Construct):
     allowed ``lambda:InvokeFunction`` on the function itself (not through the URL) could forge it.
     ``grant_invoke_url`` grants that action only with ``lambda:InvokedViaFunctionUrl``; grant nothing
     broader on this function (the README gives an SCP guard).
+
+    Under ``owner: session`` the owner includes the caller's session name, which ``AssumeRole`` and
+    ``AssumeRoleWithWebIdentity`` let the caller choose: ``grant_invoke_pinned`` grants a role and pins its
+    session names in its trust policy (``sessions/trust.py``); ``settings.callers`` grants existing roles,
+    whose trust the live preflight reads. Who can act as whom under each mode: docs/sessions-trust.md.
 
     Creates:
 
@@ -225,7 +231,28 @@ class SessionFrontDoor(Construct):
                 conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{stack.region}.{stack.url_suffix}"}},
             )
         )
+        self.pinned_roles: list[iam.IRole] = []
+        """Roles granted with ``grant_invoke_pinned``."""
+        self._grant_callers(stack, chosen)
         self._warn_about_containers(containers)
+
+    def _grant_callers(self, stack: Stack, settings: SessionSettings) -> None:
+        """Grant the existing roles of ``settings.callers`` (ARNs of the stack's account) the URL."""
+        problems = []
+        for index, arn in enumerate(settings.callers):
+            account = arn.split(":")[4]
+            if not Token.is_unresolved(stack.account) and account != stack.account:
+                problems.append(Problem(f"callers[{index}]", arn, f"a role of the stack's account {stack.account}",
+                                        "grant a role of another account through that account (a function URL "
+                                        "resource policy is not made here)"))
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+        self.callers: list[iam.IRole] = []
+        """The roles of ``settings.callers``, imported and granted ``grant_invoke_url``."""
+        for index, arn in enumerate(settings.callers):
+            role = iam.Role.from_role_arn(self, f"Caller{index}", arn, mutable=True)
+            self.grant_invoke_url(role)
+            self.callers.append(role)
 
     # ---------------------------------------------------------------- containers
     @staticmethod
@@ -275,6 +302,7 @@ class SessionFrontDoor(Construct):
             "SESSION_TTL_SECONDS": str(settings.expiration_seconds),
             "MAX_BODY_BYTES": str(settings.max_body_bytes),
             "OWNER_MODE": settings.owner,
+            **({"IDENTITY_POOLS": ",".join(settings.identity_pools)} if settings.identity_pools else {}),
             "POWERTOOLS_SERVICE_NAME": self.service_name,
         }
 
@@ -284,6 +312,55 @@ class SessionFrontDoor(Construct):
         auth type is AWS_IAM, plus ``lambda:InvokeFunction`` only when invoked through a function URL
         (both are required for function URLs)."""
         return self.function_url.grant_invoke_url(grantee)
+
+    def grant_invoke_pinned(self, role: iam.IRole, *, pin: str | None = None) -> iam.Grant:
+        """Allow ``role`` to call the URL (``grant_invoke_url``) and fix, in its trust policy, who each session is.
+
+        The owner the router reads must not be a name the caller picks. Deny statements are added to the
+        role's trust policy (they hold whatever its Allow statements say; see ``sessions/trust.py``):
+
+        - ``owner: session``, ``pin="user_name"`` (default): only IAM users of the role's account may assume it,
+          each with its user name as the session name (``sts:RoleSessionName`` = ``${aws:username}``).
+        - ``owner: session``, ``pin="source_identity"``: only sessions that already carry a source identity (set
+          by a SAML or OIDC identity provider) may assume it, with that source identity as the session name
+          (``sts:RoleSessionName`` = ``${aws:SourceIdentity}``); SAML sessions named by the provider stay allowed.
+        - ``owner: cognito_identity`` (no ``pin``): only web identities of ``settings.identity_pools``
+          (``cognito-identity.amazonaws.com:aud``); the owner is the identity id Cognito assigned.
+
+        :param role: a role defined in this app (``iam.Role``): an imported role's trust policy cannot be
+            changed here (list it in ``settings.callers`` and let the live preflight read it).
+        :param pin: ``user_name`` or ``source_identity`` under ``owner: session``; nothing otherwise.
+        """
+        mode = self.settings.owner
+        problems = []
+        document = getattr(role, "assume_role_policy", None)
+        if not isinstance(role, iam.Role) or document is None:
+            problems.append(Problem("role", getattr(role, "role_arn", type(role).__name__),
+                                    "a role defined in this app (iam.Role), whose trust policy the synth writes",
+                                    "pin the trust of an existing role yourself (docs/sessions-trust.md) and list "
+                                    "it in sessions.callers, or grant_invoke_url it"))
+        if mode == "role":
+            problems.append(Problem("owner", mode, "session or cognito_identity: under owner role every session of a "
+                                    "role is one owner, so there is no session name to pin",
+                                    "use grant_invoke_url, or set owner: session"))
+        elif mode == "cognito_identity" and pin is not None:
+            problems.append(Problem("pin", pin, "nothing under owner cognito_identity (the owner is the identity id)",
+                                    "leave pin out"))
+        elif mode == "session" and (pin or "user_name") not in trust.SESSION_NAME_PINS:
+            problems.append(Problem("pin", pin, "one of " + ", ".join(trust.SESSION_NAME_PINS),
+                                    "user_name for IAM users, source_identity for people signed in through "
+                                    "an identity provider"))
+        if problems:
+            raise ConfigurationError(problems, source=f"{self.node.path}.grant_invoke_pinned")
+        assert isinstance(role, iam.Role) and role.assume_role_policy is not None
+        if mode == "cognito_identity":
+            statements = trust.cognito_statements(self.settings.identity_pools)
+        else:
+            statements = trust.pin_statements(pin or "user_name", account=Stack.of(role).account)
+        for statement in statements:
+            role.assume_role_policy.add_statements(iam.PolicyStatement.from_json(statement))
+        self.pinned_roles.append(role)
+        return self.grant_invoke_url(role)
 
     def grant_stream(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to stream turns itself: ``sagemaker:InvokeEndpointWithResponseStream`` on this
@@ -332,12 +409,14 @@ class SessionFrontDoor(Construct):
         return metric(METRICS_NAMESPACE, metric_name, {"service": self.service_name}, statistic=statistic,
                       period=period, **kwargs)
 
-    # ------------------------------------------------------------------ EAGLE turn log (issue 13)
+    # ------------------------------------------------------------------ EAGLE turn log
     def log_turns(self, turn_log: "TurnLog") -> None:
         """Write each completed turn to ``turn_log`` (Firehose, chat-completions JSONL naming the component).
 
         The EAGLE dataset source ``front_door`` reads it; the function may only put records on that stream
-        (``lambda/session_router/turn_log.py``). A turn that cannot be logged is counted, never failed."""
+        (``lambda/session_router/turn_log.py``). A turn that cannot be logged is counted, never failed. The
+        turns expire after ``settings.turn_log_retention_days`` (``TurnLog.keep_for``)."""
+        turn_log.keep_for(self.settings.turn_log_retention_days, by=self.node.path)
         self.function.add_environment("TURN_LOG_STREAM", turn_log.delivery_stream_name)
         turn_log.grant_put(self.function)
         self.turn_log = turn_log

@@ -15,20 +15,31 @@ deliver go under ``<prefix>errors/<error type>/yyyy/MM/dd/HH/``. The stream itse
 with the same watermark, settle time and counts as captured traffic (the dataset builder reads gzip by
 its bytes).
 
+Retention: the turns are people's text. In the bucket ``TurnLog`` creates, every object (turns and failed
+deliveries) expires after ``retention_days`` (default ``DEFAULT_TURN_LOG_RETENTION_DAYS``, 30; a front door
+that logs into it applies its ``sessions.turn_log_retention_days``), replaced versions after 7 more days,
+and only the roles granted to read (``grant_read``: the EAGLE dataset functions, a benchmark's job role) may
+read the objects or decrypt them through S3 (``core.storage.restrict_reads``). A bucket given as ``bucket``
+gets the same expiry for the two prefixes when it is a ``s3.Bucket`` of this app; who may read it is its
+owner's business (a synth warning says so).
+
 Cost: Firehose bills per GB ingested (a turn is a few KB); nothing is written without traffic.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Size, Stack
+import jsii
+from aws_cdk import Annotations, ArnFormat, Duration, IStableNumberProducer, Lazy, RemovalPolicy, Size, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesisfirehose as firehose
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
-from ..core.storage import SecureBucket, secure_key
+from ..core.errors import ConfigurationError, Problem
+from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from ..core.nag import acknowledge, nag_form
+from .settings import DEFAULT_TURN_LOG_RETENTION_DAYS
 
 DEFAULT_PREFIX = "front-door/"
 ERROR_PREFIX = "front-door-errors/"
@@ -40,26 +51,58 @@ class TurnLog(Construct):
 
     Children: ``Resource`` (``AWS::KinesisFirehose::DeliveryStream``), ``Key`` (stream encryption),
     ``DeliveryRole``, ``DeliveryLogs``, and ``Bucket`` + ``BucketKey`` unless ``bucket`` is given. Attributes:
-    ``cfn_delivery_stream``, ``delivery_stream_name``, ``delivery_stream_arn``, ``bucket``, ``prefix``, ``key``, ``role``.
+    ``cfn_delivery_stream``, ``delivery_stream_name``, ``delivery_stream_arn``, ``bucket``, ``prefix``, ``key``, ``role``,
+    ``retention_days``, ``secure_bucket`` (the ``SecureBucket`` it created, else None).
     """
 
     def __init__(self, scope: Construct, id: str, *, bucket: s3.IBucket | None = None,
                  prefix: str = DEFAULT_PREFIX, buffering_interval: Duration = Duration.minutes(5),
-                 buffering_size: Size = Size.mebibytes(64)) -> None:
+                 buffering_size: Size = Size.mebibytes(64), retention_days: int | None = None) -> None:
         """
-        :param bucket: where the turns go. Default: a new TLS-only, KMS-encrypted bucket (``Bucket``).
+        :param bucket: where the turns go. Default: a new TLS-only, KMS-encrypted bucket (``Bucket``) whose
+            objects expire after ``retention_days`` and only the roles granted to read may read.
         :param prefix: key prefix of the turns; ends with ``/``. Default: ``front-door/``.
         :param buffering_interval: longest time a record waits in Firehose (60-900 s). Default: 5 minutes.
         :param buffering_size: largest batch before a file is written (1-128 MiB). Default: 64 MiB.
+        :param retention_days: days a turn is kept (1-3650). Default: the front door's
+            ``turn_log_retention_days`` when one logs into it (``SessionFrontDoor.log_turns``), else 30.
         """
         super().__init__(scope, id)
+        problems = []
         if not prefix.endswith("/") or prefix.startswith("/"):
-            from ..core.errors import ConfigurationError, Problem
-            raise ConfigurationError([Problem("prefix", prefix, "a key prefix ending in '/' (not starting with '/')",
-                                              "write e.g. front-door/")], source=self.node.path)
+            problems.append(Problem("prefix", prefix, "a key prefix ending in '/' (not starting with '/')",
+                                    "write e.g. front-door/"))
+        if retention_days is not None and not (isinstance(retention_days, int) and 1 <= retention_days <= 3650):
+            problems.append(Problem("retention_days", retention_days, "whole days from 1 to 3650",
+                                    "leave it out (30 days, or the front door's turn_log_retention_days)"))
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+        self._retention_days = retention_days
+        self._retention_given = retention_days is not None
+        days = Lazy.number(_Days(self))  # read at synth: log_turns may still apply the front door's setting
+        self.secure_bucket: SecureBucket | None = None
         if bucket is None:
             bucket_key = secure_key(self, "BucketKey", description=f"Encrypts the front-door turns of {self.node.path}")
-            bucket = SecureBucket(self, "Bucket", encryption_key=bucket_key).bucket
+            self.secure_bucket = SecureBucket(self, "Bucket", encryption_key=bucket_key,
+                                              noncurrent_version_days=NONCURRENT_VERSION_DAYS,
+                                              expire_after_days={"": days})  # type: ignore[dict-item]  # a number token
+            # Turns are people's text: only the roles granted to read them (grant_read) may read or decrypt.
+            restrict_reads(self.secure_bucket, bucket_key, what="front-door turns")
+            bucket = self.secure_bucket.bucket
+        elif isinstance(bucket, s3.Bucket):
+            for rule_id, rule_prefix in (("ExpireTurns", prefix), ("ExpireFailedTurns", ERROR_PREFIX)):
+                bucket.add_lifecycle_rule(id=rule_id, prefix=rule_prefix, expiration=Duration.days(days))
+            Annotations.of(self).add_warning_v2(
+                "sagemaker-llm-cdk:turn-log-bucket-readers",
+                "the turn log writes people's text into a bucket it did not create: its objects under "
+                f"{prefix} and {ERROR_PREFIX} expire, but who may read them is that bucket's policy. Leave bucket "
+                "out for one that only the granted roles can read (core.storage.restrict_reads).")
+        else:
+            Annotations.of(self).add_warning_v2(
+                "sagemaker-llm-cdk:turn-log-bucket-retention",
+                "the turn log writes people's text into an imported bucket: neither its expiry nor who may read "
+                "it is set here. Give that bucket an expiration lifecycle rule and a read restriction, or leave "
+                "bucket out.")
         self.bucket = bucket
         self.prefix = prefix
         self.key = secure_key(self, "Key", description=f"Encrypts the Firehose stream of {self.node.path}")
@@ -125,6 +168,23 @@ class TurnLog(Construct):
             actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=["*"],
             conditions={"StringEquals": {"aws:SourceAccount": stack.account}}))
 
+    @property
+    def retention_days(self) -> int:
+        """Days a logged turn is kept before it expires."""
+        return self._retention_days if self._retention_days is not None else DEFAULT_TURN_LOG_RETENTION_DAYS
+
+    def keep_for(self, days: int, *, by: str) -> None:
+        """Keep the turns ``days`` days (what ``SessionFrontDoor.log_turns`` applies from its settings).
+
+        Refused when ``retention_days`` was given to the constructor and says otherwise: two settings of one
+        bucket's expiry would leave one of them silently unused."""
+        if self._retention_given and days != self._retention_days:
+            raise ConfigurationError([Problem(
+                "retention_days", self._retention_days,
+                f"{days}, the turn_log_retention_days of {by} that logs into it (one expiry per turn log)",
+                "leave retention_days out of TurnLog, or make the two equal")], source=self.node.path)
+        self._retention_days = days
+
     def grant_put(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to put records (``firehose:PutRecord``/``PutRecordBatch`` on this stream only)."""
         return iam.Grant.add_to_principal(grantee=grantee, actions=["firehose:PutRecord", "firehose:PutRecordBatch"],
@@ -139,6 +199,17 @@ class TurnLog(Construct):
             actions=["s3:GetObject"], resources=[self.bucket.arn_for_objects(f"{self.prefix}*")]))
         if self.bucket.encryption_key is not None:
             self.bucket.encryption_key.grant_decrypt(grantee)
+
+
+@jsii.implements(IStableNumberProducer)
+class _Days:
+    """``turn_log.retention_days`` at synth time."""
+
+    def __init__(self, turn_log: TurnLog) -> None:
+        self._turn_log = turn_log
+
+    def produce(self) -> int:
+        return self._turn_log.retention_days
 
 
 __all__ = ["TurnLog", "DEFAULT_PREFIX"]
