@@ -205,7 +205,29 @@ class CapacityPlanSpec(Settings):
             problems.extend(self._existing_rules())
         else:
             problems.extend(self._reserve_rules())
+        problems.extend(self._extension_rules())
         return problems
+
+    def _extension_rules(self) -> list[Problem]:
+        """An extension must reach past the plan's own window, where the config knows it (a plan to reserve).
+
+        A plan starts at or after ``start_after`` and lasts ``duration_days``, so it lasts at least until
+        ``start_after + duration_days``: an ``until`` at or before that extends nothing and would only print that
+        it will. Without ``start_after`` the start is whenever SageMaker offers (not known at synth); an existing
+        plan's end is known only to SageMaker (preflight reads it).
+        """
+        extension = self.extension
+        if extension is None or not _aware(extension.until) or self.effective_mode != "reserve":
+            return []
+        if self.start_after is None or not _aware(self.start_after) or self.duration_days is None:
+            return []
+        end = self.start_after + timedelta(days=self.duration_days)
+        if extension.until > end:
+            return []
+        return [Problem("extension.until", _iso(extension.until),
+                        f"a time after the plan's own window, which lasts at least until {_iso(end)} (start_after + "
+                        f"duration_days): an extension to that time or earlier extends nothing",
+                        "move extension.until past the plan's end, or remove the extension")]
 
     def _existing_rules(self) -> list[Problem]:
         problems: list[Problem] = []

@@ -209,6 +209,8 @@ class AppConfig(Settings):
             problems.extend(duplicate_name_problems([e.model_dump() for e in self.endpoints]))
         problems.extend(self._capacity_plan_problems())
         with unless_failed():
+            problems.extend(self._eagle_plan_problems())
+        with unless_failed():
             problems.extend(self._budget_problems())
         return problems
 
@@ -244,6 +246,31 @@ class AppConfig(Settings):
                             f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower the ceiling: "
                             "max_instances of the endpoints above, or the EAGLE schedule / max_runtime_hours")]
         return []
+
+    def _eagle_plan_problems(self) -> list[Problem]:
+        """An EAGLE job's ``training_plan`` must not be one of ``capacity_plans``: those are bought for endpoints,
+        and SageMaker accepts a plan only for its own target (an optimization job needs a plan for training jobs)."""
+        known: dict[str, int] = {}
+        for index, plan in enumerate(self.capacity_plans):
+            for name in (plan.plan_name, plan.physical_plan_name(self.stack_name), plan.existing_plan_arn):
+                if name:
+                    known.setdefault(name, index)
+        problems = []
+        for e_index, endpoint in enumerate(self.endpoints):
+            for m_index, model in enumerate(endpoint.models):
+                plan_name = model.eagle.training_plan if model.eagle is not None else None
+                if plan_name is None:
+                    continue
+                short = plan_name.rsplit("/", 1)[-1]
+                index = known.get(plan_name, known.get(short))
+                if index is not None:
+                    problems.append(Problem(
+                        f"endpoints[{e_index}].models[{m_index}].eagle.training_plan", plan_name,
+                        f"a plan bought for training jobs, not capacity_plans[{index}] (bought for endpoints: "
+                        "SageMaker refuses it for an optimization job)",
+                        "buy a plan whose target is training-job for the job, or remove training_plan to run it "
+                        "on demand"))
+        return problems
 
     def _capacity_plan_problems(self) -> list[Problem]:
         """Each endpoint's capacity_plan names a declared plan, one endpoint per plan, and the endpoint fits it."""
