@@ -206,7 +206,10 @@ def failing_findings(report: Mapping[str, Any]) -> list[str]:
                 text = f"[{plugin.get('pluginName')}] {violation.get('ruleName')}: {path}\n    {violation.get('description', '')}"
                 if violation.get("fix"):
                     text += f"\n    fix: {violation['fix']}"
-                text += f"\n    acknowledge as: {plugin.get('pluginName')}::{violation.get('ruleName')} (with its reason)"
+                if violation.get("severity") == "fatal":  # CDK refuses acknowledgements of fatal findings
+                    text += "\n    cannot be acknowledged: change the policy"
+                else:
+                    text += f"\n    acknowledge as: {plugin.get('pluginName')}::{violation.get('ruleName')} (with its reason)"
                 lines.append(text)
     return lines
 

@@ -10,14 +10,14 @@ from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, load_config
-from sagemaker_llm_cdk.core.grants import WILDCARD_ONLY_ACTIONS, grant, wildcard_problems
+from sagemaker_llm_cdk.core.grants import WILDCARD_ONLY_ACTIONS, grant, guard_wildcards, wildcard_problems
 from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 from sagemaker_llm_cdk.sessions.settings import SessionSettings
 from stacks import LlmPlatformStack, attach_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = Environment(account="123456789012", region="us-east-1")
-GUARD = "which cdk-nag's IAM5\\[Resource::\\*\\] acknowledgement would hide"
+GUARD = "which no acknowledgement of that resource names"
 
 
 def _role_stack(env: Environment | None = None) -> tuple[App, Stack, iam.Role]:
@@ -48,7 +48,8 @@ def test_an_action_with_resource_level_permissions_added_later_on_star_fails_the
     grant(role, actions=["cloudwatch:PutMetricData"], resources=["*"], reason="no resource type",
           conditions={"StringEquals": {"cloudwatch:namespace": "Mine"}})
     role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
-    with pytest.raises(RuntimeError, match=rf"Grants/Role/DefaultPolicy/Resource: allows \['s3:GetObject'\] on Resource '\*', {GUARD}"):
+    with pytest.raises(RuntimeError, match=rf"Grants\.template\.json RoleDefaultPolicy\w+ \(Grants/Role/DefaultPolicy/Resource\) "
+                                           rf"PolicyDocument\.Statement\[1\]: allows \['s3:GetObject'\] on '\*', {GUARD}"):
         app.synth()
 
 
@@ -84,13 +85,56 @@ def test_a_prefix_grant_acknowledges_exactly_its_resource(env: Environment | Non
 
 def test_not_action_on_star_is_refused() -> None:
     app, stack, role = _role_stack()
+    guard_wildcards(app)  # no library grant here to add the guard
     role.add_to_policy(iam.PolicyStatement(not_actions=["iam:*"], resources=["*"]))
-    assert any("NotAction on '*'" in p for p in wildcard_problems(stack))
+    with pytest.raises(RuntimeError, match=r"Statement\[0\]: an Allow with NotAction allows every action but \['iam:\*'\]"):
+        app.synth()
+    assert any("an Allow with NotAction" in p for p in wildcard_problems(stack))
+
+
+def test_a_wildcard_only_action_needs_the_condition_its_entry_names() -> None:
+    assert WILDCARD_ONLY_ACTIONS["cloudwatch:PutMetricData"].condition == "cloudwatch:namespace"
+    _, _, role = _role_stack()
+    with pytest.raises(ValueError, match=r"cloudwatch:PutMetricData on a wildcard needs the cloudwatch:namespace "
+                                         r"condition that limits it"):
+        grant(role, actions=["CloudWatch:putMetricData"], resources=["*"], reason="no resource type")
+
+
+@pytest.mark.parametrize("env", [None, BOUND], ids=["agnostic", "bound"])
+def test_an_acknowledgement_names_its_actions_and_a_new_action_on_the_same_resource_fails(env: Environment | None) -> None:
+    app, stack, role = _role_stack(env)
+    objects = f"arn:{stack.partition}:s3:::weights/model/*"
+    grant(role, sid="ReadWeights", actions=["s3:GetObject"], resources=[objects], reason="many weight files")
+    role.add_to_policy(iam.PolicyStatement(sid="ReadAgain", actions=["S3:getobject"], resources=[objects]))  # the same
+    role.add_to_policy(iam.PolicyStatement(sid="Widen", actions=["s3:DeleteObject"], resources=[objects]))
+    with pytest.raises(RuntimeError, match=r"Statement\[2\] \(Sid Widen\): allows \['s3:DeleteObject'\] on "
+                                           r"'arn:(aws|<AWS::Partition>):s3:::weights/model/\*'") as raised:
+        app.synth()
+    assert "Sid ReadAgain" not in str(raised.value) and "Sid ReadWeights" not in str(raised.value)
+
+
+def test_acknowledge_resource_covers_the_actions_it_names() -> None:
+    from sagemaker_llm_cdk.core.nag import acknowledge_resource
+
+    app, stack, role = _role_stack()
+    role.add_to_policy(iam.PolicyStatement(sid="Invoke", actions=["lambda:InvokeFunction"],
+                                           resources=["arn:aws:lambda:us-east-1:123456789012:function:f:*"]))
+    acknowledge_resource(role, "arn:aws:lambda:us-east-1:123456789012:function:f:*", "every version of f",
+                         actions=["lambda:InvokeFunction"])
+    role.add_to_policy(iam.PolicyStatement(sid="Later", actions=["lambda:UpdateFunctionCode"],
+                                           resources=["arn:aws:lambda:us-east-1:123456789012:function:f:*"]))
+    with pytest.raises(RuntimeError, match=r"\(Sid Later\): allows \['lambda:UpdateFunctionCode'\]"):
+        app.synth()
+    with pytest.raises(ValueError, match="names no action"):
+        acknowledge_resource(role, "arn:aws:s3:::b/*", "why", actions=[])
 
 
 def test_every_allowed_action_names_its_source() -> None:
-    assert WILDCARD_ONLY_ACTIONS["ecr:GetAuthorizationToken"].startswith("https://docs.aws.amazon.com/")
-    assert all(source.startswith("https://docs.aws.amazon.com/") for source in WILDCARD_ONLY_ACTIONS.values())
+    assert WILDCARD_ONLY_ACTIONS["ecr:GetAuthorizationToken"].source.startswith("https://docs.aws.amazon.com/")
+    assert all(entry.source.startswith("https://docs.aws.amazon.com/") for entry in WILDCARD_ONLY_ACTIONS.values())
+    # Log delivery (PutResourcePolicy writes the account's log resource policies) is allowed only where acknowledged.
+    assert WILDCARD_ONLY_ACTIONS["logs:PutResourcePolicy"].acknowledged
+    assert not [a for a, e in WILDCARD_ONLY_ACTIONS.items() if a.startswith("logs:") and not e.acknowledged]
     assert not [a for a in WILDCARD_ONLY_ACTIONS if a.split(":")[1].startswith(("Get", "Put", "Delete")) and
                 a.startswith(("s3:", "kms:", "dynamodb:", "sagemaker:Invoke"))]
 
@@ -114,8 +158,8 @@ def test_a_star_grant_on_the_front_door_role_fails_the_synth_without_the_apps_ch
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-bucket/model/", sessions=SessionSettings()))
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base)
     front_door.function.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
-    with pytest.raises(RuntimeError, match=rf"Chat/FrontDoor/.*DefaultPolicy/Resource: allows \['s3:GetObject'\] on "
-                                           rf"Resource '\*', {GUARD}"):
+    with pytest.raises(RuntimeError, match=rf"\(Chat/FrontDoor/.*DefaultPolicy/Resource\) PolicyDocument\.Statement\[\d+\]: "
+                                           rf"allows \['s3:GetObject'\] on '\*', {GUARD}"):
         app.synth()
 
 
@@ -131,5 +175,7 @@ def test_a_star_grant_on_any_role_of_the_default_app_fails_the_synth(tmp_path: P
     with pytest.raises(RuntimeError) as raised:
         app.synth()
     message = str(raised.value)
-    missed = [r.node.path for r in roles if f"{r.node.path}/DefaultPolicy/Resource: allows ['s3:GetObject']" not in message]
+    lines = message.splitlines()
+    missed = [r.node.path for r in roles if not any(f"({r.node.path}/DefaultPolicy/Resource) " in line
+                                                    and "allows ['s3:GetObject'] on '*'" in line for line in lines)]
     assert not missed, f"a '*' grant on these roles passed the synth: {missed}"

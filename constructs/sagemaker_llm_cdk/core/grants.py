@@ -1,61 +1,45 @@
-"""Grants that acknowledge exactly their own wildcards, and the guard that keeps ``Resource::*`` honest.
+"""Grants that acknowledge exactly their own wildcards, and the guard that keeps every acknowledgement honest.
 
 cdk-nag reports ``AwsSolutions-IAM5`` once per wildcard *string* of a policy: acknowledging
-``AwsSolutions-IAM5[Resource::*]`` on a role therefore covers every statement on ``*`` that role
-will ever have, including one added later for ``s3:GetObject``. Two things close that gap:
+``AwsSolutions-IAM5[Resource::*]`` on a role covers every statement on ``*`` that role will ever have, including
+one added later for ``s3:GetObject``, and ``Resource::arn:...:bucket/*`` covers ``s3:DeleteObject`` as well as the
+``s3:GetObject`` it was made for. Two things close that gap:
 
-* ``grant(...)`` adds one statement and acknowledges exactly its wildcards (each resource and
-  action that holds ``*``) with the reason given at the call; a wildcard without a reason, or an
-  action on ``*`` that has resource-level permissions, raises at the call.
-* ``guard_wildcards(scope)`` (added by every ``Resource::*`` acknowledgement the library makes, and
-  by the app's checks on every stack and stage) fails the synth when any policy under ``scope``
-  allows, on ``*``, an action that is not in ``WILDCARD_ONLY_ACTIONS``: actions that the IAM
-  Service Authorization Reference lists with no resource type, so that ``*`` is the only resource
-  they can have. The acknowledgement of ``*`` then only ever covers those.
+* ``grant(...)`` adds one statement and acknowledges exactly its wildcards (each resource and action that holds
+  ``*``) with the reason given at the call, and records for the guard the actions it allows on each; a wildcard
+  without a reason, an action on ``*`` that has resource-level permissions, or a wildcard-only action without
+  the condition its ``WILDCARD_ONLY_ACTIONS`` entry requires, raises at the call.
+* the policy guard (``core/policy_guard.py``), which every acknowledgement adds to its app and the app's checks
+  add to every app (``sagemaker_llm_cdk.checks.apply``), reads the synthesized templates and fails the synth on
+  any ``Allow`` whose wildcard no acknowledgement names with that action, on ``NotAction``/``NotResource``, on a
+  wildcard-only action without its condition, on a managed policy it cannot read, and on resource policies that
+  trust every principal. ``WILDCARD_ONLY_ACTIONS`` lists the actions that the IAM Service Authorization
+  Reference gives no resource type, so that ``*`` is the only resource they can have.
 """
 from __future__ import annotations
 
-import fnmatch
 from typing import Any, Mapping, Sequence
 
 import jsii
-from aws_cdk import CfnResource, IAspect, Stack, Stage, Token
+from aws_cdk import IAspect, Stack, Token
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct, IValidation
 
-from .nag import acknowledge, acknowledge_all, nag_form
-from .tree import at_synth, constructs_in
+from .nag import WILDCARD_RULE, acknowledge, acknowledge_all, nag_form
+from .policy_guard import (
+    WILDCARD_ONLY_ACTIONS,
+    WildcardOnly,
+    _as_list,
+    _statements,
+    guard,
+    problems_of,
+    record,
+)
 
-SAR = "https://docs.aws.amazon.com/service-authorization/latest/reference"
+__all__ = ["WILDCARD_ONLY_ACTIONS", "WildcardOnly", "acknowledge_wildcard_only", "allow_wildcard_actions", "grant",
+           "guard_app", "guard_wildcards", "wildcard_problems"]
 
-WILDCARD_ONLY_ACTIONS: Mapping[str, str] = {
-    # X-Ray tracing of Lambda functions and Step Functions state machines.
-    "xray:PutTraceSegments": f"{SAR}/list_awsx-ray.html (no resource type)",
-    "xray:PutTelemetryRecords": f"{SAR}/list_awsx-ray.html (no resource type)",
-    "xray:GetSamplingRules": f"{SAR}/list_awsx-ray.html (no resource type)",
-    "xray:GetSamplingTargets": f"{SAR}/list_awsx-ray.html (no resource type)",
-    # Metrics: only the namespace can be limited, by the cloudwatch:namespace condition key.
-    "cloudwatch:PutMetricData": f"{SAR}/list_amazoncloudwatch.html (no resource type; cloudwatch:namespace condition)",
-    # Pulling an image: the token call has no resource; the layer calls name the repository.
-    "ecr:GetAuthorizationToken": f"{SAR}/list_amazonelasticcontainerregistry.html (no resource type)",
-    # Buying a capacity plan: searching offerings reads a catalogue, it has no resource.
-    "sagemaker:SearchTrainingPlanOfferings": f"{SAR}/list_amazonsagemakerai.html (no resource type)",
-    # VPC placement: SageMaker describes the network before attaching interfaces.
-    "ec2:DescribeVpcs": f"{SAR}/list_amazonec2.html (Describe* actions have no resource type)",
-    "ec2:DescribeSubnets": f"{SAR}/list_amazonec2.html (Describe* actions have no resource type)",
-    "ec2:DescribeSecurityGroups": f"{SAR}/list_amazonec2.html (Describe* actions have no resource type)",
-    "ec2:DescribeNetworkInterfaces": f"{SAR}/list_amazonec2.html (Describe* actions have no resource type)",
-    "ec2:DescribeDhcpOptions": f"{SAR}/list_amazonec2.html (Describe* actions have no resource type)",
-    # Vended log delivery of Step Functions: its documentation requires these on '*'.
-    **{f"logs:{action}": ("https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html (IAM policy for "
-                          "logging to CloudWatch Logs: Resource '*')")
-       for action in ("CreateLogDelivery", "GetLogDelivery", "UpdateLogDelivery", "DeleteLogDelivery",
-                      "ListLogDeliveries", "PutResourcePolicy", "DescribeResourcePolicies", "DescribeLogGroups")},
-}
-"""Actions that may be allowed on ``Resource: '*'``, each with where that is documented."""
-
-_EXTRA = "_sagemaker_llm_cdk_wildcard_actions"
-_GUARDED = "_sagemaker_llm_cdk_wildcard_guard"
+_WILDCARD_ONLY = {action.lower(): (action, entry) for action, entry in WILDCARD_ONLY_ACTIONS.items()}
 
 
 def grant(
@@ -71,9 +55,10 @@ def grant(
 
     Each resource and each action that holds ``*`` becomes one cdk-nag finding-level
     acknowledgement (``AwsSolutions-IAM5[Resource::...]`` / ``[Action::...]``) on the grantee
-    with ``reason``. Raises ``ValueError`` when a wildcard has no reason, or when the statement
-    allows on ``*`` an action not in ``WILDCARD_ONLY_ACTIONS`` (name the resource instead).
-    A ``*`` grant also adds ``guard_wildcards`` on the grantee.
+    with ``reason``, and the policy guard learns that these actions (and no others) are acknowledged on
+    those resources. Raises ``ValueError`` when a wildcard has no reason, when the statement allows on ``*``
+    an action not in ``WILDCARD_ONLY_ACTIONS`` (name the resource instead), or when such an action lacks the
+    condition its entry requires (``cloudwatch:PutMetricData`` needs ``cloudwatch:namespace``).
     """
     if not actions or not resources:
         raise ValueError(f"grant needs actions and resources (got {list(actions)!r}, {list(resources)!r})")
@@ -82,20 +67,30 @@ def grant(
     if (wild_resources or wild_actions) and not (reason or "").strip():
         raise ValueError(f"wildcards {wild_resources + wild_actions} need a reason: pass reason='why each is unavoidable'")
     if "*" in resources:
-        named = [a for a in actions if a not in WILDCARD_ONLY_ACTIONS]
+        named = [a for a in actions if a.lower() not in _WILDCARD_ONLY]
         if named:
             raise ValueError(f"actions {named} have resource-level permissions and may not be granted on '*'; name the "
                              f"resources (allowed on '*': {', '.join(sorted(WILDCARD_ONLY_ACTIONS))})")
+    if wild_resources:
+        keys = {str(key).lower() for body in (conditions or {}).values() if isinstance(body, Mapping) for key in body}
+        for action in actions:
+            name, entry = _WILDCARD_ONLY.get(action.lower(), (action, None))
+            if entry is not None and entry.condition and entry.condition.lower() not in keys:
+                raise ValueError(f"{name} on a wildcard needs the {entry.condition} condition that limits it "
+                                 f"({entry.source}): pass conditions={{'StringEquals': {{'{entry.condition}': ...}}}}")
     statement = iam.PolicyStatement(sid=sid, actions=list(actions), resources=list(resources),
                                     conditions=dict(conditions) if conditions else None)
     principal = grantee.grant_principal
     principal.add_to_principal_policy(statement)
     owner: IConstruct = principal if isinstance(principal, Construct) else grantee  # type: ignore[assignment]
-    acknowledge_all(owner, [("AwsSolutions-IAM5", str(reason), f"Resource::{nag_form(owner, resource)}")
-                            for resource in wild_resources]
-                    + [("AwsSolutions-IAM5", str(reason), f"Action::{action}") for action in wild_actions])
-    if "*" in resources:
-        guard_wildcards(owner)
+    forms = [nag_form(owner, resource) for resource in wild_resources]
+    acknowledge_all(owner, [(WILDCARD_RULE, str(reason), f"Resource::{form}") for form in forms]
+                    + [(WILDCARD_RULE, str(reason), f"Action::{action}") for action in wild_actions],
+                    record_wildcards=False)
+    broad = [a for a in actions if a == "*" or a.endswith(":*")]
+    recorded = forms + ([nag_form(owner, r) for r in resources if r not in wild_resources] if broad else [])
+    if recorded:
+        record(owner, recorded, actions, str(reason))
     return statement
 
 
@@ -103,16 +98,17 @@ def acknowledge_wildcard_only(scope: IConstruct, reason: str, *, extra_actions: 
     """Acknowledge ``AwsSolutions-IAM5[Resource::*]`` on ``scope`` for statements made by CDK itself.
 
     For statements the library cannot build with ``grant`` (CDK's X-Ray grant of a traced function,
-    Step Functions' log delivery). The guard makes the acknowledgement safe: any action on ``*``
-    under ``scope`` that is neither in ``WILDCARD_ONLY_ACTIONS`` nor in ``extra_actions``
-    (action -> why it needs ``*``) fails the synth.
+    Step Functions' log delivery). The guard makes the acknowledgement safe: it covers the actions of
+    ``WILDCARD_ONLY_ACTIONS`` that the policies under ``scope`` allow on ``*`` when it is made (Step Functions'
+    log delivery, which the table allows only where acknowledged) and ``extra_actions`` (action -> why it needs
+    ``*``); any other action on ``*`` under ``scope`` fails the synth.
     """
     if not reason.strip():
         raise ValueError(f"{scope.node.path}: an acknowledgement of Resource::* needs a reason")
     if extra_actions:
         allow_wildcard_actions(scope, extra_actions)
-    acknowledge(scope, "AwsSolutions-IAM5", reason, finding="Resource::*")
-    guard_wildcards(scope)
+    acknowledge(scope, WILDCARD_RULE, reason, finding="Resource::*")
+    guard(scope)
 
 
 def allow_wildcard_actions(scope: IConstruct, actions: Mapping[str, str]) -> None:
@@ -120,102 +116,18 @@ def allow_wildcard_actions(scope: IConstruct, actions: Mapping[str, str]) -> Non
     missing = [a for a, why in actions.items() if not why.strip()]
     if missing:
         raise ValueError(f"{scope.node.path}: actions {missing} allowed on '*' need a reason each")
-    current = dict(getattr(scope, _EXTRA, {}))
-    current.update(actions)
-    setattr(scope, _EXTRA, current)
-
-
-def _extra_actions(node: IConstruct) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for scope in node.node.scopes:
-        found.update(getattr(scope, _EXTRA, {}))
-    return found
+    for action, why in actions.items():
+        record(scope, ["*"], [action], why)
 
 
 def guard_wildcards(scope: IConstruct) -> None:
-    """Fail the synth when a policy under ``scope`` allows an action on ``*`` that is not wildcard-only."""
-    if getattr(scope, _GUARDED, False):
-        return
-    setattr(scope, _GUARDED, True)
-    scope.node.add_validation(_WildcardGuard(scope))
-
-
-@jsii.implements(IValidation)
-class _WildcardGuard:
-    def __init__(self, scope: IConstruct) -> None:
-        self._scope = scope
-
-    def validate(self) -> list[str]:
-        # A guarded ancestor in the same Stage walks this scope too (find_all) and finds the same lines: say them once.
-        ancestors = self._scope.node.scopes[:-1]
-        stages = [i for i, s in enumerate(ancestors) if isinstance(s, Stage)]
-        if any(getattr(s, _GUARDED, False) for s in ancestors[stages[-1] if stages else 0:]):
-            return []
-        return wildcard_problems(self._scope)
+    """Run the policy guard on the templates of ``scope``'s app at synth (``policy_guard.guard``)."""
+    guard(scope)
 
 
 def wildcard_problems(scope: IConstruct) -> list[str]:
-    """One line per policy statement under ``scope`` that allows a non-wildcard-only action on ``*``."""
-    problems = []
-    for node in scope.node.find_all():
-        if not isinstance(node, CfnResource):  # no round trip to the Node kernel per construct
-            continue
-        allowed: dict[str, str] | None = None
-        for document in _documents(node):
-            for statement in _statements(document):
-                if statement.get("Effect") != "Allow" or not _on_everything(statement):
-                    continue
-                if allowed is None:
-                    allowed = _extra_actions(node)
-                if "NotAction" in statement:
-                    problems.append(f"{node.node.path}: a statement allows NotAction on '*' (everything else); name "
-                                    "the actions and resources")
-                    continue
-                bad = [a for a in _as_list(statement.get("Action")) if not _allowed(a, allowed)]
-                if bad:
-                    problems.append(
-                        f"{node.node.path}: allows {bad} on Resource '*', which cdk-nag's IAM5[Resource::*] "
-                        "acknowledgement would hide; these actions have resource-level permissions: name the resources "
-                        "(sagemaker_llm_cdk.core.grants.grant), or, if they truly have none, add them to "
-                        "grants.WILDCARD_ONLY_ACTIONS with the Service Authorization Reference page that says so")
-    return problems
-
-
-def _allowed(action: Any, extra: Mapping[str, str]) -> bool:
-    if not isinstance(action, str):
-        return False
-    if action in WILDCARD_ONLY_ACTIONS:
-        return True
-    return any(action == pattern or fnmatch.fnmatchcase(action, pattern) for pattern in extra)
-
-
-def _documents(node: Any) -> list[Any]:
-    # Only these L1 classes have the typed properties read below: the isinstance test (no jsii round trip)
-    # spares every other resource the round trips that follow, in each guarded scope's walk. A plain
-    # CfnResource of these types (CDK's CustomResourceProvider makes its role so) has no typed properties
-    # to read; it is CDK's own, fixed code (the auto-delete-objects provider).
-    if isinstance(node, (iam.CfnPolicy, iam.CfnManagedPolicy)):
-        return [Stack.of(node).resolve(node.policy_document)]
-    if isinstance(node, iam.CfnRole):
-        policies = Stack.of(node).resolve(node.policies) or []
-        return [p.get("PolicyDocument") for p in policies if isinstance(p, dict)]
-    return []
-
-
-def _statements(document: Any) -> list[dict[str, Any]]:
-    if not isinstance(document, dict):
-        return []
-    return [s for s in _as_list(document.get("Statement")) if isinstance(s, dict)]
-
-
-def _on_everything(statement: Mapping[str, Any]) -> bool:
-    return "*" in _as_list(statement.get("Resource"))
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list) else [value]
+    """The policy guard's findings for ``scope``'s app, one line each, read from its last synth's templates."""
+    return problems_of(scope)
 
 
 def _text(value: str) -> str:
@@ -227,22 +139,16 @@ def _text(value: str) -> str:
 
 @jsii.implements(IAspect)
 class WildcardGuard:
-    """Aspect: guard every stack it visits (``guard_wildcards``); the app's checks add it to every stage."""
+    """Aspect: run the policy guard on the app of every stack it visits (``guard_wildcards``)."""
 
     def visit(self, node: IConstruct) -> None:
         if isinstance(node, Stack):  # CDK calls this for every construct: no second round trip for each
-            guard_wildcards(node)
+            guard(node)
 
 
 def guard_app(scope: IConstruct) -> None:
-    """Guard every stack under ``scope`` (an App or Stage; not inside nested Stages) at synth, as ``WildcardGuard``
-    would, in one pass over the tree from Python (``tree.at_synth``) instead of a callback per construct."""
-    def guard_stacks() -> None:
-        for node in constructs_in(scope):
-            if isinstance(node, Stack):
-                guard_wildcards(node)
-
-    at_synth(scope, guard_stacks)
+    """Run the policy guard on every template of ``scope``'s app (an App or Stage): ``policy_guard.guard``."""
+    guard(scope)
 
 
 # ------------------------------------------------------------------ confused deputies

@@ -3,20 +3,27 @@
 Each construct acknowledges its own findings right beside the grant or the framework that causes them
 (``grants.grant`` does it for the statements the library writes). cdk-nag 3 acknowledges per finding
 (``AwsSolutions-IAM5[Resource::...]``), so a new wildcard that nobody reviewed still fails the synth.
+
+cdk-nag's acknowledgement of a resource string covers every action on it; the policy guard
+(``core/policy_guard.py``) does not: each ``AwsSolutions-IAM5`` resource acknowledgement made here is also
+recorded for the guard with the actions it covers (``acknowledge_resource(..., actions=[...])``, or else the
+actions the construct's policies allow on that resource when the acknowledgement is made), so an action added
+later on the same resource fails the synth.
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 from aws_cdk import Acknowledgment, Stack, Validations
 from constructs import IConstruct
 
+from .policy_guard import _remember, allowed_now, record, render, stack_of
+
 PACK = "AwsSolutions"
+WILDCARD_RULE = "AwsSolutions-IAM5"
 
 
 _VALIDATIONS = "_sagemaker_llm_cdk_validations"
-_STACK = "_sagemaker_llm_cdk_stack"
 
 
 def acknowledge(construct: IConstruct, rule: str, reason: str, *, finding: str | None = None) -> None:
@@ -24,10 +31,18 @@ def acknowledge(construct: IConstruct, rule: str, reason: str, *, finding: str |
     acknowledge_all(construct, [(rule, reason, finding)])
 
 
-def acknowledge_all(construct: IConstruct, findings: Sequence[tuple[str, str, str | None]]) -> None:
-    """``acknowledge`` each ``(rule, reason, finding)`` on ``construct``, in order, in one call to the Node kernel."""
+def acknowledge_all(construct: IConstruct, findings: Sequence[tuple[str, str, str | None]], *,
+                    record_wildcards: bool = True) -> None:
+    """``acknowledge`` each ``(rule, reason, finding)`` on ``construct``, in order, in one call to the Node kernel.
+
+    Each ``AwsSolutions-IAM5`` finding of a resource (``Resource::X``, or the whole rule) is recorded for the policy
+    guard with the actions the construct's policies allow on it now (on ``*``, only wildcard-only actions);
+    ``record_wildcards=False`` leaves that to the caller (``grants.grant`` records its statement's own actions).
+    """
     if not findings:
         return
+    if record_wildcards:
+        _record_wildcards(construct, findings)
     validations = getattr(construct, _VALIDATIONS, None)
     if validations is None:
         validations = Validations.of(construct)  # a view of the construct: the same for every call
@@ -36,20 +51,22 @@ def acknowledge_all(construct: IConstruct, findings: Sequence[tuple[str, str, st
                               for rule, reason, finding in findings])
 
 
-def stack_of(construct: IConstruct) -> Stack:
-    """``Stack.of(construct)``, asked once per construct object (a construct never moves to another stack)."""
-    stack: Stack | None = getattr(construct, _STACK, None)
-    if stack is None:
-        stack = Stack.of(construct)
-        _remember(construct, _STACK, stack)
-    return stack
+def _record_wildcards(construct: IConstruct, findings: Sequence[tuple[str, str, str | None]]) -> None:
+    now: dict[str, list[str]] | None = None
+    for rule, reason, finding in findings:
+        if rule != WILDCARD_RULE or not (finding is None or finding.startswith("Resource::")):
+            continue
+        if now is None:
+            now = allowed_now(construct)
+        if finding is None:  # the whole rule: every wildcard resource the construct's policies hold now
+            for resource, actions in now.items():
+                record(construct, [resource], actions, reason)
+        else:
+            resource = finding[len("Resource::"):]
+            record(construct, [resource], now.get(resource, []), reason)
 
 
-def _remember(construct: Any, name: str, value: Any) -> None:
-    try:
-        setattr(construct, name, value)
-    except AttributeError:  # a jsii proxy of several interfaces takes no new attribute: ask again next time
-        pass
+__all__ = ["acknowledge", "acknowledge_all", "acknowledge_resource", "nag_form", "policy_resources", "stack_of"]
 
 
 def nag_form(scope: IConstruct, value: str) -> str:
@@ -59,19 +76,8 @@ def nag_form(scope: IConstruct, value: str) -> str:
     return _render(stack_of(scope).resolve(value))
 
 
-def _render(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and len(value) == 1:
-        ((kind, arg),) = value.items()
-        if kind == "Ref":
-            return f"<{arg}>"
-        if kind == "Fn::GetAtt":
-            return f"<{arg[0]}.{arg[1]}>"
-        if kind == "Fn::Join":
-            return str(arg[0]).join(_render(part) for part in arg[1])
-    # Any other intrinsic (Fn::Select, Fn::Split, Fn::FindInMap, ...): cdk-nag writes it as compact JSON.
-    return json.dumps(value, separators=(",", ":"))
+_render = render
+"""A resolved value as cdk-nag writes it (``policy_guard.render``)."""
 
 
 def policy_resources(policy: Any, contains: str, suffix: str) -> list[str]:
@@ -89,6 +95,19 @@ def policy_resources(policy: Any, contains: str, suffix: str) -> list[str]:
     return found
 
 
-def acknowledge_resource(construct: IConstruct, resource: str, reason: str) -> None:
-    """``AwsSolutions-IAM5[Resource::<resource>]`` on ``construct``: exactly that resource string, as cdk-nag writes it."""
-    acknowledge(construct, "AwsSolutions-IAM5", reason, finding=f"Resource::{nag_form(construct, resource)}")
+def acknowledge_resource(construct: IConstruct, resource: str, reason: str, *,
+                         actions: Sequence[str] | None = None) -> None:
+    """``AwsSolutions-IAM5[Resource::<resource>]`` on ``construct``: exactly that resource string, as cdk-nag writes it.
+
+    For the policy guard the acknowledgement covers ``actions`` on that resource (patterns such as
+    ``lambda:InvokeFunction``); without them, the actions the construct's policies allow on it when this is
+    called. Name them: a statement added before the call would otherwise be covered too.
+    """
+    form = nag_form(construct, resource)
+    if actions is None:
+        acknowledge(construct, WILDCARD_RULE, reason, finding=f"Resource::{form}")
+        return
+    if not actions:
+        raise ValueError(f"{construct.node.path}: acknowledge_resource({resource!r}) names no action")
+    acknowledge_all(construct, [(WILDCARD_RULE, reason, f"Resource::{form}")], record_wildcards=False)
+    record(construct, [form], actions, reason)
