@@ -302,3 +302,34 @@ def test_the_turn_log_never_raises_whatever_the_turn(monkeypatch):
                 failures.append(f"{str(turn)[:60]} / {str(answer)[:60]}: {type(error).__name__}: {error}")
     assert not failures, hostile.report(failures, len(cases) + 1)
     assert 1 <= logged < len(cases), "the valid turn is logged, most hostile ones are not"
+
+
+POOL = "us-east-1:0f6a8b1c-1111-4222-8333-944455556666"
+COGNITO_IAM = {"accessKey": "ASIAEXAMPLEKEY000001", "accountId": "123456789012", "callerId": "AROAPOOLROLE:Cognito",
+               "cognitoIdentity": {"amr": ["authenticated"], "identityId": "us-east-1:aaaaaaaa-0000-4000-8000-000000000001",
+                                   "identityPoolId": POOL},
+               "principalOrgId": None, "userArn": "arn:aws:sts::123456789012:assumed-role/Pool_Auth/CognitoIdentityCredentials",
+               "userId": "AROAPOOLROLE:CognitoIdentityCredentials"}
+FEDERATED_IAM = {**COGNITO_IAM, "cognitoIdentity": None,
+                 "userArn": "arn:aws:sts::123456789012:federated-user/alice@example.com"}
+
+
+@pytest.mark.parametrize("mode", ["session", "role", "cognito_identity"])
+@pytest.mark.parametrize("start", [COGNITO_IAM, FEDERATED_IAM], ids=["cognito", "federated-user"])
+def test_every_mutated_caller_identity_is_refused_or_an_owner_the_mode_allows(router, mode, start):
+    """Whatever Lambda's request context says about the caller, the owner is one the mode accepts, or the caller
+    is refused: under cognito_identity only an identity of the listed pool, in no mode a federated user."""
+    refused, failures, tried = router.CallerNotAllowed, [], 0
+    for mutation in hostile.mutations({"iam": start}, under=("iam",)):
+        tried += 1
+        try:
+            owner = router.caller_owner(mutation.event["iam"], mode, (POOL,))
+        except refused:
+            continue
+        if owner is None:
+            continue
+        if not isinstance(owner, str) or ":federated-user/" in owner:
+            failures.append(f"{mutation.field}={mutation.replacement!r:.40}: owner {owner!r:.80}")
+        elif mode == "cognito_identity" and not owner.startswith(f"cognito-identity/{POOL}/"):
+            failures.append(f"{mutation.field}={mutation.replacement!r:.40}: owner {owner!r:.80}")
+    assert tried > 90 and not failures, "\n".join(failures)
