@@ -350,9 +350,41 @@ def test_each_model_is_checked_against_every_pool_type():
     with pytest.raises(ConfigurationError) as info:
         endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, accelerators=8, min_memory_mb=500_000))
     message = str(info.value)
-    assert "accelerators (on pool type ml.g6e.12xlarge): got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge" in message
-    assert "min_memory_mb (on pool type ml.g6e.12xlarge): got 500000; allowed: at most 393216" in message
+    assert ("accelerators: got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge (on pool type "
+            "ml.g6e.12xlarge); fix: lower accelerators or use a larger instance type (or set instance_requirements "
+            "for ml.g6e.12xlarge)") in message
+    assert "min_memory_mb: got 500000; allowed: at most 393216, the memory of one ml.g6e.12xlarge in MB (on pool" in message
     assert "ml.g6e.48xlarge" not in message.split("allowed")[0].replace("ml.g6e.12xlarge", "")
+
+
+def test_a_per_type_requirement_is_named_where_it_was_set():
+    from sagemaker_llm_cdk.hosting.settings import InstanceRequirements
+
+    endpoint = LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.48xlarge", instance_pools=[
+        InstancePool(instance_type="ml.g6e.48xlarge", priority=1), InstancePool(instance_type="ml.g6e.12xlarge", priority=2)])
+    with pytest.raises(ConfigurationError, match=(
+            r"instance_requirements\[0\].min_memory_mb: got 500000; allowed: at most 393216, the memory of one "
+            r"ml.g6e.12xlarge in MB; fix: lower it or use a larger instance type")):
+        endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, instance_requirements=[
+            InstanceRequirements(instance_type="ml.g6e.12xlarge", min_memory_mb=500_000)]))
+
+
+def test_a_config_names_pool_fit_problems_in_the_first_round():
+    """Checked while the config loads, with the config's other problems, not only once the stack is built."""
+    from sagemaker_llm_cdk.config.loading import parse_config
+
+    data = {"endpoints": [{"name": "Chat", "instance_type": "ml.g6e.48xlarge", "instance_pools": [
+        {"instance_type": "ml.g6e.48xlarge", "priority": 1}, {"instance_type": "ml.g6e.12xlarge", "priority": 2}],
+        "models": [{"name": "m", "model_data_s3_uri": MODEL_URI, "accelerators": 8,
+                    "instance_requirements": [{"instance_type": "ml.g5.2xlarge", "min_memory_mb": 1024}]}]}],
+        "removal": "delete"}
+    with pytest.raises(ConfigurationError) as info:
+        parse_config(data, source="chat.yaml")
+    message = str(info.value)
+    assert "3 problem(s) in chat.yaml" in message
+    assert "endpoints[0].models[0].accelerators: got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge" in message
+    assert "endpoints[0].models[0].instance_requirements[0].instance_type: got 'ml.g5.2xlarge'" in message
+    assert "removal: got 'delete'" in message
 
 
 def test_memory_is_checked_on_a_single_instance_type_too():

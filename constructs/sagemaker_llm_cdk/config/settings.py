@@ -138,15 +138,11 @@ def model_fit_problems(model: ModelSpec, endpoint: EndpointOptions) -> list[Prob
     Paths are the model's fields (``accelerators``, ``eagle.dataset.source``).
     """
     from ..core import service_model
-    from ..core.instances import accelerators_of
     from ..core.settings import instance_type_problem
 
-    problems: list[Problem] = []
-    gpus = accelerators_of(endpoint.instance_type)
-    if gpus is not None and model.accelerators > gpus:
-        problems.append(Problem("accelerators", model.accelerators,
-                                f"at most {gpus}, the accelerators of one {endpoint.instance_type}",
-                                "lower accelerators or use a larger instance type"))
+    from ..hosting.settings import fit_problems
+
+    problems: list[Problem] = list(fit_problems(model, endpoint))
     eagle = model.eagle
     if eagle is not None:
         if eagle.dataset.source == "capture" and not endpoint.data_capture.enabled:

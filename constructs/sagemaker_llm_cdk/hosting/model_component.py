@@ -18,11 +18,9 @@ from ..core import naming
 from ..core import grants
 from ..core.grants import depend_on_policy
 from .component_base import InferenceComponentConstruct
-from ..core.instances import accelerators_of, memory_mb_of
 from ..core.errors import ConfigurationError, Problem
-from .images import ami_problems
 from ..core.accounts import lmi_account
-from .settings import _ECR_IMAGE, ModelSpec
+from .settings import _ECR_IMAGE, ModelSpec, fit_problems, requirements_on
 from ..core.settings import _S3_URI
 from ..core.settings import validated
 from ..operations.settings import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
@@ -459,15 +457,6 @@ class ModelComponent(InferenceComponentConstruct):
                            statistic=statistic, **kwargs)
 
 
-def requirements_on(spec: ModelSpec, instance_type: str) -> tuple[int, int, float | None]:
-    """(accelerators, min memory MB, CPU cores) one copy of ``spec`` needs on ``instance_type``."""
-    override = next((r for r in spec.instance_requirements if r.instance_type == instance_type), None)
-    if override is None:
-        return spec.accelerators, spec.min_memory_mb, spec.cpu_cores
-    return (override.accelerators or spec.accelerators, override.min_memory_mb or spec.min_memory_mb,
-            override.cpu_cores if override.cpu_cores is not None else spec.cpu_cores)
-
-
 def compute_requirements(
     spec: ModelSpec, instance_type: str
 ) -> sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty:
@@ -542,6 +531,8 @@ def _resolve_jumpstart(component: "ModelComponent", spec: ModelSpec, lock: "Jump
 
 
 def _fit_problems(spec: ModelSpec, physical: str, endpoint: "LlmEndpoint") -> list[Problem]:
+    """The model's name on this endpoint, and ``fit_problems`` (the rules a config also checks, with every other
+    problem, before anything is built)."""
     problems = []
     field = "physical_name" if spec.physical_name is not None else "name"
     for name in dict.fromkeys((spec.name, physical)):
@@ -549,36 +540,7 @@ def _fit_problems(spec: ModelSpec, physical: str, endpoint: "LlmEndpoint") -> li
             problems.append(Problem(field, name, "a name no other model or adapter on this endpoint uses",
                                     "give this model another name"))
             break
-    problems.extend(ami_problems([("image", spec.image)], endpoint.options.inference_ami_version))
-    options = endpoint.options
-    pool_types = set(options.instance_types) if options.instance_pools else set()
-    for index, requirement in enumerate(spec.instance_requirements):
-        if requirement.instance_type not in pool_types:
-            problems.append(Problem(f"instance_requirements[{index}].instance_type", requirement.instance_type,
-                                    "one of the endpoint's instance_pools types: " + (", ".join(sorted(pool_types))
-                                                                                      or "the endpoint has no pools"),
-                                    "list a pool type, or remove the entry"))
-    if options.instance_pools and spec.eagle is not None:
-        problems.append(Problem("eagle", "set", "no EAGLE on an endpoint with instance_pools: the promoted head is "
-                                "served by swapping Specification.ModelName, which a per-instance-type specification "
-                                "list does not have; nor is it documented which pool type the optimization job should "
-                                "benchmark", "remove eagle, or serve this model on an endpoint with one instance type"))
-    for instance_type in options.instance_types:
-        accelerators, memory, _ = requirements_on(spec, instance_type)
-        field = "accelerators" if not options.instance_pools else f"accelerators (on pool type {instance_type})"
-        gpus = accelerators_of(instance_type)
-        if gpus is not None and accelerators > gpus:
-            problems.append(Problem(field, accelerators,
-                                    f"at most {gpus}, the accelerators of one {instance_type}",
-                                    "lower accelerators or use a larger instance type"
-                                    + (" (instance_requirements sets them per type)" if options.instance_pools else "")))
-        memory_mb = memory_mb_of(instance_type)
-        if memory_mb is not None and memory > memory_mb:
-            problems.append(Problem("min_memory_mb" if not options.instance_pools
-                                    else f"min_memory_mb (on pool type {instance_type})", memory,
-                                    f"at most {memory_mb}, the memory of one {instance_type} in MB",
-                                    "lower min_memory_mb or use a larger instance type"
-                                    + (" (instance_requirements sets it per type)" if options.instance_pools else "")))
+    problems.extend(fit_problems(spec, endpoint.options))
     return problems
 
 

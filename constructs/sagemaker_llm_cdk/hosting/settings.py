@@ -650,3 +650,61 @@ def pools_with_plan_problem(field: str = "capacity_plan") -> Problem:
                    "one or the other: a plan reserves one instance type (capacity-reservations-only launches only "
                    "into it), and AWS does not document how instance pools use CapacityReservationConfig",
                    "remove instance_pools to run on the plan, or unbind the plan to fall back across types")
+
+
+def requirements_on(spec: ModelSpec, instance_type: str) -> tuple[int, int, float | None]:
+    """(accelerators, min memory MB, CPU cores) one copy of ``spec`` needs on ``instance_type``."""
+    override = next((r for r in spec.instance_requirements if r.instance_type == instance_type), None)
+    if override is None:
+        return spec.accelerators, spec.min_memory_mb, spec.cpu_cores
+    return (override.accelerators or spec.accelerators, override.min_memory_mb or spec.min_memory_mb,
+            override.cpu_cores if override.cpu_cores is not None else spec.cpu_cores)
+
+
+def fit_problems(spec: ModelSpec, options: EndpointOptions) -> list[Problem]:
+    """What keeps one model from fitting its endpoint: the image's AMI, ``instance_requirements`` naming a type the
+    endpoint does not run, EAGLE with instance pools, and accelerators or memory one instance of each type lacks.
+
+    Pure settings (no construct), so a config checks it with every other problem in one round and the construct
+    checks the same. Paths are the model's own fields: a requirement that comes from ``instance_requirements[i]``
+    is named there; the model's ``accelerators``/``min_memory_mb`` are named as themselves, with the pool type.
+    """
+    from ..core.instances import accelerators_of, memory_mb_of
+
+    problems = list(images.ami_problems([("image", spec.image)], options.inference_ami_version))
+    pool_types = set(options.instance_types) if options.instance_pools else set()
+    for index, requirement in enumerate(spec.instance_requirements):
+        if requirement.instance_type not in pool_types:
+            problems.append(Problem(f"instance_requirements[{index}].instance_type", requirement.instance_type,
+                                    "one of the endpoint's instance_pools types: " + (", ".join(sorted(pool_types))
+                                                                                      or "the endpoint has no pools"),
+                                    "list a pool type, or remove the entry"))
+    if options.instance_pools and spec.eagle is not None:
+        problems.append(Problem("eagle", "set", "no EAGLE on an endpoint with instance_pools: the promoted head is "
+                                "served by swapping Specification.ModelName, which a per-instance-type specification "
+                                "list does not have; nor is it documented which pool type the optimization job should "
+                                "benchmark", "remove eagle, or serve this model on an endpoint with one instance type"))
+    for instance_type in options.instance_types:
+        accelerators, memory, _ = requirements_on(spec, instance_type)
+        index = next((i for i, r in enumerate(spec.instance_requirements) if r.instance_type == instance_type), None)
+        override = spec.instance_requirements[index] if index is not None else None
+        on = f" (on pool type {instance_type})" if options.instance_pools else ""
+        gpus = accelerators_of(instance_type)
+        if gpus is not None and accelerators > gpus:
+            own = override is not None and override.accelerators is not None
+            problems.append(Problem(
+                f"instance_requirements[{index}].accelerators" if own else "accelerators", accelerators,
+                f"at most {gpus}, the accelerators of one {instance_type}{'' if own else on}",
+                "lower it or use a larger instance type" if own else
+                "lower accelerators or use a larger instance type"
+                + (f" (or set instance_requirements for {instance_type})" if options.instance_pools else "")))
+        memory_mb = memory_mb_of(instance_type)
+        if memory_mb is not None and memory > memory_mb:
+            own = override is not None and override.min_memory_mb is not None
+            problems.append(Problem(
+                f"instance_requirements[{index}].min_memory_mb" if own else "min_memory_mb", memory,
+                f"at most {memory_mb}, the memory of one {instance_type} in MB{'' if own else on}",
+                "lower it or use a larger instance type" if own else
+                "lower min_memory_mb or use a larger instance type"
+                + (f" (or set instance_requirements for {instance_type})" if options.instance_pools else "")))
+    return problems
