@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 from .pricing import HOSTING, JOB_USAGE, UNKNOWN, HourlyPrice, PriceLookup, PriceTable, not_looked_up, shipped_table
@@ -98,8 +98,12 @@ class CostLine:
 
 
 def usd(amount: Decimal | None, why: str = UNKNOWN) -> str:
-    """``USD 1,234.56``, or ``why`` when the amount is not known."""
-    return why if amount is None else f"USD {amount.quantize(CENT):,}"
+    """``USD 1,234.56``, or ``why`` when the amount is not known (any size: a cap of 10**30 is shown, not refused)."""
+    if amount is None:
+        return why
+    with localcontext() as context:
+        context.prec = max(28, amount.adjusted() + 4)  # quantize needs every digit left of the cents
+        return f"USD {amount.quantize(CENT):,}"
 
 
 @dataclass(frozen=True)
