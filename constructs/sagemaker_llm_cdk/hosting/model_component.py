@@ -21,6 +21,7 @@ from .component_base import InferenceComponentConstruct
 from ..core.errors import ConfigurationError, Problem
 from ..core.accounts import lmi_account
 from .settings import _ECR_IMAGE, ModelSpec, fit_problems, requirements_on
+from .tool_calling import tool_environment
 from ..core.settings import _S3_URI
 from ..core.settings import validated
 from ..operations.settings import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
@@ -304,10 +305,12 @@ class ModelComponent(InferenceComponentConstruct):
     # ---------------------------------------------------------------- container
     @staticmethod
     def default_environment(spec: ModelSpec) -> dict[str, str]:
-        """Variables the LMI container needs to serve weights from ``/opt/ml/model``."""
+        """Variables the LMI container needs to serve weights from ``/opt/ml/model``, and its tool-calling and
+        reasoning parsers when the model sets ``tools`` / ``reasoning``."""
         if not spec.is_lmi:
             return {}
-        return {"OPTION_MODEL_ID": "/opt/ml/model", "OPTION_TENSOR_PARALLEL_DEGREE": str(spec.accelerators)}
+        return {"OPTION_MODEL_ID": "/opt/ml/model", "OPTION_TENSOR_PARALLEL_DEGREE": str(spec.accelerators),
+                **tool_environment(spec)}  # tools / reasoning: the vLLM parsers (hosting/tool_calling.py)
 
     def add_environment(self, name: str, value: str) -> None:
         """Add a container variable (used by adapters, sessions and speculative decoding)."""

@@ -16,6 +16,7 @@ from ..core.errors import MISSING, Problem
 from ..core.settings import Settings, field_rule, instance_type_problem, name_problem, s3_uri_problem, unless_failed
 from ..eagle.settings import EAGLE_ARCHITECTURES, EagleSettings
 from ..sessions.settings import SessionSettings
+from .tool_calling import Reasoning, ToolCalling, tool_calling_problems, tool_environment
 
 
 _ECR_IMAGE = re.compile(
@@ -362,6 +363,14 @@ class ModelSpec(Settings):
         "Session-aware routing with a front door for multi-turn chat. Default: off (stateless, load-aware)."))] = None
     eagle: Annotated[EagleSettings | None, Field(description=(
         "EAGLE speculative-decoding optimization loop. Default: off."))] = None
+    tools: Annotated[ToolCalling | None, Field(description=(
+        "Tool calling for agents (LMI images): vLLM parses the model's tool calls into OpenAI tool_calls "
+        "(OPTION_ENABLE_AUTO_TOOL_CHOICE, OPTION_TOOL_CALL_PARSER). `tools: {}` takes the architecture's "
+        "documented parser. Default: off."))] = None
+    reasoning: Annotated[Reasoning | None, Field(description=(
+        "Reasoning output (LMI images): vLLM returns the model's thinking as reasoning_content, apart from the "
+        "answer (OPTION_ENABLE_REASONING, OPTION_REASONING_PARSER). `reasoning: {}` takes the architecture's "
+        "documented parser. Default: off."))] = None
     network_isolation: Annotated[bool, Field(description=(
         "EnableNetworkIsolation on the SageMaker model: the container gets no network at all (no internet, no AWS "
         "API calls); SageMaker still mounts the S3 weights, the EAGLE draft head (AdditionalModelDataSources) and "
@@ -477,6 +486,8 @@ class ModelSpec(Settings):
             if not self.is_jumpstart:  # a JumpStart model's image is known once resolved from the lock: checked then
                 problems.extend(images.capability_problems(self))
         with unless_failed():
+            problems.extend(tool_calling_problems(self, image_known=not self.is_jumpstart))
+        with unless_failed():
             for key, setting in self.environment.items():
                 if not self._ENV_KEY.match(key):
                     problems.append(Problem(f"environment.{key}", key, "a variable name: letters, digits, '_'",
@@ -511,6 +522,9 @@ class ModelSpec(Settings):
             needs.update({k: (v, "lora") for k, v in lora_environment(self.lora).items()})
         if self.sessions is not None:
             needs.update({k: (v, "sessions") for k, v in self.sessions.container_environment().items()})
+        if (self.tools is not None or self.reasoning is not None) and not self.is_jumpstart \
+                and not tool_calling_problems(self):
+            needs.update({k: (v, "tools" if "TOOL" in k else "reasoning") for k, v in tool_environment(self).items()})
         problems = [Problem(f"environment.{name}", self.environment[name], f"{value!r}, which the {feature} settings give",
                             f"remove {name} from environment and set it through {feature}")
                     for name, (value, feature) in needs.items()
