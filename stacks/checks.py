@@ -1,25 +1,15 @@
-"""Synth-time checks attached to the app: cdk-nag rule packs and the library's checkov acknowledgements."""
+"""Synth-time checks attached to the app: the library's checks (``sagemaker_llm_cdk.checks``) with this team's
+warning packs, and the synth log's report of them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import jsii
-from aws_cdk import (
-    App,
-    Stage,
-    IPolicyValidationContext,
-    IPolicyValidationPlugin,
-    PolicyValidationPluginReport,
-    PolicyViolatingResource,
-    PolicyViolation,
-    Validations,
-)
-from cdk_nag import AwsSolutionsChecks, NagPack, NIST80053R5Checks, ServerlessChecks
+from aws_cdk import App, Stage
+from cdk_nag import NagPack, NIST80053R5Checks, ServerlessChecks
 
-from sagemaker_llm_cdk.core.checkov import checkov_defaults
-from sagemaker_llm_cdk.core.grants import guard_app
+from sagemaker_llm_cdk.checks import FAIL_SYNTH_CONTEXT, WarningsOnly, _as_warning, apply, apply_to_stage
 
 WARNING_PACKS: Mapping[str, Callable[..., NagPack]] = {
     "nist-800-53-r5": NIST80053R5Checks,
@@ -33,123 +23,45 @@ WARNING_PACK_PLUGINS: Mapping[str, str] = {
 """The validation plugin name (``NagPack.name``) of each pack in ``WARNING_PACKS``: ``report_checks`` reports
 every finding of these plugins as a warning."""
 
-
-@jsii.implements(IPolicyValidationPlugin)
-class WarningsOnly:
-    """A cdk-nag pack whose findings are all reported as warnings; the synth never fails on them.
-
-    cdk-nag 3 packs are CDK validation plugins, and CDK fails the synth when a plugin's report
-    is not ``success`` (a NagPack reports success only when it found nothing, whatever the rule
-    levels). This wrapper runs the pack and returns the same findings with severity
-    ``warning`` and ``success: true``. The plugin name stays the pack's, so findings are
-    acknowledged the usual way (``Validations.of(x).acknowledge`` with ``<pack>::<rule>``).
-    """
-
-    def __init__(self, pack: NagPack) -> None:
-        self._pack = pack
-
-    @property
-    def name(self) -> str:
-        return self._pack.name
-
-    @property
-    def version(self) -> str | None:
-        return self._pack.version
-
-    @property
-    def rule_ids(self) -> list[str] | None:
-        return self._pack.rule_ids
-
-    def validate(self, context: IPolicyValidationContext) -> PolicyValidationPluginReport:
-        report = self._pack.validate(context)
-        return PolicyValidationPluginReport(
-            success=True,
-            violations=[_as_warning(v) for v in report.violations],
-            metadata=report.metadata,
-            plugin_version=report.plugin_version,
-        )
+__all__ = ["FAIL_SYNTH_CONTEXT", "WARNING_PACKS", "WarningsOnly", "_as_warning", "attach_checks", "attach_stage_checks", "report_checks"]
 
 
-def _as_warning(violation: Any) -> PolicyViolation:
-    return PolicyViolation(
-        rule_name=violation.rule_name,
-        description=violation.description,
-        violating_resources=[
-            PolicyViolatingResource(locations=list(r.locations), construct_path=r.construct_path,
-                                    resource_logical_id=r.resource_logical_id, template_path=r.template_path)
-            for r in violation.violating_resources
-        ],
-        fix=violation.fix,
-        rule_metadata=violation.rule_metadata,
-        severity="warning",
-    )
+def _allowed(packs: Sequence[str]) -> None:
+    unknown = sorted({p for p in packs if p not in WARNING_PACKS})
+    if unknown:
+        raise ValueError(f"unknown cdk-nag pack(s) {', '.join(unknown)}; allowed: {', '.join(WARNING_PACKS)}")
 
 
 def attach_checks(app: App, *, extra_packs: Sequence[str] = ()) -> None:
-    """Run the AwsSolutions pack on every stack (findings fail the synth unless acknowledged),
-    each pack in ``extra_packs`` as warnings only, the library's checkov acknowledgements and the
-    wildcard guard (``sagemaker_llm_cdk.core.grants``), on the app and on every Stage in it.
+    """The library's checks (``sagemaker_llm_cdk.checks.apply``: AwsSolutions, the policy guard, the library's
+    checkov reasons) on the app and every Stage in it, with each pack in ``extra_packs`` as warnings only.
 
     When the app reports the checks itself (``FAIL_SYNTH_CONTEXT`` false, then ``report_checks`` after
     ``app.synth()``, as ``app.py`` does), the extra packs are added as they are and ``report_checks`` reports
     their findings as warnings; otherwise each is wrapped in ``WarningsOnly``, so CDK sees only warnings.
-
-    Aspects do not cross Stage boundaries, so the checkov acknowledgements and the guard are added to
-    each Stage (a pipeline's deployment stages) as well as to the app. A Stage with a
-    ``nag_warning_packs`` attribute (``stacks.pipeline.LlmPlatformStage``, from its config) also gets
-    those packs as warnings; validation plugins of the app already run on every stage.
+    A Stage with a ``nag_warning_packs`` attribute (``stacks.pipeline.LlmPlatformStage``, from its config) also
+    gets those packs as warnings.
 
     :param extra_packs: names from ``WARNING_PACKS``: ``nist-800-53-r5``, ``serverless``.
     """
     stages = [c for c in app.node.find_all() if isinstance(c, Stage) and c is not app]  # no round trip per construct
-    requested = {"app": tuple(extra_packs)}
-    requested.update({s.node.path: tuple(getattr(s, "nag_warning_packs", ())) for s in stages})
-    unknown = sorted({p for packs in requested.values() for p in packs if p not in WARNING_PACKS})
-    if unknown:
-        raise ValueError(f"unknown cdk-nag pack(s) {', '.join(unknown)}; allowed: {', '.join(WARNING_PACKS)}")
-    plugins: list[IPolicyValidationPlugin] = [AwsSolutionsChecks(app, verbose=True)]
-    # When the app reports (report_checks turns these packs' findings into warnings, in Python, from the report
-    # file), CDK calls the packs directly, so no finding crosses jsii (WarningsOnly reads each one back, field by
-    # field: about 500 round trips for the default app's two packs).
-    wrap: Callable[[NagPack], IPolicyValidationPlugin] = (lambda pack: pack) if _app_reports(app) else WarningsOnly
-    plugins += [wrap(WARNING_PACKS[name](app, verbose=True)) for name in dict.fromkeys(extra_packs)]
-    Validations.of(app).add_plugins(*plugins)
-    checkov_defaults(app)
-    guard_app(app)
+    _allowed([*extra_packs, *(p for s in stages for p in getattr(s, "nag_warning_packs", ()))])
     for stage in stages:
         attach_stage_checks(stage, extra_packs=[p for p in getattr(stage, "nag_warning_packs", ()) if p not in extra_packs])
-
-
-def _app_reports(app: App) -> bool:
-    """Whether CDK leaves the validation report to the app (``FAIL_SYNTH_CONTEXT`` false, as CDK reads it)."""
-    value = app.node.try_get_context(FAIL_SYNTH_CONTEXT)
-    return value is False or value == "false"
+    apply(app, warning_packs=extra_packs)
 
 
 def attach_stage_checks(stage: Stage, *, extra_packs: Sequence[str] = ()) -> None:
-    """The checks of one Stage: its ``extra_packs`` as warnings, checkov acknowledgements, wildcard guard.
-
-    Call it in the Stage's constructor when something synthesizes the stage early: CDK Pipelines'
-    ``build_pipeline()`` synthesizes each stage's assembly, after which Aspects added to it no longer run
-    (``stacks.pipeline.LlmPlatformStage`` does). Calling it twice on a stage adds nothing.
-    """
-    if getattr(stage, "_checks_attached", False):
-        return
-    unknown = [p for p in extra_packs if p not in WARNING_PACKS]
-    if unknown:
-        raise ValueError(f"unknown cdk-nag pack(s) {', '.join(unknown)}; allowed: {', '.join(WARNING_PACKS)}")
-    stage._checks_attached = True  # type: ignore[attr-defined]
-    packs = list(dict.fromkeys(extra_packs))
-    if packs:
-        Validations.of(stage).add_plugins(*[WarningsOnly(WARNING_PACKS[name](stage, verbose=True)) for name in packs])
-    checkov_defaults(stage)
-    guard_app(stage)
+    """The checks of one Stage: its ``extra_packs`` as warnings, the library's checkov reasons, the policy guard
+    (``sagemaker_llm_cdk.checks.apply_to_stage``). Call it in the Stage's constructor when something synthesizes
+    the stage early (``stacks.pipeline.LlmPlatformStage`` does). Calling it twice on a stage adds nothing."""
+    _allowed(extra_packs)
+    apply_to_stage(stage, warning_packs=extra_packs)
 
 
 # ----------------------------------------------------------------------------- the synth log and the PR summary
-FAIL_SYNTH_CONTEXT = "@aws-cdk/core:failSynthOnValidationErrors"
-"""CDK context: when false, the app (not CDK) reports validation results. ``app.py`` sets it so the synth log
-shows one summary instead of every finding, and fails the synth itself (``report_checks``)."""
+# FAIL_SYNTH_CONTEXT (from sagemaker_llm_cdk.checks): app.py sets it false so the synth log shows one summary
+# instead of every finding, and fails the synth itself (report_checks).
 VALIDATION_REPORT = "validation-report.json"
 """CDK's validation report in the cloud assembly: every plugin's findings, acknowledged ones included."""
 FINDINGS_JSON = "nag-findings.json"

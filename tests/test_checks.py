@@ -114,9 +114,12 @@ def test_report_checks_fails_on_an_unacknowledged_error_and_prints_it_in_full(tm
     assert "beside the grant that causes it (grants.grant(..., reason=...)" in log
     assert "acknowledge as: AwsSolutions::AwsSolutions-IAM5[Action::s3:*] (with its reason)" in log
     summary = (Path(assembly.directory) / SUMMARY_MD).read_text()
-    assert "**1 rule(s) fail the synth**" in summary and "| AwsSolutions | `AwsSolutions-IAM5` | **error** |" in summary
+    # The policy guard refuses the same statement (s3:* that no acknowledgement names), and nothing can acknowledge it.
+    assert "**2 rule(s) fail the synth**" in summary and "| AwsSolutions | `AwsSolutions-IAM5` | **error** |" in summary
+    assert "| SageMakerLlmPolicyGuard | `UnacknowledgedWildcard` | **fatal** |" in summary
+    assert "allows ['s3:*'] on 'arn:aws:s3:::my-bucket/*'" in log and "cannot be acknowledged: change the policy" in log
     left = json.loads((Path(assembly.directory) / VALIDATION_REPORT).read_text())
-    assert {v["severity"] for p in left["pluginReports"] for v in p["violations"]} == {"error"}
+    assert {v["severity"] for p in left["pluginReports"] for v in p["violations"]} == {"error", "fatal"}
 
 
 def test_report_checks_refuses_an_assembly_without_a_validation_report(tmp_path: Path, capsys) -> None:
@@ -171,7 +174,8 @@ def test_an_app_that_does_not_report_gets_the_packs_wrapped(monkeypatch: pytest.
         monkeypatch.setattr(Validations, "add_plugins",
                             lambda self, *plugins, _added=added: (_added.extend(plugins), original(self, *plugins))[1])
         attach_checks(App(context=context), extra_packs=["serverless"])
-        assert [type(p).__name__ for p in added] == ["AwsSolutionsChecks", "WarningsOnly" if wrapped else "ServerlessChecks"]
+        assert [type(p).__name__ for p in added] == ["AwsSolutionsChecks", "WarningsOnly" if wrapped else "ServerlessChecks",
+                                                 "PolicyGuard"]
 
 
 def test_as_warnings_turns_only_the_warning_packs_findings_into_warnings() -> None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .adapters.lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
     from .adapters.manifest import load_adapter_manifest
     from .adapters.settings import AdapterSpec, LoraSettings
+    from .checks import apply_checks
     from .capacity.capacity_plan import CapacityPlan
     from .capacity.guard import CapacityPlanGuard
     from .capacity.settings import CapacityPlanSpec, PlanExtension
@@ -51,6 +52,9 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .operations.pricing import PriceList
     from .operations.settings import MonitoringSettings, RolloutSettings
     from .preflight import Finding, run_preflight
+    from .router_client import RouterClient, RouterResponse
+    from .routing.router import Destination, InferenceRouter, RouterTarget
+    from .routing.settings import AsyncRouting, RouterDestinationSpec, RouterSpec, RoutingTargetSpec
     from .sessions.front_door import SessionFrontDoor
     from .sessions.settings import SessionSettings
     from .sessions.turn_log import TurnLog
@@ -65,6 +69,8 @@ _EXPORTS: dict[str, str] = {
     "add_adapter": "adapters.lora_adapter",
     "add_adapters": "adapters.adapter_stack",
     "AppConfig": "config.settings",
+    "AsyncRouting": "routing.settings",
+    "apply_checks": "checks",
     "apply_lora_settings": "adapters.lora_adapter",
     "CapacityPlan": "capacity.capacity_plan",
     "CapacityPlanGuard": "capacity.guard",
@@ -74,6 +80,7 @@ _EXPORTS: dict[str, str] = {
     "cost_ceiling_table": "operations.cost",
     "DataCapture": "hosting.settings",
     "DeploymentCheck": "operations.deployment_check",
+    "Destination": "routing.router",
     "EagleBenchmark": "eagle.benchmark",
     "EagleBenchmarkSettings": "eagle.settings",
     "EagleDataset": "eagle.settings",
@@ -82,6 +89,7 @@ _EXPORTS: dict[str, str] = {
     "EndpointOptions": "hosting.settings",
     "EndpointReference": "hosting.endpoint",
     "EndpointSpec": "config.settings",
+    "InferenceRouter": "routing.router",
     "Finding": "preflight",
     "InstancePool": "hosting.settings",
     "InstanceRequirements": "hosting.settings",
@@ -107,7 +115,13 @@ _EXPORTS: dict[str, str] = {
     "Problem": "core.errors",
     "PromotionParameter": "eagle.serving",
     "RolloutSettings": "operations.settings",
+    "RouterClient": "router_client",
+    "RouterDestinationSpec": "routing.settings",
+    "RouterResponse": "router_client",
+    "RouterSpec": "routing.settings",
+    "RouterTarget": "routing.router",
     "Routing": "hosting.settings",
+    "RoutingTargetSpec": "routing.settings",
     "run_preflight": "preflight",
     "SessionFrontDoor": "sessions.front_door",
     "SessionSettings": "sessions.settings",
@@ -123,6 +137,7 @@ __all__ = [
     "AdapterSpec",
     "AdapterStack",
     "AppConfig",
+    "AsyncRouting",
     "CapacityPlan",
     "CapacityPlanGuard",
     "CapacityPlanSpec",
@@ -130,6 +145,7 @@ __all__ = [
     "CopyScaling",
     "DataCapture",
     "DeploymentCheck",
+    "Destination",
     "EagleBenchmark",
     "EagleBenchmarkSettings",
     "EagleDataset",
@@ -139,6 +155,7 @@ __all__ = [
     "EndpointReference",
     "EndpointSpec",
     "Finding",
+    "InferenceRouter",
     "InstancePool",
     "InstanceRequirements",
     "InstanceScaling",
@@ -160,7 +177,13 @@ __all__ = [
     "Problem",
     "PromotionParameter",
     "RolloutSettings",
+    "RouterClient",
+    "RouterDestinationSpec",
+    "RouterResponse",
+    "RouterSpec",
+    "RouterTarget",
     "Routing",
+    "RoutingTargetSpec",
     "SessionFrontDoor",
     "SessionSettings",
     "SpeculativeDecoding",
@@ -169,6 +192,7 @@ __all__ = [
     "VpcPlacement",
     "add_adapter",
     "add_adapters",
+    "apply_checks",
     "apply_lora_settings",
     "cost_ceiling_table",
     "load_adapter_manifest",

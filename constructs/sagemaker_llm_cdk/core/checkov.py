@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnResource, Stack
+from aws_cdk import CfnResource, Stack, Stage
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import IConstruct
 
 from .tree import at_synth, constructs_in, key, is_library_construct, library_made, resource_type
@@ -135,9 +138,77 @@ def _checkov_findings(resource: Any) -> list[str]:
     return []
 
 
+def library_resources(scope: IConstruct, nodes: list[IConstruct] | None = None) -> set[str]:
+    """``tree.key`` of every construct under ``scope`` that the library made, not only placed it in.
+
+    A construct inside one of the library's constructs is the library's when that construct holds it (or an
+    ancestor of it) in one of its attributes (``endpoint.role``, ``check.provider``, ``eagle.log_group``: what its
+    code made and kept), or when it is a log group that such a function or state machine logs to (a function's
+    own log group, a Provider's). Anything else under a library construct, such as your own function added to
+    it, is yours: it gets none of the library's checkov skips.
+    """
+    if nodes is None:
+        nodes = constructs_in(scope)
+    inside = library_made(scope, nodes)  # under a library construct at all: the only candidates
+    made: set[str] = set()
+    for owner in nodes:
+        if not is_library_construct(owner):
+            continue
+        prefix = owner.node.path + "/"
+        for value in _held(owner):
+            if key(value) not in inside or key(value) in made:
+                continue
+            if not value.node.path.startswith(prefix):
+                continue  # given to the construct (your VPC, your role), not made by it
+            made.update(key(n) for n in value.node.find_all())
+    by_key = {key(n): n for n in nodes}
+    log_groups: dict[tuple[str, str], str] = {}
+    for node in nodes:
+        if isinstance(node, logs.CfnLogGroup) and key(node) in inside:
+            stack = Stack.of(node)
+            log_groups[(stack.node.path, str(stack.resolve(node.logical_id)))] = key(node)
+    for k in list(made):
+        held = by_key.get(k)
+        for target in _logs_to(held) if held is not None else []:
+            found = log_groups.get((Stack.of(held).node.path, target))  # type: ignore[arg-type]
+            if found is not None:
+                made.add(found)
+    return made
+
+
+def _held(owner: Any) -> list[Any]:
+    """Constructs an object of the library holds in its attributes (lists and dicts included): not the library's own
+    constructs (each answers for itself), not stacks or stages."""
+    out: list[Any] = []
+    for value in vars(owner).values():
+        for item in (value if isinstance(value, (list, tuple)) else value.values() if isinstance(value, dict) else [value]):
+            if (hasattr(item, "node") and hasattr(item, "__jsii_ref__") and not is_library_construct(item)
+                    and not isinstance(item, (Stack, Stage))):
+                out.append(item)
+    return out
+
+
+def _logs_to(node: Any) -> list[str]:
+    """Logical ids of the log groups a function or state machine resource writes to (its logging configuration)."""
+    if isinstance(node, lambda_.CfnFunction):
+        config = Stack.of(node).resolve(node.logging_config) or {}
+        ref = config.get("logGroup") or config.get("LogGroup")
+        return [ref["Ref"]] if isinstance(ref, dict) and "Ref" in ref else []
+    if isinstance(node, sfn.CfnStateMachine):
+        config = Stack.of(node).resolve(node.logging_configuration) or {}
+        found = []
+        for destination in config.get("destinations") or config.get("Destinations") or []:
+            group = (destination.get("cloudWatchLogsLogGroup") or destination.get("CloudWatchLogsLogGroup") or {})
+            arn = group.get("logGroupArn") or group.get("LogGroupArn")
+            if isinstance(arn, dict) and "Fn::GetAtt" in arn:
+                found.append(arn["Fn::GetAtt"][0])
+        return found
+    return []
+
+
 def _apply_defaults(scope: IConstruct) -> None:
     nodes = constructs_in(scope)
-    made = library_made(scope, nodes)
+    made = library_resources(scope, nodes)
     for node in nodes:
         if isinstance(node, CfnResource) and key(node) in made:
             found = _checkov_findings(node)
