@@ -6,14 +6,17 @@ from pathlib import Path
 from aws_cdk import App, Environment
 
 from sagemaker_llm_cdk import ConfigurationError, cost_ceiling_table, load_config
-from sagemaker_llm_cdk.capacity.capacity_plan import consent_problems, file_consents
+from sagemaker_llm_cdk.capacity.capacity_plan import consent_problems, consented_plans, file_consents
+from sagemaker_llm_cdk.capacity.settings import EXTEND_CONTEXT, PURCHASE_CONTEXT
 from sagemaker_llm_cdk.config.loading import locate_problems
 from sagemaker_llm_cdk.core.removal import removal_note
+from sagemaker_llm_cdk.operations.cost import cost_model
 from stacks import LlmPlatformStack, attach_checks
-from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks
+from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks, write_cost_model
 
 
 CONSENT_SOURCE = "the consent to spend (-c purchase / -c extend)"
+CONSENT_KEYS = (PURCHASE_CONTEXT, EXTEND_CONTEXT)
 
 
 def main() -> None:
@@ -29,7 +32,8 @@ def main() -> None:
             attach_pipeline(app, pipeline)
             extra_packs: tuple[str, ...] = ()
         else:
-            config = load_config(path)  # every config rule, the stack's own included, in one round
+            # every config rule, the stack's own included, and the consent's names, in one round
+            config = load_config(path, consent={key: consented_plans(app, key) for key in CONSENT_KEYS})
             env = Environment(account=config.target.account, region=config.target.region)
             try:
                 LlmPlatformStack(app, config.stack_name, config=config, config_dir=Path(path).parent, env=env)
@@ -55,6 +59,7 @@ def main() -> None:
     # What `cdk destroy` would leave behind (removal: retain | destroy in the config).
     print(removal_note(app), file=sys.stderr)
     assembly = app.synth()
+    write_cost_model(assembly.directory, cost_model(app))  # the change report compares the base's and the head's
     status = report_checks(assembly.directory, cost_table=cost_table)
     if status:
         sys.exit(status)

@@ -249,7 +249,7 @@ def test_on_demand_binds_only_while_the_status_parameter_says_active(env):
     template = Template.from_stack(serving).to_json()
     (parameter_id, parameter), = [(k, v) for k, v in template["Parameters"].items() if k.startswith("ChatCapacityGuard")]
     assert parameter["Type"] == "AWS::SSM::Parameter::Value<String>"
-    assert parameter["Default"] == f"/sagemaker-llm/capacity-plans/{BOUGHT}/status"
+    assert parameter["Default"] == f"/sagemaker-llm/state/capacity-plans/{BOUGHT}/status"
     (condition_id, condition), = template["Conditions"].items()
     assert condition == {"Fn::Equals": [{"Ref": parameter_id}, "Active"]}
     (config,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"]
@@ -260,11 +260,11 @@ def test_on_demand_binds_only_while_the_status_parameter_says_active(env):
          "MlReservationArn": {"Fn::GetAtt": [guard_id, "MlReservationArn"]}},
         {"Ref": "AWS::NoValue"}]}
     assert template["Resources"][guard_id]["Properties"]["Bound"] == {"Fn::If": [condition_id, "true", "false"]}
-    Template.from_stack(capacity).has_resource_properties("AWS::SSM::Parameter", {
-        "Name": f"/sagemaker-llm/capacity-plans/{BOUGHT}/status", "Value": "Unknown", "Type": "String"})
+    Template.from_stack(capacity).has_resource_properties("Custom::SageMakerLlmRunTimeParameter", {
+        "ParameterName": f"/sagemaker-llm/state/capacity-plans/{BOUGHT}/status", "InitialValue": "Unknown", "PlanName": BOUGHT})
     Template.from_stack(capacity).has_resource_properties("AWS::Lambda::Function", {
         "Environment": {"Variables": Match.object_like({
-            "STATUS_PARAMETERS": f"{BOUGHT}=/sagemaker-llm/capacity-plans/{BOUGHT}/status"})}})
+            "STATUS_PARAMETERS": f"{BOUGHT}=/sagemaker-llm/state/capacity-plans/{BOUGHT}/status"})}})
 
 
 def test_on_demand_needs_the_plan_in_an_earlier_stack():
@@ -465,8 +465,8 @@ def test_two_stacks_of_one_config_buy_two_plans_with_one_consent_name(env):
     for stack, bought in ((dev, "ChatDev-chat-p5e-2027q1"), (prod, "ChatProd-chat-p5e-2027q1")):
         Template.from_stack(stack.capacity).has_resource_properties("Custom::SageMakerCapacityPlan", {
             "PlanName": bought, "Purchase": "approved"})
-        Template.from_stack(stack.capacity).has_resource_properties("AWS::SSM::Parameter", {
-            "Name": f"/sagemaker-llm/capacity-plans/{bought}/status"})
+        Template.from_stack(stack.capacity).has_resource_properties("Custom::SageMakerLlmRunTimeParameter", {
+            "ParameterName": f"/sagemaker-llm/state/capacity-plans/{bought}/status"})
         Template.from_stack(stack).has_resource_properties("Custom::SageMakerCapacityPlanGuard", {"PlanName": bought})
 
 
@@ -603,3 +603,22 @@ def test_the_app_reports_a_consent_in_a_file_with_the_config_problems(dirs, monk
     assert f"problem(s) in {config}" in err and "endpoints[0].scaling.max_instances: got 0" in err
     assert (f"error: 1 problem(s) in the consent to spend (-c purchase / -c extend):\n  - "
             f"{refusal('~/.cdk.json', 'purchase', 'chat-p5e-2027q1', path)}") in err
+
+
+def test_a_mistyped_consent_is_named_with_the_configs_other_problems(tmp_path):
+    """The config has its own problem: the consent's names are still checked, in the same round, against the
+    plans the config declares (as written, before validation)."""
+    from sagemaker_llm_cdk.config.loading import load_config
+
+    path = tmp_path / "chat.yaml"
+    path.write_text(f"extends: {ROOT / 'config' / 'examples' / 'reserved-capacity.yaml'}\nremoval: delete\n")
+    with pytest.raises(ConfigurationError) as raised:
+        load_config(path, consent={"purchase": ["chat-p5e-typo"], "extend": []})
+    message = str(raised.value)
+    assert "2 problem(s)" in message
+    assert "removal: got 'delete'" in message
+    assert ("-c purchase: got 'chat-p5e-typo'; allowed: names of plans declared with mode reserve: chat-p5e-2027q1; "
+            "fix: correct the name, or declare the plan before consenting to purchase it") in message
+    assert "chat-p5e-typo'; allowed: names of plans declared with mode reserve: chat-p5e-2027q1; fix: correct the " \
+           "name, or declare the plan before consenting to purchase it\n" in message + "\n"  # no file line: -c
+    load_config(ROOT / "config" / "examples" / "reserved-capacity.yaml", consent={"purchase": ["chat-p5e-2027q1"]})

@@ -53,7 +53,8 @@ from ..core.settings import validated
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
-from .settings import CapacityPlanSpec, EXTEND_CONTEXT, PURCHASE_CONTEXT, _iso, spec_binding_problems
+from .settings import (CapacityPlanSpec, EXTEND_CONTEXT, PURCHASE_CONTEXT, _iso, spec_binding_problems,
+                       unknown_consent_problems)
 from ..core import grants
 from ..core.metrics import metric
 from ..core.nag import acknowledge_resource
@@ -162,13 +163,10 @@ def consent_problems(root: IConstruct) -> list[Problem]:
     """
     problems = [found.problem() for found in file_consents()]
     plans = _plans_in(root)
-    reservable = sorted({p.config_name for p in plans if p.mode == "reserve"})
-    extendable = sorted({p.config_name for p in plans if p.spec.extension is not None})
-    for key, names, what in ((PURCHASE_CONTEXT, reservable, "plans declared with mode reserve"),
-                             (EXTEND_CONTEXT, extendable, "plans declared with an extension")):
-        for name in sorted(consented_plans(root, key) - set(names)):
-            problems.append(Problem(f"-c {key}", name, f"names of {what}: {', '.join(names) or 'none declared'}",
-                                    f"correct the name, or declare the plan before consenting to {key} it"))
+    problems.extend(unknown_consent_problems(
+        {key: consented_plans(root, key) for key in (PURCHASE_CONTEXT, EXTEND_CONTEXT)},
+        reservable=[p.config_name for p in plans if p.mode == "reserve"],
+        extendable=[p.config_name for p in plans if p.spec.extension is not None]))
     return problems
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Annotated, Any, Iterable, Literal, Mapping
 
 from pydantic import Field
 
@@ -322,3 +322,35 @@ def spec_binding_problems(spec: CapacityPlanSpec, options: EndpointOptions) -> l
     return problems
 
 
+
+
+def unknown_consent_problems(consented: "Mapping[str, Iterable[str]]", reservable: "Iterable[str]",
+                             extendable: "Iterable[str]") -> list[Problem]:
+    """``-c purchase=`` / ``-c extend=`` names that match no plan that could be bought or extended: a typo must not
+    look like consent that silently did nothing. ``consented`` maps the context key to the names given."""
+    problems: list[Problem] = []
+    for key, names, what in ((PURCHASE_CONTEXT, sorted(set(reservable)), "plans declared with mode reserve"),
+                             (EXTEND_CONTEXT, sorted(set(extendable)), "plans declared with an extension")):
+        for name in sorted(set(consented.get(key, ())) - set(names)):
+            problems.append(Problem(f"-c {key}", name, f"names of {what}: {', '.join(names) or 'none declared'}",
+                                    f"correct the name, or declare the plan before consenting to {key} it"))
+    return problems
+
+
+def raw_consent_problems(data: Any, consented: "Mapping[str, Iterable[str]]") -> list[Problem]:
+    """``unknown_consent_problems`` against a config as written (it may fail validation elsewhere): the names of
+    its ``capacity_plans`` that reserve (no ``existing_plan_arn``, ``mode`` not ``existing``) or carry an
+    ``extension``, so a mistyped consent is named in the same round as the config's own problems."""
+    if not any(consented.get(key) for key in (PURCHASE_CONTEXT, EXTEND_CONTEXT)):
+        return []
+    plans = data.get("capacity_plans") if isinstance(data, dict) else None
+    reservable, extendable = [], []
+    for plan in plans if isinstance(plans, list) else []:
+        if not isinstance(plan, dict) or not isinstance(plan.get("name"), str):
+            continue
+        mode = plan.get("mode") or ("existing" if plan.get("existing_plan_arn") else "reserve")
+        if mode == "reserve":
+            reservable.append(plan["name"])
+        if plan.get("extension") is not None:
+            extendable.append(plan["name"])
+    return unknown_consent_problems(consented, reservable, extendable)

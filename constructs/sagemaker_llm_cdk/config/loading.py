@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,8 @@ def parse_config(data: Any, *, source: str = "config") -> AppConfig:
 
 
 def load_config(path: str | Path, *, region: str | None = None,
-                checks: Callable[[AppConfig], list[Problem]] | None = None) -> AppConfig:
+                checks: Callable[[AppConfig], list[Problem]] | None = None,
+                consent: Mapping[str, Iterable[str]] | None = None) -> AppConfig:
     """Read and validate a YAML config file, laid over the files it ``extends`` (see ``config.layers``).
 
     Raises one ``ConfigurationError`` with every problem: keys given twice and misused ``$delete``/``$replace``
@@ -48,7 +49,9 @@ def load_config(path: str | Path, *, region: str | None = None,
     :param region: where the config deploys when it sets no ``target.region`` (a pipeline stage's region): the
         JumpStart lock is checked for it. Default: the config's own.
     :param checks: the caller's own rules on the validated config (a pipeline stage's account and region),
-        reported in the same round. Default: none."""
+        reported in the same round. Default: none.
+    :param consent: the deploy command's ``-c purchase`` / ``-c extend`` names by key: a name that matches no plan
+        of the config is reported in the same round, even when the config has other problems. Default: none."""
     from .layers import collect_layers
 
     layers = collect_layers(path)
@@ -59,13 +62,18 @@ def load_config(path: str | Path, *, region: str | None = None,
     except ConfigurationError as error:
         problems.extend(error.problems)
     problems.extend(lock_problems(layers.data, Path(path).parent, region=region))
+    command: list[Problem] = []  # from the deploy command, not the files: no file line to point at
+    if consent:
+        from ..capacity.settings import raw_consent_problems
+
+        command = raw_consent_problems(layers.data, consent)
     if config is not None and checks is not None:
         problems.extend(checks(config))
-    if problems:
+    if problems or command:
         unique: dict[str, Problem] = {}
         for problem in problems:  # a rule seen from two sides (raw config and model) is one problem
             unique.setdefault(problem.line(), problem)
-        raise ConfigurationError([layers.locate(p) for p in unique.values()], source=layers.source)
+        raise ConfigurationError([layers.locate(p) for p in unique.values()] + command, source=layers.source)
     assert config is not None
     return config
 
