@@ -14,7 +14,8 @@ config is created or replaced:
 * ``when_not_active: fail`` (default): a plan that is not Active fails the deploy with its
   status, start and end and what to do, before the endpoint config changes;
 * ``when_not_active: on_demand``: the endpoint's stack reads the plan's status parameter
-  (``/sagemaker-llm/capacity-plans/<plan>/status``, written daily by the plan's check) at deploy
+  (``/sagemaker-llm/state/capacity-plans/<plan>/status``, read from SageMaker when the plan's stack deploys
+  and written daily by the plan's check; no deploy resets it) at deploy
   time; while it is not ``Active`` a CloudFormation condition leaves ``CapacityReservationConfig``
   out, so the endpoint runs on on-demand capacity, and the first deploy after it is binds the
   plan (and a deploy after the plan ends moves the endpoint back to on-demand). CloudFormation
