@@ -32,10 +32,7 @@ KEPT = {
     "benchmarks/": "AI benchmark job results: latency and throughput figures of the endpoint",
 }
 """Prefixes written into a bucket of people's text that are kept on purpose, and what they hold."""
-KNOWN_GAPS = {
-    (FRONT_DOOR, "datasets/"): "eagle/optimization.py gives datasets/ an expiry only with dataset source capture, "
-                               "while a front_door training set is built from the logged turns",
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 """Written prefixes of people's text that do not expire yet, with where that is decided."""
 
 _ASSEMBLIES: dict[str, dict[str, dict[str, Any]]] = {}

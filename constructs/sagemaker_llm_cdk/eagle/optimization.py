@@ -251,7 +251,7 @@ class EagleOptimization(Construct):
 
         # ------------------------------------------------------------------ storage
         self.key = secure_key(self, "Key", description=f"EAGLE datasets, draft heads and run records of {where}")
-        expiring = {DATASETS + "/": dataset.retention_days} if dataset.source == "capture" else {}
+        expiring = {DATASETS + "/": dataset.retention_days} if dataset.source in ("capture", "front_door") else {}
         self.artifacts = SecureBucket(self, "Artifacts", encryption_key=self.key,
                                       noncurrent_version_days=NONCURRENT_VERSION_DAYS, expire_after_days=expiring)
         # Training sets are captured user text: only the loop's own roles (and the endpoint, for heads) read.

@@ -50,8 +50,8 @@ class EagleDataset(Settings):
         "run once min_new_records arrived and no run is in progress, e.g. 'rate(1 hour)'. Default: off (runs "
         "start on the schedule or by hand)."))] = None
     retention_days: Annotated[int, Field(ge=1, le=3650, description=(
-        "source capture: days the training sets built from captured traffic (datasets/, map-results/ of the "
-        "artifacts bucket) are kept; then 7 more days as noncurrent versions. Draft heads and reports are kept. "
+        "source capture or front_door: days the training sets built from captured traffic or logged turns "
+        "(datasets/, map-results/ of the artifacts bucket) are kept; then 7 more days as noncurrent versions. Draft heads and reports are kept. "
         "Default: 90."))] = 90
 
     def _rules(self) -> list[Problem]:
