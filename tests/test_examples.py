@@ -78,3 +78,36 @@ def test_example_synthesizes_in_an_account_and_region_bound_stack(name, tmp_path
                     if artifact["type"] == "aws:cloudformation:stack"}
     assert environments == {"aws://123456789012/us-east-1"}, f"{name} ignores -c account/-c region: {environments}"
     CHECKS[name](synth)
+
+
+@pytest.fixture(scope="module")
+def example_templates(tmp_path_factory):
+    """Every example synthesized as `cdk synth` in its folder would (``apply_checks`` inside each app.py)."""
+    from tools.run_checkov import templates_in
+
+    found = {}
+    for name in sorted(CHECKS):
+        app = EXAMPLES / name / "app.py"
+        if missing_exports(app, set(sagemaker_llm_cdk.__all__)):
+            continue
+        outdir = tmp_path_factory.mktemp(name)
+        synthesize_in_process(app, outdir, context=cli_context(app.parent))
+        found[name] = templates_in(outdir)
+    return found
+
+
+def test_checkov_passes_on_every_example_template(example_templates):
+    """The library's checkov reasons reach a consumer's app through ``apply_checks``: 0 failed, every skip with its
+    reason, on each example's templates (one checkov run over all of them)."""
+    from tools.run_checkov import CheckovError, find_checkov, run_checkov, summary_lines
+
+    try:
+        checkov = find_checkov()
+    except CheckovError as missing:
+        pytest.skip(str(missing))
+    templates = [t for paths in example_templates.values() for t in paths]
+    assert len(example_templates) == len(CHECKS) and templates
+    result = run_checkov(templates, checkov=checkov)
+    assert result.ok, "\n".join(summary_lines(result))
+    assert not result.failed and not result.unexplained_skips
+    assert {s.check_id for s in result.skipped} >= {"CKV_AWS_115", "CKV_AWS_158"}

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .capacity.settings import CapacityPlanSpec, PlanExtension
     from .config.loading import load_config, parse_config
     from .config.settings import AppConfig, EndpointSpec
+    from .core.checkov import checkov_skip
     from .core.errors import ConfigurationError, Problem
     from .core.removal import set_removal
     from .eagle.benchmark import EagleBenchmark
@@ -71,6 +72,7 @@ _EXPORTS: dict[str, str] = {
     "CapacityPlan": "capacity.capacity_plan",
     "CapacityPlanGuard": "capacity.guard",
     "CapacityPlanSpec": "capacity.settings",
+    "checkov_skip": "core.checkov",
     "ConfigurationError": "core.errors",
     "CopyScaling": "hosting.settings",
     "cost_ceiling_table": "operations.cost",
@@ -173,6 +175,7 @@ __all__ = [
     "add_adapters",
     "apply_checks",
     "apply_lora_settings",
+    "checkov_skip",
     "cost_ceiling_table",
     "load_adapter_manifest",
     "load_config",

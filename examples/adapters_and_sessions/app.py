@@ -5,11 +5,11 @@ session front door (Lambda Function URL, IAM auth) that keeps each conversation 
 Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``) or ``CDK_OUTDIR=out python3 app.py``
 (no AWS account needed; see ../README.md to install the library).
 """
-from aws_cdk import App, CfnOutput, Environment, Stack, Validations
+from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
-from cdk_nag import AwsSolutionsChecks
 
 from sagemaker_llm_cdk import (
+    apply_checks,
     AdapterSpec,
     CopyScaling,
     LlmEndpoint,
@@ -51,5 +51,5 @@ reports = iam.Role(stack, "Reports", assumed_by=iam.ServicePrincipal("lambda.ama
 sql.grant_invoke(reports)
 
 CfnOutput(stack, "FrontDoorUrl", value=front_door.url)
-Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+apply_checks(app)  # cdk-nag AwsSolutions, the policy guard, checkov reasons for the library's resources
 app.synth()

@@ -12,11 +12,11 @@ check publishes the plan's days left and alarms before it ends.
 Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``) or ``CDK_OUTDIR=out python3 app.py``
 (no AWS account needed; see ../README.md to install the library).
 """
-from aws_cdk import App, CfnOutput, Environment, Stack, Validations
+from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
-from cdk_nag import AwsSolutionsChecks
 
 from sagemaker_llm_cdk import (
+    apply_checks,
     AdapterSpec,
     CapacityPlan,
     CapacityPlanSpec,
@@ -56,5 +56,5 @@ caller = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amaz
 qwen.grant_invoke(caller)
 support.grant_invoke(caller)
 CfnOutput(stack, "EndpointName", value=endpoint.endpoint_name)
-Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+apply_checks(app)  # cdk-nag AwsSolutions, the policy guard, checkov reasons for the library's resources
 app.synth()

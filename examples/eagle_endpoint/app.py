@@ -9,11 +9,11 @@ loop (Step Functions, Lambda, an encrypted artifacts bucket, a run table).
 Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``) or ``CDK_OUTDIR=out python3 app.py``
 (no AWS account needed; see ../README.md to install the library).
 """
-from aws_cdk import App, CfnOutput, Environment, Stack, Validations
+from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
-from cdk_nag import AwsSolutionsChecks
 
 from sagemaker_llm_cdk import (
+    apply_checks,
     DataCapture,
     EagleDataset,
     EagleOptimization,
@@ -49,5 +49,5 @@ eagle = EagleOptimization(stack, "QwenEagle", component=qwen, promotion_paramete
 operator = iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal())
 eagle.grant_start_run(operator)
 CfnOutput(stack, "StateMachineArn", value=eagle.state_machine.state_machine_arn)
-Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+apply_checks(app)  # cdk-nag AwsSolutions, the policy guard, checkov reasons for the library's resources
 app.synth()

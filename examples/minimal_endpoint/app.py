@@ -5,11 +5,10 @@ Run with the library installed (see ../README.md): ``npx cdk synth`` in this fol
 runs ``python3 app.py`` with the feature flags ``cdk init`` sets), or ``CDK_OUTDIR=out python3 app.py``.
 No AWS account is needed to synthesize: the stack is environment-agnostic.
 """
-from aws_cdk import App, CfnOutput, Environment, Stack, Validations
+from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
-from cdk_nag import AwsSolutionsChecks
 
-from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk import apply_checks, LlmEndpoint, ModelSpec
 
 app = App()
 # Environment-agnostic by default; `-c account=123456789012 -c region=us-east-1` binds the stacks.
@@ -25,6 +24,7 @@ caller = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amaz
 qwen.grant_invoke(caller)
 CfnOutput(stack, "EndpointName", value=endpoint.endpoint_name)
 
-# cdk-nag: the library acknowledges its own findings, each with a reason; yours still fail the synth.
-Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+# The library's checks: cdk-nag AwsSolutions (the library acknowledges its own findings, each with a reason;
+# yours still fail the synth), the policy guard, and checkov reasons for the library's own resources only.
+apply_checks(app)
 app.synth()
