@@ -257,3 +257,21 @@ def report_checks(assembly_dir: str | Path, *, cost_table: str = "", stream: Any
             print(block, file=out)
         return 1
     return 0
+
+
+COST_JSON = "cost-model.json"
+"""The cost model the synth writes into the cloud assembly beside ``synth-summary.md`` (``write_cost_model``)."""
+
+
+def write_cost_model(assembly_dir: str | Path, lines: Sequence[Any]) -> Path:
+    """Write ``lines`` (``cost.cost_model(app)``: ``CostLine`` per endpoint, EAGLE loop, benchmark and capacity plan)
+    into the assembly as ``cost-model.json``. The change report (``tools/change_report.py``) reads it from the base's
+    and the head's assembly to say what a pull request costs, without importing CDK."""
+    import json
+
+    path = Path(assembly_dir) / COST_JSON
+    document = {"about": "Cost per 30 days (720 hours) of what this assembly deploys: on-demand hours at the floor and "
+                         "the ceiling, plan-covered hours, USD per hour (null: unknown) and prepaid plan fees",
+                "version": 1, "lines": [line.as_dict() for line in lines]}
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return path

@@ -522,3 +522,227 @@ def test_a_replaced_plan_bound_endpoint_config_needs_free_plan_instances() -> No
     (batch,) = [o.headroom for o in classify(_bound(2, "LEAST_OUTSTANDING_REQUESTS", 2, rolling),
                                              _bound(2, "RANDOM", 2, rolling)) if o.headroom]
     assert (batch.needed, batch.policy, batch.respected) == (1, "rolling: one batch of 1", False)
+
+
+# ------------------------------------------------------------------ what a change costs
+import copy  # noqa: E402
+import shutil  # noqa: E402
+
+from tools.change_report import COST_FILE, excerpts, first_difference, load_cost  # noqa: E402
+
+P5E_USD = Decimal("40.50")
+"""An injected price (USD per ml.p5e.48xlarge instance-hour): the shipped table knows none."""
+
+
+def synth_default(tmp: Path, name: str, change: Any = None) -> Path:
+    """The default config (``change``d in place first), synthesized as ``app.py`` does, with the cost file the synth
+    writes (``stacks.checks.write_cost_model``) and without the checks (as ``tests/support/assemblies.py``)."""
+    from aws_cdk import Environment
+
+    from sagemaker_llm_cdk import parse_config
+    from sagemaker_llm_cdk.operations.cost import cost_model
+    from stacks import LlmPlatformStack
+    from stacks.checks import write_cost_model
+    from support.assemblies import CDK_CONTEXT, ROOT, config_data
+
+    data = config_data(ROOT / "config" / "default.yaml")
+    if change is not None:
+        change(data)
+    config = parse_config(data, source=str(ROOT / "config"))
+    out = tmp / name
+    app = App(outdir=str(out), context=dict(CDK_CONTEXT), builtin_cloud_formation_validation=False)
+    LlmPlatformStack(app, config.stack_name, config=config, config_dir=ROOT / "config",
+                     env=Environment(account=config.target.account, region=config.target.region))
+    app.synth()
+    write_cost_model(out, cost_model(app))
+    return out
+
+
+def _third_instance(data: dict[str, Any]) -> None:
+    data["endpoints"][0]["scaling"]["max_instances"] = 3
+
+
+def _code_endpoint(data: dict[str, Any]) -> None:
+    model = {k: v for k, v in copy.deepcopy(data["endpoints"][0]["models"][1]).items() if k not in ("lora", "adapters")}
+    data["endpoints"].append({"name": "Code", "instance_type": INSTANCE, "scaling": {"min_instances": 1, "max_instances": 1},
+                              "models": [{**model, "name": "qwen3-32b-code"}]})
+
+
+@pytest.fixture(scope="module")
+def default_base(tmp: Path) -> Path:
+    return synth_default(tmp, "default")
+
+
+@pytest.fixture(scope="module")
+def third_instance(tmp: Path) -> Path:
+    return synth_default(tmp, "default-max-3", _third_instance)
+
+
+@pytest.fixture(scope="module")
+def code_endpoint(tmp: Path) -> Path:
+    return synth_default(tmp, "default-code", _code_endpoint)
+
+
+def cost_report(base: Path, head: Path, **kwargs: Any) -> Report:
+    return compare(load_assembly(base), load_assembly(head), base_cost=load_cost(base), head_cost=load_cost(head),
+                   base_label="main", head_label="pr", **kwargs)
+
+
+def test_the_synth_writes_the_cost_model_the_report_reads(default_base: Path) -> None:
+    written = json.loads((default_base / COST_FILE).read_text())
+    assert written["version"] == 1
+    side = load_cost(default_base)
+    assert side is not None and side.source == "cost file"
+    (chat,) = [i for i in side.items if i.kind == "endpoint"]
+    assert (chat.subject, chat.instance_type, chat.floor_hours, chat.ceiling_hours, chat.usd_per_hour) == (
+        "SageMakerLlm/Chat", INSTANCE, Decimal(0), Decimal(1440), None)
+    assert [i.kind for i in side.items] == ["endpoint", "eagle"]
+
+
+def test_one_more_instance_adds_720_instance_hours_to_the_ceiling_priced_by_an_injected_table(
+        default_base: Path, third_instance: Path) -> None:
+    result = cost_report(default_base, third_instance, prices={INSTANCE: P5E_USD})
+    assert result.cost is not None
+    (change,) = result.cost.changes
+    assert (change.kind, change.item.subject) == ("modified", "SageMakerLlm/Chat")
+    assert change.hours("ceiling_hours") == (Decimal(1440), Decimal(2160))
+    assert change.hours("floor_hours") == (Decimal(0), Decimal(0))
+    assert change.usd_delta("ceiling_hours") == Decimal("29160.00") and change.usd_delta("floor_hours") == 0
+    text = render_text(result)
+    first = text.splitlines()[2:6]
+    assert first[0].startswith("Cost per 30 days (on demand), from both assemblies' cost-model.json")
+    assert "USD from the prices given" in first[0]
+    assert first[1] == ("  ~ endpoint SageMakerLlm/Chat (changed): floor unchanged (0 ml.p5e.48xlarge instance-hours); "
+                        "ceiling +720 ml.p5e.48xlarge instance-hours per 30 days (+USD 29,160.00) [endpoint Chat "
+                        "(ml.p5e.48xlarge x 0-2, on demand) -> endpoint Chat (ml.p5e.48xlarge x 0-3, on demand)]")
+    assert first[2] == ("  Total: floor +0 instance-hours per 30 days (USD 0.00); ceiling +720 ml.p5e.48xlarge "
+                        "instance-hours per 30 days (+USD 29,160.00)")
+    assert text.index("Cost per 30 days") < text.index("Headline:")
+    markdown = render_markdown(result)
+    assert markdown.index("### Cost per 30 days (on demand)") < markdown.index("### ⚠️ Headline")
+    assert "- ~ endpoint SageMakerLlm/Chat (changed): floor unchanged" in markdown
+    assert ("- **Total:** floor +0 instance-hours per 30 days (USD 0.00); ceiling +720 ml.p5e.48xlarge instance-hours "
+            "per 30 days (+USD 29,160.00)") in markdown
+
+
+def test_with_the_shipped_table_the_usd_delta_is_unknown_never_0(default_base: Path, third_instance: Path) -> None:
+    result = cost_report(default_base, third_instance)
+    assert result.cost is not None and result.cost.prices == "USD from the price table each synth used"
+    (change,) = result.cost.changes
+    assert change.usd_delta("ceiling_hours") is None
+    text = render_text(result)
+    assert ("ceiling +720 ml.p5e.48xlarge instance-hours per 30 days (USD unknown: no price for ml.p5e.48xlarge)"
+            in text)
+    assert "ceiling +720 ml.p5e.48xlarge instance-hours per 30 days (USD unknown: no price for SageMakerLlm/Chat)" in text
+    assert "+USD 0.00" not in text and "(USD unknown" in render_markdown(result)
+
+
+def test_the_dashboard_change_shows_where_the_instance_range_differs(default_base: Path, third_instance: Path) -> None:
+    (line,) = [l for l in render_text(cost_report(default_base, third_instance)).splitlines()
+               if "DashboardBody::" in l and "instances" in l]
+    before, after = line.split(" -> ")
+    assert "0-[-2-] instances" in before and "0-{+3+} instances" in after
+
+
+def test_a_base_without_a_cost_file_is_compared_from_the_templates(tmp: Path, default_base: Path,
+                                                                   third_instance: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    older = tmp / "default-older"
+    shutil.copytree(default_base, older)
+    (older / COST_FILE).unlink()
+    result = cost_report(older, third_instance, prices={INSTANCE: P5E_USD})
+    assert result.cost is not None and result.cost.source.startswith(
+        "the templates, as the base has no cost-model.json")
+    (change,) = result.cost.changes
+    assert (change.item.subject, change.item.kind) == ("SageMakerLlm/Chat", "endpoint")
+    assert change.hours("ceiling_hours") == (Decimal(1440), Decimal(2160))
+    assert change.usd_delta("ceiling_hours") == Decimal("29160.00")
+    assert change_report.main([str(older), str(third_instance)]) == 0
+    printed = capsys.readouterr().out
+    assert "from the templates, as the base has no cost-model.json" in printed
+    assert "EAGLE loop and benchmark schedules not compared" in printed
+    assert ("ceiling +720 ml.p5e.48xlarge instance-hours per 30 days (USD unknown: no price for ml.p5e.48xlarge)"
+            in printed)
+    assert change_report.main([str(older), str(third_instance), "--markdown"]) == 0
+    assert "_From the templates, as the base has no cost-model.json" in capsys.readouterr().out
+
+
+def test_an_endpoint_added_is_a_whole_new_line_and_removed_a_whole_line_gone(default_base: Path,
+                                                                            code_endpoint: Path) -> None:
+    added = cost_report(default_base, code_endpoint, prices={INSTANCE: P5E_USD})
+    assert added.cost is not None
+    (new,) = added.cost.changes
+    assert (new.kind, new.base, new.item.subject) == ("added", None, "SageMakerLlm/Code")
+    assert new.usd_delta("floor_hours") == new.usd_delta("ceiling_hours") == Decimal("29160.00")
+    text = render_text(added)
+    assert ("  + endpoint SageMakerLlm/Code (new): floor +720 ml.p5e.48xlarge instance-hours per 30 days "
+            "(+USD 29,160.00); ceiling +720 ml.p5e.48xlarge instance-hours per 30 days (+USD 29,160.00)") in text
+    removed = cost_report(code_endpoint, default_base)
+    assert removed.cost is not None
+    (gone,) = removed.cost.changes
+    assert (gone.kind, gone.head, gone.item.subject) == ("removed", None, "SageMakerLlm/Code")
+    text = render_text(removed)
+    assert ("  - endpoint SageMakerLlm/Code (removed): floor -720 ml.p5e.48xlarge instance-hours per 30 days "
+            "(USD unknown: no price for ml.p5e.48xlarge)") in text
+    assert "Total: floor -720 ml.p5e.48xlarge instance-hours per 30 days (USD unknown" in text
+    assert "- - endpoint SageMakerLlm/Code (removed)" in render_markdown(removed)
+
+
+def test_a_bigger_plan_says_the_prepaid_fee_it_would_commit(plan_changed: Report) -> None:
+    """The test assemblies carry no cost file: the cost is read from the templates, the plan's fee included."""
+    assert plan_changed.cost is not None
+    (plan,) = [c for c in plan_changed.cost.changes if c.item.kind == "plan"]
+    assert plan.prepaid_delta == Decimal("150000") and plan_changed.cost.committed == [plan]
+    text = render_text(plan_changed)
+    assert "Prepaid plan fees this change would commit: up to USD 150,000.00, one-off and never refunded" in text
+    assert "**Prepaid plan fees this change would commit:** up to USD 150,000.00" in render_markdown(plan_changed)
+
+
+def test_no_cost_change_says_so(copies_changed: Report) -> None:
+    assert copies_changed.cost is not None and not copies_changed.cost.changes
+    assert "  Total: no change to the floor or the ceiling (2 line(s) compared)" in render_text(copies_changed)
+
+
+# ------------------------------------------------------------------ strings shown where they differ
+def _shows_first_difference(excerpt: str, text: str, at: int) -> bool:
+    """``excerpt`` (``...`` where cut) is a piece of ``text`` holding its character ``at`` (or its end)."""
+    core = excerpt.removeprefix("...").removesuffix("...")
+    start = text.find(core)
+    return start >= 0 and start <= at <= start + len(core) and (at == len(text) or at < start + len(core))
+
+
+@pytest.mark.parametrize("where", ["start", "middle", "end"])
+def test_long_strings_that_differ_are_cut_around_their_first_difference(where: str) -> None:
+    words = " ".join(f"word{i}" for i in range(60))
+    at = {"start": 2, "middle": len(words) // 2, "end": len(words) - 3}[where]
+    old, new = words, words[:at] + "#" + words[at + 1:]
+    a, b = excerpts(old, new)
+    assert a != b and len(a) <= 70 and len(b) <= 70
+    assert first_difference(old, new) == at
+    assert _shows_first_difference(a, old, at) and _shows_first_difference(b, new, at)
+    shown = first_difference(a, b)  # both excerpts start at the same place: they part where the strings do
+    assert (a[shown], b[shown]) == (old[at], "#")
+
+
+def test_a_dashboard_text_whose_instance_range_changes_shows_the_range() -> None:
+    def text_widget(shape: str) -> dict[str, Any]:
+        body = json.dumps({"widgets": [{"type": "text", "properties": {"markdown": (
+            "## Endpoint SageMakerLlm/Chat\nml.p5e.48xlarge, " + shape + ", models: SageMakerLlm-qwen3-32b, "
+            "SageMakerLlm-qwen3-32b-lora; alarms: copies above 95% for 30 minutes, raise max_copies")}}]})
+        return {"Type": "AWS::CloudWatch::Dashboard", "Properties": {"DashboardBody": body}}
+
+    result = compare(stacks({"Dash": text_widget("1-2 instances")}), stacks({"Dash": text_widget("1-3 instances")}))
+    (line,) = [l for l in render_text(result).splitlines() if "DashboardBody::" in l]
+    before, after = line.split(" -> ")
+    assert "1-[-2-] instances" in before and "1-{+3+} instances" in after
+
+
+def test_two_long_values_differing_in_the_middle_never_show_identical_excerpts() -> None:
+    """A widget (a dict, not a string) whose text differs in the middle: both sides show the difference."""
+    def widget(shape: str) -> dict[str, Any]:
+        return {"title": "Endpoint SageMakerLlm/Chat and everything it serves", "body": f"ml.p5e.48xlarge, {shape}",
+                "tail": "models: SageMakerLlm-qwen3-32b, SageMakerLlm-qwen3-32b-lora, alarms and more"}
+
+    text = change_report._property_text(change_report.PropertyChange("Widget", widget("1-2"), widget("1-3")))
+    before, after = text.removeprefix("Widget: ").split(" -> ")
+    assert before != after and '1-2"' in before and '1-3"' in after

@@ -9,6 +9,15 @@ The second form synthesizes the base branch (exported with ``git archive`` into 
 folder, so the repository's own state is never touched) and the working tree (or reads
 ``--head-dir``), both with this checkout's ``node_modules`` and ``.venv``, then compares.
 
+The report opens with what the change costs per 30 days: per endpoint, EAGLE loop and benchmark schedule (matched
+by subject; one on one side only is a whole line added or removed) and in total, the delta of the floor and the
+ceiling in instance-hours and in USD ("+720 ml.p5e.48xlarge instance-hours per 30 days (+USD ...)"; an unknown price
+makes it "USD unknown", never 0), and the prepaid plan fees the change would commit. The figures come from the
+``cost-model.json`` the synth writes into each assembly (``cost.cost_model(app)``); when the base has none (an older
+base), both sides are read from their templates (endpoint configs' instance counts and capacity binding, capacity
+plans' fees), and the report says which. USD is what each synth priced, or ``--prices FILE`` (a table in
+``prices.json``'s shape) for both sides.
+
 Per stack (nested stacks included, matched by stack and logical id) it lists resources
 added, removed and modified, with the changed property paths. A modification is a
 **REPLACEMENT** when a changed property is create-only in the CloudFormation resource schema
@@ -18,7 +27,9 @@ comes back under another (same type and same physical name, or same properties).
 
 A long string value is compared by what changed inside it: JSON text (dashboard bodies, state
 machine definitions) is parsed and each changed path is shown as ``Property::path``, lists aligned
-item by item; other text shows the changed part with context. Stack Outputs are compared as well.
+item by item; other text, and a long string inside such JSON (a dashboard's Markdown), shows the changed part with
+context. Two values too long to show whole are each cut around their first difference, so the excerpts always show
+where they part. Stack Outputs are compared as well.
 The head is named by its commit (``HEAD (<branch> <sha>)`` when the working tree is clean), or by
 ``--head-label``. ``--output FILE`` also writes the report; ``--step-summary`` appends the Markdown
 report to ``$GITHUB_STEP_SUMMARY`` when that is set.
@@ -60,8 +71,9 @@ import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_REGION = "us-east-1"
@@ -290,10 +302,10 @@ def json_changes(old: Any, new: Any, path: tuple[Any, ...] = ()) -> list[tuple[t
 
 
 def text_change(old: str, new: str, context: int = 30) -> tuple[TextDelta, TextDelta]:
-    """The differing middle of two long strings, with ``context`` characters either side."""
-    start = 0
-    while start < min(len(old), len(new)) and old[start] == new[start]:
-        start += 1
+    """The differing middle of two long strings, with ``context`` characters either side: each side starts at the
+    first character where they differ (``first_difference``) and a long middle keeps its start, so what is shown is
+    always where the two part."""
+    start = first_difference(old, new)
     end = 0
     while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
         end += 1
@@ -318,7 +330,7 @@ def _detailed(found: list[tuple[tuple[Any, ...], Any, Any]], prefix: str,
         if a is not None and b is not None and max(len(json.dumps(a)), len(json.dumps(b))) > LONG:
             ja, jb = _as_json(a), _as_json(b)
             if ja is not None and jb is not None:
-                inner = json_changes(ja, jb)
+                inner = [(p, *_inside_text(x, y)) for p, x, y in json_changes(ja, jb)]
                 out += [PropertyChange(f"{shown}{INSIDE}{render_path(p) or '(whole)'}", x, y, create_only)
                         for p, x, y in inner] or [PropertyChange(shown, before, after, create_only)]
                 continue
@@ -327,6 +339,13 @@ def _detailed(found: list[tuple[tuple[Any, ...], Any, Any]], prefix: str,
             continue
         out.append(PropertyChange(shown, before, after, create_only))
     return out
+
+
+def _inside_text(old: Any, new: Any) -> tuple[Any, Any]:
+    """A long string inside a JSON value (a dashboard's Markdown text) as what changed in it, like a long property."""
+    if isinstance(old, str) and isinstance(new, str) and max(len(json.dumps(old)), len(json.dumps(new))) > LONG:
+        return text_change(old, new)
+    return old, new
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -485,6 +504,8 @@ class Report:
     outputs: list[OutputChange] = field(default_factory=list)
     outcomes: list["Outcome"] = field(default_factory=list)
     """What every resource undergoes (``classify``), changed or not."""
+    cost: "CostDelta | None" = None
+    """What the change does to the monthly floor and ceiling, and the plan fees it commits (``cost_delta``)."""
 
     def for_stack(self, stack: StackTemplate) -> list[ResourceChange]:
         return [c for c in self.changes if c.stack.key == stack.key]
@@ -499,9 +520,11 @@ class Report:
 
 def compare(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *, base_label: str = "base",
             head_label: str = "head", base_values: dict[str, str] | None = None,
-            head_values: dict[str, str] | None = None) -> Report:
+            head_values: dict[str, str] | None = None, base_cost: "CostSide | None" = None,
+            head_cost: "CostSide | None" = None, prices: "PriceBook | Mapping[str, Any] | Path | None" = None) -> Report:
     """Compare two loaded assemblies (``load_assembly``), each as it deploys with its stack parameter values
-    (``at_deploy``; none given: parameters stay references)."""
+    (``at_deploy``; none given: parameters stay references), and their cost models (``load_cost``; none: the cost
+    is read from the templates, ``cost_delta``), priced by ``prices`` when given."""
     base, head = at_deploy(base, base_values), at_deploy(head, head_values)
     order = list(head) + [k for k in base if k not in head]
     stacks = [head.get(k) or base[k] for k in order]
@@ -533,6 +556,7 @@ def compare(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *, b
     report = Report(base_label, head_label, stacks, sorted(changes, key=_sort_key(order)), [], outputs)
     report.outcomes = _outcomes(base, head, report)
     report.headlines = _headlines(report, head)
+    report.cost = cost_delta(base, head, base_cost, head_cost, prices)
     return report
 
 
@@ -778,7 +802,7 @@ def _plan_headline(change: ResourceChange) -> str:
         return (f"capacity plan {name} leaves the template: the plan is retained and stays paid (nothing is "
                 "refunded); its endpoint gets no reserved instances from it")
     changed = [p for p in change.properties if not p.path.startswith("(")]
-    described = "; ".join(f"{p.path} {_short(p.old)} -> {_short(p.new)}" if not p.via else f"{p.path} via {p.via}"
+    described = "; ".join(f"{p.path} {' -> '.join(_pair(p.old, p.new))}" if not p.via else f"{p.path} via {p.via}"
                           for p in changed) or "resource attributes only"
     if change.kind == "renamed":
         return (f"capacity plan {name} moves to logical id {change.logical_id} (was {change.old_logical_id}): the new "
@@ -1357,6 +1381,408 @@ def _endpoint_of(stack: StackTemplate | None, config_id: str) -> dict[str, Any] 
     return None
 
 
+# ----------------------------------------------------------------------------- cost
+COST_FILE = "cost-model.json"
+"""What the synth writes into the cloud assembly beside ``synth-summary.md`` (``stacks.checks.write_cost_model``):
+``cost.cost_model(app)`` as JSON, one ``CostLine.as_dict()`` per endpoint, EAGLE loop, benchmark and plan."""
+PRICE_TABLE = REPO / "constructs" / "sagemaker_llm_cdk" / "operations" / "prices.json"
+"""The shipped price table, read as JSON (``operations.pricing.PriceTable`` would start jsii for nothing)."""
+HOURS_PER_30_DAYS = Decimal(24 * 30)
+HOSTING = "Hosting"
+_CENT = Decimal("0.01")
+_KIND_WORDS = {"endpoint": "endpoint", "eagle": "EAGLE loop", "benchmark": "benchmark schedule", "plan": "capacity plan"}
+
+
+@dataclass(frozen=True)
+class CostItem:
+    """One priced thing of one side, per 30 days: on-demand hours at the floor and the ceiling, plan-covered hours,
+    the price of one hour (None: unknown) and a capacity plan's prepaid fee (one-off)."""
+
+    kind: str
+    subject: str
+    what: str
+    instance_type: str | None
+    region: str | None
+    usage: str
+    usd_per_hour: Decimal | None
+    floor_hours: Decimal
+    ceiling_hours: Decimal
+    plan_hours: Decimal = Decimal(0)
+    prepaid_usd: Decimal | None = None
+    prepaid_note: str = ""
+
+    @property
+    def unit(self) -> str:
+        """What an hour is of: ``ml.p5e.48xlarge`` instance-hours, or the usage (``AI benchmark job``) hours."""
+        return self.instance_type or self.usage
+
+    def usd(self, hours: Decimal) -> Decimal | None:
+        """USD for ``hours`` of this item: 0 for no hours whatever the price, None when the price is unknown."""
+        if hours == 0:
+            return Decimal(0)
+        return None if self.usd_per_hour is None else (self.usd_per_hour * hours).quantize(_CENT)
+
+
+@dataclass
+class CostSide:
+    """The cost items of one assembly and where they come from (``cost file`` or ``templates``)."""
+
+    items: list[CostItem]
+    source: str
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if value is None or value == "":
+        return None
+    try:
+        return Decimal(str(value))
+    except ArithmeticError:
+        return None
+
+
+def load_cost(folder: Path) -> CostSide | None:
+    """The cost model the synth wrote into the assembly in ``folder`` (``COST_FILE``); None when it wrote none (a base
+    synthesized before the file existed)."""
+    path = folder / COST_FILE
+    if not path.is_file():
+        return None
+    lines = _read_json(path).get("lines", [])
+    return CostSide([CostItem(
+        str(line.get("kind", "?")), str(line.get("subject", "?")), str(line.get("what", "")), line.get("instance_type"),
+        line.get("region"), str(line.get("usage", HOSTING)), _decimal(line.get("usd_per_hour")),
+        _decimal(line.get("floor_hours")) or Decimal(0), _decimal(line.get("ceiling_hours")) or Decimal(0),
+        _decimal(line.get("plan_hours")) or Decimal(0), _decimal(line.get("prepaid_usd")), str(line.get("prepaid_note", "")))
+        for line in lines if isinstance(line, dict)], "cost file")
+
+
+class PriceBook:
+    """USD per hour by usage, instance type and region: a table in ``prices.json``'s shape, or ``{instance type: USD}``
+    for every usage and region. A region of None is priced at the table's highest (as the cost model does)."""
+
+    def __init__(self, cells: dict[tuple[str, str, str], Decimal | None] | None = None,
+                 flat: Mapping[str, Decimal] | None = None, label: str = "") -> None:
+        self.cells = cells or {}
+        self.flat = dict(flat or {})
+        self.label = label
+
+    @classmethod
+    def of(cls, prices: "PriceBook | Mapping[str, Any] | Path | None") -> "PriceBook":
+        """``prices`` as a book: a mapping of instance type to USD, a ``prices.json``-shaped file, or (None) the
+        shipped table."""
+        if isinstance(prices, PriceBook):
+            return prices
+        if isinstance(prices, Mapping):
+            return cls(flat={k: Decimal(str(v)) for k, v in prices.items()}, label="the prices given")
+        path = prices or PRICE_TABLE
+        if path in _BOOKS:
+            return _BOOKS[path]
+        data = _read_json(path) if path.is_file() else {}
+        cells: dict[tuple[str, str, str], Decimal | None] = {}
+        for usage, entry in (data.get("usages") or {}).items():
+            for instance_type, by_region in (entry.get("prices") or {}).items():
+                for region, cell in by_region.items():
+                    cells[(usage, instance_type, region)] = _decimal((cell or {}).get("usd_per_hour"))
+        _BOOKS[path] = cls(cells, label=f"the price table of {data.get('read', '?')}" if data else "no price table")
+        return _BOOKS[path]
+
+    def hourly(self, instance_type: str | None, usage: str, region: str | None) -> Decimal | None:
+        if instance_type is None:
+            return None
+        if self.flat or not self.cells:
+            return self.flat.get(instance_type)
+        if region is not None:
+            return self.cells.get((usage, instance_type, region))
+        known = [a for (u, t, _r), a in self.cells.items() if u == usage and t == instance_type and a is not None]
+        return max(known) if known else None
+
+
+_BOOKS: dict[Path, PriceBook] = {}
+"""Price tables read from files, once per process."""
+
+
+def template_cost(assembly: dict[str, StackTemplate], prices: PriceBook) -> CostSide:
+    """What the templates say an assembly runs: per endpoint config (named by its endpoint's construct path) its
+    variants' instance type and ``ManagedInstanceScaling`` Min/MaxInstanceCount (else ``InitialInstanceCount``) around
+    the clock, as ``cost_model.endpoint_line`` counts them (bound to a plan: plan-covered; bound only while the plan is
+    Active, ``Fn::If``: floor 0 and the ceiling on demand); per capacity plan its ``MaxUpfrontFeeUsd``. EAGLE loops and
+    benchmarks are not read from templates (their schedules and run limits are spread over state machines)."""
+    items: list[CostItem] = []
+    for stack in assembly.values():
+        for logical_id, resource in stack.resources.items():
+            kind, props = resource.get("Type", ""), resource.get("Properties") or {}
+            if kind == ENDPOINT_CONFIG:
+                item = _config_cost(stack, logical_id, props, prices)
+                if item is not None:
+                    items.append(item)
+            elif kind == PLAN_TYPE:
+                path = str((resource.get("Metadata") or {}).get("aws:cdk:path", ""))
+                subject = path.removesuffix("/Default").removesuffix("/Resource") or f"{stack.title}/{logical_id}"
+                approved = props.get("Purchase") == "approved"
+                note = ("this deploy may buy it" if approved else
+                        f"bought only by a deploy with -c purchase={props.get('ConsentName', props.get('PlanName', '?'))}")
+                items.append(CostItem("plan", subject, f"capacity plan {props.get('PlanName', logical_id)} "
+                                      f"({props.get('InstanceType', '?')} x {props.get('InstanceCount', '?')})",
+                                      _literal(props.get("InstanceType")), None, HOSTING, None, Decimal(0), Decimal(0),
+                                      prepaid_usd=_decimal(props.get("MaxUpfrontFeeUsd")),
+                                      prepaid_note=f"prepaid up to {_usd(_decimal(props.get('MaxUpfrontFeeUsd')))}, "
+                                                   f"never refunded ({note})"))
+    return CostSide(items, "templates")
+
+
+def _config_cost(stack: StackTemplate, logical_id: str, props: dict[str, Any], prices: PriceBook) -> CostItem | None:
+    variants = [v for v in _as_list(props.get("ProductionVariants") or []) if isinstance(v, dict)]
+    types = [t for t in (_literal(v.get("InstanceType")) for v in variants) if t]
+    if not types:
+        return None  # serverless variants: no instance-hours
+    low = high = plan = Decimal(0)
+    bindings = []
+    for variant in variants:
+        scaling = variant.get("ManagedInstanceScaling") or {}
+        managed = isinstance(scaling, dict) and scaling.get("Status") == "ENABLED"
+        least = _int(scaling.get("MinInstanceCount"), 0) if managed else _int(variant.get("InitialInstanceCount"), 1)
+        most = _fleet(variant)
+        binding = variant.get("CapacityReservationConfig")
+        if isinstance(binding, dict) and list(binding) == ["Fn::If"]:  # on the plan while it is Active, else on demand
+            high += most * HOURS_PER_30_DAYS
+            plan += most * HOURS_PER_30_DAYS
+            bindings.append("a plan while it is Active, on demand otherwise")
+        elif isinstance(binding, dict) and binding:
+            plan += most * HOURS_PER_30_DAYS
+            bindings.append("only a plan")
+        else:
+            low += least * HOURS_PER_30_DAYS
+            high += most * HOURS_PER_30_DAYS
+            bindings.append("on demand")
+        shape = f"{variant.get('InstanceType')} x {least}-{most}"
+    endpoint = next(iter(_endpoints_using(stack, logical_id)), "")
+    subject = f"{stack.title}/{endpoint.split(' (')[0]}" if endpoint else f"{stack.title}/{logical_id}"
+    return CostItem("endpoint", subject, f"endpoint config {logical_id} ({shape}, {', '.join(sorted(set(bindings)))})",
+                    types[0], None, HOSTING, prices.hourly(types[0], HOSTING, None), low, high, plan)
+
+
+def _repriced(side: CostSide, prices: PriceBook) -> CostSide:
+    from dataclasses import replace
+
+    return CostSide([replace(i, usd_per_hour=prices.hourly(i.instance_type, i.usage, i.region))
+                     if i.instance_type is not None and i.kind != "plan" else i for i in side.items], side.source)
+
+
+@dataclass(frozen=True)
+class CostChange:
+    """One cost line compared by subject: added, removed (its whole floor and ceiling) or modified."""
+
+    kind: str  # added | removed | modified
+    base: CostItem | None
+    head: CostItem | None
+
+    @property
+    def item(self) -> CostItem:
+        item = self.head or self.base
+        assert item is not None
+        return item
+
+    def hours(self, which: str) -> tuple[Decimal, Decimal]:
+        """(base, head) hours of ``which`` (``floor_hours``, ``ceiling_hours``, ``plan_hours``); 0 where absent."""
+        return (getattr(self.base, which) if self.base else Decimal(0),
+                getattr(self.head, which) if self.head else Decimal(0))
+
+    def usd_delta(self, which: str) -> Decimal | None:
+        """Head USD minus base USD at ``which`` (``floor_hours``/``ceiling_hours``); None when a price is unknown."""
+        old, new = self.hours(which)
+        if self.base and self.head and old == new and (self.base.unit, self.base.usd_per_hour, self.base.region) == (
+                self.head.unit, self.head.usd_per_hour, self.head.region):
+            return Decimal(0)  # the same hours of the same thing at the same price, known or not
+        before = self.base.usd(old) if self.base else Decimal(0)
+        after = self.head.usd(new) if self.head else Decimal(0)
+        return None if before is None or after is None else after - before
+
+    @property
+    def prepaid_delta(self) -> Decimal:
+        return ((self.head.prepaid_usd or Decimal(0)) if self.head else Decimal(0)) - (
+            (self.base.prepaid_usd or Decimal(0)) if self.base else Decimal(0))
+
+
+@dataclass
+class CostDelta:
+    """What a change does to the monthly floor and ceiling (and which plan fees it commits), line by line."""
+
+    changes: list[CostChange]
+    source: str
+    """Where each side's figures come from, in words."""
+    prices: str
+    """Where the USD comes from, in words."""
+    compared: int = 0
+    """Subjects compared (changed or not)."""
+
+    def unknown(self, which: str) -> list[str]:
+        return [c.item.subject for c in self.changes if c.usd_delta(which) is None]
+
+    def total_hours(self, which: str) -> dict[str, Decimal]:
+        """Hours added (or removed, negative) per unit (instance type or usage), in the order they first appear."""
+        out: dict[str, Decimal] = {}
+        for change in self.changes:
+            old, new = change.hours(which)
+            if change.base is not None:
+                out[change.base.unit] = out.get(change.base.unit, Decimal(0)) - old
+            if change.head is not None:
+                out[change.head.unit] = out.get(change.head.unit, Decimal(0)) + new
+        return out
+
+    def total_usd(self, which: str) -> Decimal:
+        return sum((d for d in (c.usd_delta(which) for c in self.changes) if d is not None), Decimal(0))
+
+    @property
+    def committed(self) -> list[CostChange]:
+        """Plan lines whose prepaid fee grows: what the change would commit (a plan fee is never refunded)."""
+        return [c for c in self.changes if c.prepaid_delta > 0]
+
+
+def cost_delta(base: dict[str, StackTemplate], head: dict[str, StackTemplate], base_cost: CostSide | None,
+               head_cost: CostSide | None, prices: "PriceBook | Mapping[str, Any] | Path | None" = None) -> CostDelta:
+    """The cost lines of both sides matched by subject: each side's cost file when both have one; else both from
+    their templates (``template_cost``), priced by ``prices``, by the head's cost file, or by the shipped table.
+    ``prices`` given: every line is priced by it (both sides alike), else by what each side's synth priced."""
+    book = PriceBook.of(prices) if prices is not None else None
+    if base_cost is not None and head_cost is not None:
+        source = f"both assemblies' {COST_FILE} (endpoints, EAGLE loops, benchmarks, capacity plans)"
+        sides = [base_cost, head_cost]
+        priced = f"USD from {book.label}" if book else "USD from the price table each synth used"
+    else:
+        known = {(i.instance_type, i.usage, i.region): i.usd_per_hour for i in (head_cost or base_cost or CostSide(
+            [], "")).items if i.usd_per_hour is not None}
+        table = book or PriceBook.of(None)
+        lookup = PriceBook(flat={t: a for (t, u, _r), a in known.items() if t and u == HOSTING and a is not None},
+                           label="the head's cost file") if known and book is None else table
+        missing = "the base has" if base_cost is None and head_cost is not None else (
+            "the head has" if base_cost is not None else "neither assembly has")
+        source = (f"the templates, as {missing} no {COST_FILE} (synthesized before the synth wrote one): endpoint "
+                  "configs' instance counts and capacity binding, capacity plans' fees; EAGLE loop and benchmark "
+                  "schedules not compared")
+        sides = [template_cost(base, lookup), template_cost(head, lookup)]
+        priced = f"USD from {lookup.label}"
+        book = None
+    if book is not None:
+        sides = [_repriced(side, book) for side in sides]
+    old = {i.subject: i for i in sides[0].items}
+    new = {i.subject: i for i in sides[1].items}
+    changes = []
+    for subject in list(new) + [s for s in old if s not in new]:
+        a, b = old.get(subject), new.get(subject)
+        if a is None:
+            changes.append(CostChange("added", None, b))
+        elif b is None:
+            changes.append(CostChange("removed", a, None))
+        elif _cost_figures(a) != _cost_figures(b):
+            changes.append(CostChange("modified", a, b))
+    return CostDelta(changes, source, priced, len(set(old) | set(new)))
+
+
+def _cost_figures(item: CostItem) -> tuple[Any, ...]:
+    return (item.unit, item.region, item.usd_per_hour, item.floor_hours, item.ceiling_hours, item.plan_hours,
+            item.prepaid_usd, item.prepaid_note)
+
+
+def _usd(amount: Decimal | None) -> str:
+    return "unknown" if amount is None else f"USD {amount.quantize(_CENT):,}"
+
+
+def _signed_usd(amount: Decimal | None, why: str = "") -> str:
+    if amount is None:
+        return "USD unknown" + (f": {why}" if why else "")
+    sign = "+" if amount > 0 else "-" if amount < 0 else ""
+    return f"{sign}USD {abs(amount).quantize(_CENT):,}"
+
+
+def _hours_text(hours: Decimal) -> str:
+    return f"{hours.normalize():,f}" if hours == hours.to_integral_value() else f"{hours:,f}"
+
+
+def _signed(hours: Decimal) -> str:
+    return ("+" if hours >= 0 else "-") + _hours_text(abs(hours))
+
+
+def _unit_words(unit: str) -> str:
+    return f"{unit} instance-hours" if unit.startswith("ml.") else f"{unit} hours"
+
+
+def _hours_change(change: CostChange, which: str) -> str:
+    """``+720 ml.p5e.48xlarge instance-hours per 30 days (+USD 1,000.00)``, ``unchanged (0 ...)`` or, across a change
+    of instance type, ``-720 ml.p5.48xlarge, +720 ml.p5e.48xlarge instance-hours ...``."""
+    old, new = change.hours(which)
+    base_unit = change.base.unit if change.base else None
+    head_unit = change.head.unit if change.head else None
+    if old == new and base_unit == head_unit and change.base and change.head and (
+            change.base.usd_per_hour == change.head.usd_per_hour or old == 0):
+        return f"unchanged ({_hours_text(old)} {_unit_words(change.item.unit)})"
+    if base_unit is None or head_unit is None or base_unit == head_unit:
+        delta = f"{_signed(new - old)} {_unit_words(change.item.unit)}"
+    else:
+        delta = f"{_signed(-old)} {base_unit}, {_signed(new)} {_unit_words(head_unit)}"
+    return f"{delta} per 30 days ({_signed_usd(change.usd_delta(which), _why_unknown(change, which))})"
+
+
+def _why_unknown(change: CostChange, which: str) -> str:
+    sides = [(change.base, change.hours(which)[0]), (change.head, change.hours(which)[1])]
+    units = sorted({i.unit + ("" if i.usage == HOSTING or not i.instance_type else f" {i.usage}")
+                    for i, hours in sides if i is not None and hours and i.usd_per_hour is None})
+    return f"no price for {', '.join(units)}" if units else ""
+
+
+def _total_text(delta: CostDelta, which: str) -> str:
+    hours = {u: h for u, h in delta.total_hours(which).items() if h}
+    shown = ", ".join(f"{_signed(h)} {u}" for u, h in hours.items()) if hours else "+0"
+    words = "instance-hours" if all(u.startswith("ml.") for u in hours) else "hours"
+    unknown = delta.unknown(which)
+    known = delta.total_usd(which)
+    if unknown:
+        usd = f"USD unknown: no price for {', '.join(unknown)}" + (
+            f"; the priced lines {_signed_usd(known)}" if known else "")
+    else:
+        usd = _signed_usd(known)
+    return f"{shown} {words} per 30 days ({usd})"
+
+
+COST_TITLE = "Cost per 30 days (on demand)"
+
+
+def cost_lines(delta: CostDelta) -> tuple[str, list[str], list[str]]:
+    """(where the figures come from, one line per changed subject, totals and plan fees): the report's first lines,
+    text or Markdown."""
+    source = f"from {delta.source}; {delta.prices}"
+    per_line = []
+    for change in delta.changes:
+        item = change.item
+        mark = {"added": "+", "removed": "-", "modified": "~"}[change.kind]
+        what = item.what if change.kind != "modified" or change.base is None or change.base.what == item.what else (
+            f"{change.base.what} -> {item.what}")
+        parts = []
+        if item.kind != "plan" or change.hours("floor_hours") != change.hours("ceiling_hours"):
+            parts += [f"floor {_hours_change(change, 'floor_hours')}", f"ceiling {_hours_change(change, 'ceiling_hours')}"]
+        old_plan, new_plan = change.hours("plan_hours")
+        if old_plan != new_plan:
+            parts.append(f"plan-covered {_signed(new_plan - old_plan)} {_unit_words(item.unit)} (prepaid, no hourly bill)")
+        if item.kind == "plan" and change.kind == "removed":
+            parts.append("prepaid fee: leaves the template; a bought plan stays paid, nothing is refunded")
+        elif item.kind == "plan" or change.prepaid_delta:
+            fee = item.prepaid_note or f"up to {_usd(item.prepaid_usd)}"
+            parts.append(f"prepaid {_signed_usd(change.prepaid_delta)}: {fee}" if change.kind == "modified" and
+                         change.prepaid_delta else f"prepaid {fee}")
+        verb = {"added": "new", "removed": "removed", "modified": "changed"}[change.kind]
+        per_line.append(f"{mark} {_KIND_WORDS.get(item.kind, item.kind)} {item.subject} ({verb}): "
+                        + "; ".join(parts) + f" [{what}]")
+    if not delta.changes:
+        totals = [f"Total: no change to the floor or the ceiling ({delta.compared} line(s) compared)"]
+    else:
+        totals = [f"Total: floor {_total_text(delta, 'floor_hours')}; ceiling {_total_text(delta, 'ceiling_hours')}"]
+    committed = delta.committed
+    if committed:
+        commits = sum((c.prepaid_delta for c in committed), Decimal(0))
+        which = "; ".join(f"{c.item.subject}: {c.item.prepaid_note or _usd(c.prepaid_delta)}" for c in committed)
+        totals.append(f"Prepaid plan fees this change would commit: up to {_usd(commits)}, one-off and never refunded, "
+                      f"not in the monthly figures ({which})")
+    return source, per_line, totals
+
+
 # ----------------------------------------------------------------------------- rendering
 def _compact(value: Any) -> Any:
     """CloudFormation intrinsics as readable text: Ref -> ${X}, GetAtt -> ${X.Attr}, Join concatenated."""
@@ -1380,13 +1806,54 @@ def _compact(value: Any) -> Any:
 
 
 def _short(value: Any, limit: int = 70) -> str:
-    """``value`` as short JSON; a long one keeps its start and its end."""
+    """``value`` as short JSON; a long one keeps its start and its end. Two values that differ are shortened with
+    ``_pair`` instead, so what is shown of them is where they differ."""
     if value is MISSING:
         return "(absent)"
     if isinstance(value, TextDelta):
         return json.dumps(str(value))
     text = json.dumps(_compact(value), sort_keys=True)
     return text if len(text) <= limit else text[: limit // 2 - 2] + "..." + text[-(limit // 2 - 1):]
+
+
+def first_difference(old: str, new: str) -> int:
+    """The index of the first character where ``old`` and ``new`` differ (the shorter's length when one is the
+    other's start; the length when they are equal)."""
+    index = 0
+    while index < min(len(old), len(new)) and old[index] == new[index]:
+        index += 1
+    return index
+
+
+def excerpts(old: str, new: str, limit: int = 70, context: int = 24) -> tuple[str, str]:
+    """``old`` and ``new`` each cut to about ``limit`` characters around their first difference: ``context``
+    characters before it, then as much after it as fits, ``...`` where text is left out. Both windows start at the
+    same place, so the shown parts line up and each holds its side's first differing character (a cut that kept the
+    start and the end could show two identical excerpts of strings that differ in the middle)."""
+    if len(old) <= limit and len(new) <= limit:
+        return old, new
+    at = first_difference(old, new)
+    start = max(0, at - context)
+    if max(len(old), len(new)) - start <= limit - 3:  # the rest fits: keep it up to the end
+        start = max(0, min(start, max(len(old), len(new)) - (limit - 3)))
+
+    def cut(text: str) -> str:
+        width = limit - (3 if start else 0)
+        shown = text[start:start + width]
+        if start + width < len(text):
+            shown = shown[:-3] + "..."
+        return ("..." if start else "") + shown
+
+    return cut(old), cut(new)
+
+
+def _pair(old: Any, new: Any, limit: int = 70) -> tuple[str, str]:
+    """``old`` and ``new`` as short JSON (``_short``); when both are there and one is too long, each is cut around
+    where the two differ first (``excerpts``)."""
+    if old is MISSING or new is MISSING or isinstance(old, TextDelta) or isinstance(new, TextDelta):
+        return _short(old, limit), _short(new, limit)
+    a, b = json.dumps(_compact(old), sort_keys=True), json.dumps(_compact(new), sort_keys=True)
+    return excerpts(a, b, limit)
 
 
 def _property_text(p: PropertyChange) -> str:
@@ -1396,7 +1863,8 @@ def _property_text(p: PropertyChange) -> str:
         parts = [f"-{_short(v)}" for v in p.old] + [f"+{_short(v)}" for v in p.new]
         text = f"{p.path}: " + ", ".join(parts) if parts else f"{p.path}: reordered"
     else:
-        text = f"{p.path}: {_short(p.old)} -> {_short(p.new)}"
+        before, after = _pair(p.old, p.new)
+        text = f"{p.path}: {before} -> {after}"
     return text + (" [create-only]" if p.create_only else "")
 
 
@@ -1417,7 +1885,11 @@ _HEADLINE_TITLES = {"redeploy": "Endpoint redeploys", "money": "Capacity plans (
 
 
 def render_text(report: Report) -> str:
-    out = [f"Change report: {report.base_label} -> {report.head_label}", "", "Headline:"]
+    out = [f"Change report: {report.base_label} -> {report.head_label}"]
+    if report.cost is not None:
+        source, per_line, totals = cost_lines(report.cost)
+        out += ["", f"{COST_TITLE}, {source}:"] + [f"  {line}" for line in per_line + totals]
+    out += ["", "Headline:"]
     if report.headlines:
         out += [f"  !! {_HEADLINE_TITLES[h.category]}: {h.stack}: {h.text}" for h in report.headlines]
     else:
@@ -1465,6 +1937,12 @@ def _cell(text: str) -> str:
 
 def render_markdown(report: Report) -> str:
     out = [f"## Change report: `{report.base_label}` → `{report.head_label}`", ""]
+    if report.cost is not None:
+        source, per_line, totals = cost_lines(report.cost)
+        out += [f"### {COST_TITLE}", "", f"_{_cell(source[0].upper() + source[1:])}._", ""]
+        out += [f"- {_cell(line)}" for line in per_line]
+        out += [f"- **{_cell(line).replace(': ', ':** ', 1)}" for line in totals]
+        out.append("")
     if report.headlines:
         out.append("### ⚠️ Headline")
         out += [f"- **{_HEADLINE_TITLES[h.category]}** (`{h.stack}`): {_cell(h.text)}" for h in report.headlines]
@@ -1545,7 +2023,8 @@ def export_ref(ref: str, into: Path) -> str:
 
 
 def report_against_git(ref: str, *, config: str | None = None, head_dir: Path | None = None,
-                       keep: Path | None = None, head_label: str | None = None) -> Report:
+                       keep: Path | None = None, head_label: str | None = None,
+                       prices: Path | None = None) -> Report:
     with tempfile.TemporaryDirectory(prefix="change-report-") as tmp:
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -1554,7 +2033,7 @@ def report_against_git(ref: str, *, config: str | None = None, head_dir: Path | 
         head_out = head_dir or synthesize(REPO, work / "head.out", config=config)
         label = head_label or (f"{head_dir} ({working_tree_label()})" if head_dir else working_tree_label())
         return compare(load_assembly(base_out), load_assembly(head_out), base_label=f"{ref} ({commit})",
-                       head_label=label)
+                       head_label=label, base_cost=load_cost(base_out), head_cost=load_cost(head_out), prices=prices)
 
 
 def working_tree_label(repo: Path = REPO) -> str:
@@ -1585,6 +2064,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="with --git-base: the app config (cdk synth -c config=PATH)")
     parser.add_argument("--keep", type=Path, help="with --git-base: keep the exported source and assemblies here")
     parser.add_argument("--head-label", help="name the compared head this way (e.g. the pull request's head commit)")
+    parser.add_argument("--prices", type=Path, metavar="FILE",
+                        help="price both sides with this table (prices.json's shape) instead of what each synth used")
     parser.add_argument("--markdown", action="store_true", help="GitHub-flavoured Markdown (step summary)")
     parser.add_argument("--output", type=Path, help="also write the report to this file")
     parser.add_argument("--step-summary", action="store_true",
@@ -1595,10 +2076,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.base_dir or args.head_dir:
                 parser.error("give either BASE_DIR HEAD_DIR or --git-base REF")
             report = report_against_git(args.git_base, config=args.config, head_dir=args.head_dir, keep=args.keep,
-                                        head_label=args.head_label)
+                                        head_label=args.head_label, prices=args.prices)
         elif args.base_dir and args.head_dir:
             report = compare(load_assembly(args.base_dir), load_assembly(args.head_dir),
-                             base_label=str(args.base_dir), head_label=args.head_label or str(args.head_dir))
+                             base_label=str(args.base_dir), head_label=args.head_label or str(args.head_dir),
+                             base_cost=load_cost(args.base_dir), head_cost=load_cost(args.head_dir), prices=args.prices)
         else:
             parser.error("give BASE_DIR HEAD_DIR, or --git-base REF")
     except ReportError as error:
