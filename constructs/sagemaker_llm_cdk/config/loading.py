@@ -62,11 +62,12 @@ def load_config(path: str | Path, *, region: str | None = None,
     except ConfigurationError as error:
         problems.extend(error.problems)
     problems.extend(lock_problems(layers.data, Path(path).parent, region=region))
-    command: list[Problem] = []  # from the deploy command, not the files: no file line to point at
+    command: list[Problem] = manifest_problems(layers.data, Path(path).parent)  # located in their own files
+    # from the deploy command, not the files: no file line to point at
     if consent:
         from ..capacity.settings import raw_consent_problems
 
-        command = raw_consent_problems(layers.data, consent)
+        command += raw_consent_problems(layers.data, consent)
     if config is not None and checks is not None:
         problems.extend(checks(config))
     if problems or command:
@@ -122,6 +123,28 @@ def locate_problems(path: str | Path, problems: Iterable[Problem]) -> list[Probl
 
     layers = collect_layers(path)
     return [layers.locate(p) if _first_field(p.path) in AppConfig.model_fields else p for p in problems]
+
+
+def manifest_problems(data: Any, config_dir: Path) -> list[Problem]:
+    """Problems of every local ``adapters_manifest`` a model names (a file next to the config), in the same round
+    as the config's own: each named by the model's config path and the manifest's own path, with the manifest
+    file as where. An ``s3://`` manifest is read only at synth (it needs credentials)."""
+    from ..adapters.manifest import load_adapter_manifest
+
+    problems: list[Problem] = []
+    endpoints = data.get("endpoints") if isinstance(data, dict) else None
+    for e_index, endpoint in enumerate(endpoints if isinstance(endpoints, list) else []):
+        models = endpoint.get("models") if isinstance(endpoint, dict) else None
+        for m_index, model in enumerate(models if isinstance(models, list) else []):
+            location = model.get("adapters_manifest") if isinstance(model, dict) else None
+            if not isinstance(location, str) or not location or location.startswith("s3://"):
+                continue
+            try:
+                load_adapter_manifest(location, base_dir=config_dir)
+            except ConfigurationError as error:
+                problems.extend(Problem(f"endpoints[{e_index}].models[{m_index}].{p.path}", p.value, p.allowed, p.fix,
+                                        where=p.where or error.source) for p in error.problems)
+    return problems
 
 
 def lock_problems(data: Any, config_dir: Path, *, region: str | None = None) -> list[Problem]:
