@@ -23,7 +23,7 @@ CDK_CONTEXT = $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$
 DEPLOY_ARGS ?=
 DIFF_ARGS ?=
 
-.PHONY: prices jumpstart-lock setup synth-setup synth synth-app diff deploy preflight test lint-templates lint-python checkov check check-tools change-report typecheck dist docs schema diagram clean
+.PHONY: prices jumpstart-lock setup synth-setup synth synth-app diff deploy preflight test lint-templates lint-python checkov check check-tools change-report typecheck dist dist-client docs reference links site schema diagram clean
 
 ## setup: everything (.venv, node_modules, the checkov venv); synth-setup: what a synth needs (no checkov).
 setup: synth-setup $(CHECKOV_STAMP)
@@ -122,10 +122,30 @@ dist: $(PY_STAMP)
 	rm -rf build dist
 	$(BIN)/python -m build --outdir dist .
 
-## docs: API reference from the docstrings into docs/api/ (not committed).
-docs: synth-setup
+## dist-client: the client-only distribution sagemaker-llm-client (clients/pyproject.toml: the boto3-only client
+## modules, built from the same source files; needs boto3 only) as a wheel in dist/.
+dist-client: $(PY_STAMP)
+	rm -rf clients/build
+	$(BIN)/python -m build --wheel --outdir dist clients
+
+## docs: the config reference (docs/config-reference.md, committed) and the API reference from the docstrings
+## into docs/api/ (not committed); CI's docs job then runs `make links` and fails on a broken link.
+docs: synth-setup reference
 	rm -rf docs/api
 	PDOC_ALLOW_EXEC=1 $(BIN)/python -m pdoc --docformat restructuredtext --no-show-source -o docs/api sagemaker_llm_cdk sagemaker_llm_cdk.client
+
+## reference: docs/config-reference.md from the settings models (the schemas `make schema` writes come from the same
+## models); tests/test_config_reference.py fails when the committed page differs.
+reference: synth-setup
+	$(BIN)/python -m tools.config_reference docs/config-reference.md
+
+## links: relative links and #anchors of README.md, CONTRIBUTING.md, SECURITY.md and docs/**/*.md (offline).
+links: $(PY_STAMP)
+	$(BIN)/python -m tools.check_links
+
+## site: what GitHub Pages serves (the release workflow publishes it): the pages as HTML and docs/api, into site/.
+site: docs
+	$(BIN)/python -m tools.build_site site
 
 ## change-report: what this branch changes against BASE (default origin/main) when deployed.
 ## HEAD_DIR=cdk.out compares with the cdk.out `make check` just wrote instead of synthesizing again (as the PR workflow does).
@@ -154,4 +174,4 @@ test: setup
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 clean:
-	rm -rf cdk.out build dist .pytest_cache $(REPORTS) docs/api .mypy_cache
+	rm -rf cdk.out build dist .pytest_cache $(REPORTS) docs/api site clients/build .mypy_cache
