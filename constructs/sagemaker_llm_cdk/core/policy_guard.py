@@ -49,6 +49,11 @@ from aws_cdk import (
     Validations,
 )
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from constructs import IConstruct
 
 SAR = "https://docs.aws.amazon.com/service-authorization/latest/reference"
@@ -370,13 +375,18 @@ class PolicyGuard:
         return PolicyValidationPluginReport(success=not violations, violations=violations)
 
 
+_NAMED = (iam.CfnPolicy, iam.CfnManagedPolicy, iam.CfnRole, iam.CfnUser, iam.CfnGroup, s3.CfnBucketPolicy,
+          sns.CfnTopicPolicy, sqs.CfnQueuePolicy, kms.CfnKey, lambda_.CfnPermission)
+"""L1 classes whose construct path the guard's lines name (others are named by template and logical id)."""
+
+
 def _construct_paths(root: IConstruct) -> dict[tuple[str, str], str]:
-    """(template path, logical id) -> construct path of every typed IAM resource in ``root``'s app (the ones that
-    acknowledgements can cover). One pass over the tree, a few round trips per IAM resource."""
+    """(template path, logical id) -> construct path of every policy-holding L1 (``_NAMED``) in ``root``'s app: what
+    acknowledgements cover is found by path. One pass over the tree, a few round trips per such resource."""
     out: dict[tuple[str, str], str] = {}
     templates: dict[str, str] = {}
     for node in root.node.find_all():
-        if not isinstance(node, (iam.CfnPolicy, iam.CfnManagedPolicy, iam.CfnRole, iam.CfnUser, iam.CfnGroup)):
+        if not isinstance(node, _NAMED):
             continue
         stack = stack_of(node)
         key = stack.node.path
