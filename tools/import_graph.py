@@ -19,7 +19,7 @@ from pathlib import Path
 
 PACKAGE = "sagemaker_llm_cdk"
 ROOT = Path(__file__).resolve().parents[1] / "constructs" / PACKAGE
-FEATURES = ("hosting", "adapters", "capacity", "sessions", "eagle", "operations", "config", "preflight")
+FEATURES = ("hosting", "adapters", "capacity", "sessions", "eagle", "operations", "routing", "config", "preflight")
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:

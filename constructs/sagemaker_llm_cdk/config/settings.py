@@ -15,6 +15,7 @@ from ..core.settings import Settings, name_problem, unless_failed
 from ..hosting.images import ami_problems
 from ..hosting.settings import EndpointOptions, ModelSpec, VpcPlacement
 from ..operations.settings import MonitoringSettings
+from ..routing.settings import RouterSpec, router_problems
 
 
 _STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
@@ -192,6 +193,10 @@ class AppConfig(Settings):
         "(production: data, keys and audit logs outlive the stack); destroy deletes them with the stack (buckets "
         "emptied first, keys scheduled for deletion after 7 days), for dev and test. A bought capacity plan is never "
         "deleted. Default: retain."))] = "retain"
+    routers: Annotated[tuple[RouterSpec, ...], Field(max_length=10, description=(
+        "Inference routers: one entry point whose routing targets send each request to a model's inference "
+        "component in any region and account that deploys this config (the pipeline's stages), or to "
+        "endpoints given by ARN. Default: none."))] = ()
 
     def _rules(self) -> list[Problem]:
         problems = []
@@ -208,6 +213,10 @@ class AppConfig(Settings):
             problems.extend(self._eagle_plan_problems())
         with unless_failed():
             problems.extend(self._budget_problems())
+        with unless_failed():
+            models = {m.name: f"endpoints[{e}].models[{i}]" for e, endpoint in enumerate(self.endpoints)
+                      for i, m in enumerate(endpoint.models)}
+            problems.extend(router_problems(self.routers, models))
         return problems
 
     def _budget_problems(self) -> list[Problem]:

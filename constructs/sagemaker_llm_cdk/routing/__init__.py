@@ -1,0 +1,1 @@
+"""Inference routers: one entry point for a model served in several regions and accounts (``InferenceRouter``)."""
