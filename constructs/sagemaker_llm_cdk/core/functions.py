@@ -46,7 +46,7 @@ def powertools_layer(scope: Construct, id: str = "PowertoolsLayer") -> lambda_.I
 
 
 SDK_FOLDERS = frozenset({"eagle_job", "eagle_serving_model", "capacity_plan", "capacity_plan_expiry",
-                         "deployment_check"})
+                         "deployment_check", "inference_router"})
 """Handler folders whose functions call SageMaker and so run with the pinned SDK layer, not the runtime's boto3."""
 SDK_REQUIREMENTS = "sdk-requirements.txt"
 

@@ -1,0 +1,375 @@
+"""Custom resource (provider framework on_event + is_complete) for a SageMaker inference router, and its health check.
+
+CloudFormation has no resource type for inference routers, so ``InferenceRouter`` drives the API through this
+function: ``CreateInferenceRouter`` / ``DescribeInferenceRouter`` / ``UpdateInferenceRouter`` /
+``DeleteInferenceRouter``, and ``AddTags`` / ``DeleteTags`` for tag changes.
+
+Environment variables
+---------------------
+POWERTOOLS_SERVICE_NAME   Logger service name (optional).
+ROUTER_NAME               ``check`` only: the router the scheduled check describes.
+METRICS_NAMESPACE         ``check`` only: the CloudWatch namespace it publishes to.
+
+Event (``aws_cdk.custom_resources.Provider``), checked before any AWS call
+--------------------------------------------------------------------------
+RequestType "Create" | "Update" | "Delete" (Update and Delete carry PhysicalResourceId, Update
+OldResourceProperties). ResourceProperties (strict: any other key is refused):
+    RouterName       the InferenceRouterName (1-63 letters, digits and hyphens); the physical id
+    RoutingTargets   the API's RoutingTargets, exactly (Name, Destinations[].ResourceArn, RoutingPreference,
+                     AsyncInferenceConfig); numbers may come as strings, as CloudFormation passes them
+    Tags             optional list of {Key, Value}
+    ServiceToken     ignored
+
+on_event
+--------
+Create: ``CreateInferenceRouter`` with a ``ClientToken`` made from the stack, the logical id and the request id, so
+a repeated delivery of the same request creates nothing twice; returns the name as the physical id.
+Update, same name: ``UpdateInferenceRouter`` with the complete routing targets (the API replaces all of them),
+then tags added or removed; a ``ConflictException`` (the router is still changing) leaves the update to
+is_complete. Update, new name: a new router is created and its name returned, so CloudFormation deletes the
+old one after the update (and keeps it on a rollback). Delete: ``DeleteInferenceRouter``; a router that is not
+there is deleted already; a ``ConflictException`` leaves the delete to is_complete.
+
+is_complete
+-----------
+Create/Update: done when the router is ``InService`` with exactly the routing targets asked for (an
+``InService`` router that still shows other targets gets the update sent again, which the API treats as
+idempotent); fails with the router's ``StatusReason`` when it is ``Failed``. Returns Data
+{InferenceRouterArn, InferenceRouterName}. Delete: done when ``DescribeInferenceRouter`` no longer finds it;
+a router that is still there and not ``Deleting`` gets the delete sent again.
+
+check (EventBridge Scheduler)
+-----------------------------
+``DescribeInferenceRouter`` and one ``PutMetricData``: per routing target and for the whole router, the number
+of destinations whose ``RoutingStatus`` is ``Unroutable`` (``UnroutableDestinations``) and ``Unknown``
+(``UnknownDestinations``), and ``RouterNotInService`` (1 unless the router is ``InService``).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger
+from botocore.exceptions import ClientError
+from llm_cdk_shared import clients
+from llm_cdk_shared.aws_errors import error_code, error_message, not_found
+
+if TYPE_CHECKING:  # names in annotations only; nothing here is imported on a cold start
+    from typing import TypeAlias
+
+    from llm_cdk_shared.custom_resource import CustomResourceEvent as RouterEvent
+
+    RouterProperties: TypeAlias = Any
+
+logger = Logger()
+
+RESOURCE_TYPE = "Custom::SageMakerInferenceRouter"
+MAX_MESSAGE_CHARS = 3500
+ROUTING_STATUSES = ("Routable", "Unroutable", "Unknown")
+_sagemaker = clients.client_getter("sagemaker", retries={"mode": "standard", "max_attempts": 5})
+_cloudwatch = clients.client_getter("cloudwatch", retries={"mode": "standard", "max_attempts": 5})
+
+
+class RouterError(Exception):
+    """What CloudFormation shows as the reason the deploy failed; kept short."""
+
+    def __init__(self, message: str) -> None:
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[: MAX_MESSAGE_CHARS - 15] + " ...(truncated)"
+        super().__init__(message)
+
+
+class RouterEventError(RouterError):
+    """Not an event this function can act on (no AWS call was made)."""
+
+
+class RouterFailedError(RouterError):
+    """SageMaker reports the router Failed, or refused the request."""
+
+
+@functools.cache
+def _models() -> SimpleNamespace:
+    """The properties models, built on the first event that needs them: pydantic is not imported on a cold start."""
+    from llm_cdk_shared import custom_resource
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+    name_pattern = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+
+    class _Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, populate_by_name=True)
+
+    class DestinationModel(_Strict):
+        resource_arn: str = Field(alias="ResourceArn", min_length=20, max_length=2048, pattern=(
+            r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:(endpoint|inference-component)/"
+            r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"))
+
+    class NotificationModel(_Strict):
+        success_topic: str | None = Field(None, alias="SuccessTopic", min_length=20, max_length=2048)
+        error_topic: str | None = Field(None, alias="ErrorTopic", min_length=20, max_length=2048)
+
+    class OutputModel(_Strict):
+        s3_output_path: str = Field(alias="S3OutputPath", min_length=1, max_length=512)
+        s3_failure_path: str = Field(alias="S3FailurePath", min_length=1, max_length=512)
+        kms_key_id: str | None = Field(None, alias="KmsKeyId", max_length=2048)
+        notification_config: NotificationModel | None = Field(None, alias="NotificationConfig")
+
+    class ClientModel(_Strict):
+        max_time_in_backlog_seconds: int | None = Field(None, alias="MaxTimeInBacklogSeconds", ge=60, le=21600)
+
+        @field_validator("max_time_in_backlog_seconds", mode="before")
+        @classmethod
+        def _number(cls, value: Any) -> Any:
+            if isinstance(value, bool):
+                raise ValueError("MaxTimeInBacklogSeconds must be a whole number, not true or false")
+            if isinstance(value, str) and value.isdigit():
+                return int(value)
+            return value
+
+    class AsyncModel(_Strict):
+        output_config: OutputModel = Field(alias="OutputConfig")
+        client_config: ClientModel | None = Field(None, alias="ClientConfig")
+
+    class TargetModel(_Strict):
+        name: str = Field(alias="Name", pattern=name_pattern)
+        destinations: list[DestinationModel] = Field(alias="Destinations", min_length=1, max_length=10)
+        routing_preference: str | None = Field(None, alias="RoutingPreference",
+                                               pattern=r"^(LocalRegionFirst|InstancePoolOrder)$")
+        async_inference_config: AsyncModel | None = Field(None, alias="AsyncInferenceConfig")
+
+    class TagModel(_Strict):
+        key: str = Field(alias="Key", min_length=1, max_length=128)
+        value: str = Field(alias="Value", max_length=256)
+
+    class RouterProperties(_Strict):
+        router_name: str = Field(alias="RouterName", pattern=name_pattern)
+        routing_targets: list[TargetModel] = Field(alias="RoutingTargets", min_length=1, max_length=20)
+        tags: list[TagModel] = Field(default_factory=list, alias="Tags", max_length=50)
+
+    return SimpleNamespace(RouterProperties=RouterProperties, RouterEvent=custom_resource.CustomResourceEvent)
+
+
+def __getattr__(name: str) -> Any:
+    """``RouterProperties`` and ``RouterEvent`` as module attributes (PEP 562), built on first access."""
+    if name in ("RouterProperties", "RouterEvent"):
+        return getattr(_models(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def parse_event(event: Any) -> RouterEvent:
+    from llm_cdk_shared import custom_resource
+
+    return custom_resource.parse_event(event, error=RouterEventError, not_done="the router was not changed")
+
+
+def parse_properties(raw: Any) -> RouterProperties:
+    from llm_cdk_shared import custom_resource
+
+    return custom_resource.parse_properties(_models().RouterProperties, raw, error=RouterEventError,
+                                            what="inference router", not_done="the router was not changed")
+
+
+def routing_targets(props: RouterProperties) -> list[dict[str, Any]]:
+    """The request's ``RoutingTargets``, exactly as the API takes them (numbers as numbers, nothing empty)."""
+    return [t.model_dump(by_alias=True, exclude_none=True) for t in props.routing_targets]
+
+
+def client_token(event: dict[str, Any], name: str) -> str:
+    """One token per CloudFormation request and router name: a repeated delivery reuses it, a new request does not."""
+    seed = "|".join(str(event.get(key, "")) for key in ("StackId", "LogicalResourceId", "RequestId")) + f"|{name}"
+    return hashlib.sha256(seed.encode()).hexdigest()
+
+
+def _describe(name: str) -> dict[str, Any] | None:
+    try:
+        answer: dict[str, Any] = _sagemaker().describe_inference_router(InferenceRouterName=name)
+        return answer
+    except ClientError as error:
+        if not_found(error):
+            return None
+        raise
+
+
+def _comparable(targets: list[dict[str, Any]], asked: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Routing targets keyed by name, destinations as a set of lowercase ARNs, without RoutingStatus; with ``asked``,
+    only the members the request sets (SageMaker fills in its defaults, such as RoutingPreference)."""
+    keys = {t["Name"]: set(t) for t in asked} if asked is not None else None
+    result: dict[str, Any] = {}
+    for target in targets:
+        name = str(target.get("Name"))
+        entry = {key: value for key, value in target.items()
+                 if key not in ("Name", "Destinations") and (keys is None or key in keys.get(name, set()))}
+        entry["Destinations"] = sorted(str(d.get("ResourceArn", "")).lower() for d in target.get("Destinations", []))
+        result[name] = entry
+    return result
+
+
+def _settled(described: dict[str, Any], asked: list[dict[str, Any]]) -> bool:
+    return _comparable(described.get("RoutingTargets") or [], asked) == _comparable(asked)
+
+
+def _create(event: dict[str, Any], props: RouterProperties) -> dict[str, Any]:
+    request: dict[str, Any] = {"InferenceRouterName": props.router_name, "RoutingTargets": routing_targets(props),
+                               "ClientToken": client_token(event, props.router_name)}
+    if props.tags:
+        request["Tags"] = [t.model_dump(by_alias=True) for t in props.tags]
+    try:
+        arn = _sagemaker().create_inference_router(**request)["InferenceRouterArn"]
+    except ClientError as error:
+        if error_code(error) == "ResourceAlreadyExists":
+            raise RouterFailedError(
+                f"An inference router named '{props.router_name}' already exists in this account and region and was not "
+                "created by this request; nothing was changed. To do: delete it, or set router_name to another name."
+            ) from None
+        raise RouterFailedError(f"CreateInferenceRouter refused '{props.router_name}': {error_code(error)}: "
+                                f"{error_message(error)}") from None
+    logger.info("Router creation started", extra={"router": props.router_name, "arn": arn})
+    return {"PhysicalResourceId": props.router_name, "Data": {"InferenceRouterArn": arn,
+                                                               "InferenceRouterName": props.router_name}}
+
+
+def _send_update(props: RouterProperties) -> bool:
+    """Send the complete routing targets; False when the router is still changing (is_complete sends them again)."""
+    try:
+        _sagemaker().update_inference_router(InferenceRouterName=props.router_name,
+                                             RoutingTargets=routing_targets(props))
+    except ClientError as error:
+        if error_code(error) == "ConflictException":
+            logger.info("Router is changing; the update is sent again when it settles",
+                        extra={"router": props.router_name})
+            return False
+        raise RouterFailedError(f"UpdateInferenceRouter refused '{props.router_name}': {error_code(error)}: "
+                                f"{error_message(error)}") from None
+    return True
+
+
+def _update_tags(arn: str, props: RouterProperties, old: dict[str, Any]) -> None:
+    new = {t.key: t.value for t in props.tags}
+    before = {str(t.get("Key")): str(t.get("Value")) for t in (old.get("Tags") or []) if isinstance(t, dict)}
+    gone = sorted(set(before) - set(new))
+    changed = [{"Key": k, "Value": v} for k, v in new.items() if before.get(k) != v]
+    if gone:
+        _sagemaker().delete_tags(ResourceArn=arn, TagKeys=gone)
+    if changed:
+        _sagemaker().add_tags(ResourceArn=arn, Tags=changed)
+
+
+def _update(event: dict[str, Any], request: RouterEvent, props: RouterProperties) -> dict[str, Any]:
+    old = request.old_resource_properties or {}
+    if request.physical_resource_id != props.router_name:
+        logger.info("Router renamed: a new router replaces the old one",
+                    extra={"old": request.physical_resource_id, "new": props.router_name})
+        return _create(event, props)
+    described = _describe(props.router_name)
+    if described is None:
+        raise RouterFailedError(
+            f"Inference router '{props.router_name}' was not found, so it cannot be updated (was it deleted outside "
+            "CloudFormation?). To do: set router_name to a new name so CloudFormation creates a router with it.")
+    _send_update(props)
+    _update_tags(described["InferenceRouterArn"], props, old)
+    return {"PhysicalResourceId": props.router_name,
+            "Data": {"InferenceRouterArn": described["InferenceRouterArn"], "InferenceRouterName": props.router_name}}
+
+
+def _delete(name: str) -> None:
+    try:
+        _sagemaker().delete_inference_router(InferenceRouterName=name)
+    except ClientError as error:
+        if not_found(error):
+            return
+        if error_code(error) == "ConflictException":
+            logger.info("Router is changing; the delete is sent again when it settles", extra={"router": name})
+            return
+        raise
+
+
+@logger.inject_lambda_context(log_event=False)
+def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request = parse_event(event)
+    if request.request_type == "Delete":
+        name = str(request.physical_resource_id)
+        _delete(name)
+        return {"PhysicalResourceId": name}
+    props = parse_properties(request.resource_properties)
+    if request.request_type == "Create":
+        return _create(event, props)
+    return _update(event, request, props)
+
+
+@logger.inject_lambda_context(log_event=False)
+def is_complete(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request = parse_event(event)
+    name = str(event.get("PhysicalResourceId") or request.physical_resource_id or "")
+    described = _describe(name)
+    if request.request_type == "Delete":
+        if described is None:
+            logger.info("Router deleted", extra={"router": name})
+            return {"IsComplete": True}
+        if described.get("Status") in ("InService", "Failed"):
+            _delete(name)
+        return {"IsComplete": False}
+    props = parse_properties(request.resource_properties)
+    if described is None:
+        raise RouterFailedError(f"Inference router '{name}' disappeared while CloudFormation waited for it; "
+                                "nothing else was changed. To do: deploy again.")
+    status = described.get("Status")
+    if status == "Failed":
+        raise RouterFailedError(f"Inference router '{name}' is Failed: {described.get('StatusReason') or 'no reason given'}. "
+                                "To do: correct the routing targets (see StatusReason) and deploy again.")
+    asked = routing_targets(props)
+    if status != "InService":
+        logger.info("Waiting for the router", extra={"router": name, "status": status})
+        return {"IsComplete": False}
+    if not _settled(described, asked):
+        _send_update(props)
+        return {"IsComplete": False}
+    logger.info("Router InService with the routing targets asked for", extra={"router": name})
+    return {"IsComplete": True, "Data": {"InferenceRouterArn": described["InferenceRouterArn"],
+                                         "InferenceRouterName": name}}
+
+
+def destination_counts(described: dict[str, Any] | None) -> dict[str, dict[str, int]]:
+    """``{target name: {RoutingStatus: count}}`` of a DescribeInferenceRouter answer (every status, zero included)."""
+    counts: dict[str, dict[str, int]] = {}
+    for target in (described or {}).get("RoutingTargets") or []:
+        per = counts.setdefault(str(target.get("Name")), dict.fromkeys(ROUTING_STATUSES, 0))
+        for destination in target.get("Destinations") or []:
+            status = destination.get("RoutingStatus") or "Unknown"
+            per[status if status in per else "Unknown"] += 1
+    return counts
+
+
+def metric_data(name: str, described: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The check's datapoints: per target and for the router, Unroutable and Unknown counts; RouterNotInService."""
+    counts = destination_counts(described)
+    router = [{"Name": "InferenceRouterName", "Value": name}]
+    data: list[dict[str, Any]] = []
+    for metric, status in (("UnroutableDestinations", "Unroutable"), ("UnknownDestinations", "Unknown")):
+        data.append({"MetricName": metric, "Dimensions": router, "Unit": "Count",
+                     "Value": float(sum(per[status] for per in counts.values()))})
+        for target, per in sorted(counts.items()):
+            data.append({"MetricName": metric, "Unit": "Count", "Value": float(per[status]),
+                         "Dimensions": [*router, {"Name": "RoutingTarget", "Value": target}]})
+    in_service = described is not None and described.get("Status") == "InService"
+    data.append({"MetricName": "RouterNotInService", "Dimensions": router, "Unit": "Count",
+                 "Value": 0.0 if in_service else 1.0})
+    return data
+
+
+@logger.inject_lambda_context(log_event=False)
+def check(event: Any, context: Any) -> dict[str, Any]:
+    from llm_cdk_shared.env import Environment
+
+    env = Environment()
+    name = env.text("ROUTER_NAME", required=True)
+    namespace = env.text("METRICS_NAMESPACE", required=True)
+    env.check(RouterEventError, "the router check")
+    described = _describe(name)
+    data = metric_data(name, described)
+    for start in range(0, len(data), 1000):
+        _cloudwatch().put_metric_data(Namespace=namespace, MetricData=data[start:start + 1000])
+    unroutable = {target: per["Unroutable"] for target, per in destination_counts(described).items() if per["Unroutable"]}
+    logger.info("Router checked", extra={"router": name, "status": (described or {}).get("Status", "NotFound"),
+                                         "unroutable": unroutable})
+    return {"Status": (described or {}).get("Status", "NotFound"), "Unroutable": unroutable}
