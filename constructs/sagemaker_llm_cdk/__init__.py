@@ -53,6 +53,9 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .operations.pricing import PriceList
     from .operations.settings import MonitoringSettings, RolloutSettings
     from .preflight import Finding, run_preflight
+    from .router_client import RouterClient, RouterResponse
+    from .routing.router import Destination, InferenceRouter, RouterTarget
+    from .routing.settings import AsyncRouting, RouterDestinationSpec, RouterSpec, RoutingTargetSpec
     from .sessions.front_door import SessionFrontDoor
     from .sessions.settings import SessionSettings
     from .sessions.turn_log import TurnLog
@@ -67,6 +70,7 @@ _EXPORTS: dict[str, str] = {
     "add_adapter": "adapters.lora_adapter",
     "add_adapters": "adapters.adapter_stack",
     "AppConfig": "config.settings",
+    "AsyncRouting": "routing.settings",
     "apply_checks": "checks",
     "apply_lora_settings": "adapters.lora_adapter",
     "CapacityPlan": "capacity.capacity_plan",
@@ -78,6 +82,7 @@ _EXPORTS: dict[str, str] = {
     "cost_ceiling_table": "operations.cost",
     "DataCapture": "hosting.settings",
     "DeploymentCheck": "operations.deployment_check",
+    "Destination": "routing.router",
     "EagleBenchmark": "eagle.benchmark",
     "EagleBenchmarkSettings": "eagle.settings",
     "EagleDataset": "eagle.settings",
@@ -86,6 +91,7 @@ _EXPORTS: dict[str, str] = {
     "EndpointOptions": "hosting.settings",
     "EndpointReference": "hosting.endpoint",
     "EndpointSpec": "config.settings",
+    "InferenceRouter": "routing.router",
     "Finding": "preflight",
     "InstancePool": "hosting.settings",
     "InstanceRequirements": "hosting.settings",
@@ -111,7 +117,13 @@ _EXPORTS: dict[str, str] = {
     "Problem": "core.errors",
     "PromotionParameter": "eagle.serving",
     "RolloutSettings": "operations.settings",
+    "RouterClient": "router_client",
+    "RouterDestinationSpec": "routing.settings",
+    "RouterResponse": "router_client",
+    "RouterSpec": "routing.settings",
+    "RouterTarget": "routing.router",
     "Routing": "hosting.settings",
+    "RoutingTargetSpec": "routing.settings",
     "run_preflight": "preflight",
     "SessionFrontDoor": "sessions.front_door",
     "SessionSettings": "sessions.settings",
@@ -127,6 +139,7 @@ __all__ = [
     "AdapterSpec",
     "AdapterStack",
     "AppConfig",
+    "AsyncRouting",
     "CapacityPlan",
     "CapacityPlanGuard",
     "CapacityPlanSpec",
@@ -134,6 +147,7 @@ __all__ = [
     "CopyScaling",
     "DataCapture",
     "DeploymentCheck",
+    "Destination",
     "EagleBenchmark",
     "EagleBenchmarkSettings",
     "EagleDataset",
@@ -143,6 +157,7 @@ __all__ = [
     "EndpointReference",
     "EndpointSpec",
     "Finding",
+    "InferenceRouter",
     "InstancePool",
     "InstanceRequirements",
     "InstanceScaling",
@@ -164,7 +179,13 @@ __all__ = [
     "Problem",
     "PromotionParameter",
     "RolloutSettings",
+    "RouterClient",
+    "RouterDestinationSpec",
+    "RouterResponse",
+    "RouterSpec",
+    "RouterTarget",
     "Routing",
+    "RoutingTargetSpec",
     "SessionFrontDoor",
     "SessionSettings",
     "SpeculativeDecoding",
