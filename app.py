@@ -12,6 +12,7 @@ from sagemaker_llm_cdk.config.loading import locate_problems
 from sagemaker_llm_cdk.core.removal import removal_note
 from sagemaker_llm_cdk.operations.cost import cost_model
 from stacks import LlmPlatformStack, attach_checks
+from stacks.router_stage import add_app_routers
 from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks, write_cost_model
 
 
@@ -36,7 +37,8 @@ def main() -> None:
             config = load_config(path, consent={key: consented_plans(app, key) for key in CONSENT_KEYS})
             env = Environment(account=config.target.account, region=config.target.region)
             try:
-                LlmPlatformStack(app, config.stack_name, config=config, config_dir=Path(path).parent, env=env)
+                platform = LlmPlatformStack(app, config.stack_name, config=config, config_dir=Path(path).parent, env=env)
+                add_app_routers(app, platform, config)  # routers: a <stack name>Routers stack (stacks/router_stage.py)
             except ConfigurationError as error:  # a construct's check the config rules did not foresee
                 raise ConfigurationError(locate_problems(path, error.problems),
                                          source=f"{path} (found while building {error.source})") from None

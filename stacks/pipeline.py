@@ -225,6 +225,10 @@ class PipelineStack(Stack):
                 wave.add_stage(stage)
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
+        # Inference routers (routers: in a stage config): a final wave after every regional stage (stacks/router_stage.py).
+        from .router_stage import add_router_stage
+
+        self.router_stage = add_router_stage(self)
         self.pipeline.build_pipeline()
         _role_arns_as_sub(self, self.pipeline.pipeline.node.default_child)
         _version_artifact_buckets(self.pipeline.pipeline)

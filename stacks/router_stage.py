@@ -1,0 +1,175 @@
+"""The app's inference routers (``routers:`` in a config): one entry point across every stage that deploys the config.
+
+A router is regional and its destinations are ARNs, which are deterministic from the config: each stage's
+stack name, account and region give its inference components' names and ARNs (``Destination.of_component``
+reads them from the built stage). So:
+
+* **in the pipeline** (``add_router_stage``, called by ``stacks/pipeline.py`` after the waves): a final wave
+  ``Routers`` holds one ``RouterStack`` per config and home region, deployed after every regional stage; each
+  routing target lists its model's component in every stage that deploys the config, in wave order. Adding a
+  region to ``config/pipeline.yaml`` adds its stage to the router in the same delivery;
+* **without the pipeline** (``add_app_routers``, from ``app.py``): a ``<stack name>Routers`` stack beside the
+  platform stack, in the same environment, depending on it; the destinations are that stack's components.
+
+The home region is ``routers[].home_region``, or the region of the first stage (in wave order) that deploys the
+config; the home account is the account of the first such stage in that region.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from aws_cdk import App, CfnOutput, Environment, Stack, Stage, Tags
+from constructs import Construct
+
+from sagemaker_llm_cdk import AppConfig, ConfigurationError, Destination, InferenceRouter, Problem, RouterTarget
+from sagemaker_llm_cdk.adapters.lora_adapter import LoraAdapter
+from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
+from sagemaker_llm_cdk.core.removal import set_removal
+from sagemaker_llm_cdk.hosting.model_component import ModelComponent
+from sagemaker_llm_cdk.routing.settings import RouterSpec, RoutingTargetSpec
+
+if TYPE_CHECKING:
+    from .pipeline import PipelineStack
+
+STAGE_ID = "Routers"
+"""The final wave and stage of the pipeline that hold the routers."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One platform stack as deployed: the stack, its account and region."""
+
+    stack: Stack
+    account: str
+    region: str
+
+
+def _components(stack: Stack, target: RoutingTargetSpec) -> list[Any]:
+    found: list[Any] = []
+    for node in stack.node.find_all():
+        if target.adapter is None and isinstance(node, ModelComponent) and node.spec.name == target.model:
+            found.append(node)
+        elif (target.adapter is not None and isinstance(node, LoraAdapter) and node.spec.name == target.adapter
+              and node.base.spec.name == target.model):
+            found.append(node)
+    return found
+
+
+def router_targets(spec: RouterSpec, deployments: Sequence[Deployment], *, where: str) -> list[RouterTarget]:
+    """The routing targets of ``spec``: per target, its model's (or adapter's) component in each deployment, in
+    order, then the destinations given by hand. A problem is raised in config terms (``where``: the router's path)."""
+    problems: list[Problem] = []
+    targets: list[RouterTarget] = []
+    for t, target in enumerate(spec.targets):
+        destinations: list[Destination] = []
+        if target.model is not None:
+            for deployment in deployments:
+                for component in _components(deployment.stack, target):
+                    destinations.append(Destination.of_component(component, account=deployment.account,
+                                                                 region=deployment.region))
+            if not destinations:
+                what = f"adapter {target.adapter} of model {target.model}" if target.adapter else f"model {target.model}"
+                problems.append(Problem(f"{where}.targets[{t}].{'adapter' if target.adapter else 'model'}",
+                                        target.adapter or target.model, f"a {what.split(' ')[0]} the stacks deploy",
+                                        f"no stack deploys {what}: correct the name or add it to the config"))
+        destinations.extend(Destination.from_arn(d.arn, endpoint_name=d.endpoint_name) for d in target.destinations)
+        targets.append(RouterTarget(target.name, tuple(destinations), target.routing_preference, target.async_inference))
+    if problems:
+        raise ConfigurationError(problems, source=where)
+    return targets
+
+
+class RouterStack(Stack):
+    """The routers of one config in one home account and region, with their alarm topic and outputs."""
+
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig, routers: Sequence[tuple[int, RouterSpec]],
+                 deployments: Sequence[Deployment], **kwargs: Any) -> None:
+        super().__init__(scope, id, description=f"Inference routers of {config.stack_name} (sagemaker-llm-cdk)", **kwargs)
+        set_removal(self, config.removal)  # its log groups follow the config
+        for key, value in config.tags.items():
+            Tags.of(self).add(key, value)
+        self.alarm_topic = encrypted_alarm_topic(self, "AlarmTopic", description=f"inference router alarms of {id}")
+        if config.monitoring.email:
+            from aws_cdk import aws_sns_subscriptions as subscriptions
+
+            self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.monitoring.email))
+        self.routers: dict[str, InferenceRouter] = {}
+        for index, spec in routers:
+            where = f"routers[{index}]"
+            targets = router_targets(spec, deployments, where=where)
+            try:
+                router = InferenceRouter(
+                    self, spec.name, targets=targets,
+                    router_name=spec.router_name or f"{config.stack_name}-{spec.name}"[:63].rstrip("-"),
+                    tags=dict(config.tags), check_schedule=spec.check_schedule,
+                    unroutable_alarm_periods=spec.unroutable_alarm_periods, alarm_topic=self.alarm_topic)
+            except ConfigurationError as error:
+                raise ConfigurationError([p.under(where) for p in error.problems], source=error.source) from None
+            self.routers[spec.name] = router
+            CfnOutput(self, f"{spec.name}RouterName", value=router.router_name,
+                      description=f"InferenceRouterName of router {spec.name}: callers pass it to InvokeInferenceRouter")
+            CfnOutput(self, f"{spec.name}RouterArn", value=router.router_arn,
+                      description=f"ARN of router {spec.name}: callers need sagemaker:InvokeInferenceRouter on it and "
+                                  "sagemaker:InvokeEndpoint on every destination")
+
+
+def home_of(spec: RouterSpec, deployments: Sequence[Deployment]) -> tuple[str, str]:
+    """(account, region) a router runs in: ``home_region`` (or the first deployment's region) and the account of the
+    first deployment there (or the first deployment's account)."""
+    region = spec.home_region or deployments[0].region
+    account = next((d.account for d in deployments if d.region == region), deployments[0].account)
+    return account, region
+
+
+def add_app_routers(app: App, platform: Stack, config: AppConfig) -> RouterStack | None:
+    """Without the pipeline: ``<stack name>Routers`` in the platform stack's environment, routing to its components."""
+    if not config.routers:
+        return None
+    stack = RouterStack(app, f"{config.stack_name}Routers", config=config, routers=list(enumerate(config.routers)),
+                        deployments=[Deployment(platform, platform.account, platform.region)],
+                        env=Environment(account=config.target.account, region=config.target.region))
+    stack.add_dependency(platform, "the routers' destinations are the platform stack's inference components")
+    return stack
+
+
+def add_router_stage(pipeline: "PipelineStack") -> Stage | None:
+    """In the pipeline: a final wave with the routers of every stage config that declares some (None: no routers)."""
+    from .pipeline import load_stage_config
+
+    groups: dict[str, tuple[AppConfig, list[Deployment]]] = {}
+    for wave in pipeline.settings.waves:
+        for stage_settings in wave.stages:
+            built = pipeline.stages.get(stage_settings.name)
+            if built is None:
+                continue
+            if stage_settings.config not in groups:
+                groups[stage_settings.config] = (load_stage_config(stage_settings), [])
+            groups[stage_settings.config][1].append(
+                Deployment(built.platform, stage_settings.account, stage_settings.region))
+    homes: dict[tuple[str, str, str], list[tuple[int, RouterSpec]]] = {}
+    for path, (config, deployments) in groups.items():
+        for index, spec in enumerate(config.routers):
+            account, region = home_of(spec, deployments)
+            homes.setdefault((path, account, region), []).append((index, spec))
+    if not homes:
+        return None
+    stage = Stage(pipeline, STAGE_ID)
+    problems: list[Problem] = []
+    for (path, account, region), routers in homes.items():
+        config, deployments = groups[path]
+        try:
+            RouterStack(stage, f"{config.stack_name}Routers-{region}", config=config, routers=routers,
+                        deployments=deployments, env=Environment(account=account, region=region))
+        except ConfigurationError as error:
+            problems.extend(p.under(f"{path} (found while building the routers)") for p in error.problems)
+    if problems:
+        raise ConfigurationError(problems, source=pipeline.node.path)
+    from .checks import attach_stage_checks
+
+    attach_stage_checks(stage)
+    pipeline.pipeline.add_wave(STAGE_ID).add_stage(stage)
+    return stage
+
+
+__all__ = ["Deployment", "RouterStack", "add_app_routers", "add_router_stage", "home_of", "router_targets"]
