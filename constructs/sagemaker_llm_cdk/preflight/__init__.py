@@ -51,6 +51,7 @@ from .findings import SEVERITIES, Finding, Severity, blocker, exit_code, format_
 from .live import _error_code
 from . import offline as _offline  # noqa: F401  (registers the offline checks, in order, before the live ones)
 from . import live as _live_checks  # noqa: F401
+from . import routers as _router_checks  # noqa: F401  (routers: region offline, destinations live)
 
 if TYPE_CHECKING:
     from ..config.settings import AppConfig
