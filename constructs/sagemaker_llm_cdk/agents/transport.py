@@ -1,0 +1,187 @@
+"""How a connector's chat request reaches the model: straight to the inference component, or through the front door.
+
+Framework-free (botocore and ``sagemaker_llm_cdk.client`` only): the LangChain and LlamaIndex connectors build an
+OpenAI-style chat-completions body (LMI's messages API, which the LMI container serves on InvokeEndpoint) and hand
+it to a transport with the conversation it belongs to.
+
+- ``EndpointTransport``: ``InvokeEndpoint`` / ``InvokeEndpointWithResponseStream`` with ``InferenceComponentName``.
+  Stateless: each request goes where the endpoint's routing sends it (least outstanding requests by default,
+  or prefix-aware). Needs ``sagemaker:InvokeEndpoint`` (and ``InvokeEndpointWithResponseStream`` to stream) on the
+  endpoint and the component.
+- ``FrontDoorTransport``: the session front door (``client.SessionClient``). Each conversation key (a LangGraph
+  thread id, a chat id) maps to one front-door conversation, so all its turns reach one instance, whose KV
+  cache still holds the earlier turns' prefix. A request with no conversation key is sent stateless through
+  the front door. Streaming uses the conversation's open session on ``InvokeEndpointWithResponseStream``
+  (SageMaker cannot create a stateful session with a streaming call; the front door opens it with a buffered
+  one first). Needs ``front_door.grant_invoke_url`` (and ``grant_stream`` to stream).
+"""
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Iterator, Optional, Protocol
+
+from ..client import Conversation, FrontDoorError, SessionClient, iter_stream_events, parse_stream
+
+__all__ = ["ChatTransport", "EndpointTransport", "FrontDoorTransport", "ModelCallError"]
+
+
+class ModelCallError(RuntimeError):
+    """The model answered with something that is not a chat completion (an error object, text, nothing)."""
+
+
+class ChatTransport(Protocol):
+    """Sends one chat-completions body; ``conversation`` (or None: stateless) names the conversation it belongs to."""
+
+    def complete(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> dict[str, Any]:
+        """The model's chat-completion object."""
+        ...
+
+    def stream(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> Iterator[dict[str, Any]]:
+        """The model's chat-completion chunks, parsed, in order."""
+        ...
+
+
+def _completion(answer: Any) -> dict[str, Any]:
+    if isinstance(answer, (bytes, bytearray)):
+        try:
+            answer = json.loads(answer)
+        except ValueError:
+            raise ModelCallError(f"the model answered with text that is not JSON: {answer[:200]!r}") from None
+    if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list) or not answer["choices"]:
+        raise ModelCallError(f"the model answered without choices (is it LMI's messages API?): {str(answer)[:300]}")
+    return answer
+
+
+def _chunks(events: Iterator[Any]) -> Iterator[dict[str, Any]]:
+    for event in events:
+        if isinstance(event, dict) and "error" in event and "choices" not in event:
+            raise ModelCallError(f"the model's stream failed: {str(event['error'])[:300]}")
+        if isinstance(event, dict):
+            yield event
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class EndpointTransport:
+    """``InvokeEndpoint`` on one inference component of an endpoint (stateless).
+
+    :param endpoint_name: the endpoint (stack output ``*EndpointName``).
+    :param component: the inference component (stack output ``*ComponentName``), or an adapter's component.
+    :param runtime_client: a botocore ``sagemaker-runtime`` client. Default: one made in ``region``.
+    :param region: the endpoint's region, when ``runtime_client`` is not given.
+    """
+
+    def __init__(self, endpoint_name: str, component: str, *, runtime_client: Any = None,
+                 region: Optional[str] = None) -> None:
+        if not endpoint_name or not component:
+            raise ValueError("endpoint_name and component are required (the stack prints both)")
+        if runtime_client is None:
+            import botocore.session
+            from botocore.config import Config
+
+            runtime_client = botocore.session.get_session().create_client(
+                "sagemaker-runtime", region_name=region,
+                config=Config(read_timeout=70, retries={"mode": "standard", "total_max_attempts": 3}))
+        self.endpoint_name = endpoint_name
+        self.component = component
+        self.runtime = runtime_client
+
+    def complete(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> dict[str, Any]:
+        response = self.runtime.invoke_endpoint(
+            EndpointName=self.endpoint_name, InferenceComponentName=self.component,
+            ContentType="application/json", Accept="application/json", Body=_encode(body))
+        return _completion(response["Body"].read())
+
+    def stream(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> Iterator[dict[str, Any]]:
+        response = self.runtime.invoke_endpoint_with_response_stream(
+            EndpointName=self.endpoint_name, InferenceComponentName=self.component,
+            ContentType="application/json",
+            Body=_encode({"stream_options": {"include_usage": True}, **body, "stream": True}))
+        return _chunks(parse_stream(iter_stream_events(response["Body"])))
+
+
+class FrontDoorTransport:
+    """The session front door: one front-door conversation per conversation key, so its turns stay on one instance.
+
+    :param client: the front door's ``SessionClient``.
+    :param component: the inference component to talk to. Default: the front door's base model.
+
+    ``close(key)`` ends one conversation's session, ``close_all()`` every one this transport opened (sessions
+    also expire after the model's ``sessions.expiration_seconds`` idle).
+    """
+
+    def __init__(self, client: SessionClient, *, component: Optional[str] = None) -> None:
+        self.client = client
+        self.component = component
+        self._conversations: dict[str, Conversation] = {}
+        self._lock = threading.Lock()
+
+    def conversation(self, key: str) -> Conversation:
+        """The front-door conversation of ``key``, created on first use (opened on its first turn)."""
+        with self._lock:
+            found = self._conversations.get(key)
+            if found is None or found.closed:
+                found = self._conversations[key] = self.client.conversation(component=self.component)
+            return found
+
+    def session_of(self, key: str) -> Optional[str]:
+        """The SageMaker session id ``key``'s turns carry now (None before its first turn)."""
+        found = self._conversations.get(key)
+        return found.session_id if found is not None else None
+
+    def complete(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> dict[str, Any]:
+        if conversation is None:
+            return _completion(self.client.invoke(body, component=self.component)["body"])
+        return _completion(self.conversation(conversation).send(body)["body"])
+
+    def stream(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> Iterator[dict[str, Any]]:
+        # No stream_options: a lost session falls back to a buffered turn with this body, which vLLM would refuse.
+        body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+        if conversation is None:
+            # No session to stream on, and a stream cannot create one: one buffered turn, replayed as one chunk.
+            return iter([_as_chunk(self.complete(body))])
+        return _chunks(_replay_buffered(self.conversation(conversation).stream(body)))
+
+    def close(self, key: str) -> None:
+        with self._lock:
+            found = self._conversations.pop(key, None)
+        if found is not None:
+            found.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            found, self._conversations = list(self._conversations.values()), {}
+        errors = []
+        for conversation in found:
+            try:
+                conversation.close()
+            except FrontDoorError as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+def _replay_buffered(events: Iterator[Any]) -> Iterator[Any]:
+    """A stream's events; a whole completion (the front door's buffered fallback for a lost session) as a chunk."""
+    for event in events:
+        if isinstance(event, dict) and event.get("object") == "chat.completion":
+            yield _as_chunk(event)
+        else:
+            yield event
+
+
+def _as_chunk(completion: dict[str, Any]) -> dict[str, Any]:
+    """A whole chat completion as one streamed chunk (``message`` becomes ``delta``, tool calls indexed)."""
+    choices = []
+    for choice in completion.get("choices", []):
+        message = dict(choice.get("message") or {})
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            message["tool_calls"] = [{**call, "index": call.get("index", i)} for i, call in enumerate(calls)]
+        choices.append({"index": choice.get("index", 0), "delta": message, "finish_reason": choice.get("finish_reason")})
+    chunk = {k: v for k, v in completion.items() if k != "choices"}
+    chunk.update({"object": "chat.completion.chunk", "choices": choices})
+    return chunk
