@@ -59,7 +59,7 @@ def test_destroy_empties_buckets_and_schedules_keys_and_retain_does_neither(buil
     if removal == "retain":
         assert not auto_delete and all("PendingWindowInDays" not in k["Properties"] for k in keys)
     else:
-        assert len(auto_delete) == len(buckets) == 4
+        assert len(auto_delete) == len(buckets) == 6  # capture, EAGLE artifacts, the turn log and their access logs
         assert [k["Properties"]["PendingWindowInDays"] for k in keys] == [KEY_PENDING_DAYS] * len(keys)
 
 
@@ -83,12 +83,12 @@ def test_the_synth_note_says_what_stays(built):
     assert "SageMaker's own log groups (/aws/sagemaker/...)" in note
     if removal == "retain":
         (keeps,) = [line for line in note.splitlines() if " keeps " in line and line.startswith("SageMakerLlm ")]
-        for part in ("1 x DynamoDB table", "4 x KMS key", "4 x S3 bucket", "14 x log group", "1 x run-time SSM parameter"):
+        for part in ("1 x DynamoDB table", "6 x KMS key", "6 x S3 bucket", "15 x log group", "1 x run-time SSM parameter"):
             assert part in keeps
         assert "set removal: destroy for non-production" in note
         assert "deletes 1 x DynamoDB table (made to be deleted" in note and "emptied" not in note
     else:
-        assert "deletes 2 x DynamoDB table, 4 x KMS key, 4 x S3 bucket, 14 x log group, 1 x run-time SSM parameter" in note
+        assert "deletes 2 x DynamoDB table, 6 x KMS key, 6 x S3 bucket, 15 x log group, 1 x run-time SSM parameter" in note
         assert f"keys scheduled for deletion in {KEY_PENDING_DAYS} days" in note
 
 

@@ -267,11 +267,11 @@ class AppConfig(Settings):
                 if plan_name is None:
                     continue
                 short = plan_name.rsplit("/", 1)[-1]
-                index = known.get(plan_name, known.get(short))
-                if index is not None:
+                found = known.get(plan_name, known.get(short))
+                if found is not None:
                     problems.append(Problem(
                         f"endpoints[{e_index}].models[{m_index}].eagle.training_plan", plan_name,
-                        f"a plan bought for training jobs, not capacity_plans[{index}] (bought for endpoints: "
+                        f"a plan bought for training jobs, not capacity_plans[{found}] (bought for endpoints: "
                         "SageMaker refuses it for an optimization job)",
                         "buy a plan whose target is training-job for the job, or remove training_plan to run it "
                         "on demand"))

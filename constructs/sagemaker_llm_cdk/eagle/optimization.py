@@ -55,11 +55,12 @@ benchmark jobs before and after the head is served, recorded in the run record, 
 """
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import jsii
 
-from aws_cdk import ArnFormat, Aws, Duration, Fn, IStableStringProducer, Lazy, Names, RemovalPolicy, Stack
+from aws_cdk import Annotations, ArnFormat, Aws, Duration, Fn, IStableStringProducer, Lazy, Names, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -85,6 +86,7 @@ from ..core.run_time_state import RunTimeParameter
 from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from ..core.settings import validated
 from ..core.metrics import metric
+from ..core.tree import at_synth
 from ..core.nag import acknowledge, acknowledge_resource, nag_form, policy_resources
 from ..core.grants import acknowledge_wildcard_only
 from .layout import DATASETS, JOB_NAME_PREFIX, JOBS, MAP_RESULTS, REPORTS
@@ -568,6 +570,8 @@ class EagleOptimization(Construct):
             environment={**written_with,
                          "UNNAMED_RECORDS_COMPONENT": Lazy.string(_Produce(self._unnamed_records_component))},
             timeout=Duration.minutes(15), memory_size=1024)
+        if self.settings.dataset.source == "capture":  # once the endpoint's models and adapters are all in the tree
+            at_synth(self, self._note_unattributed)
         self.finalize_function = python_function(
             self, "FinalizeFunction", folder="eagle_dataset", handler="index.finalize",
             description=f"Writes the EAGLE dataset summary and manifests of {self.model_name}",
@@ -644,6 +648,20 @@ class EagleOptimization(Construct):
             "check function and its versions (<arn>:*); that one function only.",
             finding="Resource::" + nag_form(self.records_check_role,
                                                              f"{self.check_function.function_arn}:*"))
+
+    def _note_unattributed(self) -> None:
+        """Say at synth when captured records may never train this model: on an endpoint that serves other models or
+        adapters, a capture record must name its inference component to be kept, and AWS does not document that
+        Data Capture records of inference-component endpoints do. The front door's turn log names the model."""
+        if self._unnamed_records_component():
+            return
+        message = (f"{self.model_name} trains its EAGLE head on Data Capture of an endpoint that serves other models or "
+                   "adapters: a record that names no inference component is kept apart, never trained on, and AWS does "
+                   "not document that capture records name the component, so runs may find no records to train on. "
+                   "Fix: set eagle.dataset.source: front_door (the session front door's turn log names the model; the "
+                   "model needs sessions), or serve this model on an endpoint of its own.")
+        Annotations.of(self).add_info(message)
+        print(f"warning: {self.node.path}: {message}", file=sys.stderr)
 
     def _unnamed_records_component(self) -> str:
         """Who a capture record that names no component belongs to: this model only when the endpoint

@@ -700,14 +700,14 @@ def fit_problems(spec: ModelSpec, options: EndpointOptions) -> list[Problem]:
                                 "benchmark", "remove eagle, or serve this model on an endpoint with one instance type"))
     for instance_type in options.instance_types:
         accelerators, memory, _ = requirements_on(spec, instance_type)
-        index = next((i for i, r in enumerate(spec.instance_requirements) if r.instance_type == instance_type), None)
-        override = spec.instance_requirements[index] if index is not None else None
+        at = next((i for i, r in enumerate(spec.instance_requirements) if r.instance_type == instance_type), None)
+        override = spec.instance_requirements[at] if at is not None else None
         on = f" (on pool type {instance_type})" if options.instance_pools else ""
         gpus = accelerators_of(instance_type)
         if gpus is not None and accelerators > gpus:
             own = override is not None and override.accelerators is not None
             problems.append(Problem(
-                f"instance_requirements[{index}].accelerators" if own else "accelerators", accelerators,
+                f"instance_requirements[{at}].accelerators" if own else "accelerators", accelerators,
                 f"at most {gpus}, the accelerators of one {instance_type}{'' if own else on}",
                 "lower it or use a larger instance type" if own else
                 "lower accelerators or use a larger instance type"
@@ -716,7 +716,7 @@ def fit_problems(spec: ModelSpec, options: EndpointOptions) -> list[Problem]:
         if memory_mb is not None and memory > memory_mb:
             own = override is not None and override.min_memory_mb is not None
             problems.append(Problem(
-                f"instance_requirements[{index}].min_memory_mb" if own else "min_memory_mb", memory,
+                f"instance_requirements[{at}].min_memory_mb" if own else "min_memory_mb", memory,
                 f"at most {memory_mb}, the memory of one {instance_type} in MB{'' if own else on}",
                 "lower it or use a larger instance type" if own else
                 "lower min_memory_mb or use a larger instance type"
