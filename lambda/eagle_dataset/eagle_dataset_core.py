@@ -79,7 +79,7 @@ SKIP_REASONS: tuple[str, ...] = (
     "request_not_json",         # request payload is not a JSON document
     "unsupported_request_shape",  # JSON, but none of the known LLM request shapes
     "non_text_content",         # chat content parts other than text (images, audio, ...)
-    "unsupported_message_role",  # tool/function messages or assistant tool calls
+    "unsupported_message_role",  # legacy function_call / function messages, unknown roles, malformed tool calls
     "error_response",           # the model container answered with an error (an error object; LMI: empty failed generation)
     "unsupported_response_shape",  # none of the known LLM response shapes
     "empty_response",           # the model produced no text
@@ -733,8 +733,8 @@ def _response_from_object(obj: Any) -> str | None:
         message = choice.get("message")
         if isinstance(message, dict):
             content = message.get("content")
-            if content is None and (message.get("tool_calls") or message.get("function_call")):
-                raise _Skip("unsupported_message_role")
+            if message.get("tool_calls") or message.get("function_call"):
+                raise _Skip("unsupported_message_role")  # tool calls, with or without text: agent_reply's
             if content is None:
                 raise _Skip("empty_response")
             try:
@@ -803,6 +803,8 @@ def _plain_response(obj: Any) -> str | None:
         if choice.__class__ is not dict:
             return None
         message = choice.get("message")
+        if message.__class__ is dict and message.get("tool_calls"):
+            return None  # a tool call: response_to_text says so
         text = message.get("content") if message.__class__ is dict else choice.get("text")
     else:
         text = obj.get("generated_text")
@@ -878,6 +880,8 @@ def _response_from_stream(text: str, loads: Callable[[str], Any] = json.loads) -
         if isinstance(choices, list):
             if choices and isinstance(choices[0], dict):
                 delta = choices[0].get("delta")
+                if isinstance(delta, dict) and (delta.get("tool_calls") or delta.get("function_call")):
+                    raise _Skip("unsupported_message_role")  # a streamed tool call: agent_reply's
                 if isinstance(delta, dict) and isinstance(delta.get("content"), str):
                     pieces.append(delta["content"])
                 elif isinstance(choices[0].get("text"), str):
@@ -909,11 +913,11 @@ def _sse_text_fast(text: str) -> str | None:
     if not payloads or "" in payloads or "[DONE]" in payloads:
         return None  # the general loop drops those wherever they are
     array = "[" + ",".join(payloads) + "]"  # the same text _response_from_stream parses
-    # Keys "error", "ErrorCode", "generated_text", "token" and the value "error" change what a chunk
-    # means. Without those strings in the text (as whole JSON strings, so a token " error" does not
+    # Keys "error", "ErrorCode", "generated_text", "token", "tool_calls", "function_call" and the value
+    # "error" change what a chunk means. Without those strings in the text (as whole JSON strings, so a token " error" does not
     # count) and without escapes that could spell them, none occurs and only "choices" matters.
     if ('"error"' in array or '"ErrorCode"' in array or '"generated_text"' in array or '"token"' in array
-            or _LETTER_ESCAPE.search(array)):
+            or '"tool_calls"' in array or '"function_call"' in array or _LETTER_ESCAPE.search(array)):
         return None
     try:
         chunks = _orjson.loads(array)
@@ -974,12 +978,13 @@ def encode_record(messages: list[Message]) -> bytes:
     """``[(role, content)...]`` -> ``{"messages":[{"role":..,"content":..}...]}\\n`` (one line, UTF-8).
 
     Byte for byte what ``json.dumps(record, ensure_ascii=False, separators=(",", ":"))`` writes,
-    encoded as UTF-8, and what ``orjson.dumps`` writes (:func:`encode_record_fast`). Text with
+    encoded as UTF-8 with U+2028/U+2029 escaped (:func:`one_line`), and what ``orjson.dumps`` writes
+    (:func:`encode_record_fast`). Text with
     lone surrogates is skipped (``invalid_unicode``): it cannot be UTF-8 and strict readers reject it.
     """
     body = ",".join([f'{{"role":"{role}","content":{encode_basestring(content)}}}' for role, content in messages])
     try:
-        return f'{{"messages":[{body}]}}\n'.encode("utf-8")
+        return one_line(f'{{"messages":[{body}]}}\n'.encode("utf-8"))
     except UnicodeEncodeError:
         raise _Skip("invalid_unicode") from None
 
@@ -987,7 +992,8 @@ def encode_record(messages: list[Message]) -> bytes:
 def encode_record_fast(messages: list[Message]) -> bytes:
     """:func:`encode_record` with orjson (same bytes)."""
     try:
-        return _orjson.dumps({"messages": [{"role": role, "content": content} for role, content in messages]}) + b"\n"
+        return one_line(
+            _orjson.dumps({"messages": [{"role": role, "content": content} for role, content in messages]}) + b"\n")
     except _orjson.JSONEncodeError:  # a str with lone surrogates: not UTF-8
         raise _Skip("invalid_unicode") from None
 
@@ -1010,6 +1016,186 @@ def is_chat_record(record: Any) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
+# Agent turns: tool calls and tool results
+# ---------------------------------------------------------------------------------------------
+#
+# Agents send OpenAI chat messages with assistant ``tool_calls`` and ``tool`` results, and the model
+# answers tool calls (vLLM's tool-call parser) instead of text. The optimization job takes "OpenAI Chat
+# Completions" records (ModelSpeculativeDecodingConfig.TrainingDataSource), a format that holds both, so
+# such a turn is written in that form: ``{"role": "assistant", "content": <text or null>, "tool_calls":
+# [{"id", "type": "function", "function": {"name", "arguments": <JSON text>}}]}`` and ``{"role": "tool",
+# "tool_call_id", "content"}``. Two parts of the traffic are not written, and each run counts them per
+# component (``dropped`` in summary.json): the request's ``tools`` definitions (AWS documents records as
+# ``messages`` only) and the model's reasoning (``reasoning_content`` / ``reasoning``: no documented field).
+
+#: What a tool-calling record drops, counted per component: ``dropped.<name>`` in summary.json.
+DROPPED_PARTS: tuple[str, ...] = ("tool_definitions", "reasoning_content")
+
+
+def _tool_calls(calls: Any) -> list[dict[str, Any]]:
+    """OpenAI ``tool_calls``, normalised to ``{"id", "type": "function", "function": {"name", "arguments"}}``."""
+    if not isinstance(calls, list) or not calls:
+        raise _Skip("unsupported_message_role")
+    result = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or call.get("type", "function") != "function":
+            raise _Skip("unsupported_message_role")
+        name, arguments, ident = function.get("name"), function.get("arguments", ""), call.get("id")
+        if isinstance(arguments, (dict, list)):
+            arguments = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        if not isinstance(name, str) or not name or not isinstance(arguments, str) or not isinstance(ident, str):
+            raise _Skip("unsupported_message_role")
+        result.append({"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}})
+    return result
+
+
+def agent_messages(messages: Any) -> list[dict[str, Any]]:
+    """Chat messages that may hold assistant ``tool_calls`` and ``tool`` results -> the record's messages.
+
+    Text content is kept as :func:`_chat_messages` keeps it; an assistant message's reasoning is not written.
+    Raises ``_Skip`` for what no training record can hold (legacy ``function_call``, unknown roles, a tool
+    result without its call id, non-text content).
+    """
+    if not isinstance(messages, list) or not messages:
+        raise _Skip("unsupported_request_shape")
+    result: list[dict[str, Any]] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            raise _Skip("unsupported_request_shape")
+        name = message.get("role")
+        if not isinstance(name, str):
+            raise _Skip("unsupported_request_shape")
+        if message.get("function_call"):
+            raise _Skip("unsupported_message_role")
+        if name == "tool":
+            ident = message.get("tool_call_id")
+            if not isinstance(ident, str) or not ident:
+                raise _Skip("unsupported_message_role")
+            result.append({"role": "tool", "tool_call_id": ident, "content": _content_text(message.get("content"))})
+            continue
+        role = _ROLE_MAP.get(name)
+        if role is None:
+            raise _Skip("unsupported_message_role")
+        if role == "assistant" and message.get("tool_calls"):
+            content = message.get("content")
+            text = None if content is None or content == "" else _content_text(content)
+            result.append({"role": "assistant", "content": text, "tool_calls": _tool_calls(message["tool_calls"])})
+            continue
+        result.append({"role": role, "content": _content_text(message.get("content"))})
+    if not any(m["role"] == "user" for m in result):
+        raise _Skip("unsupported_request_shape")
+    return result
+
+
+def _stream_reply(text: str, loads: Callable[[str], Any]) -> tuple[str, list[dict[str, Any]], bool]:
+    """A streamed chat completion -> (text, tool calls joined by index, whether reasoning was streamed)."""
+    lines = _stream_lines(text)
+    payloads = []
+    for line in lines:
+        if line.startswith("data:"):
+            line = line[5:].lstrip()
+        if line and line != "[DONE]" and line[0] != ":" and not line.startswith(("event:", "id:", "retry:")):
+            payloads.append(line)
+    try:
+        chunks = loads("[" + ",".join(payloads) + "]") if payloads else []
+    except (ValueError, RecursionError):
+        raise _Skip("unsupported_response_shape") from None
+    if not chunks or len(chunks) != len(payloads):
+        raise _Skip("unsupported_response_shape")
+    pieces: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    reasoning = False
+    for chunk in chunks:
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
+            raise _Skip("unsupported_response_shape")
+        if chunk.get("error") or chunk.get("object") == "error":
+            raise _Skip("error_response")
+        if not chunk["choices"]:
+            continue  # the usage chunk
+        delta = chunk["choices"][0].get("delta") if isinstance(chunk["choices"][0], dict) else None
+        if not isinstance(delta, dict):
+            raise _Skip("unsupported_response_shape")
+        if isinstance(delta.get("content"), str):
+            pieces.append(delta["content"])
+        reasoning = reasoning or bool(delta.get("reasoning_content") or delta.get("reasoning"))
+        for position, piece in enumerate(delta.get("tool_calls") or []):
+            if not isinstance(piece, dict):
+                raise _Skip("unsupported_message_role")
+            index = piece.get("index", position)
+            found = piece.get("function")
+            function: dict[str, Any] = found if isinstance(found, dict) else {}
+            call = calls.setdefault(index if isinstance(index, int) else position,
+                                    {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+            call["id"] = call["id"] or piece.get("id")
+            for key in ("name", "arguments"):
+                if isinstance(function.get(key), str):
+                    call["function"][key] += function[key]
+    return "".join(pieces), [calls[i] for i in sorted(calls)], reasoning
+
+
+def agent_reply(response: Any, *, is_json: bool, loads: Callable[[str], Any] = json.loads) -> tuple[dict[str, Any], bool]:
+    """A chat completion (or its stream) that may call tools -> (the assistant message, whether it reasoned).
+
+    The message has ``content`` (text, or None beside tool calls) and ``tool_calls`` when the model called
+    tools. Raises ``_Skip`` when the answer is neither text nor tool calls.
+    """
+    if is_json:
+        if isinstance(response, list) and len(response) == 1:
+            response = response[0]
+        if not isinstance(response, dict):
+            raise _Skip("unsupported_response_shape")
+        if _is_error(response):
+            raise _Skip("error_response")
+        choices = response.get("choices")
+        if not isinstance(choices, list) or not choices:
+            raise _Skip("empty_response" if choices == [] else "unsupported_response_shape")
+        message = choices[0].get("message") if isinstance(choices[0], dict) else None
+        if not isinstance(message, dict):
+            raise _Skip("unsupported_response_shape")
+        if message.get("function_call"):
+            raise _Skip("unsupported_message_role")
+        content = message.get("content")
+        text = "" if content is None else _content_text(content)
+        raw_calls = message.get("tool_calls") or []
+        calls = _tool_calls(raw_calls) if raw_calls else []
+        reasoning = bool(message.get("reasoning_content") or message.get("reasoning"))
+    else:
+        if not response.strip():
+            raise _Skip("empty_response")
+        text, calls, reasoning = _stream_reply(response, loads)
+        calls = _tool_calls(calls) if calls else []
+    if calls:
+        return {"role": "assistant", "content": text or None, "tool_calls": calls}, reasoning
+    if not text.strip():
+        raise _Skip("empty_response")
+    return {"role": "assistant", "content": text}, reasoning
+
+
+def encode_agent_record(messages: list[dict[str, Any]]) -> bytes:
+    """``{"messages": [...]}`` of a tool-calling turn, one line (the same writer on both paths)."""
+    try:
+        line = json.dumps({"messages": messages}, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Skip("invalid_unicode") from None
+    return one_line(line + b"\n")
+
+
+_LINE_SEPARATORS = (b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+
+
+def one_line(line: bytes) -> bytes:
+    """``line`` with U+2028 and U+2029 written as ``\\u2028`` / ``\\u2029``.
+
+    JSON allows both raw inside strings and ``json.dumps(ensure_ascii=False)`` and orjson leave them raw, but
+    readers that split text with ``str.splitlines`` (and JavaScript before ES2019) break a line there; escaped,
+    the record is the same JSON value and one line for every reader. They occur only inside strings."""
+    if b"\xe2\x80" not in line:
+        return line
+    return line.replace(_LINE_SEPARATORS[0], b"\\u2028").replace(_LINE_SEPARATORS[1], b"\\u2029")
+
+
+# ---------------------------------------------------------------------------------------------
 # Batch converter
 # ---------------------------------------------------------------------------------------------
 
@@ -1020,14 +1206,22 @@ class ComponentStats:
     converted: int = 0
     duplicates: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    tool_calling: int = 0
+    """Records written with assistant tool calls or tool results (agent traffic)."""
+    dropped: Counter[str] = field(default_factory=Counter)
+    """Parts of written tool-calling records left out, by :data:`DROPPED_PARTS` name."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        summary: dict[str, Any] = {
             "records_in": self.records_in,
             "converted": self.converted,
             "duplicates": self.duplicates,
             "skipped": dict(sorted(self.skipped.items())),
         }
+        if self.tool_calling or self.dropped:  # only for agent traffic: other summaries keep their shape
+            summary["tool_calling"] = self.tool_calling
+            summary["dropped"] = dict(sorted(self.dropped.items()))
+        return summary
 
 
 class BatchConverter:
@@ -1129,7 +1323,12 @@ class BatchConverter:
                 else:
                     capture = parse_line(line)  # type: ignore[arg-type]  # bytes: views are read above
                 component = component_of(capture, path_component)
-                out = convert(capture)
+                try:
+                    out = convert(capture)
+                except _Skip as skip:
+                    if skip.reason != "unsupported_message_role":
+                        raise
+                    out = self._convert_agent(capture, component)  # tool calls or tool results
             except _Skip as skip:
                 stats = all_stats.get(component) or self._stats(component)
                 stats.skipped[skip.reason] += 1
@@ -1180,10 +1379,16 @@ class BatchConverter:
                 if name not in self.stats and len(self.stats) >= self.max_components:
                     raise _Skip("too_many_components")
                 component = name
-                messages = _chat_messages(record["messages"])
-                if messages[-1][0] != "assistant" or not messages[-1][1].strip():
-                    raise _Skip("empty_response")
-                out = self._encode(messages)
+                try:
+                    messages = _chat_messages(record["messages"])
+                except _Skip as skip:
+                    if skip.reason != "unsupported_message_role":
+                        raise
+                    out = self._turn_agent(record["messages"], component)  # tool calls or tool results
+                else:
+                    if messages[-1][0] != "assistant" or not messages[-1][1].strip():
+                        raise _Skip("empty_response")
+                    out = self._encode(messages)
             except _Skip as skip:
                 stats = self._stats(component)
                 stats.skipped[skip.reason] += 1
@@ -1203,6 +1408,40 @@ class BatchConverter:
                 self.dedup_saturated = True
             stats.converted += 1
             yield component, out
+
+    def _convert_agent(self, capture: dict[str, Any], component: str) -> bytes:
+        """A capture record of a tool-calling turn -> its training line (:func:`agent_messages`,
+        :func:`agent_reply`); what it leaves out is counted in the component's ``dropped``."""
+        request_part, response_part = _capture_parts(capture)
+        request, request_is_json = self._decode(request_part)
+        if not request_is_json or not isinstance(request, dict) or "messages" not in request:
+            raise _Skip("unsupported_message_role")
+        messages = agent_messages(request["messages"])
+        response, response_is_json = self._decode(response_part)
+        reply, reasoned = agent_reply(response, is_json=response_is_json, loads=self._loads)
+        messages.append(reply)
+        out = encode_agent_record(messages)
+        self._count_agent(component, tools=bool(request.get("tools")), reasoned=reasoned)
+        return out
+
+    def _turn_agent(self, turn: Any, component: str) -> bytes:
+        """A front-door turn with tool calls or tool results -> its training line (the last message is the
+        model's: text or tool calls)."""
+        messages = agent_messages(turn)
+        last = messages[-1]
+        if last["role"] != "assistant" or not (last.get("tool_calls") or (last["content"] or "").strip()):
+            raise _Skip("empty_response")
+        out = encode_agent_record(messages)
+        self._count_agent(component, tools=False, reasoned=False)
+        return out
+
+    def _count_agent(self, component: str, *, tools: bool, reasoned: bool) -> None:
+        stats = self._stats(component)
+        stats.tool_calling += 1
+        if tools:
+            stats.dropped["tool_definitions"] += 1
+        if reasoned:
+            stats.dropped["reasoning_content"] += 1
 
     @staticmethod
     def _parse_turn(line: bytes) -> Any:
@@ -1227,6 +1466,8 @@ class BatchConverter:
             total.converted += stats.converted
             total.duplicates += stats.duplicates
             total.skipped.update(stats.skipped)
+            total.tool_calling += stats.tool_calling
+            total.dropped.update(stats.dropped)
         return total.as_dict()
 
     def summary(self) -> dict[str, Any]:
@@ -1341,7 +1582,7 @@ class BatchConverter:
             # not OPT_APPEND_NEWLINE: the bytes orjson returns keep its whole output buffer allocated (about
             # 8 KiB more per line, measured), and the function holds up to a shard's worth of lines; the
             # concatenation is an exact-size copy and frees that buffer.
-            return _orjson.dumps({"messages": messages}) + b"\n"
+            return one_line(_orjson.dumps({"messages": messages}) + b"\n")
         except _orjson.JSONEncodeError:  # a str with lone surrogates: not UTF-8
             raise _Skip("invalid_unicode") from None
 

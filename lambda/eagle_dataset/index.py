@@ -749,6 +749,9 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 merged[field] += int(stats.get(field, 0))
             merged["skipped"].update(stats.get("skipped", {}))
             merged["shards"] += stats.get("shards", [])
+            if stats.get("tool_calling") or stats.get("dropped"):  # agent traffic (eagle_dataset_core.DROPPED_PARTS)
+                merged["tool_calling"] = merged.get("tool_calling", 0) + int(stats.get("tool_calling", 0))
+                merged.setdefault("dropped", Counter()).update(stats.get("dropped", {}))
     for stats in components.values():
         for field in totals:
             totals[field] += stats[field]
@@ -799,10 +802,12 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "unattributed": unattributed,
         "unattributed_note": "records that name no inference component (AWS does not document that Data Capture "
                              "records of inference-component endpoints do); counted, never used for training",
+        **_agent_totals(components),
         "components": {
             name: {
-                **{k: v for k, v in stats.items() if k not in ("shards", "skipped")},
+                **{k: v for k, v in stats.items() if k not in ("shards", "skipped", "dropped")},
                 "skipped": dict(sorted(stats["skipped"].items())),
+                **({"dropped": dict(sorted(stats["dropped"].items()))} if "dropped" in stats else {}),
                 "shard_count": len(stats["shards"]),
                 "s3_uri": component_uris.get(name),
                 "manifest_s3_uri": manifest_uris.get(name),
@@ -849,6 +854,22 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "skipped": dict(sorted(skipped.items())),
         "watermark_commit": watermark_commit,
     }
+
+
+def _agent_totals(components: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``tool_calling`` (records written with tool calls or tool results) and ``dropped`` (what those records
+    leave out: the request's tool definitions, the model's reasoning) over all components; nothing when the
+    run saw no agent traffic, so other summaries keep their shape."""
+    agent = [stats for stats in components.values() if "tool_calling" in stats]
+    if not agent:
+        return {}
+    dropped: Counter[str] = Counter()
+    for stats in agent:
+        dropped.update(stats.get("dropped", {}))
+    return {"tool_calling": sum(stats["tool_calling"] for stats in agent), "dropped": dict(sorted(dropped.items())),
+            "dropped_note": "tool-calling turns are written as OpenAI chat messages (assistant tool_calls, tool "
+                            "results); the request's tool definitions and the model's reasoning have no field in "
+                            "the format the optimization job documents, so they are left out and counted here"}
 
 
 # ---------------------------------------------------------------------------------------------

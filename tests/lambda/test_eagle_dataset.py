@@ -261,7 +261,9 @@ def test_output_lines_are_compact_utf8_json_lines_exactly_as_json_dumps_writes_t
     assert component == "base"
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     record = json.loads(line)
-    assert line == (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    written = json.dumps(record, ensure_ascii=False, separators=(",", ":")).replace("\u2028", "\\u2028")
+    assert line == (written + "\n").encode("utf-8")  # U+2028/U+2029 escaped: one line for every reader
+    assert len(line.decode("utf-8").splitlines()) == 1
     assert record["messages"] == [{"role": "user", "content": text}, {"role": "assistant", "content": "大きい"}]
 
 
@@ -390,7 +392,10 @@ def test_request_shapes(request_body, expected, fast):
     ("request_body", "reason"),
     [
         ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, "non_text_content"),
-        ({"messages": [{"role": "user", "content": "q"}, {"role": "tool", "content": "r", "tool_call_id": "1"}]}, "unsupported_message_role"),
+        # a tool result is kept (agent turns), but the answer must then be a chat completion
+        ({"messages": [{"role": "user", "content": "q"}, {"role": "tool", "content": "r", "tool_call_id": "1"}]}, "unsupported_response_shape"),
+        ({"messages": [{"role": "user", "content": "q"}, {"role": "tool", "content": "r"}]}, "unsupported_message_role"),
+        ({"messages": [{"role": "user", "content": "q"}, {"role": "function", "content": "r", "name": "f"}]}, "unsupported_message_role"),
         ({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "tool_calls": [{}]}]}, "unsupported_message_role"),
         ({"messages": [{"role": "system", "content": "only system"}]}, "unsupported_request_shape"),
         ({"messages": []}, "unsupported_request_shape"),
