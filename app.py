@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """This team's CDK app: load the deployment config, build the stack, attach checks, synthesize."""
+import io
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +16,8 @@ from sagemaker_llm_cdk.operations.cost import cost_model
 from stacks import LlmPlatformStack, attach_checks
 from stacks.router_stage import add_app_routers
 from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks, write_cost_model
+from stacks.synth_output import (APP_PROPS, SUMMARY_CONTEXT, cli_command, keep_annotations, offline_diff_hint,
+                                 prints_summary)
 
 
 CONSENT_SOURCE = "the consent to spend (-c purchase / -c extend)"
@@ -23,7 +27,8 @@ CONSENT_KEYS = (PURCHASE_CONTEXT, EXTEND_CONTEXT)
 def main() -> None:
     # The app reports the checks itself: one summary per pack and rule instead of every finding in the log
     # (every finding goes to cdk.out/nag-findings.md), and it still fails on an unacknowledged error.
-    app = App(context={FAIL_SYNTH_CONTEXT: False})
+    # No stack traces (APP_PROPS): for a Python app they hold only jsii's kernel, which the CLI prints as a location.
+    app = App(context={FAIL_SYNTH_CONTEXT: False}, **APP_PROPS)
     path = app.node.try_get_context("config") or "config/default.yaml"
     pipeline = app.node.try_get_context("pipeline")
     try:
@@ -55,16 +60,29 @@ def main() -> None:
             print(f"error: {ConfigurationError(in_files, source=CONSENT_SOURCE)}", file=sys.stderr)
         sys.exit(1)
     attach_checks(app, extra_packs=extra_packs)
+    # The tables are for the reader of a synth log (make synth, cdk synth); cdk ls and cdk diff print them only when
+    # the synth fails, and cdk.out/synth-summary.md always has them (stacks/synth_output.py says how it is decided).
+    command = cli_command()
+    summary = prints_summary(app.node.try_get_context(SUMMARY_CONTEXT), command=command,
+                             under_cli="CDK_CLI_VERSION" in os.environ)
+    log = sys.stderr if summary else io.StringIO()
+    checks_log = sys.stderr if summary else io.StringIO()
     # The most each endpoint can run, for the reviewer reading the synth log.
     cost_table = cost_ceiling_table(app)
-    print(cost_table, file=sys.stderr)
+    print(cost_table, file=log)
     # What `cdk destroy` would leave behind (removal: retain | destroy in the config).
-    print(removal_note(app), file=sys.stderr)
+    print(removal_note(app), file=log)
     assembly = app.synth()
     write_cost_model(assembly.directory, cost_model(app))  # the change report compares the base's and the head's
-    status = report_checks(assembly.directory, cost_table=cost_table)
+    status = report_checks(assembly.directory, cost_table=cost_table, stream=checks_log)
+    keep_annotations(assembly.directory)  # the CLI shows warnings and errors, and no info to acknowledge
     if status:
+        if isinstance(checks_log, io.StringIO):  # quiet never hides why the command failed
+            print(checks_log.getvalue(), end="", file=sys.stderr)
         sys.exit(status)
+    hint = offline_diff_hint(command)
+    if hint:
+        print(hint, file=sys.stderr)
 
 
 if __name__ == "__main__":
