@@ -53,6 +53,9 @@ $(NODE_STAMP): package.json package-lock.json
 ## A bare `cdk synth` (no make) keeps CDK's default: the built-in validator runs.
 CFN_VALIDATE ?=
 CDK_VALIDATION_FLAG = $(if $(CFN_VALIDATE),,--no-validation)
+## The app prints the cdk-nag summary and the cost table for a synth only (cdk ls and cdk diff stay quiet; the tables
+## are in cdk.out/synth-summary.md either way): the Makefile says so explicitly (stacks/synth_output.py).
+SYNTH_SUMMARY = -c sagemaker-llm-cdk:summary=1
 synth: synth-setup
 	$(MAKE) --no-print-directory synth-app
 	$(MAKE) --no-print-directory lint-templates
@@ -60,8 +63,8 @@ synth: synth-setup
 ## synth-app: only the app's synth into a fresh cdk.out (cdk-nag inside); `synth` and `check` run it once.
 synth-app: synth-setup
 	rm -rf cdk.out $(REPORTS)/nag-findings.json $(REPORTS)/nag-findings.md $(REPORTS)/synth-summary.md
-	@echo "cdk synth --quiet $(CDK_VALIDATION_FLAG) $(CDK_CONTEXT)"
-	@status=0; cdk synth --quiet $(CDK_VALIDATION_FLAG) $(CDK_CONTEXT) || status=$$?; \
+	@echo "cdk synth --quiet $(CDK_VALIDATION_FLAG) $(CDK_CONTEXT) $(SYNTH_SUMMARY)"
+	@status=0; cdk synth --quiet $(CDK_VALIDATION_FLAG) $(CDK_CONTEXT) $(SYNTH_SUMMARY) || status=$$?; \
 	  mkdir -p $(REPORTS); \
 	  for f in nag-findings.json nag-findings.md synth-summary.md; do if [ -f cdk.out/$$f ]; then cp cdk.out/$$f $(REPORTS)/; fi; done; \
 	  if [ -n "$${GITHUB_STEP_SUMMARY:-}" ] && [ -f cdk.out/synth-summary.md ]; then cat cdk.out/synth-summary.md >> "$$GITHUB_STEP_SUMMARY"; fi; \
@@ -79,9 +82,12 @@ preflight: setup
 prices: synth-setup
 	$(BIN)/python -m sagemaker_llm_cdk.operations.pricing refresh
 
-## diff: synth (checks included), then compare cdk.out with what is deployed (needs credentials).
+## diff: synth (checks included), then compare cdk.out with what is deployed (needs credentials; without them it
+## says, in one line, how to compare offline: `make change-report`).
 diff: synth
-	cdk diff --app cdk.out $(DIFF_ARGS)
+	@echo "cdk diff --app cdk.out $(DIFF_ARGS)"
+	@status=0; cdk diff --app cdk.out $(DIFF_ARGS) || status=$$?; \
+	  if [ $$status -ne 0 ]; then $(BIN)/python stacks/synth_output.py --offline-diff-hint; fi; exit $$status
 
 ## deploy: synth (checks included), then deploy exactly that cdk.out, every stack (needs credentials).
 ## CDK still asks before security-relevant changes; pass DEPLOY_ARGS="--require-approval never" only on purpose.
