@@ -164,9 +164,9 @@ change-report: synth-setup
 schema: synth-setup
 	$(BIN)/python -m tools.schemas config
 
-## diagram: regenerate the README's architecture diagram from the synthesized default app.
+## diagram: regenerate the architecture diagram (docs/architecture.md) from the synthesized default app.
 diagram: synth
-	$(BIN)/python -m tools.diagram cdk.out --readme README.md
+	$(BIN)/python -m tools.diagram cdk.out --readme docs/architecture.md
 
 ## jumpstart-lock: add or refresh MODEL VERSION in REGION in config/jumpstart.lock.yaml from JumpStart's published
 ## manifest (needs AWS credentials and network, once); commit the diff. Synth reads only the lock file.

@@ -16,7 +16,7 @@ Then, ``--runs`` times, in turn:
   (cfn-lint and checkov over the ``cdk.out`` the synth just wrote).
 
 Prints the medians, the ratio of ``make check`` to the sequential form (median of the per-round
-ratios) and how the parallel part compares with the sum of its phases. Goal (issue 15): ``make check``
+ratios) and how the parallel part compares with the sum of its phases. Target: ``make check``
 warm at most 120 s on 2 cores. Every command must succeed; the benchmark stops at the first failure.
 """
 from __future__ import annotations

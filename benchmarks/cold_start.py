@@ -14,7 +14,7 @@ Printed per function: the median CPU time of the import (user + system time of t
 before ``import index`` to just after it: the interpreter's start-up excluded, and waiting for a shared
 machine's cores not counted, so it is the steadiest figure), its ratio to ``import boto3`` (median of
 the per-pair ratios, their range, and the ratio of the fastest runs), the same for wall time, and the
-heaviest top-level modules the handler imports beyond boto3's. Goal (issue 15): each handler's import at most 1.5x ``import boto3``.
+heaviest top-level modules the handler imports beyond boto3's. Target: each handler's import at most 1.5x ``import boto3``.
 
 Then, so that work moved from the import to the first call shows, the same for **import + the first event**: a
 third fresh process per round imports the handler and answers the event its function gets most

@@ -28,7 +28,7 @@ count difference; peak memory is printed per config, so its growth per adapter s
 ``--profile`` instead runs the app once under cProfile (Python side) with the validator as set, and
 prints the top functions by cumulative time and the number of jsii round trips (kernel requests).
 
-Goals (issue 15): app/raw at most 1.3x with the validator on, at most 2x with it off; at most 3 ms per
+Targets: app/raw at most 1.3x with the validator on, at most 2x with it off; at most 3 ms per
 adapter; peak memory linear in adapters. The benchmark prints figures, never a verdict by timing assert.
 """
 from __future__ import annotations

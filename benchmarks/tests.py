@@ -5,7 +5,7 @@ Usage: ``python benchmarks/tests.py [--baseline] [--by-module] [--workers 2] [--
 Runs ``pytest -n 2 --dist loadfile --no-loadscope-reorder`` (the Makefile's ``test`` target) once with
 ``--durations=15`` and prints: wall seconds, CPU seconds of pytest and every process it waited for
 (Python, node/jsii, cdk, pip, checkov), their ratio (how well the two workers stayed busy: at most the
-number of workers), the goal's ratio (issue 15: at most 120 s on 2 cores), and the 15 slowest tests.
+number of workers), the target's ratio (at most 120 s on 2 cores), and the 15 slowest tests.
 CPU seconds move far less than wall seconds when other jobs share the machine: compare those.
 
 ``--by-module`` also measures every test's CPU seconds (``benchmarks/cpu_per_test.py``: the worker, its

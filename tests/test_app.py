@@ -94,16 +94,16 @@ def test_checks_fail_on_an_unacknowledged_finding(tmp_path):
         app.synth()
 
 
-def test_readme_diagram_is_generated_from_this_app(synthesized):
+def test_architecture_diagram_is_generated_from_this_app(synthesized):
     from tools.diagram import END, START, render
 
     _, _, out = synthesized
-    readme = (ROOT / "README.md").read_text()
-    current = readme.split(START, 1)[1].split(END, 1)[0].strip()
-    assert current == render(out), "run `make diagram` and commit README.md"
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    current = page.split(START, 1)[1].split(END, 1)[0].strip()
+    assert current == render(out), "run `make diagram` and commit docs/architecture.md"
 
 
-# ------------------------------------------------ what each issue's "done when" promises
+# ------------------------------------------------ what the project promises of the deployed app
 def _all_resources(out: Path) -> dict[str, dict]:
     resources: dict[str, dict] = {}
     for template in out.glob("*.template.json"):

@@ -637,7 +637,7 @@ def test_the_purchase_handler_accepts_the_synthesized_properties(reserved, load_
     assert props.start_time_after == RESERVE["start_after"] and props.end_time_before == RESERVE["end_before"]
 
 
-# --------------------------------------------------------------------------- physical names (issue 11 item 2)
+# --------------------------------------------------------------------------- physical names
 
 ENVS = {"agnostic": None, "bound": Environment(account="123456789012", region="us-east-1")}
 _TRAINING_PLAN_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}")  # botocore's TrainingPlanName pattern

@@ -1,4 +1,4 @@
-"""Confused deputies (issue 12.6): service principals trusted only with a source condition; waiter logs scoped."""
+"""Confused deputies: service principals trusted only with a source condition; waiter logs scoped."""
 from __future__ import annotations
 
 import json

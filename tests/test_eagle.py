@@ -455,7 +455,7 @@ def test_job_role_reads_model_and_dataset_writes_only_its_output(capture):
     trust = capture.resources[lid(capture.stack, eagle.job_role)]["Properties"]["AssumeRolePolicyDocument"]
     assert render(trust["Statement"]) == [{
         "Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
-        "Condition": {"StringEquals": {"aws:SourceAccount": "${AWS::AccountId}"},  # confused deputy (issue 12.6)
+        "Condition": {"StringEquals": {"aws:SourceAccount": "${AWS::AccountId}"},  # confused deputy
                       "ArnLike": {"aws:SourceArn": "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:*"}}}]
     artifacts = capture.ref(eagle.artifacts_bucket, "Arn")
     grants = capture.grants(eagle.job_role)

@@ -73,7 +73,7 @@ def test_a_cuda13_image_uri_on_another_ami_is_refused_in_the_config():
         parse_config(data, source="x.yaml")
 
 
-# ------------------------------------------------------------------- LoRA and EAGLE (issue 13 item 2)
+# ------------------------------------------------------------------- LoRA and EAGLE
 EAGLE = EagleSettings()
 
 

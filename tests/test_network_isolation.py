@@ -1,4 +1,4 @@
-"""Model containers without network (issue 12.5): EnableNetworkIsolation on by default, an opt-out, no checkov skip."""
+"""Model containers without network: EnableNetworkIsolation on by default, an opt-out, no checkov skip."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Teardown (issue 16.9): what `cdk destroy` keeps, and `removal: destroy` for non-production environments."""
+"""Teardown: what `cdk destroy` keeps, and `removal: destroy` for non-production environments."""
 from __future__ import annotations
 
 import json

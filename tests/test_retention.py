@@ -1,4 +1,4 @@
-"""User text is kept only as long as needed and readable only by the roles that need it (issue 12.4)."""
+"""User text is kept only as long as needed and readable only by the roles that need it."""
 from __future__ import annotations
 
 import json

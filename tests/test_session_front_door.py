@@ -528,7 +528,7 @@ def test_component_name_pattern(names, pattern):
 
 
 def test_a_thousand_adapters_with_sessions_synthesize_within_every_limit():
-    """Issue 15.2: nothing that grows with the adapter count in one environment variable or policy document."""
+    """Nothing that grows with the adapter count in one environment variable or policy document."""
     import json
 
     from sagemaker_llm_cdk.adapters.adapter_stack import add_adapters

@@ -22,8 +22,9 @@ MODEL = {"name": "qwen3-8b", "model_data_s3_uri": MODEL_URI}
 
 
 def readme_vpc_examples() -> list[dict]:
-    """Each YAML block of the README that declares an endpoint with a vpc."""
-    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.S)
+    """Each YAML block of the endpoint guide (docs/endpoints-and-models.md) that declares an endpoint with a vpc."""
+    page = (ROOT / "docs" / "endpoints-and-models.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", page, flags=re.S)
     found = []
     for block in blocks:
         if not re.search(r"^\s*vpc:", block, flags=re.M):
@@ -35,13 +36,13 @@ def readme_vpc_examples() -> list[dict]:
 
 
 def test_the_readme_has_a_vpc_example():
-    assert readme_vpc_examples(), "the README's endpoint reference shows a vpc block"
+    assert readme_vpc_examples(), "docs/endpoints-and-models.md shows a vpc block"
 
 
 @pytest.mark.parametrize("env", ENVS, ids=["agnostic", "bound"])
 @pytest.mark.parametrize("example", readme_vpc_examples(), ids=lambda e: e["name"])
 def test_readme_vpc_example_synthesizes_nag_clean(example, env, tmp_path):
-    config = parse_config({"endpoints": [{**example, "models": [MODEL]}]}, source="README.md")
+    config = parse_config({"endpoints": [{**example, "models": [MODEL]}]}, source="docs/endpoints-and-models.md")
     app = App(outdir=str(tmp_path))
     stack = LlmPlatformStack(app, "Vpc", config=config, env=env)
     attach_checks(app)

@@ -1,6 +1,6 @@
 """Architecture diagram of a synthesized app, as a Mermaid flowchart, generated from cdk.out.
 
-Usage: ``python -m tools.diagram cdk.out [--readme README.md]``
+Usage: ``python -m tools.diagram cdk.out [--readme docs/architecture.md]``
 
 Reads every stack template of the cloud assembly (nested stacks included), keeps the
 resources a reader cares about (endpoints, models, functions, tables, buckets, state

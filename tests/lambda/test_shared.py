@@ -456,7 +456,7 @@ def test_each_staged_asset_imports_on_its_own(folder):
 
 HEAVY_MODULES = ("pydantic", "pydantic_core", "aws_lambda_powertools.event_handler",
                  "aws_lambda_powertools.utilities.parser", "llm_cdk_shared.custom_resource")
-"""What no handler imports at module level (issue 15: the cold start pays for boto3 and Powertools' Logger /
+"""What no handler imports at module level (the cold start pays for boto3 and Powertools' Logger /
 Metrics; validation models and the event handler are built on the paths that use them)."""
 
 _COLD_CALL = _IMPORT_ALONE + """
