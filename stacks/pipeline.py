@@ -24,8 +24,10 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-from aws_cdk import App, Environment, Stack, Stage
+import jsii
+from aws_cdk import App, Environment, IAnyProducer, IResolveContext, Lazy, Stack, Stage
 from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_kms as kms
 from aws_cdk import pipelines
 from constructs import Construct, IConstruct
 from pydantic import Field
@@ -34,7 +36,6 @@ from sagemaker_llm_cdk import AppConfig, ConfigurationError, Problem, load_confi
 from sagemaker_llm_cdk.config.layers import load_layers
 from sagemaker_llm_cdk.config.loading import locate_problems
 from sagemaker_llm_cdk.core.checkov import checkov_skip
-from sagemaker_llm_cdk.core.grants import acknowledge_wildcard_only
 from sagemaker_llm_cdk.core.nag import acknowledge, acknowledge_resource
 from sagemaker_llm_cdk.core.settings import Settings
 from sagemaker_llm_cdk.core.settings import validated
@@ -232,6 +233,7 @@ class PipelineStack(Stack):
         self.pipeline.build_pipeline()
         _role_arns_as_sub(self, self.pipeline.pipeline.node.default_child)
         _version_artifact_buckets(self.pipeline.pipeline)
+        _name_pipeline_resources(self, self.pipeline)
         _acknowledge_pipeline(self.pipeline)
 
 
@@ -299,19 +301,124 @@ _PIPELINE_ACTION_WILDCARDS = {
 }
 
 
-_PIPELINE_WILDCARD_ACTIONS = {
-    "cloudformation:DescribeStacks": "the self-mutation step reads the stacks of every target account it deploys",
-    "s3:ListBucket": "the self-mutation step lists the CDK bootstrap buckets it finds by lookup",
-    "codebuild:StartBuild": "the asset role starts one publishing project per asset, created by CDK Pipelines",
-    "codebuild:BatchGetBuilds": "the asset role follows those builds",
-    "codebuild:StopBuild": "the asset role stops those builds when the pipeline stops",
-    "kms:Decrypt": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
-    "kms:DescribeKey": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
-    "kms:Encrypt": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
-    "kms:GenerateDataKey*": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
-    "kms:ReEncrypt*": "the pipeline role uses the cross-region replication keys, which it only knows by alias",
+PIPELINE_WILDCARDS = {
+    "kms:Decrypt, kms:DescribeKey, kms:Encrypt, kms:ReEncrypt*, kms:GenerateDataKey* on "
+    "arn:<partition>:kms:<region>:<tools account>:key/*": (
+        "the pipeline role encrypts and decrypts artifacts with each cross-region replication key; the key lives in "
+        "CDK's support stack and its id is generated at deploy time, so only the alias is known at synth: the "
+        "statement is limited to keys carrying that alias (condition kms:ResourceAliases, "
+        "https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-resource-aliases)"),
+    "cloudformation:DescribeStacks on arn:<partition>:cloudformation:<region>:<account>:stack/<name>/*": (
+        "the self-mutation step reads the pipeline's own stacks (and CDKToolkit) in the tools account and each "
+        "stage's stacks; a stack ARN ends in an id CloudFormation makes at creation "
+        "(https://docs.aws.amazon.com/service-authorization/latest/reference/list_awscloudformation.html: stack)"),
+    "s3:ListBucket on arn:<partition>:s3:::cdk-*-assets-<account>-<region>": (
+        "the self-mutation step finds the CDK bootstrap bucket of each environment, whose name carries the "
+        "bootstrap qualifier (cdk-<qualifier>-assets-<account>-<region>, "
+        "https://docs.aws.amazon.com/cdk/v2/guide/bootstrapping-env.html); any qualifier, those accounts and regions"),
 }
-"""What CDK Pipelines grants on '*' in the pipeline stack (reviewed; nothing else may be added there on '*')."""
+"""What CDK Pipelines still allows on a wildcard in the pipeline stack after ``_name_pipeline_resources``, with AWS's
+reason (nothing is left on '*'); every other wildcard of the pipeline stack is its artifact bucket's objects."""
+_CROSS_REGION_KEY_ACTIONS = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*")
+
+
+@jsii.implements(IAnyProducer)
+class _Named:
+    """A CDK Pipelines policy document with its statements on '*' replaced by ``rewrite`` (action set -> new fields)."""
+
+    def __init__(self, policy: Any, rewrite: dict[frozenset[str], dict[str, Any]]) -> None:
+        self._policy = policy
+        self._rewrite = rewrite
+
+    def produce(self, context: IResolveContext) -> Any:
+        stack = Stack.of(self._policy)
+        document = stack.resolve(self._policy.document)
+        group_of = {action: group for group in self._rewrite for action in group}
+        statements = []
+        for statement in document.get("Statement", []):
+            actions = statement.get("Action")
+            actions = [actions] if isinstance(actions, str) else list(actions or [])
+            resources = statement.get("Resource")
+            resources = resources if isinstance(resources, list) else [resources]
+            if "*" not in resources or not any(a in group_of for a in actions):
+                statements.append(statement)
+                continue
+            # The minimizePolicies flag merges statements (DescribeStacks with ListBucket on '*', the replication keys'
+            # '*' with the artifact key): split them again, each named resource keeping its actions.
+            named = [r for r in resources if r != "*"]
+            if named:
+                statements.append({**statement, "Resource": named if len(named) > 1 else named[0]})
+            kept = [a for a in actions if a not in group_of]
+            if kept:
+                statements.append({**statement, "Action": kept if len(kept) > 1 else kept[0], "Resource": "*"})
+            for group in dict.fromkeys(group_of[a] for a in actions if a in group_of):
+                mine = [a for a in actions if group_of.get(a) == group]
+                statements.append({**statement, "Action": mine if len(mine) > 1 else mine[0],
+                                   **stack.resolve(self._rewrite[group])})
+        document["Statement"] = statements
+        return document
+
+
+def _environments(pipeline_stack: "PipelineStack") -> list[tuple[str, str]]:
+    """(account, region) of the tools account's regions (the pipeline's and each replication region) and every stage."""
+    settings = pipeline_stack.settings
+    inner = pipeline_stack.pipeline.pipeline
+    found = [(settings.account, settings.region)]
+    found += [(settings.account, region) for region in inner.cross_region_support]
+    found += [(stage.account, stage.region) for wave in settings.waves for stage in wave.stages]
+    return list(dict.fromkeys(found))
+
+
+def _name_pipeline_resources(stack: "PipelineStack", pipeline: Any) -> None:
+    """Name the resources of the statements CDK Pipelines writes on '*' (``PIPELINE_WILDCARDS`` lists what remains).
+
+    * the pipeline role's KMS use of the cross-region replication keys: the keys of the tools account's replication
+      regions that carry the support stacks' aliases;
+    * the asset role's ``codebuild:StartBuild/StopBuild/BatchGetBuilds``: the asset-publishing projects;
+    * the self-mutation role's ``cloudformation:DescribeStacks``: the stacks of the tools account and the stages;
+      its ``s3:ListBucket``: the bootstrap buckets of those environments.
+    """
+    partition = stack.partition
+    inner = pipeline.pipeline
+    environments = _environments(stack)
+    aliases = [alias.alias_name for support in inner.cross_region_support.values()
+               for alias in support.stack.node.find_all() if isinstance(alias, kms.Alias)]
+    kms_keys = [f"arn:{partition}:kms:{region}:{stack.settings.account}:key/*" for region in inner.cross_region_support]
+    named: dict[Any, dict[frozenset[str], dict[str, Any]]] = {}
+    if kms_keys:
+        named[inner.role] = {frozenset(_CROSS_REGION_KEY_ACTIONS): {
+            "Resource": kms_keys, "Condition": {"ForAnyValue:StringEquals": {"kms:ResourceAliases": aliases}}}}
+    projects = [c for c in pipeline.node.find_all() if isinstance(c, codebuild.Project) and "/Assets/" in c.node.path]
+    file_role = _child(pipeline, "Assets", "FileRole")
+    if file_role is not None and projects:
+        named[file_role] = {frozenset({"codebuild:BatchGetBuilds", "codebuild:StartBuild", "codebuild:StopBuild"}): {
+            "Resource": [p.project_arn for p in projects]}}
+    stacks = [(stack.settings.account, stack.region, stack.stack_name),
+              (stack.settings.account, stack.region, "CDKToolkit")]
+    stacks += [(stack.settings.account, region, support.stack.stack_name)
+               for region, support in inner.cross_region_support.items()]
+    stacks += [(stack.settings.account, region, "CDKToolkit") for region in inner.cross_region_support]
+    stacks += [(s.account, s.region, s.stack_name) for stage in stack.stages.values() for s in stage.node.children
+               if isinstance(s, Stack)]
+    self_mutation = _child(pipeline, "UpdatePipeline", "SelfMutation", "Role")
+    if self_mutation is not None:
+        named[self_mutation] = {
+            frozenset({"cloudformation:DescribeStacks"}): {"Resource": [
+                f"arn:{partition}:cloudformation:{region}:{account}:stack/{name}/*" for account, region, name in stacks]},
+            frozenset({"s3:ListBucket"}): {"Resource": [
+                f"arn:{partition}:s3:::cdk-*-assets-{account}-{region}" for account, region in environments]},
+        }
+    for role, rewrite in named.items():
+        policy = role.node.try_find_child("DefaultPolicy")
+        if policy is not None:
+            policy.node.default_child.policy_document = Lazy.uncached_any(_Named(policy, rewrite))
+    stack.named_wildcards = {  # type: ignore[attr-defined]
+        "kms": (inner.role, kms_keys, _CROSS_REGION_KEY_ACTIONS),
+        "stacks": (self_mutation, named.get(self_mutation, {}).get(frozenset({"cloudformation:DescribeStacks"}), {})
+                   .get("Resource", []), ("cloudformation:DescribeStacks",)),
+        "buckets": (self_mutation, named.get(self_mutation, {}).get(frozenset({"s3:ListBucket"}), {})
+                    .get("Resource", []), ("s3:ListBucket",)),
+    }
 
 
 def _child(scope: IConstruct, *names: str) -> Any:
@@ -349,19 +456,10 @@ def _acknowledge_pipeline(pipeline: Any) -> None:
     acknowledge_resource(pipeline, inner.artifact_bucket.arn_for_objects("*"),
           "Pipeline steps read and write run artifacts (generated keys) in the pipeline's own artifact bucket.")
 
-    acknowledge_wildcard_only(pipeline, (
-        "CDK Pipelines' generated statements without resource types or with names known only at run time: "
-        "cloudformation:DescribeStacks and s3:ListBucket for self-mutation, codebuild:StartBuild/BatchGetBuilds for "
-        "asset publishing, and KMS use of the cross-region replication keys (referenced by alias)."),
-        extra_actions=_PIPELINE_WILDCARD_ACTIONS)
-    for role, what in ((inner.role, "kms:Encrypt/GenerateDataKey* on the cross-region replication keys, which it only "
-                                    "knows by alias (see the IAM5 acknowledgement above)"),
-                       (_child(pipeline, "Assets", "FileRole"), "codebuild:StartBuild on the asset-publishing projects CDK Pipelines creates, "
-                                        "one per asset")):
-        policy = role.node.try_find_child("DefaultPolicy") if role is not None else None
-        if policy is not None:
-            checkov_skip(policy, "CKV_AWS_111", f"CDK Pipelines grants {what}; each action on '*' is reviewed in "
-                         "acknowledgements._PIPELINE_WILDCARD_ACTIONS, and the wildcard guard refuses any other.")
+    reasons = dict(zip(("kms", "stacks", "buckets"), PIPELINE_WILDCARDS.values()))
+    for what, (role, resources, actions) in getattr(stack, "named_wildcards", {}).items():
+        for resource in resources if role is not None else []:
+            acknowledge_resource(role, resource, f"CDK Pipelines: {reasons[what]}.", actions=list(actions))
     for project in (c for c in pipeline.node.find_all() if isinstance(c, codebuild.Project)):
         if project.role is None:
             continue

@@ -281,3 +281,31 @@ def test_a_problem_found_while_building_a_stage_names_the_stage_the_config_path_
                             ".endpoints[0].models[0].environment")
     assert problem.value == "101 variables (95 configured, 6 set by features, the last OPTION_MAX_LORA_RANK)"
     assert problem.where == f"{config} line 10"
+
+
+def test_the_pipeline_allows_nothing_with_resource_level_permissions_on_star(synthesized):
+    """CDK Pipelines writes KMS, CodeBuild, CloudFormation and S3 statements on '*'; each names its resources now
+    (stacks/pipeline.py PIPELINE_WILDCARDS lists what keeps a wildcard, and why)."""
+    from stacks.pipeline import PIPELINE_WILDCARDS
+
+    statements = {(logical_id, i): s for logical_id, r in synthesized.template()["Resources"].items()
+                  if r["Type"] == "AWS::IAM::Policy"
+                  for i, s in enumerate(r["Properties"]["PolicyDocument"]["Statement"])}
+    on_star = [(k, s["Action"]) for k, s in statements.items() if "*" in (s["Resource"] if isinstance(
+        s["Resource"], list) else [s["Resource"]])]
+    assert on_star == []
+    (keys,) = [s for s in statements.values() if "kms:Encrypt" in s["Action"] and "Condition" in s]
+    assert keys["Condition"]["ForAnyValue:StringEquals"]["kms:ResourceAliases"][0].startswith("alias/")
+    from sagemaker_llm_cdk.core.policy_guard import render
+
+    assert [render(r).split(":", 2)[2] for r in keys["Resource"]] == ["kms:us-west-2:333333333333:key/*"]
+    builds = [s for s in statements.values() if "codebuild:StartBuild" in s["Action"]]
+    assert builds and all("Fn::GetAtt" in r for s in builds for r in (s["Resource"] if isinstance(s["Resource"], list)
+                                                                       else [s["Resource"]]))
+    (listing,) = [s for s in statements.values() if s["Action"] == "s3:ListBucket"]
+    assert {render(r).split(":", 2)[2] for r in listing["Resource"]} >= {
+        "s3:::cdk-*-assets-111111111111-us-east-1", "s3:::cdk-*-assets-222222222222-us-west-2"}
+    (describe,) = [s for s in statements.values() if s["Action"] == "cloudformation:DescribeStacks"]
+    assert "cloudformation:us-east-1:111111111111:stack/Dev-SageMakerLlm/*" in [render(r).split(":", 2)[2]
+                                                                              for r in describe["Resource"]]
+    assert len(PIPELINE_WILDCARDS) == 3 and all("https://docs.aws.amazon.com/" in why for why in PIPELINE_WILDCARDS.values())
