@@ -9,13 +9,18 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
 CURRENT = {"actions/checkout": 7, "actions/setup-python": 7, "actions/setup-node": 7, "actions/cache": 6,
-           "actions/upload-artifact": 7, "actions/download-artifact": 8}
+           "actions/cache/restore": 6, "actions/upload-artifact": 7, "actions/download-artifact": 8,
+           "actions/upload-pages-artifact": 5, "actions/deploy-pages": 5}
 """The newest majors, all on the Node.js 24 action runtime (Node 20 actions are deprecated on GitHub's runners)."""
 
 
 def steps(workflow: str) -> list[dict]:
     data = yaml.safe_load((WORKFLOWS / workflow).read_text(encoding="utf-8"))
     return [step for job in data["jobs"].values() for step in job["steps"]]
+
+
+def jobs(workflow: str) -> dict[str, dict]:
+    return yaml.safe_load((WORKFLOWS / workflow).read_text(encoding="utf-8"))["jobs"]
 
 
 def test_every_action_is_on_its_current_major():
@@ -84,3 +89,37 @@ def test_cdk_json_runs_the_app_with_this_checkouts_venv_and_says_so_when_it_is_m
     found = subprocess.run([str(ROOT / "tools" / "venv-python"), "-c", "import sys; print(sys.prefix)"],
                            capture_output=True, text=True, check=True)
     assert Path(found.stdout.strip()).resolve() == (ROOT / ".venv").resolve()
+
+
+def test_pr_docs_job_builds_both_references_and_fails_on_drift_and_broken_links():
+    docs = jobs("pr-checks.yml")["docs"]
+    run = "\n".join(step.get("run", "") for step in docs["steps"])
+    assert "make docs" in run and "make links" in run and "tools.build_site" in run
+    assert "git diff --exit-code -- docs/config-reference.md" in run
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^docs: .*\breference\b", makefile, re.M), "make docs writes the config reference first"
+    assert re.search(r"^links: .*\n\t\$\(BIN\)/python -m tools\.check_links$", makefile, re.M)
+    restores = [s for s in docs["steps"] if s.get("uses", "").startswith("actions/cache")]
+    assert restores and all(s["uses"].startswith("actions/cache/restore@") for s in restores), \
+        "the docs job restores the checks job's caches and never saves a partial .venv"
+    keys = {s["with"]["path"]: s["with"]["key"] for s in steps("pr-checks.yml") if s.get("uses", "").startswith("actions/cache")}
+    checks = {s["with"]["path"]: s["with"]["key"] for s in jobs("pr-checks.yml")["checks"]["steps"]
+              if s.get("uses", "").startswith("actions/cache@")}
+    assert keys == checks, "the docs job restores exactly what the checks job saves"
+
+
+def test_release_publishes_the_client_and_ships_the_docs_to_pages():
+    release = jobs("release.yml")
+    build = "\n".join(step.get("run", "") for step in release["build"]["steps"])
+    assert "make dist" in build and "make dist-client" in build and "twine check --strict dist/*" in build
+    site = "\n".join(step.get("run", "") for step in release["docs"]["steps"])
+    assert "make docs" in site and "make links" in site and "make site" in site
+    (upload,) = [s for s in release["docs"]["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact@")]
+    assert upload["with"]["path"].rstrip("/") == "site"
+    pages = release["pages"]
+    assert set(pages["needs"]) == {"publish", "docs"}, "docs ship with a release that published"
+    assert pages["permissions"] == {"pages": "write", "id-token": "write"}
+    assert pages["environment"]["name"] == "github-pages"
+    assert [s["uses"] for s in pages["steps"]] == ["actions/deploy-pages@v5"]
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "python -m build --wheel --outdir dist clients" in makefile

@@ -111,8 +111,7 @@ def build(output: Path, *, root: Path = ROOT, api: Path | None = None) -> list[P
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(render_page(page, site_pages, root=root, repository=repository), encoding="utf-8")
         written.append(target)
-    shutil.copytree(api, output / "api")
-    (output / ".nojekyll").write_text("", encoding="utf-8")  # serve files as they are (pdoc's _-prefixed names)
+    shutil.copytree(api, output / "api")  # served as is: a Pages artifact deployment runs no Jekyll
     return written
 
 
