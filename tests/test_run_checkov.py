@@ -174,3 +174,28 @@ def test_templates_in_walks_stage_assemblies_and_skips_assets(tmp_path: Path) ->
     assert [p.relative_to(tmp_path).as_posix() for p in run_checkov.templates_in(tmp_path)] == [
         "Pipeline.template.json", "assembly-Pipeline-Dev/DevStack.template.json",
         "assembly-Pipeline-Dev/DevStackAdapters.nested.template.json", "assembly-Pipeline-Prod/assembly-Inner/Deep.template.json"]
+
+
+def test_your_function_inside_a_library_construct_gets_no_library_skip(tmp_path: Path) -> None:
+    """The library's skips go to what it made: a function you add inside its endpoint is judged as it is."""
+    from aws_cdk import aws_lambda as lambda_
+
+    app = App(outdir=str(tmp_path))
+    stack = Stack(app, "Mine")
+    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
+    from aws_cdk import aws_iam as iam
+
+    role = iam.Role(stack, "MyRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))  # no managed policy
+    mine = lambda_.Function(endpoint, "MyFunction", runtime=lambda_.Runtime.PYTHON_3_13, handler="index.handler",
+                            code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"), role=role)
+    checkov_defaults(app)
+    app.synth()
+    body = json.loads((tmp_path / "Mine.template.json").read_text())
+    logical_id = stack.resolve(mine.node.default_child.logical_id)  # type: ignore[union-attr]
+    assert "checkov" not in body["Resources"][logical_id].get("Metadata", {})
+    library_functions = [r for r in body["Resources"].values() if r["Type"] == "AWS::Lambda::Function"
+                         and r is not body["Resources"][logical_id]]
+    for function in library_functions:  # the library's own functions keep theirs, each with its reason
+        skips = {s["id"]: s["comment"] for s in function["Metadata"]["checkov"]["skip"]}
+        assert skips["CKV_AWS_115"] == CHECKOV_REASONS["CKV_AWS_115"]
