@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .config.loading import load_config, parse_config
     from .config.settings import AppConfig, EndpointSpec
     from .core.checkov import checkov_skip
+    from .core.nag import acknowledge_resource
     from .core.errors import ConfigurationError, Problem
     from .core.removal import set_removal
     from .eagle.benchmark import EagleBenchmark
@@ -65,6 +66,7 @@ __version__ = "0.1.0"
 _moved.install(__name__)  # old module paths (sagemaker_llm_cdk.settings, .endpoint, ...) still import, with a warning
 
 _EXPORTS: dict[str, str] = {
+    "acknowledge_resource": "core.nag",
     "AdapterSpec": "adapters.settings",
     "AdapterStack": "adapters.adapter_stack",
     "add_adapter": "adapters.lora_adapter",
@@ -192,6 +194,7 @@ __all__ = [
     "TurnLog",
     "VARIANT_NAME",
     "VpcPlacement",
+    "acknowledge_resource",
     "add_adapter",
     "add_adapters",
     "apply_checks",

@@ -306,7 +306,30 @@ def check_private_vpc_endpoint(synth: Synth) -> None:
         assert "NatGatewayId" not in route["Properties"] and "GatewayId" not in route["Properties"], route
 
 
+def check_agent_on_agentcore(synth: Synth) -> None:
+    template = synth.template("AgentOnAgentCore")
+    (runtime,) = of_type(template, "AWS::BedrockAgentCore::Runtime")
+    properties = runtime["Properties"]
+    uri = properties["AgentRuntimeArtifact"]["ContainerConfiguration"]["ContainerUri"]["Fn::Join"][1]
+    assert {"Ref": "AgentRepository"} in uri and {"Ref": "AgentImageTag"} in uri  # deploy-time parameters
+    assert properties["ProtocolConfiguration"] == "HTTP"
+    assert properties["EnvironmentVariables"]["COMPONENT_NAME"] == "AgentOnAgentCore-qwen3-8b"
+    role = properties["RoleArn"]["Fn::GetAtt"][0]
+    policies = [p for p in of_type(template, "AWS::IAM::Policy") if {"Ref": role} in p["Properties"]["Roles"]]
+    statements = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    sagemaker = [s for s in statements if any(str(a).startswith("sagemaker:") for a in
+                                              (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))]
+    assert len(sagemaker) == 1 and sagemaker[0]["Action"] == "sagemaker:InvokeEndpoint"  # nothing else on SageMaker
+    assert len(sagemaker[0]["Resource"]) == 2  # the endpoint and the one inference component
+    assert not any("lambda:" in json.dumps(s["Action"]) or s["Action"] == "*" for s in statements)
+    (model,) = of_type(template, "AWS::SageMaker::Model")
+    environment = model["Properties"]["PrimaryContainer"]["Environment"]
+    assert environment["OPTION_TOOL_CALL_PARSER"] == "hermes" and environment["OPTION_REASONING_PARSER"] == "qwen3"
+    assert not of_type(template, "AWS::Lambda::Function")
+
+
 CHECKS: dict[str, Callable[[Synth], None]] = {
+    "agent_on_agentcore": check_agent_on_agentcore,
     "minimal_endpoint": check_minimal_endpoint,
     "adapters_and_sessions": check_adapters_and_sessions,
     "capacity_plan_endpoint": check_capacity_plan_endpoint,
