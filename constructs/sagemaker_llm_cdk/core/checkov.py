@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnResource, Stack, Stage
+from aws_cdk import aws_kinesisfirehose as firehose
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
@@ -144,7 +145,7 @@ def library_resources(scope: IConstruct, nodes: list[IConstruct] | None = None) 
     A construct inside one of the library's constructs is the library's when that construct holds it (or an
     ancestor of it) in one of its attributes (``endpoint.role``, ``check.provider``, ``eagle.log_group``: what its
     code made and kept), or when it is a log group that such a function or state machine logs to (a function's
-    own log group, a Provider's). Anything else under a library construct, such as your own function added to
+    own log group, a Provider's, a delivery stream's). Anything else under a library construct, such as your own function added to
     it, is yours: it gets none of the library's checkov skips.
     """
     if nodes is None:
@@ -189,7 +190,7 @@ def _held(owner: Any) -> list[Any]:
 
 
 def _logs_to(node: Any) -> list[str]:
-    """Logical ids of the log groups a function or state machine resource writes to (its logging configuration)."""
+    """Logical ids of the log groups a function, state machine or delivery stream writes to (its logging settings)."""
     if isinstance(node, lambda_.CfnFunction):
         config = Stack.of(node).resolve(node.logging_config) or {}
         ref = config.get("logGroup") or config.get("LogGroup")
@@ -203,6 +204,11 @@ def _logs_to(node: Any) -> list[str]:
             if isinstance(arn, dict) and "Fn::GetAtt" in arn:
                 found.append(arn["Fn::GetAtt"][0])
         return found
+    if isinstance(node, firehose.CfnDeliveryStream):
+        config = Stack.of(node).resolve(node.extended_s3_destination_configuration) or {}
+        options = config.get("cloudWatchLoggingOptions") or config.get("CloudWatchLoggingOptions") or {}
+        name = options.get("logGroupName") or options.get("LogGroupName")
+        return [name["Ref"]] if isinstance(name, dict) and "Ref" in name else []
     return []
 
 
