@@ -999,20 +999,34 @@ def encode_record_fast(messages: list[Message]) -> bytes:
 
 
 def is_chat_record(record: Any) -> bool:
-    """True when ``record`` is a chat-completions training record this module would write."""
+    """True when ``record`` is a chat-completions training record this module would write: text turns, and the
+    tool-calling turns :func:`encode_agent_record` writes (assistant ``tool_calls``, ``tool`` results)."""
     if not isinstance(record, dict) or set(record) != {"messages"}:
         return False
     messages = record["messages"]
     if not isinstance(messages, list) or len(messages) < 2:
         return False
     for message in messages:
-        if not isinstance(message, dict) or set(message) != {"role", "content"}:
+        if not isinstance(message, dict) or not _is_written_message(message):
             return False
-        if message["role"] not in ("system", "user", "assistant") or not isinstance(message["content"], str):
-            return False
-    return messages[-1]["role"] == "assistant" and bool(messages[-1]["content"].strip()) and any(
-        m["role"] == "user" for m in messages
-    )
+    last = messages[-1]
+    answered = bool(last.get("tool_calls")) or (isinstance(last["content"], str) and bool(last["content"].strip()))
+    return last["role"] == "assistant" and answered and any(m["role"] == "user" for m in messages)
+
+
+def _is_written_message(message: dict[str, Any]) -> bool:
+    keys, role = set(message), message.get("role")
+    if role == "tool":
+        return keys == {"role", "tool_call_id", "content"} and isinstance(message["tool_call_id"], str) \
+            and isinstance(message["content"], str)
+    if role == "assistant" and "tool_calls" in message:
+        calls = message["tool_calls"]
+        return keys == {"role", "content", "tool_calls"} and (message["content"] is None or isinstance(
+            message["content"], str)) and isinstance(calls, list) and bool(calls) and all(
+            isinstance(c, dict) and set(c) == {"id", "type", "function"} and c["type"] == "function"
+            and isinstance(c["function"], dict) and set(c["function"]) == {"name", "arguments"}
+            and isinstance(c["function"]["name"], str) and isinstance(c["function"]["arguments"], str) for c in calls)
+    return keys == {"role", "content"} and role in ("system", "user", "assistant") and isinstance(message["content"], str)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -220,3 +220,25 @@ def test_the_run_summary_totals_agent_counts_over_components():
     assert totals["dropped"] == {"reasoning_content": 1, "tool_definitions": 2}
     assert "tool definitions" in totals["dropped_note"]
     assert index._agent_totals({"base": {"records_in": 1}}) == {}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_written_agent_record_is_a_chat_record(case):
+    request, response, streamed, _, _ = CASES[case]
+    _, out = convert([capture(request, response, stream=streamed)], fast=False)
+    assert core.is_chat_record(json.loads(out[0]))
+
+
+CALL = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize("last", [
+    {"role": "assistant", "content": None, "tool_calls": []},                         # no call, no text
+    {"role": "assistant", "content": None, "tool_calls": [{**CALL, "extra": 1}]},     # a key the job may not read
+    {"role": "assistant", "content": None, "tool_calls": [{**CALL, "function": {"name": "f", "arguments": {}}}]},
+    {"role": "assistant", "content": 7, "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "c", "content": "r"},                            # the model did not answer
+    {"role": "assistant", "content": "x", "reasoning_content": "y"},
+])
+def test_records_in_other_shapes_are_not_chat_records(last):
+    assert not core.is_chat_record({"messages": [{"role": "user", "content": "q"}, last]})

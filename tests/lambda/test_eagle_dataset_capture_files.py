@@ -57,6 +57,11 @@ def written(out: list[tuple[str, bytes]]) -> list[tuple[str, dict[str, Any]]]:
 
 VLLM_TURN = chat(("system", "Be brief."), ("user", "2+2?"), ("assistant", "4"))
 
+AGENT_USER = [{"role": "system", "content": "You plan trips."}, {"role": "user", "content": "Weather in Paris?"}]
+AGENT_CALL = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "chatcmpl-tool-1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}
+AGENT_RESULT = {"role": "tool", "tool_call_id": "chatcmpl-tool-1", "content": '{"celsius": 18}'}
+
 #: fixture -> (records written as (component, record), duplicates, skipped reasons)
 EXPECTED: dict[str, tuple[list[tuple[str, dict[str, Any]]], int, dict[str, int]]] = {
     # The developer guide's own sample (a tabular model, CSV encoding, "text/csv; charset=utf-8"): the answers
@@ -93,6 +98,14 @@ EXPECTED: dict[str, tuple[list[tuple[str, dict[str, Any]]], int, dict[str, int]]
         ("base", chat(("user", "I believe the meaning of life is"), ("assistant", " to be happy."))),
         ("base", chat(("user", "Write a haiku about rain."), ("assistant", "Soft rain on the roof"))),
     ], 0, {"unsupported_response_shape": 1}),
+    # Agent traffic as vLLM answers it with a tool-call and a reasoning parser: a tool call (buffered, then the same
+    # turn streamed in pieces with reasoning: a duplicate), the answer after the tool result (buffered, then
+    # streamed: a duplicate), and a legacy function_call that no record holds.
+    "agent-tools.jsonl": ([
+        ("base", {"messages": [*AGENT_USER, AGENT_CALL]}),
+        ("base", {"messages": [*AGENT_USER, AGENT_CALL, AGENT_RESULT,
+                               {"role": "assistant", "content": "It is 18 °C in Paris."}]}),
+    ], 2, {"unsupported_message_role": 1}),
     "edge-empty.jsonl": ([], 0, {}),
     "edge-crlf.jsonl": ([("base", chat(("user", "Ping?"), ("assistant", "Pong."))), ("base", VLLM_TURN)], 0, {}),
     "edge-bom.jsonl": ([("base", chat(("user", "Ping?"), ("assistant", "Pong."))), ("base", VLLM_TURN)], 0, {}),
