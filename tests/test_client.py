@@ -736,8 +736,7 @@ def test_client_works_where_aws_cdk_cannot_be_imported(tmp_path):
     assert result.returncode == 0, result.stderr
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     assert outcome["reply"] == {"signed": True, "got": {"prompt": "hi"}}
-    # _moved: the standard-library-only finder that keeps the old module paths importing (see the package's __init__)
-    assert outcome["loaded"] == ["sagemaker_llm_cdk", "sagemaker_llm_cdk._moved", "sagemaker_llm_cdk.client"]
+    assert outcome["loaded"] == ["sagemaker_llm_cdk", "sagemaker_llm_cdk.client"]
 
 
 def test_package_names_still_resolve_lazily():

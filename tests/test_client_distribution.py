@@ -44,6 +44,9 @@ def client_venv(tmp_path_factory):
     cache or the registry) into a virtualenv of its own; pip runs from outside it, so the venv holds no pip."""
     tmp = tmp_path_factory.mktemp("client")
     start = time.monotonic()
+    import shutil
+
+    shutil.rmtree(CLIENTS / "build", ignore_errors=True)  # setuptools reuses it: a module no longer listed would stay
     _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp / "dist"), str(CLIENTS)])
     (wheel,) = (tmp / "dist").glob("sagemaker_llm_client-*.whl")
     venv = tmp / "venv"
@@ -59,7 +62,7 @@ def test_the_wheel_holds_only_the_client_modules_built_from_the_librarys_files(c
     import zipfile
 
     names = sorted(n for n in zipfile.ZipFile(client_venv["wheel"]).namelist() if not n.startswith("sagemaker_llm_client-"))
-    assert names == ["sagemaker_llm_cdk/__init__.py", "sagemaker_llm_cdk/_moved.py", "sagemaker_llm_cdk/client.py",
+    assert names == ["sagemaker_llm_cdk/__init__.py", "sagemaker_llm_cdk/client.py",
                      "sagemaker_llm_cdk/router_client.py"]
     library = ROOT / "constructs" / "sagemaker_llm_cdk"
     with zipfile.ZipFile(client_venv["wheel"]) as wheel:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import _moved
-
 if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .adapters.adapter_stack import AdapterStack, add_adapters
     from .adapters.lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
@@ -62,8 +60,6 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .sessions.turn_log import TurnLog
 
 __version__ = "0.1.0"
-
-_moved.install(__name__)  # old module paths (sagemaker_llm_cdk.settings, .endpoint, ...) still import, with a warning
 
 _EXPORTS: dict[str, str] = {
     "acknowledge_resource": "core.nag",
