@@ -701,4 +701,4 @@ def _acknowledge_capacity_plan(plan: "CapacityPlan") -> None:
     if plan.provider_role is not None and plan.on_event_function is not None:
         acknowledge_resource(plan.provider_role, f"{plan.on_event_function.function_arn}:*",
               "The custom resource framework invokes the plan's purchase handler: lambda:InvokeFunction on that one "
-              "function and its versions (the ':*' qualifier), nothing else.")
+              "function and its versions (the ':*' qualifier), nothing else.", actions=["lambda:InvokeFunction"])

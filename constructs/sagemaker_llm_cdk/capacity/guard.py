@@ -212,4 +212,4 @@ def _acknowledge_guard(guard: Any) -> None:
     """A ``capacity_guard.CapacityPlanGuard``: its custom resource framework invokes only its own check."""
     acknowledge_resource(guard.provider_role, f"{guard.function.function_arn}:*",
           "The custom resource framework invokes the capacity guard's own check function; lambda:InvokeFunction on "
-          "that one function and its versions (the ':*' qualifier), nothing else.")
+          "that one function and its versions (the ':*' qualifier), nothing else.", actions=["lambda:InvokeFunction"])

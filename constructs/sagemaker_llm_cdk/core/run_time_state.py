@@ -77,7 +77,7 @@ class RunTimeState(Construct):
                                     framework_on_event_role=self.provider_role, log_group=framework_logs)
         acknowledge_resource(self.provider_role, f"{self.function.function_arn}:*",
                              "The custom resource framework invokes the run-time parameters' own function: "
-                             "lambda:InvokeFunction on that one function and its versions (the ':*' qualifier).")
+                             "lambda:InvokeFunction on that one function and its versions (the ':*' qualifier).", actions=["lambda:InvokeFunction"])
 
     @classmethod
     def of(cls, scope: Construct) -> "RunTimeState":

@@ -252,13 +252,13 @@ def _acknowledge_deployment_check(check: Any) -> None:
         for handler in handlers:
             acknowledge_resource(role, f"{handler.function_arn}:*",
                   "The custom resource framework invokes the check's own handler function; lambda:InvokeFunction on "
-                  "that one function and its versions (the ':*' qualifier), nothing else.")
+                  "that one function and its versions (the ':*' qualifier), nothing else.", actions=["lambda:InvokeFunction"])
     waiter = check.provider.node.find_child("waiter-state-machine")
     framework = check.provider.node
     for child in ("framework-isComplete", "framework-onTimeout"):
         acknowledge_resource(waiter, f"{framework.find_child(child).function_arn}:*",
               "The waiter state machine invokes the framework's polling function; lambda:InvokeFunction on that one "
-              "function and its versions (the ':*' qualifier), nothing else.")
+              "function and its versions (the ':*' qualifier), nothing else.", actions=["lambda:InvokeFunction"])
     acknowledge_wildcard_only(waiter, "Step Functions delivers its execution logs through CloudWatch Logs log-delivery actions "
                    "(CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...), which have no resource-level "
                    "permissions; CDK grants them on '*' for the waiter's log group.")
