@@ -26,7 +26,7 @@ IGNORED = ("W3005",)
 DependsOn on its role and the role's policy; harmless, and not ours to change."""
 INTENDED = (("W8003", "Rules/JumpStartLockNotFromJumpStart"),)
 """(rule, path prefix) findings that are the point: the rule that refuses a deploy of a JumpStart lock entry not
-read from JumpStart always fails (``hosting.jumpstart.refuse_deploy_of``); cfn-lint rightly says so."""
+read from JumpStart always fails (``hosting.model_component.refuse_deploy_of``); cfn-lint rightly says so."""
 
 
 def _intended(match: Match) -> bool:

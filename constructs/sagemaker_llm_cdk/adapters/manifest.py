@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..config.layers import UniqueKeyLoader, yaml_error_position
+from ..core.yaml_loading import UniqueKeyLoader, yaml_error_position
 from ..core.errors import MISSING, ConfigurationError, Problem
 from ..core.settings import _S3_URI
 from .settings import AdapterSpec

@@ -45,38 +45,13 @@ from typing import Any, Mapping
 
 import yaml
 
+from ..core.yaml_loading import UniqueKeyLoader, _hashable_key, yaml_error_position  # noqa: F401 - re-exported
+
 from ..core.errors import MISSING, ConfigurationError, Problem
 
 EXTENDS = "extends"
 
 
-class UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping instead of keeping the last."""
-
-
-def _construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    mapping: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = _hashable_key(loader, key_node, deep)
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is given twice in one mapping", key_node.start_mark
-            )
-        mapping[key] = loader.construct_object(value_node, deep=deep)
-    return mapping
-
-
-def _hashable_key(loader: yaml.SafeLoader, key_node: yaml.Node, deep: bool) -> Any:
-    key = loader.construct_object(key_node, deep=deep)
-    try:
-        hash(key)
-    except TypeError:
-        raise yaml.constructor.ConstructorError(None, None, "a mapping key that is a list or mapping",
-                                                key_node.start_mark) from None
-    return key
-
-
-UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 _FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it
@@ -572,8 +547,3 @@ def _report_repeats(value: Any, file: Path, at: tuple[Any, ...], loader: _Tracki
             _report_repeats(inner, file, at + (i,), loader, repeats, problems)
 
 
-def yaml_error_position(error: yaml.YAMLError) -> tuple[str, str]:
-    """Where a YAML syntax error is (``line L, column C``, 1-based) and what it is, for a ``Problem``."""
-    mark = getattr(error, "problem_mark", None)
-    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-    return where, getattr(error, "problem", None) or str(error)

@@ -379,28 +379,6 @@ DEPLOY_RULE_PREFIX = "JumpStartLockNotFromJumpStart"
 """Logical ids of the template rules that refuse a deploy of a fixture entry (preflight reads them)."""
 
 
-def refuse_deploy_of(scope: Any, model: JumpStartModel) -> str | None:
-    """While ``model``'s lock entry is not read from JumpStart, add a template rule to ``scope``'s stack that fails
-    every deploy of it (CloudFormation checks rules before it changes anything) with what to do; the reason, or None.
-
-    Synth, tests and ``cdk diff`` are unaffected: a rule is checked only when a change set is made.
-    """
-    reason = model.deploy_refusal()
-    if reason is None:
-        return None
-    from aws_cdk import Annotations, CfnRule, CfnRuleAssertion, Fn, Stack
-
-    stack = Stack.of(scope)
-    rule_id = DEPLOY_RULE_PREFIX + re.sub(r"[^A-Za-z0-9]", "", f"{model.model_id}{model.version}".title())[:180]
-    if stack.node.try_find_child(rule_id) is None:
-        CfnRule(stack, rule_id, assertions=[CfnRuleAssertion(
-            assert_=Fn.condition_equals(model.source.kind, FROM_JUMPSTART), assert_description=reason)])
-    message = f"{reason} Until then CloudFormation refuses every deploy of {stack.stack_name}."
-    Annotations.of(scope).add_info(message)
-    print(f"note: {scope.node.path}: {message}", file=sys.stderr)  # synth works: a note, not a warning to acknowledge
-    return reason
-
-
 def find_lock(start: str | Path) -> Path:
     """The lock file in ``start`` or the nearest folder above it that has one (like a package manager's lock);
     ``start/jumpstart.lock.yaml`` when none has."""

@@ -1,6 +1,7 @@
 """``ModelComponent``: one model on an ``LlmEndpoint``, as an inference component with its own copies."""
 from __future__ import annotations
 
+import re
 import sys
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -503,13 +504,37 @@ def container_image(image: str, *, scope: Construct | None = None) -> tuple[str,
 JUMPSTART_LOCK_CONTEXT = "sagemaker_llm_cdk:jumpstart_lock"
 
 
+def refuse_deploy_of(scope: Construct, model: "JumpStartModel") -> str | None:
+    """While ``model``'s lock entry is not read from JumpStart, add a template rule to ``scope``'s stack that fails
+    every deploy of it (CloudFormation checks rules before it changes anything) with what to do; the reason, or None.
+
+    Synth, tests and ``cdk diff`` are unaffected: a rule is checked only when a change set is made.
+    """
+    reason = model.deploy_refusal()
+    if reason is None:
+        return None
+    from aws_cdk import CfnRule, CfnRuleAssertion, Fn
+
+    from .jumpstart import DEPLOY_RULE_PREFIX, FROM_JUMPSTART
+
+    stack = Stack.of(scope)
+    rule_id = DEPLOY_RULE_PREFIX + re.sub(r"[^A-Za-z0-9]", "", f"{model.model_id}{model.version}".title())[:180]
+    if stack.node.try_find_child(rule_id) is None:
+        CfnRule(stack, rule_id, assertions=[CfnRuleAssertion(
+            assert_=Fn.condition_equals(model.source.kind, FROM_JUMPSTART), assert_description=reason)])
+    message = f"{reason} Until then CloudFormation refuses every deploy of {stack.stack_name}."
+    Annotations.of(scope).add_info(message)
+    print(f"note: {scope.node.path}: {message}", file=sys.stderr)  # synth works: a note, not a warning to acknowledge
+    return reason
+
+
 def _resolve_jumpstart(component: "ModelComponent", spec: ModelSpec, lock: "JumpStartLock | None",
                        instance_type: str) -> "tuple[ModelSpec, JumpStartModel]":
     from pathlib import Path
 
     from aws_cdk import Annotations, Token
 
-    from .jumpstart import LOCK_FILE_NAME, JumpStartLock, refuse_deploy_of, resolve
+    from .jumpstart import LOCK_FILE_NAME, JumpStartLock, resolve
 
     if lock is None:
         path = component.node.try_get_context(JUMPSTART_LOCK_CONTEXT) or str(Path("config") / LOCK_FILE_NAME)

@@ -380,7 +380,7 @@ def check_jumpstart_lock_sources(ctx: PreflightContext) -> Iterable[Finding]:
     """A JumpStart model whose lock entry was not read from JumpStart (a fixture): a blocker.
 
     Read from the synthesized templates, where the synth put the rule that refuses the deploy
-    (``hosting.jumpstart.refuse_deploy_of``), so preflight and CloudFormation say the same thing.
+    (``hosting.model_component.refuse_deploy_of``), so preflight and CloudFormation say the same thing.
     """
     from ..hosting.jumpstart import DEPLOY_RULE_PREFIX
 
