@@ -104,6 +104,7 @@ def dump(data: Any) -> str:
 # A field whose value another rule reads may be reported where that rule looks: these pairs say where.
 RELATED = [
     (re.compile(r"^capacity_plans\[\d+\]\.(name|instance_count)$"), re.compile(r"endpoints\[\d+\]\.(capacity_plan|scaling)")),
+    (re.compile(r"^endpoints\[\d+\]\.models\[\d+\]\.name$"), re.compile(r"routers\[\d+\]\.targets\[\d+\]\.model")),
 ]
 
 

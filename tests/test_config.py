@@ -62,7 +62,7 @@ def test_default_config_is_valid():
     # unknown keys, with a suggestion
     (endpoint(instance_typ="ml.g5.xlarge"), "endpoints[0].instance_typ: got 'ml.g5.xlarge'; allowed: known keys only: "),
     (endpoint(instance_typ="ml.g5.xlarge"), "fix: did you mean 'instance_type'?"),
-    (dict(base(), colour="blue"), "colour: got 'blue'; allowed: known keys only: budget, capacity_plans, checks, endpoints, monitoring, removal, stack_name, tags, target"),
+    (dict(base(), colour="blue"), "colour: got 'blue'; allowed: known keys only: budget, capacity_plans, checks, endpoints, monitoring, removal, routers, stack_name, tags, target"),
     # wrong types
     (endpoint(scaling={"min_instances": "two"}), "endpoints[0].scaling.min_instances: got 'two'; allowed: a whole number"),
     (model(cache_weights="maybe"), "endpoints[0].models[0].cache_weights: got 'maybe'; allowed: true or false"),

@@ -100,7 +100,8 @@ def test_a_failed_field_does_not_invent_problems_from_its_default():
      "settings give"),
     (lambda d: d["endpoints"][0]["models"][0].update(environment={"OPTION_SPECULATIVE_CONFIG": "{}"}),
      "endpoints[0].models[0].environment.OPTION_SPECULATIVE_CONFIG: got '{}'; allowed: nothing with eagle"),
-    (lambda d: d["endpoints"][0].update(data_capture={"enabled": False}),
+    (lambda d: (d["endpoints"][0].update(data_capture={"enabled": False}),
+                d["endpoints"][0]["models"][0]["eagle"]["dataset"].update(source="capture")),
      "endpoints[0].models[0].eagle.dataset.source: got 'capture'; allowed: s3 or builtin while the endpoint's "
      "data_capture is off (enabled: false)"),
     (lambda d: d["endpoints"][0]["models"][0]["eagle"].update(use_capacity_plan=True, job_instance_type="ml.g6e.12xlarge"),

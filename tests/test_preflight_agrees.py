@@ -31,7 +31,7 @@ def figures(lines):
 def test_preflight_and_synth_agree_on_cost_and_binding(path):
     config = load_config(path)
     app = App(context=dict(CONTEXT))
-    stack = LlmPlatformStack(app, config.stack_name, config=config, config_dir=path.parent,
+    LlmPlatformStack(app, config.stack_name, config=config, config_dir=path.parent,
                              env=Environment(account=config.target.account, region=config.target.region))
     assert figures(config_cost_model(config)) == figures(cost_model(app))
     ctx = type("Ctx", (), {"plan_of": lambda self, e: next(((i, p) for i, p in enumerate(config.capacity_plans)

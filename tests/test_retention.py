@@ -8,7 +8,7 @@ import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 
-from sagemaker_llm_cdk import ConfigurationError, DataCapture, LlmEndpoint, ModelSpec, parse_config
+from sagemaker_llm_cdk import ConfigurationError, DataCapture, LlmEndpoint, ModelSpec, acknowledge_resource, parse_config
 from sagemaker_llm_cdk.core.storage import NONCURRENT_VERSION_DAYS, READ_ACTIONS
 
 BOUND = Environment(account="123456789012", region="us-east-1")
@@ -23,6 +23,10 @@ def build(env: Environment | None = None, **capture: Any) -> tuple[Stack, LlmEnd
     analyst = iam.Role(stack, "Analyst", assumed_by=iam.AccountRootPrincipal())
     assert endpoint.data_capture_bucket is not None
     endpoint.data_capture_bucket.grant_read(analyst)
+    # The policy guard refuses an unacknowledged wildcard in any role of the app, yours too: say why, with the actions.
+    acknowledge_resource(analyst, endpoint.data_capture_bucket.arn_for_objects("*"),
+                         "The analyst reads every captured object of this endpoint (a test of the bucket's read rules).",
+                         actions=["s3:GetObject*", "s3:GetBucket*", "s3:List*"])
     bystander = iam.Role(stack, "Bystander", assumed_by=iam.AccountRootPrincipal())
     bystander.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[endpoint.data_capture_bucket.bucket_arn]))
     return stack, endpoint, analyst, bystander
