@@ -212,7 +212,7 @@ class PipelineStack(Stack):
                 try:
                     config = load_stage_config(stage_settings)
                 except ConfigurationError as error:
-                    problems.extend(p.under(f"{where} ({error.source})") for p in error.problems)
+                    problems.extend(_stage_config_problem(p, where, error.source) for p in error.problems)
                     continue
                 try:
                     stage = LlmPlatformStage(self, stage_settings.name, config=config,
@@ -235,6 +235,18 @@ class PipelineStack(Stack):
         _version_artifact_buckets(self.pipeline.pipeline)
         _name_pipeline_resources(self, self.pipeline)
         _acknowledge_pipeline(self.pipeline)
+
+
+def _stage_config_problem(problem: Problem, where: str, source: str) -> Problem:
+    """A stage config's problem in the pipeline's terms: one about the file itself (missing, unreadable, not YAML:
+    it has no path in the config) is the stage's ``config`` field, with a fix for the pipeline file (``-c config``
+    does not choose a stage's config); any other is the config's field under the stage."""
+    if problem.path:
+        return problem.under(f"{where} ({source})")
+    fix = problem.fix.replace("; pass another with `cdk synth -c config=PATH`", "")
+    return Problem(f"{where}.config", problem.value, problem.allowed,
+                   f"{fix}; or correct {where}.config in the pipeline file (paths start at the repository root)",
+                   problem.where)
 
 
 def _role_arns_as_sub(stack: Stack, cfn_pipeline: Any) -> None:

@@ -234,6 +234,18 @@ def test_a_stage_config_for_another_account_is_refused(tmp_path, monkeypatch):
     assert "111111111111, the account of pipeline stage Dev" in message
 
 
+def test_a_missing_stage_config_is_the_stages_config_field_with_a_fix_for_the_pipeline_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    stage = {"name": "Dev", "config": "config/no-such-stage.yaml", "account": "111111111111", "region": "us-east-1"}
+    settings = load_pipeline_settings(write_pipeline(tmp_path, waves=[{"name": "Dev", "stages": [stage]}]))
+    with pytest.raises(ConfigurationError, match=(
+            r"waves\[0\].stages\[0\].config: got '[^']*config/no-such-stage.yaml'; allowed: a readable YAML file; "
+            r"fix: check the path \(No such file or directory\); or correct waves\[0\].stages\[0\].config in the "
+            r"pipeline file")) as error:
+        PipelineStack(App(), "P", settings=settings)
+    assert "-c config=PATH" not in str(error.value)  # -c config chooses the app's config, not a stage's
+
+
 def test_app_attaches_the_pipeline_only_when_asked(synthesized):
     """app.py with -c pipeline=...: the pipeline stack only (the platform stacks are in its stages)."""
     if "attach_pipeline" not in (ROOT / "app.py").read_text():
