@@ -55,3 +55,18 @@ def test_a_job_plan_is_accepted_and_every_problem_comes_in_one_round():
     with pytest.raises(ConfigurationError) as raised:
         parse_config(data(until="2027-01-02T00:00:00Z", training_plan="chat-p5e"), source="chat.yaml")
     assert "2 problem(s)" in str(raised.value)
+
+
+def turn_log(retention: int, schedule: str) -> dict[str, Any]:
+    return {"endpoints": [{"name": "Chat", "instance_type": "ml.g6e.12xlarge", "models": [{
+        "name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b/", "architecture": "Qwen3ForCausalLM",
+        "sessions": {"turn_log_retention_days": retention},
+        "eagle": {"schedule": schedule, "dataset": {"source": "front_door"}}}]}]}
+
+
+def test_logged_turns_must_outlive_the_eagle_interval():
+    with pytest.raises(ConfigurationError, match=(
+            r"endpoints\[0\].models\[0\].sessions.turn_log_retention_days: got 7; allowed: more days than "
+            r"models\[0\].eagle.schedule \(rate\(7 days\), every 7 days\)")):
+        parse_config(turn_log(7, "rate(7 days)"), source="chat.yaml")
+    assert parse_config(turn_log(30, "rate(7 days)"), source="chat.yaml").endpoints[0].models[0].sessions is not None

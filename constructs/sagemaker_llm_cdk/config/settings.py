@@ -126,6 +126,18 @@ class EndpointSpec(EndpointOptions):
                         f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, every {days:g} days)",
                         "keep captures longer than the EAGLE interval, or run EAGLE more often: captured traffic older "
                         "than retention_days expires before the next run reads it"))
+        with unless_failed():
+            for index, model in enumerate(self.models):  # the same for the front door's turn log
+                if model.eagle is None or model.eagle.dataset.source != "front_door" or model.sessions is None:
+                    continue
+                days = _rate_days(model.eagle.schedule)
+                kept = model.sessions.turn_log_retention_days
+                if days is not None and days >= kept:
+                    problems.append(Problem(
+                        f"models[{index}].sessions.turn_log_retention_days", kept,
+                        f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, every {days:g} days)",
+                        "keep logged turns longer than the EAGLE interval, or run EAGLE more often: turns older than "
+                        "turn_log_retention_days expire before the next run reads them"))
         for index, model in enumerate(self.models):
             with unless_failed():  # a model that failed validation is skipped; its own problems are reported
                 problems.extend(p.under(f"models[{index}]") for p in model_fit_problems(model, self))
