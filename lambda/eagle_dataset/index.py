@@ -75,6 +75,10 @@ Events (JSON):
   the parameter from ``stored`` to ``value`` once its job exists. It is null when nothing moves: no new
   capture objects, or batches the Distributed Map tolerated as failed (``complete`` false: the dataset holds
   the other batches and those objects are converted again next run).
+* ``output_prefix`` (plan, convert, finalize) is the folder the dataset is written under, as given: a
+  ``..`` or ``.`` segment, a leading ``/``, an empty segment (``a//b``), control characters or more than
+  512 UTF-8 bytes is an ``InvalidEventError`` before any AWS call; one trailing ``/`` and ``""`` (the
+  bucket's top level) are fine.
 * validate in: ``{"s3_uri", "s3_data_type"?: "S3Prefix"|"ManifestFile"}``
   validate out: ``{"format", "s3_uri", "objects_checked", "lines_checked"}``
 
@@ -223,12 +227,23 @@ def _access_error(error: ClientError, what: str) -> Exception:
 # ---------------------------------------------------------------------------------------------
 
 
+def _output_prefix(value: str) -> str:
+    """An ``output_prefix`` the dataset keys can be written under as given (``core.output_prefix_problem``):
+    refused by name in the event, before any S3 call, rather than written to ``../../x/<run id>/...``."""
+    problem = core.output_prefix_problem(value)
+    if problem:
+        raise ValueError(f"got {_shown(value)}, which {problem}")
+    return value
+
+
 @functools.cache
 def _models() -> SimpleNamespace:
     """The event models, built on the first event: pydantic is not imported on a cold start."""
-    from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+    from pydantic import (AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator,
+                          model_validator)
 
     WholeNumber = Annotated[int, BeforeValidator(not_a_boolean)]  # true/false is no count
+    OutputPrefix = Annotated[str, AfterValidator(_output_prefix)]  # keys are written under it as given
 
     class _Model(BaseModel):
         model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
@@ -237,7 +252,7 @@ def _models() -> SimpleNamespace:
         capture_bucket: str = Field(pattern=_BUCKET)
         capture_prefix: str = Field(default="", max_length=512)
         output_bucket: str = Field(pattern=_BUCKET)
-        output_prefix: str = Field(default="", max_length=512)
+        output_prefix: OutputPrefix = Field(default="", max_length=512)
         run_id: str = Field(pattern=_RUN_ID)
         watermark_parameter: str = Field(pattern=_PARAMETER, max_length=1011)
         settle_seconds: WholeNumber | None = Field(default=None, ge=0)
@@ -257,7 +272,7 @@ def _models() -> SimpleNamespace:
         capture_bucket: str = Field(pattern=_BUCKET)
         capture_prefix: str | None = Field(default=None, max_length=512)
         output_bucket: str = Field(pattern=_BUCKET)
-        output_prefix: str = Field(default="", max_length=512)
+        output_prefix: OutputPrefix = Field(default="", max_length=512)
         run_id: str = Field(pattern=_RUN_ID)
         source: Literal["capture", "front_door"] = "capture"
 
@@ -270,7 +285,7 @@ def _models() -> SimpleNamespace:
 
     class PlanOutput(_Model):
         output_bucket: str = Field(pattern=_BUCKET)
-        output_prefix: str = Field(default="", max_length=512)  # as PlanEvent's: plan passes them on
+        output_prefix: OutputPrefix = Field(default="", max_length=512)  # as PlanEvent's: plan passes them on
         run_id: str = Field(pattern=_RUN_ID)
         watermark_parameter: str = Field(pattern=_PARAMETER, max_length=1011)
         object_count: WholeNumber = Field(ge=0)

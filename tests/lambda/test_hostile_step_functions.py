@@ -150,6 +150,48 @@ def test_eagle_dataset_input_errors_are_exact(entry, event, message):
     assert str(raised.value) == message
 
 
+def _with_output_prefix(entry: str, prefix: str) -> dict[str, Any]:
+    """The valid event of ``entry`` (plan, convert, finalize) with ``prefix`` as its output_prefix."""
+    if entry == "plan":
+        return {**PLAN, "output_prefix": prefix}
+    if entry == "convert":
+        return {**CONVERT, "BatchInput": {**CONVERT["BatchInput"], "output_prefix": prefix}}
+    return {**FINALIZE, "plan": {**FINALIZE["plan"], "output_prefix": prefix}}
+
+
+_PREFIX_STEPS = ("plan", "convert", "finalize")
+
+
+@pytest.mark.parametrize("entry", _PREFIX_STEPS)
+@pytest.mark.parametrize(("prefix", "match"), [
+    ("../../x", r"output_prefix: got '\.\./\.\./x', which has a '\.\.' segment"),
+    ("eagle/../../x", r"output_prefix: got 'eagle/\.\./\.\./x', which has a '\.\.' segment"),
+    ("eagle/./x", r"output_prefix: got 'eagle/\./x', which has a '\.' segment"),
+    ("/eagle/datasets", r"output_prefix: got '/eagle/datasets', which starts with '/'"),
+    ("eagle//datasets", r"output_prefix: got 'eagle//datasets', which has an empty segment"),
+    ("eagle/\x00/datasets", r"output_prefix: got .*, which holds the control character '\\x00'"),
+    ("eagle/\n", r"output_prefix: got .*, which holds the control character '\\n'"),
+    ("eagle/\ud800", r"output_prefix: got 'eagle/\\ud800'; allowed: a valid string"),  # pydantic's own check
+    ("\u00e9" * 257, r"output_prefix: got .*, which is 514 bytes as UTF-8; allowed: at most 512"),
+], ids=["dot-dot", "inner-dot-dot", "dot", "leading-slash", "empty-segment", "nul", "newline", "surrogate",
+        "over-key-length"])
+def test_eagle_dataset_refuses_an_output_prefix_keys_cannot_be_written_under(entry, prefix, match):
+    """Before: ``output_prefix: '../../x'`` was written as given, keys ``../../x/<run id>/...``; now each such
+    prefix is refused by name, before any S3 call (the Stubber has nothing queued)."""
+    module = handler_module("eagle_dataset")
+    with pytest.raises(module.InvalidEventError, match=match):
+        getattr(module, entry)(_with_output_prefix(entry, prefix), CONTEXT)
+
+
+@pytest.mark.parametrize("entry", _PREFIX_STEPS)
+@pytest.mark.parametrize("prefix", ["eagle/datasets", "eagle/datasets/", "datasets", "", "run.v2/x-y_z=1", "\u00e9" * 256])
+def test_eagle_dataset_keeps_valid_output_prefixes(entry, prefix):
+    """The prefixes the library and its users write (``datasets``, ``eagle/datasets``, the bucket's top level)
+    go on to the first AWS call."""
+    module = handler_module("eagle_dataset")
+    assert outcome(lambda: getattr(module, entry)(_with_output_prefix(entry, prefix), CONTEXT))[0] == "aws"
+
+
 # ------------------------------------------------------------------ eagle_job start / record
 START = {"model_name": "qwen3-32b", "model_s3_uri": "s3://eagle-models/qwen3-32b/", "architecture": "Qwen3ForCausalLM",
          "deployment_instance_type": "ml.p5e.48xlarge", "max_instance_count": 1,
