@@ -43,7 +43,9 @@ def test_the_project_urls_have_one_marked_placeholder_and_the_files_here_refer_t
     urls = PROJECT["urls"]
     assert all(url.startswith("https://") for url in urls.values())
     assert "PLACEHOLDER OWNER" in text.split("[project.urls]", 1)[1].split("\n[", 1)[0]
-    for path in ("SECURITY.md", "CONTRIBUTING.md", "clients/pyproject.toml", "clients/README.md"):
+    pages = [str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")]
+    for path in ("SECURITY.md", "CONTRIBUTING.md", "clients/pyproject.toml", "clients/README.md", "README.md",
+                 "constructs/README.md", "examples/README.md", *pages):
         assert PLACEHOLDER not in (ROOT / path).read_text(encoding="utf-8"), f"{path} repeats the placeholder"
 
 
