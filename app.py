@@ -28,7 +28,9 @@ def main() -> None:
     # The app reports the checks itself: one summary per pack and rule instead of every finding in the log
     # (every finding goes to cdk.out/nag-findings.md), and it still fails on an unacknowledged error.
     # No stack traces (APP_PROPS): for a Python app they hold only jsii's kernel, which the CLI prints as a location.
-    app = App(context={FAIL_SYNTH_CONTEXT: False}, **APP_PROPS)
+    # post_cli_context: a -c or cdk.json setting of FAIL_SYNTH_CONTEXT cannot turn it back on, which would make
+    # app.synth() raise ValidationFailed (a jsii traceback, with CDK's own copy of every finding) before the summary.
+    app = App(post_cli_context={FAIL_SYNTH_CONTEXT: False}, **APP_PROPS)
     path = app.node.try_get_context("config") or "config/default.yaml"
     pipeline = app.node.try_get_context("pipeline")
     try:
@@ -72,7 +74,13 @@ def main() -> None:
     print(cost_table, file=log)
     # What `cdk destroy` would leave behind (removal: retain | destroy in the config).
     print(removal_note(app), file=log)
-    assembly = app.synth()
+    try:
+        assembly = app.synth()
+    except RuntimeError as error:  # jsii's ValidationFailed: the checks failed the synth; report them once, no traceback
+        if "ValidationFailed" not in str(error):
+            raise
+        report_checks(app.outdir, cost_table=cost_table, stream=sys.stderr)
+        sys.exit(1)
     write_cost_model(assembly.directory, cost_model(app))  # the change report compares the base's and the head's
     status = report_checks(assembly.directory, cost_table=cost_table, stream=checks_log)
     keep_annotations(assembly.directory)  # the CLI shows warnings and errors, and no info to acknowledge

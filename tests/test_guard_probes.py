@@ -344,3 +344,44 @@ def test_a_guard_finding_cannot_be_acknowledged(tmp_path: Path) -> None:
     Validations.of(app).acknowledge(Acknowledgment(id=f"{PLUGIN_NAME}::UnacknowledgedWildcard", reason="try"))
     with pytest.raises(RuntimeError, match=r"\(Sid Wide\): allows \['s3:GetObject'\] on '\*'"):
         app.synth()
+
+
+_PROBED_APP = '''"""app.py, its platform stack given one statement the policy guard refuses (Sid ProbeEveryAction)."""
+import sys
+
+from aws_cdk import aws_iam as iam
+
+sys.path.insert(0, {root!r})
+import app  # noqa: E402
+
+
+class Probed(app.LlmPlatformStack):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        role = next(iter(self.endpoints.values())).role
+        role.add_to_principal_policy(iam.PolicyStatement(sid="ProbeEveryAction", actions=["*"], resources=["*"]))
+
+
+app.LlmPlatformStack = Probed
+app.main()
+'''
+
+
+def test_a_guard_failure_through_app_py_prints_its_finding_once_without_a_traceback(tmp_path: Path) -> None:
+    """Before: with the CDK's fail-synth context set (``-c``, cdk.json, CDK_CONTEXT_JSON), app.synth() raised jsii's
+    ValidationFailed: a Python and JavaScript traceback and CDK's copy of every finding beside the app's summary.
+    The app keeps reporting the checks itself: the finding once, exit status 1."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "probed_app.py"
+    script.write_text(_PROBED_APP.format(root=str(ROOT)), encoding="utf-8")
+    env = dict(os.environ, CDK_OUTDIR=str(tmp_path / "out"), CDK_CONTEXT_JSON=json.dumps({FAIL_SYNTH_CONTEXT: True}))
+    env["PATH"] = os.pathsep.join([str(ROOT / "node_modules" / ".bin"), str(Path(sys.executable).parent), env["PATH"]])
+    result = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr and "ValidationFailed" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.count("(Sid ProbeEveryAction): allows ['*'] on '*'") == 1, result.stderr[-3000:]
+    assert "UnacknowledgedWildcard: SageMakerLlm/Chat/ExecutionRole/DefaultPolicy/Resource" in result.stderr
