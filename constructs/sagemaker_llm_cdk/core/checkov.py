@@ -27,16 +27,17 @@ CHECKOV_REASONS = {
     "CKV_AWS_115": (
         "No reserved concurrency by default: reserving takes concurrency from the account's regional pool (new "
         "accounts may have as little as 10, and 100 must stay unreserved), so it can fail the deployment. These "
-        "functions run on CloudFormation events, a daily schedule or IAM-signed front-door requests; "
+        "functions run on CloudFormation events, Step Functions tasks, a daily schedule or IAM-signed front-door requests; "
         "functions.python_function(reserved_concurrency=...) sets a limit where one is wanted."),
     "CKV_AWS_116": (
         "A dead-letter queue only keeps failed asynchronous events. These functions are invoked synchronously "
-        "(the custom resource framework, the front door's function URL) or their failures already surface: a "
-        "failed custom resource fails the deployment, and the capacity plan's daily check has an alarm on its "
-        "errors (EventBridge retries it twice)."),
+        "(the custom resource framework, Step Functions tasks, the front door's function URL) or their failures "
+        "already surface: a failed custom resource fails the deployment, and the capacity plan's daily check has an "
+        "alarm on its errors (EventBridge retries it twice)."),
     "CKV_AWS_117": (
-        "The functions call only AWS APIs (SageMaker, SageMaker Runtime, CloudWatch, DynamoDB) over TLS with IAM "
-        "and hold no network-reachable data; running them in a VPC would need NAT or interface endpoints that the "
+        "The functions call only AWS APIs over TLS with IAM (SageMaker and SageMaker Runtime, CloudWatch, CloudWatch "
+        "Logs, X-Ray, DynamoDB, S3, KMS, SSM Parameter Store, Step Functions, Lambda, IAM PassRole, Firehose) and "
+        "hold no network-reachable data; running them in a VPC would need NAT or interface endpoints that the "
         "deployment does not otherwise have."),
     "CKV_AWS_173": (
         "The environment holds only names and settings (Powertools service name, metric namespace, plan, table and "
