@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
-from aws_cdk import CfnOutput, Duration, Fn, Stack, Tags
+from aws_cdk import CfnOutput, Duration, Fn, Stack, Tags, Token
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -31,6 +31,9 @@ from sagemaker_llm_cdk.core.removal import set_removal
 from sagemaker_llm_cdk.eagle.serving import PromotionParameter
 from sagemaker_llm_cdk.sessions.turn_log import TurnLog
 
+if TYPE_CHECKING:
+    from .router_stage import RouterHome
+
 
 class LlmPlatformStack(Stack):
     """One stack per config: endpoints, their models, and outputs a reviewer can read.
@@ -41,9 +44,12 @@ class LlmPlatformStack(Stack):
     """
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig, config_dir: Path | None = None,
-                 **kwargs: Any) -> None:
+                 router_homes: Sequence["RouterHome"] = (), **kwargs: Any) -> None:
         """
         :param config: the validated deployment config.
+        :param router_homes: where the pipeline runs the config's routers (``stacks.router_stage.router_homes``):
+            a router in another account than this stack's gets the endpoint policies it needs here. Default: none
+            (without the pipeline, routers run in this stack's account).
         :param config_dir: folder that relative paths in the config (adapter manifests) start from.
             Default: the current directory.
         """
@@ -99,6 +105,12 @@ class LlmPlatformStack(Stack):
                 # Fails the deployment when SageMaker silently rolled back to the previous config.
                 DeploymentCheck(self, f"{name}DeploymentCheck", endpoint=endpoint)
         self.budget = self._budget(config)
+        self.endpoint_policies: dict[str, Any] = {}
+        if router_homes and not Token.is_unresolved(self.account):
+            from .router_stage import attach_endpoint_policies
+
+            self.endpoint_policies = attach_endpoint_policies(self, router_homes, account=self.account,
+                                                              region=self.region)
 
     def _budget(self, config: AppConfig) -> CostBudget | None:
         """The config's monthly budget on this deployment's tag (the first of ``tags`` unless ``budget.tag``)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Sequence
 
 import jsii
 from aws_cdk import App, Environment, IAnyProducer, IResolveContext, Lazy, Stack, Stage
@@ -42,6 +42,9 @@ from sagemaker_llm_cdk.core.settings import validated
 
 from .checks import attach_stage_checks
 from .llm_platform import LlmPlatformStack
+
+if TYPE_CHECKING:
+    from .router_stage import RouterHome
 
 ACCOUNT = r"^\d{12}$"
 REGION = r"^[a-z]{2}(-[a-z]+)+-\d$"
@@ -150,11 +153,14 @@ def load_stage_config(stage: StageSettings) -> AppConfig:
 class LlmPlatformStage(Stage):
     """One deployment of the app in a pipeline wave: ``LlmPlatformStack`` from one config, in one account and region."""
 
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig, config_dir: Path, env: Environment) -> None:
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig, config_dir: Path, env: Environment,
+                 router_homes: Sequence["RouterHome"] = ()) -> None:
         super().__init__(scope, id, env=env)
         self.nag_warning_packs: tuple[str, ...] = tuple(config.checks.nag_warning_packs)
         """The stage config's extra cdk-nag packs; ``stacks.checks.attach_checks`` reports them as warnings."""
-        self.platform = LlmPlatformStack(self, config.stack_name, config=config, config_dir=config_dir)
+        # Routers of another account need this stage's endpoint policies, attached before the Routers wave runs.
+        self.platform = LlmPlatformStack(self, config.stack_name, config=config, config_dir=config_dir,
+                                         router_homes=router_homes)
         # Here, not only in attach_checks: build_pipeline() synthesizes the stage, and Aspects added later never run.
         attach_stage_checks(self, extra_packs=self.nag_warning_packs)
 
@@ -202,6 +208,7 @@ class PipelineStack(Stack):
         )
         self.stages: dict[str, LlmPlatformStage] = {}
         problems: list[Problem] = []
+        homes = _router_homes(settings)
         for w, wave_settings in enumerate(settings.waves):
             pre = ([pipelines.ManualApprovalStep(f"Approve{wave_settings.name}", comment=(
                 f"Deploy to {', '.join(f'{s.name} ({s.account}/{s.region})' for s in wave_settings.stages)}?"))]
@@ -217,7 +224,8 @@ class PipelineStack(Stack):
                 try:
                     stage = LlmPlatformStage(self, stage_settings.name, config=config,
                                              config_dir=Path(stage_settings.config).parent,
-                                             env=Environment(account=stage_settings.account, region=stage_settings.region))
+                                             env=Environment(account=stage_settings.account, region=stage_settings.region),
+                                             router_homes=homes.get(stage_settings.config, ()))
                 except ConfigurationError as error:  # a construct's check the config rules did not foresee
                     problems.extend(p.under(f"{where} ({stage_settings.config}, found while building {error.source})")
                                     for p in locate_problems(stage_settings.config, error.problems))
@@ -235,6 +243,27 @@ class PipelineStack(Stack):
         _version_artifact_buckets(self.pipeline.pipeline)
         _name_pipeline_resources(self, self.pipeline)
         _acknowledge_pipeline(self.pipeline)
+
+
+def _router_homes(settings: PipelineSettings) -> dict[str, list["RouterHome"]]:
+    """``{stage config path: its routers with their homes}``, from the settings alone: each stage is built after
+    this, and a stage in another account than a router's home attaches that router's endpoint policies. A config
+    that does not load is left out here; the stage loop reports it."""
+    from .router_stage import router_homes
+
+    places: dict[str, list[StageSettings]] = {}
+    for wave_settings in settings.waves:
+        for stage_settings in wave_settings.stages:
+            places.setdefault(stage_settings.config, []).append(stage_settings)
+    found: dict[str, list["RouterHome"]] = {}
+    for path, stages in places.items():
+        try:
+            config = load_stage_config(stages[0])
+        except ConfigurationError:
+            continue
+        if config.routers:
+            found[path] = router_homes(config, stages)
+    return found
 
 
 def _stage_config_problem(problem: Problem, where: str, source: str) -> Problem:

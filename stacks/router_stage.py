@@ -17,7 +17,7 @@ config; the home account is the account of the first such stage in that region.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from aws_cdk import App, CfnOutput, Environment, Stack, Stage, Tags
 from constructs import Construct
@@ -27,6 +27,8 @@ from sagemaker_llm_cdk.adapters.lora_adapter import LoraAdapter
 from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
 from sagemaker_llm_cdk.core.removal import set_removal
 from sagemaker_llm_cdk.hosting.model_component import ModelComponent
+from sagemaker_llm_cdk.routing.endpoint_policy import EndpointPolicy, merged_policy
+from sagemaker_llm_cdk.routing.router import endpoint_policies
 from sagemaker_llm_cdk.routing.settings import RouterSpec, RoutingTargetSpec
 
 if TYPE_CHECKING:
@@ -43,6 +45,66 @@ class Deployment:
     stack: Stack
     account: str
     region: str
+
+
+class Located(Protocol):
+    """Where a platform stack deploys: a ``Deployment``, or a stage of the pipeline settings before it is built."""
+
+    @property
+    def account(self) -> str: ...
+
+    @property
+    def region(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class RouterHome:
+    """One router of a config as the pipeline deploys it: its spec (``routers[index]``), physical name, account and
+    region. A stage in another account attaches the endpoint policies this router needs there."""
+
+    index: int
+    spec: RouterSpec
+    router_name: str
+    account: str
+    region: str
+
+
+def router_name_of(config: AppConfig, spec: RouterSpec) -> str:
+    """The InferenceRouterName of ``spec``: ``router_name``, or ``<stack name>-<name>`` (at most 63 characters)."""
+    return spec.router_name or f"{config.stack_name}-{spec.name}"[:63].rstrip("-")
+
+
+def router_homes(config: AppConfig, places: Sequence[Located]) -> list[RouterHome]:
+    """Every router of ``config`` with its home, for a config deployed to ``places`` (in wave order)."""
+    found = []
+    for index, spec in enumerate(config.routers):
+        account, region = home_of(spec, places)
+        found.append(RouterHome(index, spec, router_name_of(config, spec), account, region))
+    return found
+
+
+def attach_endpoint_policies(platform: Stack, homes: Sequence[RouterHome], *, account: str,
+                             region: str) -> dict[str, EndpointPolicy]:
+    """In the platform stack deployed to ``account`` and ``region``: the endpoint policy of each of its endpoints
+    that a router of another account routes to (``InferenceRouter.endpoint_policy``'s document; several routers'
+    documents merged), attached after the endpoint exists. ``{endpoint name: EndpointPolicy}``; none for routers
+    of the stage's own account."""
+    remote = [home for home in homes if home.account != account]
+    if not remote:
+        return {}
+    endpoints = {getattr(e, "physical_name", None): e for e in getattr(platform, "endpoints", {}).values()}
+    documents: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    here = [Deployment(platform, account, region)]
+    for home in remote:
+        targets = router_targets(home.spec, here, where=f"routers[{home.index}]")
+        found = endpoint_policies(router_name=home.router_name, router_account=home.account,
+                                  router_region=home.region, targets=targets, account=account, region=region) or {}
+        for name, document in found.items():
+            if name in endpoints:
+                documents.setdefault(name, []).append((home.spec.name, document))
+    return {name: EndpointPolicy(platform, f"RouterPolicy{endpoints[name].node.id}", endpoint_name=name,
+                                 document=merged_policy(docs), endpoint=endpoints[name].cfn_endpoint)
+            for name, docs in documents.items()}
 
 
 def _components(stack: Stack, target: RoutingTargetSpec) -> list[Any]:
@@ -101,7 +163,7 @@ class RouterStack(Stack):
             try:
                 router = InferenceRouter(
                     self, spec.name, targets=targets,
-                    router_name=spec.router_name or f"{config.stack_name}-{spec.name}"[:63].rstrip("-"),
+                    router_name=router_name_of(config, spec),
                     tags=dict(config.tags), check_schedule=spec.check_schedule,
                     unroutable_alarm_periods=spec.unroutable_alarm_periods, alarm_topic=self.alarm_topic)
             except ConfigurationError as error:
@@ -114,7 +176,7 @@ class RouterStack(Stack):
                                   "sagemaker:InvokeEndpoint on every destination")
 
 
-def home_of(spec: RouterSpec, deployments: Sequence[Deployment]) -> tuple[str, str]:
+def home_of(spec: RouterSpec, deployments: Sequence[Located]) -> tuple[str, str]:
     """(account, region) a router runs in: ``home_region`` (or the first deployment's region) and the account of the
     first deployment there (or the first deployment's account)."""
     region = spec.home_region or deployments[0].region
@@ -172,4 +234,5 @@ def add_router_stage(pipeline: "PipelineStack") -> Stage | None:
     return stage
 
 
-__all__ = ["Deployment", "RouterStack", "add_app_routers", "add_router_stage", "home_of", "router_targets"]
+__all__ = ["Deployment", "RouterHome", "RouterStack", "add_app_routers", "add_router_stage", "attach_endpoint_policies",
+           "home_of", "router_homes", "router_name_of", "router_targets"]

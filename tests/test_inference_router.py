@@ -17,6 +17,7 @@ from support.examples import cli_context, synthesize_in_process
 from sagemaker_llm_cdk import (ConfigurationError, Destination, InferenceRouter, LlmEndpoint, ModelSpec, RouterSpec,
                                RouterTarget, RoutingTargetSpec, load_config)
 from sagemaker_llm_cdk.core import service_model
+from sagemaker_llm_cdk.routing.endpoint_policy import RESOURCE_TYPE as POLICY_TYPE
 from sagemaker_llm_cdk.routing.router import RESOURCE_TYPE
 from sagemaker_llm_cdk.routing.settings import ROUTING_PREFERENCES
 
@@ -259,3 +260,38 @@ def test_the_routers_wave_follows_every_regional_stage_and_routes_to_both(pipeli
         {"ResourceArn": "arn:aws:sagemaker:us-west-2:222222222222:inference-component/UsWest2-SageMakerLlm-qwen3-8b"}]}]
     assert_valid_request("sagemaker", "CreateInferenceRouter", {"InferenceRouterName": props["RouterName"],
                                                                 "RoutingTargets": props["RoutingTargets"]})
+
+
+def test_the_other_accounts_stage_attaches_the_routers_endpoint_policy(pipeline_out):
+    """The router runs in 111111111111; the us-west-2 stage (222222222222) attaches AWS's documented endpoint policy
+    on its endpoint, exactly the document ``InferenceRouter.endpoint_policy`` builds; us-east-1 (the router's own
+    account) attaches none."""
+    def resources(stage: str, kind: str) -> dict[str, Any]:
+        (path,) = [p for p in pipeline_out.glob(f"assembly-SageMakerLlmRouterPipeline-{stage}/*.template.json")
+                   if "Capacity" not in p.name and "Promotion" not in p.name]
+        return {k: r for k, r in json.loads(path.read_text())["Resources"].items() if r["Type"] == kind}
+
+    assert resources("UsEast1", POLICY_TYPE) == {}
+    (policy,) = resources("UsWest2", POLICY_TYPE).values()
+    props = policy["Properties"]
+    document = json.loads(props["ResourcePolicy"])
+    assert document == {"Version": "2012-10-17", "Statement": [
+        {"Sid": "InvokeThroughRouter", "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111111111111:root"},
+         "Action": "sagemaker:InvokeEndpoint", "Resource": f"arn:aws:sagemaker:us-west-2:222222222222:endpoint/"
+                                                           f"{props['EndpointName']}",
+         "Condition": {"ArnEquals": {"sagemaker:SourceInferenceRouterArn": [
+             "arn:aws:sagemaker:us-east-1:111111111111:inference-router/SageMakerLlm-Chat",
+             "arn:aws:sagemaker:us-east-1:111111111111:inference-router/sagemakerllm-chat"]}}},
+        {"Sid": "DescribeForRouter", "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111111111111:root"},
+         "Action": "sagemaker:DescribeEndpoint",
+         "Resource": f"arn:aws:sagemaker:us-west-2:222222222222:endpoint/{props['EndpointName']}"}]}
+    assert_valid_request("sagemaker", "PutEndpointPolicy", {k: props[k] for k in ("EndpointName", "ResourcePolicy")})
+    (endpoint_logical,) = resources("UsWest2", "AWS::SageMaker::Endpoint")
+    assert endpoint_logical in policy["DependsOn"]
+    statements = [s for p in resources("UsWest2", "AWS::IAM::Policy").values()
+                  for s in p["Properties"]["PolicyDocument"]["Statement"]
+                  if "sagemaker:PutEndpointPolicy" in s["Action"]]
+    (grant,) = statements
+    assert sorted(grant["Action"]) == ["sagemaker:DeleteEndpointPolicy", "sagemaker:PutEndpointPolicy"]
+    assert all("*" not in json.dumps(r) for r in (grant["Resource"] if isinstance(grant["Resource"], list)
+                                                  else [grant["Resource"]]))

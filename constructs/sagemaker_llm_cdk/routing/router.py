@@ -411,19 +411,8 @@ class InferenceRouter(Construct):
                                               "a stack with an account and region (the policy names the router's ARN)",
                                               "give the router's stack env=Environment(account=..., region=...)")],
                                      source=self.node.path)
-        if account == stack.account:
-            return None
-        endpoints = sorted({d.endpoint_name for t in self.targets for d in t.destinations
-                            if d.account == account and d.region == region})
-        if not endpoints:
-            return None
-        base = f"arn:{partition_of(stack.region) or 'aws'}:sagemaker:{stack.region}:{stack.account}:inference-router/"
-        router_arns = list(dict.fromkeys([base + self.router_name, base + self.router_name.lower()]))
-        return {name: endpoint_policy_document(router_account=stack.account, router_arns=router_arns,
-                                               endpoint_arn=f"arn:{partition_of(region) or 'aws'}:sagemaker:{region}:"
-                                                            f"{account}:endpoint/{name}",
-                                               asynchronous=any(t.async_inference is not None for t in self.targets))
-                for name in endpoints}
+        return endpoint_policies(router_name=self.router_name, router_account=stack.account,
+                                 router_region=stack.region, targets=self.targets, account=account, region=region)
 
     # ------------------------------------------------------------------ metrics
     def metric_unroutable_destinations(self, target: str | None = None, **kwargs: Any) -> cloudwatch.Metric:
@@ -473,6 +462,31 @@ class InferenceRouter(Construct):
 _RENAME_REASON = ("A new router_name replaces the router: CloudFormation deletes the old router after the policy already "
                   "names the new one, so the stack's functions manage the routers named <stack name>-*, the names "
                   "this stack gives its routers.")
+
+
+def endpoint_policies(*, router_name: str, router_account: str, router_region: str, targets: Sequence[RouterTarget],
+                      account: str, region: str) -> dict[str, Any] | None:
+    """``{endpoint name: policy document}`` for the destinations of ``targets`` in ``account`` and ``region``, as
+    router ``router_name`` of ``router_account`` in ``router_region`` needs them, or None when there are none or
+    ``account`` is the router's own. ``InferenceRouter.endpoint_policy`` and the endpoint owner's stack
+    (``EndpointPolicy``) both build the document here, so the two always agree.
+
+    An endpoint that an asynchronous target routes to allows ``sagemaker:InvokeEndpointAsync``, any other
+    ``sagemaker:InvokeEndpoint`` (a target is one or the other, and its endpoints are of its kind)."""
+    if account == router_account:
+        return None
+    here = [(d, t.async_inference is not None) for t in targets for d in t.destinations
+            if d.account == account and d.region == region]
+    if not here:
+        return None
+    base = f"arn:{partition_of(router_region) or 'aws'}:sagemaker:{router_region}:{router_account}:inference-router/"
+    router_arns = list(dict.fromkeys([base + router_name, base + router_name.lower()]))
+    partition = partition_of(region) or "aws"
+    return {name: endpoint_policy_document(
+                router_account=router_account, router_arns=router_arns,
+                endpoint_arn=f"arn:{partition}:sagemaker:{region}:{account}:endpoint/{name}",
+                asynchronous=any(is_async for d, is_async in here if d.endpoint_name == name))
+            for name in sorted({d.endpoint_name for d, _ in here})}
 
 
 def endpoint_policy_document(*, router_account: str, router_arns: Iterable[str], endpoint_arn: str,

@@ -1,0 +1,139 @@
+"""``EndpointPolicy``: the resource policy on an endpoint of this stack that lets a router in another account use it.
+
+An inference router calls each destination with its caller's credentials; a destination in another account
+answers only when its owner allows the router's account in an endpoint policy (AWS: "Route requests to endpoints
+in other AWS accounts"). CloudFormation has no resource type for that policy, so it is a custom resource
+(handler ``lambda/endpoint_policy``): ``PutEndpointPolicy`` on create and update (the API replaces the policy),
+``DeleteEndpointPolicy`` on delete. It lives in the endpoint owner's stack, which is the only place allowed to
+attach it; the document is the one ``InferenceRouter.endpoint_policy`` returns (``endpoint_policies``).
+
+One function and provider serve every endpoint policy of a stack (``EndpointPolicyService.of``); each policy lets
+that function change the policy of its own endpoint only (the endpoint's ARN exactly, as written and in
+lowercase, the form SageMaker writes).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import custom_resources as cr
+from constructs import Construct, IConstruct
+
+from ..core import grants
+from ..core.errors import ConfigurationError, Problem
+from ..core.functions import python_function
+from ..core.nag import acknowledge_resource
+from ..core.settings import name_problem
+
+RESOURCE_TYPE = "Custom::SageMakerEndpointPolicy"
+HANDLER_FOLDER = "endpoint_policy"
+SERVICE_ID = "EndpointPolicyService"
+POLICY_ACTIONS = ("sagemaker:PutEndpointPolicy", "sagemaker:DeleteEndpointPolicy")
+MAX_POLICY_CHARS = 20480
+"""botocore's ``EndpointPolicyDocument`` length limit."""
+
+
+class EndpointPolicyService(Construct):
+    """The function and custom resource framework behind every ``EndpointPolicy`` of one stack.
+
+    Use ``EndpointPolicyService.of(stack)``; attributes ``function``, ``provider``, ``provider_role``.
+    """
+
+    def __init__(self, scope: Stack, id: str = SERVICE_ID) -> None:
+        super().__init__(scope, id)
+        self.function = python_function(
+            self, "Function", folder=HANDLER_FOLDER, handler="index.on_event",
+            description="attaches and deletes the endpoint policies that let inference routers of other accounts "
+                        "use this stack's endpoints (custom resource)",
+            timeout=Duration.minutes(1))
+        framework_logs = logs.LogGroup(self, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR,
+                                       removal_policy=RemovalPolicy.RETAIN)
+        self.provider_role = iam.Role(self, "ProviderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                                      description="Custom resource framework of the stack's endpoint policies")
+        self.provider_role.add_to_policy(iam.PolicyStatement(
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
+        self.provider = cr.Provider(self, "Provider", on_event_handler=self.function,
+                                    framework_on_event_role=self.provider_role, log_group=framework_logs)
+        acknowledge_resource(self.provider_role, f"{self.function.function_arn}:*",
+                             "The custom resource framework invokes the endpoint policies' own function: "
+                             "lambda:InvokeFunction on that one function and its versions (the ':*' qualifier).",
+                             actions=["lambda:InvokeFunction"])
+
+    @classmethod
+    def of(cls, scope: IConstruct) -> "EndpointPolicyService":
+        """The stack's one ``EndpointPolicyService``, made on first use."""
+        stack = Stack.of(scope)
+        existing = stack.node.try_find_child(SERVICE_ID)
+        if isinstance(existing, EndpointPolicyService):
+            return existing
+        return cls(stack)
+
+
+class EndpointPolicy(Construct):
+    """The endpoint policy of endpoint ``endpoint_name`` in this stack's account and region.
+
+    Attributes: ``endpoint_name``, ``endpoint_arn``, ``document``, ``custom_resource``, ``service``.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, endpoint_name: str, document: Mapping[str, Any],
+                 endpoint: IConstruct | None = None) -> None:
+        """
+        :param endpoint_name: the endpoint's name (literal: the policy's IAM grant names its ARN).
+        :param document: the policy, e.g. a value of ``InferenceRouter.endpoint_policy(account, region)``.
+        :param endpoint: the construct that creates the endpoint, when this stack does: the policy is attached after
+            it exists and deleted before it goes.
+        """
+        super().__init__(scope, id)
+        stack = Stack.of(self)
+        problems: list[Problem] = []
+        problem = name_problem("endpoint_name", endpoint_name, "EndpointName")
+        if problem:
+            problems.append(problem)
+        text = stack.to_json_string(dict(document))
+        if not document.get("Statement"):
+            problems.append(Problem("document", dict(document), "a policy document with a Statement",
+                                    "pass the document InferenceRouter.endpoint_policy returns"))
+        resolved = stack.resolve(text)  # a plain string unless the document holds deploy-time values
+        if isinstance(resolved, str) and not resolved.isascii():
+            problems.append(Problem("document", "non-ASCII text", "ASCII characters only (PutEndpointPolicy)",
+                                    "remove the other characters from the policy"))
+        if isinstance(resolved, str) and len(resolved) > MAX_POLICY_CHARS:
+            problems.append(Problem("document", f"{len(resolved)} characters",
+                                    f"at most {MAX_POLICY_CHARS} characters (PutEndpointPolicy)",
+                                    "route fewer routers to the endpoint"))
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+        self.endpoint_name = endpoint_name
+        self.document = dict(document)
+        self.endpoint_arn = stack.format_arn(service="sagemaker", resource="endpoint", resource_name=endpoint_name)
+        arns = list(dict.fromkeys([self.endpoint_arn, stack.format_arn(
+            service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower())]))
+        self.service = EndpointPolicyService.of(self)
+        grants.grant(self.service.function, sid=f"ManagePolicyOf{_sid(endpoint_name)}", actions=list(POLICY_ACTIONS),
+                     resources=arns)
+        self.custom_resource = CustomResource(self, "Resource", service_token=self.service.provider.service_token,
+                                              resource_type=RESOURCE_TYPE,
+                                              properties={"EndpointName": endpoint_name, "ResourcePolicy": text})
+        self.node.default_child = self.custom_resource
+        if endpoint is not None:
+            self.custom_resource.node.add_dependency(endpoint)
+
+
+def merged_policy(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """One endpoint policy from the documents of several routers (``(router name, document)``): an endpoint has one
+    policy, and ``PutEndpointPolicy`` replaces it. One document is returned as it is; several keep every
+    statement, each ``Sid`` followed by its router's name so they stay unique."""
+    if len(documents) == 1:
+        return dict(documents[0][1])
+    statements = [{**statement, "Sid": f"{statement.get('Sid', 'Statement')}{_sid(router)}"}
+                  for router, document in documents for statement in document["Statement"]]
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def _sid(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.replace("_", "-").split("-") if part)
+
+
+__all__ = ["EndpointPolicy", "EndpointPolicyService", "merged_policy"]
