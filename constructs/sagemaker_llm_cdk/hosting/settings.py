@@ -703,22 +703,16 @@ def fit_problems(spec: ModelSpec, options: EndpointOptions) -> list[Problem]:
         at = next((i for i, r in enumerate(spec.instance_requirements) if r.instance_type == instance_type), None)
         override = spec.instance_requirements[at] if at is not None else None
         on = f" (on pool type {instance_type})" if options.instance_pools else ""
-        gpus = accelerators_of(instance_type)
-        if gpus is not None and accelerators > gpus:
-            own = override is not None and override.accelerators is not None
+        for field, needed, held, what in (("accelerators", accelerators, accelerators_of(instance_type), "accelerators"),
+                                          ("min_memory_mb", memory, memory_mb_of(instance_type), "memory")):
+            if held is None or needed <= held:
+                continue
+            own = override is not None and getattr(override, field) is not None
+            unit = " in MB" if field == "min_memory_mb" else ""
             problems.append(Problem(
-                f"instance_requirements[{at}].accelerators" if own else "accelerators", accelerators,
-                f"at most {gpus}, the accelerators of one {instance_type}{'' if own else on}",
+                f"instance_requirements[{at}].{field}" if own else field, needed,
+                f"at most {held}, the {what} of one {instance_type}{unit}{'' if own else on}",
                 "lower it or use a larger instance type" if own else
-                "lower accelerators or use a larger instance type"
-                + (f" (or set instance_requirements for {instance_type})" if options.instance_pools else "")))
-        memory_mb = memory_mb_of(instance_type)
-        if memory_mb is not None and memory > memory_mb:
-            own = override is not None and override.min_memory_mb is not None
-            problems.append(Problem(
-                f"instance_requirements[{at}].min_memory_mb" if own else "min_memory_mb", memory,
-                f"at most {memory_mb}, the memory of one {instance_type} in MB{'' if own else on}",
-                "lower it or use a larger instance type" if own else
-                "lower min_memory_mb or use a larger instance type"
+                f"lower {field} or use a larger instance type"
                 + (f" (or set instance_requirements for {instance_type})" if options.instance_pools else "")))
     return problems
