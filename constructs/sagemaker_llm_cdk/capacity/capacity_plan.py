@@ -39,13 +39,12 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import custom_resources as cr
 import jsii
 from constructs import Construct, IConstruct, IValidation
 from ..core.errors import ConfigurationError, Problem
-from ..core.functions import METRICS_NAMESPACE, python_function
+from ..core.functions import METRICS_NAMESPACE, provider_framework, python_function
 from ..core.naming import stack_prefix
 from ..hosting.settings import EndpointOptions
 from ..core.storage import secure_key
@@ -465,15 +464,10 @@ class CapacityPlan(Construct):
         ))
         self.on_event_function = function
 
-        framework_logs = logs.LogGroup(self, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR,
-                                       removal_policy=RemovalPolicy.RETAIN)
-        self.provider_role = framework_role = iam.Role(self, "ProviderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                                  description=f"Custom resource framework of capacity plan {self.plan_name}")
-        framework_role.add_to_policy(iam.PolicyStatement(
-            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
-        self.provider = cr.Provider(self, "Provider", on_event_handler=function,
-                                    framework_on_event_role=framework_role, log_group=framework_logs)
-        return self.provider
+        provider, self.provider_role = provider_framework(
+            self, on_event=function, description=f"Custom resource framework of capacity plan {self.plan_name}")
+        self.provider = provider
+        return provider
 
     def _grant_spending(self, stack: Stack, sid: str, actions: list[str]) -> None:
         """Spending actions for the handler, added only when this synth carries the deploy-time consent."""

@@ -29,13 +29,11 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import jsii
 from aws_cdk import (CfnCondition, CfnParameter, CfnResource, CustomResource, Duration, Fn, IAnyProducer,
-                     IResolveContext, Lazy, RemovalPolicy, Stack)
+                     IResolveContext, Lazy, Stack)
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 from .capacity_plan import status_parameter_name
-from ..core.functions import python_function
+from ..core.functions import provider_framework, python_function
 from ..core.nag import acknowledge_resource
 
 if TYPE_CHECKING:
@@ -100,14 +98,9 @@ class CapacityPlanGuard(Construct):
             timeout=Duration.minutes(1))
         self.function.add_to_role_policy(iam.PolicyStatement(
             sid="DescribeThePlan", actions=["sagemaker:DescribeTrainingPlan"], resources=plan_arns_for(plan, stack)))
-        framework_logs = logs.LogGroup(self, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR,
-                                       removal_policy=RemovalPolicy.RETAIN)
-        self.provider_role = iam.Role(self, "ProviderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                                      description=f"Custom resource framework of the capacity guard of {scope.node.path}")
-        self.provider_role.add_to_policy(iam.PolicyStatement(
-            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
-        self.provider = cr.Provider(self, "Provider", on_event_handler=self.function,
-                                    framework_on_event_role=self.provider_role, log_group=framework_logs)
+        self.provider, self.provider_role = provider_framework(
+            self, on_event=self.function,
+            description=f"Custom resource framework of the capacity guard of {scope.node.path}")
         self.custom_resource = CustomResource(
             self, "Resource", service_token=self.provider.service_token, resource_type=RESOURCE_TYPE,
             properties={

@@ -18,6 +18,7 @@ from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from . import bundling
@@ -149,3 +150,21 @@ def _acknowledge_function(function: Any) -> None:
                 "for; functions.RUNTIME and POWERTOOLS_LAYER_VERSION move together.")
     acknowledge_wildcard_only(function.role, "X-Ray PutTraceSegments and PutTelemetryRecords have no resource-level permissions; "
                    "tracing needs them on '*'.")
+
+
+def provider_framework(scope: Construct, *, on_event: lambda_.Function,
+                       description: str) -> tuple[cr.Provider, iam.Role]:
+    """The custom resource framework (``custom_resources.Provider``) of one handler, as every construct of the library
+    makes it: children ``ProviderLogs`` (kept one year), ``ProviderRole`` (it may only write those logs; the Provider
+    grants it the invoke of ``on_event``) and ``Provider``. Returns ``(provider, role)``; the caller acknowledges the
+    role's ``<function ARN>:*`` invoke with its own reason (``nag.acknowledge_resource``)."""
+    framework_logs = logs.LogGroup(scope, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR,
+                                   removal_policy=RemovalPolicy.RETAIN)
+    role = iam.Role(scope, "ProviderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                    description=description)
+    role.add_to_policy(iam.PolicyStatement(
+        actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
+    provider = cr.Provider(scope, "Provider", on_event_handler=on_event, framework_on_event_role=role,
+                           log_group=framework_logs)
+    return provider, role
+

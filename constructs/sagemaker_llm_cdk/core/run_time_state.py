@@ -22,14 +22,12 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from aws_cdk import CfnResource, CustomResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import CfnResource, CustomResource, Duration, Stack, Token
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from .errors import ConfigurationError, Problem
-from .functions import python_function
+from .functions import provider_framework, python_function
 from .nag import acknowledge_resource
 from .removal import removal_mode
 
@@ -67,14 +65,8 @@ class RunTimeState(Construct):
             self, "Function", folder="run_time_state",
             description="custom resource that creates run-time SSM parameters once and never resets their values",
             timeout=Duration.minutes(1))
-        framework_logs = logs.LogGroup(self, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR,
-                                       removal_policy=RemovalPolicy.RETAIN)
-        self.provider_role = iam.Role(self, "ProviderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                                      description="Custom resource framework of the stack's run-time parameters")
-        self.provider_role.add_to_policy(iam.PolicyStatement(
-            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
-        self.provider = cr.Provider(self, "Provider", on_event_handler=self.function,
-                                    framework_on_event_role=self.provider_role, log_group=framework_logs)
+        self.provider, self.provider_role = provider_framework(
+            self, on_event=self.function, description="Custom resource framework of the stack's run-time parameters")
         acknowledge_resource(self.provider_role, f"{self.function.function_arn}:*",
                              "The custom resource framework invokes the run-time parameters' own function: "
                              "lambda:InvokeFunction on that one function and its versions (the ':*' qualifier).", actions=["lambda:InvokeFunction"])
