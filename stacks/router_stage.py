@@ -169,11 +169,33 @@ class RouterStack(Stack):
             except ConfigurationError as error:
                 raise ConfigurationError([p.under(where) for p in error.problems], source=error.source) from None
             self.routers[spec.name] = router
+            self.grant_callers(router, spec)
             CfnOutput(self, f"{spec.name}RouterName", value=router.router_name,
                       description=f"InferenceRouterName of router {spec.name}: callers pass it to InvokeInferenceRouter")
             CfnOutput(self, f"{spec.name}RouterArn", value=router.router_arn,
                       description=f"ARN of router {spec.name}: callers need sagemaker:InvokeInferenceRouter on it and "
                                   "sagemaker:InvokeEndpoint on every destination")
+
+    def grant_callers(self, router: InferenceRouter, spec: RouterSpec) -> list[str]:
+        """``router.grant_invoke`` for each role of ``spec.callers`` in this stack's account (a policy attached to the
+        imported role); a role of another account is granted by its own account, and the preflight checks it.
+        Returns the roles granted. An environment-agnostic stack grants none: it cannot tell which are its own."""
+        from aws_cdk import Token
+        from aws_cdk import aws_iam as iam
+
+        from sagemaker_llm_cdk.routing.settings import ROLE_ARN
+
+        granted: list[str] = []
+        if Token.is_unresolved(self.account):
+            return granted
+        for index, arn in enumerate(spec.callers):
+            match = ROLE_ARN.match(arn)
+            if match is None or match.group("account") != self.account:
+                continue
+            role = iam.Role.from_role_arn(self, f"{spec.name}Caller{index}", arn, mutable=True)
+            router.grant_invoke(role)
+            granted.append(arn)
+        return granted
 
 
 def home_of(spec: RouterSpec, deployments: Sequence[Located]) -> tuple[str, str]:

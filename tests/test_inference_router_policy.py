@@ -128,3 +128,44 @@ def test_the_platform_stack_attaches_a_policy_for_a_router_of_another_account_on
     same = platform(tmp_path, "111111111111", "111111111111")
     assert same.endpoint_policies == {}
     assert Template.from_stack(same).find_resources(RESOURCE_TYPE) == {}
+
+
+def test_the_callers_of_the_routers_account_get_grant_invoke(tmp_path):
+    """Roles of ``callers`` in the router stack's account get the router's and every destination's ARNs exactly;
+    a role of another account is left to its own account (and to the preflight)."""
+    from stacks.router_stage import RouterStack
+
+    data = (ROOT / "config" / "examples" / "router-two-regions.yaml").read_text().replace(
+        "    targets:\n      - name: qwen3-8b", "    callers:\n      - arn:aws:iam::111111111111:role/app/Caller\n"
+        "      - arn:aws:iam::999999999999:role/Elsewhere\n    targets:\n      - name: qwen3-8b")
+    (tmp_path / "c.yaml").write_text(data)
+    config = load_config(tmp_path / "c.yaml")
+    app = App()
+    owner = LlmPlatformStack(app, "SageMakerLlm", config=config, config_dir=ROOT / "config" / "examples",
+                             env=Environment(account="111111111111", region="us-east-1"))
+    stack = RouterStack(app, "Routers", config=config, routers=list(enumerate(config.routers)),
+                        deployments=[Deployment(owner, "111111111111", "us-east-1")],
+                        env=Environment(account="111111111111", region="us-east-1"))
+    template = Template.from_stack(stack)
+
+    policies = [p["Properties"] for p in template.find_resources("AWS::IAM::Policy").values()
+                if p["Properties"].get("Roles") == ["Caller"]]
+    (policy,) = policies
+    by_action = {s["Action"]: s["Resource"] for s in policy["PolicyDocument"]["Statement"]}
+    assert set(by_action) == {"sagemaker:InvokeInferenceRouter", "sagemaker:InvokeEndpoint"}
+    assert "*" not in json.dumps(stack.resolve(by_action))
+    assert not [p for p in template.find_resources("AWS::IAM::Policy").values()
+                if p["Properties"].get("Roles") == ["Elsewhere"]]
+
+
+def test_the_callers_rules():
+    from sagemaker_llm_cdk import RouterSpec
+
+    target = [{"name": "q", "model": "m"}]
+    with pytest.raises(ConfigurationError, match=r"callers\[0\]: got 'arn:aws:iam::111111111111:user/x'; allowed: an "
+                                                 r"IAM role ARN"):
+        RouterSpec(name="Chat", targets=target, callers=["arn:aws:iam::111111111111:user/x"])
+    with pytest.raises(ConfigurationError, match=r"callers\[1\]: .*allowed: each role once"):
+        RouterSpec(name="Chat", targets=target, callers=["arn:aws:iam::111111111111:role/a"] * 2)
+    with pytest.raises(ConfigurationError, match=r"callers"):
+        RouterSpec(name="Chat", targets=target, callers=[f"arn:aws:iam::111111111111:role/r{i}" for i in range(51)])

@@ -56,3 +56,63 @@ def test_a_missing_or_real_time_destination_of_an_async_target_is_a_blocker(tmp_
 
     assert [f.what for f in missing] == [f"routers[0].targets[0].destinations[0]: {ASYNC} does not exist"]
     assert [f.what for f in real_time] == ["routers[0].targets[0].destinations[0]: batch is a real-time endpoint"]
+
+
+CALLER = "arn:aws:iam::111111111111:role/app/Caller"
+ROUTER_ARN = "arn:aws:sagemaker:us-east-1:111111111111:inference-router/SageMakerLlm-Chat"
+COMPONENT = "arn:aws:sagemaker:us-east-1:111111111111:inference-component/SageMakerLlm-qwen3-8b"
+REMOTE = "arn:aws:sagemaker:us-west-2:222222222222:inference-component/Prod-SageMakerLlm-qwen3-8b"
+REMOTE_ENDPOINT = "arn:aws:sagemaker:us-west-2:222222222222:endpoint/prod-chat"
+
+
+def simulated(stubber: Stubber, action: str, decisions: dict[str, str], **page: object) -> None:
+    from support.aws_model import assert_valid_request
+
+    request = {"PolicySourceArn": CALLER, "ActionNames": [action], "ResourceArns": list(decisions)}
+    assert_valid_request("iam", "SimulatePrincipalPolicy", request)
+    stubber.add_response("simulate_principal_policy", {"EvaluationResults": [
+        {"EvalActionName": action, "EvalResourceName": arn, "EvalDecision": decision}
+        for arn, decision in decisions.items()], "IsTruncated": False, **page}, request)
+
+
+def caller_context(tmp_path: Path, client: object) -> PreflightContext:
+    return context(tmp_path, (
+        "  - name: Chat\n    callers: [" + CALLER + "]\n    targets:\n      - name: qwen3-8b\n        model: qwen3-8b\n"
+        "        destinations: [{arn: " + REMOTE + ", endpoint_name: prod-chat}]\n"),
+        clients=AwsClients(factory=lambda service, region: client))
+
+
+def test_a_caller_without_a_permission_is_a_blocker_per_action_and_resource(tmp_path):
+    from sagemaker_llm_cdk.preflight.routers import router_callers
+
+    client = boto3.client("iam", region_name="us-east-1")
+    stubber = Stubber(client)
+    simulated(stubber, "sagemaker:InvokeInferenceRouter", {ROUTER_ARN: "allowed"})
+    simulated(stubber, "sagemaker:InvokeEndpoint", {COMPONENT: "allowed", REMOTE: "implicitDeny",
+                                                    REMOTE_ENDPOINT: "explicitDeny"})
+    with stubber:
+        findings = list(router_callers(caller_context(tmp_path, client)))
+    stubber.assert_no_pending_responses()
+
+    assert [(f.severity, f.what) for f in findings] == [
+        ("blocker", f"routers[0].callers[0]: {CALLER} may not sagemaker:InvokeEndpoint on {REMOTE} (implicitDeny)"),
+        ("blocker", f"routers[0].callers[0]: {CALLER} may not sagemaker:InvokeEndpoint on {REMOTE_ENDPOINT} "
+                    "(explicitDeny)")]
+
+
+def test_a_caller_with_every_permission_passes_and_a_failed_simulation_is_a_warning(tmp_path):
+    from sagemaker_llm_cdk.preflight.routers import router_callers
+
+    client = boto3.client("iam", region_name="us-east-1")
+    stubber = Stubber(client)
+    simulated(stubber, "sagemaker:InvokeInferenceRouter", {ROUTER_ARN: "allowed"})
+    simulated(stubber, "sagemaker:InvokeEndpoint", {COMPONENT: "allowed", REMOTE: "allowed", REMOTE_ENDPOINT: "allowed"})
+    stubber.add_client_error("simulate_principal_policy", service_error_code="AccessDenied", expected_params={
+        "PolicySourceArn": CALLER, "ActionNames": ["sagemaker:InvokeInferenceRouter"], "ResourceArns": [ROUTER_ARN]})
+    with stubber:
+        allowed = list(router_callers(caller_context(tmp_path, client)))
+        denied = list(router_callers(caller_context(tmp_path, client)))
+
+    assert allowed == []
+    assert [(f.severity, f.what) for f in denied] == [
+        ("warning", f"routers[0].callers[0]: could not simulate {CALLER}'s policies (AccessDenied)")]

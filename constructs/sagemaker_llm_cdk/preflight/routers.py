@@ -1,6 +1,7 @@
-"""Preflight checks of ``routers:``: the router's region offers the API (offline), and each destination given by ARN
+"""Preflight checks of ``routers:``: the router's region offers the API (offline), each destination given by ARN
 exists and is of the kind its routing target needs (live, read-only ``DescribeEndpoint`` /
-``DescribeInferenceComponent`` in the destination's region)."""
+``DescribeInferenceComponent`` in the destination's region), and each role of ``callers`` may invoke the router
+and every destination (live, read-only ``iam:SimulatePrincipalPolicy``)."""
 from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
@@ -101,3 +102,96 @@ def router_destinations(ctx: PreflightContext) -> Iterable[Finding]:
 
 register_check(router_destinations, live=True)
 
+
+
+def _arn(partition: str, region: str, account: str, kind: str, name: str) -> str:
+    return f"arn:{partition}:sagemaker:{region}:{account}:{kind}/{name}"
+
+
+def caller_resources(ctx: PreflightContext, router: Any) -> list[tuple[str, list[str]]]:
+    """``[(action, resource ARNs)]`` a caller of ``router`` needs: the router, then every destination of its
+    targets (a model's inference component in the target account and region, as the stack names it; a destination
+    given by ARN, and for a component also its endpoint, as IAM checks both), real-time and asynchronous apart."""
+    from ..core.name_rules import as_prefix, prefixed_name
+
+    assert ctx.account is not None and ctx.region is not None
+    partition = ctx.partition or "aws"
+    region = router.home_region or ctx.region
+    name = router.router_name or f"{ctx.config.stack_name}-{router.name}"[:63].rstrip("-")
+    prefix = as_prefix(ctx.config.stack_name)
+    models = {m.name: m for _, endpoint in ctx.endpoints() for m in endpoint.models}
+    needs: dict[str, list[str]] = {}
+    for target in router.targets:
+        suffix = "Async" if target.async_inference is not None else ""
+        arns = needs.setdefault(f"sagemaker:InvokeEndpoint{suffix}", [])
+        router_arns = needs.setdefault(f"sagemaker:InvokeInferenceRouter{suffix}", [])
+        router_arn = _arn(partition, region, ctx.account, "inference-router", name)
+        if router_arn not in router_arns:
+            router_arns.append(router_arn)
+        model = models.get(target.model) if target.model else None
+        if model is not None:
+            adapter = next((a for a in model.adapters if a.name == target.adapter), None)
+            if adapter is not None:
+                arns.append(_arn(partition, ctx.region, ctx.account, "inference-component",
+                                 adapter.physical_name or prefixed_name(prefix, adapter.name)))
+            elif target.adapter is None:  # an adapter from a manifest file is named at synth only
+                arns.append(_arn(partition, ctx.region, ctx.account, "inference-component",
+                                 model.physical_name or prefixed_name(prefix, model.name)))
+        for destination in target.destinations:
+            arns.append(destination.arn)
+            if destination.endpoint_name is not None:
+                head = destination.arn.split(":inference-component/", 1)[0]
+                arns.append(f"{head}:endpoint/{destination.endpoint_name}")
+    order = ("sagemaker:InvokeInferenceRouter", "sagemaker:InvokeInferenceRouterAsync", "sagemaker:InvokeEndpoint",
+             "sagemaker:InvokeEndpointAsync")
+    return [(action, list(dict.fromkeys(needs[action]))) for action in order if needs.get(action)]
+
+
+def _decisions(client: Any, caller: str, action: str, resources: list[str]) -> dict[str, str]:
+    """``{resource ARN: EvalDecision}`` of ``caller``'s policies for ``action`` (every page)."""
+    found: dict[str, str] = {}
+    request: dict[str, Any] = {"PolicySourceArn": caller, "ActionNames": [action], "ResourceArns": resources}
+    while True:
+        answer = client.simulate_principal_policy(**request)
+        for result in answer.get("EvaluationResults", []):
+            found[str(result.get("EvalResourceName", ""))] = str(result["EvalDecision"])
+        if not answer.get("IsTruncated"):
+            return found
+        request["Marker"] = answer["Marker"]
+
+
+def router_callers(ctx: PreflightContext) -> Iterable[Finding]:
+    """Each role of ``callers`` may invoke the router and every destination: ``iam:SimulatePrincipalPolicy``
+    (read-only) per role and action, a blocker per resource the role's policies do not allow, as the router calls
+    each destination with the caller's own credentials. A destination in another account also needs its owner's
+    endpoint policy, which the simulation does not read."""
+    if not ctx.live or ctx.account is None or ctx.region is None:
+        return
+    assert ctx.clients is not None
+    for where, router in _routers(ctx):
+        if not router.callers:
+            continue
+        needs = caller_resources(ctx, router)
+        client = ctx.clients.client("iam", None)
+        for c, caller in enumerate(router.callers):
+            subject = f"{where}.callers[{c}]"
+            for action, resources in needs:
+                try:
+                    decisions = _decisions(client, caller, action, resources)
+                except Exception as error:  # botocore's ClientError: access denied, no such role
+                    code = str((getattr(error, "response", None) or {}).get("Error", {}).get("Code", type(error).__name__))
+                    yield warning("router-caller", f"{subject}: could not simulate {caller}'s policies ({code})",
+                                  "its permissions on the router and the destinations are not checked",
+                                  "allow iam:SimulatePrincipalPolicy on the role, and check the ARN", subject=subject)
+                    break
+                for arn in resources:
+                    decision = decisions.get(arn, "not evaluated")
+                    if decision != "allowed":
+                        yield blocker("router-caller", f"{subject}: {caller} may not {action} on {arn} ({decision})",
+                                      "the router calls each destination with the caller's credentials; a request "
+                                      "it cannot make fails, or is never sent",
+                                      f"allow {action} on {arn} in the role's policy (InferenceRouter.grant_invoke "
+                                      "does, for a role of the router's account)", subject=subject)
+
+
+register_check(router_callers, live=True)

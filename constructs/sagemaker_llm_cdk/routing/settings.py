@@ -37,6 +37,9 @@ SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]*:[0-9]{12}:[a-zA-Z0-9
 KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:(key/[a-zA-Z0-9-]+|alias/[a-zA-Z0-9/_-]+)$")
 _S3_PATH = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$")
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,62}$")
+ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(?P<account>[0-9]{12}):role/(?P<path_and_name>[\w+=,.@/-]{1,576})$")
+"""An IAM role ARN (path and name as IAM allows them)."""
+MAX_CALLERS = 50
 
 
 class AsyncRouting(Settings):
@@ -211,6 +214,10 @@ class RouterSpec(Settings):
         "(an EventBridge Scheduler expression). Default: rate(5 minutes)."))] = "rate(5 minutes)"
     unroutable_alarm_periods: Annotated[int, Field(ge=1, le=288, description=(
         "Consecutive checks with an Unroutable destination before the alarm fires. Default: 2."))] = 2
+    callers: Annotated[tuple[str, ...], Field(max_length=MAX_CALLERS, description=(
+        "IAM role ARNs that invoke the router. A role of the router stack's account gets the permissions "
+        "(grant_invoke: the router and every destination, exact ARNs); the live preflight simulates each role's "
+        "policies and reports every permission it lacks. At most 50. Default: none."))] = ()
 
     def _rules(self) -> list[Problem]:
         problems: list[Problem] = []
@@ -233,6 +240,13 @@ class RouterSpec(Settings):
             problem = schedule_problem("check_schedule", self.check_schedule)
             if problem:
                 problems.append(problem)
+        with unless_failed():
+            for index, arn in enumerate(self.callers):
+                if not ROLE_ARN.match(arn):
+                    problems.append(Problem(f"callers[{index}]", arn, "an IAM role ARN (arn:aws:iam::<account>:role/<name>)",
+                                            "copy the role's ARN from the IAM console or aws iam get-role"))
+                elif arn in self.callers[:index]:
+                    problems.append(Problem(f"callers[{index}]", arn, "each role once", "remove the repeated role"))
         return problems
 
 
