@@ -8,7 +8,6 @@ with its rule.
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -23,7 +22,7 @@ RECORDS_CHECK = "default.yaml+records_check"
 SERVICES = {
     "sagemaker": "SageMaker", "logs": "CloudWatch Logs", "cloudwatch": "CloudWatch", "xray": "X-Ray",
     "dynamodb": "DynamoDB", "s3": "S3", "kms": "KMS", "ssm": "SSM Parameter Store", "states": "Step Functions",
-    "lambda": "Lambda", "iam": "IAM", "firehose": "Firehose",
+    "lambda": "Lambda", "iam": "IAM", "firehose": "Firehose", "sqs": "SQS",
 }
 """IAM service prefix -> the name CKV_AWS_117's reason must use for it."""
 
@@ -90,7 +89,7 @@ def _not_in_vpc(resources: dict[str, Any], function: str, comment: str) -> str |
 
 def _no_dead_letter_queue(resources: dict[str, Any], function: str, comment: str) -> str | None:
     if comment != CHECKOV_REASONS["CKV_AWS_116"]:
-        return None  # a reason written for that one function (e.g. the EAGLE records check)
+        return None  # a reason written for that one function
     for resource in resources.values():
         if resource["Type"] == "AWS::Scheduler::Schedule" and function in _refs(resource["Properties"]["Target"]):
             return "EventBridge Scheduler invokes it asynchronously, which the reason does not say"
@@ -132,11 +131,25 @@ def test_every_checkov_skip_on_a_function_is_true_of_it(name: str) -> None:
     assert not failures, "\n".join(failures)
 
 
-def test_the_records_check_has_its_own_dead_letter_reason() -> None:
-    """The records check is invoked by EventBridge Scheduler: its CKV_AWS_116 skip says why no DLQ is needed."""
-    from sagemaker_llm_cdk.eagle.optimization import RECORDS_CHECK_NO_DLQ
-
-    skips = [skip for resources in templates(RECORDS_CHECK).values() for lid, r in resources.items()
-             if r["Type"] == "AWS::Lambda::Function" and re.search("CheckFunction", lid)
-             for skip in r.get("Metadata", {}).get("checkov", {}).get("skip", []) if skip["id"] == "CKV_AWS_116"]
-    assert skips and all(skip["comment"] == RECORDS_CHECK_NO_DLQ for skip in skips)
+def test_the_records_check_keeps_its_failures_in_a_dead_letter_queue() -> None:
+    """EventBridge Scheduler invokes the records check asynchronously: its function and its schedule send what
+    still fails to one queue (KMS-encrypted, TLS-only, retention set), the schedule retries a few times within an
+    hour, and the function needs no CKV_AWS_116 skip."""
+    resources = templates(RECORDS_CHECK)["SageMakerLlm.template.json"]
+    [function] = [lid for lid, r in resources.items() if r["Type"] == "AWS::Lambda::Function" and "CheckFunction" in lid]
+    [schedule] = [r for lid, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule" and "RecordsCheck" in lid]
+    properties = resources[function]["Properties"]
+    [queue] = _refs(properties["DeadLetterConfig"]["TargetArn"])
+    assert resources[queue]["Type"] == "AWS::SQS::Queue"
+    assert _refs(schedule["Properties"]["Target"]["DeadLetterConfig"]["Arn"]) == {queue}
+    assert schedule["Properties"]["Target"]["RetryPolicy"] == {"MaximumEventAgeInSeconds": 3600,
+                                                              "MaximumRetryAttempts": 3}
+    queue_properties = resources[queue]["Properties"]
+    assert resources[next(iter(_refs(queue_properties["KmsMasterKeyId"])))]["Type"] == "AWS::KMS::Key"
+    assert queue_properties["MessageRetentionPeriod"] == 14 * 24 * 3600
+    [policy] = [r["Properties"]["PolicyDocument"] for r in resources.values()
+                if r["Type"] == "AWS::SQS::QueuePolicy" and queue in _refs(r["Properties"]["Queues"])]
+    assert any(st["Effect"] == "Deny" and st.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+               for st in policy["Statement"])
+    skips = resources[function].get("Metadata", {}).get("checkov", {}).get("skip", [])
+    assert "CKV_AWS_116" not in {skip["id"] for skip in skips}

@@ -18,6 +18,7 @@ from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
@@ -86,10 +87,12 @@ def python_function(
     memory_size: int = 256,
     reserved_concurrency: int | None = None,
     code: lambda_.Code | None = None,
+    dead_letter_queue: sqs.IQueue | None = None,
 ) -> lambda_.Function:
     """A function whose code is ``lambda/<folder>/`` plus the handlers' shared package ``llm_cdk_shared``
     (``_assets.staged_handler``), or ``code`` (e.g. that staged folder with data files added);
-    its role may only write its own log group."""
+    its role may only write its own log group. ``dead_letter_queue`` keeps the asynchronous events that still
+    fail after Lambda's retries (for a function invoked asynchronously, such as by EventBridge Scheduler)."""
     log_group = logs.LogGroup(
         scope,
         f"{id}Logs",
@@ -133,6 +136,7 @@ def python_function(
         timeout=timeout,
         memory_size=memory_size,
         reserved_concurrent_executions=reserved_concurrency,
+        dead_letter_queue=dead_letter_queue,
         environment={
             "POWERTOOLS_SERVICE_NAME": folder,
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,

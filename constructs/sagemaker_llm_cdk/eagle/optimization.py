@@ -72,6 +72,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as scheduler_targets
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -89,19 +90,11 @@ from ..core.metrics import metric
 from ..core.tree import at_synth
 from ..core.nag import acknowledge, acknowledge_resource, nag_form, policy_resources
 from ..core.grants import acknowledge_wildcard_only
-from ..core.checkov import checkov_skip
 from .layout import DATASETS, JOB_NAME_PREFIX, JOBS, MAP_RESULTS, REPORTS
 from .state_machine import EMPTY_WATERMARK, definition, run_timeout, start_retry_hours
 
 __all__ = ["DATASETS", "JOBS", "JOB_NAME_PREFIX", "MAP_RESULTS", "RECORD_SERVICE", "REPORTS", "EagleOptimization",
            "run_timeout", "start_retry_hours"]
-
-RECORDS_CHECK_NO_DLQ = (
-    "EventBridge Scheduler invokes the new-records check asynchronously and Lambda retries a failed one, with no "
-    "dead-letter queue: a failed check leaves nothing to replay. Its input is always {}, it changes nothing before "
-    "it starts a run (the watermark moves only when a run's job starts), and the next scheduled check counts the "
-    "same records again; its errors are in its log group.")
-"""Why the records check's function (``EagleOptimization._records_check``) has no dead-letter queue."""
 
 if TYPE_CHECKING:
     from ..hosting.model_component import ModelComponent
@@ -612,7 +605,20 @@ class EagleOptimization(Construct):
         self.watermark_parameter.grant_read(plan_role)
 
     def _records_check(self, expression: str, min_new_records: int) -> None:
-        """A scheduled function that counts new captured records (no conversion) and starts a run once enough arrived."""
+        """A scheduled function that counts new captured records (no conversion) and starts a run once enough arrived.
+
+        EventBridge Scheduler invokes it asynchronously: a check that still fails after Lambda's two retries, or an
+        invocation Scheduler could not deliver within its retry policy, is kept in ``records_check_dead_letters``
+        (KMS-encrypted, TLS-only, 14 days) rather than lost with only a log line."""
+        self.records_check_dead_letters_key = secure_key(
+            self, "RecordsCheckDeadLettersKey", description=f"Encrypts the failed new-records checks of {self.model_name}")
+        self.records_check_dead_letters = sqs.Queue(
+            self, "RecordsCheckDeadLetters", encryption=sqs.QueueEncryption.KMS,
+            encryption_master_key=self.records_check_dead_letters_key, enforce_ssl=True,
+            retention_period=Duration.days(14))
+        acknowledge(self.records_check_dead_letters, "AwsSolutions-SQS3",
+                    "This queue is the dead-letter queue of the new-records check (its function and its schedule); "
+                    "a dead-letter queue has none of its own.")
         self.check_function = python_function(
             self, "CheckFunction", folder="eagle_dataset", handler="index.check",
             description=f"Starts an EAGLE run of {self.model_name} once {min_new_records} new records were captured",
@@ -623,9 +629,8 @@ class EagleOptimization(Construct):
                 "CAPTURE_PREFIX": self.capture_prefix,
                 "MIN_NEW_RECORDS": str(min_new_records),
             },
-            timeout=Duration.minutes(5), memory_size=512, reserved_concurrency=1)
-        # Before the library's defaults (the first comment stays): their CKV_AWS_116 reason is of synchronous functions.
-        checkov_skip(self.check_function, "CKV_AWS_116", RECORDS_CHECK_NO_DLQ)
+            timeout=Duration.minutes(5), memory_size=512, reserved_concurrency=1,
+            dead_letter_queue=self.records_check_dead_letters)
         role = self.check_function.role
         assert role is not None
         role.add_to_principal_policy(iam.PolicyStatement(
@@ -649,8 +654,11 @@ class EagleOptimization(Construct):
         self.records_check = scheduler.Schedule(
             self, "RecordsCheck",
             schedule=scheduler.ScheduleExpression.expression(expression),
+            # One check is worth little an hour later (the next one counts afresh): a few tries within the hour.
             target=scheduler_targets.LambdaInvoke(self.check_function, role=self.records_check_role,
-                                                  input=scheduler.ScheduleTargetInput.from_object({})),
+                                                  input=scheduler.ScheduleTargetInput.from_object({}),
+                                                  dead_letter_queue=self.records_check_dead_letters,
+                                                  retry_attempts=3, max_event_age=Duration.hours(1)),
             description=f"Counts new captured records of {self.model_name}; starts a run at {min_new_records}",
         )
         acknowledge(
