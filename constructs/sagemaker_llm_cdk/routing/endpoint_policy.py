@@ -15,15 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
-from aws_cdk import custom_resources as cr
+from aws_cdk import CustomResource, Duration, Stack
 from constructs import Construct, IConstruct
 
 from ..core import grants
 from ..core.errors import ConfigurationError, Problem
-from ..core.functions import python_function
+from ..core.functions import provider_framework, python_function
 from ..core.nag import acknowledge_resource
 from ..core.settings import name_problem
 
@@ -48,14 +45,8 @@ class EndpointPolicyService(Construct):
             description="attaches and deletes the endpoint policies that let inference routers of other accounts "
                         "use this stack's endpoints (custom resource)",
             timeout=Duration.minutes(1))
-        framework_logs = logs.LogGroup(self, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR,
-                                       removal_policy=RemovalPolicy.RETAIN)
-        self.provider_role = iam.Role(self, "ProviderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                                      description="Custom resource framework of the stack's endpoint policies")
-        self.provider_role.add_to_policy(iam.PolicyStatement(
-            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
-        self.provider = cr.Provider(self, "Provider", on_event_handler=self.function,
-                                    framework_on_event_role=self.provider_role, log_group=framework_logs)
+        self.provider, self.provider_role = provider_framework(
+            self, on_event=self.function, description="Custom resource framework of the stack's endpoint policies")
         acknowledge_resource(self.provider_role, f"{self.function.function_arn}:*",
                              "The custom resource framework invokes the endpoint policies' own function: "
                              "lambda:InvokeFunction on that one function and its versions (the ':*' qualifier).",
