@@ -594,8 +594,8 @@ def test_the_app_reports_a_consent_in_a_file_with_the_config_problems(dirs, monk
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     # What the CLI would pass in CDK_CONTEXT_JSON: -c config=..., and the file's purchase merged in.
-    monkeypatch.setattr(module, "App", lambda context, **options: App(context={
-        **context, "config": str(config), "purchase": "chat-p5e-2027q1"}, **options))
+    monkeypatch.setattr(module, "App", lambda **options: App(**{**options, "context": {
+        **options.get("context", {}), "config": str(config), "purchase": "chat-p5e-2027q1"}}))
     with pytest.raises(SystemExit) as exit_:
         module.main()
     assert exit_.value.code == 1
