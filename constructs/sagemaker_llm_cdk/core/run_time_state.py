@@ -30,6 +30,7 @@ from .errors import ConfigurationError, Problem
 from .functions import provider_framework, python_function
 from .nag import acknowledge_resource
 from .removal import removal_mode
+from .tree import once_per_stack
 
 RESOURCE_TYPE = "Custom::SageMakerLlmRunTimeParameter"
 """The custom resource type (``lambda/run_time_state/index.py``'s ``RESOURCE_TYPE``; a test keeps them equal)."""
@@ -74,11 +75,7 @@ class RunTimeState(Construct):
     @classmethod
     def of(cls, scope: Construct) -> "RunTimeState":
         """The stack's one ``RunTimeState``, made on first use."""
-        stack = Stack.of(scope)
-        existing = stack.node.try_find_child(SERVICE_ID)
-        if isinstance(existing, RunTimeState):
-            return existing
-        return cls(stack)
+        return once_per_stack(cls, scope, SERVICE_ID)
 
     def serve(self, sid: str, *, parameters: Sequence[str], seeds: Sequence[str] = (),
               plan_arns: Sequence[str] = ()) -> None:

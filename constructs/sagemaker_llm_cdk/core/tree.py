@@ -12,11 +12,13 @@ class (one round trip per class, not per resource).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import jsii
 from aws_cdk import Aspects, CfnResource, IAspect, Stage
 from constructs import Construct, IConstruct
+
+_C = TypeVar("_C", bound=Construct)
 
 _LIBRARY = __name__.split(".")[0]
 PASS_ID = "SageMakerLlmCdkSynthPass"
@@ -113,3 +115,16 @@ def resource_type(resource: CfnResource) -> str:
         _TYPES[cls] = name
         return name
     return str(resource.cfn_resource_type)
+
+
+def once_per_stack(cls: "type[_C]", scope: IConstruct, id: str) -> "_C":
+    """The stack's one ``cls(stack, id)`` (a construct every resource of a kind in the stack shares, such as the
+    function behind its run-time parameters), made on first use."""
+    from aws_cdk import Stack
+
+    stack = Stack.of(scope)
+    existing = stack.node.try_find_child(id)
+    if isinstance(existing, cls):
+        return existing
+    return cls(stack, id)
+

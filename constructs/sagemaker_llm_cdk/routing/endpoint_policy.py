@@ -21,6 +21,7 @@ from constructs import Construct, IConstruct
 from ..core import grants
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import provider_framework, python_function
+from ..core.tree import once_per_stack
 from ..core.nag import acknowledge_resource
 from ..core.settings import name_problem
 
@@ -55,11 +56,7 @@ class EndpointPolicyService(Construct):
     @classmethod
     def of(cls, scope: IConstruct) -> "EndpointPolicyService":
         """The stack's one ``EndpointPolicyService``, made on first use."""
-        stack = Stack.of(scope)
-        existing = stack.node.try_find_child(SERVICE_ID)
-        if isinstance(existing, EndpointPolicyService):
-            return existing
-        return cls(stack)
+        return once_per_stack(cls, scope, SERVICE_ID)
 
 
 class EndpointPolicy(Construct):
