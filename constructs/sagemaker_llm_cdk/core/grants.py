@@ -239,3 +239,35 @@ def network_interface_resources(scope: IConstruct, subnet_ids: Sequence[str],
         *[stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
           for g in security_groups],
     ]
+
+
+def acknowledge_waiting_provider(provider: Any, framework_roles: Sequence[Any], handlers: Sequence[Any], *,
+                                 handler_text: str, polled_text: str) -> None:
+    """The findings of a ``custom_resources.Provider`` with an is-complete waiter, acknowledged exactly: each
+    framework role invokes only ``handlers`` (and their versions), the waiter state machine only the framework's
+    polling functions, its log delivery needs the log-delivery actions on '*', and CDK builds it without tracing.
+
+    :param handler_text: what the handlers are, e.g. "the check's own handler function".
+    :param polled_text: what the waiter polls in the end, e.g. "check function".
+    """
+    from .nag import acknowledge_resource
+
+    for role in framework_roles:
+        for handler in handlers:
+            acknowledge_resource(role, f"{handler.function_arn}:*",
+                                 f"The custom resource framework invokes {handler_text}; lambda:InvokeFunction on "
+                                 "that one function and its versions (the ':*' qualifier), nothing else.",
+                                 actions=["lambda:InvokeFunction"])
+    waiter = provider.node.find_child("waiter-state-machine")
+    for child in ("framework-isComplete", "framework-onTimeout"):
+        acknowledge_resource(waiter, f"{provider.node.find_child(child).function_arn}:*",
+                             "The waiter state machine invokes the framework's polling function; lambda:InvokeFunction "
+                             "on that one function and its versions (the ':*' qualifier), nothing else.",
+                             actions=["lambda:InvokeFunction"])
+    acknowledge_wildcard_only(waiter, "Step Functions delivers its execution logs through CloudWatch Logs log-delivery "
+                              "actions (CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...), which have no "
+                              "resource-level permissions; CDK grants them on '*' for the waiter's log group.")
+    acknowledge(waiter, "AwsSolutions-SF2",
+                "The Provider framework creates its waiter state machine without a tracing option; it only polls the "
+                f"{polled_text}, whose own X-Ray tracing is on, and logs ALL events to its log group.")
+

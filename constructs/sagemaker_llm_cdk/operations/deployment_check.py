@@ -20,8 +20,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct, IValidation
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import python_function
-from ..core.nag import acknowledge, acknowledge_resource
-from ..core.grants import acknowledge_wildcard_only
+from ..core.grants import acknowledge_waiting_provider
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
@@ -247,21 +246,6 @@ class _Components:
 
 def _acknowledge_deployment_check(check: Any) -> None:
     """A ``deployment_check.DeploymentCheck`` (Provider framework with an is-complete waiter)."""
-    handlers = (check.on_event_function, check.is_complete_function)
-    for role in check.framework_roles:
-        for handler in handlers:
-            acknowledge_resource(role, f"{handler.function_arn}:*",
-                  "The custom resource framework invokes the check's own handler function; lambda:InvokeFunction on "
-                  "that one function and its versions (the ':*' qualifier), nothing else.", actions=["lambda:InvokeFunction"])
-    waiter = check.provider.node.find_child("waiter-state-machine")
-    framework = check.provider.node
-    for child in ("framework-isComplete", "framework-onTimeout"):
-        acknowledge_resource(waiter, f"{framework.find_child(child).function_arn}:*",
-              "The waiter state machine invokes the framework's polling function; lambda:InvokeFunction on that one "
-              "function and its versions (the ':*' qualifier), nothing else.", actions=["lambda:InvokeFunction"])
-    acknowledge_wildcard_only(waiter, "Step Functions delivers its execution logs through CloudWatch Logs log-delivery actions "
-                   "(CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...), which have no resource-level "
-                   "permissions; CDK grants them on '*' for the waiter's log group.")
-    acknowledge(waiter, "AwsSolutions-SF2",
-                "The Provider framework creates its waiter state machine without a tracing option; it only polls the "
-                "check function, whose own X-Ray tracing is on, and logs ALL events to its log group.")
+    acknowledge_waiting_provider(check.provider, check.framework_roles,
+                                 (check.on_event_function, check.is_complete_function),
+                                 handler_text="the check's own handler function", polled_text="check function")

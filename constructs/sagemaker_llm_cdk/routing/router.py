@@ -40,7 +40,7 @@ from ..core import grants
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import python_function
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric
-from ..core.nag import acknowledge, acknowledge_resource
+from ..core.nag import acknowledge_resource
 from ..core.naming import stack_prefix
 from ..core.name_rules import prefixed_name
 from ..core.regions import partition_of
@@ -518,25 +518,9 @@ def _lower_name(arn: str) -> str:
 
 def _acknowledge_router(router: InferenceRouter) -> None:
     """An ``InferenceRouter``: provider framework with an is-complete waiter, a scheduled check."""
-    handlers = (router.on_event_function, router.is_complete_function)
-    for role in router.framework_roles:
-        for handler in handlers:
-            acknowledge_resource(role, f"{handler.function_arn}:*",
-                  "The custom resource framework invokes the router's own handler function; lambda:InvokeFunction on "
-                  "that one function and its versions (the ':*' qualifier), nothing else.")
-    waiter = router.provider.node.find_child("waiter-state-machine")
-    framework = router.provider.node
-    for child in ("framework-isComplete", "framework-onTimeout"):
-        polling: Any = framework.find_child(child)
-        acknowledge_resource(waiter, f"{polling.function_arn}:*",
-              "The waiter state machine invokes the framework's polling function; lambda:InvokeFunction on that one "
-              "function and its versions (the ':*' qualifier), nothing else.")
-    grants.acknowledge_wildcard_only(waiter, "Step Functions delivers its execution logs through CloudWatch Logs "
-                   "log-delivery actions (CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...), which have no "
-                   "resource-level permissions; CDK grants them on '*' for the waiter's log group.")
-    acknowledge(waiter, "AwsSolutions-SF2",
-                "The Provider framework creates its waiter state machine without a tracing option; it only polls the "
-                "router's function, whose own X-Ray tracing is on, and logs ALL events to its log group.")
+    grants.acknowledge_waiting_provider(router.provider, router.framework_roles,
+                                        (router.on_event_function, router.is_complete_function),
+                                        handler_text="the router's own handler function", polled_text="router's function")
     acknowledge_resource(router.schedule_role, f"{router.check_function.function_arn}:*",
           "EventBridge Scheduler invokes the router's health check function only; lambda:InvokeFunction on that one "
           "function and its versions (the ':*' qualifier).")
