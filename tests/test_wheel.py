@@ -26,6 +26,20 @@ BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "constr
 """What setuptools reads to build the wheel (those that exist); copied so the build sees a clean tree."""
 CLI_EXAMPLE = "capacity_plan_endpoint"
 """The example synthesized with `cdk synth` itself (the model + adapter + Lambda consumer, always runnable)."""
+BOUND = {"account": "123456789012", "region": "us-east-1"}
+TEAM_APP = """\
+from aws_cdk import App, Environment, Stack
+from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, apply_checks
+
+app = App()
+stack = Stack(app, "TeamChat", env=Environment(account="123456789012", region="eu-west-1"))
+endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://team-weights/qwen3-8b/",
+                                     accelerators=1, min_memory_mb=32768))
+apply_checks(app)
+app.synth()
+"""
+"""An outside team's app as the README's "For other teams" has them write it: a stack bound to an account in code."""
 SETUPTOOLS_WARNING = re.compile(r"BuildBackendWarning|SetuptoolsDeprecationWarning|SetuptoolsWarning|"
                                 r"absent from the `packages` configuration")
 
@@ -154,8 +168,18 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
             in_process += [consumer / name, tmp_path / "out" / name]
     synths = {}
     if CLI_EXAMPLE in {p.name for p in consumer.iterdir()}:
-        synths[CLI_EXAMPLE] = synthesize_with_cli(consumer / CLI_EXAMPLE, tmp_path / "out" / CLI_EXAMPLE, env=env)
+        # Bound to an account, into the CLI's default folder (relative cdk.out), as a team deploys it.
+        synths[CLI_EXAMPLE] = synthesize_with_cli(consumer / CLI_EXAMPLE, env=env, context=BOUND)
         lap(f"cdk synth {CLI_EXAMPLE}")
+    # Another team's own app, its stack bound to an account in code, through the CLI's default folder.
+    team = consumer / "team_app"
+    team.mkdir()
+    (team / "app.py").write_text(TEAM_APP, encoding="utf-8")
+    shutil.copy2(EXAMPLES / CLI_EXAMPLE / "cdk.json", team / "cdk.json")
+    team_synth = synthesize_with_cli(team, env=env)
+    assert team_synth.outdir == team / "cdk.out" and set(team_synth.stacks) == {"TeamChat"}
+    assert any(r["Type"] == "AWS::SageMaker::InferenceComponent" for r in team_synth.stacks["TeamChat"]["Resources"].values())
+    lap("cdk synth of a team's bound app")
     if in_process:
         run([python, ROOT / "tests" / "support" / "examples.py", *in_process], cwd=tmp_path,
             env={**env, "CDK_VALIDATION": "false"})

@@ -196,18 +196,24 @@ def synthesize_in_process(app: Path, outdir: Path, *, context: dict[str, Any]) -
     return read_assembly(outdir, time.monotonic() - start)
 
 
-def synthesize_with_cli(app_dir: Path, outdir: Path, *, env: dict[str, str]) -> Synth:
+def synthesize_with_cli(app_dir: Path, outdir: Path | None = None, *, env: dict[str, str],
+                        context: dict[str, str] | None = None) -> Synth:
     """``cdk synth`` in ``app_dir`` with the pinned CLI, as a user runs it: the folder's own ``cdk.json``
-    gives the app command (``python3 app.py``: the first ``python3`` on ``env``'s PATH) and the feature flags."""
+    gives the app command (``python3 app.py``: the first ``python3`` on ``env``'s PATH) and the feature flags.
+    With no ``outdir`` the CLI writes to its default folder, ``cdk.out`` in ``app_dir``, and hands the app that
+    path relative, as it does for every user; ``context`` goes in as ``-c key=value``."""
     import time
 
     cdk = ROOT / "node_modules" / ".bin" / "cdk"
     assert cdk.exists(), "the CDK CLI is not installed: run `make setup` (npm ci installs it from package.json)"
     start = time.monotonic()
-    result = subprocess.run([str(cdk), "synth", "--quiet", "--output", str(outdir)], cwd=app_dir, env=env,
-                            capture_output=True, text=True, timeout=600)
+    command = [str(cdk), "synth", "--quiet", *(["--output", str(outdir)] if outdir is not None else [])]
+    for key, value in (context or {}).items():
+        command += ["-c", f"{key}={value}"]
+    result = subprocess.run(command, cwd=app_dir, env=env, capture_output=True, text=True, timeout=600)
     seconds = time.monotonic() - start
     assert result.returncode == 0, f"cdk synth in {app_dir} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+    outdir = outdir if outdir is not None else app_dir / "cdk.out"
     manifest = json.loads((outdir / "manifest.json").read_text())
     stacks = {name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
               for name, artifact in manifest["artifacts"].items() if artifact["type"] == "aws:cloudformation:stack"}

@@ -363,7 +363,7 @@ class PolicyGuard:
 
     def validate(self, context: IPolicyValidationContext) -> PolicyValidationPluginReport:
         paths = [Path(p) for p in context.template_paths]
-        accounts = {str(Path(s.template_path)): s.account_id for s in (context.stack_templates or [])}
+        accounts = {template_key(s.template_path): s.account_id for s in (context.stack_templates or [])}
         findings = assembly_problems(paths, acknowledgements(self._root), _construct_paths(self._root),
                                      accounts=accounts)
         outdir = Path(self._root.outdir if isinstance(self._root, Stage) else ".").resolve()
@@ -391,9 +391,16 @@ def _construct_paths(root: IConstruct) -> dict[tuple[str, str], str]:
         stack = stack_of(node)
         key = stack.node.path
         if key not in templates:
-            templates[key] = str(Path(Stage.of(stack).outdir).resolve() / stack.template_file)  # type: ignore[union-attr]
+            templates[key] = template_key(Path(Stage.of(stack).outdir) / stack.template_file)  # type: ignore[union-attr]
         out[(templates[key], str(stack.resolve(node.logical_id)))] = node.node.path
     return out
+
+
+def template_key(path: str | Path) -> str:
+    """The one form of a template's path that every map of the guard is keyed by and looked up with: absolute and
+    resolved. The CLI hands the app a relative output folder (``CDK_OUTDIR=cdk.out``) and CDK reports template paths
+    as given, so a map keyed by the path as given and read with the resolved one would find nothing."""
+    return str(Path(path).resolve())
 
 
 def assembly_problems(templates: Sequence[Path], records: Sequence[Acknowledgement],
@@ -403,7 +410,7 @@ def assembly_problems(templates: Sequence[Path], records: Sequence[Acknowledgeme
     seen: set[Path] = set()
     findings: list[GuardFinding] = []
     for template in templates:
-        template = template.resolve()
+        template = Path(template_key(template))
         account = (accounts or {}).get(str(template))
         for path in [template, *sorted(template.parent.glob("*.nested.template.json"))]:
             if path in seen:
