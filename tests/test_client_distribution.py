@@ -70,7 +70,7 @@ def test_the_wheel_holds_only_the_client_modules_built_from_the_librarys_files(c
             assert wheel.read(name) == (library / Path(name).name).read_bytes(), f"{name} is not the library's file"
         metadata = wheel.read(next(n for n in wheel.namelist() if n.endswith("/METADATA"))).decode()
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
-    assert requires == ["Requires-Dist: boto3<2,>=1.44"], requires
+    assert requires == ["Requires-Dist: boto3<2,>=1.44.4"], requires
 
 
 def test_importing_the_clients_loads_no_cdk_jsii_constructs_or_pydantic(client_venv):

@@ -20,6 +20,23 @@ def _shapes(service: str = "sagemaker") -> dict[str, Any]:
     return model["shapes"]  # type: ignore[no-any-return]
 
 
+MIN_BOTOCORE = "1.44.4"
+"""The first botocore whose SageMaker model has inference routers (``CreateInferenceRouter``, ``RoutingTargetList``)
+and the ``sagemaker-inference-router-runtime`` service; ``pyproject.toml`` asks for boto3 at least this version."""
+
+
+def shape(name: str, service: str = "sagemaker") -> dict[str, Any]:
+    """One shape of ``service``'s model; a botocore older than the library needs is named with the fix, instead of
+    a bare ``KeyError`` at import."""
+    shapes = _shapes(service)
+    if name not in shapes:
+        import botocore
+
+        raise ImportError(f"botocore {botocore.__version__} has no {service} shape {name}: sagemaker-llm-cdk needs "
+                          f"botocore {MIN_BOTOCORE} or newer (pip install 'boto3>={MIN_BOTOCORE}')")
+    return shapes[name]  # type: ignore[no-any-return]
+
+
 def limits(shape_name: str, service: str = "sagemaker") -> tuple[float | None, float | None]:
     """(min, max) of a number shape of ``service`` (None where botocore's model sets no bound)."""
     shape = _shapes(service)[shape_name]

@@ -18,13 +18,14 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from ..core.errors import Problem
+from ..core.name_rules import prefixed_name
 from ..core.schedule_expression import schedule_problem
-from ..core.service_model import _shapes, aws_max, aws_min
+from ..core.service_model import aws_max, aws_min, shape
 from ..core.settings import Settings, name_problem, unless_failed
 
-MAX_TARGETS = int(_shapes()["RoutingTargetList"]["max"])
+MAX_TARGETS = int(shape("RoutingTargetList")["max"])
 """Routing targets per router (botocore ``RoutingTargetList`` max: 20)."""
-MAX_DESTINATIONS = int(_shapes()["DestinationList"]["max"])
+MAX_DESTINATIONS = int(shape("DestinationList")["max"])
 """Destinations per routing target (botocore ``DestinationList`` max: 10)."""
 ROUTING_PREFERENCES = ("LocalRegionFirst", "InstancePoolOrder")
 """botocore's ``InferenceRouterRoutingPreference`` enum (a test keeps the two equal)."""
@@ -40,6 +41,14 @@ _ID = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,62}$")
 ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(?P<account>[0-9]{12}):role/(?P<path_and_name>[\w+=,.@/-]{1,576})$")
 """An IAM role ARN (path and name as IAM allows them)."""
 MAX_CALLERS = 50
+
+
+def default_router_name(stack_name: str, name: str) -> str:
+    """The InferenceRouterName of router ``name`` of config ``stack_name`` without ``router_name``:
+    ``<stack name>-<name>``, unchanged when it fits SageMaker's 63 characters (a router already deployed keeps its
+    name, so a new naming rule replaces none); a longer one is cut and ends with a digest of the whole, so two
+    names that share their first 63 characters still name two routers."""
+    return prefixed_name(stack_name, name)
 
 
 class AsyncRouting(Settings):
