@@ -725,3 +725,40 @@ def test_a_jumpstart_lock_entry_not_read_from_jumpstart_is_a_blocker(templates):
     assert (found.what, found.subject) == (description, name)
     assert "refuses every deploy" in found.why
     assert of(offline(config(), templates=templates), "jumpstart.lock-source") == []
+
+
+@pytest.mark.parametrize(("held_by", "blocks"), [("chat-v1", True), ("chat-v2", False)], ids=["renamed", "same"])
+def test_live_a_renamed_endpoint_whose_components_keep_their_names_is_a_blocker(held_by, blocks):
+    """The stack exists and its component is on endpoint chat-v1; the config names the endpoint chat-v2. CloudFormation
+    creates chat-v2 and its components before it deletes chat-v1's, so the component's create fails on its name."""
+    stubs = Stubs()
+    identity(stubs)
+    stubs.add("cloudformation", "DescribeStacks", {"StackName": "SageMakerLlm"}, {"Stacks": [{
+        "StackName": "SageMakerLlm", "CreationTime": NOW, "StackStatus": "UPDATE_COMPLETE"}]})
+    if held_by == "chat-v2":
+        stubs.add("sagemaker", "DescribeEndpoint", {"EndpointName": "chat-v2"}, {
+            "EndpointName": "chat-v2", "EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/chat-v2",
+            "EndpointStatus": "InService", "CreationTime": NOW, "LastModifiedTime": NOW})
+    else:
+        stubs.error("sagemaker", "DescribeEndpoint", {"EndpointName": "chat-v2"}, "ValidationException")
+    name = "SageMakerLlm-qwen3-8b"
+    stubs.add("sagemaker", "DescribeInferenceComponent", {"InferenceComponentName": name}, {
+        "InferenceComponentName": name, "EndpointName": held_by, "CreationTime": NOW, "LastModifiedTime": NOW,
+        "InferenceComponentStatus": "InService",
+        "InferenceComponentArn": f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/{name}",
+        "EndpointArn": f"arn:aws:sagemaker:us-east-1:123456789012:endpoint/{held_by}"})
+    quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 4)])
+    s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+    layer(stubs, latest=POWERTOOLS_LAYER_VERSION)
+    price(stubs, "ml.g6e.12xlarge", "10.4930000000")
+    findings = live(config(endpoints=[endpoint(endpoint_name="chat-v2")]), stubs)
+    taken = of(findings, "names.free", "blocker")
+    if not blocks:
+        assert not taken and preflight.exit_code(findings) == 0, [f.line() for f in findings]
+        return
+    (finding,) = taken
+    assert finding.what == f"inference component {name} is on endpoint chat-v1, and the config puts it on endpoint chat-v2"
+    assert finding.subject == "endpoints[0].models[0].name"
+    assert "creates the renamed endpoint and its components before it deletes the old ones" in finding.why
+    assert "physical_name" in finding.fix
+    assert preflight.exit_code(findings) == 1

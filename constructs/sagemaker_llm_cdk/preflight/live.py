@@ -83,28 +83,31 @@ MAX_NAMES_CHECKED = 50
 
 @_live
 def check_names_free(ctx: PreflightContext) -> Iterable[Finding]:
-    """Fixed physical names (inference components, ``endpoint_name``) not already taken outside the stack."""
+    """Fixed physical names (inference components, ``endpoint_name``) not already taken outside the stack, and not
+    re-taken by a renamed endpoint: CloudFormation creates the new endpoint and its components before it deletes
+    the old ones, so a component name the old endpoint still holds fails the create."""
     if ctx.clients is None or ctx.region is None:
         return
     from ..core.name_rules import as_prefix, prefixed_name
 
-    # The names the stack creates: a pinned physical_name, else <stack name>-<name> (naming.component_name).
+    # The names the stack creates: a pinned physical_name, else <stack name>-<name> (naming.component_name), each
+    # with the endpoint name it goes on when the config pins that name (a generated one is known only after deploy).
     prefix = as_prefix(ctx.config.stack_name)
-    names: list[tuple[str, str, str]] = []  # (config path, kind, name)
+    names: list[tuple[str, str, str, str | None]] = []  # (config path, kind, name, endpoint name)
     for path, endpoint in ctx.endpoints():
         if endpoint.endpoint_name:
-            names.append((f"{path}.endpoint_name", "endpoint", endpoint.endpoint_name))
+            names.append((f"{path}.endpoint_name", "endpoint", endpoint.endpoint_name, None))
         for m_index, model in enumerate(endpoint.models):
             names.append((f"{path}.models[{m_index}].name", "inference component",
-                          model.physical_name or prefixed_name(prefix, model.name)))
+                          model.physical_name or prefixed_name(prefix, model.name), endpoint.endpoint_name))
             for a_index, adapter in enumerate(model.adapters):
                 names.append((f"{path}.models[{m_index}].adapters[{a_index}].name", "inference component",
-                              adapter.physical_name or prefixed_name(prefix, adapter.name)))
+                              adapter.physical_name or prefixed_name(prefix, adapter.name), endpoint.endpoint_name))
     if not names:
         return
     stack_exists = _stack_exists(ctx)
     sagemaker = ctx.clients.client("sagemaker", ctx.region)
-    for path, kind, name in names[:MAX_NAMES_CHECKED]:
+    for path, kind, name, endpoint_name in names[:MAX_NAMES_CHECKED]:
         described: Mapping[str, Any] = {}
         try:
             if kind == "endpoint":
@@ -116,11 +119,20 @@ def check_names_free(ctx: PreflightContext) -> Iterable[Finding]:
                 yield warning("names.free", f"could not check whether {kind} {name} exists ({_error_code(error)})",
                               "a name taken outside the stack fails the create", "allow sagemaker:DescribeEndpoint and DescribeInferenceComponent", path)
             continue
-        on = f" (on endpoint {described['EndpointName']})" if described.get("EndpointName") else ""
+        held_by = described.get("EndpointName")
+        on = f" (on endpoint {held_by})" if held_by else ""
         if stack_exists is False:
             yield blocker("names.free", f"{kind} {name} already exists{on} and stack {ctx.config.stack_name} does not",
                           f"{kind} names are unique in an account and region; CloudFormation cannot create a second one",
                           "rename it in the config, or delete the old one if nothing uses it", path)
+        elif stack_exists is True and held_by and endpoint_name and held_by != endpoint_name:
+            yield blocker("names.free", f"{kind} {name} is on endpoint {held_by}, and the config puts it on endpoint "
+                          f"{endpoint_name}",
+                          "CloudFormation creates the renamed endpoint and its components before it deletes the old "
+                          "ones, so the create fails while the old endpoint still holds the name (after the new "
+                          "endpoint's instances were provisioned), and the update rolls back",
+                          "give the component a name new to the account as well (physical_name) in the same deploy, "
+                          "or keep the endpoint's name (docs/troubleshooting.md, renaming an endpoint)", path)
         elif stack_exists is True:
             yield info("names.free", f"{kind} {name} exists{on}; stack {ctx.config.stack_name} exists too (an update)",
                        subject=path)
