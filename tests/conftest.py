@@ -155,6 +155,7 @@ def load_handler():
 # passes in any order. (pytest-xdist's `loadgroup` would allow finer units, but its xdist_group marks have
 # no effect with pytest 9, whose nodes no longer take the suffix xdist writes into `_nodeid`.)
 SLOW_FIRST = (
+    "tests/test_cli_bound.py",
     "tests/test_wheel.py",
     "tests/test_capacity_consent.py",
     "tests/test_pipeline.py",
