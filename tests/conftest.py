@@ -189,6 +189,17 @@ def _rank(nodeid: str) -> int:
     return SLOW_FIRST.index(module) if module in SLOW_FIRST else len(SLOW_FIRST)
 
 
+@pytest.fixture(params=["update", "restore"])
+def replacement_rollback(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each reading of how CloudFormation rolls back a replaced custom resource (``Stack.replacement_rollback`` in
+    ``tests/support/lifecycle.py``): a lifecycle module marks itself ``usefixtures("replacement_rollback")`` and its
+    every test runs under both."""
+    from support import lifecycle
+
+    monkeypatch.setattr(lifecycle, "REPLACEMENT_ROLLBACK", request.param)
+    return str(request.param)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: _rank(item.nodeid))  # stable: collection order within a module
 

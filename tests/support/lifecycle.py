@@ -9,12 +9,20 @@ sends them in CloudFormation's order:
   (``UPDATE_COMPLETE_CLEANUP_IN_PROGRESS``). A failed cleanup Delete does not fail the stack: the thing it
   should have deleted is left behind (an orphan, which the checks below count).
 - **a failed update** (``fail_after=True``: another resource of the stack fails once every create and
-  update of these resources succeeded): the rollback sends Update with the old properties to each updated
-  resource (``OldResourceProperties`` are the new ones, the physical id the one it now has) and Delete to
-  each created one; a physical id the rollback Update moves away from is deleted in the rollback's
-  cleanup. A failed rollback Update ends in ``UPDATE_ROLLBACK_FAILED``.
+  update of these resources succeeded; or one of them fails): the rollback sends Update with the old
+  properties to each resource updated in place (``OldResourceProperties`` are the new ones, the physical id
+  the one it has), the resource whose own Update failed included (it still has its old physical id: the
+  provider framework answers a failed Update with the event's); a replacement (an Update that answered a
+  new physical id) is a new resource, so the stack returns to the old physical id without a request and
+  the new one gets Delete, with the new properties, in the rollback's cleanup
+  (``UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS``), as created resources do; a physical id a rollback
+  Update moves away from is deleted there too. A failed rollback Update ends in ``UPDATE_ROLLBACK_FAILED``.
 - **stack delete**: Delete to every resource, last created first; a failed Delete ends in ``DELETE_FAILED``.
 - **delete and deploy again**: a stack of the same name has a new stack id.
+
+While a sequence runs, ``Stack.status`` is CloudFormation's status of that phase (``UPDATE_IN_PROGRESS``,
+``UPDATE_COMPLETE_CLEANUP_IN_PROGRESS``, ``UPDATE_ROLLBACK_IN_PROGRESS``, ...), which
+``CloudFormationBackend`` answers ``DescribeStacks`` with, for a handler that asks its stack's status.
 
 A subject is one resource type: a way to invoke the handler (``Subject.invoke``: the answer's physical id
 and data, or an exception for FAILED) and what exists in its fake AWS (``Subject.live``). ``check`` holds a
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
@@ -39,6 +48,8 @@ REGION = "us-east-1"
 ACCOUNT = "123456789012"
 
 _stack_numbers = itertools.count(1)
+REPLACEMENT_ROLLBACK = "update"
+"""The default of ``Stack.replacement_rollback``; tests/conftest.py runs each lifecycle module under both readings."""
 
 
 class Subject(Protocol):
@@ -90,8 +101,18 @@ class Stack:
     """Physical things a resource made that a Delete did not remove and no resource holds any more."""
     log: list[str] = field(default_factory=list)
     """Each request as ``<phase> <RequestType> <LogicalId> <PhysicalId>``, in order."""
+    replacement_rollback: str = ""
+    """How a rollback treats a custom resource that an Update replaced (answered a new physical id): ``update``,
+    CloudFormation sends it Update with the old properties on the new physical id (the brief's reading) and deletes
+    in the rollback's cleanup the id the answer moves away from; ``restore``, the old physical id is the resource
+    again with no request and the new one gets Delete. AWS's documentation does not settle which; a handler must
+    survive both, so every ``*_lifecycle.py`` module runs under each (``tests/conftest.py``). Empty: the module's
+    ``REPLACEMENT_ROLLBACK``."""
 
     def __post_init__(self) -> None:
+        if not self.replacement_rollback:
+            self.replacement_rollback = REPLACEMENT_ROLLBACK
+        assert self.replacement_rollback in ("update", "restore"), self.replacement_rollback
         if not self.stack_id:
             self.stack_id = _new_stack_id(self.name)
 
@@ -154,7 +175,9 @@ class Stack:
         old = {k: copy.deepcopy(v) for k, v in self.resources.items()}
         created: list[str] = []
         updated: list[tuple[str, str]] = []  # (logical id, physical id before)
+        failed_update: tuple[str, dict[str, Any]] | None = None  # (logical id, the properties it refused)
         failed = False
+        self.status = "CREATE_IN_PROGRESS" if creating else "UPDATE_IN_PROGRESS"
         for logical_id, properties in template.items():
             if logical_id in self.resources:
                 continue
@@ -173,12 +196,14 @@ class Stack:
                                          physical_id=resource.physical_id, old=resource.properties)
                 if physical_id is None:
                     failed = True
+                    failed_update = (logical_id, copy.deepcopy(dict(properties)))
                     break
                 updated.append((logical_id, resource.physical_id))
                 self.resources[logical_id] = Resource(logical_id, physical_id, copy.deepcopy(dict(properties)))
         if failed or fail_after:
-            return self._roll_back(old, created, updated, creating)
+            return self._roll_back(old, created, updated, creating, failed_update)
         # Cleanup: replaced physical ids, then removed logical ids.
+        self.status = "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS"
         for logical_id, physical_before in updated:
             if self.resources[logical_id].physical_id != physical_before:
                 self._delete("cleanup", logical_id, physical_before, old[logical_id].properties)
@@ -189,26 +214,51 @@ class Stack:
         return self.status
 
     def _roll_back(self, old: dict[str, Resource], created: list[str], updated: list[tuple[str, str]],
-                   creating: bool) -> str:
+                   creating: bool, failed_update: tuple[str, dict[str, Any]] | None = None) -> str:
         if creating:
+            self.status = "ROLLBACK_IN_PROGRESS"
             for logical_id in reversed(created):
                 gone = self.resources.pop(logical_id)
                 self._delete("rollback", logical_id, gone.physical_id, gone.properties)
             self.status = "ROLLBACK_COMPLETE"
             return self.status
         status = "UPDATE_ROLLBACK_COMPLETE"
+        self.status = "UPDATE_ROLLBACK_IN_PROGRESS"
         moved: list[tuple[str, str, dict[str, Any]]] = []
-        for logical_id, _ in reversed(updated):
+        in_place: list[tuple[str, str, dict[str, Any]]] = []  # (logical id, physical id, the properties it has now)
+        replaced: list[tuple[str, str]] = []  # (logical id, physical id before) of replacements sent Update
+        if failed_update is not None:
+            logical_id, refused = failed_update
+            in_place.append((logical_id, self.resources[logical_id].physical_id, refused))
+        for logical_id, physical_before in reversed(updated):
             resource = self.resources[logical_id]
+            if resource.physical_id != physical_before and self.replacement_rollback == "restore":
+                # A replacement: the old physical id is the resource again, the new one is deleted in the cleanup.
+                moved.append((logical_id, resource.physical_id, resource.properties))
+                self.resources[logical_id] = Resource(logical_id, physical_before,
+                                                      copy.deepcopy(old[logical_id].properties))
+                continue
+            if resource.physical_id != physical_before:
+                # The other reading: the replacement gets Update with the old properties on its new physical id; the
+                # old physical id is the resource again only if the handler answers it (else nothing holds it).
+                replaced.append((logical_id, physical_before))
+            in_place.append((logical_id, resource.physical_id, resource.properties))
+        for logical_id, current_id, current_properties in in_place:
             previous = old[logical_id]
             physical_id = self._send("rollback", "Update", logical_id, previous.properties,
-                                     physical_id=resource.physical_id, old=resource.properties)
+                                     physical_id=current_id, old=current_properties)
             if physical_id is None:
                 status = "UPDATE_ROLLBACK_FAILED"
                 continue
-            if physical_id != resource.physical_id:
-                moved.append((logical_id, resource.physical_id, resource.properties))
+            if physical_id != current_id:
+                moved.append((logical_id, current_id, current_properties))
             self.resources[logical_id] = Resource(logical_id, physical_id, copy.deepcopy(previous.properties))
+        for logical_id, physical_before in replaced:
+            resource = self.resources[logical_id]
+            if resource.physical_id != physical_before:
+                self.left_behind |= (self.subject.needs(physical_before, old[logical_id].properties)
+                                     & self.subject.live()) - self._held()
+        self.status = "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS"
         for logical_id in reversed(created):
             gone = self.resources.pop(logical_id)
             self._delete("rollback-cleanup", logical_id, gone.physical_id, gone.properties)
@@ -220,6 +270,7 @@ class Stack:
     def delete(self) -> str:
         """Delete the stack: Delete to every resource, last created first."""
         status = "DELETE_COMPLETE"
+        self.status = "DELETE_IN_PROGRESS"
         for logical_id in reversed(list(self.resources)):
             resource = self.resources[logical_id]
             if not self._delete("delete", logical_id, resource.physical_id, resource.properties):
@@ -262,6 +313,25 @@ def _new_stack_id(name: str) -> str:
 
 
 # ---------------------------------------------------------------------- fake AWS services
+_CREATED = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+class CloudFormationBackend:
+    """CloudFormation's ``DescribeStacks`` for the stacks given (``FakeClient("cloudformation", backend)``): each
+    stack's status as the driver has it at that moment (``UPDATE_ROLLBACK_IN_PROGRESS`` while a rollback runs)."""
+
+    def __init__(self, *stacks: Stack) -> None:
+        self.stacks = list(stacks)
+
+    def DescribeStacks(self, StackName: str = "", NextToken: str | None = None) -> dict[str, Any]:  # noqa: N802
+        del NextToken
+        for stack in self.stacks:
+            if StackName in (stack.stack_id, stack.name):
+                return {"Stacks": [{"StackId": stack.stack_id, "StackName": stack.name,
+                                    "CreationTime": _CREATED, "StackStatus": stack.status}]}
+        raise error("ValidationError", f"Stack with id {StackName} does not exist")
+
+
 class FakeClient:
     """A boto3 client stand-in: each call is checked against botocore's model for ``service``, then answered by
     ``backend.<OperationName>(**params)``; a backend raises ``error(code, message)`` for an AWS error."""
