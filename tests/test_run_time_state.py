@@ -57,8 +57,13 @@ def test_the_function_may_touch_exactly_its_parameters_seeds_and_plans(env):
     statements = {s.get("Sid"): s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid")}
     manage = [s for sid, s in statements.items() if sid.startswith("Manage")]
     assert [stack.resolve(s["Resource"]) for s in manage] == [_arn(env, NAME), _arn(env, NAME + "2")]
-    assert all(sorted(s["Action"]) == ["ssm:AddTagsToResource", "ssm:DeleteParameter", "ssm:GetParameter",
-                                       "ssm:ListTagsForResource", "ssm:PutParameter"] for s in manage)
+    assert all(sorted(s["Action"]) == ["ssm:AddTagsToResource", "ssm:GetParameter", "ssm:PutParameter"]
+               for s in manage)
+    # Delete's actions are on the state folder: a parameter that left the template has no named grant at cleanup.
+    cleanup = statements["CleanUpRunTimeState"]
+    assert sorted(cleanup["Action"]) == ["ssm:DeleteParameter", "ssm:ListTagsForResource",
+                                         "ssm:RemoveTagsFromResource"]
+    assert stack.resolve(cleanup["Resource"]) == _arn(env, "/sagemaker-llm/state/*")
     (seed,) = [s for sid, s in statements.items() if sid.startswith("Seed")]
     assert (seed["Action"], seed["Resource"]) == ("ssm:GetParameter", _arn(env, "/old/value"))
     (describe,) = [s for sid, s in statements.items() if sid.startswith("Describe")]

@@ -26,14 +26,23 @@ ResourceProperties (strict: any other key is refused):
     ServiceToken    ignored
 
 Create: the parameter is created with InitialValue (or SeedFrom's value, or the plan's status) unless it
-exists, in which case its value is kept (a plan status is refreshed). The resource tags the parameter
-``sagemaker-llm-cdk:owner`` with a digest of its stack id and logical id.
+exists, in which case its value is kept (a plan status is refreshed). Either way the resource adds its own owner
+tag, ``sagemaker-llm-cdk:owner:<digest>`` (a SHA-256 of its stack id and logical id; the value names the stack
+and logical id for whoever reads the tags), and leaves every other owner's tag alone.
 Update: a new ParameterName is a Create of that name (CloudFormation then deletes the old one, as its
 Removal says); the same name keeps the value, re-creates a parameter deleted by hand with InitialValue,
 and refreshes a plan status.
-Delete: with Removal "destroy", deletes the parameter if this resource owns it (the owner tag names this
-stack and logical id: a resource that took the parameter over, e.g. after a logical id change, keeps it);
-otherwise nothing.
+Delete: the resource removes its own owner tag; with Removal "destroy" and no other owner left it deletes the
+parameter instead (retried Deletes find the tags as they were). Several resources own one parameter when
+CloudFormation creates a new one before it deletes the old: a logical id change (a construct moved), or a
+failed update whose rollback deletes the new resource. Whichever Delete comes last, the parameter stays while a
+resource holds it. Parameters tagged by earlier releases carry one ``sagemaker-llm-cdk:owner`` tag whose value is
+the same digest: it counts as that owner's tag.
+
+Access: once a parameter leaves the template, CloudFormation has already taken it out of the function's named
+grants when the cleanup Delete comes; the role may still read tags of, untag and delete parameters under
+``/sagemaker-llm/state/`` (``STATE_PREFIX``), so only a name outside that folder can be refused then: with
+Removal "retain" that costs a stale owner tag (logged), with "destroy" the Delete fails, naming the parameter.
 
 Returns ``{"PhysicalResourceId": <ParameterName>, "Data": {"ParameterName"}}``: the value itself stays out of the
 answer (a watermark can be kilobytes, CloudFormation's answer holds 4 KB); readers read the parameter.
@@ -63,6 +72,15 @@ logger = Logger()
 
 RESOURCE_TYPE = "Custom::SageMakerLlmRunTimeParameter"
 OWNER_TAG = "sagemaker-llm-cdk:owner"
+"""Earlier releases' single owner tag (value: the owner's digest); read, never written."""
+OWNER_TAG_PREFIX = f"{OWNER_TAG}:"
+"""One tag per owner: ``<prefix><digest>`` (24 + 64 characters; SSM takes keys of up to 128)."""
+TAG_LIMIT = 50
+"""Tags one SSM parameter may hold (AddTagsToResource's documentation)."""
+STATE_PREFIX = "/sagemaker-llm/state"
+"""The folder whose parameters the role may clean up after they left the template (``core/run_time_state.py``)."""
+_DENIED = frozenset({"AccessDeniedException", "AccessDenied"})
+_LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/=+\-@]")
 PLAN_NOT_FOUND = "NotFound"
 _NAME_RE = re.compile(r"/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*")
 _PLAN_RE = re.compile(
@@ -145,9 +163,25 @@ def parse_properties(raw: Any) -> StateProperties:
 
 
 def owner(event: dict[str, Any]) -> str:
-    """The owner tag's value: a digest of the stack id and logical id (a tag value holds at most 256 characters)."""
+    """The owner's digest: a SHA-256 of the stack id and logical id (a stack deployed again has a new stack id, so
+    it is a new owner)."""
     text = f"{event.get('StackId', '')}|{event.get('LogicalResourceId', '')}"
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def owner_tag(event: dict[str, Any]) -> dict[str, str]:
+    """This resource's own tag: key ``sagemaker-llm-cdk:owner:<digest>``, value ``<stack name>/<logical id>``."""
+    stack_id = str(event.get("StackId", ""))
+    stack_name = stack_id.split("/")[1] if stack_id.count("/") >= 2 else stack_id
+    label = _LABEL_UNSAFE.sub("-", f"{stack_name}/{event.get('LogicalResourceId', '')}")[:256]
+    return {"Key": OWNER_TAG_PREFIX + owner(event), "Value": label}
+
+
+def owners(tags: list[dict[str, Any]]) -> set[str]:
+    """The digests of every owner the tags name: one tag per owner, and the single tag of earlier releases."""
+    found = {str(t["Key"])[len(OWNER_TAG_PREFIX):] for t in tags if str(t.get("Key", "")).startswith(OWNER_TAG_PREFIX)}
+    found |= {str(t.get("Value", "")) for t in tags if t.get("Key") == OWNER_TAG and t.get("Value")}
+    return found
 
 
 def _value(name: str) -> str | None:
@@ -170,21 +204,31 @@ def plan_status(plan_name: str) -> str:
     return str(plan.get("Status") or "Unknown")
 
 
-def _tag(name: str, tag: str) -> None:
-    _ssm().add_tags_to_resource(ResourceType="Parameter", ResourceId=name, Tags=[{"Key": OWNER_TAG, "Value": tag}])
-
-
-def _owned_by(name: str, tag: str) -> bool:
+def _claim(name: str, tag: dict[str, str]) -> None:
+    """Add this resource's owner tag (other owners' tags are other keys: nothing of theirs is overwritten)."""
     try:
-        tags = _ssm().list_tags_for_resource(ResourceType="Parameter", ResourceId=name)["TagList"]
+        _ssm().add_tags_to_resource(ResourceType="Parameter", ResourceId=name, Tags=[tag])
+    except ClientError as error:
+        if error_code(error) != "TooManyTagsError":
+            raise
+        raise StateError(
+            f"ParameterName {name}: AddTagsToResource refused its owner tag {tag['Key']} ({tag['Value']}): the "
+            f"parameter holds SSM's limit of {TAG_LIMIT} tags. Remove the {OWNER_TAG_PREFIX}* tags whose values name "
+            "stacks or resources that no longer exist (aws ssm remove-tags-from-resource --resource-type Parameter "
+            f"--resource-id {name} --tag-keys <key>), then deploy again") from error
+
+
+def _tags(name: str) -> list[dict[str, Any]] | None:
+    """The parameter's tags; None when there is no such parameter."""
+    try:
+        return list(_ssm().list_tags_for_resource(ResourceType="Parameter", ResourceId=name)["TagList"])
     except ClientError as error:
         if not_found(error, "ssm") or error_code(error) == "InvalidResourceId":
-            return False
+            return None
         raise
-    return any(t.get("Key") == OWNER_TAG and t.get("Value") == tag for t in tags)
 
 
-def ensure(props: StateProperties, tag: str) -> str:
+def ensure(props: StateProperties, tag: dict[str, str]) -> str:
     """Create the parameter unless it exists (never overwriting a value), refresh a plan status; the value after."""
     name = props.parameter_name
     current = _value(name)
@@ -195,13 +239,13 @@ def ensure(props: StateProperties, tag: str) -> str:
         elif current != status:
             # The plan's real status, as the daily check would write it: a refresh, never a reset to a default.
             _ssm().put_parameter(Name=name, Value=status, Type="String", Overwrite=True)
-            _tag(name, tag)
+            _claim(name, tag)
         else:
-            _tag(name, tag)
+            _claim(name, tag)
         logger.info("Plan status recorded", extra={"parameter": name, "from": current, "to": status})
         return status
     if current is not None:
-        _tag(name, tag)
+        _claim(name, tag)
         logger.info("Run-time parameter kept", extra={"parameter": name})
         return current
     seeded = _value(props.seed_from) if props.seed_from else None
@@ -213,10 +257,10 @@ def ensure(props: StateProperties, tag: str) -> str:
     return value if created is None else created
 
 
-def _create(props: StateProperties, value: str, tag: str) -> str | None:
+def _create(props: StateProperties, value: str, tag: dict[str, str]) -> str | None:
     """PutParameter without Overwrite; None when created, else the value a concurrent writer put there first."""
     request: dict[str, Any] = {"Name": props.parameter_name, "Value": value, "Type": "String", "Overwrite": False,
-                               "Tier": "Standard", "Tags": [{"Key": OWNER_TAG, "Value": tag}]}
+                               "Tier": "Standard", "Tags": [tag]}
     if props.description:
         request["Description"] = props.description
     try:
@@ -224,13 +268,13 @@ def _create(props: StateProperties, value: str, tag: str) -> str | None:
     except ClientError as error:
         if error_code(error) != "ParameterAlreadyExists":
             raise
-        _tag(props.parameter_name, tag)
+        _claim(props.parameter_name, tag)
         return _value(props.parameter_name) or value
     return None
 
 
-def delete(physical_id: str, raw: Any, tag: str) -> None:
-    """Delete the parameter when Removal is destroy and this resource owns it; anything else is kept."""
+def delete(physical_id: str, raw: Any, tag: dict[str, str]) -> None:
+    """Give up this resource's ownership; with Removal destroy, the last owner deletes the parameter."""
     try:
         props = parse_properties(raw)
     except StateError:
@@ -238,23 +282,53 @@ def delete(physical_id: str, raw: Any, tag: str) -> None:
         return
     if physical_id != props.parameter_name:  # a failed create's id: no parameter of ours
         return
-    if props.removal != "destroy":
-        logger.info("Run-time parameter retained", extra={"parameter": physical_id})
-        return
-    if not _owned_by(physical_id, tag):
-        logger.info("Run-time parameter owned by another resource: kept", extra={"parameter": physical_id})
-        return
     try:
-        _ssm().delete_parameter(Name=physical_id)
+        _release(physical_id, props.removal, tag)
     except ClientError as error:
-        if not not_found(error, "ssm"):
+        if error_code(error) not in _DENIED:
             raise
+        if props.removal != "destroy":
+            logger.warning("Run-time parameter retained; its owner tag could not be removed", extra={
+                "parameter": physical_id, "tag": tag["Key"], "error": error_code(error)})
+            return
+        raise StateError(
+            f"ParameterName {physical_id} (Removal destroy): {error_code(error)}: the function's role may clean up "
+            f"only parameters under {STATE_PREFIX}/ once they left the template, and this one is outside it. The "
+            f"parameter is still there: delete it by hand (aws ssm delete-parameter --name {physical_id}) or give "
+            f"run-time parameters names under {STATE_PREFIX}/") from error
+
+
+def _release(name: str, removal: str, tag: dict[str, str]) -> None:
+    """Delete the parameter when this is its last owner and Removal is destroy, else remove only this owner's tags.
+
+    The parameter is deleted with its tags (not untagged first), so a Delete CloudFormation sends again after a
+    failure still finds itself the owner."""
+    tags = _tags(name)
+    if tags is None:
+        logger.info("Run-time parameter already gone", extra={"parameter": name})
+        return
+    digest = tag["Key"][len(OWNER_TAG_PREFIX):]
+    mine = [str(t["Key"]) for t in tags
+            if t.get("Key") == tag["Key"] or (t.get("Key") == OWNER_TAG and t.get("Value") == digest)]
+    others = owners(tags) - {digest}
+    if removal == "destroy" and mine and not others:
+        try:
+            _ssm().delete_parameter(Name=name)
+        except ClientError as error:
+            if not not_found(error, "ssm"):
+                raise
+        logger.info("Run-time parameter deleted", extra={"parameter": name})
+        return
+    if mine:
+        _ssm().remove_tags_from_resource(ResourceType="Parameter", ResourceId=name, TagKeys=mine)
+    logger.info("Run-time parameter kept", extra={"parameter": name, "removal": removal, "other_owners": len(others),
+                                                  "was_owner": bool(mine)})
 
 
 @logger.inject_lambda_context(log_event=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse_event(event)
-    tag = owner(event)
+    tag = owner_tag(event)
     if request.request_type == "Delete":
         assert request.physical_resource_id is not None
         delete(request.physical_resource_id, request.resource_properties, tag)

@@ -72,7 +72,14 @@ def current(ssm: Stubber, value: str | None, name: str = NAME) -> None:
 
 
 def owner_tag(state, logical_id: str = "ChatQwen332bDraftHead") -> list[dict[str, str]]:
-    return [{"Key": state.OWNER_TAG, "Value": state.owner({"StackId": STACK_ID, "LogicalResourceId": logical_id})}]
+    digest = state.owner({"StackId": STACK_ID, "LogicalResourceId": logical_id})
+    return [{"Key": f"sagemaker-llm-cdk:owner:{digest}", "Value": f"SageMakerLlmEaglePromotion/{logical_id}"}]
+
+
+def legacy_tag(state, logical_id: str = "ChatQwen332bDraftHead") -> list[dict[str, str]]:
+    """The single owner tag earlier releases wrote."""
+    return [{"Key": "sagemaker-llm-cdk:owner", "Value": state.owner({"StackId": STACK_ID,
+                                                                     "LogicalResourceId": logical_id})}]
 
 
 def tagged(ssm: Stubber, state, name: str = NAME) -> None:
@@ -80,11 +87,22 @@ def tagged(ssm: Stubber, state, name: str = NAME) -> None:
            {})
 
 
-def test_the_resource_type_is_the_constructs():
+def test_the_resource_type_and_state_folder_are_the_constructs():
     from sagemaker_llm_cdk.core import run_time_state
 
-    source = (run_time_state.__file__.rsplit("/constructs/", 1)[0] + "/lambda/run_time_state/index.py")
-    assert f'RESOURCE_TYPE = "{run_time_state.RESOURCE_TYPE}"' in open(source).read()
+    source = open(run_time_state.__file__.rsplit("/constructs/", 1)[0] + "/lambda/run_time_state/index.py").read()
+    assert f'RESOURCE_TYPE = "{run_time_state.RESOURCE_TYPE}"' in source
+    assert f'STATE_PREFIX = "{run_time_state.STATE_PREFIX}"' in source
+
+
+def test_an_owner_tag_fits_ssm_and_names_its_stack_and_resource(state):
+    """One key per owner (a digest of stack id and logical id): a stack deployed again is a new owner."""
+    tag = state.owner_tag({"StackId": STACK_ID, "LogicalResourceId": "L" * 255})
+    assert len(tag["Key"]) == 88 and tag["Value"].startswith("SageMakerLlmEaglePromotion/LLL")
+    assert len(tag["Value"]) == 256
+    assert_valid_request("ssm", "AddTagsToResource", {"ResourceType": "Parameter", "ResourceId": NAME, "Tags": [tag]})
+    again = state.owner_tag({"StackId": STACK_ID.replace("guid", "guid-2"), "LogicalResourceId": "L" * 255})
+    assert again["Key"] != tag["Key"]
 
 
 def test_create_makes_an_absent_parameter_with_its_initial_value_and_owner_tag(state, ssm, lambda_context):
@@ -237,24 +255,96 @@ def test_access_denied_on_the_plan_fails_the_deploy(state, ssm, sm, lambda_conte
                       lambda_context)
 
 
-def test_delete_with_removal_retain_keeps_the_parameter(state, ssm, lambda_context):
-    state.handler(event("Delete", PhysicalResourceId=NAME), lambda_context)  # no call at all
+def list_tags(ssm: Stubber, tags: list[dict[str, str]], name: str = NAME) -> None:
+    expect(ssm, "ssm", "ListTagsForResource", {"ResourceType": "Parameter", "ResourceId": name}, {"TagList": tags})
 
 
-def test_delete_with_removal_destroy_deletes_a_parameter_it_owns(state, ssm, lambda_context):
-    expect(ssm, "ssm", "ListTagsForResource", {"ResourceType": "Parameter", "ResourceId": NAME},
-           {"TagList": owner_tag(state)})
+def untagged(ssm: Stubber, keys: list[str], name: str = NAME) -> None:
+    expect(ssm, "ssm", "RemoveTagsFromResource", {"ResourceType": "Parameter", "ResourceId": name, "TagKeys": keys},
+           {})
+
+
+def test_delete_with_removal_retain_keeps_the_parameter_and_gives_up_its_ownership(state, ssm, lambda_context):
+    """A retained parameter no longer names the deleted resource: a later destroy-mode owner is then the last."""
+    list_tags(ssm, owner_tag(state))
+    untagged(ssm, [owner_tag(state)[0]["Key"]])
+
+    state.handler(event("Delete", PhysicalResourceId=NAME), lambda_context)  # no DeleteParameter
+
+
+def test_delete_with_removal_destroy_deletes_a_parameter_it_alone_owns(state, ssm, lambda_context):
+    list_tags(ssm, owner_tag(state) + [{"Key": "team", "Value": "ml"}])
     expect(ssm, "ssm", "DeleteParameter", {"Name": NAME}, {})
 
     state.handler(event("Delete", {**PROPS, "Removal": "destroy"}, PhysicalResourceId=NAME), lambda_context)
 
 
-def test_delete_keeps_a_parameter_another_resource_took_over(state, ssm, lambda_context):
-    """A logical id change: the new resource adopted the parameter (its tag), the old one's delete keeps it."""
-    expect(ssm, "ssm", "ListTagsForResource", {"ResourceType": "Parameter", "ResourceId": NAME},
-           {"TagList": owner_tag(state, logical_id="RenamedDraftHead")})
+def test_delete_keeps_a_parameter_another_resource_also_owns(state, ssm, lambda_context):
+    """A logical id change: the new resource added its tag on Create; the old one's Delete removes only its own."""
+    list_tags(ssm, owner_tag(state) + owner_tag(state, logical_id="RenamedDraftHead"))
+    untagged(ssm, [owner_tag(state)[0]["Key"]])
 
     state.handler(event("Delete", {**PROPS, "Removal": "destroy"}, PhysicalResourceId=NAME), lambda_context)
+
+
+def test_delete_keeps_a_parameter_it_does_not_own(state, ssm, lambda_context):
+    list_tags(ssm, owner_tag(state, logical_id="RenamedDraftHead"))
+
+    state.handler(event("Delete", {**PROPS, "Removal": "destroy"}, PhysicalResourceId=NAME), lambda_context)
+
+
+@pytest.mark.parametrize("other", [False, True], ids=["sole owner", "with a new owner"])
+def test_the_owner_tag_of_earlier_releases_counts_as_its_owners(state, ssm, lambda_context, other):
+    """Parameters deployed by earlier releases carry one ``sagemaker-llm-cdk:owner`` tag and get no event on upgrade."""
+    list_tags(ssm, legacy_tag(state) + (owner_tag(state, logical_id="RenamedDraftHead") if other else []))
+    if other:
+        untagged(ssm, ["sagemaker-llm-cdk:owner"])
+    else:
+        expect(ssm, "ssm", "DeleteParameter", {"Name": NAME}, {})
+
+    state.handler(event("Delete", {**PROPS, "Removal": "destroy"}, PhysicalResourceId=NAME), lambda_context)
+
+
+def test_an_earlier_releases_tag_naming_another_owner_keeps_the_parameter(state, ssm, lambda_context):
+    """The rollback of a new logical id: the old resource's earlier-release tag still holds the parameter."""
+    list_tags(ssm, legacy_tag(state, logical_id="OldDraftHead") + owner_tag(state))
+    untagged(ssm, [owner_tag(state)[0]["Key"]])
+
+    state.handler(event("Delete", {**PROPS, "Removal": "destroy"}, PhysicalResourceId=NAME), lambda_context)
+
+
+def test_a_parameter_at_the_tag_limit_fails_with_what_to_remove(state, ssm, lambda_context):
+    current(ssm, HEAD)
+    assert_valid_request("ssm", "AddTagsToResource", {"ResourceType": "Parameter", "ResourceId": NAME,
+                                                      "Tags": owner_tag(state)})
+    ssm.add_client_error("add_tags_to_resource", service_error_code="TooManyTagsError",
+                         expected_params={"ResourceType": "Parameter", "ResourceId": NAME, "Tags": owner_tag(state)})
+
+    with pytest.raises(state.StateError, match=rf"ParameterName {NAME}: AddTagsToResource refused its owner tag "
+                                               r"sagemaker-llm-cdk:owner:[0-9a-f]{64} \(SageMakerLlmEaglePromotion/"
+                                               r"ChatQwen332bDraftHead\).*limit of 50 tags.*remove-tags-from-resource"):
+        state.handler(event("Create"), lambda_context)
+
+
+def test_a_denied_cleanup_of_a_destroy_parameter_fails_naming_it(state, ssm, lambda_context):
+    """A name outside the state folder, gone from the template: its named grant went with it."""
+    outside = "/team/values/watermark"
+    expect_error(ssm, "ssm", "ListTagsForResource", {"ResourceType": "Parameter", "ResourceId": outside},
+                 "AccessDeniedException")
+
+    with pytest.raises(state.StateError, match=rf"ParameterName {outside} \(Removal destroy\): AccessDeniedException:"
+                                               r".*only parameters under /sagemaker-llm/state/.*delete-parameter "
+                                               rf"--name {outside}"):
+        state.handler(event("Delete", {**PROPS, "ParameterName": outside, "Removal": "destroy"},
+                            PhysicalResourceId=outside), lambda_context)
+
+
+def test_a_denied_cleanup_of_a_retained_parameter_keeps_it(state, ssm, lambda_context):
+    outside = "/team/values/watermark"
+    expect_error(ssm, "ssm", "ListTagsForResource", {"ResourceType": "Parameter", "ResourceId": outside},
+                 "AccessDeniedException")
+
+    state.handler(event("Delete", {**PROPS, "ParameterName": outside}, PhysicalResourceId=outside), lambda_context)
 
 
 def test_delete_of_a_failed_create_touches_nothing(state, ssm, lambda_context):

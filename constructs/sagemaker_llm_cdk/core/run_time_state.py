@@ -9,10 +9,20 @@ unbound, a promoted head withdrawn, captures trained on twice.
 
 A ``RunTimeParameter`` is a custom resource (``lambda/run_time_state``) that creates the parameter only
 when it is absent, never overwrites its value on update or replacement, and keeps or deletes it by the
-stack's ``removal:`` mode (``retain`` keeps it; ``destroy`` deletes it with the stack, if this resource
-owns it). ``plan_name=`` makes the value a plan's status, read at every create and update, so the first
-deploy knows it. One function per stack serves every such parameter of the stack (child
-``RunTimeState`` of the stack); its role may touch exactly the parameters, seeds and plans it serves.
+stack's ``removal:`` mode (``retain`` keeps it; ``destroy`` deletes it with the stack, unless another
+resource still owns it: each owner tags it, see ``lambda/run_time_state``). ``plan_name=`` makes the value
+a plan's status, read at every create and update, so the first deploy knows it. One function per stack
+serves every such parameter of the stack (child ``RunTimeState`` of the stack); its role may create, read and
+tag exactly the parameters, seeds and plans it serves.
+
+Cleanup grants: CloudFormation updates the role's policy before it sends the cleanup Delete of a parameter
+that left the template (renamed, or its construct removed), and a failed update's rollback puts the old policy
+back before it deletes what the update created; a grant naming each parameter would be gone by then, and the
+Delete denied (the parameter orphaned in ``destroy`` mode). So the role may read tags of, untag and delete any
+parameter under ``STATE_PREFIX`` (``CLEANUP_ACTIONS``: the only wildcard, acknowledged on exactly those three
+actions); the handler deletes only a parameter whose owner tags leave no other owner. A parameter named outside
+that folder gets the cleanup actions by name, which cover a stack delete but not a cleanup after it left the
+template.
 
 Parameter names are fixed (``/sagemaker-llm/state/...``): readers in other stacks resolve them by name
 (``AWS::SSM::Parameter::Value<String>`` stack parameters, resolved again at every deploy).
@@ -28,6 +38,7 @@ from constructs import Construct
 
 from .errors import ConfigurationError, Problem
 from .functions import provider_framework, python_function
+from .grants import grant
 from .nag import acknowledge_resource
 from .removal import removal_mode
 from .tree import once_per_stack
@@ -37,6 +48,10 @@ RESOURCE_TYPE = "Custom::SageMakerLlmRunTimeParameter"
 STATE_PREFIX = "/sagemaker-llm/state"
 """Where the library's run-time values live."""
 SERVICE_ID = "RunTimeState"
+MANAGE_ACTIONS = ("ssm:GetParameter", "ssm:PutParameter", "ssm:AddTagsToResource")
+"""What Create and Update send, on each parameter by name."""
+CLEANUP_ACTIONS = ("ssm:ListTagsForResource", "ssm:RemoveTagsFromResource", "ssm:DeleteParameter")
+"""What Delete sends: granted on ``STATE_PREFIX`` (a parameter gone from the template has no named grant left)."""
 _NAME_RE = re.compile(r"/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*")
 NAME_MAX = 1011
 
@@ -44,6 +59,11 @@ NAME_MAX = 1011
 def parameter_arn(stack: Stack, name: str) -> str:
     """The ARN of the SSM parameter ``name`` in ``stack``'s account and region (a leading '/' is not repeated)."""
     return stack.format_arn(service="ssm", resource="parameter", resource_name=name.lstrip("/"))
+
+
+def in_state_folder(name: str) -> bool:
+    """Whether ``name`` is under ``STATE_PREFIX`` (with or without the leading '/', as ``parameter_arn`` writes both)."""
+    return name.lstrip("/").startswith(STATE_PREFIX.lstrip("/") + "/")
 
 
 def name_problem(field: str, name: str) -> Problem | None:
@@ -71,6 +91,12 @@ class RunTimeState(Construct):
         acknowledge_resource(self.provider_role, f"{self.function.function_arn}:*",
                              "The custom resource framework invokes the run-time parameters' own function: "
                              "lambda:InvokeFunction on that one function and its versions (the ':*' qualifier).", actions=["lambda:InvokeFunction"])
+        grant(self.function, sid="CleanUpRunTimeState", actions=list(CLEANUP_ACTIONS),
+              resources=[parameter_arn(Stack.of(self), f"{STATE_PREFIX}/*")],
+              reason=f"Cleanup of run-time parameters under {STATE_PREFIX}/ that left the template: CloudFormation "
+                     "removes a parameter's named grant before its cleanup Delete (and a rollback before it deletes "
+                     "what the update created), so tags are read and removed, and the parameter deleted, on the "
+                     "library's state folder; the handler deletes only a parameter no other owner tag holds.")
 
     @classmethod
     def of(cls, scope: Construct) -> "RunTimeState":
@@ -78,13 +104,13 @@ class RunTimeState(Construct):
         return once_per_stack(cls, scope, SERVICE_ID)
 
     def serve(self, sid: str, *, parameters: Sequence[str], seeds: Sequence[str] = (),
-              plan_arns: Sequence[str] = ()) -> None:
-        """Let the function manage ``parameters`` (ARNs), read ``seeds`` and describe ``plan_arns``."""
+              plan_arns: Sequence[str] = (), outside_folder: bool = False) -> None:
+        """Let the function manage ``parameters`` (ARNs), read ``seeds`` and describe ``plan_arns``;
+        ``outside_folder``: the parameters are not under ``STATE_PREFIX``, so the cleanup actions are named too."""
         role = self.function.role
         assert role is not None
         role.add_to_principal_policy(iam.PolicyStatement(
-            sid=f"Manage{sid}", actions=["ssm:GetParameter", "ssm:PutParameter", "ssm:DeleteParameter",
-                                         "ssm:AddTagsToResource", "ssm:ListTagsForResource"],
+            sid=f"Manage{sid}", actions=list(MANAGE_ACTIONS + (CLEANUP_ACTIONS if outside_folder else ())),
             resources=list(parameters)))
         if seeds:
             role.add_to_principal_policy(iam.PolicyStatement(
@@ -131,7 +157,8 @@ class RunTimeParameter(Construct):
         service = RunTimeState.of(self)
         sid = "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", self.node.path) if part)[-60:]
         service.serve(sid, parameters=[self.parameter_arn],
-                      seeds=[parameter_arn(stack, seed_from)] if seed_from else (), plan_arns=plan_arns)
+                      seeds=[parameter_arn(stack, seed_from)] if seed_from else (), plan_arns=plan_arns,
+                      outside_folder=not in_state_folder(parameter_name))
         properties = {"ParameterName": parameter_name, "InitialValue": initial_value, "Removal": self.removal,
                       "Description": description[:1024]}
         if seed_from:
