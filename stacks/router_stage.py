@@ -29,7 +29,7 @@ from sagemaker_llm_cdk.core.removal import set_removal
 from sagemaker_llm_cdk.hosting.model_component import ModelComponent
 from sagemaker_llm_cdk.routing.endpoint_policy import EndpointPolicy, merged_policy
 from sagemaker_llm_cdk.routing.router import endpoint_policies
-from sagemaker_llm_cdk.routing.settings import RouterSpec, RoutingTargetSpec
+from sagemaker_llm_cdk.routing.settings import RouterSpec, RoutingTargetSpec, default_router_name
 
 if TYPE_CHECKING:
     from .pipeline import PipelineStack
@@ -70,8 +70,8 @@ class RouterHome:
 
 
 def router_name_of(config: AppConfig, spec: RouterSpec) -> str:
-    """The InferenceRouterName of ``spec``: ``router_name``, or ``<stack name>-<name>`` (at most 63 characters)."""
-    return spec.router_name or f"{config.stack_name}-{spec.name}"[:63].rstrip("-")
+    """The InferenceRouterName of ``spec``: ``router_name``, or ``<stack name>-<name>`` (``default_router_name``)."""
+    return spec.router_name or default_router_name(config.stack_name, spec.name)
 
 
 def router_homes(config: AppConfig, places: Sequence[Located]) -> list[RouterHome]:

@@ -80,6 +80,114 @@ def test_grant_invoke_allows_the_router_and_every_destination_exactly():
     assert not any("*" in json.dumps(s["Resource"]) for s in caller)
 
 
+STACK_ID = "arn:aws:cloudformation:us-east-1:111111111111:stack/Chat/1d6e0a70-0000-0000-0000-000000000000"
+PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "111111111111", "AWS::StackId": STACK_ID}
+
+
+def _resolved(value: Any) -> str:
+    """A policy value of the template as IAM sees it in stack ``STACK_ID`` (literals, pseudo parameters, Fn::Join)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in PSEUDO:
+        return PSEUDO[value["Ref"]]
+    if isinstance(value, dict) and set(value) == {"Fn::Join"}:
+        separator, parts = value["Fn::Join"]
+        return separator.join(_resolved(part) for part in parts)
+    raise AssertionError(f"no model of {value!r}")
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def allowed(statements: list[dict[str, Any]], action: str, arn: str, tags: dict[str, str]) -> bool:
+    """Whether an Allow of ``statements`` applies to ``action`` on ``arn``, a router with ``tags`` (no statement of
+    these policies denies). A model of IAM for the forms these policies use: any other condition raises."""
+    import fnmatch
+
+    for statement in statements:
+        if statement["Effect"] != "Allow":
+            continue
+        if not any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in _as_list(statement["Action"])):
+            continue
+        if not any(fnmatch.fnmatchcase(arn, _resolved(r)) for r in _as_list(statement["Resource"])):
+            continue
+        holds = True
+        for operator, body in statement.get("Condition", {}).items():
+            for key, wanted in body.items():
+                assert operator == "StringEquals" and key.startswith("aws:ResourceTag/"), (operator, key)
+                holds &= tags.get(key.split("/", 1)[1]) in [_resolved(w) for w in _as_list(wanted)]
+        if holds:
+            return True
+    return False
+
+
+def role_statements(stack: Stack, function: Any) -> list[dict[str, Any]]:
+    template = Template.from_stack(stack)
+    role = stack.resolve(function.role.node.default_child.logical_id)
+    return [s for p in template.find_resources("AWS::IAM::Policy").values() if {"Ref": role} in p["Properties"]["Roles"]
+            for s in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+@pytest.mark.parametrize("names", [("Pinned-Chat", "Pinned-Chat2"), ("Chat-Router", "Pinned-Chat")],
+                         ids=["pinned", "stack-prefixed-to-pinned"])
+def test_after_a_rename_the_handlers_may_still_delete_and_wait_for_the_old_router(names):
+    """CloudFormation updates the handlers' policy to the new name before its cleanup deletes the old router (and a
+    rollback brings the old one back): the policy of the renamed stack allows what those requests need on the old
+    router, which carries the owner tags the handler set when it created it, and nothing on another's router."""
+    from sagemaker_llm_cdk.routing.router import LOGICAL_ID_TAG, STACK_TAG
+
+    old, new = names
+    stack, router, _ = router_stack(Environment(account="111111111111", region="us-east-1"), router_name=new)
+    logical_id = stack.resolve(stack.get_logical_id(router.custom_resource.node.default_child))
+    mine = {STACK_TAG: STACK_ID, LOGICAL_ID_TAG: logical_id}
+    base = "arn:aws:sagemaker:us-east-1:111111111111:inference-router/"
+    needs = ((router.on_event_function, ("DeleteInferenceRouter", "DescribeInferenceRouter", "UpdateInferenceRouter",
+                                         "ListTags")),
+             (router.is_complete_function, ("DescribeInferenceRouter", "DeleteInferenceRouter", "UpdateInferenceRouter")))
+    for function, actions in needs:
+        policy = role_statements(stack, function)
+        for arn in (base + old, base + old.lower()):
+            for action in actions:
+                assert allowed(policy, f"sagemaker:{action}", arn, mine), (function.node.id, action, arn)
+            assert not allowed(policy, "sagemaker:CreateInferenceRouter", arn, mine)
+        for theirs in ({STACK_TAG: STACK_ID.replace("1d6e0a70", "2f7a1b81"), LOGICAL_ID_TAG: logical_id},
+                       {STACK_TAG: STACK_ID, LOGICAL_ID_TAG: "OtherRouterResource"}, {}):
+            for action in ("DeleteInferenceRouter", "UpdateInferenceRouter"):
+                assert not allowed(policy, f"sagemaker:{action}", base + "Someone-Else", theirs), (action, theirs)
+        assert allowed(policy, "sagemaker:DescribeInferenceRouter", base + new, {})
+
+
+def test_a_long_generated_router_name_keeps_a_digest_and_one_that_fits_is_unchanged():
+    from types import SimpleNamespace
+
+    from sagemaker_llm_cdk.routing.settings import default_router_name
+    from stacks.router_stage import router_name_of
+
+    assert default_router_name("SageMakerLlm", "Chat") == "SageMakerLlm-Chat"  # deployed routers keep their names
+    exact = "S" * 50 + "-" + "C" * 12
+    assert default_router_name("S" * 50, "C" * 12) == exact
+    stack = "SageMakerLlmWithAVeryLongStackNameForTheProductionAccount"
+    one, two = (default_router_name(stack, name) for name in ("ChatRouterEast", "ChatRouterWest"))
+    assert one != two
+    for name in (one, two):
+        assert len(name) == 63
+        assert name.startswith("SageMakerLlmWithAVeryLongStackNameForTheProductionAccount-"[:54])
+        assert_valid_request("sagemaker", "DescribeInferenceRouter", {"InferenceRouterName": name})
+    config = SimpleNamespace(stack_name=stack)
+    assert router_name_of(config, RouterSpec(name="ChatRouterEast", targets=[{"name": "chat", "model": "m"}])) == one
+    assert router_name_of(config, RouterSpec(name="ChatRouterEast", router_name="Pinned",
+                                             targets=[{"name": "chat", "model": "m"}])) == "Pinned"
+
+
+def test_tags_of_the_owner_tags_prefix_and_too_many_tags_are_refused():
+    with pytest.raises(ConfigurationError, match=r"tags\['sagemaker-llm-cdk:stack-id'\]: got 'sagemaker-llm-cdk:stack-id'; "
+                                                 r"allowed: a tag key that does not start with 'sagemaker-llm-cdk:'"):
+        _router([RouterTarget("qwen3-8b", (REMOTE,))], tags={"sagemaker-llm-cdk:stack-id": "mine"})
+    with pytest.raises(ConfigurationError, match=r"tags: got 49; allowed: at most 48 tags"):
+        _router([RouterTarget("qwen3-8b", (REMOTE,))], tags={f"k{i}": "v" for i in range(49)})
+
+
 def test_the_endpoint_policy_of_a_remote_account_is_awss_documented_one():
     _, router, _ = router_stack(Environment(account="111111111111", region="us-east-1"))
 
@@ -275,16 +383,17 @@ def test_the_other_accounts_stage_attaches_the_routers_endpoint_policy(pipeline_
     (policy,) = resources("UsWest2", POLICY_TYPE).values()
     props = policy["Properties"]
     document = json.loads(props["ResourcePolicy"])
+    arn = f"arn:aws:sagemaker:us-west-2:222222222222:endpoint/{props['EndpointName']}"
+    arns = [arn, arn.lower()]  # as written and as SageMaker writes it
+    assert arn != arn.lower()
     assert document == {"Version": "2012-10-17", "Statement": [
         {"Sid": "InvokeThroughRouter", "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111111111111:root"},
-         "Action": "sagemaker:InvokeEndpoint", "Resource": f"arn:aws:sagemaker:us-west-2:222222222222:endpoint/"
-                                                           f"{props['EndpointName']}",
+         "Action": "sagemaker:InvokeEndpoint", "Resource": arns,
          "Condition": {"ArnEquals": {"sagemaker:SourceInferenceRouterArn": [
              "arn:aws:sagemaker:us-east-1:111111111111:inference-router/SageMakerLlm-Chat",
              "arn:aws:sagemaker:us-east-1:111111111111:inference-router/sagemakerllm-chat"]}}},
         {"Sid": "DescribeForRouter", "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111111111111:root"},
-         "Action": "sagemaker:DescribeEndpoint",
-         "Resource": f"arn:aws:sagemaker:us-west-2:222222222222:endpoint/{props['EndpointName']}"}]}
+         "Action": "sagemaker:DescribeEndpoint", "Resource": arns}]}
     assert_valid_request("sagemaker", "PutEndpointPolicy", {k: props[k] for k in ("EndpointName", "ResourcePolicy")})
     (endpoint_logical,) = resources("UsWest2", "AWS::SageMaker::Endpoint")
     assert endpoint_logical in policy["DependsOn"]
@@ -292,6 +401,7 @@ def test_the_other_accounts_stage_attaches_the_routers_endpoint_policy(pipeline_
                   for s in p["Properties"]["PolicyDocument"]["Statement"]
                   if "sagemaker:PutEndpointPolicy" in s["Action"]]
     (grant,) = statements
-    assert sorted(grant["Action"]) == ["sagemaker:DeleteEndpointPolicy", "sagemaker:PutEndpointPolicy"]
+    assert sorted(grant["Action"]) == ["sagemaker:DeleteEndpointPolicy", "sagemaker:GetEndpointPolicy",
+                                       "sagemaker:PutEndpointPolicy"]
     assert all("*" not in json.dumps(r) for r in (grant["Resource"] if isinstance(grant["Resource"], list)
                                                   else [grant["Resource"]]))

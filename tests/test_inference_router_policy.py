@@ -47,7 +47,8 @@ def test_the_policy_is_put_on_its_endpoint_with_the_endpoint_arn_only(env):
     (endpoint_logical,) = template.find_resources("AWS::SageMaker::Endpoint")
     assert endpoint_logical in resource["DependsOn"]
     (grant,) = policy_statements(template)
-    assert sorted(grant["Action"]) == ["sagemaker:DeleteEndpointPolicy", "sagemaker:PutEndpointPolicy"]
+    assert sorted(grant["Action"]) == ["sagemaker:DeleteEndpointPolicy", "sagemaker:GetEndpointPolicy",
+                                       "sagemaker:PutEndpointPolicy"]
     resources = grant["Resource"] if isinstance(grant["Resource"], list) else [grant["Resource"]]
     if env is not None:
         assert resources == [{"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
@@ -84,6 +85,24 @@ def test_the_construct_rules():
         EndpointPolicy(stack, "C", endpoint_name="chat", document={**document(), "Id": "politique-é"})
     with pytest.raises(ConfigurationError, match=r"allowed: at most 20480 characters"):
         EndpointPolicy(stack, "D", endpoint_name="chat", document={**document(), "Id": "x" * 20480})
+    invoke, describe = document()["Statement"]
+    with pytest.raises(ConfigurationError, match=r"document\.Statement\[1\]\.Sid: got 'Describe-For-Router'; "
+                                                 r"allowed: letters and digits only \(IAM's Sid rule\)"):
+        EndpointPolicy(stack, "E", endpoint_name="chat", document={**document(), "Statement": [
+            invoke, {**describe, "Sid": "Describe-For-Router"}]})
+    with pytest.raises(ConfigurationError, match=r"document\.Statement\[1\]\.Sid: got 'InvokeThroughRouter'; "
+                                                 r"allowed: each Sid once in the document"):
+        EndpointPolicy(stack, "F", endpoint_name="chat", document={**document(), "Statement": [invoke, invoke]})
+
+
+def test_the_document_names_the_endpoint_as_written_and_in_lowercase():
+    """SageMaker writes names in lowercase in the ARNs it returns and IAM compares ARNs as written: a mixed-case
+    endpoint's statements list both forms (a lowercase one needs one)."""
+    arn = "arn:aws:sagemaker:us-west-2:222222222222:endpoint/UsWest2-SageMakerLlm-Chat"
+    for statement in document(arn)["Statement"]:
+        assert statement["Resource"] == [arn, arn.lower()]
+    for statement in document()["Statement"]:
+        assert statement["Resource"] == "arn:aws:sagemaker:us-west-2:222222222222:endpoint/chat"
 
 
 def test_several_routers_share_one_policy_with_unique_statement_ids():

@@ -1,8 +1,14 @@
-"""Custom resource (provider framework on_event) that attaches an endpoint's resource policy (``PutEndpointPolicy``).
+"""Custom resource (provider framework on_event) that keeps its own statements in an endpoint's resource policy.
 
 An inference router in another account may route to an endpoint of this account only when the endpoint's owner
 allows it in an endpoint policy; CloudFormation has no property or resource type for that policy, so
 ``EndpointPolicy`` (``sagemaker_llm_cdk.routing.endpoint_policy``) attaches it through this function.
+
+An endpoint has one policy, which ``PutEndpointPolicy`` replaces whole and ``DeleteEndpointPolicy`` removes, and
+several resources (two stacks, or two resources of one stack) may route to one endpoint. So each resource owns only
+the statements whose ``Sid`` carries its owner mark and changes only those: it reads the policy
+(``GetEndpointPolicy``), replaces its own statements, keeps everyone else's as they are (statements with no
+``Sid`` too), and deletes the policy only when no statement is left.
 
 Environment variables
 ---------------------
@@ -10,41 +16,78 @@ POWERTOOLS_SERVICE_NAME   Logger service name (optional).
 
 Event (``aws_cdk.custom_resources.Provider``), checked before any AWS call
 --------------------------------------------------------------------------
+StackId, LogicalResourceId   the resource's identity: its owner mark is made of them
 RequestType "Create" | "Update" | "Delete". ResourceProperties (strict: any other key is refused):
     EndpointName     the endpoint in this account and region (1-63 letters, digits and hyphens); the physical id
-    ResourcePolicy   the policy document as JSON text (1-20480 ASCII characters)
+    ResourcePolicy   the resource's statements as a JSON policy document (1-20480 ASCII characters; each ``Sid``,
+                     when given, letters and digits only and unique)
     ServiceToken     ignored
+
+Statement ids
+-------------
+Each statement of ``ResourcePolicy`` is written with the ``Sid`` ``<its Sid or StatementN><owner mark><content>``:
+the owner mark is ``Cfn`` and 12 hex digits of SHA-256 over ``<StackId>/<LogicalResourceId>`` (IAM allows letters
+and digits only in a ``Sid``), the content 8 hex digits of SHA-256 over the statement without its ``Sid``. A
+statement is this resource's when its ``Sid`` ends with the owner mark and 8 hex digits. The stack id holds the
+stack's GUID, so a stack deleted and deployed again, or another stack of the same name, owns nothing of the old
+one's; the content digest lets a write be checked by ``Sid`` alone, whatever form SageMaker stores it in.
+
+Concurrent writers
+------------------
+``GetEndpointPolicy`` returns no revision and ``PutEndpointPolicy`` / ``DeleteEndpointPolicy`` take no condition,
+so the API gives no way to write only when nobody else wrote in between. Instead each write is checked: after
+writing, the function waits ``SETTLE_SECONDS``, reads the policy again, and writes again (up to ``ATTEMPTS`` times)
+when its own statements are not exactly the ones it meant (missing, stale, or still there after a delete). Two
+resources of this library that race therefore both end with their statements in place; a writer that does not
+check (the console, the CLI) can still overwrite or be overwritten in the moment between a read and a write.
 
 on_event
 --------
-Create and Update: ``PutEndpointPolicy`` (it replaces the endpoint's policy, so a repeated delivery changes
-nothing); returns the endpoint name as the physical id and Data {EndpointArn}. An Update that names another
-endpoint returns the new name, so CloudFormation then deletes the old endpoint's policy. Delete:
-``DeleteEndpointPolicy`` when the physical id is the endpoint the properties name (a create that failed attached
-nothing); an endpoint that is gone, or has no policy, needs nothing.
+Create and Update: merge this resource's statements into the endpoint's policy; returns the endpoint name as the
+physical id and Data {EndpointArn}. An Update that names another endpoint returns the new name, so CloudFormation
+then deletes this resource's statements from the old endpoint in its cleanup (and a rollback's Update puts them
+back); the same endpoint in other letter case keeps the physical id (SageMaker's names ignore case), so no cleanup
+removes what the Update wrote. A statement left unmarked by an earlier version of this function (equal to one of
+the old properties' statements, its ``Sid`` as given) is taken as this resource's and replaced. Delete: removes this
+resource's statements when the physical id is the endpoint the properties name (a create that failed attached
+nothing), and deletes the policy when no statement is left; an endpoint that is gone, or has no policy, needs
+nothing.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import random
+import re
+import time
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
-from llm_cdk_shared.aws_errors import not_found
+from llm_cdk_shared.aws_errors import error_code, not_found
 
 if TYPE_CHECKING:  # names in annotations only; nothing here is imported on a cold start
     from typing import TypeAlias
 
-    from llm_cdk_shared.custom_resource import CustomResourceEvent as PolicyEvent
-
+    PolicyEvent: TypeAlias = Any
     PolicyProperties: TypeAlias = Any
 
 logger = Logger()
 
 RESOURCE_TYPE = "Custom::SageMakerEndpointPolicy"
 MAX_MESSAGE_CHARS = 3500
+MAX_POLICY_CHARS = 20480
+"""botocore's ``EndpointPolicyDocument`` length limit, for the merged policy as it is written."""
+POLICY_VERSION = "2012-10-17"
+MARK_PREFIX = "Cfn"
+ATTEMPTS = 4
+"""Writes of one request before it fails: the first, and one per check that found its statements changed."""
+SETTLE_SECONDS = 2.0
+"""How long after a write the policy is read again to check it (a concurrent writer's write lands in between)."""
+_SID = re.compile(r"^[A-Za-z0-9]+$")
 _sagemaker = clients.client_getter("sagemaker", retries={"mode": "standard", "max_attempts": 5})
 
 
@@ -57,19 +100,26 @@ class EndpointPolicyError(Exception):
         super().__init__(message)
 
 
+class EndpointGone(EndpointPolicyError):
+    """The endpoint does not exist (any more): nothing to attach to, and nothing left to remove."""
+
+
 @functools.cache
 def _models() -> SimpleNamespace:
-    """The properties model, built on the first event that needs it: pydantic is not imported on a cold start."""
-    import json
-
+    """The event and properties models, built on the first event that needs them: pydantic is not imported on a
+    cold start."""
     from llm_cdk_shared import custom_resource
     from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+    class PolicyEvent(custom_resource.CustomResourceEvent):
+        stack_id: str = Field(alias="StackId", min_length=1)
+        logical_resource_id: str = Field(alias="LogicalResourceId", min_length=1)
 
     class PolicyProperties(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, populate_by_name=True)
 
         endpoint_name: str = Field(alias="EndpointName", pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-        resource_policy: str = Field(alias="ResourcePolicy", min_length=1, max_length=20480)
+        resource_policy: str = Field(alias="ResourcePolicy", min_length=1, max_length=MAX_POLICY_CHARS)
 
         @field_validator("resource_policy")
         @classmethod
@@ -82,9 +132,16 @@ def _models() -> SimpleNamespace:
                 raise ValueError("ResourcePolicy must be a JSON policy document") from None
             if not isinstance(document, dict) or not document.get("Statement"):
                 raise ValueError("ResourcePolicy must be a policy document with a Statement")
+            problem = statement_problem(document["Statement"])
+            if problem:
+                raise ValueError(problem)
             return value
 
-    return SimpleNamespace(PolicyProperties=PolicyProperties, PolicyEvent=custom_resource.CustomResourceEvent)
+        @property
+        def statements(self) -> list[dict[str, Any]]:
+            return _statements(json.loads(self.resource_policy))
+
+    return SimpleNamespace(PolicyProperties=PolicyProperties, PolicyEvent=PolicyEvent)
 
 
 def __getattr__(name: str) -> Any:
@@ -97,7 +154,8 @@ def __getattr__(name: str) -> Any:
 def parse_event(event: Any) -> PolicyEvent:
     from llm_cdk_shared import custom_resource
 
-    return custom_resource.parse_event(event, error=EndpointPolicyError, not_done="the endpoint policy was not changed")
+    return custom_resource.parse_event(event, error=EndpointPolicyError, model=_models().PolicyEvent,
+                                       not_done="the endpoint policy was not changed")
 
 
 def parse_properties(raw: Any) -> PolicyProperties:
@@ -107,39 +165,184 @@ def parse_properties(raw: Any) -> PolicyProperties:
                                             what="endpoint policy", not_done="the endpoint policy was not changed")
 
 
-def _put(props: PolicyProperties) -> dict[str, Any]:
+# ---------------------------------------------------------------------- statement ids
+def statement_problem(statement: Any) -> str | None:
+    """Why a document's ``Statement`` cannot be written as a resource's own statements, or None."""
+    statements = statement if isinstance(statement, list) else [statement]
+    seen: set[str] = set()
+    for index, item in enumerate(statements):
+        if not isinstance(item, dict):
+            return f"ResourcePolicy Statement[{index}] must be an object, got {type(item).__name__}"
+        sid = item.get("Sid")
+        if sid is None:
+            continue
+        if not isinstance(sid, str) or not _SID.match(sid):
+            return (f"ResourcePolicy Statement[{index}].Sid: got {sid!r}; allowed: letters and digits only (IAM's "
+                    "Sid rule); fix: remove the other characters")
+        if sid in seen:
+            return (f"ResourcePolicy Statement[{index}].Sid: got {sid!r} twice; allowed: each Sid once; fix: give "
+                    "each statement its own Sid")
+        seen.add(sid)
+    return None
+
+
+def owner_mark(stack_id: str, logical_id: str) -> str:
+    """The mark every statement of the resource ``logical_id`` of stack ``stack_id`` carries in its ``Sid``."""
+    return MARK_PREFIX + hashlib.sha256(f"{stack_id}/{logical_id}".encode()).hexdigest()[:12]
+
+
+def owned_statements(document: dict[str, Any] | str, mark: str) -> list[dict[str, Any]]:
+    """The statements of ``document`` (a resource's ``ResourcePolicy``) as that resource writes them: each
+    ``Sid`` followed by ``mark`` and its content's digest."""
+    statements = _statements(json.loads(document) if isinstance(document, str) else document)
+    owned: list[dict[str, Any]] = []
+    for index, statement in enumerate(statements, start=1):
+        body = {k: v for k, v in statement.items() if k != "Sid"}
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:8]
+        owned.append({"Sid": f"{statement.get('Sid') or f'Statement{index}'}{mark}{digest}", **body})
+    return owned
+
+
+def statement_ids(stack_id: str, logical_id: str, document: dict[str, Any] | str) -> set[str]:
+    """The ``Sid`` of each statement the resource writes for ``document``."""
+    return {s["Sid"] for s in owned_statements(document, owner_mark(stack_id, logical_id))}
+
+
+def _statements(document: Any) -> list[dict[str, Any]]:
+    """A policy's statements as a list (IAM allows one statement object in place of the list)."""
+    statement = document.get("Statement") if isinstance(document, dict) else None
+    if statement is None:
+        return []
+    return list(statement) if isinstance(statement, list) else [statement]
+
+
+def _is_owned(statement: Any, mark: str) -> bool:
+    sid = statement.get("Sid") if isinstance(statement, dict) else None
+    return isinstance(sid, str) and re.search(re.escape(mark) + r"[0-9a-f]{8}$", sid) is not None
+
+
+# ---------------------------------------------------------------------- the endpoint's policy
+def _read(name: str) -> tuple[dict[str, Any] | None, str]:
+    """The endpoint's policy (None when it has none, or the endpoint is gone) and its ARN (``""`` unknown)."""
     try:
-        answer = _sagemaker().put_endpoint_policy(EndpointName=props.endpoint_name,
-                                                  ResourcePolicy=props.resource_policy)
+        answer = _sagemaker().get_endpoint_policy(EndpointName=name)
+    except ClientError as error:
+        # GetEndpointPolicy answers ValidationException for an endpoint without a policy (botocore's model).
+        if not_found(error) or error_code(error) == "ValidationException":
+            return None, ""
+        raise
+    try:
+        document = json.loads(answer.get("ResourcePolicy") or "{}")
+    except ValueError:
+        raise EndpointPolicyError(f"endpoint {name} has a policy that is not JSON; the policy was not changed, "
+                                  "so nothing of another writer is lost: fix or delete the policy "
+                                  "(aws sagemaker delete-endpoint-policy) and deploy again") from None
+    if not isinstance(document, dict):
+        raise EndpointPolicyError(f"endpoint {name} has a policy that is not a JSON object; the policy was not "
+                                  "changed: fix or delete it and deploy again")
+    return document, str(answer.get("EndpointArn") or "")
+
+
+def _merged(current: dict[str, Any] | None, keep: Iterable[dict[str, Any]],
+            own: list[dict[str, Any]]) -> dict[str, Any]:
+    """The policy after the change: ``current``'s other top-level fields (Version, Id), ``keep``, then ``own``."""
+    merged = {k: v for k, v in (current or {}).items() if k != "Statement"}
+    merged.setdefault("Version", POLICY_VERSION)
+    merged["Statement"] = [*keep, *own]
+    return merged
+
+
+def _sync(name: str, mark: str, own: list[dict[str, Any]], legacy: list[dict[str, Any]]) -> str:
+    """Make ``own`` (empty: none) this resource's only statements in endpoint ``name``'s policy, keeping every
+    other statement; ``legacy`` statements (unmarked, from an earlier version) count as this resource's. Writes,
+    then checks, at most ``ATTEMPTS`` times; returns the endpoint's ARN (``""`` when unknown)."""
+    wanted = {s["Sid"] for s in own}
+    arn = ""
+    for attempt in range(1, ATTEMPTS + 1):
+        current, arn = _read(name)
+        if current is None and not own:
+            return arn
+        statements = _statements(current)
+        keep = [s for s in statements if not _is_owned(s, mark) and s not in legacy]
+        mine = {s.get("Sid") for s in statements if _is_owned(s, mark)}
+        if mine == wanted and len(keep) + len(mine) == len(statements):
+            return arn  # already as meant: a repeated delivery writes nothing
+        if not keep and not own:
+            _delete_policy(name)
+            logger.info("Endpoint policy deleted: no statement left", extra={"endpoint": name})
+        else:
+            arn = _write(name, _merged(current, keep, own), others=len(keep)) or arn
+            logger.info("Endpoint policy statements written",
+                        extra={"endpoint": name, "own": sorted(wanted), "others": len(keep), "attempt": attempt})
+        time.sleep(SETTLE_SECONDS + random.uniform(0, SETTLE_SECONDS) * (attempt - 1))
+        after, _ = _read(name)
+        found = [s for s in _statements(after) if _is_owned(s, mark) or s in legacy]
+        if {s.get("Sid") for s in found} == wanted and len(found) == len(wanted):
+            return arn
+        logger.warning("Endpoint policy changed by another writer; writing again",
+                       extra={"endpoint": name, "attempt": attempt})
+    raise EndpointPolicyError(
+        f"endpoint {name}'s policy kept changing while this resource wrote its statements ({ATTEMPTS} attempts): "
+        "another writer changes it at the same time; deploy again once it is done")
+
+
+def _write(name: str, document: dict[str, Any], *, others: int) -> str:
+    text = json.dumps(document, separators=(",", ":"))
+    if len(text) > MAX_POLICY_CHARS:
+        raise EndpointPolicyError(
+            f"endpoint {name}'s policy would be {len(text)} characters with this resource's statements "
+            f"({others} statements of other writers kept); PutEndpointPolicy allows at most {MAX_POLICY_CHARS}: "
+            "route fewer routers to the endpoint, or remove statements others no longer need; the policy was not "
+            "changed")
+    if not text.isascii():
+        raise EndpointPolicyError(f"endpoint {name}'s policy holds statements of other writers with non-ASCII "
+                                  "characters, which PutEndpointPolicy refuses; the policy was not changed")
+    try:
+        answer = _sagemaker().put_endpoint_policy(EndpointName=name, ResourcePolicy=text)
     except ClientError as error:
         if not_found(error):
-            raise EndpointPolicyError(f"endpoint {props.endpoint_name} does not exist in this account and region; "
-                                      "the policy was not attached") from None
+            raise EndpointGone(f"endpoint {name} does not exist in this account and region; "
+                               "the policy was not attached") from None
         raise
-    logger.info("Endpoint policy attached", extra={"endpoint": props.endpoint_name})
-    return {"PhysicalResourceId": props.endpoint_name, "Data": {"EndpointArn": answer.get("EndpointArn", "")}}
+    return str(answer.get("EndpointArn") or "")
 
 
-def _delete(name: str) -> None:
+def _delete_policy(name: str) -> None:
     try:
         _sagemaker().delete_endpoint_policy(EndpointName=name)
     except ClientError as error:
-        if not_found(error):
-            return
-        raise
-    logger.info("Endpoint policy deleted", extra={"endpoint": name})
+        if not not_found(error):
+            raise
+
+
+def _legacy(raw: Any) -> list[dict[str, Any]]:
+    """The statements an earlier version of this function wrote for properties ``raw`` (the document as given,
+    no owner mark); none when the properties are not this function's."""
+    try:
+        return parse_properties(raw).statements
+    except EndpointPolicyError:
+        return []
 
 
 @logger.inject_lambda_context(log_event=False)
 def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse_event(event)
+    mark = owner_mark(request.stack_id, request.logical_resource_id)
+    physical = str(request.physical_resource_id or "")
     if request.request_type == "Delete":
-        physical = str(request.physical_resource_id)
         try:
             props = parse_properties(request.resource_properties)
         except EndpointPolicyError:
             return {"PhysicalResourceId": physical}  # properties this function never accepted attached nothing
-        if physical == props.endpoint_name:
-            _delete(physical)
+        if physical.lower() == props.endpoint_name.lower():
+            try:
+                _sync(physical, mark, [], props.statements)
+            except EndpointGone:
+                pass  # the endpoint went between the read and the write: its policy went with it
         return {"PhysicalResourceId": physical}
-    return _put(parse_properties(request.resource_properties))
+    props = parse_properties(request.resource_properties)
+    legacy = _legacy(request.old_resource_properties) if request.request_type == "Update" else []
+    name = physical if request.request_type == "Update" and physical.lower() == props.endpoint_name.lower() \
+        else props.endpoint_name
+    arn = _sync(name, mark, owned_statements(props.resource_policy, mark), legacy)
+    return {"PhysicalResourceId": name, "Data": {"EndpointArn": arn}}

@@ -2,7 +2,7 @@
 
 CloudFormation has no resource type for inference routers, so ``InferenceRouter`` drives the API through this
 function: ``CreateInferenceRouter`` / ``DescribeInferenceRouter`` / ``UpdateInferenceRouter`` /
-``DeleteInferenceRouter``, and ``AddTags`` / ``DeleteTags`` for tag changes.
+``DeleteInferenceRouter``, and ``ListTags`` / ``AddTags`` / ``DeleteTags`` for its tags.
 
 Environment variables
 ---------------------
@@ -17,24 +17,36 @@ OldResourceProperties). ResourceProperties (strict: any other key is refused):
     RouterName       the InferenceRouterName (1-63 letters, digits and hyphens); the physical id
     RoutingTargets   the API's RoutingTargets, exactly (Name, Destinations[].ResourceArn, RoutingPreference,
                      AsyncInferenceConfig); numbers may come as strings, as CloudFormation passes them
-    Tags             optional list of {Key, Value}
+    Tags             optional list of {Key, Value}, at most 48 (SageMaker's 50 less the two owner tags); no key
+                     may start with ``sagemaker-llm-cdk:``, which the owner tags use
     ServiceToken     ignored
 
 on_event
 --------
 Create: ``CreateInferenceRouter`` with a ``ClientToken`` made from the stack, the logical id and the request id, so
 a repeated delivery of the same request creates nothing twice; returns the name as the physical id.
+Every router this function creates carries two owner tags, ``sagemaker-llm-cdk:stack-id`` (the StackId) and
+``sagemaker-llm-cdk:logical-id`` (the LogicalResourceId): they say which resource of which stack made it, and the
+function's role may describe, update and delete a router only when they name its own stack and resource, so the
+cleanup Delete of an old name still works after a rename has moved the role's policy to the new name.
 Update, same name: ``UpdateInferenceRouter`` with the complete routing targets (the API replaces all of them),
-then tags added or removed; a ``ConflictException`` (the router is still changing) leaves the update to
-is_complete. Update, new name: a new router is created and its name returned, so CloudFormation deletes the
-old one after the update (and keeps it on a rollback). Delete: ``DeleteInferenceRouter``; a router that is not
-there is deleted already; a ``ConflictException`` leaves the delete to is_complete.
+then the tags brought to the properties (``ListTags``: the owner tags too, for a router made before they
+existed); a ``ConflictException`` (the router is still changing) leaves the update to is_complete. Update, new
+name: a new router is created and its name returned, so CloudFormation deletes the old one in the cleanup. If a
+router of the new name exists and its owner tags name this stack and resource, it is this resource's earlier
+router, still there because the cleanup has not run: the rollback of a rename can send exactly this (Update with
+the old properties, the new router's name as physical id). It is brought to the properties and its name
+returned, and CloudFormation deletes the newer router in the rollback's cleanup. A router of that name without
+these tags is never adopted: the update fails and nothing is changed. Delete: ``DeleteInferenceRouter``; a
+router that is not there is deleted already; a ``ConflictException`` leaves the delete to is_complete.
 
 is_complete
 -----------
-Create/Update: done when the router is ``InService`` with exactly the routing targets asked for (an
-``InService`` router that still shows other targets gets the update sent again, which the API treats as
-idempotent); fails with the router's ``StatusReason`` when it is ``Failed``. Returns Data
+Create/Update: done when the router is ``InService`` with the routing targets asked for: the same targets, each with
+the destinations asked for and every setting the properties give, as given (a setting they leave out may show
+SageMaker's default, such as ``RoutingPreference`` or ``MaxTimeInBacklogSeconds``). An ``InService`` router that
+still shows other targets gets the update sent again, which the API treats as idempotent; fails with the
+router's ``StatusReason`` when it is ``Failed``. Returns Data
 {InferenceRouterArn, InferenceRouterName}. Delete: done when ``DescribeInferenceRouter`` no longer finds it;
 a router that is still there and not ``Deleting`` gets the delete sent again.
 
@@ -68,6 +80,13 @@ logger = Logger()
 RESOURCE_TYPE = "Custom::SageMakerInferenceRouter"
 MAX_MESSAGE_CHARS = 3500
 ROUTING_STATUSES = ("Routable", "Unroutable", "Unknown")
+OWNER_TAG_PREFIX = "sagemaker-llm-cdk:"
+STACK_TAG = f"{OWNER_TAG_PREFIX}stack-id"
+"""Owner tag: the StackId of the stack whose resource created the router (the role's policy matches it)."""
+LOGICAL_ID_TAG = f"{OWNER_TAG_PREFIX}logical-id"
+"""Owner tag: the LogicalResourceId of the resource that created the router (the role's policy matches it)."""
+MAX_USER_TAGS = 48
+"""SageMaker's 50 tags per resource, less the two owner tags."""
 _sagemaker = clients.client_getter("sagemaker", retries={"mode": "standard", "max_attempts": 5})
 _cloudwatch = clients.client_getter("cloudwatch", retries={"mode": "standard", "max_attempts": 5})
 
@@ -142,10 +161,18 @@ def _models() -> SimpleNamespace:
         key: str = Field(alias="Key", min_length=1, max_length=128)
         value: str = Field(alias="Value", max_length=256)
 
+        @field_validator("key")
+        @classmethod
+        def _not_an_owner_tag(cls, value: str) -> str:
+            if value.startswith(OWNER_TAG_PREFIX):
+                raise ValueError(f"tag key {value!r} starts with {OWNER_TAG_PREFIX!r}, which the router's owner tags "
+                                 "use; rename the tag")
+            return value
+
     class RouterProperties(_Strict):
         router_name: str = Field(alias="RouterName", pattern=name_pattern)
         routing_targets: list[TargetModel] = Field(alias="RoutingTargets", min_length=1, max_length=20)
-        tags: list[TagModel] = Field(default_factory=list, alias="Tags", max_length=50)
+        tags: list[TagModel] = Field(default_factory=list, alias="Tags", max_length=MAX_USER_TAGS)
 
     return SimpleNamespace(RouterProperties=RouterProperties, RouterEvent=custom_resource.CustomResourceEvent)
 
@@ -191,33 +218,64 @@ def _describe(name: str) -> dict[str, Any] | None:
         raise
 
 
-def _comparable(targets: list[dict[str, Any]], asked: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Routing targets keyed by name, destinations as a set of lowercase ARNs, without RoutingStatus; with ``asked``,
-    only the members the request sets (SageMaker fills in its defaults, such as RoutingPreference)."""
-    keys = {t["Name"]: set(t) for t in asked} if asked is not None else None
-    result: dict[str, Any] = {}
-    for target in targets:
-        name = str(target.get("Name"))
-        entry = {key: value for key, value in target.items()
-                 if key not in ("Name", "Destinations") and (keys is None or key in keys.get(name, set()))}
-        entry["Destinations"] = sorted(str(d.get("ResourceArn", "")).lower() for d in target.get("Destinations", []))
-        result[name] = entry
-    return result
+def _covers(asked: Any, described: Any) -> bool:
+    """Whether ``described`` shows everything ``asked`` sets: every member of a structure asked for, as asked (members
+    it leaves out may hold SageMaker's defaults); anything else equal."""
+    if isinstance(asked, dict):
+        return isinstance(described, dict) and all(key in described and _covers(value, described[key])
+                                                   for key, value in asked.items())
+    return bool(asked == described)
+
+
+def _destinations(target: dict[str, Any]) -> list[str]:
+    return sorted(str(d.get("ResourceArn", "")).lower() for d in target.get("Destinations") or [])
 
 
 def _settled(described: dict[str, Any], asked: list[dict[str, Any]]) -> bool:
-    return _comparable(described.get("RoutingTargets") or [], asked) == _comparable(asked)
+    """Whether the router shows the routing targets asked for: the same target names, each with the same destinations
+    (ARNs compared in lowercase, RoutingStatus ignored) and every other setting asked for, as asked."""
+    shown = {str(t.get("Name")): t for t in described.get("RoutingTargets") or []}
+    if set(shown) != {t["Name"] for t in asked}:
+        return False
+    for target in asked:
+        have = shown[target["Name"]]
+        if _destinations(have) != _destinations(target):
+            return False
+        if not _covers({k: v for k, v in target.items() if k not in ("Name", "Destinations")}, have):
+            return False
+    return True
 
 
-def _create(event: dict[str, Any], props: RouterProperties) -> dict[str, Any]:
+def owner_tags(event: dict[str, Any]) -> dict[str, str]:
+    """The owner tags of the router this event's resource creates: its stack and logical id, as CloudFormation names
+    them (the role's policy allows describe, update and delete on routers whose tags are these)."""
+    return {STACK_TAG: str(event.get("StackId", "")), LOGICAL_ID_TAG: str(event.get("LogicalResourceId", ""))}
+
+
+def _tags(arn: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    request: dict[str, Any] = {"ResourceArn": arn}
+    while True:
+        answer = _sagemaker().list_tags(**request)
+        found.update({str(t.get("Key")): str(t.get("Value", "")) for t in answer.get("Tags") or []})
+        if not answer.get("NextToken"):
+            return found
+        request["NextToken"] = answer["NextToken"]
+
+
+def _create(event: dict[str, Any], props: RouterProperties, *, adopt: bool = False) -> dict[str, Any]:
+    """Create the router; with ``adopt``, a router of that name whose owner tags name this stack and resource is
+    brought to ``props`` instead (any other router of that name is refused)."""
     request: dict[str, Any] = {"InferenceRouterName": props.router_name, "RoutingTargets": routing_targets(props),
-                               "ClientToken": client_token(event, props.router_name)}
-    if props.tags:
-        request["Tags"] = [t.model_dump(by_alias=True) for t in props.tags]
+                               "ClientToken": client_token(event, props.router_name),
+                               "Tags": [t.model_dump(by_alias=True) for t in props.tags]
+                               + [{"Key": k, "Value": v} for k, v in owner_tags(event).items()]}
     try:
         arn = _sagemaker().create_inference_router(**request)["InferenceRouterArn"]
     except ClientError as error:
         if error_code(error) == "ResourceAlreadyExists":
+            if adopt:
+                return _adopt(event, props)
             raise RouterFailedError(
                 f"An inference router named '{props.router_name}' already exists in this account and region and was not "
                 "created by this request; nothing was changed. To do: delete it, or set router_name to another name."
@@ -227,6 +285,32 @@ def _create(event: dict[str, Any], props: RouterProperties) -> dict[str, Any]:
     logger.info("Router creation started", extra={"router": props.router_name, "arn": arn})
     return {"PhysicalResourceId": props.router_name, "Data": {"InferenceRouterArn": arn,
                                                                "InferenceRouterName": props.router_name}}
+
+
+def _adopt(event: dict[str, Any], props: RouterProperties) -> dict[str, Any]:
+    """The router named ``props.router_name`` exists: this resource's own earlier router (its owner tags name this
+    stack and resource, as on the rollback of a rename, before the cleanup deleted it) is brought to ``props``;
+    any other is refused, unchanged."""
+    name = props.router_name
+    described = _describe(name)
+    if described is None:
+        raise RouterFailedError(f"Inference router '{name}' was deleted while this request created it; nothing was "
+                                "changed. To do: deploy again.")
+    tags = _tags(described["InferenceRouterArn"])
+    mine = owner_tags(event)
+    if any(tags.get(key) != value for key, value in mine.items()):
+        raise RouterFailedError(
+            f"An inference router named '{name}' already exists in this account and region and this resource did not "
+            f"create it (its tags {STACK_TAG} and {LOGICAL_ID_TAG} do not name stack {mine[STACK_TAG]} and resource "
+            f"{mine[LOGICAL_ID_TAG]}); nothing was changed. To do: delete it, or set router_name to another name.")
+    if described.get("Status") == "Deleting":
+        raise RouterFailedError(f"Inference router '{name}' is being deleted, so it cannot take these properties; "
+                                "nothing was changed. To do: deploy again once it is gone.")
+    logger.info("This resource's earlier router is still there: brought to the properties", extra={"router": name})
+    _send_update(props)
+    _sync_tags(described["InferenceRouterArn"], event, props, event.get("OldResourceProperties") or {}, tags)
+    return {"PhysicalResourceId": name,
+            "Data": {"InferenceRouterArn": described["InferenceRouterArn"], "InferenceRouterName": name}}
 
 
 def _send_update(props: RouterProperties) -> bool:
@@ -244,11 +328,15 @@ def _send_update(props: RouterProperties) -> bool:
     return True
 
 
-def _update_tags(arn: str, props: RouterProperties, old: dict[str, Any]) -> None:
-    new = {t.key: t.value for t in props.tags}
-    before = {str(t.get("Key")): str(t.get("Value")) for t in (old.get("Tags") or []) if isinstance(t, dict)}
-    gone = sorted(set(before) - set(new))
-    changed = [{"Key": k, "Value": v} for k, v in new.items() if before.get(k) != v]
+def _sync_tags(arn: str, event: dict[str, Any], props: RouterProperties, old: dict[str, Any],
+               current: dict[str, str] | None = None) -> None:
+    """Bring the router's tags to the properties' and the owner tags: add what differs, remove what the old properties
+    set and the new ones do not (tags set outside CloudFormation are left alone)."""
+    have = _tags(arn) if current is None else current
+    wanted = {**{t.key: t.value for t in props.tags}, **owner_tags(event)}
+    before = {str(t.get("Key")) for t in (old.get("Tags") or []) if isinstance(t, dict)}
+    gone = sorted((before - set(wanted)) & set(have))
+    changed = [{"Key": k, "Value": v} for k, v in wanted.items() if have.get(k) != v]
     if gone:
         _sagemaker().delete_tags(ResourceArn=arn, TagKeys=gone)
     if changed:
@@ -258,16 +346,16 @@ def _update_tags(arn: str, props: RouterProperties, old: dict[str, Any]) -> None
 def _update(event: dict[str, Any], request: RouterEvent, props: RouterProperties) -> dict[str, Any]:
     old = request.old_resource_properties or {}
     if request.physical_resource_id != props.router_name:
-        logger.info("Router renamed: a new router replaces the old one",
+        logger.info("Router renamed: the router of the new name serves, CloudFormation deletes the other",
                     extra={"old": request.physical_resource_id, "new": props.router_name})
-        return _create(event, props)
+        return _create(event, props, adopt=True)
     described = _describe(props.router_name)
     if described is None:
         raise RouterFailedError(
             f"Inference router '{props.router_name}' was not found, so it cannot be updated (was it deleted outside "
             "CloudFormation?). To do: set router_name to a new name so CloudFormation creates a router with it.")
     _send_update(props)
-    _update_tags(described["InferenceRouterArn"], props, old)
+    _sync_tags(described["InferenceRouterArn"], event, props, old)
     return {"PhysicalResourceId": props.router_name,
             "Data": {"InferenceRouterArn": described["InferenceRouterArn"], "InferenceRouterName": props.router_name}}
 

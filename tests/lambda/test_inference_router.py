@@ -19,6 +19,10 @@ EAST = "arn:aws:sagemaker:us-east-1:111111111111:inference-component/Prod-SageMa
 WEST = "arn:aws:sagemaker:us-west-2:222222222222:inference-component/Prod-SageMakerLlm-qwen3-8b"
 ASYNC_ENDPOINT = "arn:aws:sagemaker:eu-west-1:222222222222:endpoint/batch-async"
 NOW = datetime(2027, 1, 10, tzinfo=timezone.utc)
+STACK_ID = "arn:aws:cloudformation:us-east-1:111111111111:stack/Routers/guid"
+OWNER = [{"Key": "sagemaker-llm-cdk:stack-id", "Value": STACK_ID},
+         {"Key": "sagemaker-llm-cdk:logical-id", "Value": "ChatRouter"}]
+"""The owner tags the handler sets on a router that the resource ``ChatRouter`` of stack ``STACK_ID`` creates."""
 TARGETS = [{"Name": "qwen3-8b", "Destinations": [{"ResourceArn": EAST}, {"ResourceArn": WEST}],
             "RoutingPreference": "LocalRegionFirst"}]
 PROPS: dict[str, Any] = {
@@ -44,7 +48,7 @@ def sm(router):
 
 def event(request_type: str, props: dict[str, Any] = PROPS, **extra: Any) -> dict[str, Any]:
     return {"RequestType": request_type, "ResourceType": "Custom::SageMakerInferenceRouter",
-            "StackId": "arn:aws:cloudformation:us-east-1:111111111111:stack/Routers/guid", "RequestId": "req-1",
+            "StackId": STACK_ID, "RequestId": "req-1",
             "LogicalResourceId": "ChatRouter", "ResourceProperties": props, **extra}
 
 
@@ -67,6 +71,10 @@ def described(status: str = "InService", targets: list[dict[str, Any]] | None = 
     return answer
 
 
+def expect_tags(sm: Stubber, tags: list[dict[str, str]], arn: str = ARN) -> None:
+    expect(sm, "list_tags", {"ResourceArn": arn}, {"Tags": tags})
+
+
 def expect_describe(sm: Stubber, answer: dict[str, Any] | None) -> None:
     params = {"InferenceRouterName": ROUTER}
     assert_valid_request("sagemaker", "DescribeInferenceRouter", params)
@@ -83,7 +91,7 @@ def expect_describe(sm: Stubber, answer: dict[str, Any] | None) -> None:
 def test_create_sends_the_targets_with_an_idempotency_token_and_returns_the_name(router, sm, lambda_context):
     token = router.client_token(event("Create"), ROUTER)
     expect(sm, "create_inference_router", {"InferenceRouterName": ROUTER, "RoutingTargets": TARGETS,
-                                           "ClientToken": token, "Tags": [{"Key": "team", "Value": "llm"}]},
+                                           "ClientToken": token, "Tags": [{"Key": "team", "Value": "llm"}, *OWNER]},
            {"InferenceRouterArn": ARN})
 
     result = router.on_event(event("Create"), lambda_context)
@@ -112,7 +120,8 @@ def test_an_async_target_is_sent_with_numbers_as_numbers(router, sm, lambda_cont
     sent = deepcopy(targets)
     sent[0]["AsyncInferenceConfig"]["ClientConfig"]["MaxTimeInBacklogSeconds"] = 600
     expect(sm, "create_inference_router", {"InferenceRouterName": ROUTER, "RoutingTargets": sent,
-                                           "ClientToken": router.client_token(event("Create", props), ROUTER)},
+                                           "ClientToken": router.client_token(event("Create", props), ROUTER),
+                                           "Tags": OWNER},
            {"InferenceRouterArn": ARN})
 
     router.on_event(event("Create", props), lambda_context)
@@ -168,6 +177,7 @@ def test_update_sends_every_target_and_changes_only_the_tags_that_changed(router
     expect_describe(sm, described())
     expect(sm, "update_inference_router", {"InferenceRouterName": ROUTER, "RoutingTargets": new_targets},
            {"InferenceRouterArn": ARN})
+    expect_tags(sm, [{"Key": "team", "Value": "llm"}, {"Key": "cost-centre", "Value": "set-by-hand"}, *OWNER])
     expect(sm, "add_tags", {"ResourceArn": ARN, "Tags": [{"Key": "team", "Value": "ml"}]}, {"Tags": []})
 
     result = router.on_event(event("Update", props, PhysicalResourceId=ROUTER, OldResourceProperties=PROPS),
@@ -198,6 +208,7 @@ def test_an_update_while_the_router_changes_is_sent_when_it_settles(router, sm, 
     expect_describe(sm, described("Updating"))
     sm.add_client_error("update_inference_router", service_error_code="ConflictException",
                         service_message="The router is being updated")
+    expect_tags(sm, [{"Key": "team", "Value": "llm"}, *OWNER])
 
     result = router.on_event(event("Update", props, PhysicalResourceId=ROUTER, OldResourceProperties=PROPS),
                              lambda_context)
@@ -218,12 +229,114 @@ def test_a_rename_creates_a_new_router_so_cloudformation_deletes_the_old(router,
     update = event("Update", renamed, PhysicalResourceId=ROUTER, OldResourceProperties=PROPS)
     expect(sm, "create_inference_router", {
         "InferenceRouterName": "SageMakerLlm-Chat2", "RoutingTargets": TARGETS,
-        "ClientToken": router.client_token(update, "SageMakerLlm-Chat2"), "Tags": [{"Key": "team", "Value": "llm"}]},
+        "ClientToken": router.client_token(update, "SageMakerLlm-Chat2"), "Tags": [{"Key": "team", "Value": "llm"}, *OWNER]},
         {"InferenceRouterArn": ARN + "2"})
 
     result = router.on_event(update, lambda_context)
 
     assert result["PhysicalResourceId"] == "SageMakerLlm-Chat2"
+
+
+def test_an_async_target_is_settled_when_it_shows_what_was_asked_with_the_services_defaults(router, sm, lambda_context):
+    asked = [{"Name": "batch", "Destinations": [{"ResourceArn": ASYNC_ENDPOINT}],
+              "AsyncInferenceConfig": {"OutputConfig": {"S3OutputPath": "s3://router-results/out/",
+                                                        "S3FailurePath": "s3://router-results/failed/"}}}]
+    props = {**PROPS, "RoutingTargets": asked}
+    waiting = event("Update", props, PhysicalResourceId=ROUTER, OldResourceProperties=PROPS)
+    shown = deepcopy(asked)
+    shown[0]["RoutingPreference"] = "LocalRegionFirst"
+    shown[0]["AsyncInferenceConfig"]["ClientConfig"] = {"MaxTimeInBacklogSeconds": 900}
+    expect_describe(sm, described("InService", shown, statuses=("Routable",)))
+
+    assert router.is_complete(waiting, lambda_context)["IsComplete"] is True
+
+
+def test_an_async_setting_the_router_does_not_show_yet_is_sent_again(router, sm, lambda_context):
+    asked = [{"Name": "batch", "Destinations": [{"ResourceArn": ASYNC_ENDPOINT}],
+              "AsyncInferenceConfig": {"OutputConfig": {"S3OutputPath": "s3://router-results/out/",
+                                                        "S3FailurePath": "s3://router-results/failed/"},
+                                       "ClientConfig": {"MaxTimeInBacklogSeconds": 600}}}]
+    props = {**PROPS, "RoutingTargets": asked}
+    waiting = event("Update", props, PhysicalResourceId=ROUTER, OldResourceProperties=PROPS)
+    shown = deepcopy(asked)
+    shown[0]["AsyncInferenceConfig"]["ClientConfig"] = {"MaxTimeInBacklogSeconds": 900}
+    expect_describe(sm, described("InService", shown, statuses=("Routable",)))
+    expect(sm, "update_inference_router", {"InferenceRouterName": ROUTER, "RoutingTargets": asked},
+           {"InferenceRouterArn": ARN})
+
+    assert router.is_complete(waiting, lambda_context) == {"IsComplete": False}
+
+
+def test_a_router_made_before_the_owner_tags_gets_them_on_its_next_update(router, sm, lambda_context):
+    expect_describe(sm, described())
+    expect(sm, "update_inference_router", {"InferenceRouterName": ROUTER, "RoutingTargets": TARGETS},
+           {"InferenceRouterArn": ARN})
+    expect_tags(sm, [{"Key": "team", "Value": "llm"}])
+    expect(sm, "add_tags", {"ResourceArn": ARN, "Tags": OWNER}, {"Tags": []})
+
+    router.on_event(event("Update", PROPS, PhysicalResourceId=ROUTER, OldResourceProperties=PROPS), lambda_context)
+
+
+def test_the_rollback_of_a_rename_brings_this_resources_earlier_router_back(router, sm, lambda_context):
+    """Rollback of SageMakerLlm-Chat -> SageMakerLlm-Chat2: Update with the old properties, the new router as physical
+    id; the old router is still there (the cleanup never ran) and carries this resource's owner tags."""
+    renamed = {**PROPS, "RouterName": "SageMakerLlm-Chat2", "RoutingTargets": [
+        {"Name": "qwen3-8b", "Destinations": [{"ResourceArn": EAST}]}]}
+    rollback = event("Update", PROPS, PhysicalResourceId="SageMakerLlm-Chat2", OldResourceProperties=renamed)
+    sm.add_client_error("create_inference_router", service_error_code="ResourceAlreadyExists",
+                        service_message="already exists")
+    expect_describe(sm, described())
+    expect_tags(sm, [{"Key": "team", "Value": "llm"}, *OWNER])
+    expect(sm, "update_inference_router", {"InferenceRouterName": ROUTER, "RoutingTargets": TARGETS},
+           {"InferenceRouterArn": ARN})
+
+    result = router.on_event(rollback, lambda_context)
+
+    assert result == {"PhysicalResourceId": ROUTER, "Data": {"InferenceRouterArn": ARN, "InferenceRouterName": ROUTER}}
+
+
+@pytest.mark.parametrize("tags", [[], [{"Key": "sagemaker-llm-cdk:stack-id", "Value": STACK_ID},
+                                       {"Key": "sagemaker-llm-cdk:logical-id", "Value": "OtherRouter"}]],
+                         ids=["untagged", "another-resource"])
+def test_a_router_of_the_new_name_this_resource_did_not_create_is_never_adopted(router, sm, lambda_context, tags):
+    renamed = {**PROPS, "RouterName": "SageMakerLlm-Chat2"}
+    rollback = event("Update", PROPS, PhysicalResourceId="SageMakerLlm-Chat2", OldResourceProperties=renamed)
+    sm.add_client_error("create_inference_router", service_error_code="ResourceAlreadyExists",
+                        service_message="already exists")
+    expect_describe(sm, described())
+    expect_tags(sm, tags)
+
+    with pytest.raises(router.RouterFailedError, match=(
+            r"An inference router named 'SageMakerLlm-Chat' already exists in this account and region and this "
+            r"resource did not create it \(its tags sagemaker-llm-cdk:stack-id and sagemaker-llm-cdk:logical-id do not "
+            r"name stack arn:aws:cloudformation:us-east-1:111111111111:stack/Routers/guid and resource ChatRouter\); "
+            r"nothing was changed\. To do: delete it, or set router_name to another name\.")):
+        router.on_event(rollback, lambda_context)
+
+
+def test_a_router_being_deleted_is_not_brought_back(router, sm, lambda_context):
+    renamed = {**PROPS, "RouterName": "SageMakerLlm-Chat2"}
+    rollback = event("Update", PROPS, PhysicalResourceId="SageMakerLlm-Chat2", OldResourceProperties=renamed)
+    sm.add_client_error("create_inference_router", service_error_code="ResourceAlreadyExists",
+                        service_message="already exists")
+    expect_describe(sm, described("Deleting"))
+    expect_tags(sm, OWNER)
+
+    with pytest.raises(router.RouterFailedError, match=r"Inference router 'SageMakerLlm-Chat' is being deleted, so it "
+                                                       r"cannot take these properties; nothing was changed\. To do: "
+                                                       r"deploy again once it is gone\."):
+        router.on_event(rollback, lambda_context)
+
+
+def test_tags_of_the_owner_tags_prefix_and_too_many_tags_are_refused(router, sm, lambda_context):
+    owner_like = {**PROPS, "Tags": [{"Key": "sagemaker-llm-cdk:stack-id", "Value": "mine"}]}
+    with pytest.raises(router.RouterEventError, match=r"Tags\.0\.Key: .*tag key 'sagemaker-llm-cdk:stack-id' starts "
+                                                      r"with 'sagemaker-llm-cdk:', which the router's owner tags use; "
+                                                      r"rename the tag"):
+        router.on_event(event("Create", owner_like), lambda_context)
+    many = {**PROPS, "Tags": [{"Key": f"k{i}", "Value": "v"} for i in range(49)]}
+    with pytest.raises(router.RouterEventError, match=r"Tags: .*at most 48"):
+        router.on_event(event("Create", many), lambda_context)
 
 
 # ------------------------------------------------------------------------------------------ delete
@@ -297,3 +410,12 @@ def test_the_check_needs_its_environment(router, lambda_context, monkeypatch):
 
     with pytest.raises(router.RouterEventError, match=r"ROUTER_NAME"):
         router.check({}, lambda_context)
+
+
+def test_the_owner_tags_are_the_ones_the_construct_allows_and_validates(router):
+    """The construct's policy matches the owner tags by these keys and keeps ``tags`` within what the handler takes."""
+    from sagemaker_llm_cdk.routing import router as construct
+
+    assert (construct.STACK_TAG, construct.LOGICAL_ID_TAG) == (router.STACK_TAG, router.LOGICAL_ID_TAG)
+    assert construct.MAX_TAGS == router.MAX_USER_TAGS
+    assert router.owner_tags(event("Create")) == {t["Key"]: t["Value"] for t in OWNER}

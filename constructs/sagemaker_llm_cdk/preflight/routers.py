@@ -113,11 +113,12 @@ def caller_resources(ctx: PreflightContext, router: Any) -> list[tuple[str, list
     targets (a model's inference component in the target account and region, as the stack names it; a destination
     given by ARN, and for a component also its endpoint, as IAM checks both), real-time and asynchronous apart."""
     from ..core.name_rules import as_prefix, prefixed_name
+    from ..routing.settings import default_router_name
 
     assert ctx.account is not None and ctx.region is not None
     partition = ctx.partition or "aws"
     region = router.home_region or ctx.region
-    name = router.router_name or f"{ctx.config.stack_name}-{router.name}"[:63].rstrip("-")
+    name = router.router_name or default_router_name(ctx.config.stack_name, router.name)
     prefix = as_prefix(ctx.config.stack_name)
     models = {m.name: m for _, endpoint in ctx.endpoints() for m in endpoint.models}
     needs: dict[str, list[str]] = {}

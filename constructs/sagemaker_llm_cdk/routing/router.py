@@ -6,6 +6,13 @@ framework with an is-complete waiter, handler ``lambda/inference_router``) that 
 routing targets (the API replaces all of them) and waits again, and deletes it and waits until it is gone. A new
 ``router_name`` is a new physical id: a new router is created and CloudFormation deletes the old one.
 
+The handler tags every router it creates with its owner (``OWNER_TAGS``: the stack id and the custom resource's
+logical id). The functions may describe, update and delete any router of the stack's account and region whose
+owner tags are theirs, whatever its name: CloudFormation updates the functions' policy to a new ``router_name``
+before its cleanup deletes the old router, and a rollback of the rename brings the old router back after the
+update moved the policy away from it. The tags are also how the handler tells this resource's own earlier
+router from a router of that name that someone else made, which it never adopts.
+
 A routing target's destinations are endpoints or inference components in any account and any region of the
 router's partition (``Destination``). The router calls each destination with the caller's own credentials, so
 ``grant_invoke`` allows the router *and* every destination, with their exact ARNs, and a destination in another
@@ -55,6 +62,19 @@ RESOURCE_TYPE = "Custom::SageMakerInferenceRouter"
 HANDLER_FOLDER = "inference_router"
 METRICS_NAMESPACE = "SageMakerLlm/InferenceRouter"
 """Namespace of the scheduled check's metrics (dimensions InferenceRouterName, and RoutingTarget per target)."""
+STACK_TAG = "sagemaker-llm-cdk:stack-id"
+LOGICAL_ID_TAG = "sagemaker-llm-cdk:logical-id"
+OWNER_TAGS = (STACK_TAG, LOGICAL_ID_TAG)
+"""The tags the handler sets on each router it creates: the StackId and the custom resource's LogicalResourceId
+(the handler's ``STACK_TAG`` and ``LOGICAL_ID_TAG``; a test keeps the two equal). Tags of ``tags`` may not use the
+``sagemaker-llm-cdk:`` prefix."""
+MAX_TAGS = 48
+"""Tags a router may take from ``tags``: SageMaker's 50 per resource, less the two owner tags."""
+OWNED_ROUTER_ACTIONS = ("sagemaker:DescribeInferenceRouter", "sagemaker:UpdateInferenceRouter",
+                        "sagemaker:DeleteInferenceRouter")
+"""What the handler does to a router by name after a rename moved the policy away from it (the cleanup's delete and
+its wait; a rollback's update and its wait): AWS evaluates ``aws:ResourceTag`` for exactly these three (and the
+invoke actions), so they are allowed on any router whose owner tags are this resource's."""
 MANAGE_ACTIONS = ("sagemaker:CreateInferenceRouter", "sagemaker:DescribeInferenceRouter",
                   "sagemaker:UpdateInferenceRouter", "sagemaker:DeleteInferenceRouter", "sagemaker:AddTags",
                   "sagemaker:DeleteTags")
@@ -257,6 +277,7 @@ class InferenceRouter(Construct):
         problem = schedule_problem("check_schedule", check_schedule)
         if problem:
             problems.append(problem)
+        problems.extend(tag_problems(tags or {}))
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
         self.targets = tuple(targets)
@@ -321,6 +342,7 @@ class InferenceRouter(Construct):
         self.custom_resource = CustomResource(self, "Resource", service_token=self.provider.service_token,
                                               resource_type=RESOURCE_TYPE, properties=properties)
         self.node.default_child = self.custom_resource
+        self._grant_owned_routers(stack)
         self.arn_from_sagemaker = self.custom_resource.get_att_string("InferenceRouterArn")
         """The ARN as SageMaker returns it (a deploy-time value; ``router_arn`` is known at synth)."""
 
@@ -363,6 +385,19 @@ class InferenceRouter(Construct):
             return list(self._router_arns)
         return list(dict.fromkeys(stack.format_arn(service="sagemaker", resource="inference-router",
                                                    resource_name=f"{form}-*") for form in (prefix, prefix.lower())))
+
+    def _grant_owned_routers(self, stack: Stack) -> None:
+        """Describe, update and delete on every router whose owner tags are this resource's, and ListTags on the
+        account's routers (read only: the handler reads a router's owner tags before it brings it back)."""
+        any_router = stack.format_arn(service="sagemaker", resource="inference-router", resource_name="*")
+        logical_id = stack.get_logical_id(self.custom_resource.node.default_child)  # type: ignore[arg-type]
+        owned = {"StringEquals": {f"aws:ResourceTag/{STACK_TAG}": Aws.STACK_ID,
+                                  f"aws:ResourceTag/{LOGICAL_ID_TAG}": logical_id}}
+        for function in (self.on_event_function, self.is_complete_function):
+            grants.grant(function, sid="ManageRoutersThisResourceCreated", actions=list(OWNED_ROUTER_ACTIONS),
+                         resources=[any_router], conditions=owned, reason=_OWNED_REASON)
+        grants.grant(self.on_event_function, sid="ReadRouterOwnerTags", actions=["sagemaker:ListTags"],
+                     resources=[any_router], reason=_OWNER_TAGS_REASON)
 
     def destination_arns(self) -> list[str]:
         """Every ARN IAM checks for the destinations of every target (endpoints and components, as written and in
@@ -464,6 +499,26 @@ _RENAME_REASON = ("A new router_name replaces the router: CloudFormation deletes
                   "this stack gives its routers.")
 
 
+_OWNED_REASON = ("A new router_name moves this policy to the new router before CloudFormation's cleanup deletes the old "
+                 "one (and a rollback brings the old one back): describe, update and delete on inference-router/* only "
+                 f"where the router's {STACK_TAG} and {LOGICAL_ID_TAG} tags, which the handler sets when it creates a "
+                 "router, name this stack and this custom resource.")
+_OWNER_TAGS_REASON = ("sagemaker:ListTags on inference-router/* reads tags only: before the rollback of a rename brings "
+                      "this resource's earlier router back, the handler reads its owner tags (a router of that name "
+                      "that this resource did not create is never adopted), and that name is not this policy's any more.")
+
+
+def tag_problems(tags: Mapping[str, str]) -> list[Problem]:
+    """What the handler would refuse in a router's ``tags``: the owner tags' prefix, or more than ``MAX_TAGS``."""
+    problems = [Problem(f"tags[{key!r}]", key, "a tag key that does not start with 'sagemaker-llm-cdk:' (the owner "
+                        "tags the handler sets use it)", "rename the tag") for key in tags
+                if key.startswith("sagemaker-llm-cdk:")]
+    if len(tags) > MAX_TAGS:
+        problems.append(Problem("tags", len(tags), f"at most {MAX_TAGS} tags (SageMaker's 50 per router, less the two "
+                                "owner tags)", "remove tags"))
+    return problems
+
+
 def endpoint_policies(*, router_name: str, router_account: str, router_region: str, targets: Sequence[RouterTarget],
                       account: str, region: str) -> dict[str, Any] | None:
     """``{endpoint name: policy document}`` for the destinations of ``targets`` in ``account`` and ``region``, as
@@ -491,18 +546,22 @@ def endpoint_policies(*, router_name: str, router_account: str, router_region: s
 
 def endpoint_policy_document(*, router_account: str, router_arns: Iterable[str], endpoint_arn: str,
                              asynchronous: bool = False) -> dict[str, Any]:
-    """AWS's endpoint policy for a destination in another account: invoke only through the router, and describe."""
+    """AWS's endpoint policy for a destination in another account: invoke only through the router, and describe.
+    The endpoint's ARN is listed as written and in lowercase (SageMaker writes names in lowercase in the ARNs it
+    returns; IAM compares ARNs as written), as ``Destination.iam_arns`` does; once when the two are the same."""
+    forms = list(dict.fromkeys([endpoint_arn, _lower_name(endpoint_arn)]))
+    resource: str | list[str] = forms[0] if len(forms) == 1 else forms
     return {
         "Version": "2012-10-17",
         "Statement": [
             {"Sid": "InvokeThroughRouter", "Effect": "Allow",
              "Principal": {"AWS": f"arn:{_partition(endpoint_arn)}:iam::{router_account}:root"},
              "Action": "sagemaker:InvokeEndpointAsync" if asynchronous else "sagemaker:InvokeEndpoint",
-             "Resource": endpoint_arn,
+             "Resource": resource,
              "Condition": {"ArnEquals": {"sagemaker:SourceInferenceRouterArn": list(router_arns)}}},
             {"Sid": "DescribeForRouter", "Effect": "Allow",
              "Principal": {"AWS": f"arn:{_partition(endpoint_arn)}:iam::{router_account}:root"},
-             "Action": "sagemaker:DescribeEndpoint", "Resource": endpoint_arn},
+             "Action": "sagemaker:DescribeEndpoint", "Resource": resource},
         ],
     }
 
