@@ -109,13 +109,13 @@ def test_the_budget_filters_on_the_tag_and_alerts_actual_and_forecasted(env):
     template.has_resource_properties("AWS::Budgets::Budget", {
         "Budget": {"BudgetType": "COST", "TimeUnit": "MONTHLY", "BudgetLimit": {"Amount": 5000, "Unit": "USD"},
                    "CostFilters": {"TagKeyValue": ["user:project$llm"]},
-                   "BudgetName": stack.resolve(f"Budgeted-{stack.region}-monthly")},
+                   "BudgetName": stack.resolve(_budget.budget_name)},
         "NotificationsWithSubscribers": [
             {"Notification": {"NotificationType": kind, "ComparisonOperator": "GREATER_THAN", "Threshold": percent,
                               "ThresholdType": "PERCENTAGE"}, "Subscribers": subscribers}
             for kind, percent in (("ACTUAL", 80), ("ACTUAL", 100), ("FORECASTED", 100))],
     })
-    budget_arn = stack.resolve(f"arn:{stack.partition}:budgets::{stack.account}:budget/Budgeted-{stack.region}-monthly")
+    budget_arn = stack.resolve(f"arn:{stack.partition}:budgets::{stack.account}:budget/{_budget.budget_name}")
     conditions = {"StringEquals": {"aws:SourceAccount": stack.resolve(stack.account)},
                   "ArnLike": {"aws:SourceArn": budget_arn}}
     template.has_resource_properties("AWS::SNS::TopicPolicy", {"PolicyDocument": {"Statement": Match.array_with([{
@@ -126,7 +126,81 @@ def test_the_budget_filters_on_the_tag_and_alerts_actual_and_forecasted(env):
         "Action": ["kms:Decrypt", "kms:GenerateDataKey*"], "Condition": conditions})])}})
     if env is not None:  # an account- and region-bound stack names its account and region
         assert conditions["StringEquals"]["aws:SourceAccount"] == "123456789012"
-        assert stack.resolve(f"Budgeted-{stack.region}-monthly") == "Budgeted-us-east-1-monthly"
+        assert re.fullmatch(r"Budgeted-us-east-1-monthly-[0-9a-f]{8}", stack.resolve(_budget.budget_name))
+
+
+# ----------------------------------------------------------------------- the name across changes
+def budget_name_of(stack_name: str = "Budgeted", env: Environment | None = BOUND, **options: Any) -> Any:
+    """The BudgetName a fresh synth of a budget with ``options`` gives (the template's value)."""
+    stack = Stack(App(), stack_name, env=env)
+    monitoring = LlmMonitoring(stack, "Monitoring", alarm_prefix="budgeted")
+    settings: dict[str, Any] = {"max_usd_per_month": 5000, "emails": ["ops@example.com"],
+                                "topic": monitoring.alarm_topic, **options}
+    CostBudget(stack, "Budget", **settings)
+    (budget,) = Template.from_stack(stack).find_resources("AWS::Budgets::Budget").values()
+    return budget["Properties"]["Budget"]["BudgetName"]
+
+
+def test_the_schema_makes_the_notifications_and_the_name_create_only():
+    """What the name's digest must cover: every create-only property of AWS::Budgets::Budget but the name."""
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", "AWS::Budgets::Budget").schema
+    assert sorted(schema["createOnlyProperties"]) == ["/properties/Budget/BudgetName",
+                                                      "/properties/NotificationsWithSubscribers"]
+
+
+@pytest.mark.parametrize("change", [
+    {"emails": ["finance@example.com"]},
+    {"actual_percent": (50, 100)},
+    {"forecasted_percent": (90,)},
+    {"topic": None},
+], ids=["email", "actual", "forecasted", "topic"])
+def test_a_change_of_the_notifications_gives_a_new_name(change):
+    """CloudFormation replaces the budget (the notifications are create-only) by creating the new one first: it
+    can only succeed under another name."""
+    assert budget_name_of(**change) != budget_name_of()
+
+
+def test_the_same_config_gives_the_same_name_and_a_limit_change_keeps_it():
+    name = budget_name_of()
+    assert re.fullmatch(r"Budgeted-us-east-1-monthly-[0-9a-f]{8}", name)
+    assert budget_name_of() == name  # no time, no randomness
+    assert budget_name_of(max_usd_per_month=9000) == name  # BudgetLimit updates in place: no replacement
+
+
+def _longest_region() -> str:
+    import botocore.session
+
+    endpoints = botocore.session.get_session().get_data("endpoints")
+    return max((region for partition in endpoints["partitions"] for region in partition["regions"]), key=len)
+
+
+def _as_deployed(name: Any, region: str) -> str:
+    """The name CloudFormation makes of the template's value in ``region``."""
+    if isinstance(name, str):
+        return name
+    (separator, parts), = name["Fn::Join"],
+    return separator.join(region if part == {"Ref": "AWS::Region"} else part for part in parts)
+
+
+@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region=_longest_region())],
+                         ids=["agnostic", "longest-region"])
+def test_a_128_character_stack_name_gives_a_valid_name(env):
+    """CloudFormation's longest stack name: the stack part is cut, the region and the digest stay."""
+    from support.aws_model import assert_valid_request
+
+    region = _longest_region()
+    long_name = "Budgeted-" + "x" * 119
+    assert len(long_name) == 128
+    name = _as_deployed(budget_name_of(long_name, env), region)
+    assert len(name) <= 100 and name.startswith("Budgeted-xxx") and f"-{region}-monthly-" in name
+    assert_valid_request("budgets", "CreateBudget", {
+        "AccountId": "123456789012",
+        "Budget": {"BudgetName": name, "BudgetType": "COST", "TimeUnit": "MONTHLY",
+                   "BudgetLimit": {"Amount": "5000", "Unit": "USD"}}})
+    other = _as_deployed(budget_name_of(long_name[:-1] + "y", env), region)
+    assert other != name, "two stacks whose names are cut to the same start never share a budget"
 
 
 def test_without_a_tag_the_budget_filters_on_the_stack_name_tag():

@@ -10,12 +10,23 @@ policy statement letting ``budgets.amazonaws.com`` ``sns:Publish`` with ``aws:So
 ``aws:SourceArn`` conditions, and (the alarm topic is KMS-encrypted) a key policy statement letting it use the
 key with the same conditions. A tag used as a cost filter must be activated as a cost allocation tag in
 Billing before the budget sees any cost.
+
+The budget's name changes with its notifications. ``BudgetName`` and ``NotificationsWithSubscribers`` are
+create-only (the ``AWS::Budgets::Budget`` schema): a change of either replaces the budget, and CloudFormation
+creates the replacement before it deletes the old one, so a fixed name would fail the deploy (a custom-named
+resource cannot be replaced). The name ends with a digest of the notifications as the template holds them
+(thresholds, e-mail, topic) and of the full stack name: a new e-mail, threshold or topic gives a new name and the
+replacement succeeds; the same config gives the same name on every synth; a limit or filter change keeps it
+(those update in place).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Sequence
 
-from aws_cdk import Stack, Token
+import jsii
+from aws_cdk import IStableStringProducer, Lazy, Stack, Token
 from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
@@ -23,6 +34,27 @@ from constructs import Construct
 
 STACK_NAME_TAG = "aws:cloudformation:stack-name"
 """The tag CloudFormation puts on the resources of a stack: the filter when the config has no tags."""
+
+
+NAME_MAX = 100
+"""``BudgetName``'s maximum length (botocore's budgets model)."""
+REGION_ROOM = 25
+"""Characters kept for the region when it is only known at deploy time (the longest region code has 15)."""
+_DIGEST = 8
+
+
+def budget_name(stack_name: str, region: str, create_only: Any) -> str:
+    """``<stack>-<region>-monthly-<digest>``, at most ``NAME_MAX`` characters once ``region`` is resolved.
+
+    ``create_only`` is the budget's create-only values as the template holds them (the notifications, resolved):
+    the digest covers them and the full stack name, so a change of them gives a new name, and two stacks whose
+    names are cut to the same start never share one. A long stack name is cut, never the digest or the region.
+    """
+    digest = hashlib.sha256(json.dumps([stack_name, create_only], sort_keys=True, separators=(",", ":"))
+                            .encode("utf-8")).hexdigest()[:_DIGEST]
+    region_length = REGION_ROOM if Token.is_unresolved(region) else len(region)
+    room = NAME_MAX - region_length - len("--monthly-") - _DIGEST
+    return f"{stack_name[:room].rstrip('-')}-{region}-monthly-{digest}"
 
 
 def tag_filter(key: str, value: str) -> str:
@@ -54,8 +86,11 @@ class CostBudget(Construct):
         self.max_usd_per_month = max_usd_per_month
         self.tag_key = tag_key or STACK_NAME_TAG
         self.tag_value: str = tag_value if tag_key and tag_value is not None else stack.stack_name
-        self.budget_name = f"{stack.stack_name}-{stack.region}-monthly"
-        """Unique per account (budgets are global): the stack's name and region."""
+        self._notifications: list[dict[str, Any]] = []  # the notifications in the template's terms (below)
+        self.budget_name: str = Lazy.string(_Produce(lambda: budget_name(
+            stack.stack_name, stack.region, stack.resolve(self._notifications))))
+        """Unique per account (budgets are global): the stack's name and region, and a digest of the notifications
+        (read at synth, when every token they hold resolves), so that changing them replaces the budget."""
         self.budget_arn = stack.format_arn(service="budgets", region="", resource="budget",
                                            resource_name=self.budget_name)
         subscribers = [budgets.CfnBudget.SubscriberProperty(subscription_type="EMAIL", address=a) for a in emails]
@@ -68,6 +103,14 @@ class CostBudget(Construct):
                     notification_type=kind, comparison_operator="GREATER_THAN", threshold=percent,
                     threshold_type="PERCENTAGE"),
                 subscribers=subscribers)
+            for kind, percents in (("ACTUAL", actual_percent), ("FORECASTED", forecasted_percent))
+            for percent in percents
+        ]
+        # The same values in the template's terms, for the name's digest.
+        self._notifications[:] = [
+            {"Notification": {"NotificationType": kind, "ComparisonOperator": "GREATER_THAN", "Threshold": percent,
+                              "ThresholdType": "PERCENTAGE"},
+             "Subscribers": [{"SubscriptionType": s.subscription_type, "Address": s.address} for s in subscribers]}
             for kind, percents in (("ACTUAL", actual_percent), ("FORECASTED", forecasted_percent))
             for percent in percents
         ]
@@ -100,3 +143,14 @@ class CostBudget(Construct):
                 f"(AWS Budgets; alerts at {', '.join(f'{p}%' for p in self.actual_percent)} actual"
                 + (f", {', '.join(f'{p}%' for p in self.forecasted_percent)} forecasted" if self.forecasted_percent
                    else "") + ")")
+
+
+@jsii.implements(IStableStringProducer)
+class _Produce:
+    """A string CDK asks for at synth (``Lazy.string``), once every token it reads resolves."""
+
+    def __init__(self, produce: Any) -> None:
+        self._produce = produce
+
+    def produce(self) -> str:
+        return str(self._produce())
