@@ -88,6 +88,8 @@ class LlmPlatformStack(Stack):
         if any(model.eagle is not None for spec in config.endpoints for model in spec.models):
             self.promotions = Stack(scope, f"{id}EaglePromotion", env=kwargs.get("env"),
                                     description=f"EAGLE promotion parameters of {id} (sagemaker-llm-cdk)")
+            # removal: destroy deletes the promoted heads' parameters with the stack, as it deletes the bucket they name
+            set_removal(self.promotions, config.removal)
             for key, value in config.tags.items():
                 Tags.of(self.promotions).add(key, value)
             self.add_stack_dependency(self.promotions, reason="EAGLE promotion parameters must exist before this stack reads them")

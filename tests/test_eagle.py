@@ -668,10 +668,43 @@ def test_serving_model_function_manages_only_its_models(capture):
     assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
 
 
+def test_serving_model_is_told_which_heads_this_stack_may_serve(capture):
+    """The handler serves the promoted head only under the artifacts bucket's jobs/ (what the endpoint role reads)
+    and trained on the weights served now, which it asks the head's optimization job."""
+    wiring = capture.eagle.speculative_decoding
+    serving = capture.resources[lid(capture.stack, wiring.serving_model)]
+    assert render(serving["Properties"]["PromotedHead"]) == {
+        "S3Uri": "${" + lid(capture.stack, wiring.draft_head_parameter) + "}",
+        "ReadablePrefix": "s3://" + capture.ref(capture.eagle.artifacts_bucket) + "/jobs/"}
+    heads = next(s for s in capture.statements(capture.endpoint.role) if s.get("Sid") == "ReadEagleDraftHeads")
+    assert heads["Resource"] == capture.ref(capture.eagle.artifacts_bucket, "Arn") + "/jobs/*/draft/*"
+    grants = capture.grants(wiring.function.role)
+    assert grants["sagemaker:DescribeOptimizationJob"] == [
+        "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:optimization-job/eagle-*"]
+
+
 def test_promotion_parameter_lives_in_the_companion_stack_deployed_first(capture):
     Template.from_stack(capture.promos).has_resource_properties("Custom::SageMakerLlmRunTimeParameter", {
         "ParameterName": PARAMETER_NAME, "InitialValue": "none", "SeedFrom": f"/sagemaker-llm/eagle/{MODEL}/draft-head"})
     assert capture.promos in capture.stack.dependencies
+
+
+@pytest.mark.parametrize("removal", ["retain", "destroy"])
+def test_the_platforms_promotion_parameters_follow_the_configs_removal(removal):
+    """destroy: the promotion parameter goes with the stack, as the bucket whose head it names does; a stack
+    deployed again then starts from none. retain keeps it (the serving model then leaves the old head out)."""
+    from pathlib import Path
+
+    from sagemaker_llm_cdk import load_config
+    from stacks import LlmPlatformStack
+
+    root = Path(__file__).resolve().parents[1]
+    config = load_config(root / "config/examples/eagle-builtin-dataset.yaml").model_copy(update={"removal": removal})
+    stack = LlmPlatformStack(App(), config.stack_name, config=config, config_dir=root / "config/examples")
+    assert stack.promotions is not None
+    (parameter,) = Template.from_stack(stack.promotions).find_resources("Custom::SageMakerLlmRunTimeParameter").values()
+    assert parameter["Properties"]["Removal"] == removal
+    assert parameter["Properties"]["ParameterName"].endswith("/draft-head")
 
 
 def test_speculative_config_method_names():

@@ -229,6 +229,9 @@ def test_eagle_loop_serves_the_pretrained_head_until_a_promotion_and_compares_wi
         "Fn::If": [condition,
                    {"S3Uri": {"Ref": parameter}, "S3DataType": "S3Prefix", "CompressionType": "None"},
                    {"S3Uri": HEAD_URI, "S3DataType": "S3Prefix", "CompressionType": "None"}]}
+    # a promoted head the stack may not serve (another stack's, other weights') gives way to the pre-trained one
+    assert resource["Properties"]["PromotedHead"]["Fallback"] == {
+        "S3Uri": HEAD_URI, "S3DataType": "S3Prefix", "CompressionType": "None"}
     template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like({
         "PRETRAINED_HEAD_S3_URI": HEAD_URI, "PRETRAINED_HEAD_SPEEDUP": "1.8", "SPEEDUP_THRESHOLD": "1.5"})}})
 

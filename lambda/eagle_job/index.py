@@ -73,6 +73,11 @@ Both handlers are steps of a Step Functions state machine: build dataset -> ``st
   and ``PRETRAINED_HEAD_SPEEDUP``; with neither known no run replaces the pre-trained head. A head set by
   hand (no run record) has no figure: the threshold alone decides, as before. The run record's
   ``comparison_basis`` says which head was compared, with which figure and where it came from.
+
+  A head is bound to the weights it was trained on: when the run that promoted the parameter's head trained on
+  other weights (its run record's ``model_s3_uri``) than this run, the deploy does not serve that head
+  (``lambda/eagle_serving_model``), so it is neither the head to beat nor a newer run that blocks this one: this
+  run is compared with the pre-trained head, or with the base model alone.
 """
 from __future__ import annotations
 
@@ -586,15 +591,23 @@ def _incumbent(parameter: str, table: str, run: RecordEvent, results: core.Resul
                                   figures=figures, required=basis.get("served_head") == "pretrained",
                                   note=basis.get("note"))
         return core.Incumbent()
-    if current is not None:
-        holder = _promoting_run(table, run.model_name, current) or {}
+    holder = (_promoting_run(table, run.model_name, current) or {}) if current is not None else {}
+    if current is not None and not _other_weights(holder, run):
         if holder.get("speedup") is not None:
             return core.Incumbent(kind="promoted", s3_uri=current,
                                   figures=((f"run record {holder.get('run_id')}", float(holder["speedup"])),))
         return core.Incumbent(kind="promoted", s3_uri=current, note="no run record promoted it (set by hand?)")
+    # A head trained on other weights is not served (the serving model leaves it out): what is served is compared.
     if pretrained_uri is not None:
         return core.pretrained_incumbent(pretrained_uri, results, pretrained_speedup)
     return core.Incumbent()
+
+
+def _other_weights(holder: dict[str, Any], run: RecordEvent) -> bool:
+    """True when the run that promoted the served head trained on other weights than this run: the deploy serves no
+    head bound to weights the model no longer serves, so that head neither sets the bar nor blocks this one."""
+    trained_on = holder.get("model_s3_uri")
+    return isinstance(trained_on, str) and trained_on != run.model_s3_uri
 
 
 def _prefix_has_objects(uri: str) -> bool:
@@ -634,10 +647,10 @@ def _promoting_run(table: str, model_name: str, draft_uri: str) -> dict[str, Any
         TableName=table,
         KeyConditionExpression="#m = :m",
         FilterExpression="#u = :u AND #d = :d",
-        ProjectionExpression="#r, #e, #s",
+        ProjectionExpression="#r, #e, #s, #w",
         ExpressionAttributeNames={
             "#m": "model_name", "#u": "draft_model_s3_uri", "#d": "decision", "#r": "run_id", "#e": "ended_at",
-            "#s": "speedup",
+            "#s": "speedup", "#w": "model_s3_uri",
         },
         ExpressionAttributeValues={":m": {"S": model_name}, ":u": {"S": draft_uri}, ":d": {"S": "promoted"}},
         ConsistentRead=True,
@@ -671,7 +684,7 @@ def _promote(
     if current is not None:
         holder = _promoting_run(table, run.model_name, current) or {}
         holder_done, this_done = _parse_time(holder.get("ended_at")), _parse_time(completed_at)
-        if holder_done and this_done and holder_done > this_done:
+        if holder_done and this_done and holder_done > this_done and not _other_weights(holder, run):
             return core.Decision(
                 False,
                 f"{decision.reason}, but run {holder.get('run_id')!r} (completed {holder.get('ended_at')}) "

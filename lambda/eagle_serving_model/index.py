@@ -13,13 +13,25 @@ through a stack deployment.
      "ExecutionRoleArn": "arn:aws:iam::...:role/...",
      "PrimaryContainer": {<CreateModel ContainerDefinition>},
      "VpcConfig": {"SecurityGroupIds": [...], "Subnets": [...]},   # optional
-     "EnableNetworkIsolation": "true"}                               # optional, default false
-  Create/Update: the model name is ``<prefix>-<12 hex of sha256(role, container, vpc)>``, so the
-  same properties always give the same model (a retried or no-op update reuses it, found with
-  DescribeModel) and any change gives a new model; CloudFormation then deletes the old one
+     "EnableNetworkIsolation": "true",                               # optional, default false
+     "PromotedHead": {"S3Uri": "<the promotion parameter's value>",  # optional: a model with a promotion
+                      "ReadablePrefix": "s3://<artifacts bucket>/jobs/",
+                      "Fallback": {<S3DataSource of the pre-trained head>}}}  # optional
+  Create/Update: the model name is ``<prefix>-<12 hex of sha256(role, container, vpc)>`` of the model
+  it creates, so the same properties always give the same model (a retried or no-op update reuses it,
+  found with DescribeModel) and any change gives a new model; CloudFormation then deletes the old one
   (Delete with the old physical id) after the inference component has moved to the new one.
-  Data returned: ``ModelName``, ``ModelArn``. Delete: ``DeleteModel`` of a name this function
-  made; a missing model is fine.
+  Data returned: ``ModelName``, ``ModelArn``, ``DraftHead`` (the head served: an s3:// URI, or
+  ``none``). Delete: ``DeleteModel`` of a name this function made; a missing model is fine.
+
+A promoted head is served only when it is one this stack's endpoint role may read and was trained on the
+weights the model serves now (``PromotedHead``): its URI is ``<ReadablePrefix><job name>/draft/``, and
+``DescribeOptimizationJob`` of that job says it completed, wrote that head, and trained on the container's
+``ModelDataSource`` S3 URI. Otherwise (a parameter kept from a deleted stack pointing at the old stack's
+bucket, a head written by hand, a head trained on weights the config has since changed) the model is made
+without it: with the pre-trained head (``Fallback``) when the model has one, else with no draft head and no
+``OPTION_SPECULATIVE_CONFIG``, and a warning says which head was not served and why. The create never fails
+over a head the endpoint could not load.
 
 A malformed event never leaves CloudFormation waiting: every problem is answered ``FAILED`` on the
 ``ResponseURL`` with a reason naming the field, the value and what is allowed, before any AWS call
@@ -53,11 +65,21 @@ PHYSICAL_ID_MAX = 1024
 REQUEST_TYPES = ("Create", "Update", "Delete")
 ENVELOPE_FIELDS = ("StackId", "RequestId", "LogicalResourceId")
 PROPERTY_NAMES = ("ModelNamePrefix", "ExecutionRoleArn", "PrimaryContainer", "VpcConfig", "EnableNetworkIsolation",
-                  "ServiceToken", "ServiceTimeout")
+                  "PromotedHead", "ServiceToken", "ServiceTimeout")
 """What the construct sets, and what CloudFormation adds to a custom resource's properties (its own settings)."""
 
 
 _sagemaker = clients.client_getter("sagemaker")
+
+
+CHANNEL = "eagle"
+"""The draft head's channel in ``AdditionalModelDataSources``."""
+SPECULATIVE_OPTION = "OPTION_SPECULATIVE_CONFIG"
+NO_HEAD = "none"
+"""The promotion parameter's value while no head is promoted."""
+JOB_NAME_PREFIX = "eagle-"
+"""Optimization jobs of the EAGLE loop are named ``eagle-<model>-<hash>`` (``eagle.layout.JOB_NAME_PREFIX``)."""
+_JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 
 
 class PropertiesError(ValueError):
@@ -68,8 +90,9 @@ class EventError(ValueError):
     """Not a CloudFormation custom resource event that can be answered (no JSON object, or no ResponseURL)."""
 
 
-def model_name(properties: dict[str, Any]) -> str:
-    """``<ModelNamePrefix>-<12 hex>``: deterministic for the model's role, container and network."""
+def model_name(properties: dict[str, Any], container: Any = None) -> str:
+    """``<ModelNamePrefix>-<12 hex>``: deterministic for the model's role, container (``container``, default the
+    properties' ``PrimaryContainer``) and network."""
     prefix = properties.get("ModelNamePrefix")
     if not isinstance(prefix, str) or not (1 <= len(prefix) <= PREFIX_MAX) or not _NAME_PART.fullmatch(prefix):
         raise PropertiesError(
@@ -77,24 +100,26 @@ def model_name(properties: dict[str, Any]) -> str:
             "with a letter or digit"
         )
     digest = hashlib.sha256(json.dumps(
-        [properties.get("ExecutionRoleArn"), properties.get("PrimaryContainer"), properties.get("VpcConfig")]
+        [properties.get("ExecutionRoleArn"), properties.get("PrimaryContainer") if container is None else container,
+         properties.get("VpcConfig")]
         + ([True] if _isolated(properties) else []),
         sort_keys=True, separators=(",", ":"),
     ).encode()).hexdigest()[:12]
     return f"{prefix}-{digest}"
 
 
-def create_request(properties: dict[str, Any]) -> dict[str, Any]:
-    """The CreateModel request for these properties."""
+def create_request(properties: dict[str, Any], container: Any = None) -> dict[str, Any]:
+    """The CreateModel request for these properties (with ``container``, default their ``PrimaryContainer``)."""
     role = properties.get("ExecutionRoleArn")
-    container = properties.get("PrimaryContainer")
+    container = properties.get("PrimaryContainer") if container is None else container
     if not isinstance(role, str) or not role.startswith("arn:"):
         raise PropertiesError(f"ExecutionRoleArn {shown(role)} must be an IAM role ARN")
     if not isinstance(container, dict) or not container.get("Image"):
         raise PropertiesError("PrimaryContainer must be a CreateModel ContainerDefinition with an Image")
+    name = model_name(properties, container)
     container = _with_boolean_accept_eula(container)
     request: dict[str, Any] = {
-        "ModelName": model_name(properties),
+        "ModelName": name,
         "ExecutionRoleArn": role,
         "PrimaryContainer": container,
     }
@@ -103,6 +128,102 @@ def create_request(properties: dict[str, Any]) -> dict[str, Any]:
     if _isolated(properties):
         request["EnableNetworkIsolation"] = True
     return request
+
+
+def promoted_head(properties: dict[str, Any]) -> dict[str, Any] | None:
+    """``PromotedHead`` checked: None when absent or while the parameter holds ``none``."""
+    head = properties.get("PromotedHead")
+    if head is None:
+        return None
+    if not isinstance(head, dict) or sorted(set(head) - {"Fallback"}) != ["ReadablePrefix", "S3Uri"]:
+        raise PropertiesError(f"PromotedHead: got {shown(head)}; allowed: an object of S3Uri (the promotion "
+                              "parameter's value), ReadablePrefix (s3://<bucket>/<prefix>/) and, optionally, Fallback "
+                              "(the pre-trained head's S3DataSource)")
+    uri, readable = head["S3Uri"], head["ReadablePrefix"]
+    if not isinstance(readable, str) or not readable.startswith("s3://") or not readable.endswith("/"):
+        raise PropertiesError(f"PromotedHead.ReadablePrefix: got {shown(readable)}; allowed: an s3://<bucket>/<prefix>/ "
+                              "URI ending in '/'")
+    if "Fallback" in head and not isinstance(head["Fallback"], dict):
+        raise PropertiesError(f"PromotedHead.Fallback: got {shown(head['Fallback'])}; allowed: an S3DataSource object")
+    if not isinstance(uri, str):
+        raise PropertiesError(f"PromotedHead.S3Uri: got {shown(uri)}; allowed: the promotion parameter's value")
+    if uri.strip().lower() == NO_HEAD:
+        return None
+    return head
+
+
+def served_container(properties: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The container to create and the draft head it serves (an s3:// URI or ``none``).
+
+    The promoted head is left out (see the module docstring) when ``unservable_reason`` finds a reason: the
+    pre-trained head (``Fallback``) takes its channel, or, without one, the model runs with no draft head."""
+    container = properties.get("PrimaryContainer")
+    head = promoted_head(properties)
+    if not isinstance(container, dict):
+        raise PropertiesError("PrimaryContainer must be a CreateModel ContainerDefinition with an Image")
+    channel = _channel(container)
+    served = channel.get("S3DataSource", {}).get("S3Uri", NO_HEAD) if channel else NO_HEAD
+    if head is None or channel is None or served != head["S3Uri"]:
+        return container, served
+    reason = unservable_reason(head, container)
+    if reason is None:
+        return container, served
+    fallback = head.get("Fallback")
+    sources = [source for source in container.get("AdditionalModelDataSources") or [] if source is not channel]
+    environment = dict(container.get("Environment") or {})
+    if fallback is not None:
+        sources.append({**channel, "S3DataSource": fallback})
+        now = str(fallback.get("S3Uri", NO_HEAD))
+        instead = f"the pre-trained head {now}"
+    else:
+        environment.pop(SPECULATIVE_OPTION, None)
+        now, instead = NO_HEAD, "no draft head (the base model alone)"
+    changed = {key: value for key, value in container.items() if key not in ("AdditionalModelDataSources", "Environment")}
+    if sources:
+        changed["AdditionalModelDataSources"] = sources
+    if environment or "Environment" in container:
+        changed["Environment"] = environment
+    logger.warning(f"promoted draft head {served} not served: {reason}; serving {instead}",
+                   extra={"draft_head": served, "served_instead": now})
+    return changed, now
+
+
+def unservable_reason(head: dict[str, Any], container: dict[str, Any]) -> str | None:
+    """Why the promoted head must not be served with ``container``, or None when it may."""
+    uri, readable = head["S3Uri"], head["ReadablePrefix"]
+    if not uri.startswith(readable):
+        return (f"it is not under {readable}, the only draft heads this stack's endpoint role may read (a value kept "
+                "from another stack, or from a deleted one: write a head of this stack, or none, to the parameter)")
+    rest = uri[len(readable):]
+    job, _, tail = rest.partition("/")
+    if tail != "draft/" or not _JOB_NAME.fullmatch(job) or not job.startswith(JOB_NAME_PREFIX):
+        return f"it is not the draft/ folder of one of this stack's optimization jobs ({readable}<job name>/draft/)"
+    weights = ((container.get("ModelDataSource") or {}).get("S3DataSource") or {}).get("S3Uri")
+    try:
+        described = _sagemaker().describe_optimization_job(OptimizationJobName=job)
+    except ClientError as exc:
+        if not not_found(exc):
+            raise
+        return f"no optimization job {job} in this account and region tells which weights it was trained on"
+    status = described.get("OptimizationJobStatus")
+    if status != "COMPLETED":
+        return f"its optimization job {job} is {status}, not COMPLETED"
+    output = ((described.get("OutputConfig") or {}).get("S3OutputLocation") or "").rstrip("/") + "/draft/"
+    if output != uri:
+        return f"optimization job {job} wrote its head to {output}, not to {uri}"
+    trained_on = ((described.get("ModelSource") or {}).get("S3") or {}).get("S3Uri")
+    if trained_on != weights:
+        return (f"it was trained on the weights {trained_on} and the model now serves {weights} (a head is bound to "
+                "the weights it was trained on; the next EAGLE run trains one for these)")
+    return None
+
+
+def _channel(container: dict[str, Any]) -> dict[str, Any] | None:
+    """The container's draft head channel, if it has one."""
+    for source in container.get("AdditionalModelDataSources") or []:
+        if isinstance(source, dict) and source.get("ChannelName") == CHANNEL:
+            return source
+    return None
 
 
 def _isolated(properties: dict[str, Any]) -> bool:
@@ -200,7 +321,11 @@ def _event_problems(event: dict[str, Any]) -> list[str]:
 
 def _create_or_reuse(properties: dict[str, Any]) -> tuple[str, dict[str, str]]:
     request = create_request(properties)
-    check_request(request)
+    check_request(request)  # the properties' own problems, before any AWS call
+    container, head = served_container(properties)
+    if container is not properties["PrimaryContainer"]:  # the promoted head left out
+        request = create_request(properties, container)
+        check_request(request)
     name = request["ModelName"]
     try:
         arn = _sagemaker().describe_model(ModelName=name)["ModelArn"]
@@ -210,7 +335,7 @@ def _create_or_reuse(properties: dict[str, Any]) -> tuple[str, dict[str, str]]:
             raise
         arn = _sagemaker().create_model(**request)["ModelArn"]
         logger.info("model created", extra={"model_name": name})
-    return name, {"ModelName": name, "ModelArn": arn}
+    return name, {"ModelName": name, "ModelArn": arn, "DraftHead": head}
 
 
 def _delete(physical_id: str, properties: dict[str, Any]) -> None:

@@ -877,6 +877,21 @@ def test_a_newer_run_replaces_the_promoted_head_only_when_it_beats_it(recorder, 
     assert parameter(aws_record) == faster["draft_model_s3_uri"]
 
 
+def test_a_head_trained_on_other_weights_neither_sets_the_bar_nor_blocks(recorder, aws_record, lambda_context):
+    """After the base weights changed, the old head is not served (the serving model leaves it out): the first head
+    trained on the new weights is compared with the base model, not with the old head's speedup or completion."""
+    old_weights = run_event("run-1", ended="2026-12-05T10:00:00Z")
+    old_weights["model_s3_uri"] = "s3://my-weights/qwen3-32b-v1/"
+    new_weights = run_event("run-2", ended="2026-12-03T10:00:00Z")
+    put_outputs(aws_record["s3"], old_weights, speed_results(100.0, 300.0))
+    put_outputs(aws_record["s3"], new_weights, speed_results(100.0, 200.0))
+    assert recorder.record(old_weights, lambda_context)["decision"] == "promoted"
+    promoted = recorder.record(new_weights, lambda_context)
+    assert promoted["decision"] == "promoted", promoted["reason"]
+    assert promoted["comparison_basis"]["served_head"] == "none"
+    assert parameter(aws_record) == new_weights["draft_model_s3_uri"]
+
+
 @pytest.mark.parametrize("current", ["none", "NONE", " none\n"])
 def test_no_head_marker_is_replaced(recorder, aws_record, lambda_context, current):
     aws_record["ssm"].put_parameter(Name=PARAMETER, Value=current, Type="String", Overwrite=True)

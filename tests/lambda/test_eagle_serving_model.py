@@ -88,7 +88,8 @@ def test_create_makes_the_model_with_the_draft_channel(serving, stub, lambda_con
 
     [answer] = serving.sent
     assert answer["Status"] == "SUCCESS" and answer["PhysicalResourceId"] == name
-    assert answer["Data"] == {"ModelName": name, "ModelArn": f"arn:aws:sagemaker:us-east-1:123456789012:model/{name}"}
+    assert answer["Data"] == {"ModelName": name, "ModelArn": f"arn:aws:sagemaker:us-east-1:123456789012:model/{name}",
+                              "DraftHead": HEAD}
     assert name.startswith(f"{PREFIX}-") and len(name) == len(PREFIX) + 13
     assert answer["RequestId"] == "req-1" and answer["LogicalResourceId"] == "ServingModel"
 

@@ -399,10 +399,10 @@ def test_serving_model_answers_every_malformed_event_with_a_reason_naming_the_fi
 
 @pytest.mark.parametrize(("change", "reason"), [
     ({"ResourceProperties": "x"}, "PropertiesError: ResourceProperties: got 'x'; allowed: a JSON object of "
-     "ModelNamePrefix, ExecutionRoleArn, PrimaryContainer, VpcConfig, EnableNetworkIsolation"),
+     "ModelNamePrefix, ExecutionRoleArn, PrimaryContainer, VpcConfig, EnableNetworkIsolation, PromotedHead"),
     ({"ResourceProperties": {**SERVING, "VpcConfg": {}}}, "PropertiesError: ResourceProperties: unknown 'VpcConfg' "
      "(misspelt?); allowed: ModelNamePrefix, ExecutionRoleArn, PrimaryContainer, VpcConfig, EnableNetworkIsolation, "
-     "ServiceToken, ServiceTimeout; nothing was created"),
+     "PromotedHead, ServiceToken, ServiceTimeout; nothing was created"),
     ({"ResourceProperties": {**SERVING, "PrimaryContainer": {**CONTAINER, "ModelDataSource": 7}}},
      "PropertiesError: the CreateModel request of these properties is invalid (nothing was created):\n"
      "Invalid type for parameter PrimaryContainer.ModelDataSource, value: 7, "

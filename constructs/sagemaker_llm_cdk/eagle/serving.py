@@ -20,6 +20,12 @@ How a head reaches the endpoint
 4. A model that serves a pre-trained head (``pretrained_head``: JumpStart's, from the lock) has the
    serving model from day one; ``none`` then means "the pre-trained head", and the channel is
    ``Fn::If [HeadPromoted, <promoted head>, <pre-trained head>]``.
+5. A promoted head is served only if this stack can serve it: the serving model's ``PromotedHead``
+   property gives its handler the parameter's value and the prefix the endpoint role may read
+   (``s3://<artifacts bucket>/jobs/``). A head elsewhere (a parameter kept when the stack was deleted,
+   pointing at the old stack's bucket) or trained on other weights than the model serves now (its
+   optimization job's ``ModelSource``: a head is bound to the weights it was trained on) is left out,
+   with a warning in the function's log: the pre-trained head is served instead, or no draft head.
 
 Why a custom resource for the serving model
 -------------------------------------------
@@ -60,6 +66,7 @@ from ..core.functions import python_function
 from ..core.run_time_state import STATE_PREFIX, RunTimeParameter
 from ..core.settings import _S3_URI, name_problem
 from ..hosting.images import lora_with_speculative_problem
+from .layout import JOB_NAME_PREFIX
 from .settings import EAGLE_ARCHITECTURES
 
 if TYPE_CHECKING:
@@ -100,7 +107,9 @@ class PromotionParameter(Construct):
     model's stack reads it at deploy time as an ``AWS::SSM::Parameter::Value<String>`` parameter,
     which must exist before that stack deploys. Its name is fixed, so the reading stack refers to
     it by name and not by a cross-stack export. Child ``Resource`` is the ``RunTimeParameter`` (also
-    ``parameter``): no update of the stack writes ``none`` back over a promoted head.
+    ``parameter``): no update of the stack writes ``none`` back over a promoted head. It is kept or deleted with
+    its stack by that stack's removal mode: call ``set_removal(promotions, ...)`` as for the model's stack, so that
+    ``destroy`` deletes it with the bucket whose head it names.
     """
 
     def __init__(self, scope: Construct, id: str, *, model_name: str, parameter_name: str | None = None) -> None:
@@ -330,6 +339,20 @@ class SpeculativeDecoding(Construct):
         if draft_key is not None:
             role.add_to_principal_policy(iam.PolicyStatement(
                 sid="DecryptEagleDraftHeads", actions=["kms:Decrypt"], resources=[draft_key.key_arn]))
+        # The serving model serves the promoted head only when the role above may read it and it was trained on
+        # the weights served now (the handler asks the head's optimization job); else the pre-trained head or none.
+        promoted_head: dict[str, Any] = {"S3Uri": self.draft_head_parameter.value_as_string,
+                                         "ReadablePrefix": f"s3://{draft_bucket.bucket_name}/{prefix}/"}
+        if self.pretrained_head is not None:
+            promoted_head["Fallback"] = self.pretrained_head.s3_data_source()
+        cfn_model: Any = self.serving_model.node.default_child
+        cfn_model.add_property_override("PromotedHead", promoted_head)
+        grants.grant(self.function, sid="DescribeEagleJobs", actions=["sagemaker:DescribeOptimizationJob"],
+                     resources=[Stack.of(self).format_arn(service="sagemaker", resource="optimization-job",
+                                                          resource_name=f"{JOB_NAME_PREFIX}*")],
+                     reason="A promoted head is the output of an optimization job named at run time "
+                            f"({JOB_NAME_PREFIX}<model>-<hash>); DescribeOptimizationJob only, to learn which weights "
+                            "it was trained on.")
         if self.pretrained_head is None:
             # No head before a promotion: the serving model exists only once one is promoted.
             cfn_serving = self.serving_model.node.default_child
