@@ -28,16 +28,24 @@ ResourceProperties (strict: any other key is refused):
 Create: the parameter is created with InitialValue (or SeedFrom's value, or the plan's status) unless it
 exists, in which case its value is kept (a plan status is refreshed). Either way the resource adds its own owner
 tag, ``sagemaker-llm-cdk:owner:<digest>`` (a SHA-256 of its stack id and logical id; the value names the stack
-and logical id for whoever reads the tags), and leaves every other owner's tag alone.
+and logical id for whoever reads the tags), and leaves every other owner's tag alone. The value also records
+how the resource came to hold the parameter, once, when it first tags it (no later request rewrites it):
+``<stack>/<logical id>`` when it created the parameter or joined owners that did, ``adopted:<stack>/<logical id>``
+(``ADOPTED``) when it found the parameter with no owner at all (kept by a deleted retain-mode stack, or made by
+hand) while its Removal is "destroy", or joined an owner that had adopted it. Such a value existed before the
+stack, and CloudFormation answers a failed first deploy, or a failed update that added the resource, with a Delete
+of it: an adopter's Delete never deletes the parameter. A retain-mode resource never deletes, so what it takes over
+is not recorded as adopted: a stack switched to destroy later decided so for everything it holds, and a rollback
+of that switch sends Updates, never a Delete of the resource.
 Update: a new ParameterName is a Create of that name (CloudFormation then deletes the old one, as its
 Removal says); the same name keeps the value, re-creates a parameter deleted by hand with InitialValue,
 and refreshes a plan status.
-Delete: the resource removes its own owner tag; with Removal "destroy" and no other owner left it deletes the
-parameter instead (retried Deletes find the tags as they were). Several resources own one parameter when
-CloudFormation creates a new one before it deletes the old: a logical id change (a construct moved), or a
-failed update whose rollback deletes the new resource. Whichever Delete comes last, the parameter stays while a
-resource holds it. Parameters tagged by earlier releases carry one ``sagemaker-llm-cdk:owner`` tag whose value is
-the same digest: it counts as that owner's tag.
+Delete: the resource removes its own owner tag; with Removal "destroy", no other owner left and a tag that does
+not say adopted it deletes the parameter instead (retried Deletes find the tags as they were). Several resources
+own one parameter when CloudFormation creates a new one before it deletes the old: a logical id change (a construct
+moved), or a failed update whose rollback deletes the new resource. Whichever Delete comes last, the parameter stays
+while a resource holds it. Parameters tagged by earlier releases carry one ``sagemaker-llm-cdk:owner`` tag whose
+value is the same digest: it counts as that owner's tag, one that created the parameter.
 
 Access: once a parameter leaves the template, CloudFormation has already taken it out of the function's named
 grants when the cleanup Delete comes; the role may still read tags of, untag and delete parameters under
@@ -75,6 +83,9 @@ OWNER_TAG = "sagemaker-llm-cdk:owner"
 """Earlier releases' single owner tag (value: the owner's digest); read, never written."""
 OWNER_TAG_PREFIX = f"{OWNER_TAG}:"
 """One tag per owner: ``<prefix><digest>`` (24 + 64 characters; SSM takes keys of up to 128)."""
+ADOPTED = "adopted:"
+"""The owner tag value's prefix of a resource that did not create the parameter it holds (stack names have no ':')."""
+TAG_VALUE_MAX = 256
 TAG_LIMIT = 50
 """Tags one SSM parameter may hold (AddTagsToResource's documentation)."""
 STATE_PREFIX = "/sagemaker-llm/state"
@@ -173,8 +184,18 @@ def owner_tag(event: dict[str, Any]) -> dict[str, str]:
     """This resource's own tag: key ``sagemaker-llm-cdk:owner:<digest>``, value ``<stack name>/<logical id>``."""
     stack_id = str(event.get("StackId", ""))
     stack_name = stack_id.split("/")[1] if stack_id.count("/") >= 2 else stack_id
-    label = _LABEL_UNSAFE.sub("-", f"{stack_name}/{event.get('LogicalResourceId', '')}")[:256]
+    label = _LABEL_UNSAFE.sub("-", f"{stack_name}/{event.get('LogicalResourceId', '')}")[:TAG_VALUE_MAX]
     return {"Key": OWNER_TAG_PREFIX + owner(event), "Value": label}
+
+
+def adopter_tag(tag: dict[str, str]) -> dict[str, str]:
+    """The owner tag of a resource that holds a parameter it did not create: the label cut to fit SSM's 256."""
+    return {"Key": tag["Key"], "Value": ADOPTED + tag["Value"][:TAG_VALUE_MAX - len(ADOPTED)]}
+
+
+def adopted(tag: dict[str, Any]) -> bool:
+    """Whether an owner tag says its resource adopted the parameter (earlier releases' single tag never does)."""
+    return str(tag.get("Key", "")).startswith(OWNER_TAG_PREFIX) and str(tag.get("Value", "")).startswith(ADOPTED)
 
 
 def owners(tags: list[dict[str, Any]]) -> set[str]:
@@ -204,8 +225,23 @@ def plan_status(plan_name: str) -> str:
     return str(plan.get("Status") or "Unknown")
 
 
-def _claim(name: str, tag: dict[str, str]) -> None:
-    """Add this resource's owner tag (other owners' tags are other keys: nothing of theirs is overwritten)."""
+def _claim(name: str, tag: dict[str, str], removal: str) -> None:
+    """Add this resource's owner tag to a parameter that exists (other owners' tags are other keys: nothing of theirs
+    is overwritten), as an adopter's when the parameter existed before any owner that created it.
+
+    A tag the resource already has is left as it is: it says what the resource found at its Create, which an Update
+    or a rollback's Update must not rewrite (a rewrite to a creator's tag would let a later Delete destroy a value
+    that existed before the stack)."""
+    tags = _tags(name) or []
+    if any(t.get("Key") == tag["Key"] for t in tags):
+        return
+    digest = tag["Key"][len(OWNER_TAG_PREFIX):]
+    legacy_mine = any(t.get("Key") == OWNER_TAG and t.get("Value") == digest for t in tags)
+    others = owners(tags) - {digest}
+    if not legacy_mine and (any(adopted(t) for t in tags) or (not others and removal == "destroy")):
+        tag = adopter_tag(tag)
+        logger.info("Run-time parameter adopted: no Delete of this resource deletes it", extra={
+            "parameter": name, "other_owners": len(others)})
     try:
         _ssm().add_tags_to_resource(ResourceType="Parameter", ResourceId=name, Tags=[tag])
     except ClientError as error:
@@ -239,13 +275,13 @@ def ensure(props: StateProperties, tag: dict[str, str]) -> str:
         elif current != status:
             # The plan's real status, as the daily check would write it: a refresh, never a reset to a default.
             _ssm().put_parameter(Name=name, Value=status, Type="String", Overwrite=True)
-            _claim(name, tag)
+            _claim(name, tag, props.removal)
         else:
-            _claim(name, tag)
+            _claim(name, tag, props.removal)
         logger.info("Plan status recorded", extra={"parameter": name, "from": current, "to": status})
         return status
     if current is not None:
-        _claim(name, tag)
+        _claim(name, tag, props.removal)
         logger.info("Run-time parameter kept", extra={"parameter": name})
         return current
     seeded = _value(props.seed_from) if props.seed_from else None
@@ -268,7 +304,7 @@ def _create(props: StateProperties, value: str, tag: dict[str, str]) -> str | No
     except ClientError as error:
         if error_code(error) != "ParameterAlreadyExists":
             raise
-        _claim(props.parameter_name, tag)
+        _claim(props.parameter_name, tag, props.removal)
         return _value(props.parameter_name) or value
     return None
 
@@ -299,7 +335,8 @@ def delete(physical_id: str, raw: Any, tag: dict[str, str]) -> None:
 
 
 def _release(name: str, removal: str, tag: dict[str, str]) -> None:
-    """Delete the parameter when this is its last owner and Removal is destroy, else remove only this owner's tags.
+    """Delete the parameter when this is its last owner, did not adopt it and Removal is destroy, else remove only
+    this owner's tags.
 
     The parameter is deleted with its tags (not untagged first), so a Delete CloudFormation sends again after a
     failure still finds itself the owner."""
@@ -311,7 +348,8 @@ def _release(name: str, removal: str, tag: dict[str, str]) -> None:
     mine = [str(t["Key"]) for t in tags
             if t.get("Key") == tag["Key"] or (t.get("Key") == OWNER_TAG and t.get("Value") == digest)]
     others = owners(tags) - {digest}
-    if removal == "destroy" and mine and not others:
+    adopter = any(t.get("Key") == tag["Key"] and adopted(t) for t in tags)
+    if removal == "destroy" and mine and not others and not adopter:
         try:
             _ssm().delete_parameter(Name=name)
         except ClientError as error:
@@ -322,7 +360,7 @@ def _release(name: str, removal: str, tag: dict[str, str]) -> None:
     if mine:
         _ssm().remove_tags_from_resource(ResourceType="Parameter", ResourceId=name, TagKeys=mine)
     logger.info("Run-time parameter kept", extra={"parameter": name, "removal": removal, "other_owners": len(others),
-                                                  "was_owner": bool(mine)})
+                                                  "was_owner": bool(mine), "adopted": adopter})
 
 
 @logger.inject_lambda_context(log_event=False)

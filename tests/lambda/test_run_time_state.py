@@ -82,9 +82,15 @@ def legacy_tag(state, logical_id: str = "ChatQwen332bDraftHead") -> list[dict[st
                                                                      "LogicalResourceId": logical_id})}]
 
 
-def tagged(ssm: Stubber, state, name: str = NAME) -> None:
-    expect(ssm, "ssm", "AddTagsToResource", {"ResourceType": "Parameter", "ResourceId": name, "Tags": owner_tag(state)},
-           {})
+def adopter_tag(state, logical_id: str = "ChatQwen332bDraftHead") -> list[dict[str, str]]:
+    """The owner tag of a resource that found the parameter and did not create it."""
+    (tag,) = owner_tag(state, logical_id)
+    return [{"Key": tag["Key"], "Value": "adopted:" + tag["Value"]}]
+
+
+def tagged(ssm: Stubber, state, name: str = NAME, tags: list[dict[str, str]] | None = None) -> None:
+    expect(ssm, "ssm", "AddTagsToResource", {"ResourceType": "Parameter", "ResourceId": name,
+                                             "Tags": tags or owner_tag(state)}, {})
 
 
 def test_the_resource_type_and_state_folder_are_the_constructs():
@@ -101,6 +107,12 @@ def test_an_owner_tag_fits_ssm_and_names_its_stack_and_resource(state):
     assert len(tag["Key"]) == 88 and tag["Value"].startswith("SageMakerLlmEaglePromotion/LLL")
     assert len(tag["Value"]) == 256
     assert_valid_request("ssm", "AddTagsToResource", {"ResourceType": "Parameter", "ResourceId": NAME, "Tags": [tag]})
+    adopter = state.adopter_tag(tag)
+    assert adopter["Key"] == tag["Key"] and adopter["Value"] == "adopted:" + tag["Value"][:248]
+    assert_valid_request("ssm", "AddTagsToResource", {"ResourceType": "Parameter", "ResourceId": NAME,
+                                                      "Tags": [adopter]})
+    assert state.adopted(adopter) and not state.adopted(tag)
+    assert state.owners([adopter]) == state.owners([tag]) == {tag["Key"][len("sagemaker-llm-cdk:owner:"):]}
     again = state.owner_tag({"StackId": STACK_ID.replace("guid", "guid-2"), "LogicalResourceId": "L" * 255})
     assert again["Key"] != tag["Key"]
 
@@ -118,6 +130,7 @@ def test_create_makes_an_absent_parameter_with_its_initial_value_and_owner_tag(s
 def test_create_keeps_a_value_that_is_already_there(state, ssm, lambda_context):
     """A stack deployed again after a delete with removal retain, or a resource whose logical id changed."""
     current(ssm, HEAD)
+    list_tags(ssm, [])
     tagged(ssm, state)
 
     state.handler(event("Create"), lambda_context)  # no PutParameter: the Stubber fails on any unplanned call
@@ -148,10 +161,57 @@ def test_a_writer_that_wins_the_race_keeps_its_value(state, ssm, lambda_context)
     expect_error(ssm, "ssm", "PutParameter", {"Name": NAME, "Value": "none", "Type": "String", "Overwrite": False,
                                               "Tier": "Standard", "Tags": owner_tag(state),
                                               "Description": "Approved EAGLE draft head"}, "ParameterAlreadyExists")
+    list_tags(ssm, [])
     tagged(ssm, state)
     current(ssm, HEAD)
 
     state.handler(event("Create"), lambda_context)
+
+DESTROY = {**PROPS, "Removal": "destroy"}
+
+
+@pytest.mark.parametrize("found, removal, recorded", [
+    ([], "destroy", "adopter"),
+    ([{"Key": "team", "Value": "ml"}], "destroy", "adopter"),
+    ([], "retain", "owner"),
+    ("another owner", "destroy", "owner"),
+    ("another adopter", "destroy", "adopter"),
+    ("another adopter", "retain", "adopter"),
+    ("an earlier release's tag of its own", "destroy", "owner"),
+], ids=["ownerless", "only other tags", "ownerless in retain mode", "joins an owner", "joins an adopter",
+        "joins an adopter in retain mode", "earlier release"])
+def test_create_records_whether_it_adopted_a_parameter_that_was_there(state, ssm, lambda_context, found, removal,
+                                                                      recorded):
+    """Found with no owner in destroy mode, or held by an adopter: the value existed before the stack."""
+    tags = found if isinstance(found, list) else {
+        "another owner": owner_tag(state, "OldDraftHead"), "another adopter": adopter_tag(state, "OldDraftHead"),
+        "an earlier release's tag of its own": legacy_tag(state)}[found]
+    current(ssm, HEAD)
+    list_tags(ssm, tags)
+    tagged(ssm, state, tags=adopter_tag(state) if recorded == "adopter" else owner_tag(state))
+
+    state.handler(event("Create", {**PROPS, "Removal": removal}), lambda_context)
+
+
+def test_an_update_keeps_what_create_recorded(state, ssm, lambda_context):
+    """A rollback's Update, or a routine one, leaves an adopter's tag as it is: nothing turns it into a creator's."""
+    current(ssm, HEAD)
+    list_tags(ssm, adopter_tag(state))
+
+    state.handler(event("Update", DESTROY, PhysicalResourceId=NAME, OldResourceProperties=PROPS), lambda_context)
+
+
+def test_a_writer_that_wins_the_race_in_destroy_mode_makes_the_resource_an_adopter(state, ssm, lambda_context):
+    """The parameter was made by someone else between GetParameter and PutParameter: not the resource's own."""
+    current(ssm, None)
+    expect_error(ssm, "ssm", "PutParameter", {"Name": NAME, "Value": "none", "Type": "String", "Overwrite": False,
+                                              "Tier": "Standard", "Tags": owner_tag(state),
+                                              "Description": "Approved EAGLE draft head"}, "ParameterAlreadyExists")
+    list_tags(ssm, [])
+    tagged(ssm, state, tags=adopter_tag(state))
+    current(ssm, HEAD)
+
+    state.handler(event("Create", DESTROY), lambda_context)
 
 
 @pytest.mark.parametrize("change", [
@@ -162,7 +222,7 @@ def test_a_writer_that_wins_the_race_keeps_its_value(state, ssm, lambda_context)
 ], ids=["description", "initial value", "removal", "tags only"])
 def test_an_update_with_the_same_name_never_writes_the_value(state, ssm, lambda_context, change):
     current(ssm, HEAD)
-    tagged(ssm, state)
+    list_tags(ssm, owner_tag(state))  # already its owner: no tag is written either
 
     result = state.handler(event("Update", {**PROPS, **change}, PhysicalResourceId=NAME, OldResourceProperties=PROPS),
                            lambda_context)
@@ -221,7 +281,7 @@ def test_an_update_refreshes_a_plan_status_from_sagemaker_never_to_a_default(sta
     current(ssm, "Scheduled", name=STATUS)
     describe(sm, "Active")
     expect(ssm, "ssm", "PutParameter", {"Name": STATUS, "Value": "Active", "Type": "String", "Overwrite": True}, {})
-    tagged(ssm, state, name=STATUS)
+    list_tags(ssm, owner_tag(state), name=STATUS)
 
     state.handler(event("Update", plan_props(), PhysicalResourceId=STATUS, OldResourceProperties=plan_props()),
                   lambda_context)
@@ -230,7 +290,7 @@ def test_an_update_refreshes_a_plan_status_from_sagemaker_never_to_a_default(sta
 def test_an_unchanged_plan_status_is_not_written_again(state, ssm, sm, lambda_context):
     current(ssm, "Active", name=STATUS)
     describe(sm, "Active")
-    tagged(ssm, state, name=STATUS)
+    list_tags(ssm, owner_tag(state), name=STATUS)
 
     state.handler(event("Update", plan_props(), PhysicalResourceId=STATUS, OldResourceProperties=plan_props()),
                   lambda_context)
@@ -293,6 +353,15 @@ def test_delete_keeps_a_parameter_it_does_not_own(state, ssm, lambda_context):
     state.handler(event("Delete", {**PROPS, "Removal": "destroy"}, PhysicalResourceId=NAME), lambda_context)
 
 
+@pytest.mark.parametrize("others", [[], [{"Key": "team", "Value": "ml"}]], ids=["last owner", "with other tags"])
+def test_delete_by_an_adopter_in_destroy_mode_keeps_the_parameter(state, ssm, lambda_context, others):
+    """The value existed before the resource: its Delete (a failed first deploy's rollback, a stack delete) keeps it."""
+    list_tags(ssm, adopter_tag(state) + others)
+    untagged(ssm, [adopter_tag(state)[0]["Key"]])
+
+    state.handler(event("Delete", DESTROY, PhysicalResourceId=NAME), lambda_context)  # no DeleteParameter
+
+
 @pytest.mark.parametrize("other", [False, True], ids=["sole owner", "with a new owner"])
 def test_the_owner_tag_of_earlier_releases_counts_as_its_owners(state, ssm, lambda_context, other):
     """Parameters deployed by earlier releases carry one ``sagemaker-llm-cdk:owner`` tag and get no event on upgrade."""
@@ -315,6 +384,7 @@ def test_an_earlier_releases_tag_naming_another_owner_keeps_the_parameter(state,
 
 def test_a_parameter_at_the_tag_limit_fails_with_what_to_remove(state, ssm, lambda_context):
     current(ssm, HEAD)
+    list_tags(ssm, [])
     assert_valid_request("ssm", "AddTagsToResource", {"ResourceType": "Parameter", "ResourceId": NAME,
                                                       "Tags": owner_tag(state)})
     ssm.add_client_error("add_tags_to_resource", service_error_code="TooManyTagsError",

@@ -192,6 +192,8 @@ class RunTimeParameters:
         self.policy: tuple[Statement, ...] | None = None
         self.old_policy: tuple[Statement, ...] | None = None
         self.denied: list[str] = []
+        self.before: set[str] = set()
+        """Parameters that existed before the stack (``ownerless``): a destroy-mode Delete keeps them on purpose."""
 
     def _authorize(self, action: str, arn: str) -> None:
         assert self.stack is not None and self.policy is not None
@@ -213,7 +215,7 @@ class RunTimeParameters:
         return {physical_id} if physical_id == properties.get("ParameterName") else set()
 
     def kept(self, properties: Mapping[str, Any]) -> bool:
-        return properties.get("Removal") == "retain"
+        return properties.get("Removal") == "retain" or properties.get("ParameterName") in self.before
 
     # ------------------------------------------------------------------ as the tests read it
     def value(self, name: str = WATERMARK) -> str | None:
@@ -221,9 +223,17 @@ class RunTimeParameters:
         return None if parameter is None else parameter["Value"]
 
     def owners(self, name: str = WATERMARK) -> set[str]:
-        """The owner tags' values (``<stack name>/<logical id>``); the earlier releases' tag as ``legacy``."""
+        """The owner tags' values (``<stack name>/<logical id>``, ``adopted:`` first for an adopter); the earlier
+        releases' tag as ``legacy``."""
         tags = self.ssm.parameters[name]["Tags"]
         return {v for k, v in tags.items() if k.startswith(OWNER_PREFIX)} | ({"legacy"} if LEGACY_TAG in tags else set())
+
+
+def ownerless(subject: RunTimeParameters, name: str, value: str) -> None:
+    """A parameter that exists before the stack and no resource owns: made by hand, or kept by a deleted retain-mode
+    stack (whose Delete removed its owner tag)."""
+    subject.ssm.parameters[name] = {"Value": value, "Version": 7, "Description": "", "Tags": {}}
+    subject.before.add(name)
 
 
 @pytest.fixture
@@ -417,6 +427,102 @@ def test_a_stack_deployed_again_owns_what_is_there_or_starts_afresh(subject, rem
     assert label == "SageMakerLlm/Watermark"
     # The new stack is the owner: switched to destroy, its delete deletes the retained value.
     check_status(stack, deploy(subject, stack, {"Watermark": watermark("destroy")}), "UPDATE_COMPLETE")
+    check_status(stack, stack.delete(), "DELETE_COMPLETE")
+    assert subject.value() is None
+
+
+# ---------------------------------------------------------------------- a parameter that existed before the stack
+PROMOTED = "s3://artifacts/jobs/qwen-eagle-1/draft/"
+"""A head promoted before the stack existed (by an earlier stack kept with removal retain, or by hand)."""
+EARLIER_MARK = '{"endpoint/AllTraffic": "2026/11/02/10/capture-0001.jsonl"}'
+
+
+@pytest.mark.parametrize("origin", ["kept by a deleted stack", "made by hand", "absent"])
+def test_a_destroy_mode_first_deploy_that_adopts_a_value_and_fails_keeps_it(subject, origin):
+    """The rollback deletes the new resource, the only owner tag on the parameter: the value existed before it (and
+    one the resource created is deleted with it, as the stack's removal says)."""
+    if origin == "kept by a deleted stack":
+        earlier = deployed_with_a_value(subject, "retain")
+        check_status(earlier, earlier.delete(), "DELETE_COMPLETE")
+        assert subject.owners() == set()
+        subject.before.add(WATERMARK)
+    elif origin == "made by hand":
+        ownerless(subject, WATERMARK, WRITTEN)
+    stack = new_stack(subject)
+
+    status = deploy(subject, stack, {"Watermark": watermark("destroy")}, fail_after=True)
+
+    check_status(stack, status, "ROLLBACK_COMPLETE")
+    assert [line.split()[:3] for line in stack.log] == [["create", "Create", "Watermark"],
+                                                        ["rollback", "Delete", "Watermark"]]
+    if origin == "absent":
+        assert subject.value() is None
+        return
+    assert subject.value() == WRITTEN
+    assert subject.owners() == set()
+
+
+@pytest.mark.parametrize("change", ["a new resource", "a new name"])
+def test_an_update_that_adopts_a_value_and_rolls_back_keeps_it(subject, change):
+    """A new resource's rollback Delete, or the rollback cleanup of the name a renamed resource moved to."""
+    stack = deployed_with_a_value(subject, "destroy")
+    if change == "a new resource":
+        name, value = HEAD, PROMOTED
+        template = {"Watermark": watermark("destroy"), "Head": watermark("destroy", ParameterName=HEAD)}
+    else:
+        name, value = MOVED, EARLIER_MARK
+        template = {"Watermark": watermark("destroy", ParameterName=MOVED, SeedFrom=WATERMARK)}
+    ownerless(subject, name, value)
+
+    status = deploy(subject, stack, template, fail_after=True)
+
+    check_status(stack, status, "UPDATE_ROLLBACK_COMPLETE")
+    assert subject.value(name) == value and subject.owners(name) == set()
+    assert subject.value() == WRITTEN and subject.owners() == {"SageMakerLlm/Watermark"}
+
+
+def test_a_destroy_mode_stack_keeps_a_value_it_adopted_when_it_is_deleted(subject):
+    """Adopted means not made by the stack: a destroy-mode stack deletes only what it created."""
+    ownerless(subject, HEAD, PROMOTED)
+    stack = new_stack(subject)
+    head = watermark("destroy", ParameterName=HEAD, InitialValue="none", Description="head")
+
+    check_status(stack, deploy(subject, stack, {"Head": head}), "CREATE_COMPLETE")
+    assert subject.value(HEAD) == PROMOTED and subject.owners(HEAD) == {"adopted:SageMakerLlm/Head"}
+    check_status(stack, deploy(subject, stack, {"Head": {**head, "Description": "new"}}), "UPDATE_COMPLETE")
+    assert subject.owners(HEAD) == {"adopted:SageMakerLlm/Head"}  # an update keeps what Create recorded
+
+    check_status(stack, stack.delete(), "DELETE_COMPLETE")
+    assert subject.value(HEAD) == PROMOTED and subject.owners(HEAD) == set()
+
+
+@pytest.mark.parametrize("fail_after", [False, True], ids=["moved", "move rolled back"])
+def test_an_adopted_value_stays_adopted_when_its_construct_moves(subject, fail_after):
+    """The new resource joins an adopter, so it adopts too: the move does not turn a kept value into a deleted one."""
+    ownerless(subject, WATERMARK, WRITTEN)
+    stack = new_stack(subject)
+    check_status(stack, deploy(subject, stack, {"Watermark": watermark("destroy")}), "CREATE_COMPLETE")
+
+    status = deploy(subject, stack, {"MovedWatermark": watermark("destroy")}, fail_after=fail_after)
+
+    check_status(stack, status, "UPDATE_ROLLBACK_COMPLETE" if fail_after else "UPDATE_COMPLETE")
+    assert subject.owners() == {f"adopted:SageMakerLlm/{'Watermark' if fail_after else 'MovedWatermark'}"}
+    check_status(stack, stack.delete(), "DELETE_COMPLETE")
+    assert subject.value() == WRITTEN and subject.owners() == set()
+
+
+def test_a_retain_mode_stack_that_took_a_value_over_deletes_it_once_switched_to_destroy(subject):
+    """Retain mode never deletes, so taking a value over there is not an adoption: switching the stack to destroy
+    later is a decision about everything it holds (a rollback of that switch deletes nothing)."""
+    ownerless(subject, WATERMARK, WRITTEN)
+    stack = new_stack(subject)
+    check_status(stack, deploy(subject, stack, {"Watermark": watermark("retain")}), "CREATE_COMPLETE")
+    check_status(stack, deploy(subject, stack, {"Watermark": watermark("destroy")}, fail_after=True),
+                 "UPDATE_ROLLBACK_COMPLETE")
+    assert subject.value() == WRITTEN and subject.owners() == {"SageMakerLlm/Watermark"}
+
+    check_status(stack, deploy(subject, stack, {"Watermark": watermark("destroy")}), "UPDATE_COMPLETE")
+    subject.before.discard(WATERMARK)  # the stack holds it now, as its own
     check_status(stack, stack.delete(), "DELETE_COMPLETE")
     assert subject.value() is None
 
