@@ -1,58 +1,55 @@
 """The day-two update catalogue (tools/update_catalogue.py) holds: each routine change, synthesized before and
-after from a shipped config, does on deploy what its row says, as CloudFormation's schemas decide it.
+after from a shipped config, does on deploy what its row says, as the change report's lifecycle analysis decides
+it (CloudFormation's schemas and its order: every create first, the cleanup's deletes last).
 
-For every row the change report's classification (``tools.change_report.classify``) of every resource must
-match the row: the resource types replaced (nothing else), the write-only SageMaker properties re-sent, the
-SageMaker, capacity and run-time parameter resources created and deleted, no run-time value reset or
-overwritten, and the plan headroom of a replaced plan-bound endpoint config (respected). A tag change on every
-shipped config resets nothing, replaces nothing and leaves the plan binding alone.
+For every row the analysis (``update_catalogue.analyse``) must match the row: whether it deploys in one step and,
+if not, which resource types fail; for a one-step row the resource types replaced (nothing else), the write-only
+SageMaker properties re-sent, the SageMaker, capacity, router, budget and run-time parameter resources created and
+deleted, no run-time value reset or overwritten, and the plan headroom of a replaced plan-bound endpoint config
+(respected). ``docs/update-catalogue.md`` is the table printed from these analyses. A tag change on every shipped
+config resets nothing, replaces nothing and leaves the plan binding alone.
 
-Synths are few: each config's "before" is synthesized once and shared (a row whose change is a value read at
-deploy, or an edit of the templates, synthesizes nothing more), and each synth builds the stacks in this
-interpreter without the checks ``app.py`` attaches (``tests/support/assemblies.py``).
+Synths are few: each (config, edits) is synthesized once for the module and shared (a row whose change is a value
+read at deploy, or an edit of the templates, synthesizes nothing more), each in this interpreter without the
+checks ``app.py`` attaches (``tools/assemblies.py``).
 """
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.assemblies import ROOT, config_data, pipeline_data, synth_config, synth_pipeline
+from support.assemblies import ROOT
 from tools import update_catalogue
-from tools.change_report import Outcome, StackTemplate, classify, load_assembly
-from tools.update_catalogue import PIPELINE, ROWS, Edit, Row, apply
+from tools.change_report import Outcome, StackTemplate, classify
+from tools.update_catalogue import ROWS, Edit, Result, Row, analyse, apply
 
-KEY_TYPES = ("AWS::SageMaker::", "Custom::SageMaker", "Custom::Eagle", "AWS::SSM::")
-"""The resource types whose creation and deletion a row names: SageMaker's, the capacity plan's, the EAGLE
-serving model, the run-time parameters."""
+KEY_TYPES = ("AWS::SageMaker::", "Custom::SageMaker", "Custom::Eagle", "AWS::SSM::", "AWS::Budgets::")
+"""The resource types whose creation and deletion a row names: SageMaker's, the capacity plan's, the router's,
+the EAGLE serving model, the run-time parameters, budgets (the table also counts scaling and alarms)."""
 SHIPPED = [ROOT / "config" / "default.yaml", ROOT / "config" / "dev.yaml", ROOT / "config" / "prod.yaml",
            *sorted((ROOT / "config" / "examples").glob("*.yaml"))]
 
 
 class Assemblies:
-    """Cloud assemblies of shipped configs with edits, each synthesized once for the module."""
+    """Cloud assemblies of shipped configs with edits, each synthesized once for the module, and each row's
+    analysis, made once."""
 
     def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.synthesized: dict[str, Path] = {}
-        self.seconds: list[float] = []
+        self.synth = update_catalogue.synthesizer(folder)
+        self.analysed: dict[str, Result] = {}
 
     def of(self, config: str, edits: tuple[Edit, ...] = ()) -> dict[str, StackTemplate]:
         """The assembly of ``config`` with ``edits`` made, freshly loaded (a caller may change it)."""
-        key = json.dumps([config, edits], sort_keys=True, default=str)
-        if key not in self.synthesized:
-            outdir = self.folder / f"a{len(self.synthesized)}"
-            path = ROOT / config
-            if config == PIPELINE:
-                self.seconds.append(synth_pipeline(apply(pipeline_data(path), edits), outdir))
-            else:
-                self.seconds.append(synth_config(apply(config_data(path), edits), path.parent, outdir))
-            self.synthesized[key] = outdir
-        return load_assembly(self.synthesized[key])
+        return self.synth(config, edits)
+
+    def result(self, row: Row) -> Result:
+        if row.slug not in self.analysed:
+            self.analysed[row.slug] = analyse(row, self.synth)
+        return self.analysed[row.slug]
 
 
 @pytest.fixture(scope="module")
@@ -98,23 +95,41 @@ def _explained(outcomes: list[Outcome]) -> str:
 
 
 def outcomes_of(row: Row, assemblies: Assemblies) -> list[Outcome]:
-    base = assemblies.of(row.config, row.before)
-    head = assemblies.of(row.config, row.before + row.edits)
-    if row.assembly_edit is not None:
-        row.assembly_edit(head)
-    return classify(base, head, base_values=row.values_before or None, head_values=row.values_after or None)
+    return assemblies.result(row).outcomes
 
 
 def test_the_catalogue_has_at_least_twenty_changes_and_no_row_expects_a_reset() -> None:
     assert len(ROWS) >= 20
     assert len({r.slug for r in ROWS}) == len(ROWS)
     assert not [r.change for r in ROWS if r.resets], "a routine change must never reset a run-time value"
-    assert all(r.edits or r.values_after or r.assembly_edit for r in ROWS)
+    assert all(r.edits or r.values_after or r.assembly_edit or r.lifecycle == "redeploy" for r in ROWS)
+    assert all(r.blocked for r in ROWS if not r.one_step), "a row that does not deploy in one step names what fails"
+
+
+RENAMES = ("endpoint-renamed", "model-renamed-the-chat-model", "model-renamed-with-its-adapters", "component-renamed",
+           "adapter-renamed", "router-renamed", "run-time-parameters-under-a-new-construct-id", "budget-under-a-new",
+           "router-under-a-new")
+
+
+def test_every_named_thing_has_a_rename_row_and_the_lifecycle_rows_are_there() -> None:
+    slugs = [r.slug for r in ROWS]
+    for wanted in RENAMES + ("removal-retain-destroy", "removal-destroy-retain", "stack-delete-and-deploy-again",
+                             "weights-changed", "budget-notifications-changed", "router-targets-changed"):
+        assert any(s.startswith(wanted) for s in slugs), wanted
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.slug for r in ROWS])
 def test_each_change_does_on_deploy_what_its_row_says(row: Row, assemblies: Assemblies) -> None:
-    outcomes = outcomes_of(row, assemblies)
+    result = assemblies.result(row)
+    failing = "\n".join(f"  {h.reason}: {h.text}" for h in result.blockers)
+    assert result.one_step == row.one_step, f"{row.change}: one step is {result.one_step}\n{failing}"
+    if not row.one_step:
+        assert {h.resource_type for h in result.blockers} == set(row.blocked), failing
+        return
+    if row.lifecycle == "redeploy":
+        assert result.again is not None and not result.again.blockers
+        return
+    outcomes = result.outcomes
     derived = Derived.of(outcomes)
     expected = Derived(set(row.replaced), set(row.resends), set(row.created), set(row.deleted), set(row.resets),
                        set(), [], row.binding)
@@ -163,16 +178,33 @@ def test_a_tag_change_on_every_shipped_config_resets_nothing_replaces_nothing_an
     assert [o for o in outcomes if o.changed], f"{config}: the tag reached no resource"
 
 
-def test_docs_update_catalogue_md_is_the_generated_table() -> None:
+def test_docs_update_catalogue_md_is_the_generated_table(assemblies: Assemblies) -> None:
+    """The outcome columns are printed from the analysis of every row: the documentation says what it finds."""
+    generated = update_catalogue.markdown({r.slug: assemblies.result(r) for r in ROWS})
     committed = (ROOT / "docs" / "update-catalogue.md").read_text(encoding="utf-8")
-    assert committed == update_catalogue.markdown(), "run: python -m tools.update_catalogue --markdown > docs/update-catalogue.md"
+    assert committed == generated, "run: python -m tools.update_catalogue --markdown > docs/update-catalogue.md"
+    assert sum(1 for line in generated.splitlines() if line.startswith("| ") and "`config/" in line) == len(ROWS)
 
 
-def test_the_generator_prints_one_line_per_row(capsys: pytest.CaptureFixture[str]) -> None:
-    assert update_catalogue.main(["--markdown"]) == 0
-    printed = capsys.readouterr().out
-    assert printed == update_catalogue.markdown()
-    assert sum(1 for line in printed.splitlines() if line.startswith("| ") and "`config/" in line) == len(ROWS)
+def _line(row_start: str) -> list[str]:
+    text = (ROOT / "docs" / "update-catalogue.md").read_text(encoding="utf-8")
+    (line,) = [line for line in text.splitlines() if line.startswith(f"| {row_start}")]
+    return [cell.strip() for cell in line.strip("|").split(" | ")]
+
+
+def test_the_table_counts_what_the_analysis_finds(assemblies: Assemblies) -> None:
+    """``removal: retain -> destroy`` updates resources in place (the emptying tag, the parameters' Removal): the
+    table says how many; the copies row deletes the scale-from-zero policy and its alarm; an endpoint rename does
+    not deploy in one step."""
+    removal = assemblies.result(next(r for r in ROWS if r.slug == "removal-retain-destroy"))
+    updated = sum(removal.count("update").values())
+    assert updated > 0 and _line("removal: retain -> destroy")[5].startswith(f"{updated} ")
+    copies = next(r for r in ROWS if r.slug.startswith("copies"))
+    assert "0 -> 2" in copies.change
+    removed = assemblies.result(copies).count("remove")
+    assert removed.get("AWS::ApplicationAutoScaling::ScalingPolicy") == 1 and removed.get("AWS::CloudWatch::Alarm")
+    assert "-`ApplicationAutoScaling::ScalingPolicy`" in _line("Copies")[7]
+    assert _line("Endpoint renamed")[3].startswith("**no**: name re-taken before cleanup")
 
 
 def test_edits_are_made_to_a_copy() -> None:

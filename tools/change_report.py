@@ -34,14 +34,21 @@ The head is named by its commit (``HEAD (<branch> <sha>)`` when the working tree
 ``--head-label``. ``--output FILE`` also writes the report; ``--step-summary`` appends the Markdown
 report to ``$GITHUB_STEP_SUMMARY`` when that is set.
 
-The headline calls out what costs money or capacity: an ``AWS::SageMaker::EndpointConfig``
-replacement (it redeploys the endpoint: new instances are provisioned), endpoints created or
-deleted, and any change to a capacity plan; and what will fail to deploy (a custom-named
-resource that must be replaced, a name re-created before the old one is deleted, a changed
-custom resource ServiceToken, a change to a bought capacity plan).
+What will fail to deploy comes first, before the cost (``DOES NOT DEPLOY IN ONE STEP``), each reason with the
+two-step way: the ways a one-resource-at-a-time view misses, found from CloudFormation's order (every Create
+first, then the Updates, the cleanup's Deletes last): a create-only change of a resource whose name is fixed
+(CloudFormation cannot replace it); a name re-taken before cleanup (a new or replacing resource takes a name,
+unique per account and region, ``UNIQUE_NAMES``, that a resource deleted or replaced in the same deploy holds until
+the cleanup: an endpoint renamed, whose components keep their ``<stack>-<model>`` names); the same across stacks of
+one assembly that do not deploy one after the other (``name_clashes``); and a changed custom resource
+ServiceToken, an in-place component rename. The headline then calls out what costs money or capacity: an
+``AWS::SageMaker::EndpointConfig`` replacement (it redeploys the endpoint: new instances are provisioned),
+endpoints created or deleted, and any change to a capacity plan. ``redeploy(assembly)`` says what a stack delete
+and a deploy again keeps (retain policies, run-time parameters with Removal retain) and what comes back fresh.
 
 Every resource of the pair is also classified (``classify(base, head) -> list[Outcome]``, which the
-tests use and the report prints per resource): unchanged, updated in place, replaced, added or removed;
+tests use and the report prints per resource): unchanged, updated in place, replaced, added or removed, with the
+step CloudFormation takes (``Outcome.step``: created first, deleted in cleanup, a custom resource's handler);
 the write-only properties (from the schema) an in-place update sends again with the template's value,
 and which of them overwrite what a service set at run time (``RuntimeConfig.CopyCount`` of an autoscaled
 inference component); the run-time values it resets ("resets /sagemaker-llm/.../status": an
@@ -122,6 +129,11 @@ class StackTemplate:
     parameters: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The template's Parameters: an ``AWS::SSM::Parameter::Value<...>`` one is read at every deploy."""
     conditions: dict[str, Any] = field(default_factory=dict)
+    environment: str = ""
+    """``aws://account/region`` from the manifest (a nested stack's is its parent's): names are unique per account
+    and region, so only stacks of one environment can take a name from each other."""
+    dependencies: tuple[str, ...] = ()
+    """Keys of the stacks this one deploys after (the manifest's ``dependencies``, asset artifacts left out)."""
 
 
 def load_assembly(folder: Path) -> dict[str, StackTemplate]:
@@ -150,7 +162,11 @@ def _load(folder: Path, prefix: str, stacks: dict[str, StackTemplate]) -> None:
             template = _read_json(folder / properties["templateFile"])
             stack = StackTemplate(prefix + artifact_id, artifact.get("displayName") or artifact_id,
                                   template.get("Resources") or {}, outputs=template.get("Outputs") or {},
-                                  parameters=template.get("Parameters") or {}, conditions=template.get("Conditions") or {})
+                                  parameters=template.get("Parameters") or {}, conditions=template.get("Conditions") or {},
+                                  environment=str(artifact.get("environment", "")),
+                                  dependencies=tuple(prefix + d for d in artifact.get("dependencies", [])
+                                                     if manifest["artifacts"].get(d, {}).get("type")
+                                                     == "aws:cloudformation:stack"))
             stacks[stack.key] = stack
             _load_nested(folder, stack, stacks, assets)
         elif artifact.get("type") == "cdk:cloud-assembly":
@@ -187,7 +203,8 @@ def _load_nested(folder: Path, parent: StackTemplate, stacks: dict[str, StackTem
         loaded = _read_json(template)
         nested = StackTemplate(f"{parent.key}/{logical_id}", title, loaded.get("Resources") or {}, parent.key,
                                logical_id, outputs=loaded.get("Outputs") or {},
-                               parameters=loaded.get("Parameters") or {}, conditions=loaded.get("Conditions") or {})
+                               parameters=loaded.get("Parameters") or {}, conditions=loaded.get("Conditions") or {},
+                               environment=parent.environment)
         stacks[nested.key] = nested
         _load_nested(folder, nested, stacks, assets)
 
@@ -411,22 +428,85 @@ def is_custom(resource_type: str) -> bool:
     return resource_type.startswith("Custom::") or resource_type == CUSTOM_RESOURCE
 
 
-def physical_name(resource: dict[str, Any]) -> str | None:
-    """The resource's fixed name (``<Type>Name`` or ``Name``, ``PlanName`` for a capacity plan) as JSON, if set."""
+@dataclass(frozen=True)
+class UniqueName:
+    """A name that only one resource of its kind may hold in an account and region (a budget's: in an account)."""
+
+    resource_type: str
+    path: tuple[str, ...]
+    """Where the name sits in the resource's properties."""
+    kind: str
+    """What shares the name space: an ``AWS::SSM::Parameter`` and a run-time parameter share SSM's."""
+    taken: str
+    """What a Create that finds the name held does: the request that fails, or (``adopts``) what the handler does."""
+    adopts: bool = False
+    """The Create takes the existing thing over instead of failing."""
+    per_account: bool = False
+    """Unique in the account, all regions (AWS Budgets)."""
+
+
+ROUTER_TYPE = "Custom::SageMakerInferenceRouter"
+"""``sagemaker_llm_cdk.routing.router.RESOURCE_TYPE``."""
+UNIQUE_NAMES: dict[str, UniqueName] = {n.resource_type: n for n in (
+    UniqueName(ENDPOINT, ("EndpointName",), "endpoint", "CreateEndpoint fails"),
+    UniqueName(ENDPOINT_CONFIG, ("EndpointConfigName",), "endpoint config", "CreateEndpointConfig fails"),
+    UniqueName("AWS::SageMaker::Model", ("ModelName",), "model", "CreateModel fails"),
+    UniqueName("AWS::SageMaker::InferenceComponent", ("InferenceComponentName",), "inference component",
+               "CreateInferenceComponent fails"),
+    UniqueName("AWS::Budgets::Budget", ("Budget", "BudgetName"), "budget", "CreateBudget fails (DuplicateRecord)",
+               per_account=True),
+    UniqueName("AWS::SSM::Parameter", ("Name",), "SSM parameter", "PutParameter fails (ParameterAlreadyExists)"),
+    UniqueName(ROUTER_TYPE, ("RouterName",), "inference router", "CreateInferenceRouter fails"),
+    UniqueName("Custom::SageMakerLlmRunTimeParameter", ("ParameterName",), "SSM parameter",
+               "the handler keeps the parameter and its value and takes it over (owner tag), so the old resource's "
+               "Delete leaves it", adopts=True),
+    UniqueName(PLAN_TYPE, ("PlanName",), "capacity plan",
+               "the handler adopts the bought plan when its shape is unchanged (nothing is bought again)", adopts=True),
+)}
+"""Names unique per account and region that the library's resources set, and where each sits. Other AWS types are
+read by ``<Type>Name`` / ``Name`` (``physical_name``) except ``_SCOPED_NAMES``."""
+_SCOPED_NAMES = frozenset({"AWS::Logs::LogStream", "AWS::ApplicationAutoScaling::ScalingPolicy",
+                           "AWS::Scheduler::Schedule"})
+"""Types whose ``<Type>Name`` is unique only inside another resource (a log group, a scalable target, a schedule
+group), which a new resource usually is too."""
+
+
+def _at(properties: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(properties, dict) or _is_intrinsic(properties) or part not in properties:
+            return MISSING
+        properties = properties[part]
+    return properties
+
+
+def unique_name(resource: dict[str, Any]) -> tuple[str, str] | None:
+    """(name space, the name as JSON) of the name ``resource`` fixes, if it fixes one: from ``UNIQUE_NAMES``, else
+    for an AWS type ``<Type>Name`` or ``Name``; a custom resource not in the table fixes none that is known."""
     kind = resource.get("Type", "")
-    if kind in _NOT_PHYSICAL_NAMES:
-        return None
     properties = resource.get("Properties") or {}
-    if is_capacity_plan(kind, ""):
-        candidates: tuple[str, ...] = ("PlanName",)
-    elif is_custom(kind):
+    entry = UNIQUE_NAMES.get(kind)
+    if entry is None and is_capacity_plan(kind, ""):
+        entry = UNIQUE_NAMES[PLAN_TYPE]
+    if entry is not None:
+        value = _at(properties, entry.path)
+        return None if value is MISSING else (entry.kind, json.dumps(_mask(value), sort_keys=True))
+    if kind in _NOT_PHYSICAL_NAMES or kind in _SCOPED_NAMES or is_custom(kind):
         return None
-    else:
-        candidates = (kind.rpartition("::")[2] + "Name", "Name")
-    for name in candidates:
+    for name in (kind.rpartition("::")[2] + "Name", "Name"):
         if name in properties:
-            return json.dumps(_mask(properties[name]), sort_keys=True)
+            return kind, json.dumps(_mask(properties[name]), sort_keys=True)
     return None
+
+
+def physical_name(resource: dict[str, Any]) -> str | None:
+    """The resource's fixed name as JSON, if set: where ``UNIQUE_NAMES`` says it sits (``Budget.BudgetName`` for a
+    budget, ``RouterName``, ``ParameterName``, ``PlanName``), else ``<Type>Name`` or ``Name``."""
+    found = unique_name(resource)
+    return found[1] if found else None
+
+
+def name_entry(resource_type: str) -> UniqueName | None:
+    return UNIQUE_NAMES.get(resource_type) or (UNIQUE_NAMES[PLAN_TYPE] if is_capacity_plan(resource_type, "") else None)
 
 
 def is_capacity_plan(resource_type: str, logical_id: str) -> bool:
@@ -489,9 +569,13 @@ class OutputChange:
 
 @dataclass
 class Headline:
-    category: str  # redeploy | money | fails
+    category: str  # redeploy | money | fails | runtime | headroom
     stack: str
     text: str
+    resource_type: str = ""
+    """For ``fails``: the type of the resource whose Create or Update fails."""
+    reason: str = ""
+    """For ``fails``: which way the deploy fails, in a few words (``FAILS_BY``)."""
 
 
 @dataclass
@@ -555,7 +639,7 @@ def compare(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *, b
     outputs = [o for key in order for o in _output_changes(base.get(key), head.get(key))]
     report = Report(base_label, head_label, stacks, sorted(changes, key=_sort_key(order)), [], outputs)
     report.outcomes = _outcomes(base, head, report)
-    report.headlines = _headlines(report, head)
+    report.headlines = _headlines(report, head) + name_clashes(base, head, report.changes)
     report.cost = cost_delta(base, head, base_cost, head_cost, prices)
     return report
 
@@ -609,6 +693,10 @@ def _modification(stack: StackTemplate, logical_id: str, old: dict[str, Any],
     return change
 
 
+FIXED_NAME_STEPS = ("Two steps: deploy once with the name changed (or pin another name), so CloudFormation creates the "
+                    "new one beside the old one and deletes the old one in cleanup; or deploy once without the "
+                    "resource, then with it.")
+"""What to do about a create-only change of a resource whose name is fixed."""
 _RENAMED_IN_PLACE = {"AWS::SageMaker::InferenceComponent": "InferenceComponentName"}
 """Names the schema does not mark create-only although the service cannot rename the resource."""
 
@@ -635,8 +723,9 @@ def _classify(change: ResourceChange) -> None:
             change.notes.append(note)
     name = physical_name(change.head) if change.head is not None and change.kind == "modified" else None
     if change.replacement and name is not None and name == physical_name(change.base or {}):
-        note = ("custom-named resource must be replaced: CloudFormation cannot replace a resource with a fixed name, "
-                "so the update fails; change the name as well")
+        why = ", ".join(p.path for p in change.properties if p.create_only) or "a create-only property"
+        note = (f"custom-named resource must be replaced ({why} is create-only): CloudFormation cannot replace a "
+                f"resource with a fixed name ({_short(json.loads(name))}), so the update fails. {FIXED_NAME_STEPS}")
         if note not in change.notes:
             change.notes.append(note)
 
@@ -663,9 +752,10 @@ def _pair_renames(removed: list[ResourceChange], added: list[ResourceChange]) ->
                                   "CloudFormation creates it in the new stack and deletes it from the old one")
             name = physical_name(match.head or {})
             if same_name and name is not None:
-                pair.notes.append(f"same name {_short(json.loads(name))}: the new resource is created before the old "
-                                  "one is deleted, so the create fails while the name is still taken (deploy once "
-                                  "without it, or rename it)")
+                entry = name_entry(pair.resource_type)
+                taken = (f"a Create that finds it held: {entry.taken}" if entry and entry.adopts else
+                         "the old one holds it until cleanup")
+                pair.notes.append(f"same name {_short(json.loads(name))} under the new logical id: {taken}")
             a, b = normalize(gone.base or {}), normalize(match.head or {})
             pair.properties = _detailed(leaf_changes(a["Properties"], b["Properties"]), "", pair.resource_type)
             pairs.append(pair)
@@ -730,6 +820,201 @@ def _changed_parameters(stack: StackTemplate, changes: list[ResourceChange]) -> 
     return {p.path.split(".")[1].split("[")[0] for p in parent_change.properties if p.path.startswith("Parameters.")}
 
 
+# ----------------------------------------------------------------------------- names re-taken
+RETAINED = frozenset({"Retain", "RetainExceptOnCreate"})
+"""Deletion policies that leave the thing (and its name) in place when the resource leaves the stack."""
+
+
+def _root_key(stacks: dict[str, StackTemplate], key: str) -> str:
+    """The top-level stack whose deploy a (nested) stack's resources belong to."""
+    while key in stacks and stacks[key].parent is not None:
+        key = str(stacks[key].parent)
+    return key
+
+
+def deploys_after(stacks: dict[str, StackTemplate], later: str, earlier: str) -> bool:
+    """True when stack ``later`` depends (directly or through others) on ``earlier``: ``cdk deploy`` finishes
+    ``earlier``, its cleanup included, before it starts ``later``."""
+    seen: set[str] = set()
+    todo = [later]
+    while todo:
+        key = todo.pop()
+        if key in seen or key not in stacks:
+            continue
+        seen.add(key)
+        if earlier in stacks[key].dependencies:
+            return True
+        todo += stacks[key].dependencies
+    return False
+
+
+def _name_key(stack: StackTemplate, resource: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(where the name is unique, its name space, the name as JSON) of the name ``resource`` fixes, if any."""
+    found = unique_name(resource)
+    if found is None:
+        return None
+    entry = name_entry(resource.get("Type", ""))
+    where = stack.environment.rsplit("/", 1)[0] if entry is not None and entry.per_account else stack.environment
+    return (where, *found)
+
+
+def _held(assembly: dict[str, StackTemplate]) -> dict[tuple[str, str, str], list[tuple[str, str]]]:
+    held: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+    for key, stack in assembly.items():
+        for logical_id, resource in stack.resources.items():
+            name = _name_key(stack, resource) if resource.get("Type") not in IGNORED_TYPES else None
+            if name is not None:
+                held.setdefault(name, []).append((key, logical_id))
+    return held
+
+
+def _named(stack: StackTemplate, logical_id: str, resource: dict[str, Any]) -> str:
+    shown = _strip_stack(str((resource.get("Metadata") or {}).get("aws:cdk:path", "")), stack.title)
+    shown = shown.removesuffix("/Resource").removesuffix("/Default")
+    return f"{resource.get('Type')} {shown} ({logical_id})" if shown and shown != logical_id else (
+        f"{resource.get('Type')} {logical_id}")
+
+
+def name_clashes(base: dict[str, StackTemplate], head: dict[str, StackTemplate],
+                 changes: list[ResourceChange]) -> list[Headline]:
+    """Deploys that fail on a name re-taken before cleanup: a new or replacing resource of ``head`` takes a name
+    (unique per account and region, ``UNIQUE_NAMES``) that a resource of ``base`` still holds when the Create runs.
+
+    In one stack's deploy (nested stacks included) every Create runs before the cleanup that deletes what leaves or
+    is replaced, so the old holder always still has the name. Across the stacks of one assembly the name is free only
+    when the taker's stack deploys after the holder's (a dependency) and the holder is not retained. A name that a
+    Create adopts (a run-time parameter, a bought capacity plan) is no failure. A create-only change of a resource
+    that keeps its fixed name is the other failure (``_classify``)."""
+    replaced = {(c.stack.key, c.logical_id) for c in changes if c.replacement and c.kind == "modified"}
+    old_names = _held(base)
+    created_endpoints: dict[str, list[str]] = {}
+    for c in changes:
+        if c.resource_type == ENDPOINT and (c.kind in ("added", "renamed") or c.replacement):
+            created_endpoints.setdefault(_root_key(head, c.stack.key), []).append(c.display)
+    lines: list[Headline] = []
+    for key, stack in head.items():
+        for logical_id, resource in stack.resources.items():
+            name = _name_key(stack, resource) if resource.get("Type") not in IGNORED_TYPES else None
+            old_stack = base.get(key)
+            new = old_stack is None or logical_id not in old_stack.resources
+            if name is None or not (new or (key, logical_id) in replaced):
+                continue
+            entry = name_entry(resource.get("Type", ""))
+            if entry is not None and entry.adopts:
+                continue
+            for holder_key, holder_id in old_names.get(name, []):
+                if (holder_key, holder_id) == (key, logical_id):
+                    continue  # the same resource replaced under its fixed name: _classify says so
+                found = _clash(base, head, stack, logical_id, resource, holder_key, holder_id, replaced,
+                               created_endpoints)
+                if found is not None:
+                    lines.append(Headline("fails", stack.title, found[1], str(resource.get("Type")), found[0]))
+    return lines
+
+
+def _clash(base: dict[str, StackTemplate], head: dict[str, StackTemplate], stack: StackTemplate, logical_id: str,
+           resource: dict[str, Any], holder_key: str, holder_id: str, replaced: set[tuple[str, str]],
+           created_endpoints: dict[str, list[str]]) -> tuple[str, str] | None:
+    """(``FAILS_BY`` reason, why) the Create of ``logical_id`` fails on the name ``holder_id`` of ``base`` holds, or
+    None when the name is free by then."""
+    holder_stack = base[holder_key]
+    holder = holder_stack.resources[holder_id]
+    holder_after = head.get(holder_key)
+    still = holder_after.resources.get(holder_id) if holder_after is not None else None
+    name = unique_name(resource)
+    assert name is not None
+    shown_name = _short(json.loads(name[1]))
+    taker, old = _named(stack, logical_id, resource), _named(holder_stack, holder_id, holder)
+    entry = name_entry(resource.get("Type", ""))
+    request = entry.taken if entry is not None else f"creating the {name[0].rpartition('::')[2]} fails (it exists)"
+    root, holder_root = _root_key(head, stack.key), _root_key(base, holder_key)
+    across = root != holder_root
+    where = f" (in {holder_stack.title})" if holder_key != stack.key else ""
+    head_line = f"{name[0]} name {shown_name}: {taker} is created while {old}{where}"
+    if still is not None and (holder_key, holder_id) not in replaced and unique_name(still) == name:
+        return "name held twice", (f"{head_line} keeps the name: {request}; two resources cannot hold one name, give "
+                                   "one another name.")
+    policy = holder.get("UpdateReplacePolicy" if still is not None else "DeletionPolicy")
+    if policy in RETAINED:
+        return "name kept by a retained resource", (f"{head_line} leaves the stack with {'UpdateReplacePolicy' if still is not None else 'DeletionPolicy'} "
+                f"{policy}: the thing stays and keeps the name after cleanup, so {request}. Two steps: delete the "
+                "retained one by hand (or import it into the new resource) before the deploy, or give the new one "
+                "another name.")
+    if across and deploys_after(head, root, holder_root):
+        return None  # the holder's stack deploys first and its cleanup frees the name
+    if across:
+        return "name re-taken across stacks", (f"{head_line} still holds the name: stack {stack.title} does not deploy after {holder_stack.title} "
+                f"(no dependency), so it may create it before {holder_stack.title}'s cleanup deletes the old one, and "
+                f"then {request}: the create fails while the name is still taken. Two steps: deploy "
+                f"{holder_stack.title} once without it (or with it renamed), then {stack.title}; or make "
+                f"{stack.title} depend on {holder_stack.title}, or pin another name.")
+    text = (f"{head_line} still holds the name (the old one is deleted only in the cleanup, after every create): "
+            f"{request}, so the create fails while the name is still taken and the stack rolls back.")
+    endpoints = created_endpoints.get(root, [])
+    if resource.get("Type") == "AWS::SageMaker::InferenceComponent" and endpoints:
+        text += (f" It fails after the new endpoint {', '.join(endpoints)} was provisioned (instances started and "
+                 "billed, then deleted by the rollback). Component names are <stack>-<model>, with no endpoint in "
+                 "them: to rename an endpoint, deploy once with the old endpoint removed (or its models renamed), "
+                 "then add the new one.")
+    else:
+        text += (f" Two steps: deploy once with {old} removed or renamed, then add the new one; or keep the construct "
+                 "id (the same logical id updates in place), or pin another name.")
+    return "name re-taken before cleanup", text
+
+
+@dataclass
+class Redeploy:
+    """What deleting every stack of an assembly and deploying it again (a new stack id) does to each resource."""
+
+    retained: dict[str, int]
+    """Resource type -> how many stay after the delete (DeletionPolicy Retain): the redeploy creates new ones beside
+    them (a generated name) and the old ones stay, orphaned, with what they hold."""
+    values_kept: list[str]
+    """Run-time parameters whose Removal is retain: the delete leaves them, the redeploy's Create finds them and keeps
+    the value written at run time."""
+    fresh: dict[str, int]
+    """Resource type -> how many are deleted and come back new (run-time parameters with Removal destroy included:
+    they start again at their initial value)."""
+    blockers: list[str] = field(default_factory=list)
+    """Retained resources with a fixed name: the redeploy's Create of that name fails while the old one stays."""
+
+
+def _goes_with_its_container(stack: StackTemplate, resource: dict[str, Any]) -> bool:
+    """A log stream retained in a log group the delete removes goes with the group."""
+    if resource.get("Type") != "AWS::Logs::LogStream":
+        return False
+    groups = [ref for _, ref in references((resource.get("Properties") or {}).get("LogGroupName"))]
+    return any((stack.resources.get(g) or {}).get("DeletionPolicy") not in RETAINED for g in groups)
+
+
+def redeploy(assembly: dict[str, StackTemplate]) -> Redeploy:
+    """Stack delete and deploy again, from the templates: what the DeletionPolicy (and a run-time parameter's
+    Removal) keeps, what comes back fresh, and what keeps a name the redeploy needs."""
+    retained: dict[str, int] = {}
+    fresh: dict[str, int] = {}
+    kept: list[str] = []
+    blockers: list[str] = []
+    for stack in assembly.values():
+        for logical_id, resource in stack.resources.items():
+            kind = resource.get("Type", "?")
+            if kind in IGNORED_TYPES or kind == NESTED_STACK:
+                continue
+            properties = resource.get("Properties") or {}
+            if kind == RUN_TIME_PARAMETER_TYPE and properties.get("Removal", "retain") == "retain":
+                kept.append(str(properties.get("ParameterName", logical_id)))
+                continue
+            if resource.get("DeletionPolicy") not in RETAINED or _goes_with_its_container(stack, resource):
+                fresh[kind] = fresh.get(kind, 0) + 1
+                continue
+            retained[kind] = retained.get(kind, 0) + 1
+            entry, name = name_entry(kind), unique_name(resource)
+            if name is not None and not (entry and entry.adopts):
+                blockers.append(f"{stack.title}: {_named(stack, logical_id, resource)} is retained with the fixed name "
+                                f"{_short(json.loads(name[1]))}: the redeploy creates it again and fails while the "
+                                "old one stays; delete it by hand first, or let it have a generated name")
+    return Redeploy(dict(sorted(retained.items())), sorted(kept), dict(sorted(fresh.items())), blockers)
+
+
 # ----------------------------------------------------------------------------- headline
 def _headlines(report: Report, head: dict[str, StackTemplate]) -> list[Headline]:
     lines: list[Headline] = []
@@ -755,7 +1040,9 @@ def _headlines(report: Report, head: dict[str, StackTemplate]) -> list[Headline]
             lines.append(Headline("money", title, _plan_headline(change)))
         for note in change.notes:
             if "fails" in note or "refuses" in note:
-                lines.append(Headline("fails", title, f"{change.resource_type} {change.display}: {note}"))
+                reason = next((r for marker, r in _NOTE_REASONS if marker in note), "fails")
+                lines.append(Headline("fails", title, f"{change.resource_type} {change.display}: {note}",
+                                      change.resource_type, reason))
     for outcome in report.outcomes:
         if outcome.resets or outcome.overwrites:
             lines += [Headline("runtime", outcome.stack, f"{outcome.resource_type} {outcome.display}: {line}")
@@ -764,6 +1051,13 @@ def _headlines(report: Report, head: dict[str, StackTemplate]) -> list[Headline]
             lines.append(Headline("headroom", outcome.stack, f"endpoint config {outcome.display} "
                                   f"{outcome.headroom.text}"))
     return lines
+
+
+_NOTE_REASONS = (("custom-named resource must be replaced", "fixed-name replacement"),
+                 ("ServiceToken changes", "ServiceToken change"), ("there is no rename", "in-place rename"))
+FAILS_BY = ("fixed-name replacement", "name re-taken before cleanup", "name re-taken across stacks",
+            "name kept by a retained resource", "name held twice", "ServiceToken change", "in-place rename")
+"""The ways a deploy fails that the report finds, as ``Headline.reason`` names them."""
 
 
 def _why(change: ResourceChange) -> str:
@@ -857,7 +1151,8 @@ def at_deploy(assembly: dict[str, StackTemplate], values: dict[str, str] | None)
                     if decided.get(str(v.get("Condition"))) is not False}
 
         resolved[key] = StackTemplate(stack.key, stack.title, kept(stack.resources), stack.parent,
-                                      stack.parent_logical_id, kept(stack.outputs), stack.parameters, stack.conditions)
+                                      stack.parent_logical_id, kept(stack.outputs), stack.parameters, stack.conditions,
+                                      stack.environment, stack.dependencies)
     return resolved
 
 
@@ -1156,6 +1451,9 @@ class Outcome:
     binding_changes: bool = False
     """An endpoint config's CapacityReservationConfig differs."""
     lines: list[str] = field(default_factory=list)
+    step: str = "no change"
+    """What CloudFormation does with it, in its order: created first, updated, replaced (the new one first, the old
+    one deleted in cleanup), deleted in cleanup, or left in place (a retain policy); a custom resource's handler."""
 
     @property
     def changed(self) -> bool:
@@ -1189,6 +1487,7 @@ def _outcomes(base: dict[str, StackTemplate], head: dict[str, StackTemplate], re
                               _action(change), run_time=new_values.get((key, logical_id)))
             if change is not None:
                 _explain(outcome, change, base, head, old_values)
+                outcome.step = deploy_step(outcome.action, change)
             found.append(outcome)
     for (key, logical_id), change in by_old.items():
         if change.kind != "removed":
@@ -1196,8 +1495,43 @@ def _outcomes(base: dict[str, StackTemplate], head: dict[str, StackTemplate], re
         outcome = Outcome(change.stack.title, logical_id, change.resource_type, change.display, "remove",
                           run_time=old_values.get((key, logical_id)))
         _explain(outcome, change, base, head, old_values)
+        outcome.step = deploy_step("remove", change)
         found.append(outcome)
     return found
+
+
+HANDLER_UPDATES = {
+    RUN_TIME_PARAMETER_TYPE: "the handler keeps the value; a new ParameterName is a new parameter (a new physical id: "
+                             "CloudFormation deletes the old one in cleanup, which keeps or deletes it as its Removal "
+                             "says)",
+    ROUTER_TYPE: "a new RouterName: the handler creates a new router (a new physical id) and CloudFormation deletes "
+                 "the old one in cleanup; the same name: UpdateInferenceRouter in place",
+    PLAN_TYPE: "the handler refuses a change of a bought plan's shape (PlanName, instances, duration, window); other "
+               "changes update in place",
+}
+"""What the library's custom resource handlers do on Update: CloudFormation cannot see a physical id change in the
+template, the handler decides it."""
+
+
+def deploy_step(action: str, change: ResourceChange) -> str:
+    """What CloudFormation does with a changed resource, in its order (creates, then updates, then the cleanup)."""
+    old, new = change.base or {}, change.head or {}
+    if action == "add":
+        return "created first (every Create runs before any Update)"
+    if action == "remove":
+        policy = old.get("DeletionPolicy")
+        return (f"leaves the stack in cleanup and stays (DeletionPolicy {policy})" if policy in RETAINED else
+                "deleted in cleanup (after every create and update succeeded)")
+    if action == "no update":
+        return "no update (attributes or metadata only)"
+    if is_custom(change.resource_type) and action in ("update", "replace"):
+        known = HANDLER_UPDATES.get(change.resource_type)
+        return f"Update sent to the handler: {known}" if known else "Update sent to the handler, which decides"
+    if action == "replace":
+        kept = " (the old one stays: UpdateReplacePolicy Retain)" if new.get("UpdateReplacePolicy") in RETAINED else ""
+        first = "created under the new logical id first" if change.kind == "renamed" else "created anew first"
+        return f"replaced: {first}, the old one deleted in cleanup{kept}"
+    return "updated in place"
 
 
 def _action(change: ResourceChange | None) -> str:
@@ -1260,6 +1594,11 @@ def _run_time_lines(outcome: Outcome, change: ResourceChange, value: RunTimeValu
     elif outcome.action == "remove":
         kept = (change.base or {}).get("DeletionPolicy") == "Retain" or properties.get("Removal") == "retain"
         outcome.lines.append(f"{'leaves' if kept else 'deletes'} {value.shown} and the value {writers} wrote{read}")
+    elif (value.keeps_on_update and outcome.action == "replace" and change.kind == "renamed"
+          and ((change.base or {}).get("Properties") or {}).get("ParameterName") == properties.get("ParameterName")):
+        outcome.keeps = True
+        outcome.lines.append(f"keeps {value.shown}: under its new logical id the resource's Create finds the parameter, "
+                             "keeps the value and takes it over (owner tag), so the old resource's Delete leaves it")
     elif value.keeps_on_update and outcome.action == "replace":
         old = ((change.base or {}).get("Properties") or {}).get("ParameterName")
         removal = ((change.base or {}).get("Properties") or {}).get("Removal", "retain")
@@ -1874,7 +2213,8 @@ def _verdict(change: ResourceChange) -> str:
     if change.replacement:
         return "REPLACEMENT"
     if is_custom(change.resource_type):
-        return "update (the custom resource handler decides)"
+        known = HANDLER_UPDATES.get(change.resource_type)
+        return f"update ({known})" if known else "update (the custom resource handler decides)"
     if all(p.path.startswith("(") for p in change.properties):
         return "no update (attributes or metadata only)"
     return "update in place"
@@ -1884,15 +2224,33 @@ _HEADLINE_TITLES = {"redeploy": "Endpoint redeploys", "money": "Capacity plans (
                     "runtime": "Run-time values reset", "headroom": "Capacity headroom"}
 
 
+BLOCKED_TITLE = "DOES NOT DEPLOY IN ONE STEP"
+
+
+def blocked_lines(report: Report) -> list[str]:
+    """The report's first lines when the deploy would fail: each reason with what to do instead, text or Markdown."""
+    fails = [h for h in report.headlines if h.category == "fails"]
+    if not fails:
+        return []
+    return [f"{BLOCKED_TITLE}: {len(fails)} reason{'s' if len(fails) != 1 else ''} the deploy fails and rolls back"] + [
+        f"{h.stack}: {h.text}" for h in fails]
+
+
 def render_text(report: Report) -> str:
     out = [f"Change report: {report.base_label} -> {report.head_label}"]
+    blocked = blocked_lines(report)
+    if blocked:
+        out += [f"!! {blocked[0]}:"] + [f"  !! {line}" for line in blocked[1:]]
     if report.cost is not None:
         source, per_line, totals = cost_lines(report.cost)
         out += ["", f"{COST_TITLE}, {source}:"] + [f"  {line}" for line in per_line + totals]
     out += ["", "Headline:"]
-    if report.headlines:
-        out += [f"  !! {_HEADLINE_TITLES[h.category]}: {h.stack}: {h.text}" for h in report.headlines]
-    else:
+    rest = [h for h in report.headlines if h.category != "fails"]
+    if rest:
+        out += [f"  !! {_HEADLINE_TITLES[h.category]}: {h.stack}: {h.text}" for h in rest]
+    if blocked:
+        out.append(f"  !! {_HEADLINE_TITLES['fails']}: {len(blocked) - 1} reason(s), first in this report")
+    if not report.headlines:
         out.append("  no endpoint redeploy, no capacity plan change")
     unchanged = []
     for stack in report.stacks:
@@ -1937,6 +2295,9 @@ def _cell(text: str) -> str:
 
 def render_markdown(report: Report) -> str:
     out = [f"## Change report: `{report.base_label}` → `{report.head_label}`", ""]
+    blocked = blocked_lines(report)
+    if blocked:
+        out += [f"### ⛔ {_cell(blocked[0])}", ""] + [f"- {_cell(line)}" for line in blocked[1:]] + [""]
     if report.cost is not None:
         source, per_line, totals = cost_lines(report.cost)
         out += [f"### {COST_TITLE}", "", f"_{_cell(source[0].upper() + source[1:])}._", ""]
@@ -1945,7 +2306,10 @@ def render_markdown(report: Report) -> str:
         out.append("")
     if report.headlines:
         out.append("### ⚠️ Headline")
-        out += [f"- **{_HEADLINE_TITLES[h.category]}** (`{h.stack}`): {_cell(h.text)}" for h in report.headlines]
+        out += [f"- **{_HEADLINE_TITLES[h.category]}** (`{h.stack}`): {_cell(h.text)}" for h in report.headlines
+                if h.category != "fails"]
+        if blocked:
+            out.append(f"- **{_HEADLINE_TITLES['fails']}**: {len(blocked) - 1} reason(s), first in this report")
     else:
         out.append("**Headline:** no endpoint redeploy, no capacity plan change.")
     unchanged = []

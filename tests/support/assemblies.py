@@ -1,77 +1,34 @@
-"""Cloud assemblies of this repository's app, synthesized in this interpreter from a config held in memory.
-
-The update catalogue (``tests/test_update_catalogue.py``) changes one thing in a shipped config and compares
-the two assemblies with ``tools.change_report.classify``. A synth here builds the stack as ``app.py`` does
-(``LlmPlatformStack``, or the pipeline's ``attach_pipeline``) with ``cdk.json``'s feature flags and path
-metadata, as ``cdk synth`` passes them, but without the checks ``app.py`` attaches (cdk-nag and the built-in
-template validator run in ``make check`` and the app's own tests): the classification reads the templates
-only, and a synth takes about a second instead of seven.
-"""
+"""Cloud assemblies of this repository's app, synthesized in this interpreter from a config held in memory: the
+functions live in ``tools/assemblies.py`` (the update catalogue's generator synthesizes with them too); the tests
+import them from here."""
 from __future__ import annotations
 
-import copy
 import json
-import time
 from pathlib import Path
 from typing import Any
 
-import yaml
+from tools.assemblies import CDK_CONTEXT, ROOT, config_data, pipeline_data, synth_config, synth_pipeline
 
-ROOT = Path(__file__).resolve().parents[2]
-CDK_CONTEXT: dict[str, Any] = {**json.loads((ROOT / "cdk.json").read_text(encoding="utf-8"))["context"],
-                               "aws:cdk:enable-path-metadata": True}
-
-
-def config_data(path: Path) -> dict[str, Any]:
-    """The config at ``path`` laid over what it extends, as plain data a test may change (a fresh copy)."""
-    from sagemaker_llm_cdk.config.layers import load_layered
-
-    data = load_layered(path)
-    assert isinstance(data, dict), path
-    return copy.deepcopy(data)
+__all__ = ["CDK_CONTEXT", "ENVIRONMENT", "ROOT", "config_data", "pipeline_data", "synth_config", "synth_pipeline",
+           "write_assembly"]
 
 
-def synth_config(data: dict[str, Any], config_dir: Path, outdir: Path) -> float:
-    """Synthesize the app's stacks for config ``data`` into ``outdir``; returns the seconds it took.
-
-    ``config_dir`` is where the config's relative paths start (the JumpStart lock, adapter manifests)."""
-    from aws_cdk import App, Environment
-
-    from sagemaker_llm_cdk import parse_config
-    from stacks import LlmPlatformStack
-
-    start = time.monotonic()
-    config = parse_config(data, source=str(config_dir))
-    app = App(outdir=str(outdir), context=dict(CDK_CONTEXT), builtin_cloud_formation_validation=False)
-    LlmPlatformStack(app, config.stack_name, config=config, config_dir=config_dir,
-                     env=Environment(account=config.target.account, region=config.target.region))
-    app.synth()
-    return time.monotonic() - start
+ENVIRONMENT = "aws://123456789012/us-east-1"
 
 
-def pipeline_data(path: Path) -> dict[str, Any]:
-    """The pipeline config at ``path`` as plain data a test may change."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    assert isinstance(data, dict), path
-    return data
-
-
-def synth_pipeline(data: dict[str, Any], outdir: Path) -> float:
-    """Synthesize the delivery pipeline (every stage's stacks in its own assembly) for pipeline config ``data``;
-    stage configs given relative are found from the repository root, as ``make synth PIPELINE=...`` runs."""
-    from aws_cdk import App
-
-    from stacks.pipeline import attach_pipeline
-
-    start = time.monotonic()
-    data = copy.deepcopy(data)
-    for wave in data.get("waves", []):
-        for stage in wave.get("stages", []):
-            stage["config"] = str(ROOT / stage["config"])
-    outdir.mkdir(parents=True, exist_ok=True)
-    path = outdir.parent / f"{outdir.name}.pipeline.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    app = App(outdir=str(outdir), context=dict(CDK_CONTEXT), builtin_cloud_formation_validation=False)
-    attach_pipeline(app, path)
-    app.synth()
-    return time.monotonic() - start
+def write_assembly(folder: Path, stacks: dict[str, dict[str, dict[str, Any]]], *,
+                   dependencies: dict[str, list[str]] | None = None,
+                   environments: dict[str, str] | None = None) -> Path:
+    """A hand-made cloud assembly in ``folder``: stack name -> its resources (logical id -> resource), each stack
+    in ``ENVIRONMENT`` unless ``environments`` names another, deploying after the stacks ``dependencies`` lists (as
+    ``cdk synth`` writes them into ``manifest.json``). For what no config of the app can make (a fixed name, two
+    stacks sharing one)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    artifacts: dict[str, Any] = {}
+    for name, resources in stacks.items():
+        (folder / f"{name}.template.json").write_text(json.dumps({"Resources": resources}), encoding="utf-8")
+        artifacts[name] = {"type": "aws:cloudformation:stack", "environment": (environments or {}).get(name, ENVIRONMENT),
+                           "properties": {"templateFile": f"{name}.template.json"},
+                           "dependencies": list((dependencies or {}).get(name, [])), "displayName": name}
+    (folder / "manifest.json").write_text(json.dumps({"version": "48.0.0", "artifacts": artifacts}), encoding="utf-8")
+    return folder
