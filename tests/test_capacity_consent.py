@@ -226,6 +226,10 @@ def test_the_guard_may_only_describe_the_plan(reserved):
                           "Resource": [{"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
                                                           ":sagemaker:us-east-1:123456789012:training-plan/" + name]]}
                                        for name in (BOUGHT, BOUGHT.lower())]}]
+    # and the status of its own stack: a rollback is never refused
+    assert [s for s in statements if str(s["Action"]).startswith("cloudformation:")] == [
+        {"Sid": "ReadThisStacksStatus", "Effect": "Allow", "Action": "cloudformation:DescribeStacks",
+         "Resource": {"Ref": "AWS::StackId"}}]
 
 
 def test_any_change_of_the_endpoint_config_changes_the_guard(reserved):

@@ -159,6 +159,7 @@ def test_purchase_handler_policy_is_exactly_the_plan_actions(reserved):
         "sagemaker:CreateReservedCapacity": [
             "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:reserved-capacity/*"],
         "sagemaker:SearchTrainingPlanOfferings": ["*"],
+        "cloudformation:DescribeStacks": ["${AWS::StackId}"],  # only its own stack: is a change being rolled back
     }
     role = template.to_json()["Resources"][logical_id(stack, plan.on_event_function.role)]
     assert "ManagedPolicyArns" not in role["Properties"]

@@ -22,7 +22,7 @@ RECORDS_CHECK = "default.yaml+records_check"
 SERVICES = {
     "sagemaker": "SageMaker", "logs": "CloudWatch Logs", "cloudwatch": "CloudWatch", "xray": "X-Ray",
     "dynamodb": "DynamoDB", "s3": "S3", "kms": "KMS", "ssm": "SSM Parameter Store", "states": "Step Functions",
-    "lambda": "Lambda", "iam": "IAM", "firehose": "Firehose", "sqs": "SQS",
+    "lambda": "Lambda", "iam": "IAM", "firehose": "Firehose", "sqs": "SQS", "cloudformation": "CloudFormation",
 }
 """IAM service prefix -> the name CKV_AWS_117's reason must use for it."""
 

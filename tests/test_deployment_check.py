@@ -72,11 +72,15 @@ def test_is_complete_may_only_describe_this_endpoint_and_component(default):
     ]
 
 
-def test_on_event_calls_no_aws_api(default):
+def test_on_event_may_only_read_its_own_stacks_status(default):
     *_, template = default
-    actions = {a for s in role_statements(template, "index.on_event")
-               for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
-    assert actions == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+    statements = role_statements(template, "index.on_event")
+    actions = {a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
+    assert actions == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords",
+                       "cloudformation:DescribeStacks"}
+    assert [s for s in statements if s["Action"] == "cloudformation:DescribeStacks"] == [
+        {"Sid": "ReadThisStacksStatus", "Effect": "Allow", "Action": "cloudformation:DescribeStacks",
+         "Resource": {"Ref": "AWS::StackId"}}]
 
 
 def test_handlers_share_one_asset_and_no_role_has_managed_policies(default):

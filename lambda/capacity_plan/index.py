@@ -42,13 +42,18 @@ Returns
  InstanceCount, Status}} -- every Data value is a string.
 
 Create: DescribeTrainingPlan(PlanName); an existing plan of the same shape is adopted (retry
-after a partial failure, re-created stack), one of a different shape is refused. Otherwise
+after a partial failure, re-created stack, new logical id), one of a different shape is refused;
+an extended plan is compared as it was bought (``as_bought``: its extension history). Otherwise
 SearchTrainingPlanOfferings(TargetResources=["endpoint"], ...) and CreateTrainingPlan with the
 cheapest USD offering within MaxUpfrontFeeUsd and the window (ties: earliest start).
 Without ``Purchase: approved`` a missing plan is never bought: the deploy fails and says how to consent.
 Update: only MaxUpfrontFeeUsd / Purchase may change (no purchase, same Data);
 any change of PlanName, InstanceType, InstanceCount, DurationDays, StartTimeAfter or
-EndTimeBefore is refused. Delete: no AWS call; the plan is retained.
+EndTimeBefore is refused. CloudFormation rolls a refused Update back with another Update to the
+same resource, from the refused properties to the ones it holds: while the stack is
+``UPDATE_ROLLBACK_IN_PROGRESS`` (DescribeStacks on the event's StackId) an Update back to the plan
+the physical id names is accepted (nothing bought), so the rollback completes instead of ending in
+``UPDATE_ROLLBACK_FAILED``. Delete: no AWS call; the plan is retained.
 """
 from __future__ import annotations
 
@@ -62,7 +67,7 @@ from types import SimpleNamespace
 from typing import Annotated, Any, Callable, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import shown as _shown
@@ -99,6 +104,8 @@ _INSTANCE_TYPE_RE = re.compile(r"ml\.[a-z0-9][a-z0-9-]*\.[a-z0-9]+")
 
 
 _sagemaker = clients.client_getter("sagemaker")
+_cloudformation = clients.client_getter("cloudformation")
+ROLLING_BACK = "UPDATE_ROLLBACK_IN_PROGRESS"
 
 
 # --------------------------------------------------------------------------- errors
@@ -647,8 +654,28 @@ def plan_data(plan: dict[str, Any], props: CapacityPlanProperties) -> dict[str, 
 # --------------------------------------------------------------------------- request types
 
 
+def as_bought(plan: dict[str, Any]) -> dict[str, Any] | None:
+    """The plan as it was bought, before its extensions (None without any): an extension moves the plan's EndTime
+    (and duration) past what was declared, so a plan extended by its own Extension is compared as bought. Its end
+    is where the first extension that did not fail starts; its duration runs from StartTime to there."""
+    starts = [item["StartDate"] for item in _extension_history(plan["TrainingPlanArn"])
+              if str(item.get("Status") or "").lower() != "failed" and item.get("StartDate")]
+    if not starts:
+        return None
+    end, start = min(starts), plan.get("StartTime")
+    bought = {**plan, "EndTime": end}
+    if start is not None:
+        minutes = max(0, int((end - start).total_seconds() // 60))
+        bought.update(DurationHours=minutes // 60, DurationMinutes=minutes % 60)
+    return bought
+
+
 def _adopt_existing(plan: dict[str, Any], props: CapacityPlanProperties) -> dict[str, Any]:
     problems = plan_mismatches(plan, props)
+    if problems and not plan_mismatches({**plan, "EndTime": None, "DurationHours": None}, props):
+        bought = as_bought(plan)  # only its end or duration differ: an extension may have moved them
+        if bought is not None:
+            problems = plan_mismatches(bought, props)
     if problems:
         raise CapacityPlanConflictError(
             f"A capacity plan named '{props.plan_name}' already exists ({plan['TrainingPlanArn']}) but does not "
@@ -742,9 +769,36 @@ def on_create(props: CapacityPlanProperties) -> dict[str, Any]:
     return {"PhysicalResourceId": arn, "Data": plan_data(plan, props)}
 
 
+def rolling_back(stack_id: Any) -> bool:
+    """Whether the stack is rolling an update back (``UPDATE_ROLLBACK_IN_PROGRESS``).
+
+    An Update that changes what a plan is can only be a refused change or the rollback of one; only the stack's
+    status tells them apart. When it cannot be read, the change is treated as a new one (refused): nothing is
+    bought either way.
+    """
+    if not isinstance(stack_id, str) or not stack_id:
+        return False
+    try:
+        stacks = _cloudformation().describe_stacks(StackName=stack_id).get("Stacks") or []
+    except (ClientError, BotoCoreError) as error:
+        logger.warning("Stack status not readable; the change is treated as a new one", extra={"error": str(error)})
+        return False
+    return bool(stacks) and stacks[0].get("StackStatus") == ROLLING_BACK
+
+
+def _names_plan(physical_id: str, plan_name: str) -> bool:
+    """Whether ``physical_id`` (the plan ARN, or its name) is the plan named ``plan_name`` (ARNs may be lowercase)."""
+    return physical_id.rsplit("/", 1)[-1].lower() == plan_name.lower()
+
+
 def on_update(event: CustomResourceEvent, props: CapacityPlanProperties) -> dict[str, Any]:
     old, new = _identity_of_raw(event.old_resource_properties), props.identity()
     changed = [f for f in IDENTITY_FIELDS if old[f] != new[f]]
+    physical_id = event.physical_resource_id or props.plan_name
+    if changed and _names_plan(physical_id, props.plan_name) and rolling_back(getattr(event, "StackId", None)):
+        # The rollback of a refused change: back to the properties of the plan this resource holds.
+        logger.info("Rollback to the plan this resource holds; nothing bought", extra={"changed": changed})
+        changed = []
     if changed:
         changes = "; ".join(f"{f} {_brief(old[f]) or '(not set)'} -> {_brief(new[f]) or '(not set)'}" for f in changed)
         raise CapacityPlanImmutableError(
@@ -752,7 +806,6 @@ def on_update(event: CustomResourceEvent, props: CapacityPlanProperties) -> dict
             "Nothing was bought or cancelled. Restore the old values, and declare a new capacity plan "
             "(new construct id and new PlanName) for the new capacity."
         )
-    physical_id = event.physical_resource_id or props.plan_name
     plan = describe_plan(props.plan_name)
     if plan is None:
         raise CapacityPlanNotFoundError(
@@ -842,7 +895,9 @@ def on_extension(request: CustomResourceEvent) -> dict[str, Any]:
     """Extend a plan so that it lasts until ExtendUntil: at most once per ExtendUntil, never refunded.
 
     Already long enough (its EndTime, or an extension in its history that is not Failed, reaches
-    ExtendUntil): nothing is bought. Otherwise, only with ``Extend: approved``: search the plan's
+    ExtendUntil): nothing is bought. In a rollback (an Update while the stack is
+    ``UPDATE_ROLLBACK_IN_PROGRESS``) nothing is bought either: it answers the plan's end as it is.
+    Otherwise, only with ``Extend: approved``: search the plan's
     extension offerings for the whole days missing and buy the cheapest USD one within the cap
     that starts when the plan ends and reaches ExtendUntil. Delete: retained (prepaid).
     """
@@ -868,6 +923,12 @@ def on_extension(request: CustomResourceEvent) -> dict[str, Any]:
             return {"PhysicalResourceId": physical_id, "Data": _extension_data(
                 plan, item["EndDate"], str(item.get("UpfrontFee") or ""), str(item.get("CurrencyCode") or ""),
                 str(item.get("TrainingPlanExtensionOfferingId") or ""))}
+    if request.request_type == "Update" and rolling_back(getattr(request, "StackId", None)):
+        # A rollback buys nothing and fails nothing (that would end in UPDATE_ROLLBACK_FAILED): the plan as it is.
+        logger.warning("Rollback to an ExtendUntil the plan does not reach; nothing bought",
+                       extra={"plan_name": props.plan_name, "end": _iso(end)})
+        return {"PhysicalResourceId": physical_id,
+                "Data": _extension_data(plan, end, "", str(plan.get("CurrencyCode") or ""), "")}
     status = plan.get("Status")
     if status not in EXTENDABLE_STATUSES or end is None:
         raise CapacityPlanConflictError(

@@ -34,6 +34,13 @@ Returns
 {"PhysicalResourceId": "<plan>/<digest of the properties>", "Data": {MlReservationArn, Status,
 StartTime, EndTime}}: a new physical id for every new set of properties, so a rollback deletes
 the new one (no call) instead of sending this guard an update it might fail. Delete: no call.
+CloudFormation's rollback of an update is never refused: refusing would end it in
+``UPDATE_ROLLBACK_FAILED``, and the endpoint config it guards then is the old one, which exists.
+A rollback is an Update whose PhysicalResourceId is already the one of its properties (the
+rollback of an Update the guard refused: the physical id stayed the old one), or any Update
+while the stack is ``UPDATE_ROLLBACK_IN_PROGRESS`` (DescribeStacks on the event's StackId: a
+rollback that sends a replaced guard its old properties). It is answered from the plan as it is
+now, unchecked; a stack status that cannot be read counts as no rollback.
 
 Create/Update with Bound "true": DescribeTrainingPlan; fails unless the plan exists, targets
 endpoints, is Active, has not ended, has the endpoint's instance type and holds MaxInstances.
@@ -57,7 +64,7 @@ from types import SimpleNamespace
 from typing import Any, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import shown as _shown
@@ -80,6 +87,8 @@ _INSTANCE_TYPE_RE = re.compile(r"ml\.[a-z0-9][a-z0-9-]*\.[a-z0-9]+")
 
 
 _sagemaker = clients.client_getter("sagemaker", retries={"mode": "standard", "max_attempts": 5})
+_cloudformation = clients.client_getter("cloudformation", retries={"mode": "standard", "max_attempts": 5})
+ROLLING_BACK = "UPDATE_ROLLBACK_IN_PROGRESS"
 
 
 def _now() -> datetime:
@@ -270,6 +279,29 @@ def rolling_step(props: GuardProperties, in_use: int) -> int:
     return max(1, size.value)
 
 
+def rolling_back(stack_id: Any) -> bool:
+    """Whether the stack is rolling an update back (``UPDATE_ROLLBACK_IN_PROGRESS``); False when unknown."""
+    if not isinstance(stack_id, str) or not stack_id:
+        return False
+    try:
+        stacks = _cloudformation().describe_stacks(StackName=stack_id).get("Stacks") or []
+    except (ClientError, BotoCoreError) as error:
+        logger.warning("Stack status not readable; the plan is checked", extra={"error": str(error)})
+        return False
+    return bool(stacks) and stacks[0].get("StackStatus") == ROLLING_BACK
+
+
+def restored(props: GuardProperties, physical_id: str) -> dict[str, Any]:
+    """The answer to a rollback of a refused Update: the guard's id and the plan's data as they are, no check."""
+    plan = _describe(props.plan_name)
+    data = {"MlReservationArn": "", "Status": "NotFound", "StartTime": "", "EndTime": ""} if plan is None else {
+        "MlReservationArn": plan["TrainingPlanArn"], "Status": str(plan.get("Status") or ""),
+        "StartTime": _iso(plan.get("StartTime")), "EndTime": _iso(plan.get("EndTime"))}
+    logger.info("Guard returned to the properties it checked before (a rollback); not checked again",
+                extra={"physical_resource_id": physical_id, "status": data["Status"]})
+    return {"PhysicalResourceId": physical_id, "Data": data}
+
+
 def check(props: GuardProperties, old: dict[str, Any] | None = None) -> dict[str, Any]:
     name = _PLAN_RE.fullmatch(props.plan_name).group("name")  # type: ignore[union-attr]
     plan = _describe(props.plan_name)
@@ -309,4 +341,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse_event(event)
     if request.request_type == "Delete":
         return {"PhysicalResourceId": request.physical_resource_id}
-    return check(parse_properties(request.resource_properties), request.old_resource_properties)
+    props = parse_properties(request.resource_properties)
+    if request.request_type == "Update" and (request.physical_resource_id == _physical_id(props)
+                                             or rolling_back(getattr(request, "StackId", None))):
+        return restored(props, _physical_id(props))
+    return check(props, request.old_resource_properties)

@@ -23,8 +23,16 @@ ResourceProperties:
                          (Specification.Container.ArtifactUrl)
     ServiceToken         ignored
 
-on_event returns {"PhysicalResourceId": ...}; it calls no AWS API (the framework then polls
-is_complete). is_complete returns {"IsComplete": false} while the endpoint or a component is
+on_event returns {"PhysicalResourceId": ...}; on Create it calls no AWS API (the framework then polls
+is_complete). On Update it reads the stack's status (DescribeStacks on the event's StackId): while
+the stack is ``UPDATE_ROLLBACK_IN_PROGRESS`` the Update is CloudFormation's rollback (to this
+resource after a later resource failed, or after this check itself failed the update), and
+on_event adds ``"RollingBack": true`` to its answer, which the framework passes to is_complete.
+A rollback is never checked nor waited for: is_complete completes at once without AWS calls.
+Failing it, or waiting on an endpoint the rollback is itself moving back (until the framework's
+total timeout fails it), would end the stack in ``UPDATE_ROLLBACK_FAILED``; the check's purpose,
+failing a deployment, is met already. A status that cannot be read counts as not rolling back.
+is_complete returns {"IsComplete": false} while the endpoint or a component is
 Creating/Updating/SystemUpdating/RollingBack, {"IsComplete": true, "Data": {...}} when all
 run what the template declares, and raises ``DeploymentCheckFailed`` (the stack update fails
 with its message) when something settled on another config or model, failed, or is missing.
@@ -44,7 +52,7 @@ from types import SimpleNamespace
 from typing import Any, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 from llm_cdk_shared import clients
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import problems as validation_problems
@@ -119,6 +127,10 @@ State = Literal["ok", "waiting", "failed"]
 
 
 _sagemaker = clients.client_getter("sagemaker")
+_cloudformation = clients.client_getter("cloudformation")
+ROLLING_BACK = "UPDATE_ROLLBACK_IN_PROGRESS"
+ROLLBACK_KEY = "RollingBack"
+"""The key on_event's answer carries into is_complete's event (the Provider framework merges the two)."""
 
 
 def _request_type(event: Any) -> str:
@@ -233,6 +245,18 @@ def evaluate(props: CheckProperties) -> tuple[State, list[str]]:
     return "ok", [line for _, line in results]
 
 
+def rolling_back(stack_id: Any) -> bool:
+    """Whether the stack is rolling an update back (``UPDATE_ROLLBACK_IN_PROGRESS``); False when unknown."""
+    if not isinstance(stack_id, str) or not stack_id:
+        return False
+    try:
+        stacks = _cloudformation().describe_stacks(StackName=stack_id).get("Stacks") or []
+    except (ClientError, BotoCoreError) as error:
+        logger.warning("Stack status not readable; the deployment is checked", extra={"error": str(error)})
+        return False
+    return bool(stacks) and stacks[0].get("StackStatus") == ROLLING_BACK
+
+
 # ---------------------------------------------------------------- handlers
 @logger.inject_lambda_context(log_event=False)
 def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -244,7 +268,11 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
     logger.info("Deployment check started", extra={
         "request_type": request, "endpoint_name": props.endpoint_name,
         "endpoint_config_name": props.endpoint_config_name, "components": [c.name for c in props.components]})
-    return {"PhysicalResourceId": PHYSICAL_ID_PREFIX + props.endpoint_name}
+    answer: dict[str, Any] = {"PhysicalResourceId": PHYSICAL_ID_PREFIX + props.endpoint_name}
+    if request == "Update" and rolling_back(event.get("StackId")):
+        logger.info("Rollback: the endpoint is not checked", extra={"endpoint_name": props.endpoint_name})
+        answer[ROLLBACK_KEY] = True
+    return answer
 
 
 @logger.inject_lambda_context(log_event=False)
@@ -252,6 +280,10 @@ def is_complete(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if _request_type(event) == "Delete":
         return {"IsComplete": True}
     props = _properties(event)
+    data = {"EndpointConfigName": props.endpoint_config_name, "ComponentsChecked": str(len(props.components))}
+    if event.get(ROLLBACK_KEY) is True:
+        logger.info("Rollback: complete without a check", extra={"endpoint_name": props.endpoint_name})
+        return {"IsComplete": True, "Data": {**data, "ComponentsChecked": "0"}}
     state, lines = evaluate(props)
     extra = {"endpoint_name": props.endpoint_name, "endpoint_config_name": props.endpoint_config_name, "details": lines}
     if state == "failed":
@@ -262,10 +294,4 @@ def is_complete(event: dict[str, Any], context: Any) -> dict[str, Any]:
         logger.info("Waiting for the endpoint and components to settle", extra=extra)
         return {"IsComplete": False}
     logger.info("Deployment runs what the template declares", extra=extra)
-    return {
-        "IsComplete": True,
-        "Data": {
-            "EndpointConfigName": props.endpoint_config_name,
-            "ComponentsChecked": str(len(props.components)),
-        },
-    }
+    return {"IsComplete": True, "Data": data}

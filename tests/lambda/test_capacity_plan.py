@@ -304,6 +304,8 @@ def test_create_after_partial_failure_adopts_existing_plan_without_buying(cp, sm
 )
 def test_create_refuses_existing_plan_of_another_shape(cp, sm, lambda_context, existing, expected):
     sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, existing)
+    if expected.startswith("duration"):  # an extension could explain it: the plan's history has none
+        sm.expect("DescribeTrainingPlanExtensionHistory", {"TrainingPlanArn": PLAN_ARN}, {"TrainingPlanExtensions": []})
 
     with pytest.raises(cp.CapacityPlanConflictError) as caught:
         cp.handler(event("Create", PROPS), lambda_context)
@@ -370,8 +372,59 @@ def test_update_with_same_identity_buys_nothing_and_keeps_id(cp, sm, lambda_cont
     assert result["Data"]["Status"] == "Active"
 
 
-def test_update_changing_identity_is_refused_naming_fields(cp, sm, lambda_context):
+def test_create_adopts_a_plan_its_extension_made_longer(cp, sm, lambda_context):
+    extended = {**plan(days=17), "StartTime": T0}
+    sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, extended)
+    sm.expect("DescribeTrainingPlanExtensionHistory", {"TrainingPlanArn": PLAN_ARN}, {"TrainingPlanExtensions": [
+        {"TrainingPlanExtensionOfferingId": "tpeo-failed", "StartDate": T0 + timedelta(days=3), "Status": "Failed"},
+        {"TrainingPlanExtensionOfferingId": "tpeo-1", "StartDate": T0 + timedelta(days=7), "Status": "Active",
+         "EndDate": T0 + timedelta(days=17), "DurationHours": 240}]})
+
+    result = cp.handler(event("Create", {**PROPS, "Purchase": "not-approved", **WINDOW}), lambda_context)
+
+    assert result["PhysicalResourceId"] == PLAN_ARN
+    assert result["Data"]["EndTime"] == "2026-01-27T11:30:00Z"  # as the plan is now, extended
+
+
+@pytest.fixture
+def cfn(cp):
+    """The stack's status as DescribeStacks answers it (``stack_status``), checked against the model."""
+    stub = Stubber(cp._cloudformation())
+    with stub:
+        yield stub
+        stub.assert_no_pending_responses()
+
+
+STACK_ID = "arn:aws:cloudformation:us-east-1:123456789012:stack/llm/guid"
+
+
+def stack_status(cfn: Stubber, status: str) -> None:
+    assert_valid_request("cloudformation", "DescribeStacks", {"StackName": STACK_ID})
+    cfn.add_response("describe_stacks", {"Stacks": [{"StackName": "llm", "StackId": STACK_ID, "StackStatus": status,
+                                                      "CreationTime": T0}]}, {"StackName": STACK_ID})
+
+
+def test_update_back_from_a_refused_change_is_accepted_while_the_stack_rolls_back(cp, sm, cfn, lambda_context):
+    refused = {**PROPS, "InstanceCount": "8"}
+    stack_status(cfn, "UPDATE_ROLLBACK_IN_PROGRESS")
+    sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, plan(status="Active"))
+
+    result = cp.handler(event("Update", PROPS, old=refused, physical_id=PLAN_ARN), lambda_context)
+
+    assert result["PhysicalResourceId"] == PLAN_ARN and result["Data"]["InstanceCount"] == "4"
+
+
+def test_a_change_is_refused_when_the_stack_status_cannot_be_read(cp, sm, cfn, lambda_context):
+    cfn.add_client_error("describe_stacks", service_error_code="AccessDenied", http_status_code=403,
+                         expected_params={"StackName": STACK_ID})
+
+    with pytest.raises(cp.CapacityPlanImmutableError, match="InstanceCount 8 -> 4"):
+        cp.handler(event("Update", PROPS, old={**PROPS, "InstanceCount": "8"}, physical_id=PLAN_ARN), lambda_context)
+
+
+def test_update_changing_identity_is_refused_naming_fields(cp, sm, cfn, lambda_context):
     new = {**PROPS, "InstanceCount": "8", "DurationDays": "14", "EndTimeBefore": "2026-03-01T00:00:00Z"}
+    stack_status(cfn, "UPDATE_IN_PROGRESS")
 
     with pytest.raises(cp.CapacityPlanImmutableError) as caught:
         cp.handler(event("Update", new, old=PROPS, physical_id=PLAN_ARN), lambda_context)

@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 from support.aws_model import assert_valid_request
+from support.lifecycle import FakeClient, error
 
 UTC = timezone.utc
+STACK_ID = "arn:aws:cloudformation:us-east-1:123456789012:stack/s/guid"
 PLAN = "chat-p5e-2027q1"
 PLAN_ARN = f"arn:aws:sagemaker:us-east-1:123456789012:training-plan/{PLAN}"
 NOW = datetime(2027, 1, 10, tzinfo=UTC)
@@ -31,8 +33,27 @@ def guard(load_handler, monkeypatch):
     return module
 
 
+class StackStatus:
+    """DescribeStacks of the events' stack (``support.lifecycle.FakeClient`` checks each request): ``status``."""
+
+    def __init__(self) -> None:
+        self.status = "UPDATE_IN_PROGRESS"
+
+    def DescribeStacks(self, StackName: str) -> dict[str, Any]:  # noqa: N802,N803 - the API's names
+        if StackName != STACK_ID:
+            raise error("ValidationError", f"Stack with id {StackName} does not exist")
+        return {"Stacks": [{"StackName": "s", "StackId": STACK_ID, "CreationTime": NOW, "StackStatus": self.status}]}
+
+
 @pytest.fixture
-def sm(guard):
+def stack_status(guard) -> StackStatus:
+    status = StackStatus()
+    guard._cloudformation.inject(FakeClient("cloudformation", status))
+    return status
+
+
+@pytest.fixture
+def sm(guard, stack_status):
     stubber = Stubber(guard._sagemaker())
     with stubber:
         yield stubber
@@ -41,7 +62,7 @@ def sm(guard):
 
 def event(request_type: str, props: dict[str, Any] = PROPS, **extra: Any) -> dict[str, Any]:
     return {"RequestType": request_type, "ResourceType": "Custom::SageMakerCapacityPlanGuard",
-            "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/s/guid", "RequestId": "r",
+            "StackId": STACK_ID, "RequestId": "r",
             "LogicalResourceId": "ChatCapacityGuard", "ResourceProperties": props, **extra}
 
 
@@ -219,3 +240,23 @@ def test_the_rolling_batch_size_is_checked_before_any_call(guard, sm, lambda_con
     with pytest.raises(guard.GuardEventError) as caught:
         guard.handler(event("Create", {**PROPS, "UpdatePolicy": "ROLLING", "RollingBatchSize": size}), lambda_context)
     assert expected in str(caught.value) and "nothing was checked" in str(caught.value)
+
+
+def test_a_rollback_is_answered_from_the_plan_and_never_refused(guard, sm, stack_status, lambda_context):
+    stack_status.status = "UPDATE_ROLLBACK_IN_PROGRESS"  # e.g. the rollback sends a replaced guard its old properties
+    expect_describe(sm, plan(status="Expired"))
+
+    result = guard.handler(update(PROPS, {**PROPS, "EndpointConfigInputs": ["sha256:new"]}), lambda_context)
+
+    assert result["PhysicalResourceId"] == guard._physical_id(guard.parse_properties(PROPS))
+    assert result["Data"] == {"MlReservationArn": PLAN_ARN, "Status": "Expired", "StartTime": "2027-01-05T00:00:00Z",
+                              "EndTime": "2027-02-04T00:00:00Z"}
+
+
+def test_the_rollback_of_a_refused_update_is_told_by_its_physical_id(guard, sm, stack_status, lambda_context):
+    stack_status.status = "UPDATE_IN_PROGRESS"  # as if unreadable: the physical id alone tells it
+    own = guard._physical_id(guard.parse_properties(PROPS))
+    expect_describe(sm, plan(status="Expired"))
+    body = event("Update", PROPS, PhysicalResourceId=own, OldResourceProperties={**PROPS, "MaxInstances": "1"})
+
+    assert guard.handler(body, lambda_context)["PhysicalResourceId"] == own

@@ -219,3 +219,33 @@ def test_message_fits_in_a_cloudformation_reason(check, stubber, lambda_context)
 def test_client_uses_adaptive_retries(check):
     config = check._sagemaker().meta.config
     assert config.retries["mode"] == "adaptive"
+
+
+STACK_ID = "arn:aws:cloudformation:us-east-1:123456789012:stack/Test/1"
+
+
+@pytest.mark.parametrize(("status", "rolling_back"), [("UPDATE_ROLLBACK_IN_PROGRESS", True),
+                                                      ("UPDATE_IN_PROGRESS", False)])
+def test_on_event_update_tells_is_complete_whether_the_stack_rolls_back(check, stubber, lambda_context, status,
+                                                                         rolling_back):
+    params = {"StackName": STACK_ID}
+    assert_valid_request("cloudformation", "DescribeStacks", params)
+    with Stubber(check._cloudformation()) as cfn:
+        cfn.add_response("describe_stacks", {"Stacks": [{"StackName": "Test", "StackId": STACK_ID, "CreationTime": NOW,
+                                                         "StackStatus": status}]}, params)
+        answer = check.on_event(event("Update"), lambda_context)
+        cfn.assert_no_pending_responses()
+    assert answer.get("RollingBack", False) is rolling_back
+    assert answer["PhysicalResourceId"] == f"deployment-check/{ENDPOINT}"
+
+
+def test_on_event_update_checks_as_usual_when_the_stack_status_cannot_be_read(check, stubber, lambda_context):
+    with Stubber(check._cloudformation()) as cfn:
+        cfn.add_client_error("describe_stacks", service_error_code="AccessDenied", http_status_code=403,
+                             expected_params={"StackName": STACK_ID})
+        assert "RollingBack" not in check.on_event(event("Update"), lambda_context)
+
+
+def test_a_rollback_is_complete_at_once_without_aws_calls(check, stubber, lambda_context):
+    result = check.is_complete({**event(), "RollingBack": True}, lambda_context)  # no response queued: no call
+    assert result == {"IsComplete": True, "Data": {"EndpointConfigName": CONFIG, "ComponentsChecked": "0"}}

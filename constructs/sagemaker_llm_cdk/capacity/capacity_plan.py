@@ -462,6 +462,10 @@ class CapacityPlan(Construct):
             actions=["sagemaker:DescribeTrainingPlan", "sagemaker:DescribeTrainingPlanExtensionHistory"],
             resources=self._plan_arns_by_name(stack),
         ))
+        # A refused change of the plan is rolled back with an Update back to it, which the handler accepts only while
+        # this stack is UPDATE_ROLLBACK_IN_PROGRESS: it reads this stack's status, no other's.
+        function.add_to_role_policy(iam.PolicyStatement(
+            sid="ReadThisStacksStatus", actions=["cloudformation:DescribeStacks"], resources=[stack.stack_id]))
         self.on_event_function = function
 
         provider, self.provider_role = provider_framework(

@@ -98,6 +98,10 @@ class CapacityPlanGuard(Construct):
             timeout=Duration.minutes(1))
         self.function.add_to_role_policy(iam.PolicyStatement(
             sid="DescribeThePlan", actions=["sagemaker:DescribeTrainingPlan"], resources=plan_arns_for(plan, stack)))
+        # CloudFormation's rollback of an update is never refused (that would end in UPDATE_ROLLBACK_FAILED): the
+        # guard tells it by this stack's status, and may read no other stack's.
+        self.function.add_to_role_policy(iam.PolicyStatement(
+            sid="ReadThisStacksStatus", actions=["cloudformation:DescribeStacks"], resources=[stack.stack_id]))
         self.provider, self.provider_role = provider_framework(
             self, on_event=self.function,
             description=f"Custom resource framework of the capacity guard of {scope.node.path}")

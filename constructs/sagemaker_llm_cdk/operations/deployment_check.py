@@ -41,7 +41,10 @@ class DeploymentCheck(Construct):
     Provider framework polls ``is_complete`` (``lambda/deployment_check``) every
     ``query_interval`` until the endpoint and components are ``InService`` on what the template
     declares, and fails the resource when they settled on something else (a silent rollback),
-    failed, or did not settle within ``total_timeout``. Deleting the resource does nothing.
+    failed, or did not settle within ``total_timeout``. Deleting the resource does nothing, and
+    CloudFormation's rollback of an update is not checked (its on-event function reads this
+    stack's status to tell it): the stack returns to ``UPDATE_ROLLBACK_COMPLETE``, never
+    ``UPDATE_ROLLBACK_FAILED``.
 
     Create it after the endpoint's last ``add_model``; components added later (LoRA adapters)
     join with ``add_component``. Its functions may only describe this endpoint and these
@@ -89,6 +92,11 @@ class DeploymentCheck(Construct):
             description=f"Checks that {endpoint.node.path} runs the deployed config and models (custom resource)",
             timeout=Duration.minutes(1),
         )
+        # A rollback is never checked (failing or waiting would leave UPDATE_ROLLBACK_FAILED): on_event tells it by
+        # this stack's status, and may read no other stack's.
+        self.on_event_function.add_to_role_policy(iam.PolicyStatement(
+            sid="ReadThisStacksStatus", actions=["cloudformation:DescribeStacks"],
+            resources=[Stack.of(self).stack_id]))
         self.is_complete_function.add_to_role_policy(iam.PolicyStatement(
             sid="DescribeThisEndpoint", actions=["sagemaker:DescribeEndpoint"], resources=[endpoint.endpoint_arn]))
         self._describe_components = iam.PolicyStatement(
