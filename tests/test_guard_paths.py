@@ -7,7 +7,6 @@ account is never found and its KMS keys' default policy (``kms:*`` for the accou
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
