@@ -67,8 +67,8 @@ from types import SimpleNamespace
 from typing import Annotated, Any, Callable, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import BotoCoreError, ClientError
-from llm_cdk_shared import clients
+from botocore.exceptions import ClientError
+from llm_cdk_shared import clients, stack_status
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import shown as _shown
 
@@ -105,7 +105,6 @@ _INSTANCE_TYPE_RE = re.compile(r"ml\.[a-z0-9][a-z0-9-]*\.[a-z0-9]+")
 
 _sagemaker = clients.client_getter("sagemaker")
 _cloudformation = clients.client_getter("cloudformation")
-ROLLING_BACK = "UPDATE_ROLLBACK_IN_PROGRESS"
 
 
 # --------------------------------------------------------------------------- errors
@@ -776,14 +775,7 @@ def rolling_back(stack_id: Any) -> bool:
     status tells them apart. When it cannot be read, the change is treated as a new one (refused): nothing is
     bought either way.
     """
-    if not isinstance(stack_id, str) or not stack_id:
-        return False
-    try:
-        stacks = _cloudformation().describe_stacks(StackName=stack_id).get("Stacks") or []
-    except (ClientError, BotoCoreError) as error:
-        logger.warning("Stack status not readable; the change is treated as a new one", extra={"error": str(error)})
-        return False
-    return bool(stacks) and stacks[0].get("StackStatus") == ROLLING_BACK
+    return stack_status.rolling_back(_cloudformation, stack_id, logger=logger, otherwise="the change is treated as a new one")
 
 
 def _names_plan(physical_id: str, plan_name: str) -> bool:

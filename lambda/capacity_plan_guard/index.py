@@ -64,8 +64,8 @@ from types import SimpleNamespace
 from typing import Any, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import BotoCoreError, ClientError
-from llm_cdk_shared import clients
+from botocore.exceptions import ClientError
+from llm_cdk_shared import clients, stack_status
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import shown as _shown
 
@@ -88,7 +88,6 @@ _INSTANCE_TYPE_RE = re.compile(r"ml\.[a-z0-9][a-z0-9-]*\.[a-z0-9]+")
 
 _sagemaker = clients.client_getter("sagemaker", retries={"mode": "standard", "max_attempts": 5})
 _cloudformation = clients.client_getter("cloudformation", retries={"mode": "standard", "max_attempts": 5})
-ROLLING_BACK = "UPDATE_ROLLBACK_IN_PROGRESS"
 
 
 def _now() -> datetime:
@@ -281,14 +280,7 @@ def rolling_step(props: GuardProperties, in_use: int) -> int:
 
 def rolling_back(stack_id: Any) -> bool:
     """Whether the stack is rolling an update back (``UPDATE_ROLLBACK_IN_PROGRESS``); False when unknown."""
-    if not isinstance(stack_id, str) or not stack_id:
-        return False
-    try:
-        stacks = _cloudformation().describe_stacks(StackName=stack_id).get("Stacks") or []
-    except (ClientError, BotoCoreError) as error:
-        logger.warning("Stack status not readable; the plan is checked", extra={"error": str(error)})
-        return False
-    return bool(stacks) and stacks[0].get("StackStatus") == ROLLING_BACK
+    return stack_status.rolling_back(_cloudformation, stack_id, logger=logger, otherwise="the plan is checked")
 
 
 def restored(props: GuardProperties, physical_id: str) -> dict[str, Any]:

@@ -52,8 +52,8 @@ from types import SimpleNamespace
 from typing import Any, Literal, TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import BotoCoreError, ClientError
-from llm_cdk_shared import clients
+from botocore.exceptions import ClientError
+from llm_cdk_shared import clients, stack_status
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import problems as validation_problems
 from llm_cdk_shared.problems import shown
@@ -128,7 +128,6 @@ State = Literal["ok", "waiting", "failed"]
 
 _sagemaker = clients.client_getter("sagemaker")
 _cloudformation = clients.client_getter("cloudformation")
-ROLLING_BACK = "UPDATE_ROLLBACK_IN_PROGRESS"
 ROLLBACK_KEY = "RollingBack"
 """The key on_event's answer carries into is_complete's event (the Provider framework merges the two)."""
 
@@ -247,14 +246,7 @@ def evaluate(props: CheckProperties) -> tuple[State, list[str]]:
 
 def rolling_back(stack_id: Any) -> bool:
     """Whether the stack is rolling an update back (``UPDATE_ROLLBACK_IN_PROGRESS``); False when unknown."""
-    if not isinstance(stack_id, str) or not stack_id:
-        return False
-    try:
-        stacks = _cloudformation().describe_stacks(StackName=stack_id).get("Stacks") or []
-    except (ClientError, BotoCoreError) as error:
-        logger.warning("Stack status not readable; the deployment is checked", extra={"error": str(error)})
-        return False
-    return bool(stacks) and stacks[0].get("StackStatus") == ROLLING_BACK
+    return stack_status.rolling_back(_cloudformation, stack_id, logger=logger, otherwise="the deployment is checked")
 
 
 # ---------------------------------------------------------------- handlers

@@ -169,6 +169,8 @@ class Stack:
     # ------------------------------------------------------------------ sequences
     def deploy(self, template: Mapping[str, Mapping[str, Any]], *, fail_after: bool = False) -> str:
         """Create or update the stack to ``template`` (logical id -> properties); the stack's status after."""
+        assert self.status != "ROLLBACK_COMPLETE", ("CloudFormation refuses to update a stack in ROLLBACK_COMPLETE "
+                                                    "(its first create failed): delete it, then deploy")
         creating = self.status in ("NONE", "DELETE_COMPLETE")
         if self.status == "DELETE_COMPLETE":
             self.stack_id = _new_stack_id(self.name)
