@@ -67,12 +67,22 @@ def test_a_shipped_config_synthesizes_bound_to_its_account(checkout, config):
     assert keys and all(f":{account}:root" in policy for policy in keys.values()), keys
 
 
-def test_the_delivery_pipeline_synthesizes_with_its_stage_accounts(checkout):
-    run = cli.run(["npx", "cdk", "synth", "--quiet", "-c", "pipeline=config/pipeline.yaml"], checkout)
+PIPELINES = ["config/pipeline.yaml", *sorted(str(p.relative_to(cli.ROOT))
+                                            for p in (cli.ROOT / "config" / "examples" / "pipelines").glob("*.yaml"))]
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_a_delivery_pipeline_synthesizes_with_its_stage_accounts(checkout, pipeline):
+    import yaml
+
+    declared = yaml.safe_load((cli.ROOT / pipeline).read_text(encoding="utf-8"))
+    expected = {str(declared["account"])} | {str(stage["account"]) for wave in declared.get("waves", [])
+                                              for stage in wave.get("stages", []) if stage.get("account")}
+    run = cli.run(["npx", "cdk", "synth", "--quiet", "-c", f"pipeline={pipeline}"], checkout)
     assert run.returncode == 0, run.explain()
     environments = {t["__environment__"] for t in run.stacks().values()}
     accounts = {e.split("/")[2] for e in environments}
-    assert {"111111111111", "222222222222", "333333333333"} <= accounts, environments
+    assert len(expected) > 1 and expected <= accounts, (expected, environments)
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
