@@ -132,7 +132,7 @@ def check_names_free(ctx: PreflightContext) -> Iterable[Finding]:
                           "ones, so the create fails while the old endpoint still holds the name (after the new "
                           "endpoint's instances were provisioned), and the update rolls back",
                           "give the component a name new to the account as well (physical_name) in the same deploy, "
-                          "or keep the endpoint's name (docs/troubleshooting.md, renaming an endpoint)", path)
+                          "or keep the endpoint's name (docs/troubleshooting.md#a-deploy-that-fails-on-a-name)", path)
         elif stack_exists is True:
             yield info("names.free", f"{kind} {name} exists{on}; stack {ctx.config.stack_name} exists too (an update)",
                        subject=path)
