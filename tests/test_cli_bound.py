@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from support import cli
 
 pytestmark = pytest.mark.cli
@@ -33,8 +34,6 @@ def _bound(checkout: Path, config: str) -> tuple[str, str]:
     """The config to synthesize and the account it is bound to: the shipped one when it names its account, else a
     user's own layer over it (``config/mine-<name>.yaml``: ``extends:`` and ``target``)."""
     text = (cli.ROOT / config).read_text(encoding="utf-8")
-    import yaml
-
     data = yaml.safe_load(text) or {}
     account = ((data.get("target") or {}).get("account"))
     if account:
@@ -73,8 +72,6 @@ PIPELINES = ["config/pipeline.yaml", *sorted(str(p.relative_to(cli.ROOT))
 
 @pytest.mark.parametrize("pipeline", PIPELINES)
 def test_a_delivery_pipeline_synthesizes_with_its_stage_accounts(checkout, pipeline):
-    import yaml
-
     declared = yaml.safe_load((cli.ROOT / pipeline).read_text(encoding="utf-8"))
     expected = {str(declared["account"])} | {str(stage["account"]) for wave in declared.get("waves", [])
                                               for stage in wave.get("stages", []) if stage.get("account")}

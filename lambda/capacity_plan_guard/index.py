@@ -67,7 +67,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, stack_status
 from llm_cdk_shared.aws_errors import not_found
-from llm_cdk_shared.problems import shown as _shown
+from llm_cdk_shared.problems import ShortError, shown as _shown
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
     from llm_cdk_shared.custom_resource import CustomResourceEvent as GuardEvent
@@ -94,13 +94,10 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class GuardError(Exception):
+class GuardError(ShortError):
     """What CloudFormation shows as the reason the deploy failed; kept short."""
 
-    def __init__(self, message: str) -> None:
-        if len(message) > MAX_MESSAGE_CHARS:
-            message = message[: MAX_MESSAGE_CHARS - 15] + " ...(truncated)"
-        super().__init__(message)
+    max_chars = MAX_MESSAGE_CHARS
 
 
 class GuardEventError(GuardError):

@@ -55,7 +55,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, stack_status
 from llm_cdk_shared.aws_errors import not_found
-from llm_cdk_shared.problems import problems as validation_problems
+from llm_cdk_shared.problems import ShortError, problems as validation_problems
 from llm_cdk_shared.problems import shown
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
@@ -77,13 +77,10 @@ RETRYABLE_CODES = frozenset({"ThrottlingException", "Throttling", "RequestLimitE
 MAX_MESSAGE_CHARS = 3000  # CloudFormation's status reason must stay well under 4 KB
 
 
-class DeploymentCheckFailed(Exception):
+class DeploymentCheckFailed(ShortError):
     """What runs is not what the template declared (or it failed); the message says what runs instead."""
 
-    def __init__(self, message: str) -> None:
-        if len(message) > MAX_MESSAGE_CHARS:  # every problem of 1000 components: CloudFormation shows 4 KB at most
-            message = message[: MAX_MESSAGE_CHARS - 15] + " ...(truncated)"
-        super().__init__(message)
+    max_chars = MAX_MESSAGE_CHARS
 
 
 class DeploymentCheckEventError(DeploymentCheckFailed):

@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
+from llm_cdk_shared.problems import ShortError
 from llm_cdk_shared.aws_errors import error_code, error_message, not_found
 
 if TYPE_CHECKING:  # names in annotations only; nothing here is imported on a cold start
@@ -91,13 +92,10 @@ _sagemaker = clients.client_getter("sagemaker", retries={"mode": "standard", "ma
 _cloudwatch = clients.client_getter("cloudwatch", retries={"mode": "standard", "max_attempts": 5})
 
 
-class RouterError(Exception):
+class RouterError(ShortError):
     """What CloudFormation shows as the reason the deploy failed; kept short."""
 
-    def __init__(self, message: str) -> None:
-        if len(message) > MAX_MESSAGE_CHARS:
-            message = message[: MAX_MESSAGE_CHARS - 15] + " ...(truncated)"
-        super().__init__(message)
+    max_chars = MAX_MESSAGE_CHARS
 
 
 class RouterEventError(RouterError):

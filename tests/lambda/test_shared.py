@@ -17,7 +17,7 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from llm_cdk_shared import aws_errors, clients, custom_resource, env
-from llm_cdk_shared.problems import problems
+from llm_cdk_shared.problems import ShortError, problems
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from support.aws_model import assert_valid_request
 
@@ -624,3 +624,18 @@ def test_the_lazy_paths_still_validate(folder, entry, event, expected, heavy, bu
     if heavy is not None:
         assert found["after"] == heavy
     assert found["built"] == built
+
+
+@pytest.mark.parametrize("function", ["capacity_plan", "capacity_plan_guard", "deployment_check", "endpoint_policy",
+                                      "inference_router"])
+def test_every_handler_error_fits_cloudformation_s_answer(load_handler, function):
+    """A handler's error is what CloudFormation shows as the reason, and its whole answer holds 4096 bytes: a long
+    message is cut to the handler's MAX_MESSAGE_CHARS and says so; a short one is kept as it is."""
+    module = load_handler(function)
+    errors = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, ShortError) and c is not ShortError]
+    assert errors, f"{function} has no error class built on ShortError"
+    for error in errors:
+        assert error.max_chars == module.MAX_MESSAGE_CHARS <= 3500
+        long = str(error("x" * 10_000))
+        assert len(long) == module.MAX_MESSAGE_CHARS and long.endswith(" ...(truncated)")
+        assert str(error("short")) == "short"

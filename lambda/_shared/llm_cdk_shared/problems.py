@@ -58,3 +58,15 @@ def problems(exc: ValidationError, *, root: str = "event", known: Iterable[str] 
             allowed = _INSTANCE_OF.sub("", _SHOULD.sub("", str(error["msg"])))  # a JSON input is no model instance
             lines.append(f"{field}: got {shown(error.get('input'))}; allowed: {allowed}")
     return lines
+
+
+class ShortError(Exception):
+    """An error whose message CloudFormation shows as the reason (its whole answer holds at most 4096 bytes): a
+    longer message is cut to ``max_chars`` and says so. A handler's error class sets ``max_chars``."""
+
+    max_chars = 3500
+
+    def __init__(self, message: str) -> None:
+        if len(message) > self.max_chars:
+            message = message[: self.max_chars - 15] + " ...(truncated)"
+        super().__init__(message)
