@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """This team's CDK app: load the deployment config, build the stack, attach checks, synthesize."""
+
 import io
 import os
 import sys
@@ -16,8 +17,14 @@ from sagemaker_llm_cdk.operations.cost import cost_model
 from stacks import LlmPlatformStack, attach_checks
 from stacks.router_stage import add_app_routers
 from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks, write_cost_model
-from stacks.synth_output import (APP_PROPS, SUMMARY_CONTEXT, cli_command, keep_annotations, offline_diff_hint,
-                                 prints_summary)
+from stacks.synth_output import (
+    APP_PROPS,
+    SUMMARY_CONTEXT,
+    cli_command,
+    keep_annotations,
+    offline_diff_hint,
+    prints_summary,
+)
 
 
 CONSENT_SOURCE = "the consent to spend (-c purchase / -c extend)"
@@ -44,11 +51,14 @@ def main() -> None:
             config = load_config(path, consent={key: consented_plans(app, key) for key in CONSENT_KEYS})
             env = Environment(account=config.target.account, region=config.target.region)
             try:
-                platform = LlmPlatformStack(app, config.stack_name, config=config, config_dir=Path(path).parent, env=env)
+                platform = LlmPlatformStack(
+                    app, config.stack_name, config=config, config_dir=Path(path).parent, env=env
+                )
                 add_app_routers(app, platform, config)  # routers: a <stack name>Routers stack (stacks/router_stage.py)
             except ConfigurationError as error:  # a construct's check the config rules did not foresee
-                raise ConfigurationError(locate_problems(path, error.problems),
-                                         source=f"{path} (found while building {error.source})") from None
+                raise ConfigurationError(
+                    locate_problems(path, error.problems), source=f"{path} (found while building {error.source})"
+                ) from None
             extra_packs = config.checks.nag_warning_packs
         # -c purchase=<plan> / -c extend=<plan>: a name that matches no declared plan is a typo, not consent, and the
         # same key in cdk.json, cdk.context.json or ~/.cdk.json would consent on every deploy.
@@ -65,8 +75,9 @@ def main() -> None:
     # The tables are for the reader of a synth log (make synth, cdk synth); cdk ls and cdk diff print them only when
     # the synth fails, and cdk.out/synth-summary.md always has them (stacks/synth_output.py says how it is decided).
     command = cli_command()
-    summary = prints_summary(app.node.try_get_context(SUMMARY_CONTEXT), command=command,
-                             under_cli="CDK_CLI_VERSION" in os.environ)
+    summary = prints_summary(
+        app.node.try_get_context(SUMMARY_CONTEXT), command=command, under_cli="CDK_CLI_VERSION" in os.environ
+    )
     log = sys.stderr if summary else io.StringIO()
     checks_log = sys.stderr if summary else io.StringIO()
     # The most each endpoint can run, for the reviewer reading the synth log.
@@ -76,7 +87,9 @@ def main() -> None:
     print(removal_note(app), file=log)
     try:
         assembly = app.synth()
-    except RuntimeError as error:  # jsii's ValidationFailed: the checks failed the synth; report them once, no traceback
+    except (
+        RuntimeError
+    ) as error:  # jsii's ValidationFailed: the checks failed the synth; report them once, no traceback
         if "ValidationFailed" not in str(error):
             raise
         report_checks(app.outdir, cost_table=cost_table, stream=sys.stderr)

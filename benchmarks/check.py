@@ -19,6 +19,7 @@ Prints the medians, the ratio of ``make check`` to the sequential form (median o
 ratios) and how the parallel part compares with the sum of its phases. Target: ``make check``
 warm at most 120 s on 2 cores. Every command must succeed; the benchmark stops at the first failure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,9 @@ PHASES = ("synth-app", "lint-templates", "checkov", "typecheck", "lint-python")
 
 def make(*targets: str, extra: list[str]) -> float:
     start = time.perf_counter()
-    result = subprocess.run(["make", "--no-print-directory", *targets, *extra], cwd=ROOT, capture_output=True,
-                            text=True, check=False)
+    result = subprocess.run(
+        ["make", "--no-print-directory", *targets, *extra], cwd=ROOT, capture_output=True, text=True, check=False
+    )
     elapsed = time.perf_counter() - start
     if result.returncode:
         sys.exit(f"make {' '.join(targets)} failed ({result.returncode}):\n{(result.stdout + result.stderr)[-4000:]}")
@@ -44,8 +46,7 @@ def make(*targets: str, extra: list[str]) -> float:
 
 
 def sequential(extra: list[str]) -> float:
-    return (make("synth", "CFN_VALIDATE=1", extra=extra) + make("checkov", extra=extra)
-            + make("typecheck", extra=extra))
+    return make("synth", "CFN_VALIDATE=1", extra=extra) + make("checkov", extra=extra) + make("typecheck", extra=extra)
 
 
 def main() -> None:
@@ -70,17 +71,23 @@ def main() -> None:
             phases[phase].append(make(phase, extra=extra))
         print(line + "; phases " + ", ".join(f"{p} {phases[p][-1]:.1f} s" for p in PHASES), flush=True)
     median = statistics.median(checks)
-    print(f"make check warm: median {median:.1f} s (min {min(checks):.1f}, max {max(checks):.1f}); goal <= {GOAL:.0f} s")
+    print(
+        f"make check warm: median {median:.1f} s (min {min(checks):.1f}, max {max(checks):.1f}); goal <= {GOAL:.0f} s"
+    )
     for phase in PHASES:
         values = phases[phase]
         print(f"  {phase:<15} alone: median {statistics.median(values):6.1f} s")
     tools = sum(statistics.median(phases[p]) for p in PHASES[1:])
-    print(f"  tools (cfn-lint + checkov + mypy + ruff) one after another {tools:.1f} s; in make check they run in parallel "
-          f"after the synth: {median - statistics.median(phases['synth-app']):.1f} s")
+    print(
+        f"  tools (cfn-lint + checkov + mypy + ruff) one after another {tools:.1f} s; in make check they run in parallel "
+        f"after the synth: {median - statistics.median(phases['synth-app']):.1f} s"
+    )
     if olds:
         ratios = [c / o for c, o in zip(checks, olds)]
-        print(f"sequential form it replaced: median {statistics.median(olds):.1f} s; make check / sequential: median "
-              f"{statistics.median(ratios):.2f}x (min {min(ratios):.2f}, max {max(ratios):.2f})")
+        print(
+            f"sequential form it replaced: median {statistics.median(olds):.1f} s; make check / sequential: median "
+            f"{statistics.median(ratios):.2f}x (min {min(ratios):.2f}, max {max(ratios):.2f})"
+        )
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ first call to a service), and the modules the event loaded beyond those of the i
 packages, ``-X importtime`` own time summed by package). ``--import-only``
 skips this part.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,9 +81,16 @@ def function_environments(assembly: Path) -> dict[str, dict[str, str]]:
 def environment(name: str, templates: dict[str, dict[str, str]]) -> dict[str, str]:
     """A Lambda-like environment for ``name``: region, function name, no credentials lookups, its variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_"))}
-    env.update({"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_LAMBDA_FUNCTION_NAME": name,
-                "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13", "AWS_EC2_METADATA_DISABLED": "true",
-                "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(
+        {
+            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_LAMBDA_FUNCTION_NAME": name,
+            "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
     env.update(templates.get(name) or {"POWERTOOLS_SERVICE_NAME": name, "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlm"})
     return env
 
@@ -109,8 +117,10 @@ def _modules(stderr: str, skip: str | None = None, column: int = 2) -> dict[str,
 def run(module: str, cwd: Path, env: dict[str, str]) -> tuple[float, float, dict[str, int]]:
     """CPU seconds and wall seconds of ``import module`` (everything it imports; the interpreter's start-up not
     included) and each module's cumulative µs from ``-X importtime``, of one fresh process."""
-    statement = (f"import sys, time; sys.path.insert(0, '.'); c, w = time.process_time(), time.perf_counter(); "
-                 f"import {module}; print(time.process_time() - c, time.perf_counter() - w)")
+    statement = (
+        f"import sys, time; sys.path.insert(0, '.'); c, w = time.process_time(), time.perf_counter(); "
+        f"import {module}; print(time.process_time() - c, time.perf_counter() - w)"
+    )
     command = [sys.executable, "-X", "importtime", "-c", statement]
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if result.returncode:
@@ -134,17 +144,24 @@ def run_first_event(name: str, cwd: Path, env: dict[str, str]) -> tuple[float, f
     """CPU and wall seconds from the start of ``import index`` to the answer of ``name``'s first event (one fresh
     process, ``-X importtime`` as for the import alone), each module's own µs (the benchmark's own
     ``first_events`` left out), what the event was, and the CPU seconds of it spent making the clients."""
-    statement = ("import sys, time; sys.path.insert(0, '.'); c, w = time.process_time(), time.perf_counter(); "
-                 "import index; p = time.process_time(), time.perf_counter(); "
-                 f"sys.path.append({str(BENCHMARKS)!r}); import first_events; "
-                 f"print(first_events.first_call({name!r}, index, c, w, p))")
+    statement = (
+        "import sys, time; sys.path.insert(0, '.'); c, w = time.process_time(), time.perf_counter(); "
+        "import index; p = time.process_time(), time.perf_counter(); "
+        f"sys.path.append({str(BENCHMARKS)!r}); import first_events; "
+        f"print(first_events.first_call({name!r}, index, c, w, p))"
+    )
     command = [sys.executable, "-X", "importtime", "-c", statement]
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if result.returncode:
         sys.exit(f"the first event of {name} in {cwd} failed:\n{result.stderr[-3000:]}")
     found = json.loads(result.stdout.strip().splitlines()[-1])
-    return (float(found["cpu"]), float(found["wall"]), _modules(result.stderr, "first_events", column=1), str(found["what"]),
-            float(found["clients_cpu"]))
+    return (
+        float(found["cpu"]),
+        float(found["wall"]),
+        _modules(result.stderr, "first_events", column=1),
+        str(found["what"]),
+        float(found["clients_cpu"]),
+    )
 
 
 def new_packages(own: dict[str, int], before: dict[str, int]) -> list[tuple[int, str]]:
@@ -165,8 +182,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help="handler folders (default: every lambda/<name>/index.py)")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--assembly", type=Path, default=ROOT / "cdk.out",
-                        help="cloud assembly to read each function's environment from (default cdk.out)")
+    parser.add_argument(
+        "--assembly",
+        type=Path,
+        default=ROOT / "cdk.out",
+        help="cloud assembly to read each function's environment from (default cdk.out)",
+    )
     parser.add_argument("--heaviest", type=int, default=4, help="modules listed per handler beyond boto3's")
     parser.add_argument("--import-only", action="store_true", help="skip import + first event")
     args = parser.parse_args()
@@ -174,8 +195,10 @@ def main() -> None:
     names = handlers(args.names)
     source = f"environment from {args.assembly}" if templates else "default environment (no assembly)"
     print(f"{len(names)} handlers, {args.runs} runs each against `import boto3` in turn; {source}")
-    print(f"{'function':<22} {'cpu ms':>7} {'boto3':>6} {'ratio':>6} {'range':>11} {'min/min':>7} {'wall ms':>7} "
-          f"{'boto3':>6} {'ratio':>6}  heaviest beyond boto3 (-X importtime cumulative ms)")
+    print(
+        f"{'function':<22} {'cpu ms':>7} {'boto3':>6} {'ratio':>6} {'range':>11} {'min/min':>7} {'wall ms':>7} "
+        f"{'boto3':>6} {'ratio':>6}  heaviest beyond boto3 (-X importtime cumulative ms)"
+    )
     worst = first_worst = 0.0
     first_lines: list[str] = []
     for name in names:
@@ -196,21 +219,25 @@ def main() -> None:
             modules, boto = h[2], b[2]
             if not args.import_only:
                 first.append(run_first_event(name, folder, first_env))
-        extra = sorted(((us, m) for m, us in modules.items() if m not in boto and "." not in m and m != "index"),
-                       reverse=True)[:args.heaviest]
+        extra = sorted(
+            ((us, m) for m, us in modules.items() if m not in boto and "." not in m and m != "index"), reverse=True
+        )[: args.heaviest]
         ratio = statistics.median(ratios)
         worst = max(worst, ratio)
         wall_ratio = statistics.median(h[1] / b[1] for h, b in zip(handler, baseline))
-        print(f"{name:<22} {statistics.median(h[0] for h in handler) * 1000:7.0f} "
-              f"{statistics.median(b[0] for b in baseline) * 1000:6.0f} {ratio:5.2f}x "
-              f"{min(ratios):5.2f}-{max(ratios):<5.2f} {min(h[0] for h in handler) / min(b[0] for b in baseline):6.2f}x "
-              f"{statistics.median(h[1] for h in handler) * 1000:7.0f} "
-              f"{statistics.median(b[1] for b in baseline) * 1000:6.0f} {wall_ratio:5.2f}x  "
-              + ", ".join(f"{m} {us / 1000:.0f}" for us, m in extra), flush=True)
+        print(
+            f"{name:<22} {statistics.median(h[0] for h in handler) * 1000:7.0f} "
+            f"{statistics.median(b[0] for b in baseline) * 1000:6.0f} {ratio:5.2f}x "
+            f"{min(ratios):5.2f}-{max(ratios):<5.2f} {min(h[0] for h in handler) / min(b[0] for b in baseline):6.2f}x "
+            f"{statistics.median(h[1] for h in handler) * 1000:7.0f} "
+            f"{statistics.median(b[1] for b in baseline) * 1000:6.0f} {wall_ratio:5.2f}x  "
+            + ", ".join(f"{m} {us / 1000:.0f}" for us, m in extra),
+            flush=True,
+        )
         if first:
             first_ratios = [f[0] / b[0] for f, b in zip(first, baseline)]
             first_worst = max(first_worst, statistics.median(first_ratios))
-            loaded = new_packages(first[-1][2], modules)[:args.heaviest]
+            loaded = new_packages(first[-1][2], modules)[: args.heaviest]
             first_lines.append(
                 f"{name:<22} {first[-1][3][:42]:<42} {statistics.median(f[0] for f in first) * 1000:7.0f} "
                 f"{statistics.median(b[0] for b in baseline) * 1000:6.0f} {statistics.median(first_ratios):5.2f}x "
@@ -218,15 +245,22 @@ def main() -> None:
                 f"{statistics.median(f[1] for f in first) * 1000:7.0f} "
                 f"{statistics.median(f[1] / b[1] for f, b in zip(first, baseline)):5.2f}x "
                 f"{statistics.median(f[4] for f in first) * 1000:7.0f}  "
-                + (", ".join(f"{m} {us / 1000:.0f}" for us, m in loaded) or "nothing"))
+                + (", ".join(f"{m} {us / 1000:.0f}" for us, m in loaded) or "nothing")
+            )
     print(f"highest ratio {worst:.2f}x; goal <= {GOAL}x for every handler")
     if first_lines:
-        print("\nimport + first event (benchmarks/first_events.py; AWS answered by Stubber, no network), CPU ratio to "
-              "`import boto3` of the same rounds")
-        print(f"{'function':<22} {'event':<42} {'cpu ms':>7} {'boto3':>6} {'ratio':>6} {'range':>11} {'wall ms':>7} "
-              f"{'ratio':>6} {'clients':>7}  loaded by the event beyond the import (-X importtime own ms by package)")
+        print(
+            "\nimport + first event (benchmarks/first_events.py; AWS answered by Stubber, no network), CPU ratio to "
+            "`import boto3` of the same rounds"
+        )
+        print(
+            f"{'function':<22} {'event':<42} {'cpu ms':>7} {'boto3':>6} {'ratio':>6} {'range':>11} {'wall ms':>7} "
+            f"{'ratio':>6} {'clients':>7}  loaded by the event beyond the import (-X importtime own ms by package)"
+        )
         print("\n".join(first_lines))
-        print(f"highest ratio {first_worst:.2f}x (import + first event; no goal: it shows what moved to the first call)")
+        print(
+            f"highest ratio {first_worst:.2f}x (import + first event; no goal: it shows what moved to the first call)"
+        )
 
 
 if __name__ == "__main__":

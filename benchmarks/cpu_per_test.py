@@ -5,6 +5,7 @@ user + system time, its waited-for children (``cutime``/``cstime``: ``cdk synth`
 live descendants (the jsii runtime host and its Node kernel), read from ``/proc``. A module-scoped fixture
 counts in the test that builds it. Lines go to ``$CPU_PER_TEST_DIR/cpu-<pid>.jsonl``. Linux only; it measures, it never asserts.
 """
+
 from __future__ import annotations
 
 import json

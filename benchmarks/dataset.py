@@ -32,6 +32,7 @@ Usage: python benchmarks/dataset.py [SIZE] [--encoding mixed|base64|json] [--rep
        SIZE like 200MB or 1GB (default 1GB). --encoding mixed (default) writes 70% of the events
        BASE64 (Data Capture's default) and 30% JSON (content types listed in JsonContentTypes).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,10 +55,12 @@ sys.path.insert(0, str(ROOT / "lambda" / "eagle_dataset"))
 FILE_BYTES = 8 << 20  # Data Capture rotates files; a few MB each is typical
 RATIO_GOAL = 0.5
 MEMORY_GOAL_MB = 256
-WORDS = ("the model draft head token verify speculative decoding layer hidden state throughput latency "
-         "endpoint capture request response batch adapter component inference cache prefix route session "
-         "python function return value list dict string error retry bucket prefix object stream chunk line "
-         "질문 답변 데이터 모델 추론 속도 日本語 テキスト über größe café naïve").split()
+WORDS = (
+    "the model draft head token verify speculative decoding layer hidden state throughput latency "
+    "endpoint capture request response batch adapter component inference cache prefix route session "
+    "python function return value list dict string error retry bucket prefix object stream chunk line "
+    "질문 답변 데이터 모델 추론 속도 日本語 テキスト über größe café naïve"
+).split()
 
 
 def parse_size(text: str) -> int:
@@ -85,21 +88,38 @@ def _line(rng: random.Random, event: int, base64_share: float) -> bytes:
     if kind < 0.80:  # OpenAI chat (LMI / vLLM / TGI Messages API)
         turns = [{"role": "system", "content": _text(rng, 10, 60)}]
         for _ in range(rng.randint(0, 2)):
-            turns += [{"role": "user", "content": _text(rng, 10, 120)}, {"role": "assistant", "content": _text(rng, 20, 200)}]
+            turns += [
+                {"role": "user", "content": _text(rng, 10, 120)},
+                {"role": "assistant", "content": _text(rng, 20, 200)},
+            ]
         turns.append({"role": "user", "content": _text(rng, 20, 400)})
         request = {"model": "qwen3-32b", "messages": turns, "max_tokens": 1024, "temperature": 0.7}
         if rng.random() < 0.05:
             tokens = [" " + w for w in _text(rng, 20, 200).split()]
             events = [{"choices": [{"index": 0, "delta": {"content": t}}]} for t in tokens]
-            response: bytes | dict = ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
+            response: bytes | dict = (
+                "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+            ).encode()
         else:
-            response = {"id": f"chatcmpl-{event}", "object": "chat.completion", "created": 1796000000, "model": "qwen3-32b",
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": _text(rng, 30, 500)},
-                                     "finish_reason": "stop"}],
-                        "usage": {"prompt_tokens": 500, "completion_tokens": 300, "total_tokens": 800}}
+            response = {
+                "id": f"chatcmpl-{event}",
+                "object": "chat.completion",
+                "created": 1796000000,
+                "model": "qwen3-32b",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": _text(rng, 30, 500)},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 500, "completion_tokens": 300, "total_tokens": 800},
+            }
     else:  # TGI / LMI text generation with a chat template rendered into the prompt
-        prompt = (f"<|im_start|>system\n{_text(rng, 10, 40)}<|im_end|>\n<|im_start|>user\n{_text(rng, 20, 400)}"
-                  "<|im_end|>\n<|im_start|>assistant\n")
+        prompt = (
+            f"<|im_start|>system\n{_text(rng, 10, 40)}<|im_end|>\n<|im_start|>user\n{_text(rng, 20, 400)}"
+            "<|im_end|>\n<|im_start|>assistant\n"
+        )
         request = {"inputs": prompt, "parameters": {"max_new_tokens": 512, "do_sample": True, "top_p": 0.9}}
         response = [{"generated_text": _text(rng, 30, 500)}]
     encoding = "BASE64" if rng.random() < base64_share else "JSON"
@@ -112,8 +132,18 @@ def _line(rng: random.Random, event: int, base64_share: float) -> bytes:
         encoding = "BASE64"  # streams are never JSON-listed content types
     record = {
         "captureData": {
-            "endpointInput": {"observedContentType": "application/json", "mode": "INPUT", "data": encode(request), "encoding": encoding},
-            "endpointOutput": {"observedContentType": "application/json", "mode": "OUTPUT", "data": encode(response), "encoding": encoding},
+            "endpointInput": {
+                "observedContentType": "application/json",
+                "mode": "INPUT",
+                "data": encode(request),
+                "encoding": encoding,
+            },
+            "endpointOutput": {
+                "observedContentType": "application/json",
+                "mode": "OUTPUT",
+                "data": encode(response),
+                "encoding": encoding,
+            },
         },
         "eventMetadata": {"eventId": str(uuid.UUID(int=rng.getrandbits(128))), "inferenceTime": "2026-11-30T10:15:02Z"},
         "eventVersion": "0",
@@ -184,12 +214,20 @@ def _timed(folder: Path, work) -> dict:
     start, cpu_start = time.perf_counter(), time.process_time()
     counts = work(_lines(files))
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    return {"seconds": elapsed, "cpu_seconds": cpu, "records": records, "bytes": size, "baseline_mb": baseline,
-            "peak_mb": _rss_mb(), **counts}
+    return {
+        "seconds": elapsed,
+        "cpu_seconds": cpu,
+        "records": records,
+        "bytes": size,
+        "baseline_mb": baseline,
+        "peak_mb": _rss_mb(),
+        **counts,
+    }
 
 
 def _measure_parse(folder: Path, loads, error: type[Exception]) -> dict:
     """Read every capture line and parse it with ``loads`` (a floor: no builder work at all)."""
+
     def work(lines) -> dict:
         errors = 0
         for line in lines:
@@ -300,9 +338,19 @@ def measure_builder(folder: Path, out_folder: Path, pure: bool = False) -> dict:
         flush(component)
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     summary = converter.summary()
-    return {"seconds": elapsed, "cpu_seconds": cpu, "records": summary["records_in"], "bytes": size, "baseline_mb": baseline, "peak_mb": _rss_mb(),
-            "converted": summary["converted"], "duplicates": summary["duplicates"], "skipped": summary["skipped"],
-            "dedup_saturated": summary["dedup_saturated"], "fast": converter.fast}
+    return {
+        "seconds": elapsed,
+        "cpu_seconds": cpu,
+        "records": summary["records_in"],
+        "bytes": size,
+        "baseline_mb": baseline,
+        "peak_mb": _rss_mb(),
+        "converted": summary["converted"],
+        "duplicates": summary["duplicates"],
+        "skipped": summary["skipped"],
+        "dedup_saturated": summary["dedup_saturated"],
+        "fast": converter.fast,
+    }
 
 
 def _output_root() -> str | None:
@@ -314,8 +362,12 @@ def _output_root() -> str | None:
 
 def _run_child(kind: str, folder: Path, pure: bool = False) -> dict:
     """One run in a fresh interpreter."""
-    result = subprocess.run([sys.executable, __file__, "--measure", kind, "--dir", str(folder),
-                             *(["--pure"] if pure else [])], check=True, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, __file__, "--measure", kind, "--dir", str(folder), *(["--pure"] if pure else [])],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -328,12 +380,18 @@ def _median_run(runs: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("size", nargs="?", default="1GB", type=parse_size, help="capture set size (default 1GB)")
-    parser.add_argument("--encoding", choices=["mixed", "base64", "json"], default="mixed",
-                        help="payload encoding of the generated events (default mixed: 70%% BASE64, 30%% JSON)")
+    parser.add_argument(
+        "--encoding",
+        choices=["mixed", "base64", "json"],
+        default="mixed",
+        help="payload encoding of the generated events (default mixed: 70%% BASE64, 30%% JSON)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="alternating rounds; medians are shown (default 3)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     parser.add_argument("--pure", action="store_true", help="run the builder on the standard-library path (no orjson)")
-    parser.add_argument("--measure", choices=["floor", "orjson", "payload", "pipeline", "builder"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--measure", choices=["floor", "orjson", "payload", "pipeline", "builder"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -362,14 +420,17 @@ def main() -> None:
         started = time.perf_counter()
         share = {"mixed": 0.7, "base64": 1.0, "json": 0.0}[args.encoding]
         written, lines, files = generate(folder, args.size, share)
-        print(f"capture set: {written / 1e6:.1f} MB in {files} files, {lines} lines, encoding {args.encoding} "
-              f"(generated in {time.perf_counter() - started:.1f} s under {folder}); {args.repeat} alternating rounds, medians; "
-              f"shards written under {_output_root() or tempfile.gettempdir()}")
+        print(
+            f"capture set: {written / 1e6:.1f} MB in {files} files, {lines} lines, encoding {args.encoding} "
+            f"(generated in {time.perf_counter() - started:.1f} s under {folder}); {args.repeat} alternating rounds, medians; "
+            f"shards written under {_output_root() or tempfile.gettempdir()}"
+        )
         _run_child("floor", folder)  # warm the page cache so every run reads from memory
         # Rounds alternate floor / payload / builder so a machine that speeds up or slows down during
         # the run affects all three alike; the ratio is the median of the per-round ratios.
         try:
             import orjson  # noqa: F401 - only whether it is there
+
             kinds: tuple[str, ...] = ("floor", "orjson", "payload", "pipeline", "builder")
         except ImportError:
             kinds = ("floor", "payload", "builder")
@@ -380,20 +441,28 @@ def main() -> None:
         builder = _median_run([r["builder"] for r in rounds])
 
         def median_ratio(over: str) -> tuple[float, float, float]:
-            values = sorted((r["builder"]["bytes"] / r["builder"]["seconds"]) / (r[over]["bytes"] / r[over]["seconds"])
-                            for r in rounds)
+            values = sorted(
+                (r["builder"]["bytes"] / r["builder"]["seconds"]) / (r[over]["bytes"] / r[over]["seconds"])
+                for r in rounds
+            )
             return values[len(values) // 2], values[0], values[-1]
 
-        ratios = sorted((r["builder"]["bytes"] / r["builder"]["seconds"]) / (r["floor"]["bytes"] / r["floor"]["seconds"])
-                        for r in rounds)
+        ratios = sorted(
+            (r["builder"]["bytes"] / r["builder"]["seconds"]) / (r["floor"]["bytes"] / r["floor"]["seconds"])
+            for r in rounds
+        )
         # CPU time of the same runs: what the code costs, whatever else the machine runs meanwhile
         cpu_ratios = sorted(r["floor"]["cpu_seconds"] / r["builder"]["cpu_seconds"] for r in rounds)
 
         def row(name: str, r: dict) -> str:
-            return (f"{name:<26}{r['records'] / r['seconds']:>12,.0f}{r['bytes'] / 1e6 / r['seconds']:>10.1f}"
-                    f"{r['seconds']:>9.2f}{r['cpu_seconds']:>8.2f}{r['peak_mb']:>12.1f}{r['peak_mb'] - r['baseline_mb']:>15.1f}")
+            return (
+                f"{name:<26}{r['records'] / r['seconds']:>12,.0f}{r['bytes'] / 1e6 / r['seconds']:>10.1f}"
+                f"{r['seconds']:>9.2f}{r['cpu_seconds']:>8.2f}{r['peak_mb']:>12.1f}{r['peak_mb'] - r['baseline_mb']:>15.1f}"
+            )
 
-        print(f"{'':<26}{'records/s':>12}{'MB/s':>10}{'seconds':>9}{'CPU s':>8}{'peak RSS MB':>12}{'above start MB':>15}")
+        print(
+            f"{'':<26}{'records/s':>12}{'MB/s':>10}{'seconds':>9}{'CPU s':>8}{'peak RSS MB':>12}{'above start MB':>15}"
+        )
         print(row("floor (read + json.loads)", floor))
         if "orjson" in kinds:
             print(row("orjson floor (read+orjson)", _median_run([r["orjson"] for r in rounds])))
@@ -402,24 +471,38 @@ def main() -> None:
         if "pipeline" in kinds:
             print(row("pipeline floor (info)", _median_run([r["pipeline"] for r in rounds])))
         ratio = ratios[len(ratios) // 2]
-        print(f"throughput ratio builder/floor: median {ratio:.2f}x (min {ratios[0]:.2f}, max {ratios[-1]:.2f})   goal >= {RATIO_GOAL}x   {'MET' if ratio >= RATIO_GOAL else 'MISSED'}")
+        print(
+            f"throughput ratio builder/floor: median {ratio:.2f}x (min {ratios[0]:.2f}, max {ratios[-1]:.2f})   goal >= {RATIO_GOAL}x   {'MET' if ratio >= RATIO_GOAL else 'MISSED'}"
+        )
         cpu_ratio = cpu_ratios[len(cpu_ratios) // 2]
-        print(f"same, CPU time:                 median {cpu_ratio:.2f}x (min {cpu_ratios[0]:.2f}, max {cpu_ratios[-1]:.2f})   goal >= {RATIO_GOAL}x   {'MET' if cpu_ratio >= RATIO_GOAL else 'MISSED'}")
+        print(
+            f"same, CPU time:                 median {cpu_ratio:.2f}x (min {cpu_ratios[0]:.2f}, max {cpu_ratios[-1]:.2f})   goal >= {RATIO_GOAL}x   {'MET' if cpu_ratio >= RATIO_GOAL else 'MISSED'}"
+        )
         if "orjson" in kinds:
             median, low, high = median_ratio("orjson")
-            print(f"throughput ratio builder/orjson floor: median {median:.2f}x (min {low:.2f}, max {high:.2f})   (information)")
+            print(
+                f"throughput ratio builder/orjson floor: median {median:.2f}x (min {low:.2f}, max {high:.2f})   (information)"
+            )
         if "pipeline" in kinds:
             pipeline_cpu = sorted(r["floor"]["cpu_seconds"] / r["pipeline"]["cpu_seconds"] for r in rounds)
             share = sorted(r["pipeline"]["cpu_seconds"] / r["builder"]["cpu_seconds"] for r in rounds)
-            print(f"orjson pipeline floor / floor, CPU time: median {pipeline_cpu[len(pipeline_cpu) // 2]:.2f}x "
-                  f"(min {pipeline_cpu[0]:.2f}, max {pipeline_cpu[-1]:.2f})   (information: the most the builder could reach "
-                  f"with the shipped parsers; the pipeline's calls are {share[len(share) // 2]:.0%} of the builder's CPU)")
-        print(f"for information: builder/payload-floor {(builder['bytes'] / builder['seconds']) / (payload['bytes'] / payload['seconds']):.2f}x "
-              "(the payload floor only decodes what any converter has to decode)")
-        print(f"builder peak memory: {builder['peak_mb']:.1f} MB   goal < {MEMORY_GOAL_MB} MB   "
-              f"{'MET' if builder['peak_mb'] < MEMORY_GOAL_MB else 'MISSED'}")
-        print(f"builder counts: records_in={builder['records']} converted={builder['converted']} "
-              f"duplicates={builder['duplicates']} skipped={builder['skipped']} dedup_saturated={builder['dedup_saturated']}")
+            print(
+                f"orjson pipeline floor / floor, CPU time: median {pipeline_cpu[len(pipeline_cpu) // 2]:.2f}x "
+                f"(min {pipeline_cpu[0]:.2f}, max {pipeline_cpu[-1]:.2f})   (information: the most the builder could reach "
+                f"with the shipped parsers; the pipeline's calls are {share[len(share) // 2]:.0%} of the builder's CPU)"
+            )
+        print(
+            f"for information: builder/payload-floor {(builder['bytes'] / builder['seconds']) / (payload['bytes'] / payload['seconds']):.2f}x "
+            "(the payload floor only decodes what any converter has to decode)"
+        )
+        print(
+            f"builder peak memory: {builder['peak_mb']:.1f} MB   goal < {MEMORY_GOAL_MB} MB   "
+            f"{'MET' if builder['peak_mb'] < MEMORY_GOAL_MB else 'MISSED'}"
+        )
+        print(
+            f"builder counts: records_in={builder['records']} converted={builder['converted']} "
+            f"duplicates={builder['duplicates']} skipped={builder['skipped']} dedup_saturated={builder['dedup_saturated']}"
+        )
     finally:
         if args.keep:
             print(f"kept {folder}")

@@ -31,6 +31,7 @@ prints the top functions by cumulative time and the number of jsii round trips (
 Targets: app/raw at most 1.3x with the validator on, at most 2x with it off; at most 3 ms per
 adapter; peak memory linear in adapters. The benchmark prints figures, never a verdict by timing assert.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -152,9 +153,22 @@ def cli_environment(work: Path) -> dict[str, str]:
     script.write_text(CAPTURE)
     env = {**os.environ, "CDK_DISABLE_VERSION_CHECK": "1", "CDK_CLI_TELEMETRY": "false"}
     env["PATH"] = PATH
-    subprocess.run([str(CDK), "synth", "--quiet", "--app", f"{sys.executable} {script} {captured}",
-                    "--output", str(work / "capture.out")], cwd=ROOT, env=env, check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # exits 1: "This app contains no stacks"
+    subprocess.run(
+        [
+            str(CDK),
+            "synth",
+            "--quiet",
+            "--app",
+            f"{sys.executable} {script} {captured}",
+            "--output",
+            str(work / "capture.out"),
+        ],
+        cwd=ROOT,
+        env=env,
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # exits 1: "This app contains no stacks"
     if not captured.is_file():
         sys.exit(f"the CDK CLI did not run the capture app ({CDK} synth --app ...)")
     cli = json.loads(captured.read_text())
@@ -174,8 +188,9 @@ def app_config(adapters: int, work: Path) -> Path:
         models = [m for e in data["endpoints"] for m in e["models"]]
         model = next((m for m in models if m.get("lora")), models[0])
         model.setdefault("lora", {"max_gpu_adapters": 8, "max_cpu_adapters": 64})
-        model["adapters"] = [{"name": f"adapter-{i:04d}", "artifact_s3_uri": f"s3://my-adapters/a{i}.tar.gz"}
-                             for i in range(adapters)]
+        model["adapters"] = [
+            {"name": f"adapter-{i:04d}", "artifact_s3_uri": f"s3://my-adapters/a{i}.tar.gz"} for i in range(adapters)
+        ]
         (folder / "default.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     return folder / "default.yaml"
 
@@ -238,8 +253,9 @@ def replay_file(assembly: Path, label: str, work: Path) -> tuple[Path, int, int]
         templates[path.name.split(".")[0]] = json.loads(path.read_text())
     target = work / f"{label}-templates.json"
     target.write_text(json.dumps(templates))
-    resources = sum(1 for t in templates.values() for r in t["Resources"].values()
-                    if not r["Type"].startswith("AWS::CDK::"))
+    resources = sum(
+        1 for t in templates.values() for r in t["Resources"].values() if not r["Type"].startswith("AWS::CDK::")
+    )
     return target, resources, len(templates)
 
 
@@ -264,15 +280,19 @@ def measure(runner: Runner, config: Path, label: str, validator: bool, runs: int
     setting = "validator on (as users get it)" if validator else "validator off on both (CDK_VALIDATION=false)"
     print(f"{label}, {setting}: {resources} resources in {count} templates, {runs} runs each")
     for side, wall, cpu, memory in (("app   ", app, app_cpu, app_mem), ("raw L1", raw, raw_cpu, raw_mem)):
-        print(f"  {side}  wall median {statistics.median(wall):6.2f} s (min {min(wall):.2f}, max {max(wall):.2f})  "
-              f"cpu median {statistics.median(cpu):6.2f} s (min {min(cpu):.2f}, max {max(cpu):.2f})  "
-              f"peak {statistics.median(memory):4.0f} MiB")
+        print(
+            f"  {side}  wall median {statistics.median(wall):6.2f} s (min {min(wall):.2f}, max {max(wall):.2f})  "
+            f"cpu median {statistics.median(cpu):6.2f} s (min {min(cpu):.2f}, max {max(cpu):.2f})  "
+            f"peak {statistics.median(memory):4.0f} MiB"
+        )
     goal = 1.3 if validator else 2.0
-    print(f"  ratio app/raw L1: wall median {statistics.median(ratios):.2f}x (min {min(ratios):.2f}, "
-          f"max {max(ratios):.2f}), cpu median {statistics.median(cpu_ratios):.2f}x (min {min(cpu_ratios):.2f}, "
-          f"max {max(cpu_ratios):.2f}); goal <= {goal:.1f}x", flush=True)
-    return {"app": app, "raw": raw, "app_cpu": app_cpu, "raw_cpu": raw_cpu, "app_mem": app_mem,
-            "resources": resources}
+    print(
+        f"  ratio app/raw L1: wall median {statistics.median(ratios):.2f}x (min {min(ratios):.2f}, "
+        f"max {max(ratios):.2f}), cpu median {statistics.median(cpu_ratios):.2f}x (min {min(cpu_ratios):.2f}, "
+        f"max {max(cpu_ratios):.2f}); goal <= {goal:.1f}x",
+        flush=True,
+    )
+    return {"app": app, "raw": raw, "app_cpu": app_cpu, "raw_cpu": raw_cpu, "app_mem": app_mem, "resources": resources}
 
 
 def become_subreaper() -> None:
@@ -305,8 +325,9 @@ def main() -> None:
             env = runner.env(validator=settings[0], config=config)
             (work / "profile_app.py").write_text(PROFILE)
             dump = [str(Path(args.profile_out).resolve())] if args.profile_out else []
-            subprocess.run([sys.executable, str(work / "profile_app.py"), str(args.top), *dump], cwd=ROOT, env=env,
-                           check=False)
+            subprocess.run(
+                [sys.executable, str(work / "profile_app.py"), str(args.top), *dump], cwd=ROOT, env=env, check=False
+            )
             return
         many = app_config(args.adapters, work) if args.adapters else None
         for validator in settings:
@@ -322,14 +343,19 @@ def main() -> None:
                 clean(pair[0][-1], pair[1][-1])
             for index, figure in ((0, "wall"), (1, "cpu")):
                 marginal = [(float(b[index]) - float(a[index])) / extra * 1000 for a, b in pairs]  # type: ignore[arg-type]
-                print(f"  marginal {figure} of an adapter (app, {extra} more, {args.runs} alternated pairs): median "
-                      f"{statistics.median(marginal):.1f} ms (min {min(marginal):.1f}, max {max(marginal):.1f}); "
-                      "goal <= 3 ms")
+                print(
+                    f"  marginal {figure} of an adapter (app, {extra} more, {args.runs} alternated pairs): median "
+                    f"{statistics.median(marginal):.1f} ms (min {min(marginal):.1f}, max {max(marginal):.1f}); "
+                    "goal <= 3 ms"
+                )
             added = more["resources"] - base["resources"]  # type: ignore[operator]
             raw_marginal = [(b - a) / max(1, added) * 1000 for a, b in zip(base["raw_cpu"], more["raw_cpu"])]  # type: ignore[call-overload]
             memory = (statistics.median(more["app_mem"]) - statistics.median(base["app_mem"])) / extra * 1024  # type: ignore[call-overload]
-            print(f"  peak memory {memory:+.0f} KiB per adapter; raw L1 cpu per extra resource "
-                  f"{statistics.median(raw_marginal):.1f} ms ({added} more resources)", flush=True)
+            print(
+                f"  peak memory {memory:+.0f} KiB per adapter; raw L1 cpu per extra resource "
+                f"{statistics.median(raw_marginal):.1f} ms ({added} more resources)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ jsii kernel behind ``bin/jsii-runtime.js``, as jsii starts it), then as ``make t
 without the relay, ``tests/support/jsii_kernel.py``), and prints the ratios; it doubles the run time.
 Never a timing assert: this prints figures.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,9 @@ def environment() -> dict[str, str]:
     return env
 
 
-def run_suite(workers: int, scheduling: tuple[str, ...], extra: list[str], *, by_module: str = "",
-              relay: bool = False) -> dict[str, object]:
+def run_suite(
+    workers: int, scheduling: tuple[str, ...], extra: list[str], *, by_module: str = "", relay: bool = False
+) -> dict[str, object]:
     env = environment()
     if relay:
         env["LLM_CDK_TESTS_JSII_RELAY"] = "1"
@@ -57,23 +59,35 @@ def run_suite(workers: int, scheduling: tuple[str, ...], extra: list[str], *, by
         extra = ["-p", "cpu_per_test", *extra]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "pytest", "-n", str(workers), *scheduling, "--durations=15", "-q",
-                             *extra], cwd=ROOT, env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", str(workers), *scheduling, "--durations=15", "-q", *extra],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     out = result.stdout
     slowest = [line for line in out.splitlines() if re.match(r"^\d+\.\d+s (call|setup|teardown) ", line)]
     summary = [line for line in out.splitlines() if re.search(r"\d+ (passed|failed)", line)]
-    return {"wall": wall, "cpu": cpu, "status": result.returncode, "slowest": slowest[:15],
-            "summary": summary[-1].strip("= ") if summary else out[-2000:] + result.stderr[-2000:]}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "status": result.returncode,
+        "slowest": slowest[:15],
+        "summary": summary[-1].strip("= ") if summary else out[-2000:] + result.stderr[-2000:],
+    }
 
 
 def report(name: str, figures: dict[str, object], workers: int) -> None:
     wall, cpu = float(figures["wall"]), float(figures["cpu"])  # type: ignore[arg-type]
     print(f"{name}: {figures['summary']}")
-    print(f"  wall {wall:.1f} s, CPU {cpu:.1f} s, CPU/wall {cpu / wall:.2f} (at most {workers}), "
-          f"wall / goal ({GOAL_SECONDS:.0f} s) {wall / GOAL_SECONDS:.2f}x, CPU/{workers} / goal {cpu / workers / GOAL_SECONDS:.2f}x")
+    print(
+        f"  wall {wall:.1f} s, CPU {cpu:.1f} s, CPU/wall {cpu / wall:.2f} (at most {workers}), "
+        f"wall / goal ({GOAL_SECONDS:.0f} s) {wall / GOAL_SECONDS:.2f}x, CPU/{workers} / goal {cpu / workers / GOAL_SECONDS:.2f}x"
+    )
     print("  15 slowest:")
     for line in figures["slowest"]:  # type: ignore[union-attr]
         print(f"    {line}")
@@ -89,7 +103,9 @@ def by_module_report(folder: str, top: int = 30) -> None:
             per_module[module] = per_module.get(module, 0.0) + row["cpu"]
             tests += 1
     total = sum(per_module.values())
-    print(f"  CPU by module ({tests} tests, {total:.1f} s in tests; the rest is start-up and collection), longest first:")
+    print(
+        f"  CPU by module ({tests} tests, {total:.1f} s in tests; the rest is start-up and collection), longest first:"
+    )
     for module, seconds in sorted(per_module.items(), key=lambda kv: -kv[1])[:top]:
         print(f"    {seconds:7.1f} s  {seconds / total:5.1%}  {module}")
 
@@ -113,15 +129,20 @@ def main() -> int:
         report("make test with jsii's relay process (LLM_CDK_TESTS_JSII_RELAY=1)", relayed, args.workers)
         status |= int(relayed["status"])  # type: ignore[call-overload]
     with tempfile.TemporaryDirectory() as folder:
-        figures = run_suite(args.workers, MAKEFILE_SCHEDULING, args.pytest_args, by_module=folder if args.by_module else "")
+        figures = run_suite(
+            args.workers, MAKEFILE_SCHEDULING, args.pytest_args, by_module=folder if args.by_module else ""
+        )
         report("make test (-n 2 --dist loadfile --no-loadscope-reorder)", figures, args.workers)
         if args.by_module:
             by_module_report(folder)
     if args.baseline:
         print(f"wall ratio make test / default scheduling: {float(figures['wall']) / float(base['wall']):.2f}x")  # type: ignore[arg-type]
     if args.relay:
-        print("make test / with the relay: wall {:.2f}x, CPU {:.2f}x".format(
-            float(figures["wall"]) / float(relayed["wall"]), float(figures["cpu"]) / float(relayed["cpu"])))  # type: ignore[arg-type]
+        print(
+            "make test / with the relay: wall {:.2f}x, CPU {:.2f}x".format(
+                float(figures["wall"]) / float(relayed["wall"]), float(figures["cpu"]) / float(relayed["cpu"])
+            )
+        )  # type: ignore[arg-type]
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return status | int(figures["status"])  # type: ignore[call-overload]
 

@@ -1,4 +1,5 @@
 """This team's stacks: the LLM platform stack built from a deployment config, and the synth checks."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

@@ -1,5 +1,6 @@
 """Synth-time checks attached to the app: the library's checks (``sagemaker_llm_cdk.checks``) with this team's
 warning packs, and the synth log's report of them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,7 +24,15 @@ WARNING_PACK_PLUGINS: Mapping[str, str] = {
 """The validation plugin name (``NagPack.name``) of each pack in ``WARNING_PACKS``: ``report_checks`` reports
 every finding of these plugins as a warning."""
 
-__all__ = ["FAIL_SYNTH_CONTEXT", "WARNING_PACKS", "WarningsOnly", "_as_warning", "attach_checks", "attach_stage_checks", "report_checks"]
+__all__ = [
+    "FAIL_SYNTH_CONTEXT",
+    "WARNING_PACKS",
+    "WarningsOnly",
+    "_as_warning",
+    "attach_checks",
+    "attach_stage_checks",
+    "report_checks",
+]
 
 
 def _allowed(packs: Sequence[str]) -> None:
@@ -47,7 +56,9 @@ def attach_checks(app: App, *, extra_packs: Sequence[str] = ()) -> None:
     stages = [c for c in app.node.find_all() if isinstance(c, Stage) and c is not app]  # no round trip per construct
     _allowed([*extra_packs, *(p for s in stages for p in getattr(s, "nag_warning_packs", ()))])
     for stage in stages:
-        attach_stage_checks(stage, extra_packs=[p for p in getattr(stage, "nag_warning_packs", ()) if p not in extra_packs])
+        attach_stage_checks(
+            stage, extra_packs=[p for p in getattr(stage, "nag_warning_packs", ()) if p not in extra_packs]
+        )
     apply(app, warning_packs=extra_packs)
 
 
@@ -102,8 +113,10 @@ def tally_findings(report: Mapping[str, Any]) -> list[RuleTally]:
                 entry[index] += max(1, len(violation.get("violatingConstructs", [])))
                 entry[2].add(violation.get("severity", "warning"))
     order = ("fatal", "error", "warning", "info")
-    return [RuleTally(pack, rule, next((s for s in order if s in c[2]), sorted(c[2])[0]), c[0], c[1])
-            for (pack, rule), c in counts.items()]
+    return [
+        RuleTally(pack, rule, next((s for s in order if s in c[2]), sorted(c[2])[0]), c[0], c[1])
+        for (pack, rule), c in counts.items()
+    ]
 
 
 def failing_findings(report: Mapping[str, Any]) -> list[str]:
@@ -113,7 +126,9 @@ def failing_findings(report: Mapping[str, Any]) -> list[str]:
         for violation in plugin.get("violations", []):
             if violation.get("severity") not in ("error", "fatal"):
                 continue
-            where = [c.get("constructPath", "?") for c in violation.get("violatingConstructs", [])] or ["(no construct)"]
+            where = [c.get("constructPath", "?") for c in violation.get("violatingConstructs", [])] or [
+                "(no construct)"
+            ]
             for path in where:
                 text = f"[{plugin.get('pluginName')}] {violation.get('ruleName')}: {path}\n    {violation.get('description', '')}"
                 if violation.get("fix"):
@@ -131,12 +146,16 @@ def summary_text(tallies: Sequence[RuleTally]) -> str:
     if not tallies:
         return "cdk-nag: no findings"
     width = max(len(f"{t.pack} {t.rule}") for t in tallies)
-    lines = [f"cdk-nag findings per rule ({sum(t.open for t in tallies)} open, "
-             f"{sum(t.acknowledged for t in tallies)} acknowledged):"]
+    lines = [
+        f"cdk-nag findings per rule ({sum(t.open for t in tallies)} open, "
+        f"{sum(t.acknowledged for t in tallies)} acknowledged):"
+    ]
     for t in tallies:
         verdict = "FAILS the synth" if t.fails else ("open (warning)" if t.open else "all acknowledged")
-        lines.append(f"  {f'{t.pack} {t.rule}':<{width}}  {t.severity:<7}  open {t.open:>3}  acknowledged {t.acknowledged:>3}"
-                     f"  {verdict}")
+        lines.append(
+            f"  {f'{t.pack} {t.rule}':<{width}}  {t.severity:<7}  open {t.open:>3}  acknowledged {t.acknowledged:>3}"
+            f"  {verdict}"
+        )
     return "\n".join(lines)
 
 
@@ -145,12 +164,19 @@ def summary_markdown(tallies: Sequence[RuleTally], *, cost_table: str = "") -> s
     out = ["## cdk-nag findings", ""]
     if tallies:
         failing = sum(1 for t in tallies if t.fails)
-        out += [f"{sum(t.open for t in tallies)} open, {sum(t.acknowledged for t in tallies)} acknowledged"
-                + (f"; **{failing} rule(s) fail the synth**" if failing else "; nothing fails the synth")
-                + f". Every finding: `{FINDINGS_MD}` in the run's artifact.", "",
-                "| Pack | Rule | Severity | Open | Acknowledged |", "| --- | --- | --- | ---: | ---: |"]
-        out += [f"| {t.pack} | `{t.rule}` | {'**' + t.severity + '**' if t.fails else t.severity} | {t.open} | "
-                f"{t.acknowledged} |" for t in tallies]
+        out += [
+            f"{sum(t.open for t in tallies)} open, {sum(t.acknowledged for t in tallies)} acknowledged"
+            + (f"; **{failing} rule(s) fail the synth**" if failing else "; nothing fails the synth")
+            + f". Every finding: `{FINDINGS_MD}` in the run's artifact.",
+            "",
+            "| Pack | Rule | Severity | Open | Acknowledged |",
+            "| --- | --- | --- | ---: | ---: |",
+        ]
+        out += [
+            f"| {t.pack} | `{t.rule}` | {'**' + t.severity + '**' if t.fails else t.severity} | {t.open} | "
+            f"{t.acknowledged} |"
+            for t in tallies
+        ]
     else:
         out.append("No findings.")
     if cost_table:
@@ -163,12 +189,16 @@ def findings_markdown(report: Mapping[str, Any]) -> str:
     out = ["# cdk-nag findings", ""]
     for plugin in report.get("pluginReports", []):
         out += [f"## {plugin.get('pluginName')} ({plugin.get('conclusion', '?')})", ""]
-        entries = [(v, False) for v in plugin.get("violations", [])] + [(v, True) for v in plugin.get("suppressedViolations", [])]
+        entries = [(v, False) for v in plugin.get("violations", [])] + [
+            (v, True) for v in plugin.get("suppressedViolations", [])
+        ]
         if not entries:
             out += ["No findings.", ""]
         for violation, acknowledged in entries:
-            out.append(f"### {violation.get('ruleName')} ({violation.get('severity')}"
-                       f"{', acknowledged' if acknowledged else ''})")
+            out.append(
+                f"### {violation.get('ruleName')} ({violation.get('severity')}"
+                f"{', acknowledged' if acknowledged else ''})"
+            )
             out += ["", str(violation.get("description", "")), ""]
             for construct in violation.get("violatingConstructs", []):
                 out.append(f"- `{construct.get('constructPath', '?')}`")
@@ -195,12 +225,15 @@ def as_warnings(report: Mapping[str, Any]) -> dict[str, Any]:
 
     converted = dict(report)
     if "pluginReports" in converted:
-        converted["pluginReports"] = [demoted(p) if p.get("pluginName") in names else p for p in report["pluginReports"]]
+        converted["pluginReports"] = [
+            demoted(p) if p.get("pluginName") in names else p for p in report["pluginReports"]
+        ]
     return converted
 
 
 def _slim(report: Mapping[str, Any]) -> dict[str, Any]:
     """The report without stack traces (they say nothing about a finding and make it ten times larger)."""
+
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
             return {k: strip(v) for k, v in value.items() if k not in ("stackTraces", "acknowledgedStackTrace")}
@@ -216,9 +249,14 @@ def _failures_only(report: Mapping[str, Any]) -> dict[str, Any]:
     """``report`` with only the findings that fail the synth (and every report of a plugin that failed to run)."""
     trimmed = dict(report)
     trimmed["pluginReports"] = [
-        plugin if plugin.get("conclusion") == "failure" and not plugin.get("violations") else
-        {**plugin, "violations": [v for v in plugin.get("violations", []) if v.get("severity") in ("error", "fatal")]}
-        for plugin in report.get("pluginReports", [])]
+        plugin
+        if plugin.get("conclusion") == "failure" and not plugin.get("violations")
+        else {
+            **plugin,
+            "violations": [v for v in plugin.get("violations", []) if v.get("severity") in ("error", "fatal")],
+        }
+        for plugin in report.get("pluginReports", [])
+    ]
     return trimmed
 
 
@@ -249,10 +287,13 @@ def report_checks(assembly_dir: str | Path, *, cost_table: str = "", stream: Any
     failing = failing_findings(report)
     failed_plugins = [p.get("pluginName") for p in report.get("pluginReports", []) if p.get("conclusion") == "failure"]
     if failing or failed_plugins:
-        print(f"\nerror: {len(failing)} unacknowledged finding(s) fail the synth "
-              f"({', '.join(str(p) for p in failed_plugins) or 'error severity'}); fix each, or acknowledge it with "
-              "its reason beside the grant that causes it (grants.grant(..., reason=...), or core/nag.py acknowledge "
-              "in the construct that creates it):", file=out)
+        print(
+            f"\nerror: {len(failing)} unacknowledged finding(s) fail the synth "
+            f"({', '.join(str(p) for p in failed_plugins) or 'error severity'}); fix each, or acknowledge it with "
+            "its reason beside the grant that causes it (grants.grant(..., reason=...), or core/nag.py acknowledge "
+            "in the construct that creates it):",
+            file=out,
+        )
         for block in failing:
             print(block, file=out)
         return 1
@@ -270,8 +311,11 @@ def write_cost_model(assembly_dir: str | Path, lines: Sequence[Any]) -> Path:
     import json
 
     path = Path(assembly_dir) / COST_JSON
-    document = {"about": "Cost per 30 days (720 hours) of what this assembly deploys: on-demand hours at the floor and "
-                         "the ceiling, plan-covered hours, USD per hour (null: unknown) and prepaid plan fees",
-                "version": 1, "lines": [line.as_dict() for line in lines]}
+    document = {
+        "about": "Cost per 30 days (720 hours) of what this assembly deploys: on-demand hours at the floor and "
+        "the ceiling, plan-covered hours, USD per hour (null: unknown) and prepaid plan fees",
+        "version": 1,
+        "lines": [line.as_dict() for line in lines],
+    }
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return path

@@ -18,6 +18,7 @@ Before the first deploy, bootstrap each target account trusting the tools accoun
 (``cdk bootstrap aws://ACCOUNT/REGION --trust TOOLS_ACCOUNT --cloudformation-execution-policies ...``),
 then ``cdk deploy -c pipeline=config/pipeline.yaml SageMakerLlmPipeline`` once; it updates itself after.
 """
+
 from __future__ import annotations
 
 import re
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
 ACCOUNT = r"^\d{12}$"
 REGION = r"^[a-z]{2}(-[a-z]+)+-\d$"
 CONNECTION_ARN = re.compile(
-    r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z]{2}(-[a-z]+)+-\d:\d{12}:connection/[0-9a-f-]{36}$")
+    r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z]{2}(-[a-z]+)+-\d:\d{12}:connection/[0-9a-f-]{36}$"
+)
 CONTEXT_KEY = "pipeline"
 """``cdk synth -c pipeline=PATH`` attaches the pipeline described by the YAML file at PATH."""
 CONNECTION_CONTEXT_KEY = "connection_arn"
@@ -59,20 +61,38 @@ CONNECTION_CONTEXT_KEY = "connection_arn"
 class SourceSettings(Settings):
     """Where the pipeline takes the code from: a repository reached through a CodeConnections connection."""
 
-    repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", description=(
-        "owner/name of the repository (GitHub, GitLab or Bitbucket, as the connection allows)."))]
+    repository: Annotated[
+        str,
+        Field(
+            pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
+            description=("owner/name of the repository (GitHub, GitLab or Bitbucket, as the connection allows)."),
+        ),
+    ]
     branch: Annotated[str, Field(min_length=1, description="Branch to deploy. Default: main.")] = "main"
-    connection_arn: Annotated[str | None, Field(description=(
-        "ARN of the CodeConnections (CodeStar) connection to the repository host, in the tools account. "
-        "May come from `-c connection_arn=ARN` instead."))] = None
+    connection_arn: Annotated[
+        str | None,
+        Field(
+            description=(
+                "ARN of the CodeConnections (CodeStar) connection to the repository host, in the tools account. "
+                "May come from `-c connection_arn=ARN` instead."
+            )
+        ),
+    ] = None
 
 
 class StageSettings(Settings):
     """One deployment of the app: a config file in one account and region."""
 
-    name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$", description=(
-        "Stage name; CloudFormation stack names become <name>-<stack_name>."))]
-    config: Annotated[str, Field(min_length=1, description="The app config for this stage (relative to the repository root).")]
+    name: Annotated[
+        str,
+        Field(
+            pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$",
+            description=("Stage name; CloudFormation stack names become <name>-<stack_name>."),
+        ),
+    ]
+    config: Annotated[
+        str, Field(min_length=1, description="The app config for this stage (relative to the repository root).")
+    ]
     account: Annotated[str, Field(pattern=ACCOUNT, description="12-digit AWS account id.")]
     region: Annotated[str, Field(pattern=REGION, description="AWS region, e.g. us-east-1.")]
 
@@ -93,10 +113,16 @@ class PipelineSettings(Settings):
     account: Annotated[str, Field(pattern=ACCOUNT, description="The tools account the pipeline runs in.")]
     region: Annotated[str, Field(pattern=REGION, description="The pipeline's region.")]
     source: SourceSettings
-    check_commands: Annotated[tuple[str, ...], Field(min_length=1, description=(
-        "The pull-request synth check, run first on every change. Default: make check."))] = ("make check",)
-    synth_commands: Annotated[tuple[str, ...], Field(min_length=1, description=(
-        "Synthesize the app with this pipeline attached into cdk.out."))] = ("make synth PIPELINE=config/pipeline.yaml",)
+    check_commands: Annotated[
+        tuple[str, ...],
+        Field(
+            min_length=1, description=("The pull-request synth check, run first on every change. Default: make check.")
+        ),
+    ] = ("make check",)
+    synth_commands: Annotated[
+        tuple[str, ...],
+        Field(min_length=1, description=("Synthesize the app with this pipeline attached into cdk.out.")),
+    ] = ("make synth PIPELINE=config/pipeline.yaml",)
     waves: Annotated[tuple[WaveSettings, ...], Field(min_length=1, max_length=10)]
 
     def _rules(self) -> list[Problem]:
@@ -106,17 +132,28 @@ class PipelineSettings(Settings):
             for s, stage in enumerate(wave.stages):
                 where = f"waves[{w}].stages[{s}]"
                 if stage.name in seen:
-                    problems.append(Problem(f"{where}.name", stage.name, f"a name not used by {seen[stage.name]}",
-                                            "rename one of the two stages"))
+                    problems.append(
+                        Problem(
+                            f"{where}.name",
+                            stage.name,
+                            f"a name not used by {seen[stage.name]}",
+                            "rename one of the two stages",
+                        )
+                    )
                 seen.setdefault(stage.name, where)
         names = [wave.name for wave in self.waves]
         for w, name in enumerate(names):
             if name in names[:w]:
                 problems.append(Problem(f"waves[{w}].name", name, "a name no other wave uses", "rename the wave"))
         if self.source.connection_arn is not None and not CONNECTION_ARN.match(self.source.connection_arn):
-            problems.append(Problem("source.connection_arn", self.source.connection_arn,
-                                    "arn:aws:codeconnections:<region>:<account>:connection/<id>",
-                                    "copy the ARN from Developer Tools > Settings > Connections"))
+            problems.append(
+                Problem(
+                    "source.connection_arn",
+                    self.source.connection_arn,
+                    "arn:aws:codeconnections:<region>:<account>:connection/<id>",
+                    "copy the ARN from Developer Tools > Settings > Connections",
+                )
+            )
         return problems
 
 
@@ -130,21 +167,37 @@ def load_pipeline_settings(path: str | Path, *, connection_arn: str | None = Non
         data = {**data, "source": {**(data.get("source") or {}), "connection_arn": connection_arn}}
     settings = validated(PipelineSettings, data, where=source)
     if settings.source.connection_arn is None:
-        raise ConfigurationError([Problem("source.connection_arn", None, "the ARN of a CodeConnections connection",
-                                          f"set it in {source} or pass -c {CONNECTION_CONTEXT_KEY}=ARN")], source=source)
+        raise ConfigurationError(
+            [
+                Problem(
+                    "source.connection_arn",
+                    None,
+                    "the ARN of a CodeConnections connection",
+                    f"set it in {source} or pass -c {CONNECTION_CONTEXT_KEY}=ARN",
+                )
+            ],
+            source=source,
+        )
     return settings
 
 
 def load_stage_config(stage: StageSettings) -> AppConfig:
     """The stage's app config (with what it extends), as ``load_config`` checks it, the JumpStart lock for the
     stage's region, and checked against the stage's account and region, every problem in one round."""
+
     def matches_the_stage(config: AppConfig) -> list[Problem]:
         problems = []
         for field, want in (("account", stage.account), ("region", stage.region)):
             given = getattr(config.target, field)
             if given is not None and given != want:
-                problems.append(Problem(f"target.{field}", given, f"{want}, the {field} of pipeline stage {stage.name}",
-                                        f"remove target.{field} from {stage.config} or deploy the stage to {given}"))
+                problems.append(
+                    Problem(
+                        f"target.{field}",
+                        given,
+                        f"{want}, the {field} of pipeline stage {stage.name}",
+                        f"remove target.{field} from {stage.config} or deploy the stage to {given}",
+                    )
+                )
         return problems
 
     return load_config(stage.config, region=stage.region, checks=matches_the_stage)
@@ -153,14 +206,23 @@ def load_stage_config(stage: StageSettings) -> AppConfig:
 class LlmPlatformStage(Stage):
     """One deployment of the app in a pipeline wave: ``LlmPlatformStack`` from one config, in one account and region."""
 
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig, config_dir: Path, env: Environment,
-                 router_homes: Sequence["RouterHome"] = ()) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: AppConfig,
+        config_dir: Path,
+        env: Environment,
+        router_homes: Sequence["RouterHome"] = (),
+    ) -> None:
         super().__init__(scope, id, env=env)
         self.nag_warning_packs: tuple[str, ...] = tuple(config.checks.nag_warning_packs)
         """The stage config's extra cdk-nag packs; ``stacks.checks.attach_checks`` reports them as warnings."""
         # Routers of another account need this stage's endpoint policies, attached before the Routers wave runs.
-        self.platform = LlmPlatformStack(self, config.stack_name, config=config, config_dir=config_dir,
-                                         router_homes=router_homes)
+        self.platform = LlmPlatformStack(
+            self, config.stack_name, config=config, config_dir=config_dir, router_homes=router_homes
+        )
         # Here, not only in attach_checks: build_pipeline() synthesizes the stage, and Aspects added later never run.
         attach_stage_checks(self, extra_packs=self.nag_warning_packs)
 
@@ -174,13 +236,17 @@ class PipelineStack(Stack):
         self.settings = settings
         assert settings.source.connection_arn is not None  # load_pipeline_settings insists
         source = pipelines.CodePipelineSource.connection(
-            settings.source.repository, settings.source.branch, connection_arn=settings.source.connection_arn,
-            trigger_on_push=True)
+            settings.source.repository,
+            settings.source.branch,
+            connection_arn=settings.source.connection_arn,
+            trigger_on_push=True,
+        )
         # Ubuntu with Python 3.11+ and npm: `make` installs the rest (pinned Python packages, Node 22, CDK CLI).
         # The check and the synth run the app and the test suite: 4 vCPUs, 7 GB.
         image = codebuild.BuildEnvironment(build_image=codebuild.LinuxBuildImage.STANDARD_7_0)
         build_environment = codebuild.BuildEnvironment(
-            build_image=codebuild.LinuxBuildImage.STANDARD_7_0, compute_type=codebuild.ComputeType.MEDIUM)
+            build_image=codebuild.LinuxBuildImage.STANDARD_7_0, compute_type=codebuild.ComputeType.MEDIUM
+        )
         self.check = pipelines.CodeBuildStep(
             "SynthCheck",
             input=source,
@@ -210,9 +276,18 @@ class PipelineStack(Stack):
         problems: list[Problem] = []
         homes = _router_homes(settings)
         for w, wave_settings in enumerate(settings.waves):
-            pre = ([pipelines.ManualApprovalStep(f"Approve{wave_settings.name}", comment=(
-                f"Deploy to {', '.join(f'{s.name} ({s.account}/{s.region})' for s in wave_settings.stages)}?"))]
-                if wave_settings.approval else [])
+            pre = (
+                [
+                    pipelines.ManualApprovalStep(
+                        f"Approve{wave_settings.name}",
+                        comment=(
+                            f"Deploy to {', '.join(f'{s.name} ({s.account}/{s.region})' for s in wave_settings.stages)}?"
+                        ),
+                    )
+                ]
+                if wave_settings.approval
+                else []
+            )
             wave = self.pipeline.add_wave(wave_settings.name, pre=pre)
             for s, stage_settings in enumerate(wave_settings.stages):
                 where = f"waves[{w}].stages[{s}]"
@@ -222,13 +297,19 @@ class PipelineStack(Stack):
                     problems.extend(_stage_config_problem(p, where, error.source) for p in error.problems)
                     continue
                 try:
-                    stage = LlmPlatformStage(self, stage_settings.name, config=config,
-                                             config_dir=Path(stage_settings.config).parent,
-                                             env=Environment(account=stage_settings.account, region=stage_settings.region),
-                                             router_homes=homes.get(stage_settings.config, ()))
+                    stage = LlmPlatformStage(
+                        self,
+                        stage_settings.name,
+                        config=config,
+                        config_dir=Path(stage_settings.config).parent,
+                        env=Environment(account=stage_settings.account, region=stage_settings.region),
+                        router_homes=homes.get(stage_settings.config, ()),
+                    )
                 except ConfigurationError as error:  # a construct's check the config rules did not foresee
-                    problems.extend(p.under(f"{where} ({stage_settings.config}, found while building {error.source})")
-                                    for p in locate_problems(stage_settings.config, error.problems))
+                    problems.extend(
+                        p.under(f"{where} ({stage_settings.config}, found while building {error.source})")
+                        for p in locate_problems(stage_settings.config, error.problems)
+                    )
                     continue
                 self.stages[stage_settings.name] = stage
                 wave.add_stage(stage)
@@ -273,9 +354,13 @@ def _stage_config_problem(problem: Problem, where: str, source: str) -> Problem:
     if problem.path:
         return problem.under(f"{where} ({source})")
     fix = problem.fix.replace("; pass another with `cdk synth -c config=PATH`", "")
-    return Problem(f"{where}.config", problem.value, problem.allowed,
-                   f"{fix}; or correct {where}.config in the pipeline file (paths start at the repository root)",
-                   problem.where)
+    return Problem(
+        f"{where}.config",
+        problem.value,
+        problem.allowed,
+        f"{fix}; or correct {where}.config in the pipeline file (paths start at the repository root)",
+        problem.where,
+    )
 
 
 def _role_arns_as_sub(stack: Stack, cfn_pipeline: Any) -> None:
@@ -304,11 +389,16 @@ def _version_artifact_buckets(inner: Any) -> None:
     for bucket in buckets:
         cfn = bucket.node.default_child
         cfn.versioning_configuration = {"status": "Enabled"}
-        cfn.lifecycle_configuration = {"rules": [{
-            "id": "ExpireReplacedArtifacts", "status": "Enabled",
-            "noncurrentVersionExpiration": {"noncurrentDays": ARTIFACT_NONCURRENT_DAYS},
-            "abortIncompleteMultipartUpload": {"daysAfterInitiation": 7},
-        }]}
+        cfn.lifecycle_configuration = {
+            "rules": [
+                {
+                    "id": "ExpireReplacedArtifacts",
+                    "status": "Enabled",
+                    "noncurrentVersionExpiration": {"noncurrentDays": ARTIFACT_NONCURRENT_DAYS},
+                    "abortIncompleteMultipartUpload": {"daysAfterInitiation": 7},
+                }
+            ]
+        }
 
 
 def _sub_part(part: Any) -> str:
@@ -348,15 +438,18 @@ PIPELINE_WILDCARDS = {
         "the pipeline role encrypts and decrypts artifacts with each cross-region replication key; the key lives in "
         "CDK's support stack and its id is generated at deploy time, so only the alias is known at synth: the "
         "statement is limited to keys carrying that alias (condition kms:ResourceAliases, "
-        "https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-resource-aliases)"),
+        "https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-resource-aliases)"
+    ),
     "cloudformation:DescribeStacks on arn:<partition>:cloudformation:<region>:<account>:stack/<name>/*": (
         "the self-mutation step reads the pipeline's own stacks (and CDKToolkit) in the tools account and each "
         "stage's stacks; a stack ARN ends in an id CloudFormation makes at creation "
-        "(https://docs.aws.amazon.com/service-authorization/latest/reference/list_awscloudformation.html: stack)"),
+        "(https://docs.aws.amazon.com/service-authorization/latest/reference/list_awscloudformation.html: stack)"
+    ),
     "s3:ListBucket on arn:<partition>:s3:::cdk-*-assets-<account>-<region>": (
         "the self-mutation step finds the CDK bootstrap bucket of each environment, whose name carries the "
         "bootstrap qualifier (cdk-<qualifier>-assets-<account>-<region>, "
-        "https://docs.aws.amazon.com/cdk/v2/guide/bootstrapping-env.html); any qualifier, those accounts and regions"),
+        "https://docs.aws.amazon.com/cdk/v2/guide/bootstrapping-env.html); any qualifier, those accounts and regions"
+    ),
 }
 """What CDK Pipelines still allows on a wildcard in the pipeline stack after ``_name_pipeline_resources``, with AWS's
 reason (nothing is left on '*'); every other wildcard of the pipeline stack is its artifact bucket's objects."""
@@ -394,8 +487,9 @@ class _Named:
                 statements.append({**statement, "Action": kept if len(kept) > 1 else kept[0], "Resource": "*"})
             for group in dict.fromkeys(group_of[a] for a in actions if a in group_of):
                 mine = [a for a in actions if group_of.get(a) == group]
-                statements.append({**statement, "Action": mine if len(mine) > 1 else mine[0],
-                                   **stack.resolve(self._rewrite[group])})
+                statements.append(
+                    {**statement, "Action": mine if len(mine) > 1 else mine[0], **stack.resolve(self._rewrite[group])}
+                )
         document["Statement"] = statements
         return document
 
@@ -422,32 +516,58 @@ def _name_pipeline_resources(stack: "PipelineStack", pipeline: Any) -> None:
     partition = stack.partition
     inner = pipeline.pipeline
     environments = _environments(stack)
-    aliases = [alias.alias_name for support in inner.cross_region_support.values()
-               for alias in support.stack.node.find_all() if isinstance(alias, kms.Alias)]
+    aliases = [
+        alias.alias_name
+        for support in inner.cross_region_support.values()
+        for alias in support.stack.node.find_all()
+        if isinstance(alias, kms.Alias)
+    ]
     kms_keys = [f"arn:{partition}:kms:{region}:{stack.settings.account}:key/*" for region in inner.cross_region_support]
     named: dict[Any, dict[frozenset[str], dict[str, Any]]] = {}
     if kms_keys:
-        named[inner.role] = {frozenset(_CROSS_REGION_KEY_ACTIONS): {
-            "Resource": kms_keys, "Condition": {"ForAnyValue:StringEquals": {"kms:ResourceAliases": aliases}}}}
+        named[inner.role] = {
+            frozenset(_CROSS_REGION_KEY_ACTIONS): {
+                "Resource": kms_keys,
+                "Condition": {"ForAnyValue:StringEquals": {"kms:ResourceAliases": aliases}},
+            }
+        }
     projects = [c for c in pipeline.node.find_all() if isinstance(c, codebuild.Project) and "/Assets/" in c.node.path]
     file_role = _child(pipeline, "Assets", "FileRole")
     if file_role is not None and projects:
-        named[file_role] = {frozenset({"codebuild:BatchGetBuilds", "codebuild:StartBuild", "codebuild:StopBuild"}): {
-            "Resource": [p.project_arn for p in projects]}}
-    stacks = [(stack.settings.account, stack.region, stack.stack_name),
-              (stack.settings.account, stack.region, "CDKToolkit")]
-    stacks += [(stack.settings.account, region, support.stack.stack_name)
-               for region, support in inner.cross_region_support.items()]
+        named[file_role] = {
+            frozenset({"codebuild:BatchGetBuilds", "codebuild:StartBuild", "codebuild:StopBuild"}): {
+                "Resource": [p.project_arn for p in projects]
+            }
+        }
+    stacks = [
+        (stack.settings.account, stack.region, stack.stack_name),
+        (stack.settings.account, stack.region, "CDKToolkit"),
+    ]
+    stacks += [
+        (stack.settings.account, region, support.stack.stack_name)
+        for region, support in inner.cross_region_support.items()
+    ]
     stacks += [(stack.settings.account, region, "CDKToolkit") for region in inner.cross_region_support]
-    stacks += [(s.account, s.region, s.stack_name) for stage in stack.stages.values() for s in stage.node.children
-               if isinstance(s, Stack)]
+    stacks += [
+        (s.account, s.region, s.stack_name)
+        for stage in stack.stages.values()
+        for s in stage.node.children
+        if isinstance(s, Stack)
+    ]
     self_mutation = _child(pipeline, "UpdatePipeline", "SelfMutation", "Role")
     if self_mutation is not None:
         named[self_mutation] = {
-            frozenset({"cloudformation:DescribeStacks"}): {"Resource": [
-                f"arn:{partition}:cloudformation:{region}:{account}:stack/{name}/*" for account, region, name in stacks]},
-            frozenset({"s3:ListBucket"}): {"Resource": [
-                f"arn:{partition}:s3:::cdk-*-assets-{account}-{region}" for account, region in environments]},
+            frozenset({"cloudformation:DescribeStacks"}): {
+                "Resource": [
+                    f"arn:{partition}:cloudformation:{region}:{account}:stack/{name}/*"
+                    for account, region, name in stacks
+                ]
+            },
+            frozenset({"s3:ListBucket"}): {
+                "Resource": [
+                    f"arn:{partition}:s3:::cdk-*-assets-{account}-{region}" for account, region in environments
+                ]
+            },
         }
     for role, rewrite in named.items():
         policy = role.node.try_find_child("DefaultPolicy")
@@ -455,10 +575,16 @@ def _name_pipeline_resources(stack: "PipelineStack", pipeline: Any) -> None:
             policy.node.default_child.policy_document = Lazy.uncached_any(_Named(policy, rewrite))
     stack.named_wildcards = {  # type: ignore[attr-defined]
         "kms": (inner.role, kms_keys, _CROSS_REGION_KEY_ACTIONS),
-        "stacks": (self_mutation, named.get(self_mutation, {}).get(frozenset({"cloudformation:DescribeStacks"}), {})
-                   .get("Resource", []), ("cloudformation:DescribeStacks",)),
-        "buckets": (self_mutation, named.get(self_mutation, {}).get(frozenset({"s3:ListBucket"}), {})
-                    .get("Resource", []), ("s3:ListBucket",)),
+        "stacks": (
+            self_mutation,
+            named.get(self_mutation, {}).get(frozenset({"cloudformation:DescribeStacks"}), {}).get("Resource", []),
+            ("cloudformation:DescribeStacks",),
+        ),
+        "buckets": (
+            self_mutation,
+            named.get(self_mutation, {}).get(frozenset({"s3:ListBucket"}), {}).get("Resource", []),
+            ("s3:ListBucket",),
+        ),
     }
 
 
@@ -478,24 +604,38 @@ def _acknowledge_pipeline(pipeline: Any) -> None:
 
     stack = Stack.of(pipeline)
     inner = pipeline.pipeline
-    s1 = ("A CodePipeline artifact bucket, created and used only by the pipeline: it holds the source zip and cloud "
-          "assemblies of each run, encrypted with the pipeline's KMS key, TLS-only and not public. Access is "
-          "through the pipeline's roles only and recorded by CloudTrail; server access logs would add no signal.")
+    s1 = (
+        "A CodePipeline artifact bucket, created and used only by the pipeline: it holds the source zip and cloud "
+        "assemblies of each run, encrypted with the pipeline's KMS key, TLS-only and not public. Access is "
+        "through the pipeline's roles only and recorded by CloudTrail; server access logs would add no signal."
+    )
     acknowledge(inner.artifact_bucket, "AwsSolutions-S1", s1)
     checkov_skip(inner.artifact_bucket, "CKV_AWS_18", s1)
     for support in inner.cross_region_support.values():
-        replication = s1.replace("A CodePipeline artifact bucket",
-                                 "The cross-region replication bucket of the pipeline (one per target region)")
+        replication = s1.replace(
+            "A CodePipeline artifact bucket",
+            "The cross-region replication bucket of the pipeline (one per target region)",
+        )
         acknowledge(support.replication_bucket, "AwsSolutions-S1", replication)
         checkov_skip(support.replication_bucket, "CKV_AWS_18", replication)
-        acknowledge_resource(pipeline, support.replication_bucket.arn_for_objects("*"),
-              "The pipeline copies each run's artifacts into the replication bucket of a target region; artifacts are "
-              "many objects with generated keys.")
+        acknowledge_resource(
+            pipeline,
+            support.replication_bucket.arn_for_objects("*"),
+            "The pipeline copies each run's artifacts into the replication bucket of a target region; artifacts are "
+            "many objects with generated keys.",
+        )
     for action, why in _PIPELINE_ACTION_WILDCARDS.items():
-        acknowledge(pipeline, "AwsSolutions-IAM5", f"CDK Pipelines grants its roles '{action}' to {why}, on the "
-                    "pipeline's own artifact bucket and key only.", finding=f"Action::{action}")
-    acknowledge_resource(pipeline, inner.artifact_bucket.arn_for_objects("*"),
-          "Pipeline steps read and write run artifacts (generated keys) in the pipeline's own artifact bucket.")
+        acknowledge(
+            pipeline,
+            "AwsSolutions-IAM5",
+            f"CDK Pipelines grants its roles '{action}' to {why}, on the pipeline's own artifact bucket and key only.",
+            finding=f"Action::{action}",
+        )
+    acknowledge_resource(
+        pipeline,
+        inner.artifact_bucket.arn_for_objects("*"),
+        "Pipeline steps read and write run artifacts (generated keys) in the pipeline's own artifact bucket.",
+    )
 
     reasons = dict(zip(("kms", "stacks", "buckets"), PIPELINE_WILDCARDS.values()))
     for what, (role, resources, actions) in getattr(stack, "named_wildcards", {}).items():
@@ -504,16 +644,33 @@ def _acknowledge_pipeline(pipeline: Any) -> None:
     for project in (c for c in pipeline.node.find_all() if isinstance(c, codebuild.Project)):
         if project.role is None:
             continue
-        acknowledge_resource(project.role, f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:/aws/codebuild/"
-              f"{project.project_name}:*", "CodeBuild writes each build's logs to streams it names per build, in the "
-              "project's own log group.")
-        acknowledge_resource(project.role, f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/"
-              f"{project.project_name}-*", "CodeBuild test reports go to report groups named after the project.")
-    acknowledge(pipeline, "AwsSolutions-IAM5", (
-        "The self-mutation step assumes the CDK bootstrap roles of this account, which it only finds by tag: the "
-        "statement is limited to roles tagged aws-cdk:bootstrap-role (deploy, file-publishing, image-publishing)."),
-        finding=f"Resource::arn:*:iam::{stack.account}:role/*")
-    for resource in (f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:/aws/codebuild/*",
-                     f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/*"):
-        acknowledge_resource(pipeline, resource, "The asset-publishing projects share one role; CDK Pipelines creates a project per "
-              "asset, so the role names CodeBuild's log groups and report groups of this account and region.")
+        acknowledge_resource(
+            project.role,
+            f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:/aws/codebuild/"
+            f"{project.project_name}:*",
+            "CodeBuild writes each build's logs to streams it names per build, in the project's own log group.",
+        )
+        acknowledge_resource(
+            project.role,
+            f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/{project.project_name}-*",
+            "CodeBuild test reports go to report groups named after the project.",
+        )
+    acknowledge(
+        pipeline,
+        "AwsSolutions-IAM5",
+        (
+            "The self-mutation step assumes the CDK bootstrap roles of this account, which it only finds by tag: the "
+            "statement is limited to roles tagged aws-cdk:bootstrap-role (deploy, file-publishing, image-publishing)."
+        ),
+        finding=f"Resource::arn:*:iam::{stack.account}:role/*",
+    )
+    for resource in (
+        f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:/aws/codebuild/*",
+        f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/*",
+    ):
+        acknowledge_resource(
+            pipeline,
+            resource,
+            "The asset-publishing projects share one role; CDK Pipelines creates a project per "
+            "asset, so the role names CodeBuild's log groups and report groups of this account and region.",
+        )

@@ -14,6 +14,7 @@ reads them from the built stage). So:
 The home region is ``routers[].home_region``, or the region of the first stage (in wave order) that deploys the
 config; the home account is the account of the first such stage in that region.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -83,8 +84,9 @@ def router_homes(config: AppConfig, places: Sequence[Located]) -> list[RouterHom
     return found
 
 
-def attach_endpoint_policies(platform: Stack, homes: Sequence[RouterHome], *, account: str,
-                             region: str) -> dict[str, EndpointPolicy]:
+def attach_endpoint_policies(
+    platform: Stack, homes: Sequence[RouterHome], *, account: str, region: str
+) -> dict[str, EndpointPolicy]:
     """In the platform stack deployed to ``account`` and ``region``: the endpoint policy of each of its endpoints
     that a router of another account routes to (``InferenceRouter.endpoint_policy``'s document; several routers'
     documents merged), attached after the endpoint exists. ``{endpoint name: EndpointPolicy}``; none for routers
@@ -97,14 +99,30 @@ def attach_endpoint_policies(platform: Stack, homes: Sequence[RouterHome], *, ac
     here = [Deployment(platform, account, region)]
     for home in remote:
         targets = router_targets(home.spec, here, where=f"routers[{home.index}]")
-        found = endpoint_policies(router_name=home.router_name, router_account=home.account,
-                                  router_region=home.region, targets=targets, account=account, region=region) or {}
+        found = (
+            endpoint_policies(
+                router_name=home.router_name,
+                router_account=home.account,
+                router_region=home.region,
+                targets=targets,
+                account=account,
+                region=region,
+            )
+            or {}
+        )
         for name, document in found.items():
             if name in endpoints:
                 documents.setdefault(name, []).append((home.spec.name, document))
-    return {name: EndpointPolicy(platform, f"RouterPolicy{endpoints[name].node.id}", endpoint_name=name,
-                                 document=merged_policy(docs), endpoint=endpoints[name].cfn_endpoint)
-            for name, docs in documents.items()}
+    return {
+        name: EndpointPolicy(
+            platform,
+            f"RouterPolicy{endpoints[name].node.id}",
+            endpoint_name=name,
+            document=merged_policy(docs),
+            endpoint=endpoints[name].cfn_endpoint,
+        )
+        for name, docs in documents.items()
+    }
 
 
 def _components(stack: Stack, target: RoutingTargetSpec) -> list[Any]:
@@ -112,8 +130,12 @@ def _components(stack: Stack, target: RoutingTargetSpec) -> list[Any]:
     for node in stack.node.find_all():
         if target.adapter is None and isinstance(node, ModelComponent) and node.spec.name == target.model:
             found.append(node)
-        elif (target.adapter is not None and isinstance(node, LoraAdapter) and node.spec.name == target.adapter
-              and node.base.spec.name == target.model):
+        elif (
+            target.adapter is not None
+            and isinstance(node, LoraAdapter)
+            and node.spec.name == target.adapter
+            and node.base.spec.name == target.model
+        ):
             found.append(node)
     return found
 
@@ -128,15 +150,25 @@ def router_targets(spec: RouterSpec, deployments: Sequence[Deployment], *, where
         if target.model is not None:
             for deployment in deployments:
                 for component in _components(deployment.stack, target):
-                    destinations.append(Destination.of_component(component, account=deployment.account,
-                                                                 region=deployment.region))
+                    destinations.append(
+                        Destination.of_component(component, account=deployment.account, region=deployment.region)
+                    )
             if not destinations:
-                what = f"adapter {target.adapter} of model {target.model}" if target.adapter else f"model {target.model}"
-                problems.append(Problem(f"{where}.targets[{t}].{'adapter' if target.adapter else 'model'}",
-                                        target.adapter or target.model, f"a {what.split(' ')[0]} the stacks deploy",
-                                        f"no stack deploys {what}: correct the name or add it to the config"))
+                what = (
+                    f"adapter {target.adapter} of model {target.model}" if target.adapter else f"model {target.model}"
+                )
+                problems.append(
+                    Problem(
+                        f"{where}.targets[{t}].{'adapter' if target.adapter else 'model'}",
+                        target.adapter or target.model,
+                        f"a {what.split(' ')[0]} the stacks deploy",
+                        f"no stack deploys {what}: correct the name or add it to the config",
+                    )
+                )
         destinations.extend(Destination.from_arn(d.arn, endpoint_name=d.endpoint_name) for d in target.destinations)
-        targets.append(RouterTarget(target.name, tuple(destinations), target.routing_preference, target.async_inference))
+        targets.append(
+            RouterTarget(target.name, tuple(destinations), target.routing_preference, target.async_inference)
+        )
     if problems:
         raise ConfigurationError(problems, source=where)
     return targets
@@ -145,9 +177,19 @@ def router_targets(spec: RouterSpec, deployments: Sequence[Deployment], *, where
 class RouterStack(Stack):
     """The routers of one config in one home account and region, with their alarm topic and outputs."""
 
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig, routers: Sequence[tuple[int, RouterSpec]],
-                 deployments: Sequence[Deployment], **kwargs: Any) -> None:
-        super().__init__(scope, id, description=f"Inference routers of {config.stack_name} (sagemaker-llm-cdk)", **kwargs)
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: AppConfig,
+        routers: Sequence[tuple[int, RouterSpec]],
+        deployments: Sequence[Deployment],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            scope, id, description=f"Inference routers of {config.stack_name} (sagemaker-llm-cdk)", **kwargs
+        )
         set_removal(self, config.removal)  # its log groups follow the config
         for key, value in config.tags.items():
             Tags.of(self).add(key, value)
@@ -162,19 +204,32 @@ class RouterStack(Stack):
             targets = router_targets(spec, deployments, where=where)
             try:
                 router = InferenceRouter(
-                    self, spec.name, targets=targets,
+                    self,
+                    spec.name,
+                    targets=targets,
                     router_name=router_name_of(config, spec),
-                    tags=dict(config.tags), check_schedule=spec.check_schedule,
-                    unroutable_alarm_periods=spec.unroutable_alarm_periods, alarm_topic=self.alarm_topic)
+                    tags=dict(config.tags),
+                    check_schedule=spec.check_schedule,
+                    unroutable_alarm_periods=spec.unroutable_alarm_periods,
+                    alarm_topic=self.alarm_topic,
+                )
             except ConfigurationError as error:
                 raise ConfigurationError([p.under(where) for p in error.problems], source=error.source) from None
             self.routers[spec.name] = router
             self.grant_callers(router, spec)
-            CfnOutput(self, f"{spec.name}RouterName", value=router.router_name,
-                      description=f"InferenceRouterName of router {spec.name}: callers pass it to InvokeInferenceRouter")
-            CfnOutput(self, f"{spec.name}RouterArn", value=router.router_arn,
-                      description=f"ARN of router {spec.name}: callers need sagemaker:InvokeInferenceRouter on it and "
-                                  "sagemaker:InvokeEndpoint on every destination")
+            CfnOutput(
+                self,
+                f"{spec.name}RouterName",
+                value=router.router_name,
+                description=f"InferenceRouterName of router {spec.name}: callers pass it to InvokeInferenceRouter",
+            )
+            CfnOutput(
+                self,
+                f"{spec.name}RouterArn",
+                value=router.router_arn,
+                description=f"ARN of router {spec.name}: callers need sagemaker:InvokeInferenceRouter on it and "
+                "sagemaker:InvokeEndpoint on every destination",
+            )
 
     def grant_callers(self, router: InferenceRouter, spec: RouterSpec) -> list[str]:
         """``router.grant_invoke`` for each role of ``spec.callers`` in this stack's account (a policy attached to the
@@ -210,9 +265,14 @@ def add_app_routers(app: App, platform: Stack, config: AppConfig) -> RouterStack
     """Without the pipeline: ``<stack name>Routers`` in the platform stack's environment, routing to its components."""
     if not config.routers:
         return None
-    stack = RouterStack(app, f"{config.stack_name}Routers", config=config, routers=list(enumerate(config.routers)),
-                        deployments=[Deployment(platform, platform.account, platform.region)],
-                        env=Environment(account=config.target.account, region=config.target.region))
+    stack = RouterStack(
+        app,
+        f"{config.stack_name}Routers",
+        config=config,
+        routers=list(enumerate(config.routers)),
+        deployments=[Deployment(platform, platform.account, platform.region)],
+        env=Environment(account=config.target.account, region=config.target.region),
+    )
     stack.add_dependency(platform, "the routers' destinations are the platform stack's inference components")
     return stack
 
@@ -230,7 +290,8 @@ def add_router_stage(pipeline: "PipelineStack") -> Stage | None:
             if stage_settings.config not in groups:
                 groups[stage_settings.config] = (load_stage_config(stage_settings), [])
             groups[stage_settings.config][1].append(
-                Deployment(built.platform, stage_settings.account, stage_settings.region))
+                Deployment(built.platform, stage_settings.account, stage_settings.region)
+            )
     homes: dict[tuple[str, str, str], list[tuple[int, RouterSpec]]] = {}
     for path, (config, deployments) in groups.items():
         for index, spec in enumerate(config.routers):
@@ -243,8 +304,14 @@ def add_router_stage(pipeline: "PipelineStack") -> Stage | None:
     for (path, account, region), routers in homes.items():
         config, deployments = groups[path]
         try:
-            RouterStack(stage, f"{config.stack_name}Routers-{region}", config=config, routers=routers,
-                        deployments=deployments, env=Environment(account=account, region=region))
+            RouterStack(
+                stage,
+                f"{config.stack_name}Routers-{region}",
+                config=config,
+                routers=routers,
+                deployments=deployments,
+                env=Environment(account=account, region=region),
+            )
         except ConfigurationError as error:
             problems.extend(p.under(f"{path} (found while building the routers)") for p in error.problems)
     if problems:
@@ -256,5 +323,15 @@ def add_router_stage(pipeline: "PipelineStack") -> Stage | None:
     return stage
 
 
-__all__ = ["Deployment", "RouterHome", "RouterStack", "add_app_routers", "add_router_stage", "attach_endpoint_policies",
-           "home_of", "router_homes", "router_name_of", "router_targets"]
+__all__ = [
+    "Deployment",
+    "RouterHome",
+    "RouterStack",
+    "add_app_routers",
+    "add_router_stage",
+    "attach_endpoint_policies",
+    "home_of",
+    "router_homes",
+    "router_name_of",
+    "router_targets",
+]

@@ -21,6 +21,7 @@ And the CLI prints every info annotation as a finding to acknowledge (``Acknowle
 'Annotation::info-annotation'``), though an info cannot fail anything: ``keep_annotations`` gives the CLI the
 annotations report itself, without the infos (the library prints its notes as ``note:`` lines already).
 """
+
 from __future__ import annotations
 
 import json
@@ -40,9 +41,11 @@ SUMMARY_COMMANDS = frozenset({"synth", "synthesize"})
 ANNOTATIONS_PLUGIN = "Construct Annotations"
 """The plugin name under which the CDK CLI reports construct annotations (it derives that report from the
 assembly's metadata unless ``validation-report.json`` holds it already)."""
-OFFLINE_DIFF_HINT = ("note: no AWS credentials, so cdk diff cannot read the deployed stacks; offline: `make change-report` "
-                     "(this branch against origin/main) or `cdk diff --exclusively --template <saved>.template.json "
-                     "<stack>`")
+OFFLINE_DIFF_HINT = (
+    "note: no AWS credentials, so cdk diff cannot read the deployed stacks; offline: `make change-report` "
+    "(this branch against origin/main) or `cdk diff --exclusively --template <saved>.template.json "
+    "<stack>`"
+)
 _LEVELS = {"aws:cdk:warning": "warning", "aws:cdk:error": "error"}
 _CDK_SCRIPT = re.compile(r"(^|/)(cdk|cdk\.js|aws-cdk)$")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
@@ -53,7 +56,7 @@ def _command_after_cdk(argv: Sequence[str]) -> str | None:
     ``npx cdk synth``): the first argument after the ``cdk`` script that is not an option. None otherwise."""
     for index, arg in enumerate(argv):
         if _CDK_SCRIPT.search(arg) and not arg.endswith(".py"):
-            rest = argv[index + 1:]
+            rest = argv[index + 1 :]
             skip = False
             for item in rest:
                 if skip:
@@ -61,8 +64,20 @@ def _command_after_cdk(argv: Sequence[str]) -> str | None:
                     continue
                 if item.startswith("-"):
                     # options that take a value, as the CLI's global options do (--app X, -c k=v, --profile X ...)
-                    skip = "=" not in item and item in {"-a", "--app", "-c", "--context", "--profile", "-o", "--output",
-                                                        "--plugin", "-p", "--role-arn", "-r", "--ca-bundle-path"}
+                    skip = "=" not in item and item in {
+                        "-a",
+                        "--app",
+                        "-c",
+                        "--context",
+                        "--profile",
+                        "-o",
+                        "--output",
+                        "--plugin",
+                        "-p",
+                        "--role-arn",
+                        "-r",
+                        "--ca-bundle-path",
+                    }
                     continue
                 return item
             return None
@@ -84,11 +99,12 @@ def _ancestors(limit: int = 8) -> list[list[str]]:
             except OSError:
                 break
             found.append([a.decode(errors="replace") for a in argv if a])
-            pid = int(stat[stat.rfind(")") + 2:].split()[1])
+            pid = int(stat[stat.rfind(")") + 2 :].split()[1])
         else:
             try:
-                out = subprocess.run(["ps", "-o", "ppid=", "-o", "args=", "-p", str(pid)], capture_output=True,
-                                     text=True, timeout=5).stdout.strip()
+                out = subprocess.run(
+                    ["ps", "-o", "ppid=", "-o", "args=", "-p", str(pid)], capture_output=True, text=True, timeout=5
+                ).stdout.strip()
             except (OSError, subprocess.SubprocessError):
                 break
             if not out:
@@ -158,9 +174,16 @@ def _messages(assembly_dir: Path) -> list[dict[str, Any]]:
                     ack = re.search(r"\[ack: ([^\]]+)\]", message)
                     rule = ack.group(1) if ack else f"{severity}-annotation"
                     message = message.replace(ack.group(0), "").strip() if ack else message
-                    violation = found.setdefault((rule, severity, message), {
-                        "ruleName": rule, "description": message, "severity": severity, "violatingConstructs": [],
-                        "ruleMetadata": {"cdk:annotation": "true"}})
+                    violation = found.setdefault(
+                        (rule, severity, message),
+                        {
+                            "ruleName": rule,
+                            "description": message,
+                            "severity": severity,
+                            "violatingConstructs": [],
+                            "ruleMetadata": {"cdk:annotation": "true"},
+                        },
+                    )
                     construct = {"constructPath": path.lstrip("/"), "stackTraces": []}
                     if construct not in violation["violatingConstructs"]:
                         violation["violatingConstructs"].append(construct)
@@ -173,17 +196,24 @@ def keep_annotations(assembly_dir: str | Path, *, report_name: str = "validation
     has it already (CDK's ``annotationsInValidationReport`` wrote it) keeps its warnings and errors only."""
     folder = Path(assembly_dir)
     path = folder / report_name
-    report: dict[str, Any] = (json.loads(path.read_text(encoding="utf-8")) if path.is_file()
-                              else {"title": "Validation Report", "pluginReports": []})
+    report: dict[str, Any] = (
+        json.loads(path.read_text(encoding="utf-8"))
+        if path.is_file()
+        else {"title": "Validation Report", "pluginReports": []}
+    )
     plugins = report.setdefault("pluginReports", [])
     existing = next((p for p in plugins if p.get("pluginName") == ANNOTATIONS_PLUGIN), None)
     if existing is not None:
         existing["violations"] = [v for v in existing.get("violations", []) if v.get("severity") != "info"]
     else:
         violations = _messages(folder)
-        plugins.append({"pluginName": ANNOTATIONS_PLUGIN,
-                        "conclusion": "failure" if any(v["severity"] == "error" for v in violations) else "success",
-                        "violations": violations})
+        plugins.append(
+            {
+                "pluginName": ANNOTATIONS_PLUGIN,
+                "conclusion": "failure" if any(v["severity"] == "error" for v in violations) else "success",
+                "violations": violations,
+            }
+        )
     path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 

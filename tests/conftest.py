@@ -1,4 +1,5 @@
 """Shared pytest fixtures: load Lambda handlers from lambda/<name>/, fake Lambda context, AWS env."""
+
 from __future__ import annotations
 
 import atexit
@@ -216,12 +217,15 @@ _ended: list[str] = []
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     if nextitem is None or nextitem.path != item.path:  # the module's fixtures are finalized after this hook:
-        _ended[:] = [item.nodeid.split("::", 1)[0]]     # look at the next module's first setup
+        _ended[:] = [item.nodeid.split("::", 1)[0]]  # look at the next module's first setup
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if _ended:
         module = _ended.pop()
-        changed = [name for name, (original, owner, attribute) in _PROCESS_WIDE.items()
-                   if getattr(owner, attribute) is not original]
+        changed = [
+            name
+            for name, (original, owner, attribute) in _PROCESS_WIDE.items()
+            if getattr(owner, attribute) is not original
+        ]
         assert not changed, f"{module} left {changed} replaced for the rest of this worker: patch them with monkeypatch"

@@ -1,6 +1,7 @@
 """The AgentCore example's agent (examples/agent_on_agentcore/agent/agent.py), run offline: its HTTP contract
 (``GET /ping``, ``POST /invocations`` with the runtime's session header) and its two-tool loop on the connector,
 the SageMaker runtime stubbed (tests/support/agents.py)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -19,7 +20,9 @@ from support.examples import EXAMPLES  # noqa: E402
 
 
 def load_agent():
-    spec = importlib.util.spec_from_file_location("agentcore_example_agent", EXAMPLES / "agent_on_agentcore" / "agent" / "agent.py")
+    spec = importlib.util.spec_from_file_location(
+        "agentcore_example_agent", EXAMPLES / "agent_on_agentcore" / "agent" / "agent.py"
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -47,9 +50,12 @@ def test_invocations_run_the_loop_and_keep_the_session_as_the_thread():
     session = "a" * 33
 
     def invoke(payload: dict) -> tuple[int, dict]:
-        request = urllib.request.Request(base + "/invocations", data=json.dumps(payload).encode(), method="POST",
-                                         headers={"Content-Type": "application/json",
-                                                  agent_module.SESSION_HEADER: session})
+        request = urllib.request.Request(
+            base + "/invocations",
+            data=json.dumps(payload).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", agent_module.SESSION_HEADER: session},
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 return response.status, json.loads(response.read())
@@ -66,7 +72,9 @@ def test_invocations_run_the_loop_and_keep_the_session_as_the_thread():
         server.shutdown()
     turns = runtime.bodies
     assert turns[0]["messages"][0]["role"] == "system" and [t["function"]["name"] for t in turns[0]["tools"]] == [
-        "calculate", "current_time"]
+        "calculate",
+        "current_time",
+    ]
     # the session's second question carries its first exchange (the checkpointer, keyed by the session id)
     assert [m["role"] for m in turns[2]["messages"]] == ["system", "user", "assistant", "tool", "assistant", "user"]
     runtime.verify()

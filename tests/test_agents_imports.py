@@ -1,5 +1,6 @@
 """sagemaker_llm_cdk.agents stays light: importing it (and its transports) loads no framework, no aws_cdk, no jsii;
 a connector whose framework is missing says which extra installs it."""
+
 from __future__ import annotations
 
 import subprocess
@@ -15,19 +16,25 @@ def run(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_package_and_its_transports_import_no_framework():
-    result = run("import sys, sagemaker_llm_cdk.agents as a; a.EndpointTransport; a.FrontDoorTransport\n"
-                 "print(sorted({m.split('.')[0] for m in sys.modules} & "
-                 "{'langchain_core', 'langgraph', 'llama_index', 'aws_cdk', 'jsii', 'pydantic'}))")
+    result = run(
+        "import sys, sagemaker_llm_cdk.agents as a; a.EndpointTransport; a.FrontDoorTransport\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'langchain_core', 'langgraph', 'llama_index', 'aws_cdk', 'jsii', 'pydantic'}))"
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("name, blocked, extra", [("SageMakerChatModel", "langchain_core", "langchain"),
-                                                   ("SageMakerLLM", "llama_index", "llamaindex")])
+@pytest.mark.parametrize(
+    "name, blocked, extra",
+    [("SageMakerChatModel", "langchain_core", "langchain"), ("SageMakerLLM", "llama_index", "llamaindex")],
+)
 def test_a_missing_framework_names_the_extra(name, blocked, extra):
-    result = run(f"import sys; sys.modules[{blocked!r}] = None\n"
-                 f"import sagemaker_llm_cdk.agents as a\n"
-                 f"try:\n    getattr(a, {name!r})\nexcept ModuleNotFoundError as e:\n    print(e)")
+    result = run(
+        f"import sys; sys.modules[{blocked!r}] = None\n"
+        f"import sagemaker_llm_cdk.agents as a\n"
+        f"try:\n    getattr(a, {name!r})\nexcept ModuleNotFoundError as e:\n    print(e)"
+    )
     assert result.returncode == 0, result.stderr
     assert f"{name} needs the {extra} extra: pip install 'sagemaker-llm-cdk[{extra}]'" in result.stdout
 

@@ -4,6 +4,7 @@ A LangGraph ReAct agent runs a two-tool loop end to end on the component and thr
 (where every turn of the thread must carry one session id); messages, tools, structured output, streaming
 (tool-call chunks and reasoning content) and async are checked on the requests SageMaker would receive.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -62,10 +63,19 @@ def create_react_agent(model, tools, *, checkpointer=None):
 def queue_two_tool_loop(runtime: Runtime, *, session: str | None = None) -> None:
     if session is not None:
         runtime.open_session(session)
-    runtime.answer(completion(None, tool_calls=[call("get_weather", {"city": "Paris"}, "call-1")],
-                              finish_reason="tool_calls"), session=session)
-    runtime.answer(completion(None, tool_calls=[call("to_fahrenheit", {"celsius": 18}, "call-2")],
-                              reasoning="18 C, so convert.", finish_reason="tool_calls"), session=session)
+    runtime.answer(
+        completion(None, tool_calls=[call("get_weather", {"city": "Paris"}, "call-1")], finish_reason="tool_calls"),
+        session=session,
+    )
+    runtime.answer(
+        completion(
+            None,
+            tool_calls=[call("to_fahrenheit", {"celsius": 18}, "call-2")],
+            reasoning="18 C, so convert.",
+            finish_reason="tool_calls",
+        ),
+        session=session,
+    )
     runtime.answer(completion("It is 64.4 F in Paris."), session=session)
 
 
@@ -75,8 +85,13 @@ def check_loop_requests(bodies: list[dict]) -> None:
     assert [t["function"]["name"] for t in turns[0]["tools"]] == ["get_weather", "to_fahrenheit"]
     assert turns[0]["messages"] == [{"role": "user", "content": "Weather in Paris, in Fahrenheit?"}]
     second = turns[1]["messages"]
-    assert second[1] == {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call-1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}
+    assert second[1] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call-1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+        ],
+    }
     assert second[2] == {"role": "tool", "tool_call_id": "call-1", "content": '{"city": "Paris", "celsius": 18}'}
     assert turns[2]["messages"][-1] == {"role": "tool", "tool_call_id": "call-2", "content": "64.4"}
 
@@ -103,8 +118,9 @@ def test_a_langgraph_thread_keeps_one_front_door_session_across_its_turns():
     model = SageMakerChatModel.for_front_door(front_door)
     agent = create_react_agent(model, [get_weather, to_fahrenheit], checkpointer=InMemorySaver())
 
-    result = agent.invoke({"messages": [("user", "Weather in Paris, in Fahrenheit?")]},
-                          {"configurable": {"thread_id": "chat-42"}})
+    result = agent.invoke(
+        {"messages": [("user", "Weather in Paris, in Fahrenheit?")]}, {"configurable": {"thread_id": "chat-42"}}
+    )
 
     assert result["messages"][-1].content == "It is 64.4 F in Paris."
     assert front_door.paths == ["/open", "/invoke", "/invoke", "/invoke"]
@@ -148,18 +164,39 @@ def test_a_bound_conversation_wins_over_the_thread():
 def test_messages_are_sent_in_chat_completions_form():
     runtime = Runtime()
     runtime.answer(completion("ok"))
-    model = SageMakerChatModel.for_component(ENDPOINT, COMPONENT, runtime_client=runtime, temperature=0.2,
-                                             max_tokens=64, extra_body={"chat_template_kwargs": {"enable_thinking": False}})
-    reply = model.invoke([SystemMessage("Be brief."), HumanMessage([{"type": "text", "text": "Hi "},
-                                                                     {"type": "text", "text": "there"}]),
-                          AIMessage("", tool_calls=[{"name": "f", "args": {"a": 1}, "id": "c1"}]),
-                          ToolMessage("done", tool_call_id="c1")], stop=["\n\n"])
+    model = SageMakerChatModel.for_component(
+        ENDPOINT,
+        COMPONENT,
+        runtime_client=runtime,
+        temperature=0.2,
+        max_tokens=64,
+        extra_body={"chat_template_kwargs": {"enable_thinking": False}},
+    )
+    reply = model.invoke(
+        [
+            SystemMessage("Be brief."),
+            HumanMessage([{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}]),
+            AIMessage("", tool_calls=[{"name": "f", "args": {"a": 1}, "id": "c1"}]),
+            ToolMessage("done", tool_call_id="c1"),
+        ],
+        stop=["\n\n"],
+    )
     assert runtime.bodies[0] == {
-        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"},
-                     {"role": "assistant", "content": None, "tool_calls": [
-                         {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]},
-                     {"role": "tool", "tool_call_id": "c1", "content": "done"}],
-        "temperature": 0.2, "max_tokens": 64, "stop": ["\n\n"], "chat_template_kwargs": {"enable_thinking": False}}
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hi there"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "done"},
+        ],
+        "temperature": 0.2,
+        "max_tokens": 64,
+        "stop": ["\n\n"],
+        "chat_template_kwargs": {"enable_thinking": False},
+    }
     assert reply.usage_metadata == {"input_tokens": 12, "output_tokens": 5, "total_tokens": 17}
     assert reply.response_metadata["finish_reason"] == "stop"
 
@@ -173,15 +210,24 @@ def test_tool_choice_in_openai_terms():
     model.bind_tools([get_weather], tool_choice="get_weather").invoke("x")
     model.bind_tools([get_weather], tool_choice="auto").invoke("x")
     assert [b["tool_choice"] for b in runtime.bodies] == [
-        "required", {"type": "function", "function": {"name": "get_weather"}}, "auto"]
+        "required",
+        {"type": "function", "function": {"name": "get_weather"}},
+        "auto",
+    ]
     with pytest.raises(ValueError, match=r"tool_choice 'nope' names no bound tool \(get_weather\)"):
         model.bind_tools([get_weather], tool_choice="nope")
 
 
 def test_arguments_that_are_not_json_become_an_invalid_tool_call():
     runtime = Runtime()
-    runtime.answer(completion(None, tool_calls=[{"id": "c", "type": "function",
-                                                 "function": {"name": "get_weather", "arguments": "{city: Paris"}}]))
+    runtime.answer(
+        completion(
+            None,
+            tool_calls=[
+                {"id": "c", "type": "function", "function": {"name": "get_weather", "arguments": "{city: Paris"}}
+            ],
+        )
+    )
     reply = SageMakerChatModel.for_component(ENDPOINT, COMPONENT, runtime_client=runtime).invoke("x")
     assert reply.tool_calls == []
     assert reply.invalid_tool_calls[0]["args"] == "{city: Paris"
@@ -214,15 +260,36 @@ def test_a_reply_that_is_not_a_completion_is_an_error():
 
 def stream_chunks() -> list[dict]:
     def chunk(delta: dict, finish: str | None = None) -> dict:
-        return {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta,
-                                                                           "finish_reason": finish}]}
-    return [chunk({"role": "assistant", "reasoning_content": "Need the "}), chunk({"reasoning_content": "weather."}),
-            chunk({"tool_calls": [{"index": 0, "id": "call-9", "type": "function",
-                                   "function": {"name": "get_weather", "arguments": '{"ci'}}]}),
-            chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Rome"}'}}]}),
-            chunk({}, "tool_calls"),
-            {"id": "c", "object": "chat.completion.chunk", "choices": [],
-             "usage": {"prompt_tokens": 30, "completion_tokens": 9, "total_tokens": 39}}]
+        return {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    return [
+        chunk({"role": "assistant", "reasoning_content": "Need the "}),
+        chunk({"reasoning_content": "weather."}),
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call-9",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"ci'},
+                    }
+                ]
+            }
+        ),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Rome"}'}}]}),
+        chunk({}, "tool_calls"),
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "choices": [],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 9, "total_tokens": 39},
+        },
+    ]
 
 
 def merged(chunks) -> AIMessage:
@@ -237,22 +304,28 @@ def test_stream_on_the_component_merges_tool_call_pieces_and_reasoning():
     runtime.stream(*stream_chunks(), split=17)
     model = SageMakerChatModel.for_component(ENDPOINT, COMPONENT, runtime_client=runtime)
     message = merged(model.bind_tools([get_weather]).stream("Rome?"))
-    assert message.tool_calls == [{"name": "get_weather", "args": {"city": "Rome"}, "id": "call-9",
-                                   "type": "tool_call"}]
+    assert message.tool_calls == [
+        {"name": "get_weather", "args": {"city": "Rome"}, "id": "call-9", "type": "tool_call"}
+    ]
     assert message.additional_kwargs["reasoning_content"] == "Need the weather."
     assert message.usage_metadata["total_tokens"] == 39
     assert runtime.bodies[0]["stream"] is True
     assert runtime.bodies[0]["stream_options"] == {"include_usage": True}
     assert {k: v for k, v in runtime.streamed[0].items() if k != "Body"} == {
-        "EndpointName": ENDPOINT, "InferenceComponentName": COMPONENT, "ContentType": "application/json"}
+        "EndpointName": ENDPOINT,
+        "InferenceComponentName": COMPONENT,
+        "ContentType": "application/json",
+    }
 
 
 def test_stream_through_the_front_door_uses_the_open_session():
     runtime = Runtime()
     front_door = FrontDoor(runtime)
     runtime.open_session("sess-1")
-    runtime.stream({"choices": [{"index": 0, "delta": {"content": "Ciao"}}]},
-                   {"choices": [{"index": 0, "delta": {"content": "!"}, "finish_reason": "stop"}]})
+    runtime.stream(
+        {"choices": [{"index": 0, "delta": {"content": "Ciao"}}]},
+        {"choices": [{"index": 0, "delta": {"content": "!"}, "finish_reason": "stop"}]},
+    )
     model = SageMakerChatModel.for_front_door(front_door, conversation="c1")
     assert "".join(c.content for c in model.stream("Hi")) == "Ciao!"
     assert front_door.paths == ["/open"]  # the stream went straight to SageMaker on the session /open made
@@ -274,8 +347,9 @@ def test_async_invoke_and_stream():
     front_door = FrontDoor(runtime)
     runtime.open_session("sess-1")
     runtime.answer(completion("async ok"), session="sess-1")
-    runtime.stream({"choices": [{"index": 0, "delta": {"content": "a"}}]},
-                   {"choices": [{"index": 0, "delta": {"content": "b"}}]})
+    runtime.stream(
+        {"choices": [{"index": 0, "delta": {"content": "a"}}]}, {"choices": [{"index": 0, "delta": {"content": "b"}}]}
+    )
     model = SageMakerChatModel.for_front_door(front_door)
 
     async def run() -> tuple[str, str]:
@@ -295,8 +369,12 @@ def test_async_agent_loop_keeps_the_session():
     front_door = FrontDoor(runtime)
     queue_two_tool_loop(runtime, session="sess-1")
     agent = create_react_agent(SageMakerChatModel.for_front_door(front_door), [get_weather, to_fahrenheit])
-    result = asyncio.run(agent.ainvoke({"messages": [("user", "Weather in Paris, in Fahrenheit?")]},
-                                       {"configurable": {"thread_id": "async-thread"}}))
+    result = asyncio.run(
+        agent.ainvoke(
+            {"messages": [("user", "Weather in Paris, in Fahrenheit?")]},
+            {"configurable": {"thread_id": "async-thread"}},
+        )
+    )
     assert result["messages"][-1].content == "It is 64.4 F in Paris."
     assert front_door.paths == ["/open", "/invoke", "/invoke", "/invoke"]
     runtime.verify()

@@ -4,6 +4,7 @@ A ``FunctionAgent`` (which streams every step) runs a two-tool loop end to end o
 session front door, where every turn must carry one session id; tools, structured output, reasoning and
 async are checked on the requests SageMaker would receive.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,17 +39,27 @@ TOOLS = [FunctionTool.from_defaults(get_weather), FunctionTool.from_defaults(to_
 
 
 def chunk(delta: dict, finish: str | None = None) -> dict:
-    return {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta,
-                                                                       "finish_reason": finish}]}
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def tool_call_stream(name: str, arguments: dict, id: str, *, reasoning: str | None = None) -> list[dict]:
     text = json.dumps(arguments)
     chunks = [chunk({"role": "assistant", "reasoning_content": reasoning})] if reasoning else []
-    return chunks + [chunk({"tool_calls": [{"index": 0, "id": id, "type": "function",
-                                            "function": {"name": name, "arguments": text[:5]}}]}),
-                     chunk({"tool_calls": [{"index": 0, "function": {"arguments": text[5:]}}]}),
-                     chunk({}, "tool_calls")]
+    return chunks + [
+        chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": text[:5]}}
+                ]
+            }
+        ),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": text[5:]}}]}),
+        chunk({}, "tool_calls"),
+    ]
 
 
 def queue_loop(runtime: Runtime) -> None:
@@ -63,9 +74,19 @@ def check_loop(bodies: list[dict]) -> None:
     assert [t["function"]["name"] for t in turns[0]["tools"]] == ["get_weather", "to_fahrenheit"]
     assert turns[0]["tool_choice"] == "auto"
     assert turns[1]["messages"][-2:] == [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call-1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
-        {"role": "tool", "tool_call_id": "call-1", "content": '{"city": "Paris", "celsius": 18}'}]
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call-1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call-1", "content": '{"city": "Paris", "celsius": 18}'},
+    ]
     assert turns[2]["messages"][-1] == {"role": "tool", "tool_call_id": "call-2", "content": "64.4"}
 
 
@@ -105,8 +126,10 @@ def test_buffered_chat_with_tools_through_the_front_door():
     runtime = Runtime()
     front_door = FrontDoor(runtime)
     runtime.open_session("sess-9")
-    runtime.answer(completion(None, tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")],
-                              reasoning="Look it up."), session="sess-9")
+    runtime.answer(
+        completion(None, tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")], reasoning="Look it up."),
+        session="sess-9",
+    )
     runtime.answer(completion("Done."), session="sess-9")
     llm = SageMakerLLM.for_front_door(front_door, conversation="t")
 
@@ -117,8 +140,11 @@ def test_buffered_chat_with_tools_through_the_front_door():
     assert isinstance(response.message.blocks[0], ThinkingBlock)
     assert runtime.bodies[1]["tool_choice"] == "required" and runtime.bodies[1]["parallel_tool_calls"] is False
 
-    history = [ChatMessage(role="user", content="Oslo?"), response.message,
-               ChatMessage(role="tool", content="18", additional_kwargs={"tool_call_id": "c1"})]
+    history = [
+        ChatMessage(role="user", content="Oslo?"),
+        response.message,
+        ChatMessage(role="tool", content="18", additional_kwargs={"tool_call_id": "c1"}),
+    ]
     assert llm.chat(history).message.content == "Done."
     assert runtime.bodies[2]["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"city": "Oslo"}'
     assert front_door.paths == ["/open", "/invoke", "/invoke"]
@@ -176,4 +202,6 @@ def test_stream_chat_merges_tool_call_pieces():
     llm = SageMakerLLM.for_component(ENDPOINT, COMPONENT, runtime_client=runtime)
     last = list(llm.stream_chat_with_tools(TOOLS, user_msg="Rome?"))[-1]
     blocks = [b for b in last.message.blocks if isinstance(b, ToolCallBlock)]
-    assert [(b.tool_call_id, b.tool_name, b.tool_kwargs) for b in blocks] == [("call-5", "get_weather", {"city": "Rome"})]
+    assert [(b.tool_call_id, b.tool_name, b.tool_kwargs) for b in blocks] == [
+        ("call-5", "get_weather", {"city": "Rome"})
+    ]

@@ -1,4 +1,5 @@
 """The team's app on the default config: synthesizes, passes cdk-nag and cfn-lint, matches its snapshot."""
+
 from __future__ import annotations
 
 import json
@@ -57,14 +58,22 @@ def test_default_endpoint_as_promised(synthesized):
     assert variant["ManagedInstanceScaling"]["Status"] == "ENABLED"
     assert "ExecutionRoleArn" in config["Properties"]
     assert config["Properties"]["DataCaptureConfig"]["EnableCapture"] is True
-    bases = [c for c in template.find_resources("AWS::SageMaker::InferenceComponent").values()
-             if "BaseInferenceComponentName" not in c["Properties"]["Specification"]]
-    assert sorted(c["Properties"]["InferenceComponentName"] for c in bases) == ["SageMakerLlm-qwen3-32b", "SageMakerLlm-qwen3-32b-lora"]
+    bases = [
+        c
+        for c in template.find_resources("AWS::SageMaker::InferenceComponent").values()
+        if "BaseInferenceComponentName" not in c["Properties"]["Specification"]
+    ]
+    assert sorted(c["Properties"]["InferenceComponentName"] for c in bases) == [
+        "SageMakerLlm-qwen3-32b",
+        "SageMakerLlm-qwen3-32b-lora",
+    ]
     for component in bases:
         assert component["Properties"]["Specification"]["DataCacheConfig"] == {"EnableCaching": True}
     targets = template.find_resources("AWS::ApplicationAutoScaling::ScalableTarget")
-    assert any(t["Properties"]["ScalableDimension"] == "sagemaker:inference-component:DesiredCopyCount"
-               for t in targets.values())
+    assert any(
+        t["Properties"]["ScalableDimension"] == "sagemaker:inference-component:DesiredCopyCount"
+        for t in targets.values()
+    )
 
 
 def _normalized(template: dict) -> dict:
@@ -134,7 +143,9 @@ def test_default_app_serves_two_adapters_on_the_named_base(synthesized):
     adapters = [c for c in components if "BaseInferenceComponentName" in c["Properties"]["Specification"]]
     # Names are <stack name>-<config name>: two stacks of one config in one account and region never collide.
     assert sorted(a["Properties"]["InferenceComponentName"] for a in adapters) == [
-        "SageMakerLlm-qwen3-32b-sql", "SageMakerLlm-qwen3-32b-support"]
+        "SageMakerLlm-qwen3-32b-sql",
+        "SageMakerLlm-qwen3-32b-support",
+    ]
     for adapter in adapters:
         spec = adapter["Properties"]["Specification"]
         assert spec["BaseInferenceComponentName"] == "SageMakerLlm-qwen3-32b-lora"
@@ -145,8 +156,9 @@ def test_default_app_serves_two_adapters_on_the_named_base(synthesized):
 def test_default_app_has_a_session_table_and_a_front_door_limited_to_this_endpoint(synthesized):
     stack, _, out = synthesized
     resources = _all_resources(out)
-    (table,) = [t for t in _of_type(resources, "AWS::DynamoDB::Table")
-                if t["Properties"].get("TimeToLiveSpecification")]  # the other table holds EAGLE run records
+    (table,) = [
+        t for t in _of_type(resources, "AWS::DynamoDB::Table") if t["Properties"].get("TimeToLiveSpecification")
+    ]  # the other table holds EAGLE run records
     assert table["Properties"]["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
     assert table["Properties"]["KeySchema"] == [{"AttributeName": "conversation_id", "KeyType": "HASH"}]
     (url,) = _of_type(resources, "AWS::Lambda::Url")
@@ -166,8 +178,11 @@ def test_default_app_buys_nothing_and_runs_on_demand(synthesized):
     resources = _all_resources(out)
     (config,) = _of_type(resources, "AWS::SageMaker::EndpointConfig")
     assert "CapacityReservationConfig" not in config["Properties"]["ProductionVariants"][0]
-    for kind in ("Custom::SageMakerCapacityPlan", "Custom::SageMakerCapacityPlanExtension",
-                 "Custom::SageMakerCapacityPlanGuard"):
+    for kind in (
+        "Custom::SageMakerCapacityPlan",
+        "Custom::SageMakerCapacityPlanExtension",
+        "Custom::SageMakerCapacityPlanGuard",
+    ):
         assert not _of_type(resources, kind)
     assert stack.capacity is None and not (out / "SageMakerLlmCapacity.template.json").exists()
     text = json.dumps(resources)
@@ -190,8 +205,11 @@ def test_default_app_monitors_and_rolls_back(synthesized):
     assert _of_type(resources, "AWS::CloudWatch::Dashboard")
     alarms = _of_type(resources, "AWS::CloudWatch::Alarm")
     assert len(alarms) >= 7
-    bases = [c for c in _of_type(resources, "AWS::SageMaker::InferenceComponent")
-             if "BaseInferenceComponentName" not in c["Properties"]["Specification"]]
+    bases = [
+        c
+        for c in _of_type(resources, "AWS::SageMaker::InferenceComponent")
+        if "BaseInferenceComponentName" not in c["Properties"]["Specification"]
+    ]
     assert len(bases) == 2
     for base in bases:
         rollback = base["Properties"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]

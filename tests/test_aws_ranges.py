@@ -1,6 +1,7 @@
 """Every numeric setting is classified: it becomes an AWS member whose bounds it takes from botocore's model, or it
 is not an AWS property (with why). A new numeric field fails here until it is classified; a botocore whose bounds
 moved fails here until the settings follow (they read botocore's bounds themselves, so this shows the mapping)."""
+
 from __future__ import annotations
 
 import importlib
@@ -19,66 +20,150 @@ MODULES = ("hosting", "capacity", "eagle", "sessions", "operations", "adapters",
 
 AWS_MEMBERS: dict[tuple[str, str], tuple[str, str, str, str]] = {
     # (settings class, field): (service, shape, the member it becomes, "" or why the project's range is narrower)
-    ("Routing", "prefix_length"): ("sagemaker", "PrefixAwareRoutingPrefixLength",
-                                   "ProductionVariantRoutingConfig.PrefixAwareRoutingConfig.PrefixLength", ""),
-    ("Routing", "concurrency_threshold"): ("sagemaker", "PrefixAwareRoutingConcurrencyThreshold",
-                                           "PrefixAwareRoutingConfig.ConcurrencyThreshold", ""),
-    ("Placement", "max_zone_imbalance"): ("sagemaker", "AvailabilityZoneBalanceMaxImbalance",
-                                          "InferenceComponentAvailabilityZoneBalance.MaxImbalance", ""),
-    ("InstanceRequirements", "cpu_cores"): ("sagemaker", "NumberOfCpuCores",
-                                            "ComputeResourceRequirements.NumberOfCpuCoresRequired",
-                                            "at most 1024: AWS sets no maximum, no instance has more cores"),
-    ("ModelSpec", "cpu_cores"): ("sagemaker", "NumberOfCpuCores", "ComputeResourceRequirements.NumberOfCpuCoresRequired",
-                                 "at most 1024: AWS sets no maximum, no instance has more cores"),
-    ("InstanceRequirements", "accelerators"): ("sagemaker", "NumberOfAcceleratorDevices",
-                                               "ComputeResourceRequirements.NumberOfAcceleratorDevicesRequired",
-                                               "whole devices, at most 64: AWS sets no maximum"),
-    ("ModelSpec", "accelerators"): ("sagemaker", "NumberOfAcceleratorDevices",
-                                    "ComputeResourceRequirements.NumberOfAcceleratorDevicesRequired",
-                                    "whole devices, at most 64: AWS sets no maximum"),
-    ("InstanceRequirements", "min_memory_mb"): ("sagemaker", "MemoryInMb",
-                                                "ComputeResourceRequirements.MinMemoryRequiredInMb",
-                                                "at most 4,000,000: AWS sets no maximum"),
-    ("ModelSpec", "min_memory_mb"): ("sagemaker", "MemoryInMb", "ComputeResourceRequirements.MinMemoryRequiredInMb",
-                                     "at most 4,000,000: AWS sets no maximum"),
+    ("Routing", "prefix_length"): (
+        "sagemaker",
+        "PrefixAwareRoutingPrefixLength",
+        "ProductionVariantRoutingConfig.PrefixAwareRoutingConfig.PrefixLength",
+        "",
+    ),
+    ("Routing", "concurrency_threshold"): (
+        "sagemaker",
+        "PrefixAwareRoutingConcurrencyThreshold",
+        "PrefixAwareRoutingConfig.ConcurrencyThreshold",
+        "",
+    ),
+    ("Placement", "max_zone_imbalance"): (
+        "sagemaker",
+        "AvailabilityZoneBalanceMaxImbalance",
+        "InferenceComponentAvailabilityZoneBalance.MaxImbalance",
+        "",
+    ),
+    ("InstanceRequirements", "cpu_cores"): (
+        "sagemaker",
+        "NumberOfCpuCores",
+        "ComputeResourceRequirements.NumberOfCpuCoresRequired",
+        "at most 1024: AWS sets no maximum, no instance has more cores",
+    ),
+    ("ModelSpec", "cpu_cores"): (
+        "sagemaker",
+        "NumberOfCpuCores",
+        "ComputeResourceRequirements.NumberOfCpuCoresRequired",
+        "at most 1024: AWS sets no maximum, no instance has more cores",
+    ),
+    ("InstanceRequirements", "accelerators"): (
+        "sagemaker",
+        "NumberOfAcceleratorDevices",
+        "ComputeResourceRequirements.NumberOfAcceleratorDevicesRequired",
+        "whole devices, at most 64: AWS sets no maximum",
+    ),
+    ("ModelSpec", "accelerators"): (
+        "sagemaker",
+        "NumberOfAcceleratorDevices",
+        "ComputeResourceRequirements.NumberOfAcceleratorDevicesRequired",
+        "whole devices, at most 64: AWS sets no maximum",
+    ),
+    ("InstanceRequirements", "min_memory_mb"): (
+        "sagemaker",
+        "MemoryInMb",
+        "ComputeResourceRequirements.MinMemoryRequiredInMb",
+        "at most 4,000,000: AWS sets no maximum",
+    ),
+    ("ModelSpec", "min_memory_mb"): (
+        "sagemaker",
+        "MemoryInMb",
+        "ComputeResourceRequirements.MinMemoryRequiredInMb",
+        "at most 4,000,000: AWS sets no maximum",
+    ),
     ("ModelSpec", "model_data_download_timeout_seconds"): (
-        "sagemaker", "ProductionVariantModelDataDownloadTimeoutInSeconds",
-        "InferenceComponentStartupParameters.ModelDataDownloadTimeoutInSeconds", ""),
+        "sagemaker",
+        "ProductionVariantModelDataDownloadTimeoutInSeconds",
+        "InferenceComponentStartupParameters.ModelDataDownloadTimeoutInSeconds",
+        "",
+    ),
     ("ModelSpec", "container_startup_timeout_seconds"): (
-        "sagemaker", "ProductionVariantContainerStartupHealthCheckTimeoutInSeconds",
-        "InferenceComponentStartupParameters.ContainerStartupHealthCheckTimeoutInSeconds", ""),
-    ("InstancePool", "priority"): ("sagemaker", "InstancePoolPriority", "ProductionVariant.InstancePools[].Priority", ""),
-    ("EndpointOptions", "volume_size_gb"): ("sagemaker", "ProductionVariantVolumeSizeInGB",
-                                            "ProductionVariant.VolumeSizeInGB", ""),
+        "sagemaker",
+        "ProductionVariantContainerStartupHealthCheckTimeoutInSeconds",
+        "InferenceComponentStartupParameters.ContainerStartupHealthCheckTimeoutInSeconds",
+        "",
+    ),
+    ("InstancePool", "priority"): (
+        "sagemaker",
+        "InstancePoolPriority",
+        "ProductionVariant.InstancePools[].Priority",
+        "",
+    ),
+    ("EndpointOptions", "volume_size_gb"): (
+        "sagemaker",
+        "ProductionVariantVolumeSizeInGB",
+        "ProductionVariant.VolumeSizeInGB",
+        "",
+    ),
     ("EndpointOptions", "instance_provision_timeout_seconds"): (
-        "sagemaker", "VariantInstanceProvisionTimeoutInSeconds",
-        "ProductionVariant.VariantInstanceProvisionTimeoutInSeconds", ""),
-    ("InstanceScaling", "min_instances"): ("sagemaker", "ManagedInstanceScalingMinInstanceCount",
-                                           "ProductionVariantManagedInstanceScaling.MinInstanceCount",
-                                           "at most 1000: AWS sets no maximum"),
-    ("InstanceScaling", "max_instances"): ("sagemaker", "ManagedInstanceScalingMaxInstanceCount",
-                                           "ProductionVariantManagedInstanceScaling.MaxInstanceCount",
-                                           "at most 1000: AWS sets no maximum"),
-    ("InstanceScaling", "initial_instances"): ("sagemaker", "InitialTaskCount", "ProductionVariant.InitialInstanceCount",
-                                               "at most 1000: AWS sets no maximum"),
-    ("CopyScaling", "min_copies"): ("sagemaker", "InferenceComponentCopyCount", "RuntimeConfig.CopyCount and the "
-                                    "scalable target's MinCapacity", "at most 1000: AWS sets no maximum"),
-    ("CopyScaling", "max_copies"): ("sagemaker", "InferenceComponentCopyCount", "the scalable target's MaxCapacity",
-                                    "at least 1 (a component that can never run a copy serves nothing), at most 1000"),
-    ("DataCapture", "sampling_percentage"): ("sagemaker", "SamplingPercentage", "DataCaptureConfig.InitialSamplingPercentage",
-                                             "at least 1: 0 captures nothing (turn data capture off instead)"),
-    ("RolloutSettings", "wait_seconds"): ("sagemaker", "WaitIntervalInSeconds",
-                                          "RollingUpdatePolicy.WaitIntervalInSeconds", ""),
-    ("RolloutSettings", "timeout_seconds"): ("sagemaker", "MaximumExecutionTimeoutInSeconds",
-                                             "RollingUpdatePolicy.MaximumExecutionTimeoutInSeconds", ""),
-    ("EagleSettings", "max_instance_count"): ("sagemaker", "OptimizationJobMaxInstanceCount",
-                                              "CreateOptimizationJob.MaxInstanceCount", "at most 64: AWS sets no maximum"),
+        "sagemaker",
+        "VariantInstanceProvisionTimeoutInSeconds",
+        "ProductionVariant.VariantInstanceProvisionTimeoutInSeconds",
+        "",
+    ),
+    ("InstanceScaling", "min_instances"): (
+        "sagemaker",
+        "ManagedInstanceScalingMinInstanceCount",
+        "ProductionVariantManagedInstanceScaling.MinInstanceCount",
+        "at most 1000: AWS sets no maximum",
+    ),
+    ("InstanceScaling", "max_instances"): (
+        "sagemaker",
+        "ManagedInstanceScalingMaxInstanceCount",
+        "ProductionVariantManagedInstanceScaling.MaxInstanceCount",
+        "at most 1000: AWS sets no maximum",
+    ),
+    ("InstanceScaling", "initial_instances"): (
+        "sagemaker",
+        "InitialTaskCount",
+        "ProductionVariant.InitialInstanceCount",
+        "at most 1000: AWS sets no maximum",
+    ),
+    ("CopyScaling", "min_copies"): (
+        "sagemaker",
+        "InferenceComponentCopyCount",
+        "RuntimeConfig.CopyCount and the scalable target's MinCapacity",
+        "at most 1000: AWS sets no maximum",
+    ),
+    ("CopyScaling", "max_copies"): (
+        "sagemaker",
+        "InferenceComponentCopyCount",
+        "the scalable target's MaxCapacity",
+        "at least 1 (a component that can never run a copy serves nothing), at most 1000",
+    ),
+    ("DataCapture", "sampling_percentage"): (
+        "sagemaker",
+        "SamplingPercentage",
+        "DataCaptureConfig.InitialSamplingPercentage",
+        "at least 1: 0 captures nothing (turn data capture off instead)",
+    ),
+    ("RolloutSettings", "wait_seconds"): (
+        "sagemaker",
+        "WaitIntervalInSeconds",
+        "RollingUpdatePolicy.WaitIntervalInSeconds",
+        "",
+    ),
+    ("RolloutSettings", "timeout_seconds"): (
+        "sagemaker",
+        "MaximumExecutionTimeoutInSeconds",
+        "RollingUpdatePolicy.MaximumExecutionTimeoutInSeconds",
+        "",
+    ),
+    ("EagleSettings", "max_instance_count"): (
+        "sagemaker",
+        "OptimizationJobMaxInstanceCount",
+        "CreateOptimizationJob.MaxInstanceCount",
+        "at most 64: AWS sets no maximum",
+    ),
 }
 
 NOT_AWS_PROPERTIES: dict[tuple[str, str], str] = {
     ("DataCapture", "retention_days"): "an S3 lifecycle expiration the library sets on its own capture bucket",
     ("CopyScaling", "target_concurrent_requests_per_copy"): "the target tracking policy's TargetValue (a double "
-                                                            "with no bounds in Application Auto Scaling's model)",
+    "with no bounds in Application Auto Scaling's model)",
     ("CopyScaling", "scale_in_cooldown_seconds"): "Application Auto Scaling's Cooldown (an integer with no bounds)",
     ("CopyScaling", "scale_out_cooldown_seconds"): "Application Auto Scaling's Cooldown (an integer with no bounds)",
     ("CapacityPlanSpec", "instance_count"): "checked by the plan's own rule against ReservedCapacityInstanceCount",
@@ -100,7 +185,10 @@ NOT_AWS_PROPERTIES: dict[tuple[str, str], str] = {
     ("SessionSettings", "max_body_bytes"): "the front door's request limit (6 MB is InvokeEndpoint's payload limit)",
     ("SessionSettings", "turn_log_retention_days"): "an S3 lifecycle expiration of the turn-log bucket",
     ("RolloutSettings", "batch_copies"): "a rolling step, sized within AWS's 5-50% of the copy count by its own rule",
-    ("RolloutSettings", "batch_percent"): "CapacitySize CAPACITY_PERCENT: AWS documents 5-50% in text, not in the shape",
+    (
+        "RolloutSettings",
+        "batch_percent",
+    ): "CapacitySize CAPACITY_PERCENT: AWS documents 5-50% in text, not in the shape",
     ("RolloutSettings", "rollback_batch_copies"): "a rolling step, sized within AWS's 5-50% by its own rule",
     ("LoraSettings", "max_gpu_adapters"): "an LMI container option (OPTION_MAX_LORAS)",
     ("LoraSettings", "max_cpu_adapters"): "an LMI container option (OPTION_MAX_CPU_LORAS)",
@@ -148,11 +236,17 @@ def bound(info: Any, kind: type) -> Any:
 
 
 def test_every_numeric_setting_is_classified():
-    unclassified = [f"{owner}.{name}" for owner, name, _ in numeric_fields()
-                    if (owner, name) not in AWS_MEMBERS and (owner, name) not in NOT_AWS_PROPERTIES
-                    and owner != "MonitoringSettings"]  # thresholds and periods of the library's own alarms
-    assert unclassified == [], ("classify each new numeric setting in AWS_MEMBERS (the botocore shape it becomes) "
-                                f"or NOT_AWS_PROPERTIES (why not): {unclassified}")
+    unclassified = [
+        f"{owner}.{name}"
+        for owner, name, _ in numeric_fields()
+        if (owner, name) not in AWS_MEMBERS
+        and (owner, name) not in NOT_AWS_PROPERTIES
+        and owner != "MonitoringSettings"
+    ]  # thresholds and periods of the library's own alarms
+    assert unclassified == [], (
+        "classify each new numeric setting in AWS_MEMBERS (the botocore shape it becomes) "
+        f"or NOT_AWS_PROPERTIES (why not): {unclassified}"
+    )
 
 
 def test_the_tables_name_only_settings_that_exist():

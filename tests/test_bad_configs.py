@@ -7,6 +7,7 @@ time, deleted, replaced by each wrong YAML type and by edge values, or given a m
 mutations break the YAML itself and ``extends``; pairs of independent mutations must both be reported in one
 error. The regression tests below pin each bug the harness found (``pytest.raises(match=...)``).
 """
+
 from __future__ import annotations
 
 import copy
@@ -29,22 +30,39 @@ from sagemaker_llm_cdk import ConfigurationError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_APP_CONFIGS = {"jumpstart.lock.yaml", "pipeline.yaml"}  # other formats, with their own tests
-CONFIGS = sorted(str(p.relative_to(ROOT)) for p in [*(ROOT / "config").glob("*.yaml"),
-                                                     *(ROOT / "config" / "examples").glob("*.yaml")]
-                 if p.name not in NOT_APP_CONFIGS)
+CONFIGS = sorted(
+    str(p.relative_to(ROOT))
+    for p in [*(ROOT / "config").glob("*.yaml"), *(ROOT / "config" / "examples").glob("*.yaml")]
+    if p.name not in NOT_APP_CONFIGS
+)
 DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 WRONG_TYPES: dict[str, Any] = {
-    "null": None, "int": 7, "float": 2.5, "bool": True, "string": "text", "list": [1, "a"], "mapping": {"k": 1},
+    "null": None,
+    "int": 7,
+    "float": 2.5,
+    "bool": True,
+    "string": "text",
+    "list": [1, "a"],
+    "mapping": {"k": 1},
 }
 EDGES: dict[str, Any] = {
-    "empty string": "", "empty list": [], "empty mapping": {}, "negative": -3, "zero": 0, "huge": 10**30,
-    "long string": "x" * 5000, "unicode and control characters": "ünï\x00\x07\u202e名\ud7ff",
+    "empty string": "",
+    "empty list": [],
+    "empty mapping": {},
+    "negative": -3,
+    "zero": 0,
+    "huge": 10**30,
+    "long string": "x" * 5000,
+    "unicode and control characters": "ünï\x00\x07\u202e名\ud7ff",
 }
 REPLACEMENTS: dict[str, Any] = {**WRONG_TYPES, **EDGES}
 EDGES_OF: dict[type, tuple[str, ...]] = {
-    str: ("empty string", "long string", "unicode and control characters"), list: ("empty list",),
-    dict: ("empty mapping",), int: ("negative", "zero", "huge"), float: ("negative", "zero", "huge"),
+    str: ("empty string", "long string", "unicode and control characters"),
+    list: ("empty list",),
+    dict: ("empty mapping",),
+    int: ("negative", "zero", "huge"),
+    float: ("negative", "zero", "huge"),
 }
 """The edge values tried on a node of each type (a number's edges on a string only repeat its type error)."""
 
@@ -54,8 +72,11 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A copy of config/: mutants are written in place of one file, next to what it extends and the lock.
     In memory (/dev/shm) where there is one: thousands of small writes cost a millisecond each on some disks."""
     shm = Path("/dev/shm")
-    root = Path(tempfile.mkdtemp(prefix="bad-configs-", dir=shm)) if shm.is_dir() and os.access(shm, os.W_OK) \
+    root = (
+        Path(tempfile.mkdtemp(prefix="bad-configs-", dir=shm))
+        if shm.is_dir() and os.access(shm, os.W_OK)
         else tmp_path_factory.mktemp("configs")
+    )
     shutil.copytree(ROOT / "config", root / "config")
     yield root
     shutil.rmtree(root, ignore_errors=True)
@@ -103,7 +124,10 @@ def dump(data: Any) -> str:
 
 # A field whose value another rule reads may be reported where that rule looks: these pairs say where.
 RELATED = [
-    (re.compile(r"^capacity_plans\[\d+\]\.(name|instance_count)$"), re.compile(r"endpoints\[\d+\]\.(capacity_plan|scaling)")),
+    (
+        re.compile(r"^capacity_plans\[\d+\]\.(name|instance_count)$"),
+        re.compile(r"endpoints\[\d+\]\.(capacity_plan|scaling)"),
+    ),
     (re.compile(r"^endpoints\[\d+\]\.models\[\d+\]\.name$"), re.compile(r"routers\[\d+\]\.targets\[\d+\]\.model")),
 ]
 
@@ -195,8 +219,11 @@ def test_every_mutation_of_a_committed_config_loads_or_fails_clearly(workdir, re
 def test_two_independent_mutations_are_reported_in_one_round(workdir, restore, config):
     data = yaml.safe_load((ROOT / config).read_text(encoding="utf-8"))
     target = workdir / config
-    leaves = [p for p, node in walk(data) if p and not isinstance(node, (dict, list))
-              and not {"extends", "$delete", "$replace"} & set(map(str, p))]
+    leaves = [
+        p
+        for p, node in walk(data)
+        if p and not isinstance(node, (dict, list)) and not {"extends", "$delete", "$replace"} & set(map(str, p))
+    ]
     refused = []
     for path in leaves:
         for label in ("list", "negative", "empty string"):
@@ -207,7 +234,7 @@ def test_two_independent_mutations_are_reported_in_one_round(workdir, restore, c
     tried, bugs = 0, []
     while tried < 40 and len(refused) >= 2:
         (first, a), (second, b) = rng.sample(refused, 2)
-        if first[:len(second)] == second or second[:len(first)] == first or first[:-1] == second[:-1]:
+        if first[: len(second)] == second or second[: len(first)] == first or first[:-1] == second[:-1]:
             continue  # one inside the other, or siblings (a rule between them may report them as one)
         tried += 1
         both = mutated(mutated(data, first, REPLACEMENTS[a]), second, REPLACEMENTS[b])
@@ -217,9 +244,12 @@ def test_two_independent_mutations_are_reported_in_one_round(workdir, restore, c
     assert not bugs, f"{len(bugs)} pair(s) not reported together; first ones:\n" + "\n\n".join(bugs[:3])
 
 
-LAYERED = [(config, extends) for config in CONFIGS
-           for extends in [yaml.safe_load((ROOT / config).read_text(encoding="utf-8")).get("extends")]
-           if isinstance(extends, str)]
+LAYERED = [
+    (config, extends)
+    for config in CONFIGS
+    for extends in [yaml.safe_load((ROOT / config).read_text(encoding="utf-8")).get("extends")]
+    if isinstance(extends, str)
+]
 
 
 @pytest.mark.parametrize(("config", "extends"), LAYERED)
@@ -285,7 +315,9 @@ def test_the_cycle_is_named_with_each_file(workdir):
     a, b = workdir / "config" / "cycle-a.yaml", workdir / "config" / "cycle-b.yaml"
     a.write_text("extends: cycle-b.yaml\n")
     b.write_text("# the other half\nextends: cycle-a.yaml\n")
-    with pytest.raises(ConfigurationError, match=re.escape(f"fix: break the cycle {a} -> {b} -> {a}; where: {b} line 2")):
+    with pytest.raises(
+        ConfigurationError, match=re.escape(f"fix: break the cycle {a} -> {b} -> {a}; where: {b} line 2")
+    ):
         load_config(a)
 
 
@@ -309,8 +341,13 @@ def test_mutants_that_load_also_build_their_stack(workdir, restore):
                 continue
             loaded = load_config(target)
             try:
-                LlmPlatformStack(App(), loaded.stack_name, config=loaded, config_dir=target.parent,
-                                 env=Environment(account=loaded.target.account, region=loaded.target.region))
+                LlmPlatformStack(
+                    App(),
+                    loaded.stack_name,
+                    config=loaded,
+                    config_dir=target.parent,
+                    env=Environment(account=loaded.target.account, region=loaded.target.region),
+                )
             except ConfigurationError:
                 pass  # a construct's own check: allowed, it is the one error type
             built += 1
@@ -319,6 +356,7 @@ def test_mutants_that_load_also_build_their_stack(workdir, restore):
 
 
 # ------------------------------------------------------------------ regressions found by the harness
+
 
 def write(folder: Path, name: str, text: str) -> Path:
     path = folder / name
@@ -344,8 +382,10 @@ def test_a_jumpstart_model_whose_architecture_is_a_list_is_a_configuration_error
     data = yaml.safe_load((ROOT / "config" / "examples" / "eagle-jumpstart.yaml").read_text())
     data["endpoints"][0]["models"][0]["architecture"] = ["GptOssForCausalLM"]
     path = write(tmp_path, "js.yaml", dump(data))
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "endpoints[0].models[0].architecture: got ['GptOssForCausalLM']; allowed: text")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape("endpoints[0].models[0].architecture: got ['GptOssForCausalLM']; allowed: text"),
+    ):
         load_config(path)
 
 
@@ -356,8 +396,12 @@ def test_a_huge_duration_with_a_window_is_a_configuration_error(tmp_path):
     data = yaml.safe_load(path.read_text())
     data["capacity_plans"][0]["duration_days"] = 10**30
     path.write_text(dump(data))
-    with pytest.raises(ConfigurationError, match=re.escape("capacity_plans[0].duration_days: got 1000000000000000000000000000000; "
-                                                           "allowed: whole days 1-182")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "capacity_plans[0].duration_days: got 1000000000000000000000000000000; allowed: whole days 1-182"
+        ),
+    ):
         load_config(path)
 
 
@@ -365,7 +409,10 @@ def test_layering_problems_come_with_the_configs_own_problems(tmp_path):
     """Before: a misused $delete stopped at the merge, so the overlay's field problems came only after fixing it;
     and a key given twice stopped the YAML reader."""
     base_config(tmp_path)
-    path = write(tmp_path, "dev.yaml", """\
+    path = write(
+        tmp_path,
+        "dev.yaml",
+        """\
 extends: base.yaml
 removal: destroy
 removal: retain
@@ -374,7 +421,8 @@ endpoints:
     scaling: {max_instances: 0}
     models:
       - {name: qwen3-32b-typo, $delete: true}
-""")
+""",
+    )
     with pytest.raises(ConfigurationError) as error:
         load_config(path)
     lines = [p.located() for p in error.value.problems]
@@ -392,7 +440,10 @@ def test_problems_name_the_file_and_line_where_the_field_is_written(tmp_path):
     """Before: only the head line named the files (``dev.yaml (extends base.yaml)``) and the path was the merged
     config's, which differs from the file's when items merge by name."""
     base = base_config(tmp_path)
-    path = write(tmp_path, "dev.yaml", """\
+    path = write(
+        tmp_path,
+        "dev.yaml",
+        """\
 extends: base.yaml
 endpoints:
   - name: Chat
@@ -401,29 +452,44 @@ endpoints:
       - name: small
         model_data_s3_uri: s3://my-llm-weights/small/
         copies: {min_copies: -1}
-""")
+""",
+    )
     with pytest.raises(ConfigurationError) as error:
         load_config(path)
     message = str(error.value)
     assert message.startswith(f"1 problem(s) in {path} (extends {base}):")
-    assert message.endswith("endpoints[0].models[0].copies.min_copies: got -1; allowed: at least 0; fix: set min_copies "
-                            f"to a value at least 0; where: {path} line 8, as endpoints[0].models[1].copies.min_copies "
-                            "there")
+    assert message.endswith(
+        "endpoints[0].models[0].copies.min_copies: got -1; allowed: at least 0; fix: set min_copies "
+        f"to a value at least 0; where: {path} line 8, as endpoints[0].models[1].copies.min_copies "
+        "there"
+    )
     (tmp_path / "base.yaml").write_text(base.read_text().replace("max_instances: 2", "max_instances: -2"))
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             f"endpoints[0].scaling.max_instances: got -2; allowed: at least 1; fix: set max_instances to a value at "
-            f"least 1; where: {base} line 19")):
+            f"least 1; where: {base} line 19"
+        ),
+    ):
         load_config(path)
 
 
 def test_a_missing_field_points_at_the_mapping_that_lacks_it(tmp_path):
     base_config(tmp_path)
-    path = write(tmp_path, "dev.yaml", "extends: base.yaml\nendpoints:\n  - name: Chat\n    models:\n"
-                                       "      - {name: qwen3-32b, $delete: true}\n      - name: small\n")
-    with pytest.raises(ConfigurationError, match=re.escape(
+    path = write(
+        tmp_path,
+        "dev.yaml",
+        "extends: base.yaml\nendpoints:\n  - name: Chat\n    models:\n"
+        "      - {name: qwen3-32b, $delete: true}\n      - name: small\n",
+    )
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             f"endpoints[0].models[0].model_data_s3_uri: got nothing (the field is missing); allowed: an s3:// prefix "
             "or .tar.gz with source s3 (the default); fix: give model_data_s3_uri, or source: jumpstart with model_id "
-            f"and version; where: under {path} line 6, as endpoints[0].models[1].model_data_s3_uri there")):
+            f"and version; where: under {path} line 6, as endpoints[0].models[1].model_data_s3_uri there"
+        ),
+    ):
         load_config(path)
 
 
@@ -431,16 +497,23 @@ def test_a_scalar_item_in_a_list_that_merges_by_name_is_named_in_its_file(tmp_pa
     """Before: it was appended, and reported as endpoints[0].models[1] (its place after the merge) without a line."""
     base_config(tmp_path)
     path = write(tmp_path, "dev.yaml", "extends: base.yaml\nendpoints:\n  - name: Chat\n    models:\n      - 7\n")
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             f"endpoints[0].models[0]: got 7; allowed: a mapping of keys to values (an item with a name); fix: write it "
-            f"as a mapping, e.g. {{name: ...}}, or remove it; where: {path} line 5")):
+            f"as a mapping, e.g. {{name: ...}}, or remove it; where: {path} line 5"
+        ),
+    ):
         load_config(path)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("when: 2027-13-45\n", r"unknown position: got 'month must be in 1\.\.12'; allowed: valid YAML"),
-    ("? [a, b]\n: c\n", r"line 1, column 3: got 'a mapping key that is a list or mapping'; allowed: valid YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("when: 2027-13-45\n", r"unknown position: got 'month must be in 1\.\.12'; allowed: valid YAML"),
+        ("? [a, b]\n: c\n", r"line 1, column 3: got 'a mapping key that is a list or mapping'; allowed: valid YAML"),
+    ],
+)
 def test_yaml_the_constructor_refuses_is_a_configuration_error(tmp_path, text, expected):
     """Before: ValueError from the date constructor; TypeError from an unhashable key."""
     with pytest.raises(ConfigurationError, match=expected):
@@ -450,38 +523,59 @@ def test_yaml_the_constructor_refuses_is_a_configuration_error(tmp_path, text, e
 def test_the_app_prints_the_layered_problems_without_a_traceback(tmp_path):
     """The app run as `cdk synth -c config=PATH` runs it: one error, every problem with file and line, exit 1."""
     base_config(tmp_path)
-    config = write(tmp_path, "dev.yaml", "extends: base.yaml\nstack_name: A\nstack_name: B\nendpoints:\n"
-                                         "  - name: Chat\n    scaling: {max_instances: 0}\n")
-    env = dict(os.environ, CDK_OUTDIR=str(tmp_path / "out"), CDK_CONTEXT_JSON=json.dumps({"config": str(config)}),
-               JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION="1")
-    result = subprocess.run([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env, capture_output=True,
-                            text=True, timeout=300)
+    config = write(
+        tmp_path,
+        "dev.yaml",
+        "extends: base.yaml\nstack_name: A\nstack_name: B\nendpoints:\n"
+        "  - name: Chat\n    scaling: {max_instances: 0}\n",
+    )
+    env = dict(
+        os.environ,
+        CDK_OUTDIR=str(tmp_path / "out"),
+        CDK_CONTEXT_JSON=json.dumps({"config": str(config)}),
+        JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION="1",
+    )
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert f"error: 2 problem(s) in {config} (extends {tmp_path / 'base.yaml'}):" in result.stderr
     assert "stack_name: got 'B'; allowed: each key once in a mapping; key 'stack_name' is given twice" in result.stderr
     assert "endpoints[0].scaling.max_instances: got 0; allowed: at least 1" in result.stderr
     assert f"where: {config} line 6" in result.stderr
-    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.template.json")), "nothing synthesized"
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.template.json")), (
+        "nothing synthesized"
+    )
 
 
 def test_a_scalar_item_of_the_base_is_named_in_the_base(tmp_path):
     """Before: the base's item was located by its index in the overlay file (dev.yaml line 5, the wrong file)."""
     base = write(tmp_path, "base.yaml", "endpoints:\n  - [1, a]\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n")
-    path = write(tmp_path, "dev.yaml", "extends: base.yaml\nendpoints:\n  - name: Chat\n    models:\n"
-                                       "      - {name: m, model_data_s3_uri: 's3://my-llm-weights/m/'}\n")
+    path = write(
+        tmp_path,
+        "dev.yaml",
+        "extends: base.yaml\nendpoints:\n  - name: Chat\n    models:\n"
+        "      - {name: m, model_data_s3_uri: 's3://my-llm-weights/m/'}\n",
+    )
     with pytest.raises(ConfigurationError) as error:
         load_config(path)
     assert [p.located() for p in error.value.problems] == [
         f"endpoints[0]: got [1, 'a']; allowed: a mapping of keys to values; fix: write endpoints[0] as a mapping of "
-        f"keys to values; where: {base} line 2"]
+        f"keys to values; where: {base} line 2"
+    ]
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    (b"stack_name: A\nendpoints:\n  - name: \x00x\n",
-     r"line 3: got 'character #x0000: control characters are not allowed'; allowed: valid YAML; .*; where: .* line 3"),
-    (b"# caf\xe9\nstack_name: A\n", r"line 1: got b'\\xe9\\nst'; allowed: UTF-8 text; fix: save .* as UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            b"stack_name: A\nendpoints:\n  - name: \x00x\n",
+            r"line 3: got 'character #x0000: control characters are not allowed'; allowed: valid YAML; .*; where: .* line 3",
+        ),
+        (b"# caf\xe9\nstack_name: A\n", r"line 1: got b'\\xe9\\nst'; allowed: UTF-8 text; fix: save .* as UTF-8"),
+    ],
+)
 def test_characters_yaml_or_utf8_refuse_are_named_with_their_line(tmp_path, text, expected):
     """Before: a NUL byte was at an 'unknown position'; a byte that is not UTF-8 said 'check the path'."""
     path = tmp_path / "c.yaml"
@@ -496,16 +590,35 @@ def default_with(change: Any) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    (lambda d: d["endpoints"][0]["data_capture"].update(sampling_percentage=True),
-     "endpoints[0].data_capture.sampling_percentage: got True; allowed: a number, not true or false; fix: write "
-     "sampling_percentage as a number"),
-    (lambda d: d["endpoints"][0]["scaling"].update(max_instances=True),
-     "endpoints[0].scaling.max_instances: got True; allowed: a number, not true or false"),
-    (lambda d: d.update(capacity_plans=[{"name": "p", "instance_type": "ml.p5e.48xlarge", "instance_count": 1,
-                                          "duration_days": 1, "max_upfront_fee_usd": 1, "start_after": 7}]),
-     "capacity_plans[0].start_after: got 7; allowed: an ISO-8601 time with a time zone, e.g. 2026-01-15T00:00:00Z"),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda d: d["endpoints"][0]["data_capture"].update(sampling_percentage=True),
+            "endpoints[0].data_capture.sampling_percentage: got True; allowed: a number, not true or false; fix: write "
+            "sampling_percentage as a number",
+        ),
+        (
+            lambda d: d["endpoints"][0]["scaling"].update(max_instances=True),
+            "endpoints[0].scaling.max_instances: got True; allowed: a number, not true or false",
+        ),
+        (
+            lambda d: d.update(
+                capacity_plans=[
+                    {
+                        "name": "p",
+                        "instance_type": "ml.p5e.48xlarge",
+                        "instance_count": 1,
+                        "duration_days": 1,
+                        "max_upfront_fee_usd": 1,
+                        "start_after": 7,
+                    }
+                ]
+            ),
+            "capacity_plans[0].start_after: got 7; allowed: an ISO-8601 time with a time zone, e.g. 2026-01-15T00:00:00Z",
+        ),
+    ],
+)
 def test_values_pydantic_would_coerce_are_refused(change, expected):
     """Before: true loaded as 1 (a 1% capture, one instance) and 7 as 1970-01-01T00:00:07Z, without a word."""
     from sagemaker_llm_cdk import parse_config
@@ -514,14 +627,23 @@ def test_values_pydantic_would_coerce_are_refused(change, expected):
         parse_config(default_with(change), source="c.yaml")
 
 
-@pytest.mark.parametrize(("tags", "expected"), [
-    ({"project": "v" * 257}, "tags.project: got 'vvvv"),
-    ({"project": "v" * 257}, "allowed: a tag value of at most 256 letters, digits, spaces and _ . : / = + - @"),
-    ({"AWS:owner": "me"}, "tags.AWS:owner: got 'AWS:owner'; allowed: a tag key not starting with aws: (reserved for AWS)"),
-    ({"k" * 129: "v"}, "allowed: a tag key of 1-128 letters, digits, spaces and _ . : / = + - @; fix: rename the tag"),
-    ({"owner": "a\x07b"}, "tags.owner: got 'a\\x07b'; allowed: a tag value of at most 256"),
-    ({f"k{i}": "v" for i in range(51)}, "tags: got '51 tags'; allowed: at most 50 tags (AWS's limit per resource)"),
-])
+@pytest.mark.parametrize(
+    ("tags", "expected"),
+    [
+        ({"project": "v" * 257}, "tags.project: got 'vvvv"),
+        ({"project": "v" * 257}, "allowed: a tag value of at most 256 letters, digits, spaces and _ . : / = + - @"),
+        (
+            {"AWS:owner": "me"},
+            "tags.AWS:owner: got 'AWS:owner'; allowed: a tag key not starting with aws: (reserved for AWS)",
+        ),
+        (
+            {"k" * 129: "v"},
+            "allowed: a tag key of 1-128 letters, digits, spaces and _ . : / = + - @; fix: rename the tag",
+        ),
+        ({"owner": "a\x07b"}, "tags.owner: got 'a\\x07b'; allowed: a tag value of at most 256"),
+        ({f"k{i}": "v" for i in range(51)}, "tags: got '51 tags'; allowed: at most 50 tags (AWS's limit per resource)"),
+    ],
+)
 def test_tags_follow_the_aws_tag_rules(tags, expected):
     """Before: any string loaded, and CloudFormation refused the tag at deploy."""
     from sagemaker_llm_cdk import parse_config
@@ -531,18 +653,35 @@ def test_tags_follow_the_aws_tag_rules(tags, expected):
     parse_config(default_with(lambda d: d.update(tags={"cost-center": "ML team/eu: 42", "empty": "", "名前": "値"})))
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    (lambda d: d["endpoints"][0]["models"][0].update(model_data_s3_uri="s3://my-llm-weights/" + "k" * 1010 + "/"),
-     "endpoints[0].models[0].model_data_s3_uri: got 's3://my-llm-weights/kkk"),
-    (lambda d: d["endpoints"][0]["models"][0].update(model_data_s3_uri="s3://my-llm-weights/" + "k" * 1010 + "/"),
-     "allowed: an S3 URI of at most 1024 characters (SageMaker's S3Uri); fix: use a shorter prefix or object key"),
-    (lambda d: d["endpoints"][0]["models"][1].update(environment={"MY_FLAG": "v" * 1025}),
-     "endpoints[0].models[1].environment.MY_FLAG: got 'vvv"),
-    (lambda d: d["endpoints"][0]["models"][1].update(environment={"MY_FLAG": "v" * 1025}),
-     "allowed: a value of at most 1024 characters"),
-    (lambda d: d["endpoints"][0]["models"][1].update(environment={f"V{i}": "1" for i in range(101)}),
-     "endpoints[0].models[1].environment: got '101 variables'; allowed: at most 100 variables"),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda d: d["endpoints"][0]["models"][0].update(
+                model_data_s3_uri="s3://my-llm-weights/" + "k" * 1010 + "/"
+            ),
+            "endpoints[0].models[0].model_data_s3_uri: got 's3://my-llm-weights/kkk",
+        ),
+        (
+            lambda d: d["endpoints"][0]["models"][0].update(
+                model_data_s3_uri="s3://my-llm-weights/" + "k" * 1010 + "/"
+            ),
+            "allowed: an S3 URI of at most 1024 characters (SageMaker's S3Uri); fix: use a shorter prefix or object key",
+        ),
+        (
+            lambda d: d["endpoints"][0]["models"][1].update(environment={"MY_FLAG": "v" * 1025}),
+            "endpoints[0].models[1].environment.MY_FLAG: got 'vvv",
+        ),
+        (
+            lambda d: d["endpoints"][0]["models"][1].update(environment={"MY_FLAG": "v" * 1025}),
+            "allowed: a value of at most 1024 characters",
+        ),
+        (
+            lambda d: d["endpoints"][0]["models"][1].update(environment={f"V{i}": "1" for i in range(101)}),
+            "endpoints[0].models[1].environment: got '101 variables'; allowed: at most 100 variables",
+        ),
+    ],
+)
 def test_lengths_sagemaker_refuses_are_config_errors(change, expected):
     """Before: they loaded and SageMaker refused the model at deploy (botocore: S3Uri and EnvironmentValue max
     1024, EnvironmentMap at most 100 entries)."""

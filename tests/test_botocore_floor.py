@@ -4,6 +4,7 @@ botocore 1.44.0-1.44.3 have no inference routers (``CreateInferenceRouter``, ``R
 ``sagemaker-inference-router-runtime`` service, so a floor of 1.44 let pip pick a botocore with which loading any
 config fails at import (``KeyError: 'RoutingTargetList'``).
 """
+
 from __future__ import annotations
 
 import tomllib
@@ -20,8 +21,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _floor(pyproject: Path, package: str) -> Version:
-    (requirement,) = [Requirement(r) for r in tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-                      if Requirement(r).name == package]
+    (requirement,) = [
+        Requirement(r)
+        for r in tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+        if Requirement(r).name == package
+    ]
     (low,) = [Version(s.version) for s in requirement.specifier if s.operator == ">="]
     return low
 
@@ -35,13 +39,20 @@ def test_the_installed_botocore_is_at_the_floor_or_newer_and_has_what_the_floor_
     assert Version(botocore.__version__) >= Version(service_model.MIN_BOTOCORE)
     loader = botocore.loaders.create_loader()
     operations = loader.load_service_model("sagemaker", "service-2")["operations"]
-    assert {"CreateInferenceRouter", "DescribeInferenceRouter", "UpdateInferenceRouter",
-            "DeleteInferenceRouter"} <= set(operations)
+    assert {
+        "CreateInferenceRouter",
+        "DescribeInferenceRouter",
+        "UpdateInferenceRouter",
+        "DeleteInferenceRouter",
+    } <= set(operations)
     assert "sagemaker-inference-router-runtime" in loader.list_available_services("service-2")
 
 
 def test_a_botocore_without_routers_is_named_with_the_fix(monkeypatch):
     monkeypatch.setattr(service_model, "_shapes", lambda service="sagemaker": {})
-    with pytest.raises(ImportError, match=r"botocore \S+ has no sagemaker shape RoutingTargetList: sagemaker-llm-cdk "
-                                          r"needs botocore 1\.44\.4 or newer \(pip install 'boto3>=1\.44\.4'\)"):
+    with pytest.raises(
+        ImportError,
+        match=r"botocore \S+ has no sagemaker shape RoutingTargetList: sagemaker-llm-cdk "
+        r"needs botocore 1\.44\.4 or newer \(pip install 'boto3>=1\.44\.4'\)",
+    ):
         service_model.shape("RoutingTargetList")

@@ -6,6 +6,7 @@ does not match the other, so each feature is synthesized both ways with AwsSolut
 validation report must hold no violation. (The apps in examples/ are run both ways in
 tests/test_examples.py.)
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,9 @@ def _eagle(app: App, env: Environment | None) -> None:
     stack = Stack(app, "Eagle", env=env)
     head = PromotionParameter(promotions, "Head", model_name="qwen3-8b")
     endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
-    model = endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS,
-                                                 architecture="Qwen3ForCausalLM"))
+    model = endpoint.add_model(
+        "Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM")
+    )
     eagle = EagleOptimization(stack, "QwenEagle", component=model, promotion_parameter=head.parameter)
     eagle.grant_start_run(iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal()))
 
@@ -55,42 +57,79 @@ def _eagle_on_own_dataset(app: App, env: Environment | None) -> None:
     stack = Stack(app, "Eagle", env=env)
     head = PromotionParameter(promotions, "Head", model_name="qwen3-8b")
     endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
-    model = endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS,
-                                                 architecture="Qwen3ForCausalLM"))
-    EagleOptimization(stack, "QwenEagle", component=model, promotion_parameter=head.parameter,
-                      settings={"schedule": "cron(0 3 ? * SUN *)",
-                                "dataset": {"source": "s3", "s3_uri": "s3://my-data/chats/"}})
+    model = endpoint.add_model(
+        "Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM")
+    )
+    EagleOptimization(
+        stack,
+        "QwenEagle",
+        component=model,
+        promotion_parameter=head.parameter,
+        settings={"schedule": "cron(0 3 ? * SUN *)", "dataset": {"source": "s3", "s3_uri": "s3://my-data/chats/"}},
+    )
 
 
 def _capacity_plan(app: App, env: Environment | None) -> None:
     stack = Stack(app, "Reserved", env=env)
-    plan = CapacityPlan(stack, "Plan", spec={
-        "name": "chat-p5e", "instance_type": "ml.p5e.48xlarge", "instance_count": 2, "duration_days": 30,
-        "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc), "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
-        "max_upfront_fee_usd": Decimal("150000")})
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge", capacity_plan=plan,
-                           scaling=InstanceScaling(min_instances=1, max_instances=2))
-    endpoint.add_model("Qwen", ModelSpec(name="qwen3-32b", model_data_s3_uri="s3://my-weights/qwen3-32b/",
-                                         accelerators=2, min_memory_mb=65536))
+    plan = CapacityPlan(
+        stack,
+        "Plan",
+        spec={
+            "name": "chat-p5e",
+            "instance_type": "ml.p5e.48xlarge",
+            "instance_count": 2,
+            "duration_days": 30,
+            "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc),
+            "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
+            "max_upfront_fee_usd": Decimal("150000"),
+        },
+    )
+    endpoint = LlmEndpoint(
+        stack,
+        "Chat",
+        instance_type="ml.p5e.48xlarge",
+        capacity_plan=plan,
+        scaling=InstanceScaling(min_instances=1, max_instances=2),
+    )
+    endpoint.add_model(
+        "Qwen",
+        ModelSpec(
+            name="qwen3-32b", model_data_s3_uri="s3://my-weights/qwen3-32b/", accelerators=2, min_memory_mb=65536
+        ),
+    )
 
 
 def _existing_capacity_plan(app: App, env: Environment | None) -> None:
     stack = Stack(app, "Reserved", env=env)
-    plan = CapacityPlan(stack, "Plan", spec={"mode": "existing", "name": "chat-p5e-2027q1",
-                                             "instance_type": "ml.p5e.48xlarge", "instance_count": 2})
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge", capacity_plan=plan,
-                           scaling=InstanceScaling(min_instances=1, max_instances=2))
-    endpoint.add_model("Qwen", ModelSpec(name="qwen3-32b", model_data_s3_uri="s3://my-weights/qwen3-32b/",
-                                         accelerators=2, min_memory_mb=65536))
+    plan = CapacityPlan(
+        stack,
+        "Plan",
+        spec={"mode": "existing", "name": "chat-p5e-2027q1", "instance_type": "ml.p5e.48xlarge", "instance_count": 2},
+    )
+    endpoint = LlmEndpoint(
+        stack,
+        "Chat",
+        instance_type="ml.p5e.48xlarge",
+        capacity_plan=plan,
+        scaling=InstanceScaling(min_instances=1, max_instances=2),
+    )
+    endpoint.add_model(
+        "Qwen",
+        ModelSpec(
+            name="qwen3-32b", model_data_s3_uri="s3://my-weights/qwen3-32b/", accelerators=2, min_memory_mb=65536
+        ),
+    )
 
 
 def _sessions_and_adapters(app: App, env: Environment | None) -> None:
     stack = Stack(app, "Chat", env=env)
     endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS,
-                                                lora=LoraSettings(max_rank=16)))
-    adapters = add_adapters(base, [AdapterSpec(name=f"qwen3-8b-a{i}", artifact_s3_uri=f"s3://my-adapters/a{i}.tar.gz")
-                                   for i in range(3)])
+    base = endpoint.add_model(
+        "Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS, lora=LoraSettings(max_rank=16))
+    )
+    adapters = add_adapters(
+        base, [AdapterSpec(name=f"qwen3-8b-a{i}", artifact_s3_uri=f"s3://my-adapters/a{i}.tar.gz") for i in range(3)]
+    )
     SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=list(adapters))
 
 
@@ -100,15 +139,27 @@ def _eagle_in_a_vpc(app: App, env: Environment | None) -> None:
     promotions = Stack(app, "Promotions", env=env)
     stack = Stack(app, "Eagle", env=env)
     head = PromotionParameter(promotions, "Head", model_name="qwen3-8b")
-    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=0, restrict_default_security_group=False,
-                  subnet_configuration=[ec2.SubnetConfiguration(name="models", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)])
+    vpc = ec2.Vpc(
+        stack,
+        "Vpc",
+        max_azs=2,
+        nat_gateways=0,
+        restrict_default_security_group=False,
+        subnet_configuration=[ec2.SubnetConfiguration(name="models", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )
     from sagemaker_llm_cdk.core.nag import acknowledge
 
     acknowledge(vpc, "AwsSolutions-VPC7", "The test's own VPC (not made by the library) has no flow log.")
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge", vpc=vpc,
-                           vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED))
-    model = endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS,
-                                                 architecture="Qwen3ForCausalLM"))
+    endpoint = LlmEndpoint(
+        stack,
+        "Chat",
+        instance_type="ml.g6e.12xlarge",
+        vpc=vpc,
+        vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+    )
+    model = endpoint.add_model(
+        "Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM")
+    )
     EagleOptimization(stack, "QwenEagle", component=model, promotion_parameter=head.parameter)
 
 

@@ -12,6 +12,7 @@ What each writer puts where is read from the template, not from a list here: the
 Data Capture destinations, and every IAM statement allowing ``s3:PutObject`` on a bucket's objects. Each
 written prefix must expire, except those in ``KEPT`` (each with why it holds no one's text).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,12 @@ import pytest
 
 from support.assemblies import ROOT, config_data, synth_config
 
-CONFIGS = ["default.yaml", "dev.yaml", "prod.yaml", *sorted(f"examples/{p.name}" for p in (ROOT / "config" /
-                                                                                          "examples").glob("*.yaml"))]
+CONFIGS = [
+    "default.yaml",
+    "dev.yaml",
+    "prod.yaml",
+    *sorted(f"examples/{p.name}" for p in (ROOT / "config" / "examples").glob("*.yaml")),
+]
 FRONT_DOOR = "default.yaml+front_door"
 KEPT = {
     "jobs/": "the EAGLE optimization job's output: the draft head's weights and the job's own metrics",
@@ -49,8 +54,9 @@ def templates(name: str) -> dict[str, dict[str, Any]]:
             model.setdefault("sessions", {})
         out = Path(tempfile.mkdtemp(prefix="bucket-retention-"))
         synth_config(data, path.parent, out)
-        _ASSEMBLIES[name] = {p.name: json.loads(p.read_text(encoding="utf-8")).get("Resources", {})
-                             for p in out.glob("*.template.json")}
+        _ASSEMBLIES[name] = {
+            p.name: json.loads(p.read_text(encoding="utf-8")).get("Resources", {}) for p in out.glob("*.template.json")
+        }
     return _ASSEMBLIES[name]
 
 
@@ -78,7 +84,7 @@ def _prefix_after(value: Any, buckets: set[str]) -> tuple[str, str] | None:
     for index, part in enumerate(parts):
         bucket = _bucket_of(part, buckets)
         if bucket is not None:
-            tail = "".join(p for p in parts[index + 1:] if isinstance(p, str))
+            tail = "".join(p for p in parts[index + 1 :] if isinstance(p, str))
             return bucket, tail.lstrip("/").split("!{")[0].rstrip("*")
     return None
 
@@ -127,8 +133,11 @@ def _puts(statement: dict[str, Any]) -> bool:
 def text_buckets(resources: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     """The buckets of one template that can hold people's text, and its log buckets."""
     buckets = {k: v for k, v in resources.items() if v["Type"] == "AWS::S3::Bucket"}
-    logs = {v["Properties"]["LoggingConfiguration"]["DestinationBucketName"]["Ref"] for v in buckets.values()
-            if "LoggingConfiguration" in v.get("Properties", {})}
+    logs = {
+        v["Properties"]["LoggingConfiguration"]["DestinationBucketName"]["Ref"]
+        for v in buckets.values()
+        if "LoggingConfiguration" in v.get("Properties", {})
+    }
     return {k: v for k, v in buckets.items() if k not in logs}, logs
 
 
@@ -142,8 +151,12 @@ def denies_reads(resources: dict[str, Any], bucket_id: str) -> bool:
         if resource["Type"] == "AWS::S3::BucketPolicy" and resource["Properties"]["Bucket"] == {"Ref": bucket_id}:
             for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
                 actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-                if (statement["Effect"] == "Deny" and statement.get("Principal") in ({"AWS": "*"}, "*")
-                        and "s3:GetObject" in actions and "Condition" in statement):
+                if (
+                    statement["Effect"] == "Deny"
+                    and statement.get("Principal") in ({"AWS": "*"}, "*")
+                    and "s3:GetObject" in actions
+                    and "Condition" in statement
+                ):
                     return True
     return False
 
@@ -188,7 +201,9 @@ def test_every_prefix_a_writer_puts_peoples_text_under_expires(config):
             if any(prefix.startswith(kept) for kept in KEPT):
                 continue
             if not any(prefix.startswith(rule) for rule in expiring_prefixes(buckets[bucket_id])):
-                problems.append(f"{template} {bucket_id}: {writer} writes under {prefix or '(every key)'}, "
-                                "which no lifecycle rule expires")
+                problems.append(
+                    f"{template} {bucket_id}: {writer} writes under {prefix or '(every key)'}, "
+                    "which no lifecycle rule expires"
+                )
     assert checked, f"{config}: no writer into its buckets found: the enumeration read nothing"
     assert not problems, "\n".join(problems)

@@ -1,4 +1,5 @@
 """CDK's built-in template validator runs in a test exactly when its findings can fail the synth (conftest.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path

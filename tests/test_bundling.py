@@ -5,6 +5,7 @@ looks inside them: the layer holds exactly the pinned botocore, whose SageMaker 
 handler tests' Stubber and ``aws_model`` checks use; the dataset asset holds orjson built for the
 Lambda runtime's Python and architecture.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -64,9 +65,18 @@ def synthesized(tmp_path_factory):
         names = archive.namelist()
         assert names and all(n.startswith("python/") and not n.endswith("/") for n in names)
         archive.extractall(layer_dir)
-    return {"stack": stack, "template": template, "resources": resources, "layer_id": layer_id,
-            "layer_dir": layer_dir, "job": job, "record": record, "dataset": dataset,
-            "job_dir": asset_of(job), "dataset_dir": asset_of(dataset)}
+    return {
+        "stack": stack,
+        "template": template,
+        "resources": resources,
+        "layer_id": layer_id,
+        "layer_dir": layer_dir,
+        "job": job,
+        "record": record,
+        "dataset": dataset,
+        "job_dir": asset_of(job),
+        "dataset_dir": asset_of(dataset),
+    }
 
 
 def test_sdk_pins_are_the_sdk_the_tests_validate_requests_against():
@@ -87,7 +97,9 @@ def test_functions_that_call_sagemaker_get_one_sdk_layer_per_stack(synthesized):
     for name in ("job", "record"):
         layers = resources[stack.resolve(synthesized[name].node.default_child.logical_id)]["Properties"]["Layers"]
         assert {"Ref": layer_id} in layers and len(layers) == 2  # Powertools + the SDK
-    dataset_layers = resources[stack.resolve(synthesized["dataset"].node.default_child.logical_id)]["Properties"]["Layers"]
+    dataset_layers = resources[stack.resolve(synthesized["dataset"].node.default_child.logical_id)]["Properties"][
+        "Layers"
+    ]
     assert {"Ref": layer_id} not in dataset_layers  # S3 and SSM only: the runtime's SDK knows them
     assert {"eagle_job", "eagle_serving_model", "capacity_plan"} <= SDK_FOLDERS
 
@@ -105,7 +117,9 @@ def test_sdk_layer_holds_the_pinned_botocore_for_the_runtime(synthesized):
 
 def test_shipped_sagemaker_model_knows_the_requests_the_functions_send(synthesized):
     """The layer's SageMaker model is the venv's (so every Stubber test checks the shipped model) and has the APIs."""
-    shipped = sorted((synthesized["layer_dir"] / "python" / "botocore" / "data" / "sagemaker").glob("*/service-2.json*"))
+    shipped = sorted(
+        (synthesized["layer_dir"] / "python" / "botocore" / "data" / "sagemaker").glob("*/service-2.json*")
+    )
     local = sorted((Path(botocore.__file__).parent / "data" / "sagemaker").glob("*/service-2.json*"))
     assert [p.name for p in shipped] == [p.name for p in local] and shipped
     assert shipped[-1].read_bytes() == local[-1].read_bytes()
@@ -114,14 +128,26 @@ def test_shipped_sagemaker_model_knows_the_requests_the_functions_send(synthesiz
     for operation in ("CreateOptimizationJob", "SearchTrainingPlanOfferings", "CreateTrainingPlan"):
         assert operation in model["operations"]
     assert "ModelSpeculativeDecodingConfig" in model["shapes"]["OptimizationConfig"]["members"]
-    assert_valid_request("sagemaker", "CreateOptimizationJob", {
-        "OptimizationJobName": "eagle-qwen3-32b-0123456789ab", "RoleArn": "arn:aws:iam::123456789012:role/JobRole",
-        "ModelSource": {"S3": {"S3Uri": "s3://my-weights/qwen3-32b/"}}, "DeploymentInstanceType": "ml.p5e.48xlarge",
-        "OptimizationConfigs": [{"ModelSpeculativeDecodingConfig": {
-            "Technique": "EAGLE", "TrainingDataSource": {"S3Uri": "s3://a-bucket/datasets/r/data/m/",
-                                                         "S3DataType": "S3Prefix"}}}],
-        "OutputConfig": {"S3OutputLocation": "s3://a-bucket/jobs/"},
-        "StoppingCondition": {"MaxRuntimeInSeconds": 86400}})
+    assert_valid_request(
+        "sagemaker",
+        "CreateOptimizationJob",
+        {
+            "OptimizationJobName": "eagle-qwen3-32b-0123456789ab",
+            "RoleArn": "arn:aws:iam::123456789012:role/JobRole",
+            "ModelSource": {"S3": {"S3Uri": "s3://my-weights/qwen3-32b/"}},
+            "DeploymentInstanceType": "ml.p5e.48xlarge",
+            "OptimizationConfigs": [
+                {
+                    "ModelSpeculativeDecodingConfig": {
+                        "Technique": "EAGLE",
+                        "TrainingDataSource": {"S3Uri": "s3://a-bucket/datasets/r/data/m/", "S3DataType": "S3Prefix"},
+                    }
+                }
+            ],
+            "OutputConfig": {"S3OutputLocation": "s3://a-bucket/jobs/"},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+        },
+    )
 
 
 def test_dataset_asset_ships_orjson_for_python_313_on_x86_64_next_to_its_code(synthesized):
@@ -133,7 +159,12 @@ def test_dataset_asset_ships_orjson_for_python_313_on_x86_64_next_to_its_code(sy
     assert binary.name == "orjson.cpython-313-x86_64-linux-gnu.so"
     job_folder = synthesized["job_dir"]
     # the SDK is the layer's; the handlers' shared package is copied in
-    assert sorted(p.name for p in job_folder.iterdir()) == ["benchmark.py", "eagle_job_core.py", "index.py", "llm_cdk_shared"]
+    assert sorted(p.name for p in job_folder.iterdir()) == [
+        "benchmark.py",
+        "eagle_job_core.py",
+        "index.py",
+        "llm_cdk_shared",
+    ]
 
 
 def test_synthesized_assets_carry_the_shared_package_as_it_is_in_the_repository(synthesized):
@@ -166,7 +197,9 @@ def test_pip_installs_runtime_wheels_only():
 def _without_pip_module(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     """The synthesizing Python has no pip (a `uv venv`, `python -m venv --without-pip`); PATH is ``path``."""
     real = bundling.importlib.util.find_spec
-    monkeypatch.setattr(bundling.importlib.util, "find_spec", lambda name, *a: None if name == "pip" else real(name, *a))
+    monkeypatch.setattr(
+        bundling.importlib.util, "find_spec", lambda name, *a: None if name == "pip" else real(name, *a)
+    )
     monkeypatch.setenv("PATH", path)
 
 
@@ -189,7 +222,9 @@ def test_a_python_without_pip_installs_with_the_pip_on_path_for_real(tmp_path, m
     assert (folder / ".complete").is_file()
     (build,) = folder.glob("pybase64-1.5.1.dist-info")
     tags = [line for line in (build / "WHEEL").read_text().splitlines() if line.startswith("Tag: ")]
-    assert tags and all(line.startswith("Tag: cp313-cp313-manylinux") and line.endswith("x86_64") for line in tags), tags
+    assert tags and all(line.startswith("Tag: cp313-cp313-manylinux") and line.endswith("x86_64") for line in tags), (
+        tags
+    )
 
 
 def test_no_pip_anywhere_is_one_clear_error_and_leaves_nothing(tmp_path, monkeypatch):
@@ -197,9 +232,13 @@ def test_no_pip_anywhere_is_one_clear_error_and_leaves_nothing(tmp_path, monkeyp
     monkeypatch.setenv(bundling.CACHE_ENV, str(tmp_path / "cache"))
     requirements = tmp_path / "requirements.txt"
     requirements.write_text("orjson==3.13.0\n")
-    with pytest.raises(RuntimeError, match=re.escape(
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
             f"The Lambda packages are installed at synth with pip, and there is none: {sys.executable} has no pip "
-            "module and no pip3 or pip is on PATH. Install pip into this environment (`python -m ensurepip`")):
+            "module and no pip3 or pip is on PATH. Install pip into this environment (`python -m ensurepip`"
+        ),
+    ):
         bundling.cached_install(requirements)
     assert not list((tmp_path / "cache").iterdir())
 
@@ -208,8 +247,11 @@ def test_the_layer_archive_holds_the_cached_install_file_for_file(tmp_path):
     folder = bundling.cached_install(sdk_requirements())
     archive = bundling.cached_archive(sdk_requirements())
     assert bundling.cached_archive(sdk_requirements()) == archive  # made once
-    files = {f"python/{p.relative_to(folder).as_posix()}": p for p in folder.rglob("*")
-             if p.is_file() and p.name != ".complete" and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    files = {
+        f"python/{p.relative_to(folder).as_posix()}": p
+        for p in folder.rglob("*")
+        if p.is_file() and p.name != ".complete" and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
     with zipfile.ZipFile(archive) as bundle:
         infos = {i.filename: i for i in bundle.infolist()}
         assert set(infos) == set(files)
@@ -232,12 +274,20 @@ def test_a_warm_cache_installs_nothing(monkeypatch):
 
 def test_an_unreachable_index_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv(bundling.CACHE_ENV, str(tmp_path / "cache"))
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
-        a, 1, stdout="", stderr="ERROR: Could not find a version that satisfies the requirement orjson==3.13.0"))
+    monkeypatch.setattr(
+        subprocess,
+        "run",
+        lambda *a, **k: subprocess.CompletedProcess(
+            a, 1, stdout="", stderr="ERROR: Could not find a version that satisfies the requirement orjson==3.13.0"
+        ),
+    )
     requirements = tmp_path / "requirements.txt"
     requirements.write_text("orjson==3.13.0\n")
-    with pytest.raises(RuntimeError, match=r"(?s)pip exit 1\): ERROR: Could not find a version.*needs the Python "
-                                           r"package index .* or a filled cache in .*cache \(set SAGEMAKER_LLM_CDK_CACHE"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"(?s)pip exit 1\): ERROR: Could not find a version.*needs the Python "
+        r"package index .* or a filled cache in .*cache \(set SAGEMAKER_LLM_CDK_CACHE",
+    ):
         bundling.cached_install(requirements)
     assert not list((tmp_path / "cache").iterdir())  # nothing half-installed is left to be taken for a cache
 
@@ -248,8 +298,9 @@ def test_environment_agnostic_stack_gets_the_layer_too():
     python_function(stack, "Start", folder="eagle_job", handler="index.start", description="starts jobs")
     template = Template.from_stack(stack)
     template.resource_count_is("AWS::Lambda::LayerVersion", 1)
-    template.has_resource_properties("AWS::Lambda::Function", {
-        "Layers": Match.array_with([{"Ref": Match.string_like_regexp("AwsSdkLayer")}])})
+    template.has_resource_properties(
+        "AWS::Lambda::Function", {"Layers": Match.array_with([{"Ref": Match.string_like_regexp("AwsSdkLayer")}])}
+    )
 
 
 def test_tool_and_editor_litter_beside_a_handler_is_not_shipped_and_keeps_the_asset(tmp_path, monkeypatch):
@@ -261,14 +312,24 @@ def test_tool_and_editor_litter_beside_a_handler_is_not_shipped_and_keeps_the_as
     shutil.copytree(_assets.handler_dir("capacity_plan_expiry"), handler, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(_assets, "handler_dir", lambda name: str(handler))
     clean = Path(_assets.staged_handler("capacity_plan_expiry"))
-    for litter in (".mypy_cache/3.11/index.data.json", ".pytest_cache/v/cache/nodeids", ".ruff_cache/CACHEDIR.TAG",
-                   ".DS_Store", "__pycache__/index.cpython-313.pyc", "index.py~", ".index.py.swp", "notes.swp"):
+    for litter in (
+        ".mypy_cache/3.11/index.data.json",
+        ".pytest_cache/v/cache/nodeids",
+        ".ruff_cache/CACHEDIR.TAG",
+        ".DS_Store",
+        "__pycache__/index.cpython-313.pyc",
+        "index.py~",
+        ".index.py.swp",
+        "notes.swp",
+    ):
         (handler / litter).parent.mkdir(parents=True, exist_ok=True)
         (handler / litter).write_text("litter")
     littered = Path(_assets.staged_handler("capacity_plan_expiry"))
     assert littered == clean  # the same content hash: nothing to redeploy
     shipped = {p.relative_to(littered).as_posix() for p in littered.rglob("*") if p.is_file()}
     assert "index.py" in shipped and "llm_cdk_shared/__init__.py" in shipped
-    assert not [name for name in shipped if "cache" in name or name.endswith(("~", ".swp", ".pyc", ".DS_Store"))], shipped
+    assert not [name for name in shipped if "cache" in name or name.endswith(("~", ".swp", ".pyc", ".DS_Store"))], (
+        shipped
+    )
     (handler / "helpers.py").write_text("X = 1\n")  # a real source file does count
     assert Path(_assets.staged_handler("capacity_plan_expiry")) != clean

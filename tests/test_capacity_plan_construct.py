@@ -1,4 +1,5 @@
 """Tests for constructs/sagemaker_llm_cdk/capacity_plan.py: CapacityPlan, CapacityPlanSpec and the endpoint binding."""
+
 from __future__ import annotations
 
 import re
@@ -83,8 +84,9 @@ def grants(statements: list[dict[str, Any]]) -> dict[str, list[str]]:
     return {action: sorted(resources) for action, resources in out.items()}
 
 
-def stack_with(spec: dict[str, Any], *, env: Environment | None = None, context: dict[str, Any] | None = None,
-               **kwargs: Any) -> tuple[Stack, CapacityPlan]:
+def stack_with(
+    spec: dict[str, Any], *, env: Environment | None = None, context: dict[str, Any] | None = None, **kwargs: Any
+) -> tuple[Stack, CapacityPlan]:
     stack = Stack(App(context=context or {}), "Test", env=env)
     return stack, CapacityPlan(stack, "Plan", spec=spec, **kwargs)
 
@@ -108,17 +110,20 @@ def reserved() -> tuple[Stack, CapacityPlan, LlmEndpoint, Template]:
 def test_custom_resource_buys_with_string_properties(reserved):
     stack, plan, _, template = reserved
     template.resource_count_is("Custom::SageMakerCapacityPlan", 1)
-    template.has_resource_properties("Custom::SageMakerCapacityPlan", {
-        "ServiceToken": {"Fn::GetAtt": [Match.any_value(), "Arn"]},
-        "PlanName": BOUGHT,
-        "InstanceType": INSTANCE,
-        "InstanceCount": "2",
-        "DurationDays": "30",
-        "StartTimeAfter": "2026-01-15T00:00:00Z",
-        "EndTimeBefore": "2026-03-31T00:00:00Z",
-        "MaxUpfrontFeeUsd": "250000.50",
-        "Purchase": "approved",
-    })
+    template.has_resource_properties(
+        "Custom::SageMakerCapacityPlan",
+        {
+            "ServiceToken": {"Fn::GetAtt": [Match.any_value(), "Arn"]},
+            "PlanName": BOUGHT,
+            "InstanceType": INSTANCE,
+            "InstanceCount": "2",
+            "DurationDays": "30",
+            "StartTimeAfter": "2026-01-15T00:00:00Z",
+            "EndTimeBefore": "2026-03-31T00:00:00Z",
+            "MaxUpfrontFeeUsd": "250000.50",
+            "Purchase": "approved",
+        },
+    )
 
 
 def test_service_token_is_the_provider_framework_that_calls_the_purchase_handler(reserved):
@@ -129,7 +134,8 @@ def test_service_token_is_the_provider_framework_that_calls_the_purchase_handler
     handler_id = logical_id(stack, plan.on_event_function)
     assert framework["Properties"]["Handler"] == "framework.onEvent"
     assert framework["Properties"]["Environment"]["Variables"]["USER_ON_EVENT_FUNCTION_ARN"] == {
-        "Fn::GetAtt": [handler_id, "Arn"]}
+        "Fn::GetAtt": [handler_id, "Arn"]
+    }
     assert framework["Properties"]["Role"] == {"Fn::GetAtt": [logical_id(stack, plan.provider_role), "Arn"]}
     handler = template.to_json()["Resources"][handler_id]["Properties"]
     assert handler["Handler"] == "index.handler"
@@ -139,8 +145,9 @@ def test_service_token_is_the_provider_framework_that_calls_the_purchase_handler
 
 def test_custom_resource_is_retained_on_delete_and_replace(reserved):
     _, _, _, template = reserved
-    template.has_resource("Custom::SageMakerCapacityPlan", {
-        "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"})
+    template.has_resource(
+        "Custom::SageMakerCapacityPlan", {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
+    )
 
 
 def test_purchase_handler_policy_is_exactly_the_plan_actions(reserved):
@@ -154,10 +161,14 @@ def test_purchase_handler_policy_is_exactly_the_plan_actions(reserved):
         "xray:PutTelemetryRecords": ["*"],
         # The stack-prefixed name has capitals: its lowercase ARN form is allowed too (IAM compares exactly).
         "sagemaker:DescribeTrainingPlan": [PLAN_ARN_PATTERN + BOUGHT, PLAN_ARN_PATTERN + BOUGHT.lower()],
-        "sagemaker:DescribeTrainingPlanExtensionHistory": [PLAN_ARN_PATTERN + BOUGHT, PLAN_ARN_PATTERN + BOUGHT.lower()],
+        "sagemaker:DescribeTrainingPlanExtensionHistory": [
+            PLAN_ARN_PATTERN + BOUGHT,
+            PLAN_ARN_PATTERN + BOUGHT.lower(),
+        ],
         "sagemaker:CreateTrainingPlan": [PLAN_ARN_PATTERN + BOUGHT, PLAN_ARN_PATTERN + BOUGHT.lower()],
         "sagemaker:CreateReservedCapacity": [
-            "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:reserved-capacity/*"],
+            "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:reserved-capacity/*"
+        ],
         "sagemaker:SearchTrainingPlanOfferings": ["*"],
         "cloudformation:DescribeStacks": ["${AWS::StackId}"],  # only its own stack: is a change being rolled back
     }
@@ -211,67 +222,94 @@ def test_plan_arn_and_training_plan_arns_come_from_the_custom_resource(reserved)
 
 def test_endpoint_variant_binds_the_plan_through_its_active_guard(reserved):
     stack, plan, endpoint, template = reserved
-    template.has_resource_properties("AWS::SageMaker::EndpointConfig", {
-        "ProductionVariants": [Match.object_like({
-            "InstanceType": INSTANCE,
-            "CapacityReservationConfig": {
-                "CapacityReservationPreference": "capacity-reservations-only",
-                "MlReservationArn": {"Fn::GetAtt": [logical_id(stack, endpoint.capacity_guard), "MlReservationArn"]},
-            },
-        })],
-    })
+    template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [
+                Match.object_like(
+                    {
+                        "InstanceType": INSTANCE,
+                        "CapacityReservationConfig": {
+                            "CapacityReservationPreference": "capacity-reservations-only",
+                            "MlReservationArn": {
+                                "Fn::GetAtt": [logical_id(stack, endpoint.capacity_guard), "MlReservationArn"]
+                            },
+                        },
+                    }
+                )
+            ],
+        },
+    )
 
 
 def test_daily_rule_runs_the_expiry_check(reserved):
     stack, plan, _, template = reserved
     function_id = logical_id(stack, plan.expiry_function)
-    template.has_resource_properties("AWS::Events::Rule", {
-        "ScheduleExpression": "rate(1 day)",
-        "State": "ENABLED",
-        "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [function_id, "Arn"]}})],
-    })
-    template.has_resource_properties("AWS::Lambda::Function", {
-        "Environment": {"Variables": Match.object_like({
-            "TRAINING_PLAN_NAMES": BOUGHT, "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlm"})},
-    })
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": "rate(1 day)",
+            "State": "ENABLED",
+            "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [function_id, "Arn"]}})],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Environment": {
+                "Variables": Match.object_like(
+                    {"TRAINING_PLAN_NAMES": BOUGHT, "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlm"}
+                )
+            },
+        },
+    )
 
 
 def test_expiry_check_may_only_describe_the_bought_plan(reserved):
     stack, plan, _, template = reserved
-    sagemaker = {a: r for a, r in grants(policy_statements(template, stack, plan.expiry_function.role)).items()
-                 if a.startswith("sagemaker:")}
+    sagemaker = {
+        a: r
+        for a, r in grants(policy_statements(template, stack, plan.expiry_function.role)).items()
+        if a.startswith("sagemaker:")
+    }
     assert sagemaker == {"sagemaker:DescribeTrainingPlan": ["${" + logical_id(stack, plan) + ".TrainingPlanArn}"]}
 
 
 def test_expiry_alarm_metric_threshold_dimension_and_action(reserved):
     stack, plan, _, template = reserved
-    template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "Namespace": "SageMakerLlm",
-        "MetricName": "CapacityPlanDaysLeft",
-        "Dimensions": [{"Name": "TrainingPlanName", "Value": BOUGHT}],
-        "Statistic": "Minimum",
-        "Period": 86400,
-        "EvaluationPeriods": 1,
-        "ComparisonOperator": "LessThanThreshold",
-        "Threshold": 7,
-        "TreatMissingData": "notBreaching",
-        "AlarmActions": [{"Ref": logical_id(stack, plan.alarm_topic)}],
-    })
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "SageMakerLlm",
+            "MetricName": "CapacityPlanDaysLeft",
+            "Dimensions": [{"Name": "TrainingPlanName", "Value": BOUGHT}],
+            "Statistic": "Minimum",
+            "Period": 86400,
+            "EvaluationPeriods": 1,
+            "ComparisonOperator": "LessThanThreshold",
+            "Threshold": 7,
+            "TreatMissingData": "notBreaching",
+            "AlarmActions": [{"Ref": logical_id(stack, plan.alarm_topic)}],
+        },
+    )
 
 
 def test_check_failure_alarm_watches_the_expiry_function_errors(reserved):
     stack, plan, _, template = reserved
     template.resource_count_is("AWS::CloudWatch::Alarm", 2)
-    template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "Namespace": "AWS/Lambda",
-        "MetricName": "Errors",
-        "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": logical_id(stack, plan.expiry_function)}}],
-        "Statistic": "Sum",
-        "Period": 86400,
-        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
-        "Threshold": 1,
-        "AlarmActions": [{"Ref": logical_id(stack, plan.alarm_topic)}],
-    })
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "AWS/Lambda",
+            "MetricName": "Errors",
+            "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": logical_id(stack, plan.expiry_function)}}],
+            "Statistic": "Sum",
+            "Period": 86400,
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "Threshold": 1,
+            "AlarmActions": [{"Ref": logical_id(stack, plan.alarm_topic)}],
+        },
+    )
 
 
 def test_alarm_topic_is_kms_encrypted_with_a_key_cloudwatch_may_use(reserved):
@@ -281,19 +319,32 @@ def test_alarm_topic_is_kms_encrypted_with_a_key_cloudwatch_may_use(reserved):
     key = template.to_json()["Resources"][key_id]
     assert key["Type"] == "AWS::KMS::Key" and key["Properties"]["EnableKeyRotation"] is True
     assert {
-        "Sid": "CloudWatchAlarmsPublish", "Effect": "Allow", "Principal": {"Service": "cloudwatch.amazonaws.com"},
-        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"], "Resource": "*",
+        "Sid": "CloudWatchAlarmsPublish",
+        "Effect": "Allow",
+        "Principal": {"Service": "cloudwatch.amazonaws.com"},
+        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+        "Resource": "*",
     } in key["Properties"]["KeyPolicy"]["Statement"]
-    template.has_resource_properties("AWS::SNS::TopicPolicy", {
-        "PolicyDocument": {"Statement": Match.array_with([Match.object_like({
-            "Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])},
-    })
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
+                )
+            },
+        },
+    )
 
 
 def test_metric_days_left():
     _, plan = stack_with(EXISTING)
     metric = plan.metric_days_left()
-    assert (metric.namespace, metric.metric_name, metric.statistic) == ("SageMakerLlm", "CapacityPlanDaysLeft", "Minimum")
+    assert (metric.namespace, metric.metric_name, metric.statistic) == (
+        "SageMakerLlm",
+        "CapacityPlanDaysLeft",
+        "Minimum",
+    )
     assert metric.dimensions == {"TrainingPlanName": "chat-p5e-existing"}
     assert metric.period.to_seconds() == 86400
 
@@ -326,20 +377,38 @@ def test_existing_plan_arn_binds_the_endpoint_through_the_guard(imported):
     assert plan.plan_arn == PLAN_ARN and plan.training_plan_arns == [PLAN_ARN]
     template.has_resource_properties("Custom::SageMakerCapacityPlanGuard", {"PlanName": PLAN_ARN, "Bound": "true"})
     (guard_id,) = template.find_resources("Custom::SageMakerCapacityPlanGuard")
-    template.has_resource_properties("AWS::SageMaker::EndpointConfig", {
-        "ProductionVariants": [Match.object_like({"CapacityReservationConfig": {
-            "CapacityReservationPreference": "capacity-reservations-only",
-            "MlReservationArn": {"Fn::GetAtt": [guard_id, "MlReservationArn"]}}})],
-    })
+    template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [
+                Match.object_like(
+                    {
+                        "CapacityReservationConfig": {
+                            "CapacityReservationPreference": "capacity-reservations-only",
+                            "MlReservationArn": {"Fn::GetAtt": [guard_id, "MlReservationArn"]},
+                        }
+                    }
+                )
+            ],
+        },
+    )
 
 
 def test_existing_plan_is_watched_with_its_own_warning_days(imported):
     stack, plan, template = imported
-    template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "MetricName": "CapacityPlanDaysLeft", "Threshold": 14,
-        "Dimensions": [{"Name": "TrainingPlanName", "Value": "chat-p5e-existing"}]})
-    sagemaker = {a: r for a, r in grants(policy_statements(template, stack, plan.expiry_function.role)).items()
-                 if a.startswith("sagemaker:")}
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "MetricName": "CapacityPlanDaysLeft",
+            "Threshold": 14,
+            "Dimensions": [{"Name": "TrainingPlanName", "Value": "chat-p5e-existing"}],
+        },
+    )
+    sagemaker = {
+        a: r
+        for a, r in grants(policy_statements(template, stack, plan.expiry_function.role)).items()
+        if a.startswith("sagemaker:")
+    }
     assert sagemaker == {"sagemaker:DescribeTrainingPlan": [PLAN_ARN]}
 
 
@@ -355,8 +424,9 @@ def test_existing_plan_by_name_in_the_stack_account_and_region():
 def test_from_plan_arn_and_a_given_alarm_topic():
     stack = Stack(App(), "Test")
     topic = sns.Topic(stack, "Alarms")
-    plan = CapacityPlan.from_plan_arn(stack, "Plan", plan_arn=PLAN_ARN, instance_type=INSTANCE, instance_count=2,
-                                      alarm_topic=topic)
+    plan = CapacityPlan.from_plan_arn(
+        stack, "Plan", plan_arn=PLAN_ARN, instance_type=INSTANCE, instance_count=2, alarm_topic=topic
+    )
     assert plan.mode == "existing" and plan.alarm_topic is topic
     template = Template.from_stack(stack)
     template.resource_count_is("AWS::SNS::Topic", 1)
@@ -367,8 +437,9 @@ def test_from_plan_arn_and_a_given_alarm_topic():
 
 def test_from_plan_arn_reports_problems_as_configuration_errors():
     with pytest.raises(ConfigurationError, match=re.escape("instance_count: got 5; allowed: one of 1, 2, 4")):
-        CapacityPlan.from_plan_arn(Stack(App(), "Test"), "Plan", plan_arn=PLAN_ARN, instance_type=INSTANCE,
-                                   instance_count=5)
+        CapacityPlan.from_plan_arn(
+            Stack(App(), "Test"), "Plan", plan_arn=PLAN_ARN, instance_type=INSTANCE, instance_count=5
+        )
 
 
 # --------------------------------------------------------------------------- cdk-nag
@@ -414,20 +485,28 @@ def test_error_names_the_construct_path():
 
 
 def test_missing_price_cap_says_what_would_be_bought_and_how_to_consent():
-    with pytest.raises(ConfigurationError, match=re.escape(
-        "max_upfront_fee_usd: got nothing (the field is missing); allowed: a price cap in USD greater than 0: "
-        f"reserving {INSTANCE} x 2 for 30 days between 2026-01-15T00:00:00Z and 2026-03-31T00:00:00Z as capacity "
-        "plan 'chat-p5e' is a purchase, paid upfront and never refunded; fix: set max_upfront_fee_usd to the most "
-        "you agree to pay (USD); the purchase then happens only on a deploy with -c purchase=chat-p5e")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "max_upfront_fee_usd: got nothing (the field is missing); allowed: a price cap in USD greater than 0: "
+            f"reserving {INSTANCE} x 2 for 30 days between 2026-01-15T00:00:00Z and 2026-03-31T00:00:00Z as capacity "
+            "plan 'chat-p5e' is a purchase, paid upfront and never refunded; fix: set max_upfront_fee_usd to the most "
+            "you agree to pay (USD); the purchase then happens only on a deploy with -c purchase=chat-p5e"
+        ),
+    ):
         stack_with({k: v for k, v in RESERVE.items() if k != "max_upfront_fee_usd"})
 
 
 @pytest.mark.parametrize("value", [True, False])
 def test_purchase_acknowledged_is_refused_with_a_migration_message(value):
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             f"purchase_acknowledged: got {value}; allowed: nothing: consent to buy is no longer a config field (a "
             "committed or copied config must never buy); fix: remove purchase_acknowledged and deploy the capacity "
-            "stack with -c purchase=chat-p5e when you mean to buy")):
+            "stack with -c purchase=chat-p5e when you mean to buy"
+        ),
+    ):
         stack_with({**RESERVE, "purchase_acknowledged": value})
 
 
@@ -449,8 +528,10 @@ def test_price_cap_must_be_positive(value):
 
 
 def test_plan_name_pattern():
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "name: got 'chat_p5e'; allowed: 1-64 characters: letters, digits and hyphens")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape("name: got 'chat_p5e'; allowed: 1-64 characters: letters, digits and hyphens"),
+    ):
         stack_with({**RESERVE, "name": "chat_p5e"})
 
 
@@ -461,21 +542,28 @@ def test_plan_name_is_at_most_64_characters(name):
 
 
 def test_reserve_needs_a_name():
-    with pytest.raises(ConfigurationError, match=re.escape("name: got nothing (the field is missing); allowed: the new plan's name")):
+    with pytest.raises(
+        ConfigurationError, match=re.escape("name: got nothing (the field is missing); allowed: the new plan's name")
+    ):
         stack_with({k: v for k, v in RESERVE.items() if k != "name"})
 
 
 def test_instance_type_must_be_offered_for_capacity_plans():
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "instance_type: got 'ml.g6e.12xlarge'; allowed: an instance type SageMaker accepts for capacity plans")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "instance_type: got 'ml.g6e.12xlarge'; allowed: an instance type SageMaker accepts for capacity plans"
+        ),
+    ):
         stack_with({**RESERVE, "instance_type": "ml.g6e.12xlarge"})
 
 
 @pytest.mark.parametrize("count", [0, 3, 65, 128, 256])
 def test_instance_count_must_be_an_offered_count(count):
     # SageMaker documents 1, 2, 4, 8, 16, 32 or 64 instances per plan; botocore's model allows up to 256.
-    with pytest.raises(ConfigurationError, match=re.escape(
-            f"instance_count: got {count}; allowed: one of 1, 2, 4, 8, 16, 32, 64")):
+    with pytest.raises(
+        ConfigurationError, match=re.escape(f"instance_count: got {count}; allowed: one of 1, 2, 4, 8, 16, 32, 64")
+    ):
         stack_with({**RESERVE, "instance_count": count})
 
 
@@ -491,27 +579,39 @@ def test_duration_is_whole_days():
 
 
 def test_reserve_needs_a_duration():
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "duration_days: got nothing (the field is missing); allowed: whole days 1-182")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape("duration_days: got nothing (the field is missing); allowed: whole days 1-182"),
+    ):
         stack_with({k: v for k, v in RESERVE.items() if k != "duration_days"})
 
 
 @pytest.mark.parametrize("field", ["start_after", "end_before"])
 def test_window_times_need_a_time_zone(field):
-    with pytest.raises(ConfigurationError, match=re.escape(
-            f"{field}: got '2026-02-01T00:00:00'; allowed: a date-time with a time zone")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(f"{field}: got '2026-02-01T00:00:00'; allowed: a date-time with a time zone"),
+    ):
         stack_with({**RESERVE, field: datetime(2026, 2, 1)})
 
 
 def test_window_must_end_after_it_starts():
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "end_before: got '2026-01-01T00:00:00Z'; allowed: later than start_after (2026-01-15T00:00:00Z)")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "end_before: got '2026-01-01T00:00:00Z'; allowed: later than start_after (2026-01-15T00:00:00Z)"
+        ),
+    ):
         stack_with({**RESERVE, "end_before": datetime(2026, 1, 1, tzinfo=timezone.utc)})
 
 
 def test_window_must_hold_the_duration():
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "end_before: got '2026-02-01T00:00:00Z'; allowed: at least duration_days (30) after start_after")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "end_before: got '2026-02-01T00:00:00Z'; allowed: at least duration_days (30) after start_after"
+        ),
+    ):
         stack_with({**RESERVE, "end_before": datetime(2026, 2, 1, tzinfo=timezone.utc)})
 
 
@@ -527,9 +627,13 @@ def test_unknown_keys_are_refused():
 
 
 def test_existing_arn_pattern():
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             "existing_plan_arn: got 'arn:aws:sagemaker:us-east-1:1234:training-plan/x'; allowed: "
-            "arn:aws:sagemaker:<region>:<12-digit account>:training-plan/<plan name>")):
+            "arn:aws:sagemaker:<region>:<12-digit account>:training-plan/<plan name>"
+        ),
+    ):
         stack_with({**EXISTING, "existing_plan_arn": "arn:aws:sagemaker:us-east-1:1234:training-plan/x"})
 
 
@@ -539,21 +643,31 @@ def test_existing_arn_plan_name_pattern():
 
 
 def test_existing_arn_and_a_different_name():
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "name: got 'other'; allowed: 'chat-p5e-existing' (the name in existing_plan_arn), or nothing")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape("name: got 'other'; allowed: 'chat-p5e-existing' (the name in existing_plan_arn), or nothing"),
+    ):
         stack_with({**EXISTING, "name": "other"})
 
 
 def test_existing_mode_needs_an_arn_or_a_name():
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "name: got nothing (the field is missing); allowed: the existing plan's name, or existing_plan_arn")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "name: got nothing (the field is missing); allowed: the existing plan's name, or existing_plan_arn"
+        ),
+    ):
         stack_with({"mode": "existing", "instance_type": INSTANCE, "instance_count": 2})
 
 
 @pytest.mark.parametrize("field", ["duration_days", "start_after", "end_before", "max_upfront_fee_usd"])
 def test_existing_mode_refuses_purchase_fields(field):
-    with pytest.raises(ConfigurationError, match=re.escape(
-            f"{field}: got ") + ".*" + re.escape("allowed: nothing when using an existing plan: nothing is bought")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(f"{field}: got ")
+        + ".*"
+        + re.escape("allowed: nothing when using an existing plan: nothing is bought"),
+    ):
         stack_with({**EXISTING, field: RESERVE[field]})
 
 
@@ -564,14 +678,20 @@ def test_existing_mode_needs_instance_type_and_count_for_the_binding():
 
 
 def test_reserve_mode_refuses_an_existing_arn():
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "existing_plan_arn: got '" + PLAN_ARN + "'; allowed: nothing with mode reserve")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape("existing_plan_arn: got '" + PLAN_ARN + "'; allowed: nothing with mode reserve"),
+    ):
         stack_with({**RESERVE, "mode": "reserve", "existing_plan_arn": PLAN_ARN})
 
 
 def test_existing_arn_must_be_in_the_stack_region_and_account():
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "existing_plan_arn: got '" + PLAN_ARN + "'; allowed: a plan in this stack's region (eu-west-1)")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "existing_plan_arn: got '" + PLAN_ARN + "'; allowed: a plan in this stack's region (eu-west-1)"
+        ),
+    ):
         stack_with(EXISTING, env=Environment(account="123456789012", region="eu-west-1"))
     with pytest.raises(ConfigurationError, match=re.escape("allowed: a plan in this stack's account (210987654321)")):
         stack_with(EXISTING, env=Environment(account="210987654321", region="us-east-1"))
@@ -579,9 +699,13 @@ def test_existing_arn_must_be_in_the_stack_region_and_account():
 
 def test_a_plan_is_declared_once_per_app():
     stack, _ = stack_with(RESERVE)
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             "name: got 'chat-p5e'; allowed: a plan no other CapacityPlan in this app declares (Test/Plan does, "
-            "as TrainingPlanName Test-chat-p5e)")):
+            "as TrainingPlanName Test-chat-p5e)"
+        ),
+    ):
         CapacityPlan(stack, "Again", spec={**RESERVE, "max_upfront_fee_usd": 1})
 
 
@@ -590,25 +714,36 @@ def test_a_plan_is_declared_once_per_app():
 
 def test_endpoint_instance_type_must_equal_the_plan():
     stack, plan = stack_with(RESERVE)
-    with pytest.raises(ConfigurationError, match=re.escape(
-            f"instance_type: got 'ml.p5en.48xlarge'; allowed: {INSTANCE}, the instance type of capacity plan "
-            "'chat-p5e'")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            f"instance_type: got 'ml.p5en.48xlarge'; allowed: {INSTANCE}, the instance type of capacity plan 'chat-p5e'"
+        ),
+    ):
         bound_endpoint(stack, plan, instance_type="ml.p5en.48xlarge")
 
 
 def test_endpoint_max_instances_within_the_plan_count():
     stack, plan = stack_with(RESERVE)
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "scaling.max_instances: got 3; allowed: at most 2, the instances capacity plan 'chat-p5e' reserves")):
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "scaling.max_instances: got 3; allowed: at most 2, the instances capacity plan 'chat-p5e' reserves"
+        ),
+    ):
         bound_endpoint(stack, plan, scaling=InstanceScaling(min_instances=1, max_instances=3))
 
 
 def test_one_endpoint_per_plan():
     stack, plan = stack_with(RESERVE)
     bound_endpoint(stack, plan, "First")
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             "capacity_plan: got 'Test/Plan'; allowed: a capacity plan no other endpoint uses (one endpoint per plan); "
-            "Test/First already runs on 'Test-chat-p5e'")):
+            "Test/First already runs on 'Test-chat-p5e'"
+        ),
+    ):
         bound_endpoint(stack, plan, "Second")
 
 
@@ -649,26 +784,46 @@ def test_a_plan_to_buy_is_named_after_its_stack_everywhere(env):
     stack, plan = stack_with({**RESERVE, "when_not_active": "on_demand"}, env=env, context=CONSENT)
     template = Template.from_stack(stack)
     assert (plan.plan_name, plan.config_name) == (BOUGHT, "chat-p5e")
-    template.has_resource_properties("Custom::SageMakerCapacityPlan", {
-        "PlanName": BOUGHT, "ConsentName": "chat-p5e", "Purchase": "approved"})
-    template.has_resource_properties("Custom::SageMakerLlmRunTimeParameter", {"ParameterName": f"/sagemaker-llm/state/capacity-plans/{BOUGHT}/status"})
-    template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "MetricName": "CapacityPlanDaysLeft", "Dimensions": [{"Name": "TrainingPlanName", "Value": BOUGHT}]})
-    template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like({
-        "TRAINING_PLAN_NAMES": BOUGHT,
-        "STATUS_PARAMETERS": f"{BOUGHT}=/sagemaker-llm/state/capacity-plans/{BOUGHT}/status"})}})
+    template.has_resource_properties(
+        "Custom::SageMakerCapacityPlan", {"PlanName": BOUGHT, "ConsentName": "chat-p5e", "Purchase": "approved"}
+    )
+    template.has_resource_properties(
+        "Custom::SageMakerLlmRunTimeParameter",
+        {"ParameterName": f"/sagemaker-llm/state/capacity-plans/{BOUGHT}/status"},
+    )
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {"MetricName": "CapacityPlanDaysLeft", "Dimensions": [{"Name": "TrainingPlanName", "Value": BOUGHT}]},
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Environment": {
+                "Variables": Match.object_like(
+                    {
+                        "TRAINING_PLAN_NAMES": BOUGHT,
+                        "STATUS_PARAMETERS": f"{BOUGHT}=/sagemaker-llm/state/capacity-plans/{BOUGHT}/status",
+                    }
+                )
+            }
+        },
+    )
 
 
 @pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
 def test_a_pinned_physical_name_is_bought_exactly_and_consent_stays_the_config_name(env):
-    stack, plan = stack_with({**RESERVE, "physical_name": "chat-p5e-bought-2026", "when_not_active": "on_demand"},
-                             env=env, context=CONSENT)
+    stack, plan = stack_with(
+        {**RESERVE, "physical_name": "chat-p5e-bought-2026", "when_not_active": "on_demand"}, env=env, context=CONSENT
+    )
     template = Template.from_stack(stack)
     assert plan.purchase_approved and plan.plan_name == "chat-p5e-bought-2026"
-    template.has_resource_properties("Custom::SageMakerCapacityPlan", {
-        "PlanName": "chat-p5e-bought-2026", "Purchase": "approved"})
-    template.has_resource_properties("Custom::SageMakerLlmRunTimeParameter", {
-        "ParameterName": "/sagemaker-llm/state/capacity-plans/chat-p5e-bought-2026/status"})
+    template.has_resource_properties(
+        "Custom::SageMakerCapacityPlan", {"PlanName": "chat-p5e-bought-2026", "Purchase": "approved"}
+    )
+    template.has_resource_properties(
+        "Custom::SageMakerLlmRunTimeParameter",
+        {"ParameterName": "/sagemaker-llm/state/capacity-plans/chat-p5e-bought-2026/status"},
+    )
 
 
 def test_consent_by_the_physical_name_is_no_consent():
@@ -678,11 +833,14 @@ def test_consent_by_the_physical_name_is_no_consent():
 
 
 def test_an_existing_plan_keeps_the_exact_name_given():
-    stack, plan = stack_with({"name": "chat-p5e-existing", "mode": "existing", "instance_type": INSTANCE,
-                              "instance_count": 2})
+    stack, plan = stack_with(
+        {"name": "chat-p5e-existing", "mode": "existing", "instance_type": INSTANCE, "instance_count": 2}
+    )
     assert plan.plan_name == "chat-p5e-existing"
-    Template.from_stack(stack).has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like({
-        "TRAINING_PLAN_NAMES": "chat-p5e-existing"})}})
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": Match.object_like({"TRAINING_PLAN_NAMES": "chat-p5e-existing"})}},
+    )
 
 
 def test_a_long_stack_name_is_cut_to_the_training_plan_name_limit_with_a_hash():
@@ -701,22 +859,34 @@ def test_name_prefix_names_the_plan_after_another_stack():
 
 @pytest.mark.parametrize("value", ["p" * 65, "chat_p5e", "-chat"])
 def test_a_pinned_physical_name_must_be_a_training_plan_name(value):
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             f"physical_name: got '{value}'; allowed: 1-64 characters: letters, digits and hyphens, starting and "
-            "ending with a letter or digit; fix: shorten the name")):
+            "ending with a letter or digit; fix: shorten the name"
+        ),
+    ):
         stack_with({**RESERVE, "physical_name": value})
 
 
 def test_an_existing_plan_refuses_physical_name():
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             "physical_name: got 'other'; allowed: nothing when using an existing plan: it is used by its name as given; "
-            "fix: remove physical_name")):
+            "fix: remove physical_name"
+        ),
+    ):
         stack_with({**EXISTING, "physical_name": "other"})
 
 
 def test_two_plans_pinned_to_one_name_are_one_plan_declared_twice():
     stack, _ = stack_with({**RESERVE, "physical_name": "shared-plan"})
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             "physical_name: got 'shared-plan'; allowed: a plan no other CapacityPlan in this app declares (Test/Plan "
-            "does, as TrainingPlanName shared-plan)")):
+            "does, as TrainingPlanName shared-plan)"
+        ),
+    ):
         CapacityPlan(stack, "Again", spec={**RESERVE, "name": "other", "physical_name": "shared-plan"})

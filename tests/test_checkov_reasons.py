@@ -5,6 +5,7 @@ this interpreter (``support.assemblies``) with the library's checkov defaults; e
 by the rule for its check id (``RULES``), read from the template: a skip with no rule fails, so a new skip comes
 with its rule.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,20 @@ from support.assemblies import CDK_CONTEXT, ROOT, config_data
 CONFIGS = ["default.yaml", *sorted(f"examples/{p.name}" for p in (ROOT / "config" / "examples").glob("*.yaml"))]
 RECORDS_CHECK = "default.yaml+records_check"
 SERVICES = {
-    "sagemaker": "SageMaker", "logs": "CloudWatch Logs", "cloudwatch": "CloudWatch", "xray": "X-Ray",
-    "dynamodb": "DynamoDB", "s3": "S3", "kms": "KMS", "ssm": "SSM Parameter Store", "states": "Step Functions",
-    "lambda": "Lambda", "iam": "IAM", "firehose": "Firehose", "sqs": "SQS", "cloudformation": "CloudFormation",
+    "sagemaker": "SageMaker",
+    "logs": "CloudWatch Logs",
+    "cloudwatch": "CloudWatch",
+    "xray": "X-Ray",
+    "dynamodb": "DynamoDB",
+    "s3": "S3",
+    "kms": "KMS",
+    "ssm": "SSM Parameter Store",
+    "states": "Step Functions",
+    "lambda": "Lambda",
+    "iam": "IAM",
+    "firehose": "Firehose",
+    "sqs": "SQS",
+    "cloudformation": "CloudFormation",
 }
 """IAM service prefix -> the name CKV_AWS_117's reason must use for it."""
 
@@ -45,12 +57,18 @@ def templates(name: str) -> dict[str, dict[str, Any]]:
         out = Path(tempfile.mkdtemp(prefix="checkov-reasons-"))
         config = parse_config(data, source=str(path.parent))
         app = App(outdir=str(out), context=dict(CDK_CONTEXT), builtin_cloud_formation_validation=False)
-        LlmPlatformStack(app, config.stack_name, config=config, config_dir=path.parent,
-                         env=Environment(account=config.target.account, region=config.target.region))
+        LlmPlatformStack(
+            app,
+            config.stack_name,
+            config=config,
+            config_dir=path.parent,
+            env=Environment(account=config.target.account, region=config.target.region),
+        )
         checkov_defaults(app)
         app.synth()
-        _TEMPLATES[name] = {p.name: json.loads(p.read_text(encoding="utf-8")).get("Resources", {})
-                            for p in out.glob("*.template.json")}
+        _TEMPLATES[name] = {
+            p.name: json.loads(p.read_text(encoding="utf-8")).get("Resources", {}) for p in out.glob("*.template.json")
+        }
     return _TEMPLATES[name]
 
 
@@ -77,7 +95,9 @@ def _services(resources: dict[str, Any], role: str) -> set[str]:
         for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
             if statement.get("Effect") == "Allow":
                 actions = statement.get("Action", [])
-                found |= {action.split(":")[0].lower() for action in ([actions] if isinstance(actions, str) else actions)}
+                found |= {
+                    action.split(":")[0].lower() for action in ([actions] if isinstance(actions, str) else actions)
+                }
     return found
 
 
@@ -94,8 +114,12 @@ def _no_dead_letter_queue(resources: dict[str, Any], function: str, comment: str
         if resource["Type"] == "AWS::Scheduler::Schedule" and function in _refs(resource["Properties"]["Target"]):
             return "EventBridge Scheduler invokes it asynchronously, which the reason does not say"
         if resource["Type"] == "AWS::Events::Rule" and function in _refs(resource["Properties"].get("Targets", [])):
-            alarmed = any(r["Type"] == "AWS::CloudWatch::Alarm" and r["Properties"].get("MetricName") == "Errors"
-                          and function in _refs(r["Properties"].get("Dimensions", [])) for r in resources.values())
+            alarmed = any(
+                r["Type"] == "AWS::CloudWatch::Alarm"
+                and r["Properties"].get("MetricName") == "Errors"
+                and function in _refs(r["Properties"].get("Dimensions", []))
+                for r in resources.values()
+            )
             if not alarmed:
                 return "an EventBridge rule invokes it asynchronously and no alarm watches its errors"
     return None
@@ -136,20 +160,31 @@ def test_the_records_check_keeps_its_failures_in_a_dead_letter_queue() -> None:
     still fails to one queue (KMS-encrypted, TLS-only, retention set), the schedule retries a few times within an
     hour, and the function needs no CKV_AWS_116 skip."""
     resources = templates(RECORDS_CHECK)["SageMakerLlm.template.json"]
-    [function] = [lid for lid, r in resources.items() if r["Type"] == "AWS::Lambda::Function" and "CheckFunction" in lid]
-    [schedule] = [r for lid, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule" and "RecordsCheck" in lid]
+    [function] = [
+        lid for lid, r in resources.items() if r["Type"] == "AWS::Lambda::Function" and "CheckFunction" in lid
+    ]
+    [schedule] = [
+        r for lid, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule" and "RecordsCheck" in lid
+    ]
     properties = resources[function]["Properties"]
     [queue] = _refs(properties["DeadLetterConfig"]["TargetArn"])
     assert resources[queue]["Type"] == "AWS::SQS::Queue"
     assert _refs(schedule["Properties"]["Target"]["DeadLetterConfig"]["Arn"]) == {queue}
-    assert schedule["Properties"]["Target"]["RetryPolicy"] == {"MaximumEventAgeInSeconds": 3600,
-                                                              "MaximumRetryAttempts": 3}
+    assert schedule["Properties"]["Target"]["RetryPolicy"] == {
+        "MaximumEventAgeInSeconds": 3600,
+        "MaximumRetryAttempts": 3,
+    }
     queue_properties = resources[queue]["Properties"]
     assert resources[next(iter(_refs(queue_properties["KmsMasterKeyId"])))]["Type"] == "AWS::KMS::Key"
     assert queue_properties["MessageRetentionPeriod"] == 14 * 24 * 3600
-    [policy] = [r["Properties"]["PolicyDocument"] for r in resources.values()
-                if r["Type"] == "AWS::SQS::QueuePolicy" and queue in _refs(r["Properties"]["Queues"])]
-    assert any(st["Effect"] == "Deny" and st.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
-               for st in policy["Statement"])
+    [policy] = [
+        r["Properties"]["PolicyDocument"]
+        for r in resources.values()
+        if r["Type"] == "AWS::SQS::QueuePolicy" and queue in _refs(r["Properties"]["Queues"])
+    ]
+    assert any(
+        st["Effect"] == "Deny" and st.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+        for st in policy["Statement"]
+    )
     skips = resources[function].get("Metadata", {}).get("checkov", {}).get("skip", [])
     assert "CKV_AWS_116" not in {skip["id"] for skip in skips}

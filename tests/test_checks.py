@@ -1,4 +1,5 @@
 """stacks/checks.py: AwsSolutions fails the synth; the extra cdk-nag packs only warn."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,9 @@ from stacks.checks import WARNING_PACKS, attach_checks
 def app_with_a_log_group(out: Path) -> App:
     """A log group AwsSolutions accepts and NIST 800-53 R5 does not (no KMS key)."""
     app = App(outdir=str(out))
-    logs.LogGroup(Stack(app, "Logs"), "Group", retention=logs.RetentionDays.ONE_YEAR,
-                  removal_policy=RemovalPolicy.RETAIN)
+    logs.LogGroup(
+        Stack(app, "Logs"), "Group", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN
+    )
     return app
 
 
@@ -25,8 +27,11 @@ def test_extra_packs_report_warnings_and_never_fail_the_synth(tmp_path: Path) ->
     attach_checks(app, extra_packs=["nist-800-53-r5", "serverless"])
     app.synth()
     report = json.loads((tmp_path / "validation-report.json").read_text())
-    violations = [(plugin["pluginName"], v["ruleName"], v["severity"])
-                  for plugin in report["pluginReports"] for v in plugin["violations"]]
+    violations = [
+        (plugin["pluginName"], v["ruleName"], v["severity"])
+        for plugin in report["pluginReports"]
+        for v in plugin["violations"]
+    ]
     assert ("NIST.800.53.R5", "NIST.800.53.R5-CloudWatchLogGroupEncrypted", "warning") in violations
     assert {severity for _, _, severity in violations} == {"warning"}
 
@@ -67,8 +72,11 @@ def app_reporting_itself(out: Path, *, wildcard: bool = False) -> App:
     stack = Stack(app, "Logs")
     for name in ("Kept", "Acknowledged"):
         logs.LogGroup(stack, name, retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN)
-    Validations.of(stack.node.find_child("Acknowledged")).acknowledge(Acknowledgment(
-        id="NIST.800.53.R5::NIST.800.53.R5-CloudWatchLogGroupEncrypted", reason="test: logs hold no data"))
+    Validations.of(stack.node.find_child("Acknowledged")).acknowledge(
+        Acknowledgment(
+            id="NIST.800.53.R5::NIST.800.53.R5-CloudWatchLogGroupEncrypted", reason="test: logs hold no data"
+        )
+    )
     if wildcard:
         role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
         role.add_to_policy(iam.PolicyStatement(actions=["s3:*"], resources=["arn:aws:s3:::my-bucket/*"]))
@@ -90,12 +98,18 @@ def test_report_checks_writes_one_summary_the_findings_and_the_pr_summary_file(t
     summary = (folder / SUMMARY_MD).read_text()  # what the PR check appends to $GITHUB_STEP_SUMMARY
     assert "| NIST.800.53.R5 | `NIST.800.53.R5-CloudWatchLogGroupEncrypted` | warning | 1 | 1 |" in summary
     assert "nothing fails the synth" in summary
-    assert summary.index("## cdk-nag findings") < summary.index("## Cost ceiling") < summary.index("Cost ceiling: TABLE")
+    assert (
+        summary.index("## cdk-nag findings") < summary.index("## Cost ceiling") < summary.index("Cost ceiling: TABLE")
+    )
 
     findings = json.loads((folder / FINDINGS_JSON).read_text())  # the whole report, stack traces left out
     (nist,) = [p for p in findings["pluginReports"] if p["pluginName"] == "NIST.800.53.R5"]
-    assert [c["constructPath"] for v in nist["violations"] for c in v["violatingConstructs"]
-            if v["ruleName"].endswith("CloudWatchLogGroupEncrypted")] == ["Logs/Kept/Resource"]
+    assert [
+        c["constructPath"]
+        for v in nist["violations"]
+        for c in v["violatingConstructs"]
+        if v["ruleName"].endswith("CloudWatchLogGroupEncrypted")
+    ] == ["Logs/Kept/Resource"]
     assert [s["reason"] for s in nist["suppressedViolations"]] == ["test: logs hold no data"]
     assert "stackTraces" not in json.dumps(findings)
     markdown = (folder / FINDINGS_MD).read_text()
@@ -128,13 +142,32 @@ def test_report_checks_refuses_an_assembly_without_a_validation_report(tmp_path:
 
 
 def test_tally_counts_granular_findings_under_their_rule() -> None:
-    report = {"pluginReports": [{"pluginName": "AwsSolutions", "violations": [
-        {"ruleName": "AwsSolutions-IAM5[Action::s3:*]", "severity": "error", "violatingConstructs": [{}, {}]}],
-        "suppressedViolations": [
-        {"ruleName": "AwsSolutions-IAM5[Resource::*]", "severity": "error", "violatingConstructs": [{}]}]}]}
+    report = {
+        "pluginReports": [
+            {
+                "pluginName": "AwsSolutions",
+                "violations": [
+                    {
+                        "ruleName": "AwsSolutions-IAM5[Action::s3:*]",
+                        "severity": "error",
+                        "violatingConstructs": [{}, {}],
+                    }
+                ],
+                "suppressedViolations": [
+                    {"ruleName": "AwsSolutions-IAM5[Resource::*]", "severity": "error", "violatingConstructs": [{}]}
+                ],
+            }
+        ]
+    }
     (tally,) = tally_findings(report)
     assert (tally.pack, tally.rule, tally.severity, tally.open, tally.acknowledged, tally.fails) == (
-        "AwsSolutions", "AwsSolutions-IAM5", "error", 2, 1, True)
+        "AwsSolutions",
+        "AwsSolutions-IAM5",
+        "error",
+        2,
+        1,
+        True,
+    )
 
 
 # ------------------------------------------------------- the warning packs when the app reports (no jsii read-back)
@@ -147,7 +180,8 @@ def test_each_warning_pack_plugin_name_is_the_packs_own_name() -> None:
 
 
 def test_an_app_that_reports_gets_the_packs_unwrapped_and_report_checks_makes_their_findings_warnings(
-        tmp_path: Path, capsys) -> None:
+    tmp_path: Path, capsys
+) -> None:
     app = app_reporting_itself(tmp_path / "out")
     assembly = app.synth()
     folder = Path(assembly.directory)
@@ -168,40 +202,73 @@ def test_an_app_that_reports_gets_the_packs_unwrapped_and_report_checks_makes_th
 def test_an_app_that_does_not_report_gets_the_packs_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
     """CDK reads the context as false when it is False or "false": only then does report_checks run the show."""
     original = Validations.add_plugins
-    for context, wrapped in (({}, True), ({FAIL_SYNTH_CONTEXT: True}, True), ({FAIL_SYNTH_CONTEXT: False}, False),
-                             ({FAIL_SYNTH_CONTEXT: "false"}, False)):
+    for context, wrapped in (
+        ({}, True),
+        ({FAIL_SYNTH_CONTEXT: True}, True),
+        ({FAIL_SYNTH_CONTEXT: False}, False),
+        ({FAIL_SYNTH_CONTEXT: "false"}, False),
+    ):
         added: list[object] = []
-        monkeypatch.setattr(Validations, "add_plugins",
-                            lambda self, *plugins, _added=added: (_added.extend(plugins), original(self, *plugins))[1])
+        monkeypatch.setattr(
+            Validations,
+            "add_plugins",
+            lambda self, *plugins, _added=added: (_added.extend(plugins), original(self, *plugins))[1],
+        )
         attach_checks(App(context=context), extra_packs=["serverless"])
-        assert [type(p).__name__ for p in added] == ["AwsSolutionsChecks", "WarningsOnly" if wrapped else "ServerlessChecks",
-                                                 "PolicyGuard"]
+        assert [type(p).__name__ for p in added] == [
+            "AwsSolutionsChecks",
+            "WarningsOnly" if wrapped else "ServerlessChecks",
+            "PolicyGuard",
+        ]
 
 
 def test_as_warnings_turns_only_the_warning_packs_findings_into_warnings() -> None:
-    report = {"pluginReports": [
-        {"pluginName": "AwsSolutions", "conclusion": "failure",
-         "violations": [{"ruleName": "AwsSolutions-IAM5", "severity": "error", "violatingConstructs": [{}]}]},
-        {"pluginName": "NIST.800.53.R5", "conclusion": "failure",
-         "violations": [{"ruleName": "NIST.800.53.R5-X", "severity": "error", "description": "d"}],
-         "suppressedViolations": [{"ruleName": "NIST.800.53.R5-Y", "severity": "error", "reason": "r"}]},
-        # A pack that threw: CDK reports a failure without findings; it still fails the synth.
-        {"pluginName": "Serverless", "conclusion": "failure", "violations": [],
-         "metadata": {"error": "Validation plugin 'Serverless' failed: boom"}},
-    ]}
+    report = {
+        "pluginReports": [
+            {
+                "pluginName": "AwsSolutions",
+                "conclusion": "failure",
+                "violations": [{"ruleName": "AwsSolutions-IAM5", "severity": "error", "violatingConstructs": [{}]}],
+            },
+            {
+                "pluginName": "NIST.800.53.R5",
+                "conclusion": "failure",
+                "violations": [{"ruleName": "NIST.800.53.R5-X", "severity": "error", "description": "d"}],
+                "suppressedViolations": [{"ruleName": "NIST.800.53.R5-Y", "severity": "error", "reason": "r"}],
+            },
+            # A pack that threw: CDK reports a failure without findings; it still fails the synth.
+            {
+                "pluginName": "Serverless",
+                "conclusion": "failure",
+                "violations": [],
+                "metadata": {"error": "Validation plugin 'Serverless' failed: boom"},
+            },
+        ]
+    }
     aws, nist, serverless = as_warnings(report)["pluginReports"]
     assert aws == report["pluginReports"][0]
-    assert nist == {"pluginName": "NIST.800.53.R5", "conclusion": "success",
-                    "violations": [{"ruleName": "NIST.800.53.R5-X", "severity": "warning", "description": "d"}],
-                    "suppressedViolations": [{"ruleName": "NIST.800.53.R5-Y", "severity": "warning", "reason": "r"}]}
+    assert nist == {
+        "pluginName": "NIST.800.53.R5",
+        "conclusion": "success",
+        "violations": [{"ruleName": "NIST.800.53.R5-X", "severity": "warning", "description": "d"}],
+        "suppressedViolations": [{"ruleName": "NIST.800.53.R5-Y", "severity": "warning", "reason": "r"}],
+    }
     assert serverless["conclusion"] == "failure"
     assert report["pluginReports"][1]["violations"][0]["severity"] == "error", "the input is left as it was"
     assert [t.severity for t in tally_findings(as_warnings(report))] == ["error", "warning", "warning"]
 
 
 def test_report_checks_fails_when_a_warning_pack_could_not_run(tmp_path: Path, capsys) -> None:
-    report = {"pluginReports": [{"pluginName": "Serverless", "conclusion": "failure", "violations": [],
-                                 "metadata": {"error": "Validation plugin 'Serverless' failed: boom"}}]}
+    report = {
+        "pluginReports": [
+            {
+                "pluginName": "Serverless",
+                "conclusion": "failure",
+                "violations": [],
+                "metadata": {"error": "Validation plugin 'Serverless' failed: boom"},
+            }
+        ]
+    }
     (tmp_path / VALIDATION_REPORT).write_text(json.dumps(report))
     assert report_checks(tmp_path) == 1
     assert "(Serverless)" in capsys.readouterr().err

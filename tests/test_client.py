@@ -4,6 +4,7 @@ The fake server re-computes every request's SigV4 signature (service ``lambda``)
 answers 403 like a Function URL with auth type AWS_IAM would when it does not match; it routes
 POST /invoke and POST /close like the session router Lambda.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -80,8 +81,9 @@ def sigv4_problem(method: str, path: str, headers: dict[str, str], body: bytes) 
         headers={name: headers[name] for name in signed if name != "host"},
     )
     request.context["timestamp"] = amz_date
-    signer = SigV4Auth(Credentials(match["key"], KEYS[match["key"]], headers.get("x-amz-security-token")),
-                       "lambda", REGION)
+    signer = SigV4Auth(
+        Credentials(match["key"], KEYS[match["key"]], headers.get("x-amz-security-token")), "lambda", REGION
+    )
     expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
     if not hmac.compare_digest(expected, match["sig"]):
         return "signature mismatch"
@@ -160,8 +162,9 @@ def make_handler(state: FrontDoorState):
             conversation_id = f"issued-{next(state.conversation_ids)}"
             row = {"session_id": next(state.session_ids), "component": payload.get("component") or BASE}
             state.conversations[conversation_id] = row
-            self._answer(200, {"conversation_id": conversation_id, **row, "endpoint_name": ENDPOINT,
-                               "expires_at": 1_900_000_000})
+            self._answer(
+                200, {"conversation_id": conversation_id, **row, "endpoint_name": ENDPOINT, "expires_at": 1_900_000_000}
+            )
 
         def _invoke(self, payload: dict[str, Any]) -> None:
             if not isinstance(payload.get("body"), dict):
@@ -170,8 +173,9 @@ def make_handler(state: FrontDoorState):
             conversation_id = payload.get("conversation_id")
             component = payload.get("component")
             if conversation_id is None:
-                self._answer(200, {"conversation_id": None, "component": component or BASE,
-                                   "body": {"echo": payload["body"]}})
+                self._answer(
+                    200, {"conversation_id": None, "component": component or BASE, "body": {"echo": payload["body"]}}
+                )
                 return
             if not CONVERSATION_ID.fullmatch(conversation_id):
                 self._error(400, "InvalidField", "conversation_id must be ...", "conversation_id")
@@ -188,16 +192,32 @@ def make_handler(state: FrontDoorState):
                 state.reopen_next = False
                 row["session_id"] = next(state.session_ids)
                 headers["X-Session-Reopened"] = "true"
-            self._answer(200, {"conversation_id": conversation_id, "session_id": row["session_id"],
-                               "component": row["component"], "body": {"echo": payload["body"]}}, headers)
+            self._answer(
+                200,
+                {
+                    "conversation_id": conversation_id,
+                    "session_id": row["session_id"],
+                    "component": row["component"],
+                    "body": {"echo": payload["body"]},
+                },
+                headers,
+            )
 
         def _close(self, payload: dict[str, Any]) -> None:
             row = state.conversations.pop(payload.get("conversation_id"), None)
             if row is None:
                 self._error(404, "ConversationNotFound", "no open session", "conversation_id")
                 return
-            self._answer(200, {"conversation_id": payload["conversation_id"], "session_id": row["session_id"],
-                               "component": row["component"], "closed": True, "session_was_open": True})
+            self._answer(
+                200,
+                {
+                    "conversation_id": payload["conversation_id"],
+                    "session_id": row["session_id"],
+                    "component": row["component"],
+                    "closed": True,
+                    "session_was_open": True,
+                },
+            )
 
     return FakeFrontDoor
 
@@ -220,8 +240,12 @@ def front_door():
 
 @pytest.fixture
 def client(front_door):
-    return SessionClient(front_door.url, region=REGION, timeout=10,
-                         credentials=Credentials("AKIDCLIENTTEST", "client-test-secret", "session-token-1"))
+    return SessionClient(
+        front_door.url,
+        region=REGION,
+        timeout=10,
+        credentials=Credentials("AKIDCLIENTTEST", "client-test-secret", "session-token-1"),
+    )
 
 
 def prompt(text: str = "hello") -> dict[str, Any]:
@@ -231,8 +255,7 @@ def prompt(text: str = "hello") -> dict[str, Any]:
 def test_stateless_invoke_is_sigv4_signed_for_lambda(client, front_door):
     answer = client.invoke(prompt())
 
-    assert answer == {"conversation_id": None, "component": BASE, "body": {"echo": prompt()},
-                      "session_reopened": False}
+    assert answer == {"conversation_id": None, "component": BASE, "body": {"echo": prompt()}, "session_reopened": False}
     sent = front_door.requests[0]
     assert sent.path == "/invoke"
     assert sent.json == {"body": prompt()}
@@ -271,8 +294,13 @@ def test_conversation_opens_on_first_turn_keeps_one_session_and_closes_on_exit(c
 def test_open_returns_what_streaming_needs(client, front_door):
     opened = client.open()
 
-    assert opened == {"conversation_id": "issued-1", "session_id": "sess-1", "component": BASE,
-                      "endpoint_name": ENDPOINT, "expires_at": 1_900_000_000}
+    assert opened == {
+        "conversation_id": "issued-1",
+        "session_id": "sess-1",
+        "component": BASE,
+        "endpoint_name": ENDPOINT,
+        "expires_at": 1_900_000_000,
+    }
     assert front_door.requests[0].json == {}
 
 
@@ -359,8 +387,9 @@ def test_close_unknown_conversation_raises_404_but_conversation_close_is_silent(
 
 
 def test_wrong_secret_is_forbidden(front_door):
-    client = SessionClient(front_door.url, region=REGION, timeout=10,
-                           credentials=Credentials("AKIDCLIENTTEST", "not-the-secret"))
+    client = SessionClient(
+        front_door.url, region=REGION, timeout=10, credentials=Credentials("AKIDCLIENTTEST", "not-the-secret")
+    )
 
     with pytest.raises(FrontDoorError) as raised:
         client.invoke(prompt())
@@ -384,8 +413,12 @@ def test_unreachable_front_door_raises_connection_error():
     with socket.socket() as probe:  # a port that nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    client = SessionClient(f"http://127.0.0.1:{port}/", region=REGION, timeout=5,
-                           credentials=Credentials("AKIDCLIENTTEST", "client-test-secret"))
+    client = SessionClient(
+        f"http://127.0.0.1:{port}/",
+        region=REGION,
+        timeout=5,
+        credentials=Credentials("AKIDCLIENTTEST", "client-test-secret"),
+    )
 
     with pytest.raises(FrontDoorError) as raised:
         client.invoke(prompt())
@@ -402,8 +435,10 @@ def test_unreachable_front_door_raises_connection_error():
         ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": REGION, "max_retries": -1}, "max_retries"),
         ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": REGION, "max_retries": 1.5}, "max_retries"),
         ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": REGION, "max_retry_wait": -1}, "max_retry_wait"),
-        ({"url": "https://x.lambda-url.us-east-1.on.aws/", "region": REGION, "max_retry_wait": float("nan")},
-         "max_retry_wait"),
+        (
+            {"url": "https://x.lambda-url.us-east-1.on.aws/", "region": REGION, "max_retry_wait": float("nan")},
+            "max_retry_wait",
+        ),
     ],
 )
 def test_constructor_rejects_bad_arguments(kwargs, match):
@@ -419,8 +454,11 @@ def test_body_must_be_a_dict(client, front_door):
 
 
 # --------------------------------------------------------------------------- retries of 429 and 503
-STORE_THROTTLED = (503, {"error": {"code": "SessionStoreThrottled", "message": "the conversation table is throttling"}},
-                   {"Retry-After": "1"})
+STORE_THROTTLED = (
+    503,
+    {"error": {"code": "SessionStoreThrottled", "message": "the conversation table is throttling"}},
+    {"Retry-After": "1"},
+)
 MODEL_THROTTLED = (429, {"error": {"code": "Throttled", "message": "the endpoint is throttling"}}, {"Retry-After": "2"})
 LAMBDA_THROTTLED = (429, {"Message": "Rate Exceeded."}, {})  # the Function URL's own answer: no Retry-After
 
@@ -475,8 +513,9 @@ def test_an_answer_without_retry_after_is_retried_after_a_jittered_backoff(clien
 @pytest.mark.parametrize("status", [500, 502, 504])
 def test_other_errors_are_not_retried(client, front_door, waits, status):
     """A 504 may follow a model call that ran; 500 and 502 are failures, not back-pressure."""
-    front_door.busy.append((status, {"error": {"code": "TimeBudgetExceeded", "message": "out of time"}},
-                            {"Retry-After": "1"}))
+    front_door.busy.append(
+        (status, {"error": {"code": "TimeBudgetExceeded", "message": "out of time"}}, {"Retry-After": "1"})
+    )
 
     with pytest.raises(FrontDoorError) as raised:
         client.invoke(prompt())
@@ -486,8 +525,13 @@ def test_other_errors_are_not_retried(client, front_door, waits, status):
 
 
 def test_max_retries_zero_never_retries(front_door, waits):
-    client = SessionClient(front_door.url, region=REGION, timeout=10, max_retries=0,
-                           credentials=Credentials("AKIDCLIENTTEST", "client-test-secret"))
+    client = SessionClient(
+        front_door.url,
+        region=REGION,
+        timeout=10,
+        max_retries=0,
+        credentials=Credentials("AKIDCLIENTTEST", "client-test-secret"),
+    )
     front_door.busy.append(STORE_THROTTLED)
 
     with pytest.raises(FrontDoorError, match=r"^503 SessionStoreThrottled: "):
@@ -504,10 +548,21 @@ def test_a_conversation_turn_is_retried_too(client, front_door, waits):
     assert [r.path for r in front_door.requests] == ["/open", "/invoke", "/invoke", "/close"]
 
 
-@pytest.mark.parametrize(("header", "seconds"), [
-    ("0", 0.0), ("7", 7.0), (" 3 ", 3.0), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date in the past: now
-    (None, None), ("", None), ("-1", None), ("1.5", None), ("soon", None), ("Wed, 21 Oct 2015 07:28:00", None),
-])
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ("0", 0.0),
+        ("7", 7.0),
+        (" 3 ", 3.0),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date in the past: now
+        (None, None),
+        ("", None),
+        ("-1", None),
+        ("1.5", None),
+        ("soon", None),
+        ("Wed, 21 Oct 2015 07:28:00", None),
+    ],
+)
 def test_retry_after_is_delta_seconds_or_an_http_date(header, seconds):
     assert client_mod._retry_after(header) == seconds
 
@@ -530,9 +585,11 @@ def event_stream_message(event_type: str, payload: bytes, *, message_type: str =
     """One message in AWS's binary event-stream framing (what SageMaker sends), CRCs included."""
     import zlib
 
-    headers = (_header(":event-type", event_type) if message_type == "event" else
-               _header(":exception-type", event_type)) + _header(":message-type", message_type) + \
-        _header(":content-type", "application/octet-stream" if message_type == "event" else "application/json")
+    headers = (
+        (_header(":event-type", event_type) if message_type == "event" else _header(":exception-type", event_type))
+        + _header(":message-type", message_type)
+        + _header(":content-type", "application/octet-stream" if message_type == "event" else "application/json")
+    )
     total = 12 + len(headers) + len(payload) + 4
     prelude = total.to_bytes(4, "big") + len(headers).to_bytes(4, "big")
     prelude += zlib.crc32(prelude).to_bytes(4, "big")
@@ -548,7 +605,7 @@ class RawStream:
 
     def stream(self, **_: Any):
         for start in range(0, len(self.data), self.cut):
-            yield self.data[start:start + self.cut]
+            yield self.data[start : start + self.cut]
 
     def close(self) -> None:
         pass
@@ -566,12 +623,16 @@ class StreamingRuntime:
         from botocore.awsrequest import AWSResponse
 
         self.client = botocore.session.get_session().create_client(
-            "sagemaker-runtime", region_name=REGION, aws_access_key_id="AKIDCLIENTTEST",
-            aws_secret_access_key="client-test-secret")
+            "sagemaker-runtime",
+            region_name=REGION,
+            aws_access_key_id="AKIDCLIENTTEST",
+            aws_secret_access_key="client-test-secret",
+        )
         self.sent: list[dict[str, Any]] = []
         self.answers: list[tuple[int, bytes, dict[str, str]]] = []
-        self.client.meta.events.register("provide-client-params.sagemaker-runtime.*",
-                                         lambda params, **_: self.sent.append(dict(params)))
+        self.client.meta.events.register(
+            "provide-client-params.sagemaker-runtime.*", lambda params, **_: self.sent.append(dict(params))
+        )
 
         def send(request, **_):
             status, data, headers = self.answers.pop(0)
@@ -580,12 +641,25 @@ class StreamingRuntime:
         self.client.meta.events.register("before-send.sagemaker-runtime.*", send)
 
     def stream(self, *events: bytes) -> None:
-        self.answers.append((200, b"".join(events), {"content-type": "application/vnd.amazon.eventstream",
-                                                     "x-amzn-sagemaker-content-type": "text/event-stream"}))
+        self.answers.append(
+            (
+                200,
+                b"".join(events),
+                {
+                    "content-type": "application/vnd.amazon.eventstream",
+                    "x-amzn-sagemaker-content-type": "text/event-stream",
+                },
+            )
+        )
 
     def error(self, status: int, body: dict[str, Any]) -> None:
-        self.answers.append((status, json.dumps(body).encode(), {"content-type": "application/x-amz-json-1.1",
-                                                                "x-amzn-errortype": body["__type"]}))
+        self.answers.append(
+            (
+                status,
+                json.dumps(body).encode(),
+                {"content-type": "application/x-amz-json-1.1", "x-amzn-errortype": body["__type"]},
+            )
+        )
 
 
 def sse(event: dict[str, Any]) -> bytes:
@@ -603,16 +677,23 @@ def runtime():
 
 @pytest.fixture
 def streaming_client(front_door, runtime):
-    return SessionClient(front_door.url, region=REGION, timeout=10, runtime_client=runtime.client,
-                         credentials=Credentials("AKIDCLIENTTEST", "client-test-secret"))
+    return SessionClient(
+        front_door.url,
+        region=REGION,
+        timeout=10,
+        runtime_client=runtime.client,
+        credentials=Credentials("AKIDCLIENTTEST", "client-test-secret"),
+    )
 
 
 def test_stream_uses_the_open_session_and_parses_payload_parts(streaming_client, front_door, runtime):
     from support.aws_model import assert_valid_request
 
-    runtime.stream(event_stream_message("PayloadPart", sse(chunk("Hel"))[:9]),  # a line split across parts
-                   event_stream_message("PayloadPart", sse(chunk("Hel"))[9:] + sse(chunk("lo"))),
-                   event_stream_message("PayloadPart", b"data: [DONE]\n\n"))
+    runtime.stream(
+        event_stream_message("PayloadPart", sse(chunk("Hel"))[:9]),  # a line split across parts
+        event_stream_message("PayloadPart", sse(chunk("Hel"))[9:] + sse(chunk("lo"))),
+        event_stream_message("PayloadPart", b"data: [DONE]\n\n"),
+    )
 
     with streaming_client.conversation(component=ADAPTER) as chat:
         events = list(chat.stream(prompt()))
@@ -621,8 +702,11 @@ def test_stream_uses_the_open_session_and_parses_payload_parts(streaming_client,
     assert [r.path for r in front_door.requests] == ["/open", "/close"]  # the turn itself bypassed the front door
     sent = runtime.sent[0]
     assert {k: v for k, v in sent.items() if k != "Body"} == {
-        "EndpointName": ENDPOINT, "InferenceComponentName": ADAPTER, "SessionId": "sess-1",
-        "ContentType": "application/json"}
+        "EndpointName": ENDPOINT,
+        "InferenceComponentName": ADAPTER,
+        "SessionId": "sess-1",
+        "ContentType": "application/json",
+    }
     assert json.loads(sent["Body"]) == {**prompt(), "stream": True}
     params = dict(sent)
     params.pop("ContentType")  # \p{ASCII}* is not a Python pattern (see tests/lambda/test_session_router.py)
@@ -630,8 +714,10 @@ def test_stream_uses_the_open_session_and_parses_payload_parts(streaming_client,
 
 
 def test_stream_of_json_lines_and_text(streaming_client, runtime):
-    runtime.stream(event_stream_message("PayloadPart", b'{"token": {"text": "A"}}\n{"tok'),
-                   event_stream_message("PayloadPart", b'en": {"text": "B"}}\nplain tail'))
+    runtime.stream(
+        event_stream_message("PayloadPart", b'{"token": {"text": "A"}}\n{"tok'),
+        event_stream_message("PayloadPart", b'en": {"text": "B"}}\nplain tail'),
+    )
 
     events = list(streaming_client.conversation().stream(prompt(), stream_field=False))
 
@@ -652,9 +738,14 @@ def test_stream_on_a_lost_session_falls_back_to_the_front_door(streaming_client,
 
 def test_stream_errors_become_front_door_errors(streaming_client, runtime):
     runtime.error(424, {"__type": "ModelError", "message": "boom", "OriginalStatusCode": 500})
-    runtime.stream(event_stream_message("PayloadPart", sse(chunk("x"))),
-                   event_stream_message("ModelStreamError", json.dumps({"Message": "CUDA OOM", "ErrorCode": "500"})
-                                        .encode(), message_type="exception"))
+    runtime.stream(
+        event_stream_message("PayloadPart", sse(chunk("x"))),
+        event_stream_message(
+            "ModelStreamError",
+            json.dumps({"Message": "CUDA OOM", "ErrorCode": "500"}).encode(),
+            message_type="exception",
+        ),
+    )
     chat = streaming_client.conversation()
 
     with pytest.raises(FrontDoorError) as before_start:
@@ -669,10 +760,19 @@ def test_stream_errors_become_front_door_errors(streaming_client, runtime):
     assert mid_stream.value.code == "ModelStreamError" and "CUDA OOM" in mid_stream.value.message
 
 
-@pytest.mark.parametrize(("event", "text"), [
-    (chunk("a"), "a"), ({"choices": [{"text": "b"}]}, "b"), ({"token": {"text": "c"}}, "c"), ("d", "d"),
-    ({"choices": [{"delta": {}}]}, ""), ({"choices": []}, ""), (42, ""), ({"generated_text": "e"}, "e"),
-])
+@pytest.mark.parametrize(
+    ("event", "text"),
+    [
+        (chunk("a"), "a"),
+        ({"choices": [{"text": "b"}]}, "b"),
+        ({"token": {"text": "c"}}, "c"),
+        ("d", "d"),
+        ({"choices": [{"delta": {}}]}, ""),
+        ({"choices": []}, ""),
+        (42, ""),
+        ({"generated_text": "e"}, "e"),
+    ],
+)
 def test_text_of(event, text):
     assert client_mod.text_of(event) == text
 
@@ -730,8 +830,9 @@ def test_client_works_where_aws_cdk_cannot_be_imported(tmp_path):
     package_root = Path(__file__).resolve().parents[1] / "constructs"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PYTHONPATH"] = str(package_root)
-    result = subprocess.run([sys.executable, "-c", IMPORT_WITHOUT_CDK], capture_output=True, text=True, env=env,
-                            timeout=60, cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", IMPORT_WITHOUT_CDK], capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path
+    )
 
     assert result.returncode == 0, result.stderr
     outcome = json.loads(result.stdout.strip().splitlines()[-1])

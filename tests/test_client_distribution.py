@@ -1,5 +1,6 @@
 """sagemaker-llm-client (clients/pyproject.toml) installs alone: its wheel, boto3 and nothing else in a fresh
 virtualenv, and importing the client modules loads no CDK, jsii, constructs or pydantic."""
+
 from __future__ import annotations
 
 import json
@@ -53,17 +54,36 @@ def client_venv(tmp_path_factory):
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
     pins = [f"boto3=={version('boto3')}", f"botocore=={version('botocore')}"]
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check",
-          "--find-links", str(tmp / "dist"), str(wheel), *pins])
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--find-links",
+            str(tmp / "dist"),
+            str(wheel),
+            *pins,
+        ]
+    )
     return {"python": python, "venv": venv, "wheel": wheel, "seconds": time.monotonic() - start}
 
 
 def test_the_wheel_holds_only_the_client_modules_built_from_the_librarys_files(client_venv):
     import zipfile
 
-    names = sorted(n for n in zipfile.ZipFile(client_venv["wheel"]).namelist() if not n.startswith("sagemaker_llm_client-"))
-    assert names == ["sagemaker_llm_cdk/__init__.py", "sagemaker_llm_cdk/client.py",
-                     "sagemaker_llm_cdk/router_client.py"]
+    names = sorted(
+        n for n in zipfile.ZipFile(client_venv["wheel"]).namelist() if not n.startswith("sagemaker_llm_client-")
+    )
+    assert names == [
+        "sagemaker_llm_cdk/__init__.py",
+        "sagemaker_llm_cdk/client.py",
+        "sagemaker_llm_cdk/router_client.py",
+    ]
     library = ROOT / "constructs" / "sagemaker_llm_cdk"
     with zipfile.ZipFile(client_venv["wheel"]) as wheel:
         for name in names:
@@ -78,8 +98,9 @@ def test_importing_the_clients_loads_no_cdk_jsii_constructs_or_pydantic(client_v
     found = json.loads(result.stdout)
     assert found["heavy"] == [], f"importing the client loaded {found['heavy']}"
     assert (found["client"], found["router"]) == ("SessionClient", "RouterClient")
-    assert found["distributions"] == sorted(["boto3", "botocore", "jmespath", "python-dateutil", "s3transfer", "six",
-                                             "urllib3", "sagemaker-llm-client"]), found["distributions"]
+    assert found["distributions"] == sorted(
+        ["boto3", "botocore", "jmespath", "python-dateutil", "s3transfer", "six", "urllib3", "sagemaker-llm-client"]
+    ), found["distributions"]
 
 
 def test_the_client_virtualenv_stays_small(client_venv):
@@ -106,8 +127,11 @@ def test_the_client_modules_import_nothing_outside_the_client_and_the_standard_l
                 names = [node.module]
             else:
                 continue
-            if any(isinstance(parent, ast.If) and "TYPE_CHECKING" in ast.dump(parent.test) for parent in ast.walk(tree)
-                   if node in ast.walk(parent) and parent is not node):
+            if any(
+                isinstance(parent, ast.If) and "TYPE_CHECKING" in ast.dump(parent.test)
+                for parent in ast.walk(tree)
+                if node in ast.walk(parent) and parent is not node
+            ):
                 continue
             for name in names:
                 top = name.split(".")[0]

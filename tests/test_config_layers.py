@@ -1,4 +1,5 @@
 """Tests for constructs/sagemaker_llm_cdk/config_layers.py and the per-environment configs that use it."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,8 +22,12 @@ def write(folder: Path, name: str, text: str) -> Path:
 def test_merge_mappings_recursively_and_replaces_everything_else():
     base = {"a": {"x": 1, "y": [1, 2], "z": {"deep": True}}, "b": [1], "c": "keep"}
     overlay = {"a": {"y": [3], "z": {"more": 1}}, "b": [], "d": None}
-    assert merge(base, overlay) == {"a": {"x": 1, "y": [3], "z": {"deep": True, "more": 1}}, "b": [], "c": "keep",
-                                    "d": None}
+    assert merge(base, overlay) == {
+        "a": {"x": 1, "y": [3], "z": {"deep": True, "more": 1}},
+        "b": [],
+        "c": "keep",
+        "d": None,
+    }
     assert base == {"a": {"x": 1, "y": [1, 2], "z": {"deep": True}}, "b": [1], "c": "keep"}, "inputs are not changed"
     assert merge({"a": {"x": 1}}, {"a": "scalar"}) == {"a": "scalar"}
 
@@ -40,8 +45,11 @@ def test_chain_of_extends_relative_to_each_file(tmp_path):
     write(tmp_path, "shared/base.yaml", "extends: root.yaml\ntags: {owner: team}\n")
     child = write(tmp_path, "env/dev.yaml", "extends: ../shared/base.yaml\ntags: {environment: dev}\nextra: [3]\n")
     layers = load_layers(child)
-    assert layers.data == {"stack_name": "Root", "tags": {"project": "p", "owner": "team", "environment": "dev"},
-                           "extra": [3]}
+    assert layers.data == {
+        "stack_name": "Root",
+        "tags": {"project": "p", "owner": "team", "environment": "dev"},
+        "extra": [3],
+    }
     assert [p.name for p in layers.files] == ["dev.yaml", "base.yaml", "root.yaml"]
     assert layers.source.startswith(f"{child} (extends ")
     assert load_layered(child) == layers.data
@@ -62,7 +70,9 @@ def test_a_cycle_is_refused_with_the_file_chain(tmp_path):
         load_layered(tmp_path / "a.yaml")
     message = str(error.value)
     assert "extends: got" in message and "break the cycle" in message
-    assert f"{tmp_path / 'a.yaml'} -> {tmp_path / 'b.yaml'} -> {tmp_path / 'c.yaml'} -> {tmp_path / 'a.yaml'}" in message
+    assert (
+        f"{tmp_path / 'a.yaml'} -> {tmp_path / 'b.yaml'} -> {tmp_path / 'c.yaml'} -> {tmp_path / 'a.yaml'}" in message
+    )
 
 
 def test_a_file_extending_itself_is_a_cycle(tmp_path):
@@ -81,7 +91,9 @@ def test_missing_base_names_the_extending_file(tmp_path):
 
 
 def test_missing_top_file_keeps_the_loader_message(tmp_path):
-    with pytest.raises(ConfigurationError, match=r"allowed: a readable YAML file; fix: check the path .*-c config=PATH"):
+    with pytest.raises(
+        ConfigurationError, match=r"allowed: a readable YAML file; fix: check the path .*-c config=PATH"
+    ):
         load_layered(tmp_path / "nope.yaml")
 
 
@@ -161,7 +173,9 @@ def layered(tmp_path, overlay: str):
 
 
 def test_named_items_merge_by_name_at_every_level(tmp_path):
-    data = layered(tmp_path, """
+    data = layered(
+        tmp_path,
+        """
 endpoints:
   - name: Chat
     scaling: {max_instances: 4}
@@ -174,14 +188,17 @@ endpoints:
     instance_type: ml.g5.12xlarge
 capacity_plans:
   - {name: plan-a, instance_count: 4}
-""")
+""",
+    )
     chat, batch, extra = data["endpoints"]
     assert chat["instance_type"] == "ml.p5e.48xlarge" and chat["scaling"] == {"min_instances": 1, "max_instances": 4}
     big, small = chat["models"]
     assert (big["name"], big["accelerators"], small["name"]) == ("big", 2, "small")
-    assert big["adapters"] == [{"name": "big-support", "artifact_s3_uri": "s3://a/support.tar.gz"},
-                               {"name": "big-sql", "artifact_s3_uri": "s3://b/sql-v2.tar.gz"},
-                               {"name": "big-code", "artifact_s3_uri": "s3://b/code.tar.gz"}], "base order, new appended"
+    assert big["adapters"] == [
+        {"name": "big-support", "artifact_s3_uri": "s3://a/support.tar.gz"},
+        {"name": "big-sql", "artifact_s3_uri": "s3://b/sql-v2.tar.gz"},
+        {"name": "big-code", "artifact_s3_uri": "s3://b/code.tar.gz"},
+    ], "base order, new appended"
     assert batch == {"name": "Batch", "instance_type": "ml.g6e.12xlarge"}
     assert extra == {"name": "Extra", "instance_type": "ml.g5.12xlarge"}
     plan, unnamed = data["capacity_plans"]
@@ -190,7 +207,9 @@ capacity_plans:
 
 
 def test_delete_removes_an_item_and_replace_swaps_it_whole(tmp_path):
-    data = layered(tmp_path, """
+    data = layered(
+        tmp_path,
+        """
 endpoints:
   - {name: Batch, $delete: true}
   - name: Chat
@@ -199,7 +218,8 @@ endpoints:
       - name: big
         $replace: true
         accelerators: 8
-""")
+""",
+    )
     (chat,) = data["endpoints"]
     assert chat["models"] == [{"name": "big", "accelerators": 8}], "replaced whole: its adapters are gone too"
     assert "$delete" not in str(data) and "$replace" not in str(data)
@@ -207,28 +227,46 @@ endpoints:
 
 def test_other_lists_still_replace(tmp_path):
     write(tmp_path, "base.yaml", "checks: {nag_warning_packs: [serverless]}\nendpoints: [{name: A, tags: [x, y]}]\n")
-    data = load_layered(write(tmp_path, "env.yaml", "extends: base.yaml\nchecks: {nag_warning_packs: []}\n"
-                                                     "endpoints: [{name: A, tags: [z]}]\n"))
+    data = load_layered(
+        write(
+            tmp_path,
+            "env.yaml",
+            "extends: base.yaml\nchecks: {nag_warning_packs: []}\nendpoints: [{name: A, tags: [z]}]\n",
+        )
+    )
     assert data == {"checks": {"nag_warning_packs": []}, "endpoints": [{"name": "A", "tags": ["z"]}]}
 
 
-@pytest.mark.parametrize(("overlay", "message"), [
-    ("endpoints: [{name: Nope, $delete: true}]",
-     r"endpoints\[0\]\.name: got 'Nope'; allowed: a name in the list it extends: Chat, Batch; fix: correct the name, "
-     r"or remove the \$delete item"),
-    ("endpoints: [{name: Chat, $delete: true, instance_type: ml.g5.xlarge}]",
-     r"endpoints\[0\]\.instance_type: got 'ml.g5.xlarge'; allowed: \{name: Chat, \$delete: true\} and nothing else; "
-     r"fix: remove instance_type"),
-    ("endpoints: [{name: Chat, $delete: yes please}]", r"allowed: \{name: Chat, \$delete: true\} and nothing else"),
-    ("endpoints: [{name: Chat, models: [{name: tiny, $replace: true}]}]",
-     r"endpoints\[0\]\.models\[0\]\.name: got 'tiny'; allowed: a name in the list it extends: big, small; "
-     r"fix: correct the name, or remove \$replace"),
-    ("endpoints: [{name: Chat}, {name: Chat}]",
-     r"endpoints\[1\]\.name: got 'Chat'; allowed: a name not used by endpoints\[0\] of this file"),
-    ("endpoints: [{name: New, models: [{name: m, $delete: true}]}]",
-     r"endpoints\[0\]\.models\[0\]\.\$delete: got True; allowed: nothing: \$delete applies to an item of a list this "
-     r"file extends"),
-])
+@pytest.mark.parametrize(
+    ("overlay", "message"),
+    [
+        (
+            "endpoints: [{name: Nope, $delete: true}]",
+            r"endpoints\[0\]\.name: got 'Nope'; allowed: a name in the list it extends: Chat, Batch; fix: correct the name, "
+            r"or remove the \$delete item",
+        ),
+        (
+            "endpoints: [{name: Chat, $delete: true, instance_type: ml.g5.xlarge}]",
+            r"endpoints\[0\]\.instance_type: got 'ml.g5.xlarge'; allowed: \{name: Chat, \$delete: true\} and nothing else; "
+            r"fix: remove instance_type",
+        ),
+        ("endpoints: [{name: Chat, $delete: yes please}]", r"allowed: \{name: Chat, \$delete: true\} and nothing else"),
+        (
+            "endpoints: [{name: Chat, models: [{name: tiny, $replace: true}]}]",
+            r"endpoints\[0\]\.models\[0\]\.name: got 'tiny'; allowed: a name in the list it extends: big, small; "
+            r"fix: correct the name, or remove \$replace",
+        ),
+        (
+            "endpoints: [{name: Chat}, {name: Chat}]",
+            r"endpoints\[1\]\.name: got 'Chat'; allowed: a name not used by endpoints\[0\] of this file",
+        ),
+        (
+            "endpoints: [{name: New, models: [{name: m, $delete: true}]}]",
+            r"endpoints\[0\]\.models\[0\]\.\$delete: got True; allowed: nothing: \$delete applies to an item of a list this "
+            r"file extends",
+        ),
+    ],
+)
 def test_misused_markers_and_repeated_names_are_refused_with_the_file(tmp_path, overlay, message):
     with pytest.raises(ConfigurationError, match=message) as error:
         layered(tmp_path, overlay)
@@ -302,11 +340,17 @@ def test_instance_types_are_enums_editors_complete():
     for layer in (False, True):
         definitions = json_schema(layer=layer)["$defs"]
         endpoint = definitions["EndpointSpec"]["properties"]["instance_type"]
-        assert endpoint["enum"] == sorted(service_model.endpoint_instance_types()) and "ml.p5e.48xlarge" in endpoint["enum"]
+        assert (
+            endpoint["enum"] == sorted(service_model.endpoint_instance_types())
+            and "ml.p5e.48xlarge" in endpoint["enum"]
+        )
         plan = definitions["CapacityPlanSpec"]["properties"]["instance_type"]
         assert plan["enum"] == sorted(service_model.capacity_plan_instance_types())
-        (job,) = [b for b in definitions["EagleSettings"]["properties"]["job_instance_type"]["anyOf"]
-                  if b.get("type") == "string"]
+        (job,) = [
+            b
+            for b in definitions["EagleSettings"]["properties"]["job_instance_type"]["anyOf"]
+            if b.get("type") == "string"
+        ]
         assert job["enum"] == sorted(service_model.optimization_instance_types())
 
 

@@ -1,4 +1,5 @@
 """docs/config-reference.md is what tools/config_reference.py renders from the settings models, section by section."""
+
 from __future__ import annotations
 
 import json
@@ -50,9 +51,15 @@ def test_field_rows_carry_type_default_range_and_allowed_values():
 
 
 def test_examples_in_a_model_appear_in_its_row():
-    schema = {"title": "AppConfig", "type": "object", "required": ["name"], "properties": {
-        "name": {"type": "string", "description": "Who.", "examples": ["chat"], "maxLength": 8},
-        "size": {"type": "integer", "default": 2, "minimum": 1}}}
+    schema = {
+        "title": "AppConfig",
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {"type": "string", "description": "Who.", "examples": ["chat"], "maxLength": 8},
+            "size": {"type": "integer", "default": 2, "minimum": 1},
+        },
+    }
     section = "\n".join(config_reference._Page(schema).section("AppConfig", schema, []))
     assert "| `name` | string | required | at most 8 characters | Who. Example: `chat`. |" in section
     assert "| `size` | integer | `2` | ≥ 1 | (not described in the model) |" in section

@@ -1,4 +1,5 @@
 """Confused deputies: service principals trusted only with a source condition; waiter logs scoped."""
+
 from __future__ import annotations
 
 import json
@@ -41,12 +42,14 @@ def test_the_endpoint_role_trusts_sagemaker_only_for_this_account_and_region(env
     assert statement["Principal"] == {"Service": "sagemaker.amazonaws.com"}
     assert statement["Condition"] == {
         "StringEquals": {"aws:SourceAccount": stack.resolve(stack.account)},
-        "ArnLike": {"aws:SourceArn": stack.resolve(
-            f"arn:{stack.partition}:sagemaker:{stack.region}:{stack.account}:*")},
+        "ArnLike": {
+            "aws:SourceArn": stack.resolve(f"arn:{stack.partition}:sagemaker:{stack.region}:{stack.account}:*")
+        },
     }
     if env is not None:
         assert statement["Condition"]["ArnLike"]["aws:SourceArn"] == {
-            "Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:123456789012:*"]]}
+            "Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:123456789012:*"]]
+        }
 
 
 def test_every_sagemaker_trust_of_the_eagle_loop_has_a_source_condition_and_events_publish_only_from_its_rule():
@@ -66,8 +69,11 @@ def test_every_sagemaker_trust_of_the_eagle_loop_has_a_source_condition_and_even
         rule_id = built.stack.resolve(built.eagle.ended_badly_rule.node.default_child.logical_id)
         assert statement["Condition"]["ArnEquals"] == {"aws:SourceArn": {"Fn::GetAtt": [rule_id, "Arn"]}}
         assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
-    (rule,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::Events::Rule"
-               and "aws.states" in json.dumps(r["Properties"].get("EventPattern"))]
+    (rule,) = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Events::Rule" and "aws.states" in json.dumps(r["Properties"].get("EventPattern"))
+    ]
     assert "InputTransformer" in rule["Properties"]["Targets"][0]
 
 
@@ -76,10 +82,17 @@ def test_cdks_unconditioned_publish_grant_on_the_alarm_topic_fails_the_synth(env
     app = App()
     stack = Stack(app, "Ops", env=env)
     monitoring = LlmMonitoring(stack, "Monitoring")
-    events.Rule(stack, "Any", event_pattern=events.EventPattern(source=["aws.sagemaker"]),
-                targets=[events_targets.SnsTopic(monitoring.alarm_topic)])
-    with pytest.raises(RuntimeError, match=r"Ops/Monitoring/AlarmTopic/Policy: statement \d+ lets events.amazonaws.com "
-                                           r"\['sns:Publish'\] with no aws:SourceArn or aws:SourceAccount condition"):
+    events.Rule(
+        stack,
+        "Any",
+        event_pattern=events.EventPattern(source=["aws.sagemaker"]),
+        targets=[events_targets.SnsTopic(monitoring.alarm_topic)],
+    )
+    with pytest.raises(
+        RuntimeError,
+        match=r"Ops/Monitoring/AlarmTopic/Policy: statement \d+ lets events.amazonaws.com "
+        r"\['sns:Publish'\] with no aws:SourceArn or aws:SourceAccount condition",
+    ):
         app.synth()
 
 
@@ -92,11 +105,17 @@ def test_the_deployment_check_waiter_writes_logs_only_to_its_own_log_group(env):
     check = DeploymentCheck(stack, "Check", endpoint=endpoint)
     template = Template.from_stack(stack).to_json()
     waiter = check.provider.node.find_child("waiter-state-machine")
-    policy_id = stack.resolve(waiter.node.find_child("Role").node.find_child("DefaultPolicy").node.default_child.logical_id)
+    policy_id = stack.resolve(
+        waiter.node.find_child("Role").node.find_child("DefaultPolicy").node.default_child.logical_id
+    )
     statements = template["Resources"][policy_id]["Properties"]["PolicyDocument"]["Statement"]
     on_star = [a for s in statements if s["Resource"] == "*" for a in _as_list(s["Action"])]
-    assert on_star and all(a.startswith("logs:") and "LogDeliver" in a or a in (
-        "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups") for a in on_star)
+    assert on_star and all(
+        a.startswith("logs:")
+        and "LogDeliver" in a
+        or a in ("logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups")
+        for a in on_star
+    )
     (writes,) = [s for s in statements if "logs:PutLogEvents" in _as_list(s["Action"])]
     assert writes["Action"] == ["logs:CreateLogStream", "logs:PutLogEvents"]
     logs_id = stack.resolve(check.waiter_logs.node.default_child.logical_id)

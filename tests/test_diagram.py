@@ -1,6 +1,7 @@
 """tools/diagram.py: the picture shows the system; CDK's own machinery (provider frameworks, waiter state
 machines, log-retention functions, bucket-notification handlers, hashed singletons) is left out and edges
 through it join their ends."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,16 +19,23 @@ CODE = lambda_.Code.from_inline("def handler(event, context):\n    return {}\n")
 
 
 def function(stack: Stack, name: str, **kwargs) -> lambda_.Function:
-    return lambda_.Function(stack, name, runtime=lambda_.Runtime.PYTHON_3_12, handler="index.handler", code=CODE,
-                            **kwargs)
+    return lambda_.Function(
+        stack, name, runtime=lambda_.Runtime.PYTHON_3_12, handler="index.handler", code=CODE, **kwargs
+    )
 
 
 def synth(out: Path, env: Environment | None = None) -> Path:
     app = App(outdir=str(out), context={"aws:cdk:enable-path-metadata": True})
     stack = Stack(app, "System", env=env)
     on_event, is_complete = function(stack, "OnEvent"), function(stack, "IsComplete")
-    provider = cr.Provider(stack, "Provider", on_event_handler=on_event, is_complete_handler=is_complete,
-                           query_interval=Duration.seconds(30), total_timeout=Duration.minutes(30))
+    provider = cr.Provider(
+        stack,
+        "Provider",
+        on_event_handler=on_event,
+        is_complete_handler=is_complete,
+        query_interval=Duration.seconds(30),
+        total_timeout=Duration.minutes(30),
+    )
     CustomResource(stack, "Check", service_token=provider.service_token, resource_type="Custom::Check")
     bucket = s3.Bucket(stack, "Uploads", removal_policy=RemovalPolicy.DESTROY, auto_delete_objects=True)
     bucket.add_event_notification(s3.EventType.OBJECT_CREATED, s3n.LambdaDestination(function(stack, "Ingest")))
@@ -40,8 +48,14 @@ def test_internal_resources_are_left_out_and_edges_join_through_them(tmp_path: P
     for env in (None, Environment(account="123456789012", region="us-east-1")):
         nodes = collect(synth(tmp_path / str(env is None), env))
         labels = sorted(n.label for n in nodes.values())
-        assert labels == ["Custom resource: Check", "Lambda: Ingest", "Lambda: IsComplete", "Lambda: OnEvent",
-                          "Lambda: Reporter", "S3 bucket: Uploads"], labels
+        assert labels == [
+            "Custom resource: Check",
+            "Lambda: Ingest",
+            "Lambda: IsComplete",
+            "Lambda: OnEvent",
+            "Lambda: Reporter",
+            "S3 bucket: Uploads",
+        ], labels
         by_label = {n.label: n.key for n in nodes.values()}
         check = nodes[by_label["Custom resource: Check"]]
         # Custom resource -> framework-onEvent -> (OnEvent, waiter state machine -> framework-isComplete -> IsComplete)

@@ -1,4 +1,5 @@
 """The API reference (`make docs`, pdoc) renders every public name, and the version has one source."""
+
 from __future__ import annotations
 
 import re

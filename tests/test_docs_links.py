@@ -1,4 +1,5 @@
 """tools/check_links.py: the committed pages have no broken relative link or anchor, and the checker finds them."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,26 +27,32 @@ def test_committed_page_has_no_broken_link(page):
     assert not broken, "\n".join(str(b) for b in broken)
 
 
-@pytest.mark.parametrize("heading, slug", [
-    ("Config reference", "config-reference"),
-    ("`EndpointSpec`", "endpointspec"),
-    ("PipelineSettings (pipeline)", "pipelinesettings-pipeline"),
-    ("Capacity plans: reserved GPUs, never bought silently", "capacity-plans-reserved-gpus-never-bought-silently"),
-    ("Endpoint -> model -> adapter", "endpoint---model---adapter"),
-    ("What `make check` runs (and why)", "what-make-check-runs-and-why"),
-    ("snake_case_name and *emphasis*", "snake_case_name-and-emphasis"),
-    ("[Linked](https://example.com) heading", "linked-heading"),
-])
+@pytest.mark.parametrize(
+    "heading, slug",
+    [
+        ("Config reference", "config-reference"),
+        ("`EndpointSpec`", "endpointspec"),
+        ("PipelineSettings (pipeline)", "pipelinesettings-pipeline"),
+        ("Capacity plans: reserved GPUs, never bought silently", "capacity-plans-reserved-gpus-never-bought-silently"),
+        ("Endpoint -> model -> adapter", "endpoint---model---adapter"),
+        ("What `make check` runs (and why)", "what-make-check-runs-and-why"),
+        ("snake_case_name and *emphasis*", "snake_case_name-and-emphasis"),
+        ("[Linked](https://example.com) heading", "linked-heading"),
+    ],
+)
 def test_slugs_are_githubs(heading, slug):
     assert github_slug(heading) == slug
 
 
 def test_repeated_headings_and_html_anchors_are_anchors_and_code_is_not():
-    text = "# Setup\n## Setup\nTitle\n=====\n<a name=\"custom\"></a>\n```\n# not a heading\n[x](missing.md)\n```\n"
+    text = '# Setup\n## Setup\nTitle\n=====\n<a name="custom"></a>\n```\n# not a heading\n[x](missing.md)\n```\n'
     assert anchors(text) == {"setup", "setup-1", "title", "custom"}
     assert links(text) == []
-    assert links("see `[x](missing.md)` and [y](real.md \"title\") and <img src=\"pic.png\">\n[ref]: other.md#a\n") == [
-        (1, "real.md"), (1, "pic.png"), (2, "other.md#a")]
+    assert links('see `[x](missing.md)` and [y](real.md "title") and <img src="pic.png">\n[ref]: other.md#a\n') == [
+        (1, "real.md"),
+        (1, "pic.png"),
+        (2, "other.md#a"),
+    ]
 
 
 def test_broken_files_and_anchors_are_found_and_external_links_are_not_fetched(tmp_path):
@@ -56,10 +63,15 @@ def test_broken_files_and_anchors_are_found_and_external_links_are_not_fetched(t
         "# Readme\n"
         "[ok](docs/guide.md#deploying-it) [ok](#readme) [ok](tool.py#L1) [ok](docs/) [ok](/docs/guide.md)\n"
         "[web](https://example.invalid/nowhere) [mail](mailto:nobody@example.invalid)\n"
-        "[gone](docs/missing.md) [bad anchor](docs/guide.md#deploy) [self](#nope) [py](tool.py#main)\n")
+        "[gone](docs/missing.md) [bad anchor](docs/guide.md#deploy) [self](#nope) [py](tool.py#main)\n"
+    )
     broken = check(["README.md", "docs"], root=tmp_path)
     assert [(b.line, b.target) for b in broken] == [
-        (4, "docs/missing.md"), (4, "docs/guide.md#deploy"), (4, "#nope"), (4, "tool.py#main")]
+        (4, "docs/missing.md"),
+        (4, "docs/guide.md#deploy"),
+        (4, "#nope"),
+        (4, "tool.py#main"),
+    ]
     assert "no heading or anchor #deploy in guide.md" in str(broken[1])
 
 

@@ -10,6 +10,7 @@ Markers (an HTML comment right above the block):
 
 Each block's config is loaded with every rule and synthesized (without the checks, as the update catalogue does).
 """
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,10 @@ from support.assemblies import config_data, synth_config
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 BLOCK = re.compile(r"(?:<!-- yaml: (?P<marker>[^>]*?) -->\n)?```yaml\n(?P<body>.*?)```", re.S)
-MARKER = re.compile(r"(?P<kind>complete|fragment|alternatives|layer)"
-                    r"(?: over (?P<base>[\w./-]+\.yaml))?(?:, under (?P<path>[\w.\[\]-]+))?(?:, as (?P<as>[\w./-]+))?")
+MARKER = re.compile(
+    r"(?P<kind>complete|fragment|alternatives|layer)"
+    r"(?: over (?P<base>[\w./-]+\.yaml))?(?:, under (?P<path>[\w.\[\]-]+))?(?:, as (?P<as>[\w./-]+))?"
+)
 
 
 def blocks() -> list[Any]:
@@ -33,9 +36,12 @@ def blocks() -> list[Any]:
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
         for match in BLOCK.finditer(text):
-            line = text[:match.start("body")].count("\n")
-            found.append(pytest.param(page, line, match.group("marker"), match.group("body"),
-                                      id=f"{page.relative_to(ROOT)}:{line}"))
+            line = text[: match.start("body")].count("\n")
+            found.append(
+                pytest.param(
+                    page, line, match.group("marker"), match.group("body"), id=f"{page.relative_to(ROOT)}:{line}"
+                )
+            )
     return found
 
 
@@ -65,8 +71,11 @@ def configs(marker: str, body: str) -> list[tuple[dict[str, Any], Path]]:
         finally:
             copy.unlink()
     base = ROOT / match.group("base")
-    texts = [line for line in body.splitlines() if line.strip() and not line.strip().startswith("#")] \
-        if kind == "alternatives" else [body]
+    texts = (
+        [line for line in body.splitlines() if line.strip() and not line.strip().startswith("#")]
+        if kind == "alternatives"
+        else [body]
+    )
     out = []
     for text in texts:
         fragment = yaml.safe_load(text.strip() if kind == "alternatives" else _dedent(text))

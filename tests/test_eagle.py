@@ -1,4 +1,5 @@
 """EagleOptimization and its speculative-decoding wiring: state machine, roles, triggers, serving, validation, cdk-nag."""
+
 from __future__ import annotations
 
 import json
@@ -100,8 +101,12 @@ def build(**eagle_kwargs: Any) -> Built:
     promos = Stack(app, "Promos")
     stack = Stack(app, "Main")
     llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
-    component = llm.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM",
-                                                accelerators=2))
+    component = llm.add_model(
+        "Qwen",
+        ModelSpec(
+            name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM", accelerators=2
+        ),
+    )
     eagle_kwargs.setdefault("promotion_parameter", PromotionParameter(promos, "QwenHead", model_name=MODEL).parameter)
     eagle = EagleOptimization(stack, "QwenEagle", component=component, **eagle_kwargs)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -127,18 +132,41 @@ def user_data() -> Built:
     stack = Stack(app, "Main")
     network = ec2.Vpc.from_vpc_attributes(stack, "Vpc", vpc_id="vpc-0abc12345def67890", availability_zones=["a"])
     llm = LlmEndpoint(
-        stack, "Chat", instance_type=INSTANCE, vpc=network,
-        vpc_subnets=ec2.SubnetSelection(subnets=[ec2.Subnet.from_subnet_attributes(
-            stack, "S0", subnet_id="subnet-0abc12345def67890", availability_zone="us-east-1a")]),
+        stack,
+        "Chat",
+        instance_type=INSTANCE,
+        vpc=network,
+        vpc_subnets=ec2.SubnetSelection(
+            subnets=[
+                ec2.Subnet.from_subnet_attributes(
+                    stack, "S0", subnet_id="subnet-0abc12345def67890", availability_zone="us-east-1a"
+                )
+            ]
+        ),
         security_groups=[ec2.SecurityGroup.from_security_group_id(stack, "G0", "sg-0abc12345def67890")],
     )
-    component = llm.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS,
-                                                architecture="Qwen3NextForCausalLM", accelerators=2))
+    component = llm.add_model(
+        "Qwen",
+        ModelSpec(
+            name=MODEL,
+            physical_name=MODEL,
+            model_data_s3_uri=WEIGHTS,
+            architecture="Qwen3NextForCausalLM",
+            accelerators=2,
+        ),
+    )
     head = PromotionParameter(promos, "QwenHead", model_name=MODEL)
     eagle = EagleOptimization(
-        stack, "QwenEagle", component=component, promotion_parameter=head.parameter,
-        settings={"schedule": None, "dataset": {"source": "s3", "s3_uri": USER_DATA}, "num_speculative_tokens": 3,
-                  "max_runtime_hours": 12},
+        stack,
+        "QwenEagle",
+        component=component,
+        promotion_parameter=head.parameter,
+        settings={
+            "schedule": None,
+            "dataset": {"source": "s3", "s3_uri": USER_DATA},
+            "num_speculative_tokens": 3,
+            "max_runtime_hours": 12,
+        },
         capacity_plan=SimpleNamespace(training_plan_arns=[PLAN_ARN], instance_type=INSTANCE),
         alarm_topic=encrypted_alarm_topic(stack, "Alarms", description="platform alarms"),
     )
@@ -156,10 +184,28 @@ def user_data() -> Built:
 
 def test_capture_loop_has_every_state(capture):
     assert set(capture.states()) == {
-        "Prepare", "PlanDataset", "AnyNewCaptures?", "NoNewCaptures", "ConvertCaptures", "FinalizeDataset",
-        "EnoughNewRecords?", "NotEnoughRecords",
-        "SummarizeDataset", "StartJob", "WaitForJob", "DescribeJob", "JobFinished?", "RecordRun", "JobSucceeded?",
-        "NotifyJobFailed", "JobFailed", "NotifyResultsUnparsed", "ResultsUnparsed", "NotifyFailure", "RunFailed", "Done",
+        "Prepare",
+        "PlanDataset",
+        "AnyNewCaptures?",
+        "NoNewCaptures",
+        "ConvertCaptures",
+        "FinalizeDataset",
+        "EnoughNewRecords?",
+        "NotEnoughRecords",
+        "SummarizeDataset",
+        "StartJob",
+        "WaitForJob",
+        "DescribeJob",
+        "JobFinished?",
+        "RecordRun",
+        "JobSucceeded?",
+        "NotifyJobFailed",
+        "JobFailed",
+        "NotifyResultsUnparsed",
+        "ResultsUnparsed",
+        "NotifyFailure",
+        "RunFailed",
+        "Done",
     }
     assert capture.definition["StartAt"] == "Prepare"
 
@@ -202,8 +248,10 @@ def test_distributed_map_reads_the_plan_batches_to_convert_and_writes_results_to
     assert convert["ItemBatcher"]["MaxItemsPerBatch"] == 25
     assert convert["ItemBatcher"]["BatchInput"]["run_id.$"] == "$.run.run_id"
     assert convert["ItemBatcher"]["BatchInput"]["output_prefix"] == "datasets"
-    assert convert["ResultWriter"] == {"Resource": "arn:${AWS::Partition}:states:::s3:putObject",
-                                       "Parameters": {"Bucket": bucket, "Prefix": "map-results"}}
+    assert convert["ResultWriter"] == {
+        "Resource": "arn:${AWS::Partition}:states:::s3:putObject",
+        "Parameters": {"Bucket": bucket, "Prefix": "map-results"},
+    }
     assert convert["ToleratedFailurePercentage"] == 5
     assert convert["ResultPath"] == "$.map"
     processor = convert["ItemProcessor"]
@@ -216,8 +264,11 @@ def test_distributed_map_reads_the_plan_batches_to_convert_and_writes_results_to
 
 def test_finalize_gets_the_plan_and_the_result_writer_manifest(capture):
     finalize = capture.states()["FinalizeDataset"]
-    assert finalize["Parameters"] == {"plan.$": "$.plan", "results.$": "$.map.ResultWriterDetails",
-                                      "target_component": MODEL}
+    assert finalize["Parameters"] == {
+        "plan.$": "$.plan",
+        "results.$": "$.map.ResultWriterDetails",
+        "target_component": MODEL,
+    }
     assert finalize["ResultPath"] == "$.dataset"
 
 
@@ -225,9 +276,15 @@ def test_threshold_skips_small_datasets_and_leaves_the_watermark_where_it_was(ca
     """Nothing before StartJob writes the watermark, so a run below the threshold has nothing to undo."""
     states = capture.states()
     enough = states["EnoughNewRecords?"]
-    assert enough["Choices"] == [{"Or": [{"Variable": "$.dataset.empty", "BooleanEquals": True},
-                                         {"Variable": "$.dataset.records", "NumericLessThan": 1000}],
-                                  "Next": "NotEnoughRecords"}]
+    assert enough["Choices"] == [
+        {
+            "Or": [
+                {"Variable": "$.dataset.empty", "BooleanEquals": True},
+                {"Variable": "$.dataset.records", "NumericLessThan": 1000},
+            ],
+            "Next": "NotEnoughRecords",
+        }
+    ]
     assert enough["Default"] == "SummarizeDataset"
     reason = states["NotEnoughRecords"]["Parameters"]["reason.$"]
     assert reason.startswith("States.Format(") and "min_new_records 1000" in reason
@@ -245,31 +302,51 @@ def test_only_the_start_function_writes_the_watermark(capture):
         for statement in render(resource["Properties"]["PolicyDocument"]["Statement"]):
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             resources = statement.get("Resource", [])
-            if "ssm:PutParameter" in actions and watermark in (resources if isinstance(resources, list) else [resources]):
+            if "ssm:PutParameter" in actions and watermark in (
+                resources if isinstance(resources, list) else [resources]
+            ):
                 writers.append(resource["Properties"]["Roles"])
-    loop = {lid(capture.stack, role): name for name, role in [
-        ("start", eagle.start_function.role), ("plan", eagle.plan_function.role),
-        ("convert", eagle.convert_function.role), ("finalize", eagle.finalize_function.role),
-        ("record", eagle.record_function.role), ("state machine", eagle.state_machine.role)]}
+    loop = {
+        lid(capture.stack, role): name
+        for name, role in [
+            ("start", eagle.start_function.role),
+            ("plan", eagle.plan_function.role),
+            ("convert", eagle.convert_function.role),
+            ("finalize", eagle.finalize_function.role),
+            ("record", eagle.record_function.role),
+            ("state machine", eagle.state_machine.role),
+        ]
+    }
     # (the deploy-time resource that creates the parameter writes it too; no other part of the loop may)
     assert [loop[role["Ref"]] for roles in writers for role in roles if role["Ref"] in loop] == ["start"]
-    assert not any(str(state.get("Resource", "")).endswith(":ssm:putParameter") for state in _all_states(capture.definition).values())
+    assert not any(
+        str(state.get("Resource", "")).endswith(":ssm:putParameter")
+        for state in _all_states(capture.definition).values()
+    )
 
 
 def test_start_job_gets_the_dataset_and_model_and_retries_quota_errors_for_hours(capture):
     start = capture.states()["StartJob"]
     assert start["Resource"] == capture.ref(capture.eagle.start_function, "Arn")
     assert start["Parameters"] == {
-        "model_name": MODEL, "model_s3_uri": WEIGHTS, "architecture": "Qwen3ForCausalLM",
-        "deployment_instance_type": INSTANCE, "max_instance_count": 1,
+        "model_name": MODEL,
+        "model_s3_uri": WEIGHTS,
+        "architecture": "Qwen3ForCausalLM",
+        "deployment_instance_type": INSTANCE,
+        "max_instance_count": 1,
         "training_data": {"s3_uri.$": "$.dataset.training_data_s3_uri", "s3_data_type.$": "$.dataset.s3_data_type"},
-        "run_id.$": "$.run.run_id", "dataset_summary.$": "$.dataset.summary",
+        "run_id.$": "$.run.run_id",
+        "dataset_summary.$": "$.dataset.summary",
         "watermark.$": "$.dataset.watermark_commit",  # the start moves the watermark with the job
     }
     retries = {tuple(r["ErrorEquals"]): r for r in start["Retry"]}
     assert retries[("ResourceLimitExceededError",)] == {
-        "ErrorEquals": ["ResourceLimitExceededError"], "IntervalSeconds": 1800, "MaxAttempts": 6, "BackoffRate": 2,
-        "MaxDelaySeconds": 4 * 3600}
+        "ErrorEquals": ["ResourceLimitExceededError"],
+        "IntervalSeconds": 1800,
+        "MaxAttempts": 6,
+        "BackoffRate": 2,
+        "MaxDelaySeconds": 4 * 3600,
+    }
     lambda_errors = next(r for errors, r in retries.items() if "Lambda.ServiceException" in errors)
     assert "Lambda.TooManyRequestsException" in lambda_errors["ErrorEquals"]
     assert start["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "NotifyFailure"}]
@@ -281,8 +358,12 @@ def test_failures_are_published_with_error_and_cause_then_fail(capture):
     assert notify["Resource"] == "arn:${AWS::Partition}:states:::sns:publish"
     assert notify["Parameters"]["TopicArn"] == capture.ref(capture.eagle.topic)
     assert notify["Parameters"]["Message"] == {
-        "model_name": MODEL, "run_id.$": "$$.Execution.Name", "execution.$": "$$.Execution.Id",
-        "error.$": "$.error.Error", "cause.$": "$.error.Cause"}
+        "model_name": MODEL,
+        "run_id.$": "$$.Execution.Name",
+        "execution.$": "$$.Execution.Id",
+        "error.$": "$.error.Error",
+        "cause.$": "$.error.Cause",
+    }
     assert notify["Next"] == "RunFailed"
     assert capture.states()["RunFailed"] == {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"}
 
@@ -337,17 +418,27 @@ def test_notifications_retry_throttling_and_internal_errors_under_both_spellings
     for name in ("NotifyFailure", "NotifyJobFailed", "NotifyResultsUnparsed"):
         (retry,) = capture.states()[name]["Retry"]
         assert retry == {"ErrorEquals": SNS_RETRY_ERRORS, "IntervalSeconds": 2, "MaxAttempts": 6, "BackoffRate": 2}
-    assert {"SNS.ThrottledException", "SNS.InternalErrorException", "SNS.KMSThrottlingException",
-            "Sns.ThrottledException", "Sns.InternalErrorException", "Sns.KmsThrottlingException"} <= set(SNS_RETRY_ERRORS)
+    assert {
+        "SNS.ThrottledException",
+        "SNS.InternalErrorException",
+        "SNS.KMSThrottlingException",
+        "Sns.ThrottledException",
+        "Sns.InternalErrorException",
+        "Sns.KmsThrottlingException",
+    } <= set(SNS_RETRY_ERRORS)
     import botocore.session
+
     publish = botocore.session.get_session().get_service_model("sns").operation_model("Publish")
     modelled = {shape.name for shape in publish.error_shapes}
     assert {"InternalErrorException", "KMSThrottlingException"} <= modelled
 
 
 def test_every_task_sends_its_errors_to_sns(capture):
-    tasks = [name for name, state in capture.states().items()
-             if state["Type"] in ("Task", "Map") and not name.startswith("Notify")]
+    tasks = [
+        name
+        for name, state in capture.states().items()
+        if state["Type"] in ("Task", "Map") and not name.startswith("Notify")
+    ]
     assert len(tasks) == 6  # plan, the convert map, finalize, start, describe, record: no state writes the watermark
     for name in tasks:
         catches = capture.states()[name]["Catch"]
@@ -363,9 +454,15 @@ def test_wait_and_describe_loop_until_a_terminal_status(capture):
     assert describe["ResultPath"] == "$.start.job"
     assert "SageMaker.ThrottlingException" in describe["Retry"][0]["ErrorEquals"]
     finished = states["JobFinished?"]
-    assert finished["Choices"] == [{"Or": [
-        {"Variable": "$.start.job.OptimizationJobStatus", "StringEquals": status}
-        for status in ("COMPLETED", "FAILED", "STOPPED")], "Next": "RecordRun"}]
+    assert finished["Choices"] == [
+        {
+            "Or": [
+                {"Variable": "$.start.job.OptimizationJobStatus", "StringEquals": status}
+                for status in ("COMPLETED", "FAILED", "STOPPED")
+            ],
+            "Next": "RecordRun",
+        }
+    ]
     assert finished["Default"] == "WaitForJob"
 
 
@@ -375,9 +472,15 @@ def test_record_gets_the_start_output_with_the_job_and_failed_jobs_are_published
     assert record["InputPath"] == "$.start" and record["ResultPath"] == "$.record"
     assert record["Resource"] == capture.ref(capture.eagle.record_function, "Arn")
     assert states["JobSucceeded?"]["Choices"] == [
-        {"And": [{"Variable": "$.start.job.OptimizationJobStatus", "StringEquals": "COMPLETED"},
-                 {"Variable": "$.record.results_unparsed", "BooleanEquals": True}], "Next": "NotifyResultsUnparsed"},
-        {"Variable": "$.start.job.OptimizationJobStatus", "StringEquals": "COMPLETED", "Next": "Done"}]
+        {
+            "And": [
+                {"Variable": "$.start.job.OptimizationJobStatus", "StringEquals": "COMPLETED"},
+                {"Variable": "$.record.results_unparsed", "BooleanEquals": True},
+            ],
+            "Next": "NotifyResultsUnparsed",
+        },
+        {"Variable": "$.start.job.OptimizationJobStatus", "StringEquals": "COMPLETED", "Next": "Done"},
+    ]
     assert states["JobSucceeded?"]["Default"] == "NotifyJobFailed"
     message = states["NotifyJobFailed"]["Parameters"]["Message"]
     assert message["failure_reason.$"] == "$.record.failure_reason"
@@ -408,11 +511,17 @@ def test_timeout_covers_the_job_limit_dataset_and_start_retries(capture):
 
 
 def test_state_machine_logs_and_traces(capture):
-    capture.template.has_resource_properties("AWS::StepFunctions::StateMachine", {
-        "LoggingConfiguration": {"Level": "ALL", "IncludeExecutionData": False,
-                                 "Destinations": [Match.any_value()]},
-        "TracingConfiguration": {"Enabled": True},
-    })
+    capture.template.has_resource_properties(
+        "AWS::StepFunctions::StateMachine",
+        {
+            "LoggingConfiguration": {
+                "Level": "ALL",
+                "IncludeExecutionData": False,
+                "Destinations": [Match.any_value()],
+            },
+            "TracingConfiguration": {"Enabled": True},
+        },
+    )
 
 
 # --------------------------------------------------------------------------- roles
@@ -421,11 +530,14 @@ def test_state_machine_logs_and_traces(capture):
 def test_only_the_start_function_may_pass_the_job_role_and_only_to_sagemaker(capture):
     eagle = capture.eagle
     job_role = capture.ref(eagle.job_role, "Arn")
-    passing = [(construct_id, statement) for construct_id, resource in capture.resources.items()
-               if resource["Type"] == "AWS::IAM::Policy"
-               for statement in render(resource["Properties"]["PolicyDocument"]["Statement"])
-               if "iam:PassRole" in (statement["Action"] if isinstance(statement["Action"], list)
-                                     else [statement["Action"]]) and statement["Resource"] == job_role]
+    passing = [
+        (construct_id, statement)
+        for construct_id, resource in capture.resources.items()
+        if resource["Type"] == "AWS::IAM::Policy"
+        for statement in render(resource["Properties"]["PolicyDocument"]["Statement"])
+        if "iam:PassRole" in (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])
+        and statement["Resource"] == job_role
+    ]
     assert len(passing) == 1
     _, statement = passing[0]
     assert statement["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
@@ -444,28 +556,51 @@ def test_start_function_grants(capture):
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["datasets/*"]}}
     watermark = render(capture.stack.resolve(eagle.watermark_parameter.parameter_arn))
     assert grants["ssm:GetParameter"] == grants["ssm:PutParameter"] == [watermark]  # this one parameter only
-    assert set(grants) == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments",
-                           "xray:PutTelemetryRecords", "sagemaker:CreateOptimizationJob",
-                           "sagemaker:DescribeOptimizationJob", "sagemaker:AddTags", "iam:PassRole", "s3:ListBucket",
-                           "ssm:GetParameter", "ssm:PutParameter"}
+    assert set(grants) == {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "sagemaker:CreateOptimizationJob",
+        "sagemaker:DescribeOptimizationJob",
+        "sagemaker:AddTags",
+        "iam:PassRole",
+        "s3:ListBucket",
+        "ssm:GetParameter",
+        "ssm:PutParameter",
+    }
 
 
 def test_job_role_reads_model_and_dataset_writes_only_its_output(capture):
     eagle = capture.eagle
     trust = capture.resources[lid(capture.stack, eagle.job_role)]["Properties"]["AssumeRolePolicyDocument"]
-    assert render(trust["Statement"]) == [{
-        "Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
-        "Condition": {"StringEquals": {"aws:SourceAccount": "${AWS::AccountId}"},  # confused deputy
-                      "ArnLike": {"aws:SourceArn": "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:*"}}}]
+    assert render(trust["Statement"]) == [
+        {
+            "Action": "sts:AssumeRole",
+            "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": "${AWS::AccountId}"},  # confused deputy
+                "ArnLike": {"aws:SourceArn": "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:*"},
+            },
+        }
+    ]
     artifacts = capture.ref(eagle.artifacts_bucket, "Arn")
     grants = capture.grants(eagle.job_role)
-    assert grants["s3:GetObject"] == sorted(["arn:${AWS::Partition}:s3:::my-weights/qwen3-32b/*",
-                                             f"{artifacts}/datasets/*"])
+    assert grants["s3:GetObject"] == sorted(
+        ["arn:${AWS::Partition}:s3:::my-weights/qwen3-32b/*", f"{artifacts}/datasets/*"]
+    )
     assert grants["s3:PutObject"] == grants["s3:AbortMultipartUpload"] == [f"{artifacts}/jobs/*"]
-    assert not [a for a in grants if a.startswith("s3:") and a not in {
-        "s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListBucket"}]
-    listings = {s["Sid"]: s["Condition"]["StringLike"]["s3:prefix"] for s in capture.statements(eagle.job_role)
-                if s["Action"] == "s3:ListBucket"}
+    assert not [
+        a
+        for a in grants
+        if a.startswith("s3:") and a not in {"s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListBucket"}
+    ]
+    listings = {
+        s["Sid"]: s["Condition"]["StringLike"]["s3:prefix"]
+        for s in capture.statements(eagle.job_role)
+        if s["Action"] == "s3:ListBucket"
+    }
     assert listings == {"ListModel": ["qwen3-32b/*"], "ListDataset": ["datasets/*"], "ListJobOutput": ["jobs/*"]}
     assert grants["kms:Decrypt"] == grants["kms:GenerateDataKey"] == [capture.ref(eagle.key, "Arn")]
     assert "ManagedPolicyArns" not in capture.resources[lid(capture.stack, eagle.job_role)]["Properties"]
@@ -474,8 +609,12 @@ def test_job_role_reads_model_and_dataset_writes_only_its_output(capture):
 
 def test_dataset_functions_read_only_this_endpoints_captures(capture):
     eagle = capture.eagle
-    capture_objects = (capture.ref(capture.endpoint.data_capture_bucket, "Arn") + "/data-capture/"
-                       + capture.ref(capture.endpoint.cfn_endpoint, "EndpointName") + "/*")
+    capture_objects = (
+        capture.ref(capture.endpoint.data_capture_bucket, "Arn")
+        + "/data-capture/"
+        + capture.ref(capture.endpoint.cfn_endpoint, "EndpointName")
+        + "/*"
+    )
     datasets = capture.ref(eagle.artifacts_bucket, "Arn") + "/datasets/*"
     convert = capture.grants(eagle.convert_function.role)
     assert convert["s3:GetObject"] == [capture_objects]
@@ -504,18 +643,26 @@ def test_training_set_is_written_under_the_key_the_job_role_may_decrypt_with(cap
 
 
 def test_unnamed_capture_records_go_to_the_model_only_when_it_is_alone_on_the_endpoint(capture):
-    env = capture.resources[lid(capture.stack, capture.eagle.convert_function)]["Properties"]["Environment"]["Variables"]
+    env = capture.resources[lid(capture.stack, capture.eagle.convert_function)]["Properties"]["Environment"][
+        "Variables"
+    ]
     assert env["UNNAMED_RECORDS_COMPONENT"] == MODEL  # one model, no LoRA: nothing else can be captured
     app = App()
     promos, stack = Stack(app, "Promos"), Stack(app, "Main")
     llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
-    qwen = llm.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM",
-                                           accelerators=2))
-    eagle = EagleOptimization(stack, "QwenEagle", component=qwen,
-                              promotion_parameter=PromotionParameter(promos, "H", model_name=MODEL).parameter)
+    qwen = llm.add_model(
+        "Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM", accelerators=2)
+    )
+    eagle = EagleOptimization(
+        stack,
+        "QwenEagle",
+        component=qwen,
+        promotion_parameter=PromotionParameter(promos, "H", model_name=MODEL).parameter,
+    )
     llm.add_model("Other", ModelSpec(name="other-model", model_data_s3_uri=WEIGHTS, accelerators=2))  # added later
-    variables = Template.from_stack(stack).to_json()["Resources"][lid(stack, eagle.convert_function)][
-        "Properties"]["Environment"]["Variables"]
+    variables = Template.from_stack(stack).to_json()["Resources"][lid(stack, eagle.convert_function)]["Properties"][
+        "Environment"
+    ]["Variables"]
     assert variables["UNNAMED_RECORDS_COMPONENT"] == ""  # two components: unnamed records are kept apart
 
 
@@ -532,8 +679,14 @@ def test_record_function_grants(capture):
 
 def test_state_machine_cannot_write_outside_map_results(capture):
     deny = [s for s in capture.statements(capture.eagle.state_machine.role) if s["Effect"] == "Deny"]
-    assert deny == [{"Action": "s3:PutObject", "Effect": "Deny", "Sid": "WriteOnlyMapResults",
-                     "NotResource": capture.ref(capture.eagle.artifacts_bucket, "Arn") + "/map-results/*"}]
+    assert deny == [
+        {
+            "Action": "s3:PutObject",
+            "Effect": "Deny",
+            "Sid": "WriteOnlyMapResults",
+            "NotResource": capture.ref(capture.eagle.artifacts_bucket, "Arn") + "/map-results/*",
+        }
+    ]
 
 
 def test_endpoint_role_reads_draft_heads_only(capture):
@@ -549,13 +702,21 @@ def test_endpoint_role_reads_draft_heads_only(capture):
 
 
 def test_runs_table_is_keyed_by_model_and_run_with_pitr_and_kms(capture):
-    capture.template.has_resource_properties("AWS::DynamoDB::Table", {
-        "KeySchema": [{"AttributeName": "model_name", "KeyType": "HASH"},
-                      {"AttributeName": "run_id", "KeyType": "RANGE"}],
-        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-        "SSESpecification": {"SSEEnabled": True, "SSEType": "KMS",
-                             "KMSMasterKeyId": {"Fn::GetAtt": [lid(capture.stack, capture.eagle.key), "Arn"]}},
-    })
+    capture.template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "KeySchema": [
+                {"AttributeName": "model_name", "KeyType": "HASH"},
+                {"AttributeName": "run_id", "KeyType": "RANGE"},
+            ],
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "SSESpecification": {
+                "SSEEnabled": True,
+                "SSEType": "KMS",
+                "KMSMasterKeyId": {"Fn::GetAtt": [lid(capture.stack, capture.eagle.key), "Arn"]},
+            },
+        },
+    )
 
 
 def test_start_and_record_environment(capture):
@@ -567,7 +728,9 @@ def test_start_and_record_environment(capture):
     assert start["MAX_RUNTIME_SECONDS"] == "86400"
     assert start["KMS_KEY_ARN"] == capture.ref(eagle.key, "Arn")
     assert "SUBNET_IDS" not in start and "TRAINING_PLAN_ARNS" not in start
-    record = render(capture.resources[lid(capture.stack, eagle.record_function)]["Properties"]["Environment"]["Variables"])
+    record = render(
+        capture.resources[lid(capture.stack, eagle.record_function)]["Properties"]["Environment"]["Variables"]
+    )
     assert record["RUNS_TABLE"] == capture.ref(eagle.runs_table)
     assert record["REPORT_S3_URI"] == "s3://" + capture.ref(eagle.artifacts_bucket) + "/reports"
     assert record["PROMOTION_PARAMETER"] == PARAMETER_NAME
@@ -577,8 +740,10 @@ def test_start_and_record_environment(capture):
 
 
 def test_watermark_starts_empty_in_the_dataset_builders_format(capture):
-    capture.template.has_resource_properties("Custom::SageMakerLlmRunTimeParameter", {
-        "ParameterName": f"/sagemaker-llm/state/eagle/{MODEL}/watermark", "InitialValue": '{"v":1,"after":{}}'})
+    capture.template.has_resource_properties(
+        "Custom::SageMakerLlmRunTimeParameter",
+        {"ParameterName": f"/sagemaker-llm/state/eagle/{MODEL}/watermark", "InitialValue": '{"v":1,"after":{}}'},
+    )
 
 
 def test_schedule_starts_this_state_machine_with_an_empty_input(capture):
@@ -592,12 +757,20 @@ def test_schedule_starts_this_state_machine_with_an_empty_input(capture):
 
 
 def test_timed_out_and_aborted_runs_are_published(capture):
-    capture.template.has_resource_properties("AWS::Events::Rule", {
-        "EventPattern": {"source": ["aws.states"], "detail-type": ["Step Functions Execution Status Change"],
-                         "detail": {"status": ["TIMED_OUT", "ABORTED"],
-                                    "stateMachineArn": [{"Ref": lid(capture.stack, capture.eagle.state_machine)}]}},
-        "Targets": [Match.object_like({"Arn": {"Ref": lid(capture.stack, capture.eagle.topic)}})],
-    })
+    capture.template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": {
+                "source": ["aws.states"],
+                "detail-type": ["Step Functions Execution Status Change"],
+                "detail": {
+                    "status": ["TIMED_OUT", "ABORTED"],
+                    "stateMachineArn": [{"Ref": lid(capture.stack, capture.eagle.state_machine)}],
+                },
+            },
+            "Targets": [Match.object_like({"Arn": {"Ref": lid(capture.stack, capture.eagle.topic)}})],
+        },
+    )
     capture.template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
 
 
@@ -619,18 +792,23 @@ def test_draft_head_is_an_ssm_stack_parameter_resolved_on_every_deploy(capture):
     assert parameter["Default"] == PARAMETER_NAME
     assert "[cdk:skip]" not in parameter["Description"]  # the CLI must never skip deploying this stack
     conditions = capture.template.to_json()["Conditions"]
-    assert conditions == {lid(capture.stack, capture.eagle.speculative_decoding.promoted_condition): {
-        "Fn::Not": [{"Fn::Equals": [{"Ref": name}, "none"]}]}}
+    assert conditions == {
+        lid(capture.stack, capture.eagle.speculative_decoding.promoted_condition): {
+            "Fn::Not": [{"Fn::Equals": [{"Ref": name}, "none"]}]
+        }
+    }
 
 
 def test_inference_component_serves_the_serving_model_only_while_a_head_is_promoted(capture):
     wiring = capture.eagle.speculative_decoding
     component = capture.resources[lid(capture.stack, capture.component.cfn_inference_component)]
-    served = {"Fn::If": [
-        lid(capture.stack, wiring.promoted_condition),
-        {"Fn::GetAtt": [lid(capture.stack, wiring.serving_model), "ModelName"]},
-        {"Fn::GetAtt": [lid(capture.stack, capture.component.cfn_model), "ModelName"]},
-    ]}
+    served = {
+        "Fn::If": [
+            lid(capture.stack, wiring.promoted_condition),
+            {"Fn::GetAtt": [lid(capture.stack, wiring.serving_model), "ModelName"]},
+            {"Fn::GetAtt": [lid(capture.stack, capture.component.cfn_model), "ModelName"]},
+        ]
+    }
     assert component["Properties"]["Specification"]["ModelName"] == served
     assert capture.stack.resolve(capture.component.served_model_name) == served  # for DeploymentCheck
 
@@ -642,13 +820,21 @@ def test_serving_model_adds_the_draft_channel_and_speculative_config(capture):
     assert serving["Condition"] == lid(capture.stack, wiring.promoted_condition)
     container = serving["Properties"]["PrimaryContainer"]
     parameter = lid(capture.stack, wiring.draft_head_parameter)
-    assert container["AdditionalModelDataSources"] == [{"ChannelName": "eagle", "S3DataSource": {
-        "S3Uri": {"Ref": parameter}, "S3DataType": "S3Prefix", "CompressionType": "None"}}]
-    assert container["ModelDataSource"] == {"S3DataSource": {"S3Uri": WEIGHTS, "S3DataType": "S3Prefix",
-                                                             "CompressionType": "None"}}
+    assert container["AdditionalModelDataSources"] == [
+        {
+            "ChannelName": "eagle",
+            "S3DataSource": {"S3Uri": {"Ref": parameter}, "S3DataType": "S3Prefix", "CompressionType": "None"},
+        }
+    ]
+    assert container["ModelDataSource"] == {
+        "S3DataSource": {"S3Uri": WEIGHTS, "S3DataType": "S3Prefix", "CompressionType": "None"}
+    }
     env = container["Environment"]
     assert json.loads(env["OPTION_SPECULATIVE_CONFIG"]) == {
-        "method": "eagle3", "model": "/opt/ml/additional-model-data-sources/eagle", "num_speculative_tokens": 5}
+        "method": "eagle3",
+        "model": "/opt/ml/additional-model-data-sources/eagle",
+        "num_speculative_tokens": 5,
+    }
     assert env["OPTION_MODEL_ID"] == "/opt/ml/model" and env["OPTION_TENSOR_PARALLEL_DEGREE"] == "2"
     base = capture.resources[lid(capture.stack, capture.component.cfn_model)]["Properties"]["PrimaryContainer"]
     assert container["Image"] == base["Image"]
@@ -675,17 +861,25 @@ def test_serving_model_is_told_which_heads_this_stack_may_serve(capture):
     serving = capture.resources[lid(capture.stack, wiring.serving_model)]
     assert render(serving["Properties"]["PromotedHead"]) == {
         "S3Uri": "${" + lid(capture.stack, wiring.draft_head_parameter) + "}",
-        "ReadablePrefix": "s3://" + capture.ref(capture.eagle.artifacts_bucket) + "/jobs/"}
+        "ReadablePrefix": "s3://" + capture.ref(capture.eagle.artifacts_bucket) + "/jobs/",
+    }
     heads = next(s for s in capture.statements(capture.endpoint.role) if s.get("Sid") == "ReadEagleDraftHeads")
     assert heads["Resource"] == capture.ref(capture.eagle.artifacts_bucket, "Arn") + "/jobs/*/draft/*"
     grants = capture.grants(wiring.function.role)
     assert grants["sagemaker:DescribeOptimizationJob"] == [
-        "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:optimization-job/eagle-*"]
+        "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:optimization-job/eagle-*"
+    ]
 
 
 def test_promotion_parameter_lives_in_the_companion_stack_deployed_first(capture):
-    Template.from_stack(capture.promos).has_resource_properties("Custom::SageMakerLlmRunTimeParameter", {
-        "ParameterName": PARAMETER_NAME, "InitialValue": "none", "SeedFrom": f"/sagemaker-llm/eagle/{MODEL}/draft-head"})
+    Template.from_stack(capture.promos).has_resource_properties(
+        "Custom::SageMakerLlmRunTimeParameter",
+        {
+            "ParameterName": PARAMETER_NAME,
+            "InitialValue": "none",
+            "SeedFrom": f"/sagemaker-llm/eagle/{MODEL}/draft-head",
+        },
+    )
     assert capture.promos in capture.stack.dependencies
 
 
@@ -708,8 +902,11 @@ def test_the_platforms_promotion_parameters_follow_the_configs_removal(removal):
 
 
 def test_speculative_config_method_names():
-    assert json.loads(speculative_config("EAGLE2", 3)) == {"method": "eagle", "model": DRAFT_PATH,
-                                                          "num_speculative_tokens": 3}
+    assert json.loads(speculative_config("EAGLE2", 3)) == {
+        "method": "eagle",
+        "model": DRAFT_PATH,
+        "num_speculative_tokens": 3,
+    }
     assert json.loads(speculative_config("EAGLE3", 5))["method"] == "eagle3"
 
 
@@ -718,9 +915,24 @@ def test_speculative_config_method_names():
 
 def test_user_dataset_is_validated_then_trained_on_directly(user_data):
     states = user_data.states()
-    assert set(states) == {"Prepare", "ValidateDataset", "UseDataset", "StartJob", "WaitForJob", "DescribeJob",
-                           "JobFinished?", "RecordRun", "JobSucceeded?", "NotifyJobFailed", "JobFailed", "NotifyResultsUnparsed", "ResultsUnparsed",
-                           "NotifyFailure", "RunFailed", "Done"}
+    assert set(states) == {
+        "Prepare",
+        "ValidateDataset",
+        "UseDataset",
+        "StartJob",
+        "WaitForJob",
+        "DescribeJob",
+        "JobFinished?",
+        "RecordRun",
+        "JobSucceeded?",
+        "NotifyJobFailed",
+        "JobFailed",
+        "NotifyResultsUnparsed",
+        "ResultsUnparsed",
+        "NotifyFailure",
+        "RunFailed",
+        "Done",
+    }
     assert states["Prepare"]["Next"] == "ValidateDataset"
     assert states["ValidateDataset"]["Parameters"] == {"s3_uri": USER_DATA, "s3_data_type": "S3Prefix"}
     assert states["UseDataset"]["Parameters"]["training_data_s3_uri"] == USER_DATA
@@ -742,7 +954,9 @@ def test_user_dataset_prefix_is_what_the_job_and_start_may_read(user_data):
 
 def test_vpc_and_capacity_plan_reach_the_start_function_and_job_role(user_data):
     eagle = user_data.eagle
-    env = render(user_data.resources[lid(user_data.stack, eagle.start_function)]["Properties"]["Environment"]["Variables"])
+    env = render(
+        user_data.resources[lid(user_data.stack, eagle.start_function)]["Properties"]["Environment"]["Variables"]
+    )
     assert env["SUBNET_IDS"] == "subnet-0abc12345def67890"
     assert env["SECURITY_GROUP_IDS"] == "sg-0abc12345def67890"
     assert env["TRAINING_PLAN_ARNS"] == PLAN_ARN
@@ -750,7 +964,10 @@ def test_vpc_and_capacity_plan_reach_the_start_function_and_job_role(user_data):
     grants = user_data.grants(eagle.job_role)
     assert "ec2:CreateNetworkInterface" in grants and grants["ec2:DescribeSubnets"] == ["*"]
     serving = user_data.resources[lid(user_data.stack, eagle.speculative_decoding.serving_model)]["Properties"]
-    assert serving["VpcConfig"] == {"SecurityGroupIds": ["sg-0abc12345def67890"], "Subnets": ["subnet-0abc12345def67890"]}
+    assert serving["VpcConfig"] == {
+        "SecurityGroupIds": ["sg-0abc12345def67890"],
+        "Subnets": ["subnet-0abc12345def67890"],
+    }
 
 
 def test_eagle2_architecture_serves_with_vllm_method_eagle(user_data):
@@ -768,10 +985,13 @@ def test_given_topic_is_used_and_no_schedule_is_made(user_data):
     assert notify["Parameters"]["TopicArn"] == user_data.ref(user_data.eagle.topic)
     assert user_data.eagle.topic.node.path == "Main/Alarms"
     key_policy = user_data.resources[lid(user_data.stack, user_data.eagle.topic.master_key)]["Properties"]["KeyPolicy"]
-    assert {"Action": ["kms:Decrypt", "kms:GenerateDataKey*"], "Effect": "Allow", "Resource": "*",
-            "Principal": {"Service": "events.amazonaws.com"},
-            "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}} \
-        in key_policy["Statement"]  # EventBridge may publish timed-out runs to the given encrypted topic
+    assert {
+        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+        "Effect": "Allow",
+        "Resource": "*",
+        "Principal": {"Service": "events.amazonaws.com"},
+        "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}},
+    } in key_policy["Statement"]  # EventBridge may publish timed-out runs to the given encrypted topic
 
 
 # --------------------------------------------------------------------------- cdk-nag
@@ -789,11 +1009,18 @@ def test_cdk_nag_still_flags_an_unreviewed_wildcard_on_the_job_role():
     app = App()
     promos, stack = Stack(app, "Promos"), Stack(app, "Main")
     llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
-    component = llm.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM"))
-    eagle = EagleOptimization(stack, "QwenEagle", component=component,
-                              promotion_parameter=PromotionParameter(promos, "Head", model_name=MODEL).parameter)
-    eagle.job_role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"],
-                                                               resources=["arn:aws:s3:::other-bucket/*"]))
+    component = llm.add_model(
+        "Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM")
+    )
+    eagle = EagleOptimization(
+        stack,
+        "QwenEagle",
+        component=component,
+        promotion_parameter=PromotionParameter(promos, "Head", model_name=MODEL).parameter,
+    )
+    eagle.job_role.add_to_principal_policy(
+        iam.PolicyStatement(actions=["s3:GetObject"], resources=["arn:aws:s3:::other-bucket/*"])
+    )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     with pytest.raises(Exception, match=r"AwsSolutions-IAM5\[Resource::arn:aws:s3:::other-bucket/\*\]"):
         app.synth()
@@ -802,11 +1029,18 @@ def test_cdk_nag_still_flags_an_unreviewed_wildcard_on_the_job_role():
 # --------------------------------------------------------------------------- validation
 
 
-def _component(stack: Stack | None = None, *, architecture: str | None = "Qwen3ForCausalLM",
-               instance_type: str = INSTANCE, **endpoint_kwargs: Any):
+def _component(
+    stack: Stack | None = None,
+    *,
+    architecture: str | None = "Qwen3ForCausalLM",
+    instance_type: str = INSTANCE,
+    **endpoint_kwargs: Any,
+):
     stack = stack or Stack(App(), "Main")
     llm = LlmEndpoint(stack, "Chat", instance_type=instance_type, **endpoint_kwargs)
-    return stack, llm.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture=architecture))
+    return stack, llm.add_model(
+        "Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture=architecture)
+    )
 
 
 def _head(stack: Stack) -> ssm.IStringParameter:
@@ -815,9 +1049,12 @@ def _head(stack: Stack) -> ssm.IStringParameter:
 
 def test_unsupported_architecture_names_the_supported_list():
     stack, component = _component(architecture="MistralForCausalLM")
-    with pytest.raises(ConfigurationError, match=r"(?s)component\.spec\.architecture: got 'MistralForCausalLM'; "
-                                                 r"allowed: one of LlamaForCausalLM \(EAGLE3\).*Qwen3NextForCausalLM "
-                                                 r"\(EAGLE2\)"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"(?s)component\.spec\.architecture: got 'MistralForCausalLM'; "
+        r"allowed: one of LlamaForCausalLM \(EAGLE3\).*Qwen3NextForCausalLM "
+        r"\(EAGLE2\)",
+    ):
         EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack))
 
 
@@ -829,24 +1066,38 @@ def test_missing_architecture_is_refused():
 
 def test_builtin_dataset_needs_its_location():
     stack, component = _component()
-    with pytest.raises(ConfigurationError, match=r"dataset\.s3_uri: got None; allowed: an s3:// prefix with source "
-                                                 r"builtin"):
-        EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
-                          settings={"dataset": {"source": "builtin", "builtin_name": "gsm8k"}})
+    with pytest.raises(
+        ConfigurationError,
+        match=r"dataset\.s3_uri: got None; allowed: an s3:// prefix with source "
+        r"builtin",
+    ):
+        EagleOptimization(
+            stack,
+            "E",
+            component=component,
+            promotion_parameter=_head(stack),
+            settings={"dataset": {"source": "builtin", "builtin_name": "gsm8k"}},
+        )
 
 
 def test_promotion_parameter_in_the_components_stack_is_refused():
     stack, component = _component()
     same = PromotionParameter(stack, "Head", model_name=MODEL).parameter
-    with pytest.raises(ConfigurationError, match=r"(?s)promotion_parameter: got 'Main/Head/Resource'; allowed: a "
-                                                 r"parameter created in a stack other than Main.*companion stack"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"(?s)promotion_parameter: got 'Main/Head/Resource'; allowed: a "
+        r"parameter created in a stack other than Main.*companion stack",
+    ):
         EagleOptimization(stack, "E", component=component, promotion_parameter=same)
 
 
 def test_missing_promotion_parameter_says_how_to_make_one():
     stack, component = _component()
-    with pytest.raises(ConfigurationError, match=r"(?s)promotion_parameter: got None.*deployed before Main.*"
-                                                 r"PromotionParameter\(promotions, 'EHead', model_name='qwen3-32b'\)"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"(?s)promotion_parameter: got None.*deployed before Main.*"
+        r"PromotionParameter\(promotions, 'EHead', model_name='qwen3-32b'\)",
+    ):
         EagleOptimization(stack, "E", component=component)
 
 
@@ -854,8 +1105,11 @@ def test_promotion_parameter_needs_a_fixed_name():
     stack, component = _component()
     other = Stack(stack.node.root, "Other")
     generated = ssm.StringParameter(other, "P", string_value="none")
-    with pytest.raises(ConfigurationError, match=r"promotion_parameter: got 'Other/P'; allowed: a parameter with a "
-                                                 r"fixed name"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"promotion_parameter: got 'Other/P'; allowed: a parameter with a "
+        r"fixed name",
+    ):
         EagleOptimization(stack, "E", component=component, promotion_parameter=generated)
 
 
@@ -869,30 +1123,42 @@ def test_imported_parameter_by_name_is_accepted():
 def test_eagle_must_be_in_the_components_stack():
     stack, component = _component()
     elsewhere = Stack(stack.node.root, "Elsewhere")
-    with pytest.raises(ConfigurationError, match=r"scope: got 'Elsewhere'; allowed: a construct in the component's "
-                                                 r"stack \(Main\)"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"scope: got 'Elsewhere'; allowed: a construct in the component's "
+        r"stack \(Main\)",
+    ):
         EagleOptimization(elsewhere, "E", component=component, promotion_parameter=_head(stack))
 
 
 def test_capture_source_needs_data_capture():
     stack, component = _component(data_capture=DataCapture(enabled=False))
-    with pytest.raises(ConfigurationError, match=r"settings\.dataset\.source: got 'capture'; allowed: s3 or builtin "
-                                                 r"while the endpoint's data capture is off"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"settings\.dataset\.source: got 'capture'; allowed: s3 or builtin "
+        r"while the endpoint's data capture is off",
+    ):
         EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack))
 
 
 def test_endpoint_instance_type_must_run_optimization_jobs_or_job_instance_type_is_set():
     stack, component = _component(instance_type="ml.m5.4xlarge")
-    with pytest.raises(ConfigurationError, match=r"settings\.job_instance_type: got 'ml\.m5\.4xlarge'.*set "
-                                                 r"job_instance_type"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"settings\.job_instance_type: got 'ml\.m5\.4xlarge'.*set "
+        r"job_instance_type",
+    ):
         EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack))
 
 
 def test_capacity_plan_must_match_the_job_instance_type():
     stack, component = _component()
     plan = SimpleNamespace(training_plan_arns=[PLAN_ARN], instance_type="ml.p5en.48xlarge")
-    with pytest.raises(ConfigurationError, match=r"capacity_plan: got 'ml\.p5en\.48xlarge'; allowed: a plan for "
-                                                 r"ml\.p5e\.48xlarge"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"capacity_plan: got 'ml\.p5en\.48xlarge'; allowed: a plan for "
+        r"ml\.p5e\.48xlarge",
+    ):
         EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack), capacity_plan=plan)
 
 
@@ -909,33 +1175,51 @@ def test_a_capacity_plan_bought_for_endpoints_cannot_be_given_to_the_job():
 
     stack, component = _component()
     plan = CapacityPlan.from_plan_arn(stack, "Plan", plan_arn=PLAN_ARN, instance_type=INSTANCE, instance_count=2)
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             "capacity_plan: got 'chat-p5e'; allowed: a training plan meant for jobs (target training-job); capacity "
-            "plans target endpoints and SageMaker refuses them in an optimization job's TrainingPlanArns")):
+            "plans target endpoints and SageMaker refuses them in an optimization job's TrainingPlanArns"
+        ),
+    ):
         EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack), capacity_plan=plan)
 
 
 def test_use_capacity_plan_is_refused_with_the_reason():
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             "use_capacity_plan: got True; allowed: false: a capacity plan bought for endpoints (target endpoint) cannot "
-            "be given to an optimization job")):
+            "be given to an optimization job"
+        ),
+    ):
         validated(EagleSettings, {"use_capacity_plan": True}, where="eagle")
 
 
-@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")],
-                         ids=["agnostic", "bound"])
-@pytest.mark.parametrize(("plan", "expected"), [
-    ("job-plan-p5e", "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:training-plan/job-plan-p5e"),
-    ("arn:aws:sagemaker:us-east-1:123456789012:training-plan/jobs", "arn:aws:sagemaker:us-east-1:123456789012:"
-                                                                     "training-plan/jobs"),
-])
+@pytest.mark.parametrize(
+    "env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"]
+)
+@pytest.mark.parametrize(
+    ("plan", "expected"),
+    [
+        ("job-plan-p5e", "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:training-plan/job-plan-p5e"),
+        (
+            "arn:aws:sagemaker:us-east-1:123456789012:training-plan/jobs",
+            "arn:aws:sagemaker:us-east-1:123456789012:training-plan/jobs",
+        ),
+    ],
+)
 def test_a_training_plan_for_jobs_reaches_the_start_function(env, plan, expected):
     app = App()
     stack = Stack(app, "Main", env=env)
     _, component = _component(stack)
-    eagle = EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
-                              settings={"training_plan": plan, "job_instance_type": "ml.p5en.48xlarge",
-                                        "max_instance_count": 2})
+    eagle = EagleOptimization(
+        stack,
+        "E",
+        component=component,
+        promotion_parameter=_head(stack),
+        settings={"training_plan": plan, "job_instance_type": "ml.p5en.48xlarge", "max_instance_count": 2},
+    )
     resources = Template.from_stack(stack).to_json()["Resources"]
     variables = resources[lid(stack, eagle.start_function)]["Properties"]["Environment"]["Variables"]
     rendered = render(variables["TRAINING_PLAN_ARNS"])
@@ -947,7 +1231,9 @@ def test_a_training_plan_for_jobs_reaches_the_start_function(env, plan, expected
 
 @pytest.mark.parametrize("plan", ["job_plan", "x" * 65, "arn:aws:sagemaker:us-east-1:1:training-plan/p"])
 def test_training_plan_must_be_an_arn_or_a_name(plan):
-    with pytest.raises(ConfigurationError, match=re.escape(f"training_plan: got '{plan}'; allowed: a training plan ARN")):
+    with pytest.raises(
+        ConfigurationError, match=re.escape(f"training_plan: got '{plan}'; allowed: a training plan ARN")
+    ):
         validated(EagleSettings, {"training_plan": plan}, where="eagle")
 
 
@@ -955,15 +1241,34 @@ def test_the_cost_table_says_what_one_run_costs_at_most():
     from sagemaker_llm_cdk.operations.cost import cost_ceiling_table
 
     stack, component = _component()
-    EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
-                      settings={"max_runtime_hours": 6, "max_instance_count": 2})
+    EagleOptimization(
+        stack,
+        "E",
+        component=component,
+        promotion_parameter=_head(stack),
+        settings={"max_runtime_hours": 6, "max_instance_count": 2},
+    )
     table = cost_ceiling_table(stack)
     (line,) = [x for x in table.splitlines() if x.startswith(f"  eagle {MODEL}")]
     # 5 weekly runs fit in 30 days, each at most 12 instance-hours: 0-60 on demand; unknown price, never 0.
-    assert line.split()[2:] == [INSTANCE, "2", "per", "run", "0-60", "0", "unknown", "USD", "0.00", "unknown", "none",
-                                "(on-demand)"]
-    assert (f"Main/E: one optimization run uses at most 6 h x 2 {INSTANCE} = 12 instance-hours on demand; scheduled "
-            "rate(7 days) (4.3 runs in 30 days)") in table
+    assert line.split()[2:] == [
+        INSTANCE,
+        "2",
+        "per",
+        "run",
+        "0-60",
+        "0",
+        "unknown",
+        "USD",
+        "0.00",
+        "unknown",
+        "none",
+        "(on-demand)",
+    ]
+    assert (
+        f"Main/E: one optimization run uses at most 6 h x 2 {INSTANCE} = 12 instance-hours on demand; scheduled "
+        "rate(7 days) (4.3 runs in 30 days)"
+    ) in table
 
 
 # --------------------------------------------------------------------------- new-records check (threshold trigger)
@@ -997,8 +1302,12 @@ def test_records_check_may_read_captures_and_start_only_this_state_machine(check
     grants = checked.grants(eagle.check_function.role)
     machine = checked.ref(eagle.state_machine)
     assert grants["states:StartExecution"] == grants["states:ListExecutions"] == [machine]
-    capture_objects = (checked.ref(checked.endpoint.data_capture_bucket, "Arn") + "/data-capture/"
-                       + checked.ref(checked.endpoint.cfn_endpoint, "EndpointName") + "/*")
+    capture_objects = (
+        checked.ref(checked.endpoint.data_capture_bucket, "Arn")
+        + "/data-capture/"
+        + checked.ref(checked.endpoint.cfn_endpoint, "EndpointName")
+        + "/*"
+    )
     assert grants["s3:GetObject"] == [capture_objects]
     assert grants["kms:Decrypt"] == [checked.ref(checked.endpoint.key, "Arn")]
     assert "s3:PutObject" not in grants and "ssm:PutParameter" not in grants
@@ -1010,24 +1319,43 @@ def test_records_check_may_read_captures_and_start_only_this_state_machine(check
 
 def test_no_records_check_unless_asked(capture):
     assert capture.eagle.check_function is None and capture.eagle.records_check is None
-    assert not [r for r in capture.resources.values()
-                if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Handler") == "index.check"]
+    assert not [
+        r
+        for r in capture.resources.values()
+        if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Handler") == "index.check"
+    ]
 
 
 def test_records_check_needs_captured_traffic():
     stack, component = _component()
-    with pytest.raises(ConfigurationError, match=r"dataset\.records_check: got 'rate\(1 hour\)'; allowed: only with "
-                                                 r"source capture or front_door .*; fix: remove records_check"):
-        EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
-                          settings={"dataset": {"source": "s3", "s3_uri": USER_DATA, "records_check": "rate(1 hour)"}})
+    with pytest.raises(
+        ConfigurationError,
+        match=r"dataset\.records_check: got 'rate\(1 hour\)'; allowed: only with "
+        r"source capture or front_door .*; fix: remove records_check",
+    ):
+        EagleOptimization(
+            stack,
+            "E",
+            component=component,
+            promotion_parameter=_head(stack),
+            settings={"dataset": {"source": "s3", "s3_uri": USER_DATA, "records_check": "rate(1 hour)"}},
+        )
 
 
 def test_records_check_must_be_a_schedule_expression():
     stack, component = _component()
-    with pytest.raises(ConfigurationError, match=r"dataset\.records_check: got 'hourly'; allowed: rate\(value unit\) "
-                                                 r".*fix: the expression starts with none of rate\(, cron\( or at\("):
-        EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
-                          settings={"dataset": {"records_check": "hourly"}})
+    with pytest.raises(
+        ConfigurationError,
+        match=r"dataset\.records_check: got 'hourly'; allowed: rate\(value unit\) "
+        r".*fix: the expression starts with none of rate\(, cron\( or at\(",
+    ):
+        EagleOptimization(
+            stack,
+            "E",
+            component=component,
+            promotion_parameter=_head(stack),
+            settings={"dataset": {"records_check": "hourly"}},
+        )
 
 
 # --------------------------------------------------------------------------- source front_door (turn log through Firehose)
@@ -1042,14 +1370,21 @@ def turns() -> Built:
     promos = Stack(app, "Promos", env=ENV)
     stack = Stack(app, "Main", env=ENV)
     llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
-    component = llm.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM",
-                                                accelerators=2, sessions={}))
+    component = llm.add_model(
+        "Qwen",
+        ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM", accelerators=2, sessions={}),
+    )
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=llm, default_component=component)
     turn_log = TurnLog(stack, "Turns")
     front_door.log_turns(turn_log)
-    eagle = EagleOptimization(stack, "QwenEagle", component=component, turn_log=turn_log,
-                              promotion_parameter=PromotionParameter(promos, "QwenHead", model_name=MODEL).parameter,
-                              settings={"dataset": {"source": "front_door", "records_check": "rate(1 hour)"}})
+    eagle = EagleOptimization(
+        stack,
+        "QwenEagle",
+        component=component,
+        turn_log=turn_log,
+        promotion_parameter=PromotionParameter(promos, "QwenHead", model_name=MODEL).parameter,
+        settings={"dataset": {"source": "front_door", "records_check": "rate(1 hour)"}},
+    )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()
     template = Template.from_stack(stack)
@@ -1069,13 +1404,16 @@ def test_turn_log_stream_is_kms_encrypted_buffered_gzip_with_an_error_prefix(tur
     stream = turns.resources[lid(turns.stack, log.cfn_delivery_stream)]["Properties"]
     assert stream["DeliveryStreamType"] == "DirectPut"
     assert stream["DeliveryStreamEncryptionConfigurationInput"] == {
-        "KeyType": "CUSTOMER_MANAGED_CMK", "KeyARN": {"Fn::GetAtt": [lid(turns.stack, log.key), "Arn"]}}
+        "KeyType": "CUSTOMER_MANAGED_CMK",
+        "KeyARN": {"Fn::GetAtt": [lid(turns.stack, log.key), "Arn"]},
+    }
     s3 = stream["ExtendedS3DestinationConfiguration"]
     assert s3["Prefix"] == "front-door/!{timestamp:yyyy/MM/dd/HH}/"
     assert s3["ErrorOutputPrefix"] == "front-door-errors/!{firehose:error-output-type}/!{timestamp:yyyy/MM/dd/HH}/"
     assert s3["BufferingHints"] == {"IntervalInSeconds": 300, "SizeInMBs": 64} and s3["CompressionFormat"] == "GZIP"
     assert render(s3["EncryptionConfiguration"]["KMSEncryptionConfig"]["AWSKMSKeyARN"]) == turns.ref(
-        log.bucket.encryption_key, "Arn")
+        log.bucket.encryption_key, "Arn"
+    )
     assert render(s3["RoleARN"]) == turns.ref(log.role, "Arn") and s3["CloudWatchLoggingOptions"]["Enabled"] is True
     key = turns.resources[lid(turns.stack, log.key)]["Properties"]
     assert key["EnableKeyRotation"] is True
@@ -1114,23 +1452,44 @@ def test_front_door_source_reads_the_turn_log_like_captures(turns):
 
 def test_front_door_source_needs_a_turn_log():
     stack, component = _component()
-    with pytest.raises(ConfigurationError, match=r"turn_log: got None; allowed: a TurnLog with dataset source "
-                                                 r"front_door; fix: create TurnLog"):
-        EagleOptimization(stack, "E", component=component, promotion_parameter=_head(stack),
-                          settings={"dataset": {"source": "front_door"}})
+    with pytest.raises(
+        ConfigurationError,
+        match=r"turn_log: got None; allowed: a TurnLog with dataset source "
+        r"front_door; fix: create TurnLog",
+    ):
+        EagleOptimization(
+            stack,
+            "E",
+            component=component,
+            promotion_parameter=_head(stack),
+            settings={"dataset": {"source": "front_door"}},
+        )
 
 
 def test_front_door_source_needs_sessions_in_the_config():
     from sagemaker_llm_cdk.core.settings import validated
 
-    with pytest.raises(ConfigurationError, match=r"eagle\.dataset\.source: got 'front_door'; allowed: front_door "
-                                                 r"only on a model with sessions .*; fix: add `sessions: \{\}`"):
-        validated(ModelSpec, {"name": MODEL, "model_data_s3_uri": WEIGHTS, "architecture": "Qwen3ForCausalLM",
-                              "eagle": {"dataset": {"source": "front_door"}}}, where="config.yaml")
+    with pytest.raises(
+        ConfigurationError,
+        match=r"eagle\.dataset\.source: got 'front_door'; allowed: front_door "
+        r"only on a model with sessions .*; fix: add `sessions: \{\}`",
+    ):
+        validated(
+            ModelSpec,
+            {
+                "name": MODEL,
+                "model_data_s3_uri": WEIGHTS,
+                "architecture": "Qwen3ForCausalLM",
+                "eagle": {"dataset": {"source": "front_door"}},
+            },
+            where="config.yaml",
+        )
 
 
 @pytest.mark.parametrize("expression", ["rate(1 hours)", "rate(0 minutes)", "cron(0 * * * *)"])
 def test_records_check_follows_the_scheduler_grammar(expression):
     """The records check is an EventBridge Scheduler schedule too: what Scheduler refuses is refused at synth."""
-    with pytest.raises(ConfigurationError, match=r"dataset\.records_check: got '" + re.escape(expression) + "'; allowed: "):
+    with pytest.raises(
+        ConfigurationError, match=r"dataset\.records_check: got '" + re.escape(expression) + "'; allowed: "
+    ):
         validated(EagleSettings, {"dataset": {"records_check": expression}}, where="eagle")

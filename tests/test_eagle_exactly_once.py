@@ -7,6 +7,7 @@ SageMaker fake whose requests are checked against botocore's model. A state fail
 execution is aborted after any state; then a clean run follows. Over all runs, every record of the settled
 capture objects is in the training data of exactly one created job, and the watermark ends after the last object.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,9 @@ class SageMaker:
         assert_valid_request("sagemaker", "CreateOptimizationJob", request)
         name = request["OptimizationJobName"]
         if name in self.jobs:
-            raise ClientError({"Error": {"Code": "ResourceInUse", "Message": f"job {name} already exists"}},
-                              "CreateOptimizationJob")
+            raise ClientError(
+                {"Error": {"Code": "ResourceInUse", "Message": f"job {name} already exists"}}, "CreateOptimizationJob"
+            )
         self.jobs[name] = {**request, "Tags": tags}
         return {"OptimizationJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:optimization-job/{name}"}
 
@@ -51,13 +53,19 @@ class SageMaker:
         assert_valid_request("sagemaker", "DescribeOptimizationJob", request)
         job = self.jobs.get(request["OptimizationJobName"])
         if job is None:
-            raise ClientError({"Error": {"Code": "ResourceNotFound", "Message": "not found"}}, "DescribeOptimizationJob")
-        return {"OptimizationJobArn": "arn:aws:sagemaker:us-east-1:123456789012:optimization-job/x",
-                "ModelSource": job["ModelSource"], "CreationTime": datetime(2026, 11, 30, 12, tzinfo=timezone.utc)}
+            raise ClientError(
+                {"Error": {"Code": "ResourceNotFound", "Message": "not found"}}, "DescribeOptimizationJob"
+            )
+        return {
+            "OptimizationJobArn": "arn:aws:sagemaker:us-east-1:123456789012:optimization-job/x",
+            "ModelSource": job["ModelSource"],
+            "CreationTime": datetime(2026, 11, 30, 12, tzinfo=timezone.utc),
+        }
 
     @property
     def meta(self) -> Any:  # _check_instance_type reads the model's enum
         import boto3
+
         return boto3.client("sagemaker", region_name="us-east-1").meta
 
 
@@ -77,8 +85,10 @@ def _value(state: dict[str, Any], path: str) -> Any:
 def _parameters(template: Any, state: dict[str, Any]) -> Any:
     """A state's ``Parameters``: ``key.$`` paths resolved from the state input (the ones these states use)."""
     if isinstance(template, dict):
-        return {(k[:-2] if k.endswith(".$") else k): (_value(state, v) if k.endswith(".$") else _parameters(v, state))
-                for k, v in template.items()}
+        return {
+            (k[:-2] if k.endswith(".$") else k): (_value(state, v) if k.endswith(".$") else _parameters(v, state))
+            for k, v in template.items()
+        }
     return template
 
 
@@ -99,8 +109,11 @@ class Loop:
         monkeypatch.setattr(self.job, "_sagemaker", lambda: sagemaker)
         monkeypatch.setenv("UNNAMED_RECORDS_COMPONENT", "qwen3-32b")
         monkeypatch.setenv("SETTLE_SECONDS", "0")
-        for name, value in {"ROLE_ARN": "arn:aws:iam::123456789012:role/job", "OUTPUT_S3_URI": f"s3://{OUT}/jobs",
-                            "MAX_RUNTIME_SECONDS": "3600"}.items():
+        for name, value in {
+            "ROLE_ARN": "arn:aws:iam::123456789012:role/job",
+            "OUTPUT_S3_URI": f"s3://{OUT}/jobs",
+            "MAX_RUNTIME_SECONDS": "3600",
+        }.items():
             monkeypatch.setenv(name, value)
 
     def task(self, name: str, state: dict[str, Any], handler: Any, fail: str | None) -> None:
@@ -111,8 +124,9 @@ class Loop:
         event = json.loads(json.dumps(event))  # what Step Functions passes: JSON
         _put(state, definition["ResultPath"], handler(event, CONTEXT))
 
-    def run(self, run_id: str, *, fail: str | None = None, abort_after: str | None = None,
-            crash_in_start: bool = False) -> str:
+    def run(
+        self, run_id: str, *, fail: str | None = None, abort_after: str | None = None, crash_in_start: bool = False
+    ) -> str:
         """One execution; returns how it ended (``Done``, ``NotEnoughRecords``, ``failed``, ``aborted``)."""
         state: dict[str, Any] = {"run": {"run_id": run_id}}
         steps = ["PlanDataset", "ConvertCaptures", "FinalizeDataset", "SummarizeDataset", "StartJob"]
@@ -124,8 +138,12 @@ class Loop:
             for step in steps:
                 if step == "PlanDataset":
                     # the rendered Refs (buckets, endpoint name, parameter name) become this test's names
-                    names = {"capture_bucket": CAPTURE, "capture_prefix": "data-capture/", "output_bucket": OUT,
-                             "watermark_parameter": PARAM}
+                    names = {
+                        "capture_bucket": CAPTURE,
+                        "capture_prefix": "data-capture/",
+                        "output_bucket": OUT,
+                        "watermark_parameter": PARAM,
+                    }
                     self.task(step, state, lambda e, c: self.dataset.plan({**e, **names}, c), fail)
                     if state["plan"]["object_count"] == 0:
                         return "NoNewCaptures"
@@ -144,6 +162,7 @@ class Loop:
                 else:
                     handler = self.job.start
                     if crash_in_start:  # the invocation dies after its claim, before CreateOptimizationJob
+
                         def handler(event: Any, context: Any) -> Any:
                             original = self.job._create_job
                             self.job._create_job = lambda *a: (_ for _ in ()).throw(RuntimeError("Sandbox.Timedout"))
@@ -151,6 +170,7 @@ class Loop:
                                 return self.job.start(event, context)
                             finally:
                                 self.job._create_job = original
+
                     self.task(step, state, handler, fail)
                 if abort_after == step:
                     raise Aborted(step)
@@ -166,27 +186,52 @@ class Loop:
         items = json.loads(self.s3.get_object(Bucket=OUT, Key=plan["manifest_key"])["Body"].read())
         entries = []
         for start in range(0, len(items), 25):
-            batch = {"Items": items[start:start + 25], "BatchInput": {
-                "capture_bucket": CAPTURE, "capture_prefix": "data-capture/", "output_bucket": OUT,
-                "output_prefix": "datasets", "run_id": plan["run_id"], "source": "capture"}}
+            batch = {
+                "Items": items[start : start + 25],
+                "BatchInput": {
+                    "capture_bucket": CAPTURE,
+                    "capture_prefix": "data-capture/",
+                    "output_bucket": OUT,
+                    "output_prefix": "datasets",
+                    "run_id": plan["run_id"],
+                    "source": "capture",
+                },
+            }
             entries.append({"Output": json.dumps(self.dataset.convert(batch, CONTEXT)), "Status": "SUCCEEDED"})
         prefix = f"map-results/{plan['run_id']}"
         self.s3.put_object(Bucket=OUT, Key=f"{prefix}/SUCCEEDED_0.json", Body=json.dumps(entries).encode())
-        manifest = {"DestinationBucket": OUT, "ResultFiles": {"FAILED": [], "PENDING": [],
-                                                             "SUCCEEDED": [{"Key": f"{prefix}/SUCCEEDED_0.json"}]}}
+        manifest = {
+            "DestinationBucket": OUT,
+            "ResultFiles": {"FAILED": [], "PENDING": [], "SUCCEEDED": [{"Key": f"{prefix}/SUCCEEDED_0.json"}]},
+        }
         self.s3.put_object(Bucket=OUT, Key=f"{prefix}/manifest.json", Body=json.dumps(manifest).encode())
         return {"Bucket": OUT, "Key": f"{prefix}/manifest.json"}
 
 
 def _capture(s3: Any, minute: int, prompt: str) -> None:
-    line = {"captureData": {
-        "endpointInput": {"observedContentType": "application/json", "mode": "INPUT", "encoding": "JSON",
-                          "data": json.dumps({"messages": [{"role": "user", "content": prompt}]})},
-        "endpointOutput": {"observedContentType": "application/json", "mode": "OUTPUT", "encoding": "JSON",
-                           "data": json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}]})}},
-        "eventMetadata": {"eventId": prompt, "inferenceTime": "2026-11-30T10:00:00Z"}, "eventVersion": "0"}
-    s3.put_object(Bucket=CAPTURE, Key=f"{EP}/2026/11/30/10/{minute:02d}-00-000-{prompt}.jsonl",
-                  Body=json.dumps(line).encode() + b"\n")
+    line = {
+        "captureData": {
+            "endpointInput": {
+                "observedContentType": "application/json",
+                "mode": "INPUT",
+                "encoding": "JSON",
+                "data": json.dumps({"messages": [{"role": "user", "content": prompt}]}),
+            },
+            "endpointOutput": {
+                "observedContentType": "application/json",
+                "mode": "OUTPUT",
+                "encoding": "JSON",
+                "data": json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}]}),
+            },
+        },
+        "eventMetadata": {"eventId": prompt, "inferenceTime": "2026-11-30T10:00:00Z"},
+        "eventVersion": "0",
+    }
+    s3.put_object(
+        Bucket=CAPTURE,
+        Key=f"{EP}/2026/11/30/10/{minute:02d}-00-000-{prompt}.jsonl",
+        Body=json.dumps(line).encode() + b"\n",
+    )
 
 
 def _trained(s3: Any, sagemaker: SageMaker) -> list[str]:
@@ -207,8 +252,10 @@ FAILURES = [
     ("FinalizeDataset", {"fail": "FinalizeDataset"}),
     ("StartJob", {"fail": "StartJob"}),
     ("StartJob-crash-after-claim", {"crash_in_start": True}),
-    *[(f"aborted-after-{step}", {"abort_after": step})
-      for step in ("PlanDataset", "ConvertCaptures", "FinalizeDataset", "SummarizeDataset", "StartJob")],
+    *[
+        (f"aborted-after-{step}", {"abort_after": step})
+        for step in ("PlanDataset", "ConvertCaptures", "FinalizeDataset", "SummarizeDataset", "StartJob")
+    ],
 ]
 
 
@@ -257,7 +304,9 @@ def test_a_retried_start_after_its_job_and_commit_trains_nothing_again(machine, 
         import boto3
 
         s3 = boto3.client("s3", region_name="us-east-1")
-        boto3.client("ssm", region_name="us-east-1").put_parameter(Name=PARAM, Value='{"v":1,"after":{}}', Type="String")
+        boto3.client("ssm", region_name="us-east-1").put_parameter(
+            Name=PARAM, Value='{"v":1,"after":{}}', Type="String"
+        )
         for bucket in (CAPTURE, OUT):
             s3.create_bucket(Bucket=bucket)
         sagemaker = SageMaker()

@@ -1,4 +1,5 @@
 """``python -m tools.eagle_rollback``: the promotion parameter back to the previous head or none."""
+
 from __future__ import annotations
 
 import boto3
@@ -22,9 +23,17 @@ def aws():
         create_runs_table(ddb, TABLE)
         ssm.put_parameter(Name=PARAMETER, Value=HEAD_2, Type="String")
         for run, head, previous in (("run-1", HEAD_1, "none"), ("run-2", HEAD_2, HEAD_1)):
-            ddb.put_item(TableName=TABLE, Item={
-                "model_name": {"S": "qwen3-32b"}, "run_id": {"S": run}, "draft_model_s3_uri": {"S": head},
-                "decision": {"S": "promoted"}, "previous_head": {"S": previous}, "ended_at": {"S": f"2026-11-{run[-1]}0"}})
+            ddb.put_item(
+                TableName=TABLE,
+                Item={
+                    "model_name": {"S": "qwen3-32b"},
+                    "run_id": {"S": run},
+                    "draft_model_s3_uri": {"S": head},
+                    "decision": {"S": "promoted"},
+                    "previous_head": {"S": previous},
+                    "ended_at": {"S": f"2026-11-{run[-1]}0"},
+                },
+            )
         yield ssm, ddb
 
 
@@ -45,9 +54,14 @@ def test_rollback_returns_to_the_previous_head_then_to_none(aws, capsys):
 
 def test_rollback_to_none_and_dry_run(aws, capsys):
     ssm, ddb = aws
-    assert eagle_rollback.rollback(ssm, ddb, parameter=PARAMETER, table=TABLE, to="none", dry_run=True) == (HEAD_2, "none")
+    assert eagle_rollback.rollback(ssm, ddb, parameter=PARAMETER, table=TABLE, to="none", dry_run=True) == (
+        HEAD_2,
+        "none",
+    )
     assert value(ssm) == HEAD_2
-    assert eagle_rollback.main(["--parameter", PARAMETER, "--table", TABLE, "--to", "none", "--region", "us-east-1"]) == 0
+    assert (
+        eagle_rollback.main(["--parameter", PARAMETER, "--table", TABLE, "--to", "none", "--region", "us-east-1"]) == 0
+    )
     assert value(ssm) == "none" and "serves no draft head" in capsys.readouterr().out
 
 
@@ -67,11 +81,15 @@ def test_the_command_a_slower_benchmark_publishes_rolls_the_head_back(aws, capsy
 
     ssm, ddb = aws
     benchmark = load_handler_module("eagle_job", "benchmark")
-    ddb.update_item(TableName=TABLE, Key={"model_name": {"S": "qwen3-32b"}, "run_id": {"S": "run-2"}},
-                    UpdateExpression="SET benchmark_comparison = :c",
-                    ExpressionAttributeValues={":c": {"M": {"slower": {"BOOL": True}}}})
-    tool, cli = benchmark.rollback_commands(parameter=PARAMETER, table=TABLE, region="us-east-1",
-                                            previous_head=HEAD_1, stack="Platform")
+    ddb.update_item(
+        TableName=TABLE,
+        Key={"model_name": {"S": "qwen3-32b"}, "run_id": {"S": "run-2"}},
+        UpdateExpression="SET benchmark_comparison = :c",
+        ExpressionAttributeValues={":c": {"M": {"slower": {"BOOL": True}}}},
+    )
+    tool, cli = benchmark.rollback_commands(
+        parameter=PARAMETER, table=TABLE, region="us-east-1", previous_head=HEAD_1, stack="Platform"
+    )
     command, deploy = tool.split(" && ")
     argv = shlex.split(command)
     assert argv[:3] == ["python", "-m", "tools.eagle_rollback"] and deploy == "cdk deploy Platform"
@@ -81,6 +99,7 @@ def test_the_command_a_slower_benchmark_publishes_rolls_the_head_back(aws, capsy
     # the AWS CLI form sets the same value
     cli_args = shlex.split(cli.split(" && ")[0])
     assert cli_args[cli_args.index("--name") + 1] == PARAMETER and cli_args[cli_args.index("--value") + 1] == HEAD_1
-    _, cli_none = benchmark.rollback_commands(parameter=PARAMETER, table=TABLE, region="us-east-1",
-                                              previous_head=None, stack="Platform")
+    _, cli_none = benchmark.rollback_commands(
+        parameter=PARAMETER, table=TABLE, region="us-east-1", previous_head=None, stack="Platform"
+    )
     assert "--value none " in cli_none

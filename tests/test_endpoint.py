@@ -1,4 +1,5 @@
 """LlmEndpoint: the endpoint config, endpoint, role, key, data capture, imports, grants, metrics."""
+
 from __future__ import annotations
 
 import re
@@ -47,7 +48,9 @@ def test_endpoint_config_has_execution_role_and_no_fixed_name(default):
     assert config["ExecutionRoleArn"]["Fn::GetAtt"][1] == "Arn"
     role_id = config["ExecutionRoleArn"]["Fn::GetAtt"][0]
     role = template.find_resources("AWS::IAM::Role")[role_id]
-    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+        "Service": "sagemaker.amazonaws.com"
+    }
     assert "ManagedPolicyArns" not in role["Properties"]
 
 
@@ -74,19 +77,34 @@ def test_explicit_endpoint_name_is_used():
 
 def test_scale_to_zero_starts_with_one_instance():
     stack, _ = endpoint_stack(scaling=InstanceScaling(min_instances=0, max_instances=4))
-    Template.from_stack(stack).has_resource_properties("AWS::SageMaker::EndpointConfig", {
-        "ProductionVariants": [Match.object_like({
-            "InitialInstanceCount": 1,
-            "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 0, "MaxInstanceCount": 4},
-        })]
-    })
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [
+                Match.object_like(
+                    {
+                        "InitialInstanceCount": 1,
+                        "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 0, "MaxInstanceCount": 4},
+                    }
+                )
+            ]
+        },
+    )
 
 
-@pytest.mark.parametrize("routing, expected", [
-    (Routing.random(), {"RoutingStrategy": "RANDOM"}),
-    (Routing.prefix_aware(prefix_length=2048, concurrency_threshold=16),
-     {"RoutingStrategy": "PREFIX_AWARE", "PrefixAwareRoutingConfig": {"PrefixLength": 2048, "ConcurrencyThreshold": 16}}),
-])
+@pytest.mark.parametrize(
+    "routing, expected",
+    [
+        (Routing.random(), {"RoutingStrategy": "RANDOM"}),
+        (
+            Routing.prefix_aware(prefix_length=2048, concurrency_threshold=16),
+            {
+                "RoutingStrategy": "PREFIX_AWARE",
+                "PrefixAwareRoutingConfig": {"PrefixLength": 2048, "ConcurrencyThreshold": 16},
+            },
+        ),
+    ],
+)
 def test_routing_strategies(routing, expected):
     stack, _ = endpoint_stack(routing=routing)
     config = only(Template.from_stack(stack), "AWS::SageMaker::EndpointConfig")["Properties"]
@@ -94,19 +112,29 @@ def test_routing_strategies(routing, expected):
 
 
 def test_ami_version_volume_and_timeout():
-    stack, _ = endpoint_stack(instance_type="ml.g6e.12xlarge", inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1",
-                              instance_provision_timeout_seconds=3600,
-                              models=[ModelSpec(name="m", model_data_s3_uri=MODEL_URI, image="lmi:0.36.0-lmi18.0.0-cu128")])
-    Template.from_stack(stack).has_resource_properties("AWS::SageMaker::EndpointConfig", {
-        "ProductionVariants": [Match.object_like({
-            "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
-            "VariantInstanceProvisionTimeoutInSeconds": 3600,
-        })]
-    })
+    stack, _ = endpoint_stack(
+        instance_type="ml.g6e.12xlarge",
+        inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1",
+        instance_provision_timeout_seconds=3600,
+        models=[ModelSpec(name="m", model_data_s3_uri=MODEL_URI, image="lmi:0.36.0-lmi18.0.0-cu128")],
+    )
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [
+                Match.object_like(
+                    {
+                        "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
+                        "VariantInstanceProvisionTimeoutInSeconds": 3600,
+                    }
+                )
+            ]
+        },
+    )
     stack, _ = endpoint_stack(instance_type="ml.inf2.xlarge", volume_size_gb=200)
-    Template.from_stack(stack).has_resource_properties("AWS::SageMaker::EndpointConfig", {
-        "ProductionVariants": [Match.object_like({"VolumeSizeInGB": 200})]
-    })
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::SageMaker::EndpointConfig", {"ProductionVariants": [Match.object_like({"VolumeSizeInGB": 200})]}
+    )
 
 
 def test_kms_key_on_volume_only_without_local_nvme():
@@ -120,10 +148,13 @@ def test_kms_key_on_volume_only_without_local_nvme():
 
 def test_key_rotates_and_is_retained(default):
     _, _, template = default
-    template.has_resource("AWS::KMS::Key", {
-        "Properties": Match.object_like({"EnableKeyRotation": True}),
-        "DeletionPolicy": "Retain",
-    })
+    template.has_resource(
+        "AWS::KMS::Key",
+        {
+            "Properties": Match.object_like({"EnableKeyRotation": True}),
+            "DeletionPolicy": "Retain",
+        },
+    )
 
 
 def test_data_capture_defaults(default):
@@ -138,8 +169,13 @@ def test_data_capture_defaults(default):
 
 
 def test_data_capture_settings_and_off():
-    stack, _ = endpoint_stack(data_capture=DataCapture(sampling_percentage=50, capture_output=False,
-                                                       json_content_types=("application/json", "application/jsonlines")))
+    stack, _ = endpoint_stack(
+        data_capture=DataCapture(
+            sampling_percentage=50,
+            capture_output=False,
+            json_content_types=("application/json", "application/jsonlines"),
+        )
+    )
     capture = only(Template.from_stack(stack), "AWS::SageMaker::EndpointConfig")["Properties"]["DataCaptureConfig"]
     assert capture["InitialSamplingPercentage"] == 50
     assert capture["CaptureOptions"] == [{"CaptureMode": "Input"}]
@@ -161,15 +197,20 @@ def test_capture_bucket_is_secure(default):
     assert capture[0]["DeletionPolicy"] == "Retain"
     assert props["VersioningConfiguration"] == {"Status": "Enabled"}
     assert props["PublicAccessBlockConfiguration"] == {
-        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
     sse = props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
     assert sse["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
     policies = template.find_resources("AWS::S3::BucketPolicy")
     assert len(policies) == 2
     for policy in policies.values():
         statements = policy["Properties"]["PolicyDocument"]["Statement"]
-        assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-                   for s in statements)
+        assert any(
+            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements
+        )
 
 
 def test_role_can_write_only_capture_prefix(default):
@@ -210,7 +251,10 @@ def test_import_by_name_and_arn_and_grant():
     statement = only(Template.from_stack(stack), "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"][0]
     assert statement["Action"] == ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"]
     assert statement["Resource"]["Fn::Join"][1][-1] == ":endpoint/chat-prod"
-    assert stack.resolve(by_name.metric_invocations().dimensions) == {"EndpointName": "chat-prod", "VariantName": "AllTraffic"}
+    assert stack.resolve(by_name.metric_invocations().dimensions) == {
+        "EndpointName": "chat-prod",
+        "VariantName": "AllTraffic",
+    }
 
 
 def test_import_by_bad_arn_is_refused():
@@ -222,21 +266,27 @@ def test_grant_invoke_names_this_endpoint():
     stack, endpoint = endpoint_stack()
     role = iam.Role(stack, "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     endpoint.grant_invoke(role)
-    policy = next(p for p in Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
-                  if p["Properties"]["Roles"] == [{"Ref": stack.get_logical_id(role.node.default_child)}])
+    policy = next(
+        p
+        for p in Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
+        if p["Properties"]["Roles"] == [{"Ref": stack.get_logical_id(role.node.default_child)}]
+    )
     (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
     assert statement["Resource"] == {"Ref": stack.get_logical_id(endpoint.cfn_endpoint)}
 
 
-@pytest.mark.parametrize("method, namespace, name, statistic", [
-    ("metric_invocations", "AWS/SageMaker", "Invocations", "Sum"),
-    ("metric_model_latency", "AWS/SageMaker", "ModelLatency", "p90"),
-    ("metric_overhead_latency", "AWS/SageMaker", "OverheadLatency", "p90"),
-    ("metric_invocation_4xx_errors", "AWS/SageMaker", "Invocation4XXErrors", "Sum"),
-    ("metric_invocation_5xx_errors", "AWS/SageMaker", "Invocation5XXErrors", "Sum"),
-    ("metric_gpu_utilization", "/aws/sagemaker/Endpoints", "GPUUtilization", "Average"),
-    ("metric_gpu_memory_utilization", "/aws/sagemaker/Endpoints", "GPUMemoryUtilization", "Average"),
-])
+@pytest.mark.parametrize(
+    "method, namespace, name, statistic",
+    [
+        ("metric_invocations", "AWS/SageMaker", "Invocations", "Sum"),
+        ("metric_model_latency", "AWS/SageMaker", "ModelLatency", "p90"),
+        ("metric_overhead_latency", "AWS/SageMaker", "OverheadLatency", "p90"),
+        ("metric_invocation_4xx_errors", "AWS/SageMaker", "Invocation4XXErrors", "Sum"),
+        ("metric_invocation_5xx_errors", "AWS/SageMaker", "Invocation5XXErrors", "Sum"),
+        ("metric_gpu_utilization", "/aws/sagemaker/Endpoints", "GPUUtilization", "Average"),
+        ("metric_gpu_memory_utilization", "/aws/sagemaker/Endpoints", "GPUMemoryUtilization", "Average"),
+    ],
+)
 def test_endpoint_metrics(default, method, namespace, name, statistic):
     stack, endpoint, _ = default
     metric = getattr(endpoint, method)()
@@ -247,8 +297,9 @@ def test_endpoint_metrics(default, method, namespace, name, statistic):
 
 
 def test_no_capacity_metric_sums_models():
-    stack, endpoint = endpoint_stack(models=[ModelSpec(name="a", model_data_s3_uri=MODEL_URI),
-                                             ModelSpec(name="b", model_data_s3_uri=MODEL_URI)])
+    stack, endpoint = endpoint_stack(
+        models=[ModelSpec(name="a", model_data_s3_uri=MODEL_URI), ModelSpec(name="b", model_data_s3_uri=MODEL_URI)]
+    )
     expression = endpoint.metric_no_capacity_invocation_failures()
     assert expression.expression == "m0+m1"
     assert {m.metric_name for m in expression.using_metrics.values()} == {"NoCapacityInvocationFailures"}
@@ -261,17 +312,33 @@ def test_no_capacity_metric_without_models_is_refused():
 
 
 # ------------------------------------------------------------------ validation
-@pytest.mark.parametrize("kwargs, message", [
-    ({"instance_type": "ml.p5e.48xlarg"}, r"instance_type: got 'ml.p5e.48xlarg'; allowed: an instance type SageMaker "
-                                          r"accepts for endpoints.*did you mean ml.p5e.48xlarge"),
-    ({"scaling": InstanceScaling.model_construct(min_instances=3, max_instances=2)},
-     r"scaling.min_instances: got 3; allowed: at most max_instances \(2\)"),
-    ({"inference_ami_version": "al2-latest"}, r"inference_ami_version: got 'al2-latest'; allowed: one of "),
-    ({"instance_type": "ml.p5e.48xlarge", "volume_size_gb": 100},
-     r"volume_size_gb: got 100; allowed: nothing for ml.p5e.48xlarge: it has local NVMe"),
-    ({"instance_provision_timeout_seconds": 60}, r"instance_provision_timeout_seconds: got 60; allowed: at least 300"),
-    ({"instance_provision_timeout_seconds": 7200}, r"instance_provision_timeout_seconds: got 7200; allowed: at most 3600"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"instance_type": "ml.p5e.48xlarg"},
+            r"instance_type: got 'ml.p5e.48xlarg'; allowed: an instance type SageMaker "
+            r"accepts for endpoints.*did you mean ml.p5e.48xlarge",
+        ),
+        (
+            {"scaling": InstanceScaling.model_construct(min_instances=3, max_instances=2)},
+            r"scaling.min_instances: got 3; allowed: at most max_instances \(2\)",
+        ),
+        ({"inference_ami_version": "al2-latest"}, r"inference_ami_version: got 'al2-latest'; allowed: one of "),
+        (
+            {"instance_type": "ml.p5e.48xlarge", "volume_size_gb": 100},
+            r"volume_size_gb: got 100; allowed: nothing for ml.p5e.48xlarge: it has local NVMe",
+        ),
+        (
+            {"instance_provision_timeout_seconds": 60},
+            r"instance_provision_timeout_seconds: got 60; allowed: at least 300",
+        ),
+        (
+            {"instance_provision_timeout_seconds": 7200},
+            r"instance_provision_timeout_seconds: got 7200; allowed: at most 3600",
+        ),
+    ],
+)
 def test_endpoint_validation(kwargs, message):
     kwargs.setdefault("instance_type", "ml.g6e.12xlarge")
     with pytest.raises(ConfigurationError, match=message) as info:
@@ -281,15 +348,24 @@ def test_endpoint_validation(kwargs, message):
 
 def test_endpoint_validation_reports_every_problem_at_once():
     with pytest.raises(ConfigurationError) as info:
-        LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.nope.large", inference_ami_version="x",
-                    scaling=InstanceScaling.model_construct(min_instances=5, max_instances=1))
+        LlmEndpoint(
+            new_stack(),
+            "Endpoint",
+            instance_type="ml.nope.large",
+            inference_ami_version="x",
+            scaling=InstanceScaling.model_construct(min_instances=5, max_instances=1),
+        )
     assert len(info.value.problems) == 3
 
 
 def test_subnets_without_vpc_are_refused():
     with pytest.raises(ConfigurationError, match="vpc_subnets: got 'given'; allowed: only together with vpc"):
-        LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.12xlarge",
-                    vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED))
+        LlmEndpoint(
+            new_stack(),
+            "Endpoint",
+            instance_type="ml.g6e.12xlarge",
+            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        )
 
 
 def test_role_writes_only_its_own_log_group(default):
@@ -298,7 +374,10 @@ def test_role_writes_only_its_own_log_group(default):
     logs = next(s for s in statements if s.get("Sid") == "WriteEndpointLogs")
     tails = [r["Fn::Join"][1][-1] for r in logs["Resource"]]
     name = endpoint.physical_name
-    assert tails == [f":log-group:/aws/sagemaker/Endpoints/{name}", f":log-group:/aws/sagemaker/Endpoints/{name}:log-stream:*"]
+    assert tails == [
+        f":log-group:/aws/sagemaker/Endpoints/{name}",
+        f":log-group:/aws/sagemaker/Endpoints/{name}:log-stream:*",
+    ]
 
 
 def test_endpoint_in_a_vpc_passes_cdk_nag():
@@ -318,96 +397,181 @@ def test_endpoint_in_a_vpc_passes_cdk_nag():
 
 
 # --------------------------------------------------------------- instance pools
-POOLS = [InstancePool(instance_type="ml.g6e.12xlarge", priority=1), InstancePool(instance_type="ml.g6.12xlarge", priority=2)]
+POOLS = [
+    InstancePool(instance_type="ml.g6e.12xlarge", priority=1),
+    InstancePool(instance_type="ml.g6.12xlarge", priority=2),
+]
 
 
-@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"])
+@pytest.mark.parametrize(
+    "env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"]
+)
 def test_instance_pools_variant_and_one_specification_per_type(env):
     stack = Stack(App(), "Pools", env=env)
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge", instance_pools=POOLS)
-    endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, accelerators=2, min_memory_mb=65536,
-                                      instance_requirements=[InstanceRequirements(instance_type="ml.g6.12xlarge",
-                                                                                  min_memory_mb=32768)]))
+    endpoint.add_model(
+        "m",
+        ModelSpec(
+            name="m",
+            model_data_s3_uri=MODEL_URI,
+            accelerators=2,
+            min_memory_mb=65536,
+            instance_requirements=[InstanceRequirements(instance_type="ml.g6.12xlarge", min_memory_mb=32768)],
+        ),
+    )
     template = Template.from_stack(stack)
     (variant,) = only(template, "AWS::SageMaker::EndpointConfig")["Properties"]["ProductionVariants"]
     assert "InstanceType" not in variant  # InstancePools replaces it
-    assert variant["InstancePools"] == [{"InstanceType": "ml.g6e.12xlarge", "Priority": 1},
-                                        {"InstanceType": "ml.g6.12xlarge", "Priority": 2}]
+    assert variant["InstancePools"] == [
+        {"InstanceType": "ml.g6e.12xlarge", "Priority": 1},
+        {"InstanceType": "ml.g6.12xlarge", "Priority": 2},
+    ]
     component = only(template, "AWS::SageMaker::InferenceComponent")["Properties"]
     assert "Specification" not in component
     specs = component["Specifications"]
     assert [s["InstanceType"] for s in specs] == ["ml.g6e.12xlarge", "ml.g6.12xlarge"]
     assert [s["ComputeResourceRequirements"] for s in specs] == [
         {"NumberOfAcceleratorDevicesRequired": 2, "MinMemoryRequiredInMb": 65536},
-        {"NumberOfAcceleratorDevicesRequired": 2, "MinMemoryRequiredInMb": 32768}]
-    assert all(s["ModelName"]["Fn::GetAtt"][1] == "ModelName" and s["SchedulingConfig"]["PlacementStrategy"] == "SPREAD"
-               for s in specs)
+        {"NumberOfAcceleratorDevicesRequired": 2, "MinMemoryRequiredInMb": 32768},
+    ]
+    assert all(
+        s["ModelName"]["Fn::GetAtt"][1] == "ModelName" and s["SchedulingConfig"]["PlacementStrategy"] == "SPREAD"
+        for s in specs
+    )
 
 
 def test_each_model_is_checked_against_every_pool_type():
-    endpoint = LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.48xlarge", instance_pools=[
-        InstancePool(instance_type="ml.g6e.48xlarge", priority=1), InstancePool(instance_type="ml.g6e.12xlarge", priority=2)])
+    endpoint = LlmEndpoint(
+        new_stack(),
+        "Endpoint",
+        instance_type="ml.g6e.48xlarge",
+        instance_pools=[
+            InstancePool(instance_type="ml.g6e.48xlarge", priority=1),
+            InstancePool(instance_type="ml.g6e.12xlarge", priority=2),
+        ],
+    )
     with pytest.raises(ConfigurationError) as info:
         endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, accelerators=8, min_memory_mb=500_000))
     message = str(info.value)
-    assert ("accelerators: got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge (on pool type "
-            "ml.g6e.12xlarge); fix: lower accelerators or use a larger instance type (or set instance_requirements "
-            "for ml.g6e.12xlarge)") in message
-    assert "min_memory_mb: got 500000; allowed: at most 393216, the memory of one ml.g6e.12xlarge in MB (on pool" in message
+    assert (
+        "accelerators: got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge (on pool type "
+        "ml.g6e.12xlarge); fix: lower accelerators or use a larger instance type (or set instance_requirements "
+        "for ml.g6e.12xlarge)"
+    ) in message
+    assert (
+        "min_memory_mb: got 500000; allowed: at most 393216, the memory of one ml.g6e.12xlarge in MB (on pool"
+        in message
+    )
     assert "ml.g6e.48xlarge" not in message.split("allowed")[0].replace("ml.g6e.12xlarge", "")
 
 
 def test_a_per_type_requirement_is_named_where_it_was_set():
     from sagemaker_llm_cdk.hosting.settings import InstanceRequirements
 
-    endpoint = LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.48xlarge", instance_pools=[
-        InstancePool(instance_type="ml.g6e.48xlarge", priority=1), InstancePool(instance_type="ml.g6e.12xlarge", priority=2)])
-    with pytest.raises(ConfigurationError, match=(
+    endpoint = LlmEndpoint(
+        new_stack(),
+        "Endpoint",
+        instance_type="ml.g6e.48xlarge",
+        instance_pools=[
+            InstancePool(instance_type="ml.g6e.48xlarge", priority=1),
+            InstancePool(instance_type="ml.g6e.12xlarge", priority=2),
+        ],
+    )
+    with pytest.raises(
+        ConfigurationError,
+        match=(
             r"instance_requirements\[0\].min_memory_mb: got 500000; allowed: at most 393216, the memory of one "
-            r"ml.g6e.12xlarge in MB; fix: lower it or use a larger instance type")):
-        endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, instance_requirements=[
-            InstanceRequirements(instance_type="ml.g6e.12xlarge", min_memory_mb=500_000)]))
+            r"ml.g6e.12xlarge in MB; fix: lower it or use a larger instance type"
+        ),
+    ):
+        endpoint.add_model(
+            "m",
+            ModelSpec(
+                name="m",
+                model_data_s3_uri=MODEL_URI,
+                instance_requirements=[InstanceRequirements(instance_type="ml.g6e.12xlarge", min_memory_mb=500_000)],
+            ),
+        )
 
 
 def test_a_config_names_pool_fit_problems_in_the_first_round():
     """Checked while the config loads, with the config's other problems, not only once the stack is built."""
     from sagemaker_llm_cdk.config.loading import parse_config
 
-    data = {"endpoints": [{"name": "Chat", "instance_type": "ml.g6e.48xlarge", "instance_pools": [
-        {"instance_type": "ml.g6e.48xlarge", "priority": 1}, {"instance_type": "ml.g6e.12xlarge", "priority": 2}],
-        "models": [{"name": "m", "model_data_s3_uri": MODEL_URI, "accelerators": 8,
-                    "instance_requirements": [{"instance_type": "ml.g5.2xlarge", "min_memory_mb": 1024}]}]}],
-        "removal": "delete"}
+    data = {
+        "endpoints": [
+            {
+                "name": "Chat",
+                "instance_type": "ml.g6e.48xlarge",
+                "instance_pools": [
+                    {"instance_type": "ml.g6e.48xlarge", "priority": 1},
+                    {"instance_type": "ml.g6e.12xlarge", "priority": 2},
+                ],
+                "models": [
+                    {
+                        "name": "m",
+                        "model_data_s3_uri": MODEL_URI,
+                        "accelerators": 8,
+                        "instance_requirements": [{"instance_type": "ml.g5.2xlarge", "min_memory_mb": 1024}],
+                    }
+                ],
+            }
+        ],
+        "removal": "delete",
+    }
     with pytest.raises(ConfigurationError) as info:
         parse_config(data, source="chat.yaml")
     message = str(info.value)
     assert "3 problem(s) in chat.yaml" in message
-    assert "endpoints[0].models[0].accelerators: got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge" in message
+    assert (
+        "endpoints[0].models[0].accelerators: got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge"
+        in message
+    )
     assert "endpoints[0].models[0].instance_requirements[0].instance_type: got 'ml.g5.2xlarge'" in message
     assert "removal: got 'delete'" in message
 
 
 def test_memory_is_checked_on_a_single_instance_type_too():
-    with pytest.raises(ConfigurationError, match=r"min_memory_mb: got 400000; allowed: at most 393216, the memory of one ml.g6e.12xlarge"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"min_memory_mb: got 400000; allowed: at most 393216, the memory of one ml.g6e.12xlarge",
+    ):
         endpoint_stack(models=[ModelSpec(name="m", model_data_s3_uri=MODEL_URI, min_memory_mb=400_000)])
 
 
-@pytest.mark.parametrize("pools, message", [
-    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}],
-     r"instance_pools: got \['ml.g6e.12xlarge'\]; allowed: 2-5 pools"),
-    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.12xlarge", "priority": 2}],
-     r"instance_pools\[1\].instance_type: got 'ml.g6e.12xlarge'; allowed: a type not used by instance_pools\[0\]"),
-    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6.12xlarge", "priority": 1}],
-     r"instance_pools\[1\].priority: got 1; allowed: a priority not used by instance_pools\[0\]"),
-    ([{"instance_type": "ml.g6.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.12xlarge", "priority": 2}],
-     r"instance_type: got 'ml.g6e.12xlarge'; allowed: the priority-1 pool's type \(ml.g6.12xlarge\)"),
-    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.m5.4xlarge", "priority": 2}],
-     r"instance_pools: got \['ml.g6e.12xlarge', 'ml.m5.4xlarge'\]; allowed: types that all have local NVMe storage, or none"),
-    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.nope", "priority": 2}],
-     r"instance_pools\[1\].instance_type: got 'ml.g6e.nope'; allowed: an instance type SageMaker accepts"),
-    ([{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6.12xlarge", "priority": 6}],
-     r"instance_pools\[1\].priority: got 6"),
-])
+@pytest.mark.parametrize(
+    "pools, message",
+    [
+        (
+            [{"instance_type": "ml.g6e.12xlarge", "priority": 1}],
+            r"instance_pools: got \['ml.g6e.12xlarge'\]; allowed: 2-5 pools",
+        ),
+        (
+            [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.12xlarge", "priority": 2}],
+            r"instance_pools\[1\].instance_type: got 'ml.g6e.12xlarge'; allowed: a type not used by instance_pools\[0\]",
+        ),
+        (
+            [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6.12xlarge", "priority": 1}],
+            r"instance_pools\[1\].priority: got 1; allowed: a priority not used by instance_pools\[0\]",
+        ),
+        (
+            [{"instance_type": "ml.g6.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.12xlarge", "priority": 2}],
+            r"instance_type: got 'ml.g6e.12xlarge'; allowed: the priority-1 pool's type \(ml.g6.12xlarge\)",
+        ),
+        (
+            [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.m5.4xlarge", "priority": 2}],
+            r"instance_pools: got \['ml.g6e.12xlarge', 'ml.m5.4xlarge'\]; allowed: types that all have local NVMe storage, or none",
+        ),
+        (
+            [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.nope", "priority": 2}],
+            r"instance_pools\[1\].instance_type: got 'ml.g6e.nope'; allowed: an instance type SageMaker accepts",
+        ),
+        (
+            [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6.12xlarge", "priority": 6}],
+            r"instance_pools\[1\].priority: got 6",
+        ),
+    ],
+)
 def test_instance_pool_rules(pools, message):
     from sagemaker_llm_cdk.core.settings import validated
     from sagemaker_llm_cdk.hosting.settings import EndpointOptions
@@ -417,57 +581,121 @@ def test_instance_pool_rules(pools, message):
 
 
 def test_pool_timeout_is_at_most_an_hour():
-    with pytest.raises(ConfigurationError, match=r"instance_provision_timeout_seconds: got 5400; allowed: at most 3600"):
-        LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.12xlarge", instance_pools=POOLS,
-                    instance_provision_timeout_seconds=5400)
-    endpoint = LlmEndpoint(new_stack(), "Endpoint", instance_type="ml.g6e.12xlarge", instance_pools=POOLS,
-                           instance_provision_timeout_seconds=300)  # AWS's minimum, refused before
+    with pytest.raises(
+        ConfigurationError, match=r"instance_provision_timeout_seconds: got 5400; allowed: at most 3600"
+    ):
+        LlmEndpoint(
+            new_stack(),
+            "Endpoint",
+            instance_type="ml.g6e.12xlarge",
+            instance_pools=POOLS,
+            instance_provision_timeout_seconds=5400,
+        )
+    endpoint = LlmEndpoint(
+        new_stack(),
+        "Endpoint",
+        instance_type="ml.g6e.12xlarge",
+        instance_pools=POOLS,
+        instance_provision_timeout_seconds=300,
+    )  # AWS's minimum, refused before
     assert endpoint.options.instance_provision_timeout_seconds == 300
 
 
 def test_requirements_for_a_type_the_endpoint_does_not_have_are_refused():
     stack, endpoint = endpoint_stack(models=[], instance_pools=POOLS)
-    with pytest.raises(ConfigurationError, match=r"instance_requirements\[0\].instance_type: got 'ml.p5.48xlarge'; "
-                                                 r"allowed: one of the endpoint's instance_pools types"):
-        endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI,
-                                          instance_requirements=[{"instance_type": "ml.p5.48xlarge", "min_memory_mb": 1024}]))
+    with pytest.raises(
+        ConfigurationError,
+        match=r"instance_requirements\[0\].instance_type: got 'ml.p5.48xlarge'; "
+        r"allowed: one of the endpoint's instance_pools types",
+    ):
+        endpoint.add_model(
+            "m",
+            ModelSpec(
+                name="m",
+                model_data_s3_uri=MODEL_URI,
+                instance_requirements=[{"instance_type": "ml.p5.48xlarge", "min_memory_mb": 1024}],
+            ),
+        )
     single_stack, single = endpoint_stack(models=[])
-    with pytest.raises(ConfigurationError, match=r"allowed: one of the endpoint's instance_pools types: the endpoint has no pools"):
-        single.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI,
-                                        instance_requirements=[{"instance_type": "ml.g6e.12xlarge"}]))
+    with pytest.raises(
+        ConfigurationError, match=r"allowed: one of the endpoint's instance_pools types: the endpoint has no pools"
+    ):
+        single.add_model(
+            "m",
+            ModelSpec(
+                name="m", model_data_s3_uri=MODEL_URI, instance_requirements=[{"instance_type": "ml.g6e.12xlarge"}]
+            ),
+        )
 
 
 def test_lmi_accelerators_cannot_differ_per_type():
     from sagemaker_llm_cdk.core.settings import validated
 
-    with pytest.raises(ConfigurationError, match=r"instance_requirements\[0\].accelerators: got 1; allowed: the model's "
-                                                 r"accelerators \(2\) for the LMI container"):
-        validated(ModelSpec, {"name": "m", "model_data_s3_uri": MODEL_URI, "accelerators": 2,
-                              "instance_requirements": [{"instance_type": "ml.g6.12xlarge", "accelerators": 1}]}, where="t")
+    with pytest.raises(
+        ConfigurationError,
+        match=r"instance_requirements\[0\].accelerators: got 1; allowed: the model's "
+        r"accelerators \(2\) for the LMI container",
+    ):
+        validated(
+            ModelSpec,
+            {
+                "name": "m",
+                "model_data_s3_uri": MODEL_URI,
+                "accelerators": 2,
+                "instance_requirements": [{"instance_type": "ml.g6.12xlarge", "accelerators": 1}],
+            },
+            where="t",
+        )
 
 
 def test_eagle_on_pools_is_refused_with_the_reason():
     stack, endpoint = endpoint_stack(models=[], instance_pools=POOLS)
-    with pytest.raises(ConfigurationError, match=r"eagle: got 'set'; allowed: no EAGLE on an endpoint with instance_pools"):
-        endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, architecture="Qwen3ForCausalLM",
-                                          eagle={}))
+    with pytest.raises(
+        ConfigurationError, match=r"eagle: got 'set'; allowed: no EAGLE on an endpoint with instance_pools"
+    ):
+        endpoint.add_model(
+            "m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, architecture="Qwen3ForCausalLM", eagle={})
+        )
 
 
 def test_pools_with_a_capacity_plan_are_refused_in_config():
     from sagemaker_llm_cdk import parse_config
 
-    with pytest.raises(ConfigurationError, match=r"endpoints\[0\].capacity_plan: got 'a capacity plan with instance_pools'; "
-                                                 r"allowed: one or the other"):
-        parse_config({
-            "capacity_plans": [{"existing_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p",
-                                "name": "p", "mode": "existing", "instance_type": "ml.p5e.48xlarge", "instance_count": 1}],
-            "endpoints": [{"name": "Chat", "instance_type": "ml.p5e.48xlarge", "capacity_plan": "p",
-                           "instance_pools": [{"instance_type": "ml.p5e.48xlarge", "priority": 1},
-                                              {"instance_type": "ml.p5.48xlarge", "priority": 2}],
-                           "models": [{"name": "m", "model_data_s3_uri": MODEL_URI}]}]})
+    with pytest.raises(
+        ConfigurationError,
+        match=r"endpoints\[0\].capacity_plan: got 'a capacity plan with instance_pools'; "
+        r"allowed: one or the other",
+    ):
+        parse_config(
+            {
+                "capacity_plans": [
+                    {
+                        "existing_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p",
+                        "name": "p",
+                        "mode": "existing",
+                        "instance_type": "ml.p5e.48xlarge",
+                        "instance_count": 1,
+                    }
+                ],
+                "endpoints": [
+                    {
+                        "name": "Chat",
+                        "instance_type": "ml.p5e.48xlarge",
+                        "capacity_plan": "p",
+                        "instance_pools": [
+                            {"instance_type": "ml.p5e.48xlarge", "priority": 1},
+                            {"instance_type": "ml.p5.48xlarge", "priority": 2},
+                        ],
+                        "models": [{"name": "m", "model_data_s3_uri": MODEL_URI}],
+                    }
+                ],
+            }
+        )
 
 
-@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"])
+@pytest.mark.parametrize(
+    "env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"]
+)
 def test_pools_from_a_config_synthesize_nag_and_lint_clean(env, tmp_path):
     import json
 
@@ -475,12 +703,30 @@ def test_pools_from_a_config_synthesize_nag_and_lint_clean(env, tmp_path):
     from stacks import LlmPlatformStack, attach_checks
     from tools.lint_templates import lint_folder
 
-    config = parse_config({"endpoints": [{
-        "name": "Chat", "instance_type": "ml.g6e.12xlarge",
-        "scaling": {"min_instances": 1, "max_instances": 2},
-        "instance_pools": [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6.12xlarge", "priority": 2}],
-        "models": [{"name": "m", "model_data_s3_uri": MODEL_URI, "accelerators": 4, "min_memory_mb": 65536,
-                    "copies": {"min_copies": 1, "max_copies": 2}}]}]})
+    config = parse_config(
+        {
+            "endpoints": [
+                {
+                    "name": "Chat",
+                    "instance_type": "ml.g6e.12xlarge",
+                    "scaling": {"min_instances": 1, "max_instances": 2},
+                    "instance_pools": [
+                        {"instance_type": "ml.g6e.12xlarge", "priority": 1},
+                        {"instance_type": "ml.g6.12xlarge", "priority": 2},
+                    ],
+                    "models": [
+                        {
+                            "name": "m",
+                            "model_data_s3_uri": MODEL_URI,
+                            "accelerators": 4,
+                            "min_memory_mb": 65536,
+                            "copies": {"min_copies": 1, "max_copies": 2},
+                        }
+                    ],
+                }
+            ]
+        }
+    )
     app = App(outdir=str(tmp_path))
     stack = LlmPlatformStack(app, "Pools", config=config, env=env)
     attach_checks(app)
@@ -497,13 +743,30 @@ def test_pools_with_a_capacity_plan_are_refused_in_the_library():
     from sagemaker_llm_cdk import CapacityPlan, CapacityPlanSpec
 
     stack = new_stack()
-    plan = CapacityPlan(stack, "Plan", spec=CapacityPlanSpec(
-        existing_plan_arn="arn:aws:sagemaker:us-east-1:123456789012:training-plan/p", instance_type="ml.p5e.48xlarge",
-        instance_count=1))
-    with pytest.raises(ConfigurationError, match=r"capacity_plan: got 'a capacity plan with instance_pools'; allowed: "
-                                                 r"one or the other: a plan reserves one instance type"):
-        LlmEndpoint(stack, "Endpoint", instance_type="ml.p5e.48xlarge", capacity_plan=plan, instance_pools=[
-            InstancePool(instance_type="ml.p5e.48xlarge", priority=1), InstancePool(instance_type="ml.p5.48xlarge", priority=2)])
+    plan = CapacityPlan(
+        stack,
+        "Plan",
+        spec=CapacityPlanSpec(
+            existing_plan_arn="arn:aws:sagemaker:us-east-1:123456789012:training-plan/p",
+            instance_type="ml.p5e.48xlarge",
+            instance_count=1,
+        ),
+    )
+    with pytest.raises(
+        ConfigurationError,
+        match=r"capacity_plan: got 'a capacity plan with instance_pools'; allowed: "
+        r"one or the other: a plan reserves one instance type",
+    ):
+        LlmEndpoint(
+            stack,
+            "Endpoint",
+            instance_type="ml.p5e.48xlarge",
+            capacity_plan=plan,
+            instance_pools=[
+                InstancePool(instance_type="ml.p5e.48xlarge", priority=1),
+                InstancePool(instance_type="ml.p5.48xlarge", priority=2),
+            ],
+        )
 
 
 # ------------------------------------------------------------------ settings object
@@ -516,8 +779,12 @@ def _endpoint_template(**kwargs) -> dict:
 def test_options_object_builds_the_same_endpoint_as_separate_arguments():
     from sagemaker_llm_cdk import EndpointOptions
 
-    flat = dict(instance_type="ml.g6e.12xlarge", scaling=InstanceScaling(min_instances=1, max_instances=3),
-                routing=Routing(strategy="RANDOM"), data_capture=DataCapture(sampling_percentage=5))
+    flat = dict(
+        instance_type="ml.g6e.12xlarge",
+        scaling=InstanceScaling(min_instances=1, max_instances=3),
+        routing=Routing(strategy="RANDOM"),
+        data_capture=DataCapture(sampling_percentage=5),
+    )
     assert _endpoint_template(options=EndpointOptions(**flat)) == _endpoint_template(**flat)
 
 
@@ -525,16 +792,27 @@ def test_options_together_with_a_separate_setting_is_refused():
     from sagemaker_llm_cdk import EndpointOptions
 
     stack = new_stack()
-    with pytest.raises(ConfigurationError, match=(
+    with pytest.raises(
+        ConfigurationError,
+        match=(
             r"options: got 'options together with instance_type, routing'; allowed: the endpoint's settings either "
-            r"in options or as separate arguments, not both; fix: move instance_type, routing into options")):
-        LlmEndpoint(stack, "Chat", options=EndpointOptions(instance_type="ml.g6e.12xlarge"),
-                    instance_type="ml.g6e.12xlarge", routing=Routing())
+            r"in options or as separate arguments, not both; fix: move instance_type, routing into options"
+        ),
+    ):
+        LlmEndpoint(
+            stack,
+            "Chat",
+            options=EndpointOptions(instance_type="ml.g6e.12xlarge"),
+            instance_type="ml.g6e.12xlarge",
+            routing=Routing(),
+        )
     assert stack.node.try_find_child("Chat") is None  # nothing half-created
 
 
 def test_instance_type_is_required_without_options():
-    with pytest.raises(ConfigurationError, match=r"instance_type: got nothing \(the field is missing\); allowed: a value"):
+    with pytest.raises(
+        ConfigurationError, match=r"instance_type: got nothing \(the field is missing\); allowed: a value"
+    ):
         LlmEndpoint(new_stack(), "Chat")
 
 
@@ -542,8 +820,17 @@ def test_a_config_endpoint_is_its_own_options():
     """The stack passes the config's EndpointSpec as options: no unpacking, no second validation."""
     from sagemaker_llm_cdk import parse_config
 
-    config = parse_config({"endpoints": [{"name": "chat", "instance_type": "ml.g6e.12xlarge", "models": [
-        {"name": "qwen3-8b", "model_data_s3_uri": MODEL_URI}]}]})
+    config = parse_config(
+        {
+            "endpoints": [
+                {
+                    "name": "chat",
+                    "instance_type": "ml.g6e.12xlarge",
+                    "models": [{"name": "qwen3-8b", "model_data_s3_uri": MODEL_URI}],
+                }
+            ]
+        }
+    )
     spec = config.endpoints[0]
     endpoint = LlmEndpoint(new_stack(), "Chat", options=spec)
     assert endpoint.options is spec

@@ -6,6 +6,7 @@ context, against the library in this repository. They run in this interpreter (`
 no fresh Python and jsii runtime per synth); ``tests/test_wheel.py`` runs every example through the real
 ``cdk synth`` CLI, with its ``cdk.json``, against the built wheel and checks the same feature-flag report.
 """
+
 from __future__ import annotations
 
 import json
@@ -74,8 +75,11 @@ def test_example_synthesizes_in_an_account_and_region_bound_stack(name, tmp_path
         pytest.skip(pending_reason(missing))
     synth = synthesize_in_process(app, tmp_path / "out", context=BOUND_CONTEXT)
     manifest = json.loads((synth.outdir / "manifest.json").read_text())
-    environments = {artifact["environment"] for artifact in manifest["artifacts"].values()
-                    if artifact["type"] == "aws:cloudformation:stack"}
+    environments = {
+        artifact["environment"]
+        for artifact in manifest["artifacts"].values()
+        if artifact["type"] == "aws:cloudformation:stack"
+    }
     assert environments == {"aws://123456789012/us-east-1"}, f"{name} ignores -c account/-c region: {environments}"
     CHECKS[name](synth)
 

@@ -4,6 +4,7 @@ add it, must fail the check with a line naming the probe's statement (template, 
 One synth of the default app carries every probe (each statement is judged on its own, so each line is what that
 probe alone would fail with); the clean default app passes. ``core/policy_guard.py`` is the guard.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,14 +61,21 @@ def _add(stack: Stack, statement: iam.PolicyStatement) -> Any:
 
 def _weights(stack: Stack) -> str:
     """The weights prefix the library acknowledged on the endpoint role for s3:GetObject (as the template has it)."""
-    (resource,) = [r for r, actions in allowed_now(_endpoint_role(stack)).items()
-                   if "s3:GetObject" in actions and r.startswith("arn:") and ":s3:::" in r]
+    (resource,) = [
+        r
+        for r, actions in allowed_now(_endpoint_role(stack)).items()
+        if "s3:GetObject" in actions and r.startswith("arn:") and ":s3:::" in r
+    ]
     return resource.replace("<AWS::Partition>", Aws.PARTITION)
 
 
 def not_resource(stack: Stack) -> Any:
-    return _add(stack, iam.PolicyStatement(sid="ProbeNotResource", actions=["s3:GetObject"],
-                                           not_resources=["arn:aws:s3:::the-one-kept-bucket/*"]))
+    return _add(
+        stack,
+        iam.PolicyStatement(
+            sid="ProbeNotResource", actions=["s3:GetObject"], not_resources=["arn:aws:s3:::the-one-kept-bucket/*"]
+        ),
+    )
 
 
 def not_action(stack: Stack) -> Any:
@@ -75,46 +83,96 @@ def not_action(stack: Stack) -> Any:
 
 
 def inline_role_policy(stack: Stack) -> Any:
-    role = iam.Role(stack, "ProbeInlineRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                    inline_policies={"Everything": iam.PolicyDocument(statements=[iam.PolicyStatement(
-                        sid="ProbeInline", actions=["s3:*"], resources=["*"])])})
+    role = iam.Role(
+        stack,
+        "ProbeInlineRole",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        inline_policies={
+            "Everything": iam.PolicyDocument(
+                statements=[iam.PolicyStatement(sid="ProbeInline", actions=["s3:*"], resources=["*"])]
+            )
+        },
+    )
     return role.node.default_child
 
 
 def cfn_role_with_acknowledgement(stack: Stack) -> Any:
-    role = iam.CfnRole(stack, "ProbeCfnRole", assume_role_policy_document={
-        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                                                "Principal": {"Service": "lambda.amazonaws.com"}}]},
-        policies=[iam.CfnRole.PolicyProperty(policy_name="Plans", policy_document={
-            "Version": "2012-10-17", "Statement": [{"Sid": "ProbeBuyPlans", "Effect": "Allow",
-                                                    "Action": "sagemaker:CreateTrainingPlan", "Resource": "*"}]})])
+    role = iam.CfnRole(
+        stack,
+        "ProbeCfnRole",
+        assume_role_policy_document={
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": "lambda.amazonaws.com"}}
+            ],
+        },
+        policies=[
+            iam.CfnRole.PolicyProperty(
+                policy_name="Plans",
+                policy_document={
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Sid": "ProbeBuyPlans",
+                            "Effect": "Allow",
+                            "Action": "sagemaker:CreateTrainingPlan",
+                            "Resource": "*",
+                        }
+                    ],
+                },
+            )
+        ],
+    )
     acknowledge_wildcard_only(role, "the library's own helper: it may not cover an action with resources")
     return role
 
 
 def override_default_policy(stack: Stack) -> Any:
     policy = _default_policy(_endpoint_role(stack))
-    policy.add_property_override("PolicyDocument.Statement.40", {
-        "Sid": "ProbeOverrideExtend", "Effect": "Allow", "Action": "sagemaker:ExtendTrainingPlan", "Resource": "*"})
+    policy.add_property_override(
+        "PolicyDocument.Statement.40",
+        {"Sid": "ProbeOverrideExtend", "Effect": "Allow", "Action": "sagemaker:ExtendTrainingPlan", "Resource": "*"},
+    )
     return policy
 
 
 def override_role_policies(stack: Stack) -> Any:
     cfn = _endpoint_role(stack).node.default_child
-    cfn.add_property_override("Policies", [{"PolicyName": "Plans", "PolicyDocument": {  # type: ignore[union-attr]
-        "Version": "2012-10-17", "Statement": [{"Sid": "ProbeOverrideCreate", "Effect": "Allow",
-                                                "Action": ["sagemaker:CreateTrainingPlan"], "Resource": "*"}]}}])
+    cfn.add_property_override(
+        "Policies",
+        [
+            {
+                "PolicyName": "Plans",
+                "PolicyDocument": {  # type: ignore[union-attr]
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Sid": "ProbeOverrideCreate",
+                            "Effect": "Allow",
+                            "Action": ["sagemaker:CreateTrainingPlan"],
+                            "Resource": "*",
+                        }
+                    ],
+                },
+            }
+        ],
+    )
     return cfn
 
 
 def new_action_on_acknowledged_resource(stack: Stack) -> Any:
-    return _add(stack, iam.PolicyStatement(sid="ProbeDeleteWeights", actions=["s3:DeleteObject", "s3:PutObject"],
-                                           resources=[_weights(stack)]))
+    return _add(
+        stack,
+        iam.PolicyStatement(
+            sid="ProbeDeleteWeights", actions=["s3:DeleteObject", "s3:PutObject"], resources=[_weights(stack)]
+        ),
+    )
 
 
 def lowercase_new_action(stack: Stack) -> Any:
-    return _add(stack, iam.PolicyStatement(sid="ProbeLowercase", actions=["S3:deleteobject"],
-                                           resources=[_weights(stack)]))
+    return _add(
+        stack, iam.PolicyStatement(sid="ProbeLowercase", actions=["S3:deleteobject"], resources=[_weights(stack)])
+    )
 
 
 def metrics_without_namespace(stack: Stack) -> Any:
@@ -122,8 +180,9 @@ def metrics_without_namespace(stack: Stack) -> Any:
 
 
 def lowercase_metrics(stack: Stack) -> Any:
-    return _add(stack, iam.PolicyStatement(sid="ProbeMetricsLowercase", actions=["CloudWatch:putmetricdata"],
-                                           resources=["*"]))
+    return _add(
+        stack, iam.PolicyStatement(sid="ProbeMetricsLowercase", actions=["CloudWatch:putmetricdata"], resources=["*"])
+    )
 
 
 def log_resource_policy(stack: Stack) -> Any:
@@ -141,12 +200,20 @@ def every_s3_action(stack: Stack) -> Any:
 
 
 def every_bucket(stack: Stack) -> Any:
-    return _add(stack, iam.PolicyStatement(sid="ProbeAllBuckets", actions=["s3:GetObject"], resources=["arn:aws:s3:::*"]))
+    return _add(
+        stack, iam.PolicyStatement(sid="ProbeAllBuckets", actions=["s3:GetObject"], resources=["arn:aws:s3:::*"])
+    )
 
 
 def wildcard_in_a_join(stack: Stack) -> Any:
-    return _add(stack, iam.PolicyStatement(sid="ProbeJoin", actions=["s3:GetObject"],
-                                           resources=[Fn.join("", ["arn:", Aws.PARTITION, ":s3:::", Aws.ACCOUNT_ID, "-*"])]))
+    return _add(
+        stack,
+        iam.PolicyStatement(
+            sid="ProbeJoin",
+            actions=["s3:GetObject"],
+            resources=[Fn.join("", ["arn:", Aws.PARTITION, ":s3:::", Aws.ACCOUNT_ID, "-*"])],
+        ),
+    )
 
 
 def aws_managed_policy(stack: Stack) -> Any:
@@ -163,29 +230,45 @@ def managed_policy_arns_override(stack: Stack) -> Any:
 
 
 def customer_managed_policy(stack: Stack) -> Any:
-    policy = iam.ManagedPolicy(stack, "ProbeManagedPolicy", roles=[_endpoint_role(stack)], statements=[
-        iam.PolicyStatement(sid="ProbeManaged", actions=["sagemaker:*"], resources=["*"])])
+    policy = iam.ManagedPolicy(
+        stack,
+        "ProbeManagedPolicy",
+        roles=[_endpoint_role(stack)],
+        statements=[iam.PolicyStatement(sid="ProbeManaged", actions=["sagemaker:*"], resources=["*"])],
+    )
     return policy.node.default_child
 
 
 def public_bucket_policy(stack: Stack) -> Any:
     bucket = _first(stack, s3.Bucket, "DataCapture")
-    bucket.add_to_resource_policy(iam.PolicyStatement(sid="ProbePublicRead", principals=[iam.AnyPrincipal()],
-                                                      actions=["s3:GetObject"], resources=[bucket.arn_for_objects("*")]))
+    bucket.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="ProbePublicRead",
+            principals=[iam.AnyPrincipal()],
+            actions=["s3:GetObject"],
+            resources=[bucket.arn_for_objects("*")],
+        )
+    )
     return bucket.policy.node.default_child
 
 
 def key_to_another_account(stack: Stack) -> Any:
     key = _first(stack, kms.Key, "Chat/Key")
-    key.add_to_resource_policy(iam.PolicyStatement(sid="ProbeKeyAdmin", principals=[iam.AccountPrincipal("999999999999")],
-                                                   actions=["kms:*"], resources=["*"]))
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="ProbeKeyAdmin", principals=[iam.AccountPrincipal("999999999999")], actions=["kms:*"], resources=["*"]
+        )
+    )
     return key.node.default_child
 
 
 def open_topic(stack: Stack) -> Any:
     topic = _first(stack, sns.Topic, "Monitoring")
-    topic.add_to_resource_policy(iam.PolicyStatement(sid="ProbeTopic", principals=[iam.AnyPrincipal()],
-                                                     actions=["sns:Publish"], resources=[topic.topic_arn]))
+    topic.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="ProbeTopic", principals=[iam.AnyPrincipal()], actions=["sns:Publish"], resources=[topic.topic_arn]
+        )
+    )
     return topic.node.find_child("Policy").node.default_child
 
 
@@ -202,23 +285,55 @@ def open_trust(stack: Stack) -> Any:
 PROBES = [
     Probe("NotResource in an Allow", not_resource, "(Sid ProbeNotResource)", "NotActionOrNotResource"),
     Probe("NotAction in an Allow", not_action, "(Sid ProbeNotAction)", "NotActionOrNotResource"),
-    Probe("inline role policy (iam.Role inline_policies)", inline_role_policy, "Policies[0] (Everything)",
-          "UnacknowledgedWildcard"),
-    Probe("CfnRole.Policies with the library's acknowledgement helper", cfn_role_with_acknowledgement,
-          "(Sid ProbeBuyPlans)", "UnacknowledgedWildcard"),
-    Probe("escape hatch on a library role's policy", override_default_policy, "(Sid ProbeOverrideExtend)",
-          "UnacknowledgedWildcard"),
-    Probe("escape hatch on a library role's inline policies", override_role_policies, "(Sid ProbeOverrideCreate)",
-          "UnacknowledgedWildcard"),
-    Probe("new action on an acknowledged resource", new_action_on_acknowledged_resource, "(Sid ProbeDeleteWeights)",
-          "UnacknowledgedWildcard"),
-    Probe("lowercase action on an acknowledged resource", lowercase_new_action, "(Sid ProbeLowercase)",
-          "UnacknowledgedWildcard"),
-    Probe("PutMetricData without cloudwatch:namespace", metrics_without_namespace, "(Sid ProbeMetrics)",
-          "MissingCondition"),
+    Probe(
+        "inline role policy (iam.Role inline_policies)",
+        inline_role_policy,
+        "Policies[0] (Everything)",
+        "UnacknowledgedWildcard",
+    ),
+    Probe(
+        "CfnRole.Policies with the library's acknowledgement helper",
+        cfn_role_with_acknowledgement,
+        "(Sid ProbeBuyPlans)",
+        "UnacknowledgedWildcard",
+    ),
+    Probe(
+        "escape hatch on a library role's policy",
+        override_default_policy,
+        "(Sid ProbeOverrideExtend)",
+        "UnacknowledgedWildcard",
+    ),
+    Probe(
+        "escape hatch on a library role's inline policies",
+        override_role_policies,
+        "(Sid ProbeOverrideCreate)",
+        "UnacknowledgedWildcard",
+    ),
+    Probe(
+        "new action on an acknowledged resource",
+        new_action_on_acknowledged_resource,
+        "(Sid ProbeDeleteWeights)",
+        "UnacknowledgedWildcard",
+    ),
+    Probe(
+        "lowercase action on an acknowledged resource",
+        lowercase_new_action,
+        "(Sid ProbeLowercase)",
+        "UnacknowledgedWildcard",
+    ),
+    Probe(
+        "PutMetricData without cloudwatch:namespace",
+        metrics_without_namespace,
+        "(Sid ProbeMetrics)",
+        "MissingCondition",
+    ),
     Probe("PutMetricData spelled in lowercase", lowercase_metrics, "(Sid ProbeMetricsLowercase)", "MissingCondition"),
-    Probe("logs:PutResourcePolicy on '*' on a new role", log_resource_policy, "(Sid ProbeLogPolicy)",
-          "UnacknowledgedWildcard"),
+    Probe(
+        "logs:PutResourcePolicy on '*' on a new role",
+        log_resource_policy,
+        "(Sid ProbeLogPolicy)",
+        "UnacknowledgedWildcard",
+    ),
     Probe("Action '*'", every_action, "(Sid ProbeStar)", "UnacknowledgedWildcard"),
     Probe("'s3:*'", every_s3_action, "(Sid ProbeS3Star)", "UnacknowledgedWildcard"),
     Probe("Resource arn:aws:s3:::*", every_bucket, "(Sid ProbeAllBuckets)", "UnacknowledgedWildcard"),
@@ -227,8 +342,9 @@ PROBES = [
     Probe("ManagedPolicyArns override", managed_policy_arns_override, "ManagedPolicyArns[0]", "UnreadablePolicy"),
     Probe("customer managed policy", customer_managed_policy, "(Sid ProbeManaged)", "UnacknowledgedWildcard"),
     Probe("bucket policy to Principal '*'", public_bucket_policy, "(Sid ProbePublicRead)", "BroadPrincipal"),
-    Probe("key policy kms:* to another account", key_to_another_account, "(Sid ProbeKeyAdmin)",
-          "UnacknowledgedWildcard"),
+    Probe(
+        "key policy kms:* to another account", key_to_another_account, "(Sid ProbeKeyAdmin)", "UnacknowledgedWildcard"
+    ),
     Probe("topic policy to Principal '*'", open_topic, "(Sid ProbeTopic)", "BroadPrincipal"),
     Probe("Lambda permission to every principal", open_function, "Principal", "BroadPrincipal"),
     Probe("trust policy to every principal", open_trust, "AssumeRolePolicyDocument.Statement[0]", "BroadPrincipal"),
@@ -245,8 +361,12 @@ def _default_app(out: Path) -> tuple[App, Stack]:
 
 def _guard_findings(out: Path) -> list[dict[str, Any]]:
     report = json.loads((out / "validation-report.json").read_text())
-    return [v for plugin in report["pluginReports"] if plugin["pluginName"] == PLUGIN_NAME
-            for v in plugin.get("violations", [])]
+    return [
+        v
+        for plugin in report["pluginReports"]
+        if plugin["pluginName"] == PLUGIN_NAME
+        for v in plugin.get("violations", [])
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -272,10 +392,15 @@ def test_each_probe_fails_the_check_naming_its_statement(probed: Any, probe: Pro
     out, held, status = probed
     assert status == 1, "report_checks passed a synth with probes in it"
     logical_id, _ = held[probe.name]
-    lines = [v for v in _guard_findings(out) if v["description"].startswith(f"{TEMPLATE} {logical_id} ")
-             and f" {probe.where}" in v["description"]]
-    assert lines, f"no finding names {TEMPLATE} {logical_id} {probe.where}: " + "\n".join(
-        v["description"] for v in _guard_findings(out))[:4000]
+    lines = [
+        v
+        for v in _guard_findings(out)
+        if v["description"].startswith(f"{TEMPLATE} {logical_id} ") and f" {probe.where}" in v["description"]
+    ]
+    assert lines, (
+        f"no finding names {TEMPLATE} {logical_id} {probe.where}: "
+        + "\n".join(v["description"] for v in _guard_findings(out))[:4000]
+    )
     assert {v["ruleName"] for v in lines} >= {probe.rule} or any(probe.rule == v["ruleName"] for v in lines)
     assert all(v["severity"] == "fatal" for v in lines), "the guard's findings cannot be acknowledged"
 
@@ -299,29 +424,46 @@ def _small(tmp_path: Path) -> tuple[App, Stack]:
 def test_a_resource_policy_open_to_everyone_fails_the_synth(tmp_path: Path) -> None:
     app, stack = _small(tmp_path)
     topic = sns.Topic(stack, "Topic", enforce_ssl=True)
-    topic.add_to_resource_policy(iam.PolicyStatement(sid="Open", principals=[iam.AnyPrincipal()],
-                                                     actions=["sns:Publish"], resources=[topic.topic_arn]))
-    with pytest.raises(RuntimeError, match=r"Small\.template\.json TopicPolicy\w+ \(Small/Topic/Policy/Resource\) "
-                                           r"PolicyDocument\.Statement\[\d\] \(Sid Open\): lets every principal \('\*'\)"):
+    topic.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="Open", principals=[iam.AnyPrincipal()], actions=["sns:Publish"], resources=[topic.topic_arn]
+        )
+    )
+    with pytest.raises(
+        RuntimeError,
+        match=r"Small\.template\.json TopicPolicy\w+ \(Small/Topic/Policy/Resource\) "
+        r"PolicyDocument\.Statement\[\d\] \(Sid Open\): lets every principal \('\*'\)",
+    ):
         app.synth()
 
 
 def test_a_condition_that_limits_the_principal_passes(tmp_path: Path) -> None:
     app, stack = _small(tmp_path)
     topic = sns.Topic(stack, "Topic", enforce_ssl=True)
-    topic.add_to_resource_policy(iam.PolicyStatement(
-        sid="Account", principals=[iam.AnyPrincipal()], actions=["sns:Publish"], resources=[topic.topic_arn],
-        conditions={"StringEquals": {"aws:PrincipalAccount": "123456789012"}}))
+    topic.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="Account",
+            principals=[iam.AnyPrincipal()],
+            actions=["sns:Publish"],
+            resources=[topic.topic_arn],
+            conditions={"StringEquals": {"aws:PrincipalAccount": "123456789012"}},
+        )
+    )
     app.synth()
 
 
 def test_a_managed_policy_the_guard_cannot_read_fails_the_synth(tmp_path: Path) -> None:
     app, stack = _small(tmp_path)
     role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
-    role.add_managed_policy(iam.ManagedPolicy.from_managed_policy_arn(stack, "Theirs", "arn:aws:iam::123456789012:policy/x"))
-    with pytest.raises(RuntimeError, match=r"Role\w+ \(Small/Role/Resource\) ManagedPolicyArns\[0\]: attaches the managed "
-                                           r"policy 'arn:aws:iam::123456789012:policy/x', whose statements the template "
-                                           r"does not hold"):
+    role.add_managed_policy(
+        iam.ManagedPolicy.from_managed_policy_arn(stack, "Theirs", "arn:aws:iam::123456789012:policy/x")
+    )
+    with pytest.raises(
+        RuntimeError,
+        match=r"Role\w+ \(Small/Role/Resource\) ManagedPolicyArns\[0\]: attaches the managed "
+        r"policy 'arn:aws:iam::123456789012:policy/x', whose statements the template "
+        r"does not hold",
+    ):
         app.synth()
 
 
@@ -329,8 +471,11 @@ def test_a_wildcard_only_action_without_its_condition_fails_the_synth(tmp_path: 
     app, stack = _small(tmp_path)
     role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     role.add_to_policy(iam.PolicyStatement(sid="Metrics", actions=["cloudwatch:PutMetricData"], resources=["*"]))
-    with pytest.raises(RuntimeError, match=r"\(Sid Metrics\): allows 'cloudwatch:PutMetricData' on a wildcard without "
-                                           r"the cloudwatch:namespace condition"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"\(Sid Metrics\): allows 'cloudwatch:PutMetricData' on a wildcard without "
+        r"the cloudwatch:namespace condition",
+    ):
         app.synth()
     role.add_to_policy(iam.PolicyStatement(sid="Kept", actions=["xray:PutTraceSegments"], resources=["*"]))
 
@@ -379,8 +524,9 @@ def test_a_guard_failure_through_app_py_prints_its_finding_once_without_a_traceb
     script.write_text(_PROBED_APP.format(root=str(ROOT)), encoding="utf-8")
     env = dict(os.environ, CDK_OUTDIR=str(tmp_path / "out"), CDK_CONTEXT_JSON=json.dumps({FAIL_SYNTH_CONTEXT: True}))
     env["PATH"] = os.pathsep.join([str(ROOT / "node_modules" / ".bin"), str(Path(sys.executable).parent), env["PATH"]])
-    result = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=600)
+    result = subprocess.run(
+        [sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 1, result.stderr[-3000:]
     assert "Traceback" not in result.stderr and "ValidationFailed" not in result.stderr, result.stderr[-3000:]
     assert result.stderr.count("(Sid ProbeEveryAction): allows ['*'] on '*'") == 1, result.stderr[-3000:]

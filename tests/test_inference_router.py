@@ -1,6 +1,7 @@
 """InferenceRouter: the routing targets it sends, who may invoke it, its validation rules, its checks and alarms,
 in an environment-agnostic and an account- and region-bound stack; the ``routers:`` config rules; the pipeline's
 Routers wave with the destinations of every regional stage (config/examples/router-two-regions.yaml)."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,17 @@ from aws_cdk.assertions import Template
 from support.aws_model import assert_valid_request
 from support.examples import cli_context, synthesize_in_process
 
-from sagemaker_llm_cdk import (ConfigurationError, Destination, InferenceRouter, LlmEndpoint, ModelSpec, RouterSpec,
-                               RouterTarget, RoutingTargetSpec, load_config)
+from sagemaker_llm_cdk import (
+    ConfigurationError,
+    Destination,
+    InferenceRouter,
+    LlmEndpoint,
+    ModelSpec,
+    RouterSpec,
+    RouterTarget,
+    RoutingTargetSpec,
+    load_config,
+)
 from sagemaker_llm_cdk.core import service_model
 from sagemaker_llm_cdk.routing.endpoint_policy import RESOURCE_TYPE as POLICY_TYPE
 from sagemaker_llm_cdk.routing.router import RESOURCE_TYPE
@@ -38,12 +48,17 @@ def router_stack(env: Environment | None = None, **kwargs: Any) -> tuple[Stack, 
 
 
 def statements(template: Template, role_prefix: str) -> list[dict[str, Any]]:
-    return [s for logical, p in template.find_resources("AWS::IAM::Policy").items() if logical.startswith(role_prefix)
-            for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    return [
+        s
+        for logical, p in template.find_resources("AWS::IAM::Policy").items()
+        if logical.startswith(role_prefix)
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
 
 
-@pytest.mark.parametrize("env", [None, Environment(account="111111111111", region="us-east-1")],
-                         ids=["environment-agnostic", "bound"])
+@pytest.mark.parametrize(
+    "env", [None, Environment(account="111111111111", region="us-east-1")], ids=["environment-agnostic", "bound"]
+)
 def test_the_router_sends_every_target_as_the_api_takes_it(env):
     stack, router, _ = router_stack(env)
     template = Template.from_stack(stack)
@@ -58,7 +73,8 @@ def test_the_router_sends_every_target_as_the_api_takes_it(env):
         request = {"InferenceRouterName": props["RouterName"], "RoutingTargets": props["RoutingTargets"]}
         assert_valid_request("sagemaker", "UpdateInferenceRouter", request)
         assert target["Destinations"][0] == {
-            "ResourceArn": "arn:aws:sagemaker:us-east-1:111111111111:inference-component/Chat-qwen3-8b"}
+            "ResourceArn": "arn:aws:sagemaker:us-east-1:111111111111:inference-component/Chat-qwen3-8b"
+        }
     assert len(template.find_resources("AWS::Scheduler::Schedule")) == 1
     assert len(template.find_resources("AWS::CloudWatch::Alarm")) == 2
 
@@ -69,19 +85,37 @@ def test_grant_invoke_allows_the_router_and_every_destination_exactly():
 
     by_action = {json.dumps(s["Action"]): s["Resource"] for s in caller}
     assert by_action['"sagemaker:InvokeInferenceRouter"'] == [
-        {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:111111111111:inference-router/Chat-Router"]]},
-        {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:111111111111:inference-router/chat-router"]]}]
+        {
+            "Fn::Join": [
+                "",
+                ["arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:111111111111:inference-router/Chat-Router"],
+            ]
+        },
+        {
+            "Fn::Join": [
+                "",
+                ["arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:111111111111:inference-router/chat-router"],
+            ]
+        },
+    ]
     assert by_action['"sagemaker:InvokeEndpoint"'] == [
         "arn:aws:sagemaker:us-east-1:111111111111:endpoint/chat",
         "arn:aws:sagemaker:us-east-1:111111111111:inference-component/Chat-qwen3-8b",
         "arn:aws:sagemaker:us-east-1:111111111111:inference-component/chat-qwen3-8b",
         "arn:aws:sagemaker:us-west-2:222222222222:endpoint/prod-chat",
-        WEST, WEST.lower()]
+        WEST,
+        WEST.lower(),
+    ]
     assert not any("*" in json.dumps(s["Resource"]) for s in caller)
 
 
 STACK_ID = "arn:aws:cloudformation:us-east-1:111111111111:stack/Chat/1d6e0a70-0000-0000-0000-000000000000"
-PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "111111111111", "AWS::StackId": STACK_ID}
+PSEUDO = {
+    "AWS::Partition": "aws",
+    "AWS::Region": "us-east-1",
+    "AWS::AccountId": "111111111111",
+    "AWS::StackId": STACK_ID,
+}
 
 
 def _resolved(value: Any) -> str:
@@ -125,12 +159,19 @@ def allowed(statements: list[dict[str, Any]], action: str, arn: str, tags: dict[
 def role_statements(stack: Stack, function: Any) -> list[dict[str, Any]]:
     template = Template.from_stack(stack)
     role = stack.resolve(function.role.node.default_child.logical_id)
-    return [s for p in template.find_resources("AWS::IAM::Policy").values() if {"Ref": role} in p["Properties"]["Roles"]
-            for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    return [
+        s
+        for p in template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role} in p["Properties"]["Roles"]
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
 
 
-@pytest.mark.parametrize("names", [("Pinned-Chat", "Pinned-Chat2"), ("Chat-Router", "Pinned-Chat")],
-                         ids=["pinned", "stack-prefixed-to-pinned"])
+@pytest.mark.parametrize(
+    "names",
+    [("Pinned-Chat", "Pinned-Chat2"), ("Chat-Router", "Pinned-Chat")],
+    ids=["pinned", "stack-prefixed-to-pinned"],
+)
 def test_after_a_rename_the_handlers_may_still_delete_and_wait_for_the_old_router(names):
     """CloudFormation updates the handlers' policy to the new name before its cleanup deletes the old router (and a
     rollback brings the old one back): the policy of the renamed stack allows what those requests need on the old
@@ -142,17 +183,24 @@ def test_after_a_rename_the_handlers_may_still_delete_and_wait_for_the_old_route
     logical_id = stack.resolve(stack.get_logical_id(router.custom_resource.node.default_child))
     mine = {STACK_TAG: STACK_ID, LOGICAL_ID_TAG: logical_id}
     base = "arn:aws:sagemaker:us-east-1:111111111111:inference-router/"
-    needs = ((router.on_event_function, ("DeleteInferenceRouter", "DescribeInferenceRouter", "UpdateInferenceRouter",
-                                         "ListTags")),
-             (router.is_complete_function, ("DescribeInferenceRouter", "DeleteInferenceRouter", "UpdateInferenceRouter")))
+    needs = (
+        (
+            router.on_event_function,
+            ("DeleteInferenceRouter", "DescribeInferenceRouter", "UpdateInferenceRouter", "ListTags"),
+        ),
+        (router.is_complete_function, ("DescribeInferenceRouter", "DeleteInferenceRouter", "UpdateInferenceRouter")),
+    )
     for function, actions in needs:
         policy = role_statements(stack, function)
         for arn in (base + old, base + old.lower()):
             for action in actions:
                 assert allowed(policy, f"sagemaker:{action}", arn, mine), (function.node.id, action, arn)
             assert not allowed(policy, "sagemaker:CreateInferenceRouter", arn, mine)
-        for theirs in ({STACK_TAG: STACK_ID.replace("1d6e0a70", "2f7a1b81"), LOGICAL_ID_TAG: logical_id},
-                       {STACK_TAG: STACK_ID, LOGICAL_ID_TAG: "OtherRouterResource"}, {}):
+        for theirs in (
+            {STACK_TAG: STACK_ID.replace("1d6e0a70", "2f7a1b81"), LOGICAL_ID_TAG: logical_id},
+            {STACK_TAG: STACK_ID, LOGICAL_ID_TAG: "OtherRouterResource"},
+            {},
+        ):
             for action in ("DeleteInferenceRouter", "UpdateInferenceRouter"):
                 assert not allowed(policy, f"sagemaker:{action}", base + "Someone-Else", theirs), (action, theirs)
         assert allowed(policy, "sagemaker:DescribeInferenceRouter", base + new, {})
@@ -176,13 +224,20 @@ def test_a_long_generated_router_name_keeps_a_digest_and_one_that_fits_is_unchan
         assert_valid_request("sagemaker", "DescribeInferenceRouter", {"InferenceRouterName": name})
     config = SimpleNamespace(stack_name=stack)
     assert router_name_of(config, RouterSpec(name="ChatRouterEast", targets=[{"name": "chat", "model": "m"}])) == one
-    assert router_name_of(config, RouterSpec(name="ChatRouterEast", router_name="Pinned",
-                                             targets=[{"name": "chat", "model": "m"}])) == "Pinned"
+    assert (
+        router_name_of(
+            config, RouterSpec(name="ChatRouterEast", router_name="Pinned", targets=[{"name": "chat", "model": "m"}])
+        )
+        == "Pinned"
+    )
 
 
 def test_tags_of_the_owner_tags_prefix_and_too_many_tags_are_refused():
-    with pytest.raises(ConfigurationError, match=r"tags\['sagemaker-llm-cdk:stack-id'\]: got 'sagemaker-llm-cdk:stack-id'; "
-                                                 r"allowed: a tag key that does not start with 'sagemaker-llm-cdk:'"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"tags\['sagemaker-llm-cdk:stack-id'\]: got 'sagemaker-llm-cdk:stack-id'; "
+        r"allowed: a tag key that does not start with 'sagemaker-llm-cdk:'",
+    ):
         _router([RouterTarget("qwen3-8b", (REMOTE,))], tags={"sagemaker-llm-cdk:stack-id": "mine"})
     with pytest.raises(ConfigurationError, match=r"tags: got 49; allowed: at most 48 tags"):
         _router([RouterTarget("qwen3-8b", (REMOTE,))], tags={f"k{i}": "v" for i in range(49)})
@@ -198,13 +253,21 @@ def test_the_endpoint_policy_of_a_remote_account_is_awss_documented_one():
     assert invoke["Principal"] == {"AWS": "arn:aws:iam::111111111111:root"}
     assert invoke["Action"] == "sagemaker:InvokeEndpoint"
     assert invoke["Resource"] == "arn:aws:sagemaker:us-west-2:222222222222:endpoint/prod-chat"
-    assert invoke["Condition"] == {"ArnEquals": {"sagemaker:SourceInferenceRouterArn": [
-        "arn:aws:sagemaker:us-east-1:111111111111:inference-router/Chat-Router",
-        "arn:aws:sagemaker:us-east-1:111111111111:inference-router/chat-router"]}}
+    assert invoke["Condition"] == {
+        "ArnEquals": {
+            "sagemaker:SourceInferenceRouterArn": [
+                "arn:aws:sagemaker:us-east-1:111111111111:inference-router/Chat-Router",
+                "arn:aws:sagemaker:us-east-1:111111111111:inference-router/chat-router",
+            ]
+        }
+    }
     assert describe["Action"] == "sagemaker:DescribeEndpoint"
     assert router.endpoint_policy("111111111111", "us-east-1") is None
-    assert_valid_request("sagemaker", "PutEndpointPolicy", {"EndpointName": "prod-chat",
-                                                            "ResourcePolicy": json.dumps(policies["prod-chat"])})
+    assert_valid_request(
+        "sagemaker",
+        "PutEndpointPolicy",
+        {"EndpointName": "prod-chat", "ResourcePolicy": json.dumps(policies["prod-chat"])},
+    )
 
 
 def test_an_endpoint_policy_needs_a_bound_stack():
@@ -248,7 +311,9 @@ def test_no_targets_and_repeated_names_are_refused():
 
 
 def test_a_repeated_destination_is_refused():
-    with pytest.raises(ConfigurationError, match=r"targets\[0\]\.destinations\[1\]: got .*; allowed: each destination once"):
+    with pytest.raises(
+        ConfigurationError, match=r"targets\[0\]\.destinations\[1\]: got .*; allowed: each destination once"
+    ):
         _router([RouterTarget("qwen3-8b", (REMOTE, REMOTE))])
 
 
@@ -259,7 +324,9 @@ def test_a_destination_in_another_partition_is_refused():
 
 
 def test_instance_pool_order_needs_an_async_target():
-    with pytest.raises(ConfigurationError, match=r"routing_preference: got 'InstancePoolOrder'; allowed: LocalRegionFirst"):
+    with pytest.raises(
+        ConfigurationError, match=r"routing_preference: got 'InstancePoolOrder'; allowed: LocalRegionFirst"
+    ):
         _router([RouterTarget("qwen3-8b", (REMOTE,), routing_preference="InstancePoolOrder")])
 
 
@@ -271,7 +338,9 @@ def test_a_bad_router_name_and_schedule_are_refused():
 
 
 def test_a_component_arn_needs_its_endpoint():
-    with pytest.raises(ConfigurationError, match=r"endpoint_name: got None; allowed: the endpoint that hosts the component"):
+    with pytest.raises(
+        ConfigurationError, match=r"endpoint_name: got None; allowed: the endpoint that hosts the component"
+    ):
         Destination.from_arn(WEST)
     with pytest.raises(ConfigurationError, match=r"arn: got 'arn:aws:s3:::bucket'"):
         Destination.from_arn("arn:aws:s3:::bucket")
@@ -290,33 +359,53 @@ def test_config_rules_of_a_routing_target():
     with pytest.raises(ConfigurationError, match=r"name: got 'qwen_3'"):
         RoutingTargetSpec(name="qwen_3", model="qwen3-8b")
     with pytest.raises(ConfigurationError, match=r"destinations\[1\]\.arn: got .*; allowed: each destination once"):
-        RoutingTargetSpec(name="q", destinations=[{"arn": WEST, "endpoint_name": "e"}, {"arn": WEST, "endpoint_name": "e"}])
+        RoutingTargetSpec(
+            name="q", destinations=[{"arn": WEST, "endpoint_name": "e"}, {"arn": WEST, "endpoint_name": "e"}]
+        )
 
 
 def test_config_rules_of_an_async_target():
     out = {"s3_output_path": "s3://router-results/out/", "s3_failure_path": "s3://router-results/failed/"}
-    with pytest.raises(ConfigurationError, match=r"model: got 'qwen3-8b'; allowed: no model for an asynchronous target"):
+    with pytest.raises(
+        ConfigurationError, match=r"model: got 'qwen3-8b'; allowed: no model for an asynchronous target"
+    ):
         RoutingTargetSpec(name="q", model="qwen3-8b", async_inference=out)
-    with pytest.raises(ConfigurationError, match=r"destinations\[0\]\.arn: got .*; allowed: an asynchronous endpoint's ARN"):
+    with pytest.raises(
+        ConfigurationError, match=r"destinations\[0\]\.arn: got .*; allowed: an asynchronous endpoint's ARN"
+    ):
         RoutingTargetSpec(name="q", destinations=[{"arn": WEST, "endpoint_name": "e"}], async_inference=out)
     with pytest.raises(ConfigurationError, match=r"s3_output_path: got 'bucket/out'"):
-        RoutingTargetSpec(name="q", destinations=[{"arn": "arn:aws:sagemaker:us-west-2:222222222222:endpoint/a"}],
-                          async_inference={**out, "s3_output_path": "bucket/out"})
+        RoutingTargetSpec(
+            name="q",
+            destinations=[{"arn": "arn:aws:sagemaker:us-west-2:222222222222:endpoint/a"}],
+            async_inference={**out, "s3_output_path": "bucket/out"},
+        )
     with pytest.raises(ConfigurationError, match=r"kms_key_arn: got '1234'; allowed: a KMS key ARN or alias ARN"):
-        RoutingTargetSpec(name="q", destinations=[{"arn": "arn:aws:sagemaker:us-west-2:222222222222:endpoint/a"}],
-                          async_inference={**out, "kms_key_arn": "1234"})
+        RoutingTargetSpec(
+            name="q",
+            destinations=[{"arn": "arn:aws:sagemaker:us-west-2:222222222222:endpoint/a"}],
+            async_inference={**out, "kms_key_arn": "1234"},
+        )
     with pytest.raises(ConfigurationError, match=r"error_topic_arn: got 'topic'"):
-        RoutingTargetSpec(name="q", destinations=[{"arn": "arn:aws:sagemaker:us-west-2:222222222222:endpoint/a"}],
-                          async_inference={**out, "error_topic_arn": "topic"})
+        RoutingTargetSpec(
+            name="q",
+            destinations=[{"arn": "arn:aws:sagemaker:us-west-2:222222222222:endpoint/a"}],
+            async_inference={**out, "error_topic_arn": "topic"},
+        )
     with pytest.raises(ConfigurationError, match=r"max_time_in_backlog_seconds"):
-        RoutingTargetSpec(name="q", destinations=[{"arn": "arn:aws:sagemaker:us-west-2:222222222222:endpoint/a"}],
-                          async_inference={**out, "max_time_in_backlog_seconds": 30})
+        RoutingTargetSpec(
+            name="q",
+            destinations=[{"arn": "arn:aws:sagemaker:us-west-2:222222222222:endpoint/a"}],
+            async_inference={**out, "max_time_in_backlog_seconds": 30},
+        )
 
 
 def test_config_rules_of_a_destination_and_a_router():
     with pytest.raises(ConfigurationError, match=r"endpoint_name: got 'e'; allowed: nothing for an endpoint ARN"):
-        RoutingTargetSpec(name="q", destinations=[{"arn": "arn:aws:sagemaker:us-west-2:222222222222:endpoint/a",
-                                                   "endpoint_name": "e"}])
+        RoutingTargetSpec(
+            name="q",
+            destinations=[{"arn": "arn:aws:sagemaker:us-west-2:222222222222:endpoint/a", "endpoint_name": "e"}],
+        )
     with pytest.raises(ConfigurationError, match=r"arn: got 'arn:aws:sagemaker:us-west-2:2222:endpoint/a'"):
         RoutingTargetSpec(name="q", destinations=[{"arn": "arn:aws:sagemaker:us-west-2:2222:endpoint/a"}])
     with pytest.raises(ConfigurationError, match=r"name: got 'chat-router'; allowed: 1-63 letters and digits"):
@@ -334,7 +423,8 @@ def test_a_router_names_models_of_the_config(tmp_path):
     data = data.split("routers:")[0] + (
         "routers:\n"
         "  - {name: Chat, targets: [{name: a, model: qwen3-8b}]}\n"
-        "  - {name: Chat, targets: [{name: a, model: qwen3-9b}]}\n")
+        "  - {name: Chat, targets: [{name: a, model: qwen3-9b}]}\n"
+    )
     (tmp_path / "c.yaml").write_text(data)
     with pytest.raises(ConfigurationError) as error:
         load_config(tmp_path / "c.yaml")
@@ -363,20 +453,38 @@ def test_the_routers_wave_follows_every_regional_stage_and_routes_to_both(pipeli
     (router,) = [r for r in json.loads(path.read_text())["Resources"].values() if r["Type"] == RESOURCE_TYPE]
     props = router["Properties"]
     assert props["RouterName"] == "SageMakerLlm-Chat"
-    assert props["RoutingTargets"] == [{"Name": "qwen3-8b", "RoutingPreference": "LocalRegionFirst", "Destinations": [
-        {"ResourceArn": "arn:aws:sagemaker:us-east-1:111111111111:inference-component/UsEast1-SageMakerLlm-qwen3-8b"},
-        {"ResourceArn": "arn:aws:sagemaker:us-west-2:222222222222:inference-component/UsWest2-SageMakerLlm-qwen3-8b"}]}]
-    assert_valid_request("sagemaker", "CreateInferenceRouter", {"InferenceRouterName": props["RouterName"],
-                                                                "RoutingTargets": props["RoutingTargets"]})
+    assert props["RoutingTargets"] == [
+        {
+            "Name": "qwen3-8b",
+            "RoutingPreference": "LocalRegionFirst",
+            "Destinations": [
+                {
+                    "ResourceArn": "arn:aws:sagemaker:us-east-1:111111111111:inference-component/UsEast1-SageMakerLlm-qwen3-8b"
+                },
+                {
+                    "ResourceArn": "arn:aws:sagemaker:us-west-2:222222222222:inference-component/UsWest2-SageMakerLlm-qwen3-8b"
+                },
+            ],
+        }
+    ]
+    assert_valid_request(
+        "sagemaker",
+        "CreateInferenceRouter",
+        {"InferenceRouterName": props["RouterName"], "RoutingTargets": props["RoutingTargets"]},
+    )
 
 
 def test_the_other_accounts_stage_attaches_the_routers_endpoint_policy(pipeline_out):
     """The router runs in 111111111111; the us-west-2 stage (222222222222) attaches AWS's documented endpoint policy
     on its endpoint, exactly the document ``InferenceRouter.endpoint_policy`` builds; us-east-1 (the router's own
     account) attaches none."""
+
     def resources(stage: str, kind: str) -> dict[str, Any]:
-        (path,) = [p for p in pipeline_out.glob(f"assembly-SageMakerLlmRouterPipeline-{stage}/*.template.json")
-                   if "Capacity" not in p.name and "Promotion" not in p.name]
+        (path,) = [
+            p
+            for p in pipeline_out.glob(f"assembly-SageMakerLlmRouterPipeline-{stage}/*.template.json")
+            if "Capacity" not in p.name and "Promotion" not in p.name
+        ]
         return {k: r for k, r in json.loads(path.read_text())["Resources"].items() if r["Type"] == kind}
 
     assert resources("UsEast1", POLICY_TYPE) == {}
@@ -386,22 +494,49 @@ def test_the_other_accounts_stage_attaches_the_routers_endpoint_policy(pipeline_
     arn = f"arn:aws:sagemaker:us-west-2:222222222222:endpoint/{props['EndpointName']}"
     arns = [arn, arn.lower()]  # as written and as SageMaker writes it
     assert arn != arn.lower()
-    assert document == {"Version": "2012-10-17", "Statement": [
-        {"Sid": "InvokeThroughRouter", "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111111111111:root"},
-         "Action": "sagemaker:InvokeEndpoint", "Resource": arns,
-         "Condition": {"ArnEquals": {"sagemaker:SourceInferenceRouterArn": [
-             "arn:aws:sagemaker:us-east-1:111111111111:inference-router/SageMakerLlm-Chat",
-             "arn:aws:sagemaker:us-east-1:111111111111:inference-router/sagemakerllm-chat"]}}},
-        {"Sid": "DescribeForRouter", "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111111111111:root"},
-         "Action": "sagemaker:DescribeEndpoint", "Resource": arns}]}
+    assert document == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "InvokeThroughRouter",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::111111111111:root"},
+                "Action": "sagemaker:InvokeEndpoint",
+                "Resource": arns,
+                "Condition": {
+                    "ArnEquals": {
+                        "sagemaker:SourceInferenceRouterArn": [
+                            "arn:aws:sagemaker:us-east-1:111111111111:inference-router/SageMakerLlm-Chat",
+                            "arn:aws:sagemaker:us-east-1:111111111111:inference-router/sagemakerllm-chat",
+                        ]
+                    }
+                },
+            },
+            {
+                "Sid": "DescribeForRouter",
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::111111111111:root"},
+                "Action": "sagemaker:DescribeEndpoint",
+                "Resource": arns,
+            },
+        ],
+    }
     assert_valid_request("sagemaker", "PutEndpointPolicy", {k: props[k] for k in ("EndpointName", "ResourcePolicy")})
     (endpoint_logical,) = resources("UsWest2", "AWS::SageMaker::Endpoint")
     assert endpoint_logical in policy["DependsOn"]
-    statements = [s for p in resources("UsWest2", "AWS::IAM::Policy").values()
-                  for s in p["Properties"]["PolicyDocument"]["Statement"]
-                  if "sagemaker:PutEndpointPolicy" in s["Action"]]
+    statements = [
+        s
+        for p in resources("UsWest2", "AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "sagemaker:PutEndpointPolicy" in s["Action"]
+    ]
     (grant,) = statements
-    assert sorted(grant["Action"]) == ["sagemaker:DeleteEndpointPolicy", "sagemaker:GetEndpointPolicy",
-                                       "sagemaker:PutEndpointPolicy"]
-    assert all("*" not in json.dumps(r) for r in (grant["Resource"] if isinstance(grant["Resource"], list)
-                                                  else [grant["Resource"]]))
+    assert sorted(grant["Action"]) == [
+        "sagemaker:DeleteEndpointPolicy",
+        "sagemaker:GetEndpointPolicy",
+        "sagemaker:PutEndpointPolicy",
+    ]
+    assert all(
+        "*" not in json.dumps(r)
+        for r in (grant["Resource"] if isinstance(grant["Resource"], list) else [grant["Resource"]])
+    )

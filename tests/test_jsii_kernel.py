@@ -1,4 +1,5 @@
 """The test suite's jsii kernel without jsii's relay process (tests/support/jsii_kernel.py and .js)."""
+
 from __future__ import annotations
 
 import base64
@@ -30,7 +31,7 @@ def children(pid: int) -> list[tuple[int, str]]:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if int(stat[stat.rfind(")") + 2:].split()[1]) == pid:
+        if int(stat[stat.rfind(")") + 2 :].split()[1]) == pid:
             found.append((int(entry.name), cmdline))
     return found
 
@@ -41,10 +42,12 @@ def test_this_process_runs_one_kernel_process_and_no_relay():
         pytest.skip(f"this run uses jsii's relay: {JSII_RELAY_REASON}")
     kernels = [(pid, cmd) for pid, cmd in children(os.getpid()) if "jsii_kernel.js" in cmd]
     assert len(kernels) == 1, children(os.getpid())
-    (pid, command), = kernels
+    ((pid, command),) = kernels
     assert "--max-old-space-size=4069" in command  # started by jsii's own process provider
     assert children(pid) == []  # the kernel itself: no relay in between
-    assert "JSII_RUNTIME" not in os.environ and "NODE_PRESERVE_SYMLINKS" not in os.environ  # subprocesses run jsii as users do
+    assert (
+        "JSII_RUNTIME" not in os.environ and "NODE_PRESERVE_SYMLINKS" not in os.environ
+    )  # subprocesses run jsii as users do
 
 
 @pytest.fixture
@@ -61,16 +64,22 @@ def test_the_kernel_assumptions_hold_for_the_installed_jsii(unswitched):
 
 
 def test_a_kernel_that_changed_falls_back_to_the_relay_and_says_what_changed(unswitched):
-    unswitched.setattr(jsii_kernel, "ASSUMED", {**jsii_kernel.ASSUMED, "readFD:4,writeFD:4": "the kernel talks over fd 4"})
+    unswitched.setattr(
+        jsii_kernel, "ASSUMED", {**jsii_kernel.ASSUMED, "readFD:4,writeFD:4": "the kernel talks over fd 4"}
+    )
     assert jsii_kernel.unsupported_reason() == (
-        f"jsii {__import__('jsii').__version__}'s kernel changed (the kernel talks over fd 4 no longer holds)")
+        f"jsii {__import__('jsii').__version__}'s kernel changed (the kernel talks over fd 4 no longer holds)"
+    )
 
 
-@pytest.mark.parametrize("name, value, reason", [
-    ("LLM_CDK_TESTS_JSII_RELAY", "1", "LLM_CDK_TESTS_JSII_RELAY is set"),
-    ("JSII_RUNTIME", "/opt/other-runtime.js", "JSII_RUNTIME or JSII_NODE is set already"),
-    ("JSII_NODE", "/opt/node", "JSII_RUNTIME or JSII_NODE is set already"),
-])
+@pytest.mark.parametrize(
+    "name, value, reason",
+    [
+        ("LLM_CDK_TESTS_JSII_RELAY", "1", "LLM_CDK_TESTS_JSII_RELAY is set"),
+        ("JSII_RUNTIME", "/opt/other-runtime.js", "JSII_RUNTIME or JSII_NODE is set already"),
+        ("JSII_NODE", "/opt/node", "JSII_RUNTIME or JSII_NODE is set already"),
+    ],
+)
 def test_the_relay_is_kept_when_asked_for_or_when_jsii_is_configured_already(unswitched, name, value, reason):
     unswitched.setenv(name, value)
     assert jsii_kernel.unsupported_reason() == reason
@@ -89,7 +98,8 @@ def test_only_api_messages_reach_stdout_and_console_output_gets_the_relays_envel
     --preserve-symlinks flag the kernel reads is present."""
     shutil.copyfile(jsii_kernel.SCRIPT, tmp_path / "jsii_kernel.js")
     (tmp_path / "lib").mkdir()
-    (tmp_path / "lib" / "program.js").write_text(textwrap.dedent("""\
+    (tmp_path / "lib" / "program.js").write_text(
+        textwrap.dedent("""\
         const fs = require('fs');
         console.log('log line');
         console.error('error line');
@@ -103,17 +113,27 @@ def test_only_api_messages_reach_stdout_and_console_output_gets_the_relays_envel
         fs.writeSync(3, Buffer.from(JSON.stringify({echo: buffer.subarray(0, size).toString().trim(),
           preserve: process.execArgv.includes('--preserve-symlinks'), stdinReadable: process.stdin.readable}) + '\\n'));
         process.stdin.on('data', () => fs.writeSync(3, 'stdin leaked\\n'));
-        """))
-    result = subprocess.run([NODE, tmp_path / "jsii_kernel.js"], input=b'{"hello":1}\n', capture_output=True, timeout=60)
+        """)
+    )
+    result = subprocess.run(
+        [NODE, tmp_path / "jsii_kernel.js"], input=b'{"hello":1}\n', capture_output=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
-        {"echo": '{"hello":1}', "preserve": True, "stdinReadable": True}]
+        {"echo": '{"hello":1}', "preserve": True, "stdinReadable": True}
+    ]
     unwrapped = []
     for line in result.stderr.splitlines():
         ((key, data),) = json.loads(line).items()
         unwrapped.append((key, base64.b64decode(data).decode()))
-    assert unwrapped == [("stdout", "log line\n"), ("stderr", "error line\n"), ("stdout", "raw stdout "),
-                         ("stderr", "raw stderr"), ("stdout", "fd one"), ("stderr", "fd two")]
+    assert unwrapped == [
+        ("stdout", "log line\n"),
+        ("stderr", "error line\n"),
+        ("stdout", "raw stdout "),
+        ("stderr", "raw stderr"),
+        ("stdout", "fd one"),
+        ("stderr", "fd two"),
+    ]
 
 
 DEPRECATED_USE = textwrap.dedent("""\
@@ -138,8 +158,14 @@ def test_an_app_synthesizes_the_same_template_and_console_warnings_with_or_witho
     runs = {}
     for relay in ("0", "1"):
         env = {**PYTHON_ENV, "JSII_DEPRECATED": "warn", "LLM_CDK_TESTS_JSII_RELAY": relay}
-        result = subprocess.run([sys.executable, script, tmp_path / f"out-{relay}"], capture_output=True, text=True,
-                                env=env, cwd=tmp_path, timeout=300)
+        result = subprocess.run(
+            [sys.executable, script, tmp_path / f"out-{relay}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
         assert result.returncode == 0, result.stderr
         runs[relay] = result
     assert runs["0"].stderr.splitlines()[0] == "relay:None"

@@ -10,6 +10,7 @@ first lines with the two-step way.
 Real assemblies come from the default config synthesized in this interpreter (``tools/assemblies.py``); what no
 config can make (a fixed budget name, two stacks sharing a name) from hand-made ones (``write_assembly``).
 """
+
 from __future__ import annotations
 
 import copy
@@ -56,12 +57,27 @@ def default(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # ------------------------------------------------------------------ (a) a fixed name that must be replaced
 def budget(name: Any, email: str) -> dict[str, Any]:
-    return {"Type": "AWS::Budgets::Budget", "Properties": {
-        "Budget": {"BudgetName": name, "BudgetType": "COST", "TimeUnit": "MONTHLY",
-                   "BudgetLimit": {"Amount": 1000, "Unit": "USD"}},
-        "NotificationsWithSubscribers": [{
-            "Notification": {"ComparisonOperator": "GREATER_THAN", "NotificationType": "ACTUAL", "Threshold": 80},
-            "Subscribers": [{"Address": email, "SubscriptionType": "EMAIL"}]}]}}
+    return {
+        "Type": "AWS::Budgets::Budget",
+        "Properties": {
+            "Budget": {
+                "BudgetName": name,
+                "BudgetType": "COST",
+                "TimeUnit": "MONTHLY",
+                "BudgetLimit": {"Amount": 1000, "Unit": "USD"},
+            },
+            "NotificationsWithSubscribers": [
+                {
+                    "Notification": {
+                        "ComparisonOperator": "GREATER_THAN",
+                        "NotificationType": "ACTUAL",
+                        "Threshold": 80,
+                    },
+                    "Subscribers": [{"Address": email, "SubscriptionType": "EMAIL"}],
+                }
+            ],
+        },
+    }
 
 
 def test_a_fixed_name_budget_whose_notifications_change_is_flagged_first_with_the_two_step_way(tmp_path: Path) -> None:
@@ -106,8 +122,12 @@ def test_an_endpoint_rename_is_flagged_on_the_first_lines(default: Path, tmp_pat
     assert {b.resource_type for b in blockers} == {"AWS::SageMaker::InferenceComponent"}, [b.text for b in blockers]
     assert {b.reason for b in blockers} == {"name re-taken before cleanup"}
     names = {b.text.split('"')[1] for b in blockers}
-    assert names == {"SageMakerLlm-qwen3-32b", "SageMakerLlm-qwen3-32b-lora", "SageMakerLlm-qwen3-32b-support",
-                     "SageMakerLlm-qwen3-32b-sql"}
+    assert names == {
+        "SageMakerLlm-qwen3-32b",
+        "SageMakerLlm-qwen3-32b-lora",
+        "SageMakerLlm-qwen3-32b-support",
+        "SageMakerLlm-qwen3-32b-sql",
+    }
     lines = first_lines(result)
     assert lines[1] == f"!! {BLOCKED_TITLE}: 4 reasons the deploy fails and rolls back:"
     for line in lines[2:]:
@@ -138,8 +158,11 @@ def parameter(name: str) -> dict[str, Any]:
 
 
 def moved_parameter(tmp_path: Path, **head: Any) -> Report:
-    base = write_assembly(tmp_path / "base", {"Platform": {"Status": parameter("/llm/status")}, "Routers": {}},
-                          dependencies=head.pop("base_dependencies", None))
+    base = write_assembly(
+        tmp_path / "base",
+        {"Platform": {"Status": parameter("/llm/status")}, "Routers": {}},
+        dependencies=head.pop("base_dependencies", None),
+    )
     moved = write_assembly(tmp_path / "head", {"Platform": {}, "Routers": {"Status": parameter("/llm/status")}}, **head)
     return compare(load_assembly(base), load_assembly(moved))
 
@@ -148,7 +171,10 @@ def test_a_name_moved_to_a_stack_that_may_deploy_first_is_flagged(tmp_path: Path
     result = moved_parameter(tmp_path)
     (blocker,) = fails(result)
     assert (blocker.reason, blocker.stack, blocker.resource_type) == (
-        "name re-taken across stacks", "Routers", "AWS::SSM::Parameter")
+        "name re-taken across stacks",
+        "Routers",
+        "AWS::SSM::Parameter",
+    )
     assert "stack Routers does not deploy after Platform" in blocker.text
     assert "PutParameter fails (ParameterAlreadyExists)" in blocker.text
     assert "Two steps: deploy Platform once without it" in blocker.text
@@ -166,22 +192,41 @@ def test_a_name_moved_to_another_region_is_another_name(tmp_path: Path) -> None:
 def test_a_retained_holder_keeps_the_name_whatever_the_order(tmp_path: Path) -> None:
     kept = {**parameter("/llm/status"), "DeletionPolicy": "Retain"}
     base = write_assembly(tmp_path / "base", {"Platform": {"Status": kept}, "Routers": {}})
-    head = write_assembly(tmp_path / "head", {"Platform": {}, "Routers": {"Status": parameter("/llm/status")}},
-                          dependencies={"Routers": ["Platform"]})
+    head = write_assembly(
+        tmp_path / "head",
+        {"Platform": {}, "Routers": {"Status": parameter("/llm/status")}},
+        dependencies={"Routers": ["Platform"]},
+    )
     (blocker,) = fails(compare(load_assembly(base), load_assembly(head)))
     assert blocker.reason == "name kept by a retained resource" and "DeletionPolicy Retain" in blocker.text
 
 
 # ------------------------------------------------------------------ stack delete and deploy again
 def test_a_redeploy_keeps_what_is_retained_and_fails_on_a_retained_fixed_name(tmp_path: Path) -> None:
-    state = {"Type": "Custom::SageMakerLlmRunTimeParameter", "DeletionPolicy": "Delete", "Properties": {
-        "ParameterName": "/llm/watermark", "InitialValue": "0", "Removal": "retain"}}
+    state = {
+        "Type": "Custom::SageMakerLlmRunTimeParameter",
+        "DeletionPolicy": "Delete",
+        "Properties": {"ParameterName": "/llm/watermark", "InitialValue": "0", "Removal": "retain"},
+    }
     logs = {"Type": "AWS::Logs::LogGroup", "DeletionPolicy": "Retain", "Properties": {}}
-    stream = {"Type": "AWS::Logs::LogStream", "DeletionPolicy": "Retain",
-              "Properties": {"LogGroupName": {"Ref": "Gone"}, "LogStreamName": "S3Delivery"}}
+    stream = {
+        "Type": "AWS::Logs::LogStream",
+        "DeletionPolicy": "Retain",
+        "Properties": {"LogGroupName": {"Ref": "Gone"}, "LogStreamName": "S3Delivery"},
+    }
     gone = {"Type": "AWS::Logs::LogGroup", "DeletionPolicy": "Delete", "Properties": {}}
-    assembly = write_assembly(tmp_path / "a", {"Platform": {"State": state, "Logs": logs, "Gone": gone,
-                                                            "Stream": stream, "Status": parameter("/llm/status")}})
+    assembly = write_assembly(
+        tmp_path / "a",
+        {
+            "Platform": {
+                "State": state,
+                "Logs": logs,
+                "Gone": gone,
+                "Stream": stream,
+                "Status": parameter("/llm/status"),
+            }
+        },
+    )
     again = redeploy(load_assembly(assembly))
     assert again.retained == {"AWS::Logs::LogGroup": 1} and again.values_kept == ["/llm/watermark"]
     assert again.fresh == {"AWS::Logs::LogGroup": 1, "AWS::Logs::LogStream": 1, "AWS::SSM::Parameter": 1}

@@ -1,4 +1,5 @@
 """cfn-lint over a cloud assembly: agnostic stacks for every target region, bound stacks for their own region."""
+
 from __future__ import annotations
 
 import json
@@ -21,14 +22,20 @@ def assembly(tmp_path: Path, placements: dict[str, tuple[str | None, str, bool]]
     for name, (region, kind, nested) in placements.items():
         stack = Stack(app, name, env=Environment(account="123456789012", region=region) if region else None)
         scope = NestedStack(stack, "Inner") if nested else stack
-        props = {"Name": "p", "Phone": "5550100100", "BusinessName": "b", "Logging": "ENABLED"} if kind == US_EAST_1_ONLY else {}
+        props = (
+            {"Name": "p", "Phone": "5550100100", "BusinessName": "b", "Logging": "ENABLED"}
+            if kind == US_EAST_1_ONLY
+            else {}
+        )
         CfnResource(scope, "Thing", type=kind, properties=props)
     app.synth()
     return tmp_path / "out"
 
 
 def test_the_region_of_each_bound_template_and_of_its_nested_stacks(tmp_path):
-    out = assembly(tmp_path, {"Anywhere": (None, "AWS::SNS::Topic", False), "West": ("us-west-1", "AWS::SNS::Topic", True)})
+    out = assembly(
+        tmp_path, {"Anywhere": (None, "AWS::SNS::Topic", False), "West": ("us-west-1", "AWS::SNS::Topic", True)}
+    )
     regions = {path.name: region for path, region in bound_regions(out).items()}
     (nested,) = [name for name in regions if name.endswith(".nested.template.json")]
     assert regions == {"West.template.json": "us-west-1", nested: "us-west-1"}
@@ -37,15 +44,25 @@ def test_the_region_of_each_bound_template_and_of_its_nested_stacks(tmp_path):
 def test_a_bound_stack_is_linted_for_its_own_region_only(tmp_path, capsys):
     """Bound to us-west-1, a type us-west-1 lacks is an error, though every target region has it (and in a nested
     stack too); bound to us-east-1, a type only us-east-1 has is fine, though a target region lacks it."""
-    bad = assembly(tmp_path / "bad", {"West": ("us-west-1", EVERY_TARGET_BUT_US_WEST_1, False),
-                                      "WestNested": ("us-west-1", EVERY_TARGET_BUT_US_WEST_1, True)})
+    bad = assembly(
+        tmp_path / "bad",
+        {
+            "West": ("us-west-1", EVERY_TARGET_BUT_US_WEST_1, False),
+            "WestNested": ("us-west-1", EVERY_TARGET_BUT_US_WEST_1, True),
+        },
+    )
     assert lint_folder(bad) == 1
     printed = capsys.readouterr().out
     assert printed.count("E3006") == 2, printed
-    assert "3 template(s) (0 for " + ", ".join(DEFAULT_REGIONS) + "; 3 bound, each for its own region), 2 error(s)" in printed
+    assert (
+        "3 template(s) (0 for " + ", ".join(DEFAULT_REGIONS) + "; 3 bound, each for its own region), 2 error(s)"
+        in printed
+    )
 
-    good = assembly(tmp_path / "good", {"East": ("us-east-1", US_EAST_1_ONLY, False),
-                                        "Anywhere": (None, EVERY_TARGET_BUT_US_WEST_1, False)})
+    good = assembly(
+        tmp_path / "good",
+        {"East": ("us-east-1", US_EAST_1_ONLY, False), "Anywhere": (None, EVERY_TARGET_BUT_US_WEST_1, False)},
+    )
     assert lint_folder(good) == 0, capsys.readouterr().out
 
 
@@ -77,16 +94,24 @@ def test_only_the_jumpstart_deploy_refusal_may_always_fail(tmp_path, capsys):
     app = App(outdir=str(tmp_path / "out"))
     stack = Stack(app, "S")
     CfnResource(stack, "Thing", type="AWS::SNS::Topic")
-    CfnRule(stack, "JumpStartLockNotFromJumpStartM100", assertions=[CfnRuleAssertion(
-        assert_=Fn.condition_equals("fixture", "jumpstart"), assert_description="refused")])
+    CfnRule(
+        stack,
+        "JumpStartLockNotFromJumpStartM100",
+        assertions=[
+            CfnRuleAssertion(assert_=Fn.condition_equals("fixture", "jumpstart"), assert_description="refused")
+        ],
+    )
     app.synth()
     assert lint_folder(tmp_path / "out", ("us-east-1",)) == 0
     assert "0 warning(s)" in capsys.readouterr().out
     app2 = App(outdir=str(tmp_path / "out2"))
     other = Stack(app2, "S")
     CfnResource(other, "Thing", type="AWS::SNS::Topic")
-    CfnRule(other, "SomethingElse", assertions=[CfnRuleAssertion(
-        assert_=Fn.condition_equals("a", "b"), assert_description="a mistake")])
+    CfnRule(
+        other,
+        "SomethingElse",
+        assertions=[CfnRuleAssertion(assert_=Fn.condition_equals("a", "b"), assert_description="a mistake")],
+    )
     app2.synth()
     lint_folder(tmp_path / "out2", ("us-east-1",))
     assert "W8003 Rules/SomethingElse" in capsys.readouterr().out

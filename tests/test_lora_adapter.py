@@ -1,4 +1,5 @@
 """LoRA adapters: adapter inference components, container settings, artifact access, manifests, stack split."""
+
 from __future__ import annotations
 
 import json
@@ -56,13 +57,16 @@ def new_base(spec: ModelSpec | None = None, env: Environment | None = None) -> t
 
 
 def logical_id(stack: Stack, construct: Any) -> str:
-    return stack.resolve(construct.logical_id if hasattr(construct, "logical_id") else construct.node.default_child.logical_id)
+    return stack.resolve(
+        construct.logical_id if hasattr(construct, "logical_id") else construct.node.default_child.logical_id
+    )
 
 
 def ic_named(template: Template, name: str, stack_name: str = "Adapters") -> tuple[str, dict[str, Any]]:
     """The inference component of config name ``name`` (named <stack name>-<name>)."""
-    found = template.find_resources("AWS::SageMaker::InferenceComponent",
-                                    {"Properties": {"InferenceComponentName": f"{stack_name}-{name}"}})
+    found = template.find_resources(
+        "AWS::SageMaker::InferenceComponent", {"Properties": {"InferenceComponentName": f"{stack_name}-{name}"}}
+    )
     assert len(found) == 1, f"expected one inference component named {name}, found {len(found)}"
     return next(iter(found.items()))
 
@@ -74,11 +78,20 @@ def ic_named(template: Template, name: str, stack_name: str = "Adapters") -> tup
 def single() -> dict[str, Any]:
     app, stack, base = new_base()
     adapter = add_adapter(base, "SupportBot", AdapterSpec(name="support-bot", artifact_s3_uri=ARTIFACT))
-    second = LoraAdapter(stack, "Second", base=base, spec={"name": "legal", "artifact_s3_uri": "s3://my-adapters/legal.tar.gz"})
+    second = LoraAdapter(
+        stack, "Second", base=base, spec={"name": "legal", "artifact_s3_uri": "s3://my-adapters/legal.tar.gz"}
+    )
     caller = iam.Role(stack, "Caller", assumed_by=iam.AccountRootPrincipal())
     adapter.grant_invoke(caller)
-    return {"app": app, "stack": stack, "base": base, "adapter": adapter, "second": second, "caller": caller,
-            "template": Template.from_stack(stack)}
+    return {
+        "app": app,
+        "stack": stack,
+        "base": base,
+        "adapter": adapter,
+        "second": second,
+        "caller": caller,
+        "template": Template.from_stack(stack),
+    }
 
 
 def test_adapter_is_an_inference_component_on_the_base(single):
@@ -88,18 +101,26 @@ def test_adapter_is_an_inference_component_on_the_base(single):
         "BaseInferenceComponentName": "Adapters-qwen3-8b",  # the base's physical name
         "Container": {"ArtifactUrl": ARTIFACT},
     }
-    assert props["EndpointName"] == {"Fn::GetAtt": [logical_id(single["stack"], single["base"].endpoint.cfn_endpoint),
-                                                    "EndpointName"]}
+    assert props["EndpointName"] == {
+        "Fn::GetAtt": [logical_id(single["stack"], single["base"].endpoint.cfn_endpoint), "EndpointName"]
+    }
 
 
 def test_adapter_has_no_compute_variant_or_copy_count(single):
-    single["template"].has_resource_properties("AWS::SageMaker::InferenceComponent", {
-        "InferenceComponentName": "Adapters-support-bot",
-        "VariantName": Match.absent(),
-        "RuntimeConfig": Match.absent(),
-        "Specification": {"BaseInferenceComponentName": "Adapters-qwen3-8b", "Container": Match.any_value(),
-                          "ComputeResourceRequirements": Match.absent(), "ModelName": Match.absent()},
-    })
+    single["template"].has_resource_properties(
+        "AWS::SageMaker::InferenceComponent",
+        {
+            "InferenceComponentName": "Adapters-support-bot",
+            "VariantName": Match.absent(),
+            "RuntimeConfig": Match.absent(),
+            "Specification": {
+                "BaseInferenceComponentName": "Adapters-qwen3-8b",
+                "Container": Match.any_value(),
+                "ComputeResourceRequirements": Match.absent(),
+                "ModelName": Match.absent(),
+            },
+        },
+    )
 
 
 def test_adapter_is_created_after_its_base_and_its_read_permission(single):
@@ -111,15 +132,23 @@ def test_adapter_is_created_after_its_base_and_its_read_permission(single):
 
 
 def test_base_container_gets_lora_variables(single):
-    single["template"].has_resource_properties("AWS::SageMaker::Model", {
-        "PrimaryContainer": Match.object_like({"Environment": {
-            "OPTION_MODEL_ID": "/opt/ml/model",
-            "OPTION_TENSOR_PARALLEL_DEGREE": "1",
-            "OPTION_ENABLE_LORA": "true",
-            "OPTION_MAX_LORAS": "4",
-            "OPTION_MAX_CPU_LORAS": "32",
-            "OPTION_MAX_LORA_RANK": "64",
-        }})})
+    single["template"].has_resource_properties(
+        "AWS::SageMaker::Model",
+        {
+            "PrimaryContainer": Match.object_like(
+                {
+                    "Environment": {
+                        "OPTION_MODEL_ID": "/opt/ml/model",
+                        "OPTION_TENSOR_PARALLEL_DEGREE": "1",
+                        "OPTION_ENABLE_LORA": "true",
+                        "OPTION_MAX_LORAS": "4",
+                        "OPTION_MAX_CPU_LORAS": "32",
+                        "OPTION_MAX_LORA_RANK": "64",
+                    }
+                }
+            )
+        },
+    )
 
 
 def test_role_may_read_exactly_each_artifact_object(single):
@@ -128,28 +157,40 @@ def test_role_may_read_exactly_each_artifact_object(single):
     assert len(policies) == 1, "both adapters' artifacts fit in one policy"
     props = next(iter(policies.values()))["Properties"]
     assert props["Roles"] == [{"Ref": logical_id(stack, base.endpoint.role)}]
-    assert props["PolicyDocument"]["Statement"] == [{
-        "Action": "s3:GetObject",
-        "Effect": "Allow",
-        "Resource": [
-            {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::my-adapters/support-bot.tar.gz"]]},
-            {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::my-adapters/legal.tar.gz"]]},
-        ],
-    }]
+    assert props["PolicyDocument"]["Statement"] == [
+        {
+            "Action": "s3:GetObject",
+            "Effect": "Allow",
+            "Resource": [
+                {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::my-adapters/support-bot.tar.gz"]]},
+                {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::my-adapters/legal.tar.gz"]]},
+            ],
+        }
+    ]
 
 
 def test_grant_invoke_names_the_endpoint_and_this_adapter_only(single):
     stack, adapter = single["stack"], single["adapter"]
     adapter_id = logical_id(stack, adapter.cfn_inference_component)
-    single["template"].has_resource_properties("AWS::IAM::Policy", {
-        "Roles": [{"Ref": logical_id(stack, single["caller"])}],
-        "PolicyDocument": {"Statement": [{
-            "Action": ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
-            "Effect": "Allow",
-            "Resource": [{"Ref": logical_id(stack, adapter.endpoint.cfn_endpoint)},
-                         {"Fn::GetAtt": [adapter_id, "InferenceComponentArn"]}],
-        }], "Version": "2012-10-17"},
-    })
+    single["template"].has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "Roles": [{"Ref": logical_id(stack, single["caller"])}],
+            "PolicyDocument": {
+                "Statement": [
+                    {
+                        "Action": ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+                        "Effect": "Allow",
+                        "Resource": [
+                            {"Ref": logical_id(stack, adapter.endpoint.cfn_endpoint)},
+                            {"Fn::GetAtt": [adapter_id, "InferenceComponentArn"]},
+                        ],
+                    }
+                ],
+                "Version": "2012-10-17",
+            },
+        },
+    )
 
 
 def test_attributes_and_registry(single):
@@ -194,9 +235,12 @@ def test_max_rank_is_left_to_the_container_only_without_adapters():
     _, stack, base = new_base(lora_model(lora=LoraSettings()))
     env = next(iter(Template.from_stack(stack).find_resources("AWS::SageMaker::Model").values()))
     assert "OPTION_MAX_LORA_RANK" not in env["Properties"]["PrimaryContainer"]["Environment"]
-    with pytest.raises(ConfigurationError, match=r"base\.spec\.lora\.max_rank: got None; allowed: one of 1, 8, 16, 32, "
-                       r"64, 128, 256, 320, 512 when adapters are declared: the container's default \(16\) refuses "
-                       r"adapters of a higher rank; fix: set max_rank"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"base\.spec\.lora\.max_rank: got None; allowed: one of 1, 8, 16, 32, "
+        r"64, 128, 256, 320, 512 when adapters are declared: the container's default \(16\) refuses "
+        r"adapters of a higher rank; fix: set max_rank",
+    ):
         add_adapter(base, "A", AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
 
 
@@ -205,11 +249,16 @@ def test_adapters_declared_on_a_model_need_max_rank():
         lora_model(lora=LoraSettings(), adapters=(AdapterSpec(name="a", artifact_s3_uri=ARTIFACT),))
 
 
-@pytest.mark.parametrize("rank, fix", [(24, "use 32, the smallest accepted rank at least 24"), (0, "use 1"),
-                                       (600, "use the smallest listed value")])
+@pytest.mark.parametrize(
+    "rank, fix",
+    [(24, "use 32, the smallest accepted rank at least 24"), (0, "use 1"), (600, "use the smallest listed value")],
+)
 def test_max_rank_takes_only_the_ranks_vllm_accepts(rank, fix):
-    with pytest.raises(ConfigurationError, match=rf"max_rank: got {rank}; allowed: one of 1, 8, 16, 32, 64, 128, 256, "
-                       rf"320, 512 \(the ranks vLLM accepts\); fix: {fix}"):
+    with pytest.raises(
+        ConfigurationError,
+        match=rf"max_rank: got {rank}; allowed: one of 1, 8, 16, 32, 64, 128, 256, "
+        rf"320, 512 \(the ranks vLLM accepts\); fix: {fix}",
+    ):
         LoraSettings(max_rank=rank)
 
 
@@ -233,7 +282,9 @@ def test_custom_image_gets_a_warning_not_variables():
 
 def test_user_variable_that_contradicts_lora_is_an_error():
     # ModelComponent applies the lora settings itself, so the contradiction stops the base model.
-    with pytest.raises(ConfigurationError, match=r"environment\.OPTION_MAX_LORAS: got '8'; allowed: '4'.*remove OPTION_MAX_LORAS"):
+    with pytest.raises(
+        ConfigurationError, match=r"environment\.OPTION_MAX_LORAS: got '8'; allowed: '4'.*remove OPTION_MAX_LORAS"
+    ):
         new_base(lora_model(environment={"OPTION_MAX_LORAS": "8"}))
 
 
@@ -242,11 +293,15 @@ def test_artifact_key_grants_decrypt_to_the_endpoint_role():
     key = kms.Key(stack, "AdapterKey", enable_key_rotation=True)
     add_adapter(base, "A", AdapterSpec(name="a", artifact_s3_uri=ARTIFACT), artifact_key=key)
     template = Template.from_stack(stack)
-    policy = template.find_resources("AWS::IAM::Policy", {"Properties": {
-        "Roles": [{"Ref": logical_id(stack, base.endpoint.role)}]}})
+    policy = template.find_resources(
+        "AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": logical_id(stack, base.endpoint.role)}]}}
+    )
     statements = next(iter(policy.values()))["Properties"]["PolicyDocument"]["Statement"]
-    assert {"Action": "kms:Decrypt", "Effect": "Allow",
-            "Resource": {"Fn::GetAtt": [logical_id(stack, key), "Arn"]}} in statements
+    assert {
+        "Action": "kms:Decrypt",
+        "Effect": "Allow",
+        "Resource": {"Fn::GetAtt": [logical_id(stack, key), "Arn"]},
+    } in statements
 
 
 def test_artifact_arn_escapes_iam_wildcards():
@@ -273,7 +328,8 @@ def test_name_longer_than_63_characters():
 
 def test_name_with_other_characters():
     assert "spec.name: got 'support_bot'; allowed: 1-63 characters: letters, digits and hyphens" in adapter_error(
-        {"name": "support_bot", "artifact_s3_uri": ARTIFACT})
+        {"name": "support_bot", "artifact_s3_uri": ARTIFACT}
+    )
 
 
 def test_name_of_the_base_model_is_taken():
@@ -295,7 +351,10 @@ def test_same_name_on_another_endpoint_is_allowed():
 
 def test_artifact_must_be_a_tar_gz():
     message = adapter_error({"name": "a", "artifact_s3_uri": "s3://my-adapters/support-bot/"})
-    assert "spec.artifact_s3_uri: got 's3://my-adapters/support-bot/'; allowed: an S3 object ending in '.tar.gz'" in message
+    assert (
+        "spec.artifact_s3_uri: got 's3://my-adapters/support-bot/'; allowed: an S3 object ending in '.tar.gz'"
+        in message
+    )
     assert "tar -czf adapter.tar.gz -C dir ." in message
 
 
@@ -305,7 +364,9 @@ def test_artifact_url_longer_than_sagemaker_accepts():
 
 
 def test_base_without_lora():
-    message = adapter_error({"name": "a", "artifact_s3_uri": ARTIFACT}, ModelSpec(name="plain", model_data_s3_uri=MODEL_URI))
+    message = adapter_error(
+        {"name": "a", "artifact_s3_uri": ARTIFACT}, ModelSpec(name="plain", model_data_s3_uri=MODEL_URI)
+    )
     assert "base.spec.lora: got None; allowed: lora settings on model plain" in message
     assert "set lora on model plain" in message
 
@@ -318,8 +379,10 @@ def test_base_must_be_a_model_component():
 
 
 def test_every_problem_is_reported_at_once():
-    message = adapter_error({"name": "bad_name", "artifact_s3_uri": "s3://my-adapters/x"},
-                            ModelSpec(name="plain", model_data_s3_uri=MODEL_URI))
+    message = adapter_error(
+        {"name": "bad_name", "artifact_s3_uri": "s3://my-adapters/x"},
+        ModelSpec(name="plain", model_data_s3_uri=MODEL_URI),
+    )
     assert message.startswith("3 problem(s) in Adapters/New:")
     assert "spec.name" in message and "spec.artifact_s3_uri" in message and "base.spec.lora" in message
 
@@ -330,8 +393,14 @@ def test_gpu_slots_above_cpu_slots_contradict():
     _, stack, _ = new_base()
     endpoint = LlmEndpoint(stack, "Second", instance_type="ml.g6e.12xlarge")
     with pytest.raises(ConfigurationError, match=r"lora\.max_cpu_adapters: got 4.*raise max_cpu_adapters"):
-        endpoint.add_model("M", {"name": "m", "model_data_s3_uri": MODEL_URI,  # type: ignore[arg-type]
-                                 "lora": {"max_gpu_adapters": 8, "max_cpu_adapters": 4}})
+        endpoint.add_model(
+            "M",
+            {
+                "name": "m",
+                "model_data_s3_uri": MODEL_URI,  # type: ignore[arg-type]
+                "lora": {"max_gpu_adapters": 8, "max_cpu_adapters": 4},
+            },
+        )
 
 
 def test_more_policies_than_iam_allows_per_role(monkeypatch):
@@ -355,8 +424,12 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_manifest_list_in_yaml(tmp_path):
-    write(tmp_path, "adapters.yaml", "- {name: a, artifact_s3_uri: 's3://my-adapters/a.tar.gz'}\n"
-                                     "- {name: b, artifact_s3_uri: 's3://my-adapters/b.tar.gz'}\n")
+    write(
+        tmp_path,
+        "adapters.yaml",
+        "- {name: a, artifact_s3_uri: 's3://my-adapters/a.tar.gz'}\n"
+        "- {name: b, artifact_s3_uri: 's3://my-adapters/b.tar.gz'}\n",
+    )
     adapters = load_adapter_manifest("adapters.yaml", base_dir=tmp_path)
     assert [a.name for a in adapters] == ["a", "b"]
     assert all(isinstance(a, AdapterSpec) for a in adapters)
@@ -368,7 +441,10 @@ def test_manifest_mapping_in_json(tmp_path):
 
 
 def test_manifest_item_problems_are_reported_together_with_paths(tmp_path):
-    write(tmp_path, "m.yaml", """\
+    write(
+        tmp_path,
+        "m.yaml",
+        """\
 adapters:
   - {name: ok, artifact_s3_uri: 's3://my-adapters/ok.tar.gz'}
   - {name: bad_name, artifact_s3_uri: 's3://my-adapters/x.tar.gz'}
@@ -376,7 +452,8 @@ adapters:
   - {name: ok, artifact_s3_uri: 's3://my-adapters/ok2.tar.gz'}
   - {name: d, artifact_uri: 's3://my-adapters/d.tar.gz'}
   - just-a-string
-""")
+""",
+    )
     with pytest.raises(ConfigurationError) as caught:
         load_adapter_manifest("m.yaml", base_dir=tmp_path)
     error = caught.value
@@ -401,8 +478,11 @@ def test_manifest_of_the_wrong_shape():
 
 
 def test_missing_manifest_file(tmp_path):
-    with pytest.raises(ConfigurationError, match=r"adapters_manifest: got 'nope.yaml'; allowed: a readable JSON or YAML "
-                                                 r"file \(looked for .*nope.yaml: No such file"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"adapters_manifest: got 'nope.yaml'; allowed: a readable JSON or YAML "
+        r"file \(looked for .*nope.yaml: No such file",
+    ):
         load_adapter_manifest("nope.yaml", base_dir=tmp_path)
 
 
@@ -419,8 +499,11 @@ def test_manifest_syntax_errors(tmp_path):
 def test_manifest_in_s3():
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket="my-manifests")
-    s3.put_object(Bucket="my-manifests", Key="team/adapters.yaml",
-                  Body=b"- {name: a, artifact_s3_uri: 's3://my-adapters/a.tar.gz'}\n")
+    s3.put_object(
+        Bucket="my-manifests",
+        Key="team/adapters.yaml",
+        Body=b"- {name: a, artifact_s3_uri: 's3://my-adapters/a.tar.gz'}\n",
+    )
     adapters = load_adapter_manifest("s3://my-manifests/team/adapters.yaml", base_dir=".")
     assert adapters == (AdapterSpec(name="a", artifact_s3_uri="s3://my-adapters/a.tar.gz"),)
 
@@ -433,7 +516,10 @@ def test_missing_s3_manifest_names_the_aws_error_and_the_fix():
     message = str(caught.value)
     assert caught.value.source == "s3://my-manifests/nope.yaml"
     assert "AWS said: NoSuchKey" in message
-    assert "aws s3 cp s3://my-manifests/nope.yaml adapters.yaml" in message and "point adapters_manifest at the file" in message
+    assert (
+        "aws s3 cp s3://my-manifests/nope.yaml adapters.yaml" in message
+        and "point adapters_manifest at the file" in message
+    )
 
 
 def test_s3_manifest_without_credentials(monkeypatch, tmp_path):
@@ -445,7 +531,9 @@ def test_s3_manifest_without_credentials(monkeypatch, tmp_path):
     import boto3
 
     monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # another test's session may hold cached credentials
-    with pytest.raises(ConfigurationError, match=r"AWS said: NoCredentialsError: Unable to locate credentials.*download it"):
+    with pytest.raises(
+        ConfigurationError, match=r"AWS said: NoCredentialsError: Unable to locate credentials.*download it"
+    ):
         load_adapter_manifest("s3://my-manifests/adapters.yaml", base_dir=".")
 
 
@@ -460,14 +548,22 @@ def test_s3_manifest_location_must_name_an_object():
 @pytest.fixture(scope="module")
 def many() -> dict[str, Any]:
     app, stack, base = new_base()
-    specs = [AdapterSpec(name=f"tenant-{i:04d}", artifact_s3_uri=f"s3://my-adapters/tenants/tenant-{i:04d}.tar.gz")
-             for i in range(600)]
+    specs = [
+        AdapterSpec(name=f"tenant-{i:04d}", artifact_s3_uri=f"s3://my-adapters/tenants/tenant-{i:04d}.tar.gz")
+        for i in range(600)
+    ]
     adapters = add_adapters(base, specs[:500])
     adapters += add_adapters(base, specs[500:])  # a second call continues the last stack
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     assembly = app.synth()  # nag over every stack, nested ones included
-    return {"app": app, "stack": stack, "base": base, "adapters": adapters, "assembly": assembly,
-            "template": Template.from_stack(stack)}
+    return {
+        "app": app,
+        "stack": stack,
+        "base": base,
+        "adapters": adapters,
+        "assembly": assembly,
+        "template": Template.from_stack(stack),
+    }
 
 
 def test_600_adapters_fill_nested_stacks_in_order(many):
@@ -501,7 +597,8 @@ def test_every_nested_adapter_depends_on_its_base_and_read_policies(many):
         assert set(resource["DependsOn"]) == {base_id} | own_policies
         assert own_policies <= policy_ids
         assert list(resource["Properties"]["Parameters"].values()) == [
-            {"Fn::GetAtt": [logical_id(stack, base.endpoint.cfn_endpoint), "EndpointName"]}]
+            {"Fn::GetAtt": [logical_id(stack, base.endpoint.cfn_endpoint), "EndpointName"]}
+        ]
 
 
 def test_nested_adapters_get_the_endpoint_name_as_a_parameter(many):
@@ -520,7 +617,9 @@ def test_artifact_policies_stay_within_iam_size(many):
         arns += len(resources)
         # What IAM counts: the document with the partition filled in, whitespace removed.
         document = json.dumps(policy["Properties"]["PolicyDocument"], separators=(",", ":"))
-        rendered = document.replace('{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},"', '"arn:aws-us-gov').replace('"]]}', '"')
+        rendered = document.replace('{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},"', '"arn:aws-us-gov').replace(
+            '"]]}', '"'
+        )
         assert len(rendered) <= lora_module.POLICY_CHARACTERS
     assert arns == 600
     assert len(policies) <= lora_module.POLICIES_PER_ROLE_DEFAULT
@@ -549,8 +648,13 @@ def test_add_adapters_checks_everything_first():
     with pytest.raises(ConfigurationError) as caught:
         add_adapters(base, specs, max_per_stack=501)  # type: ignore[arg-type]
     assert [p.path for p in caught.value.problems] == [
-        "max_per_stack", "adapters[1].name", "adapters[2].name", "adapters[3].artifact_s3_uri", "adapters[4]",
-        "adapters[5].artifact_s3_uri"]
+        "max_per_stack",
+        "adapters[1].name",
+        "adapters[2].name",
+        "adapters[3].artifact_s3_uri",
+        "adapters[4]",
+        "adapters[5].artifact_s3_uri",
+    ]
     assert adapter_stacks(base) == ()  # nothing was created
 
 
@@ -568,7 +672,9 @@ def test_add_adapters_keeps_one_max_per_stack_per_model():
 
 
 # --------------------------------------------------- the artifact policy's ARNs are read when CDK renders it
-@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"])
+@pytest.mark.parametrize(
+    "env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"]
+)
 def test_an_adapter_added_after_the_policy_was_rendered_is_in_its_next_rendering(env):
     """The statement's resources are a token resolved at each rendering (uncached): none is frozen early."""
     _, stack, base = new_base(env=env)
@@ -582,15 +688,17 @@ def test_an_adapter_added_after_the_policy_was_rendered_is_in_its_next_rendering
     (statement,) = stack.resolve(cfn.policy_document)["Statement"]
     two = json.loads(json.dumps(one).replace("one.tar.gz", "two.tar.gz"))
     assert statement == {"Action": "s3:GetObject", "Effect": "Allow", "Resource": [one, two]}
-    Template.from_stack(stack).has_resource_properties("AWS::IAM::ManagedPolicy", {
-        "PolicyDocument": {"Statement": [statement]}})
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::IAM::ManagedPolicy", {"PolicyDocument": {"Statement": [statement]}}
+    )
 
 
 def test_component_arn_is_the_inference_components_arn_attribute_read_on_first_use():
     _, stack, base = new_base()
     adapter = add_adapter(base, "One", {"name": "one", "artifact_s3_uri": "s3://my-adapters/one.tar.gz"})
     assert stack.resolve(adapter.component_arn) == {
-        "Fn::GetAtt": [logical_id(stack, adapter.cfn_inference_component), "InferenceComponentArn"]}
+        "Fn::GetAtt": [logical_id(stack, adapter.cfn_inference_component), "InferenceComponentArn"]
+    }
     assert adapter.component_arn is adapter.component_arn, "read once"
     adapter.component_arn = "arn:aws:sagemaker:us-east-1:123456789012:inference-component/x"  # still assignable
     assert adapter.component_arn.endswith("/x")

@@ -1,4 +1,5 @@
 """LlmMonitoring: dashboards per endpoint, alarms to one KMS-encrypted topic, rollout configs wired to the alarms."""
+
 from __future__ import annotations
 
 import json
@@ -24,13 +25,25 @@ MODEL = "qwen3-8b"
 PREFIX = "Ops"
 
 
-def llm_stack(*, endpoint_name: str | None = None, copies: CopyScaling | None = None,
-              app: App | None = None, env: Environment | None = None) -> tuple[Stack, LlmEndpoint]:
+def llm_stack(
+    *,
+    endpoint_name: str | None = None,
+    copies: CopyScaling | None = None,
+    app: App | None = None,
+    env: Environment | None = None,
+) -> tuple[Stack, LlmEndpoint]:
     """A stack with one LlmEndpoint (ml.g6e.12xlarge) hosting one model."""
     stack = Stack(app or App(), "Test", env=env)
     endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge", endpoint_name=endpoint_name)
-    endpoint.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri="s3://my-bucket/model/",
-                                         copies=copies or CopyScaling(min_copies=0, max_copies=2)))
+    endpoint.add_model(
+        "Qwen",
+        ModelSpec(
+            name=MODEL,
+            physical_name=MODEL,
+            model_data_s3_uri="s3://my-bucket/model/",
+            copies=copies or CopyScaling(min_copies=0, max_copies=2),
+        ),
+    )
     return stack, endpoint
 
 
@@ -41,8 +54,13 @@ class FakeAdapter:
     component_name: str
 
     def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
-        return cloudwatch.Metric(namespace="AWS/SageMaker", metric_name="Invocations", statistic="Sum",
-                                 dimensions_map={"InferenceComponentName": self.component_name}, **kwargs)
+        return cloudwatch.Metric(
+            namespace="AWS/SageMaker",
+            metric_name="Invocations",
+            statistic="Sum",
+            dimensions_map={"InferenceComponentName": self.component_name},
+            **kwargs,
+        )
 
 
 def front_door_function(stack: Stack) -> lambda_.Function:
@@ -89,15 +107,21 @@ def widgets_titled(board: dict[str, Any], text: str) -> list[dict[str, Any]]:
 
 
 def alarm_named(template: Template, name: str) -> dict[str, Any]:
-    found = [r for r in template.find_resources("AWS::CloudWatch::Alarm").values()
-             if r["Properties"].get("AlarmName") == name]
+    found = [
+        r
+        for r in template.find_resources("AWS::CloudWatch::Alarm").values()
+        if r["Properties"].get("AlarmName") == name
+    ]
     assert len(found) == 1, f"expected one alarm named {name}, found {len(found)}"
     return found[0]
 
 
 def alarm_names(template: Template) -> set[str]:
-    return {r["Properties"]["AlarmName"] for r in template.find_resources("AWS::CloudWatch::Alarm").values()
-            if "AlarmName" in r["Properties"]}
+    return {
+        r["Properties"]["AlarmName"]
+        for r in template.find_resources("AWS::CloudWatch::Alarm").values()
+        if "AlarmName" in r["Properties"]
+    }
 
 
 def logical_id(template: Template, cfn_type: str, predicate=lambda r: True) -> str:
@@ -110,8 +134,9 @@ def logical_id(template: Template, cfn_type: str, predicate=lambda r: True) -> s
 def full() -> tuple[Stack, LlmEndpoint, LlmMonitoring, Template]:
     """Everything on one endpoint, called in an order unlike the dashboard's (eagle and adapters first)."""
     stack, endpoint = llm_stack()
-    monitoring = LlmMonitoring(stack, "Monitoring", alarm_prefix=PREFIX,
-                               settings=MonitoringSettings(email="ops@example.com"))
+    monitoring = LlmMonitoring(
+        stack, "Monitoring", alarm_prefix=PREFIX, settings=MonitoringSettings(email="ops@example.com")
+    )
     monitoring.monitor_eagle(MODEL, endpoint=endpoint)
     monitoring.monitor_adapter(FakeAdapter("support-bot"), endpoint=endpoint)
     monitoring.monitor_endpoint(endpoint)
@@ -140,12 +165,15 @@ def test_endpoint_traffic_widgets_add_up_the_models_own_metrics(full):
     assert expressions == ["FILL(invocations0, 0)", "FILL(invocation4xxerrors0, 0)", "FILL(invocation5xxerrors0, 0)"]
     component = {"InferenceComponentName": MODEL}
     assert [(n, m, d) for n, m, d, _ in plain_metrics(traffic)] == [
-        ("AWS/SageMaker", metric, component) for metric in ("Invocations", "Invocation4XXErrors", "Invocation5XXErrors")]
+        ("AWS/SageMaker", metric, component) for metric in ("Invocations", "Invocation4XXErrors", "Invocation5XXErrors")
+    ]
     (latency,) = [w for w in widgets_titled(board, "Model latency p99 per model")]
     assert [(m, d, o["stat"]) for _, m, d, o in plain_metrics(latency)] == [("ModelLatency", component, "p99")]
     (overhead,) = widgets_titled(board, "Overhead latency")
-    assert [(m, o["stat"]) for _, m, _, o in plain_metrics(overhead)] == [("OverheadLatency", "p50"),
-                                                                          ("OverheadLatency", "p99")]
+    assert [(m, o["stat"]) for _, m, _, o in plain_metrics(overhead)] == [
+        ("OverheadLatency", "p50"),
+        ("OverheadLatency", "p99"),
+    ]
 
 
 def test_endpoint_gpu_and_instance_count(full):
@@ -153,11 +181,18 @@ def test_endpoint_gpu_and_instance_count(full):
     board, dims = dashboard(template), endpoint_dims(template)
     (gpu,) = widgets_titled(board, "GPU and GPU memory utilization")
     assert [(n, m, d) for n, m, d, _ in plain_metrics(gpu)] == [
-        ("/aws/sagemaker/Endpoints", "GPUUtilization", dims), ("/aws/sagemaker/Endpoints", "GPUMemoryUtilization", dims)]
+        ("/aws/sagemaker/Endpoints", "GPUUtilization", dims),
+        ("/aws/sagemaker/Endpoints", "GPUMemoryUtilization", dims),
+    ]
     (instances,) = widgets_titled(board, "Instances")
     ((namespace, metric, d, options),) = plain_metrics(instances)
     assert (namespace, metric, d, options["stat"], options["period"]) == (
-        "/aws/sagemaker/Endpoints", "CPUUtilization", dims, "SampleCount", 60)
+        "/aws/sagemaker/Endpoints",
+        "CPUUtilization",
+        dims,
+        "SampleCount",
+        60,
+    )
 
 
 def test_model_widgets_use_the_component_dimension(full):
@@ -170,7 +205,9 @@ def test_model_widgets_use_the_component_dimension(full):
     assert plain_metrics(no_capacity)[0][:3] == ("AWS/SageMaker", "NoCapacityInvocationFailures", component)
     (gpu,) = widgets_titled(board, f"{MODEL}: GPU")
     assert [m for _, m, d, _ in plain_metrics(gpu) if d == component] == [
-        "GPUUtilizationNormalized", "GPUMemoryUtilizationNormalized"]
+        "GPUUtilizationNormalized",
+        "GPUMemoryUtilizationNormalized",
+    ]
     (latency,) = widgets_titled(board, f"{MODEL}: model latency")
     assert [o["stat"] for *_, o in plain_metrics(latency)] == ["p50", "p90", "p99"]
 
@@ -181,18 +218,27 @@ def test_adapter_front_door_capacity_and_eagle_rows(full):
     (adapters,) = widgets_titled(board, "Adapter invocations")
     assert plain_metrics(adapters)[0][:3] == ("AWS/SageMaker", "Invocations", {"InferenceComponentName": "support-bot"})
     (door_errors,) = widgets_titled(board, "chat-door: errors")
-    function_id = logical_id(template, "AWS::Lambda::Function",
-                             lambda r: r["Properties"].get("Description") == "stand-in front door")
+    function_id = logical_id(
+        template, "AWS::Lambda::Function", lambda r: r["Properties"].get("Description") == "stand-in front door"
+    )
     assert plain_metrics(door_errors)[0][:3] == ("AWS/Lambda", "Errors", {"FunctionName": "${" + function_id + "}"})
     days = widgets_titled(board, "chat-p5e-2026q1: days left")
     assert [w["properties"]["view"] for w in days] == ["singleValue", "timeSeries"]
     for widget in days:
         assert plain_metrics(widget)[0][:3] == (
-            "SageMakerLlm", "CapacityPlanDaysLeft", {"TrainingPlanName": "chat-p5e-2026q1"})
+            "SageMakerLlm",
+            "CapacityPlanDaysLeft",
+            {"TrainingPlanName": "chat-p5e-2026q1"},
+        )
     (speedup,) = widgets_titled(board, f"{MODEL}: speedup per run")
     ((namespace, metric, dims, options),) = plain_metrics(speedup)
     assert (namespace, metric, dims, options["stat"], options["period"]) == (
-        "SageMakerLlm", "EagleSpeedup", {"ModelName": MODEL}, "Maximum", 86400)
+        "SageMakerLlm",
+        "EagleSpeedup",
+        {"ModelName": MODEL},
+        "Maximum",
+        86400,
+    )
 
 
 def test_sections_keep_their_order_whatever_the_call_order(full):
@@ -207,8 +253,9 @@ def test_sections_keep_their_order_whatever_the_call_order(full):
 def test_one_dashboard_per_endpoint_named_after_prefix_and_region(full):
     _, endpoint, monitoring, template = full
     template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
-    template.has_resource_properties("AWS::CloudWatch::Dashboard", {
-        "DashboardName": {"Fn::Join": ["", [f"{PREFIX}-Chat-", {"Ref": "AWS::Region"}]]}})
+    template.has_resource_properties(
+        "AWS::CloudWatch::Dashboard", {"DashboardName": {"Fn::Join": ["", [f"{PREFIX}-Chat-", {"Ref": "AWS::Region"}]]}}
+    )
     assert list(monitoring.dashboards) == [endpoint.node.path]
     assert monitoring.overview_dashboard is None
 
@@ -219,8 +266,10 @@ def test_rows_without_endpoint_go_to_an_operations_dashboard():
     monitoring.monitor_eagle("other-model")
     template = Template.from_stack(stack)
     template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
-    template.has_resource_properties("AWS::CloudWatch::Dashboard", {
-        "DashboardName": {"Fn::Join": ["", [f"{PREFIX}-operations-", {"Ref": "AWS::Region"}]]}})
+    template.has_resource_properties(
+        "AWS::CloudWatch::Dashboard",
+        {"DashboardName": {"Fn::Join": ["", [f"{PREFIX}-operations-", {"Ref": "AWS::Region"}]]}},
+    )
     assert monitoring.overview_dashboard is not None
 
 
@@ -232,14 +281,19 @@ def test_many_adapters_spread_over_graphs():
 
 
 def _dashboard_bodies(stack: Stack) -> list[str]:
-    return [render(r["Properties"]["DashboardBody"])
-            for r in Template.from_stack(stack).find_resources("AWS::CloudWatch::Dashboard").values()]
+    return [
+        render(r["Properties"]["DashboardBody"])
+        for r in Template.from_stack(stack).find_resources("AWS::CloudWatch::Dashboard").values()
+    ]
 
 
-@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"])
+@pytest.mark.parametrize(
+    "env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"]
+)
 @pytest.mark.parametrize("first", [0, 3, 50])
 def test_monitor_adapters_draws_the_same_graphs_as_monitor_adapter_one_by_one(first, env):
     """The batch (a graph gets its lines when created) continues the last graph as one-by-one calls would."""
+
     def board(batched: bool) -> tuple[list[str], list[int]]:
         stack, endpoint = llm_stack(app=App(), env=env)
         monitoring = LlmMonitoring(stack, "Monitoring")
@@ -256,8 +310,11 @@ def test_monitor_adapters_draws_the_same_graphs_as_monitor_adapter_one_by_one(fi
     assert batch == one_by_one
     body = json.loads(batch[0][0])
     titles = [w["properties"].get("title") for w in body["widgets"] if w["type"] == "metric"]
-    lines = [len(w["properties"]["metrics"]) for w in body["widgets"]
-             if str(w["properties"].get("title", "")).startswith("Adapter invocations")]
+    lines = [
+        len(w["properties"]["metrics"])
+        for w in body["widgets"]
+        if str(w["properties"].get("title", "")).startswith("Adapter invocations")
+    ]
     assert sum(lines) == first + 120 and max(lines) == 50, lines
     assert titles.count("Adapter invocations") == 1 and "Adapter invocations (2)" in titles
     assert batch[1] == [i // 50 for i in range(first + 120)], "each adapter's graph, in order"
@@ -273,17 +330,51 @@ def test_monitor_adapters_with_no_adapters_adds_nothing():
 # --------------------------------------------------------------------- alarms
 ALARMS = {
     # name suffix: (namespace, metric, dimensions, statistic, threshold, operator, evaluation periods)
-    f"{MODEL}-p99-latency": ("AWS/SageMaker", "ModelLatency", {"InferenceComponentName": MODEL}, "p99",
-                             30_000_000, "GreaterThanThreshold", 5),
-    f"{MODEL}-gpu-saturated": ("/aws/sagemaker/InferenceComponents", "GPUUtilizationNormalized",
-                               {"InferenceComponentName": MODEL}, "Average", 95, "GreaterThanThreshold", 30),
-    f"{MODEL}-no-capacity": ("AWS/SageMaker", "NoCapacityInvocationFailures", {"InferenceComponentName": MODEL},
-                             "Sum", 1, "GreaterThanOrEqualToThreshold", 15),
-    f"{MODEL}-eagle-job-failed": ("SageMakerLlm", "EagleJobFailed", {"ModelName": MODEL}, "Sum", 1,
-                                  "GreaterThanOrEqualToThreshold", 1),
-    "chat-p5e-2026q1-capacity-plan-expiring": ("SageMakerLlm", "CapacityPlanDaysLeft",
-                                               {"TrainingPlanName": "chat-p5e-2026q1"}, "Minimum", 14,
-                                               "LessThanThreshold", 1),
+    f"{MODEL}-p99-latency": (
+        "AWS/SageMaker",
+        "ModelLatency",
+        {"InferenceComponentName": MODEL},
+        "p99",
+        30_000_000,
+        "GreaterThanThreshold",
+        5,
+    ),
+    f"{MODEL}-gpu-saturated": (
+        "/aws/sagemaker/InferenceComponents",
+        "GPUUtilizationNormalized",
+        {"InferenceComponentName": MODEL},
+        "Average",
+        95,
+        "GreaterThanThreshold",
+        30,
+    ),
+    f"{MODEL}-no-capacity": (
+        "AWS/SageMaker",
+        "NoCapacityInvocationFailures",
+        {"InferenceComponentName": MODEL},
+        "Sum",
+        1,
+        "GreaterThanOrEqualToThreshold",
+        15,
+    ),
+    f"{MODEL}-eagle-job-failed": (
+        "SageMakerLlm",
+        "EagleJobFailed",
+        {"ModelName": MODEL},
+        "Sum",
+        1,
+        "GreaterThanOrEqualToThreshold",
+        1,
+    ),
+    "chat-p5e-2026q1-capacity-plan-expiring": (
+        "SageMakerLlm",
+        "CapacityPlanDaysLeft",
+        {"TrainingPlanName": "chat-p5e-2026q1"},
+        "Minimum",
+        14,
+        "LessThanThreshold",
+        1,
+    ),
 }
 
 
@@ -305,7 +396,11 @@ def test_alarm_metric_threshold_and_topic(full, suffix):
 def test_error_rate_alarms_divide_5xx_by_invocations(full):
     *_, template = full
     props = alarm_named(template, f"{PREFIX}-{MODEL}-5xx-rate")["Properties"]
-    assert (props["Threshold"], props["ComparisonOperator"], props["EvaluationPeriods"]) == (5, "GreaterThanThreshold", 5)
+    assert (props["Threshold"], props["ComparisonOperator"], props["EvaluationPeriods"]) == (
+        5,
+        "GreaterThanThreshold",
+        5,
+    )
     (expression,) = [q for q in props["Metrics"] if "Expression" in q]
     assert expression["Expression"] == "IF(inv >= 10, 100 * FILL(err, 0) / inv, 0)" and expression["ReturnData"]
     stats = {q["Id"]: q["MetricStat"] for q in props["Metrics"] if "MetricStat" in q}
@@ -328,8 +423,10 @@ def test_endpoint_alarms_watch_the_models_per_component_metrics(full):
     (expression,) = [q for q in props["Metrics"] if "Expression" in q]
     assert expression["Expression"] == "IF((FILL(i0, 0)) >= 10, 100 * (FILL(e0, 0)) / (FILL(i0, 0)), 0)"
     dims = {q["Id"]: q["MetricStat"]["Metric"]["Dimensions"] for q in props["Metrics"] if "MetricStat" in q}
-    assert dims == {"e0": [{"Name": "InferenceComponentName", "Value": MODEL}],
-                    "i0": [{"Name": "InferenceComponentName", "Value": MODEL}]}
+    assert dims == {
+        "e0": [{"Name": "InferenceComponentName", "Value": MODEL}],
+        "i0": [{"Name": "InferenceComponentName", "Value": MODEL}],
+    }
 
 
 @pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")])
@@ -347,8 +444,19 @@ def test_endpoint_alarms_cover_every_model_up_to_cloudwatch_limits(env):
     assert len([q for q in rate["Metrics"] if "MetricStat" in q]) == 10  # CloudWatch's limit: 5 models
     warnings = annotations.find_warning("*", Match.string_like_regexp("first 5 of 6 models"))
     assert len(warnings) == 1
-    template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": {"AutoRollbackConfiguration": {
-        "Alarms": [{"AlarmName": f"{PREFIX}-Chat-endpoint-p99-latency"}, {"AlarmName": f"{PREFIX}-Chat-endpoint-5xx-rate"}]}}})
+    template.has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {
+            "DeploymentConfig": {
+                "AutoRollbackConfiguration": {
+                    "Alarms": [
+                        {"AlarmName": f"{PREFIX}-Chat-endpoint-p99-latency"},
+                        {"AlarmName": f"{PREFIX}-Chat-endpoint-5xx-rate"},
+                    ]
+                }
+            }
+        },
+    )
 
 
 def test_front_door_alarm_counts_function_errors(full):
@@ -366,8 +474,12 @@ def test_model_scaled_to_at_least_one_copy_has_no_no_capacity_alarm():
 
 def test_thresholds_come_from_settings():
     stack, endpoint = llm_stack()
-    LlmMonitoring(stack, "Monitoring", alarm_prefix=PREFIX, settings={
-        "p99_latency_seconds": 12.5, "latency_minutes": 3, "gpu_saturation_percent": 80}).monitor_endpoint(endpoint)
+    LlmMonitoring(
+        stack,
+        "Monitoring",
+        alarm_prefix=PREFIX,
+        settings={"p99_latency_seconds": 12.5, "latency_minutes": 3, "gpu_saturation_percent": 80},
+    ).monitor_endpoint(endpoint)
     template = Template.from_stack(stack)
     latency = alarm_named(template, f"{PREFIX}-{MODEL}-p99-latency")["Properties"]
     assert (latency["Threshold"], latency["EvaluationPeriods"]) == (12_500_000, 3)
@@ -376,29 +488,50 @@ def test_thresholds_come_from_settings():
 
 def test_disabled_alarms_are_absent():
     stack, endpoint = llm_stack()
-    monitoring = LlmMonitoring(stack, "Monitoring", alarm_prefix=PREFIX, settings=MonitoringSettings(
-        p99_latency_seconds=None, gpu_saturation_percent=None, no_capacity_minutes=None, eagle_job_failed=False,
-        front_door_errors=None, capacity_plan_warning_days=None))
+    monitoring = LlmMonitoring(
+        stack,
+        "Monitoring",
+        alarm_prefix=PREFIX,
+        settings=MonitoringSettings(
+            p99_latency_seconds=None,
+            gpu_saturation_percent=None,
+            no_capacity_minutes=None,
+            eagle_job_failed=False,
+            front_door_errors=None,
+            capacity_plan_warning_days=None,
+        ),
+    )
     monitoring.monitor_endpoint(endpoint)
     assert monitoring.monitor_eagle(MODEL, endpoint=endpoint) is None
     assert monitoring.monitor_front_door(front_door_function(stack), "door") is None
     assert monitoring.monitor_capacity_plan("plan-a") is None
     template = Template.from_stack(stack)
     assert alarm_names(template) == {f"{PREFIX}-{MODEL}-5xx-rate", f"{PREFIX}-Chat-endpoint-5xx-rate"}
-    template.has_resource_properties("AWS::SageMaker::InferenceComponent", {"DeploymentConfig": {
-        "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": f"{PREFIX}-{MODEL}-5xx-rate"}]},
-        "RollingUpdatePolicy": Match.any_value()}})
+    template.has_resource_properties(
+        "AWS::SageMaker::InferenceComponent",
+        {
+            "DeploymentConfig": {
+                "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": f"{PREFIX}-{MODEL}-5xx-rate"}]},
+                "RollingUpdatePolicy": Match.any_value(),
+            }
+        },
+    )
 
 
 def test_no_rollback_alarms_means_no_auto_rollback():
     stack, endpoint = llm_stack()
-    LlmMonitoring(stack, "Monitoring", settings=MonitoringSettings(
-        p99_latency_seconds=None, error_rate_percent=None)).monitor_endpoint(endpoint)
+    LlmMonitoring(
+        stack, "Monitoring", settings=MonitoringSettings(p99_latency_seconds=None, error_rate_percent=None)
+    ).monitor_endpoint(endpoint)
     template = Template.from_stack(stack)
-    template.has_resource_properties("AWS::SageMaker::InferenceComponent", {"DeploymentConfig": {
-        "AutoRollbackConfiguration": Match.absent(), "RollingUpdatePolicy": Match.any_value()}})
-    template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": {
-        "AutoRollbackConfiguration": Match.absent(), "BlueGreenUpdatePolicy": Match.any_value()}})
+    template.has_resource_properties(
+        "AWS::SageMaker::InferenceComponent",
+        {"DeploymentConfig": {"AutoRollbackConfiguration": Match.absent(), "RollingUpdatePolicy": Match.any_value()}},
+    )
+    template.has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {"DeploymentConfig": {"AutoRollbackConfiguration": Match.absent(), "BlueGreenUpdatePolicy": Match.any_value()}},
+    )
 
 
 # ----------------------------------------------------------- safe rollouts
@@ -408,10 +541,14 @@ def test_component_rolls_out_copy_by_copy_and_rolls_back_on_its_alarms(full):
     template.has_resource_properties("AWS::SageMaker::InferenceComponent", {"DeploymentConfig": config})
     assert config.as_object() == {
         # 0-2 copies: a step of one copy is 100% of one copy, more than AWS's 50%; half the copies is one of two
-        "RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
-                                "WaitIntervalInSeconds": 300, "MaximumExecutionTimeoutInSeconds": 14400},
-        "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": f"{PREFIX}-{MODEL}-p99-latency"},
-                                                 {"AlarmName": f"{PREFIX}-{MODEL}-5xx-rate"}]},
+        "RollingUpdatePolicy": {
+            "MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
+            "WaitIntervalInSeconds": 300,
+            "MaximumExecutionTimeoutInSeconds": 14400,
+        },
+        "AutoRollbackConfiguration": {
+            "Alarms": [{"AlarmName": f"{PREFIX}-{MODEL}-p99-latency"}, {"AlarmName": f"{PREFIX}-{MODEL}-5xx-rate"}]
+        },
     }
     for alarm in config.as_object()["AutoRollbackConfiguration"]["Alarms"]:
         alarm_named(template, alarm["AlarmName"])
@@ -421,31 +558,60 @@ def test_component_is_created_after_the_alarms_it_names(full):
     *_, template = full
     (component,) = template.find_resources("AWS::SageMaker::InferenceComponent").values()
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
-    named = {k for k, r in alarms.items() if r["Properties"].get("AlarmName", "").startswith(f"{PREFIX}-{MODEL}-")
-             and "eagle" not in r["Properties"]["AlarmName"]}
+    named = {
+        k
+        for k, r in alarms.items()
+        if r["Properties"].get("AlarmName", "").startswith(f"{PREFIX}-{MODEL}-")
+        and "eagle" not in r["Properties"]["AlarmName"]
+    }
     assert named and named <= set(component["DependsOn"])
 
 
 def test_endpoint_blue_green_with_baking_and_endpoint_alarms(full):
     *_, template = full
-    template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": {
-        "BlueGreenUpdatePolicy": {"TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE"},
-                                  "TerminationWaitInSeconds": 300, "MaximumExecutionTimeoutInSeconds": 14400},
-        "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": f"{PREFIX}-Chat-endpoint-p99-latency"},
-                                                 {"AlarmName": f"{PREFIX}-Chat-endpoint-5xx-rate"}]},
-    }})
+    template.has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {
+            "DeploymentConfig": {
+                "BlueGreenUpdatePolicy": {
+                    "TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE"},
+                    "TerminationWaitInSeconds": 300,
+                    "MaximumExecutionTimeoutInSeconds": 14400,
+                },
+                "AutoRollbackConfiguration": {
+                    "Alarms": [
+                        {"AlarmName": f"{PREFIX}-Chat-endpoint-p99-latency"},
+                        {"AlarmName": f"{PREFIX}-Chat-endpoint-5xx-rate"},
+                    ]
+                },
+            }
+        },
+    )
 
 
 def test_rollout_settings_are_applied():
     stack, endpoint = llm_stack(copies=CopyScaling(min_copies=4, max_copies=8))  # 2 copies: 25-50% of 4-8
-    LlmMonitoring(stack, "Monitoring", settings={"rollout": {
-        "batch_copies": 2, "rollback_batch_copies": 1, "wait_seconds": 600, "timeout_seconds": 7200}}
+    LlmMonitoring(
+        stack,
+        "Monitoring",
+        settings={
+            "rollout": {"batch_copies": 2, "rollback_batch_copies": 1, "wait_seconds": 600, "timeout_seconds": 7200}
+        },
     ).monitor_endpoint(endpoint)
-    Template.from_stack(stack).has_resource_properties("AWS::SageMaker::InferenceComponent", {"DeploymentConfig": {
-        "RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "COPY_COUNT", "Value": 2},
-                                "RollbackMaximumBatchSize": {"Type": "COPY_COUNT", "Value": 1},
-                                "WaitIntervalInSeconds": 600, "MaximumExecutionTimeoutInSeconds": 7200},
-        "AutoRollbackConfiguration": Match.any_value()}})
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::SageMaker::InferenceComponent",
+        {
+            "DeploymentConfig": {
+                "RollingUpdatePolicy": {
+                    "MaximumBatchSize": {"Type": "COPY_COUNT", "Value": 2},
+                    "RollbackMaximumBatchSize": {"Type": "COPY_COUNT", "Value": 1},
+                    "WaitIntervalInSeconds": 600,
+                    "MaximumExecutionTimeoutInSeconds": 7200,
+                },
+                "AutoRollbackConfiguration": Match.any_value(),
+            }
+        },
+    )
 
 
 def test_rollout_off_leaves_deployment_configs_alone():
@@ -470,8 +636,11 @@ def test_named_endpoint_alarms_exist_before_the_endpoint():
     template = Template.from_stack(stack)
     alarm_named(template, f"{PREFIX}-Chat-endpoint-p99-latency")
     (resource,) = template.find_resources("AWS::SageMaker::Endpoint").values()
-    alarms = {k for k, r in template.find_resources("AWS::CloudWatch::Alarm").items()
-              if "-Chat-endpoint-" in r["Properties"].get("AlarmName", "")}
+    alarms = {
+        k
+        for k, r in template.find_resources("AWS::CloudWatch::Alarm").items()
+        if "-Chat-endpoint-" in r["Properties"].get("AlarmName", "")
+    }
     assert len(alarms) == 2 and alarms <= set(resource["DependsOn"])
 
 
@@ -480,18 +649,46 @@ def test_topic_is_kms_encrypted_tls_only_and_cloudwatch_may_use_the_key(full):
     *_, template = full
     key_id = logical_id(template, "AWS::KMS::Key", lambda r: "alarms" in r["Properties"].get("Description", ""))
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]}})
-    template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True, "KeyPolicy": {"Statement": Match.array_with([
-        Match.object_like({"Principal": {"Service": "cloudwatch.amazonaws.com"},
-                           "Action": ["kms:Decrypt", "kms:GenerateDataKey*"]})])}})
-    template.has_resource_properties("AWS::SNS::TopicPolicy", {"PolicyDocument": {"Statement": Match.array_with([
-        Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])}})
+    template.has_resource_properties(
+        "AWS::KMS::Key",
+        {
+            "EnableKeyRotation": True,
+            "KeyPolicy": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
+                )
+            }
+        },
+    )
 
 
 def test_email_subscribes_to_the_topic(full):
     *_, template = full
-    template.has_resource_properties("AWS::SNS::Subscription", {
-        "Protocol": "email", "Endpoint": "ops@example.com",
-        "TopicArn": {"Ref": logical_id(template, "AWS::SNS::Topic")}})
+    template.has_resource_properties(
+        "AWS::SNS::Subscription",
+        {
+            "Protocol": "email",
+            "Endpoint": "ops@example.com",
+            "TopicArn": {"Ref": logical_id(template, "AWS::SNS::Topic")},
+        },
+    )
 
 
 def test_no_email_no_subscription():
@@ -526,7 +723,9 @@ def test_email_must_be_an_address():
 
 def test_rollout_timeout_must_exceed_the_wait():
     stack, _ = llm_stack()
-    with pytest.raises(ConfigurationError, match=r"rollout.timeout_seconds: got 600; allowed: more than wait_seconds \(600\)"):
+    with pytest.raises(
+        ConfigurationError, match=r"rollout.timeout_seconds: got 600; allowed: more than wait_seconds \(600\)"
+    ):
         LlmMonitoring(stack, "Monitoring", settings={"rollout": {"wait_seconds": 600, "timeout_seconds": 600}})
 
 
@@ -565,7 +764,9 @@ def test_same_alarm_twice_is_refused():
     stack, _ = llm_stack()
     monitoring = LlmMonitoring(stack, "Monitoring", alarm_prefix=PREFIX)
     monitoring.monitor_eagle(MODEL)
-    with pytest.raises(ConfigurationError, match=rf"alarm name: got '{PREFIX}-{MODEL}-eagle-job-failed'.*monitored twice"):
+    with pytest.raises(
+        ConfigurationError, match=rf"alarm name: got '{PREFIX}-{MODEL}-eagle-job-failed'.*monitored twice"
+    ):
         monitoring.monitor_eagle(MODEL)
 
 

@@ -1,4 +1,5 @@
 """Model containers without network: EnableNetworkIsolation on by default, an opt-out, no checkov skip."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,14 +22,18 @@ def model_template(env: Environment | None = None, **spec) -> Template:
     return Template.from_stack(stack)
 
 
-@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")],
-                         ids=["agnostic", "bound"])
+@pytest.mark.parametrize(
+    "env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"]
+)
 def test_models_have_no_network_by_default_and_no_checkov_skip(env):
     template = model_template(env)
-    template.has_resource("AWS::SageMaker::Model", {
-        "Properties": Match.object_like({"EnableNetworkIsolation": True}),
-        "Metadata": Match.absent(),
-    })
+    template.has_resource(
+        "AWS::SageMaker::Model",
+        {
+            "Properties": Match.object_like({"EnableNetworkIsolation": True}),
+            "Metadata": Match.absent(),
+        },
+    )
     assert "CKV_AWS_370" not in CHECKOV_REASONS
 
 
@@ -42,17 +47,34 @@ def test_opting_out_turns_isolation_off_and_leaves_the_finding_to_the_owner():
 
 @pytest.mark.parametrize("variable", ["HF_MODEL_ID", "OPTION_MODEL_ID"])
 def test_a_hub_download_under_isolation_is_refused(variable):
-    with pytest.raises(ConfigurationError, match=rf"environment\.{variable}: got 'Qwen/Qwen3-8B'; allowed: a local path "
-                                                 r"\(e\.g\. /opt/ml/model\) while network_isolation is on: the container "
-                                                 r"has no network; fix: serve the weights from model_data_s3_uri, or set "
-                                                 r"network_isolation: false for this model"):
-        validated(ModelSpec, {"name": "qwen3-8b", "model_data_s3_uri": MODEL_URI,
-                              "environment": {variable: "Qwen/Qwen3-8B"}}, where="config/default.yaml")
+    with pytest.raises(
+        ConfigurationError,
+        match=rf"environment\.{variable}: got 'Qwen/Qwen3-8B'; allowed: a local path "
+        r"\(e\.g\. /opt/ml/model\) while network_isolation is on: the container "
+        r"has no network; fix: serve the weights from model_data_s3_uri, or set "
+        r"network_isolation: false for this model",
+    ):
+        validated(
+            ModelSpec,
+            {"name": "qwen3-8b", "model_data_s3_uri": MODEL_URI, "environment": {variable: "Qwen/Qwen3-8B"}},
+            where="config/default.yaml",
+        )
     # Allowed without isolation, and a local path is allowed with it.
-    validated(ModelSpec, {"name": "qwen3-8b", "model_data_s3_uri": MODEL_URI, "environment": {variable: "Qwen/Qwen3-8B"},
-                          "network_isolation": False}, where="config/default.yaml")
-    validated(ModelSpec, {"name": "qwen3-8b", "model_data_s3_uri": MODEL_URI, "environment": {variable: "/opt/ml/model"}},
-              where="config/default.yaml")
+    validated(
+        ModelSpec,
+        {
+            "name": "qwen3-8b",
+            "model_data_s3_uri": MODEL_URI,
+            "environment": {variable: "Qwen/Qwen3-8B"},
+            "network_isolation": False,
+        },
+        where="config/default.yaml",
+    )
+    validated(
+        ModelSpec,
+        {"name": "qwen3-8b", "model_data_s3_uri": MODEL_URI, "environment": {variable: "/opt/ml/model"}},
+        where="config/default.yaml",
+    )
 
 
 def test_the_eagle_serving_model_is_isolated_like_its_base_model():

@@ -1,4 +1,5 @@
 """What a release publishes: the license, the metadata PyPI shows, and the long description for library users."""
+
 from __future__ import annotations
 
 import re
@@ -23,10 +24,12 @@ def test_the_metadata_has_urls_classifiers_and_keywords():
     trove = pytest.importorskip("trove_classifiers")
     unknown = [c for c in PROJECT["classifiers"] if c not in trove.classifiers]
     assert not unknown, f"PyPI refuses an upload with unknown classifiers: {unknown}"
-    assert not [c for c in PROJECT["classifiers"] if c.startswith("License ::")], \
+    assert not [c for c in PROJECT["classifiers"] if c.startswith("License ::")], (
         "with an SPDX license expression, License classifiers are refused"
+    )
     assert {"Framework :: AWS CDK :: 2", "Typing :: Typed", "Programming Language :: Python :: 3.11"} <= set(
-        PROJECT["classifiers"])
+        PROJECT["classifiers"]
+    )
     assert {"Homepage", "Repository", "Changelog", "Issues"} <= set(PROJECT["urls"])
     assert all(url.startswith("https://") for url in PROJECT["urls"].values())
     assert {"aws-cdk", "sagemaker", "llm"} <= set(PROJECT["keywords"])

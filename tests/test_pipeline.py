@@ -1,5 +1,6 @@
 """Tests for stacks/pipeline.py: the optional CDK Pipelines stack synthesizes offline, passes cdk-nag and
 cfn-lint, runs the synth check first, deploys in waves and waits for an approval before production."""
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,14 @@ def synthesized(tmp_path_factory) -> Synthesized:
 
 
 def test_stages_in_order_source_check_synth_selfupdate_assets_then_waves(synthesized):
-    assert [s["Name"] for s in synthesized.pipeline()["Stages"]] == ["Source", "Build", "UpdatePipeline", "Assets",
-                                                                     "Dev", "Prod"]
+    assert [s["Name"] for s in synthesized.pipeline()["Stages"]] == [
+        "Source",
+        "Build",
+        "UpdatePipeline",
+        "Assets",
+        "Dev",
+        "Prod",
+    ]
     (source,) = synthesized.stage("Source")
     assert source["ActionTypeId"]["Provider"] == "CodeStarSourceConnection"
     assert source["Configuration"]["ConnectionArn"] == CONNECTION
@@ -87,12 +94,18 @@ def test_prod_waits_for_a_manual_approval_then_deploys_both_regions_in_parallel(
     assert min(a["RunOrder"] for a in deploys) > 1
     # Each region: the capacity stack (prod binds an existing plan: it only watches it, never buys) before the platform.
     assert {a["Configuration"]["StackName"] for a in deploys} == {
-        "ProdUsEast1-SageMakerLlm", "ProdUsWest2-SageMakerLlm",
-        "ProdUsEast1-SageMakerLlmCapacity", "ProdUsWest2-SageMakerLlmCapacity"}
+        "ProdUsEast1-SageMakerLlm",
+        "ProdUsWest2-SageMakerLlm",
+        "ProdUsEast1-SageMakerLlmCapacity",
+        "ProdUsWest2-SageMakerLlmCapacity",
+    }
     for region in ("ProdUsEast1", "ProdUsWest2"):
-        order = {a["Configuration"]["StackName"]: a["RunOrder"] for a in deploys
-                 if a["Configuration"]["StackName"].startswith(region) and a["Configuration"].get("ActionMode")
-                 == "CHANGE_SET_REPLACE"}
+        order = {
+            a["Configuration"]["StackName"]: a["RunOrder"]
+            for a in deploys
+            if a["Configuration"]["StackName"].startswith(region)
+            and a["Configuration"].get("ActionMode") == "CHANGE_SET_REPLACE"
+        }
         assert order[f"{region}-SageMakerLlmCapacity"] < order[f"{region}-SageMakerLlm"]
     regions = {a["Name"].split(".")[0]: a.get("Region") for a in deploys}
     assert regions["ProdUsWest2"] == "us-west-2"
@@ -102,17 +115,27 @@ def test_prod_waits_for_a_manual_approval_then_deploys_both_regions_in_parallel(
 
 def test_each_stage_is_the_platform_stack_from_its_environment_config(synthesized):
     manifest = json.loads((synthesized.outdir / "manifest.json").read_text())
-    nested = {name: artifact for name, artifact in manifest["artifacts"].items() if artifact["type"] == "cdk:cloud-assembly"}
-    assert set(nested) == {"assembly-SageMakerLlmPipeline-Dev", "assembly-SageMakerLlmPipeline-ProdUsEast1",
-                           "assembly-SageMakerLlmPipeline-ProdUsWest2"}
-    expected = {"Dev": ("ml.g6e.12xlarge", "aws://111111111111/us-east-1"),
-                "ProdUsEast1": ("ml.p5e.48xlarge", "aws://222222222222/us-east-1"),
-                "ProdUsWest2": ("ml.p5e.48xlarge", "aws://222222222222/us-west-2")}
+    nested = {
+        name: artifact for name, artifact in manifest["artifacts"].items() if artifact["type"] == "cdk:cloud-assembly"
+    }
+    assert set(nested) == {
+        "assembly-SageMakerLlmPipeline-Dev",
+        "assembly-SageMakerLlmPipeline-ProdUsEast1",
+        "assembly-SageMakerLlmPipeline-ProdUsWest2",
+    }
+    expected = {
+        "Dev": ("ml.g6e.12xlarge", "aws://111111111111/us-east-1"),
+        "ProdUsEast1": ("ml.p5e.48xlarge", "aws://222222222222/us-east-1"),
+        "ProdUsWest2": ("ml.p5e.48xlarge", "aws://222222222222/us-west-2"),
+    }
     for stage, (instance_type, environment) in expected.items():
         folder = synthesized.outdir / f"assembly-SageMakerLlmPipeline-{stage}"
         stage_manifest = json.loads((folder / "manifest.json").read_text())
-        (stack,) = [a for a in stage_manifest["artifacts"].values() if a["type"] == "aws:cloudformation:stack"
-                    and a["properties"].get("stackName") == f"{stage}-SageMakerLlm"]
+        (stack,) = [
+            a
+            for a in stage_manifest["artifacts"].values()
+            if a["type"] == "aws:cloudformation:stack" and a["properties"].get("stackName") == f"{stage}-SageMakerLlm"
+        ]
         assert stack["environment"] == environment
         template = json.loads((folder / stack["properties"]["templateFile"]).read_text())
         (config,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"]
@@ -136,9 +159,11 @@ def test_checkov_passes_on_the_pipeline_and_every_stage_template(synthesized):
         pytest.skip(str(missing))
     templates = templates_in(synthesized.outdir)
     stage_templates = [t for t in templates if t.parent.name.startswith("assembly-")]
-    assert {t.parent.name for t in stage_templates} == {"assembly-SageMakerLlmPipeline-Dev",
-                                                        "assembly-SageMakerLlmPipeline-ProdUsEast1",
-                                                        "assembly-SageMakerLlmPipeline-ProdUsWest2"}
+    assert {t.parent.name for t in stage_templates} == {
+        "assembly-SageMakerLlmPipeline-Dev",
+        "assembly-SageMakerLlmPipeline-ProdUsEast1",
+        "assembly-SageMakerLlmPipeline-ProdUsWest2",
+    }
     result = run_checkov(templates, checkov=checkov)
     assert result.ok, "\n".join(summary_lines(result))
     stage_names = {t.name for t in stage_templates}
@@ -147,9 +172,12 @@ def test_checkov_passes_on_the_pipeline_and_every_stage_template(synthesized):
 
 
 def test_the_pipelines_artifact_buckets_are_versioned_and_expire_replaced_artifacts(synthesized):
-    buckets = [r for name in ("SageMakerLlmPipeline.template.json",
-                              "cross-region-stack-333333333333_us-west-2.template.json")
-               for r in synthesized.template(name)["Resources"].values() if r["Type"] == "AWS::S3::Bucket"]
+    buckets = [
+        r
+        for name in ("SageMakerLlmPipeline.template.json", "cross-region-stack-333333333333_us-west-2.template.json")
+        for r in synthesized.template(name)["Resources"].values()
+        if r["Type"] == "AWS::S3::Bucket"
+    ]
     assert len(buckets) == 2
     for bucket in buckets:
         assert bucket["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
@@ -178,8 +206,11 @@ def test_a_star_grant_in_a_stage_fails_the_synth(tmp_path):
     try:
         pipeline_module.LlmPlatformStack = Widened
         app = App(outdir=str(tmp_path), context=json.loads((ROOT / "cdk.json").read_text())["context"])
-        with pytest.raises(RuntimeError, match=r"Dev/SageMakerLlm/Chat/ExecutionRole/DefaultPolicy/Resource\) "
-                                               r"PolicyDocument\.Statement\[\d+\]: allows \['s3:GetObject'\] on '\*'"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"Dev/SageMakerLlm/Chat/ExecutionRole/DefaultPolicy/Resource\) "
+            r"PolicyDocument\.Statement\[\d+\]: allows \['s3:GetObject'\] on '\*'",
+        ):
             attach_pipeline(app, PIPELINE_CONFIG.relative_to(ROOT))
             attach_checks(app)
             app.synth()
@@ -218,14 +249,15 @@ def test_a_malformed_connection_arn_is_refused(tmp_path):
 def test_stage_names_are_unique_across_waves(tmp_path):
     stage = {"name": "Dev", "config": "config/dev.yaml", "account": "111111111111", "region": "us-east-1"}
     path = write_pipeline(tmp_path, waves=[{"name": "A", "stages": [stage]}, {"name": "B", "stages": [stage]}])
-    with pytest.raises(ConfigurationError, match=r"waves\[1\].stages\[0\].name: got 'Dev'; allowed: a name not used by"):
+    with pytest.raises(
+        ConfigurationError, match=r"waves\[1\].stages\[0\].name: got 'Dev'; allowed: a name not used by"
+    ):
         load_pipeline_settings(path)
 
 
 def test_a_stage_config_for_another_account_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
-    stage = {"name": "Dev", "config": "config/prod.yaml", "account": "111111111111",
-             "region": "us-east-1"}
+    stage = {"name": "Dev", "config": "config/prod.yaml", "account": "111111111111", "region": "us-east-1"}
     settings = load_pipeline_settings(write_pipeline(tmp_path, waves=[{"name": "Dev", "stages": [stage]}]))
     with pytest.raises(ConfigurationError) as error:
         PipelineStack(App(), "P", settings=settings)
@@ -238,10 +270,14 @@ def test_a_missing_stage_config_is_the_stages_config_field_with_a_fix_for_the_pi
     monkeypatch.chdir(ROOT)
     stage = {"name": "Dev", "config": "config/no-such-stage.yaml", "account": "111111111111", "region": "us-east-1"}
     settings = load_pipeline_settings(write_pipeline(tmp_path, waves=[{"name": "Dev", "stages": [stage]}]))
-    with pytest.raises(ConfigurationError, match=(
+    with pytest.raises(
+        ConfigurationError,
+        match=(
             r"waves\[0\].stages\[0\].config: got '[^']*config/no-such-stage.yaml'; allowed: a readable YAML file; "
             r"fix: check the path \(No such file or directory\); or correct waves\[0\].stages\[0\].config in the "
-            r"pipeline file")) as error:
+            r"pipeline file"
+        ),
+    ) as error:
         PipelineStack(App(), "P", settings=settings)
     assert "-c config=PATH" not in str(error.value)  # -c config chooses the app's config, not a stage's
 
@@ -262,10 +298,12 @@ def test_a_stage_config_is_checked_against_the_jumpstart_lock_for_the_stages_reg
 
     shutil.copyfile(ROOT / "config" / "jumpstart.lock.yaml", tmp_path / "jumpstart.lock.yaml")
     config = tmp_path / "west.yaml"
-    config.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.g6e.2xlarge\n    data_capture: {enabled: false}\n"
-                      "    models:\n      - name: gpt-oss-20b\n        source: jumpstart\n"
-                      "        model_id: openai-reasoning-gpt-oss-20b\n        version: \"1.0.0\"\n"
-                      "        copies: {max_copies: two}\n")
+    config.write_text(
+        "endpoints:\n  - name: Chat\n    instance_type: ml.g6e.2xlarge\n    data_capture: {enabled: false}\n"
+        "    models:\n      - name: gpt-oss-20b\n        source: jumpstart\n"
+        '        model_id: openai-reasoning-gpt-oss-20b\n        version: "1.0.0"\n'
+        "        copies: {max_copies: two}\n"
+    )
     stage = {"name": "West", "config": str(config), "account": "111111111111", "region": "us-west-2"}
     settings = load_pipeline_settings(write_pipeline(tmp_path, waves=[{"name": "Dev", "stages": [stage]}]))
     with pytest.raises(ConfigurationError) as error:
@@ -273,24 +311,30 @@ def test_a_stage_config_is_checked_against_the_jumpstart_lock_for_the_stages_reg
     lines = str(error.value).splitlines()[1:]
     assert len(lines) == 2, lines
     assert lines[0].startswith(f"  - waves[0].stages[0] ({config}).endpoints[0].models[0].copies.max_copies: got 'two'")
-    assert lines[1].startswith(f"  - waves[0].stages[0] ({config}).endpoints[0].models[0].model_id: got "
-                               "'openai-reasoning-gpt-oss-20b 1.0.0 in us-west-2'; allowed: a model id, version and region")
+    assert lines[1].startswith(
+        f"  - waves[0].stages[0] ({config}).endpoints[0].models[0].model_id: got "
+        "'openai-reasoning-gpt-oss-20b 1.0.0 in us-west-2'; allowed: a model id, version and region"
+    )
     assert lines[1].endswith(f"where: {config} line 8")
 
 
 def test_a_problem_found_while_building_a_stage_names_the_stage_the_config_path_and_its_line(tmp_path):
     config = tmp_path / "many.yaml"
-    config.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    data_capture: {enabled: false}\n"
-                      "    models:\n      - name: qwen3-8b\n        model_data_s3_uri: s3://my-weights/qwen3-8b/\n"
-                      "        lora: {max_gpu_adapters: 2, max_cpu_adapters: 8, max_rank: 16}\n        environment:\n"
-                      + "".join(f"          VAR_{i}: x\n" for i in range(95)))
+    config.write_text(
+        "endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    data_capture: {enabled: false}\n"
+        "    models:\n      - name: qwen3-8b\n        model_data_s3_uri: s3://my-weights/qwen3-8b/\n"
+        "        lora: {max_gpu_adapters: 2, max_cpu_adapters: 8, max_rank: 16}\n        environment:\n"
+        + "".join(f"          VAR_{i}: x\n" for i in range(95))
+    )
     stage = {"name": "Dev", "config": str(config), "account": "111111111111", "region": "us-east-1"}
     settings = load_pipeline_settings(write_pipeline(tmp_path, waves=[{"name": "Dev", "stages": [stage]}]))
     with pytest.raises(ConfigurationError) as error:
         PipelineStack(App(), "P", settings=settings)
     (problem,) = error.value.problems
-    assert problem.path == (f"waves[0].stages[0] ({config}, found while building P/Dev/SageMakerLlm/Chat/qwen3-8b)"
-                            ".endpoints[0].models[0].environment")
+    assert problem.path == (
+        f"waves[0].stages[0] ({config}, found while building P/Dev/SageMakerLlm/Chat/qwen3-8b)"
+        ".endpoints[0].models[0].environment"
+    )
     assert problem.value == "101 variables (95 configured, 6 set by features, the last OPTION_MAX_LORA_RANK)"
     assert problem.where == f"{config} line 10"
 
@@ -300,11 +344,17 @@ def test_the_pipeline_allows_nothing_with_resource_level_permissions_on_star(syn
     (stacks/pipeline.py PIPELINE_WILDCARDS lists what keeps a wildcard, and why)."""
     from stacks.pipeline import PIPELINE_WILDCARDS
 
-    statements = {(logical_id, i): s for logical_id, r in synthesized.template()["Resources"].items()
-                  if r["Type"] == "AWS::IAM::Policy"
-                  for i, s in enumerate(r["Properties"]["PolicyDocument"]["Statement"])}
-    on_star = [(k, s["Action"]) for k, s in statements.items() if "*" in (s["Resource"] if isinstance(
-        s["Resource"], list) else [s["Resource"]])]
+    statements = {
+        (logical_id, i): s
+        for logical_id, r in synthesized.template()["Resources"].items()
+        if r["Type"] == "AWS::IAM::Policy"
+        for i, s in enumerate(r["Properties"]["PolicyDocument"]["Statement"])
+    }
+    on_star = [
+        (k, s["Action"])
+        for k, s in statements.items()
+        if "*" in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
+    ]
     assert on_star == []
     (keys,) = [s for s in statements.values() if "kms:Encrypt" in s["Action"] and "Condition" in s]
     assert keys["Condition"]["ForAnyValue:StringEquals"]["kms:ResourceAliases"][0].startswith("alias/")
@@ -312,12 +362,20 @@ def test_the_pipeline_allows_nothing_with_resource_level_permissions_on_star(syn
 
     assert [render(r).split(":", 2)[2] for r in keys["Resource"]] == ["kms:us-west-2:333333333333:key/*"]
     builds = [s for s in statements.values() if "codebuild:StartBuild" in s["Action"]]
-    assert builds and all("Fn::GetAtt" in r for s in builds for r in (s["Resource"] if isinstance(s["Resource"], list)
-                                                                       else [s["Resource"]]))
+    assert builds and all(
+        "Fn::GetAtt" in r
+        for s in builds
+        for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
+    )
     (listing,) = [s for s in statements.values() if s["Action"] == "s3:ListBucket"]
     assert {render(r).split(":", 2)[2] for r in listing["Resource"]} >= {
-        "s3:::cdk-*-assets-111111111111-us-east-1", "s3:::cdk-*-assets-222222222222-us-west-2"}
+        "s3:::cdk-*-assets-111111111111-us-east-1",
+        "s3:::cdk-*-assets-222222222222-us-west-2",
+    }
     (describe,) = [s for s in statements.values() if s["Action"] == "cloudformation:DescribeStacks"]
-    assert "cloudformation:us-east-1:111111111111:stack/Dev-SageMakerLlm/*" in [render(r).split(":", 2)[2]
-                                                                              for r in describe["Resource"]]
-    assert len(PIPELINE_WILDCARDS) == 3 and all("https://docs.aws.amazon.com/" in why for why in PIPELINE_WILDCARDS.values())
+    assert "cloudformation:us-east-1:111111111111:stack/Dev-SageMakerLlm/*" in [
+        render(r).split(":", 2)[2] for r in describe["Resource"]
+    ]
+    assert len(PIPELINE_WILDCARDS) == 3 and all(
+        "https://docs.aws.amazon.com/" in why for why in PIPELINE_WILDCARDS.values()
+    )

@@ -1,4 +1,5 @@
 """Preflight: offline checks against real cfn-lint schemas and synthesized templates; live checks through Stubber."""
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,13 @@ def config(*, endpoints: list[dict[str, Any]] | None = None, **top: Any):
 
 
 def reserve_plan(**overrides: Any) -> dict[str, Any]:
-    plan = {"name": "chat-p5e", "instance_type": "ml.p5e.48xlarge", "instance_count": 4, "duration_days": 30,
-            "max_upfront_fee_usd": 150000}
+    plan = {
+        "name": "chat-p5e",
+        "instance_type": "ml.p5e.48xlarge",
+        "instance_count": 4,
+        "duration_days": 30,
+        "max_upfront_fee_usd": 150000,
+    }
     plan.update(overrides)
     return plan
 
@@ -89,8 +95,9 @@ def templates(synthesized: Path) -> dict[str, dict[str, Any]]:
 def test_us_west_1_lacks_inference_components_a_blocker(templates):
     findings = offline(config(), region="us-west-1", templates=templates)
     (found,) = of(findings, "region.resource-types", "blocker")
-    assert found.what.startswith("AWS::SageMaker::InferenceComponent is not available in us-west-1 (used by "
-                                 "Small.template.json/")
+    assert found.what.startswith(
+        "AWS::SageMaker::InferenceComponent is not available in us-west-1 (used by Small.template.json/"
+    )
     assert "us-east-1" in found.fix and "us-west-1" not in found.fix
     assert preflight.exit_code(findings) == 1
 
@@ -101,7 +108,10 @@ def test_us_east_1_has_every_type_image_and_layer(templates):
     (types,) = of(findings, "region.resource-types")
     used = regions.resource_types_used(templates)
     assert "AWS::SageMaker::InferenceComponent" in used and "AWS::Lambda::Function" in used
-    assert types.what == f"all {len(used)} CloudFormation resource types of {len(templates)} template(s) exist in us-east-1"
+    assert (
+        types.what
+        == f"all {len(used)} CloudFormation resource types of {len(templates)} template(s) exist in us-east-1"
+    )
     assert preflight.exit_code(findings) == 0
 
 
@@ -136,15 +146,30 @@ def test_opt_in_region_image_account_from_the_config_alone():
 
 
 def test_image_in_another_region_is_a_blocker():
-    cfg = config(endpoints=[endpoint(models=[{"name": "m", "model_data_s3_uri": "s3://my-weights/m/",
-                                              "image": "123456789012.dkr.ecr.eu-west-1.amazonaws.com/mine:1"}])])
+    cfg = config(
+        endpoints=[
+            endpoint(
+                models=[
+                    {
+                        "name": "m",
+                        "model_data_s3_uri": "s3://my-weights/m/",
+                        "image": "123456789012.dkr.ecr.eu-west-1.amazonaws.com/mine:1",
+                    }
+                ]
+            )
+        ]
+    )
     (found,) = of(offline(cfg), "image.region", "blocker")
-    assert found.what == "image 123456789012.dkr.ecr.eu-west-1.amazonaws.com/mine:1 is in eu-west-1, the endpoint in us-east-1"
+    assert (
+        found.what
+        == "image 123456789012.dkr.ecr.eu-west-1.amazonaws.com/mine:1 is in eu-west-1, the endpoint in us-east-1"
+    )
 
 
 def test_unknown_region_and_region_other_than_the_target():
     assert of(offline(config(), region="xx-nowhere-9"), "region.partition", "blocker")[0].what == (
-        "region 'xx-nowhere-9' is not a region botocore knows")
+        "region 'xx-nowhere-9' is not a region botocore knows"
+    )
     cfg = config(target={"region": "eu-west-1"})
     (found,) = of(offline(cfg, region="us-east-1"), "region.target", "blocker")
     assert "differs from target.region eu-west-1" in found.what
@@ -152,16 +177,46 @@ def test_unknown_region_and_region_other_than_the_target():
 
 def test_eagle_job_on_a_type_optimization_jobs_do_not_offer():
     """The config itself refuses it now (one round of config errors), before preflight runs."""
-    with pytest.raises(ConfigurationError, match=r"endpoints\[0\]\.models\[0\]\.eagle\.job_instance_type: got 'ml\.c5\.xlarge'; "
-                                                 r"allowed: an instance type SageMaker accepts for optimization jobs"):
-        config(endpoints=[endpoint(instance_type="ml.c5.xlarge", models=[{
-            "name": "m", "model_data_s3_uri": "s3://my-weights/m/", "architecture": "Qwen3ForCausalLM", "eagle": {}}])])
+    with pytest.raises(
+        ConfigurationError,
+        match=r"endpoints\[0\]\.models\[0\]\.eagle\.job_instance_type: got 'ml\.c5\.xlarge'; "
+        r"allowed: an instance type SageMaker accepts for optimization jobs",
+    ):
+        config(
+            endpoints=[
+                endpoint(
+                    instance_type="ml.c5.xlarge",
+                    models=[
+                        {
+                            "name": "m",
+                            "model_data_s3_uri": "s3://my-weights/m/",
+                            "architecture": "Qwen3ForCausalLM",
+                            "eagle": {},
+                        }
+                    ],
+                )
+            ]
+        )
 
 
 def test_endpoint_config_instance_types_from_templates():
-    bad = {"T.template.json": {"Resources": {"Config": {"Type": "AWS::SageMaker::EndpointConfig", "Properties": {
-        "ProductionVariants": [{"InstanceType": "ml.g6e.12xlarge",
-                                "InstancePools": [{"InstanceType": "ml.nothing.large", "Priority": 1}]}]}}}}}
+    bad = {
+        "T.template.json": {
+            "Resources": {
+                "Config": {
+                    "Type": "AWS::SageMaker::EndpointConfig",
+                    "Properties": {
+                        "ProductionVariants": [
+                            {
+                                "InstanceType": "ml.g6e.12xlarge",
+                                "InstancePools": [{"InstanceType": "ml.nothing.large", "Priority": 1}],
+                            }
+                        ]
+                    },
+                }
+            }
+        }
+    }
     (found,) = of(offline(config(), templates=bad), "instance-type.endpoint", "blocker")
     assert found.what == "ml.nothing.large is not offered for endpoints" and found.subject == "T.template.json/Config"
 
@@ -190,9 +245,11 @@ def test_future_window_is_clean():
 def test_a_reserve_plan_says_what_the_deploy_buys():
     (found,) = of(offline(config(capacity_plans=[reserve_plan(start_after="2027-01-04T00:00:00Z")])), "plan.purchase")
     assert found.severity == "info" and found.subject == "capacity_plans[0]"
-    assert found.what == ("the deploy that creates plan chat-p5e buys ml.p5e.48xlarge x 4 for 30 days starting at or after "
-                          "2027-01-04T00:00:00Z as TrainingPlanName SageMakerLlm-chat-p5e, prepaid up to USD 150000 "
-                          "and never refunded")
+    assert found.what == (
+        "the deploy that creates plan chat-p5e buys ml.p5e.48xlarge x 4 for 30 days starting at or after "
+        "2027-01-04T00:00:00Z as TrainingPlanName SageMakerLlm-chat-p5e, prepaid up to USD 150000 "
+        "and never refunded"
+    )
 
 
 def test_a_pinned_plan_says_the_pinned_name_it_buys():
@@ -205,8 +262,10 @@ def test_a_pinned_plan_says_the_pinned_name_it_buys():
 
 
 def test_binding_a_plan_that_starts_later_is_a_blocker():
-    cfg = config(endpoints=[p5e_endpoint()],
-                 capacity_plans=[reserve_plan(start_after="2027-01-04T00:00:00Z", end_before="2027-03-01T00:00:00Z")])
+    cfg = config(
+        endpoints=[p5e_endpoint()],
+        capacity_plans=[reserve_plan(start_after="2027-01-04T00:00:00Z", end_before="2027-03-01T00:00:00Z")],
+    )
     (found,) = of(offline(cfg), "plan.active", "blocker")
     assert found.what == ("the endpoint is bound to plan chat-p5e, which cannot start before 2027-01-04T00:00:00Z")
     assert found.subject == "endpoints[0]" and "on-demand" in found.fix
@@ -219,56 +278,99 @@ def test_binding_a_plan_bought_by_the_same_config_warns():
 
 
 def test_existing_plan_in_another_region():
-    cfg = config(endpoints=[p5e_endpoint()], capacity_plans=[{
-        "existing_plan_arn": "arn:aws:sagemaker:us-west-2:123456789012:training-plan/chat-p5e",
-        "instance_type": "ml.p5e.48xlarge", "instance_count": 4}])
+    cfg = config(
+        endpoints=[p5e_endpoint()],
+        capacity_plans=[
+            {
+                "existing_plan_arn": "arn:aws:sagemaker:us-west-2:123456789012:training-plan/chat-p5e",
+                "instance_type": "ml.p5e.48xlarge",
+                "instance_count": 4,
+            }
+        ],
+    )
     (found,) = of(offline(cfg), "plan.region", "blocker")
     assert found.what == "plan chat-p5e is in us-west-2 (aws), the endpoint in us-east-1"
 
 
 # ------------------------------------------------------------------ headroom
 def test_blue_green_update_without_a_second_fleet_on_the_plan():
-    cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 2})],
-                 capacity_plans=[reserve_plan(instance_count=2)])
+    cfg = config(
+        endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 2})],
+        capacity_plans=[reserve_plan(instance_count=2)],
+    )
     (found,) = of(offline(cfg), "headroom.endpoint", "blocker")
-    assert found.what == ("a blue/green endpoint update needs up to 4 instances (a second fleet for max_instances 2); "
-                          "plan chat-p5e holds 2")
+    assert found.what == (
+        "a blue/green endpoint update needs up to 4 instances (a second fleet for max_instances 2); "
+        "plan chat-p5e holds 2"
+    )
     assert "lower scaling.max_instances to 1" in found.fix
 
 
 def test_blue_green_fits_a_plan_twice_the_fleet():
-    cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 2})],
-                 capacity_plans=[reserve_plan(instance_count=4)])
+    cfg = config(
+        endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 2})],
+        capacity_plans=[reserve_plan(instance_count=4)],
+    )
     assert not of(offline(cfg), "headroom.endpoint")
 
 
 def test_rolling_endpoint_update_on_a_full_plan():
-    cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 4})],
-                 capacity_plans=[reserve_plan(instance_count=4)])
+    cfg = config(
+        endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 4})],
+        capacity_plans=[reserve_plan(instance_count=4)],
+    )
     spec = cfg.endpoints[0]
-    rolling = SimpleNamespace(**{k: getattr(spec, k) for k in ("name", "instance_type", "scaling", "models", "capacity_plan")},
-                              update_policy="rolling", rolling_batch_instances=1)
-    ctx = preflight.PreflightContext(config=cfg.model_copy(update={"endpoints": (rolling,)}), source="t.yaml",
-                                     region="us-east-1", partition="aws", now=NOW)
+    rolling = SimpleNamespace(
+        **{k: getattr(spec, k) for k in ("name", "instance_type", "scaling", "models", "capacity_plan")},
+        update_policy="rolling",
+        rolling_batch_instances=1,
+    )
+    ctx = preflight.PreflightContext(
+        config=cfg.model_copy(update={"endpoints": (rolling,)}),
+        source="t.yaml",
+        region="us-east-1",
+        partition="aws",
+        now=NOW,
+    )
     (found,) = [f for f in check_update_headroom(ctx) if f.check == "headroom.endpoint"]
     assert found.severity == "blocker"
-    assert found.what == "a rolling endpoint update needs max_instances + one batch = 5 instances; plan chat-p5e holds 4"
+    assert (
+        found.what == "a rolling endpoint update needs max_instances + one batch = 5 instances; plan chat-p5e holds 4"
+    )
     assert "lower scaling.max_instances to 3" in found.fix
 
 
 def test_update_policy_read_from_the_synthesized_endpoint():
-    cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 4})],
-                 capacity_plans=[reserve_plan(instance_count=4)])
+    cfg = config(
+        endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 4})],
+        capacity_plans=[reserve_plan(instance_count=4)],
+    )
 
     def template(deployment: dict[str, Any]) -> dict[str, Any]:
-        return {"S.template.json": {"Resources": {"Chat": {
-            "Type": "AWS::SageMaker::Endpoint", "Metadata": {"aws:cdk:path": "S/Chat/Resource"},
-            "Properties": {"EndpointConfigName": "c", "DeploymentConfig": deployment}}}}}
+        return {
+            "S.template.json": {
+                "Resources": {
+                    "Chat": {
+                        "Type": "AWS::SageMaker::Endpoint",
+                        "Metadata": {"aws:cdk:path": "S/Chat/Resource"},
+                        "Properties": {"EndpointConfigName": "c", "DeploymentConfig": deployment},
+                    }
+                }
+            }
+        }
 
-    rolling = template({"RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
-                                                "WaitIntervalInSeconds": 60}})
+    rolling = template(
+        {
+            "RollingUpdatePolicy": {
+                "MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
+                "WaitIntervalInSeconds": 60,
+            }
+        }
+    )
     (found,) = of(offline(cfg, templates=rolling), "headroom.endpoint", "blocker")
-    assert found.what == "a rolling endpoint update needs max_instances + one batch = 6 instances; plan chat-p5e holds 4"
+    assert (
+        found.what == "a rolling endpoint update needs max_instances + one batch = 6 instances; plan chat-p5e holds 4"
+    )
     blue_green = template({"BlueGreenUpdatePolicy": {"TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE"}}})
     (found,) = of(offline(cfg, templates=blue_green), "headroom.endpoint", "blocker")
     assert found.what.startswith("a blue/green endpoint update needs up to 8 instances")
@@ -284,8 +386,14 @@ def test_rolling_policy_needs_max_plus_one_batch():
 @pytest.mark.parametrize("when_not_active, severity", [("on_demand", "warning"), ("fail", "blocker")])
 def test_a_plan_not_started_yet_blocks_only_an_endpoint_that_cannot_serve_on_demand(when_not_active, severity):
     """The setting the synth reads (the plan's when_not_active) decides, as it decides CapacityReservationConfig."""
-    cfg = config(endpoints=[p5e_endpoint()], capacity_plans=[reserve_plan(
-        start_after="2027-01-04T00:00:00Z", end_before="2027-03-01T00:00:00Z", when_not_active=when_not_active)])
+    cfg = config(
+        endpoints=[p5e_endpoint()],
+        capacity_plans=[
+            reserve_plan(
+                start_after="2027-01-04T00:00:00Z", end_before="2027-03-01T00:00:00Z", when_not_active=when_not_active
+            )
+        ],
+    )
     (found,) = of(offline(cfg), "plan.active")
     assert found.severity == severity
     ctx = SimpleNamespace(plan_of=lambda endpoint: (0, cfg.capacity_plans[0]))
@@ -293,17 +401,34 @@ def test_a_plan_not_started_yet_blocks_only_an_endpoint_that_cannot_serve_on_dem
 
 
 def test_pools_are_read_by_attribute():
-    spec = SimpleNamespace(instance_type="ml.p5e.48xlarge",
-                           instance_pools=[SimpleNamespace(instance_type="ml.p5.48xlarge"), {"instance_type": "ml.p4d.24xlarge"}])
+    spec = SimpleNamespace(
+        instance_type="ml.p5e.48xlarge",
+        instance_pools=[SimpleNamespace(instance_type="ml.p5.48xlarge"), {"instance_type": "ml.p4d.24xlarge"}],
+    )
     assert endpoint_instance_types(spec) == ["ml.p5e.48xlarge", "ml.p5.48xlarge", "ml.p4d.24xlarge"]
 
 
 def test_model_update_without_room_for_a_batch():
-    cfg = config(endpoints=[endpoint(scaling={"min_instances": 1, "max_instances": 1}, models=[
-        {"name": "m", "model_data_s3_uri": "s3://my-weights/m/", "accelerators": 2, "copies": {"min_copies": 1, "max_copies": 2}}])])
+    cfg = config(
+        endpoints=[
+            endpoint(
+                scaling={"min_instances": 1, "max_instances": 1},
+                models=[
+                    {
+                        "name": "m",
+                        "model_data_s3_uri": "s3://my-weights/m/",
+                        "accelerators": 2,
+                        "copies": {"min_copies": 1, "max_copies": 2},
+                    }
+                ],
+            )
+        ]
+    )
     (found,) = of(offline(cfg), "headroom.models", "warning")
-    assert found.what == ("at peak the models hold 4 of 4 accelerators (1 x ml.g6e.12xlarge); a model update needs 2 more "
-                          "for its first batch")
+    assert found.what == (
+        "at peak the models hold 4 of 4 accelerators (1 x ml.g6e.12xlarge); a model update needs 2 more "
+        "for its first batch"
+    )
 
 
 # ---------------------------------------------------------------- live checks
@@ -318,25 +443,40 @@ class Stubs:
     def client(self, service: str, region: str | None) -> Any:
         key = (service, region)
         if key not in self.clients:
-            client = self.session.create_client(service, region_name=region or "us-east-1",
-                                                aws_access_key_id="testing", aws_secret_access_key="testing")
+            client = self.session.create_client(
+                service, region_name=region or "us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
+            )
             self.clients[key] = client
             self.stubbers[key] = Stubber(client)
             self.stubbers[key].activate()
         return self.clients[key]
 
-    def add(self, service: str, operation: str, params: dict[str, Any], response: dict[str, Any],
-            region: str | None = "us-east-1") -> None:
+    def add(
+        self,
+        service: str,
+        operation: str,
+        params: dict[str, Any],
+        response: dict[str, Any],
+        region: str | None = "us-east-1",
+    ) -> None:
         assert_valid_request(service, operation, params)
         self.client(service, region)
         self.stubbers[(service, region)].add_response(_method(operation), response, params)
 
-    def error(self, service: str, operation: str, params: dict[str, Any], code: str, status: int = 400,
-              region: str | None = "us-east-1") -> None:
+    def error(
+        self,
+        service: str,
+        operation: str,
+        params: dict[str, Any],
+        code: str,
+        status: int = 400,
+        region: str | None = "us-east-1",
+    ) -> None:
         assert_valid_request(service, operation, params)
         self.client(service, region)
-        self.stubbers[(service, region)].add_client_error(_method(operation), service_error_code=code,
-                                                          http_status_code=status, expected_params=params)
+        self.stubbers[(service, region)].add_client_error(
+            _method(operation), service_error_code=code, http_status_code=status, expected_params=params
+        )
 
     def done(self) -> None:
         for stubber in self.stubbers.values():
@@ -351,66 +491,113 @@ def _method(operation: str) -> str:
 
 
 def identity(stubs: Stubs, account: str = "123456789012") -> None:
-    stubs.add("sts", "GetCallerIdentity", {}, {"Account": account, "Arn": f"arn:aws:iam::{account}:user/me",
-                                               "UserId": "AIDAEXAMPLE"})
+    stubs.add(
+        "sts",
+        "GetCallerIdentity",
+        {},
+        {"Account": account, "Arn": f"arn:aws:iam::{account}:user/me", "UserId": "AIDAEXAMPLE"},
+    )
 
 
 def names(stubs: Stubs, *components: str, taken: tuple[str, ...] = (), stack_exists: bool = False) -> None:
     """DescribeStacks for the config's stack, then DescribeInferenceComponent for each fixed name."""
     if stack_exists:
-        stubs.add("cloudformation", "DescribeStacks", {"StackName": "SageMakerLlm"}, {"Stacks": [{
-            "StackName": "SageMakerLlm", "CreationTime": NOW, "StackStatus": "UPDATE_COMPLETE"}]})
+        stubs.add(
+            "cloudformation",
+            "DescribeStacks",
+            {"StackName": "SageMakerLlm"},
+            {"Stacks": [{"StackName": "SageMakerLlm", "CreationTime": NOW, "StackStatus": "UPDATE_COMPLETE"}]},
+        )
     else:
         assert_valid_request("cloudformation", "DescribeStacks", {"StackName": "SageMakerLlm"})
         stubs.client("cloudformation", "us-east-1")
         stubs.stubbers[("cloudformation", "us-east-1")].add_client_error(
-            "describe_stacks", service_error_code="ValidationError", http_status_code=400,
-            service_message="Stack with id SageMakerLlm does not exist", expected_params={"StackName": "SageMakerLlm"})
+            "describe_stacks",
+            service_error_code="ValidationError",
+            http_status_code=400,
+            service_message="Stack with id SageMakerLlm does not exist",
+            expected_params={"StackName": "SageMakerLlm"},
+        )
     for name in components:
         params = {"InferenceComponentName": name}
         if name in taken:
-            stubs.add("sagemaker", "DescribeInferenceComponent", params, {
-                "InferenceComponentName": name, "EndpointName": "someone-elses", "CreationTime": NOW,
-                "LastModifiedTime": NOW, "InferenceComponentStatus": "InService",
-                "InferenceComponentArn": f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/{name}",
-                "EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/someone-elses"})
+            stubs.add(
+                "sagemaker",
+                "DescribeInferenceComponent",
+                params,
+                {
+                    "InferenceComponentName": name,
+                    "EndpointName": "someone-elses",
+                    "CreationTime": NOW,
+                    "LastModifiedTime": NOW,
+                    "InferenceComponentStatus": "InService",
+                    "InferenceComponentArn": f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/{name}",
+                    "EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/someone-elses",
+                },
+            )
         else:
             stubs.error("sagemaker", "DescribeInferenceComponent", params, "ValidationException")
 
 
 def quotas(stubs: Stubs, applied: list[tuple[str, float]], defaults: list[tuple[str, float]] = ()) -> None:
     def page(items):
-        return {"Quotas": [{"ServiceCode": "sagemaker", "QuotaName": n, "QuotaCode": f"L-{i:08X}", "Value": v}
-                           for i, (n, v) in enumerate(items)]}
+        return {
+            "Quotas": [
+                {"ServiceCode": "sagemaker", "QuotaName": n, "QuotaCode": f"L-{i:08X}", "Value": v}
+                for i, (n, v) in enumerate(items)
+            ]
+        }
 
-    stubs.add("service-quotas", "ListAWSDefaultServiceQuotas", {"ServiceCode": "sagemaker", "MaxResults": 100}, page(defaults))
+    stubs.add(
+        "service-quotas", "ListAWSDefaultServiceQuotas", {"ServiceCode": "sagemaker", "MaxResults": 100}, page(defaults)
+    )
     stubs.add("service-quotas", "ListServiceQuotas", {"ServiceCode": "sagemaker", "MaxResults": 100}, page(applied))
 
 
 def s3_prefix(stubs: Stubs, bucket: str, prefix: str, count: int) -> None:
-    stubs.add("s3", "ListObjectsV2", {"Bucket": bucket, "Prefix": prefix, "MaxKeys": 1},
-              {"KeyCount": count, **({"Contents": [{"Key": prefix + "config.json"}]} if count else {})})
+    stubs.add(
+        "s3",
+        "ListObjectsV2",
+        {"Bucket": bucket, "Prefix": prefix, "MaxKeys": 1},
+        {"KeyCount": count, **({"Contents": [{"Key": prefix + "config.json"}]} if count else {})},
+    )
 
 
 def layer(stubs: Stubs, *, latest: int | None = POWERTOOLS_LAYER_VERSION) -> None:
     arn = f"arn:aws:lambda:us-east-1:017000801446:layer:{LAYER}"
-    stubs.add("lambda", "GetLayerVersionByArn", {"Arn": arn}, {"LayerVersionArn": arn, "Version": POWERTOOLS_LAYER_VERSION})
+    stubs.add(
+        "lambda", "GetLayerVersionByArn", {"Arn": arn}, {"LayerVersionArn": arn, "Version": POWERTOOLS_LAYER_VERSION}
+    )
     name = "/aws/service/powertools/python/x86_64/python3.13/latest"
     if latest is None:
         stubs.error("ssm", "GetParameter", {"Name": name}, "ParameterNotFound")
     else:
-        stubs.add("ssm", "GetParameter", {"Name": name}, {"Parameter": {
-            "Name": name, "Type": "String", "Value": arn.rsplit(":", 1)[0] + f":{latest}"}})
+        stubs.add(
+            "ssm",
+            "GetParameter",
+            {"Name": name},
+            {"Parameter": {"Name": name, "Type": "String", "Value": arn.rsplit(":", 1)[0] + f":{latest}"}},
+        )
 
 
 def price(stubs: Stubs, instance_type: str, usd: str) -> None:
     from sagemaker_llm_cdk.operations.pricing import product_filters
 
-    product = {"product": {"attributes": {"instanceName": instance_type, "platoinstancetype": "Hosting"}},
-               "terms": {"OnDemand": {"T1": {"priceDimensions": {"D1": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}}}}
-    stubs.add("pricing", "GetProducts", {"ServiceCode": "AmazonSageMaker", "Filters": product_filters(instance_type, "us-east-1"),
-                                          "FormatVersion": "aws_v1", "MaxResults": 100},
-              {"PriceList": [json.dumps(product)], "FormatVersion": "aws_v1"})
+    product = {
+        "product": {"attributes": {"instanceName": instance_type, "platoinstancetype": "Hosting"}},
+        "terms": {"OnDemand": {"T1": {"priceDimensions": {"D1": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}}},
+    }
+    stubs.add(
+        "pricing",
+        "GetProducts",
+        {
+            "ServiceCode": "AmazonSageMaker",
+            "Filters": product_filters(instance_type, "us-east-1"),
+            "FormatVersion": "aws_v1",
+            "MaxResults": 100,
+        },
+        {"PriceList": [json.dumps(product)], "FormatVersion": "aws_v1"},
+    )
 
 
 def live(cfg, stubs: Stubs, **kwargs: Any) -> list[Finding]:
@@ -430,27 +617,48 @@ def test_live_on_demand_endpoint_all_present_with_price():
     price(stubs, "ml.g6e.12xlarge", "10.4930000000")
     findings = live(config(), stubs)
     assert preflight.exit_code(findings) == 0, [f.line() for f in findings]
-    assert of(findings, "quota.endpoint", "info")[0].what == "quota 'ml.g6e.12xlarge for endpoint usage' is 4; the config needs up to 2"
+    assert (
+        of(findings, "quota.endpoint", "info")[0].what
+        == "quota 'ml.g6e.12xlarge for endpoint usage' is 4; the config needs up to 2"
+    )
     assert of(findings, "s3.present", "info")[0].what == "1 S3 location(s) found: s3://my-weights/qwen3-8b/"
-    assert of(findings, "layer.latest")[0].what.startswith(f"Powertools layer version {POWERTOOLS_LAYER_VERSION + 2} is the latest")
+    assert of(findings, "layer.latest")[0].what.startswith(
+        f"Powertools layer version {POWERTOOLS_LAYER_VERSION + 2} is the latest"
+    )
     (cost,) = of(findings, "cost.endpoint")
-    assert cost.what == ("endpoint Chat (ml.g6e.12xlarge x 1-2, on demand): 720-1440 on-demand instance-hours per 30 "
-                         "days at USD 10.493/h (Price List API): floor USD 7,554.96, ceiling USD 15,109.92")
+    assert cost.what == (
+        "endpoint Chat (ml.g6e.12xlarge x 1-2, on demand): 720-1440 on-demand instance-hours per 30 "
+        "days at USD 10.493/h (Price List API): floor USD 7,554.96, ceiling USD 15,109.92"
+    )
     (total,) = of(findings, "cost.total")  # the cost model's totals, the same the synth's table shows
     assert total.what == "per 30 days: floor USD 7,554.96, ceiling USD 15,109.92 on demand"
 
 
-@pytest.mark.parametrize(("pinned", "adapter_name"), [({}, "SageMakerLlm-sql"), ({"physical_name": "sql"}, "sql")],
-                         ids=["stack-prefixed", "pinned"])
+@pytest.mark.parametrize(
+    ("pinned", "adapter_name"),
+    [({}, "SageMakerLlm-sql"), ({"physical_name": "sql"}, "sql")],
+    ids=["stack-prefixed", "pinned"],
+)
 def test_live_missing_data_quota_and_layer_are_blockers(pinned, adapter_name):
     """Names are checked as the stack creates them: <stack>-<name>, or the pinned physical_name."""
     stubs = Stubs()
     identity(stubs)
     names(stubs, "SageMakerLlm-qwen3-8b", adapter_name, taken=(adapter_name,))
     quotas(stubs, [], defaults=[("ml.g6e.12xlarge for endpoint usage", 0)])
-    cfg = config(endpoints=[endpoint(models=[{
-        "name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b.tar.gz", "lora": {"max_rank": 16},
-        "adapters": [{"name": "sql", "artifact_s3_uri": "s3://my-adapters/sql.tar.gz", **pinned}]}])])
+    cfg = config(
+        endpoints=[
+            endpoint(
+                models=[
+                    {
+                        "name": "qwen3-8b",
+                        "model_data_s3_uri": "s3://my-weights/qwen3-8b.tar.gz",
+                        "lora": {"max_rank": 16},
+                        "adapters": [{"name": "sql", "artifact_s3_uri": "s3://my-adapters/sql.tar.gz", **pinned}],
+                    }
+                ]
+            )
+        ]
+    )
     stubs.error("s3", "HeadObject", {"Bucket": "my-weights", "Key": "qwen3-8b.tar.gz"}, "404", 404)
     stubs.error("s3", "HeadObject", {"Bucket": "my-adapters", "Key": "sql.tar.gz"}, "403", 403)
     arn = f"arn:aws:lambda:us-east-1:017000801446:layer:{LAYER}"
@@ -465,7 +673,10 @@ def test_live_missing_data_quota_and_layer_are_blockers(pinned, adapter_name):
     assert adapter.subject == "endpoints[0].models[0].adapters[0].artifact_s3_uri"
     assert of(findings, "layer.present", "blocker")[0].what == f"layer {arn} does not exist in us-east-1"
     (taken,) = of(findings, "names.free", "blocker")
-    assert taken.what == f"inference component {adapter_name} already exists (on endpoint someone-elses) and stack SageMakerLlm does not"
+    assert (
+        taken.what
+        == f"inference component {adapter_name} already exists (on endpoint someone-elses) and stack SageMakerLlm does not"
+    )
     assert taken.subject == "endpoints[0].models[0].adapters[0].name"
     assert preflight.exit_code(findings) == 1
 
@@ -473,56 +684,110 @@ def test_live_missing_data_quota_and_layer_are_blockers(pinned, adapter_name):
 def test_live_plan_scheduled_blocks_the_bound_endpoint_and_quota_name_missing():
     stubs = Stubs()
     identity(stubs)
-    stubs.add("sagemaker", "DescribeTrainingPlan", {"TrainingPlanName": "chat-p5e"}, {
-        "TrainingPlanArn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
-        "TrainingPlanName": "chat-p5e", "Status": "Scheduled", "TotalInstanceCount": 4, "TargetResources": ["endpoint"],
-        "StartTime": datetime(2027, 1, 4, tzinfo=timezone.utc), "EndTime": datetime(2027, 2, 3, tzinfo=timezone.utc),
-        "ReservedCapacitySummaries": []})
+    stubs.add(
+        "sagemaker",
+        "DescribeTrainingPlan",
+        {"TrainingPlanName": "chat-p5e"},
+        {
+            "TrainingPlanArn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
+            "TrainingPlanName": "chat-p5e",
+            "Status": "Scheduled",
+            "TotalInstanceCount": 4,
+            "TargetResources": ["endpoint"],
+            "StartTime": datetime(2027, 1, 4, tzinfo=timezone.utc),
+            "EndTime": datetime(2027, 2, 3, tzinfo=timezone.utc),
+            "ReservedCapacitySummaries": [],
+        },
+    )
     names(stubs, "SageMakerLlm-qwen3-8b", stack_exists=True)
     quotas(stubs, [])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 0)
     layer(stubs, latest=None)
-    cfg = config(endpoints=[p5e_endpoint()], capacity_plans=[{
-        "existing_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
-        "instance_type": "ml.p5e.48xlarge", "instance_count": 4}])
+    cfg = config(
+        endpoints=[p5e_endpoint()],
+        capacity_plans=[
+            {
+                "existing_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
+                "instance_type": "ml.p5e.48xlarge",
+                "instance_count": 4,
+            }
+        ],
+    )
     findings = live(cfg, stubs)
     (plan,) = of(findings, "plan.status", "blocker")
     assert plan.what == "plan chat-p5e is Scheduled (2027-01-04T00:00:00Z to 2027-02-03T00:00:00Z)"
     assert plan.subject == "endpoints[0]" and "on-demand" in plan.fix
-    assert of(findings, "quota.endpoint", "warning")[0].what == "no Service Quotas entry named 'ml.p5e.48xlarge for endpoint usage'"
+    assert (
+        of(findings, "quota.endpoint", "warning")[0].what
+        == "no Service Quotas entry named 'ml.p5e.48xlarge for endpoint usage'"
+    )
     assert of(findings, "s3.present", "blocker")[0].what == "model weights: nothing under s3://my-weights/qwen3-8b/"
-    assert of(findings, "cost.endpoint")[0].what.startswith("endpoint Chat (ml.p5e.48xlarge x 1-2, only on plan chat-p5e): "
-                                                            "0-0 on-demand instance-hours, 1440 on the plan per 30 days")
+    assert of(findings, "cost.endpoint")[0].what.startswith(
+        "endpoint Chat (ml.p5e.48xlarge x 1-2, only on plan chat-p5e): "
+        "0-0 on-demand instance-hours, 1440 on the plan per 30 days"
+    )
     assert not of(findings, "names.free")  # the stack exists and the name is free
 
 
 def test_live_existing_plan_missing_and_active_plan_near_its_end():
     for status_response, expected in (
         (None, ("blocker", "plan chat-p5e does not exist in us-east-1")),
-        ({"Status": "Active", "TotalInstanceCount": 2, "EndTime": NOW + timedelta(days=3),
-          "StartTime": NOW - timedelta(days=20), "TargetResources": ["endpoint"],
-          "ReservedCapacitySummaries": [{"InstanceType": "ml.p5e.48xlarge", "TotalInstanceCount": 2,
-                                          "ReservedCapacityArn": "arn:aws:sagemaker:us-east-1:123456789012:reserved-capacity/x",
-                                          "Status": "Active"}]},
-         ("warning", "plan chat-p5e ends")),
-        ({"Status": "Active", "TotalInstanceCount": 2, "EndTime": NOW + timedelta(days=60), "UpfrontFee": "98000",
-          "CurrencyCode": "USD", "StartTime": NOW - timedelta(days=2), "TargetResources": ["endpoint"]},
-         ("info", "plan chat-p5e is Active (2026-11-29T09:00:00Z to 2027-01-30T09:00:00Z, upfront fee USD 98000)")),
+        (
+            {
+                "Status": "Active",
+                "TotalInstanceCount": 2,
+                "EndTime": NOW + timedelta(days=3),
+                "StartTime": NOW - timedelta(days=20),
+                "TargetResources": ["endpoint"],
+                "ReservedCapacitySummaries": [
+                    {
+                        "InstanceType": "ml.p5e.48xlarge",
+                        "TotalInstanceCount": 2,
+                        "ReservedCapacityArn": "arn:aws:sagemaker:us-east-1:123456789012:reserved-capacity/x",
+                        "Status": "Active",
+                    }
+                ],
+            },
+            ("warning", "plan chat-p5e ends"),
+        ),
+        (
+            {
+                "Status": "Active",
+                "TotalInstanceCount": 2,
+                "EndTime": NOW + timedelta(days=60),
+                "UpfrontFee": "98000",
+                "CurrencyCode": "USD",
+                "StartTime": NOW - timedelta(days=2),
+                "TargetResources": ["endpoint"],
+            },
+            ("info", "plan chat-p5e is Active (2026-11-29T09:00:00Z to 2027-01-30T09:00:00Z, upfront fee USD 98000)"),
+        ),
     ):
         stubs = Stubs()
         identity(stubs)
         if status_response is None:
             stubs.error("sagemaker", "DescribeTrainingPlan", {"TrainingPlanName": "chat-p5e"}, "ResourceNotFound")
         else:
-            stubs.add("sagemaker", "DescribeTrainingPlan", {"TrainingPlanName": "chat-p5e"}, {
-                "TrainingPlanArn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
-                "TrainingPlanName": "chat-p5e", **status_response})
+            stubs.add(
+                "sagemaker",
+                "DescribeTrainingPlan",
+                {"TrainingPlanName": "chat-p5e"},
+                {
+                    "TrainingPlanArn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",
+                    "TrainingPlanName": "chat-p5e",
+                    **status_response,
+                },
+            )
         names(stubs, "SageMakerLlm-qwen3-8b")
         quotas(stubs, [("ml.p5e.48xlarge for endpoint usage", 2)])
         s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
         layer(stubs)
-        cfg = config(endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 1})], capacity_plans=[{
-            "name": "chat-p5e", "mode": "existing", "instance_type": "ml.p5e.48xlarge", "instance_count": 2}])
+        cfg = config(
+            endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 1})],
+            capacity_plans=[
+                {"name": "chat-p5e", "mode": "existing", "instance_type": "ml.p5e.48xlarge", "instance_count": 2}
+            ],
+        )
         findings = live(cfg, stubs)
         severity, text = expected
         assert any(f.what.startswith(text) for f in of(findings, "plan.status", severity)), [f.line() for f in findings]
@@ -532,13 +797,24 @@ def test_live_eagle_job_quota_found_by_name():
     stubs = Stubs()
     identity(stubs)
     names(stubs, "SageMakerLlm-qwen3-8b")
-    quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2),
-                   ("ml.g6e.12xlarge for optimization job usage", 0)])
+    quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2), ("ml.g6e.12xlarge for optimization job usage", 0)])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
     layer(stubs)
     price(stubs, "ml.g6e.12xlarge", "10.49")
-    cfg = config(endpoints=[endpoint(models=[{"name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b/",
-                                              "architecture": "Qwen3ForCausalLM", "eagle": {}}])])
+    cfg = config(
+        endpoints=[
+            endpoint(
+                models=[
+                    {
+                        "name": "qwen3-8b",
+                        "model_data_s3_uri": "s3://my-weights/qwen3-8b/",
+                        "architecture": "Qwen3ForCausalLM",
+                        "eagle": {},
+                    }
+                ]
+            )
+        ]
+    )
     (found,) = of(live(cfg, stubs), "quota.eagle-job", "blocker")
     assert found.what == "quota 'ml.g6e.12xlarge for optimization job usage' is 0, the job needs 1"
 
@@ -572,7 +848,9 @@ def test_no_credentials_skips_live_checks_without_a_call():
 
 # ----------------------------------------------------------------------- CLI
 def test_cli_prints_the_default_configs_findings_offline(capsys):
-    code = preflight.main(["--config", str(ROOT / "config/default.yaml"), "--offline", "--no-synth", "--region", "us-east-1"])
+    code = preflight.main(
+        ["--config", str(ROOT / "config/default.yaml"), "--offline", "--no-synth", "--region", "us-east-1"]
+    )
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1].startswith(f"preflight of {ROOT / 'config/default.yaml'} for us-east-1 (offline): ")
     assert all(line.split()[0] in ("BLOCKER", "WARNING", "INFO") for line in out[:-1])
@@ -582,10 +860,18 @@ def test_cli_prints_the_default_configs_findings_offline(capsys):
 
 def test_cli_exit_codes(tmp_path, capsys, synthesized):
     clean = tmp_path / "clean.yaml"
-    clean.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
-                     "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n")
-    assert preflight.main(["--config", str(clean), "--offline", "--cdk-out", str(synthesized), "--region", "us-east-1"]) == 0
-    assert preflight.main(["--config", str(clean), "--offline", "--cdk-out", str(synthesized), "--region", "us-west-1"]) == 1
+    clean.write_text(
+        "endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
+        "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n"
+    )
+    assert (
+        preflight.main(["--config", str(clean), "--offline", "--cdk-out", str(synthesized), "--region", "us-east-1"])
+        == 0
+    )
+    assert (
+        preflight.main(["--config", str(clean), "--offline", "--cdk-out", str(synthesized), "--region", "us-west-1"])
+        == 1
+    )
     capsys.readouterr()
     bad = tmp_path / "bad.yaml"
     bad.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.nope\n    models: []\n")
@@ -599,9 +885,13 @@ def test_cli_exit_codes(tmp_path, capsys, synthesized):
 
 def test_cli_json_lines(capsys, synthesized, tmp_path):
     clean = tmp_path / "clean.yaml"
-    clean.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
-                     "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n")
-    preflight.main(["--config", str(clean), "--offline", "--cdk-out", str(synthesized), "--region", "us-west-1", "--json"])
+    clean.write_text(
+        "endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
+        "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n"
+    )
+    preflight.main(
+        ["--config", str(clean), "--offline", "--cdk-out", str(synthesized), "--region", "us-west-1", "--json"]
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     records = [json.loads(line) for line in lines[:-1]]
     assert {"severity", "check", "what", "why", "fix", "subject"} == set(records[0])
@@ -611,20 +901,41 @@ def test_cli_json_lines(capsys, synthesized, tmp_path):
 def test_module_runs_from_a_fresh_interpreter():
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION"] = "1"
-    result = subprocess.run([sys.executable, "-m", "sagemaker_llm_cdk.preflight", "--config", "config/dev.yaml",
-                             "--offline", "--no-synth", "--region", "us-east-1"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sagemaker_llm_cdk.preflight",
+            "--config",
+            "config/dev.yaml",
+            "--offline",
+            "--no-synth",
+            "--region",
+            "us-east-1",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip().splitlines()[-1].startswith("preflight of config/dev.yaml for us-east-1 (offline): 0 blocker(s)")
+    assert (
+        result.stdout.strip()
+        .splitlines()[-1]
+        .startswith("preflight of config/dev.yaml for us-east-1 (offline): 0 blocker(s)")
+    )
     assert "Traceback" not in result.stderr
 
 
 def test_regions_module_needs_no_cdk():
     """The schema lookups are plain data: they run in an interpreter where aws_cdk cannot be imported."""
-    code = ("import sys, importlib.util, pathlib; sys.modules['aws_cdk'] = None; "
-            "spec = importlib.util.spec_from_file_location('r', pathlib.Path('constructs/sagemaker_llm_cdk/core/regions.py')); "
-            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
-            "print(len(m.regions_with('AWS::SageMaker::InferenceComponent')), m.partition_of('us-gov-west-1'))")
+    code = (
+        "import sys, importlib.util, pathlib; sys.modules['aws_cdk'] = None; "
+        "spec = importlib.util.spec_from_file_location('r', pathlib.Path('constructs/sagemaker_llm_cdk/core/regions.py')); "
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+        "print(len(m.regions_with('AWS::SageMaker::InferenceComponent')), m.partition_of('us-gov-west-1'))"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     count, partition = result.stdout.split()
@@ -639,9 +950,15 @@ def test_live_weights_in_a_bucket_of_another_region():
     params = {"Bucket": "my-weights", "Prefix": "qwen3-8b/", "MaxKeys": 1}
     assert_valid_request("s3", "ListObjectsV2", params)
     stubs.client("s3", "us-east-1")
-    stubs.stubbers[("s3", "us-east-1")].add_response("list_objects_v2", {
-        "KeyCount": 1, "Contents": [{"Key": "qwen3-8b/config.json"}],
-        "ResponseMetadata": {"HTTPHeaders": {"x-amz-bucket-region": "eu-west-1"}}}, params)
+    stubs.stubbers[("s3", "us-east-1")].add_response(
+        "list_objects_v2",
+        {
+            "KeyCount": 1,
+            "Contents": [{"Key": "qwen3-8b/config.json"}],
+            "ResponseMetadata": {"HTTPHeaders": {"x-amz-bucket-region": "eu-west-1"}},
+        },
+        params,
+    )
     layer(stubs)
     price(stubs, "ml.g6e.12xlarge", "10.49")
     (found,) = of(live(config(), stubs), "s3.region", "blocker")
@@ -662,8 +979,10 @@ def test_cli_synthesizes_with_the_cdk_json_app_and_context(tmp_path, monkeypatch
     (tmp_path / "app.py").write_text(FAKE_APP)
     (tmp_path / "cdk.json").write_text(json.dumps({"app": "python3 app.py", "context": {"@aws-cdk/core:flag": True}}))
     clean = tmp_path / "clean.yaml"
-    clean.write_text("endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
-                     "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n")
+    clean.write_text(
+        "endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
+        "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n"
+    )
     monkeypatch.chdir(tmp_path)
     assert preflight.main(["--config", str(clean), "--offline", "--region", "eu-west-3"]) == 1
     out = capsys.readouterr().out
@@ -690,19 +1009,30 @@ def test_live_reserve_plan_is_described_by_its_stack_prefixed_name():
 
 
 def _models_config(*models: dict[str, Any]) -> dict[str, Any]:
-    return {"target": {"region": "us-east-1"}, "endpoints": [
-        {"name": "chat", "instance_type": "ml.p5e.48xlarge", "models": list(models)}]}
+    return {
+        "target": {"region": "us-east-1"},
+        "endpoints": [{"name": "chat", "instance_type": "ml.p5e.48xlarge", "models": list(models)}],
+    }
 
 
 def test_a_model_that_may_serve_a_draft_head_is_a_warning_with_how_to_try_it():
-    cfg = parse_config(_models_config(
-        {"name": "plain", "model_data_s3_uri": "s3://my-weights/plain/", "architecture": "Qwen3ForCausalLM"},
-        {"name": "fast", "model_data_s3_uri": "s3://my-weights/fast/", "architecture": "Qwen3ForCausalLM",
-         "eagle": {}}))
+    cfg = parse_config(
+        _models_config(
+            {"name": "plain", "model_data_s3_uri": "s3://my-weights/plain/", "architecture": "Qwen3ForCausalLM"},
+            {
+                "name": "fast",
+                "model_data_s3_uri": "s3://my-weights/fast/",
+                "architecture": "Qwen3ForCausalLM",
+                "eagle": {},
+            },
+        )
+    )
     (found,) = of(offline(cfg), "eagle.head-serving")
     assert found.severity == "warning" and found.subject == "endpoints[0].models[1]"
-    assert "model fast serves an EAGLE loop's promoted head through a SageMaker model with an " \
-           "AdditionalModelDataSources channel ('eagle')" in found.what
+    assert (
+        "model fast serves an EAGLE loop's promoted head through a SageMaker model with an "
+        "AdditionalModelDataSources channel ('eagle')" in found.what
+    )
     assert "not for inference components" in found.why
     assert "promote a head on a test endpoint" in found.fix
 
@@ -716,11 +1046,16 @@ def test_a_jumpstart_lock_entry_not_read_from_jumpstart_is_a_blocker(templates):
     """Preflight reads the rule the synth put in the template, so it says what CloudFormation will say."""
     from sagemaker_llm_cdk.hosting.jumpstart import DEPLOY_RULE_PREFIX
 
-    description = "JumpStart lock entry m 1.0.0 in us-east-1 was written from the fixture f.json, not read from JumpStart"
+    description = (
+        "JumpStart lock entry m 1.0.0 in us-east-1 was written from the fixture f.json, not read from JumpStart"
+    )
     with_rule = {name: dict(template) for name, template in templates.items()}
     name = sorted(with_rule)[0]
-    with_rule[name]["Rules"] = {f"{DEPLOY_RULE_PREFIX}M100": {"Assertions": [
-        {"Assert": {"Fn::Equals": ["fixture", "jumpstart"]}, "AssertDescription": description}]}}
+    with_rule[name]["Rules"] = {
+        f"{DEPLOY_RULE_PREFIX}M100": {
+            "Assertions": [{"Assert": {"Fn::Equals": ["fixture", "jumpstart"]}, "AssertDescription": description}]
+        }
+    }
     (found,) = of(offline(config(), templates=with_rule), "jumpstart.lock-source", "blocker")
     assert (found.what, found.subject) == (description, name)
     assert "refuses every deploy" in found.why
@@ -733,20 +1068,42 @@ def test_live_a_renamed_endpoint_whose_components_keep_their_names_is_a_blocker(
     creates chat-v2 and its components before it deletes chat-v1's, so the component's create fails on its name."""
     stubs = Stubs()
     identity(stubs)
-    stubs.add("cloudformation", "DescribeStacks", {"StackName": "SageMakerLlm"}, {"Stacks": [{
-        "StackName": "SageMakerLlm", "CreationTime": NOW, "StackStatus": "UPDATE_COMPLETE"}]})
+    stubs.add(
+        "cloudformation",
+        "DescribeStacks",
+        {"StackName": "SageMakerLlm"},
+        {"Stacks": [{"StackName": "SageMakerLlm", "CreationTime": NOW, "StackStatus": "UPDATE_COMPLETE"}]},
+    )
     if held_by == "chat-v2":
-        stubs.add("sagemaker", "DescribeEndpoint", {"EndpointName": "chat-v2"}, {
-            "EndpointName": "chat-v2", "EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/chat-v2",
-            "EndpointStatus": "InService", "CreationTime": NOW, "LastModifiedTime": NOW})
+        stubs.add(
+            "sagemaker",
+            "DescribeEndpoint",
+            {"EndpointName": "chat-v2"},
+            {
+                "EndpointName": "chat-v2",
+                "EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/chat-v2",
+                "EndpointStatus": "InService",
+                "CreationTime": NOW,
+                "LastModifiedTime": NOW,
+            },
+        )
     else:
         stubs.error("sagemaker", "DescribeEndpoint", {"EndpointName": "chat-v2"}, "ValidationException")
     name = "SageMakerLlm-qwen3-8b"
-    stubs.add("sagemaker", "DescribeInferenceComponent", {"InferenceComponentName": name}, {
-        "InferenceComponentName": name, "EndpointName": held_by, "CreationTime": NOW, "LastModifiedTime": NOW,
-        "InferenceComponentStatus": "InService",
-        "InferenceComponentArn": f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/{name}",
-        "EndpointArn": f"arn:aws:sagemaker:us-east-1:123456789012:endpoint/{held_by}"})
+    stubs.add(
+        "sagemaker",
+        "DescribeInferenceComponent",
+        {"InferenceComponentName": name},
+        {
+            "InferenceComponentName": name,
+            "EndpointName": held_by,
+            "CreationTime": NOW,
+            "LastModifiedTime": NOW,
+            "InferenceComponentStatus": "InService",
+            "InferenceComponentArn": f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/{name}",
+            "EndpointArn": f"arn:aws:sagemaker:us-east-1:123456789012:endpoint/{held_by}",
+        },
+    )
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 4)])
     s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
     layer(stubs, latest=POWERTOOLS_LAYER_VERSION)
@@ -757,7 +1114,9 @@ def test_live_a_renamed_endpoint_whose_components_keep_their_names_is_a_blocker(
         assert not taken and preflight.exit_code(findings) == 0, [f.line() for f in findings]
         return
     (finding,) = taken
-    assert finding.what == f"inference component {name} is on endpoint chat-v1, and the config puts it on endpoint chat-v2"
+    assert (
+        finding.what == f"inference component {name} is on endpoint chat-v1, and the config puts it on endpoint chat-v2"
+    )
     assert finding.subject == "endpoints[0].models[0].name"
     assert "creates the renamed endpoint and its components before it deletes the old ones" in finding.why
     assert "physical_name" in finding.fix

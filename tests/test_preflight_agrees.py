@@ -2,6 +2,7 @@
 config, the cost lines preflight prints come from the same figures the synth's cost model computes from the
 built app, and preflight's view of each plan binding (serve on demand until Active, or fail) is the one the
 synthesized endpoint config encodes (a CapacityReservationConfig behind the PlanActive condition, or always)."""
+
 from __future__ import annotations
 
 import json
@@ -17,25 +18,42 @@ from sagemaker_llm_cdk.preflight.context import serves_on_demand_until_active
 from stacks import LlmPlatformStack
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = sorted([ROOT / "config" / n for n in ("default.yaml", "dev.yaml", "prod.yaml")]
-                 + list((ROOT / "config" / "examples").glob("*.yaml")), key=str)
+CONFIGS = sorted(
+    [ROOT / "config" / n for n in ("default.yaml", "dev.yaml", "prod.yaml")]
+    + list((ROOT / "config" / "examples").glob("*.yaml")),
+    key=str,
+)
 CONTEXT = {**json.loads((ROOT / "cdk.json").read_text())["context"], "aws:cdk:enable-path-metadata": True}
 
 
 def figures(lines):
-    return sorted((line.kind, line.instance_type, line.floor_hours, line.ceiling_hours, line.plan_hours,
-                   line.prepaid_usd) for line in lines)
+    return sorted(
+        (line.kind, line.instance_type, line.floor_hours, line.ceiling_hours, line.plan_hours, line.prepaid_usd)
+        for line in lines
+    )
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(ROOT / "config")))
 def test_preflight_and_synth_agree_on_cost_and_binding(path):
     config = load_config(path)
     app = App(context=dict(CONTEXT))
-    LlmPlatformStack(app, config.stack_name, config=config, config_dir=path.parent,
-                             env=Environment(account=config.target.account, region=config.target.region))
+    LlmPlatformStack(
+        app,
+        config.stack_name,
+        config=config,
+        config_dir=path.parent,
+        env=Environment(account=config.target.account, region=config.target.region),
+    )
     assert figures(config_cost_model(config)) == figures(cost_model(app))
-    ctx = type("Ctx", (), {"plan_of": lambda self, e: next(((i, p) for i, p in enumerate(config.capacity_plans)
-                                                            if p.plan_name == e.capacity_plan), None)})()
+    ctx = type(
+        "Ctx",
+        (),
+        {
+            "plan_of": lambda self, e: next(
+                ((i, p) for i, p in enumerate(config.capacity_plans) if p.plan_name == e.capacity_plan), None
+            )
+        },
+    )()
     variants = {}  # endpoint config's CapacityReservationConfig per endpoint name, from every stack's template
     for artifact in app.synth().stacks:
         for resource in artifact.template.get("Resources", {}).values():

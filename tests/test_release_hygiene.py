@@ -1,5 +1,6 @@
 """Release hygiene: the security policy and contribution guide, dependency updates, the project URLs' one
 placeholder, and the aws-cdk-lib floor with its reason."""
+
 from __future__ import annotations
 
 import re
@@ -44,8 +45,16 @@ def test_the_project_urls_have_one_marked_placeholder_and_the_files_here_refer_t
     assert all(url.startswith("https://") for url in urls.values())
     assert "PLACEHOLDER OWNER" in text.split("[project.urls]", 1)[1].split("\n[", 1)[0]
     pages = [str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")]
-    for path in ("SECURITY.md", "CONTRIBUTING.md", "clients/pyproject.toml", "clients/README.md", "README.md",
-                 "constructs/README.md", "examples/README.md", *pages):
+    for path in (
+        "SECURITY.md",
+        "CONTRIBUTING.md",
+        "clients/pyproject.toml",
+        "clients/README.md",
+        "README.md",
+        "constructs/README.md",
+        "examples/README.md",
+        *pages,
+    ):
         assert PLACEHOLDER not in (ROOT / path).read_text(encoding="utf-8"), f"{path} repeats the placeholder"
 
 
@@ -53,7 +62,9 @@ def test_the_aws_cdk_lib_floor_is_stated_with_its_reason_and_the_pin_is_above_it
     (spec,) = [d for d in PROJECT["dependencies"] if d.startswith("aws-cdk-lib")]
     floor = re.search(r">=([\d.]+)", spec).group(1)
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    comment = text[:text.index(f'"{spec}"')].rsplit("dependencies = [", 1)[1]
+    comment = text[: text.index(f'"{spec}"')].rsplit("dependencies = [", 1)[1]
     assert f"{floor} is the oldest aws-cdk-lib with every CloudFormation (L1)" in comment
-    pinned = re.search(r"^aws-cdk-lib==([\d.]+)$", (ROOT / "requirements.txt").read_text(encoding="utf-8"), re.M).group(1)
+    pinned = re.search(r"^aws-cdk-lib==([\d.]+)$", (ROOT / "requirements.txt").read_text(encoding="utf-8"), re.M).group(
+        1
+    )
     assert tuple(map(int, pinned.split("."))) >= tuple(map(int, floor.split("."))), "the pin is below the floor"

@@ -1,4 +1,5 @@
 """Teardown: what `cdk destroy` keeps, and `removal: destroy` for non-production environments."""
+
 from __future__ import annotations
 
 import json
@@ -25,9 +26,11 @@ def build(removal: str, env: Environment | None) -> tuple[dict[str, Any], str]:
     return Template.from_stack(stack).to_json()["Resources"], note
 
 
-@pytest.fixture(scope="module", params=[("retain", None), ("destroy", None),
-                                        ("destroy", Environment(account="123456789012", region="us-east-1"))],
-                ids=["retain-agnostic", "destroy-agnostic", "destroy-bound"])
+@pytest.fixture(
+    scope="module",
+    params=[("retain", None), ("destroy", None), ("destroy", Environment(account="123456789012", region="us-east-1"))],
+    ids=["retain-agnostic", "destroy-agnostic", "destroy-bound"],
+)
 def built(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any], str]:
     removal, env = request.param
     resources, note = build(removal, env)
@@ -66,7 +69,9 @@ def test_destroy_empties_buckets_and_schedules_keys_and_retain_does_neither(buil
 @pytest.mark.parametrize("removal", ["retain", "destroy"])
 def test_a_bought_capacity_plan_is_never_deleted(removal):
     """The purchase lives in the capacity stack of the reserved-capacity example; no removal mode deletes it."""
-    config = load_config(ROOT / "config" / "examples" / "reserved-capacity.yaml").model_copy(update={"removal": removal})
+    config = load_config(ROOT / "config" / "examples" / "reserved-capacity.yaml").model_copy(
+        update={"removal": removal}
+    )
     app = App(context=json.loads((ROOT / "cdk.json").read_text())["context"])
     stack = LlmPlatformStack(app, "SageMakerLlm", config=config, config_dir=ROOT / "config" / "examples")
     assert stack.capacity is not None
@@ -74,7 +79,10 @@ def test_a_bought_capacity_plan_is_never_deleted(removal):
     (plan,) = of_type(resources, "Custom::SageMakerCapacityPlan")
     assert plan["DeletionPolicy"] == "Retain" and plan["UpdateReplacePolicy"] == "Retain"
     note = removal_note(app)
-    assert "SageMakerLlmCapacity (removal: " + removal + "): cdk destroy keeps 1 x capacity plan (prepaid, never deleted)" in note
+    assert (
+        "SageMakerLlmCapacity (removal: " + removal + "): cdk destroy keeps 1 x capacity plan (prepaid, never deleted)"
+        in note
+    )
 
 
 def test_the_synth_note_says_what_stays(built):
@@ -83,17 +91,36 @@ def test_the_synth_note_says_what_stays(built):
     assert "SageMaker's own log groups (/aws/sagemaker/...)" in note
     if removal == "retain":
         (keeps,) = [line for line in note.splitlines() if " keeps " in line and line.startswith("SageMakerLlm ")]
-        for part in ("1 x DynamoDB table", "6 x KMS key", "6 x S3 bucket", "15 x log group", "1 x run-time SSM parameter"):
+        for part in (
+            "1 x DynamoDB table",
+            "6 x KMS key",
+            "6 x S3 bucket",
+            "15 x log group",
+            "1 x run-time SSM parameter",
+        ):
             assert part in keeps
         assert "set removal: destroy for non-production" in note
         assert "deletes 1 x DynamoDB table (made to be deleted" in note and "emptied" not in note
     else:
-        assert "deletes 2 x DynamoDB table, 6 x KMS key, 6 x S3 bucket, 15 x log group, 1 x run-time SSM parameter" in note
+        assert (
+            "deletes 2 x DynamoDB table, 6 x KMS key, 6 x S3 bucket, 15 x log group, 1 x run-time SSM parameter" in note
+        )
         assert f"keys scheduled for deletion in {KEY_PENDING_DAYS} days" in note
 
 
 def test_an_unknown_removal_mode_is_refused():
-    data = {"removal": "delete", "endpoints": [{"name": "Chat", "instance_type": "ml.g6e.12xlarge",
-                                                "models": [{"name": "m", "model_data_s3_uri": "s3://my-weights/m/"}]}]}
-    with pytest.raises(ConfigurationError, match=r"removal: got 'delete'; allowed: one of 'retain' or 'destroy'; fix: pick one of the listed values"):
+    data = {
+        "removal": "delete",
+        "endpoints": [
+            {
+                "name": "Chat",
+                "instance_type": "ml.g6e.12xlarge",
+                "models": [{"name": "m", "model_data_s3_uri": "s3://my-weights/m/"}],
+            }
+        ],
+    }
+    with pytest.raises(
+        ConfigurationError,
+        match=r"removal: got 'delete'; allowed: one of 'retain' or 'destroy'; fix: pick one of the listed values",
+    ):
         parse_config(data, source="config/dev.yaml")

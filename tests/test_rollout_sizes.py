@@ -1,5 +1,6 @@
 """Rolling steps AWS takes: every copy and instance count the settings allow gets a MaximumBatchSize within
 5-50% of what runs, and a batch_copies written outside that range is refused in the config's terms."""
+
 from __future__ import annotations
 
 import gzip
@@ -51,9 +52,11 @@ def test_aws_documents_the_range_this_library_keeps(shapes):
     assert shapes["CapacitySizeType"]["enum"] == ["INSTANCE_COUNT", "CAPACITY_PERCENT"]
     schema = pytest.importorskip("cfnlint.schema")
     component_schema = schema.PROVIDER_SCHEMA_MANAGER.get_resource_schema(
-        "us-east-1", "AWS::SageMaker::InferenceComponent").schema["definitions"]
+        "us-east-1", "AWS::SageMaker::InferenceComponent"
+    ).schema["definitions"]
     endpoint_schema = schema.PROVIDER_SCHEMA_MANAGER.get_resource_schema(
-        "us-east-1", "AWS::SageMaker::Endpoint").schema["definitions"]
+        "us-east-1", "AWS::SageMaker::Endpoint"
+    ).schema["definitions"]
     assert set(component_schema["InferenceComponentCapacitySizeType"]["enum"]) == {"COPY_COUNT", "CAPACITY_PERCENT"}
     assert set(endpoint_schema["CapacitySize"]["properties"]["Type"]["enum"]) == {"INSTANCE_COUNT", "CAPACITY_PERCENT"}
 
@@ -94,10 +97,16 @@ def components() -> dict[tuple[int, int], dict[str, Any]]:
     for start in range(0, len(every), 60):
         stack = Stack(app, f"Copies{start}")
         endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge")
-        for low, high in every[start:start + 60]:
+        for low, high in every[start : start + 60]:
             name = f"m-{low}-{high}"
-            model = endpoint.add_model(name, ModelSpec(name=name, model_data_s3_uri="s3://my-weights/m/",
-                                                       copies=CopyScaling(min_copies=low, max_copies=high)))
+            model = endpoint.add_model(
+                name,
+                ModelSpec(
+                    name=name,
+                    model_data_s3_uri="s3://my-weights/m/",
+                    copies=CopyScaling(min_copies=low, max_copies=high),
+                ),
+            )
             model.configure_rollout(RolloutSettings(), {})
             by_name[model.component_name] = (low, high)
         stacks.append(stack)
@@ -115,7 +124,8 @@ def test_every_copy_range_renders_a_step_aws_takes(components, smallest, largest
     size = components[(smallest, largest)]["MaximumBatchSize"]
     assert size["Type"] in ("COPY_COUNT", "CAPACITY_PERCENT")
     assert in_aws_range(size["Type"], size["Value"], smallest, largest), (
-        f"{size} is not 5-50% of every count of {smallest}-{largest} copies ({COMPONENT_RANGE})")
+        f"{size} is not 5-50% of every count of {smallest}-{largest} copies ({COMPONENT_RANGE})"
+    )
 
 
 def test_one_copy_rolls_half_of_it_and_two_copies_one_at_a_time(components):
@@ -144,20 +154,28 @@ def test_a_written_batch_copies_in_range_is_kept():
 
 
 def test_a_written_batch_copies_above_half_the_fewest_copies_is_refused():
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             "monitoring.rollout.batch_copies: got 1; allowed: 5-50% of every copy count model qwen3-8b may run (1-4, "
             "AWS's range for a rolling step): no copy count: 50% of 1 copy is less than one; fix: remove batch_copies "
             "(the library then picks a step AWS takes for each model), set batch_percent (5-50) instead, or raise "
-            "copies.min_copies to 2 or more")):
+            "copies.min_copies to 2 or more"
+        ),
+    ):
         model_on(CopyScaling(min_copies=0, max_copies=4)).configure_rollout(RolloutSettings(batch_copies=1), {})
 
 
 def test_a_written_batch_copies_below_5_percent_of_the_most_copies_is_refused():
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             "monitoring.rollout.batch_copies: got 1; allowed: 5-50% of every copy count model qwen3-8b may run "
             "(10-100, AWS's range for a rolling step): 5-5 copies; fix: remove batch_copies (the library then picks a "
             "step AWS takes for each model), set batch_percent (5-50) instead, or lower copies.max_copies to 20 or "
-            "less")):
+            "less"
+        ),
+    ):
         model_on(CopyScaling(min_copies=10, max_copies=100)).configure_rollout(RolloutSettings(batch_copies=1), {})
 
 
@@ -165,7 +183,8 @@ def test_batch_copies_is_refused_through_monitoring_too():
     model = model_on(CopyScaling())
     with pytest.raises(ConfigurationError, match=re.escape("monitoring.rollout.batch_copies: got 1; allowed: 5-50%")):
         LlmMonitoring(Stack.of(model), "Monitoring", settings={"rollout": {"batch_copies": 1}}).monitor_endpoint(
-            model.endpoint)
+            model.endpoint
+        )
 
 
 def test_batch_percent_is_written_as_capacity_percent():
@@ -182,9 +201,13 @@ def test_batch_percent_is_5_to_50():
 
 
 def test_batch_percent_and_batch_copies_are_one_or_the_other():
-    with pytest.raises(ConfigurationError, match=re.escape(
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
             "batch_percent: got 10; allowed: not together with batch_copies (1): a step is either copies or a percent "
-            "of them; fix: remove batch_copies or batch_percent")):
+            "of them; fix: remove batch_copies or batch_percent"
+        ),
+    ):
         RolloutSettings(batch_copies=1, batch_percent=10)
 
 
@@ -195,13 +218,28 @@ PLAN_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 
 
 def plan_spec(name: str, count: int) -> dict[str, Any]:
-    return {"name": name, "instance_type": "ml.p5e.48xlarge", "instance_count": count, "duration_days": 30,
-            "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc),
-            "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc), "max_upfront_fee_usd": Decimal("150000")}
+    return {
+        "name": name,
+        "instance_type": "ml.p5e.48xlarge",
+        "instance_count": count,
+        "duration_days": 30,
+        "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc),
+        "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
+        "max_upfront_fee_usd": Decimal("150000"),
+    }
 
 
-ENDPOINT_CASES = sorted({(low, high, plan) for high in COUNTS if high <= 64 for low in (0, 3, high) if low <= high
-                         for plan in PLAN_COUNTS if high + 1 <= plan < 2 * high})
+ENDPOINT_CASES = sorted(
+    {
+        (low, high, plan)
+        for high in COUNTS
+        if high <= 64
+        for low in (0, 3, high)
+        if low <= high
+        for plan in PLAN_COUNTS
+        if high + 1 <= plan < 2 * high
+    }
+)
 """(min_instances, max_instances, plan instances) where the plan holds more than the endpoint but not a second
 fleet, so a rolling update is all that may fit (never with 1 or 2 instances: plans hold 1, 2, 4, ... and 2 x 1 and
 2 x 2 fit, or nothing does)."""
@@ -210,8 +248,12 @@ fleet, so a rolling update is all that may fit (never with 1 or 2 instances: pla
 @pytest.mark.parametrize(("smallest", "largest"), ranges())
 def test_every_instance_range_gets_a_step_aws_takes(smallest, largest):
     stack = Stack(App(), "Sizes")
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge",
-                           scaling=InstanceScaling(min_instances=smallest, max_instances=largest))
+    endpoint = LlmEndpoint(
+        stack,
+        "Chat",
+        instance_type="ml.p5e.48xlarge",
+        scaling=InstanceScaling(min_instances=smallest, max_instances=largest),
+    )
     kind, value = endpoint.rolling_batch_size()
     assert kind in ("INSTANCE_COUNT", "CAPACITY_PERCENT") and in_aws_range(kind, value, smallest, largest)
 
@@ -225,10 +267,15 @@ def endpoints() -> dict[tuple[int, int, int], tuple[LlmEndpoint, dict[str, Any],
         app = App()
         capacity, serving = Stack(app, "Capacity"), Stack(app, "Serving")
         built = {}
-        for index, (low, high, count) in enumerate(ENDPOINT_CASES[start:start + 10]):
+        for index, (low, high, count) in enumerate(ENDPOINT_CASES[start : start + 10]):
             plan = CapacityPlan(capacity, f"Plan{index}", spec=plan_spec(f"p{index}", count), name_prefix="Serving")
-            endpoint = LlmEndpoint(serving, f"E{index}", instance_type="ml.p5e.48xlarge", capacity_plan=plan,
-                                   scaling=InstanceScaling(min_instances=low, max_instances=high))
+            endpoint = LlmEndpoint(
+                serving,
+                f"E{index}",
+                instance_type="ml.p5e.48xlarge",
+                capacity_plan=plan,
+                scaling=InstanceScaling(min_instances=low, max_instances=high),
+            )
             endpoint.configure_rollout(RolloutSettings(), {})
             built[(low, high, count)] = endpoint
         template = Template.from_stack(serving).to_json()["Resources"]
@@ -251,17 +298,21 @@ def test_every_instance_range_renders_a_step_aws_takes(endpoints, smallest, larg
         size = rolling[key]
         assert size["Type"] in ("INSTANCE_COUNT", "CAPACITY_PERCENT")
         assert in_aws_range(size["Type"], size["Value"], smallest, largest), (
-            f"{size} is not 5-50% of every count of {smallest}-{largest} instances ({ENDPOINT_RANGE})")
+            f"{size} is not 5-50% of every count of {smallest}-{largest} instances ({ENDPOINT_RANGE})"
+        )
     # the guard counts the same step at deploy time, and the plan holds it beside the largest fleet
     assert guard["UpdatePolicy"] == "ROLLING"
-    assert guard["RollingBatchSize"] == {"Type": rolling["MaximumBatchSize"]["Type"],
-                                         "Value": str(rolling["MaximumBatchSize"]["Value"])}
+    assert guard["RollingBatchSize"] == {
+        "Type": rolling["MaximumBatchSize"]["Type"],
+        "Value": str(rolling["MaximumBatchSize"]["Value"]),
+    }
     assert largest + endpoint.rolling_batch_instances <= plan
 
 
 def test_the_cases_cross_the_range_boundaries():
     assert {(0, 3, 4), (3, 3, 4), (10, 10, 16), (0, 20, 32), (20, 20, 32), (3, 40, 64), (0, 63, 64)} <= set(
-        ENDPOINT_CASES)
+        ENDPOINT_CASES
+    )
 
 
 def test_a_rolling_step_of_more_than_one_instance_is_counted(endpoints):
@@ -275,12 +326,20 @@ def test_a_rolling_step_of_more_than_one_instance_is_counted(endpoints):
 def test_blue_green_has_no_step_to_size():
     stack = Stack(App(), "OnDemand")
     for most in COUNTS:
-        LlmEndpoint(stack, f"E{most}", instance_type="ml.p5e.48xlarge",
-                    scaling=InstanceScaling(min_instances=1, max_instances=most)).configure_rollout(RolloutSettings(), {})
+        LlmEndpoint(
+            stack,
+            f"E{most}",
+            instance_type="ml.p5e.48xlarge",
+            scaling=InstanceScaling(min_instances=1, max_instances=most),
+        ).configure_rollout(RolloutSettings(), {})
     resources = Template.from_stack(stack).find_resources("AWS::SageMaker::Endpoint").values()
     assert len(resources) == len(COUNTS)
     for resource in resources:
         # ALL_AT_ONCE: botocore's TrafficRoutingConfig has a CanarySize or LinearStepSize only for CANARY and LINEAR
-        assert resource["Properties"]["DeploymentConfig"] == {"BlueGreenUpdatePolicy": {
-            "TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE"}, "TerminationWaitInSeconds": 300,
-            "MaximumExecutionTimeoutInSeconds": 14400}}
+        assert resource["Properties"]["DeploymentConfig"] == {
+            "BlueGreenUpdatePolicy": {
+                "TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE"},
+                "TerminationWaitInSeconds": 300,
+                "MaximumExecutionTimeoutInSeconds": 14400,
+            }
+        }

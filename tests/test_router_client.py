@@ -1,5 +1,6 @@
 """RouterClient against the runtime model (sagemaker-inference-router-runtime) with Stubber: the serving destination
 and the reason, a remote destination after failover, asynchronous submissions, the documented timeouts."""
+
 from __future__ import annotations
 
 import io
@@ -26,12 +27,23 @@ def stubbed():
 
 
 def expect_invoke(stubber: Stubber, destination: str, reason: str, body: bytes = b'{"choices": []}') -> None:
-    params = {"InferenceRouterName": "SageMakerLlm-Chat", "RoutingTargetName": "qwen3-8b",
-              "Body": b'{"messages": [{"role": "user", "content": "Hi"}]}', "ContentType": "application/json"}
+    params = {
+        "InferenceRouterName": "SageMakerLlm-Chat",
+        "RoutingTargetName": "qwen3-8b",
+        "Body": b'{"messages": [{"role": "user", "content": "Hi"}]}',
+        "ContentType": "application/json",
+    }
     assert_valid_request("sagemaker-inference-router-runtime", "InvokeInferenceRouter", params)
-    stubber.add_response("invoke_inference_router", {"Body": io.BytesIO(body), "ContentType": "application/json",
-                                                     "InvokedRoutedResourceArn": destination, "RoutingReason": reason},
-                         params)
+    stubber.add_response(
+        "invoke_inference_router",
+        {
+            "Body": io.BytesIO(body),
+            "ContentType": "application/json",
+            "InvokedRoutedResourceArn": destination,
+            "RoutingReason": reason,
+        },
+        params,
+    )
 
 
 def test_a_local_answer_names_its_destination_and_reason(stubbed):
@@ -41,8 +53,11 @@ def test_a_local_answer_names_its_destination_and_reason(stubbed):
     answer = router.invoke("qwen3-8b", {"messages": [{"role": "user", "content": "Hi"}]})
 
     assert answer.json() == {"choices": []}
-    assert (answer.destination_arn, answer.routing_reason, answer.destination_region) == (EAST, "local-preferred",
-                                                                                          "us-east-1")
+    assert (answer.destination_arn, answer.routing_reason, answer.destination_region) == (
+        EAST,
+        "local-preferred",
+        "us-east-1",
+    )
 
 
 @pytest.mark.parametrize("reason", ["failover", "capacity-available", "only-healthy"])
@@ -52,17 +67,29 @@ def test_a_failover_answer_names_the_remote_destination(stubbed, reason):
 
     answer = router.invoke("qwen3-8b", {"messages": [{"role": "user", "content": "Hi"}]})
 
-    assert answer.destination_arn == WEST and answer.destination_region == "us-west-2" and answer.routing_reason == reason
+    assert (
+        answer.destination_arn == WEST and answer.destination_region == "us-west-2" and answer.routing_reason == reason
+    )
 
 
 def test_async_returns_where_the_result_lands(stubbed):
     router, stubber = stubbed
-    params = {"InferenceRouterName": "SageMakerLlm-Chat", "RoutingTargetName": "batch",
-              "InputLocation": "s3://router-inputs/req-1.json", "RequestTTLSeconds": 3600}
+    params = {
+        "InferenceRouterName": "SageMakerLlm-Chat",
+        "RoutingTargetName": "batch",
+        "InputLocation": "s3://router-inputs/req-1.json",
+        "RequestTTLSeconds": 3600,
+    }
     assert_valid_request("sagemaker-inference-router-runtime", "InvokeInferenceRouterAsync", params)
-    stubber.add_response("invoke_inference_router_async", {
-        "InferenceId": "req-1", "OutputLocation": "s3://router-results/out/req-1.out",
-        "FailureLocation": "s3://router-results/failed/req-1.out"}, params)
+    stubber.add_response(
+        "invoke_inference_router_async",
+        {
+            "InferenceId": "req-1",
+            "OutputLocation": "s3://router-results/out/req-1.out",
+            "FailureLocation": "s3://router-results/failed/req-1.out",
+        },
+        params,
+    )
 
     submission = router.invoke_async("batch", "s3://router-inputs/req-1.json", request_ttl_seconds=3600)
 
@@ -92,6 +119,10 @@ def test_the_runtime_api_has_no_streaming_operation():
 
 
 def test_the_client_imports_no_cdk_jsii_or_pydantic():
-    code = ("import sys; import sagemaker_llm_cdk.router_client; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'pydantic', 'constructs')))")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    code = (
+        "import sys; import sagemaker_llm_cdk.router_client; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'pydantic', 'constructs')))"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    )

@@ -1,4 +1,5 @@
 """tools/run_checkov.py and the library's checkov acknowledgements (checkov_skip / checkov_defaults)."""
+
 from __future__ import annotations
 
 import json
@@ -101,7 +102,8 @@ def test_a_finding_without_a_skip_fails(results: dict[str, Result]) -> None:
     assert not result.ok
     assert [f.check_id for f in result.failed] == ["CKV_AWS_158"]
     assert "FAILED  CKV_AWS_158 Unjustified.template.json: AWS::Logs::LogGroup." in "\n".join(
-        run_checkov.summary_lines(result))
+        run_checkov.summary_lines(result)
+    )
 
 
 def test_a_skip_without_a_comment_fails(results: dict[str, Result]) -> None:
@@ -112,7 +114,8 @@ def test_a_skip_without_a_comment_fails(results: dict[str, Result]) -> None:
 
 
 def test_the_librarys_defaults_acknowledge_every_finding_of_an_endpoint_with_its_reason(
-        results: dict[str, Result]) -> None:
+    results: dict[str, Result],
+) -> None:
     assert results["library"].ok, run_checkov.summary_lines(results["library"])
     skipped = {(s.check_id, s.comment) for s in results["library"].skipped}
     assert skipped and all(comment == CHECKOV_REASONS[check] for check, comment in skipped)
@@ -141,7 +144,9 @@ def test_checkov_skip_merges_without_duplicates() -> None:
     checkov_skip(group.node.default_child, "CKV_AWS_66", "another check")  # type: ignore[arg-type]
     checkov_skip(group, "CKV_AWS_158", "second reason")
     assert skips_of(group.node.default_child) == [
-        {"id": "CKV_AWS_158", "comment": "first reason"}, {"id": "CKV_AWS_66", "comment": "another check"}]
+        {"id": "CKV_AWS_158", "comment": "first reason"},
+        {"id": "CKV_AWS_66", "comment": "another check"},
+    ]
 
 
 def test_checkov_skip_needs_a_comment_and_a_resource() -> None:
@@ -165,15 +170,22 @@ def test_checkov_defaults_leave_your_own_resources_alone(tmp_path: Path) -> None
 
 def test_templates_in_walks_stage_assemblies_and_skips_assets(tmp_path: Path) -> None:
     """A pipeline's cdk.out holds each stage in an assembly-* folder (nested stacks included); all are checked."""
-    for relative in ("Pipeline.template.json", "assembly-Pipeline-Dev/DevStack.template.json",
-                     "assembly-Pipeline-Dev/DevStackAdapters.nested.template.json",
-                     "assembly-Pipeline-Prod/assembly-Inner/Deep.template.json",
-                     "asset.0123/Ignored.template.json", "assembly-Pipeline-Dev/asset.4567/Ignored.template.json"):
+    for relative in (
+        "Pipeline.template.json",
+        "assembly-Pipeline-Dev/DevStack.template.json",
+        "assembly-Pipeline-Dev/DevStackAdapters.nested.template.json",
+        "assembly-Pipeline-Prod/assembly-Inner/Deep.template.json",
+        "asset.0123/Ignored.template.json",
+        "assembly-Pipeline-Dev/asset.4567/Ignored.template.json",
+    ):
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("{}")
     assert [p.relative_to(tmp_path).as_posix() for p in run_checkov.templates_in(tmp_path)] == [
-        "Pipeline.template.json", "assembly-Pipeline-Dev/DevStack.template.json",
-        "assembly-Pipeline-Dev/DevStackAdapters.nested.template.json", "assembly-Pipeline-Prod/assembly-Inner/Deep.template.json"]
+        "Pipeline.template.json",
+        "assembly-Pipeline-Dev/DevStack.template.json",
+        "assembly-Pipeline-Dev/DevStackAdapters.nested.template.json",
+        "assembly-Pipeline-Prod/assembly-Inner/Deep.template.json",
+    ]
 
 
 def test_your_function_inside_a_library_construct_gets_no_library_skip(tmp_path: Path) -> None:
@@ -187,15 +199,24 @@ def test_your_function_inside_a_library_construct_gets_no_library_skip(tmp_path:
     from aws_cdk import aws_iam as iam
 
     role = iam.Role(stack, "MyRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))  # no managed policy
-    mine = lambda_.Function(endpoint, "MyFunction", runtime=lambda_.Runtime.PYTHON_3_13, handler="index.handler",
-                            code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"), role=role)
+    mine = lambda_.Function(
+        endpoint,
+        "MyFunction",
+        runtime=lambda_.Runtime.PYTHON_3_13,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
+        role=role,
+    )
     checkov_defaults(app)
     app.synth()
     body = json.loads((tmp_path / "Mine.template.json").read_text())
     logical_id = stack.resolve(mine.node.default_child.logical_id)  # type: ignore[union-attr]
     assert "checkov" not in body["Resources"][logical_id].get("Metadata", {})
-    library_functions = [r for r in body["Resources"].values() if r["Type"] == "AWS::Lambda::Function"
-                         and r is not body["Resources"][logical_id]]
+    library_functions = [
+        r
+        for r in body["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function" and r is not body["Resources"][logical_id]
+    ]
     for function in library_functions:  # the library's own functions keep theirs, each with its reason
         skips = {s["id"]: s["comment"] for s in function["Metadata"]["checkov"]["skip"]}
         assert skips["CKV_AWS_115"] == CHECKOV_REASONS["CKV_AWS_115"]

@@ -1,4 +1,5 @@
 """EventBridge Scheduler expressions: what Scheduler accepts passes, what it refuses is one clear problem."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -11,15 +12,31 @@ from sagemaker_llm_cdk import ConfigurationError, EagleSettings
 from sagemaker_llm_cdk.core.schedule_expression import schedule_problem
 
 VALID = [
-    "rate(1 minute)", "rate(5 minutes)", "rate(1 hour)", "rate(12 hours)", "rate(1 day)", "rate(7 days)",
-    "cron(0 3 ? * SUN *)", "cron(0 3 ? * MON-FRI *)", "cron(15 10 ? * 6L 2027-2029)", "cron(0 12 * * ? *)",
-    "cron(0/15 * * * ? *)", "cron(0 8 1 * ? *)", "cron(0 18 ? * MON#2 *)", "cron(0 9 L * ? *)",
-    "cron(0 9 15W * ? *)", "cron(0 9 LW * ? *)", "cron(5,35 14 * JAN-MAR,DEC ? *)", "cron(0 */2 ? * * *)",
-    "cron(0 0 ? * FRI-MON *)", "cron(10-40/5 0-6 ? * L *)", "at(2027-01-31T03:00:00)",
+    "rate(1 minute)",
+    "rate(5 minutes)",
+    "rate(1 hour)",
+    "rate(12 hours)",
+    "rate(1 day)",
+    "rate(7 days)",
+    "cron(0 3 ? * SUN *)",
+    "cron(0 3 ? * MON-FRI *)",
+    "cron(15 10 ? * 6L 2027-2029)",
+    "cron(0 12 * * ? *)",
+    "cron(0/15 * * * ? *)",
+    "cron(0 8 1 * ? *)",
+    "cron(0 18 ? * MON#2 *)",
+    "cron(0 9 L * ? *)",
+    "cron(0 9 15W * ? *)",
+    "cron(0 9 LW * ? *)",
+    "cron(5,35 14 * JAN-MAR,DEC ? *)",
+    "cron(0 */2 ? * * *)",
+    "cron(0 0 ? * FRI-MON *)",
+    "cron(10-40/5 0-6 ? * L *)",
+    "at(2027-01-31T03:00:00)",
 ]
 
 INVALID = [
-    ("cron(0 3 * * SUN)", "six fields"),                     # 5-field (Unix) cron
+    ("cron(0 3 * * SUN)", "six fields"),  # 5-field (Unix) cron
     ("cron(0 3 * * ? * *)", "six fields"),
     ("rate(0 days)", "at least 1"),
     ("rate(1 days)", "singular 'day'"),
@@ -104,7 +121,9 @@ def _field(low: int, high: int, *, steps: bool = True) -> st.SearchStrategy[str]
 
 
 _DAY_OF_MONTH = st.one_of(_field(1, 31), st.sampled_from(["L", "LW", "1W", "15W", "31W"]))
-_DAY_OF_WEEK = st.one_of(_field(1, 7, steps=False), st.sampled_from(["L", "6L", "FRIL", "MON#1", "3#5", "MON-FRI", "SUN,SAT"]))
+_DAY_OF_WEEK = st.one_of(
+    _field(1, 7, steps=False), st.sampled_from(["L", "6L", "FRIL", "MON#1", "3#5", "MON-FRI", "SUN,SAT"])
+)
 
 
 @st.composite
@@ -126,7 +145,7 @@ def test_every_expression_of_the_documented_grammar_is_accepted(expression):
 @settings(max_examples=200)
 @given(expression=_cron(), drop=st.integers(0, 5))
 def test_a_cron_without_one_of_its_six_fields_is_refused(expression, drop):
-    fields = expression[len("cron("):-1].split(" ")
+    fields = expression[len("cron(") : -1].split(" ")
     del fields[drop]
     problem = schedule_problem("s", "cron(" + " ".join(fields) + ")")
     assert problem is not None and "six fields" in problem.fix
@@ -135,7 +154,7 @@ def test_a_cron_without_one_of_its_six_fields_is_refused(expression, drop):
 @settings(max_examples=200)
 @given(expression=_cron(), both=st.sampled_from(["*", "1", "?"]))
 def test_both_day_fields_set_or_both_unset_is_refused(expression, both):
-    fields = expression[len("cron("):-1].split(" ")
+    fields = expression[len("cron(") : -1].split(" ")
     fields[2] = fields[4] = both
     problem = schedule_problem("s", "cron(" + " ".join(fields) + ")")
     assert problem is not None and "exactly one of day-of-month and day-of-week" in problem.fix
@@ -150,4 +169,3 @@ def test_at_takes_every_real_second(when):
 def test_anything_is_either_accepted_or_one_problem_never_an_exception(text):
     problem = schedule_problem("s", text)
     assert problem is None or (problem.path == "s" and problem.value == text and problem.fix)
-

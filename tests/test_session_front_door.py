@@ -1,4 +1,5 @@
 """Tests for constructs/sagemaker_llm_cdk/session_front_door.py: SessionFrontDoor."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,15 +41,36 @@ class Built:
         return self.stack.resolve(value)
 
 
-def build(*, image: str = "lmi", sessions: SessionSettings | None = SessionSettings(), adapters=ADAPTERS,
-          nag: bool = False, **front_door_kwargs: Any) -> Built:
+def build(
+    *,
+    image: str = "lmi",
+    sessions: SessionSettings | None = SessionSettings(),
+    adapters=ADAPTERS,
+    nag: bool = False,
+    **front_door_kwargs: Any,
+) -> Built:
     app = App()
     stack = Stack(app, "Chat")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI, image=image,
-                                             sessions=sessions, lora=LoraSettings(max_rank=16) if adapters else None))
-    made = [add_adapter(base, id, AdapterSpec(name=name, physical_name=name, artifact_s3_uri=f"s3://my-bucket/adapters/{name}.tar.gz"))
-            for id, name in adapters]
+    base = endpoint.add_model(
+        "m",
+        ModelSpec(
+            name="qwen3-8b",
+            physical_name="qwen3-8b",
+            model_data_s3_uri=MODEL_URI,
+            image=image,
+            sessions=sessions,
+            lora=LoraSettings(max_rank=16) if adapters else None,
+        ),
+    )
+    made = [
+        add_adapter(
+            base,
+            id,
+            AdapterSpec(name=name, physical_name=name, artifact_s3_uri=f"s3://my-bucket/adapters/{name}.tar.gz"),
+        )
+        for id, name in adapters
+    ]
     front_door_kwargs.setdefault("components", made)
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, **front_door_kwargs)
     caller = iam.Role(stack, "ChatApp", assumed_by=iam.AccountRootPrincipal())
@@ -105,24 +127,30 @@ def function_environment(built: Built) -> dict[str, Any]:
 
 def test_function_url_uses_iam_auth_without_cors(built: Built, template: Template):
     template.resource_count_is("AWS::Lambda::Url", 1)
-    template.has_resource_properties("AWS::Lambda::Url", {
-        "AuthType": "AWS_IAM",
-        "TargetFunctionArn": built.resolve(built.front_door.function.function_arn),
-        "Cors": Match.absent(),
-        "InvokeMode": Match.absent(),  # BUFFERED: the handler answers once per turn
-    })
+    template.has_resource_properties(
+        "AWS::Lambda::Url",
+        {
+            "AuthType": "AWS_IAM",
+            "TargetFunctionArn": built.resolve(built.front_door.function.function_arn),
+            "Cors": Match.absent(),
+            "InvokeMode": Match.absent(),  # BUFFERED: the handler answers once per turn
+        },
+    )
     assert built.resolve(built.front_door.url) == built.resolve(built.front_door.function_url.url)
 
 
 def test_function_shape(template: Template):
-    template.has_resource_properties("AWS::Lambda::Function", {
-        "Handler": "index.handler",
-        "Timeout": 300,
-        "MemorySize": 512,
-        "Architectures": ["x86_64"],
-        "TracingConfig": {"Mode": "Active"},
-        "Environment": {"Variables": Match.object_like({"DEFAULT_COMPONENT": "qwen3-8b"})},
-    })
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "index.handler",
+            "Timeout": 300,
+            "MemorySize": 512,
+            "Architectures": ["x86_64"],
+            "TracingConfig": {"Mode": "Active"},
+            "Environment": {"Variables": Match.object_like({"DEFAULT_COMPONENT": "qwen3-8b"})},
+        },
+    )
 
 
 def test_environment(built: Built):
@@ -143,8 +171,10 @@ def test_settings_reach_handler_and_container():
     assert env["SESSION_TTL_SECONDS"] == "600"
     assert env["MAX_BODY_BYTES"] == "65536"
     assert packaged_components(built) == ["qwen3-8b"]
-    built.template.has_resource_properties("AWS::SageMaker::Model", {"PrimaryContainer": {"Environment": Match.object_like(
-        {"OPTION_SESSIONS_EXPIRATION": "600"})}})
+    built.template.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {"PrimaryContainer": {"Environment": Match.object_like({"OPTION_SESSIONS_EXPIRATION": "600"})}},
+    )
 
 
 def test_served_components_are_packaged_with_the_handler(built: Built):
@@ -164,7 +194,8 @@ def test_owner_setting_is_validated():
 
     assert problems(model(sessions={"owner": "person"})) == [
         "endpoints[0].models[0].sessions.owner: got 'person'; allowed: one of 'session', 'role' or 'cognito_identity'; fix: pick one "
-        "of the listed values"]
+        "of the listed values"
+    ]
     with pytest.raises(ValueError, match="owner"):
         SessionSettings(owner="person")  # type: ignore[arg-type]
 
@@ -179,10 +210,22 @@ def test_duplicate_components_are_served_once():
     app = App()
     stack = Stack(app, "Dup")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)))
-    adapter = add_adapter(base, "Sql", AdapterSpec(name="qwen3-8b-sql", physical_name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"))
-    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
-                                  components=[base, adapter, adapter])
+    base = endpoint.add_model(
+        "m",
+        ModelSpec(
+            name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)
+        ),
+    )
+    adapter = add_adapter(
+        base,
+        "Sql",
+        AdapterSpec(
+            name="qwen3-8b-sql", physical_name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"
+        ),
+    )
+    front_door = SessionFrontDoor(
+        stack, "FrontDoor", endpoint=endpoint, default_component=base, components=[base, adapter, adapter]
+    )
     assert [c.component_name for c in front_door.components] == ["qwen3-8b", "qwen3-8b-sql"]
 
 
@@ -191,31 +234,41 @@ def test_duplicate_components_are_served_once():
 
 def test_table_key_ttl_billing_and_recovery(template: Template):
     template.resource_count_is("AWS::DynamoDB::Table", 1)
-    template.has_resource("AWS::DynamoDB::Table", {
-        "Properties": {
-            "KeySchema": [{"AttributeName": "conversation_id", "KeyType": "HASH"}],
-            "AttributeDefinitions": [{"AttributeName": "conversation_id", "AttributeType": "S"}],
-            "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
-            "BillingMode": "PAY_PER_REQUEST",
-            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-            "TableName": Match.absent(),
+    template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "Properties": {
+                "KeySchema": [{"AttributeName": "conversation_id", "KeyType": "HASH"}],
+                "AttributeDefinitions": [{"AttributeName": "conversation_id", "AttributeType": "S"}],
+                "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+                "BillingMode": "PAY_PER_REQUEST",
+                "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+                "TableName": Match.absent(),
+            },
+            # Rows live at most expiration_seconds: deleting the table only makes conversations reopen sessions.
+            "DeletionPolicy": "Delete",
         },
-        # Rows live at most expiration_seconds: deleting the table only makes conversations reopen sessions.
-        "DeletionPolicy": "Delete",
-    })
+    )
 
 
 def test_table_encrypted_with_its_own_customer_managed_key(built: Built, template: Template):
     key_arn = built.resolve(built.front_door.encryption_key.key_arn)
-    template.has_resource_properties("AWS::DynamoDB::Table", {
-        "SSESpecification": {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": key_arn},
-    })
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "SSESpecification": {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": key_arn},
+        },
+    )
     assert key_arn != built.resolve(built.endpoint.key.key_arn)
-    template.has_resource("AWS::KMS::Key", {
-        "Properties": Match.object_like({"EnableKeyRotation": True,
-                                         "Description": Match.string_like_regexp("Session table")}),
-        "DeletionPolicy": "Retain",
-    })
+    template.has_resource(
+        "AWS::KMS::Key",
+        {
+            "Properties": Match.object_like(
+                {"EnableKeyRotation": True, "Description": Match.string_like_regexp("Session table")}
+            ),
+            "DeletionPolicy": "Retain",
+        },
+    )
 
 
 def test_given_key_is_used():
@@ -223,12 +276,15 @@ def test_given_key_is_used():
     stack = Stack(app, "Keyed")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
-    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
-                                  encryption_key=endpoint.key)
+    front_door = SessionFrontDoor(
+        stack, "FrontDoor", endpoint=endpoint, default_component=base, encryption_key=endpoint.key
+    )
     template = Template.from_stack(stack)
     template.resource_count_is("AWS::KMS::Key", 1)
-    template.has_resource_properties("AWS::DynamoDB::Table", {
-        "SSESpecification": Match.object_like({"KMSMasterKeyId": stack.resolve(endpoint.key.key_arn)})})
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {"SSESpecification": Match.object_like({"KMSMasterKeyId": stack.resolve(endpoint.key.key_arn)})},
+    )
     assert front_door.encryption_key is endpoint.key
 
 
@@ -240,8 +296,11 @@ def test_function_role_may_invoke_only_this_endpoint_and_its_served_components(b
     invoke = [s for s in statements if "sagemaker:InvokeEndpoint" in as_list(s["Action"])]
     assert len(invoke) == 1
     assert as_list(invoke[0]["Action"]) == ["sagemaker:InvokeEndpoint"]
-    expected = [built.resolve(built.endpoint.endpoint_arn), built.resolve(built.base.component_arn),
-                *[built.resolve(a.component_arn) for a in built.adapters]]
+    expected = [
+        built.resolve(built.endpoint.endpoint_arn),
+        built.resolve(built.base.component_arn),
+        *[built.resolve(a.component_arn) for a in built.adapters],
+    ]
     assert invoke[0]["Resource"] == expected
     sagemaker_actions = {a for s in statements for a in as_list(s["Action"]) if a.startswith("sagemaker:")}
     assert sagemaker_actions == {"sagemaker:InvokeEndpoint"}
@@ -262,8 +321,11 @@ def test_function_role_uses_the_key_only_through_dynamodb(built: Built):
     assert len(kms) == 1
     assert sorted(as_list(kms[0]["Action"])) == ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
     assert kms[0]["Resource"] == built.resolve(built.front_door.encryption_key.key_arn)
-    assert kms[0]["Condition"] == {"StringEquals": {"kms:ViaService": {
-        "Fn::Join": ["", ["dynamodb.", {"Ref": "AWS::Region"}, ".", {"Ref": "AWS::URLSuffix"}]]}}}
+    assert kms[0]["Condition"] == {
+        "StringEquals": {
+            "kms:ViaService": {"Fn::Join": ["", ["dynamodb.", {"Ref": "AWS::Region"}, ".", {"Ref": "AWS::URLSuffix"}]]}
+        }
+    }
 
 
 def test_function_role_has_no_wildcard_but_xray(built: Built):
@@ -281,11 +343,19 @@ def test_function_role_has_no_wildcard_but_xray(built: Built):
 def test_grant_invoke_url(built: Built):
     function_arn = built.resolve(built.front_door.function.function_arn)
     statements = role_statements(built, built.caller)
-    assert {"Action": "lambda:InvokeFunctionUrl", "Effect": "Allow", "Resource": function_arn,
-            "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}} in statements
+    assert {
+        "Action": "lambda:InvokeFunctionUrl",
+        "Effect": "Allow",
+        "Resource": function_arn,
+        "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}},
+    } in statements
     # Function URLs also need InvokeFunction, limited to calls that come through a function URL.
-    assert {"Action": "lambda:InvokeFunction", "Effect": "Allow", "Resource": function_arn,
-            "Condition": {"Bool": {"lambda:InvokedViaFunctionUrl": True}}} in statements
+    assert {
+        "Action": "lambda:InvokeFunction",
+        "Effect": "Allow",
+        "Resource": function_arn,
+        "Condition": {"Bool": {"lambda:InvokedViaFunctionUrl": True}},
+    } in statements
     assert len(statements) == 2
 
 
@@ -294,30 +364,40 @@ def test_grant_stream_names_the_endpoint_and_the_served_components():
     reader = iam.Role(built.stack, "Streamer", assumed_by=iam.AccountRootPrincipal())
     built.front_door.grant_stream(reader)
     statements = role_statements(built, reader)
-    assert statements == [{
-        "Action": "sagemaker:InvokeEndpointWithResponseStream", "Effect": "Allow",
-        "Resource": [built.resolve(built.endpoint.endpoint_arn), built.resolve(built.base.component_arn),
-                     *[built.resolve(a.component_arn) for a in built.adapters]],
-    }]
+    assert statements == [
+        {
+            "Action": "sagemaker:InvokeEndpointWithResponseStream",
+            "Effect": "Allow",
+            "Resource": [
+                built.resolve(built.endpoint.endpoint_arn),
+                built.resolve(built.base.component_arn),
+                *[built.resolve(a.component_arn) for a in built.adapters],
+            ],
+        }
+    ]
 
 
-@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")],
-                         ids=["agnostic", "bound"])
+@pytest.mark.parametrize(
+    "env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"]
+)
 def test_grant_stream_with_many_components_is_one_acknowledged_pattern(env):
     app = App()
     stack = Stack(app, "ManyStream", env=env)
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
-    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
-                                  components=_many_ducks(stack, endpoint, 30))
+    front_door = SessionFrontDoor(
+        stack, "FrontDoor", endpoint=endpoint, default_component=base, components=_many_ducks(stack, endpoint, 30)
+    )
     reader = iam.Role(stack, "Streamer", assumed_by=iam.AccountRootPrincipal())
     front_door.grant_stream(reader)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     built = Built(app, stack, endpoint, base, [], front_door, reader)
 
     (statement,) = role_statements(built, reader)
-    assert statement["Resource"] == [stack.resolve(endpoint.endpoint_arn), stack.resolve(
-        stack.format_arn(service="sagemaker", resource="inference-component", resource_name="qwen3-8b*"))]
+    assert statement["Resource"] == [
+        stack.resolve(endpoint.endpoint_arn),
+        stack.resolve(stack.format_arn(service="sagemaker", resource="inference-component", resource_name="qwen3-8b*")),
+    ]
     app.synth()  # raises on any unacknowledged AwsSolutions finding
 
 
@@ -325,11 +405,20 @@ def test_grant_stream_with_many_components_is_one_acknowledged_pattern(env):
 
 
 def test_base_model_container_gets_stateful_sessions(built: Built, template: Template):
-    template.has_resource_properties("AWS::SageMaker::Model", {"PrimaryContainer": {"Environment": Match.object_like({
-        "OPTION_ENABLE_STATEFUL_SESSIONS": "true",
-        "OPTION_SESSIONS_EXPIRATION": "1200",
-        "OPTION_ENABLE_LORA": "true",
-    })}})
+    template.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {
+            "PrimaryContainer": {
+                "Environment": Match.object_like(
+                    {
+                        "OPTION_ENABLE_STATEFUL_SESSIONS": "true",
+                        "OPTION_SESSIONS_EXPIRATION": "1200",
+                        "OPTION_ENABLE_LORA": "true",
+                    }
+                )
+            }
+        },
+    )
     assert built.base.environment["OPTION_ENABLE_STATEFUL_SESSIONS"] == "true"
     template.resource_count_is("AWS::SageMaker::Model", 1)  # adapters share the base's container
 
@@ -338,9 +427,22 @@ def test_adapter_alone_enables_sessions_on_its_base():
     app = App()
     stack = Stack(app, "AdapterOnly")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    plain = endpoint.add_model("Plain", ModelSpec(name="plain", physical_name="plain", model_data_s3_uri="s3://my-bucket/plain/"))
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)))
-    adapter = add_adapter(base, "Sql", AdapterSpec(name="qwen3-8b-sql", physical_name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"))
+    plain = endpoint.add_model(
+        "Plain", ModelSpec(name="plain", physical_name="plain", model_data_s3_uri="s3://my-bucket/plain/")
+    )
+    base = endpoint.add_model(
+        "m",
+        ModelSpec(
+            name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)
+        ),
+    )
+    adapter = add_adapter(
+        base,
+        "Sql",
+        AdapterSpec(
+            name="qwen3-8b-sql", physical_name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"
+        ),
+    )
     SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=plain, components=[adapter])
     assert base.environment["OPTION_ENABLE_STATEFUL_SESSIONS"] == "true"
     assert plain.environment["OPTION_ENABLE_STATEFUL_SESSIONS"] == "true"
@@ -351,18 +453,22 @@ def test_custom_container_gets_no_variables_and_a_warning():
     built = build(image=image, adapters=())
     assert "OPTION_ENABLE_STATEFUL_SESSIONS" not in built.base.environment
     Annotations.from_stack(built.stack).has_warning(
-        "/Chat/FrontDoor", Match.string_like_regexp("not LMI.*must implement SageMaker stateful sessions"))
+        "/Chat/FrontDoor", Match.string_like_regexp("not LMI.*must implement SageMaker stateful sessions")
+    )
 
 
 def test_old_lmi_gets_a_version_warning():
     built = build(image="lmi:0.33.0-lmi15.0.0-cu128", adapters=())
     Annotations.from_stack(built.stack).has_warning(
-        "/Chat/FrontDoor", Match.string_like_regexp("uses LMI 15 .*listed from LMI 16"))
+        "/Chat/FrontDoor", Match.string_like_regexp("uses LMI 15 .*listed from LMI 16")
+    )
 
 
 def test_lmi_16_without_async_mode_gets_a_warning():
     built = build(image="lmi:0.34.0-lmi16.0.0-cu128", adapters=())
-    Annotations.from_stack(built.stack).has_warning("/Chat/FrontDoor", Match.string_like_regexp("OPTION_ASYNC_MODE=true"))
+    Annotations.from_stack(built.stack).has_warning(
+        "/Chat/FrontDoor", Match.string_like_regexp("OPTION_ASYNC_MODE=true")
+    )
 
 
 def test_recent_lmi_gets_no_warning():
@@ -376,8 +482,12 @@ def test_recent_lmi_gets_no_warning():
 def test_metrics(built: Built):
     front_door = built.front_door
     function_name = built.resolve(front_door.function.function_name)
-    for metric, name in ((front_door.metric_errors(), "Errors"), (front_door.metric_throttles(), "Throttles"),
-                         (front_door.metric_duration(), "Duration"), (front_door.metric_invocations(), "Invocations")):
+    for metric, name in (
+        (front_door.metric_errors(), "Errors"),
+        (front_door.metric_throttles(), "Throttles"),
+        (front_door.metric_duration(), "Duration"),
+        (front_door.metric_invocations(), "Invocations"),
+    ):
         assert metric.namespace == "AWS/Lambda"
         assert metric.metric_name == name
         assert built.resolve(metric.dimensions["FunctionName"]) == function_name
@@ -397,7 +507,8 @@ def test_cdk_nag_reports_no_errors():
 def test_cdk_nag_still_flags_an_unreviewed_wildcard():
     built = build(adapters=(), nag=True)
     built.front_door.function.add_to_role_policy(
-        iam.PolicyStatement(actions=["dynamodb:Query"], resources=[f"{built.front_door.table.table_arn}/index/*"]))
+        iam.PolicyStatement(actions=["dynamodb:Query"], resources=[f"{built.front_door.table.table_arn}/index/*"])
+    )
     with pytest.raises(Exception, match="AwsSolutions-IAM5"):
         built.app.synth()
 
@@ -414,7 +525,9 @@ class Duck:
 
 def second_endpoint(stack: Stack) -> Any:
     other = LlmEndpoint(stack, "Other", instance_type="ml.g6e.12xlarge")
-    return other.add_model("o", ModelSpec(name="other-model", physical_name="other-model", model_data_s3_uri="s3://my-bucket/other/"))
+    return other.add_model(
+        "o", ModelSpec(name="other-model", physical_name="other-model", model_data_s3_uri="s3://my-bucket/other/")
+    )
 
 
 def test_component_of_another_endpoint_is_refused():
@@ -423,10 +536,14 @@ def test_component_of_another_endpoint_is_refused():
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     foreign = second_endpoint(stack)
-    with pytest.raises(ConfigurationError, match=(
+    with pytest.raises(
+        ConfigurationError,
+        match=(
             r"in Wrong/FrontDoor:\n  - components\[0\]: got 'other-model'; allowed: an inference component of "
             r"endpoint Wrong/Endpoint; fix: serve other-model through a front door on its own endpoint "
-            r"\(it is on Wrong/Other\), or remove it from components$")):
+            r"\(it is on Wrong/Other\), or remove it from components$"
+        ),
+    ):
         SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=[foreign])
 
 
@@ -435,8 +552,11 @@ def test_default_component_of_another_endpoint_is_refused():
     stack = Stack(app, "Wrong")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
-    with pytest.raises(ConfigurationError, match=r"default_component: got 'other-model'; allowed: an inference "
-                                                 r"component of endpoint Wrong/Endpoint"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"default_component: got 'other-model'; allowed: an inference "
+        r"component of endpoint Wrong/Endpoint",
+    ):
         SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=second_endpoint(stack))
 
 
@@ -445,15 +565,22 @@ def test_something_that_is_not_a_component_is_refused():
     stack = Stack(app, "Wrong")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
-    with pytest.raises(ConfigurationError, match=r"components\[1\]: got 'str'; allowed: a model or adapter with "
-                                                 r"component_name and component_arn"):
-        SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
-                         components=[base, "qwen3-8b-sql"])  # type: ignore[list-item]
+    with pytest.raises(
+        ConfigurationError,
+        match=r"components\[1\]: got 'str'; allowed: a model or adapter with "
+        r"component_name and component_arn",
+    ):
+        SessionFrontDoor(
+            stack, "FrontDoor", endpoint=endpoint, default_component=base, components=[base, "qwen3-8b-sql"]
+        )  # type: ignore[list-item]
 
 
 def test_settings_that_contradict_the_models_sessions_are_refused():
-    with pytest.raises(ConfigurationError, match=r"settings: got .*'expiration_seconds': 600.*allowed: nothing, or the "
-                                                 r"model's own sessions settings .*'expiration_seconds': 1200"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"settings: got .*'expiration_seconds': 600.*allowed: nothing, or the "
+        r"model's own sessions settings .*'expiration_seconds': 1200",
+    ):
         build(adapters=(), settings=SessionSettings(expiration_seconds=600))
 
 
@@ -461,12 +588,23 @@ def test_container_variable_set_otherwise_in_the_model_is_refused():
     app = App()
     stack = Stack(app, "Conflict")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI,
-                                             environment={"OPTION_SESSIONS_EXPIRATION": "300"}))
-    with pytest.raises(ConfigurationError, match=(
+    base = endpoint.add_model(
+        "m",
+        ModelSpec(
+            name="qwen3-8b",
+            physical_name="qwen3-8b",
+            model_data_s3_uri=MODEL_URI,
+            environment={"OPTION_SESSIONS_EXPIRATION": "300"},
+        ),
+    )
+    with pytest.raises(
+        ConfigurationError,
+        match=(
             r"default_component.environment.OPTION_SESSIONS_EXPIRATION: got '300'; allowed: '1200'.*fix: remove "
             r"OPTION_SESSIONS_EXPIRATION from its spec.environment, or make this front door's session expiry 300 "
-            r"seconds")):
+            r"seconds"
+        ),
+    ):
         SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base)
     assert "OPTION_ENABLE_STATEFUL_SESSIONS" not in base.environment  # nothing changed before the error
 
@@ -477,33 +615,46 @@ def test_second_front_door_with_another_expiry_on_the_same_model_is_refused():
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     SessionFrontDoor(stack, "First", endpoint=endpoint, default_component=base)
-    with pytest.raises(ConfigurationError, match=r"OPTION_SESSIONS_EXPIRATION: got '1200'; allowed: '600'.*another "
-                                                 r"session front door"):
-        SessionFrontDoor(stack, "Second", endpoint=endpoint, default_component=base,
-                         settings=SessionSettings(expiration_seconds=600))
+    with pytest.raises(
+        ConfigurationError,
+        match=r"OPTION_SESSIONS_EXPIRATION: got '1200'; allowed: '600'.*another "
+        r"session front door",
+    ):
+        SessionFrontDoor(
+            stack, "Second", endpoint=endpoint, default_component=base, settings=SessionSettings(expiration_seconds=600)
+        )
 
 
 def _many_ducks(stack: Stack, endpoint: Any, count: int) -> list[Any]:
-    return [Duck(f"qwen3-8b-a{i:04d}", f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/qwen3-8b-a{i:04d}",
-                 endpoint) for i in range(count)]
+    return [
+        Duck(
+            f"qwen3-8b-a{i:04d}",
+            f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/qwen3-8b-a{i:04d}",
+            endpoint,
+        )
+        for i in range(count)
+    ]
 
 
-@pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")],
-                         ids=["agnostic", "bound"])
+@pytest.mark.parametrize(
+    "env", [None, Environment(account="123456789012", region="us-east-1")], ids=["agnostic", "bound"]
+)
 def test_beyond_twenty_components_one_acknowledged_name_pattern_replaces_the_list(env):
     app = App()
     stack = Stack(app, "Many", env=env)
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
-    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
-                                  components=_many_ducks(stack, endpoint, 20))
+    front_door = SessionFrontDoor(
+        stack, "FrontDoor", endpoint=endpoint, default_component=base, components=_many_ducks(stack, endpoint, 20)
+    )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     built = Built(app, stack, endpoint, base, [], front_door, None)  # type: ignore[arg-type]
 
     statements = role_statements(built, front_door.function.role)
     invoke = [s for s in statements if "sagemaker:InvokeEndpoint" in as_list(s["Action"])]
-    pattern = stack.resolve(stack.format_arn(service="sagemaker", resource="inference-component",
-                                             resource_name="qwen3-8b*"))
+    pattern = stack.resolve(
+        stack.format_arn(service="sagemaker", resource="inference-component", resource_name="qwen3-8b*")
+    )
     assert invoke[0]["Resource"] == [stack.resolve(endpoint.endpoint_arn), pattern]
     assert len(front_door.components) == 21
     app.synth()  # raises on any unacknowledged AwsSolutions finding: the pattern's acknowledgement matches
@@ -514,13 +665,16 @@ def test_twenty_components_are_still_named_one_by_one():
     stack = Stack(app, "Twenty")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
-    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base,
-                                  components=_many_ducks(stack, endpoint, 19))
+    front_door = SessionFrontDoor(
+        stack, "FrontDoor", endpoint=endpoint, default_component=base, components=_many_ducks(stack, endpoint, 19)
+    )
     assert len(front_door.component_resources) == 20 and not any("*" in r for r in front_door.component_resources)
 
 
-@pytest.mark.parametrize(("names", "pattern"), [(["qwen3-8b", "qwen3-8b-sql"], "qwen3-8b*"),
-                                                (["a-1", "a-2", "a-10"], "a-*"), (["base", "sql"], "*")])
+@pytest.mark.parametrize(
+    ("names", "pattern"),
+    [(["qwen3-8b", "qwen3-8b-sql"], "qwen3-8b*"), (["a-1", "a-2", "a-10"], "a-*"), (["base", "sql"], "*")],
+)
 def test_component_name_pattern(names, pattern):
     from sagemaker_llm_cdk.sessions.front_door import component_name_pattern
 
@@ -536,17 +690,27 @@ def test_a_thousand_adapters_with_sessions_synthesize_within_every_limit():
     app = App()
     stack = Stack(app, "Thousand", env=Environment(account="123456789012", region="us-east-1"))
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, sessions=SessionSettings(),
-                                             lora=LoraSettings(max_rank=16)))
-    adapters = add_adapters(base, [AdapterSpec(name=f"qwen3-8b-a{i:04d}",
-                                               artifact_s3_uri=f"s3://my-bucket/adapters/a{i:04d}.tar.gz")
-                                   for i in range(1000)])
+    base = endpoint.add_model(
+        "m",
+        ModelSpec(
+            name="qwen3-8b", model_data_s3_uri=MODEL_URI, sessions=SessionSettings(), lora=LoraSettings(max_rank=16)
+        ),
+    )
+    adapters = add_adapters(
+        base,
+        [
+            AdapterSpec(name=f"qwen3-8b-a{i:04d}", artifact_s3_uri=f"s3://my-bucket/adapters/a{i:04d}.tar.gz")
+            for i in range(1000)
+        ],
+    )
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=adapters)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
 
     assembly = app.synth()
-    templates = {a.stack_name: json.loads(Path(assembly.directory, a.template_file).read_text())
-                 for a in assembly.stacks_recursively}
+    templates = {
+        a.stack_name: json.loads(Path(assembly.directory, a.template_file).read_text())
+        for a in assembly.stacks_recursively
+    }
     built = Built(app, stack, endpoint, base, list(adapters), front_door, None)  # type: ignore[arg-type]
     env = function_environment(built)
     assert len(json.dumps(env)) < 1024  # Lambda allows 4 KB of environment in all
@@ -570,7 +734,8 @@ def test_duck_typed_component_on_the_endpoint_is_served():
     stack = Stack(app, "Duck")
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
-    duck = Duck("imported-adapter", "arn:aws:sagemaker:us-east-1:123456789012:inference-component/imported-adapter",
-                endpoint)
+    duck = Duck(
+        "imported-adapter", "arn:aws:sagemaker:us-east-1:123456789012:inference-component/imported-adapter", endpoint
+    )
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, components=[duck])
     assert [c.component_name for c in front_door.components] == ["qwen3-8b", "imported-adapter"]

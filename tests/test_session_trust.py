@@ -3,6 +3,7 @@
 The impersonation itself (same role, chosen session name) is probed through STS in
 ``tests/lambda/test_session_router.py`` (moto, with the trust policy evaluated by ``support.trust_probe``).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,12 @@ from moto import mock_aws
 
 from sagemaker_llm_cdk import ConfigurationError
 from sagemaker_llm_cdk.sessions.settings import SessionSettings
-from sagemaker_llm_cdk.sessions.trust import (cognito_pool_problems, cognito_statements, pin_statements,
-                                              session_name_choices)
+from sagemaker_llm_cdk.sessions.trust import (
+    cognito_pool_problems,
+    cognito_statements,
+    pin_statements,
+    session_name_choices,
+)
 from test_session_front_door import build, function_environment
 
 ACCOUNT = "123456789012"
@@ -41,7 +46,8 @@ def trust_of(built: Any, role: iam.Role) -> dict[str, Any]:
 
 def test_a_role_any_principal_of_the_account_may_assume_lets_callers_choose_the_name():
     assert session_name_choices(document(ROOT_TRUST)) == [
-        f"Statement[0] lets arn:aws:iam::{ACCOUNT}:root call sts:AssumeRole with any RoleSessionName"]
+        f"Statement[0] lets arn:aws:iam::{ACCOUNT}:root call sts:AssumeRole with any RoleSessionName"
+    ]
 
 
 @pytest.mark.parametrize("pin", ["user_name", "source_identity"])
@@ -49,21 +55,52 @@ def test_the_pins_fix_the_name(pin):
     assert session_name_choices(document(ROOT_TRUST, *pin_statements(pin, account=ACCOUNT))) == []
 
 
-@pytest.mark.parametrize(("statement", "chosen"), [
-    ({**ROOT_TRUST, "Condition": {"StringEquals": {"sts:RoleSessionName": "${aws:username}"}}}, False),
-    ({**ROOT_TRUST, "Condition": {"StringLike": {"sts:RoleSessionName": "batch"}}}, False),
-    ({**ROOT_TRUST, "Condition": {"StringLike": {"sts:RoleSessionName": "app-*"}}}, True),
-    ({**ROOT_TRUST, "Condition": {"StringEqualsIfExists": {"sts:RoleSessionName": "${aws:username}"}}}, True),
-    ({"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}, False),
-    ({"Effect": "Allow", "Principal": {"Federated": f"arn:aws:iam::{ACCOUNT}:saml-provider/Okta"},
-      "Action": "sts:AssumeRoleWithSAML"}, False),
-    ({"Effect": "Allow", "Principal": {"Federated": "cognito-identity.amazonaws.com"},
-      "Action": "sts:AssumeRoleWithWebIdentity"}, False),
-    ({"Effect": "Allow", "Principal": {"Federated": f"arn:aws:iam::{ACCOUNT}:oidc-provider/login.example.com"},
-      "Action": "sts:AssumeRoleWithWebIdentity"}, True),
-    ({"Effect": "Allow", "Principal": "*", "Action": "sts:*"}, True),
-], ids=["user-name-variable", "one-literal-name", "wildcard-name", "if-exists", "service", "saml", "cognito",
-        "other-oidc", "star"])
+@pytest.mark.parametrize(
+    ("statement", "chosen"),
+    [
+        ({**ROOT_TRUST, "Condition": {"StringEquals": {"sts:RoleSessionName": "${aws:username}"}}}, False),
+        ({**ROOT_TRUST, "Condition": {"StringLike": {"sts:RoleSessionName": "batch"}}}, False),
+        ({**ROOT_TRUST, "Condition": {"StringLike": {"sts:RoleSessionName": "app-*"}}}, True),
+        ({**ROOT_TRUST, "Condition": {"StringEqualsIfExists": {"sts:RoleSessionName": "${aws:username}"}}}, True),
+        ({"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}, False),
+        (
+            {
+                "Effect": "Allow",
+                "Principal": {"Federated": f"arn:aws:iam::{ACCOUNT}:saml-provider/Okta"},
+                "Action": "sts:AssumeRoleWithSAML",
+            },
+            False,
+        ),
+        (
+            {
+                "Effect": "Allow",
+                "Principal": {"Federated": "cognito-identity.amazonaws.com"},
+                "Action": "sts:AssumeRoleWithWebIdentity",
+            },
+            False,
+        ),
+        (
+            {
+                "Effect": "Allow",
+                "Principal": {"Federated": f"arn:aws:iam::{ACCOUNT}:oidc-provider/login.example.com"},
+                "Action": "sts:AssumeRoleWithWebIdentity",
+            },
+            True,
+        ),
+        ({"Effect": "Allow", "Principal": "*", "Action": "sts:*"}, True),
+    ],
+    ids=[
+        "user-name-variable",
+        "one-literal-name",
+        "wildcard-name",
+        "if-exists",
+        "service",
+        "saml",
+        "cognito",
+        "other-oidc",
+        "star",
+    ],
+)
 def test_which_ways_in_let_a_caller_choose_the_name(statement, chosen):
     assert bool(session_name_choices(document(statement))) == chosen
 
@@ -74,14 +111,18 @@ def test_a_deny_pin_without_its_null_deny_does_not_count():
 
 
 def test_cognito_trust_must_pin_the_listed_pools():
-    cognito = {"Effect": "Allow", "Principal": {"Federated": "cognito-identity.amazonaws.com"},
-               "Action": "sts:AssumeRoleWithWebIdentity"}
+    cognito = {
+        "Effect": "Allow",
+        "Principal": {"Federated": "cognito-identity.amazonaws.com"},
+        "Action": "sts:AssumeRoleWithWebIdentity",
+    }
     pinned = {**cognito, "Condition": {"StringEquals": {"cognito-identity.amazonaws.com:aud": POOL}}}
     other = {**cognito, "Condition": {"StringEquals": {"cognito-identity.amazonaws.com:aud": "eu-west-1:x"}}}
 
     assert cognito_pool_problems(document(pinned), [POOL]) == []
     assert cognito_pool_problems(document(ROOT_TRUST), [POOL]) == [
-        "no statement trusts cognito-identity.amazonaws.com for sts:AssumeRoleWithWebIdentity"]
+        "no statement trusts cognito-identity.amazonaws.com for sts:AssumeRoleWithWebIdentity"
+    ]
     assert "every identity pool" in cognito_pool_problems(document(cognito), [POOL])[0]
     assert "eu-west-1:x" in cognito_pool_problems(document(other), [POOL])[0]
 
@@ -89,17 +130,24 @@ def test_cognito_trust_must_pin_the_listed_pools():
 # --------------------------------------------------------------------------- settings
 
 
-@pytest.mark.parametrize(("settings", "match"), [
-    ({"owner": "cognito_identity"}, r"identity_pools: got \[\]; allowed: at least one identity pool id"),
-    ({"identity_pools": [POOL]}, r"identity_pools: .*allowed: only with owner cognito_identity"),
-    ({"owner": "cognito_identity", "identity_pools": ["us-east-1:nope"]},
-     r"identity_pools\[0\]: got 'us-east-1:nope'; allowed: a Cognito identity pool id"),
-    ({"callers": ["arn:aws:sts::123456789012:assumed-role/chat/alice"]},
-     r"callers\[0\]: .*allowed: an IAM role ARN"),
-    ({"callers": [f"arn:aws:iam::{ACCOUNT}:role/chat"] * 2}, r"callers: .*allowed: each role once"),
-    ({"turn_log_retention_days": 0}, r"turn_log_retention_days"),
-    ({"owner": "person"}, r"owner"),
-])
+@pytest.mark.parametrize(
+    ("settings", "match"),
+    [
+        ({"owner": "cognito_identity"}, r"identity_pools: got \[\]; allowed: at least one identity pool id"),
+        ({"identity_pools": [POOL]}, r"identity_pools: .*allowed: only with owner cognito_identity"),
+        (
+            {"owner": "cognito_identity", "identity_pools": ["us-east-1:nope"]},
+            r"identity_pools\[0\]: got 'us-east-1:nope'; allowed: a Cognito identity pool id",
+        ),
+        (
+            {"callers": ["arn:aws:sts::123456789012:assumed-role/chat/alice"]},
+            r"callers\[0\]: .*allowed: an IAM role ARN",
+        ),
+        ({"callers": [f"arn:aws:iam::{ACCOUNT}:role/chat"] * 2}, r"callers: .*allowed: each role once"),
+        ({"turn_log_retention_days": 0}, r"turn_log_retention_days"),
+        ({"owner": "person"}, r"owner"),
+    ],
+)
 def test_session_settings_rules(settings, match):
     with pytest.raises(ConfigurationError, match=match):
         SessionSettings(**settings)
@@ -107,8 +155,12 @@ def test_session_settings_rules(settings, match):
 
 def test_owner_defaults_and_turn_log_retention_default():
     settings = SessionSettings()
-    assert (settings.owner, settings.identity_pools, settings.callers, settings.turn_log_retention_days) == \
-        ("session", (), (), 30)
+    assert (settings.owner, settings.identity_pools, settings.callers, settings.turn_log_retention_days) == (
+        "session",
+        (),
+        (),
+        30,
+    )
 
 
 def test_cognito_mode_and_its_pools_reach_the_handler():
@@ -138,8 +190,10 @@ def test_grant_invoke_pinned_writes_the_pins_into_the_trust_policy(pinned):
     for role, pin in ((people, "user_name"), (federated, "source_identity")):
         statements = trust_of(built, role)["Statement"]
         for expected in pin_statements(pin, account=account):
-            assert {**expected, "Action": expected["Action"][0] if len(expected["Action"]) == 1
-                    else expected["Action"]} in statements
+            assert {
+                **expected,
+                "Action": expected["Action"][0] if len(expected["Action"]) == 1 else expected["Action"],
+            } in statements
         assert session_name_choices(trust_of(built, role)) == []
     assert built.front_door.pinned_roles == [people, federated]
 
@@ -147,15 +201,24 @@ def test_grant_invoke_pinned_writes_the_pins_into_the_trust_policy(pinned):
 def test_grant_invoke_pinned_grants_the_url(pinned):
     built, people, _ = pinned
     ref = built.resolve(people.role_name)
-    actions = [s["Action"] for p in built.template.find_resources("AWS::IAM::Policy").values()
-               if ref in p["Properties"]["Roles"] for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    actions = [
+        s["Action"]
+        for p in built.template.find_resources("AWS::IAM::Policy").values()
+        if ref in p["Properties"]["Roles"]
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
     assert "lambda:InvokeFunctionUrl" in json.dumps(actions)
 
 
 def test_grant_invoke_pinned_under_cognito_mode_pins_the_pools():
     built = build(sessions=SessionSettings(owner="cognito_identity", identity_pools=(POOL,)), adapters=())
-    app_users = iam.Role(built.stack, "AppUsers", assumed_by=iam.WebIdentityPrincipal(
-        "cognito-identity.amazonaws.com", {"StringEquals": {"cognito-identity.amazonaws.com:aud": POOL}}))
+    app_users = iam.Role(
+        built.stack,
+        "AppUsers",
+        assumed_by=iam.WebIdentityPrincipal(
+            "cognito-identity.amazonaws.com", {"StringEquals": {"cognito-identity.amazonaws.com:aud": POOL}}
+        ),
+    )
     built.front_door.grant_invoke_pinned(app_users)
 
     statements = trust_of(built, app_users)["Statement"]
@@ -163,17 +226,32 @@ def test_grant_invoke_pinned_under_cognito_mode_pins_the_pools():
     assert cognito_pool_problems(trust_of(built, app_users), [POOL]) == []
 
 
-@pytest.mark.parametrize(("settings", "kwargs", "imported", "match"), [
-    (SessionSettings(owner="role"), {}, False, r"owner: got 'role'; allowed: session or cognito_identity"),
-    (SessionSettings(owner="cognito_identity", identity_pools=(POOL,)), {"pin": "user_name"}, False,
-     r"pin: got 'user_name'; allowed: nothing under owner cognito_identity"),
-    (SessionSettings(), {"pin": "nickname"}, False, r"pin: got 'nickname'; allowed: one of user_name, source_identity"),
-    (SessionSettings(), {}, True, r"role: .*allowed: a role defined in this app"),
-])
+@pytest.mark.parametrize(
+    ("settings", "kwargs", "imported", "match"),
+    [
+        (SessionSettings(owner="role"), {}, False, r"owner: got 'role'; allowed: session or cognito_identity"),
+        (
+            SessionSettings(owner="cognito_identity", identity_pools=(POOL,)),
+            {"pin": "user_name"},
+            False,
+            r"pin: got 'user_name'; allowed: nothing under owner cognito_identity",
+        ),
+        (
+            SessionSettings(),
+            {"pin": "nickname"},
+            False,
+            r"pin: got 'nickname'; allowed: one of user_name, source_identity",
+        ),
+        (SessionSettings(), {}, True, r"role: .*allowed: a role defined in this app"),
+    ],
+)
 def test_grant_invoke_pinned_rules(settings, kwargs, imported, match):
     built = build(sessions=settings, adapters=())
-    role = (iam.Role.from_role_arn(built.stack, "Imported", f"arn:aws:iam::{ACCOUNT}:role/chat") if imported
-            else iam.Role(built.stack, "People", assumed_by=iam.AccountRootPrincipal()))
+    role = (
+        iam.Role.from_role_arn(built.stack, "Imported", f"arn:aws:iam::{ACCOUNT}:role/chat")
+        if imported
+        else iam.Role(built.stack, "People", assumed_by=iam.AccountRootPrincipal())
+    )
     with pytest.raises(ConfigurationError, match=match):
         built.front_door.grant_invoke_pinned(role, **kwargs)
 
@@ -184,8 +262,11 @@ def test_grant_invoke_pinned_rules(settings, kwargs, imported, match):
 def test_callers_are_granted_the_url():
     arn = f"arn:aws:iam::{ACCOUNT}:role/chat-app"
     built = build(sessions=SessionSettings(callers=(arn,)), adapters=())
-    policies = [p for p in built.template.find_resources("AWS::IAM::Policy").values()
-                if p["Properties"]["Roles"] == ["chat-app"]]
+    policies = [
+        p
+        for p in built.template.find_resources("AWS::IAM::Policy").values()
+        if p["Properties"]["Roles"] == ["chat-app"]
+    ]
     assert len(policies) == 1
     assert "lambda:InvokeFunctionUrl" in json.dumps(policies[0]["Properties"]["PolicyDocument"])
 
@@ -197,7 +278,9 @@ def test_callers_of_another_account_are_refused():
     stack = Stack(App(), "Chat", env=Environment(account=ACCOUNT, region="us-east-1"))
     endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
     settings = SessionSettings(callers=("arn:aws:iam::210987654321:role/chat-app",))
-    base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/", sessions=settings))
+    base = endpoint.add_model(
+        "m", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/", sessions=settings)
+    )
     with pytest.raises(ConfigurationError, match=r"callers\[0\]: .*allowed: a role of the stack's account"):
         SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base)
 
@@ -209,13 +292,28 @@ def preflight_context(sessions: dict[str, Any]) -> Any:
     from sagemaker_llm_cdk import parse_config
     from sagemaker_llm_cdk.preflight import AwsClients, PreflightContext
 
-    config = parse_config({"endpoints": [{"name": "Chat", "instance_type": "ml.g6e.12xlarge", "models": [
-        {"name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b/", "sessions": sessions}]}]},
-        source="test")
-    return PreflightContext(config=config, source="test", region="us-east-1", partition="aws",
-                            now=datetime(2030, 3, 17, tzinfo=timezone.utc),
-                            clients=AwsClients(factory=lambda service, region: boto3.client(
-                                service, region_name=region or "us-east-1")))
+    config = parse_config(
+        {
+            "endpoints": [
+                {
+                    "name": "Chat",
+                    "instance_type": "ml.g6e.12xlarge",
+                    "models": [
+                        {"name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b/", "sessions": sessions}
+                    ],
+                }
+            ]
+        },
+        source="test",
+    )
+    return PreflightContext(
+        config=config,
+        source="test",
+        region="us-east-1",
+        partition="aws",
+        now=datetime(2030, 3, 17, tzinfo=timezone.utc),
+        clients=AwsClients(factory=lambda service, region: boto3.client(service, region_name=region or "us-east-1")),
+    )
 
 
 @pytest.fixture
@@ -227,7 +325,8 @@ def moto_iam(monkeypatch):
 
         def role(name: str, *statements: dict[str, Any]) -> str:
             return client.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(document(*statements)))[
-                "Role"]["Arn"]
+                "Role"
+            ]["Arn"]
 
         yield role
 
@@ -245,7 +344,9 @@ def test_preflight_warns_about_a_caller_role_whose_trust_lets_callers_choose_the
     found = findings({"callers": [chosen, fixed]})
 
     assert [(f.severity, f.subject) for f in found] == [
-        ("warning", "endpoints[0].models[0].sessions.callers[0]"), ("info", "endpoints[0].models[0].sessions.callers[1]")]
+        ("warning", "endpoints[0].models[0].sessions.callers[0]"),
+        ("info", "endpoints[0].models[0].sessions.callers[1]"),
+    ]
     assert "chat-open: Statement[0] lets" in found[0].what and "any RoleSessionName" in found[0].what
     assert "sts:RoleSessionName" in found[0].fix and "no caller chooses" in found[1].what
 
@@ -253,15 +354,20 @@ def test_preflight_warns_about_a_caller_role_whose_trust_lets_callers_choose_the
 def test_preflight_under_role_mode_only_notes_the_shared_owner(moto_iam):
     arn = moto_iam("chat-backend", ROOT_TRUST)
     assert [(f.severity, f.what) for f in findings({"owner": "role", "callers": [arn]})] == [
-        ("info", "owner role: every session of chat-backend is one owner (its callers keep their users apart)")]
+        ("info", "owner role: every session of chat-backend is one owner (its callers keep their users apart)")
+    ]
 
 
 def test_preflight_under_cognito_mode_checks_the_pools(moto_iam):
-    cognito = {"Effect": "Allow", "Principal": {"Federated": "cognito-identity.amazonaws.com"},
-               "Action": "sts:AssumeRoleWithWebIdentity"}
+    cognito = {
+        "Effect": "Allow",
+        "Principal": {"Federated": "cognito-identity.amazonaws.com"},
+        "Action": "sts:AssumeRoleWithWebIdentity",
+    }
     loose = moto_iam("app-users-any-pool", cognito)
-    tight = moto_iam("app-users", {**cognito, "Condition": {"StringEquals": {
-        "cognito-identity.amazonaws.com:aud": POOL}}})
+    tight = moto_iam(
+        "app-users", {**cognito, "Condition": {"StringEquals": {"cognito-identity.amazonaws.com:aud": POOL}}}
+    )
 
     found = findings({"owner": "cognito_identity", "identity_pools": [POOL], "callers": [loose, tight]})
 
@@ -288,9 +394,28 @@ def test_preflight_registers_the_check():
 
 def test_template_of_the_pinned_role_passes_cfn_shape(pinned):
     built, people, _ = pinned
-    Template.from_stack(built.stack).has_resource_properties("AWS::IAM::Role", {
-        "AssumeRolePolicyDocument": {"Statement": [
-            {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"AWS": {"Fn::Join": ["", [
-                "arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":root"]]}}},
-            *[{**s, "Action": s["Action"][0] if len(s["Action"]) == 1 else s["Action"]}
-              for s in pin_statements("user_name", account=built.resolve(built.stack.account))]]}})
+    Template.from_stack(built.stack).has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": {
+                "Statement": [
+                    {
+                        "Action": "sts:AssumeRole",
+                        "Effect": "Allow",
+                        "Principal": {
+                            "AWS": {
+                                "Fn::Join": [
+                                    "",
+                                    ["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":root"],
+                                ]
+                            }
+                        },
+                    },
+                    *[
+                        {**s, "Action": s["Action"][0] if len(s["Action"]) == 1 else s["Action"]}
+                        for s in pin_statements("user_name", account=built.resolve(built.stack.account))
+                    ],
+                ]
+            }
+        },
+    )

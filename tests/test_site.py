@@ -1,4 +1,5 @@
 """tools/build_site.py: the Pages site has every checked page as HTML with GitHub's anchors, and the API reference."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,7 +13,9 @@ def test_pages_become_html_with_githubs_anchors_and_working_links(tmp_path):
     root = tmp_path / "repo"
     (root / "docs" / "api").mkdir(parents=True)
     (root / "docs" / "api" / "sagemaker_llm_cdk.html").write_text("<html>api</html>")
-    (root / "pyproject.toml").write_text('[project]\nname = "x"\n[project.urls]\nRepository = "https://github.com/o/r"\n')
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n[project.urls]\nRepository = "https://github.com/o/r"\n'
+    )
     (root / "README.md").write_text("# Read me\n\nSee [the guide](docs/guide.md#deploying-it) and [code](app.py).\n")
     (root / "docs" / "guide.md").write_text("# Guide\n\n## Deploying it\n\nBack [home](../README.md#read-me).\n")
     (root / "app.py").write_text("")

@@ -1,4 +1,5 @@
 """SecureBucket's access logs: delivered through the log bucket's policy whatever the app's feature flags say."""
+
 from __future__ import annotations
 
 import json
@@ -37,22 +38,38 @@ def test_access_logs_reach_the_log_bucket_through_its_policy_not_an_acl(context,
     log_bucket = template.to_json()["Resources"][logs_id]
     assert "AccessControl" not in log_bucket["Properties"]  # no LogDeliveryWrite ACL
     account = env.account if env else {"Ref": "AWS::AccountId"}
-    template.has_resource_properties("AWS::S3::BucketPolicy", {
-        "Bucket": {"Ref": logs_id},
-        "PolicyDocument": {"Statement": Match.array_with([{
-            "Action": "s3:PutObject", "Effect": "Allow", "Principal": {"Service": "logging.s3.amazonaws.com"},
-            "Resource": {"Fn::Join": ["", [{"Fn::GetAtt": [logs_id, "Arn"]}, "/data/*"]]},
-            "Condition": {"ArnLike": {"aws:SourceArn": {"Fn::GetAtt": [data_id, "Arn"]}},
-                          "StringEquals": {"aws:SourceAccount": account}},
-        }])},
-    })
-    template.has_resource_properties("AWS::S3::Bucket", {
-        "LoggingConfiguration": {"DestinationBucketName": {"Ref": logs_id}, "LogFilePrefix": "data/"}})
+    template.has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "Bucket": {"Ref": logs_id},
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        {
+                            "Action": "s3:PutObject",
+                            "Effect": "Allow",
+                            "Principal": {"Service": "logging.s3.amazonaws.com"},
+                            "Resource": {"Fn::Join": ["", [{"Fn::GetAtt": [logs_id, "Arn"]}, "/data/*"]]},
+                            "Condition": {
+                                "ArnLike": {"aws:SourceArn": {"Fn::GetAtt": [data_id, "Arn"]}},
+                                "StringEquals": {"aws:SourceAccount": account},
+                            },
+                        }
+                    ]
+                )
+            },
+        },
+    )
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {"LoggingConfiguration": {"DestinationBucketName": {"Ref": logs_id}, "LogFilePrefix": "data/"}},
+    )
 
 
 @pytest.mark.parametrize("env", ENVS.values(), ids=ENVS.keys())
 def test_the_buckets_do_not_depend_on_the_apps_feature_flags(env):
     """With or without cdk.json's flags the bucket resources are the same (the library's own flags are set)."""
+
     def storage(context: dict[str, Any]) -> dict[str, Any]:
         resources = buckets(context, env)[2].to_json()["Resources"]
         return {k: v for k, v in resources.items() if v["Type"] in ("AWS::S3::Bucket", "AWS::S3::BucketPolicy")}

@@ -1,5 +1,6 @@
 """Tool calling and reasoning in serving: ``tools`` / ``reasoning`` settings, the parsers each image ships, the
 defaults per architecture, and the LMI container options they render (hosting/tool_calling.py)."""
+
 from __future__ import annotations
 
 import io
@@ -31,16 +32,22 @@ def spec(**changes: object) -> ModelSpec:
 
 def test_qwen3_takes_hermes_and_qwen3_when_no_parser_is_named():
     assert tool_environment(spec(tools={}, reasoning={})) == {
-        "OPTION_ENABLE_AUTO_TOOL_CHOICE": "true", "OPTION_TOOL_CALL_PARSER": "hermes",
-        "OPTION_ENABLE_REASONING": "true", "OPTION_REASONING_PARSER": "qwen3"}
+        "OPTION_ENABLE_AUTO_TOOL_CHOICE": "true",
+        "OPTION_TOOL_CALL_PARSER": "hermes",
+        "OPTION_ENABLE_REASONING": "true",
+        "OPTION_REASONING_PARSER": "qwen3",
+    }
 
 
-@pytest.mark.parametrize("architecture, tools, reasoning", [
-    ("LlamaForCausalLM", "llama3_json", None),
-    ("GptOssForCausalLM", "openai", "openai_gptoss"),
-    ("Qwen3MoeForCausalLM", "hermes", "qwen3"),
-    ("MistralForCausalLM", "mistral", None),
-])
+@pytest.mark.parametrize(
+    "architecture, tools, reasoning",
+    [
+        ("LlamaForCausalLM", "llama3_json", None),
+        ("GptOssForCausalLM", "openai", "openai_gptoss"),
+        ("Qwen3MoeForCausalLM", "hermes", "qwen3"),
+        ("MistralForCausalLM", "mistral", None),
+    ],
+)
 def test_architecture_defaults(architecture, tools, reasoning):
     assert ARCHITECTURE_DEFAULTS[architecture][:2] == (tools, reasoning)
     environment = tool_environment(spec(architecture=architecture, tools={}))
@@ -58,16 +65,24 @@ def test_nothing_is_rendered_when_both_are_off():
 def test_the_container_gets_the_options():
     stack, endpoint = endpoint_stack(models=[spec(tools={}, reasoning={"parser": "deepseek_r1"})])
     environment = only(template_of(stack), "AWS::SageMaker::Model")["Properties"]["PrimaryContainer"]["Environment"]
-    assert environment == {"OPTION_MODEL_ID": "/opt/ml/model", "OPTION_TENSOR_PARALLEL_DEGREE": "1",
-                           "OPTION_ENABLE_AUTO_TOOL_CHOICE": "true", "OPTION_TOOL_CALL_PARSER": "hermes",
-                           "OPTION_ENABLE_REASONING": "true", "OPTION_REASONING_PARSER": "deepseek_r1"}
+    assert environment == {
+        "OPTION_MODEL_ID": "/opt/ml/model",
+        "OPTION_TENSOR_PARALLEL_DEGREE": "1",
+        "OPTION_ENABLE_AUTO_TOOL_CHOICE": "true",
+        "OPTION_TOOL_CALL_PARSER": "hermes",
+        "OPTION_ENABLE_REASONING": "true",
+        "OPTION_REASONING_PARSER": "deepseek_r1",
+    }
     assert endpoint.models[0].environment == environment
 
 
 def test_the_options_count_against_the_container_limit():
     full = {f"V{i}": "x" for i in range(96)}
-    with pytest.raises(ConfigurationError, match=r"environment: got '100 variables.*at most 100|"
-                                                 r"environment: got '102 variables"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"environment: got '100 variables.*at most 100|"
+        r"environment: got '102 variables",
+    ):
         endpoint_stack(models=[spec(tools={}, reasoning={}, environment=full)])
 
 
@@ -79,14 +94,20 @@ def test_the_same_value_in_environment_is_accepted():
 
 
 def test_a_parser_the_image_does_not_ship_is_refused_with_the_list():
-    with pytest.raises(ConfigurationError, match=r"tools\.parser: got 'hermes2'; allowed: one of the tool-call parsers "
-                                                 r"image lmi \(0\.36\.0-lmi28\.0\.0-cu130, vLLM 0\.26\) ships: .*hermes"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"tools\.parser: got 'hermes2'; allowed: one of the tool-call parsers "
+        r"image lmi \(0\.36\.0-lmi28\.0\.0-cu130, vLLM 0\.26\) ships: .*hermes",
+    ):
         spec(tools={"parser": "hermes2"})
 
 
 def test_a_reasoning_parser_the_image_does_not_ship_is_refused():
-    with pytest.raises(ConfigurationError, match=r"reasoning\.parser: got 'hermes'; allowed: one of the reasoning "
-                                                 r"parsers .*openai_gptoss"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"reasoning\.parser: got 'hermes'; allowed: one of the reasoning "
+        r"parsers .*openai_gptoss",
+    ):
         spec(reasoning={"parser": "hermes"})
 
 
@@ -98,11 +119,17 @@ def test_an_older_image_is_checked_against_its_own_vllm():
 
 
 def test_an_architecture_without_a_documented_default_must_name_the_parser():
-    with pytest.raises(ConfigurationError, match=r"tools\.parser: got None; allowed: a tool-call parser: architecture "
-                                                 r"Gemma3ForCausalLM documents no default .*fix: set tools\.parser"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"tools\.parser: got None; allowed: a tool-call parser: architecture "
+        r"Gemma3ForCausalLM documents no default .*fix: set tools\.parser",
+    ):
         spec(architecture="Gemma3ForCausalLM", tools={})
-    with pytest.raises(ConfigurationError, match=r"reasoning\.parser: got None; allowed: a reasoning parser: "
-                                                 r"architecture LlamaForCausalLM documents no default"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"reasoning\.parser: got None; allowed: a reasoning parser: "
+        r"architecture LlamaForCausalLM documents no default",
+    ):
         spec(architecture="LlamaForCausalLM", reasoning={})
 
 
@@ -123,16 +150,24 @@ def test_a_non_lmi_image_cannot_take_the_options():
 
 def test_an_lmi_image_of_unknown_vllm_takes_any_well_formed_name():
     custom = "123456789012.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.40.0-lmi30.0.0-cu130"
-    assert tool_environment(spec(tools={"parser": "future_parser"}, image=custom))["OPTION_TOOL_CALL_PARSER"] == \
-        "future_parser"
+    assert (
+        tool_environment(spec(tools={"parser": "future_parser"}, image=custom))["OPTION_TOOL_CALL_PARSER"]
+        == "future_parser"
+    )
 
 
 def test_environment_that_contradicts_the_settings_is_refused():
-    with pytest.raises(ConfigurationError, match=r"environment\.OPTION_TOOL_CALL_PARSER: got 'mistral'; allowed: "
-                                                 r"'hermes', which the tools settings give"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"environment\.OPTION_TOOL_CALL_PARSER: got 'mistral'; allowed: "
+        r"'hermes', which the tools settings give",
+    ):
         spec(tools={}, environment={"OPTION_TOOL_CALL_PARSER": "mistral"})
-    with pytest.raises(ConfigurationError, match=r"environment\.OPTION_REASONING_PARSER: got 'deepseek_r1'; allowed: "
-                                                 r"'qwen3', which the reasoning settings give"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"environment\.OPTION_REASONING_PARSER: got 'deepseek_r1'; allowed: "
+        r"'qwen3', which the reasoning settings give",
+    ):
         spec(reasoning={}, environment={"OPTION_REASONING_PARSER": "deepseek_r1"})
 
 
@@ -143,7 +178,9 @@ def test_a_config_file_reports_the_problem_at_its_path(tmp_path):
     config.write_text(
         "endpoints:\n  - name: chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
         f"      - name: qwen3\n        model_data_s3_uri: {MODEL_URI}\n        architecture: Qwen3ForCausalLM\n"
-        "        tools: {parser: nope}\n", encoding="utf-8")
+        "        tools: {parser: nope}\n",
+        encoding="utf-8",
+    )
     with pytest.raises(ConfigurationError, match=r"endpoints\[0\]\.models\[0\]\.tools\.parser: got 'nope'"):
         load_config(config)
 
@@ -175,13 +212,19 @@ def _wheel(files: dict[str, str]) -> io.BytesIO:
 
 def test_the_reader_finds_lazy_tables_and_decorators(tmp_path):
     path = tmp_path / "vllm-0.0.0-py3-none-any.whl"
-    path.write_bytes(_wheel({
-        "vllm/tool_parsers/__init__.py": "_TOOL_PARSERS_TO_REGISTER = {'hermes': ('h', 'H'), 'openai': ('o', 'O')}\n"
-                                         "for n in _TOOL_PARSERS_TO_REGISTER: ToolParserManager.register_lazy_module(n)",
-        "vllm/entrypoints/openai/tool_parsers/x.py": "@ToolParserManager.register_module(['llama3_json', 'llama4_json'])\n"
-                                                     "class X: ...",
-        "vllm/reasoning/qwen3.py": "@ReasoningParserManager.register_module('qwen3')\nclass Q: ...",
-        "vllm/other.py": "_TOOL_PARSERS_TO_REGISTER = {'not_a_parser': 1}",
-    }).getvalue())
-    assert vllm_parsers.names_in_wheel(path) == {"tool": {"hermes", "openai", "llama3_json", "llama4_json"},
-                                                 "reasoning": {"qwen3"}}
+    path.write_bytes(
+        _wheel(
+            {
+                "vllm/tool_parsers/__init__.py": "_TOOL_PARSERS_TO_REGISTER = {'hermes': ('h', 'H'), 'openai': ('o', 'O')}\n"
+                "for n in _TOOL_PARSERS_TO_REGISTER: ToolParserManager.register_lazy_module(n)",
+                "vllm/entrypoints/openai/tool_parsers/x.py": "@ToolParserManager.register_module(['llama3_json', 'llama4_json'])\n"
+                "class X: ...",
+                "vllm/reasoning/qwen3.py": "@ReasoningParserManager.register_module('qwen3')\nclass Q: ...",
+                "vllm/other.py": "_TOOL_PARSERS_TO_REGISTER = {'not_a_parser': 1}",
+            }
+        ).getvalue()
+    )
+    assert vllm_parsers.names_in_wheel(path) == {
+        "tool": {"hermes", "openai", "llama3_json", "llama4_json"},
+        "reasoning": {"qwen3"},
+    }

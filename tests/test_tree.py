@@ -1,4 +1,5 @@
 """core/tree.py: synth-time passes from Python instead of a Python Aspect the Node kernel calls per construct."""
+
 from __future__ import annotations
 
 import json
@@ -91,9 +92,13 @@ def test_checkov_defaults_cover_resources_added_after_the_call(tmp_path: Path) -
     s3.Bucket(stack, "MyBucket")
     app.synth()
     body = json.loads((tmp_path / "Endpoint.template.json").read_text())
-    skipped = {logical: [s["id"] for s in r.get("Metadata", {}).get("checkov", {}).get("skip", [])]
-               for logical, r in body["Resources"].items()}
+    skipped = {
+        logical: [s["id"] for s in r.get("Metadata", {}).get("checkov", {}).get("skip", [])]
+        for logical, r in body["Resources"].items()
+    }
     buckets = sorted(k for k, r in body["Resources"].items() if r["Type"] == "AWS::S3::Bucket")
-    assert {b: skipped[b] for b in buckets if skipped[b]} == {next(b for b in buckets if "AccessLogs" in b): ["CKV_AWS_18"]}
+    assert {b: skipped[b] for b in buckets if skipped[b]} == {
+        next(b for b in buckets if "AccessLogs" in b): ["CKV_AWS_18"]
+    }
     assert len(buckets) == 3 and any(b.startswith("MyBucket") for b in buckets)
     assert skipped[next(k for k in body["Resources"] if k.startswith("MyLogs"))] == []

@@ -1,4 +1,5 @@
 """The front door's turn log holds people's text: it expires by config and only the roles that need it read it."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,14 +24,26 @@ def build(*, sessions: dict[str, Any] | None = None, turn_log_kwargs: dict[str, 
     promos = Stack(app, "Promos", env=ENV)
     stack = Stack(app, "Main", env=ENV)
     llm = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
-    component = llm.add_model("Qwen", ModelSpec(name=MODEL, model_data_s3_uri="s3://my-weights/qwen3-8b/",
-                                                architecture="Qwen3ForCausalLM", sessions=sessions or {}))
+    component = llm.add_model(
+        "Qwen",
+        ModelSpec(
+            name=MODEL,
+            model_data_s3_uri="s3://my-weights/qwen3-8b/",
+            architecture="Qwen3ForCausalLM",
+            sessions=sessions or {},
+        ),
+    )
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=llm, default_component=component)
     turn_log = TurnLog(stack, "Turns", **(turn_log_kwargs or {}))
     front_door.log_turns(turn_log)
-    eagle = EagleOptimization(stack, "QwenEagle", component=component, turn_log=turn_log,
-                              promotion_parameter=PromotionParameter(promos, "QwenHead", model_name=MODEL).parameter,
-                              settings={"dataset": {"source": "front_door"}})
+    eagle = EagleOptimization(
+        stack,
+        "QwenEagle",
+        component=component,
+        turn_log=turn_log,
+        promotion_parameter=PromotionParameter(promos, "QwenHead", model_name=MODEL).parameter,
+        settings={"dataset": {"source": "front_door"}},
+    )
     return stack, turn_log, eagle
 
 
@@ -54,7 +67,9 @@ def test_turns_expire_after_the_front_doors_setting_and_old_versions_after_a_wee
 
     # Every object, the failed deliveries under front-door-errors/ (full turns too) included.
     assert rules["ExpireAllObjects"] == {"Id": "ExpireAllObjects", "ExpirationInDays": 14, "Status": "Enabled"}
-    assert rules["ExpireNoncurrentVersions"]["NoncurrentVersionExpiration"] == {"NoncurrentDays": NONCURRENT_VERSION_DAYS}
+    assert rules["ExpireNoncurrentVersions"]["NoncurrentVersionExpiration"] == {
+        "NoncurrentDays": NONCURRENT_VERSION_DAYS
+    }
     assert turn_log.retention_days == 14
 
 
@@ -62,8 +77,11 @@ def test_only_the_roles_granted_to_read_turns_may_read_or_decrypt_them(built):
     stack, turn_log, eagle = built
     found = resources(stack)
     bucket_id = logical_id(stack, turn_log.bucket)
-    (policy,) = [r for r in found.values() if r["Type"] == "AWS::S3::BucketPolicy"
-                 and r["Properties"]["Bucket"] == {"Ref": bucket_id}]
+    (policy,) = [
+        r
+        for r in found.values()
+        if r["Type"] == "AWS::S3::BucketPolicy" and r["Properties"]["Bucket"] == {"Ref": bucket_id}
+    ]
     (deny,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "OnlyNamedRolesRead"]
     readers = deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
 
@@ -73,9 +91,15 @@ def test_only_the_roles_granted_to_read_turns_may_read_or_decrypt_them(built):
     delivery = {"Fn::GetAtt": [logical_id(stack, turn_log.role), "Arn"]}
     assert delivery not in readers  # Firehose writes; it never reads a turn
     key = found[logical_id(stack, turn_log.bucket.encryption_key)]
-    (key_deny,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"]
-                   if s.get("Sid", "").startswith("OnlyNamedRolesDecryptThroughS3")]
-    assert key_deny["Effect"] == "Deny" and key_deny["Condition"]["StringEquals"]["kms:ViaService"] == "s3.us-east-1.amazonaws.com"
+    (key_deny,) = [
+        s
+        for s in key["Properties"]["KeyPolicy"]["Statement"]
+        if s.get("Sid", "").startswith("OnlyNamedRolesDecryptThroughS3")
+    ]
+    assert (
+        key_deny["Effect"] == "Deny"
+        and key_deny["Condition"]["StringEquals"]["kms:ViaService"] == "s3.us-east-1.amazonaws.com"
+    )
 
 
 def test_a_turn_log_alone_keeps_turns_30_days():
@@ -83,8 +107,14 @@ def test_a_turn_log_alone_keeps_turns_30_days():
 
     stack = Stack(App(), "Alone", env=ENV)
     turn_log = TurnLog(stack, "Turns")
-    Template.from_stack(stack).has_resource_properties("AWS::S3::Bucket", {"LifecycleConfiguration": {"Rules": Match.array_with([
-        {"Id": "ExpireAllObjects", "ExpirationInDays": 30, "Status": "Enabled"}])}})
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "LifecycleConfiguration": {
+                "Rules": Match.array_with([{"Id": "ExpireAllObjects", "ExpirationInDays": 30, "Status": "Enabled"}])
+            }
+        },
+    )
     assert turn_log.retention_days == 30
 
 
@@ -94,15 +124,26 @@ def test_a_given_bucket_expires_both_prefixes_and_is_told_who_reads_it_is_its_ow
     stack = Stack(App(), "Given", env=ENV)
     bucket = s3.Bucket(stack, "Mine")
     TurnLog(stack, "Turns", bucket=bucket, retention_days=10)
-    Template.from_stack(stack).has_resource_properties("AWS::S3::Bucket", {"LifecycleConfiguration": {"Rules": [
-        {"Id": "ExpireTurns", "Prefix": "front-door/", "ExpirationInDays": 10, "Status": "Enabled"},
-        {"Id": "ExpireFailedTurns", "Prefix": ERROR_PREFIX, "ExpirationInDays": 10, "Status": "Enabled"}]}})
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "LifecycleConfiguration": {
+                "Rules": [
+                    {"Id": "ExpireTurns", "Prefix": "front-door/", "ExpirationInDays": 10, "Status": "Enabled"},
+                    {"Id": "ExpireFailedTurns", "Prefix": ERROR_PREFIX, "ExpirationInDays": 10, "Status": "Enabled"},
+                ]
+            }
+        },
+    )
     Annotations.from_stack(stack).has_warning("/Given/Turns", Match.string_like_regexp("who may read them"))
 
 
 def test_retention_given_to_the_turn_log_must_agree_with_the_front_door():
-    with pytest.raises(ConfigurationError, match=r"retention_days: got 10; allowed: 14, the turn_log_retention_days "
-                                                 r"of Main/FrontDoor"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"retention_days: got 10; allowed: 14, the turn_log_retention_days "
+        r"of Main/FrontDoor",
+    ):
         build(sessions={"turn_log_retention_days": 14}, turn_log_kwargs={"retention_days": 10})
 
 

@@ -13,6 +13,7 @@ Synths are few: each (config, edits) is synthesized once for the module and shar
 read at deploy, or an edit of the templates, synthesizes nothing more), each in this interpreter without the
 checks ``app.py`` attaches (``tools/assemblies.py``).
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,8 +31,12 @@ from tools.update_catalogue import ROWS, Edit, Result, Row, analyse, apply
 KEY_TYPES = ("AWS::SageMaker::", "Custom::SageMaker", "Custom::Eagle", "AWS::SSM::", "AWS::Budgets::")
 """The resource types whose creation and deletion a row names: SageMaker's, the capacity plan's, the router's,
 the EAGLE serving model, the run-time parameters, budgets (the table also counts scaling and alarms)."""
-SHIPPED = [ROOT / "config" / "default.yaml", ROOT / "config" / "dev.yaml", ROOT / "config" / "prod.yaml",
-           *sorted((ROOT / "config" / "examples").glob("*.yaml"))]
+SHIPPED = [
+    ROOT / "config" / "default.yaml",
+    ROOT / "config" / "dev.yaml",
+    ROOT / "config" / "prod.yaml",
+    *sorted((ROOT / "config" / "examples").glob("*.yaml")),
+]
 
 
 class Assemblies:
@@ -74,14 +79,21 @@ class Derived:
     def of(cls, outcomes: list[Outcome]) -> "Derived":
         return cls(
             replaced={o.resource_type for o in outcomes if o.action == "replace"},
-            resends={f"{o.resource_type.rsplit('::', 1)[1]} {p}" for o in outcomes
-                     if o.action == "update" and o.resource_type.startswith("AWS::SageMaker::") for p in o.resends},
+            resends={
+                f"{o.resource_type.rsplit('::', 1)[1]} {p}"
+                for o in outcomes
+                if o.action == "update" and o.resource_type.startswith("AWS::SageMaker::")
+                for p in o.resends
+            },
             created={o.resource_type for o in outcomes if o.action == "add" and o.resource_type.startswith(KEY_TYPES)},
-            deleted={o.resource_type for o in outcomes if o.action == "remove" and o.resource_type.startswith(KEY_TYPES)},
+            deleted={
+                o.resource_type for o in outcomes if o.action == "remove" and o.resource_type.startswith(KEY_TYPES)
+            },
             resets={o.run_time.shown for o in outcomes if o.resets and o.run_time is not None},
             overwrites={f"{o.display} {p}" for o in outcomes for p in o.overwrites},
             headroom=[(o.headroom.needed, o.headroom.free, o.headroom.respected) for o in outcomes if o.headroom],
-            binding=any(o.binding_changes for o in outcomes))
+            binding=any(o.binding_changes for o in outcomes),
+        )
 
 
 def _explained(outcomes: list[Outcome]) -> str:
@@ -106,15 +118,29 @@ def test_the_catalogue_has_at_least_twenty_changes_and_no_row_expects_a_reset() 
     assert all(r.blocked for r in ROWS if not r.one_step), "a row that does not deploy in one step names what fails"
 
 
-RENAMES = ("endpoint-renamed", "model-renamed-the-chat-model", "model-renamed-with-its-adapters", "component-renamed",
-           "adapter-renamed", "router-renamed", "run-time-parameters-under-a-new-construct-id", "budget-under-a-new",
-           "router-under-a-new")
+RENAMES = (
+    "endpoint-renamed",
+    "model-renamed-the-chat-model",
+    "model-renamed-with-its-adapters",
+    "component-renamed",
+    "adapter-renamed",
+    "router-renamed",
+    "run-time-parameters-under-a-new-construct-id",
+    "budget-under-a-new",
+    "router-under-a-new",
+)
 
 
 def test_every_named_thing_has_a_rename_row_and_the_lifecycle_rows_are_there() -> None:
     slugs = [r.slug for r in ROWS]
-    for wanted in RENAMES + ("removal-retain-destroy", "removal-destroy-retain", "stack-delete-and-deploy-again",
-                             "weights-changed", "budget-notifications-changed", "router-targets-changed"):
+    for wanted in RENAMES + (
+        "removal-retain-destroy",
+        "removal-destroy-retain",
+        "stack-delete-and-deploy-again",
+        "weights-changed",
+        "budget-notifications-changed",
+        "router-targets-changed",
+    ):
         assert any(s.startswith(wanted) for s in slugs), wanted
 
 
@@ -131,14 +157,27 @@ def test_each_change_does_on_deploy_what_its_row_says(row: Row, assemblies: Asse
         return
     outcomes = result.outcomes
     derived = Derived.of(outcomes)
-    expected = Derived(set(row.replaced), set(row.resends), set(row.created), set(row.deleted), set(row.resets),
-                       set(), [], row.binding)
-    found = {"replaced": derived.replaced, "resends": derived.resends, "created": derived.created,
-             "deleted": derived.deleted, "resets": derived.resets, "overwrites": derived.overwrites,
-             "binding": derived.binding}
-    want = {"replaced": expected.replaced, "resends": expected.resends, "created": expected.created,
-            "deleted": expected.deleted, "resets": expected.resets, "overwrites": expected.overwrites,
-            "binding": expected.binding}
+    expected = Derived(
+        set(row.replaced), set(row.resends), set(row.created), set(row.deleted), set(row.resets), set(), [], row.binding
+    )
+    found = {
+        "replaced": derived.replaced,
+        "resends": derived.resends,
+        "created": derived.created,
+        "deleted": derived.deleted,
+        "resets": derived.resets,
+        "overwrites": derived.overwrites,
+        "binding": derived.binding,
+    }
+    want = {
+        "replaced": expected.replaced,
+        "resends": expected.resends,
+        "created": expected.created,
+        "deleted": expected.deleted,
+        "resets": expected.resets,
+        "overwrites": expected.overwrites,
+        "binding": expected.binding,
+    }
     differs = {k: (want[k], found[k]) for k in want if want[k] != found[k]}
     assert not differs, f"{row.change} ({row.config}): expected, classified: {differs}\n{_explained(outcomes)}"
     if row.headroom is None:
@@ -149,11 +188,14 @@ def test_each_change_does_on_deploy_what_its_row_says(row: Row, assemblies: Asse
 
 
 def test_a_replaced_plan_bound_endpoint_config_says_how_many_free_plan_instances_it_needs(
-        assemblies: Assemblies) -> None:
+    assemblies: Assemblies,
+) -> None:
     (row,) = [r for r in ROWS if r.headroom == (2, 2)]
     (config,) = [o for o in outcomes_of(row, assemblies) if o.headroom is not None]
-    assert any(line.startswith("replaces the endpoint config: needs 2 free plan instances") and "2 free, enough" in line
-               for line in config.lines), config.lines
+    assert any(
+        line.startswith("replaces the endpoint config: needs 2 free plan instances") and "2 free, enough" in line
+        for line in config.lines
+    ), config.lines
 
 
 def test_a_value_read_at_deploy_changes_nothing_in_the_templates(assemblies: Assemblies) -> None:
@@ -166,7 +208,8 @@ def test_a_value_read_at_deploy_changes_nothing_in_the_templates(assemblies: Ass
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_a_tag_change_on_every_shipped_config_resets_nothing_replaces_nothing_and_keeps_the_binding(
-        path: Path, assemblies: Assemblies) -> None:
+    path: Path, assemblies: Assemblies
+) -> None:
     config = str(path.relative_to(ROOT))
     outcomes = classify(assemblies.of(config), assemblies.of(config, (("set", "tags.team", "ml-platform"),)))
     derived = Derived.of(outcomes)
@@ -210,7 +253,13 @@ def test_the_table_counts_what_the_analysis_finds(assemblies: Assemblies) -> Non
 def test_edits_are_made_to_a_copy() -> None:
     data: dict[str, Any] = {"endpoints": [{"name": "Chat", "models": [{"name": "a"}, {"name": "b"}]}]}
     before = copy.deepcopy(data)
-    changed = apply(data, (("delete", "endpoints[0].models[0]"), ("set", "tags.team", "x"),
-                           ("append", "endpoints[0].models", {"name": "c"})))
+    changed = apply(
+        data,
+        (
+            ("delete", "endpoints[0].models[0]"),
+            ("set", "tags.team", "x"),
+            ("append", "endpoints[0].models", {"name": "c"}),
+        ),
+    )
     assert data == before
     assert changed == {"endpoints": [{"name": "Chat", "models": [{"name": "b"}, {"name": "c"}]}], "tags": {"team": "x"}}

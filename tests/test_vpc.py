@@ -1,4 +1,5 @@
 """Endpoints in a VPC: every VPC config example (README) and library use, in bound and env-agnostic stacks."""
+
 from __future__ import annotations
 
 import json
@@ -64,33 +65,85 @@ def test_library_subnets_imported_by_id_with_or_without_zone(env, with_zones):
     stack = Stack(App(), "Lib", env=env)
     vpc = ec2.Vpc.from_vpc_attributes(stack, "Vpc", vpc_id="vpc-0abc12345def67890", availability_zones=["us-east-1a"])
     ids = ["subnet-0abc12345def67890", "subnet-0abc12345def67891"]
-    subnets = [ec2.Subnet.from_subnet_attributes(stack, f"S{i}", subnet_id=s, availability_zone=f"us-east-1{'ab'[i]}")
-               if with_zones else ec2.Subnet.from_subnet_id(stack, f"S{i}", s) for i, s in enumerate(ids)]
+    subnets = [
+        ec2.Subnet.from_subnet_attributes(stack, f"S{i}", subnet_id=s, availability_zone=f"us-east-1{'ab'[i]}")
+        if with_zones
+        else ec2.Subnet.from_subnet_id(stack, f"S{i}", s)
+        for i, s in enumerate(ids)
+    ]
     group = ec2.SecurityGroup.from_security_group_id(stack, "Sg", "sg-0abc12345def67890")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge", vpc=vpc,
-                           vpc_subnets=ec2.SubnetSelection(subnets=subnets), security_groups=[group])
+    endpoint = LlmEndpoint(
+        stack,
+        "Endpoint",
+        instance_type="ml.g6e.12xlarge",
+        vpc=vpc,
+        vpc_subnets=ec2.SubnetSelection(subnets=subnets),
+        security_groups=[group],
+    )
     endpoint.add_model("m", ModelSpec(**MODEL))
     template = Template.from_stack(stack)
     assert only(template, "AWS::SageMaker::EndpointConfig")["Properties"]["VpcConfig"] == {
-        "Subnets": ids, "SecurityGroupIds": ["sg-0abc12345def67890"]}
+        "Subnets": ids,
+        "SecurityGroupIds": ["sg-0abc12345def67890"],
+    }
     statements = only(template, "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
     eni = next(s for s in statements if s.get("Sid") == "ManageEndpointNetworkInterfaces")
     tails = [stack.resolve(r) if isinstance(r, str) else r["Fn::Join"][1][-1] for r in eni["Resource"]]
     assert [t.rsplit(":", 1)[-1] for t in tails] == [
-        "network-interface/*", f"subnet/{ids[0]}", f"subnet/{ids[1]}", "security-group/sg-0abc12345def67890"]
+        "network-interface/*",
+        f"subnet/{ids[0]}",
+        f"subnet/{ids[1]}",
+        "security-group/sg-0abc12345def67890",
+    ]
 
 
 def test_subnet_zones_one_per_subnet():
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "endpoints[0].vpc.subnet_availability_zones: got ['us-east-1a']; allowed: one zone per subnet (2")):
-        parse_config({"endpoints": [{"name": "Chat", "instance_type": "ml.g6e.12xlarge", "models": [MODEL], "vpc": {
-            "vpc_id": "vpc-0abc12345def67890", "subnet_ids": ["subnet-0abc12345def67890", "subnet-0abc12345def67891"],
-            "subnet_availability_zones": ["us-east-1a"], "security_group_ids": ["sg-0abc12345def67890"]}}]})
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "endpoints[0].vpc.subnet_availability_zones: got ['us-east-1a']; allowed: one zone per subnet (2"
+        ),
+    ):
+        parse_config(
+            {
+                "endpoints": [
+                    {
+                        "name": "Chat",
+                        "instance_type": "ml.g6e.12xlarge",
+                        "models": [MODEL],
+                        "vpc": {
+                            "vpc_id": "vpc-0abc12345def67890",
+                            "subnet_ids": ["subnet-0abc12345def67890", "subnet-0abc12345def67891"],
+                            "subnet_availability_zones": ["us-east-1a"],
+                            "security_group_ids": ["sg-0abc12345def67890"],
+                        },
+                    }
+                ]
+            }
+        )
 
 
 def test_subnet_zone_names_are_checked():
-    with pytest.raises(ConfigurationError, match=re.escape(
-            "endpoints[0].vpc.subnet_availability_zones[0]: got 'use1-az1'; allowed: an Availability Zone name")):
-        parse_config({"endpoints": [{"name": "Chat", "instance_type": "ml.g6e.12xlarge", "models": [MODEL], "vpc": {
-            "vpc_id": "vpc-0abc12345def67890", "subnet_ids": ["subnet-0abc12345def67890"],
-            "subnet_availability_zones": ["use1-az1"], "security_group_ids": ["sg-0abc12345def67890"]}}]})
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "endpoints[0].vpc.subnet_availability_zones[0]: got 'use1-az1'; allowed: an Availability Zone name"
+        ),
+    ):
+        parse_config(
+            {
+                "endpoints": [
+                    {
+                        "name": "Chat",
+                        "instance_type": "ml.g6e.12xlarge",
+                        "models": [MODEL],
+                        "vpc": {
+                            "vpc_id": "vpc-0abc12345def67890",
+                            "subnet_ids": ["subnet-0abc12345def67890"],
+                            "subnet_availability_zones": ["use1-az1"],
+                            "security_group_ids": ["sg-0abc12345def67890"],
+                        },
+                    }
+                ]
+            }
+        )

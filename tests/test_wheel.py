@@ -3,6 +3,7 @@ declared dependencies, and synthesize the example apps from outside the reposito
 
 Slow (under a minute): select with ``pytest -m wheel``, leave out with ``-m "not wheel"``.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from support.examples import (CHECKS, EXAMPLES, LAMBDA_ROOT, ROOT, assert_flags_of_cdk_json, child_env, missing_exports,
-                              pending_reason, read_assembly, synthesize_with_cli)
+from support.examples import (
+    CHECKS,
+    EXAMPLES,
+    LAMBDA_ROOT,
+    ROOT,
+    assert_flags_of_cdk_json,
+    child_env,
+    missing_exports,
+    pending_reason,
+    read_assembly,
+    synthesize_with_cli,
+)
 
 LIBRARY = ROOT / "constructs" / "sagemaker_llm_cdk"
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "constructs", "lambda")
@@ -40,8 +51,10 @@ apply_checks(app)
 app.synth()
 """
 """An outside team's app as the README's "For other teams" has them write it: a stack bound to an account in code."""
-SETUPTOOLS_WARNING = re.compile(r"BuildBackendWarning|SetuptoolsDeprecationWarning|SetuptoolsWarning|"
-                                r"absent from the `packages` configuration")
+SETUPTOOLS_WARNING = re.compile(
+    r"BuildBackendWarning|SetuptoolsDeprecationWarning|SetuptoolsWarning|"
+    r"absent from the `packages` configuration"
+)
 
 
 def handler_folders() -> list[Path]:
@@ -53,20 +66,33 @@ SHARED_PACKAGE_DIR = LAMBDA_ROOT / "_shared" / "llm_cdk_shared"
 
 def packaged_files() -> set[str]:
     """Every file the wheel must hold: the library's modules and py.typed, every handler file, the handlers' README."""
-    files = {f"sagemaker_llm_cdk/{p.relative_to(LIBRARY).as_posix()}" for p in LIBRARY.rglob("*")
-             if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    files = {
+        f"sagemaker_llm_cdk/{p.relative_to(LIBRARY).as_posix()}"
+        for p in LIBRARY.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
     for folder in handler_folders():
-        files |= {f"sagemaker_llm_cdk/_lambda/{folder.name}/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*")
-                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
-    files |= {f"sagemaker_llm_cdk/_lambda/_shared/llm_cdk_shared/{p.relative_to(SHARED_PACKAGE_DIR).as_posix()}"
-              for p in SHARED_PACKAGE_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+        files |= {
+            f"sagemaker_llm_cdk/_lambda/{folder.name}/{p.relative_to(folder).as_posix()}"
+            for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        }
+    files |= {
+        f"sagemaker_llm_cdk/_lambda/_shared/llm_cdk_shared/{p.relative_to(SHARED_PACKAGE_DIR).as_posix()}"
+        for p in SHARED_PACKAGE_DIR.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
     return files | {"sagemaker_llm_cdk/_lambda/README.md", "sagemaker_llm_cdk/py.typed"}
 
 
 def test_every_handler_folder_is_a_listed_package():
     """setuptools ships (and stays quiet about) lambda/<name>/ only when pyproject.toml lists it."""
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    missing = [f"sagemaker_llm_cdk._lambda.{f.name}" for f in handler_folders() if f"sagemaker_llm_cdk._lambda.{f.name}" not in listed]
+    missing = [
+        f"sagemaker_llm_cdk._lambda.{f.name}"
+        for f in handler_folders()
+        if f"sagemaker_llm_cdk._lambda.{f.name}" not in listed
+    ]
     assert not missing, f"add {missing} to [tool.setuptools] packages in pyproject.toml"
     assert "sagemaker_llm_cdk._lambda._shared.llm_cdk_shared" in listed, "the handlers' shared package must ship too"
 
@@ -99,7 +125,9 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
             shutil.copy2(path, source / name)
     dist = tmp_path / "dist"
     build = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--verbose", "--wheel-dir", dist, source])
-    noise = sorted({line.strip() for line in (build.stdout + build.stderr).splitlines() if SETUPTOOLS_WARNING.search(line)})
+    noise = sorted(
+        {line.strip() for line in (build.stdout + build.stderr).splitlines() if SETUPTOOLS_WARNING.search(line)}
+    )
     assert not noise, "the build warns:\n" + "\n".join(noise)
     (wheel,) = dist.glob("sagemaker_llm_cdk-*-py3-none-any.whl")
     lap("build wheel")
@@ -114,7 +142,9 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     assert not packaged_files() - names, f"missing from the wheel: {sorted(packaged_files() - names)}"
     assert {n.split("/")[0] for n in names} == {"sagemaker_llm_cdk", f"sagemaker_llm_cdk-{version}.dist-info"}
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
-    requires = sorted(line.removeprefix("Requires-Dist: ") for line in metadata.splitlines() if line.startswith("Requires-Dist: "))
+    requires = sorted(
+        line.removeprefix("Requires-Dist: ") for line in metadata.splitlines() if line.startswith("Requires-Dist: ")
+    )
     extras = [r for r in requires if "extra ==" in r]
     assert len(requires) - len(extras) == len(project["dependencies"]), requires
     assert len(extras) == sum(len(v) for v in project.get("optional-dependencies", {}).values()), extras
@@ -130,14 +160,22 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     run([*pip, "install", "--no-compile", "--quiet", wheel])
     lap("pip install wheel + dependencies")
     run([*pip, "check"])
-    probe = run([python, "-c", (
-        "import importlib.util, json, sagemaker_llm_cdk as m\n"
-        "from sagemaker_llm_cdk.core._assets import handler_dir, shared_package_dir\n"
-        "print(json.dumps({'file': m.__file__, 'version': m.__version__, 'all': m.__all__,\n"
-        "  'handler': handler_dir('capacity_plan_expiry'),\n"
-        "  'shared': str(shared_package_dir()),\n"
-        "  'powertools': importlib.util.find_spec('aws_lambda_powertools') is not None}))")],
-        cwd=tmp_path, env=child_env(venv / "bin", write_bytecode=True))
+    probe = run(
+        [
+            python,
+            "-c",
+            (
+                "import importlib.util, json, sagemaker_llm_cdk as m\n"
+                "from sagemaker_llm_cdk.core._assets import handler_dir, shared_package_dir\n"
+                "print(json.dumps({'file': m.__file__, 'version': m.__version__, 'all': m.__all__,\n"
+                "  'handler': handler_dir('capacity_plan_expiry'),\n"
+                "  'shared': str(shared_package_dir()),\n"
+                "  'powertools': importlib.util.find_spec('aws_lambda_powertools') is not None}))"
+            ),
+        ],
+        cwd=tmp_path,
+        env=child_env(venv / "bin", write_bytecode=True),
+    )
     installed = json.loads(probe.stdout.strip().splitlines()[-1])
     site = str(venv / "lib")
     assert installed["file"].startswith(site) and installed["handler"].startswith(site), installed
@@ -178,11 +216,16 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     shutil.copy2(EXAMPLES / CLI_EXAMPLE / "cdk.json", team / "cdk.json")
     team_synth = synthesize_with_cli(team, env=env)
     assert team_synth.outdir == team / "cdk.out" and set(team_synth.stacks) == {"TeamChat"}
-    assert any(r["Type"] == "AWS::SageMaker::InferenceComponent" for r in team_synth.stacks["TeamChat"]["Resources"].values())
+    assert any(
+        r["Type"] == "AWS::SageMaker::InferenceComponent" for r in team_synth.stacks["TeamChat"]["Resources"].values()
+    )
     lap("cdk synth of a team's bound app")
     if in_process:
-        run([python, ROOT / "tests" / "support" / "examples.py", *in_process], cwd=tmp_path,
-            env={**env, "CDK_VALIDATION": "false"})
+        run(
+            [python, ROOT / "tests" / "support" / "examples.py", *in_process],
+            cwd=tmp_path,
+            env={**env, "CDK_VALIDATION": "false"},
+        )
         synths |= {app_dir.name: read_assembly(outdir) for app_dir, outdir in zip(in_process[::2], in_process[1::2])}
         lap(f"synth {len(in_process) // 2} examples in one process")
     for name, synth in sorted(synths.items()):
@@ -196,9 +239,22 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     configs.mkdir()
     for name in ("base.yaml", "dev.yaml"):
         shutil.copy2(ROOT / "config" / name, configs / name)
-    command = [python, "-m", "sagemaker_llm_cdk.preflight", "--config", configs / "dev.yaml", "--offline", "--region", "us-east-1"]
+    command = [
+        python,
+        "-m",
+        "sagemaker_llm_cdk.preflight",
+        "--config",
+        configs / "dev.yaml",
+        "--offline",
+        "--region",
+        "us-east-1",
+    ]
     checked = run([*command, "--no-synth"], cwd=tmp_path, env=env)
-    assert checked.stdout.strip().splitlines()[-1].startswith(f"preflight of {configs / 'dev.yaml'} for us-east-1 (offline): 0 blocker(s)")
+    assert (
+        checked.stdout.strip()
+        .splitlines()[-1]
+        .startswith(f"preflight of {configs / 'dev.yaml'} for us-east-1 (offline): 0 blocker(s)")
+    )
     synthesized = sorted((tmp_path / "out").glob("*/manifest.json"))
     if synthesized:
         skipped = run([*command, "--cdk-out", synthesized[0].parent], cwd=tmp_path, env=env)

@@ -1,4 +1,5 @@
 """The GitHub workflows: current action majors (Node 24), caches keyed on the lock files, the PR summary."""
+
 from __future__ import annotations
 
 import re
@@ -8,9 +9,17 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
-CURRENT = {"actions/checkout": 7, "actions/setup-python": 7, "actions/setup-node": 7, "actions/cache": 6,
-           "actions/cache/restore": 6, "actions/upload-artifact": 7, "actions/download-artifact": 8,
-           "actions/upload-pages-artifact": 5, "actions/deploy-pages": 5}
+CURRENT = {
+    "actions/checkout": 7,
+    "actions/setup-python": 7,
+    "actions/setup-node": 7,
+    "actions/cache": 6,
+    "actions/cache/restore": 6,
+    "actions/upload-artifact": 7,
+    "actions/download-artifact": 8,
+    "actions/upload-pages-artifact": 5,
+    "actions/deploy-pages": 5,
+}
 """The newest majors, all on the Node.js 24 action runtime (Node 20 actions are deprecated on GitHub's runners)."""
 
 
@@ -34,8 +43,11 @@ def test_every_action_is_on_its_current_major():
 
 
 def test_pr_check_caches_the_environments_keyed_on_the_lock_files():
-    caches = {step["with"]["path"]: step["with"]["key"] for step in steps("pr-checks.yml")
-              if step.get("uses", "").startswith("actions/cache@")}
+    caches = {
+        step["with"]["path"]: step["with"]["key"]
+        for step in steps("pr-checks.yml")
+        if step.get("uses", "").startswith("actions/cache@")
+    }
     assert set(caches) == {".venv", "node_modules"}
     for lock in ("requirements.txt", "requirements-dev.txt", "requirements-checkov.txt"):
         assert f"'{lock}'" in caches[".venv"]
@@ -63,8 +75,13 @@ def test_make_synth_does_not_build_the_checkov_environment():
 def test_make_deploy_passes_context_through_and_never_skips_approval_by_default():
     import subprocess
 
-    dry = subprocess.run(["make", "-n", "deploy", "CONFIG=config/dev.yaml", "CONTEXT=-c purchase=chat-p5e-2027q1"],
-                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    dry = subprocess.run(
+        ["make", "-n", "deploy", "CONFIG=config/dev.yaml", "CONTEXT=-c purchase=chat-p5e-2027q1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     synth = next(line for line in dry.splitlines() if "cdk synth" in line)
     assert "-c config=config/dev.yaml" in synth and "-c purchase=chat-p5e-2027q1" in synth
     deploy = next(line for line in dry.splitlines() if "cdk deploy" in line)
@@ -86,8 +103,12 @@ def test_cdk_json_runs_the_app_with_this_checkouts_venv_and_says_so_when_it_is_m
     missing = subprocess.run(["tools/venv-python", "-c", "print(1)"], cwd=tmp_path, capture_output=True, text=True)
     assert missing.returncode == 1
     assert "error:" in missing.stderr and "make setup" in missing.stderr and "Traceback" not in missing.stderr
-    found = subprocess.run([str(ROOT / "tools" / "venv-python"), "-c", "import sys; print(sys.prefix)"],
-                           capture_output=True, text=True, check=True)
+    found = subprocess.run(
+        [str(ROOT / "tools" / "venv-python"), "-c", "import sys; print(sys.prefix)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert Path(found.stdout.strip()).resolve() == (ROOT / ".venv").resolve()
 
 
@@ -100,11 +121,19 @@ def test_pr_docs_job_builds_both_references_and_fails_on_drift_and_broken_links(
     assert re.search(r"^docs: .*\breference\b", makefile, re.M), "make docs writes the config reference first"
     assert re.search(r"^links: .*\n\t\$\(BIN\)/python -m tools\.check_links$", makefile, re.M)
     restores = [s for s in docs["steps"] if s.get("uses", "").startswith("actions/cache")]
-    assert restores and all(s["uses"].startswith("actions/cache/restore@") for s in restores), \
+    assert restores and all(s["uses"].startswith("actions/cache/restore@") for s in restores), (
         "the docs job restores the checks job's caches and never saves a partial .venv"
-    keys = {s["with"]["path"]: s["with"]["key"] for s in steps("pr-checks.yml") if s.get("uses", "").startswith("actions/cache")}
-    checks = {s["with"]["path"]: s["with"]["key"] for s in jobs("pr-checks.yml")["checks"]["steps"]
-              if s.get("uses", "").startswith("actions/cache@")}
+    )
+    keys = {
+        s["with"]["path"]: s["with"]["key"]
+        for s in steps("pr-checks.yml")
+        if s.get("uses", "").startswith("actions/cache")
+    }
+    checks = {
+        s["with"]["path"]: s["with"]["key"]
+        for s in jobs("pr-checks.yml")["checks"]["steps"]
+        if s.get("uses", "").startswith("actions/cache@")
+    }
     assert keys == checks, "the docs job restores exactly what the checks job saves"
 
 

@@ -7,6 +7,7 @@ path metadata, as ``cdk synth`` passes them, but without the checks ``app.py`` a
 template validator run in ``make check`` and the app's own tests): the comparison reads the templates only, and a
 synth takes a few seconds instead of many. CDK is imported only when a synth runs.
 """
+
 from __future__ import annotations
 
 import copy
@@ -18,8 +19,10 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-CDK_CONTEXT: dict[str, Any] = {**json.loads((ROOT / "cdk.json").read_text(encoding="utf-8"))["context"],
-                               "aws:cdk:enable-path-metadata": True}
+CDK_CONTEXT: dict[str, Any] = {
+    **json.loads((ROOT / "cdk.json").read_text(encoding="utf-8"))["context"],
+    "aws:cdk:enable-path-metadata": True,
+}
 
 
 def config_data(path: Path) -> dict[str, Any]:
@@ -44,8 +47,13 @@ def synth_config(data: dict[str, Any], config_dir: Path, outdir: Path) -> float:
     start = time.monotonic()
     config = parse_config(data, source=str(config_dir))
     app = App(outdir=str(outdir), context=dict(CDK_CONTEXT), builtin_cloud_formation_validation=False)
-    platform = LlmPlatformStack(app, config.stack_name, config=config, config_dir=config_dir,
-                                env=Environment(account=config.target.account, region=config.target.region))
+    platform = LlmPlatformStack(
+        app,
+        config.stack_name,
+        config=config,
+        config_dir=config_dir,
+        env=Environment(account=config.target.account, region=config.target.region),
+    )
     add_app_routers(app, platform, config)  # as app.py does: a <stack name>Routers stack when the config has routers
     app.synth()
     return time.monotonic() - start

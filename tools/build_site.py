@@ -11,6 +11,7 @@ links between pages point at their ``.html``, links to other files of the reposi
 (``[project.urls] Repository`` in ``pyproject.toml``). The release workflow uploads OUTPUT with
 ``actions/upload-pages-artifact`` and publishes it with ``actions/deploy-pages``.
 """
+
 from __future__ import annotations
 
 import html
@@ -76,12 +77,18 @@ def render_page(page: Path, site_pages: dict[Path, str], *, root: Path = ROOT, r
         if not target or target.startswith("#") or re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):
             return match.group(0)
         path_part, hash_, anchor = target.partition("#")
-        resolved = ((root / path_part.lstrip("/")) if path_part.startswith("/") else (page.parent / path_part)).resolve()
+        resolved = (
+            (root / path_part.lstrip("/")) if path_part.startswith("/") else (page.parent / path_part)
+        ).resolve()
         if resolved in site_pages:
             new = up + site_pages[resolved] + (hash_ + anchor)
         else:
             kind = "tree" if resolved.is_dir() else "blob"
-            relative = resolved.relative_to(root.resolve()).as_posix() if resolved.is_relative_to(root.resolve()) else path_part
+            relative = (
+                resolved.relative_to(root.resolve()).as_posix()
+                if resolved.is_relative_to(root.resolve())
+                else path_part
+            )
             new = f"{repository}/{kind}/main/{relative}" + (hash_ + anchor)
         return f'{match.group(1)}="{html.escape(new, quote=True)}"'
 
@@ -89,8 +96,14 @@ def render_page(page: Path, site_pages: dict[Path, str], *, root: Path = ROOT, r
     body = markdown2.markdown(text, extras=["tables", "fenced-code-blocks", "strike", "cuddled-lists"])
     body = _HREF.sub(link, _with_anchors(body))
     title = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("# ")), page.stem)
-    nav = " ".join(f'<a href="{up}{name}">{label}</a>' for name, label in (
-        ("index.html", "Home"), ("docs/config-reference.html", "Config reference"), ("api/sagemaker_llm_cdk.html", "API")))
+    nav = " ".join(
+        f'<a href="{up}{name}">{label}</a>'
+        for name, label in (
+            ("index.html", "Home"),
+            ("docs/config-reference.html", "Config reference"),
+            ("api/sagemaker_llm_cdk.html", "API"),
+        )
+    )
     return TEMPLATE.format(title=html.escape(title), nav=nav, body=body)
 
 

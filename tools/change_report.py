@@ -66,6 +66,7 @@ URLs, container asset tags), ``aws:cdk:*``/``aws:asset:*`` metadata, checkov/cdk
 and ``DependsOn``. Exit status 0 whatever changes (the report informs; the pull-request check
 decides), 2 when the inputs are not cloud assemblies or a synth fails.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -160,13 +161,20 @@ def _load(folder: Path, prefix: str, stacks: dict[str, StackTemplate]) -> None:
         properties = artifact.get("properties", {})
         if artifact.get("type") == "aws:cloudformation:stack":
             template = _read_json(folder / properties["templateFile"])
-            stack = StackTemplate(prefix + artifact_id, artifact.get("displayName") or artifact_id,
-                                  template.get("Resources") or {}, outputs=template.get("Outputs") or {},
-                                  parameters=template.get("Parameters") or {}, conditions=template.get("Conditions") or {},
-                                  environment=str(artifact.get("environment", "")),
-                                  dependencies=tuple(prefix + d for d in artifact.get("dependencies", [])
-                                                     if manifest["artifacts"].get(d, {}).get("type")
-                                                     == "aws:cloudformation:stack"))
+            stack = StackTemplate(
+                prefix + artifact_id,
+                artifact.get("displayName") or artifact_id,
+                template.get("Resources") or {},
+                outputs=template.get("Outputs") or {},
+                parameters=template.get("Parameters") or {},
+                conditions=template.get("Conditions") or {},
+                environment=str(artifact.get("environment", "")),
+                dependencies=tuple(
+                    prefix + d
+                    for d in artifact.get("dependencies", [])
+                    if manifest["artifacts"].get(d, {}).get("type") == "aws:cloudformation:stack"
+                ),
+            )
             stacks[stack.key] = stack
             _load_nested(folder, stack, stacks, assets)
         elif artifact.get("type") == "cdk:cloud-assembly":
@@ -191,8 +199,7 @@ def _nested_template(folder: Path, resource: dict[str, Any], assets: dict[str, s
     return next((folder / c for c in candidates if c and (folder / c).is_file()), None)
 
 
-def _load_nested(folder: Path, parent: StackTemplate, stacks: dict[str, StackTemplate],
-                 assets: dict[str, str]) -> None:
+def _load_nested(folder: Path, parent: StackTemplate, stacks: dict[str, StackTemplate], assets: dict[str, str]) -> None:
     for logical_id, resource in parent.resources.items():
         metadata = resource.get("Metadata") or {}
         template = _nested_template(folder, resource, assets) if resource.get("Type") == NESTED_STACK else None
@@ -201,10 +208,17 @@ def _load_nested(folder: Path, parent: StackTemplate, stacks: dict[str, StackTem
         cdk_path = metadata.get("aws:cdk:path", "")
         title = cdk_path.split(".NestedStack/")[0] if ".NestedStack/" in cdk_path else f"{parent.title}/{logical_id}"
         loaded = _read_json(template)
-        nested = StackTemplate(f"{parent.key}/{logical_id}", title, loaded.get("Resources") or {}, parent.key,
-                               logical_id, outputs=loaded.get("Outputs") or {},
-                               parameters=loaded.get("Parameters") or {}, conditions=loaded.get("Conditions") or {},
-                               environment=parent.environment)
+        nested = StackTemplate(
+            f"{parent.key}/{logical_id}",
+            title,
+            loaded.get("Resources") or {},
+            parent.key,
+            logical_id,
+            outputs=loaded.get("Outputs") or {},
+            parameters=loaded.get("Parameters") or {},
+            conditions=loaded.get("Conditions") or {},
+            environment=parent.environment,
+        )
         stacks[nested.key] = nested
         _load_nested(folder, nested, stacks, assets)
 
@@ -235,16 +249,23 @@ def normalize(resource: dict[str, Any]) -> dict[str, Any]:
     for attribute in ATTRIBUTES:
         if attribute in resource:
             out[attribute] = resource[attribute]
-    metadata = {k: v for k, v in (resource.get("Metadata") or {}).items()
-                if not k.startswith(("aws:cdk:", "aws:asset:")) and k not in IGNORED_METADATA}
+    metadata = {
+        k: v
+        for k, v in (resource.get("Metadata") or {}).items()
+        if not k.startswith(("aws:cdk:", "aws:asset:")) and k not in IGNORED_METADATA
+    }
     if metadata:
         out["Metadata"] = _mask(metadata)
     return out
 
 
 def _is_intrinsic(value: Any) -> bool:
-    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ("Ref", "Condition") or (
-        isinstance(value, dict) and len(value) == 1 and next(iter(value)).startswith("Fn::"))
+    return (
+        isinstance(value, dict)
+        and len(value) == 1
+        and next(iter(value)) in ("Ref", "Condition")
+        or (isinstance(value, dict) and len(value) == 1 and next(iter(value)).startswith("Fn::"))
+    )
 
 
 def leaf_changes(old: Any, new: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Any, Any]]:
@@ -258,7 +279,9 @@ def leaf_changes(old: Any, new: Any, path: tuple[Any, ...] = ()) -> list[tuple[t
         return [c for i, (a, b) in enumerate(zip(old, new)) for c in leaf_changes(a, b, path + (i,))]
     if (isinstance(old, list) or isinstance(new, list)) and old is not MISSING and new is not MISSING:
         before, after = _as_list(old), _as_list(new)
-        return [(path, ItemDelta([v for v in before if v not in after]), ItemDelta([v for v in after if v not in before]))]
+        return [
+            (path, ItemDelta([v for v in before if v not in after]), ItemDelta([v for v in after if v not in before]))
+        ]
     return [(path, old, new)]
 
 
@@ -326,18 +349,20 @@ def text_change(old: str, new: str, context: int = 30) -> tuple[TextDelta, TextD
     end = 0
     while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
         end += 1
+
     def middle(text: str) -> str:
-        part = text[start:len(text) - end]
+        part = text[start : len(text) - end]
         return part if len(part) <= 300 else part[:150] + "..." + part[-150:]
 
-    lead = ("..." if start > context else "") + old[max(0, start - context):start]
-    tail_old = old[len(old) - end:len(old) - end + context] if end else ""
+    lead = ("..." if start > context else "") + old[max(0, start - context) : start]
+    tail_old = old[len(old) - end : len(old) - end + context] if end else ""
     tail = tail_old + ("..." if end > context else "")
     return TextDelta(lead + "[-" + middle(old) + "-]" + tail), TextDelta(lead + "{+" + middle(new) + "+}" + tail)
 
 
-def _detailed(found: list[tuple[tuple[Any, ...], Any, Any]], prefix: str,
-              resource_type: str | None) -> list[PropertyChange]:
+def _detailed(
+    found: list[tuple[tuple[Any, ...], Any, Any]], prefix: str, resource_type: str | None
+) -> list[PropertyChange]:
     """PropertyChanges for ``found``; a long string on both sides becomes what changed inside it (JSON-aware)."""
     out = []
     for path, before, after in found:
@@ -348,8 +373,10 @@ def _detailed(found: list[tuple[tuple[Any, ...], Any, Any]], prefix: str,
             ja, jb = _as_json(a), _as_json(b)
             if ja is not None and jb is not None:
                 inner = [(p, *_inside_text(x, y)) for p, x, y in json_changes(ja, jb)]
-                out += [PropertyChange(f"{shown}{INSIDE}{render_path(p) or '(whole)'}", x, y, create_only)
-                        for p, x, y in inner] or [PropertyChange(shown, before, after, create_only)]
+                out += [
+                    PropertyChange(f"{shown}{INSIDE}{render_path(p) or '(whole)'}", x, y, create_only)
+                    for p, x, y in inner
+                ] or [PropertyChange(shown, before, after, create_only)]
                 continue
             delta_old, delta_new = text_change(a, b)
             out.append(PropertyChange(shown, delta_old, delta_new, create_only))
@@ -380,7 +407,7 @@ def references(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[A
     """(path, logical id or parameter) for every Ref, Fn::GetAtt and Fn::Sub reference in ``value``."""
     if isinstance(value, dict):
         if len(value) == 1:
-            (key, arg), = value.items()
+            ((key, arg),) = value.items()
             if key == "Ref" and isinstance(arg, str) and not arg.startswith("AWS::"):
                 yield path, arg
                 return
@@ -414,8 +441,9 @@ def create_only_properties(resource_type: str) -> list[tuple[str, ...]] | None:
         except ResourceNotFoundError:
             _CREATE_ONLY[resource_type] = None
         else:
-            _CREATE_ONLY[resource_type] = [tuple(p.split("/")[2:]) for p in schema.get("createOnlyProperties", [])
-                                           if p.startswith("/properties/")]
+            _CREATE_ONLY[resource_type] = [
+                tuple(p.split("/")[2:]) for p in schema.get("createOnlyProperties", []) if p.startswith("/properties/")
+            ]
     return _CREATE_ONLY[resource_type]
 
 
@@ -447,26 +475,49 @@ class UniqueName:
 
 ROUTER_TYPE = "Custom::SageMakerInferenceRouter"
 """``sagemaker_llm_cdk.routing.router.RESOURCE_TYPE``."""
-UNIQUE_NAMES: dict[str, UniqueName] = {n.resource_type: n for n in (
-    UniqueName(ENDPOINT, ("EndpointName",), "endpoint", "CreateEndpoint fails"),
-    UniqueName(ENDPOINT_CONFIG, ("EndpointConfigName",), "endpoint config", "CreateEndpointConfig fails"),
-    UniqueName("AWS::SageMaker::Model", ("ModelName",), "model", "CreateModel fails"),
-    UniqueName("AWS::SageMaker::InferenceComponent", ("InferenceComponentName",), "inference component",
-               "CreateInferenceComponent fails"),
-    UniqueName("AWS::Budgets::Budget", ("Budget", "BudgetName"), "budget", "CreateBudget fails (DuplicateRecord)",
-               per_account=True),
-    UniqueName("AWS::SSM::Parameter", ("Name",), "SSM parameter", "PutParameter fails (ParameterAlreadyExists)"),
-    UniqueName(ROUTER_TYPE, ("RouterName",), "inference router", "CreateInferenceRouter fails"),
-    UniqueName("Custom::SageMakerLlmRunTimeParameter", ("ParameterName",), "SSM parameter",
-               "the handler keeps the parameter and its value and takes it over (owner tag), so the old resource's "
-               "Delete leaves it", adopts=True),
-    UniqueName(PLAN_TYPE, ("PlanName",), "capacity plan",
-               "the handler adopts the bought plan when its shape is unchanged (nothing is bought again)", adopts=True),
-)}
+UNIQUE_NAMES: dict[str, UniqueName] = {
+    n.resource_type: n
+    for n in (
+        UniqueName(ENDPOINT, ("EndpointName",), "endpoint", "CreateEndpoint fails"),
+        UniqueName(ENDPOINT_CONFIG, ("EndpointConfigName",), "endpoint config", "CreateEndpointConfig fails"),
+        UniqueName("AWS::SageMaker::Model", ("ModelName",), "model", "CreateModel fails"),
+        UniqueName(
+            "AWS::SageMaker::InferenceComponent",
+            ("InferenceComponentName",),
+            "inference component",
+            "CreateInferenceComponent fails",
+        ),
+        UniqueName(
+            "AWS::Budgets::Budget",
+            ("Budget", "BudgetName"),
+            "budget",
+            "CreateBudget fails (DuplicateRecord)",
+            per_account=True,
+        ),
+        UniqueName("AWS::SSM::Parameter", ("Name",), "SSM parameter", "PutParameter fails (ParameterAlreadyExists)"),
+        UniqueName(ROUTER_TYPE, ("RouterName",), "inference router", "CreateInferenceRouter fails"),
+        UniqueName(
+            "Custom::SageMakerLlmRunTimeParameter",
+            ("ParameterName",),
+            "SSM parameter",
+            "the handler keeps the parameter and its value and takes it over (owner tag), so the old resource's "
+            "Delete leaves it",
+            adopts=True,
+        ),
+        UniqueName(
+            PLAN_TYPE,
+            ("PlanName",),
+            "capacity plan",
+            "the handler adopts the bought plan when its shape is unchanged (nothing is bought again)",
+            adopts=True,
+        ),
+    )
+}
 """Names unique per account and region that the library's resources set, and where each sits. Other AWS types are
 read by ``<Type>Name`` / ``Name`` (``physical_name``) except ``_SCOPED_NAMES``."""
-_SCOPED_NAMES = frozenset({"AWS::Logs::LogStream", "AWS::ApplicationAutoScaling::ScalingPolicy",
-                           "AWS::Scheduler::Schedule"})
+_SCOPED_NAMES = frozenset(
+    {"AWS::Logs::LogStream", "AWS::ApplicationAutoScaling::ScalingPolicy", "AWS::Scheduler::Schedule"}
+)
 """Types whose ``<Type>Name`` is unique only inside another resource (a log group, a scalable target, a schedule
 group), which a new resource usually is too."""
 
@@ -549,7 +600,7 @@ class ResourceChange:
     def display(self) -> str:
         path = self.cdk_path.split(".NestedStack/")[0]
         if path.startswith(self.stack.title + "/"):
-            path = path[len(self.stack.title) + 1:]
+            path = path[len(self.stack.title) + 1 :]
         for suffix in ("/Resource/Resource", "/Resource/Default", "/Resource", "/Default"):
             if path.endswith(suffix):
                 path = path[: -len(suffix)]
@@ -598,14 +649,23 @@ class Report:
         return [o for o in self.outputs if o.stack.key == stack.key]
 
     def outcome_of(self, change: ResourceChange) -> "Outcome | None":
-        return next((o for o in self.outcomes if o.stack == change.stack.title and o.logical_id == change.logical_id),
-                    None)
+        return next(
+            (o for o in self.outcomes if o.stack == change.stack.title and o.logical_id == change.logical_id), None
+        )
 
 
-def compare(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *, base_label: str = "base",
-            head_label: str = "head", base_values: dict[str, str] | None = None,
-            head_values: dict[str, str] | None = None, base_cost: "CostSide | None" = None,
-            head_cost: "CostSide | None" = None, prices: "PriceBook | Mapping[str, Any] | Path | None" = None) -> Report:
+def compare(
+    base: dict[str, StackTemplate],
+    head: dict[str, StackTemplate],
+    *,
+    base_label: str = "base",
+    head_label: str = "head",
+    base_values: dict[str, str] | None = None,
+    head_values: dict[str, str] | None = None,
+    base_cost: "CostSide | None" = None,
+    head_cost: "CostSide | None" = None,
+    prices: "PriceBook | Mapping[str, Any] | Path | None" = None,
+) -> Report:
     """Compare two loaded assemblies (``load_assembly``), each as it deploys with its stack parameter values
     (``at_deploy``; none given: parameters stay references), and their cost models (``load_cost``; none: the cost
     is read from the templates, ``cost_delta``), priced by ``prices`` when given."""
@@ -616,8 +676,12 @@ def compare(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *, b
     removed: list[ResourceChange] = []
     added: list[ResourceChange] = []
     for key in order:
-        old = {k: v for k, v in (base[key].resources if key in base else {}).items() if v.get("Type") not in IGNORED_TYPES}
-        new = {k: v for k, v in (head[key].resources if key in head else {}).items() if v.get("Type") not in IGNORED_TYPES}
+        old = {
+            k: v for k, v in (base[key].resources if key in base else {}).items() if v.get("Type") not in IGNORED_TYPES
+        }
+        new = {
+            k: v for k, v in (head[key].resources if key in head else {}).items() if v.get("Type") not in IGNORED_TYPES
+        }
         stack = head.get(key) or base[key]
         for logical_id in new:
             if logical_id not in old:
@@ -667,15 +731,24 @@ def _sort_key(order: list[str]) -> Any:
     return lambda c: (order.index(c.stack.key), not c.replacement, rank[c.kind], c.logical_id)
 
 
-def _change(kind: str, stack: StackTemplate, logical_id: str, base: dict[str, Any] | None,
-            head: dict[str, Any] | None) -> ResourceChange:
+def _change(
+    kind: str, stack: StackTemplate, logical_id: str, base: dict[str, Any] | None, head: dict[str, Any] | None
+) -> ResourceChange:
     resource = head or base or {}
-    return ResourceChange(kind, stack, logical_id, resource.get("Type", "?"),
-                          (resource.get("Metadata") or {}).get("aws:cdk:path", ""), base=base, head=head)
+    return ResourceChange(
+        kind,
+        stack,
+        logical_id,
+        resource.get("Type", "?"),
+        (resource.get("Metadata") or {}).get("aws:cdk:path", ""),
+        base=base,
+        head=head,
+    )
 
 
-def _modification(stack: StackTemplate, logical_id: str, old: dict[str, Any],
-                  new: dict[str, Any]) -> ResourceChange | None:
+def _modification(
+    stack: StackTemplate, logical_id: str, old: dict[str, Any], new: dict[str, Any]
+) -> ResourceChange | None:
     a, b = normalize(old), normalize(new)
     if a == b:
         return None
@@ -693,9 +766,11 @@ def _modification(stack: StackTemplate, logical_id: str, old: dict[str, Any],
     return change
 
 
-FIXED_NAME_STEPS = ("Two steps: deploy once with the name changed (or pin another name), so CloudFormation creates the "
-                    "new one beside the old one and deletes the old one in cleanup; or deploy once without the "
-                    "resource, then with it.")
+FIXED_NAME_STEPS = (
+    "Two steps: deploy once with the name changed (or pin another name), so CloudFormation creates the "
+    "new one beside the old one and deletes the old one in cleanup; or deploy once without the "
+    "resource, then with it."
+)
 """What to do about a create-only change of a resource whose name is fixed."""
 _RENAMED_IN_PLACE = {"AWS::SageMaker::InferenceComponent": "InferenceComponentName"}
 """Names the schema does not mark create-only although the service cannot rename the resource."""
@@ -706,10 +781,12 @@ def _classify(change: ResourceChange) -> None:
     change.replacement = change.replacement or any(p.create_only for p in change.properties)
     name_property = _RENAMED_IN_PLACE.get(kind)
     if change.kind == "modified" and any(p.path == name_property and not p.via for p in change.properties):
-        note = (f"{name_property} changes, which the schema does not mark create-only: CloudFormation sends the "
-                "rename as an update, which SageMaker cannot apply (there is no rename), so the deployment fails; keep "
-                "the name (pin it with physical_name) or move the model to a new construct id so a new component is "
-                "created under the new name")
+        note = (
+            f"{name_property} changes, which the schema does not mark create-only: CloudFormation sends the "
+            "rename as an update, which SageMaker cannot apply (there is no rename), so the deployment fails; keep "
+            "the name (pin it with physical_name) or move the model to a new construct id so a new component is "
+            "created under the new name"
+        )
         if note not in change.notes:
             change.notes.append(note)
     if is_custom(kind):
@@ -724,8 +801,10 @@ def _classify(change: ResourceChange) -> None:
     name = physical_name(change.head) if change.head is not None and change.kind == "modified" else None
     if change.replacement and name is not None and name == physical_name(change.base or {}):
         why = ", ".join(p.path for p in change.properties if p.create_only) or "a create-only property"
-        note = (f"custom-named resource must be replaced ({why} is create-only): CloudFormation cannot replace a "
-                f"resource with a fixed name ({_short(json.loads(name))}), so the update fails. {FIXED_NAME_STEPS}")
+        note = (
+            f"custom-named resource must be replaced ({why} is create-only): CloudFormation cannot replace a "
+            f"resource with a fixed name ({_short(json.loads(name))}), so the update fails. {FIXED_NAME_STEPS}"
+        )
         if note not in change.notes:
             change.notes.append(note)
 
@@ -741,20 +820,36 @@ def _pair_renames(removed: list[ResourceChange], added: list[ResourceChange]) ->
             if match is None:
                 continue
             free.remove(match)
-            pair = ResourceChange("renamed", match.stack, match.logical_id, match.resource_type, match.cdk_path,
-                                  old_logical_id=gone.logical_id, old_stack=gone.stack, replacement=True,
-                                  base=gone.base, head=match.head)
+            pair = ResourceChange(
+                "renamed",
+                match.stack,
+                match.logical_id,
+                match.resource_type,
+                match.cdk_path,
+                old_logical_id=gone.logical_id,
+                old_stack=gone.stack,
+                replacement=True,
+                base=gone.base,
+                head=match.head,
+            )
             if gone.stack.key == match.stack.key:
-                pair.notes.append(f"logical id changes from {gone.logical_id} to {match.logical_id}: CloudFormation "
-                                  "creates the new resource and deletes the old one")
+                pair.notes.append(
+                    f"logical id changes from {gone.logical_id} to {match.logical_id}: CloudFormation "
+                    "creates the new resource and deletes the old one"
+                )
             else:
-                pair.notes.append(f"moves from stack {gone.stack.title} ({gone.logical_id}) to {match.stack.title}: "
-                                  "CloudFormation creates it in the new stack and deletes it from the old one")
+                pair.notes.append(
+                    f"moves from stack {gone.stack.title} ({gone.logical_id}) to {match.stack.title}: "
+                    "CloudFormation creates it in the new stack and deletes it from the old one"
+                )
             name = physical_name(match.head or {})
             if same_name and name is not None:
                 entry = name_entry(pair.resource_type)
-                taken = (f"a Create that finds it held: {entry.taken}" if entry and entry.adopts else
-                         "the old one holds it until cleanup")
+                taken = (
+                    f"a Create that finds it held: {entry.taken}"
+                    if entry and entry.adopts
+                    else "the old one holds it until cleanup"
+                )
                 pair.notes.append(f"same name {_short(json.loads(name))} under the new logical id: {taken}")
             a, b = normalize(gone.base or {}), normalize(match.head or {})
             pair.properties = _detailed(leaf_changes(a["Properties"], b["Properties"]), "", pair.resource_type)
@@ -768,8 +863,10 @@ def _same_resource(gone: ResourceChange, new: ResourceChange, by_name: bool) -> 
     if by_name:
         name = physical_name(gone.base or {})
         return name is not None and name == physical_name(new.head or {})
-    return (gone.stack.key == new.stack.key
-            and normalize(gone.base or {})["Properties"] == normalize(new.head or {})["Properties"])
+    return (
+        gone.stack.key == new.stack.key
+        and normalize(gone.base or {})["Properties"] == normalize(new.head or {})["Properties"]
+    )
 
 
 def _cascade(base: dict[str, StackTemplate], head: dict[str, StackTemplate], changes: list[ResourceChange]) -> None:
@@ -779,7 +876,9 @@ def _cascade(base: dict[str, StackTemplate], head: dict[str, StackTemplate], cha
         if key not in base:
             continue
         changed = {c.logical_id for c in changes if c.stack.key == key and c.replacement}
-        changed |= {c.old_logical_id for c in changes if c.kind == "renamed" and c.stack.key == key and c.old_logical_id}
+        changed |= {
+            c.old_logical_id for c in changes if c.kind == "renamed" and c.stack.key == key and c.old_logical_id
+        }
         parameters = _changed_parameters(stack, changes) if stack.parent is not None else set()
         changed |= parameters
         progress = True
@@ -790,8 +889,11 @@ def _cascade(base: dict[str, StackTemplate], head: dict[str, StackTemplate], cha
                 if old is None or resource.get("Type") in IGNORED_TYPES or logical_id in changed:
                     continue
                 old_refs = set(references(old.get("Properties") or {}))
-                hits = [(p, ref) for p, ref in references(resource.get("Properties") or {})
-                        if ref in changed and (p, ref) in old_refs]
+                hits = [
+                    (p, ref)
+                    for p, ref in references(resource.get("Properties") or {})
+                    if ref in changed and (p, ref) in old_refs
+                ]
                 if not hits:
                     continue
                 change = by_key.get((key, logical_id))
@@ -802,8 +904,14 @@ def _cascade(base: dict[str, StackTemplate], head: dict[str, StackTemplate], cha
                 known = {(p.path, p.via) for p in change.properties}
                 for path, ref in hits:
                     if (render_path(path), ref) not in known:
-                        change.properties.append(PropertyChange(render_path(path), via=ref, via_parameter=ref in parameters,
-                                                                create_only=is_create_only(change.resource_type, path)))
+                        change.properties.append(
+                            PropertyChange(
+                                render_path(path),
+                                via=ref,
+                                via_parameter=ref in parameters,
+                                create_only=is_create_only(change.resource_type, path),
+                            )
+                        )
                 before = change.replacement
                 _classify(change)
                 if change.replacement and not before:
@@ -813,8 +921,14 @@ def _cascade(base: dict[str, StackTemplate], head: dict[str, StackTemplate], cha
 
 def _changed_parameters(stack: StackTemplate, changes: list[ResourceChange]) -> set[str]:
     """Parameters of nested ``stack`` whose value its parent now passes differently."""
-    parent_change = next((c for c in changes if c.stack.key == stack.parent and c.logical_id == stack.parent_logical_id
-                          and c.kind == "modified"), None)
+    parent_change = next(
+        (
+            c
+            for c in changes
+            if c.stack.key == stack.parent and c.logical_id == stack.parent_logical_id and c.kind == "modified"
+        ),
+        None,
+    )
     if parent_change is None:
         return set()
     return {p.path.split(".")[1].split("[")[0] for p in parent_change.properties if p.path.startswith("Parameters.")}
@@ -871,12 +985,16 @@ def _held(assembly: dict[str, StackTemplate]) -> dict[tuple[str, str, str], list
 def _named(stack: StackTemplate, logical_id: str, resource: dict[str, Any]) -> str:
     shown = _strip_stack(str((resource.get("Metadata") or {}).get("aws:cdk:path", "")), stack.title)
     shown = shown.removesuffix("/Resource").removesuffix("/Default")
-    return f"{resource.get('Type')} {shown} ({logical_id})" if shown and shown != logical_id else (
-        f"{resource.get('Type')} {logical_id}")
+    return (
+        f"{resource.get('Type')} {shown} ({logical_id})"
+        if shown and shown != logical_id
+        else (f"{resource.get('Type')} {logical_id}")
+    )
 
 
-def name_clashes(base: dict[str, StackTemplate], head: dict[str, StackTemplate],
-                 changes: list[ResourceChange]) -> list[Headline]:
+def name_clashes(
+    base: dict[str, StackTemplate], head: dict[str, StackTemplate], changes: list[ResourceChange]
+) -> list[Headline]:
     """Deploys that fail on a name re-taken before cleanup: a new or replacing resource of ``head`` takes a name
     (unique per account and region, ``UNIQUE_NAMES``) that a resource of ``base`` still holds when the Create runs.
 
@@ -905,16 +1023,25 @@ def name_clashes(base: dict[str, StackTemplate], head: dict[str, StackTemplate],
             for holder_key, holder_id in old_names.get(name, []):
                 if (holder_key, holder_id) == (key, logical_id):
                     continue  # the same resource replaced under its fixed name: _classify says so
-                found = _clash(base, head, stack, logical_id, resource, holder_key, holder_id, replaced,
-                               created_endpoints)
+                found = _clash(
+                    base, head, stack, logical_id, resource, holder_key, holder_id, replaced, created_endpoints
+                )
                 if found is not None:
                     lines.append(Headline("fails", stack.title, found[1], str(resource.get("Type")), found[0]))
     return lines
 
 
-def _clash(base: dict[str, StackTemplate], head: dict[str, StackTemplate], stack: StackTemplate, logical_id: str,
-           resource: dict[str, Any], holder_key: str, holder_id: str, replaced: set[tuple[str, str]],
-           created_endpoints: dict[str, list[str]]) -> tuple[str, str] | None:
+def _clash(
+    base: dict[str, StackTemplate],
+    head: dict[str, StackTemplate],
+    stack: StackTemplate,
+    logical_id: str,
+    resource: dict[str, Any],
+    holder_key: str,
+    holder_id: str,
+    replaced: set[tuple[str, str]],
+    created_endpoints: dict[str, list[str]],
+) -> tuple[str, str] | None:
     """(``FAILS_BY`` reason, why) the Create of ``logical_id`` fails on the name ``holder_id`` of ``base`` holds, or
     None when the name is free by then."""
     holder_stack = base[holder_key]
@@ -932,33 +1059,44 @@ def _clash(base: dict[str, StackTemplate], head: dict[str, StackTemplate], stack
     where = f" (in {holder_stack.title})" if holder_key != stack.key else ""
     head_line = f"{name[0]} name {shown_name}: {taker} is created while {old}{where}"
     if still is not None and (holder_key, holder_id) not in replaced and unique_name(still) == name:
-        return "name held twice", (f"{head_line} keeps the name: {request}; two resources cannot hold one name, give "
-                                   "one another name.")
+        return "name held twice", (
+            f"{head_line} keeps the name: {request}; two resources cannot hold one name, give one another name."
+        )
     policy = holder.get("UpdateReplacePolicy" if still is not None else "DeletionPolicy")
     if policy in RETAINED:
-        return "name kept by a retained resource", (f"{head_line} leaves the stack with {'UpdateReplacePolicy' if still is not None else 'DeletionPolicy'} "
-                f"{policy}: the thing stays and keeps the name after cleanup, so {request}. Two steps: delete the "
-                "retained one by hand (or import it into the new resource) before the deploy, or give the new one "
-                "another name.")
+        return "name kept by a retained resource", (
+            f"{head_line} leaves the stack with {'UpdateReplacePolicy' if still is not None else 'DeletionPolicy'} "
+            f"{policy}: the thing stays and keeps the name after cleanup, so {request}. Two steps: delete the "
+            "retained one by hand (or import it into the new resource) before the deploy, or give the new one "
+            "another name."
+        )
     if across and deploys_after(head, root, holder_root):
         return None  # the holder's stack deploys first and its cleanup frees the name
     if across:
-        return "name re-taken across stacks", (f"{head_line} still holds the name: stack {stack.title} does not deploy after {holder_stack.title} "
-                f"(no dependency), so it may create it before {holder_stack.title}'s cleanup deletes the old one, and "
-                f"then {request}: the create fails while the name is still taken. Two steps: deploy "
-                f"{holder_stack.title} once without it (or with it renamed), then {stack.title}; or make "
-                f"{stack.title} depend on {holder_stack.title}, or pin another name.")
-    text = (f"{head_line} still holds the name (the old one is deleted only in the cleanup, after every create): "
-            f"{request}, so the create fails while the name is still taken and the stack rolls back.")
+        return "name re-taken across stacks", (
+            f"{head_line} still holds the name: stack {stack.title} does not deploy after {holder_stack.title} "
+            f"(no dependency), so it may create it before {holder_stack.title}'s cleanup deletes the old one, and "
+            f"then {request}: the create fails while the name is still taken. Two steps: deploy "
+            f"{holder_stack.title} once without it (or with it renamed), then {stack.title}; or make "
+            f"{stack.title} depend on {holder_stack.title}, or pin another name."
+        )
+    text = (
+        f"{head_line} still holds the name (the old one is deleted only in the cleanup, after every create): "
+        f"{request}, so the create fails while the name is still taken and the stack rolls back."
+    )
     endpoints = created_endpoints.get(root, [])
     if resource.get("Type") == "AWS::SageMaker::InferenceComponent" and endpoints:
-        text += (f" It fails after the new endpoint {', '.join(endpoints)} was provisioned (instances started and "
-                 "billed, then deleted by the rollback). Component names are <stack>-<model>, with no endpoint in "
-                 "them: to rename an endpoint, deploy once with the old endpoint removed (or its models renamed), "
-                 "then add the new one.")
+        text += (
+            f" It fails after the new endpoint {', '.join(endpoints)} was provisioned (instances started and "
+            "billed, then deleted by the rollback). Component names are <stack>-<model>, with no endpoint in "
+            "them: to rename an endpoint, deploy once with the old endpoint removed (or its models renamed), "
+            "then add the new one."
+        )
     else:
-        text += (f" Two steps: deploy once with {old} removed or renamed, then add the new one; or keep the construct "
-                 "id (the same logical id updates in place), or pin another name.")
+        text += (
+            f" Two steps: deploy once with {old} removed or renamed, then add the new one; or keep the construct "
+            "id (the same logical id updates in place), or pin another name."
+        )
     return "name re-taken before cleanup", text
 
 
@@ -1009,9 +1147,11 @@ def redeploy(assembly: dict[str, StackTemplate]) -> Redeploy:
             retained[kind] = retained.get(kind, 0) + 1
             entry, name = name_entry(kind), unique_name(resource)
             if name is not None and not (entry and entry.adopts):
-                blockers.append(f"{stack.title}: {_named(stack, logical_id, resource)} is retained with the fixed name "
-                                f"{_short(json.loads(name[1]))}: the redeploy creates it again and fails while the "
-                                "old one stays; delete it by hand first, or let it have a generated name")
+                blockers.append(
+                    f"{stack.title}: {_named(stack, logical_id, resource)} is retained with the fixed name "
+                    f"{_short(json.loads(name[1]))}: the redeploy creates it again and fails while the "
+                    "old one stays; delete it by hand first, or let it have a generated name"
+                )
     return Redeploy(dict(sorted(retained.items())), sorted(kept), dict(sorted(fresh.items())), blockers)
 
 
@@ -1024,39 +1164,80 @@ def _headlines(report: Report, head: dict[str, StackTemplate]) -> list[Headline]
             why = _why(change)
             endpoints = _endpoints_using(head.get(change.stack.key), change.logical_id)
             target = ", ".join(endpoints) if endpoints else "its endpoint"
-            lines.append(Headline("redeploy", title, f"endpoint config {change.display} is replaced{why}: redeploys "
-                                  f"the endpoint {target}: new instances are provisioned"))
-            if any(p.path.startswith("ProductionVariants") and "CapacityReservationConfig" in p.path
-                   for p in change.properties):
-                lines.append(Headline("money", title, f"endpoint config {change.display}: the capacity plan binding "
-                                      "(CapacityReservationConfig) changes"))
+            lines.append(
+                Headline(
+                    "redeploy",
+                    title,
+                    f"endpoint config {change.display} is replaced{why}: redeploys "
+                    f"the endpoint {target}: new instances are provisioned",
+                )
+            )
+            if any(
+                p.path.startswith("ProductionVariants") and "CapacityReservationConfig" in p.path
+                for p in change.properties
+            ):
+                lines.append(
+                    Headline(
+                        "money",
+                        title,
+                        f"endpoint config {change.display}: the capacity plan binding "
+                        "(CapacityReservationConfig) changes",
+                    )
+                )
         elif kind == ENDPOINT and change.kind in ("added", "removed"):
-            verb = "created: instances are provisioned" if change.kind == "added" else "deleted: its instances are released"
+            verb = (
+                "created: instances are provisioned"
+                if change.kind == "added"
+                else "deleted: its instances are released"
+            )
             lines.append(Headline("redeploy", title, f"endpoint {change.display} is {verb}"))
         elif kind == ENDPOINT and change.replacement:
-            lines.append(Headline("redeploy", title, f"endpoint {change.display} is replaced{_why(change)}: a new "
-                                  "endpoint is created (new instances, new name) and the old one deleted"))
+            lines.append(
+                Headline(
+                    "redeploy",
+                    title,
+                    f"endpoint {change.display} is replaced{_why(change)}: a new "
+                    "endpoint is created (new instances, new name) and the old one deleted",
+                )
+            )
         if is_capacity_plan(kind, change.logical_id):
             lines.append(Headline("money", title, _plan_headline(change)))
         for note in change.notes:
             if "fails" in note or "refuses" in note:
                 reason = next((r for marker, r in _NOTE_REASONS if marker in note), "fails")
-                lines.append(Headline("fails", title, f"{change.resource_type} {change.display}: {note}",
-                                      change.resource_type, reason))
+                lines.append(
+                    Headline(
+                        "fails", title, f"{change.resource_type} {change.display}: {note}", change.resource_type, reason
+                    )
+                )
     for outcome in report.outcomes:
         if outcome.resets or outcome.overwrites:
-            lines += [Headline("runtime", outcome.stack, f"{outcome.resource_type} {outcome.display}: {line}")
-                      for line in outcome.lines if line.startswith(("resets ", "overwrites ", "a new parameter "))]
+            lines += [
+                Headline("runtime", outcome.stack, f"{outcome.resource_type} {outcome.display}: {line}")
+                for line in outcome.lines
+                if line.startswith(("resets ", "overwrites ", "a new parameter "))
+            ]
         if outcome.headroom is not None:
-            lines.append(Headline("headroom", outcome.stack, f"endpoint config {outcome.display} "
-                                  f"{outcome.headroom.text}"))
+            lines.append(
+                Headline("headroom", outcome.stack, f"endpoint config {outcome.display} {outcome.headroom.text}")
+            )
     return lines
 
 
-_NOTE_REASONS = (("custom-named resource must be replaced", "fixed-name replacement"),
-                 ("ServiceToken changes", "ServiceToken change"), ("there is no rename", "in-place rename"))
-FAILS_BY = ("fixed-name replacement", "name re-taken before cleanup", "name re-taken across stacks",
-            "name kept by a retained resource", "name held twice", "ServiceToken change", "in-place rename")
+_NOTE_REASONS = (
+    ("custom-named resource must be replaced", "fixed-name replacement"),
+    ("ServiceToken changes", "ServiceToken change"),
+    ("there is no rename", "in-place rename"),
+)
+FAILS_BY = (
+    "fixed-name replacement",
+    "name re-taken before cleanup",
+    "name re-taken across stacks",
+    "name kept by a retained resource",
+    "name held twice",
+    "ServiceToken change",
+    "in-place rename",
+)
 """The ways a deploy fails that the report finds, as ``Headline.reason`` names them."""
 
 
@@ -1073,7 +1254,8 @@ def _endpoints_using(stack: StackTemplate | None, config_id: str) -> list[str]:
     found = []
     for logical_id, resource in stack.resources.items():
         if resource.get("Type") == ENDPOINT and any(
-                ref == config_id for _, ref in references((resource.get("Properties") or {}).get("EndpointConfigName"))):
+            ref == config_id for _, ref in references((resource.get("Properties") or {}).get("EndpointConfigName"))
+        ):
             path = (resource.get("Metadata") or {}).get("aws:cdk:path", "")
             shown = _strip_stack(path, stack.title)
             found.append(f"{shown} ({logical_id})" if shown else logical_id)
@@ -1081,7 +1263,7 @@ def _endpoints_using(stack: StackTemplate | None, config_id: str) -> list[str]:
 
 
 def _strip_stack(path: str, title: str) -> str:
-    path = path[len(title) + 1:] if path.startswith(title + "/") else path
+    path = path[len(title) + 1 :] if path.startswith(title + "/") else path
     return path[: -len("/Resource")] if path.endswith("/Resource") else path
 
 
@@ -1089,22 +1271,34 @@ def _plan_headline(change: ResourceChange) -> str:
     props = ((change.head if change.kind != "removed" else change.base) or {}).get("Properties") or {}
     name = props.get("PlanName", change.logical_id)
     if change.kind == "added":
-        return (f"capacity plan {name} is bought on deploy: {props.get('InstanceType', '?')} x "
-                f"{props.get('InstanceCount', '?')} for {props.get('DurationDays', '?')} days, up to USD "
-                f"{props.get('MaxUpfrontFeeUsd', '?')} upfront, never refunded")
+        return (
+            f"capacity plan {name} is bought on deploy: {props.get('InstanceType', '?')} x "
+            f"{props.get('InstanceCount', '?')} for {props.get('DurationDays', '?')} days, up to USD "
+            f"{props.get('MaxUpfrontFeeUsd', '?')} upfront, never refunded"
+        )
     if change.kind == "removed":
-        return (f"capacity plan {name} leaves the template: the plan is retained and stays paid (nothing is "
-                "refunded); its endpoint gets no reserved instances from it")
+        return (
+            f"capacity plan {name} leaves the template: the plan is retained and stays paid (nothing is "
+            "refunded); its endpoint gets no reserved instances from it"
+        )
     changed = [p for p in change.properties if not p.path.startswith("(")]
-    described = "; ".join(f"{p.path} {' -> '.join(_pair(p.old, p.new))}" if not p.via else f"{p.path} via {p.via}"
-                          for p in changed) or "resource attributes only"
+    described = (
+        "; ".join(
+            f"{p.path} {' -> '.join(_pair(p.old, p.new))}" if not p.via else f"{p.path} via {p.via}" for p in changed
+        )
+        or "resource attributes only"
+    )
     if change.kind == "renamed":
-        return (f"capacity plan {name} moves to logical id {change.logical_id} (was {change.old_logical_id}): the new "
-                f"resource adopts the existing plan if its shape is unchanged; nothing is bought again ({described})")
+        return (
+            f"capacity plan {name} moves to logical id {change.logical_id} (was {change.old_logical_id}): the new "
+            f"resource adopts the existing plan if its shape is unchanged; nothing is bought again ({described})"
+        )
     identity = [p.path for p in changed if p.path in PLAN_IDENTITY]
     if identity:
-        return (f"capacity plan {name} changes {', '.join(identity)}: the deployment fails, a bought plan cannot "
-                f"change; declare a new plan instead ({described})")
+        return (
+            f"capacity plan {name} changes {', '.join(identity)}: the deployment fails, a bought plan cannot "
+            f"change; declare a new plan instead ({described})"
+        )
     return f"capacity plan {name} changes ({described}): no purchase"
 
 
@@ -1147,12 +1341,24 @@ def at_deploy(assembly: dict[str, StackTemplate], values: dict[str, str] | None)
         decided = _decide_conditions(stack.conditions, known)
 
         def kept(items: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-            return {k: _substitute(v, known, decided) for k, v in items.items()
-                    if decided.get(str(v.get("Condition"))) is not False}
+            return {
+                k: _substitute(v, known, decided)
+                for k, v in items.items()
+                if decided.get(str(v.get("Condition"))) is not False
+            }
 
-        resolved[key] = StackTemplate(stack.key, stack.title, kept(stack.resources), stack.parent,
-                                      stack.parent_logical_id, kept(stack.outputs), stack.parameters, stack.conditions,
-                                      stack.environment, stack.dependencies)
+        resolved[key] = StackTemplate(
+            stack.key,
+            stack.title,
+            kept(stack.resources),
+            stack.parent,
+            stack.parent_logical_id,
+            kept(stack.outputs),
+            stack.parameters,
+            stack.conditions,
+            stack.environment,
+            stack.dependencies,
+        )
     return resolved
 
 
@@ -1174,7 +1380,7 @@ def _condition(expression: Any, known: dict[str, str], decided: dict[str, bool])
     """True or False when ``expression`` (a condition function) depends only on known values, else None."""
     if not isinstance(expression, dict) or len(expression) != 1:
         return None
-    (kind, arg), = expression.items()
+    ((kind, arg),) = expression.items()
     if kind == "Condition":
         return decided.get(str(arg))
     if kind == "Fn::Equals" and isinstance(arg, list) and len(arg) == 2:
@@ -1197,7 +1403,7 @@ def _substitute(value: Any, known: dict[str, str], decided: dict[str, bool]) -> 
     if not isinstance(value, dict):
         return value
     if len(value) == 1:
-        (kind, arg), = value.items()
+        ((kind, arg),) = value.items()
         if kind == "Ref" and arg in known:
             return known[arg]
         if kind == "Ref" and arg == "AWS::NoValue":
@@ -1293,8 +1499,11 @@ def _deploy_time_functions(stack: StackTemplate) -> set[str]:
         properties = resource.get("Properties") or {}
         if is_custom(resource.get("Type", "")):
             found |= {ref for _, ref in references(properties.get("ServiceToken"))}
-        variables = ((properties.get("Environment") or {}).get("Variables") or {}) if isinstance(
-            properties.get("Environment"), dict) else {}
+        variables = (
+            ((properties.get("Environment") or {}).get("Variables") or {})
+            if isinstance(properties.get("Environment"), dict)
+            else {}
+        )
         for name in _FRAMEWORK_HANDLERS:
             found |= {ref for _, ref in references(variables.get(name))}
     return found
@@ -1320,7 +1529,9 @@ def _allows(statement: dict[str, Any], action: str) -> bool:
     return statement.get("Effect") == "Allow" and any(fnmatch.fnmatchcase(action.lower(), a) for a in actions)
 
 
-def _granted_parameters(resource: Any, key: str, parameters: dict[tuple[str, str], RunTimeValue]) -> set[tuple[str, str]]:
+def _granted_parameters(
+    resource: Any, key: str, parameters: dict[tuple[str, str], RunTimeValue]
+) -> set[tuple[str, str]]:
     """The parameters an IAM ``Resource`` entry covers: one it references, or those a literal ARN pattern names."""
     hits = {(key, ref) for _, ref in references(resource) if (key, ref) in parameters}
     text = _as_text(resource)
@@ -1372,8 +1583,9 @@ def write_only_properties(resource_type: str) -> list[tuple[str, ...]]:
         except ResourceNotFoundError:
             _WRITE_ONLY[resource_type] = []
         else:
-            _WRITE_ONLY[resource_type] = [tuple(p.split("/")[2:]) for p in schema.get("writeOnlyProperties", [])
-                                          if p.startswith("/properties/")]
+            _WRITE_ONLY[resource_type] = [
+                tuple(p.split("/")[2:]) for p in schema.get("writeOnlyProperties", []) if p.startswith("/properties/")
+            ]
     return _WRITE_ONLY[resource_type]
 
 
@@ -1425,7 +1637,9 @@ class Headroom:
         if self.plan_instances is None:
             return head + ": its size is not in the template; check it has them free)"
         verdict = "enough" if self.respected else "NOT enough: the new instances wait for capacity and the update fails"
-        return head + f" of {self.plan_instances}, {self.in_use} held by the current fleet: {self.free} free, {verdict})"
+        return (
+            head + f" of {self.plan_instances}, {self.in_use} held by the current fleet: {self.free} free, {verdict})"
+        )
 
 
 @dataclass
@@ -1460,8 +1674,13 @@ class Outcome:
         return self.action not in ("unchanged", "no update")
 
 
-def classify(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *,
-             base_values: dict[str, str] | None = None, head_values: dict[str, str] | None = None) -> list[Outcome]:
+def classify(
+    base: dict[str, StackTemplate],
+    head: dict[str, StackTemplate],
+    *,
+    base_values: dict[str, str] | None = None,
+    head_values: dict[str, str] | None = None,
+) -> list[Outcome]:
     """What every resource of ``base`` and ``head`` (``load_assembly``) undergoes when ``head`` deploys over
     ``base``: unchanged, updated in place, replaced, added or removed, with the write-only properties an update
     re-sends, the run-time values it resets or keeps, and the capacity a replaced plan-bound endpoint config needs.
@@ -1473,8 +1692,11 @@ def classify(base: dict[str, StackTemplate], head: dict[str, StackTemplate], *,
 
 def _outcomes(base: dict[str, StackTemplate], head: dict[str, StackTemplate], report: Report) -> list[Outcome]:
     by_new = {(c.stack.key, c.logical_id): c for c in report.changes if c.kind != "removed"}
-    by_old = {(c.old_stack.key if c.old_stack else c.stack.key, c.old_logical_id or c.logical_id): c
-              for c in report.changes if c.kind in ("removed", "renamed")}
+    by_old = {
+        (c.old_stack.key if c.old_stack else c.stack.key, c.old_logical_id or c.logical_id): c
+        for c in report.changes
+        if c.kind in ("removed", "renamed")
+    }
     old_values, new_values = run_time_values(base), run_time_values(head)
     found: list[Outcome] = []
     for key, stack in head.items():
@@ -1483,8 +1705,14 @@ def _outcomes(base: dict[str, StackTemplate], head: dict[str, StackTemplate], re
                 continue
             change = by_new.get((key, logical_id))
             kind = resource.get("Type", "?")
-            outcome = Outcome(stack.title, logical_id, kind, change.display if change else logical_id,
-                              _action(change), run_time=new_values.get((key, logical_id)))
+            outcome = Outcome(
+                stack.title,
+                logical_id,
+                kind,
+                change.display if change else logical_id,
+                _action(change),
+                run_time=new_values.get((key, logical_id)),
+            )
             if change is not None:
                 _explain(outcome, change, base, head, old_values)
                 outcome.step = deploy_step(outcome.action, change)
@@ -1492,8 +1720,14 @@ def _outcomes(base: dict[str, StackTemplate], head: dict[str, StackTemplate], re
     for (key, logical_id), change in by_old.items():
         if change.kind != "removed":
             continue
-        outcome = Outcome(change.stack.title, logical_id, change.resource_type, change.display, "remove",
-                          run_time=old_values.get((key, logical_id)))
+        outcome = Outcome(
+            change.stack.title,
+            logical_id,
+            change.resource_type,
+            change.display,
+            "remove",
+            run_time=old_values.get((key, logical_id)),
+        )
         _explain(outcome, change, base, head, old_values)
         outcome.step = deploy_step("remove", change)
         found.append(outcome)
@@ -1502,12 +1736,12 @@ def _outcomes(base: dict[str, StackTemplate], head: dict[str, StackTemplate], re
 
 HANDLER_UPDATES = {
     RUN_TIME_PARAMETER_TYPE: "the handler keeps the value; a new ParameterName is a new parameter (a new physical id: "
-                             "CloudFormation deletes the old one in cleanup, which keeps or deletes it as its Removal "
-                             "says)",
+    "CloudFormation deletes the old one in cleanup, which keeps or deletes it as its Removal "
+    "says)",
     ROUTER_TYPE: "a new RouterName: the handler creates a new router (a new physical id) and CloudFormation deletes "
-                 "the old one in cleanup; the same name: UpdateInferenceRouter in place",
+    "the old one in cleanup; the same name: UpdateInferenceRouter in place",
     PLAN_TYPE: "the handler refuses a change of a bought plan's shape (PlanName, instances, duration, window); other "
-               "changes update in place",
+    "changes update in place",
 }
 """What the library's custom resource handlers do on Update: CloudFormation cannot see a physical id change in the
 template, the handler decides it."""
@@ -1520,8 +1754,11 @@ def deploy_step(action: str, change: ResourceChange) -> str:
         return "created first (every Create runs before any Update)"
     if action == "remove":
         policy = old.get("DeletionPolicy")
-        return (f"leaves the stack in cleanup and stays (DeletionPolicy {policy})" if policy in RETAINED else
-                "deleted in cleanup (after every create and update succeeded)")
+        return (
+            f"leaves the stack in cleanup and stays (DeletionPolicy {policy})"
+            if policy in RETAINED
+            else "deleted in cleanup (after every create and update succeeded)"
+        )
     if action == "no update":
         return "no update (attributes or metadata only)"
     if is_custom(change.resource_type) and action in ("update", "replace"):
@@ -1550,24 +1787,38 @@ def _action(change: ResourceChange | None) -> str:
 
 def _run_time_renamed(change: ResourceChange) -> bool:
     """A run-time parameter custom resource whose ParameterName changes: the handler makes a new parameter."""
-    return change.resource_type == RUN_TIME_PARAMETER_TYPE and any(
-        p.path == "ParameterName" for p in change.properties)
+    return change.resource_type == RUN_TIME_PARAMETER_TYPE and any(p.path == "ParameterName" for p in change.properties)
 
 
-def _explain(outcome: Outcome, change: ResourceChange, base: dict[str, StackTemplate], head: dict[str, StackTemplate],
-             old_values: dict[tuple[str, str], RunTimeValue]) -> None:
+def _explain(
+    outcome: Outcome,
+    change: ResourceChange,
+    base: dict[str, StackTemplate],
+    head: dict[str, StackTemplate],
+    old_values: dict[tuple[str, str], RunTimeValue],
+) -> None:
     resource = change.head or {}
     if outcome.action == "update" and not is_custom(outcome.resource_type):
         outcome.resends = write_only_in_template(resource)
-        outcome.overwrites = [p for p in outcome.resends if (outcome.resource_type, p) in RUN_TIME_WRITTEN
-                              and _scaled(head.get(change.stack.key), change.logical_id, resource,
-                                          RUN_TIME_WRITTEN[(outcome.resource_type, p)])]
+        outcome.overwrites = [
+            p
+            for p in outcome.resends
+            if (outcome.resource_type, p) in RUN_TIME_WRITTEN
+            and _scaled(
+                head.get(change.stack.key), change.logical_id, resource, RUN_TIME_WRITTEN[(outcome.resource_type, p)]
+            )
+        ]
         if outcome.resends:
             outcome.lines.append("re-sends write-only " + ", ".join(outcome.resends) + " with the template's value")
         for path in outcome.overwrites:
-            outcome.lines.append(f"overwrites {path}: autoscaling ({RUN_TIME_WRITTEN[(outcome.resource_type, path)]}) "
-                                 "sets it at run time and the update puts the template's value back")
-    old_key = (change.old_stack.key if change.old_stack else change.stack.key, change.old_logical_id or change.logical_id)
+            outcome.lines.append(
+                f"overwrites {path}: autoscaling ({RUN_TIME_WRITTEN[(outcome.resource_type, path)]}) "
+                "sets it at run time and the update puts the template's value back"
+            )
+    old_key = (
+        change.old_stack.key if change.old_stack else change.stack.key,
+        change.old_logical_id or change.logical_id,
+    )
     value = outcome.run_time or old_values.get(old_key)
     outcome.run_time = value
     if value is not None:
@@ -1580,8 +1831,10 @@ def _explain(outcome: Outcome, change: ResourceChange, base: dict[str, StackTemp
             if outcome.headroom is not None:
                 outcome.lines.append(outcome.headroom.text)
             elif outcome.binding_changes:
-                outcome.lines.append("replaces the endpoint config: the new fleet runs on on-demand capacity and the "
-                                     "plan's instances are released when the old one goes")
+                outcome.lines.append(
+                    "replaces the endpoint config: the new fleet runs on on-demand capacity and the "
+                    "plan's instances are released when the old one goes"
+                )
 
 
 def _run_time_lines(outcome: Outcome, change: ResourceChange, value: RunTimeValue) -> None:
@@ -1594,28 +1847,42 @@ def _run_time_lines(outcome: Outcome, change: ResourceChange, value: RunTimeValu
     elif outcome.action == "remove":
         kept = (change.base or {}).get("DeletionPolicy") == "Retain" or properties.get("Removal") == "retain"
         outcome.lines.append(f"{'leaves' if kept else 'deletes'} {value.shown} and the value {writers} wrote{read}")
-    elif (value.keeps_on_update and outcome.action == "replace" and change.kind == "renamed"
-          and ((change.base or {}).get("Properties") or {}).get("ParameterName") == properties.get("ParameterName")):
+    elif (
+        value.keeps_on_update
+        and outcome.action == "replace"
+        and change.kind == "renamed"
+        and ((change.base or {}).get("Properties") or {}).get("ParameterName") == properties.get("ParameterName")
+    ):
         outcome.keeps = True
-        outcome.lines.append(f"keeps {value.shown}: under its new logical id the resource's Create finds the parameter, "
-                             "keeps the value and takes it over (owner tag), so the old resource's Delete leaves it")
+        outcome.lines.append(
+            f"keeps {value.shown}: under its new logical id the resource's Create finds the parameter, "
+            "keeps the value and takes it over (owner tag), so the old resource's Delete leaves it"
+        )
     elif value.keeps_on_update and outcome.action == "replace":
         old = ((change.base or {}).get("Properties") or {}).get("ParameterName")
         removal = ((change.base or {}).get("Properties") or {}).get("Removal", "retain")
         outcome.resets = True
-        outcome.lines.append(f"a new parameter {value.shown} (starts at {_short(properties.get('InitialValue'))}, or its "
-                             f"SeedFrom); {old} is {'kept' if removal == 'retain' else 'deleted'} (Removal: {removal})")
+        outcome.lines.append(
+            f"a new parameter {value.shown} (starts at {_short(properties.get('InitialValue'))}, or its "
+            f"SeedFrom); {old} is {'kept' if removal == 'retain' else 'deleted'} (Removal: {removal})"
+        )
     elif value.keeps_on_update and outcome.changed:
         outcome.keeps = True
         plan = f"; describes plan {properties['PlanName']} at deploy" if "PlanName" in properties else ""
-        outcome.lines.append(f"keeps {value.shown}: {RUN_TIME_PARAMETER_TYPE}'s update never overwrites the value "
-                             f"{writers} wrote{plan}")
+        outcome.lines.append(
+            f"keeps {value.shown}: {RUN_TIME_PARAMETER_TYPE}'s update never overwrites the value {writers} wrote{plan}"
+        )
     elif outcome.action in ("update", "replace"):
         outcome.resets = True
-        how = ("replaced: the new parameter starts at the template's Value" if outcome.action == "replace" else
-               "the AWS::SSM::Parameter update calls PutParameter with Overwrite and the template's Value")
-        outcome.lines.append(f"resets {value.shown} to {_short(properties.get('Value'))}: {how}, over what {writers} "
-                             f"wrote at run time{read}")
+        how = (
+            "replaced: the new parameter starts at the template's Value"
+            if outcome.action == "replace"
+            else "the AWS::SSM::Parameter update calls PutParameter with Overwrite and the template's Value"
+        )
+        outcome.lines.append(
+            f"resets {value.shown} to {_short(properties.get('Value'))}: {how}, over what {writers} "
+            f"wrote at run time{read}"
+        )
 
 
 def _bindings(resource: dict[str, Any]) -> list[Any]:
@@ -1631,10 +1898,15 @@ def _scaled(stack: StackTemplate | None, logical_id: str, resource: dict[str, An
     name = _literal((resource.get("Properties") or {}).get(kind.rpartition("::")[2] + "Name"))
     for target in stack.resources.values():
         props = target.get("Properties") or {}
-        if target.get("Type") != "AWS::ApplicationAutoScaling::ScalableTarget" or props.get("ScalableDimension") != dimension:
+        if (
+            target.get("Type") != "AWS::ApplicationAutoScaling::ScalableTarget"
+            or props.get("ScalableDimension") != dimension
+        ):
             continue
         ids = props.get("ResourceId")
-        if any(ref == logical_id for _, ref in references(ids)) or (name and str(_as_text(ids) or "").endswith("/" + name)):
+        if any(ref == logical_id for _, ref in references(ids)) or (
+            name and str(_as_text(ids) or "").endswith("/" + name)
+        ):
             return True
     return False
 
@@ -1691,13 +1963,18 @@ def _plan_instances(plan: str, stacks: dict[str, StackTemplate]) -> int | None:
     return None
 
 
-def _headroom(change: ResourceChange, base: dict[str, StackTemplate], head: dict[str, StackTemplate]) -> Headroom | None:
+def _headroom(
+    change: ResourceChange, base: dict[str, StackTemplate], head: dict[str, StackTemplate]
+) -> Headroom | None:
     after = _bound_plans(change.head or {}, head, change.stack.key)
     if not after:
         return None
     before = _bound_plans(change.base or {}, base, (change.old_stack or change.stack).key)
-    old_fleet = sum(_fleet(v) for v in _as_list(((change.base or {}).get("Properties") or {}).get("ProductionVariants") or [])
-                    if isinstance(v, dict))
+    old_fleet = sum(
+        _fleet(v)
+        for v in _as_list(((change.base or {}).get("Properties") or {}).get("ProductionVariants") or [])
+        if isinstance(v, dict)
+    )
     plan, new_fleet = next(iter(after.items()))
     in_use = before.get(plan, 0)
     fleet = old_fleet or new_fleet
@@ -1713,10 +1990,11 @@ def _headroom(change: ResourceChange, base: dict[str, StackTemplate], head: dict
 
 
 def _endpoint_of(stack: StackTemplate | None, config_id: str) -> dict[str, Any] | None:
-    for resource in (stack.resources.values() if stack else []):
+    for resource in stack.resources.values() if stack else []:
         if resource.get("Type") == ENDPOINT and any(
-                ref == config_id for _, ref in references((resource.get("Properties") or {}).get("EndpointConfigName"))):
-            return (resource.get("Properties") or {})
+            ref == config_id for _, ref in references((resource.get("Properties") or {}).get("EndpointConfigName"))
+        ):
+            return resource.get("Properties") or {}
     return None
 
 
@@ -1729,7 +2007,12 @@ PRICE_TABLE = REPO / "constructs" / "sagemaker_llm_cdk" / "operations" / "prices
 HOURS_PER_30_DAYS = Decimal(24 * 30)
 HOSTING = "Hosting"
 _CENT = Decimal("0.01")
-_KIND_WORDS = {"endpoint": "endpoint", "eagle": "EAGLE loop", "benchmark": "benchmark schedule", "plan": "capacity plan"}
+_KIND_WORDS = {
+    "endpoint": "endpoint",
+    "eagle": "EAGLE loop",
+    "benchmark": "benchmark schedule",
+    "plan": "capacity plan",
+}
 
 
 @dataclass(frozen=True)
@@ -1786,20 +2069,39 @@ def load_cost(folder: Path) -> CostSide | None:
     if not path.is_file():
         return None
     lines = _read_json(path).get("lines", [])
-    return CostSide([CostItem(
-        str(line.get("kind", "?")), str(line.get("subject", "?")), str(line.get("what", "")), line.get("instance_type"),
-        line.get("region"), str(line.get("usage", HOSTING)), _decimal(line.get("usd_per_hour")),
-        _decimal(line.get("floor_hours")) or Decimal(0), _decimal(line.get("ceiling_hours")) or Decimal(0),
-        _decimal(line.get("plan_hours")) or Decimal(0), _decimal(line.get("prepaid_usd")), str(line.get("prepaid_note", "")))
-        for line in lines if isinstance(line, dict)], "cost file")
+    return CostSide(
+        [
+            CostItem(
+                str(line.get("kind", "?")),
+                str(line.get("subject", "?")),
+                str(line.get("what", "")),
+                line.get("instance_type"),
+                line.get("region"),
+                str(line.get("usage", HOSTING)),
+                _decimal(line.get("usd_per_hour")),
+                _decimal(line.get("floor_hours")) or Decimal(0),
+                _decimal(line.get("ceiling_hours")) or Decimal(0),
+                _decimal(line.get("plan_hours")) or Decimal(0),
+                _decimal(line.get("prepaid_usd")),
+                str(line.get("prepaid_note", "")),
+            )
+            for line in lines
+            if isinstance(line, dict)
+        ],
+        "cost file",
+    )
 
 
 class PriceBook:
     """USD per hour by usage, instance type and region: a table in ``prices.json``'s shape, or ``{instance type: USD}``
     for every usage and region. A region of None is priced at the table's highest (as the cost model does)."""
 
-    def __init__(self, cells: dict[tuple[str, str, str], Decimal | None] | None = None,
-                 flat: Mapping[str, Decimal] | None = None, label: str = "") -> None:
+    def __init__(
+        self,
+        cells: dict[tuple[str, str, str], Decimal | None] | None = None,
+        flat: Mapping[str, Decimal] | None = None,
+        label: str = "",
+    ) -> None:
         self.cells = cells or {}
         self.flat = dict(flat or {})
         self.label = label
@@ -1857,14 +2159,28 @@ def template_cost(assembly: dict[str, StackTemplate], prices: PriceBook) -> Cost
                 path = str((resource.get("Metadata") or {}).get("aws:cdk:path", ""))
                 subject = path.removesuffix("/Default").removesuffix("/Resource") or f"{stack.title}/{logical_id}"
                 approved = props.get("Purchase") == "approved"
-                note = ("this deploy may buy it" if approved else
-                        f"bought only by a deploy with -c purchase={props.get('ConsentName', props.get('PlanName', '?'))}")
-                items.append(CostItem("plan", subject, f"capacity plan {props.get('PlanName', logical_id)} "
-                                      f"({props.get('InstanceType', '?')} x {props.get('InstanceCount', '?')})",
-                                      _literal(props.get("InstanceType")), None, HOSTING, None, Decimal(0), Decimal(0),
-                                      prepaid_usd=_decimal(props.get("MaxUpfrontFeeUsd")),
-                                      prepaid_note=f"prepaid up to {_usd(_decimal(props.get('MaxUpfrontFeeUsd')))}, "
-                                                   f"never refunded ({note})"))
+                note = (
+                    "this deploy may buy it"
+                    if approved
+                    else f"bought only by a deploy with -c purchase={props.get('ConsentName', props.get('PlanName', '?'))}"
+                )
+                items.append(
+                    CostItem(
+                        "plan",
+                        subject,
+                        f"capacity plan {props.get('PlanName', logical_id)} "
+                        f"({props.get('InstanceType', '?')} x {props.get('InstanceCount', '?')})",
+                        _literal(props.get("InstanceType")),
+                        None,
+                        HOSTING,
+                        None,
+                        Decimal(0),
+                        Decimal(0),
+                        prepaid_usd=_decimal(props.get("MaxUpfrontFeeUsd")),
+                        prepaid_note=f"prepaid up to {_usd(_decimal(props.get('MaxUpfrontFeeUsd')))}, "
+                        f"never refunded ({note})",
+                    )
+                )
     return CostSide(items, "templates")
 
 
@@ -1895,15 +2211,32 @@ def _config_cost(stack: StackTemplate, logical_id: str, props: dict[str, Any], p
         shape = f"{variant.get('InstanceType')} x {least}-{most}"
     endpoint = next(iter(_endpoints_using(stack, logical_id)), "")
     subject = f"{stack.title}/{endpoint.split(' (')[0]}" if endpoint else f"{stack.title}/{logical_id}"
-    return CostItem("endpoint", subject, f"endpoint config {logical_id} ({shape}, {', '.join(sorted(set(bindings)))})",
-                    types[0], None, HOSTING, prices.hourly(types[0], HOSTING, None), low, high, plan)
+    return CostItem(
+        "endpoint",
+        subject,
+        f"endpoint config {logical_id} ({shape}, {', '.join(sorted(set(bindings)))})",
+        types[0],
+        None,
+        HOSTING,
+        prices.hourly(types[0], HOSTING, None),
+        low,
+        high,
+        plan,
+    )
 
 
 def _repriced(side: CostSide, prices: PriceBook) -> CostSide:
     from dataclasses import replace
 
-    return CostSide([replace(i, usd_per_hour=prices.hourly(i.instance_type, i.usage, i.region))
-                     if i.instance_type is not None and i.kind != "plan" else i for i in side.items], side.source)
+    return CostSide(
+        [
+            replace(i, usd_per_hour=prices.hourly(i.instance_type, i.usage, i.region))
+            if i.instance_type is not None and i.kind != "plan"
+            else i
+            for i in side.items
+        ],
+        side.source,
+    )
 
 
 @dataclass(frozen=True)
@@ -1922,14 +2255,21 @@ class CostChange:
 
     def hours(self, which: str) -> tuple[Decimal, Decimal]:
         """(base, head) hours of ``which`` (``floor_hours``, ``ceiling_hours``, ``plan_hours``); 0 where absent."""
-        return (getattr(self.base, which) if self.base else Decimal(0),
-                getattr(self.head, which) if self.head else Decimal(0))
+        return (
+            getattr(self.base, which) if self.base else Decimal(0),
+            getattr(self.head, which) if self.head else Decimal(0),
+        )
 
     def usd_delta(self, which: str) -> Decimal | None:
         """Head USD minus base USD at ``which`` (``floor_hours``/``ceiling_hours``); None when a price is unknown."""
         old, new = self.hours(which)
-        if self.base and self.head and old == new and (self.base.unit, self.base.usd_per_hour, self.base.region) == (
-                self.head.unit, self.head.usd_per_hour, self.head.region):
+        if (
+            self.base
+            and self.head
+            and old == new
+            and (self.base.unit, self.base.usd_per_hour, self.base.region)
+            == (self.head.unit, self.head.usd_per_hour, self.head.region)
+        ):
             return Decimal(0)  # the same hours of the same thing at the same price, known or not
         before = self.base.usd(old) if self.base else Decimal(0)
         after = self.head.usd(new) if self.head else Decimal(0)
@@ -1938,7 +2278,8 @@ class CostChange:
     @property
     def prepaid_delta(self) -> Decimal:
         return ((self.head.prepaid_usd or Decimal(0)) if self.head else Decimal(0)) - (
-            (self.base.prepaid_usd or Decimal(0)) if self.base else Decimal(0))
+            (self.base.prepaid_usd or Decimal(0)) if self.base else Decimal(0)
+        )
 
 
 @dataclass
@@ -1976,8 +2317,13 @@ class CostDelta:
         return [c for c in self.changes if c.prepaid_delta > 0]
 
 
-def cost_delta(base: dict[str, StackTemplate], head: dict[str, StackTemplate], base_cost: CostSide | None,
-               head_cost: CostSide | None, prices: "PriceBook | Mapping[str, Any] | Path | None" = None) -> CostDelta:
+def cost_delta(
+    base: dict[str, StackTemplate],
+    head: dict[str, StackTemplate],
+    base_cost: CostSide | None,
+    head_cost: CostSide | None,
+    prices: "PriceBook | Mapping[str, Any] | Path | None" = None,
+) -> CostDelta:
     """The cost lines of both sides matched by subject: each side's cost file when both have one; else both from
     their templates (``template_cost``), priced by ``prices``, by the head's cost file, or by the shipped table.
     ``prices`` given: every line is priced by it (both sides alike), else by what each side's synth priced."""
@@ -1987,16 +2333,30 @@ def cost_delta(base: dict[str, StackTemplate], head: dict[str, StackTemplate], b
         sides = [base_cost, head_cost]
         priced = f"USD from {book.label}" if book else "USD from the price table each synth used"
     else:
-        known = {(i.instance_type, i.usage, i.region): i.usd_per_hour for i in (head_cost or base_cost or CostSide(
-            [], "")).items if i.usd_per_hour is not None}
+        known = {
+            (i.instance_type, i.usage, i.region): i.usd_per_hour
+            for i in (head_cost or base_cost or CostSide([], "")).items
+            if i.usd_per_hour is not None
+        }
         table = book or PriceBook.of(None)
-        lookup = PriceBook(flat={t: a for (t, u, _r), a in known.items() if t and u == HOSTING and a is not None},
-                           label="the head's cost file") if known and book is None else table
-        missing = "the base has" if base_cost is None and head_cost is not None else (
-            "the head has" if base_cost is not None else "neither assembly has")
-        source = (f"the templates, as {missing} no {COST_FILE} (synthesized before the synth wrote one): endpoint "
-                  "configs' instance counts and capacity binding, capacity plans' fees; EAGLE loop and benchmark "
-                  "schedules not compared")
+        lookup = (
+            PriceBook(
+                flat={t: a for (t, u, _r), a in known.items() if t and u == HOSTING and a is not None},
+                label="the head's cost file",
+            )
+            if known and book is None
+            else table
+        )
+        missing = (
+            "the base has"
+            if base_cost is None and head_cost is not None
+            else ("the head has" if base_cost is not None else "neither assembly has")
+        )
+        source = (
+            f"the templates, as {missing} no {COST_FILE} (synthesized before the synth wrote one): endpoint "
+            "configs' instance counts and capacity binding, capacity plans' fees; EAGLE loop and benchmark "
+            "schedules not compared"
+        )
         sides = [template_cost(base, lookup), template_cost(head, lookup)]
         priced = f"USD from {lookup.label}"
         book = None
@@ -2017,8 +2377,16 @@ def cost_delta(base: dict[str, StackTemplate], head: dict[str, StackTemplate], b
 
 
 def _cost_figures(item: CostItem) -> tuple[Any, ...]:
-    return (item.unit, item.region, item.usd_per_hour, item.floor_hours, item.ceiling_hours, item.plan_hours,
-            item.prepaid_usd, item.prepaid_note)
+    return (
+        item.unit,
+        item.region,
+        item.usd_per_hour,
+        item.floor_hours,
+        item.ceiling_hours,
+        item.plan_hours,
+        item.prepaid_usd,
+        item.prepaid_note,
+    )
 
 
 def _usd(amount: Decimal | None) -> str:
@@ -2050,8 +2418,13 @@ def _hours_change(change: CostChange, which: str) -> str:
     old, new = change.hours(which)
     base_unit = change.base.unit if change.base else None
     head_unit = change.head.unit if change.head else None
-    if old == new and base_unit == head_unit and change.base and change.head and (
-            change.base.usd_per_hour == change.head.usd_per_hour or old == 0):
+    if (
+        old == new
+        and base_unit == head_unit
+        and change.base
+        and change.head
+        and (change.base.usd_per_hour == change.head.usd_per_hour or old == 0)
+    ):
         return f"unchanged ({_hours_text(old)} {_unit_words(change.item.unit)})"
     if base_unit is None or head_unit is None or base_unit == head_unit:
         delta = f"{_signed(new - old)} {_unit_words(change.item.unit)}"
@@ -2062,8 +2435,13 @@ def _hours_change(change: CostChange, which: str) -> str:
 
 def _why_unknown(change: CostChange, which: str) -> str:
     sides = [(change.base, change.hours(which)[0]), (change.head, change.hours(which)[1])]
-    units = sorted({i.unit + ("" if i.usage == HOSTING or not i.instance_type else f" {i.usage}")
-                    for i, hours in sides if i is not None and hours and i.usd_per_hour is None})
+    units = sorted(
+        {
+            i.unit + ("" if i.usage == HOSTING or not i.instance_type else f" {i.usage}")
+            for i, hours in sides
+            if i is not None and hours and i.usd_per_hour is None
+        }
+    )
     return f"no price for {', '.join(units)}" if units else ""
 
 
@@ -2075,7 +2453,8 @@ def _total_text(delta: CostDelta, which: str) -> str:
     known = delta.total_usd(which)
     if unknown:
         usd = f"USD unknown: no price for {', '.join(unknown)}" + (
-            f"; the priced lines {_signed_usd(known)}" if known else "")
+            f"; the priced lines {_signed_usd(known)}" if known else ""
+        )
     else:
         usd = _signed_usd(known)
     return f"{shown} {words} per 30 days ({usd})"
@@ -2092,23 +2471,37 @@ def cost_lines(delta: CostDelta) -> tuple[str, list[str], list[str]]:
     for change in delta.changes:
         item = change.item
         mark = {"added": "+", "removed": "-", "modified": "~"}[change.kind]
-        what = item.what if change.kind != "modified" or change.base is None or change.base.what == item.what else (
-            f"{change.base.what} -> {item.what}")
+        what = (
+            item.what
+            if change.kind != "modified" or change.base is None or change.base.what == item.what
+            else (f"{change.base.what} -> {item.what}")
+        )
         parts = []
         if item.kind != "plan" or change.hours("floor_hours") != change.hours("ceiling_hours"):
-            parts += [f"floor {_hours_change(change, 'floor_hours')}", f"ceiling {_hours_change(change, 'ceiling_hours')}"]
+            parts += [
+                f"floor {_hours_change(change, 'floor_hours')}",
+                f"ceiling {_hours_change(change, 'ceiling_hours')}",
+            ]
         old_plan, new_plan = change.hours("plan_hours")
         if old_plan != new_plan:
-            parts.append(f"plan-covered {_signed(new_plan - old_plan)} {_unit_words(item.unit)} (prepaid, no hourly bill)")
+            parts.append(
+                f"plan-covered {_signed(new_plan - old_plan)} {_unit_words(item.unit)} (prepaid, no hourly bill)"
+            )
         if item.kind == "plan" and change.kind == "removed":
             parts.append("prepaid fee: leaves the template; a bought plan stays paid, nothing is refunded")
         elif item.kind == "plan" or change.prepaid_delta:
             fee = item.prepaid_note or f"up to {_usd(item.prepaid_usd)}"
-            parts.append(f"prepaid {_signed_usd(change.prepaid_delta)}: {fee}" if change.kind == "modified" and
-                         change.prepaid_delta else f"prepaid {fee}")
+            parts.append(
+                f"prepaid {_signed_usd(change.prepaid_delta)}: {fee}"
+                if change.kind == "modified" and change.prepaid_delta
+                else f"prepaid {fee}"
+            )
         verb = {"added": "new", "removed": "removed", "modified": "changed"}[change.kind]
-        per_line.append(f"{mark} {_KIND_WORDS.get(item.kind, item.kind)} {item.subject} ({verb}): "
-                        + "; ".join(parts) + f" [{what}]")
+        per_line.append(
+            f"{mark} {_KIND_WORDS.get(item.kind, item.kind)} {item.subject} ({verb}): "
+            + "; ".join(parts)
+            + f" [{what}]"
+        )
     if not delta.changes:
         totals = [f"Total: no change to the floor or the ceiling ({delta.compared} line(s) compared)"]
     else:
@@ -2117,8 +2510,10 @@ def cost_lines(delta: CostDelta) -> tuple[str, list[str], list[str]]:
     if committed:
         commits = sum((c.prepaid_delta for c in committed), Decimal(0))
         which = "; ".join(f"{c.item.subject}: {c.item.prepaid_note or _usd(c.prepaid_delta)}" for c in committed)
-        totals.append(f"Prepaid plan fees this change would commit: up to {_usd(commits)}, one-off and never refunded, "
-                      f"not in the monthly figures ({which})")
+        totals.append(
+            f"Prepaid plan fees this change would commit: up to {_usd(commits)}, one-off and never refunded, "
+            f"not in the monthly figures ({which})"
+        )
     return source, per_line, totals
 
 
@@ -2126,7 +2521,7 @@ def cost_lines(delta: CostDelta) -> tuple[str, list[str], list[str]]:
 def _compact(value: Any) -> Any:
     """CloudFormation intrinsics as readable text: Ref -> ${X}, GetAtt -> ${X.Attr}, Join concatenated."""
     if isinstance(value, dict) and len(value) == 1:
-        (kind, arg), = value.items()
+        ((kind, arg),) = value.items()
         if kind == "Ref":
             return "${" + str(arg) + "}"
         if kind == "Fn::GetAtt" and isinstance(arg, list):
@@ -2152,7 +2547,7 @@ def _short(value: Any, limit: int = 70) -> str:
     if isinstance(value, TextDelta):
         return json.dumps(str(value))
     text = json.dumps(_compact(value), sort_keys=True)
-    return text if len(text) <= limit else text[: limit // 2 - 2] + "..." + text[-(limit // 2 - 1):]
+    return text if len(text) <= limit else text[: limit // 2 - 2] + "..." + text[-(limit // 2 - 1) :]
 
 
 def first_difference(old: str, new: str) -> int:
@@ -2178,7 +2573,7 @@ def excerpts(old: str, new: str, limit: int = 70, context: int = 24) -> tuple[st
 
     def cut(text: str) -> str:
         width = limit - (3 if start else 0)
-        shown = text[start:start + width]
+        shown = text[start : start + width]
         if start + width < len(text):
             shown = shown[:-3] + "..."
         return ("..." if start else "") + shown
@@ -2197,7 +2592,9 @@ def _pair(old: Any, new: Any, limit: int = 70) -> tuple[str, str]:
 
 def _property_text(p: PropertyChange) -> str:
     if p.via:
-        text = f"{p.path}: from {p.via}, " + ("a parameter whose value changes" if p.via_parameter else "which is replaced")
+        text = f"{p.path}: from {p.via}, " + (
+            "a parameter whose value changes" if p.via_parameter else "which is replaced"
+        )
     elif p.items:
         parts = [f"-{_short(v)}" for v in p.old] + [f"+{_short(v)}" for v in p.new]
         text = f"{p.path}: " + ", ".join(parts) if parts else f"{p.path}: reordered"
@@ -2220,8 +2617,13 @@ def _verdict(change: ResourceChange) -> str:
     return "update in place"
 
 
-_HEADLINE_TITLES = {"redeploy": "Endpoint redeploys", "money": "Capacity plans (money)", "fails": "Will fail to deploy",
-                    "runtime": "Run-time values reset", "headroom": "Capacity headroom"}
+_HEADLINE_TITLES = {
+    "redeploy": "Endpoint redeploys",
+    "money": "Capacity plans (money)",
+    "fails": "Will fail to deploy",
+    "runtime": "Run-time values reset",
+    "headroom": "Capacity headroom",
+}
 
 
 BLOCKED_TITLE = "DOES NOT DEPLOY IN ONE STEP"
@@ -2233,7 +2635,8 @@ def blocked_lines(report: Report) -> list[str]:
     if not fails:
         return []
     return [f"{BLOCKED_TITLE}: {len(fails)} reason{'s' if len(fails) != 1 else ''} the deploy fails and rolls back"] + [
-        f"{h.stack}: {h.text}" for h in fails]
+        f"{h.stack}: {h.text}" for h in fails
+    ]
 
 
 def render_text(report: Report) -> str:
@@ -2258,7 +2661,10 @@ def render_text(report: Report) -> str:
         if not changes and not outputs:
             unchanged.append(stack.title)
             continue
-        out += ["", f"Stack {stack.title}: {_counts(changes)}" + (f", {len(outputs)} output(s) changed" if outputs else "")]
+        out += [
+            "",
+            f"Stack {stack.title}: {_counts(changes)}" + (f", {len(outputs)} output(s) changed" if outputs else ""),
+        ]
         for change in changes:
             mark = {"added": "+", "removed": "-", "renamed": "~", "modified": "~"}[change.kind]
             out.append(f"  {mark} {change.resource_type} {change.display}: {_verdict(change)}")
@@ -2306,8 +2712,11 @@ def render_markdown(report: Report) -> str:
         out.append("")
     if report.headlines:
         out.append("### ⚠️ Headline")
-        out += [f"- **{_HEADLINE_TITLES[h.category]}** (`{h.stack}`): {_cell(h.text)}" for h in report.headlines
-                if h.category != "fails"]
+        out += [
+            f"- **{_HEADLINE_TITLES[h.category]}** (`{h.stack}`): {_cell(h.text)}"
+            for h in report.headlines
+            if h.category != "fails"
+        ]
         if blocked:
             out.append(f"- **{_HEADLINE_TITLES['fails']}**: {len(blocked) - 1} reason(s), first in this report")
     else:
@@ -2318,14 +2727,22 @@ def render_markdown(report: Report) -> str:
         if not changes and not outputs:
             unchanged.append(f"`{stack.title}`")
             continue
-        out += ["", f"### Stack `{stack.title}`: {_counts(changes)}" + (f", {len(outputs)} output(s) changed" if outputs else ""),
-                "", "| Change | Resource | Type | Details |", "| --- | --- | --- | --- |"]
+        out += [
+            "",
+            f"### Stack `{stack.title}`: {_counts(changes)}"
+            + (f", {len(outputs)} output(s) changed" if outputs else ""),
+            "",
+            "| Change | Resource | Type | Details |",
+            "| --- | --- | --- | --- |",
+        ]
         for change in changes:
             verdict = _verdict(change)
             verdict = f"**{verdict}**" if change.replacement else verdict
             details = [f"`{_cell(_property_text(p))}`" for p in change.properties] + [_cell(n) for n in change.notes]
-            details += [f"**{_cell(line)}**" if line.startswith(("resets ", "overwrites ", "a new parameter ")) else
-                        _cell(line) for line in _outcome_lines(report, change)]
+            details += [
+                f"**{_cell(line)}**" if line.startswith(("resets ", "overwrites ", "a new parameter ")) else _cell(line)
+                for line in _outcome_lines(report, change)
+            ]
             out.append(f"| {verdict} | `{_cell(change.display)}` | `{change.resource_type}` | {'<br>'.join(details)} |")
         for output in outputs:
             details = [f"`{_cell(_property_text(p))}`" for p in output.properties]
@@ -2338,9 +2755,13 @@ def render_markdown(report: Report) -> str:
 # ----------------------------------------------------------------------------- synthesizing
 def _tool_env(source: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(REPO / "node_modules" / ".bin"), str(REPO / ".venv" / "bin"), env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join(
+        [str(REPO / "node_modules" / ".bin"), str(REPO / ".venv" / "bin"), env.get("PATH", "")]
+    )
     # The source's own library first: the venv's editable install points at this checkout.
-    env["PYTHONPATH"] = os.pathsep.join([str(source / "constructs"), str(source), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([str(source / "constructs"), str(source), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
     env.setdefault("CDK_DISABLE_VERSION_CHECK", "1")
     env.setdefault("CDK_CLI_TELEMETRY", "false")
     return env
@@ -2357,8 +2778,16 @@ def synthesize(source: Path, out: Path, *, config: str | None = None) -> Path:
     # The app command is given, not read from the source's cdk.json: an exported ref has no .venv of its own.
     # --no-validation: the report compares templates; validating them is cfn-lint's job in `make check` (and the
     # base was checked when it merged), so CDK's built-in validator (seconds and ~450 MiB) is not run here.
-    command = ["cdk", "synth", "--quiet", "--no-validation", "--app", f"{shlex.quote(str(_python()))} app.py",
-               "--output", str(out)]
+    command = [
+        "cdk",
+        "synth",
+        "--quiet",
+        "--no-validation",
+        "--app",
+        f"{shlex.quote(str(_python()))} app.py",
+        "--output",
+        str(out),
+    ]
     command += ["--context", f"config={config}"] if config else []
     completed = subprocess.run(command, cwd=source, env=_tool_env(source), capture_output=True, text=True, check=False)
     if completed.returncode != 0:
@@ -2369,6 +2798,7 @@ def synthesize(source: Path, out: Path, *, config: str | None = None) -> Path:
 
 def export_ref(ref: str, into: Path) -> str:
     """The files of ``ref`` (a commit, branch or tag) extracted into ``into``; returns the commit's short id."""
+
     def git(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
 
@@ -2386,9 +2816,15 @@ def export_ref(ref: str, into: Path) -> str:
     return verified.stdout.strip()
 
 
-def report_against_git(ref: str, *, config: str | None = None, head_dir: Path | None = None,
-                       keep: Path | None = None, head_label: str | None = None,
-                       prices: Path | None = None) -> Report:
+def report_against_git(
+    ref: str,
+    *,
+    config: str | None = None,
+    head_dir: Path | None = None,
+    keep: Path | None = None,
+    head_label: str | None = None,
+    prices: Path | None = None,
+) -> Report:
     with tempfile.TemporaryDirectory(prefix="change-report-") as tmp:
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -2396,13 +2832,21 @@ def report_against_git(ref: str, *, config: str | None = None, head_dir: Path | 
         base_out = synthesize(work / "base-src", work / "base.out", config=config)
         head_out = head_dir or synthesize(REPO, work / "head.out", config=config)
         label = head_label or (f"{head_dir} ({working_tree_label()})" if head_dir else working_tree_label())
-        return compare(load_assembly(base_out), load_assembly(head_out), base_label=f"{ref} ({commit})",
-                       head_label=label, base_cost=load_cost(base_out), head_cost=load_cost(head_out), prices=prices)
+        return compare(
+            load_assembly(base_out),
+            load_assembly(head_out),
+            base_label=f"{ref} ({commit})",
+            head_label=label,
+            base_cost=load_cost(base_out),
+            head_cost=load_cost(head_out),
+            prices=prices,
+        )
 
 
 def working_tree_label(repo: Path = REPO) -> str:
     """What the working tree is, as a git name: ``HEAD (<branch> <sha>)`` when it is clean (it is that commit),
     else ``working tree (uncommitted changes on <sha>)``; ``working tree`` outside git."""
+
     def git(*args: str) -> str | None:
         done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
         return done.stdout.strip() if done.returncode == 0 else None
@@ -2428,23 +2872,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="with --git-base: the app config (cdk synth -c config=PATH)")
     parser.add_argument("--keep", type=Path, help="with --git-base: keep the exported source and assemblies here")
     parser.add_argument("--head-label", help="name the compared head this way (e.g. the pull request's head commit)")
-    parser.add_argument("--prices", type=Path, metavar="FILE",
-                        help="price both sides with this table (prices.json's shape) instead of what each synth used")
+    parser.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="price both sides with this table (prices.json's shape) instead of what each synth used",
+    )
     parser.add_argument("--markdown", action="store_true", help="GitHub-flavoured Markdown (step summary)")
     parser.add_argument("--output", type=Path, help="also write the report to this file")
-    parser.add_argument("--step-summary", action="store_true",
-                        help="also append the Markdown report to $GITHUB_STEP_SUMMARY, when it is set")
+    parser.add_argument(
+        "--step-summary",
+        action="store_true",
+        help="also append the Markdown report to $GITHUB_STEP_SUMMARY, when it is set",
+    )
     args = parser.parse_args(argv)
     try:
         if args.git_base:
             if args.base_dir or args.head_dir:
                 parser.error("give either BASE_DIR HEAD_DIR or --git-base REF")
-            report = report_against_git(args.git_base, config=args.config, head_dir=args.head_dir, keep=args.keep,
-                                        head_label=args.head_label, prices=args.prices)
+            report = report_against_git(
+                args.git_base,
+                config=args.config,
+                head_dir=args.head_dir,
+                keep=args.keep,
+                head_label=args.head_label,
+                prices=args.prices,
+            )
         elif args.base_dir and args.head_dir:
-            report = compare(load_assembly(args.base_dir), load_assembly(args.head_dir),
-                             base_label=str(args.base_dir), head_label=args.head_label or str(args.head_dir),
-                             base_cost=load_cost(args.base_dir), head_cost=load_cost(args.head_dir), prices=args.prices)
+            report = compare(
+                load_assembly(args.base_dir),
+                load_assembly(args.head_dir),
+                base_label=str(args.base_dir),
+                head_label=args.head_label or str(args.head_dir),
+                base_cost=load_cost(args.base_dir),
+                head_cost=load_cost(args.head_dir),
+                prices=args.prices,
+            )
         else:
             parser.error("give BASE_DIR HEAD_DIR, or --git-base REF")
     except ReportError as error:

@@ -12,6 +12,7 @@ Links inside code spans and fenced code blocks are not links, and are skipped.
 
 ``tests/test_docs_links.py`` runs it on the committed pages; CI's docs job runs it after ``make docs``.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,7 +30,9 @@ SKIPPED_FOLDERS = ("docs/api",)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_INLINE_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
+_INLINE_LINK = re.compile(
+    r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)"
+)
 _REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)")
 _HTML_LINK = re.compile(r"""\b(?:href|src)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 _HTML_ANCHOR = re.compile(r"""<[a-z][^>]*\b(?:name|id)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
@@ -139,7 +142,11 @@ def check_page(page: Path, *, root: Path = ROOT, cache: dict[Path, set[str]] | N
             continue
         anchor = unquote(anchor)
         if resolved.suffix.lower() != ".md" or resolved.is_dir():
-            if resolved.is_file() and not _LINE_ANCHOR.match(anchor) and resolved.suffix.lower() not in (".html", ".htm"):
+            if (
+                resolved.is_file()
+                and not _LINE_ANCHOR.match(anchor)
+                and resolved.suffix.lower() not in (".html", ".htm")
+            ):
                 broken.append(Broken(page, line, target, "an anchor on a file that is not Markdown (only #L<line>)"))
             continue
         if resolved not in cache:
@@ -156,8 +163,7 @@ def pages(arguments: list[str], *, root: Path = ROOT) -> list[Path]:
         path = (root / name) if not Path(name).is_absolute() else Path(name)
         if path.is_dir():
             skipped = [(root / folder).resolve() for folder in SKIPPED_FOLDERS]
-            found += sorted(p for p in path.rglob("*.md")
-                            if not any(p.resolve().is_relative_to(s) for s in skipped))
+            found += sorted(p for p in path.rglob("*.md") if not any(p.resolve().is_relative_to(s) for s in skipped))
         elif path.is_file():
             found.append(path)
     return found
@@ -166,7 +172,11 @@ def pages(arguments: list[str], *, root: Path = ROOT) -> list[Path]:
 def check(arguments: list[str] | None = None, *, root: Path = ROOT) -> list[Broken]:
     """Every broken link of the pages named (default: ``DEFAULT_PAGES``)."""
     cache: dict[Path, set[str]] = {}
-    return [b for page in pages(list(arguments or DEFAULT_PAGES), root=root) for b in check_page(page, root=root, cache=cache)]
+    return [
+        b
+        for page in pages(list(arguments or DEFAULT_PAGES), root=root)
+        for b in check_page(page, root=root, cache=cache)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ meets it from the top of the file (breadth first from the root), its fields in t
 gets its type, default, allowed values and ranges, description and examples as the models declare them.
 ``tests/test_config_reference.py`` fails when the committed page is not what this writes.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,20 @@ ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "config-reference.md"
 LONG_ENUM = 12
 """Enums longer than this are listed below the section's table (instance types: hundreds of values)."""
-_CONSTRAINTS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "minLength", "maxLength", "pattern",
-                "minItems", "maxItems", "format", "const", "enum")
+_CONSTRAINTS = (
+    "minimum",
+    "exclusiveMinimum",
+    "maximum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "format",
+    "const",
+    "enum",
+)
 
 INTRO = """\
 # Config reference
@@ -62,9 +75,17 @@ def _constraint(key: str, value: Any) -> str:
         return "one of " + ", ".join(_code(v) for v in value)
     if key in ("pattern", "const"):
         return ("matches " if key == "pattern" else "exactly ") + _code(value)
-    return {"minimum": "≥ {}", "exclusiveMinimum": "> {}", "maximum": "≤ {}", "exclusiveMaximum": "< {}",
-            "minLength": "at least {} characters", "maxLength": "at most {} characters",
-            "minItems": "at least {} item(s)", "maxItems": "at most {} item(s)", "format": "format {}"}[key].format(value)
+    return {
+        "minimum": "≥ {}",
+        "exclusiveMinimum": "> {}",
+        "maximum": "≤ {}",
+        "exclusiveMaximum": "< {}",
+        "minLength": "at least {} characters",
+        "maxLength": "at most {} characters",
+        "minItems": "at least {} item(s)",
+        "maxItems": "at most {} item(s)",
+        "format": "format {}",
+    }[key].format(value)
 
 
 def _escape_html(text: str) -> str:
@@ -160,20 +181,32 @@ class _Page:
     def constraints(prop: dict[str, Any]) -> list[str]:
         """The bounds of a field, its own and those of its non-null branches and list items."""
         parts: list[str] = []
-        for scope, label in ((prop, ""), *[(b, "") for b in prop.get("anyOf", []) if b.get("type") != "null"],
-                             ((prop.get("items") if isinstance(prop.get("items"), dict) else {}), "each ")):
-            for low, high, unit in (("minimum", "maximum", ""), ("minItems", "maxItems", " items"),
-                                    ("minLength", "maxLength", " characters")):
+        for scope, label in (
+            (prop, ""),
+            *[(b, "") for b in prop.get("anyOf", []) if b.get("type") != "null"],
+            ((prop.get("items") if isinstance(prop.get("items"), dict) else {}), "each "),
+        ):
+            for low, high, unit in (
+                ("minimum", "maximum", ""),
+                ("minItems", "maxItems", " items"),
+                ("minLength", "maxLength", " characters"),
+            ):
                 if low in scope and high in scope:  # one range instead of two bounds
                     parts.append(f"{label}{scope[low]} to {scope[high]}{unit}")
             for key in _CONSTRAINTS:
                 if key not in scope or key == "enum" and len(scope[key]) > LONG_ENUM:
                     continue
                 if key in ("minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength") and all(
-                        k in scope for k in {"minimum": ("minimum", "maximum"), "maximum": ("minimum", "maximum"),
-                                             "minItems": ("minItems", "maxItems"), "maxItems": ("minItems", "maxItems"),
-                                             "minLength": ("minLength", "maxLength"),
-                                             "maxLength": ("minLength", "maxLength")}[key]):
+                    k in scope
+                    for k in {
+                        "minimum": ("minimum", "maximum"),
+                        "maximum": ("minimum", "maximum"),
+                        "minItems": ("minItems", "maxItems"),
+                        "maxItems": ("minItems", "maxItems"),
+                        "minLength": ("minLength", "maxLength"),
+                        "maxLength": ("minLength", "maxLength"),
+                    }[key]
+                ):
                     continue
                 parts.append(label + _constraint(key, scope[key]))
         return list(dict.fromkeys(parts))
@@ -206,7 +239,9 @@ class _Page:
         if model.get("description"):
             out += [_escape_html(" ".join(model["description"].split())), ""]
         if used_at:
-            shown = ", ".join(_code(p) for p in used_at[:6]) + (f" and {len(used_at) - 6} more" if len(used_at) > 6 else "")
+            shown = ", ".join(_code(p) for p in used_at[:6]) + (
+                f" and {len(used_at) - 6} more" if len(used_at) > 6 else ""
+            )
             out += [f"Used at: {shown}.", ""]
         else:
             out += ["The whole file." if name == self.root_name else "Not used by any field.", ""]
@@ -220,15 +255,31 @@ class _Page:
             description = _escape_html(" ".join(prop.get("description", "").split())) or "(not described in the model)"
             examples = prop.get("examples")
             if examples:
-                description += " Example" + ("s" if len(examples) > 1 else "") + ": " + ", ".join(_code(e) for e in examples) + "."
+                description += (
+                    " Example" + ("s" if len(examples) > 1 else "") + ": " + ", ".join(_code(e) for e in examples) + "."
+                )
             allowed = self.constraints(prop)
             values = self.long_enum(prop)
             if values is not None:
                 allowed.append(f"one of {len(values)} values (listed below the table)")
-                footnotes += [f"`{field}` takes one of these {len(values)} values: " + ", ".join(_code(v) for v in values) + ".", ""]
-            out.append("| " + " | ".join(_cell(c) for c in (
-                f"`{field}`", self.type_of(prop), self.default_of(prop, field in required),
-                "; ".join(allowed) or "-", description)) + " |")
+                footnotes += [
+                    f"`{field}` takes one of these {len(values)} values: " + ", ".join(_code(v) for v in values) + ".",
+                    "",
+                ]
+            out.append(
+                "| "
+                + " | ".join(
+                    _cell(c)
+                    for c in (
+                        f"`{field}`",
+                        self.type_of(prop),
+                        self.default_of(prop, field in required),
+                        "; ".join(allowed) or "-",
+                        description,
+                    )
+                )
+                + " |"
+            )
         out.append("")
         return out + footnotes
 

@@ -14,6 +14,7 @@ nested stack collapse into one node. With ``--readme`` the block between the
 ``<!-- diagram:start -->`` and ``<!-- diagram:end -->`` markers is replaced, so the README
 always shows the app as synthesized, never a drawing made by hand.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,13 +51,22 @@ CUSTOM = "Custom resource"
 
 INTERNAL_SEGMENT = re.compile(
     r"^(framework-(onEvent|isComplete|onTimeout)|waiter-state-machine|LogRetention[0-9a-f]{32}|"
-    r"BucketNotificationsHandler[0-9a-f]{32}|Custom(::)?[A-Za-z0-9]*CustomResourceProvider|.*[0-9a-f]{32}.*)$")
+    r"BucketNotificationsHandler[0-9a-f]{32}|Custom(::)?[A-Za-z0-9]*CustomResourceProvider|.*[0-9a-f]{32}.*)$"
+)
 """Construct ids of CDK's own machinery: custom-resource provider frameworks and their waiter state machine,
 log-retention functions, the bucket-notifications handler, custom-resource providers, and singletons named by a
 hash (``AWS679f53fac002430cb0da5b7982bd2287``, ``SingletonLambda<hash>``)."""
-INTERNAL_TYPES = frozenset({"Custom::LogRetention", "Custom::S3BucketNotifications", "Custom::S3AutoDeleteObjects",
-                            "Custom::VpcRestrictDefaultSG", "Custom::CrossRegionExportWriter",
-                            "Custom::CrossRegionExportReader", "Custom::CDKBucketDeployment"})
+INTERNAL_TYPES = frozenset(
+    {
+        "Custom::LogRetention",
+        "Custom::S3BucketNotifications",
+        "Custom::S3AutoDeleteObjects",
+        "Custom::VpcRestrictDefaultSG",
+        "Custom::CrossRegionExportWriter",
+        "Custom::CrossRegionExportReader",
+        "Custom::CDKBucketDeployment",
+    }
+)
 """Custom resources CDK adds to implement a feature (log retention, bucket notifications, ...), not the system."""
 _HASH_SUFFIX = re.compile(r"(?<=[a-z0-9])[0-9A-F]{8}$")
 
@@ -66,6 +76,8 @@ def is_internal(resource_type: str, path: str) -> bool:
     if resource_type in INTERNAL_TYPES or any(resource_type.startswith(t) for t in INTERNAL_TYPES):
         return True
     return any(INTERNAL_SEGMENT.match(part) for part in path.split("/"))
+
+
 COLLAPSE_AT = 5
 """Inference components of one kind in one nested stack above this count become one node."""
 
@@ -149,11 +161,16 @@ def _collect_all(assembly: Path) -> dict[str, Node]:
     for stack, template in _templates(assembly):
         resources = template.get("Resources", {})
         kept = {
-            logical_id: resource for logical_id, resource in resources.items()
+            logical_id: resource
+            for logical_id, resource in resources.items()
             if resource.get("Type") in SHOWN or str(resource.get("Type", "")).startswith("Custom::")
         }
-        components = [lid for lid, r in kept.items() if r["Type"] == "AWS::SageMaker::InferenceComponent"
-                      and "BaseInferenceComponentName" in r.get("Properties", {}).get("Specification", {})]
+        components = [
+            lid
+            for lid, r in kept.items()
+            if r["Type"] == "AWS::SageMaker::InferenceComponent"
+            and "BaseInferenceComponentName" in r.get("Properties", {}).get("Specification", {})
+        ]
         collapse = len(components) > COLLAPSE_AT
         for logical_id, resource in kept.items():
             kind = resource["Type"]
@@ -164,8 +181,9 @@ def _collect_all(assembly: Path) -> dict[str, Node]:
                 label = f"{len(components)} LoRA adapter components"
             else:
                 what = SHOWN.get(kind, CUSTOM if kind.startswith("Custom::") else kind)
-                if kind == "AWS::SageMaker::InferenceComponent" and \
-                        "BaseInferenceComponentName" in resource.get("Properties", {}).get("Specification", {}):
+                if kind == "AWS::SageMaker::InferenceComponent" and "BaseInferenceComponentName" in resource.get(
+                    "Properties", {}
+                ).get("Specification", {}):
                     what = "LoRA adapter"
                 label = f"{what}: {_tail(path)}"
             node = nodes.setdefault(key, Node(key, label, _group(path, stack), internal=is_internal(kind, path)))

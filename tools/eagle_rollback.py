@@ -9,6 +9,7 @@ the ``previous_head`` the run that promoted the current head recorded) or no hea
 none``: the model's inference component goes back to the plain model). Nothing else changes until
 that deploy. Prints what it did; exits 1 with the reason when there is nothing to roll back.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,9 @@ def _promoting_run(dynamodb: Any, table: str, head: str) -> dict[str, Any] | Non
     return found[0] if found else None
 
 
-def rollback(ssm: Any, dynamodb: Any, *, parameter: str, table: str, to: str = "previous",
-             dry_run: bool = False) -> tuple[str, str]:
+def rollback(
+    ssm: Any, dynamodb: Any, *, parameter: str, table: str, to: str = "previous", dry_run: bool = False
+) -> tuple[str, str]:
     """``(old value, new value)`` of the parameter after rolling back; raises ``LookupError`` with the reason."""
     current = ssm.get_parameter(Name=parameter)["Parameter"]["Value"].strip()
     if current.lower() == NO_HEAD:
@@ -55,10 +57,13 @@ def rollback(ssm: Any, dynamodb: Any, *, parameter: str, table: str, to: str = "
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--parameter", required=True, help="the promotion parameter, /sagemaker-llm/state/eagle/<model>/draft-head")
+    parser.add_argument(
+        "--parameter", required=True, help="the promotion parameter, /sagemaker-llm/state/eagle/<model>/draft-head"
+    )
     parser.add_argument("--table", required=True, help="the model's EAGLE runs table (stack output *EagleRuns)")
-    parser.add_argument("--to", choices=["previous", "none"], default="previous",
-                        help="previous head (default) or none")
+    parser.add_argument(
+        "--to", choices=["previous", "none"], default="previous", help="previous head (default) or none"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     parser.add_argument("--region", help="AWS region (default: the CLI's)")
     args = parser.parse_args(argv)
@@ -66,14 +71,22 @@ def main(argv: list[str] | None = None) -> int:
 
     session = boto3.Session(region_name=args.region)
     try:
-        old, new = rollback(session.client("ssm"), session.client("dynamodb"), parameter=args.parameter,
-                            table=args.table, to=args.to, dry_run=args.dry_run)
+        old, new = rollback(
+            session.client("ssm"),
+            session.client("dynamodb"),
+            parameter=args.parameter,
+            table=args.table,
+            to=args.to,
+            dry_run=args.dry_run,
+        )
     except LookupError as error:
         print(f"eagle_rollback: {error}", file=sys.stderr)
         return 1
     verb = "would set" if args.dry_run else "set"
-    print(f"{verb} {args.parameter}: {old} -> {new}\nnext: cdk deploy the platform stack; it then serves "
-          f"{'no draft head' if new == NO_HEAD else new}")
+    print(
+        f"{verb} {args.parameter}: {old} -> {new}\nnext: cdk deploy the platform stack; it then serves "
+        f"{'no draft head' if new == NO_HEAD else new}"
+    )
     return 0
 
 

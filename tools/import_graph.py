@@ -11,6 +11,7 @@
 Importing a submodule runs its package's ``__init__``, so ``a.b`` also depends on ``a`` (except for modules
 inside ``a``: their package is being imported already).
 """
+
 from __future__ import annotations
 
 import ast

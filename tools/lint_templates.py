@@ -6,6 +6,7 @@ bound config) is checked for that region only, where it deploys, whether or not 
 Exit status 1 when any template has an error; warnings and informational findings are
 printed but do not fail. Usage: ``python -m tools.lint_templates cdk.out``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -63,8 +64,11 @@ def _nested_templates(asset_manifest: Path) -> list[str]:
         entries = json.loads(asset_manifest.read_text(encoding="utf-8")).get("files", {}).values()
     except (OSError, ValueError):
         return []
-    return [str(entry["source"]["path"]) for entry in entries
-            if str(entry.get("source", {}).get("path", "")).endswith(".template.json")]
+    return [
+        str(entry["source"]["path"])
+        for entry in entries
+        if str(entry.get("source", {}).get("path", "")).endswith(".template.json")
+    ]
 
 
 @functools.cache
@@ -95,7 +99,9 @@ def lint_folder(folder: Path, regions: tuple[str, ...] = DEFAULT_REGIONS) -> int
     counts: Counter[str] = Counter()
     for template in templates:
         where = [bound[template.resolve()]] if template.resolve() in bound else list(regions)
-        matches = lint(template.read_text(encoding="utf-8"), config=ManualArgs(regions=where, ignore_checks=list(IGNORED)))
+        matches = lint(
+            template.read_text(encoding="utf-8"), config=ManualArgs(regions=where, ignore_checks=list(IGNORED))
+        )
         for match in matches:
             if _intended(match):
                 continue
@@ -105,9 +111,11 @@ def lint_folder(folder: Path, regions: tuple[str, ...] = DEFAULT_REGIONS) -> int
             print(f"{level.upper():7} {template.name}: {match.rule.id} {where}: {match.message}")
     errors = counts.get("error", 0)
     in_own = sum(1 for template in templates if template.resolve() in bound)
-    print(f"cfn-lint: {len(templates)} template(s) ({len(templates) - in_own} for {', '.join(regions)}; {in_own} bound, "
-          f"each for its own region), {errors} error(s), {counts.get('warning', 0)} warning(s), "
-          f"{counts.get('informational', 0)} informational")
+    print(
+        f"cfn-lint: {len(templates)} template(s) ({len(templates) - in_own} for {', '.join(regions)}; {in_own} bound, "
+        f"each for its own region), {errors} error(s), {counts.get('warning', 0)} warning(s), "
+        f"{counts.get('informational', 0)} informational"
+    )
     return 1 if errors else 0
 
 

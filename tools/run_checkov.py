@@ -12,6 +12,7 @@ anywhere (``--skip-download``, ``BC_SKIP_MAPPING``).
 Exit status: 0 when every finding is acknowledged with a reason, 1 when not, 2 when checkov
 cannot run. Usage: ``python -m tools.run_checkov cdk.out [--json reports/checkov.json]``.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,11 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CHECKOV = REPO / ".venv" / "checkov" / "bin" / "checkov"
 NO_COMMENT = {"", "no comment provided"}
 """What checkov reports as the comment of a skip that has none."""
-ACKNOWLEDGE_HINT = ("fix the resource, or acknowledge the finding with its reason: a reason in the table "
-                    "constructs/sagemaker_llm_cdk/core/checkov.py CHECKOV_REASONS, or checkov_skip(resource, CHECK_ID, "
-                    "REASON) in the construct that creates the resource")
+ACKNOWLEDGE_HINT = (
+    "fix the resource, or acknowledge the finding with its reason: a reason in the table "
+    "constructs/sagemaker_llm_cdk/core/checkov.py CHECKOV_REASONS, or checkov_skip(resource, CHECK_ID, "
+    "REASON) in the construct that creates the resource"
+)
 
 
 class CheckovError(RuntimeError):
@@ -77,14 +80,19 @@ def find_checkov(explicit: str | None = None) -> str:
     on_path = shutil.which("checkov")
     if on_path:
         return on_path
-    raise CheckovError("checkov not found: run `make setup` (it installs checkov into .venv/checkov from "
-                       "requirements-checkov.txt), or pass --checkov PATH")
+    raise CheckovError(
+        "checkov not found: run `make setup` (it installs checkov into .venv/checkov from "
+        "requirements-checkov.txt), or pass --checkov PATH"
+    )
 
 
 def templates_in(folder: Path) -> list[Path]:
     """Every CloudFormation template of the cloud assembly in ``folder``, nested stacks and stages included."""
-    return sorted(p for p in folder.rglob("*.template.json")
-                  if not any(part.startswith("asset.") for part in p.relative_to(folder).parts))
+    return sorted(
+        p
+        for p in folder.rglob("*.template.json")
+        if not any(part.startswith("asset.") for part in p.relative_to(folder).parts)
+    )
 
 
 def run_checkov(templates: Sequence[Path], *, checkov: str | None = None, raw_json: Path | None = None) -> Result:
@@ -127,8 +135,14 @@ def _finding(check: dict[str, Any], paths: dict[tuple[str, str], str]) -> Findin
     resource = check.get("resource", "")
     logical_id = resource.rpartition(".")[2]
     comment = (check.get("check_result") or {}).get("suppress_comment") or ""
-    return Finding(check.get("check_id", "?"), check.get("check_name", ""), template, resource,
-                   paths.get((template, logical_id), ""), comment)
+    return Finding(
+        check.get("check_id", "?"),
+        check.get("check_name", ""),
+        template,
+        resource,
+        paths.get((template, logical_id), ""),
+        comment,
+    )
 
 
 def _cdk_paths(templates: Sequence[Path]) -> dict[tuple[str, str], str]:
@@ -147,18 +161,23 @@ def _cdk_paths(templates: Sequence[Path]) -> dict[tuple[str, str], str]:
 
 def summary_lines(result: Result) -> list[str]:
     lines = [f"FAILED  {f.line()}" for f in result.failed]
-    lines += [f"FAILED  {s.line()}: skipped without a reason; give checkov_skip a comment"
-              for s in result.unexplained_skips]
+    lines += [
+        f"FAILED  {s.line()}: skipped without a reason; give checkov_skip a comment" for s in result.unexplained_skips
+    ]
     lines += [f"FAILED  parsing error: {e}" for e in result.parsing_errors]
     if not result.ok:
         lines.append(f"To pass: {ACKNOWLEDGE_HINT}.")
     skipped = Counter(s.check_id for s in result.skipped)
     if skipped:
-        lines.append("Acknowledged (skipped with a reason): "
-                     + ", ".join(f"{check} x{count}" for check, count in sorted(skipped.items())))
-    lines.append(f"checkov {result.version or '?'}: {result.templates} template(s), {result.passed} passed, "
-                 f"{len(result.failed)} failed, {len(result.skipped)} skipped "
-                 f"({len(result.unexplained_skips)} without a reason)")
+        lines.append(
+            "Acknowledged (skipped with a reason): "
+            + ", ".join(f"{check} x{count}" for check, count in sorted(skipped.items()))
+        )
+    lines.append(
+        f"checkov {result.version or '?'}: {result.templates} template(s), {result.passed} passed, "
+        f"{len(result.failed)} failed, {len(result.skipped)} skipped "
+        f"({len(result.unexplained_skips)} without a reason)"
+    )
     return lines
 
 

@@ -10,6 +10,7 @@ Usage: ``python -m tools.schemas [FOLDER]`` (``make schema``) writes, into FOLDE
 
 ``tests/test_config_layers.py`` fails when a published schema is not what this writes.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,11 @@ def schemas() -> dict[str, dict[str, Any]]:
     pipeline = PipelineSettings.model_json_schema(mode="validation")
     pipeline["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     pipeline["title"] = "sagemaker-llm-cdk delivery pipeline config"
-    return {"schema.json": json_schema(), "schema.layer.json": json_schema(layer=True),
-            "pipeline.schema.json": pipeline}
+    return {
+        "schema.json": json_schema(),
+        "schema.layer.json": json_schema(layer=True),
+        "pipeline.schema.json": pipeline,
+    }
 
 
 def schema_for(config: Path) -> str:

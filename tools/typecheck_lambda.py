@@ -5,6 +5,7 @@ folder itself on the search path, for the Lambda runtime's Python (3.13), with t
 from pyproject.toml except ``warn_return_any``: handlers hand on boto3 answers and JSON values, which are ``Any``.
 Exit status 1 when any folder has a finding. Usage: ``python -m tools.typecheck_lambda [lambda]``.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,9 +24,24 @@ def handler_folders(root: Path) -> list[Path]:
 def check(folder: Path, shared: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MYPYPATH": os.pathsep.join([str(shared), str(folder)])}
     files = sorted(str(path) for path in folder.glob("*.py"))
-    return subprocess.run([sys.executable, "-m", "mypy", "--no-warn-return-any", "--python-version", PYTHON_VERSION,
-                           "--cache-dir", str(folder.parent.parent / ".mypy_cache" / "lambda" / folder.name), *files],
-                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--no-warn-return-any",
+            "--python-version",
+            PYTHON_VERSION,
+            "--cache-dir",
+            str(folder.parent.parent / ".mypy_cache" / "lambda" / folder.name),
+            *files,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def main(root: Path) -> int:
@@ -36,8 +52,10 @@ def main(root: Path) -> int:
             failed.append(folder.name)
             print(result.stdout + result.stderr, end="")
     count = len(handler_folders(root))
-    print(f"mypy (strict, Python {PYTHON_VERSION}) on {count} Lambda function(s): "
-          + (f"findings in {', '.join(failed)}" if failed else "no issues"))
+    print(
+        f"mypy (strict, Python {PYTHON_VERSION}) on {count} Lambda function(s): "
+        + (f"findings in {', '.join(failed)}" if failed else "no issues")
+    )
     return 1 if failed else 0
 
 

@@ -8,6 +8,7 @@ parsed, so no GPU, torch or vLLM install is needed. Names come from the lazy reg
 ``ToolParserManager.register_module(...)`` / ``ReasoningParserManager.register_module(...)`` calls and
 decorators (earlier releases).
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,10 +29,15 @@ def names_in_source(source: str) -> dict[str, set[str]]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             kind = _TABLES.get(node.targets[0].id)
             if kind is not None and isinstance(node.value, ast.Dict):
-                found[kind].update(k.value for k in node.value.keys
-                                   if isinstance(k, ast.Constant) and isinstance(k.value, str))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "register_module", "register_lazy_module") and isinstance(node.func.value, ast.Name):
+                found[kind].update(
+                    k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                )
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("register_module", "register_lazy_module")
+            and isinstance(node.func.value, ast.Name)
+        ):
             kind = _MANAGERS.get(node.func.value.id)
             arguments = [*node.args, *(k.value for k in node.keywords if k.arg in ("name", "names"))]
             if kind is None or not arguments:

@@ -5,6 +5,7 @@ needs on first use, while ``from sagemaker_llm_cdk.client import SessionClient``
 the session front door) loads nothing but botocore, so an application container needs neither
 ``aws_cdk``, jsii nor Node.js to use it.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -22,6 +22,7 @@ What it attaches, to the app and to every Stage in it (a pipeline's stages inclu
   ``Metadata.checkov.skip`` on exactly the resources the library made. Your resources get none, even when you
   place them inside a library construct: checkov judges them as they are.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
@@ -102,8 +103,12 @@ def _as_warning(violation: Any) -> PolicyViolation:
         rule_name=violation.rule_name,
         description=violation.description,
         violating_resources=[
-            PolicyViolatingResource(locations=list(r.locations), construct_path=r.construct_path,
-                                    resource_logical_id=r.resource_logical_id, template_path=r.template_path)
+            PolicyViolatingResource(
+                locations=list(r.locations),
+                construct_path=r.construct_path,
+                resource_logical_id=r.resource_logical_id,
+                template_path=r.template_path,
+            )
             for r in violation.violating_resources
         ],
         fix=violation.fix,
@@ -119,8 +124,13 @@ def _known(names: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def apply(app: Stage, *, packs: Sequence[str] = ("aws-solutions",), warning_packs: Sequence[str] = (),
-          wrap_warnings: bool | None = None) -> None:
+def apply(
+    app: Stage,
+    *,
+    packs: Sequence[str] = ("aws-solutions",),
+    warning_packs: Sequence[str] = (),
+    wrap_warnings: bool | None = None,
+) -> None:
     """Attach the library's checks to ``app`` (an ``App``, or a ``Stage`` synthesized on its own) and every Stage
     in it: ``packs`` fail the synth, ``warning_packs`` warn, the policy guard, the library's checkov reasons.
 

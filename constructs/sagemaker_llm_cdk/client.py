@@ -69,6 +69,7 @@ In JavaScript with ``@smithy/signature-v4`` (the signer inside the AWS SDK v3)::
     const { conversation_id } = await frontDoor("/open", {});
     const reply = await frontDoor("/invoke", { conversation_id, body: { messages: [{ role: "user", content: "Hi" }] } });
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -108,8 +109,16 @@ class FrontDoorError(Exception):
     seconds the answer's ``Retry-After`` asked to wait before sending the request again (None: it gave none).
     """
 
-    def __init__(self, status: Optional[int], code: str, message: str, *, field: Optional[str] = None,
-                 model_status: Optional[int] = None, retry_after: Optional[float] = None):
+    def __init__(
+        self,
+        status: Optional[int],
+        code: str,
+        message: str,
+        *,
+        field: Optional[str] = None,
+        model_status: Optional[int] = None,
+        retry_after: Optional[float] = None,
+    ):
         super().__init__(f"{status} {code}: {message}" if status is not None else f"{code}: {message}")
         self.status = status
         self.code = code
@@ -136,8 +145,17 @@ class SessionClient:
         asks for longer is raised at once, never retried sooner than it asks. Default: 10.
     """
 
-    def __init__(self, url: str, *, region: str, credentials: Any = None, timeout: float = 75.0,
-                 runtime_client: Any = None, max_retries: int = 2, max_retry_wait: float = 10.0):
+    def __init__(
+        self,
+        url: str,
+        *,
+        region: str,
+        credentials: Any = None,
+        timeout: float = 75.0,
+        runtime_client: Any = None,
+        max_retries: int = 2,
+        max_retry_wait: float = 10.0,
+    ):
         if not url.startswith(("https://", "http://")):
             raise ValueError(f"url {url!r} must be the function URL, starting with https://")
         if not region:
@@ -171,8 +189,9 @@ class SessionClient:
         answer, _ = self._post("/open", {} if component is None else {"component": component})
         return answer
 
-    def invoke(self, body: dict[str, Any], *, conversation_id: Optional[str] = None,
-               component: Optional[str] = None) -> dict[str, Any]:
+    def invoke(
+        self, body: dict[str, Any], *, conversation_id: Optional[str] = None, component: Optional[str] = None
+    ) -> dict[str, Any]:
         """Send one turn; returns the front door's answer plus ``session_reopened`` (bool).
 
         The answer is ``{"conversation_id", "session_id"?, "component", "body", "session_reopened"}``,
@@ -195,14 +214,21 @@ class SessionClient:
         answer, _ = self._post("/close", {"conversation_id": conversation_id})
         return answer
 
-    def conversation(self, conversation_id: Optional[str] = None, *,
-                     component: Optional[str] = None) -> "Conversation":
+    def conversation(self, conversation_id: Optional[str] = None, *, component: Optional[str] = None) -> "Conversation":
         """A conversation on ``component`` (default: the base). It is opened on its first turn; pass the
         ``conversation_id`` an earlier :meth:`open` returned to continue that one instead."""
         return Conversation(self, conversation_id, component=component)
 
-    def stream(self, body: dict[str, Any], *, endpoint_name: str, component: str, session_id: str,
-               content_type: str = "application/json", accept: Optional[str] = None) -> Iterator[bytes]:
+    def stream(
+        self,
+        body: dict[str, Any],
+        *,
+        endpoint_name: str,
+        component: str,
+        session_id: str,
+        content_type: str = "application/json",
+        accept: Optional[str] = None,
+    ) -> Iterator[bytes]:
         """``InvokeEndpointWithResponseStream`` on an open session: the ``PayloadPart`` bytes as they come."""
         params: dict[str, Any] = {
             "EndpointName": endpoint_name,
@@ -224,11 +250,17 @@ class SessionClient:
             keys: dict[str, Any] = {}
             if self._explicit_credentials:  # else the session's own chain, which refreshes itself
                 frozen = self._frozen()
-                keys = {"aws_access_key_id": frozen.access_key, "aws_secret_access_key": frozen.secret_key,
-                        "aws_session_token": frozen.token}
+                keys = {
+                    "aws_access_key_id": frozen.access_key,
+                    "aws_secret_access_key": frozen.secret_key,
+                    "aws_session_token": frozen.token,
+                }
             self._runtime = self._botocore.create_client(
-                "sagemaker-runtime", region_name=self.region,
-                config=Config(read_timeout=max(self.timeout, 65), retries={"mode": "standard", "total_max_attempts": 3}),
+                "sagemaker-runtime",
+                region_name=self.region,
+                config=Config(
+                    read_timeout=max(self.timeout, 65), retries={"mode": "standard", "total_max_attempts": 3}
+                ),
                 **keys,
             )
         return self._runtime
@@ -284,8 +316,9 @@ class Conversation:
     ``conversation_id``, ``session_id``, ``component`` and ``endpoint_name`` are known once it is open.
     """
 
-    def __init__(self, client: SessionClient, conversation_id: Optional[str] = None, *,
-                 component: Optional[str] = None):
+    def __init__(
+        self, client: SessionClient, conversation_id: Optional[str] = None, *, component: Optional[str] = None
+    ):
         self.client = client
         self.conversation_id = conversation_id
         self.component = component
@@ -337,14 +370,19 @@ class Conversation:
         self.open()
         if self.session_id is None or self.endpoint_name is None:
             # Continued from an id: one buffered turn would fetch the session; ask the front door instead.
-            raise FrontDoorError(None, "SessionUnknown", "stream() needs the session this client opened; call "
-                                 "send() for a conversation continued from an id, or open a new conversation")
+            raise FrontDoorError(
+                None,
+                "SessionUnknown",
+                "stream() needs the session this client opened; call "
+                "send() for a conversation continued from an id, or open a new conversation",
+            )
         request = dict(body)
         if stream_field:
             request.setdefault("stream", True)
         try:
-            chunks = self.client.stream(request, endpoint_name=self.endpoint_name, component=str(self.component),
-                                        session_id=self.session_id)
+            chunks = self.client.stream(
+                request, endpoint_name=self.endpoint_name, component=str(self.component), session_id=self.session_id
+            )
         except Exception as exc:  # botocore ClientError; botocore is imported lazily, so matched by shape
             if not _session_gone(exc):
                 raise _stream_error(exc) from None
@@ -382,8 +420,9 @@ class Conversation:
     def __enter__(self) -> "Conversation":
         return self
 
-    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
+    def __exit__(
+        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
         try:
             self.close()
         except FrontDoorError:
@@ -408,8 +447,12 @@ def iter_stream_events(event_stream: Iterable[Any]) -> Iterator[bytes]:
             for name in ("ModelStreamError", "InternalStreamFailure"):
                 if name in event:
                     detail = event[name] or {}
-                    raise FrontDoorError(None, name, str(detail.get("Message", "the stream failed")),
-                                         model_status=_int_or_none(detail.get("ErrorCode")))
+                    raise FrontDoorError(
+                        None,
+                        name,
+                        str(detail.get("Message", "the stream failed")),
+                        model_status=_int_or_none(detail.get("ErrorCode")),
+                    )
     except FrontDoorError:
         raise
     except Exception as exc:  # botocore.exceptions.EventStreamError
@@ -490,8 +533,12 @@ def _stream_error(exc: Exception) -> FrontDoorError:
     if isinstance(response, dict):
         error = response.get("Error", {})
         status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return FrontDoorError(status, str(error.get("Code", "StreamError")), str(error.get("Message", exc)),
-                              model_status=_int_or_none(response.get("OriginalStatusCode")))
+        return FrontDoorError(
+            status,
+            str(error.get("Code", "StreamError")),
+            str(error.get("Message", exc)),
+            model_status=_int_or_none(response.get("OriginalStatusCode")),
+        )
     return FrontDoorError(None, type(exc).__name__, str(exc))
 
 
@@ -520,9 +567,14 @@ def _error_from(status: int, raw: bytes, *, retry_after: Optional[float] = None)
         payload = None
     if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
         error = payload["error"]
-        return FrontDoorError(status, str(error.get("code", "Error")), str(error.get("message", "")),
-                              field=error.get("field"), model_status=error.get("model_status"),
-                              retry_after=retry_after)
+        return FrontDoorError(
+            status,
+            str(error.get("code", "Error")),
+            str(error.get("message", "")),
+            field=error.get("field"),
+            model_status=error.get("model_status"),
+            retry_after=retry_after,
+        )
     if isinstance(payload, dict) and "Message" in payload:  # Lambda URL's own answers, e.g. 403 Forbidden
         code = {403: "Forbidden", 413: "PayloadTooLarge", 429: "Throttled"}.get(status, "HttpError")
         return FrontDoorError(status, code, str(payload["Message"]), retry_after=retry_after)
@@ -547,4 +599,4 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
 
 def _backoff(retry: int) -> float:
     """Wait before retry ``retry`` (0-based) when the answer gave no ``Retry-After``: 0.5, 1, 2 ... s, jittered."""
-    return min(0.5 * 2.0 ** retry, 8.0) * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not crypto
+    return min(0.5 * 2.0**retry, 8.0) * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not crypto

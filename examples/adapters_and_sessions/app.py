@@ -5,6 +5,7 @@ session front door (Lambda Function URL, IAM auth) that keeps each conversation 
 Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``) or ``CDK_OUTDIR=out python3 app.py``
 (no AWS account needed; see ../README.md to install the library).
 """
+
 from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
 
@@ -25,21 +26,28 @@ env = Environment(account=app.node.try_get_context("account"), region=app.node.t
 stack = Stack(app, "ChatWithAdapters", env=env)
 
 endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
-base = endpoint.add_model("Qwen", ModelSpec(
-    name="qwen3-8b",
-    model_data_s3_uri="s3://my-weights/qwen3-8b/",
-    accelerators=1,
-    min_memory_mb=32768,
-    copies=CopyScaling(min_copies=1, max_copies=4),
-    lora=LoraSettings(max_gpu_adapters=4, max_cpu_adapters=16,  # adapters live on GPU, then CPU, then disk
-                      max_rank=16),  # the highest rank (r in adapter_config.json) of the adapters served
-    sessions=SessionSettings(expiration_seconds=1800),           # stateful sessions in the LMI container
-))
+base = endpoint.add_model(
+    "Qwen",
+    ModelSpec(
+        name="qwen3-8b",
+        model_data_s3_uri="s3://my-weights/qwen3-8b/",
+        accelerators=1,
+        min_memory_mb=32768,
+        copies=CopyScaling(min_copies=1, max_copies=4),
+        lora=LoraSettings(
+            max_gpu_adapters=4,
+            max_cpu_adapters=16,  # adapters live on GPU, then CPU, then disk
+            max_rank=16,
+        ),  # the highest rank (r in adapter_config.json) of the adapters served
+        sessions=SessionSettings(expiration_seconds=1800),  # stateful sessions in the LMI container
+    ),
+)
 # Each adapter is its own inference component, named <stack name>-<name> (adapter.component_name):
 # callers pass that as InferenceComponentName.
 sql = base.add_adapter("Sql", AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-adapters/qwen3-8b/sql.tar.gz"))
-support = base.add_adapter("Support", AdapterSpec(name="qwen3-8b-support",
-                                                  artifact_s3_uri="s3://my-adapters/qwen3-8b/support.tar.gz"))
+support = base.add_adapter(
+    "Support", AdapterSpec(name="qwen3-8b-support", artifact_s3_uri="s3://my-adapters/qwen3-8b/support.tar.gz")
+)
 
 # Multi-turn chat, SigV4-signed: POST /open {"component": "ChatWithAdapters-qwen3-8b-sql"} -> conversation_id, then
 # POST /invoke {"conversation_id": ..., "body": {...}} (see sagemaker_llm_cdk.client.SessionClient).

@@ -12,6 +12,7 @@ check publishes the plan's days left and alarms before it ends.
 Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``) or ``CDK_OUTDIR=out python3 app.py``
 (no AWS account needed; see ../README.md to install the library).
 """
+
 from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
 
@@ -32,25 +33,38 @@ app = App()
 env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
 stack = Stack(app, "ReservedChat", env=env)
 
-plan = CapacityPlan(stack, "Plan", spec=CapacityPlanSpec(
-    mode="existing",
-    name="chat-p5e-2027q1",            # the plan's name in this account and region
-    instance_type="ml.p5e.48xlarge",   # checked at synth: the endpoint must use the same type ...
-    instance_count=2,                  # ... and at most this many instances
-    expiry_warning_days=7,
-))
-endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge", capacity_plan=plan,
-                       scaling=InstanceScaling(min_instances=1, max_instances=2))
-qwen = endpoint.add_model("Qwen", ModelSpec(
-    name="qwen3-32b",
-    model_data_s3_uri="s3://my-weights/qwen3-32b/",
-    accelerators=2,
-    min_memory_mb=65536,
-    copies=CopyScaling(min_copies=1, max_copies=8, target_concurrent_requests_per_copy=8),
-    lora=LoraSettings(max_rank=16),  # the highest rank (r) of the adapters served
-))
-support = qwen.add_adapter("Support", AdapterSpec(name="qwen3-32b-support",
-                                                  artifact_s3_uri="s3://my-adapters/qwen3-32b/support.tar.gz"))
+plan = CapacityPlan(
+    stack,
+    "Plan",
+    spec=CapacityPlanSpec(
+        mode="existing",
+        name="chat-p5e-2027q1",  # the plan's name in this account and region
+        instance_type="ml.p5e.48xlarge",  # checked at synth: the endpoint must use the same type ...
+        instance_count=2,  # ... and at most this many instances
+        expiry_warning_days=7,
+    ),
+)
+endpoint = LlmEndpoint(
+    stack,
+    "Chat",
+    instance_type="ml.p5e.48xlarge",
+    capacity_plan=plan,
+    scaling=InstanceScaling(min_instances=1, max_instances=2),
+)
+qwen = endpoint.add_model(
+    "Qwen",
+    ModelSpec(
+        name="qwen3-32b",
+        model_data_s3_uri="s3://my-weights/qwen3-32b/",
+        accelerators=2,
+        min_memory_mb=65536,
+        copies=CopyScaling(min_copies=1, max_copies=8, target_concurrent_requests_per_copy=8),
+        lora=LoraSettings(max_rank=16),  # the highest rank (r) of the adapters served
+    ),
+)
+support = qwen.add_adapter(
+    "Support", AdapterSpec(name="qwen3-32b-support", artifact_s3_uri="s3://my-adapters/qwen3-32b/support.tar.gz")
+)
 
 caller = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
 qwen.grant_invoke(caller)

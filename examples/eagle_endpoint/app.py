@@ -9,6 +9,7 @@ loop (Step Functions, Lambda, an encrypted artifacts bucket, a run table).
 Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``) or ``CDK_OUTDIR=out python3 app.py``
 (no AWS account needed; see ../README.md to install the library).
 """
+
 from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
 
@@ -32,18 +33,31 @@ stack = Stack(app, "EagleChat", env=env)
 head = PromotionParameter(promotions, "QwenHead", model_name="qwen3-8b")
 
 # Data Capture stores requests and responses as JSON: the loop's training data.
-endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge",
-                       data_capture=DataCapture(sampling_percentage=20, json_content_types=("application/json",)))
-qwen = endpoint.add_model("Qwen", ModelSpec(
-    name="qwen3-8b",
-    model_data_s3_uri="s3://my-weights/qwen3-8b/",
-    architecture="Qwen3ForCausalLM",   # from the model's config.json; EAGLE supports a fixed list
-    accelerators=1,
-    min_memory_mb=32768,
-))
-eagle = EagleOptimization(stack, "QwenEagle", component=qwen, promotion_parameter=head.parameter,
-                          settings=EagleSettings(schedule="rate(7 days)", speedup_threshold=1.5,
-                                                 dataset=EagleDataset(source="capture", min_new_records=1000)))
+endpoint = LlmEndpoint(
+    stack,
+    "Chat",
+    instance_type="ml.g6e.12xlarge",
+    data_capture=DataCapture(sampling_percentage=20, json_content_types=("application/json",)),
+)
+qwen = endpoint.add_model(
+    "Qwen",
+    ModelSpec(
+        name="qwen3-8b",
+        model_data_s3_uri="s3://my-weights/qwen3-8b/",
+        architecture="Qwen3ForCausalLM",  # from the model's config.json; EAGLE supports a fixed list
+        accelerators=1,
+        min_memory_mb=32768,
+    ),
+)
+eagle = EagleOptimization(
+    stack,
+    "QwenEagle",
+    component=qwen,
+    promotion_parameter=head.parameter,
+    settings=EagleSettings(
+        schedule="rate(7 days)", speedup_threshold=1.5, dataset=EagleDataset(source="capture", min_new_records=1000)
+    ),
+)
 
 # An operator role that may start a run by hand (aws stepfunctions start-execution ...).
 operator = iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal())

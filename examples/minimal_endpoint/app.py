@@ -5,6 +5,7 @@ Run with the library installed (see ../README.md): ``npx cdk synth`` in this fol
 runs ``python3 app.py`` with the feature flags ``cdk init`` sets), or ``CDK_OUTDIR=out python3 app.py``.
 No AWS account is needed to synthesize: the stack is environment-agnostic.
 """
+
 from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
 
@@ -16,8 +17,10 @@ env = Environment(account=app.node.try_get_context("account"), region=app.node.t
 stack = Stack(app, "MinimalEndpoint", env=env)
 
 endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
-qwen = endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/",
-                                            accelerators=1, min_memory_mb=32768))
+qwen = endpoint.add_model(
+    "Qwen",
+    ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/", accelerators=1, min_memory_mb=32768),
+)
 
 # Your application's role: it may invoke this model only.
 caller = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))

@@ -55,6 +55,7 @@ same resource, from the refused properties to the ones it holds: while the stack
 the physical id names is accepted (nothing bought), so the rollback completes instead of ending in
 ``UPDATE_ROLLBACK_FAILED``. Delete: no AWS call; the plan is retained.
 """
+
 from __future__ import annotations
 
 import functools
@@ -216,9 +217,7 @@ def parse_time(value: Any, field: str) -> datetime | None:
     else:
         raise ValueError(f"{field} must be an ISO-8601 date-time string, got {_shown(value)}")
     if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise ValueError(
-            f"{field} {_shown(value)} has no time zone; add 'Z' or an offset, e.g. '2026-01-15T00:00:00Z'"
-        )
+        raise ValueError(f"{field} {_shown(value)} has no time zone; add 'Z' or an offset, e.g. '2026-01-15T00:00:00Z'")
     return parsed.astimezone(timezone.utc)
 
 
@@ -241,8 +240,7 @@ def parse_consent(value: Any, field: str) -> str:
     if isinstance(value, str) and value in _CONSENT_WORDS:
         return value
     raise ValueError(
-        f"{field} is {_shown(value)}; it must be {APPROVED!r} (consent given on the deploy command) or "
-        f"{NOT_APPROVED!r}"
+        f"{field} is {_shown(value)}; it must be {APPROVED!r} (consent given on the deploy command) or {NOT_APPROVED!r}"
     )
 
 
@@ -341,17 +339,34 @@ def _models() -> SimpleNamespace:
     return SimpleNamespace(**{name: found[name] for name in _MODEL_NAMES})
 
 
-_MODEL_NAMES = ("CapacityPlanProperties", "ExtensionProperties", "PlanName", "ConsentName", "InstanceType",
-                "InstanceCount", "DurationDays", "FeeCapUsd", "StartTimeAfter", "EndTimeBefore", "Purchase", "Extend",
-                "ExtendUntil")
+_MODEL_NAMES = (
+    "CapacityPlanProperties",
+    "ExtensionProperties",
+    "PlanName",
+    "ConsentName",
+    "InstanceType",
+    "InstanceCount",
+    "DurationDays",
+    "FeeCapUsd",
+    "StartTimeAfter",
+    "EndTimeBefore",
+    "Purchase",
+    "Extend",
+    "ExtendUntil",
+)
 
 
 def parse_properties(raw: Any) -> CapacityPlanProperties:
     """Validate ResourceProperties; every problem is reported at once in a CapacityPlanPropertiesError."""
     from llm_cdk_shared import custom_resource
 
-    return custom_resource.parse_properties(_models().CapacityPlanProperties, raw, error=CapacityPlanPropertiesError,
-                                            what="capacity plan", not_done="nothing was bought")
+    return custom_resource.parse_properties(
+        _models().CapacityPlanProperties,
+        raw,
+        error=CapacityPlanPropertiesError,
+        what="capacity plan",
+        not_done="nothing was bought",
+    )
 
 
 def _identity_of_raw(raw: Any) -> dict[str, str]:
@@ -398,8 +413,10 @@ def _event_model() -> type:
         @classmethod
         def _known_type(cls, value: str) -> str:
             if value not in (PLAN_RESOURCE_TYPE, EXTENSION_RESOURCE_TYPE):
-                raise ValueError(f"ResourceType {_shown(value)} is not served here; use {PLAN_RESOURCE_TYPE} or "
-                                 f"{EXTENSION_RESOURCE_TYPE}")
+                raise ValueError(
+                    f"ResourceType {_shown(value)} is not served here; use {PLAN_RESOURCE_TYPE} or "
+                    f"{EXTENSION_RESOURCE_TYPE}"
+                )
             return value
 
     return CustomResourceEvent
@@ -419,8 +436,9 @@ def parse_event(event: Any) -> CustomResourceEvent:
     """The event, or a CapacityPlanEventError naming every problem (before any AWS call)."""
     from llm_cdk_shared import custom_resource
 
-    return custom_resource.parse_event(event, error=CapacityPlanEventError, not_done="nothing was done",
-                                       model=_event_model())
+    return custom_resource.parse_event(
+        event, error=CapacityPlanEventError, not_done="nothing was done", model=_event_model()
+    )
 
 
 # --------------------------------------------------------------------------- helpers
@@ -654,8 +672,11 @@ def as_bought(plan: dict[str, Any]) -> dict[str, Any] | None:
     """The plan as it was bought, before its extensions (None without any): an extension moves the plan's EndTime
     (and duration) past what was declared, so a plan extended by its own Extension is compared as bought. Its end
     is where the first extension that did not fail starts; its duration runs from StartTime to there."""
-    starts = [item["StartDate"] for item in _extension_history(plan["TrainingPlanArn"])
-              if str(item.get("Status") or "").lower() != "failed" and item.get("StartDate")]
+    starts = [
+        item["StartDate"]
+        for item in _extension_history(plan["TrainingPlanArn"])
+        if str(item.get("Status") or "").lower() != "failed" and item.get("StartDate")
+    ]
     if not starts:
         return None
     end, start = min(starts), plan.get("StartTime")
@@ -686,7 +707,9 @@ def _adopt_existing(plan: dict[str, Any], props: CapacityPlanProperties) -> dict
             "an endpoint cannot use it and the name cannot be reused. Nothing was bought. "
             "Declare the plan under a new PlanName."
         )
-    logger.info("Adopting existing capacity plan; nothing bought", extra={"plan_name": props.plan_name, "status": status})
+    logger.info(
+        "Adopting existing capacity plan; nothing bought", extra={"plan_name": props.plan_name, "status": status}
+    )
     return {"PhysicalResourceId": plan["TrainingPlanArn"], "Data": plan_data(plan, props)}
 
 
@@ -772,7 +795,9 @@ def rolling_back(stack_id: Any) -> bool:
     status tells them apart. When it cannot be read, the change is treated as a new one (refused): nothing is
     bought either way.
     """
-    return stack_status.rolling_back(_cloudformation, stack_id, logger=logger, otherwise="the change is treated as a new one")
+    return stack_status.rolling_back(
+        _cloudformation, stack_id, logger=logger, otherwise="the change is treated as a new one"
+    )
 
 
 def _names_plan(physical_id: str, plan_name: str) -> bool:
@@ -824,8 +849,13 @@ def parse_extension_properties(raw: Any) -> ExtensionProperties:
     reported at once in a CapacityPlanPropertiesError."""
     from llm_cdk_shared import custom_resource
 
-    return custom_resource.parse_properties(_models().ExtensionProperties, raw, error=CapacityPlanPropertiesError,
-                                            what="capacity plan extension", not_done="nothing was bought")
+    return custom_resource.parse_properties(
+        _models().ExtensionProperties,
+        raw,
+        error=CapacityPlanPropertiesError,
+        what="capacity plan extension",
+        not_done="nothing was bought",
+    )
 
 
 @dataclass(frozen=True)
@@ -840,8 +870,14 @@ class ExtensionOffering:
     @classmethod
     def from_api(cls, item: dict[str, Any]) -> ExtensionOffering:
         fee_raw = item.get("UpfrontFee")
-        return cls(item["TrainingPlanExtensionOfferingId"], "" if fee_raw is None else str(fee_raw),
-                   parse_fee(fee_raw), str(item.get("CurrencyCode") or ""), item.get("StartDate"), item.get("EndDate"))
+        return cls(
+            item["TrainingPlanExtensionOfferingId"],
+            "" if fee_raw is None else str(fee_raw),
+            parse_fee(fee_raw),
+            str(item.get("CurrencyCode") or ""),
+            item.get("StartDate"),
+            item.get("EndDate"),
+        )
 
     def describe(self) -> str:
         fee = f"{self.fee_raw} {self.currency or '(no currency)'}" if self.fee_raw else "fee unknown"
@@ -875,9 +911,16 @@ def _extension_history(plan_arn: str) -> list[dict[str, Any]]:
         request["NextToken"] = token
 
 
-def _extension_data(plan: dict[str, Any], end: datetime | None, fee: str, currency: str, offering: str) -> dict[str, str]:
-    return {"TrainingPlanArn": plan["TrainingPlanArn"], "EndTime": _iso(end), "UpfrontFee": fee,
-            "CurrencyCode": currency, "ExtensionOfferingId": offering}
+def _extension_data(
+    plan: dict[str, Any], end: datetime | None, fee: str, currency: str, offering: str
+) -> dict[str, str]:
+    return {
+        "TrainingPlanArn": plan["TrainingPlanArn"],
+        "EndTime": _iso(end),
+        "UpfrontFee": fee,
+        "CurrencyCode": currency,
+        "ExtensionOfferingId": offering,
+    }
 
 
 def on_extension(request: CustomResourceEvent) -> dict[str, Any]:
@@ -899,40 +942,63 @@ def on_extension(request: CustomResourceEvent) -> dict[str, Any]:
     if plan is None:
         raise CapacityPlanNotFoundError(
             f"Capacity plan '{props.plan_name}' was not found in this account and region, so it cannot be extended; "
-            "nothing was bought.")
+            "nothing was bought."
+        )
     end = plan.get("EndTime")
     if end is not None and end >= props.extend_until:
         logger.info("Plan already lasts until ExtendUntil; nothing bought", extra={"plan_name": props.plan_name})
-        return {"PhysicalResourceId": physical_id,
-                "Data": _extension_data(plan, end, "", str(plan.get("CurrencyCode") or ""), "")}
+        return {
+            "PhysicalResourceId": physical_id,
+            "Data": _extension_data(plan, end, "", str(plan.get("CurrencyCode") or ""), ""),
+        }
     for item in _extension_history(plan["TrainingPlanArn"]):
-        if str(item.get("Status") or "").lower() != "failed" and item.get("EndDate") and item["EndDate"] >= props.extend_until:
-            logger.info("An extension to ExtendUntil was bought already; nothing bought again",
-                        extra={"plan_name": props.plan_name, "offering": item.get("TrainingPlanExtensionOfferingId")})
-            return {"PhysicalResourceId": physical_id, "Data": _extension_data(
-                plan, item["EndDate"], str(item.get("UpfrontFee") or ""), str(item.get("CurrencyCode") or ""),
-                str(item.get("TrainingPlanExtensionOfferingId") or ""))}
+        if (
+            str(item.get("Status") or "").lower() != "failed"
+            and item.get("EndDate")
+            and item["EndDate"] >= props.extend_until
+        ):
+            logger.info(
+                "An extension to ExtendUntil was bought already; nothing bought again",
+                extra={"plan_name": props.plan_name, "offering": item.get("TrainingPlanExtensionOfferingId")},
+            )
+            return {
+                "PhysicalResourceId": physical_id,
+                "Data": _extension_data(
+                    plan,
+                    item["EndDate"],
+                    str(item.get("UpfrontFee") or ""),
+                    str(item.get("CurrencyCode") or ""),
+                    str(item.get("TrainingPlanExtensionOfferingId") or ""),
+                ),
+            }
     if request.request_type == "Update" and rolling_back(getattr(request, "StackId", None)):
         # A rollback buys nothing and fails nothing (that would end in UPDATE_ROLLBACK_FAILED): the plan as it is.
-        logger.warning("Rollback to an ExtendUntil the plan does not reach; nothing bought",
-                       extra={"plan_name": props.plan_name, "end": _iso(end)})
-        return {"PhysicalResourceId": physical_id,
-                "Data": _extension_data(plan, end, "", str(plan.get("CurrencyCode") or ""), "")}
+        logger.warning(
+            "Rollback to an ExtendUntil the plan does not reach; nothing bought",
+            extra={"plan_name": props.plan_name, "end": _iso(end)},
+        )
+        return {
+            "PhysicalResourceId": physical_id,
+            "Data": _extension_data(plan, end, "", str(plan.get("CurrencyCode") or ""), ""),
+        }
     status = plan.get("Status")
     if status not in EXTENDABLE_STATUSES or end is None:
         raise CapacityPlanConflictError(
             f"Capacity plan '{props.plan_name}' is {status} (end {_iso(end) or 'unknown'}); only Active or Scheduled plans "
-            "can be extended. Nothing was bought. Reserve a new plan under a new name instead.")
+            "can be extended. Nothing was bought. Reserve a new plan under a new name instead."
+        )
     hours = math.ceil((props.extend_until - end).total_seconds() / 86400) * 24
     if hours > MAX_EXTENSION_HOURS:
         raise CapacityPlanPropertiesError(
             f"Extending capacity plan '{props.plan_name}' from {_iso(end)} to {_iso(props.extend_until)} needs {hours} "
-            f"hours; SageMaker extends by at most {MAX_EXTENSION_HOURS}. Nothing was bought. Choose an earlier ExtendUntil.")
+            f"hours; SageMaker extends by at most {MAX_EXTENSION_HOURS}. Nothing was bought. Choose an earlier ExtendUntil."
+        )
     if not props.approved:
         raise CapacityPlanConsentError(
             f"Capacity plan '{props.plan_name}' ends {_iso(end)}; extending it to {_iso(props.extend_until)} "
             f"({hours // 24} days, at most {props.max_upfront_fee_usd} USD, paid upfront, never refunded) was not "
-            f"approved by this deploy, so nothing was bought. Deploy this stack with -c extend={props.consent_name or props.plan_name}.")
+            f"approved by this deploy, so nothing was bought. Deploy this stack with -c extend={props.consent_name or props.plan_name}."
+        )
     response = _sagemaker().search_training_plan_offerings(TrainingPlanArn=plan["TrainingPlanArn"], DurationHours=hours)
     offerings = [ExtensionOffering.from_api(i) for i in response.get("TrainingPlanExtensionOfferings") or []]
     acceptable = [o for o in offerings if extension_rejection(o, props, end) is None]
@@ -942,13 +1008,23 @@ def on_extension(request: CustomResourceEvent) -> dict[str, Any]:
         raise NoCapacityOfferingError(
             f"No extension offering for capacity plan '{props.plan_name}' reaches {_iso(props.extend_until)} within "
             f"MaxUpfrontFeeUsd {props.max_upfront_fee_usd}; nothing was bought. {len(offerings)} offering(s) found:"
-            f"{lines or ' none'}\nRaise the cap, choose another ExtendUntil, or reserve a new plan.")
+            f"{lines or ' none'}\nRaise the cap, choose another ExtendUntil, or reserve a new plan."
+        )
     chosen = min(acceptable, key=lambda o: (o.fee, o.offering_id))
-    logger.info("Extending capacity plan", extra={"plan_name": props.plan_name, "offering_id": chosen.offering_id,
-                                                   "upfront_fee": chosen.fee_raw, "end": _iso(chosen.end)})
+    logger.info(
+        "Extending capacity plan",
+        extra={
+            "plan_name": props.plan_name,
+            "offering_id": chosen.offering_id,
+            "upfront_fee": chosen.fee_raw,
+            "end": _iso(chosen.end),
+        },
+    )
     _sagemaker().extend_training_plan(TrainingPlanExtensionOfferingId=chosen.offering_id)
-    return {"PhysicalResourceId": physical_id,
-            "Data": _extension_data(plan, chosen.end, chosen.fee_raw, chosen.currency, chosen.offering_id)}
+    return {
+        "PhysicalResourceId": physical_id,
+        "Data": _extension_data(plan, chosen.end, chosen.fee_raw, chosen.currency, chosen.offering_id),
+    }
 
 
 @logger.inject_lambda_context(log_event=False)

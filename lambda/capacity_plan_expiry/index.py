@@ -25,6 +25,7 @@ Returns
 that were checked. If any plan could not be checked (e.g. throttling, access denied, no
 EndTime), the others are still published and ``CapacityPlanExpiryCheckError`` is raised at the end.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -64,8 +65,11 @@ def plan_names_from_env(environment: env.Environment | None = None) -> list[str]
     reader = environment or env.Environment()
     names = reader.csv("TRAINING_PLAN_NAMES")
     if not names:
-        reader.add("TRAINING_PLAN_NAMES", reader.raw("TRAINING_PLAN_NAMES"),
-                   "the comma-separated capacity plan names to watch, e.g. 'llm-p5e-2026q1,llm-p5en-2026q2'")
+        reader.add(
+            "TRAINING_PLAN_NAMES",
+            reader.raw("TRAINING_PLAN_NAMES"),
+            "the comma-separated capacity plan names to watch, e.g. 'llm-p5e-2026q1,llm-p5en-2026q2'",
+        )
     if environment is None:
         reader.check(ValueError, MISCONFIGURED)
     return names

@@ -53,6 +53,7 @@ plan): the update needs plan instances beside those in use, a second fleet for B
 of those in use rounded up, at least one); with fewer ``AvailableInstanceCount`` it fails now,
 instead of the endpoint update waiting for instances until its timeout.
 """
+
 from __future__ import annotations
 
 import functools
@@ -82,7 +83,8 @@ RESOURCE_TYPE = "Custom::SageMakerCapacityPlanGuard"
 MAX_MESSAGE_CHARS = 3500
 TARGET_RESOURCE = "endpoint"
 _PLAN_RE = re.compile(
-    r"(arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/)?(?P<name>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63})")
+    r"(arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/)?(?P<name>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63})"
+)
 _INSTANCE_TYPE_RE = re.compile(r"ml\.[a-z0-9][a-z0-9-]*\.[a-z0-9]+")
 
 
@@ -159,15 +161,18 @@ def _models() -> SimpleNamespace:
         def _plan(cls, value: Any) -> str:
             match = _PLAN_RE.fullmatch(value) if isinstance(value, str) else None
             if not match or len(match.group("name")) > 64:
-                raise ValueError(f"PlanName {_shown(value)} is not a training plan name (1-64 letters, digits and hyphens) "
-                                 "or ARN")
+                raise ValueError(
+                    f"PlanName {_shown(value)} is not a training plan name (1-64 letters, digits and hyphens) or ARN"
+                )
             return value
 
         @field_validator("instance_type", mode="before")
         @classmethod
         def _type(cls, value: Any) -> str:
             if not isinstance(value, str) or not _INSTANCE_TYPE_RE.fullmatch(value):
-                raise ValueError(f"InstanceType {_shown(value)} is not a SageMaker instance type, e.g. 'ml.p5e.48xlarge'")
+                raise ValueError(
+                    f"InstanceType {_shown(value)} is not a SageMaker instance type, e.g. 'ml.p5e.48xlarge'"
+                )
             return value
 
         @field_validator("max_instances", mode="before")
@@ -179,8 +184,11 @@ def _models() -> SimpleNamespace:
                 return value
             raise ValueError(f"MaxInstances {_shown(value)} must be a whole number 1-1000")
 
-    return SimpleNamespace(GuardProperties=GuardProperties, RollingBatchSize=RollingBatchSize,
-                           GuardEvent=custom_resource.CustomResourceEvent)
+    return SimpleNamespace(
+        GuardProperties=GuardProperties,
+        RollingBatchSize=RollingBatchSize,
+        GuardEvent=custom_resource.CustomResourceEvent,
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -200,8 +208,13 @@ def parse_event(event: Any) -> GuardEvent:
 def parse_properties(raw: dict[str, Any]) -> GuardProperties:
     from llm_cdk_shared import custom_resource
 
-    return custom_resource.parse_properties(_models().GuardProperties, raw, error=GuardEventError,
-                                            what="capacity plan guard", not_done="nothing was checked")
+    return custom_resource.parse_properties(
+        _models().GuardProperties,
+        raw,
+        error=GuardEventError,
+        what="capacity plan guard",
+        not_done="nothing was checked",
+    )
 
 
 def _physical_id(props: GuardProperties) -> str:
@@ -221,13 +234,17 @@ def _describe(name: str) -> dict[str, Any] | None:
 
 def _what_to_do(props: GuardProperties, status: str, start: datetime | None) -> str:
     if status in ("Pending", "Scheduled"):
-        wait = f"deploy again after the plan starts ({_iso(start)})" if start else "deploy again once the plan is Active"
+        wait = (
+            f"deploy again after the plan starts ({_iso(start)})" if start else "deploy again once the plan is Active"
+        )
     elif status == "NotFound":
         wait = "buy it first (deploy its capacity stack with -c purchase=<plan name>) or correct the plan name"
     else:
         wait = "bind a new plan (reserve one, or extend this one before it ends)"
-    return (f"To do: {wait}; or set when_not_active: on_demand on the plan to serve on on-demand capacity until "
-            "then; or remove capacity_plan from the endpoint to run on demand now.")
+    return (
+        f"To do: {wait}; or set when_not_active: on_demand on the plan to serve on on-demand capacity until "
+        "then; or remove capacity_plan from the endpoint to run on demand now."
+    )
 
 
 def usability_problems(plan: dict[str, Any], props: GuardProperties, now: datetime) -> list[str]:
@@ -258,10 +275,15 @@ def headroom_problem(plan: dict[str, Any], props: GuardProperties) -> str | None
     need = in_use if props.update_policy in ("BLUE_GREEN", "NONE_FITS") else rolling_step(props, in_use)
     if available >= need:
         return None
-    how = ("a blue/green update starts a second fleet as large as the first"
-           if props.update_policy != "ROLLING" else f"a rolling update starts one step of {need} new instance(s) first")
-    return (f"the endpoint update needs {need} free instance(s) of the plan ({how}; {in_use} in use) and the plan has "
-            f"{available} available")
+    how = (
+        "a blue/green update starts a second fleet as large as the first"
+        if props.update_policy != "ROLLING"
+        else f"a rolling update starts one step of {need} new instance(s) first"
+    )
+    return (
+        f"the endpoint update needs {need} free instance(s) of the plan ({how}; {in_use} in use) and the plan has "
+        f"{available} available"
+    )
 
 
 def rolling_step(props: GuardProperties, in_use: int) -> int:
@@ -283,11 +305,20 @@ def rolling_back(stack_id: Any) -> bool:
 def restored(props: GuardProperties, physical_id: str) -> dict[str, Any]:
     """The answer to a rollback of a refused Update: the guard's id and the plan's data as they are, no check."""
     plan = _describe(props.plan_name)
-    data = {"MlReservationArn": "", "Status": "NotFound", "StartTime": "", "EndTime": ""} if plan is None else {
-        "MlReservationArn": plan["TrainingPlanArn"], "Status": str(plan.get("Status") or ""),
-        "StartTime": _iso(plan.get("StartTime")), "EndTime": _iso(plan.get("EndTime"))}
-    logger.info("Guard returned to the properties it checked before (a rollback); not checked again",
-                extra={"physical_resource_id": physical_id, "status": data["Status"]})
+    data = (
+        {"MlReservationArn": "", "Status": "NotFound", "StartTime": "", "EndTime": ""}
+        if plan is None
+        else {
+            "MlReservationArn": plan["TrainingPlanArn"],
+            "Status": str(plan.get("Status") or ""),
+            "StartTime": _iso(plan.get("StartTime")),
+            "EndTime": _iso(plan.get("EndTime")),
+        }
+    )
+    logger.info(
+        "Guard returned to the properties it checked before (a rollback); not checked again",
+        extra={"physical_resource_id": physical_id, "status": data["Status"]},
+    )
     return {"PhysicalResourceId": physical_id, "Data": data}
 
 
@@ -297,13 +328,20 @@ def check(props: GuardProperties, old: dict[str, Any] | None = None) -> dict[str
     physical_id = _physical_id(props)
     if plan is None:
         if props.bound == "false":
-            return {"PhysicalResourceId": physical_id,
-                    "Data": {"MlReservationArn": "", "Status": "NotFound", "StartTime": "", "EndTime": ""}}
+            return {
+                "PhysicalResourceId": physical_id,
+                "Data": {"MlReservationArn": "", "Status": "NotFound", "StartTime": "", "EndTime": ""},
+            }
         raise PlanNotUsableError(
             f"Capacity plan '{name}' was not found in this account and region, so the endpoint cannot bind it; the "
-            "endpoint config was not created. " + _what_to_do(props, "NotFound", None))
-    data = {"MlReservationArn": plan["TrainingPlanArn"], "Status": str(plan.get("Status") or ""),
-            "StartTime": _iso(plan.get("StartTime")), "EndTime": _iso(plan.get("EndTime"))}
+            "endpoint config was not created. " + _what_to_do(props, "NotFound", None)
+        )
+    data = {
+        "MlReservationArn": plan["TrainingPlanArn"],
+        "Status": str(plan.get("Status") or ""),
+        "StartTime": _iso(plan.get("StartTime")),
+        "EndTime": _iso(plan.get("EndTime")),
+    }
     problems = usability_problems(plan, props, _now())
     if not problems and props.bound == "true" and isinstance(old, dict) and old.get("Bound") == "true":
         problem = headroom_problem(plan, props)
@@ -311,17 +349,24 @@ def check(props: GuardProperties, old: dict[str, Any] | None = None) -> dict[str
             raise PlanNotUsableError(
                 f"Capacity plan '{name}' cannot hold this update: {problem}. The new endpoint config was not created, "
                 "so nothing waits for instances. To do: lower scaling.max_instances or copies so fewer instances run, "
-                "wait until the endpoint scales in, or bind a larger plan.")
+                "wait until the endpoint scales in, or bind a larger plan."
+            )
     if problems and props.bound == "true":
         raise PlanNotUsableError(
             f"Capacity plan '{name}' cannot serve the endpoint now: {'; '.join(problems)} (status {data['Status']}, "
             f"start {data['StartTime'] or 'unknown'}, end {data['EndTime'] or 'unknown'}). The endpoint config was "
             "not created or changed, so nothing waits for instances. "
-            + ("The plan's status parameter said Active: run the plan's daily check again or wait for it. "
-               if props.when_not_active == "on_demand" else "")
-            + _what_to_do(props, data["Status"], plan.get("StartTime")))
-    logger.info("Capacity plan checked", extra={"plan": name, "status": data["Status"], "bound": props.bound,
-                                                "problems": problems})
+            + (
+                "The plan's status parameter said Active: run the plan's daily check again or wait for it. "
+                if props.when_not_active == "on_demand"
+                else ""
+            )
+            + _what_to_do(props, data["Status"], plan.get("StartTime"))
+        )
+    logger.info(
+        "Capacity plan checked",
+        extra={"plan": name, "status": data["Status"], "bound": props.bound, "problems": problems},
+    )
     return {"PhysicalResourceId": physical_id, "Data": data}
 
 
@@ -331,7 +376,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if request.request_type == "Delete":
         return {"PhysicalResourceId": request.physical_resource_id}
     props = parse_properties(request.resource_properties)
-    if request.request_type == "Update" and (request.physical_resource_id == _physical_id(props)
-                                             or rolling_back(getattr(request, "StackId", None))):
+    if request.request_type == "Update" and (
+        request.physical_resource_id == _physical_id(props) or rolling_back(getattr(request, "StackId", None))
+    ):
         return restored(props, _physical_id(props))
     return check(props, request.old_resource_properties)

@@ -45,6 +45,7 @@ Create/Update/Delete, an Update or Delete without PhysicalResourceId) raises
 ResourceProperties that are not an object, or miss or mistype a field, raise ``DeploymentCheckFailed``
 ("invalid ResourceProperties: ...") naming each one.
 """
+
 from __future__ import annotations
 
 import functools
@@ -72,8 +73,9 @@ PHYSICAL_ID_PREFIX = "deployment-check/"
 ENDPOINT_WAITING = frozenset({"Creating", "Updating", "SystemUpdating", "RollingBack"})
 ENDPOINT_FAILED = frozenset({"Failed", "OutOfService", "UpdateRollbackFailed", "Deleting"})
 COMPONENT_WAITING = frozenset({"Creating", "Updating"})
-RETRYABLE_CODES = frozenset({"ThrottlingException", "Throttling", "RequestLimitExceeded", "InternalFailure",
-                             "ServiceUnavailable"})
+RETRYABLE_CODES = frozenset(
+    {"ThrottlingException", "Throttling", "RequestLimitExceeded", "InternalFailure", "ServiceUnavailable"}
+)
 MAX_MESSAGE_CHARS = 3000  # CloudFormation's status reason must stay well under 4 KB
 
 
@@ -135,7 +137,8 @@ def _request_type(event: Any) -> str:
     Delete imports no pydantic. Raises DeploymentCheckEventError naming the field, the value and what is allowed."""
     if not isinstance(event, dict):
         raise DeploymentCheckEventError(
-            "Not a CloudFormation custom resource event (not a JSON object); nothing was checked.")
+            "Not a CloudFormation custom resource event (not a JSON object); nothing was checked."
+        )
     problems = []
     request = event.get("RequestType")
     if "RequestType" not in event:
@@ -144,11 +147,14 @@ def _request_type(event: Any) -> str:
         problems.append(f"RequestType: got {shown(request)}; allowed: 'Create', 'Update' or 'Delete'")
     physical_id = event.get("PhysicalResourceId")
     if request in ("Update", "Delete") and not (isinstance(physical_id, str) and physical_id):
-        problems.append(f"PhysicalResourceId: got {shown(physical_id) if 'PhysicalResourceId' in event else '(missing)'}"
-                        f"; allowed: the resource's physical id (a non-empty string), which {request} events carry")
+        problems.append(
+            f"PhysicalResourceId: got {shown(physical_id) if 'PhysicalResourceId' in event else '(missing)'}"
+            f"; allowed: the resource's physical id (a non-empty string), which {request} events carry"
+        )
     if problems:
         raise DeploymentCheckEventError(
-            "Not a valid CloudFormation custom resource event (nothing was checked):\n- " + "\n- ".join(problems))
+            "Not a valid CloudFormation custom resource event (nothing was checked):\n- " + "\n- ".join(problems)
+        )
     return str(request)
 
 
@@ -157,8 +163,10 @@ def _properties(event: dict[str, Any]) -> CheckProperties:
 
     raw = event.get("ResourceProperties", {})
     if not isinstance(raw, dict):
-        raise DeploymentCheckFailed(f"invalid ResourceProperties: got {shown(raw)}; allowed: a JSON object with "
-                                    "EndpointName, EndpointConfigName and Components")
+        raise DeploymentCheckFailed(
+            f"invalid ResourceProperties: got {shown(raw)}; allowed: a JSON object with "
+            "EndpointName, EndpointConfigName and Components"
+        )
     try:
         return _models().CheckProperties.model_validate(raw)
     except ValidationError as error:
@@ -218,9 +226,11 @@ def check_component(props: CheckProperties, component: Component) -> tuple[State
         problems.append(f"runs on endpoint {found.get('EndpointName')}, not {props.endpoint_name}")
     spec = found.get("Specification") or {}
     if component.model_name is not None and spec.get("ModelName") != component.model_name:
-        problems.append(f"serves model {spec.get('ModelName')}, not {component.model_name} which this deployment "
-                        "created: SageMaker rolled the update back (an auto-rollback alarm fired or the new copies "
-                        "failed to start)")
+        problems.append(
+            f"serves model {spec.get('ModelName')}, not {component.model_name} which this deployment "
+            "created: SageMaker rolled the update back (an auto-rollback alarm fired or the new copies "
+            "failed to start)"
+        )
     artifact = (spec.get("Container") or {}).get("ArtifactUrl")
     if component.artifact_url is not None and artifact != component.artifact_url:
         problems.append(f"serves artifact {artifact}, not {component.artifact_url}")
@@ -254,9 +264,15 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
         logger.info("Delete: nothing to do", extra={"physical_resource_id": event.get("PhysicalResourceId")})
         return {"PhysicalResourceId": event["PhysicalResourceId"]}
     props = _properties(event)
-    logger.info("Deployment check started", extra={
-        "request_type": request, "endpoint_name": props.endpoint_name,
-        "endpoint_config_name": props.endpoint_config_name, "components": [c.name for c in props.components]})
+    logger.info(
+        "Deployment check started",
+        extra={
+            "request_type": request,
+            "endpoint_name": props.endpoint_name,
+            "endpoint_config_name": props.endpoint_config_name,
+            "components": [c.name for c in props.components],
+        },
+    )
     answer: dict[str, Any] = {"PhysicalResourceId": PHYSICAL_ID_PREFIX + props.endpoint_name}
     if request == "Update" and rolling_back(event.get("StackId")):
         logger.info("Rollback: the endpoint is not checked", extra={"endpoint_name": props.endpoint_name})

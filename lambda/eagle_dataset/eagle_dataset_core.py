@@ -18,6 +18,7 @@ Building blocks:
 * :func:`iter_json_array` streams the elements of a large JSON array (Step Functions
   ``ResultWriter`` files) from byte chunks.
 """
+
 from __future__ import annotations
 
 import binascii
@@ -60,30 +61,30 @@ UNATTRIBUTED = "_unattributed"
 
 #: Every reason a line can be skipped for, in the order they are checked.
 SKIP_REASONS: tuple[str, ...] = (
-    "line_too_long",            # longer than max_line_bytes; never buffered
-    "blank_line",               # empty or whitespace only
-    "not_utf8",                 # line (or a decoded payload) is not valid UTF-8
-    "truncated_line",           # JSON ends early (object cut off mid-write)
-    "invalid_json_line",        # not JSON at all (binary junk, garbage)
-    "missing_capture_data",     # JSON, but no captureData object
+    "line_too_long",  # longer than max_line_bytes; never buffered
+    "blank_line",  # empty or whitespace only
+    "not_utf8",  # line (or a decoded payload) is not valid UTF-8
+    "truncated_line",  # JSON ends early (object cut off mid-write)
+    "invalid_json_line",  # not JSON at all (binary junk, garbage)
+    "missing_capture_data",  # JSON, but no captureData object
     "corrupt_compressed_object",  # gzip data that does not inflate (or is cut off): rest of the object
     "unsupported_compression",  # zstd, bzip2, xz or zip bytes: the object is not read
-    "unattributed_component",   # names no inference component and none can be assumed (kept apart)
-    "not_a_turn_record",        # front-door source: JSON, but not {"component", "messages"} (TurnLog format)
-    "invalid_component_name",   # inferenceComponentName is not a valid SageMaker name
-    "too_many_components",      # more distinct components in one batch than allowed
-    "missing_request",          # no endpointInput (capture configured for Output only)
-    "missing_response",         # no endpointOutput (capture configured for Input only)
-    "unsupported_encoding",     # encoding is not JSON, BASE64 or CSV, or data is not a string
-    "undecodable_base64",       # encoding BASE64 but data is not base64
-    "request_not_json",         # request payload is not a JSON document
+    "unattributed_component",  # names no inference component and none can be assumed (kept apart)
+    "not_a_turn_record",  # front-door source: JSON, but not {"component", "messages"} (TurnLog format)
+    "invalid_component_name",  # inferenceComponentName is not a valid SageMaker name
+    "too_many_components",  # more distinct components in one batch than allowed
+    "missing_request",  # no endpointInput (capture configured for Output only)
+    "missing_response",  # no endpointOutput (capture configured for Input only)
+    "unsupported_encoding",  # encoding is not JSON, BASE64 or CSV, or data is not a string
+    "undecodable_base64",  # encoding BASE64 but data is not base64
+    "request_not_json",  # request payload is not a JSON document
     "unsupported_request_shape",  # JSON, but none of the known LLM request shapes
-    "non_text_content",         # chat content parts other than text (images, audio, ...)
+    "non_text_content",  # chat content parts other than text (images, audio, ...)
     "unsupported_message_role",  # legacy function_call / function messages, unknown roles, malformed tool calls
-    "error_response",           # the model container answered with an error (an error object; LMI: empty failed generation)
+    "error_response",  # the model container answered with an error (an error object; LMI: empty failed generation)
     "unsupported_response_shape",  # none of the known LLM response shapes
-    "empty_response",           # the model produced no text
-    "invalid_unicode",          # text holds lone surrogates; cannot be written as UTF-8
+    "empty_response",  # the model produced no text
+    "invalid_unicode",  # text holds lone surrogates; cannot be written as UTF-8
 )
 
 _COMPONENT_NAME = re.compile(r"[a-zA-Z0-9](?:[-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?")
@@ -280,7 +281,9 @@ def detect_compression(head: bytes) -> str | None:
     return None
 
 
-def iter_object_data(chunks: Iterable[bytes], out_chunk: int = 1 << 20) -> Generator[bytes | UnreadableData, None, None]:
+def iter_object_data(
+    chunks: Iterable[bytes], out_chunk: int = 1 << 20
+) -> Generator[bytes | UnreadableData, None, None]:
     """An object's bytes, decompressed when they are gzip (detected from the magic bytes ``1f 8b``).
 
     The key suffix is not trusted: plain text named ``.gz`` is read as text and gzip without the
@@ -365,7 +368,7 @@ def iter_json_array(chunks: Iterable[bytes], max_element_bytes: int = 64 << 20) 
         except UnicodeDecodeError as error:  # a multi-byte character split across chunks
             if len(pending) - error.start > 4:
                 raise ValueError("result file is not valid UTF-8") from error
-            text, pending = pending[: error.start].decode("utf-8"), pending[error.start:]
+            text, pending = pending[: error.start].decode("utf-8"), pending[error.start :]
         state["buffer"] += text
         yield from elements(final=False)
     if pending:
@@ -404,8 +407,10 @@ def output_prefix_problem(prefix: str) -> str | None:
     except UnicodeEncodeError:
         return "is not valid Unicode text (a lone surrogate); allowed: text S3 can store as UTF-8"
     if size > OUTPUT_PREFIX_MAX_BYTES:
-        return (f"is {size} bytes as UTF-8; allowed: at most {OUTPUT_PREFIX_MAX_BYTES}, so the keys under it "
-                "stay within S3's 1024-byte key length")
+        return (
+            f"is {size} bytes as UTF-8; allowed: at most {OUTPUT_PREFIX_MAX_BYTES}, so the keys under it "
+            "stay within S3's 1024-byte key length"
+        )
     segments = prefix.removesuffix("/").split("/") if prefix else []
     if "" in segments:
         return "has an empty segment ('//'); allowed: folder names separated by single '/'"
@@ -430,7 +435,7 @@ def component_from_key(key: str, capture_prefix: str) -> str | None:
     """
     if capture_prefix and not key.startswith(capture_prefix):
         return None
-    parts = key[len(capture_prefix):].strip("/").split("/")
+    parts = key[len(capture_prefix) :].strip("/").split("/")
     if len(parts) != 8 or not _DATE_DIR.fullmatch("/".join(parts[3:7])):
         return None
     return parts[2]
@@ -500,7 +505,11 @@ def _decode_payload_fast(part: dict[str, Any]) -> tuple[Any, bool]:
     data = part.get("data")
     if encoding == "BASE64" and data.__class__ is str:
         try:
-            raw = _b64decode(data, validate=True) if _b64decode is not None else binascii.a2b_base64(data, strict_mode=True)
+            raw = (
+                _b64decode(data, validate=True)
+                if _b64decode is not None
+                else binascii.a2b_base64(data, strict_mode=True)
+            )
         except (binascii.Error, ValueError):
             try:  # pybase64 refused: binascii's strict mode decides, as on the standard-library path
                 raw = binascii.a2b_base64(data, strict_mode=True)
@@ -575,8 +584,8 @@ def _chat_messages(messages: Any) -> list[Message]:
 
 # (turn start, end of the role header, turn end) of the chat templates undone below
 _TEMPLATES = (
-    ("<|im_start|>", "\n", "<|im_end|>"),                                  # ChatML (Qwen, many others)
-    ("<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>"),       # Llama 3
+    ("<|im_start|>", "\n", "<|im_end|>"),  # ChatML (Qwen, many others)
+    ("<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>"),  # Llama 3
 )
 
 
@@ -603,7 +612,7 @@ def _inst_messages(text: str) -> list[Message] | None:
         close = text.find("[/INST]", at + 6)
         if close < 0:
             return None
-        user = text[at + 6:close]
+        user = text[at + 6 : close]
         if "[INST]" in user:
             return None
         user = user.strip()
@@ -611,7 +620,7 @@ def _inst_messages(text: str) -> list[Message] | None:
             system = _INST_SYSTEM.match(user)
             if system is not None:
                 messages.append(("system", system.group(1).strip()))
-                user = user[system.end():].strip()
+                user = user[system.end() :].strip()
         if "<<SYS>>" in user or "<</SYS>>" in user:
             return None  # a system part anywhere but at the start of the first turn
         messages.append(("user", user))
@@ -639,7 +648,7 @@ def _templated_messages(text: str) -> list[Message] | None:
     if stripped.startswith(("[INST]", "<s>[INST]", "<s> [INST]")):
         return _inst_messages(stripped)
     if stripped.startswith("<|begin_of_text|>"):
-        stripped = stripped[len("<|begin_of_text|>"):]
+        stripped = stripped[len("<|begin_of_text|>") :]
     for start, header_end, turn_end in _TEMPLATES:
         if stripped.startswith(start):
             break
@@ -714,7 +723,12 @@ def request_to_messages(request: Any) -> tuple[list[Message], str | None]:
         if isinstance(value, str) and value:
             messages, prompt = _text_messages(value)
             return messages, (None if echoes_prompt(request) is False else prompt)
-        if key == "inputs" and isinstance(value, list) and value and all(isinstance(v, dict) and "role" in v for v in value):
+        if (
+            key == "inputs"
+            and isinstance(value, list)
+            and value
+            and all(isinstance(v, dict) and "role" in v for v in value)
+        ):
             return _chat_messages(value), None  # chat messages passed as "inputs"
         if key == "inputs" and isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
             return _chat_messages(value[0]), None  # JumpStart Llama 2 chat: a batch of one dialog
@@ -729,7 +743,12 @@ def _hf_conversation(inputs: dict[str, Any]) -> list[Message]:
     users = inputs.get("past_user_inputs") or []
     answers = inputs.get("generated_responses") or []
     text = inputs.get("text")
-    if not isinstance(text, str) or not isinstance(users, list) or not isinstance(answers, list) or len(users) != len(answers):
+    if (
+        not isinstance(text, str)
+        or not isinstance(users, list)
+        or not isinstance(answers, list)
+        or len(users) != len(answers)
+    ):
         raise _Skip("unsupported_request_shape")
     messages: list[Message] = []
     for user, answer in zip(users, answers):
@@ -741,7 +760,9 @@ def _hf_conversation(inputs: dict[str, Any]) -> list[Message]:
 
 
 def _is_error(obj: dict[str, Any]) -> bool:
-    return bool(obj.get("error")) or obj.get("object") == "error" or ("ErrorCode" in obj and "generated_text" not in obj)
+    return (
+        bool(obj.get("error")) or obj.get("object") == "error" or ("ErrorCode" in obj and "generated_text" not in obj)
+    )
 
 
 def _failed_generation(obj: dict[str, Any]) -> bool:
@@ -903,7 +924,11 @@ def _response_from_stream(text: str, loads: Callable[[str], Any] = json.loads) -
     for chunk in chunks:
         if not isinstance(chunk, dict):
             return None
-        if chunk.get("error") or chunk.get("object") == "error" or ("ErrorCode" in chunk and "generated_text" not in chunk):
+        if (
+            chunk.get("error")
+            or chunk.get("object") == "error"
+            or ("ErrorCode" in chunk and "generated_text" not in chunk)
+        ):
             raise _Skip("error_response")  # _is_error, inlined: called once per token
         generated = chunk.get("generated_text")
         if isinstance(generated, str):
@@ -956,8 +981,15 @@ def _sse_text_fast(text: str) -> str | None:
     # Keys "error", "ErrorCode", "generated_text", "token", "tool_calls", "function_call" and the value
     # "error" change what a chunk means. Without those strings in the text (as whole JSON strings, so a token " error" does not
     # count) and without escapes that could spell them, none occurs and only "choices" matters.
-    if ('"error"' in array or '"ErrorCode"' in array or '"generated_text"' in array or '"token"' in array
-            or '"tool_calls"' in array or '"function_call"' in array or _LETTER_ESCAPE.search(array)):
+    if (
+        '"error"' in array
+        or '"ErrorCode"' in array
+        or '"generated_text"' in array
+        or '"token"' in array
+        or '"tool_calls"' in array
+        or '"function_call"' in array
+        or _LETTER_ESCAPE.search(array)
+    ):
         return None
     try:
         chunks = _orjson.loads(array)
@@ -988,8 +1020,9 @@ def _sse_text_fast(text: str) -> str | None:
     return "".join(pieces)
 
 
-def response_to_text(response: Any, *, is_json: bool = True, plain_text_ok: bool = False,
-                     loads: Callable[[str], Any] = json.loads) -> str:
+def response_to_text(
+    response: Any, *, is_json: bool = True, plain_text_ok: bool = False, loads: Callable[[str], Any] = json.loads
+) -> str:
     """Known LLM response shapes -> the generated text. Raises ``_Skip`` otherwise.
 
     ``is_json`` false means ``response`` is payload text that is not one JSON document: a
@@ -1033,7 +1066,8 @@ def encode_record_fast(messages: list[Message]) -> bytes:
     """:func:`encode_record` with orjson (same bytes)."""
     try:
         return one_line(
-            _orjson.dumps({"messages": [{"role": role, "content": content} for role, content in messages]}) + b"\n")
+            _orjson.dumps({"messages": [{"role": role, "content": content} for role, content in messages]}) + b"\n"
+        )
     except _orjson.JSONEncodeError:  # a str with lone surrogates: not UTF-8
         raise _Skip("invalid_unicode") from None
 
@@ -1057,16 +1091,32 @@ def is_chat_record(record: Any) -> bool:
 def _is_written_message(message: dict[str, Any]) -> bool:
     keys, role = set(message), message.get("role")
     if role == "tool":
-        return keys == {"role", "tool_call_id", "content"} and isinstance(message["tool_call_id"], str) \
+        return (
+            keys == {"role", "tool_call_id", "content"}
+            and isinstance(message["tool_call_id"], str)
             and isinstance(message["content"], str)
+        )
     if role == "assistant" and "tool_calls" in message:
         calls = message["tool_calls"]
-        return keys == {"role", "content", "tool_calls"} and (message["content"] is None or isinstance(
-            message["content"], str)) and isinstance(calls, list) and bool(calls) and all(
-            isinstance(c, dict) and set(c) == {"id", "type", "function"} and c["type"] == "function"
-            and isinstance(c["function"], dict) and set(c["function"]) == {"name", "arguments"}
-            and isinstance(c["function"]["name"], str) and isinstance(c["function"]["arguments"], str) for c in calls)
-    return keys == {"role", "content"} and role in ("system", "user", "assistant") and isinstance(message["content"], str)
+        return (
+            keys == {"role", "content", "tool_calls"}
+            and (message["content"] is None or isinstance(message["content"], str))
+            and isinstance(calls, list)
+            and bool(calls)
+            and all(
+                isinstance(c, dict)
+                and set(c) == {"id", "type", "function"}
+                and c["type"] == "function"
+                and isinstance(c["function"], dict)
+                and set(c["function"]) == {"name", "arguments"}
+                and isinstance(c["function"]["name"], str)
+                and isinstance(c["function"]["arguments"], str)
+                for c in calls
+            )
+        )
+    return (
+        keys == {"role", "content"} and role in ("system", "user", "assistant") and isinstance(message["content"], str)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1179,8 +1229,10 @@ def _stream_reply(text: str, loads: Callable[[str], Any]) -> tuple[str, list[dic
             index = piece.get("index", position)
             found = piece.get("function")
             function: dict[str, Any] = found if isinstance(found, dict) else {}
-            call = calls.setdefault(index if isinstance(index, int) else position,
-                                    {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+            call = calls.setdefault(
+                index if isinstance(index, int) else position,
+                {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+            )
             call["id"] = call["id"] or piece.get("id")
             for key in ("name", "arguments"):
                 if isinstance(function.get(key), str):
@@ -1188,7 +1240,9 @@ def _stream_reply(text: str, loads: Callable[[str], Any]) -> tuple[str, list[dic
     return "".join(pieces), [calls[i] for i in sorted(calls)], reasoning
 
 
-def agent_reply(response: Any, *, is_json: bool, loads: Callable[[str], Any] = json.loads) -> tuple[dict[str, Any], bool]:
+def agent_reply(
+    response: Any, *, is_json: bool, loads: Callable[[str], Any] = json.loads
+) -> tuple[dict[str, Any], bool]:
     """A chat completion (or its stream) that may call tools -> (the assistant message, whether it reasoned).
 
     The message has ``content`` (text, or None beside tool calls) and ``tool_calls`` when the model called
@@ -1311,7 +1365,9 @@ class BatchConverter:
         if fast and not FAST_JSON_AVAILABLE:
             raise ValueError("fast=True needs orjson, which does not import here; pass fast=None or False")
         self.fast = FAST_JSON_AVAILABLE if fast is None else fast
-        self._decode: Callable[[dict[str, Any]], tuple[Any, bool]] = _decode_payload_fast if self.fast else _decode_payload
+        self._decode: Callable[[dict[str, Any]], tuple[Any, bool]] = (
+            _decode_payload_fast if self.fast else _decode_payload
+        )
         self._encode: Callable[[list[Message]], bytes] = encode_record_fast if self.fast else encode_record
         self._loads: Callable[[str], Any] = _loads_fast if self.fast else json.loads
         self.default_component = default_component
@@ -1405,8 +1461,9 @@ class BatchConverter:
             stats.converted += 1
             yield component, out
 
-    def _turn_lines(self, lines: Iterable[bytes | memoryview | OversizedLine | UnreadableData],
-                    path_component: str | None) -> Iterator[tuple[str, bytes]]:
+    def _turn_lines(
+        self, lines: Iterable[bytes | memoryview | OversizedLine | UnreadableData], path_component: str | None
+    ) -> Iterator[tuple[str, bytes]]:
         """Front-door turn records -> training lines, with the same counts, dedup and skip reasons."""
         fallback = path_component or UNATTRIBUTED
         loads = _orjson.loads if self.fast else json.loads
@@ -1583,15 +1640,20 @@ class BatchConverter:
         messages, prompt = request_to_messages(request)
         response, response_is_json = self._decode(response_part)
         text = response_to_text(
-            response, is_json=response_is_json, plain_text_ok=response_part.get("encoding") == "CSV",
+            response,
+            is_json=response_is_json,
+            plain_text_ok=response_part.get("encoding") == "CSV",
             loads=self._loads,
         )
         # return_full_text=True (the LMI/TGI default for some models) echoes the prompt: trim it. With
         # return_full_text=false prompt is None: the response is the generation, kept whole even when
         # it happens to start with the prompt's text.
-        if prompt is not None and text.startswith(prompt) and (
-                len(text) > len(prompt) or echoes_prompt(request) is True):
-            text = text[len(prompt):]
+        if (
+            prompt is not None
+            and text.startswith(prompt)
+            and (len(text) > len(prompt) or echoes_prompt(request) is True)
+        ):
+            text = text[len(prompt) :]
             if not text.strip():
                 raise _Skip("empty_response")
         if messages[-1][0] == "assistant":  # prefill: the model continued that message
@@ -1620,11 +1682,18 @@ class BatchConverter:
         if text is not None and not response_is_json and (not text or text.isspace()):
             raise _Skip("empty_response")  # what response_to_text says of a blank stream
         if text is None:
-            text = response_to_text(response, is_json=response_is_json,
-                                    plain_text_ok=response_part.get("encoding") == "CSV", loads=_loads_fast)
-        if prompt is not None and text.startswith(prompt) and (
-                len(text) > len(prompt) or echoes_prompt(request) is True):
-            text = text[len(prompt):]
+            text = response_to_text(
+                response,
+                is_json=response_is_json,
+                plain_text_ok=response_part.get("encoding") == "CSV",
+                loads=_loads_fast,
+            )
+        if (
+            prompt is not None
+            and text.startswith(prompt)
+            and (len(text) > len(prompt) or echoes_prompt(request) is True)
+        ):
+            text = text[len(prompt) :]
             if not text.strip():
                 raise _Skip("empty_response")
         last = messages[-1]
@@ -1661,7 +1730,11 @@ def detect_dataset_format(record: Any) -> tuple[str | None, str]:
         if not isinstance(turns, list) or not turns:
             return None, '"conversations" must be a non-empty list'
         for index, turn in enumerate(turns):
-            if not isinstance(turn, dict) or not isinstance(turn.get("from"), str) or not isinstance(turn.get("value"), str):
+            if (
+                not isinstance(turn, dict)
+                or not isinstance(turn.get("from"), str)
+                or not isinstance(turn.get("value"), str)
+            ):
                 return None, f'"conversations"[{index}] must be an object with string "from" and "value"'
         return "sharegpt", ""
     if "messages" in record:
@@ -1680,4 +1753,4 @@ def detect_dataset_format(record: Any) -> tuple[str | None, str]:
         if not isinstance(record.get("prompt"), str) or not isinstance(record.get("completion"), str):
             return None, '"prompt" and "completion" must both be strings'
         return "openai_completions", ""
-    return None, "an object without \"conversations\", \"messages\" or \"prompt\"/\"completion\""
+    return None, 'an object without "conversations", "messages" or "prompt"/"completion"'

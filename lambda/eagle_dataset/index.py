@@ -96,6 +96,7 @@ Errors a state machine can match: ``InvalidEventError``, ``CaptureAccessDeniedEr
 ``ResultsFormatError``, ``DatasetFormatError``; AWS failures after retries surface as
 ``ClientError``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -239,8 +240,16 @@ def _output_prefix(value: str) -> str:
 @functools.cache
 def _models() -> SimpleNamespace:
     """The event models, built on the first event: pydantic is not imported on a cold start."""
-    from pydantic import (AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator,
-                          model_validator)
+    from pydantic import (
+        AfterValidator,
+        AliasChoices,
+        BaseModel,
+        BeforeValidator,
+        ConfigDict,
+        Field,
+        field_validator,
+        model_validator,
+    )
 
     WholeNumber = Annotated[int, BeforeValidator(not_a_boolean)]  # true/false is no count
     OutputPrefix = Annotated[str, AfterValidator(_output_prefix)]  # keys are written under it as given
@@ -301,21 +310,28 @@ def _models() -> SimpleNamespace:
         ``{"Bucket", "Key"}``: a problem names the field as the input spelt it."""
 
         results_bucket: str = Field(pattern=_BUCKET, validation_alias=AliasChoices("results_bucket", "Bucket"))
-        results_manifest_key: str = Field(min_length=1, max_length=1024,  # an S3 key
-                                          validation_alias=AliasChoices("results_manifest_key", "Key"))
+        results_manifest_key: str = Field(
+            min_length=1,
+            max_length=1024,  # an S3 key
+            validation_alias=AliasChoices("results_manifest_key", "Key"),
+        )
 
         @model_validator(mode="before")
         @classmethod
         def _whole_result_writer_details(cls, value: Any) -> Any:
             if isinstance(value, dict) and ("Bucket" in value) != ("Key" in value):
-                raise ValueError(f"got {_shown(value)}; allowed: the Distributed Map's ResultWriterDetails with both "
-                                 "Bucket and Key (or results_bucket and results_manifest_key)")
+                raise ValueError(
+                    f"got {_shown(value)}; allowed: the Distributed Map's ResultWriterDetails with both "
+                    "Bucket and Key (or results_bucket and results_manifest_key)"
+                )
             return value
 
     class FinalizeEvent(_Model):
         plan: PlanOutput
         results: ResultsLocation | None = None
-        target_component: str | None = Field(default=None, pattern=r"^(base|[a-zA-Z0-9](-*[a-zA-Z0-9])*)$", max_length=63)
+        target_component: str | None = Field(
+            default=None, pattern=r"^(base|[a-zA-Z0-9](-*[a-zA-Z0-9])*)$", max_length=63
+        )
 
     class ValidateEvent(_Model):
         s3_uri: str = Field(pattern=r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$")
@@ -325,7 +341,16 @@ def _models() -> SimpleNamespace:
     return SimpleNamespace(**{name: found[name] for name in _MODEL_NAMES})
 
 
-_MODEL_NAMES = ("PlanEvent", "BatchInput", "BatchItem", "ConvertEvent", "PlanOutput", "ResultsLocation", "FinalizeEvent", "ValidateEvent")
+_MODEL_NAMES = (
+    "PlanEvent",
+    "BatchInput",
+    "BatchItem",
+    "ConvertEvent",
+    "PlanOutput",
+    "ResultsLocation",
+    "FinalizeEvent",
+    "ValidateEvent",
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -367,8 +392,21 @@ def _claimed_previous(value: str | None) -> str | None:
 
 def _claim_chars(previous: str | None, value: str, run_id: str) -> int:
     """Characters of the claim the job's start writes for this window (its longest job name, 63)."""
-    return len(json.dumps({"v": 1, "claim": {"job": "j" * 63, "run_id": run_id, "claimed_at": "2026-01-01T00:00:00Z",
-                                             "previous": previous, "value": value}}, separators=(",", ":")))
+    return len(
+        json.dumps(
+            {
+                "v": 1,
+                "claim": {
+                    "job": "j" * 63,
+                    "run_id": run_id,
+                    "claimed_at": "2026-01-01T00:00:00Z",
+                    "previous": previous,
+                    "value": value,
+                },
+            },
+            separators=(",", ":"),
+        )
+    )
 
 
 def _decode_watermark(value: str | None) -> tuple[dict[str, str], str | None]:
@@ -389,7 +427,8 @@ def _decode_watermark(value: str | None) -> tuple[dict[str, str], str | None]:
 
 def _encode_watermark(folders: dict[str, str]) -> str:
     return json.dumps(
-        {"v": 1, "after": {folder: key[len(folder):] for folder, key in sorted(folders.items())}}, separators=(",", ":")
+        {"v": 1, "after": {folder: key[len(folder) :] for folder, key in sorted(folders.items())}},
+        separators=(",", ":"),
     )
 
 
@@ -399,7 +438,7 @@ def _capture_folders(bucket: str, prefix: str, depth: int = 0) -> list[str]:
     paginator = _s3().get_paginator("list_objects_v2")
     for page in paginator.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
         children += [cp["Prefix"] for cp in page.get("CommonPrefixes", [])]
-    if prefix.endswith("/") and any(_YEAR.fullmatch(c[len(prefix):].rstrip("/")) for c in children):
+    if prefix.endswith("/") and any(_YEAR.fullmatch(c[len(prefix) :].rstrip("/")) for c in children):
         return [prefix]
     if depth >= 6:
         return []
@@ -410,7 +449,7 @@ def _capture_folders(bucket: str, prefix: str, depth: int = 0) -> list[str]:
 
 
 def _key_time(folder: str, key: str) -> datetime | None:
-    match = _CAPTURE_REL.fullmatch(key[len(folder):])
+    match = _CAPTURE_REL.fullmatch(key[len(folder) :])
     if not match:
         return None
     year, month, day, hour, name = match.groups()
@@ -429,8 +468,11 @@ def _key_time(folder: str, key: str) -> datetime | None:
 def plan(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request: PlanEvent = _parse(_models().PlanEvent, event)
     max_objects = request.max_objects or env.integer("MAX_OBJECTS_PER_RUN", 100_000, error=InvalidEventError)
-    settle = (request.settle_seconds if request.settle_seconds is not None
-              else env.integer("SETTLE_SECONDS", 900, minimum=0, error=InvalidEventError))
+    settle = (
+        request.settle_seconds
+        if request.settle_seconds is not None
+        else env.integer("SETTLE_SECONDS", 900, minimum=0, error=InvalidEventError)
+    )
     cutoff = _now() - timedelta(seconds=settle)
     logger.append_keys(run_id=request.run_id)
 
@@ -483,7 +525,9 @@ def plan(event: dict[str, Any], context: Any) -> dict[str, Any]:
         )
     manifest_key = _join(request.output_prefix, request.run_id, "plan", "items.json")
     body = ("[" + ",".join(json.dumps({"key": key}) for key in keys) + "]").encode("utf-8")
-    _s3().put_object(Bucket=request.output_bucket, Key=manifest_key, Body=body, ContentType="application/json", **_encryption())
+    _s3().put_object(
+        Bucket=request.output_bucket, Key=manifest_key, Body=body, ContentType="application/json", **_encryption()
+    )
 
     previous_keys = list(folders_after.values()) + ([legacy_after] if legacy_after else [])
     new_watermark = max(keys + previous_keys) if keys or previous_keys else None
@@ -606,7 +650,9 @@ def convert(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if chunks is None:
             missing.append(key)  # removed (e.g. by a lifecycle rule) after plan listed it
             continue
-        path_component = core.component_from_key(key, batch.capture_prefix) if batch.capture_prefix is not None else None
+        path_component = (
+            core.component_from_key(key, batch.capture_prefix) if batch.capture_prefix is not None else None
+        )
         lines = core.iter_bounded_line_views(chunks, max_line)  # parsed in place, no copy per line
         for component, line in converter.convert_lines(lines, path_component=path_component):
             writer.add(component, line)
@@ -624,7 +670,11 @@ def convert(event: dict[str, Any], context: Any) -> dict[str, Any]:
     metrics.add_metric(name="RecordsSkipped", unit=MetricUnit.Count, value=sum(summary["skipped"].values()))
     logger.info(
         "batch converted",
-        extra={"objects": read, "objects_missing": len(missing), "counts": {k: summary[k] for k in ("records_in", "converted", "duplicates", "skipped")}},
+        extra={
+            "objects": read,
+            "objects_missing": len(missing),
+            "counts": {k: summary[k] for k in ("records_in", "converted", "duplicates", "skipped")},
+        },
     )
     return {
         "batch_id": batch_id,
@@ -691,11 +741,15 @@ def _failed_items(entry: Any, where: str) -> int:
 def _collect_results(location: ResultsLocation) -> tuple[list[dict[str, Any]], int, int]:
     """ResultWriter manifest -> (convert outputs of succeeded batches, failed batches, objects in them)."""
     try:
-        manifest = json.loads(_s3().get_object(Bucket=location.results_bucket, Key=location.results_manifest_key)["Body"].read())
+        manifest = json.loads(
+            _s3().get_object(Bucket=location.results_bucket, Key=location.results_manifest_key)["Body"].read()
+        )
     except ClientError as error:
         raise _access_error(error, f"Reading s3://{location.results_bucket}/{location.results_manifest_key}") from error
     except ValueError:
-        raise ResultsFormatError(f"s3://{location.results_bucket}/{location.results_manifest_key} is not JSON") from None
+        raise ResultsFormatError(
+            f"s3://{location.results_bucket}/{location.results_manifest_key} is not JSON"
+        ) from None
     files = manifest.get("ResultFiles") if isinstance(manifest, dict) else None
     if not isinstance(files, dict):
         raise ResultsFormatError(
@@ -732,8 +786,12 @@ def _watermark_commit(plan_output: PlanOutput, complete: bool) -> dict[str, Any]
     new, previous = plan_output.watermark_value, plan_output.watermark_previous_value
     if not complete or not new or new == previous:
         return None
-    return {"parameter": plan_output.watermark_parameter, "stored": plan_output.watermark_stored_value,
-            "previous": previous, "value": new}
+    return {
+        "parameter": plan_output.watermark_parameter,
+        "stored": plan_output.watermark_stored_value,
+        "previous": previous,
+        "value": new,
+    }
 
 
 @metrics.log_metrics(raise_on_empty_metrics=False)
@@ -759,7 +817,9 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
     components: dict[str, dict[str, Any]] = {}
     for output in outputs:
         for name, stats in output["components"].items():
-            merged = components.setdefault(name, {"records_in": 0, "converted": 0, "duplicates": 0, "skipped": Counter(), "shards": [], "bytes": 0})
+            merged = components.setdefault(
+                name, {"records_in": 0, "converted": 0, "duplicates": 0, "skipped": Counter(), "shards": [], "bytes": 0}
+            )
             for field in ("records_in", "converted", "duplicates", "bytes"):
                 merged[field] += int(stats.get(field, 0))
             merged["skipped"].update(stats.get("skipped", {}))
@@ -794,12 +854,20 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
     unattributed = sum(stats["skipped"].get("unattributed_component", 0) for stats in components.values())
     records = components.get(target, {}).get("converted", 0)
     training_uri = f"s3://{bucket}/{_join(run_prefix, 'data', target)}/"
-    reason = "" if records else (
-        f"No training records for component '{target}' in run {plan_output.run_id}: {plan_output.object_count} capture "
-        f"objects, {totals['records_in']} lines, {totals['converted']} converted in all components, skipped "
-        f"{dict(skipped) or 'none'}. Capture more traffic, or set target_component to one of {sorted(component_uris) or 'none'}."
-        + (f" {unattributed} records named no inference component and were kept apart (unattributed_component): "
-           "they may be adapter traffic, so they never train a component's head." if unattributed else "")
+    reason = (
+        ""
+        if records
+        else (
+            f"No training records for component '{target}' in run {plan_output.run_id}: {plan_output.object_count} capture "
+            f"objects, {totals['records_in']} lines, {totals['converted']} converted in all components, skipped "
+            f"{dict(skipped) or 'none'}. Capture more traffic, or set target_component to one of {sorted(component_uris) or 'none'}."
+            + (
+                f" {unattributed} records named no inference component and were kept apart (unattributed_component): "
+                "they may be adapter traffic, so they never train a component's head."
+                if unattributed
+                else ""
+            )
+        )
     )
     if unattributed:
         logger.warning("records without a component name kept apart", extra={"unattributed": unattributed})
@@ -816,7 +884,7 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "skipped": dict(sorted(skipped.items())),
         "unattributed": unattributed,
         "unattributed_note": "records that name no inference component (AWS does not document that Data Capture "
-                             "records of inference-component endpoints do); counted, never used for training",
+        "records of inference-component endpoints do); counted, never used for training",
         **_agent_totals(components),
         "components": {
             name: {
@@ -839,8 +907,13 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "failed_objects": failed_objects,
         "watermark": {"parameter": plan_output.watermark_parameter, "new_watermark": plan_output.new_watermark},
     }
-    _s3().put_object(Bucket=bucket, Key=summary_key, Body=json.dumps(summary, indent=1).encode("utf-8"),
-                     ContentType="application/json", **_encryption())
+    _s3().put_object(
+        Bucket=bucket,
+        Key=summary_key,
+        Body=json.dumps(summary, indent=1).encode("utf-8"),
+        ContentType="application/json",
+        **_encryption(),
+    )
     # Only a complete run moves the watermark: objects of failed batches are converted again next run.
     watermark_commit = _watermark_commit(plan_output, complete)
     if not complete:
@@ -848,8 +921,10 @@ def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
         metrics.add_metric(name="FailedBatches", unit=MetricUnit.Count, value=failed_batches)
 
     metrics.add_metric(name="DatasetRecords", unit=MetricUnit.Count, value=records)
-    logger.info("dataset finalized", extra={"records": records, "components": len(components),
-                                            "watermark_moves": watermark_commit is not None})
+    logger.info(
+        "dataset finalized",
+        extra={"records": records, "components": len(components), "watermark_moves": watermark_commit is not None},
+    )
     return {
         "training_data_s3_uri": training_uri,
         "s3_data_type": "S3Prefix",
@@ -881,10 +956,13 @@ def _agent_totals(components: dict[str, dict[str, Any]]) -> dict[str, Any]:
     dropped: Counter[str] = Counter()
     for stats in agent:
         dropped.update(stats.get("dropped", {}))
-    return {"tool_calling": sum(stats["tool_calling"] for stats in agent), "dropped": dict(sorted(dropped.items())),
-            "dropped_note": "tool-calling turns are written as OpenAI chat messages (assistant tool_calls, tool "
-                            "results); the request's tool definitions and the model's reasoning have no field in "
-                            "the format the optimization job documents, so they are left out and counted here"}
+    return {
+        "tool_calling": sum(stats["tool_calling"] for stats in agent),
+        "dropped": dict(sorted(dropped.items())),
+        "dropped_note": "tool-calling turns are written as OpenAI chat messages (assistant tool_calls, tool "
+        "results); the request's tool definitions and the model's reasoning have no field in "
+        "the format the optimization job documents, so they are left out and counted here",
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -925,7 +1003,9 @@ def _execution_name(watermark: str | None, step: int) -> str:
 @logger.inject_lambda_context(clear_state=True)
 def check(event: Any, context: Any) -> dict[str, Any]:
     environment = env.Environment()
-    state_machine = environment.text("STATE_MACHINE_ARN", required=True, allowed="the EAGLE pipeline's state machine ARN")
+    state_machine = environment.text(
+        "STATE_MACHINE_ARN", required=True, allowed="the EAGLE pipeline's state machine ARN"
+    )
     parameter = environment.text("WATERMARK_PARAMETER", required=True, allowed="the watermark's SSM parameter name")
     bucket = environment.text("CAPTURE_BUCKET", required=True, allowed="the data capture bucket's name")
     prefix = environment.raw("CAPTURE_PREFIX").lstrip("/")
@@ -981,13 +1061,22 @@ def check(event: Any, context: Any) -> dict[str, Any]:
         started = _sfn().start_execution(stateMachineArn=state_machine, name=name, input="{}")
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
-            return {**result, "started": False, "execution_name": name,
-                    "reason": f"a run for these records was already started ({name}); the next starts after "
-                              f"another {needed} records arrive or the watermark moves"}
+            return {
+                **result,
+                "started": False,
+                "execution_name": name,
+                "reason": f"a run for these records was already started ({name}); the next starts after "
+                f"another {needed} records arrive or the watermark moves",
+            }
         raise
     logger.info("run started: enough new records", extra={"records": counted, "execution": name})
-    return {**result, "started": True, "reason": f"at least {needed} new records", "execution_name": name,
-            "execution_arn": started["executionArn"]}
+    return {
+        **result,
+        "started": True,
+        "reason": f"at least {needed} new records",
+        "execution_name": name,
+        "execution_arn": started["executionArn"],
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1000,7 +1089,7 @@ def _expected_formats() -> str:
 
 
 def _sample_objects(uri: str, data_type: str, max_objects: int) -> list[tuple[str, str]]:
-    bucket, _, key = uri[len("s3://"):].partition("/")
+    bucket, _, key = uri[len("s3://") :].partition("/")
     if data_type == "ManifestFile":
         body = _s3().get_object(Bucket=bucket, Key=key)["Body"]
         try:
@@ -1013,12 +1102,12 @@ def _sample_objects(uri: str, data_type: str, max_objects: int) -> list[tuple[st
             entries = [e for e in manifest[1:] if isinstance(e, str)]
         except (ValueError, LookupError, TypeError):
             raise DatasetFormatError(
-                f"{uri} is not a SageMaker manifest file; expected [{{\"prefix\": \"s3://bucket/path/\"}}, \"relative/key\", ...]",
+                f'{uri} is not a SageMaker manifest file; expected [{{"prefix": "s3://bucket/path/"}}, "relative/key", ...]',
                 s3_uri=uri,
             ) from None
         if not isinstance(prefix, str) or not prefix.startswith("s3://"):
             raise DatasetFormatError(f"{uri}: the manifest prefix must be an s3:// URI", s3_uri=uri)
-        manifest_bucket, _, manifest_prefix = prefix[len("s3://"):].partition("/")
+        manifest_bucket, _, manifest_prefix = prefix[len("s3://") :].partition("/")
         return [(manifest_bucket, manifest_prefix + entry) for entry in entries[:max_objects]]
     found: list[tuple[str, str]] = []
     paginator = _s3().get_paginator("list_objects_v2")
@@ -1044,8 +1133,9 @@ def validate_user_dataset(event: dict[str, Any], context: Any) -> dict[str, Any]
     request: ValidateEvent = _parse(_models().ValidateEvent, event)
     sample_lines = env.integer("VALIDATE_SAMPLE_LINES", 100, error=InvalidEventError)
     try:
-        objects = _sample_objects(request.s3_uri, request.s3_data_type,
-                                  env.integer("VALIDATE_MAX_OBJECTS", 3, error=InvalidEventError))
+        objects = _sample_objects(
+            request.s3_uri, request.s3_data_type, env.integer("VALIDATE_MAX_OBJECTS", 3, error=InvalidEventError)
+        )
     except ClientError as error:
         raise _access_error(error, f"Reading {request.s3_uri}") from error
     if not objects:
@@ -1105,7 +1195,9 @@ def validate_user_dataset(event: dict[str, Any], context: Any) -> dict[str, Any]
                 break
         chunks.close()
     if detected is None:
-        raise DatasetFormatError(f"{request.s3_uri} holds only blank lines. Expected: {_expected_formats()}.", s3_uri=request.s3_uri)
+        raise DatasetFormatError(
+            f"{request.s3_uri} holds only blank lines. Expected: {_expected_formats()}.", s3_uri=request.s3_uri
+        )
     logger.info("dataset validated", extra={"format": detected, "objects": len(objects), "lines": lines_checked})
     return {
         "format": detected,

@@ -29,6 +29,7 @@ waits: the state machine's Wait states poll.
   "waiting" | "superseded", "served_head", "checks", "give_up"}``; superseded: the promotion parameter no
   longer names this head (rolled back, or a newer head).
 """
+
 from __future__ import annotations
 
 import functools
@@ -204,11 +205,17 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
     result: dict[str, Any] = {"phase": run.phase, "run_id": run.run_id, "head": run.head, "served_head": served}
     serves_head = _same_uri(served, run.head)
     if run.phase == "before" and serves_head:
-        return {**result, "skipped": True, "reason": f"{component} already serves {run.head}: a deploy came first, "
-                "so there is nothing to measure without the head"}
+        return {
+            **result,
+            "skipped": True,
+            "reason": f"{component} already serves {run.head}: a deploy came first, "
+            "so there is nothing to measure without the head",
+        }
     if run.phase == "after" and not serves_head:
-        raise HeadNotServedError(f"{component} serves {served or 'no draft head'}, not {run.head}: deploy the model's "
-                                 "stack first (cdk deploy), then measure")
+        raise HeadNotServedError(
+            f"{component} serves {served or 'no draft head'}, not {run.head}: deploy the model's "
+            "stack first (cdk deploy), then measure"
+        )
     name = job_name(component, run.run_id, run.phase, run.head)
     output = f"{output_base}/{name}/"
     request: dict[str, Any] = {
@@ -217,8 +224,10 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "OutputConfig": {"S3OutputLocation": output},
         "AIWorkloadConfigIdentifier": workload,
         "RoleArn": role,
-        "Tags": [{"Key": "eagle-run", "Value": re.sub(r"[^\w.:/=+\-@ ]", "-", run.run_id)[:256]},
-                 {"Key": "eagle-phase", "Value": run.phase}],
+        "Tags": [
+            {"Key": "eagle-run", "Value": re.sub(r"[^\w.:/=+\-@ ]", "-", run.run_id)[:256]},
+            {"Key": "eagle-phase", "Value": run.phase},
+        ],
     }
     subnets = [s for s in os.environ.get("SUBNET_IDS", "").split(",") if s]
     groups = [g for g in os.environ.get("SECURITY_GROUP_IDS", "").split(",") if g]
@@ -240,8 +249,15 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
             raise BenchmarkConflictError(f"benchmark job {name} exists for {target}, not {endpoint}") from None
         arn = existing["AIBenchmarkJobArn"]
     logger.info("benchmark job started", extra={"job_name": name, "component_status": status})
-    return {**result, "skipped": False, "reason": None, "job_name": name, "job_arn": arn, "output_s3_uri": output,
-            "started_at": datetime.now(timezone.utc).isoformat()}
+    return {
+        **result,
+        "skipped": False,
+        "reason": None,
+        "job_name": name,
+        "job_arn": arn,
+        "output_s3_uri": output,
+        "started_at": datetime.now(timezone.utc).isoformat(),
+    }
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -393,17 +409,30 @@ def _plain(attribute: dict[str, Any] | None) -> Any:
     return convert(value)
 
 
-def compare(before: dict[str, Any] | None, after: dict[str, Any], *, tolerance: float,
-            job_speedup: float | None) -> dict[str, Any]:
+def compare(
+    before: dict[str, Any] | None, after: dict[str, Any], *, tolerance: float, job_speedup: float | None
+) -> dict[str, Any]:
     """Served speedup (after / before output-token throughput), beside the optimization job's own figure."""
     base = (before or {}).get("output_token_throughput") if (before or {}).get("parsed") else None
     with_head = after.get("output_token_throughput") if after.get("parsed") else None
-    comparison: dict[str, Any] = {"job_speedup": job_speedup, "slowdown_tolerance": tolerance,
-                                  "before_throughput": base, "after_throughput": with_head}
+    comparison: dict[str, Any] = {
+        "job_speedup": job_speedup,
+        "slowdown_tolerance": tolerance,
+        "before_throughput": base,
+        "after_throughput": with_head,
+    }
     if base is None or with_head is None or base <= 0:
-        return {**comparison, "served_speedup": None, "slower": None,
-                "verdict": "not compared: " + ("no before measurement with a throughput" if base is None or base <= 0
-                                               else "no after measurement with a throughput")}
+        return {
+            **comparison,
+            "served_speedup": None,
+            "slower": None,
+            "verdict": "not compared: "
+            + (
+                "no before measurement with a throughput"
+                if base is None or base <= 0
+                else "no after measurement with a throughput"
+            ),
+        }
     ratio = with_head / base
     slower = ratio < 1.0 - tolerance
     latency = {}
@@ -412,19 +441,32 @@ def compare(before: dict[str, Any] | None, after: dict[str, Any], *, tolerance: 
         a = (after.get("metrics") or {}).get(name, {}).get("avg")
         if b and a:
             latency[name] = a / b
-    return {**comparison, "served_speedup": ratio, "latency_ratio": latency, "slower": slower,
-            "verdict": (f"slower with the head: {ratio:.3f}x the throughput before (tolerance {tolerance:g})" if slower
-                        else f"{ratio:.3f}x the throughput before")}
+    return {
+        **comparison,
+        "served_speedup": ratio,
+        "latency_ratio": latency,
+        "slower": slower,
+        "verdict": (
+            f"slower with the head: {ratio:.3f}x the throughput before (tolerance {tolerance:g})"
+            if slower
+            else f"{ratio:.3f}x the throughput before"
+        ),
+    }
 
 
-def rollback_commands(*, parameter: str, table: str, region: str, previous_head: str | None,
-                      stack: str) -> tuple[str, str]:
+def rollback_commands(
+    *, parameter: str, table: str, region: str, previous_head: str | None, stack: str
+) -> tuple[str, str]:
     """(the repository's rollback command, the AWS CLI equivalent), each followed by the deploy that serves it."""
     target = previous_head or NO_HEAD
-    tool = (f"python -m tools.eagle_rollback --parameter {parameter} --table {table} --region {region}"
-            f" && cdk deploy {stack}")
-    cli = (f"aws ssm put-parameter --name {parameter} --value {target} --type String --overwrite --region {region}"
-           f" && cdk deploy {stack}")
+    tool = (
+        f"python -m tools.eagle_rollback --parameter {parameter} --table {table} --region {region}"
+        f" && cdk deploy {stack}"
+    )
+    cli = (
+        f"aws ssm put-parameter --name {parameter} --value {target} --type String --overwrite --region {region}"
+        f" && cdk deploy {stack}"
+    )
     return tool, cli
 
 
@@ -454,24 +496,41 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
     if status == "Completed":
         measurement = measure(run.output_s3_uri)
-        reason = (None if measurement["parsed"] else
-                  "the benchmark job completed but no output-token throughput was found in its output; "
-                  "the raw listing is in the run record")
+        reason = (
+            None
+            if measurement["parsed"]
+            else "the benchmark job completed but no output-token throughput was found in its output; "
+            "the raw listing is in the run record"
+        )
     else:
         measurement = {"parsed": False, "output_token_throughput": None, "metrics": {}}
         reason = f"benchmark job {status}: {described.get('FailureReason') or 'no reason given'}"
         if event.get("stop_requested"):  # an earlier poll stopped it at the limit
             reason += f" (stopped at the {max_seconds // 3600} h limit)"
-    record = {"job_name": run.job_name, "job_arn": run.job_arn, "status": status, "served_head": run.served_head,
-              "head": run.head, "output_s3_uri": run.output_s3_uri, "started_at": run.started_at.isoformat(),
-              "ended_at": datetime.now(timezone.utc).isoformat(), "reason": reason, **measurement}
+    record = {
+        "job_name": run.job_name,
+        "job_arn": run.job_arn,
+        "status": status,
+        "served_head": run.served_head,
+        "head": run.head,
+        "output_s3_uri": run.output_s3_uri,
+        "started_at": run.started_at.isoformat(),
+        "ended_at": datetime.now(timezone.utc).isoformat(),
+        "reason": reason,
+        **measurement,
+    }
     key = {"model_name": {"S": model_name}, "run_id": {"S": run.run_id}}
     names = {"#m": f"benchmark_{run.phase}"}
     values = {":m": _dynamo(record)}
     update = "SET #m = :m"
-    result: dict[str, Any] = {**out, "finished": True, "ok": bool(measurement["parsed"]), "reason": reason,
-                              "metrics": measurement.get("metrics", {}),
-                              "output_token_throughput": measurement.get("output_token_throughput")}
+    result: dict[str, Any] = {
+        **out,
+        "finished": True,
+        "ok": bool(measurement["parsed"]),
+        "reason": reason,
+        "metrics": measurement.get("metrics", {}),
+        "output_token_throughput": measurement.get("output_token_throughput"),
+    }
     metrics.add_dimension(name="ModelName", value=model_name)
     if not measurement["parsed"]:
         metrics.add_metric(name="EagleBenchmarkUnreadable", unit=MetricUnit.Count, value=1)
@@ -479,21 +538,39 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
         item = _dynamodb().get_item(TableName=table, Key=key, ConsistentRead=True).get("Item") or {}
         before = _plain(item.get("benchmark_before"))
         job_speedup = _plain(item.get("speedup"))
-        comparison = compare(before, measurement, tolerance=tolerance,
-                             job_speedup=job_speedup if isinstance(job_speedup, float) else None)
+        comparison = compare(
+            before,
+            measurement,
+            tolerance=tolerance,
+            job_speedup=job_speedup if isinstance(job_speedup, float) else None,
+        )
         names["#c"] = "benchmark_comparison"
         values[":c"] = _dynamo(comparison)
         update += ", #c = :c"
         tool, cli = rollback_commands(
-            parameter=_env("PROMOTION_PARAMETER"), table=table, region=os.environ.get("AWS_REGION", "<region>"),
-            previous_head=_plain(item.get("previous_head")), stack=os.environ.get("STACK_NAME", "<the model's stack>"))
-        result.update(comparison=comparison, slower=bool(comparison["slower"]), rollback_command=tool,
-                      rollback_cli=cli, reason=reason or comparison["verdict"])
+            parameter=_env("PROMOTION_PARAMETER"),
+            table=table,
+            region=os.environ.get("AWS_REGION", "<region>"),
+            previous_head=_plain(item.get("previous_head")),
+            stack=os.environ.get("STACK_NAME", "<the model's stack>"),
+        )
+        result.update(
+            comparison=comparison,
+            slower=bool(comparison["slower"]),
+            rollback_command=tool,
+            rollback_cli=cli,
+            reason=reason or comparison["verdict"],
+        )
         if comparison["served_speedup"] is not None:
             metrics.add_metric(name="EagleServedSpeedup", unit=MetricUnit.NoUnit, value=comparison["served_speedup"])
             metrics.add_metric(name="EagleServedSlower", unit=MetricUnit.Count, value=1 if comparison["slower"] else 0)
-    _dynamodb().update_item(TableName=table, Key=key, UpdateExpression=update, ExpressionAttributeNames=names,
-                            ExpressionAttributeValues=values)
+    _dynamodb().update_item(
+        TableName=table,
+        Key=key,
+        UpdateExpression=update,
+        ExpressionAttributeNames=names,
+        ExpressionAttributeValues=values,
+    )
     logger.info("benchmark recorded", extra={"status": status, "ok": result["ok"], "reason": result["reason"]})
     return result
 
@@ -511,11 +588,21 @@ def serving(event: dict[str, Any], context: Any) -> dict[str, Any]:
     checks = ask.checks + 1
     current = _ssm().get_parameter(Name=parameter)["Parameter"]["Value"].strip()
     if not _same_uri(current, ask.head):
-        return {"state": "superseded", "served_head": None, "checks": checks, "give_up": True,
-                "reason": f"{parameter} now holds {current}, not {ask.head}: rolled back or replaced; not measured"}
+        return {
+            "state": "superseded",
+            "served_head": None,
+            "checks": checks,
+            "give_up": True,
+            "reason": f"{parameter} now holds {current}, not {ask.head}: rolled back or replaced; not measured",
+        }
     served, status = _served(component, serving_prefix)
     if _same_uri(served, ask.head) and status == "InService":
         return {"state": "serving", "served_head": served, "checks": checks, "give_up": False, "reason": None}
-    return {"state": "waiting", "served_head": served, "checks": checks, "give_up": checks >= limit,
-            "reason": f"{component} serves {served or 'no draft head'} ({status}); the head is served after the next "
-                      "cdk deploy of the model's stack"}
+    return {
+        "state": "waiting",
+        "served_head": served,
+        "checks": checks,
+        "give_up": checks >= limit,
+        "reason": f"{component} serves {served or 'no draft head'} ({status}); the head is served after the next "
+        "cdk deploy of the model's stack",
+    }

@@ -3,6 +3,7 @@
 Nothing here calls AWS; ``index.py`` does the I/O and passes plain data in. Every function is
 deterministic so a retried Step Functions state computes the same job name, request and record.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -149,9 +150,7 @@ JOB_NAME_PREFIX = "eagle"
 _HASH_CHARS = 12  # 48 bits of SHA-256
 
 
-def job_name(
-    *, model_name: str, model_s3_uri: str, dataset_s3_uri: str, instance_type: str, run_id: str
-) -> str:
+def job_name(*, model_name: str, model_s3_uri: str, dataset_s3_uri: str, instance_type: str, run_id: str) -> str:
     """Deterministic, valid OptimizationJobName: ``eagle-<model slug>-<12 hex of sha256(inputs)>``.
 
     The same inputs always give the same name, so a retried ``start`` finds the job it already
@@ -159,9 +158,7 @@ def job_name(
     uniqueness comes from the hash of all five inputs.
     """
     digest = hashlib.sha256(
-        json.dumps(
-            [model_name, model_s3_uri, dataset_s3_uri, instance_type, run_id], ensure_ascii=True
-        ).encode()
+        json.dumps([model_name, model_s3_uri, dataset_s3_uri, instance_type, run_id], ensure_ascii=True).encode()
     ).hexdigest()[:_HASH_CHARS]
     slug = re.sub(r"[^a-z0-9]+", "-", model_name.lower()).strip("-")
     room = JOB_NAME_MAX - len(JOB_NAME_PREFIX) - len(digest) - 2
@@ -193,8 +190,19 @@ class WatermarkClaim:
 
 def claim_value(claim: WatermarkClaim) -> str:
     """The parameter value holding ``claim``: compact JSON ``{"v": 1, "claim": {...}}``, keys in a fixed order."""
-    return json.dumps({"v": 1, "claim": {"job": claim.job, "run_id": claim.run_id, "claimed_at": claim.claimed_at,
-                                         "previous": claim.previous, "value": claim.value}}, separators=(",", ":"))
+    return json.dumps(
+        {
+            "v": 1,
+            "claim": {
+                "job": claim.job,
+                "run_id": claim.run_id,
+                "claimed_at": claim.claimed_at,
+                "previous": claim.previous,
+                "value": claim.value,
+            },
+        },
+        separators=(",", ":"),
+    )
 
 
 def decode_claim(value: str | None) -> WatermarkClaim | None:
@@ -215,9 +223,7 @@ def decode_claim(value: str | None) -> WatermarkClaim | None:
 def tag_value(value: str) -> str:
     """Make ``value`` a valid SageMaker tag value: letters, numbers, spaces and ``_.:/=+-@``; max 256."""
     allowed = "_.:/=+-@"
-    cleaned = "".join(
-        ch if ch in allowed or unicodedata.category(ch)[0] in "LNZ" else "_" for ch in value
-    )
+    cleaned = "".join(ch if ch in allowed or unicodedata.category(ch)[0] in "LNZ" else "_" for ch in value)
     return cleaned[:256]
 
 
@@ -237,26 +243,39 @@ class StartSettings:
 def settings_from_env(env: Mapping[str, str]) -> StartSettings:
     """Read and check the ``start`` environment; every problem is reported at once."""
     environment = Environment(env)
-    role_arn = environment.text("ROLE_ARN", required=True, allowed="the ARN of the IAM role the optimization job assumes")
-    output = environment.text("OUTPUT_S3_URI", required=True, prefix="s3://",
-                              allowed="an s3:// prefix for job outputs")
+    role_arn = environment.text(
+        "ROLE_ARN", required=True, allowed="the ARN of the IAM role the optimization job assumes"
+    )
+    output = environment.text("OUTPUT_S3_URI", required=True, prefix="s3://", allowed="an s3:// prefix for job outputs")
     runtime = environment.integer("MAX_RUNTIME_SECONDS", minimum=1)
     subnets = tuple(environment.csv("SUBNET_IDS"))
     groups = tuple(environment.csv("SECURITY_GROUP_IDS"))
     if bool(subnets) != bool(groups):
-        environment.add("SUBNET_IDS", ",".join(subnets) or None,
-                        "set together with SECURITY_GROUP_IDS (VpcConfig needs both) or both left empty",
-                        "set both SUBNET_IDS and SECURITY_GROUP_IDS, or neither")
+        environment.add(
+            "SUBNET_IDS",
+            ",".join(subnets) or None,
+            "set together with SECURITY_GROUP_IDS (VpcConfig needs both) or both left empty",
+            "set both SUBNET_IDS and SECURITY_GROUP_IDS, or neither",
+        )
     if len(subnets) > 16:
-        environment.add("SUBNET_IDS", f"{len(subnets)} subnets", "1-16 subnets (CreateOptimizationJob)",
-                        "name at most 16 subnets")
+        environment.add(
+            "SUBNET_IDS", f"{len(subnets)} subnets", "1-16 subnets (CreateOptimizationJob)", "name at most 16 subnets"
+        )
     if len(groups) > 5:
-        environment.add("SECURITY_GROUP_IDS", f"{len(groups)} groups", "1-5 security groups (CreateOptimizationJob)",
-                        "name at most 5 security groups")
+        environment.add(
+            "SECURITY_GROUP_IDS",
+            f"{len(groups)} groups",
+            "1-5 security groups (CreateOptimizationJob)",
+            "name at most 5 security groups",
+        )
     plans = tuple(environment.csv("TRAINING_PLAN_ARNS"))
     if len(plans) > 1:
-        environment.add("TRAINING_PLAN_ARNS", f"{len(plans)} ARNs",
-                        "at most 1 training plan (CreateOptimizationJob)", "name one training plan ARN")
+        environment.add(
+            "TRAINING_PLAN_ARNS",
+            f"{len(plans)} ARNs",
+            "at most 1 training plan (CreateOptimizationJob)",
+            "name one training plan ARN",
+        )
     environment.check(ConfigurationError, "invalid function configuration")
     return StartSettings(
         role_arn=role_arn,
@@ -617,9 +636,7 @@ def summarize_results(documents: Sequence[tuple[str, Any]], files: Iterable[str]
         missing = " and ".join(
             name for name, side in (("base (no EAGLE)", base), ("optimized (trained EAGLE)", optimized)) if not side
         )
-        summary.reason = (
-            f"no {missing} throughput found in {len(documents)} JSON document(s) of {len(files)} file(s)"
-        )
+        summary.reason = f"no {missing} throughput found in {len(documents)} JSON document(s) of {len(files)} file(s)"
         return summary
 
     def by_level(side: list[BenchmarkRow]) -> dict[float | None, BenchmarkRow] | str:
@@ -655,9 +672,7 @@ def summarize_results(documents: Sequence[tuple[str, Any]], files: Iterable[str]
     assert isinstance(base_levels, dict) and isinstance(optimized_levels, dict)
 
     pairs: list[tuple[float | None, BenchmarkRow, BenchmarkRow]] = []
-    common = sorted(
-        (level for level in base_levels if level is not None and level in optimized_levels), key=float
-    )
+    common = sorted((level for level in base_levels if level is not None and level in optimized_levels), key=float)
     if common:
         pairs = [(level, base_levels[level], optimized_levels[level]) for level in common]
     elif len(base_levels) == 1 and len(optimized_levels) == 1:
@@ -707,15 +722,21 @@ def summarize_results(documents: Sequence[tuple[str, Any]], files: Iterable[str]
     if reference:
         reference_levels = by_level(reference)
         if isinstance(reference_levels, dict):
-            figures = [(reference_levels[level].throughput[metric] / b.throughput[metric], level,
-                        reference_levels[level].throughput[metric])
-                       for level, b, _ in pairs if level in reference_levels
-                       and metric in reference_levels[level].throughput]
+            figures = [
+                (
+                    reference_levels[level].throughput[metric] / b.throughput[metric],
+                    level,
+                    reference_levels[level].throughput[metric],
+                )
+                for level, b, _ in pairs
+                if level in reference_levels and metric in reference_levels[level].throughput
+            ]
             if not figures and len(reference_levels) == 1 and len(pairs) == 1:
                 (only,) = reference_levels.values()
                 if metric in only.throughput and (only.concurrency is None or pairs[0][0] is None):
-                    figures = [(only.throughput[metric] / pairs[0][1].throughput[metric], pairs[0][0],
-                                only.throughput[metric])]
+                    figures = [
+                        (only.throughput[metric] / pairs[0][1].throughput[metric], pairs[0][0], only.throughput[metric])
+                    ]
             if figures:
                 speedup, _, throughput = min(figures, key=lambda item: (item[0], item[1] or 0))
                 summary.reference_speedup = round(speedup, 4)
@@ -784,9 +805,14 @@ class Incumbent:
 
     def as_dict(self) -> dict[str, Any]:
         """The comparison basis recorded with the run."""
-        return {"served_head": self.kind, "s3_uri": self.s3_uri, "speedup": self.bar, "source": self.bar_source,
-                "figures": [{"source": source, "speedup": value} for source, value in self.figures],
-                "note": self.note}
+        return {
+            "served_head": self.kind,
+            "s3_uri": self.s3_uri,
+            "speedup": self.bar,
+            "source": self.bar_source,
+            "figures": [{"source": source, "speedup": value} for source, value in self.figures],
+            "note": self.note,
+        }
 
 
 def pretrained_incumbent(s3_uri: str, results: ResultsSummary | None, configured: float | None) -> Incumbent:
@@ -800,7 +826,12 @@ def pretrained_incumbent(s3_uri: str, results: ResultsSummary | None, configured
 
 
 def decide(
-    *, status: str, failure_reason: str | None, results: ResultsSummary | None, threshold: float, results_uri: str,
+    *,
+    status: str,
+    failure_reason: str | None,
+    results: ResultsSummary | None,
+    threshold: float,
+    results_uri: str,
     incumbent: Incumbent | None = None,
 ) -> Decision:
     """Whether the run's draft head may be promoted, and why (or why not): at least ``threshold`` over the base
@@ -821,11 +852,15 @@ def decide(
     head = f"the served {incumbent.kind} head"
     if bar is None:
         if incumbent.required:
-            return Decision(False, f"{passed}, but {head}'s speedup is unknown (the job's results have no pre-trained "
-                                   "EAGLE rows and eagle.pretrained_head_speedup is not set), so this head cannot be "
-                                   "shown to beat it; set eagle.pretrained_head_speedup to its measured speedup")
+            return Decision(
+                False,
+                f"{passed}, but {head}'s speedup is unknown (the job's results have no pre-trained "
+                "EAGLE rows and eagle.pretrained_head_speedup is not set), so this head cannot be "
+                "shown to beat it; set eagle.pretrained_head_speedup to its measured speedup",
+            )
         return Decision(True, f"{passed}; {head} has no recorded speedup ({incumbent.note or 'unknown'})")
     if speedup <= bar:
-        return Decision(False, f"{passed}, but it does not beat {head}: {_fmt(speedup)}x <= {_fmt(bar)}x "
-                               f"({incumbent.bar_source})")
+        return Decision(
+            False, f"{passed}, but it does not beat {head}: {_fmt(speedup)}x <= {_fmt(bar)}x ({incumbent.bar_source})"
+        )
     return Decision(True, f"{passed} and beats {head}: {_fmt(speedup)}x > {_fmt(bar)}x ({incumbent.bar_source})")

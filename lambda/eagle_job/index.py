@@ -79,6 +79,7 @@ Both handlers are steps of a Step Functions state machine: build dataset -> ``st
   (``lambda/eagle_serving_model``), so it is neither the head to beat nor a newer run that blocks this one: this
   run is compared with the pre-trained head, or with the base model alone.
 """
+
 from __future__ import annotations
 
 import functools
@@ -239,8 +240,14 @@ def _models() -> SimpleNamespace:
         draft_model_s3_uri: str = Field(pattern=_S3_URI, max_length=1024)
         results_s3_uri: str = Field(pattern=_S3_URI, max_length=1024)
 
-    return SimpleNamespace(TrainingData=TrainingData, WatermarkCommit=WatermarkCommit, StartEvent=StartEvent,
-                           StartOutput=StartOutput, JobDescription=JobDescription, RecordEvent=RecordEvent)
+    return SimpleNamespace(
+        TrainingData=TrainingData,
+        WatermarkCommit=WatermarkCommit,
+        StartEvent=StartEvent,
+        StartOutput=StartOutput,
+        JobDescription=JobDescription,
+        RecordEvent=RecordEvent,
+    )
 
 
 _MODEL_NAMES = ("TrainingData", "WatermarkCommit", "StartEvent", "StartOutput", "JobDescription", "RecordEvent")
@@ -360,26 +367,35 @@ def _claim_window(watermark: WatermarkCommit, job: str, run_id: str) -> str | No
             return None  # an earlier attempt created the job and committed
         raise WatermarkConflictError(
             f"SSM parameter {watermark.parameter} already holds the end of run {run_id}'s window, but job {job!r} "
-            "does not exist: another run trained on these captures. Nothing was started.")
+            "does not exist: another run trained on these captures. Nothing was started."
+        )
     if not _unchanged(current, watermark.stored):
         raise WatermarkConflictError(
             f"SSM parameter {watermark.parameter} changed after run {run_id} planned its dataset (another run "
             "moved or claimed it). Nothing was started and the watermark was left alone; the next run plans "
-            "from where it is now. Make sure only one run per watermark parameter executes at a time.")
+            "from where it is now. Make sure only one run per watermark parameter executes at a time."
+        )
     if held is not None:  # another run's claim, read by this run's plan (which planned from its ``previous``)
-        age = (datetime.now(timezone.utc) - (_parse_time(held.claimed_at) or datetime.min.replace(tzinfo=timezone.utc)))
+        age = datetime.now(timezone.utc) - (_parse_time(held.claimed_at) or datetime.min.replace(tzinfo=timezone.utc))
         if age.total_seconds() <= core.CLAIM_EXPIRY_SECONDS:
             raise WatermarkConflictError(
                 f"SSM parameter {watermark.parameter} is claimed by run {held.run_id} (job {held.job!r}), which is "
-                f"starting its job now. Nothing was started; run again later.")
+                f"starting its job now. Nothing was started; run again later."
+            )
         if _job_exists(held.job):
             _put_parameter(watermark.parameter, held.value)
             raise WatermarkConflictError(
                 f"run {held.run_id} started job {held.job!r} on part of run {run_id}'s window and stopped before it "
                 f"moved the watermark: SSM parameter {watermark.parameter} now holds the end of that job's window. "
-                "Nothing was started; the next run plans from there, so no capture is trained on twice.")
-    claim = core.WatermarkClaim(job=job, run_id=run_id, claimed_at=_iso(datetime.now(timezone.utc)) or "",
-                                previous=watermark.previous, value=watermark.value)
+                "Nothing was started; the next run plans from there, so no capture is trained on twice."
+            )
+    claim = core.WatermarkClaim(
+        job=job,
+        run_id=run_id,
+        claimed_at=_iso(datetime.now(timezone.utc)) or "",
+        previous=watermark.previous,
+        value=watermark.value,
+    )
     value = core.claim_value(claim)
     _put_parameter(watermark.parameter, value)
     return value
@@ -408,7 +424,8 @@ def _commit_window(watermark: WatermarkCommit, claim: str, job: str) -> None:
     raise WatermarkConflictError(
         f"job {job!r} was started, but SSM parameter {watermark.parameter} no longer holds its claim (another "
         "writer changed it): the watermark was left as that writer set it. Make sure only one run per watermark "
-        "parameter executes at a time.")
+        "parameter executes at a time."
+    )
 
 
 @logger.inject_lambda_context(log_event=False)
@@ -500,8 +517,9 @@ def _record_settings() -> tuple[str, str, str, float]:
     environment = env.Environment()
     table = environment.text("RUNS_TABLE", required=True, allowed="the DynamoDB table of EAGLE runs")
     report = environment.text("REPORT_S3_URI", required=True, prefix="s3://", allowed="an s3:// prefix for run reports")
-    parameter = environment.text("PROMOTION_PARAMETER", required=True,
-                                 allowed="the SSM parameter name of the approved draft head")
+    parameter = environment.text(
+        "PROMOTION_PARAMETER", required=True, allowed="the SSM parameter name of the approved draft head"
+    )
     threshold = environment.number("SPEEDUP_THRESHOLD", above=0, allowed="a number > 0, e.g. 1.5")
     environment.check(ConfigurationError, "invalid function configuration")
     return table, report, parameter, threshold
@@ -549,8 +567,13 @@ def _list_output(output_uri: str) -> tuple[list[dict[str, Any]], bool]:
             if len(entries) >= MAX_LISTING_OBJECTS:
                 return entries, True
             modified = item.get("LastModified")
-            entries.append({"key": item["Key"][len(prefix):] or item["Key"], "size": int(item.get("Size", 0)),
-                            "last_modified": _iso(modified) if isinstance(modified, datetime) else None})
+            entries.append(
+                {
+                    "key": item["Key"][len(prefix) :] or item["Key"],
+                    "size": int(item.get("Size", 0)),
+                    "last_modified": _iso(modified) if isinstance(modified, datetime) else None,
+                }
+            )
     return entries, False
 
 
@@ -577,8 +600,9 @@ def _pretrained_settings() -> tuple[str | None, float | None]:
     return uri, speedup
 
 
-def _incumbent(parameter: str, table: str, run: RecordEvent, results: core.ResultsSummary | None,
-               previous: dict[str, Any] | None) -> core.Incumbent:
+def _incumbent(
+    parameter: str, table: str, run: RecordEvent, results: core.ResultsSummary | None, previous: dict[str, Any] | None
+) -> core.Incumbent:
     """The head served now, which this run's head must beat (see the module docstring)."""
     pretrained_uri, pretrained_speedup = _pretrained_settings()
     current = _current_head(parameter)
@@ -587,15 +611,22 @@ def _incumbent(parameter: str, table: str, run: RecordEvent, results: core.Resul
         basis = _from_dynamo(previous).get("comparison_basis") if previous else None
         if isinstance(basis, dict):
             figures = tuple((str(f["source"]), float(f["speedup"])) for f in basis.get("figures") or [])
-            return core.Incumbent(kind=str(basis.get("served_head", "none")), s3_uri=basis.get("s3_uri"),
-                                  figures=figures, required=basis.get("served_head") == "pretrained",
-                                  note=basis.get("note"))
+            return core.Incumbent(
+                kind=str(basis.get("served_head", "none")),
+                s3_uri=basis.get("s3_uri"),
+                figures=figures,
+                required=basis.get("served_head") == "pretrained",
+                note=basis.get("note"),
+            )
         return core.Incumbent()
     holder = (_promoting_run(table, run.model_name, current) or {}) if current is not None else {}
     if current is not None and not _other_weights(holder, run):
         if holder.get("speedup") is not None:
-            return core.Incumbent(kind="promoted", s3_uri=current,
-                                  figures=((f"run record {holder.get('run_id')}", float(holder["speedup"])),))
+            return core.Incumbent(
+                kind="promoted",
+                s3_uri=current,
+                figures=((f"run record {holder.get('run_id')}", float(holder["speedup"])),),
+            )
         return core.Incumbent(kind="promoted", s3_uri=current, note="no run record promoted it (set by hand?)")
     # A head trained on other weights is not served (the serving model leaves it out): what is served is compared.
     if pretrained_uri is not None:
@@ -649,8 +680,13 @@ def _promoting_run(table: str, model_name: str, draft_uri: str) -> dict[str, Any
         FilterExpression="#u = :u AND #d = :d",
         ProjectionExpression="#r, #e, #s, #w",
         ExpressionAttributeNames={
-            "#m": "model_name", "#u": "draft_model_s3_uri", "#d": "decision", "#r": "run_id", "#e": "ended_at",
-            "#s": "speedup", "#w": "model_s3_uri",
+            "#m": "model_name",
+            "#u": "draft_model_s3_uri",
+            "#d": "decision",
+            "#r": "run_id",
+            "#e": "ended_at",
+            "#s": "speedup",
+            "#w": "model_s3_uri",
         },
         ExpressionAttributeValues={":m": {"S": model_name}, ":u": {"S": draft_uri}, ":d": {"S": "promoted"}},
         ConsistentRead=True,
@@ -672,7 +708,12 @@ def _parse_time(value: Any) -> datetime | None:
 
 
 def _promote(
-    *, parameter: str, table: str, run: RecordEvent, speedup: float, completed_at: str | None,
+    *,
+    parameter: str,
+    table: str,
+    run: RecordEvent,
+    speedup: float,
+    completed_at: str | None,
     decision: core.Decision,
 ) -> core.Decision:
     """Write this run's draft head URI to the parameter unless it holds it already, or holds the
@@ -736,11 +777,15 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
     results = _read_results(run.results_s3_uri) if status == "COMPLETED" else None
     listing, listing_truncated = _list_output(run.output_s3_uri)
     unparsed = status == "COMPLETED" and (results is None or results.status != "parsed" or results.speedup is None)
-    previous = _dynamodb().get_item(
-        TableName=table,
-        Key={"model_name": {"S": run.model_name}, "run_id": {"S": run.run_id}},
-        ConsistentRead=True,
-    ).get("Item")
+    previous = (
+        _dynamodb()
+        .get_item(
+            TableName=table,
+            Key={"model_name": {"S": run.model_name}, "run_id": {"S": run.run_id}},
+            ConsistentRead=True,
+        )
+        .get("Item")
+    )
     incumbent = _incumbent(parameter, table, run, results, previous)
     decision = core.decide(
         status=status,
@@ -762,7 +807,11 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if decision.promote:
         assert results is not None and results.speedup is not None
         decision = _promote(
-            parameter=parameter, table=table, run=run, speedup=results.speedup, completed_at=completed_at,
+            parameter=parameter,
+            table=table,
+            run=run,
+            speedup=results.speedup,
+            completed_at=completed_at,
             decision=decision,
         )
 
@@ -819,8 +868,13 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
     repeated = previous is not None and _from_dynamo(previous) == _from_dynamo(serialized)
     _dynamodb().put_item(TableName=table, Item=serialized)
 
-    report = {**item, "dataset_summary": run.dataset_summary, "results": results_dict, "output_listing": listing,
-              "output_listing_truncated": listing_truncated}
+    report = {
+        **item,
+        "dataset_summary": run.dataset_summary,
+        "results": results_dict,
+        "output_listing": listing,
+        "output_listing_truncated": listing_truncated,
+    }
     _s3().put_object(
         Bucket=report_bucket,
         Key=report_key,

@@ -41,6 +41,7 @@ model of SageMaker refuses: a wrong type, a missing or unknown member). Only an 
 ``https://`` ResponseURL (or is no JSON object) cannot be answered: it raises ``EventError``. A Delete
 whose physical id or properties are not those of a model this function made succeeds without an AWS call.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -64,8 +65,16 @@ _LINE_MAX = 300  # a problem line quotes at most this much of a value
 PHYSICAL_ID_MAX = 1024
 REQUEST_TYPES = ("Create", "Update", "Delete")
 ENVELOPE_FIELDS = ("StackId", "RequestId", "LogicalResourceId")
-PROPERTY_NAMES = ("ModelNamePrefix", "ExecutionRoleArn", "PrimaryContainer", "VpcConfig", "EnableNetworkIsolation",
-                  "PromotedHead", "ServiceToken", "ServiceTimeout")
+PROPERTY_NAMES = (
+    "ModelNamePrefix",
+    "ExecutionRoleArn",
+    "PrimaryContainer",
+    "VpcConfig",
+    "EnableNetworkIsolation",
+    "PromotedHead",
+    "ServiceToken",
+    "ServiceTimeout",
+)
 """What the construct sets, and what CloudFormation adds to a custom resource's properties (its own settings)."""
 
 
@@ -99,12 +108,18 @@ def model_name(properties: dict[str, Any], container: Any = None) -> str:
             f"ModelNamePrefix {shown(prefix)} must be 1-{PREFIX_MAX} letters, digits and hyphens, starting and ending "
             "with a letter or digit"
         )
-    digest = hashlib.sha256(json.dumps(
-        [properties.get("ExecutionRoleArn"), properties.get("PrimaryContainer") if container is None else container,
-         properties.get("VpcConfig")]
-        + ([True] if _isolated(properties) else []),
-        sort_keys=True, separators=(",", ":"),
-    ).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(
+        json.dumps(
+            [
+                properties.get("ExecutionRoleArn"),
+                properties.get("PrimaryContainer") if container is None else container,
+                properties.get("VpcConfig"),
+            ]
+            + ([True] if _isolated(properties) else []),
+            sort_keys=True,
+            separators=(",", ":"),
+        ).encode()
+    ).hexdigest()[:12]
     return f"{prefix}-{digest}"
 
 
@@ -136,13 +151,16 @@ def promoted_head(properties: dict[str, Any]) -> dict[str, Any] | None:
     if head is None:
         return None
     if not isinstance(head, dict) or sorted(set(head) - {"Fallback"}) != ["ReadablePrefix", "S3Uri"]:
-        raise PropertiesError(f"PromotedHead: got {shown(head)}; allowed: an object of S3Uri (the promotion "
-                              "parameter's value), ReadablePrefix (s3://<bucket>/<prefix>/) and, optionally, Fallback "
-                              "(the pre-trained head's S3DataSource)")
+        raise PropertiesError(
+            f"PromotedHead: got {shown(head)}; allowed: an object of S3Uri (the promotion "
+            "parameter's value), ReadablePrefix (s3://<bucket>/<prefix>/) and, optionally, Fallback "
+            "(the pre-trained head's S3DataSource)"
+        )
     uri, readable = head["S3Uri"], head["ReadablePrefix"]
     if not isinstance(readable, str) or not readable.startswith("s3://") or not readable.endswith("/"):
-        raise PropertiesError(f"PromotedHead.ReadablePrefix: got {shown(readable)}; allowed: an s3://<bucket>/<prefix>/ "
-                              "URI ending in '/'")
+        raise PropertiesError(
+            f"PromotedHead.ReadablePrefix: got {shown(readable)}; allowed: an s3://<bucket>/<prefix>/ URI ending in '/'"
+        )
     if "Fallback" in head and not isinstance(head["Fallback"], dict):
         raise PropertiesError(f"PromotedHead.Fallback: got {shown(head['Fallback'])}; allowed: an S3DataSource object")
     if not isinstance(uri, str):
@@ -178,13 +196,17 @@ def served_container(properties: dict[str, Any]) -> tuple[dict[str, Any], str]:
     else:
         environment.pop(SPECULATIVE_OPTION, None)
         now, instead = NO_HEAD, "no draft head (the base model alone)"
-    changed = {key: value for key, value in container.items() if key not in ("AdditionalModelDataSources", "Environment")}
+    changed = {
+        key: value for key, value in container.items() if key not in ("AdditionalModelDataSources", "Environment")
+    }
     if sources:
         changed["AdditionalModelDataSources"] = sources
     if environment or "Environment" in container:
         changed["Environment"] = environment
-    logger.warning(f"promoted draft head {served} not served: {reason}; serving {instead}",
-                   extra={"draft_head": served, "served_instead": now})
+    logger.warning(
+        f"promoted draft head {served} not served: {reason}; serving {instead}",
+        extra={"draft_head": served, "served_instead": now},
+    )
     return changed, now
 
 
@@ -192,9 +214,11 @@ def unservable_reason(head: dict[str, Any], container: dict[str, Any]) -> str | 
     """Why the promoted head must not be served with ``container``, or None when it may."""
     uri, readable = head["S3Uri"], head["ReadablePrefix"]
     if not uri.startswith(readable):
-        return (f"it is not under {readable}, the only draft heads this stack's endpoint role may read (a value kept "
-                "from another stack, or from a deleted one: write a head of this stack, or none, to the parameter)")
-    rest = uri[len(readable):]
+        return (
+            f"it is not under {readable}, the only draft heads this stack's endpoint role may read (a value kept "
+            "from another stack, or from a deleted one: write a head of this stack, or none, to the parameter)"
+        )
+    rest = uri[len(readable) :]
     job, _, tail = rest.partition("/")
     if tail != "draft/" or not _JOB_NAME.fullmatch(job) or not job.startswith(JOB_NAME_PREFIX):
         return f"it is not the draft/ folder of one of this stack's optimization jobs ({readable}<job name>/draft/)"
@@ -213,8 +237,10 @@ def unservable_reason(head: dict[str, Any], container: dict[str, Any]) -> str | 
         return f"optimization job {job} wrote its head to {output}, not to {uri}"
     trained_on = ((described.get("ModelSource") or {}).get("S3") or {}).get("S3Uri")
     if trained_on != weights:
-        return (f"it was trained on the weights {trained_on} and the model now serves {weights} (a head is bound to "
-                "the weights it was trained on; the next EAGLE run trains one for these)")
+        return (
+            f"it was trained on the weights {trained_on} and the model now serves {weights} (a head is bound to "
+            "the weights it was trained on; the next EAGLE run trains one for these)"
+        )
     return None
 
 
@@ -241,16 +267,23 @@ def _with_boolean_accept_eula(container: dict[str, Any]) -> dict[str, Any]:
     model_source = container.get("ModelDataSource")
     source = model_source.get("S3DataSource") if isinstance(model_source, dict) else None
     if isinstance(source, dict) and isinstance(source.get("ModelAccessConfig"), dict):
-        container = {**container, "ModelDataSource": {**container["ModelDataSource"], "S3DataSource": _boolean_access(
-            source, "ModelDataSource.S3DataSource")}}
+        container = {
+            **container,
+            "ModelDataSource": {
+                **container["ModelDataSource"],
+                "S3DataSource": _boolean_access(source, "ModelDataSource.S3DataSource"),
+            },
+        }
     extra = container.get("AdditionalModelDataSources")
     if isinstance(extra, list):
         converted = []
         for index, channel in enumerate(extra):
             inner = channel.get("S3DataSource") if isinstance(channel, dict) else None
             if isinstance(inner, dict) and isinstance(inner.get("ModelAccessConfig"), dict):
-                channel = {**channel, "S3DataSource": _boolean_access(
-                    inner, f"AdditionalModelDataSources[{index}].S3DataSource")}
+                channel = {
+                    **channel,
+                    "S3DataSource": _boolean_access(inner, f"AdditionalModelDataSources[{index}].S3DataSource"),
+                }
             converted.append(channel)
         container = {**container, "AdditionalModelDataSources": converted}
     return container
@@ -278,10 +311,14 @@ def check_request(request: dict[str, Any]) -> None:
     shape = _sagemaker().meta.service_model.operation_model("CreateModel").input_shape
     report = ParamValidator().validate(request, shape)
     if report.has_errors():
-        lines = [line if len(line) <= _LINE_MAX else line[: _LINE_MAX - 3] + "..."
-                 for line in report.generate_report().splitlines() if line.strip()]
-        raise PropertiesError("the CreateModel request of these properties is invalid (nothing was created):\n"
-                              + "\n".join(lines))
+        lines = [
+            line if len(line) <= _LINE_MAX else line[: _LINE_MAX - 3] + "..."
+            for line in report.generate_report().splitlines()
+            if line.strip()
+        ]
+        raise PropertiesError(
+            "the CreateModel request of these properties is invalid (nothing was created):\n" + "\n".join(lines)
+        )
 
 
 def _properties(event: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -290,12 +327,15 @@ def _properties(event: dict[str, Any], kind: str) -> dict[str, Any]:
     if not isinstance(properties, dict):
         if kind == "Delete":
             return {}
-        raise PropertiesError(f"ResourceProperties: got {shown(properties)}; allowed: a JSON object of "
-                              f"{', '.join(PROPERTY_NAMES[:-2])}")
+        raise PropertiesError(
+            f"ResourceProperties: got {shown(properties)}; allowed: a JSON object of {', '.join(PROPERTY_NAMES[:-2])}"
+        )
     unknown = sorted(key for key in properties if key not in PROPERTY_NAMES)
     if unknown and kind != "Delete":
-        raise PropertiesError(f"ResourceProperties: unknown {', '.join(shown(k) for k in unknown)} (misspelt?); "
-                              f"allowed: {', '.join(PROPERTY_NAMES)}; nothing was created")
+        raise PropertiesError(
+            f"ResourceProperties: unknown {', '.join(shown(k) for k in unknown)} (misspelt?); "
+            f"allowed: {', '.join(PROPERTY_NAMES)}; nothing was created"
+        )
     return properties
 
 
@@ -310,12 +350,16 @@ def _event_problems(event: dict[str, Any]) -> list[str]:
     problems = []
     kind = event.get("RequestType")
     if kind not in REQUEST_TYPES:
-        problems.append(f"RequestType: got {shown(kind) if 'RequestType' in event else '(missing)'}; "
-                        "allowed: 'Create', 'Update' or 'Delete'")
+        problems.append(
+            f"RequestType: got {shown(kind) if 'RequestType' in event else '(missing)'}; "
+            "allowed: 'Create', 'Update' or 'Delete'"
+        )
     for name in ENVELOPE_FIELDS:
         if not _envelope_value(event, name):
-            problems.append(f"{name}: got {shown(event.get(name)) if name in event else '(missing)'}; allowed: the "
-                            f"non-empty string (at most {PHYSICAL_ID_MAX} characters) CloudFormation sends")
+            problems.append(
+                f"{name}: got {shown(event.get(name)) if name in event else '(missing)'}; allowed: the "
+                f"non-empty string (at most {PHYSICAL_ID_MAX} characters) CloudFormation sends"
+            )
     return problems
 
 
@@ -340,8 +384,11 @@ def _create_or_reuse(properties: dict[str, Any]) -> tuple[str, dict[str, str]]:
 
 def _delete(physical_id: str, properties: dict[str, Any]) -> None:
     prefix = properties.get("ModelNamePrefix")
-    if (not isinstance(prefix, str) or not isinstance(physical_id, str)
-            or not re.fullmatch(re.escape(prefix) + r"-[0-9a-f]{12}", physical_id)):
+    if (
+        not isinstance(prefix, str)
+        or not isinstance(physical_id, str)
+        or not re.fullmatch(re.escape(prefix) + r"-[0-9a-f]{12}", physical_id)
+    ):
         logger.info("nothing to delete: the physical id is not a model this function made")
         return
     try:
@@ -352,15 +399,18 @@ def _delete(physical_id: str, properties: dict[str, Any]) -> None:
             raise
 
 
-def _respond(event: dict[str, Any], context: Any, status: str, physical_id: str, data: dict[str, str],
-             reason: str = "") -> None:
-    body = json.dumps({
-        "Status": status,
-        "Reason": (reason or f"See CloudWatch log stream {context.log_stream_name}")[:_REASON_MAX],
-        "PhysicalResourceId": physical_id,
-        **{name: _envelope_value(event, name) for name in ENVELOPE_FIELDS},
-        "Data": data,
-    }).encode()
+def _respond(
+    event: dict[str, Any], context: Any, status: str, physical_id: str, data: dict[str, str], reason: str = ""
+) -> None:
+    body = json.dumps(
+        {
+            "Status": status,
+            "Reason": (reason or f"See CloudWatch log stream {context.log_stream_name}")[:_REASON_MAX],
+            "PhysicalResourceId": physical_id,
+            **{name: _envelope_value(event, name) for name in ENVELOPE_FIELDS},
+            "Data": data,
+        }
+    ).encode()
     request = urllib.request.Request(
         event["ResponseURL"], data=body, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(body))}
     )
@@ -371,13 +421,17 @@ def _respond(event: dict[str, Any], context: Any, status: str, physical_id: str,
 def _response_url(event: Any) -> str:
     """Where to answer; EventError (nothing was done, nobody can be answered) without one."""
     if not isinstance(event, dict):
-        raise EventError(f"Not a CloudFormation custom resource event (got {shown(event)}, not a JSON object); "
-                         "nothing was done and there is no ResponseURL to answer on.")
+        raise EventError(
+            f"Not a CloudFormation custom resource event (got {shown(event)}, not a JSON object); "
+            "nothing was done and there is no ResponseURL to answer on."
+        )
     url = event.get("ResponseURL")
     if not isinstance(url, str) or not url.startswith("https://"):
-        raise EventError(f"ResponseURL: got {shown(url) if 'ResponseURL' in event else '(missing)'}; allowed: the "
-                         "https:// presigned URL CloudFormation sends. Nothing was done and CloudFormation cannot be "
-                         "answered.")
+        raise EventError(
+            f"ResponseURL: got {shown(url) if 'ResponseURL' in event else '(missing)'}; allowed: the "
+            "https:// presigned URL CloudFormation sends. Nothing was done and CloudFormation cannot be "
+            "answered."
+        )
     return url
 
 
@@ -388,16 +442,20 @@ def handler(event: dict[str, Any], context: Any) -> None:
     given_id = event.get("PhysicalResourceId")
     # Any id this function gives is short (a model name, a log stream name); a longer one is not ours, and echoing it
     # could push the answer past CloudFormation's 4096-byte limit, so it would never arrive.
-    physical_id = given_id if isinstance(given_id, str) and 0 < len(given_id) <= PHYSICAL_ID_MAX \
-        else context.log_stream_name
-    logger.append_keys(request_type=kind if isinstance(kind, str) else None,
-                       logical_id=event.get("LogicalResourceId") if isinstance(event.get("LogicalResourceId"), str) else None)
+    physical_id = (
+        given_id if isinstance(given_id, str) and 0 < len(given_id) <= PHYSICAL_ID_MAX else context.log_stream_name
+    )
+    logger.append_keys(
+        request_type=kind if isinstance(kind, str) else None,
+        logical_id=event.get("LogicalResourceId") if isinstance(event.get("LogicalResourceId"), str) else None,
+    )
     try:
         data: dict[str, str] = {}
         problems = _event_problems(event)
         if problems:
-            raise EventError("Not a valid CloudFormation custom resource event (nothing was done):\n- "
-                             + "\n- ".join(problems))
+            raise EventError(
+                "Not a valid CloudFormation custom resource event (nothing was done):\n- " + "\n- ".join(problems)
+            )
         properties = _properties(event, str(kind))
         if kind in ("Create", "Update"):
             physical_id, data = _create_or_reuse(properties)

@@ -53,6 +53,7 @@ resource's statements when the physical id is the endpoint the properties name (
 nothing), and deletes the policy when no statement is left; an endpoint that is gone, or has no policy, needs
 nothing.
 """
+
 from __future__ import annotations
 
 import functools
@@ -152,15 +153,21 @@ def __getattr__(name: str) -> Any:
 def parse_event(event: Any) -> PolicyEvent:
     from llm_cdk_shared import custom_resource
 
-    return custom_resource.parse_event(event, error=EndpointPolicyError, model=_models().PolicyEvent,
-                                       not_done="the endpoint policy was not changed")
+    return custom_resource.parse_event(
+        event, error=EndpointPolicyError, model=_models().PolicyEvent, not_done="the endpoint policy was not changed"
+    )
 
 
 def parse_properties(raw: Any) -> PolicyProperties:
     from llm_cdk_shared import custom_resource
 
-    return custom_resource.parse_properties(_models().PolicyProperties, raw, error=EndpointPolicyError,
-                                            what="endpoint policy", not_done="the endpoint policy was not changed")
+    return custom_resource.parse_properties(
+        _models().PolicyProperties,
+        raw,
+        error=EndpointPolicyError,
+        what="endpoint policy",
+        not_done="the endpoint policy was not changed",
+    )
 
 
 # ---------------------------------------------------------------------- statement ids
@@ -175,11 +182,15 @@ def statement_problem(statement: Any) -> str | None:
         if sid is None:
             continue
         if not isinstance(sid, str) or not _SID.match(sid):
-            return (f"ResourcePolicy Statement[{index}].Sid: got {sid!r}; allowed: letters and digits only (IAM's "
-                    "Sid rule); fix: remove the other characters")
+            return (
+                f"ResourcePolicy Statement[{index}].Sid: got {sid!r}; allowed: letters and digits only (IAM's "
+                "Sid rule); fix: remove the other characters"
+            )
         if sid in seen:
-            return (f"ResourcePolicy Statement[{index}].Sid: got {sid!r} twice; allowed: each Sid once; fix: give "
-                    "each statement its own Sid")
+            return (
+                f"ResourcePolicy Statement[{index}].Sid: got {sid!r} twice; allowed: each Sid once; fix: give "
+                "each statement its own Sid"
+            )
         seen.add(sid)
     return None
 
@@ -232,17 +243,22 @@ def _read(name: str) -> tuple[dict[str, Any] | None, str]:
     try:
         document = json.loads(answer.get("ResourcePolicy") or "{}")
     except ValueError:
-        raise EndpointPolicyError(f"endpoint {name} has a policy that is not JSON; the policy was not changed, "
-                                  "so nothing of another writer is lost: fix or delete the policy "
-                                  "(aws sagemaker delete-endpoint-policy) and deploy again") from None
+        raise EndpointPolicyError(
+            f"endpoint {name} has a policy that is not JSON; the policy was not changed, "
+            "so nothing of another writer is lost: fix or delete the policy "
+            "(aws sagemaker delete-endpoint-policy) and deploy again"
+        ) from None
     if not isinstance(document, dict):
-        raise EndpointPolicyError(f"endpoint {name} has a policy that is not a JSON object; the policy was not "
-                                  "changed: fix or delete it and deploy again")
+        raise EndpointPolicyError(
+            f"endpoint {name} has a policy that is not a JSON object; the policy was not "
+            "changed: fix or delete it and deploy again"
+        )
     return document, str(answer.get("EndpointArn") or "")
 
 
-def _merged(current: dict[str, Any] | None, keep: Iterable[dict[str, Any]],
-            own: list[dict[str, Any]]) -> dict[str, Any]:
+def _merged(
+    current: dict[str, Any] | None, keep: Iterable[dict[str, Any]], own: list[dict[str, Any]]
+) -> dict[str, Any]:
     """The policy after the change: ``current``'s other top-level fields (Version, Id), ``keep``, then ``own``."""
     merged = {k: v for k, v in (current or {}).items() if k != "Statement"}
     merged.setdefault("Version", POLICY_VERSION)
@@ -270,18 +286,22 @@ def _sync(name: str, mark: str, own: list[dict[str, Any]], legacy: list[dict[str
             logger.info("Endpoint policy deleted: no statement left", extra={"endpoint": name})
         else:
             arn = _write(name, _merged(current, keep, own), others=len(keep)) or arn
-            logger.info("Endpoint policy statements written",
-                        extra={"endpoint": name, "own": sorted(wanted), "others": len(keep), "attempt": attempt})
+            logger.info(
+                "Endpoint policy statements written",
+                extra={"endpoint": name, "own": sorted(wanted), "others": len(keep), "attempt": attempt},
+            )
         time.sleep(SETTLE_SECONDS + random.uniform(0, SETTLE_SECONDS) * (attempt - 1))
         after, _ = _read(name)
         found = [s for s in _statements(after) if _is_owned(s, mark) or s in legacy]
         if {s.get("Sid") for s in found} == wanted and len(found) == len(wanted):
             return arn
-        logger.warning("Endpoint policy changed by another writer; writing again",
-                       extra={"endpoint": name, "attempt": attempt})
+        logger.warning(
+            "Endpoint policy changed by another writer; writing again", extra={"endpoint": name, "attempt": attempt}
+        )
     raise EndpointPolicyError(
         f"endpoint {name}'s policy kept changing while this resource wrote its statements ({ATTEMPTS} attempts): "
-        "another writer changes it at the same time; deploy again once it is done")
+        "another writer changes it at the same time; deploy again once it is done"
+    )
 
 
 def _write(name: str, document: dict[str, Any], *, others: int) -> str:
@@ -291,16 +311,20 @@ def _write(name: str, document: dict[str, Any], *, others: int) -> str:
             f"endpoint {name}'s policy would be {len(text)} characters with this resource's statements "
             f"({others} statements of other writers kept); PutEndpointPolicy allows at most {MAX_POLICY_CHARS}: "
             "route fewer routers to the endpoint, or remove statements others no longer need; the policy was not "
-            "changed")
+            "changed"
+        )
     if not text.isascii():
-        raise EndpointPolicyError(f"endpoint {name}'s policy holds statements of other writers with non-ASCII "
-                                  "characters, which PutEndpointPolicy refuses; the policy was not changed")
+        raise EndpointPolicyError(
+            f"endpoint {name}'s policy holds statements of other writers with non-ASCII "
+            "characters, which PutEndpointPolicy refuses; the policy was not changed"
+        )
     try:
         answer = _sagemaker().put_endpoint_policy(EndpointName=name, ResourcePolicy=text)
     except ClientError as error:
         if not_found(error):
-            raise EndpointGone(f"endpoint {name} does not exist in this account and region; "
-                               "the policy was not attached") from None
+            raise EndpointGone(
+                f"endpoint {name} does not exist in this account and region; the policy was not attached"
+            ) from None
         raise
     return str(answer.get("EndpointArn") or "")
 
@@ -340,7 +364,10 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"PhysicalResourceId": physical}
     props = parse_properties(request.resource_properties)
     legacy = _legacy(request.old_resource_properties) if request.request_type == "Update" else []
-    name = physical if request.request_type == "Update" and physical.lower() == props.endpoint_name.lower() \
+    name = (
+        physical
+        if request.request_type == "Update" and physical.lower() == props.endpoint_name.lower()
         else props.endpoint_name
+    )
     arn = _sync(name, mark, owned_statements(props.resource_policy, mark), legacy)
     return {"PhysicalResourceId": name, "Data": {"EndpointArn": arn}}

@@ -56,6 +56,7 @@ check (EventBridge Scheduler)
 of destinations whose ``RoutingStatus`` is ``Unroutable`` (``UnroutableDestinations``) and ``Unknown``
 (``UnknownDestinations``), and ``RouterNotInService`` (1 unless the router is ``InService``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -118,9 +119,15 @@ def _models() -> SimpleNamespace:
         model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, populate_by_name=True)
 
     class DestinationModel(_Strict):
-        resource_arn: str = Field(alias="ResourceArn", min_length=20, max_length=2048, pattern=(
-            r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:(endpoint|inference-component)/"
-            r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"))
+        resource_arn: str = Field(
+            alias="ResourceArn",
+            min_length=20,
+            max_length=2048,
+            pattern=(
+                r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:(endpoint|inference-component)/"
+                r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+            ),
+        )
 
     class NotificationModel(_Strict):
         success_topic: str | None = Field(None, alias="SuccessTopic", min_length=20, max_length=2048)
@@ -151,8 +158,9 @@ def _models() -> SimpleNamespace:
     class TargetModel(_Strict):
         name: str = Field(alias="Name", pattern=name_pattern)
         destinations: list[DestinationModel] = Field(alias="Destinations", min_length=1, max_length=10)
-        routing_preference: str | None = Field(None, alias="RoutingPreference",
-                                               pattern=r"^(LocalRegionFirst|InstancePoolOrder)$")
+        routing_preference: str | None = Field(
+            None, alias="RoutingPreference", pattern=r"^(LocalRegionFirst|InstancePoolOrder)$"
+        )
         async_inference_config: AsyncModel | None = Field(None, alias="AsyncInferenceConfig")
 
     class TagModel(_Strict):
@@ -163,8 +171,10 @@ def _models() -> SimpleNamespace:
         @classmethod
         def _not_an_owner_tag(cls, value: str) -> str:
             if value.startswith(OWNER_TAG_PREFIX):
-                raise ValueError(f"tag key {value!r} starts with {OWNER_TAG_PREFIX!r}, which the router's owner tags "
-                                 "use; rename the tag")
+                raise ValueError(
+                    f"tag key {value!r} starts with {OWNER_TAG_PREFIX!r}, which the router's owner tags "
+                    "use; rename the tag"
+                )
             return value
 
     class RouterProperties(_Strict):
@@ -191,8 +201,13 @@ def parse_event(event: Any) -> RouterEvent:
 def parse_properties(raw: Any) -> RouterProperties:
     from llm_cdk_shared import custom_resource
 
-    return custom_resource.parse_properties(_models().RouterProperties, raw, error=RouterEventError,
-                                            what="inference router", not_done="the router was not changed")
+    return custom_resource.parse_properties(
+        _models().RouterProperties,
+        raw,
+        error=RouterEventError,
+        what="inference router",
+        not_done="the router was not changed",
+    )
 
 
 def routing_targets(props: RouterProperties) -> list[dict[str, Any]]:
@@ -220,8 +235,9 @@ def _covers(asked: Any, described: Any) -> bool:
     """Whether ``described`` shows everything ``asked`` sets: every member of a structure asked for, as asked (members
     it leaves out may hold SageMaker's defaults); anything else equal."""
     if isinstance(asked, dict):
-        return isinstance(described, dict) and all(key in described and _covers(value, described[key])
-                                                   for key, value in asked.items())
+        return isinstance(described, dict) and all(
+            key in described and _covers(value, described[key]) for key, value in asked.items()
+        )
     return bool(asked == described)
 
 
@@ -264,10 +280,13 @@ def _tags(arn: str) -> dict[str, str]:
 def _create(event: dict[str, Any], props: RouterProperties, *, adopt: bool = False) -> dict[str, Any]:
     """Create the router; with ``adopt``, a router of that name whose owner tags name this stack and resource is
     brought to ``props`` instead (any other router of that name is refused)."""
-    request: dict[str, Any] = {"InferenceRouterName": props.router_name, "RoutingTargets": routing_targets(props),
-                               "ClientToken": client_token(event, props.router_name),
-                               "Tags": [t.model_dump(by_alias=True) for t in props.tags]
-                               + [{"Key": k, "Value": v} for k, v in owner_tags(event).items()]}
+    request: dict[str, Any] = {
+        "InferenceRouterName": props.router_name,
+        "RoutingTargets": routing_targets(props),
+        "ClientToken": client_token(event, props.router_name),
+        "Tags": [t.model_dump(by_alias=True) for t in props.tags]
+        + [{"Key": k, "Value": v} for k, v in owner_tags(event).items()],
+    }
     try:
         arn = _sagemaker().create_inference_router(**request)["InferenceRouterArn"]
     except ClientError as error:
@@ -278,11 +297,14 @@ def _create(event: dict[str, Any], props: RouterProperties, *, adopt: bool = Fal
                 f"An inference router named '{props.router_name}' already exists in this account and region and was not "
                 "created by this request; nothing was changed. To do: delete it, or set router_name to another name."
             ) from None
-        raise RouterFailedError(f"CreateInferenceRouter refused '{props.router_name}': {error_code(error)}: "
-                                f"{error_message(error)}") from None
+        raise RouterFailedError(
+            f"CreateInferenceRouter refused '{props.router_name}': {error_code(error)}: {error_message(error)}"
+        ) from None
     logger.info("Router creation started", extra={"router": props.router_name, "arn": arn})
-    return {"PhysicalResourceId": props.router_name, "Data": {"InferenceRouterArn": arn,
-                                                               "InferenceRouterName": props.router_name}}
+    return {
+        "PhysicalResourceId": props.router_name,
+        "Data": {"InferenceRouterArn": arn, "InferenceRouterName": props.router_name},
+    }
 
 
 def _adopt(event: dict[str, Any], props: RouterProperties) -> dict[str, Any]:
@@ -292,42 +314,53 @@ def _adopt(event: dict[str, Any], props: RouterProperties) -> dict[str, Any]:
     name = props.router_name
     described = _describe(name)
     if described is None:
-        raise RouterFailedError(f"Inference router '{name}' was deleted while this request created it; nothing was "
-                                "changed. To do: deploy again.")
+        raise RouterFailedError(
+            f"Inference router '{name}' was deleted while this request created it; nothing was "
+            "changed. To do: deploy again."
+        )
     tags = _tags(described["InferenceRouterArn"])
     mine = owner_tags(event)
     if any(tags.get(key) != value for key, value in mine.items()):
         raise RouterFailedError(
             f"An inference router named '{name}' already exists in this account and region and this resource did not "
             f"create it (its tags {STACK_TAG} and {LOGICAL_ID_TAG} do not name stack {mine[STACK_TAG]} and resource "
-            f"{mine[LOGICAL_ID_TAG]}); nothing was changed. To do: delete it, or set router_name to another name.")
+            f"{mine[LOGICAL_ID_TAG]}); nothing was changed. To do: delete it, or set router_name to another name."
+        )
     if described.get("Status") == "Deleting":
-        raise RouterFailedError(f"Inference router '{name}' is being deleted, so it cannot take these properties; "
-                                "nothing was changed. To do: deploy again once it is gone.")
+        raise RouterFailedError(
+            f"Inference router '{name}' is being deleted, so it cannot take these properties; "
+            "nothing was changed. To do: deploy again once it is gone."
+        )
     logger.info("This resource's earlier router is still there: brought to the properties", extra={"router": name})
     _send_update(props)
     _sync_tags(described["InferenceRouterArn"], event, props, event.get("OldResourceProperties") or {}, tags)
-    return {"PhysicalResourceId": name,
-            "Data": {"InferenceRouterArn": described["InferenceRouterArn"], "InferenceRouterName": name}}
+    return {
+        "PhysicalResourceId": name,
+        "Data": {"InferenceRouterArn": described["InferenceRouterArn"], "InferenceRouterName": name},
+    }
 
 
 def _send_update(props: RouterProperties) -> bool:
     """Send the complete routing targets; False when the router is still changing (is_complete sends them again)."""
     try:
-        _sagemaker().update_inference_router(InferenceRouterName=props.router_name,
-                                             RoutingTargets=routing_targets(props))
+        _sagemaker().update_inference_router(
+            InferenceRouterName=props.router_name, RoutingTargets=routing_targets(props)
+        )
     except ClientError as error:
         if error_code(error) == "ConflictException":
-            logger.info("Router is changing; the update is sent again when it settles",
-                        extra={"router": props.router_name})
+            logger.info(
+                "Router is changing; the update is sent again when it settles", extra={"router": props.router_name}
+            )
             return False
-        raise RouterFailedError(f"UpdateInferenceRouter refused '{props.router_name}': {error_code(error)}: "
-                                f"{error_message(error)}") from None
+        raise RouterFailedError(
+            f"UpdateInferenceRouter refused '{props.router_name}': {error_code(error)}: {error_message(error)}"
+        ) from None
     return True
 
 
-def _sync_tags(arn: str, event: dict[str, Any], props: RouterProperties, old: dict[str, Any],
-               current: dict[str, str] | None = None) -> None:
+def _sync_tags(
+    arn: str, event: dict[str, Any], props: RouterProperties, old: dict[str, Any], current: dict[str, str] | None = None
+) -> None:
     """Bring the router's tags to the properties' and the owner tags: add what differs, remove what the old properties
     set and the new ones do not (tags set outside CloudFormation are left alone)."""
     have = _tags(arn) if current is None else current
@@ -344,18 +377,23 @@ def _sync_tags(arn: str, event: dict[str, Any], props: RouterProperties, old: di
 def _update(event: dict[str, Any], request: RouterEvent, props: RouterProperties) -> dict[str, Any]:
     old = request.old_resource_properties or {}
     if request.physical_resource_id != props.router_name:
-        logger.info("Router renamed: the router of the new name serves, CloudFormation deletes the other",
-                    extra={"old": request.physical_resource_id, "new": props.router_name})
+        logger.info(
+            "Router renamed: the router of the new name serves, CloudFormation deletes the other",
+            extra={"old": request.physical_resource_id, "new": props.router_name},
+        )
         return _create(event, props, adopt=True)
     described = _describe(props.router_name)
     if described is None:
         raise RouterFailedError(
             f"Inference router '{props.router_name}' was not found, so it cannot be updated (was it deleted outside "
-            "CloudFormation?). To do: set router_name to a new name so CloudFormation creates a router with it.")
+            "CloudFormation?). To do: set router_name to a new name so CloudFormation creates a router with it."
+        )
     _send_update(props)
     _sync_tags(described["InferenceRouterArn"], event, props, old)
-    return {"PhysicalResourceId": props.router_name,
-            "Data": {"InferenceRouterArn": described["InferenceRouterArn"], "InferenceRouterName": props.router_name}}
+    return {
+        "PhysicalResourceId": props.router_name,
+        "Data": {"InferenceRouterArn": described["InferenceRouterArn"], "InferenceRouterName": props.router_name},
+    }
 
 
 def _delete(name: str) -> None:
@@ -397,12 +435,16 @@ def is_complete(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"IsComplete": False}
     props = parse_properties(request.resource_properties)
     if described is None:
-        raise RouterFailedError(f"Inference router '{name}' disappeared while CloudFormation waited for it; "
-                                "nothing else was changed. To do: deploy again.")
+        raise RouterFailedError(
+            f"Inference router '{name}' disappeared while CloudFormation waited for it; "
+            "nothing else was changed. To do: deploy again."
+        )
     status = described.get("Status")
     if status == "Failed":
-        raise RouterFailedError(f"Inference router '{name}' is Failed: {described.get('StatusReason') or 'no reason given'}. "
-                                "To do: correct the routing targets (see StatusReason) and deploy again.")
+        raise RouterFailedError(
+            f"Inference router '{name}' is Failed: {described.get('StatusReason') or 'no reason given'}. "
+            "To do: correct the routing targets (see StatusReason) and deploy again."
+        )
     asked = routing_targets(props)
     if status != "InService":
         logger.info("Waiting for the router", extra={"router": name, "status": status})
@@ -411,8 +453,10 @@ def is_complete(event: dict[str, Any], context: Any) -> dict[str, Any]:
         _send_update(props)
         return {"IsComplete": False}
     logger.info("Router InService with the routing targets asked for", extra={"router": name})
-    return {"IsComplete": True, "Data": {"InferenceRouterArn": described["InferenceRouterArn"],
-                                         "InferenceRouterName": name}}
+    return {
+        "IsComplete": True,
+        "Data": {"InferenceRouterArn": described["InferenceRouterArn"], "InferenceRouterName": name},
+    }
 
 
 def destination_counts(described: dict[str, Any] | None) -> dict[str, dict[str, int]]:
@@ -432,14 +476,27 @@ def metric_data(name: str, described: dict[str, Any] | None) -> list[dict[str, A
     router = [{"Name": "InferenceRouterName", "Value": name}]
     data: list[dict[str, Any]] = []
     for metric, status in (("UnroutableDestinations", "Unroutable"), ("UnknownDestinations", "Unknown")):
-        data.append({"MetricName": metric, "Dimensions": router, "Unit": "Count",
-                     "Value": float(sum(per[status] for per in counts.values()))})
+        data.append(
+            {
+                "MetricName": metric,
+                "Dimensions": router,
+                "Unit": "Count",
+                "Value": float(sum(per[status] for per in counts.values())),
+            }
+        )
         for target, per in sorted(counts.items()):
-            data.append({"MetricName": metric, "Unit": "Count", "Value": float(per[status]),
-                         "Dimensions": [*router, {"Name": "RoutingTarget", "Value": target}]})
+            data.append(
+                {
+                    "MetricName": metric,
+                    "Unit": "Count",
+                    "Value": float(per[status]),
+                    "Dimensions": [*router, {"Name": "RoutingTarget", "Value": target}],
+                }
+            )
     in_service = described is not None and described.get("Status") == "InService"
-    data.append({"MetricName": "RouterNotInService", "Dimensions": router, "Unit": "Count",
-                 "Value": 0.0 if in_service else 1.0})
+    data.append(
+        {"MetricName": "RouterNotInService", "Dimensions": router, "Unit": "Count", "Value": 0.0 if in_service else 1.0}
+    )
     return data
 
 
@@ -454,8 +511,12 @@ def check(event: Any, context: Any) -> dict[str, Any]:
     described = _describe(name)
     data = metric_data(name, described)
     for start in range(0, len(data), 1000):
-        _cloudwatch().put_metric_data(Namespace=namespace, MetricData=data[start:start + 1000])
-    unroutable = {target: per["Unroutable"] for target, per in destination_counts(described).items() if per["Unroutable"]}
-    logger.info("Router checked", extra={"router": name, "status": (described or {}).get("Status", "NotFound"),
-                                         "unroutable": unroutable})
+        _cloudwatch().put_metric_data(Namespace=namespace, MetricData=data[start : start + 1000])
+    unroutable = {
+        target: per["Unroutable"] for target, per in destination_counts(described).items() if per["Unroutable"]
+    }
+    logger.info(
+        "Router checked",
+        extra={"router": name, "status": (described or {}).get("Status", "NotFound"), "unroutable": unroutable},
+    )
     return {"Status": (described or {}).get("Status", "NotFound"), "Unroutable": unroutable}

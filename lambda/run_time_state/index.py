@@ -55,6 +55,7 @@ Removal "retain" that costs a stale owner tag (logged), with "destroy" the Delet
 Returns ``{"PhysicalResourceId": <ParameterName>, "Data": {"ParameterName"}}``: the value itself stays out of the
 answer (a watermark can be kilobytes, CloudFormation's answer holds 4 KB); readers read the parameter.
 """
+
 from __future__ import annotations
 
 import functools
@@ -95,7 +96,8 @@ _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/=+\-@]")
 PLAN_NOT_FOUND = "NotFound"
 _NAME_RE = re.compile(r"/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*")
 _PLAN_RE = re.compile(
-    r"(arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/)?(?P<name>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63})")
+    r"(arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/)?(?P<name>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63})"
+)
 NAME_MAX = 1011
 VALUE_MAX = 4096
 
@@ -115,8 +117,10 @@ def _models() -> SimpleNamespace:
 
     def _name(value: Any, field: str) -> str:
         if not isinstance(value, str) or len(value) > NAME_MAX or not _NAME_RE.fullmatch(value):
-            raise ValueError(f"{field} {_shown(value)} is not an SSM parameter name (letters, digits, '_', '.', '-' "
-                             f"and '/' separators, at most {NAME_MAX} characters)")
+            raise ValueError(
+                f"{field} {_shown(value)} is not an SSM parameter name (letters, digits, '_', '.', '-' "
+                f"and '/' separators, at most {NAME_MAX} characters)"
+            )
         return value
 
     class StateProperties(BaseModel):
@@ -146,8 +150,9 @@ def _models() -> SimpleNamespace:
                 return None
             match = _PLAN_RE.fullmatch(value) if isinstance(value, str) else None
             if not match:
-                raise ValueError(f"PlanName {_shown(value)} is not a training plan name (1-64 letters, digits and "
-                                 "hyphens) or ARN")
+                raise ValueError(
+                    f"PlanName {_shown(value)} is not a training plan name (1-64 letters, digits and hyphens) or ARN"
+                )
             return str(value)
 
     return SimpleNamespace(StateProperties=StateProperties, StateEvent=custom_resource.CustomResourceEvent)
@@ -169,8 +174,13 @@ def parse_event(event: Any) -> StateEvent:
 def parse_properties(raw: Any) -> StateProperties:
     from llm_cdk_shared import custom_resource
 
-    return custom_resource.parse_properties(_models().StateProperties, raw, error=StateError,
-                                            what="run-time parameter", not_done="no parameter was read or written")
+    return custom_resource.parse_properties(
+        _models().StateProperties,
+        raw,
+        error=StateError,
+        what="run-time parameter",
+        not_done="no parameter was read or written",
+    )
 
 
 def owner(event: dict[str, Any]) -> str:
@@ -190,7 +200,7 @@ def owner_tag(event: dict[str, Any]) -> dict[str, str]:
 
 def adopter_tag(tag: dict[str, str]) -> dict[str, str]:
     """The owner tag of a resource that holds a parameter it did not create: the label cut to fit SSM's 256."""
-    return {"Key": tag["Key"], "Value": ADOPTED + tag["Value"][:TAG_VALUE_MAX - len(ADOPTED)]}
+    return {"Key": tag["Key"], "Value": ADOPTED + tag["Value"][: TAG_VALUE_MAX - len(ADOPTED)]}
 
 
 def adopted(tag: dict[str, Any]) -> bool:
@@ -200,7 +210,7 @@ def adopted(tag: dict[str, Any]) -> bool:
 
 def owners(tags: list[dict[str, Any]]) -> set[str]:
     """The digests of every owner the tags name: one tag per owner, and the single tag of earlier releases."""
-    found = {str(t["Key"])[len(OWNER_TAG_PREFIX):] for t in tags if str(t.get("Key", "")).startswith(OWNER_TAG_PREFIX)}
+    found = {str(t["Key"])[len(OWNER_TAG_PREFIX) :] for t in tags if str(t.get("Key", "")).startswith(OWNER_TAG_PREFIX)}
     found |= {str(t.get("Value", "")) for t in tags if t.get("Key") == OWNER_TAG and t.get("Value")}
     return found
 
@@ -235,13 +245,15 @@ def _claim(name: str, tag: dict[str, str], removal: str) -> None:
     tags = _tags(name) or []
     if any(t.get("Key") == tag["Key"] for t in tags):
         return
-    digest = tag["Key"][len(OWNER_TAG_PREFIX):]
+    digest = tag["Key"][len(OWNER_TAG_PREFIX) :]
     legacy_mine = any(t.get("Key") == OWNER_TAG and t.get("Value") == digest for t in tags)
     others = owners(tags) - {digest}
     if not legacy_mine and (any(adopted(t) for t in tags) or (not others and removal == "destroy")):
         tag = adopter_tag(tag)
-        logger.info("Run-time parameter adopted: no Delete of this resource deletes it", extra={
-            "parameter": name, "other_owners": len(others)})
+        logger.info(
+            "Run-time parameter adopted: no Delete of this resource deletes it",
+            extra={"parameter": name, "other_owners": len(others)},
+        )
     try:
         _ssm().add_tags_to_resource(ResourceType="Parameter", ResourceId=name, Tags=[tag])
     except ClientError as error:
@@ -251,7 +263,8 @@ def _claim(name: str, tag: dict[str, str], removal: str) -> None:
             f"ParameterName {name}: AddTagsToResource refused its owner tag {tag['Key']} ({tag['Value']}): the "
             f"parameter holds SSM's limit of {TAG_LIMIT} tags. Remove the {OWNER_TAG_PREFIX}* tags whose values name "
             "stacks or resources that no longer exist (aws ssm remove-tags-from-resource --resource-type Parameter "
-            f"--resource-id {name} --tag-keys <key>), then deploy again") from error
+            f"--resource-id {name} --tag-keys <key>), then deploy again"
+        ) from error
 
 
 def _tags(name: str) -> list[dict[str, Any]] | None:
@@ -287,16 +300,27 @@ def ensure(props: StateProperties, tag: dict[str, str]) -> str:
     seeded = _value(props.seed_from) if props.seed_from else None
     value = seeded if seeded is not None else props.initial_value
     created = _create(props, value, tag)
-    logger.info("Run-time parameter created", extra={
-        "parameter": name, "seeded_from": props.seed_from if seeded is not None else None,
-        "kept_concurrent_value": created is not None})
+    logger.info(
+        "Run-time parameter created",
+        extra={
+            "parameter": name,
+            "seeded_from": props.seed_from if seeded is not None else None,
+            "kept_concurrent_value": created is not None,
+        },
+    )
     return value if created is None else created
 
 
 def _create(props: StateProperties, value: str, tag: dict[str, str]) -> str | None:
     """PutParameter without Overwrite; None when created, else the value a concurrent writer put there first."""
-    request: dict[str, Any] = {"Name": props.parameter_name, "Value": value, "Type": "String", "Overwrite": False,
-                               "Tier": "Standard", "Tags": [tag]}
+    request: dict[str, Any] = {
+        "Name": props.parameter_name,
+        "Value": value,
+        "Type": "String",
+        "Overwrite": False,
+        "Tier": "Standard",
+        "Tags": [tag],
+    }
     if props.description:
         request["Description"] = props.description
     try:
@@ -324,14 +348,17 @@ def delete(physical_id: str, raw: Any, tag: dict[str, str]) -> None:
         if error_code(error) not in _DENIED:
             raise
         if props.removal != "destroy":
-            logger.warning("Run-time parameter retained; its owner tag could not be removed", extra={
-                "parameter": physical_id, "tag": tag["Key"], "error": error_code(error)})
+            logger.warning(
+                "Run-time parameter retained; its owner tag could not be removed",
+                extra={"parameter": physical_id, "tag": tag["Key"], "error": error_code(error)},
+            )
             return
         raise StateError(
             f"ParameterName {physical_id} (Removal destroy): {error_code(error)}: the function's role may clean up "
             f"only parameters under {STATE_PREFIX}/ once they left the template, and this one is outside it. The "
             f"parameter is still there: delete it by hand (aws ssm delete-parameter --name {physical_id}) or give "
-            f"run-time parameters names under {STATE_PREFIX}/") from error
+            f"run-time parameters names under {STATE_PREFIX}/"
+        ) from error
 
 
 def _release(name: str, removal: str, tag: dict[str, str]) -> None:
@@ -344,9 +371,12 @@ def _release(name: str, removal: str, tag: dict[str, str]) -> None:
     if tags is None:
         logger.info("Run-time parameter already gone", extra={"parameter": name})
         return
-    digest = tag["Key"][len(OWNER_TAG_PREFIX):]
-    mine = [str(t["Key"]) for t in tags
-            if t.get("Key") == tag["Key"] or (t.get("Key") == OWNER_TAG and t.get("Value") == digest)]
+    digest = tag["Key"][len(OWNER_TAG_PREFIX) :]
+    mine = [
+        str(t["Key"])
+        for t in tags
+        if t.get("Key") == tag["Key"] or (t.get("Key") == OWNER_TAG and t.get("Value") == digest)
+    ]
     others = owners(tags) - {digest}
     adopter = any(t.get("Key") == tag["Key"] and adopted(t) for t in tags)
     if removal == "destroy" and mine and not others and not adopter:
@@ -359,8 +389,16 @@ def _release(name: str, removal: str, tag: dict[str, str]) -> None:
         return
     if mine:
         _ssm().remove_tags_from_resource(ResourceType="Parameter", ResourceId=name, TagKeys=mine)
-    logger.info("Run-time parameter kept", extra={"parameter": name, "removal": removal, "other_owners": len(others),
-                                                  "was_owner": bool(mine), "adopted": adopter})
+    logger.info(
+        "Run-time parameter kept",
+        extra={
+            "parameter": name,
+            "removal": removal,
+            "other_owners": len(others),
+            "was_owner": bool(mine),
+            "adopted": adopter,
+        },
+    )
 
 
 @logger.inject_lambda_context(log_event=False)

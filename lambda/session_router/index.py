@@ -91,6 +91,7 @@ standard): ``InvokeEndpoint(SessionId="NEW_SESSION", Body={"requestType": "NEW_S
 session and returns ``NewSessionId = "<id>; Expires=<UTC ISO time>"`` without running the model;
 ``InvokeEndpoint(SessionId=<id>, Body={"requestType": "CLOSE"})`` closes it (``ClosedSessionId``).
 """
+
 from __future__ import annotations
 
 import base64
@@ -177,7 +178,9 @@ FEDERATED_USER_ARN_RE = re.compile(  # GetFederationToken: the calling IAM user 
     r"^arn:[a-z0-9-]+:sts::[0-9]{12}:federated-user/"
 )
 OWNER_MODES = ("session", "role", "cognito_identity")
-IDENTITY_POOL_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+IDENTITY_POOL_RE = re.compile(
+    r"^[a-z]{2}(-[a-z]+)+-[0-9]:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+)
 CONVERSATION_ID_BYTES = 24  # secrets.token_urlsafe(24): 192 random bits, 32 characters of [A-Za-z0-9_-]
 OWNER_ATTRIBUTE_NAMES = {"#owner": "owner"}  # OWNER is a DynamoDB reserved word
 # Words that, next to "session", identify a lost session in an error message (see _is_session_gone).
@@ -226,8 +229,11 @@ def _settings() -> Settings:
     environment = env.Environment()
     endpoint = environment.raw("ENDPOINT_NAME")
     if not endpoint or len(endpoint) > 63 or not ENDPOINT_NAME_RE.fullmatch(endpoint):
-        environment.add("ENDPOINT_NAME", endpoint,
-                        "a SageMaker endpoint name (1-63 chars, [a-zA-Z0-9-], no leading/trailing hyphen)")
+        environment.add(
+            "ENDPOINT_NAME",
+            endpoint,
+            "a SageMaker endpoint name (1-63 chars, [a-zA-Z0-9-], no leading/trailing hyphen)",
+        )
     table = environment.text("SESSIONS_TABLE", required=True, allowed="the DynamoDB table name")
     default = environment.text("DEFAULT_COMPONENT", required=True, allowed="the base inference component name")
     allowed_raw = environment.csv("ALLOWED_COMPONENTS")
@@ -235,8 +241,11 @@ def _settings() -> Settings:
     allowed = tuple(dict.fromkeys([default, *allowed_raw])) if default else tuple(dict.fromkeys(allowed_raw))
     for name in allowed:
         if len(name) > COMPONENT_NAME_MAX or not COMPONENT_NAME_RE.fullmatch(name):
-            environment.add("DEFAULT_COMPONENT/ALLOWED_COMPONENTS", name,
-                            "inference component names (1-63 chars, [a-zA-Z0-9-], no leading/trailing hyphen)")
+            environment.add(
+                "DEFAULT_COMPONENT/ALLOWED_COMPONENTS",
+                name,
+                "inference component names (1-63 chars, [a-zA-Z0-9-], no leading/trailing hyphen)",
+            )
     ttl = environment.integer("SESSION_TTL_SECONDS", DEFAULT_SESSION_TTL_SECONDS, minimum=1, maximum=7 * 24 * 3600)
     max_body = environment.integer("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1, maximum=INVOKE_BODY_MAX_BYTES)
     owner_mode = environment.text("OWNER_MODE", default="session", choices=OWNER_MODES) or "session"
@@ -331,7 +340,7 @@ def _ensure_budget(needed: float, what: str) -> None:
 
 
 def _backoff(attempt: int) -> float:
-    return min(0.25 * 2 ** attempt, 2.0) * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not crypto
+    return min(0.25 * 2**attempt, 2.0) * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not crypto
 
 
 def _now() -> int:
@@ -343,8 +352,9 @@ class CallerNotAllowed(Exception):
     """A verified caller whose identity the owner mode does not accept (403 CallerNotAllowed); the message says why."""
 
 
-def caller_owner(iam: Mapping[str, Any] | None, mode: str = "session",
-                 identity_pools: tuple[str, ...] = ()) -> str | None:
+def caller_owner(
+    iam: Mapping[str, Any] | None, mode: str = "session", identity_pools: tuple[str, ...] = ()
+) -> str | None:
     """The owner of a conversation for the Function URL's ``requestContext.authorizer.iam``.
 
     - A Cognito identity (``cognitoIdentity.identityId``, set when the caller signed with credentials from
@@ -377,20 +387,26 @@ def caller_owner(iam: Mapping[str, Any] | None, mode: str = "session",
             return None
         pool_id = pool.strip() if isinstance(pool, str) and pool.strip() else "-"
         if mode == "cognito_identity" and pool_id not in identity_pools:
-            raise CallerNotAllowed(f"the Cognito identity is of identity pool {pool_id}, which this front door "
-                                   "does not serve (IDENTITY_POOLS)")
+            raise CallerNotAllowed(
+                f"the Cognito identity is of identity pool {pool_id}, which this front door "
+                "does not serve (IDENTITY_POOLS)"
+            )
         return f"cognito-identity/{pool_id}/{identity.strip()}"
     arn = iam.get("userArn")
     if not isinstance(arn, str) or not arn.strip():
         return None
     arn = arn.strip()
     if mode == "cognito_identity":
-        raise CallerNotAllowed("this front door serves only Cognito identity-pool credentials (OWNER_MODE="
-                               "cognito_identity); the request was signed without a Cognito identity")
+        raise CallerNotAllowed(
+            "this front door serves only Cognito identity-pool credentials (OWNER_MODE="
+            "cognito_identity); the request was signed without a Cognito identity"
+        )
     if FEDERATED_USER_ARN_RE.match(arn):
-        raise CallerNotAllowed("federated users (GetFederationToken) are not served: the IAM user that calls it "
-                               "chooses the federated user's name, so it cannot own a conversation; sign in "
-                               "through a role")
+        raise CallerNotAllowed(
+            "federated users (GetFederationToken) are not served: the IAM user that calls it "
+            "chooses the federated user's name, so it cannot own a conversation; sign in "
+            "through a role"
+        )
     match = ASSUMED_ROLE_ARN_RE.fullmatch(arn)
     if match is not None and mode == "role":
         return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
@@ -429,8 +445,9 @@ def _models() -> SimpleNamespace:
 
         conversation_id: ConversationId = Field(...)
 
-    return SimpleNamespace(ConversationId=ConversationId, InvokeRequest=InvokeRequest, OpenRequest=OpenRequest,
-                           CloseRequest=CloseRequest)
+    return SimpleNamespace(
+        ConversationId=ConversationId, InvokeRequest=InvokeRequest, OpenRequest=OpenRequest, CloseRequest=CloseRequest
+    )
 
 
 _FIELD_HINTS = {
@@ -540,15 +557,22 @@ def _caller(settings: Settings) -> str:
     context = _app().current_event.raw_event.get("requestContext")
     authorizer = context.get("authorizer") if isinstance(context, Mapping) else None
     try:
-        owner = caller_owner(authorizer.get("iam") if isinstance(authorizer, Mapping) else None, settings.owner_mode,
-                             settings.identity_pools)
+        owner = caller_owner(
+            authorizer.get("iam") if isinstance(authorizer, Mapping) else None,
+            settings.owner_mode,
+            settings.identity_pools,
+        )
     except CallerNotAllowed as refused:
         _count("CallersRefused")
         raise HttpError(403, "CallerNotAllowed", str(refused)) from None
     if owner is None:
-        raise HttpError(403, "CallerUnknown", "the request carries no IAM caller (requestContext.authorizer.iam."
-                        "userArn, or cognitoIdentity.identityId); the function URL must use auth type AWS_IAM and requests must be "
-                        "SigV4-signed")
+        raise HttpError(
+            403,
+            "CallerUnknown",
+            "the request carries no IAM caller (requestContext.authorizer.iam."
+            "userArn, or cognitoIdentity.identityId); the function URL must use auth type AWS_IAM and requests must be "
+            "SigV4-signed",
+        )
     logger.append_keys(owner=owner)
     return owner
 
@@ -592,8 +616,11 @@ def _raw_body(settings: Settings) -> bytes:
 
 
 def _too_deep() -> HttpError:
-    return HttpError(400, "InvalidJson", f"request body nests arrays/objects more than {MAX_JSON_DEPTH} levels deep; "
-                     "send a flatter JSON object")
+    return HttpError(
+        400,
+        "InvalidJson",
+        f"request body nests arrays/objects more than {MAX_JSON_DEPTH} levels deep; send a flatter JSON object",
+    )
 
 
 def _check_json_tree(data: Any) -> None:
@@ -623,8 +650,12 @@ def _check_text(text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise HttpError(400, "InvalidJson", "request body has a string with an unpaired UTF-16 surrogate "
-                        "(e.g. \\ud800 without its pair); such text has no UTF-8 form: send valid Unicode") from None
+        raise HttpError(
+            400,
+            "InvalidJson",
+            "request body has a string with an unpaired UTF-16 surrogate "
+            "(e.g. \\ud800 without its pair); such text has no UTF-8 form: send valid Unicode",
+        ) from None
 
 
 def _parse(model: type[BaseModel], settings: Settings) -> Any:
@@ -692,8 +723,12 @@ def _model_body(request: InvokeRequest) -> bytes:
             )
     data = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     if len(data) > INVOKE_BODY_MAX_BYTES:
-        raise HttpError(413, "PayloadTooLarge", f"model body is {len(data)} bytes; InvokeEndpoint accepts at most "
-                        f"{INVOKE_BODY_MAX_BYTES}", field="body")
+        raise HttpError(
+            413,
+            "PayloadTooLarge",
+            f"model body is {len(data)} bytes; InvokeEndpoint accepts at most {INVOKE_BODY_MAX_BYTES}",
+            field="body",
+        )
     return data
 
 
@@ -763,19 +798,36 @@ def _upstream_error(error: Exception, settings: Settings, component: str) -> Htt
         original_text = str(error.response.get("OriginalMessage") or text)[:1000]
         _count("ModelErrors")
         if original == 429:
-            return HttpError(429, "Throttled", f"the model container on {where} is overloaded (429); retry with "
-                             "backoff", model_status=429, headers={"Retry-After": "2"})
+            return HttpError(
+                429,
+                "Throttled",
+                f"the model container on {where} is overloaded (429); retry with backoff",
+                model_status=429,
+                headers={"Retry-After": "2"},
+            )
         if isinstance(original, int) and 400 <= original < 500:
-            return HttpError(424, "ModelRejectedRequest", f"the model container on {where} rejected the request "
-                             f"({original}): {original_text}", model_status=original)
-        return HttpError(502, "ModelFailed", f"the model container on {where} failed ({original}): {original_text}",
-                         model_status=original if isinstance(original, int) else None)
+            return HttpError(
+                424,
+                "ModelRejectedRequest",
+                f"the model container on {where} rejected the request ({original}): {original_text}",
+                model_status=original,
+            )
+        return HttpError(
+            502,
+            "ModelFailed",
+            f"the model container on {where} failed ({original}): {original_text}",
+            model_status=original if isinstance(original, int) else None,
+        )
     _count("UpstreamErrors")
     if code == "ServiceUnavailable":
         return HttpError(503, "EndpointUnavailable", f"SageMaker is unavailable for {where}; retry later")
     if code == "ValidationError":
-        return HttpError(502, "EndpointRejectedRequest", f"SageMaker rejected the call to {where}: {text}. Check "
-                         "ENDPOINT_NAME and ALLOWED_COMPONENTS against the deployed endpoint.")
+        return HttpError(
+            502,
+            "EndpointRejectedRequest",
+            f"SageMaker rejected the call to {where}: {text}. Check "
+            "ENDPOINT_NAME and ALLOWED_COMPONENTS against the deployed endpoint.",
+        )
     return HttpError(502, "EndpointError", f"SageMaker failed for {where} ({code}); retry later")
 
 
@@ -813,8 +865,11 @@ def _invoke(settings: Settings, component: str, body: bytes, session_id: str | N
         except BotoCoreError as exc:  # incl. ReadTimeoutError: the model may have run; never run it twice
             raise _upstream_error(exc, settings, component) from None
         pause = _backoff(attempt)
-        if not retryable or attempt >= MODEL_MAX_ATTEMPTS or \
-                _budget_left() - pause < MODEL_ATTEMPT_WORST + DYNAMODB_WORST:
+        if (
+            not retryable
+            or attempt >= MODEL_MAX_ATTEMPTS
+            or _budget_left() - pause < MODEL_ATTEMPT_WORST + DYNAMODB_WORST
+        ):
             raise _upstream_error(failure, settings, component) from None
         _count("UpstreamRetries")
         _sleep(pause)
@@ -869,8 +924,9 @@ def _open_session(settings: Settings, component: str) -> SessionRecord:
 def _close_session_quietly(settings: Settings, record: SessionRecord) -> None:
     """Best effort: free a session this invocation opened but will not use."""
     try:
-        _invoke(settings, record.component, json.dumps(CLOSE_SESSION_BODY).encode(), record.session_id,
-                "application/json")
+        _invoke(
+            settings, record.component, json.dumps(CLOSE_SESSION_BODY).encode(), record.session_id, "application/json"
+        )
     except (HttpError, SessionGone) as exc:
         logger.warning("could not close unused session", extra={"error_type": type(exc).__name__})
 
@@ -879,14 +935,22 @@ def _close_session_quietly(settings: Settings, record: SessionRecord) -> None:
 def _conversation_not_found(conversation_id: str) -> HttpError:
     # One answer for "no row", "a row without owner" and "another principal's row", after the same single
     # GetItem: the caller cannot learn which it was from the status, the body or the number of AWS calls.
-    return HttpError(404, "ConversationNotFound", f"conversation {conversation_id!r} has no open session for "
-                     "this caller (never opened by it, already closed, or expired and removed); open a new "
-                     "conversation with POST /open", field="conversation_id")
+    return HttpError(
+        404,
+        "ConversationNotFound",
+        f"conversation {conversation_id!r} has no open session for "
+        "this caller (never opened by it, already closed, or expired and removed); open a new "
+        "conversation with POST /open",
+        field="conversation_id",
+    )
 
 
 def _concurrent_update(conversation_id: str) -> HttpError:
-    return HttpError(409, "ConcurrentUpdate", f"conversation {conversation_id!r} is being changed by concurrent "
-                     "requests; retry the turn")
+    return HttpError(
+        409,
+        "ConcurrentUpdate",
+        f"conversation {conversation_id!r} is being changed by concurrent requests; retry the turn",
+    )
 
 
 def _is_condition_failure(error: ClientError) -> bool:
@@ -923,11 +987,16 @@ def _table_call(what: str) -> Iterator[None]:
 
 def _get_item(settings: Settings, conversation_id: str) -> dict[str, Any] | None:
     with _table_call("reading the conversation"):
-        return _dynamodb().get_item(
-            TableName=settings.table_name,
-            Key={"conversation_id": {"S": conversation_id}},
-            ConsistentRead=True,
-        ).get("Item") or None
+        return (
+            _dynamodb()
+            .get_item(
+                TableName=settings.table_name,
+                Key={"conversation_id": {"S": conversation_id}},
+                ConsistentRead=True,
+            )
+            .get("Item")
+            or None
+        )
 
 
 def _to_record(item: dict[str, Any]) -> SessionRecord:
@@ -1118,8 +1187,11 @@ def invoke() -> Response[str]:
         try:
             reply = _invoke(settings, record.component, body, record.session_id, request.content_type)
         except SessionGone:
-            raise HttpError(502, "SessionUnavailable", f"component {record.component!r} rejected a session it had "
-                            "just opened; retry the turn") from None
+            raise HttpError(
+                502,
+                "SessionUnavailable",
+                f"component {record.component!r} rejected a session it had just opened; retry the turn",
+            ) from None
     if reopened:
         _count("SessionsReopened")
     _count("SessionTurns")
@@ -1148,8 +1220,9 @@ def close() -> Response[str]:
     logger.append_keys(component=row.component)
     was_open = True
     try:
-        reply = _invoke(settings, row.component, json.dumps(CLOSE_SESSION_BODY).encode(), row.session_id,
-                        "application/json")
+        reply = _invoke(
+            settings, row.component, json.dumps(CLOSE_SESSION_BODY).encode(), row.session_id, "application/json"
+        )
         if reply.closed_session not in (None, row.session_id):
             logger.warning("container closed a different session id than requested")
     except SessionGone:
@@ -1222,8 +1295,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         # Not a Function URL event (only a direct Invoke can send one): answered, never a crash.
         _count("ClientErrors")
         logger.info("request rejected", extra={"status": 400, "error_code": "InvalidEvent"})
-        return {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "isBase64Encoded": False,
-                "body": json.dumps({"error": {"code": "InvalidEvent", "message": problem}})}
+        return {
+            "statusCode": 400,
+            "headers": {"Content-Type": "application/json"},
+            "isBase64Encoded": False,
+            "body": json.dumps({"error": {"code": "InvalidEvent", "message": problem}}),
+        }
     return _app().resolve(event, context)
 
 
@@ -1235,13 +1312,17 @@ def _event_problem(event: Any) -> str | None:
     http = context.get("http") if isinstance(context, Mapping) else None
     if not isinstance(http, Mapping) or not isinstance(http.get("method"), str):
         return "the event has no requestContext.http.method; invoke this function through its function URL"
-    if not isinstance(context, Mapping) or not isinstance(context.get("stage"), str):  # Powertools reads it to route (a Function URL sends "$default")
+    if not isinstance(context, Mapping) or not isinstance(
+        context.get("stage"), str
+    ):  # Powertools reads it to route (a Function URL sends "$default")
         return "the event has no requestContext.stage; invoke this function through its function URL"
     if not isinstance(event.get("rawPath"), str):
         return "the event has no rawPath; invoke this function through its function URL"
     headers = event.get("headers", {})
-    if headers is not None and (not isinstance(headers, Mapping) or
-                                not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())):
+    if headers is not None and (
+        not isinstance(headers, Mapping)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
+    ):
         return "the event's headers are not a map of strings"
     for name in ("cookies", "queryStringParameters", "pathParameters", "stageVariables"):
         value = event.get(name)

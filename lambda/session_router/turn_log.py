@@ -15,6 +15,7 @@ Turns whose request is not an OpenAI-style ``messages`` list of text turns, or w
 text (``choices[0].message.content``, ``choices[0].text`` or ``generated_text``), are not logged.
 Environment: ``TURN_LOG_STREAM`` (the delivery stream's name; unset = logging off).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant"
 
 
 # One quick retry: the turn's answer waits for this call.
-_firehose = clients.client_getter("firehose", retries={"mode": "standard", "max_attempts": 2},
-                                  connect_timeout=2, read_timeout=5)
+_firehose = clients.client_getter(
+    "firehose", retries={"mode": "standard", "max_attempts": 2}, connect_timeout=2, read_timeout=5
+)
 
 
 def _text(content: Any) -> str | None:
@@ -45,7 +47,11 @@ def _text(content: Any) -> str | None:
     if isinstance(content, list):
         parts = []
         for part in content:
-            if isinstance(part, dict) and part.get("type") in ("text", "input_text") and isinstance(part.get("text"), str):
+            if (
+                isinstance(part, dict)
+                and part.get("type") in ("text", "input_text")
+                and isinstance(part.get("text"), str)
+            ):
                 parts.append(part["text"])
             else:
                 return None  # images, audio, tool parts: not a text turn
@@ -69,7 +75,9 @@ def _answer(reply: Any) -> str | None:
     return generated if isinstance(generated, str) else None
 
 
-def chat_record(component: str, request: Any, reply: Any, now: datetime | None = None) -> tuple[dict[str, Any] | None, str]:
+def chat_record(
+    component: str, request: Any, reply: Any, now: datetime | None = None
+) -> tuple[dict[str, Any] | None, str]:
     """``(record, "")`` for a loggable turn, else ``(None, reason)``."""
     messages = request.get("messages") if isinstance(request, dict) else None
     if not isinstance(messages, list) or not messages:
@@ -111,7 +119,9 @@ def record_turn(component: str, request: Any, reply: Any) -> bool:
             _firehose().put_record(DeliveryStreamName=stream, Record={"Data": data})
             return True
         except (ClientError, BotoCoreError) as error:
-            reason = f"firehose_error:{getattr(error, 'response', {}).get('Error', {}).get('Code', type(error).__name__)}"
+            reason = (
+                f"firehose_error:{getattr(error, 'response', {}).get('Error', {}).get('Code', type(error).__name__)}"
+            )
     logger.warning("turn not logged for EAGLE", extra={"reason": reason, "component": component})
     metrics.add_metric(name="TurnsNotLogged", unit=MetricUnit.Count, value=1)
     return False

@@ -1,4 +1,5 @@
 """Capacity plan custom resource: buys at most once, within the fee cap and window, never cancels."""
+
 from __future__ import annotations
 
 import json
@@ -48,7 +49,10 @@ class StubbedSageMaker:
     def expect_error(self, operation: str, params: dict[str, Any], code: str, message: str = "") -> None:
         assert_valid_request("sagemaker", operation, params)
         self.stubber.add_client_error(
-            _snake(operation), service_error_code=code, service_message=message, http_status_code=400,
+            _snake(operation),
+            service_error_code=code,
+            service_message=message,
+            http_status_code=400,
             expected_params=params,
         )
 
@@ -84,8 +88,15 @@ def event(request_type: str, props: dict[str, str], old: dict[str, str] | None =
     return body
 
 
-def offering(oid: str, fee: str, start: datetime, days: int = 7, currency: str = "USD",
-             instance_type: str = "ml.p5e.48xlarge", extra_hours: int = 0) -> dict[str, Any]:
+def offering(
+    oid: str,
+    fee: str,
+    start: datetime,
+    days: int = 7,
+    currency: str = "USD",
+    instance_type: str = "ml.p5e.48xlarge",
+    extra_hours: int = 0,
+) -> dict[str, Any]:
     hours = days * 24 + extra_hours
     return {
         "TrainingPlanOfferingId": oid,
@@ -94,20 +105,30 @@ def offering(oid: str, fee: str, start: datetime, days: int = 7, currency: str =
         "DurationMinutes": 0,
         "UpfrontFee": fee,
         "CurrencyCode": currency,
-        "ReservedCapacityOfferings": [{
-            "InstanceType": instance_type,
-            "InstanceCount": 4,
-            "AvailabilityZone": "us-east-1a",
-            "DurationHours": hours,
-            "DurationMinutes": 0,
-            "StartTime": start,
-            "EndTime": start + timedelta(hours=hours),
-        }],
+        "ReservedCapacityOfferings": [
+            {
+                "InstanceType": instance_type,
+                "InstanceCount": 4,
+                "AvailabilityZone": "us-east-1a",
+                "DurationHours": hours,
+                "DurationMinutes": 0,
+                "StartTime": start,
+                "EndTime": start + timedelta(hours=hours),
+            }
+        ],
     }
 
 
-def plan(name: str = PLAN, status: str = "Scheduled", instance_type: str = "ml.p5e.48xlarge", count: int = 4,
-         days: int = 7, start: datetime = T0, fee: str = "80000.00", targets=("endpoint",)) -> dict[str, Any]:
+def plan(
+    name: str = PLAN,
+    status: str = "Scheduled",
+    instance_type: str = "ml.p5e.48xlarge",
+    count: int = 4,
+    days: int = 7,
+    start: datetime = T0,
+    fee: str = "80000.00",
+    targets=("endpoint",),
+) -> dict[str, Any]:
     return {
         "TrainingPlanArn": ACCOUNT_ARN + name,
         "TrainingPlanName": name,
@@ -120,12 +141,14 @@ def plan(name: str = PLAN, status: str = "Scheduled", instance_type: str = "ml.p
         "CurrencyCode": "USD",
         "TotalInstanceCount": count,
         "TargetResources": list(targets),
-        "ReservedCapacitySummaries": [{
-            "ReservedCapacityArn": "arn:aws:sagemaker:us-east-1:123456789012:reserved-capacity/rc-1234567890",
-            "InstanceType": instance_type,
-            "TotalInstanceCount": count,
-            "Status": status,
-        }],
+        "ReservedCapacitySummaries": [
+            {
+                "ReservedCapacityArn": "arn:aws:sagemaker:us-east-1:123456789012:reserved-capacity/rc-1234567890",
+                "InstanceType": instance_type,
+                "TotalInstanceCount": count,
+                "Status": status,
+            }
+        ],
     }
 
 
@@ -144,13 +167,17 @@ def search_params(props: dict[str, str] = PROPS) -> dict[str, Any]:
 
 
 def expect_not_found(sm: StubbedSageMaker, name: str = PLAN) -> None:
-    sm.expect_error("DescribeTrainingPlan", {"TrainingPlanName": name}, "ResourceNotFound",
-                    f"Training plan {name} not found")
+    sm.expect_error(
+        "DescribeTrainingPlan", {"TrainingPlanName": name}, "ResourceNotFound", f"Training plan {name} not found"
+    )
 
 
 def expect_purchase(sm: StubbedSageMaker, offering_id: str, bought: dict[str, Any]) -> None:
-    sm.expect("CreateTrainingPlan", {"TrainingPlanName": PLAN, "TrainingPlanOfferingId": offering_id},
-              {"TrainingPlanArn": PLAN_ARN})
+    sm.expect(
+        "CreateTrainingPlan",
+        {"TrainingPlanName": PLAN, "TrainingPlanOfferingId": offering_id},
+        {"TrainingPlanArn": PLAN_ARN},
+    )
     sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, bought)
 
 
@@ -159,11 +186,17 @@ def expect_purchase(sm: StubbedSageMaker, offering_id: str, bought: dict[str, An
 
 def test_create_buys_cheapest_offering_within_cap(cp, sm, lambda_context):
     expect_not_found(sm)
-    sm.expect("SearchTrainingPlanOfferings", search_params(), {"TrainingPlanOfferings": [
-        offering("tpo-over-cap", "150000.00", T0),
-        offering("tpo-dear", "95000.00", T0),
-        offering("tpo-cheap", "80000.00", T0 + timedelta(days=3)),
-    ]})
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        search_params(),
+        {
+            "TrainingPlanOfferings": [
+                offering("tpo-over-cap", "150000.00", T0),
+                offering("tpo-dear", "95000.00", T0),
+                offering("tpo-cheap", "80000.00", T0 + timedelta(days=3)),
+            ]
+        },
+    )
     expect_purchase(sm, "tpo-cheap", plan(status="Pending", start=T0 + timedelta(days=3)))
 
     result = cp.handler(event("Create", PROPS), lambda_context)
@@ -186,10 +219,16 @@ def test_create_buys_cheapest_offering_within_cap(cp, sm, lambda_context):
 
 def test_create_breaks_fee_tie_by_earliest_start(cp, sm, lambda_context):
     expect_not_found(sm)
-    sm.expect("SearchTrainingPlanOfferings", search_params(), {"TrainingPlanOfferings": [
-        offering("tpo-later", "80000.00", T0 + timedelta(days=5)),
-        offering("tpo-earlier", "80000", T0 + timedelta(days=1)),
-    ]})
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        search_params(),
+        {
+            "TrainingPlanOfferings": [
+                offering("tpo-later", "80000.00", T0 + timedelta(days=5)),
+                offering("tpo-earlier", "80000", T0 + timedelta(days=1)),
+            ]
+        },
+    )
     expect_purchase(sm, "tpo-earlier", plan(status="Pending"))
 
     assert cp.handler(event("Create", PROPS), lambda_context)["PhysicalResourceId"] == PLAN_ARN
@@ -198,9 +237,15 @@ def test_create_breaks_fee_tie_by_earliest_start(cp, sm, lambda_context):
 def test_create_with_no_offering_within_cap_lists_offerings_and_buys_nothing(cp, sm, lambda_context):
     props = {**PROPS, "MaxUpfrontFeeUsd": "50000"}
     expect_not_found(sm)
-    sm.expect("SearchTrainingPlanOfferings", search_params(props), {"TrainingPlanOfferings": [
-        offering(f"tpo-{i}", f"{60000 + i * 1000}.00", T0 + timedelta(days=i)) for i in range(8)
-    ]})
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        search_params(props),
+        {
+            "TrainingPlanOfferings": [
+                offering(f"tpo-{i}", f"{60000 + i * 1000}.00", T0 + timedelta(days=i)) for i in range(8)
+            ]
+        },
+    )
     # No CreateTrainingPlan is queued: the Stubber would fail the test on any purchase attempt.
 
     with pytest.raises(cp.NoCapacityOfferingError) as caught:
@@ -220,11 +265,17 @@ def test_create_with_no_offering_within_cap_lists_offerings_and_buys_nothing(cp,
 def test_create_filters_offerings_outside_the_window(cp, sm, lambda_context):
     props = {**PROPS, **WINDOW}
     expect_not_found(sm)
-    sm.expect("SearchTrainingPlanOfferings", search_params(props), {"TrainingPlanOfferings": [
-        offering("tpo-too-early", "10000.00", datetime(2026, 1, 9, 11, 30, tzinfo=UTC)),
-        offering("tpo-too-late", "20000.00", datetime(2026, 2, 5, 11, 30, tzinfo=UTC)),
-        offering("tpo-fits", "90000.00", datetime(2026, 1, 20, 11, 30, tzinfo=UTC)),
-    ]})
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        search_params(props),
+        {
+            "TrainingPlanOfferings": [
+                offering("tpo-too-early", "10000.00", datetime(2026, 1, 9, 11, 30, tzinfo=UTC)),
+                offering("tpo-too-late", "20000.00", datetime(2026, 2, 5, 11, 30, tzinfo=UTC)),
+                offering("tpo-fits", "90000.00", datetime(2026, 1, 20, 11, 30, tzinfo=UTC)),
+            ]
+        },
+    )
     expect_purchase(sm, "tpo-fits", plan(status="Pending", start=datetime(2026, 1, 20, 11, 30, tzinfo=UTC)))
 
     assert cp.handler(event("Create", props), lambda_context)["Data"]["StartTime"] == "2026-01-20T11:30:00Z"
@@ -233,9 +284,15 @@ def test_create_filters_offerings_outside_the_window(cp, sm, lambda_context):
 def test_create_with_only_out_of_window_offerings_says_why(cp, sm, lambda_context):
     props = {**PROPS, **WINDOW}
     expect_not_found(sm)
-    sm.expect("SearchTrainingPlanOfferings", search_params(props), {"TrainingPlanOfferings": [
-        offering("tpo-too-late", "20000.00", datetime(2026, 2, 5, 11, 30, tzinfo=UTC)),
-    ]})
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        search_params(props),
+        {
+            "TrainingPlanOfferings": [
+                offering("tpo-too-late", "20000.00", datetime(2026, 2, 5, 11, 30, tzinfo=UTC)),
+            ]
+        },
+    )
 
     with pytest.raises(cp.NoCapacityOfferingError, match="ends after EndTimeBefore 2026-02-10T00:00:00Z"):
         cp.handler(event("Create", props), lambda_context)
@@ -243,11 +300,17 @@ def test_create_with_only_out_of_window_offerings_says_why(cp, sm, lambda_contex
 
 def test_create_skips_offerings_of_another_duration_or_instance_type(cp, sm, lambda_context):
     expect_not_found(sm)
-    sm.expect("SearchTrainingPlanOfferings", search_params(), {"TrainingPlanOfferings": [
-        offering("tpo-longer", "1000.00", T0, days=14),
-        offering("tpo-other-type", "2000.00", T0, instance_type="ml.p5.48xlarge"),
-        offering("tpo-right", "3000.00", T0, extra_hours=-1),  # 6d 23h still counts as 7 days
-    ]})
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        search_params(),
+        {
+            "TrainingPlanOfferings": [
+                offering("tpo-longer", "1000.00", T0, days=14),
+                offering("tpo-other-type", "2000.00", T0, instance_type="ml.p5.48xlarge"),
+                offering("tpo-right", "3000.00", T0, extra_hours=-1),  # 6d 23h still counts as 7 days
+            ]
+        },
+    )
     expect_purchase(sm, "tpo-right", plan(status="Pending"))
 
     assert cp.handler(event("Create", PROPS), lambda_context)["PhysicalResourceId"] == PLAN_ARN
@@ -263,9 +326,15 @@ def test_create_with_no_offerings_at_all_buys_nothing(cp, sm, lambda_context):
 
 def test_create_refuses_non_usd_offerings(cp, sm, lambda_context):
     expect_not_found(sm)
-    sm.expect("SearchTrainingPlanOfferings", search_params(), {"TrainingPlanOfferings": [
-        offering("tpo-eur", "1000.00", T0, currency="EUR"),
-    ]})
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        search_params(),
+        {
+            "TrainingPlanOfferings": [
+                offering("tpo-eur", "1000.00", T0, currency="EUR"),
+            ]
+        },
+    )
 
     with pytest.raises(cp.CapacityPlanCurrencyError, match=r"priced in EUR, not USD.*nothing was bought"):
         cp.handler(event("Create", PROPS), lambda_context)
@@ -273,10 +342,16 @@ def test_create_refuses_non_usd_offerings(cp, sm, lambda_context):
 
 def test_create_ignores_non_usd_offering_when_a_usd_one_fits(cp, sm, lambda_context):
     expect_not_found(sm)
-    sm.expect("SearchTrainingPlanOfferings", search_params(), {"TrainingPlanOfferings": [
-        offering("tpo-eur", "1000.00", T0, currency="EUR"),
-        offering("tpo-usd", "90000.00", T0),
-    ]})
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        search_params(),
+        {
+            "TrainingPlanOfferings": [
+                offering("tpo-eur", "1000.00", T0, currency="EUR"),
+                offering("tpo-usd", "90000.00", T0),
+            ]
+        },
+    )
     expect_purchase(sm, "tpo-usd", plan(status="Pending"))
 
     assert cp.handler(event("Create", PROPS), lambda_context)["PhysicalResourceId"] == PLAN_ARN
@@ -325,10 +400,17 @@ def test_create_refuses_existing_failed_plan(cp, sm, lambda_context):
 
 def test_create_adopts_plan_created_concurrently_instead_of_buying_again(cp, sm, lambda_context):
     expect_not_found(sm)
-    sm.expect("SearchTrainingPlanOfferings", search_params(), {"TrainingPlanOfferings": [
-        offering("tpo-cheap", "80000.00", T0)]})
-    sm.expect_error("CreateTrainingPlan", {"TrainingPlanName": PLAN, "TrainingPlanOfferingId": "tpo-cheap"},
-                    "ResourceInUse", "Training plan already exists")
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        search_params(),
+        {"TrainingPlanOfferings": [offering("tpo-cheap", "80000.00", T0)]},
+    )
+    sm.expect_error(
+        "CreateTrainingPlan",
+        {"TrainingPlanName": PLAN, "TrainingPlanOfferingId": "tpo-cheap"},
+        "ResourceInUse",
+        "Training plan already exists",
+    )
     sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, plan(status="Pending"))
 
     assert cp.handler(event("Create", PROPS), lambda_context)["PhysicalResourceId"] == PLAN_ARN
@@ -336,10 +418,16 @@ def test_create_adopts_plan_created_concurrently_instead_of_buying_again(cp, sm,
 
 def test_create_reports_offering_when_bought_plan_is_not_readable_yet(cp, sm, lambda_context):
     expect_not_found(sm)
-    sm.expect("SearchTrainingPlanOfferings", search_params(), {"TrainingPlanOfferings": [
-        offering("tpo-cheap", "80000.00", T0)]})
-    sm.expect("CreateTrainingPlan", {"TrainingPlanName": PLAN, "TrainingPlanOfferingId": "tpo-cheap"},
-              {"TrainingPlanArn": PLAN_ARN})
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        search_params(),
+        {"TrainingPlanOfferings": [offering("tpo-cheap", "80000.00", T0)]},
+    )
+    sm.expect(
+        "CreateTrainingPlan",
+        {"TrainingPlanName": PLAN, "TrainingPlanOfferingId": "tpo-cheap"},
+        {"TrainingPlanArn": PLAN_ARN},
+    )
     sm.expect_error("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, "ResourceNotFound", "not found")
 
     result = cp.handler(event("Create", PROPS), lambda_context)
@@ -375,10 +463,26 @@ def test_update_with_same_identity_buys_nothing_and_keeps_id(cp, sm, lambda_cont
 def test_create_adopts_a_plan_its_extension_made_longer(cp, sm, lambda_context):
     extended = {**plan(days=17), "StartTime": T0}
     sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, extended)
-    sm.expect("DescribeTrainingPlanExtensionHistory", {"TrainingPlanArn": PLAN_ARN}, {"TrainingPlanExtensions": [
-        {"TrainingPlanExtensionOfferingId": "tpeo-failed", "StartDate": T0 + timedelta(days=3), "Status": "Failed"},
-        {"TrainingPlanExtensionOfferingId": "tpeo-1", "StartDate": T0 + timedelta(days=7), "Status": "Active",
-         "EndDate": T0 + timedelta(days=17), "DurationHours": 240}]})
+    sm.expect(
+        "DescribeTrainingPlanExtensionHistory",
+        {"TrainingPlanArn": PLAN_ARN},
+        {
+            "TrainingPlanExtensions": [
+                {
+                    "TrainingPlanExtensionOfferingId": "tpeo-failed",
+                    "StartDate": T0 + timedelta(days=3),
+                    "Status": "Failed",
+                },
+                {
+                    "TrainingPlanExtensionOfferingId": "tpeo-1",
+                    "StartDate": T0 + timedelta(days=7),
+                    "Status": "Active",
+                    "EndDate": T0 + timedelta(days=17),
+                    "DurationHours": 240,
+                },
+            ]
+        },
+    )
 
     result = cp.handler(event("Create", {**PROPS, "Purchase": "not-approved", **WINDOW}), lambda_context)
 
@@ -400,8 +504,11 @@ STACK_ID = "arn:aws:cloudformation:us-east-1:123456789012:stack/llm/guid"
 
 def stack_status(cfn: Stubber, status: str) -> None:
     assert_valid_request("cloudformation", "DescribeStacks", {"StackName": STACK_ID})
-    cfn.add_response("describe_stacks", {"Stacks": [{"StackName": "llm", "StackId": STACK_ID, "StackStatus": status,
-                                                      "CreationTime": T0}]}, {"StackName": STACK_ID})
+    cfn.add_response(
+        "describe_stacks",
+        {"Stacks": [{"StackName": "llm", "StackId": STACK_ID, "StackStatus": status, "CreationTime": T0}]},
+        {"StackName": STACK_ID},
+    )
 
 
 def test_update_back_from_a_refused_change_is_accepted_while_the_stack_rolls_back(cp, sm, cfn, lambda_context):
@@ -415,8 +522,12 @@ def test_update_back_from_a_refused_change_is_accepted_while_the_stack_rolls_bac
 
 
 def test_a_change_is_refused_when_the_stack_status_cannot_be_read(cp, sm, cfn, lambda_context):
-    cfn.add_client_error("describe_stacks", service_error_code="AccessDenied", http_status_code=403,
-                         expected_params={"StackName": STACK_ID})
+    cfn.add_client_error(
+        "describe_stacks",
+        service_error_code="AccessDenied",
+        http_status_code=403,
+        expected_params={"StackName": STACK_ID},
+    )
 
     with pytest.raises(cp.CapacityPlanImmutableError, match="InstanceCount 8 -> 4"):
         cp.handler(event("Update", PROPS, old={**PROPS, "InstanceCount": "8"}, physical_id=PLAN_ARN), lambda_context)
@@ -439,8 +550,9 @@ def test_update_changing_identity_is_refused_naming_fields(cp, sm, cfn, lambda_c
 
 def test_update_renaming_plan_is_refused(cp, sm, lambda_context):
     with pytest.raises(cp.CapacityPlanImmutableError, match=f"PlanName {PLAN} -> other-plan"):
-        cp.handler(event("Update", {**PROPS, "PlanName": "other-plan"}, old=PROPS, physical_id=PLAN_ARN),
-                   lambda_context)
+        cp.handler(
+            event("Update", {**PROPS, "PlanName": "other-plan"}, old=PROPS, physical_id=PLAN_ARN), lambda_context
+        )
 
 
 def test_update_of_missing_plan_fails_clearly(cp, sm, lambda_context):
@@ -459,7 +571,8 @@ def test_delete_retains_plan_and_calls_nothing(cp, sm, lambda_context):
 
 def test_delete_with_invalid_properties_still_succeeds(cp, sm, lambda_context):
     assert cp.handler(event("Delete", {"PlanName": "-"}, physical_id="failed-create"), lambda_context) == {
-        "PhysicalResourceId": "failed-create"}
+        "PhysicalResourceId": "failed-create"
+    }
 
 
 # ----------------------------------------------------------------------------- validation
@@ -476,7 +589,10 @@ def test_missing_consent_property_is_refused_before_any_call(cp, sm, lambda_cont
     ("override", "expected"),
     [
         ({"Purchase": "true"}, "Purchase is 'true'; it must be 'approved' (consent given on the deploy command)"),
-        ({"PurchaseAcknowledged": "true"}, "PurchaseAcknowledged: unknown property (misspelt?); allowed: ConsentName, DurationDays"),
+        (
+            {"PurchaseAcknowledged": "true"},
+            "PurchaseAcknowledged: unknown property (misspelt?); allowed: ConsentName, DurationDays",
+        ),
         ({"StartTimeAftr": "2026-01-10T00:00:00Z"}, "StartTimeAftr: unknown property (misspelt?)"),
         ({"PlanName": "a-" * 32 + "b"}, "is not a valid training plan name; use 1-64 letters"),
         ({"InstanceCount": "3"}, "InstanceCount 3 is not offered; use one of 1, 2, 4, 8, 16, 32, 64"),
@@ -490,10 +606,14 @@ def test_missing_consent_property_is_refused_before_any_call(cp, sm, lambda_cont
         ({"MaxUpfrontFeeUsd": "0"}, "must be a finite amount greater than 0"),
         ({"StartTimeAfter": "2026-01-10"}, "StartTimeAfter '2026-01-10' has no time zone"),
         ({"EndTimeBefore": "next week"}, "EndTimeBefore 'next week' is not an ISO-8601 date-time"),
-        ({"StartTimeAfter": "2026-02-01T00:00:00Z", "EndTimeBefore": "2026-01-01T00:00:00Z"},
-         "EndTimeBefore 2026-01-01T00:00:00Z must be later than StartTimeAfter"),
-        ({"StartTimeAfter": "2026-01-01T00:00:00Z", "EndTimeBefore": "2026-01-05T00:00:00Z"},
-         "shorter than DurationDays 7"),
+        (
+            {"StartTimeAfter": "2026-02-01T00:00:00Z", "EndTimeBefore": "2026-01-01T00:00:00Z"},
+            "EndTimeBefore 2026-01-01T00:00:00Z must be later than StartTimeAfter",
+        ),
+        (
+            {"StartTimeAfter": "2026-01-01T00:00:00Z", "EndTimeBefore": "2026-01-05T00:00:00Z"},
+            "shorter than DurationDays 7",
+        ),
     ],
 )
 def test_invalid_properties_are_refused_with_clear_message(cp, sm, lambda_context, override, expected):
@@ -510,8 +630,7 @@ def test_every_invalid_property_is_reported_at_once(cp, sm, lambda_context):
     with pytest.raises(cp.CapacityPlanPropertiesError) as caught:
         cp.handler(event("Create", props), lambda_context)
 
-    assert [line.split()[0] for line in str(caught.value).splitlines()[1:]] == [
-        "-", "-", "-"]
+    assert [line.split()[0] for line in str(caught.value).splitlines()[1:]] == ["-", "-", "-"]
     for field in ("InstanceCount", "DurationDays", "Purchase"):
         assert field in str(caught.value)
 
@@ -523,7 +642,9 @@ def test_optional_empty_window_strings_mean_no_window(cp):
 
 # ----------------------------------------------------------------------------- properties (hypothesis)
 
-_text = st.one_of(st.text(max_size=120), st.sampled_from(["", "true", "4", "7", "1e9", "NaN", "-0", "2026-01-01T00:00:00Z"]))
+_text = st.one_of(
+    st.text(max_size=120), st.sampled_from(["", "true", "4", "7", "1e9", "NaN", "-0", "2026-01-01T00:00:00Z"])
+)
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -583,9 +704,13 @@ def test_parse_fee_reads_api_strings(cp):
 def test_create_without_consent_never_searches_or_buys(cp, sm, lambda_context):
     expect_not_found(sm)  # the only call: no SearchTrainingPlanOfferings, no CreateTrainingPlan
 
-    with pytest.raises(cp.CapacityPlanConsentError, match=(
+    with pytest.raises(
+        cp.CapacityPlanConsentError,
+        match=(
             rf"'{PLAN}' does not exist and this deploy did not approve buying it; nothing was bought\. To buy 4 x "
-            r"ml\.p5e\.48xlarge for 7 days .*at most 100000 USD.*deploy this stack with -c purchase=" + PLAN)):
+            r"ml\.p5e\.48xlarge for 7 days .*at most 100000 USD.*deploy this stack with -c purchase=" + PLAN
+        ),
+    ):
         cp.handler(event("Create", {**PROPS, "Purchase": "not-approved"}), lambda_context)
 
 
@@ -594,15 +719,22 @@ def test_without_consent_the_message_names_the_config_name_the_deploy_command_ta
     prefixed = "SageMakerLlm-" + PLAN
     expect_not_found(sm, prefixed)
 
-    with pytest.raises(cp.CapacityPlanConsentError, match=(
-            rf"Capacity plan '{prefixed}' does not exist .*deploy this stack with -c purchase={PLAN}\.$")):
-        cp.handler(event("Create", {**PROPS, "PlanName": prefixed, "ConsentName": PLAN, "Purchase": "not-approved"}),
-                   lambda_context)
+    with pytest.raises(
+        cp.CapacityPlanConsentError,
+        match=(rf"Capacity plan '{prefixed}' does not exist .*deploy this stack with -c purchase={PLAN}\.$"),
+    ):
+        cp.handler(
+            event("Create", {**PROPS, "PlanName": prefixed, "ConsentName": PLAN, "Purchase": "not-approved"}),
+            lambda_context,
+        )
 
 
 @pytest.mark.parametrize("value", ["llm_p5e", "x" * 65, ""])
 def test_a_bad_consent_name_is_refused_before_any_call(cp, sm, lambda_context, value):
-    with pytest.raises(cp.CapacityPlanPropertiesError, match=re.escape(f"nothing was bought):\n- ConsentName '{value}' is not a valid plan name; use 1-64")):
+    with pytest.raises(
+        cp.CapacityPlanPropertiesError,
+        match=re.escape(f"nothing was bought):\n- ConsentName '{value}' is not a valid plan name; use 1-64"),
+    ):
         cp.handler(event("Create", {**PROPS, "ConsentName": value}), lambda_context)
 
 
@@ -617,8 +749,9 @@ def test_create_without_consent_adopts_a_plan_bought_earlier(cp, sm, lambda_cont
 def test_update_dropping_the_consent_buys_nothing(cp, sm, lambda_context):
     sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, plan(status="Active"))
 
-    result = cp.handler(event("Update", {**PROPS, "Purchase": "not-approved"}, old=PROPS, physical_id=PLAN_ARN),
-                        lambda_context)
+    result = cp.handler(
+        event("Update", {**PROPS, "Purchase": "not-approved"}, old=PROPS, physical_id=PLAN_ARN), lambda_context
+    )
 
     assert result["PhysicalResourceId"] == PLAN_ARN
 
@@ -626,11 +759,14 @@ def test_update_dropping_the_consent_buys_nothing(cp, sm, lambda_context):
 # ----------------------------------------------------------------------------- the event itself
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    ({"RequestType": "Replace"}, "RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'"),
-    ({"RequestType": None}, "RequestType: got None; allowed: 'Create', 'Update' or 'Delete'"),
-    ({"ResourceType": "Custom::Other"}, "ResourceType 'Custom::Other' is not served here"),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"RequestType": "Replace"}, "RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'"),
+        ({"RequestType": None}, "RequestType: got None; allowed: 'Create', 'Update' or 'Delete'"),
+        ({"ResourceType": "Custom::Other"}, "ResourceType 'Custom::Other' is not served here"),
+    ],
+)
 def test_bad_events_are_refused_before_any_call(cp, sm, lambda_context, change, expected):
     with pytest.raises(cp.CapacityPlanEventError) as caught:
         cp.handler({**event("Create", PROPS), **change}, lambda_context)
@@ -645,8 +781,9 @@ def test_missing_request_type_is_refused(cp, sm, lambda_context):
 
 
 def test_update_needs_physical_id_and_old_properties(cp, sm, lambda_context):
-    with pytest.raises(cp.CapacityPlanEventError,
-                       match="Update events need PhysicalResourceId and OldResourceProperties"):
+    with pytest.raises(
+        cp.CapacityPlanEventError, match="Update events need PhysicalResourceId and OldResourceProperties"
+    ):
         cp.handler(event("Update", PROPS), lambda_context)
 
 
@@ -662,8 +799,13 @@ def test_non_object_event_is_refused(cp, sm, lambda_context):
 
 # ----------------------------------------------------------------------------- extension (ExtendTrainingPlan)
 
-EXT = {"ServiceToken": PROPS["ServiceToken"], "PlanName": PLAN, "ExtendUntil": "2026-01-27T11:30:00Z",
-       "MaxUpfrontFeeUsd": "50000", "Extend": "approved"}
+EXT = {
+    "ServiceToken": PROPS["ServiceToken"],
+    "PlanName": PLAN,
+    "ExtendUntil": "2026-01-27T11:30:00Z",
+    "MaxUpfrontFeeUsd": "50000",
+    "Extend": "approved",
+}
 PLAN_END = T0 + timedelta(days=7)  # plan() ends here: 2026-01-17T11:30:00Z
 
 
@@ -673,42 +815,74 @@ def ext_event(request_type: str, props: dict[str, str], **kwargs: Any) -> dict[s
     return body
 
 
-def ext_offering(oid: str, fee: str, days: int = 10, start: datetime = PLAN_END, currency: str = "USD") -> dict[str, Any]:
-    return {"TrainingPlanExtensionOfferingId": oid, "AvailabilityZone": "us-east-1a", "StartDate": start,
-            "EndDate": start + timedelta(days=days), "DurationHours": days * 24, "UpfrontFee": fee,
-            "CurrencyCode": currency}
+def ext_offering(
+    oid: str, fee: str, days: int = 10, start: datetime = PLAN_END, currency: str = "USD"
+) -> dict[str, Any]:
+    return {
+        "TrainingPlanExtensionOfferingId": oid,
+        "AvailabilityZone": "us-east-1a",
+        "StartDate": start,
+        "EndDate": start + timedelta(days=days),
+        "DurationHours": days * 24,
+        "UpfrontFee": fee,
+        "CurrencyCode": currency,
+    }
 
 
-def expect_plan_and_history(sm: StubbedSageMaker, history: list[dict[str, Any]] | None = None,
-                            status: str = "Active") -> None:
+def expect_plan_and_history(
+    sm: StubbedSageMaker, history: list[dict[str, Any]] | None = None, status: str = "Active"
+) -> None:
     sm.expect("DescribeTrainingPlan", {"TrainingPlanName": PLAN}, plan(status=status))
-    sm.expect("DescribeTrainingPlanExtensionHistory", {"TrainingPlanArn": PLAN_ARN},
-              {"TrainingPlanExtensions": history or []})
+    sm.expect(
+        "DescribeTrainingPlanExtensionHistory", {"TrainingPlanArn": PLAN_ARN}, {"TrainingPlanExtensions": history or []}
+    )
 
 
 def test_extension_buys_the_cheapest_offering_that_reaches_the_date(cp, sm, lambda_context):
     expect_plan_and_history(sm)
-    sm.expect("SearchTrainingPlanOfferings", {"TrainingPlanArn": PLAN_ARN, "DurationHours": 240},
-              {"TrainingPlanOfferings": [], "TrainingPlanExtensionOfferings": [
-                  ext_offering("tpeo-dear", "45000.00"),
-                  ext_offering("tpeo-short", "1000.00", days=5),
-                  ext_offering("tpeo-gap", "2000.00", start=PLAN_END + timedelta(days=1)),
-                  ext_offering("tpeo-cheap", "30000.00"),
-                  ext_offering("tpeo-over", "60000.00"),
-              ]})
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        {"TrainingPlanArn": PLAN_ARN, "DurationHours": 240},
+        {
+            "TrainingPlanOfferings": [],
+            "TrainingPlanExtensionOfferings": [
+                ext_offering("tpeo-dear", "45000.00"),
+                ext_offering("tpeo-short", "1000.00", days=5),
+                ext_offering("tpeo-gap", "2000.00", start=PLAN_END + timedelta(days=1)),
+                ext_offering("tpeo-cheap", "30000.00"),
+                ext_offering("tpeo-over", "60000.00"),
+            ],
+        },
+    )
     sm.expect("ExtendTrainingPlan", {"TrainingPlanExtensionOfferingId": "tpeo-cheap"}, {"TrainingPlanExtensions": []})
 
     result = cp.handler(ext_event("Create", EXT), lambda_context)
 
-    assert result == {"PhysicalResourceId": f"{PLAN}/extended-until-2026-01-27T11:30:00Z", "Data": {
-        "TrainingPlanArn": PLAN_ARN, "EndTime": "2026-01-27T11:30:00Z", "UpfrontFee": "30000.00",
-        "CurrencyCode": "USD", "ExtensionOfferingId": "tpeo-cheap"}}
+    assert result == {
+        "PhysicalResourceId": f"{PLAN}/extended-until-2026-01-27T11:30:00Z",
+        "Data": {
+            "TrainingPlanArn": PLAN_ARN,
+            "EndTime": "2026-01-27T11:30:00Z",
+            "UpfrontFee": "30000.00",
+            "CurrencyCode": "USD",
+            "ExtensionOfferingId": "tpeo-cheap",
+        },
+    }
 
 
 def test_extension_is_never_bought_twice(cp, sm, lambda_context):
-    expect_plan_and_history(sm, history=[{"TrainingPlanExtensionOfferingId": "tpeo-cheap", "Status": "Pending",
-                                          "EndDate": datetime(2026, 1, 27, 11, 30, tzinfo=UTC),
-                                          "UpfrontFee": "30000.00", "CurrencyCode": "USD"}])
+    expect_plan_and_history(
+        sm,
+        history=[
+            {
+                "TrainingPlanExtensionOfferingId": "tpeo-cheap",
+                "Status": "Pending",
+                "EndDate": datetime(2026, 1, 27, 11, 30, tzinfo=UTC),
+                "UpfrontFee": "30000.00",
+                "CurrencyCode": "USD",
+            }
+        ],
+    )
 
     result = cp.handler(ext_event("Create", EXT), lambda_context)  # retry: no Search, no Extend queued
 
@@ -726,16 +900,23 @@ def test_a_plan_already_long_enough_is_not_extended(cp, sm, lambda_context):
 def test_extension_without_consent_buys_nothing_and_says_how(cp, sm, lambda_context):
     expect_plan_and_history(sm)
 
-    with pytest.raises(cp.CapacityPlanConsentError, match=(
+    with pytest.raises(
+        cp.CapacityPlanConsentError,
+        match=(
             rf"ends 2026-01-17T11:30:00Z; extending it to 2026-01-27T11:30:00Z \(10 days, at most 50000 USD.*"
-            rf"Deploy this stack with -c extend={PLAN}")):
+            rf"Deploy this stack with -c extend={PLAN}"
+        ),
+    ):
         cp.handler(ext_event("Create", {**EXT, "Extend": "not-approved"}), lambda_context)
 
 
 def test_extension_without_a_fitting_offering_buys_nothing(cp, sm, lambda_context):
     expect_plan_and_history(sm)
-    sm.expect("SearchTrainingPlanOfferings", {"TrainingPlanArn": PLAN_ARN, "DurationHours": 240},
-              {"TrainingPlanOfferings": [], "TrainingPlanExtensionOfferings": [ext_offering("tpeo-over", "60000.00")]})
+    sm.expect(
+        "SearchTrainingPlanOfferings",
+        {"TrainingPlanArn": PLAN_ARN, "DurationHours": 240},
+        {"TrainingPlanOfferings": [], "TrainingPlanExtensionOfferings": [ext_offering("tpeo-over", "60000.00")]},
+    )
 
     with pytest.raises(cp.NoCapacityOfferingError, match=r"60000\.00 USD.*above MaxUpfrontFeeUsd 50000"):
         cp.handler(ext_event("Create", EXT), lambda_context)
@@ -748,12 +929,15 @@ def test_an_expired_plan_cannot_be_extended(cp, sm, lambda_context):
         cp.handler(ext_event("Create", EXT), lambda_context)
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    ({"Extend": "yes"}, "Extend is 'yes'; it must be 'approved'"),
-    ({"ExtendUntil": "2026-01-27"}, "ExtendUntil '2026-01-27' has no time zone"),
-    ({"ExtendUntl": "2026-01-27T00:00:00Z"}, "ExtendUntl: unknown property (misspelt?)"),
-    ({"MaxUpfrontFeeUsd": "-5"}, "must be a finite amount greater than 0"),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"Extend": "yes"}, "Extend is 'yes'; it must be 'approved'"),
+        ({"ExtendUntil": "2026-01-27"}, "ExtendUntil '2026-01-27' has no time zone"),
+        ({"ExtendUntl": "2026-01-27T00:00:00Z"}, "ExtendUntl: unknown property (misspelt?)"),
+        ({"MaxUpfrontFeeUsd": "-5"}, "must be a finite amount greater than 0"),
+    ],
+)
 def test_extension_properties_are_strict(cp, sm, lambda_context, change, expected):
     with pytest.raises(cp.CapacityPlanPropertiesError) as caught:
         cp.handler(ext_event("Create", {**EXT, **change}), lambda_context)

@@ -1,4 +1,5 @@
 """Daily capacity plan expiry check: CapacityPlanDaysLeft per plan, 0 for missing/expired plans."""
+
 from __future__ import annotations
 
 import json
@@ -32,15 +33,24 @@ def expect_describe(stubber: Stubber, name: str, response: dict[str, Any] | None
     params = {"TrainingPlanName": name}
     assert_valid_request("sagemaker", "DescribeTrainingPlan", params)
     if error:
-        stubber.add_client_error("describe_training_plan", service_error_code=error, service_message=f"{error} for {name}",
-                                 http_status_code=400, expected_params=params)
+        stubber.add_client_error(
+            "describe_training_plan",
+            service_error_code=error,
+            service_message=f"{error} for {name}",
+            http_status_code=400,
+            expected_params=params,
+        )
     else:
         stubber.add_response("describe_training_plan", response, params)
 
 
 def plan(name: str, status: str = "Active", ends_in: timedelta | None = timedelta(days=10, hours=12)) -> dict[str, Any]:
-    body: dict[str, Any] = {"TrainingPlanArn": ARN + name, "TrainingPlanName": name, "Status": status,
-                            "StartTime": NOW - timedelta(days=20)}
+    body: dict[str, Any] = {
+        "TrainingPlanArn": ARN + name,
+        "TrainingPlanName": name,
+        "Status": status,
+        "StartTime": NOW - timedelta(days=20),
+    }
     if ends_in is not None:
         body["EndTime"] = NOW + ends_in
     return body
@@ -69,11 +79,13 @@ def test_publishes_days_left_with_plan_name_dimension(expiry, stubber, lambda_co
     record = emf_records(capsys.readouterr().out)["plan-a"]
     assert record["CapacityPlanDaysLeft"] == [10.5]
     directive = record["_aws"]["CloudWatchMetrics"]
-    assert directive == [{
-        "Namespace": "SageMakerLlmTest",
-        "Dimensions": [["TrainingPlanName"]],
-        "Metrics": [{"Name": "CapacityPlanDaysLeft", "Unit": "Count"}],
-    }]
+    assert directive == [
+        {
+            "Namespace": "SageMakerLlmTest",
+            "Dimensions": [["TrainingPlanName"]],
+            "Metrics": [{"Name": "CapacityPlanDaysLeft", "Unit": "Count"}],
+        }
+    ]
     assert "service" not in record
 
 
@@ -126,7 +138,9 @@ def test_pending_plan_without_end_time_is_a_failure_not_a_zero(expiry, stubber, 
 def test_empty_plan_list_is_a_configuration_error(expiry, lambda_context, monkeypatch):
     monkeypatch.setenv("TRAINING_PLAN_NAMES", " , ")
 
-    with pytest.raises(ValueError, match="TRAINING_PLAN_NAMES: got ','; allowed: the comma-separated capacity plan names"):
+    with pytest.raises(
+        ValueError, match="TRAINING_PLAN_NAMES: got ','; allowed: the comma-separated capacity plan names"
+    ):
         expiry.handler({}, lambda_context)
 
 
@@ -153,8 +167,12 @@ def test_status_is_written_when_it_changed(expiry, stubber, ssm, monkeypatch, la
     monkeypatch.setenv("STATUS_PARAMETERS", f"p1={PARAMETER}")
     expect_describe(stubber, "p1", plan("p1", status="Active"))
     expect_ssm(ssm, "get_parameter", {"Name": PARAMETER}, {"Parameter": {"Name": PARAMETER, "Value": "Scheduled"}})
-    expect_ssm(ssm, "put_parameter", {"Name": PARAMETER, "Value": "Active", "Type": "String", "Overwrite": True},
-               {"Version": 2})
+    expect_ssm(
+        ssm,
+        "put_parameter",
+        {"Name": PARAMETER, "Value": "Active", "Type": "String", "Overwrite": True},
+        {"Version": 2},
+    )
 
     assert expiry.handler({}, lambda_context)["plans"][0]["Status"] == "Active"
 
@@ -171,5 +189,7 @@ def test_status_is_not_rewritten_when_unchanged(expiry, stubber, ssm, monkeypatc
 def test_malformed_status_parameters_are_refused(expiry, monkeypatch, lambda_context):
     monkeypatch.setenv("TRAINING_PLAN_NAMES", "p1")
     monkeypatch.setenv("STATUS_PARAMETERS", "p1")
-    with pytest.raises(ValueError, match="STATUS_PARAMETERS: got 'p1'; allowed: comma-separated <plan name>=/<parameter name> entries"):
+    with pytest.raises(
+        ValueError, match="STATUS_PARAMETERS: got 'p1'; allowed: comma-separated <plan name>=/<parameter name> entries"
+    ):
         expiry.handler({}, lambda_context)

@@ -5,6 +5,7 @@ sequence (rollback, rename, re-create, deploy again after a stack delete); a bou
 (prepaid) and is not an orphan; a rollback leaves the stack holding the plan it held, and no sequence ends in
 ``UPDATE_ROLLBACK_FAILED``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -25,14 +26,22 @@ GUARD_TYPE = "Custom::SageMakerCapacityPlanGuard"
 
 
 def plan_props(name: str = PLAN, *, purchase: str = "approved", **changes: str) -> dict[str, str]:
-    return {"PlanName": name, "InstanceType": "ml.p5e.48xlarge", "InstanceCount": "4", "DurationDays": "7",
-            "StartTimeAfter": "2026-01-10T00:00:00Z", "EndTimeBefore": "2026-02-10T00:00:00Z",
-            "MaxUpfrontFeeUsd": "100000", "Purchase": purchase, "ConsentName": "p5e", **changes}
+    return {
+        "PlanName": name,
+        "InstanceType": "ml.p5e.48xlarge",
+        "InstanceCount": "4",
+        "DurationDays": "7",
+        "StartTimeAfter": "2026-01-10T00:00:00Z",
+        "EndTimeBefore": "2026-02-10T00:00:00Z",
+        "MaxUpfrontFeeUsd": "100000",
+        "Purchase": purchase,
+        "ConsentName": "p5e",
+        **changes,
+    }
 
 
 def extension_props(until: str = "2026-01-27T11:30:00Z", *, extend: str = "approved") -> dict[str, str]:
-    return {"PlanName": PLAN, "ExtendUntil": until, "MaxUpfrontFeeUsd": "50000", "Extend": extend,
-            "ConsentName": "p5e"}
+    return {"PlanName": PLAN, "ExtendUntil": until, "MaxUpfrontFeeUsd": "50000", "Extend": extend, "ConsentName": "p5e"}
 
 
 class FakeTrainingPlans:
@@ -54,12 +63,25 @@ class FakeTrainingPlans:
 
     @staticmethod
     def _offering(offering_id: str, fee: str, start: datetime, days: int = 7) -> dict[str, Any]:
-        return {"TrainingPlanOfferingId": offering_id, "TargetResources": ["endpoint"], "DurationHours": days * 24,
-                "DurationMinutes": 0, "UpfrontFee": fee, "CurrencyCode": "USD",
-                "ReservedCapacityOfferings": [{
-                    "InstanceType": "ml.p5e.48xlarge", "InstanceCount": 4, "AvailabilityZone": "us-east-1a",
-                    "DurationHours": days * 24, "DurationMinutes": 0, "StartTime": start,
-                    "EndTime": start + timedelta(days=days)}]}
+        return {
+            "TrainingPlanOfferingId": offering_id,
+            "TargetResources": ["endpoint"],
+            "DurationHours": days * 24,
+            "DurationMinutes": 0,
+            "UpfrontFee": fee,
+            "CurrencyCode": "USD",
+            "ReservedCapacityOfferings": [
+                {
+                    "InstanceType": "ml.p5e.48xlarge",
+                    "InstanceCount": 4,
+                    "AvailabilityZone": "us-east-1a",
+                    "DurationHours": days * 24,
+                    "DurationMinutes": 0,
+                    "StartTime": start,
+                    "EndTime": start + timedelta(days=days),
+                }
+            ],
+        }
 
     def _plan(self, name: str) -> dict[str, Any]:
         found = self.plans.get(name) or next((p for p in self.plans.values() if p["TrainingPlanArn"] == name), None)
@@ -73,10 +95,20 @@ class FakeTrainingPlans:
             end, hours = plan["EndTime"], params["DurationHours"]
             offering_id = f"tpeo-{len(self.extension_offerings) + 1}"
             self.extension_offerings[offering_id] = (plan["TrainingPlanName"], hours)
-            return {"TrainingPlanOfferings": [], "TrainingPlanExtensionOfferings": [{
-                "TrainingPlanExtensionOfferingId": offering_id,
-                "AvailabilityZone": "us-east-1a", "StartDate": end, "EndDate": end + timedelta(hours=hours),
-                "DurationHours": hours, "UpfrontFee": "30000.00", "CurrencyCode": "USD"}]}
+            return {
+                "TrainingPlanOfferings": [],
+                "TrainingPlanExtensionOfferings": [
+                    {
+                        "TrainingPlanExtensionOfferingId": offering_id,
+                        "AvailabilityZone": "us-east-1a",
+                        "StartDate": end,
+                        "EndDate": end + timedelta(hours=hours),
+                        "DurationHours": hours,
+                        "UpfrontFee": "30000.00",
+                        "CurrencyCode": "USD",
+                    }
+                ],
+            }
         return {"TrainingPlanOfferings": copy.deepcopy(self.offerings)}
 
     def CreateTrainingPlan(self, TrainingPlanName: str, TrainingPlanOfferingId: str, **_: Any) -> dict[str, Any]:  # noqa: N802,N803
@@ -87,14 +119,28 @@ class FakeTrainingPlans:
         capacity = offering["ReservedCapacityOfferings"][0]
         arn = ARN_PREFIX + TrainingPlanName.lower()
         self.plans[TrainingPlanName] = {
-            "TrainingPlanArn": arn, "TrainingPlanName": TrainingPlanName, "Status": "Scheduled",
-            "DurationHours": offering["DurationHours"], "DurationMinutes": 0, "StartTime": capacity["StartTime"],
-            "EndTime": capacity["EndTime"], "UpfrontFee": offering["UpfrontFee"], "CurrencyCode": "USD",
-            "TotalInstanceCount": 4, "AvailableInstanceCount": 4, "InUseInstanceCount": 0,
+            "TrainingPlanArn": arn,
+            "TrainingPlanName": TrainingPlanName,
+            "Status": "Scheduled",
+            "DurationHours": offering["DurationHours"],
+            "DurationMinutes": 0,
+            "StartTime": capacity["StartTime"],
+            "EndTime": capacity["EndTime"],
+            "UpfrontFee": offering["UpfrontFee"],
+            "CurrencyCode": "USD",
+            "TotalInstanceCount": 4,
+            "AvailableInstanceCount": 4,
+            "InUseInstanceCount": 0,
             "TargetResources": ["endpoint"],
-            "ReservedCapacitySummaries": [{"ReservedCapacityArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:reserved-capacity/rc-1",
-                                           "InstanceType": capacity["InstanceType"], "TotalInstanceCount": 4,
-                                           "Status": "Scheduled"}]}
+            "ReservedCapacitySummaries": [
+                {
+                    "ReservedCapacityArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:reserved-capacity/rc-1",
+                    "InstanceType": capacity["InstanceType"],
+                    "TotalInstanceCount": 4,
+                    "Status": "Scheduled",
+                }
+            ],
+        }
         return {"TrainingPlanArn": arn}
 
     def DescribeTrainingPlan(self, TrainingPlanName: str) -> dict[str, Any]:  # noqa: N802,N803
@@ -106,9 +152,15 @@ class FakeTrainingPlans:
     def ExtendTrainingPlan(self, TrainingPlanExtensionOfferingId: str) -> dict[str, Any]:  # noqa: N802,N803
         name, hours = self.extension_offerings[TrainingPlanExtensionOfferingId]
         plan = self._plan(name)
-        extension = {"TrainingPlanExtensionOfferingId": TrainingPlanExtensionOfferingId, "StartDate": plan["EndTime"],
-                     "EndDate": plan["EndTime"] + timedelta(hours=hours), "Status": "Active", "DurationHours": hours,
-                     "UpfrontFee": "30000.00", "CurrencyCode": "USD"}
+        extension = {
+            "TrainingPlanExtensionOfferingId": TrainingPlanExtensionOfferingId,
+            "StartDate": plan["EndTime"],
+            "EndDate": plan["EndTime"] + timedelta(hours=hours),
+            "Status": "Active",
+            "DurationHours": hours,
+            "UpfrontFee": "30000.00",
+            "CurrencyCode": "USD",
+        }
         self.history.setdefault(plan["TrainingPlanArn"], []).append(extension)
         plan["EndTime"] = extension["EndDate"]
         plan["DurationHours"] += hours
@@ -209,8 +261,9 @@ def test_a_rename_adopts_the_plan_and_its_rollback_keeps_the_old_resource(subjec
     assert plans.bought == [PLAN]
 
 
-@pytest.mark.parametrize("change", [{"InstanceCount": "8"}, {"PlanName": "SageMakerLlm-p5e-2"},
-                                    {"EndTimeBefore": "2026-03-01T00:00:00Z"}])
+@pytest.mark.parametrize(
+    "change", [{"InstanceCount": "8"}, {"PlanName": "SageMakerLlm-p5e-2"}, {"EndTimeBefore": "2026-03-01T00:00:00Z"}]
+)
 def test_a_refused_change_rolls_back_to_the_plan_it_holds(subject, plans, change):
     stack = subject.stack()
     stack.deploy({"Plan": plan_props()})
@@ -286,15 +339,23 @@ def test_an_extension_is_bought_once_through_replacement_rollback_and_redeploy(s
     assert len(plans.extended) == 2
 
     # without the consent nothing more is bought; the rollback back to an earlier date buys nothing either
-    assert stack.deploy({"Plan": plan_props(purchase="not-approved"),
-                         "Extension": extension_props(extend="not-approved")}) == "UPDATE_COMPLETE"
+    assert (
+        stack.deploy({"Plan": plan_props(purchase="not-approved"), "Extension": extension_props(extend="not-approved")})
+        == "UPDATE_COMPLETE"
+    )
     assert len(plans.extended) == 2 and plans.bought == [PLAN]
 
     # a later date without the consent is refused; its rollback, back to the date bought, completes
     held = stack.resources["Extension"].physical_id
-    assert stack.deploy({"Plan": plan_props(purchase="not-approved"),
-                         "Extension": extension_props("2026-03-01T11:30:00Z", extend="not-approved")}
-                        ) == "UPDATE_ROLLBACK_COMPLETE"
+    assert (
+        stack.deploy(
+            {
+                "Plan": plan_props(purchase="not-approved"),
+                "Extension": extension_props("2026-03-01T11:30:00Z", extend="not-approved"),
+            }
+        )
+        == "UPDATE_ROLLBACK_COMPLETE"
+    )
     check(stack, status="UPDATE_ROLLBACK_COMPLETE")
     assert "-c extend=p5e" in stack.failures[-1].error
     assert stack.log[-1] == f"rollback Update Extension {held}" and stack.resources["Extension"].physical_id == held
@@ -311,9 +372,15 @@ def test_a_rollback_never_buys_an_extension_it_no_longer_finds(subject, plans):
 
     # the next deploy, without consent, asks a later date and is refused; its rollback returns to the
     # approved properties of the first deploy, whose extension failed
-    assert stack.deploy({"Plan": plan_props(purchase="not-approved"),
-                         "Extension": extension_props("2026-02-03T11:30:00Z", extend="not-approved")}
-                        ) == "UPDATE_ROLLBACK_COMPLETE"
+    assert (
+        stack.deploy(
+            {
+                "Plan": plan_props(purchase="not-approved"),
+                "Extension": extension_props("2026-02-03T11:30:00Z", extend="not-approved"),
+            }
+        )
+        == "UPDATE_ROLLBACK_COMPLETE"
+    )
 
     check(stack, status="UPDATE_ROLLBACK_COMPLETE")
     assert stack.log[-2].startswith("rollback Update Extension ")
@@ -325,13 +392,19 @@ def test_an_extended_plan_is_adopted_again_after_a_delete_and_under_a_new_id(sub
     stack.deploy({"Plan": plan_props(), "Extension": extension_props()})
 
     # a rename of the extended plan adopts it
-    assert stack.deploy({"Renamed": plan_props(purchase="not-approved"),
-                         "Extension": extension_props(extend="not-approved")}) == "UPDATE_COMPLETE"
+    assert (
+        stack.deploy(
+            {"Renamed": plan_props(purchase="not-approved"), "Extension": extension_props(extend="not-approved")}
+        )
+        == "UPDATE_COMPLETE"
+    )
     check(stack, status="UPDATE_COMPLETE")
 
     stack.delete()
-    assert stack.deploy({"Plan": plan_props(purchase="not-approved"),
-                         "Extension": extension_props(extend="not-approved")}) == "CREATE_COMPLETE"
+    assert (
+        stack.deploy({"Plan": plan_props(purchase="not-approved"), "Extension": extension_props(extend="not-approved")})
+        == "CREATE_COMPLETE"
+    )
     check(stack, status="CREATE_COMPLETE")
     assert plans.bought == [PLAN] and len(plans.extended) == 1
 
@@ -340,8 +413,15 @@ def test_an_extended_plan_is_adopted_again_after_a_delete_and_under_a_new_id(sub
 
 
 def guard_props(*, inputs: str = "digest-1", bound: str = "true") -> dict[str, Any]:
-    return {"PlanName": PLAN, "InstanceType": "ml.p5e.48xlarge", "MaxInstances": "2", "WhenNotActive": "fail",
-            "Bound": bound, "EndpointConfigInputs": [inputs], "UpdatePolicy": "BLUE_GREEN"}
+    return {
+        "PlanName": PLAN,
+        "InstanceType": "ml.p5e.48xlarge",
+        "MaxInstances": "2",
+        "WhenNotActive": "fail",
+        "Bound": bound,
+        "EndpointConfigInputs": [inputs],
+        "UpdatePolicy": "BLUE_GREEN",
+    }
 
 
 class GuardSubject:
@@ -360,8 +440,10 @@ class GuardSubject:
         return stack
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
-        if self.on_rollback is not None and any(s.stack_id == event["StackId"] and s.status == "UPDATE_ROLLBACK_IN_PROGRESS"
-                                                for s in self.cloudformation.stacks):
+        if self.on_rollback is not None and any(
+            s.stack_id == event["StackId"] and s.status == "UPDATE_ROLLBACK_IN_PROGRESS"
+            for s in self.cloudformation.stacks
+        ):
             self.on_rollback()  # what happened to the plan since the forward update
         return self.handler.handler(copy.deepcopy(event), self.context)
 

@@ -1,4 +1,5 @@
 """Deployment check custom resource: complete when what runs is what the template declared, fail on silent rollback."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -52,35 +53,67 @@ def event(request: str = "Update", components: list[dict[str, str]] | None = Non
     return body
 
 
-def expect_endpoint(stubber: Stubber, *, status: str = "InService", config: str = CONFIG, error: str | None = None,
-                    **extra: Any) -> None:
+def expect_endpoint(
+    stubber: Stubber, *, status: str = "InService", config: str = CONFIG, error: str | None = None, **extra: Any
+) -> None:
     params = {"EndpointName": ENDPOINT}
     assert_valid_request("sagemaker", "DescribeEndpoint", params)
     if error:
-        stubber.add_client_error("describe_endpoint", service_error_code=error, service_message=f"{error}: {ENDPOINT}",
-                                 http_status_code=400, expected_params=params)
+        stubber.add_client_error(
+            "describe_endpoint",
+            service_error_code=error,
+            service_message=f"{error}: {ENDPOINT}",
+            http_status_code=400,
+            expected_params=params,
+        )
         return
-    response = {"EndpointName": ENDPOINT, "EndpointArn": ARN + "endpoint/" + ENDPOINT.lower(),
-                "EndpointConfigName": config, "EndpointStatus": status, "CreationTime": NOW, "LastModifiedTime": NOW,
-                **extra}
+    response = {
+        "EndpointName": ENDPOINT,
+        "EndpointArn": ARN + "endpoint/" + ENDPOINT.lower(),
+        "EndpointConfigName": config,
+        "EndpointStatus": status,
+        "CreationTime": NOW,
+        "LastModifiedTime": NOW,
+        **extra,
+    }
     stubber.add_response("describe_endpoint", response, params)
 
 
-def expect_component(stubber: Stubber, *, name: str = COMPONENT, status: str = "InService", model: str | None = MODEL,
-                     endpoint: str = ENDPOINT, error: str | None = None, **extra: Any) -> None:
+def expect_component(
+    stubber: Stubber,
+    *,
+    name: str = COMPONENT,
+    status: str = "InService",
+    model: str | None = MODEL,
+    endpoint: str = ENDPOINT,
+    error: str | None = None,
+    **extra: Any,
+) -> None:
     params = {"InferenceComponentName": name}
     assert_valid_request("sagemaker", "DescribeInferenceComponent", params)
     if error:
-        stubber.add_client_error("describe_inference_component", service_error_code=error,
-                                 service_message=f"Could not find inference component {name}" if error == "ValidationException"
-                                 else error, http_status_code=400, expected_params=params)
+        stubber.add_client_error(
+            "describe_inference_component",
+            service_error_code=error,
+            service_message=f"Could not find inference component {name}" if error == "ValidationException" else error,
+            http_status_code=400,
+            expected_params=params,
+        )
         return
     spec: dict[str, Any] = {"ModelName": model} if model else {}
     spec.update(extra.pop("spec", {}))
-    response = {"InferenceComponentName": name, "InferenceComponentArn": ARN + "inference-component/" + name,
-                "EndpointName": endpoint, "EndpointArn": ARN + "endpoint/" + endpoint.lower(),
-                "VariantName": "AllTraffic", "Specification": spec, "InferenceComponentStatus": status,
-                "CreationTime": NOW, "LastModifiedTime": NOW, **extra}
+    response = {
+        "InferenceComponentName": name,
+        "InferenceComponentArn": ARN + "inference-component/" + name,
+        "EndpointName": endpoint,
+        "EndpointArn": ARN + "endpoint/" + endpoint.lower(),
+        "VariantName": "AllTraffic",
+        "Specification": spec,
+        "InferenceComponentStatus": status,
+        "CreationTime": NOW,
+        "LastModifiedTime": NOW,
+        **extra,
+    }
     stubber.add_response("describe_inference_component", response, params)
 
 
@@ -117,8 +150,9 @@ def test_silent_endpoint_rollback_fails_with_both_config_names(check, stubber, l
 
 
 def test_endpoint_still_updating_is_not_complete(check, stubber, lambda_context):
-    expect_endpoint(stubber, status="Updating", config=OLD_CONFIG,
-                    PendingDeploymentSummary={"EndpointConfigName": CONFIG})
+    expect_endpoint(
+        stubber, status="Updating", config=OLD_CONFIG, PendingDeploymentSummary={"EndpointConfigName": CONFIG}
+    )
     expect_component(stubber)
     assert check.is_complete(event(), lambda_context) == {"IsComplete": False}
 
@@ -133,8 +167,10 @@ def test_endpoint_settling_is_not_complete(check, stubber, lambda_context, statu
 def test_silent_component_rollback_fails_with_both_model_names(check, stubber, lambda_context):
     expect_endpoint(stubber)
     expect_component(stubber, model=OLD_MODEL)
-    with pytest.raises(check.DeploymentCheckFailed,
-                       match=f"inference component {COMPONENT} is InService but serves model {OLD_MODEL}, not {MODEL}"):
+    with pytest.raises(
+        check.DeploymentCheckFailed,
+        match=f"inference component {COMPONENT} is InService but serves model {OLD_MODEL}, not {MODEL}",
+    ):
         check.is_complete(event(), lambda_context)
 
 
@@ -147,7 +183,9 @@ def test_component_updating_is_not_complete(check, stubber, lambda_context):
 def test_failed_component_fails_with_its_reason(check, stubber, lambda_context):
     expect_endpoint(stubber)
     expect_component(stubber, status="Failed", FailureReason="CUDA out of memory")
-    with pytest.raises(check.DeploymentCheckFailed, match=f"inference component {COMPONENT} is Failed: CUDA out of memory"):
+    with pytest.raises(
+        check.DeploymentCheckFailed, match=f"inference component {COMPONENT} is Failed: CUDA out of memory"
+    ):
         check.is_complete(event(), lambda_context)
 
 
@@ -181,18 +219,25 @@ def test_throttled_describe_means_look_again(check, stubber, lambda_context):
 def test_access_denied_fails_with_the_code(check, stubber, lambda_context):
     expect_endpoint(stubber, error="AccessDeniedException")
     expect_component(stubber)
-    with pytest.raises(check.DeploymentCheckFailed, match=f"endpoint {ENDPOINT} could not be read \\(AccessDeniedException"):
+    with pytest.raises(
+        check.DeploymentCheckFailed, match=f"endpoint {ENDPOINT} could not be read \\(AccessDeniedException"
+    ):
         check.is_complete(event(), lambda_context)
 
 
 def test_adapter_artifact_is_compared(check, stubber, lambda_context):
     adapter = {"Name": "support-bot", "ArtifactUrl": "s3://adapters/support-v2.tar.gz"}
     expect_endpoint(stubber)
-    expect_component(stubber, name="support-bot", model=None,
-                     spec={"BaseInferenceComponentName": COMPONENT,
-                           "Container": {"ArtifactUrl": "s3://adapters/support-v1.tar.gz"}})
-    with pytest.raises(check.DeploymentCheckFailed,
-                       match="serves artifact s3://adapters/support-v1.tar.gz, not s3://adapters/support-v2.tar.gz"):
+    expect_component(
+        stubber,
+        name="support-bot",
+        model=None,
+        spec={"BaseInferenceComponentName": COMPONENT, "Container": {"ArtifactUrl": "s3://adapters/support-v1.tar.gz"}},
+    )
+    with pytest.raises(
+        check.DeploymentCheckFailed,
+        match="serves artifact s3://adapters/support-v1.tar.gz, not s3://adapters/support-v2.tar.gz",
+    ):
         check.is_complete(event(components=[adapter]), lambda_context)
 
 
@@ -224,15 +269,20 @@ def test_client_uses_adaptive_retries(check):
 STACK_ID = "arn:aws:cloudformation:us-east-1:123456789012:stack/Test/1"
 
 
-@pytest.mark.parametrize(("status", "rolling_back"), [("UPDATE_ROLLBACK_IN_PROGRESS", True),
-                                                      ("UPDATE_IN_PROGRESS", False)])
-def test_on_event_update_tells_is_complete_whether_the_stack_rolls_back(check, stubber, lambda_context, status,
-                                                                         rolling_back):
+@pytest.mark.parametrize(
+    ("status", "rolling_back"), [("UPDATE_ROLLBACK_IN_PROGRESS", True), ("UPDATE_IN_PROGRESS", False)]
+)
+def test_on_event_update_tells_is_complete_whether_the_stack_rolls_back(
+    check, stubber, lambda_context, status, rolling_back
+):
     params = {"StackName": STACK_ID}
     assert_valid_request("cloudformation", "DescribeStacks", params)
     with Stubber(check._cloudformation()) as cfn:
-        cfn.add_response("describe_stacks", {"Stacks": [{"StackName": "Test", "StackId": STACK_ID, "CreationTime": NOW,
-                                                         "StackStatus": status}]}, params)
+        cfn.add_response(
+            "describe_stacks",
+            {"Stacks": [{"StackName": "Test", "StackId": STACK_ID, "CreationTime": NOW, "StackStatus": status}]},
+            params,
+        )
         answer = check.on_event(event("Update"), lambda_context)
         cfn.assert_no_pending_responses()
     assert answer.get("RollingBack", False) is rolling_back
@@ -241,8 +291,12 @@ def test_on_event_update_tells_is_complete_whether_the_stack_rolls_back(check, s
 
 def test_on_event_update_checks_as_usual_when_the_stack_status_cannot_be_read(check, stubber, lambda_context):
     with Stubber(check._cloudformation()) as cfn:
-        cfn.add_client_error("describe_stacks", service_error_code="AccessDenied", http_status_code=403,
-                             expected_params={"StackName": STACK_ID})
+        cfn.add_client_error(
+            "describe_stacks",
+            service_error_code="AccessDenied",
+            http_status_code=403,
+            expected_params={"StackName": STACK_ID},
+        )
         assert "RollingBack" not in check.on_event(event("Update"), lambda_context)
 
 

@@ -4,6 +4,7 @@ The check fails a deployment SageMaker rolled back silently; it must never fail,
 CloudFormation's rollback of an update (the rollback moves the endpoint back itself), or the stack ends in
 ``UPDATE_ROLLBACK_FAILED``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -22,8 +23,11 @@ SETTLING = 2  # describes an endpoint or component answers Updating before it se
 
 
 def props(config: str = "Config-1", model: str = "Model-1", endpoint: str = ENDPOINT) -> dict[str, Any]:
-    return {"EndpointName": endpoint, "EndpointConfigName": config,
-            "Components": [{"Name": "qwen", "ModelName": model}]}
+    return {
+        "EndpointName": endpoint,
+        "EndpointConfigName": config,
+        "Components": [{"Name": "qwen", "ModelName": model}],
+    }
 
 
 class FakeEndpoints:
@@ -36,14 +40,20 @@ class FakeEndpoints:
 
     def __init__(self) -> None:
         self.endpoints: dict[str, dict[str, Any]] = {ENDPOINT: {"config": "Config-1", "status": "InService"}}
-        self.components: dict[str, dict[str, Any]] = {"qwen": {"endpoint": ENDPOINT, "model": "Model-1",
-                                                               "status": "InService"}}
+        self.components: dict[str, dict[str, Any]] = {
+            "qwen": {"endpoint": ENDPOINT, "model": "Model-1", "status": "InService"}
+        }
 
-    def move_to(self, config: str, *, endpoint: str = ENDPOINT, rolled_back: bool = False,
-                settling: int = SETTLING) -> None:
+    def move_to(
+        self, config: str, *, endpoint: str = ENDPOINT, rolled_back: bool = False, settling: int = SETTLING
+    ) -> None:
         found = self.endpoints.setdefault(endpoint, {"config": config, "status": "Creating"})
-        found.update(status="Updating" if found["status"] == "InService" else found["status"], left=settling,
-                     pending=config, final=found["config"] if rolled_back else config)
+        found.update(
+            status="Updating" if found["status"] == "InService" else found["status"],
+            left=settling,
+            pending=config,
+            final=found["config"] if rolled_back else config,
+        )
 
     def fail(self, endpoint: str = ENDPOINT) -> None:
         self.endpoints[endpoint].update(status="Failed", left=0)
@@ -57,9 +67,14 @@ class FakeEndpoints:
                 found["left"] -= 1
             else:
                 found.update(status="InService", config=found["final"])
-        answer = {"EndpointName": EndpointName, "EndpointArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:endpoint/"
-                  + EndpointName.lower(), "EndpointConfigName": found["config"], "EndpointStatus": found["status"],
-                  "CreationTime": NOW, "LastModifiedTime": NOW}
+        answer = {
+            "EndpointName": EndpointName,
+            "EndpointArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:endpoint/" + EndpointName.lower(),
+            "EndpointConfigName": found["config"],
+            "EndpointStatus": found["status"],
+            "CreationTime": NOW,
+            "LastModifiedTime": NOW,
+        }
         if found["status"] == "Updating":
             answer["PendingDeploymentSummary"] = {"EndpointConfigName": found["pending"]}
         if found["status"] == "Failed":
@@ -70,11 +85,17 @@ class FakeEndpoints:
         found = self.components.get(InferenceComponentName)
         if found is None:
             raise error("ValidationException", f"Could not find inference component {InferenceComponentName}.")
-        return {"InferenceComponentName": InferenceComponentName, "EndpointName": found["endpoint"],
-                "InferenceComponentArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:inference-component/"
-                + InferenceComponentName, "InferenceComponentStatus": found["status"],
-                "EndpointArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:endpoint/" + found["endpoint"].lower(),
-                "Specification": {"ModelName": found["model"]}, "CreationTime": NOW, "LastModifiedTime": NOW}
+        return {
+            "InferenceComponentName": InferenceComponentName,
+            "EndpointName": found["endpoint"],
+            "InferenceComponentArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:inference-component/"
+            + InferenceComponentName,
+            "InferenceComponentStatus": found["status"],
+            "EndpointArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:endpoint/" + found["endpoint"].lower(),
+            "Specification": {"ModelName": found["model"]},
+            "CreationTime": NOW,
+            "LastModifiedTime": NOW,
+        }
 
 
 class CheckSubject:
@@ -96,8 +117,10 @@ class CheckSubject:
         return stack
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
-        rolling_back = any(s.stack_id == event["StackId"] and s.status == "UPDATE_ROLLBACK_IN_PROGRESS"
-                           for s in self.cloudformation.stacks)
+        rolling_back = any(
+            s.stack_id == event["StackId"] and s.status == "UPDATE_ROLLBACK_IN_PROGRESS"
+            for s in self.cloudformation.stacks
+        )
         if rolling_back and self.on_rollback is not None:
             self.on_rollback()  # what the rollback of the stack's other resources did to the endpoint by now
         answer = self.handler.on_event(copy.deepcopy(event), self.context)
@@ -106,7 +129,10 @@ class CheckSubject:
         for _ in range(MAX_POLLS):
             done = self.handler.is_complete(copy.deepcopy(waiting), self.context)
             if done.get("IsComplete"):
-                return {"PhysicalResourceId": physical, "Data": {**(answer.get("Data") or {}), **(done.get("Data") or {})}}
+                return {
+                    "PhysicalResourceId": physical,
+                    "Data": {**(answer.get("Data") or {}), **(done.get("Data") or {})},
+                }
         raise TimeoutError("Operation timed out")
 
     def live(self) -> set[str]:

@@ -2,6 +2,7 @@
 
 SageMaker and SSM requests go through Stubber and are checked against botocore's model (enums, lengths,
 patterns too); S3 and DynamoDB are moto."""
+
 from __future__ import annotations
 
 import json
@@ -35,11 +36,23 @@ RUN = "run-2026-12-01"
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in {
-        "ENDPOINT_NAME": ENDPOINT, "COMPONENT_NAME": COMPONENT, "WORKLOAD_CONFIG_NAME": WORKLOAD, "ROLE_ARN": ROLE,
-        "OUTPUT_S3_URI": f"s3://{BUCKET}/benchmarks", "SERVING_MODEL_PREFIX": PREFIX, "RUNS_TABLE": TABLE,
-        "MODEL_NAME": COMPONENT, "MAX_SECONDS": "14400", "SLOWDOWN_TOLERANCE": "0.05", "PROMOTION_PARAMETER": PARAMETER,
-        "STACK_NAME": "Platform", "DEPLOY_CHECKS": "3", "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
-        "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlm", "POWERTOOLS_SERVICE_NAME": "eagle_job",
+        "ENDPOINT_NAME": ENDPOINT,
+        "COMPONENT_NAME": COMPONENT,
+        "WORKLOAD_CONFIG_NAME": WORKLOAD,
+        "ROLE_ARN": ROLE,
+        "OUTPUT_S3_URI": f"s3://{BUCKET}/benchmarks",
+        "SERVING_MODEL_PREFIX": PREFIX,
+        "RUNS_TABLE": TABLE,
+        "MODEL_NAME": COMPONENT,
+        "MAX_SECONDS": "14400",
+        "SLOWDOWN_TOLERANCE": "0.05",
+        "PROMOTION_PARAMETER": PARAMETER,
+        "STACK_NAME": "Platform",
+        "DEPLOY_CHECKS": "3",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlm",
+        "POWERTOOLS_SERVICE_NAME": "eagle_job",
     }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("SUBNET_IDS", raising=False)
@@ -53,9 +66,17 @@ def aws(env):
         s3.create_bucket(Bucket=BUCKET)
         ddb = boto3.client("dynamodb", region_name="us-east-1")
         create_runs_table(ddb, TABLE)
-        ddb.put_item(TableName=TABLE, Item={"model_name": {"S": COMPONENT}, "run_id": {"S": RUN},
-                                            "decision": {"S": "promoted"}, "speedup": {"N": "2.4"},
-                                            "draft_model_s3_uri": {"S": HEAD}, "previous_head": {"S": OLD_HEAD}})
+        ddb.put_item(
+            TableName=TABLE,
+            Item={
+                "model_name": {"S": COMPONENT},
+                "run_id": {"S": RUN},
+                "decision": {"S": "promoted"},
+                "speedup": {"N": "2.4"},
+                "draft_model_s3_uri": {"S": HEAD},
+                "previous_head": {"S": OLD_HEAD},
+            },
+        )
         yield s3, ddb
 
 
@@ -76,8 +97,9 @@ class Stub:
 
     def error(self, operation: str, snake: str, params: dict[str, Any], code: str) -> None:
         assert_valid_request(self.service, operation, params)
-        self.stubber.add_client_error(snake, service_error_code=code, service_message=code, http_status_code=400,
-                                      expected_params=params)
+        self.stubber.add_client_error(
+            snake, service_error_code=code, service_message=code, http_status_code=400, expected_params=params
+        )
 
 
 @pytest.fixture
@@ -102,28 +124,55 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 def serves(sagemaker: Stub, head: str | None, status: str = "InService") -> None:
     """The component serves ``head`` (through its serving model) or, with None, its own model."""
     model = SERVING_MODEL if head else "qwen3-32b-model-123"
-    sagemaker.ok("DescribeInferenceComponent", "describe_inference_component", {"InferenceComponentName": COMPONENT}, {
-        "InferenceComponentName": COMPONENT, "EndpointName": ENDPOINT, "VariantName": "AllTraffic",
-        "InferenceComponentArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:inference-component/{COMPONENT}",
-        "EndpointArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:endpoint/{ENDPOINT}",
-        "Specification": {"ModelName": model}, "CreationTime": NOW, "LastModifiedTime": NOW,
-        "InferenceComponentStatus": status})
+    sagemaker.ok(
+        "DescribeInferenceComponent",
+        "describe_inference_component",
+        {"InferenceComponentName": COMPONENT},
+        {
+            "InferenceComponentName": COMPONENT,
+            "EndpointName": ENDPOINT,
+            "VariantName": "AllTraffic",
+            "InferenceComponentArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:inference-component/{COMPONENT}",
+            "EndpointArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:endpoint/{ENDPOINT}",
+            "Specification": {"ModelName": model},
+            "CreationTime": NOW,
+            "LastModifiedTime": NOW,
+            "InferenceComponentStatus": status,
+        },
+    )
     if head:
-        sagemaker.ok("DescribeModel", "describe_model", {"ModelName": SERVING_MODEL}, {
-            "ModelName": SERVING_MODEL, "CreationTime": NOW,
-            "ModelArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:model/{SERVING_MODEL}",
-            "PrimaryContainer": {"Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:lmi",
-                                 "AdditionalModelDataSources": [{"ChannelName": "eagle", "S3DataSource": {
-                                     "S3Uri": head, "S3DataType": "S3Prefix", "CompressionType": "None"}}]}})
+        sagemaker.ok(
+            "DescribeModel",
+            "describe_model",
+            {"ModelName": SERVING_MODEL},
+            {
+                "ModelName": SERVING_MODEL,
+                "CreationTime": NOW,
+                "ModelArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:model/{SERVING_MODEL}",
+                "PrimaryContainer": {
+                    "Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:lmi",
+                    "AdditionalModelDataSources": [
+                        {
+                            "ChannelName": "eagle",
+                            "S3DataSource": {"S3Uri": head, "S3DataType": "S3Prefix", "CompressionType": "None"},
+                        }
+                    ],
+                },
+            },
+        )
 
 
 def create_request(bench, phase: str, **extra: Any) -> dict[str, Any]:
     name = bench.job_name(COMPONENT, RUN, phase, HEAD)
-    return {"AIBenchmarkJobName": name,
-            "BenchmarkTarget": {"Endpoint": {"Identifier": ENDPOINT, "InferenceComponents": [{"Identifier": COMPONENT}]}},
-            "OutputConfig": {"S3OutputLocation": f"s3://{BUCKET}/benchmarks/{name}/"},
-            "AIWorkloadConfigIdentifier": WORKLOAD, "RoleArn": ROLE,
-            "Tags": [{"Key": "eagle-run", "Value": RUN}, {"Key": "eagle-phase", "Value": phase}], **extra}
+    return {
+        "AIBenchmarkJobName": name,
+        "BenchmarkTarget": {"Endpoint": {"Identifier": ENDPOINT, "InferenceComponents": [{"Identifier": COMPONENT}]}},
+        "OutputConfig": {"S3OutputLocation": f"s3://{BUCKET}/benchmarks/{name}/"},
+        "AIWorkloadConfigIdentifier": WORKLOAD,
+        "RoleArn": ROLE,
+        "Tags": [{"Key": "eagle-run", "Value": RUN}, {"Key": "eagle-phase", "Value": phase}],
+        **extra,
+    }
 
 
 def job_arn(name: str) -> str:
@@ -134,8 +183,12 @@ def job_arn(name: str) -> str:
 def test_before_starts_a_benchmark_on_the_endpoint_and_component(bench, sagemaker, lambda_context):
     serves(sagemaker, None)
     request = create_request(bench, "before")
-    sagemaker.ok("CreateAIBenchmarkJob", "create_ai_benchmark_job", request,
-                 {"AIBenchmarkJobArn": job_arn(request["AIBenchmarkJobName"])})
+    sagemaker.ok(
+        "CreateAIBenchmarkJob",
+        "create_ai_benchmark_job",
+        request,
+        {"AIBenchmarkJobArn": job_arn(request["AIBenchmarkJobName"])},
+    )
     out = bench.start({"phase": "before", "run_id": RUN, "head": HEAD}, lambda_context)
     assert out["skipped"] is False and out["served_head"] is None
     assert out["job_name"] == request["AIBenchmarkJobName"] and out["job_arn"] == job_arn(out["job_name"])
@@ -158,10 +211,22 @@ def test_after_starts_once_the_head_is_served_in_the_endpoints_vpc(bench, sagema
     monkeypatch.setenv("SUBNET_IDS", "subnet-0a1b2c3d,subnet-4e5f6a7b")
     monkeypatch.setenv("SECURITY_GROUP_IDS", "sg-0123456789abcdef0")
     serves(sagemaker, HEAD)
-    request = create_request(bench, "after", NetworkConfig={"VpcConfig": {
-        "Subnets": ["subnet-0a1b2c3d", "subnet-4e5f6a7b"], "SecurityGroupIds": ["sg-0123456789abcdef0"]}})
-    sagemaker.ok("CreateAIBenchmarkJob", "create_ai_benchmark_job", request,
-                 {"AIBenchmarkJobArn": job_arn(request["AIBenchmarkJobName"])})
+    request = create_request(
+        bench,
+        "after",
+        NetworkConfig={
+            "VpcConfig": {
+                "Subnets": ["subnet-0a1b2c3d", "subnet-4e5f6a7b"],
+                "SecurityGroupIds": ["sg-0123456789abcdef0"],
+            }
+        },
+    )
+    sagemaker.ok(
+        "CreateAIBenchmarkJob",
+        "create_ai_benchmark_job",
+        request,
+        {"AIBenchmarkJobArn": job_arn(request["AIBenchmarkJobName"])},
+    )
     out = bench.start({"phase": "after", "run_id": RUN, "head": HEAD}, lambda_context)
     assert out["served_head"] == HEAD and out["phase"] == "after"
 
@@ -171,8 +236,12 @@ def test_a_retried_start_finds_its_job(bench, sagemaker, lambda_context):
     request = create_request(bench, "before")
     name = request["AIBenchmarkJobName"]
     sagemaker.error("CreateAIBenchmarkJob", "create_ai_benchmark_job", request, "ResourceInUse")
-    sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": name}, described(
-        name, "InProgress"))
+    sagemaker.ok(
+        "DescribeAIBenchmarkJob",
+        "describe_ai_benchmark_job",
+        {"AIBenchmarkJobName": name},
+        described(name, "InProgress"),
+    )
     assert bench.start({"phase": "before", "run_id": RUN, "head": HEAD}, lambda_context)["job_arn"] == job_arn(name)
 
 
@@ -181,26 +250,34 @@ def test_a_job_of_that_name_on_another_endpoint_is_a_conflict(bench, sagemaker, 
     request = create_request(bench, "before")
     name = request["AIBenchmarkJobName"]
     sagemaker.error("CreateAIBenchmarkJob", "create_ai_benchmark_job", request, "ResourceInUse")
-    sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": name},
-                 described(name, "InProgress", endpoint="other-endpoint"))
+    sagemaker.ok(
+        "DescribeAIBenchmarkJob",
+        "describe_ai_benchmark_job",
+        {"AIBenchmarkJobName": name},
+        described(name, "InProgress", endpoint="other-endpoint"),
+    )
     with pytest.raises(bench.BenchmarkConflictError, match="exists for other-endpoint"):
         bench.start({"phase": "before", "run_id": RUN, "head": HEAD}, lambda_context)
 
 
 def test_quota_errors_are_raised_for_the_state_machine_to_retry(bench, sagemaker, lambda_context):
     serves(sagemaker, None)
-    sagemaker.error("CreateAIBenchmarkJob", "create_ai_benchmark_job", create_request(bench, "before"),
-                    "ResourceLimitExceeded")
+    sagemaker.error(
+        "CreateAIBenchmarkJob", "create_ai_benchmark_job", create_request(bench, "before"), "ResourceLimitExceeded"
+    )
     with pytest.raises(bench.ResourceLimitExceededError):
         bench.start({"phase": "before", "run_id": RUN, "head": HEAD}, lambda_context)
 
 
-@pytest.mark.parametrize("event, where", [
-    ({"phase": "during", "run_id": RUN, "head": HEAD}, "phase"),
-    ({"phase": "before", "head": HEAD}, "run_id"),
-    ({"phase": "before", "run_id": RUN, "head": "/local/head"}, "head"),
-    ("not an object", "event"),
-])
+@pytest.mark.parametrize(
+    "event, where",
+    [
+        ({"phase": "during", "run_id": RUN, "head": HEAD}, "phase"),
+        ({"phase": "before", "head": HEAD}, "run_id"),
+        ({"phase": "before", "run_id": RUN, "head": "/local/head"}, "head"),
+        ("not an object", "event"),
+    ],
+)
 def test_bad_events_are_one_clear_error(bench, event, where, lambda_context):
     with pytest.raises(bench.InvalidEventError, match=rf"bad StartEvent: {where}"):
         bench.start(event, lambda_context)
@@ -209,8 +286,11 @@ def test_bad_events_are_one_clear_error(bench, event, where, lambda_context):
 @given(st.text(min_size=1, max_size=120), st.text(min_size=1, max_size=200))
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_job_names_always_fit_the_api(load_handler, model, run):
-    module = load_handler("eagle_job", "benchmark") if not hasattr(test_job_names_always_fit_the_api, "m") else \
-        test_job_names_always_fit_the_api.m
+    module = (
+        load_handler("eagle_job", "benchmark")
+        if not hasattr(test_job_names_always_fit_the_api, "m")
+        else test_job_names_always_fit_the_api.m
+    )
     test_job_names_always_fit_the_api.m = module
     name = module.job_name(model, run, "after", HEAD)
     assert module.JOB_NAME.match(name) and len(name) <= 63
@@ -219,10 +299,16 @@ def test_job_names_always_fit_the_api(load_handler, model, run):
 
 # ------------------------------------------------------------------------------------------ check
 def described(name: str, status: str, *, endpoint: str = ENDPOINT, reason: str | None = None) -> dict[str, Any]:
-    out = {"AIBenchmarkJobName": name, "AIBenchmarkJobArn": job_arn(name), "AIBenchmarkJobStatus": status,
-           "BenchmarkTarget": {"Endpoint": {"Identifier": endpoint}},
-           "OutputConfig": {"S3OutputLocation": f"s3://{BUCKET}/benchmarks/{name}/"},
-           "AIWorkloadConfigIdentifier": WORKLOAD, "RoleArn": ROLE, "CreationTime": NOW}
+    out = {
+        "AIBenchmarkJobName": name,
+        "AIBenchmarkJobArn": job_arn(name),
+        "AIBenchmarkJobStatus": status,
+        "BenchmarkTarget": {"Endpoint": {"Identifier": endpoint}},
+        "OutputConfig": {"S3OutputLocation": f"s3://{BUCKET}/benchmarks/{name}/"},
+        "AIWorkloadConfigIdentifier": WORKLOAD,
+        "RoleArn": ROLE,
+        "CreationTime": NOW,
+    }
     if reason:
         out["FailureReason"] = reason
     return out
@@ -230,21 +316,30 @@ def described(name: str, status: str, *, endpoint: str = ENDPOINT, reason: str |
 
 def check_event(bench, phase: str, *, started: datetime | None = None) -> dict[str, Any]:
     name = bench.job_name(COMPONENT, RUN, phase, HEAD)
-    return {"phase": phase, "run_id": RUN, "head": HEAD, "served_head": HEAD if phase == "after" else None,
-            "skipped": False, "job_name": name, "job_arn": job_arn(name),
-            "output_s3_uri": f"s3://{BUCKET}/benchmarks/{name}/",
-            "started_at": (started or datetime.now(timezone.utc)).isoformat()}
+    return {
+        "phase": phase,
+        "run_id": RUN,
+        "head": HEAD,
+        "served_head": HEAD if phase == "after" else None,
+        "skipped": False,
+        "job_name": name,
+        "job_arn": job_arn(name),
+        "output_s3_uri": f"s3://{BUCKET}/benchmarks/{name}/",
+        "started_at": (started or datetime.now(timezone.utc)).isoformat(),
+    }
 
 
 def aiperf(throughput: float, latency: float) -> bytes:
     """What AIPerf's profile_export_aiperf.json holds (aggregated statistics per metric)."""
-    return json.dumps({
-        "request_throughput": {"unit": "requests/sec", "avg": throughput / 150},
-        "output_token_throughput": {"unit": "tokens/sec", "avg": throughput},
-        "request_latency": {"unit": "ms", "avg": latency, "p50": latency * 0.9, "p99": latency * 2},
-        "time_to_first_token": {"unit": "ms", "avg": 85.0},
-        "input_config": {"endpoint": {"model_names": [COMPONENT]}},
-    }).encode()
+    return json.dumps(
+        {
+            "request_throughput": {"unit": "requests/sec", "avg": throughput / 150},
+            "output_token_throughput": {"unit": "tokens/sec", "avg": throughput},
+            "request_latency": {"unit": "ms", "avg": latency, "p50": latency * 0.9, "p99": latency * 2},
+            "time_to_first_token": {"unit": "ms", "avg": 85.0},
+            "input_config": {"endpoint": {"model_names": [COMPONENT]}},
+        }
+    ).encode()
 
 
 def record(ddb) -> dict[str, Any]:
@@ -256,8 +351,12 @@ def record(ddb) -> dict[str, Any]:
 
 def test_a_running_job_is_polled_again(bench, sagemaker, aws, lambda_context):
     event = check_event(bench, "before")
-    sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": event["job_name"]},
-                 described(event["job_name"], "InProgress"))
+    sagemaker.ok(
+        "DescribeAIBenchmarkJob",
+        "describe_ai_benchmark_job",
+        {"AIBenchmarkJobName": event["job_name"]},
+        described(event["job_name"], "InProgress"),
+    )
     out = bench.check(event, lambda_context)
     assert out["finished"] is False and out["status"] == "InProgress" and "stop_requested" not in out
     assert "benchmark_before" not in record(aws[1])
@@ -266,10 +365,18 @@ def test_a_running_job_is_polled_again(bench, sagemaker, aws, lambda_context):
 def test_a_job_over_its_time_limit_is_stopped(bench, sagemaker, lambda_context):
     event = check_event(bench, "before", started=datetime.now(timezone.utc) - timedelta(hours=5))
     name = event["job_name"]
-    sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": name},
-                 described(name, "InProgress"))
-    sagemaker.ok("StopAIBenchmarkJob", "stop_ai_benchmark_job", {"AIBenchmarkJobName": name},
-                 {"AIBenchmarkJobArn": job_arn(name)})
+    sagemaker.ok(
+        "DescribeAIBenchmarkJob",
+        "describe_ai_benchmark_job",
+        {"AIBenchmarkJobName": name},
+        described(name, "InProgress"),
+    )
+    sagemaker.ok(
+        "StopAIBenchmarkJob",
+        "stop_ai_benchmark_job",
+        {"AIBenchmarkJobName": name},
+        {"AIBenchmarkJobArn": job_arn(name)},
+    )
     out = bench.check(event, lambda_context)
     assert out["finished"] is False and out["stop_requested"] is True
 
@@ -280,8 +387,12 @@ def test_completed_before_is_read_from_the_aiperf_export_into_the_run_record(ben
     name = event["job_name"]
     s3.put_object(Bucket=BUCKET, Key=f"benchmarks/{name}/aiperf/profile_export_aiperf.json", Body=aiperf(800.0, 1500.0))
     s3.put_object(Bucket=BUCKET, Key=f"benchmarks/{name}/aiperf/profile_export.jsonl", Body=b"{}\n")
-    sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": name},
-                 described(name, "Completed"))
+    sagemaker.ok(
+        "DescribeAIBenchmarkJob",
+        "describe_ai_benchmark_job",
+        {"AIBenchmarkJobName": name},
+        described(name, "Completed"),
+    )
     out = bench.check(event, lambda_context)
     assert out["finished"] is True and out["ok"] is True and out["output_token_throughput"] == 800.0
     stored = record(ddb)["benchmark_before"]
@@ -298,8 +409,12 @@ def test_output_without_a_throughput_is_unreadable_and_claims_no_numbers(bench, 
     name = event["job_name"]
     s3.put_object(Bucket=BUCKET, Key=f"benchmarks/{name}/summary.json", Body=b'{"status": "done", "latency": "n/a"}')
     s3.put_object(Bucket=BUCKET, Key=f"benchmarks/{name}/broken.json", Body=b"\x89PNG not json")
-    sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": name},
-                 described(name, "Completed"))
+    sagemaker.ok(
+        "DescribeAIBenchmarkJob",
+        "describe_ai_benchmark_job",
+        {"AIBenchmarkJobName": name},
+        described(name, "Completed"),
+    )
     out = bench.check(event, lambda_context)
     assert out["finished"] is True and out["ok"] is False and out["output_token_throughput"] is None
     assert "no output-token throughput" in out["reason"]
@@ -310,8 +425,12 @@ def test_output_without_a_throughput_is_unreadable_and_claims_no_numbers(bench, 
 
 def test_a_job_stopped_at_its_limit_says_so(bench, sagemaker, aws, lambda_context):
     event = {**check_event(bench, "after"), "stop_requested": True}
-    sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": event["job_name"]},
-                 described(event["job_name"], "Stopped"))
+    sagemaker.ok(
+        "DescribeAIBenchmarkJob",
+        "describe_ai_benchmark_job",
+        {"AIBenchmarkJobName": event["job_name"]},
+        described(event["job_name"], "Stopped"),
+    )
     out = bench.check(event, lambda_context)
     assert out["ok"] is False and out["slower"] is False
     assert out["reason"] == "benchmark job Stopped: no reason given (stopped at the 4 h limit)"
@@ -324,8 +443,12 @@ def test_a_large_output_listing_is_cut_in_the_record_and_counted(bench, sagemake
     name = event["job_name"]
     for i in range(60):
         s3.put_object(Bucket=BUCKET, Key=f"benchmarks/{name}/raw/{i:03d}.bin", Body=b"x")
-    sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": name},
-                 described(name, "Completed"))
+    sagemaker.ok(
+        "DescribeAIBenchmarkJob",
+        "describe_ai_benchmark_job",
+        {"AIBenchmarkJobName": name},
+        described(name, "Completed"),
+    )
     bench.check(event, lambda_context)
     stored = record(ddb)["benchmark_before"]
     assert stored["output_listing_count"] == 60 and len(stored["output_listing"]) == 50
@@ -334,8 +457,12 @@ def test_a_large_output_listing_is_cut_in_the_record_and_counted(bench, sagemake
 
 def test_a_failed_job_is_recorded_with_its_reason(bench, sagemaker, aws, lambda_context):
     event = check_event(bench, "before")
-    sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": event["job_name"]},
-                 described(event["job_name"], "Failed", reason="Endpoint is not InService"))
+    sagemaker.ok(
+        "DescribeAIBenchmarkJob",
+        "describe_ai_benchmark_job",
+        {"AIBenchmarkJobName": event["job_name"]},
+        described(event["job_name"], "Failed", reason="Endpoint is not InService"),
+    )
     out = bench.check(event, lambda_context)
     assert out["ok"] is False and out["reason"] == "benchmark job Failed: Endpoint is not InService"
     assert record(aws[1])["benchmark_before"]["status"] == "Failed"
@@ -345,10 +472,17 @@ def _after(bench, sagemaker, aws, lambda_context, *, before: float, after: float
     s3, ddb = aws
     for phase, throughput in (("before", before), ("after", after)):
         event = check_event(bench, phase)
-        s3.put_object(Bucket=BUCKET, Key=f"benchmarks/{event['job_name']}/profile_export_aiperf.json",
-                      Body=aiperf(throughput, 1500.0 * before / throughput))
-        sagemaker.ok("DescribeAIBenchmarkJob", "describe_ai_benchmark_job", {"AIBenchmarkJobName": event["job_name"]},
-                     described(event["job_name"], "Completed"))
+        s3.put_object(
+            Bucket=BUCKET,
+            Key=f"benchmarks/{event['job_name']}/profile_export_aiperf.json",
+            Body=aiperf(throughput, 1500.0 * before / throughput),
+        )
+        sagemaker.ok(
+            "DescribeAIBenchmarkJob",
+            "describe_ai_benchmark_job",
+            {"AIBenchmarkJobName": event["job_name"]},
+            described(event["job_name"], "Completed"),
+        )
         out = bench.check(event, lambda_context)
     return out
 
@@ -357,10 +491,14 @@ def test_after_slower_than_before_is_flagged_with_the_rollback_commands(bench, s
     out = _after(bench, sagemaker, aws, lambda_context, before=800.0, after=600.0)
     assert out["slower"] is True and out["comparison"]["served_speedup"] == pytest.approx(0.75)
     assert out["comparison"]["job_speedup"] == pytest.approx(2.4)
-    assert out["rollback_command"] == (f"python -m tools.eagle_rollback --parameter {PARAMETER} --table {TABLE} "
-                                       "--region us-east-1 && cdk deploy Platform")
-    assert out["rollback_cli"] == (f"aws ssm put-parameter --name {PARAMETER} --value {OLD_HEAD} --type String "
-                                   "--overwrite --region us-east-1 && cdk deploy Platform")
+    assert out["rollback_command"] == (
+        f"python -m tools.eagle_rollback --parameter {PARAMETER} --table {TABLE} "
+        "--region us-east-1 && cdk deploy Platform"
+    )
+    assert out["rollback_cli"] == (
+        f"aws ssm put-parameter --name {PARAMETER} --value {OLD_HEAD} --type String "
+        "--overwrite --region us-east-1 && cdk deploy Platform"
+    )
     stored = record(aws[1])
     assert stored["benchmark_comparison"]["slower"] is True
     assert float(stored["benchmark_comparison"]["before_throughput"]) == 800.0
@@ -382,23 +520,34 @@ def test_within_the_tolerance_is_not_slower(bench):
 
 
 def test_without_a_before_measurement_nothing_is_compared(bench):
-    comparison = bench.compare(None, {"parsed": True, "output_token_throughput": 700.0}, tolerance=0.05,
-                               job_speedup=2.0)
+    comparison = bench.compare(
+        None, {"parsed": True, "output_token_throughput": 700.0}, tolerance=0.05, job_speedup=2.0
+    )
     assert comparison["served_speedup"] is None and comparison["slower"] is None
     assert comparison["verdict"] == "not compared: no before measurement with a throughput"
 
 
-@given(st.recursive(st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=20),
-                    lambda children: st.lists(children, max_size=4)
-                    | st.dictionaries(st.sampled_from(["avg", "p99", "unit", "output_token_throughput",
-                                                       "request_latency", "records", "x"]), children, max_size=4),
-                    max_leaves=30))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=20),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(["avg", "p99", "unit", "output_token_throughput", "request_latency", "records", "x"]),
+                children,
+                max_size=4,
+            )
+        ),
+        max_leaves=30,
+    )
+)
 @settings(max_examples=200)
 def test_any_json_document_yields_only_numbers_it_holds(document):
     from conftest import load_handler_module
 
     module = getattr(test_any_json_document_yields_only_numbers_it_holds, "m", None) or load_handler_module(
-        "eagle_job", "benchmark")
+        "eagle_job", "benchmark"
+    )
     test_any_json_document_yields_only_numbers_it_holds.m = module
     found = module.read_metrics(document)
     text = json.dumps(document, default=str)
@@ -438,7 +587,12 @@ def test_a_served_head_is_ready_to_measure(bench, ssm, sagemaker, lambda_context
     ssm.ok("GetParameter", "get_parameter", {"Name": PARAMETER}, {"Parameter": {"Name": PARAMETER, "Value": HEAD}})
     serves(sagemaker, HEAD)
     assert bench.serving({"head": HEAD, "checks": 4}, lambda_context) == {
-        "state": "serving", "served_head": HEAD, "checks": 5, "give_up": False, "reason": None}
+        "state": "serving",
+        "served_head": HEAD,
+        "checks": 5,
+        "give_up": False,
+        "reason": None,
+    }
 
 
 def test_waiting_for_the_deploy_gives_up_after_the_configured_checks(bench, ssm, sagemaker, lambda_context):
@@ -464,8 +618,11 @@ def test_the_shipped_sdk_knows_every_benchmark_call():
     from sagemaker_llm_cdk.core.functions import SDK_FOLDERS, sdk_requirements
 
     assert "eagle_job" in SDK_FOLDERS  # benchmark.py lives there: it gets the layer
-    pins = dict(line.split("==") for line in sdk_requirements().read_text().splitlines()
-                if "==" in line and not line.startswith("#"))
+    pins = dict(
+        line.split("==")
+        for line in sdk_requirements().read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
     assert pins["botocore"] == botocore.__version__
     operations = botocore.session.get_session().get_service_model("sagemaker").operation_names
     for name in ("CreateAIBenchmarkJob", "DescribeAIBenchmarkJob", "StopAIBenchmarkJob", "DescribeInferenceComponent"):

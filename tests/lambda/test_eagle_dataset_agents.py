@@ -5,6 +5,7 @@ streamed, with and without reasoning content, through Data Capture and the front
 record is checked byte for byte on both the standard-library and the orjson paths, and every written line is
 one line for any JSON Lines reader, including ones that split at U+2028/U+2029.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,34 +17,70 @@ from conftest import load_handler_module
 
 core = load_handler_module("eagle_dataset", "eagle_dataset_core")
 
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
-                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
 HISTORY = [
     {"role": "system", "content": "You are a travel agent."},
     {"role": "user", "content": "Weather in Paris?"},
-    {"role": "assistant", "content": None, "reasoning_content": "I should look it up.",
-     "tool_calls": [{"id": "call-1", "type": "function", "function": {"name": "get_weather",
-                                                                       "arguments": "{\"city\": \"Paris\"}"}}]},
-    {"role": "tool", "tool_call_id": "call-1", "content": "{\"celsius\": 18}"},
+    {
+        "role": "assistant",
+        "content": None,
+        "reasoning_content": "I should look it up.",
+        "tool_calls": [
+            {"id": "call-1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call-1", "content": '{"celsius": 18}'},
 ]
 WRITTEN_HISTORY = [
     {"role": "system", "content": "You are a travel agent."},
     {"role": "user", "content": "Weather in Paris?"},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call-1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
-    {"role": "tool", "tool_call_id": "call-1", "content": "{\"celsius\": 18}"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call-1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call-1", "content": '{"celsius": 18}'},
 ]
 
 
 def capture(request: Any, response: Any, *, stream: bool = False) -> bytes:
     data = response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
-    return json.dumps({"captureData": {
-        "endpointInput": {"observedContentType": "application/json", "mode": "INPUT",
-                          "data": json.dumps(request, ensure_ascii=False), "encoding": "JSON"},
-        "endpointOutput": {"observedContentType": "text/event-stream" if stream else "application/json",
-                           "mode": "OUTPUT", "data": data, "encoding": "JSON"}},
-        "eventMetadata": {"eventId": "e1", "inferenceComponentName": "chat-qwen3", "inferenceTime": "2026-12-01T10:00:00Z"},
-        "eventVersion": "0"}, ensure_ascii=False).encode("utf-8")
+    return json.dumps(
+        {
+            "captureData": {
+                "endpointInput": {
+                    "observedContentType": "application/json",
+                    "mode": "INPUT",
+                    "data": json.dumps(request, ensure_ascii=False),
+                    "encoding": "JSON",
+                },
+                "endpointOutput": {
+                    "observedContentType": "text/event-stream" if stream else "application/json",
+                    "mode": "OUTPUT",
+                    "data": data,
+                    "encoding": "JSON",
+                },
+            },
+            "eventMetadata": {
+                "eventId": "e1",
+                "inferenceComponentName": "chat-qwen3",
+                "inferenceTime": "2026-12-01T10:00:00Z",
+            },
+            "eventVersion": "0",
+        },
+        ensure_ascii=False,
+    ).encode("utf-8")
 
 
 def reply(content: str | None, *, calls: list[dict] | None = None, reasoning: str | None = None) -> dict:
@@ -52,21 +89,30 @@ def reply(content: str | None, *, calls: list[dict] | None = None, reasoning: st
         message["tool_calls"] = calls
     if reasoning is not None:
         message["reasoning_content"] = reasoning
-    return {"id": "chatcmpl-7", "object": "chat.completion", "model": "qwen3",
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}]}
+    return {
+        "id": "chatcmpl-7",
+        "object": "chat.completion",
+        "model": "qwen3",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+    }
 
 
 def sse(deltas: list[dict], finish: str) -> str:
-    chunks = [{"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
-              for d in deltas]
-    chunks.append({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {},
-                                                                               "finish_reason": finish}]})
+    chunks = [
+        {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+        for d in deltas
+    ]
+    chunks.append(
+        {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    )
     chunks.append({"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": {"completion_tokens": 9}})
-    return "".join("data: " + json.dumps(c, ensure_ascii=False, separators=(",", ":")) + "\n\n" for c in chunks) + \
-        "data: [DONE]\n\n"
+    return (
+        "".join("data: " + json.dumps(c, ensure_ascii=False, separators=(",", ":")) + "\n\n" for c in chunks)
+        + "data: [DONE]\n\n"
+    )
 
 
-CALL_2 = {"id": "call-2", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Lyon\"}"}}
+CALL_2 = {"id": "call-2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Lyon"}'}}
 
 
 def convert(lines: list[bytes], fast: bool, source: str = "capture") -> tuple[Any, list[bytes]]:
@@ -85,41 +131,95 @@ PATHS = pytest.mark.parametrize("fast", [False, True], ids=["stdlib", "orjson"])
 CASES = {
     # (request, response, streamed?) -> written messages, dropped parts
     "first turn answers a tool call (buffered)": (
-        {"messages": HISTORY[:2], "tools": TOOLS}, reply(None, calls=[CALL_2]), False,
+        {"messages": HISTORY[:2], "tools": TOOLS},
+        reply(None, calls=[CALL_2]),
+        False,
         WRITTEN_HISTORY[:2] + [{"role": "assistant", "content": None, "tool_calls": [CALL_2]}],
-        {"tool_definitions": 1}),
+        {"tool_definitions": 1},
+    ),
     "tool call with text and reasoning (buffered)": (
         {"messages": HISTORY[:2], "tools": TOOLS},
-        reply("Let me check.", calls=[CALL_2], reasoning="Lyon, not Paris."), False,
+        reply("Let me check.", calls=[CALL_2], reasoning="Lyon, not Paris."),
+        False,
         WRITTEN_HISTORY[:2] + [{"role": "assistant", "content": "Let me check.", "tool_calls": [CALL_2]}],
-        {"tool_definitions": 1, "reasoning_content": 1}),
+        {"tool_definitions": 1, "reasoning_content": 1},
+    ),
     "answer after a tool result (buffered, reasoning)": (
-        {"messages": HISTORY, "tools": TOOLS}, reply("It is 18 C.", reasoning="The tool said 18."), False,
+        {"messages": HISTORY, "tools": TOOLS},
+        reply("It is 18 C.", reasoning="The tool said 18."),
+        False,
         WRITTEN_HISTORY + [{"role": "assistant", "content": "It is 18 C."}],
-        {"tool_definitions": 1, "reasoning_content": 1}),
+        {"tool_definitions": 1, "reasoning_content": 1},
+    ),
     "answer after a tool result (buffered, no tools sent, no reasoning)": (
-        {"messages": HISTORY}, reply("It is 18 C."), False,
-        WRITTEN_HISTORY + [{"role": "assistant", "content": "It is 18 C."}], {}),
+        {"messages": HISTORY},
+        reply("It is 18 C."),
+        False,
+        WRITTEN_HISTORY + [{"role": "assistant", "content": "It is 18 C."}],
+        {},
+    ),
     "streamed tool call split over chunks, with reasoning": (
         {"messages": HISTORY[:2], "tools": TOOLS, "stream": True},
-        sse([{"role": "assistant", "reasoning_content": "Need "}, {"reasoning_content": "data."},
-             {"tool_calls": [{"index": 0, "id": "call-2", "type": "function",
-                              "function": {"name": "get_weather", "arguments": "{\"ci"}}]},
-             {"tool_calls": [{"index": 0, "function": {"arguments": "ty\": \"Lyon\"}"}}]}], "tool_calls"), True,
+        sse(
+            [
+                {"role": "assistant", "reasoning_content": "Need "},
+                {"reasoning_content": "data."},
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "call-2",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"ci'},
+                        }
+                    ]
+                },
+                {"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Lyon"}'}}]},
+            ],
+            "tool_calls",
+        ),
+        True,
         WRITTEN_HISTORY[:2] + [{"role": "assistant", "content": None, "tool_calls": [CALL_2]}],
-        {"tool_definitions": 1, "reasoning_content": 1}),
+        {"tool_definitions": 1, "reasoning_content": 1},
+    ),
     "streamed answer after a tool result, no reasoning": (
         {"messages": HISTORY, "stream": True},
-        sse([{"role": "assistant", "content": ""}, {"content": "It is "}, {"content": "18 C."}], "stop"), True,
-        WRITTEN_HISTORY + [{"role": "assistant", "content": "It is 18 C."}], {}),
+        sse([{"role": "assistant", "content": ""}, {"content": "It is "}, {"content": "18 C."}], "stop"),
+        True,
+        WRITTEN_HISTORY + [{"role": "assistant", "content": "It is 18 C."}],
+        {},
+    ),
     "two parallel streamed calls": (
         {"messages": HISTORY[:2], "stream": True},
-        sse([{"tool_calls": [{"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-             {"tool_calls": [{"index": 1, "id": "b", "type": "function", "function": {"name": "g", "arguments": "{\"x\":1}"}}]}],
-            "tool_calls"), True,
-        WRITTEN_HISTORY[:2] + [{"role": "assistant", "content": None, "tool_calls": [
-            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
-            {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{\"x\":1}"}}]}], {}),
+        sse(
+            [
+                {
+                    "tool_calls": [
+                        {"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                    ]
+                },
+                {
+                    "tool_calls": [
+                        {"index": 1, "id": "b", "type": "function", "function": {"name": "g", "arguments": '{"x":1}'}}
+                    ]
+                },
+            ],
+            "tool_calls",
+        ),
+        True,
+        WRITTEN_HISTORY[:2]
+        + [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                    {"id": "b", "type": "function", "function": {"name": "g", "arguments": '{"x":1}'}},
+                ],
+            }
+        ],
+        {},
+    ),
 }
 
 
@@ -145,32 +245,70 @@ def test_plain_chat_keeps_its_summary_shape():
 def test_text_beside_a_tool_call_never_loses_the_call(fast):
     # Before agent turns were kept, the text alone was written and the call silently dropped.
     request = {"messages": HISTORY[:2]}
-    stream = sse([{"content": "Checking."}, {"tool_calls": [{"index": 0, "id": "call-2", "type": "function",
-                                                             "function": {"name": "get_weather",
-                                                                          "arguments": "{\"city\": \"Lyon\"}"}}]}],
-                 "tool_calls")
-    _, out = convert([capture(request, reply("Checking.", calls=[CALL_2])), capture(request, stream, stream=True)], fast)
+    stream = sse(
+        [
+            {"content": "Checking."},
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call-2",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Lyon"}'},
+                    }
+                ]
+            },
+        ],
+        "tool_calls",
+    )
+    _, out = convert(
+        [capture(request, reply("Checking.", calls=[CALL_2])), capture(request, stream, stream=True)], fast
+    )
     written = WRITTEN_HISTORY[:2] + [{"role": "assistant", "content": "Checking.", "tool_calls": [CALL_2]}]
     assert out == [expected(written)]  # the second is the same record: a duplicate
 
 
 @PATHS
-@pytest.mark.parametrize("request_messages, response, reason", [
-    ([{"role": "user", "content": "q"}, {"role": "tool", "content": "r"}], reply("a"), "unsupported_message_role"),
-    ([{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "function_call": {"name": "f"}}],
-     reply("a"), "unsupported_message_role"),
-    ([{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]}],
-     reply("a"), "unsupported_message_role"),
-    ([{"role": "user", "content": "q"}], reply(None, calls=[{"id": "1", "type": "function", "function": {}}]),
-     "unsupported_message_role"),
-    ([{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "1", "content": [{"type": "image_url"}]}],
-     reply("a"), "non_text_content"),
-    ([{"role": "tool", "tool_call_id": "1", "content": "r"}], reply("a"), "unsupported_request_shape"),
-    ([{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "1", "content": "r"}],
-     {"error": "boom", "object": "error"}, "error_response"),
-    ([{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "1", "content": "r"}], reply("  "),
-     "empty_response"),
-])
+@pytest.mark.parametrize(
+    "request_messages, response, reason",
+    [
+        ([{"role": "user", "content": "q"}, {"role": "tool", "content": "r"}], reply("a"), "unsupported_message_role"),
+        (
+            [{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "function_call": {"name": "f"}}],
+            reply("a"),
+            "unsupported_message_role",
+        ),
+        (
+            [{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]}],
+            reply("a"),
+            "unsupported_message_role",
+        ),
+        (
+            [{"role": "user", "content": "q"}],
+            reply(None, calls=[{"id": "1", "type": "function", "function": {}}]),
+            "unsupported_message_role",
+        ),
+        (
+            [
+                {"role": "user", "content": "q"},
+                {"role": "tool", "tool_call_id": "1", "content": [{"type": "image_url"}]},
+            ],
+            reply("a"),
+            "non_text_content",
+        ),
+        ([{"role": "tool", "tool_call_id": "1", "content": "r"}], reply("a"), "unsupported_request_shape"),
+        (
+            [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "1", "content": "r"}],
+            {"error": "boom", "object": "error"},
+            "error_response",
+        ),
+        (
+            [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "1", "content": "r"}],
+            reply("  "),
+            "empty_response",
+        ),
+    ],
+)
 def test_what_no_record_can_hold_is_skipped_with_its_reason(request_messages, response, reason, fast):
     converter, out = convert([capture({"messages": request_messages}, response)], fast)
     assert out == [] and converter.summary()["skipped"] == {reason: 1}
@@ -178,13 +316,21 @@ def test_what_no_record_can_hold_is_skipped_with_its_reason(request_messages, re
 
 @PATHS
 def test_front_door_turns_with_tool_calls(fast):
-    turn = {"component": "chat-qwen3", "created_at": "2026-12-01T10:00:00Z",
-            "messages": HISTORY + [{"role": "assistant", "content": "It is 18 C."}]}
-    call_turn = {"component": "chat-qwen3", "created_at": "2026-12-01T10:00:01Z",
-                 "messages": HISTORY[:2] + [{"role": "assistant", "content": None, "tool_calls": [CALL_2]}]}
+    turn = {
+        "component": "chat-qwen3",
+        "created_at": "2026-12-01T10:00:00Z",
+        "messages": HISTORY + [{"role": "assistant", "content": "It is 18 C."}],
+    }
+    call_turn = {
+        "component": "chat-qwen3",
+        "created_at": "2026-12-01T10:00:01Z",
+        "messages": HISTORY[:2] + [{"role": "assistant", "content": None, "tool_calls": [CALL_2]}],
+    }
     converter, out = convert([json.dumps(turn).encode(), json.dumps(call_turn).encode()], fast, source="front_door")
-    assert out == [expected(WRITTEN_HISTORY + [{"role": "assistant", "content": "It is 18 C."}]),
-                   expected(WRITTEN_HISTORY[:2] + [{"role": "assistant", "content": None, "tool_calls": [CALL_2]}])]
+    assert out == [
+        expected(WRITTEN_HISTORY + [{"role": "assistant", "content": "It is 18 C."}]),
+        expected(WRITTEN_HISTORY[:2] + [{"role": "assistant", "content": None, "tool_calls": [CALL_2]}]),
+    ]
     assert converter.summary()["tool_calling"] == 2
 
 
@@ -194,9 +340,13 @@ def test_every_line_is_one_line_for_readers_that_split_at_unicode_separators(sep
     text = f"line{separator}break"
     arguments = json.dumps({"note": text}, ensure_ascii=False)
     request = {"messages": [{"role": "user", "content": text}]}
-    lines = [capture(request, reply(text)),  # plain chat
-             capture(request, reply(None, calls=[{"id": "c", "type": "function",
-                                                  "function": {"name": "f", "arguments": arguments}}]))]
+    lines = [
+        capture(request, reply(text)),  # plain chat
+        capture(
+            request,
+            reply(None, calls=[{"id": "c", "type": "function", "function": {"name": "f", "arguments": arguments}}]),
+        ),
+    ]
     _, out = convert(lines, fast)
     assert len(out) == 2
     for line in out:
@@ -212,9 +362,11 @@ def test_the_run_summary_totals_agent_counts_over_components():
     from collections import Counter
 
     index = load_handler_module("eagle_dataset", "index")
-    components = {"chat-qwen3": {"records_in": 3, "tool_calling": 2, "dropped": Counter({"tool_definitions": 2})},
-                  "chat-lora": {"records_in": 1, "tool_calling": 1, "dropped": Counter({"reasoning_content": 1})},
-                  "base": {"records_in": 4}}
+    components = {
+        "chat-qwen3": {"records_in": 3, "tool_calling": 2, "dropped": Counter({"tool_definitions": 2})},
+        "chat-lora": {"records_in": 1, "tool_calling": 1, "dropped": Counter({"reasoning_content": 1})},
+        "base": {"records_in": 4},
+    }
     totals = index._agent_totals(components)
     assert totals["tool_calling"] == 3
     assert totals["dropped"] == {"reasoning_content": 1, "tool_definitions": 2}
@@ -232,13 +384,16 @@ def test_every_written_agent_record_is_a_chat_record(case):
 CALL = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
 
-@pytest.mark.parametrize("last", [
-    {"role": "assistant", "content": None, "tool_calls": []},                         # no call, no text
-    {"role": "assistant", "content": None, "tool_calls": [{**CALL, "extra": 1}]},     # a key the job may not read
-    {"role": "assistant", "content": None, "tool_calls": [{**CALL, "function": {"name": "f", "arguments": {}}}]},
-    {"role": "assistant", "content": 7, "tool_calls": [CALL]},
-    {"role": "tool", "tool_call_id": "c", "content": "r"},                            # the model did not answer
-    {"role": "assistant", "content": "x", "reasoning_content": "y"},
-])
+@pytest.mark.parametrize(
+    "last",
+    [
+        {"role": "assistant", "content": None, "tool_calls": []},  # no call, no text
+        {"role": "assistant", "content": None, "tool_calls": [{**CALL, "extra": 1}]},  # a key the job may not read
+        {"role": "assistant", "content": None, "tool_calls": [{**CALL, "function": {"name": "f", "arguments": {}}}]},
+        {"role": "assistant", "content": 7, "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "c", "content": "r"},  # the model did not answer
+        {"role": "assistant", "content": "x", "reasoning_content": "y"},
+    ],
+)
 def test_records_in_other_shapes_are_not_chat_records(last):
     assert not core.is_chat_record({"messages": [{"role": "user", "content": "q"}, last]})

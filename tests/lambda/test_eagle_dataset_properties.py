@@ -3,6 +3,7 @@
 For any input the converter never raises, every line it writes is a valid chat-completions
 record, and ``records_in == converted + skipped + duplicates`` holds per component and in total.
 """
+
 from __future__ import annotations
 
 import base64
@@ -25,38 +26,87 @@ json_values = st.recursive(
 texts = st.text(max_size=40)  # includes lone surrogates, control characters, template markers
 unhashable = st.lists(st.just("user"), max_size=1) | st.dictionaries(st.just("text"), st.none(), max_size=1)
 roles = st.sampled_from(["system", "developer", "user", "assistant", "tool", "robot", None]) | unhashable
-content = texts | st.lists(
-    st.fixed_dictionaries({"type": st.sampled_from(["text", "image_url", "input_text"]) | unhashable, "text": texts}), max_size=3
-) | st.none() | st.integers()
+content = (
+    texts
+    | st.lists(
+        st.fixed_dictionaries(
+            {"type": st.sampled_from(["text", "image_url", "input_text"]) | unhashable, "text": texts}
+        ),
+        max_size=3,
+    )
+    | st.none()
+    | st.integers()
+)
 message = st.fixed_dictionaries({"role": roles, "content": content})
 requests = st.one_of(
     st.fixed_dictionaries({"messages": st.lists(message, max_size=4)}),
     st.fixed_dictionaries({"prompt": texts | st.lists(texts, max_size=2) | st.lists(st.integers(), max_size=3)}),
-    st.fixed_dictionaries({"inputs": texts | st.sampled_from([
-        "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n",
-        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nq<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
-        "<|im_start|>assistant\nonly<|im_end|>",
-    ]), "parameters": json_values}),
-    st.fixed_dictionaries({"inputs": st.fixed_dictionaries({"text": texts, "past_user_inputs": st.lists(texts, max_size=2),
-                                                           "generated_responses": st.lists(texts, max_size=2)})}),
+    st.fixed_dictionaries(
+        {
+            "inputs": texts
+            | st.sampled_from(
+                [
+                    "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n",
+                    "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nq<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+                    "<|im_start|>assistant\nonly<|im_end|>",
+                ]
+            ),
+            "parameters": json_values,
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "inputs": st.fixed_dictionaries(
+                {
+                    "text": texts,
+                    "past_user_inputs": st.lists(texts, max_size=2),
+                    "generated_responses": st.lists(texts, max_size=2),
+                }
+            )
+        }
+    ),
     texts,
     json_values,
 )
 # Streamed responses: OpenAI-style chunks (what the orjson path reads in place) and everything that
 # changes what a chunk means (errors, TGI tokens, generated_text, escaped keys), in SSE framings.
 stream_chunks = st.one_of(
-    st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries(
-        {"index": st.just(0), "delta": st.fixed_dictionaries({}, optional={"role": st.just("assistant"),
-                                                                              "content": texts | st.none()})}), max_size=2)}),
-    st.fixed_dictionaries({"id": st.just("chatcmpl-1"), "object": st.sampled_from(["chat.completion.chunk", "error"]),
-                           "choices": st.lists(st.fixed_dictionaries({"text": texts | st.integers()}), max_size=1)}),
-    st.fixed_dictionaries({"token": st.fixed_dictionaries({"text": texts, "special": st.booleans()}),
-                           "generated_text": texts | st.none()}),
+    st.fixed_dictionaries(
+        {
+            "choices": st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "index": st.just(0),
+                        "delta": st.fixed_dictionaries(
+                            {}, optional={"role": st.just("assistant"), "content": texts | st.none()}
+                        ),
+                    }
+                ),
+                max_size=2,
+            )
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "id": st.just("chatcmpl-1"),
+            "object": st.sampled_from(["chat.completion.chunk", "error"]),
+            "choices": st.lists(st.fixed_dictionaries({"text": texts | st.integers()}), max_size=1),
+        }
+    ),
+    st.fixed_dictionaries(
+        {"token": st.fixed_dictionaries({"text": texts, "special": st.booleans()}), "generated_text": texts | st.none()}
+    ),
     st.fixed_dictionaries({"error": texts}),
     st.fixed_dictionaries({"ErrorCode": st.integers(), "choices": st.just([])}),
-    st.fixed_dictionaries({"choices": st.just([{"delta": {"content": "c"}}])},  # a key that outranks "choices"
-                          optional={"error": texts, "token": st.fixed_dictionaries({"text": texts}), "generated_text": texts,
-                                    "object": st.just("error")}),
+    st.fixed_dictionaries(
+        {"choices": st.just([{"delta": {"content": "c"}}])},  # a key that outranks "choices"
+        optional={
+            "error": texts,
+            "token": st.fixed_dictionaries({"text": texts}),
+            "generated_text": texts,
+            "object": st.just("error"),
+        },
+    ),
     st.sampled_from(["error", "token", "[DONE]", " error"]).map(lambda t: {"choices": [{"delta": {"content": t}}]}),
     json_values,
 )
@@ -70,10 +120,26 @@ def sse_streams(draw) -> str:
         if draw(st.integers(0, 9)) == 0:  # a key or value spelled with an escape
             payload = payload.replace('"error"', '"\\u0065rror"').replace('"token"', '"\\u0074oken"')
         if draw(st.integers(0, 9)) == 0:
-            out.append(draw(st.sampled_from([": keep-alive\n", "event: message\n", "data:\n", "data: [DONE]\n\n",
-                                             "\u2028", "id: 3\n", "  \n"])))
-        out.append(draw(st.sampled_from(["data: ", "data:", "data:  ", " data: ", "data:\t"])) + payload
-                   + draw(st.sampled_from(["\n\n", "\r\n\r\n", "\n", " \n\n"])))
+            out.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            ": keep-alive\n",
+                            "event: message\n",
+                            "data:\n",
+                            "data: [DONE]\n\n",
+                            "\u2028",
+                            "id: 3\n",
+                            "  \n",
+                        ]
+                    )
+                )
+            )
+        out.append(
+            draw(st.sampled_from(["data: ", "data:", "data:  ", " data: ", "data:\t"]))
+            + payload
+            + draw(st.sampled_from(["\n\n", "\r\n\r\n", "\n", " \n\n"]))
+        )
     if draw(st.booleans()):
         out.append("data: [DONE]\n\n")
     return "".join(out)
@@ -163,7 +229,7 @@ def test_chunking_does_not_change_the_result(lines, data):
     chunks, position, index = [], 0, 0
     while position < len(blob):
         size = sizes[index % len(sizes)]
-        chunks.append(blob[position:position + size])
+        chunks.append(blob[position : position + size])
         position, index = position + size, index + 1
     whole, pieces = core.BatchConverter(default_component="base"), core.BatchConverter(default_component="base")
     expected = list(whole.convert_lines(core.iter_bounded_lines([blob], 1 << 20)))
@@ -232,7 +298,7 @@ def test_bounded_lines_equal_split_and_never_exceed_the_limit(blob, sizes, limit
     chunks, position, index = [], 0, 0
     while position < len(blob):
         size = sizes[index % len(sizes)]
-        chunks.append(blob[position:position + size])
+        chunks.append(blob[position : position + size])
         position, index = position + size, index + 1
     got = list(core.iter_bounded_lines(chunks, limit))
     expected = blob.split(b"\n")
@@ -268,23 +334,28 @@ def test_lines_at_the_limit_split_as_the_joined_stream_does_in_every_chunking():
     lines = [b"a" * n for n in (limit - 1, limit, limit + 1, 0, limit, limit + 1, limit - 1, limit)]
     blob = b"\n".join(lines) + b"\n" + b"b" * limit  # and a last line without a newline, at the limit
     for size in range(1, len(blob) + 1):
-        chunks = [blob[i:i + size] for i in range(0, len(blob), size)]
+        chunks = [blob[i : i + size] for i in range(0, len(blob), size)]
         expected = _reference_lines(chunks, limit)
         for split in (core.iter_bounded_line_views, core.iter_bounded_lines):
             got = [bytes(item) if isinstance(item, memoryview) else item for item in split(chunks, limit)]
-            assert [g if isinstance(g, bytes) else ("over", g.size) for g in got] == \
-                [e if isinstance(e, bytes) else ("over", e.size) for e in expected], (split.__name__, size)
+            assert [g if isinstance(g, bytes) else ("over", g.size) for g in got] == [
+                e if isinstance(e, bytes) else ("over", e.size) for e in expected
+            ], (split.__name__, size)
 
 
 @SETTINGS
-@given(st.binary(max_size=400).map(lambda b: b.replace(b"\x00", b"\n")), st.lists(st.integers(1, 50), min_size=1, max_size=10),
-       st.integers(1, 40), st.booleans())
+@given(
+    st.binary(max_size=400).map(lambda b: b.replace(b"\x00", b"\n")),
+    st.lists(st.integers(1, 50), min_size=1, max_size=10),
+    st.integers(1, 40),
+    st.booleans(),
+)
 def test_line_views_and_bounded_lines_split_as_the_joined_stream_does(blob, sizes, limit, unreadable):
     chunks: list[Any] = []
     position, index = 0, 0
     while position < len(blob):
         size = sizes[index % len(sizes)]
-        chunks.append(blob[position:position + size])
+        chunks.append(blob[position : position + size])
         position, index = position + size, index + 1
     if unreadable:
         chunks.insert(len(chunks) // 2, core.UnreadableData("corrupt_compressed_object"))
@@ -303,12 +374,15 @@ def test_line_views_and_bounded_lines_split_as_the_joined_stream_does(blob, size
 
 
 @SETTINGS
-@given(st.lists(st.one_of(capture_lines(), st.binary(max_size=120)), max_size=12), st.data(),
-       st.sampled_from(["capture", "front_door"]))
+@given(
+    st.lists(st.one_of(capture_lines(), st.binary(max_size=120)), max_size=12),
+    st.data(),
+    st.sampled_from(["capture", "front_door"]),
+)
 def test_both_paths_read_line_views_as_they_read_bytes(lines, data, source):
     blob = b"\n".join(lines) + b"\n"
     size = data.draw(st.integers(1, 200))
-    chunks = [blob[i:i + size] for i in range(0, len(blob), size)]
+    chunks = [blob[i : i + size] for i in range(0, len(blob), size)]
     results = []
     for fast in (True, False):
         for split in (core.iter_bounded_lines, core.iter_bounded_line_views):
@@ -325,7 +399,7 @@ def test_json_array_stream_round_trips(values, size, ascii_only):
         data.decode("utf-8")
     except UnicodeDecodeError:
         data = json.dumps(values).encode()
-    chunks = [data[i:i + size] for i in range(0, len(data), size)]
+    chunks = [data[i : i + size] for i in range(0, len(data), size)]
     assert list(core.iter_json_array(chunks)) == json.loads(data)
 
 

@@ -1,4 +1,5 @@
 """Tests for lambda/eagle_job: ``start`` (CreateOptimizationJob) and ``record`` (results, record, promotion)."""
+
 from __future__ import annotations
 
 import copy
@@ -63,7 +64,10 @@ class SageMakerStub:
     def error(self, operation: str, code: str, message: str, params: dict[str, Any], status: int = 400) -> None:
         assert_valid_sagemaker(operation, params)
         self.stubber.add_client_error(
-            _snake(operation), service_error_code=code, service_message=message, http_status_code=status,
+            _snake(operation),
+            service_error_code=code,
+            service_message=message,
+            http_status_code=status,
             expected_params=params,
         )
 
@@ -318,12 +322,20 @@ def test_unsupported_architecture(handler, sagemaker, lambda_context):
         handler.start(start_event(architecture="MistralForCausalLM"), lambda_context)
     message = str(raised.value)
     assert "MistralForCausalLM" in message
-    for supported in ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Qwen2ForCausalLM",
-                      "GptOssForCausalLM", "Qwen3NextForCausalLM"):
+    for supported in (
+        "LlamaForCausalLM",
+        "Qwen3ForCausalLM",
+        "Qwen3MoeForCausalLM",
+        "Qwen2ForCausalLM",
+        "GptOssForCausalLM",
+        "Qwen3NextForCausalLM",
+    ):
         assert supported in message
 
 
-@pytest.mark.parametrize("model_id", ["Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B-Instruct", "https://huggingface.co/Qwen/Qwen3-8B"])
+@pytest.mark.parametrize(
+    "model_id", ["Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B-Instruct", "https://huggingface.co/Qwen/Qwen3-8B"]
+)
 def test_hugging_face_hub_ids_are_rejected(handler, sagemaker, lambda_context, model_id):
     with pytest.raises(handler.UnsupportedModelSourceError, match="Hugging Face.*S3"):
         handler.start(start_event(model_s3_uri=model_id), lambda_context)
@@ -398,12 +410,17 @@ def test_vpc_kms_and_training_plan_are_sent_only_when_configured(
 
 
 def test_unconfigured_request_has_no_optional_members(core):
-    settings_ = core.settings_from_env(
-        {"ROLE_ARN": ROLE_ARN, "OUTPUT_S3_URI": OUTPUT, "MAX_RUNTIME_SECONDS": "3600"}
-    )
+    settings_ = core.settings_from_env({"ROLE_ARN": ROLE_ARN, "OUTPUT_S3_URI": OUTPUT, "MAX_RUNTIME_SECONDS": "3600"})
     request = core.build_create_request(
-        name="eagle-x-0123456789ab", settings=settings_, model_s3_uri=MODEL_URI, instance_type="ml.g6e.12xlarge",
-        max_instance_count=2, training_data_uri=DATA_URI, training_data_type="S3Prefix", model_name="x", run_id="r",
+        name="eagle-x-0123456789ab",
+        settings=settings_,
+        model_s3_uri=MODEL_URI,
+        instance_type="ml.g6e.12xlarge",
+        max_instance_count=2,
+        training_data_uri=DATA_URI,
+        training_data_type="S3Prefix",
+        model_name="x",
+        run_id="r",
     )
     assert "VpcConfig" not in request and "TrainingPlanArns" not in request
     assert "KmsKeyId" not in request["OutputConfig"]
@@ -435,7 +452,10 @@ _any_text = st.text(min_size=0, max_size=120)
 def test_job_name_is_always_valid_and_deterministic(model_name, model_uri, dataset_uri, instance_type, run_id):
     core_module = CORE
     kwargs = dict(
-        model_name=model_name, model_s3_uri=model_uri, dataset_s3_uri=dataset_uri, instance_type=instance_type,
+        model_name=model_name,
+        model_s3_uri=model_uri,
+        dataset_s3_uri=dataset_uri,
+        instance_type=instance_type,
         run_id=run_id,
     )
     name = core_module.job_name(**kwargs)
@@ -515,13 +535,19 @@ def test_parser_reads_benchmark_serving_files_named_by_role(core, base_file, eag
         {"baseline": {"throughput": 80}, "optimized": {"throughput": 200}},
         {"results": {"base_model": {"tokens_per_second": 80}, "eagle": {"tokens_per_second": 200}}},
         {"baseline_output_throughput": 80, "eagle_output_throughput": 200},
-        [{"speculative_decoding": False, "output_throughput": 80}, {"speculative_decoding": True, "output_throughput": 200}],
+        [
+            {"speculative_decoding": False, "output_throughput": 80},
+            {"speculative_decoding": True, "output_throughput": 200},
+        ],
     ],
 )
 def test_parser_accepts_nested_wide_and_flag_layouts(core, document):
     summary = core.summarize_results([("results.json", document)], ["results.json"])
     assert (summary.status, summary.base_throughput, summary.optimized_throughput, summary.speedup) == (
-        "parsed", 80, 200, 2.5,
+        "parsed",
+        80,
+        200,
+        2.5,
     )
 
 
@@ -530,10 +556,16 @@ def test_parser_accepts_nested_wide_and_flag_layouts(core, document):
     [
         ([("metrics.json", {"loss": 0.3, "acceptance_rate": 0.7})], "no base .* and optimized"),
         ([("eagle.json", vllm_result(250.0, 1.0))], "no base"),
-        ([("baseline.json", vllm_result(100.0, 1.0, 4)), ("eagle.json", vllm_result(250.0, 1.0, 8))], "different concurrency"),
         (
-            [("baseline.json", vllm_result(100.0, 1.0)), ("baseline-2.json", vllm_result(90.0, 1.0)),
-             ("eagle.json", vllm_result(250.0, 1.0))],
+            [("baseline.json", vllm_result(100.0, 1.0, 4)), ("eagle.json", vllm_result(250.0, 1.0, 8))],
+            "different concurrency",
+        ),
+        (
+            [
+                ("baseline.json", vllm_result(100.0, 1.0)),
+                ("baseline-2.json", vllm_result(90.0, 1.0)),
+                ("eagle.json", vllm_result(250.0, 1.0)),
+            ],
             "conflicting base",
         ),
         ([("r.json", {"baseline": {"output_throughput": 1}, "eagle": {"total_throughput": 2}})], "different metric"),
@@ -547,12 +579,28 @@ def test_parser_refuses_to_guess(core, docs, reason):
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=30),
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(
-        st.sampled_from(["baseline", "eagle", "optimized", "output_throughput", "throughput", "concurrency",
-                         "configuration", "No EAGLE", "Trained EAGLE", "mean_ttft_ms", "x"]) | st.text(max_size=15),
-        children,
-        max_size=6,
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "baseline",
+                    "eagle",
+                    "optimized",
+                    "output_throughput",
+                    "throughput",
+                    "concurrency",
+                    "configuration",
+                    "No EAGLE",
+                    "Trained EAGLE",
+                    "mean_ttft_ms",
+                    "x",
+                ]
+            )
+            | st.text(max_size=15),
+            children,
+            max_size=6,
+        )
     ),
     max_leaves=40,
 )
@@ -709,7 +757,9 @@ def test_record_promotes_above_threshold(recorder, aws_record, lambda_context, c
 
     assert result["decision"] == "promoted" and result["speedup"] == 2.5
     assert result["reason"] == "speedup 2.5x >= threshold 1.5x"
-    assert parameter(aws_record) == event["draft_model_s3_uri"] == f"s3://{OUT_BUCKET}/jobs/eagle-qwen3-32b-run-1/draft/"
+    assert (
+        parameter(aws_record) == event["draft_model_s3_uri"] == f"s3://{OUT_BUCKET}/jobs/eagle-qwen3-32b-run-1/draft/"
+    )
     item = stored(aws_record, "run-1")
     assert item["draft_model_s3_uri"] == event["draft_model_s3_uri"] and item["decision"] == "promoted"
     assert item["eagle_version"] == "eagle3" and item["job_arn"] == event["job_arn"]
@@ -769,7 +819,8 @@ def test_record_failed_job(recorder, aws_record, lambda_context, capsys):
 def test_record_unparsed_results(recorder, aws_record, lambda_context, capsys):
     event = run_event()
     put_outputs(
-        aws_record["s3"], event,
+        aws_record["s3"],
+        event,
         {"training_metrics.json": {"loss": 0.41, "acceptance_length": 3.1}, "summary.csv": b"a,b\n1,2\n"},
     )
     result = recorder.record(event, lambda_context)
@@ -784,19 +835,24 @@ def test_record_unparsed_results(recorder, aws_record, lambda_context, capsys):
     # the raw listing of everything the job wrote is kept beside the verdict
     assert result["results_unparsed"] is True
     assert [(e["key"], e["size"]) for e in result["output_listing"]] == [
-        ("draft/config.json", 2), ("draft/model.safetensors", 7), ("results/summary.csv", 8),
-        ("results/training_metrics.json", 40)]
+        ("draft/config.json", 2),
+        ("draft/model.safetensors", 7),
+        ("results/summary.csv", 8),
+        ("results/training_metrics.json", 40),
+    ]
     assert all(e["last_modified"].endswith("Z") for e in result["output_listing"])
     assert (result["output_listing_count"], result["output_listing_truncated"]) == (4, False)
     item = stored(aws_record, "run-1")
     assert item["output_listing"] == result["output_listing"] and item["results_unparsed"] is True
     report = json.loads(
-        aws_record["s3"].get_object(Bucket=REPORT_BUCKET, Key="eagle/qwen3-32b/run-1.json")["Body"].read())
+        aws_record["s3"].get_object(Bucket=REPORT_BUCKET, Key="eagle/qwen3-32b/run-1.json")["Body"].read()
+    )
     assert [e["key"] for e in report["output_listing"]] == [e["key"] for e in result["output_listing"]]
 
 
-def test_record_parsed_results_are_not_flagged_and_the_listing_is_bounded(recorder, aws_record, lambda_context,
-                                                                           capsys, monkeypatch):
+def test_record_parsed_results_are_not_flagged_and_the_listing_is_bounded(
+    recorder, aws_record, lambda_context, capsys, monkeypatch
+):
     monkeypatch.setattr(recorder, "MAX_LISTING_OBJECTS", 3)
     event = run_event()
     put_outputs(aws_record["s3"], event, speed_results(100.0, 250.0))
@@ -868,8 +924,9 @@ def test_a_newer_run_replaces_the_promoted_head_only_when_it_beats_it(recorder, 
     assert recorder.record(older, lambda_context)["decision"] == "promoted"
     kept = recorder.record(slower, lambda_context)
     assert kept["decision"] == "not_promoted"
-    assert kept["reason"] == ("speedup 2x >= threshold 1.5x, but it does not beat the served promoted head: "
-                              "2x <= 3x (run record run-1)")
+    assert kept["reason"] == (
+        "speedup 2x >= threshold 1.5x, but it does not beat the served promoted head: 2x <= 3x (run record run-1)"
+    )
     assert kept["comparison_basis"]["served_head"] == "promoted" and kept["comparison_basis"]["speedup"] == 3.0
     assert parameter(aws_record) == older["draft_model_s3_uri"]
     replaced = recorder.record(faster, lambda_context)
@@ -926,15 +983,16 @@ def test_legacy_json_value_is_understood(recorder, aws_record, lambda_context):
 
 def test_a_head_set_by_hand_is_replaced(recorder, aws_record, lambda_context):
     """A URI no recorded run promoted (set by an operator) carries no completion time: a good run replaces it."""
-    aws_record["ssm"].put_parameter(Name=PARAMETER, Value="s3://elsewhere/heads/manual/", Type="String",
-                                    Overwrite=True)
+    aws_record["ssm"].put_parameter(Name=PARAMETER, Value="s3://elsewhere/heads/manual/", Type="String", Overwrite=True)
     event = run_event()
     put_outputs(aws_record["s3"], event, speed_results(100.0, 250.0))
     assert recorder.record(event, lambda_context)["decision"] == "promoted"
     assert parameter(aws_record) == event["draft_model_s3_uri"]
 
 
-def test_accepted_licence_of_a_gated_model_reaches_model_access_config(start_env, dataset, load_handler, lambda_context):
+def test_accepted_licence_of_a_gated_model_reaches_model_access_config(
+    start_env, dataset, load_handler, lambda_context
+):
     """A gated JumpStart model (accept_eula in config): CreateOptimizationJob carries
     ModelSource.S3.ModelAccessConfig.AcceptEula, checked against botocore's model; the output keeps the flag."""
     handler = load_handler("eagle_job")
@@ -953,8 +1011,15 @@ def test_accepted_licence_of_a_gated_model_reaches_model_access_config(start_env
 def test_no_model_access_config_without_accepted_licence(core):
     settings_ = core.settings_from_env({"ROLE_ARN": ROLE_ARN, "OUTPUT_S3_URI": OUTPUT, "MAX_RUNTIME_SECONDS": "3600"})
     request = core.build_create_request(
-        name="eagle-x-0123456789ab", settings=settings_, model_s3_uri=MODEL_URI, instance_type="ml.g6e.12xlarge",
-        max_instance_count=1, training_data_uri=DATA_URI, training_data_type="S3Prefix", model_name="x", run_id="r",
+        name="eagle-x-0123456789ab",
+        settings=settings_,
+        model_s3_uri=MODEL_URI,
+        instance_type="ml.g6e.12xlarge",
+        max_instance_count=1,
+        training_data_uri=DATA_URI,
+        training_data_type="S3Prefix",
+        model_name="x",
+        run_id="r",
     )
     assert request["ModelSource"] == {"S3": {"S3Uri": MODEL_URI}}
 
@@ -997,12 +1062,23 @@ def watermark_now(ssm) -> str:
 
 
 def claim_for(core, name: str, **fields: Any) -> str:
-    return core.claim_value(core.WatermarkClaim(**{"job": name, "run_id": "run-2026-11-30", "claimed_at":
-                                                   "2026-11-30T12:00:00Z", "previous": BEFORE, "value": AFTER, **fields}))
+    return core.claim_value(
+        core.WatermarkClaim(
+            **{
+                "job": name,
+                "run_id": "run-2026-11-30",
+                "claimed_at": "2026-11-30T12:00:00Z",
+                "previous": BEFORE,
+                "value": AFTER,
+                **fields,
+            }
+        )
+    )
 
 
-def test_start_claims_the_window_creates_the_job_then_moves_the_watermark(handler, core, sagemaker, ssm,
-                                                                           lambda_context):
+def test_start_claims_the_window_creates_the_job_then_moves_the_watermark(
+    handler, core, sagemaker, ssm, lambda_context
+):
     event = start_event(watermark=commit())
     name = name_for(core, event)
     sagemaker.ok("CreateOptimizationJob", {"OptimizationJobArn": job_arn(name)}, expected_request(name))
@@ -1026,13 +1102,15 @@ def test_a_watermark_moved_since_plan_starts_nothing(handler, core, sagemaker, s
     ssm.put_parameter(Name=WATERMARK, Value=AFTER, Type="String", Overwrite=True)
     ssm.writes.clear()
     with pytest.raises(handler.WatermarkConflictError, match="changed after run run-2026-11-30 planned its dataset"):
-        handler.start(start_event(watermark=commit(value='{"v":1,"after":{"ep/AllTraffic/":"2026/12"}}')),
-                      lambda_context)
+        handler.start(
+            start_event(watermark=commit(value='{"v":1,"after":{"ep/AllTraffic/":"2026/12"}}')), lambda_context
+        )
     assert ssm.writes == [] and watermark_now(ssm) == AFTER  # and no CreateOptimizationJob (nothing stubbed)
 
 
-def test_a_failed_create_puts_the_watermark_back_and_the_retry_trains_the_window_once(handler, core, sagemaker, ssm,
-                                                                                      lambda_context):
+def test_a_failed_create_puts_the_watermark_back_and_the_retry_trains_the_window_once(
+    handler, core, sagemaker, ssm, lambda_context
+):
     """ResourceLimitExceededError is retried by Step Functions for hours: between attempts the watermark is where
     plan found it, so an abort in that wait skips nothing; the attempt that creates the job moves it."""
     event = start_event(watermark=commit())
@@ -1063,15 +1141,17 @@ def test_a_retry_after_the_commit_writes_nothing(handler, core, sagemaker, ssm, 
     ssm.put_parameter(Name=WATERMARK, Value=AFTER, Type="String", Overwrite=True)
     ssm.writes.clear()
     sagemaker.ok("DescribeOptimizationJob", describe_response(name), {"OptimizationJobName": name})
-    sagemaker.error("CreateOptimizationJob", "ResourceInUse", f"Optimization job {name} already exists",
-                    expected_request(name))
+    sagemaker.error(
+        "CreateOptimizationJob", "ResourceInUse", f"Optimization job {name} already exists", expected_request(name)
+    )
     sagemaker.ok("DescribeOptimizationJob", describe_response(name), {"OptimizationJobName": name})
     assert handler.start(event, lambda_context)["watermark_committed"] is True
     assert ssm.writes == [] and watermark_now(ssm) == AFTER
 
 
-def test_the_windows_end_without_this_job_means_another_run_trained_on_it(handler, core, sagemaker, ssm,
-                                                                          lambda_context):
+def test_the_windows_end_without_this_job_means_another_run_trained_on_it(
+    handler, core, sagemaker, ssm, lambda_context
+):
     event = start_event(watermark=commit())
     name = name_for(core, event)
     ssm.put_parameter(Name=WATERMARK, Value=AFTER, Type="String", Overwrite=True)
@@ -1091,7 +1171,8 @@ def test_a_fresh_claim_of_another_run_is_left_to_it(handler, core, sagemaker, ss
 
 
 def test_a_stale_claim_whose_job_exists_is_committed_for_it_and_this_run_trains_nothing(
-        handler, core, sagemaker, ssm, lambda_context):
+    handler, core, sagemaker, ssm, lambda_context
+):
     """That job trains on the claim's window, which this run's plan read again: this run starts nothing and moves
     the watermark to the end of that job's window, so the next run starts there."""
     other_job = "eagle-qwen3-32b-000000000000"
@@ -1099,8 +1180,9 @@ def test_a_stale_claim_whose_job_exists_is_committed_for_it_and_this_run_trains_
     ssm.put_parameter(Name=WATERMARK, Value=other, Type="String", Overwrite=True)
     sagemaker.ok("DescribeOptimizationJob", describe_response(other_job), {"OptimizationJobName": other_job})
     with pytest.raises(handler.WatermarkConflictError, match="run run-0 started job .* the next run plans from there"):
-        handler.start(start_event(watermark=commit(stored=other, value='{"v":1,"after":{"x/":"2026/12"}}')),
-                      lambda_context)
+        handler.start(
+            start_event(watermark=commit(stored=other, value='{"v":1,"after":{"x/":"2026/12"}}')), lambda_context
+        )
     assert watermark_now(ssm) == AFTER
 
 
@@ -1158,18 +1240,31 @@ def test_a_missing_parameter_is_the_empty_watermark(handler, core, sagemaker, ss
     assert watermark_now(ssm) == AFTER
 
 
-@pytest.mark.parametrize(("watermark", "match"), [
-    (commit(parameter="not a name"), r"watermark\.parameter: got 'not a name'"),
-    (commit(value=""), r"watermark\.value: got ''; allowed: at least 1 character"),
-    (commit(value="v" * 4097), r"watermark\.value: got 'v+\.\.\.; allowed: at most 4096 characters"),
-    (commit(stored=""), r"watermark\.stored: got ''; allowed: at least 1 character"),
-    (commit(previous="p" * 4097), r"watermark\.previous: got 'p+\.\.\.; allowed: at most 4096 characters"),
-    ({k: v for k, v in commit().items() if k != "value"}, r"watermark\.value: required field is missing"),
-    ({k: v for k, v in commit().items() if k != "parameter"}, r"watermark\.parameter: required field is missing"),
-    (commit(extra=1), r"watermark\.extra"),
-    ("s3://x", r"watermark: got 's3://x'"),
-], ids=["parameter-name", "empty-value", "long-value", "empty-stored", "long-previous", "no-value", "no-parameter",
-        "unknown-field", "not-an-object"])
+@pytest.mark.parametrize(
+    ("watermark", "match"),
+    [
+        (commit(parameter="not a name"), r"watermark\.parameter: got 'not a name'"),
+        (commit(value=""), r"watermark\.value: got ''; allowed: at least 1 character"),
+        (commit(value="v" * 4097), r"watermark\.value: got 'v+\.\.\.; allowed: at most 4096 characters"),
+        (commit(stored=""), r"watermark\.stored: got ''; allowed: at least 1 character"),
+        (commit(previous="p" * 4097), r"watermark\.previous: got 'p+\.\.\.; allowed: at most 4096 characters"),
+        ({k: v for k, v in commit().items() if k != "value"}, r"watermark\.value: required field is missing"),
+        ({k: v for k, v in commit().items() if k != "parameter"}, r"watermark\.parameter: required field is missing"),
+        (commit(extra=1), r"watermark\.extra"),
+        ("s3://x", r"watermark: got 's3://x'"),
+    ],
+    ids=[
+        "parameter-name",
+        "empty-value",
+        "long-value",
+        "empty-stored",
+        "long-previous",
+        "no-value",
+        "no-parameter",
+        "unknown-field",
+        "not-an-object",
+    ],
+)
 def test_watermark_commit_rules(handler, sagemaker, ssm, lambda_context, watermark, match):
     with pytest.raises(handler.InvalidEventError, match=match):
         handler.start(start_event(watermark=watermark), lambda_context)
@@ -1181,4 +1276,5 @@ def _frozen(now: datetime) -> Any:
         @classmethod
         def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
             return now
+
     return Frozen

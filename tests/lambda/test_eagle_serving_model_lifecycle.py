@@ -6,6 +6,7 @@ The properties are those ``eagle.serving.SpeculativeDecoding`` synthesizes, with
 in (``tests/test_eagle.py`` checks the template's shape). The fake SageMaker refuses, as SageMaker does, a model
 whose data its role cannot read.
 """
+
 from __future__ import annotations
 
 import copy
@@ -26,8 +27,10 @@ WEIGHTS = "s3://my-weights/qwen3-32b/"
 NEW_WEIGHTS = "s3://my-weights/qwen3-32b-v2/"
 PRETRAINED = "s3://jumpstart-cache-prod-us-east-1/qwen3/eagle3-draft/v1/"
 NO_HEAD = "none"
-SPECULATIVE = json.dumps({"method": "eagle3", "model": "/opt/ml/additional-model-data-sources/eagle",
-                          "num_speculative_tokens": 5}, separators=(",", ":"))
+SPECULATIVE = json.dumps(
+    {"method": "eagle3", "model": "/opt/ml/additional-model-data-sources/eagle", "num_speculative_tokens": 5},
+    separators=(",", ":"),
+)
 
 
 def role(stack: int) -> str:
@@ -89,8 +92,12 @@ class FakeSageMaker:
     def train(self, stack: int, job: str, weights: str = WEIGHTS) -> str:
         """A completed optimization job of stack ``stack`` on ``weights``; the head's URI."""
         output = f"s3://{bucket(stack)}/jobs/{job}/"
-        self.jobs[job] = {"OptimizationJobName": job, "OptimizationJobStatus": "COMPLETED",
-                          "ModelSource": {"S3": {"S3Uri": weights}}, "OutputConfig": {"S3OutputLocation": output}}
+        self.jobs[job] = {
+            "OptimizationJobName": job,
+            "OptimizationJobStatus": "COMPLETED",
+            "ModelSource": {"S3": {"S3Uri": weights}},
+            "OutputConfig": {"S3OutputLocation": output},
+        }
         self.stored.add(head(stack, job))
         return head(stack, job)
 
@@ -106,12 +113,16 @@ class FakeSageMaker:
             raise error("ValidationException", f'Cannot create already existing model "{self._arn(name)}".')
         container = request["PrimaryContainer"]
         uris = [container["ModelDataSource"]["S3DataSource"]["S3Uri"]] + [
-            s["S3DataSource"]["S3Uri"] for s in container.get("AdditionalModelDataSources", [])]
+            s["S3DataSource"]["S3Uri"] for s in container.get("AdditionalModelDataSources", [])
+        ]
         for uri in uris:
             readable = self.readable.get(request["ExecutionRoleArn"], ())
             if uri not in self.stored or not uri.startswith(readable):
-                raise error("ValidationException", f"Could not access model data at {uri}. Please ensure that the "
-                                                   "role exists and that its permissions allow access to the data.")
+                raise error(
+                    "ValidationException",
+                    f"Could not access model data at {uri}. Please ensure that the "
+                    "role exists and that its permissions allow access to the data.",
+                )
         self.models[name] = copy.deepcopy(request)
         return {"ModelArn": self._arn(name)}
 
@@ -160,15 +171,22 @@ class ServingModels:
     def served(self, stack: Stack) -> tuple[str, str | None, str]:
         """What the stack's serving model runs: its weights, its draft head (None) and its speculative option."""
         container = self.sagemaker.models[stack.resources["ServingModel"].physical_id]["PrimaryContainer"]
-        heads = [s["S3DataSource"]["S3Uri"] for s in container.get("AdditionalModelDataSources", [])
-                 if s["ChannelName"] == "eagle"]
+        heads = [
+            s["S3DataSource"]["S3Uri"]
+            for s in container.get("AdditionalModelDataSources", [])
+            if s["ChannelName"] == "eagle"
+        ]
         assert len(heads) <= 1, container
-        return (container["ModelDataSource"]["S3DataSource"]["S3Uri"], heads[0] if heads else None,
-                container.get("Environment", {}).get("OPTION_SPECULATIVE_CONFIG", "-"))
+        return (
+            container["ModelDataSource"]["S3DataSource"]["S3Uri"],
+            heads[0] if heads else None,
+            container.get("Environment", {}).get("OPTION_SPECULATIVE_CONFIG", "-"),
+        )
 
 
-def deployed(stack: Stack, resources: Mapping[str, Mapping[str, Any]], *, status: str,
-             fail_after: bool = False) -> None:
+def deployed(
+    stack: Stack, resources: Mapping[str, Mapping[str, Any]], *, status: str, fail_after: bool = False
+) -> None:
     """Deploy ``resources`` (``fail_after``: another resource of the stack fails) and hold the stack to the rules."""
     stack.deploy(resources, fail_after=fail_after)
     check(stack, status=status)
@@ -184,8 +202,9 @@ class _SageMakerClient(FakeClient):
 def subject(load_handler, monkeypatch, lambda_context) -> ServingModels:
     module = load_handler("eagle_serving_model")
     sent: list[dict[str, Any]] = []
-    monkeypatch.setattr(module.urllib.request, "urlopen", recording_urlopen(
-        sent, lambda request: request.get_method() == "PUT"))
+    monkeypatch.setattr(
+        module.urllib.request, "urlopen", recording_urlopen(sent, lambda request: request.get_method() == "PUT")
+    )
     module.sent = sent
     sagemaker = FakeSageMaker()
     sagemaker.allow(1)
@@ -210,8 +229,7 @@ def test_a_head_is_served_changed_rolled_back_and_deleted(subject, pretrained):
 
     # Another resource of the stack fails: the rollback returns to the second head, the third's model goes.
     third = sagemaker.train(1, "eagle-qwen3-32b-aaaaaaaaaaaa")
-    deployed(stack, template(third, pretrained=pretrained), fail_after=True,
-          status="UPDATE_ROLLBACK_COMPLETE")
+    deployed(stack, template(third, pretrained=pretrained), fail_after=True, status="UPDATE_ROLLBACK_COMPLETE")
     assert subject.served(stack) == (WEIGHTS, second, SPECULATIVE)
     assert len(sagemaker.models) == 1
 
@@ -254,30 +272,33 @@ def test_new_weights_serve_no_head_trained_on_the_old_ones(subject, pretrained, 
     deployed(stack, template(trained, pretrained=pretrained), status="CREATE_COMPLETE")
     assert subject.served(stack) == (WEIGHTS, trained, SPECULATIVE)
 
-    deployed(stack, template(trained, weights=NEW_WEIGHTS, pretrained=pretrained),
-          status="UPDATE_COMPLETE")
+    deployed(stack, template(trained, weights=NEW_WEIGHTS, pretrained=pretrained), status="UPDATE_COMPLETE")
     fallback = (PRETRAINED, SPECULATIVE) if pretrained else (None, "-")
     assert subject.served(stack) == (NEW_WEIGHTS, *fallback)
     assert (f"it was trained on the weights {WEIGHTS} and the model now serves {NEW_WEIGHTS}") in caplog.text
 
     # A failed update back to the old weights rolls back to the new weights' model, which still serves no head.
-    deployed(stack, template(trained, pretrained=pretrained), fail_after=True,
-          status="UPDATE_ROLLBACK_COMPLETE")
+    deployed(stack, template(trained, pretrained=pretrained), fail_after=True, status="UPDATE_ROLLBACK_COMPLETE")
     assert subject.served(stack) == (NEW_WEIGHTS, *fallback)
 
     retrained = sagemaker.train(1, "eagle-qwen3-32b-ba9876543210", weights=NEW_WEIGHTS)
-    deployed(stack, template(retrained, weights=NEW_WEIGHTS, pretrained=pretrained),
-          status="UPDATE_COMPLETE")
+    deployed(stack, template(retrained, weights=NEW_WEIGHTS, pretrained=pretrained), status="UPDATE_COMPLETE")
     assert subject.served(stack) == (NEW_WEIGHTS, retrained, SPECULATIVE)
     stack.delete()
     check(stack, status="DELETE_COMPLETE")
 
 
-@pytest.mark.parametrize(("value", "reason"), [
-    (head(1, "eagle-qwen3-32b-0123456789ab"), "no optimization job eagle-qwen3-32b-0123456789ab in this account"),
-    (f"s3://{bucket(1)}/jobs/by-hand/draft/", "it is not the draft/ folder of one of this stack's optimization jobs"),
-    (f"s3://{bucket(1)}/jobs/eagle-a/nested/draft/", "it is not the draft/ folder"),
-])
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (head(1, "eagle-qwen3-32b-0123456789ab"), "no optimization job eagle-qwen3-32b-0123456789ab in this account"),
+        (
+            f"s3://{bucket(1)}/jobs/by-hand/draft/",
+            "it is not the draft/ folder of one of this stack's optimization jobs",
+        ),
+        (f"s3://{bucket(1)}/jobs/eagle-a/nested/draft/", "it is not the draft/ folder"),
+    ],
+)
 def test_a_head_no_job_of_this_stack_wrote_is_not_served(subject, value, reason, caplog):
     subject.sagemaker.stored.add(value)
     stack = Stack(subject)
@@ -296,17 +317,24 @@ def test_a_head_of_a_job_that_did_not_complete_or_wrote_elsewhere_is_not_served(
     deployed(stack, template(uri), status="CREATE_COMPLETE")
     assert subject.served(stack)[1] is None and "is FAILED, not COMPLETED" in caplog.text
     sagemaker.jobs["eagle-qwen3-32b-0123456789ab"].update(
-        OptimizationJobStatus="COMPLETED", OutputConfig={"S3OutputLocation": "s3://elsewhere/out/"})
+        OptimizationJobStatus="COMPLETED", OutputConfig={"S3OutputLocation": "s3://elsewhere/out/"}
+    )
     deployed(stack, template(uri, weights=NEW_WEIGHTS), status="UPDATE_COMPLETE")
     assert subject.served(stack)[1] is None and "wrote its head to s3://elsewhere/out/draft/" in caplog.text
 
 
-@pytest.mark.parametrize(("promoted", "message"), [
-    ("not an object", "PromotedHead: got 'not an object'; allowed: an object of S3Uri"),
-    ({"S3Uri": "s3://b/jobs/j/draft/"}, "PromotedHead: got"),
-    ({"S3Uri": "s3://b/jobs/j/draft/", "ReadablePrefix": "s3://b/jobs"}, "PromotedHead.ReadablePrefix: got 's3://b/jobs'"),
-    ({"S3Uri": "s3://b/jobs/j/draft/", "ReadablePrefix": "s3://b/jobs/", "Fallback": "x"}, "PromotedHead.Fallback"),
-])
+@pytest.mark.parametrize(
+    ("promoted", "message"),
+    [
+        ("not an object", "PromotedHead: got 'not an object'; allowed: an object of S3Uri"),
+        ({"S3Uri": "s3://b/jobs/j/draft/"}, "PromotedHead: got"),
+        (
+            {"S3Uri": "s3://b/jobs/j/draft/", "ReadablePrefix": "s3://b/jobs"},
+            "PromotedHead.ReadablePrefix: got 's3://b/jobs'",
+        ),
+        ({"S3Uri": "s3://b/jobs/j/draft/", "ReadablePrefix": "s3://b/jobs/", "Fallback": "x"}, "PromotedHead.Fallback"),
+    ],
+)
 def test_a_malformed_promoted_head_fails_before_any_aws_call(subject, promoted, message):
     bad = properties(head(1, "eagle-qwen3-32b-0123456789ab"))
     bad["PromotedHead"] = promoted

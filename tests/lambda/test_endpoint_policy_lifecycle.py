@@ -8,6 +8,7 @@ statement a live resource still needs, or leaves one behind that no resource hol
 objects on one fake) route to one endpoint: each keeps the other's statements through every sequence, and the
 policy is gone only when neither has a statement left in it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -25,10 +26,19 @@ pytestmark = pytest.mark.usefixtures("replacement_rollback")
 RESOURCE_TYPE = "Custom::SageMakerEndpointPolicy"
 CHAT, CODE = "UsEast1-SageMakerLlm-Chat", "UsEast1-SageMakerLlm-Code"
 FOREIGN = [
-    {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::999999999999:root"},
-     "Action": "sagemaker:DescribeEndpoint", "Resource": "*"},
-    {"Sid": "AddedByHand", "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::888888888888:root"},
-     "Action": "sagemaker:DescribeEndpoint", "Resource": "*"},
+    {
+        "Effect": "Allow",
+        "Principal": {"AWS": "arn:aws:iam::999999999999:root"},
+        "Action": "sagemaker:DescribeEndpoint",
+        "Resource": "*",
+    },
+    {
+        "Sid": "AddedByHand",
+        "Effect": "Allow",
+        "Principal": {"AWS": "arn:aws:iam::888888888888:root"},
+        "Action": "sagemaker:DescribeEndpoint",
+        "Resource": "*",
+    },
 ]
 """Statements another writer put on the endpoint: one without a Sid, one with a Sid of its own."""
 
@@ -36,13 +46,34 @@ FOREIGN = [
 def document(endpoint: str, router_account: str = "111111111111", router: str = "Chat") -> str:
     arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:endpoint/{endpoint}"
     resources = list(dict.fromkeys([arn, arn.lower()]))
-    return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Sid": "InvokeThroughRouter", "Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{router_account}:root"},
-         "Action": "sagemaker:InvokeEndpoint", "Resource": resources, "Condition": {"ArnEquals": {
-             "sagemaker:SourceInferenceRouterArn": f"arn:aws:sagemaker:us-west-2:{router_account}:inference-router/"
-                                                   f"{router}"}}},
-        {"Sid": "DescribeForRouter", "Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{router_account}:root"},
-         "Action": "sagemaker:DescribeEndpoint", "Resource": resources}]}, separators=(",", ":"))
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "InvokeThroughRouter",
+                    "Effect": "Allow",
+                    "Principal": {"AWS": f"arn:aws:iam::{router_account}:root"},
+                    "Action": "sagemaker:InvokeEndpoint",
+                    "Resource": resources,
+                    "Condition": {
+                        "ArnEquals": {
+                            "sagemaker:SourceInferenceRouterArn": f"arn:aws:sagemaker:us-west-2:{router_account}:inference-router/"
+                            f"{router}"
+                        }
+                    },
+                },
+                {
+                    "Sid": "DescribeForRouter",
+                    "Effect": "Allow",
+                    "Principal": {"AWS": f"arn:aws:iam::{router_account}:root"},
+                    "Action": "sagemaker:DescribeEndpoint",
+                    "Resource": resources,
+                },
+            ],
+        },
+        separators=(",", ":"),
+    )
 
 
 def props(endpoint: str = CHAT, **kwargs: Any) -> dict[str, Any]:
@@ -72,7 +103,7 @@ class FakeSageMaker:
 
     def _endpoint(self, name: str) -> str:
         if name.lower() not in self.endpoints:
-            raise error("ResourceNotFound", f"Could not find endpoint \"{name}\".")
+            raise error("ResourceNotFound", f'Could not find endpoint "{name}".')
         return name.lower()
 
     def _arn(self, key: str) -> str:
@@ -127,8 +158,12 @@ class PolicySubject:
         return answer
 
     def live(self) -> set[str]:
-        return {f"{endpoint}/{s['Sid']}" for endpoint, text in self.sagemaker.policies.items()
-                for s in json.loads(text)["Statement"] if "Sid" in s}
+        return {
+            f"{endpoint}/{s['Sid']}"
+            for endpoint, text in self.sagemaker.policies.items()
+            for s in json.loads(text)["Statement"]
+            if "Sid" in s
+        }
 
     def needs(self, physical_id: str, properties: Mapping[str, Any]) -> set[str]:
         """The statements (``<endpoint>/<Sid>``) the resource of this physical id and these properties wrote."""
@@ -277,7 +312,9 @@ def test_two_stacks_on_one_endpoint_keep_each_others_statements_through_every_se
     both("CREATE_COMPLETE", "CREATE_COMPLETE")
     assert len(sagemaker.sids(CHAT)) == 4
     assert {s["Principal"]["AWS"] for s in sagemaker.statements(CHAT)} == {
-        "arn:aws:iam::111111111111:root", "arn:aws:iam::222222222222:root"}, "b's put kept a's statements"
+        "arn:aws:iam::111111111111:root",
+        "arn:aws:iam::222222222222:root",
+    }, "b's put kept a's statements"
 
     a.deploy({"ChatPolicy": props(router_account="333333333333")})
     both("UPDATE_COMPLETE", "CREATE_COMPLETE")
@@ -321,8 +358,11 @@ def test_statements_of_other_writers_stay_as_they_are(handler, sagemaker):
     stack.delete()
 
     check(stack, status="DELETE_COMPLETE")
-    assert json.loads(sagemaker.policies[CHAT.lower()]) == {"Version": "2012-10-17", "Id": "Shared",
-                                                            "Statement": FOREIGN}
+    assert json.loads(sagemaker.policies[CHAT.lower()]) == {
+        "Version": "2012-10-17",
+        "Id": "Shared",
+        "Statement": FOREIGN,
+    }
 
 
 # ---------------------------------------------------------------------- concurrent writers
@@ -348,8 +388,13 @@ def test_a_concurrent_write_that_drops_the_statements_is_written_again(handler, 
     check(stack, status="CREATE_COMPLETE")
     assert sagemaker.sids(CHAT) == owned(stack) | {theirs["Sid"]}
     assert [op for op, _ in stack.subject.client.calls] == [  # type: ignore[attr-defined]
-        "GetEndpointPolicy", "PutEndpointPolicy", "GetEndpointPolicy",
-        "GetEndpointPolicy", "PutEndpointPolicy", "GetEndpointPolicy"]
+        "GetEndpointPolicy",
+        "PutEndpointPolicy",
+        "GetEndpointPolicy",
+        "GetEndpointPolicy",
+        "PutEndpointPolicy",
+        "GetEndpointPolicy",
+    ]
 
 
 def test_a_concurrent_write_that_brings_deleted_statements_back_is_undone(handler, sagemaker):
@@ -366,8 +411,9 @@ def test_a_concurrent_write_that_brings_deleted_statements_back_is_undone(handle
 def test_a_policy_that_keeps_changing_fails_the_request_and_says_why(handler, sagemaker):
     stack = stack_on(handler, sagemaker)
     for _ in range(handler.ATTEMPTS):
-        sagemaker.after_put.append(lambda key: sagemaker.policies.__setitem__(
-            key, json.dumps({"Version": "2012-10-17", "Statement": FOREIGN})))
+        sagemaker.after_put.append(
+            lambda key: sagemaker.policies.__setitem__(key, json.dumps({"Version": "2012-10-17", "Statement": FOREIGN}))
+        )
 
     stack.deploy({"ChatPolicy": props()})
 
@@ -387,8 +433,11 @@ def test_a_merged_policy_over_the_limit_fails_and_changes_nothing(handler, sagem
     stack.deploy({"ChatPolicy": props()})
 
     assert stack.status == "ROLLBACK_COMPLETE"
-    assert "policy would be" in stack.failures[0].error and "85 statements of other writers kept" in \
-        stack.failures[0].error and "at most 20480" in stack.failures[0].error
+    assert (
+        "policy would be" in stack.failures[0].error
+        and "85 statements of other writers kept" in stack.failures[0].error
+        and "at most 20480" in stack.failures[0].error
+    )
     assert sagemaker.statements(CHAT) == big
 
 
@@ -413,7 +462,8 @@ def test_statements_an_earlier_version_wrote_unmarked_are_replaced(handler, sage
     stack = stack_on(handler, sagemaker)
     stack.deploy({"ChatPolicy": old})
     sagemaker.policies[CHAT.lower()] = json.dumps(  # as the earlier version left it, plus another writer's statement
-        {"Version": "2012-10-17", "Statement": [*json.loads(old["ResourcePolicy"])["Statement"], FOREIGN[1]]})
+        {"Version": "2012-10-17", "Statement": [*json.loads(old["ResourcePolicy"])["Statement"], FOREIGN[1]]}
+    )
 
     stack.deploy({"ChatPolicy": props(router_account="333333333333")})
 

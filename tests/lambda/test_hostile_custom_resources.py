@@ -14,6 +14,7 @@ Each handler gets the valid events of its own tests with every field dropped or 
 Every wrong outcome is listed before the test fails. AWS is only ever a ``botocore.stub.Stubber``: no request
 leaves the process. One loaded module per handler serves the whole test module (its clients are stubbed once).
 """
+
 from __future__ import annotations
 
 import copy
@@ -28,19 +29,31 @@ from support.cfn_response import recording_urlopen
 
 CONTEXT = FakeLambdaContext()
 MAX_REASON = 3500  # the handlers' own cap: CloudFormation's whole response must stay under 4096 bytes
-ENVELOPE = {"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:provider",
-            "ResponseURL": "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/x",
-            "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/llm/guid", "RequestId": "req-1",
-            "LogicalResourceId": "Resource"}
+ENVELOPE = {
+    "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:provider",
+    "ResponseURL": "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/x",
+    "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/llm/guid",
+    "RequestId": "req-1",
+    "LogicalResourceId": "Resource",
+}
 UNREAD = ("ServiceToken", "ResponseURL", "StackId", "RequestId", "LogicalResourceId")
 """Fields the Provider framework handlers never read."""
 
 
-def cr_event(request_type: str, resource_type: str, props: dict[str, Any], physical_id: str | None = None,
-             old: dict[str, Any] | None = None) -> dict[str, Any]:
+def cr_event(
+    request_type: str,
+    resource_type: str,
+    props: dict[str, Any],
+    physical_id: str | None = None,
+    old: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A custom resource event; properties are copied so that mutating one never changes another."""
-    event = {"RequestType": request_type, **ENVELOPE, "ResourceType": resource_type,
-             "ResourceProperties": {"ServiceToken": ENVELOPE["ServiceToken"], **copy.deepcopy(props)}}
+    event = {
+        "RequestType": request_type,
+        **ENVELOPE,
+        "ResourceType": resource_type,
+        "ResourceProperties": {"ServiceToken": ENVELOPE["ServiceToken"], **copy.deepcopy(props)},
+    }
     if physical_id is not None:
         event["PhysicalResourceId"] = physical_id
     if old is not None:
@@ -61,14 +74,19 @@ def names_the_field(message: str, mutation: Mutation, valid: dict[str, Any]) -> 
 def under(mutation: Mutation, *prefixes: str | tuple[str, ...]) -> bool:
     for prefix in prefixes:
         parts = (prefix,) if isinstance(prefix, str) else prefix
-        if mutation.path[:len(parts)] == parts:
+        if mutation.path[: len(parts)] == parts:
             return True
     return False
 
 
-def check_provider_handler(handler: Callable[[Any, Any], Any], error: type[Exception], valid: dict[str, Any],
-                           accepted: Callable[[Mutation], bool], named: dict[tuple[str, ...], str] | None = None,
-                           delete: bool = False) -> int:
+def check_provider_handler(
+    handler: Callable[[Any, Any], Any],
+    error: type[Exception],
+    valid: dict[str, Any],
+    accepted: Callable[[Mutation], bool],
+    named: dict[tuple[str, ...], str] | None = None,
+    delete: bool = False,
+) -> int:
     """Send every hostile event; returns how many were tried. Fails listing every wrong outcome. ``named``: for a
     field whose absence has a documented default, what the message says instead of the field's name. ``delete``:
     a Delete, which these handlers answer without any AWS call (the resource is retained or was never made)."""
@@ -91,21 +109,35 @@ def check_provider_handler(handler: Callable[[Any, Any], Any], error: type[Excep
         elif not isinstance(found, error):
             failures.append(f"{mutation}: {type(found).__name__} (not {error.__name__}): {found}"[:400])
         elif len(str(found)) > MAX_REASON or not (
-                (named or {})[mutation.path] in str(found) if mutation.replacement is DROP and mutation.path in (named or {})
-                else names_the_field(str(found), mutation, valid)):
+            (named or {})[mutation.path] in str(found)
+            if mutation.replacement is DROP and mutation.path in (named or {})
+            else names_the_field(str(found), mutation, valid)
+        ):
             failures.append(f"{mutation}: the message does not name {mutation.field} (or is too long): {found}"[:400])
     assert not failures, hostile.report(failures, tried)
     return tried
 
 
 # ------------------------------------------------------------------ capacity_plan (Provider framework)
-PLAN = {"PlanName": "llm-p5e-2026q1", "InstanceType": "ml.p5e.48xlarge", "InstanceCount": "4", "DurationDays": "7",
-        "MaxUpfrontFeeUsd": "100000", "Purchase": "approved", "StartTimeAfter": "2026-01-10T00:00:00Z",
-        "EndTimeBefore": "2026-02-10T00:00:00Z", "ConsentName": "llm-p5e-2026q1"}
+PLAN = {
+    "PlanName": "llm-p5e-2026q1",
+    "InstanceType": "ml.p5e.48xlarge",
+    "InstanceCount": "4",
+    "DurationDays": "7",
+    "MaxUpfrontFeeUsd": "100000",
+    "Purchase": "approved",
+    "StartTimeAfter": "2026-01-10T00:00:00Z",
+    "EndTimeBefore": "2026-02-10T00:00:00Z",
+    "ConsentName": "llm-p5e-2026q1",
+}
 PLAN_TYPE = "Custom::SageMakerCapacityPlan"
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/llm-p5e-2026q1"
-EXTENSION = {"PlanName": "llm-p5e-2026q1", "ExtendUntil": "2026-01-27T11:30:00Z", "MaxUpfrontFeeUsd": "50000",
-             "Extend": "approved"}
+EXTENSION = {
+    "PlanName": "llm-p5e-2026q1",
+    "ExtendUntil": "2026-01-27T11:30:00Z",
+    "MaxUpfrontFeeUsd": "50000",
+    "Extend": "approved",
+}
 EXTENSION_TYPE = "Custom::SageMakerCapacityPlanExtension"
 OPTIONAL_PLAN = ("StartTimeAfter", "EndTimeBefore", "ConsentName")
 PLAN_IDENTITY = ("PlanName", "InstanceType", "InstanceCount", "DurationDays", "StartTimeAfter", "EndTimeBefore")
@@ -129,7 +161,8 @@ def _plan_property_accepted(mutation: Mutation, request_type: str) -> bool:
     if field == "ConsentName":
         return value is DROP or value is None
     return (field == "DurationDays" and whole and value == 7) or (
-        field == "MaxUpfrontFeeUsd" and value in (7, 1.5) and not isinstance(value, bool))
+        field == "MaxUpfrontFeeUsd" and value in (7, 1.5) and not isinstance(value, bool)
+    )
 
 
 @pytest.mark.parametrize("request_type", ["Create", "Update", "Delete"])
@@ -148,15 +181,21 @@ def test_capacity_plan_refuses_every_malformed_plan_event_by_name(capacity_plan,
             return value == hostile.LONG  # any non-empty string (ODD has a lone surrogate: not valid text)
         if request_type == "Delete":  # properties are not read (the plan is retained); they must be an object
             return under(mutation, "ResourceProperties", "OldResourceProperties") and (
-                len(path) > 1 or value is DROP or isinstance(value, dict))
+                len(path) > 1 or value is DROP or isinstance(value, dict)
+            )
         if under(mutation, "OldResourceProperties") and len(path) == 2:
             # the old plan's identity is compared with the new one; its other properties are not read
             return path[1] not in PLAN_IDENTITY or (
-                path[1] == "DurationDays" and value == 7 and not isinstance(value, bool))
+                path[1] == "DurationDays" and value == 7 and not isinstance(value, bool)
+            )
         return under(mutation, "ResourceProperties") and _plan_property_accepted(mutation, request_type)
 
-    assert check_provider_handler(handler, capacity_plan.CapacityPlanError, valid, accepted,
-                                  delete=request_type == "Delete") > 150
+    assert (
+        check_provider_handler(
+            handler, capacity_plan.CapacityPlanError, valid, accepted, delete=request_type == "Delete"
+        )
+        > 150
+    )
 
 
 def test_capacity_plan_extension_refuses_every_malformed_event_by_name(capacity_plan):
@@ -165,8 +204,10 @@ def test_capacity_plan_extension_refuses_every_malformed_event_by_name(capacity_
 
     def accepted(mutation: Mutation) -> bool:
         return under(mutation, *UNREAD, ("ResourceProperties", "ServiceToken")) or (
-            mutation.path == ("ResourceProperties", "MaxUpfrontFeeUsd") and mutation.replacement in (7, 1.5)
-            and not isinstance(mutation.replacement, bool))
+            mutation.path == ("ResourceProperties", "MaxUpfrontFeeUsd")
+            and mutation.replacement in (7, 1.5)
+            and not isinstance(mutation.replacement, bool)
+        )
 
     # without ResourceType the event is a plan's (the default): the message lists the plan's missing properties
     named = {("ResourceType",): "InstanceType: required field is missing"}
@@ -181,17 +222,28 @@ def test_capacity_plan_hostile_messages_name_field_value_and_what_is_allowed(cap
     assert str(raised.value) == (
         "Invalid capacity plan properties (nothing was bought):\n"
         "- InstanceCount must be a whole number, got [4]\n"
-        "- DurationDays must be a whole number, got '" + "x" * 76 + "...")
-    with pytest.raises(capacity_plan.CapacityPlanEventError, match=(
+        "- DurationDays must be a whole number, got '" + "x" * 76 + "..."
+    )
+    with pytest.raises(
+        capacity_plan.CapacityPlanEventError,
+        match=(
             r"^Not a valid CloudFormation custom resource event \(nothing was done\):\n"
-            r"- RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'$")):
+            r"- RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'$"
+        ),
+    ):
         handler({**event, "RequestType": "Replace"}, CONTEXT)
 
 
 # ------------------------------------------------------------------ capacity_plan_guard (Provider framework)
-GUARD = {"PlanName": "chat-p5e-2027q1", "InstanceType": "ml.p5e.48xlarge", "MaxInstances": "2", "WhenNotActive": "fail",
-         "Bound": "true", "EndpointConfigInputs": ["sha256:abc", "arn:aws:iam::123456789012:role/endpoint"],
-         "UpdatePolicy": "BLUE_GREEN"}
+GUARD = {
+    "PlanName": "chat-p5e-2027q1",
+    "InstanceType": "ml.p5e.48xlarge",
+    "MaxInstances": "2",
+    "WhenNotActive": "fail",
+    "Bound": "true",
+    "EndpointConfigInputs": ["sha256:abc", "arn:aws:iam::123456789012:role/endpoint"],
+    "UpdatePolicy": "BLUE_GREEN",
+}
 GUARD_TYPE = "Custom::SageMakerCapacityPlanGuard"
 
 
@@ -219,15 +271,20 @@ def test_capacity_plan_guard_refuses_every_malformed_event_by_name(request_type)
         if request_type == "Delete":
             return under(mutation, "ResourceProperties")
         return (path == ("ResourceProperties", "MaxInstances") and value == 7 and not isinstance(value, bool)) or (
-            path == ("ResourceProperties", "EndpointConfigInputs") and value in ([], ["x"]))
+            path == ("ResourceProperties", "EndpointConfigInputs") and value in ([], ["x"])
+        )
 
-    assert check_provider_handler(guard.handler, guard.GuardError, valid, accepted,
-                                  delete=request_type == "Delete") > 150
+    assert (
+        check_provider_handler(guard.handler, guard.GuardError, valid, accepted, delete=request_type == "Delete") > 150
+    )
 
 
 # ------------------------------------------------------------------ deployment_check (Provider framework)
-CHECK = {"EndpointName": "Endpoint-abc123", "EndpointConfigName": "EndpointConfig-new456",
-         "Components": [{"Name": "qwen3-8b", "ModelName": "EndpointQwenModel-new789", "ArtifactUrl": "s3://b/k"}]}
+CHECK = {
+    "EndpointName": "Endpoint-abc123",
+    "EndpointConfigName": "EndpointConfig-new456",
+    "Components": [{"Name": "qwen3-8b", "ModelName": "EndpointQwenModel-new789", "ArtifactUrl": "s3://b/k"}],
+}
 CHECK_TYPE = "Custom::SageMakerDeploymentCheck"
 CHECK_ID = "deployment-check/Endpoint-abc123"
 
@@ -241,8 +298,13 @@ def deployment_check():
 @pytest.mark.parametrize("request_type", ["Create", "Update", "Delete"])
 def test_deployment_check_refuses_every_malformed_event_by_name(deployment_check, entry, request_type):
     handler = getattr(stub_clients(deployment_check), entry)
-    valid = cr_event(request_type, CHECK_TYPE, CHECK, None if request_type == "Create" else CHECK_ID,
-                     CHECK if request_type == "Update" else None)
+    valid = cr_event(
+        request_type,
+        CHECK_TYPE,
+        CHECK,
+        None if request_type == "Create" else CHECK_ID,
+        CHECK if request_type == "Update" else None,
+    )
 
     def accepted(mutation: Mutation) -> bool:
         path, value = mutation.path, mutation.replacement
@@ -252,33 +314,59 @@ def test_deployment_check_refuses_every_malformed_event_by_name(deployment_check
             return isinstance(value, str) and value != ""
         if request_type == "Delete":
             return under(mutation, "ResourceProperties")
-        optional = path in (("ResourceProperties", "Components", 0, "ModelName"),
-                            ("ResourceProperties", "Components", 0, "ArtifactUrl")) and value in (DROP, None)
-        return optional or (path == ("ResourceProperties", "Components") and value in (DROP, [])) or (
-            path == ("ResourceProperties", "Components", 0) and value is DROP)
+        optional = path in (
+            ("ResourceProperties", "Components", 0, "ModelName"),
+            ("ResourceProperties", "Components", 0, "ArtifactUrl"),
+        ) and value in (DROP, None)
+        return (
+            optional
+            or (path == ("ResourceProperties", "Components") and value in (DROP, []))
+            or (path == ("ResourceProperties", "Components", 0) and value is DROP)
+        )
 
-    assert check_provider_handler(handler, deployment_check.DeploymentCheckFailed, valid, accepted,
-                                  delete=request_type == "Delete") > 150
+    assert (
+        check_provider_handler(
+            handler, deployment_check.DeploymentCheckFailed, valid, accepted, delete=request_type == "Delete"
+        )
+        > 150
+    )
 
 
-@pytest.mark.parametrize(("event", "message"), [
-    (None, "Not a CloudFormation custom resource event (not a JSON object); nothing was checked."),
-    ({"ResourceProperties": CHECK}, "Not a valid CloudFormation custom resource event (nothing was checked):\n"
-     "- RequestType: required field is missing; fix: add RequestType"),
-    ({"RequestType": "Replace", "ResourceProperties": CHECK}, "Not a valid CloudFormation custom resource event "
-     "(nothing was checked):\n- RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'"),
-    ({"RequestType": "Delete", "PhysicalResourceId": 7}, "Not a valid CloudFormation custom resource event (nothing "
-     "was checked):\n- PhysicalResourceId: got 7; allowed: the resource's physical id (a non-empty string), which "
-     "Delete events carry"),
-    ({"RequestType": "Create", "ResourceProperties": ["x"]}, "invalid ResourceProperties: got ['x']; allowed: a JSON "
-     "object with EndpointName, EndpointConfigName and Components"),
-], ids=["not-an-object", "no-request-type", "unknown-request-type", "delete-id-not-a-string", "properties-a-list"])
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        (None, "Not a CloudFormation custom resource event (not a JSON object); nothing was checked."),
+        (
+            {"ResourceProperties": CHECK},
+            "Not a valid CloudFormation custom resource event (nothing was checked):\n"
+            "- RequestType: required field is missing; fix: add RequestType",
+        ),
+        (
+            {"RequestType": "Replace", "ResourceProperties": CHECK},
+            "Not a valid CloudFormation custom resource event "
+            "(nothing was checked):\n- RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'",
+        ),
+        (
+            {"RequestType": "Delete", "PhysicalResourceId": 7},
+            "Not a valid CloudFormation custom resource event (nothing "
+            "was checked):\n- PhysicalResourceId: got 7; allowed: the resource's physical id (a non-empty string), which "
+            "Delete events carry",
+        ),
+        (
+            {"RequestType": "Create", "ResourceProperties": ["x"]},
+            "invalid ResourceProperties: got ['x']; allowed: a JSON "
+            "object with EndpointName, EndpointConfigName and Components",
+        ),
+    ],
+    ids=["not-an-object", "no-request-type", "unknown-request-type", "delete-id-not-a-string", "properties-a-list"],
+)
 @pytest.mark.parametrize("entry", ["on_event", "is_complete"])
 def test_deployment_check_event_errors_are_exact(deployment_check, entry, event, message):
     """Before: a KeyError / TypeError traceback, an unknown RequestType checked as a Create, a list of
     properties reported as missing fields."""
-    with pytest.raises(deployment_check.DeploymentCheckEventError if "event" in message
-                       else deployment_check.DeploymentCheckFailed) as raised:
+    with pytest.raises(
+        deployment_check.DeploymentCheckEventError if "event" in message else deployment_check.DeploymentCheckFailed
+    ) as raised:
         getattr(stub_clients(deployment_check), entry)(event, CONTEXT)
     assert str(raised.value) == message
 
@@ -297,16 +385,33 @@ def test_deployment_check_lists_many_problems_within_cloudformations_limit(deplo
 # ------------------------------------------------------------------ eagle_serving_model (answers CloudFormation)
 CONTAINER = {
     "Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128",
-    "ModelDataSource": {"S3DataSource": {"S3Uri": "s3://weights/qwen3-32b/", "S3DataType": "S3Prefix",
-                                         "CompressionType": "None", "ModelAccessConfig": {"AcceptEula": "true"}}},
-    "AdditionalModelDataSources": [{"ChannelName": "eagle", "S3DataSource": {
-        "S3Uri": "s3://eagle-artifacts/jobs/eagle-qwen3-32b-0123456789ab/draft/", "S3DataType": "S3Prefix",
-        "CompressionType": "None"}}],
+    "ModelDataSource": {
+        "S3DataSource": {
+            "S3Uri": "s3://weights/qwen3-32b/",
+            "S3DataType": "S3Prefix",
+            "CompressionType": "None",
+            "ModelAccessConfig": {"AcceptEula": "true"},
+        }
+    },
+    "AdditionalModelDataSources": [
+        {
+            "ChannelName": "eagle",
+            "S3DataSource": {
+                "S3Uri": "s3://eagle-artifacts/jobs/eagle-qwen3-32b-0123456789ab/draft/",
+                "S3DataType": "S3Prefix",
+                "CompressionType": "None",
+            },
+        }
+    ],
     "Environment": {"OPTION_MODEL_ID": "/opt/ml/model", "OPTION_SPECULATIVE_CONFIG": '{"method": "eagle3"}'},
 }
-SERVING = {"ModelNamePrefix": "qwen3-32b-eagle", "ExecutionRoleArn": "arn:aws:iam::123456789012:role/endpoint-role",
-           "PrimaryContainer": CONTAINER, "EnableNetworkIsolation": "true",
-           "VpcConfig": {"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": ["subnet-0123456789abcdef0"]}}
+SERVING = {
+    "ModelNamePrefix": "qwen3-32b-eagle",
+    "ExecutionRoleArn": "arn:aws:iam::123456789012:role/endpoint-role",
+    "PrimaryContainer": CONTAINER,
+    "EnableNetworkIsolation": "true",
+    "VpcConfig": {"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": ["subnet-0123456789abcdef0"]},
+}
 SERVING_TYPE = "Custom::EagleServingModel"
 _JSON_TYPES = ((bool,), (int, float), (str,), (list,), (dict,), (type(None),))
 
@@ -322,8 +427,13 @@ def serving_module():
     # module.urllib.request is the process's one urllib.request: patched for this module's tests only, then
     # restored (a later module in the same worker, e.g. the session client's, talks HTTP through it).
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(module.urllib.request, "urlopen", recording_urlopen(answers, lambda request: (
-            request.get_method() == "PUT" and request.full_url == ENVELOPE["ResponseURL"])))
+        patch.setattr(
+            module.urllib.request,
+            "urlopen",
+            recording_urlopen(
+                answers, lambda request: request.get_method() == "PUT" and request.full_url == ENVELOPE["ResponseURL"]
+            ),
+        )
         module.answers = answers
         yield module
 
@@ -377,15 +487,23 @@ def test_serving_model_answers_every_malformed_event_with_a_reason_naming_the_fi
         elif request_type == "Delete" and under(mutation, "ResourceProperties"):
             expected = {"aws"} if path[1:2] != ("ModelNamePrefix",) and path != ("ResourceProperties",) else {"SUCCESS"}
         elif path in (("ResourceProperties", "VpcConfig"), ("ResourceProperties", "EnableNetworkIsolation")):
-            expected = {"aws"} if value is DROP or (path[1] == "EnableNetworkIsolation" and value in (True, False)) \
-                else {"FAILED"}  # VpcConfig: an object with SecurityGroupIds and Subnets
-        elif under(mutation, ("ResourceProperties", "PrimaryContainer"), ("ResourceProperties", "VpcConfig")) \
-                and len(path) > 2:
+            expected = (
+                {"aws"}
+                if value is DROP or (path[1] == "EnableNetworkIsolation" and value in (True, False))
+                else {"FAILED"}
+            )  # VpcConfig: an object with SecurityGroupIds and Subnets
+        elif (
+            under(mutation, ("ResourceProperties", "PrimaryContainer"), ("ResourceProperties", "VpcConfig"))
+            and len(path) > 2
+        ):
             original: Any = valid
             for key in path:
                 original = original[key]
-            same_type = value is DROP or _json_type(value) == _json_type(original) or (
-                path[-1] == "AcceptEula" and isinstance(value, bool))
+            same_type = (
+                value is DROP
+                or _json_type(value) == _json_type(original)
+                or (path[-1] == "AcceptEula" and isinstance(value, bool))
+            )
             expected = {"FAILED", "aws"} if same_type else {"FAILED"}  # a wrong type never reaches AWS
         else:
             expected = {"FAILED"}
@@ -397,20 +515,35 @@ def test_serving_model_answers_every_malformed_event_with_a_reason_naming_the_fi
     assert tried > 300
 
 
-@pytest.mark.parametrize(("change", "reason"), [
-    ({"ResourceProperties": "x"}, "PropertiesError: ResourceProperties: got 'x'; allowed: a JSON object of "
-     "ModelNamePrefix, ExecutionRoleArn, PrimaryContainer, VpcConfig, EnableNetworkIsolation, PromotedHead"),
-    ({"ResourceProperties": {**SERVING, "VpcConfg": {}}}, "PropertiesError: ResourceProperties: unknown 'VpcConfg' "
-     "(misspelt?); allowed: ModelNamePrefix, ExecutionRoleArn, PrimaryContainer, VpcConfig, EnableNetworkIsolation, "
-     "PromotedHead, ServiceToken, ServiceTimeout; nothing was created"),
-    ({"ResourceProperties": {**SERVING, "PrimaryContainer": {**CONTAINER, "ModelDataSource": 7}}},
-     "PropertiesError: the CreateModel request of these properties is invalid (nothing was created):\n"
-     "Invalid type for parameter PrimaryContainer.ModelDataSource, value: 7, "
-     "type: <class 'int'>, valid types: <class 'dict'>"),
-    ({"RequestType": "Replace", "StackId": None}, "EventError: Not a valid CloudFormation custom resource event "
-     "(nothing was done):\n- RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'\n"
-     "- StackId: got None; allowed: the non-empty string (at most 1024 characters) CloudFormation sends"),
-], ids=["properties-not-an-object", "misspelt-property", "container-member-of-a-wrong-type", "bad-envelope"])
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (
+            {"ResourceProperties": "x"},
+            "PropertiesError: ResourceProperties: got 'x'; allowed: a JSON object of "
+            "ModelNamePrefix, ExecutionRoleArn, PrimaryContainer, VpcConfig, EnableNetworkIsolation, PromotedHead",
+        ),
+        (
+            {"ResourceProperties": {**SERVING, "VpcConfg": {}}},
+            "PropertiesError: ResourceProperties: unknown 'VpcConfg' "
+            "(misspelt?); allowed: ModelNamePrefix, ExecutionRoleArn, PrimaryContainer, VpcConfig, EnableNetworkIsolation, "
+            "PromotedHead, ServiceToken, ServiceTimeout; nothing was created",
+        ),
+        (
+            {"ResourceProperties": {**SERVING, "PrimaryContainer": {**CONTAINER, "ModelDataSource": 7}}},
+            "PropertiesError: the CreateModel request of these properties is invalid (nothing was created):\n"
+            "Invalid type for parameter PrimaryContainer.ModelDataSource, value: 7, "
+            "type: <class 'int'>, valid types: <class 'dict'>",
+        ),
+        (
+            {"RequestType": "Replace", "StackId": None},
+            "EventError: Not a valid CloudFormation custom resource event "
+            "(nothing was done):\n- RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'\n"
+            "- StackId: got None; allowed: the non-empty string (at most 1024 characters) CloudFormation sends",
+        ),
+    ],
+    ids=["properties-not-an-object", "misspelt-property", "container-member-of-a-wrong-type", "bad-envelope"],
+)
 def test_serving_model_failed_reasons_are_exact(serving, change, reason):
     """Before: ``AttributeError: 'str' object has no attribute 'get'`` answered as the reason, a misspelt
     VpcConfig silently dropped, an unknown RequestType without the allowed ones, and a KeyError (no answer at
@@ -419,12 +552,22 @@ def test_serving_model_failed_reasons_are_exact(serving, change, reason):
     assert serving_outcome(serving, event) == ("FAILED", reason)
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"ResponseURL": None}, "EventError: ResponseURL: got None; allowed: the https:// presigned URL CloudFormation "
-     "sends. Nothing was done and CloudFormation cannot be answered."),
-    ({"ResponseURL": "file:///etc/passwd"}, "EventError: ResponseURL: got 'file:///etc/passwd'; allowed: the https:// "
-     "presigned URL CloudFormation sends. Nothing was done and CloudFormation cannot be answered."),
-], ids=["no-url", "not-https"])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"ResponseURL": None},
+            "EventError: ResponseURL: got None; allowed: the https:// presigned URL CloudFormation "
+            "sends. Nothing was done and CloudFormation cannot be answered.",
+        ),
+        (
+            {"ResponseURL": "file:///etc/passwd"},
+            "EventError: ResponseURL: got 'file:///etc/passwd'; allowed: the https:// "
+            "presigned URL CloudFormation sends. Nothing was done and CloudFormation cannot be answered.",
+        ),
+    ],
+    ids=["no-url", "not-https"],
+)
 def test_serving_model_without_an_https_response_url_raises_one_clear_error(serving, change, message):
     """Before: ``ValueError: unknown url type`` after the work was done, or a ``file://`` URL opened."""
     assert serving_outcome(serving, {**cr_event("Delete", SERVING_TYPE, SERVING, "x"), **change}) == ("raised", message)

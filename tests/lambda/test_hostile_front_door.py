@@ -13,6 +13,7 @@ request *body* of each route (``/open``, ``/invoke``, ``/close``, the fields and
 
 Never a 500. One loaded module serves the whole test module; each request gets fresh stubbers.
 """
+
 from __future__ import annotations
 
 import io
@@ -31,8 +32,14 @@ from support.hostile import DROP, Mutation
 CONTEXT = FakeLambdaContext()
 ENDPOINT, TABLE, BASE, ADAPTER = "llm-prod-endpoint", "llm-conversations", "qwen3-32b-base", "qwen3-32b-sql-lora"
 CALLER = "arn:aws:sts::123456789012:assumed-role/chat-app/alice@example.com"
-CHAT = {"model": "qwen3", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 64,
-        "stream": False, "temperature": 0.2, "stop": ["\n\n"]}
+CHAT = {
+    "model": "qwen3",
+    "messages": [{"role": "user", "content": "hello"}],
+    "max_tokens": 64,
+    "stream": False,
+    "temperature": 0.2,
+    "stop": ["\n\n"],
+}
 BODIES = {
     "/open": {"component": BASE},
     "/invoke": {"conversation_id": "chat-42", "component": BASE, "body": CHAT, "content_type": "application/json"},
@@ -44,21 +51,48 @@ MAX_BODY = 4096
 def url_event(path: str, body: str | None, *, method: str = "POST", headers: Any = ...) -> dict[str, Any]:
     """A Function URL (payload 2.0) request signed by CALLER."""
     return {
-        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
-        "headers": {"content-type": "application/json", "host": "abc123.lambda-url.us-east-1.on.aws",
-                    "x-amz-date": "20300317T174640Z"} if headers is ... else headers,
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {
+            "content-type": "application/json",
+            "host": "abc123.lambda-url.us-east-1.on.aws",
+            "x-amz-date": "20300317T174640Z",
+        }
+        if headers is ...
+        else headers,
         "requestContext": {
-            "accountId": "123456789012", "apiId": "abc123", "domainName": "abc123.lambda-url.us-east-1.on.aws",
-            "domainPrefix": "abc123", "requestId": "8a0b4b3e-0000-4000-8000-000000000001", "routeKey": "$default",
-            "stage": "$default", "time": "17/Mar/2030:17:46:40 +0000", "timeEpoch": 1_900_000_000_000,
-            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "203.0.113.9",
-                     "userAgent": "chat-app"},
-            "authorizer": {"iam": {"accessKey": "ASIAEXAMPLEKEY000001", "accountId": "123456789012",
-                                   "callerId": "AROAEXAMPLEROLEID0001:alice@example.com", "cognitoIdentity": None,
-                                   "principalOrgId": "o-exampleorg1", "userArn": CALLER,
-                                   "userId": "AROAEXAMPLEROLEID0001:alice@example.com"}},
+            "accountId": "123456789012",
+            "apiId": "abc123",
+            "domainName": "abc123.lambda-url.us-east-1.on.aws",
+            "domainPrefix": "abc123",
+            "requestId": "8a0b4b3e-0000-4000-8000-000000000001",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "17/Mar/2030:17:46:40 +0000",
+            "timeEpoch": 1_900_000_000_000,
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "203.0.113.9",
+                "userAgent": "chat-app",
+            },
+            "authorizer": {
+                "iam": {
+                    "accessKey": "ASIAEXAMPLEKEY000001",
+                    "accountId": "123456789012",
+                    "callerId": "AROAEXAMPLEROLEID0001:alice@example.com",
+                    "cognitoIdentity": None,
+                    "principalOrgId": "o-exampleorg1",
+                    "userArn": CALLER,
+                    "userId": "AROAEXAMPLEROLEID0001:alice@example.com",
+                }
+            },
         },
-        "body": body, "isBase64Encoded": False,
+        "body": body,
+        "isBase64Encoded": False,
     }
 
 
@@ -67,8 +101,13 @@ _LOADED: list[Any] = []
 
 @pytest.fixture
 def router(monkeypatch):
-    for name, value in {"ENDPOINT_NAME": ENDPOINT, "SESSIONS_TABLE": TABLE, "DEFAULT_COMPONENT": BASE,
-                        "ALLOWED_COMPONENTS": f"{BASE},{ADAPTER}", "MAX_BODY_BYTES": str(MAX_BODY)}.items():
+    for name, value in {
+        "ENDPOINT_NAME": ENDPOINT,
+        "SESSIONS_TABLE": TABLE,
+        "DEFAULT_COMPONENT": BASE,
+        "ALLOWED_COMPONENTS": f"{BASE},{ADAPTER}",
+        "MAX_BODY_BYTES": str(MAX_BODY),
+    }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("TURN_LOG_STREAM", raising=False)
     if not _LOADED:  # one module for the whole test module, loaded in the test environment (metrics namespace)
@@ -100,15 +139,21 @@ def send(router: Any, event: Any) -> tuple[int, dict[str, Any], list[str]]:
     reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": "hi"}}]}).encode()
     invoke = {"EndpointName": ENDPOINT, "InferenceComponentName": ANY, "Body": ANY, "ContentType": "application/json"}
     if event.get("rawPath") == "/open" if isinstance(event, dict) else False:  # a new session, then its row
-        runtime.add_response("invoke_endpoint", {"Body": StreamingBody(io.BytesIO(b"{}"), 2),
-                                                 "NewSessionId": "sid-1; Expires=2099-01-01T00:00:00Z"},
-                             {**invoke, "SessionId": "NEW_SESSION"})
+        runtime.add_response(
+            "invoke_endpoint",
+            {"Body": StreamingBody(io.BytesIO(b"{}"), 2), "NewSessionId": "sid-1; Expires=2099-01-01T00:00:00Z"},
+            {**invoke, "SessionId": "NEW_SESSION"},
+        )
         ddb.add_response("put_item", {}, {"TableName": TABLE, "Item": ANY, "ConditionExpression": ANY})
     else:  # no such conversation; a stateless turn's reply
-        ddb.add_response("get_item", {}, {"TableName": TABLE, "Key": {"conversation_id": {"S": ANY}},
-                                          "ConsistentRead": True})
-        runtime.add_response("invoke_endpoint", {"Body": StreamingBody(io.BytesIO(reply), len(reply)),
-                                                 "ContentType": "application/json"}, invoke)
+        ddb.add_response(
+            "get_item", {}, {"TableName": TABLE, "Key": {"conversation_id": {"S": ANY}}, "ConsistentRead": True}
+        )
+        runtime.add_response(
+            "invoke_endpoint",
+            {"Body": StreamingBody(io.BytesIO(reply), len(reply)), "ContentType": "application/json"},
+            invoke,
+        )
     CALLED.clear()
     with ddb, runtime:
         response = router.handler(event, CONTEXT)
@@ -177,16 +222,28 @@ def test_headers_are_not_interpreted_but_must_be_strings(router):
     base = url_event("/invoke", body)
     failures, tried = [], 0
     cases: list[tuple[str, Any]] = [(str(m), m.event) for m in hostile.mutations(base, under=("headers",))]
-    for headers in (None, {}, [], "content-type: application/json", {"x-" + "h" * 8000: "v"},
-                    {f"x-{i}": "v" for i in range(2000)}, {hostile.ODD: hostile.ODD}, {"content-length": "-1"},
-                    {"content-type": "application/x-www-form-urlencoded"}, {"content-encoding": "gzip"},
-                    {"transfer-encoding": "chunked"}, {"x-forwarded-for": "127.0.0.1, ::1"},
-                    {"accept-encoding": "gzip, br"}, {"origin": "https://evil.example"}):
+    for headers in (
+        None,
+        {},
+        [],
+        "content-type: application/json",
+        {"x-" + "h" * 8000: "v"},
+        {f"x-{i}": "v" for i in range(2000)},
+        {hostile.ODD: hostile.ODD},
+        {"content-length": "-1"},
+        {"content-type": "application/x-www-form-urlencoded"},
+        {"content-encoding": "gzip"},
+        {"transfer-encoding": "chunked"},
+        {"x-forwarded-for": "127.0.0.1, ::1"},
+        {"accept-encoding": "gzip, br"},
+        {"origin": "https://evil.example"},
+    ):
         cases.append((f"headers = {str(headers)[:40]}", url_event("/invoke", body, headers=headers)))
     for label, event in cases:
         headers = event.get("headers")
-        strings = headers is None or (isinstance(headers, dict) and all(
-            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()))
+        strings = headers is None or (
+            isinstance(headers, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
+        )
         status, answer, called = send(router, event)
         tried += 1
         want = (404, "ConversationNotFound") if strings else (400, "InvalidEvent")
@@ -213,8 +270,11 @@ def test_every_other_event_field_with_every_replacement_is_answered_4xx(router):
     assert tried > 300
 
 
-@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "", "P" * 5000,
-                                    hostile.ODD], ids=lambda value: repr(value)[:16])
+@pytest.mark.parametrize(
+    "method",
+    ["GET", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "", "P" * 5000, hostile.ODD],
+    ids=lambda value: repr(value)[:16],
+)
 def test_any_other_method_is_a_4xx(router, method):
     for path in sorted(BODIES):
         status, answer, called = send(router, url_event(path, json.dumps(BODIES[path]), method=method))
@@ -222,9 +282,24 @@ def test_any_other_method_is_a_4xx(router, method):
         assert {"code", "message"} <= set(answer["error"])
 
 
-@pytest.mark.parametrize("path", ["/", "", "/invoke/", "//invoke", "/INVOKE", "/invoke?x=1", "/%2e%2e/open",
-                                  "/../open", "/open\x00", "/" + "p" * 70_000, hostile.ODD, "/invoke/../close"],
-                         ids=lambda value: repr(value)[:16])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "",
+        "/invoke/",
+        "//invoke",
+        "/INVOKE",
+        "/invoke?x=1",
+        "/%2e%2e/open",
+        "/../open",
+        "/open\x00",
+        "/" + "p" * 70_000,
+        hostile.ODD,
+        "/invoke/../close",
+    ],
+    ids=lambda value: repr(value)[:16],
+)
 def test_any_other_path_is_a_json_404_or_400(router, path):
     """Before: the 404 quoted the method and path whole: a 70 KB path came back in the answer, and a lone
     surrogate in it made an answer with no UTF-8 form."""
@@ -245,12 +320,22 @@ def test_every_throttle_of_the_table_on_every_route_is_a_503_with_retry_after(ro
     """The first DynamoDB call of each route throttled (botocore's retries spent): a JSON 503, never a 500."""
     ddb, runtime = Stubber(router._dynamodb()), Stubber(router._sagemaker_runtime())
     if path == "/open":  # the session is opened, its row cannot be stored, the session is closed again
-        runtime.add_response("invoke_endpoint", {"Body": StreamingBody(io.BytesIO(b"{}"), 2),
-                                                 "NewSessionId": "sid-1; Expires=2099-01-01T00:00:00Z"})
+        runtime.add_response(
+            "invoke_endpoint",
+            {"Body": StreamingBody(io.BytesIO(b"{}"), 2), "NewSessionId": "sid-1; Expires=2099-01-01T00:00:00Z"},
+        )
         ddb.add_client_error("put_item", code, "Rate of requests exceeds the allowed throughput.", 400)
-        runtime.add_response("invoke_endpoint", {"Body": StreamingBody(io.BytesIO(b"{}"), 2), "ClosedSessionId": "sid-1"},
-                             {"EndpointName": ENDPOINT, "InferenceComponentName": BASE, "SessionId": "sid-1",
-                              "Body": ANY, "ContentType": "application/json"})
+        runtime.add_response(
+            "invoke_endpoint",
+            {"Body": StreamingBody(io.BytesIO(b"{}"), 2), "ClosedSessionId": "sid-1"},
+            {
+                "EndpointName": ENDPOINT,
+                "InferenceComponentName": BASE,
+                "SessionId": "sid-1",
+                "Body": ANY,
+                "ContentType": "application/json",
+            },
+        )
     else:
         ddb.add_client_error("get_item", code, "Rate of requests exceeds the allowed throughput.", 400)
     with ddb, runtime:
@@ -268,7 +353,9 @@ def test_every_throttle_of_sagemaker_is_a_429_with_retry_after(router, monkeypat
     monkeypatch.setattr(router, "_sleep", lambda seconds: None)
     runtime = Stubber(router._sagemaker_runtime())
     for _ in range(router.MODEL_MAX_ATTEMPTS):
-        runtime.add_client_error("invoke_endpoint", code, "Rate exceeded", 429 if code == "ModelNotReadyException" else 400)
+        runtime.add_client_error(
+            "invoke_endpoint", code, "Rate exceeded", 429 if code == "ModelNotReadyException" else 400
+        )
     stateless = {k: v for k, v in BODIES["/invoke"].items() if k != "conversation_id"}
     with runtime:
         response = router.handler(url_event("/invoke", json.dumps(stateless)), CONTEXT)
@@ -286,15 +373,25 @@ def test_the_turn_log_never_raises_whatever_the_turn(monkeypatch):
     turn_log = load_handler_module("session_router", "turn_log")
     turn_log.logger.setLevel(logging.CRITICAL)
     reply = {"id": "c1", "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}]}
-    request = {**CHAT, "messages": [{"role": "system", "content": [{"type": "text", "text": "be brief"}]},
-                                    {"role": "user", "content": "hello"}]}
-    cases = [(m.event, reply) for m in hostile.mutations(request)] + [(request, m.event) for m in hostile.mutations(reply)]
+    request = {
+        **CHAT,
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "be brief"}]},
+            {"role": "user", "content": "hello"},
+        ],
+    }
+    cases = [(m.event, reply) for m in hostile.mutations(request)] + [
+        (request, m.event) for m in hostile.mutations(reply)
+    ]
     cases += [(event, reply) for event in hostile.NOT_OBJECTS] + [(request, event) for event in hostile.NOT_OBJECTS]
     failures, logged = [], 0
     for turn, answer in [(request, reply), *cases]:
         firehose = Stubber(turn_log._firehose())
-        firehose.add_response("put_record", {"RecordId": "r1"}, {"DeliveryStreamName": "SageMakerLlm-ChatTurns-AbC123",
-                                                                 "Record": {"Data": ANY}})
+        firehose.add_response(
+            "put_record",
+            {"RecordId": "r1"},
+            {"DeliveryStreamName": "SageMakerLlm-ChatTurns-AbC123", "Record": {"Data": ANY}},
+        )
         with firehose:
             try:
                 logged += turn_log.record_turn(BASE, turn, answer) is True
@@ -305,13 +402,24 @@ def test_the_turn_log_never_raises_whatever_the_turn(monkeypatch):
 
 
 POOL = "us-east-1:0f6a8b1c-1111-4222-8333-944455556666"
-COGNITO_IAM = {"accessKey": "ASIAEXAMPLEKEY000001", "accountId": "123456789012", "callerId": "AROAPOOLROLE:Cognito",
-               "cognitoIdentity": {"amr": ["authenticated"], "identityId": "us-east-1:aaaaaaaa-0000-4000-8000-000000000001",
-                                   "identityPoolId": POOL},
-               "principalOrgId": None, "userArn": "arn:aws:sts::123456789012:assumed-role/Pool_Auth/CognitoIdentityCredentials",
-               "userId": "AROAPOOLROLE:CognitoIdentityCredentials"}
-FEDERATED_IAM = {**COGNITO_IAM, "cognitoIdentity": None,
-                 "userArn": "arn:aws:sts::123456789012:federated-user/alice@example.com"}
+COGNITO_IAM = {
+    "accessKey": "ASIAEXAMPLEKEY000001",
+    "accountId": "123456789012",
+    "callerId": "AROAPOOLROLE:Cognito",
+    "cognitoIdentity": {
+        "amr": ["authenticated"],
+        "identityId": "us-east-1:aaaaaaaa-0000-4000-8000-000000000001",
+        "identityPoolId": POOL,
+    },
+    "principalOrgId": None,
+    "userArn": "arn:aws:sts::123456789012:assumed-role/Pool_Auth/CognitoIdentityCredentials",
+    "userId": "AROAPOOLROLE:CognitoIdentityCredentials",
+}
+FEDERATED_IAM = {
+    **COGNITO_IAM,
+    "cognitoIdentity": None,
+    "userArn": "arn:aws:sts::123456789012:federated-user/alice@example.com",
+}
 
 
 @pytest.mark.parametrize("mode", ["session", "role", "cognito_identity"])

@@ -6,6 +6,7 @@ bounded), against a fake SageMaker that holds routers with their status transiti
 router changes (``ConflictException``) and a name in use (``ResourceAlreadyExists``), fills in the service's
 defaults, and checks every request against botocore's model (``FakeClient``).
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,9 +28,11 @@ SETTLING_DESCRIBES = 2
 
 
 def router(name: str = "SageMakerLlm-Chat", destinations: tuple[str, ...] = (EAST,), **target: Any) -> dict[str, Any]:
-    return {"RouterName": name, "Tags": [{"Key": "team", "Value": "llm"}],
-            "RoutingTargets": [{"Name": "qwen3-8b", "Destinations": [{"ResourceArn": d} for d in destinations],
-                                **target}]}
+    return {
+        "RouterName": name,
+        "Tags": [{"Key": "team", "Value": "llm"}],
+        "RoutingTargets": [{"Name": "qwen3-8b", "Destinations": [{"ResourceArn": d} for d in destinations], **target}],
+    }
 
 
 class FakeSageMaker:
@@ -69,8 +72,13 @@ class FakeSageMaker:
         return {r["name"]: r["targets"] for r in self.routers.values() if r["status"] == "InService"}
 
     # ------------------------------------------------------------------ the API
-    def CreateInferenceRouter(self, InferenceRouterName: str, RoutingTargets: list[dict[str, Any]],
-                              ClientToken: str | None = None, Tags: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    def CreateInferenceRouter(
+        self,
+        InferenceRouterName: str,
+        RoutingTargets: list[dict[str, Any]],
+        ClientToken: str | None = None,
+        Tags: list[dict[str, str]] | None = None,
+    ) -> dict[str, Any]:
         existing = self.routers.get(InferenceRouterName.lower())
         if existing is not None:
             if ClientToken is not None and existing["token"] == ClientToken:
@@ -78,8 +86,15 @@ class FakeSageMaker:
             raise error("ResourceAlreadyExists", f"Inference router {InferenceRouterName} already exists")
         arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:inference-router/{InferenceRouterName.lower()}"
         self.routers[InferenceRouterName.lower()] = {
-            "name": InferenceRouterName, "arn": arn, "token": ClientToken, "status": "Creating", "left": SETTLING_DESCRIBES,
-            "targets": [], "pending": self._as_shown(RoutingTargets), "tags": {t["Key"]: t["Value"] for t in Tags or []}}
+            "name": InferenceRouterName,
+            "arn": arn,
+            "token": ClientToken,
+            "status": "Creating",
+            "left": SETTLING_DESCRIBES,
+            "targets": [],
+            "pending": self._as_shown(RoutingTargets),
+            "tags": {t["Key"]: t["Value"] for t in Tags or []},
+        }
         return {"InferenceRouterArn": arn}
 
     def DescribeInferenceRouter(self, InferenceRouterName: str) -> dict[str, Any]:
@@ -91,8 +106,12 @@ class FakeSageMaker:
                     del self.routers[InferenceRouterName.lower()]
                     raise error("ResourceNotFound", f"Inference router {InferenceRouterName} not found")
                 found["status"], found["targets"] = "InService", found.pop("pending")
-        return {"InferenceRouterName": found["name"], "InferenceRouterArn": found["arn"], "Status": found["status"],
-                "RoutingTargets": copy.deepcopy(found["targets"])}
+        return {
+            "InferenceRouterName": found["name"],
+            "InferenceRouterArn": found["arn"],
+            "Status": found["status"],
+            "RoutingTargets": copy.deepcopy(found["targets"]),
+        }
 
     def UpdateInferenceRouter(self, InferenceRouterName: str, RoutingTargets: list[dict[str, Any]]) -> dict[str, Any]:
         found = self._get(InferenceRouterName)
@@ -175,8 +194,11 @@ def test_create_then_update_the_targets_in_place(subject, sagemaker):
     check(stack)
     assert targets_of(sagemaker, "SageMakerLlm-Chat") == [[EAST]]
     (owner,) = sagemaker.routers.values()
-    assert owner["tags"] == {"team": "llm", "sagemaker-llm-cdk:stack-id": stack.stack_id,
-                             "sagemaker-llm-cdk:logical-id": "Router"}
+    assert owner["tags"] == {
+        "team": "llm",
+        "sagemaker-llm-cdk:stack-id": stack.stack_id,
+        "sagemaker-llm-cdk:logical-id": "Router",
+    }
 
     assert stack.deploy({"Router": router(destinations=(EAST, WEST))}) == "UPDATE_COMPLETE"
     check(stack)
@@ -266,8 +288,12 @@ def test_a_router_another_stack_holds_is_neither_taken_nor_touched(subject, sage
 
 def test_an_async_target_settles_with_the_services_defaults(subject, sagemaker):
     stack = Stack(subject)
-    asynchronous = router(destinations=(ASYNC_ENDPOINT,), AsyncInferenceConfig={"OutputConfig": {
-        "S3OutputPath": "s3://router-results/out/", "S3FailurePath": "s3://router-results/failed/"}})
+    asynchronous = router(
+        destinations=(ASYNC_ENDPOINT,),
+        AsyncInferenceConfig={
+            "OutputConfig": {"S3OutputPath": "s3://router-results/out/", "S3FailurePath": "s3://router-results/failed/"}
+        },
+    )
 
     assert stack.deploy({"Router": asynchronous}) == "CREATE_COMPLETE"
 

@@ -6,6 +6,7 @@ as SSM does and allows only what the function's synthesized policy allows, as Cl
 the new template's policy while resources are created and updated and at the cleanup, the old one again for a
 rollback (CloudFormation rolls the policy back before the resources that depend on it).
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -40,8 +41,13 @@ OWNER_PREFIX = "sagemaker-llm-cdk:owner:"
 
 
 def watermark(removal: str, **changes: Any) -> dict[str, Any]:
-    return {"ParameterName": WATERMARK, "InitialValue": EMPTY, "Removal": removal,
-            "Description": "Last Data Capture object per folder already turned into EAGLE training data", **changes}
+    return {
+        "ParameterName": WATERMARK,
+        "InitialValue": EMPTY,
+        "Removal": removal,
+        "Description": "Last Data Capture object per folder already turned into EAGLE training data",
+        **changes,
+    }
 
 
 # ---------------------------------------------------------------------- the function's policy, as synthesized
@@ -68,18 +74,28 @@ def _policy(template_json: str) -> tuple[Statement, ...]:
     modes = {p["Removal"] for p in template.values()}
     set_removal(stack, modes.pop() if len(modes) == 1 else "retain")  # type: ignore[arg-type]
     for index, props in enumerate(template.values()):
-        RunTimeParameter(stack, f"P{index}", parameter_name=props["ParameterName"],
-                         initial_value=props["InitialValue"], description=props.get("Description", "d"),
-                         seed_from=props.get("SeedFrom"), plan_name=props.get("PlanName"),
-                         plan_arns=[PLAN_ARN] if props.get("PlanName") else ())
+        RunTimeParameter(
+            stack,
+            f"P{index}",
+            parameter_name=props["ParameterName"],
+            initial_value=props["InitialValue"],
+            description=props.get("Description", "d"),
+            seed_from=props.get("SeedFrom"),
+            plan_name=props.get("PlanName"),
+            plan_arns=[PLAN_ARN] if props.get("PlanName") else (),
+        )
     role = stack.node.find_child("RunTimeState").node.find_child("FunctionRole")
     document = stack.resolve(role.node.find_child("DefaultPolicy").node.default_child.policy_document)
     statements: list[Statement] = []
     for statement in document["Statement"]:
         assert statement["Effect"] == "Allow"
         actions, resources = statement["Action"], statement["Resource"]
-        statements.append((tuple(actions if isinstance(actions, list) else [actions]),
-                           tuple(_resolved(r) for r in (resources if isinstance(resources, list) else [resources]))))
+        statements.append(
+            (
+                tuple(actions if isinstance(actions, list) else [actions]),
+                tuple(_resolved(r) for r in (resources if isinstance(resources, list) else [resources])),
+            )
+        )
     return tuple(statements)
 
 
@@ -89,8 +105,11 @@ def policy_of(template: Mapping[str, Mapping[str, Any]]) -> tuple[Statement, ...
 
 def allows(policy: tuple[Statement, ...], action: str, arn: str) -> bool:
     """IAM's match: action and resource patterns with ``*`` and ``?`` (no brackets occur in these ARNs)."""
-    return any(any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in actions)
-               and any(fnmatch.fnmatchcase(arn, r) for r in resources) for actions, resources in policy)
+    return any(
+        any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in actions)
+        and any(fnmatch.fnmatchcase(arn, r) for r in resources)
+        for actions, resources in policy
+    )
 
 
 def ssm_arn(name: str) -> str:
@@ -118,11 +137,27 @@ class FakeSsm:
     def GetParameter(self, Name: str, **_: Any) -> dict[str, Any]:  # noqa: N802 - the operation's name
         self._authorize("ssm:GetParameter", ssm_arn(Name))
         parameter = self._get(Name)
-        return {"Parameter": {"Name": Name, "Type": "String", "Value": parameter["Value"],
-                              "Version": parameter["Version"], "ARN": ssm_arn(Name), "DataType": "text"}}
+        return {
+            "Parameter": {
+                "Name": Name,
+                "Type": "String",
+                "Value": parameter["Value"],
+                "Version": parameter["Version"],
+                "ARN": ssm_arn(Name),
+                "DataType": "text",
+            }
+        }
 
-    def PutParameter(self, Name: str, Value: str, Type: str = "String", Overwrite: bool = False,  # noqa: N802
-                     Tags: list[dict[str, str]] | None = None, Description: str | None = None, **_: Any) -> dict:
+    def PutParameter(
+        self,
+        Name: str,
+        Value: str,
+        Type: str = "String",
+        Overwrite: bool = False,  # noqa: N802
+        Tags: list[dict[str, str]] | None = None,
+        Description: str | None = None,
+        **_: Any,
+    ) -> dict:
         self._authorize("ssm:PutParameter", ssm_arn(Name))
         if Tags and Overwrite:
             raise error("ValidationException", "Invalid request: tags and overwrite can't be used together.")
@@ -131,8 +166,12 @@ class FakeSsm:
         if Name in self.parameters:
             self.write(Name, Value)
         else:
-            self.parameters[Name] = {"Value": Value, "Version": 1, "Description": Description or "",
-                                     "Tags": {t["Key"]: t["Value"] for t in Tags or []}}
+            self.parameters[Name] = {
+                "Value": Value,
+                "Version": 1,
+                "Description": Description or "",
+                "Tags": {t["Key"]: t["Value"] for t in Tags or []},
+            }
         return {"Version": self.parameters[Name]["Version"], "Tier": "Standard"}
 
     def DeleteParameter(self, Name: str) -> dict:  # noqa: N802
@@ -201,9 +240,12 @@ class RunTimeParameters:
         policy = self.old_policy if phase.startswith("rollback") and self.old_policy is not None else self.policy
         if not allows(policy, action, arn):
             self.denied.append(f"{self.stack.log[-1]}: {action} {arn}")
-            raise error("AccessDeniedException", f"User: arn:aws:sts::{ACCOUNT}:assumed-role/RunTimeState/f is not "
-                                                 f"authorized to perform: {action} on resource: {arn} because no "
-                                                 "identity-based policy allows the action")
+            raise error(
+                "AccessDeniedException",
+                f"User: arn:aws:sts::{ACCOUNT}:assumed-role/RunTimeState/f is not "
+                f"authorized to perform: {action} on resource: {arn} because no "
+                "identity-based policy allows the action",
+            )
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
         return self._state.handler(event, self._context)
@@ -226,7 +268,9 @@ class RunTimeParameters:
         """The owner tags' values (``<stack name>/<logical id>``, ``adopted:`` first for an adopter); the earlier
         releases' tag as ``legacy``."""
         tags = self.ssm.parameters[name]["Tags"]
-        return {v for k, v in tags.items() if k.startswith(OWNER_PREFIX)} | ({"legacy"} if LEGACY_TAG in tags else set())
+        return {v for k, v in tags.items() if k.startswith(OWNER_PREFIX)} | (
+            {"legacy"} if LEGACY_TAG in tags else set()
+        )
 
 
 def ownerless(subject: RunTimeParameters, name: str, value: str) -> None:
@@ -277,8 +321,11 @@ REMOVALS = ["retain", "destroy"]
 
 # ---------------------------------------------------------------------- updates in place
 @pytest.mark.parametrize("removal", REMOVALS)
-@pytest.mark.parametrize("change", [{"Description": "a new description"}, {"InitialValue": '{"reset": true}'}],
-                         ids=["description", "initial value"])
+@pytest.mark.parametrize(
+    "change",
+    [{"Description": "a new description"}, {"InitialValue": '{"reset": true}'}],
+    ids=["description", "initial value"],
+)
 def test_an_update_in_place_never_resets_the_value(subject, removal, change):
     stack = deployed_with_a_value(subject, removal)
 
@@ -308,16 +355,19 @@ def test_a_renamed_parameter_is_created_and_the_old_one_cleaned_up_by_removal(su
     check_status(stack, status, "UPDATE_COMPLETE")
     assert subject.value(MOVED) == WRITTEN  # seeded from the old name: captures are not trained on twice
     assert subject.value(WATERMARK) == (WRITTEN if removal == "retain" else None)
-    assert [line.split()[:3] for line in stack.log[1:]] == [["update", "Update", "Watermark"],
-                                                            ["cleanup", "Delete", "Watermark"]]
+    assert [line.split()[:3] for line in stack.log[1:]] == [
+        ["update", "Update", "Watermark"],
+        ["cleanup", "Delete", "Watermark"],
+    ]
 
 
 @pytest.mark.parametrize("removal", REMOVALS)
 def test_a_failed_rename_rolls_back_to_the_old_parameter_and_its_value(subject, removal):
     stack = deployed_with_a_value(subject, removal)
 
-    status = deploy(subject, stack, {"Watermark": watermark(removal, ParameterName=MOVED, SeedFrom=WATERMARK)},
-                    fail_after=True)
+    status = deploy(
+        subject, stack, {"Watermark": watermark(removal, ParameterName=MOVED, SeedFrom=WATERMARK)}, fail_after=True
+    )
 
     check_status(stack, status, "UPDATE_ROLLBACK_COMPLETE")
     assert subject.value() == WRITTEN
@@ -335,8 +385,10 @@ def test_a_moved_construct_takes_the_parameter_over_and_the_old_resources_cleanu
 
     assert subject.value() == WRITTEN
     assert subject.owners() == {"SageMakerLlm/MovedWatermark"}
-    assert [line.split()[:3] for line in stack.log[1:]] == [["create", "Create", "MovedWatermark"],
-                                                            ["cleanup", "Delete", "Watermark"]]
+    assert [line.split()[:3] for line in stack.log[1:]] == [
+        ["create", "Create", "MovedWatermark"],
+        ["cleanup", "Delete", "Watermark"],
+    ]
     # And the new owner alone decides at the stack's delete.
     check_status(stack, stack.delete(), "DELETE_COMPLETE")
     assert subject.value() == (WRITTEN if removal == "retain" else None)
@@ -352,8 +404,10 @@ def test_a_failed_move_rolls_back_and_the_old_resource_keeps_its_parameter(subje
     check_status(stack, status, "UPDATE_ROLLBACK_COMPLETE")
     assert subject.value() == WRITTEN
     assert subject.owners() == {"SageMakerLlm/Watermark"}
-    assert [line.split()[:3] for line in stack.log[1:]] == [["create", "Create", "MovedWatermark"],
-                                                            ["rollback-cleanup", "Delete", "MovedWatermark"]]
+    assert [line.split()[:3] for line in stack.log[1:]] == [
+        ["create", "Create", "MovedWatermark"],
+        ["rollback-cleanup", "Delete", "MovedWatermark"],
+    ]
 
 
 @pytest.mark.parametrize("fail_after", [False, True], ids=["moved", "move rolled back"])
@@ -363,7 +417,7 @@ def test_a_parameter_tagged_by_an_earlier_release_survives_a_move(subject, fail_
     tags = subject.ssm.parameters[WATERMARK]["Tags"]
     ((key, _),) = tags.items()
     tags.clear()
-    tags[LEGACY_TAG] = key[len(OWNER_PREFIX):]  # what the earlier release wrote: the same digest as the value
+    tags[LEGACY_TAG] = key[len(OWNER_PREFIX) :]  # what the earlier release wrote: the same digest as the value
 
     status = deploy(subject, stack, {"MovedWatermark": watermark("destroy")}, fail_after=fail_after)
 
@@ -375,8 +429,9 @@ def test_a_parameter_tagged_by_an_earlier_release_survives_a_move(subject, fail_
 # ---------------------------------------------------------------------- a parameter removed from the template
 def test_a_removed_parameter_is_deleted_in_destroy_mode_though_its_named_grant_is_gone(subject):
     """CloudFormation updates the policy (the parameter's statement gone) before the cleanup Delete."""
-    stack = deployed_with_a_value(subject, "destroy", {"Watermark": watermark("destroy"),
-                                                       "Head": watermark("destroy", ParameterName=HEAD)})
+    stack = deployed_with_a_value(
+        subject, "destroy", {"Watermark": watermark("destroy"), "Head": watermark("destroy", ParameterName=HEAD)}
+    )
     assert not allows(policy_of({"Watermark": watermark("destroy")}), "ssm:PutParameter", ssm_arn(HEAD))
 
     check_status(stack, deploy(subject, stack, {"Watermark": watermark("destroy")}), "UPDATE_COMPLETE")
@@ -387,8 +442,9 @@ def test_a_removed_parameter_is_deleted_in_destroy_mode_though_its_named_grant_i
 def test_a_removed_parameter_named_outside_the_state_folder_is_left_and_its_delete_says_so(subject):
     """Its only grant named it, and left the template with it: the cleanup Delete is refused, the stack completes."""
     outside = "/team/values/watermark"
-    stack = deployed_with_a_value(subject, "destroy", {"Watermark": watermark("destroy"),
-                                                       "Team": watermark("destroy", ParameterName=outside)})
+    stack = deployed_with_a_value(
+        subject, "destroy", {"Watermark": watermark("destroy"), "Team": watermark("destroy", ParameterName=outside)}
+    )
 
     status = deploy(subject, stack, {"Watermark": watermark("destroy")})
 
@@ -453,8 +509,10 @@ def test_a_destroy_mode_first_deploy_that_adopts_a_value_and_fails_keeps_it(subj
     status = deploy(subject, stack, {"Watermark": watermark("destroy")}, fail_after=True)
 
     check_status(stack, status, "ROLLBACK_COMPLETE")
-    assert [line.split()[:3] for line in stack.log] == [["create", "Create", "Watermark"],
-                                                        ["rollback", "Delete", "Watermark"]]
+    assert [line.split()[:3] for line in stack.log] == [
+        ["create", "Create", "Watermark"],
+        ["rollback", "Delete", "Watermark"],
+    ]
     if origin == "absent":
         assert subject.value() is None
         return
@@ -517,8 +575,9 @@ def test_a_retain_mode_stack_that_took_a_value_over_deletes_it_once_switched_to_
     ownerless(subject, WATERMARK, WRITTEN)
     stack = new_stack(subject)
     check_status(stack, deploy(subject, stack, {"Watermark": watermark("retain")}), "CREATE_COMPLETE")
-    check_status(stack, deploy(subject, stack, {"Watermark": watermark("destroy")}, fail_after=True),
-                 "UPDATE_ROLLBACK_COMPLETE")
+    check_status(
+        stack, deploy(subject, stack, {"Watermark": watermark("destroy")}, fail_after=True), "UPDATE_ROLLBACK_COMPLETE"
+    )
     assert subject.value() == WRITTEN and subject.owners() == {"SageMakerLlm/Watermark"}
 
     check_status(stack, deploy(subject, stack, {"Watermark": watermark("destroy")}), "UPDATE_COMPLETE")
@@ -530,10 +589,19 @@ def test_a_retain_mode_stack_that_took_a_value_over_deletes_it_once_switched_to_
 # ---------------------------------------------------------------------- SeedFrom and a plan's status
 def test_a_new_head_parameter_starts_from_the_earlier_name_and_keeps_it(subject):
     stack = new_stack(subject)
-    subject.ssm.parameters[EARLIER] = {"Value": "s3://artifacts/jobs/qwen-eagle-1/draft/", "Version": 4,
-                                       "Description": "", "Tags": {}}
-    head = {"ParameterName": HEAD, "InitialValue": "none", "Removal": "destroy", "Description": "head",
-            "SeedFrom": EARLIER}
+    subject.ssm.parameters[EARLIER] = {
+        "Value": "s3://artifacts/jobs/qwen-eagle-1/draft/",
+        "Version": 4,
+        "Description": "",
+        "Tags": {},
+    }
+    head = {
+        "ParameterName": HEAD,
+        "InitialValue": "none",
+        "Removal": "destroy",
+        "Description": "head",
+        "SeedFrom": EARLIER,
+    }
 
     check_status(stack, deploy(subject, stack, {"Head": head}), "CREATE_COMPLETE")
     subject.ssm.write(HEAD, "s3://artifacts/jobs/qwen-eagle-2/draft/")
@@ -547,8 +615,13 @@ def test_a_new_head_parameter_starts_from_the_earlier_name_and_keeps_it(subject)
 @pytest.mark.parametrize("removal", REMOVALS)
 def test_a_plan_status_is_read_at_every_deploy_and_survives_a_rollback(subject, removal):
     stack = new_stack(subject)
-    status = {"ParameterName": STATUS, "InitialValue": "Unknown", "Removal": removal, "Description": "plan",
-              "PlanName": PLAN}
+    status = {
+        "ParameterName": STATUS,
+        "InitialValue": "Unknown",
+        "Removal": removal,
+        "Description": "plan",
+        "PlanName": PLAN,
+    }
 
     check_status(stack, deploy(subject, stack, {"Status": status}), "CREATE_COMPLETE")
     assert subject.value(STATUS) == "NotFound"  # not bought yet
@@ -568,24 +641,33 @@ def test_the_policy_lets_the_cleanup_delete_a_parameter_the_template_no_longer_n
     before = {"Watermark": watermark("destroy"), "Head": watermark("destroy", ParameterName=HEAD)}
     after = policy_of({"Watermark": watermark("destroy")})
 
-    assert all(allows(policy_of(before), action, ssm_arn(HEAD))
-               for action in ("ssm:GetParameter", "ssm:PutParameter", "ssm:AddTagsToResource"))
+    assert all(
+        allows(policy_of(before), action, ssm_arn(HEAD))
+        for action in ("ssm:GetParameter", "ssm:PutParameter", "ssm:AddTagsToResource")
+    )
     for action in ("ssm:ListTagsForResource", "ssm:RemoveTagsFromResource", "ssm:DeleteParameter"):
         assert allows(after, action, ssm_arn(HEAD)), action
         assert not allows(after, action, ssm_arn("/team/other/value")), action
     for action in ("ssm:GetParameter", "ssm:PutParameter", "ssm:AddTagsToResource", "ssm:GetParametersByPath"):
         assert not allows(after, action, ssm_arn(HEAD)), action
-    wildcards = [(actions, r) for actions, resources in after for r in resources
-                 if "*" in r and any(a.startswith("ssm:") for a in actions)]
-    assert wildcards == [(("ssm:ListTagsForResource", "ssm:RemoveTagsFromResource", "ssm:DeleteParameter"),
-                          ssm_arn(f"{STATE_PREFIX}/*"))]
+    wildcards = [
+        (actions, r)
+        for actions, resources in after
+        for r in resources
+        if "*" in r and any(a.startswith("ssm:") for a in actions)
+    ]
+    assert wildcards == [
+        (("ssm:ListTagsForResource", "ssm:RemoveTagsFromResource", "ssm:DeleteParameter"), ssm_arn(f"{STATE_PREFIX}/*"))
+    ]
 
 
 def test_a_parameter_named_outside_the_state_folder_gets_the_cleanup_actions_by_name():
     policy = policy_of({"Team": watermark("destroy", ParameterName="/team/values/watermark")})
 
-    assert all(allows(policy, action, ssm_arn("/team/values/watermark"))
-               for action in ("ssm:PutParameter", "ssm:ListTagsForResource", "ssm:DeleteParameter"))
+    assert all(
+        allows(policy, action, ssm_arn("/team/values/watermark"))
+        for action in ("ssm:PutParameter", "ssm:ListTagsForResource", "ssm:DeleteParameter")
+    )
     assert not allows(policy, "ssm:DeleteParameter", ssm_arn("/team/values/other"))
 
 
@@ -603,7 +685,8 @@ def test_the_checks_acknowledge_exactly_the_cleanup_statement(env):
     stack = CdkStack(app, "S", env=env)
     parameter = RunTimeParameter(stack, "Value", parameter_name=WATERMARK, initial_value=EMPTY, description="d")
     role = parameter.node.scope.node.find_child("RunTimeState").function.role  # type: ignore[union-attr]
-    role.add_to_principal_policy(iam.PolicyStatement(actions=["ssm:PutParameter"],
-                                                     resources=[parameter_arn(stack, f"{STATE_PREFIX}/*")]))
+    role.add_to_principal_policy(
+        iam.PolicyStatement(actions=["ssm:PutParameter"], resources=[parameter_arn(stack, f"{STATE_PREFIX}/*")])
+    )
     with pytest.raises(RuntimeError, match=r"ssm:PutParameter"):
         app.synth()

@@ -3,6 +3,7 @@
 sagemaker-runtime goes through botocore's Stubber (plus the service-model checks in
 support.aws_model on every request actually sent); the conversation table is DynamoDB under moto.
 """
+
 from __future__ import annotations
 
 import base64
@@ -110,8 +111,16 @@ class RuntimeStub:
         assert_valid_invoke(expected)
         return expected
 
-    def turn(self, *, component: str = BASE, body: Any = None, session_id: str | None = None,
-             reply: Any = None, content_type: str = "application/json", **headers: str) -> None:
+    def turn(
+        self,
+        *,
+        component: str = BASE,
+        body: Any = None,
+        session_id: str | None = None,
+        reply: Any = None,
+        content_type: str = "application/json",
+        **headers: str,
+    ) -> None:
         raw = reply if isinstance(reply, bytes) else json.dumps(completion() if reply is None else reply).encode()
         response: dict[str, Any] = {"Body": StreamingBody(io.BytesIO(raw), len(raw)), "ContentType": content_type}
         response.update(headers)
@@ -120,16 +129,34 @@ class RuntimeStub:
         )
 
     def open(self, session_id: str, *, component: str = BASE, expires: int = NOW + 1200) -> None:
-        self.turn(component=component, body={"requestType": "NEW_SESSION"}, session_id="NEW_SESSION",
-                  reply={"result": f"Session {session_id} created"},
-                  NewSessionId=f"{session_id}; Expires={iso(expires)}")
+        self.turn(
+            component=component,
+            body={"requestType": "NEW_SESSION"},
+            session_id="NEW_SESSION",
+            reply={"result": f"Session {session_id} created"},
+            NewSessionId=f"{session_id}; Expires={iso(expires)}",
+        )
 
     def close(self, session_id: str, *, component: str = BASE) -> None:
-        self.turn(component=component, body={"requestType": "CLOSE"}, session_id=session_id,
-                  reply={"result": f"Session {session_id} closed"}, ClosedSessionId=session_id)
+        self.turn(
+            component=component,
+            body={"requestType": "CLOSE"},
+            session_id=session_id,
+            reply={"result": f"Session {session_id} closed"},
+            ClosedSessionId=session_id,
+        )
 
-    def error(self, *, code: str, message: str, status: int, component: str = BASE, body: Any = None,
-              session_id: str | None = None, **modeled: Any) -> None:
+    def error(
+        self,
+        *,
+        code: str,
+        message: str,
+        status: int,
+        component: str = BASE,
+        body: Any = None,
+        session_id: str | None = None,
+        **modeled: Any,
+    ) -> None:
         self.stubber.add_client_error(
             "invoke_endpoint",
             service_error_code=code,
@@ -144,8 +171,14 @@ class Table:
     def __init__(self, client):
         self.client = client
 
-    def put(self, conversation_id: str, session_id: str, component: str = BASE, expires_at: int = NOW + 300,
-            owner: Any = CHAT_APP_OWNER):
+    def put(
+        self,
+        conversation_id: str,
+        session_id: str,
+        component: str = BASE,
+        expires_at: int = NOW + 300,
+        owner: Any = CHAT_APP_OWNER,
+    ):
         item = {
             "conversation_id": {"S": conversation_id},
             "session_id": {"S": session_id},
@@ -216,8 +249,16 @@ def router(load_handler, ddb, lambda_context, monkeypatch):
     dynamodb_calls: list[str] = []
     mod._dynamodb().meta.events.register("before-call.dynamodb", lambda model, **_: dynamodb_calls.append(model.name))
 
-    def call(path: str, body: Any, *, method: str = "POST", b64: bool = False,
-             caller: str | None = CHAT_APP, authorizer: Any = ..., context: Any = None) -> dict[str, Any]:
+    def call(
+        path: str,
+        body: Any,
+        *,
+        method: str = "POST",
+        b64: bool = False,
+        caller: str | None = CHAT_APP,
+        authorizer: Any = ...,
+        context: Any = None,
+    ) -> dict[str, Any]:
         raw = body if isinstance(body, (str, bytes)) else json.dumps(body)
         if b64:
             raw = base64.b64encode(raw if isinstance(raw, bytes) else raw.encode()).decode()
@@ -228,15 +269,17 @@ def router(load_handler, ddb, lambda_context, monkeypatch):
         response["json"] = json.loads(response["body"]) if response.get("body") else None
         return response
 
-    def open_conversation(session_id: str = SID_1, *, component: str | None = None, caller: str = CHAT_APP,
-                          expires: int = NOW + 1200) -> str:
+    def open_conversation(
+        session_id: str = SID_1, *, component: str | None = None, caller: str = CHAT_APP, expires: int = NOW + 1200
+    ) -> str:
         runtime.open(session_id, component=component or BASE, expires=expires)
         response = call("/open", {} if component is None else {"component": component}, caller=caller)
         assert response["statusCode"] == 200, response
         return response["json"]["conversation_id"]
 
-    yield SimpleNamespace(mod=mod, runtime=runtime, table=ddb, call=call, open=open_conversation,
-                          dynamodb_calls=dynamodb_calls)
+    yield SimpleNamespace(
+        mod=mod, runtime=runtime, table=ddb, call=call, open=open_conversation, dynamodb_calls=dynamodb_calls
+    )
     runtime.stubber.assert_no_pending_responses()  # every queued call (e.g. closing a loser's session) happened
     runtime.stubber.deactivate()
     # Every request the handler really sent must satisfy the service model's enums/lengths/patterns.
@@ -251,12 +294,26 @@ def iam_context(caller: str) -> dict[str, str]:
         user_id = "AROAEXAMPLEROLEID0001:" + caller.rsplit("/", 1)[1]
     else:
         user_id = "AIDAEXAMPLEUSERID0001"
-    return {"accessKey": "ASIAEXAMPLEKEY000001", "accountId": account, "callerId": user_id,
-            "cognitoIdentity": None, "principalOrgId": "o-exampleorg1", "userArn": caller, "userId": user_id}
+    return {
+        "accessKey": "ASIAEXAMPLEKEY000001",
+        "accountId": account,
+        "callerId": user_id,
+        "cognitoIdentity": None,
+        "principalOrgId": "o-exampleorg1",
+        "userArn": caller,
+        "userId": user_id,
+    }
 
 
-def function_url_event(path: str, body: str | None, *, method: str = "POST", b64: bool = False,
-                       caller: str | None = CHAT_APP, authorizer: Any = ...) -> dict[str, Any]:
+def function_url_event(
+    path: str,
+    body: str | None,
+    *,
+    method: str = "POST",
+    b64: bool = False,
+    caller: str | None = CHAT_APP,
+    authorizer: Any = ...,
+) -> dict[str, Any]:
     """A Function URL (payload 2.0) event signed by ``caller``; ``authorizer`` overrides the whole
     requestContext.authorizer (``None`` drops it)."""
     if authorizer is ...:
@@ -272,8 +329,13 @@ def function_url_event(path: str, body: str | None, *, method: str = "POST", b64
             "apiId": "abc123",
             "domainName": "abc123.lambda-url.us-east-1.on.aws",
             "domainPrefix": "abc123",
-            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "203.0.113.9",
-                     "userAgent": "chat-app"},
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "203.0.113.9",
+                "userAgent": "chat-app",
+            },
             "requestId": "8a0b4b3e-0000-4000-8000-000000000001",
             "routeKey": "$default",
             "stage": "$default",
@@ -339,8 +401,13 @@ def test_open_issues_an_unguessable_id_and_stores_the_session_with_ttl_from_conf
     assert response["statusCode"] == 200
     conversation_id = response["json"]["conversation_id"]
     assert ISSUED_ID.fullmatch(conversation_id)
-    assert response["json"] == {"conversation_id": conversation_id, "session_id": SID_1, "component": BASE,
-                                "endpoint_name": ENDPOINT, "expires_at": NOW + TTL}
+    assert response["json"] == {
+        "conversation_id": conversation_id,
+        "session_id": SID_1,
+        "component": BASE,
+        "endpoint_name": ENDPOINT,
+        "expires_at": NOW + TTL,
+    }
     row = router.table.get(conversation_id)
     assert row["session_id"] == SID_1 and row["component"] == BASE and row["owner"] == CHAT_APP
     assert row["expires_at"] == NOW + TTL
@@ -386,8 +453,12 @@ def test_opened_conversation_continues_on_its_session(router):
     response = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()})
 
     assert response["statusCode"] == 200
-    assert response["json"] == {"conversation_id": conversation_id, "session_id": SID_1, "component": BASE,
-                                "body": completion()}
+    assert response["json"] == {
+        "conversation_id": conversation_id,
+        "session_id": SID_1,
+        "component": BASE,
+        "body": completion(),
+    }
     assert "X-Session-Reopened" not in (response.get("headers") or {})
 
 
@@ -417,8 +488,9 @@ def test_adapter_conversation_pins_its_component(router):
 
 def test_open_with_unknown_component_is_400_and_opens_nothing(router):
     assert_error(router.call("/open", {"component": "gpt-9"}), 400, "UnknownComponent", "component")
-    assert_error(router.call("/open", {"component": BASE, "conversation_id": "mine"}), 400, "InvalidField",
-                 "conversation_id")  # ids are issued, never chosen
+    assert_error(
+        router.call("/open", {"component": BASE, "conversation_id": "mine"}), 400, "InvalidField", "conversation_id"
+    )  # ids are issued, never chosen
     assert router.runtime.sent == [] and router.table.items() == []
 
 
@@ -437,9 +509,12 @@ def test_component_switch_inside_live_session_is_409(router):
 @pytest.mark.parametrize(
     ("code", "status", "message", "modeled"),
     [
-        ("ModelError", 424, "Received client error (400) from primary with message \"Bad request: session "
-         f"not found: {SID_1}\".", {"OriginalStatusCode": 400, "OriginalMessage": f"Bad request: session not "
-                                     f"found: {SID_1}"}),
+        (
+            "ModelError",
+            424,
+            f'Received client error (400) from primary with message "Bad request: session not found: {SID_1}".',
+            {"OriginalStatusCode": 400, "OriginalMessage": f"Bad request: session not found: {SID_1}"},
+        ),
         ("ValidationError", 400, f"Session {SID_1} is invalid or has expired.", {}),
     ],
     ids=["container-400-session-not-found", "platform-validation-error"],
@@ -477,9 +552,14 @@ def test_row_past_its_expiry_reopens_without_trying_old_session(router):
 
 def test_model_error_unrelated_to_session_is_424_and_keeps_mapping(router):
     router.table.put("chat-42", SID_1)
-    router.runtime.error(code="ModelError", status=424, session_id=SID_1,
-                         message="Received client error (400) from primary with message \"context too long\".",
-                         OriginalStatusCode=400, OriginalMessage="This model's maximum context length is 8192")
+    router.runtime.error(
+        code="ModelError",
+        status=424,
+        session_id=SID_1,
+        message='Received client error (400) from primary with message "context too long".',
+        OriginalStatusCode=400,
+        OriginalMessage="This model's maximum context length is 8192",
+    )
 
     response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
 
@@ -491,8 +571,13 @@ def test_model_error_unrelated_to_session_is_424_and_keeps_mapping(router):
 
 
 def test_model_server_error_is_502_with_container_status(router):
-    router.runtime.error(code="ModelError", status=424, message="Received server error (500) from primary",
-                         OriginalStatusCode=500, OriginalMessage="CUDA out of memory")
+    router.runtime.error(
+        code="ModelError",
+        status=424,
+        message="Received server error (500) from primary",
+        OriginalStatusCode=500,
+        OriginalMessage="CUDA out of memory",
+    )
 
     response = router.call("/invoke", {"body": chat()})
 
@@ -621,7 +706,9 @@ def remaining(seconds: float):
 
 def slow_calls(router, clock: Clock) -> None:
     router.runtime.client.meta.events.register(
-        "before-parameter-build.sagemaker-runtime.InvokeEndpoint", lambda **_: setattr(clock, "now", clock.now + clock.per_call))
+        "before-parameter-build.sagemaker-runtime.InvokeEndpoint",
+        lambda **_: setattr(clock, "now", clock.now + clock.per_call),
+    )
 
 
 def test_no_model_call_starts_when_its_worst_case_cannot_fit(router):
@@ -637,8 +724,9 @@ def test_lost_session_is_not_reopened_past_the_budget_and_the_row_is_kept(router
     monkeypatch.setattr(router.mod, "_monotonic", clock)
     slow_calls(router, clock)
     router.table.put("chat-42", SID_1)
-    router.runtime.error(code="ValidationError", status=400, message=f"Session {SID_1} is invalid or has expired.",
-                         session_id=SID_1)
+    router.runtime.error(
+        code="ValidationError", status=400, message=f"Session {SID_1} is invalid or has expired.", session_id=SID_1
+    )
     before = router.table.items()
 
     response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()}, context=remaining(300))
@@ -684,8 +772,13 @@ def test_close_sends_close_request_and_deletes_mapping(router):
     response = router.call("/close", {"conversation_id": "chat-42"})
 
     assert response["statusCode"] == 200
-    assert response["json"] == {"conversation_id": "chat-42", "session_id": SID_1, "component": ADAPTER,
-                                "closed": True, "session_was_open": True}
+    assert response["json"] == {
+        "conversation_id": "chat-42",
+        "session_id": SID_1,
+        "component": ADAPTER,
+        "closed": True,
+        "session_was_open": True,
+    }
     assert router.runtime.sent[0]["SessionId"] == SID_1
     assert json.loads(router.runtime.sent[0]["Body"]) == {"requestType": "CLOSE"}
     assert router.table.get("chat-42") is None
@@ -693,8 +786,14 @@ def test_close_sends_close_request_and_deletes_mapping(router):
 
 def test_close_of_session_the_container_already_dropped_still_deletes_mapping(router):
     router.table.put("chat-42", SID_1)
-    router.runtime.error(code="ModelError", status=424, body={"requestType": "CLOSE"}, session_id=SID_1,
-                         message=f"Bad request: session not found: {SID_1}", OriginalStatusCode=400)
+    router.runtime.error(
+        code="ModelError",
+        status=424,
+        body={"requestType": "CLOSE"},
+        session_id=SID_1,
+        message=f"Bad request: session not found: {SID_1}",
+        OriginalStatusCode=400,
+    )
 
     response = router.call("/close", {"conversation_id": "chat-42"})
 
@@ -706,8 +805,13 @@ def test_close_of_session_the_container_already_dropped_still_deletes_mapping(ro
 def test_close_throttled_keeps_mapping_for_retry(router):
     router.table.put("chat-42", SID_1)
     for _ in range(3):
-        router.runtime.error(code="ThrottlingException", status=400, message="Rate exceeded",
-                             body={"requestType": "CLOSE"}, session_id=SID_1)
+        router.runtime.error(
+            code="ThrottlingException",
+            status=400,
+            message="Rate exceeded",
+            body={"requestType": "CLOSE"},
+            session_id=SID_1,
+        )
 
     assert_error(router.call("/close", {"conversation_id": "chat-42"}), 429, "Throttled")
     assert router.table.get("chat-42")["session_id"] == SID_1
@@ -736,9 +840,13 @@ def throttle_table(router, operation: str, code: str, times: int = 1) -> list[st
         if model.name != operation or left[0] == 0:
             return None
         left[0] -= 1
-        return (AWSResponse("https://dynamodb.us-east-1.amazonaws.com/", 400, {}, None),
-                {"Error": {"Code": code, "Message": "Rate of requests exceeds the allowed throughput."},
-                 "ResponseMetadata": {"HTTPStatusCode": 400}})
+        return (
+            AWSResponse("https://dynamodb.us-east-1.amazonaws.com/", 400, {}, None),
+            {
+                "Error": {"Code": code, "Message": "Rate of requests exceeds the allowed throughput."},
+                "ResponseMetadata": {"HTTPStatusCode": 400},
+            },
+        )
 
     router.mod._dynamodb().meta.events.register(f"before-call.dynamodb.{operation}", answer)
     counted: list[str] = []
@@ -790,7 +898,9 @@ def test_a_throttled_reopen_is_503_frees_the_new_session_and_keeps_the_row(route
     assert_table_throttled(response, "ProvisionedThroughputExceededException", counted)
     assert router.table.get("chat-42")["session_id"] == SID_3
     assert [json.loads(sent["Body"]) for sent in router.runtime.sent] == [
-        {"requestType": "NEW_SESSION"}, {"requestType": "CLOSE"}]  # no turn ran
+        {"requestType": "NEW_SESSION"},
+        {"requestType": "CLOSE"},
+    ]  # no turn ran
 
 
 def test_a_throttled_delete_on_close_is_503_and_the_retry_removes_the_row(router):
@@ -800,8 +910,14 @@ def test_a_throttled_delete_on_close_is_503_and_the_retry_removes_the_row(router
 
     assert_table_throttled(router.call("/close", {"conversation_id": "chat-42"}), "RequestLimitExceeded", counted)
     assert router.table.get("chat-42")["session_id"] == SID_1
-    router.runtime.error(code="ModelError", status=424, body={"requestType": "CLOSE"}, session_id=SID_1,
-                         message=f"Bad request: session not found: {SID_1}", OriginalStatusCode=400)
+    router.runtime.error(
+        code="ModelError",
+        status=424,
+        body={"requestType": "CLOSE"},
+        session_id=SID_1,
+        message=f"Bad request: session not found: {SID_1}",
+        OriginalStatusCode=400,
+    )
     retried = router.call("/close", {"conversation_id": "chat-42"})
     assert retried["statusCode"] == 200 and retried["json"]["session_was_open"] is False
     assert router.table.get("chat-42") is None
@@ -840,12 +956,19 @@ ROLE_EXAMPLES = [
     ("arn:aws-us-gov:sts::111122223333:assumed-role/ecs-task/3f1c2b", "arn:aws-us-gov:iam::111122223333:role/ecs-task"),
     ("arn:aws-cn:sts::111122223333:assumed-role/r@x=y,z.w/s@e.s", "arn:aws-cn:iam::111122223333:role/r@x=y,z.w"),
 ]
-AS_IS = [f"arn:aws:iam::{ACCOUNT}:user/alice", f"arn:aws:iam::{ACCOUNT}:user/team/alice", f"arn:aws:iam::{ACCOUNT}:root"]
+AS_IS = [
+    f"arn:aws:iam::{ACCOUNT}:user/alice",
+    f"arn:aws:iam::{ACCOUNT}:user/team/alice",
+    f"arn:aws:iam::{ACCOUNT}:root",
+]
 FEDERATED_USER = f"arn:aws:sts::{ACCOUNT}:federated-user/alice@example.com"
 
 
-@pytest.mark.parametrize(("user_arn", "role"), ROLE_EXAMPLES, ids=["role-session", "other-session-same-role",
-                                                                  "govcloud", "role-name-specials"])
+@pytest.mark.parametrize(
+    ("user_arn", "role"),
+    ROLE_EXAMPLES,
+    ids=["role-session", "other-session-same-role", "govcloud", "role-name-specials"],
+)
 def test_caller_owner_of_role_sessions(caller_owner, user_arn, role):
     assert caller_owner(iam_context(user_arn)) == user_arn  # default: the session, session name included
     assert caller_owner(iam_context(user_arn), "session") == user_arn
@@ -873,8 +996,11 @@ POOL = "us-east-1:0f6a8b1c-1111-4222-8333-944455556666"
 
 def cognito_context(identity_id: str, pool: str | None = POOL) -> dict[str, Any]:
     context = iam_context(COGNITO_ROLE)
-    context["cognitoIdentity"] = {"amr": ["authenticated", "cognito-idp.us-east-1.amazonaws.com/us-east-1_X"],
-                                  "identityId": identity_id, "identityPoolId": pool}
+    context["cognitoIdentity"] = {
+        "amr": ["authenticated", "cognito-idp.us-east-1.amazonaws.com/us-east-1_X"],
+        "identityId": identity_id,
+        "identityPoolId": pool,
+    }
     return context
 
 
@@ -896,8 +1022,19 @@ def test_caller_owner_of_a_malformed_cognito_identity_is_none(caller_owner, cogn
     assert caller_owner(context) is None  # never falls back to the shared pool role
 
 
-@pytest.mark.parametrize("iam", [None, {}, "arn:aws:iam::1:user/x", {"userArn": ""}, {"userArn": "  "},
-                                 {"userArn": None}, {"userArn": 42}, {"accountId": ACCOUNT, "userId": "AIDA"}])
+@pytest.mark.parametrize(
+    "iam",
+    [
+        None,
+        {},
+        "arn:aws:iam::1:user/x",
+        {"userArn": ""},
+        {"userArn": "  "},
+        {"userArn": None},
+        {"userArn": 42},
+        {"accountId": ACCOUNT, "userId": "AIDA"},
+    ],
+)
 def test_caller_owner_without_user_arn_is_none(caller_owner, iam):
     assert caller_owner(iam) is None
 
@@ -953,15 +1090,26 @@ def cognito_mode(router, monkeypatch, pools: str = POOL) -> None:
     monkeypatch.setenv("IDENTITY_POOLS", pools)
 
 
-@pytest.mark.parametrize(("kind", "why"), [("role-session", "only Cognito identity-pool credentials"),
-                                           ("iam-user", "only Cognito identity-pool credentials"),
-                                           ("federated-user", "only Cognito identity-pool credentials"),
-                                           ("cognito-other-pool", f"identity pool {OTHER_POOL}"),
-                                           ("cognito-without-pool", "identity pool -")])
-@pytest.mark.parametrize(("path", "body"), [("/open", {}), ("/invoke", {"body": chat()}),
-                                            ("/invoke", {"conversation_id": "chat-42", "body": chat()}),
-                                            ("/close", {"conversation_id": "chat-42"})],
-                         ids=["open", "stateless", "turn", "close"])
+@pytest.mark.parametrize(
+    ("kind", "why"),
+    [
+        ("role-session", "only Cognito identity-pool credentials"),
+        ("iam-user", "only Cognito identity-pool credentials"),
+        ("federated-user", "only Cognito identity-pool credentials"),
+        ("cognito-other-pool", f"identity pool {OTHER_POOL}"),
+        ("cognito-without-pool", "identity pool -"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/open", {}),
+        ("/invoke", {"body": chat()}),
+        ("/invoke", {"conversation_id": "chat-42", "body": chat()}),
+        ("/close", {"conversation_id": "chat-42"}),
+    ],
+    ids=["open", "stateless", "turn", "close"],
+)
 def test_cognito_mode_refuses_every_other_caller_before_touching_anything(router, monkeypatch, kind, why, path, body):
     cognito_mode(router, monkeypatch)
     router.table.put("chat-42", SID_1, owner=f"cognito-identity/{POOL}/{ALICE_ID}")
@@ -1003,10 +1151,13 @@ def test_federated_users_are_refused_by_the_router(router, monkeypatch, mode):
     assert router.dynamodb_calls == [] and router.runtime.sent == []
 
 
-@pytest.mark.parametrize(("pools", "expected"), [
-    ("", "IDENTITY_POOLS: got (not set); allowed: at least one identity pool id with OWNER_MODE=cognito_identity"),
-    ("us-east-1:not-a-guid", "IDENTITY_POOLS: got 'us-east-1:not-a-guid'; allowed: Cognito identity pool ids"),
-])
+@pytest.mark.parametrize(
+    ("pools", "expected"),
+    [
+        ("", "IDENTITY_POOLS: got (not set); allowed: at least one identity pool id with OWNER_MODE=cognito_identity"),
+        ("us-east-1:not-a-guid", "IDENTITY_POOLS: got 'us-east-1:not-a-guid'; allowed: Cognito identity pool ids"),
+    ],
+)
 def test_cognito_mode_needs_valid_identity_pools(router, monkeypatch, pools, expected):
     cognito_mode(router, monkeypatch, pools=pools)
 
@@ -1015,27 +1166,41 @@ def test_cognito_mode_needs_valid_identity_pools(router, monkeypatch, pools, exp
     assert expected in error["message"]
 
 
-IAM_NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+=,.@_-", min_size=1,
-                   max_size=64)
+IAM_NAME = st.text(
+    alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+=,.@_-", min_size=1, max_size=64
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(partition=st.sampled_from(["aws", "aws-cn", "aws-us-gov", "aws-iso", "aws-iso-b"]),
-       account=st.from_regex(r"[0-9]{12}", fullmatch=True), role=IAM_NAME, first=IAM_NAME, second=IAM_NAME)
+@given(
+    partition=st.sampled_from(["aws", "aws-cn", "aws-us-gov", "aws-iso", "aws-iso-b"]),
+    account=st.from_regex(r"[0-9]{12}", fullmatch=True),
+    role=IAM_NAME,
+    first=IAM_NAME,
+    second=IAM_NAME,
+)
 def test_role_sessions_are_one_owner_only_in_role_mode(caller_owner, partition, account, role, first, second):
     def owner(session: str, mode: str) -> str | None:
-        return caller_owner({"accountId": account, "userArn": f"arn:{partition}:sts::{account}:assumed-role/"
-                             f"{role}/{session}"}, mode)
+        return caller_owner(
+            {"accountId": account, "userArn": f"arn:{partition}:sts::{account}:assumed-role/{role}/{session}"}, mode
+        )
 
     assert owner(first, "role") == owner(second, "role") == f"arn:{partition}:iam::{account}:role/{role}"
     assert (owner(first, "session") == owner(second, "session")) == (first == second)
 
 
 @settings(max_examples=200, deadline=None)
-@given(account=st.from_regex(r"[0-9]{12}", fullmatch=True), other=st.from_regex(r"[0-9]{12}", fullmatch=True),
-       role=IAM_NAME, other_role=IAM_NAME, session=IAM_NAME, mode=st.sampled_from(["session", "role"]))
-def test_caller_owner_separates_accounts_and_roles_and_keeps_users(caller_owner, account, other, role, other_role,
-                                                                  session, mode):
+@given(
+    account=st.from_regex(r"[0-9]{12}", fullmatch=True),
+    other=st.from_regex(r"[0-9]{12}", fullmatch=True),
+    role=IAM_NAME,
+    other_role=IAM_NAME,
+    session=IAM_NAME,
+    mode=st.sampled_from(["session", "role"]),
+)
+def test_caller_owner_separates_accounts_and_roles_and_keeps_users(
+    caller_owner, account, other, role, other_role, session, mode
+):
     def owner(acct: str, name: str) -> str | None:
         return caller_owner({"userArn": f"arn:aws:sts::{acct}:assumed-role/{name}/{session}"}, mode)
 
@@ -1066,10 +1231,14 @@ def test_role_mode_lets_every_session_of_the_role_continue_and_close(router, mon
     router.runtime.close(SID_1)
 
     # The next requests come from other Lambda/ECS tasks of the same role: other session names.
-    second = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()},
-                         caller=f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/task-7d1e")
-    closed = router.call("/close", {"conversation_id": conversation_id},
-                         caller=f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/i-9")
+    second = router.call(
+        "/invoke",
+        {"conversation_id": conversation_id, "body": chat()},
+        caller=f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/task-7d1e",
+    )
+    closed = router.call(
+        "/close", {"conversation_id": conversation_id}, caller=f"arn:aws:sts::{ACCOUNT}:assumed-role/chat-app/i-9"
+    )
     other_role = router.call("/close", {"conversation_id": conversation_id}, caller=OTHER_APP)
 
     assert second["statusCode"] == closed["statusCode"] == 200
@@ -1096,16 +1265,23 @@ def test_cognito_users_of_one_pool_role_are_two_owners(router):
 
 @pytest.mark.parametrize(
     "intruder",
-    [SAME_ROLE_OTHER_SESSION, OTHER_APP, "arn:aws:sts::210987654321:assumed-role/chat-app/alice@example.com",
-     f"arn:aws:iam::{ACCOUNT}:user/mallory", f"arn:aws:iam::{ACCOUNT}:root"],
+    [
+        SAME_ROLE_OTHER_SESSION,
+        OTHER_APP,
+        "arn:aws:sts::210987654321:assumed-role/chat-app/alice@example.com",
+        f"arn:aws:iam::{ACCOUNT}:user/mallory",
+        f"arn:aws:iam::{ACCOUNT}:root",
+    ],
     ids=["same-role-other-person", "other-role", "same-role-name-other-account", "iam-user", "account-root"],
 )
 @pytest.mark.parametrize("expires_at", [NOW + 300, NOW - 1], ids=["live", "expired"])
 @pytest.mark.parametrize(
     ("path", "body"),
-    [("/invoke", {"conversation_id": "chat-42", "body": chat()}),
-     ("/invoke", {"conversation_id": "chat-42", "component": ADAPTER, "body": chat()}),
-     ("/close", {"conversation_id": "chat-42"})],
+    [
+        ("/invoke", {"conversation_id": "chat-42", "body": chat()}),
+        ("/invoke", {"conversation_id": "chat-42", "component": ADAPTER, "body": chat()}),
+        ("/close", {"conversation_id": "chat-42"}),
+    ],
     ids=["invoke", "invoke-other-component", "close"],
 )
 def test_foreign_and_unknown_ids_get_the_same_answer_and_touch_nothing(router, intruder, expires_at, path, body):
@@ -1127,8 +1303,9 @@ def test_foreign_and_unknown_ids_get_the_same_answer_and_touch_nothing(router, i
     assert unknown.get("headers") == foreign.get("headers")
     assert foreign_calls == router.dynamodb_calls == ["GetItem"]  # no timing tell in AWS calls either
     assert router.runtime.sent == []  # the Stubber has nothing queued: any SageMaker call would fail too
-    assert [i for i in router.table.items() if i["conversation_id"]["S"] == "chat-42"] == \
-        [i for i in before if i["conversation_id"]["S"] == "chat-42"]
+    assert [i for i in router.table.items() if i["conversation_id"]["S"] == "chat-42"] == [
+        i for i in before if i["conversation_id"]["S"] == "chat-42"
+    ]
 
 
 def test_owner_still_continues_after_a_refused_intruder(router):
@@ -1146,8 +1323,9 @@ def test_iam_user_owns_its_conversation(router):
     alice = f"arn:aws:iam::{ACCOUNT}:user/alice"
     conversation_id = router.open(SID_1, caller=alice)
 
-    bob = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()},
-                      caller=f"arn:aws:iam::{ACCOUNT}:user/bob")
+    bob = router.call(
+        "/invoke", {"conversation_id": conversation_id, "body": chat()}, caller=f"arn:aws:iam::{ACCOUNT}:user/bob"
+    )
 
     assert router.table.get(conversation_id)["owner"] == alice
     assert_error(bob, 404, "ConversationNotFound")
@@ -1174,14 +1352,25 @@ def test_owner_mode_must_be_known(router, monkeypatch):
 
 @pytest.mark.parametrize(
     "authorizer",
-    [None, {}, {"iam": None}, {"iam": {"accountId": ACCOUNT, "userId": "AIDA"}}, {"iam": {"userArn": ""}},
-     {"jwt": {"claims": {"sub": "x"}}}, "iam"],
+    [
+        None,
+        {},
+        {"iam": None},
+        {"iam": {"accountId": ACCOUNT, "userId": "AIDA"}},
+        {"iam": {"userArn": ""}},
+        {"jwt": {"claims": {"sub": "x"}}},
+        "iam",
+    ],
     ids=["no-authorizer", "empty-authorizer", "null-iam", "iam-without-arn", "empty-arn", "jwt-only", "not-object"],
 )
 @pytest.mark.parametrize(
     ("path", "body"),
-    [("/invoke", {"conversation_id": "chat-42", "body": chat()}), ("/invoke", {"body": chat()}),
-     ("/close", {"conversation_id": "chat-42"}), ("/open", {})],
+    [
+        ("/invoke", {"conversation_id": "chat-42", "body": chat()}),
+        ("/invoke", {"body": chat()}),
+        ("/close", {"conversation_id": "chat-42"}),
+        ("/open", {}),
+    ],
     ids=["session-turn", "stateless", "close", "open"],
 )
 def test_request_without_iam_caller_is_403_and_touches_nothing(router, authorizer, path, body):
@@ -1212,19 +1401,45 @@ def test_request_without_iam_caller_is_403_and_touches_nothing(router, authorize
         ("/invoke", {"conversation_id": 42, "body": chat()}, 400, "InvalidField", "conversation_id"),
         ("/invoke", {"body": chat(), "content_type": "text/plain"}, 400, "InvalidField", "content_type"),
         ("/invoke", {"body": chat(), "sesion": "typo"}, 400, "InvalidField", "sesion"),
-        ("/invoke", {"conversation_id": "chat-42", "component": "gpt-9", "body": chat()}, 400,
-         "UnknownComponent", "component"),
-        ("/invoke", {"conversation_id": "chat-42", "body": {"requestType": "CLOSE"}}, 400, "ReservedField",
-         "body.requestType"),
+        (
+            "/invoke",
+            {"conversation_id": "chat-42", "component": "gpt-9", "body": chat()},
+            400,
+            "UnknownComponent",
+            "component",
+        ),
+        (
+            "/invoke",
+            {"conversation_id": "chat-42", "body": {"requestType": "CLOSE"}},
+            400,
+            "ReservedField",
+            "body.requestType",
+        ),
         ("/invoke", {"conversation_id": "chat-42", "body": {"prompt": "x" * 5000}}, 413, "PayloadTooLarge", None),
         ("/close", "{", 400, "InvalidJson", None),
         ("/close", {}, 400, "InvalidField", "conversation_id"),
         ("/close", {"conversation_id": "a/b"}, 400, "InvalidField", "conversation_id"),
     ],
-    ids=["bad-json", "empty", "not-object", "nan", "missing-body", "body-not-object", "bad-conversation-id",
-         "empty-conversation-id", "long-conversation-id", "numeric-conversation-id", "bad-content-type",
-         "unknown-field", "unknown-component", "reserved-key", "oversized", "close-bad-json",
-         "close-missing-id", "close-bad-id"],
+    ids=[
+        "bad-json",
+        "empty",
+        "not-object",
+        "nan",
+        "missing-body",
+        "body-not-object",
+        "bad-conversation-id",
+        "empty-conversation-id",
+        "long-conversation-id",
+        "numeric-conversation-id",
+        "bad-content-type",
+        "unknown-field",
+        "unknown-component",
+        "reserved-key",
+        "oversized",
+        "close-bad-json",
+        "close-missing-id",
+        "close-bad-id",
+    ],
 )
 def test_bad_input_is_4xx_and_touches_nothing(router, path, body, status, code, field):
     router.table.put("chat-42", SID_1)
@@ -1322,11 +1537,13 @@ def test_arbitrary_request_bytes_never_reach_sagemaker_or_the_table(router, raw)
 
 @pytest.mark.parametrize(
     "raw",
-    ['{"body": ' + "[" * 1900 + "]" * 1900 + "}",  # json.loads: RecursionError
-     '{"body": {"x": ' + "[" * 500 + "]" * 500 + "}}",  # parses, but deeper than MAX_JSON_DEPTH
-     '{"body": {"messages": [{"role": "user", "content": "\\ud800"}]}}',  # unpaired surrogate in a value
-     '{"body": {"\\udfff": 1}}',  # ... in a key
-     '{"conversation_id": "c", "component": "\\ud800", "body": {}}'],
+    [
+        '{"body": ' + "[" * 1900 + "]" * 1900 + "}",  # json.loads: RecursionError
+        '{"body": {"x": ' + "[" * 500 + "]" * 500 + "}}",  # parses, but deeper than MAX_JSON_DEPTH
+        '{"body": {"messages": [{"role": "user", "content": "\\ud800"}]}}',  # unpaired surrogate in a value
+        '{"body": {"\\udfff": 1}}',  # ... in a key
+        '{"conversation_id": "c", "component": "\\ud800", "body": {}}',
+    ],
     ids=["recursion", "too-deep", "surrogate-value", "surrogate-key", "surrogate-component"],
 )
 @pytest.mark.parametrize("path", ["/invoke", "/open", "/close"])
@@ -1344,8 +1561,15 @@ def test_hostile_json_is_400_not_500(router, raw, path):
 
 @pytest.mark.parametrize(
     ("body", "b64"),
-    [(123, False), ({"body": {}}, False), ("e30=", "yes"), ("e30=", 2), ("\udc80", False),
-     ("not base64 at all!", True), ("ëñ", True)],
+    [
+        (123, False),
+        ({"body": {}}, False),
+        ("e30=", "yes"),
+        ("e30=", 2),
+        ("\udc80", False),
+        ("not base64 at all!", True),
+        ("ëñ", True),
+    ],
     ids=["number-body", "object-body", "string-flag", "int-flag", "surrogate-text", "bad-base64", "non-ascii-b64"],
 )
 def test_malformed_event_fields_are_400(router, body, b64, lambda_context):
@@ -1371,11 +1595,30 @@ def _without(event: dict[str, Any], *path: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "mutate",
-    [lambda e: [], lambda e: {}, lambda e: _without(e, "requestContext"), lambda e: _without(e, "requestContext", "http"),
-     lambda e: {**e, "requestContext": "x"}, lambda e: {**e, "rawPath": None}, lambda e: {**e, "headers": ["a"]},
-     lambda e: {**e, "headers": {"x": 1}}, lambda e: {**e, "cookies": "a=b"}, lambda e: {**e, "queryStringParameters": 7}],
-    ids=["list", "empty", "no-request-context", "no-http", "context-not-object", "no-raw-path", "headers-list",
-         "header-not-string", "cookies-string", "query-number"],
+    [
+        lambda e: [],
+        lambda e: {},
+        lambda e: _without(e, "requestContext"),
+        lambda e: _without(e, "requestContext", "http"),
+        lambda e: {**e, "requestContext": "x"},
+        lambda e: {**e, "rawPath": None},
+        lambda e: {**e, "headers": ["a"]},
+        lambda e: {**e, "headers": {"x": 1}},
+        lambda e: {**e, "cookies": "a=b"},
+        lambda e: {**e, "queryStringParameters": 7},
+    ],
+    ids=[
+        "list",
+        "empty",
+        "no-request-context",
+        "no-http",
+        "context-not-object",
+        "no-raw-path",
+        "headers-list",
+        "header-not-string",
+        "cookies-string",
+        "query-number",
+    ],
 )
 def test_events_that_are_not_function_url_requests_are_400(router, lambda_context, mutate):
     event = mutate(function_url_event("/invoke", json.dumps({"body": chat()})))
@@ -1391,23 +1634,37 @@ _JSON_LEAF = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=Fal
 _HOSTILE_TEXT = st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=40)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                    HealthCheck.too_slow])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     path=st.sampled_from(["/invoke", "/open", "/close", "/", "/invoke/", "/%00", "/x" * 50]),
     method=st.sampled_from(["POST", "GET", "PUT", "DELETE", "OPTIONS"]),
-    payload=st.recursive(_JSON_LEAF, lambda inner: st.lists(inner, max_size=4)
-                         | st.dictionaries(_HOSTILE_TEXT, inner, max_size=4), max_leaves=30),
+    payload=st.recursive(
+        _JSON_LEAF,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_HOSTILE_TEXT, inner, max_size=4),
+        max_leaves=30,
+    ),
     wrap=st.booleans(),
     depth=st.integers(min_value=0, max_value=3000),
     surrogate=st.booleans(),
     b64=st.sampled_from([True, False, None, "true", 0]),
     headers=st.dictionaries(_HOSTILE_TEXT, _HOSTILE_TEXT, max_size=4),
-    content_type=st.sampled_from(["application/json", "text/plain", "application/octet-stream",
-                                  "multipart/form-data; boundary=x", "", "\x00", "application/json; charset=utf-16"]),
+    content_type=st.sampled_from(
+        [
+            "application/json",
+            "text/plain",
+            "application/octet-stream",
+            "multipart/form-data; boundary=x",
+            "",
+            "\x00",
+            "application/json; charset=utf-16",
+        ]
+    ),
 )
-def test_hostile_requests_never_500_and_write_nothing(router, lambda_context, path, method, payload, wrap, depth,
-                                                      surrogate, b64, headers, content_type):
+def test_hostile_requests_never_500_and_write_nothing(
+    router, lambda_context, path, method, payload, wrap, depth, surrogate, b64, headers, content_type
+):
     value: Any = {"conversation_id": "chat-42", "body": payload} if wrap else payload
     if method == "POST" and depth == 0 and not surrogate and isinstance(value, dict):
         # valid requests that would reach SageMaker (a stateless turn, opening a conversation) are not hostile
@@ -1442,9 +1699,14 @@ def test_logs_carry_ids_but_never_prompt_or_completion(router, capsys):
     router.table.put("chat-42", SID_1)
     try:
         router.runtime.turn(session_id=SID_1)
-        router.runtime.error(code="ModelError", status=424, session_id=SID_1,
-                             message=f"Received client error (400): bad prompt {PROMPT}",
-                             OriginalStatusCode=400, OriginalMessage=f"cannot tokenize: {PROMPT}")
+        router.runtime.error(
+            code="ModelError",
+            status=424,
+            session_id=SID_1,
+            message=f"Received client error (400): bad prompt {PROMPT}",
+            OriginalStatusCode=400,
+            OriginalMessage=f"cannot tokenize: {PROMPT}",
+        )
         router.runtime.turn(component=ADAPTER)
         ok = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
         failed = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
@@ -1520,9 +1782,14 @@ def people_role(probe, name: str, pin: str | None, *, extra: tuple[dict[str, Any
     """A role every principal of the account may assume (what iam.AccountRootPrincipal() trusts), pinned or not."""
     from sagemaker_llm_cdk.sessions.trust import pin_statements
 
-    document = {"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, "Action": "sts:AssumeRole"},
-        *(pin_statements(pin, account=ACCOUNT) if pin else []), *extra]}
+    document = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, "Action": "sts:AssumeRole"},
+            *(pin_statements(pin, account=ACCOUNT) if pin else []),
+            *extra,
+        ],
+    }
     probe.iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(document))
     return f"arn:aws:iam::{ACCOUNT}:role/{name}"
 
@@ -1582,8 +1849,11 @@ def test_source_identity_pin_names_each_session_after_the_identity_its_provider_
 
     assert denied(lambda: probe.assume_role(mallory, role, "alice@example.com"))
     # An IAM user sets a source identity of its choosing: refused, the session must carry one already.
-    assert denied(lambda: probe.assume_role(Caller.iam_user(ACCOUNT, "bob"), role, "alice@example.com",
-                                            source_identity="alice@example.com"))
+    assert denied(
+        lambda: probe.assume_role(
+            Caller.iam_user(ACCOUNT, "bob"), role, "alice@example.com", source_identity="alice@example.com"
+        )
+    )
     assert denied(lambda: probe.assume_role(Caller.role_session(ACCOUNT, "admin", "x"), role, "alice@example.com"))
     theirs = probe.assume_role(mallory, role, "mallory@example.com")
     turn = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()}, caller=theirs)
@@ -1594,8 +1864,12 @@ def test_source_identity_pin_names_each_session_after_the_identity_its_provider_
 def test_a_pin_without_its_null_deny_fails_open_for_callers_the_variable_does_not_describe(probe):
     from support.trust_probe import Caller
 
-    half = {"Effect": "Deny", "Principal": "*", "Action": "sts:AssumeRole",
-            "Condition": {"StringNotEquals": {"sts:RoleSessionName": "${aws:username}"}}}
+    half = {
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "sts:AssumeRole",
+        "Condition": {"StringNotEquals": {"sts:RoleSessionName": "${aws:username}"}},
+    }
     role = people_role(probe, "chat-people-half-pinned", None, extra=(half,))
 
     # A role session has no aws:username: the variable is unresolved, the Deny does not apply, any name passes.

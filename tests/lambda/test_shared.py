@@ -4,6 +4,7 @@ The package is on sys.path here as it is in each asset (tests/conftest.py); the 
 function's folder as the synth does and import its handler with nothing but that folder (and the
 installed boto3 / Powertools / pydantic the runtime and layers give) on the path.
 """
+
 from __future__ import annotations
 
 import functools
@@ -30,8 +31,9 @@ HANDLER_FOLDERS = sorted(p.name for p in LAMBDA_ROOT.iterdir() if (p / "index.py
 
 
 def client_error(code: str, message: str = "", operation: str = "DescribeModel", status: int = 400) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": message},
-                        "ResponseMetadata": {"HTTPStatusCode": status}}, operation)
+    return ClientError(
+        {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": status}}, operation
+    )
 
 
 # ------------------------------------------------------------------------------------------ clients
@@ -70,8 +72,9 @@ def test_the_user_agent_reaches_the_request(monkeypatch):
 
 
 def test_a_getter_keeps_a_handlers_own_retries_and_timeouts():
-    client = clients.client_getter("dynamodb", retries={"mode": "standard", "total_max_attempts": 3},
-                                   connect_timeout=2, read_timeout=3)()
+    client = clients.client_getter(
+        "dynamodb", retries={"mode": "standard", "total_max_attempts": 3}, connect_timeout=2, read_timeout=3
+    )()
     config = client.meta.config
     assert config.retries == {"mode": "standard", "total_max_attempts": 3}
     assert (config.connect_timeout, config.read_timeout) == (2, 3)
@@ -121,24 +124,27 @@ def test_handlers_get_their_clients_from_the_shared_getter(load_handler):
 # ------------------------------------------------------------------------------------------ not found
 
 
-@pytest.mark.parametrize(("service", "code", "message", "expected"), [
-    ("sagemaker", "ResourceNotFound", "Training plan x not found", True),
-    ("sagemaker", "ResourceNotFoundException", "", True),
-    ("sagemaker", "ValidationException", 'Could not find model "m".', True),
-    ("sagemaker", "ValidationException", "Cannot find inference component ic", True),
-    ("sagemaker", "ValidationException", "Endpoint e does not exist", True),
-    ("sagemaker", "ValidationException", "Training plan NOT FOUND", True),
-    ("sagemaker", "ValidationException", "1 validation error detected: Value 'a b' at 'modelName'", False),
-    ("sagemaker", "AccessDeniedException", "not authorized; resource not found in policy", False),
-    ("sagemaker", "ThrottlingException", "Rate exceeded", False),
-    ("ssm", "ParameterNotFound", "", True),
-    ("ssm", "ValidationException", "parameter not found", False),  # the message rule is SageMaker's only
-    ("s3", "NoSuchKey", "", True),
-    ("s3", "404", "", True),
-    ("s3", "AccessDenied", "", False),
-    ("dynamodb", "ResourceNotFoundException", "Requested resource not found", True),
-    ("dynamodb", "ConditionalCheckFailedException", "", False),
-])
+@pytest.mark.parametrize(
+    ("service", "code", "message", "expected"),
+    [
+        ("sagemaker", "ResourceNotFound", "Training plan x not found", True),
+        ("sagemaker", "ResourceNotFoundException", "", True),
+        ("sagemaker", "ValidationException", 'Could not find model "m".', True),
+        ("sagemaker", "ValidationException", "Cannot find inference component ic", True),
+        ("sagemaker", "ValidationException", "Endpoint e does not exist", True),
+        ("sagemaker", "ValidationException", "Training plan NOT FOUND", True),
+        ("sagemaker", "ValidationException", "1 validation error detected: Value 'a b' at 'modelName'", False),
+        ("sagemaker", "AccessDeniedException", "not authorized; resource not found in policy", False),
+        ("sagemaker", "ThrottlingException", "Rate exceeded", False),
+        ("ssm", "ParameterNotFound", "", True),
+        ("ssm", "ValidationException", "parameter not found", False),  # the message rule is SageMaker's only
+        ("s3", "NoSuchKey", "", True),
+        ("s3", "404", "", True),
+        ("s3", "AccessDenied", "", False),
+        ("dynamodb", "ResourceNotFoundException", "Requested resource not found", True),
+        ("dynamodb", "ConditionalCheckFailedException", "", False),
+    ],
+)
 def test_not_found_is_one_rule_with_codes_per_service(service, code, message, expected):
     assert aws_errors.not_found(client_error(code, message), service) is expected
 
@@ -149,21 +155,32 @@ def test_not_found_refuses_a_service_it_has_no_codes_for():
 
 
 def test_error_code_and_message_of_anything():
-    assert aws_errors.error_code(client_error("X", "y")) == "X" and aws_errors.error_message(client_error("X", "y")) == "y"
+    assert (
+        aws_errors.error_code(client_error("X", "y")) == "X" and aws_errors.error_message(client_error("X", "y")) == "y"
+    )
     assert aws_errors.error_code(ValueError("no response")) == "" and aws_errors.error_message(object()) == ""
 
 
-SERVING_PROPS = {"ModelNamePrefix": "qwen-eagle", "ExecutionRoleArn": "arn:aws:iam::123456789012:role/r",
-                 "PrimaryContainer": {"Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:1",
-                                      "ModelDataSource": {"S3DataSource": {"S3Uri": "s3://w/m/", "S3DataType":
-                                                                           "S3Prefix", "CompressionType": "None"}}}}
+SERVING_PROPS = {
+    "ModelNamePrefix": "qwen-eagle",
+    "ExecutionRoleArn": "arn:aws:iam::123456789012:role/r",
+    "PrimaryContainer": {
+        "Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:1",
+        "ModelDataSource": {
+            "S3DataSource": {"S3Uri": "s3://w/m/", "S3DataType": "S3Prefix", "CompressionType": "None"}
+        },
+    },
+}
 
 
-@pytest.mark.parametrize(("code", "message"), [
-    ("ResourceNotFoundException", "Model not found"),  # the serving model used to raise on these
-    ("ValidationException", "Model qwen does not exist"),
-    ("ValidationException", 'Could not find model "qwen".'),
-])
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("ResourceNotFoundException", "Model not found"),  # the serving model used to raise on these
+        ("ValidationException", "Model qwen does not exist"),
+        ("ValidationException", 'Could not find model "qwen".'),
+    ],
+)
 def test_serving_model_creates_the_model_on_every_not_found_answer(load_handler, code, message):
     serving = load_handler("eagle_serving_model")
     name = serving.model_name(SERVING_PROPS)
@@ -172,8 +189,9 @@ def test_serving_model_creates_the_model_on_every_not_found_answer(load_handler,
     stubber.add_client_error("describe_model", code, message, expected_params={"ModelName": name})
     request = serving.create_request(SERVING_PROPS)
     assert_valid_request("sagemaker", "CreateModel", request)
-    stubber.add_response("create_model", {"ModelArn": f"arn:aws:sagemaker:us-east-1:123456789012:model/{name}"},
-                         request)
+    stubber.add_response(
+        "create_model", {"ModelArn": f"arn:aws:sagemaker:us-east-1:123456789012:model/{name}"}, request
+    )
     with stubber:
         assert serving._create_or_reuse(SERVING_PROPS)[0] == name
     stubber.assert_no_pending_responses()
@@ -190,8 +208,9 @@ def test_serving_model_still_raises_what_is_not_not_found(load_handler):
 
 def test_deployment_check_reads_cannot_find_as_missing(load_handler):
     check = load_handler("deployment_check")
-    state, reason = check._unsettled(client_error("ValidationException", "Cannot find inference component ic-1"),
-                                     "inference component ic-1")
+    state, reason = check._unsettled(
+        client_error("ValidationException", "Cannot find inference component ic-1"), "inference component ic-1"
+    )
     assert state == "failed" and reason.startswith("inference component ic-1 does not exist (ValidationException")
 
 
@@ -256,16 +275,23 @@ def test_one_shot_reads_raise_at_once(monkeypatch):
 def test_a_required_integer_without_default_is_a_problem_when_unset():
     environment = env.Environment({})
     environment.integer("MAX_RUNTIME_SECONDS", minimum=1)
-    assert environment.problems == ["MAX_RUNTIME_SECONDS: got (not set); allowed: a whole number >= 1; "
-                                    "fix: set MAX_RUNTIME_SECONDS to a whole number >= 1"]
+    assert environment.problems == [
+        "MAX_RUNTIME_SECONDS: got (not set); allowed: a whole number >= 1; "
+        "fix: set MAX_RUNTIME_SECONDS to a whole number >= 1"
+    ]
 
 
 def test_expiry_reports_every_environment_problem_at_once(load_handler, monkeypatch, lambda_context):
     expiry = load_handler("capacity_plan_expiry")
     monkeypatch.setenv("TRAINING_PLAN_NAMES", "")
     monkeypatch.setenv("STATUS_PARAMETERS", "p1=not-a-path")
-    with pytest.raises(ValueError, match=(r"^capacity plan expiry check misconfigured: TRAINING_PLAN_NAMES: got \(not set\)"
-                                          r".*; STATUS_PARAMETERS: got 'p1=not-a-path'")):
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"^capacity plan expiry check misconfigured: TRAINING_PLAN_NAMES: got \(not set\)"
+            r".*; STATUS_PARAMETERS: got 'p1=not-a-path'"
+        ),
+    ):
         expiry.handler({}, lambda_context)
 
 
@@ -338,13 +364,19 @@ class _EventError(Exception):
     pass
 
 
-@pytest.mark.parametrize(("event", "expected"), [
-    ([], "Not a CloudFormation custom resource event (not a JSON object); nothing was done."),
-    ({"RequestType": "Upsert"}, "- RequestType: got 'Upsert'; allowed: 'Create', 'Update' or 'Delete'"),
-    ({}, "- RequestType: required field is missing"),
-    ({"RequestType": "Update"}, "- event: Update events need PhysicalResourceId and OldResourceProperties"),
-    ({"RequestType": "Delete", "PhysicalResourceId": ""}, "PhysicalResourceId: got ''; allowed: at least 1 character"),
-])
+@pytest.mark.parametrize(
+    ("event", "expected"),
+    [
+        ([], "Not a CloudFormation custom resource event (not a JSON object); nothing was done."),
+        ({"RequestType": "Upsert"}, "- RequestType: got 'Upsert'; allowed: 'Create', 'Update' or 'Delete'"),
+        ({}, "- RequestType: required field is missing"),
+        ({"RequestType": "Update"}, "- event: Update events need PhysicalResourceId and OldResourceProperties"),
+        (
+            {"RequestType": "Delete", "PhysicalResourceId": ""},
+            "PhysicalResourceId: got ''; allowed: at least 1 character",
+        ),
+    ],
+)
 def test_custom_resource_events_are_checked_before_any_call(event, expected):
     with pytest.raises(_EventError) as caught:
         custom_resource.parse_event(event, error=_EventError, not_done="nothing was done")
@@ -352,9 +384,17 @@ def test_custom_resource_events_are_checked_before_any_call(event, expected):
 
 
 def test_a_valid_event_keeps_what_the_handler_reads():
-    parsed = custom_resource.parse_event({"RequestType": "Update", "PhysicalResourceId": "p", "ResponseURL": "u",
-                                          "ResourceProperties": {"A": "1"}, "OldResourceProperties": {}},
-                                         error=_EventError, not_done="x")
+    parsed = custom_resource.parse_event(
+        {
+            "RequestType": "Update",
+            "PhysicalResourceId": "p",
+            "ResponseURL": "u",
+            "ResourceProperties": {"A": "1"},
+            "OldResourceProperties": {},
+        },
+        error=_EventError,
+        not_done="x",
+    )
     assert (parsed.request_type, parsed.physical_resource_id, parsed.resource_properties) == ("Update", "p", {"A": "1"})
     assert parsed.old_resource_properties == {} and parsed.resource_type == ""
 
@@ -365,15 +405,22 @@ class _Strict(BaseModel):
 
 
 def test_properties_drop_the_service_token_and_list_the_known_ones():
-    assert custom_resource.parse_properties(_Strict, {"Name": "n", "ServiceToken": "arn"}, error=_EventError,
-                                            what="thing", not_done="nothing was made").name == "n"
+    assert (
+        custom_resource.parse_properties(
+            _Strict, {"Name": "n", "ServiceToken": "arn"}, error=_EventError, what="thing", not_done="nothing was made"
+        ).name
+        == "n"
+    )
     with pytest.raises(_EventError) as caught:
-        custom_resource.parse_properties(_Strict, {"Nmae": "n"}, error=_EventError, what="thing",
-                                         not_done="nothing was made")
-    assert str(caught.value) == ("Invalid thing properties (nothing was made):\n"
-                                 "- Name: required field is missing; fix: add Name\n"
-                                 "- Nmae: unknown property (misspelt?); allowed: Name, ServiceToken; "
-                                 "fix: remove it or correct its name")
+        custom_resource.parse_properties(
+            _Strict, {"Nmae": "n"}, error=_EventError, what="thing", not_done="nothing was made"
+        )
+    assert str(caught.value) == (
+        "Invalid thing properties (nothing was made):\n"
+        "- Name: required field is missing; fix: add Name\n"
+        "- Nmae: unknown property (misspelt?); allowed: Name, ServiceToken; "
+        "fix: remove it or correct its name"
+    )
     with pytest.raises(_EventError, match=r"^thing ResourceProperties are missing; nothing was made\.$"):
         custom_resource.parse_properties(_Strict, None, error=_EventError, what="thing", not_done="nothing was made")
 
@@ -387,22 +434,33 @@ def test_capacity_plan_and_guard_share_the_event_model(load_handler):
 def test_purchase_and_extension_check_shared_fields_with_one_type(load_handler):
     plan = load_handler("capacity_plan")
     for model in (plan.CapacityPlanProperties, plan.ExtensionProperties):
-        assert model.model_fields["plan_name"].metadata == plan.CapacityPlanProperties.model_fields["plan_name"].metadata
-        assert model.model_fields["max_upfront_fee_usd"].metadata == \
-            plan.ExtensionProperties.model_fields["max_upfront_fee_usd"].metadata
+        assert (
+            model.model_fields["plan_name"].metadata == plan.CapacityPlanProperties.model_fields["plan_name"].metadata
+        )
+        assert (
+            model.model_fields["max_upfront_fee_usd"].metadata
+            == plan.ExtensionProperties.model_fields["max_upfront_fee_usd"].metadata
+        )
     with pytest.raises(plan.CapacityPlanPropertiesError, match="MaxUpfrontFeeUsd '\\$5' is not a number"):
-        plan.parse_extension_properties({"PlanName": "p", "ExtendUntil": "2026-06-01T00:00:00Z",
-                                         "MaxUpfrontFeeUsd": "$5", "Extend": "approved"})
+        plan.parse_extension_properties(
+            {"PlanName": "p", "ExtendUntil": "2026-06-01T00:00:00Z", "MaxUpfrontFeeUsd": "$5", "Extend": "approved"}
+        )
 
 
 # ------------------------------------------------------------------------------------------ import weight
 
 
 def test_the_light_modules_import_neither_pydantic_nor_botocore():
-    code = ("import sys; import llm_cdk_shared, llm_cdk_shared.env, llm_cdk_shared.aws_errors; "
-            "print(json.dumps(sorted(m for m in ('pydantic', 'botocore', 'boto3') if m in sys.modules)))")
-    result = subprocess.run([sys.executable, "-I", "-c", f"import json, sys; sys.path.insert(0, {str(SHARED.parent)!r}); "
-                             + code], capture_output=True, text=True, check=True)
+    code = (
+        "import sys; import llm_cdk_shared, llm_cdk_shared.env, llm_cdk_shared.aws_errors; "
+        "print(json.dumps(sorted(m for m in ('pydantic', 'botocore', 'boto3') if m in sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", f"import json, sys; sys.path.insert(0, {str(SHARED.parent)!r}); " + code],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(result.stdout) == []
 
 
@@ -410,8 +468,11 @@ def test_the_light_modules_import_neither_pydantic_nor_botocore():
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
 
 
 @pytest.mark.parametrize("folder", HANDLER_FOLDERS)
@@ -454,12 +515,19 @@ def test_each_staged_asset_imports_on_its_own(folder):
 
 # ------------------------------------------------------------------------------------------ cold start
 
-HEAVY_MODULES = ("pydantic", "pydantic_core", "aws_lambda_powertools.event_handler",
-                 "aws_lambda_powertools.utilities.parser", "llm_cdk_shared.custom_resource")
+HEAVY_MODULES = (
+    "pydantic",
+    "pydantic_core",
+    "aws_lambda_powertools.event_handler",
+    "aws_lambda_powertools.utilities.parser",
+    "llm_cdk_shared.custom_resource",
+)
 """What no handler imports at module level (the cold start pays for boto3 and Powertools' Logger /
 Metrics; validation models and the event handler are built on the paths that use them)."""
 
-_COLD_CALL = _IMPORT_ALONE + """
+_COLD_CALL = (
+    _IMPORT_ALONE
+    + """
 import importlib
 from types import SimpleNamespace
 HEAVY = json.loads(sys.argv[2])
@@ -479,9 +547,15 @@ if len(sys.argv) > 4:
                       for name in ('_models', '_event_model', '_app') if hasattr(index, name)}
 print(json.dumps(found, default=str))
 """
-_COLD_ENV = {"ROLE_ARN": "arn:aws:iam::123456789012:role/eagle-job", "OUTPUT_S3_URI": "s3://eagle-out/jobs/",
-             "MAX_RUNTIME_SECONDS": "432000", "ENDPOINT_NAME": "chat", "SESSIONS_TABLE": "sessions",
-             "DEFAULT_COMPONENT": "base"}
+)
+_COLD_ENV = {
+    "ROLE_ARN": "arn:aws:iam::123456789012:role/eagle-job",
+    "OUTPUT_S3_URI": "s3://eagle-out/jobs/",
+    "MAX_RUNTIME_SECONDS": "432000",
+    "ENDPOINT_NAME": "chat",
+    "SESSIONS_TABLE": "sessions",
+    "DEFAULT_COMPONENT": "base",
+}
 
 
 def _cold(folder: str, call: dict[str, Any] | None = None, module: str = "index") -> dict[str, Any]:
@@ -490,11 +564,22 @@ def _cold(folder: str, call: dict[str, Any] | None = None, module: str = "index"
     ``module`` on one event."""
     staged = Path(_assets.staged_handler(folder))
     argv = [sys.executable, "-I", "-B", "-c", _COLD_CALL, str(LAMBDA_ROOT), json.dumps(HEAVY_MODULES), module]
-    result = subprocess.run(argv + ([json.dumps(call)] if call else []), cwd=staged, capture_output=True, text=True,
-                            env={"AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_SERVICE_NAME": folder,
-                                 "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlmTest", "PATH": "/usr/bin:/bin",
-                                 "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", **_COLD_ENV},
-                            timeout=120)
+    result = subprocess.run(
+        argv + ([json.dumps(call)] if call else []),
+        cwd=staged,
+        capture_output=True,
+        text=True,
+        env={
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "POWERTOOLS_SERVICE_NAME": folder,
+            "POWERTOOLS_METRICS_NAMESPACE": "SageMakerLlmTest",
+            "PATH": "/usr/bin:/bin",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            **_COLD_ENV,
+        },
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     found: dict[str, Any] = json.loads(lines[-1])
@@ -522,93 +607,260 @@ def test_the_eagle_benchmark_entry_module_imports_no_pydantic_either():
 
 
 _PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e"
-_IAM = {"iam": {"accessKey": "ASIAEXAMPLEKEY000001", "accountId": "123456789012", "callerId": "AIDAEXAMPLEUSERID0001",
-                "cognitoIdentity": None, "principalOrgId": "o-exampleorg1",
-                "userArn": "arn:aws:iam::123456789012:user/chat-app", "userId": "AIDAEXAMPLEUSERID0001"}}
+_IAM = {
+    "iam": {
+        "accessKey": "ASIAEXAMPLEKEY000001",
+        "accountId": "123456789012",
+        "callerId": "AIDAEXAMPLEUSERID0001",
+        "cognitoIdentity": None,
+        "principalOrgId": "o-exampleorg1",
+        "userArn": "arn:aws:iam::123456789012:user/chat-app",
+        "userId": "AIDAEXAMPLEUSERID0001",
+    }
+}
 
 
 def _url_event(path: str, body: str) -> dict[str, Any]:
-    return {"version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
-            "headers": {"content-type": "application/json"}, "body": body, "isBase64Encoded": False,
-            "requestContext": {"accountId": "123456789012", "apiId": "abc123", "stage": "$default", "requestId": "r1",
-                               "routeKey": "$default", "authorizer": _IAM,
-                               "http": {"method": "POST", "path": path, "protocol": "HTTP/1.1",
-                                        "sourceIp": "203.0.113.9", "userAgent": "chat-app"}}}
+    return {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {"content-type": "application/json"},
+        "body": body,
+        "isBase64Encoded": False,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "abc123",
+            "stage": "$default",
+            "requestId": "r1",
+            "routeKey": "$default",
+            "authorizer": _IAM,
+            "http": {
+                "method": "POST",
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "203.0.113.9",
+                "userAgent": "chat-app",
+            },
+        },
+    }
 
 
 def _url_error(code: str, message: str, field: str | None = None) -> dict[str, Any]:
     error = {"code": code, "message": message, **({"field": field} if field else {})}
-    return {"statusCode": 400, "body": json.dumps({"error": error}, separators=(",", ":")), "isBase64Encoded": False,
-            "headers": {"Content-Type": "application/json"}, "cookies": []}
+    return {
+        "statusCode": 400,
+        "body": json.dumps({"error": error}, separators=(",", ":")),
+        "isBase64Encoded": False,
+        "headers": {"Content-Type": "application/json"},
+        "cookies": [],
+    }
 
 
 _LAZY_PATHS = [
-    pytest.param("capacity_plan", "handler", {"RequestType": "Replace"}, ["CapacityPlanEventError", (
-        "Not a valid CloudFormation custom resource event (nothing was done):\n"
-        "- RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'")],
-        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 0, "_event_model": 1},
-        id="capacity_plan-bad-request-type"),
-    pytest.param("capacity_plan", "handler", {"RequestType": "Create", "ResourceProperties": {
-        "PlanName": "bad name", "InstanceType": "ml.p5e.48xlarge", "InstanceCount": "3", "DurationDays": "1",
-        "MaxUpfrontFeeUsd": "10", "Purchase": "approved"}}, ["CapacityPlanPropertiesError", (
-            "Invalid capacity plan properties (nothing was bought):\n"
-            "- PlanName 'bad name' is not a valid training plan name; use 1-64 letters, digits and hyphens, starting "
-            "and ending with a letter or digit (e.g. 'llm-p5e-2026q1')\n"
-            "- InstanceCount 3 is not offered; use one of 1, 2, 4, 8, 16, 32, 64")],
-        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 1, "_event_model": 1},
-        id="capacity_plan-bad-properties"),
-    pytest.param("capacity_plan", "handler", {"RequestType": "Delete", "PhysicalResourceId": _PLAN_ARN,
-                                              "ResourceProperties": {}}, {"PhysicalResourceId": _PLAN_ARN},
-                 ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 0, "_event_model": 1},
-                 id="capacity_plan-delete-builds-no-properties-model"),
-    pytest.param("capacity_plan_guard", "handler", {"RequestType": "Create", "ResourceProperties": {
-        "PlanName": "chat-p5e", "InstanceType": "ml.p5e.48xlarge", "MaxInstances": "0", "WhenNotActive": "fail",
-        "Bound": "true", "EndpointConfigInputs": [], "UpdatePolicy": "ROLLING"}}, ["GuardEventError", (
-            "Invalid capacity plan guard properties (nothing was checked):\n"
-            "- MaxInstances '0' must be a whole number 1-1000")],
-        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 1},
-        id="capacity_plan_guard-bad-properties"),
-    pytest.param("capacity_plan_guard", "handler", {"RequestType": "Delete"}, ["GuardEventError", (
-        "Not a valid CloudFormation custom resource event (nothing was checked):\n"
-        "- event: Delete events need PhysicalResourceId")],
-        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"], {"_models": 0},
-        id="capacity_plan_guard-delete-without-id"),
-    pytest.param("deployment_check", "is_complete", {"RequestType": "Update", "PhysicalResourceId": "deployment-check/x",
-                                                     "ResourceProperties": {"EndpointName": "bad name"}}, ["DeploymentCheckFailed", (
-            "invalid ResourceProperties: EndpointName: got 'bad name'; allowed: pattern "
-            "'^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$'; EndpointConfigName: required field is missing; "
-            "fix: add EndpointConfigName")], ["pydantic", "pydantic_core"], {"_models": 1},
-        id="deployment_check-bad-properties"),
-    pytest.param("deployment_check", "on_event", {"RequestType": "Delete", "PhysicalResourceId": "deployment-check/x"},
-                 {"PhysicalResourceId": "deployment-check/x"}, [], {"_models": 0},
-                 id="deployment_check-delete-imports-no-pydantic"),
-    pytest.param("eagle_job", "start", {"model_name": "m"}, ["InvalidEventError", (
-        "invalid StartEvent event: model_s3_uri: required field is missing; fix: add model_s3_uri; architecture: "
-        "required field is missing; fix: add architecture; deployment_instance_type: required field is missing; "
-        "fix: add deployment_instance_type; training_data: required field is missing; fix: add training_data; "
-        "run_id: required field is missing; fix: add run_id")],
-        ["pydantic", "pydantic_core", "aws_lambda_powertools.utilities.parser"], {"_models": 1},
-        id="eagle_job-bad-start-event"),
-    pytest.param("eagle_job:benchmark", "start", {"phase": "during", "run_id": "r", "head": "s3://b/h/"}, ["InvalidEventError", (
-        "bad StartEvent: phase: got 'during'; allowed: 'before' or 'after'")], ["pydantic", "pydantic_core"], {"_models": 1},
-        id="eagle_job-benchmark-bad-start-event"),
-    pytest.param("eagle_dataset", "plan", {"capture_bucket": "b"}, ["InvalidEventError", (
-        "PlanEvent event is invalid: capture_bucket: got 'b'; allowed: pattern '^[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]$'; "
-        "output_bucket: required field is missing; fix: add output_bucket; run_id: required field is missing; "
-        "fix: add run_id; watermark_parameter: required field is missing; fix: add watermark_parameter")],
-        ["pydantic", "pydantic_core"], {"_models": 1}, id="eagle_dataset-bad-plan-event"),
-    pytest.param("session_router", "handler", "hello", {
-        "statusCode": 400, "headers": {"Content-Type": "application/json"}, "isBase64Encoded": False,
-        "body": json.dumps({"error": {"code": "InvalidEvent", "message": (
-            "the event is not a JSON object; invoke this function through its function URL")}})},
-        [], {"_models": 0, "_app": 0}, id="session_router-not-a-url-event-builds-nothing"),
-    pytest.param("session_router", "handler", _url_event("/open", '{"bogus": 1}'), _url_error(
-        "InvalidField", "unknown field 'bogus'; allowed fields: component", "bogus"),
-        ["pydantic", "pydantic_core", "aws_lambda_powertools.event_handler"], {"_models": 1, "_app": 1},
-        id="session_router-bad-open-body"),
-    pytest.param("session_router", "handler", _url_event("/close", "[1]"), _url_error(
-        "InvalidJson", "request body must be a JSON object, got list"),
-        None, {"_models": 1, "_app": 1}, id="session_router-close-body-not-an-object"),
+    pytest.param(
+        "capacity_plan",
+        "handler",
+        {"RequestType": "Replace"},
+        [
+            "CapacityPlanEventError",
+            (
+                "Not a valid CloudFormation custom resource event (nothing was done):\n"
+                "- RequestType: got 'Replace'; allowed: 'Create', 'Update' or 'Delete'"
+            ),
+        ],
+        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"],
+        {"_models": 0, "_event_model": 1},
+        id="capacity_plan-bad-request-type",
+    ),
+    pytest.param(
+        "capacity_plan",
+        "handler",
+        {
+            "RequestType": "Create",
+            "ResourceProperties": {
+                "PlanName": "bad name",
+                "InstanceType": "ml.p5e.48xlarge",
+                "InstanceCount": "3",
+                "DurationDays": "1",
+                "MaxUpfrontFeeUsd": "10",
+                "Purchase": "approved",
+            },
+        },
+        [
+            "CapacityPlanPropertiesError",
+            (
+                "Invalid capacity plan properties (nothing was bought):\n"
+                "- PlanName 'bad name' is not a valid training plan name; use 1-64 letters, digits and hyphens, starting "
+                "and ending with a letter or digit (e.g. 'llm-p5e-2026q1')\n"
+                "- InstanceCount 3 is not offered; use one of 1, 2, 4, 8, 16, 32, 64"
+            ),
+        ],
+        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"],
+        {"_models": 1, "_event_model": 1},
+        id="capacity_plan-bad-properties",
+    ),
+    pytest.param(
+        "capacity_plan",
+        "handler",
+        {"RequestType": "Delete", "PhysicalResourceId": _PLAN_ARN, "ResourceProperties": {}},
+        {"PhysicalResourceId": _PLAN_ARN},
+        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"],
+        {"_models": 0, "_event_model": 1},
+        id="capacity_plan-delete-builds-no-properties-model",
+    ),
+    pytest.param(
+        "capacity_plan_guard",
+        "handler",
+        {
+            "RequestType": "Create",
+            "ResourceProperties": {
+                "PlanName": "chat-p5e",
+                "InstanceType": "ml.p5e.48xlarge",
+                "MaxInstances": "0",
+                "WhenNotActive": "fail",
+                "Bound": "true",
+                "EndpointConfigInputs": [],
+                "UpdatePolicy": "ROLLING",
+            },
+        },
+        [
+            "GuardEventError",
+            (
+                "Invalid capacity plan guard properties (nothing was checked):\n"
+                "- MaxInstances '0' must be a whole number 1-1000"
+            ),
+        ],
+        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"],
+        {"_models": 1},
+        id="capacity_plan_guard-bad-properties",
+    ),
+    pytest.param(
+        "capacity_plan_guard",
+        "handler",
+        {"RequestType": "Delete"},
+        [
+            "GuardEventError",
+            (
+                "Not a valid CloudFormation custom resource event (nothing was checked):\n"
+                "- event: Delete events need PhysicalResourceId"
+            ),
+        ],
+        ["pydantic", "pydantic_core", "llm_cdk_shared.custom_resource"],
+        {"_models": 0},
+        id="capacity_plan_guard-delete-without-id",
+    ),
+    pytest.param(
+        "deployment_check",
+        "is_complete",
+        {
+            "RequestType": "Update",
+            "PhysicalResourceId": "deployment-check/x",
+            "ResourceProperties": {"EndpointName": "bad name"},
+        },
+        [
+            "DeploymentCheckFailed",
+            (
+                "invalid ResourceProperties: EndpointName: got 'bad name'; allowed: pattern "
+                "'^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$'; EndpointConfigName: required field is missing; "
+                "fix: add EndpointConfigName"
+            ),
+        ],
+        ["pydantic", "pydantic_core"],
+        {"_models": 1},
+        id="deployment_check-bad-properties",
+    ),
+    pytest.param(
+        "deployment_check",
+        "on_event",
+        {"RequestType": "Delete", "PhysicalResourceId": "deployment-check/x"},
+        {"PhysicalResourceId": "deployment-check/x"},
+        [],
+        {"_models": 0},
+        id="deployment_check-delete-imports-no-pydantic",
+    ),
+    pytest.param(
+        "eagle_job",
+        "start",
+        {"model_name": "m"},
+        [
+            "InvalidEventError",
+            (
+                "invalid StartEvent event: model_s3_uri: required field is missing; fix: add model_s3_uri; architecture: "
+                "required field is missing; fix: add architecture; deployment_instance_type: required field is missing; "
+                "fix: add deployment_instance_type; training_data: required field is missing; fix: add training_data; "
+                "run_id: required field is missing; fix: add run_id"
+            ),
+        ],
+        ["pydantic", "pydantic_core", "aws_lambda_powertools.utilities.parser"],
+        {"_models": 1},
+        id="eagle_job-bad-start-event",
+    ),
+    pytest.param(
+        "eagle_job:benchmark",
+        "start",
+        {"phase": "during", "run_id": "r", "head": "s3://b/h/"},
+        ["InvalidEventError", ("bad StartEvent: phase: got 'during'; allowed: 'before' or 'after'")],
+        ["pydantic", "pydantic_core"],
+        {"_models": 1},
+        id="eagle_job-benchmark-bad-start-event",
+    ),
+    pytest.param(
+        "eagle_dataset",
+        "plan",
+        {"capture_bucket": "b"},
+        [
+            "InvalidEventError",
+            (
+                "PlanEvent event is invalid: capture_bucket: got 'b'; allowed: pattern '^[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]$'; "
+                "output_bucket: required field is missing; fix: add output_bucket; run_id: required field is missing; "
+                "fix: add run_id; watermark_parameter: required field is missing; fix: add watermark_parameter"
+            ),
+        ],
+        ["pydantic", "pydantic_core"],
+        {"_models": 1},
+        id="eagle_dataset-bad-plan-event",
+    ),
+    pytest.param(
+        "session_router",
+        "handler",
+        "hello",
+        {
+            "statusCode": 400,
+            "headers": {"Content-Type": "application/json"},
+            "isBase64Encoded": False,
+            "body": json.dumps(
+                {
+                    "error": {
+                        "code": "InvalidEvent",
+                        "message": ("the event is not a JSON object; invoke this function through its function URL"),
+                    }
+                }
+            ),
+        },
+        [],
+        {"_models": 0, "_app": 0},
+        id="session_router-not-a-url-event-builds-nothing",
+    ),
+    pytest.param(
+        "session_router",
+        "handler",
+        _url_event("/open", '{"bogus": 1}'),
+        _url_error("InvalidField", "unknown field 'bogus'; allowed fields: component", "bogus"),
+        ["pydantic", "pydantic_core", "aws_lambda_powertools.event_handler"],
+        {"_models": 1, "_app": 1},
+        id="session_router-bad-open-body",
+    ),
+    pytest.param(
+        "session_router",
+        "handler",
+        _url_event("/close", "[1]"),
+        _url_error("InvalidJson", "request body must be a JSON object, got list"),
+        None,
+        {"_models": 1, "_app": 1},
+        id="session_router-close-body-not-an-object",
+    ),
 ]
 
 
@@ -626,13 +878,16 @@ def test_the_lazy_paths_still_validate(folder, entry, event, expected, heavy, bu
     assert found["built"] == built
 
 
-@pytest.mark.parametrize("function", ["capacity_plan", "capacity_plan_guard", "deployment_check", "endpoint_policy",
-                                      "inference_router"])
+@pytest.mark.parametrize(
+    "function", ["capacity_plan", "capacity_plan_guard", "deployment_check", "endpoint_policy", "inference_router"]
+)
 def test_every_handler_error_fits_cloudformation_s_answer(load_handler, function):
     """A handler's error is what CloudFormation shows as the reason, and its whole answer holds 4096 bytes: a long
     message is cut to the handler's MAX_MESSAGE_CHARS and says so; a short one is kept as it is."""
     module = load_handler(function)
-    errors = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, ShortError) and c is not ShortError]
+    errors = [
+        c for c in vars(module).values() if isinstance(c, type) and issubclass(c, ShortError) and c is not ShortError
+    ]
     assert errors, f"{function} has no error class built on ShortError"
     for error in errors:
         assert error.max_chars == module.MAX_MESSAGE_CHARS <= 3500

@@ -1,4 +1,5 @@
 """The front door's turn log (lambda/session_router/turn_log.py) and the dataset builder reading it back."""
+
 from __future__ import annotations
 
 import gzip
@@ -21,8 +22,11 @@ def chat(*turns: tuple[str, Any]) -> dict[str, Any]:
 
 
 def reply(text: str) -> dict[str, Any]:
-    return {"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant",
-                                                                                         "content": text}}]}
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+    }
 
 
 @pytest.fixture
@@ -45,12 +49,18 @@ def expect_put(stubber: Stubber, data: bytes, error: str | None = None) -> None:
 
 def test_a_completed_turn_is_one_chat_line_naming_its_component(log):
     mod, stubber = log
-    record, reason = mod.chat_record("sql-adapter", chat(("system", "Be brief."), ("user", "Größe?")),
-                                     reply("Groß."), now=NOW)
+    record, reason = mod.chat_record(
+        "sql-adapter", chat(("system", "Be brief."), ("user", "Größe?")), reply("Groß."), now=NOW
+    )
     assert reason == "" and record == {
-        "component": "sql-adapter", "created_at": "2026-11-30T12:00:00Z",
-        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Größe?"},
-                     {"role": "assistant", "content": "Groß."}]}
+        "component": "sql-adapter",
+        "created_at": "2026-11-30T12:00:00Z",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Größe?"},
+            {"role": "assistant", "content": "Groß."},
+        ],
+    }
     line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
     mod.datetime = type("D", (), {"now": staticmethod(lambda tz=None: NOW)})  # the module's clock
     expect_put(stubber, line)
@@ -58,14 +68,17 @@ def test_a_completed_turn_is_one_chat_line_naming_its_component(log):
     stubber.assert_no_pending_responses()
 
 
-@pytest.mark.parametrize(("request_body", "reply_body", "reason"), [
-    ({"inputs": "raw prompt"}, reply("x"), "request_not_chat"),
-    (chat(("user", [{"type": "image_url", "image_url": {"url": "x"}}])), reply("x"), "request_not_text_chat"),
-    (chat(("tool", "result")), reply("x"), "request_not_text_chat"),
-    (chat(("system", "only a system turn")), reply("x"), "request_not_text_chat"),
-    (chat(("user", "q")), {"choices": [{"message": {"content": None, "tool_calls": [{}]}}]}, "reply_without_text"),
-    (chat(("user", "q")), {"error": "overloaded"}, "reply_without_text"),
-])
+@pytest.mark.parametrize(
+    ("request_body", "reply_body", "reason"),
+    [
+        ({"inputs": "raw prompt"}, reply("x"), "request_not_chat"),
+        (chat(("user", [{"type": "image_url", "image_url": {"url": "x"}}])), reply("x"), "request_not_text_chat"),
+        (chat(("tool", "result")), reply("x"), "request_not_text_chat"),
+        (chat(("system", "only a system turn")), reply("x"), "request_not_text_chat"),
+        (chat(("user", "q")), {"choices": [{"message": {"content": None, "tool_calls": [{}]}}]}, "reply_without_text"),
+        (chat(("user", "q")), {"error": "overloaded"}, "reply_without_text"),
+    ],
+)
 def test_turns_that_are_not_text_chat_are_not_logged(log, request_body, reply_body, reason):
     mod, stubber = log
     assert mod.chat_record("base", request_body, reply_body)[1] == reason
@@ -75,16 +88,21 @@ def test_turns_that_are_not_text_chat_are_not_logged(log, request_body, reply_bo
 def test_other_reply_shapes_are_read(log):
     mod, _ = log
     for body in ([{"generated_text": "a"}], {"generated_text": "a"}, {"choices": [{"text": "a"}]}):
-        assert mod.chat_record("base", chat(("user", "q")), body)[0]["messages"][-1] == {"role": "assistant",
-                                                                                        "content": "a"}
+        assert mod.chat_record("base", chat(("user", "q")), body)[0]["messages"][-1] == {
+            "role": "assistant",
+            "content": "a",
+        }
 
 
 def test_a_firehose_failure_never_fails_the_turn(log):
     mod, stubber = log
     record, _ = mod.chat_record("base", chat(("user", "q")), reply("a"))
     mod.chat_record = lambda *a, **k: (record, "")
-    expect_put(stubber, json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n",
-               error="ServiceUnavailableException")
+    expect_put(
+        stubber,
+        json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n",
+        error="ServiceUnavailableException",
+    )
     assert mod.record_turn("base", chat(("user", "q")), reply("a")) is False
 
 
@@ -114,12 +132,12 @@ def test_the_dataset_builder_reads_turn_logs_with_exact_counts():
 
     lines = [
         line("qwen3-32b", chat(("user", "one")), "1"),
-        line("qwen3-32b", chat(("user", "one")), "1"),            # duplicate
-        line("sql-adapter", chat(("user", "select")), "2"),       # another component: its own set
-        line(None, chat(("user", "who?")), "3"),                  # names none: kept apart
-        b'{"captureData": {}}',                                   # not a turn record
-        b"",                                                      # blank
-        b"\xff\xfe",                                              # not UTF-8
+        line("qwen3-32b", chat(("user", "one")), "1"),  # duplicate
+        line("sql-adapter", chat(("user", "select")), "2"),  # another component: its own set
+        line(None, chat(("user", "who?")), "3"),  # names none: kept apart
+        b'{"captureData": {}}',  # not a turn record
+        b"",  # blank
+        b"\xff\xfe",  # not UTF-8
     ]
     data = gzip.compress(b"\n".join(lines) + b"\n")  # what Firehose writes
     for fast in (True, False):
@@ -128,9 +146,16 @@ def test_the_dataset_builder_reads_turn_logs_with_exact_counts():
         summary = converter.summary()
         assert [(c, json.loads(b)) for c, b in out] == [
             ("qwen3-32b", {"messages": [{"role": "user", "content": "one"}, {"role": "assistant", "content": "1"}]}),
-            ("sql-adapter", {"messages": [{"role": "user", "content": "select"},
-                                          {"role": "assistant", "content": "2"}]})]
+            (
+                "sql-adapter",
+                {"messages": [{"role": "user", "content": "select"}, {"role": "assistant", "content": "2"}]},
+            ),
+        ]
         assert (summary["records_in"], summary["converted"], summary["duplicates"]) == (7, 2, 1)
-        assert summary["skipped"] == {"unattributed_component": 1, "not_a_turn_record": 1, "blank_line": 1,
-                                      "not_utf8": 1}
+        assert summary["skipped"] == {
+            "unattributed_component": 1,
+            "not_a_turn_record": 1,
+            "blank_line": 1,
+            "not_utf8": 1,
+        }
         assert summary["unattributed"] == 1

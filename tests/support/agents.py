@@ -11,6 +11,7 @@ opens a SageMaker session (``SessionId=NEW_SESSION``, body ``{"requestType": "NE
 from ``NewSessionId``; queue it with ``Runtime.open_session``), ``/invoke``
 sends the turn with the conversation's session id, ``/close`` closes it; every call goes to ``Runtime``.
 """
+
 from __future__ import annotations
 
 import io
@@ -35,7 +36,8 @@ _IDS = itertools.count(1)
 
 def _client() -> Any:
     return botocore.session.get_session().create_client(
-        "sagemaker-runtime", region_name=REGION, aws_access_key_id="AKIDAGENTTEST", aws_secret_access_key="secret")
+        "sagemaker-runtime", region_name=REGION, aws_access_key_id="AKIDAGENTTEST", aws_secret_access_key="secret"
+    )
 
 
 def _header(name: str, value: str) -> bytes:
@@ -45,8 +47,11 @@ def _header(name: str, value: str) -> bytes:
 
 def event_message(payload: bytes) -> bytes:
     """One ``PayloadPart`` in AWS's event-stream framing, CRCs included."""
-    headers = _header(":event-type", "PayloadPart") + _header(":message-type", "event") + \
-        _header(":content-type", "application/octet-stream")
+    headers = (
+        _header(":event-type", "PayloadPart")
+        + _header(":message-type", "event")
+        + _header(":content-type", "application/octet-stream")
+    )
     total = 12 + len(headers) + len(payload) + 4
     prelude = total.to_bytes(4, "big") + len(headers).to_bytes(4, "big")
     prelude += zlib.crc32(prelude).to_bytes(4, "big")
@@ -60,23 +65,32 @@ class _RawStream:
 
     def stream(self, **_: Any) -> Any:
         for start in range(0, len(self.data), self.cut):
-            yield self.data[start:start + self.cut]
+            yield self.data[start : start + self.cut]
 
     def close(self) -> None:
         pass
 
 
-def completion(content: str | None = "", *, tool_calls: list[dict[str, Any]] | None = None,
-               reasoning: str | None = None, finish_reason: str = "stop") -> dict[str, Any]:
+def completion(
+    content: str | None = "",
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    reasoning: str | None = None,
+    finish_reason: str = "stop",
+) -> dict[str, Any]:
     """A chat completion as vLLM writes it (``arguments`` a JSON string)."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
     if reasoning is not None:
         message["reasoning_content"] = reasoning
-    return {"id": f"chatcmpl-{next(_IDS)}", "object": "chat.completion", "model": "/opt/ml/model",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-            "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}
+    return {
+        "id": f"chatcmpl-{next(_IDS)}",
+        "object": "chat.completion",
+        "model": "/opt/ml/model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+    }
 
 
 def call(name: str, arguments: dict[str, Any], id: str) -> dict[str, Any]:
@@ -93,16 +107,24 @@ class Runtime:
         self.streaming = _client()
         self.streamed: list[dict[str, Any]] = []
         self._streams: list[bytes] = []
-        self.streaming.meta.events.register("provide-client-params.sagemaker-runtime.*",
-                                            lambda params, **_: self.streamed.append(dict(params)))
+        self.streaming.meta.events.register(
+            "provide-client-params.sagemaker-runtime.*", lambda params, **_: self.streamed.append(dict(params))
+        )
         self.streaming.meta.events.register("before-send.sagemaker-runtime.*", self._send)
         self.bodies: list[dict[str, Any]] = []
 
     def _send(self, request: Any, **_: Any) -> AWSResponse:
         data = self._streams.pop(0)
-        return AWSResponse(request.url, 200, {"x-amzn-requestid": "r-1", "content-type":
-                                              "application/vnd.amazon.eventstream",
-                                              "x-amzn-sagemaker-content-type": "text/event-stream"}, _RawStream(data))
+        return AWSResponse(
+            request.url,
+            200,
+            {
+                "x-amzn-requestid": "r-1",
+                "content-type": "application/vnd.amazon.eventstream",
+                "x-amzn-sagemaker-content-type": "text/event-stream",
+            },
+            _RawStream(data),
+        )
 
     # the two operations the connectors call
     def invoke_endpoint(self, **params: Any) -> Any:
@@ -115,16 +137,28 @@ class Runtime:
         return self.streaming.invoke_endpoint_with_response_stream(**params)
 
     # answers
-    def answer(self, reply: dict[str, Any], *, session: str | None = None, new_session: str | None = None,
-               component: str = COMPONENT) -> None:
+    def answer(
+        self,
+        reply: dict[str, Any],
+        *,
+        session: str | None = None,
+        new_session: str | None = None,
+        component: str = COMPONENT,
+    ) -> None:
         """The next ``InvokeEndpoint`` must carry ``session`` (or none) and gets ``reply``."""
         data = json.dumps(reply).encode()
-        response: dict[str, Any] = {"Body": StreamingBody(io.BytesIO(data), len(data)),
-                                    "ContentType": "application/json"}
+        response: dict[str, Any] = {
+            "Body": StreamingBody(io.BytesIO(data), len(data)),
+            "ContentType": "application/json",
+        }
         if new_session is not None:
             response["NewSessionId"] = f"{new_session}; Expires=2030-01-01T00:00:00Z"
-        expected: dict[str, Any] = {"EndpointName": ENDPOINT, "InferenceComponentName": component,
-                                    "ContentType": "application/json", "Body": ANY}
+        expected: dict[str, Any] = {
+            "EndpointName": ENDPOINT,
+            "InferenceComponentName": component,
+            "ContentType": "application/json",
+            "Body": ANY,
+        }
         if session is not None:
             expected["SessionId"] = session
         else:
@@ -139,7 +173,7 @@ class Runtime:
         """The next ``InvokeEndpointWithResponseStream`` answers these chunks as server-sent events."""
         data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
         cut = split or max(1, len(data) // 3)
-        self._streams.append(b"".join(event_message(data[i:i + cut]) for i in range(0, len(data), cut)))
+        self._streams.append(b"".join(event_message(data[i : i + cut]) for i in range(0, len(data), cut)))
 
     def verify(self) -> None:
         self.stubber.assert_no_pending_responses()
@@ -150,8 +184,12 @@ class FrontDoor(SessionClient):
     """A ``SessionClient`` wired to the session router's behaviour over ``Runtime`` (no HTTP, no Lambda)."""
 
     def __init__(self, runtime: Runtime) -> None:
-        super().__init__("https://front-door.lambda-url.us-east-1.on.aws/", region=REGION,
-                         credentials=Credentials("AKIDAGENTTEST", "secret"), runtime_client=runtime)
+        super().__init__(
+            "https://front-door.lambda-url.us-east-1.on.aws/",
+            region=REGION,
+            credentials=Credentials("AKIDAGENTTEST", "secret"),
+            runtime_client=runtime,
+        )
         self.runtime = runtime
         self.conversations: dict[str, str] = {}
         self.paths: list[str] = []
@@ -160,18 +198,31 @@ class FrontDoor(SessionClient):
         self.paths.append(path)
         component = payload.get("component", COMPONENT)
         if path == "/open":
-            opened = self.runtime.invoke_endpoint(EndpointName=ENDPOINT, InferenceComponentName=component,
-                                                  ContentType="application/json", SessionId="NEW_SESSION",
-                                                  Body=b'{"requestType": "NEW_SESSION"}')
+            opened = self.runtime.invoke_endpoint(
+                EndpointName=ENDPOINT,
+                InferenceComponentName=component,
+                ContentType="application/json",
+                SessionId="NEW_SESSION",
+                Body=b'{"requestType": "NEW_SESSION"}',
+            )
             session = opened["NewSessionId"].split(";")[0]
             conversation = f"conv-{len(self.conversations) + 1}"
             self.conversations[conversation] = session
-            return {"conversation_id": conversation, "session_id": session, "component": component,
-                    "endpoint_name": ENDPOINT, "expires_at": 1893456000}, {}
+            return {
+                "conversation_id": conversation,
+                "session_id": session,
+                "component": component,
+                "endpoint_name": ENDPOINT,
+                "expires_at": 1893456000,
+            }, {}
         if path == "/invoke":
             session = self.conversations.get(payload.get("conversation_id", ""))
-            params: dict[str, Any] = {"EndpointName": ENDPOINT, "InferenceComponentName": component,
-                                      "ContentType": "application/json", "Body": json.dumps(payload["body"]).encode()}
+            params: dict[str, Any] = {
+                "EndpointName": ENDPOINT,
+                "InferenceComponentName": component,
+                "ContentType": "application/json",
+                "Body": json.dumps(payload["body"]).encode(),
+            }
             if session is not None:
                 params["SessionId"] = session
             else:

@@ -5,6 +5,7 @@ enum values, string/list lengths, numeric ranges or patterns. ``assert_valid_req
 walks the operation's input shape and checks those constraints too, so a handler test
 fails when the handler would send a request the real service rejects.
 """
+
 from __future__ import annotations
 
 import functools
@@ -106,8 +107,12 @@ def _python_pattern(pattern: str) -> str:
 
 def create_runs_table(dynamodb: Any, name: str) -> None:
     """The EAGLE runs table as ``EagleOptimization`` declares it (model_name hash key, run_id range key), in moto."""
-    dynamodb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
-                          KeySchema=[{"AttributeName": "model_name", "KeyType": "HASH"},
-                                     {"AttributeName": "run_id", "KeyType": "RANGE"}],
-                          AttributeDefinitions=[{"AttributeName": "model_name", "AttributeType": "S"},
-                                                {"AttributeName": "run_id", "AttributeType": "S"}])
+    dynamodb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "model_name", "KeyType": "HASH"}, {"AttributeName": "run_id", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "model_name", "AttributeType": "S"},
+            {"AttributeName": "run_id", "AttributeType": "S"},
+        ],
+    )

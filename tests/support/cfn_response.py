@@ -1,4 +1,5 @@
 """A stand-in for ``urllib.request.urlopen`` where a handler answers CloudFormation on the ResponseURL itself."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,11 @@ class EmptyResponse:
         return b""
 
 
-def recording_urlopen(answers: list[dict[str, Any]], check: Callable[[Any], bool]) -> Callable[[Any, float], EmptyResponse]:
+def recording_urlopen(
+    answers: list[dict[str, Any]], check: Callable[[Any], bool]
+) -> Callable[[Any, float], EmptyResponse]:
     """An ``urlopen`` that asserts ``check(request)`` (the PUT to the expected URL) and records each JSON answer."""
+
     def urlopen(request: Any, timeout: float) -> EmptyResponse:
         assert check(request), (request.get_method(), request.full_url)
         answers.append(json.loads(request.data))

@@ -5,6 +5,7 @@ names another; every check whose result depends on a path must see that form. ``
 repository whose entries are links to the real ones (nothing is copied but ``config/``, so a test can add a config
 beside the shipped ones), so the default ``cdk.out`` of a test is its own and never the developer's.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,14 @@ def env() -> dict[str, str]:
     drop = {"CDK_OUTDIR", "CDK_CONTEXT_JSON", "PYTHONPATH", "VIRTUAL_ENV", "CDK_DEFAULT_ACCOUNT", "CDK_DEFAULT_REGION"}
     out = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("AWS_")}
     out["PATH"] = os.pathsep.join([str(ROOT / "node_modules" / ".bin"), str(ROOT / ".venv" / "bin"), out["PATH"]])
-    out.update(CDK_DISABLE_VERSION_CHECK="1", CDK_CLI_TELEMETRY="false", JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION="1",
-               AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null")
+    out.update(
+        CDK_DISABLE_VERSION_CHECK="1",
+        CDK_CLI_TELEMETRY="false",
+        JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION="1",
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_CONFIG_FILE="/dev/null",
+        AWS_SHARED_CREDENTIALS_FILE="/dev/null",
+    )
     return out
 
 
@@ -76,8 +83,9 @@ class Run:
 
 
 def run(command: list[str], cwd: Path, timeout: int = 900) -> Run:
-    result = subprocess.run(command, cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout,
-                            stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        command, cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
     return Run(command, cwd, result.returncode, result.stdout, result.stderr)
 
 

@@ -3,6 +3,7 @@
 Shared by ``tests/test_examples.py`` (the repository's library) and ``tests/test_wheel.py`` (the
 library installed from the wheel in a fresh virtualenv).
 """
+
 from __future__ import annotations
 
 import ast
@@ -31,7 +32,8 @@ def library_imports(app: Path) -> list[str]:
     for node in ast.walk(ast.parse(app.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sagemaker_llm_cdk"):
             assert node.module == "sagemaker_llm_cdk", (
-                f"{app}: import only the public API (from sagemaker_llm_cdk import ...), not {node.module}")
+                f"{app}: import only the public API (from sagemaker_llm_cdk import ...), not {node.module}"
+            )
             names.extend(alias.name for alias in node.names)
     return names
 
@@ -86,12 +88,14 @@ class Synth:
             key = function["Properties"].get("Code", {}).get("S3Key")
             if not isinstance(key, str) or not key.endswith(".zip"):
                 continue
-            asset = self.outdir / f"asset.{key[:-len('.zip')]}"
+            asset = self.outdir / f"asset.{key[: -len('.zip')]}"
             if not (asset / "index.py").is_file():
                 continue  # the CDK's own framework functions (Node.js)
             match = [folder.name for folder in sorted(LAMBDA_ROOT.iterdir()) if same_files(asset, folder)]
-            assert match, (f"{stack}/{logical_id}: its code asset {asset.name} ({sorted(p.name for p in asset.iterdir())}) "
-                           "matches no lambda/<folder> of this repository")
+            assert match, (
+                f"{stack}/{logical_id}: its code asset {asset.name} ({sorted(p.name for p in asset.iterdir())}) "
+                "matches no lambda/<folder> of this repository"
+            )
             folders.add(match[0])
         return folders
 
@@ -118,14 +122,20 @@ def same_files(asset: Path, folder: Path) -> bool:
     if not folder.is_dir() or not _same_shared_package(asset):
         return False
     names = sorted(p.name for p in folder.iterdir() if p.name != "__pycache__" and not p.name.endswith(".pyc"))
-    extra = sorted(p.name for p in asset.iterdir()
-                   if p.name not in names and p.name not in PACKAGED_DATA and p.name != SHARED_PACKAGE)
+    extra = sorted(
+        p.name
+        for p in asset.iterdir()
+        if p.name not in names and p.name not in PACKAGED_DATA and p.name != SHARED_PACKAGE
+    )
     if not set(names) <= {p.name for p in asset.iterdir()}:
         return False
     # A folder with a requirements.txt ships those packages next to its code (sagemaker_llm_cdk.core.bundling):
     # the asset may hold more, but only installed package folders (and their .dist-info).
-    if extra and not ((folder / "requirements.txt").is_file() and all((asset / name).is_dir() for name in extra)
-                      and any(name.endswith(".dist-info") for name in extra)):
+    if extra and not (
+        (folder / "requirements.txt").is_file()
+        and all((asset / name).is_dir() for name in extra)
+        and any(name.endswith(".dist-info") for name in extra)
+    ):
         return False
     match, mismatch, errors = filecmp.cmpfiles(asset, folder, names, shallow=False)
     return not mismatch and not errors
@@ -136,20 +146,32 @@ def synthesize(python: str | Path, app: Path, outdir: Path, *, env: dict[str, st
     import time
 
     start = time.monotonic()
-    result = subprocess.run([str(python), app.name], cwd=app.parent, env={**env, "CDK_OUTDIR": str(outdir)},
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [str(python), app.name],
+        cwd=app.parent,
+        env={**env, "CDK_OUTDIR": str(outdir)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     seconds = time.monotonic() - start
     assert result.returncode == 0, f"{app} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
     manifest = json.loads((outdir / "manifest.json").read_text())
-    stacks = {name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
-              for name, artifact in manifest["artifacts"].items() if artifact["type"] == "aws:cloudformation:stack"}
+    stacks = {
+        name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
+        for name, artifact in manifest["artifacts"].items()
+        if artifact["type"] == "aws:cloudformation:stack"
+    }
     return Synth(outdir, stacks, seconds)
 
 
 def read_assembly(outdir: Path, seconds: float = 0.0) -> Synth:
     manifest = json.loads((outdir / "manifest.json").read_text())
-    stacks = {name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
-              for name, artifact in manifest["artifacts"].items() if artifact["type"] == "aws:cloudformation:stack"}
+    stacks = {
+        name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
+        for name, artifact in manifest["artifacts"].items()
+        if artifact["type"] == "aws:cloudformation:stack"
+    }
     return Synth(outdir, stacks, seconds)
 
 
@@ -187,7 +209,9 @@ def synthesize_in_process(app: Path, outdir: Path, *, context: dict[str, Any]) -
         runpy.run_path(str(app), run_name="__main__")
     except SystemExit as exit_:  # an app that reports its own errors (this repository's app.py) exits non-zero
         if exit_.code not in (0, None):
-            raise AssertionError(f"{app} exited with status {exit_.code} (its message is in the captured stderr)") from None
+            raise AssertionError(
+                f"{app} exited with status {exit_.code} (its message is in the captured stderr)"
+            ) from None
     finally:
         aws_cdk.App = real_app  # type: ignore[misc]
         os.chdir(cwd)
@@ -196,8 +220,9 @@ def synthesize_in_process(app: Path, outdir: Path, *, context: dict[str, Any]) -
     return read_assembly(outdir, time.monotonic() - start)
 
 
-def synthesize_with_cli(app_dir: Path, outdir: Path | None = None, *, env: dict[str, str],
-                        context: dict[str, str] | None = None) -> Synth:
+def synthesize_with_cli(
+    app_dir: Path, outdir: Path | None = None, *, env: dict[str, str], context: dict[str, str] | None = None
+) -> Synth:
     """``cdk synth`` in ``app_dir`` with the pinned CLI, as a user runs it: the folder's own ``cdk.json``
     gives the app command (``python3 app.py``: the first ``python3`` on ``env``'s PATH) and the feature flags.
     With no ``outdir`` the CLI writes to its default folder, ``cdk.out`` in ``app_dir``, and hands the app that
@@ -215,8 +240,11 @@ def synthesize_with_cli(app_dir: Path, outdir: Path | None = None, *, env: dict[
     assert result.returncode == 0, f"cdk synth in {app_dir} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
     outdir = outdir if outdir is not None else app_dir / "cdk.out"
     manifest = json.loads((outdir / "manifest.json").read_text())
-    stacks = {name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
-              for name, artifact in manifest["artifacts"].items() if artifact["type"] == "aws:cloudformation:stack"}
+    stacks = {
+        name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
+        for name, artifact in manifest["artifacts"].items()
+        if artifact["type"] == "aws:cloudformation:stack"
+    }
     return Synth(outdir, stacks, seconds)
 
 
@@ -266,11 +294,17 @@ def check_minimal_endpoint(synth: Synth) -> None:
 def check_adapters_and_sessions(synth: Synth) -> None:
     template = synth.template("ChatWithAdapters")
     assert len(of_type(template, "AWS::SageMaker::Endpoint")) == 1
-    assert component_names(template) == {f"ChatWithAdapters-{n}" for n in ("qwen3-8b", "qwen3-8b-sql", "qwen3-8b-support")}
-    adapters = [r for r in of_type(template, "AWS::SageMaker::InferenceComponent")
-                if "BaseInferenceComponentName" in r["Properties"]["Specification"]]
+    assert component_names(template) == {
+        f"ChatWithAdapters-{n}" for n in ("qwen3-8b", "qwen3-8b-sql", "qwen3-8b-support")
+    }
+    adapters = [
+        r
+        for r in of_type(template, "AWS::SageMaker::InferenceComponent")
+        if "BaseInferenceComponentName" in r["Properties"]["Specification"]
+    ]
     assert [r["Properties"]["Specification"]["BaseInferenceComponentName"] for r in adapters] == [
-        "ChatWithAdapters-qwen3-8b"] * 2
+        "ChatWithAdapters-qwen3-8b"
+    ] * 2
     assert [u["Properties"]["AuthType"] for u in of_type(template, "AWS::Lambda::Url")] == ["AWS_IAM"]
     assert len(of_type(template, "AWS::DynamoDB::Table")) == 1
     assert synth.handler_folders("ChatWithAdapters") == {"session_router"}
@@ -323,8 +357,13 @@ def check_agent_on_agentcore(synth: Synth) -> None:
     role = properties["RoleArn"]["Fn::GetAtt"][0]
     policies = [p for p in of_type(template, "AWS::IAM::Policy") if {"Ref": role} in p["Properties"]["Roles"]]
     statements = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
-    sagemaker = [s for s in statements if any(str(a).startswith("sagemaker:") for a in
-                                              (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))]
+    sagemaker = [
+        s
+        for s in statements
+        if any(
+            str(a).startswith("sagemaker:") for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+        )
+    ]
     assert len(sagemaker) == 1 and sagemaker[0]["Action"] == "sagemaker:InvokeEndpoint"  # nothing else on SageMaker
     assert len(sagemaker[0]["Resource"]) == 2  # the endpoint and the one inference component
     assert not any("lambda:" in json.dumps(s["Action"]) or s["Action"] == "*" for s in statements)

@@ -8,6 +8,7 @@ that are no JSON object at all. Tests start from the valid event of a handler's 
 mutation and check the outcome category (refused with a message naming the field, or accepted when the
 mutation leaves a valid event), collecting every wrong outcome before failing, so one run lists them all.
 """
+
 from __future__ import annotations
 
 import copy
@@ -78,9 +79,13 @@ def changed(event: Any, path: tuple[str | int, ...], replacement: Any) -> Any:
     return event
 
 
-def mutations(event: dict[str, Any], *, under: tuple[str | int, ...] = (),
-              skip: Callable[[tuple[str | int, ...]], bool] | None = None,
-              replacements: Iterable[Any] = REPLACEMENTS) -> Iterator[Mutation]:
+def mutations(
+    event: dict[str, Any],
+    *,
+    under: tuple[str | int, ...] = (),
+    skip: Callable[[tuple[str | int, ...]], bool] | None = None,
+    replacements: Iterable[Any] = REPLACEMENTS,
+) -> Iterator[Mutation]:
     """Every field of ``event`` (below ``under`` when given) with every replacement, skipping ``skip(path)``."""
     root: Any = event
     for key in under:
@@ -90,7 +95,7 @@ def mutations(event: dict[str, Any], *, under: tuple[str | int, ...] = (),
         if skip is not None and skip(path):
             continue
         current = root
-        for key in path[len(under):]:
+        for key in path[len(under) :]:
             current = current[key]
         for replacement in listed:
             if replacement is not DROP and type(replacement) is type(current) and replacement == current:

@@ -13,6 +13,7 @@ every ``cdk synth``, app and example subprocess of the tests runs jsii as users 
 of jsii 1.x's kernel; where either is missing, the tests use jsii's own runtime and say why.
 ``LLM_CDK_TESTS_JSII_RELAY=1`` does so on request.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -42,6 +43,7 @@ def unsupported_reason() -> str | None:
         return "JSII_RUNTIME or JSII_NODE is set already"
     import jsii
     import jsii._embedded.jsii as embedded
+
     if not jsii.__version__.startswith("1."):
         return f"jsii {jsii.__version__} is not jsii 1.x"
     program = next((res for res, name in embedded.EMBEDDED_FILES.items() if name == "lib/program.js"), None)
@@ -55,6 +57,7 @@ def unsupported_reason() -> str | None:
 def _extract() -> Path:
     """jsii's embedded runtime files under their real names (lib/program.js and its worker), with the script."""
     import jsii._embedded.jsii as embedded
+
     folder = Path(tempfile.mkdtemp(prefix="llm-cdk-tests-jsii-runtime-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)  # registered first, so it runs after jsii's stop
     for resource, name in embedded.EMBEDDED_FILES.items():
@@ -86,6 +89,7 @@ def start() -> str | None:
         if not reason.startswith(RELAY_SWITCH):  # asked for: nothing to say
             warnings.warn(f"the tests run jsii's relay process: {reason}", stacklevel=2)
         import aws_cdk  # noqa: F401  # the kernel starts with the first assembly
+
         return reason
     folder = _extract()
     with _environment({"JSII_RUNTIME": str(folder / SCRIPT.name), "NODE_PRESERVE_SYMLINKS": "1"}):

@@ -32,6 +32,7 @@ resource holds (except what a retained resource keeps on purpose), and no sequen
 Fakes must check every request against botocore's service model (``support.aws_model.assert_valid_request``)
 so a sequence can only pass with requests the real service accepts.
 """
+
 from __future__ import annotations
 
 import copy
@@ -117,15 +118,27 @@ class Stack:
             self.stack_id = _new_stack_id(self.name)
 
     # ------------------------------------------------------------------ requests
-    def _event(self, request_type: str, logical_id: str, properties: Mapping[str, Any], *,
-               physical_id: str | None = None, old: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def _event(
+        self,
+        request_type: str,
+        logical_id: str,
+        properties: Mapping[str, Any],
+        *,
+        physical_id: str | None = None,
+        old: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         event: dict[str, Any] = {
-            "RequestType": request_type, "ServiceToken": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:provider",
+            "RequestType": request_type,
+            "ServiceToken": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:provider",
             "ResponseURL": "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/response",
-            "StackId": self.stack_id, "RequestId": f"request-{len(self.log) + 1}",
-            "LogicalResourceId": logical_id, "ResourceType": self.subject.resource_type,
-            "ResourceProperties": {"ServiceToken": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:provider",
-                                   **copy.deepcopy(dict(properties))},
+            "StackId": self.stack_id,
+            "RequestId": f"request-{len(self.log) + 1}",
+            "LogicalResourceId": logical_id,
+            "ResourceType": self.subject.resource_type,
+            "ResourceProperties": {
+                "ServiceToken": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:provider",
+                **copy.deepcopy(dict(properties)),
+            },
         }
         if physical_id is not None:
             event["PhysicalResourceId"] = physical_id
@@ -133,8 +146,16 @@ class Stack:
             event["OldResourceProperties"] = {"ServiceToken": event["ServiceToken"], **copy.deepcopy(dict(old))}
         return event
 
-    def _send(self, phase: str, request_type: str, logical_id: str, properties: Mapping[str, Any], *,
-              physical_id: str | None = None, old: Mapping[str, Any] | None = None) -> str | None:
+    def _send(
+        self,
+        phase: str,
+        request_type: str,
+        logical_id: str,
+        properties: Mapping[str, Any],
+        *,
+        physical_id: str | None = None,
+        old: Mapping[str, Any] | None = None,
+    ) -> str | None:
         """The physical id the handler answers, or None (recorded in ``failures``) when it failed."""
         self.log.append(f"{phase} {request_type} {logical_id} {physical_id or '-'}")
         event = self._event(request_type, logical_id, properties, physical_id=physical_id, old=old)
@@ -169,8 +190,10 @@ class Stack:
     # ------------------------------------------------------------------ sequences
     def deploy(self, template: Mapping[str, Mapping[str, Any]], *, fail_after: bool = False) -> str:
         """Create or update the stack to ``template`` (logical id -> properties); the stack's status after."""
-        assert self.status != "ROLLBACK_COMPLETE", ("CloudFormation refuses to update a stack in ROLLBACK_COMPLETE "
-                                                    "(its first create failed): delete it, then deploy")
+        assert self.status != "ROLLBACK_COMPLETE", (
+            "CloudFormation refuses to update a stack in ROLLBACK_COMPLETE "
+            "(its first create failed): delete it, then deploy"
+        )
         creating = self.status in ("NONE", "DELETE_COMPLETE")
         if self.status == "DELETE_COMPLETE":
             self.stack_id = _new_stack_id(self.name)
@@ -194,8 +217,14 @@ class Stack:
                 resource = self.resources[logical_id]
                 if logical_id in created or resource.properties == dict(properties):
                     continue
-                physical_id = self._send("update", "Update", logical_id, properties,
-                                         physical_id=resource.physical_id, old=resource.properties)
+                physical_id = self._send(
+                    "update",
+                    "Update",
+                    logical_id,
+                    properties,
+                    physical_id=resource.physical_id,
+                    old=resource.properties,
+                )
                 if physical_id is None:
                     failed = True
                     failed_update = (logical_id, copy.deepcopy(dict(properties)))
@@ -215,8 +244,14 @@ class Stack:
         self.status = "CREATE_COMPLETE" if creating else "UPDATE_COMPLETE"
         return self.status
 
-    def _roll_back(self, old: dict[str, Resource], created: list[str], updated: list[tuple[str, str]],
-                   creating: bool, failed_update: tuple[str, dict[str, Any]] | None = None) -> str:
+    def _roll_back(
+        self,
+        old: dict[str, Resource],
+        created: list[str],
+        updated: list[tuple[str, str]],
+        creating: bool,
+        failed_update: tuple[str, dict[str, Any]] | None = None,
+    ) -> str:
         if creating:
             self.status = "ROLLBACK_IN_PROGRESS"
             for logical_id in reversed(created):
@@ -237,8 +272,9 @@ class Stack:
             if resource.physical_id != physical_before and self.replacement_rollback == "restore":
                 # A replacement: the old physical id is the resource again, the new one is deleted in the cleanup.
                 moved.append((logical_id, resource.physical_id, resource.properties))
-                self.resources[logical_id] = Resource(logical_id, physical_before,
-                                                      copy.deepcopy(old[logical_id].properties))
+                self.resources[logical_id] = Resource(
+                    logical_id, physical_before, copy.deepcopy(old[logical_id].properties)
+                )
                 continue
             if resource.physical_id != physical_before:
                 # The other reading: the replacement gets Update with the old properties on its new physical id; the
@@ -247,8 +283,9 @@ class Stack:
             in_place.append((logical_id, resource.physical_id, resource.properties))
         for logical_id, current_id, current_properties in in_place:
             previous = old[logical_id]
-            physical_id = self._send("rollback", "Update", logical_id, previous.properties,
-                                     physical_id=current_id, old=current_properties)
+            physical_id = self._send(
+                "rollback", "Update", logical_id, previous.properties, physical_id=current_id, old=current_properties
+            )
             if physical_id is None:
                 status = "UPDATE_ROLLBACK_FAILED"
                 continue
@@ -258,8 +295,9 @@ class Stack:
         for logical_id, physical_before in replaced:
             resource = self.resources[logical_id]
             if resource.physical_id != physical_before:
-                self.left_behind |= (self.subject.needs(physical_before, old[logical_id].properties)
-                                     & self.subject.live()) - self._held()
+                self.left_behind |= (
+                    self.subject.needs(physical_before, old[logical_id].properties) & self.subject.live()
+                ) - self._held()
         self.status = "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS"
         for logical_id in reversed(created):
             gone = self.resources.pop(logical_id)
@@ -287,8 +325,10 @@ class Stack:
         """Every broken rule, as lines: a FAILED status, something needed but gone, something left behind."""
         found: list[str] = []
         if self.status.endswith("FAILED"):
-            found.append(f"the stack ended {self.status}: " + "; ".join(
-                f"{f.phase} {f.request_type} {f.logical_id}: {f.error}" for f in self.failures))
+            found.append(
+                f"the stack ended {self.status}: "
+                + "; ".join(f"{f.phase} {f.request_type} {f.logical_id}: {f.error}" for f in self.failures)
+            )
         live = self.subject.live()
         for resource in self.resources.values():
             missing = self.subject.needs(resource.physical_id, resource.properties) - live
@@ -311,7 +351,9 @@ def check(stack: Stack, *, status: str | Iterable[str] | None = None) -> None:
 
 
 def _new_stack_id(name: str) -> str:
-    return f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{name}/{next(_stack_numbers):08d}-0000-0000-0000-000000000000"
+    return (
+        f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{name}/{next(_stack_numbers):08d}-0000-0000-0000-000000000000"
+    )
 
 
 # ---------------------------------------------------------------------- fake AWS services
@@ -329,8 +371,16 @@ class CloudFormationBackend:
         del NextToken
         for stack in self.stacks:
             if StackName in (stack.stack_id, stack.name):
-                return {"Stacks": [{"StackId": stack.stack_id, "StackName": stack.name,
-                                    "CreationTime": _CREATED, "StackStatus": stack.status}]}
+                return {
+                    "Stacks": [
+                        {
+                            "StackId": stack.stack_id,
+                            "StackName": stack.name,
+                            "CreationTime": _CREATED,
+                            "StackStatus": stack.status,
+                        }
+                    ]
+                }
         raise error("ValidationError", f"Stack with id {StackName} does not exist")
 
 
@@ -371,5 +421,7 @@ def _model_name(service: str, operation: str) -> str:
 
 
 def error(code: str, message: str = "", status: int = 400) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": message or code},
-                        "ResponseMetadata": {"HTTPStatusCode": status}}, "Operation")
+    return ClientError(
+        {"Error": {"Code": code, "Message": message or code}, "ResponseMetadata": {"HTTPStatusCode": status}},
+        "Operation",
+    )

@@ -1,4 +1,5 @@
 """Small stacks for template assertions."""
+
 from __future__ import annotations
 
 from typing import Any

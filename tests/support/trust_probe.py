@@ -15,6 +15,7 @@ the keys and operators the front door's pins use, before letting the call throug
 It is a model of IAM for these cases, not IAM: what it cannot evaluate (another operator, a principal form it
 does not know) raises, so a test never passes on a statement the model skipped.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -41,8 +42,7 @@ class Caller:
 
     @classmethod
     def iam_user(cls, account: str, name: str) -> "Caller":
-        return cls(f"arn:aws:iam::{account}:user/{name}", account,
-                   {"aws:username": name, "aws:PrincipalType": "User"})
+        return cls(f"arn:aws:iam::{account}:user/{name}", account, {"aws:username": name, "aws:PrincipalType": "User"})
 
     @classmethod
     def role_session(cls, account: str, role: str, session: str, source_identity: str | None = None) -> "Caller":
@@ -103,8 +103,9 @@ def _condition_holds(operator: str, key: str, wanted: list[Any], context: Mappin
     raise AssertionError(f"the trust probe does not evaluate condition operator {operator}")
 
 
-def _applies(statement: Mapping[str, Any], action: str, caller: Caller | None, federated: str | None,
-             context: Mapping[str, str]) -> bool:
+def _applies(
+    statement: Mapping[str, Any], action: str, caller: Caller | None, federated: str | None, context: Mapping[str, str]
+) -> bool:
     if not any(fnmatch.fnmatchcase(action, a) for a in _list(statement.get("Action"))):
         return False
     if not _principal_matches(statement.get("Principal"), caller, federated):
@@ -119,8 +120,14 @@ def _applies(statement: Mapping[str, Any], action: str, caller: Caller | None, f
     return True
 
 
-def trust_allows(document: Mapping[str, Any], action: str, context: Mapping[str, str], *,
-                 caller: Caller | None = None, federated: str | None = None) -> bool:
+def trust_allows(
+    document: Mapping[str, Any],
+    action: str,
+    context: Mapping[str, str],
+    *,
+    caller: Caller | None = None,
+    federated: str | None = None,
+) -> bool:
     """Whether the trust policy ``document`` lets ``caller`` (or the ``federated`` provider) call ``action``."""
     statements = [s for s in _list(document.get("Statement")) if isinstance(s, Mapping)]
     applying = [s for s in statements if _applies(s, action, caller, federated, context)]
@@ -134,18 +141,27 @@ class TrustProbe:
         self.iam = iam
         self.sts = sts
 
-    def assume_role(self, caller: Caller, role_arn: str, session_name: str,
-                    source_identity: str | None = None) -> str:
+    def assume_role(self, caller: Caller, role_arn: str, session_name: str, source_identity: str | None = None) -> str:
         """The assumed-role ARN STS gives ``caller``; ``ClientError`` AccessDenied when the trust refuses."""
         document = self.iam.get_role(RoleName=role_arn.rsplit("/", 1)[1])["Role"]["AssumeRolePolicyDocument"]
-        context = {**{k: v for k, v in caller.keys.items() if k != "role_arn"},
-                   "aws:PrincipalArn": caller.keys.get("role_arn", caller.arn), "aws:PrincipalAccount": caller.account,
-                   "sts:RoleSessionName": session_name}
+        context = {
+            **{k: v for k, v in caller.keys.items() if k != "role_arn"},
+            "aws:PrincipalArn": caller.keys.get("role_arn", caller.arn),
+            "aws:PrincipalAccount": caller.account,
+            "sts:RoleSessionName": session_name,
+        }
         if source_identity is not None or "aws:SourceIdentity" in caller.keys:
             context["sts:SourceIdentity"] = source_identity or caller.keys["aws:SourceIdentity"]
         if not trust_allows(document, "sts:AssumeRole", context, caller=caller):
-            raise ClientError({"Error": {"Code": "AccessDenied", "Message": f"{caller.arn} is not authorized to "
-                                         f"perform: sts:AssumeRole on resource: {role_arn}"}}, "AssumeRole")
+            raise ClientError(
+                {
+                    "Error": {
+                        "Code": "AccessDenied",
+                        "Message": f"{caller.arn} is not authorized to perform: sts:AssumeRole on resource: {role_arn}",
+                    }
+                },
+                "AssumeRole",
+            )
         kwargs = {"SourceIdentity": source_identity} if source_identity else {}
         answer = self.sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name, **kwargs)
         return str(answer["AssumedRoleUser"]["Arn"])

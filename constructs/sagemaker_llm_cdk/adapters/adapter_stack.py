@@ -11,6 +11,7 @@ deploy, because CloudFormation creates the new component before it deletes the o
 the name is still taken. Keep the list append-only: add new adapters at the end; removing or
 reordering adapters before the end shifts later ones into neighbouring stacks.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
@@ -108,13 +109,24 @@ def add_adapters(
     source = base.node.path if isinstance(base, Construct) else "add_adapters"
     problems = base_problems(base)
     if not 1 <= max_per_stack <= STACK_RESOURCE_LIMIT:
-        problems.append(Problem("max_per_stack", max_per_stack, f"1-{STACK_RESOURCE_LIMIT} (CloudFormation's "
-                                "resource limit per stack)", "leave it out to use 400"))
+        problems.append(
+            Problem(
+                "max_per_stack",
+                max_per_stack,
+                f"1-{STACK_RESOURCE_LIMIT} (CloudFormation's resource limit per stack)",
+                "leave it out to use 400",
+            )
+        )
     earlier = base.adapter_batches if not problems else None
     if earlier is not None and earlier.max_per_stack != max_per_stack:
-        problems.append(Problem("max_per_stack", max_per_stack,
-                                f"{earlier.max_per_stack}, the value an earlier call on this model used",
-                                "use one max_per_stack for every call on a model; changing it moves adapters"))
+        problems.append(
+            Problem(
+                "max_per_stack",
+                max_per_stack,
+                f"{earlier.max_per_stack}, the value an earlier call on this model used",
+                "use one max_per_stack for every call on a model; changing it moves adapters",
+            )
+        )
     base_ok = not base_problems(base)
     checked: list[AdapterSpec] = []
     seen: dict[str, int] = {}
@@ -126,15 +138,24 @@ def add_adapters(
             problems.extend(_spec_problems(error, path, raw))
             continue
         if spec.name in seen:
-            problems.append(Problem(f"{path}.name", spec.name, f"a name not used by {field}[{seen[spec.name]}]",
-                                    "rename one of the two"))
+            problems.append(
+                Problem(
+                    f"{path}.name", spec.name, f"a name not used by {field}[{seen[spec.name]}]", "rename one of the two"
+                )
+            )
         elif base_ok:
             taken = name_taken_problem(f"{path}.name", spec.name, base.endpoint)
             if taken is not None:
                 problems.append(taken)
         if len(spec.artifact_s3_uri) > ARTIFACT_URL_MAX:
-            problems.append(Problem(f"{path}.artifact_s3_uri", spec.artifact_s3_uri,
-                                    f"at most {ARTIFACT_URL_MAX} characters", "use a shorter S3 key"))
+            problems.append(
+                Problem(
+                    f"{path}.artifact_s3_uri",
+                    spec.artifact_s3_uri,
+                    f"at most {ARTIFACT_URL_MAX} characters",
+                    "use a shorter S3 key",
+                )
+            )
         seen.setdefault(spec.name, index)
         checked.append(spec)
     if problems:

@@ -9,6 +9,7 @@ up to ``LoraSettings.max_gpu_adapters`` on the GPU, moves the least used to CPU 
 ``max_cpu_adapters``) and the rest to local disk. ``apply_lora_settings`` turns those settings
 into the container's variables.
 """
+
 from __future__ import annotations
 
 import json
@@ -78,8 +79,12 @@ def apply_lora_settings(component: "ModelComponent") -> dict[str, str]:
     environment = lora_environment(settings)
     user = component.spec.environment
     conflicts = [
-        Problem(f"environment.{name}", user[name], f"{value!r}, which the lora settings give",
-                f"remove {name} from environment and set it through lora")
+        Problem(
+            f"environment.{name}",
+            user[name],
+            f"{value!r}, which the lora settings give",
+            f"remove {name} from environment and set it through lora",
+        )
         for name, value in environment.items()
         if name in user and user[name] != value
     ]
@@ -109,14 +114,22 @@ def name_taken_problem(field: str, name: str, endpoint: "LlmEndpoint") -> Proble
     config name or as an inference component name."""
     for model in endpoint.models:
         if name in (model.component_name, model.spec.name):
-            return Problem(field, name, f"a name no model or adapter on this endpoint uses (model {model.node.path} "
-                           "has it; inference component names are unique in an account and region)",
-                           "rename the adapter")
+            return Problem(
+                field,
+                name,
+                f"a name no model or adapter on this endpoint uses (model {model.node.path} "
+                "has it; inference component names are unique in an account and region)",
+                "rename the adapter",
+            )
     adapters = endpoint.lora_adapters
     other = adapters.get(name) or next((a for a in adapters.values() if a.spec.name == name), None)
     if other is not None:
-        return Problem(field, name, f"a name no model or adapter on this endpoint uses (adapter {other.node.path} "
-                       "has it)", "rename one of the two adapters")
+        return Problem(
+            field,
+            name,
+            f"a name no model or adapter on this endpoint uses (adapter {other.node.path} has it)",
+            "rename one of the two adapters",
+        )
     return None
 
 
@@ -125,13 +138,24 @@ def base_problems(base: Any, field: str = "base") -> list[Problem]:
     # A ModelComponent (hosting imports this module, so it is recognised by its settings, not imported).
     spec = getattr(base, "spec", None)
     if not (isinstance(base, InferenceComponentConstruct) and isinstance(spec, ModelSpec)):
-        return [Problem(field, type(base).__name__, "a ModelComponent (a model, not an adapter)",
-                        "pass the ModelComponent that endpoint.add_model returned")]
+        return [
+            Problem(
+                field,
+                type(base).__name__,
+                "a ModelComponent (a model, not an adapter)",
+                "pass the ModelComponent that endpoint.add_model returned",
+            )
+        ]
     if spec.lora is None:
-        return [Problem(f"{field}.spec.lora", None,
-                        f"lora settings on model {spec.name}: adapters need a base that loads them",
-                        f"set lora on model {spec.name}, e.g. `lora: {{max_gpu_adapters: 4, "
-                        "max_cpu_adapters: 16, max_rank: 16}` in the config or ModelSpec(lora=LoraSettings(...))")]
+        return [
+            Problem(
+                f"{field}.spec.lora",
+                None,
+                f"lora settings on model {spec.name}: adapters need a base that loads them",
+                f"set lora on model {spec.name}, e.g. `lora: {{max_gpu_adapters: 4, "
+                "max_cpu_adapters: 16, max_rank: 16}` in the config or ModelSpec(lora=LoraSettings(...))",
+            )
+        ]
     if spec.lora.max_rank is None:
         return [max_rank_missing(f"{field}.spec.lora.max_rank")]
     return []
@@ -188,18 +212,24 @@ class ArtifactAccess:
         count = len(self.policies) + 1
         if count > POLICIES_PER_ROLE_MAX:
             raise ConfigurationError(
-                [Problem("spec.artifact_s3_uri", len(self._granted),
-                         f"artifact ARNs that fit in {POLICIES_PER_ROLE_MAX} managed policies of {POLICY_CHARACTERS} "
-                         "characters (the most IAM attaches to one role)",
-                         "serve fewer adapters on this endpoint, spread them over more endpoints, or shorten the "
-                         "artifacts' S3 keys")],
+                [
+                    Problem(
+                        "spec.artifact_s3_uri",
+                        len(self._granted),
+                        f"artifact ARNs that fit in {POLICIES_PER_ROLE_MAX} managed policies of {POLICY_CHARACTERS} "
+                        "characters (the most IAM attaches to one role)",
+                        "serve fewer adapters on this endpoint, spread them over more endpoints, or shorten the "
+                        "artifacts' S3 keys",
+                    )
+                ],
                 source=requester.node.path,
             )
         arns: list[str] = []
         # One resource, a token CDK resolves at each rendering to the ARNs (one: a string, as PolicyStatement
         # renders a single resource): the same document, one round trip per policy and rendering.
-        statement = iam.PolicyStatement(actions=["s3:GetObject"],
-                                        resources=[Token.as_string(Lazy.uncached_any(_Resources(arns)))])
+        statement = iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[Token.as_string(Lazy.uncached_any(_Resources(arns)))]
+        )
         policy = iam.ManagedPolicy(
             self.endpoint,
             f"AdapterArtifacts{count}",
@@ -293,8 +323,14 @@ class LoraAdapter(InferenceComponentConstruct):
                     problems.append(taken)
                     break
         if checked is not None and len(checked.artifact_s3_uri) > ARTIFACT_URL_MAX:
-            problems.append(Problem("spec.artifact_s3_uri", checked.artifact_s3_uri,
-                                    f"at most {ARTIFACT_URL_MAX} characters", "use a shorter S3 key"))
+            problems.append(
+                Problem(
+                    "spec.artifact_s3_uri",
+                    checked.artifact_s3_uri,
+                    f"at most {ARTIFACT_URL_MAX} characters",
+                    "use a shorter S3 key",
+                )
+            )
         if problems or checked is None:
             raise ConfigurationError(problems, source=self.node.path)
         spec = checked

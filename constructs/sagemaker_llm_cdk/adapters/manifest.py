@@ -11,6 +11,7 @@ A model with hundreds of adapters names them in a manifest instead of the config
 An ``s3://`` manifest is read with boto3 at synth time, with the credentials the CDK CLI
 runs with.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,14 @@ def load_adapter_manifest(location: str, *, base_dir: Path | str, s3_client: Any
         except (OSError, UnicodeDecodeError) as error:
             reason = getattr(error, "strerror", None) or str(error)
             raise ConfigurationError(
-                [Problem(FIELD, location, f"a readable JSON or YAML file (looked for {path}: {reason})",
-                         "check the path; a relative path starts at the config file's folder")],
+                [
+                    Problem(
+                        FIELD,
+                        location,
+                        f"a readable JSON or YAML file (looked for {path}: {reason})",
+                        "check the path; a relative path starts at the config file's folder",
+                    )
+                ],
                 source=source,
             ) from None
     data = _parse(text, source, json_only=source.lower().endswith(".json"))
@@ -67,15 +74,27 @@ def adapters_from(data: Any, *, source: str) -> tuple[AdapterSpec, ...]:
         unknown = sorted(str(key) for key in data if key != "adapters")
         if unknown or "adapters" not in data:
             raise ConfigurationError(
-                [Problem(FIELD, sorted(str(k) for k in data), _SHAPE,
-                         "put the adapters under 'adapters:' and remove other keys" if unknown else "add 'adapters:'")],
+                [
+                    Problem(
+                        FIELD,
+                        sorted(str(k) for k in data),
+                        _SHAPE,
+                        "put the adapters under 'adapters:' and remove other keys" if unknown else "add 'adapters:'",
+                    )
+                ],
                 source=source,
             )
         items = data["adapters"]
     if not isinstance(items, list):
         raise ConfigurationError(
-            [Problem(FIELD, type(items).__name__ if items is not None else MISSING, _SHAPE,
-                     "write one '- {name: ..., artifact_s3_uri: ...}' line per adapter")],
+            [
+                Problem(
+                    FIELD,
+                    type(items).__name__ if items is not None else MISSING,
+                    _SHAPE,
+                    "write one '- {name: ..., artifact_s3_uri: ...}' line per adapter",
+                )
+            ],
             source=source,
         )
     problems: list[Problem] = []
@@ -84,8 +103,11 @@ def adapters_from(data: Any, *, source: str) -> tuple[AdapterSpec, ...]:
     for index, item in enumerate(items):
         path = f"{FIELD}[{index}]"
         if not isinstance(item, dict):
-            problems.append(Problem(path, item, "a mapping {name, artifact_s3_uri}",
-                                    "write the adapter as name and artifact_s3_uri"))
+            problems.append(
+                Problem(
+                    path, item, "a mapping {name, artifact_s3_uri}", "write the adapter as name and artifact_s3_uri"
+                )
+            )
             continue
         try:
             adapter = AdapterSpec.model_validate(item)
@@ -93,8 +115,14 @@ def adapters_from(data: Any, *, source: str) -> tuple[AdapterSpec, ...]:
             problems.extend(p.under(path) for p in problems_from(error, AdapterSpec))
             continue
         if adapter.name in seen:
-            problems.append(Problem(f"{path}.name", adapter.name, f"a name not used by {FIELD}[{seen[adapter.name]}]",
-                                    "rename one of the two"))
+            problems.append(
+                Problem(
+                    f"{path}.name",
+                    adapter.name,
+                    f"a name not used by {FIELD}[{seen[adapter.name]}]",
+                    "rename one of the two",
+                )
+            )
         seen.setdefault(adapter.name, index)
         adapters.append(adapter)
     if problems:
@@ -107,8 +135,14 @@ def _read_s3(location: str, client: Any) -> str:
     key = match.group("key") if match else None
     if not match or not key or key.endswith("/"):
         raise ConfigurationError(
-            [Problem(FIELD, location, "s3://bucket/key of one object (a JSON or YAML file)",
-                     "write the full object key, e.g. s3://my-bucket/adapters.yaml")],
+            [
+                Problem(
+                    FIELD,
+                    location,
+                    "s3://bucket/key of one object (a JSON or YAML file)",
+                    "write the full object key, e.g. s3://my-bucket/adapters.yaml",
+                )
+            ],
             source=location,
         )
     from botocore.exceptions import BotoCoreError, ClientError
@@ -122,9 +156,15 @@ def _read_s3(location: str, client: Any) -> str:
         return body.decode("utf-8")
     except (BotoCoreError, ClientError, UnicodeDecodeError) as error:
         raise ConfigurationError(
-            [Problem(FIELD, location, f"an S3 object this synth can read (AWS said: {_aws_error(error)})",
-                     "download it (`aws s3 cp " + location + " adapters.yaml`) and point adapters_manifest at the "
-                     "file, or synth with credentials that may read it")],
+            [
+                Problem(
+                    FIELD,
+                    location,
+                    f"an S3 object this synth can read (AWS said: {_aws_error(error)})",
+                    "download it (`aws s3 cp " + location + " adapters.yaml`) and point adapters_manifest at the "
+                    "file, or synth with credentials that may read it",
+                )
+            ],
             source=location,
         ) from None
 
@@ -136,9 +176,6 @@ def _aws_error(error: Exception) -> str:
         info = error.response.get("Error", {})
         return f"{info.get('Code', 'error')}: {info.get('Message') or error}"
     return f"{type(error).__name__}: {error}"
-
-
-
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -158,11 +195,13 @@ def _parse(text: str, source: str, *, json_only: bool) -> Any:
             where, problem = f"line {error.lineno}, column {error.colno}", error.msg
         except ValueError as error:
             where, problem = "(whole file)", str(error)
-        raise ConfigurationError([Problem(f"{FIELD} ({where})", problem, "valid JSON", "fix the syntax there")],
-                                 source=source)
+        raise ConfigurationError(
+            [Problem(f"{FIELD} ({where})", problem, "valid JSON", "fix the syntax there")], source=source
+        )
     try:
         return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
         where, problem = yaml_error_position(error)
-        raise ConfigurationError([Problem(f"{FIELD} ({where})", problem, "valid YAML", "fix the syntax there")],
-                                 source=source) from None
+        raise ConfigurationError(
+            [Problem(f"{FIELD} ({where})", problem, "valid YAML", "fix the syntax there")], source=source
+        ) from None

@@ -7,6 +7,7 @@ structured output, reasoning content, streaming and async. The frameworks are im
 connector is first used: importing this package (or the transports) needs botocore alone, like
 ``sagemaker_llm_cdk.client``. Which routing suits which agent: docs/agents.md.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -26,8 +27,14 @@ _EXPORTS = {
     "ModelCallError": ("transport", None),
 }
 
-__all__ = ["ChatTransport", "EndpointTransport", "FrontDoorTransport", "ModelCallError", "SageMakerChatModel",
-           "SageMakerLLM"]
+__all__ = [
+    "ChatTransport",
+    "EndpointTransport",
+    "FrontDoorTransport",
+    "ModelCallError",
+    "SageMakerChatModel",
+    "SageMakerLLM",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -39,8 +46,10 @@ def __getattr__(name: str) -> Any:
     except ModuleNotFoundError as exc:
         if extra is None or (exc.name or "").startswith("sagemaker_llm_cdk"):
             raise
-        raise ModuleNotFoundError(f"{name} needs the {extra} extra: pip install 'sagemaker-llm-cdk[{extra}]' "
-                                  f"({exc.name} is missing)", name=exc.name) from exc
+        raise ModuleNotFoundError(
+            f"{name} needs the {extra} extra: pip install 'sagemaker-llm-cdk[{extra}]' ({exc.name} is missing)",
+            name=exc.name,
+        ) from exc
     value = getattr(loaded, name)
     globals()[name] = value
     return value

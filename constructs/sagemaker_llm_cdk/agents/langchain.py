@@ -21,6 +21,7 @@ Streaming uses ``InvokeEndpointWithResponseStream`` (on a conversation's open se
 a stateless front-door call is answered buffered, as one chunk, because a stream cannot create a session).
 Async methods run the blocking botocore call in a worker thread (botocore has no asyncio client).
 """
+
 from __future__ import annotations
 
 import json
@@ -64,10 +65,13 @@ class SageMakerChatModel(BaseChatModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    transport: Any = Field(description="Where requests go: an EndpointTransport, FrontDoorTransport or any "
-                                       "ChatTransport.")
-    conversation: Optional[str] = Field(default=None, description=(
-        "The conversation every call belongs to. Default: the LangGraph thread id of the run, else none."))
+    transport: Any = Field(
+        description="Where requests go: an EndpointTransport, FrontDoorTransport or any ChatTransport."
+    )
+    conversation: Optional[str] = Field(
+        default=None,
+        description=("The conversation every call belongs to. Default: the LangGraph thread id of the run, else none."),
+    )
     model_name: str = Field(default="sagemaker-lmi", description="Reported as ls_model_name in traces.")
     temperature: Optional[float] = None
     top_p: Optional[float] = None
@@ -77,11 +81,20 @@ class SageMakerChatModel(BaseChatModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
-    def for_component(cls, endpoint_name: str, component: str, *, runtime_client: Any = None,
-                      region: Optional[str] = None, **kwargs: Any) -> "SageMakerChatModel":
+    def for_component(
+        cls,
+        endpoint_name: str,
+        component: str,
+        *,
+        runtime_client: Any = None,
+        region: Optional[str] = None,
+        **kwargs: Any,
+    ) -> "SageMakerChatModel":
         """Straight to ``component`` on ``endpoint_name`` (``sagemaker:InvokeEndpoint``); stateless."""
-        return cls(transport=EndpointTransport(endpoint_name, component, runtime_client=runtime_client, region=region),
-                   **kwargs)
+        return cls(
+            transport=EndpointTransport(endpoint_name, component, runtime_client=runtime_client, region=region),
+            **kwargs,
+        )
 
     @classmethod
     def for_front_door(cls, client: Any, *, component: Optional[str] = None, **kwargs: Any) -> "SageMakerChatModel":
@@ -95,8 +108,11 @@ class SageMakerChatModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         transport = self.transport
-        return {"model_name": self.model_name, "transport": type(transport).__name__,
-                "component": getattr(transport, "component", None)}
+        return {
+            "model_name": self.model_name,
+            "transport": type(transport).__name__,
+            "component": getattr(transport, "component", None),
+        }
 
     def _get_ls_params(self, stop: Optional[list[str]] = None, **kwargs: Any) -> Any:
         params = super()._get_ls_params(stop=stop, **kwargs)
@@ -106,9 +122,13 @@ class SageMakerChatModel(BaseChatModel):
 
     # ------------------------------------------------------------------ tools
 
-    def bind_tools(self, tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool], *,
-                   tool_choice: Optional[str | bool | dict[str, Any]] = None,
-                   **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: Optional[str | bool | dict[str, Any]] = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
         """Bind tools (OpenAI function schemas, Pydantic classes, functions or LangChain tools).
 
         ``tool_choice``: ``auto``, ``none``, ``any``/``required`` (some tool must be called) or a tool's name.
@@ -126,29 +146,59 @@ class SageMakerChatModel(BaseChatModel):
     # The run's config reaches _generate/_stream only through these entry points: its thread id is passed on as
     # ``conversation`` (a bound or explicit ``conversation`` wins).
 
-    def invoke(self, input: LanguageModelInput, config: Optional[RunnableConfig] = None, *,
-               stop: Optional[list[str]] = None, **kwargs: Any) -> AIMessage:
+    def invoke(
+        self,
+        input: LanguageModelInput,
+        config: Optional[RunnableConfig] = None,
+        *,
+        stop: Optional[list[str]] = None,
+        **kwargs: Any,
+    ) -> AIMessage:
         return super().invoke(input, config, stop=stop, **_with_thread(config, kwargs))
 
-    async def ainvoke(self, input: LanguageModelInput, config: Optional[RunnableConfig] = None, *,
-                      stop: Optional[list[str]] = None, **kwargs: Any) -> AIMessage:
+    async def ainvoke(
+        self,
+        input: LanguageModelInput,
+        config: Optional[RunnableConfig] = None,
+        *,
+        stop: Optional[list[str]] = None,
+        **kwargs: Any,
+    ) -> AIMessage:
         return await super().ainvoke(input, config, stop=stop, **_with_thread(config, kwargs))
 
-    def stream(self, input: LanguageModelInput, config: Optional[RunnableConfig] = None, *,
-               stop: Optional[list[str]] = None, **kwargs: Any) -> Iterator[AIMessageChunk]:
+    def stream(
+        self,
+        input: LanguageModelInput,
+        config: Optional[RunnableConfig] = None,
+        *,
+        stop: Optional[list[str]] = None,
+        **kwargs: Any,
+    ) -> Iterator[AIMessageChunk]:
         return super().stream(input, config, stop=stop, **_with_thread(config, kwargs))
 
-    async def astream(self, input: LanguageModelInput, config: Optional[RunnableConfig] = None, *,
-                      stop: Optional[list[str]] = None, **kwargs: Any) -> AsyncIterator[AIMessageChunk]:
+    async def astream(
+        self,
+        input: LanguageModelInput,
+        config: Optional[RunnableConfig] = None,
+        *,
+        stop: Optional[list[str]] = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[AIMessageChunk]:
         async for chunk in super().astream(input, config, stop=stop, **_with_thread(config, kwargs)):
             yield chunk
 
     def _body(self, messages: list[BaseMessage], stop: Optional[list[str]], kwargs: dict[str, Any]) -> dict[str, Any]:
-        parameters = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
-                      "stop": stop or self.stop, "seed": self.seed}
+        parameters = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "stop": stop or self.stop,
+            "seed": self.seed,
+        }
         parameters.update({k: v for k, v in kwargs.items() if k in oa.GENERATION_KEYS})
-        return oa.request_body(to_openai_messages(messages), parameters, {**self.extra_body,
-                                                                          **kwargs.get("extra_body", {})})
+        return oa.request_body(
+            to_openai_messages(messages), parameters, {**self.extra_body, **kwargs.get("extra_body", {})}
+        )
 
     def _conversation(self, kwargs: dict[str, Any], run_manager: Any = None) -> Optional[str]:
         """``conversation`` bound, passed or set on the model, else the run's thread id (from the config given to
@@ -159,38 +209,61 @@ class SageMakerChatModel(BaseChatModel):
         thread = ensure_config().get("configurable", {}).get("thread_id")
         return str(thread) if thread is not None else None
 
-    def _generate(self, messages: list[BaseMessage], stop: Optional[list[str]] = None,
-                  run_manager: Optional[CallbackManagerForLLMRun] = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: Optional[list[str]] = None,
+        run_manager: Optional[CallbackManagerForLLMRun] = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         transport: ChatTransport = self.transport
-        completion = transport.complete(self._body(messages, stop, kwargs),
-                                        conversation=self._conversation(kwargs, run_manager))
+        completion = transport.complete(
+            self._body(messages, stop, kwargs), conversation=self._conversation(kwargs, run_manager)
+        )
         reply = oa.read_completion(completion)
         message = _ai_message(reply)
         info = {"finish_reason": reply.finish_reason}
-        return ChatResult(generations=[ChatGeneration(message=message, generation_info=info)],
-                          llm_output={"model_name": reply.model or self.model_name, "id": reply.id})
+        return ChatResult(
+            generations=[ChatGeneration(message=message, generation_info=info)],
+            llm_output={"model_name": reply.model or self.model_name, "id": reply.id},
+        )
 
-    def _stream(self, messages: list[BaseMessage], stop: Optional[list[str]] = None,
-                run_manager: Optional[CallbackManagerForLLMRun] = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: Optional[list[str]] = None,
+        run_manager: Optional[CallbackManagerForLLMRun] = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
         transport: ChatTransport = self.transport
         body = self._body(messages, stop, kwargs)
         for raw in transport.stream(body, conversation=self._conversation(kwargs, run_manager)):
             delta = oa.read_chunk(raw)
-            chunk = ChatGenerationChunk(message=_ai_chunk(delta),
-                                        generation_info={"finish_reason": delta.finish_reason}
-                                        if delta.finish_reason else None)
+            chunk = ChatGenerationChunk(
+                message=_ai_chunk(delta),
+                generation_info={"finish_reason": delta.finish_reason} if delta.finish_reason else None,
+            )
             if run_manager is not None and delta.content:
                 run_manager.on_llm_new_token(delta.content, chunk=chunk)
             yield chunk
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: Optional[list[str]] = None,
-                         run_manager: Optional[AsyncCallbackManagerForLLMRun] = None, **kwargs: Any) -> ChatResult:
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: Optional[list[str]] = None,
+        run_manager: Optional[AsyncCallbackManagerForLLMRun] = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         kwargs.setdefault("conversation", self._conversation(kwargs, run_manager))
         return await run_in_executor(None, self._generate, messages, stop, None, **kwargs)
 
-    async def _astream(self, messages: list[BaseMessage], stop: Optional[list[str]] = None,
-                       run_manager: Optional[AsyncCallbackManagerForLLMRun] = None,
-                       **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: Optional[list[str]] = None,
+        run_manager: Optional[AsyncCallbackManagerForLLMRun] = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
         kwargs.setdefault("conversation", self._conversation(kwargs, run_manager))
         iterator = await run_in_executor(None, lambda: iter(self._stream(messages, stop, None, **kwargs)))
         done = ChatGenerationChunk(message=AIMessageChunk(content=""))  # the end marker, never yielded
@@ -238,19 +311,31 @@ def to_openai_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
             out.append({"role": "user", "content": _text(message.content)})
         elif isinstance(message, AIMessage):
             entry: dict[str, Any] = {"role": "assistant", "content": _text(message.content) or None}
-            calls: list[dict[str, Any]] = [{"id": call["id"], "type": "function",
-                      "function": {"name": call["name"], "arguments": json.dumps(call["args"], ensure_ascii=False)}}
-                     for call in message.tool_calls]
-            calls += [{"id": call["id"], "type": "function",
-                       "function": {"name": call["name"], "arguments": call["args"] or ""}}
-                      for call in message.invalid_tool_calls]
+            calls: list[dict[str, Any]] = [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": json.dumps(call["args"], ensure_ascii=False)},
+                }
+                for call in message.tool_calls
+            ]
+            calls += [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": call["args"] or ""},
+                }
+                for call in message.invalid_tool_calls
+            ]
             if calls:
                 entry["tool_calls"] = calls
             if entry["content"] is None and not calls:
                 entry["content"] = ""
             out.append(entry)
         elif isinstance(message, ToolMessage):
-            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": _tool_content(message.content)})
+            out.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": _tool_content(message.content)}
+            )
         elif isinstance(message, ChatMessage):
             out.append({"role": message.role, "content": _text(message.content)})
         else:
@@ -267,25 +352,40 @@ def _usage(reply_usage: Optional[dict[str, int]]) -> Optional[UsageMetadata]:
     if not reply_usage:
         return None
     prompt, completion = reply_usage.get("prompt_tokens", 0), reply_usage.get("completion_tokens", 0)
-    return UsageMetadata(input_tokens=prompt, output_tokens=completion,
-                         total_tokens=reply_usage.get("total_tokens", prompt + completion))
+    return UsageMetadata(
+        input_tokens=prompt, output_tokens=completion, total_tokens=reply_usage.get("total_tokens", prompt + completion)
+    )
 
 
 def _ai_message(reply: oa.Reply) -> AIMessage:
     calls = [tool_call(name=c.name, args=c.arguments, id=c.id) for c in reply.tool_calls if c.error is None]
-    invalid = [invalid_tool_call(name=c.name, args=c.raw_arguments, id=c.id, error=c.error)
-               for c in reply.tool_calls if c.error is not None]
+    invalid = [
+        invalid_tool_call(name=c.name, args=c.raw_arguments, id=c.id, error=c.error)
+        for c in reply.tool_calls
+        if c.error is not None
+    ]
     extra = {"reasoning_content": reply.reasoning} if reply.reasoning is not None else {}
-    return AIMessage(content=reply.content, tool_calls=calls, invalid_tool_calls=invalid, additional_kwargs=extra,
-                     usage_metadata=_usage(reply.usage),
-                     response_metadata={"finish_reason": reply.finish_reason, "model_name": reply.model},
-                     id=reply.id)
+    return AIMessage(
+        content=reply.content,
+        tool_calls=calls,
+        invalid_tool_calls=invalid,
+        additional_kwargs=extra,
+        usage_metadata=_usage(reply.usage),
+        response_metadata={"finish_reason": reply.finish_reason, "model_name": reply.model},
+        id=reply.id,
+    )
 
 
 def _ai_chunk(delta: oa.StreamDelta) -> AIMessageChunk:
-    chunks = [tool_call_chunk(name=p["name"], args=p["arguments"], id=p["id"], index=p["index"])
-              for p in delta.tool_calls]
+    chunks = [
+        tool_call_chunk(name=p["name"], args=p["arguments"], id=p["id"], index=p["index"]) for p in delta.tool_calls
+    ]
     extra = {"reasoning_content": delta.reasoning} if delta.reasoning else {}
     metadata = {"finish_reason": delta.finish_reason} if delta.finish_reason else {}
-    return AIMessageChunk(content=delta.content, tool_call_chunks=chunks, additional_kwargs=extra,
-                          usage_metadata=_usage(delta.usage), response_metadata=metadata)
+    return AIMessageChunk(
+        content=delta.content,
+        tool_call_chunks=chunks,
+        additional_kwargs=extra,
+        usage_metadata=_usage(delta.usage),
+        response_metadata=metadata,
+    )

@@ -15,6 +15,7 @@ reach one instance; without one, calls are stateless. Tool calls are kept on the
 ``ToolCallBlock`` blocks and as OpenAI ``tool_calls`` in ``additional_kwargs``; reasoning content as a
 ``ThinkingBlock`` and ``additional_kwargs["reasoning_content"]``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -54,21 +55,30 @@ class SageMakerLLM(FunctionCallingLLM):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     transport: Any = Field(description="An EndpointTransport, FrontDoorTransport or any ChatTransport.")
-    conversation: Optional[str] = Field(default=None, description=(
-        "The front-door conversation every call belongs to; default none (stateless)."))
+    conversation: Optional[str] = Field(
+        default=None, description=("The front-door conversation every call belongs to; default none (stateless).")
+    )
     model: str = Field(default="sagemaker-lmi", description="The name reported in metadata.")
-    context_window: int = Field(default=32768, description="The served model's context, tokens "
-                                                            "(OPTION_MAX_MODEL_LEN).")
+    context_window: int = Field(default=32768, description="The served model's context, tokens (OPTION_MAX_MODEL_LEN).")
     max_tokens: Optional[int] = None
     temperature: Optional[float] = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
-    def for_component(cls, endpoint_name: str, component: str, *, runtime_client: Any = None,
-                      region: Optional[str] = None, **kwargs: Any) -> "SageMakerLLM":
+    def for_component(
+        cls,
+        endpoint_name: str,
+        component: str,
+        *,
+        runtime_client: Any = None,
+        region: Optional[str] = None,
+        **kwargs: Any,
+    ) -> "SageMakerLLM":
         """Straight to ``component`` on ``endpoint_name`` (``sagemaker:InvokeEndpoint``); stateless."""
-        return cls(transport=EndpointTransport(endpoint_name, component, runtime_client=runtime_client, region=region),
-                   **kwargs)
+        return cls(
+            transport=EndpointTransport(endpoint_name, component, runtime_client=runtime_client, region=region),
+            **kwargs,
+        )
 
     @classmethod
     def for_front_door(cls, client: Any, *, component: Optional[str] = None, **kwargs: Any) -> "SageMakerLLM":
@@ -85,16 +95,22 @@ class SageMakerLLM(FunctionCallingLLM):
 
     @property
     def metadata(self) -> LLMMetadata:
-        return LLMMetadata(context_window=self.context_window, num_output=self.max_tokens or 256,
-                           is_chat_model=True, is_function_calling_model=True, model_name=self.model)
+        return LLMMetadata(
+            context_window=self.context_window,
+            num_output=self.max_tokens or 256,
+            is_chat_model=True,
+            is_function_calling_model=True,
+            model_name=self.model,
+        )
 
     # ------------------------------------------------------------------ requests
 
     def _body(self, messages: Sequence[ChatMessage], kwargs: dict[str, Any]) -> dict[str, Any]:
         parameters = {"temperature": self.temperature, "max_tokens": self.max_tokens}
         parameters.update({k: v for k, v in kwargs.items() if k in oa.GENERATION_KEYS})
-        return oa.request_body(to_openai_messages(messages), parameters,
-                               {**self.extra_body, **kwargs.get("extra_body", {})})
+        return oa.request_body(
+            to_openai_messages(messages), parameters, {**self.extra_body, **kwargs.get("extra_body", {})}
+        )
 
     def _conversation(self, kwargs: dict[str, Any]) -> Optional[str]:
         chosen = kwargs.get("conversation") or self.conversation
@@ -104,8 +120,11 @@ class SageMakerLLM(FunctionCallingLLM):
         transport: ChatTransport = self.transport
         completion = transport.complete(self._body(messages, kwargs), conversation=self._conversation(kwargs))
         reply = oa.read_completion(completion)
-        return ChatResponse(message=_assistant(reply), raw=completion,
-                            additional_kwargs={"usage": reply.usage, "finish_reason": reply.finish_reason})
+        return ChatResponse(
+            message=_assistant(reply),
+            raw=completion,
+            additional_kwargs={"usage": reply.usage, "finish_reason": reply.finish_reason},
+        )
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
         transport: ChatTransport = self.transport
@@ -118,8 +137,12 @@ class SageMakerLLM(FunctionCallingLLM):
                 delta = oa.read_chunk(raw)
                 deltas.append(delta)
                 so_far = oa.merge_stream(deltas)
-                yield ChatResponse(message=_assistant(so_far), delta=delta.content, raw=raw,
-                                   additional_kwargs={"usage": so_far.usage, "finish_reason": so_far.finish_reason})
+                yield ChatResponse(
+                    message=_assistant(so_far),
+                    delta=delta.content,
+                    raw=raw,
+                    additional_kwargs={"usage": so_far.usage, "finish_reason": so_far.finish_reason},
+                )
 
         return generate()
 
@@ -167,26 +190,38 @@ class SageMakerLLM(FunctionCallingLLM):
 
     # ------------------------------------------------------------------ tools
 
-    def _prepare_chat_with_tools(self, tools: Sequence["BaseTool"], user_msg: Optional[str | ChatMessage] = None,
-                                 chat_history: Optional[list[ChatMessage]] = None, verbose: bool = False,
-                                 allow_parallel_tool_calls: bool = False, tool_required: bool = False,
-                                 **kwargs: Any) -> dict[str, Any]:
+    def _prepare_chat_with_tools(
+        self,
+        tools: Sequence["BaseTool"],
+        user_msg: Optional[str | ChatMessage] = None,
+        chat_history: Optional[list[ChatMessage]] = None,
+        verbose: bool = False,
+        allow_parallel_tool_calls: bool = False,
+        tool_required: bool = False,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         """The chat call's arguments: messages, OpenAI tool schemas, ``tool_choice`` (``required`` when
         ``tool_required``, else ``auto``) and ``parallel_tool_calls``."""
         messages = list(chat_history or [])
         if user_msg is not None:
-            messages.append(ChatMessage(role=MessageRole.USER, content=user_msg) if isinstance(user_msg, str)
-                            else user_msg)
+            messages.append(
+                ChatMessage(role=MessageRole.USER, content=user_msg) if isinstance(user_msg, str) else user_msg
+            )
         specs = [tool.metadata.to_openai_tool() for tool in tools]
         prepared: dict[str, Any] = {"messages": messages, **kwargs}
         if specs:
-            prepared.update({"tools": specs, "tool_choice": kwargs.get("tool_choice") or
-                             ("required" if tool_required else "auto"),
-                             "parallel_tool_calls": allow_parallel_tool_calls})
+            prepared.update(
+                {
+                    "tools": specs,
+                    "tool_choice": kwargs.get("tool_choice") or ("required" if tool_required else "auto"),
+                    "parallel_tool_calls": allow_parallel_tool_calls,
+                }
+            )
         return prepared
 
-    def get_tool_calls_from_response(self, response: ChatResponse, error_on_no_tool_call: bool = True,
-                                     **kwargs: Any) -> list[ToolSelection]:
+    def get_tool_calls_from_response(
+        self, response: ChatResponse, error_on_no_tool_call: bool = True, **kwargs: Any
+    ) -> list[ToolSelection]:
         calls = [block for block in response.message.blocks if isinstance(block, ToolCallBlock)]
         if not calls and error_on_no_tool_call:
             raise ValueError(f"the model called no tool (it answered: {str(response.message.content)[:200]!r})")
@@ -195,8 +230,9 @@ class SageMakerLLM(FunctionCallingLLM):
             arguments = block.tool_kwargs
             if isinstance(arguments, str):
                 arguments, _ = oa.parse_arguments(arguments)
-            selections.append(ToolSelection(tool_id=block.tool_call_id or "", tool_name=block.tool_name,
-                                            tool_kwargs=arguments))
+            selections.append(
+                ToolSelection(tool_id=block.tool_call_id or "", tool_name=block.tool_name, tool_kwargs=arguments)
+            )
         return selections
 
 
@@ -212,12 +248,18 @@ def _assistant(reply: oa.Reply) -> ChatMessage:
     if reply.content:
         blocks.append(TextBlock(text=reply.content))
     for call in reply.tool_calls:
-        blocks.append(ToolCallBlock(tool_call_id=call.id, tool_name=call.name,
-                                    tool_kwargs=call.arguments if call.error is None else call.raw_arguments))
+        blocks.append(
+            ToolCallBlock(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                tool_kwargs=call.arguments if call.error is None else call.raw_arguments,
+            )
+        )
     if reply.tool_calls:
-        extra["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name,
-                                                                               "arguments": c.raw_arguments}}
-                               for c in reply.tool_calls]
+        extra["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
+            for c in reply.tool_calls
+        ]
     return ChatMessage(role=MessageRole.ASSISTANT, blocks=blocks, additional_kwargs=extra)
 
 
@@ -233,16 +275,29 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
         role = message.role.value if isinstance(message.role, MessageRole) else str(message.role)
         content = _content(message)
         if role == MessageRole.TOOL.value:
-            out.append({"role": "tool", "tool_call_id": str(message.additional_kwargs.get("tool_call_id", "")),
-                        "content": content or ""})
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": str(message.additional_kwargs.get("tool_call_id", "")),
+                    "content": content or "",
+                }
+            )
             continue
         if role == MessageRole.ASSISTANT.value:
             calls = message.additional_kwargs.get("tool_calls") or [
-                {"id": block.tool_call_id, "type": "function",
-                 "function": {"name": block.tool_name, "arguments": block.tool_kwargs
-                              if isinstance(block.tool_kwargs, str)
-                              else json.dumps(block.tool_kwargs, ensure_ascii=False)}}
-                for block in message.blocks if isinstance(block, ToolCallBlock)]
+                {
+                    "id": block.tool_call_id,
+                    "type": "function",
+                    "function": {
+                        "name": block.tool_name,
+                        "arguments": block.tool_kwargs
+                        if isinstance(block.tool_kwargs, str)
+                        else json.dumps(block.tool_kwargs, ensure_ascii=False),
+                    },
+                }
+                for block in message.blocks
+                if isinstance(block, ToolCallBlock)
+            ]
             entry: dict[str, Any] = {"role": "assistant", "content": content}
             if calls:
                 entry["tool_calls"] = calls

@@ -5,16 +5,36 @@ a tool-call parser (``tools:`` in the model's settings), and the model's thinkin
 (``reasoning`` in newer vLLM) when served with a reasoning parser (``reasoning:``). Both connectors read them
 here, so they agree on every edge: arguments that are not JSON, a stream that splits a call over many chunks.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
 
-GENERATION_KEYS = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed", "n",
-                   "presence_penalty", "frequency_penalty", "logprobs", "top_logprobs", "response_format",
-                   "tools", "tool_choice", "parallel_tool_calls", "stream_options", "top_k", "min_p",
-                   "repetition_penalty", "chat_template_kwargs", "skip_special_tokens")
+GENERATION_KEYS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "seed",
+    "n",
+    "presence_penalty",
+    "frequency_penalty",
+    "logprobs",
+    "top_logprobs",
+    "response_format",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "stream_options",
+    "top_k",
+    "min_p",
+    "repetition_penalty",
+    "chat_template_kwargs",
+    "skip_special_tokens",
+)
 """Request fields a connector passes on to the model (OpenAI's, and vLLM's extra sampling fields)."""
 
 
@@ -71,8 +91,13 @@ def tool_call(call: Mapping[str, Any], index: int) -> ToolCall:
     raw = function.get("arguments", "")
     arguments, error = parse_arguments(raw)
     text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
-    return ToolCall(id=str(call.get("id") or f"call_{index}"), name=str(function.get("name") or ""),
-                    arguments=arguments, raw_arguments=text, error=error)
+    return ToolCall(
+        id=str(call.get("id") or f"call_{index}"),
+        name=str(function.get("name") or ""),
+        arguments=arguments,
+        raw_arguments=text,
+        error=error,
+    )
 
 
 def usage_of(completion: Mapping[str, Any]) -> Optional[dict[str, int]]:
@@ -88,10 +113,15 @@ def read_completion(completion: Mapping[str, Any]) -> Reply:
     choice = completion["choices"][0]
     message = choice.get("message") or {}
     content = message.get("content")
-    return Reply(content=content if isinstance(content, str) else "", reasoning=reasoning_of(message),
-                 tool_calls=[tool_call(c, i) for i, c in enumerate(message.get("tool_calls") or [])],
-                 finish_reason=choice.get("finish_reason"), usage=usage_of(completion),
-                 model=completion.get("model"), id=completion.get("id"))
+    return Reply(
+        content=content if isinstance(content, str) else "",
+        reasoning=reasoning_of(message),
+        tool_calls=[tool_call(c, i) for i, c in enumerate(message.get("tool_calls") or [])],
+        finish_reason=choice.get("finish_reason"),
+        usage=usage_of(completion),
+        model=completion.get("model"),
+        id=completion.get("id"),
+    )
 
 
 @dataclass
@@ -118,11 +148,16 @@ def read_chunk(chunk: Mapping[str, Any]) -> StreamDelta:
     for position, call in enumerate(part.get("tool_calls") or []):
         function = call.get("function") or {}
         arguments = function.get("arguments")
-        delta.tool_calls.append({
-            "index": call.get("index", position), "id": call.get("id"), "name": function.get("name"),
-            "arguments": arguments if isinstance(arguments, str) else
-            (json.dumps(arguments, ensure_ascii=False) if arguments is not None else ""),
-        })
+        delta.tool_calls.append(
+            {
+                "index": call.get("index", position),
+                "id": call.get("id"),
+                "name": function.get("name"),
+                "arguments": arguments
+                if isinstance(arguments, str)
+                else (json.dumps(arguments, ensure_ascii=False) if arguments is not None else ""),
+            }
+        )
     delta.finish_reason = choice.get("finish_reason")
     return delta
 
@@ -144,8 +179,10 @@ def merge_stream(deltas: Iterable[StreamDelta]) -> Reply:
         reply.finish_reason = delta.finish_reason or reply.finish_reason
         reply.usage = delta.usage or reply.usage
     reply.reasoning = "".join(reasoning) if reasoning else None
-    reply.tool_calls = [tool_call({"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}, i)
-                        for i, c in sorted(calls.items())]
+    reply.tool_calls = [
+        tool_call({"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}, i)
+        for i, c in sorted(calls.items())
+    ]
     return reply
 
 
@@ -170,8 +207,9 @@ def openai_tool_choice(choice: Any, tool_names: list[str]) -> Any:
     raise ValueError(f"tool_choice {choice!r}: give auto, none, any/required, or a tool's name")
 
 
-def request_body(messages: list[dict[str, Any]], parameters: Mapping[str, Any],
-                 extra_body: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+def request_body(
+    messages: list[dict[str, Any]], parameters: Mapping[str, Any], extra_body: Optional[Mapping[str, Any]] = None
+) -> dict[str, Any]:
     """The chat-completions body: the messages, the known generation fields that are set, then ``extra_body``."""
     body: dict[str, Any] = {"messages": messages}
     for key in GENERATION_KEYS:

@@ -15,6 +15,7 @@ it to a transport with the conversation it belongs to.
   (SageMaker cannot create a stateful session with a streaming call; the front door opens it with a buffered
   one first). Needs ``front_door.grant_invoke_url`` (and ``grant_stream`` to stream).
 """
+
 from __future__ import annotations
 
 import json
@@ -74,8 +75,9 @@ class EndpointTransport:
     :param region: the endpoint's region, when ``runtime_client`` is not given.
     """
 
-    def __init__(self, endpoint_name: str, component: str, *, runtime_client: Any = None,
-                 region: Optional[str] = None) -> None:
+    def __init__(
+        self, endpoint_name: str, component: str, *, runtime_client: Any = None, region: Optional[str] = None
+    ) -> None:
         if not endpoint_name or not component:
             raise ValueError("endpoint_name and component are required (the stack prints both)")
         if runtime_client is None:
@@ -83,23 +85,31 @@ class EndpointTransport:
             from botocore.config import Config
 
             runtime_client = botocore.session.get_session().create_client(
-                "sagemaker-runtime", region_name=region,
-                config=Config(read_timeout=70, retries={"mode": "standard", "total_max_attempts": 3}))
+                "sagemaker-runtime",
+                region_name=region,
+                config=Config(read_timeout=70, retries={"mode": "standard", "total_max_attempts": 3}),
+            )
         self.endpoint_name = endpoint_name
         self.component = component
         self.runtime = runtime_client
 
     def complete(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> dict[str, Any]:
         response = self.runtime.invoke_endpoint(
-            EndpointName=self.endpoint_name, InferenceComponentName=self.component,
-            ContentType="application/json", Accept="application/json", Body=_encode(body))
+            EndpointName=self.endpoint_name,
+            InferenceComponentName=self.component,
+            ContentType="application/json",
+            Accept="application/json",
+            Body=_encode(body),
+        )
         return _completion(response["Body"].read())
 
     def stream(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> Iterator[dict[str, Any]]:
         response = self.runtime.invoke_endpoint_with_response_stream(
-            EndpointName=self.endpoint_name, InferenceComponentName=self.component,
+            EndpointName=self.endpoint_name,
+            InferenceComponentName=self.component,
             ContentType="application/json",
-            Body=_encode({"stream_options": {"include_usage": True}, **body, "stream": True}))
+            Body=_encode({"stream_options": {"include_usage": True}, **body, "stream": True}),
+        )
         return _chunks(parse_stream(iter_stream_events(response["Body"])))
 
 
@@ -181,7 +191,9 @@ def _as_chunk(completion: dict[str, Any]) -> dict[str, Any]:
         calls = message.get("tool_calls")
         if isinstance(calls, list):
             message["tool_calls"] = [{**call, "index": call.get("index", i)} for i, call in enumerate(calls)]
-        choices.append({"index": choice.get("index", 0), "delta": message, "finish_reason": choice.get("finish_reason")})
+        choices.append(
+            {"index": choice.get("index", 0), "delta": message, "finish_reason": choice.get("finish_reason")}
+        )
     chunk = {k: v for k, v in completion.items() if k != "choices"}
     chunk.update({"object": "chat.completion.chunk", "choices": choices})
     return chunk

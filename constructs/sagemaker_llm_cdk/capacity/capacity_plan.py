@@ -25,6 +25,7 @@ A capacity plan is paid upfront and never refunded, so this module is careful in
 * A daily check publishes the days the plan has left; an alarm warns ``expiry_warning_days``
   ahead of the end, another when the check itself fails, both to a KMS-encrypted SNS topic.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,14 @@ from ..core.settings import validated
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
-from .settings import (CapacityPlanSpec, EXTEND_CONTEXT, PURCHASE_CONTEXT, _iso, spec_binding_problems,
-                       unknown_consent_problems)
+from .settings import (
+    CapacityPlanSpec,
+    EXTEND_CONTEXT,
+    PURCHASE_CONTEXT,
+    _iso,
+    spec_binding_problems,
+    unknown_consent_problems,
+)
 from ..core import grants
 from ..core.metrics import metric
 from ..core.nag import acknowledge_resource
@@ -70,6 +77,7 @@ STATUS_PARAMETER_PREFIX = f"{STATE_PREFIX}/capacity-plans/"
 """SSM parameters ``<prefix><plan>/status`` hold each plan's status (``when_not_active: on_demand``)."""
 SPENDING_ACTIONS = ("sagemaker:CreateTrainingPlan", "sagemaker:ExtendTrainingPlan", "sagemaker:CreateReservedCapacity")
 """IAM actions that spend money on capacity; granted only with the deploy-time consent."""
+
 
 def reserved_capacity_arns(stack: Stack) -> str:
     """Every reserved capacity of the stack's account and region.
@@ -101,11 +109,14 @@ class FileConsent:
         names = ",".join(sorted(_names(self.value))) or "<plan>"
         where = f"the context of {self.file}" if self.file != "cdk.context.json" else self.file
         return Problem(
-            f"{self.file} context {self.key}", self.value,
+            f"{self.file} context {self.key}",
+            self.value,
             f"no consent to {self.key} in a file the CDK CLI reads on every deploy (cdk.json, cdk.context.json, "
             f"~/.cdk.json): only -c {self.key}=<plan> on the deploy command consents",
             f'remove "{self.key}" from {where} and pass -c {self.key}={names} on the deploy command that should '
-            f'spend (make deploy CONTEXT="-c {self.key}={names}")', where=str(self.path))
+            f'spend (make deploy CONTEXT="-c {self.key}={names}")',
+            where=str(self.path),
+        )
 
 
 def file_consents(app_dir: Path | None = None, home: Path | None = None) -> list[FileConsent]:
@@ -126,8 +137,11 @@ def file_consents(app_dir: Path | None = None, home: Path | None = None) -> list
             continue
         context = data.get(section) if section is not None and isinstance(data, dict) else data
         if isinstance(context, dict):
-            found.extend(FileConsent(name, path, key, context[key])
-                         for key in (PURCHASE_CONTEXT, EXTEND_CONTEXT) if key in context)
+            found.extend(
+                FileConsent(name, path, key, context[key])
+                for key in (PURCHASE_CONTEXT, EXTEND_CONTEXT)
+                if key in context
+            )
     return found
 
 
@@ -162,10 +176,13 @@ def consent_problems(root: IConstruct) -> list[Problem]:
     """
     problems = [found.problem() for found in file_consents()]
     plans = _plans_in(root)
-    problems.extend(unknown_consent_problems(
-        {key: consented_plans(root, key) for key in (PURCHASE_CONTEXT, EXTEND_CONTEXT)},
-        reservable=[p.config_name for p in plans if p.mode == "reserve"],
-        extendable=[p.config_name for p in plans if p.spec.extension is not None]))
+    problems.extend(
+        unknown_consent_problems(
+            {key: consented_plans(root, key) for key in (PURCHASE_CONTEXT, EXTEND_CONTEXT)},
+            reservable=[p.config_name for p in plans if p.mode == "reserve"],
+            extendable=[p.config_name for p in plans if p.spec.extension is not None],
+        )
+    )
     return problems
 
 
@@ -277,9 +294,16 @@ class CapacityPlan(Construct):
         self.config_name = spec.plan_name
         """The plan's name in the config (``spec.name``): what ``-c purchase=`` / ``-c extend=`` name."""
         if spec.effective_mode == "reserve" and spec.physical_name is None:
-            prefix = name_prefix if name_prefix is not None else stack_prefix(
-                self, field="name", what="the capacity plan's name",
-                pin="pin the plan's name with physical_name (or pass name_prefix)")
+            prefix = (
+                name_prefix
+                if name_prefix is not None
+                else stack_prefix(
+                    self,
+                    field="name",
+                    what="the capacity plan's name",
+                    pin="pin the plan's name with physical_name (or pass name_prefix)",
+                )
+            )
             self.plan_name = spec.physical_plan_name(prefix)
         else:
             self.plan_name = spec.physical_plan_name("")
@@ -310,7 +334,9 @@ class CapacityPlan(Construct):
         self.currency_code: str | None = None
         self.purchase_approved = self.mode == "reserve" and self.config_name in consented_plans(self, PURCHASE_CONTEXT)
         """Whether this synth carries ``-c purchase=<name>``: only then may the purchase handler spend."""
-        self.extension_approved = spec.extension is not None and self.config_name in consented_plans(self, EXTEND_CONTEXT)
+        self.extension_approved = spec.extension is not None and self.config_name in consented_plans(
+            self, EXTEND_CONTEXT
+        )
         """Whether this synth carries ``-c extend=<name>``: only then may the extension be bought."""
         in_files = file_consents()
         if in_files:
@@ -331,12 +357,18 @@ class CapacityPlan(Construct):
         by the plan's check; no deploy resets it (``core.run_time_state``)."""
         if spec.when_not_active == "on_demand":
             self.status_parameter = RunTimeParameter(
-                self, "Status", parameter_name=status_parameter_name(self.plan_name), initial_value="Unknown",
-                plan_name=self.plan_name, plan_arns=self._described_arns(stack),
+                self,
+                "Status",
+                parameter_name=status_parameter_name(self.plan_name),
+                initial_value="Unknown",
+                plan_name=self.plan_name,
+                plan_arns=self._described_arns(stack),
                 description=f"Status of capacity plan {self.plan_name} (read at deploy and by its daily check); "
-                            "endpoints with when_not_active on_demand bind the plan only while it is Active")
+                "endpoints with when_not_active on_demand bind the plan only while it is Active",
+            )
         self.alarm_topic: sns.ITopic = alarm_topic or encrypted_alarm_topic(
-            self, "AlarmTopic", description=f"capacity plan {self.plan_name} alarms")
+            self, "AlarmTopic", description=f"capacity plan {self.plan_name} alarms"
+        )
         self._add_expiry_check()
         CfnOutput(self, "Arn", value=self.plan_arn, description=f"ARN of capacity plan {self.plan_name}")
         self._announce()
@@ -356,9 +388,17 @@ class CapacityPlan(Construct):
         alarm_topic: sns.ITopic | None = None,
     ) -> "CapacityPlan":
         """Use an existing plan (nothing is bought); its instance type and count make the binding checkable."""
-        return cls(scope, id, alarm_topic=alarm_topic, spec={
-            "existing_plan_arn": plan_arn, "instance_type": instance_type, "instance_count": instance_count,
-            "expiry_warning_days": expiry_warning_days})
+        return cls(
+            scope,
+            id,
+            alarm_topic=alarm_topic,
+            spec={
+                "existing_plan_arn": plan_arn,
+                "instance_type": instance_type,
+                "instance_count": instance_count,
+                "expiry_warning_days": expiry_warning_days,
+            },
+        )
 
     # ---------------------------------------------------------------- binding
     @property
@@ -387,42 +427,66 @@ class CapacityPlan(Construct):
         for other in self.bound_endpoints:
             if other.options is options:
                 continue
-            problems.append(Problem("capacity_plan", self.node.path,
-                                    f"a capacity plan no other endpoint uses (one endpoint per plan); "
-                                    f"{other.node.path} already runs on '{self.plan_name}'",
-                                    "declare a separate CapacityPlan for this endpoint"))
+            problems.append(
+                Problem(
+                    "capacity_plan",
+                    self.node.path,
+                    f"a capacity plan no other endpoint uses (one endpoint per plan); "
+                    f"{other.node.path} already runs on '{self.plan_name}'",
+                    "declare a separate CapacityPlan for this endpoint",
+                )
+            )
         return problems
 
     # ---------------------------------------------------------------- metrics
-    def metric_days_left(self, *, statistic: str = "Minimum", period: Duration | None = None,
-                         **kwargs: Any) -> cloudwatch.Metric:
+    def metric_days_left(
+        self, *, statistic: str = "Minimum", period: Duration | None = None, **kwargs: Any
+    ) -> cloudwatch.Metric:
         """Days until the plan ends (0 once over, missing or failed), from the daily check. Default: minimum over 1 day."""
-        return metric(METRICS_NAMESPACE, DAYS_LEFT_METRIC, {PLAN_NAME_DIMENSION: self.plan_name}, statistic=statistic,
-                      period=period or Duration.days(1), **kwargs)
+        return metric(
+            METRICS_NAMESPACE,
+            DAYS_LEFT_METRIC,
+            {PLAN_NAME_DIMENSION: self.plan_name},
+            statistic=statistic,
+            period=period or Duration.days(1),
+            **kwargs,
+        )
 
     # --------------------------------------------------------------- internals
     def _same_plan(self, other: "CapacityPlan") -> bool:
         if other is self:
             return True
-        return (other.plan_name == self.plan_name and other._region == self._region
-                and other._account == self._account)
+        return other.plan_name == self.plan_name and other._region == self._region and other._account == self._account
 
     def _placement_problems(self, stack: Stack) -> list[Problem]:
         problems: list[Problem] = []
         if self.spec.arn_parts is not None:
-            for what, given, here in (("region", self._region, stack.region), ("account", self._account, stack.account)):
+            for what, given, here in (
+                ("region", self._region, stack.region),
+                ("account", self._account, stack.account),
+            ):
                 if not Token.is_unresolved(here) and given != here:
-                    problems.append(Problem("existing_plan_arn", self.spec.existing_plan_arn,
-                                            f"a plan in this stack's {what} ({here}); endpoints use plans of their "
-                                            "own account and region", "deploy the stack there or use a plan from here"))
+                    problems.append(
+                        Problem(
+                            "existing_plan_arn",
+                            self.spec.existing_plan_arn,
+                            f"a plan in this stack's {what} ({here}); endpoints use plans of their "
+                            "own account and region",
+                            "deploy the stack there or use a plan from here",
+                        )
+                    )
         for other in _plans_in(self.node.root):
             if other is not self and self._same_plan(other):
                 pinned = self.spec.physical_name is not None
-                problems.append(Problem("physical_name" if pinned else "name",
-                                        self.spec.physical_name if pinned else self.config_name,
-                                        f"a plan no other CapacityPlan in this app declares ({other.node.path} does, "
-                                        f"as TrainingPlanName {self.plan_name})",
-                                        "declare each plan once and bind it to one endpoint"))
+                problems.append(
+                    Problem(
+                        "physical_name" if pinned else "name",
+                        self.spec.physical_name if pinned else self.config_name,
+                        f"a plan no other CapacityPlan in this app declares ({other.node.path} does, "
+                        f"as TrainingPlanName {self.plan_name})",
+                        "declare each plan once and bind it to one endpoint",
+                    )
+                )
         return problems
 
     @staticmethod
@@ -457,33 +521,44 @@ class CapacityPlan(Construct):
             description=f"custom resource that buys or extends capacity plan {self.plan_name} once",
             timeout=Duration.minutes(2),
         )
-        function.add_to_role_policy(iam.PolicyStatement(
-            sid="DescribeThisPlan",
-            actions=["sagemaker:DescribeTrainingPlan", "sagemaker:DescribeTrainingPlanExtensionHistory"],
-            resources=self._plan_arns_by_name(stack),
-        ))
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DescribeThisPlan",
+                actions=["sagemaker:DescribeTrainingPlan", "sagemaker:DescribeTrainingPlanExtensionHistory"],
+                resources=self._plan_arns_by_name(stack),
+            )
+        )
         # A refused change of the plan is rolled back with an Update back to it, which the handler accepts only while
         # this stack is UPDATE_ROLLBACK_IN_PROGRESS: it reads this stack's status, no other's.
-        function.add_to_role_policy(iam.PolicyStatement(
-            sid="ReadThisStacksStatus", actions=["cloudformation:DescribeStacks"], resources=[stack.stack_id]))
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ReadThisStacksStatus", actions=["cloudformation:DescribeStacks"], resources=[stack.stack_id]
+            )
+        )
         self.on_event_function = function
 
         provider, self.provider_role = provider_framework(
-            self, on_event=function, description=f"Custom resource framework of capacity plan {self.plan_name}")
+            self, on_event=function, description=f"Custom resource framework of capacity plan {self.plan_name}"
+        )
         self.provider = provider
         return provider
 
     def _grant_spending(self, stack: Stack, sid: str, actions: list[str]) -> None:
         """Spending actions for the handler, added only when this synth carries the deploy-time consent."""
         assert self.on_event_function is not None
-        self.on_event_function.add_to_role_policy(iam.PolicyStatement(
-            sid=sid, actions=actions, resources=self._plan_arns_by_name(stack)))
+        self.on_event_function.add_to_role_policy(
+            iam.PolicyStatement(sid=sid, actions=actions, resources=self._plan_arns_by_name(stack))
+        )
         if "SearchOfferings" not in self._granted:
             self._granted.add("SearchOfferings")
-            grants.grant(self.on_event_function, sid="SearchOfferings",
-                         actions=["sagemaker:SearchTrainingPlanOfferings"], resources=["*"],
-                         reason="sagemaker:SearchTrainingPlanOfferings has no resource type, so it is allowed on '*' "
-                                "(it reads offerings and buys nothing); X-Ray tracing needs '*' as well.")
+            grants.grant(
+                self.on_event_function,
+                sid="SearchOfferings",
+                actions=["sagemaker:SearchTrainingPlanOfferings"],
+                resources=["*"],
+                reason="sagemaker:SearchTrainingPlanOfferings has no resource type, so it is allowed on '*' "
+                "(it reads offerings and buys nothing); X-Ray tracing needs '*' as well.",
+            )
 
     def _reserve(self, stack: Stack) -> str:
         spec = self.spec
@@ -492,12 +567,16 @@ class CapacityPlan(Construct):
         if self.purchase_approved:
             self._grant_spending(stack, "BuyThisPlan", ["sagemaker:CreateTrainingPlan"])
             assert self.on_event_function is not None
-            grants.grant(self.on_event_function, sid="ReserveCapacityForThePlan",
-                         actions=["sagemaker:CreateReservedCapacity"], resources=[reserved_capacity_arns(stack)],
-                         reason="CreateTrainingPlan creates the plan's reserved capacity under an id SageMaker "
-                                "generates at purchase, so it cannot be named in advance: only CreateReservedCapacity, "
-                                "only in this account and region; the purchase itself (CreateTrainingPlan) is limited "
-                                "to this plan's name.")
+            grants.grant(
+                self.on_event_function,
+                sid="ReserveCapacityForThePlan",
+                actions=["sagemaker:CreateReservedCapacity"],
+                resources=[reserved_capacity_arns(stack)],
+                reason="CreateTrainingPlan creates the plan's reserved capacity under an id SageMaker "
+                "generates at purchase, so it cannot be named in advance: only CreateReservedCapacity, "
+                "only in this account and region; the purchase itself (CreateTrainingPlan) is limited "
+                "to this plan's name.",
+            )
 
         properties: dict[str, str] = {
             "PlanName": self.plan_name,
@@ -527,14 +606,27 @@ class CapacityPlan(Construct):
         self.upfront_fee = data("UpfrontFee")
         self.currency_code = data("CurrencyCode")
 
-        CfnOutput(self, "EndTime", value=self.end_time,
-                  description=f"When capacity plan {self.plan_name} ends (UTC); its endpoint gets no instances after it")
-        CfnOutput(self, "UpfrontFee", value=f"{self.upfront_fee} {self.currency_code}",
-                  description=f"What capacity plan {self.plan_name} cost (paid upfront)")
-        CfnOutput(self, "Retained", value=(
-            f"Capacity plan {self.plan_name} ({spec.purchase_summary()}) is retained when this resource or stack is "
-            "deleted: it is prepaid and not refundable"),
-            description=f"Deletion policy of capacity plan {self.plan_name}")
+        CfnOutput(
+            self,
+            "EndTime",
+            value=self.end_time,
+            description=f"When capacity plan {self.plan_name} ends (UTC); its endpoint gets no instances after it",
+        )
+        CfnOutput(
+            self,
+            "UpfrontFee",
+            value=f"{self.upfront_fee} {self.currency_code}",
+            description=f"What capacity plan {self.plan_name} cost (paid upfront)",
+        )
+        CfnOutput(
+            self,
+            "Retained",
+            value=(
+                f"Capacity plan {self.plan_name} ({spec.purchase_summary()}) is retained when this resource or stack is "
+                "deleted: it is prepaid and not refundable"
+            ),
+            description=f"Deletion policy of capacity plan {self.plan_name}",
+        )
         return data("TrainingPlanArn")
 
     def _extend(self, stack: Stack) -> None:
@@ -546,60 +638,79 @@ class CapacityPlan(Construct):
         if self.extension_approved:
             self._grant_spending(stack, "ExtendThisPlan", ["sagemaker:ExtendTrainingPlan"])
         self.extension_resource = CustomResource(
-            self, "Extension", service_token=provider.service_token, resource_type=EXTENSION_RESOURCE_TYPE,
-            removal_policy=RemovalPolicy.RETAIN, properties={
+            self,
+            "Extension",
+            service_token=provider.service_token,
+            resource_type=EXTENSION_RESOURCE_TYPE,
+            removal_policy=RemovalPolicy.RETAIN,
+            properties={
                 "PlanName": self.plan_name,
                 "ExtendUntil": _iso(extension.until),
                 "MaxUpfrontFeeUsd": format(extension.max_upfront_fee_usd, "f"),
                 "Extend": APPROVED if self.extension_approved else NOT_APPROVED,
                 "ConsentName": self.config_name,
-            })
+            },
+        )
         if self.custom_resource is not None:
             self.extension_resource.node.add_dependency(self.custom_resource)
-        CfnOutput(self, "ExtendedEndTime", value=self.extension_resource.get_att_string("EndTime"),
-                  description=f"When capacity plan {self.plan_name} ends after its extension (UTC)")
+        CfnOutput(
+            self,
+            "ExtendedEndTime",
+            value=self.extension_resource.get_att_string("EndTime"),
+            description=f"When capacity plan {self.plan_name} ends after its extension (UTC)",
+        )
 
     def extension_summary(self) -> str | None:
         """What the extension buys, in one phrase, or None without one."""
         extension = self.spec.extension
         if extension is None:
             return None
-        return (f"extend capacity plan {self.plan_name} ({self.instance_type} x {self.instance_count}) until "
-                f"{_iso(extension.until)} for at most USD {extension.max_upfront_fee_usd}")
+        return (
+            f"extend capacity plan {self.plan_name} ({self.instance_type} x {self.instance_count}) until "
+            f"{_iso(extension.until)} for at most USD {extension.max_upfront_fee_usd}"
+        )
 
     def _announce(self) -> None:
         """Say at synth what a deploy of this plan's stack would buy, and whether it may."""
         if self.mode == "reserve":
             cap = self.spec.max_upfront_fee_usd
-            what = (f"capacity plan {self.config_name} as TrainingPlanName {self.plan_name} ({self._name_origin()}): "
-                    f"{self.spec.purchase_summary()}, prepaid up to USD {cap}, never refunded")
+            what = (
+                f"capacity plan {self.config_name} as TrainingPlanName {self.plan_name} ({self._name_origin()}): "
+                f"{self.spec.purchase_summary()}, prepaid up to USD {cap}, never refunded"
+            )
             if self.purchase_approved:
                 Annotations.of(self).add_warning_v2(
                     "sagemaker-llm-cdk:purchaseApproved",
                     f"This deploy may BUY {what} (consent: -c {PURCHASE_CONTEXT}={self.config_name}). Bought once; "
-                    f"a plan named {self.plan_name} that exists already is adopted.")
+                    f"a plan named {self.plan_name} that exists already is adopted.",
+                )
             else:
                 Annotations.of(self).add_info(
                     f"Not bought by this deploy: {what}. To buy it, deploy this stack with "
                     f"-c {PURCHASE_CONTEXT}={self.config_name}; without that, the deploy fails unless a plan named "
-                    f"{self.plan_name} exists (it is then adopted).")
+                    f"{self.plan_name} exists (it is then adopted)."
+                )
         summary = self.extension_summary()
         if summary is not None:
             if self.extension_approved:
                 Annotations.of(self).add_warning_v2(
                     "sagemaker-llm-cdk:extensionApproved",
-                    f"This deploy may BUY an extension: {summary} (consent: -c {EXTEND_CONTEXT}={self.config_name}).")
+                    f"This deploy may BUY an extension: {summary} (consent: -c {EXTEND_CONTEXT}={self.config_name}).",
+                )
             else:
                 Annotations.of(self).add_info(
-                    f"Not bought by this deploy: {summary}. To buy it, deploy with -c {EXTEND_CONTEXT}={self.config_name}.")
+                    f"Not bought by this deploy: {summary}. To buy it, deploy with -c {EXTEND_CONTEXT}={self.config_name}."
+                )
 
     def _name_origin(self) -> str:
         if self.spec.physical_name is not None:
             return "pinned by physical_name"
         if self.plan_name == self.config_name:
             return "the config name"
-        return (f"<stack>-{self.config_name}; a plan bought before names were stack-prefixed keeps its name only "
-                "with physical_name")
+        return (
+            f"<stack>-{self.config_name}; a plan bought before names were stack-prefixed keeps its name only "
+            "with physical_name"
+        )
 
     def _add_expiry_check(self) -> None:
         stack = Stack.of(self)
@@ -611,11 +722,17 @@ class CapacityPlan(Construct):
             environment={"TRAINING_PLAN_NAMES": self.plan_name},
             timeout=Duration.minutes(1),
         )
-        self.expiry_function.add_to_role_policy(iam.PolicyStatement(
-            sid="DescribeThisPlan", actions=["sagemaker:DescribeTrainingPlan"], resources=self._described_arns(stack)))
+        self.expiry_function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DescribeThisPlan",
+                actions=["sagemaker:DescribeTrainingPlan"],
+                resources=self._described_arns(stack),
+            )
+        )
         if self.status_parameter is not None:
             self.expiry_function.add_environment(
-                "STATUS_PARAMETERS", f"{self.plan_name}={status_parameter_name(self.plan_name)}")
+                "STATUS_PARAMETERS", f"{self.plan_name}={status_parameter_name(self.plan_name)}"
+            )
             self.status_parameter.grant_write(self.expiry_function)
             self.status_parameter.grant_read(self.expiry_function)
         self.expiry_rule = events.Rule(
@@ -623,16 +740,19 @@ class CapacityPlan(Construct):
             "DailyExpiryCheck",
             description=f"Daily check of the days capacity plan {self.plan_name} has left",
             schedule=events.Schedule.rate(Duration.days(1)),
-            targets=[events_targets.LambdaFunction(self.expiry_function, retry_attempts=2,
-                                                   max_event_age=Duration.hours(6))],
+            targets=[
+                events_targets.LambdaFunction(self.expiry_function, retry_attempts=2, max_event_age=Duration.hours(6))
+            ],
         )
         action = cloudwatch_actions.SnsAction(self.alarm_topic)
         warning_days = self.spec.expiry_warning_days
         self.expiry_alarm = cloudwatch.Alarm(
             self,
             "ExpiryAlarm",
-            alarm_description=(f"Capacity plan {self.plan_name} has fewer than {warning_days} days left; its endpoint "
-                               "gets no instances after it ends. Reserve the next plan now."),
+            alarm_description=(
+                f"Capacity plan {self.plan_name} has fewer than {warning_days} days left; its endpoint "
+                "gets no instances after it ends. Reserve the next plan now."
+            ),
             metric=self.metric_days_left(),
             threshold=warning_days,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
@@ -644,8 +764,10 @@ class CapacityPlan(Construct):
         self.check_failed_alarm = cloudwatch.Alarm(
             self,
             "CheckFailedAlarm",
-            alarm_description=(f"The daily check of capacity plan {self.plan_name} failed, so its days left are not "
-                               "known; see the function's log group."),
+            alarm_description=(
+                f"The daily check of capacity plan {self.plan_name} failed, so its days left are not "
+                "known; see the function's log group."
+            ),
             metric=self.expiry_function.metric_errors(statistic="Sum", period=Duration.days(1)),
             threshold=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -697,6 +819,10 @@ def headroom_metadata(plan: CapacityPlan, options: EndpointOptions) -> dict[str,
 def _acknowledge_capacity_plan(plan: "CapacityPlan") -> None:
     """The custom resource framework a ``CapacityPlan`` creates (its handler's grants acknowledge themselves)."""
     if plan.provider_role is not None and plan.on_event_function is not None:
-        acknowledge_resource(plan.provider_role, f"{plan.on_event_function.function_arn}:*",
-              "The custom resource framework invokes the plan's purchase handler: lambda:InvokeFunction on that one "
-              "function and its versions (the ':*' qualifier), nothing else.", actions=["lambda:InvokeFunction"])
+        acknowledge_resource(
+            plan.provider_role,
+            f"{plan.on_event_function.function_arn}:*",
+            "The custom resource framework invokes the plan's purchase handler: lambda:InvokeFunction on that one "
+            "function and its versions (the ':*' qualifier), nothing else.",
+            actions=["lambda:InvokeFunction"],
+        )

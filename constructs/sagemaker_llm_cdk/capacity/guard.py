@@ -21,6 +21,7 @@ config is created or replaced:
   plan (and a deploy after the plan ends moves the endpoint back to on-demand). CloudFormation
   conditions cannot read a custom resource's output, hence the parameter.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,8 +29,18 @@ import json
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import jsii
-from aws_cdk import (CfnCondition, CfnParameter, CfnResource, CustomResource, Duration, Fn, IAnyProducer,
-                     IResolveContext, Lazy, Stack)
+from aws_cdk import (
+    CfnCondition,
+    CfnParameter,
+    CfnResource,
+    CustomResource,
+    Duration,
+    Fn,
+    IAnyProducer,
+    IResolveContext,
+    Lazy,
+    Stack,
+)
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 from .capacity_plan import status_parameter_name
@@ -41,8 +52,17 @@ if TYPE_CHECKING:
 
 RESOURCE_TYPE = "Custom::SageMakerCapacityPlanGuard"
 ENDPOINT_CONFIG_CREATE_ONLY = (
-    "AsyncInferenceConfig", "DataCaptureConfig", "EnableNetworkIsolation", "EndpointConfigName", "ExecutionRoleArn",
-    "ExplainerConfig", "KmsKeyId", "MetricsConfig", "ProductionVariants", "ShadowProductionVariants", "VpcConfig",
+    "AsyncInferenceConfig",
+    "DataCaptureConfig",
+    "EnableNetworkIsolation",
+    "EndpointConfigName",
+    "ExecutionRoleArn",
+    "ExplainerConfig",
+    "KmsKeyId",
+    "MetricsConfig",
+    "ProductionVariants",
+    "ShadowProductionVariants",
+    "VpcConfig",
 )
 """The properties CloudFormation's schema of ``AWS::SageMaker::EndpointConfig`` marks create-only (cfn-lint's
 copy, every region: ``createOnlyProperties``; a test keeps this list equal to it): a change of any of them
@@ -61,8 +81,9 @@ class CapacityPlanGuard(Construct):
     ``function``, ``provider``. The guard never buys anything; its role may only describe the plan.
     """
 
-    def __init__(self, scope: Construct, id: str, *, plan: "CapacityPlan", instance_type: str,
-                 max_instances: int) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, plan: "CapacityPlan", instance_type: str, max_instances: int
+    ) -> None:
         """
         :param plan: the plan the endpoint binds (any stack of the app; referenced by name or ARN, no export).
         :param instance_type: the endpoint's instance type, checked against the plan's at deploy.
@@ -84,29 +105,47 @@ class CapacityPlanGuard(Construct):
         bound: str = "true"
         if self.when_not_active == "on_demand":
             status = CfnParameter(
-                self, "PlanStatus", type="AWS::SSM::Parameter::Value<String>",
+                self,
+                "PlanStatus",
+                type="AWS::SSM::Parameter::Value<String>",
                 default=status_parameter_name(plan.plan_name),
                 description=f"Status of capacity plan {plan.plan_name}, read at deploy time: the endpoint binds the "
-                            "plan only while it is Active")
-            self.bound = CfnCondition(self, "PlanActive", expression=Fn.condition_equals(status.value_as_string,
-                                                                                           "Active"))
+                "plan only while it is Active",
+            )
+            self.bound = CfnCondition(
+                self, "PlanActive", expression=Fn.condition_equals(status.value_as_string, "Active")
+            )
             bound = Fn.condition_if(self.bound.logical_id, "true", "false").to_string()
 
         self.function = python_function(
-            self, "Check", folder="capacity_plan_guard",
+            self,
+            "Check",
+            folder="capacity_plan_guard",
             description=f"checks that capacity plan {plan.plan_name} is Active before {scope.node.path} binds it",
-            timeout=Duration.minutes(1))
-        self.function.add_to_role_policy(iam.PolicyStatement(
-            sid="DescribeThePlan", actions=["sagemaker:DescribeTrainingPlan"], resources=plan_arns_for(plan, stack)))
+            timeout=Duration.minutes(1),
+        )
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DescribeThePlan", actions=["sagemaker:DescribeTrainingPlan"], resources=plan_arns_for(plan, stack)
+            )
+        )
         # CloudFormation's rollback of an update is never refused (that would end in UPDATE_ROLLBACK_FAILED): the
         # guard tells it by this stack's status, and may read no other stack's.
-        self.function.add_to_role_policy(iam.PolicyStatement(
-            sid="ReadThisStacksStatus", actions=["cloudformation:DescribeStacks"], resources=[stack.stack_id]))
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ReadThisStacksStatus", actions=["cloudformation:DescribeStacks"], resources=[stack.stack_id]
+            )
+        )
         self.provider, self.provider_role = provider_framework(
-            self, on_event=self.function,
-            description=f"Custom resource framework of the capacity guard of {scope.node.path}")
+            self,
+            on_event=self.function,
+            description=f"Custom resource framework of the capacity guard of {scope.node.path}",
+        )
         self.custom_resource = CustomResource(
-            self, "Resource", service_token=self.provider.service_token, resource_type=RESOURCE_TYPE,
+            self,
+            "Resource",
+            service_token=self.provider.service_token,
+            resource_type=RESOURCE_TYPE,
             properties={
                 "PlanName": name,
                 "InstanceType": instance_type,
@@ -115,7 +154,8 @@ class CapacityPlanGuard(Construct):
                 "Bound": bound,
                 "EndpointConfigInputs": Lazy.uncached_any(_ConfigInputs(self)),
                 "UpdatePolicy": self.update_policy,
-            })
+            },
+        )
         self.node.default_child = self.custom_resource.node.default_child
         self.ml_reservation_arn = self.custom_resource.get_att_string("MlReservationArn")
         _acknowledge_guard(self)
@@ -133,7 +173,6 @@ class CapacityPlanGuard(Construct):
         else:
             resource.add_property_deletion_override("RollingBatchSize")
 
-
     def watch(self, rendered: Callable[[], Mapping[str, Any]]) -> None:
         """Carry the endpoint config ``rendered`` returns (its CloudFormation properties, tokens unresolved,
         overrides applied) in ``EndpointConfigInputs``, read when the template is rendered (``inputs_of``)."""
@@ -150,11 +189,15 @@ class _ConfigInputs:
 
     def produce(self, context: IResolveContext) -> Any:
         if self._guard._rendered is None:
-            raise ValueError(f"{self._guard.node.path}: watch(endpoint config) was not called; the guard cannot tell "
-                             "when the endpoint config is replaced")
+            raise ValueError(
+                f"{self._guard.node.path}: watch(endpoint config) was not called; the guard cannot tell "
+                "when the endpoint config is replaced"
+            )
         resource = self._guard.custom_resource.node.default_child
         assert isinstance(resource, CfnResource)
-        return inputs_of(context.resolve(self._guard._rendered()), guard_logical_id=context.resolve(resource.logical_id))
+        return inputs_of(
+            context.resolve(self._guard._rendered()), guard_logical_id=context.resolve(resource.logical_id)
+        )
 
 
 def plan_arns_for(plan: "CapacityPlan", stack: Stack) -> list[str]:
@@ -185,7 +228,7 @@ def inputs_of(properties: Mapping[str, Any], *, guard_logical_id: str) -> list[A
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
-            (key, body), = value.items()
+            ((key, body),) = value.items()
             if key == "Fn::GetAtt" and isinstance(body, list) and body[:1] == [guard_logical_id]:
                 return GUARD_REFERENCE
             if key == "Fn::If" and isinstance(body, list) and len(body) == 3:
@@ -207,6 +250,10 @@ def inputs_of(properties: Mapping[str, Any], *, guard_logical_id: str) -> list[A
 
 def _acknowledge_guard(guard: Any) -> None:
     """A ``capacity_guard.CapacityPlanGuard``: its custom resource framework invokes only its own check."""
-    acknowledge_resource(guard.provider_role, f"{guard.function.function_arn}:*",
-          "The custom resource framework invokes the capacity guard's own check function; lambda:InvokeFunction on "
-          "that one function and its versions (the ':*' qualifier), nothing else.", actions=["lambda:InvokeFunction"])
+    acknowledge_resource(
+        guard.provider_role,
+        f"{guard.function.function_arn}:*",
+        "The custom resource framework invokes the capacity guard's own check function; lambda:InvokeFunction on "
+        "that one function and its versions (the ':*' qualifier), nothing else.",
+        actions=["lambda:InvokeFunction"],
+    )

@@ -1,6 +1,7 @@
 """Settings of a capacity plan (a SageMaker training plan for an endpoint): what to buy or import, its extension,
 and what keeps an endpoint from running on it. Pure: the config model uses them too.
 """
+
 from __future__ import annotations
 
 import re
@@ -51,16 +52,36 @@ class PlanExtension(Settings):
     most once per ``until`` (a retry or a later deploy finds the extension in the plan's history).
     """
 
-    until: Annotated[datetime, Field(description=(
-        "The plan should last at least until this time (ISO-8601 with a time zone). The extension covers the whole "
-        "days from the plan's current end to it."))]
-    max_upfront_fee_usd: Annotated[Decimal, Field(gt=0, allow_inf_nan=False, description=(
-        "The most the extension may cost, in US dollars; the cheapest offering at or below it is bought, or nothing."))]
+    until: Annotated[
+        datetime,
+        Field(
+            description=(
+                "The plan should last at least until this time (ISO-8601 with a time zone). The extension covers the whole "
+                "days from the plan's current end to it."
+            )
+        ),
+    ]
+    max_upfront_fee_usd: Annotated[
+        Decimal,
+        Field(
+            gt=0,
+            allow_inf_nan=False,
+            description=(
+                "The most the extension may cost, in US dollars; the cheapest offering at or below it is bought, or nothing."
+            ),
+        ),
+    ]
 
     def _rules(self) -> list[Problem]:
         if not _aware(self.until):
-            return [Problem("until", self.until.isoformat(), "a date-time with a time zone, e.g. 2027-03-01T00:00:00Z",
-                            "add Z (UTC) or an offset such as +09:00")]
+            return [
+                Problem(
+                    "until",
+                    self.until.isoformat(),
+                    "a date-time with a time zone, e.g. 2027-03-01T00:00:00Z",
+                    "add Z (UTC) or an offset such as +09:00",
+                )
+            ]
         return []
 
 
@@ -80,54 +101,137 @@ class CapacityPlanSpec(Settings):
                          instance_type="ml.p5e.48xlarge", instance_count=2)
     """
 
-    name: Annotated[str | None, Field(description=(
-        "The plan's name in this config: 1-64 letters, digits and hyphens. The consent names it "
-        "(-c purchase=<name>) and endpoints' capacity_plan refer to it. A plan to reserve is bought as "
-        "<stack name>-<name> (its TrainingPlanName, cut to 64 characters with a hash), unless physical_name pins "
-        "it, so two stacks of one config never share a plan; an existing plan is used by exactly this name. "
-        "Required to reserve a plan and to use an existing plan by name; with existing_plan_arn it defaults to the "
-        "name in the ARN."))] = None
-    physical_name: Annotated[str | None, field_rule(lambda v: name_problem("", v, "TrainingPlanName")),
-                             Field(description=(
-        "reserve: the exact TrainingPlanName to buy or adopt, not prefixed (1-64 letters, digits and hyphens). "
-        "Pin it for a plan bought before names were stack-prefixed (its name was the config name): without it the "
-        "next deploy asks for <stack name>-<name> instead and refuses to change the bought plan. A pinned name is "
-        "unique in the account and region, so two stacks of one config share that plan. Refused for an existing "
-        "plan (its name is used as given). Default: <stack name>-<name>."))] = None
-    mode: Annotated[Literal["reserve", "existing"] | None, Field(description=(
-        "reserve: buy a new plan (needs max_upfront_fee_usd here and -c purchase=<name> on the deploy command). "
-        "existing: use a plan you already have, by existing_plan_arn or name; nothing is bought. Default: existing "
-        "when existing_plan_arn is set, otherwise reserve."))] = None
-    existing_plan_arn: Annotated[str | None, Field(description=(
-        "Use this existing plan: " + _ARN_SHAPE + ", in the stack's account and region. Default: none."))] = None
-    instance_type: Annotated[str, Field(description=(
-        "The plan's instance type, e.g. ml.p5e.48xlarge; the endpoint must use the same. For an existing plan, "
-        "give its instance type so the binding can be checked."))]
-    instance_count: Annotated[int, Field(description=(
-        "Instances reserved: 1, 2, 4, 8, 16, 32 or 64. The endpoint's scaling.max_instances may not exceed it."))]
-    duration_days: Annotated[int | None, Field(description=(
-        "reserve: whole days the plan lasts, 1-182. Required to reserve; refused for an existing plan."))] = None
-    start_after: Annotated[datetime | None, Field(description=(
-        "reserve: the plan starts at or after this time (ISO-8601 with a time zone, e.g. 2026-01-15T00:00:00Z). "
-        "Default: as soon as SageMaker offers."))] = None
-    end_before: Annotated[datetime | None, Field(description=(
-        "reserve: the plan ends at or before this time (ISO-8601 with a time zone). Default: no limit."))] = None
-    max_upfront_fee_usd: Annotated[Decimal | None, Field(gt=0, allow_inf_nan=False, description=(
-        "reserve: the most the purchase may cost, in US dollars; the cheapest offering at or below it is bought, "
-        "or nothing. Required to reserve; refused for an existing plan."))] = None
-    purchase_acknowledged: Annotated[bool | None, Field(strict=True, description=(
-        "Removed: consent is no longer a config field. Give it on the deploy command, "
-        "cdk deploy -c purchase=<plan name>. Any value is refused."))] = None
-    expiry_warning_days: Annotated[int, Field(ge=1, le=60, description=(
-        "Alarm when the plan has fewer than this many days left, 1-60. Default: 7."))] = 7
-    when_not_active: Annotated[Literal["fail", "on_demand"], Field(description=(
-        "What a deploy does when the bound plan is not Active (before its start, after its end). fail: a guard "
-        "fails the deploy in seconds with the plan's status and dates, before the endpoint config changes. "
-        "on_demand: the endpoint runs on on-demand capacity while the plan's status parameter (written by the "
-        "daily check) is not Active, and the first deploy after it is binds the plan. Default: fail."))] = "fail"
-    extension: Annotated[PlanExtension | None, Field(description=(
-        "Extend the plan (ExtendTrainingPlan) so that it lasts until extension.until, within "
-        "extension.max_upfront_fee_usd; bought only by a deploy with -c extend=<plan name>, once. Default: none."))] = None
+    name: Annotated[
+        str | None,
+        Field(
+            description=(
+                "The plan's name in this config: 1-64 letters, digits and hyphens. The consent names it "
+                "(-c purchase=<name>) and endpoints' capacity_plan refer to it. A plan to reserve is bought as "
+                "<stack name>-<name> (its TrainingPlanName, cut to 64 characters with a hash), unless physical_name pins "
+                "it, so two stacks of one config never share a plan; an existing plan is used by exactly this name. "
+                "Required to reserve a plan and to use an existing plan by name; with existing_plan_arn it defaults to the "
+                "name in the ARN."
+            )
+        ),
+    ] = None
+    physical_name: Annotated[
+        str | None,
+        field_rule(lambda v: name_problem("", v, "TrainingPlanName")),
+        Field(
+            description=(
+                "reserve: the exact TrainingPlanName to buy or adopt, not prefixed (1-64 letters, digits and hyphens). "
+                "Pin it for a plan bought before names were stack-prefixed (its name was the config name): without it the "
+                "next deploy asks for <stack name>-<name> instead and refuses to change the bought plan. A pinned name is "
+                "unique in the account and region, so two stacks of one config share that plan. Refused for an existing "
+                "plan (its name is used as given). Default: <stack name>-<name>."
+            )
+        ),
+    ] = None
+    mode: Annotated[
+        Literal["reserve", "existing"] | None,
+        Field(
+            description=(
+                "reserve: buy a new plan (needs max_upfront_fee_usd here and -c purchase=<name> on the deploy command). "
+                "existing: use a plan you already have, by existing_plan_arn or name; nothing is bought. Default: existing "
+                "when existing_plan_arn is set, otherwise reserve."
+            )
+        ),
+    ] = None
+    existing_plan_arn: Annotated[
+        str | None,
+        Field(
+            description=(
+                "Use this existing plan: " + _ARN_SHAPE + ", in the stack's account and region. Default: none."
+            )
+        ),
+    ] = None
+    instance_type: Annotated[
+        str,
+        Field(
+            description=(
+                "The plan's instance type, e.g. ml.p5e.48xlarge; the endpoint must use the same. For an existing plan, "
+                "give its instance type so the binding can be checked."
+            )
+        ),
+    ]
+    instance_count: Annotated[
+        int,
+        Field(
+            description=(
+                "Instances reserved: 1, 2, 4, 8, 16, 32 or 64. The endpoint's scaling.max_instances may not exceed it."
+            )
+        ),
+    ]
+    duration_days: Annotated[
+        int | None,
+        Field(
+            description=(
+                "reserve: whole days the plan lasts, 1-182. Required to reserve; refused for an existing plan."
+            )
+        ),
+    ] = None
+    start_after: Annotated[
+        datetime | None,
+        Field(
+            description=(
+                "reserve: the plan starts at or after this time (ISO-8601 with a time zone, e.g. 2026-01-15T00:00:00Z). "
+                "Default: as soon as SageMaker offers."
+            )
+        ),
+    ] = None
+    end_before: Annotated[
+        datetime | None,
+        Field(
+            description=(
+                "reserve: the plan ends at or before this time (ISO-8601 with a time zone). Default: no limit."
+            )
+        ),
+    ] = None
+    max_upfront_fee_usd: Annotated[
+        Decimal | None,
+        Field(
+            gt=0,
+            allow_inf_nan=False,
+            description=(
+                "reserve: the most the purchase may cost, in US dollars; the cheapest offering at or below it is bought, "
+                "or nothing. Required to reserve; refused for an existing plan."
+            ),
+        ),
+    ] = None
+    purchase_acknowledged: Annotated[
+        bool | None,
+        Field(
+            strict=True,
+            description=(
+                "Removed: consent is no longer a config field. Give it on the deploy command, "
+                "cdk deploy -c purchase=<plan name>. Any value is refused."
+            ),
+        ),
+    ] = None
+    expiry_warning_days: Annotated[
+        int,
+        Field(ge=1, le=60, description=("Alarm when the plan has fewer than this many days left, 1-60. Default: 7.")),
+    ] = 7
+    when_not_active: Annotated[
+        Literal["fail", "on_demand"],
+        Field(
+            description=(
+                "What a deploy does when the bound plan is not Active (before its start, after its end). fail: a guard "
+                "fails the deploy in seconds with the plan's status and dates, before the endpoint config changes. "
+                "on_demand: the endpoint runs on on-demand capacity while the plan's status parameter (written by the "
+                "daily check) is not Active, and the first deploy after it is binds the plan. Default: fail."
+            )
+        ),
+    ] = "fail"
+    extension: Annotated[
+        PlanExtension | None,
+        Field(
+            description=(
+                "Extend the plan (ExtendTrainingPlan) so that it lasts until extension.until, within "
+                "extension.max_upfront_fee_usd; bought only by a deploy with -c extend=<plan name>, once. Default: none."
+            )
+        ),
+    ] = None
 
     # ------------------------------------------------------------------ derived
     @property
@@ -154,7 +258,9 @@ class CapacityPlanSpec(Settings):
             return self.plan_name
         if self.physical_name is not None:
             return self.physical_name
-        return prefixed_name(as_prefix(prefix), self.plan_name, max_length=service_model.name_rule("TrainingPlanName")[0])
+        return prefixed_name(
+            as_prefix(prefix), self.plan_name, max_length=service_model.name_rule("TrainingPlanName")[0]
+        )
 
     @property
     def arn_parts(self) -> tuple[str, str] | None:
@@ -182,25 +288,41 @@ class CapacityPlanSpec(Settings):
             problem = name_problem("name", self.name, "TrainingPlanName")
             if problem:
                 problems.append(problem)
-        problem = instance_type_problem("instance_type", self.instance_type,
-                                        service_model.capacity_plan_instance_types(), "capacity plans")
+        problem = instance_type_problem(
+            "instance_type", self.instance_type, service_model.capacity_plan_instance_types(), "capacity plans"
+        )
         if problem:
             problems.append(problem)
         if self.instance_count not in ALLOWED_INSTANCE_COUNTS:
-            problems.append(Problem("instance_count", self.instance_count,
-                                    "one of " + ", ".join(str(c) for c in ALLOWED_INSTANCE_COUNTS),
-                                    "pick an offered count; an endpoint may use fewer instances than the plan holds"))
+            problems.append(
+                Problem(
+                    "instance_count",
+                    self.instance_count,
+                    "one of " + ", ".join(str(c) for c in ALLOWED_INSTANCE_COUNTS),
+                    "pick an offered count; an endpoint may use fewer instances than the plan holds",
+                )
+            )
         for field in ("start_after", "end_before"):
             value = getattr(self, field)
             if value is not None and not _aware(value):
-                problems.append(Problem(field, value.isoformat(), "a date-time with a time zone, e.g. 2026-01-15T00:00:00Z",
-                                        "add Z (UTC) or an offset such as +09:00"))
+                problems.append(
+                    Problem(
+                        field,
+                        value.isoformat(),
+                        "a date-time with a time zone, e.g. 2026-01-15T00:00:00Z",
+                        "add Z (UTC) or an offset such as +09:00",
+                    )
+                )
         if self.purchase_acknowledged is not None:
-            problems.append(Problem(
-                "purchase_acknowledged", self.purchase_acknowledged,
-                "nothing: consent to buy is no longer a config field (a committed or copied config must never buy)",
-                f"remove purchase_acknowledged and deploy the capacity stack with -c {PURCHASE_CONTEXT}="
-                f"{self.name or '<plan name>'} when you mean to buy"))
+            problems.append(
+                Problem(
+                    "purchase_acknowledged",
+                    self.purchase_acknowledged,
+                    "nothing: consent to buy is no longer a config field (a committed or copied config must never buy)",
+                    f"remove purchase_acknowledged and deploy the capacity stack with -c {PURCHASE_CONTEXT}="
+                    f"{self.name or '<plan name>'} when you mean to buy",
+                )
+            )
         if self.effective_mode == "existing":
             problems.extend(self._existing_rules())
         else:
@@ -224,10 +346,15 @@ class CapacityPlanSpec(Settings):
         end = self.start_after + timedelta(days=self.duration_days)
         if extension.until > end:
             return []
-        return [Problem("extension.until", _iso(extension.until),
-                        f"a time after the plan's own window, which lasts at least until {_iso(end)} (start_after + "
-                        f"duration_days): an extension to that time or earlier extends nothing",
-                        "move extension.until past the plan's end, or remove the extension")]
+        return [
+            Problem(
+                "extension.until",
+                _iso(extension.until),
+                f"a time after the plan's own window, which lasts at least until {_iso(end)} (start_after + "
+                f"duration_days): an extension to that time or earlier extends nothing",
+                "move extension.until past the plan's end, or remove the extension",
+            )
+        ]
 
     def _existing_rules(self) -> list[Problem]:
         problems: list[Problem] = []
@@ -235,67 +362,139 @@ class CapacityPlanSpec(Settings):
         if self.existing_plan_arn is not None:
             match = _PLAN_ARN.fullmatch(self.existing_plan_arn)
             if not match:
-                problems.append(Problem("existing_plan_arn", self.existing_plan_arn, _ARN_SHAPE,
-                                        "copy TrainingPlanArn from `aws sagemaker describe-training-plan "
-                                        "--training-plan-name <name>`"))
+                problems.append(
+                    Problem(
+                        "existing_plan_arn",
+                        self.existing_plan_arn,
+                        _ARN_SHAPE,
+                        "copy TrainingPlanArn from `aws sagemaker describe-training-plan --training-plan-name <name>`",
+                    )
+                )
             else:
                 arn_name = match.group("name")
                 if name_problem("existing_plan_arn", arn_name, "TrainingPlanName"):
-                    problems.append(Problem("existing_plan_arn", self.existing_plan_arn,
-                                            _ARN_SHAPE + " whose plan name is 1-64 letters, digits and hyphens",
-                                            "copy the ARN exactly as SageMaker returns it"))
+                    problems.append(
+                        Problem(
+                            "existing_plan_arn",
+                            self.existing_plan_arn,
+                            _ARN_SHAPE + " whose plan name is 1-64 letters, digits and hyphens",
+                            "copy the ARN exactly as SageMaker returns it",
+                        )
+                    )
         if arn_name is not None and self.name is not None and self.name != arn_name:
-            problems.append(Problem("name", self.name, f"'{arn_name}' (the name in existing_plan_arn), or nothing",
-                                    "remove name or make it match the ARN"))
+            problems.append(
+                Problem(
+                    "name",
+                    self.name,
+                    f"'{arn_name}' (the name in existing_plan_arn), or nothing",
+                    "remove name or make it match the ARN",
+                )
+            )
         if self.existing_plan_arn is None and self.name is None:
-            problems.append(Problem("name", MISSING, "the existing plan's name, or existing_plan_arn",
-                                    "set existing_plan_arn (recommended) or name"))
+            problems.append(
+                Problem(
+                    "name",
+                    MISSING,
+                    "the existing plan's name, or existing_plan_arn",
+                    "set existing_plan_arn (recommended) or name",
+                )
+            )
         if self.physical_name is not None:
-            problems.append(Problem("physical_name", self.physical_name,
-                                    "nothing when using an existing plan: it is used by its name as given",
-                                    "remove physical_name and give the plan's exact name in name or existing_plan_arn"))
+            problems.append(
+                Problem(
+                    "physical_name",
+                    self.physical_name,
+                    "nothing when using an existing plan: it is used by its name as given",
+                    "remove physical_name and give the plan's exact name in name or existing_plan_arn",
+                )
+            )
         for field in _PURCHASE_FIELDS:
             value = getattr(self, field)
             if value is not None:
-                problems.append(Problem(field, value, "nothing when using an existing plan: nothing is bought",
-                                        f"remove {field}, or set mode: reserve (and remove existing_plan_arn) to buy "
-                                        "a new plan"))
+                problems.append(
+                    Problem(
+                        field,
+                        value,
+                        "nothing when using an existing plan: nothing is bought",
+                        f"remove {field}, or set mode: reserve (and remove existing_plan_arn) to buy a new plan",
+                    )
+                )
         return problems
 
     def _reserve_rules(self) -> list[Problem]:
         problems: list[Problem] = []
         if self.existing_plan_arn is not None:
-            problems.append(Problem("existing_plan_arn", self.existing_plan_arn,
-                                    "nothing with mode reserve: a new plan gets its ARN when it is bought",
-                                    "remove mode to use this existing plan, or remove existing_plan_arn to buy a new one"))
+            problems.append(
+                Problem(
+                    "existing_plan_arn",
+                    self.existing_plan_arn,
+                    "nothing with mode reserve: a new plan gets its ARN when it is bought",
+                    "remove mode to use this existing plan, or remove existing_plan_arn to buy a new one",
+                )
+            )
         if self.name is None:
-            problems.append(Problem("name", MISSING, "the new plan's name: 1-64 letters, digits and hyphens, unique in "
-                                    "the account and region", "add name, e.g. chat-p5e-2026q1"))
+            problems.append(
+                Problem(
+                    "name",
+                    MISSING,
+                    "the new plan's name: 1-64 letters, digits and hyphens, unique in the account and region",
+                    "add name, e.g. chat-p5e-2026q1",
+                )
+            )
         if self.duration_days is None:
-            problems.append(Problem("duration_days", MISSING, f"whole days {MIN_DURATION_DAYS}-{MAX_DURATION_DAYS}",
-                                    "add duration_days"))
+            problems.append(
+                Problem(
+                    "duration_days", MISSING, f"whole days {MIN_DURATION_DAYS}-{MAX_DURATION_DAYS}", "add duration_days"
+                )
+            )
         elif not MIN_DURATION_DAYS <= self.duration_days <= MAX_DURATION_DAYS:
-            problems.append(Problem("duration_days", self.duration_days,
-                                    f"whole days {MIN_DURATION_DAYS}-{MAX_DURATION_DAYS}",
-                                    "shorten the plan, or declare a second plan for the rest of the time"))
+            problems.append(
+                Problem(
+                    "duration_days",
+                    self.duration_days,
+                    f"whole days {MIN_DURATION_DAYS}-{MAX_DURATION_DAYS}",
+                    "shorten the plan, or declare a second plan for the rest of the time",
+                )
+            )
         start, end = self.start_after, self.end_before
         if _aware(start) and _aware(end):
             if end <= start:  # type: ignore[operator]
-                problems.append(Problem("end_before", _iso(end), f"later than start_after ({_iso(start)})",  # type: ignore[arg-type]
-                                        "swap the two or correct end_before"))
-            elif (self.duration_days is not None and MIN_DURATION_DAYS <= self.duration_days <= MAX_DURATION_DAYS
-                  and end - start < timedelta(days=self.duration_days)):  # type: ignore[operator]
-                problems.append(Problem("end_before", _iso(end),  # type: ignore[arg-type]
-                                        f"at least duration_days ({self.duration_days}) after start_after ({_iso(start)})",  # type: ignore[arg-type]
-                                        "widen the window or shorten duration_days"))
+                problems.append(
+                    Problem(
+                        "end_before",
+                        _iso(end),
+                        f"later than start_after ({_iso(start)})",  # type: ignore[arg-type]
+                        "swap the two or correct end_before",
+                    )
+                )
+            elif (
+                self.duration_days is not None
+                and MIN_DURATION_DAYS <= self.duration_days <= MAX_DURATION_DAYS
+                and end - start < timedelta(days=self.duration_days)
+            ):  # type: ignore[operator]
+                problems.append(
+                    Problem(
+                        "end_before",
+                        _iso(end),  # type: ignore[arg-type]
+                        f"at least duration_days ({self.duration_days}) after start_after ({_iso(start)})",  # type: ignore[arg-type]
+                        "widen the window or shorten duration_days",
+                    )
+                )
         if self.max_upfront_fee_usd is None:
-            what = (f"reserving {self.purchase_summary()} as capacity plan '{self.name or '?'}' is a purchase, paid "
-                    "upfront and never refunded")
-            problems.append(Problem(
-                "max_upfront_fee_usd", MISSING, f"a price cap in USD greater than 0: {what}",
-                "set max_upfront_fee_usd to the most you agree to pay (USD); the purchase then happens only on a "
-                f"deploy with -c {PURCHASE_CONTEXT}={self.name or '<plan name>'}. To use a plan you already have, set "
-                "existing_plan_arn instead"))
+            what = (
+                f"reserving {self.purchase_summary()} as capacity plan '{self.name or '?'}' is a purchase, paid "
+                "upfront and never refunded"
+            )
+            problems.append(
+                Problem(
+                    "max_upfront_fee_usd",
+                    MISSING,
+                    f"a price cap in USD greater than 0: {what}",
+                    "set max_upfront_fee_usd to the most you agree to pay (USD); the purchase then happens only on a "
+                    f"deploy with -c {PURCHASE_CONTEXT}={self.name or '<plan name>'}. To use a plan you already have, set "
+                    "existing_plan_arn instead",
+                )
+            )
         return problems
 
 
@@ -310,30 +509,47 @@ def spec_binding_problems(spec: CapacityPlanSpec, options: EndpointOptions) -> l
     """
     problems: list[Problem] = []
     if options.instance_type != spec.instance_type:
-        problems.append(Problem("instance_type", options.instance_type,
-                                f"{spec.instance_type}, the instance type of capacity plan '{spec.plan_name}'",
-                                f"set the endpoint's instance_type to {spec.instance_type}, or bind a plan of "
-                                f"{options.instance_type} instances"))
+        problems.append(
+            Problem(
+                "instance_type",
+                options.instance_type,
+                f"{spec.instance_type}, the instance type of capacity plan '{spec.plan_name}'",
+                f"set the endpoint's instance_type to {spec.instance_type}, or bind a plan of "
+                f"{options.instance_type} instances",
+            )
+        )
     if options.scaling.max_instances > spec.instance_count:
-        problems.append(Problem("scaling.max_instances", options.scaling.max_instances,
-                                f"at most {spec.instance_count}, the instances capacity plan '{spec.plan_name}' reserves",
-                                f"lower scaling.max_instances to {spec.instance_count} or reserve a larger plan "
-                                "(the endpoint only gets instances from the plan)"))
+        problems.append(
+            Problem(
+                "scaling.max_instances",
+                options.scaling.max_instances,
+                f"at most {spec.instance_count}, the instances capacity plan '{spec.plan_name}' reserves",
+                f"lower scaling.max_instances to {spec.instance_count} or reserve a larger plan "
+                "(the endpoint only gets instances from the plan)",
+            )
+        )
     return problems
 
 
-
-
-def unknown_consent_problems(consented: "Mapping[str, Iterable[str]]", reservable: "Iterable[str]",
-                             extendable: "Iterable[str]") -> list[Problem]:
+def unknown_consent_problems(
+    consented: "Mapping[str, Iterable[str]]", reservable: "Iterable[str]", extendable: "Iterable[str]"
+) -> list[Problem]:
     """``-c purchase=`` / ``-c extend=`` names that match no plan that could be bought or extended: a typo must not
     look like consent that silently did nothing. ``consented`` maps the context key to the names given."""
     problems: list[Problem] = []
-    for key, names, what in ((PURCHASE_CONTEXT, sorted(set(reservable)), "plans declared with mode reserve"),
-                             (EXTEND_CONTEXT, sorted(set(extendable)), "plans declared with an extension")):
+    for key, names, what in (
+        (PURCHASE_CONTEXT, sorted(set(reservable)), "plans declared with mode reserve"),
+        (EXTEND_CONTEXT, sorted(set(extendable)), "plans declared with an extension"),
+    ):
         for name in sorted(set(consented.get(key, ())) - set(names)):
-            problems.append(Problem(f"-c {key}", name, f"names of {what}: {', '.join(names) or 'none declared'}",
-                                    f"correct the name, or declare the plan before consenting to {key} it"))
+            problems.append(
+                Problem(
+                    f"-c {key}",
+                    name,
+                    f"names of {what}: {', '.join(names) or 'none declared'}",
+                    f"correct the name, or declare the plan before consenting to {key} it",
+                )
+            )
     return problems
 
 

@@ -3,5 +3,13 @@
 from .loading import json_schema, load_config, parse_config, write_json_schema
 from .settings import AppConfig, ChecksSettings, DeploymentTarget, EndpointSpec
 
-__all__ = ["AppConfig", "ChecksSettings", "DeploymentTarget", "EndpointSpec", "json_schema", "load_config",
-           "parse_config", "write_json_schema"]
+__all__ = [
+    "AppConfig",
+    "ChecksSettings",
+    "DeploymentTarget",
+    "EndpointSpec",
+    "json_schema",
+    "load_config",
+    "parse_config",
+    "write_json_schema",
+]

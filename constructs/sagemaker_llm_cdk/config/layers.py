@@ -37,6 +37,7 @@ merged config names the line to edit (``LayeredConfig.locate``). A key given twi
 the config's own rules run in the same round); an unreadable file, a YAML syntax error or a bad ``extends``
 stops at once (nothing sound to merge).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -50,8 +51,6 @@ from ..core.yaml_loading import UniqueKeyLoader, _hashable_key, yaml_error_posit
 from ..core.errors import MISSING, ConfigurationError, Problem
 
 EXTENDS = "extends"
-
-
 
 
 _FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it
@@ -142,8 +141,13 @@ class LayeredConfig:
             if origin is not None:  # the field itself, or (a missing field) the mapping that lacks it
                 at = Origin(origin.file, tuple(origin.path) + parts[end:], origin.line)
                 where = at.describe(parts)
-                return Problem(problem.path, problem.value, problem.allowed, problem.fix,
-                               where if end == len(parts) else f"under {where}")
+                return Problem(
+                    problem.path,
+                    problem.value,
+                    problem.allowed,
+                    problem.fix,
+                    where if end == len(parts) else f"under {where}",
+                )
         return Problem(problem.path, problem.value, problem.allowed, problem.fix, str(self.files[0]))
 
 
@@ -151,8 +155,9 @@ def _parts(path: str) -> tuple[Any, ...]:
     """``endpoints[0].scaling`` -> ("endpoints", 0, "scaling")."""
     import re
 
-    return tuple(int(token[1:-1]) if token.startswith("[") else token
-                 for token in re.findall(r"\[\d+\]|[^.\[\]]+", path))
+    return tuple(
+        int(token[1:-1]) if token.startswith("[") else token for token in re.findall(r"\[\d+\]|[^.\[\]]+", path)
+    )
 
 
 def load_layered(path: str | Path) -> Any:
@@ -180,8 +185,9 @@ def collect_layers(path: str | Path) -> LayeredConfig:
     return LayeredConfig(data, tuple(files), origins, tuple(problems))
 
 
-NAMED_LISTS: frozenset[tuple[str, ...]] = frozenset({
-    ("endpoints",), ("endpoints", "models"), ("endpoints", "models", "adapters"), ("capacity_plans",)})
+NAMED_LISTS: frozenset[tuple[str, ...]] = frozenset(
+    {("endpoints",), ("endpoints", "models"), ("endpoints", "models", "adapters"), ("capacity_plans",)}
+)
 """Key paths (list indices left out) of the lists whose items merge by ``name``."""
 DELETE = "$delete"
 REPLACE = "$replace"
@@ -236,8 +242,13 @@ def _merge(base: Any, overlay: Any, path: tuple[Any, ...], problems: list[Proble
                 merged[key] = _plain(value, path + (key,), problems)
             elif _keys(path + (key,)) in NAMED_LISTS and isinstance(base[key], list) and isinstance(value, list):
                 merged[key], item_origins[key] = _merge_named(
-                    base[key], value, path + (key,), problems, _key_origin(base, (key, _SELF)),
-                    _key_origin(overlay, (key, _SELF)))
+                    base[key],
+                    value,
+                    path + (key,),
+                    problems,
+                    _key_origin(base, (key, _SELF)),
+                    _key_origin(overlay, (key, _SELF)),
+                )
             else:
                 merged[key] = _merge(base[key], value, path + (key,), problems)
         if item_origins and isinstance(merged.get(_ORIGIN), dict):  # where the merged lists' items come from
@@ -278,17 +289,28 @@ def _problem(where: tuple[Any, ...], item: Any, key: Any, value: Any, allowed: s
         return Problem(_render(where + ((key,) if key is not None else ())), _bare(value), allowed, fix)
     key_origin = _key_origin(item, key) if key is not None else None
     line = (key_origin or origin).line
-    return Problem(_render(origin.path + ((key,) if key is not None else ())), _bare(value), allowed, fix,
-                   f"{origin.file} line {line}")
+    return Problem(
+        _render(origin.path + ((key,) if key is not None else ())),
+        _bare(value),
+        allowed,
+        fix,
+        f"{origin.file} line {line}",
+    )
 
 
-def _merge_named(base: list[Any], overlay: list[Any], path: tuple[Any, ...], problems: list[Problem],
-                 base_items: tuple[Origin | None, ...] | None = None,
-                 items: tuple[Origin | None, ...] | None = None) -> tuple[list[Any], tuple[Origin | None, ...]]:
+def _merge_named(
+    base: list[Any],
+    overlay: list[Any],
+    path: tuple[Any, ...],
+    problems: list[Problem],
+    base_items: tuple[Origin | None, ...] | None = None,
+    items: tuple[Origin | None, ...] | None = None,
+) -> tuple[list[Any], tuple[Origin | None, ...]]:
     """The merged list and where each of its items is written (``base_items``, ``items``: the inputs')."""
     merged: list[Any] = list(base)
-    origins: list[Origin | None] = [base_items[i] if base_items and i < len(base_items) else None
-                                    for i in range(len(base))]
+    origins: list[Origin | None] = [
+        base_items[i] if base_items and i < len(base_items) else None for i in range(len(base))
+    ]
 
     def add(item: Any, position: int, where: tuple[Any, ...]) -> None:
         before = len(merged)
@@ -304,19 +326,32 @@ def _merge_named(base: list[Any], overlay: list[Any], path: tuple[Any, ...], pro
         name = _name(item)
         if not isinstance(item, dict):  # it cannot merge by name, and its index in the merged list means nothing
             origin = items[position] if items and position < len(items) else None
-            problems.append(Problem(_render(origin.path if origin else where), item,
-                                    "a mapping of keys to values (an item with a name)",
-                                    "write it as a mapping, e.g. {name: ...}, or remove it",
-                                    f"{origin.file} line {origin.line}" if origin else ""))
+            problems.append(
+                Problem(
+                    _render(origin.path if origin else where),
+                    item,
+                    "a mapping of keys to values (an item with a name)",
+                    "write it as a mapping, e.g. {name: ...}, or remove it",
+                    f"{origin.file} line {origin.line}" if origin else "",
+                )
+            )
             continue
         if name is None:
             add(item, position, where)
             continue
         if name in seen:
             first = _origin(overlay[seen[name]])
-            problems.append(_problem(where, item, "name", name, "a name not used by "
-                                     f"{_render(first.path) if first else _render(path + (seen[name],))} of this file",
-                                     "merge both entries into one item"))
+            problems.append(
+                _problem(
+                    where,
+                    item,
+                    "name",
+                    name,
+                    "a name not used by "
+                    f"{_render(first.path) if first else _render(path + (seen[name],))} of this file",
+                    "merge both entries into one item",
+                )
+            )
             continue
         seen[name] = position
         known = ", ".join(index) or "none"
@@ -324,31 +359,64 @@ def _merge_named(base: list[Any], overlay: list[Any], path: tuple[Any, ...], pro
             extra = [k for k in item if k not in ("name", DELETE) and k is not _ORIGIN]
             allowed = f"{{name: {name}, {DELETE}: true}} and nothing else"
             if item[DELETE] is not True:
-                problems.append(_problem(where, item, DELETE, item[DELETE], allowed,
-                                         f"set {DELETE}: true to remove {name}, or remove {DELETE}"))
+                problems.append(
+                    _problem(
+                        where,
+                        item,
+                        DELETE,
+                        item[DELETE],
+                        allowed,
+                        f"set {DELETE}: true to remove {name}, or remove {DELETE}",
+                    )
+                )
             for key in extra:
-                problems.append(_problem(where, item, key, item[key], allowed,
-                                         f"remove {key} (the item is removed), or remove {DELETE} to merge it"))
+                problems.append(
+                    _problem(
+                        where,
+                        item,
+                        key,
+                        item[key],
+                        allowed,
+                        f"remove {key} (the item is removed), or remove {DELETE} to merge it",
+                    )
+                )
             if item[DELETE] is not True or extra:
                 continue
             if name not in index:
-                problems.append(_problem(where, item, "name", name, f"a name in the list it extends: {known}",
-                                         f"correct the name, or remove the {DELETE} item (there is nothing to delete)"))
+                problems.append(
+                    _problem(
+                        where,
+                        item,
+                        "name",
+                        name,
+                        f"a name in the list it extends: {known}",
+                        f"correct the name, or remove the {DELETE} item (there is nothing to delete)",
+                    )
+                )
                 continue
             deleted.add(index[name])
             continue
         if name not in index:
             if item.get(REPLACE) is not None:
-                problems.append(_problem(where, item, "name", name, f"a name in the list it extends: {known}",
-                                         f"correct the name, or remove {REPLACE} to add a new item"))
+                problems.append(
+                    _problem(
+                        where,
+                        item,
+                        "name",
+                        name,
+                        f"a name in the list it extends: {known}",
+                        f"correct the name, or remove {REPLACE} to add a new item",
+                    )
+                )
                 continue
             add(item, position, where)
             continue
         target = index[name]
         if item.get(REPLACE) is not None:
             if item[REPLACE] is not True:
-                problems.append(_problem(where, item, REPLACE, item[REPLACE], "true",
-                                         f"set {REPLACE}: true or remove it"))
+                problems.append(
+                    _problem(where, item, REPLACE, item[REPLACE], "true", f"set {REPLACE}: true or remove it")
+                )
                 continue
             merged[target] = _plain({k: v for k, v in item.items() if k != REPLACE}, where, problems)
         else:
@@ -371,10 +439,18 @@ def _plain(value: Any, path: tuple[Any, ...], problems: list[Problem]) -> Any:
         if _keys(path[:-1]) in NAMED_LISTS and isinstance(path[-1:][0] if path else None, int):
             for marker in (DELETE, REPLACE):
                 if marker in value:
-                    problems.append(_problem(path, value, marker, value[marker],
-                                             f"nothing: {marker} applies to an item of a list this file extends, and "
-                                             f"{_render(path[:-1])} has no base item named "
-                                             f"{_name(value) or '(no name)'}", f"remove {marker}"))
+                    problems.append(
+                        _problem(
+                            path,
+                            value,
+                            marker,
+                            value[marker],
+                            f"nothing: {marker} applies to an item of a list this file extends, and "
+                            f"{_render(path[:-1])} has no base item named "
+                            f"{_name(value) or '(no name)'}",
+                            f"remove {marker}",
+                        )
+                    )
             value = {k: v for k, v in value.items() if k not in (DELETE, REPLACE)}
         return {k: (v if k is _ORIGIN else _plain(v, path + (k,), problems)) for k, v in value.items()}
     if isinstance(value, list) and _keys(path) in NAMED_LISTS:
@@ -383,9 +459,18 @@ def _plain(value: Any, path: tuple[Any, ...], problems: list[Problem]) -> Any:
         for position, (name, item) in enumerate(zip(names, value)):
             if name is not None and names.index(name) != position:
                 first = _origin(value[names.index(name)])
-                problems.append(_problem(path + (position,), item, "name", name, "a name not used by "
-                                         f"{_render(first.path) if first else _render(path + (names.index(name),))} "
-                                         "of this file", "merge both entries into one item"))
+                problems.append(
+                    _problem(
+                        path + (position,),
+                        item,
+                        "name",
+                        name,
+                        "a name not used by "
+                        f"{_render(first.path) if first else _render(path + (names.index(name),))} "
+                        "of this file",
+                        "merge both entries into one item",
+                    )
+                )
                 continue
             _append(kept, item, path + (position,), problems)
         return kept
@@ -405,15 +490,24 @@ def _resolved(path: Path) -> Path | None:
         return None
 
 
-def _load(path: Path, chain: tuple[Path, ...], files: list[Path], problems: list[Problem],
-          extends_line: int | None = None) -> Any:
+def _load(
+    path: Path, chain: tuple[Path, ...], files: list[Path], problems: list[Problem], extends_line: int | None = None
+) -> Any:
     resolved = _resolved(path)
     parent_where = f"{chain[-1]} line {extends_line}" if chain and extends_line else ""
     if resolved is not None and resolved in {_resolved(p) for p in chain}:
         raise ConfigurationError(
-            [Problem(EXTENDS, str(path), "a file that does not extend itself, directly or through others",
-                     f"break the cycle {_chain((*chain, path))}", parent_where)],
-            source=_chain(chain))
+            [
+                Problem(
+                    EXTENDS,
+                    str(path),
+                    "a file that does not extend itself, directly or through others",
+                    f"break the cycle {_chain((*chain, path))}",
+                    parent_where,
+                )
+            ],
+            source=_chain(chain),
+        )
     chain = (*chain, path)
     files.append(path)
     data = _read(path, chain, problems, parent_where)
@@ -429,18 +523,33 @@ def _load(path: Path, chain: tuple[Path, ...], files: list[Path], problems: list
     names = [parents] if isinstance(parents, str) else parents
     if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
         raise ConfigurationError(
-            [Problem(EXTENDS, parents, "a file name, or a non-empty list of file names, relative to this file",
-                     "write e.g. `extends: base.yaml`", f"{path} line {line}" if line else str(path))],
-            source=_chain(chain))
+            [
+                Problem(
+                    EXTENDS,
+                    parents,
+                    "a file name, or a non-empty list of file names, relative to this file",
+                    "write e.g. `extends: base.yaml`",
+                    f"{path} line {line}" if line else str(path),
+                )
+            ],
+            source=_chain(chain),
+        )
     merged: Any = {}
     for name in names:
         parent = _load(path.parent / name, chain, files, problems, line)
         if not isinstance(parent, dict):
             raise ConfigurationError(
-                [Problem("", parent if parent is not None else MISSING, "a mapping (a file another config extends)",
-                         f"make {path.parent / name} a YAML mapping, or stop extending it",
-                         f"{path} line {line}" if line else str(path))],
-                source=_chain((*chain, path.parent / name)))
+                [
+                    Problem(
+                        "",
+                        parent if parent is not None else MISSING,
+                        "a mapping (a file another config extends)",
+                        f"make {path.parent / name} a YAML mapping, or stop extending it",
+                        f"{path} line {line}" if line else str(path),
+                    )
+                ],
+                source=_chain((*chain, path.parent / name)),
+            )
         merged = _merge(merged, parent, (), problems)
     return _merge(merged, data, (), problems)
 
@@ -459,7 +568,7 @@ def _strip(value: Any, path: tuple[Any, ...], origins: dict[tuple[Any, ...], Ori
                 origins[path + (key,)] = marks[key]
             items = marks.get((key, _SELF))
             if isinstance(inner, list) and items:
-                for i, origin in enumerate(items[:len(inner)]):
+                for i, origin in enumerate(items[: len(inner)]):
                     if origin is not None:
                         origins[path + (key, i)] = origin
             out[key] = _strip(inner, path + (key,), origins)
@@ -481,7 +590,9 @@ def _annotate(value: Any, file: Path, path: tuple[Any, ...], loader: _TrackingLo
             marks[key] = Origin(file, path + (key,), at)
             if isinstance(inner, list):
                 item_lines = loader.lines.get(id(inner), {})
-                marks[(key, _SELF)] = tuple(Origin(file, path + (key, i), item_lines.get(i, at)) for i in range(len(inner)))
+                marks[(key, _SELF)] = tuple(
+                    Origin(file, path + (key, i), item_lines.get(i, at)) for i in range(len(inner))
+                )
             out[key] = _annotate(inner, file, path + (key,), loader, at)
         out[_ORIGIN] = marks
         return out
@@ -498,31 +609,42 @@ def _read(path: Path, chain: tuple[Path, ...], problems: list[Problem], parent_w
     except UnicodeDecodeError as error:
         raw = path.read_bytes()
         line = raw.count(b"\n", 0, error.start) + 1
-        raise ConfigurationError([Problem(f"line {line}", raw[error.start:error.start + 4], "UTF-8 text",
-                                          f"save {path} as UTF-8 (it holds a byte UTF-8 does not allow at line {line})",
-                                          f"{path} line {line}")], source=source) from None
+        raise ConfigurationError(
+            [
+                Problem(
+                    f"line {line}",
+                    raw[error.start : error.start + 4],
+                    "UTF-8 text",
+                    f"save {path} as UTF-8 (it holds a byte UTF-8 does not allow at line {line})",
+                    f"{path} line {line}",
+                )
+            ],
+            source=source,
+        ) from None
     except (OSError, ValueError) as error:  # ValueError: a NUL byte in the name
         reason = getattr(error, "strerror", None) or str(error)
         if len(chain) == 1:
             fix = f"check the path ({reason}); pass another with `cdk synth -c config=PATH`"
         else:
             fix = f"check `{EXTENDS}` in {chain[-2]} ({reason}); paths are relative to that file"
-        raise ConfigurationError([Problem("" if len(chain) == 1 else EXTENDS, str(path), "a readable YAML file",
-                                          fix, parent_where)],
-                                 source=source) from None
+        raise ConfigurationError(
+            [Problem("" if len(chain) == 1 else EXTENDS, str(path), "a readable YAML file", fix, parent_where)],
+            source=source,
+        ) from None
     loader = _TrackingLoader(text)
     try:
         data = loader.get_single_data()
     except (yaml.YAMLError, ValueError, OverflowError) as error:  # ValueError: a date like 2027-13-01
-        where, problem = yaml_error_position(error) if isinstance(error, yaml.YAMLError) else ("unknown position",
-                                                                                               str(error))
+        where, problem = (
+            yaml_error_position(error) if isinstance(error, yaml.YAMLError) else ("unknown position", str(error))
+        )
         if isinstance(error, yaml.reader.ReaderError):  # a character YAML refuses: its offset says the line
             line = text.count("\n", 0, error.position) + 1
             code = ord(error.character) if isinstance(error.character, str) else error.character
             where, problem = f"line {line}", f"character #x{code:04x}: {error.reason}"
         raise ConfigurationError(
             [Problem(where, problem, "valid YAML", f"fix the syntax at that position in {path}", f"{path} {where}")],
-            source=source
+            source=source,
         ) from None
     finally:
         loader.dispose()
@@ -532,18 +654,27 @@ def _read(path: Path, chain: tuple[Path, ...], problems: list[Problem], parent_w
     return _annotate(data, path, (), loader, 1)
 
 
-def _report_repeats(value: Any, file: Path, at: tuple[Any, ...], loader: _TrackingLoader,
-                    repeats: dict[tuple[int, Any], int], problems: list[Problem]) -> None:
+def _report_repeats(
+    value: Any,
+    file: Path,
+    at: tuple[Any, ...],
+    loader: _TrackingLoader,
+    repeats: dict[tuple[int, Any], int],
+    problems: list[Problem],
+) -> None:
     if isinstance(value, dict):
         for key, inner in value.items():
             if (id(value), key) in repeats:
-                problems.append(Problem(_render(at + (key,)), inner,
-                                        f"each key once in a mapping; key {key!r} is given twice",
-                                        "remove one of the two (the last one is the value read)",
-                                        f"{file} line {repeats[(id(value), key)]}"))
+                problems.append(
+                    Problem(
+                        _render(at + (key,)),
+                        inner,
+                        f"each key once in a mapping; key {key!r} is given twice",
+                        "remove one of the two (the last one is the value read)",
+                        f"{file} line {repeats[(id(value), key)]}",
+                    )
+                )
             _report_repeats(inner, file, at + (key,), loader, repeats, problems)
     elif isinstance(value, list):
         for i, inner in enumerate(value):
             _report_repeats(inner, file, at + (i,), loader, repeats, problems)
-
-

@@ -3,6 +3,7 @@
 A config is YAML. ``load_config`` returns a validated ``AppConfig`` or raises one
 ``ConfigurationError`` listing every problem (field path, value, what is allowed, fix).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,24 +23,37 @@ from .settings import AppConfig, duplicate_name_problems, raw_plan_reference_pro
 def parse_config(data: Any, *, source: str = "config") -> AppConfig:
     if not isinstance(data, dict):
         raise ConfigurationError(
-            [Problem("", data if data is not None else MISSING, "a mapping with at least 'endpoints'",
-                     "start from config/default.yaml")],
+            [
+                Problem(
+                    "",
+                    data if data is not None else MISSING,
+                    "a mapping with at least 'endpoints'",
+                    "start from config/default.yaml",
+                )
+            ],
             source=source,
         )
     try:
         return validated(AppConfig, data, where=source)
     except ConfigurationError as error:
         known = {p.line() for p in error.problems}
-        extra = [p for p in [*duplicate_name_problems(data.get("endpoints")), *raw_plan_reference_problems(data)]
-                 if p.line() not in known]
+        extra = [
+            p
+            for p in [*duplicate_name_problems(data.get("endpoints")), *raw_plan_reference_problems(data)]
+            if p.line() not in known
+        ]
         if not extra:
             raise
         raise ConfigurationError([*error.problems, *extra], source=source) from None
 
 
-def load_config(path: str | Path, *, region: str | None = None,
-                checks: Callable[[AppConfig], list[Problem]] | None = None,
-                consent: Mapping[str, Iterable[str]] | None = None) -> AppConfig:
+def load_config(
+    path: str | Path,
+    *,
+    region: str | None = None,
+    checks: Callable[[AppConfig], list[Problem]] | None = None,
+    consent: Mapping[str, Iterable[str]] | None = None,
+) -> AppConfig:
     """Read and validate a YAML config file, laid over the files it ``extends`` (see ``config.layers``).
 
     Raises one ``ConfigurationError`` with every problem: keys given twice and misused ``$delete``/``$replace``
@@ -104,13 +118,15 @@ def config_item(path: str, spec: BaseModel) -> Iterator[None]:
         for problem in error.problems:
             field_path = problem.path
             for view in _CONSTRUCT_VIEWS:
-                if field_path.startswith(view) and _first_field(field_path[len(view):]) in fields:
-                    field_path = field_path[len(view):]
+                if field_path.startswith(view) and _first_field(field_path[len(view) :]) in fields:
+                    field_path = field_path[len(view) :]
                     break
             if _first_field(problem.path) in AppConfig.model_fields or _first_field(field_path) not in fields:
                 problems.append(problem)
             else:
-                problems.append(Problem(field_path, problem.value, problem.allowed, problem.fix, problem.where).under(path))
+                problems.append(
+                    Problem(field_path, problem.value, problem.allowed, problem.fix, problem.where).under(path)
+                )
         placed = ConfigurationError(problems, source=error.source)
         placed.config_item = path
         raise placed from None
@@ -142,8 +158,16 @@ def manifest_problems(data: Any, config_dir: Path) -> list[Problem]:
             try:
                 load_adapter_manifest(location, base_dir=config_dir)
             except ConfigurationError as error:
-                problems.extend(Problem(f"endpoints[{e_index}].models[{m_index}].{p.path}", p.value, p.allowed, p.fix,
-                                        where=p.where or error.source) for p in error.problems)
+                problems.extend(
+                    Problem(
+                        f"endpoints[{e_index}].models[{m_index}].{p.path}",
+                        p.value,
+                        p.allowed,
+                        p.fix,
+                        where=p.where or error.source,
+                    )
+                    for p in error.problems
+                )
     return problems
 
 
@@ -165,7 +189,9 @@ def _has_jumpstart_model(data: Any) -> bool:
     endpoints = data.get("endpoints") if isinstance(data, dict) else None
     for endpoint in endpoints if isinstance(endpoints, list) else []:
         models = endpoint.get("models") if isinstance(endpoint, dict) else None
-        if any(isinstance(m, dict) and m.get("source") == "jumpstart" for m in (models if isinstance(models, list) else [])):
+        if any(
+            isinstance(m, dict) and m.get("source") == "jumpstart" for m in (models if isinstance(models, list) else [])
+        ):
             return True
     return False
 
@@ -196,13 +222,28 @@ def jumpstart_problems(data: Any, lock: Any) -> list[Problem]:
             from ..eagle.pretrained_head import config_problems
 
             problems.extend(config_problems(model, locked, path))  # the pre-trained head's settings
-            gpus = accelerators_of(endpoint.get("instance_type")) if isinstance(endpoint.get("instance_type"), str) else None
-            if (locked is not None and locked.accelerators is not None and "accelerators" not in model
-                    and gpus is not None and locked.accelerators > gpus):
-                problems.append(Problem(f"{path}.accelerators", f"{locked.accelerators} (from {lock.path})",
-                                        f"at most {gpus}, the accelerators of one {endpoint['instance_type']}",
-                                        "use a larger instance type (JumpStart lists: "
-                                        + (", ".join(locked.supported_instance_types) or "none") + ")"))
+            gpus = (
+                accelerators_of(endpoint.get("instance_type"))
+                if isinstance(endpoint.get("instance_type"), str)
+                else None
+            )
+            if (
+                locked is not None
+                and locked.accelerators is not None
+                and "accelerators" not in model
+                and gpus is not None
+                and locked.accelerators > gpus
+            ):
+                problems.append(
+                    Problem(
+                        f"{path}.accelerators",
+                        f"{locked.accelerators} (from {lock.path})",
+                        f"at most {gpus}, the accelerators of one {endpoint['instance_type']}",
+                        "use a larger instance type (JumpStart lists: "
+                        + (", ".join(locked.supported_instance_types) or "none")
+                        + ")",
+                    )
+                )
     return problems
 
 
@@ -230,8 +271,10 @@ def json_schema(*, layer: bool = False) -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "sagemaker-llm-cdk deployment config" + (" layer (extends or is extended)" if layer else "")
     schema["properties"]["extends"] = {
-        "description": ("Config file(s) this one is laid over, relative to this file (mappings merge; endpoints, "
-                        "models, adapters and capacity_plans merge by name; other lists replace)."),
+        "description": (
+            "Config file(s) this one is laid over, relative to this file (mappings merge; endpoints, "
+            "models, adapters and capacity_plans merge by name; other lists replace)."
+        ),
         "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
     }
     definitions = schema.get("$defs", {})
@@ -244,9 +287,13 @@ def json_schema(*, layer: bool = False) -> dict[str, Any]:
         _relax(schema)
         for definition in _NAMED_ITEMS:
             definitions[definition]["properties"]["$delete"] = {
-                "const": True, "description": "Remove the base's item of this name (give only name and $delete)."}
+                "const": True,
+                "description": "Remove the base's item of this name (give only name and $delete).",
+            }
             definitions[definition]["properties"]["$replace"] = {
-                "const": True, "description": "Replace the base's item of this name whole instead of merging into it."}
+                "const": True,
+                "description": "Replace the base's item of this name whole instead of merging into it.",
+            }
     return schema
 
 

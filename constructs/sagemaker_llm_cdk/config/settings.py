@@ -2,6 +2,7 @@
 
 Imports settings (and pure facts) only, never a construct module, so a config can be checked without CDK.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,7 +26,9 @@ class DeploymentTarget(Settings):
     """Where the stacks deploy. Default: environment-agnostic (account and region from the CLI)."""
 
     account: Annotated[str | None, Field(pattern=r"^\d{12}$", description="12-digit AWS account id.")] = None
-    region: Annotated[str | None, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1.")] = None
+    region: Annotated[
+        str | None, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1.")
+    ] = None
 
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
@@ -39,63 +42,126 @@ class BudgetSettings(Settings):
     ``max_usd_per_month``; a config whose known ceiling is above USD 10,000 must declare one.
     """
 
-    max_usd_per_month: Annotated[int, Field(ge=1, le=100_000_000, description=(
-        "Budget limit, USD per month (AWS Budgets, COST, MONTHLY). The synth refuses a config whose monthly ceiling "
-        "is above it."))]
-    email: Annotated[str | None, Field(description=(
-        "Address the budget's alerts are e-mailed to (AWS Budgets subscriber EMAIL). Default: none (then "
-        "notify_alarm_topic must be true)."))] = None
-    notify_alarm_topic: Annotated[bool, Field(description=(
-        "Also publish the alerts to the stack's alarm SNS topic (its policy lets budgets.amazonaws.com publish "
-        "only for this account's budget). Default: false."))] = False
-    actual_percent: Annotated[tuple[Annotated[int, Field(ge=1, le=1000)], ...], Field(min_length=1, max_length=5, description=(
-        "Percents of the limit at which ACTUAL spend alerts. Default: 80 and 100."))] = (80, 100)
-    forecasted_percent: Annotated[tuple[Annotated[int, Field(ge=1, le=1000)], ...], Field(max_length=5, description=(
-        "Percents of the limit at which FORECASTED spend alerts. Default: 100."))] = (100,)
-    tag: Annotated[str | None, Field(description=(
-        "Key of tags the budget's cost filter selects (its value as in tags; activate it as a cost allocation "
-        "tag in Billing). Default: the first key of tags; with no tags, the aws:cloudformation:stack-name tag "
-        "CloudFormation puts on this stack's resources."))] = None
+    max_usd_per_month: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=100_000_000,
+            description=(
+                "Budget limit, USD per month (AWS Budgets, COST, MONTHLY). The synth refuses a config whose monthly ceiling "
+                "is above it."
+            ),
+        ),
+    ]
+    email: Annotated[
+        str | None,
+        Field(
+            description=(
+                "Address the budget's alerts are e-mailed to (AWS Budgets subscriber EMAIL). Default: none (then "
+                "notify_alarm_topic must be true)."
+            )
+        ),
+    ] = None
+    notify_alarm_topic: Annotated[
+        bool,
+        Field(
+            description=(
+                "Also publish the alerts to the stack's alarm SNS topic (its policy lets budgets.amazonaws.com publish "
+                "only for this account's budget). Default: false."
+            )
+        ),
+    ] = False
+    actual_percent: Annotated[
+        tuple[Annotated[int, Field(ge=1, le=1000)], ...],
+        Field(
+            min_length=1,
+            max_length=5,
+            description=("Percents of the limit at which ACTUAL spend alerts. Default: 80 and 100."),
+        ),
+    ] = (80, 100)
+    forecasted_percent: Annotated[
+        tuple[Annotated[int, Field(ge=1, le=1000)], ...],
+        Field(max_length=5, description=("Percents of the limit at which FORECASTED spend alerts. Default: 100.")),
+    ] = (100,)
+    tag: Annotated[
+        str | None,
+        Field(
+            description=(
+                "Key of tags the budget's cost filter selects (its value as in tags; activate it as a cost allocation "
+                "tag in Billing). Default: the first key of tags; with no tags, the aws:cloudformation:stack-name tag "
+                "CloudFormation puts on this stack's resources."
+            )
+        ),
+    ] = None
 
     def _rules(self) -> list[Problem]:
         problems = []
         if self.email is None and not self.notify_alarm_topic:
-            problems.append(Problem("email", None, "an e-mail address, or notify_alarm_topic: true",
-                                    "set email to the address that should hear about the spend"))
+            problems.append(
+                Problem(
+                    "email",
+                    None,
+                    "an e-mail address, or notify_alarm_topic: true",
+                    "set email to the address that should hear about the spend",
+                )
+            )
         if self.email is not None and (not _EMAIL.match(self.email) or len(self.email) > 254):
-            problems.append(Problem("email", self.email, "an email address like ops@example.com",
-                                    "write the address as name@domain"))
+            problems.append(
+                Problem(
+                    "email", self.email, "an email address like ops@example.com", "write the address as name@domain"
+                )
+            )
         for field in ("actual_percent", "forecasted_percent"):
             values = getattr(self, field)
             if len(set(values)) != len(values):
                 problems.append(Problem(field, list(values), "distinct percents", "list each percent once"))
         if len(self.actual_percent) + len(self.forecasted_percent) > 10:
-            problems.append(Problem("forecasted_percent", list(self.forecasted_percent),
-                                    "at most 10 notifications in all (AWS Budgets' limit per budget)",
-                                    "drop some thresholds"))
+            problems.append(
+                Problem(
+                    "forecasted_percent",
+                    list(self.forecasted_percent),
+                    "at most 10 notifications in all (AWS Budgets' limit per budget)",
+                    "drop some thresholds",
+                )
+            )
         return problems
 
 
 class ChecksSettings(Settings):
     """Synth-time checks. AwsSolutions (cdk-nag) always runs and fails the synth on an unacknowledged finding."""
 
-    nag_warning_packs: Annotated[tuple[Literal["nist-800-53-r5", "serverless"], ...], Field(description=(
-        "Extra cdk-nag packs reported as warnings only. Default: none."))] = ()
+    nag_warning_packs: Annotated[
+        tuple[Literal["nist-800-53-r5", "serverless"], ...],
+        Field(description=("Extra cdk-nag packs reported as warnings only. Default: none.")),
+    ] = ()
 
 
 class EndpointSpec(EndpointOptions):
     """One endpoint in the config: its options plus the models it hosts."""
 
-    name: Annotated[str, Field(description=(
-        "Logical name: the construct id and, unless endpoint_name is set, part of generated names."))]
-    endpoint_name: Annotated[str | None, Field(description=(
-        "Physical endpoint name. Default: derived from the stack and endpoint names."))] = None
+    name: Annotated[
+        str,
+        Field(
+            description=("Logical name: the construct id and, unless endpoint_name is set, part of generated names.")
+        ),
+    ]
+    endpoint_name: Annotated[
+        str | None, Field(description=("Physical endpoint name. Default: derived from the stack and endpoint names."))
+    ] = None
     vpc: Annotated[VpcPlacement | None, Field(description="Run instances in these subnets. Default: no VPC.")] = None
-    models: Annotated[tuple[ModelSpec, ...], Field(min_length=1, max_length=50, description="Models hosted as inference components.")]
-    capacity_plan: Annotated[str | None, Field(description=(
-        "Name of a plan in capacity_plans that this endpoint runs on (capacity-reservations-only), bound only while "
-        "the plan is Active (see the plan's when_not_active). Remove it to move the endpoint to on-demand capacity "
-        "(the endpoint config is replaced). Default: on-demand capacity."))] = None
+    models: Annotated[
+        tuple[ModelSpec, ...], Field(min_length=1, max_length=50, description="Models hosted as inference components.")
+    ]
+    capacity_plan: Annotated[
+        str | None,
+        Field(
+            description=(
+                "Name of a plan in capacity_plans that this endpoint runs on (capacity-reservations-only), bound only while "
+                "the plan is Active (see the plan's when_not_active). Remove it to move the endpoint to on-demand capacity "
+                "(the endpoint config is replaced). Default: on-demand capacity."
+            )
+        ),
+    ] = None
 
     def _rules(self) -> list[Problem]:
         problems: list[Problem] = []
@@ -103,17 +169,28 @@ class EndpointSpec(EndpointOptions):
             problems.extend(super()._rules())
         with unless_failed():
             if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,62}", self.name):
-                problems.append(Problem("name", self.name, "1-63 letters and digits, starting with a letter",
-                                        "remove spaces, hyphens and other characters"))
+                problems.append(
+                    Problem(
+                        "name",
+                        self.name,
+                        "1-63 letters and digits, starting with a letter",
+                        "remove spaces, hyphens and other characters",
+                    )
+                )
         with unless_failed():
             if self.endpoint_name is not None:
                 problem = name_problem("endpoint_name", self.endpoint_name, "EndpointName")
                 if problem:
                     problems.append(problem)
         with unless_failed():
-            problems.extend(ami_problems([(f"models[{i}].image", m.image) for i, m in enumerate(self.models)
-                                          if not m.is_jumpstart],  # a JumpStart model's image: from the lock
-                                         self.inference_ami_version))
+            problems.extend(
+                ami_problems(
+                    [
+                        (f"models[{i}].image", m.image) for i, m in enumerate(self.models) if not m.is_jumpstart
+                    ],  # a JumpStart model's image: from the lock
+                    self.inference_ami_version,
+                )
+            )
         with unless_failed():
             retention = self.data_capture.retention_days
             for index, model in enumerate(self.models):
@@ -121,11 +198,15 @@ class EndpointSpec(EndpointOptions):
                     continue
                 days = _rate_days(model.eagle.schedule)
                 if days is not None and days >= retention:
-                    problems.append(Problem(
-                        "data_capture.retention_days", retention,
-                        f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, every {days:g} days)",
-                        "keep captures longer than the EAGLE interval, or run EAGLE more often: captured traffic older "
-                        "than retention_days expires before the next run reads it"))
+                    problems.append(
+                        Problem(
+                            "data_capture.retention_days",
+                            retention,
+                            f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, every {days:g} days)",
+                            "keep captures longer than the EAGLE interval, or run EAGLE more often: captured traffic older "
+                            "than retention_days expires before the next run reads it",
+                        )
+                    )
         with unless_failed():
             for index, model in enumerate(self.models):  # the same for the front door's turn log
                 if model.eagle is None or model.eagle.dataset.source != "front_door" or model.sessions is None:
@@ -133,11 +214,15 @@ class EndpointSpec(EndpointOptions):
                 days = _rate_days(model.eagle.schedule)
                 kept = model.sessions.turn_log_retention_days
                 if days is not None and days >= kept:
-                    problems.append(Problem(
-                        f"models[{index}].sessions.turn_log_retention_days", kept,
-                        f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, every {days:g} days)",
-                        "keep logged turns longer than the EAGLE interval, or run EAGLE more often: turns older than "
-                        "turn_log_retention_days expire before the next run reads them"))
+                    problems.append(
+                        Problem(
+                            f"models[{index}].sessions.turn_log_retention_days",
+                            kept,
+                            f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, every {days:g} days)",
+                            "keep logged turns longer than the EAGLE interval, or run EAGLE more often: turns older than "
+                            "turn_log_retention_days expire before the next run reads them",
+                        )
+                    )
         for index, model in enumerate(self.models):
             with unless_failed():  # a model that failed validation is skipped; its own problems are reported
                 problems.extend(p.under(f"models[{index}]") for p in model_fit_problems(model, self))
@@ -159,17 +244,32 @@ def model_fit_problems(model: ModelSpec, endpoint: EndpointOptions) -> list[Prob
     eagle = model.eagle
     if eagle is not None:
         if eagle.dataset.source == "capture" and not endpoint.data_capture.enabled:
-            problems.append(Problem("eagle.dataset.source", "capture",
-                                    "s3 or builtin while the endpoint's data_capture is off (enabled: false)",
-                                    "turn data_capture on for the endpoint, or train on your own dataset "
-                                    "(source: s3, s3_uri: s3://bucket/prefix/)"))
+            problems.append(
+                Problem(
+                    "eagle.dataset.source",
+                    "capture",
+                    "s3 or builtin while the endpoint's data_capture is off (enabled: false)",
+                    "turn data_capture on for the endpoint, or train on your own dataset "
+                    "(source: s3, s3_uri: s3://bucket/prefix/)",
+                )
+            )
         if eagle.job_instance_type is None:
-            problem = instance_type_problem("eagle.job_instance_type", endpoint.instance_type,
-                                            service_model.optimization_instance_types(), "optimization jobs")
+            problem = instance_type_problem(
+                "eagle.job_instance_type",
+                endpoint.instance_type,
+                service_model.optimization_instance_types(),
+                "optimization jobs",
+            )
             if problem:
-                problems.append(Problem(problem.path, problem.value, problem.allowed,
-                                        "the endpoint's instance type cannot run optimization jobs: set "
-                                        f"eagle.job_instance_type ({problem.fix})"))
+                problems.append(
+                    Problem(
+                        problem.path,
+                        problem.value,
+                        problem.allowed,
+                        "the endpoint's instance type cannot run optimization jobs: set "
+                        f"eagle.job_instance_type ({problem.fix})",
+                    )
+                )
     return problems
 
 
@@ -186,29 +286,65 @@ class AppConfig(Settings):
     """A deployment of this team's app: one stack holding the endpoints below."""
 
     stack_name: Annotated[str, Field(description="CloudFormation stack name. Default: SageMakerLlm.")] = "SageMakerLlm"
-    target: Annotated[DeploymentTarget, Field(description="Account and region. Default: from the CLI.")] = DeploymentTarget()
+    target: Annotated[DeploymentTarget, Field(description="Account and region. Default: from the CLI.")] = (
+        DeploymentTarget()
+    )
     tags: Annotated[dict[str, str], Field(description="Tags on every resource. Default: none.")] = {}
     endpoints: Annotated[tuple[EndpointSpec, ...], Field(min_length=1, max_length=20)]
-    checks: Annotated[ChecksSettings, Field(description="Synth-time checks. Default: AwsSolutions only.")] = ChecksSettings()
-    monitoring: Annotated[MonitoringSettings, Field(description=(
-        "Dashboards, alarms (one KMS-encrypted topic) and safe rollouts. Default: on, with the defaults listed."))] = MonitoringSettings()
-    capacity_plans: Annotated[tuple[CapacityPlanSpec, ...], Field(max_length=20, description=(
-        "Reserved GPU capacity, in the companion stack <stack_name>Capacity: plans to buy once (price cap here, "
-        "consent on the deploy command: -c purchase=<name>) or existing "
-        "plans, each bound to at most one endpoint by its capacity_plan. Default: none."))] = ()
-    budget: Annotated[BudgetSettings | None, Field(description=(
-        "An AWS Budgets cost budget (USD per month) on this deployment's tagged resources, alerting at ACTUAL and "
-        "FORECASTED thresholds. Required when the monthly ceiling is above USD 10,000; the synth refuses a config "
-        "whose ceiling is above max_usd_per_month. Default: none."))] = None
-    removal: Annotated[Literal["retain", "destroy"], Field(description=(
-        "What `cdk destroy` does with data: retain keeps KMS keys, S3 buckets, log groups and the EAGLE runs table "
-        "(production: data, keys and audit logs outlive the stack); destroy deletes them with the stack (buckets "
-        "emptied first, keys scheduled for deletion after 7 days), for dev and test. A bought capacity plan is never "
-        "deleted. Default: retain."))] = "retain"
-    routers: Annotated[tuple[RouterSpec, ...], Field(max_length=10, description=(
-        "Inference routers: one entry point whose routing targets send each request to a model's inference "
-        "component in any region and account that deploys this config (the pipeline's stages), or to "
-        "endpoints given by ARN. Default: none."))] = ()
+    checks: Annotated[ChecksSettings, Field(description="Synth-time checks. Default: AwsSolutions only.")] = (
+        ChecksSettings()
+    )
+    monitoring: Annotated[
+        MonitoringSettings,
+        Field(
+            description=(
+                "Dashboards, alarms (one KMS-encrypted topic) and safe rollouts. Default: on, with the defaults listed."
+            )
+        ),
+    ] = MonitoringSettings()
+    capacity_plans: Annotated[
+        tuple[CapacityPlanSpec, ...],
+        Field(
+            max_length=20,
+            description=(
+                "Reserved GPU capacity, in the companion stack <stack_name>Capacity: plans to buy once (price cap here, "
+                "consent on the deploy command: -c purchase=<name>) or existing "
+                "plans, each bound to at most one endpoint by its capacity_plan. Default: none."
+            ),
+        ),
+    ] = ()
+    budget: Annotated[
+        BudgetSettings | None,
+        Field(
+            description=(
+                "An AWS Budgets cost budget (USD per month) on this deployment's tagged resources, alerting at ACTUAL and "
+                "FORECASTED thresholds. Required when the monthly ceiling is above USD 10,000; the synth refuses a config "
+                "whose ceiling is above max_usd_per_month. Default: none."
+            )
+        ),
+    ] = None
+    removal: Annotated[
+        Literal["retain", "destroy"],
+        Field(
+            description=(
+                "What `cdk destroy` does with data: retain keeps KMS keys, S3 buckets, log groups and the EAGLE runs table "
+                "(production: data, keys and audit logs outlive the stack); destroy deletes them with the stack (buckets "
+                "emptied first, keys scheduled for deletion after 7 days), for dev and test. A bought capacity plan is never "
+                "deleted. Default: retain."
+            )
+        ),
+    ] = "retain"
+    routers: Annotated[
+        tuple[RouterSpec, ...],
+        Field(
+            max_length=10,
+            description=(
+                "Inference routers: one entry point whose routing targets send each request to a model's inference "
+                "component in any region and account that deploys this config (the pipeline's stages), or to "
+                "endpoints given by ARN. Default: none."
+            ),
+        ),
+    ] = ()
 
     def _rules(self) -> list[Problem]:
         problems = []
@@ -216,8 +352,14 @@ class AppConfig(Settings):
             problems.extend(tag_problems(self.tags))
         with unless_failed():
             if not _STACK_NAME.match(self.stack_name):
-                problems.append(Problem("stack_name", self.stack_name, "1-128 letters, digits and hyphens, starting "
-                                        "with a letter", "rename the stack"))
+                problems.append(
+                    Problem(
+                        "stack_name",
+                        self.stack_name,
+                        "1-128 letters, digits and hyphens, starting with a letter",
+                        "rename the stack",
+                    )
+                )
         with unless_failed():  # on a partly valid config, parse_config checks the raw endpoints instead
             problems.extend(duplicate_name_problems([e.model_dump() for e in self.endpoints]))
         problems.extend(self._capacity_plan_problems())
@@ -226,8 +368,11 @@ class AppConfig(Settings):
         with unless_failed():
             problems.extend(self._budget_problems())
         with unless_failed():
-            models = {m.name: f"endpoints[{e}].models[{i}]" for e, endpoint in enumerate(self.endpoints)
-                      for i, m in enumerate(endpoint.models)}
+            models = {
+                m.name: f"endpoints[{e}].models[{i}]"
+                for e, endpoint in enumerate(self.endpoints)
+                for i, m in enumerate(endpoint.models)
+            }
             problems.extend(router_problems(self.routers, models))
         return problems
 
@@ -237,31 +382,55 @@ class AppConfig(Settings):
         from ..operations.cost_model import BUDGET_REQUIRED_ABOVE_USD, ceiling_drivers, config_cost_model, totals, usd
 
         if self.budget is not None and self.budget.tag is not None and self.budget.tag not in self.tags:
-            return [Problem("budget.tag", self.budget.tag, f"a key of tags ({', '.join(self.tags) or 'none'})",
-                            "add the tag to tags, or leave budget.tag out")]
+            return [
+                Problem(
+                    "budget.tag",
+                    self.budget.tag,
+                    f"a key of tags ({', '.join(self.tags) or 'none'})",
+                    "add the tag to tags, or leave budget.tag out",
+                )
+            ]
         lines = config_cost_model(self)
         total = totals(lines)
-        drivers = ", ".join(f"{line.subject}: {line.what} at most {usd(line.ceiling_usd)}"
-                            for line in ceiling_drivers(lines))
-        unknown = (f"; not counted (price unknown): {', '.join(line.subject for line in total.unknown_ceiling)}"
-                   if total.unknown_ceiling else "")
-        where = "in any region (the config names no region: the highest price in the table)" if self.target.region is None \
+        drivers = ", ".join(
+            f"{line.subject}: {line.what} at most {usd(line.ceiling_usd)}" for line in ceiling_drivers(lines)
+        )
+        unknown = (
+            f"; not counted (price unknown): {', '.join(line.subject for line in total.unknown_ceiling)}"
+            if total.unknown_ceiling
+            else ""
+        )
+        where = (
+            "in any region (the config names no region: the highest price in the table)"
+            if self.target.region is None
             else f"in {self.target.region}"
+        )
         if self.budget is None:
             if total.ceiling_usd > BUDGET_REQUIRED_ABOVE_USD:
-                return [Problem("budget", None, f"a budget: the monthly ceiling is {usd(total.ceiling_usd)} {where}, "
-                                f"above {usd(BUDGET_REQUIRED_ABOVE_USD)} (from {drivers}){unknown}",
-                                "declare budget: {max_usd_per_month: N, email: you@example.com} with N at least "
-                                f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower "
-                                "max_instances / the EAGLE schedule")]
+                return [
+                    Problem(
+                        "budget",
+                        None,
+                        f"a budget: the monthly ceiling is {usd(total.ceiling_usd)} {where}, "
+                        f"above {usd(BUDGET_REQUIRED_ABOVE_USD)} (from {drivers}){unknown}",
+                        "declare budget: {max_usd_per_month: N, email: you@example.com} with N at least "
+                        f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower "
+                        "max_instances / the EAGLE schedule",
+                    )
+                ]
             return []
         limit = self.budget.max_usd_per_month
         if total.ceiling_usd > limit:
-            return [Problem("budget.max_usd_per_month", limit,
-                            f"at least the monthly ceiling, {usd(total.ceiling_usd)} {where} (from {drivers}){unknown}",
-                            f"raise budget.max_usd_per_month to "
-                            f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower the ceiling: "
-                            "max_instances of the endpoints above, or the EAGLE schedule / max_runtime_hours")]
+            return [
+                Problem(
+                    "budget.max_usd_per_month",
+                    limit,
+                    f"at least the monthly ceiling, {usd(total.ceiling_usd)} {where} (from {drivers}){unknown}",
+                    f"raise budget.max_usd_per_month to "
+                    f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower the ceiling: "
+                    "max_instances of the endpoints above, or the EAGLE schedule / max_runtime_hours",
+                )
+            ]
         return []
 
     def _eagle_plan_problems(self) -> list[Problem]:
@@ -281,12 +450,16 @@ class AppConfig(Settings):
                 short = plan_name.rsplit("/", 1)[-1]
                 found = known.get(plan_name, known.get(short))
                 if found is not None:
-                    problems.append(Problem(
-                        f"endpoints[{e_index}].models[{m_index}].eagle.training_plan", plan_name,
-                        f"a plan bought for training jobs, not capacity_plans[{found}] (bought for endpoints: "
-                        "SageMaker refuses it for an optimization job)",
-                        "buy a plan whose target is training-job for the job, or remove training_plan to run it "
-                        "on demand"))
+                    problems.append(
+                        Problem(
+                            f"endpoints[{e_index}].models[{m_index}].eagle.training_plan",
+                            plan_name,
+                            f"a plan bought for training jobs, not capacity_plans[{found}] (bought for endpoints: "
+                            "SageMaker refuses it for an optimization job)",
+                            "buy a plan whose target is training-job for the job, or remove training_plan to run it "
+                            "on demand",
+                        )
+                    )
         return problems
 
     def _capacity_plan_problems(self) -> list[Problem]:
@@ -299,16 +472,25 @@ class AppConfig(Settings):
             complete = False
             with unless_failed():
                 if plan.plan_name in plans:
-                    problems.append(Problem(f"capacity_plans[{p_index}].name", plan.plan_name,
-                                            f"a name not used by capacity_plans[{plans[plan.plan_name]}]",
-                                            "declare each plan once"))
+                    problems.append(
+                        Problem(
+                            f"capacity_plans[{p_index}].name",
+                            plan.plan_name,
+                            f"a name not used by capacity_plans[{plans[plan.plan_name]}]",
+                            "declare each plan once",
+                        )
+                    )
                 elif plan.physical_plan_name(self.stack_name) in physical:
                     name = plan.physical_plan_name(self.stack_name)
                     field = "physical_name" if plan.physical_name is not None else "name"
-                    problems.append(Problem(f"capacity_plans[{p_index}].{field}", getattr(plan, field),
-                                            f"a plan whose TrainingPlanName ({name}) is not that of "
-                                            f"capacity_plans[{physical[name]}]",
-                                            "pin a different physical_name, or declare the plan once"))
+                    problems.append(
+                        Problem(
+                            f"capacity_plans[{p_index}].{field}",
+                            getattr(plan, field),
+                            f"a plan whose TrainingPlanName ({name}) is not that of capacity_plans[{physical[name]}]",
+                            "pin a different physical_name, or declare the plan once",
+                        )
+                    )
                 plans.setdefault(plan.plan_name, p_index)
                 physical.setdefault(plan.physical_plan_name(self.stack_name), p_index)
                 complete = True
@@ -325,9 +507,14 @@ class AppConfig(Settings):
                         problems.append(plan_reference_problem(path, endpoint.capacity_plan, list(plans)))
                     continue
                 if endpoint.capacity_plan in bound:
-                    problems.append(Problem(f"{path}.capacity_plan", endpoint.capacity_plan,
-                                            f"a plan no other endpoint uses (endpoints[{bound[endpoint.capacity_plan]}] "
-                                            "runs on it)", "declare a separate plan for each endpoint"))
+                    problems.append(
+                        Problem(
+                            f"{path}.capacity_plan",
+                            endpoint.capacity_plan,
+                            f"a plan no other endpoint uses (endpoints[{bound[endpoint.capacity_plan]}] runs on it)",
+                            "declare a separate plan for each endpoint",
+                        )
+                    )
                 bound.setdefault(endpoint.capacity_plan, e_index)
                 if endpoint.instance_pools:
                     from ..hosting.settings import pools_with_plan_problem
@@ -355,24 +542,44 @@ def tag_problems(tags: dict[str, str]) -> list[Problem]:
     with ``aws:`` (reserved), values of at most 256, letters, digits, spaces and ``_ . : / = + - @`` only."""
     problems: list[Problem] = []
     if len(tags) > MAX_TAGS:
-        problems.append(Problem("tags", f"{len(tags)} tags", f"at most {MAX_TAGS} tags (AWS's limit per resource)",
-                                "remove some tags"))
+        problems.append(
+            Problem(
+                "tags", f"{len(tags)} tags", f"at most {MAX_TAGS} tags (AWS's limit per resource)", "remove some tags"
+            )
+        )
     for key, value in tags.items():
         if not 1 <= len(key) <= 128 or not _tag_text(key):
-            problems.append(Problem(f"tags.{key}", key, "a tag key of 1-128 letters, digits, spaces and _ . : / = + - @",
-                                    "rename the tag"))
+            problems.append(
+                Problem(
+                    f"tags.{key}",
+                    key,
+                    "a tag key of 1-128 letters, digits, spaces and _ . : / = + - @",
+                    "rename the tag",
+                )
+            )
         elif key.lower().startswith("aws:"):
-            problems.append(Problem(f"tags.{key}", key, "a tag key not starting with aws: (reserved for AWS)",
-                                    "rename the tag"))
+            problems.append(
+                Problem(f"tags.{key}", key, "a tag key not starting with aws: (reserved for AWS)", "rename the tag")
+            )
         if len(value) > 256 or not _tag_text(value):
-            problems.append(Problem(f"tags.{key}", value, "a tag value of at most 256 letters, digits, spaces and "
-                                    "_ . : / = + - @", "shorten the value or replace the other characters"))
+            problems.append(
+                Problem(
+                    f"tags.{key}",
+                    value,
+                    "a tag value of at most 256 letters, digits, spaces and _ . : / = + - @",
+                    "shorten the value or replace the other characters",
+                )
+            )
     return problems
 
 
 def plan_reference_problem(path: str, name: Any, declared: list[str]) -> Problem:
-    return Problem(f"{path}.capacity_plan", name, "the name of a plan in capacity_plans: " + (", ".join(declared) or
-                   "none declared"), "declare the plan under capacity_plans or correct the name")
+    return Problem(
+        f"{path}.capacity_plan",
+        name,
+        "the name of a plan in capacity_plans: " + (", ".join(declared) or "none declared"),
+        "declare the plan under capacity_plans or correct the name",
+    )
 
 
 def raw_plan_reference_problems(data: Any) -> list[Problem]:
@@ -391,10 +598,13 @@ def raw_plan_reference_problems(data: Any) -> list[Problem]:
         if not isinstance(name, str):
             return []  # a plan whose name is unknown: the reference cannot be judged
         names.append(name)
-    return [plan_reference_problem(f"endpoints[{index}]", endpoint["capacity_plan"], names)
-            for index, endpoint in enumerate(endpoints)
-            if isinstance(endpoint, dict) and isinstance(endpoint.get("capacity_plan"), str)
-            and endpoint["capacity_plan"] not in names]
+    return [
+        plan_reference_problem(f"endpoints[{index}]", endpoint["capacity_plan"], names)
+        for index, endpoint in enumerate(endpoints)
+        if isinstance(endpoint, dict)
+        and isinstance(endpoint.get("capacity_plan"), str)
+        and endpoint["capacity_plan"] not in names
+    ]
 
 
 def duplicate_name_problems(endpoints: Any) -> list[Problem]:
@@ -418,8 +628,14 @@ def duplicate_name_problems(endpoints: Any) -> list[Problem]:
         component_seen = seen if seen is not None else component_seen_by_name
         other = component_seen.get(name)
         if other is not None:
-            problems.append(Problem(path, name, f"a name not used by {other} (inference component names are unique "
-                                    "in an account and region)", "rename one of the two"))
+            problems.append(
+                Problem(
+                    path,
+                    name,
+                    f"a name not used by {other} (inference component names are unique in an account and region)",
+                    "rename one of the two",
+                )
+            )
         else:
             component_seen[name] = path
 
@@ -429,8 +645,14 @@ def duplicate_name_problems(endpoints: Any) -> list[Problem]:
         name = endpoint.get("name")
         if isinstance(name, str):
             if name in endpoint_seen:
-                problems.append(Problem(f"endpoints[{e_index}].name", name,
-                                        f"a name not used by endpoints[{endpoint_seen[name]}]", "rename one of the two"))
+                problems.append(
+                    Problem(
+                        f"endpoints[{e_index}].name",
+                        name,
+                        f"a name not used by endpoints[{endpoint_seen[name]}]",
+                        "rename one of the two",
+                    )
+                )
             endpoint_seen.setdefault(name, e_index)
         models = endpoint.get("models")
         for m_index, model in enumerate(models if isinstance(models, (list, tuple)) else []):
@@ -442,8 +664,9 @@ def duplicate_name_problems(endpoints: Any) -> list[Problem]:
             for a_index, adapter in enumerate(adapters if isinstance(adapters, (list, tuple)) else []):
                 if isinstance(adapter, dict):
                     claim(adapter.get("name"), f"endpoints[{e_index}].models[{m_index}].adapters[{a_index}].name")
-                    claim(adapter.get("physical_name"),
-                          f"endpoints[{e_index}].models[{m_index}].adapters[{a_index}].physical_name", pinned_seen)
+                    claim(
+                        adapter.get("physical_name"),
+                        f"endpoints[{e_index}].models[{m_index}].adapters[{a_index}].physical_name",
+                        pinned_seen,
+                    )
     return problems
-
-

@@ -4,6 +4,7 @@ Every handler imports the shared package ``llm_cdk_shared`` (``lambda/_shared/ll
 function's asset is ``staged_handler(name)``: the handler folder plus a copy of that package, in a folder
 named by the hash of what it holds (deterministic, reused by later synths). Each asset is self-contained.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -52,8 +53,11 @@ def _source_files(folder: Path) -> list[Path]:
 
 
 def _tool_litter(relative: Path) -> bool:
-    return (any(part == "__pycache__" or part.startswith(".") for part in relative.parts)
-            or relative.suffix in (".pyc", ".swp") or relative.name.endswith("~"))
+    return (
+        any(part == "__pycache__" or part.startswith(".") for part in relative.parts)
+        or relative.suffix in (".pyc", ".swp")
+        or relative.name.endswith("~")
+    )
 
 
 def _holds(folder: Path, contents: Mapping[str, bytes]) -> bool:

@@ -22,6 +22,7 @@ instead of recreating the install's thousand folders. The requirement files ship
 so an outside team's synth installs exactly the same versions. A synth that cannot reach the package
 index and has no cached install fails with an error that says so (the Docker fallback is never used).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -94,15 +95,31 @@ def find_pip() -> list[str]:
     raise RuntimeError(
         f"The Lambda packages are installed at synth with pip, and there is none: {sys.executable} has no pip module "
         "and no pip3 or pip is on PATH. Install pip into this environment (`python -m ensurepip`, or "
-        "`uv pip install pip` in a uv virtualenv), or put a pip on PATH; Docker is not used.")
+        "`uv pip install pip` in a uv virtualenv), or put a pip on PATH; Docker is not used."
+    )
 
 
-def pip_command(requirements: Path, target: Path, architecture: str = "x86_64",
-                python_version: str = PYTHON_VERSION) -> list[str]:
+def pip_command(
+    requirements: Path, target: Path, architecture: str = "x86_64", python_version: str = PYTHON_VERSION
+) -> list[str]:
     """The pip command that installs ``requirements`` for the Lambda runtime into ``target``."""
-    command = [*find_pip(), "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-               "--no-warn-script-location", "--only-binary=:all:", "--implementation", "cp",
-               "--python-version", python_version, "--target", str(target), "-r", str(requirements)]
+    command = [
+        *find_pip(),
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-compile",
+        "--no-warn-script-location",
+        "--only-binary=:all:",
+        "--implementation",
+        "cp",
+        "--python-version",
+        python_version,
+        "--target",
+        str(target),
+        "-r",
+        str(requirements),
+    ]
     for platform in PLATFORMS[architecture]:
         command += ["--platform", platform]
     return command
@@ -117,16 +134,19 @@ def cached_install(requirements: Path, architecture: str = "x86_64", python_vers
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
     try:
-        result = subprocess.run(pip_command(requirements, work, architecture, python_version),
-                                capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            pip_command(requirements, work, architecture, python_version), capture_output=True, text=True, check=False
+        )
         if result.returncode != 0:
-            detail = "\n".join(line for line in (result.stderr or result.stdout).splitlines()
-                               if "is ignored" not in line)[-2000:]
+            detail = "\n".join(
+                line for line in (result.stderr or result.stdout).splitlines() if "is ignored" not in line
+            )[-2000:]
             raise RuntimeError(
                 f"Installing the Lambda packages of {requirements} for Python {python_version} on {architecture} "
                 f"failed (pip exit {result.returncode}): {detail.strip()}\nThe synth needs the Python package index "
                 "(PyPI or the mirror pip is configured for) once, or a filled cache in "
-                f"{root} (set {CACHE_ENV} to use another folder); Docker is not used.")
+                f"{root} (set {CACHE_ENV} to use another folder); Docker is not used."
+            )
         shutil.rmtree(work / "bin", ignore_errors=True)  # console scripts: nothing a function runs
         for cache in work.rglob("__pycache__"):
             shutil.rmtree(cache, ignore_errors=True)
@@ -143,14 +163,20 @@ def cached_install(requirements: Path, architecture: str = "x86_64", python_vers
 
 def _copy_tree(source: Path, destination: Path) -> None:
     """Copy ``source`` into ``destination``, hard-linking files where the file system allows it."""
+
     def link_or_copy(src: str, dst: str) -> None:
         try:
             os.link(src, dst)
         except OSError:
             shutil.copy2(src, dst)
 
-    shutil.copytree(source, destination, copy_function=link_or_copy, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns(".complete", "__pycache__", "*.pyc"))
+    shutil.copytree(
+        source,
+        destination,
+        copy_function=link_or_copy,
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns(".complete", "__pycache__", "*.pyc"),
+    )
 
 
 def _source_files(folder: Path, exclude: Iterable[str]) -> list[Path]:
@@ -216,8 +242,12 @@ def cached_archive(requirements: Path, architecture: str = "x86_64", subdir: str
         with zipfile.ZipFile(work, "w", zipfile.ZIP_DEFLATED) as bundle:
             for path in sorted(installed.rglob("*")):
                 relative = path.relative_to(installed)
-                if (not path.is_file() or relative.as_posix() == ".complete" or path.suffix == ".pyc"
-                        or "__pycache__" in relative.parts):
+                if (
+                    not path.is_file()
+                    or relative.as_posix() == ".complete"
+                    or path.suffix == ".pyc"
+                    or "__pycache__" in relative.parts
+                ):
                     continue
                 entry = zipfile.ZipInfo(f"{subdir}/{relative.as_posix()}" if subdir else relative.as_posix(), _ZIP_DATE)
                 entry.external_attr = (path.stat().st_mode & 0xFFFF) << 16
@@ -259,15 +289,22 @@ def packages_code(requirements: Path, *, architecture: str = "x86_64", subdir: s
     digest = requirements_hash(requirements, architecture)
     target = f"/tmp/packages/{subdir}" if subdir else "/tmp/packages"
     return lambda_.Code.from_asset(
-        str(requirements.parent), asset_hash_type=AssetHashType.CUSTOM, asset_hash=f"packages-{digest}",
+        str(requirements.parent),
+        asset_hash_type=AssetHashType.CUSTOM,
+        asset_hash=f"packages-{digest}",
         bundling=BundlingOptions(
             image=lambda_.Runtime.PYTHON_3_13.bundling_image,
             local=_ArchiveBundling(requirements, subdir=subdir, architecture=architecture),
             output_type=BundlingOutput.ARCHIVED,
             # What CDK would run in Docker if local bundling declined (it never does): the same install, zipped.
-            command=["bash", "-c", f"pip install --no-compile -r {requirements.name} -t {target} && cd /tmp/packages "
-                                   f"&& python -m zipfile -c /asset-output/packages.zip {subdir or '.'}"],
-        ))
+            command=[
+                "bash",
+                "-c",
+                f"pip install --no-compile -r {requirements.name} -t {target} && cd /tmp/packages "
+                f"&& python -m zipfile -c /asset-output/packages.zip {subdir or '.'}",
+            ],
+        ),
+    )
 
 
 def handler_code(folder: Path, requirements: Path, *, architecture: str = "x86_64") -> lambda_.Code:
@@ -276,5 +313,8 @@ def handler_code(folder: Path, requirements: Path, *, architecture: str = "x86_6
     for path in _source_files(folder, _EXCLUDE):
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
     return lambda_.Code.from_asset(
-        str(folder), asset_hash_type=AssetHashType.CUSTOM, asset_hash=f"handler-{digest.hexdigest()}",
-        bundling=_bundling(requirements, source=folder, subdir="", architecture=architecture))
+        str(folder),
+        asset_hash_type=AssetHashType.CUSTOM,
+        asset_hash=f"handler-{digest.hexdigest()}",
+        bundling=_bundling(requirements, source=folder, subdir="", architecture=architecture),
+    )

@@ -3,6 +3,7 @@
 checkov reads skips from each resource's CloudFormation metadata (``Metadata: {checkov: {skip: [{id, comment}]}}``);
 ``tools/run_checkov.py`` fails on any finding that is not skipped, and on a skip without a comment.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,11 +17,20 @@ from constructs import IConstruct
 
 from .tree import at_synth, constructs_in, key, is_library_construct, library_made, resource_type
 
-_LOG_DELIVERY_ACTIONS = frozenset({
-    "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
-    "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
-    "logs:CreateLogStream", "logs:PutLogEvents",
-})
+_LOG_DELIVERY_ACTIONS = frozenset(
+    {
+        "logs:CreateLogDelivery",
+        "logs:GetLogDelivery",
+        "logs:UpdateLogDelivery",
+        "logs:DeleteLogDelivery",
+        "logs:ListLogDeliveries",
+        "logs:PutResourcePolicy",
+        "logs:DescribeResourcePolicies",
+        "logs:DescribeLogGroups",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+    }
+)
 """What CDK's Step Functions state machine grants on '*' for vended log delivery."""
 
 CHECKOV_REASONS = {
@@ -28,32 +38,39 @@ CHECKOV_REASONS = {
         "No reserved concurrency by default: reserving takes concurrency from the account's regional pool (new "
         "accounts may have as little as 10, and 100 must stay unreserved), so it can fail the deployment. These "
         "functions run on CloudFormation events, Step Functions tasks, a daily schedule or IAM-signed front-door requests; "
-        "functions.python_function(reserved_concurrency=...) sets a limit where one is wanted."),
+        "functions.python_function(reserved_concurrency=...) sets a limit where one is wanted."
+    ),
     "CKV_AWS_116": (
         "A dead-letter queue only keeps failed asynchronous events. These functions are invoked synchronously "
         "(the custom resource framework, Step Functions tasks, the front door's function URL) or their failures "
         "already surface: a failed custom resource fails the deployment, and the capacity plan's daily check has an "
-        "alarm on its errors (EventBridge retries it twice)."),
+        "alarm on its errors (EventBridge retries it twice)."
+    ),
     "CKV_AWS_117": (
         "The functions call only AWS APIs over TLS with IAM (SageMaker and SageMaker Runtime, CloudWatch, CloudWatch "
         "Logs, X-Ray, DynamoDB, S3, KMS, SSM Parameter Store, Step Functions, Lambda, IAM PassRole, Firehose; SQS for a "
         "dead-letter queue; CloudFormation to read their own stack's status) and hold no network-reachable data; running them in a VPC would need NAT or interface "
-        "endpoints that the deployment does not otherwise have."),
+        "endpoints that the deployment does not otherwise have."
+    ),
     "CKV_AWS_173": (
         "The environment holds only names and settings (Powertools service name, metric namespace, plan, table and "
-        "endpoint names), no secrets; Lambda encrypts it at rest with an AWS-owned key."),
+        "endpoint names), no secrets; Lambda encrypts it at rest with an AWS-owned key."
+    ),
     "CKV_AWS_158": (
         "CloudWatch Logs encrypts every log group at rest. The handlers log metadata only (log_event=False; names, "
         "counts, status codes, never prompts or completions), so a customer-managed key would add a key policy for "
-        "the logs service principal and a key to pay for without protecting anything sensitive."),
+        "the logs service principal and a key to pay for without protecting anything sensitive."
+    ),
     "CKV_AWS_18": (
         "This is the access-log bucket of a SecureBucket: it receives the server access logs of the bucket next to "
-        "it. Logging it in turn would need another bucket, and logging it to itself loops."),
+        "it. Logging it in turn would need another bucket, and logging it to itself loops."
+    ),
     "CKV_AWS_111": (
         "Step Functions delivers the waiter state machine's logs through CloudWatch Logs log-delivery actions "
         "(CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...) that have no resource-level permissions; "
         "CDK's Provider framework grants that set on '*' for the waiter's log group (also acknowledged for cdk-nag "
-        "in deployment_check)."),
+        "in deployment_check)."
+    ),
 }
 """Why each checkov check that the library's resources fail is acknowledged (see ``checkov_defaults``)."""
 
@@ -70,11 +87,14 @@ def checkov_skip(construct_or_cfn_resource: IConstruct, check_id: str, comment: 
     if not isinstance(resource, CfnResource) and not CfnResource.is_cfn_resource(resource):
         resource = construct_or_cfn_resource.node.default_child  # type: ignore[assignment]
         if resource is None or not (isinstance(resource, CfnResource) or CfnResource.is_cfn_resource(resource)):
-            raise TypeError(f"{construct_or_cfn_resource.node.path}: not a CfnResource and has no CfnResource "
-                            "default child; pass the CfnResource to skip checkov checks on")
+            raise TypeError(
+                f"{construct_or_cfn_resource.node.path}: not a CfnResource and has no CfnResource "
+                "default child; pass the CfnResource to skip checkov checks on"
+            )
     if not check_id.strip() or not comment.strip():
-        raise ValueError(f"{resource.node.path}: a checkov skip needs a check id and a comment (got {check_id!r}, "
-                         f"{comment!r})")
+        raise ValueError(
+            f"{resource.node.path}: a checkov skip needs a check id and a comment (got {check_id!r}, {comment!r})"
+        )
     _add_skips(resource, [(check_id, comment)])  # type: ignore[arg-type]
 
 
@@ -122,8 +142,11 @@ def _checkov_findings(resource: Any) -> list[str]:
         bucket = resource.node.scope
         owner = bucket.node.scope if bucket is not None else None
         # A SecureBucket's access-log bucket (storage.SecureBucket.access_logs), found without importing storage.
-        if (owner is not None and getattr(owner, "access_logs", None) is bucket
-                and resource.logging_configuration is None):
+        if (
+            owner is not None
+            and getattr(owner, "access_logs", None) is bucket
+            and resource.logging_configuration is None
+        ):
             return ["CKV_AWS_18"]
         return []
     if kind == "AWS::IAM::Policy":
@@ -183,9 +206,15 @@ def _held(owner: Any) -> list[Any]:
     constructs (each answers for itself), not stacks or stages."""
     out: list[Any] = []
     for value in vars(owner).values():
-        for item in (value if isinstance(value, (list, tuple)) else value.values() if isinstance(value, dict) else [value]):
-            if (hasattr(item, "node") and hasattr(item, "__jsii_ref__") and not is_library_construct(item)
-                    and not isinstance(item, (Stack, Stage))):
+        for item in (
+            value if isinstance(value, (list, tuple)) else value.values() if isinstance(value, dict) else [value]
+        ):
+            if (
+                hasattr(item, "node")
+                and hasattr(item, "__jsii_ref__")
+                and not is_library_construct(item)
+                and not isinstance(item, (Stack, Stage))
+            ):
                 out.append(item)
     return out
 
@@ -200,7 +229,7 @@ def _logs_to(node: Any) -> list[str]:
         config = Stack.of(node).resolve(node.logging_configuration) or {}
         found = []
         for destination in config.get("destinations") or config.get("Destinations") or []:
-            group = (destination.get("cloudWatchLogsLogGroup") or destination.get("CloudWatchLogsLogGroup") or {})
+            group = destination.get("cloudWatchLogsLogGroup") or destination.get("CloudWatchLogsLogGroup") or {}
             arn = group.get("logGroupArn") or group.get("LogGroupArn")
             if isinstance(arn, dict) and "Fn::GetAtt" in arn:
                 found.append(arn["Fn::GetAtt"][0])

@@ -1,4 +1,5 @@
 """One error type for every user mistake: all problems, each with field, value, what is allowed and the fix."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

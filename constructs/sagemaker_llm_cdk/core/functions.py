@@ -9,6 +9,7 @@ functions whose folder is in ``SDK_FOLDERS`` (they call SageMaker APIs newer tha
 get the stack's ``AwsSdkLayer`` with the pinned boto3/botocore of ``lambda/sdk-requirements.txt``; a
 folder with its own ``requirements.txt`` gets those packages inside its asset.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,13 +43,23 @@ def powertools_layer(scope: Construct, id: str = "PowertoolsLayer") -> lambda_.I
     if existing is not None:
         return existing  # type: ignore[return-value]
     account = powertools_account(stack)  # per partition; a partition without a known account is refused
-    arn = (f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:{account}:layer:"
-           f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSION}")
+    arn = (
+        f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:{account}:layer:"
+        f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSION}"
+    )
     return lambda_.LayerVersion.from_layer_version_arn(stack, id, arn)
 
 
-SDK_FOLDERS = frozenset({"eagle_job", "eagle_serving_model", "capacity_plan", "capacity_plan_expiry",
-                         "deployment_check", "inference_router"})
+SDK_FOLDERS = frozenset(
+    {
+        "eagle_job",
+        "eagle_serving_model",
+        "capacity_plan",
+        "capacity_plan_expiry",
+        "deployment_check",
+        "inference_router",
+    }
+)
 """Handler folders whose functions call SageMaker and so run with the pinned SDK layer, not the runtime's boto3."""
 SDK_REQUIREMENTS = "sdk-requirements.txt"
 
@@ -67,7 +78,8 @@ def sdk_layer(scope: Construct, id: str = "AwsSdkLayer") -> lambda_.ILayerVersio
     requirements = sdk_requirements()
     pins = bundling.pinned_versions(requirements)
     return lambda_.LayerVersion(
-        stack, id,
+        stack,
+        id,
         code=bundling.packages_code(requirements),
         compatible_runtimes=[RUNTIME],
         compatible_architectures=[lambda_.Architecture.X86_64],
@@ -149,26 +161,37 @@ def python_function(
 
 def _acknowledge_function(function: Any) -> None:
     """Every Lambda function made by ``functions.python_function``."""
-    acknowledge(function, "AwsSolutions-L1",
-                "Runtime is Python 3.13, the newest runtime the pinned Powertools public layer version is published "
-                "for; functions.RUNTIME and POWERTOOLS_LAYER_VERSION move together.")
-    acknowledge_wildcard_only(function.role, "X-Ray PutTraceSegments and PutTelemetryRecords have no resource-level permissions; "
-                   "tracing needs them on '*'.")
+    acknowledge(
+        function,
+        "AwsSolutions-L1",
+        "Runtime is Python 3.13, the newest runtime the pinned Powertools public layer version is published "
+        "for; functions.RUNTIME and POWERTOOLS_LAYER_VERSION move together.",
+    )
+    acknowledge_wildcard_only(
+        function.role,
+        "X-Ray PutTraceSegments and PutTelemetryRecords have no resource-level permissions; tracing needs them on '*'.",
+    )
 
 
-def provider_framework(scope: Construct, *, on_event: lambda_.Function,
-                       description: str) -> tuple[cr.Provider, iam.Role]:
+def provider_framework(
+    scope: Construct, *, on_event: lambda_.Function, description: str
+) -> tuple[cr.Provider, iam.Role]:
     """The custom resource framework (``custom_resources.Provider``) of one handler, as every construct of the library
     makes it: children ``ProviderLogs`` (kept one year), ``ProviderRole`` (it may only write those logs; the Provider
     grants it the invoke of ``on_event``) and ``Provider``. Returns ``(provider, role)``; the caller acknowledges the
     role's ``<function ARN>:*`` invoke with its own reason (``nag.acknowledge_resource``)."""
-    framework_logs = logs.LogGroup(scope, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR,
-                                   removal_policy=RemovalPolicy.RETAIN)
-    role = iam.Role(scope, "ProviderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                    description=description)
-    role.add_to_policy(iam.PolicyStatement(
-        actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
-    provider = cr.Provider(scope, "Provider", on_event_handler=on_event, framework_on_event_role=role,
-                           log_group=framework_logs)
+    framework_logs = logs.LogGroup(
+        scope, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN
+    )
+    role = iam.Role(
+        scope, "ProviderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=description
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]
+        )
+    )
+    provider = cr.Provider(
+        scope, "Provider", on_event_handler=on_event, framework_on_event_role=role, log_group=framework_logs
+    )
     return provider, role
-

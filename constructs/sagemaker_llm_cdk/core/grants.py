@@ -16,6 +16,7 @@ one added later for ``s3:GetObject``, and ``Resource::arn:...:bucket/*`` covers 
   trust every principal. ``WILDCARD_ONLY_ACTIONS`` lists the actions that the IAM Service Authorization
   Reference gives no resource type, so that ``*`` is the only resource they can have.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
@@ -36,8 +37,16 @@ from .policy_guard import (
     record,
 )
 
-__all__ = ["WILDCARD_ONLY_ACTIONS", "WildcardOnly", "acknowledge_wildcard_only", "allow_wildcard_actions", "grant",
-           "guard_app", "guard_wildcards", "wildcard_problems"]
+__all__ = [
+    "WILDCARD_ONLY_ACTIONS",
+    "WildcardOnly",
+    "acknowledge_wildcard_only",
+    "allow_wildcard_actions",
+    "grant",
+    "guard_app",
+    "guard_wildcards",
+    "wildcard_problems",
+]
 
 _WILDCARD_ONLY = {action.lower(): (action, entry) for action, entry in WILDCARD_ONLY_ACTIONS.items()}
 
@@ -65,28 +74,38 @@ def grant(
     wild_resources = [r for r in resources if "*" in _text(r)]
     wild_actions = [a for a in actions if "*" in a]
     if (wild_resources or wild_actions) and not (reason or "").strip():
-        raise ValueError(f"wildcards {wild_resources + wild_actions} need a reason: pass reason='why each is unavoidable'")
+        raise ValueError(
+            f"wildcards {wild_resources + wild_actions} need a reason: pass reason='why each is unavoidable'"
+        )
     if "*" in resources:
         named = [a for a in actions if a.lower() not in _WILDCARD_ONLY]
         if named:
-            raise ValueError(f"actions {named} have resource-level permissions and may not be granted on '*'; name the "
-                             f"resources (allowed on '*': {', '.join(sorted(WILDCARD_ONLY_ACTIONS))})")
+            raise ValueError(
+                f"actions {named} have resource-level permissions and may not be granted on '*'; name the "
+                f"resources (allowed on '*': {', '.join(sorted(WILDCARD_ONLY_ACTIONS))})"
+            )
     if wild_resources:
         keys = {str(key).lower() for body in (conditions or {}).values() if isinstance(body, Mapping) for key in body}
         for action in actions:
             name, entry = _WILDCARD_ONLY.get(action.lower(), (action, None))
             if entry is not None and entry.condition and entry.condition.lower() not in keys:
-                raise ValueError(f"{name} on a wildcard needs the {entry.condition} condition that limits it "
-                                 f"({entry.source}): pass conditions={{'StringEquals': {{'{entry.condition}': ...}}}}")
-    statement = iam.PolicyStatement(sid=sid, actions=list(actions), resources=list(resources),
-                                    conditions=dict(conditions) if conditions else None)
+                raise ValueError(
+                    f"{name} on a wildcard needs the {entry.condition} condition that limits it "
+                    f"({entry.source}): pass conditions={{'StringEquals': {{'{entry.condition}': ...}}}}"
+                )
+    statement = iam.PolicyStatement(
+        sid=sid, actions=list(actions), resources=list(resources), conditions=dict(conditions) if conditions else None
+    )
     principal = grantee.grant_principal
     principal.add_to_principal_policy(statement)
     owner: IConstruct = principal if isinstance(principal, Construct) else grantee  # type: ignore[assignment]
     forms = [nag_form(owner, resource) for resource in wild_resources]
-    acknowledge_all(owner, [(WILDCARD_RULE, str(reason), f"Resource::{form}") for form in forms]
-                    + [(WILDCARD_RULE, str(reason), f"Action::{action}") for action in wild_actions],
-                    record_wildcards=False)
+    acknowledge_all(
+        owner,
+        [(WILDCARD_RULE, str(reason), f"Resource::{form}") for form in forms]
+        + [(WILDCARD_RULE, str(reason), f"Action::{action}") for action in wild_actions],
+        record_wildcards=False,
+    )
     broad = [a for a in actions if a == "*" or a.endswith(":*")]
     recorded = forms + ([nag_form(owner, r) for r in resources if r not in wild_resources] if broad else [])
     if recorded:
@@ -94,7 +113,9 @@ def grant(
     return statement
 
 
-def acknowledge_wildcard_only(scope: IConstruct, reason: str, *, extra_actions: Mapping[str, str] | None = None) -> None:
+def acknowledge_wildcard_only(
+    scope: IConstruct, reason: str, *, extra_actions: Mapping[str, str] | None = None
+) -> None:
     """Acknowledge ``AwsSolutions-IAM5[Resource::*]`` on ``scope`` for statements made by CDK itself.
 
     For statements the library cannot build with ``grant`` (CDK's X-Ray grant of a traced function,
@@ -160,10 +181,13 @@ def sagemaker_principal(scope: IConstruct) -> iam.ServicePrincipal:
     <account>:*``; ``aws:SourceAccount`` is added with the same account, as the guide allows.
     """
     stack = Stack.of(scope)
-    return iam.ServicePrincipal("sagemaker.amazonaws.com", conditions={
-        "StringEquals": {"aws:SourceAccount": stack.account},
-        "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:sagemaker:{stack.region}:{stack.account}:*"},
-    })
+    return iam.ServicePrincipal(
+        "sagemaker.amazonaws.com",
+        conditions={
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:sagemaker:{stack.region}:{stack.account}:*"},
+        },
+    )
 
 
 def service_statements_without_source(document: Any) -> list[str]:
@@ -174,11 +198,17 @@ def service_statements_without_source(document: Any) -> list[str]:
         services = _as_list(principal.get("Service")) if isinstance(principal, dict) else []
         if statement.get("Effect") != "Allow" or not services:
             continue
-        keys = {key.lower() for operator in (statement.get("Condition") or {}).values() if isinstance(operator, dict)
-                for key in operator}
+        keys = {
+            key.lower()
+            for operator in (statement.get("Condition") or {}).values()
+            if isinstance(operator, dict)
+            for key in operator
+        }
         if not keys & {"aws:sourcearn", "aws:sourceaccount"}:
-            problems.append(f"statement {statement.get('Sid', '?')} lets {', '.join(map(str, services))} "
-                            f"{_as_list(statement.get('Action'))} with no aws:SourceArn or aws:SourceAccount condition")
+            problems.append(
+                f"statement {statement.get('Sid', '?')} lets {', '.join(map(str, services))} "
+                f"{_as_list(statement.get('Action'))} with no aws:SourceArn or aws:SourceAccount condition"
+            )
     return problems
 
 
@@ -189,8 +219,10 @@ class _SourceConditions:
 
     def validate(self) -> list[str]:
         document = Stack.of(self._policy).resolve(self._policy.document)
-        return [f"{self._policy.node.path}: {p} (a confused deputy could use it); add the condition"
-                for p in service_statements_without_source(document)]
+        return [
+            f"{self._policy.node.path}: {p} (a confused deputy could use it); add the condition"
+            for p in service_statements_without_source(document)
+        ]
 
 
 def require_source_conditions(topic: Any) -> None:
@@ -220,29 +252,42 @@ def depend_on_policy(resource: Construct, role: iam.IRole) -> None:
     resource.node.add_dependency(policy if policy is not None else role)
 
 
-NETWORK_DESCRIBE_ACTIONS = ("ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
-                            "ec2:DescribeNetworkInterfaces", "ec2:DescribeDhcpOptions")
+NETWORK_DESCRIBE_ACTIONS = (
+    "ec2:DescribeVpcs",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeDhcpOptions",
+)
 """What SageMaker describes before it attaches network interfaces in a VPC (no resource type: granted on '*')."""
-NETWORK_INTERFACE_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
-                             "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission")
+NETWORK_INTERFACE_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+)
 """What SageMaker does to attach an endpoint's or a job's network interfaces."""
 
 
-def network_interface_resources(scope: IConstruct, subnet_ids: Sequence[str],
-                                security_groups: Sequence[Any]) -> list[str]:
+def network_interface_resources(
+    scope: IConstruct, subnet_ids: Sequence[str], security_groups: Sequence[Any]
+) -> list[str]:
     """Resources of ``NETWORK_INTERFACE_ACTIONS``: any network interface (ids made at run time), limited to these
     subnets and security groups, which are named."""
     stack = Stack.of(scope)
     return [
         stack.format_arn(service="ec2", resource="network-interface", resource_name="*"),
         *[stack.format_arn(service="ec2", resource="subnet", resource_name=s) for s in subnet_ids],
-        *[stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
-          for g in security_groups],
+        *[
+            stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
+            for g in security_groups
+        ],
     ]
 
 
-def acknowledge_waiting_provider(provider: Any, framework_roles: Sequence[Any], handlers: Sequence[Any], *,
-                                 handler_text: str, polled_text: str) -> None:
+def acknowledge_waiting_provider(
+    provider: Any, framework_roles: Sequence[Any], handlers: Sequence[Any], *, handler_text: str, polled_text: str
+) -> None:
     """The findings of a ``custom_resources.Provider`` with an is-complete waiter, acknowledged exactly: each
     framework role invokes only ``handlers`` (and their versions), the waiter state machine only the framework's
     polling functions, its log delivery needs the log-delivery actions on '*', and CDK builds it without tracing.
@@ -254,20 +299,31 @@ def acknowledge_waiting_provider(provider: Any, framework_roles: Sequence[Any], 
 
     for role in framework_roles:
         for handler in handlers:
-            acknowledge_resource(role, f"{handler.function_arn}:*",
-                                 f"The custom resource framework invokes {handler_text}; lambda:InvokeFunction on "
-                                 "that one function and its versions (the ':*' qualifier), nothing else.",
-                                 actions=["lambda:InvokeFunction"])
+            acknowledge_resource(
+                role,
+                f"{handler.function_arn}:*",
+                f"The custom resource framework invokes {handler_text}; lambda:InvokeFunction on "
+                "that one function and its versions (the ':*' qualifier), nothing else.",
+                actions=["lambda:InvokeFunction"],
+            )
     waiter = provider.node.find_child("waiter-state-machine")
     for child in ("framework-isComplete", "framework-onTimeout"):
-        acknowledge_resource(waiter, f"{provider.node.find_child(child).function_arn}:*",
-                             "The waiter state machine invokes the framework's polling function; lambda:InvokeFunction "
-                             "on that one function and its versions (the ':*' qualifier), nothing else.",
-                             actions=["lambda:InvokeFunction"])
-    acknowledge_wildcard_only(waiter, "Step Functions delivers its execution logs through CloudWatch Logs log-delivery "
-                              "actions (CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...), which have no "
-                              "resource-level permissions; CDK grants them on '*' for the waiter's log group.")
-    acknowledge(waiter, "AwsSolutions-SF2",
-                "The Provider framework creates its waiter state machine without a tracing option; it only polls the "
-                f"{polled_text}, whose own X-Ray tracing is on, and logs ALL events to its log group.")
-
+        acknowledge_resource(
+            waiter,
+            f"{provider.node.find_child(child).function_arn}:*",
+            "The waiter state machine invokes the framework's polling function; lambda:InvokeFunction "
+            "on that one function and its versions (the ':*' qualifier), nothing else.",
+            actions=["lambda:InvokeFunction"],
+        )
+    acknowledge_wildcard_only(
+        waiter,
+        "Step Functions delivers its execution logs through CloudWatch Logs log-delivery "
+        "actions (CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...), which have no "
+        "resource-level permissions; CDK grants them on '*' for the waiter's log group.",
+    )
+    acknowledge(
+        waiter,
+        "AwsSolutions-SF2",
+        "The Provider framework creates its waiter state machine without a tracing option; it only polls the "
+        f"{polled_text}, whose own X-Ray tracing is on, and logs ALL events to its log group.",
+    )

@@ -10,6 +10,7 @@ recorded for the guard with the actions it covers (``acknowledge_resource(..., a
 actions the construct's policies allow on that resource when the acknowledgement is made), so an action added
 later on the same resource fails the synth.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -31,8 +32,9 @@ def acknowledge(construct: IConstruct, rule: str, reason: str, *, finding: str |
     acknowledge_all(construct, [(rule, reason, finding)])
 
 
-def acknowledge_all(construct: IConstruct, findings: Sequence[tuple[str, str, str | None]], *,
-                    record_wildcards: bool = True) -> None:
+def acknowledge_all(
+    construct: IConstruct, findings: Sequence[tuple[str, str, str | None]], *, record_wildcards: bool = True
+) -> None:
     """``acknowledge`` each ``(rule, reason, finding)`` on ``construct``, in order, in one call to the Node kernel.
 
     Each ``AwsSolutions-IAM5`` finding of a resource (``Resource::X``, or the whole rule) is recorded for the policy
@@ -47,8 +49,12 @@ def acknowledge_all(construct: IConstruct, findings: Sequence[tuple[str, str, st
     if validations is None:
         validations = Validations.of(construct)  # a view of the construct: the same for every call
         _remember(construct, _VALIDATIONS, validations)
-    validations.acknowledge(*[Acknowledgment(id=f"{PACK}::{f'{rule}[{finding}]' if finding else rule}", reason=reason)
-                              for rule, reason, finding in findings])
+    validations.acknowledge(
+        *[
+            Acknowledgment(id=f"{PACK}::{f'{rule}[{finding}]' if finding else rule}", reason=reason)
+            for rule, reason, finding in findings
+        ]
+    )
 
 
 def _record_wildcards(construct: IConstruct, findings: Sequence[tuple[str, str, str | None]]) -> None:
@@ -62,7 +68,7 @@ def _record_wildcards(construct: IConstruct, findings: Sequence[tuple[str, str, 
             for resource, actions in now.items():
                 record(construct, [resource], actions, reason)
         else:
-            resource = finding[len("Resource::"):]
+            resource = finding[len("Resource::") :]
             record(construct, [resource], now.get(resource, []), reason)
 
 
@@ -95,8 +101,9 @@ def policy_resources(policy: Any, contains: str, suffix: str) -> list[str]:
     return found
 
 
-def acknowledge_resource(construct: IConstruct, resource: str, reason: str, *,
-                         actions: Sequence[str] | None = None) -> None:
+def acknowledge_resource(
+    construct: IConstruct, resource: str, reason: str, *, actions: Sequence[str] | None = None
+) -> None:
     """``AwsSolutions-IAM5[Resource::<resource>]`` on ``construct``: exactly that resource string, as cdk-nag writes it.
 
     For the policy guard the acknowledgement covers ``actions`` on that resource (patterns such as

@@ -1,4 +1,5 @@
 """Name rules that need no construct: a stack name as a prefix, ``<prefix>-<name>`` hash-cut to a length."""
+
 from __future__ import annotations
 
 import hashlib
@@ -24,4 +25,4 @@ def prefixed_name(prefix: str, name: str, *, max_length: int = MAX_LENGTH) -> st
     if len(full) <= max_length:
         return full
     digest = hashlib.sha256(full.encode("utf-8")).hexdigest()[:_HASH]
-    return f"{full[:max_length - _HASH - 1].rstrip('-')}-{digest}"
+    return f"{full[: max_length - _HASH - 1].rstrip('-')}-{digest}"

@@ -5,6 +5,7 @@ and so are CloudFormation stack names. A name made of the stack name and the con
 (``<stack>-<name>``) is therefore unique wherever the stack deploys, stable across
 deployments, and only changes when the stack or the config name changes.
 """
+
 from __future__ import annotations
 
 from aws_cdk import Stack, Token
@@ -26,8 +27,13 @@ def top_level_stack(scope: IConstruct) -> Stack:
     return stack
 
 
-def stack_prefix(scope: IConstruct, *, field: str, what: str = "the inference component's name",
-                 pin: str = "pin the component's name with physical_name") -> str:
+def stack_prefix(
+    scope: IConstruct,
+    *,
+    field: str,
+    what: str = "the inference component's name",
+    pin: str = "pin the component's name with physical_name",
+) -> str:
     """The top-level stack's name as a name prefix: letters, digits and single hyphens."""
     known: str | None = getattr(scope, _PREFIX, None)
     if known is not None:
@@ -36,9 +42,14 @@ def stack_prefix(scope: IConstruct, *, field: str, what: str = "the inference co
     name = stack.stack_name
     if Token.is_unresolved(name):
         raise ConfigurationError(
-            [Problem(field, "a stack whose name is only known at deploy time",
-                     f"a stack name known at synth (it prefixes {what})",
-                     f"give the stack a literal name, or {pin}")],
+            [
+                Problem(
+                    field,
+                    "a stack whose name is only known at deploy time",
+                    f"a stack name known at synth (it prefixes {what})",
+                    f"give the stack a literal name, or {pin}",
+                )
+            ],
             source=scope.node.path,
         )
     prefix = as_prefix(name)

@@ -29,6 +29,7 @@ it, with the reason. ``grants.grant`` records exactly the resources and actions 
 policies allow on that resource when the acknowledgement is made: what was reviewed with it). A statement added
 later with another action on the same resource is a finding.
 """
+
 from __future__ import annotations
 
 import json
@@ -84,8 +85,10 @@ class WildcardOnly:
         return self.source
 
 
-_LOG_DELIVERY = ("https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html (IAM policy for logging to "
-                 "CloudWatch Logs: Resource '*')")
+_LOG_DELIVERY = (
+    "https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html (IAM policy for logging to "
+    "CloudWatch Logs: Resource '*')"
+)
 
 WILDCARD_ONLY_ACTIONS: Mapping[str, WildcardOnly] = {
     # X-Ray tracing of Lambda functions and Step Functions state machines: no resource, no condition key.
@@ -96,21 +99,39 @@ WILDCARD_ONLY_ACTIONS: Mapping[str, WildcardOnly] = {
     # Metrics: only the namespace can be limited, by the cloudwatch:namespace condition key, so it must be.
     "cloudwatch:PutMetricData": WildcardOnly(
         f"{SAR}/list_amazoncloudwatch.html (no resource type; cloudwatch:namespace condition)",
-        condition="cloudwatch:namespace"),
+        condition="cloudwatch:namespace",
+    ),
     # Pulling an image: the token call has no resource; the layer calls name the repository.
     "ecr:GetAuthorizationToken": WildcardOnly(f"{SAR}/list_amazonelasticcontainerregistry.html (no resource type)"),
     # Buying a capacity plan: searching offerings reads a catalogue, it has no resource.
     "sagemaker:SearchTrainingPlanOfferings": WildcardOnly(f"{SAR}/list_amazonsagemakerai.html (no resource type)"),
     # VPC placement: SageMaker describes the network before attaching interfaces (read-only, no resource).
-    **{f"ec2:{action}": WildcardOnly(f"{SAR}/list_amazonec2.html (Describe* actions have no resource type)")
-       for action in ("DescribeVpcs", "DescribeSubnets", "DescribeSecurityGroups", "DescribeNetworkInterfaces",
-                      "DescribeDhcpOptions")},
+    **{
+        f"ec2:{action}": WildcardOnly(f"{SAR}/list_amazonec2.html (Describe* actions have no resource type)")
+        for action in (
+            "DescribeVpcs",
+            "DescribeSubnets",
+            "DescribeSecurityGroups",
+            "DescribeNetworkInterfaces",
+            "DescribeDhcpOptions",
+        )
+    },
     # Vended log delivery of Step Functions: its documentation requires these on '*'. PutResourcePolicy writes the
     # account's CloudWatch Logs resource policies, and none of them has a condition key, so each is allowed only
     # where a state machine's log delivery is acknowledged, never by this table alone.
-    **{f"logs:{action}": WildcardOnly(_LOG_DELIVERY, acknowledged=True)
-       for action in ("CreateLogDelivery", "GetLogDelivery", "UpdateLogDelivery", "DeleteLogDelivery",
-                      "ListLogDeliveries", "PutResourcePolicy", "DescribeResourcePolicies", "DescribeLogGroups")},
+    **{
+        f"logs:{action}": WildcardOnly(_LOG_DELIVERY, acknowledged=True)
+        for action in (
+            "CreateLogDelivery",
+            "GetLogDelivery",
+            "UpdateLogDelivery",
+            "DeleteLogDelivery",
+            "ListLogDeliveries",
+            "PutResourcePolicy",
+            "DescribeResourcePolicies",
+            "DescribeLogGroups",
+        )
+    },
 }
 """Actions that may be allowed on ``Resource: '*'``, each with where that is documented and what it needs."""
 _WILDCARD_ONLY = {action.lower(): entry for action, entry in WILDCARD_ONLY_ACTIONS.items()}
@@ -129,7 +150,8 @@ AWS_MANAGED_POLICIES: Mapping[str, ManagedPolicyUse] = {
     "service-role/AWSLambdaBasicExecutionRole": ManagedPolicyUse(
         "logs:CreateLogGroup/CreateLogStream/PutLogEvents: CDK's own custom resource providers (the S3 "
         "auto-delete-objects provider of removal: destroy) attach it to their fixed roles; no library function has it",
-        roles=r"Custom[A-Za-z0-9]+CustomResourceProviderRole[0-9A-F]{8}"),
+        roles=r"Custom[A-Za-z0-9]+CustomResourceProviderRole[0-9A-F]{8}",
+    ),
 }
 """AWS managed policies a template may attach by ARN (``ManagedPolicyArns``); any other is a finding, because the
 guard cannot see its statements (``AmazonSageMakerFullAccess`` allows ``sagemaker:*`` on ``*``)."""
@@ -160,11 +182,22 @@ IDENTITY_POLICIES: Mapping[str, str] = {
 }
 """Identity policy resources (the inline ``Policies`` of ``AWS::IAM::Role``/``User``/``Group`` are read too)."""
 _INLINE = ("AWS::IAM::Role", "AWS::IAM::User", "AWS::IAM::Group")
-LIMITING_CONDITION_KEYS = frozenset({
-    "aws:sourcearn", "aws:sourceaccount", "aws:sourceowner", "aws:sourceorgid", "aws:sourceorgpaths",
-    "aws:principalaccount", "aws:principalorgid", "aws:principalorgpaths", "aws:principalarn",
-    "aws:sourcevpce", "aws:sourcevpc", "kms:calleraccount",
-})
+LIMITING_CONDITION_KEYS = frozenset(
+    {
+        "aws:sourcearn",
+        "aws:sourceaccount",
+        "aws:sourceowner",
+        "aws:sourceorgid",
+        "aws:sourceorgpaths",
+        "aws:principalaccount",
+        "aws:principalorgid",
+        "aws:principalorgpaths",
+        "aws:principalarn",
+        "aws:sourcevpce",
+        "aws:sourcevpc",
+        "kms:calleraccount",
+    }
+)
 """Condition keys that limit who an ``Allow`` to every principal (``*``) reaches."""
 
 
@@ -331,14 +364,18 @@ _FIX = {
         "name the resources and actions; if a wildcard is unavoidable, acknowledge it with its actions "
         "(sagemaker_llm_cdk.core.grants.grant(..., reason=...) or nag.acknowledge_resource(scope, resource, reason, "
         "actions=[...])); an action with no resource type goes into grants.WILDCARD_ONLY_ACTIONS with the Service "
-        "Authorization Reference page that says so"),
+        "Authorization Reference page that says so"
+    ),
     "NotActionOrNotResource": "list the actions and resources the statement allows instead",
     "MissingCondition": "add the condition (see grants.WILDCARD_ONLY_ACTIONS)",
-    "BroadPrincipal": ("name the principals, or limit them with aws:SourceArn, aws:SourceAccount or "
-                       "aws:PrincipalOrgID"),
-    "UnreadablePolicy": ("write the statements into the template (iam.ManagedPolicy or a role policy) so the guard "
-                         "reads them, or list an AWS managed policy in policy_guard.AWS_MANAGED_POLICIES with what it "
-                         "grants"),
+    "BroadPrincipal": (
+        "name the principals, or limit them with aws:SourceArn, aws:SourceAccount or aws:PrincipalOrgID"
+    ),
+    "UnreadablePolicy": (
+        "write the statements into the template (iam.ManagedPolicy or a role policy) so the guard "
+        "reads them, or list an AWS managed policy in policy_guard.AWS_MANAGED_POLICIES with what it "
+        "grants"
+    ),
 }
 
 
@@ -364,19 +401,39 @@ class PolicyGuard:
     def validate(self, context: IPolicyValidationContext) -> PolicyValidationPluginReport:
         paths = [Path(p) for p in context.template_paths]
         accounts = {template_key(s.template_path): s.account_id for s in (context.stack_templates or [])}
-        findings = assembly_problems(paths, acknowledgements(self._root), _construct_paths(self._root),
-                                     accounts=accounts)
+        findings = assembly_problems(
+            paths, acknowledgements(self._root), _construct_paths(self._root), accounts=accounts
+        )
         outdir = Path(self._root.outdir if isinstance(self._root, Stage) else ".").resolve()
-        violations = [PolicyViolation(
-            rule_name=f.rule, description=f.line(outdir), fix=_FIX[f.rule], severity="fatal",
-            violating_resources=[PolicyViolatingResource(locations=[f.location], resource_logical_id=f.logical_id,
-                                                         template_path=str(f.template))])
-            for f in findings]
+        violations = [
+            PolicyViolation(
+                rule_name=f.rule,
+                description=f.line(outdir),
+                fix=_FIX[f.rule],
+                severity="fatal",
+                violating_resources=[
+                    PolicyViolatingResource(
+                        locations=[f.location], resource_logical_id=f.logical_id, template_path=str(f.template)
+                    )
+                ],
+            )
+            for f in findings
+        ]
         return PolicyValidationPluginReport(success=not violations, violations=violations)
 
 
-_NAMED = (iam.CfnPolicy, iam.CfnManagedPolicy, iam.CfnRole, iam.CfnUser, iam.CfnGroup, s3.CfnBucketPolicy,
-          sns.CfnTopicPolicy, sqs.CfnQueuePolicy, kms.CfnKey, lambda_.CfnPermission)
+_NAMED = (
+    iam.CfnPolicy,
+    iam.CfnManagedPolicy,
+    iam.CfnRole,
+    iam.CfnUser,
+    iam.CfnGroup,
+    s3.CfnBucketPolicy,
+    sns.CfnTopicPolicy,
+    sqs.CfnQueuePolicy,
+    kms.CfnKey,
+    lambda_.CfnPermission,
+)
 """L1 classes whose construct path the guard's lines name (others are named by template and logical id)."""
 
 
@@ -403,9 +460,13 @@ def template_key(path: str | Path) -> str:
     return str(Path(path).resolve())
 
 
-def assembly_problems(templates: Sequence[Path], records: Sequence[Acknowledgement],
-                      paths: Mapping[tuple[str, str], str] | None = None, *,
-                      accounts: Mapping[str, str | None] | None = None) -> list[GuardFinding]:
+def assembly_problems(
+    templates: Sequence[Path],
+    records: Sequence[Acknowledgement],
+    paths: Mapping[tuple[str, str], str] | None = None,
+    *,
+    accounts: Mapping[str, str | None] | None = None,
+) -> list[GuardFinding]:
     """``template_problems`` for each of ``templates`` and the nested stack templates beside them."""
     seen: set[Path] = set()
     findings: list[GuardFinding] = []
@@ -424,8 +485,14 @@ def assembly_problems(templates: Sequence[Path], records: Sequence[Acknowledgeme
     return findings
 
 
-def template_problems(template: Mapping[str, Any], path: Path, records: Sequence[Acknowledgement],
-                      paths: Mapping[tuple[str, str], str], *, account: str | None = None) -> list[GuardFinding]:
+def template_problems(
+    template: Mapping[str, Any],
+    path: Path,
+    records: Sequence[Acknowledgement],
+    paths: Mapping[tuple[str, str], str],
+    *,
+    account: str | None = None,
+) -> list[GuardFinding]:
     """Every policy statement or attachment of one template that the guard refuses (see the module docstring)."""
     resources = template.get("Resources") or {}
     findings: list[GuardFinding] = []
@@ -434,9 +501,14 @@ def template_problems(template: Mapping[str, Any], path: Path, records: Sequence
             continue
         kind = str(resource.get("Type", ""))
         properties = resource.get("Properties") or {}
-        construct_path = paths.get((str(path), logical_id)) or str((resource.get("Metadata") or {}).get("aws:cdk:path", ""))
-        mine = [r for r in records if construct_path and (construct_path == r.scope
-                                                          or construct_path.startswith(r.scope + "/"))]
+        construct_path = paths.get((str(path), logical_id)) or str(
+            (resource.get("Metadata") or {}).get("aws:cdk:path", "")
+        )
+        mine = [
+            r
+            for r in records
+            if construct_path and (construct_path == r.scope or construct_path.startswith(r.scope + "/"))
+        ]
 
         def found(rule: str, location: str, text: str) -> None:
             findings.append(GuardFinding(rule, path, logical_id, location, text, construct_path))
@@ -448,7 +520,9 @@ def template_problems(template: Mapping[str, Any], path: Path, records: Sequence
             for p, policy in enumerate(_as_list(properties.get("Policies"))):
                 name = policy.get("PolicyName") if isinstance(policy, dict) else None
                 label = f"Policies[{p}]" + (f" ({render(name)})" if name is not None else "")
-                documents.append((f"{label}.PolicyDocument", policy.get("PolicyDocument") if isinstance(policy, dict) else None))
+                documents.append(
+                    (f"{label}.PolicyDocument", policy.get("PolicyDocument") if isinstance(policy, dict) else None)
+                )
             for m, arn in enumerate(_as_list(properties.get("ManagedPolicyArns"))):
                 problem = _attachment_problem(arn, logical_id, resources)
                 if problem:
@@ -466,8 +540,12 @@ def template_problems(template: Mapping[str, Any], path: Path, records: Sequence
             principal = render(properties.get("Principal"))
             limited = any(properties.get(k) for k in ("SourceArn", "SourceAccount", "PrincipalOrgID"))
             if principal == "*" and not limited:
-                found("BroadPrincipal", "Principal", f"lets every principal ('*') {render(properties.get('Action'))} "
-                      "with no SourceArn, SourceAccount or PrincipalOrgID")
+                found(
+                    "BroadPrincipal",
+                    "Principal",
+                    f"lets every principal ('*') {render(properties.get('Action'))} "
+                    "with no SourceArn, SourceAccount or PrincipalOrgID",
+                )
             if _broad_action(render(properties.get("Action")).lower()):
                 found("UnacknowledgedWildcard", "Action", f"allows {render(properties.get('Action'))!r}")
     return findings
@@ -484,9 +562,14 @@ def _identity_problems(statement: Mapping[str, Any], records: Sequence[Acknowled
     problems: list[tuple[str, str]] = []
     for key, what in (("NotAction", "every action but"), ("NotResource", "every resource but")):
         if key in statement:
-            problems.append(("NotActionOrNotResource", f"an Allow with {key} allows {what} "
-                             f"{[render(v) for v in _as_list(statement[key])]}: a wildcard that no acknowledgement "
-                             "names"))
+            problems.append(
+                (
+                    "NotActionOrNotResource",
+                    f"an Allow with {key} allows {what} "
+                    f"{[render(v) for v in _as_list(statement[key])]}: a wildcard that no acknowledgement "
+                    "names",
+                )
+            )
     if problems:
         return problems
     actions = _as_list(statement.get("Action"))
@@ -509,15 +592,25 @@ def _identity_problems(statement: Mapping[str, Any], records: Sequence[Acknowled
                 continue
             unacknowledged.setdefault(resource, []).append(action)
     for resource, bad in unacknowledged.items():
-        problems.append(("UnacknowledgedWildcard", f"allows {bad} on {resource!r}, which no acknowledgement of that "
-                         "resource names (cdk-nag's IAM5 acknowledgement of the resource string would hide them)"))
+        problems.append(
+            (
+                "UnacknowledgedWildcard",
+                f"allows {bad} on {resource!r}, which no acknowledgement of that "
+                "resource names (cdk-nag's IAM5 acknowledgement of the resource string would hide them)",
+            )
+        )
     if any("*" in r for r in resources):
         keys = _condition_keys(statement)
         for action in names:
             entry = _WILDCARD_ONLY.get(action.lower())
             if entry is not None and entry.condition and entry.condition.lower() not in keys:
-                problems.append(("MissingCondition", f"allows {action!r} on a wildcard without the "
-                                 f"{entry.condition} condition that limits it ({entry.source})"))
+                problems.append(
+                    (
+                        "MissingCondition",
+                        f"allows {action!r} on a wildcard without the "
+                        f"{entry.condition} condition that limits it ({entry.source})",
+                    )
+                )
     return problems
 
 
@@ -527,14 +620,24 @@ def _resource_policy_problems(statement: Mapping[str, Any], kind: str, account: 
     problems: list[tuple[str, str]] = []
     for key in ("NotPrincipal", "NotAction", "NotResource"):
         if key in statement:
-            problems.append(("NotActionOrNotResource", f"an Allow with {key} ({render(statement[key])}) reaches "
-                             "everything it does not list"))
+            problems.append(
+                (
+                    "NotActionOrNotResource",
+                    f"an Allow with {key} ({render(statement[key])}) reaches everything it does not list",
+                )
+            )
     principal = statement.get("Principal")
-    everyone = principal == "*" or (isinstance(principal, dict)
-                                    and any(render(p) == "*" for p in _as_list(principal.get("AWS"))))
+    everyone = principal == "*" or (
+        isinstance(principal, dict) and any(render(p) == "*" for p in _as_list(principal.get("AWS")))
+    )
     if everyone and not (_condition_keys(statement) & LIMITING_CONDITION_KEYS):
-        problems.append(("BroadPrincipal", f"lets every principal ('*') {[render(a) for a in _as_list(statement.get('Action'))]} "
-                         "with no condition that limits who (aws:SourceArn, aws:SourceAccount, aws:PrincipalOrgID, ...)"))
+        problems.append(
+            (
+                "BroadPrincipal",
+                f"lets every principal ('*') {[render(a) for a in _as_list(statement.get('Action'))]} "
+                "with no condition that limits who (aws:SourceArn, aws:SourceAccount, aws:PrincipalOrgID, ...)",
+            )
+        )
     broad = [render(a) for a in _as_list(statement.get("Action")) if _broad_action(render(a).lower())]
     if broad and not (kind in ("AWS::KMS::Key", "AWS::KMS::ReplicaKey") and _own_root(principal, account)):
         problems.append(("UnacknowledgedWildcard", f"allows {broad} to {_principal_text(principal)}"))
@@ -556,8 +659,9 @@ def _own_root(principal: Any, account: str | None) -> bool:
         return False
     values = _as_list(principal["AWS"])
     accounts = {"<AWS::AccountId>"} | ({account} if account else set())
-    return len(values) == 1 and any(re.fullmatch(rf"arn:{_PARTITION}:iam::{re.escape(a)}:root", _arn_text(values[0]))
-                                    for a in accounts)
+    return len(values) == 1 and any(
+        re.fullmatch(rf"arn:{_PARTITION}:iam::{re.escape(a)}:root", _arn_text(values[0])) for a in accounts
+    )
 
 
 def _attachment_problem(arn: Any, logical_id: str, resources: Mapping[str, Any]) -> str | None:
@@ -571,8 +675,10 @@ def _attachment_problem(arn: Any, logical_id: str, resources: Mapping[str, Any])
     if use is not None and re.fullmatch(use.roles, logical_id):
         return None
     if match:
-        return (f"attaches the AWS managed policy {match.group(1)!r}, whose statements the template does not hold "
-                "(not in policy_guard.AWS_MANAGED_POLICIES for this role)")
+        return (
+            f"attaches the AWS managed policy {match.group(1)!r}, whose statements the template does not hold "
+            "(not in policy_guard.AWS_MANAGED_POLICIES for this role)"
+        )
     return f"attaches the managed policy {text!r}, whose statements the template does not hold"
 
 
@@ -636,11 +742,25 @@ def problems_of(scope: IConstruct) -> list[str]:
     tools that hold the app after ``app.synth()``."""
     root = scope.node.root
     outdir = Path(root.outdir if isinstance(root, Stage) else ".").resolve()
-    templates = sorted(p for p in outdir.rglob("*.template.json") if not p.name.endswith(".nested.template.json")
-                       and not any(part.startswith("asset.") for part in p.parts))
+    templates = sorted(
+        p
+        for p in outdir.rglob("*.template.json")
+        if not p.name.endswith(".nested.template.json") and not any(part.startswith("asset.") for part in p.parts)
+    )
     return [f.line(outdir) for f in assembly_problems(templates, acknowledgements(root), _construct_paths(root))]
 
 
-__all__ = ["AWS_MANAGED_POLICIES", "Acknowledgement", "GuardFinding", "PolicyGuard", "RESOURCE_POLICIES",
-           "WILDCARD_ONLY_ACTIONS", "WildcardOnly", "allowed_now", "assembly_problems", "guard", "record",
-           "template_problems"]
+__all__ = [
+    "AWS_MANAGED_POLICIES",
+    "Acknowledgement",
+    "GuardFinding",
+    "PolicyGuard",
+    "RESOURCE_POLICIES",
+    "WILDCARD_ONLY_ACTIONS",
+    "WildcardOnly",
+    "allowed_now",
+    "assembly_problems",
+    "guard",
+    "record",
+    "template_problems",
+]

@@ -4,6 +4,7 @@ Like aws-cdk's ``IBucket`` or ``IFunction``: a construct takes ``IEndpoint`` or 
 the class that makes one, so imported resources fit too and the packages import no construct of each other
 at run time. ``runtime_checkable``: ``isinstance`` checks that the attributes exist (not their types).
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable

@@ -9,6 +9,7 @@ Pure data and lookups (botocore and cfn-lint's data files, no CDK), used by ``pr
 * the ECR account that publishes the AWS Deep Learning Containers (the LMI image) in a region,
   and the account that publishes the Powertools for AWS Lambda (Python) layer in a partition.
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,20 +27,42 @@ URL_SUFFIX = {"aws": "amazonaws.com", "aws-cn": "amazonaws.com.cn", "aws-us-gov"
 DLC_ACCOUNTS: Mapping[str, str] = {
     # AWS Deep Learning Containers (LMI / djl-inference) registry account per region: AWS's DLC
     # "Region Availability" page and the SageMaker Python SDK's image_uri_config/djl-lmi.json.
-    "us-east-1": "763104351884", "us-east-2": "763104351884", "us-west-1": "763104351884",
-    "us-west-2": "763104351884", "ap-south-1": "763104351884", "ap-northeast-1": "763104351884",
-    "ap-northeast-2": "763104351884", "ap-southeast-1": "763104351884", "ap-southeast-2": "763104351884",
-    "ca-central-1": "763104351884", "eu-central-1": "763104351884", "eu-north-1": "763104351884",
-    "eu-west-1": "763104351884", "eu-west-2": "763104351884", "eu-west-3": "763104351884",
+    "us-east-1": "763104351884",
+    "us-east-2": "763104351884",
+    "us-west-1": "763104351884",
+    "us-west-2": "763104351884",
+    "ap-south-1": "763104351884",
+    "ap-northeast-1": "763104351884",
+    "ap-northeast-2": "763104351884",
+    "ap-southeast-1": "763104351884",
+    "ap-southeast-2": "763104351884",
+    "ca-central-1": "763104351884",
+    "eu-central-1": "763104351884",
+    "eu-north-1": "763104351884",
+    "eu-west-1": "763104351884",
+    "eu-west-2": "763104351884",
+    "eu-west-3": "763104351884",
     "sa-east-1": "763104351884",
-    "af-south-1": "626614931356", "ap-east-1": "871362719292", "ap-east-2": "975050140332",
-    "ap-northeast-3": "364406365360", "ap-south-2": "772153158452", "ap-southeast-3": "907027046896",
-    "ap-southeast-4": "457447274322", "ap-southeast-5": "550225433462", "ap-southeast-7": "590183813437",
-    "ca-west-1": "204538143572", "eu-south-1": "692866216735", "il-central-1": "780543022126",
-    "me-central-1": "914824155844", "me-south-1": "217643126080",
-    "eu-central-2": "380420809688", "eu-south-2": "503227376785",
-    "cn-north-1": "727897471807", "cn-northwest-1": "727897471807",
-    "us-gov-east-1": "446045086412", "us-gov-west-1": "442386744353",
+    "af-south-1": "626614931356",
+    "ap-east-1": "871362719292",
+    "ap-east-2": "975050140332",
+    "ap-northeast-3": "364406365360",
+    "ap-south-2": "772153158452",
+    "ap-southeast-3": "907027046896",
+    "ap-southeast-4": "457447274322",
+    "ap-southeast-5": "550225433462",
+    "ap-southeast-7": "590183813437",
+    "ca-west-1": "204538143572",
+    "eu-south-1": "692866216735",
+    "il-central-1": "780543022126",
+    "me-central-1": "914824155844",
+    "me-south-1": "217643126080",
+    "eu-central-2": "380420809688",
+    "eu-south-2": "503227376785",
+    "cn-north-1": "727897471807",
+    "cn-northwest-1": "727897471807",
+    "us-gov-east-1": "446045086412",
+    "us-gov-west-1": "442386744353",
 }
 """Regions missing here are not known to publish the LMI image: the constructs refuse them, preflight warns
 (check AWS's DLC page). The constructs read this table through ``images.DLC_ACCOUNTS``."""
@@ -151,17 +174,27 @@ def render(value: Any, *, region: str, partition: str, account: str | None = Non
     Understands plain strings, ``Ref`` to ``AWS::Region``/``AWS::Partition``/``AWS::URLSuffix``/
     ``AWS::AccountId``, ``Fn::Join`` and ``Fn::Sub`` (a string, without variables of its own).
     """
-    pseudo = {"AWS::Region": region, "AWS::Partition": partition, "AWS::URLSuffix": URL_SUFFIX.get(partition, "amazonaws.com")}
+    pseudo = {
+        "AWS::Region": region,
+        "AWS::Partition": partition,
+        "AWS::URLSuffix": URL_SUFFIX.get(partition, "amazonaws.com"),
+    }
     if account is not None:
         pseudo["AWS::AccountId"] = account
     if isinstance(value, str):
         return value
     if not isinstance(value, Mapping) or len(value) != 1:
         return None
-    (key, arg), = value.items()
+    ((key, arg),) = value.items()
     if key == "Ref":
         return pseudo.get(arg) if isinstance(arg, str) else None
-    if key == "Fn::Join" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[0], str) and isinstance(arg[1], list):
+    if (
+        key == "Fn::Join"
+        and isinstance(arg, list)
+        and len(arg) == 2
+        and isinstance(arg[0], str)
+        and isinstance(arg[1], list)
+    ):
         parts = [render(part, region=region, partition=partition, account=account) for part in arg[1]]
         return None if any(p is None for p in parts) else arg[0].join(p for p in parts if p is not None)
     if key == "Fn::Sub" and isinstance(arg, str):

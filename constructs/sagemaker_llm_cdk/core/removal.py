@@ -15,6 +15,7 @@ endpoint's ``/aws/sagemaker/Endpoints/<name>`` log group, optimization jobs' log
 Use: ``set_removal(stack, "destroy")`` before adding constructs to ``stack`` (the app's
 ``LlmPlatformStack`` does it from ``removal:`` in the config); ``removal_note(scope)`` says what stays.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -49,8 +50,10 @@ def removal_mode(scope: IConstruct) -> Removal:
         return "retain"
     if value == "destroy":
         return "destroy"
-    raise ConfigurationError([Problem(REMOVAL_CONTEXT, value, "retain or destroy",
-                                      f"set -c {REMOVAL_CONTEXT}=retain (default) or destroy")], source=scope.node.path)
+    raise ConfigurationError(
+        [Problem(REMOVAL_CONTEXT, value, "retain or destroy", f"set -c {REMOVAL_CONTEXT}=retain (default) or destroy")],
+        source=scope.node.path,
+    )
 
 
 def destroying(scope: IConstruct) -> bool:
@@ -66,8 +69,10 @@ def set_removal(stack: Stack, mode: Removal) -> None:
     and keys (keys with a ``KEY_PENDING_DAYS`` waiting period). Capacity plans are never touched.
     """
     if mode not in ("retain", "destroy"):
-        raise ConfigurationError([Problem("removal", mode, "retain or destroy", "set removal: retain (default) or "
-                                          "destroy")], source=stack.node.path)
+        raise ConfigurationError(
+            [Problem("removal", mode, "retain or destroy", "set removal: retain (default) or destroy")],
+            source=stack.node.path,
+        )
     if mode == "retain" and stack.node.try_get_context(REMOVAL_CONTEXT) is None:
         return
     stack.node.set_context(REMOVAL_CONTEXT, mode)
@@ -109,8 +114,9 @@ def removal_note(scope: IConstruct) -> str:
                 continue
             node: Any = construct
             kind = resource_type(node)  # from the L1 class: no round trip per resource
-            if (kind not in _NEVER and kind not in _REMOVABLE and kind not in _BY_MODE) \
-                    or Stack.of(construct) is not stack:
+            if (kind not in _NEVER and kind not in _REMOVABLE and kind not in _BY_MODE) or Stack.of(
+                construct
+            ) is not stack:
                 continue  # the kind first: Stack.of (a round trip) only for what is counted
             if kind in _NEVER:
                 kept[_NEVER[kind]] += 1
@@ -129,13 +135,27 @@ def removal_note(scope: IConstruct) -> str:
         mode = removal_mode(stack)
         head = f"{stack.node.path} (removal: {mode}): cdk destroy"
         if kept:
-            lines.append(f"{head} keeps " + ", ".join(f"{n} x {what}" for what, n in sorted(kept.items()))
-                         + (" so data, keys and logs outlive the stack; set removal: destroy for non-production"
-                            if mode == "retain" else ""))
+            lines.append(
+                f"{head} keeps "
+                + ", ".join(f"{n} x {what}" for what, n in sorted(kept.items()))
+                + (
+                    " so data, keys and logs outlive the stack; set removal: destroy for non-production"
+                    if mode == "retain"
+                    else ""
+                )
+            )
         if gone:
-            lines.append(f"{head} deletes " + ", ".join(f"{n} x {what}" for what, n in sorted(gone.items()))
-                         + (f" (buckets emptied first; keys scheduled for deletion in {KEY_PENDING_DAYS} days)"
-                            if mode == "destroy" else " (made to be deleted: e.g. the front door's session table)"))
-        lines.append(f"{stack.node.path}: SageMaker's own log groups (/aws/sagemaker/...) and job records are never "
-                     "part of the stack and stay.")
+            lines.append(
+                f"{head} deletes "
+                + ", ".join(f"{n} x {what}" for what, n in sorted(gone.items()))
+                + (
+                    f" (buckets emptied first; keys scheduled for deletion in {KEY_PENDING_DAYS} days)"
+                    if mode == "destroy"
+                    else " (made to be deleted: e.g. the front door's session table)"
+                )
+            )
+        lines.append(
+            f"{stack.node.path}: SageMaker's own log groups (/aws/sagemaker/...) and job records are never "
+            "part of the stack and stay."
+        )
     return "\n".join(lines)

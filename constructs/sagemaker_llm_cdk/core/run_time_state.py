@@ -27,6 +27,7 @@ template.
 Parameter names are fixed (``/sagemaker-llm/state/...``): readers in other stacks resolve them by name
 (``AWS::SSM::Parameter::Value<String>`` stack parameters, resolved again at every deploy).
 """
+
 from __future__ import annotations
 
 import re
@@ -69,8 +70,13 @@ def in_state_folder(name: str) -> bool:
 def name_problem(field: str, name: str) -> Problem | None:
     """A problem when ``name`` is not a literal SSM parameter name."""
     if Token.is_unresolved(name) or len(name) > NAME_MAX or not _NAME_RE.fullmatch(name):
-        return Problem(field, name, "a fixed SSM parameter name: letters, digits, '_', '.', '-' and '/' separators, "
-                       f"at most {NAME_MAX} characters", f"give a literal name such as {STATE_PREFIX}/<what>/<name>")
+        return Problem(
+            field,
+            name,
+            "a fixed SSM parameter name: letters, digits, '_', '.', '-' and '/' separators, "
+            f"at most {NAME_MAX} characters",
+            f"give a literal name such as {STATE_PREFIX}/<what>/<name>",
+        )
     return None
 
 
@@ -83,41 +89,68 @@ class RunTimeState(Construct):
     def __init__(self, scope: Stack, id: str = SERVICE_ID) -> None:
         super().__init__(scope, id)
         self.function = python_function(
-            self, "Function", folder="run_time_state",
+            self,
+            "Function",
+            folder="run_time_state",
             description="custom resource that creates run-time SSM parameters once and never resets their values",
-            timeout=Duration.minutes(1))
+            timeout=Duration.minutes(1),
+        )
         self.provider, self.provider_role = provider_framework(
-            self, on_event=self.function, description="Custom resource framework of the stack's run-time parameters")
-        acknowledge_resource(self.provider_role, f"{self.function.function_arn}:*",
-                             "The custom resource framework invokes the run-time parameters' own function: "
-                             "lambda:InvokeFunction on that one function and its versions (the ':*' qualifier).", actions=["lambda:InvokeFunction"])
-        grant(self.function, sid="CleanUpRunTimeState", actions=list(CLEANUP_ACTIONS),
-              resources=[parameter_arn(Stack.of(self), f"{STATE_PREFIX}/*")],
-              reason=f"Cleanup of run-time parameters under {STATE_PREFIX}/ that left the template: CloudFormation "
-                     "removes a parameter's named grant before its cleanup Delete (and a rollback before it deletes "
-                     "what the update created), so tags are read and removed, and the parameter deleted, on the "
-                     "library's state folder; the handler deletes only a parameter no other owner tag holds.")
+            self, on_event=self.function, description="Custom resource framework of the stack's run-time parameters"
+        )
+        acknowledge_resource(
+            self.provider_role,
+            f"{self.function.function_arn}:*",
+            "The custom resource framework invokes the run-time parameters' own function: "
+            "lambda:InvokeFunction on that one function and its versions (the ':*' qualifier).",
+            actions=["lambda:InvokeFunction"],
+        )
+        grant(
+            self.function,
+            sid="CleanUpRunTimeState",
+            actions=list(CLEANUP_ACTIONS),
+            resources=[parameter_arn(Stack.of(self), f"{STATE_PREFIX}/*")],
+            reason=f"Cleanup of run-time parameters under {STATE_PREFIX}/ that left the template: CloudFormation "
+            "removes a parameter's named grant before its cleanup Delete (and a rollback before it deletes "
+            "what the update created), so tags are read and removed, and the parameter deleted, on the "
+            "library's state folder; the handler deletes only a parameter no other owner tag holds.",
+        )
 
     @classmethod
     def of(cls, scope: Construct) -> "RunTimeState":
         """The stack's one ``RunTimeState``, made on first use."""
         return once_per_stack(cls, scope, SERVICE_ID)
 
-    def serve(self, sid: str, *, parameters: Sequence[str], seeds: Sequence[str] = (),
-              plan_arns: Sequence[str] = (), outside_folder: bool = False) -> None:
+    def serve(
+        self,
+        sid: str,
+        *,
+        parameters: Sequence[str],
+        seeds: Sequence[str] = (),
+        plan_arns: Sequence[str] = (),
+        outside_folder: bool = False,
+    ) -> None:
         """Let the function manage ``parameters`` (ARNs), read ``seeds`` and describe ``plan_arns``;
         ``outside_folder``: the parameters are not under ``STATE_PREFIX``, so the cleanup actions are named too."""
         role = self.function.role
         assert role is not None
-        role.add_to_principal_policy(iam.PolicyStatement(
-            sid=f"Manage{sid}", actions=list(MANAGE_ACTIONS + (CLEANUP_ACTIONS if outside_folder else ())),
-            resources=list(parameters)))
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid=f"Manage{sid}",
+                actions=list(MANAGE_ACTIONS + (CLEANUP_ACTIONS if outside_folder else ())),
+                resources=list(parameters),
+            )
+        )
         if seeds:
-            role.add_to_principal_policy(iam.PolicyStatement(
-                sid=f"Seed{sid}", actions=["ssm:GetParameter"], resources=list(seeds)))
+            role.add_to_principal_policy(
+                iam.PolicyStatement(sid=f"Seed{sid}", actions=["ssm:GetParameter"], resources=list(seeds))
+            )
         if plan_arns:
-            role.add_to_principal_policy(iam.PolicyStatement(
-                sid=f"Describe{sid}", actions=["sagemaker:DescribeTrainingPlan"], resources=list(plan_arns)))
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    sid=f"Describe{sid}", actions=["sagemaker:DescribeTrainingPlan"], resources=list(plan_arns)
+                )
+            )
 
 
 class RunTimeParameter(Construct):
@@ -128,9 +161,18 @@ class RunTimeParameter(Construct):
     function exactly this parameter, as ``ssm.StringParameter``'s grants do.
     """
 
-    def __init__(self, scope: Construct, id: str, *, parameter_name: str, initial_value: str, description: str,
-                 seed_from: str | None = None, plan_name: str | None = None,
-                 plan_arns: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        parameter_name: str,
+        initial_value: str,
+        description: str,
+        seed_from: str | None = None,
+        plan_name: str | None = None,
+        plan_arns: Sequence[str] = (),
+    ) -> None:
         """
         :param parameter_name: the parameter's fixed name (readers resolve it by name).
         :param initial_value: the value a new parameter starts with (never written again by a deploy).
@@ -141,13 +183,25 @@ class RunTimeParameter(Construct):
             ``plan_arns`` are the exact ARNs the function may describe. Default: a plain value.
         """
         super().__init__(scope, id)
-        problems = [p for p in (name_problem("parameter_name", parameter_name),
-                                name_problem("seed_from", seed_from) if seed_from else None) if p is not None]
+        problems = [
+            p
+            for p in (
+                name_problem("parameter_name", parameter_name),
+                name_problem("seed_from", seed_from) if seed_from else None,
+            )
+            if p is not None
+        ]
         if not 1 <= len(initial_value) <= 4096:
             problems.append(Problem("initial_value", initial_value, "1-4096 characters", "give a non-empty value"))
         if plan_name is not None and not plan_arns:
-            problems.append(Problem("plan_arns", list(plan_arns), "the plan's exact ARNs (the function describes it)",
-                                    "pass plan_arns with plan_name"))
+            problems.append(
+                Problem(
+                    "plan_arns",
+                    list(plan_arns),
+                    "the plan's exact ARNs (the function describes it)",
+                    "pass plan_arns with plan_name",
+                )
+            )
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
         stack = Stack.of(self)
@@ -156,17 +210,30 @@ class RunTimeParameter(Construct):
         self.removal = removal_mode(self)
         service = RunTimeState.of(self)
         sid = "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", self.node.path) if part)[-60:]
-        service.serve(sid, parameters=[self.parameter_arn],
-                      seeds=[parameter_arn(stack, seed_from)] if seed_from else (), plan_arns=plan_arns,
-                      outside_folder=not in_state_folder(parameter_name))
-        properties = {"ParameterName": parameter_name, "InitialValue": initial_value, "Removal": self.removal,
-                      "Description": description[:1024]}
+        service.serve(
+            sid,
+            parameters=[self.parameter_arn],
+            seeds=[parameter_arn(stack, seed_from)] if seed_from else (),
+            plan_arns=plan_arns,
+            outside_folder=not in_state_folder(parameter_name),
+        )
+        properties = {
+            "ParameterName": parameter_name,
+            "InitialValue": initial_value,
+            "Removal": self.removal,
+            "Description": description[:1024],
+        }
         if seed_from:
             properties["SeedFrom"] = seed_from
         if plan_name is not None:
             properties["PlanName"] = plan_name
-        self.custom_resource = CustomResource(self, "Resource", service_token=service.provider.service_token,
-                                              resource_type=RESOURCE_TYPE, properties=properties)
+        self.custom_resource = CustomResource(
+            self,
+            "Resource",
+            service_token=service.provider.service_token,
+            resource_type=RESOURCE_TYPE,
+            properties=properties,
+        )
         # The function's grants exist before it is asked to create the parameter.
         role = service.function.role
         policy = role.node.try_find_child("DefaultPolicy") if role is not None else None
@@ -180,10 +247,13 @@ class RunTimeParameter(Construct):
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """``ssm:GetParameter`` (and the other reads ``StringParameter.grant_read`` gives) on this parameter."""
         return iam.Grant.add_to_principal(
-            grantee=grantee, resource_arns=[self.parameter_arn],
-            actions=["ssm:DescribeParameters", "ssm:GetParameters", "ssm:GetParameter", "ssm:GetParameterHistory"])
+            grantee=grantee,
+            resource_arns=[self.parameter_arn],
+            actions=["ssm:DescribeParameters", "ssm:GetParameters", "ssm:GetParameter", "ssm:GetParameterHistory"],
+        )
 
     def grant_write(self, grantee: iam.IGrantable) -> iam.Grant:
         """``ssm:PutParameter`` on this parameter (a run-time writer: the daily check, the promotion, the builder)."""
-        return iam.Grant.add_to_principal(grantee=grantee, resource_arns=[self.parameter_arn],
-                                          actions=["ssm:PutParameter"])
+        return iam.Grant.add_to_principal(
+            grantee=grantee, resource_arns=[self.parameter_arn], actions=["ssm:PutParameter"]
+        )

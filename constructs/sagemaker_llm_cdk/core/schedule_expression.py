@@ -17,6 +17,7 @@ Events rule). Scheduler accepts three forms (Scheduler User Guide, "Schedule typ
 
 ``schedule_problem`` returns one ``Problem`` naming what is wrong, or None.
 """
+
 from __future__ import annotations
 
 import re
@@ -43,9 +44,11 @@ _FIELDS: tuple[tuple[str, int, int, tuple[str, ...]], ...] = (
     ("year", 1970, 2199, ()),
 )
 
-ALLOWED = ("rate(value unit) with a positive whole value and minute/hour/day for 1, minutes/hours/days above 1; "
-           "cron(minutes hours day-of-month month day-of-week year) with six fields and '?' in exactly one of "
-           "day-of-month and day-of-week; or at(yyyy-mm-ddThh:mm:ss)")
+ALLOWED = (
+    "rate(value unit) with a positive whole value and minute/hour/day for 1, minutes/hours/days above 1; "
+    "cron(minutes hours day-of-month month day-of-week year) with six fields and '?' in exactly one of "
+    "day-of-month and day-of-week; or at(yyyy-mm-ddThh:mm:ss)"
+)
 EXAMPLES = "e.g. rate(7 days), rate(1 day) or cron(0 3 ? * SUN *) (03:00 UTC every Sunday)"
 
 
@@ -98,17 +101,21 @@ def _rate_reason(value: int, unit: str) -> str | None:
 def _cron_reason(text: str) -> str | None:
     fields = text.split(" ")
     if len(fields) != 6 or any(not f for f in fields):
-        return (f"a cron expression has six fields separated by single spaces (minutes hours day-of-month month "
-                f"day-of-week year); got {len([f for f in text.split() if f])}"
-                + (", add the year field, e.g. *" if len(text.split()) == 5 else ""))
+        return (
+            f"a cron expression has six fields separated by single spaces (minutes hours day-of-month month "
+            f"day-of-week year); got {len([f for f in text.split() if f])}"
+            + (", add the year field, e.g. *" if len(text.split()) == 5 else "")
+        )
     for (name, low, high, names), value in zip(_FIELDS, fields):
         reason = _field_reason(name, value, low, high, names)
         if reason:
             return f"{name} field {value!r}: {reason}"
     day_of_month, day_of_week = fields[2], fields[4]
     if (day_of_month == "?") == (day_of_week == "?"):
-        return "exactly one of day-of-month and day-of-week must be '?' (for example 'cron(0 3 ? * SUN *)' or " \
-               "'cron(0 3 1 * ? *)')"
+        return (
+            "exactly one of day-of-month and day-of-week must be '?' (for example 'cron(0 3 ? * SUN *)' or "
+            "'cron(0 3 1 * ? *)')"
+        )
     return None
 
 

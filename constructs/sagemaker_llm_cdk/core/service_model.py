@@ -3,6 +3,7 @@
 Reading them from botocore, instead of copying lists by hand, keeps validation in step with
 the SDK the project pins: a new instance type is accepted as soon as botocore knows it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,8 +33,10 @@ def shape(name: str, service: str = "sagemaker") -> dict[str, Any]:
     if name not in shapes:
         import botocore
 
-        raise ImportError(f"botocore {botocore.__version__} has no {service} shape {name}: sagemaker-llm-cdk needs "
-                          f"botocore {MIN_BOTOCORE} or newer (pip install 'boto3>={MIN_BOTOCORE}')")
+        raise ImportError(
+            f"botocore {botocore.__version__} has no {service} shape {name}: sagemaker-llm-cdk needs "
+            f"botocore {MIN_BOTOCORE} or newer (pip install 'boto3>={MIN_BOTOCORE}')"
+        )
     return shapes[name]  # type: ignore[no-any-return]
 
 

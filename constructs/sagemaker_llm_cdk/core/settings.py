@@ -9,6 +9,7 @@ generated from them, so an editor, the app and the library agree on every rule.
 Rules that span several fields (``min_instances <= max_instances``) are checked by each
 model's ``_rules`` method; they report every problem at once, each with its own field path.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,6 +26,7 @@ from .validation import problems_from
 
 _S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?:/(?P<key>.*))?$")
 _HF_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+
 
 class Settings(BaseModel):
     """Base of every settings model: frozen, unknown keys refused, rules run after fields."""
@@ -71,21 +73,29 @@ class Settings(BaseModel):
         try:
             result = handler(data)
         except ValidationError as error:
-            if not isinstance(data, dict) or not (coerced or any(item["loc"] for item in error.errors(include_url=False))):
+            if not isinstance(data, dict) or not (
+                coerced or any(item["loc"] for item in error.errors(include_url=False))
+            ):
                 raise  # not a mapping, or only this model's own rules failed: nothing more to find
 
             known = problems_from(error, cls)
             lines = {p.line() for p in known}
             paths = {p.path for p in known}  # a field pydantic refused already: its coercion is not news
-            extra = [p for p in [*(c for c in coerced if c.path not in paths), *_partial_rules(cls, data, error)]
-                     if p.line() not in lines]
+            extra = [
+                p
+                for p in [*(c for c in coerced if c.path not in paths), *_partial_rules(cls, data, error)]
+                if p.line() not in lines
+            ]
             if not extra:
                 raise
             problems = [*known, *extra]
-            raise PydanticCustomError(RULES_ERROR, "{count} rule(s) broken",
-                                      {"count": len(problems), "problems": problems}) from None
+            raise PydanticCustomError(
+                RULES_ERROR, "{count} rule(s) broken", {"count": len(problems), "problems": problems}
+            ) from None
         if coerced:
-            raise PydanticCustomError(RULES_ERROR, "{count} rule(s) broken", {"count": len(coerced), "problems": coerced})
+            raise PydanticCustomError(
+                RULES_ERROR, "{count} rule(s) broken", {"count": len(coerced), "problems": coerced}
+            )
         return result
 
 
@@ -140,8 +150,14 @@ def coercion_problems(cls: type[BaseModel], data: Any) -> list[Problem]:
         if kind == "number" and isinstance(value, bool):
             problems.append(Problem(key, value, "a number, not true or false", f"write {key} as a number"))
         elif kind == "time" and isinstance(value, (int, float)):  # bool is an int too: refused as well
-            problems.append(Problem(key, value, "an ISO-8601 time with a time zone, e.g. 2026-01-15T00:00:00Z",
-                                    f"write {key} as a time, not a number"))
+            problems.append(
+                Problem(
+                    key,
+                    value,
+                    "an ISO-8601 time with a time zone, e.g. 2026-01-15T00:00:00Z",
+                    f"write {key} as a time, not a number",
+                )
+            )
     return problems
 
 
@@ -206,7 +222,9 @@ def _failures(error: ValidationError) -> list[tuple[Any, ...]]:
         else:
             locs.append(loc)
     # pydantic also calls a list "too short" when its items failed: the items' own locations say where
-    return [loc for loc in locs if loc and not any(len(other) > len(loc) and other[:len(loc)] == loc for other in locs)]
+    return [
+        loc for loc in locs if loc and not any(len(other) > len(loc) and other[: len(loc)] == loc for other in locs)
+    ]
 
 
 def _path_parts(path: str) -> tuple[Any, ...]:
@@ -246,13 +264,22 @@ def _partly_valid(annotation: Any, raw: Any, locs: list[tuple[Any, ...]]) -> Any
     model = next((a for a in args if isinstance(a, type) and issubclass(a, Settings)), None)
     if model is not None and isinstance(raw, dict):
         return _partial_instance(model, raw, locs)
-    item = next((a for a in getattr(annotation, "__args__", ()) if isinstance(a, type) and issubclass(a, Settings)), None)
-    if item is None or not isinstance(raw, (list, tuple)) or any(not loc or not isinstance(loc[0], int) for loc in locs):
+    item = next(
+        (a for a in getattr(annotation, "__args__", ()) if isinstance(a, type) and issubclass(a, Settings)), None
+    )
+    if (
+        item is None
+        or not isinstance(raw, (list, tuple))
+        or any(not loc or not isinstance(loc[0], int) for loc in locs)
+    ):
         return FAILED
     adapter = _item_adapter(item)
-    return tuple(_partial_instance(item, value, [loc[1:] for loc in locs if loc[0] == i])
-                 if any(loc[0] == i for loc in locs) else adapter.validate_python(value)
-                 for i, value in enumerate(raw))
+    return tuple(
+        _partial_instance(item, value, [loc[1:] for loc in locs if loc[0] == i])
+        if any(loc[0] == i for loc in locs)
+        else adapter.validate_python(value)
+        for i, value in enumerate(raw)
+    )
 
 
 _ADAPTERS: dict[tuple[type, str], Any] = {}
@@ -317,32 +344,55 @@ MAX_S3_URI = 1024
 def s3_uri_problem(field: str, value: str, *, want: Literal["prefix", "tar.gz", "any"] = "any") -> Problem | None:
     """A problem when ``value`` is not an S3 URI of the wanted kind, else None."""
     if len(value) > MAX_S3_URI:
-        return Problem(field, value, f"an S3 URI of at most {MAX_S3_URI} characters (SageMaker's S3Uri)",
-                       "use a shorter prefix or object key")
+        return Problem(
+            field,
+            value,
+            f"an S3 URI of at most {MAX_S3_URI} characters (SageMaker's S3Uri)",
+            "use a shorter prefix or object key",
+        )
     match = _S3_URI.match(value)
     if not match:
         if _HF_ID.match(value):
-            return Problem(field, value, "an s3:// URI; Hugging Face Hub ids are not accepted",
-                           "copy the model's files to S3 (for example with `huggingface-cli download` then "
-                           "`aws s3 sync`) and give s3://bucket/prefix/")
-        return Problem(field, value, "an S3 URI like s3://my-bucket/path/ (lowercase bucket name, 3-63 characters)",
-                       "write the location as s3://<bucket>/<key>")
+            return Problem(
+                field,
+                value,
+                "an s3:// URI; Hugging Face Hub ids are not accepted",
+                "copy the model's files to S3 (for example with `huggingface-cli download` then "
+                "`aws s3 sync`) and give s3://bucket/prefix/",
+            )
+        return Problem(
+            field,
+            value,
+            "an S3 URI like s3://my-bucket/path/ (lowercase bucket name, 3-63 characters)",
+            "write the location as s3://<bucket>/<key>",
+        )
     key = match.group("key") or ""
     if want == "prefix" and not key.endswith("/") and not key.endswith(".tar.gz"):
-        return Problem(field, value, "an S3 prefix ending in '/' (uncompressed files) or an object ending in '.tar.gz'",
-                       f"write {value}/ if it is a folder")
+        return Problem(
+            field,
+            value,
+            "an S3 prefix ending in '/' (uncompressed files) or an object ending in '.tar.gz'",
+            f"write {value}/ if it is a folder",
+        )
     if want == "tar.gz" and not key.endswith(".tar.gz"):
-        return Problem(field, value, "an S3 object ending in '.tar.gz' with the files at the archive root",
-                       "package the files with `tar -czf adapter.tar.gz -C dir .` and give its s3:// URI")
+        return Problem(
+            field,
+            value,
+            "an S3 object ending in '.tar.gz' with the files at the archive root",
+            "package the files with `tar -czf adapter.tar.gz -C dir .` and give its s3:// URI",
+        )
     return None
 
 
 def name_problem(field: str, value: str, shape: str = "InferenceComponentName") -> Problem | None:
     max_len, pattern = service_model.name_rule(shape)
     if len(value) > max_len or len(value) < 1 or not pattern.fullmatch(value):
-        return Problem(field, value,
-                       f"1-{max_len} characters: letters, digits and hyphens, starting and ending with a letter or digit",
-                       "shorten the name or replace other characters (such as '_' or '.') with '-'")
+        return Problem(
+            field,
+            value,
+            f"1-{max_len} characters: letters, digits and hyphens, starting and ending with a letter or digit",
+            "shorten the name or replace other characters (such as '_' or '.') with '-'",
+        )
     return None
 
 

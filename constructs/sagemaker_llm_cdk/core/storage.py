@@ -5,6 +5,7 @@ them) also get ``restrict_reads``: their objects can be read, and their key used
 decrypt, only by the roles of the same stack that are granted to read them (found in the
 stack's IAM policies at synth), plus the account's root user as the break-glass way in.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -88,12 +89,17 @@ class SecureBucket(Construct):
                 lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
             )
         self.access_logs = access_logs
-        rules = [s3.LifecycleRule(id="ExpireNoncurrentVersions",
-                                  noncurrent_version_expiration=Duration.days(noncurrent_version_days),
-                                  abort_incomplete_multipart_upload_after=Duration.days(7))]
+        rules = [
+            s3.LifecycleRule(
+                id="ExpireNoncurrentVersions",
+                noncurrent_version_expiration=Duration.days(noncurrent_version_days),
+                abort_incomplete_multipart_upload_after=Duration.days(7),
+            )
+        ]
         for prefix, days in sorted((expire_after_days or {}).items()):
-            rules.append(s3.LifecycleRule(id=f"Expire{_rule_id(prefix)}", prefix=prefix or None,
-                                          expiration=Duration.days(days)))
+            rules.append(
+                s3.LifecycleRule(id=f"Expire{_rule_id(prefix)}", prefix=prefix or None, expiration=Duration.days(days))
+            )
         if expire_after_days:
             rules.append(s3.LifecycleRule(id="RemoveExpiredDeleteMarkers", expired_object_delete_marker=True))
         self.bucket = s3.Bucket(
@@ -113,7 +119,6 @@ class SecureBucket(Construct):
         )
         self._extra_readers: list[str] = []
         if destroy:
-
             acknowledge_auto_delete_objects(Stack.of(self))
 
     def add_reader(self, principal_arn: str) -> None:
@@ -143,28 +148,40 @@ def restrict_reads(bucket: SecureBucket, key: kms.Key | None, *, what: str) -> N
     """
     stack = Stack.of(bucket)
     root = f"arn:{stack.partition}:iam::{stack.account}:root"
-    bucket.bucket.add_to_resource_policy(iam.PolicyStatement(
-        sid="OnlyNamedRolesRead",
-        effect=iam.Effect.DENY,
-        principals=[iam.AnyPrincipal()],
-        actions=list(READ_ACTIONS),
-        resources=[bucket.bucket.arn_for_objects("*")],
-        conditions={"ArnNotEquals": {"aws:PrincipalArn": Lazy.any(_Readers(
-            bucket.bucket.node.default_child, ("s3:GetObject",), [root], bucket._extra_readers))}},
-    ))
-    if key is not None:
-        key.add_to_resource_policy(iam.PolicyStatement(
-            sid=f"OnlyNamedRolesDecryptThroughS3{_rule_id(bucket.node.id)}",
+    bucket.bucket.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="OnlyNamedRolesRead",
             effect=iam.Effect.DENY,
             principals=[iam.AnyPrincipal()],
-            actions=["kms:Decrypt"],
-            resources=["*"],
+            actions=list(READ_ACTIONS),
+            resources=[bucket.bucket.arn_for_objects("*")],
             conditions={
-                "StringEquals": {"kms:ViaService": f"s3.{stack.region}.amazonaws.com"},
-                "ArnNotEquals": {"aws:PrincipalArn": Lazy.any(_Readers(
-                    key.node.default_child, ("kms:Decrypt",), [root], bucket._extra_readers))},
+                "ArnNotEquals": {
+                    "aws:PrincipalArn": Lazy.any(
+                        _Readers(bucket.bucket.node.default_child, ("s3:GetObject",), [root], bucket._extra_readers)
+                    )
+                }
             },
-        ))
+        )
+    )
+    if key is not None:
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid=f"OnlyNamedRolesDecryptThroughS3{_rule_id(bucket.node.id)}",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["kms:Decrypt"],
+                resources=["*"],
+                conditions={
+                    "StringEquals": {"kms:ViaService": f"s3.{stack.region}.amazonaws.com"},
+                    "ArnNotEquals": {
+                        "aws:PrincipalArn": Lazy.any(
+                            _Readers(key.node.default_child, ("kms:Decrypt",), [root], bucket._extra_readers)
+                        )
+                    },
+                },
+            )
+        )
     setattr(bucket, "restricted_for", what)
 
 
@@ -223,9 +240,13 @@ def acknowledge_auto_delete_objects(stack: Stack) -> None:
     handler = provider.node.try_find_child("Handler") if provider is not None else None
     if handler is None:
         return
-    why = ("CDK's auto-delete-objects handler (removal: destroy) runs only when CloudFormation deletes a bucket, "
-           "invoked synchronously by CloudFormation, and calls only S3 APIs: ")
-    for check, detail in (("CKV_AWS_115", "it needs no reserved concurrency, which would take from the account's pool"),
-                          ("CKV_AWS_116", "a failed call fails the stack deletion, so a dead-letter queue adds nothing"),
-                          ("CKV_AWS_117", "outside a VPC, which would need an S3 endpoint or NAT it has no use for")):
+    why = (
+        "CDK's auto-delete-objects handler (removal: destroy) runs only when CloudFormation deletes a bucket, "
+        "invoked synchronously by CloudFormation, and calls only S3 APIs: "
+    )
+    for check, detail in (
+        ("CKV_AWS_115", "it needs no reserved concurrency, which would take from the account's pool"),
+        ("CKV_AWS_116", "a failed call fails the stack deletion, so a dead-letter queue adds nothing"),
+        ("CKV_AWS_117", "outside a VPC, which would need an S3 endpoint or NAT it has no use for"),
+    ):
         checkov_skip(handler, check, why + detail + ".")

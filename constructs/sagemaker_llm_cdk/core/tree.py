@@ -10,6 +10,7 @@ walks the tree itself (``constructs_in``: one round trip for the whole scope) an
 trip per outermost library construct, and ``resource_type`` reads a resource's CloudFormation type from its L1
 class (one round trip per class, not per resource).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
@@ -127,4 +128,3 @@ def once_per_stack(cls: "type[_C]", scope: IConstruct, id: str) -> "_C":
     if isinstance(existing, cls):
         return existing
     return cls(stack, id)
-

@@ -1,4 +1,5 @@
 """Turn pydantic's errors into ``Problem`` lines: field path, value, what is allowed, the fix."""
+
 from __future__ import annotations
 
 import difflib
@@ -63,10 +64,19 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 
 _TYPE_WORDS = {
-    "int_type": "a whole number", "int_parsing": "a whole number", "int_from_float": "a whole number",
-    "float_type": "a number", "float_parsing": "a number", "bool_type": "true or false", "bool_parsing": "true or false",
-    "string_type": "text", "dict_type": "a mapping of keys to values", "list_type": "a list", "tuple_type": "a list",
-    "model_type": "a mapping of keys to values", "model_attributes_type": "a mapping of keys to values",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "text",
+    "dict_type": "a mapping of keys to values",
+    "list_type": "a list",
+    "tuple_type": "a list",
+    "model_type": "a mapping of keys to values",
+    "model_attributes_type": "a mapping of keys to values",
 }
 
 
@@ -85,8 +95,12 @@ def _problem(item: Mapping[str, Any], path: str, model: type[BaseModel]) -> Prob
     if kind in _TYPE_WORDS:
         return Problem(path, value, _TYPE_WORDS[kind], f"write {field} as {_TYPE_WORDS[kind]}")
     if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        word = {"greater_than_equal": "at least", "greater_than": "more than",
-                "less_than_equal": "at most", "less_than": "less than"}[kind]
+        word = {
+            "greater_than_equal": "at least",
+            "greater_than": "more than",
+            "less_than_equal": "at most",
+            "less_than": "less than",
+        }[kind]
         bound = next(iter(ctx.values()))
         return Problem(path, value, f"{word} {bound}", f"set {field} to a value {word} {bound}")
     if kind in ("too_short", "too_long"):

@@ -2,6 +2,7 @@
 
 In ``core`` so that a feature (``adapters.manifest``) reads YAML as the config does without importing ``config``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,8 +31,9 @@ def _hashable_key(loader: yaml.SafeLoader, key_node: yaml.Node, deep: bool) -> A
     try:
         hash(key)
     except TypeError:
-        raise yaml.constructor.ConstructorError(None, None, "a mapping key that is a list or mapping",
-                                                key_node.start_mark) from None
+        raise yaml.constructor.ConstructorError(
+            None, None, "a mapping key that is a list or mapping", key_node.start_mark
+        ) from None
     return key
 
 

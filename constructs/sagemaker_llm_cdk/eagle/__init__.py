@@ -11,6 +11,9 @@ def __getattr__(name: str) -> Any:
     optimization = importlib.import_module(f"{__name__}.optimization")
     if name.startswith("__") or not hasattr(optimization, name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(f"{__name__}.{name} moved to {__name__}.optimization.{name}; import public names from "
-                  "sagemaker_llm_cdk itself", DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        f"{__name__}.{name} moved to {__name__}.optimization.{name}; import public names from sagemaker_llm_cdk itself",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return getattr(optimization, name)

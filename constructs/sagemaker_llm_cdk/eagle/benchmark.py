@@ -32,6 +32,7 @@ What it adds to an ``EagleOptimization`` (created by it when enabled):
 * ``JobRole``: the role SageMaker uses for the benchmark: invoke this endpoint and component, read the
   workload's dataset, write ``benchmarks/`` of the artifacts bucket.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -71,15 +72,23 @@ DEPLOY_CHECK_INTERVAL = Duration.hours(1)
 DATASET_CHANNEL = "dataset"
 """Channel name of the workload's dataset (the API documents no required name)."""
 RECORD_SERVICE = "eagle_job"
-LAMBDA_SERVICE_ERRORS = ["Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
-                         "Lambda.TooManyRequestsException", "Lambda.ClientExecutionTimeoutException"]
+LAMBDA_SERVICE_ERRORS = [
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+    "Lambda.ClientExecutionTimeoutException",
+]
 _WORKLOAD_NAME = re.compile(r"^[a-z0-9](-*[a-z0-9]){0,62}$")
 
 
 def workload_document(settings: EagleBenchmarkSettings) -> str:
     """The workload spec (``AIWorkloadConfigs.WorkloadSpec.Inline``): AIPerf plus the configured parameters."""
-    return json.dumps({"benchmark": {"type": "aiperf"}, "parameters": dict(settings.parameters)},
-                      sort_keys=True, separators=(",", ":"))
+    return json.dumps(
+        {"benchmark": {"type": "aiperf"}, "parameters": dict(settings.parameters)},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
 
 
 def workload_name(model_name: str, *parts: str) -> str:
@@ -96,9 +105,12 @@ def benchmark_region_problem(region: str) -> Problem | None:
     types = regions.resource_types(region)
     if types is None or WORKLOAD_TYPE in types:
         return None
-    return Problem("settings.benchmark.enabled", True,
-                   f"regions whose CloudFormation has {WORKLOAD_TYPE}: " + ", ".join(regions.regions_with(WORKLOAD_TYPE)),
-                   f"set eagle.benchmark.enabled: false in {region} (measure by hand there), or deploy to a listed region")
+    return Problem(
+        "settings.benchmark.enabled",
+        True,
+        f"regions whose CloudFormation has {WORKLOAD_TYPE}: " + ", ".join(regions.regions_with(WORKLOAD_TYPE)),
+        f"set eagle.benchmark.enabled: false in {region} (measure by hand there), or deploy to a listed region",
+    )
 
 
 class EagleBenchmark(Construct):
@@ -109,8 +121,9 @@ class EagleBenchmark(Construct):
     ``start_function``, ``check_function``, ``serving_function``, ``slower_alarm``, ``rollback_command``.
     """
 
-    def __init__(self, scope: Construct, id: str, *, optimization: "EagleOptimization",
-                 serving_model_prefix: str) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, optimization: "EagleOptimization", serving_model_prefix: str
+    ) -> None:
         super().__init__(scope, id)
         # Any: EagleOptimization's attributes are set in its __init__, which creates this construct (an import cycle
         # mypy cannot type through); the attributes read here are documented on EagleOptimization.
@@ -141,74 +154,142 @@ class EagleBenchmark(Construct):
             assert turn_log is not None  # EagleOptimization refuses front_door without a turn log
             dataset_uri = f"s3://{turn_log.bucket.bucket_name}/{turn_log.prefix}"
             dataset_grant = (turn_log.bucket.bucket_arn, turn_log.prefix)
-        identity = [settings.workload, document, settings.s3_uri or "",
-                    Names.unique_id(eagle.turn_log) if settings.workload == "front_door" and eagle.turn_log else ""]
+        identity = [
+            settings.workload,
+            document,
+            settings.s3_uri or "",
+            Names.unique_id(eagle.turn_log) if settings.workload == "front_door" and eagle.turn_log else "",
+        ]
         self.workload_name = workload_name(eagle.model_name, *identity)
         self.workload = sagemaker.CfnAIWorkloadConfig(
-            self, "Workload",
+            self,
+            "Workload",
             ai_workload_config_name=self.workload_name,
             ai_workload_configs=sagemaker.CfnAIWorkloadConfig.AIWorkloadConfigsProperty(
-                workload_spec=sagemaker.CfnAIWorkloadConfig.WorkloadSpecProperty(inline=document)),
-            dataset_config=sagemaker.CfnAIWorkloadConfig.AIDatasetConfigProperty(input_data_config=[
-                sagemaker.CfnAIWorkloadConfig.AIWorkloadInputDataConfigProperty(
-                    channel_name=DATASET_CHANNEL,
-                    data_source=sagemaker.CfnAIWorkloadConfig.AIWorkloadDataSourceProperty(
-                        s3_data_source=sagemaker.CfnAIWorkloadConfig.AIWorkloadS3DataSourceProperty(s3_uri=dataset_uri)))
-            ]) if dataset_uri is not None else None,
+                workload_spec=sagemaker.CfnAIWorkloadConfig.WorkloadSpecProperty(inline=document)
+            ),
+            dataset_config=sagemaker.CfnAIWorkloadConfig.AIDatasetConfigProperty(
+                input_data_config=[
+                    sagemaker.CfnAIWorkloadConfig.AIWorkloadInputDataConfigProperty(
+                        channel_name=DATASET_CHANNEL,
+                        data_source=sagemaker.CfnAIWorkloadConfig.AIWorkloadDataSourceProperty(
+                            s3_data_source=sagemaker.CfnAIWorkloadConfig.AIWorkloadS3DataSourceProperty(
+                                s3_uri=dataset_uri
+                            )
+                        ),
+                    )
+                ]
+            )
+            if dataset_uri is not None
+            else None,
         )
-        self.workload_arn = stack.format_arn(service="sagemaker", resource="ai-workload-config",
-                                             resource_name=self.workload_name)
+        self.workload_arn = stack.format_arn(
+            service="sagemaker", resource="ai-workload-config", resource_name=self.workload_name
+        )
 
         # ------------------------------------------------------------------ job role (passed to SageMaker)
-        component_arn = stack.format_arn(service="sagemaker", resource="inference-component",
-                                         resource_name=component.component_name)
-        self.job_role = iam.Role(self, "JobRole", assumed_by=grants.sagemaker_principal(self),
-                                 description=f"Role of the AI benchmark jobs of {eagle.node.path}: invokes the "
-                                             "endpoint, reads the workload, writes benchmarks/")
-        grants.grant(self.job_role, sid="InvokeEndpoint",
-                     actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream",
-                              "sagemaker:DescribeEndpoint", "sagemaker:DescribeInferenceComponent"],
-                     resources=[endpoint.endpoint_arn, component_arn])
-        grants.grant(self.job_role, sid="WriteBenchmarks", actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-                     resources=[bucket.arn_for_objects(f"{BENCHMARKS}/*")],
-                     reason="Each benchmark job writes its results under benchmarks/<job name>/, a name made at run time.")
-        grants.grant(self.job_role, sid="ListBenchmarks", actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-                     conditions={"StringLike": {"s3:prefix": [f"{BENCHMARKS}/*"]}})
-        grants.grant(self.job_role, sid="UseArtifactsKey", actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                     resources=[key.key_arn])
-        grants.grant(self.job_role, sid="WriteBenchmarkLogs",
-                     actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",
-                              "logs:DescribeLogStreams"],
-                     resources=[stack.format_arn(service="logs", resource="log-group", resource_name="/aws/sagemaker/*",
-                                                 arn_format=ArnFormat.COLON_RESOURCE_NAME)],
-                     reason="SageMaker jobs log to groups under /aws/sagemaker/ that it names per job type.")
+        component_arn = stack.format_arn(
+            service="sagemaker", resource="inference-component", resource_name=component.component_name
+        )
+        self.job_role = iam.Role(
+            self,
+            "JobRole",
+            assumed_by=grants.sagemaker_principal(self),
+            description=f"Role of the AI benchmark jobs of {eagle.node.path}: invokes the "
+            "endpoint, reads the workload, writes benchmarks/",
+        )
+        grants.grant(
+            self.job_role,
+            sid="InvokeEndpoint",
+            actions=[
+                "sagemaker:InvokeEndpoint",
+                "sagemaker:InvokeEndpointWithResponseStream",
+                "sagemaker:DescribeEndpoint",
+                "sagemaker:DescribeInferenceComponent",
+            ],
+            resources=[endpoint.endpoint_arn, component_arn],
+        )
+        grants.grant(
+            self.job_role,
+            sid="WriteBenchmarks",
+            actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+            resources=[bucket.arn_for_objects(f"{BENCHMARKS}/*")],
+            reason="Each benchmark job writes its results under benchmarks/<job name>/, a name made at run time.",
+        )
+        grants.grant(
+            self.job_role,
+            sid="ListBenchmarks",
+            actions=["s3:ListBucket"],
+            resources=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{BENCHMARKS}/*"]}},
+        )
+        grants.grant(
+            self.job_role,
+            sid="UseArtifactsKey",
+            actions=["kms:Decrypt", "kms:GenerateDataKey"],
+            resources=[key.key_arn],
+        )
+        grants.grant(
+            self.job_role,
+            sid="WriteBenchmarkLogs",
+            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+            resources=[
+                stack.format_arn(
+                    service="logs",
+                    resource="log-group",
+                    resource_name="/aws/sagemaker/*",
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+            ],
+            reason="SageMaker jobs log to groups under /aws/sagemaker/ that it names per job type.",
+        )
         if dataset_grant is not None:
             bucket_arn, prefix = dataset_grant
-            grants.grant(self.job_role, sid="ReadWorkload", actions=["s3:GetObject"],
-                         resources=[f"{bucket_arn}/{prefix}*"],
-                         reason="The workload's dataset is every object under its prefix (read only).")
-            grants.grant(self.job_role, sid="ListWorkload", actions=["s3:ListBucket"], resources=[bucket_arn],
-                         conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}})
-            turn_key = eagle.turn_log.bucket.encryption_key if settings.workload == "front_door" and eagle.turn_log \
-                else None
+            grants.grant(
+                self.job_role,
+                sid="ReadWorkload",
+                actions=["s3:GetObject"],
+                resources=[f"{bucket_arn}/{prefix}*"],
+                reason="The workload's dataset is every object under its prefix (read only).",
+            )
+            grants.grant(
+                self.job_role,
+                sid="ListWorkload",
+                actions=["s3:ListBucket"],
+                resources=[bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            )
+            turn_key = (
+                eagle.turn_log.bucket.encryption_key if settings.workload == "front_door" and eagle.turn_log else None
+            )
             if turn_key is not None:
-                grants.grant(self.job_role, sid="DecryptWorkload", actions=["kms:Decrypt"], resources=[turn_key.key_arn])
+                grants.grant(
+                    self.job_role, sid="DecryptWorkload", actions=["kms:Decrypt"], resources=[turn_key.key_arn]
+                )
         if endpoint.vpc is not None:
-            grants.grant(self.job_role, sid="DescribeNetwork", resources=["*"],
-                         actions=grants.NETWORK_DESCRIBE_ACTIONS, reason="EC2 Describe actions have no resource-level permissions.")
-            grants.grant(self.job_role, sid="ManageNetworkInterfaces",
-                         actions=grants.NETWORK_INTERFACE_ACTIONS,
-                         resources=grants.network_interface_resources(self, endpoint.subnet_ids,
-                                                                      endpoint.security_groups),
-                         reason="The job's network interfaces are created at run time in the endpoint's subnets.")
+            grants.grant(
+                self.job_role,
+                sid="DescribeNetwork",
+                resources=["*"],
+                actions=grants.NETWORK_DESCRIBE_ACTIONS,
+                reason="EC2 Describe actions have no resource-level permissions.",
+            )
+            grants.grant(
+                self.job_role,
+                sid="ManageNetworkInterfaces",
+                actions=grants.NETWORK_INTERFACE_ACTIONS,
+                resources=grants.network_interface_resources(self, endpoint.subnet_ids, endpoint.security_groups),
+                reason="The job's network interfaces are created at run time in the endpoint's subnets.",
+            )
 
         # ------------------------------------------------------------------ functions
-        job_pattern = stack.format_arn(service="sagemaker", resource="ai-benchmark-job",
-                                       resource_name=f"{JOB_PREFIX}*")
-        model_pattern = stack.format_arn(service="sagemaker", resource="model",
-                                         resource_name=f"{serving_model_prefix}-*")
-        parameter_arn = stack.format_arn(service="ssm", resource="parameter",
-                                         resource_name=eagle.promotion_parameter_name.lstrip("/"))
+        job_pattern = stack.format_arn(service="sagemaker", resource="ai-benchmark-job", resource_name=f"{JOB_PREFIX}*")
+        model_pattern = stack.format_arn(
+            service="sagemaker", resource="model", resource_name=f"{serving_model_prefix}-*"
+        )
+        parameter_arn = stack.format_arn(
+            service="ssm", resource="parameter", resource_name=eagle.promotion_parameter_name.lstrip("/")
+        )
         job_names = "Benchmark job names are made at run time from the run (eagle-<model>-<phase>-<hash>)."
         served = "The serving models of a promoted head are named <component>-eagle-<suffix> by their custom resource."
         start_env = {
@@ -223,21 +304,41 @@ class EagleBenchmark(Construct):
             start_env["SUBNET_IDS"] = Fn.join(",", list(endpoint.subnet_ids))
             start_env["SECURITY_GROUP_IDS"] = Fn.join(",", [g.security_group_id for g in endpoint.security_groups])
         self.start_function = python_function(
-            self, "StartFunction", folder="eagle_job", handler="benchmark.start",
+            self,
+            "StartFunction",
+            folder="eagle_job",
+            handler="benchmark.start",
             description=f"Starts AI benchmark jobs on the endpoint of {eagle.model_name}",
-            environment=start_env, timeout=Duration.minutes(2))
-        grants.grant(self.start_function, sid="StartBenchmarks",
-                     actions=["sagemaker:CreateAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob", "sagemaker:AddTags"],
-                     resources=[job_pattern], reason=job_names)
-        grants.grant(self.start_function, sid="UseWorkloadAndTarget", actions=["sagemaker:CreateAIBenchmarkJob"],
-                     resources=[self.workload_arn, endpoint.endpoint_arn, component_arn])
-        grants.grant(self.start_function, sid="PassBenchmarkRole", actions=["iam:PassRole"],
-                     resources=[self.job_role.role_arn],
-                     conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
+            environment=start_env,
+            timeout=Duration.minutes(2),
+        )
+        grants.grant(
+            self.start_function,
+            sid="StartBenchmarks",
+            actions=["sagemaker:CreateAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob", "sagemaker:AddTags"],
+            resources=[job_pattern],
+            reason=job_names,
+        )
+        grants.grant(
+            self.start_function,
+            sid="UseWorkloadAndTarget",
+            actions=["sagemaker:CreateAIBenchmarkJob"],
+            resources=[self.workload_arn, endpoint.endpoint_arn, component_arn],
+        )
+        grants.grant(
+            self.start_function,
+            sid="PassBenchmarkRole",
+            actions=["iam:PassRole"],
+            resources=[self.job_role.role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+        )
         self._grant_served(self.start_function, component_arn, model_pattern, served)
 
         self.check_function = python_function(
-            self, "CheckFunction", folder="eagle_job", handler="benchmark.check",
+            self,
+            "CheckFunction",
+            folder="eagle_job",
+            handler="benchmark.check",
             description=f"Reads the AI benchmark jobs of {eagle.model_name} into its EAGLE run records",
             environment={
                 "RUNS_TABLE": eagle.runs_table.table_name,
@@ -247,199 +348,367 @@ class EagleBenchmark(Construct):
                 "PROMOTION_PARAMETER": eagle.promotion_parameter_name,
                 "STACK_NAME": Aws.STACK_NAME,
             },
-            timeout=Duration.minutes(5), memory_size=512)
-        grants.grant(self.check_function, sid="WatchBenchmarks",
-                     actions=["sagemaker:DescribeAIBenchmarkJob", "sagemaker:StopAIBenchmarkJob"],
-                     resources=[job_pattern], reason=job_names)
-        grants.grant(self.check_function, sid="ListBenchmarks", actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-                     conditions={"StringLike": {"s3:prefix": [f"{BENCHMARKS}/*"]}})
-        grants.grant(self.check_function, sid="ReadBenchmarks", actions=["s3:GetObject"],
-                     resources=[bucket.arn_for_objects(f"{BENCHMARKS}/*")],
-                     reason="The check reads the results a benchmark job wrote under benchmarks/<job name>/.")
-        grants.grant(self.check_function, sid="UseArtifactsKey", actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                     resources=[key.key_arn])
-        grants.grant(self.check_function, sid="RecordBenchmarks", actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
-                     resources=[eagle.runs_table.table_arn])
+            timeout=Duration.minutes(5),
+            memory_size=512,
+        )
+        grants.grant(
+            self.check_function,
+            sid="WatchBenchmarks",
+            actions=["sagemaker:DescribeAIBenchmarkJob", "sagemaker:StopAIBenchmarkJob"],
+            resources=[job_pattern],
+            reason=job_names,
+        )
+        grants.grant(
+            self.check_function,
+            sid="ListBenchmarks",
+            actions=["s3:ListBucket"],
+            resources=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{BENCHMARKS}/*"]}},
+        )
+        grants.grant(
+            self.check_function,
+            sid="ReadBenchmarks",
+            actions=["s3:GetObject"],
+            resources=[bucket.arn_for_objects(f"{BENCHMARKS}/*")],
+            reason="The check reads the results a benchmark job wrote under benchmarks/<job name>/.",
+        )
+        grants.grant(
+            self.check_function,
+            sid="UseArtifactsKey",
+            actions=["kms:Decrypt", "kms:GenerateDataKey"],
+            resources=[key.key_arn],
+        )
+        grants.grant(
+            self.check_function,
+            sid="RecordBenchmarks",
+            actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
+            resources=[eagle.runs_table.table_arn],
+        )
 
         self.serving_function = python_function(
-            self, "ServingFunction", folder="eagle_job", handler="benchmark.serving",
+            self,
+            "ServingFunction",
+            folder="eagle_job",
+            handler="benchmark.serving",
             description=f"Checks whether the endpoint serves the promoted EAGLE head of {eagle.model_name}",
             environment={
                 "COMPONENT_NAME": component.component_name,
                 "SERVING_MODEL_PREFIX": serving_model_prefix,
                 "PROMOTION_PARAMETER": eagle.promotion_parameter_name,
-                "DEPLOY_CHECKS": str(max(1, int(settings.deploy_wait_hours * 3600 // DEPLOY_CHECK_INTERVAL.to_seconds()))),
+                "DEPLOY_CHECKS": str(
+                    max(1, int(settings.deploy_wait_hours * 3600 // DEPLOY_CHECK_INTERVAL.to_seconds()))
+                ),
             },
-            timeout=Duration.minutes(1))
+            timeout=Duration.minutes(1),
+        )
         self._grant_served(self.serving_function, component_arn, model_pattern, served)
-        grants.grant(self.serving_function, sid="ReadPromotion", actions=["ssm:GetParameter"], resources=[parameter_arn])
+        grants.grant(
+            self.serving_function, sid="ReadPromotion", actions=["ssm:GetParameter"], resources=[parameter_arn]
+        )
 
         # ------------------------------------------------------------------ rollback command and alarm
-        self.rollback_command: str = Fn.join("", [
-            f"python -m tools.eagle_rollback --parameter {eagle.promotion_parameter_name} --table ",
-            eagle.runs_table.table_name, " --region ", Aws.REGION, " && cdk deploy ", Aws.STACK_NAME])
+        self.rollback_command: str = Fn.join(
+            "",
+            [
+                f"python -m tools.eagle_rollback --parameter {eagle.promotion_parameter_name} --table ",
+                eagle.runs_table.table_name,
+                " --region ",
+                Aws.REGION,
+                " && cdk deploy ",
+                Aws.STACK_NAME,
+            ],
+        )
         """The documented rollback (``tools/eagle_rollback.py``), then the deploy that serves without the head."""
         self.slower_alarm = cloudwatch.Alarm(
-            self, "SlowerAlarm",
-            metric=cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name="EagleServedSlower",
-                                     dimensions_map={"ModelName": eagle.model_name, "service": RECORD_SERVICE},
-                                     statistic="Maximum", period=Duration.hours(1)),
-            threshold=1, evaluation_periods=1,
+            self,
+            "SlowerAlarm",
+            metric=cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name="EagleServedSlower",
+                dimensions_map={"ModelName": eagle.model_name, "service": RECORD_SERVICE},
+                statistic="Maximum",
+                period=Duration.hours(1),
+            ),
+            threshold=1,
+            evaluation_periods=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=Fn.join("", [
-                f"The endpoint of {eagle.model_name} is slower serving its promoted EAGLE head than before it (AI "
-                f"benchmark job, tolerance {settings.slowdown_tolerance:g}). Roll the head back: ",
-                self.rollback_command]),
+            alarm_description=Fn.join(
+                "",
+                [
+                    f"The endpoint of {eagle.model_name} is slower serving its promoted EAGLE head than before it (AI "
+                    f"benchmark job, tolerance {settings.slowdown_tolerance:g}). Roll the head back: ",
+                    self.rollback_command,
+                ],
+            ),
         )
         self.slower_alarm.add_alarm_action(cloudwatch_actions.SnsAction(eagle.topic))
         if eagle.topic.master_key is not None:
             # CloudWatch alarms publish to an encrypted topic only when its key lets CloudWatch use it. A key made
             # in this app gets the statement; an imported key (add_to_resource_policy does nothing) must have it.
-            eagle.topic.master_key.add_to_resource_policy(iam.PolicyStatement(
-                sid="CloudWatchAlarmsPublish", principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"]))
+            eagle.topic.master_key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="CloudWatchAlarmsPublish",
+                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                    resources=["*"],
+                )
+            )
 
         # ------------------------------------------------------------------ state machine
         definition = self._definition(eagle)
-        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR,
-                                       removal_policy=RemovalPolicy.RETAIN)
+        self.log_group = logs.LogGroup(
+            self, "Logs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN
+        )
         # two measurements (each: its limit plus up to START_RETRY_HOURS of quota retries), the deploy wait, 2 h
         wait_hours = 2 * (settings.max_hours + START_RETRY_HOURS) + settings.deploy_wait_hours + 2
         self.state_machine = sfn.StateMachine(
-            self, "Resource", definition_body=sfn.DefinitionBody.from_chainable(definition),
-            timeout=Duration.hours(wait_hours), tracing_enabled=True,
+            self,
+            "Resource",
+            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            timeout=Duration.hours(wait_hours),
+            tracing_enabled=True,
             logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
-            comment=f"AI benchmark jobs on the endpoint of {eagle.model_name} before and after a promoted EAGLE head")
+            comment=f"AI benchmark jobs on the endpoint of {eagle.model_name} before and after a promoted EAGLE head",
+        )
         self.node.default_child = self.state_machine.node.default_child
         if eagle.topic.master_key is not None:
             eagle.topic.master_key.grant(self.state_machine, "kms:Decrypt", "kms:GenerateDataKey")
         role = self.state_machine.role
-        grants.acknowledge_wildcard_only(role, "X-Ray tracing and the CloudWatch Logs log-delivery actions Step "
-                                         "Functions uses for its execution log have no resource-level permissions.")
+        grants.acknowledge_wildcard_only(
+            role,
+            "X-Ray tracing and the CloudWatch Logs log-delivery actions Step "
+            "Functions uses for its execution log have no resource-level permissions.",
+        )
         for function in (self.start_function, self.check_function, self.serving_function):
             acknowledge_resource(
-                role, f"{function.function_arn}:*", "CDK's Lambda task grants lambda:InvokeFunction on the function and "
-                "its versions (':*'); the state machine invokes only this benchmark's own functions.")
+                role,
+                f"{function.function_arn}:*",
+                "CDK's Lambda task grants lambda:InvokeFunction on the function and "
+                "its versions (':*'); the state machine invokes only this benchmark's own functions.",
+            )
 
     def _grant_served(self, function: lambda_.IFunction, component_arn: str, model_pattern: str, why: str) -> None:
-        grants.grant(function, sid="SeeComponent", actions=["sagemaker:DescribeInferenceComponent"],
-                     resources=[component_arn])
-        grants.grant(function, sid="SeeServingModel", actions=["sagemaker:DescribeModel"], resources=[model_pattern],
-                     reason=why)
+        grants.grant(
+            function, sid="SeeComponent", actions=["sagemaker:DescribeInferenceComponent"], resources=[component_arn]
+        )
+        grants.grant(
+            function, sid="SeeServingModel", actions=["sagemaker:DescribeModel"], resources=[model_pattern], reason=why
+        )
 
     # ================================================================ state machine
-    def _step(self, id: str, function: lambda_.IFunction, notify: sfn.IChainable, *,
-              payload: dict[str, Any] | None = None, input_path: str | None = None,
-              result_path: str) -> tasks.LambdaInvoke:
+    def _step(
+        self,
+        id: str,
+        function: lambda_.IFunction,
+        notify: sfn.IChainable,
+        *,
+        payload: dict[str, Any] | None = None,
+        input_path: str | None = None,
+        result_path: str,
+    ) -> tasks.LambdaInvoke:
         """A Lambda task: the event is ``payload`` or, without one, the state input at ``input_path``."""
-        step = tasks.LambdaInvoke(self, id, lambda_function=function, payload_response_only=True,
-                                  payload=sfn.TaskInput.from_object(payload) if payload is not None else None,
-                                  input_path=input_path, retry_on_service_exceptions=False,
-                                  result_path=result_path)
+        step = tasks.LambdaInvoke(
+            self,
+            id,
+            lambda_function=function,
+            payload_response_only=True,
+            payload=sfn.TaskInput.from_object(payload) if payload is not None else None,
+            input_path=input_path,
+            retry_on_service_exceptions=False,
+            result_path=result_path,
+        )
         step.add_retry(errors=LAMBDA_SERVICE_ERRORS, interval=Duration.seconds(2), max_attempts=6, backoff_rate=2)
         step.add_catch(notify, result_path="$.error")
         return step
 
-    def _measure(self, phase: str, notify_failure: sfn.IChainable, notify_unreadable: sfn.IChainable,
-                 then: sfn.IChainable) -> sfn.IChainable:
+    def _measure(
+        self, phase: str, notify_failure: sfn.IChainable, notify_unreadable: sfn.IChainable, then: sfn.IChainable
+    ) -> sfn.IChainable:
         """Start -> wait -> check until finished; an unreadable result goes to ``notify_unreadable``."""
         path = f"$.{phase}"
         title = phase.capitalize()
-        start = self._step(f"Start{title}", self.start_function, notify_failure, result_path=path, payload={
-            "phase": phase, "run_id": sfn.JsonPath.string_at("$.run_id"), "head": sfn.JsonPath.string_at("$.head")})
-        start.add_retry(errors=["ResourceLimitExceededError"], interval=Duration.minutes(30), max_attempts=4,
-                        backoff_rate=2)  # 0.5 + 1 + 2 + 4 h = START_RETRY_HOURS
+        start = self._step(
+            f"Start{title}",
+            self.start_function,
+            notify_failure,
+            result_path=path,
+            payload={
+                "phase": phase,
+                "run_id": sfn.JsonPath.string_at("$.run_id"),
+                "head": sfn.JsonPath.string_at("$.head"),
+            },
+        )
+        start.add_retry(
+            errors=["ResourceLimitExceededError"], interval=Duration.minutes(30), max_attempts=4, backoff_rate=2
+        )  # 0.5 + 1 + 2 + 4 h = START_RETRY_HOURS
         wait = sfn.Wait(self, f"Wait{title}", time=sfn.WaitTime.duration(POLL_INTERVAL))
-        check = self._step(f"Check{title}", self.check_function, notify_failure, result_path=path,
-                           input_path=path)
-        finished = sfn.Choice(self, f"{title}Finished?").when(
-            sfn.Condition.boolean_equals(f"{path}.finished", False), wait,
-        ).when(sfn.Condition.boolean_equals(f"{path}.ok", False), notify_unreadable).otherwise(then)
-        skipped = sfn.Choice(self, f"{title}Skipped?").when(
-            sfn.Condition.boolean_equals(f"{path}.skipped", True), then).otherwise(wait)
+        check = self._step(f"Check{title}", self.check_function, notify_failure, result_path=path, input_path=path)
+        finished = (
+            sfn.Choice(self, f"{title}Finished?")
+            .when(
+                sfn.Condition.boolean_equals(f"{path}.finished", False),
+                wait,
+            )
+            .when(sfn.Condition.boolean_equals(f"{path}.ok", False), notify_unreadable)
+            .otherwise(then)
+        )
+        skipped = (
+            sfn.Choice(self, f"{title}Skipped?")
+            .when(sfn.Condition.boolean_equals(f"{path}.skipped", True), then)
+            .otherwise(wait)
+        )
         wait.next(check).next(finished)
         return start.next(skipped)
 
     def _definition(self, eagle: Any) -> sfn.IChainable:
         topic, model = eagle.topic, eagle.model_name
         notify_failure = tasks.SnsPublish(
-            self, "NotifyFailure", topic=topic, subject=f"EAGLE benchmark failed: {model}"[:100],
-            message=sfn.TaskInput.from_object({
-                "model_name": model, "run_id": sfn.JsonPath.string_at("$$.Execution.Name"),
-                "execution": sfn.JsonPath.string_at("$$.Execution.Id"),
-                "error": sfn.JsonPath.string_at("$.error.Error"), "cause": sfn.JsonPath.string_at("$.error.Cause")}),
-            result_path=sfn.JsonPath.DISCARD)
+            self,
+            "NotifyFailure",
+            topic=topic,
+            subject=f"EAGLE benchmark failed: {model}"[:100],
+            message=sfn.TaskInput.from_object(
+                {
+                    "model_name": model,
+                    "run_id": sfn.JsonPath.string_at("$$.Execution.Name"),
+                    "execution": sfn.JsonPath.string_at("$$.Execution.Id"),
+                    "error": sfn.JsonPath.string_at("$.error.Error"),
+                    "cause": sfn.JsonPath.string_at("$.error.Cause"),
+                }
+            ),
+            result_path=sfn.JsonPath.DISCARD,
+        )
         notify_failure.next(sfn.Fail(self, "BenchmarkFailed", error_path="$.error.Error", cause_path="$.error.Cause"))
 
         unreadable = {}
         for phase in ("before", "after"):
             note = tasks.SnsPublish(
-                self, f"NotifyUnreadable{phase.capitalize()}", topic=topic,
+                self,
+                f"NotifyUnreadable{phase.capitalize()}",
+                topic=topic,
                 subject=f"EAGLE benchmark unreadable: {model}"[:100],
-                message=sfn.TaskInput.from_object({
-                    "model_name": model, "run_id": sfn.JsonPath.string_at("$.run_id"), "phase": phase,
-                    "job_name": sfn.JsonPath.string_at(f"$.{phase}.job_name"),
-                    "status": sfn.JsonPath.string_at(f"$.{phase}.status"),
-                    "reason": sfn.JsonPath.string_at(f"$.{phase}.reason"),
-                    "output": sfn.JsonPath.string_at(f"$.{phase}.output_s3_uri"),
-                    "note": "No throughput was read from this benchmark job; nothing was compared. The run record "
-                            f"(benchmark_{phase}) holds the raw listing of its output."}),
-                result_path=sfn.JsonPath.DISCARD)
+                message=sfn.TaskInput.from_object(
+                    {
+                        "model_name": model,
+                        "run_id": sfn.JsonPath.string_at("$.run_id"),
+                        "phase": phase,
+                        "job_name": sfn.JsonPath.string_at(f"$.{phase}.job_name"),
+                        "status": sfn.JsonPath.string_at(f"$.{phase}.status"),
+                        "reason": sfn.JsonPath.string_at(f"$.{phase}.reason"),
+                        "output": sfn.JsonPath.string_at(f"$.{phase}.output_s3_uri"),
+                        "note": "No throughput was read from this benchmark job; nothing was compared. The run record "
+                        f"(benchmark_{phase}) holds the raw listing of its output.",
+                    }
+                ),
+                result_path=sfn.JsonPath.DISCARD,
+            )
             note.add_catch(notify_failure, result_path="$.error")
-            note.next(sfn.Fail(self, f"Unreadable{phase.capitalize()}", error="BenchmarkUnreadable",
-                               cause=f"the {phase} benchmark gave no throughput; nothing compared"))
+            note.next(
+                sfn.Fail(
+                    self,
+                    f"Unreadable{phase.capitalize()}",
+                    error="BenchmarkUnreadable",
+                    cause=f"the {phase} benchmark gave no throughput; nothing compared",
+                )
+            )
             unreadable[phase] = note
 
         done = sfn.Succeed(self, "Done")
         notify_slower = tasks.SnsPublish(
-            self, "NotifySlower", topic=topic, subject=f"EAGLE head slower on the endpoint: {model}"[:100],
-            message=sfn.TaskInput.from_object({
-                "model_name": model, "run_id": sfn.JsonPath.string_at("$.run_id"),
-                "head": sfn.JsonPath.string_at("$.head"),
-                "verdict": sfn.JsonPath.string_at("$.after.comparison.verdict"),
-                "served_speedup": sfn.JsonPath.number_at("$.after.comparison.served_speedup"),
-                "job_speedup": sfn.JsonPath.string_at("$.after.comparison.job_speedup"),
-                "rollback_command": sfn.JsonPath.string_at("$.after.rollback_command"),
-                "rollback_cli": sfn.JsonPath.string_at("$.after.rollback_cli"),
-                "note": "Serving the head is slower than before it. Run rollback_command (or rollback_cli) and the "
-                        "next deploy serves the previous head, or none."}),
-            result_path=sfn.JsonPath.DISCARD)
+            self,
+            "NotifySlower",
+            topic=topic,
+            subject=f"EAGLE head slower on the endpoint: {model}"[:100],
+            message=sfn.TaskInput.from_object(
+                {
+                    "model_name": model,
+                    "run_id": sfn.JsonPath.string_at("$.run_id"),
+                    "head": sfn.JsonPath.string_at("$.head"),
+                    "verdict": sfn.JsonPath.string_at("$.after.comparison.verdict"),
+                    "served_speedup": sfn.JsonPath.number_at("$.after.comparison.served_speedup"),
+                    "job_speedup": sfn.JsonPath.string_at("$.after.comparison.job_speedup"),
+                    "rollback_command": sfn.JsonPath.string_at("$.after.rollback_command"),
+                    "rollback_cli": sfn.JsonPath.string_at("$.after.rollback_cli"),
+                    "note": "Serving the head is slower than before it. Run rollback_command (or rollback_cli) and the "
+                    "next deploy serves the previous head, or none.",
+                }
+            ),
+            result_path=sfn.JsonPath.DISCARD,
+        )
         notify_slower.add_catch(notify_failure, result_path="$.error")
         notify_slower.next(done)
-        compared = sfn.Choice(self, "Slower?").when(
-            sfn.Condition.boolean_equals("$.after.slower", True), notify_slower).otherwise(done)
+        compared = (
+            sfn.Choice(self, "Slower?")
+            .when(sfn.Condition.boolean_equals("$.after.slower", True), notify_slower)
+            .otherwise(done)
+        )
         after = self._measure("after", notify_failure, unreadable["after"], compared)
 
         notify_not_served = tasks.SnsPublish(
-            self, "NotifyNotServed", topic=topic, subject=f"EAGLE head not measured: {model}"[:100],
-            message=sfn.TaskInput.from_object({
-                "model_name": model, "run_id": sfn.JsonPath.string_at("$.run_id"),
-                "head": sfn.JsonPath.string_at("$.head"), "state": sfn.JsonPath.string_at("$.deploy.state"),
-                "reason": sfn.JsonPath.string_at("$.deploy.reason"),
-                "note": "The after measurement was not made. Once the head is served, start this state machine with "
-                        "input {\"run_id\": ..., \"head\": ..., \"phase\": \"after\"}."}),
-            result_path=sfn.JsonPath.DISCARD)
+            self,
+            "NotifyNotServed",
+            topic=topic,
+            subject=f"EAGLE head not measured: {model}"[:100],
+            message=sfn.TaskInput.from_object(
+                {
+                    "model_name": model,
+                    "run_id": sfn.JsonPath.string_at("$.run_id"),
+                    "head": sfn.JsonPath.string_at("$.head"),
+                    "state": sfn.JsonPath.string_at("$.deploy.state"),
+                    "reason": sfn.JsonPath.string_at("$.deploy.reason"),
+                    "note": "The after measurement was not made. Once the head is served, start this state machine with "
+                    'input {"run_id": ..., "head": ..., "phase": "after"}.',
+                }
+            ),
+            result_path=sfn.JsonPath.DISCARD,
+        )
         notify_not_served.add_catch(notify_failure, result_path="$.error")
         notify_not_served.next(done)
         wait_deploy = sfn.Wait(self, "WaitForDeploy", time=sfn.WaitTime.duration(DEPLOY_CHECK_INTERVAL))
-        deploy_check = self._step("DeployCheck", self.serving_function, notify_failure, result_path="$.deploy", payload={
-            "head": sfn.JsonPath.string_at("$.head"), "checks": sfn.JsonPath.number_at("$.deploy.checks")})
-        deployed = sfn.Choice(self, "HeadServed?").when(
-            sfn.Condition.string_equals("$.deploy.state", "serving"), after,
-        ).when(sfn.Condition.boolean_equals("$.deploy.give_up", True), notify_not_served).otherwise(wait_deploy)
+        deploy_check = self._step(
+            "DeployCheck",
+            self.serving_function,
+            notify_failure,
+            result_path="$.deploy",
+            payload={"head": sfn.JsonPath.string_at("$.head"), "checks": sfn.JsonPath.number_at("$.deploy.checks")},
+        )
+        deployed = (
+            sfn.Choice(self, "HeadServed?")
+            .when(
+                sfn.Condition.string_equals("$.deploy.state", "serving"),
+                after,
+            )
+            .when(sfn.Condition.boolean_equals("$.deploy.give_up", True), notify_not_served)
+            .otherwise(wait_deploy)
+        )
         wait_deploy.next(deploy_check).next(deployed)
 
-        prepare = sfn.Pass(self, "Prepare", comment="The run id and the promoted head; phase 'after' skips 'before'.",
-                           parameters={"run_id": sfn.JsonPath.string_at("$.run_id"),
-                                       "head": sfn.JsonPath.string_at("$.head"),
-                                       "deploy": {"checks": 0}})
+        prepare = sfn.Pass(
+            self,
+            "Prepare",
+            comment="The run id and the promoted head; phase 'after' skips 'before'.",
+            parameters={
+                "run_id": sfn.JsonPath.string_at("$.run_id"),
+                "head": sfn.JsonPath.string_at("$.head"),
+                "deploy": {"checks": 0},
+            },
+        )
         before = self._measure("before", notify_failure, unreadable["before"], wait_deploy)
-        prepare_after = sfn.Pass(self, "PrepareAfter", parameters={
-            "run_id": sfn.JsonPath.string_at("$.run_id"), "head": sfn.JsonPath.string_at("$.head"),
-            "deploy": {"checks": 0}})
-        only_after = sfn.Choice(self, "OnlyAfter?").when(
-            sfn.Condition.string_equals("$.phase", "after"), prepare_after).otherwise(prepare)
+        prepare_after = sfn.Pass(
+            self,
+            "PrepareAfter",
+            parameters={
+                "run_id": sfn.JsonPath.string_at("$.run_id"),
+                "head": sfn.JsonPath.string_at("$.head"),
+                "deploy": {"checks": 0},
+            },
+        )
+        only_after = (
+            sfn.Choice(self, "OnlyAfter?")
+            .when(sfn.Condition.string_equals("$.phase", "after"), prepare_after)
+            .otherwise(prepare)
+        )
         # a Choice rule on a missing path is a runtime error: test for the key first
         entry = sfn.Choice(self, "PhaseGiven?").when(sfn.Condition.is_present("$.phase"), only_after).otherwise(prepare)
         prepare_after.next(after)

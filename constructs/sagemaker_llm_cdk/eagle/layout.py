@@ -1,4 +1,5 @@
 """Where the EAGLE loop keeps its artifacts: the prefixes of its bucket and the names it makes."""
+
 from __future__ import annotations
 
 DATASETS = "datasets"

@@ -17,6 +17,7 @@ Training *from* the pre-trained head is not possible: ``CreateOptimizationJob``'
 ``ModelSpeculativeDecodingConfig`` has only ``Technique`` and ``TrainingDataSource`` (botocore 1.44), no
 initial draft model, so each job trains its head itself; only the promotion compares against it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,25 +61,37 @@ class PretrainedHead:
         if self.s3_data_type not in ("S3Prefix", "S3Object"):
             found.append(Problem(f"{field}.s3_data_type", self.s3_data_type, "S3Prefix or S3Object", "use S3Prefix"))
         elif self.s3_data_type == "S3Prefix" and not self.s3_uri.endswith("/"):
-            found.append(Problem(f"{field}.s3_uri", self.s3_uri, "a prefix ending in '/' with S3Prefix",
-                                 "add the trailing '/', or use S3Object"))
+            found.append(
+                Problem(
+                    f"{field}.s3_uri",
+                    self.s3_uri,
+                    "a prefix ending in '/' with S3Prefix",
+                    "add the trailing '/', or use S3Object",
+                )
+            )
         if self.compression_type not in ("None", "Gzip"):
             found.append(Problem(f"{field}.compression_type", self.compression_type, "None or Gzip", "use None"))
         if self.speedup is not None and not self.speedup >= 1.0:
-            found.append(Problem(f"{field}.speedup", self.speedup, "a measured speedup >= 1", "leave it out if unknown"))
+            found.append(
+                Problem(f"{field}.speedup", self.speedup, "a measured speedup >= 1", "leave it out if unknown")
+            )
         return found
 
     def s3_data_source(self) -> dict[str, Any]:
         """The channel's ``S3DataSource`` (CreateModel ``AdditionalModelDataSource``)."""
-        source: dict[str, Any] = {"S3Uri": self.s3_uri, "S3DataType": self.s3_data_type,
-                                  "CompressionType": self.compression_type}
+        source: dict[str, Any] = {
+            "S3Uri": self.s3_uri,
+            "S3DataType": self.s3_data_type,
+            "CompressionType": self.compression_type,
+        }
         if self.accept_eula:
             source["ModelAccessConfig"] = {"AcceptEula": True}
         return source
 
 
-def choose(component: "ModelComponent", model: "JumpStartModel", speedup: float | None = None
-           ) -> tuple[PretrainedHead | None, str | None]:
+def choose(
+    component: "ModelComponent", model: "JumpStartModel", speedup: float | None = None
+) -> tuple[PretrainedHead | None, str | None]:
     """The head ``component`` serves from day one (or None) and the synth message saying so, or why not.
 
     Raises one ``ConfigurationError`` listing every obstacle when ``spec.pretrained_head`` is true."""
@@ -91,51 +104,95 @@ def choose(component: "ModelComponent", model: "JumpStartModel", speedup: float 
     wanted = spec.pretrained_head
     if head is None:
         if wanted is True:
-            raise ConfigurationError([Problem("pretrained_head", True, f"a model whose lock entry has a pre-trained "
-                                              f"head; JumpStart publishes none for {where}",
-                                              "remove pretrained_head (an EAGLE loop trains the first head), or "
-                                              "write the lock again if JumpStart has added one")],
-                                     source=component.node.path)
+            raise ConfigurationError(
+                [
+                    Problem(
+                        "pretrained_head",
+                        True,
+                        f"a model whose lock entry has a pre-trained head; JumpStart publishes none for {where}",
+                        "remove pretrained_head (an EAGLE loop trains the first head), or "
+                        "write the lock again if JumpStart has added one",
+                    )
+                ],
+                source=component.node.path,
+            )
         return None, None
     if wanted is False:
-        return None, (f"pre-trained {head.kind} head of {where} not served (pretrained_head: false); "
-                      "the model serves no head until an EAGLE run is promoted")
+        return None, (
+            f"pre-trained {head.kind} head of {where} not served (pretrained_head: false); "
+            "the model serves no head until an EAGLE run is promoted"
+        )
     obstacles: list[Problem] = []
     if head.kind != "eagle":
-        obstacles.append(Problem("pretrained_head", wanted, f"a pre-trained EAGLE head; JumpStart's draft for {where} "
-                                 f"is a {head.kind} (a separate small model, channel {head.channel_name}), which the "
-                                 "EAGLE serving path (OPTION_SPECULATIVE_CONFIG) does not serve",
-                                 "set pretrained_head: false"))
+        obstacles.append(
+            Problem(
+                "pretrained_head",
+                wanted,
+                f"a pre-trained EAGLE head; JumpStart's draft for {where} "
+                f"is a {head.kind} (a separate small model, channel {head.channel_name}), which the "
+                "EAGLE serving path (OPTION_SPECULATIVE_CONFIG) does not serve",
+                "set pretrained_head: false",
+            )
+        )
     if not spec.is_lmi:
-        obstacles.append(Problem("pretrained_head", wanted, f"an LMI image to serve the head; the lock gives {spec.image}",
-                                 "set pretrained_head: false"))
+        obstacles.append(
+            Problem(
+                "pretrained_head",
+                wanted,
+                f"an LMI image to serve the head; the lock gives {spec.image}",
+                "set pretrained_head: false",
+            )
+        )
     if spec.architecture not in EAGLE_ARCHITECTURES:
-        obstacles.append(Problem("architecture", spec.architecture, "one of " + ", ".join(EAGLE_ARCHITECTURES)
-                                 + " (it picks the head's vLLM method, eagle3 or eagle)",
-                                 "copy 'architectures' from the model's config.json, or set pretrained_head: false"))
+        obstacles.append(
+            Problem(
+                "architecture",
+                spec.architecture,
+                "one of " + ", ".join(EAGLE_ARCHITECTURES) + " (it picks the head's vLLM method, eagle3 or eagle)",
+                "copy 'architectures' from the model's config.json, or set pretrained_head: false",
+            )
+        )
     lora = lora_with_speculative_problem(spec, field="lora")
     if lora is not None:
         obstacles.append(Problem("lora", "set", lora.allowed, "remove lora, or set pretrained_head: false"))
     if head.gated and not spec.accept_eula:
         licence = f"its licence {head.licence.name} ({head.licence.url})" if head.licence else "its licence"
-        obstacles.append(Problem("accept_eula", spec.accept_eula, f"true: the pre-trained head of {where} is gated; "
-                                 f"{licence} must be accepted by a person", "read the licence, then set accept_eula: "
-                                 "true, or set pretrained_head: false"))
+        obstacles.append(
+            Problem(
+                "accept_eula",
+                spec.accept_eula,
+                f"true: the pre-trained head of {where} is gated; {licence} must be accepted by a person",
+                "read the licence, then set accept_eula: true, or set pretrained_head: false",
+            )
+        )
     if "OPTION_SPECULATIVE_CONFIG" in spec.environment:
-        obstacles.append(Problem("environment.OPTION_SPECULATIVE_CONFIG", spec.environment["OPTION_SPECULATIVE_CONFIG"],
-                                 "nothing: the served head sets it", "remove it, or set pretrained_head: false"))
+        obstacles.append(
+            Problem(
+                "environment.OPTION_SPECULATIVE_CONFIG",
+                spec.environment["OPTION_SPECULATIVE_CONFIG"],
+                "nothing: the served head sets it",
+                "remove it, or set pretrained_head: false",
+            )
+        )
     if obstacles:
         if wanted is True:
             raise ConfigurationError(obstacles, source=component.node.path)
         reasons = "; ".join(f"{p.path}: {p.allowed}" for p in obstacles)
         return None, f"pre-trained EAGLE head of {where} not served: {reasons} (set pretrained_head: false to silence)"
-    served = PretrainedHead(s3_uri=head.s3_uri, s3_data_type=head.s3_data_type,
-                            compression_type=head.compression_type, accept_eula=head.gated,
-                            description=f"JumpStart {where}, channel {head.channel_name}"
-                                        + (f" v{head.artifact_version}" if head.artifact_version else ""),
-                            speedup=speedup)
-    gated = f"; gated: licence {head.licence.name} ({head.licence.url}) accepted by accept_eula: true" \
-        if head.licence else ""
+    served = PretrainedHead(
+        s3_uri=head.s3_uri,
+        s3_data_type=head.s3_data_type,
+        compression_type=head.compression_type,
+        accept_eula=head.gated,
+        description=f"JumpStart {where}, channel {head.channel_name}"
+        + (f" v{head.artifact_version}" if head.artifact_version else ""),
+        speedup=speedup,
+    )
+    gated = (
+        f"; gated: licence {head.licence.name} ({head.licence.url}) accepted by accept_eula: true"
+        if head.licence
+        else ""
+    )
     return served, f"serving the pre-trained EAGLE head of {where} from day one: {head.s3_uri}{gated}"
 
 
@@ -153,26 +210,53 @@ def config_problems(model: dict[str, Any], locked: "JumpStartModel | None", path
     problems: list[Problem] = []
     if wanted is True:
         if head is None:
-            problems.append(Problem(f"{path}.pretrained_head", True, f"a model whose lock entry has a pre-trained head; "
-                                    f"JumpStart publishes none for {where}", "remove pretrained_head"))
+            problems.append(
+                Problem(
+                    f"{path}.pretrained_head",
+                    True,
+                    f"a model whose lock entry has a pre-trained head; JumpStart publishes none for {where}",
+                    "remove pretrained_head",
+                )
+            )
         elif head.kind != "eagle":
-            problems.append(Problem(f"{path}.pretrained_head", True, f"an EAGLE head; JumpStart's draft for {where} is a "
-                                    f"{head.kind}", "set pretrained_head: false"))
+            problems.append(
+                Problem(
+                    f"{path}.pretrained_head",
+                    True,
+                    f"an EAGLE head; JumpStart's draft for {where} is a {head.kind}",
+                    "set pretrained_head: false",
+                )
+            )
         elif head.gated and model.get("accept_eula") is not True:
-            problems.append(Problem(f"{path}.accept_eula", model.get("accept_eula", False),
-                                    f"true: the pre-trained head of {where} is gated"
-                                    + (f"; its licence {head.licence.name} ({head.licence.url})" if head.licence else ""),
-                                    "read the licence, then set accept_eula: true, or set pretrained_head: false"))
+            problems.append(
+                Problem(
+                    f"{path}.accept_eula",
+                    model.get("accept_eula", False),
+                    f"true: the pre-trained head of {where} is gated"
+                    + (f"; its licence {head.licence.name} ({head.licence.url})" if head.licence else ""),
+                    "read the licence, then set accept_eula: true, or set pretrained_head: false",
+                )
+            )
         architecture = model.get("architecture")
         if head is not None and not (isinstance(architecture, str) and architecture in EAGLE_ARCHITECTURES):
-            problems.append(Problem(f"{path}.architecture", model.get("architecture"),
-                                    "one of " + ", ".join(EAGLE_ARCHITECTURES) + " to serve the pre-trained head",
-                                    "copy 'architectures' from the model's config.json, or set pretrained_head: false"))
+            problems.append(
+                Problem(
+                    f"{path}.architecture",
+                    model.get("architecture"),
+                    "one of " + ", ".join(EAGLE_ARCHITECTURES) + " to serve the pre-trained head",
+                    "copy 'architectures' from the model's config.json, or set pretrained_head: false",
+                )
+            )
     eagle = model.get("eagle")
     speedup = eagle.get("pretrained_head_speedup") if isinstance(eagle, dict) else None
     if speedup is not None and (wanted is False or head is None or head.kind != "eagle"):
-        problems.append(Problem(f"{path}.eagle.pretrained_head_speedup", speedup,
-                                "only on a model that serves a pre-trained EAGLE head",
-                                "remove pretrained_head_speedup" + ("" if head is None else
-                                                                    " or serve the head (pretrained_head not false)")))
+        problems.append(
+            Problem(
+                f"{path}.eagle.pretrained_head_speedup",
+                speedup,
+                "only on a model that serves a pre-trained EAGLE head",
+                "remove pretrained_head_speedup"
+                + ("" if head is None else " or serve the head (pretrained_head not false)"),
+            )
+        )
     return problems

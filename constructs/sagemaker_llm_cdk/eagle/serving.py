@@ -47,13 +47,25 @@ the SSM parameter must exist before the component's stack is deployed the first 
 (CloudFormation's ``AWS::SSM::Parameter`` would write ``none`` again on any update of the resource,
 a tag change included, and withdraw the promoted head).
 """
+
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
 
 import jsii
-from aws_cdk import Aws, CfnCondition, CfnParameter, CustomResource, Duration, Fn, IStableAnyProducer, Lazy, Stack, Token
+from aws_cdk import (
+    Aws,
+    CfnCondition,
+    CfnParameter,
+    CustomResource,
+    Duration,
+    Fn,
+    IStableAnyProducer,
+    Lazy,
+    Stack,
+    Token,
+)
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -96,8 +108,10 @@ def serving_model_prefix(component: "ModelComponent") -> str:
 
 def speculative_config(eagle_version: str, num_speculative_tokens: int) -> str:
     """The LMI ``OPTION_SPECULATIVE_CONFIG`` value for a head of ``eagle_version`` ("EAGLE3"/"EAGLE2")."""
-    return json.dumps({"method": VLLM_METHOD[eagle_version], "model": DRAFT_PATH,
-                       "num_speculative_tokens": num_speculative_tokens}, separators=(",", ":"))
+    return json.dumps(
+        {"method": VLLM_METHOD[eagle_version], "model": DRAFT_PATH, "num_speculative_tokens": num_speculative_tokens},
+        separators=(",", ":"),
+    )
 
 
 class PromotionParameter(Construct):
@@ -127,21 +141,28 @@ class PromotionParameter(Construct):
         name = parameter_name or f"{PARAMETER_PREFIX}/{model_name}/draft-head"
         earlier = None if parameter_name else f"{EARLIER_PARAMETER_PREFIX}/{model_name}/draft-head"
         if Token.is_unresolved(name) or not _parameter_name_ok(name):
-            problems.append(Problem("parameter_name", name, "a fixed SSM parameter name: letters, digits, '_', '.', "
-                                    "'-' and '/' separators, at most 1011 characters",
-                                    "give a literal name such as /sagemaker-llm/state/eagle/<model>/draft-head"))
+            problems.append(
+                Problem(
+                    "parameter_name",
+                    name,
+                    "a fixed SSM parameter name: letters, digits, '_', '.', "
+                    "'-' and '/' separators, at most 1011 characters",
+                    "give a literal name such as /sagemaker-llm/state/eagle/<model>/draft-head",
+                )
+            )
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
         self.model_name = model_name
         self.parameter_name = name
         """The parameter's name, a plain string (no token)."""
         self.parameter = RunTimeParameter(
-            self, "Resource",
+            self,
+            "Resource",
             parameter_name=name,
             initial_value=NO_HEAD,
             seed_from=earlier,
             description=f"Approved EAGLE draft head of {model_name}: an s3:// prefix, or '{NO_HEAD}'. Written by the "
-                        "EAGLE record function; read by CloudFormation when the model's stack deploys.",
+            "EAGLE record function; read by CloudFormation when the model's stack deploys.",
         )
         self.node.default_child = self.parameter.node.default_child
 
@@ -207,19 +228,42 @@ class SpeculativeDecoding(Construct):
         spec = component.spec
         problems = []
         if Stack.of(self) is not Stack.of(component.cfn_model):
-            problems.append(Problem("scope", Stack.of(self).node.path, f"a construct in the component's stack "
-                                    f"({Stack.of(component.cfn_model).node.path})",
-                                    "create the speculative-decoding wiring next to the model component"))
+            problems.append(
+                Problem(
+                    "scope",
+                    Stack.of(self).node.path,
+                    f"a construct in the component's stack ({Stack.of(component.cfn_model).node.path})",
+                    "create the speculative-decoding wiring next to the model component",
+                )
+            )
         if spec.architecture not in EAGLE_ARCHITECTURES:
-            problems.append(Problem("component.spec.architecture", spec.architecture,
-                                    "one of " + ", ".join(EAGLE_ARCHITECTURES), "set the model's architecture"))
+            problems.append(
+                Problem(
+                    "component.spec.architecture",
+                    spec.architecture,
+                    "one of " + ", ".join(EAGLE_ARCHITECTURES),
+                    "set the model's architecture",
+                )
+            )
         if not spec.is_lmi:
-            problems.append(Problem("component.spec.image", spec.image, "an LMI image ('lmi', 'lmi:<tag>' or a "
-                                    "djl-inference image): the head is served through OPTION_SPECULATIVE_CONFIG",
-                                    "serve the model with the LMI container"))
+            problems.append(
+                Problem(
+                    "component.spec.image",
+                    spec.image,
+                    "an LMI image ('lmi', 'lmi:<tag>' or a "
+                    "djl-inference image): the head is served through OPTION_SPECULATIVE_CONFIG",
+                    "serve the model with the LMI container",
+                )
+            )
         if promotion_parameter_name is None and pretrained_head is None:
-            problems.append(Problem("promotion_parameter_name", None, "a promotion parameter name, a pretrained_head, "
-                                    "or both", "pass PromotionParameter(...).parameter_name"))
+            problems.append(
+                Problem(
+                    "promotion_parameter_name",
+                    None,
+                    "a promotion parameter name, a pretrained_head, or both",
+                    "pass PromotionParameter(...).parameter_name",
+                )
+            )
         if pretrained_head is not None:
             problems.extend(pretrained_head.problems())
         if promotion_parameter_name is not None:
@@ -244,22 +288,34 @@ class SpeculativeDecoding(Construct):
 
         model_prefix = serving_model_prefix(component)
         self.function = python_function(
-            self, "ServingModelFunction", folder="eagle_serving_model", handler="index.handler",
+            self,
+            "ServingModelFunction",
+            folder="eagle_serving_model",
+            handler="index.handler",
             description=f"Creates the model that serves {component.component_name} with its EAGLE draft head "
-                        "(CloudFormation custom resource)",
+            "(CloudFormation custom resource)",
             timeout=Duration.minutes(2),
         )
         stack = Stack.of(self)
-        self.model_arn_pattern = stack.format_arn(service="sagemaker", resource="model",
-                                                  resource_name=f"{model_prefix}-*")
-        grants.grant(self.function, sid="ManageServingModels",
-                     actions=["sagemaker:CreateModel", "sagemaker:DescribeModel", "sagemaker:DeleteModel"],
-                     resources=[self.model_arn_pattern],
-                     reason="Serving models are named <model>-eagle-<hash of their properties> when the stack deploys; "
-                            "create, describe and delete only models with this component's prefix.")
-        self.function.add_to_role_policy(iam.PolicyStatement(
-            sid="PassEndpointRole", actions=["iam:PassRole"], resources=[role.role_arn],
-            conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}))
+        self.model_arn_pattern = stack.format_arn(
+            service="sagemaker", resource="model", resource_name=f"{model_prefix}-*"
+        )
+        grants.grant(
+            self.function,
+            sid="ManageServingModels",
+            actions=["sagemaker:CreateModel", "sagemaker:DescribeModel", "sagemaker:DeleteModel"],
+            resources=[self.model_arn_pattern],
+            reason="Serving models are named <model>-eagle-<hash of their properties> when the stack deploys; "
+            "create, describe and delete only models with this component's prefix.",
+        )
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="PassEndpointRole",
+                actions=["iam:PassRole"],
+                resources=[role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+            )
+        )
         if pretrained_head is not None:
             _grant_head_read(role, pretrained_head)
 
@@ -268,24 +324,34 @@ class SpeculativeDecoding(Construct):
             "ExecutionRoleArn": role.role_arn,
             "PrimaryContainer": {
                 "Image": component.image_uri,
-                "ModelDataSource": {"S3DataSource": {
-                    **_weights_source(spec.model_data_s3_uri),
-                    # a gated JumpStart model: the licence accepted in config (accept_eula), as on the component's model
-                    **({"ModelAccessConfig": {"AcceptEula": True}} if component.accepts_eula else {})}},
-                "AdditionalModelDataSources": [{
-                    "ChannelName": CHANNEL,
-                    "S3DataSource": Lazy.any(_Produce(self._channel_source)),
-                }],
+                "ModelDataSource": {
+                    "S3DataSource": {
+                        **_weights_source(spec.model_data_s3_uri),
+                        # a gated JumpStart model: the licence accepted in config (accept_eula), as on the component's model
+                        **({"ModelAccessConfig": {"AcceptEula": True}} if component.accepts_eula else {}),
+                    }
+                },
+                "AdditionalModelDataSources": [
+                    {
+                        "ChannelName": CHANNEL,
+                        "S3DataSource": Lazy.any(_Produce(self._channel_source)),
+                    }
+                ],
                 "Environment": Lazy.any(_ServingEnvironment(component, self)),
             },
         }
         if spec.network_isolation:
             properties["EnableNetworkIsolation"] = "true"  # as the base model; the head is mounted, not downloaded
         if endpoint.vpc is not None:
-            properties["VpcConfig"] = {"SecurityGroupIds": [g.security_group_id for g in endpoint.security_groups],
-                                       "Subnets": endpoint.subnet_ids}
+            properties["VpcConfig"] = {
+                "SecurityGroupIds": [g.security_group_id for g in endpoint.security_groups],
+                "Subnets": endpoint.subnet_ids,
+            }
         self.serving_model = CustomResource(
-            self, "ServingModel", service_token=self.function.function_arn, resource_type=SERVING_MODEL_TYPE,
+            self,
+            "ServingModel",
+            service_token=self.function.function_arn,
+            resource_type=SERVING_MODEL_TYPE,
             properties=properties,
         )
         policy = role.node.try_find_child("DefaultPolicy")
@@ -295,18 +361,34 @@ class SpeculativeDecoding(Construct):
         """The model the inference component runs: the serving model while a head is served."""
         self._serve(self.served_model_name)
         if promotion_parameter_name is not None:
-            self.add_promotion(promotion_parameter_name=promotion_parameter_name, draft_bucket=draft_bucket,
-                               draft_prefix=draft_prefix, draft_key=draft_key)
+            self.add_promotion(
+                promotion_parameter_name=promotion_parameter_name,
+                draft_bucket=draft_bucket,
+                draft_prefix=draft_prefix,
+                draft_key=draft_key,
+            )
 
-    def add_promotion(self, *, promotion_parameter_name: str, draft_bucket: s3.IBucket | None,
-                      draft_prefix: str = "jobs", draft_key: kms.IKey | None = None,
-                      num_speculative_tokens: int | None = None) -> None:
+    def add_promotion(
+        self,
+        *,
+        promotion_parameter_name: str,
+        draft_bucket: s3.IBucket | None,
+        draft_prefix: str = "jobs",
+        draft_key: kms.IKey | None = None,
+        num_speculative_tokens: int | None = None,
+    ) -> None:
         """Serve the head a promotion parameter names once one is promoted (``EagleOptimization`` calls this on a
         component that already serves a pre-trained head). ``num_speculative_tokens`` replaces the draft length."""
         problems = _promotion_problems(promotion_parameter_name, draft_bucket)
         if self.draft_head_parameter is not None:
-            problems.append(Problem("promotion_parameter_name", promotion_parameter_name, "one promotion parameter per "
-                                    "model", "create one EagleOptimization per model"))
+            problems.append(
+                Problem(
+                    "promotion_parameter_name",
+                    promotion_parameter_name,
+                    "one promotion parameter per model",
+                    "create one EagleOptimization per model",
+                )
+            )
         if num_speculative_tokens is not None and not 1 <= num_speculative_tokens <= 16:
             problems.append(Problem("num_speculative_tokens", num_speculative_tokens, "1-16", "use e.g. 5"))
         if problems:
@@ -316,52 +398,77 @@ class SpeculativeDecoding(Construct):
             self.speculative_config = speculative_config(self.eagle_version, num_speculative_tokens)
         component = self.component
         self.draft_head_parameter = CfnParameter(
-            self, "DraftHead",
+            self,
+            "DraftHead",
             type="AWS::SSM::Parameter::Value<String>",
             default=promotion_parameter_name,
             description=f"SSM parameter holding the approved EAGLE draft head of {component.component_name} "
-                        f"(an s3:// prefix, or '{NO_HEAD}'). Resolved again on every deployment.",
+            f"(an s3:// prefix, or '{NO_HEAD}'). Resolved again on every deployment.",
         )
         self.promoted_condition = CfnCondition(
-            self, "HeadPromoted",
+            self,
+            "HeadPromoted",
             expression=Fn.condition_not(Fn.condition_equals(self.draft_head_parameter.value_as_string, NO_HEAD)),
         )
         # The endpoint role reads draft heads (weights of the serving model) and decrypts them.
         prefix = draft_prefix.strip("/")
         role = component.endpoint.role
-        grants.grant(role, sid="ReadEagleDraftHeads", actions=["s3:GetObject"],
-                     resources=[draft_bucket.arn_for_objects(f"{prefix}/*/draft/*")],
-                     reason="A promoted draft head is many files under jobs/<job name>/draft/ (the job name is made at "
-                            "run time); the endpoint reads heads read-only, only draft/ folders.")
-        role.add_to_principal_policy(iam.PolicyStatement(
-            sid="ListEagleDraftHeads", actions=["s3:ListBucket"], resources=[draft_bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{prefix}/*"]}}))
+        grants.grant(
+            role,
+            sid="ReadEagleDraftHeads",
+            actions=["s3:GetObject"],
+            resources=[draft_bucket.arn_for_objects(f"{prefix}/*/draft/*")],
+            reason="A promoted draft head is many files under jobs/<job name>/draft/ (the job name is made at "
+            "run time); the endpoint reads heads read-only, only draft/ folders.",
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="ListEagleDraftHeads",
+                actions=["s3:ListBucket"],
+                resources=[draft_bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}/*"]}},
+            )
+        )
         if draft_key is not None:
-            role.add_to_principal_policy(iam.PolicyStatement(
-                sid="DecryptEagleDraftHeads", actions=["kms:Decrypt"], resources=[draft_key.key_arn]))
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    sid="DecryptEagleDraftHeads", actions=["kms:Decrypt"], resources=[draft_key.key_arn]
+                )
+            )
         # The serving model serves the promoted head only when the role above may read it and it was trained on
         # the weights served now (the handler asks the head's optimization job); else the pre-trained head or none.
-        promoted_head: dict[str, Any] = {"S3Uri": self.draft_head_parameter.value_as_string,
-                                         "ReadablePrefix": f"s3://{draft_bucket.bucket_name}/{prefix}/"}
+        promoted_head: dict[str, Any] = {
+            "S3Uri": self.draft_head_parameter.value_as_string,
+            "ReadablePrefix": f"s3://{draft_bucket.bucket_name}/{prefix}/",
+        }
         if self.pretrained_head is not None:
             promoted_head["Fallback"] = self.pretrained_head.s3_data_source()
         cfn_model: Any = self.serving_model.node.default_child
         cfn_model.add_property_override("PromotedHead", promoted_head)
-        grants.grant(self.function, sid="DescribeEagleJobs", actions=["sagemaker:DescribeOptimizationJob"],
-                     resources=[Stack.of(self).format_arn(service="sagemaker", resource="optimization-job",
-                                                          resource_name=f"{JOB_NAME_PREFIX}*")],
-                     reason="A promoted head is the output of an optimization job named at run time "
-                            f"({JOB_NAME_PREFIX}<model>-<hash>); DescribeOptimizationJob only, to learn which weights "
-                            "it was trained on.")
+        grants.grant(
+            self.function,
+            sid="DescribeEagleJobs",
+            actions=["sagemaker:DescribeOptimizationJob"],
+            resources=[
+                Stack.of(self).format_arn(
+                    service="sagemaker", resource="optimization-job", resource_name=f"{JOB_NAME_PREFIX}*"
+                )
+            ],
+            reason="A promoted head is the output of an optimization job named at run time "
+            f"({JOB_NAME_PREFIX}<model>-<hash>); DescribeOptimizationJob only, to learn which weights "
+            "it was trained on.",
+        )
         if self.pretrained_head is None:
             # No head before a promotion: the serving model exists only once one is promoted.
             cfn_serving = self.serving_model.node.default_child
             cfn_serving.cfn_options.condition = self.promoted_condition  # type: ignore[union-attr]
-            self.served_model_name = Token.as_string(Fn.condition_if(
-                self.promoted_condition.logical_id,
-                self.serving_model.get_att_string("ModelName"),
-                component.cfn_model.attr_model_name,
-            ))
+            self.served_model_name = Token.as_string(
+                Fn.condition_if(
+                    self.promoted_condition.logical_id,
+                    self.serving_model.get_att_string("ModelName"),
+                    component.cfn_model.attr_model_name,
+                )
+            )
             self._serve(self.served_model_name)
 
     def _serve(self, model_name: str) -> None:
@@ -374,8 +481,11 @@ class SpeculativeDecoding(Construct):
         """The ``eagle`` channel's S3DataSource: the promoted head, the pre-trained one, or one per condition."""
         promoted = None
         if self.draft_head_parameter is not None:
-            promoted = {"S3Uri": self.draft_head_parameter.value_as_string, "S3DataType": "S3Prefix",
-                        "CompressionType": "None"}
+            promoted = {
+                "S3Uri": self.draft_head_parameter.value_as_string,
+                "S3DataType": "S3Prefix",
+                "CompressionType": "None",
+            }
         pretrained = self.pretrained_head.s3_data_source() if self.pretrained_head is not None else None
         if promoted is not None and pretrained is not None:
             assert self.promoted_condition is not None
@@ -386,11 +496,23 @@ class SpeculativeDecoding(Construct):
 def _promotion_problems(name: str, draft_bucket: Any) -> list[Problem]:
     problems = []
     if Token.is_unresolved(name) or not _parameter_name_ok(name):
-        problems.append(Problem("promotion_parameter_name", name,
-                                "a literal SSM parameter name", "pass PromotionParameter(...).parameter_name"))
+        problems.append(
+            Problem(
+                "promotion_parameter_name",
+                name,
+                "a literal SSM parameter name",
+                "pass PromotionParameter(...).parameter_name",
+            )
+        )
     if draft_bucket is None:
-        problems.append(Problem("draft_bucket", None, "the bucket the optimization jobs write heads to, with a "
-                                "promotion parameter", "pass the EAGLE artifacts bucket"))
+        problems.append(
+            Problem(
+                "draft_bucket",
+                None,
+                "the bucket the optimization jobs write heads to, with a promotion parameter",
+                "pass the EAGLE artifacts bucket",
+            )
+        )
     return problems
 
 
@@ -400,13 +522,20 @@ def _grant_head_read(role: iam.IRole, head: "PretrainedHead") -> None:
     assert match  # checked by PretrainedHead.problems
     bucket, key = match.group("bucket"), match.group("key") or ""
     objects = key if head.s3_data_type == "S3Object" else f"{key}*"
-    grants.grant(role, sid="ReadPretrainedEagleHead", actions=["s3:GetObject"],
-                 resources=[f"arn:{Aws.PARTITION}:s3:::{bucket}/{objects}"],
-                 reason="The pre-trained EAGLE head is many files under one S3 prefix; read-only GetObject on that "
-                        "prefix only.")
-    grants.grant(role, sid="ListPretrainedEagleHead", actions=["s3:ListBucket"],
-                 resources=[f"arn:{Aws.PARTITION}:s3:::{bucket}"],
-                 conditions={"StringLike": {"s3:prefix": [objects]}})
+    grants.grant(
+        role,
+        sid="ReadPretrainedEagleHead",
+        actions=["s3:GetObject"],
+        resources=[f"arn:{Aws.PARTITION}:s3:::{bucket}/{objects}"],
+        reason="The pre-trained EAGLE head is many files under one S3 prefix; read-only GetObject on that prefix only.",
+    )
+    grants.grant(
+        role,
+        sid="ListPretrainedEagleHead",
+        actions=["s3:ListBucket"],
+        resources=[f"arn:{Aws.PARTITION}:s3:::{bucket}"],
+        conditions={"StringLike": {"s3:prefix": [objects]}},
+    )
 
 
 @jsii.implements(IStableAnyProducer)
@@ -421,8 +550,11 @@ class _Produce:
 def _weights_source(uri: str) -> dict[str, str]:
     compressed = uri.endswith(".tar.gz")
     assert _S3_URI.match(uri)  # validated by ModelSpec
-    return {"S3Uri": uri, "S3DataType": "S3Object" if compressed else "S3Prefix",
-            "CompressionType": "Gzip" if compressed else "None"}
+    return {
+        "S3Uri": uri,
+        "S3DataType": "S3Object" if compressed else "S3Prefix",
+        "CompressionType": "Gzip" if compressed else "None",
+    }
 
 
 @jsii.implements(IStableAnyProducer)

@@ -1,4 +1,5 @@
 """What every inference component construct shares: invoke grants and per-component metrics."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -34,11 +35,24 @@ class InferenceComponentConstruct(Construct):
             resource_arns=[self.endpoint.endpoint_arn, self.component_arn],
         )
 
-    def metric(self, metric_name: str, *, namespace: str = SAGEMAKER_NAMESPACE, statistic: str = "Sum",
-               period: Duration | None = None, **kwargs: Any) -> cloudwatch.Metric:
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        namespace: str = SAGEMAKER_NAMESPACE,
+        statistic: str = "Sum",
+        period: Duration | None = None,
+        **kwargs: Any,
+    ) -> cloudwatch.Metric:
         """A metric of this inference component (dimension InferenceComponentName). Default: sum over 1 minute."""
-        return metric(namespace, metric_name, {"InferenceComponentName": self.component_name}, statistic=statistic,
-                      period=period, **kwargs)
+        return metric(
+            namespace,
+            metric_name,
+            {"InferenceComponentName": self.component_name},
+            statistic=statistic,
+            period=period,
+            **kwargs,
+        )
 
     def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
         """Requests sent to this component. Default: sum over 1 minute."""

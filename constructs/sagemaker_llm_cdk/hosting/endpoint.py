@@ -1,4 +1,5 @@
 """``LlmEndpoint``: a SageMaker AI endpoint that hosts LLMs as inference components."""
+
 from __future__ import annotations
 
 import re
@@ -66,11 +67,24 @@ class EndpointReference(Construct):
             resource_arns=[self.endpoint_arn],
         )
 
-    def metric(self, metric_name: str, *, namespace: str = SAGEMAKER_NAMESPACE, statistic: str = "Sum",
-               period: Duration | None = None, **kwargs: Any) -> cloudwatch.Metric:
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        namespace: str = SAGEMAKER_NAMESPACE,
+        statistic: str = "Sum",
+        period: Duration | None = None,
+        **kwargs: Any,
+    ) -> cloudwatch.Metric:
         """A metric of this endpoint's variant (dimensions EndpointName and VariantName)."""
-        return metric(namespace, metric_name, {"EndpointName": self.endpoint_name, "VariantName": self.variant_name},
-                      statistic=statistic, period=period, **kwargs)
+        return metric(
+            namespace,
+            metric_name,
+            {"EndpointName": self.endpoint_name, "VariantName": self.variant_name},
+            statistic=statistic,
+            period=period,
+            **kwargs,
+        )
 
     def metric_invocations(self, **kwargs: Any) -> cloudwatch.Metric:
         """Requests sent to the endpoint. Default: sum over 1 minute."""
@@ -98,8 +112,7 @@ class EndpointReference(Construct):
 
     def metric_gpu_memory_utilization(self, *, statistic: str = "Average", **kwargs: Any) -> cloudwatch.Metric:
         """GPU memory utilization of the instances, percent. Default: average over 1 minute."""
-        return self.metric("GPUMemoryUtilization", namespace="/aws/sagemaker/Endpoints", statistic=statistic,
-                           **kwargs)
+        return self.metric("GPUMemoryUtilization", namespace="/aws/sagemaker/Endpoints", statistic=statistic, **kwargs)
 
 
 class LlmEndpoint(EndpointReference):
@@ -174,26 +187,43 @@ class LlmEndpoint(EndpointReference):
             ``Specifications`` entry per type. Refused with ``capacity_plan``. Default: ``instance_type`` only.
         """
         where = f"{scope.node.path}/{id}"
-        flat = {"instance_type": instance_type, "scaling": scaling, "routing": routing, "data_capture": data_capture,
-                "inference_ami_version": inference_ami_version, "volume_size_gb": volume_size_gb,
-                "instance_provision_timeout_seconds": instance_provision_timeout_seconds,
-                "instance_pools": instance_pools}
+        flat = {
+            "instance_type": instance_type,
+            "scaling": scaling,
+            "routing": routing,
+            "data_capture": data_capture,
+            "inference_ami_version": inference_ami_version,
+            "volume_size_gb": volume_size_gb,
+            "instance_provision_timeout_seconds": instance_provision_timeout_seconds,
+            "instance_pools": instance_pools,
+        }
         if options is not None:
             given = [name for name, value in flat.items() if value is not None]
             if given:
-                raise ConfigurationError([Problem(
-                    "options", f"options together with {', '.join(given)}",
-                    "the endpoint's settings either in options or as separate arguments, not both",
-                    f"move {', '.join(given)} into options (EndpointOptions), or leave options out")], source=where)
+                raise ConfigurationError(
+                    [
+                        Problem(
+                            "options",
+                            f"options together with {', '.join(given)}",
+                            "the endpoint's settings either in options or as separate arguments, not both",
+                            f"move {', '.join(given)} into options (EndpointOptions), or leave options out",
+                        )
+                    ],
+                    source=where,
+                )
             options = validated(EndpointOptions, options, where=where)
         else:
-            options = validated(EndpointOptions, {  # without options, instance_type is required
-                **{name: value for name, value in flat.items() if value is not None},
-                "scaling": scaling or InstanceScaling(),
-                "routing": routing or Routing(),
-                "data_capture": data_capture or DataCapture(),
-                "instance_pools": tuple(instance_pools or ()),
-            }, where=where)
+            options = validated(
+                EndpointOptions,
+                {  # without options, instance_type is required
+                    **{name: value for name, value in flat.items() if value is not None},
+                    "scaling": scaling or InstanceScaling(),
+                    "routing": routing or Routing(),
+                    "data_capture": data_capture or DataCapture(),
+                    "instance_pools": tuple(instance_pools or ()),
+                },
+                where=where,
+            )
         self.options = options
         self._models: list[ModelComponent] = []
         self.capacity_plan = capacity_plan
@@ -206,11 +236,15 @@ class LlmEndpoint(EndpointReference):
             if options.instance_pools:
                 problems.append(pools_with_plan_problem())
             if capacity_plan.spec.when_not_active == "on_demand" and Stack.of(capacity_plan) is Stack.of(scope):
-                problems.append(Problem(
-                    "capacity_plan", capacity_plan.node.path,
-                    "with when_not_active on_demand, a plan in a stack deployed before this one (its status parameter "
-                    "is read when this stack deploys)",
-                    "create the CapacityPlan in its own stack (e.g. <stack>Capacity), or use when_not_active: fail"))
+                problems.append(
+                    Problem(
+                        "capacity_plan",
+                        capacity_plan.node.path,
+                        "with when_not_active on_demand, a plan in a stack deployed before this one (its status parameter "
+                        "is read when this stack deploys)",
+                        "create the CapacityPlan in its own stack (e.g. <stack>Capacity), or use when_not_active: fail",
+                    )
+                )
         if vpc_subnets is not None and vpc is None:
             problems.append(Problem("vpc_subnets", "given", "only together with vpc", "pass vpc too"))
         if security_groups and vpc is None:
@@ -233,10 +267,18 @@ class LlmEndpoint(EndpointReference):
         self.security_groups: list[ec2.ISecurityGroup] = []
         vpc_config = None
         if vpc is not None:
-            self.security_groups = list(security_groups or [
-                ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=True,
-                                  description=f"SageMaker endpoint {self.node.path}")
-            ])
+            self.security_groups = list(
+                security_groups
+                or [
+                    ec2.SecurityGroup(
+                        self,
+                        "SecurityGroup",
+                        vpc=vpc,
+                        allow_all_outbound=True,
+                        description=f"SageMaker endpoint {self.node.path}",
+                    )
+                ]
+            )
             self.subnet_ids = _subnet_ids(vpc, vpc_subnets)
             vpc_config = sagemaker.CfnEndpointConfig.VpcConfigProperty(
                 security_group_ids=[g.security_group_id for g in self.security_groups],
@@ -252,19 +294,26 @@ class LlmEndpoint(EndpointReference):
         data_capture_config = None
         if options.data_capture.enabled:
             if data_capture_bucket is None:
-                secure = SecureBucket(self, "DataCapture", encryption_key=self.key,
-                                      noncurrent_version_days=NONCURRENT_VERSION_DAYS,
-                                      expire_after_days={"": options.data_capture.retention_days})
+                secure = SecureBucket(
+                    self,
+                    "DataCapture",
+                    encryption_key=self.key,
+                    noncurrent_version_days=NONCURRENT_VERSION_DAYS,
+                    expire_after_days={"": options.data_capture.retention_days},
+                )
                 # Prompts and completions: only roles granted to read them may (and decrypt them through S3).
                 restrict_reads(secure, self.key if isinstance(self.key, kms.Key) else None, what="captured traffic")
                 self.data_capture = secure
                 data_capture_bucket = secure.bucket
             self.data_capture_bucket = data_capture_bucket
             grants.grant(
-                self.role, sid="WriteCapturedData", actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                self.role,
+                sid="WriteCapturedData",
+                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
                 resources=[data_capture_bucket.arn_for_objects("data-capture/*")],
                 reason="Data Capture writes one object per capture file under the data-capture/ prefix; only that "
-                       "prefix, and only PutObject/AbortMultipartUpload.")
+                "prefix, and only PutObject/AbortMultipartUpload.",
+            )
             self.role.add_to_principal_policy(
                 iam.PolicyStatement(
                     sid="EncryptCapturedData",
@@ -296,16 +345,22 @@ class LlmEndpoint(EndpointReference):
             from ..capacity.guard import CapacityPlanGuard
 
             self.capacity_guard = CapacityPlanGuard(
-                self, "CapacityGuard", plan=capacity_plan, instance_type=options.instance_type,
-                max_instances=options.scaling.max_instances)
+                self,
+                "CapacityGuard",
+                plan=capacity_plan,
+                instance_type=options.instance_type,
+                max_instances=options.scaling.max_instances,
+            )
             reservation = sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
                 capacity_reservation_preference="capacity-reservations-only",
                 ml_reservation_arn=self.capacity_guard.ml_reservation_arn,
             )
             if Stack.of(capacity_plan) is not Stack.of(self):
                 try:
-                    Stack.of(self).add_stack_dependency(Stack.of(capacity_plan), "the capacity plan is bought and watched "
-                                                  "in its own stack, deployed first")
+                    Stack.of(self).add_stack_dependency(
+                        Stack.of(capacity_plan),
+                        "the capacity plan is bought and watched in its own stack, deployed first",
+                    )
                 except Exception:  # noqa: BLE001 - stacks of different apps or stages: bound by name only
                     pass
 
@@ -317,7 +372,8 @@ class LlmEndpoint(EndpointReference):
             instance_pools=[
                 sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=p.instance_type, priority=p.priority)
                 for p in options.instance_pools
-            ] or None,
+            ]
+            or None,
             initial_instance_count=options.scaling.initial,
             managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
                 status="ENABLED",
@@ -359,17 +415,28 @@ class LlmEndpoint(EndpointReference):
             # when_not_active on_demand: bind only while the plan's status parameter says Active.
             self.cfn_endpoint_config.add_property_override(
                 "ProductionVariants.0.CapacityReservationConfig",
-                Fn.condition_if(self.capacity_guard.bound.logical_id, {
-                    "CapacityReservationPreference": "capacity-reservations-only",
-                    "MlReservationArn": self.capacity_guard.ml_reservation_arn,
-                }, Aws.NO_VALUE))
+                Fn.condition_if(
+                    self.capacity_guard.bound.logical_id,
+                    {
+                        "CapacityReservationPreference": "capacity-reservations-only",
+                        "MlReservationArn": self.capacity_guard.ml_reservation_arn,
+                    },
+                    Aws.NO_VALUE,
+                ),
+            )
         if capacity_plan is not None:
             from ..capacity.capacity_plan import headroom_metadata
 
             policy, batch = self._fitting_update_policy()  # a rolling step may be more than one instance
-            self.cfn_endpoint_config.add_metadata(CAPACITY_METADATA, {
-                **headroom_metadata(capacity_plan, options), "RollingNeedsInstances": options.scaling.max_instances + batch,
-                "UpdatePolicy": policy or "NONE_FITS", "UpdateFits": policy is not None})
+            self.cfn_endpoint_config.add_metadata(
+                CAPACITY_METADATA,
+                {
+                    **headroom_metadata(capacity_plan, options),
+                    "RollingNeedsInstances": options.scaling.max_instances + batch,
+                    "UpdatePolicy": policy or "NONE_FITS",
+                    "UpdateFits": policy is not None,
+                },
+            )
         self.cfn_endpoint = sagemaker.CfnEndpoint(
             self,
             "Resource",
@@ -401,8 +468,14 @@ class LlmEndpoint(EndpointReference):
             parts = Arn.split(endpoint_arn, ArnFormat.SLASH_RESOURCE_NAME)
             if parts.service != "sagemaker" or parts.resource != "endpoint" or not parts.resource_name:
                 raise ConfigurationError(
-                    [Problem("endpoint_arn", endpoint_arn, "arn:<partition>:sagemaker:<region>:<account>:endpoint/<name>",
-                             "copy the ARN from DescribeEndpoint")],
+                    [
+                        Problem(
+                            "endpoint_arn",
+                            endpoint_arn,
+                            "arn:<partition>:sagemaker:<region>:<account>:endpoint/<name>",
+                            "copy the ARN from DescribeEndpoint",
+                        )
+                    ],
                     source=f"{scope.node.path}/{id}",
                 )
             name = parts.resource_name
@@ -430,14 +503,17 @@ class LlmEndpoint(EndpointReference):
         guard = self.capacity_guard
         if guard is not None:
             # the guard checks the plan's free instances for it (a rolling step: its batch size)
-            guard.set_update_policy(policy or "NONE_FITS",
-                                    rolling_batch={"Type": kind, "Value": str(value)} if policy == "ROLLING" else None)
+            guard.set_update_policy(
+                policy or "NONE_FITS",
+                rolling_batch={"Type": kind, "Value": str(value)} if policy == "ROLLING" else None,
+            )
         step = "one instance" if batch == 1 else f"{batch} instances"
         if policy == "ROLLING":
             Annotations.of(self).add_warning_v2(
                 "sagemaker-llm-cdk:rollingUpdateChosen",
                 f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances: too few for a blue/green update "
-                f"of up to {most} (needs {2 * most}), so endpoint updates roll {step} at a time (needs {most + batch}).")
+                f"of up to {most} (needs {2 * most}), so endpoint updates roll {step} at a time (needs {most + batch}).",
+            )
         elif policy is None:
             rolling_most = self._most_instances_rolling_fits(plan.instance_count)
             Annotations.of(self).add_warning_v2(
@@ -445,9 +521,14 @@ class LlmEndpoint(EndpointReference):
                 f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances and the endpoint may run {most}: no "
                 "update policy fits (blue/green needs "
                 f"{2 * most}, rolling {most + batch}), so a change that replaces the endpoint config cannot get instances "
-                "and rolls back. " + (f"Lower scaling.max_instances to {plan.instance_count // 2} (blue/green) or "
-                                      f"{rolling_most} (rolling), or bind a larger plan." if rolling_most > 0
-                                      else "Bind a plan of 2 or more instances (rolling) or 2 x max_instances (blue/green)."))
+                "and rolls back. "
+                + (
+                    f"Lower scaling.max_instances to {plan.instance_count // 2} (blue/green) or "
+                    f"{rolling_most} (rolling), or bind a larger plan."
+                    if rolling_most > 0
+                    else "Bind a plan of 2 or more instances (rolling) or 2 x max_instances (blue/green)."
+                ),
+            )
         return policy
 
     def rolling_batch_size(self) -> tuple[str, int]:
@@ -466,7 +547,9 @@ class LlmEndpoint(EndpointReference):
     def rolling_batch_instances(self) -> int:
         """Instances one rolling step starts at ``max_instances`` (a percent rounded up: ``batch_units``)."""
         kind, value = self.rolling_batch_size()
-        return batch_units("count" if kind == "INSTANCE_COUNT" else "percent", value, self.options.scaling.max_instances)
+        return batch_units(
+            "count" if kind == "INSTANCE_COUNT" else "percent", value, self.options.scaling.max_instances
+        )
 
     def _fitting_update_policy(self) -> tuple[str | None, int]:
         """(policy, instances of one rolling step): ``choose_update_policy``, and ROLLING only when the plan also
@@ -498,9 +581,13 @@ class LlmEndpoint(EndpointReference):
         rolling update (``update_policy``), then in steps of ``rolling_batch_size``. ``LlmMonitoring`` calls it
         with the endpoint-level alarms.
         """
-        rollback = sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-            alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=name) for name in rollback_alarms]
-        ) if rollback_alarms else None
+        rollback = (
+            sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+                alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=name) for name in rollback_alarms]
+            )
+            if rollback_alarms
+            else None
+        )
         if self.update_policy() == "ROLLING":
             # A bound plan without room for a second fleet: roll a step AWS takes at every instance count, and
             # roll back in the same steps (the plan has no room for the old fleet at once either).
@@ -508,7 +595,8 @@ class LlmEndpoint(EndpointReference):
             size = sagemaker.CfnEndpoint.CapacitySizeProperty(type=kind, value=value)
             self.cfn_endpoint.deployment_config = sagemaker.CfnEndpoint.DeploymentConfigProperty(
                 rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
-                    maximum_batch_size=size, rollback_maximum_batch_size=size,
+                    maximum_batch_size=size,
+                    rollback_maximum_batch_size=size,
                     wait_interval_in_seconds=rollout.wait_seconds,
                     maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
                 ),
@@ -555,38 +643,62 @@ class LlmEndpoint(EndpointReference):
     def _grant_runtime_basics(self) -> None:
         stack = Stack.of(self)
         grants.grant(
-            self.role, sid="WriteEndpointLogs",
+            self.role,
+            sid="WriteEndpointLogs",
             actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
             resources=[
-                stack.format_arn(service="logs", resource="log-group", resource_name=self.log_group_name,
-                                 arn_format=ArnFormat.COLON_RESOURCE_NAME),
-                stack.format_arn(service="logs", resource="log-group",
-                                 resource_name=f"{self.log_group_name}:log-stream:*",
-                                 arn_format=ArnFormat.COLON_RESOURCE_NAME),
+                stack.format_arn(
+                    service="logs",
+                    resource="log-group",
+                    resource_name=self.log_group_name,
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                ),
+                stack.format_arn(
+                    service="logs",
+                    resource="log-group",
+                    resource_name=f"{self.log_group_name}:log-stream:*",
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                ),
             ],
             reason="SageMaker creates one log stream per instance and container in the endpoint's own log group "
-                   "/aws/sagemaker/Endpoints/<name>; the stream names are generated (and when the endpoint's name is "
-                   "only known at deploy time, a token was passed, the group cannot be named here either).")
+            "/aws/sagemaker/Endpoints/<name>; the stream names are generated (and when the endpoint's name is "
+            "only known at deploy time, a token was passed, the group cannot be named here either).",
+        )
         grants.grant(
-            self.role, sid="PublishSageMakerMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"],
+            self.role,
+            sid="PublishSageMakerMetrics",
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
             conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
             reason="cloudwatch:PutMetricData has no resource type; a cloudwatch:namespace condition limits it to "
-                   "SageMaker's namespaces.")
+            "SageMaker's namespaces.",
+        )
         grants.grant(
-            self.role, sid="AuthenticateToEcr", actions=["ecr:GetAuthorizationToken"], resources=["*"],
+            self.role,
+            sid="AuthenticateToEcr",
+            actions=["ecr:GetAuthorizationToken"],
+            resources=["*"],
             reason="ecr:GetAuthorizationToken has no resource type; pulling layers is limited to the model's image "
-                   "repository by the model's own statement.")
+            "repository by the model's own statement.",
+        )
 
     def _grant_vpc_access(self) -> None:
         grants.grant(
-            self.role, sid="DescribeNetwork", actions=grants.NETWORK_DESCRIBE_ACTIONS, resources=["*"],
+            self.role,
+            sid="DescribeNetwork",
+            actions=grants.NETWORK_DESCRIBE_ACTIONS,
+            resources=["*"],
             reason="SageMaker describes the VPC, subnets and security groups before attaching the endpoint's network "
-                   "interfaces; ec2:Describe* actions have no resource type.")
+            "interfaces; ec2:Describe* actions have no resource type.",
+        )
         grants.grant(
-            self.role, sid="ManageEndpointNetworkInterfaces", actions=grants.NETWORK_INTERFACE_ACTIONS,
+            self.role,
+            sid="ManageEndpointNetworkInterfaces",
+            actions=grants.NETWORK_INTERFACE_ACTIONS,
             resources=grants.network_interface_resources(self, self.subnet_ids, self.security_groups),
             reason="SageMaker creates the endpoint's network interfaces at deploy time under generated ids; creation "
-                   "is limited to this endpoint's subnets and security groups, which are named.")
+            "is limited to this endpoint's subnets and security groups, which are named.",
+        )
 
 
 class _EndpointConfig(sagemaker.CfnEndpointConfig):

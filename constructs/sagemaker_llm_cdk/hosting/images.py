@@ -17,6 +17,7 @@ China and GovCloud). The Powertools layer is published by 017000801446 in the aw
 (``POWERTOOLS_LAYER_ACCOUNTS``). A region or partition missing from these tables is refused with
 a clear error rather than guessed.
 """
+
 from __future__ import annotations
 
 import re
@@ -62,16 +63,51 @@ class LmiImage:
         return _lmi_major(self.tag) or 0
 
 
-LMI_IMAGES: dict[str, LmiImage] = {image.tag: image for image in (
-    LmiImage("0.34.0-lmi16.0.0-cu128", vllm="0.10.2", cuda="12.8", lora=True, stateful_sessions=True,
-             speculative_decoding=False, lora_with_speculative_decoding=False, required_ami=None),
-    LmiImage("0.35.0-lmi17.0.0-cu128", vllm="0.11.1", cuda="12.8", lora=True, stateful_sessions=True,
-             speculative_decoding=True, lora_with_speculative_decoding=False, required_ami=None),
-    LmiImage("0.36.0-lmi18.0.0-cu128", vllm="0.12.0", cuda="12.8", lora=True, stateful_sessions=True,
-             speculative_decoding=True, lora_with_speculative_decoding=False, required_ami=None),
-    LmiImage("0.36.0-lmi28.0.0-cu130", vllm="0.26", cuda="13.0", lora=True, stateful_sessions=True,
-             speculative_decoding=True, lora_with_speculative_decoding=False, required_ami=CUDA13_AMI),
-)}
+LMI_IMAGES: dict[str, LmiImage] = {
+    image.tag: image
+    for image in (
+        LmiImage(
+            "0.34.0-lmi16.0.0-cu128",
+            vllm="0.10.2",
+            cuda="12.8",
+            lora=True,
+            stateful_sessions=True,
+            speculative_decoding=False,
+            lora_with_speculative_decoding=False,
+            required_ami=None,
+        ),
+        LmiImage(
+            "0.35.0-lmi17.0.0-cu128",
+            vllm="0.11.1",
+            cuda="12.8",
+            lora=True,
+            stateful_sessions=True,
+            speculative_decoding=True,
+            lora_with_speculative_decoding=False,
+            required_ami=None,
+        ),
+        LmiImage(
+            "0.36.0-lmi18.0.0-cu128",
+            vllm="0.12.0",
+            cuda="12.8",
+            lora=True,
+            stateful_sessions=True,
+            speculative_decoding=True,
+            lora_with_speculative_decoding=False,
+            required_ami=None,
+        ),
+        LmiImage(
+            "0.36.0-lmi28.0.0-cu130",
+            vllm="0.26",
+            cuda="13.0",
+            lora=True,
+            stateful_sessions=True,
+            speculative_decoding=True,
+            lora_with_speculative_decoding=False,
+            required_ami=CUDA13_AMI,
+        ),
+    )
+}
 """Supported LMI images (newest last). LMI 16 brought LoRA and sticky sessions to async mode, LMI 17 made
 async the default and added EAGLE 3; no vLLM release up to 0.26 serves LoRA with speculative decoding."""
 
@@ -116,7 +152,7 @@ def tag_of(image: str) -> str | None:
     if image == "lmi":
         return DEFAULT_LMI_TAG
     if image.startswith("lmi:"):
-        return image[len("lmi:"):]
+        return image[len("lmi:") :]
     match = re.match(r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?/djl-inference:(?P<tag>[\w.\-]+)$", image)
     return match.group("tag") if match else None
 
@@ -143,8 +179,14 @@ def capability_problems(spec: Any) -> list[Problem]:
         return problems
     what = f"{spec.image} ({image.tag}, vLLM {image.vllm})"
     if not image.speculative_decoding:
-        problems.append(Problem("eagle", "set", f"an image that serves EAGLE heads (OPTION_SPECULATIVE_CONFIG, from LMI "
-                                f"17); {what} does not", "use image: lmi (the default) or remove eagle"))
+        problems.append(
+            Problem(
+                "eagle",
+                "set",
+                f"an image that serves EAGLE heads (OPTION_SPECULATIVE_CONFIG, from LMI 17); {what} does not",
+                "use image: lmi (the default) or remove eagle",
+            )
+        )
     elif spec.lora is not None and not image.lora_with_speculative_decoding:
         problems.append(_lora_and_eagle(spec, what))
     return problems
@@ -155,9 +197,16 @@ def _derived(tag: str | None) -> LmiImage | None:
     major = _lmi_major(tag) if tag else None
     if tag is None or major is None:
         return None
-    return LmiImage(tag, vllm="unknown", cuda=cuda_of_tag(tag) or "unknown", lora=True, stateful_sessions=major >= 16,
-                    speculative_decoding=major >= 17, lora_with_speculative_decoding=False,
-                    required_ami=required_ami_of_tag(tag))
+    return LmiImage(
+        tag,
+        vllm="unknown",
+        cuda=cuda_of_tag(tag) or "unknown",
+        lora=True,
+        stateful_sessions=major >= 16,
+        speculative_decoding=major >= 17,
+        lora_with_speculative_decoding=False,
+        required_ami=required_ami_of_tag(tag),
+    )
 
 
 def lora_with_speculative_problem(spec: Any, field: str = "component.spec.lora") -> Problem | None:
@@ -171,17 +220,24 @@ def lora_with_speculative_problem(spec: Any, field: str = "component.spec.lora")
         return None
     what = f"{spec.image} ({image.tag}, vLLM {image.vllm})" if image else f"{spec.image} (capabilities unknown)"
     problem = _lora_and_eagle(spec, what)
-    return Problem(field, "set", problem.allowed.replace("eagle on a model without lora", "a model without lora for "
-                                                         "speculative decoding"), problem.fix)
+    return Problem(
+        field,
+        "set",
+        problem.allowed.replace("eagle on a model without lora", "a model without lora for speculative decoding"),
+        problem.fix,
+    )
 
 
 def _lora_and_eagle(spec: Any, what: str) -> Problem:
-    return Problem("eagle", "set together with lora",
-                   f"eagle on a model without lora: {what} cannot serve LoRA adapters and speculative decoding on one "
-                   "model (vLLM's feature matrix marks LoRA with speculative decoding unsupported), so the promoted "
-                   "head would fail to load",
-                   f"keep eagle on {spec.name} and move lora and the adapters to a second model on the same weights "
-                   "(e.g. name: " + f"{spec.name[:58]}-lora), or remove eagle from this model")
+    return Problem(
+        "eagle",
+        "set together with lora",
+        f"eagle on a model without lora: {what} cannot serve LoRA adapters and speculative decoding on one "
+        "model (vLLM's feature matrix marks LoRA with speculative decoding unsupported), so the promoted "
+        "head would fail to load",
+        f"keep eagle on {spec.name} and move lora and the adapters to a second model on the same weights "
+        "(e.g. name: " + f"{spec.name[:58]}-lora), or remove eagle from this model",
+    )
 
 
 def ami_problems(images: list[tuple[str, str]], ami: str | None) -> list[Problem]:
@@ -195,11 +251,16 @@ def ami_problems(images: list[tuple[str, str]], ami: str | None) -> list[Problem
         tag = tag_of(image)
         needed = required_ami_of_tag(tag) if tag else None
         if needed is not None and ami is not None and ami != needed:
-            problems.append(Problem("inference_ami_version", ami,
-                                    f"{needed} for {field} ({image}, tag {tag}): a CUDA {cuda_of_tag(tag or '')} image "
-                                    f"needs its driver; {ami} has CUDA {AMI_CUDA.get(ami, 'unknown')}",
-                                    f"set inference_ami_version: {needed}, leave it out (then it is {needed}), or "
-                                    "choose an image built for the AMI's CUDA"))
+            problems.append(
+                Problem(
+                    "inference_ami_version",
+                    ami,
+                    f"{needed} for {field} ({image}, tag {tag}): a CUDA {cuda_of_tag(tag or '')} image "
+                    f"needs its driver; {ami} has CUDA {AMI_CUDA.get(ami, 'unknown')}",
+                    f"set inference_ami_version: {needed}, leave it out (then it is {needed}), or "
+                    "choose an image built for the AMI's CUDA",
+                )
+            )
     return problems
 
 
@@ -220,6 +281,3 @@ DLC_ACCOUNTS: dict[str, str] = dict(regions.DLC_ACCOUNTS)
 POWERTOOLS_LAYER_ACCOUNTS: dict[str, str] = dict(regions.POWERTOOLS_ACCOUNTS)
 """Account that publishes the Powertools for AWS Lambda (Python) layer, per partition (``regions.POWERTOOLS_ACCOUNTS``).
 Powertools does not publish the pinned layer under a documented account in aws-cn or aws-us-gov, so those are refused."""
-
-
-

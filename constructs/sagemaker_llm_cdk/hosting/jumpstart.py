@@ -23,6 +23,7 @@ source recorded). A fixture entry serves tests and synth, but the stack that use
 rule that fails any deploy (``cdk deploy`` or ``make deploy``) with the command that refreshes the entry
 from JumpStart, and preflight reports it as a blocker: its image, artifacts or head may not exist.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -154,9 +155,13 @@ class PretrainedHead:
         return self.licence is not None or self.s3_uri.startswith("s3://jumpstart-private-cache-prod-")
 
     def to_lock(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"channel_name": self.channel_name, "s3_uri": self.s3_uri,
-                                 "s3_data_type": self.s3_data_type, "compression_type": self.compression_type,
-                                 "kind": self.kind}
+        entry: dict[str, Any] = {
+            "channel_name": self.channel_name,
+            "s3_uri": self.s3_uri,
+            "s3_data_type": self.s3_data_type,
+            "compression_type": self.compression_type,
+            "kind": self.kind,
+        }
         if self.artifact_version:
             entry["artifact_version"] = self.artifact_version
         entry["licence"] = {"name": self.licence.name, "url": self.licence.url} if self.licence else None
@@ -166,14 +171,27 @@ class PretrainedHead:
     def from_lock(cls, entry: Any, where: str, fix: str) -> "tuple[PretrainedHead | None, list[Problem]]":
         """The head of a lock entry, or every problem of a malformed one (field, value, what is allowed)."""
         if not isinstance(entry, dict):
-            return None, [Problem(where, entry, "a mapping with channel_name, s3_uri, s3_data_type, compression_type, "
-                                  "kind, licence (or null: JumpStart publishes no head)", fix)]
+            return None, [
+                Problem(
+                    where,
+                    entry,
+                    "a mapping with channel_name, s3_uri, s3_data_type, compression_type, "
+                    "kind, licence (or null: JumpStart publishes no head)",
+                    fix,
+                )
+            ]
         problems: list[Problem] = []
         checks: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
-            ("channel_name", lambda v: isinstance(v, str) and _CHANNEL.match(v) is not None,
-             "1-64 letters, digits, '.', '-', '_' (AdditionalModelDataSource.ChannelName)"),
-            ("s3_uri", lambda v: isinstance(v, str) and re.match(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]/.+", v)
-             is not None, "an s3://bucket/key URI"),
+            (
+                "channel_name",
+                lambda v: isinstance(v, str) and _CHANNEL.match(v) is not None,
+                "1-64 letters, digits, '.', '-', '_' (AdditionalModelDataSource.ChannelName)",
+            ),
+            (
+                "s3_uri",
+                lambda v: isinstance(v, str) and re.match(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]/.+", v) is not None,
+                "an s3://bucket/key URI",
+            ),
             ("s3_data_type", lambda v: v in ("S3Prefix", "S3Object"), "S3Prefix or S3Object"),
             ("compression_type", lambda v: v in ("None", "Gzip"), "None or Gzip"),
             ("kind", lambda v: v in HEAD_KINDS, " or ".join(HEAD_KINDS)),
@@ -181,22 +199,31 @@ class PretrainedHead:
         for name, ok, allowed in checks:
             if not ok(entry.get(name)):
                 problems.append(Problem(f"{where}.{name}", entry.get(name, "<missing>"), allowed, fix))
-        if entry.get("s3_data_type") == "S3Prefix" and isinstance(entry.get("s3_uri"), str) \
-                and not entry["s3_uri"].endswith("/"):
+        if (
+            entry.get("s3_data_type") == "S3Prefix"
+            and isinstance(entry.get("s3_uri"), str)
+            and not entry["s3_uri"].endswith("/")
+        ):
             problems.append(Problem(f"{where}.s3_uri", entry["s3_uri"], "a prefix ending in '/' with S3Prefix", fix))
         licence = entry.get("licence")
-        if licence is not None and not (isinstance(licence, dict) and isinstance(licence.get("name"), str)
-                                        and isinstance(licence.get("url"), str)):
+        if licence is not None and not (
+            isinstance(licence, dict) and isinstance(licence.get("name"), str) and isinstance(licence.get("url"), str)
+        ):
             problems.append(Problem(f"{where}.licence", licence, "null or {name, url}", fix))
         version = entry.get("artifact_version")
         if version is not None and not isinstance(version, (str, int, float)):
             problems.append(Problem(f"{where}.artifact_version", version, "a version string", fix))
         if problems:
             return None, problems
-        return cls(channel_name=entry["channel_name"], s3_uri=entry["s3_uri"], s3_data_type=entry["s3_data_type"],
-                   compression_type=entry["compression_type"], kind=entry["kind"],
-                   artifact_version=str(version) if version is not None else None,
-                   licence=Licence(licence["name"], licence["url"]) if licence else None), []
+        return cls(
+            channel_name=entry["channel_name"],
+            s3_uri=entry["s3_uri"],
+            s3_data_type=entry["s3_data_type"],
+            compression_type=entry["compression_type"],
+            kind=entry["kind"],
+            artifact_version=str(version) if version is not None else None,
+            licence=Licence(licence["name"], licence["url"]) if licence else None,
+        ), []
 
 
 @dataclass(frozen=True)
@@ -225,10 +252,12 @@ class JumpStartModel:
         """Why a deploy must not use this entry (it does not come from JumpStart), or None."""
         if self.source.from_jumpstart:
             return None
-        return (f"JumpStart lock entry {self.model_id} {self.version} in {self.region} was {self.source.describe()}, "
-                "not read from JumpStart: its image, artifacts or pre-trained head may not exist. Run "
-                f"{lock_command(self.model_id, self.version, self.region)} with AWS credentials, commit the lock file "
-                "and deploy again.")
+        return (
+            f"JumpStart lock entry {self.model_id} {self.version} in {self.region} was {self.source.describe()}, "
+            "not read from JumpStart: its image, artifacts or pre-trained head may not exist. Run "
+            f"{lock_command(self.model_id, self.version, self.region)} with AWS credentials, commit the lock file "
+            "and deploy again."
+        )
 
     @property
     def gated(self) -> bool:
@@ -236,8 +265,11 @@ class JumpStartModel:
         return self.licence is not None
 
     def to_lock(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"image_uri": self.image_uri, "artifact_s3_uri": self.artifact_s3_uri,
-                                 "environment": dict(self.environment)}
+        entry: dict[str, Any] = {
+            "image_uri": self.image_uri,
+            "artifact_s3_uri": self.artifact_s3_uri,
+            "environment": dict(self.environment),
+        }
         if self.accelerators is not None:
             entry["accelerators"] = self.accelerators
         if self.min_memory_mb is not None:
@@ -269,12 +301,25 @@ class JumpStartLock:
         if not path.exists():
             return cls({}, path=str(path))
         try:
-            data = yaml.load(path.read_text(encoding="utf-8"),  # noqa: S506 - a safe loader (libyaml's when present)
-                             Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+            data = (
+                yaml.load(
+                    path.read_text(encoding="utf-8"),  # noqa: S506 - a safe loader (libyaml's when present)
+                    Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader),
+                )
+                or {}
+            )
         except yaml.YAMLError as error:
-            raise ConfigurationError([Problem("", str(error).splitlines()[0], "a lock file written by "
-                                              "`make jumpstart-lock`", f"restore {path} from git or write it again")],
-                                     source=str(path)) from None
+            raise ConfigurationError(
+                [
+                    Problem(
+                        "",
+                        str(error).splitlines()[0],
+                        "a lock file written by `make jumpstart-lock`",
+                        f"restore {path} from git or write it again",
+                    )
+                ],
+                source=str(path),
+            ) from None
         return cls.parse(data, path=str(path))
 
     @classmethod
@@ -282,54 +327,99 @@ class JumpStartLock:
         problems: list[Problem] = []
         entries: dict[tuple[str, str, str], JumpStartModel] = {}
         if not isinstance(data, dict) or data.get("lock_version") != LOCK_VERSION:
-            raise ConfigurationError([Problem("lock_version", data.get("lock_version") if isinstance(data, dict)
-                                              else data, f"{LOCK_VERSION}", "write the lock again with "
-                                              + lock_command())], source=path)
+            raise ConfigurationError(
+                [
+                    Problem(
+                        "lock_version",
+                        data.get("lock_version") if isinstance(data, dict) else data,
+                        f"{LOCK_VERSION}",
+                        "write the lock again with " + lock_command(),
+                    )
+                ],
+                source=path,
+            )
         regions = data.get("regions") or {}
         if not isinstance(regions, dict):
-            raise ConfigurationError([Problem("regions", regions, "a mapping region -> model id -> version -> entry",
-                                              "write the lock again with " + lock_command())], source=path)
+            raise ConfigurationError(
+                [
+                    Problem(
+                        "regions",
+                        regions,
+                        "a mapping region -> model id -> version -> entry",
+                        "write the lock again with " + lock_command(),
+                    )
+                ],
+                source=path,
+            )
         for region, models in regions.items():
             if not isinstance(models, dict):
-                problems.append(Problem(f"regions.{region}", models, "a mapping model id -> version -> entry",
-                                        "write the lock again with " + lock_command(region=str(region))))
+                problems.append(
+                    Problem(
+                        f"regions.{region}",
+                        models,
+                        "a mapping model id -> version -> entry",
+                        "write the lock again with " + lock_command(region=str(region)),
+                    )
+                )
                 continue
             for model_id, versions in models.items():
                 if not isinstance(versions, dict):
-                    problems.append(Problem(f"regions.{region}.{model_id}", versions, "a mapping version -> entry",
-                                            "write the lock again with " + lock_command(model_id, region=str(region))))
+                    problems.append(
+                        Problem(
+                            f"regions.{region}.{model_id}",
+                            versions,
+                            "a mapping version -> entry",
+                            "write the lock again with " + lock_command(model_id, region=str(region)),
+                        )
+                    )
                     continue
                 for version, entry in versions.items():
                     where = f"regions.{region}.{model_id}.{version}"
                     head = None
                     if isinstance(entry, dict) and entry.get("pretrained_head") is not None:
                         head, head_problems = PretrainedHead.from_lock(
-                            entry["pretrained_head"], f"{where}.pretrained_head",
-                            "write it again: " + lock_command(str(model_id), str(version), str(region)))
+                            entry["pretrained_head"],
+                            f"{where}.pretrained_head",
+                            "write it again: " + lock_command(str(model_id), str(version), str(region)),
+                        )
                         if head_problems:
                             problems.extend(head_problems)
                             continue
                     source, source_problems = LockSource.from_lock(
-                        entry.get("source") if isinstance(entry, dict) else None, f"{where}.source",
-                        "write it again: " + lock_command(str(model_id), str(version), str(region)))
+                        entry.get("source") if isinstance(entry, dict) else None,
+                        f"{where}.source",
+                        "write it again: " + lock_command(str(model_id), str(version), str(region)),
+                    )
                     if source_problems:
                         problems.extend(source_problems)
                         continue
                     try:
                         licence = entry.get("licence")
                         entries[(str(region), str(model_id), str(version))] = JumpStartModel(
-                            model_id=str(model_id), version=str(version), region=str(region),
-                            image_uri=str(entry["image_uri"]), artifact_s3_uri=str(entry["artifact_s3_uri"]),
+                            model_id=str(model_id),
+                            version=str(version),
+                            region=str(region),
+                            image_uri=str(entry["image_uri"]),
+                            artifact_s3_uri=str(entry["artifact_s3_uri"]),
                             environment={str(k): str(v) for k, v in (entry.get("environment") or {}).items()},
-                            accelerators=entry.get("accelerators"), min_memory_mb=entry.get("min_memory_mb"),
+                            accelerators=entry.get("accelerators"),
+                            min_memory_mb=entry.get("min_memory_mb"),
                             default_instance_type=entry.get("default_instance_type"),
                             supported_instance_types=tuple(entry.get("supported_instance_types") or ()),
                             licence=Licence(str(licence["name"]), str(licence["url"])) if licence else None,
-                            pretrained_head=head, inference_config=entry.get("inference_config"), source=source,
+                            pretrained_head=head,
+                            inference_config=entry.get("inference_config"),
+                            source=source,
                         )
                     except (KeyError, TypeError, AttributeError) as error:
-                        problems.append(Problem(where, entry, "image_uri, artifact_s3_uri, environment, licence",
-                                                f"write it again: {lock_command(model_id, version, region)} ({error})"))
+                        problems.append(
+                            Problem(
+                                where,
+                                entry,
+                                "image_uri, artifact_s3_uri, environment, licence",
+                                f"write it again: {lock_command(model_id, version, region)} ({error})",
+                            )
+                        )
         if problems:
             raise ConfigurationError(problems, source=path)
         return cls(entries, path=path)
@@ -342,15 +432,22 @@ class JumpStartLock:
         command = lock_command(model_id, version, region or "<region>")
         if region is None:
             held = sorted({r for r, m, _ in self.entries if m == model_id})
-            return Problem(field_path, f"{model_id} {version}", "a JumpStart model in a stack bound to a region (its "
-                           "image and artifacts are per region); " + self._holds(model_id),
-                           "set target.region in the config (or env=Environment(region=...) on the stack)"
-                           + (f", one of {', '.join(held)}" if held else f", then run {command}"))
+            return Problem(
+                field_path,
+                f"{model_id} {version}",
+                "a JumpStart model in a stack bound to a region (its "
+                "image and artifacts are per region); " + self._holds(model_id),
+                "set target.region in the config (or env=Environment(region=...) on the stack)"
+                + (f", one of {', '.join(held)}" if held else f", then run {command}"),
+            )
         if self.find(model_id, version, region) is not None:
             return None
-        return Problem(field_path, f"{model_id} {version} in {region}",
-                       f"a model id, version and region that {self.path} holds; " + self._holds(model_id),
-                       f"run {command} and commit {self.path}")
+        return Problem(
+            field_path,
+            f"{model_id} {version} in {region}",
+            f"a model id, version and region that {self.path} holds; " + self._holds(model_id),
+            f"run {command} and commit {self.path}",
+        )
 
     def _holds(self, model_id: str) -> str:
         held = sorted(f"{m} {v} in {r}" for r, m, v in self.entries if m == model_id)
@@ -369,10 +466,13 @@ class JumpStartLock:
         regions: dict[str, dict[str, dict[str, Any]]] = {}
         for (region, model_id, version), model in sorted(self.entries.items()):
             regions.setdefault(region, {}).setdefault(model_id, {})[version] = model.to_lock()
-        head = header or ("# Written by `make jumpstart-lock` from JumpStart's published manifest; do not edit by hand.\n"
-                          "# Synth reads only this file: a JumpStart upgrade is a diff here.\n")
-        return head + yaml.safe_dump({"lock_version": LOCK_VERSION, "regions": regions}, sort_keys=True,
-                                     default_flow_style=False)
+        head = header or (
+            "# Written by `make jumpstart-lock` from JumpStart's published manifest; do not edit by hand.\n"
+            "# Synth reads only this file: a JumpStart upgrade is a diff here.\n"
+        )
+        return head + yaml.safe_dump(
+            {"lock_version": LOCK_VERSION, "regions": regions}, sort_keys=True, default_flow_style=False
+        )
 
 
 DEPLOY_RULE_PREFIX = "JumpStartLockNotFromJumpStart"
@@ -409,14 +509,19 @@ def model_from_spec(spec: Mapping[str, Any], *, region: str) -> JumpStartModel:
     model_id, version = str(spec.get("model_id", "")), str(spec.get("version", ""))
     image = spec.get("hosting_ecr_uri") or _variant_image(spec, region)
     if not image:
-        raise SpecError(f"{model_id} {version}: the spec names no hosting image for {region} (no hosting_ecr_uri "
-                        "and no hosting_instance_type_variants image; hosting_ecr_specs alone is not resolved)")
+        raise SpecError(
+            f"{model_id} {version}: the spec names no hosting image for {region} (no hosting_ecr_uri "
+            "and no hosting_instance_type_variants image; hosting_ecr_specs alone is not resolved)"
+        )
     key = spec.get("hosting_prepacked_artifact_key") or spec.get("hosting_artifact_key")
     if not key:
         raise SpecError(f"{model_id} {version}: the spec has no hosting_artifact_key")
     bucket = gated_bucket(region) if spec.get("gated_bucket") else content_bucket(region)
-    environment = {str(v["name"]): str(v["default"]) for v in spec.get("inference_environment_variables") or []
-                   if v.get("scope", "container") == "container" and "default" in v}
+    environment = {
+        str(v["name"]): str(v["default"])
+        for v in spec.get("inference_environment_variables") or []
+        if v.get("scope", "container") == "container" and "default" in v
+    }
     needs = spec.get("hosting_resource_requirements") or {}
     eula = spec.get("hosting_eula_key")
     licence = None
@@ -424,18 +529,38 @@ def model_from_spec(spec: Mapping[str, Any], *, region: str) -> JumpStartModel:
         url = f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula}"
         licence = Licence(name=Path(str(eula)).stem, url=url)
     return JumpStartModel(
-        model_id=model_id, version=version, region=region, image_uri=str(image), artifact_s3_uri=f"s3://{bucket}/{key}",
-        environment=environment, accelerators=needs.get("num_accelerators"), min_memory_mb=needs.get("min_memory_mb"),
+        model_id=model_id,
+        version=version,
+        region=region,
+        image_uri=str(image),
+        artifact_s3_uri=f"s3://{bucket}/{key}",
+        environment=environment,
+        accelerators=needs.get("num_accelerators"),
+        min_memory_mb=needs.get("min_memory_mb"),
         default_instance_type=spec.get("default_inference_instance_type"),
-        supported_instance_types=tuple(spec.get("supported_inference_instance_types") or ()), licence=licence,
-        pretrained_head=head_from_spec(spec, region=region), inference_config=config_name,
+        supported_instance_types=tuple(spec.get("supported_inference_instance_types") or ()),
+        licence=licence,
+        pretrained_head=head_from_spec(spec, region=region),
+        inference_config=config_name,
     )
 
 
 #: Spec fields an inference config component may not override (the SDK's ``OVERRIDING_DENY_LIST``).
-_DENY_OVERRIDE = frozenset({"model_id", "url", "version", "min_sdk_version", "deprecated", "deprecated_message",
-                            "deprecate_warn_message", "resource_name_base", "gated_bucket", "training_supported",
-                            "incremental_training_supported"})
+_DENY_OVERRIDE = frozenset(
+    {
+        "model_id",
+        "url",
+        "version",
+        "min_sdk_version",
+        "deprecated",
+        "deprecated_message",
+        "deprecate_warn_message",
+        "resource_name_base",
+        "gated_bucket",
+        "training_supported",
+        "incremental_training_supported",
+    }
+)
 
 
 def default_config(spec: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -450,8 +575,10 @@ def default_config(spec: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]
     resolved = copy.deepcopy(dict(spec))
     for component in (configs[name] or {}).get("component_names") or [name]:
         if component not in components:
-            raise SpecError(f"{spec.get('model_id')} {spec.get('version')}: inference config {name} names component "
-                            f"{component}, which inference_config_components does not have")
+            raise SpecError(
+                f"{spec.get('model_id')} {spec.get('version')}: inference config {name} names component "
+                f"{component}, which inference_config_components does not have"
+            )
         _override(resolved, components[component] or {})
     return resolved, name
 
@@ -494,13 +621,21 @@ def head_from_spec(spec: Mapping[str, Any], *, region: str) -> PretrainedHead | 
         uri += "/"
     licence = None
     if eula:
-        licence = Licence(name=Path(str(eula)).stem,
-                          url=f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula}")
+        licence = Licence(
+            name=Path(str(eula)).stem, url=f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula}"
+        )
     channel = str(source["channel_name"])
     kind = "eagle" if "eagle" in f"{channel} {key}".lower() else "draft_model"
     version = source.get("artifact_version")
-    return PretrainedHead(channel_name=channel, s3_uri=uri, s3_data_type=data_type, compression_type=compression,
-                          artifact_version=str(version) if version is not None else None, kind=kind, licence=licence)
+    return PretrainedHead(
+        channel_name=channel,
+        s3_uri=uri,
+        s3_data_type=data_type,
+        compression_type=compression,
+        artifact_version=str(version) if version is not None else None,
+        kind=kind,
+        licence=licence,
+    )
 
 
 def _variant_image(spec: Mapping[str, Any], region: str) -> str | None:
@@ -523,14 +658,21 @@ def fetch_model(s3: Any, *, model_id: str, version: str, region: str) -> JumpSta
     matches = [m for m in manifest if m.get("model_id") == model_id and m.get("version") == version]
     if not matches:
         versions = sorted(m.get("version", "") for m in manifest if m.get("model_id") == model_id)
-        raise SpecError(f"{model_id} {version} is not in s3://{bucket}/{MANIFEST_KEY}; "
-                        + (f"published versions: {', '.join(versions)}" if versions else "no such model id"))
+        raise SpecError(
+            f"{model_id} {version} is not in s3://{bucket}/{MANIFEST_KEY}; "
+            + (f"published versions: {', '.join(versions)}" if versions else "no such model id")
+        )
     key = matches[0]["spec_key"]
     raw = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     model = model_from_spec(json.loads(raw), region=region)
-    source = LockSource(kind=FROM_JUMPSTART, region=region, bucket=bucket, key=key,
-                        read_on=datetime.now(timezone.utc).date().isoformat(),
-                        digest="sha256:" + hashlib.sha256(raw).hexdigest())
+    source = LockSource(
+        kind=FROM_JUMPSTART,
+        region=region,
+        bucket=bucket,
+        key=key,
+        read_on=datetime.now(timezone.utc).date().isoformat(),
+        digest="sha256:" + hashlib.sha256(raw).hexdigest(),
+    )
     return dataclasses.replace(model, source=source)
 
 
@@ -561,8 +703,9 @@ def main(argv: list[str] | None = None, *, s3: Any = None) -> int:
     head = model.pretrained_head
     if head is not None:
         head_gated = f", gated: licence {head.licence.name} {head.licence.url}" if head.licence else ""
-        print(f"  pre-trained {head.kind} draft: {head.s3_uri} (channel {head.channel_name}{head_gated})",
-              file=sys.stderr)
+        print(
+            f"  pre-trained {head.kind} draft: {head.s3_uri} (channel {head.channel_name}{head_gated})", file=sys.stderr
+        )
     return 0
 
 
@@ -571,9 +714,11 @@ if __name__ == "__main__":
 
 
 # ---------------------------------------------------------------------- resolving a ModelSpec
-def spec_problems(model_id: str, version: str, accept_eula: bool, lock: JumpStartLock, region: str | None,
-                  *, path: str = "") -> list[Problem]:
+def spec_problems(
+    model_id: str, version: str, accept_eula: bool, lock: JumpStartLock, region: str | None, *, path: str = ""
+) -> list[Problem]:
     """Problems of one ``source: jumpstart`` model against the lock: not held, or gated and not accepted."""
+
     def at(name: str) -> str:
         return f"{path}.{name}" if path else name
 
@@ -584,10 +729,15 @@ def spec_problems(model_id: str, version: str, accept_eula: bool, lock: JumpStar
     model = lock.find(model_id, version, region)
     assert model is not None
     if model.licence is not None and accept_eula is not True:
-        return [Problem(at("accept_eula"), accept_eula,
-                        f"true: {model_id} is gated; its licence {model.licence.name} ({model.licence.url}) must be "
-                        "accepted by a person before SageMaker serves or optimizes it",
-                        "read the licence, then set accept_eula: true on this model")]
+        return [
+            Problem(
+                at("accept_eula"),
+                accept_eula,
+                f"true: {model_id} is gated; its licence {model.licence.name} ({model.licence.url}) must be "
+                "accepted by a person before SageMaker serves or optimizes it",
+                "read the licence, then set accept_eula: true on this model",
+            )
+        ]
     return []
 
 
@@ -605,8 +755,11 @@ def resolve(spec: Any, lock: JumpStartLock, region: str | None, *, where: str) -
     model = lock.find(spec.model_id, spec.version, region)
     assert model is not None
     given = spec.model_fields_set
-    update: dict[str, Any] = {"image": model.image_uri, "model_data_s3_uri": model.artifact_s3_uri,
-                              "environment": {**model.environment, **spec.environment}}
+    update: dict[str, Any] = {
+        "image": model.image_uri,
+        "model_data_s3_uri": model.artifact_s3_uri,
+        "environment": {**model.environment, **spec.environment},
+    }
     if "accelerators" not in given and model.accelerators is not None:
         update["accelerators"] = model.accelerators
     if "min_memory_mb" not in given and model.min_memory_mb is not None:
@@ -616,10 +769,20 @@ def resolve(spec: Any, lock: JumpStartLock, region: str | None, *, where: str) -
     from .settings import _image_problem
     from ..core.settings import s3_uri_problem
 
-    checks = [p for p in (_image_problem(model.image_uri), s3_uri_problem("", model.artifact_s3_uri, want="prefix"))
-              if p is not None]
-    checks = [Problem(f"model_id ({lock.path} image_uri/artifact_s3_uri)", p.value, p.allowed,
-                      f"write the lock again: {lock_command(spec.model_id, spec.version, region)}") for p in checks]
+    checks = [
+        p
+        for p in (_image_problem(model.image_uri), s3_uri_problem("", model.artifact_s3_uri, want="prefix"))
+        if p is not None
+    ]
+    checks = [
+        Problem(
+            f"model_id ({lock.path} image_uri/artifact_s3_uri)",
+            p.value,
+            p.allowed,
+            f"write the lock again: {lock_command(spec.model_id, spec.version, region)}",
+        )
+        for p in checks
+    ]
     checks.extend(images.capability_problems(resolved))
     if checks:
         raise ConfigurationError(checks, source=where)

@@ -1,4 +1,5 @@
 """``ModelComponent``: one model on an ``LlmEndpoint``, as an inference component with its own copies."""
+
 from __future__ import annotations
 
 import re
@@ -48,9 +49,12 @@ MAX_ENVIRONMENT = 100
 
 def _environment_count_problem(count: int, configured: int, adding: str = "") -> Problem:
     added = f", the last {adding}" if adding else ""
-    return Problem("environment", f"{count} variables ({configured} configured, {count - configured} set by features"
-                   f"{added})", f"at most {MAX_ENVIRONMENT} variables in the container (SageMaker's limit)",
-                   "remove variables from environment")
+    return Problem(
+        "environment",
+        f"{count} variables ({configured} configured, {count - configured} set by features{added})",
+        f"at most {MAX_ENVIRONMENT} variables in the container (SageMaker's limit)",
+        "remove variables from environment",
+    )
 
 
 class ModelComponent(InferenceComponentConstruct):
@@ -118,8 +122,9 @@ class ModelComponent(InferenceComponentConstruct):
 
         environment = {**self.default_environment(spec), **spec.environment, **(extra_environment or {})}
         if len(environment) > MAX_ENVIRONMENT:
-            raise ConfigurationError([_environment_count_problem(len(environment), len(spec.environment))],
-                                     source=self.node.path)
+            raise ConfigurationError(
+                [_environment_count_problem(len(environment), len(spec.environment))], source=self.node.path
+            )
         self._environment = environment
         image, repository_arn = container_image(spec.image, scope=self)
         self.image_uri = image
@@ -142,7 +147,8 @@ class ModelComponent(InferenceComponentConstruct):
                         s3_data_type="S3Object" if compressed else "S3Prefix",
                         compression_type="Gzip" if compressed else "None",
                         model_access_config=sagemaker.CfnModel.ModelAccessConfigProperty(accept_eula=True)
-                        if self.accepts_eula else None,
+                        if self.accepts_eula
+                        else None,
                     )
                 ),
                 environment=environment,
@@ -180,7 +186,9 @@ class ModelComponent(InferenceComponentConstruct):
                 startup_parameters=startup,
                 data_cache_config=cache,
                 scheduling_config=scheduling_config(spec),
-            ) if not pools else None,
+            )
+            if not pools
+            else None,
             specifications=[
                 ic.InferenceComponentSpecificationForInstanceTypeProperty(
                     instance_type=instance_type,
@@ -191,7 +199,9 @@ class ModelComponent(InferenceComponentConstruct):
                     scheduling_config=scheduling_config(spec),
                 )
                 for instance_type in endpoint.options.instance_types
-            ] if pools else None,
+            ]
+            if pools
+            else None,
             # Left out when autoscaling manages the count: see CopyScaling.template_copy_count.
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
                 copy_count=copies.template_copy_count
@@ -230,7 +240,8 @@ class ModelComponent(InferenceComponentConstruct):
         if head is not None:
             num_tokens = self.spec.eagle.num_speculative_tokens if self.spec.eagle is not None else 5
             self.speculative_decoding = SpeculativeDecoding(
-                self, "SpeculativeDecoding", component=self, pretrained_head=head, num_speculative_tokens=num_tokens)
+                self, "SpeculativeDecoding", component=self, pretrained_head=head, num_speculative_tokens=num_tokens
+            )
 
     @property
     def accepts_eula(self) -> bool:
@@ -239,8 +250,13 @@ class ModelComponent(InferenceComponentConstruct):
         return self.jumpstart is not None and self.jumpstart.gated and self.spec.accept_eula
 
     # ---------------------------------------------------------------- rollout
-    def configure_rollout(self, rollout: RolloutSettings | None, rollback_alarms: Mapping[str, cloudwatch.IAlarm],
-                          *, watched: Sequence[cloudwatch.IAlarm] = ()) -> None:
+    def configure_rollout(
+        self,
+        rollout: RolloutSettings | None,
+        rollback_alarms: Mapping[str, cloudwatch.IAlarm],
+        *,
+        watched: Sequence[cloudwatch.IAlarm] = (),
+    ) -> None:
         """Roll an update of this component out in steps AWS takes for its copies (``rollout_batch_size``),
         rolling back on ``rollback_alarms`` (literal name -> alarm; SageMaker reads at most ``MAX_ROLLBACK_ALARMS``).
 
@@ -254,17 +270,22 @@ class ModelComponent(InferenceComponentConstruct):
         kind, value = self.rollout_batch_size(rollout)
         size = sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty
         names = list(rollback_alarms)[:MAX_ROLLBACK_ALARMS]
-        self.cfn_inference_component.deployment_config = sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty(
-            rolling_update_policy=sagemaker.CfnInferenceComponent.InferenceComponentRollingUpdatePolicyProperty(
-                maximum_batch_size=size(type=kind, value=value),
-                wait_interval_in_seconds=rollout.wait_seconds,
-                maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
-                rollback_maximum_batch_size=size(type="COPY_COUNT", value=rollout.rollback_batch_copies)
-                if rollout.rollback_batch_copies is not None else None,
-            ),
-            auto_rollback_configuration=sagemaker.CfnInferenceComponent.AutoRollbackConfigurationProperty(
-                alarms=[sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=name) for name in names]
-            ) if names else None,
+        self.cfn_inference_component.deployment_config = (
+            sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty(
+                rolling_update_policy=sagemaker.CfnInferenceComponent.InferenceComponentRollingUpdatePolicyProperty(
+                    maximum_batch_size=size(type=kind, value=value),
+                    wait_interval_in_seconds=rollout.wait_seconds,
+                    maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
+                    rollback_maximum_batch_size=size(type="COPY_COUNT", value=rollout.rollback_batch_copies)
+                    if rollout.rollback_batch_copies is not None
+                    else None,
+                ),
+                auto_rollback_configuration=sagemaker.CfnInferenceComponent.AutoRollbackConfigurationProperty(
+                    alarms=[sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=name) for name in names]
+                )
+                if names
+                else None,
+            )
         )
 
     def rollout_batch_size(self, rollout: RolloutSettings) -> tuple[str, int]:
@@ -283,18 +304,36 @@ class ModelComponent(InferenceComponentConstruct):
             fewest, most = batch_count_range(copies.min_copies, copies.max_copies)
             if not fewest <= rollout.batch_copies <= most:
                 smallest = max(1, copies.min_copies)
-                allowed = (f"{fewest}-{most} copies" if fewest <= most else "no copy count: 50% of "
-                           f"{smallest} cop{'y' if smallest == 1 else 'ies'} is less than one")
-                raise ConfigurationError([Problem(
-                    "monitoring.rollout.batch_copies", rollout.batch_copies,
-                    f"5-50% of every copy count model {self.spec.name} may run ({smallest}-{copies.max_copies}, AWS's "
-                    f"range for a rolling step): {allowed}",
-                    "remove batch_copies (the library then picks a step AWS takes for each model), set batch_percent "
-                    "(5-50) instead, or " + " and ".join(
-                        ([f"raise copies.min_copies to {2 * rollout.batch_copies} or more"]
-                         if rollout.batch_copies > most else [])
-                        + ([f"lower copies.max_copies to {20 * rollout.batch_copies} or less"]
-                           if rollout.batch_copies < fewest else [])))], source=self.node.path)
+                allowed = (
+                    f"{fewest}-{most} copies"
+                    if fewest <= most
+                    else f"no copy count: 50% of {smallest} cop{'y' if smallest == 1 else 'ies'} is less than one"
+                )
+                raise ConfigurationError(
+                    [
+                        Problem(
+                            "monitoring.rollout.batch_copies",
+                            rollout.batch_copies,
+                            f"5-50% of every copy count model {self.spec.name} may run ({smallest}-{copies.max_copies}, AWS's "
+                            f"range for a rolling step): {allowed}",
+                            "remove batch_copies (the library then picks a step AWS takes for each model), set batch_percent "
+                            "(5-50) instead, or "
+                            + " and ".join(
+                                (
+                                    [f"raise copies.min_copies to {2 * rollout.batch_copies} or more"]
+                                    if rollout.batch_copies > most
+                                    else []
+                                )
+                                + (
+                                    [f"lower copies.max_copies to {20 * rollout.batch_copies} or less"]
+                                    if rollout.batch_copies < fewest
+                                    else []
+                                )
+                            ),
+                        )
+                    ],
+                    source=self.node.path,
+                )
             return "COPY_COUNT", rollout.batch_copies
         kind, value = rolling_batch(copies.min_copies, copies.max_copies)
         return ("COPY_COUNT" if kind == "count" else "CAPACITY_PERCENT"), value
@@ -310,20 +349,31 @@ class ModelComponent(InferenceComponentConstruct):
         reasoning parsers when the model sets ``tools`` / ``reasoning``."""
         if not spec.is_lmi:
             return {}
-        return {"OPTION_MODEL_ID": "/opt/ml/model", "OPTION_TENSOR_PARALLEL_DEGREE": str(spec.accelerators),
-                **tool_environment(spec)}  # tools / reasoning: the vLLM parsers (hosting/tool_calling.py)
+        return {
+            "OPTION_MODEL_ID": "/opt/ml/model",
+            "OPTION_TENSOR_PARALLEL_DEGREE": str(spec.accelerators),
+            **tool_environment(spec),
+        }  # tools / reasoning: the vLLM parsers (hosting/tool_calling.py)
 
     def add_environment(self, name: str, value: str) -> None:
         """Add a container variable (used by adapters, sessions and speculative decoding)."""
         if name in self.spec.environment and self.spec.environment[name] != value:
             raise ConfigurationError(
-                [Problem(f"environment.{name}", self.spec.environment[name], f"{value!r}, which a feature of this model needs",
-                         f"remove {name} from environment; the feature sets it")],
+                [
+                    Problem(
+                        f"environment.{name}",
+                        self.spec.environment[name],
+                        f"{value!r}, which a feature of this model needs",
+                        f"remove {name} from environment; the feature sets it",
+                    )
+                ],
                 source=self.node.path,
             )
         if name not in self._environment and len(self._environment) >= MAX_ENVIRONMENT:
-            raise ConfigurationError([_environment_count_problem(len(self._environment) + 1, len(self.spec.environment),
-                                                                 adding=name)], source=self.node.path)
+            raise ConfigurationError(
+                [_environment_count_problem(len(self._environment) + 1, len(self.spec.environment), adding=name)],
+                source=self.node.path,
+            )
         self._environment[name] = value
         self.cfn_model.add_property_override(f"PrimaryContainer.Environment.{name}", value)
 
@@ -402,14 +452,19 @@ class ModelComponent(InferenceComponentConstruct):
 
     def _grant_container_logs(self) -> None:
         stack = Stack.of(self)
-        group = stack.format_arn(service="logs", resource="log-group", resource_name=self.log_group_name,
-                                 arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        group = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=self.log_group_name,
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         grants.grant(
             self.endpoint.role,
             actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
             resources=[group, f"{group}:log-stream:*"],
             reason="SageMaker creates one log stream per copy of the model in the component's own log group "
-                   "/aws/sagemaker/InferenceComponents/<component>; the stream names are generated.")
+            "/aws/sagemaker/InferenceComponents/<component>; the stream names are generated.",
+        )
 
     def _grant_model_access(self, spec: ModelSpec, repository_arn: str, key: kms.IKey | None) -> None:
         role = self.endpoint.role
@@ -419,9 +474,12 @@ class ModelComponent(InferenceComponentConstruct):
         partition = Aws.PARTITION
         prefix = key_path if key_path.endswith(".tar.gz") else f"{key_path}*"
         weights_arn = f"arn:{partition}:s3:::{bucket}/{prefix}"
-        grants.grant(role, actions=["s3:GetObject"], resources=[weights_arn],
-                     reason="The model's weights are many files under one S3 prefix; read-only GetObject on that "
-                            "prefix only.")
+        grants.grant(
+            role,
+            actions=["s3:GetObject"],
+            resources=[weights_arn],
+            reason="The model's weights are many files under one S3 prefix; read-only GetObject on that prefix only.",
+        )
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["s3:ListBucket"],
@@ -453,12 +511,17 @@ class ModelComponent(InferenceComponentConstruct):
 
     def metric_gpu_utilization(self, *, statistic: str = "Average", **kwargs: Any) -> cloudwatch.Metric:
         """GPU utilization of this model's copies, percent of the GPUs they hold."""
-        return self.metric("GPUUtilizationNormalized", namespace="/aws/sagemaker/InferenceComponents",
-                           statistic=statistic, **kwargs)
+        return self.metric(
+            "GPUUtilizationNormalized", namespace="/aws/sagemaker/InferenceComponents", statistic=statistic, **kwargs
+        )
 
     def metric_gpu_memory_utilization(self, *, statistic: str = "Average", **kwargs: Any) -> cloudwatch.Metric:
-        return self.metric("GPUMemoryUtilizationNormalized", namespace="/aws/sagemaker/InferenceComponents",
-                           statistic=statistic, **kwargs)
+        return self.metric(
+            "GPUMemoryUtilizationNormalized",
+            namespace="/aws/sagemaker/InferenceComponents",
+            statistic=statistic,
+            **kwargs,
+        )
 
 
 def compute_requirements(
@@ -478,7 +541,8 @@ def scheduling_config(spec: ModelSpec) -> sagemaker.CfnInferenceComponent.Infere
     return sagemaker.CfnInferenceComponent.InferenceComponentSchedulingConfigProperty(
         placement_strategy=placement.strategy,
         availability_zone_balance=sagemaker.CfnInferenceComponent.InferenceComponentAvailabilityZoneBalanceProperty(
-            enforcement_mode="PERMISSIVE", max_imbalance=placement.max_zone_imbalance,
+            enforcement_mode="PERMISSIVE",
+            max_imbalance=placement.max_zone_imbalance,
         ),
     )
 
@@ -520,16 +584,24 @@ def refuse_deploy_of(scope: Construct, model: "JumpStartModel") -> str | None:
     stack = Stack.of(scope)
     rule_id = DEPLOY_RULE_PREFIX + re.sub(r"[^A-Za-z0-9]", "", f"{model.model_id}{model.version}".title())[:180]
     if stack.node.try_find_child(rule_id) is None:
-        CfnRule(stack, rule_id, assertions=[CfnRuleAssertion(
-            assert_=Fn.condition_equals(model.source.kind, FROM_JUMPSTART), assert_description=reason)])
+        CfnRule(
+            stack,
+            rule_id,
+            assertions=[
+                CfnRuleAssertion(
+                    assert_=Fn.condition_equals(model.source.kind, FROM_JUMPSTART), assert_description=reason
+                )
+            ],
+        )
     message = f"{reason} Until then CloudFormation refuses every deploy of {stack.stack_name}."
     Annotations.of(scope).add_info(message)
     print(f"note: {scope.node.path}: {message}", file=sys.stderr)  # synth works: a note, not a warning to acknowledge
     return reason
 
 
-def _resolve_jumpstart(component: "ModelComponent", spec: ModelSpec, lock: "JumpStartLock | None",
-                       instance_type: str) -> "tuple[ModelSpec, JumpStartModel]":
+def _resolve_jumpstart(
+    component: "ModelComponent", spec: ModelSpec, lock: "JumpStartLock | None", instance_type: str
+) -> "tuple[ModelSpec, JumpStartModel]":
     from pathlib import Path
 
     from aws_cdk import Annotations, Token
@@ -547,10 +619,13 @@ def _resolve_jumpstart(component: "ModelComponent", spec: ModelSpec, lock: "Jump
         Annotations.of(component).add_warning_v2(
             "sagemaker-llm-cdk:jumpstart-instance-type",
             f"JumpStart lists {', '.join(types)} for {model.model_id} {model.version}, not "
-            f"{instance_type}: the model may not fit or start; choose a listed type")
+            f"{instance_type}: the model may not fit or start; choose a listed type",
+        )
     if model.licence is not None:
-        message = (f"JumpStart model {model.model_id} {model.version} is gated: licence {model.licence.name} "
-                   f"({model.licence.url}) accepted by accept_eula: true")
+        message = (
+            f"JumpStart model {model.model_id} {model.version} is gated: licence {model.licence.name} "
+            f"({model.licence.url}) accepted by accept_eula: true"
+        )
         Annotations.of(component).add_info(message)
         import sys
 
@@ -565,8 +640,14 @@ def _fit_problems(spec: ModelSpec, physical: str, endpoint: "LlmEndpoint") -> li
     field = "physical_name" if spec.physical_name is not None else "name"
     for name in dict.fromkeys((spec.name, physical)):
         if name_taken_problem(field, name, endpoint) is not None:
-            problems.append(Problem(field, name, "a name no other model or adapter on this endpoint uses",
-                                    "give this model another name"))
+            problems.append(
+                Problem(
+                    field,
+                    name,
+                    "a name no other model or adapter on this endpoint uses",
+                    "give this model another name",
+                )
+            )
             break
     problems.extend(fit_problems(spec, endpoint.options))
     return problems

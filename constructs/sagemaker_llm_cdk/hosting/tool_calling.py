@@ -24,6 +24,7 @@ Defaults. ``ARCHITECTURE_DEFAULTS`` holds the parser a model family documents fo
 it is written; ``tools: {}`` or ``reasoning: {}`` without a parser takes it, and a family with none must name
 one.
 """
+
 from __future__ import annotations
 
 import re
@@ -39,56 +40,231 @@ if TYPE_CHECKING:
     from .settings import ModelSpec
 
 VLLM_TOOL_PARSERS: dict[str, frozenset[str]] = {
-    "0.10.2": frozenset({
-        "deepseek_v3", "deepseek_v31", "glm45", "granite", "granite-20b-fc", "hermes", "hunyuan_a13b", "internlm",
-        "jamba", "kimi_k2", "llama3_json", "llama4_json", "llama4_pythonic", "minimax", "mistral", "openai",
-        "phi4_mini_json", "pythonic", "qwen3_coder", "seed_oss", "step3", "xlam"}),
-    "0.11.1": frozenset({
-        "deepseek_v3", "deepseek_v31", "ernie45", "glm45", "granite", "granite-20b-fc", "hermes", "hunyuan_a13b",
-        "internlm", "jamba", "kimi_k2", "llama3_json", "llama4_json", "llama4_pythonic", "longcat", "minimax",
-        "minimax_m2", "mistral", "olmo3", "openai", "phi4_mini_json", "pythonic", "qwen3_coder", "qwen3_xml",
-        "seed_oss", "step3", "xlam"}),
-    "0.12.0": frozenset({
-        "deepseek_v3", "deepseek_v31", "ernie45", "glm45", "granite", "granite-20b-fc", "hermes", "hunyuan_a13b",
-        "internlm", "jamba", "kimi_k2", "llama3_json", "llama4_json", "llama4_pythonic", "longcat", "minimax",
-        "minimax_m2", "mistral", "olmo3", "openai", "phi4_mini_json", "pythonic", "qwen3_coder", "qwen3_xml",
-        "seed_oss", "step3", "xlam"}),
-    "0.26": frozenset({
-        "apertus", "cohere_command3", "cohere_command4", "deepseek_v3", "deepseek_v31", "deepseek_v32",
-        "deepseek_v4", "ernie45", "functiongemma", "gemma4", "gigachat3", "glm45", "glm47", "granite",
-        "granite-20b-fc", "granite4", "hermes", "hunyuan_a13b", "hy_v3", "inkling", "internlm", "jamba", "kimi_k2",
-        "lfm2", "llama3_json", "llama4_json", "llama4_pythonic", "longcat", "mimo", "minicpm5", "minimax_m2",
-        "minimax_m3", "mistral", "olmo3", "openai", "phi4_mini_json", "poolside_v1", "pythonic", "qwen3_coder",
-        "qwen3_xml", "seed_oss", "step3", "step3p5", "xlam"}),
+    "0.10.2": frozenset(
+        {
+            "deepseek_v3",
+            "deepseek_v31",
+            "glm45",
+            "granite",
+            "granite-20b-fc",
+            "hermes",
+            "hunyuan_a13b",
+            "internlm",
+            "jamba",
+            "kimi_k2",
+            "llama3_json",
+            "llama4_json",
+            "llama4_pythonic",
+            "minimax",
+            "mistral",
+            "openai",
+            "phi4_mini_json",
+            "pythonic",
+            "qwen3_coder",
+            "seed_oss",
+            "step3",
+            "xlam",
+        }
+    ),
+    "0.11.1": frozenset(
+        {
+            "deepseek_v3",
+            "deepseek_v31",
+            "ernie45",
+            "glm45",
+            "granite",
+            "granite-20b-fc",
+            "hermes",
+            "hunyuan_a13b",
+            "internlm",
+            "jamba",
+            "kimi_k2",
+            "llama3_json",
+            "llama4_json",
+            "llama4_pythonic",
+            "longcat",
+            "minimax",
+            "minimax_m2",
+            "mistral",
+            "olmo3",
+            "openai",
+            "phi4_mini_json",
+            "pythonic",
+            "qwen3_coder",
+            "qwen3_xml",
+            "seed_oss",
+            "step3",
+            "xlam",
+        }
+    ),
+    "0.12.0": frozenset(
+        {
+            "deepseek_v3",
+            "deepseek_v31",
+            "ernie45",
+            "glm45",
+            "granite",
+            "granite-20b-fc",
+            "hermes",
+            "hunyuan_a13b",
+            "internlm",
+            "jamba",
+            "kimi_k2",
+            "llama3_json",
+            "llama4_json",
+            "llama4_pythonic",
+            "longcat",
+            "minimax",
+            "minimax_m2",
+            "mistral",
+            "olmo3",
+            "openai",
+            "phi4_mini_json",
+            "pythonic",
+            "qwen3_coder",
+            "qwen3_xml",
+            "seed_oss",
+            "step3",
+            "xlam",
+        }
+    ),
+    "0.26": frozenset(
+        {
+            "apertus",
+            "cohere_command3",
+            "cohere_command4",
+            "deepseek_v3",
+            "deepseek_v31",
+            "deepseek_v32",
+            "deepseek_v4",
+            "ernie45",
+            "functiongemma",
+            "gemma4",
+            "gigachat3",
+            "glm45",
+            "glm47",
+            "granite",
+            "granite-20b-fc",
+            "granite4",
+            "hermes",
+            "hunyuan_a13b",
+            "hy_v3",
+            "inkling",
+            "internlm",
+            "jamba",
+            "kimi_k2",
+            "lfm2",
+            "llama3_json",
+            "llama4_json",
+            "llama4_pythonic",
+            "longcat",
+            "mimo",
+            "minicpm5",
+            "minimax_m2",
+            "minimax_m3",
+            "mistral",
+            "olmo3",
+            "openai",
+            "phi4_mini_json",
+            "poolside_v1",
+            "pythonic",
+            "qwen3_coder",
+            "qwen3_xml",
+            "seed_oss",
+            "step3",
+            "step3p5",
+            "xlam",
+        }
+    ),
 }
 """Tool-call parser names each vLLM release registers, by the ``vllm`` version ``images.LMI_IMAGES`` gives."""
 
 VLLM_REASONING_PARSERS: dict[str, frozenset[str]] = {
-    "0.10.2": frozenset({"deepseek_r1", "glm45", "granite", "hunyuan_a13b", "mistral", "openai_gptoss", "qwen3",
-                         "step3"}),
-    "0.11.1": frozenset({
-        "deepseek_r1", "deepseek_v3", "ernie45", "glm45", "granite", "hunyuan_a13b", "kimi_k2", "minimax_m2",
-        "minimax_m2_append_think", "mistral", "olmo3", "openai_gptoss", "qwen3", "seed_oss", "step3"}),
-    "0.12.0": frozenset({
-        "deepseek_r1", "deepseek_v3", "ernie45", "glm45", "granite", "hunyuan_a13b", "kimi_k2", "minimax_m2",
-        "minimax_m2_append_think", "mistral", "olmo3", "openai_gptoss", "qwen3", "seed_oss", "step3"}),
-    "0.26": frozenset({
-        "cohere_command3", "cohere_command4", "deepseek_r1", "deepseek_v3", "deepseek_v4", "ernie45", "gemma4",
-        "glm45", "glm47", "granite", "holo2", "hunyuan_a13b", "hy_v3", "inkling", "kimi_k2", "mimo", "minimax_m2",
-        "minimax_m2_append_think", "minimax_m3", "mistral", "nemotron_v3", "olmo3", "openai_gptoss",
-        "poolside_v1", "qwen3", "seed_oss", "step3", "step3p5"}),
+    "0.10.2": frozenset(
+        {"deepseek_r1", "glm45", "granite", "hunyuan_a13b", "mistral", "openai_gptoss", "qwen3", "step3"}
+    ),
+    "0.11.1": frozenset(
+        {
+            "deepseek_r1",
+            "deepseek_v3",
+            "ernie45",
+            "glm45",
+            "granite",
+            "hunyuan_a13b",
+            "kimi_k2",
+            "minimax_m2",
+            "minimax_m2_append_think",
+            "mistral",
+            "olmo3",
+            "openai_gptoss",
+            "qwen3",
+            "seed_oss",
+            "step3",
+        }
+    ),
+    "0.12.0": frozenset(
+        {
+            "deepseek_r1",
+            "deepseek_v3",
+            "ernie45",
+            "glm45",
+            "granite",
+            "hunyuan_a13b",
+            "kimi_k2",
+            "minimax_m2",
+            "minimax_m2_append_think",
+            "mistral",
+            "olmo3",
+            "openai_gptoss",
+            "qwen3",
+            "seed_oss",
+            "step3",
+        }
+    ),
+    "0.26": frozenset(
+        {
+            "cohere_command3",
+            "cohere_command4",
+            "deepseek_r1",
+            "deepseek_v3",
+            "deepseek_v4",
+            "ernie45",
+            "gemma4",
+            "glm45",
+            "glm47",
+            "granite",
+            "holo2",
+            "hunyuan_a13b",
+            "hy_v3",
+            "inkling",
+            "kimi_k2",
+            "mimo",
+            "minimax_m2",
+            "minimax_m2_append_think",
+            "minimax_m3",
+            "mistral",
+            "nemotron_v3",
+            "olmo3",
+            "openai_gptoss",
+            "poolside_v1",
+            "qwen3",
+            "seed_oss",
+            "step3",
+            "step3p5",
+        }
+    ),
 }
 """Reasoning parser names each vLLM release registers, by the ``vllm`` version ``images.LMI_IMAGES`` gives."""
 
 WHEELS: dict[str, str] = {
     "0.10.2": "vllm-0.10.2-cp38-abi3-manylinux1_x86_64.whl "
-              "sha256:e0cba6110483d9bf25c4402d8655cf78d366dd13e4155210980cc3480ed98b7b",
+    "sha256:e0cba6110483d9bf25c4402d8655cf78d366dd13e4155210980cc3480ed98b7b",
     "0.11.1": "vllm-0.11.1-cp38-abi3-manylinux1_x86_64.whl "
-              "sha256:077da60655466bab811f006ef93b90d45322e49fa0f204ffac6d48c32866b6d1",
+    "sha256:077da60655466bab811f006ef93b90d45322e49fa0f204ffac6d48c32866b6d1",
     "0.12.0": "vllm-0.12.0-cp38-abi3-manylinux_2_31_x86_64.whl "
-              "sha256:596673edcac5ea8ab8cb2d9b0200052978cd91d78a054926d9d0c6895d34237f",
+    "sha256:596673edcac5ea8ab8cb2d9b0200052978cd91d78a054926d9d0c6895d34237f",
     "0.26": "vllm-0.26.0-cp38-abi3-manylinux_2_28_x86_64.whl "
-            "sha256:adb1e4c9b46d0dfdb094121ae5aad670a42412dd813ed4e5db069ed6a15006de",
+    "sha256:adb1e4c9b46d0dfdb094121ae5aad670a42412dd813ed4e5db069ed6a15006de",
 }
 """The PyPI wheel each parser list was read from (``python -m tools.vllm_parsers <wheel>``)."""
 
@@ -103,21 +279,31 @@ class ArchitectureDefault(NamedTuple):
 
 ARCHITECTURE_DEFAULTS: dict[str, ArchitectureDefault] = {
     "Qwen3ForCausalLM": ArchitectureDefault(
-        "hermes", "qwen3", "Qwen's vLLM deployment guide (--enable-auto-tool-choice --tool-call-parser hermes) and "
-        "vLLM's reasoning-outputs page (Qwen3 series: qwen3)"),
+        "hermes",
+        "qwen3",
+        "Qwen's vLLM deployment guide (--enable-auto-tool-choice --tool-call-parser hermes) and "
+        "vLLM's reasoning-outputs page (Qwen3 series: qwen3)",
+    ),
     "Qwen3MoeForCausalLM": ArchitectureDefault(
-        "hermes", "qwen3", "as Qwen3ForCausalLM: the Qwen3 MoE models share its chat template"),
+        "hermes", "qwen3", "as Qwen3ForCausalLM: the Qwen3 MoE models share its chat template"
+    ),
     "Qwen2ForCausalLM": ArchitectureDefault(
-        "hermes", None, "Qwen's vLLM deployment guide (Qwen2.5: hermes); Qwen2.5 has no reasoning output"),
+        "hermes", None, "Qwen's vLLM deployment guide (Qwen2.5: hermes); Qwen2.5 has no reasoning output"
+    ),
     "LlamaForCausalLM": ArchitectureDefault(
-        "llama3_json", None, "djl-serving's tool-calling guide and vLLM's tool-calling page (Llama 3.1/3.2: "
-        "llama3_json); Llama 3 has no reasoning output"),
+        "llama3_json",
+        None,
+        "djl-serving's tool-calling guide and vLLM's tool-calling page (Llama 3.1/3.2: "
+        "llama3_json); Llama 3 has no reasoning output",
+    ),
     "MistralForCausalLM": ArchitectureDefault(
-        "mistral", None, "djl-serving's integration test for Mistral 7B Instruct v0.3 and vLLM's tool-calling page "
-        "(mistral)"),
+        "mistral",
+        None,
+        "djl-serving's integration test for Mistral 7B Instruct v0.3 and vLLM's tool-calling page (mistral)",
+    ),
     "GptOssForCausalLM": ArchitectureDefault(
-        "openai", "openai_gptoss", "vLLM's GPT-OSS recipe (--tool-call-parser openai --reasoning-parser "
-        "openai_gptoss)"),
+        "openai", "openai_gptoss", "vLLM's GPT-OSS recipe (--tool-call-parser openai --reasoning-parser openai_gptoss)"
+    ),
 }
 """Default parsers per Hugging Face architecture, used when a model sets ``tools: {}`` / ``reasoning: {}``."""
 
@@ -128,8 +314,12 @@ PARSER_NAME_PATTERN = _PARSER_NAME.pattern
 def _parser_name_problem(value: str) -> Problem | None:
     if _PARSER_NAME.match(value):
         return None
-    return Problem("", value, "a vLLM parser name: letters, digits, '_', '.', '-', at most 64 characters "
-                   "(e.g. hermes)", "copy the name from the list vLLM registers (hosting/tool_calling.py)")
+    return Problem(
+        "",
+        value,
+        "a vLLM parser name: letters, digits, '_', '.', '-', at most 64 characters (e.g. hermes)",
+        "copy the name from the list vLLM registers (hosting/tool_calling.py)",
+    )
 
 
 class ToolCalling(Settings):
@@ -140,12 +330,19 @@ class ToolCalling(Settings):
     GPT-OSS's do; give another with ``environment: {OPTION_CHAT_TEMPLATE: ...}``).
     """
 
-    parser: Annotated[str | None, field_rule(_parser_name_problem), Field(
-        json_schema_extra={"pattern": PARSER_NAME_PATTERN}, description=(
-        "vLLM's tool-call parser for the model's output format, one the image's vLLM registers (vLLM 0.26: hermes, "
-        "llama3_json, mistral, openai, pythonic, qwen3_coder, qwen3_xml, ...). Default: the one the model's "
-        "architecture documents (Qwen3 and Qwen2.5: hermes, Llama 3: llama3_json, Mistral: mistral, GPT-OSS: "
-        "openai); other architectures must name one."))] = None
+    parser: Annotated[
+        str | None,
+        field_rule(_parser_name_problem),
+        Field(
+            json_schema_extra={"pattern": PARSER_NAME_PATTERN},
+            description=(
+                "vLLM's tool-call parser for the model's output format, one the image's vLLM registers (vLLM 0.26: hermes, "
+                "llama3_json, mistral, openai, pythonic, qwen3_coder, qwen3_xml, ...). Default: the one the model's "
+                "architecture documents (Qwen3 and Qwen2.5: hermes, Llama 3: llama3_json, Mistral: mistral, GPT-OSS: "
+                "openai); other architectures must name one."
+            ),
+        ),
+    ] = None
 
 
 class Reasoning(Settings):
@@ -155,11 +352,18 @@ class Reasoning(Settings):
     calls without the thinking text, and the EAGLE dataset builder keeps the two apart.
     """
 
-    parser: Annotated[str | None, field_rule(_parser_name_problem), Field(
-        json_schema_extra={"pattern": PARSER_NAME_PATTERN}, description=(
-        "vLLM's reasoning parser, one the image's vLLM registers (vLLM 0.26: qwen3, deepseek_r1, openai_gptoss, "
-        "mistral, granite, ...). Default: the one the model's architecture documents (Qwen3: qwen3, GPT-OSS: "
-        "openai_gptoss); other architectures must name one."))] = None
+    parser: Annotated[
+        str | None,
+        field_rule(_parser_name_problem),
+        Field(
+            json_schema_extra={"pattern": PARSER_NAME_PATTERN},
+            description=(
+                "vLLM's reasoning parser, one the image's vLLM registers (vLLM 0.26: qwen3, deepseek_r1, openai_gptoss, "
+                "mistral, granite, ...). Default: the one the model's architecture documents (Qwen3: qwen3, GPT-OSS: "
+                "openai_gptoss); other architectures must name one."
+            ),
+        ),
+    ] = None
 
 
 def tool_parsers_of(spec: "ModelSpec") -> tuple[frozenset[str], frozenset[str]] | None:
@@ -198,16 +402,23 @@ def tool_calling_problems(spec: "ModelSpec", *, image_known: bool = True) -> lis
     if image_known and not spec.is_lmi:
         for field in ("tools", "reasoning"):
             if getattr(spec, field) is not None:
-                problems.append(Problem(field, "set", f"an LMI image (djl-inference): {field} sets the LMI container's "
-                                        f"vLLM options, which {spec.image} does not read",
-                                        f"use image: lmi, or remove {field} and configure the container through "
-                                        "environment"))
+                problems.append(
+                    Problem(
+                        field,
+                        "set",
+                        f"an LMI image (djl-inference): {field} sets the LMI container's "
+                        f"vLLM options, which {spec.image} does not read",
+                        f"use image: lmi, or remove {field} and configure the container through environment",
+                    )
+                )
         return problems
     shipped = tool_parsers_of(spec) if image_known else None
     image = images.lmi_image(images.tag_of(spec.image))
     what = f"{spec.image} ({image.tag}, vLLM {image.vllm})" if image else spec.image
-    for field, chosen, kind, index in (("tools", tool_parser(spec), "tool-call", 0),
-                                       ("reasoning", reasoning_parser(spec), "reasoning", 1)):
+    for field, chosen, kind, index in (
+        ("tools", tool_parser(spec), "tool-call", 0),
+        ("reasoning", reasoning_parser(spec), "reasoning", 1),
+    ):
         if getattr(spec, field) is None:
             continue
         if chosen is None:
@@ -218,16 +429,26 @@ def tool_calling_problems(spec: "ModelSpec", *, image_known: bool = True) -> lis
                     defaults[arch] = name
             families = ", ".join(f"{arch}: {name}" for arch, name in defaults.items())
             documented = sorted(set(defaults.values()))
-            problems.append(Problem(f"{field}.parser", None,
-                                    f"a {kind} parser: architecture {spec.architecture or '(not given)'} documents no "
-                                    f"default (defaults exist for {families})",
-                                    f"set {field}.parser (e.g. {', '.join(documented)})"
-                                    + ("" if spec.architecture else ", or set architecture")))
+            problems.append(
+                Problem(
+                    f"{field}.parser",
+                    None,
+                    f"a {kind} parser: architecture {spec.architecture or '(not given)'} documents no "
+                    f"default (defaults exist for {families})",
+                    f"set {field}.parser (e.g. {', '.join(documented)})"
+                    + ("" if spec.architecture else ", or set architecture"),
+                )
+            )
             continue
         if shipped is not None and chosen not in shipped[index]:
-            problems.append(Problem(f"{field}.parser", chosen,
-                                    f"one of the {kind} parsers image {what} ships: " + ", ".join(sorted(shipped[index])),
-                                    f"pick a listed parser, or an image whose vLLM has {chosen}"))
+            problems.append(
+                Problem(
+                    f"{field}.parser",
+                    chosen,
+                    f"one of the {kind} parsers image {what} ships: " + ", ".join(sorted(shipped[index])),
+                    f"pick a listed parser, or an image whose vLLM has {chosen}",
+                )
+            )
     return problems
 
 

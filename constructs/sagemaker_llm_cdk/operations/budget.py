@@ -19,6 +19,7 @@ resource cannot be replaced). The name ends with a digest of the notifications a
 replacement succeeds; the same config gives the same name on every synth; a limit or filter change keeps it
 (those update in place).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -50,8 +51,9 @@ def budget_name(stack_name: str, region: str, create_only: Any) -> str:
     the digest covers them and the full stack name, so a change of them gives a new name, and two stacks whose
     names are cut to the same start never share one. A long stack name is cut, never the digest or the region.
     """
-    digest = hashlib.sha256(json.dumps([stack_name, create_only], sort_keys=True, separators=(",", ":"))
-                            .encode("utf-8")).hexdigest()[:_DIGEST]
+    digest = hashlib.sha256(
+        json.dumps([stack_name, create_only], sort_keys=True, separators=(",", ":")).encode("utf-8")
+    ).hexdigest()[:_DIGEST]
     region_length = REGION_ROOM if Token.is_unresolved(region) else len(region)
     room = NAME_MAX - region_length - len("--monthly-") - _DIGEST
     return f"{stack_name[:room].rstrip('-')}-{region}-monthly-{digest}"
@@ -75,10 +77,19 @@ class CostBudget(Construct):
     :param tag_key / tag_value: the cost filter. Default: the stack's ``aws:cloudformation:stack-name`` tag.
     """
 
-    def __init__(self, scope: Construct, id: str, *, max_usd_per_month: int, emails: Sequence[str] = (),
-                 topic: sns.ITopic | None = None, actual_percent: Sequence[int] = (80, 100),
-                 forecasted_percent: Sequence[int] = (100,), tag_key: str | None = None,
-                 tag_value: str | None = None) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        max_usd_per_month: int,
+        emails: Sequence[str] = (),
+        topic: sns.ITopic | None = None,
+        actual_percent: Sequence[int] = (80, 100),
+        forecasted_percent: Sequence[int] = (100,),
+        tag_key: str | None = None,
+        tag_value: str | None = None,
+    ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
         if not emails and topic is None:
@@ -87,12 +98,14 @@ class CostBudget(Construct):
         self.tag_key = tag_key or STACK_NAME_TAG
         self.tag_value: str = tag_value if tag_key and tag_value is not None else stack.stack_name
         self._notifications: list[dict[str, Any]] = []  # the notifications in the template's terms (below)
-        self.budget_name: str = Lazy.string(_Produce(lambda: budget_name(
-            stack.stack_name, stack.region, stack.resolve(self._notifications))))
+        self.budget_name: str = Lazy.string(
+            _Produce(lambda: budget_name(stack.stack_name, stack.region, stack.resolve(self._notifications)))
+        )
         """Unique per account (budgets are global): the stack's name and region, and a digest of the notifications
         (read at synth, when every token they hold resolves), so that changing them replaces the budget."""
-        self.budget_arn = stack.format_arn(service="budgets", region="", resource="budget",
-                                           resource_name=self.budget_name)
+        self.budget_arn = stack.format_arn(
+            service="budgets", region="", resource="budget", resource_name=self.budget_name
+        )
         subscribers = [budgets.CfnBudget.SubscriberProperty(subscription_type="EMAIL", address=a) for a in emails]
         if topic is not None:
             subscribers.append(budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=topic.topic_arn))
@@ -100,49 +113,80 @@ class CostBudget(Construct):
         notifications = [
             budgets.CfnBudget.NotificationWithSubscribersProperty(
                 notification=budgets.CfnBudget.NotificationProperty(
-                    notification_type=kind, comparison_operator="GREATER_THAN", threshold=percent,
-                    threshold_type="PERCENTAGE"),
-                subscribers=subscribers)
+                    notification_type=kind,
+                    comparison_operator="GREATER_THAN",
+                    threshold=percent,
+                    threshold_type="PERCENTAGE",
+                ),
+                subscribers=subscribers,
+            )
             for kind, percents in (("ACTUAL", actual_percent), ("FORECASTED", forecasted_percent))
             for percent in percents
         ]
         # The same values in the template's terms, for the name's digest.
         self._notifications[:] = [
-            {"Notification": {"NotificationType": kind, "ComparisonOperator": "GREATER_THAN", "Threshold": percent,
-                              "ThresholdType": "PERCENTAGE"},
-             "Subscribers": [{"SubscriptionType": s.subscription_type, "Address": s.address} for s in subscribers]}
+            {
+                "Notification": {
+                    "NotificationType": kind,
+                    "ComparisonOperator": "GREATER_THAN",
+                    "Threshold": percent,
+                    "ThresholdType": "PERCENTAGE",
+                },
+                "Subscribers": [{"SubscriptionType": s.subscription_type, "Address": s.address} for s in subscribers],
+            }
             for kind, percents in (("ACTUAL", actual_percent), ("FORECASTED", forecasted_percent))
             for percent in percents
         ]
         self.actual_percent, self.forecasted_percent = tuple(actual_percent), tuple(forecasted_percent)
         self.resource = budgets.CfnBudget(
-            self, "Resource",
+            self,
+            "Resource",
             budget=budgets.CfnBudget.BudgetDataProperty(
-                budget_name=self.budget_name, budget_type="COST", time_unit="MONTHLY",
+                budget_name=self.budget_name,
+                budget_type="COST",
+                time_unit="MONTHLY",
                 budget_limit=budgets.CfnBudget.SpendProperty(amount=max_usd_per_month, unit="USD"),
-                cost_filters={"TagKeyValue": [tag_filter(self.tag_key, self.tag_value)]}),
-            notifications_with_subscribers=notifications)
+                cost_filters={"TagKeyValue": [tag_filter(self.tag_key, self.tag_value)]},
+            ),
+            notifications_with_subscribers=notifications,
+        )
 
     def _let_budgets_publish(self, topic: sns.ITopic) -> None:
         stack = Stack.of(self)
-        conditions = {"StringEquals": {"aws:SourceAccount": stack.account},
-                      "ArnLike": {"aws:SourceArn": self.budget_arn}}
-        topic.add_to_resource_policy(iam.PolicyStatement(
-            sid="BudgetsPublish", principals=[iam.ServicePrincipal("budgets.amazonaws.com")],
-            actions=["sns:Publish"], resources=[topic.topic_arn], conditions=conditions))
+        conditions = {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": self.budget_arn},
+        }
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="BudgetsPublish",
+                principals=[iam.ServicePrincipal("budgets.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[topic.topic_arn],
+                conditions=conditions,
+            )
+        )
         key: Any = getattr(topic, "master_key", None)
         if key is not None:
-            key.add_to_resource_policy(iam.PolicyStatement(
-                sid="BudgetsPublish", principals=[iam.ServicePrincipal("budgets.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"], conditions=conditions))
+            key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="BudgetsPublish",
+                    principals=[iam.ServicePrincipal("budgets.amazonaws.com")],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                    resources=["*"],
+                    conditions=conditions,
+                )
+            )
 
     def summary(self) -> str:
         """One line for the synth log: limit, filter, thresholds."""
         value = self.tag_value if not Token.is_unresolved(self.tag_value) else "<stack name>"
-        return (f"Budget: USD {self.max_usd_per_month:,} per month on resources tagged {self.tag_key}={value} "
-                f"(AWS Budgets; alerts at {', '.join(f'{p}%' for p in self.actual_percent)} actual"
-                + (f", {', '.join(f'{p}%' for p in self.forecasted_percent)} forecasted" if self.forecasted_percent
-                   else "") + ")")
+        return (
+            f"Budget: USD {self.max_usd_per_month:,} per month on resources tagged {self.tag_key}={value} "
+            f"(AWS Budgets; alerts at {', '.join(f'{p}%' for p in self.actual_percent)} actual"
+            + (f", {', '.join(f'{p}%' for p in self.forecasted_percent)} forecasted" if self.forecasted_percent else "")
+            + ")"
+        )
 
 
 @jsii.implements(IStableStringProducer)

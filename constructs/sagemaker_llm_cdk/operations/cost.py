@@ -8,6 +8,7 @@ the clock) and ceiling (``max_instances`` around the clock); per model: copies x
 benchmark: what the counted runs use at most; per capacity plan: what it holds and its prepaid fee (the cap, and
 whether this deploy may buy it). An unknown price reads "unknown" on its row, never 0.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,8 +38,18 @@ if TYPE_CHECKING:
 
 __all__ = ["HOURS_PER_30_DAYS", "cost_ceiling_table", "cost_model", "runs_per_30_days"]
 
-_COLUMNS = ("Endpoint / model", "Instance type", "Instances", "Accelerators", "On-demand h/30d", "Plan h/30d",
-            "USD/h", "Floor USD/30d", "Ceiling USD/30d", "Capacity plan")
+_COLUMNS = (
+    "Endpoint / model",
+    "Instance type",
+    "Instances",
+    "Accelerators",
+    "On-demand h/30d",
+    "Plan h/30d",
+    "USD/h",
+    "Floor USD/30d",
+    "Ceiling USD/30d",
+    "Capacity plan",
+)
 _RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 
 
@@ -59,8 +70,9 @@ def _parts(app_or_stack: IConstruct) -> tuple[list[Any], list[Any], list[Any]]:
     return endpoints, plans, loops
 
 
-def cost_model(app_or_stack: IConstruct, *,
-               prices: "Mapping[str, Decimal] | PriceLookup | None" = None) -> list[CostLine]:
+def cost_model(
+    app_or_stack: IConstruct, *, prices: "Mapping[str, Decimal] | PriceLookup | None" = None
+) -> list[CostLine]:
     """The cost lines of every ``LlmEndpoint``, EAGLE loop (and its benchmark) and ``CapacityPlan`` under
     ``app_or_stack``, keyed by construct path: the figures ``cost_ceiling_table`` prints, as data.
 
@@ -74,20 +86,31 @@ def cost_model(app_or_stack: IConstruct, *,
     lines: list[CostLine] = []
     for endpoint in endpoints:
         plan = endpoint.capacity_plan
-        lines.append(endpoint_line(endpoint.node.path, endpoint.node.id, endpoint.options,
-                                   getattr(plan, "spec", None) if plan is not None else None, _region(endpoint), lookup))
+        lines.append(
+            endpoint_line(
+                endpoint.node.path,
+                endpoint.node.id,
+                endpoint.options,
+                getattr(plan, "spec", None) if plan is not None else None,
+                _region(endpoint),
+                lookup,
+            )
+        )
         for loop in (x for x in loops if x.component.endpoint is endpoint):
-            lines.extend(eagle_lines(loop.node.path, loop.model_name, loop.settings, loop.job_instance_type,
-                                     _region(loop), lookup))
+            lines.extend(
+                eagle_lines(
+                    loop.node.path, loop.model_name, loop.settings, loop.job_instance_type, _region(loop), lookup
+                )
+            )
     for plan in plans:
         if getattr(plan, "spec", None) is not None:
             lines.append(plan_line(plan.node.path, plan.spec, _region(plan), may_buy=plan.purchase_approved))
     return lines
 
 
-def cost_ceiling_table(app_or_stack: IConstruct, *,
-                       prices: "Mapping[str, Decimal] | PriceLookup | None" = None,
-                       today: date | None = None) -> str:
+def cost_ceiling_table(
+    app_or_stack: IConstruct, *, prices: "Mapping[str, Decimal] | PriceLookup | None" = None, today: date | None = None
+) -> str:
     """A plain-text table of ``cost_model(app_or_stack)``: one line per endpoint (instance type, min-max instances,
     accelerators, on-demand and plan-covered hours, USD per hour, floor and ceiling USD per 30 days, plan), one per
     model (copies x accelerators), one per EAGLE loop and benchmark, one per capacity plan (prepaid fee), then the
@@ -99,8 +122,10 @@ def cost_ceiling_table(app_or_stack: IConstruct, *,
     """
     lookup = price_source(prices)
     endpoints, plans, loops = _parts(app_or_stack)
-    title = ("Cost per 30 days: floor (least capacity around the clock) and ceiling (most capacity around the clock), "
-             "on demand, USD")
+    title = (
+        "Cost per 30 days: floor (least capacity around the clock) and ceiling (most capacity around the clock), "
+        "on demand, USD"
+    )
     if not endpoints and not plans:
         return f"{title}\n(no LlmEndpoint in {app_or_stack.node.path or 'the app'})"
     lines_by_path = {line.subject: line for line in cost_model(app_or_stack, prices=lookup)}
@@ -120,9 +145,14 @@ def cost_ceiling_table(app_or_stack: IConstruct, *,
             out.append("  ".join("-" * width for width in widths))
     model = list(lines_by_path.values())
     total = totals(model)
-    out.append(f"Total per 30 days: floor {total.floor_label()}, ceiling {total.ceiling_label()} (on demand)"
-               + (f"; prepaid plan fees: up to {usd(total.prepaid_usd)} (one-off, not in the monthly figures)"
-                  if total.prepaid_usd else ""))
+    out.append(
+        f"Total per 30 days: floor {total.floor_label()}, ceiling {total.ceiling_label()} (on demand)"
+        + (
+            f"; prepaid plan fees: up to {usd(total.prepaid_usd)} (one-off, not in the monthly figures)"
+            if total.prepaid_usd
+            else ""
+        )
+    )
     budget = _budget_line(app_or_stack)
     if budget:
         out.append(budget)
@@ -158,12 +188,25 @@ def _hours(hours: Decimal) -> str:
 
 
 def _money_cells(line: CostLine) -> tuple[str, str, str, str, str]:
-    on_demand = (_hours(line.ceiling_hours) if line.floor_hours == line.ceiling_hours
-                 else f"{_hours(line.floor_hours)}-{_hours(line.ceiling_hours)}")
-    rate = ("-" if line.price is None else f"{line.price.amount.normalize():f}" if line.price.amount is not None
-            else "unknown")
-    return (on_demand, _hours(line.plan_hours) if line.plan_hours else "0", rate, usd(line.floor_usd),
-            usd(line.ceiling_usd))
+    on_demand = (
+        _hours(line.ceiling_hours)
+        if line.floor_hours == line.ceiling_hours
+        else f"{_hours(line.floor_hours)}-{_hours(line.ceiling_hours)}"
+    )
+    rate = (
+        "-"
+        if line.price is None
+        else f"{line.price.amount.normalize():f}"
+        if line.price.amount is not None
+        else "unknown"
+    )
+    return (
+        on_demand,
+        _hours(line.plan_hours) if line.plan_hours else "0",
+        rate,
+        usd(line.floor_usd),
+        usd(line.ceiling_usd),
+    )
 
 
 def _endpoint_rows(endpoint: "LlmEndpoint", notes: list[str], line: CostLine) -> list[tuple[str, ...]]:
@@ -172,22 +215,43 @@ def _endpoint_rows(endpoint: "LlmEndpoint", notes: list[str], line: CostLine) ->
     path = endpoint.node.path
     per_instance = accelerators_of(options.instance_type)
     total = per_instance * scaling.max_instances if per_instance is not None else None
-    accelerators = (f"{per_instance}/instance, {total} at most" if per_instance is not None
-                    else "unknown for this type")
+    accelerators = f"{per_instance}/instance, {total} at most" if per_instance is not None else "unknown for this type"
     plan = endpoint.capacity_plan
-    rows: list[tuple[str, ...]] = [(path, options.instance_type, f"{scaling.min_instances}-{scaling.max_instances}",
-                                    accelerators, *_money_cells(line), _plan_cell(plan))]
+    rows: list[tuple[str, ...]] = [
+        (
+            path,
+            options.instance_type,
+            f"{scaling.min_instances}-{scaling.max_instances}",
+            accelerators,
+            *_money_cells(line),
+            _plan_cell(plan),
+        )
+    ]
     demand = 0
     for model in endpoint.models:
         copies = model.spec.copies
         per_copy = model.spec.accelerators
         demand += copies.max_copies * per_copy
-        rows.append((f"  model {model.component_name}", "", f"copies {copies.min_copies}-{copies.max_copies}",
-                     f"{per_copy}/copy, {copies.max_copies * per_copy} at most", "", "", "", "", "", ""))
+        rows.append(
+            (
+                f"  model {model.component_name}",
+                "",
+                f"copies {copies.min_copies}-{copies.max_copies}",
+                f"{per_copy}/copy, {copies.max_copies * per_copy} at most",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+            )
+        )
     if total is not None and demand > total:
-        notes.append(f"{path}: its models can ask for {demand} accelerators but {scaling.max_instances} x "
-                     f"{options.instance_type} have {total}; copies beyond that are not placed (raise max_instances "
-                     "or lower max_copies)")
+        notes.append(
+            f"{path}: its models can ask for {demand} accelerators but {scaling.max_instances} x "
+            f"{options.instance_type} have {total}; copies beyond that are not placed (raise max_instances "
+            "or lower max_copies)"
+        )
     if scaling.min_instances == 0:
         notes.append(f"{path}: scales to zero instances when no copy runs (costs nothing while idle)")
     if plan is not None:
@@ -209,19 +273,28 @@ def runs_per_30_days(schedule: str | None) -> str:
 def _eagle_rows(loop: Any, notes: list[str], lines: Mapping[str, CostLine]) -> list[tuple[str, ...]]:
     settings = loop.settings
     line = lines[loop.node.path]
-    rows: list[tuple[str, ...]] = [(f"  eagle {loop.model_name}", loop.job_instance_type,
-                                    f"{settings.max_instance_count} per run", "", *_money_cells(line),
-                                    settings.training_plan or "none (on-demand)")]
+    rows: list[tuple[str, ...]] = [
+        (
+            f"  eagle {loop.model_name}",
+            loop.job_instance_type,
+            f"{settings.max_instance_count} per run",
+            "",
+            *_money_cells(line),
+            settings.training_plan or "none (on-demand)",
+        )
+    ]
     bench = lines.get(f"{loop.node.path}.benchmark")
     if bench is not None:
         rows.append((f"  benchmark {loop.model_name}", "", "2 per promotion", "", *_money_cells(bench), ""))
     hours = settings.max_runtime_hours * settings.max_instance_count
     on_plan = settings.training_plan is not None
-    notes.append(f"{loop.node.path}: one optimization run uses at most {settings.max_runtime_hours} h x "
-                 f"{settings.max_instance_count} {loop.job_instance_type} = {hours} instance-hours"
-                 + (f" of training plan {settings.training_plan}" if on_plan else " on demand")
-                 + f"; scheduled {settings.schedule or 'never (manual runs only)'} "
-                 f"({runs_per_30_days(settings.schedule)} runs in 30 days); counted as {line.what}")
+    notes.append(
+        f"{loop.node.path}: one optimization run uses at most {settings.max_runtime_hours} h x "
+        f"{settings.max_instance_count} {loop.job_instance_type} = {hours} instance-hours"
+        + (f" of training plan {settings.training_plan}" if on_plan else " on demand")
+        + f"; scheduled {settings.schedule or 'never (manual runs only)'} "
+        f"({runs_per_30_days(settings.schedule)} runs in 30 days); counted as {line.what}"
+    )
     if bench is not None:
         notes.append(f"{bench.subject}: {bench.what}; {bench.note}")
     return rows
@@ -236,11 +309,26 @@ def _plan_row(plan: Any, notes: list[str], line: CostLine | None) -> tuple[str, 
         fee = "already paid"
     extension = plan.extension_summary()
     if extension is not None:
-        notes.append(f"{plan.node.path}: {extension}, "
-                     + ("this deploy may buy it" if plan.extension_approved else
-                        f"not bought by this deploy (-c extend={getattr(plan, 'config_name', plan.plan_name)})"))
-    return (f"  plan {plan.plan_name}", plan.instance_type, f"{plan.instance_count} reserved", "", "", "", "", "", "",
-            f"{plan.plan_name} ({plan.mode}), {fee}")
+        notes.append(
+            f"{plan.node.path}: {extension}, "
+            + (
+                "this deploy may buy it"
+                if plan.extension_approved
+                else f"not bought by this deploy (-c extend={getattr(plan, 'config_name', plan.plan_name)})"
+            )
+        )
+    return (
+        f"  plan {plan.plan_name}",
+        plan.instance_type,
+        f"{plan.instance_count} reserved",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        f"{plan.plan_name} ({plan.mode}), {fee}",
+    )
 
 
 def _plan_cell(plan: object | None) -> str:
@@ -255,15 +343,24 @@ def _plan_note(plan: object) -> str:
     config_name = getattr(plan, "config_name", name)  # what -c purchase= names
     if spec is None:
         return f"runs only on capacity plan {name}"
-    when = ("on on-demand capacity while the plan is not Active, on the plan once a deploy sees it Active"
-            if spec.when_not_active == "on_demand" else "no instances outside the plan's dates (the deploy fails "
-            "fast while the plan is not Active)")
+    when = (
+        "on on-demand capacity while the plan is not Active, on the plan once a deploy sees it Active"
+        if spec.when_not_active == "on_demand"
+        else "no instances outside the plan's dates (the deploy fails fast while the plan is not Active)"
+    )
     if getattr(plan, "mode", None) == "reserve":
         cap = spec.max_upfront_fee_usd
-        consent = ("this deploy may buy it" if getattr(plan, "purchase_approved", False)
-                   else f"bought only by a deploy with -c purchase={config_name}")
+        consent = (
+            "this deploy may buy it"
+            if getattr(plan, "purchase_approved", False)
+            else f"bought only by a deploy with -c purchase={config_name}"
+        )
         shown = config_name if config_name == name else f"{config_name} (TrainingPlanName {name})"
-        return (f"reserves capacity plan {shown}: {spec.purchase_summary()}, prepaid up to USD {cap} and never refunded "
-                f"({consent}); {when}")
-    return (f"runs on existing capacity plan {name} ({spec.instance_type} x {spec.instance_count}, already paid); "
-            f"its dates are the plan's (DescribeTrainingPlan); {when}")
+        return (
+            f"reserves capacity plan {shown}: {spec.purchase_summary()}, prepaid up to USD {cap} and never refunded "
+            f"({consent}); {when}"
+        )
+    return (
+        f"runs on existing capacity plan {name} ({spec.instance_type} x {spec.instance_count}, already paid); "
+        f"its dates are the plan's (DescribeTrainingPlan); {when}"
+    )

@@ -16,6 +16,7 @@ Per line, per 30 days (720 hours):
 
 A price nobody found is unknown: the line's USD reads "unknown", never 0 (0 hours cost USD 0 whatever the price).
 """
+
 from __future__ import annotations
 
 import math
@@ -84,16 +85,27 @@ class CostLine:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (Decimals as strings, None as null): for reports that compare two models."""
+
         def text(value: Decimal | None) -> str | None:
             return None if value is None else f"{value:f}"
 
         return {
-            "kind": self.kind, "subject": self.subject, "what": self.what, "instance_type": self.instance_type,
-            "region": self.region, "usage": self.usage,
+            "kind": self.kind,
+            "subject": self.subject,
+            "what": self.what,
+            "instance_type": self.instance_type,
+            "region": self.region,
+            "usage": self.usage,
             "usd_per_hour": text(self.price.amount) if self.price is not None else None,
-            "price": self.price_label(), "floor_hours": text(self.floor_hours), "ceiling_hours": text(self.ceiling_hours),
-            "plan_hours": text(self.plan_hours), "floor_usd": text(self.floor_usd), "ceiling_usd": text(self.ceiling_usd),
-            "prepaid_usd": text(self.prepaid_usd), "prepaid_note": self.prepaid_note, "note": self.note,
+            "price": self.price_label(),
+            "floor_hours": text(self.floor_hours),
+            "ceiling_hours": text(self.ceiling_hours),
+            "plan_hours": text(self.plan_hours),
+            "floor_usd": text(self.floor_usd),
+            "ceiling_usd": text(self.ceiling_usd),
+            "prepaid_usd": text(self.prepaid_usd),
+            "prepaid_note": self.prepaid_note,
+            "note": self.note,
         }
 
 
@@ -126,7 +138,9 @@ class CostTotals:
             return usd(self.ceiling_usd)
         if not self.ceiling_usd:
             return f"unknown (prices unknown for {', '.join(line.subject for line in self.unknown_ceiling)})"
-        return f"at least {usd(self.ceiling_usd)} + unknown ({', '.join(line.subject for line in self.unknown_ceiling)})"
+        return (
+            f"at least {usd(self.ceiling_usd)} + unknown ({', '.join(line.subject for line in self.unknown_ceiling)})"
+        )
 
     def floor_label(self) -> str:
         if not self.unknown_floor:
@@ -140,8 +154,13 @@ def totals(lines: Sequence[CostLine]) -> CostTotals:
     floor = sum((line.floor_usd or Decimal(0) for line in lines), Decimal(0))
     ceiling = sum((line.ceiling_usd or Decimal(0) for line in lines), Decimal(0))
     prepaid = sum((line.prepaid_usd or Decimal(0) for line in lines), Decimal(0))
-    return CostTotals(floor, ceiling, prepaid, tuple(line for line in lines if line.floor_usd is None),
-                      tuple(line for line in lines if line.ceiling_usd is None))
+    return CostTotals(
+        floor,
+        ceiling,
+        prepaid,
+        tuple(line for line in lines if line.floor_usd is None),
+        tuple(line for line in lines if line.ceiling_usd is None),
+    )
 
 
 def ceiling_drivers(lines: Sequence[CostLine], *, top: int = 3) -> list[CostLine]:
@@ -190,8 +209,9 @@ def _highest(prices: PriceLookup, instance_types: Sequence[str], region: str | N
 
 
 # ----------------------------------------------------------------- lines
-def endpoint_line(subject: str, name: str, options: Any, plan: Any | None, region: str | None,
-                  prices: PriceLookup) -> CostLine:
+def endpoint_line(
+    subject: str, name: str, options: Any, plan: Any | None, region: str | None, prices: PriceLookup
+) -> CostLine:
     """An endpoint: ``options`` is an ``EndpointOptions`` (or ``EndpointSpec``), ``plan`` a ``CapacityPlanSpec``.
 
     On demand: floor ``min_instances`` and ceiling ``max_instances`` around the clock. On a plan that fails fast
@@ -208,19 +228,49 @@ def endpoint_line(subject: str, name: str, options: Any, plan: Any | None, regio
     if len(types) > 1:
         shape += f" (pools {', '.join(types)}: priced at the highest)"
     if plan is None:
-        return CostLine("endpoint", subject, f"endpoint {name} ({shape}, on demand)", options.instance_type, region,
-                        HOSTING, price, low, high)
+        return CostLine(
+            "endpoint",
+            subject,
+            f"endpoint {name} ({shape}, on demand)",
+            options.instance_type,
+            region,
+            HOSTING,
+            price,
+            low,
+            high,
+        )
     if plan.when_not_active == "on_demand":
-        return CostLine("endpoint", subject, f"endpoint {name} ({shape}, plan {plan.plan_name}, on demand while it is "
-                        "not Active)", options.instance_type, region, HOSTING, price, Decimal(0), high, high,
-                        note=f"plan {plan.plan_name} covers it while Active; on demand otherwise")
-    return CostLine("endpoint", subject, f"endpoint {name} ({shape}, only on plan {plan.plan_name})",
-                    options.instance_type, region, HOSTING, price, Decimal(0), Decimal(0), high,
-                    note=f"runs only on plan {plan.plan_name}: no on-demand instance-hours")
+        return CostLine(
+            "endpoint",
+            subject,
+            f"endpoint {name} ({shape}, plan {plan.plan_name}, on demand while it is not Active)",
+            options.instance_type,
+            region,
+            HOSTING,
+            price,
+            Decimal(0),
+            high,
+            high,
+            note=f"plan {plan.plan_name} covers it while Active; on demand otherwise",
+        )
+    return CostLine(
+        "endpoint",
+        subject,
+        f"endpoint {name} ({shape}, only on plan {plan.plan_name})",
+        options.instance_type,
+        region,
+        HOSTING,
+        price,
+        Decimal(0),
+        Decimal(0),
+        high,
+        note=f"runs only on plan {plan.plan_name}: no on-demand instance-hours",
+    )
 
 
-def runs_per_30_days(schedule: str | None, *, records_check: str | None = None,
-                     max_runtime_hours: int = 24) -> tuple[Decimal, str]:
+def runs_per_30_days(
+    schedule: str | None, *, records_check: str | None = None, max_runtime_hours: int = 24
+) -> tuple[Decimal, str]:
     """(most runs in 30 days, how that was counted) of an EAGLE loop.
 
     ``rate(...)``: 720 h / the rate, rounded up. ``cron(...)`` or a ``records_check`` (a run starts whenever enough
@@ -231,8 +281,10 @@ def runs_per_30_days(schedule: str | None, *, records_check: str | None = None,
     if schedule is not None:
         match = _RATE.fullmatch(schedule)
         if match:
-            every = int(match.group(1)) * {"minute": Decimal(1) / 60, "hour": Decimal(1), "day": Decimal(24)}[
-                match.group(2).rstrip("s")]
+            every = (
+                int(match.group(1))
+                * {"minute": Decimal(1) / 60, "hour": Decimal(1), "day": Decimal(24)}[match.group(2).rstrip("s")]
+            )
             scheduled, how = Decimal(math.ceil(HOURS_PER_30_DAYS / every)), f"{schedule}"
         elif schedule.startswith("at("):
             scheduled, how = Decimal(1), f"{schedule}: once"
@@ -247,38 +299,72 @@ def runs_per_30_days(schedule: str | None, *, records_check: str | None = None,
     return scheduled, how
 
 
-def eagle_lines(subject: str, model: str, eagle: Any, job_type: str, region: str | None,
-                prices: PriceLookup) -> list[CostLine]:
+def eagle_lines(
+    subject: str, model: str, eagle: Any, job_type: str, region: str | None, prices: PriceLookup
+) -> list[CostLine]:
     """An EAGLE loop (``EagleSettings``): its optimization jobs and, when on, its benchmark jobs.
 
     Floor 0: a run starts only when ``min_new_records`` new records arrived (captured traffic) or on schedule and
     may end early. Ceiling: every counted run at ``max_runtime_hours`` x ``max_instance_count``, priced as
     ``pricing.JOB_USAGE``; on a ``training_plan`` the hours are plan-covered.
     """
-    runs, how = runs_per_30_days(eagle.schedule, records_check=getattr(eagle.dataset, "records_check", None),
-                                 max_runtime_hours=eagle.max_runtime_hours)
+    runs, how = runs_per_30_days(
+        eagle.schedule,
+        records_check=getattr(eagle.dataset, "records_check", None),
+        max_runtime_hours=eagle.max_runtime_hours,
+    )
     per_run = Decimal(eagle.max_runtime_hours * eagle.max_instance_count)
     hours = runs * per_run
     price = price_of(prices, job_type, region, JOB_USAGE) if hours and eagle.training_plan is None else None
-    trigger = (f"runs only when {eagle.dataset.min_new_records} new records arrived"
-               if eagle.dataset.source in ("capture", "front_door") else f"trains on source {eagle.dataset.source}")
-    what = (f"EAGLE loop of {model} ({job_type} x {eagle.max_instance_count}, {eagle.max_runtime_hours} h a run at "
-            f"most, {runs} runs/30d: {how}; {trigger})")
+    trigger = (
+        f"runs only when {eagle.dataset.min_new_records} new records arrived"
+        if eagle.dataset.source in ("capture", "front_door")
+        else f"trains on source {eagle.dataset.source}"
+    )
+    what = (
+        f"EAGLE loop of {model} ({job_type} x {eagle.max_instance_count}, {eagle.max_runtime_hours} h a run at "
+        f"most, {runs} runs/30d: {how}; {trigger})"
+    )
     if eagle.training_plan is not None:
-        lines = [CostLine("eagle", subject, what, job_type, region, JOB_USAGE, price, Decimal(0), Decimal(0), hours,
-                          note=f"on training plan {eagle.training_plan}: no on-demand instance-hours")]
+        lines = [
+            CostLine(
+                "eagle",
+                subject,
+                what,
+                job_type,
+                region,
+                JOB_USAGE,
+                price,
+                Decimal(0),
+                Decimal(0),
+                hours,
+                note=f"on training plan {eagle.training_plan}: no on-demand instance-hours",
+            )
+        ]
     else:
         lines = [CostLine("eagle", subject, what, job_type, region, JOB_USAGE, price, Decimal(0), hours)]
     benchmark = getattr(eagle, "benchmark", None)
     if benchmark is not None and benchmark.enabled:
         job_hours = runs * 2 * benchmark.max_hours  # before and after each promotion, at most one per run
-        lines.append(CostLine(
-            "benchmark", f"{subject}.benchmark",
-            f"benchmark jobs of {model} (2 a promotion, {benchmark.max_hours} h each at most)", None, region,
-            "AI benchmark job", HourlyPrice("AI benchmark job", region or "?", None,
-                                            note=f"{UNKNOWN} (AWS's pricing does not list AI benchmark jobs)"),
-            Decimal(0), job_hours,
-            note="the traffic it sends can scale the endpoint out: those instances are in the endpoint's ceiling"))
+        lines.append(
+            CostLine(
+                "benchmark",
+                f"{subject}.benchmark",
+                f"benchmark jobs of {model} (2 a promotion, {benchmark.max_hours} h each at most)",
+                None,
+                region,
+                "AI benchmark job",
+                HourlyPrice(
+                    "AI benchmark job",
+                    region or "?",
+                    None,
+                    note=f"{UNKNOWN} (AWS's pricing does not list AI benchmark jobs)",
+                ),
+                Decimal(0),
+                job_hours,
+                note="the traffic it sends can scale the endpoint out: those instances are in the endpoint's ceiling",
+            )
+        )
     return lines
 
 
@@ -289,16 +375,30 @@ def plan_line(subject: str, spec: Any, region: str | None, *, may_buy: bool | No
     """
     if spec.effective_mode == "reserve":
         consent = "this deploy may buy it" if may_buy else f"bought only by a deploy with -c purchase={spec.name}"
-        fee, note = spec.max_upfront_fee_usd, f"prepaid up to {usd(spec.max_upfront_fee_usd)}, never refunded ({consent})"
+        fee, note = (
+            spec.max_upfront_fee_usd,
+            f"prepaid up to {usd(spec.max_upfront_fee_usd)}, never refunded ({consent})",
+        )
     else:
         fee, note = None, "already paid (its fee is not in the config)"
-    return CostLine("plan", subject, f"capacity plan {spec.plan_name} ({spec.instance_type} x {spec.instance_count})",
-                    spec.instance_type, region, HOSTING, None, Decimal(0), Decimal(0), prepaid_usd=fee,
-                    prepaid_note=note)
+    return CostLine(
+        "plan",
+        subject,
+        f"capacity plan {spec.plan_name} ({spec.instance_type} x {spec.instance_count})",
+        spec.instance_type,
+        region,
+        HOSTING,
+        None,
+        Decimal(0),
+        Decimal(0),
+        prepaid_usd=fee,
+        prepaid_note=note,
+    )
 
 
-def config_cost_model(config: "AppConfig", *, prices: "PriceLookup | Mapping[str, Decimal] | None" = None,
-                      region: str | None = None) -> list[CostLine]:
+def config_cost_model(
+    config: "AppConfig", *, prices: "PriceLookup | Mapping[str, Decimal] | None" = None, region: str | None = None
+) -> list[CostLine]:
     """Every cost line of a validated config, by config path: endpoints, their EAGLE loops and benchmarks, plans.
 
     :param region: where it deploys. Default: ``target.region`` (none: each price is the table's highest).
@@ -312,8 +412,16 @@ def config_cost_model(config: "AppConfig", *, prices: "PriceLookup | Mapping[str
         lines.append(endpoint_line(f"endpoints[{e_index}]", endpoint.name, endpoint, plan, region, lookup))
         for m_index, model in enumerate(endpoint.models):
             if model.eagle is not None:
-                lines.extend(eagle_lines(f"endpoints[{e_index}].models[{m_index}].eagle", model.name, model.eagle,
-                                         model.eagle.job_instance_type or endpoint.instance_type, region, lookup))
+                lines.extend(
+                    eagle_lines(
+                        f"endpoints[{e_index}].models[{m_index}].eagle",
+                        model.name,
+                        model.eagle,
+                        model.eagle.job_instance_type or endpoint.instance_type,
+                        region,
+                        lookup,
+                    )
+                )
     for p_index, plan in enumerate(config.capacity_plans):
         lines.append(plan_line(f"capacity_plans[{p_index}]", plan, region))
     return lines

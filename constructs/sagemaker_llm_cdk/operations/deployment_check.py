@@ -7,6 +7,7 @@ custom resource runs after the endpoint and every inference component and compar
 with what the template declares; when they differ the stack update fails (and CloudFormation
 rolls the template back too), with a message saying what runs instead.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -72,51 +73,85 @@ class DeploymentCheck(Construct):
         total_timeout = total_timeout or Duration.minutes(30)
         problems = []
         if not 60 <= total_timeout.to_seconds() <= MAX_TOTAL_TIMEOUT.to_seconds():
-            problems.append(Problem("total_timeout", f"{total_timeout.to_seconds():g} s", "1 minute to 2 hours",
-                                    "pass e.g. Duration.minutes(30)"))
+            problems.append(
+                Problem(
+                    "total_timeout",
+                    f"{total_timeout.to_seconds():g} s",
+                    "1 minute to 2 hours",
+                    "pass e.g. Duration.minutes(30)",
+                )
+            )
         if not 5 <= query_interval.to_seconds() <= min(total_timeout.to_seconds(), 3600):
-            problems.append(Problem("query_interval", f"{query_interval.to_seconds():g} s",
-                                    "5 seconds to 1 hour, and at most total_timeout", "pass e.g. Duration.seconds(30)"))
+            problems.append(
+                Problem(
+                    "query_interval",
+                    f"{query_interval.to_seconds():g} s",
+                    "5 seconds to 1 hour, and at most total_timeout",
+                    "pass e.g. Duration.seconds(30)",
+                )
+            )
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
         self.endpoint = endpoint
         self._components: list[dict[str, Any]] = []
 
         self.on_event_function = python_function(
-            self, "OnEvent", folder=HANDLER_FOLDER, handler="index.on_event",
+            self,
+            "OnEvent",
+            folder=HANDLER_FOLDER,
+            handler="index.on_event",
             description=f"Starts the deployment check of {endpoint.node.path} (custom resource)",
             timeout=Duration.seconds(30),
         )
         self.is_complete_function = python_function(
-            self, "IsComplete", folder=HANDLER_FOLDER, handler="index.is_complete",
+            self,
+            "IsComplete",
+            folder=HANDLER_FOLDER,
+            handler="index.is_complete",
             description=f"Checks that {endpoint.node.path} runs the deployed config and models (custom resource)",
             timeout=Duration.minutes(1),
         )
         # A rollback is never checked (failing or waiting would leave UPDATE_ROLLBACK_FAILED): on_event tells it by
         # this stack's status, and may read no other stack's.
-        self.on_event_function.add_to_role_policy(iam.PolicyStatement(
-            sid="ReadThisStacksStatus", actions=["cloudformation:DescribeStacks"],
-            resources=[Stack.of(self).stack_id]))
-        self.is_complete_function.add_to_role_policy(iam.PolicyStatement(
-            sid="DescribeThisEndpoint", actions=["sagemaker:DescribeEndpoint"], resources=[endpoint.endpoint_arn]))
+        self.on_event_function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ReadThisStacksStatus",
+                actions=["cloudformation:DescribeStacks"],
+                resources=[Stack.of(self).stack_id],
+            )
+        )
+        self.is_complete_function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DescribeThisEndpoint", actions=["sagemaker:DescribeEndpoint"], resources=[endpoint.endpoint_arn]
+            )
+        )
         self._describe_components = iam.PolicyStatement(
-            sid="DescribeTheseComponents", actions=["sagemaker:DescribeInferenceComponent"],
-            resources=[])
+            sid="DescribeTheseComponents", actions=["sagemaker:DescribeInferenceComponent"], resources=[]
+        )
 
-        framework_logs = logs.LogGroup(self, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR,
-                                       removal_policy=RemovalPolicy.RETAIN)
+        framework_logs = logs.LogGroup(
+            self, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN
+        )
         self.framework_roles: list[iam.Role] = []
         for role_id, what in (("ProviderOnEventRole", "starts"), ("ProviderWaiterRole", "polls")):
-            role = iam.Role(self, role_id, assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                            description=f"Custom resource framework that {what} the deployment check of "
-                                        f"{endpoint.node.path}")
-            role.add_to_policy(iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]))
+            role = iam.Role(
+                self,
+                role_id,
+                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                description=f"Custom resource framework that {what} the deployment check of {endpoint.node.path}",
+            )
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]
+                )
+            )
             self.framework_roles.append(role)
-        self.waiter_logs = logs.LogGroup(self, "WaiterLogs", retention=logs.RetentionDays.ONE_YEAR,
-                                         removal_policy=RemovalPolicy.RETAIN)
+        self.waiter_logs = logs.LogGroup(
+            self, "WaiterLogs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN
+        )
         self.provider = cr.Provider(
-            self, "Provider",
+            self,
+            "Provider",
             on_event_handler=self.on_event_function,
             is_complete_handler=self.is_complete_function,
             query_interval=query_interval,
@@ -126,11 +161,13 @@ class DeploymentCheck(Construct):
             log_group=framework_logs,
             disable_waiter_state_machine_logging=False,
             waiter_state_machine_log_options=cr.LogOptions(
-                destination=self.waiter_logs, level=sfn.LogLevel.ALL, include_execution_data=False),
+                destination=self.waiter_logs, level=sfn.LogLevel.ALL, include_execution_data=False
+            ),
         )
         _scope_waiter_log_writes(self.provider, self.waiter_logs)
         self.custom_resource = CustomResource(
-            self, "Resource",
+            self,
+            "Resource",
             service_token=self.provider.service_token,
             resource_type=RESOURCE_TYPE,
             properties={
@@ -147,8 +184,12 @@ class DeploymentCheck(Construct):
 
     def add_model(self, model: "ModelComponent") -> None:
         """Check ``model``'s inference component too: InService, on this endpoint, serving its model."""
-        self.add_component(model.component_name, model.component_arn, model_name=model.served_model_name,
-                           dependency=model.cfn_inference_component)
+        self.add_component(
+            model.component_name,
+            model.component_arn,
+            model_name=model.served_model_name,
+            dependency=model.cfn_inference_component,
+        )
 
     def add_component(
         self,
@@ -169,8 +210,10 @@ class DeploymentCheck(Construct):
         :param dependency: the construct that creates or updates it, so the check runs after it.
         """
         if any(c["Name"] == name for c in self._components):
-            raise ConfigurationError([Problem("name", name, "a component this check does not have yet",
-                                              "add each component once")], source=self.node.path)
+            raise ConfigurationError(
+                [Problem("name", name, "a component this check does not have yet", "add each component once")],
+                source=self.node.path,
+            )
         entry: dict[str, Any] = {"Name": name}
         if model_name is not None:
             entry["ModelName"] = model_name
@@ -219,9 +262,13 @@ class _ScopedLogWrites:
                 moved = True
         document["Statement"] = [s for s in document.get("Statement", []) if s.get("Action") != []]
         if moved:
-            document["Statement"].append({
-                "Action": list(_LOG_WRITES), "Effect": "Allow",
-                "Resource": stack.resolve(self._log_group.log_group_arn)})
+            document["Statement"].append(
+                {
+                    "Action": list(_LOG_WRITES),
+                    "Effect": "Allow",
+                    "Resource": stack.resolve(self._log_group.log_group_arn),
+                }
+            )
         return document
 
 
@@ -237,8 +284,10 @@ class _AllModelsChecked:
         missed = [m.component_name for m in self._check.endpoint.models if m.component_name not in checked]
         if not missed:
             return []
-        return [f"{self._check.node.path}: models {missed} of {self._check.endpoint.node.path} are not checked; create "
-                "the DeploymentCheck after the last add_model, or call check.add_model(model)"]
+        return [
+            f"{self._check.node.path}: models {missed} of {self._check.endpoint.node.path} are not checked; create "
+            "the DeploymentCheck after the last add_model, or call check.add_model(model)"
+        ]
 
 
 @jsii.implements(IStableAnyProducer)
@@ -254,6 +303,10 @@ class _Components:
 
 def _acknowledge_deployment_check(check: Any) -> None:
     """A ``deployment_check.DeploymentCheck`` (Provider framework with an is-complete waiter)."""
-    acknowledge_waiting_provider(check.provider, check.framework_roles,
-                                 (check.on_event_function, check.is_complete_function),
-                                 handler_text="the check's own handler function", polled_text="check function")
+    acknowledge_waiting_provider(
+        check.provider,
+        check.framework_roles,
+        (check.on_event_function, check.is_complete_function),
+        handler_text="the check's own handler function",
+        polled_text="check function",
+    )

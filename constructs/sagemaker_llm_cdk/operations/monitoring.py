@@ -17,6 +17,7 @@ Smallest use::
 when that model's latency or 5xx-rate alarm fires; the endpoint itself gets a blue/green
 ``DeploymentConfig`` with a baking period and the endpoint-level alarms (see ``RolloutSettings``).
 """
+
 from __future__ import annotations
 
 import re
@@ -49,6 +50,8 @@ SECTIONS = ("endpoint", "models", "adapters", "front_door", "capacity_plan", "ea
 """Dashboard sections, top to bottom, whatever order the ``monitor_*`` calls come in."""
 ADAPTERS_PER_GRAPH = 50
 """Adapter invocation lines per graph; more adapters get further graphs."""
+
+
 class AdapterLike(Protocol):
     """What ``monitor_adapter`` needs from an adapter: its component name and invocation metric."""
 
@@ -86,7 +89,8 @@ class _AllModelsMonitored:
                 errors.append(
                     f"{self._monitoring.node.path}: models {missed} were added to {watched.endpoint.node.path} after "
                     "monitor_endpoint ran, so they have no alarms, dashboard rows or rollback config; call "
-                    "monitor_endpoint after the last add_model")
+                    "monitor_endpoint after the last add_model"
+                )
         return errors
 
 
@@ -120,8 +124,14 @@ class LlmMonitoring(Construct):
         prefix = alarm_prefix if alarm_prefix is not None else Stack.of(self).stack_name
         if not Token.is_unresolved(prefix) and not _PREFIX.match(prefix):
             raise ConfigurationError(
-                [Problem("alarm_prefix", prefix, "1-100 letters, digits, '.', '_' and '-', starting with a letter or digit",
-                         "shorten it or replace other characters with '-'")],
+                [
+                    Problem(
+                        "alarm_prefix",
+                        prefix,
+                        "1-100 letters, digits, '.', '_' and '-', starting with a letter or digit",
+                        "shorten it or replace other characters with '-'",
+                    )
+                ],
                 source=self.node.path,
             )
         self.alarm_prefix = prefix
@@ -176,7 +186,11 @@ class LlmMonitoring(Construct):
         path = endpoint.node.path
         if path in self._monitored:
             raise ConfigurationError(
-                [Problem("endpoint", path, "an endpoint this facade does not monitor yet", "call monitor_endpoint once")],
+                [
+                    Problem(
+                        "endpoint", path, "an endpoint this facade does not monitor yet", "call monitor_endpoint once"
+                    )
+                ],
                 source=self.node.path,
             )
         board = self._board(endpoint)
@@ -189,8 +203,9 @@ class LlmMonitoring(Construct):
         if endpoint.capacity_plan is not None:
             # The plan alarms on its own expiry (CapacityPlan, to the topic it was given); the
             # dashboard shows its days left.
-            self._capacity_plan_rows(board, endpoint.capacity_plan.plan_name,
-                                     endpoint.capacity_plan.metric_days_left(), alarm=None)
+            self._capacity_plan_rows(
+                board, endpoint.capacity_plan.plan_name, endpoint.capacity_plan.metric_days_left(), alarm=None
+            )
         rollout = self.settings.rollout
         if rollout.enabled and rollout.endpoint_rollback:
             endpoint.configure_rollout(rollout, {self._name_of(a): a for a in endpoint_alarms})
@@ -210,8 +225,9 @@ class LlmMonitoring(Construct):
         """
         return self.monitor_adapters([adapter], endpoint=endpoint)[0]
 
-    def monitor_adapters(self, adapters: Sequence[AdapterLike], *,
-                         endpoint: "LlmEndpoint | None" = None) -> list[cloudwatch.GraphWidget]:
+    def monitor_adapters(
+        self, adapters: Sequence[AdapterLike], *, endpoint: "LlmEndpoint | None" = None
+    ) -> list[cloudwatch.GraphWidget]:
         """``monitor_adapter`` for each of ``adapters``, in order: the same lines in the same graphs
         (``ADAPTERS_PER_GRAPH`` lines each), but a new graph gets its lines when it is created, one jsii call
         per graph instead of one per line.
@@ -230,14 +246,20 @@ class LlmMonitoring(Construct):
             board.adapter_graphs[-1].add_left_metric(line)
             graphs.append(board.adapter_graphs[-1])
         for first in range(len(graphs), len(metrics), ADAPTERS_PER_GRAPH):
-            left = metrics[first:first + ADAPTERS_PER_GRAPH]
+            left = metrics[first : first + ADAPTERS_PER_GRAPH]
             graph = cloudwatch.GraphWidget(
-                title=f"Adapter invocations ({len(board.adapter_graphs) + 1})" if board.adapter_graphs
+                title=f"Adapter invocations ({len(board.adapter_graphs) + 1})"
+                if board.adapter_graphs
                 else "Adapter invocations",
-                left=left, width=24, height=6, legend_position=cloudwatch.LegendPosition.RIGHT,
+                left=left,
+                width=24,
+                height=6,
+                legend_position=cloudwatch.LegendPosition.RIGHT,
             )
             if not board.adapter_graphs:
-                board.sections["adapters"].add_widget(_header("LoRA adapters", "Invocations per adapter (sum per minute)."))
+                board.sections["adapters"].add_widget(
+                    _header("LoRA adapters", "Invocations per adapter (sum per minute).")
+                )
             board.adapter_graphs.append(graph)
             board.sections["adapters"].add_widget(graph)
             graphs += [graph] * len(left)
@@ -278,29 +300,47 @@ class LlmMonitoring(Construct):
         errors: cloudwatch.IMetric = function.metric_errors(statistic="Sum", period=Duration.minutes(5))
         if extra_error_metrics:
             using = {"m0": errors, **{f"m{i + 1}": m for i, m in enumerate(extra_error_metrics)}}
-            errors = cloudwatch.MathExpression(expression="+".join(f"FILL({k}, 0)" for k in using),
-                                               using_metrics=using, label="Errors", period=Duration.minutes(5))
+            errors = cloudwatch.MathExpression(
+                expression="+".join(f"FILL({k}, 0)" for k in using),
+                using_metrics=using,
+                label="Errors",
+                period=Duration.minutes(5),
+            )
         section = board.sections["front_door"]
         section.add_widget(_header(f"Session front door {name}", "Lambda invocations, errors, throttles and duration."))
-        section.add_widget(_row(
-            cloudwatch.GraphWidget(title=f"{name}: requests", width=8, left=[
-                function.metric_invocations(statistic="Sum", period=one_minute()),
-                function.metric_throttles(statistic="Sum", period=one_minute()),
-            ]),
-            cloudwatch.GraphWidget(title=f"{name}: errors (5 min)", width=8, left=[errors]),
-            cloudwatch.GraphWidget(title=f"{name}: duration", width=8, left=[
-                function.metric_duration(statistic=s, period=one_minute(), label=s) for s in ("p50", "p99")
-            ]),
-        ))
+        section.add_widget(
+            _row(
+                cloudwatch.GraphWidget(
+                    title=f"{name}: requests",
+                    width=8,
+                    left=[
+                        function.metric_invocations(statistic="Sum", period=one_minute()),
+                        function.metric_throttles(statistic="Sum", period=one_minute()),
+                    ],
+                ),
+                cloudwatch.GraphWidget(title=f"{name}: errors (5 min)", width=8, left=[errors]),
+                cloudwatch.GraphWidget(
+                    title=f"{name}: duration",
+                    width=8,
+                    left=[function.metric_duration(statistic=s, period=one_minute(), label=s) for s in ("p50", "p99")],
+                ),
+            )
+        )
         threshold = self.settings.front_door_errors
         if threshold is None:
             return None
         alarm = self._alarm(
-            ("FrontDoor", subject), subject, "front-door-errors",
-            description=(f"Session front door {name} had at least {threshold} errors in 5 minutes; see its log group "
-                         "and the endpoint's 4xx/5xx."),
-            metric=errors, threshold=threshold,
-            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, periods=1,
+            ("FrontDoor", subject),
+            subject,
+            "front-door-errors",
+            description=(
+                f"Session front door {name} had at least {threshold} errors in 5 minutes; see its log group "
+                "and the endpoint's 4xx/5xx."
+            ),
+            metric=errors,
+            threshold=threshold,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            periods=1,
         )
         section.add_widget(cloudwatch.AlarmStatusWidget(alarms=[alarm], title=f"{name}: alarms", width=24, height=2))
         return alarm
@@ -331,11 +371,17 @@ class LlmMonitoring(Construct):
         alarm = None
         if days is not None:
             alarm = self._alarm(
-                ("CapacityPlan", subject), subject, "capacity-plan-expiring",
-                description=(f"Capacity plan {plan_name} has fewer than {days} days left; its endpoint gets no instances "
-                             "after it ends. Reserve the next plan now."),
-                metric=days_left, threshold=days,
-                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, periods=1,
+                ("CapacityPlan", subject),
+                subject,
+                "capacity-plan-expiring",
+                description=(
+                    f"Capacity plan {plan_name} has fewer than {days} days left; its endpoint gets no instances "
+                    "after it ends. Reserve the next plan now."
+                ),
+                metric=days_left,
+                threshold=days,
+                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                periods=1,
             )
         self._capacity_plan_rows(board, plan_name, days_left, alarm=alarm)
         return alarm
@@ -363,26 +409,51 @@ class LlmMonitoring(Construct):
             return metric(namespace, name, dimensions, statistic=statistic, period=period)
 
         section = board.sections["eagle"]
-        section.add_widget(_header(f"EAGLE speculative decoding: {model_name}",
-                                   "Throughput speedup of the trained draft head over the base model, per run."))
-        section.add_widget(_row(
-            cloudwatch.SingleValueWidget(title=f"{model_name}: latest speedup", width=6, height=6,
-                                         metrics=[eagle_metric("EagleSpeedup", "Maximum", Duration.days(7))]),
-            cloudwatch.GraphWidget(title=f"{model_name}: speedup per run (x)", width=10, height=6,
-                                   left=[eagle_metric("EagleSpeedup", "Maximum", Duration.days(1))]),
-            cloudwatch.GraphWidget(title=f"{model_name}: optimization jobs", width=8, height=6, left=[
-                eagle_metric("EagleJobSucceeded", "Sum", Duration.days(1)),
-                eagle_metric("EagleJobFailed", "Sum", Duration.days(1)),
-            ]),
-        ))
+        section.add_widget(
+            _header(
+                f"EAGLE speculative decoding: {model_name}",
+                "Throughput speedup of the trained draft head over the base model, per run.",
+            )
+        )
+        section.add_widget(
+            _row(
+                cloudwatch.SingleValueWidget(
+                    title=f"{model_name}: latest speedup",
+                    width=6,
+                    height=6,
+                    metrics=[eagle_metric("EagleSpeedup", "Maximum", Duration.days(7))],
+                ),
+                cloudwatch.GraphWidget(
+                    title=f"{model_name}: speedup per run (x)",
+                    width=10,
+                    height=6,
+                    left=[eagle_metric("EagleSpeedup", "Maximum", Duration.days(1))],
+                ),
+                cloudwatch.GraphWidget(
+                    title=f"{model_name}: optimization jobs",
+                    width=8,
+                    height=6,
+                    left=[
+                        eagle_metric("EagleJobSucceeded", "Sum", Duration.days(1)),
+                        eagle_metric("EagleJobFailed", "Sum", Duration.days(1)),
+                    ],
+                ),
+            )
+        )
         if not self.settings.eagle_job_failed:
             return None
         return self._alarm(
-            ("Eagle", subject), subject, "eagle-job-failed",
-            description=(f"An EAGLE optimization job for {model_name} failed; the served draft head was not changed. "
-                         "See the job's FailureReason and the run record."),
-            metric=eagle_metric("EagleJobFailed", "Sum", Duration.hours(1)), threshold=1,
-            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, periods=1,
+            ("Eagle", subject),
+            subject,
+            "eagle-job-failed",
+            description=(
+                f"An EAGLE optimization job for {model_name} failed; the served draft head was not changed. "
+                "See the job's FailureReason and the run record."
+            ),
+            metric=eagle_metric("EagleJobFailed", "Sum", Duration.hours(1)),
+            threshold=1,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            periods=1,
         )
 
     # =============================================================== internals
@@ -401,10 +472,14 @@ class LlmMonitoring(Construct):
         return self._boards[path]
 
     def _new_board(self, id: str, label: str) -> _Board:
-        name = re.sub(r"[^A-Za-z0-9_-]", "-", f"{self.alarm_prefix}-{label}") if not Token.is_unresolved(
-            self.alarm_prefix) else None
+        name = (
+            re.sub(r"[^A-Za-z0-9_-]", "-", f"{self.alarm_prefix}-{label}")
+            if not Token.is_unresolved(self.alarm_prefix)
+            else None
+        )
         dashboard = cloudwatch.Dashboard(
-            self, id,
+            self,
+            id,
             dashboard_name=f"{name[:200]}-{Aws.REGION}" if name else None,
             default_interval=Duration.hours(6),
         )
@@ -416,8 +491,14 @@ class LlmMonitoring(Construct):
     def _subject(self, field: str, value: str) -> str:
         if Token.is_unresolved(value) or not _SUBJECT.match(value):
             raise ConfigurationError(
-                [Problem(field, value, "1-63 letters, digits, '.', '_' and '-' known at synth (it names alarms)",
-                         "pass a plain name")],
+                [
+                    Problem(
+                        field,
+                        value,
+                        "1-63 letters, digits, '.', '_' and '-' known at synth (it names alarms)",
+                        "pass a plain name",
+                    )
+                ],
                 source=self.node.path,
             )
         return value
@@ -440,8 +521,14 @@ class LlmMonitoring(Construct):
         name = self._alarm_name(subject, kind)
         if name in self.alarms:
             raise ConfigurationError(
-                [Problem("alarm name", name, "a name no other alarm of this facade has",
-                         f"{subject} is monitored twice as {kind}; monitor it once or rename one")],
+                [
+                    Problem(
+                        "alarm name",
+                        name,
+                        "a name no other alarm of this facade has",
+                        f"{subject} is monitored twice as {kind}; monitor it once or rename one",
+                    )
+                ],
                 source=self.node.path,
             )
         group, key = where
@@ -485,27 +572,42 @@ class LlmMonitoring(Construct):
                 Annotations.of(endpoint).add_warning_v2(
                     "sagemaker-llm-cdk:endpoint-alarm-models",
                     f"The endpoint {what} alarm watches the first {limit} of {len(models)} models (a CloudWatch "
-                    "alarm reads at most 10 metrics); each model's own alarms still watch it.")
+                    "alarm reads at most 10 metrics); each model's own alarms still watch it.",
+                )
         if settings.p99_latency_seconds is not None:
-            alarms.append(self._alarm(
-                ("Endpoints", subject), subject, "endpoint-p99-latency",
-                description=(f"Highest p99 model latency among the models of endpoint {endpoint.node.path} above "
-                             f"{settings.p99_latency_seconds} s for {settings.latency_minutes} minutes. Rolls back an "
-                             "endpoint update."),
-                metric=endpoint_latency(models[:MAX_ALARM_METRICS]),
-                threshold=settings.p99_latency_seconds * 1_000_000,
-                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD, periods=settings.latency_minutes,
-            ))
+            alarms.append(
+                self._alarm(
+                    ("Endpoints", subject),
+                    subject,
+                    "endpoint-p99-latency",
+                    description=(
+                        f"Highest p99 model latency among the models of endpoint {endpoint.node.path} above "
+                        f"{settings.p99_latency_seconds} s for {settings.latency_minutes} minutes. Rolls back an "
+                        "endpoint update."
+                    ),
+                    metric=endpoint_latency(models[:MAX_ALARM_METRICS]),
+                    threshold=settings.p99_latency_seconds * 1_000_000,
+                    comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    periods=settings.latency_minutes,
+                )
+            )
         if settings.error_rate_percent is not None:
-            alarms.append(self._alarm(
-                ("Endpoints", subject), subject, "endpoint-5xx-rate",
-                description=(f"More than {settings.error_rate_percent}% of requests to the models of endpoint "
-                             f"{endpoint.node.path} failed with 5xx for {settings.error_rate_minutes} minutes. Rolls back "
-                             "an endpoint update."),
-                metric=endpoint_error_rate(models[:MAX_ALARM_METRICS // 2], settings.error_rate_min_requests),
-                threshold=settings.error_rate_percent,
-                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD, periods=settings.error_rate_minutes,
-            ))
+            alarms.append(
+                self._alarm(
+                    ("Endpoints", subject),
+                    subject,
+                    "endpoint-5xx-rate",
+                    description=(
+                        f"More than {settings.error_rate_percent}% of requests to the models of endpoint "
+                        f"{endpoint.node.path} failed with 5xx for {settings.error_rate_minutes} minutes. Rolls back "
+                        "an endpoint update."
+                    ),
+                    metric=endpoint_error_rate(models[: MAX_ALARM_METRICS // 2], settings.error_rate_min_requests),
+                    threshold=settings.error_rate_percent,
+                    comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    periods=settings.error_rate_minutes,
+                )
+            )
         if endpoint.cfn_endpoint is not None:
             # The alarms name only the models' fixed component names, so they can exist before the
             # endpoint: the rollback configuration then never names an alarm that is not there yet.
@@ -517,42 +619,64 @@ class LlmMonitoring(Construct):
         metrics = _EndpointMetrics(endpoint)
         options = endpoint.options
         section = board.sections["endpoint"]
-        section.add_widget(_header(
-            f"Endpoint {endpoint.node.path}",
-            f"{options.instance_type}, {options.scaling.min_instances}-{options.scaling.max_instances} instances, "
-            f"models: {', '.join(m.component_name for m in endpoint.models) or 'none'}. Latency in microseconds."))
+        section.add_widget(
+            _header(
+                f"Endpoint {endpoint.node.path}",
+                f"{options.instance_type}, {options.scaling.min_instances}-{options.scaling.max_instances} instances, "
+                f"models: {', '.join(m.component_name for m in endpoint.models) or 'none'}. Latency in microseconds.",
+            )
+        )
         # Invocation metrics of an inference-component endpoint are per component: sum them.
         models = list(endpoint.models)
-        traffic: list[cloudwatch.IMetric] = [
-            _sum_of(models, name) for name in ("Invocations", "Invocation4XXErrors", "Invocation5XXErrors")
-        ] if models else [_placeholder()]
+        traffic: list[cloudwatch.IMetric] = (
+            [_sum_of(models, name) for name in ("Invocations", "Invocation4XXErrors", "Invocation5XXErrors")]
+            if models
+            else [_placeholder()]
+        )
         latency: list[cloudwatch.IMetric] = [
             m.metric_model_latency(statistic="p99", label=f"{m.component_name} p99") for m in models
         ] or [_placeholder()]
-        overhead = [metrics.metric("OverheadLatency", statistic=s, label=f"OverheadLatency {s}") for s in ("p50", "p99")]
+        overhead = [
+            metrics.metric("OverheadLatency", statistic=s, label=f"OverheadLatency {s}") for s in ("p50", "p99")
+        ]
         gpu = [
             metrics.metric("GPUUtilization", namespace="/aws/sagemaker/Endpoints", statistic="Average"),
             metrics.metric("GPUMemoryUtilization", namespace="/aws/sagemaker/Endpoints", statistic="Average"),
         ]
-        section.add_widget(_row(
-            cloudwatch.GraphWidget(title="Invocations and errors", width=6, left=traffic),
-            cloudwatch.GraphWidget(title="Model latency p99 per model (µs)", width=6, left=latency),
-            cloudwatch.GraphWidget(title="Overhead latency (µs)", width=6, left=overhead),
-            cloudwatch.GraphWidget(title="GPU and GPU memory utilization (%)", width=6, left=gpu),
-        ))
+        section.add_widget(
+            _row(
+                cloudwatch.GraphWidget(title="Invocations and errors", width=6, left=traffic),
+                cloudwatch.GraphWidget(title="Model latency p99 per model (µs)", width=6, left=latency),
+                cloudwatch.GraphWidget(title="Overhead latency (µs)", width=6, left=overhead),
+                cloudwatch.GraphWidget(title="GPU and GPU memory utilization (%)", width=6, left=gpu),
+            )
+        )
         copies = [m.metric_copy_count(label=m.component_name) for m in endpoint.models]
         no_capacity = [m.metric_no_capacity_invocation_failures(label=m.component_name) for m in endpoint.models]
-        section.add_widget(_row(
-            # One CPUUtilization sample per instance per minute: the sample count is the instance count.
-            cloudwatch.GraphWidget(title="Instances", width=6, left=[
-                metrics.metric("CPUUtilization", namespace="/aws/sagemaker/Endpoints", statistic="SampleCount",
-                               label="Instances (CPUUtilization samples per minute)"),
-            ]),
-            cloudwatch.GraphWidget(title="Copies per model", width=6, left=copies or [_placeholder()]),
-            cloudwatch.GraphWidget(title="NoCapacityInvocationFailures", width=6, left=no_capacity or [_placeholder()]),
-            cloudwatch.AlarmStatusWidget(title="Endpoint alarms", width=6, height=6, alarms=alarms)
-            if alarms else cloudwatch.TextWidget(markdown="No endpoint alarms (thresholds off).", width=6, height=6),
-        ))
+        section.add_widget(
+            _row(
+                # One CPUUtilization sample per instance per minute: the sample count is the instance count.
+                cloudwatch.GraphWidget(
+                    title="Instances",
+                    width=6,
+                    left=[
+                        metrics.metric(
+                            "CPUUtilization",
+                            namespace="/aws/sagemaker/Endpoints",
+                            statistic="SampleCount",
+                            label="Instances (CPUUtilization samples per minute)",
+                        ),
+                    ],
+                ),
+                cloudwatch.GraphWidget(title="Copies per model", width=6, left=copies or [_placeholder()]),
+                cloudwatch.GraphWidget(
+                    title="NoCapacityInvocationFailures", width=6, left=no_capacity or [_placeholder()]
+                ),
+                cloudwatch.AlarmStatusWidget(title="Endpoint alarms", width=6, height=6, alarms=alarms)
+                if alarms
+                else cloudwatch.TextWidget(markdown="No endpoint alarms (thresholds off).", width=6, height=6),
+            )
+        )
 
     # ------------------------------------------------------------- model rows
     def _monitor_model(self, board: _Board, model: "ModelComponent") -> None:
@@ -561,79 +685,140 @@ class LlmMonitoring(Construct):
         where = ("Models", subject)
         alarms: list[cloudwatch.Alarm] = []
         if settings.p99_latency_seconds is not None:
-            alarms.append(self._alarm(
-                where, subject, "p99-latency",
-                description=(f"p99 model latency of {subject} above {settings.p99_latency_seconds} s for "
-                             f"{settings.latency_minutes} minutes. Rolls back a model update."),
-                metric=model.metric_model_latency(statistic="p99"),
-                threshold=settings.p99_latency_seconds * 1_000_000,
-                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD, periods=settings.latency_minutes,
-            ))
+            alarms.append(
+                self._alarm(
+                    where,
+                    subject,
+                    "p99-latency",
+                    description=(
+                        f"p99 model latency of {subject} above {settings.p99_latency_seconds} s for "
+                        f"{settings.latency_minutes} minutes. Rolls back a model update."
+                    ),
+                    metric=model.metric_model_latency(statistic="p99"),
+                    threshold=settings.p99_latency_seconds * 1_000_000,
+                    comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    periods=settings.latency_minutes,
+                )
+            )
         if settings.error_rate_percent is not None:
-            alarms.append(self._alarm(
-                where, subject, "5xx-rate",
-                description=(f"More than {settings.error_rate_percent}% of requests to {subject} failed with 5xx for "
-                             f"{settings.error_rate_minutes} minutes. Rolls back a model update."),
-                metric=_error_rate(model.metric_invocation_5xx_errors(), model.metric_invocations(),
-                                   settings.error_rate_min_requests),
-                threshold=settings.error_rate_percent,
-                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD, periods=settings.error_rate_minutes,
-            ))
+            alarms.append(
+                self._alarm(
+                    where,
+                    subject,
+                    "5xx-rate",
+                    description=(
+                        f"More than {settings.error_rate_percent}% of requests to {subject} failed with 5xx for "
+                        f"{settings.error_rate_minutes} minutes. Rolls back a model update."
+                    ),
+                    metric=_error_rate(
+                        model.metric_invocation_5xx_errors(),
+                        model.metric_invocations(),
+                        settings.error_rate_min_requests,
+                    ),
+                    threshold=settings.error_rate_percent,
+                    comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    periods=settings.error_rate_minutes,
+                )
+            )
         rollback = list(alarms)
         if settings.gpu_saturation_percent is not None:
-            alarms.append(self._alarm(
-                where, subject, "gpu-saturated",
-                description=(f"GPUs of {subject} above {settings.gpu_saturation_percent}% for "
-                             f"{settings.gpu_saturation_minutes} minutes: raise max_copies or max_instances."),
-                metric=model.metric_gpu_utilization(statistic="Average"),
-                threshold=settings.gpu_saturation_percent,
-                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                periods=settings.gpu_saturation_minutes,
-            ))
+            alarms.append(
+                self._alarm(
+                    where,
+                    subject,
+                    "gpu-saturated",
+                    description=(
+                        f"GPUs of {subject} above {settings.gpu_saturation_percent}% for "
+                        f"{settings.gpu_saturation_minutes} minutes: raise max_copies or max_instances."
+                    ),
+                    metric=model.metric_gpu_utilization(statistic="Average"),
+                    threshold=settings.gpu_saturation_percent,
+                    comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    periods=settings.gpu_saturation_minutes,
+                )
+            )
         if settings.no_capacity_minutes is not None and model.spec.copies.min_copies == 0:
-            alarms.append(self._alarm(
-                where, subject, "no-capacity",
-                description=(f"Requests to {subject} found no copy for {settings.no_capacity_minutes} minutes in a row: "
-                             "scaling from zero is not bringing a copy up (instance capacity, quota or plan)."),
-                metric=model.metric_no_capacity_invocation_failures(statistic="Sum"),
-                threshold=1,
-                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                periods=settings.no_capacity_minutes,
-            ))
-        model.configure_rollout(settings.rollout if settings.rollout.enabled else None,
-                                {self._name_of(a): a for a in rollback}, watched=alarms)
+            alarms.append(
+                self._alarm(
+                    where,
+                    subject,
+                    "no-capacity",
+                    description=(
+                        f"Requests to {subject} found no copy for {settings.no_capacity_minutes} minutes in a row: "
+                        "scaling from zero is not bringing a copy up (instance capacity, quota or plan)."
+                    ),
+                    metric=model.metric_no_capacity_invocation_failures(statistic="Sum"),
+                    threshold=1,
+                    comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                    periods=settings.no_capacity_minutes,
+                )
+            )
+        model.configure_rollout(
+            settings.rollout if settings.rollout.enabled else None,
+            {self._name_of(a): a for a in rollback},
+            watched=alarms,
+        )
         self._model_rows(board, model, alarms)
 
     def _model_rows(self, board: _Board, model: "ModelComponent", alarms: list[cloudwatch.Alarm]) -> None:
         name = model.component_name
         copies = model.spec.copies
         section = board.sections["models"]
-        section.add_widget(_header(
-            f"Model {name}",
-            f"{model.spec.accelerators} accelerator(s) per copy, {copies.min_copies}-{copies.max_copies} copies."))
-        section.add_widget(_row(
-            cloudwatch.GraphWidget(title=f"{name}: invocations and errors", width=6, left=[
-                model.metric_invocations(), model.metric_invocation_4xx_errors(), model.metric_invocation_5xx_errors(),
-            ]),
-            cloudwatch.GraphWidget(title=f"{name}: model latency (µs)", width=6, left=[
-                model.metric_model_latency(statistic=s, label=f"ModelLatency {s}") for s in ("p50", "p90", "p99")
-            ]),
-            cloudwatch.GraphWidget(title=f"{name}: GPU and GPU memory (%)", width=6, left=[
-                model.metric_gpu_utilization(), model.metric_gpu_memory_utilization(),
-            ]),
-            cloudwatch.GraphWidget(title=f"{name}: copies and no-capacity failures", width=6,
-                                   left=[model.metric_copy_count()],
-                                   right=[model.metric_no_capacity_invocation_failures()]),
-        ))
+        section.add_widget(
+            _header(
+                f"Model {name}",
+                f"{model.spec.accelerators} accelerator(s) per copy, {copies.min_copies}-{copies.max_copies} copies.",
+            )
+        )
+        section.add_widget(
+            _row(
+                cloudwatch.GraphWidget(
+                    title=f"{name}: invocations and errors",
+                    width=6,
+                    left=[
+                        model.metric_invocations(),
+                        model.metric_invocation_4xx_errors(),
+                        model.metric_invocation_5xx_errors(),
+                    ],
+                ),
+                cloudwatch.GraphWidget(
+                    title=f"{name}: model latency (µs)",
+                    width=6,
+                    left=[
+                        model.metric_model_latency(statistic=s, label=f"ModelLatency {s}")
+                        for s in ("p50", "p90", "p99")
+                    ],
+                ),
+                cloudwatch.GraphWidget(
+                    title=f"{name}: GPU and GPU memory (%)",
+                    width=6,
+                    left=[
+                        model.metric_gpu_utilization(),
+                        model.metric_gpu_memory_utilization(),
+                    ],
+                ),
+                cloudwatch.GraphWidget(
+                    title=f"{name}: copies and no-capacity failures",
+                    width=6,
+                    left=[model.metric_copy_count()],
+                    right=[model.metric_no_capacity_invocation_failures()],
+                ),
+            )
+        )
         if alarms:
             section.add_widget(cloudwatch.AlarmStatusWidget(title=f"{name}: alarms", alarms=alarms, width=24, height=2))
 
     # ---------------------------------------------------------- capacity rows
-    def _capacity_plan_rows(self, board: _Board, plan_name: str, days: cloudwatch.IMetric,
-                            *, alarm: cloudwatch.Alarm | None) -> None:
+    def _capacity_plan_rows(
+        self, board: _Board, plan_name: str, days: cloudwatch.IMetric, *, alarm: cloudwatch.Alarm | None
+    ) -> None:
         section = board.sections["capacity_plan"]
-        section.add_widget(_header(f"Capacity plan {plan_name}",
-                                   "Days left of the reserved capacity (published daily); no instances after it ends."))
+        section.add_widget(
+            _header(
+                f"Capacity plan {plan_name}",
+                "Days left of the reserved capacity (published daily); no instances after it ends.",
+            )
+        )
         widgets: list[cloudwatch.IWidget] = [
             cloudwatch.SingleValueWidget(title=f"{plan_name}: days left", metrics=[days], width=6, height=4),
             cloudwatch.GraphWidget(title=f"{plan_name}: days left", left=[days], width=12, height=4),
@@ -656,17 +841,27 @@ class _EndpointMetrics:
         self._name: str = given if isinstance(given, str) and self.literal else endpoint.endpoint_name
         self._variant = endpoint.variant_name
 
-    def metric(self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum",
-               label: str | None = None) -> cloudwatch.Metric:
-        return metric(namespace, metric_name, {"EndpointName": self._name, "VariantName": self._variant},
-                      statistic=statistic, label=label)
+    def metric(
+        self, metric_name: str, *, namespace: str = "AWS/SageMaker", statistic: str = "Sum", label: str | None = None
+    ) -> cloudwatch.Metric:
+        return metric(
+            namespace,
+            metric_name,
+            {"EndpointName": self._name, "VariantName": self._variant},
+            statistic=statistic,
+            label=label,
+        )
 
 
 def endpoint_latency(models: Sequence[InferenceComponentConstruct]) -> cloudwatch.MathExpression:
     """The highest p99 ModelLatency among ``models`` (per-component metrics), microseconds."""
     using = {f"m{i}": m.metric_model_latency(statistic="p99") for i, m in enumerate(models)}
-    return cloudwatch.MathExpression(expression=f"MAX([{', '.join(using)}])", using_metrics=using,
-                                     label="Highest p99 ModelLatency of the models", period=one_minute())
+    return cloudwatch.MathExpression(
+        expression=f"MAX([{', '.join(using)}])",
+        using_metrics=using,
+        label="Highest p99 ModelLatency of the models",
+        period=one_minute(),
+    )
 
 
 def endpoint_error_rate(models: Sequence[InferenceComponentConstruct], min_requests: int) -> cloudwatch.MathExpression:
@@ -679,18 +874,27 @@ def endpoint_error_rate(models: Sequence[InferenceComponentConstruct], min_reque
     invocations = " + ".join(f"FILL(i{i}, 0)" for i in range(len(models)))
     return cloudwatch.MathExpression(
         expression=f"IF(({invocations}) >= {min_requests}, 100 * ({errors}) / ({invocations}), 0)",
-        using_metrics=using, label="5xx rate of the models (%)", period=one_minute())
+        using_metrics=using,
+        label="5xx rate of the models (%)",
+        period=one_minute(),
+    )
 
 
 def _sum_of(models: Sequence[InferenceComponentConstruct], metric_name: str) -> cloudwatch.MathExpression:
     """``metric_name`` (a per-component Sum metric) added up over ``models``."""
     prefix = re.sub(r"[^a-z0-9]", "", metric_name.lower())  # ids unique among the graph's expressions
     using = {f"{prefix}{i}": m.metric(metric_name) for i, m in enumerate(models)}
-    return cloudwatch.MathExpression(expression=" + ".join(f"FILL({k}, 0)" for k in using), using_metrics=using,
-                                     label=f"{metric_name} (all models)", period=one_minute())
+    return cloudwatch.MathExpression(
+        expression=" + ".join(f"FILL({k}, 0)" for k in using),
+        using_metrics=using,
+        label=f"{metric_name} (all models)",
+        period=one_minute(),
+    )
 
 
-def _error_rate(errors: cloudwatch.IMetric, invocations: cloudwatch.IMetric, min_requests: int) -> cloudwatch.MathExpression:
+def _error_rate(
+    errors: cloudwatch.IMetric, invocations: cloudwatch.IMetric, min_requests: int
+) -> cloudwatch.MathExpression:
     """5xx share of invocations in percent; 0 in minutes with fewer than ``min_requests`` invocations."""
     return cloudwatch.MathExpression(
         expression=f"IF(inv >= {min_requests}, 100 * FILL(err, 0) / inv, 0)",
@@ -702,8 +906,9 @@ def _error_rate(errors: cloudwatch.IMetric, invocations: cloudwatch.IMetric, min
 
 def _days_left(plan_name: str, namespace: str) -> cloudwatch.Metric:
     """``CapacityPlanDaysLeft`` of a plan known only by name (``CapacityPlan.metric_days_left`` for one of ours)."""
-    return metric(namespace, "CapacityPlanDaysLeft", {"TrainingPlanName": plan_name}, statistic="Minimum",
-                  period=Duration.days(1))
+    return metric(
+        namespace, "CapacityPlanDaysLeft", {"TrainingPlanName": plan_name}, statistic="Minimum", period=Duration.days(1)
+    )
 
 
 def _row(*widgets: cloudwatch.IWidget) -> cloudwatch.IWidget:

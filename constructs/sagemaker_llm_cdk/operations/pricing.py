@@ -19,6 +19,7 @@ Products are matched as AWS's own SageMaker tooling matches them: ``ServiceCode`
 ``productFamily`` ``ML Instance``, ``regionCode``, ``instanceName`` and ``platoinstancetype``
 (``Hosting`` for endpoints, ``Training`` for jobs).
 """
+
 from __future__ import annotations
 
 import functools
@@ -157,11 +158,17 @@ class PriceList:
         partition = partition_of(region)
         api_region = PRICE_LIST_REGION.get(partition or "")
         if api_region is None:
-            return not_looked_up(instance_type, region, f"the Price List API does not serve partition {partition or 'unknown'}")
+            return not_looked_up(
+                instance_type, region, f"the Price List API does not serve partition {partition or 'unknown'}"
+            )
         client = self._client(api_region)
         prices: list[tuple[Decimal, str]] = []
-        request: dict[str, Any] = {"ServiceCode": SERVICE_CODE, "Filters": product_filters(instance_type, region, usage),
-                                   "FormatVersion": "aws_v1", "MaxResults": 100}
+        request: dict[str, Any] = {
+            "ServiceCode": SERVICE_CODE,
+            "Filters": product_filters(instance_type, region, usage),
+            "FormatVersion": "aws_v1",
+            "MaxResults": 100,
+        }
         try:
             for _ in range(_MAX_PAGES):
                 response = client.get_products(**request)
@@ -194,8 +201,12 @@ class PriceList:
             return {}
         client = self._client(api_region)
         filters = [f for f in product_filters("-", region, usage) if f["Field"] != "instanceName"]
-        request: dict[str, Any] = {"ServiceCode": SERVICE_CODE, "Filters": filters, "FormatVersion": "aws_v1",
-                                   "MaxResults": 100}
+        request: dict[str, Any] = {
+            "ServiceCode": SERVICE_CODE,
+            "Filters": filters,
+            "FormatVersion": "aws_v1",
+            "MaxResults": 100,
+        }
         found: dict[str, list[Decimal]] = {}
         for _ in range(_MAX_REGION_PAGES):
             response = client.get_products(**request)
@@ -208,9 +219,17 @@ class PriceList:
             if not token:
                 break
             request = {**request, "NextToken": token}
-        return {name: HourlyPrice(name, region, max(amounts), "USD",
-                                  "Price List API" + (", highest of several listed" if len(set(amounts)) > 1 else ""))
-                for name, amounts in found.items() if amounts}
+        return {
+            name: HourlyPrice(
+                name,
+                region,
+                max(amounts),
+                "USD",
+                "Price List API" + (", highest of several listed" if len(set(amounts)) > 1 else ""),
+            )
+            for name, amounts in found.items()
+            if amounts
+        }
 
 
 def price_lines(pairs: Iterable[tuple[str, str | None]], prices: PriceLookup | None) -> list[str]:
@@ -266,32 +285,58 @@ class PriceTable:
                         cells[(usage, instance_type, region)] = (None, "", read)
                     else:
                         cells[(usage, instance_type, region)] = (
-                            Decimal(str(cell["usd_per_hour"])), str(cell["source"]), str(cell.get("read", read)))
-        return cls(read=date.fromisoformat(read), currency=str(data.get("currency", "USD")), cells=cells,
-                   regions=tuple(data.get("regions", ())), usages=usages, path=path)
+                            Decimal(str(cell["usd_per_hour"])),
+                            str(cell["source"]),
+                            str(cell.get("read", read)),
+                        )
+        return cls(
+            read=date.fromisoformat(read),
+            currency=str(data.get("currency", "USD")),
+            cells=cells,
+            regions=tuple(data.get("regions", ())),
+            usages=usages,
+            path=path,
+        )
 
     def hourly(self, instance_type: str, region: str, *, usage: str = HOSTING) -> HourlyPrice:
         cell = self.cells.get((usage, instance_type, region))
         if cell is None:
-            return HourlyPrice(instance_type, region, None,
-                               note=f"{UNKNOWN} ({instance_type} {usage} in {region} is not in the price table)")
+            return HourlyPrice(
+                instance_type,
+                region,
+                None,
+                note=f"{UNKNOWN} ({instance_type} {usage} in {region} is not in the price table)",
+            )
         amount, _source, read = cell
         if amount is None:
-            return HourlyPrice(instance_type, region, None,
-                               note=f"{UNKNOWN} (not found in AWS's published pricing; table of {self.read})")
+            return HourlyPrice(
+                instance_type,
+                region,
+                None,
+                note=f"{UNKNOWN} (not found in AWS's published pricing; table of {self.read})",
+            )
         return HourlyPrice(instance_type, region, amount, self.currency, f"price table, read {read}")
 
     def highest(self, instance_type: str, *, usage: str = HOSTING) -> HourlyPrice:
         """The highest known price of ``instance_type`` over every region of the table: a ceiling for a stack
         that names no region. Unknown when no region has a figure."""
-        known = [(amount, region) for (u, t, region), (amount, _s, _r) in self.cells.items()
-                 if u == usage and t == instance_type and amount is not None]
+        known = [
+            (amount, region)
+            for (u, t, region), (amount, _s, _r) in self.cells.items()
+            if u == usage and t == instance_type and amount is not None
+        ]
         if not known:
-            return HourlyPrice(instance_type, "any region", None,
-                               note=f"{UNKNOWN} (no region's price in the table of {self.read})")
+            return HourlyPrice(
+                instance_type, "any region", None, note=f"{UNKNOWN} (no region's price in the table of {self.read})"
+            )
         amount, region = max(known)
-        return HourlyPrice(instance_type, "any region", amount, self.currency,
-                           f"highest in the table ({region}), the stack names no region")
+        return HourlyPrice(
+            instance_type,
+            "any region",
+            amount,
+            self.currency,
+            f"highest in the table ({region}), the stack names no region",
+        )
 
     def known_count(self) -> tuple[int, int]:
         """(cells with a figure, cells in all)."""
@@ -303,8 +348,10 @@ class PriceTable:
     def age_line(self, today: date | None = None) -> str:
         """``Prices: table of 2026-12-01 (3 days old), 12 of 4464 figures known; refresh with `make prices```."""
         known, total = self.known_count()
-        return (f"Prices: USD per instance-hour from the price table of {self.read} ({self.age_days(today)} days old), "
-                f"{known} of {total} figures known, the rest unknown; refresh with `make prices` (Price List API)")
+        return (
+            f"Prices: USD per instance-hour from the price table of {self.read} ({self.age_days(today)} days old), "
+            f"{known} of {total} figures known, the rest unknown; refresh with `make prices` (Price List API)"
+        )
 
 
 @functools.cache
@@ -336,16 +383,26 @@ def covered_regions() -> list[str]:
 
 USAGE_NOTES = {
     HOSTING: "Real-time inference (endpoints): SageMaker's Hosting usage, what an inference component's instances bill",
-    JOB_USAGE: ("Training usage: what optimization (EAGLE) and benchmark jobs are priced as here; AWS's pricing page "
-                "lists no separate rate for inference optimization jobs"),
+    JOB_USAGE: (
+        "Training usage: what optimization (EAGLE) and benchmark jobs are priced as here; AWS's pricing page "
+        "lists no separate rate for inference optimization jobs"
+    ),
 }
-PRICE_LIST_SOURCE = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonSageMaker/current/{region}/index.json"
+PRICE_LIST_SOURCE = (
+    "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonSageMaker/current/{region}/index.json"
+)
 """Where a figure the Price List API gave comes from (the offer file of its region)."""
 
 
-def table_json(read: date, lookup: Callable[[str, str], Mapping[str, HourlyPrice]] | None = None, *,
-               previous: PriceTable | None = None, searched: Sequence[str] = (),
-               types: Mapping[str, Sequence[str]] | None = None, regions: Sequence[str] | None = None) -> dict[str, Any]:
+def table_json(
+    read: date,
+    lookup: Callable[[str, str], Mapping[str, HourlyPrice]] | None = None,
+    *,
+    previous: PriceTable | None = None,
+    searched: Sequence[str] = (),
+    types: Mapping[str, Sequence[str]] | None = None,
+    regions: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """The table as JSON data: every covered (usage, type, region) cell, ``null`` where no figure is known.
 
     :param lookup: ``(region, usage) -> {instance type: HourlyPrice}`` (``PriceList.region_prices``); a figure
@@ -362,8 +419,11 @@ def table_json(read: date, lookup: Callable[[str, str], Mapping[str, HourlyPrice
             for name in names:
                 price = found.get(name)
                 if price is not None and price.amount is not None and price.currency == "USD":
-                    prices[name][region] = {"usd_per_hour": f"{price.amount.normalize():f}",
-                                            "source": PRICE_LIST_SOURCE.format(region=region), "read": read.isoformat()}
+                    prices[name][region] = {
+                        "usd_per_hour": f"{price.amount.normalize():f}",
+                        "source": PRICE_LIST_SOURCE.format(region=region),
+                        "read": read.isoformat(),
+                    }
                     continue
                 old = previous.cells.get((usage, name, region)) if previous is not None else None
                 if old is not None and old[0] is not None:
@@ -372,10 +432,12 @@ def table_json(read: date, lookup: Callable[[str, str], Mapping[str, HourlyPrice
                     prices[name][region] = None
         usages[usage] = {"what": USAGE_NOTES.get(usage, usage), "prices": prices}
     return {
-        "about": ("On-demand USD per instance-hour of SageMaker AI, by usage, instance type and region. Figures come "
-                  "only from AWS's published pricing (its pricing pages and the Price List API offer files); each "
-                  "known figure names its source and the date it was read. null: not found there, shown as unknown, "
-                  "never 0. Rewritten by `make prices` (Price List API, needs credentials)."),
+        "about": (
+            "On-demand USD per instance-hour of SageMaker AI, by usage, instance type and region. Figures come "
+            "only from AWS's published pricing (its pricing pages and the Price List API offer files); each "
+            "known figure names its source and the date it was read. null: not found there, shown as unknown, "
+            "never 0. Rewritten by `make prices` (Price List API, needs credentials)."
+        ),
         "currency": "USD",
         "read": read.isoformat(),
         "searched": list(searched),
@@ -416,8 +478,12 @@ def refresh(path: str | Path = PRICE_TABLE, *, price_list: "PriceList | None" = 
     def lookup(region: str, usage: str) -> Mapping[str, HourlyPrice]:
         return price_list.region_prices(region, usage=usage)
 
-    data = table_json(today or date.today(), lookup, previous=previous,
-                      searched=["Price List API GetProducts (AmazonSageMaker, ML Instance, per region and usage)"])
+    data = table_json(
+        today or date.today(),
+        lookup,
+        previous=previous,
+        searched=["Price List API GetProducts (AmazonSageMaker, ML Instance, per region and usage)"],
+    )
     write_table(data, path)
     table = PriceTable.from_json(data)
     known, total = table.known_count()

@@ -27,6 +27,7 @@ instance-type checks cover every pool), ``endpoints[].update_policy`` ``rolling`
 ``rolling_batch_instances`` (``update_policy``: headroom), the bound plan's ``when_not_active: on_demand``
 (``serves_on_demand_until_active``: an inactive plan is then a warning, not a blocker).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,17 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from ..core import regions
 from ..core.errors import ConfigurationError
 from ..operations.pricing import PriceList, PriceLookup
-from .context import (LIVE_CHECKS, OFFLINE_CHECKS, AwsClients, Check, PreflightContext, endpoint_instance_types, register_check,
-                      serves_on_demand_until_active, update_policy)
+from .context import (
+    LIVE_CHECKS,
+    OFFLINE_CHECKS,
+    AwsClients,
+    Check,
+    PreflightContext,
+    endpoint_instance_types,
+    register_check,
+    serves_on_demand_until_active,
+    update_policy,
+)
 from .costs import cost_findings
 from .findings import SEVERITIES, Finding, Severity, blocker, exit_code, format_findings, info, summary_line, warning
 from .live import _error_code
@@ -57,10 +67,28 @@ if TYPE_CHECKING:
     from ..config.settings import AppConfig
 
 __all__ = [
-    "LIVE_CHECKS", "OFFLINE_CHECKS", "SEVERITIES", "AwsClients", "Check", "Finding", "PreflightContext", "Severity",
-    "blocker", "cost_findings", "endpoint_instance_types", "exit_code", "format_findings", "info", "main",
-    "register_check", "run_preflight", "serves_on_demand_until_active", "summary_line", "synthesize",
-    "update_policy", "warning",
+    "LIVE_CHECKS",
+    "OFFLINE_CHECKS",
+    "SEVERITIES",
+    "AwsClients",
+    "Check",
+    "Finding",
+    "PreflightContext",
+    "Severity",
+    "blocker",
+    "cost_findings",
+    "endpoint_instance_types",
+    "exit_code",
+    "format_findings",
+    "info",
+    "main",
+    "register_check",
+    "run_preflight",
+    "serves_on_demand_until_active",
+    "summary_line",
+    "synthesize",
+    "update_policy",
+    "warning",
 ]
 
 
@@ -103,8 +131,15 @@ def run_preflight(
     if region is None and not offline:
         region = _session_region(session)
     partition = regions.partition_of(region) if region else None
-    ctx = PreflightContext(config=config, source=source, region=region, partition=partition,
-                           now=now or datetime.now(timezone.utc), templates=templates, offline=offline)
+    ctx = PreflightContext(
+        config=config,
+        source=source,
+        region=region,
+        partition=partition,
+        now=now or datetime.now(timezone.utc),
+        templates=templates,
+        offline=offline,
+    )
     if not offline:
         clients = clients or AwsClients(session=session)
         account = _caller_account(clients, region, findings)
@@ -113,8 +148,10 @@ def run_preflight(
             ctx.prices = prices or PriceList(client_for=lambda api_region: clients.client("pricing", api_region))
     elif prices is not None:
         ctx.prices = prices
-    for check in [*(OFFLINE_CHECKS if checks is None else checks),
-                  *((LIVE_CHECKS if live_checks is None else live_checks) if ctx.live else [])]:
+    for check in [
+        *(OFFLINE_CHECKS if checks is None else checks),
+        *((LIVE_CHECKS if live_checks is None else live_checks) if ctx.live else []),
+    ]:
         findings.extend(_safely(check, ctx))
     findings.extend(_safely(cost_findings, ctx))
     return findings
@@ -125,8 +162,14 @@ def _safely(check: Check, ctx: PreflightContext) -> list[Finding]:
         return list(check(ctx))
     except Exception as error:  # a broken check must not hide the others' findings
         name = getattr(check, "__name__", "check")
-        return [warning(f"preflight.{name}", f"check {name} could not run ({type(error).__name__}: {error})",
-                        "its findings are missing", "report this to the library's maintainers")]
+        return [
+            warning(
+                f"preflight.{name}",
+                f"check {name} could not run ({type(error).__name__}: {error})",
+                "its findings are missing",
+                "report this to the library's maintainers",
+            )
+        ]
 
 
 def _session_region(session: Any) -> str | None:
@@ -146,18 +189,30 @@ def _caller_account(clients: AwsClients, region: str | None, findings: list[Find
     try:
         return str(clients.client("sts", region).get_caller_identity()["Account"])
     except (NoCredentialsError, PartialCredentialsError, NoRegionError) as error:
-        findings.append(info("credentials", f"live checks skipped: {type(error).__name__}",
-                             "plan status, quotas, S3 data, layers and prices need read-only credentials",
-                             "run with credentials (e.g. AWS_PROFILE=...) or pass --offline to silence this"))
+        findings.append(
+            info(
+                "credentials",
+                f"live checks skipped: {type(error).__name__}",
+                "plan status, quotas, S3 data, layers and prices need read-only credentials",
+                "run with credentials (e.g. AWS_PROFILE=...) or pass --offline to silence this",
+            )
+        )
     except Exception as error:
-        findings.append(warning("credentials", f"live checks skipped: STS GetCallerIdentity failed ({_error_code(error)})",
-                                "plan status, quotas, S3 data, layers and prices were not checked",
-                                "check the credentials, or pass --offline"))
+        findings.append(
+            warning(
+                "credentials",
+                f"live checks skipped: STS GetCallerIdentity failed ({_error_code(error)})",
+                "plan status, quotas, S3 data, layers and prices were not checked",
+                "check the credentials, or pass --offline",
+            )
+        )
     return None
 
 
 # ===================================================================== synth
-def synthesize(app: str, *, config_path: str | Path, cwd: str | Path = ".", timeout: int = 900) -> dict[str, dict[str, Any]]:
+def synthesize(
+    app: str, *, config_path: str | Path, cwd: str | Path = ".", timeout: int = 900
+) -> dict[str, dict[str, Any]]:
     """Run the CDK app command ``app`` as the CDK CLI would (``CDK_OUTDIR``, ``CDK_CONTEXT_JSON``).
 
     The context is ``cdk.json``'s (feature flags) plus ``config``. A command starting with
@@ -195,15 +250,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Exit codes: 0 no blocker, 1 at least one blocker, 2 a bad config file or bad arguments.
     """
-    parser = argparse.ArgumentParser(prog="python -m sagemaker_llm_cdk.preflight",
-                                     description="Find what would make a deploy of a config fail, before CloudFormation starts.")
+    parser = argparse.ArgumentParser(
+        prog="python -m sagemaker_llm_cdk.preflight",
+        description="Find what would make a deploy of a config fail, before CloudFormation starts.",
+    )
     parser.add_argument("--config", required=True, help="deployment config file (YAML)")
     parser.add_argument("--region", help="target region. Default: target.region, then your AWS CLI region")
-    parser.add_argument("--offline", action="store_true", help="make no AWS call (skip plan, quota, S3, layer and price checks)")
+    parser.add_argument(
+        "--offline", action="store_true", help="make no AWS call (skip plan, quota, S3, layer and price checks)"
+    )
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--cdk-out", help="read the templates of an existing synth (e.g. cdk.out) instead of synthesizing")
+    source.add_argument(
+        "--cdk-out", help="read the templates of an existing synth (e.g. cdk.out) instead of synthesizing"
+    )
     source.add_argument("--app", help="CDK app command to synthesize with. Default: 'app' from ./cdk.json")
-    source.add_argument("--no-synth", action="store_true", help="check the config only (resource types are not checked)")
+    source.add_argument(
+        "--no-synth", action="store_true", help="check the config only (resource types are not checked)"
+    )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON lines, then the summary")
     args = parser.parse_args(argv)
 
@@ -218,8 +281,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     early: list[Finding] = []
     if args.cdk_out:
         if not Path(args.cdk_out, "manifest.json").is_file() and not regions.template_files(args.cdk_out):
-            print(f"error: --cdk-out {args.cdk_out}: no synthesized templates there; fix: run `make synth` first",
-                  file=sys.stderr)
+            print(
+                f"error: --cdk-out {args.cdk_out}: no synthesized templates there; fix: run `make synth` first",
+                file=sys.stderr,
+            )
             return 2
         templates = regions.load_templates(args.cdk_out)
     elif not args.no_synth:
@@ -229,8 +294,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 templates = synthesize(app, config_path=args.config)
             except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
-                early.append(blocker("synth", "the app does not synthesize", str(error).replace("\n", " | ")[-600:],
-                                     "fix the synth error (run `make synth`) and run preflight again"))
+                early.append(
+                    blocker(
+                        "synth",
+                        "the app does not synthesize",
+                        str(error).replace("\n", " | ")[-600:],
+                        "fix the synth error (run `make synth`) and run preflight again",
+                    )
+                )
     findings = early + run_preflight(config, region=args.region, templates=templates, offline=args.offline)
     region = args.region or config.target.region or (None if args.offline else _session_region(None))
     live = any(f.check == "credentials.account" for f in findings)

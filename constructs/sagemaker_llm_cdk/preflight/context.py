@@ -1,4 +1,5 @@
 """What preflight checks read (``PreflightContext``), the check registry, and config helpers other settings slot into."""
+
 from __future__ import annotations
 
 import re
@@ -23,7 +24,9 @@ ECR_IMAGE = re.compile(
 LAYER_ARN = re.compile(
     r"^arn:(?P<partition>aws[a-z-]*):lambda:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):layer:(?P<name>[A-Za-z0-9_-]+):(?P<version>\d+)$"
 )
-POWERTOOLS_NAME = re.compile(r"^AWSLambdaPowertoolsPython(?:V\d+)?-(?P<python>python\d)(?P<minor>\d+)-(?P<arch>x86_64|arm64)$")
+POWERTOOLS_NAME = re.compile(
+    r"^AWSLambdaPowertoolsPython(?:V\d+)?-(?P<python>python\d)(?P<minor>\d+)-(?P<arch>x86_64|arm64)$"
+)
 DLC_REPOSITORIES = ("djl-inference",)
 
 
@@ -46,8 +49,9 @@ class AwsClients:
                 from botocore.config import Config
 
                 session = self._session or boto3.Session()
-                self._clients[key] = session.client(service, region_name=region,
-                                                    config=Config(retries={"max_attempts": 3, "mode": "standard"}))
+                self._clients[key] = session.client(
+                    service, region_name=region, config=Config(retries={"max_attempts": 3, "mode": "standard"})
+                )
         return self._clients[key]
 
 
@@ -117,7 +121,9 @@ def endpoint_instance_types(endpoint: Any) -> list[str]:
     """
     types = [endpoint.instance_type]
     for pool in getattr(endpoint, "instance_pools", None) or ():
-        pool_type = getattr(pool, "instance_type", None) or (pool.get("instance_type") if isinstance(pool, Mapping) else None)
+        pool_type = getattr(pool, "instance_type", None) or (
+            pool.get("instance_type") if isinstance(pool, Mapping) else None
+        )
         if isinstance(pool_type, str) and pool_type not in types:
             types.append(pool_type)
     return types
@@ -152,8 +158,9 @@ def update_policy(ctx: PreflightContext, endpoint: Any) -> tuple[str, int]:
         if isinstance(batch, int) and batch > 0:
             return "rolling", batch
         scaling = endpoint.scaling
-        return "rolling", batch_units(*rolling_batch(scaling.min_instances, scaling.max_instances),
-                                      scaling.max_instances)
+        return "rolling", batch_units(
+            *rolling_batch(scaling.min_instances, scaling.max_instances), scaling.max_instances
+        )
     return "blue_green", 0
 
 

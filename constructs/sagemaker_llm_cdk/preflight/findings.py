@@ -1,4 +1,5 @@
 """Preflight findings: one line each (severity, what, why, fix), a summary line and the exit code."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,8 +48,9 @@ def info(check: str, what: str, why: str = _FOR_REVIEWER, fix: str = _NOTHING, s
     return Finding("info", check, what, why, fix, subject)
 
 
-def format_findings(findings: Sequence[Finding], *, source: str = "", region: str | None = None,
-                    live: bool = False) -> str:
+def format_findings(
+    findings: Sequence[Finding], *, source: str = "", region: str | None = None, live: bool = False
+) -> str:
     """The findings, blockers first, one line each, then a summary line."""
     order = {s: i for i, s in enumerate(SEVERITIES)}
     lines = [f.line() for f in sorted(findings, key=lambda f: order[f.severity])]
@@ -56,12 +58,14 @@ def format_findings(findings: Sequence[Finding], *, source: str = "", region: st
     return "\n".join(lines)
 
 
-def summary_line(findings: Sequence[Finding], *, source: str = "", region: str | None = None, live: bool = False) -> str:
+def summary_line(
+    findings: Sequence[Finding], *, source: str = "", region: str | None = None, live: bool = False
+) -> str:
     counts = {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
     head = "preflight" + (f" of {source}" if source else "") + f" for {region or 'no region'}"
     head += " (live checks ran)" if live else " (offline)"
     verdict = "the deploy would fail: fix the blockers first" if counts["blocker"] else "no blocker found"
-    return (f"{head}: {counts['blocker']} blocker(s), {counts['warning']} warning(s), {counts['info']} info; {verdict}")
+    return f"{head}: {counts['blocker']} blocker(s), {counts['warning']} warning(s), {counts['info']} info; {verdict}"
 
 
 def exit_code(findings: Iterable[Finding]) -> int:

@@ -2,6 +2,7 @@
 exists and is of the kind its routing target needs (live, read-only ``DescribeEndpoint`` /
 ``DescribeInferenceComponent`` in the destination's region), and each role of ``callers`` may invoke the router
 and every destination (live, read-only ``iam:SimulatePrincipalPolicy``)."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
@@ -42,9 +43,13 @@ def router_region(ctx: PreflightContext) -> Iterable[Finding]:
             continue
         regions = regions if regions is not None else api_regions()
         if region not in regions:
-            yield blocker("router-region", f"{where}: inference routers in {region}",
-                          f"botocore's endpoint data lists no SageMaker endpoint in {region}, so no {RUNTIME_SERVICE} there",
-                          "set home_region to a region that offers inference routers", subject=where)
+            yield blocker(
+                "router-region",
+                f"{where}: inference routers in {region}",
+                f"botocore's endpoint data lists no SageMaker endpoint in {region}, so no {RUNTIME_SERVICE} there",
+                "set home_region to a region that offers inference routers",
+                subject=where,
+            )
 
 
 def _describe(ctx: PreflightContext, kind: str, region: str, name: str) -> dict[str, Any] | None:
@@ -76,32 +81,47 @@ def router_destinations(ctx: PreflightContext) -> Iterable[Finding]:
                     continue
                 subject = f"{where}.targets[{t}].destinations[{d}]"
                 if ctx.account is not None and match.group("account") != ctx.account:
-                    yield warning("router-destination", f"{subject}: {destination.arn} is in another account",
-                                  "it is checked only by SageMaker, with your credentials, when the router is created",
-                                  "ask its owner for the endpoint policy (docs/routers.md)", subject=subject)
+                    yield warning(
+                        "router-destination",
+                        f"{subject}: {destination.arn} is in another account",
+                        "it is checked only by SageMaker, with your credentials, when the router is created",
+                        "ask its owner for the endpoint policy (docs/routers.md)",
+                        subject=subject,
+                    )
                     continue
                 kind, region, name = match.group("kind"), match.group("region"), match.group("name")
                 found = _describe(ctx, kind, region, name)
                 if found is None:
-                    yield blocker("router-destination", f"{subject}: {destination.arn} does not exist",
-                                  "the router would accept it and every request routed to it would fail",
-                                  "deploy it first or correct the ARN", subject=subject)
+                    yield blocker(
+                        "router-destination",
+                        f"{subject}: {destination.arn} does not exist",
+                        "the router would accept it and every request routed to it would fail",
+                        "deploy it first or correct the ARN",
+                        subject=subject,
+                    )
                     continue
                 if kind != "endpoint":
                     continue
                 is_async = bool(found.get("AsyncInferenceConfig"))
                 if target.async_inference is not None and not is_async:
-                    yield blocker("router-destination", f"{subject}: {name} is a real-time endpoint",
-                                  "an asynchronous routing target routes to asynchronous endpoints only",
-                                  "name an asynchronous endpoint", subject=subject)
+                    yield blocker(
+                        "router-destination",
+                        f"{subject}: {name} is a real-time endpoint",
+                        "an asynchronous routing target routes to asynchronous endpoints only",
+                        "name an asynchronous endpoint",
+                        subject=subject,
+                    )
                 if target.async_inference is None and is_async:
-                    yield blocker("router-destination", f"{subject}: {name} is an asynchronous endpoint",
-                                  "a real-time routing target cannot route to asynchronous endpoints",
-                                  "name a real-time endpoint or make the target asynchronous", subject=subject)
+                    yield blocker(
+                        "router-destination",
+                        f"{subject}: {name} is an asynchronous endpoint",
+                        "a real-time routing target cannot route to asynchronous endpoints",
+                        "name a real-time endpoint or make the target asynchronous",
+                        subject=subject,
+                    )
 
 
 register_check(router_destinations, live=True)
-
 
 
 def _arn(partition: str, region: str, account: str, kind: str, name: str) -> str:
@@ -133,18 +153,36 @@ def caller_resources(ctx: PreflightContext, router: Any) -> list[tuple[str, list
         if model is not None:
             adapter = next((a for a in model.adapters if a.name == target.adapter), None)
             if adapter is not None:
-                arns.append(_arn(partition, ctx.region, ctx.account, "inference-component",
-                                 adapter.physical_name or prefixed_name(prefix, adapter.name)))
+                arns.append(
+                    _arn(
+                        partition,
+                        ctx.region,
+                        ctx.account,
+                        "inference-component",
+                        adapter.physical_name or prefixed_name(prefix, adapter.name),
+                    )
+                )
             elif target.adapter is None:  # an adapter from a manifest file is named at synth only
-                arns.append(_arn(partition, ctx.region, ctx.account, "inference-component",
-                                 model.physical_name or prefixed_name(prefix, model.name)))
+                arns.append(
+                    _arn(
+                        partition,
+                        ctx.region,
+                        ctx.account,
+                        "inference-component",
+                        model.physical_name or prefixed_name(prefix, model.name),
+                    )
+                )
         for destination in target.destinations:
             arns.append(destination.arn)
             if destination.endpoint_name is not None:
                 head = destination.arn.split(":inference-component/", 1)[0]
                 arns.append(f"{head}:endpoint/{destination.endpoint_name}")
-    order = ("sagemaker:InvokeInferenceRouter", "sagemaker:InvokeInferenceRouterAsync", "sagemaker:InvokeEndpoint",
-             "sagemaker:InvokeEndpointAsync")
+    order = (
+        "sagemaker:InvokeInferenceRouter",
+        "sagemaker:InvokeInferenceRouterAsync",
+        "sagemaker:InvokeEndpoint",
+        "sagemaker:InvokeEndpointAsync",
+    )
     return [(action, list(dict.fromkeys(needs[action]))) for action in order if needs.get(action)]
 
 
@@ -180,19 +218,29 @@ def router_callers(ctx: PreflightContext) -> Iterable[Finding]:
                 try:
                     decisions = _decisions(client, caller, action, resources)
                 except Exception as error:  # botocore's ClientError: access denied, no such role
-                    code = str((getattr(error, "response", None) or {}).get("Error", {}).get("Code", type(error).__name__))
-                    yield warning("router-caller", f"{subject}: could not simulate {caller}'s policies ({code})",
-                                  "its permissions on the router and the destinations are not checked",
-                                  "allow iam:SimulatePrincipalPolicy on the role, and check the ARN", subject=subject)
+                    code = str(
+                        (getattr(error, "response", None) or {}).get("Error", {}).get("Code", type(error).__name__)
+                    )
+                    yield warning(
+                        "router-caller",
+                        f"{subject}: could not simulate {caller}'s policies ({code})",
+                        "its permissions on the router and the destinations are not checked",
+                        "allow iam:SimulatePrincipalPolicy on the role, and check the ARN",
+                        subject=subject,
+                    )
                     break
                 for arn in resources:
                     decision = decisions.get(arn, "not evaluated")
                     if decision != "allowed":
-                        yield blocker("router-caller", f"{subject}: {caller} may not {action} on {arn} ({decision})",
-                                      "the router calls each destination with the caller's credentials; a request "
-                                      "it cannot make fails, or is never sent",
-                                      f"allow {action} on {arn} in the role's policy (InferenceRouter.grant_invoke "
-                                      "does, for a role of the router's account)", subject=subject)
+                        yield blocker(
+                            "router-caller",
+                            f"{subject}: {caller} may not {action} on {arn} ({decision})",
+                            "the router calls each destination with the caller's credentials; a request "
+                            "it cannot make fails, or is never sent",
+                            f"allow {action} on {arn} in the role's policy (InferenceRouter.grant_invoke "
+                            "does, for a role of the router's account)",
+                            subject=subject,
+                        )
 
 
 register_check(router_callers, live=True)

@@ -17,6 +17,7 @@ One function and provider serve every endpoint policy of a stack (``EndpointPoli
 that function read and change the policy of its own endpoint only (the endpoint's ARN exactly, as written and in
 lowercase, the form SageMaker writes).
 """
+
 from __future__ import annotations
 
 import re
@@ -51,16 +52,24 @@ class EndpointPolicyService(Construct):
     def __init__(self, scope: Stack, id: str = SERVICE_ID) -> None:
         super().__init__(scope, id)
         self.function = python_function(
-            self, "Function", folder=HANDLER_FOLDER, handler="index.on_event",
+            self,
+            "Function",
+            folder=HANDLER_FOLDER,
+            handler="index.on_event",
             description="keeps this stack's statements in the endpoint policies that let inference routers of other "
-                        "accounts use its endpoints (custom resource)",
-            timeout=Duration.minutes(1))
+            "accounts use its endpoints (custom resource)",
+            timeout=Duration.minutes(1),
+        )
         self.provider, self.provider_role = provider_framework(
-            self, on_event=self.function, description="Custom resource framework of the stack's endpoint policies")
-        acknowledge_resource(self.provider_role, f"{self.function.function_arn}:*",
-                             "The custom resource framework invokes the endpoint policies' own function: "
-                             "lambda:InvokeFunction on that one function and its versions (the ':*' qualifier).",
-                             actions=["lambda:InvokeFunction"])
+            self, on_event=self.function, description="Custom resource framework of the stack's endpoint policies"
+        )
+        acknowledge_resource(
+            self.provider_role,
+            f"{self.function.function_arn}:*",
+            "The custom resource framework invokes the endpoint policies' own function: "
+            "lambda:InvokeFunction on that one function and its versions (the ':*' qualifier).",
+            actions=["lambda:InvokeFunction"],
+        )
 
     @classmethod
     def of(cls, scope: IConstruct) -> "EndpointPolicyService":
@@ -74,8 +83,15 @@ class EndpointPolicy(Construct):
     Attributes: ``endpoint_name``, ``endpoint_arn``, ``document``, ``custom_resource``, ``service``.
     """
 
-    def __init__(self, scope: Construct, id: str, *, endpoint_name: str, document: Mapping[str, Any],
-                 endpoint: IConstruct | None = None) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        endpoint_name: str,
+        document: Mapping[str, Any],
+        endpoint: IConstruct | None = None,
+    ) -> None:
         """
         :param endpoint_name: the endpoint's name (literal: the policy's IAM grant names its ARN).
         :param document: the policy, e.g. a value of ``InferenceRouter.endpoint_policy(account, region)``.
@@ -90,30 +106,61 @@ class EndpointPolicy(Construct):
             problems.append(problem)
         text = stack.to_json_string(dict(document))
         if not document.get("Statement"):
-            problems.append(Problem("document", dict(document), "a policy document with a Statement",
-                                    "pass the document InferenceRouter.endpoint_policy returns"))
+            problems.append(
+                Problem(
+                    "document",
+                    dict(document),
+                    "a policy document with a Statement",
+                    "pass the document InferenceRouter.endpoint_policy returns",
+                )
+            )
         problems.extend(_sid_problems(document.get("Statement")))
         resolved = stack.resolve(text)  # a plain string unless the document holds deploy-time values
         if isinstance(resolved, str) and not resolved.isascii():
-            problems.append(Problem("document", "non-ASCII text", "ASCII characters only (PutEndpointPolicy)",
-                                    "remove the other characters from the policy"))
+            problems.append(
+                Problem(
+                    "document",
+                    "non-ASCII text",
+                    "ASCII characters only (PutEndpointPolicy)",
+                    "remove the other characters from the policy",
+                )
+            )
         if isinstance(resolved, str) and len(resolved) > MAX_POLICY_CHARS:
-            problems.append(Problem("document", f"{len(resolved)} characters",
-                                    f"at most {MAX_POLICY_CHARS} characters (PutEndpointPolicy)",
-                                    "route fewer routers to the endpoint"))
+            problems.append(
+                Problem(
+                    "document",
+                    f"{len(resolved)} characters",
+                    f"at most {MAX_POLICY_CHARS} characters (PutEndpointPolicy)",
+                    "route fewer routers to the endpoint",
+                )
+            )
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
         self.endpoint_name = endpoint_name
         self.document = dict(document)
         self.endpoint_arn = stack.format_arn(service="sagemaker", resource="endpoint", resource_name=endpoint_name)
-        arns = list(dict.fromkeys([self.endpoint_arn, stack.format_arn(
-            service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower())]))
+        arns = list(
+            dict.fromkeys(
+                [
+                    self.endpoint_arn,
+                    stack.format_arn(service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower()),
+                ]
+            )
+        )
         self.service = EndpointPolicyService.of(self)
-        grants.grant(self.service.function, sid=f"ManagePolicyOf{_sid(endpoint_name)}", actions=list(POLICY_ACTIONS),
-                     resources=arns)
-        self.custom_resource = CustomResource(self, "Resource", service_token=self.service.provider.service_token,
-                                              resource_type=RESOURCE_TYPE,
-                                              properties={"EndpointName": endpoint_name, "ResourcePolicy": text})
+        grants.grant(
+            self.service.function,
+            sid=f"ManagePolicyOf{_sid(endpoint_name)}",
+            actions=list(POLICY_ACTIONS),
+            resources=arns,
+        )
+        self.custom_resource = CustomResource(
+            self,
+            "Resource",
+            service_token=self.service.provider.service_token,
+            resource_type=RESOURCE_TYPE,
+            properties={"EndpointName": endpoint_name, "ResourcePolicy": text},
+        )
         self.node.default_child = self.custom_resource
         if endpoint is not None:
             self.custom_resource.node.add_dependency(endpoint)
@@ -125,8 +172,11 @@ def merged_policy(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[st
     followed by its router's name so they stay unique."""
     if len(documents) == 1:
         return dict(documents[0][1])
-    statements = [{**statement, "Sid": f"{statement.get('Sid', 'Statement')}{_sid(router)}"}
-                  for router, document in documents for statement in document["Statement"]]
+    statements = [
+        {**statement, "Sid": f"{statement.get('Sid', 'Statement')}{_sid(router)}"}
+        for router, document in documents
+        for statement in document["Statement"]
+    ]
     return {"Version": "2012-10-17", "Statement": statements}
 
 
@@ -140,11 +190,23 @@ def _sid_problems(statement: Any) -> list[Problem]:
         if sid is None or (isinstance(sid, str) and Token.is_unresolved(sid)):
             continue
         if not isinstance(sid, str) or not _SID.match(sid):
-            problems.append(Problem(f"document.Statement[{index}].Sid", sid, "letters and digits only (IAM's Sid rule)",
-                                    "remove the other characters from the Sid"))
+            problems.append(
+                Problem(
+                    f"document.Statement[{index}].Sid",
+                    sid,
+                    "letters and digits only (IAM's Sid rule)",
+                    "remove the other characters from the Sid",
+                )
+            )
         elif sid in seen:
-            problems.append(Problem(f"document.Statement[{index}].Sid", sid, "each Sid once in the document",
-                                    "give each statement its own Sid"))
+            problems.append(
+                Problem(
+                    f"document.Statement[{index}].Sid",
+                    sid,
+                    "each Sid once in the document",
+                    "give each statement its own Sid",
+                )
+            )
         else:
             seen.add(sid)
     return problems

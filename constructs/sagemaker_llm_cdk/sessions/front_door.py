@@ -7,6 +7,7 @@ a DynamoDB table, opens a session on a conversation's first turn, reopens it whe
 the container lost it, and closes it on request (handler: ``lambda/session_router/index.py``,
 client: ``sagemaker_llm_cdk.client.SessionClient``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -210,12 +211,15 @@ class SessionFrontDoor(Construct):
         # that pattern is acknowledged, so any other new wildcard on the front door still fails the synth. The rest
         # complies (the table has point-in-time recovery and a rotating customer-managed key, no managed policy).
         grants.grant(
-            role, sid="InvokeServedComponents", actions=["sagemaker:InvokeEndpoint"],
+            role,
+            sid="InvokeServedComponents",
+            actions=["sagemaker:InvokeEndpoint"],
             resources=[endpoint.endpoint_arn, *self.component_resources],
             reason=f"InvokeEndpoint on {len(self.components)} inference components (a base and its adapters) by their "
-                   "common name prefix, so the policy does not grow per adapter; the endpoint ARN in the same "
-                   "statement limits it to this endpoint's components, and the handler serves only the components "
-                   "packaged with it.")
+            "common name prefix, so the policy does not grow per adapter; the endpoint ARN in the same "
+            "statement limits it to this endpoint's components, and the handler serves only the components "
+            "packaged with it.",
+        )
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 sid="ReadWriteSessions",
@@ -242,9 +246,15 @@ class SessionFrontDoor(Construct):
         for index, arn in enumerate(settings.callers):
             account = arn.split(":")[4]
             if not Token.is_unresolved(stack.account) and account != stack.account:
-                problems.append(Problem(f"callers[{index}]", arn, f"a role of the stack's account {stack.account}",
-                                        "grant a role of another account through that account (a function URL "
-                                        "resource policy is not made here)"))
+                problems.append(
+                    Problem(
+                        f"callers[{index}]",
+                        arn,
+                        f"a role of the stack's account {stack.account}",
+                        "grant a role of another account through that account (a function URL "
+                        "resource policy is not made here)",
+                    )
+                )
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
         self.callers: list[iam.IRole] = []
@@ -292,8 +302,9 @@ class SessionFrontDoor(Construct):
                 )
 
     # --------------------------------------------------------------- environment
-    def _environment(self, endpoint: "LlmEndpoint", default_component: Any,
-                     settings: SessionSettings) -> dict[str, str]:
+    def _environment(
+        self, endpoint: "LlmEndpoint", default_component: Any, settings: SessionSettings
+    ) -> dict[str, str]:
         # Fixed size whatever the number of components: their names are in ALLOWED_COMPONENTS_FILE.
         return {
             "ENDPOINT_NAME": endpoint.endpoint_name,
@@ -335,21 +346,40 @@ class SessionFrontDoor(Construct):
         problems = []
         document = getattr(role, "assume_role_policy", None)
         if not isinstance(role, iam.Role) or document is None:
-            problems.append(Problem("role", getattr(role, "role_arn", type(role).__name__),
-                                    "a role defined in this app (iam.Role), whose trust policy the synth writes",
-                                    "pin the trust of an existing role yourself (docs/sessions-trust.md) and list "
-                                    "it in sessions.callers, or grant_invoke_url it"))
+            problems.append(
+                Problem(
+                    "role",
+                    getattr(role, "role_arn", type(role).__name__),
+                    "a role defined in this app (iam.Role), whose trust policy the synth writes",
+                    "pin the trust of an existing role yourself (docs/sessions-trust.md) and list "
+                    "it in sessions.callers, or grant_invoke_url it",
+                )
+            )
         if mode == "role":
-            problems.append(Problem("owner", mode, "session or cognito_identity: under owner role every session of a "
-                                    "role is one owner, so there is no session name to pin",
-                                    "use grant_invoke_url, or set owner: session"))
+            problems.append(
+                Problem(
+                    "owner",
+                    mode,
+                    "session or cognito_identity: under owner role every session of a "
+                    "role is one owner, so there is no session name to pin",
+                    "use grant_invoke_url, or set owner: session",
+                )
+            )
         elif mode == "cognito_identity" and pin is not None:
-            problems.append(Problem("pin", pin, "nothing under owner cognito_identity (the owner is the identity id)",
-                                    "leave pin out"))
+            problems.append(
+                Problem(
+                    "pin", pin, "nothing under owner cognito_identity (the owner is the identity id)", "leave pin out"
+                )
+            )
         elif mode == "session" and (pin or "user_name") not in trust.SESSION_NAME_PINS:
-            problems.append(Problem("pin", pin, "one of " + ", ".join(trust.SESSION_NAME_PINS),
-                                    "user_name for IAM users, source_identity for people signed in through "
-                                    "an identity provider"))
+            problems.append(
+                Problem(
+                    "pin",
+                    pin,
+                    "one of " + ", ".join(trust.SESSION_NAME_PINS),
+                    "user_name for IAM users, source_identity for people signed in through an identity provider",
+                )
+            )
         if problems:
             raise ConfigurationError(problems, source=f"{self.node.path}.grant_invoke_pinned")
         assert isinstance(role, iam.Role) and role.assume_role_policy is not None
@@ -379,10 +409,15 @@ class SessionFrontDoor(Construct):
         )
         for arn in self.component_resources:
             if "*" in arn and isinstance(grantee, Construct):  # exactly that pattern, on the grantee
-                acknowledge_resource(grantee, arn, (
-                    f"InvokeEndpointWithResponseStream on the {len(self.components)} inference components a session "
-                    "front door serves (a base and its adapters) by their common name prefix, so the policy does not "
-                    "grow per adapter; the endpoint ARN in the same statement limits it to that endpoint's components."))
+                acknowledge_resource(
+                    grantee,
+                    arn,
+                    (
+                        f"InvokeEndpointWithResponseStream on the {len(self.components)} inference components a session "
+                        "front door serves (a base and its adapters) by their common name prefix, so the policy does not "
+                        "grow per adapter; the endpoint ARN in the same statement limits it to that endpoint's components."
+                    ),
+                )
         return grant
 
     # ----------------------------------------------------------------- metrics
@@ -402,12 +437,14 @@ class SessionFrontDoor(Construct):
         """How long the function ran, milliseconds. Default: average over 5 minutes."""
         return self.function.metric_duration(**kwargs)
 
-    def metric(self, metric_name: str, *, statistic: str = "Sum", period: Duration | None = None,
-               **kwargs: Any) -> cloudwatch.Metric:
+    def metric(
+        self, metric_name: str, *, statistic: str = "Sum", period: Duration | None = None, **kwargs: Any
+    ) -> cloudwatch.Metric:
         """A count the handler publishes (namespace SageMakerLlm, dimension ``service``): e.g. SessionsOpened,
         SessionsReopened, SessionTurns, StatelessInvocations, ClientErrors, ServerErrors, Throttled."""
-        return metric(METRICS_NAMESPACE, metric_name, {"service": self.service_name}, statistic=statistic,
-                      period=period, **kwargs)
+        return metric(
+            METRICS_NAMESPACE, metric_name, {"service": self.service_name}, statistic=statistic, period=period, **kwargs
+        )
 
     # ------------------------------------------------------------------ EAGLE turn log
     def log_turns(self, turn_log: "TurnLog") -> None:
@@ -437,15 +474,26 @@ class SessionFrontDoor(Construct):
 def _component_problems(field: str, component: Any, endpoint: "LlmEndpoint") -> list[Problem]:
     name = getattr(component, "component_name", None)
     if not isinstance(name, str) or getattr(component, "component_arn", None) is None:
-        return [Problem(field, type(component).__name__,
-                        "a model or adapter with component_name and component_arn (ModelComponent, LoraAdapter)",
-                        "pass what endpoint.add_model or add_adapter returned")]
+        return [
+            Problem(
+                field,
+                type(component).__name__,
+                "a model or adapter with component_name and component_arn (ModelComponent, LoraAdapter)",
+                "pass what endpoint.add_model or add_adapter returned",
+            )
+        ]
     if not _on_endpoint(component, endpoint):
         owner = getattr(component, "endpoint", None)
         where = f" (it is on {owner.node.path})" if isinstance(owner, Construct) else ""
-        return [Problem(field, name, f"an inference component of endpoint {endpoint.node.path}",
-                        f"serve {name} through a front door on its own endpoint{where}, or remove it from "
-                        f"{field.split('[')[0]}")]
+        return [
+            Problem(
+                field,
+                name,
+                f"an inference component of endpoint {endpoint.node.path}",
+                f"serve {name} through a front door on its own endpoint{where}, or remove it from "
+                f"{field.split('[')[0]}",
+            )
+        ]
     return []
 
 
@@ -458,18 +506,24 @@ def _on_endpoint(component: Any, endpoint: "LlmEndpoint") -> bool:
     return any(component is other for other in (*endpoint.models, *adapters_of(endpoint)))
 
 
-def _choose_settings(settings: SessionSettings | None, default_component: Any,
-                     where: str) -> tuple[SessionSettings, list[Problem]]:
+def _choose_settings(
+    settings: SessionSettings | None, default_component: Any, where: str
+) -> tuple[SessionSettings, list[Problem]]:
     spec = getattr(default_component, "spec", None)
     from_spec = getattr(spec, "sessions", None)
     if settings is None:
         return from_spec or SessionSettings(), []
     settings = validated(SessionSettings, settings, where=where)
     if from_spec is not None and from_spec != settings:
-        return settings, [Problem("settings", settings.model_dump(),
-                                  f"nothing, or the model's own sessions settings {from_spec.model_dump()}",
-                                  f"drop settings (the front door uses {default_component.component_name}'s "
-                                  "spec.sessions) or make the two equal")]
+        return settings, [
+            Problem(
+                "settings",
+                settings.model_dump(),
+                f"nothing, or the model's own sessions settings {from_spec.model_dump()}",
+                f"drop settings (the front door uses {default_component.component_name}'s "
+                "spec.sessions) or make the two equal",
+            )
+        ]
     return settings, []
 
 
@@ -504,15 +558,18 @@ def _container_problems(containers: Sequence[Any], settings: SessionSettings, de
         for name, value in _session_variables(settings).items():
             current = container.environment.get(name)
             if current is not None and current != value:
-                origin = ("its spec.environment" if name in container.spec.environment
-                          else "another session front door")
-                problems.append(Problem(
-                    f"{field}.environment.{name}", current,
-                    f"{value!r}, what this front door's settings need (a container has one session expiry)",
-                    f"remove {name} from {origin}, or make this front door's session expiry {current} seconds "
-                    "(settings, or the model's sessions.expiration_seconds)"
-                    if name == "OPTION_SESSIONS_EXPIRATION" else f"remove {name} from {origin}",
-                ))
+                origin = "its spec.environment" if name in container.spec.environment else "another session front door"
+                problems.append(
+                    Problem(
+                        f"{field}.environment.{name}",
+                        current,
+                        f"{value!r}, what this front door's settings need (a container has one session expiry)",
+                        f"remove {name} from {origin}, or make this front door's session expiry {current} seconds "
+                        "(settings, or the model's sessions.expiration_seconds)"
+                        if name == "OPTION_SESSIONS_EXPIRATION"
+                        else f"remove {name} from {origin}",
+                    )
+                )
     return problems
 
 
@@ -525,8 +582,11 @@ def _handler_code(names: Sequence[str]) -> lambda_.Code:
     source = Path(staged_handler(HANDLER_FOLDER))  # the handler folder plus the shared package llm_cdk_shared
     listing = json.dumps({"components": list(names)}, indent=0).encode()
     digest = hashlib.sha256(listing)
-    files = sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                   and p.suffix != ".pyc" and p.name != ALLOWED_COMPONENTS_FILE)
+    files = sorted(
+        p
+        for p in source.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc" and p.name != ALLOWED_COMPONENTS_FILE
+    )
     for path in files:
         digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes())
     staged = Path(tempfile.gettempdir()) / f"sagemaker-llm-cdk-{HANDLER_FOLDER}-{digest.hexdigest()[:24]}"
@@ -552,8 +612,13 @@ def component_name_pattern(names: Sequence[str]) -> str:
 def _component_resources(stack: Stack, served: Sequence[Any]) -> list[str]:
     if len(served) <= MAX_LISTED_COMPONENTS:
         return [c.component_arn for c in served]
-    return [stack.format_arn(service="sagemaker", resource="inference-component",
-                             resource_name=component_name_pattern([c.component_name for c in served]))]
+    return [
+        stack.format_arn(
+            service="sagemaker",
+            resource="inference-component",
+            resource_name=component_name_pattern([c.component_name for c in served]),
+        )
+    ]
 
 
 def _lmi_major(image: str, lmi_tag: str | None) -> int | None:

@@ -1,4 +1,5 @@
 """Settings of session-aware routing (``SessionSettings``)."""
+
 from __future__ import annotations
 
 import re
@@ -29,52 +30,113 @@ class SessionSettings(Settings):
     mode: docs/sessions-trust.md.
     """
 
-    expiration_seconds: Annotated[int, Field(ge=60, le=86400, description=(
-        "Idle seconds after which a session expires. Default: 1200 (the LMI default)."))] = 1200
-    max_body_bytes: Annotated[int, Field(ge=1024, le=6 * 1024 * 1024, description=(
-        "Largest request body the front door accepts. Default: 1 MiB."))] = 1024 * 1024
-    owner: Annotated[Literal["session", "role", "cognito_identity"], Field(description=(
-        "Who owns a conversation. session: the full signed-in caller (an assumed-role session including its "
-        "session name; an IAM user; a Cognito identity by its identity id). Sound only when no caller can choose "
-        "its session name: IAM Identity Center and SAML sessions (the identity provider names them), or roles "
-        "whose trust policy pins the name (SessionFrontDoor.grant_invoke_pinned; preflight warns about callers "
-        "whose trust does not). role: every session of an assumed role is one owner, for backends whose session "
-        "names rotate (a Lambda function or ECS task per request); the backend then keeps its users apart. "
-        "cognito_identity: only Cognito identity-pool credentials are served and the owner is the identity id "
-        "Cognito assigned (identity_pools lists the pools); every other caller gets 403. Federated users "
-        "(GetFederationToken) are refused in every mode: the IAM user that calls it names them. Default: "
-        "session."))] = "session"
-    identity_pools: Annotated[tuple[str, ...], Field(max_length=10, description=(
-        "owner cognito_identity: the Cognito identity pool ids (<region>:<GUID>) whose identities may own "
-        "conversations; a caller from any other pool gets 403. Required with cognito_identity, refused "
-        "otherwise."))] = ()
-    callers: Annotated[tuple[str, ...], Field(max_length=MAX_CALLERS, description=(
-        "ARNs of existing IAM roles in the stack's account that may call the front door (the stack grants each "
-        "one lambda:InvokeFunctionUrl, and lambda:InvokeFunction only through the URL). Preflight reads each "
-        "role's trust policy (iam:GetRole) and warns when it lets a caller choose the session name the owner "
-        "is read from. Default: none (grant callers in code)."))] = ()
-    turn_log_retention_days: Annotated[int, Field(ge=1, le=3650, description=(
-        "Days a turn the front door logged for EAGLE (eagle.dataset.source front_door: prompts and answers) is "
-        "kept in the turn log's bucket before it expires; then 7 more days as a noncurrent version. Default: "
-        f"{DEFAULT_TURN_LOG_RETENTION_DAYS}, as long as captured traffic."))] = DEFAULT_TURN_LOG_RETENTION_DAYS
+    expiration_seconds: Annotated[
+        int,
+        Field(
+            ge=60,
+            le=86400,
+            description=("Idle seconds after which a session expires. Default: 1200 (the LMI default)."),
+        ),
+    ] = 1200
+    max_body_bytes: Annotated[
+        int,
+        Field(
+            ge=1024, le=6 * 1024 * 1024, description=("Largest request body the front door accepts. Default: 1 MiB.")
+        ),
+    ] = 1024 * 1024
+    owner: Annotated[
+        Literal["session", "role", "cognito_identity"],
+        Field(
+            description=(
+                "Who owns a conversation. session: the full signed-in caller (an assumed-role session including its "
+                "session name; an IAM user; a Cognito identity by its identity id). Sound only when no caller can choose "
+                "its session name: IAM Identity Center and SAML sessions (the identity provider names them), or roles "
+                "whose trust policy pins the name (SessionFrontDoor.grant_invoke_pinned; preflight warns about callers "
+                "whose trust does not). role: every session of an assumed role is one owner, for backends whose session "
+                "names rotate (a Lambda function or ECS task per request); the backend then keeps its users apart. "
+                "cognito_identity: only Cognito identity-pool credentials are served and the owner is the identity id "
+                "Cognito assigned (identity_pools lists the pools); every other caller gets 403. Federated users "
+                "(GetFederationToken) are refused in every mode: the IAM user that calls it names them. Default: "
+                "session."
+            )
+        ),
+    ] = "session"
+    identity_pools: Annotated[
+        tuple[str, ...],
+        Field(
+            max_length=10,
+            description=(
+                "owner cognito_identity: the Cognito identity pool ids (<region>:<GUID>) whose identities may own "
+                "conversations; a caller from any other pool gets 403. Required with cognito_identity, refused "
+                "otherwise."
+            ),
+        ),
+    ] = ()
+    callers: Annotated[
+        tuple[str, ...],
+        Field(
+            max_length=MAX_CALLERS,
+            description=(
+                "ARNs of existing IAM roles in the stack's account that may call the front door (the stack grants each "
+                "one lambda:InvokeFunctionUrl, and lambda:InvokeFunction only through the URL). Preflight reads each "
+                "role's trust policy (iam:GetRole) and warns when it lets a caller choose the session name the owner "
+                "is read from. Default: none (grant callers in code)."
+            ),
+        ),
+    ] = ()
+    turn_log_retention_days: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=3650,
+            description=(
+                "Days a turn the front door logged for EAGLE (eagle.dataset.source front_door: prompts and answers) is "
+                "kept in the turn log's bucket before it expires; then 7 more days as a noncurrent version. Default: "
+                f"{DEFAULT_TURN_LOG_RETENTION_DAYS}, as long as captured traffic."
+            ),
+        ),
+    ] = DEFAULT_TURN_LOG_RETENTION_DAYS
 
     def _rules(self) -> list[Problem]:
         problems = []
         if self.owner == "cognito_identity" and not self.identity_pools:
-            problems.append(Problem("identity_pools", [], "at least one identity pool id with owner cognito_identity",
-                                    "list the identity pools whose users chat, e.g. "
-                                    "[us-east-1:0f6a8b1c-1111-4222-8333-944455556666]"))
+            problems.append(
+                Problem(
+                    "identity_pools",
+                    [],
+                    "at least one identity pool id with owner cognito_identity",
+                    "list the identity pools whose users chat, e.g. [us-east-1:0f6a8b1c-1111-4222-8333-944455556666]",
+                )
+            )
         if self.owner != "cognito_identity" and self.identity_pools:
-            problems.append(Problem("identity_pools", list(self.identity_pools), "only with owner cognito_identity",
-                                    "remove identity_pools, or set owner: cognito_identity"))
+            problems.append(
+                Problem(
+                    "identity_pools",
+                    list(self.identity_pools),
+                    "only with owner cognito_identity",
+                    "remove identity_pools, or set owner: cognito_identity",
+                )
+            )
         for index, pool in enumerate(self.identity_pools):
             if not _IDENTITY_POOL_ID.fullmatch(pool):
-                problems.append(Problem(f"identity_pools[{index}]", pool, "a Cognito identity pool id "
-                                        "<region>:<GUID>", "copy the id from the identity pool's console page"))
+                problems.append(
+                    Problem(
+                        f"identity_pools[{index}]",
+                        pool,
+                        "a Cognito identity pool id <region>:<GUID>",
+                        "copy the id from the identity pool's console page",
+                    )
+                )
         for index, arn in enumerate(self.callers):
             if not _ROLE_ARN.fullmatch(arn):
-                problems.append(Problem(f"callers[{index}]", arn, "an IAM role ARN arn:aws:iam::<account>:role/<name>",
-                                        "write the role's ARN (users and assumed-role sessions are not granted here)"))
+                problems.append(
+                    Problem(
+                        f"callers[{index}]",
+                        arn,
+                        "an IAM role ARN arn:aws:iam::<account>:role/<name>",
+                        "write the role's ARN (users and assumed-role sessions are not granted here)",
+                    )
+                )
         if len(set(self.callers)) != len(self.callers):
             problems.append(Problem("callers", list(self.callers), "each role once", "remove the repeated ARNs"))
         return problems

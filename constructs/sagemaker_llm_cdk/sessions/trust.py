@@ -26,6 +26,7 @@ with a second Deny on the variable's key being absent (``Null``): the pair fails
 Pure: no AWS calls, no CDK; ``SessionFrontDoor.grant_invoke_pinned`` adds the statements, the live
 preflight (``preflight.live.check_front_door_callers``) reads roles with ``session_name_choices``.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -53,23 +54,37 @@ def pin_statements(pin: str, *, account: str) -> list[dict[str, Any]]:
     """
     if pin == "user_name":
         return [
-            _deny("PinSessionNameToUserName", ["sts:AssumeRole"],
-                  {"StringNotEquals": {"sts:RoleSessionName": "${aws:username}"}}),
+            _deny(
+                "PinSessionNameToUserName",
+                ["sts:AssumeRole"],
+                {"StringNotEquals": {"sts:RoleSessionName": "${aws:username}"}},
+            ),
             _deny("OnlyIamUsersAssume", ["sts:AssumeRole"], {"Null": {"aws:username": "true"}}),
-            _deny("OnlyThisAccountsUsersAssume", ["sts:AssumeRole"],
-                  {"StringNotEquals": {"aws:PrincipalAccount": account}}),
+            _deny(
+                "OnlyThisAccountsUsersAssume",
+                ["sts:AssumeRole"],
+                {"StringNotEquals": {"aws:PrincipalAccount": account}},
+            ),
             _deny("NoFederatedSessions", ["sts:AssumeRoleWithWebIdentity", "sts:AssumeRoleWithSAML"]),
         ]
     if pin == "source_identity":
         return [
-            _deny("PinSessionNameToSourceIdentity", ["sts:AssumeRole"],
-                  {"StringNotEquals": {"sts:RoleSessionName": "${aws:SourceIdentity}"}}),
-            _deny("OnlySessionsWithSourceIdentityAssume", ["sts:AssumeRole"],
-                  {"Null": {"aws:SourceIdentity": "true"}}),
-            _deny("PinWebIdentitySessionNameToSourceIdentity", ["sts:AssumeRoleWithWebIdentity"],
-                  {"StringNotEquals": {"sts:RoleSessionName": "${sts:SourceIdentity}"}}),
-            _deny("OnlyWebIdentitiesWithSourceIdentity", ["sts:AssumeRoleWithWebIdentity"],
-                  {"Null": {"sts:SourceIdentity": "true"}}),
+            _deny(
+                "PinSessionNameToSourceIdentity",
+                ["sts:AssumeRole"],
+                {"StringNotEquals": {"sts:RoleSessionName": "${aws:SourceIdentity}"}},
+            ),
+            _deny("OnlySessionsWithSourceIdentityAssume", ["sts:AssumeRole"], {"Null": {"aws:SourceIdentity": "true"}}),
+            _deny(
+                "PinWebIdentitySessionNameToSourceIdentity",
+                ["sts:AssumeRoleWithWebIdentity"],
+                {"StringNotEquals": {"sts:RoleSessionName": "${sts:SourceIdentity}"}},
+            ),
+            _deny(
+                "OnlyWebIdentitiesWithSourceIdentity",
+                ["sts:AssumeRoleWithWebIdentity"],
+                {"Null": {"sts:SourceIdentity": "true"}},
+            ),
         ]
     raise ValueError(f"pin must be one of {', '.join(SESSION_NAME_PINS)}, got {pin!r}")
 
@@ -80,8 +95,11 @@ def cognito_statements(identity_pools: Sequence[str]) -> list[dict[str, Any]]:
     Role chaining and SAML would give sessions without a Cognito identity (the router refuses them under
     ``owner: cognito_identity``); other web identity providers would name their own sessions."""
     return [
-        _deny("OnlyTheseIdentityPools", ["sts:AssumeRoleWithWebIdentity"],
-              {"StringNotEquals": {f"{COGNITO_PROVIDER}:aud": list(identity_pools)}}),
+        _deny(
+            "OnlyTheseIdentityPools",
+            ["sts:AssumeRoleWithWebIdentity"],
+            {"StringNotEquals": {f"{COGNITO_PROVIDER}:aud": list(identity_pools)}},
+        ),
         _deny("OnlyCognitoIdentities", ["sts:AssumeRole", "sts:AssumeRoleWithSAML"]),
     ]
 
@@ -130,8 +148,14 @@ def _fixed(values: list[str] | None) -> bool:
 def _denied_unless_pinned(document: Mapping[str, Any], action: str) -> bool:
     """The document has the fail-closed Deny pair for ``action``: a session name other than a variable is denied,
     and so is the absence of that variable's key."""
-    denies = [s for s in _as_list(document.get("Statement")) if isinstance(s, Mapping) and s.get("Effect") == "Deny"
-              and _principals(s).get("AWS") == ["*"] and _covers(_as_list(s.get("Action")), action)]
+    denies = [
+        s
+        for s in _as_list(document.get("Statement"))
+        if isinstance(s, Mapping)
+        and s.get("Effect") == "Deny"
+        and _principals(s).get("AWS") == ["*"]
+        and _covers(_as_list(s.get("Action")), action)
+    ]
     for statement in denies:
         if not statement.get("Condition"):
             return True  # the action is denied outright
@@ -183,9 +207,12 @@ def cognito_pool_problems(document: Mapping[str, Any], identity_pools: Sequence[
     problems: list[str] = []
     trusting = []
     for index, statement in enumerate(_as_list(document.get("Statement"))):
-        if (isinstance(statement, Mapping) and statement.get("Effect") == "Allow"
-                and COGNITO_PROVIDER in _principals(statement).get("Federated", [])
-                and _covers(_as_list(statement.get("Action")), "sts:AssumeRoleWithWebIdentity")):
+        if (
+            isinstance(statement, Mapping)
+            and statement.get("Effect") == "Allow"
+            and COGNITO_PROVIDER in _principals(statement).get("Federated", [])
+            and _covers(_as_list(statement.get("Action")), "sts:AssumeRoleWithWebIdentity")
+        ):
             trusting.append((statement.get("Sid") or f"Statement[{index}]", statement))
     if not trusting:
         return [f"no statement trusts {COGNITO_PROVIDER} for sts:AssumeRoleWithWebIdentity"]
@@ -194,10 +221,20 @@ def cognito_pool_problems(document: Mapping[str, Any], identity_pools: Sequence[
         if not audiences:
             problems.append(f"{name} trusts the identities of every identity pool (no {COGNITO_PROVIDER}:aud)")
         elif not set(audiences) <= set(identity_pools):
-            problems.append(f"{name} trusts identity pools {sorted(set(audiences) - set(identity_pools))}, "
-                            "which identity_pools does not list")
+            problems.append(
+                f"{name} trusts identity pools {sorted(set(audiences) - set(identity_pools))}, "
+                "which identity_pools does not list"
+            )
     return problems
 
 
-__all__ = ["ASSUME_ACTIONS", "COGNITO_PROVIDER", "SESSION_NAME_PINS", "SessionNamePin", "cognito_pool_problems",
-           "cognito_statements", "pin_statements", "session_name_choices"]
+__all__ = [
+    "ASSUME_ACTIONS",
+    "COGNITO_PROVIDER",
+    "SESSION_NAME_PINS",
+    "SessionNamePin",
+    "cognito_pool_problems",
+    "cognito_statements",
+    "pin_statements",
+    "session_name_choices",
+]

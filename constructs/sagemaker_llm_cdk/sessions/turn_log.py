@@ -25,6 +25,7 @@ owner's business (a synth warning says so).
 
 Cost: Firehose bills per GB ingested (a turn is a few KB); nothing is written without traffic.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -55,9 +56,17 @@ class TurnLog(Construct):
     ``retention_days``, ``secure_bucket`` (the ``SecureBucket`` it created, else None).
     """
 
-    def __init__(self, scope: Construct, id: str, *, bucket: s3.IBucket | None = None,
-                 prefix: str = DEFAULT_PREFIX, buffering_interval: Duration = Duration.minutes(5),
-                 buffering_size: Size = Size.mebibytes(64), retention_days: int | None = None) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        bucket: s3.IBucket | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        buffering_interval: Duration = Duration.minutes(5),
+        buffering_size: Size = Size.mebibytes(64),
+        retention_days: int | None = None,
+    ) -> None:
         """
         :param bucket: where the turns go. Default: a new TLS-only, KMS-encrypted bucket (``Bucket``) whose
             objects expire after ``retention_days`` and only the roles granted to read may read.
@@ -70,11 +79,20 @@ class TurnLog(Construct):
         super().__init__(scope, id)
         problems = []
         if not prefix.endswith("/") or prefix.startswith("/"):
-            problems.append(Problem("prefix", prefix, "a key prefix ending in '/' (not starting with '/')",
-                                    "write e.g. front-door/"))
+            problems.append(
+                Problem(
+                    "prefix", prefix, "a key prefix ending in '/' (not starting with '/')", "write e.g. front-door/"
+                )
+            )
         if retention_days is not None and not (isinstance(retention_days, int) and 1 <= retention_days <= 3650):
-            problems.append(Problem("retention_days", retention_days, "whole days from 1 to 3650",
-                                    "leave it out (30 days, or the front door's turn_log_retention_days)"))
+            problems.append(
+                Problem(
+                    "retention_days",
+                    retention_days,
+                    "whole days from 1 to 3650",
+                    "leave it out (30 days, or the front door's turn_log_retention_days)",
+                )
+            )
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
         self._retention_days = retention_days
@@ -83,9 +101,13 @@ class TurnLog(Construct):
         self.secure_bucket: SecureBucket | None = None
         if bucket is None:
             bucket_key = secure_key(self, "BucketKey", description=f"Encrypts the front-door turns of {self.node.path}")
-            self.secure_bucket = SecureBucket(self, "Bucket", encryption_key=bucket_key,
-                                              noncurrent_version_days=NONCURRENT_VERSION_DAYS,
-                                              expire_after_days={"": days})  # type: ignore[dict-item]  # a number token
+            self.secure_bucket = SecureBucket(
+                self,
+                "Bucket",
+                encryption_key=bucket_key,
+                noncurrent_version_days=NONCURRENT_VERSION_DAYS,
+                expire_after_days={"": days},
+            )  # type: ignore[dict-item]  # a number token
             # Turns are people's text: only the roles granted to read them (grant_read) may read or decrypt.
             restrict_reads(self.secure_bucket, bucket_key, what="front-door turns")
             bucket = self.secure_bucket.bucket
@@ -96,13 +118,15 @@ class TurnLog(Construct):
                 "sagemaker-llm-cdk:turn-log-bucket-readers",
                 "the turn log writes people's text into a bucket it did not create: its objects under "
                 f"{prefix} and {ERROR_PREFIX} expire, but who may read them is that bucket's policy. Leave bucket "
-                "out for one that only the granted roles can read (core.storage.restrict_reads).")
+                "out for one that only the granted roles can read (core.storage.restrict_reads).",
+            )
         else:
             Annotations.of(self).add_warning_v2(
                 "sagemaker-llm-cdk:turn-log-bucket-retention",
                 "the turn log writes people's text into an imported bucket: neither its expiry nor who may read "
                 "it is set here. Give that bucket an expiration lifecycle rule and a read restriction, or leave "
-                "bucket out.")
+                "bucket out.",
+            )
         self.bucket = bucket
         self.prefix = prefix
         self.key = secure_key(self, "Key", description=f"Encrypts the Firehose stream of {self.node.path}")
@@ -110,63 +134,111 @@ class TurnLog(Construct):
         # The delivery role, narrow (the L2 DeliveryStream grants read/write/delete on the whole bucket):
         # write only under the two prefixes, with the bucket's key, and only for this account's Firehose.
         self.role = iam.Role(
-            self, "DeliveryRole",
-            assumed_by=iam.ServicePrincipal("firehose.amazonaws.com",
-                                            conditions={"StringEquals": {"sts:ExternalId": stack.account}}),
-            description=f"Lets Firehose write the front-door turns of {self.node.path} to S3")
-        self.role.add_to_policy(iam.PolicyStatement(
-            sid="FindBucket", actions=["s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"],
-            resources=[bucket.bucket_arn]))
-        self.role.add_to_policy(iam.PolicyStatement(
-            sid="WriteTurns", actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-            resources=[bucket.arn_for_objects(f"{prefix}*"), bucket.arn_for_objects(f"{ERROR_PREFIX}*")]))
+            self,
+            "DeliveryRole",
+            assumed_by=iam.ServicePrincipal(
+                "firehose.amazonaws.com", conditions={"StringEquals": {"sts:ExternalId": stack.account}}
+            ),
+            description=f"Lets Firehose write the front-door turns of {self.node.path} to S3",
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="FindBucket",
+                actions=["s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"],
+                resources=[bucket.bucket_arn],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteTurns",
+                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                resources=[bucket.arn_for_objects(f"{prefix}*"), bucket.arn_for_objects(f"{ERROR_PREFIX}*")],
+            )
+        )
         if bucket.encryption_key is not None:
-            self.role.add_to_policy(iam.PolicyStatement(
-                sid="EncryptTurns", actions=["kms:GenerateDataKey", "kms:Decrypt"],
-                resources=[bucket.encryption_key.key_arn],
-                conditions={"StringEquals": {"kms:ViaService": f"s3.{stack.region}.{stack.url_suffix}"}}))
-        log_group = logs.LogGroup(self, "DeliveryLogs", retention=logs.RetentionDays.ONE_YEAR,
-                                  removal_policy=RemovalPolicy.RETAIN)
-        log_stream = logs.LogStream(self, "DeliveryLogStream", log_group=log_group, log_stream_name="S3Delivery",
-                                    removal_policy=RemovalPolicy.RETAIN)
-        self.role.add_to_policy(iam.PolicyStatement(
-            sid="LogDeliveryErrors", actions=["logs:PutLogEvents"], resources=[
-                stack.format_arn(service="logs", resource="log-group",
-                                 resource_name=f"{log_group.log_group_name}:log-stream:{log_stream.log_stream_name}",
-                                 arn_format=ArnFormat.COLON_RESOURCE_NAME)]))
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="EncryptTurns",
+                    actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                    resources=[bucket.encryption_key.key_arn],
+                    conditions={"StringEquals": {"kms:ViaService": f"s3.{stack.region}.{stack.url_suffix}"}},
+                )
+            )
+        log_group = logs.LogGroup(
+            self, "DeliveryLogs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN
+        )
+        log_stream = logs.LogStream(
+            self,
+            "DeliveryLogStream",
+            log_group=log_group,
+            log_stream_name="S3Delivery",
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="LogDeliveryErrors",
+                actions=["logs:PutLogEvents"],
+                resources=[
+                    stack.format_arn(
+                        service="logs",
+                        resource="log-group",
+                        resource_name=f"{log_group.log_group_name}:log-stream:{log_stream.log_stream_name}",
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                ],
+            )
+        )
         destination: dict[str, Any] = {
             "bucketArn": bucket.bucket_arn,
             "roleArn": self.role.role_arn,
             "prefix": f"{prefix}!{{timestamp:yyyy/MM/dd/HH}}/",
             "errorOutputPrefix": f"{ERROR_PREFIX}!{{firehose:error-output-type}}/!{{timestamp:yyyy/MM/dd/HH}}/",
-            "bufferingHints": {"intervalInSeconds": int(buffering_interval.to_seconds()),
-                               "sizeInMBs": int(buffering_size.to_mebibytes())},
+            "bufferingHints": {
+                "intervalInSeconds": int(buffering_interval.to_seconds()),
+                "sizeInMBs": int(buffering_size.to_mebibytes()),
+            },
             "compressionFormat": "GZIP",
-            "cloudWatchLoggingOptions": {"enabled": True, "logGroupName": log_group.log_group_name,
-                                         "logStreamName": log_stream.log_stream_name},
+            "cloudWatchLoggingOptions": {
+                "enabled": True,
+                "logGroupName": log_group.log_group_name,
+                "logStreamName": log_stream.log_stream_name,
+            },
         }
         if bucket.encryption_key is not None:
-            destination["encryptionConfiguration"] = {"kmsEncryptionConfig": {"awskmsKeyArn": bucket.encryption_key.key_arn}}
+            destination["encryptionConfiguration"] = {
+                "kmsEncryptionConfig": {"awskmsKeyArn": bucket.encryption_key.key_arn}
+            }
         self.cfn_delivery_stream = firehose.CfnDeliveryStream(
-            self, "Resource",
+            self,
+            "Resource",
             delivery_stream_type="DirectPut",
             delivery_stream_encryption_configuration_input=firehose.CfnDeliveryStream.DeliveryStreamEncryptionConfigurationInputProperty(
-                key_type="CUSTOMER_MANAGED_CMK", key_arn=self.key.key_arn),
+                key_type="CUSTOMER_MANAGED_CMK", key_arn=self.key.key_arn
+            ),
             extended_s3_destination_configuration=destination,
         )
         self.cfn_delivery_stream.node.add_dependency(self.role)
         self.delivery_stream_name: str = self.cfn_delivery_stream.ref
         self.delivery_stream_arn: str = self.cfn_delivery_stream.attr_arn
-        for objects, why in ((f"{prefix}*", "Firehose names each file by delivery time under the turns prefix"),
-                             (f"{ERROR_PREFIX}*", "Firehose writes undeliverable records under the error prefix")):
+        for objects, why in (
+            (f"{prefix}*", "Firehose names each file by delivery time under the turns prefix"),
+            (f"{ERROR_PREFIX}*", "Firehose writes undeliverable records under the error prefix"),
+        ):
             acknowledge(
-                self.role, "AwsSolutions-IAM5", f"{why}; PutObject/AbortMultipartUpload only, that prefix only.",
-                finding="Resource::" + nag_form(self.role, bucket.arn_for_objects(objects)))
+                self.role,
+                "AwsSolutions-IAM5",
+                f"{why}; PutObject/AbortMultipartUpload only, that prefix only.",
+                finding="Resource::" + nag_form(self.role, bucket.arn_for_objects(objects)),
+            )
         # Firehose encrypts the stream with the key through a grant it creates on CreateDeliveryStream.
-        self.key.add_to_resource_policy(iam.PolicyStatement(
-            principals=[iam.ServicePrincipal("firehose.amazonaws.com")],
-            actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=["*"],
-            conditions={"StringEquals": {"aws:SourceAccount": stack.account}}))
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("firehose.amazonaws.com")],
+                actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
+            )
+        )
 
     @property
     def retention_days(self) -> int:
@@ -179,24 +251,39 @@ class TurnLog(Construct):
         Refused when ``retention_days`` was given to the constructor and says otherwise: two settings of one
         bucket's expiry would leave one of them silently unused."""
         if self._retention_given and days != self._retention_days:
-            raise ConfigurationError([Problem(
-                "retention_days", self._retention_days,
-                f"{days}, the turn_log_retention_days of {by} that logs into it (one expiry per turn log)",
-                "leave retention_days out of TurnLog, or make the two equal")], source=self.node.path)
+            raise ConfigurationError(
+                [
+                    Problem(
+                        "retention_days",
+                        self._retention_days,
+                        f"{days}, the turn_log_retention_days of {by} that logs into it (one expiry per turn log)",
+                        "leave retention_days out of TurnLog, or make the two equal",
+                    )
+                ],
+                source=self.node.path,
+            )
         self._retention_days = days
 
     def grant_put(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to put records (``firehose:PutRecord``/``PutRecordBatch`` on this stream only)."""
-        return iam.Grant.add_to_principal(grantee=grantee, actions=["firehose:PutRecord", "firehose:PutRecordBatch"],
-                                          resource_arns=[self.delivery_stream_arn])
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["firehose:PutRecord", "firehose:PutRecordBatch"],
+            resource_arns=[self.delivery_stream_arn],
+        )
 
     def grant_read(self, grantee: iam.IGrantable) -> None:
         """Allow ``grantee`` to list and read the turns (the prefix only) and decrypt them."""
-        grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(
-            actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{self.prefix}*"]}}))
-        grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(
-            actions=["s3:GetObject"], resources=[self.bucket.arn_for_objects(f"{self.prefix}*")]))
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{self.prefix}*"]}},
+            )
+        )
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[self.bucket.arn_for_objects(f"{self.prefix}*")])
+        )
         if self.bucket.encryption_key is not None:
             self.bucket.encryption_key.grant_decrypt(grantee)
 

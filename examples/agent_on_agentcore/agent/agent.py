@@ -9,6 +9,7 @@ in-memory checkpointer keeps a session's conversation, keyed by that session id 
 The model is called through ``sagemaker_llm_cdk.agents.SageMakerChatModel`` on the inference component named by
 ``ENDPOINT_NAME`` / ``COMPONENT_NAME`` (``sagemaker:InvokeEndpoint`` only: the stack grants nothing else).
 """
+
 from __future__ import annotations
 
 import ast
@@ -30,13 +31,20 @@ from sagemaker_llm_cdk.agents import SageMakerChatModel
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 SYSTEM = "You are a concise assistant. Use the tools for arithmetic and for the current time."
-_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-              ast.Pow: operator.pow, ast.USub: operator.neg}
+_OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+}
 
 
 @tool
 def calculate(expression: str) -> str:
     """Evaluate an arithmetic expression with + - * / ** and parentheses, e.g. "(3 + 4) * 2"."""
+
     def value(node: ast.AST) -> float:
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
             return node.value
@@ -45,6 +53,7 @@ def calculate(expression: str) -> str:
         if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
             return _OPERATORS[type(node.op)](value(node.operand))
         raise ValueError(f"not arithmetic: {ast.unparse(node)}")
+
     try:
         return str(value(ast.parse(expression, mode="eval").body))
     except (ValueError, SyntaxError, ZeroDivisionError) as exc:
@@ -118,8 +127,13 @@ def handler_for(agent: Any) -> type[BaseHTTPRequestHandler]:
 
 
 def main() -> None:
-    model = SageMakerChatModel.for_component(os.environ["ENDPOINT_NAME"], os.environ["COMPONENT_NAME"],
-                                             region=os.environ.get("AWS_REGION"), temperature=0.2, max_tokens=1024)
+    model = SageMakerChatModel.for_component(
+        os.environ["ENDPOINT_NAME"],
+        os.environ["COMPONENT_NAME"],
+        region=os.environ.get("AWS_REGION"),
+        temperature=0.2,
+        max_tokens=1024,
+    )
     ThreadingHTTPServer(("0.0.0.0", 8080), handler_for(build_agent(model))).serve_forever()  # noqa: S104
 
 

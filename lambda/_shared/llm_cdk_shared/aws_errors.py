@@ -15,6 +15,7 @@
 Any other error (access denied, throttling, a malformed request) is not "not found": callers re-raise it.
 The module imports nothing from botocore (it reads ``error.response``), so it costs nothing at cold start.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,10 +48,14 @@ def not_found(error: Any, service: str = "sagemaker") -> bool:
     try:
         codes = NOT_FOUND_CODES[service]
     except KeyError:
-        raise ValueError(f"not_found: service {service!r} has no not-found codes; known: "
-                         f"{', '.join(sorted(NOT_FOUND_CODES))}") from None
+        raise ValueError(
+            f"not_found: service {service!r} has no not-found codes; known: {', '.join(sorted(NOT_FOUND_CODES))}"
+        ) from None
     code = error_code(error)
     if code in codes:
         return True
-    return service == "sagemaker" and code == "ValidationException" and bool(
-        _VALIDATION_SAYS_MISSING.search(error_message(error)))
+    return (
+        service == "sagemaker"
+        and code == "ValidationException"
+        and bool(_VALIDATION_SAYS_MISSING.search(error_message(error)))
+    )

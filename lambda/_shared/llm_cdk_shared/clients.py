@@ -11,6 +11,7 @@ checked against the service model), or hand one in with ``getter.inject(client)`
 makes the next call build a new one. Each getter caches on its own, so a handler module loaded afresh
 gets fresh clients.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,12 @@ def client_config(*, retries: dict[str, Any] | None = None, **options: Any) -> C
     (``app/sagemaker-llm-cdk`` plus ``function/<POWERTOOLS_SERVICE_NAME>``), and any other ``Config``
     options (timeouts) given."""
     function = _UNSAFE.sub("-", os.environ.get("POWERTOOLS_SERVICE_NAME", "").strip())[:64] or "unknown"
-    return Config(retries=dict(retries or DEFAULT_RETRIES), user_agent_appid=USER_AGENT_APPID,
-                  user_agent_extra=f"function/{function}", **options)
+    return Config(
+        retries=dict(retries or DEFAULT_RETRIES),
+        user_agent_appid=USER_AGENT_APPID,
+        user_agent_extra=f"function/{function}",
+        **options,
+    )
 
 
 class ClientGetter:

@@ -6,6 +6,7 @@ and Delete carry the PhysicalResourceId; Update carries OldResourceProperties. S
 ResourceProperties (without the ServiceToken CloudFormation adds) with a handler's strict model.
 Both raise the handler's own error class with every problem listed, and say what was not done.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
@@ -40,16 +41,18 @@ class CustomResourceEvent(BaseModel):
         return self
 
 
-def parse_event(event: Any, *, error: type[Exception], not_done: str,
-                model: type[Model] = CustomResourceEvent) -> Model:  # type: ignore[assignment]
+def parse_event(
+    event: Any, *, error: type[Exception], not_done: str, model: type[Model] = CustomResourceEvent
+) -> Model:  # type: ignore[assignment]
     """``event`` as ``model``, or ``error`` naming every problem; ``not_done`` says what did not happen."""
     if not isinstance(event, dict):
         raise error(f"Not a CloudFormation custom resource event (not a JSON object); {not_done}.")
     try:
         return model.model_validate(event)
     except ValidationError as exc:
-        raise error(f"Not a valid CloudFormation custom resource event ({not_done}):\n- "
-                    + "\n- ".join(problems(exc))) from None
+        raise error(
+            f"Not a valid CloudFormation custom resource event ({not_done}):\n- " + "\n- ".join(problems(exc))
+        ) from None
 
 
 def parse_properties(model: type[Model], raw: Any, *, error: type[Exception], what: str, not_done: str) -> Model:
@@ -60,5 +63,7 @@ def parse_properties(model: type[Model], raw: Any, *, error: type[Exception], wh
     try:
         return model.model_validate({k: v for k, v in raw.items() if k != "ServiceToken"})
     except ValidationError as exc:
-        raise error(f"Invalid {what} properties ({not_done}):\n- "
-                    + "\n- ".join(problems(exc, root="ResourceProperties", known=known))) from None
+        raise error(
+            f"Invalid {what} properties ({not_done}):\n- "
+            + "\n- ".join(problems(exc, root="ResourceProperties", known=known))
+        ) from None

@@ -13,6 +13,7 @@ the error names the variable, the value, what is allowed and the fix, in the rep
 CloudFormation see). ``integer`` / ``required`` read one variable and raise at once, for settings read
 where they are used. Values are stripped of surrounding white space; an empty value is an unset one.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,8 +47,16 @@ class Environment:
         """Record a problem found by the caller's own check of a value."""
         self.problems.append(problem(name, value, allowed, fix))
 
-    def text(self, name: str, *, required: bool = False, default: str = "", allowed: str = "a non-empty value",
-             choices: Sequence[str] | None = None, prefix: str | None = None) -> str:
+    def text(
+        self,
+        name: str,
+        *,
+        required: bool = False,
+        default: str = "",
+        allowed: str = "a non-empty value",
+        choices: Sequence[str] | None = None,
+        prefix: str | None = None,
+    ) -> str:
         """The value; ``default`` when unset and not ``required``. ``choices`` or ``prefix`` restrict it."""
         value = self.raw(name)
         if not value:
@@ -101,8 +110,15 @@ class Environment:
             raise error(f"{what}: " + "; ".join(self.problems))
 
 
-def integer(name: str, default: int | None = None, *, minimum: int = 1, maximum: int | None = None,
-            error: type[Exception] = ConfigurationError, environ: Mapping[str, str] | None = None) -> int:
+def integer(
+    name: str,
+    default: int | None = None,
+    *,
+    minimum: int = 1,
+    maximum: int | None = None,
+    error: type[Exception] = ConfigurationError,
+    environ: Mapping[str, str] | None = None,
+) -> int:
     """One integer variable, read where it is used; raises ``error`` at once when it is wrong."""
     environment = Environment(environ)
     value = environment.integer(name, default, minimum=minimum, maximum=maximum)
@@ -110,8 +126,13 @@ def integer(name: str, default: int | None = None, *, minimum: int = 1, maximum:
     return value
 
 
-def required(name: str, *, allowed: str = "a non-empty value", error: type[Exception] = ConfigurationError,
-             environ: Mapping[str, str] | None = None) -> str:
+def required(
+    name: str,
+    *,
+    allowed: str = "a non-empty value",
+    error: type[Exception] = ConfigurationError,
+    environ: Mapping[str, str] | None = None,
+) -> str:
     """One variable that must be set, read where it is used; raises ``error`` at once when it is not."""
     environment = Environment(environ)
     value = environment.text(name, required=True, allowed=allowed)

@@ -11,6 +11,7 @@ Fields are dotted paths (``Components.0.Name``); a problem of the whole object n
 shown as ``repr`` cut to 80 characters. Every problem is listed (callers join them). The module imports no
 pydantic itself (it reads the error it is given), so a handler may import it at cold start.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,10 @@ from typing import TYPE_CHECKING, Any, Iterable
 if TYPE_CHECKING:  # only the annotation: ``shown`` and this module cost no pydantic import
     from pydantic import ValidationError
 
-_SHOULD = re.compile(r"^(Input|Value|String|List|Tuple|Set|Dictionary|Object|Decimal|Date|Datetime|Timestamp|Number)"
-                     r" should (be |have |match )?")
+_SHOULD = re.compile(
+    r"^(Input|Value|String|List|Tuple|Set|Dictionary|Object|Decimal|Date|Datetime|Timestamp|Number)"
+    r" should (be |have |match )?"
+)
 _INSTANCE_OF = re.compile(r" or instance of \w+$")
 
 

@@ -7,6 +7,7 @@ checking again, the deployment check does not wait on an endpoint the rollback i
 ``DescribeStacks`` for their stack id (their role may read only that stack). A status that cannot be read counts
 as not rolling back: each caller's safe default applies, and the log says which.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
