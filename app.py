@@ -7,16 +7,16 @@ import sys
 from pathlib import Path
 
 from aws_cdk import App, Environment
-
 from sagemaker_llm_cdk import ConfigurationError, cost_ceiling_table, load_config
 from sagemaker_llm_cdk.capacity.capacity_plan import consent_problems, consented_plans, file_consents
 from sagemaker_llm_cdk.capacity.settings import EXTEND_CONTEXT, PURCHASE_CONTEXT
 from sagemaker_llm_cdk.config.loading import locate_problems
 from sagemaker_llm_cdk.core.removal import removal_note
 from sagemaker_llm_cdk.operations.cost import cost_model
+
 from stacks import LlmPlatformStack, attach_checks
-from stacks.router_stage import add_app_routers
 from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks, write_cost_model
+from stacks.router_stage import add_app_routers
 from stacks.synth_output import (
     APP_PROPS,
     SUMMARY_CONTEXT,
@@ -25,7 +25,6 @@ from stacks.synth_output import (
     offline_diff_hint,
     prints_summary,
 )
-
 
 CONSENT_SOURCE = "the consent to spend (-c purchase / -c extend)"
 CONSENT_KEYS = (PURCHASE_CONTEXT, EXTEND_CONTEXT)

@@ -55,12 +55,60 @@ sys.path.insert(0, str(ROOT / "lambda" / "eagle_dataset"))
 FILE_BYTES = 8 << 20  # Data Capture rotates files; a few MB each is typical
 RATIO_GOAL = 0.5
 MEMORY_GOAL_MB = 256
-WORDS = (
-    "the model draft head token verify speculative decoding layer hidden state throughput latency "
-    "endpoint capture request response batch adapter component inference cache prefix route session "
-    "python function return value list dict string error retry bucket prefix object stream chunk line "
-    "질문 답변 데이터 모델 추론 속도 日本語 テキスト über größe café naïve"
-).split()
+WORDS = [
+    "the",
+    "model",
+    "draft",
+    "head",
+    "token",
+    "verify",
+    "speculative",
+    "decoding",
+    "layer",
+    "hidden",
+    "state",
+    "throughput",
+    "latency",
+    "endpoint",
+    "capture",
+    "request",
+    "response",
+    "batch",
+    "adapter",
+    "component",
+    "inference",
+    "cache",
+    "prefix",
+    "route",
+    "session",
+    "python",
+    "function",
+    "return",
+    "value",
+    "list",
+    "dict",
+    "string",
+    "error",
+    "retry",
+    "bucket",
+    "prefix",
+    "object",
+    "stream",
+    "chunk",
+    "line",
+    "질문",
+    "답변",
+    "데이터",
+    "모델",
+    "추론",
+    "속도",
+    "日本語",
+    "テキスト",
+    "über",
+    "größe",
+    "café",
+    "naïve",
+]
 
 
 def parse_size(text: str) -> int:

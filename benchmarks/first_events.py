@@ -18,16 +18,17 @@ from __future__ import annotations
 import io
 import json
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from botocore.response import StreamingBody  # imported with this module: not timed
 from botocore.stub import Stubber
 
 ACCOUNT = "123456789012"
-UTC = timezone.utc
+UTC = UTC
 NOW = datetime.now(UTC)
 PLAN = "chat-p5e-2027q1"
 PLAN_ARN = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-plan/{PLAN}"
@@ -402,7 +403,7 @@ def eagle_serving_model(index: Any, stubs: Stubs) -> tuple[str, str, Any, Callab
         sent: list[bytes] = []
 
         class _Answer:
-            def __enter__(self) -> "_Answer":
+            def __enter__(self) -> _Answer:
                 return self
 
             def __exit__(self, *args: Any) -> None:

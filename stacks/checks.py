@@ -3,13 +3,13 @@ warning packs, and the synth log's report of them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from aws_cdk import App, Stage
 from cdk_nag import NagPack, NIST80053R5Checks, ServerlessChecks
-
 from sagemaker_llm_cdk.checks import FAIL_SYNTH_CONTEXT, WarningsOnly, _as_warning, apply, apply_to_stage
 
 WARNING_PACKS: Mapping[str, Callable[..., NagPack]] = {

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import CfnOutput, Duration, Fn, Stack, Tags, Token
 from aws_cdk import aws_ec2 as ec2
-from constructs import Construct
-
 from sagemaker_llm_cdk import (
     AppConfig,
     CapacityPlan,
@@ -22,15 +21,17 @@ from sagemaker_llm_cdk import (
     add_adapters,
     load_adapter_manifest,
 )
+from sagemaker_llm_cdk.adapters.lora_adapter import adapters_of
 from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
 from sagemaker_llm_cdk.config.loading import config_item
-from sagemaker_llm_cdk.operations.budget import CostBudget
-from sagemaker_llm_cdk.eagle.optimization import RECORD_SERVICE, EagleOptimization
-from sagemaker_llm_cdk.hosting.jumpstart import JumpStartLock, find_lock
-from sagemaker_llm_cdk.adapters.lora_adapter import adapters_of
 from sagemaker_llm_cdk.core.removal import set_removal
+from sagemaker_llm_cdk.eagle.optimization import RECORD_SERVICE, EagleOptimization
 from sagemaker_llm_cdk.eagle.serving import PromotionParameter
+from sagemaker_llm_cdk.hosting.jumpstart import JumpStartLock, find_lock
+from sagemaker_llm_cdk.operations.budget import CostBudget
 from sagemaker_llm_cdk.sessions.turn_log import TurnLog
+
+from constructs import Construct
 
 if TYPE_CHECKING:
     from .router_stage import RouterHome
@@ -51,7 +52,7 @@ class LlmPlatformStack(Stack):
         *,
         config: AppConfig,
         config_dir: Path | None = None,
-        router_homes: Sequence["RouterHome"] = (),
+        router_homes: Sequence[RouterHome] = (),
         **kwargs: Any,
     ) -> None:
         """

@@ -22,24 +22,23 @@ then ``cdk deploy -c pipeline=config/pipeline.yaml SageMakerLlmPipeline`` once; 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Sequence
+from typing import TYPE_CHECKING, Annotated, Any
 
 import jsii
-from aws_cdk import App, Environment, IAnyProducer, IResolveContext, Lazy, Stack, Stage
+from aws_cdk import App, Environment, IAnyProducer, IResolveContext, Lazy, Stack, Stage, pipelines
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_kms as kms
-from aws_cdk import pipelines
-from constructs import Construct, IConstruct
 from pydantic import Field
-
 from sagemaker_llm_cdk import AppConfig, ConfigurationError, Problem, load_config
 from sagemaker_llm_cdk.config.layers import load_layers
 from sagemaker_llm_cdk.config.loading import locate_problems
 from sagemaker_llm_cdk.core.checkov import checkov_skip
 from sagemaker_llm_cdk.core.nag import acknowledge, acknowledge_resource
-from sagemaker_llm_cdk.core.settings import Settings
-from sagemaker_llm_cdk.core.settings import validated
+from sagemaker_llm_cdk.core.settings import Settings, validated
+
+from constructs import Construct, IConstruct
 
 from .checks import attach_stage_checks
 from .llm_platform import LlmPlatformStack
@@ -214,7 +213,7 @@ class LlmPlatformStage(Stage):
         config: AppConfig,
         config_dir: Path,
         env: Environment,
-        router_homes: Sequence["RouterHome"] = (),
+        router_homes: Sequence[RouterHome] = (),
     ) -> None:
         super().__init__(scope, id, env=env)
         self.nag_warning_packs: tuple[str, ...] = tuple(config.checks.nag_warning_packs)
@@ -326,7 +325,7 @@ class PipelineStack(Stack):
         _acknowledge_pipeline(self.pipeline)
 
 
-def _router_homes(settings: PipelineSettings) -> dict[str, list["RouterHome"]]:
+def _router_homes(settings: PipelineSettings) -> dict[str, list[RouterHome]]:
     """``{stage config path: its routers with their homes}``, from the settings alone: each stage is built after
     this, and a stage in another account than a router's home attaches that router's endpoint policies. A config
     that does not load is left out here; the stage loop reports it."""
@@ -336,7 +335,7 @@ def _router_homes(settings: PipelineSettings) -> dict[str, list["RouterHome"]]:
     for wave_settings in settings.waves:
         for stage_settings in wave_settings.stages:
             places.setdefault(stage_settings.config, []).append(stage_settings)
-    found: dict[str, list["RouterHome"]] = {}
+    found: dict[str, list[RouterHome]] = {}
     for path, stages in places.items():
         try:
             config = load_stage_config(stages[0])
@@ -494,7 +493,7 @@ class _Named:
         return document
 
 
-def _environments(pipeline_stack: "PipelineStack") -> list[tuple[str, str]]:
+def _environments(pipeline_stack: PipelineStack) -> list[tuple[str, str]]:
     """(account, region) of the tools account's regions (the pipeline's and each replication region) and every stage."""
     settings = pipeline_stack.settings
     inner = pipeline_stack.pipeline.pipeline
@@ -504,7 +503,7 @@ def _environments(pipeline_stack: "PipelineStack") -> list[tuple[str, str]]:
     return list(dict.fromkeys(found))
 
 
-def _name_pipeline_resources(stack: "PipelineStack", pipeline: Any) -> None:
+def _name_pipeline_resources(stack: PipelineStack, pipeline: Any) -> None:
     """Name the resources of the statements CDK Pipelines writes on '*' (``PIPELINE_WILDCARDS`` lists what remains).
 
     * the pipeline role's KMS use of the cross-region replication keys: the keys of the tools account's replication

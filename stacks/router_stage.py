@@ -17,12 +17,11 @@ config; the home account is the account of the first such stage in that region.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_cdk import App, CfnOutput, Environment, Stack, Stage, Tags
-from constructs import Construct
-
 from sagemaker_llm_cdk import AppConfig, ConfigurationError, Destination, InferenceRouter, Problem, RouterTarget
 from sagemaker_llm_cdk.adapters.lora_adapter import LoraAdapter
 from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
@@ -31,6 +30,8 @@ from sagemaker_llm_cdk.hosting.model_component import ModelComponent
 from sagemaker_llm_cdk.routing.endpoint_policy import EndpointPolicy, merged_policy
 from sagemaker_llm_cdk.routing.router import endpoint_policies
 from sagemaker_llm_cdk.routing.settings import RouterSpec, RoutingTargetSpec, default_router_name
+
+from constructs import Construct
 
 if TYPE_CHECKING:
     from .pipeline import PipelineStack
@@ -128,13 +129,16 @@ def attach_endpoint_policies(
 def _components(stack: Stack, target: RoutingTargetSpec) -> list[Any]:
     found: list[Any] = []
     for node in stack.node.find_all():
-        if target.adapter is None and isinstance(node, ModelComponent) and node.spec.name == target.model:
-            found.append(node)
-        elif (
-            target.adapter is not None
-            and isinstance(node, LoraAdapter)
-            and node.spec.name == target.adapter
-            and node.base.spec.name == target.model
+        if (
+            target.adapter is None
+            and isinstance(node, ModelComponent)
+            and node.spec.name == target.model
+            or (
+                target.adapter is not None
+                and isinstance(node, LoraAdapter)
+                and node.spec.name == target.adapter
+                and node.base.spec.name == target.model
+            )
         ):
             found.append(node)
     return found
@@ -237,7 +241,6 @@ class RouterStack(Stack):
         Returns the roles granted. An environment-agnostic stack grants none: it cannot tell which are its own."""
         from aws_cdk import Token
         from aws_cdk import aws_iam as iam
-
         from sagemaker_llm_cdk.routing.settings import ROLE_ARN
 
         granted: list[str] = []
@@ -277,7 +280,7 @@ def add_app_routers(app: App, platform: Stack, config: AppConfig) -> RouterStack
     return stack
 
 
-def add_router_stage(pipeline: "PipelineStack") -> Stage | None:
+def add_router_stage(pipeline: PipelineStack) -> Stage | None:
     """In the pipeline: a final wave with the routers of every stage config that declares some (None: no routers)."""
     from .pipeline import load_stage_config
 

@@ -29,8 +29,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 SUMMARY_CONTEXT = "sagemaker-llm-cdk:summary"
 """CDK context: ``1``/``true`` prints the synth summary (the Makefile's synth passes it), ``0``/``false`` does not."""

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from sagemaker_llm_cdk.agents.transport import EndpointTransport
 
 

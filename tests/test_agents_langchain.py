@@ -21,7 +21,6 @@ from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
-
 from sagemaker_llm_cdk.agents import SageMakerChatModel  # noqa: E402
 from sagemaker_llm_cdk.agents.transport import FrontDoorTransport, ModelCallError  # noqa: E402
 from support.agents import COMPONENT, ENDPOINT, FrontDoor, Runtime, call, completion  # noqa: E402

@@ -20,7 +20,6 @@ from llama_index.core.agent.workflow import FunctionAgent  # noqa: E402
 from llama_index.core.base.llms.types import ChatMessage, ThinkingBlock, ToolCallBlock  # noqa: E402
 from llama_index.core.tools import FunctionTool  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
-
 from sagemaker_llm_cdk.agents import SageMakerLLM  # noqa: E402
 from support.agents import COMPONENT, ENDPOINT, FrontDoor, Runtime, call, completion  # noqa: E402
 

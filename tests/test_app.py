@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from aws_cdk import App, Environment
 from aws_cdk.assertions import Template
+from sagemaker_llm_cdk import load_config
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from sagemaker_llm_cdk import load_config
 from stacks import LlmPlatformStack, attach_checks
 from tools.lint_templates import lint_folder
 

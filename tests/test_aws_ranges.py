@@ -13,7 +13,6 @@ from typing import Any
 import annotated_types
 import pytest
 from pydantic import BaseModel
-
 from sagemaker_llm_cdk.core import service_model
 
 MODULES = ("hosting", "capacity", "eagle", "sessions", "operations", "adapters", "core", "config")

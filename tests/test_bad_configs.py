@@ -20,12 +20,12 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
-
 from sagemaker_llm_cdk import ConfigurationError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]

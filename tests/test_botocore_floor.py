@@ -14,7 +14,6 @@ import botocore.loaders
 import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
-
 from sagemaker_llm_cdk.core import service_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,15 +10,15 @@ tests/test_examples.py.)
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
-
 from sagemaker_llm_cdk import (
     AdapterSpec,
     CapacityPlan,
@@ -32,6 +32,7 @@ from sagemaker_llm_cdk import (
     add_adapters,
     load_config,
 )
+
 from stacks import LlmPlatformStack, attach_checks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,8 +80,8 @@ def _capacity_plan(app: App, env: Environment | None) -> None:
             "instance_type": "ml.p5e.48xlarge",
             "instance_count": 2,
             "duration_days": 30,
-            "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc),
-            "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
+            "start_after": datetime(2027, 1, 4, tzinfo=UTC),
+            "end_before": datetime(2027, 3, 1, tzinfo=UTC),
             "max_upfront_fee_usd": Decimal("150000"),
         },
     )

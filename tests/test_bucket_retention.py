@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from support.assemblies import ROOT, config_data, synth_config
 
 CONFIGS = [

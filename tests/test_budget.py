@@ -12,7 +12,6 @@ import pytest
 import yaml
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Match, Template
-
 from sagemaker_llm_cdk import ConfigurationError, LlmMonitoring, load_config
 from sagemaker_llm_cdk.operations import cost_model
 from sagemaker_llm_cdk.operations.budget import CostBudget

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from aws_cdk import App, CfnResource, Stack
-
 from conftest import VALIDATION_FLAGS
 
 REPORT = "validation-report.json"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -22,7 +22,6 @@ import botocore
 import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Match, Template
-
 from sagemaker_llm_cdk.core import bundling
 from sagemaker_llm_cdk.core.functions import SDK_FOLDERS, python_function, sdk_requirements
 from support.aws_model import assert_valid_request

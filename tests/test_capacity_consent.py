@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -14,9 +14,7 @@ import pytest
 from aws_cdk import Annotations as CdkAnnotations
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Annotations, Match, Template
-
 from sagemaker_llm_cdk import ConfigurationError, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec, load_config
-from sagemaker_llm_cdk.core.errors import Problem, raise_if_problems
 from sagemaker_llm_cdk.capacity.capacity_plan import (
     SPENDING_ACTIONS,
     CapacityPlan,
@@ -25,6 +23,8 @@ from sagemaker_llm_cdk.capacity.capacity_plan import (
     consented_plans,
     file_consents,
 )
+from sagemaker_llm_cdk.core.errors import Problem, raise_if_problems
+
 from stacks import LlmPlatformStack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,15 +35,15 @@ RESERVE: dict[str, Any] = {
     "instance_type": INSTANCE,
     "instance_count": 4,
     "duration_days": 30,
-    "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc),
-    "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
+    "start_after": datetime(2027, 1, 4, tzinfo=UTC),
+    "end_before": datetime(2027, 3, 1, tzinfo=UTC),
     "max_upfront_fee_usd": Decimal("150000"),
 }
 BOUGHT = "Serving-chat-p5e"
 """The TrainingPlanName of ``RESERVE`` in ``plan_stack``: named after the serving stack (``name_prefix``)."""
 EXAMPLE_BOUGHT = "SageMakerLlm-chat-p5e-2027q1"
 """The example's plan chat-p5e-2027q1, bought by the companion of stack SageMakerLlm."""
-EXTENSION = {"until": datetime(2027, 4, 1, tzinfo=timezone.utc), "max_upfront_fee_usd": Decimal("90000")}
+EXTENSION = {"until": datetime(2027, 4, 1, tzinfo=UTC), "max_upfront_fee_usd": Decimal("90000")}
 ENVS = {"agnostic": None, "bound": Environment(account="123456789012", region="us-east-1")}
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -12,7 +12,6 @@ from aws_cdk import App, Environment, Stack, Validations
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
-
 from sagemaker_llm_cdk import ConfigurationError, InstanceScaling, LlmEndpoint
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
 from sagemaker_llm_cdk.capacity.settings import CapacityPlanSpec, spec_binding_problems
@@ -27,8 +26,8 @@ RESERVE: dict[str, Any] = {
     "instance_type": INSTANCE,
     "instance_count": 2,
     "duration_days": 30,
-    "start_after": datetime(2026, 1, 15, tzinfo=timezone.utc),
-    "end_before": datetime(2026, 3, 31, tzinfo=timezone.utc),
+    "start_after": datetime(2026, 1, 15, tzinfo=UTC),
+    "end_before": datetime(2026, 3, 31, tzinfo=UTC),
     "max_upfront_fee_usd": Decimal("250000.50"),
 }
 BOUGHT = "Test-chat-p5e"
@@ -570,7 +569,7 @@ def test_instance_count_must_be_an_offered_count(count):
 @pytest.mark.parametrize("days", [0, 183])
 def test_duration_is_1_to_182_days(days):
     with pytest.raises(ConfigurationError, match=re.escape(f"duration_days: got {days}; allowed: whole days 1-182")):
-        stack_with({**RESERVE, "duration_days": days, "end_before": datetime(2027, 1, 1, tzinfo=timezone.utc)})
+        stack_with({**RESERVE, "duration_days": days, "end_before": datetime(2027, 1, 1, tzinfo=UTC)})
 
 
 def test_duration_is_whole_days():
@@ -602,7 +601,7 @@ def test_window_must_end_after_it_starts():
             "end_before: got '2026-01-01T00:00:00Z'; allowed: later than start_after (2026-01-15T00:00:00Z)"
         ),
     ):
-        stack_with({**RESERVE, "end_before": datetime(2026, 1, 1, tzinfo=timezone.utc)})
+        stack_with({**RESERVE, "end_before": datetime(2026, 1, 1, tzinfo=UTC)})
 
 
 def test_window_must_hold_the_duration():
@@ -612,7 +611,7 @@ def test_window_must_hold_the_duration():
             "end_before: got '2026-02-01T00:00:00Z'; allowed: at least duration_days (30) after start_after"
         ),
     ):
-        stack_with({**RESERVE, "end_before": datetime(2026, 2, 1, tzinfo=timezone.utc)})
+        stack_with({**RESERVE, "end_before": datetime(2026, 2, 1, tzinfo=UTC)})
 
 
 @pytest.mark.parametrize("days", [0, 61])

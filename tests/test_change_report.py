@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
-
 from sagemaker_llm_cdk import (
     AdapterSpec,
     CopyScaling,
@@ -23,6 +22,7 @@ from sagemaker_llm_cdk import (
 )
 from sagemaker_llm_cdk.capacity.capacity_plan import RESOURCE_TYPE, CapacityPlan
 from sagemaker_llm_cdk.capacity.settings import CapacityPlanSpec
+
 from tools import change_report
 from tools.change_report import Report, compare, load_assembly, render_markdown, render_text
 
@@ -32,8 +32,8 @@ PLAN: dict[str, Any] = {
     "instance_type": INSTANCE,
     "instance_count": 2,
     "duration_days": 30,
-    "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc),
-    "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
+    "start_after": datetime(2027, 1, 4, tzinfo=UTC),
+    "end_before": datetime(2027, 3, 1, tzinfo=UTC),
     "max_upfront_fee_usd": Decimal("150000"),
 }
 ADAPTERS = [
@@ -724,12 +724,12 @@ def synth_default(tmp: Path, name: str, change: Any = None) -> Path:
     """The default config (``change``d in place first), synthesized as ``app.py`` does, with the cost file the synth
     writes (``stacks.checks.write_cost_model``) and without the checks (as ``tests/support/assemblies.py``)."""
     from aws_cdk import Environment
-
     from sagemaker_llm_cdk import parse_config
     from sagemaker_llm_cdk.operations.cost import cost_model
+    from support.assemblies import CDK_CONTEXT, ROOT, config_data
+
     from stacks import LlmPlatformStack
     from stacks.checks import write_cost_model
-    from support.assemblies import CDK_CONTEXT, ROOT, config_data
 
     data = config_data(ROOT / "config" / "default.yaml")
     if change is not None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from sagemaker_llm_cdk.core.checkov import CHECKOV_REASONS
 from support.assemblies import CDK_CONTEXT, ROOT, config_data
 
@@ -45,9 +45,9 @@ def templates(name: str) -> dict[str, dict[str, Any]]:
     """``{template file: resources}`` of the app for config ``name``, with the library's checkov defaults."""
     if name not in _TEMPLATES:
         from aws_cdk import App, Environment
-
         from sagemaker_llm_cdk import parse_config
         from sagemaker_llm_cdk.core.checkov import checkov_defaults
+
         from stacks import LlmPlatformStack
 
         path = ROOT / "config" / name.split("+")[0]

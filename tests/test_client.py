@@ -17,6 +17,7 @@ import socket
 import sys
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -335,10 +336,9 @@ def test_continued_conversation_is_used_and_reopened_when_gone(client, front_doo
 
 
 def test_conversation_is_closed_when_the_block_raises(client, front_door):
-    with pytest.raises(ValueError, match="app failure"):
-        with client.conversation() as chat:
-            chat.send(prompt())
-            raise ValueError("app failure")
+    with pytest.raises(ValueError, match="app failure"), client.conversation() as chat:
+        chat.send(prompt())
+        raise ValueError("app failure")
 
     assert front_door.requests[-1].path == "/close"
     assert front_door.conversations == {}
@@ -568,10 +568,10 @@ def test_retry_after_is_delta_seconds_or_an_http_date(header, seconds):
 
 
 def test_retry_after_as_a_future_http_date():
-    from email.utils import format_datetime
     from datetime import datetime, timedelta, timezone
+    from email.utils import format_datetime
 
-    later = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=6), usegmt=True)
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=6), usegmt=True)
     assert 4.0 <= client_mod._retry_after(later) <= 6.0
 
 

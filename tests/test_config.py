@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from sagemaker_llm_cdk import ConfigurationError, load_config, parse_config
 from sagemaker_llm_cdk.config.loading import json_schema
 

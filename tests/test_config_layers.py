@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from sagemaker_llm_cdk import ConfigurationError, parse_config
 from sagemaker_llm_cdk.config.layers import load_layered, load_layers, merge
 
@@ -334,8 +333,8 @@ def test_published_schemas_are_current():
 
 
 def test_instance_types_are_enums_editors_complete():
-    from sagemaker_llm_cdk.core import service_model
     from sagemaker_llm_cdk.config.loading import json_schema
+    from sagemaker_llm_cdk.core import service_model
 
     for layer in (False, True):
         definitions = json_schema(layer=layer)["$defs"]
@@ -356,7 +355,6 @@ def test_instance_types_are_enums_editors_complete():
 
 def test_the_layer_schema_requires_nothing_and_allows_the_markers():
     import jsonschema
-
     from sagemaker_llm_cdk.config.loading import json_schema
 
     layer, whole = json_schema(layer=True), json_schema()

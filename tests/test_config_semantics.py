@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from sagemaker_llm_cdk import ConfigurationError
 from sagemaker_llm_cdk.config.loading import parse_config
 

@@ -10,7 +10,6 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
 from aws_cdk.assertions import Template
-
 from sagemaker_llm_cdk import DeploymentCheck, LlmEndpoint, LlmMonitoring, ModelSpec
 
 BOUND = Environment(account="123456789012", region="us-east-1")

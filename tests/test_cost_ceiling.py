@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from decimal import Decimal
 
 import pytest
 from aws_cdk import App, Stack
-
 from sagemaker_llm_cdk import CopyScaling, InstanceScaling, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
 from sagemaker_llm_cdk.capacity.settings import CapacityPlanSpec
@@ -207,7 +206,7 @@ def test_reserved_capacity_plan_shows_dates_price_cap_and_whether_this_deploy_bu
             instance_type="ml.p5e.48xlarge",
             instance_count=2,
             duration_days=30,
-            start_after=datetime(2026, 1, 15, tzinfo=timezone.utc),
+            start_after=datetime(2026, 1, 15, tzinfo=UTC),
             max_upfront_fee_usd=Decimal("250000"),
             when_not_active="on_demand",
         ),

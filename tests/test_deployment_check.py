@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk.assertions import Match, Template
-
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.operations.deployment_check import RESOURCE_TYPE, DeploymentCheck
 

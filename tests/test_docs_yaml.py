@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from support.assemblies import config_data, synth_config
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,13 +15,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
-
 from sagemaker_llm_cdk import ConfigurationError, DataCapture, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
-from sagemaker_llm_cdk.eagle.optimization import EagleOptimization, run_timeout, start_retry_hours
-from sagemaker_llm_cdk.eagle.settings import EagleSettings
 from sagemaker_llm_cdk.core.settings import validated
+from sagemaker_llm_cdk.eagle.optimization import EagleOptimization, run_timeout, start_retry_hours
 from sagemaker_llm_cdk.eagle.serving import DRAFT_PATH, PromotionParameter, speculative_config
+from sagemaker_llm_cdk.eagle.settings import EagleSettings
 
 MODEL = "qwen3-32b"
 WEIGHTS = "s3://my-weights/qwen3-32b/"
@@ -890,6 +889,7 @@ def test_the_platforms_promotion_parameters_follow_the_configs_removal(removal):
     from pathlib import Path
 
     from sagemaker_llm_cdk import load_config
+
     from stacks import LlmPlatformStack
 
     root = Path(__file__).resolve().parents[1]

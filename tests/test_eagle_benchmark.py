@@ -9,7 +9,6 @@ import pytest
 from aws_cdk import App, Environment, Stack, Validations
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
-
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.eagle.benchmark import WORKLOAD_TYPE, workload_name
 from sagemaker_llm_cdk.eagle.optimization import EagleOptimization
@@ -441,7 +440,6 @@ def test_ranges_and_choices(field, value, allowed):
 # --------------------------------------------------------------------------- front door workload, VPC
 def test_front_door_workload_replays_the_turn_log_from_inside_the_endpoints_vpc():
     from aws_cdk import aws_ec2 as ec2
-
     from sagemaker_llm_cdk import SessionFrontDoor, TurnLog
 
     env = Environment(account="123456789012", region="us-west-2")

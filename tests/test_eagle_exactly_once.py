@@ -11,16 +11,16 @@ capture objects is in the training data of exactly one created job, and the wate
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 from conftest import FakeLambdaContext, load_handler_module
 from moto import mock_aws
+from sagemaker_llm_cdk.eagle.settings import EagleSettings
 from support.aws_model import assert_valid_request
 from test_eagle import build
-from sagemaker_llm_cdk.eagle.settings import EagleSettings
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 CAPTURE, OUT, PARAM = "capture-bucket", "out-bucket", "/sagemaker-llm/eagle/qwen3-32b/watermark"
@@ -59,7 +59,7 @@ class SageMaker:
         return {
             "OptimizationJobArn": "arn:aws:sagemaker:us-east-1:123456789012:optimization-job/x",
             "ModelSource": job["ModelSource"],
-            "CreationTime": datetime(2026, 11, 30, 12, tzinfo=timezone.utc),
+            "CreationTime": datetime(2026, 11, 30, 12, tzinfo=UTC),
         }
 
     @property

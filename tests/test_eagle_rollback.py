@@ -5,8 +5,8 @@ from __future__ import annotations
 import boto3
 import pytest
 from moto import mock_aws
-
 from support.aws_model import create_runs_table
+
 from tools import eagle_rollback
 
 PARAMETER = "/sagemaker-llm/state/eagle/qwen3-32b/draft-head"

@@ -9,7 +9,6 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
-
 from sagemaker_llm_cdk import (
     ConfigurationError,
     DataCapture,
@@ -700,6 +699,7 @@ def test_pools_from_a_config_synthesize_nag_and_lint_clean(env, tmp_path):
     import json
 
     from sagemaker_llm_cdk import parse_config
+
     from stacks import LlmPlatformStack, attach_checks
     from tools.lint_templates import lint_folder
 

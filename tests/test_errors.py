@@ -6,7 +6,6 @@ import textwrap
 
 import pytest
 from pydantic import ValidationError
-
 from sagemaker_llm_cdk import ConfigurationError, CopyScaling, ModelSpec
 from sagemaker_llm_cdk.core.errors import Problem
 
@@ -39,7 +38,6 @@ import copy  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import yaml  # noqa: E402
-
 from sagemaker_llm_cdk import parse_config  # noqa: E402
 
 DEFAULT = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "default.yaml").read_text())
@@ -232,19 +230,18 @@ def test_a_construct_problem_with_a_field_of_its_spec_is_placed_under_the_config
     from sagemaker_llm_cdk.config.loading import config_item
 
     spec = ModelSpec(name="m", model_data_s3_uri="s3://my-weights/m/")
-    with pytest.raises(ConfigurationError) as raised:
-        with config_item("endpoints[1].models[2]", spec):
-            raise ConfigurationError(
-                [
-                    _problem("environment"),
-                    _problem("component.spec.architecture"),
-                    _problem("copies.max_copies"),
-                    _problem("endpoints[0].instance_type"),
-                    _problem("component.node"),
-                    _problem(""),
-                ],
-                source="Stack/Chat/m",
-            )
+    with pytest.raises(ConfigurationError) as raised, config_item("endpoints[1].models[2]", spec):
+        raise ConfigurationError(
+            [
+                _problem("environment"),
+                _problem("component.spec.architecture"),
+                _problem("copies.max_copies"),
+                _problem("endpoints[0].instance_type"),
+                _problem("component.node"),
+                _problem(""),
+            ],
+            source="Stack/Chat/m",
+        )
     error = raised.value
     assert error.config_item == "endpoints[1].models[2]" and error.source == "Stack/Chat/m"
     assert [p.path for p in error.problems] == [
@@ -264,10 +261,9 @@ def test_an_inner_config_items_error_passes_the_outer_item_as_it_is():
 
     model = ModelSpec(name="m", model_data_s3_uri="s3://my-weights/m/")
     endpoint = EndpointSpec(name="Chat", instance_type="ml.g6e.12xlarge", models=[model])
-    with pytest.raises(ConfigurationError) as raised:
-        with config_item("endpoints[0]", endpoint):
-            with config_item("endpoints[0].models[0]", model):
-                raise ConfigurationError([_problem("name")])  # a field both specs have
+    with pytest.raises(ConfigurationError) as raised, config_item("endpoints[0]", endpoint):
+        with config_item("endpoints[0].models[0]", model):
+            raise ConfigurationError([_problem("name")])  # a field both specs have
     assert [p.path for p in raised.value.problems] == ["endpoints[0].models[0].name"]
     with pytest.raises(ValueError, match="^not a configuration error$"):  # other errors are not touched
         with config_item("endpoints[0]", endpoint):
@@ -296,9 +292,9 @@ ENVIRONMENT_LINE = (
 @pytest.mark.parametrize("env", ["agnostic", "bound"])
 def test_a_limit_found_while_building_names_the_config_path_and_its_line(tmp_path, env):
     from aws_cdk import App, Environment
-
     from sagemaker_llm_cdk import load_config
     from sagemaker_llm_cdk.config.loading import locate_problems
+
     from stacks import LlmPlatformStack
 
     path = _environment_config(tmp_path)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 import sagemaker_llm_cdk
 from support.examples import (
     CHECKS,

@@ -9,11 +9,11 @@ import pytest
 from aws_cdk import App, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
-
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, load_config
 from sagemaker_llm_cdk.core.grants import WILDCARD_ONLY_ACTIONS, grant, guard_wildcards, wildcard_problems
 from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 from sagemaker_llm_cdk.sessions.settings import SessionSettings
+
 from stacks import LlmPlatformStack, attach_checks
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,13 +5,13 @@ checks the plan again; a change that leaves the config alone does not."""
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aws_cdk import App, Environment, Stack, Tags
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
-
 from sagemaker_llm_cdk import CopyScaling, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
 from sagemaker_llm_cdk.capacity.guard import ENDPOINT_CONFIG_CREATE_ONLY, GUARD_REFERENCE, inputs_of

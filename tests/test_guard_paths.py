@@ -12,7 +12,6 @@ from types import SimpleNamespace
 
 import pytest
 from aws_cdk import App
-
 from sagemaker_llm_cdk.core.policy_guard import PolicyGuard, template_key
 
 ACCOUNT = "123456789012"

@@ -8,9 +8,10 @@ probe alone would fail with); the clean default app passes. ``core/policy_guard.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from aws_cdk import App, Aws, Fn, Stack
@@ -19,10 +20,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
-
 from sagemaker_llm_cdk import load_config
 from sagemaker_llm_cdk.core.grants import acknowledge_wildcard_only, guard_wildcards
 from sagemaker_llm_cdk.core.policy_guard import PLUGIN_NAME, allowed_now
+
 from stacks import LlmPlatformStack, attach_checks
 from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks
 

@@ -12,9 +12,6 @@ import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
-from support.aws_model import assert_valid_request
-from support.examples import cli_context, synthesize_in_process
-
 from sagemaker_llm_cdk import (
     ConfigurationError,
     Destination,
@@ -30,6 +27,8 @@ from sagemaker_llm_cdk.core import service_model
 from sagemaker_llm_cdk.routing.endpoint_policy import RESOURCE_TYPE as POLICY_TYPE
 from sagemaker_llm_cdk.routing.router import RESOURCE_TYPE
 from sagemaker_llm_cdk.routing.settings import ROUTING_PREFERENCES
+from support.aws_model import assert_valid_request
+from support.examples import cli_context, synthesize_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 WEST = "arn:aws:sagemaker:us-west-2:222222222222:inference-component/Prod-SageMakerLlm-qwen3-8b"
@@ -210,6 +209,7 @@ def test_a_long_generated_router_name_keeps_a_digest_and_one_that_fits_is_unchan
     from types import SimpleNamespace
 
     from sagemaker_llm_cdk.routing.settings import default_router_name
+
     from stacks.router_stage import router_name_of
 
     assert default_router_name("SageMakerLlm", "Chat") == "SageMakerLlm-Chat"  # deployed routers keep their names

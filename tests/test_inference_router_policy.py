@@ -10,15 +10,14 @@ from typing import Any
 import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Template
-from support.aws_model import assert_valid_request
-
 from sagemaker_llm_cdk import ConfigurationError, Destination, InferenceRouter, LlmEndpoint, RouterTarget, load_config
 from sagemaker_llm_cdk.routing.endpoint_policy import RESOURCE_TYPE, EndpointPolicy, merged_policy
 from sagemaker_llm_cdk.routing.router import endpoint_policy_document
+from support.aws_model import assert_valid_request
+from test_inference_router import ROOT
+
 from stacks.llm_platform import LlmPlatformStack
 from stacks.router_stage import Deployment, router_homes
-
-from test_inference_router import ROOT
 
 ROUTER_ARNS = ["arn:aws:sagemaker:us-east-1:111111111111:inference-router/SageMakerLlm-Chat"]
 

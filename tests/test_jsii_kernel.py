@@ -12,7 +12,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import JSII_RELAY_REASON, ROOT
 from support import jsii_kernel
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC
 from pathlib import Path
 
 import boto3
@@ -13,7 +14,6 @@ import yaml
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
-
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec, load_config
 from sagemaker_llm_cdk.hosting.jumpstart import (
     JumpStartLock,
@@ -23,6 +23,7 @@ from sagemaker_llm_cdk.hosting.jumpstart import (
     main,
     model_from_spec,
 )
+
 from stacks import LlmPlatformStack, attach_checks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,7 +217,7 @@ def test_the_lock_writer_records_where_and_when_it_read_the_spec_and_its_digest(
         "region": "us-east-1",
         "bucket": "jumpstart-cache-prod-us-east-1",
         "key": manifest[0]["spec_key"],
-        "read_on": datetime.now(timezone.utc).date().isoformat(),
+        "read_on": datetime.now(UTC).date().isoformat(),
         "digest": "sha256:" + hashlib.sha256(raw).hexdigest(),
     }
     model = JumpStartLock.load(lock_file).find(QWEN, QWEN_VERSION, "us-east-1")

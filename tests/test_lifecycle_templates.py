@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from support.assemblies import ROOT, config_data, synth_config, write_assembly
+
 from tools.change_report import (
     BLOCKED_TITLE,
     Report,

@@ -14,10 +14,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 from moto import mock_aws
-
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelComponent, ModelSpec
 from sagemaker_llm_cdk.adapters import lora_adapter as lora_module
-from sagemaker_llm_cdk.adapters.manifest import adapters_from, load_adapter_manifest
 from sagemaker_llm_cdk.adapters.adapter_stack import (
     STACK_RESOURCE_LIMIT,
     AdapterStack,
@@ -33,6 +31,7 @@ from sagemaker_llm_cdk.adapters.lora_adapter import (
     artifact_arn,
     artifact_policies,
 )
+from sagemaker_llm_cdk.adapters.manifest import adapters_from, load_adapter_manifest
 from sagemaker_llm_cdk.adapters.settings import AdapterSpec, LoraSettings
 from sagemaker_llm_cdk.core.settings import validated
 

@@ -9,7 +9,6 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
-
 from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelComponent, ModelSpec, Placement
 from sagemaker_llm_cdk.core.settings import validated
 from support.stacks import MODEL_URI, endpoint_stack, new_stack, only

@@ -13,13 +13,12 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Capture, Match, Template
 from cdk_nag import AwsSolutionsChecks
-from syrupy.extensions.json import JSONSnapshotExtension
-
 from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelSpec
-from sagemaker_llm_cdk.operations.deployment_check import DeploymentCheck
 from sagemaker_llm_cdk.core.functions import python_function
+from sagemaker_llm_cdk.operations.deployment_check import DeploymentCheck
 from sagemaker_llm_cdk.operations.monitoring import SECTIONS, LlmMonitoring
 from sagemaker_llm_cdk.operations.settings import MonitoringSettings
+from syrupy.extensions.json import JSONSnapshotExtension
 
 MODEL = "qwen3-8b"
 PREFIX = "Ops"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Match, Template
-
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.core.checkov import CHECKOV_REASONS, checkov_defaults
 from sagemaker_llm_cdk.core.settings import validated

@@ -4,11 +4,11 @@ at once names every one of them in the first run (parsing and type errors are pe
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from sagemaker_llm_cdk import ConfigurationError
 from sagemaker_llm_cdk.config.layers import load_layered
 from sagemaker_llm_cdk.config.loading import parse_config

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from aws_cdk import App
-
 from sagemaker_llm_cdk import ConfigurationError
+from support.examples import cli_context, synthesize_in_process
+
 from stacks import attach_checks
 from stacks.pipeline import PipelineStack, attach_pipeline, load_pipeline_settings
-from support.examples import cli_context, synthesize_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE_CONFIG = ROOT / "config" / "pipeline.yaml"

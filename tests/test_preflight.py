@@ -6,20 +6,18 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import botocore.session
-from botocore import xform_name
 import pytest
 from aws_cdk import App, Stack
+from botocore import xform_name
 from botocore.exceptions import NoCredentialsError
 from botocore.stub import Stubber
-
-from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec, parse_config, run_preflight
-from sagemaker_llm_cdk import preflight
+from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec, parse_config, preflight, run_preflight
 from sagemaker_llm_cdk.core import regions
 from sagemaker_llm_cdk.core.functions import POWERTOOLS_LAYER_VERSION
 from sagemaker_llm_cdk.preflight import AwsClients, Finding, endpoint_instance_types, update_policy
@@ -27,7 +25,7 @@ from sagemaker_llm_cdk.preflight.offline import check_update_headroom
 from support.aws_model import assert_valid_request
 
 ROOT = Path(__file__).resolve().parents[1]
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 LAYER = f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSION}"
 
 
@@ -694,8 +692,8 @@ def test_live_plan_scheduled_blocks_the_bound_endpoint_and_quota_name_missing():
             "Status": "Scheduled",
             "TotalInstanceCount": 4,
             "TargetResources": ["endpoint"],
-            "StartTime": datetime(2027, 1, 4, tzinfo=timezone.utc),
-            "EndTime": datetime(2027, 2, 3, tzinfo=timezone.utc),
+            "StartTime": datetime(2027, 1, 4, tzinfo=UTC),
+            "EndTime": datetime(2027, 2, 3, tzinfo=UTC),
             "ReservedCapacitySummaries": [],
         },
     )

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from aws_cdk import App, Environment
-
 from sagemaker_llm_cdk import load_config
 from sagemaker_llm_cdk.operations.cost import cost_model
 from sagemaker_llm_cdk.operations.cost_model import config_cost_model
 from sagemaker_llm_cdk.preflight.context import serves_on_demand_until_active
+
 from stacks import LlmPlatformStack
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,12 +3,11 @@ exist and are of the kind the target needs (Stubber, read-only)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from pathlib import Path
 
 import boto3
 from botocore.stub import Stubber
-
 from sagemaker_llm_cdk import load_config
 from sagemaker_llm_cdk.preflight.context import AwsClients, PreflightContext
 from sagemaker_llm_cdk.preflight.routers import api_regions, router_destinations, router_region
@@ -27,7 +26,7 @@ def context(
         source="c.yaml",
         region=region,
         partition="aws",
-        now=datetime(2027, 1, 1, tzinfo=timezone.utc),
+        now=datetime(2027, 1, 1, tzinfo=UTC),
         clients=clients,
         account="111111111111",
     )

@@ -16,7 +16,6 @@ import yaml
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Annotations, Match, Template
 from botocore.stub import Stubber
-
 from sagemaker_llm_cdk import (
     ConfigurationError,
     EagleOptimization,
@@ -571,6 +570,7 @@ def test_copy_of_spec_keeps_the_switch():
 
 def test_jumpstart_example_serves_the_pretrained_head_and_its_loop_compares_with_it():
     from sagemaker_llm_cdk import load_config
+
     from stacks import LlmPlatformStack
 
     path = ROOT / "config" / "examples" / "eagle-jumpstart.yaml"

@@ -7,11 +7,10 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
+import botocore.session
 from aws_cdk import App, Environment, Stack
 from botocore import xform_name
-import botocore.session
 from botocore.stub import Stubber
-
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.operations.cost import cost_ceiling_table
 from sagemaker_llm_cdk.operations.pricing import (

@@ -7,9 +7,8 @@ import re
 import tomllib
 from pathlib import Path
 
-import yaml
-
 import sagemaker_llm_cdk
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from aws_cdk import App, Environment
 from aws_cdk.assertions import Template
-
 from sagemaker_llm_cdk import ConfigurationError, load_config, parse_config
 from sagemaker_llm_cdk.core.removal import KEY_PENDING_DAYS, removal_note
+
 from stacks import LlmPlatformStack
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
-
 from sagemaker_llm_cdk import (
     ConfigurationError,
     DataCapture,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,6 @@ import botocore
 import pytest
 from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
-
 from sagemaker_llm_cdk import ConfigurationError, CopyScaling, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
 from sagemaker_llm_cdk.operations.settings import (
@@ -223,8 +222,8 @@ def plan_spec(name: str, count: int) -> dict[str, Any]:
         "instance_type": "ml.p5e.48xlarge",
         "instance_count": count,
         "duration_days": 30,
-        "start_after": datetime(2027, 1, 4, tzinfo=timezone.utc),
-        "end_before": datetime(2027, 3, 1, tzinfo=timezone.utc),
+        "start_after": datetime(2027, 1, 4, tzinfo=UTC),
+        "end_before": datetime(2027, 3, 1, tzinfo=UTC),
         "max_upfront_fee_usd": Decimal("150000"),
     }
 

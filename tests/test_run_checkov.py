@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from aws_cdk import App, RemovalPolicy, Stack
 from aws_cdk import aws_logs as logs
-
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.core.checkov import CHECKOV_REASONS, checkov_defaults, checkov_skip
+
 from tools import run_checkov
 from tools.run_checkov import CheckovError, Result, check_folder, find_checkov
 

@@ -6,7 +6,6 @@ import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
-
 from sagemaker_llm_cdk.core.errors import ConfigurationError
 from sagemaker_llm_cdk.core.removal import removal_note, set_removal
 from sagemaker_llm_cdk.core.run_time_state import RESOURCE_TYPE, RunTimeParameter, RunTimeState

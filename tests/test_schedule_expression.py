@@ -7,7 +7,6 @@ from datetime import datetime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from sagemaker_llm_cdk import ConfigurationError, EagleSettings
 from sagemaker_llm_cdk.core.schedule_expression import schedule_problem
 

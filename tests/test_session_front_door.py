@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
-from pathlib import Path
-
 from aws_cdk import App, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
-
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.adapters.lora_adapter import add_adapter
-from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 from sagemaker_llm_cdk.adapters.settings import AdapterSpec, LoraSettings
+from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 from sagemaker_llm_cdk.sessions.settings import SessionSettings
 
 MODEL_URI = "s3://my-bucket/model/"

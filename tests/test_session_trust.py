@@ -7,7 +7,7 @@ The impersonation itself (same role, chosen session name) is probed through STS 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any
 
 import boto3
@@ -16,7 +16,6 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 from moto import mock_aws
-
 from sagemaker_llm_cdk import ConfigurationError
 from sagemaker_llm_cdk.sessions.settings import SessionSettings
 from sagemaker_llm_cdk.sessions.trust import (
@@ -311,7 +310,7 @@ def preflight_context(sessions: dict[str, Any]) -> Any:
         source="test",
         region="us-east-1",
         partition="aws",
-        now=datetime(2030, 3, 17, tzinfo=timezone.utc),
+        now=datetime(2030, 3, 17, tzinfo=UTC),
         clients=AwsClients(factory=lambda service, region: boto3.client(service, region_name=region or "us-east-1")),
     )
 

@@ -10,7 +10,6 @@ import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
-
 from sagemaker_llm_cdk.core.storage import SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, SecureBucket
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -250,4 +250,4 @@ def test_cdk_diff_without_credentials_is_quiet_and_says_how_to_compare_offline(t
     for text in TABLES + NOISE:
         assert text not in log, f"{text!r} in the log:\n{log[-3000:]}"
     assert "note: EagleJumpStart/Chat/gpt-oss-20b: JumpStart lock entry" in log
-    assert synth_output.SUMMARY_COMMANDS == {"synth", "synthesize"}
+    assert {"synth", "synthesize"} == synth_output.SUMMARY_COMMANDS

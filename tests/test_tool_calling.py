@@ -7,7 +7,6 @@ import io
 import zipfile
 
 import pytest
-
 from sagemaker_llm_cdk import ConfigurationError, ModelSpec
 from sagemaker_llm_cdk.hosting import images
 from sagemaker_llm_cdk.hosting.tool_calling import (
@@ -18,6 +17,7 @@ from sagemaker_llm_cdk.hosting.tool_calling import (
     tool_environment,
 )
 from support.stacks import MODEL_URI, endpoint_stack, only, template_of
+
 from tools import vllm_parsers
 
 QWEN = {"name": "qwen3-32b", "model_data_s3_uri": MODEL_URI, "architecture": "Qwen3ForCausalLM"}

@@ -10,7 +10,6 @@ from aws_cdk import App, CfnResource, Environment, Stack, Stage
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
-
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.core.checkov import checkov_defaults, made_by_library
 from sagemaker_llm_cdk.core.storage import SecureBucket

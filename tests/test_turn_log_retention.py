@@ -8,7 +8,6 @@ import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match, Template
-
 from sagemaker_llm_cdk import ConfigurationError, EagleOptimization, LlmEndpoint, ModelSpec, PromotionParameter
 from sagemaker_llm_cdk.core.storage import NONCURRENT_VERSION_DAYS, READ_ACTIONS
 from sagemaker_llm_cdk.sessions.turn_log import ERROR_PREFIX

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from support.assemblies import ROOT
+
 from tools import update_catalogue
 from tools.change_report import Outcome, StackTemplate, classify
 from tools.update_catalogue import ROWS, Edit, Result, Row, analyse, apply
@@ -76,7 +76,7 @@ class Derived:
     binding: bool
 
     @classmethod
-    def of(cls, outcomes: list[Outcome]) -> "Derived":
+    def of(cls, outcomes: list[Outcome]) -> Derived:
         return cls(
             replaced={o.resource_type for o in outcomes if o.action == "replace"},
             resends={

@@ -11,10 +11,10 @@ import yaml
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
-
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec, parse_config
-from stacks import LlmPlatformStack, attach_checks
 from support.stacks import MODEL_URI, only
+
+from stacks import LlmPlatformStack, attach_checks
 from tools.lint_templates import lint_folder
 
 ROOT = Path(__file__).resolve().parents[1]

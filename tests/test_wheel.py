@@ -18,7 +18,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from support.examples import (
     CHECKS,
     EXAMPLES,

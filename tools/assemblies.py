@@ -39,8 +39,8 @@ def synth_config(data: dict[str, Any], config_dir: Path, outdir: Path) -> float:
 
     ``config_dir`` is where the config's relative paths start (the JumpStart lock, adapter manifests)."""
     from aws_cdk import App, Environment
-
     from sagemaker_llm_cdk import parse_config
+
     from stacks import LlmPlatformStack
     from stacks.router_stage import add_app_routers
 

@@ -78,10 +78,11 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_REGION = "us-east-1"
@@ -637,9 +638,9 @@ class Report:
     changes: list[ResourceChange]
     headlines: list[Headline]
     outputs: list[OutputChange] = field(default_factory=list)
-    outcomes: list["Outcome"] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
     """What every resource undergoes (``classify``), changed or not."""
-    cost: "CostDelta | None" = None
+    cost: CostDelta | None = None
     """What the change does to the monthly floor and ceiling, and the plan fees it commits (``cost_delta``)."""
 
     def for_stack(self, stack: StackTemplate) -> list[ResourceChange]:
@@ -648,7 +649,7 @@ class Report:
     def outputs_for(self, stack: StackTemplate) -> list[OutputChange]:
         return [o for o in self.outputs if o.stack.key == stack.key]
 
-    def outcome_of(self, change: ResourceChange) -> "Outcome | None":
+    def outcome_of(self, change: ResourceChange) -> Outcome | None:
         return next(
             (o for o in self.outcomes if o.stack == change.stack.title and o.logical_id == change.logical_id), None
         )
@@ -662,9 +663,9 @@ def compare(
     head_label: str = "head",
     base_values: dict[str, str] | None = None,
     head_values: dict[str, str] | None = None,
-    base_cost: "CostSide | None" = None,
-    head_cost: "CostSide | None" = None,
-    prices: "PriceBook | Mapping[str, Any] | Path | None" = None,
+    base_cost: CostSide | None = None,
+    head_cost: CostSide | None = None,
+    prices: PriceBook | Mapping[str, Any] | Path | None = None,
 ) -> Report:
     """Compare two loaded assemblies (``load_assembly``), each as it deploys with its stack parameter values
     (``at_deploy``; none given: parameters stay references), and their cost models (``load_cost``; none: the cost
@@ -2107,7 +2108,7 @@ class PriceBook:
         self.label = label
 
     @classmethod
-    def of(cls, prices: "PriceBook | Mapping[str, Any] | Path | None") -> "PriceBook":
+    def of(cls, prices: PriceBook | Mapping[str, Any] | Path | None) -> PriceBook:
         """``prices`` as a book: a mapping of instance type to USD, a ``prices.json``-shaped file, or (None) the
         shipped table."""
         if isinstance(prices, PriceBook):
@@ -2322,7 +2323,7 @@ def cost_delta(
     head: dict[str, StackTemplate],
     base_cost: CostSide | None,
     head_cost: CostSide | None,
-    prices: "PriceBook | Mapping[str, Any] | Path | None" = None,
+    prices: PriceBook | Mapping[str, Any] | Path | None = None,
 ) -> CostDelta:
     """The cost lines of both sides matched by subject: each side's cost file when both have one; else both from
     their templates (``template_cost``), priced by ``prices``, by the head's cost file, or by the shipped table.

@@ -22,9 +22,10 @@ import json
 import re
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 START, END = "<!-- diagram:start -->", "<!-- diagram:end -->"
 

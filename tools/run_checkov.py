@@ -21,9 +21,10 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CHECKOV = REPO / ".venv" / "checkov" / "bin" / "checkov"

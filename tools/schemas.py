@@ -24,6 +24,7 @@ MODELINE = "# yaml-language-server: $schema=./{schema}"
 def schemas() -> dict[str, dict[str, Any]]:
     """File name -> schema, for every schema ``main`` writes."""
     from sagemaker_llm_cdk.config.loading import json_schema
+
     from stacks.pipeline import PipelineSettings
 
     pipeline = PipelineSettings.model_json_schema(mode="validation")

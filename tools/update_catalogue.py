@@ -25,8 +25,9 @@ from __future__ import annotations
 import copy
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -67,11 +68,11 @@ BUDGET: dict[str, Any] = {"max_usd_per_month": 200000, "email": "finance@example
 ROUTER = "config/examples/router-two-regions.yaml"
 
 
-def moved(resource_type: str, words: str) -> Callable[[dict[str, "StackTemplate"]], None]:
+def moved(resource_type: str, words: str) -> Callable[[dict[str, StackTemplate]], None]:
     """An edit of the synthesized templates: every ``resource_type`` under a new logical id, as a construct id change
     gives it (the same properties; references to it follow)."""
 
-    def edit(assembly: dict[str, "StackTemplate"]) -> None:
+    def edit(assembly: dict[str, StackTemplate]) -> None:
         import json
 
         for stack in assembly.values():
@@ -85,7 +86,7 @@ def moved(resource_type: str, words: str) -> Callable[[dict[str, "StackTemplate"
     return edit
 
 
-def reword_descriptions(assembly: dict[str, "StackTemplate"]) -> None:
+def reword_descriptions(assembly: dict[str, StackTemplate]) -> None:
     """A library release rewords every resource's `Description` (no config change)."""
     for stack in assembly.values():
         for resource in stack.resources.values():
@@ -107,7 +108,7 @@ class Row:
     edits: tuple[Edit, ...] = ()
     before: tuple[Edit, ...] = ()
     """Edits that make the "before" state, when the shipped config is not it (an older image)."""
-    assembly_edit: Callable[[dict[str, "StackTemplate"]], None] | None = None
+    assembly_edit: Callable[[dict[str, StackTemplate]], None] | None = None
     """A change made to the synthesized "after" templates instead of the config (a library release)."""
     values_before: dict[str, str] = field(default_factory=dict)
     values_after: dict[str, str] = field(default_factory=dict)
@@ -147,10 +148,10 @@ class Row:
 class Result:
     """What the change report's analysis says a row does on deploy (``analyse``)."""
 
-    outcomes: list["Outcome"] = field(default_factory=list)
-    blockers: list["Headline"] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    blockers: list[Headline] = field(default_factory=list)
     """The ways the deploy fails (``Headline`` of category ``fails``)."""
-    again: "Redeploy | None" = None
+    again: Redeploy | None = None
     """For a ``redeploy`` row: what the stack delete keeps and what comes back fresh."""
 
     @property
@@ -600,16 +601,16 @@ def analyse(row: Row, synth: Synth) -> Result:
     return Result(report.outcomes, [h for h in report.headlines if h.category == "fails"])
 
 
-def synthesizer(folder: "Path") -> Synth:
+def synthesizer(folder: Path) -> Synth:
     """A ``Synth`` that synthesizes each (config, edits) once into ``folder`` (``tools.assemblies``)."""
     import json
 
     from tools.assemblies import ROOT, config_data, pipeline_data, synth_config, synth_pipeline
     from tools.change_report import load_assembly
 
-    done: dict[str, "Path"] = {}
+    done: dict[str, Path] = {}
 
-    def synth(config: str, edits: tuple[Edit, ...]) -> dict[str, "StackTemplate"]:
+    def synth(config: str, edits: tuple[Edit, ...]) -> dict[str, StackTemplate]:
         key = json.dumps([config, edits], sort_keys=True, default=str)
         if key not in done:
             outdir = folder / f"a{len(done)}"

@@ -16,22 +16,22 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .adapters.lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
     from .adapters.manifest import load_adapter_manifest
     from .adapters.settings import AdapterSpec, LoraSettings
-    from .checks import apply_checks
     from .capacity.capacity_plan import CapacityPlan
     from .capacity.guard import CapacityPlanGuard
     from .capacity.settings import CapacityPlanSpec, PlanExtension
+    from .checks import apply_checks
     from .config.loading import load_config, parse_config
     from .config.settings import AppConfig, EndpointSpec
     from .core.checkov import checkov_skip
-    from .core.nag import acknowledge_resource
     from .core.errors import ConfigurationError, Problem
+    from .core.nag import acknowledge_resource
     from .core.removal import set_removal
     from .eagle.benchmark import EagleBenchmark
     from .eagle.optimization import EagleOptimization
     from .eagle.pretrained_head import PretrainedHead
     from .eagle.serving import PromotionParameter, SpeculativeDecoding
     from .eagle.settings import EagleBenchmarkSettings, EagleDataset, EagleSettings
-    from .hosting.endpoint import EndpointReference, LlmEndpoint, VARIANT_NAME
+    from .hosting.endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
     from .hosting.images import LMI_IMAGES, LmiImage
     from .hosting.jumpstart import JumpStartLock, JumpStartModel
     from .hosting.model_component import ModelComponent

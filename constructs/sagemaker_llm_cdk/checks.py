@@ -25,7 +25,8 @@ What it attaches, to the app and to every Stage in it (a pipeline's stages inclu
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jsii
 from aws_cdk import (
@@ -45,6 +46,7 @@ from cdk_nag import (
     PCIDSS321Checks,
     ServerlessChecks,
 )
+
 from .core.checkov import checkov_defaults
 from .core.policy_guard import guard
 

@@ -79,9 +79,10 @@ import random
 import time
 import urllib.error
 import urllib.request
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timezone
 from types import TracebackType
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Optional
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -111,13 +112,13 @@ class FrontDoorError(Exception):
 
     def __init__(
         self,
-        status: Optional[int],
+        status: int | None,
         code: str,
         message: str,
         *,
-        field: Optional[str] = None,
-        model_status: Optional[int] = None,
-        retry_after: Optional[float] = None,
+        field: str | None = None,
+        model_status: int | None = None,
+        retry_after: float | None = None,
     ):
         super().__init__(f"{status} {code}: {message}" if status is not None else f"{code}: {message}")
         self.status = status
@@ -183,14 +184,14 @@ class SessionClient:
         self._runtime = runtime_client
 
     # --- public API ---------------------------------------------------------------------------------
-    def open(self, *, component: Optional[str] = None) -> dict[str, Any]:
+    def open(self, *, component: str | None = None) -> dict[str, Any]:
         """Open a conversation (``POST /open``): ``{"conversation_id", "session_id", "component",
         "endpoint_name", "expires_at"}``. The id is issued by the front door and owned by the caller."""
         answer, _ = self._post("/open", {} if component is None else {"component": component})
         return answer
 
     def invoke(
-        self, body: dict[str, Any], *, conversation_id: Optional[str] = None, component: Optional[str] = None
+        self, body: dict[str, Any], *, conversation_id: str | None = None, component: str | None = None
     ) -> dict[str, Any]:
         """Send one turn; returns the front door's answer plus ``session_reopened`` (bool).
 
@@ -214,7 +215,7 @@ class SessionClient:
         answer, _ = self._post("/close", {"conversation_id": conversation_id})
         return answer
 
-    def conversation(self, conversation_id: Optional[str] = None, *, component: Optional[str] = None) -> "Conversation":
+    def conversation(self, conversation_id: str | None = None, *, component: str | None = None) -> Conversation:
         """A conversation on ``component`` (default: the base). It is opened on its first turn; pass the
         ``conversation_id`` an earlier :meth:`open` returned to continue that one instead."""
         return Conversation(self, conversation_id, component=component)
@@ -227,7 +228,7 @@ class SessionClient:
         component: str,
         session_id: str,
         content_type: str = "application/json",
-        accept: Optional[str] = None,
+        accept: str | None = None,
     ) -> Iterator[bytes]:
         """``InvokeEndpointWithResponseStream`` on an open session: the ``PayloadPart`` bytes as they come."""
         params: dict[str, Any] = {
@@ -316,18 +317,16 @@ class Conversation:
     ``conversation_id``, ``session_id``, ``component`` and ``endpoint_name`` are known once it is open.
     """
 
-    def __init__(
-        self, client: SessionClient, conversation_id: Optional[str] = None, *, component: Optional[str] = None
-    ):
+    def __init__(self, client: SessionClient, conversation_id: str | None = None, *, component: str | None = None):
         self.client = client
         self.conversation_id = conversation_id
         self.component = component
-        self.session_id: Optional[str] = None
-        self.endpoint_name: Optional[str] = None
+        self.session_id: str | None = None
+        self.endpoint_name: str | None = None
         self.reopened = False
         self.closed = False
 
-    def open(self) -> "Conversation":
+    def open(self) -> Conversation:
         """Open the conversation now (``POST /open``) unless it is open already."""
         self._check_not_closed()
         if self.conversation_id is None:
@@ -417,11 +416,11 @@ class Conversation:
         if self.closed:
             raise FrontDoorError(None, "ConversationClosed", f"conversation {self.conversation_id!r} was closed")
 
-    def __enter__(self) -> "Conversation":
+    def __enter__(self) -> Conversation:
         return self
 
     def __exit__(
-        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
             self.close()
@@ -542,7 +541,7 @@ def _stream_error(exc: Exception) -> FrontDoorError:
     return FrontDoorError(None, type(exc).__name__, str(exc))
 
 
-def _int_or_none(value: Any) -> Optional[int]:
+def _int_or_none(value: Any) -> int | None:
     try:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
@@ -559,7 +558,7 @@ def _decode(status: int, raw: bytes) -> dict[str, Any]:
     return answer
 
 
-def _error_from(status: int, raw: bytes, *, retry_after: Optional[float] = None) -> FrontDoorError:
+def _error_from(status: int, raw: bytes, *, retry_after: float | None = None) -> FrontDoorError:
     text = raw.decode("utf-8", errors="replace")
     try:
         payload = json.loads(text)
@@ -581,7 +580,7 @@ def _error_from(status: int, raw: bytes, *, retry_after: Optional[float] = None)
     return FrontDoorError(status, "HttpError", text[:500] or f"HTTP {status}", retry_after=retry_after)
 
 
-def _retry_after(value: Optional[str]) -> Optional[float]:
+def _retry_after(value: str | None) -> float | None:
     """``Retry-After`` in seconds from now: delta-seconds or an HTTP date (RFC 9110); None when absent or unreadable."""
     if value is None:
         return None
@@ -594,7 +593,7 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
         return None
     if when.tzinfo is None:
         return None
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _backoff(retry: int) -> float:

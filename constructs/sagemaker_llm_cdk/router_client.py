@@ -24,8 +24,9 @@ What the runtime API (``sagemaker-inference-router-runtime``) documents, and thi
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 SERVICE = "sagemaker-inference-router-runtime"
 READ_TIMEOUT = 170

@@ -8,9 +8,7 @@ Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``)
 
 from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
-
 from sagemaker_llm_cdk import (
-    apply_checks,
     AdapterSpec,
     CopyScaling,
     LlmEndpoint,
@@ -18,6 +16,7 @@ from sagemaker_llm_cdk import (
     ModelSpec,
     SessionFrontDoor,
     SessionSettings,
+    apply_checks,
 )
 
 app = App()

@@ -21,7 +21,6 @@ session id keeps the conversation). Synthesize without an AWS account: ``npx cdk
 from aws_cdk import Acknowledgment, App, Aws, CfnOutput, CfnParameter, Environment, Fn, Stack, Validations
 from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_iam as iam
-
 from sagemaker_llm_cdk import CopyScaling, LlmEndpoint, ModelSpec, acknowledge_resource, apply_checks
 
 app = App()

@@ -15,9 +15,7 @@ Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``)
 
 from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
-
 from sagemaker_llm_cdk import (
-    apply_checks,
     AdapterSpec,
     CapacityPlan,
     CapacityPlanSpec,
@@ -26,6 +24,7 @@ from sagemaker_llm_cdk import (
     LlmEndpoint,
     LoraSettings,
     ModelSpec,
+    apply_checks,
 )
 
 app = App()

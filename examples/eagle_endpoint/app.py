@@ -12,9 +12,7 @@ Run: ``npx cdk synth`` in this folder (its ``cdk.json`` runs ``python3 app.py``)
 
 from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
-
 from sagemaker_llm_cdk import (
-    apply_checks,
     DataCapture,
     EagleDataset,
     EagleOptimization,
@@ -22,6 +20,7 @@ from sagemaker_llm_cdk import (
     LlmEndpoint,
     ModelSpec,
     PromotionParameter,
+    apply_checks,
 )
 
 app = App()

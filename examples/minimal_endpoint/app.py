@@ -8,8 +8,7 @@ No AWS account is needed to synthesize: the stack is environment-agnostic.
 
 from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
-
-from sagemaker_llm_cdk import apply_checks, LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, apply_checks
 
 app = App()
 # Environment-agnostic by default; `-c account=123456789012 -c region=us-east-1` binds the stacks.

@@ -61,17 +61,19 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from types import SimpleNamespace
-from typing import Annotated, Any, Callable, TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, stack_status
 from llm_cdk_shared.aws_errors import not_found
-from llm_cdk_shared.problems import ShortError, shown as _shown
+from llm_cdk_shared.problems import ShortError
+from llm_cdk_shared.problems import shown as _shown
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
     from typing import TypeAlias
@@ -218,7 +220,7 @@ def parse_time(value: Any, field: str) -> datetime | None:
         raise ValueError(f"{field} must be an ISO-8601 date-time string, got {_shown(value)}")
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         raise ValueError(f"{field} {_shown(value)} has no time zone; add 'Z' or an offset, e.g. '2026-01-15T00:00:00Z'")
-    return parsed.astimezone(timezone.utc)
+    return parsed.astimezone(UTC)
 
 
 def parse_fee_cap(value: Any) -> Decimal:
@@ -453,8 +455,8 @@ def _iso(value: datetime | None) -> str:
     if value is None:
         return ""
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _duration_text(minutes: int | None) -> str:
@@ -548,7 +550,7 @@ def rejection_reason(offering: Offering, props: CapacityPlanProperties) -> str |
     return None
 
 
-_FAR_FUTURE = datetime.max.replace(tzinfo=timezone.utc)
+_FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
 
 
 def _price_order(offering: Offering) -> tuple[bool, Decimal, datetime, str]:

@@ -28,7 +28,7 @@ EndTime), the others are still published and ``CapacityPlanExpiryCheckError`` is
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -53,7 +53,7 @@ _sagemaker = clients.client_getter("sagemaker")
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 MISCONFIGURED = "capacity plan expiry check misconfigured"

@@ -60,19 +60,21 @@ import functools
 import hashlib
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from types import SimpleNamespace
-from typing import Any, Literal, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, stack_status
 from llm_cdk_shared.aws_errors import not_found
-from llm_cdk_shared.problems import ShortError, shown as _shown
+from llm_cdk_shared.problems import ShortError
+from llm_cdk_shared.problems import shown as _shown
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
-    from llm_cdk_shared.custom_resource import CustomResourceEvent as GuardEvent
     from typing import TypeAlias
+
+    from llm_cdk_shared.custom_resource import CustomResourceEvent as GuardEvent
 
     # classes that _models() builds on first use: Any for annotations
     GuardProperties: TypeAlias = Any
@@ -93,7 +95,7 @@ _cloudformation = clients.client_getter("cloudformation", retries={"mode": "stan
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class GuardError(ShortError):
@@ -113,7 +115,7 @@ class PlanNotUsableError(GuardError):
 def _iso(value: datetime | None) -> str:
     if value is None:
         return ""
-    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 @functools.cache

@@ -50,14 +50,14 @@ from __future__ import annotations
 
 import functools
 from types import SimpleNamespace
-from typing import Any, Literal, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, stack_status
 from llm_cdk_shared.aws_errors import not_found
-from llm_cdk_shared.problems import ShortError, problems as validation_problems
-from llm_cdk_shared.problems import shown
+from llm_cdk_shared.problems import ShortError, shown
+from llm_cdk_shared.problems import problems as validation_problems
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
     from typing import TypeAlias

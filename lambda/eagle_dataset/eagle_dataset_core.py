@@ -26,9 +26,10 @@ import json
 import re
 import zlib
 from collections import Counter
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring  # the C string encoder json.dumps(ensure_ascii=False) uses
-from typing import Any, Callable, Generator, Iterable, Iterator
+from typing import Any
 
 try:  # shipped in the function's asset (lambda/eagle_dataset/requirements.txt); optional everywhere else
     import orjson as _orjson
@@ -1057,7 +1058,7 @@ def encode_record(messages: list[Message]) -> bytes:
     """
     body = ",".join([f'{{"role":"{role}","content":{encode_basestring(content)}}}' for role, content in messages])
     try:
-        return one_line(f'{{"messages":[{body}]}}\n'.encode("utf-8"))
+        return one_line(f'{{"messages":[{body}]}}\n'.encode())
     except UnicodeEncodeError:
         raise _Skip("invalid_unicode") from None
 

@@ -104,24 +104,25 @@ import hashlib
 import json
 import re
 from collections import Counter, defaultdict
-from datetime import datetime, timedelta, timezone
+from collections.abc import Generator, Iterator
+from datetime import UTC, datetime, timedelta, timezone
 from types import SimpleNamespace
-from typing import Annotated, Any, Generator, Iterator, Literal, TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import eagle_dataset_core as core
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients, env
 from llm_cdk_shared.aws_errors import not_found
 from llm_cdk_shared.problems import not_a_boolean
-from llm_cdk_shared.problems import shown as _shown
 from llm_cdk_shared.problems import problems as validation_problems
-
-import eagle_dataset_core as core
+from llm_cdk_shared.problems import shown as _shown
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
-    from pydantic import BaseModel
     from typing import TypeAlias
+
+    from pydantic import BaseModel
 
     # classes that _models() builds on first use: Any for annotations
     ConvertEvent: TypeAlias = Any
@@ -189,7 +190,7 @@ _sfn = clients.client_getter("stepfunctions")
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _encryption() -> dict[str, str]:
@@ -454,7 +455,7 @@ def _key_time(folder: str, key: str) -> datetime | None:
         return None
     year, month, day, hour, name = match.groups()
     try:
-        hour_start = datetime(int(year), int(month), int(day), int(hour), tzinfo=timezone.utc)
+        hour_start = datetime(int(year), int(month), int(day), int(hour), tzinfo=UTC)
     except ValueError:
         return None
     file_time = _FILE_TIME.match(name)

@@ -38,10 +38,10 @@ import json
 import os
 import re
 import urllib.parse
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from decimal import Decimal
 from types import SimpleNamespace
-from typing import Annotated, Any, Literal, TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -51,8 +51,9 @@ from llm_cdk_shared.problems import not_a_boolean
 from llm_cdk_shared.problems import problems as validation_problems
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
-    from pydantic import BaseModel
     from typing import TypeAlias
+
+    from pydantic import BaseModel
 
     # classes that _models() builds on first use: Any for annotations
     CheckEvent: TypeAlias = Any
@@ -256,7 +257,7 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "job_name": name,
         "job_arn": arn,
         "output_s3_uri": output,
-        "started_at": datetime.now(timezone.utc).isoformat(),
+        "started_at": datetime.now(UTC).isoformat(),
     }
 
 
@@ -487,8 +488,8 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if status not in TERMINAL:
         started = run.started_at
         if started.tzinfo is None:
-            started = started.replace(tzinfo=timezone.utc)
-        if status == "InProgress" and (datetime.now(timezone.utc) - started).total_seconds() > max_seconds:
+            started = started.replace(tzinfo=UTC)
+        if status == "InProgress" and (datetime.now(UTC) - started).total_seconds() > max_seconds:
             _sagemaker().stop_ai_benchmark_job(AIBenchmarkJobName=run.job_name)
             out["stop_requested"] = True
             logger.warning("benchmark job over its time limit: stop requested")
@@ -515,7 +516,7 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "head": run.head,
         "output_s3_uri": run.output_s3_uri,
         "started_at": run.started_at.isoformat(),
-        "ended_at": datetime.now(timezone.utc).isoformat(),
+        "ended_at": datetime.now(UTC).isoformat(),
         "reason": reason,
         **measurement,
     }

@@ -11,8 +11,9 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from llm_cdk_shared.env import Environment
 

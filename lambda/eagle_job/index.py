@@ -86,21 +86,15 @@ import functools
 import json
 import os
 import urllib.parse
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from decimal import Decimal
 from types import SimpleNamespace
-from typing import Annotated, Any, Literal, TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import eagle_job_core as core
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
-from llm_cdk_shared import clients, env
-from llm_cdk_shared.aws_errors import error_code, not_found
-from llm_cdk_shared.problems import not_a_boolean
-from llm_cdk_shared.problems import shown as _shown
-from llm_cdk_shared.problems import problems as validation_problems
-
-import eagle_job_core as core
 from eagle_job_core import (  # re-exported: Step Functions matches these class names
     ConfigurationError,
     DatasetMissingError,
@@ -114,10 +108,16 @@ from eagle_job_core import (  # re-exported: Step Functions matches these class 
     UnsupportedModelSourceError,
     WatermarkConflictError,
 )
+from llm_cdk_shared import clients, env
+from llm_cdk_shared.aws_errors import error_code, not_found
+from llm_cdk_shared.problems import not_a_boolean
+from llm_cdk_shared.problems import problems as validation_problems
+from llm_cdk_shared.problems import shown as _shown
 
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
-    from pydantic import BaseModel
     from typing import TypeAlias
+
+    from pydantic import BaseModel
 
     # classes that _models() builds on first use: Any for annotations
     RecordEvent: TypeAlias = Any
@@ -274,8 +274,8 @@ def _iso(value: datetime | None) -> str | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,7 +376,7 @@ def _claim_window(watermark: WatermarkCommit, job: str, run_id: str) -> str | No
             "from where it is now. Make sure only one run per watermark parameter executes at a time."
         )
     if held is not None:  # another run's claim, read by this run's plan (which planned from its ``previous``)
-        age = datetime.now(timezone.utc) - (_parse_time(held.claimed_at) or datetime.min.replace(tzinfo=timezone.utc))
+        age = datetime.now(UTC) - (_parse_time(held.claimed_at) or datetime.min.replace(tzinfo=UTC))
         if age.total_seconds() <= core.CLAIM_EXPIRY_SECONDS:
             raise WatermarkConflictError(
                 f"SSM parameter {watermark.parameter} is claimed by run {held.run_id} (job {held.job!r}), which is "
@@ -392,7 +392,7 @@ def _claim_window(watermark: WatermarkCommit, job: str, run_id: str) -> str | No
     claim = core.WatermarkClaim(
         job=job,
         run_id=run_id,
-        claimed_at=_iso(datetime.now(timezone.utc)) or "",
+        claimed_at=_iso(datetime.now(UTC)) or "",
         previous=watermark.previous,
         value=watermark.value,
     )
@@ -491,7 +491,7 @@ def _create_job(request: dict[str, Any], name: str, request_event: StartEvent) -
     try:
         job_arn = _sagemaker().create_optimization_job(**request)["OptimizationJobArn"]
         logger.info("optimization job created", extra={"job_name": name})
-        return job_arn, _iso(datetime.now(timezone.utc)) or ""
+        return job_arn, _iso(datetime.now(UTC)) or ""
     except ClientError as exc:
         code = error_code(exc)
         message = exc.response.get("Error", {}).get("Message", "")
@@ -704,7 +704,7 @@ def _parse_time(value: Any) -> datetime | None:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _promote(

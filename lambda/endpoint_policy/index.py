@@ -62,14 +62,15 @@ import json
 import random
 import re
 import time
+from collections.abc import Iterable
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
-from llm_cdk_shared.problems import ShortError
 from llm_cdk_shared.aws_errors import error_code, not_found
+from llm_cdk_shared.problems import ShortError
 
 if TYPE_CHECKING:  # names in annotations only; nothing here is imported on a cold start
     from typing import TypeAlias

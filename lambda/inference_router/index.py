@@ -67,8 +67,8 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
-from llm_cdk_shared.problems import ShortError
 from llm_cdk_shared.aws_errors import error_code, error_message, not_found
+from llm_cdk_shared.problems import ShortError
 
 if TYPE_CHECKING:  # names in annotations only; nothing here is imported on a cold start
     from typing import TypeAlias

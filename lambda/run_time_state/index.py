@@ -62,7 +62,7 @@ import functools
 import hashlib
 import re
 from types import SimpleNamespace
-from typing import Any, Literal, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError

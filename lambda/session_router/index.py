@@ -108,8 +108,9 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
-from typing import Annotated, Any, Literal, Optional, TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
 
+import turn_log
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
@@ -122,13 +123,12 @@ from botocore.exceptions import (
 )
 from llm_cdk_shared import clients, env
 
-import turn_log
-
 if TYPE_CHECKING:  # names in annotations only; at run time nothing here is imported on a cold start
+    from typing import TypeAlias
+
     from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError
     from pydantic import BaseModel
-    from typing import TypeAlias
 
     # classes that _models() builds on first use: Any for annotations
     CloseRequest: TypeAlias = Any
@@ -430,15 +430,15 @@ def _models() -> SimpleNamespace:
     class InvokeRequest(BaseModel):
         model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
-        conversation_id: Optional[ConversationId] = None
-        component: Optional[str] = None
+        conversation_id: ConversationId | None = None
+        component: str | None = None
         body: dict[str, Any]
         content_type: Literal["application/json"] = "application/json"
 
     class OpenRequest(BaseModel):
         model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
-        component: Optional[str] = None
+        component: str | None = None
 
     class CloseRequest(BaseModel):
         model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)

@@ -19,7 +19,7 @@ Environment: ``TURN_LOG_STREAM`` (the delivery stream's name; unset = logging of
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -96,7 +96,7 @@ def chat_record(
     if answer is None or not answer.strip():
         return None, "reply_without_text"
     turns.append({"role": "assistant", "content": answer})
-    stamp = (now or datetime.now(timezone.utc)).isoformat().replace("+00:00", "Z")
+    stamp = (now or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
     return {"component": component, "messages": turns, "created_at": stamp}, ""
 
 

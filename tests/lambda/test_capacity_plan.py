@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.aws_model import assert_valid_request
 
-UTC = timezone.utc
+UTC = UTC
 ACCOUNT_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/"
 PLAN = "llm-p5e-2026q1"
 PLAN_ARN = ACCOUNT_ARN + PLAN

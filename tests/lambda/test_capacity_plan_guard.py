@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -10,7 +10,7 @@ from botocore.stub import Stubber
 from support.aws_model import assert_valid_request
 from support.lifecycle import FakeClient, error
 
-UTC = timezone.utc
+UTC = UTC
 STACK_ID = "arn:aws:cloudformation:us-east-1:123456789012:stack/s/guid"
 PLAN = "chat-p5e-2027q1"
 PLAN_ARN = f"arn:aws:sagemaker:us-east-1:123456789012:training-plan/{PLAN}"

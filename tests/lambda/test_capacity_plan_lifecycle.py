@@ -9,14 +9,15 @@ sequence (rollback, rename, re-create, deploy again after a stack delete); a bou
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from support.lifecycle import ACCOUNT, REGION, CloudFormationBackend, FakeClient, Stack, check, error
 
 pytestmark = pytest.mark.usefixtures("replacement_rollback")  # under both readings of a replacement's rollback
-UTC = timezone.utc
+UTC = UTC
 NOW = datetime(2026, 1, 10, 11, 30, tzinfo=UTC)
 ARN_PREFIX = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/"
 PLAN = "SageMakerLlm-p5e"

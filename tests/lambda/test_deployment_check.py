@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any
 
 import pytest
 from botocore.stub import Stubber
 from support.aws_model import assert_valid_request
 
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ENDPOINT = "Endpoint-abc123"
 CONFIG = "EndpointConfig-new456"
 OLD_CONFIG = "EndpointConfig-old123"

@@ -8,14 +8,15 @@ CloudFormation's rollback of an update (the rollback moves the endpoint back its
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timezone
+from typing import Any
 
 import pytest
 from support.lifecycle import ACCOUNT, REGION, CloudFormationBackend, FakeClient, Stack, check, error
 
 pytestmark = pytest.mark.usefixtures("replacement_rollback")  # under both readings of a replacement's rollback
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 RESOURCE_TYPE = "Custom::SageMakerDeploymentCheck"
 ENDPOINT = "SageMakerLlm-Chat"
 MAX_POLLS = 60  # the construct's defaults: a 30 minute total timeout, polled every 30 seconds

@@ -6,7 +6,7 @@ patterns too); S3 and DynamoDB are moto."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import boto3
@@ -15,7 +15,6 @@ from botocore.stub import Stubber
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
-
 from support.aws_model import assert_valid_request, create_runs_table
 
 ACCOUNT = "123456789012"
@@ -118,7 +117,7 @@ def ssm(bench):
         stub.stubber.assert_no_pending_responses()
 
 
-NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def serves(sagemaker: Stub, head: str | None, status: str = "InService") -> None:
@@ -325,7 +324,7 @@ def check_event(bench, phase: str, *, started: datetime | None = None) -> dict[s
         "job_name": name,
         "job_arn": job_arn(name),
         "output_s3_uri": f"s3://{BUCKET}/benchmarks/{name}/",
-        "started_at": (started or datetime.now(timezone.utc)).isoformat(),
+        "started_at": (started or datetime.now(UTC)).isoformat(),
     }
 
 
@@ -363,7 +362,7 @@ def test_a_running_job_is_polled_again(bench, sagemaker, aws, lambda_context):
 
 
 def test_a_job_over_its_time_limit_is_stopped(bench, sagemaker, lambda_context):
-    event = check_event(bench, "before", started=datetime.now(timezone.utc) - timedelta(hours=5))
+    event = check_event(bench, "before", started=datetime.now(UTC) - timedelta(hours=5))
     name = event["job_name"]
     sagemaker.ok(
         "DescribeAIBenchmarkJob",
@@ -614,7 +613,6 @@ def test_the_shipped_sdk_knows_every_benchmark_call():
     version (tests/test_bundling.py checks it), so these Stubber tests validate against the shipped model."""
     import botocore
     import botocore.session
-
     from sagemaker_llm_cdk.core.functions import SDK_FOLDERS, sdk_requirements
 
     assert "eagle_job" in SDK_FOLDERS  # benchmark.py lives there: it gets the layer

@@ -12,7 +12,7 @@ import base64
 import gzip
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any
 
 import pytest
@@ -22,7 +22,7 @@ from moto import mock_aws
 
 core = load_handler_module("eagle_dataset", "eagle_dataset_core")
 
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 CAPTURE = "capture-bucket"
 OUT = "output-bucket"
 PARAM = "/eagle/demo/watermark"
@@ -1746,7 +1746,7 @@ def test_check_starts_a_run_once_enough_new_records_arrived(aws, handler, checke
         {"stateMachineArn": MACHINE, "name": name, "input": "{}"},
         {
             "executionArn": f"{MACHINE.replace(':stateMachine:', ':execution:')}:{name}",
-            "startDate": datetime(2026, 11, 30, 12, tzinfo=timezone.utc),
+            "startDate": datetime(2026, 11, 30, 12, tzinfo=UTC),
         },
     )
     out = handler.check({}, lambda_context)
@@ -1788,7 +1788,7 @@ def test_check_never_starts_while_a_run_is_in_progress(aws, handler, checker, la
                     "stateMachineArn": MACHINE,
                     "name": "e1",
                     "status": "RUNNING",
-                    "startDate": datetime(2026, 11, 30, 11, tzinfo=timezone.utc),
+                    "startDate": datetime(2026, 11, 30, 11, tzinfo=UTC),
                 }
             ]
         },

@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 import pytest
-
 from conftest import load_handler_module
 
 core = load_handler_module("eagle_dataset", "eagle_dataset_core")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -14,10 +14,10 @@ import pytest
 import regex
 from botocore.awsrequest import AWSResponse
 from botocore.stub import Stubber
+from conftest import load_handler_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
-from conftest import load_handler_module
 from support.aws_model import assert_valid_request, create_runs_table
 
 ACCOUNT = "123456789012"
@@ -179,8 +179,8 @@ def describe_response(name: str, model_uri: str = MODEL_URI, status: str = "INPR
     return {
         "OptimizationJobArn": job_arn(name),
         "OptimizationJobStatus": status,
-        "CreationTime": datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc),
-        "LastModifiedTime": datetime(2026, 11, 30, 8, 5, tzinfo=timezone.utc),
+        "CreationTime": datetime(2026, 11, 30, 8, 0, tzinfo=UTC),
+        "LastModifiedTime": datetime(2026, 11, 30, 8, 5, tzinfo=UTC),
         "OptimizationJobName": name,
         "ModelSource": {"S3": {"S3Uri": model_uri}},
         "DeploymentInstanceType": "ml.p5e.48xlarge",
@@ -1164,7 +1164,7 @@ def test_the_windows_end_without_this_job_means_another_run_trained_on_it(
 def test_a_fresh_claim_of_another_run_is_left_to_it(handler, core, sagemaker, ssm, lambda_context, monkeypatch):
     other = claim_for(core, "eagle-qwen3-32b-000000000000", run_id="run-0", claimed_at="2026-11-30T11:55:00Z")
     ssm.put_parameter(Name=WATERMARK, Value=other, Type="String", Overwrite=True)
-    monkeypatch.setattr(handler, "datetime", _frozen(datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)))
+    monkeypatch.setattr(handler, "datetime", _frozen(datetime(2026, 11, 30, 12, 0, tzinfo=UTC)))
     with pytest.raises(handler.WatermarkConflictError, match="claimed by run run-0 .* starting its job now"):
         handler.start(start_event(watermark=commit(stored=other)), lambda_context)
     assert watermark_now(ssm) == other

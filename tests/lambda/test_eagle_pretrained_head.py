@@ -12,8 +12,8 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
-from moto import mock_aws
 from conftest import load_handler_module
+from moto import mock_aws
 from support.aws_model import assert_valid_request, create_runs_table
 
 TABLE = "eagle-runs"

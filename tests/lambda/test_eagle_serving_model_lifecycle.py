@@ -12,7 +12,8 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import boto3
 import pytest

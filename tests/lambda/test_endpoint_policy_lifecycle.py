@@ -14,7 +14,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 from conftest import FakeLambdaContext

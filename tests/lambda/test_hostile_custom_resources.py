@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from conftest import FakeLambdaContext, load_handler_module
 from support import hostile
-from support.hostile import DROP, Mutation, outcome, stub_clients
 from support.cfn_response import recording_urlopen
+from support.hostile import DROP, Mutation, outcome, stub_clients
 
 CONTEXT = FakeLambdaContext()
 MAX_REASON = 3500  # the handlers' own cap: CloudFormation's whole response must stay under 4096 bytes

@@ -19,7 +19,8 @@ from __future__ import annotations
 import io
 import json
 import logging
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from botocore.response import StreamingBody
@@ -436,8 +437,11 @@ def test_every_mutated_caller_identity_is_refused_or_an_owner_the_mode_allows(ro
             continue
         if owner is None:
             continue
-        if not isinstance(owner, str) or ":federated-user/" in owner:
-            failures.append(f"{mutation.field}={mutation.replacement!r:.40}: owner {owner!r:.80}")
-        elif mode == "cognito_identity" and not owner.startswith(f"cognito-identity/{POOL}/"):
+        if (
+            not isinstance(owner, str)
+            or ":federated-user/" in owner
+            or mode == "cognito_identity"
+            and not owner.startswith(f"cognito-identity/{POOL}/")
+        ):
             failures.append(f"{mutation.field}={mutation.replacement!r:.40}: owner {owner!r:.80}")
     assert tried > 90 and not failures, "\n".join(failures)

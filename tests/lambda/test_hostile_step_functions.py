@@ -19,7 +19,8 @@ wrong outcome is listed before the test fails; one loaded module per handler ser
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from conftest import FakeLambdaContext, load_handler_module

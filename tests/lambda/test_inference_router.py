@@ -7,7 +7,7 @@ scheduled check publishes the destinations the router cannot route to.
 from __future__ import annotations
 
 from copy import deepcopy
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any
 
 import pytest
@@ -19,7 +19,7 @@ ARN = f"arn:aws:sagemaker:us-east-1:111111111111:inference-router/{ROUTER.lower(
 EAST = "arn:aws:sagemaker:us-east-1:111111111111:inference-component/Prod-SageMakerLlm-qwen3-8b"
 WEST = "arn:aws:sagemaker:us-west-2:222222222222:inference-component/Prod-SageMakerLlm-qwen3-8b"
 ASYNC_ENDPOINT = "arn:aws:sagemaker:eu-west-1:222222222222:endpoint/batch-async"
-NOW = datetime(2027, 1, 10, tzinfo=timezone.utc)
+NOW = datetime(2027, 1, 10, tzinfo=UTC)
 STACK_ID = "arn:aws:cloudformation:us-east-1:111111111111:stack/Routers/guid"
 OWNER = [
     {"Key": "sagemaker-llm-cdk:stack-id", "Value": STACK_ID},

@@ -10,7 +10,8 @@ defaults, and checks every request against botocore's model (``FakeClient``).
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from support.lifecycle import ACCOUNT, REGION, FakeClient, Stack, check, error

@@ -12,16 +12,17 @@ from __future__ import annotations
 import fnmatch
 import functools
 import json
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
-from aws_cdk import App, Environment, Stack as CdkStack
+from aws_cdk import App, Environment
+from aws_cdk import Stack as CdkStack
 from aws_cdk import aws_iam as iam
-from support.lifecycle import ACCOUNT, REGION, FakeClient, Stack, check, error
-
 from sagemaker_llm_cdk import checks
 from sagemaker_llm_cdk.core.removal import set_removal
 from sagemaker_llm_cdk.core.run_time_state import RESOURCE_TYPE, STATE_PREFIX, RunTimeParameter, parameter_arn
+from support.lifecycle import ACCOUNT, REGION, FakeClient, Stack, check, error
 
 pytestmark = pytest.mark.usefixtures("replacement_rollback")
 """Every sequence under both readings of how CloudFormation rolls back a replaced custom resource."""

@@ -20,9 +20,8 @@ from botocore.stub import Stubber
 from llm_cdk_shared import aws_errors, clients, custom_resource, env
 from llm_cdk_shared.problems import ShortError, problems
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from support.aws_model import assert_valid_request
-
 from sagemaker_llm_cdk.core import _assets
+from support.aws_model import assert_valid_request
 
 ROOT = Path(__file__).resolve().parents[2]
 LAMBDA_ROOT = ROOT / "lambda"

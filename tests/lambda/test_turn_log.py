@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import gzip
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any
 
 import pytest
 from botocore.stub import Stubber
 from conftest import load_handler_module
-
 from support.aws_model import assert_valid_request
 
 STREAM = "SageMakerLlm-ChatQwenTurns-AbC123"
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def chat(*turns: tuple[str, Any]) -> dict[str, Any]:

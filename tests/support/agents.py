@@ -25,7 +25,6 @@ from botocore.awsrequest import AWSResponse
 from botocore.credentials import Credentials
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
-
 from sagemaker_llm_cdk.client import SessionClient
 
 REGION = "us-east-1"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class EmptyResponse:
     """What the presigned S3 PUT returns: a context manager with an empty body."""
 
-    def __enter__(self) -> "EmptyResponse":
+    def __enter__(self) -> EmptyResponse:
         return self
 
     def __exit__(self, *args: Any) -> None:

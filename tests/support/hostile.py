@@ -14,8 +14,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from botocore.exceptions import UnStubbedResponseError
 from botocore.stub import Stubber

@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import copy
 import itertools
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from datetime import UTC, datetime, timezone
+from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
@@ -357,7 +358,7 @@ def _new_stack_id(name: str) -> str:
 
 
 # ---------------------------------------------------------------------- fake AWS services
-_CREATED = datetime(2026, 1, 1, tzinfo=timezone.utc)
+_CREATED = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class CloudFormationBackend:

@@ -6,7 +6,6 @@ from typing import Any
 
 from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
-
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
 
 MODEL_URI = "s3://my-weights/qwen3-8b/"

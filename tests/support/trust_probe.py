@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -41,11 +42,11 @@ class Caller:
     keys: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def iam_user(cls, account: str, name: str) -> "Caller":
+    def iam_user(cls, account: str, name: str) -> Caller:
         return cls(f"arn:aws:iam::{account}:user/{name}", account, {"aws:username": name, "aws:PrincipalType": "User"})
 
     @classmethod
-    def role_session(cls, account: str, role: str, session: str, source_identity: str | None = None) -> "Caller":
+    def role_session(cls, account: str, role: str, session: str, source_identity: str | None = None) -> Caller:
         keys = {"aws:PrincipalType": "AssumedRole"}
         if source_identity is not None:
             keys["aws:SourceIdentity"] = source_identity

@@ -14,15 +14,17 @@ reordering adapters before the end shifts later ones into neighbouring stacks.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import CfnResource, NestedStack, Stack
+
 from constructs import Construct, IConstruct
 
 from ..core.errors import ConfigurationError, Problem
+from ..core.validation import problems_from
 from .lora_adapter import ARTIFACT_URL_MAX, LoraAdapter, base_problems, name_taken_problem
 from .settings import AdapterSpec
-from ..core.validation import problems_from
 
 if TYPE_CHECKING:
     from ..hosting.model_component import ModelComponent
@@ -48,7 +50,7 @@ class AdapterStack(NestedStack):
         scope: Construct,
         id: str,
         *,
-        base: "ModelComponent",
+        base: ModelComponent,
         specs: Iterable[AdapterSpec | Mapping[str, Any]] = (),
         description: str | None = None,
     ) -> None:
@@ -83,14 +85,14 @@ class AdapterBatches:
         self.stacks: list[AdapterStack] = []
 
 
-def adapter_stacks(base: "ModelComponent") -> tuple[AdapterStack, ...]:
+def adapter_stacks(base: ModelComponent) -> tuple[AdapterStack, ...]:
     """The nested stacks ``add_adapters`` created for ``base``, in order."""
     batches = base.adapter_batches
     return tuple(batches.stacks) if batches else ()
 
 
 def add_adapters(
-    base: "ModelComponent",
+    base: ModelComponent,
     specs: Sequence[AdapterSpec | Mapping[str, Any]],
     *,
     max_per_stack: int = DEFAULT_MAX_PER_STACK,

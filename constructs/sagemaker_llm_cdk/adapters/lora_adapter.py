@@ -13,22 +13,23 @@ into the container's variables.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import jsii
 from aws_cdk import Annotations, Aws, IAnyProducer, IResolveContext, Lazy, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
+
 from constructs import Construct
 
-from ..hosting.component_base import InferenceComponentConstruct
 from ..core import naming
 from ..core.errors import ConfigurationError, Problem
-from ..core.settings import _S3_URI
+from ..core.settings import _S3_URI, validated
+from ..hosting.component_base import InferenceComponentConstruct
 from ..hosting.settings import ModelSpec
 from .settings import AdapterSpec, lora_environment, max_rank_missing
-from ..core.settings import validated
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
@@ -54,7 +55,7 @@ _WIDEST_PARTITION = "aws-us-gov"
 # --------------------------------------------------------------------- container settings
 
 
-def apply_lora_settings(component: "ModelComponent") -> dict[str, str]:
+def apply_lora_settings(component: ModelComponent) -> dict[str, str]:
     """Set the base model's container up for dynamic adapter loading; returns the variables set.
 
     For the LMI container: ``OPTION_ENABLE_LORA=true``, ``OPTION_MAX_LORAS`` (adapters on the
@@ -99,17 +100,17 @@ def apply_lora_settings(component: "ModelComponent") -> dict[str, str]:
 # ------------------------------------------------------------------- names per endpoint
 
 
-def adapters_of(endpoint: "LlmEndpoint") -> tuple["LoraAdapter", ...]:
+def adapters_of(endpoint: LlmEndpoint) -> tuple[LoraAdapter, ...]:
     """The adapters created on ``endpoint`` so far, in creation order."""
     return tuple(endpoint.lora_adapters.values())
 
 
-def adapter_names(endpoint: "LlmEndpoint") -> frozenset[str]:
+def adapter_names(endpoint: LlmEndpoint) -> frozenset[str]:
     """Inference component names the adapters on ``endpoint`` use."""
     return frozenset(endpoint.lora_adapters)
 
 
-def name_taken_problem(field: str, name: str, endpoint: "LlmEndpoint") -> Problem | None:
+def name_taken_problem(field: str, name: str, endpoint: LlmEndpoint) -> Problem | None:
     """A problem when ``name`` is already used by a model or an adapter on ``endpoint``, as a
     config name or as an inference component name."""
     for model in endpoint.models:
@@ -188,7 +189,7 @@ class ArtifactAccess:
     itself (``Roles``), so a role defined in any stack works.
     """
 
-    def __init__(self, endpoint: "LlmEndpoint") -> None:
+    def __init__(self, endpoint: LlmEndpoint) -> None:
         self.endpoint = endpoint
         self.policies: list[iam.ManagedPolicy] = []
         self._arns: list[list[str]] = []  # each policy's ARNs, rendered at synth by its statement (_Resources)
@@ -260,14 +261,14 @@ class _Resources:
         return self._arns[0] if len(self._arns) == 1 else list(self._arns)
 
 
-def _access_for(endpoint: "LlmEndpoint") -> ArtifactAccess:
+def _access_for(endpoint: LlmEndpoint) -> ArtifactAccess:
     access = endpoint.adapter_artifact_access
     if access is None:
         access = endpoint.adapter_artifact_access = ArtifactAccess(endpoint)
     return access
 
 
-def artifact_policies(endpoint: "LlmEndpoint") -> tuple[iam.ManagedPolicy, ...]:
+def artifact_policies(endpoint: LlmEndpoint) -> tuple[iam.ManagedPolicy, ...]:
     """The managed policies that let ``endpoint``'s role read its adapters' artifacts."""
     access = endpoint.adapter_artifact_access
     return tuple(access.policies) if access else ()
@@ -294,7 +295,7 @@ class LoraAdapter(InferenceComponentConstruct):
         scope: Construct,
         id: str,
         *,
-        base: "ModelComponent",
+        base: ModelComponent,
         spec: AdapterSpec | Mapping[str, Any],
         artifact_key: kms.IKey | None = None,
     ) -> None:
@@ -382,6 +383,6 @@ class LoraAdapter(InferenceComponentConstruct):
         self._component_arn = value
 
 
-def add_adapter(base: "ModelComponent", id: str, spec: AdapterSpec | Mapping[str, Any], **kwargs: Any) -> LoraAdapter:
+def add_adapter(base: ModelComponent, id: str, spec: AdapterSpec | Mapping[str, Any], **kwargs: Any) -> LoraAdapter:
     """Serve ``spec`` on ``base`` as a ``LoraAdapter`` created under ``base`` (in the base's stack)."""
     return LoraAdapter(base, id, base=base, spec=spec, **kwargs)

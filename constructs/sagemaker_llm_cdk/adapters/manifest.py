@@ -21,11 +21,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..core.yaml_loading import UniqueKeyLoader, yaml_error_position
 from ..core.errors import MISSING, ConfigurationError, Problem
 from ..core.settings import _S3_URI
-from .settings import AdapterSpec
 from ..core.validation import problems_from
+from ..core.yaml_loading import UniqueKeyLoader, yaml_error_position
+from .settings import AdapterSpec
 
 FIELD = "adapters_manifest"
 

@@ -9,7 +9,6 @@ from pydantic import Field
 from ..core.errors import Problem
 from ..core.settings import Settings, field_rule, name_problem, s3_uri_problem
 
-
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 """Values vLLM accepts for ``max_lora_rank`` (``vllm/config/lora.py`` ``MaxLoRARanks``, vLLM 0.26)."""
 LMI_DEFAULT_LORA_RANK = 16

@@ -25,7 +25,8 @@ Async methods run the blocking botocore call in a worker thread (botocore has no
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Callable, Iterator, Optional, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any, Optional
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import LanguageModelInput
@@ -68,16 +69,16 @@ class SageMakerChatModel(BaseChatModel):
     transport: Any = Field(
         description="Where requests go: an EndpointTransport, FrontDoorTransport or any ChatTransport."
     )
-    conversation: Optional[str] = Field(
+    conversation: str | None = Field(
         default=None,
         description=("The conversation every call belongs to. Default: the LangGraph thread id of the run, else none."),
     )
     model_name: str = Field(default="sagemaker-lmi", description="Reported as ls_model_name in traces.")
-    temperature: Optional[float] = None
-    top_p: Optional[float] = None
-    max_tokens: Optional[int] = None
-    stop: Optional[list[str]] = None
-    seed: Optional[int] = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+    seed: int | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
@@ -87,9 +88,9 @@ class SageMakerChatModel(BaseChatModel):
         component: str,
         *,
         runtime_client: Any = None,
-        region: Optional[str] = None,
+        region: str | None = None,
         **kwargs: Any,
-    ) -> "SageMakerChatModel":
+    ) -> SageMakerChatModel:
         """Straight to ``component`` on ``endpoint_name`` (``sagemaker:InvokeEndpoint``); stateless."""
         return cls(
             transport=EndpointTransport(endpoint_name, component, runtime_client=runtime_client, region=region),
@@ -97,7 +98,7 @@ class SageMakerChatModel(BaseChatModel):
         )
 
     @classmethod
-    def for_front_door(cls, client: Any, *, component: Optional[str] = None, **kwargs: Any) -> "SageMakerChatModel":
+    def for_front_door(cls, client: Any, *, component: str | None = None, **kwargs: Any) -> SageMakerChatModel:
         """Through the session front door (``client.SessionClient``): each conversation stays on one instance."""
         return cls(transport=FrontDoorTransport(client, component=component), **kwargs)
 
@@ -114,7 +115,7 @@ class SageMakerChatModel(BaseChatModel):
             "component": getattr(transport, "component", None),
         }
 
-    def _get_ls_params(self, stop: Optional[list[str]] = None, **kwargs: Any) -> Any:
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
         params = super()._get_ls_params(stop=stop, **kwargs)
         params["ls_provider"] = "sagemaker"
         params["ls_model_name"] = self.model_name
@@ -126,7 +127,7 @@ class SageMakerChatModel(BaseChatModel):
         self,
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
         *,
-        tool_choice: Optional[str | bool | dict[str, Any]] = None,
+        tool_choice: str | bool | dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
         """Bind tools (OpenAI function schemas, Pydantic classes, functions or LangChain tools).
@@ -149,9 +150,9 @@ class SageMakerChatModel(BaseChatModel):
     def invoke(
         self,
         input: LanguageModelInput,
-        config: Optional[RunnableConfig] = None,
+        config: RunnableConfig | None = None,
         *,
-        stop: Optional[list[str]] = None,
+        stop: list[str] | None = None,
         **kwargs: Any,
     ) -> AIMessage:
         return super().invoke(input, config, stop=stop, **_with_thread(config, kwargs))
@@ -159,9 +160,9 @@ class SageMakerChatModel(BaseChatModel):
     async def ainvoke(
         self,
         input: LanguageModelInput,
-        config: Optional[RunnableConfig] = None,
+        config: RunnableConfig | None = None,
         *,
-        stop: Optional[list[str]] = None,
+        stop: list[str] | None = None,
         **kwargs: Any,
     ) -> AIMessage:
         return await super().ainvoke(input, config, stop=stop, **_with_thread(config, kwargs))
@@ -169,9 +170,9 @@ class SageMakerChatModel(BaseChatModel):
     def stream(
         self,
         input: LanguageModelInput,
-        config: Optional[RunnableConfig] = None,
+        config: RunnableConfig | None = None,
         *,
-        stop: Optional[list[str]] = None,
+        stop: list[str] | None = None,
         **kwargs: Any,
     ) -> Iterator[AIMessageChunk]:
         return super().stream(input, config, stop=stop, **_with_thread(config, kwargs))
@@ -179,15 +180,15 @@ class SageMakerChatModel(BaseChatModel):
     async def astream(
         self,
         input: LanguageModelInput,
-        config: Optional[RunnableConfig] = None,
+        config: RunnableConfig | None = None,
         *,
-        stop: Optional[list[str]] = None,
+        stop: list[str] | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[AIMessageChunk]:
         async for chunk in super().astream(input, config, stop=stop, **_with_thread(config, kwargs)):
             yield chunk
 
-    def _body(self, messages: list[BaseMessage], stop: Optional[list[str]], kwargs: dict[str, Any]) -> dict[str, Any]:
+    def _body(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> dict[str, Any]:
         parameters = {
             "temperature": self.temperature,
             "top_p": self.top_p,
@@ -200,7 +201,7 @@ class SageMakerChatModel(BaseChatModel):
             to_openai_messages(messages), parameters, {**self.extra_body, **kwargs.get("extra_body", {})}
         )
 
-    def _conversation(self, kwargs: dict[str, Any], run_manager: Any = None) -> Optional[str]:
+    def _conversation(self, kwargs: dict[str, Any], run_manager: Any = None) -> str | None:
         """``conversation`` bound, passed or set on the model, else the run's thread id (from the config given to
         ``invoke``/``stream``, or the config current in a LangGraph node)."""
         chosen = kwargs.get("conversation") or self.conversation
@@ -212,8 +213,8 @@ class SageMakerChatModel(BaseChatModel):
     def _generate(
         self,
         messages: list[BaseMessage],
-        stop: Optional[list[str]] = None,
-        run_manager: Optional[CallbackManagerForLLMRun] = None,
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
         transport: ChatTransport = self.transport
@@ -231,8 +232,8 @@ class SageMakerChatModel(BaseChatModel):
     def _stream(
         self,
         messages: list[BaseMessage],
-        stop: Optional[list[str]] = None,
-        run_manager: Optional[CallbackManagerForLLMRun] = None,
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         transport: ChatTransport = self.transport
@@ -250,8 +251,8 @@ class SageMakerChatModel(BaseChatModel):
     async def _agenerate(
         self,
         messages: list[BaseMessage],
-        stop: Optional[list[str]] = None,
-        run_manager: Optional[AsyncCallbackManagerForLLMRun] = None,
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
         kwargs.setdefault("conversation", self._conversation(kwargs, run_manager))
@@ -260,8 +261,8 @@ class SageMakerChatModel(BaseChatModel):
     async def _astream(
         self,
         messages: list[BaseMessage],
-        stop: Optional[list[str]] = None,
-        run_manager: Optional[AsyncCallbackManagerForLLMRun] = None,
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         kwargs.setdefault("conversation", self._conversation(kwargs, run_manager))
@@ -276,7 +277,7 @@ class SageMakerChatModel(BaseChatModel):
             yield chunk
 
 
-def _with_thread(config: Optional[RunnableConfig], kwargs: dict[str, Any]) -> dict[str, Any]:
+def _with_thread(config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
     thread = (config or {}).get("configurable", {}).get("thread_id")
     if thread is not None and not kwargs.get("conversation"):
         return {**kwargs, "conversation": str(thread)}
@@ -348,7 +349,7 @@ def _tool_content(content: Any) -> str:
     return text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
 
 
-def _usage(reply_usage: Optional[dict[str, int]]) -> Optional[UsageMetadata]:
+def _usage(reply_usage: dict[str, int] | None) -> UsageMetadata | None:
     if not reply_usage:
         return None
     prompt, completion = reply_usage.get("prompt_tokens", 0), reply_usage.get("completion_tokens", 0)

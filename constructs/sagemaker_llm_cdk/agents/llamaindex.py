@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any, AsyncGenerator, Generator, Optional, Sequence
+from collections.abc import AsyncGenerator, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Optional
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -55,13 +56,13 @@ class SageMakerLLM(FunctionCallingLLM):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     transport: Any = Field(description="An EndpointTransport, FrontDoorTransport or any ChatTransport.")
-    conversation: Optional[str] = Field(
+    conversation: str | None = Field(
         default=None, description=("The front-door conversation every call belongs to; default none (stateless).")
     )
     model: str = Field(default="sagemaker-lmi", description="The name reported in metadata.")
     context_window: int = Field(default=32768, description="The served model's context, tokens (OPTION_MAX_MODEL_LEN).")
-    max_tokens: Optional[int] = None
-    temperature: Optional[float] = None
+    max_tokens: int | None = None
+    temperature: float | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
@@ -71,9 +72,9 @@ class SageMakerLLM(FunctionCallingLLM):
         component: str,
         *,
         runtime_client: Any = None,
-        region: Optional[str] = None,
+        region: str | None = None,
         **kwargs: Any,
-    ) -> "SageMakerLLM":
+    ) -> SageMakerLLM:
         """Straight to ``component`` on ``endpoint_name`` (``sagemaker:InvokeEndpoint``); stateless."""
         return cls(
             transport=EndpointTransport(endpoint_name, component, runtime_client=runtime_client, region=region),
@@ -81,11 +82,11 @@ class SageMakerLLM(FunctionCallingLLM):
         )
 
     @classmethod
-    def for_front_door(cls, client: Any, *, component: Optional[str] = None, **kwargs: Any) -> "SageMakerLLM":
+    def for_front_door(cls, client: Any, *, component: str | None = None, **kwargs: Any) -> SageMakerLLM:
         """Through the session front door (``client.SessionClient``)."""
         return cls(transport=FrontDoorTransport(client, component=component), **kwargs)
 
-    def with_conversation(self, conversation: str) -> "SageMakerLLM":
+    def with_conversation(self, conversation: str) -> SageMakerLLM:
         """A copy of this LLM whose calls belong to ``conversation`` (same transport, so the same sessions)."""
         return self.model_copy(update={"conversation": conversation})
 
@@ -112,7 +113,7 @@ class SageMakerLLM(FunctionCallingLLM):
             to_openai_messages(messages), parameters, {**self.extra_body, **kwargs.get("extra_body", {})}
         )
 
-    def _conversation(self, kwargs: dict[str, Any]) -> Optional[str]:
+    def _conversation(self, kwargs: dict[str, Any]) -> str | None:
         chosen = kwargs.get("conversation") or self.conversation
         return str(chosen) if chosen else None
 
@@ -192,9 +193,9 @@ class SageMakerLLM(FunctionCallingLLM):
 
     def _prepare_chat_with_tools(
         self,
-        tools: Sequence["BaseTool"],
-        user_msg: Optional[str | ChatMessage] = None,
-        chat_history: Optional[list[ChatMessage]] = None,
+        tools: Sequence[BaseTool],
+        user_msg: str | ChatMessage | None = None,
+        chat_history: list[ChatMessage] | None = None,
         verbose: bool = False,
         allow_parallel_tool_calls: bool = False,
         tool_required: bool = False,
@@ -263,7 +264,7 @@ def _assistant(reply: oa.Reply) -> ChatMessage:
     return ChatMessage(role=MessageRole.ASSISTANT, blocks=blocks, additional_kwargs=extra)
 
 
-def _content(message: ChatMessage) -> Optional[str]:
+def _content(message: ChatMessage) -> str | None:
     texts = [block.text for block in message.blocks if isinstance(block, TextBlock)]
     return "".join(texts) if texts else None
 

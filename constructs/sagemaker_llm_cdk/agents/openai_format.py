@@ -9,8 +9,9 @@ here, so they agree on every edge: arguments that are not JSON, a stream that sp
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Optional
 
 GENERATION_KEYS = (
     "temperature",
@@ -46,7 +47,7 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
     raw_arguments: str
-    error: Optional[str] = None
+    error: str | None = None
 
 
 @dataclass
@@ -54,15 +55,15 @@ class Reply:
     """What the model said in one completion (or a stream, merged)."""
 
     content: str = ""
-    reasoning: Optional[str] = None
+    reasoning: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
-    finish_reason: Optional[str] = None
-    usage: Optional[dict[str, int]] = None
-    model: Optional[str] = None
-    id: Optional[str] = None
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
+    model: str | None = None
+    id: str | None = None
 
 
-def reasoning_of(message: Mapping[str, Any]) -> Optional[str]:
+def reasoning_of(message: Mapping[str, Any]) -> str | None:
     """``reasoning_content`` (vLLM up to 0.2x) or ``reasoning`` (its newer name), whichever the message has."""
     for key in ("reasoning_content", "reasoning"):
         value = message.get(key)
@@ -71,7 +72,7 @@ def reasoning_of(message: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def parse_arguments(raw: Any) -> tuple[dict[str, Any], Optional[str]]:
+def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     """Tool-call arguments as a dict, and None; or ``{}`` and why they are not a JSON object."""
     if isinstance(raw, dict):
         return raw, None
@@ -100,7 +101,7 @@ def tool_call(call: Mapping[str, Any], index: int) -> ToolCall:
     )
 
 
-def usage_of(completion: Mapping[str, Any]) -> Optional[dict[str, int]]:
+def usage_of(completion: Mapping[str, Any]) -> dict[str, int] | None:
     usage = completion.get("usage")
     if not isinstance(usage, dict):
         return None
@@ -131,8 +132,8 @@ class StreamDelta:
     content: str = ""
     reasoning: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    finish_reason: Optional[str] = None
-    usage: Optional[dict[str, int]] = None
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
 
 
 def read_chunk(chunk: Mapping[str, Any]) -> StreamDelta:
@@ -208,7 +209,7 @@ def openai_tool_choice(choice: Any, tool_names: list[str]) -> Any:
 
 
 def request_body(
-    messages: list[dict[str, Any]], parameters: Mapping[str, Any], extra_body: Optional[Mapping[str, Any]] = None
+    messages: list[dict[str, Any]], parameters: Mapping[str, Any], extra_body: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The chat-completions body: the messages, the known generation fields that are set, then ``extra_body``."""
     body: dict[str, Any] = {"messages": messages}

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Iterator, Optional, Protocol
+from collections.abc import Iterator
+from typing import Any, Optional, Protocol
 
 from ..client import Conversation, FrontDoorError, SessionClient, iter_stream_events, parse_stream
 
@@ -34,11 +35,11 @@ class ModelCallError(RuntimeError):
 class ChatTransport(Protocol):
     """Sends one chat-completions body; ``conversation`` (or None: stateless) names the conversation it belongs to."""
 
-    def complete(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> dict[str, Any]:
+    def complete(self, body: dict[str, Any], *, conversation: str | None = None) -> dict[str, Any]:
         """The model's chat-completion object."""
         ...
 
-    def stream(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> Iterator[dict[str, Any]]:
+    def stream(self, body: dict[str, Any], *, conversation: str | None = None) -> Iterator[dict[str, Any]]:
         """The model's chat-completion chunks, parsed, in order."""
         ...
 
@@ -76,7 +77,7 @@ class EndpointTransport:
     """
 
     def __init__(
-        self, endpoint_name: str, component: str, *, runtime_client: Any = None, region: Optional[str] = None
+        self, endpoint_name: str, component: str, *, runtime_client: Any = None, region: str | None = None
     ) -> None:
         if not endpoint_name or not component:
             raise ValueError("endpoint_name and component are required (the stack prints both)")
@@ -93,7 +94,7 @@ class EndpointTransport:
         self.component = component
         self.runtime = runtime_client
 
-    def complete(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> dict[str, Any]:
+    def complete(self, body: dict[str, Any], *, conversation: str | None = None) -> dict[str, Any]:
         response = self.runtime.invoke_endpoint(
             EndpointName=self.endpoint_name,
             InferenceComponentName=self.component,
@@ -103,7 +104,7 @@ class EndpointTransport:
         )
         return _completion(response["Body"].read())
 
-    def stream(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> Iterator[dict[str, Any]]:
+    def stream(self, body: dict[str, Any], *, conversation: str | None = None) -> Iterator[dict[str, Any]]:
         response = self.runtime.invoke_endpoint_with_response_stream(
             EndpointName=self.endpoint_name,
             InferenceComponentName=self.component,
@@ -123,7 +124,7 @@ class FrontDoorTransport:
     also expire after the model's ``sessions.expiration_seconds`` idle).
     """
 
-    def __init__(self, client: SessionClient, *, component: Optional[str] = None) -> None:
+    def __init__(self, client: SessionClient, *, component: str | None = None) -> None:
         self.client = client
         self.component = component
         self._conversations: dict[str, Conversation] = {}
@@ -137,17 +138,17 @@ class FrontDoorTransport:
                 found = self._conversations[key] = self.client.conversation(component=self.component)
             return found
 
-    def session_of(self, key: str) -> Optional[str]:
+    def session_of(self, key: str) -> str | None:
         """The SageMaker session id ``key``'s turns carry now (None before its first turn)."""
         found = self._conversations.get(key)
         return found.session_id if found is not None else None
 
-    def complete(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> dict[str, Any]:
+    def complete(self, body: dict[str, Any], *, conversation: str | None = None) -> dict[str, Any]:
         if conversation is None:
             return _completion(self.client.invoke(body, component=self.component)["body"])
         return _completion(self.conversation(conversation).send(body)["body"])
 
-    def stream(self, body: dict[str, Any], *, conversation: Optional[str] = None) -> Iterator[dict[str, Any]]:
+    def stream(self, body: dict[str, Any], *, conversation: str | None = None) -> Iterator[dict[str, Any]]:
         # No stream_options: a lost session falls back to a buffered turn with this body, which vLLM would refuse.
         body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
         if conversation is None:

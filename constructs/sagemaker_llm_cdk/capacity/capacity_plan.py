@@ -29,10 +29,12 @@ A capacity plan is paid upfront and never refunded, so this module is careful in
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Mapping, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
+import jsii
 from aws_cdk import Annotations, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
@@ -42,30 +44,31 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import custom_resources as cr
-import jsii
+
 from constructs import Construct, IConstruct, IValidation
+
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, provider_framework, python_function
 from ..core.naming import stack_prefix
-from ..hosting.settings import EndpointOptions
-from ..core.storage import secure_key
 from ..core.settings import validated
+from ..core.storage import secure_key
+from ..hosting.settings import EndpointOptions
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
+from ..core import grants
+from ..core.metrics import metric
+from ..core.nag import acknowledge_resource
+from ..core.protocols import IEndpoint
+from ..core.run_time_state import STATE_PREFIX, RunTimeParameter
 from .settings import (
-    CapacityPlanSpec,
     EXTEND_CONTEXT,
     PURCHASE_CONTEXT,
+    CapacityPlanSpec,
     _iso,
     spec_binding_problems,
     unknown_consent_problems,
 )
-from ..core import grants
-from ..core.metrics import metric
-from ..core.nag import acknowledge_resource
-from ..core.run_time_state import STATE_PREFIX, RunTimeParameter
-from ..core.protocols import IEndpoint
 
 DAYS_LEFT_METRIC = "CapacityPlanDaysLeft"
 """Metric the daily check publishes (namespace ``functions.METRICS_NAMESPACE``), one dimension below."""
@@ -386,7 +389,7 @@ class CapacityPlan(Construct):
         instance_count: int,
         expiry_warning_days: int = 7,
         alarm_topic: sns.ITopic | None = None,
-    ) -> "CapacityPlan":
+    ) -> CapacityPlan:
         """Use an existing plan (nothing is bought); its instance type and count make the binding checkable."""
         return cls(
             scope,
@@ -407,7 +410,7 @@ class CapacityPlan(Construct):
         return [self.plan_arn]
 
     @property
-    def bound_endpoints(self) -> list["LlmEndpoint"]:
+    def bound_endpoints(self) -> list[LlmEndpoint]:
         """Endpoints in this app that run on this plan (by construct, or by the same plan name and place)."""
         bound: list[LlmEndpoint] = []
         for c in self.node.root.node.find_all():
@@ -453,7 +456,7 @@ class CapacityPlan(Construct):
         )
 
     # --------------------------------------------------------------- internals
-    def _same_plan(self, other: "CapacityPlan") -> bool:
+    def _same_plan(self, other: CapacityPlan) -> bool:
         if other is self:
             return True
         return other.plan_name == self.plan_name and other._region == self._region and other._account == self._account
@@ -816,7 +819,7 @@ def headroom_metadata(plan: CapacityPlan, options: EndpointOptions) -> dict[str,
     }
 
 
-def _acknowledge_capacity_plan(plan: "CapacityPlan") -> None:
+def _acknowledge_capacity_plan(plan: CapacityPlan) -> None:
     """The custom resource framework a ``CapacityPlan`` creates (its handler's grants acknowledge themselves)."""
     if plan.provider_role is not None and plan.on_event_function is not None:
         acknowledge_resource(

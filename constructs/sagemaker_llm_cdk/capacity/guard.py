@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import jsii
 from aws_cdk import (
@@ -42,10 +43,12 @@ from aws_cdk import (
     Stack,
 )
 from aws_cdk import aws_iam as iam
+
 from constructs import Construct
-from .capacity_plan import status_parameter_name
+
 from ..core.functions import provider_framework, python_function
 from ..core.nag import acknowledge_resource
+from .capacity_plan import status_parameter_name
 
 if TYPE_CHECKING:
     from .capacity_plan import CapacityPlan
@@ -82,7 +85,7 @@ class CapacityPlanGuard(Construct):
     """
 
     def __init__(
-        self, scope: Construct, id: str, *, plan: "CapacityPlan", instance_type: str, max_instances: int
+        self, scope: Construct, id: str, *, plan: CapacityPlan, instance_type: str, max_instances: int
     ) -> None:
         """
         :param plan: the plan the endpoint binds (any stack of the app; referenced by name or ARN, no export).
@@ -200,7 +203,7 @@ class _ConfigInputs:
         )
 
 
-def plan_arns_for(plan: "CapacityPlan", stack: Stack) -> list[str]:
+def plan_arns_for(plan: CapacityPlan, stack: Stack) -> list[str]:
     """The exact ARNs the guard may describe: the given ARN, or the name's ARN (and its lowercase form)."""
     if plan.spec.existing_plan_arn is not None:
         return [plan.spec.existing_plan_arn]

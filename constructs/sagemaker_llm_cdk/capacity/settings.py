@@ -5,9 +5,10 @@ and what keeps an endpoint from running on it. Pure: the config model uses them 
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
-from typing import Annotated, Any, Iterable, Literal, Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -16,7 +17,6 @@ from ..core.errors import MISSING, Problem
 from ..core.name_rules import as_prefix, prefixed_name
 from ..core.settings import Settings, field_rule, instance_type_problem, name_problem
 from ..hosting.settings import EndpointOptions
-
 
 ALLOWED_INSTANCE_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 """Instance counts SageMaker offers capacity plans for.
@@ -38,7 +38,7 @@ _PURCHASE_FIELDS = ("duration_days", "start_after", "end_before", "max_upfront_f
 
 def _iso(value: datetime) -> str:
     """``value`` as ISO-8601 in UTC with a ``Z`` (what the purchase handler reads)."""
-    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _aware(value: datetime | None) -> bool:
@@ -532,7 +532,7 @@ def spec_binding_problems(spec: CapacityPlanSpec, options: EndpointOptions) -> l
 
 
 def unknown_consent_problems(
-    consented: "Mapping[str, Iterable[str]]", reservable: "Iterable[str]", extendable: "Iterable[str]"
+    consented: Mapping[str, Iterable[str]], reservable: Iterable[str], extendable: Iterable[str]
 ) -> list[Problem]:
     """``-c purchase=`` / ``-c extend=`` names that match no plan that could be bought or extended: a typo must not
     look like consent that silently did nothing. ``consented`` maps the context key to the names given."""
@@ -553,7 +553,7 @@ def unknown_consent_problems(
     return problems
 
 
-def raw_consent_problems(data: Any, consented: "Mapping[str, Iterable[str]]") -> list[Problem]:
+def raw_consent_problems(data: Any, consented: Mapping[str, Iterable[str]]) -> list[Problem]:
     """``unknown_consent_problems`` against a config as written (it may fail validation elsewhere): the names of
     its ``capacity_plans`` that reserve (no ``existing_plan_arn``, ``mode`` not ``existing``) or carry an
     ``extension``, so a mistyped consent is named in the same round as the config's own problems."""

@@ -40,15 +40,15 @@ stops at once (nothing sound to merge).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
-from ..core.yaml_loading import UniqueKeyLoader, _hashable_key, yaml_error_position  # noqa: F401 - re-exported
-
 from ..core.errors import MISSING, ConfigurationError, Problem
+from ..core.yaml_loading import UniqueKeyLoader, _hashable_key, yaml_error_position  # noqa: F401 - re-exported
 
 EXTENDS = "extends"
 

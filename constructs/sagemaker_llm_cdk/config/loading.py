@@ -199,8 +199,8 @@ def _has_jumpstart_model(data: Any) -> bool:
 def jumpstart_problems(data: Any, lock: Any) -> list[Problem]:
     """``source: jumpstart`` models of a raw config that the lock does not hold in ``target.region``, or gated
     ones without ``accept_eula: true`` (checked from the raw config, so they come with every other problem)."""
-    from ..hosting.jumpstart import spec_problems
     from ..core.instances import accelerators_of
+    from ..hosting.jumpstart import spec_problems
 
     if not isinstance(data, dict) or not isinstance(data.get("endpoints"), list):
         return []

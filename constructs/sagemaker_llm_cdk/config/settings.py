@@ -18,7 +18,6 @@ from ..hosting.settings import EndpointOptions, ModelSpec, VpcPlacement
 from ..operations.settings import MonitoringSettings
 from ..routing.settings import RouterSpec, router_problems
 
-
 _STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
 
 
@@ -237,7 +236,6 @@ def model_fit_problems(model: ModelSpec, endpoint: EndpointOptions) -> list[Prob
     """
     from ..core import service_model
     from ..core.settings import instance_type_problem
-
     from ..hosting.settings import fit_problems
 
     problems: list[Problem] = list(fit_problems(model, endpoint))

@@ -11,8 +11,8 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 _PACKAGED = Path(__file__).resolve().parents[1] / "_lambda"
 _REPOSITORY = Path(__file__).resolve().parents[3] / "lambda"

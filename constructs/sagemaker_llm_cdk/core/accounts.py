@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from aws_cdk import Aws, CfnMapping, Stack, Token
+
 from constructs import IConstruct
 
 from .errors import ConfigurationError, Problem

@@ -33,8 +33,8 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import jsii
 from aws_cdk import AssetHashType, BundlingOptions, BundlingOutput, ILocalBundling

@@ -13,9 +13,10 @@ from aws_cdk import aws_kinesisfirehose as firehose
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
+
 from constructs import IConstruct
 
-from .tree import at_synth, constructs_in, key, is_library_construct, library_made, resource_type
+from .tree import at_synth, constructs_in, is_library_construct, key, library_made, resource_type
 
 _LOG_DELIVERY_ACTIONS = frozenset(
     {

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 _MAX_VALUE_CHARS = 120
 
@@ -23,7 +24,7 @@ class Problem:
     where: str = ""
     """Where the field is written, when it came from a file: ``config/dev.yaml line 14``. Default: unknown."""
 
-    def under(self, prefix: str) -> "Problem":
+    def under(self, prefix: str) -> Problem:
         """The same problem, its path placed under ``prefix``."""
         if not prefix:
             return self

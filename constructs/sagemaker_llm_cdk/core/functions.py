@@ -12,8 +12,9 @@ folder with its own ``requirements.txt`` gets those packages inside its asset.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
@@ -21,13 +22,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import custom_resources as cr
+
 from constructs import Construct
 
 from . import bundling
 from ._assets import handler_dir, staged_handler
-from .nag import acknowledge
 from .accounts import powertools_account
 from .grants import acknowledge_wildcard_only
+from .nag import acknowledge
 
 POWERTOOLS_LAYER_VERSION = 27
 """Version of the public layer AWSLambdaPowertoolsPythonV3-python313-x86_64 (Powertools 3.x, with pydantic)."""

@@ -19,11 +19,13 @@ one added later for ``s3:GetObject``, and ``Resource::arn:...:bucket/*`` covers 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import jsii
 from aws_cdk import IAspect, Stack, Token
 from aws_cdk import aws_iam as iam
+
 from constructs import Construct, IConstruct, IValidation
 
 from .nag import WILDCARD_RULE, acknowledge, acknowledge_all, nag_form

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 _ACCELERATORS = {
     "ml.p4d.24xlarge": 8,
     "ml.p4de.24xlarge": 8,

@@ -13,9 +13,11 @@ later on the same resource fails the synth.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import Acknowledgment, Stack, Validations
+
 from constructs import IConstruct
 
 from .policy_guard import _remember, allowed_now, record, render, stack_of

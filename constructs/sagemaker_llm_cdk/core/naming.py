@@ -9,6 +9,7 @@ deployments, and only changes when the stack or the config name changes.
 from __future__ import annotations
 
 from aws_cdk import Stack, Token
+
 from constructs import IConstruct
 
 from .errors import ConfigurationError, Problem

@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import jsii
 from aws_cdk import (
@@ -55,6 +56,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+
 from constructs import IConstruct
 
 SAR = "https://docs.aws.amazon.com/service-authorization/latest/reference"

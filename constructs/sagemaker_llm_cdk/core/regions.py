@@ -15,8 +15,9 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 SUPPORTED_PARTITIONS = ("aws", "aws-cn", "aws-us-gov")
 """Partitions this library's stacks are written for."""

@@ -22,6 +22,7 @@ from collections import Counter
 from typing import Any, Literal
 
 from aws_cdk import CfnDeletionPolicy, CfnResource, RemovalPolicy, Stack
+
 from constructs import IConstruct
 
 from .errors import ConfigurationError, Problem

@@ -31,10 +31,11 @@ Parameter names are fixed (``/sagemaker-llm/state/...``): readers in other stack
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from aws_cdk import CfnResource, CustomResource, Duration, Stack, Token
 from aws_cdk import aws_iam as iam
+
 from constructs import Construct
 
 from .errors import ConfigurationError, Problem
@@ -117,7 +118,7 @@ class RunTimeState(Construct):
         )
 
     @classmethod
-    def of(cls, scope: Construct) -> "RunTimeState":
+    def of(cls, scope: Construct) -> RunTimeState:
         """The stack's one ``RunTimeState``, made on first use."""
         return once_per_stack(cls, scope, SERVICE_ID)
 

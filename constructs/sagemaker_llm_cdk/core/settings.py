@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import Annotated, Any, Literal, Mapping, TypeVar
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
@@ -22,7 +23,6 @@ from pydantic_core import PydanticCustomError
 from . import service_model
 from .errors import RULES_ERROR, ConfigurationError, Problem
 from .validation import problems_from
-
 
 _S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?:/(?P<key>.*))?$")
 _HF_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
@@ -52,7 +52,7 @@ class Settings(BaseModel):
         return []
 
     @model_validator(mode="after")
-    def _check_rules(self) -> "Settings":
+    def _check_rules(self) -> Settings:
         problems = self._rules()
         if problems:
             raise PydanticCustomError(
@@ -198,7 +198,7 @@ class unless_failed:  # noqa: N801 - used like contextlib.suppress
         return kind is not None and issubclass(kind, (_FieldFailed, TypeError))
 
 
-def _partial_rules(cls: type["Settings"], data: dict[str, Any], error: ValidationError) -> list[Problem]:
+def _partial_rules(cls: type[Settings], data: dict[str, Any], error: ValidationError) -> list[Problem]:
     """The problems ``cls._rules`` finds on the fields of ``data`` that passed; failed ones are ``FAILED``
     (a failed item of a list of models stays, with only its own failed fields ``FAILED``)."""
     import warnings
@@ -235,7 +235,7 @@ def _path_parts(path: str) -> tuple[Any, ...]:
     return tuple(parts)
 
 
-def _partial_instance(cls: type["Settings"], data: Any, locs: list[tuple[Any, ...]]) -> Any:
+def _partial_instance(cls: type[Settings], data: Any, locs: list[tuple[Any, ...]]) -> Any:
     """``cls`` built from ``data`` without validation: fields that passed are validated alone, failed ones are
     ``FAILED``, and a failed list of models keeps its items, each partial in turn."""
     if not isinstance(data, dict) or any(len(loc) == 0 for loc in locs):
@@ -310,7 +310,7 @@ def _configuration_error(error: ValidationError, model: type[BaseModel]) -> Conf
     return ConfigurationError(problems_from(error, model), source=model.__name__)
 
 
-_VALIDATED: "weakref.WeakValueDictionary[int, Settings]" = weakref.WeakValueDictionary()
+_VALIDATED: weakref.WeakValueDictionary[int, Settings] = weakref.WeakValueDictionary()
 """Settings instances that came out of pydantic validation (not ``model_construct``)."""
 
 

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import jsii
 from aws_cdk import Duration, IStableAnyProducer, Lazy, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+
 from constructs import Construct
 
-from .removal import destroying
 from .checkov import checkov_skip
+from .removal import destroying
 from .tree import key
 
 NONCURRENT_VERSION_DAYS = 7
@@ -182,7 +184,7 @@ def restrict_reads(bucket: SecureBucket, key: kms.Key | None, *, what: str) -> N
                 },
             )
         )
-    setattr(bucket, "restricted_for", what)
+    bucket.restricted_for = what
 
 
 @jsii.implements(IStableAnyProducer)

@@ -13,10 +13,12 @@ class (one round trip per class, not per resource).
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import jsii
 from aws_cdk import Aspects, CfnResource, IAspect, Stage
+
 from constructs import Construct, IConstruct
 
 _C = TypeVar("_C", bound=Construct)
@@ -112,13 +114,13 @@ def resource_type(resource: CfnResource) -> str:
     if known is not None:
         return known
     if "CFN_RESOURCE_TYPE_NAME" in vars(cls):  # an L1 class of aws_cdk (generated per resource type)
-        name = str(getattr(cls, "CFN_RESOURCE_TYPE_NAME"))
+        name = str(cls.CFN_RESOURCE_TYPE_NAME)
         _TYPES[cls] = name
         return name
     return str(resource.cfn_resource_type)
 
 
-def once_per_stack(cls: "type[_C]", scope: IConstruct, id: str) -> "_C":
+def once_per_stack(cls: type[_C], scope: IConstruct, id: str) -> _C:
     """The stack's one ``cls(stack, id)`` (a construct every resource of a kind in the stack shares, such as the
     function behind its run-time parameters), made on first use."""
     from aws_cdk import Stack

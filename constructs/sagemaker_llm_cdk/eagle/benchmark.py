@@ -49,6 +49,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
+
 from constructs import Construct
 
 from ..core import grants, regions
@@ -122,7 +123,7 @@ class EagleBenchmark(Construct):
     """
 
     def __init__(
-        self, scope: Construct, id: str, *, optimization: "EagleOptimization", serving_model_prefix: str
+        self, scope: Construct, id: str, *, optimization: EagleOptimization, serving_model_prefix: str
     ) -> None:
         super().__init__(scope, id)
         # Any: EagleOptimization's attributes are set in its __init__, which creates this construct (an import cycle

@@ -57,10 +57,10 @@ benchmark jobs before and after the head is served, recorded in the run record, 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import jsii
-
 from aws_cdk import Annotations, ArnFormat, Aws, Duration, Fn, IStableStringProducer, Lazy, Names, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
@@ -76,22 +76,22 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
+
 from constructs import Construct
 
 from ..core import grants, service_model
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, python_function
-from ..core.settings import _S3_URI, instance_type_problem
-from .settings import EAGLE_ARCHITECTURES, EagleSettings
-from .serving import PARAMETER_PREFIX, SpeculativeDecoding, literal_parameter_name, serving_model_prefix
-from ..core.run_time_state import RunTimeParameter
-from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
-from ..core.settings import validated
-from ..core.metrics import metric
-from ..core.tree import at_synth
-from ..core.nag import acknowledge, acknowledge_resource, nag_form, policy_resources
 from ..core.grants import acknowledge_wildcard_only
+from ..core.metrics import metric
+from ..core.nag import acknowledge, acknowledge_resource, nag_form, policy_resources
+from ..core.run_time_state import RunTimeParameter
+from ..core.settings import _S3_URI, instance_type_problem, validated
+from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
+from ..core.tree import at_synth
 from .layout import DATASETS, JOB_NAME_PREFIX, JOBS, MAP_RESULTS, REPORTS
+from .serving import PARAMETER_PREFIX, SpeculativeDecoding, literal_parameter_name, serving_model_prefix
+from .settings import EAGLE_ARCHITECTURES, EagleSettings
 from .state_machine import EMPTY_WATERMARK, definition, run_timeout, start_retry_hours
 
 __all__ = [
@@ -139,13 +139,13 @@ class EagleOptimization(Construct):
         scope: Construct,
         id: str,
         *,
-        component: "ModelComponent",
+        component: ModelComponent,
         settings: EagleSettings | Mapping[str, Any] | None = None,
-        promotion_parameter: "ssm.IStringParameter | RunTimeParameter | None" = None,
+        promotion_parameter: ssm.IStringParameter | RunTimeParameter | None = None,
         capacity_plan: Any | None = None,
         alarm_topic: sns.ITopic | None = None,
         model_data_key: kms.IKey | None = None,
-        turn_log: "TurnLog | None" = None,
+        turn_log: TurnLog | None = None,
     ) -> None:
         """
         :param component: the model to optimize; its endpoint's Data Capture feeds the default dataset.
@@ -703,8 +703,8 @@ class EagleOptimization(Construct):
     # ================================================================ validation
     def _promotion_parameter_name(
         self,
-        parameter: "ssm.IStringParameter | RunTimeParameter | None",
-        component: "ModelComponent",
+        parameter: ssm.IStringParameter | RunTimeParameter | None,
+        component: ModelComponent,
         problems: list[Problem],
     ) -> str:
         component_stack = Stack.of(component.cfn_model)
@@ -1161,7 +1161,7 @@ def _bucket_arn(bucket: str) -> str:
     return f"arn:{Aws.PARTITION}:s3:::{bucket}"
 
 
-def _imported(parameter: "ssm.IStringParameter | RunTimeParameter") -> bool:
+def _imported(parameter: ssm.IStringParameter | RunTimeParameter) -> bool:
     """True for ``StringParameter.from_*`` references (no resource of their own in any stack)."""
     return not isinstance(parameter, RunTimeParameter) and not isinstance(
         parameter.node.default_child, ssm.CfnParameter

@@ -90,7 +90,7 @@ class PretrainedHead:
 
 
 def choose(
-    component: "ModelComponent", model: "JumpStartModel", speedup: float | None = None
+    component: ModelComponent, model: JumpStartModel, speedup: float | None = None
 ) -> tuple[PretrainedHead | None, str | None]:
     """The head ``component`` serves from day one (or None) and the synth message saying so, or why not.
 
@@ -196,7 +196,7 @@ def choose(
     return served, f"serving the pre-trained EAGLE head of {where} from day one: {head.s3_uri}{gated}"
 
 
-def config_problems(model: dict[str, Any], locked: "JumpStartModel | None", path: str) -> list[Problem]:
+def config_problems(model: dict[str, Any], locked: JumpStartModel | None, path: str) -> list[Problem]:
     """Problems of a raw config model (``source: jumpstart``) about its pre-trained head, with config paths, so
     they come with every other problem of the file: ``pretrained_head: true`` the lock cannot honour, and
     ``eagle.pretrained_head_speedup`` on a model that serves no pre-trained head."""

@@ -70,6 +70,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ssm as ssm
+
 from constructs import Construct
 
 from ..core import grants
@@ -101,7 +102,7 @@ EARLIER_PARAMETER_PREFIX = "/sagemaker-llm/eagle"
 SERVING_MODEL_TYPE = "Custom::EagleServingModel"
 
 
-def serving_model_prefix(component: "ModelComponent") -> str:
+def serving_model_prefix(component: ModelComponent) -> str:
     """Names of the models that serve ``component`` with a head start with this and a hyphen."""
     return f"{component.component_name[:40].rstrip('-')}-eagle"
 
@@ -173,7 +174,7 @@ def _parameter_name_ok(name: str) -> bool:
     return len(name) <= 1011 and re.fullmatch(r"/?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*", name) is not None
 
 
-def literal_parameter_name(parameter: "ssm.IStringParameter | RunTimeParameter") -> str | None:
+def literal_parameter_name(parameter: ssm.IStringParameter | RunTimeParameter) -> str | None:
     """The plain name of ``parameter``, or None when only a token (e.g. a generated name) is known."""
     if not Token.is_unresolved(parameter.parameter_name):
         return parameter.parameter_name
@@ -206,13 +207,13 @@ class SpeculativeDecoding(Construct):
         scope: Construct,
         id: str,
         *,
-        component: "ModelComponent",
+        component: ModelComponent,
         promotion_parameter_name: str | None = None,
         draft_bucket: s3.IBucket | None = None,
         draft_prefix: str = "jobs",
         draft_key: kms.IKey | None = None,
         num_speculative_tokens: int = 5,
-        pretrained_head: "PretrainedHead | None" = None,
+        pretrained_head: PretrainedHead | None = None,
     ) -> None:
         """
         :param component: the model to serve with speculative decoding (LMI container).
@@ -516,7 +517,7 @@ def _promotion_problems(name: str, draft_bucket: Any) -> list[Problem]:
     return problems
 
 
-def _grant_head_read(role: iam.IRole, head: "PretrainedHead") -> None:
+def _grant_head_read(role: iam.IRole, head: PretrainedHead) -> None:
     """The endpoint role reads the pre-trained head (SageMaker mounts it with that role, like the weights)."""
     match = _S3_URI.match(head.s3_uri)
     assert match  # checked by PretrainedHead.problems
@@ -562,7 +563,7 @@ class _ServingEnvironment:
     """The component's container environment at synth time (after every feature added its variables),
     plus ``OPTION_SPECULATIVE_CONFIG``."""
 
-    def __init__(self, component: "ModelComponent", wiring: SpeculativeDecoding) -> None:
+    def __init__(self, component: ModelComponent, wiring: SpeculativeDecoding) -> None:
         self._component = component
         self._wiring = wiring
 

@@ -14,7 +14,8 @@ transient (``Retry`` on each; the test walks the rendered definition).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
@@ -85,7 +86,7 @@ def run_timeout(max_runtime_hours: int) -> Duration:
 
 
 # ================================================================ state machine
-def definition(eagle: "EagleOptimization", *, dataset_prefix_uri: str) -> sfn.IChainable:
+def definition(eagle: EagleOptimization, *, dataset_prefix_uri: str) -> sfn.IChainable:
     settings = eagle.settings
     dataset = settings.dataset
 
@@ -296,9 +297,7 @@ def definition(eagle: "EagleOptimization", *, dataset_prefix_uri: str) -> sfn.IC
     return prepare.next(first)
 
 
-def _start_benchmark(
-    eagle: "EagleOptimization", done: sfn.IChainable, notify_failure: sfn.IChainable
-) -> sfn.IChainable:
+def _start_benchmark(eagle: EagleOptimization, done: sfn.IChainable, notify_failure: sfn.IChainable) -> sfn.IChainable:
     """Start the benchmark state machine for the promoted head (execution name = this run's id); a redriven
     run whose benchmark already started goes on to ``done``."""
     assert eagle.benchmark is not None
@@ -322,7 +321,7 @@ def _start_benchmark(
 
 
 def _capture_dataset(
-    eagle: "EagleOptimization", start: sfn.IChainable, notify_failure: sfn.IChainable, done: sfn.IChainable
+    eagle: EagleOptimization, start: sfn.IChainable, notify_failure: sfn.IChainable, done: sfn.IChainable
 ) -> sfn.IChainable:
     dataset = eagle.settings.dataset
     bucket = eagle.artifacts_bucket
@@ -456,7 +455,7 @@ def _retry_notification(publish: tasks.SnsPublish) -> None:
 
 
 def _lambda_step(
-    eagle: "EagleOptimization",
+    eagle: EagleOptimization,
     id: str,
     function: lambda_.IFunction | None,
     notify_failure: sfn.IChainable,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
+
 from constructs import Construct
 
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric
@@ -19,7 +20,7 @@ class InferenceComponentConstruct(Construct):
     """Base of ``ModelComponent`` and ``LoraAdapter``: subclasses set ``endpoint``,
     ``component_name`` and ``component_arn``."""
 
-    endpoint: "LlmEndpoint"
+    endpoint: LlmEndpoint
     component_name: str
     component_arn: str
 

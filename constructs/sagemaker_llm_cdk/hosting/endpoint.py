@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import jsii
 from aws_cdk import Arn, ArnFormat, Aws, Duration, Fn, IStringProducer, Lazy, Names, Stack, Token
@@ -13,14 +14,17 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
+
 from constructs import Construct
 
 from ..core import grants
+from ..core.errors import ConfigurationError, Problem
 from ..core.grants import depend_on_policy
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric, one_minute
+from ..core.settings import validated
+from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from ..operations.settings import RolloutSettings, batch_units, rolling_batch
 from .model_component import ModelComponent
-from ..core.errors import ConfigurationError, Problem
 from .settings import (
     DataCapture,
     EndpointOptions,
@@ -30,13 +34,11 @@ from .settings import (
     has_local_nvme,
     pools_with_plan_problem,
 )
-from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
-from ..core.settings import validated
 
 if TYPE_CHECKING:
     from ..adapters.lora_adapter import ArtifactAccess, LoraAdapter
-    from ..capacity.guard import CapacityPlanGuard
     from ..capacity.capacity_plan import CapacityPlan
+    from ..capacity.guard import CapacityPlanGuard
     from .settings import ModelSpec
 
 VARIANT_NAME = "AllTraffic"
@@ -54,9 +56,9 @@ class EndpointReference(Construct):
         self.endpoint_name = endpoint_name
         self.endpoint_arn = endpoint_arn
         self.variant_name = VARIANT_NAME
-        self.lora_adapters: dict[str, "LoraAdapter"] = {}
+        self.lora_adapters: dict[str, LoraAdapter] = {}
         """The LoRA adapters served on this endpoint so far, by inference component name, in creation order."""
-        self.adapter_artifact_access: "ArtifactAccess | None" = None
+        self.adapter_artifact_access: ArtifactAccess | None = None
         """The managed policies that let the role read the adapters' artifacts (made with the first adapter)."""
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -154,7 +156,7 @@ class LlmEndpoint(EndpointReference):
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         data_capture_bucket: s3.IBucket | None = None,
-        capacity_plan: "CapacityPlan | None" = None,
+        capacity_plan: CapacityPlan | None = None,
         instance_pools: Sequence[InstancePool] | None = None,
     ) -> None:
         """
@@ -339,7 +341,7 @@ class LlmEndpoint(EndpointReference):
                 else None,
             )
 
-        self.capacity_guard: "CapacityPlanGuard | None" = None
+        self.capacity_guard: CapacityPlanGuard | None = None
         reservation = None
         if capacity_plan is not None:
             from ..capacity.guard import CapacityPlanGuard
@@ -612,15 +614,15 @@ class LlmEndpoint(EndpointReference):
             auto_rollback_configuration=rollback,
         )
 
-    def add_model(self, id: str, spec: "ModelSpec", **kwargs: Any) -> "ModelComponent":
+    def add_model(self, id: str, spec: ModelSpec, **kwargs: Any) -> ModelComponent:
         """Host ``spec`` on this endpoint as an inference component; see ``ModelComponent``."""
         return ModelComponent(self, id, endpoint=self, spec=spec, **kwargs)
 
     @property
-    def models(self) -> tuple["ModelComponent", ...]:
+    def models(self) -> tuple[ModelComponent, ...]:
         return tuple(self._models)
 
-    def _register(self, component: "ModelComponent") -> None:
+    def _register(self, component: ModelComponent) -> None:
         self._models.append(component)
 
     # ----------------------------------------------------------------- metrics

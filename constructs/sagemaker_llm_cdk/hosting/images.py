@@ -24,9 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-
-from ..core.errors import Problem
 from ..core import regions
+from ..core.errors import Problem
 
 CUDA13_AMI = "al2023-ami-sagemaker-inference-gpu-4-1"
 """The only InferenceAmiVersion with a CUDA 13 driver (NVIDIA 580, CUDA 13.0; botocore 1.44)."""

@@ -33,10 +33,11 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 import yaml
 
@@ -100,7 +101,7 @@ class LockSource:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
     @classmethod
-    def from_lock(cls, entry: Any, where: str, fix: str) -> "tuple[LockSource, list[Problem]]":
+    def from_lock(cls, entry: Any, where: str, fix: str) -> tuple[LockSource, list[Problem]]:
         """The source of a lock entry (none recorded: a fixture), or the problems of a malformed one."""
         if entry is None:
             return cls(), []
@@ -168,7 +169,7 @@ class PretrainedHead:
         return entry
 
     @classmethod
-    def from_lock(cls, entry: Any, where: str, fix: str) -> "tuple[PretrainedHead | None, list[Problem]]":
+    def from_lock(cls, entry: Any, where: str, fix: str) -> tuple[PretrainedHead | None, list[Problem]]:
         """The head of a lock entry, or every problem of a malformed one (field, value, what is allowed)."""
         if not isinstance(entry, dict):
             return None, [
@@ -295,7 +296,7 @@ class JumpStartLock:
 
     # ------------------------------------------------------------------ reading
     @classmethod
-    def load(cls, path: str | Path) -> "JumpStartLock":
+    def load(cls, path: str | Path) -> JumpStartLock:
         """Read a lock file; a missing file is an empty lock (every lookup then says how to write it)."""
         path = Path(path)
         if not path.exists():
@@ -323,7 +324,7 @@ class JumpStartLock:
         return cls.parse(data, path=str(path))
 
     @classmethod
-    def parse(cls, data: Any, *, path: str = LOCK_FILE_NAME) -> "JumpStartLock":
+    def parse(cls, data: Any, *, path: str = LOCK_FILE_NAME) -> JumpStartLock:
         problems: list[Problem] = []
         entries: dict[tuple[str, str, str], JumpStartModel] = {}
         if not isinstance(data, dict) or data.get("lock_version") != LOCK_VERSION:
@@ -457,7 +458,7 @@ class JumpStartLock:
         return "it holds no version of this id" + (f" (ids held: {', '.join(ids)})" if ids else " (it is empty)")
 
     # ------------------------------------------------------------------ writing
-    def with_entry(self, model: JumpStartModel) -> "JumpStartLock":
+    def with_entry(self, model: JumpStartModel) -> JumpStartLock:
         entries = dict(self.entries)
         entries[(model.region, model.model_id, model.version)] = model
         return JumpStartLock(entries, path=self.path)
@@ -670,7 +671,7 @@ def fetch_model(s3: Any, *, model_id: str, version: str, region: str) -> JumpSta
         region=region,
         bucket=bucket,
         key=key,
-        read_on=datetime.now(timezone.utc).date().isoformat(),
+        read_on=datetime.now(UTC).date().isoformat(),
         digest="sha256:" + hashlib.sha256(raw).hexdigest(),
     )
     return dataclasses.replace(model, source=source)
@@ -746,7 +747,7 @@ def resolve(spec: Any, lock: JumpStartLock, region: str | None, *, where: str) -
     memory from the lock; what the user set in ``environment``, ``accelerators`` and ``min_memory_mb`` wins.
 
     Raises one ``ConfigurationError`` when the lock does not hold it or its licence is not accepted."""
-    from ..core.settings import was_validated, _VALIDATED
+    from ..core.settings import _VALIDATED, was_validated
 
     problems = spec_problems(spec.model_id, spec.version, spec.accept_eula, lock, region)
     if problems:
@@ -765,9 +766,9 @@ def resolve(spec: Any, lock: JumpStartLock, region: str | None, *, where: str) -
     if "min_memory_mb" not in given and model.min_memory_mb is not None:
         update["min_memory_mb"] = model.min_memory_mb
     resolved = spec.model_copy(update=update)
+    from ..core.settings import s3_uri_problem
     from . import images
     from .settings import _image_problem
-    from ..core.settings import s3_uri_problem
 
     checks = [
         p

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import jsii
 from aws_cdk import Annotations, ArnFormat, Aws, Stack
@@ -13,27 +14,26 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
+
 from constructs import Construct
 
 from ..adapters.lora_adapter import LoraAdapter, apply_lora_settings, name_taken_problem
-from ..core import naming
-from ..core import grants
-from ..core.grants import depend_on_policy
-from .component_base import InferenceComponentConstruct
-from ..core.errors import ConfigurationError, Problem
+from ..core import grants, naming
 from ..core.accounts import lmi_account
+from ..core.errors import ConfigurationError, Problem
+from ..core.grants import depend_on_policy
+from ..core.settings import _S3_URI, validated
+from ..operations.settings import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
+from .component_base import InferenceComponentConstruct
 from .settings import _ECR_IMAGE, ModelSpec, fit_problems, requirements_on
 from .tool_calling import tool_environment
-from ..core.settings import _S3_URI
-from ..core.settings import validated
-from ..operations.settings import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
 
 if TYPE_CHECKING:
     from ..adapters.adapter_stack import AdapterBatches
-    from .endpoint import LlmEndpoint
-    from .jumpstart import JumpStartLock, JumpStartModel
     from ..adapters.settings import AdapterSpec
     from ..eagle.serving import SpeculativeDecoding
+    from .endpoint import LlmEndpoint
+    from .jumpstart import JumpStartLock, JumpStartModel
 
 LMI_ACCOUNT = "763104351884"
 """AWS Deep Learning Containers account that publishes the LMI image in most regions of the aws partition;
@@ -85,11 +85,11 @@ class ModelComponent(InferenceComponentConstruct):
         scope: Construct,
         id: str,
         *,
-        endpoint: "LlmEndpoint",
+        endpoint: LlmEndpoint,
         spec: ModelSpec,
         model_data_key: kms.IKey | None = None,
         extra_environment: Mapping[str, str] | None = None,
-        jumpstart_lock: "JumpStartLock | None" = None,
+        jumpstart_lock: JumpStartLock | None = None,
     ) -> None:
         """
         :param endpoint: the endpoint that hosts this model.
@@ -103,11 +103,11 @@ class ModelComponent(InferenceComponentConstruct):
             ``config/jumpstart.lock.yaml`` in the current directory.
         """
         super().__init__(scope, id)
-        self.adapter_batches: "AdapterBatches | None" = None
+        self.adapter_batches: AdapterBatches | None = None
         """The nested adapter stacks ``add_adapters`` made for this model (None until it is first called)."""
         self.warned_lora_custom_image = False
         spec = validated(ModelSpec, spec, where=self.node.path)
-        self.jumpstart: "JumpStartModel | None" = None
+        self.jumpstart: JumpStartModel | None = None
         """What the lock holds for a ``source: jumpstart`` model (image, artifacts, licence); None otherwise."""
         if spec.is_jumpstart:
             spec, self.jumpstart = _resolve_jumpstart(self, spec, jumpstart_lock, endpoint.instance_type)
@@ -219,13 +219,13 @@ class ModelComponent(InferenceComponentConstruct):
         if copies.autoscaled:
             self._add_copy_autoscaling(stack)
         endpoint._register(self)
-        self.speculative_decoding: "SpeculativeDecoding | None" = None
+        self.speculative_decoding: SpeculativeDecoding | None = None
         """Serves JumpStart's pre-trained EAGLE head from day one (see ``pretrained_head``); an EAGLE loop adds its
         promotion to it. None when no pre-trained head is served."""
         if self.jumpstart is not None:
             self._serve_pretrained_head(self.jumpstart)
 
-    def _serve_pretrained_head(self, model: "JumpStartModel") -> None:
+    def _serve_pretrained_head(self, model: JumpStartModel) -> None:
         from ..eagle.pretrained_head import WARNING_ID, choose
         from ..eagle.serving import SpeculativeDecoding
 
@@ -338,7 +338,7 @@ class ModelComponent(InferenceComponentConstruct):
         kind, value = rolling_batch(copies.min_copies, copies.max_copies)
         return ("COPY_COUNT" if kind == "count" else "CAPACITY_PERCENT"), value
 
-    def add_adapter(self, id: str, spec: "AdapterSpec", **kwargs: Any) -> "LoraAdapter":
+    def add_adapter(self, id: str, spec: AdapterSpec, **kwargs: Any) -> LoraAdapter:
         """Serve a LoRA adapter on this model (which needs ``spec.lora``); see ``LoraAdapter``."""
         return LoraAdapter(self, id, base=self, spec=spec, **kwargs)
 
@@ -568,7 +568,7 @@ def container_image(image: str, *, scope: Construct | None = None) -> tuple[str,
 JUMPSTART_LOCK_CONTEXT = "sagemaker_llm_cdk:jumpstart_lock"
 
 
-def refuse_deploy_of(scope: Construct, model: "JumpStartModel") -> str | None:
+def refuse_deploy_of(scope: Construct, model: JumpStartModel) -> str | None:
     """While ``model``'s lock entry is not read from JumpStart, add a template rule to ``scope``'s stack that fails
     every deploy of it (CloudFormation checks rules before it changes anything) with what to do; the reason, or None.
 
@@ -600,8 +600,8 @@ def refuse_deploy_of(scope: Construct, model: "JumpStartModel") -> str | None:
 
 
 def _resolve_jumpstart(
-    component: "ModelComponent", spec: ModelSpec, lock: "JumpStartLock | None", instance_type: str
-) -> "tuple[ModelSpec, JumpStartModel]":
+    component: ModelComponent, spec: ModelSpec, lock: JumpStartLock | None, instance_type: str
+) -> tuple[ModelSpec, JumpStartModel]:
     from pathlib import Path
 
     from aws_cdk import Annotations, Token
@@ -633,7 +633,7 @@ def _resolve_jumpstart(
     return resolved, model
 
 
-def _fit_problems(spec: ModelSpec, physical: str, endpoint: "LlmEndpoint") -> list[Problem]:
+def _fit_problems(spec: ModelSpec, physical: str, endpoint: LlmEndpoint) -> list[Problem]:
     """The model's name on this endpoint, and ``fit_problems`` (the rules a config also checks, with every other
     problem, before anything is built)."""
     problems = []

@@ -9,16 +9,15 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from . import images
 from ..adapters.settings import AdapterSpec, LoraSettings, lora_environment, max_rank_missing
 from ..core import service_model
-from ..core.service_model import aws_max, aws_min
 from ..core.errors import MISSING, Problem
+from ..core.service_model import aws_max, aws_min
 from ..core.settings import Settings, field_rule, instance_type_problem, name_problem, s3_uri_problem, unless_failed
 from ..eagle.settings import EAGLE_ARCHITECTURES, EagleSettings
 from ..sessions.settings import SessionSettings
+from . import images
 from .tool_calling import Reasoning, ToolCalling, tool_calling_problems, tool_environment
-
 
 _ECR_IMAGE = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/"
@@ -198,15 +197,15 @@ class Routing(Settings):
     ] = None
 
     @classmethod
-    def least_outstanding_requests(cls) -> "Routing":
+    def least_outstanding_requests(cls) -> Routing:
         return cls(strategy="LEAST_OUTSTANDING_REQUESTS")
 
     @classmethod
-    def random(cls) -> "Routing":
+    def random(cls) -> Routing:
         return cls(strategy="RANDOM")
 
     @classmethod
-    def prefix_aware(cls, *, prefix_length: int, concurrency_threshold: int) -> "Routing":
+    def prefix_aware(cls, *, prefix_length: int, concurrency_threshold: int) -> Routing:
         """Prefix-aware routing on the first ``prefix_length`` bytes of the request body (characters of the
         messages for the OpenAI-compatible API; not tokens), 1024-65536, falling back to load-aware above
         ``concurrency_threshold`` outstanding requests per instance, 1-1024."""
@@ -404,11 +403,11 @@ class Placement(Settings):
     ] = 1
 
     @classmethod
-    def spread(cls, *, max_zone_imbalance: int = 1) -> "Placement":
+    def spread(cls, *, max_zone_imbalance: int = 1) -> Placement:
         return cls(strategy="SPREAD", max_zone_imbalance=max_zone_imbalance)
 
     @classmethod
-    def binpack(cls, *, max_zone_imbalance: int = 1) -> "Placement":
+    def binpack(cls, *, max_zone_imbalance: int = 1) -> Placement:
         return cls(strategy="BINPACK", max_zone_imbalance=max_zone_imbalance)
 
 

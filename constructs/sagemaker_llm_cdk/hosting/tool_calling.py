@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 from pydantic import Field
 
-from . import images
 from ..core.errors import ConfigurationError, Problem
 from ..core.settings import Settings, field_rule
+from . import images
 
 if TYPE_CHECKING:
     from .settings import ModelSpec
@@ -366,7 +366,7 @@ class Reasoning(Settings):
     ] = None
 
 
-def tool_parsers_of(spec: "ModelSpec") -> tuple[frozenset[str], frozenset[str]] | None:
+def tool_parsers_of(spec: ModelSpec) -> tuple[frozenset[str], frozenset[str]] | None:
     """The tool-call and reasoning parser names the model's image ships; None when its vLLM is unknown."""
     image = images.lmi_image(images.tag_of(spec.image))
     if image is None or image.vllm not in VLLM_TOOL_PARSERS:
@@ -374,7 +374,7 @@ def tool_parsers_of(spec: "ModelSpec") -> tuple[frozenset[str], frozenset[str]] 
     return VLLM_TOOL_PARSERS[image.vllm], VLLM_REASONING_PARSERS[image.vllm]
 
 
-def tool_parser(spec: "ModelSpec") -> str | None:
+def tool_parser(spec: ModelSpec) -> str | None:
     """The tool-call parser the model runs: ``tools.parser``, else its architecture's default; None when off."""
     if spec.tools is None:
         return None
@@ -382,7 +382,7 @@ def tool_parser(spec: "ModelSpec") -> str | None:
     return spec.tools.parser or (default.tool_parser if default else None)
 
 
-def reasoning_parser(spec: "ModelSpec") -> str | None:
+def reasoning_parser(spec: ModelSpec) -> str | None:
     """The reasoning parser the model runs: ``reasoning.parser``, else its architecture's default; None when off."""
     if spec.reasoning is None:
         return None
@@ -390,7 +390,7 @@ def reasoning_parser(spec: "ModelSpec") -> str | None:
     return spec.reasoning.parser or (default.reasoning_parser if default else None)
 
 
-def tool_calling_problems(spec: "ModelSpec", *, image_known: bool = True) -> list[Problem]:
+def tool_calling_problems(spec: ModelSpec, *, image_known: bool = True) -> list[Problem]:
     """What is wrong with ``spec.tools`` and ``spec.reasoning``, in config terms (paths are the model's fields).
 
     ``image_known`` False (a JumpStart model before its lock is read) checks only what does not depend on the
@@ -452,7 +452,7 @@ def tool_calling_problems(spec: "ModelSpec", *, image_known: bool = True) -> lis
     return problems
 
 
-def tool_environment(spec: "ModelSpec") -> dict[str, str]:
+def tool_environment(spec: ModelSpec) -> dict[str, str]:
     """The LMI container variables for ``spec.tools`` and ``spec.reasoning`` (nothing when both are off).
 
     Raises ``ConfigurationError`` for a parser the (now known) image does not ship: a JumpStart model's image

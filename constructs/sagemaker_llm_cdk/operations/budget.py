@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import jsii
 from aws_cdk import IStableStringProducer, Lazy, Stack, Token
 from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
+
 from constructs import Construct
 
 STACK_NAME_TAG = "aws:cloudformation:stack-name"

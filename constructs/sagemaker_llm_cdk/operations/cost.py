@@ -12,19 +12,21 @@ whether this deploy may buy it). An unknown price reads "unknown" on its row, ne
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import date
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Stack, Token
+
 from constructs import IConstruct
 
 from ..core.instances import accelerators_of
 from .cost_model import (
     HOURS_PER_30_DAYS,
     CostLine,
-    endpoint_line,
     eagle_lines,
+    endpoint_line,
     plan_line,
     price_source,
     totals,
@@ -71,7 +73,7 @@ def _parts(app_or_stack: IConstruct) -> tuple[list[Any], list[Any], list[Any]]:
 
 
 def cost_model(
-    app_or_stack: IConstruct, *, prices: "Mapping[str, Decimal] | PriceLookup | None" = None
+    app_or_stack: IConstruct, *, prices: Mapping[str, Decimal] | PriceLookup | None = None
 ) -> list[CostLine]:
     """The cost lines of every ``LlmEndpoint``, EAGLE loop (and its benchmark) and ``CapacityPlan`` under
     ``app_or_stack``, keyed by construct path: the figures ``cost_ceiling_table`` prints, as data.
@@ -109,7 +111,7 @@ def cost_model(
 
 
 def cost_ceiling_table(
-    app_or_stack: IConstruct, *, prices: "Mapping[str, Decimal] | PriceLookup | None" = None, today: date | None = None
+    app_or_stack: IConstruct, *, prices: Mapping[str, Decimal] | PriceLookup | None = None, today: date | None = None
 ) -> str:
     """A plain-text table of ``cost_model(app_or_stack)``: one line per endpoint (instance type, min-max instances,
     accelerators, on-demand and plan-covered hours, USD per hour, floor and ceiling USD per 30 days, plan), one per
@@ -209,7 +211,7 @@ def _money_cells(line: CostLine) -> tuple[str, str, str, str, str]:
     )
 
 
-def _endpoint_rows(endpoint: "LlmEndpoint", notes: list[str], line: CostLine) -> list[tuple[str, ...]]:
+def _endpoint_rows(endpoint: LlmEndpoint, notes: list[str], line: CostLine) -> list[tuple[str, ...]]:
     options = endpoint.options
     scaling = options.scaling
     path = endpoint.node.path

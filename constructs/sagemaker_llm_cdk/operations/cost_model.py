@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from .pricing import HOSTING, JOB_USAGE, UNKNOWN, HourlyPrice, PriceLookup, PriceTable, not_looked_up, shipped_table
 
@@ -182,7 +183,7 @@ class _GivenPrices:
         return HourlyPrice(instance_type, region, Decimal(self._prices[instance_type]), "USD", "given")
 
 
-def price_source(prices: "PriceLookup | Mapping[str, Decimal] | None") -> PriceLookup:
+def price_source(prices: PriceLookup | Mapping[str, Decimal] | None) -> PriceLookup:
     """What the model prices with: the caller's lookup or mapping, else the shipped table."""
     if prices is None:
         return shipped_table()
@@ -397,7 +398,7 @@ def plan_line(subject: str, spec: Any, region: str | None, *, may_buy: bool | No
 
 
 def config_cost_model(
-    config: "AppConfig", *, prices: "PriceLookup | Mapping[str, Decimal] | None" = None, region: str | None = None
+    config: AppConfig, *, prices: PriceLookup | Mapping[str, Decimal] | None = None, region: str | None = None
 ) -> list[CostLine]:
     """Every cost line of a validated config, by config path: endpoints, their EAGLE loops and benchmarks, plans.
 

@@ -18,7 +18,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
+
 from constructs import Construct, IValidation
+
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import python_function
 from ..core.grants import acknowledge_waiting_provider
@@ -58,7 +60,7 @@ class DeploymentCheck(Construct):
         scope: Construct,
         id: str,
         *,
-        endpoint: "LlmEndpoint",
+        endpoint: LlmEndpoint,
         query_interval: Duration | None = None,
         total_timeout: Duration | None = None,
     ) -> None:
@@ -182,7 +184,7 @@ class DeploymentCheck(Construct):
         self.node.add_validation(_AllModelsChecked(self))
         _acknowledge_deployment_check(self)
 
-    def add_model(self, model: "ModelComponent") -> None:
+    def add_model(self, model: ModelComponent) -> None:
         """Check ``model``'s inference component too: InService, on this endpoint, serving its model."""
         self.add_component(
             model.component_name,

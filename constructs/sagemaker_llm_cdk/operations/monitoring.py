@@ -21,8 +21,9 @@ when that model's latency or 5xx-rate alarm fires; the endpoint itself gets a bl
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import jsii
 from aws_cdk import Annotations, Aws, Duration, Names, Stack, Token
@@ -31,20 +32,21 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+
 from constructs import Construct, IValidation
 
-from ..core.metrics import metric, one_minute
-from ..hosting.component_base import InferenceComponentConstruct
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE
+from ..core.metrics import metric, one_minute
 from ..core.settings import validated
+from ..hosting.component_base import InferenceComponentConstruct
 
 if TYPE_CHECKING:
     from ..core.protocols import ICapacityReservation
     from ..hosting.endpoint import LlmEndpoint
     from ..hosting.model_component import ModelComponent
 
-from .settings import MAX_ALARM_METRICS, MonitoringSettings, _PREFIX, _SUBJECT
+from .settings import _PREFIX, _SUBJECT, MAX_ALARM_METRICS, MonitoringSettings
 
 SECTIONS = ("endpoint", "models", "adapters", "front_door", "capacity_plan", "eagle")
 """Dashboard sections, top to bottom, whatever order the ``monitor_*`` calls come in."""
@@ -70,7 +72,7 @@ class _Board:
 
 @dataclass
 class _Monitored:
-    endpoint: "LlmEndpoint"
+    endpoint: LlmEndpoint
     components: set[str]
 
 
@@ -78,7 +80,7 @@ class _Monitored:
 class _AllModelsMonitored:
     """Fails the synth when a model was added to an endpoint after ``monitor_endpoint`` saw it."""
 
-    def __init__(self, monitoring: "LlmMonitoring") -> None:
+    def __init__(self, monitoring: LlmMonitoring) -> None:
         self._monitoring = monitoring
 
     def validate(self) -> list[str]:
@@ -162,12 +164,12 @@ class LlmMonitoring(Construct):
         """The dashboard of rows that belong to no endpoint, once one was added."""
         return self._overview.dashboard if self._overview else None
 
-    def dashboard_for(self, endpoint: "LlmEndpoint") -> cloudwatch.Dashboard:
+    def dashboard_for(self, endpoint: LlmEndpoint) -> cloudwatch.Dashboard:
         """The endpoint's dashboard (created empty on first use)."""
         return self._board(endpoint).dashboard
 
     # --------------------------------------------------------------- endpoint
-    def monitor_endpoint(self, endpoint: "LlmEndpoint") -> cloudwatch.Dashboard:
+    def monitor_endpoint(self, endpoint: LlmEndpoint) -> cloudwatch.Dashboard:
         """Dashboard rows, alarms and rollback config for ``endpoint`` and each of its models.
 
         Per model: p99-latency, 5xx-rate and GPU-saturation alarms, a no-capacity alarm when it
@@ -211,13 +213,13 @@ class LlmMonitoring(Construct):
             endpoint.configure_rollout(rollout, {self._name_of(a): a for a in endpoint_alarms})
         return board.dashboard
 
-    def rollback_alarms(self, model: "ModelComponent") -> list[cloudwatch.Alarm]:
+    def rollback_alarms(self, model: ModelComponent) -> list[cloudwatch.Alarm]:
         """The alarms a model's rollout watches (its p99-latency and 5xx-rate alarms, when on)."""
         names = [self._alarm_name(model.component_name, kind) for kind in ("p99-latency", "5xx-rate")]
         return [self.alarms[n] for n in names if n in self.alarms]
 
     # ---------------------------------------------------------------- adapters
-    def monitor_adapter(self, adapter: AdapterLike, *, endpoint: "LlmEndpoint | None" = None) -> cloudwatch.GraphWidget:
+    def monitor_adapter(self, adapter: AdapterLike, *, endpoint: LlmEndpoint | None = None) -> cloudwatch.GraphWidget:
         """Add the adapter's invocations to the adapter graph of ``endpoint``'s dashboard.
 
         :param adapter: anything with ``component_name`` and ``metric_invocations()``.
@@ -226,7 +228,7 @@ class LlmMonitoring(Construct):
         return self.monitor_adapters([adapter], endpoint=endpoint)[0]
 
     def monitor_adapters(
-        self, adapters: Sequence[AdapterLike], *, endpoint: "LlmEndpoint | None" = None
+        self, adapters: Sequence[AdapterLike], *, endpoint: LlmEndpoint | None = None
     ) -> list[cloudwatch.GraphWidget]:
         """``monitor_adapter`` for each of ``adapters``, in order: the same lines in the same graphs
         (``ADAPTERS_PER_GRAPH`` lines each), but a new graph gets its lines when it is created, one jsii call
@@ -283,7 +285,7 @@ class LlmMonitoring(Construct):
         function: lambda_.IFunction,
         name: str,
         *,
-        endpoint: "LlmEndpoint | None" = None,
+        endpoint: LlmEndpoint | None = None,
         extra_error_metrics: Sequence[cloudwatch.IMetric] = (),
     ) -> cloudwatch.Alarm | None:
         """Rows for the session front door's function, and an alarm on its errors.
@@ -348,10 +350,10 @@ class LlmMonitoring(Construct):
     # ----------------------------------------------------------- capacity plan
     def monitor_capacity_plan(
         self,
-        plan: "str | ICapacityReservation",
+        plan: str | ICapacityReservation,
         warning_days: int | None = None,
         *,
-        endpoint: "LlmEndpoint | None" = None,
+        endpoint: LlmEndpoint | None = None,
         namespace: str = METRICS_NAMESPACE,
     ) -> cloudwatch.Alarm | None:
         """Days left of a capacity plan (``CapacityPlanDaysLeft``, published daily) and an expiry alarm.
@@ -392,7 +394,7 @@ class LlmMonitoring(Construct):
         model_name: str,
         namespace: str = METRICS_NAMESPACE,
         *,
-        endpoint: "LlmEndpoint | None" = None,
+        endpoint: LlmEndpoint | None = None,
         extra_dimensions: Mapping[str, str] | None = None,
     ) -> cloudwatch.Alarm | None:
         """EAGLE speedup of the latest optimization runs of ``model_name``, and an alarm when a job fails.
@@ -457,7 +459,7 @@ class LlmMonitoring(Construct):
         )
 
     # =============================================================== internals
-    def _board(self, endpoint: "LlmEndpoint | None") -> _Board:
+    def _board(self, endpoint: LlmEndpoint | None) -> _Board:
         if endpoint is None:
             if self._overview is None:
                 self._overview = self._new_board("Operations", "operations")
@@ -552,7 +554,7 @@ class LlmMonitoring(Construct):
         return alarm
 
     # ---------------------------------------------------------- endpoint rows
-    def _endpoint_alarms(self, endpoint: "LlmEndpoint", subject: str) -> list[cloudwatch.Alarm]:
+    def _endpoint_alarms(self, endpoint: LlmEndpoint, subject: str) -> list[cloudwatch.Alarm]:
         """p99-latency and 5xx-rate alarms of the endpoint, from its models' own metrics.
 
         An inference-component endpoint publishes its invocation metrics per component
@@ -615,7 +617,7 @@ class LlmMonitoring(Construct):
                 endpoint.cfn_endpoint.node.add_dependency(alarm)
         return alarms
 
-    def _endpoint_rows(self, board: _Board, endpoint: "LlmEndpoint", alarms: list[cloudwatch.Alarm]) -> None:
+    def _endpoint_rows(self, board: _Board, endpoint: LlmEndpoint, alarms: list[cloudwatch.Alarm]) -> None:
         metrics = _EndpointMetrics(endpoint)
         options = endpoint.options
         section = board.sections["endpoint"]
@@ -679,7 +681,7 @@ class LlmMonitoring(Construct):
         )
 
     # ------------------------------------------------------------- model rows
-    def _monitor_model(self, board: _Board, model: "ModelComponent") -> None:
+    def _monitor_model(self, board: _Board, model: ModelComponent) -> None:
         settings = self.settings
         subject = self._subject("component_name", model.component_name)
         where = ("Models", subject)
@@ -760,7 +762,7 @@ class LlmMonitoring(Construct):
         )
         self._model_rows(board, model, alarms)
 
-    def _model_rows(self, board: _Board, model: "ModelComponent", alarms: list[cloudwatch.Alarm]) -> None:
+    def _model_rows(self, board: _Board, model: ModelComponent, alarms: list[cloudwatch.Alarm]) -> None:
         name = model.component_name
         copies = model.spec.copies
         section = board.sections["models"]
@@ -835,7 +837,7 @@ class LlmMonitoring(Construct):
 class _EndpointMetrics:
     """Variant metrics of an endpoint, naming it literally when its physical name is known at synth."""
 
-    def __init__(self, endpoint: "LlmEndpoint") -> None:
+    def __init__(self, endpoint: LlmEndpoint) -> None:
         given = endpoint.cfn_endpoint.endpoint_name if endpoint.cfn_endpoint is not None else None
         self.literal = isinstance(given, str) and not Token.is_unresolved(given)
         self._name: str = given if isinstance(given, str) and self.literal else endpoint.endpoint_name

@@ -25,11 +25,12 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 SERVICE_CODE = "AmazonSageMaker"
 PRODUCT_FAMILY = "ML Instance"
@@ -267,13 +268,13 @@ class PriceTable:
     path: str = ""
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> "PriceTable":
+    def load(cls, path: str | Path | None = None) -> PriceTable:
         """The table at ``path`` (default: the shipped ``prices.json``)."""
         source = Path(path) if path is not None else PRICE_TABLE
         return cls.from_json(json.loads(source.read_text(encoding="utf-8")), path=str(source))
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, path: str = "") -> "PriceTable":
+    def from_json(cls, data: Mapping[str, Any], *, path: str = "") -> PriceTable:
         cells: dict[tuple[str, str, str], tuple[Decimal | None, str, str]] = {}
         read = str(data["read"])
         usages: dict[str, str] = {}
@@ -469,7 +470,7 @@ def write_table(data: Mapping[str, Any], path: str | Path = PRICE_TABLE) -> None
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def refresh(path: str | Path = PRICE_TABLE, *, price_list: "PriceList | None" = None, today: date | None = None) -> str:
+def refresh(path: str | Path = PRICE_TABLE, *, price_list: PriceList | None = None, today: date | None = None) -> str:
     """Rewrite the table at ``path`` from the Price List API (credentials with ``pricing:GetProducts``); return a
     one-line summary. A cell the API does not price keeps its previous figure and date."""
     price_list = price_list or PriceList()

@@ -12,7 +12,6 @@ from pydantic import Field
 from ..core.errors import Problem
 from ..core.settings import Settings
 
-
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _SUBJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")

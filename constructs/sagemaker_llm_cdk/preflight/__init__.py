@@ -37,14 +37,18 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..core import regions
 from ..core.errors import ConfigurationError
 from ..operations.pricing import PriceList, PriceLookup
+from . import live as _live_checks  # noqa: F401
+from . import offline as _offline  # noqa: F401  (registers the offline checks, in order, before the live ones)
+from . import routers as _router_checks  # noqa: F401  (routers: region offline, destinations live)
 from .context import (
     LIVE_CHECKS,
     OFFLINE_CHECKS,
@@ -59,9 +63,6 @@ from .context import (
 from .costs import cost_findings
 from .findings import SEVERITIES, Finding, Severity, blocker, exit_code, format_findings, info, summary_line, warning
 from .live import _error_code
-from . import offline as _offline  # noqa: F401  (registers the offline checks, in order, before the live ones)
-from . import live as _live_checks  # noqa: F401
-from . import routers as _router_checks  # noqa: F401  (routers: region offline, destinations live)
 
 if TYPE_CHECKING:
     from ..config.settings import AppConfig
@@ -94,7 +95,7 @@ __all__ = [
 
 # ====================================================================== run
 def run_preflight(
-    config: "AppConfig | str | Path",
+    config: AppConfig | str | Path,
     *,
     region: str | None = None,
     templates: Mapping[str, Mapping[str, Any]] | None = None,
@@ -118,8 +119,8 @@ def run_preflight(
     :param prices: a price lookup for the cost lines. Default: the Price List API when live, else none.
     :param now: the time windows are checked against. Default: now (UTC).
     """
-    from ..config.settings import AppConfig
     from ..config.loading import load_config
+    from ..config.settings import AppConfig
 
     source = "config"
     if not isinstance(config, AppConfig):
@@ -136,7 +137,7 @@ def run_preflight(
         source=source,
         region=region,
         partition=partition,
-        now=now or datetime.now(timezone.utc),
+        now=now or datetime.now(UTC),
         templates=templates,
         offline=offline,
     )

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime, timezone
+from typing import TYPE_CHECKING, Any
 
 from ..core import regions
 from ..operations.pricing import PriceLookup
@@ -60,7 +61,7 @@ class AwsClients:
 class PreflightContext:
     """What every check reads: the config, the target, the synthesized templates and (live) the clients."""
 
-    config: "AppConfig"
+    config: AppConfig
     source: str
     region: str | None
     partition: str | None
@@ -77,21 +78,21 @@ class PreflightContext:
         return self.clients is not None
 
     @property
-    def plans(self) -> dict[str, tuple[int, "CapacityPlanSpec"]]:
+    def plans(self) -> dict[str, tuple[int, CapacityPlanSpec]]:
         """``{plan name: (index, spec)}`` of ``capacity_plans``."""
         return {plan.plan_name: (index, plan) for index, plan in enumerate(self.config.capacity_plans)}
 
-    def plan_physical_name(self, plan: "CapacityPlanSpec") -> str:
+    def plan_physical_name(self, plan: CapacityPlanSpec) -> str:
         """The TrainingPlanName the app's stacks buy or use for ``plan``: ``<stack_name>-<name>`` to reserve
         (unless ``physical_name`` pins it), the name as given for an existing plan."""
         return plan.physical_plan_name(self.config.stack_name)
 
-    def plan_of(self, endpoint: "EndpointSpec") -> tuple[int, "CapacityPlanSpec"] | None:
+    def plan_of(self, endpoint: EndpointSpec) -> tuple[int, CapacityPlanSpec] | None:
         """The plan ``endpoint`` is bound to, with its index, or None (on-demand)."""
         name = getattr(endpoint, "capacity_plan", None)
         return self.plans.get(name) if isinstance(name, str) else None
 
-    def endpoints(self) -> Iterator[tuple[str, "EndpointSpec"]]:
+    def endpoints(self) -> Iterator[tuple[str, EndpointSpec]]:
         for index, endpoint in enumerate(self.config.endpoints):
             yield f"endpoints[{index}]", endpoint
 
@@ -186,7 +187,7 @@ def _template_update_policy(ctx: PreflightContext, endpoint: Any) -> tuple[str, 
     return None
 
 
-def serves_on_demand_until_active(ctx: "PreflightContext", endpoint: Any) -> bool:
+def serves_on_demand_until_active(ctx: PreflightContext, endpoint: Any) -> bool:
     """Whether the endpoint serves on on-demand capacity until its plan is Active: its plan says
     ``when_not_active: on_demand`` (the synth then leaves ``CapacityReservationConfig`` out while the plan's
     status is not Active). Such an endpoint's inactive plan is a warning, not a blocker: the deploy
@@ -196,4 +197,4 @@ def serves_on_demand_until_active(ctx: "PreflightContext", endpoint: Any) -> boo
 
 
 def _iso(value: datetime) -> str:
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

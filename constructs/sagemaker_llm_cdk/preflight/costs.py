@@ -6,7 +6,7 @@ floor and ceiling per 30 days the synth's cost table shows, and the table's age.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..operations.cost_model import config_cost_model, totals, usd
 from ..operations.pricing import PriceTable, shipped_table

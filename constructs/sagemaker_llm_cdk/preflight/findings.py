@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 Severity = Literal["blocker", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("blocker", "warning", "info")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .context import (
     LAYER_ARN,
@@ -224,7 +225,7 @@ def _stack_exists(ctx: PreflightContext) -> bool | None:
 
 
 def _plan_findings(
-    ctx: PreflightContext, plan: "CapacityPlanSpec", described: Mapping[str, Any], path: str, endpoint_path: str | None
+    ctx: PreflightContext, plan: CapacityPlanSpec, described: Mapping[str, Any], path: str, endpoint_path: str | None
 ) -> Iterator[Finding]:
     status = described.get("Status")
     start, end = described.get("StartTime"), described.get("EndTime")
@@ -559,8 +560,8 @@ def check_front_door_callers(ctx: PreflightContext) -> Iterable[Finding]:
     it lets that caller act as anyone else who assumes the role (and continue their conversations)."""
     if ctx.clients is None:
         return
-    from urllib.parse import unquote
     import json
+    from urllib.parse import unquote
 
     from ..sessions.trust import cognito_pool_problems, session_name_choices
 

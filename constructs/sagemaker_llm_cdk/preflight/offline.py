@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..core import regions, service_model
 from .context import (

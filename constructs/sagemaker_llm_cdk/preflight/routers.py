@@ -5,7 +5,8 @@ and every destination (live, read-only ``iam:SimulatePrincipalPolicy``)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from .context import PreflightContext, register_check
 from .findings import Finding, blocker, warning

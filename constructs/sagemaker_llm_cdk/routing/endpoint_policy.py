@@ -21,17 +21,19 @@ lowercase, the form SageMaker writes).
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from aws_cdk import CustomResource, Duration, Stack, Token
+
 from constructs import Construct, IConstruct
 
 from ..core import grants
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import provider_framework, python_function
-from ..core.tree import once_per_stack
 from ..core.nag import acknowledge_resource
 from ..core.settings import name_problem
+from ..core.tree import once_per_stack
 
 RESOURCE_TYPE = "Custom::SageMakerEndpointPolicy"
 HANDLER_FOLDER = "endpoint_policy"
@@ -72,7 +74,7 @@ class EndpointPolicyService(Construct):
         )
 
     @classmethod
-    def of(cls, scope: IConstruct) -> "EndpointPolicyService":
+    def of(cls, scope: IConstruct) -> EndpointPolicyService:
         """The stack's one ``EndpointPolicyService``, made on first use."""
         return once_per_stack(cls, scope, SERVICE_ID)
 

@@ -29,8 +29,9 @@ with an alarm; the dashboard adds each destination's own ``AWS/SageMaker`` metri
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Aws, CustomResource, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -42,6 +43,7 @@ from aws_cdk import aws_scheduler_targets as scheduler_targets
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
+
 from constructs import Construct
 
 from ..core import grants
@@ -49,8 +51,8 @@ from ..core.errors import ConfigurationError, Problem
 from ..core.functions import python_function
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric
 from ..core.nag import acknowledge_resource
-from ..core.naming import stack_prefix
 from ..core.name_rules import prefixed_name
+from ..core.naming import stack_prefix
 from ..core.regions import partition_of
 from ..core.schedule_expression import schedule_problem
 from ..core.settings import name_problem
@@ -113,7 +115,7 @@ class Destination:
     endpoint_arn: str
 
     @classmethod
-    def from_arn(cls, arn: str, *, endpoint_name: str | None = None) -> "Destination":
+    def from_arn(cls, arn: str, *, endpoint_name: str | None = None) -> Destination:
         """A destination by ARN; an inference component needs the name of its endpoint."""
         match = DESTINATION_ARN.match(arn)
         if match is None:
@@ -149,7 +151,7 @@ class Destination:
         return cls(arn, endpoint)
 
     @classmethod
-    def of_component(cls, component: "InferenceComponentConstruct", *, account: str, region: str) -> "Destination":
+    def of_component(cls, component: InferenceComponentConstruct, *, account: str, region: str) -> Destination:
         """The inference component ``component`` as deployed in ``account`` and ``region`` (its name is literal:
         stack-prefixed or pinned), on its endpoint (whose physical name is literal too)."""
         partition = Aws.PARTITION if Token.is_unresolved(region) else (partition_of(region) or "aws")

@@ -16,8 +16,9 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -25,17 +26,19 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+
 from constructs import Construct
+
+from ..core import grants
 from ..core._assets import staged_handler
-from ..core.metrics import metric
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, python_function
-from .settings import SessionSettings
-from . import trust
-from ..core.storage import secure_key
-from ..core.settings import validated
-from ..core import grants
+from ..core.metrics import metric
 from ..core.nag import acknowledge_resource
+from ..core.settings import validated
+from ..core.storage import secure_key
+from . import trust
+from .settings import SessionSettings
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
@@ -131,8 +134,8 @@ class SessionFrontDoor(Construct):
         scope: Construct,
         id: str,
         *,
-        endpoint: "LlmEndpoint",
-        default_component: "ModelComponent",
+        endpoint: LlmEndpoint,
+        default_component: ModelComponent,
         components: Sequence[ServedComponent] = (),
         settings: SessionSettings | None = None,
         encryption_key: kms.IKey | None = None,
@@ -302,9 +305,7 @@ class SessionFrontDoor(Construct):
                 )
 
     # --------------------------------------------------------------- environment
-    def _environment(
-        self, endpoint: "LlmEndpoint", default_component: Any, settings: SessionSettings
-    ) -> dict[str, str]:
+    def _environment(self, endpoint: LlmEndpoint, default_component: Any, settings: SessionSettings) -> dict[str, str]:
         # Fixed size whatever the number of components: their names are in ALLOWED_COMPONENTS_FILE.
         return {
             "ENDPOINT_NAME": endpoint.endpoint_name,
@@ -447,7 +448,7 @@ class SessionFrontDoor(Construct):
         )
 
     # ------------------------------------------------------------------ EAGLE turn log
-    def log_turns(self, turn_log: "TurnLog") -> None:
+    def log_turns(self, turn_log: TurnLog) -> None:
         """Write each completed turn to ``turn_log`` (Firehose, chat-completions JSONL naming the component).
 
         The EAGLE dataset source ``front_door`` reads it; the function may only put records on that stream
@@ -471,7 +472,7 @@ class SessionFrontDoor(Construct):
 # --------------------------------------------------------------------------- validation
 
 
-def _component_problems(field: str, component: Any, endpoint: "LlmEndpoint") -> list[Problem]:
+def _component_problems(field: str, component: Any, endpoint: LlmEndpoint) -> list[Problem]:
     name = getattr(component, "component_name", None)
     if not isinstance(name, str) or getattr(component, "component_arn", None) is None:
         return [
@@ -497,7 +498,7 @@ def _component_problems(field: str, component: Any, endpoint: "LlmEndpoint") -> 
     return []
 
 
-def _on_endpoint(component: Any, endpoint: "LlmEndpoint") -> bool:
+def _on_endpoint(component: Any, endpoint: LlmEndpoint) -> bool:
     owner = getattr(component, "endpoint", None)
     if owner is not None:
         return owner is endpoint
@@ -630,6 +631,6 @@ def _lmi_major(image: str, lmi_tag: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _description(endpoint: "LlmEndpoint") -> str:
+def _description(endpoint: LlmEndpoint) -> str:
     text = f"the session front door (conversation -> SageMaker session) of endpoint {endpoint.node.path}"
     return text if len(text) <= 256 else text[:253] + "..."

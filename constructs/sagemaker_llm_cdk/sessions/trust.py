@@ -30,7 +30,8 @@ preflight (``preflight.live.check_front_door_callers``) reads roles with ``sessi
 from __future__ import annotations
 
 import fnmatch
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 SessionNamePin = Literal["user_name", "source_identity"]
 SESSION_NAME_PINS: tuple[str, ...] = ("user_name", "source_identity")

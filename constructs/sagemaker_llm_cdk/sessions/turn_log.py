@@ -36,10 +36,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesisfirehose as firehose
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+
 from constructs import Construct
+
 from ..core.errors import ConfigurationError, Problem
-from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from ..core.nag import acknowledge, nag_form
+from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from .settings import DEFAULT_TURN_LOG_RETENTION_DAYS
 
 DEFAULT_PREFIX = "front-door/"

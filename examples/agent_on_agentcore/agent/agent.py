@@ -16,7 +16,7 @@ import ast
 import json
 import operator
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -26,7 +26,6 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-
 from sagemaker_llm_cdk.agents import SageMakerChatModel
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
@@ -63,7 +62,7 @@ def calculate(expression: str) -> str:
 @tool
 def current_time() -> str:
     """The current date and time in UTC, ISO 8601."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 TOOLS = [calculate, current_time]

@@ -30,7 +30,7 @@ class CustomResourceEvent(BaseModel):
     old_resource_properties: dict[str, Any] | None = Field(default=None, alias="OldResourceProperties")
 
     @model_validator(mode="after")
-    def _fields_of_the_request_type(self) -> "CustomResourceEvent":
+    def _fields_of_the_request_type(self) -> CustomResourceEvent:
         missing = []
         if self.request_type in ("Update", "Delete") and not self.physical_resource_id:
             missing.append("PhysicalResourceId")

@@ -17,7 +17,7 @@ where they are used. Values are stripped of surrounding white space; an empty va
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 REDEPLOY = "the construct sets it; redeploy the stack (or set it in the function's configuration)"
 

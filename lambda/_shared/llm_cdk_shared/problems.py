@@ -15,7 +15,8 @@ pydantic itself (it reads the error it is given), so a handler may import it at 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # only the annotation: ``shown`` and this module cost no pydantic import
     from pydantic import ValidationError

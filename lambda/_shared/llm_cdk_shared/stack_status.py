@@ -10,7 +10,8 @@ as not rolling back: each caller's safe default applies, and the log says which.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
