@@ -9,7 +9,7 @@ from pathlib import Path
 from aws_cdk import App, Environment
 from sagemaker_llm_cdk import ConfigurationError, cost_ceiling_table, load_config
 from sagemaker_llm_cdk.capacity.capacity_plan import consent_problems, consented_plans, file_consents
-from sagemaker_llm_cdk.capacity.settings import EXTEND_CONTEXT, PURCHASE_CONTEXT
+from sagemaker_llm_cdk.settings.capacity import EXTEND_CONTEXT, PURCHASE_CONTEXT
 from sagemaker_llm_cdk.config.loading import locate_problems
 from sagemaker_llm_cdk.core.removal import removal_note
 from sagemaker_llm_cdk.operations.cost import cost_model

@@ -29,7 +29,7 @@ from sagemaker_llm_cdk.core.removal import set_removal
 from sagemaker_llm_cdk.hosting.model_component import ModelComponent
 from sagemaker_llm_cdk.routing.endpoint_policy import EndpointPolicy, merged_policy
 from sagemaker_llm_cdk.routing.router import endpoint_policies
-from sagemaker_llm_cdk.routing.settings import RouterSpec, RoutingTargetSpec, default_router_name
+from sagemaker_llm_cdk.settings.routing import RouterSpec, RoutingTargetSpec, default_router_name
 
 from constructs import Construct
 
@@ -241,7 +241,7 @@ class RouterStack(Stack):
         Returns the roles granted. An environment-agnostic stack grants none: it cannot tell which are its own."""
         from aws_cdk import Token
         from aws_cdk import aws_iam as iam
-        from sagemaker_llm_cdk.routing.settings import ROLE_ARN
+        from sagemaker_llm_cdk.settings.routing import ROLE_ARN
 
         granted: list[str] = []
         if Token.is_unresolved(self.account):

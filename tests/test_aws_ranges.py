@@ -273,7 +273,7 @@ def test_a_setting_takes_aws_bounds_or_says_why_it_is_narrower(key):
 def test_the_provision_timeout_is_aws_300_to_3600():
     """botocore (VariantInstanceProvisionTimeoutInSeconds), CloudFormation's schema and the heterogeneous-endpoints
     guide all say 300-3600; the setting once took 1800-10800."""
-    from sagemaker_llm_cdk.hosting.settings import EndpointOptions
+    from sagemaker_llm_cdk.settings.hosting import EndpointOptions
 
     info = EndpointOptions.model_fields["instance_provision_timeout_seconds"]
     assert (bound(info, annotated_types.Ge), bound(info, annotated_types.Le)) == (300, 3600)

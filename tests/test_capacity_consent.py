@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -14,8 +14,8 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 from sagemaker_llm_cdk import ConfigurationError, InstanceScaling, LlmEndpoint
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
-from sagemaker_llm_cdk.capacity.settings import CapacityPlanSpec, spec_binding_problems
-from sagemaker_llm_cdk.hosting.settings import EndpointOptions
+from sagemaker_llm_cdk.settings.capacity import CapacityPlanSpec, spec_binding_problems
+from sagemaker_llm_cdk.settings.hosting import EndpointOptions
 
 INSTANCE = "ml.p5e.48xlarge"
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e-existing"

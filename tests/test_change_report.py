@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from sagemaker_llm_cdk import (
     add_adapters,
 )
 from sagemaker_llm_cdk.capacity.capacity_plan import RESOURCE_TYPE, CapacityPlan
-from sagemaker_llm_cdk.capacity.settings import CapacityPlanSpec
+from sagemaker_llm_cdk.settings.capacity import CapacityPlanSpec
 
 from tools import change_report
 from tools.change_report import Report, compare, load_assembly, render_markdown, render_text

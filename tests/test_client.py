@@ -568,7 +568,7 @@ def test_retry_after_is_delta_seconds_or_an_http_date(header, seconds):
 
 
 def test_retry_after_as_a_future_http_date():
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
     from email.utils import format_datetime
 
     later = format_datetime(datetime.now(UTC) + timedelta(seconds=6), usegmt=True)

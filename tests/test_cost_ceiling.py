@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 from aws_cdk import App, Stack
 from sagemaker_llm_cdk import CopyScaling, InstanceScaling, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
-from sagemaker_llm_cdk.capacity.settings import CapacityPlanSpec
+from sagemaker_llm_cdk.settings.capacity import CapacityPlanSpec
 from sagemaker_llm_cdk.operations.cost import cost_ceiling_table
 
 

@@ -13,7 +13,7 @@ from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.eagle.benchmark import WORKLOAD_TYPE, workload_name
 from sagemaker_llm_cdk.eagle.optimization import EagleOptimization
 from sagemaker_llm_cdk.eagle.serving import PromotionParameter
-from sagemaker_llm_cdk.eagle.settings import EagleBenchmarkSettings, EagleSettings
+from sagemaker_llm_cdk.settings.eagle import EagleBenchmarkSettings, EagleSettings
 from test_eagle import lid, render
 
 MODEL = "qwen3-32b"

@@ -11,14 +11,14 @@ capture objects is in the training data of exactly one created job, and the wate
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 from conftest import FakeLambdaContext, load_handler_module
 from moto import mock_aws
-from sagemaker_llm_cdk.eagle.settings import EagleSettings
+from sagemaker_llm_cdk.settings.eagle import EagleSettings
 from support.aws_model import assert_valid_request
 from test_eagle import build
 

@@ -465,7 +465,7 @@ def test_each_model_is_checked_against_every_pool_type():
 
 
 def test_a_per_type_requirement_is_named_where_it_was_set():
-    from sagemaker_llm_cdk.hosting.settings import InstanceRequirements
+    from sagemaker_llm_cdk.settings.hosting import InstanceRequirements
 
     endpoint = LlmEndpoint(
         new_stack(),
@@ -573,7 +573,7 @@ def test_memory_is_checked_on_a_single_instance_type_too():
 )
 def test_instance_pool_rules(pools, message):
     from sagemaker_llm_cdk.core.settings import validated
-    from sagemaker_llm_cdk.hosting.settings import EndpointOptions
+    from sagemaker_llm_cdk.settings.hosting import EndpointOptions
 
     with pytest.raises(ConfigurationError, match=message):
         validated(EndpointOptions, {"instance_type": "ml.g6e.12xlarge", "instance_pools": pools}, where="test")

@@ -12,7 +12,7 @@ from cdk_nag import AwsSolutionsChecks
 from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, load_config
 from sagemaker_llm_cdk.core.grants import WILDCARD_ONLY_ACTIONS, grant, guard_wildcards, wildcard_problems
 from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
-from sagemaker_llm_cdk.sessions.settings import SessionSettings
+from sagemaker_llm_cdk.settings.sessions import SessionSettings
 
 from stacks import LlmPlatformStack, attach_checks
 

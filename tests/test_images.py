@@ -8,7 +8,7 @@ from aws_cdk.assertions import Template
 from sagemaker_llm_cdk import ConfigurationError, EagleSettings, LlmEndpoint, LoraSettings, ModelSpec, parse_config
 from sagemaker_llm_cdk.core.functions import powertools_layer
 from sagemaker_llm_cdk.core.service_model import inference_ami_versions
-from sagemaker_llm_cdk.hosting import images
+from sagemaker_llm_cdk.settings import images
 from support.stacks import MODEL_URI
 
 BOUND = Environment(account="123456789012", region="us-east-1")

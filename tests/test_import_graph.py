@@ -56,12 +56,12 @@ def test_core_may_not_import_a_feature(tmp_path):
             "core/__init__.py": "",
             "hosting/__init__.py": "",
             "core/functions.py": "from ..hosting.images import account\n",
-            "hosting/images.py": "account = 1\n",
+            "settings/images.py": "account = 1\n",
         },
     )
     assert import_graph.problems(package) == [
         "sagemaker_llm_cdk.core.functions (core) imports the feature module sagemaker_llm_cdk.hosting",
-        "sagemaker_llm_cdk.core.functions (core) imports the feature module sagemaker_llm_cdk.hosting.images",
+        "sagemaker_llm_cdk.core.functions (core) imports the feature module sagemaker_llm_cdk.settings.images",
     ]
 
 
@@ -72,12 +72,12 @@ def test_config_may_not_reach_a_construct_module(tmp_path):
             "__init__.py": "",
             "config/__init__.py": "",
             "hosting/__init__.py": "",
-            "config/settings.py": "from ..hosting.settings import ModelSpec\n",
-            "hosting/settings.py": "def rule():\n    from .endpoint import Endpoint\n",
+            "settings/config.py": "from ..hosting.settings import ModelSpec\n",
+            "settings/hosting.py": "def rule():\n    from .endpoint import Endpoint\n",
             "hosting/endpoint.py": "from aws_cdk import Stack\n",
         },
     )
     assert import_graph.problems(package) == [
-        "sagemaker_llm_cdk.config.settings (config) imports, through its imports, the construct module "
+        "sagemaker_llm_cdk.settings.config (config) imports, through its imports, the construct module "
         "sagemaker_llm_cdk.hosting.endpoint"
     ]

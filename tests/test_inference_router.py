@@ -26,7 +26,7 @@ from sagemaker_llm_cdk import (
 from sagemaker_llm_cdk.core import service_model
 from sagemaker_llm_cdk.routing.endpoint_policy import RESOURCE_TYPE as POLICY_TYPE
 from sagemaker_llm_cdk.routing.router import RESOURCE_TYPE
-from sagemaker_llm_cdk.routing.settings import ROUTING_PREFERENCES
+from sagemaker_llm_cdk.settings.routing import ROUTING_PREFERENCES
 from support.aws_model import assert_valid_request
 from support.examples import cli_context, synthesize_in_process
 
@@ -208,7 +208,7 @@ def test_after_a_rename_the_handlers_may_still_delete_and_wait_for_the_old_route
 def test_a_long_generated_router_name_keeps_a_digest_and_one_that_fits_is_unchanged():
     from types import SimpleNamespace
 
-    from sagemaker_llm_cdk.routing.settings import default_router_name
+    from sagemaker_llm_cdk.settings.routing import default_router_name
 
     from stacks.router_stage import router_name_of
 

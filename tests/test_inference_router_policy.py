@@ -175,7 +175,7 @@ def test_the_owners_document_is_the_routers_own():
     asynchronous target's endpoint allows InvokeEndpointAsync."""
     stack = Stack(App(), "Chat", env=Environment(account="111111111111", region="us-east-1"))
     west = Destination.from_arn("arn:aws:sagemaker:us-west-2:222222222222:endpoint/batch")
-    from sagemaker_llm_cdk.routing.settings import AsyncRouting
+    from sagemaker_llm_cdk.settings.routing import AsyncRouting
 
     router = InferenceRouter(
         stack,

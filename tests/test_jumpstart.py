@@ -209,7 +209,7 @@ def test_the_lock_writer_records_where_and_when_it_read_the_spec_and_its_digest(
             == 0
         )
     import hashlib
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     source = yaml.safe_load(lock_file.read_text())["regions"]["us-east-1"][QWEN][QWEN_VERSION]["source"]
     assert source == {

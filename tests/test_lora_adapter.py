@@ -32,7 +32,7 @@ from sagemaker_llm_cdk.adapters.lora_adapter import (
     artifact_policies,
 )
 from sagemaker_llm_cdk.adapters.manifest import adapters_from, load_adapter_manifest
-from sagemaker_llm_cdk.adapters.settings import AdapterSpec, LoraSettings
+from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
 from sagemaker_llm_cdk.core.settings import validated
 
 MODEL_URI = "s3://my-weights/qwen3-8b/"

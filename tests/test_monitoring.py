@@ -17,7 +17,7 @@ from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, Mode
 from sagemaker_llm_cdk.core.functions import python_function
 from sagemaker_llm_cdk.operations.deployment_check import DeploymentCheck
 from sagemaker_llm_cdk.operations.monitoring import SECTIONS, LlmMonitoring
-from sagemaker_llm_cdk.operations.settings import MonitoringSettings
+from sagemaker_llm_cdk.settings.operations import MonitoringSettings
 from syrupy.extensions.json import JSONSnapshotExtension
 
 MODEL = "qwen3-8b"

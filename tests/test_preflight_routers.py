@@ -3,7 +3,7 @@ exist and are of the kind the target needs (Stubber, read-only)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import boto3

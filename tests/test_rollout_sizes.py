@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 from sagemaker_llm_cdk import ConfigurationError, CopyScaling, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
-from sagemaker_llm_cdk.operations.settings import (
+from sagemaker_llm_cdk.settings.operations import (
     BATCH_PERCENT_RANGE,
     RolloutSettings,
     batch_count_range,

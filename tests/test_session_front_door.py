@@ -13,9 +13,9 @@ from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.adapters.lora_adapter import add_adapter
-from sagemaker_llm_cdk.adapters.settings import AdapterSpec, LoraSettings
+from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
 from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
-from sagemaker_llm_cdk.sessions.settings import SessionSettings
+from sagemaker_llm_cdk.settings.sessions import SessionSettings
 
 MODEL_URI = "s3://my-bucket/model/"
 ADAPTERS = (("Sql", "qwen3-8b-sql"), ("Legal", "qwen3-8b-legal"))

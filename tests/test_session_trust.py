@@ -7,7 +7,7 @@ The impersonation itself (same role, chosen session name) is probed through STS 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -17,7 +17,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 from moto import mock_aws
 from sagemaker_llm_cdk import ConfigurationError
-from sagemaker_llm_cdk.sessions.settings import SessionSettings
+from sagemaker_llm_cdk.settings.sessions import SessionSettings
 from sagemaker_llm_cdk.sessions.trust import (
     cognito_pool_problems,
     cognito_statements,

@@ -1,5 +1,5 @@
 """Tool calling and reasoning in serving: ``tools`` / ``reasoning`` settings, the parsers each image ships, the
-defaults per architecture, and the LMI container options they render (hosting/tool_calling.py)."""
+defaults per architecture, and the LMI container options they render (settings/tool_calling.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import zipfile
 
 import pytest
 from sagemaker_llm_cdk import ConfigurationError, ModelSpec
-from sagemaker_llm_cdk.hosting import images
-from sagemaker_llm_cdk.hosting.tool_calling import (
+from sagemaker_llm_cdk.settings import images
+from sagemaker_llm_cdk.settings.tool_calling import (
     ARCHITECTURE_DEFAULTS,
     VLLM_REASONING_PARSERS,
     VLLM_TOOL_PARSERS,

@@ -1,4 +1,4 @@
-"""The tool-call and reasoning parser names a vLLM wheel registers, for ``hosting/tool_calling.py``'s tables.
+"""The tool-call and reasoning parser names a vLLM wheel registers, for ``settings/tool_calling.py``'s tables.
 
 Usage: ``python -m tools.vllm_parsers vllm-0.26.0-...whl`` (get the wheel with
 ``pip download --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 --python-version 3.12 vllm==<v>``)

@@ -15,13 +15,13 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .adapters.adapter_stack import AdapterStack, add_adapters
     from .adapters.lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
     from .adapters.manifest import load_adapter_manifest
-    from .adapters.settings import AdapterSpec, LoraSettings
+    from .settings.adapters import AdapterSpec, LoraSettings
     from .capacity.capacity_plan import CapacityPlan
     from .capacity.guard import CapacityPlanGuard
-    from .capacity.settings import CapacityPlanSpec, PlanExtension
+    from .settings.capacity import CapacityPlanSpec, PlanExtension
     from .checks import apply_checks
     from .config.loading import load_config, parse_config
-    from .config.settings import AppConfig, EndpointSpec
+    from .settings.config import AppConfig, EndpointSpec
     from .core.checkov import checkov_skip
     from .core.errors import ConfigurationError, Problem
     from .core.nag import acknowledge_resource
@@ -30,12 +30,12 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .eagle.optimization import EagleOptimization
     from .eagle.pretrained_head import PretrainedHead
     from .eagle.serving import PromotionParameter, SpeculativeDecoding
-    from .eagle.settings import EagleBenchmarkSettings, EagleDataset, EagleSettings
+    from .settings.eagle import EagleBenchmarkSettings, EagleDataset, EagleSettings
     from .hosting.endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
-    from .hosting.images import LMI_IMAGES, LmiImage
+    from .settings.images import LMI_IMAGES, LmiImage
     from .hosting.jumpstart import JumpStartLock, JumpStartModel
     from .hosting.model_component import ModelComponent
-    from .hosting.settings import (
+    from .settings.hosting import (
         CopyScaling,
         DataCapture,
         EndpointOptions,
@@ -51,86 +51,86 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .operations.deployment_check import DeploymentCheck
     from .operations.monitoring import LlmMonitoring
     from .operations.pricing import PriceList
-    from .operations.settings import MonitoringSettings, RolloutSettings
+    from .settings.operations import MonitoringSettings, RolloutSettings
     from .preflight import Finding, run_preflight
     from .router_client import RouterClient, RouterResponse
     from .routing.router import Destination, InferenceRouter, RouterTarget
-    from .routing.settings import AsyncRouting, RouterDestinationSpec, RouterSpec, RoutingTargetSpec
+    from .settings.routing import AsyncRouting, RouterDestinationSpec, RouterSpec, RoutingTargetSpec
     from .sessions.front_door import SessionFrontDoor
-    from .sessions.settings import SessionSettings
+    from .settings.sessions import SessionSettings
     from .sessions.turn_log import TurnLog
 
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "acknowledge_resource": "core.nag",
-    "AdapterSpec": "adapters.settings",
+    "AdapterSpec": "settings.adapters",
     "AdapterStack": "adapters.adapter_stack",
     "add_adapter": "adapters.lora_adapter",
     "add_adapters": "adapters.adapter_stack",
-    "AppConfig": "config.settings",
-    "AsyncRouting": "routing.settings",
+    "AppConfig": "settings.config",
+    "AsyncRouting": "settings.routing",
     "apply_checks": "checks",
     "apply_lora_settings": "adapters.lora_adapter",
     "CapacityPlan": "capacity.capacity_plan",
     "CapacityPlanGuard": "capacity.guard",
-    "CapacityPlanSpec": "capacity.settings",
+    "CapacityPlanSpec": "settings.capacity",
     "checkov_skip": "core.checkov",
     "ConfigurationError": "core.errors",
-    "CopyScaling": "hosting.settings",
+    "CopyScaling": "settings.hosting",
     "cost_ceiling_table": "operations.cost",
-    "DataCapture": "hosting.settings",
+    "DataCapture": "settings.hosting",
     "DeploymentCheck": "operations.deployment_check",
     "Destination": "routing.router",
     "EagleBenchmark": "eagle.benchmark",
-    "EagleBenchmarkSettings": "eagle.settings",
-    "EagleDataset": "eagle.settings",
+    "EagleBenchmarkSettings": "settings.eagle",
+    "EagleDataset": "settings.eagle",
     "EagleOptimization": "eagle.optimization",
-    "EagleSettings": "eagle.settings",
-    "EndpointOptions": "hosting.settings",
+    "EagleSettings": "settings.eagle",
+    "EndpointOptions": "settings.hosting",
     "EndpointReference": "hosting.endpoint",
-    "EndpointSpec": "config.settings",
+    "EndpointSpec": "settings.config",
     "InferenceRouter": "routing.router",
     "Finding": "preflight",
-    "InstancePool": "hosting.settings",
-    "InstanceRequirements": "hosting.settings",
-    "InstanceScaling": "hosting.settings",
+    "InstancePool": "settings.hosting",
+    "InstanceRequirements": "settings.hosting",
+    "InstanceScaling": "settings.hosting",
     "JumpStartLock": "hosting.jumpstart",
     "JumpStartModel": "hosting.jumpstart",
     "LlmEndpoint": "hosting.endpoint",
     "LlmMonitoring": "operations.monitoring",
-    "LMI_IMAGES": "hosting.images",
-    "LmiImage": "hosting.images",
+    "LMI_IMAGES": "settings.images",
+    "LmiImage": "settings.images",
     "load_adapter_manifest": "adapters.manifest",
     "load_config": "config.loading",
     "LoraAdapter": "adapters.lora_adapter",
-    "LoraSettings": "adapters.settings",
+    "LoraSettings": "settings.adapters",
     "ModelComponent": "hosting.model_component",
-    "ModelSpec": "hosting.settings",
-    "MonitoringSettings": "operations.settings",
+    "ModelSpec": "settings.hosting",
+    "MonitoringSettings": "settings.operations",
     "parse_config": "config.loading",
-    "Placement": "hosting.settings",
-    "PlanExtension": "capacity.settings",
+    "Placement": "settings.hosting",
+    "PlanExtension": "settings.capacity",
     "PretrainedHead": "eagle.pretrained_head",
     "PriceList": "operations.pricing",
     "Problem": "core.errors",
     "PromotionParameter": "eagle.serving",
-    "RolloutSettings": "operations.settings",
+    "RolloutSettings": "settings.operations",
     "RouterClient": "router_client",
-    "RouterDestinationSpec": "routing.settings",
+    "RouterDestinationSpec": "settings.routing",
     "RouterResponse": "router_client",
-    "RouterSpec": "routing.settings",
+    "RouterSpec": "settings.routing",
     "RouterTarget": "routing.router",
-    "Routing": "hosting.settings",
-    "RoutingTargetSpec": "routing.settings",
+    "Routing": "settings.hosting",
+    "RoutingTargetSpec": "settings.routing",
     "run_preflight": "preflight",
     "SessionFrontDoor": "sessions.front_door",
-    "SessionSettings": "sessions.settings",
+    "SessionSettings": "settings.sessions",
     "set_removal": "core.removal",
     "SpeculativeDecoding": "eagle.serving",
     "TurnLog": "sessions.turn_log",
     "VARIANT_NAME": "hosting.endpoint",
-    "VpcPlacement": "hosting.settings",
+    "VpcPlacement": "settings.hosting",
 }
 """Public name -> the submodule that defines it (imported on first use)."""
 

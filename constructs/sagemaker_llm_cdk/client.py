@@ -80,9 +80,9 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Optional
+from typing import Any
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest

@@ -6,7 +6,7 @@ patterns too); S3 and DynamoDB are moto."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3

@@ -12,7 +12,7 @@ import base64
 import gzip
 import json
 import re
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest

@@ -7,7 +7,7 @@ scheduled check publishes the destinations the router cannot route to.
 from __future__ import annotations
 
 from copy import deepcopy
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest

@@ -39,7 +39,7 @@ import copy
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from botocore.exceptions import ClientError

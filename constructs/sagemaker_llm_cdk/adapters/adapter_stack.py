@@ -24,7 +24,7 @@ from constructs import Construct, IConstruct
 from ..core.errors import ConfigurationError, Problem
 from ..core.validation import problems_from
 from .lora_adapter import ARTIFACT_URL_MAX, LoraAdapter, base_problems, name_taken_problem
-from .settings import AdapterSpec
+from ..settings.adapters import AdapterSpec
 
 if TYPE_CHECKING:
     from ..hosting.model_component import ModelComponent

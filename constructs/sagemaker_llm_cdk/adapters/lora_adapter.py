@@ -28,8 +28,8 @@ from ..core import naming
 from ..core.errors import ConfigurationError, Problem
 from ..core.settings import _S3_URI, validated
 from ..hosting.component_base import InferenceComponentConstruct
-from ..hosting.settings import ModelSpec
-from .settings import AdapterSpec, lora_environment, max_rank_missing
+from ..settings.hosting import ModelSpec
+from ..settings.adapters import AdapterSpec, lora_environment, max_rank_missing
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint

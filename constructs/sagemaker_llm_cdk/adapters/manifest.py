@@ -25,7 +25,7 @@ from ..core.errors import MISSING, ConfigurationError, Problem
 from ..core.settings import _S3_URI
 from ..core.validation import problems_from
 from ..core.yaml_loading import UniqueKeyLoader, yaml_error_position
-from .settings import AdapterSpec
+from ..settings.adapters import AdapterSpec
 
 FIELD = "adapters_manifest"
 

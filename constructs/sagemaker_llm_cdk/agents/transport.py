@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
 from ..client import Conversation, FrontDoorError, SessionClient, iter_stream_events, parse_stream
 

@@ -52,7 +52,7 @@ from ..core.functions import METRICS_NAMESPACE, provider_framework, python_funct
 from ..core.naming import stack_prefix
 from ..core.settings import validated
 from ..core.storage import secure_key
-from ..hosting.settings import EndpointOptions
+from ..settings.hosting import EndpointOptions
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
@@ -61,7 +61,7 @@ from ..core.metrics import metric
 from ..core.nag import acknowledge_resource
 from ..core.protocols import IEndpoint
 from ..core.run_time_state import STATE_PREFIX, RunTimeParameter
-from .settings import (
+from ..settings.capacity import (
     EXTEND_CONTEXT,
     PURCHASE_CONTEXT,
     CapacityPlanSpec,

@@ -1,7 +1,7 @@
 """Deployment configs: the whole config model built from each feature's settings, layered YAML loading and JSON Schemas; imports settings only, never constructs."""
 
 from .loading import json_schema, load_config, parse_config, write_json_schema
-from .settings import AppConfig, ChecksSettings, DeploymentTarget, EndpointSpec
+from ..settings.config import AppConfig, ChecksSettings, DeploymentTarget, EndpointSpec
 
 __all__ = [
     "AppConfig",

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from ..core.errors import MISSING, ConfigurationError, Problem
 from ..core.settings import validated
-from .settings import AppConfig, duplicate_name_problems, raw_plan_reference_problems
+from ..settings.config import AppConfig, duplicate_name_problems, raw_plan_reference_problems
 
 
 def parse_config(data: Any, *, source: str = "config") -> AppConfig:
@@ -79,7 +79,7 @@ def load_config(
     command: list[Problem] = manifest_problems(layers.data, Path(path).parent)  # located in their own files
     # from the deploy command, not the files: no file line to point at
     if consent:
-        from ..capacity.settings import raw_consent_problems
+        from ..settings.capacity import raw_consent_problems
 
         command += raw_consent_problems(layers.data, consent)
     if config is not None and checks is not None:

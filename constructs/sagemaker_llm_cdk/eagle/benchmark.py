@@ -56,7 +56,7 @@ from ..core import grants, regions
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, python_function
 from ..core.nag import acknowledge_resource
-from .settings import EagleBenchmarkSettings
+from ..settings.eagle import EagleBenchmarkSettings
 
 if TYPE_CHECKING:
     from .optimization import EagleOptimization

@@ -91,7 +91,7 @@ from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads
 from ..core.tree import at_synth
 from .layout import DATASETS, JOB_NAME_PREFIX, JOBS, MAP_RESULTS, REPORTS
 from .serving import PARAMETER_PREFIX, SpeculativeDecoding, literal_parameter_name, serving_model_prefix
-from .settings import EAGLE_ARCHITECTURES, EagleSettings
+from ..settings.eagle import EAGLE_ARCHITECTURES, EagleSettings
 from .state_machine import EMPTY_WATERMARK, definition, run_timeout, start_retry_hours
 
 __all__ = [

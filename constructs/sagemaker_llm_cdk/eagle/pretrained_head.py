@@ -95,8 +95,8 @@ def choose(
     """The head ``component`` serves from day one (or None) and the synth message saying so, or why not.
 
     Raises one ``ConfigurationError`` listing every obstacle when ``spec.pretrained_head`` is true."""
-    from ..hosting.images import lora_with_speculative_problem
-    from .settings import EAGLE_ARCHITECTURES
+    from ..settings.images import lora_with_speculative_problem
+    from ..settings.eagle import EAGLE_ARCHITECTURES
 
     spec = component.spec
     where = f"{model.model_id} {model.version} in {model.region}"
@@ -200,7 +200,7 @@ def config_problems(model: dict[str, Any], locked: JumpStartModel | None, path: 
     """Problems of a raw config model (``source: jumpstart``) about its pre-trained head, with config paths, so
     they come with every other problem of the file: ``pretrained_head: true`` the lock cannot honour, and
     ``eagle.pretrained_head_speedup`` on a model that serves no pre-trained head."""
-    from .settings import EAGLE_ARCHITECTURES
+    from ..settings.eagle import EAGLE_ARCHITECTURES
 
     if locked is None:
         return []

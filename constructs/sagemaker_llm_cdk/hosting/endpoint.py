@@ -23,9 +23,9 @@ from ..core.grants import depend_on_policy
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric, one_minute
 from ..core.settings import validated
 from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
-from ..operations.settings import RolloutSettings, batch_units, rolling_batch
+from ..settings.operations import RolloutSettings, batch_units, rolling_batch
 from .model_component import ModelComponent
-from .settings import (
+from ..settings.hosting import (
     DataCapture,
     EndpointOptions,
     InstancePool,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ..adapters.lora_adapter import ArtifactAccess, LoraAdapter
     from ..capacity.capacity_plan import CapacityPlan
     from ..capacity.guard import CapacityPlanGuard
-    from .settings import ModelSpec
+    from ..settings.hosting import ModelSpec
 
 VARIANT_NAME = "AllTraffic"
 """The single production variant every ``LlmEndpoint`` has."""
@@ -813,6 +813,6 @@ class _RequiredAmi:
         self._endpoint = endpoint
 
     def produce(self, context: Any) -> str | None:
-        from .images import required_ami
+        from ..settings.images import required_ami
 
         return required_ami([model.spec.image for model in self._endpoint.models])

@@ -35,7 +35,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -767,8 +767,8 @@ def resolve(spec: Any, lock: JumpStartLock, region: str | None, *, where: str) -
         update["min_memory_mb"] = model.min_memory_mb
     resolved = spec.model_copy(update=update)
     from ..core.settings import s3_uri_problem
-    from . import images
-    from .settings import _image_problem
+    from ..settings import images
+    from ..settings.hosting import _image_problem
 
     checks = [
         p

@@ -23,14 +23,14 @@ from ..core.accounts import lmi_account
 from ..core.errors import ConfigurationError, Problem
 from ..core.grants import depend_on_policy
 from ..core.settings import _S3_URI, validated
-from ..operations.settings import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
+from ..settings.operations import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
 from .component_base import InferenceComponentConstruct
-from .settings import _ECR_IMAGE, ModelSpec, fit_problems, requirements_on
-from .tool_calling import tool_environment
+from ..settings.hosting import _ECR_IMAGE, ModelSpec, fit_problems, requirements_on
+from ..settings.tool_calling import tool_environment
 
 if TYPE_CHECKING:
     from ..adapters.adapter_stack import AdapterBatches
-    from ..adapters.settings import AdapterSpec
+    from ..settings.adapters import AdapterSpec
     from ..eagle.serving import SpeculativeDecoding
     from .endpoint import LlmEndpoint
     from .jumpstart import JumpStartLock, JumpStartModel
@@ -353,7 +353,7 @@ class ModelComponent(InferenceComponentConstruct):
             "OPTION_MODEL_ID": "/opt/ml/model",
             "OPTION_TENSOR_PARALLEL_DEGREE": str(spec.accelerators),
             **tool_environment(spec),
-        }  # tools / reasoning: the vLLM parsers (hosting/tool_calling.py)
+        }  # tools / reasoning: the vLLM parsers (settings/tool_calling.py)
 
     def add_environment(self, name: str, value: str) -> None:
         """Add a container variable (used by adapters, sessions and speculative decoding)."""

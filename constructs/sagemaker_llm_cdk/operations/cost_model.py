@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .pricing import HOSTING, JOB_USAGE, UNKNOWN, HourlyPrice, PriceLookup, PriceTable, not_looked_up, shipped_table
 
 if TYPE_CHECKING:
-    from ..config.settings import AppConfig
+    from ..settings.config import AppConfig
 
 HOURS_PER_30_DAYS = 24 * 30
 BUDGET_REQUIRED_ABOVE_USD = Decimal(10_000)

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
     from ..hosting.model_component import ModelComponent
 
-from .settings import _PREFIX, _SUBJECT, MAX_ALARM_METRICS, MonitoringSettings
+from ..settings.operations import _PREFIX, _SUBJECT, MAX_ALARM_METRICS, MonitoringSettings
 
 SECTIONS = ("endpoint", "models", "adapters", "front_door", "capacity_plan", "eagle")
 """Dashboard sections, top to bottom, whatever order the ``monitor_*`` calls come in."""

@@ -39,7 +39,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +65,7 @@ from .findings import SEVERITIES, Finding, Severity, blocker, exit_code, format_
 from .live import _error_code
 
 if TYPE_CHECKING:
-    from ..config.settings import AppConfig
+    from ..settings.config import AppConfig
 
 __all__ = [
     "LIVE_CHECKS",
@@ -120,7 +120,7 @@ def run_preflight(
     :param now: the time windows are checked against. Default: now (UTC).
     """
     from ..config.loading import load_config
-    from ..config.settings import AppConfig
+    from ..settings.config import AppConfig
 
     source = "config"
     if not isinstance(config, AppConfig):

@@ -5,17 +5,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core import regions
 from ..operations.pricing import PriceLookup
-from ..operations.settings import batch_units, rolling_batch
+from ..settings.operations import batch_units, rolling_batch
 from .findings import Finding
 
 if TYPE_CHECKING:
-    from ..capacity.settings import CapacityPlanSpec
-    from ..config.settings import AppConfig, EndpointSpec
+    from ..settings.capacity import CapacityPlanSpec
+    from ..settings.config import AppConfig, EndpointSpec
 
 HOURS_PER_30_DAYS = 24 * 30
 ECR_IMAGE = re.compile(

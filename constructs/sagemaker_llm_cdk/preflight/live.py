@@ -20,7 +20,7 @@ from .findings import Finding, blocker, info, warning
 from .offline import _layers
 
 if TYPE_CHECKING:
-    from ..capacity.settings import CapacityPlanSpec
+    from ..settings.capacity import CapacityPlanSpec
 
 SAGEMAKER_QUOTA_SERVICE = "sagemaker"
 ENDPOINT_QUOTA_NAME = "{instance_type} for endpoint usage"

@@ -72,7 +72,7 @@ def router_destinations(ctx: PreflightContext) -> Iterable[Finding]:
     real-time target's are not), as SageMaker checks only the destinations it can read."""
     if not ctx.live:
         return
-    from ..routing.settings import DESTINATION_ARN
+    from ..settings.routing import DESTINATION_ARN
 
     for where, router in _routers(ctx):
         for t, target in enumerate(router.targets):
@@ -134,7 +134,7 @@ def caller_resources(ctx: PreflightContext, router: Any) -> list[tuple[str, list
     targets (a model's inference component in the target account and region, as the stack names it; a destination
     given by ARN, and for a component also its endpoint, as IAM checks both), real-time and asynchronous apart."""
     from ..core.name_rules import as_prefix, prefixed_name
-    from ..routing.settings import default_router_name
+    from ..settings.routing import default_router_name
 
     assert ctx.account is not None and ctx.region is not None
     partition = ctx.partition or "aws"

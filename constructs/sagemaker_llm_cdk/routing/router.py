@@ -56,7 +56,7 @@ from ..core.naming import stack_prefix
 from ..core.regions import partition_of
 from ..core.schedule_expression import schedule_problem
 from ..core.settings import name_problem
-from .settings import DESTINATION_ARN, MAX_DESTINATIONS, MAX_TARGETS, ROUTING_PREFERENCES, AsyncRouting
+from ..settings.routing import DESTINATION_ARN, MAX_DESTINATIONS, MAX_TARGETS, ROUTING_PREFERENCES, AsyncRouting
 
 if TYPE_CHECKING:
     from ..hosting.component_base import InferenceComponentConstruct

@@ -38,7 +38,7 @@ from ..core.nag import acknowledge_resource
 from ..core.settings import validated
 from ..core.storage import secure_key
 from . import trust
-from .settings import SessionSettings
+from ..settings.sessions import SessionSettings
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint

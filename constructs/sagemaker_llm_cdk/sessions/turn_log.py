@@ -42,7 +42,7 @@ from constructs import Construct
 from ..core.errors import ConfigurationError, Problem
 from ..core.nag import acknowledge, nag_form
 from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
-from .settings import DEFAULT_TURN_LOG_RETENTION_DAYS
+from ..settings.sessions import DEFAULT_TURN_LOG_RETENTION_DAYS
 
 DEFAULT_PREFIX = "front-door/"
 ERROR_PREFIX = "front-door-errors/"

@@ -37,7 +37,7 @@ from ..core.settings import Settings, field_rule
 from . import images
 
 if TYPE_CHECKING:
-    from .settings import ModelSpec
+    from .hosting import ModelSpec
 
 VLLM_TOOL_PARSERS: dict[str, frozenset[str]] = {
     "0.10.2": frozenset(
@@ -318,7 +318,7 @@ def _parser_name_problem(value: str) -> Problem | None:
         "",
         value,
         "a vLLM parser name: letters, digits, '_', '.', '-', at most 64 characters (e.g. hermes)",
-        "copy the name from the list vLLM registers (hosting/tool_calling.py)",
+        "copy the name from the list vLLM registers (settings/tool_calling.py)",
     )
 
 

@@ -9,13 +9,13 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from ..adapters.settings import AdapterSpec, LoraSettings, lora_environment, max_rank_missing
+from .adapters import AdapterSpec, LoraSettings, lora_environment, max_rank_missing
 from ..core import service_model
 from ..core.errors import MISSING, Problem
 from ..core.service_model import aws_max, aws_min
 from ..core.settings import Settings, field_rule, instance_type_problem, name_problem, s3_uri_problem, unless_failed
-from ..eagle.settings import EAGLE_ARCHITECTURES, EagleSettings
-from ..sessions.settings import SessionSettings
+from .eagle import EAGLE_ARCHITECTURES, EagleSettings
+from .sessions import SessionSettings
 from . import images
 from .tool_calling import Reasoning, ToolCalling, tool_calling_problems, tool_environment
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
@@ -16,7 +16,7 @@ from ..core import service_model
 from ..core.errors import MISSING, Problem
 from ..core.name_rules import as_prefix, prefixed_name
 from ..core.settings import Settings, field_rule, instance_type_problem, name_problem
-from ..hosting.settings import EndpointOptions
+from .hosting import EndpointOptions
 
 ALLOWED_INSTANCE_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 """Instance counts SageMaker offers capacity plans for.

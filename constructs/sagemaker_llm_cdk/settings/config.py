@@ -10,13 +10,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..capacity.settings import CapacityPlanSpec, spec_binding_problems
+from .capacity import CapacityPlanSpec, spec_binding_problems
 from ..core.errors import Problem
 from ..core.settings import Settings, name_problem, unless_failed
-from ..hosting.images import ami_problems
-from ..hosting.settings import EndpointOptions, ModelSpec, VpcPlacement
-from ..operations.settings import MonitoringSettings
-from ..routing.settings import RouterSpec, router_problems
+from .images import ami_problems
+from .hosting import EndpointOptions, ModelSpec, VpcPlacement
+from .operations import MonitoringSettings
+from .routing import RouterSpec, router_problems
 
 _STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
 
@@ -236,7 +236,7 @@ def model_fit_problems(model: ModelSpec, endpoint: EndpointOptions) -> list[Prob
     """
     from ..core import service_model
     from ..core.settings import instance_type_problem
-    from ..hosting.settings import fit_problems
+    from .hosting import fit_problems
 
     problems: list[Problem] = list(fit_problems(model, endpoint))
     eagle = model.eagle
@@ -515,7 +515,7 @@ class AppConfig(Settings):
                     )
                 bound.setdefault(endpoint.capacity_plan, e_index)
                 if endpoint.instance_pools:
-                    from ..hosting.settings import pools_with_plan_problem
+                    from .hosting import pools_with_plan_problem
 
                     problems.append(pools_with_plan_problem(f"{path}.capacity_plan"))
                 plan = self.capacity_plans[plans[endpoint.capacity_plan]]
