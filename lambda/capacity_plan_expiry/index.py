@@ -28,7 +28,7 @@ EndTime), the others are still published and ``CapacityPlanExpiryCheckError`` is
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger

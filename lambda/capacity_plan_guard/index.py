@@ -60,7 +60,7 @@ import functools
 import hashlib
 import json
 import re
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal
 

@@ -105,7 +105,7 @@ import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Generator, Iterator
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 

@@ -38,7 +38,7 @@ import json
 import os
 import re
 import urllib.parse
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any, Literal

@@ -19,7 +19,7 @@ Environment: ``TURN_LOG_STREAM`` (the delivery stream's name; unset = logging of
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics

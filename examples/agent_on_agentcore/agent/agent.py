@@ -16,7 +16,7 @@ import ast
 import json
 import operator
 import os
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
