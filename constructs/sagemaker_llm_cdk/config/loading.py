@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..core.errors import MISSING, ConfigurationError, Problem
-from ..core.settings import validated
+from ..core.settings import outside_rule, validated
+from ..operations.cost_model import BUDGET_REQUIRED_ABOVE_USD, ceiling_drivers, config_cost_model, totals, usd
 from ..settings.config import AppConfig, duplicate_name_problems, raw_plan_reference_problems
 
 
@@ -34,17 +35,76 @@ def parse_config(data: Any, *, source: str = "config") -> AppConfig:
             source=source,
         )
     try:
-        return validated(AppConfig, data, where=source)
+        config = validated(AppConfig, data, where=source)
     except ConfigurationError as error:
         known = {p.line() for p in error.problems}
         extra = [
             p
-            for p in [*duplicate_name_problems(data.get("endpoints")), *raw_plan_reference_problems(data)]
+            for p in [
+                *duplicate_name_problems(data.get("endpoints")),
+                *raw_plan_reference_problems(data),
+                *outside_rule(AppConfig, data, budget_problems),
+            ]
             if p.line() not in known
         ]
         if not extra:
             raise
         raise ConfigurationError([*error.problems, *extra], source=source) from None
+    problems = budget_problems(config)
+    if problems:
+        raise ConfigurationError(problems, source=source)
+    return config
+
+
+def budget_problems(config: AppConfig) -> list[Problem]:
+    """The monthly ceiling (``operations.cost_model``, the shipped price table) within ``budget``, and a budget
+    declared when the known ceiling is above ``BUDGET_REQUIRED_ABOVE_USD``. One problem, in config terms.
+    Left to the model's own rule when ``budget.tag`` is not one of ``tags``."""
+
+    if config.budget is not None and config.budget.tag is not None and config.budget.tag not in config.tags:
+        return []
+    lines = config_cost_model(config)
+    total = totals(lines)
+    drivers = ", ".join(
+        f"{line.subject}: {line.what} at most {usd(line.ceiling_usd)}" for line in ceiling_drivers(lines)
+    )
+    unknown = (
+        f"; not counted (price unknown): {', '.join(line.subject for line in total.unknown_ceiling)}"
+        if total.unknown_ceiling
+        else ""
+    )
+    where = (
+        "in any region (the config names no region: the highest price in the table)"
+        if config.target.region is None
+        else f"in {config.target.region}"
+    )
+    if config.budget is None:
+        if total.ceiling_usd > BUDGET_REQUIRED_ABOVE_USD:
+            return [
+                Problem(
+                    "budget",
+                    None,
+                    f"a budget: the monthly ceiling is {usd(total.ceiling_usd)} {where}, "
+                    f"above {usd(BUDGET_REQUIRED_ABOVE_USD)} (from {drivers}){unknown}",
+                    "declare budget: {max_usd_per_month: N, email: you@example.com} with N at least "
+                    f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower "
+                    "max_instances / the EAGLE schedule",
+                )
+            ]
+        return []
+    limit = config.budget.max_usd_per_month
+    if total.ceiling_usd > limit:
+        return [
+            Problem(
+                "budget.max_usd_per_month",
+                limit,
+                f"at least the monthly ceiling, {usd(total.ceiling_usd)} {where} (from {drivers}){unknown}",
+                f"raise budget.max_usd_per_month to "
+                f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower the ceiling: "
+                "max_instances of the endpoints above, or the EAGLE schedule / max_runtime_hours",
+            )
+        ]
+    return []
 
 
 def load_config(

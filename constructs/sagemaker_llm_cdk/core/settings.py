@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, model_validator
@@ -210,6 +210,32 @@ def _partial_rules(cls: type[Settings], data: dict[str, Any], error: ValidationE
             return partial._rules() if partial is not FAILED else []
     except (_FieldFailed, TypeError, ValidationError):
         return []
+
+
+def outside_rule(cls: type[M], data: Any, rule: Callable[[M], list[Problem]]) -> list[Problem]:
+    """The problems ``rule`` finds on ``data`` as ``cls``, a rule kept outside the model (one that needs more
+    than settings, as the budget rule needs the cost model). On data that fails validation the rule runs on the
+    fields that passed, like the model's own rules, so its problem comes in the same round; a rule that reads a
+    failed field is skipped."""
+    import warnings
+
+    try:
+        instance: Any = cls.model_validate(dict(data)) if isinstance(data, Mapping) else data
+    except ValidationError as error:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                instance = _partial_instance(cls, data, _failures(error))
+                if instance is FAILED:
+                    return []
+                with unless_failed():
+                    return rule(instance)
+        except (_FieldFailed, TypeError, ValidationError):
+            return []
+        return []
+    with unless_failed():
+        return rule(instance)
+    return []
 
 
 def _failures(error: ValidationError) -> list[tuple[Any, ...]]:

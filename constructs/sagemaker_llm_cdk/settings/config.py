@@ -375,10 +375,8 @@ class AppConfig(Settings):
         return problems
 
     def _budget_problems(self) -> list[Problem]:
-        """The monthly ceiling (``operations.cost_model``, the shipped price table) within ``budget``, and a budget
-        declared when the known ceiling is above ``BUDGET_REQUIRED_ABOVE_USD``. One problem, in config terms."""
-        from ..operations.cost_model import BUDGET_REQUIRED_ABOVE_USD, ceiling_drivers, config_cost_model, totals, usd
-
+        """``budget.tag`` is one of ``tags``. The ceiling within the budget is checked where the cost model is
+        (``config.loading.budget_problems``): the settings floor builds no cost model."""
         if self.budget is not None and self.budget.tag is not None and self.budget.tag not in self.tags:
             return [
                 Problem(
@@ -386,47 +384,6 @@ class AppConfig(Settings):
                     self.budget.tag,
                     f"a key of tags ({', '.join(self.tags) or 'none'})",
                     "add the tag to tags, or leave budget.tag out",
-                )
-            ]
-        lines = config_cost_model(self)
-        total = totals(lines)
-        drivers = ", ".join(
-            f"{line.subject}: {line.what} at most {usd(line.ceiling_usd)}" for line in ceiling_drivers(lines)
-        )
-        unknown = (
-            f"; not counted (price unknown): {', '.join(line.subject for line in total.unknown_ceiling)}"
-            if total.unknown_ceiling
-            else ""
-        )
-        where = (
-            "in any region (the config names no region: the highest price in the table)"
-            if self.target.region is None
-            else f"in {self.target.region}"
-        )
-        if self.budget is None:
-            if total.ceiling_usd > BUDGET_REQUIRED_ABOVE_USD:
-                return [
-                    Problem(
-                        "budget",
-                        None,
-                        f"a budget: the monthly ceiling is {usd(total.ceiling_usd)} {where}, "
-                        f"above {usd(BUDGET_REQUIRED_ABOVE_USD)} (from {drivers}){unknown}",
-                        "declare budget: {max_usd_per_month: N, email: you@example.com} with N at least "
-                        f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower "
-                        "max_instances / the EAGLE schedule",
-                    )
-                ]
-            return []
-        limit = self.budget.max_usd_per_month
-        if total.ceiling_usd > limit:
-            return [
-                Problem(
-                    "budget.max_usd_per_month",
-                    limit,
-                    f"at least the monthly ceiling, {usd(total.ceiling_usd)} {where} (from {drivers}){unknown}",
-                    f"raise budget.max_usd_per_month to "
-                    f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower the ceiling: "
-                    "max_instances of the endpoints above, or the EAGLE schedule / max_runtime_hours",
                 )
             ]
         return []
