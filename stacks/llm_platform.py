@@ -26,7 +26,7 @@ from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
 from sagemaker_llm_cdk.config.loading import config_item
 from sagemaker_llm_cdk.core.removal import set_removal
 from sagemaker_llm_cdk.eagle.optimization import RECORD_SERVICE, EagleOptimization
-from sagemaker_llm_cdk.eagle.serving import PromotionParameter
+from sagemaker_llm_cdk.hosting.speculative_decoding import PromotionParameter
 from sagemaker_llm_cdk.hosting.jumpstart import JumpStartLock, find_lock
 from sagemaker_llm_cdk.operations.budget import CostBudget
 from sagemaker_llm_cdk.sessions.turn_log import TurnLog

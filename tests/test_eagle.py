@@ -19,7 +19,7 @@ from sagemaker_llm_cdk import ConfigurationError, DataCapture, LlmEndpoint, Mode
 from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
 from sagemaker_llm_cdk.core.settings import validated
 from sagemaker_llm_cdk.eagle.optimization import EagleOptimization, run_timeout, start_retry_hours
-from sagemaker_llm_cdk.eagle.serving import DRAFT_PATH, PromotionParameter, speculative_config
+from sagemaker_llm_cdk.hosting.speculative_decoding import DRAFT_PATH, PromotionParameter, speculative_config
 from sagemaker_llm_cdk.settings.eagle import EagleSettings
 
 MODEL = "qwen3-32b"

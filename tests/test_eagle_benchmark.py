@@ -12,7 +12,7 @@ from cdk_nag import AwsSolutionsChecks
 from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.eagle.benchmark import WORKLOAD_TYPE, workload_name
 from sagemaker_llm_cdk.eagle.optimization import EagleOptimization
-from sagemaker_llm_cdk.eagle.serving import PromotionParameter
+from sagemaker_llm_cdk.hosting.speculative_decoding import PromotionParameter
 from sagemaker_llm_cdk.settings.eagle import EagleBenchmarkSettings, EagleSettings
 from test_eagle import lid, render
 

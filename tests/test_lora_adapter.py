@@ -26,14 +26,13 @@ from sagemaker_llm_cdk.adapters.adapter_stack import (
 from sagemaker_llm_cdk.adapters.lora_adapter import (
     LoraAdapter,
     adapter_names,
-    add_adapter,
     apply_lora_settings,
     artifact_arn,
     artifact_policies,
 )
 from sagemaker_llm_cdk.adapters.manifest import adapters_from, load_adapter_manifest
-from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
 from sagemaker_llm_cdk.core.settings import validated
+from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
 
 MODEL_URI = "s3://my-weights/qwen3-8b/"
 ARTIFACT = "s3://my-adapters/support-bot.tar.gz"
@@ -76,7 +75,7 @@ def ic_named(template: Template, name: str, stack_name: str = "Adapters") -> tup
 @pytest.fixture(scope="module")
 def single() -> dict[str, Any]:
     app, stack, base = new_base()
-    adapter = add_adapter(base, "SupportBot", AdapterSpec(name="support-bot", artifact_s3_uri=ARTIFACT))
+    adapter = LoraAdapter(base, "SupportBot", base=base, spec=AdapterSpec(name="support-bot", artifact_s3_uri=ARTIFACT))
     second = LoraAdapter(
         stack, "Second", base=base, spec={"name": "legal", "artifact_s3_uri": "s3://my-adapters/legal.tar.gz"}
     )
@@ -211,7 +210,7 @@ def test_metrics_use_the_adapter_dimension(single):
 
 def test_cdk_nag_reports_no_errors():
     app, stack, base = new_base()
-    adapter = add_adapter(base, "A", AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
+    adapter = LoraAdapter(base, "A", base=base, spec=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
     adapter.grant_invoke(iam.Role(stack, "Caller", assumed_by=iam.AccountRootPrincipal()))
     add_adapters(base, [AdapterSpec(name=f"t-{i}", artifact_s3_uri=f"s3://my-adapters/t-{i}.tar.gz") for i in range(3)])
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -223,7 +222,7 @@ def test_cdk_nag_reports_no_errors():
 
 def test_max_rank_is_set_in_the_container():
     _, stack, base = new_base()
-    add_adapter(base, "A", AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
+    LoraAdapter(base, "A", base=base, spec=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
     environment = Template.from_stack(stack).find_resources("AWS::SageMaker::Model")
     env = next(iter(environment.values()))["Properties"]["PrimaryContainer"]["Environment"]
     assert env["OPTION_MAX_LORAS"] == "4" and env["OPTION_MAX_CPU_LORAS"] == "32"
@@ -240,7 +239,7 @@ def test_max_rank_is_left_to_the_container_only_without_adapters():
         r"64, 128, 256, 320, 512 when adapters are declared: the container's default \(16\) refuses "
         r"adapters of a higher rank; fix: set max_rank",
     ):
-        add_adapter(base, "A", AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
+        LoraAdapter(base, "A", base=base, spec=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
 
 
 def test_adapters_declared_on_a_model_need_max_rank():
@@ -274,7 +273,7 @@ def test_apply_lora_settings_is_idempotent_and_skips_models_without_lora():
 def test_custom_image_gets_a_warning_not_variables():
     image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/my-server:1.0"
     _, stack, base = new_base(lora_model(image=image))
-    add_adapter(base, "A", AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
+    LoraAdapter(base, "A", base=base, spec=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
     assert "OPTION_ENABLE_LORA" not in base.environment
     Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("not the LMI container"))
 
@@ -290,7 +289,7 @@ def test_user_variable_that_contradicts_lora_is_an_error():
 def test_artifact_key_grants_decrypt_to_the_endpoint_role():
     _, stack, base = new_base()
     key = kms.Key(stack, "AdapterKey", enable_key_rotation=True)
-    add_adapter(base, "A", AdapterSpec(name="a", artifact_s3_uri=ARTIFACT), artifact_key=key)
+    LoraAdapter(base, "A", base=base, spec=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT), artifact_key=key)
     template = Template.from_stack(stack)
     policy = template.find_resources(
         "AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": logical_id(stack, base.endpoint.role)}]}}
@@ -313,7 +312,7 @@ def test_artifact_arn_escapes_iam_wildcards():
 def adapter_error(spec: dict[str, Any], base_spec: ModelSpec | None = None, *, before: list[str] = ()) -> str:
     _, stack, base = new_base(base_spec)
     for name in before:
-        add_adapter(base, name, {"name": name, "artifact_s3_uri": ARTIFACT})
+        LoraAdapter(base, name, base=base, spec={"name": name, "artifact_s3_uri": ARTIFACT})
     with pytest.raises(ConfigurationError) as caught:
         LoraAdapter(stack, "New", base=base, spec=spec)
     return str(caught.value)
@@ -344,8 +343,8 @@ def test_name_of_another_adapter_on_the_endpoint_is_taken():
 def test_same_name_on_another_endpoint_is_allowed():
     _, stack, base = new_base()
     other = LlmEndpoint(stack, "Other", instance_type="ml.g6e.12xlarge").add_model("B", lora_model("other-base"))
-    add_adapter(base, "A", {"name": "shared", "artifact_s3_uri": ARTIFACT})
-    add_adapter(other, "A", {"name": "shared", "artifact_s3_uri": ARTIFACT})
+    LoraAdapter(base, "A", base=base, spec={"name": "shared", "artifact_s3_uri": ARTIFACT})
+    LoraAdapter(other, "A", base=other, spec={"name": "shared", "artifact_s3_uri": ARTIFACT})
 
 
 def test_artifact_must_be_a_tar_gz():
@@ -372,7 +371,7 @@ def test_base_without_lora():
 
 def test_base_must_be_a_model_component():
     _, stack, base = new_base()
-    first = add_adapter(base, "A", {"name": "a", "artifact_s3_uri": ARTIFACT})
+    first = LoraAdapter(base, "A", base=base, spec={"name": "a", "artifact_s3_uri": ARTIFACT})
     with pytest.raises(ConfigurationError, match=r"base: got 'LoraAdapter'; allowed: a ModelComponent"):
         LoraAdapter(stack, "OnAdapter", base=first, spec={"name": "b", "artifact_s3_uri": ARTIFACT})  # type: ignore[arg-type]
 
@@ -408,7 +407,7 @@ def test_more_policies_than_iam_allows_per_role(monkeypatch):
     specs = [AdapterSpec(name=f"t-{i}", artifact_s3_uri=f"s3://my-adapters/tenant-{i:04d}.tar.gz") for i in range(80)]
     with pytest.raises(ConfigurationError, match=r"managed policies.*spread them over more endpoints"):
         for spec in specs:
-            add_adapter(base, spec.name, spec)
+            LoraAdapter(base, spec.name, base=base, spec=spec)
     assert len(artifact_policies(base.endpoint)) == lora_module.POLICIES_PER_ROLE_MAX
     Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("Managed policies per role"))
 
@@ -635,7 +634,7 @@ def test_adapter_in_a_sibling_stack_depends_on_the_base_stack():
 
 def test_add_adapters_checks_everything_first():
     _, _, base = new_base()
-    add_adapter(base, "Existing", {"name": "existing", "artifact_s3_uri": ARTIFACT})
+    LoraAdapter(base, "Existing", base=base, spec={"name": "existing", "artifact_s3_uri": ARTIFACT})
     specs = [
         {"name": "a", "artifact_s3_uri": ARTIFACT},
         {"name": "a", "artifact_s3_uri": ARTIFACT},
@@ -677,13 +676,13 @@ def test_add_adapters_keeps_one_max_per_stack_per_model():
 def test_an_adapter_added_after_the_policy_was_rendered_is_in_its_next_rendering(env):
     """The statement's resources are a token resolved at each rendering (uncached): none is frozen early."""
     _, stack, base = new_base(env=env)
-    add_adapter(base, "One", {"name": "one", "artifact_s3_uri": "s3://my-adapters/one.tar.gz"})
+    LoraAdapter(base, "One", base=base, spec={"name": "one", "artifact_s3_uri": "s3://my-adapters/one.tar.gz"})
     (policy,) = artifact_policies(base.endpoint)
     cfn = policy.node.default_child
     (first,) = stack.resolve(cfn.policy_document)["Statement"]
     one = first["Resource"]  # a single resource renders as itself, not a list
     assert "my-adapters/one.tar.gz" in json.dumps(one) and not isinstance(one, list)
-    add_adapter(base, "Two", {"name": "two", "artifact_s3_uri": "s3://my-adapters/two.tar.gz"})
+    LoraAdapter(base, "Two", base=base, spec={"name": "two", "artifact_s3_uri": "s3://my-adapters/two.tar.gz"})
     (statement,) = stack.resolve(cfn.policy_document)["Statement"]
     two = json.loads(json.dumps(one).replace("one.tar.gz", "two.tar.gz"))
     assert statement == {"Action": "s3:GetObject", "Effect": "Allow", "Resource": [one, two]}
@@ -694,7 +693,9 @@ def test_an_adapter_added_after_the_policy_was_rendered_is_in_its_next_rendering
 
 def test_component_arn_is_the_inference_components_arn_attribute_read_on_first_use():
     _, stack, base = new_base()
-    adapter = add_adapter(base, "One", {"name": "one", "artifact_s3_uri": "s3://my-adapters/one.tar.gz"})
+    adapter = LoraAdapter(
+        base, "One", base=base, spec={"name": "one", "artifact_s3_uri": "s3://my-adapters/one.tar.gz"}
+    )
     assert stack.resolve(adapter.component_arn) == {
         "Fn::GetAtt": [logical_id(stack, adapter.cfn_inference_component), "InferenceComponentArn"]
     }

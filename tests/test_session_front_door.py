@@ -11,10 +11,9 @@ from aws_cdk import App, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
-from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
-from sagemaker_llm_cdk.adapters.lora_adapter import add_adapter
-from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
+from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, LoraAdapter, ModelSpec
 from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
+from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
 from sagemaker_llm_cdk.settings.sessions import SessionSettings
 
 MODEL_URI = "s3://my-bucket/model/"
@@ -62,10 +61,11 @@ def build(
         ),
     )
     made = [
-        add_adapter(
+        LoraAdapter(
             base,
             id,
-            AdapterSpec(name=name, physical_name=name, artifact_s3_uri=f"s3://my-bucket/adapters/{name}.tar.gz"),
+            base=base,
+            spec=AdapterSpec(name=name, physical_name=name, artifact_s3_uri=f"s3://my-bucket/adapters/{name}.tar.gz"),
         )
         for id, name in adapters
     ]
@@ -214,10 +214,11 @@ def test_duplicate_components_are_served_once():
             name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)
         ),
     )
-    adapter = add_adapter(
+    adapter = LoraAdapter(
         base,
         "Sql",
-        AdapterSpec(
+        base=base,
+        spec=AdapterSpec(
             name="qwen3-8b-sql", physical_name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"
         ),
     )
@@ -434,10 +435,11 @@ def test_adapter_alone_enables_sessions_on_its_base():
             name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI, lora=LoraSettings(max_rank=16)
         ),
     )
-    adapter = add_adapter(
+    adapter = LoraAdapter(
         base,
         "Sql",
-        AdapterSpec(
+        base=base,
+        spec=AdapterSpec(
             name="qwen3-8b-sql", physical_name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"
         ),
     )

@@ -14,6 +14,13 @@ import sys
 from pathlib import Path
 
 HASH = re.compile(r"\b[0-9a-f]{64}\b")
+DESTINATION = re.compile(r"#:(\d{12}-[a-z0-9-]+?-)[0-9a-f]{8}\b")
+"""A pipeline's publish step names ``<asset hash>:<account>-<region>-<hash of the two>``."""
+
+
+def normalized(text: str) -> str:
+    """``text`` with every asset hash (and a publish step's destination hash after it) as ``#``."""
+    return DESTINATION.sub(r"#:\1#", HASH.sub("#", text))
 
 
 def asset_hashes(folder: Path) -> dict[str, str]:
@@ -45,7 +52,7 @@ def compare(before: Path, after: Path) -> tuple[list[str], bool]:
                 continue
             ta, tb = a.decode(), b.decode()
             changed = set(HASH.findall(ta)) ^ set(HASH.findall(tb))
-            if HASH.sub("#", ta) == HASH.sub("#", tb) and changed <= set(old_assets) | set(new_assets):
+            if normalized(ta) == normalized(tb) and changed <= set(old_assets) | set(new_assets):
                 names = sorted({(old_assets | new_assets)[h] for h in changed})
                 hashes_only.append(f"{name} ({', '.join(names)})")
                 continue

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .adapters.adapter_stack import AdapterStack, add_adapters
-    from .adapters.lora_adapter import LoraAdapter, add_adapter, apply_lora_settings
+    from .adapters.lora_adapter import LoraAdapter
+    from .hosting.model_component import apply_lora_settings
     from .adapters.manifest import load_adapter_manifest
     from .settings.adapters import AdapterSpec, LoraSettings
     from .capacity.capacity_plan import CapacityPlan
@@ -28,8 +29,8 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .core.removal import set_removal
     from .eagle.benchmark import EagleBenchmark
     from .eagle.optimization import EagleOptimization
-    from .eagle.pretrained_head import PretrainedHead
-    from .eagle.serving import PromotionParameter, SpeculativeDecoding
+    from .hosting.pretrained_head import PretrainedHead
+    from .hosting.speculative_decoding import PromotionParameter, SpeculativeDecoding
     from .settings.eagle import EagleBenchmarkSettings, EagleDataset, EagleSettings
     from .hosting.endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
     from .settings.images import LMI_IMAGES, LmiImage
@@ -66,12 +67,11 @@ _EXPORTS: dict[str, str] = {
     "acknowledge_resource": "core.nag",
     "AdapterSpec": "settings.adapters",
     "AdapterStack": "adapters.adapter_stack",
-    "add_adapter": "adapters.lora_adapter",
     "add_adapters": "adapters.adapter_stack",
     "AppConfig": "settings.config",
     "AsyncRouting": "settings.routing",
     "apply_checks": "checks",
-    "apply_lora_settings": "adapters.lora_adapter",
+    "apply_lora_settings": "hosting.model_component",
     "CapacityPlan": "capacity.capacity_plan",
     "CapacityPlanGuard": "capacity.guard",
     "CapacityPlanSpec": "settings.capacity",
@@ -111,10 +111,10 @@ _EXPORTS: dict[str, str] = {
     "parse_config": "config.loading",
     "Placement": "settings.hosting",
     "PlanExtension": "settings.capacity",
-    "PretrainedHead": "eagle.pretrained_head",
+    "PretrainedHead": "hosting.pretrained_head",
     "PriceList": "operations.pricing",
     "Problem": "core.errors",
-    "PromotionParameter": "eagle.serving",
+    "PromotionParameter": "hosting.speculative_decoding",
     "RolloutSettings": "settings.operations",
     "RouterClient": "router_client",
     "RouterDestinationSpec": "settings.routing",
@@ -127,7 +127,7 @@ _EXPORTS: dict[str, str] = {
     "SessionFrontDoor": "sessions.front_door",
     "SessionSettings": "settings.sessions",
     "set_removal": "core.removal",
-    "SpeculativeDecoding": "eagle.serving",
+    "SpeculativeDecoding": "hosting.speculative_decoding",
     "TurnLog": "sessions.turn_log",
     "VARIANT_NAME": "hosting.endpoint",
     "VpcPlacement": "settings.hosting",
@@ -192,7 +192,6 @@ __all__ = [
     "VARIANT_NAME",
     "VpcPlacement",
     "acknowledge_resource",
-    "add_adapter",
     "add_adapters",
     "apply_checks",
     "apply_lora_settings",

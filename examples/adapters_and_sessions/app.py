@@ -12,6 +12,7 @@ from sagemaker_llm_cdk import (
     AdapterSpec,
     CopyScaling,
     LlmEndpoint,
+    LoraAdapter,
     LoraSettings,
     ModelSpec,
     SessionFrontDoor,
@@ -43,9 +44,17 @@ base = endpoint.add_model(
 )
 # Each adapter is its own inference component, named <stack name>-<name> (adapter.component_name):
 # callers pass that as InferenceComponentName.
-sql = base.add_adapter("Sql", AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-adapters/qwen3-8b/sql.tar.gz"))
-support = base.add_adapter(
-    "Support", AdapterSpec(name="qwen3-8b-support", artifact_s3_uri="s3://my-adapters/qwen3-8b/support.tar.gz")
+sql = LoraAdapter(
+    base,
+    "Sql",
+    base=base,
+    spec=AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-adapters/qwen3-8b/sql.tar.gz"),
+)
+support = LoraAdapter(
+    base,
+    "Support",
+    base=base,
+    spec=AdapterSpec(name="qwen3-8b-support", artifact_s3_uri="s3://my-adapters/qwen3-8b/support.tar.gz"),
 )
 
 # Multi-turn chat, SigV4-signed: POST /open {"component": "ChatWithAdapters-qwen3-8b-sql"} -> conversation_id, then

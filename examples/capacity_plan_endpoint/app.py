@@ -22,6 +22,7 @@ from sagemaker_llm_cdk import (
     CopyScaling,
     InstanceScaling,
     LlmEndpoint,
+    LoraAdapter,
     LoraSettings,
     ModelSpec,
     apply_checks,
@@ -61,8 +62,11 @@ qwen = endpoint.add_model(
         lora=LoraSettings(max_rank=16),  # the highest rank (r) of the adapters served
     ),
 )
-support = qwen.add_adapter(
-    "Support", AdapterSpec(name="qwen3-32b-support", artifact_s3_uri="s3://my-adapters/qwen3-32b/support.tar.gz")
+support = LoraAdapter(
+    qwen,
+    "Support",
+    base=qwen,
+    spec=AdapterSpec(name="qwen3-32b-support", artifact_s3_uri="s3://my-adapters/qwen3-32b/support.tar.gz"),
 )
 
 caller = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))

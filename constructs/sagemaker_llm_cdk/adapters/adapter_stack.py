@@ -15,7 +15,7 @@ reordering adapters before the end shifts later ones into neighbouring stacks.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aws_cdk import CfnResource, NestedStack, Stack
 
@@ -23,7 +23,8 @@ from constructs import Construct, IConstruct
 
 from ..core.errors import ConfigurationError, Problem
 from ..core.validation import problems_from
-from .lora_adapter import ARTIFACT_URL_MAX, LoraAdapter, base_problems, name_taken_problem
+from ..hosting.component_base import name_taken_problem
+from .lora_adapter import ARTIFACT_URL_MAX, LoraAdapter, base_problems
 from ..settings.adapters import AdapterSpec
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class AdapterStack(NestedStack):
 
     It deploys with its parent stack (one ``cdk deploy``); the endpoint name reaches it as a
     stack parameter, and CloudFormation creates it after the base model and the adapters'
-    read permissions. ``add_adapters`` creates and fills these; create one yourself to group
+    read permissions. ``add_adapters`` creates and fills these; create one yourself (with ``specs``) to group
     adapters by hand.
     """
 
@@ -56,19 +57,19 @@ class AdapterStack(NestedStack):
     ) -> None:
         """
         :param base: the model the adapters run on; it needs ``spec.lora``.
-        :param specs: adapters to create now. Default: none (use ``add_adapter``).
+        :param specs: the adapters it holds, created in this order. Default: none (``add_adapters`` fills it).
         :param description: Default: names the base model.
         """
         super().__init__(scope, id, description=description or f"LoRA adapters of {base.component_name}")
         self.base = base
         self._adapters: list[LoraAdapter] = []
         for spec in specs:
-            self.add_adapter(spec)
+            self._add(spec)
 
-    def add_adapter(self, spec: AdapterSpec | Mapping[str, Any], **kwargs: Any) -> LoraAdapter:
+    def _add(self, spec: AdapterSpec | Mapping[str, Any]) -> LoraAdapter:
         """Create one adapter in this stack; its construct id is the adapter's name."""
         name = spec.name if isinstance(spec, AdapterSpec) else str(spec.get("name"))
-        adapter = LoraAdapter(self, name, base=self.base, spec=spec, **kwargs)
+        adapter = LoraAdapter(self, name, base=self.base, spec=spec)
         self._adapters.append(adapter)
         return adapter
 
@@ -87,7 +88,7 @@ class AdapterBatches:
 
 def adapter_stacks(base: ModelComponent) -> tuple[AdapterStack, ...]:
     """The nested stacks ``add_adapters`` created for ``base``, in order."""
-    batches = base.adapter_batches
+    batches = cast("AdapterBatches | None", base.adapter_batches)
     return tuple(batches.stacks) if batches else ()
 
 
@@ -119,7 +120,7 @@ def add_adapters(
                 "leave it out to use 400",
             )
         )
-    earlier = base.adapter_batches if not problems else None
+    earlier = cast("AdapterBatches | None", base.adapter_batches) if not problems else None
     if earlier is not None and earlier.max_per_stack != max_per_stack:
         problems.append(
             Problem(
@@ -163,15 +164,16 @@ def add_adapters(
     if problems:
         raise ConfigurationError(problems, source=source)
 
-    batches = base.adapter_batches
+    batches = cast("AdapterBatches | None", base.adapter_batches)
     if batches is None:
-        batches = base.adapter_batches = AdapterBatches(max_per_stack)
+        batches = AdapterBatches(max_per_stack)
+        base.adapter_batches = batches
     stacks = batches.stacks
     created: list[LoraAdapter] = []
     for spec in checked:
         if not stacks or len(stacks[-1].adapters) >= max_per_stack:
             stacks.append(AdapterStack(base, f"Adapters{len(stacks) + 1}", base=base))
-        created.append(stacks[-1].add_adapter(spec))
+        created.append(stacks[-1]._add(spec))
     return tuple(created)
 
 

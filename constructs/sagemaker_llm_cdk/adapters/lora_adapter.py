@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import jsii
 from aws_cdk import Annotations, Aws, IAnyProducer, IResolveContext, Lazy, Token
@@ -27,9 +27,10 @@ from constructs import Construct
 from ..core import naming
 from ..core.errors import ConfigurationError, Problem
 from ..core.settings import _S3_URI, validated
-from ..hosting.component_base import InferenceComponentConstruct
+from ..hosting.component_base import InferenceComponentConstruct, name_taken_problem
+from ..hosting.model_component import apply_lora_settings as apply_lora_settings  # served by the base model
 from ..settings.hosting import ModelSpec
-from ..settings.adapters import AdapterSpec, lora_environment, max_rank_missing
+from ..settings.adapters import AdapterSpec, max_rank_missing
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
@@ -55,83 +56,17 @@ _WIDEST_PARTITION = "aws-us-gov"
 # --------------------------------------------------------------------- container settings
 
 
-def apply_lora_settings(component: ModelComponent) -> dict[str, str]:
-    """Set the base model's container up for dynamic adapter loading; returns the variables set.
-
-    For the LMI container: ``OPTION_ENABLE_LORA=true``, ``OPTION_MAX_LORAS`` (adapters on the
-    GPU), ``OPTION_MAX_CPU_LORAS`` (adapters in CPU memory; the rest wait on local disk) and,
-    when ``max_rank`` is set, ``OPTION_MAX_LORA_RANK``. A custom image gets no variables and a
-    synth warning: its own server must load adapters. Nothing happens when ``spec.lora`` is
-    not set. Safe to call more than once. A variable the user set to another value in
-    ``spec.environment`` is an error, never silently replaced.
-    """
-    settings = component.spec.lora
-    if settings is None:
-        return {}
-    if not component.spec.is_lmi:
-        if not component.warned_lora_custom_image:
-            component.warned_lora_custom_image = True
-            Annotations.of(component).add_warning_v2(
-                "sagemaker-llm-cdk:loraCustomImage",
-                f"lora is set on {component.component_name}, whose image {component.spec.image} is not the LMI "
-                "container: no LoRA variables were set, so the image must load adapters itself.",
-            )
-        return {}
-    environment = lora_environment(settings)
-    user = component.spec.environment
-    conflicts = [
-        Problem(
-            f"environment.{name}",
-            user[name],
-            f"{value!r}, which the lora settings give",
-            f"remove {name} from environment and set it through lora",
-        )
-        for name, value in environment.items()
-        if name in user and user[name] != value
-    ]
-    if conflicts:
-        raise ConfigurationError(conflicts, source=component.node.path)
-    for name, value in environment.items():
-        if component.environment.get(name) != value:
-            component.add_environment(name, value)
-    return environment
-
-
 # ------------------------------------------------------------------- names per endpoint
 
 
 def adapters_of(endpoint: LlmEndpoint) -> tuple[LoraAdapter, ...]:
     """The adapters created on ``endpoint`` so far, in creation order."""
-    return tuple(endpoint.lora_adapters.values())
+    return tuple(cast("LoraAdapter", a) for a in endpoint.lora_adapters.values())
 
 
 def adapter_names(endpoint: LlmEndpoint) -> frozenset[str]:
     """Inference component names the adapters on ``endpoint`` use."""
     return frozenset(endpoint.lora_adapters)
-
-
-def name_taken_problem(field: str, name: str, endpoint: LlmEndpoint) -> Problem | None:
-    """A problem when ``name`` is already used by a model or an adapter on ``endpoint``, as a
-    config name or as an inference component name."""
-    for model in endpoint.models:
-        if name in (model.component_name, model.spec.name):
-            return Problem(
-                field,
-                name,
-                f"a name no model or adapter on this endpoint uses (model {model.node.path} "
-                "has it; inference component names are unique in an account and region)",
-                "rename the adapter",
-            )
-    adapters = endpoint.lora_adapters
-    other = adapters.get(name) or next((a for a in adapters.values() if a.spec.name == name), None)
-    if other is not None:
-        return Problem(
-            field,
-            name,
-            f"a name no model or adapter on this endpoint uses (adapter {other.node.path} has it)",
-            "rename one of the two adapters",
-        )
-    return None
 
 
 def base_problems(base: Any, field: str = "base") -> list[Problem]:
@@ -262,15 +197,16 @@ class _Resources:
 
 
 def _access_for(endpoint: LlmEndpoint) -> ArtifactAccess:
-    access = endpoint.adapter_artifact_access
+    access = cast("ArtifactAccess | None", endpoint.adapter_artifact_access)
     if access is None:
-        access = endpoint.adapter_artifact_access = ArtifactAccess(endpoint)
+        access = ArtifactAccess(endpoint)
+        endpoint.adapter_artifact_access = access
     return access
 
 
 def artifact_policies(endpoint: LlmEndpoint) -> tuple[iam.ManagedPolicy, ...]:
     """The managed policies that let ``endpoint``'s role read its adapters' artifacts."""
-    access = endpoint.adapter_artifact_access
+    access = cast("ArtifactAccess | None", endpoint.adapter_artifact_access)
     return tuple(access.policies) if access else ()
 
 
@@ -381,8 +317,3 @@ class LoraAdapter(InferenceComponentConstruct):
     @component_arn.setter
     def component_arn(self, value: str) -> None:
         self._component_arn = value
-
-
-def add_adapter(base: ModelComponent, id: str, spec: AdapterSpec | Mapping[str, Any], **kwargs: Any) -> LoraAdapter:
-    """Serve ``spec`` on ``base`` as a ``LoraAdapter`` created under ``base`` (in the base's stack)."""
-    return LoraAdapter(base, id, base=base, spec=spec, **kwargs)

@@ -32,7 +32,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import jsii
 from aws_cdk import Annotations, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Token
@@ -60,8 +60,11 @@ from ..core import grants
 from ..core.metrics import metric
 from ..core.nag import acknowledge_resource
 from ..core.protocols import IEndpoint
-from ..core.run_time_state import STATE_PREFIX, RunTimeParameter
+from .guard import STATUS_PARAMETER_PREFIX as STATUS_PARAMETER_PREFIX
+from .guard import CapacityPlanGuard, status_parameter_name
+from ..core.run_time_state import RunTimeParameter
 from ..settings.capacity import (
+    choose_update_policy,
     EXTEND_CONTEXT,
     PURCHASE_CONTEXT,
     CapacityPlanSpec,
@@ -76,8 +79,6 @@ PLAN_NAME_DIMENSION = "TrainingPlanName"
 RESOURCE_TYPE = "Custom::SageMakerCapacityPlan"
 EXTENSION_RESOURCE_TYPE = "Custom::SageMakerCapacityPlanExtension"
 APPROVED, NOT_APPROVED = "approved", "not-approved"
-STATUS_PARAMETER_PREFIX = f"{STATE_PREFIX}/capacity-plans/"
-"""SSM parameters ``<prefix><plan>/status`` hold each plan's status (``when_not_active: on_demand``)."""
 SPENDING_ACTIONS = ("sagemaker:CreateTrainingPlan", "sagemaker:ExtendTrainingPlan", "sagemaker:CreateReservedCapacity")
 """IAM actions that spend money on capacity; granted only with the deploy-time consent."""
 
@@ -203,11 +204,6 @@ class _NoConsentInFiles:
 
     def validate(self) -> list[str]:
         return self._lines
-
-
-def status_parameter_name(plan_name: str) -> str:
-    """The SSM parameter that holds ``plan_name``'s status for ``when_not_active: on_demand``."""
-    return f"{STATUS_PARAMETER_PREFIX}{plan_name}/status"
 
 
 def encrypted_alarm_topic(scope: Construct, id: str, *, description: str) -> sns.Topic:
@@ -419,12 +415,56 @@ class CapacityPlan(Construct):
                 bound.append(cast("LlmEndpoint", c))
         return bound
 
-    def binding_problems(self, options: EndpointOptions) -> list[Problem]:
-        """What keeps an endpoint with ``options`` from running on this plan; ``LlmEndpoint`` calls it.
+    @property
+    def when_not_active(self) -> str:
+        """What a bound endpoint does while the plan is not Active: ``fail`` or ``on_demand`` (``spec``)."""
+        return self.spec.when_not_active
 
-        One plan per endpoint: a plan already bound to an endpoint in the app is a problem.
+    def bind(self, endpoint: Construct, *, instance_type: str, max_instances: int) -> CapacityPlanGuard:
+        """Bind ``endpoint`` (an ``LlmEndpoint`` being built) to this plan: the plan's Active check ahead of the
+        endpoint's config (child ``CapacityGuard``), and, when the plan is in another stack, that stack deployed
+        first. ``LlmEndpoint`` calls it after ``binding_problems`` found nothing."""
+
+        guard = CapacityPlanGuard(
+            endpoint, "CapacityGuard", plan=self, instance_type=instance_type, max_instances=max_instances
+        )
+        if Stack.of(self) is not Stack.of(endpoint):
+            try:
+                Stack.of(endpoint).add_stack_dependency(
+                    Stack.of(self),
+                    "the capacity plan is bought and watched in its own stack, deployed first",
+                )
+            except Exception:  # noqa: BLE001 - stacks of different apps or stages: bound by name only
+                pass
+        return guard
+
+    def headroom_metadata(self, options: EndpointOptions) -> dict[str, Any]:
+        """What the change report needs when an endpoint-config change needs headroom the plan lacks."""
+        return headroom_metadata(self, options)
+
+    def binding_problems(self, options: EndpointOptions, *, endpoint_scope: Construct | None = None) -> list[Problem]:
+        """What keeps an endpoint with ``options`` (made under ``endpoint_scope``) from running on this plan;
+        ``LlmEndpoint`` calls it.
+
+        One plan per endpoint: a plan already bound to an endpoint in the app is a problem. With
+        ``when_not_active: on_demand`` the plan is in a stack deployed before the endpoint's (its status
+        parameter is read when the endpoint's stack deploys).
         """
         problems = spec_binding_problems(self.spec, options)
+        if (
+            endpoint_scope is not None
+            and self.spec.when_not_active == "on_demand"
+            and Stack.of(self) is Stack.of(endpoint_scope)
+        ):
+            problems.append(
+                Problem(
+                    "capacity_plan",
+                    self.node.path,
+                    "with when_not_active on_demand, a plan in a stack deployed before this one (its status parameter "
+                    "is read when this stack deploys)",
+                    "create the CapacityPlan in its own stack (e.g. <stack>Capacity), or use when_not_active: fail",
+                )
+            )
         # LlmEndpoint asks while it is being built, already in the tree with ``options`` as its
         # own (a fresh object per endpoint): every other endpoint on this plan is a second one.
         for other in self.bound_endpoints:
@@ -783,24 +823,6 @@ class CapacityPlan(Construct):
 
 def _plans_in(root: IConstruct) -> list[CapacityPlan]:
     return [c for c in root.node.find_all() if isinstance(c, CapacityPlan)]
-
-
-UpdatePolicyName = Literal["BLUE_GREEN", "ROLLING"]
-
-
-def choose_update_policy(plan_instances: int, max_instances: int) -> UpdatePolicyName | None:
-    """The endpoint update policy a plan of ``plan_instances`` has room for, or None when neither fits.
-
-    A blue/green update launches a second fleet as large as the first (up to ``max_instances``)
-    before the old one goes: it needs ``2 x max_instances``. A rolling update one instance at a time
-    needs ``max_instances + 1``. An endpoint bound with ``capacity-reservations-only`` gets
-    instances only from its plan, so an update the plan has no room for runs to its timeout.
-    """
-    if plan_instances >= 2 * max_instances:
-        return "BLUE_GREEN"
-    if plan_instances >= max_instances + 1:
-        return "ROLLING"
-    return None
 
 
 def headroom_metadata(plan: CapacityPlan, options: EndpointOptions) -> dict[str, Any]:

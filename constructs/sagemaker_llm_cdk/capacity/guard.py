@@ -48,7 +48,7 @@ from constructs import Construct
 
 from ..core.functions import provider_framework, python_function
 from ..core.nag import acknowledge_resource
-from .capacity_plan import status_parameter_name
+from ..core.run_time_state import STATE_PREFIX
 
 if TYPE_CHECKING:
     from .capacity_plan import CapacityPlan
@@ -74,6 +74,15 @@ DEPLOY_TIME_VALUE = "<value>"
 """Key of the placeholder ``inputs_of`` leaves in the digested properties for a value CloudFormation resolves."""
 GUARD_REFERENCE = "<the capacity guard's MlReservationArn>"
 """What ``inputs_of`` digests in place of the config's reference to the guard (passing it would be a cycle)."""
+
+
+STATUS_PARAMETER_PREFIX = f"{STATE_PREFIX}/capacity-plans/"
+"""SSM parameters ``<prefix><plan>/status`` hold each plan's status (``when_not_active: on_demand``)."""
+
+
+def status_parameter_name(plan_name: str) -> str:
+    """The SSM parameter that holds ``plan_name``'s status for ``when_not_active: on_demand``."""
+    return f"{STATUS_PARAMETER_PREFIX}{plan_name}/status"
 
 
 class CapacityPlanGuard(Construct):

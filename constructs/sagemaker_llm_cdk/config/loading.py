@@ -279,7 +279,7 @@ def jumpstart_problems(data: Any, lock: Any) -> list[Problem]:
             found = spec_problems(model_id, str(version), model.get("accept_eula") is True, lock, region, path=path)
             problems.extend(found)
             locked = lock.find(model_id, str(version), region) if region and not found else None
-            from ..eagle.pretrained_head import config_problems
+            from ..hosting.pretrained_head import config_problems
 
             problems.extend(config_problems(model, locked, path))  # the pre-trained head's settings
             gpus = (

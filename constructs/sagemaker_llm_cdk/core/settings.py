@@ -212,7 +212,7 @@ def _partial_rules(cls: type[Settings], data: dict[str, Any], error: ValidationE
         return []
 
 
-def outside_rule(cls: type[M], data: Any, rule: Callable[[M], list[Problem]]) -> list[Problem]:
+def outside_rule(cls: type[Settings], data: Any, rule: Callable[[Any], list[Problem]]) -> list[Problem]:
     """The problems ``rule`` finds on ``data`` as ``cls``, a rule kept outside the model (one that needs more
     than settings, as the budget rule needs the cost model). On data that fails validation the rule runs on the
     fields that passed, like the model's own rules, so its problem comes in the same round; a rule that reads a

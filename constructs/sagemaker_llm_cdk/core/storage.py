@@ -61,6 +61,9 @@ class SecureBucket(Construct):
     ``noncurrent_version_days`` more, then it is gone.
     """
 
+    restricted_for: str | None = None
+    """What ``restrict_reads`` limited its reads for (None: not limited)."""
+
     def __init__(
         self,
         scope: Construct,

@@ -14,7 +14,7 @@ class (one round trip per class, not per resource).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import jsii
 from aws_cdk import Aspects, CfnResource, IAspect, Stage
@@ -114,7 +114,7 @@ def resource_type(resource: CfnResource) -> str:
     if known is not None:
         return known
     if "CFN_RESOURCE_TYPE_NAME" in vars(cls):  # an L1 class of aws_cdk (generated per resource type)
-        name = str(cls.CFN_RESOURCE_TYPE_NAME)
+        name = str(cast(Any, cls).CFN_RESOURCE_TYPE_NAME)  # a jsii class property: read through the class
         _TYPES[cls] = name
         return name
     return str(resource.cfn_resource_type)

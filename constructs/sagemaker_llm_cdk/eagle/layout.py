@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..settings.eagle import JOB_NAME_PREFIX as JOB_NAME_PREFIX  # the serving model's name rule reads it too
+
 DATASETS = "datasets"
 MAP_RESULTS = "map-results"
 JOBS = "jobs"
 REPORTS = "reports"
-JOB_NAME_PREFIX = "eagle-"
-"""Optimization job names start with this (``lambda/eagle_job`` names jobs ``eagle-<model>-<hash>``)."""

@@ -90,7 +90,12 @@ from ..core.settings import _S3_URI, instance_type_problem, validated
 from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from ..core.tree import at_synth
 from .layout import DATASETS, JOB_NAME_PREFIX, JOBS, MAP_RESULTS, REPORTS
-from .serving import PARAMETER_PREFIX, SpeculativeDecoding, literal_parameter_name, serving_model_prefix
+from ..hosting.speculative_decoding import (
+    PARAMETER_PREFIX,
+    SpeculativeDecoding,
+    literal_parameter_name,
+    serving_model_prefix,
+)
 from ..settings.eagle import EAGLE_ARCHITECTURES, EagleSettings
 from .state_machine import EMPTY_WATERMARK, definition, run_timeout, start_retry_hours
 

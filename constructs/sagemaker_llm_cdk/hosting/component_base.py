@@ -10,6 +10,7 @@ from aws_cdk import aws_iam as iam
 
 from constructs import Construct
 
+from ..core.errors import Problem
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric
 
 if TYPE_CHECKING:
@@ -70,3 +71,27 @@ class InferenceComponentConstruct(Construct):
     def metric_invocation_5xx_errors(self, **kwargs: Any) -> cloudwatch.Metric:
         """Requests answered with a 5xx status. Default: sum over 1 minute."""
         return self.metric("Invocation5XXErrors", **kwargs)
+
+
+def name_taken_problem(field: str, name: str, endpoint: LlmEndpoint) -> Problem | None:
+    """A problem when ``name`` is already used by a model or an adapter on ``endpoint``, as a
+    config name or as an inference component name."""
+    for model in endpoint.models:
+        if name in (model.component_name, model.spec.name):
+            return Problem(
+                field,
+                name,
+                f"a name no model or adapter on this endpoint uses (model {model.node.path} "
+                "has it; inference component names are unique in an account and region)",
+                "rename the adapter",
+            )
+    adapters = endpoint.lora_adapters
+    other = adapters.get(name) or next((a for a in adapters.values() if a.spec.name == name), None)
+    if other is not None:
+        return Problem(
+            field,
+            name,
+            f"a name no model or adapter on this endpoint uses (adapter {other.node.path} has it)",
+            "rename one of the two adapters",
+        )
+    return None

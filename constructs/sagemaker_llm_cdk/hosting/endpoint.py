@@ -35,10 +35,10 @@ from ..settings.hosting import (
     pools_with_plan_problem,
 )
 
+from ..core.protocols import ICapacityReservation, IPlanGuard, IServedAdapter
+from ..settings.capacity import choose_update_policy
+
 if TYPE_CHECKING:
-    from ..adapters.lora_adapter import ArtifactAccess, LoraAdapter
-    from ..capacity.capacity_plan import CapacityPlan
-    from ..capacity.guard import CapacityPlanGuard
     from ..settings.hosting import ModelSpec
 
 VARIANT_NAME = "AllTraffic"
@@ -56,10 +56,11 @@ class EndpointReference(Construct):
         self.endpoint_name = endpoint_name
         self.endpoint_arn = endpoint_arn
         self.variant_name = VARIANT_NAME
-        self.lora_adapters: dict[str, LoraAdapter] = {}
+        self.lora_adapters: dict[str, IServedAdapter] = {}
         """The LoRA adapters served on this endpoint so far, by inference component name, in creation order."""
-        self.adapter_artifact_access: ArtifactAccess | None = None
-        """The managed policies that let the role read the adapters' artifacts (made with the first adapter)."""
+        self.adapter_artifact_access: object | None = None
+        """The managed policies that let the role read the adapters' artifacts (made with the first adapter;
+        the adapters package keeps them here)."""
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to invoke this endpoint (any of its inference components)."""
@@ -156,7 +157,7 @@ class LlmEndpoint(EndpointReference):
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         data_capture_bucket: s3.IBucket | None = None,
-        capacity_plan: CapacityPlan | None = None,
+        capacity_plan: ICapacityReservation | None = None,
         instance_pools: Sequence[InstancePool] | None = None,
     ) -> None:
         """
@@ -234,19 +235,9 @@ class LlmEndpoint(EndpointReference):
 
         problems: list[Problem] = []
         if capacity_plan is not None:
-            problems.extend(capacity_plan.binding_problems(options))
+            problems.extend(capacity_plan.binding_problems(options, endpoint_scope=scope))
             if options.instance_pools:
                 problems.append(pools_with_plan_problem())
-            if capacity_plan.spec.when_not_active == "on_demand" and Stack.of(capacity_plan) is Stack.of(scope):
-                problems.append(
-                    Problem(
-                        "capacity_plan",
-                        capacity_plan.node.path,
-                        "with when_not_active on_demand, a plan in a stack deployed before this one (its status parameter "
-                        "is read when this stack deploys)",
-                        "create the CapacityPlan in its own stack (e.g. <stack>Capacity), or use when_not_active: fail",
-                    )
-                )
         if vpc_subnets is not None and vpc is None:
             problems.append(Problem("vpc_subnets", "given", "only together with vpc", "pass vpc too"))
         if security_groups and vpc is None:
@@ -341,30 +332,16 @@ class LlmEndpoint(EndpointReference):
                 else None,
             )
 
-        self.capacity_guard: CapacityPlanGuard | None = None
+        self.capacity_guard: IPlanGuard | None = None
         reservation = None
         if capacity_plan is not None:
-            from ..capacity.guard import CapacityPlanGuard
-
-            self.capacity_guard = CapacityPlanGuard(
-                self,
-                "CapacityGuard",
-                plan=capacity_plan,
-                instance_type=options.instance_type,
-                max_instances=options.scaling.max_instances,
+            self.capacity_guard = capacity_plan.bind(
+                self, instance_type=options.instance_type, max_instances=options.scaling.max_instances
             )
             reservation = sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
                 capacity_reservation_preference="capacity-reservations-only",
                 ml_reservation_arn=self.capacity_guard.ml_reservation_arn,
             )
-            if Stack.of(capacity_plan) is not Stack.of(self):
-                try:
-                    Stack.of(self).add_stack_dependency(
-                        Stack.of(capacity_plan),
-                        "the capacity plan is bought and watched in its own stack, deployed first",
-                    )
-                except Exception:  # noqa: BLE001 - stacks of different apps or stages: bound by name only
-                    pass
 
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=VARIANT_NAME,
@@ -427,13 +404,11 @@ class LlmEndpoint(EndpointReference):
                 ),
             )
         if capacity_plan is not None:
-            from ..capacity.capacity_plan import headroom_metadata
-
             policy, batch = self._fitting_update_policy()  # a rolling step may be more than one instance
             self.cfn_endpoint_config.add_metadata(
                 CAPACITY_METADATA,
                 {
-                    **headroom_metadata(capacity_plan, options),
+                    **capacity_plan.headroom_metadata(options),
                     "RollingNeedsInstances": options.scaling.max_instances + batch,
                     "UpdatePolicy": policy or "NONE_FITS",
                     "UpdateFits": policy is not None,
@@ -556,8 +531,6 @@ class LlmEndpoint(EndpointReference):
     def _fitting_update_policy(self) -> tuple[str | None, int]:
         """(policy, instances of one rolling step): ``choose_update_policy``, and ROLLING only when the plan also
         holds one step of ``rolling_batch_size`` beside ``max_instances`` (more than one instance above 20)."""
-        from ..capacity.capacity_plan import choose_update_policy
-
         assert self.capacity_plan is not None
         count, most = self.capacity_plan.instance_count, self.options.scaling.max_instances
         batch = self.rolling_batch_instances

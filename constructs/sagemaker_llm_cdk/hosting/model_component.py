@@ -17,21 +17,19 @@ from aws_cdk import aws_sagemaker as sagemaker
 
 from constructs import Construct
 
-from ..adapters.lora_adapter import LoraAdapter, apply_lora_settings, name_taken_problem
 from ..core import grants, naming
 from ..core.accounts import lmi_account
 from ..core.errors import ConfigurationError, Problem
 from ..core.grants import depend_on_policy
 from ..core.settings import _S3_URI, validated
 from ..settings.operations import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
-from .component_base import InferenceComponentConstruct
+from .component_base import InferenceComponentConstruct, name_taken_problem
+from ..settings.adapters import lora_environment
 from ..settings.hosting import _ECR_IMAGE, ModelSpec, fit_problems, requirements_on
 from ..settings.tool_calling import tool_environment
 
 if TYPE_CHECKING:
-    from ..adapters.adapter_stack import AdapterBatches
-    from ..settings.adapters import AdapterSpec
-    from ..eagle.serving import SpeculativeDecoding
+    from .speculative_decoding import SpeculativeDecoding
     from .endpoint import LlmEndpoint
     from .jumpstart import JumpStartLock, JumpStartModel
 
@@ -103,8 +101,9 @@ class ModelComponent(InferenceComponentConstruct):
             ``config/jumpstart.lock.yaml`` in the current directory.
         """
         super().__init__(scope, id)
-        self.adapter_batches: AdapterBatches | None = None
-        """The nested adapter stacks ``add_adapters`` made for this model (None until it is first called)."""
+        self.adapter_batches: object | None = None
+        """The nested adapter stacks ``adapters.add_adapters`` made for this model (None until it is first
+        called); the adapters package keeps them here, hosting never reads them."""
         self.warned_lora_custom_image = False
         spec = validated(ModelSpec, spec, where=self.node.path)
         self.jumpstart: JumpStartModel | None = None
@@ -226,8 +225,8 @@ class ModelComponent(InferenceComponentConstruct):
             self._serve_pretrained_head(self.jumpstart)
 
     def _serve_pretrained_head(self, model: JumpStartModel) -> None:
-        from ..eagle.pretrained_head import WARNING_ID, choose
-        from ..eagle.serving import SpeculativeDecoding
+        from .pretrained_head import WARNING_ID, choose
+        from .speculative_decoding import SpeculativeDecoding
 
         head, message = choose(self, model)
         if message is not None:
@@ -337,10 +336,6 @@ class ModelComponent(InferenceComponentConstruct):
             return "COPY_COUNT", rollout.batch_copies
         kind, value = rolling_batch(copies.min_copies, copies.max_copies)
         return ("COPY_COUNT" if kind == "count" else "CAPACITY_PERCENT"), value
-
-    def add_adapter(self, id: str, spec: AdapterSpec, **kwargs: Any) -> LoraAdapter:
-        """Serve a LoRA adapter on this model (which needs ``spec.lora``); see ``LoraAdapter``."""
-        return LoraAdapter(self, id, base=self, spec=spec, **kwargs)
 
     # ---------------------------------------------------------------- container
     @staticmethod
@@ -662,3 +657,45 @@ class _PolicyAction:
 
     def bind(self, scope: Construct, alarm: cloudwatch.IAlarm) -> cloudwatch.AlarmActionConfig:
         return cloudwatch.AlarmActionConfig(alarm_action_arn=self._arn)
+
+
+def apply_lora_settings(component: ModelComponent) -> dict[str, str]:
+    """Set the base model's container up for dynamic adapter loading; returns the variables set.
+
+    For the LMI container: ``OPTION_ENABLE_LORA=true``, ``OPTION_MAX_LORAS`` (adapters on the
+    GPU), ``OPTION_MAX_CPU_LORAS`` (adapters in CPU memory; the rest wait on local disk) and,
+    when ``max_rank`` is set, ``OPTION_MAX_LORA_RANK``. A custom image gets no variables and a
+    synth warning: its own server must load adapters. Nothing happens when ``spec.lora`` is
+    not set. Safe to call more than once. A variable the user set to another value in
+    ``spec.environment`` is an error, never silently replaced.
+    """
+    settings = component.spec.lora
+    if settings is None:
+        return {}
+    if not component.spec.is_lmi:
+        if not component.warned_lora_custom_image:
+            component.warned_lora_custom_image = True
+            Annotations.of(component).add_warning_v2(
+                "sagemaker-llm-cdk:loraCustomImage",
+                f"lora is set on {component.component_name}, whose image {component.spec.image} is not the LMI "
+                "container: no LoRA variables were set, so the image must load adapters itself.",
+            )
+        return {}
+    environment = lora_environment(settings)
+    user = component.spec.environment
+    conflicts = [
+        Problem(
+            f"environment.{name}",
+            user[name],
+            f"{value!r}, which the lora settings give",
+            f"remove {name} from environment and set it through lora",
+        )
+        for name, value in environment.items()
+        if name in user and user[name] != value
+    ]
+    if conflicts:
+        raise ConfigurationError(conflicts, source=component.node.path)
+    for name, value in environment.items():
+        if component.environment.get(name) != value:
+            component.add_environment(name, value)
+    return environment

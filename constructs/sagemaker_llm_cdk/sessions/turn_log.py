@@ -108,8 +108,8 @@ class TurnLog(Construct):
                 "Bucket",
                 encryption_key=bucket_key,
                 noncurrent_version_days=NONCURRENT_VERSION_DAYS,
-                expire_after_days={"": days},
-            )  # type: ignore[dict-item]  # a number token
+                expire_after_days={"": days},  # type: ignore[dict-item]  # a number token
+            )
             # Turns are people's text: only the roles granted to read them (grant_read) may read or decrypt.
             restrict_reads(self.secure_bucket, bucket_key, what="front-door turns")
             bucket = self.secure_bucket.bucket

@@ -462,7 +462,7 @@ class CapacityPlanSpec(Settings):
                 problems.append(
                     Problem(
                         "end_before",
-                        _iso(end),
+                        _iso(end),  # type: ignore[arg-type]
                         f"later than start_after ({_iso(start)})",  # type: ignore[arg-type]
                         "swap the two or correct end_before",
                     )
@@ -470,8 +470,8 @@ class CapacityPlanSpec(Settings):
             elif (
                 self.duration_days is not None
                 and MIN_DURATION_DAYS <= self.duration_days <= MAX_DURATION_DAYS
-                and end - start < timedelta(days=self.duration_days)
-            ):  # type: ignore[operator]
+                and end - start < timedelta(days=self.duration_days)  # type: ignore[operator]
+            ):
                 problems.append(
                     Problem(
                         "end_before",
@@ -570,3 +570,21 @@ def raw_consent_problems(data: Any, consented: Mapping[str, Iterable[str]]) -> l
         if plan.get("extension") is not None:
             extendable.append(plan["name"])
     return unknown_consent_problems(consented, reservable, extendable)
+
+
+UpdatePolicyName = Literal["BLUE_GREEN", "ROLLING"]
+
+
+def choose_update_policy(plan_instances: int, max_instances: int) -> UpdatePolicyName | None:
+    """The endpoint update policy a plan of ``plan_instances`` has room for, or None when neither fits.
+
+    A blue/green update launches a second fleet as large as the first (up to ``max_instances``)
+    before the old one goes: it needs ``2 x max_instances``. A rolling update one instance at a time
+    needs ``max_instances + 1``. An endpoint bound with ``capacity-reservations-only`` gets
+    instances only from its plan, so an update the plan has no room for runs to its timeout.
+    """
+    if plan_instances >= 2 * max_instances:
+        return "BLUE_GREEN"
+    if plan_instances >= max_instances + 1:
+        return "ROLLING"
+    return None

@@ -12,6 +12,10 @@ from ..core.errors import Problem
 from ..core.schedule_expression import schedule_problem
 from ..core.settings import Settings, field_rule, instance_type_problem, s3_uri_problem
 
+
+JOB_NAME_PREFIX = "eagle-"
+"""Optimization job names start with this (``lambda/eagle_job`` names jobs ``eagle-<model>-<hash>``)."""
+
 _TRAINING_PLAN = re.compile(
     r"(?:arn:aws[a-z-]*:sagemaker:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:training-plan/)?(?=.{1,64}$)[a-zA-Z0-9](?:-*[a-zA-Z0-9])*"
 )

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import ConfigurationError, Problem
 
 if TYPE_CHECKING:
-    from ..hosting.jumpstart import JumpStartModel
-    from ..hosting.model_component import ModelComponent
+    from .jumpstart import JumpStartModel
+    from .model_component import ModelComponent
 
 WARNING_ID = "sagemaker-llm-cdk:pretrained-head"
 

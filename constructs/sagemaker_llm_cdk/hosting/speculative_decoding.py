@@ -79,11 +79,11 @@ from ..core.functions import python_function
 from ..core.run_time_state import STATE_PREFIX, RunTimeParameter
 from ..core.settings import _S3_URI, name_problem
 from ..settings.images import lora_with_speculative_problem
-from .layout import JOB_NAME_PREFIX
+from ..settings.eagle import JOB_NAME_PREFIX
 from ..settings.eagle import EAGLE_ARCHITECTURES
 
 if TYPE_CHECKING:
-    from ..hosting.model_component import ModelComponent
+    from .model_component import ModelComponent
     from .pretrained_head import PretrainedHead
 
 NO_HEAD = "none"
