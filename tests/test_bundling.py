@@ -160,8 +160,24 @@ def test_dataset_asset_ships_orjson_for_python_313_on_x86_64_next_to_its_code(sy
     # the SDK is the layer's; the handlers' shared package is copied in
     assert sorted(p.name for p in job_folder.iterdir()) == [
         "benchmark.py",
+        "benchmark_output.py",
+        "benchmark_record.py",
         "eagle_job_core.py",
         "index.py",
+        "job_decision.py",
+        "job_errors.py",
+        "job_events.py",
+        "job_outputs.py",
+        "job_promotion.py",
+        "job_request.py",
+        "job_results.py",
+        "job_run_record.py",
+        "job_sagemaker.py",
+        "job_settings.py",
+        "job_start_checks.py",
+        "job_status.py",
+        "job_times.py",
+        "job_watermark.py",
         "llm_cdk_shared",
     ]
 

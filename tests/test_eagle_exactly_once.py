@@ -285,7 +285,7 @@ def test_a_failed_or_aborted_run_leaves_every_record_to_be_trained_exactly_once(
         for minute, prompt in enumerate(["d", "e"], start=3):
             _capture(s3, minute, prompt)
         if how.get("crash_in_start"):  # the claim is settled once no invocation can still hold it
-            monkeypatch.setattr(loop.job.core, "CLAIM_EXPIRY_SECONDS", -1)
+            monkeypatch.setattr(loop.job.job_watermark, "CLAIM_EXPIRY_SECONDS", -1)
         outcomes = [loop.run("run-2")]
         if outcomes[0] == "failed":  # a stale claim whose job existed: committed for it, then the next run trains
             outcomes.append(loop.run("run-3"))

@@ -28,6 +28,9 @@ waits: the state machine's Wait states poll.
   PROMOTION_PARAMETER, DEPLOY_CHECKS. Event ``{"head", "checks"}``. Returns ``{"state": "serving" |
   "waiting" | "superseded", "served_head", "checks", "give_up"}``; superseded: the promotion parameter no
   longer names this head (rolled back, or a newer head).
+
+Reading a benchmark job's output is ``benchmark_output``'s; the measurement's form in the run record, the
+comparison and the rollback commands are ``benchmark_record``'s.
 """
 
 from __future__ import annotations
@@ -37,14 +40,16 @@ import hashlib
 import json
 import os
 import re
-import urllib.parse
 from datetime import UTC, datetime
-from decimal import Decimal
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import benchmark_output
+import benchmark_record
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
+from benchmark_output import read_metrics as read_metrics
+from benchmark_record import compare, rollback_commands
 from botocore.exceptions import ClientError
 from llm_cdk_shared import clients
 from llm_cdk_shared.problems import not_a_boolean
@@ -63,25 +68,10 @@ if TYPE_CHECKING:  # names in annotations only; at run time nothing here is impo
 logger = Logger()
 metrics = Metrics()
 
-NO_HEAD = "none"
 CHANNEL = "eagle"
 """Additional model data channel of the draft head on the serving model (``speculative_decoding.CHANNEL``)."""
 TERMINAL = frozenset({"Completed", "Failed", "Stopped"})
-MAX_LISTING = 1000
-MAX_LISTING_IN_RECORD = 50
-"""Objects of the listing kept in the run record (DynamoDB items hold 400 KB; the count is kept too)."""
-MAX_FILES_READ = 20
-MAX_FILE_BYTES = 10 * 1024 * 1024
 JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-STATISTICS = ("avg", "mean", "value", "p50", "p90", "p99")
-METRICS_READ = {
-    "output_token_throughput": "tokens/s",
-    "request_throughput": "requests/s",
-    "request_latency": "ms",
-    "time_to_first_token": "ms",
-    "inter_token_latency": "ms",
-}
-"""AIPerf's metric names (its profile export); output_token_throughput is required for a measurement."""
 
 
 class InvalidEventError(Exception):
@@ -261,216 +251,7 @@ def start(event: dict[str, Any], context: Any) -> dict[str, Any]:
     }
 
 
-# ------------------------------------------------------------------------------------------ results
-def _split(uri: str) -> tuple[str, str]:
-    parsed = urllib.parse.urlparse(uri)
-    return parsed.netloc, parsed.path.lstrip("/")
-
-
-def list_output(uri: str) -> tuple[list[dict[str, Any]], bool]:
-    """The raw listing of the job's output (key, size), at most MAX_LISTING objects, and whether it was cut."""
-    bucket, prefix = _split(uri)
-    listing: list[dict[str, Any]] = []
-    for page in _s3().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("Contents", []):
-            if len(listing) >= MAX_LISTING:
-                return listing, True
-            listing.append({"key": item["Key"], "size": int(item.get("Size", 0))})
-    return listing, False
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)) and value == value and value not in (float("inf"), float("-inf")):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            return None
-        return number if number == number and abs(number) != float("inf") else None
-    return None
-
-
-def _find(doc: Any, name: str, depth: int = 0) -> Any:
-    """The first value under key ``name`` in a nested JSON document (breadth before depth, 4 levels)."""
-    if depth > 4:
-        return None
-    if isinstance(doc, dict):
-        if name in doc:
-            return doc[name]
-        for value in doc.values():
-            found = _find(value, name, depth + 1)
-            if found is not None:
-                return found
-    elif isinstance(doc, list):
-        for value in doc[:50]:
-            found = _find(value, name, depth + 1)
-            if found is not None:
-                return found
-    return None
-
-
-def read_metrics(doc: Any) -> dict[str, dict[str, Any]]:
-    """The AIPerf statistics a results document holds: ``{metric: {"avg": .., "p50": .., "unit": ..}}``; only
-    numbers actually present are returned."""
-    out: dict[str, dict[str, Any]] = {}
-    for name in METRICS_READ:
-        value = _find(doc, name)
-        stats: dict[str, Any] = {}
-        if isinstance(value, dict):
-            for statistic in STATISTICS:
-                number = _number(value.get(statistic))
-                if number is not None:
-                    stats["avg" if statistic in ("mean", "value") and "avg" not in stats else statistic] = number
-            if isinstance(value.get("unit"), str):
-                stats["unit"] = value["unit"][:32]
-        else:
-            number = _number(value)
-            if number is not None:
-                stats["avg"] = number
-        if any(k != "unit" for k in stats):
-            out[name] = stats
-    return out
-
-
-def _results_files(listing: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    files = [o for o in listing if o["key"].lower().endswith(".json") and 0 < o["size"] <= MAX_FILE_BYTES]
-    files.sort(key=lambda o: (0 if "profile_export_aiperf" in o["key"].lower() else 1, o["key"]))
-    return files[:MAX_FILES_READ]
-
-
-def measure(output_uri: str) -> dict[str, Any]:
-    """What the job's output says: listing, files read and their numbers; ``parsed`` only with a throughput."""
-    listing, truncated = list_output(output_uri)
-    bucket, _ = _split(output_uri)
-    read: list[str] = []
-    unreadable: list[str] = []
-    found: dict[str, dict[str, Any]] = {}
-    for obj in _results_files(listing):
-        try:
-            body = _s3().get_object(Bucket=bucket, Key=obj["key"])["Body"].read(MAX_FILE_BYTES + 1)
-            doc = json.loads(body.decode("utf-8"))
-        except (ClientError, UnicodeDecodeError, ValueError) as error:
-            unreadable.append(f"{obj['key']}: {type(error).__name__}")
-            continue
-        numbers = read_metrics(doc)
-        if numbers:
-            read.append(obj["key"])
-            for name, stats in numbers.items():
-                found.setdefault(name, stats)  # the preferred file (profile_export_aiperf) first
-        if "output_token_throughput" in found:
-            break
-    throughput = found.get("output_token_throughput", {}).get("avg")
-    return {
-        "parsed": throughput is not None,
-        "output_token_throughput": throughput,
-        "metrics": found,
-        "files_read": read,
-        "files_unreadable": unreadable[:20],
-        "output_listing": listing[:MAX_LISTING_IN_RECORD],
-        "output_listing_count": len(listing),
-        "output_listing_truncated": truncated or len(listing) > MAX_LISTING_IN_RECORD,
-    }
-
-
-# ------------------------------------------------------------------------------------------ record
-def _dynamo(value: Any) -> dict[str, Any]:
-    def convert(v: Any) -> Any:
-        if isinstance(v, float):
-            return Decimal(repr(v))
-        if isinstance(v, dict):
-            return {k: convert(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [convert(x) for x in v]
-        return v
-
-    from boto3.dynamodb.types import TypeSerializer  # only the record path needs it: not on the cold start
-
-    return TypeSerializer().serialize(convert(value))
-
-
-def _plain(attribute: dict[str, Any] | None) -> Any:
-    if not attribute:
-        return None
-    from boto3.dynamodb.types import TypeDeserializer
-
-    value = TypeDeserializer().deserialize(attribute)
-
-    def convert(v: Any) -> Any:
-        if isinstance(v, Decimal):
-            return float(v)
-        if isinstance(v, dict):
-            return {k: convert(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [convert(x) for x in v]
-        return v
-
-    return convert(value)
-
-
-def compare(
-    before: dict[str, Any] | None, after: dict[str, Any], *, tolerance: float, job_speedup: float | None
-) -> dict[str, Any]:
-    """Served speedup (after / before output-token throughput), beside the optimization job's own figure."""
-    base = (before or {}).get("output_token_throughput") if (before or {}).get("parsed") else None
-    with_head = after.get("output_token_throughput") if after.get("parsed") else None
-    comparison: dict[str, Any] = {
-        "job_speedup": job_speedup,
-        "slowdown_tolerance": tolerance,
-        "before_throughput": base,
-        "after_throughput": with_head,
-    }
-    if base is None or with_head is None or base <= 0:
-        return {
-            **comparison,
-            "served_speedup": None,
-            "slower": None,
-            "verdict": "not compared: "
-            + (
-                "no before measurement with a throughput"
-                if base is None or base <= 0
-                else "no after measurement with a throughput"
-            ),
-        }
-    ratio = with_head / base
-    slower = ratio < 1.0 - tolerance
-    latency = {}
-    for name in ("request_latency", "time_to_first_token", "inter_token_latency"):
-        b = ((before or {}).get("metrics") or {}).get(name, {}).get("avg")
-        a = (after.get("metrics") or {}).get(name, {}).get("avg")
-        if b and a:
-            latency[name] = a / b
-    return {
-        **comparison,
-        "served_speedup": ratio,
-        "latency_ratio": latency,
-        "slower": slower,
-        "verdict": (
-            f"slower with the head: {ratio:.3f}x the throughput before (tolerance {tolerance:g})"
-            if slower
-            else f"{ratio:.3f}x the throughput before"
-        ),
-    }
-
-
-def rollback_commands(
-    *, parameter: str, table: str, region: str, previous_head: str | None, stack: str
-) -> tuple[str, str]:
-    """(the repository's rollback command, the AWS CLI equivalent), each followed by the deploy that serves it."""
-    target = previous_head or NO_HEAD
-    tool = (
-        f"python -m tools.eagle_rollback --parameter {parameter} --table {table} --region {region}"
-        f" && cdk deploy {stack}"
-    )
-    cli = (
-        f"aws ssm put-parameter --name {parameter} --value {target} --type String --overwrite --region {region}"
-        f" && cdk deploy {stack}"
-    )
-    return tool, cli
-
-
+# ------------------------------------------------------------------------------------------ check
 @metrics.log_metrics
 @logger.inject_lambda_context(log_event=False)
 def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -496,7 +277,7 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return out
 
     if status == "Completed":
-        measurement = measure(run.output_s3_uri)
+        measurement = benchmark_output.measure(_s3(), run.output_s3_uri)
         reason = (
             None
             if measurement["parsed"]
@@ -522,7 +303,7 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
     }
     key = {"model_name": {"S": model_name}, "run_id": {"S": run.run_id}}
     names = {"#m": f"benchmark_{run.phase}"}
-    values = {":m": _dynamo(record)}
+    values = {":m": benchmark_record.to_attribute(record)}
     update = "SET #m = :m"
     result: dict[str, Any] = {
         **out,
@@ -537,8 +318,8 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
         metrics.add_metric(name="EagleBenchmarkUnreadable", unit=MetricUnit.Count, value=1)
     if run.phase == "after":
         item = _dynamodb().get_item(TableName=table, Key=key, ConsistentRead=True).get("Item") or {}
-        before = _plain(item.get("benchmark_before"))
-        job_speedup = _plain(item.get("speedup"))
+        before = benchmark_record.from_attribute(item.get("benchmark_before"))
+        job_speedup = benchmark_record.from_attribute(item.get("speedup"))
         comparison = compare(
             before,
             measurement,
@@ -546,13 +327,13 @@ def check(event: dict[str, Any], context: Any) -> dict[str, Any]:
             job_speedup=job_speedup if isinstance(job_speedup, float) else None,
         )
         names["#c"] = "benchmark_comparison"
-        values[":c"] = _dynamo(comparison)
+        values[":c"] = benchmark_record.to_attribute(comparison)
         update += ", #c = :c"
         tool, cli = rollback_commands(
             parameter=_env("PROMOTION_PARAMETER"),
             table=table,
             region=os.environ.get("AWS_REGION", "<region>"),
-            previous_head=_plain(item.get("previous_head")),
+            previous_head=benchmark_record.from_attribute(item.get("previous_head")),
             stack=os.environ.get("STACK_NAME", "<the model's stack>"),
         )
         result.update(

@@ -853,7 +853,7 @@ def test_record_unparsed_results(recorder, aws_record, lambda_context, capsys):
 def test_record_parsed_results_are_not_flagged_and_the_listing_is_bounded(
     recorder, aws_record, lambda_context, capsys, monkeypatch
 ):
-    monkeypatch.setattr(recorder, "MAX_LISTING_OBJECTS", 3)
+    monkeypatch.setattr(recorder.job_outputs, "MAX_LISTING_OBJECTS", 3)
     event = run_event()
     put_outputs(aws_record["s3"], event, speed_results(100.0, 250.0))
     result = recorder.record(event, lambda_context)
@@ -1164,7 +1164,7 @@ def test_the_windows_end_without_this_job_means_another_run_trained_on_it(
 def test_a_fresh_claim_of_another_run_is_left_to_it(handler, core, sagemaker, ssm, lambda_context, monkeypatch):
     other = claim_for(core, "eagle-qwen3-32b-000000000000", run_id="run-0", claimed_at="2026-11-30T11:55:00Z")
     ssm.put_parameter(Name=WATERMARK, Value=other, Type="String", Overwrite=True)
-    monkeypatch.setattr(handler, "datetime", _frozen(datetime(2026, 11, 30, 12, 0, tzinfo=UTC)))
+    monkeypatch.setattr(handler.job_watermark, "datetime", _frozen(datetime(2026, 11, 30, 12, 0, tzinfo=UTC)))
     with pytest.raises(handler.WatermarkConflictError, match="claimed by run run-0 .* starting its job now"):
         handler.start(start_event(watermark=commit(stored=other)), lambda_context)
     assert watermark_now(ssm) == other
