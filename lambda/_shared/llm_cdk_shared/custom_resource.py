@@ -42,8 +42,12 @@ class CustomResourceEvent(BaseModel):
 
 
 def parse_event(
-    event: Any, *, error: type[Exception], not_done: str, model: type[Model] = CustomResourceEvent
-) -> Model:  # type: ignore[assignment]
+    event: Any,
+    *,
+    error: type[Exception],
+    not_done: str,
+    model: type[Model] = CustomResourceEvent,  # type: ignore[assignment]
+) -> Model:
     """``event`` as ``model``, or ``error`` naming every problem; ``not_done`` says what did not happen."""
     if not isinstance(event, dict):
         raise error(f"Not a CloudFormation custom resource event (not a JSON object); {not_done}.")
