@@ -351,7 +351,7 @@ def test_every_throttle_of_the_table_on_every_route_is_a_503_with_retry_after(ro
 @pytest.mark.parametrize("code", SAGEMAKER_THROTTLES)
 def test_every_throttle_of_sagemaker_is_a_429_with_retry_after(router, monkeypatch, code):
     """SageMaker throttling (or a model still loading) on every attempt the budget allows: a JSON 429."""
-    monkeypatch.setattr(router, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(router.budget, "sleep", lambda seconds: None)
     runtime = Stubber(router._sagemaker_runtime())
     for _ in range(router.MODEL_MAX_ATTEMPTS):
         runtime.add_client_error(

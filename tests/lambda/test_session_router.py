@@ -29,7 +29,7 @@ TABLE = "llm-conversations"
 BASE = "qwen3-32b-base"
 ADAPTER = "qwen3-32b-sql-lora"
 TTL = 600
-NOW = 1_900_000_000  # 2030-03-17T17:46:40Z, frozen through the module's _now()
+NOW = 1_900_000_000  # 2030-03-17T17:46:40Z, frozen through the handler's budget.now()
 SID_1 = "0b7e6c8a-4f1d-4a57-9d0e-1c2b3a4d5e6f"
 SID_2 = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
 SID_3 = "1f2e3d4c-5b6a-4978-8a6b-5c4d3e2f1a0b"
@@ -241,11 +241,11 @@ def ddb(env, sessions_table):
 @pytest.fixture
 def router(load_handler, ddb, lambda_context, monkeypatch):
     mod = load_handler("session_router")
-    monkeypatch.setattr(mod, "_now", lambda: NOW)
+    monkeypatch.setattr(mod.budget, "now", lambda: NOW)
     runtime = RuntimeStub(mod._sagemaker_runtime())
     runtime.stubber.activate()
 
-    monkeypatch.setattr(mod, "_sleep", lambda seconds: None)  # retries back off without waiting in tests
+    monkeypatch.setattr(mod.budget, "sleep", lambda seconds: None)  # retries back off without waiting in tests
     dynamodb_calls: list[str] = []
     mod._dynamodb().meta.events.register("before-call.dynamodb", lambda model, **_: dynamodb_calls.append(model.name))
 
@@ -419,14 +419,14 @@ def test_open_ids_never_repeat_and_use_the_secrets_module(router, monkeypatch):
     assert len(ids) == 3 and all(ISSUED_ID.fullmatch(i) for i in ids)
 
     calls = []
-    monkeypatch.setattr(router.mod.secrets, "token_urlsafe", lambda n: calls.append(n) or "x" * 32)
+    monkeypatch.setattr(router.mod.conversations.table.secrets, "token_urlsafe", lambda n: calls.append(n) or "x" * 32)
     assert router.mod.new_conversation_id() == "x" * 32 and calls == [24]  # 24 bytes = 192 random bits
 
 
 def test_open_retries_on_an_id_collision(router, monkeypatch):
     router.table.put("taken", SID_3, owner=OTHER_APP)
     issued = iter(["taken", "fresh"])
-    monkeypatch.setattr(router.mod, "new_conversation_id", lambda: next(issued))
+    monkeypatch.setattr(router.mod.conversations.table, "new_conversation_id", lambda: next(issued))
 
     assert router.open(SID_1) == "fresh"
     assert router.table.get("taken")["owner"] == OTHER_APP and router.table.get("taken")["session_id"] == SID_3
@@ -626,21 +626,22 @@ def test_container_without_session_support_is_502_and_writes_nothing(router):
 
 
 # --- concurrency --------------------------------------------------------------------------------------
-def _race(router, winner_component: str) -> None:
+def _race(router, monkeypatch, winner_component: str) -> None:
     """Make another invocation store SID_1 for chat-42 right after this one opened its own session."""
-    original = router.mod._open_session
+    endpoint = router.mod.conversations.endpoint
+    original = endpoint.open_session
 
-    def open_then_lose(settings, component):
-        opened = original(settings, component)
+    def open_then_lose(sagemaker_runtime, settings, component):
+        opened = original(sagemaker_runtime, settings, component)
         router.table.put("chat-42", SID_1, component=winner_component, expires_at=NOW + 500)
         return opened
 
-    router.mod._open_session = open_then_lose
+    monkeypatch.setattr(endpoint, "open_session", open_then_lose)
 
 
-def test_concurrent_reopens_loser_uses_winners_session(router):
+def test_concurrent_reopens_loser_uses_winners_session(router, monkeypatch):
     router.table.put("chat-42", SID_3, expires_at=NOW - 1)
-    _race(router, BASE)
+    _race(router, monkeypatch, BASE)
     router.runtime.open(SID_2)
     router.runtime.close(SID_2)  # the loser frees the session it opened
     router.runtime.turn(session_id=SID_1)
@@ -653,9 +654,9 @@ def test_concurrent_reopens_loser_uses_winners_session(router):
     assert router.table.get("chat-42")["expires_at"] == NOW + 500
 
 
-def test_concurrent_reopen_on_other_component_is_409(router):
+def test_concurrent_reopen_on_other_component_is_409(router, monkeypatch):
     router.table.put("chat-42", SID_3, expires_at=NOW - 1)
-    _race(router, ADAPTER)
+    _race(router, monkeypatch, ADAPTER)
     router.runtime.open(SID_2)
     router.runtime.close(SID_2)
 
@@ -665,16 +666,17 @@ def test_concurrent_reopen_on_other_component_is_409(router):
     assert router.table.get("chat-42")["component"] == ADAPTER
 
 
-def test_conversation_closed_during_reopen_is_404_and_frees_the_session(router):
+def test_conversation_closed_during_reopen_is_404_and_frees_the_session(router, monkeypatch):
     router.table.put("chat-42", SID_3, expires_at=NOW - 1)
-    original = router.mod._open_session
+    endpoint = router.mod.conversations.endpoint
+    original = endpoint.open_session
 
-    def open_then_closed(settings, component):
-        opened = original(settings, component)
+    def open_then_closed(sagemaker_runtime, settings, component):
+        opened = original(sagemaker_runtime, settings, component)
         router.table.client.delete_item(TableName=TABLE, Key={"conversation_id": {"S": "chat-42"}})
         return opened
 
-    router.mod._open_session = open_then_closed
+    monkeypatch.setattr(endpoint, "open_session", open_then_closed)
     router.runtime.open(SID_2)
     router.runtime.close(SID_2)
 
@@ -721,7 +723,7 @@ def test_no_model_call_starts_when_its_worst_case_cannot_fit(router):
 
 def test_lost_session_is_not_reopened_past_the_budget_and_the_row_is_kept(router, monkeypatch):
     clock = Clock(per_call=230.0)  # the first turn hangs for 230 s before the container says "session gone"
-    monkeypatch.setattr(router.mod, "_monotonic", clock)
+    monkeypatch.setattr(router.mod.budget, "_monotonic", clock)
     slow_calls(router, clock)
     router.table.put("chat-42", SID_1)
     router.runtime.error(
@@ -739,7 +741,7 @@ def test_lost_session_is_not_reopened_past_the_budget_and_the_row_is_kept(router
 
 def test_throttling_retries_stop_at_the_budget(router, monkeypatch):
     clock = Clock(per_call=110.0)
-    monkeypatch.setattr(router.mod, "_monotonic", clock)
+    monkeypatch.setattr(router.mod.budget, "_monotonic", clock)
     slow_calls(router, clock)
     router.runtime.error(code="ThrottlingException", status=400, message="Rate exceeded")
     router.runtime.error(code="ThrottlingException", status=400, message="Rate exceeded")
@@ -828,10 +830,10 @@ def test_close_unknown_conversation_is_404(router):
 DYNAMODB_THROTTLES = ["ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"]
 
 
-def throttle_table(router, operation: str, code: str, times: int = 1) -> list[str]:
+def throttle_table(router, monkeypatch, operation: str, code: str, times: int = 1) -> list[str]:
     """The next ``times`` calls of DynamoDB ``operation`` fail with ``code``, as botocore raises a throttle once
     its own retries are spent (answered before the call is sent, like Stubber); every other call reaches moto.
-    Returns the names the handler counts (``_count``)."""
+    Returns the names the handler counts (``answers.count``)."""
     from botocore.awsrequest import AWSResponse
 
     left = [times]
@@ -850,8 +852,8 @@ def throttle_table(router, operation: str, code: str, times: int = 1) -> list[st
 
     router.mod._dynamodb().meta.events.register(f"before-call.dynamodb.{operation}", answer)
     counted: list[str] = []
-    original = router.mod._count
-    router.mod._count = lambda name: (counted.append(name), original(name))[1]
+    original = router.mod.answers.count
+    monkeypatch.setattr(router.mod.answers, "count", lambda name: (counted.append(name), original(name))[1])
     return counted
 
 
@@ -865,9 +867,9 @@ def assert_table_throttled(response: dict[str, Any], code: str, counted: list[st
 
 
 @pytest.mark.parametrize("code", DYNAMODB_THROTTLES)
-def test_a_throttled_read_of_the_conversation_is_503_with_retry_after(router, code):
+def test_a_throttled_read_of_the_conversation_is_503_with_retry_after(router, monkeypatch, code):
     router.table.put("chat-42", SID_1)
-    counted = throttle_table(router, "GetItem", code)
+    counted = throttle_table(router, monkeypatch, "GetItem", code)
 
     response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
 
@@ -878,8 +880,8 @@ def test_a_throttled_read_of_the_conversation_is_503_with_retry_after(router, co
 
 
 @pytest.mark.parametrize("code", DYNAMODB_THROTTLES)
-def test_a_throttled_open_is_503_and_frees_the_session_it_opened(router, code):
-    counted = throttle_table(router, "PutItem", code)
+def test_a_throttled_open_is_503_and_frees_the_session_it_opened(router, monkeypatch, code):
+    counted = throttle_table(router, monkeypatch, "PutItem", code)
     router.runtime.open(SID_1)
     router.runtime.close(SID_1)
 
@@ -887,9 +889,9 @@ def test_a_throttled_open_is_503_and_frees_the_session_it_opened(router, code):
     assert router.table.items() == []
 
 
-def test_a_throttled_reopen_is_503_frees_the_new_session_and_keeps_the_row(router):
+def test_a_throttled_reopen_is_503_frees_the_new_session_and_keeps_the_row(router, monkeypatch):
     router.table.put("chat-42", SID_3, expires_at=NOW - 1)
-    counted = throttle_table(router, "PutItem", "ProvisionedThroughputExceededException")
+    counted = throttle_table(router, monkeypatch, "PutItem", "ProvisionedThroughputExceededException")
     router.runtime.open(SID_2)
     router.runtime.close(SID_2)
 
@@ -903,9 +905,9 @@ def test_a_throttled_reopen_is_503_frees_the_new_session_and_keeps_the_row(route
     ]  # no turn ran
 
 
-def test_a_throttled_delete_on_close_is_503_and_the_retry_removes_the_row(router):
+def test_a_throttled_delete_on_close_is_503_and_the_retry_removes_the_row(router, monkeypatch):
     router.table.put("chat-42", SID_1)
-    counted = throttle_table(router, "DeleteItem", "RequestLimitExceeded")
+    counted = throttle_table(router, monkeypatch, "DeleteItem", "RequestLimitExceeded")
     router.runtime.close(SID_1)
 
     assert_table_throttled(router.call("/close", {"conversation_id": "chat-42"}), "RequestLimitExceeded", counted)
@@ -923,9 +925,9 @@ def test_a_throttled_delete_on_close_is_503_and_the_retry_removes_the_row(router
     assert router.table.get("chat-42") is None
 
 
-def test_other_table_errors_stay_internal_errors(router):
+def test_other_table_errors_stay_internal_errors(router, monkeypatch):
     """Only throttling is back-pressure: a table the role may not use is a 500 the errors alarm counts."""
-    counted = throttle_table(router, "GetItem", "AccessDeniedException")
+    counted = throttle_table(router, monkeypatch, "GetItem", "AccessDeniedException")
 
     response = router.call("/invoke", {"conversation_id": "chat-42", "body": chat()})
 
