@@ -7,12 +7,19 @@ import sys
 from pathlib import Path
 
 from aws_cdk import App, Environment
-from sagemaker_llm_cdk import ConfigurationError, cost_ceiling_table, load_config
-from sagemaker_llm_cdk.capacity.capacity_plan import consent_problems, consented_plans, file_consents
-from sagemaker_llm_cdk.settings.capacity import EXTEND_CONTEXT, PURCHASE_CONTEXT
-from sagemaker_llm_cdk.config.loading import locate_problems
-from sagemaker_llm_cdk.core.removal import removal_note
-from sagemaker_llm_cdk.operations.cost import cost_model
+from sagemaker_llm_cdk import (
+    EXTEND_CONTEXT,
+    PURCHASE_CONTEXT,
+    ConfigurationError,
+    consent_problems,
+    consented_plans,
+    cost_ceiling_table,
+    cost_model,
+    file_consents,
+    load_config,
+    locate_problems,
+    removal_note,
+)
 
 from stacks import LlmPlatformStack, attach_checks
 from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks, write_cost_model

@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_cdk import App, Stage
 from cdk_nag import NagPack, NIST80053R5Checks, ServerlessChecks
-from sagemaker_llm_cdk.checks import FAIL_SYNTH_CONTEXT, WarningsOnly, _as_warning, apply, apply_to_stage
+from sagemaker_llm_cdk import FAIL_SYNTH_CONTEXT, WarningsOnly, apply_checks, apply_checks_to_stage
 
 WARNING_PACKS: Mapping[str, Callable[..., NagPack]] = {
     "nist-800-53-r5": NIST80053R5Checks,
@@ -28,7 +28,6 @@ __all__ = [
     "FAIL_SYNTH_CONTEXT",
     "WARNING_PACKS",
     "WarningsOnly",
-    "_as_warning",
     "attach_checks",
     "attach_stage_checks",
     "report_checks",
@@ -59,7 +58,7 @@ def attach_checks(app: App, *, extra_packs: Sequence[str] = ()) -> None:
         attach_stage_checks(
             stage, extra_packs=[p for p in getattr(stage, "nag_warning_packs", ()) if p not in extra_packs]
         )
-    apply(app, warning_packs=extra_packs)
+    apply_checks(app, warning_packs=extra_packs)
 
 
 def attach_stage_checks(stage: Stage, *, extra_packs: Sequence[str] = ()) -> None:
@@ -67,7 +66,7 @@ def attach_stage_checks(stage: Stage, *, extra_packs: Sequence[str] = ()) -> Non
     (``sagemaker_llm_cdk.checks.apply_to_stage``). Call it in the Stage's constructor when something synthesizes
     the stage early (``stacks.pipeline.LlmPlatformStage`` does). Calling it twice on a stage adds nothing."""
     _allowed(extra_packs)
-    apply_to_stage(stage, warning_packs=extra_packs)
+    apply_checks_to_stage(stage, warning_packs=extra_packs)
 
 
 # ----------------------------------------------------------------------------- the synth log and the PR summary

@@ -9,27 +9,29 @@ from typing import TYPE_CHECKING, Any
 from aws_cdk import CfnOutput, Duration, Fn, Stack, Tags, Token
 from aws_cdk import aws_ec2 as ec2
 from sagemaker_llm_cdk import (
+    RECORD_SERVICE,
     AppConfig,
     CapacityPlan,
+    CostBudget,
     DeploymentCheck,
+    EagleOptimization,
     EndpointSpec,
+    JumpStartLock,
     LlmEndpoint,
     LlmMonitoring,
     ModelComponent,
     ModelSpec,
+    PromotionParameter,
     SessionFrontDoor,
+    TurnLog,
+    adapters_of,
     add_adapters,
+    config_item,
+    encrypted_alarm_topic,
+    find_lock,
     load_adapter_manifest,
+    set_removal,
 )
-from sagemaker_llm_cdk.adapters.lora_adapter import adapters_of
-from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
-from sagemaker_llm_cdk.config.loading import config_item
-from sagemaker_llm_cdk.core.removal import set_removal
-from sagemaker_llm_cdk.eagle.optimization import RECORD_SERVICE, EagleOptimization
-from sagemaker_llm_cdk.hosting.speculative_decoding import PromotionParameter
-from sagemaker_llm_cdk.hosting.jumpstart import JumpStartLock, find_lock
-from sagemaker_llm_cdk.operations.budget import CostBudget
-from sagemaker_llm_cdk.sessions.turn_log import TurnLog
 
 from constructs import Construct
 

@@ -21,185 +21,40 @@ then ``cdk deploy -c pipeline=config/pipeline.yaml SageMakerLlmPipeline`` once; 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Any
 
 import jsii
 from aws_cdk import App, Environment, IAnyProducer, IResolveContext, Lazy, Stack, Stage, pipelines
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_kms as kms
-from pydantic import Field
-from sagemaker_llm_cdk import AppConfig, ConfigurationError, Problem, load_config
-from sagemaker_llm_cdk.config.layers import load_layers
-from sagemaker_llm_cdk.config.loading import locate_problems
-from sagemaker_llm_cdk.core.checkov import checkov_skip
-from sagemaker_llm_cdk.core.nag import acknowledge, acknowledge_resource
-from sagemaker_llm_cdk.core.settings import Settings, validated
+from sagemaker_llm_cdk import (
+    AppConfig,
+    ConfigurationError,
+    Problem,
+    RouterSpec,
+    acknowledge,
+    acknowledge_resource,
+    checkov_skip,
+    locate_problems,
+)
 
 from constructs import Construct, IConstruct
 
 from .checks import attach_stage_checks
 from .llm_platform import LlmPlatformStack
-
-if TYPE_CHECKING:
-    from .router_stage import RouterHome
-
-ACCOUNT = r"^\d{12}$"
-REGION = r"^[a-z]{2}(-[a-z]+)+-\d$"
-CONNECTION_ARN = re.compile(
-    r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z]{2}(-[a-z]+)+-\d:\d{12}:connection/[0-9a-f-]{36}$"
+from .pipeline_settings import (
+    CONNECTION_CONTEXT_KEY,
+    CONTEXT_KEY,
+    PipelineSettings,
+    StageSettings,
+    WaveSettings,
+    load_pipeline_settings,
+    load_stage_config,
 )
-CONTEXT_KEY = "pipeline"
-"""``cdk synth -c pipeline=PATH`` attaches the pipeline described by the YAML file at PATH."""
-CONNECTION_CONTEXT_KEY = "connection_arn"
-"""``-c connection_arn=ARN`` overrides ``source.connection_arn`` of the pipeline config."""
-
-
-class SourceSettings(Settings):
-    """Where the pipeline takes the code from: a repository reached through a CodeConnections connection."""
-
-    repository: Annotated[
-        str,
-        Field(
-            pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
-            description=("owner/name of the repository (GitHub, GitLab or Bitbucket, as the connection allows)."),
-        ),
-    ]
-    branch: Annotated[str, Field(min_length=1, description="Branch to deploy. Default: main.")] = "main"
-    connection_arn: Annotated[
-        str | None,
-        Field(
-            description=(
-                "ARN of the CodeConnections (CodeStar) connection to the repository host, in the tools account. "
-                "May come from `-c connection_arn=ARN` instead."
-            )
-        ),
-    ] = None
-
-
-class StageSettings(Settings):
-    """One deployment of the app: a config file in one account and region."""
-
-    name: Annotated[
-        str,
-        Field(
-            pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$",
-            description=("Stage name; CloudFormation stack names become <name>-<stack_name>."),
-        ),
-    ]
-    config: Annotated[
-        str, Field(min_length=1, description="The app config for this stage (relative to the repository root).")
-    ]
-    account: Annotated[str, Field(pattern=ACCOUNT, description="12-digit AWS account id.")]
-    region: Annotated[str, Field(pattern=REGION, description="AWS region, e.g. us-east-1.")]
-
-
-class WaveSettings(Settings):
-    """Stages deployed together, in parallel; waves deploy one after another."""
-
-    name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$")]
-    approval: Annotated[bool, Field(description="Wait for a manual approval before this wave. Default: false.")] = False
-    stages: Annotated[tuple[StageSettings, ...], Field(min_length=1, max_length=20)]
-
-
-class PipelineSettings(Settings):
-    """The delivery pipeline: where it runs, its source, its checks and its waves."""
-
-    stack_name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")] = "SageMakerLlmPipeline"
-    pipeline_name: Annotated[str, Field(pattern=r"^[A-Za-z0-9.@_-]{1,100}$")] = "SageMakerLlmDelivery"
-    account: Annotated[str, Field(pattern=ACCOUNT, description="The tools account the pipeline runs in.")]
-    region: Annotated[str, Field(pattern=REGION, description="The pipeline's region.")]
-    source: SourceSettings
-    check_commands: Annotated[
-        tuple[str, ...],
-        Field(
-            min_length=1, description=("The pull-request synth check, run first on every change. Default: make check.")
-        ),
-    ] = ("make check",)
-    synth_commands: Annotated[
-        tuple[str, ...],
-        Field(min_length=1, description=("Synthesize the app with this pipeline attached into cdk.out.")),
-    ] = ("make synth PIPELINE=config/pipeline.yaml",)
-    waves: Annotated[tuple[WaveSettings, ...], Field(min_length=1, max_length=10)]
-
-    def _rules(self) -> list[Problem]:
-        problems = []
-        seen: dict[str, str] = {}
-        for w, wave in enumerate(self.waves):
-            for s, stage in enumerate(wave.stages):
-                where = f"waves[{w}].stages[{s}]"
-                if stage.name in seen:
-                    problems.append(
-                        Problem(
-                            f"{where}.name",
-                            stage.name,
-                            f"a name not used by {seen[stage.name]}",
-                            "rename one of the two stages",
-                        )
-                    )
-                seen.setdefault(stage.name, where)
-        names = [wave.name for wave in self.waves]
-        for w, name in enumerate(names):
-            if name in names[:w]:
-                problems.append(Problem(f"waves[{w}].name", name, "a name no other wave uses", "rename the wave"))
-        if self.source.connection_arn is not None and not CONNECTION_ARN.match(self.source.connection_arn):
-            problems.append(
-                Problem(
-                    "source.connection_arn",
-                    self.source.connection_arn,
-                    "arn:aws:codeconnections:<region>:<account>:connection/<id>",
-                    "copy the ARN from Developer Tools > Settings > Connections",
-                )
-            )
-        return problems
-
-
-def load_pipeline_settings(path: str | Path, *, connection_arn: str | None = None) -> PipelineSettings:
-    """Read and validate the pipeline config; ``connection_arn`` (from context) overrides the file's."""
-    source = str(path)
-    data = load_layers(path).data
-    if not isinstance(data, dict):
-        raise ConfigurationError([Problem("", data, "a mapping", "start from config/pipeline.yaml")], source=source)
-    if connection_arn:
-        data = {**data, "source": {**(data.get("source") or {}), "connection_arn": connection_arn}}
-    settings = validated(PipelineSettings, data, where=source)
-    if settings.source.connection_arn is None:
-        raise ConfigurationError(
-            [
-                Problem(
-                    "source.connection_arn",
-                    None,
-                    "the ARN of a CodeConnections connection",
-                    f"set it in {source} or pass -c {CONNECTION_CONTEXT_KEY}=ARN",
-                )
-            ],
-            source=source,
-        )
-    return settings
-
-
-def load_stage_config(stage: StageSettings) -> AppConfig:
-    """The stage's app config (with what it extends), as ``load_config`` checks it, the JumpStart lock for the
-    stage's region, and checked against the stage's account and region, every problem in one round."""
-
-    def matches_the_stage(config: AppConfig) -> list[Problem]:
-        problems = []
-        for field, want in (("account", stage.account), ("region", stage.region)):
-            given = getattr(config.target, field)
-            if given is not None and given != want:
-                problems.append(
-                    Problem(
-                        f"target.{field}",
-                        given,
-                        f"{want}, the {field} of pipeline stage {stage.name}",
-                        f"remove target.{field} from {stage.config} or deploy the stage to {given}",
-                    )
-                )
-        return problems
-
-    return load_config(stage.config, region=stage.region, checks=matches_the_stage)
+from .router_homes import Deployment, RouterHome, home_of, router_homes
+from .router_stage import STAGE_ID, RouterStack
 
 
 class LlmPlatformStage(Stage):
@@ -315,7 +170,6 @@ class PipelineStack(Stack):
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
         # Inference routers (routers: in a stage config): a final wave after every regional stage (stacks/router_stage.py).
-        from .router_stage import add_router_stage
 
         self.router_stage = add_router_stage(self)
         self.pipeline.build_pipeline()
@@ -329,7 +183,6 @@ def _router_homes(settings: PipelineSettings) -> dict[str, list[RouterHome]]:
     """``{stage config path: its routers with their homes}``, from the settings alone: each stage is built after
     this, and a stage in another account than a router's home attaches that router's endpoint policies. A config
     that does not load is left out here; the stage loop reports it."""
-    from .router_stage import router_homes
 
     places: dict[str, list[StageSettings]] = {}
     for wave_settings in settings.waves:
@@ -416,7 +269,60 @@ def attach_pipeline(app: App, path: str | Path) -> PipelineStack:
     return PipelineStack(app, settings.stack_name, settings=settings)
 
 
-__all__ = ["LlmPlatformStage", "PipelineSettings", "PipelineStack", "attach_pipeline", "load_pipeline_settings"]
+def add_router_stage(pipeline: PipelineStack) -> Stage | None:
+    """In the pipeline: a final wave with the routers of every stage config that declares some (None: no routers)."""
+    groups: dict[str, tuple[AppConfig, list[Deployment]]] = {}
+    for wave in pipeline.settings.waves:
+        for stage_settings in wave.stages:
+            built = pipeline.stages.get(stage_settings.name)
+            if built is None:
+                continue
+            if stage_settings.config not in groups:
+                groups[stage_settings.config] = (load_stage_config(stage_settings), [])
+            groups[stage_settings.config][1].append(
+                Deployment(built.platform, stage_settings.account, stage_settings.region)
+            )
+    homes: dict[tuple[str, str, str], list[tuple[int, RouterSpec]]] = {}
+    for path, (config, deployments) in groups.items():
+        for index, spec in enumerate(config.routers):
+            account, region = home_of(spec, deployments)
+            homes.setdefault((path, account, region), []).append((index, spec))
+    if not homes:
+        return None
+    stage = Stage(pipeline, STAGE_ID)
+    problems: list[Problem] = []
+    for (path, account, region), routers in homes.items():
+        config, deployments = groups[path]
+        try:
+            RouterStack(
+                stage,
+                f"{config.stack_name}Routers-{region}",
+                config=config,
+                routers=routers,
+                deployments=deployments,
+                env=Environment(account=account, region=region),
+            )
+        except ConfigurationError as error:
+            problems.extend(p.under(f"{path} (found while building the routers)") for p in error.problems)
+    if problems:
+        raise ConfigurationError(problems, source=pipeline.node.path)
+    attach_stage_checks(stage)
+    pipeline.pipeline.add_wave(STAGE_ID).add_stage(stage)
+    return stage
+
+
+__all__ = [
+    "CONTEXT_KEY",
+    "LlmPlatformStage",
+    "PipelineSettings",
+    "PipelineStack",
+    "StageSettings",
+    "WaveSettings",
+    "add_router_stage",
+    "attach_pipeline",
+    "load_pipeline_settings",
+    "load_stage_config",
+]
 
 
 # The pipeline's own findings: what CDK Pipelines creates, acknowledged here, by the code that creates it.

@@ -18,71 +18,33 @@ config; the home account is the account of the first such stage in that region.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from aws_cdk import App, CfnOutput, Environment, Stack, Stage, Tags
-from sagemaker_llm_cdk import AppConfig, ConfigurationError, Destination, InferenceRouter, Problem, RouterTarget
-from sagemaker_llm_cdk.adapters.lora_adapter import LoraAdapter
-from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
-from sagemaker_llm_cdk.core.removal import set_removal
-from sagemaker_llm_cdk.hosting.model_component import ModelComponent
-from sagemaker_llm_cdk.routing.endpoint_policy import EndpointPolicy, merged_policy
-from sagemaker_llm_cdk.routing.router import endpoint_policies
-from sagemaker_llm_cdk.settings.routing import RouterSpec, RoutingTargetSpec, default_router_name
+from aws_cdk import App, CfnOutput, Environment, Stack, Tags
+from sagemaker_llm_cdk import (
+    AppConfig,
+    ConfigurationError,
+    Destination,
+    EndpointPolicy,
+    InferenceRouter,
+    LoraAdapter,
+    ModelComponent,
+    Problem,
+    RouterSpec,
+    RouterTarget,
+    RoutingTargetSpec,
+    encrypted_alarm_topic,
+    endpoint_policies,
+    merged_policy,
+    set_removal,
+)
 
 from constructs import Construct
 
-if TYPE_CHECKING:
-    from .pipeline import PipelineStack
+from .router_homes import Deployment, RouterHome, home_of, router_homes, router_name_of
 
 STAGE_ID = "Routers"
 """The final wave and stage of the pipeline that hold the routers."""
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """One platform stack as deployed: the stack, its account and region."""
-
-    stack: Stack
-    account: str
-    region: str
-
-
-class Located(Protocol):
-    """Where a platform stack deploys: a ``Deployment``, or a stage of the pipeline settings before it is built."""
-
-    @property
-    def account(self) -> str: ...
-
-    @property
-    def region(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class RouterHome:
-    """One router of a config as the pipeline deploys it: its spec (``routers[index]``), physical name, account and
-    region. A stage in another account attaches the endpoint policies this router needs there."""
-
-    index: int
-    spec: RouterSpec
-    router_name: str
-    account: str
-    region: str
-
-
-def router_name_of(config: AppConfig, spec: RouterSpec) -> str:
-    """The InferenceRouterName of ``spec``: ``router_name``, or ``<stack name>-<name>`` (``default_router_name``)."""
-    return spec.router_name or default_router_name(config.stack_name, spec.name)
-
-
-def router_homes(config: AppConfig, places: Sequence[Located]) -> list[RouterHome]:
-    """Every router of ``config`` with its home, for a config deployed to ``places`` (in wave order)."""
-    found = []
-    for index, spec in enumerate(config.routers):
-        account, region = home_of(spec, places)
-        found.append(RouterHome(index, spec, router_name_of(config, spec), account, region))
-    return found
 
 
 def attach_endpoint_policies(
@@ -241,7 +203,7 @@ class RouterStack(Stack):
         Returns the roles granted. An environment-agnostic stack grants none: it cannot tell which are its own."""
         from aws_cdk import Token
         from aws_cdk import aws_iam as iam
-        from sagemaker_llm_cdk.settings.routing import ROLE_ARN
+        from sagemaker_llm_cdk import ROLE_ARN
 
         granted: list[str] = []
         if Token.is_unresolved(self.account):
@@ -254,14 +216,6 @@ class RouterStack(Stack):
             router.grant_invoke(role)
             granted.append(arn)
         return granted
-
-
-def home_of(spec: RouterSpec, deployments: Sequence[Located]) -> tuple[str, str]:
-    """(account, region) a router runs in: ``home_region`` (or the first deployment's region) and the account of the
-    first deployment there (or the first deployment's account)."""
-    region = spec.home_region or deployments[0].region
-    account = next((d.account for d in deployments if d.region == region), deployments[0].account)
-    return account, region
 
 
 def add_app_routers(app: App, platform: Stack, config: AppConfig) -> RouterStack | None:
@@ -280,58 +234,11 @@ def add_app_routers(app: App, platform: Stack, config: AppConfig) -> RouterStack
     return stack
 
 
-def add_router_stage(pipeline: PipelineStack) -> Stage | None:
-    """In the pipeline: a final wave with the routers of every stage config that declares some (None: no routers)."""
-    from .pipeline import load_stage_config
-
-    groups: dict[str, tuple[AppConfig, list[Deployment]]] = {}
-    for wave in pipeline.settings.waves:
-        for stage_settings in wave.stages:
-            built = pipeline.stages.get(stage_settings.name)
-            if built is None:
-                continue
-            if stage_settings.config not in groups:
-                groups[stage_settings.config] = (load_stage_config(stage_settings), [])
-            groups[stage_settings.config][1].append(
-                Deployment(built.platform, stage_settings.account, stage_settings.region)
-            )
-    homes: dict[tuple[str, str, str], list[tuple[int, RouterSpec]]] = {}
-    for path, (config, deployments) in groups.items():
-        for index, spec in enumerate(config.routers):
-            account, region = home_of(spec, deployments)
-            homes.setdefault((path, account, region), []).append((index, spec))
-    if not homes:
-        return None
-    stage = Stage(pipeline, STAGE_ID)
-    problems: list[Problem] = []
-    for (path, account, region), routers in homes.items():
-        config, deployments = groups[path]
-        try:
-            RouterStack(
-                stage,
-                f"{config.stack_name}Routers-{region}",
-                config=config,
-                routers=routers,
-                deployments=deployments,
-                env=Environment(account=account, region=region),
-            )
-        except ConfigurationError as error:
-            problems.extend(p.under(f"{path} (found while building the routers)") for p in error.problems)
-    if problems:
-        raise ConfigurationError(problems, source=pipeline.node.path)
-    from .checks import attach_stage_checks
-
-    attach_stage_checks(stage)
-    pipeline.pipeline.add_wave(STAGE_ID).add_stage(stage)
-    return stage
-
-
 __all__ = [
     "Deployment",
     "RouterHome",
     "RouterStack",
     "add_app_routers",
-    "add_router_stage",
     "attach_endpoint_policies",
     "home_of",
     "router_homes",

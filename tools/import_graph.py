@@ -224,8 +224,9 @@ def layer_problems(
             used.add((source, target))
             continue
         where = "a sibling in its layer" if rank[source] == rank[target] else "a higher layer"
-        first = ", ".join(f"{i.source}:{i.line} ({i.kind})" for i in items[:3])
-        more = f" and {len(items) - 3} more" if len(items) > 3 else ""
+        places = sorted({(i.source, i.line, i.kind) for i in items})
+        first = ", ".join(f"{source}:{line} ({kind})" for source, line, kind in places[:3])
+        more = f" and {len(places) - 3} more" if len(places) > 3 else ""
         found.append(f"{source or '(root)'} imports {target or '(root)'}, {where}: {first}{more}")
     for edge in sorted(set(allowed) - used):
         found.append(f"ALLOWED edge {edge[0]} -> {edge[1]} is no longer imported: remove it from the list")

@@ -13,29 +13,46 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the real imports, for type checkers and editors
     from .adapters.adapter_stack import AdapterStack, add_adapters
-    from .adapters.lora_adapter import LoraAdapter
-    from .hosting.model_component import apply_lora_settings
+    from .adapters.lora_adapter import LoraAdapter, adapters_of
     from .adapters.manifest import load_adapter_manifest
-    from .settings.adapters import AdapterSpec, LoraSettings
-    from .capacity.capacity_plan import CapacityPlan
+    from .capacity.capacity_plan import (
+        CapacityPlan,
+        consent_problems,
+        consented_plans,
+        encrypted_alarm_topic,
+        file_consents,
+    )
     from .capacity.guard import CapacityPlanGuard
-    from .settings.capacity import CapacityPlanSpec, PlanExtension
-    from .checks import apply_checks
-    from .config.loading import load_config, parse_config
-    from .settings.config import AppConfig, EndpointSpec
+    from .checks import FAIL_SYNTH_CONTEXT, WarningsOnly, apply_checks, apply_checks_to_stage
+    from .config.layers import load_layers
+    from .config.loading import config_item, load_config, locate_problems, parse_config
     from .core.checkov import checkov_skip
     from .core.errors import ConfigurationError, Problem
-    from .core.nag import acknowledge_resource
-    from .core.removal import set_removal
+    from .core.nag import acknowledge, acknowledge_resource
+    from .core.removal import removal_note, set_removal
+    from .core.settings import Settings, validated
     from .eagle.benchmark import EagleBenchmark
-    from .eagle.optimization import EagleOptimization
+    from .eagle.optimization import RECORD_SERVICE, EagleOptimization
+    from .hosting.endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
+    from .hosting.jumpstart import JumpStartLock, JumpStartModel, find_lock
+    from .hosting.model_component import ModelComponent, apply_lora_settings
     from .hosting.pretrained_head import PretrainedHead
     from .hosting.speculative_decoding import PromotionParameter, SpeculativeDecoding
+    from .operations.budget import CostBudget
+    from .operations.cost import cost_ceiling_table, cost_model
+    from .operations.deployment_check import DeploymentCheck
+    from .operations.monitoring import LlmMonitoring
+    from .operations.pricing import PriceList
+    from .preflight import Finding, run_preflight
+    from .router_client import RouterClient, RouterResponse
+    from .routing.endpoint_policy import EndpointPolicy, merged_policy
+    from .routing.router import Destination, InferenceRouter, RouterTarget, endpoint_policies
+    from .sessions.front_door import SessionFrontDoor
+    from .sessions.turn_log import TurnLog
+    from .settings.adapters import AdapterSpec, LoraSettings
+    from .settings.capacity import EXTEND_CONTEXT, PURCHASE_CONTEXT, CapacityPlanSpec, PlanExtension
+    from .settings.config import AppConfig, EndpointSpec
     from .settings.eagle import EagleBenchmarkSettings, EagleDataset, EagleSettings
-    from .hosting.endpoint import VARIANT_NAME, EndpointReference, LlmEndpoint
-    from .settings.images import LMI_IMAGES, LmiImage
-    from .hosting.jumpstart import JumpStartLock, JumpStartModel
-    from .hosting.model_component import ModelComponent
     from .settings.hosting import (
         CopyScaling,
         DataCapture,
@@ -48,18 +65,18 @@ if TYPE_CHECKING:  # the real imports, for type checkers and editors
         Routing,
         VpcPlacement,
     )
-    from .operations.cost import cost_ceiling_table
-    from .operations.deployment_check import DeploymentCheck
-    from .operations.monitoring import LlmMonitoring
-    from .operations.pricing import PriceList
+    from .settings.images import LMI_IMAGES, LmiImage
     from .settings.operations import MonitoringSettings, RolloutSettings
-    from .preflight import Finding, run_preflight
-    from .router_client import RouterClient, RouterResponse
-    from .routing.router import Destination, InferenceRouter, RouterTarget
-    from .settings.routing import AsyncRouting, RouterDestinationSpec, RouterSpec, RoutingTargetSpec
-    from .sessions.front_door import SessionFrontDoor
+    from .settings.routing import (
+        ROLE_ARN,
+        AsyncRouting,
+        RouterDestinationSpec,
+        RouterSpec,
+        RoutingTargetSpec,
+        default_router_name,
+    )
     from .settings.sessions import SessionSettings
-    from .sessions.turn_log import TurnLog
+
 
 __version__ = "0.1.0"
 
@@ -131,6 +148,32 @@ _EXPORTS: dict[str, str] = {
     "TurnLog": "sessions.turn_log",
     "VARIANT_NAME": "hosting.endpoint",
     "VpcPlacement": "settings.hosting",
+    "CostBudget": "operations.budget",
+    "EXTEND_CONTEXT": "settings.capacity",
+    "EndpointPolicy": "routing.endpoint_policy",
+    "FAIL_SYNTH_CONTEXT": "checks",
+    "PURCHASE_CONTEXT": "settings.capacity",
+    "RECORD_SERVICE": "eagle.optimization",
+    "ROLE_ARN": "settings.routing",
+    "Settings": "core.settings",
+    "WarningsOnly": "checks",
+    "acknowledge": "core.nag",
+    "adapters_of": "adapters.lora_adapter",
+    "apply_checks_to_stage": "checks",
+    "config_item": "config.loading",
+    "consent_problems": "capacity.capacity_plan",
+    "consented_plans": "capacity.capacity_plan",
+    "cost_model": "operations.cost",
+    "default_router_name": "settings.routing",
+    "encrypted_alarm_topic": "capacity.capacity_plan",
+    "endpoint_policies": "routing.router",
+    "file_consents": "capacity.capacity_plan",
+    "find_lock": "hosting.jumpstart",
+    "load_layers": "config.layers",
+    "locate_problems": "config.loading",
+    "merged_policy": "routing.endpoint_policy",
+    "removal_note": "core.removal",
+    "validated": "core.settings",
 }
 """Public name -> the submodule that defines it (imported on first use)."""
 
@@ -202,6 +245,32 @@ __all__ = [
     "parse_config",
     "run_preflight",
     "set_removal",
+    "CostBudget",
+    "EXTEND_CONTEXT",
+    "EndpointPolicy",
+    "FAIL_SYNTH_CONTEXT",
+    "PURCHASE_CONTEXT",
+    "RECORD_SERVICE",
+    "ROLE_ARN",
+    "Settings",
+    "WarningsOnly",
+    "acknowledge",
+    "adapters_of",
+    "apply_checks_to_stage",
+    "config_item",
+    "consent_problems",
+    "consented_plans",
+    "cost_model",
+    "default_router_name",
+    "encrypted_alarm_topic",
+    "endpoint_policies",
+    "file_consents",
+    "find_lock",
+    "load_layers",
+    "locate_problems",
+    "merged_policy",
+    "removal_note",
+    "validated",
 ]
 
 

@@ -180,6 +180,15 @@ def apply_to_stage(stage: Stage, *, warning_packs: Sequence[str] = ()) -> None:
 
 
 apply_checks = apply
+apply_checks_to_stage = apply_to_stage
 """``apply``, under the name the package exports (``from sagemaker_llm_cdk import apply_checks``)."""
 
-__all__ = ["FAIL_SYNTH_CONTEXT", "PACKS", "WarningsOnly", "apply", "apply_checks", "apply_to_stage"]
+__all__ = [
+    "FAIL_SYNTH_CONTEXT",
+    "PACKS",
+    "WarningsOnly",
+    "apply",
+    "apply_checks",
+    "apply_checks_to_stage",
+    "apply_to_stage",
+]
