@@ -305,7 +305,7 @@ COST_JSON = "cost-model.json"
 
 def write_cost_model(assembly_dir: str | Path, lines: Sequence[Any]) -> Path:
     """Write ``lines`` (``cost.cost_model(app)``: ``CostLine`` per endpoint, EAGLE loop, benchmark and capacity plan)
-    into the assembly as ``cost-model.json``. The change report (``tools/change_report.py``) reads it from the base's
+    into the assembly as ``cost-model.json``. The change report (``tools/change_report/``) reads it from the base's
     and the head's assembly to say what a pull request costs, without importing CDK."""
     import json
 

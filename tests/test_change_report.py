@@ -1,4 +1,4 @@
-"""tools/change_report.py on pairs of real synthesized cloud assemblies (in-process synths, one per variant)."""
+"""tools/change_report/ on pairs of real synthesized cloud assemblies (in-process synths, one per variant)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The day-two update catalogue (tools/update_catalogue.py) holds: each routine change, synthesized before and
+"""The day-two update catalogue (tools/update_catalogue/) holds: each routine change, synthesized before and
 after from a shipped config, does on deploy what its row says, as the change report's lifecycle analysis decides
 it (CloudFormation's schemas and its order: every create first, the cleanup's deletes last).
 
