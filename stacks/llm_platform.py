@@ -188,7 +188,7 @@ class LlmPlatformStack(Stack):
         endpoint = LlmEndpoint(
             self,
             spec.name,
-            options=spec,  # the config's endpoint is an EndpointOptions, validated with the whole config
+            settings=spec,  # the config's endpoint is an EndpointOptions, validated with the whole config
             endpoint_name=spec.endpoint_name,
             capacity_plan=self.capacity_plans[spec.capacity_plan] if spec.capacity_plan else None,
             **vpc_kwargs,

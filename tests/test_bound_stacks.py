@@ -23,6 +23,7 @@ from sagemaker_llm_cdk import (
     AdapterSpec,
     CapacityPlan,
     EagleOptimization,
+    EndpointOptions,
     InstanceScaling,
     LlmEndpoint,
     LoraSettings,
@@ -45,7 +46,7 @@ def _eagle(app: App, env: Environment | None) -> None:
     promotions = Stack(app, "Promotions", env=env)
     stack = Stack(app, "Eagle", env=env)
     head = PromotionParameter(promotions, "Head", model_name="qwen3-8b")
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     model = endpoint.add_model(
         "Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM")
     )
@@ -57,7 +58,7 @@ def _eagle_on_own_dataset(app: App, env: Environment | None) -> None:
     promotions = Stack(app, "Promotions", env=env)
     stack = Stack(app, "Eagle", env=env)
     head = PromotionParameter(promotions, "Head", model_name="qwen3-8b")
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     model = endpoint.add_model(
         "Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM")
     )
@@ -88,9 +89,10 @@ def _capacity_plan(app: App, env: Environment | None) -> None:
     endpoint = LlmEndpoint(
         stack,
         "Chat",
-        instance_type="ml.p5e.48xlarge",
+        settings=EndpointOptions(
+            instance_type="ml.p5e.48xlarge", scaling=InstanceScaling(min_instances=1, max_instances=2)
+        ),
         capacity_plan=plan,
-        scaling=InstanceScaling(min_instances=1, max_instances=2),
     )
     endpoint.add_model(
         "Qwen",
@@ -110,9 +112,10 @@ def _existing_capacity_plan(app: App, env: Environment | None) -> None:
     endpoint = LlmEndpoint(
         stack,
         "Chat",
-        instance_type="ml.p5e.48xlarge",
+        settings=EndpointOptions(
+            instance_type="ml.p5e.48xlarge", scaling=InstanceScaling(min_instances=1, max_instances=2)
+        ),
         capacity_plan=plan,
-        scaling=InstanceScaling(min_instances=1, max_instances=2),
     )
     endpoint.add_model(
         "Qwen",
@@ -124,7 +127,7 @@ def _existing_capacity_plan(app: App, env: Environment | None) -> None:
 
 def _sessions_and_adapters(app: App, env: Environment | None) -> None:
     stack = Stack(app, "Chat", env=env)
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model(
         "Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS, lora=LoraSettings(max_rank=16))
     )
@@ -154,7 +157,7 @@ def _eagle_in_a_vpc(app: App, env: Environment | None) -> None:
     endpoint = LlmEndpoint(
         stack,
         "Chat",
-        instance_type="ml.g6e.12xlarge",
+        settings=EndpointOptions(instance_type="ml.g6e.12xlarge"),
         vpc=vpc,
         vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
     )

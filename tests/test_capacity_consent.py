@@ -14,7 +14,15 @@ import pytest
 from aws_cdk import Annotations as CdkAnnotations
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Annotations, Match, Template
-from sagemaker_llm_cdk import ConfigurationError, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec, load_config
+from sagemaker_llm_cdk import (
+    ConfigurationError,
+    EndpointOptions,
+    InstanceScaling,
+    LlmEndpoint,
+    LlmMonitoring,
+    ModelSpec,
+    load_config,
+)
 from sagemaker_llm_cdk.capacity.capacity_plan import (
     SPENDING_ACTIONS,
     CapacityPlan,
@@ -74,9 +82,10 @@ def plan_stack(
         chat = LlmEndpoint(
             serving,
             "Chat",
-            instance_type=INSTANCE,
+            settings=EndpointOptions(
+                instance_type=INSTANCE, scaling=InstanceScaling(min_instances=1, max_instances=max_instances)
+            ),
             capacity_plan=plan,
-            scaling=InstanceScaling(min_instances=1, max_instances=max_instances),
         )
         chat.add_model(
             "Qwen", ModelSpec(name="qwen3-32b", model_data_s3_uri="s3://my-weights/qwen3-32b/", accelerators=2)
@@ -385,7 +394,12 @@ def test_on_demand_needs_the_plan_in_an_earlier_stack():
             "before this one"
         ),
     ):
-        LlmEndpoint(stack, "Chat", instance_type=INSTANCE, capacity_plan=plan, scaling=InstanceScaling(max_instances=2))
+        LlmEndpoint(
+            stack,
+            "Chat",
+            settings=EndpointOptions(instance_type=INSTANCE, scaling=InstanceScaling(max_instances=2)),
+            capacity_plan=plan,
+        )
 
 
 def test_when_not_active_is_fail_or_on_demand():

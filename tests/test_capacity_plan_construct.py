@@ -16,6 +16,7 @@ from sagemaker_llm_cdk import ConfigurationError, InstanceScaling, LlmEndpoint
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
 from sagemaker_llm_cdk.settings.capacity import CapacityPlanSpec, spec_binding_problems
 from sagemaker_llm_cdk.settings.hosting import EndpointOptions
+from support.stacks import endpoint as support_endpoint
 
 INSTANCE = "ml.p5e.48xlarge"
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e-existing"
@@ -93,7 +94,7 @@ def stack_with(
 def bound_endpoint(stack: Stack, plan: CapacityPlan, id: str = "Endpoint", **kwargs: Any) -> LlmEndpoint:
     kwargs.setdefault("instance_type", plan.instance_type)
     kwargs.setdefault("scaling", InstanceScaling(min_instances=1, max_instances=plan.instance_count))
-    return LlmEndpoint(stack, id, capacity_plan=plan, **kwargs)
+    return support_endpoint(stack, id, capacity_plan=plan, **kwargs)
 
 
 # --------------------------------------------------------------------------- reserve mode

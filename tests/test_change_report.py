@@ -13,6 +13,7 @@ from aws_cdk import App, Stack
 from sagemaker_llm_cdk import (
     AdapterSpec,
     CopyScaling,
+    EndpointOptions,
     InstanceScaling,
     LlmEndpoint,
     LoraSettings,
@@ -60,10 +61,12 @@ def synth(
     endpoint = LlmEndpoint(
         stack,
         "Chat",
-        instance_type=INSTANCE,
+        settings=EndpointOptions(
+            instance_type=INSTANCE,
+            scaling=InstanceScaling(min_instances=1, max_instances=2),
+            routing=routing or Routing.least_outstanding_requests(),
+        ),
         capacity_plan=capacity,
-        scaling=InstanceScaling(min_instances=1, max_instances=2),
-        routing=routing or Routing.least_outstanding_requests(),
     )
     model = endpoint.add_model(
         "qwen3-32b",

@@ -10,7 +10,7 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
 from aws_cdk.assertions import Template
-from sagemaker_llm_cdk import DeploymentCheck, LlmEndpoint, LlmMonitoring, ModelSpec
+from sagemaker_llm_cdk import DeploymentCheck, EndpointOptions, LlmEndpoint, LlmMonitoring, ModelSpec
 
 BOUND = Environment(account="123456789012", region="us-east-1")
 ENVS = pytest.mark.parametrize("env", [None, BOUND], ids=["agnostic", "bound"])
@@ -34,7 +34,7 @@ def _service_statements(template: dict[str, Any], cfn_type: str, document: str) 
 def test_the_endpoint_role_trusts_sagemaker_only_for_this_account_and_region(env):
     app = App()
     stack = Stack(app, "Chat", env=env)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
     trust = stack.resolve(endpoint.role.node.default_child.assume_role_policy_document)
     (statement,) = trust["Statement"]
@@ -99,7 +99,7 @@ def test_cdks_unconditioned_publish_grant_on_the_alarm_topic_fails_the_synth(env
 def test_the_deployment_check_waiter_writes_logs_only_to_its_own_log_group(env):
     app = App()
     stack = Stack(app, "Chat", env=env)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
     check = DeploymentCheck(stack, "Check", endpoint=endpoint)
     template = Template.from_stack(stack).to_json()

@@ -9,8 +9,9 @@ import pytest
 from aws_cdk import App, Stack
 from sagemaker_llm_cdk import CopyScaling, InstanceScaling, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
-from sagemaker_llm_cdk.settings.capacity import CapacityPlanSpec
 from sagemaker_llm_cdk.operations.cost import cost_ceiling_table
+from sagemaker_llm_cdk.settings.capacity import CapacityPlanSpec
+from support.stacks import endpoint as support_endpoint
 
 
 def endpoint_with_model(
@@ -24,7 +25,7 @@ def endpoint_with_model(
     **kwargs,
 ) -> LlmEndpoint:
     """An LlmEndpoint with one model (s3://my-bucket/model/)."""
-    endpoint = LlmEndpoint(stack, id, instance_type=instance_type, scaling=scaling, **kwargs)
+    endpoint = support_endpoint(stack, id, instance_type=instance_type, scaling=scaling, **kwargs)
     endpoint.add_model(
         "Qwen",
         ModelSpec(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk.assertions import Match, Template
-from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk import ConfigurationError, EndpointOptions, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.operations.deployment_check import RESOURCE_TYPE, DeploymentCheck
 
 MODEL = "qwen3-8b"
@@ -17,7 +17,7 @@ MODEL = "qwen3-8b"
 def check_stack(**check_kwargs: Any) -> tuple[Stack, LlmEndpoint, DeploymentCheck]:
     """A stack with one LlmEndpoint (ml.g6e.12xlarge, one model) and its deployment check."""
     stack = Stack(App(), "Test")
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri="s3://my-bucket/model/"))
     return stack, endpoint, DeploymentCheck(stack, "Check", endpoint=endpoint, **check_kwargs)
 

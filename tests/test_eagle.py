@@ -15,12 +15,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
-from sagemaker_llm_cdk import ConfigurationError, DataCapture, LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk import ConfigurationError, DataCapture, EndpointOptions, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.capacity.capacity_plan import encrypted_alarm_topic
 from sagemaker_llm_cdk.core.settings import validated
 from sagemaker_llm_cdk.eagle.optimization import EagleOptimization, run_timeout, start_retry_hours
 from sagemaker_llm_cdk.hosting.speculative_decoding import DRAFT_PATH, PromotionParameter, speculative_config
 from sagemaker_llm_cdk.settings.eagle import EagleSettings
+from support.stacks import endpoint as support_endpoint
 
 MODEL = "qwen3-32b"
 WEIGHTS = "s3://my-weights/qwen3-32b/"
@@ -99,7 +100,7 @@ def build(**eagle_kwargs: Any) -> Built:
     app = App()
     promos = Stack(app, "Promos")
     stack = Stack(app, "Main")
-    llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
+    llm = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type=INSTANCE))
     component = llm.add_model(
         "Qwen",
         ModelSpec(
@@ -133,7 +134,7 @@ def user_data() -> Built:
     llm = LlmEndpoint(
         stack,
         "Chat",
-        instance_type=INSTANCE,
+        settings=EndpointOptions(instance_type=INSTANCE),
         vpc=network,
         vpc_subnets=ec2.SubnetSelection(
             subnets=[
@@ -648,7 +649,7 @@ def test_unnamed_capture_records_go_to_the_model_only_when_it_is_alone_on_the_en
     assert env["UNNAMED_RECORDS_COMPONENT"] == MODEL  # one model, no LoRA: nothing else can be captured
     app = App()
     promos, stack = Stack(app, "Promos"), Stack(app, "Main")
-    llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
+    llm = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type=INSTANCE))
     qwen = llm.add_model(
         "Qwen", ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM", accelerators=2)
     )
@@ -1008,7 +1009,7 @@ def test_cdk_nag_reports_no_errors(capture, user_data):
 def test_cdk_nag_still_flags_an_unreviewed_wildcard_on_the_job_role():
     app = App()
     promos, stack = Stack(app, "Promos"), Stack(app, "Main")
-    llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
+    llm = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type=INSTANCE))
     component = llm.add_model(
         "Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM")
     )
@@ -1037,7 +1038,7 @@ def _component(
     **endpoint_kwargs: Any,
 ):
     stack = stack or Stack(App(), "Main")
-    llm = LlmEndpoint(stack, "Chat", instance_type=instance_type, **endpoint_kwargs)
+    llm = support_endpoint(stack, "Chat", instance_type=instance_type, **endpoint_kwargs)
     return stack, llm.add_model(
         "Qwen", ModelSpec(name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture=architecture)
     )
@@ -1369,7 +1370,7 @@ def turns() -> Built:
     app = App()
     promos = Stack(app, "Promos", env=ENV)
     stack = Stack(app, "Main", env=ENV)
-    llm = LlmEndpoint(stack, "Chat", instance_type=INSTANCE)
+    llm = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type=INSTANCE))
     component = llm.add_model(
         "Qwen",
         ModelSpec(name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM", accelerators=2, sessions={}),

@@ -9,7 +9,7 @@ import pytest
 from aws_cdk import App, Environment, Stack, Validations
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
-from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk import ConfigurationError, EndpointOptions, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.eagle.benchmark import WORKLOAD_TYPE, workload_name
 from sagemaker_llm_cdk.eagle.optimization import EagleOptimization
 from sagemaker_llm_cdk.hosting.speculative_decoding import PromotionParameter
@@ -25,7 +25,7 @@ def build(env: Environment | None = None, **benchmark: Any):
     app = App()
     promos = Stack(app, "Promos", env=env)
     stack = Stack(app, "Main", env=env)
-    llm = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge")
+    llm = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.p5e.48xlarge"))
     component = llm.add_model(
         "Qwen",
         ModelSpec(
@@ -136,7 +136,7 @@ def test_benchmark_is_off_by_default_and_adds_nothing():
     assert EagleSettings().benchmark.enabled is False
     app = App()
     promos, stack = Stack(app, "P"), Stack(app, "M")
-    llm = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge")
+    llm = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.p5e.48xlarge"))
     component = llm.add_model(
         "Qwen",
         ModelSpec(
@@ -449,7 +449,7 @@ def test_front_door_workload_replays_the_turn_log_from_inside_the_endpoints_vpc(
     llm = LlmEndpoint(
         stack,
         "Chat",
-        instance_type="ml.p5e.48xlarge",
+        settings=EndpointOptions(instance_type="ml.p5e.48xlarge"),
         vpc=network,
         vpc_subnets=ec2.SubnetSelection(
             subnets=[

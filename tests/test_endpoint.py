@@ -12,6 +12,7 @@ from aws_cdk.assertions import Match, Template
 from sagemaker_llm_cdk import (
     ConfigurationError,
     DataCapture,
+    EndpointOptions,
     InstancePool,
     InstanceRequirements,
     InstanceScaling,
@@ -20,6 +21,7 @@ from sagemaker_llm_cdk import (
     Routing,
 )
 from support.stacks import MODEL_URI, endpoint_stack, new_stack, only
+from support.stacks import endpoint as support_endpoint
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +66,9 @@ def test_endpoint_uses_generated_config_name_and_a_stable_endpoint_name(default)
 
 def test_default_endpoint_name_fits_sagemaker_for_long_paths():
     stack, _ = endpoint_stack()
-    deep = LlmEndpoint(stack, "A_Very_Long_Construct_Id_" * 4, instance_type="ml.g6e.12xlarge")
+    deep = LlmEndpoint(
+        stack, "A_Very_Long_Construct_Id_" * 4, settings=EndpointOptions(instance_type="ml.g6e.12xlarge")
+    )
     name = stack.resolve(deep.cfn_endpoint.endpoint_name)
     assert len(name) <= 63 and re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*", name), name
 
@@ -227,7 +231,7 @@ def test_role_can_write_only_capture_prefix(default):
 def test_vpc_placement():
     stack = new_stack()
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge", vpc=vpc)
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"), vpc=vpc)
     endpoint.add_model("m", ModelSpec(name="m1", model_data_s3_uri=MODEL_URI))
     template = Template.from_stack(stack)
     config = only(template, "AWS::SageMaker::EndpointConfig")["Properties"]
@@ -339,9 +343,8 @@ def test_no_capacity_metric_without_models_is_refused():
     ],
 )
 def test_endpoint_validation(kwargs, message):
-    kwargs.setdefault("instance_type", "ml.g6e.12xlarge")
     with pytest.raises(ConfigurationError, match=message) as info:
-        LlmEndpoint(new_stack(), "Endpoint", **kwargs)
+        support_endpoint(new_stack(), "Endpoint", **kwargs)
     assert "Test/Endpoint" in str(info.value)
 
 
@@ -350,9 +353,11 @@ def test_endpoint_validation_reports_every_problem_at_once():
         LlmEndpoint(
             new_stack(),
             "Endpoint",
-            instance_type="ml.nope.large",
-            inference_ami_version="x",
-            scaling=InstanceScaling.model_construct(min_instances=5, max_instances=1),
+            settings=EndpointOptions(
+                instance_type="ml.nope.large",
+                inference_ami_version="x",
+                scaling=InstanceScaling.model_construct(min_instances=5, max_instances=1),
+            ),
         )
     assert len(info.value.problems) == 3
 
@@ -362,7 +367,7 @@ def test_subnets_without_vpc_are_refused():
         LlmEndpoint(
             new_stack(),
             "Endpoint",
-            instance_type="ml.g6e.12xlarge",
+            settings=EndpointOptions(instance_type="ml.g6e.12xlarge"),
             vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
         )
 
@@ -386,7 +391,7 @@ def test_endpoint_in_a_vpc_passes_cdk_nag():
     app = App()
     stack = Stack(app, "VpcNag")
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge", vpc=vpc)
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"), vpc=vpc)
     endpoint.add_model("m", ModelSpec(name="m1", model_data_s3_uri=MODEL_URI))
     from sagemaker_llm_cdk.core.nag import acknowledge
 
@@ -407,7 +412,9 @@ POOLS = [
 )
 def test_instance_pools_variant_and_one_specification_per_type(env):
     stack = Stack(App(), "Pools", env=env)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge", instance_pools=POOLS)
+    endpoint = LlmEndpoint(
+        stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge", instance_pools=POOLS)
+    )
     endpoint.add_model(
         "m",
         ModelSpec(
@@ -443,11 +450,13 @@ def test_each_model_is_checked_against_every_pool_type():
     endpoint = LlmEndpoint(
         new_stack(),
         "Endpoint",
-        instance_type="ml.g6e.48xlarge",
-        instance_pools=[
-            InstancePool(instance_type="ml.g6e.48xlarge", priority=1),
-            InstancePool(instance_type="ml.g6e.12xlarge", priority=2),
-        ],
+        settings=EndpointOptions(
+            instance_type="ml.g6e.48xlarge",
+            instance_pools=[
+                InstancePool(instance_type="ml.g6e.48xlarge", priority=1),
+                InstancePool(instance_type="ml.g6e.12xlarge", priority=2),
+            ],
+        ),
     )
     with pytest.raises(ConfigurationError) as info:
         endpoint.add_model("m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, accelerators=8, min_memory_mb=500_000))
@@ -470,11 +479,13 @@ def test_a_per_type_requirement_is_named_where_it_was_set():
     endpoint = LlmEndpoint(
         new_stack(),
         "Endpoint",
-        instance_type="ml.g6e.48xlarge",
-        instance_pools=[
-            InstancePool(instance_type="ml.g6e.48xlarge", priority=1),
-            InstancePool(instance_type="ml.g6e.12xlarge", priority=2),
-        ],
+        settings=EndpointOptions(
+            instance_type="ml.g6e.48xlarge",
+            instance_pools=[
+                InstancePool(instance_type="ml.g6e.48xlarge", priority=1),
+                InstancePool(instance_type="ml.g6e.12xlarge", priority=2),
+            ],
+        ),
     )
     with pytest.raises(
         ConfigurationError,
@@ -586,16 +597,16 @@ def test_pool_timeout_is_at_most_an_hour():
         LlmEndpoint(
             new_stack(),
             "Endpoint",
-            instance_type="ml.g6e.12xlarge",
-            instance_pools=POOLS,
-            instance_provision_timeout_seconds=5400,
+            settings=EndpointOptions(
+                instance_type="ml.g6e.12xlarge", instance_pools=POOLS, instance_provision_timeout_seconds=5400
+            ),
         )
     endpoint = LlmEndpoint(
         new_stack(),
         "Endpoint",
-        instance_type="ml.g6e.12xlarge",
-        instance_pools=POOLS,
-        instance_provision_timeout_seconds=300,
+        settings=EndpointOptions(
+            instance_type="ml.g6e.12xlarge", instance_pools=POOLS, instance_provision_timeout_seconds=300
+        ),
     )  # AWS's minimum, refused before
     assert endpoint.options.instance_provision_timeout_seconds == 300
 
@@ -760,12 +771,14 @@ def test_pools_with_a_capacity_plan_are_refused_in_the_library():
         LlmEndpoint(
             stack,
             "Endpoint",
-            instance_type="ml.p5e.48xlarge",
+            settings=EndpointOptions(
+                instance_type="ml.p5e.48xlarge",
+                instance_pools=[
+                    InstancePool(instance_type="ml.p5e.48xlarge", priority=1),
+                    InstancePool(instance_type="ml.p5.48xlarge", priority=2),
+                ],
+            ),
             capacity_plan=plan,
-            instance_pools=[
-                InstancePool(instance_type="ml.p5e.48xlarge", priority=1),
-                InstancePool(instance_type="ml.p5.48xlarge", priority=2),
-            ],
         )
 
 
@@ -776,48 +789,59 @@ def _endpoint_template(**kwargs) -> dict:
     return Template.from_stack(stack).to_json()
 
 
-def test_options_object_builds_the_same_endpoint_as_separate_arguments():
-    from sagemaker_llm_cdk import EndpointOptions
+@pytest.mark.parametrize(
+    ("keyword", "value", "message"),
+    [
+        (
+            "instance_type",
+            "ml.g6e.12xlarge",
+            r"instance_type: got 'ml.g6e.12xlarge'; allowed: a field of settings: LlmEndpoint takes the endpoint's "
+            r"settings in one argument; fix: pass settings=EndpointOptions\(instance_type=\.\.\., \.\.\.\)",
+        ),
+        ("scaling", None, r"scaling: got None; allowed: a field of settings.*settings=EndpointOptions\(scaling="),
+        ("options", {}, r"options: got 'given'; allowed: settings=; fix: rename options= to settings="),
+        ("instance_typ", "x", r"instance_typ: got 'x'; allowed: one of settings, endpoint_name, role, key, vpc"),
+    ],
+)
+def test_a_setting_given_beside_settings_is_refused_with_the_field_to_use(keyword, value, message):
+    stack = new_stack()
+    with pytest.raises(ConfigurationError, match=message):
+        LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"), **{keyword: value})
+    assert stack.node.try_find_child("Chat") is None  # nothing half-created
 
-    flat = dict(
+
+def test_an_endpoint_without_settings_says_what_to_pass():
+    with pytest.raises(
+        ConfigurationError, match=r"settings: got nothing .*; fix: pass settings=EndpointOptions\(instance_type="
+    ):
+        LlmEndpoint(new_stack(), "Chat")
+
+
+def test_every_setting_given_on_its_own_is_named_in_one_round():
+    with pytest.raises(ConfigurationError) as info:
+        LlmEndpoint(new_stack(), "Chat", instance_type="ml.g6e.12xlarge", routing=Routing())  # type: ignore[call-arg]
+    assert [p.path for p in info.value.problems] == ["instance_type", "routing"]
+
+
+def test_a_mapping_of_settings_builds_the_same_endpoint_as_the_model():
+    settings = dict(
         instance_type="ml.g6e.12xlarge",
         scaling=InstanceScaling(min_instances=1, max_instances=3),
         routing=Routing(strategy="RANDOM"),
         data_capture=DataCapture(sampling_percentage=5),
     )
-    assert _endpoint_template(options=EndpointOptions(**flat)) == _endpoint_template(**flat)
+    assert _endpoint_template(settings=EndpointOptions(**settings)) == _endpoint_template(settings=settings)
 
 
-def test_options_together_with_a_separate_setting_is_refused():
-    from sagemaker_llm_cdk import EndpointOptions
-
-    stack = new_stack()
-    with pytest.raises(
-        ConfigurationError,
-        match=(
-            r"options: got 'options together with instance_type, routing'; allowed: the endpoint's settings either "
-            r"in options or as separate arguments, not both; fix: move instance_type, routing into options"
-        ),
-    ):
-        LlmEndpoint(
-            stack,
-            "Chat",
-            options=EndpointOptions(instance_type="ml.g6e.12xlarge"),
-            instance_type="ml.g6e.12xlarge",
-            routing=Routing(),
-        )
-    assert stack.node.try_find_child("Chat") is None  # nothing half-created
-
-
-def test_instance_type_is_required_without_options():
+def test_instance_type_is_required():
     with pytest.raises(
         ConfigurationError, match=r"instance_type: got nothing \(the field is missing\); allowed: a value"
     ):
-        LlmEndpoint(new_stack(), "Chat")
+        LlmEndpoint(new_stack(), "Chat", settings={})
 
 
 def test_a_config_endpoint_is_its_own_options():
-    """The stack passes the config's EndpointSpec as options: no unpacking, no second validation."""
+    """The stack passes the config's EndpointSpec as settings: no unpacking, no second validation."""
     from sagemaker_llm_cdk import parse_config
 
     config = parse_config(
@@ -832,5 +856,5 @@ def test_a_config_endpoint_is_its_own_options():
         }
     )
     spec = config.endpoints[0]
-    endpoint = LlmEndpoint(new_stack(), "Chat", options=spec)
+    endpoint = LlmEndpoint(new_stack(), "Chat", settings=spec)
     assert endpoint.options is spec

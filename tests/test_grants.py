@@ -9,7 +9,7 @@ import pytest
 from aws_cdk import App, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
-from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, load_config
+from sagemaker_llm_cdk import EndpointOptions, LlmEndpoint, ModelSpec, load_config
 from sagemaker_llm_cdk.core.grants import WILDCARD_ONLY_ACTIONS, grant, guard_wildcards, wildcard_problems
 from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 from sagemaker_llm_cdk.settings.sessions import SessionSettings
@@ -192,7 +192,7 @@ def test_every_allowed_action_names_its_source() -> None:
 def test_the_endpoint_keeps_wildcard_only_actions_in_statements_of_their_own(env: Environment | None) -> None:
     app = App()
     stack = Stack(app, "Chat", env=env)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-bucket/model/"))
     on_star = [s for s in _statements(stack, endpoint.role) if s["Resource"] == "*"]
     assert sorted(s["Sid"] for s in on_star) == ["AuthenticateToEcr", "PublishSageMakerMetrics"]
@@ -203,7 +203,7 @@ def test_a_star_grant_on_the_front_door_role_fails_the_synth_without_the_apps_ch
     """An outside team's app: only the library's own guards (on its acknowledged roles) run."""
     app = App()
     stack = Stack(app, "Chat", env=BOUND)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model(
         "m", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-bucket/model/", sessions=SessionSettings())
     )

@@ -12,7 +12,7 @@ import pytest
 from aws_cdk import App, Environment, Stack, Tags
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
-from sagemaker_llm_cdk import CopyScaling, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec
+from sagemaker_llm_cdk import CopyScaling, EndpointOptions, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
 from sagemaker_llm_cdk.capacity.guard import ENDPOINT_CONFIG_CREATE_ONLY, GUARD_REFERENCE, inputs_of
 
@@ -47,9 +47,10 @@ def build(
     endpoint = LlmEndpoint(
         serving,
         "Chat",
-        instance_type=INSTANCE,
+        settings=EndpointOptions(
+            instance_type=INSTANCE, scaling=InstanceScaling(min_instances=1, max_instances=max_instances)
+        ),
         capacity_plan=plan,
-        scaling=InstanceScaling(min_instances=1, max_instances=max_instances),
         role=iam.Role(serving, "OtherRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
         if role
         else None,

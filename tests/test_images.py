@@ -5,11 +5,20 @@ from __future__ import annotations
 import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Template
-from sagemaker_llm_cdk import ConfigurationError, EagleSettings, LlmEndpoint, LoraSettings, ModelSpec, parse_config
+from sagemaker_llm_cdk import (
+    ConfigurationError,
+    EagleSettings,
+    EndpointOptions,
+    LlmEndpoint,
+    LoraSettings,
+    ModelSpec,
+    parse_config,
+)
 from sagemaker_llm_cdk.core.functions import powertools_layer
 from sagemaker_llm_cdk.core.service_model import inference_ami_versions
 from sagemaker_llm_cdk.settings import images
 from support.stacks import MODEL_URI
+from support.stacks import endpoint as support_endpoint
 
 BOUND = Environment(account="123456789012", region="us-east-1")
 
@@ -34,7 +43,7 @@ def test_every_ami_the_table_names_is_one_sagemaker_accepts():
 
 def _endpoint(env=None, **kwargs):
     stack = Stack(App(), "S", env=env)
-    return stack, LlmEndpoint(stack, "E", instance_type="ml.g6e.12xlarge", **kwargs)
+    return stack, support_endpoint(stack, "E", instance_type="ml.g6e.12xlarge", **kwargs)
 
 
 @pytest.mark.parametrize("env", [None, BOUND], ids=["agnostic", "bound"])
@@ -170,7 +179,7 @@ def test_the_default_config_serves_eagle_and_adapters_on_separate_models():
 )
 def test_the_lmi_image_comes_from_the_regions_registry(region, account):
     stack = Stack(App(), "S", env=Environment(account="123456789012", region=region))
-    endpoint = LlmEndpoint(stack, "E", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "E", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("M", ModelSpec(name="m", model_data_s3_uri=MODEL_URI))
     (model,) = Template.from_stack(stack).find_resources("AWS::SageMaker::Model").values()
     assert stack.resolve(model["Properties"]["PrimaryContainer"]["Image"])["Fn::Join"][1][0] == f"{account}.dkr.ecr."
@@ -178,7 +187,7 @@ def test_the_lmi_image_comes_from_the_regions_registry(region, account):
 
 def test_a_region_without_a_known_registry_is_refused():
     stack = Stack(App(), "S", env=Environment(account="123456789012", region="mx-central-1"))
-    endpoint = LlmEndpoint(stack, "E", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "E", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     with pytest.raises(
         ConfigurationError,
         match=r"region: got 'mx-central-1'; allowed: a region where AWS publishes "
@@ -212,7 +221,7 @@ def test_speculative_decoding_on_a_lora_model_is_refused_when_eagle_comes_from_t
     app = App()
     promotions, stack = Stack(app, "P"), Stack(app, "S")
     head = PromotionParameter(promotions, "H", model_name="q")
-    endpoint = LlmEndpoint(stack, "E", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "E", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     model = endpoint.add_model(
         "M",
         ModelSpec(

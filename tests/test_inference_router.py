@@ -15,6 +15,7 @@ from aws_cdk.assertions import Template
 from sagemaker_llm_cdk import (
     ConfigurationError,
     Destination,
+    EndpointOptions,
     InferenceRouter,
     LlmEndpoint,
     ModelSpec,
@@ -36,7 +37,9 @@ WEST = "arn:aws:sagemaker:us-west-2:222222222222:inference-component/Prod-SageMa
 
 def router_stack(env: Environment | None = None, **kwargs: Any) -> tuple[Stack, InferenceRouter, iam.Role]:
     stack = Stack(App(), "Chat", env=env)
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge", endpoint_name="chat")
+    endpoint = LlmEndpoint(
+        stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"), endpoint_name="chat"
+    )
     model = endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-bucket/model/"))
     local = Destination.of_component(model, account=stack.account, region=stack.region)
     remote = Destination.from_arn(WEST, endpoint_name="prod-chat")

@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Template
-from sagemaker_llm_cdk import ConfigurationError, Destination, InferenceRouter, LlmEndpoint, RouterTarget, load_config
+from sagemaker_llm_cdk import (
+    ConfigurationError,
+    Destination,
+    EndpointOptions,
+    InferenceRouter,
+    LlmEndpoint,
+    RouterTarget,
+    load_config,
+)
 from sagemaker_llm_cdk.routing.endpoint_policy import RESOURCE_TYPE, EndpointPolicy, merged_policy
 from sagemaker_llm_cdk.routing.router import endpoint_policy_document
 from support.aws_model import assert_valid_request
@@ -40,7 +48,9 @@ def policy_statements(template: Template) -> list[dict[str, Any]]:
 )
 def test_the_policy_is_put_on_its_endpoint_with_the_endpoint_arn_only(env):
     stack = Stack(App(), "Owner", env=env)
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge", endpoint_name="chat")
+    endpoint = LlmEndpoint(
+        stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"), endpoint_name="chat"
+    )
     EndpointPolicy(stack, "RouterPolicy", endpoint_name="chat", document=document(), endpoint=endpoint.cfn_endpoint)
     template = Template.from_stack(stack)
 

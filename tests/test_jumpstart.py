@@ -14,7 +14,7 @@ import yaml
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
-from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec, load_config
+from sagemaker_llm_cdk import ConfigurationError, EndpointOptions, LlmEndpoint, ModelSpec, load_config
 from sagemaker_llm_cdk.hosting.jumpstart import (
     JumpStartLock,
     SpecError,
@@ -336,7 +336,7 @@ def llama(**overrides) -> ModelSpec:
 
 def bound_endpoint(region: str = "us-east-1") -> tuple[Stack, LlmEndpoint]:
     stack = Stack(App(), "Test", env=Environment(account="123456789012", region=region))
-    return stack, LlmEndpoint(stack, "Endpoint", instance_type="ml.g5.12xlarge")
+    return stack, LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g5.12xlarge"))
 
 
 def test_gated_jumpstart_model_template_has_lock_image_artifacts_and_accepted_eula():
@@ -428,7 +428,7 @@ def test_region_the_lock_does_not_hold_fails_at_synth():
 
 def test_environment_agnostic_stack_is_told_to_bind_a_region():
     stack = Stack(App(), "Agnostic")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g5.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g5.12xlarge"))
     with pytest.raises(ConfigurationError, match=r"a JumpStart model in a stack bound to a region"):
         endpoint.add_model("Llama", llama(), jumpstart_lock=committed_lock())
 
@@ -436,7 +436,7 @@ def test_environment_agnostic_stack_is_told_to_bind_a_region():
 def test_lock_from_context_when_not_passed(tmp_path):
     app = App(context={"sagemaker_llm_cdk:jumpstart_lock": str(tmp_path / "missing.yaml")})
     stack = Stack(app, "Ctx", env=Environment(account="123456789012", region="us-east-1"))
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g5.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g5.12xlarge"))
     with pytest.raises(ConfigurationError, match=r"it is empty.*missing.yaml"):
         endpoint.add_model("Llama", llama())
 
@@ -599,7 +599,7 @@ def test_config_lock_accelerators_beyond_the_instance_are_a_config_problem(tmp_p
 
 def test_instance_type_jumpstart_does_not_list_is_a_synth_warning():
     stack = Stack(App(), "Warn", env=Environment(account="123456789012", region="us-east-1"))
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model(
         "Qwen",
         ModelSpec(name="qwen", source="jumpstart", model_id=QWEN, version=QWEN_VERSION),

@@ -14,7 +14,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 from moto import mock_aws
-from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelComponent, ModelSpec
+from sagemaker_llm_cdk import ConfigurationError, EndpointOptions, LlmEndpoint, ModelComponent, ModelSpec
 from sagemaker_llm_cdk.adapters import lora_adapter as lora_module
 from sagemaker_llm_cdk.adapters.adapter_stack import (
     STACK_RESOURCE_LIMIT,
@@ -44,7 +44,7 @@ def lora_model(name: str = "qwen3-8b", **changes: Any) -> ModelSpec:
 
 
 def base_in(stack: Stack, spec: ModelSpec | None = None) -> ModelComponent:
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     return endpoint.add_model("Base", spec or lora_model())
 
 
@@ -75,9 +75,11 @@ def ic_named(template: Template, name: str, stack_name: str = "Adapters") -> tup
 @pytest.fixture(scope="module")
 def single() -> dict[str, Any]:
     app, stack, base = new_base()
-    adapter = LoraAdapter(base, "SupportBot", base=base, spec=AdapterSpec(name="support-bot", artifact_s3_uri=ARTIFACT))
+    adapter = LoraAdapter(
+        base, "SupportBot", base=base, settings=AdapterSpec(name="support-bot", artifact_s3_uri=ARTIFACT)
+    )
     second = LoraAdapter(
-        stack, "Second", base=base, spec={"name": "legal", "artifact_s3_uri": "s3://my-adapters/legal.tar.gz"}
+        stack, "Second", base=base, settings={"name": "legal", "artifact_s3_uri": "s3://my-adapters/legal.tar.gz"}
     )
     caller = iam.Role(stack, "Caller", assumed_by=iam.AccountRootPrincipal())
     adapter.grant_invoke(caller)
@@ -210,7 +212,7 @@ def test_metrics_use_the_adapter_dimension(single):
 
 def test_cdk_nag_reports_no_errors():
     app, stack, base = new_base()
-    adapter = LoraAdapter(base, "A", base=base, spec=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
+    adapter = LoraAdapter(base, "A", base=base, settings=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
     adapter.grant_invoke(iam.Role(stack, "Caller", assumed_by=iam.AccountRootPrincipal()))
     add_adapters(base, [AdapterSpec(name=f"t-{i}", artifact_s3_uri=f"s3://my-adapters/t-{i}.tar.gz") for i in range(3)])
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -222,7 +224,7 @@ def test_cdk_nag_reports_no_errors():
 
 def test_max_rank_is_set_in_the_container():
     _, stack, base = new_base()
-    LoraAdapter(base, "A", base=base, spec=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
+    LoraAdapter(base, "A", base=base, settings=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
     environment = Template.from_stack(stack).find_resources("AWS::SageMaker::Model")
     env = next(iter(environment.values()))["Properties"]["PrimaryContainer"]["Environment"]
     assert env["OPTION_MAX_LORAS"] == "4" and env["OPTION_MAX_CPU_LORAS"] == "32"
@@ -239,7 +241,7 @@ def test_max_rank_is_left_to_the_container_only_without_adapters():
         r"64, 128, 256, 320, 512 when adapters are declared: the container's default \(16\) refuses "
         r"adapters of a higher rank; fix: set max_rank",
     ):
-        LoraAdapter(base, "A", base=base, spec=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
+        LoraAdapter(base, "A", base=base, settings=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
 
 
 def test_adapters_declared_on_a_model_need_max_rank():
@@ -273,7 +275,7 @@ def test_apply_lora_settings_is_idempotent_and_skips_models_without_lora():
 def test_custom_image_gets_a_warning_not_variables():
     image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/my-server:1.0"
     _, stack, base = new_base(lora_model(image=image))
-    LoraAdapter(base, "A", base=base, spec=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
+    LoraAdapter(base, "A", base=base, settings=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
     assert "OPTION_ENABLE_LORA" not in base.environment
     Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("not the LMI container"))
 
@@ -289,7 +291,7 @@ def test_user_variable_that_contradicts_lora_is_an_error():
 def test_artifact_key_grants_decrypt_to_the_endpoint_role():
     _, stack, base = new_base()
     key = kms.Key(stack, "AdapterKey", enable_key_rotation=True)
-    LoraAdapter(base, "A", base=base, spec=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT), artifact_key=key)
+    LoraAdapter(base, "A", base=base, settings=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT), artifact_key=key)
     template = Template.from_stack(stack)
     policy = template.find_resources(
         "AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": logical_id(stack, base.endpoint.role)}]}}
@@ -312,45 +314,47 @@ def test_artifact_arn_escapes_iam_wildcards():
 def adapter_error(spec: dict[str, Any], base_spec: ModelSpec | None = None, *, before: list[str] = ()) -> str:
     _, stack, base = new_base(base_spec)
     for name in before:
-        LoraAdapter(base, name, base=base, spec={"name": name, "artifact_s3_uri": ARTIFACT})
+        LoraAdapter(base, name, base=base, settings={"name": name, "artifact_s3_uri": ARTIFACT})
     with pytest.raises(ConfigurationError) as caught:
-        LoraAdapter(stack, "New", base=base, spec=spec)
+        LoraAdapter(stack, "New", base=base, settings=spec)
     return str(caught.value)
 
 
 def test_name_longer_than_63_characters():
     message = adapter_error({"name": "a" * 64, "artifact_s3_uri": ARTIFACT})
     assert "Adapters/New" in message
-    assert "spec.name: got 'aaaa" in message and "1-63 characters" in message
+    assert "settings.name: got 'aaaa" in message and "1-63 characters" in message
 
 
 def test_name_with_other_characters():
-    assert "spec.name: got 'support_bot'; allowed: 1-63 characters: letters, digits and hyphens" in adapter_error(
+    assert "settings.name: got 'support_bot'; allowed: 1-63 characters: letters, digits and hyphens" in adapter_error(
         {"name": "support_bot", "artifact_s3_uri": ARTIFACT}
     )
 
 
 def test_name_of_the_base_model_is_taken():
     message = adapter_error({"name": "qwen3-8b", "artifact_s3_uri": ARTIFACT})
-    assert "spec.name: got 'qwen3-8b'" in message and "model Adapters/Endpoint/Base has it" in message
+    assert "settings.name: got 'qwen3-8b'" in message and "model Adapters/Endpoint/Base has it" in message
 
 
 def test_name_of_another_adapter_on_the_endpoint_is_taken():
     message = adapter_error({"name": "legal", "artifact_s3_uri": ARTIFACT}, before=["legal"])
-    assert "spec.name: got 'legal'" in message and "adapter Adapters/Endpoint/Base/legal has it" in message
+    assert "settings.name: got 'legal'" in message and "adapter Adapters/Endpoint/Base/legal has it" in message
 
 
 def test_same_name_on_another_endpoint_is_allowed():
     _, stack, base = new_base()
-    other = LlmEndpoint(stack, "Other", instance_type="ml.g6e.12xlarge").add_model("B", lora_model("other-base"))
-    LoraAdapter(base, "A", base=base, spec={"name": "shared", "artifact_s3_uri": ARTIFACT})
-    LoraAdapter(other, "A", base=other, spec={"name": "shared", "artifact_s3_uri": ARTIFACT})
+    other = LlmEndpoint(stack, "Other", settings=EndpointOptions(instance_type="ml.g6e.12xlarge")).add_model(
+        "B", lora_model("other-base")
+    )
+    LoraAdapter(base, "A", base=base, settings={"name": "shared", "artifact_s3_uri": ARTIFACT})
+    LoraAdapter(other, "A", base=other, settings={"name": "shared", "artifact_s3_uri": ARTIFACT})
 
 
 def test_artifact_must_be_a_tar_gz():
     message = adapter_error({"name": "a", "artifact_s3_uri": "s3://my-adapters/support-bot/"})
     assert (
-        "spec.artifact_s3_uri: got 's3://my-adapters/support-bot/'; allowed: an S3 object ending in '.tar.gz'"
+        "settings.artifact_s3_uri: got 's3://my-adapters/support-bot/'; allowed: an S3 object ending in '.tar.gz'"
         in message
     )
     assert "tar -czf adapter.tar.gz -C dir ." in message
@@ -358,7 +362,7 @@ def test_artifact_must_be_a_tar_gz():
 
 def test_artifact_url_longer_than_sagemaker_accepts():
     message = adapter_error({"name": "a", "artifact_s3_uri": "s3://my-adapters/" + "k" * 1010 + ".tar.gz"})
-    assert "spec.artifact_s3_uri" in message and "at most 1024 characters" in message
+    assert "settings.artifact_s3_uri" in message and "at most 1024 characters" in message
 
 
 def test_base_without_lora():
@@ -371,9 +375,9 @@ def test_base_without_lora():
 
 def test_base_must_be_a_model_component():
     _, stack, base = new_base()
-    first = LoraAdapter(base, "A", base=base, spec={"name": "a", "artifact_s3_uri": ARTIFACT})
+    first = LoraAdapter(base, "A", base=base, settings={"name": "a", "artifact_s3_uri": ARTIFACT})
     with pytest.raises(ConfigurationError, match=r"base: got 'LoraAdapter'; allowed: a ModelComponent"):
-        LoraAdapter(stack, "OnAdapter", base=first, spec={"name": "b", "artifact_s3_uri": ARTIFACT})  # type: ignore[arg-type]
+        LoraAdapter(stack, "OnAdapter", base=first, settings={"name": "b", "artifact_s3_uri": ARTIFACT})  # type: ignore[arg-type]
 
 
 def test_every_problem_is_reported_at_once():
@@ -382,14 +386,14 @@ def test_every_problem_is_reported_at_once():
         ModelSpec(name="plain", model_data_s3_uri=MODEL_URI),
     )
     assert message.startswith("3 problem(s) in Adapters/New:")
-    assert "spec.name" in message and "spec.artifact_s3_uri" in message and "base.spec.lora" in message
+    assert "settings.name" in message and "settings.artifact_s3_uri" in message and "base.spec.lora" in message
 
 
 def test_gpu_slots_above_cpu_slots_contradict():
     with pytest.raises(ConfigurationError, match=r"max_cpu_adapters: got 4; allowed: at least max_gpu_adapters \(8\)"):
         validated(LoraSettings, {"max_gpu_adapters": 8, "max_cpu_adapters": 4}, where="lora")
     _, stack, _ = new_base()
-    endpoint = LlmEndpoint(stack, "Second", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Second", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     with pytest.raises(ConfigurationError, match=r"lora\.max_cpu_adapters: got 4.*raise max_cpu_adapters"):
         endpoint.add_model(
             "M",
@@ -407,7 +411,7 @@ def test_more_policies_than_iam_allows_per_role(monkeypatch):
     specs = [AdapterSpec(name=f"t-{i}", artifact_s3_uri=f"s3://my-adapters/tenant-{i:04d}.tar.gz") for i in range(80)]
     with pytest.raises(ConfigurationError, match=r"managed policies.*spread them over more endpoints"):
         for spec in specs:
-            LoraAdapter(base, spec.name, base=base, spec=spec)
+            LoraAdapter(base, spec.name, base=base, settings=spec)
     assert len(artifact_policies(base.endpoint)) == lora_module.POLICIES_PER_ROLE_MAX
     Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("Managed policies per role"))
 
@@ -626,7 +630,7 @@ def test_artifact_policies_stay_within_iam_size(many):
 def test_adapter_in_a_sibling_stack_depends_on_the_base_stack():
     app, stack, base = new_base()
     sibling = Stack(app, "Tenants")
-    LoraAdapter(sibling, "A", base=base, spec={"name": "a", "artifact_s3_uri": ARTIFACT})
+    LoraAdapter(sibling, "A", base=base, settings={"name": "a", "artifact_s3_uri": ARTIFACT})
     _, component = ic_named(Template.from_stack(sibling), "a")
     assert stack in sibling.dependencies  # known once the app is synthesized
     assert "Fn::ImportValue" in component["Properties"]["EndpointName"]
@@ -634,7 +638,7 @@ def test_adapter_in_a_sibling_stack_depends_on_the_base_stack():
 
 def test_add_adapters_checks_everything_first():
     _, _, base = new_base()
-    LoraAdapter(base, "Existing", base=base, spec={"name": "existing", "artifact_s3_uri": ARTIFACT})
+    LoraAdapter(base, "Existing", base=base, settings={"name": "existing", "artifact_s3_uri": ARTIFACT})
     specs = [
         {"name": "a", "artifact_s3_uri": ARTIFACT},
         {"name": "a", "artifact_s3_uri": ARTIFACT},
@@ -676,13 +680,13 @@ def test_add_adapters_keeps_one_max_per_stack_per_model():
 def test_an_adapter_added_after_the_policy_was_rendered_is_in_its_next_rendering(env):
     """The statement's resources are a token resolved at each rendering (uncached): none is frozen early."""
     _, stack, base = new_base(env=env)
-    LoraAdapter(base, "One", base=base, spec={"name": "one", "artifact_s3_uri": "s3://my-adapters/one.tar.gz"})
+    LoraAdapter(base, "One", base=base, settings={"name": "one", "artifact_s3_uri": "s3://my-adapters/one.tar.gz"})
     (policy,) = artifact_policies(base.endpoint)
     cfn = policy.node.default_child
     (first,) = stack.resolve(cfn.policy_document)["Statement"]
     one = first["Resource"]  # a single resource renders as itself, not a list
     assert "my-adapters/one.tar.gz" in json.dumps(one) and not isinstance(one, list)
-    LoraAdapter(base, "Two", base=base, spec={"name": "two", "artifact_s3_uri": "s3://my-adapters/two.tar.gz"})
+    LoraAdapter(base, "Two", base=base, settings={"name": "two", "artifact_s3_uri": "s3://my-adapters/two.tar.gz"})
     (statement,) = stack.resolve(cfn.policy_document)["Statement"]
     two = json.loads(json.dumps(one).replace("one.tar.gz", "two.tar.gz"))
     assert statement == {"Action": "s3:GetObject", "Effect": "Allow", "Resource": [one, two]}
@@ -694,7 +698,7 @@ def test_an_adapter_added_after_the_policy_was_rendered_is_in_its_next_rendering
 def test_component_arn_is_the_inference_components_arn_attribute_read_on_first_use():
     _, stack, base = new_base()
     adapter = LoraAdapter(
-        base, "One", base=base, spec={"name": "one", "artifact_s3_uri": "s3://my-adapters/one.tar.gz"}
+        base, "One", base=base, settings={"name": "one", "artifact_s3_uri": "s3://my-adapters/one.tar.gz"}
     )
     assert stack.resolve(adapter.component_arn) == {
         "Fn::GetAtt": [logical_id(stack, adapter.cfn_inference_component), "InferenceComponentArn"]

@@ -9,7 +9,15 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
-from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelComponent, ModelSpec, Placement
+from sagemaker_llm_cdk import (
+    ConfigurationError,
+    CopyScaling,
+    EndpointOptions,
+    LlmEndpoint,
+    ModelComponent,
+    ModelSpec,
+    Placement,
+)
 from sagemaker_llm_cdk.core.settings import validated
 from support.stacks import MODEL_URI, endpoint_stack, new_stack, only
 
@@ -90,7 +98,7 @@ def test_update_keeps_autoscaled_copies_unless_pinned(env):
         (CopyScaling(min_copies=3, max_copies=3), {"CopyCount": 3}),
     ):
         stack = Stack(App(), "Copies", env=env)
-        LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge").add_model(
+        LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge")).add_model(
             "m", ModelSpec(name="m", model_data_s3_uri=MODEL_URI, copies=copies)
         )
         template = Template.from_stack(stack)
@@ -207,7 +215,7 @@ def test_role_reads_only_the_model_prefix_and_image_repository(autoscaled):
 
 def test_custom_image_and_model_key():
     stack = new_stack()
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     key = kms.Key(stack, "WeightsKey")
     image = "111122223333.dkr.ecr.eu-west-1.amazonaws.com/my/vllm:1.2"
     ModelComponent(
@@ -215,7 +223,7 @@ def test_custom_image_and_model_key():
         "M",
         endpoint=endpoint,
         model_data_key=key,
-        spec=ModelSpec(name="m", model_data_s3_uri=MODEL_URI, image=image, environment={"X": "1"}),
+        settings=ModelSpec(name="m", model_data_s3_uri=MODEL_URI, image=image, environment={"X": "1"}),
     )
     template = Template.from_stack(stack)
     container = only(template, "AWS::SageMaker::Model")["Properties"]["PrimaryContainer"]
@@ -312,15 +320,15 @@ def test_component_metrics(autoscaled, method, namespace, name):
 def test_model_spec_validation(fields, message):
     data = {"name": "m", "model_data_s3_uri": MODEL_URI, **fields}
     stack = new_stack()
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     with pytest.raises(ConfigurationError, match=message) as info:
-        ModelComponent(stack, "M", endpoint=endpoint, spec=ModelSpec.model_construct(**data))
+        ModelComponent(stack, "M", endpoint=endpoint, settings=ModelSpec.model_construct(**data))
     assert "Test/M" in str(info.value)
 
 
 def test_more_accelerators_than_the_instance_has():
     stack = new_stack()
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     with pytest.raises(
         ConfigurationError, match=r"accelerators: got 8; allowed: at most 4, the accelerators of one ml.g6e.12xlarge"
     ):
@@ -329,7 +337,7 @@ def test_more_accelerators_than_the_instance_has():
 
 def test_duplicate_component_name_on_one_endpoint():
     stack = new_stack()
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("a", ModelSpec(name="same", model_data_s3_uri=MODEL_URI))
     with pytest.raises(ConfigurationError, match=r"name: got 'same'; allowed: a name no other model or adapter"):
         endpoint.add_model("b", ModelSpec(name="same", model_data_s3_uri=MODEL_URI))
@@ -353,7 +361,7 @@ def test_role_writes_the_component_log_group_only_and_passes_cdk_nag(env):
 
     app = App()
     stack = Stack(app, "Logs", env=env)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     component = endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     assert component.log_group_name == "/aws/sagemaker/InferenceComponents/Logs-qwen3-8b"
     template = Template.from_stack(stack)
@@ -381,7 +389,7 @@ def test_role_writes_the_component_log_group_only_and_passes_cdk_nag(env):
 def test_copies_are_spread_over_zones_by_default(env):
     """Default placement keeps a model available when one zone fails: SPREAD, zones balanced."""
     stack = Stack(App(), "Placement", env=env)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("a", ModelSpec(name="a", model_data_s3_uri=MODEL_URI))
     endpoint.add_model(
         "b", ModelSpec(name="b", model_data_s3_uri=MODEL_URI, placement=Placement.binpack(max_zone_imbalance=3))
@@ -440,7 +448,7 @@ def test_two_stacks_of_one_config_never_share_a_component_name(env):
     names = []
     for stack_name in ("LlmDev", "LlmProd"):
         stack = Stack(App(), stack_name, env=env)
-        endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+        endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
         model = endpoint.add_model(
             "m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, copies=CopyScaling(min_copies=0, max_copies=2))
         )
@@ -476,7 +484,7 @@ def test_long_names_are_cut_to_63_with_a_stable_hash():
     assert name == prefixed_name("A" * 40 + "-stack", "model-" + "x" * 40)  # deterministic
     assert name != prefixed_name("A" * 40 + "-stack", "model-" + "x" * 39 + "y")
     stack = Stack(App(), "S" * 60)
-    model = LlmEndpoint(stack, "E", instance_type="ml.g6e.12xlarge").add_model(
+    model = LlmEndpoint(stack, "E", settings=EndpointOptions(instance_type="ml.g6e.12xlarge")).add_model(
         "m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI)
     )
     assert len(model.component_name) == 63 and model.component_name.startswith("S" * 50)
@@ -501,7 +509,9 @@ def test_pinned_name_taken_by_another_model_is_refused():
 def test_the_containers_whole_environment_stays_within_sagemakers_100_variables(env):
     """The config's own limit counts only its variables; the component counts what the features add too (the LMI
     defaults here, then a feature's add_environment), so the template never carries more than SageMaker takes."""
-    endpoint = LlmEndpoint(Stack(App(), "Env", env=env), "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(
+        Stack(App(), "Env", env=env), "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge")
+    )
     configured = {f"VAR_{i}": "x" for i in range(99)}
     with pytest.raises(
         ConfigurationError,

@@ -13,7 +13,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Capture, Match, Template
 from cdk_nag import AwsSolutionsChecks
-from sagemaker_llm_cdk import ConfigurationError, CopyScaling, LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk import ConfigurationError, CopyScaling, EndpointOptions, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.core.functions import python_function
 from sagemaker_llm_cdk.operations.deployment_check import DeploymentCheck
 from sagemaker_llm_cdk.operations.monitoring import SECTIONS, LlmMonitoring
@@ -33,7 +33,9 @@ def llm_stack(
 ) -> tuple[Stack, LlmEndpoint]:
     """A stack with one LlmEndpoint (ml.g6e.12xlarge) hosting one model."""
     stack = Stack(app or App(), "Test", env=env)
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge", endpoint_name=endpoint_name)
+    endpoint = LlmEndpoint(
+        stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"), endpoint_name=endpoint_name
+    )
     endpoint.add_model(
         "Qwen",
         ModelSpec(
@@ -431,7 +433,7 @@ def test_endpoint_alarms_watch_the_models_per_component_metrics(full):
 @pytest.mark.parametrize("env", [None, Environment(account="123456789012", region="us-east-1")])
 def test_endpoint_alarms_cover_every_model_up_to_cloudwatch_limits(env):
     stack = Stack(App(), "Many", env=env)
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.48xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.48xlarge"))
     for i in range(6):
         endpoint.add_model(f"M{i}", ModelSpec(name=f"model-{i}", model_data_s3_uri="s3://my-bucket/model/"))
     LlmMonitoring(stack, "Monitoring", alarm_prefix=PREFIX).monitor_endpoint(endpoint)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Match, Template
-from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk import ConfigurationError, EndpointOptions, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.core.checkov import CHECKOV_REASONS, checkov_defaults
 from sagemaker_llm_cdk.core.settings import validated
 
@@ -15,7 +15,7 @@ MODEL_URI = "s3://my-weights/qwen3-8b/"
 def model_template(env: Environment | None = None, **spec) -> Template:
     app = App()
     stack = Stack(app, "Isolation", env=env)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri=MODEL_URI, **spec))
     checkov_defaults(app)
     return Template.from_stack(stack)

@@ -17,7 +17,15 @@ from aws_cdk import App, Stack
 from botocore import xform_name
 from botocore.exceptions import NoCredentialsError
 from botocore.stub import Stubber
-from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec, parse_config, preflight, run_preflight
+from sagemaker_llm_cdk import (
+    ConfigurationError,
+    EndpointOptions,
+    LlmEndpoint,
+    ModelSpec,
+    parse_config,
+    preflight,
+    run_preflight,
+)
 from sagemaker_llm_cdk.core import regions
 from sagemaker_llm_cdk.core.functions import POWERTOOLS_LAYER_VERSION
 from sagemaker_llm_cdk.preflight import AwsClients, Finding, endpoint_instance_types, update_policy
@@ -76,7 +84,7 @@ def synthesized(tmp_path_factory) -> Path:
     outdir = tmp_path_factory.mktemp("cdk.out")
     app = App(outdir=str(outdir))
     stack = Stack(app, "Small")
-    chat = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    chat = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     chat.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
     from sagemaker_llm_cdk import DeploymentCheck
 

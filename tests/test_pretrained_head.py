@@ -19,6 +19,7 @@ from botocore.stub import Stubber
 from sagemaker_llm_cdk import (
     ConfigurationError,
     EagleOptimization,
+    EndpointOptions,
     LlmEndpoint,
     ModelSpec,
     PretrainedHead,
@@ -57,7 +58,7 @@ def gpt(**overrides: Any) -> ModelSpec:
 def bound() -> tuple[App, Stack, LlmEndpoint]:
     app = App()
     stack = Stack(app, "Main", env=Environment(account="123456789012", region="us-east-1"))
-    return app, stack, LlmEndpoint(stack, "Chat", instance_type="ml.g6e.2xlarge")
+    return app, stack, LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.2xlarge"))
 
 
 def gated_lock() -> JumpStartLock:
@@ -362,7 +363,7 @@ def test_gated_head_gets_model_access_config_only_on_its_own_branch():
 def agnostic_component() -> tuple[App, Stack, LlmEndpoint, Any]:
     app = App()
     stack = Stack(app, "Agnostic")
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.2xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.2xlarge"))
     component = endpoint.add_model(
         "Qwen", ModelSpec(name="qwen", model_data_s3_uri="s3://weights/qwen3/", architecture="Qwen3ForCausalLM")
     )
@@ -542,7 +543,7 @@ def test_pretrained_head_speedup_without_a_pretrained_head_is_refused():
 )
 def test_construct_level_head_is_checked(head, message):
     stack = Stack(App(), "Agnostic")
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.2xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.2xlarge"))
     component = endpoint.add_model(
         "Qwen", ModelSpec(name="qwen", model_data_s3_uri="s3://weights/qwen3/", architecture="Qwen3ForCausalLM")
     )
@@ -552,7 +553,7 @@ def test_construct_level_head_is_checked(head, message):
 
 def test_neither_a_parameter_nor_a_head_is_refused():
     stack = Stack(App(), "Agnostic")
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.2xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.2xlarge"))
     component = endpoint.add_model(
         "Qwen", ModelSpec(name="qwen", model_data_s3_uri="s3://weights/qwen3/", architecture="Qwen3ForCausalLM")
     )

@@ -11,7 +11,7 @@ import botocore.session
 from aws_cdk import App, Environment, Stack
 from botocore import xform_name
 from botocore.stub import Stubber
-from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk import EndpointOptions, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.operations.cost import cost_ceiling_table
 from sagemaker_llm_cdk.operations.pricing import (
     PRICE_TABLE,
@@ -126,7 +126,7 @@ def test_price_lines_without_a_lookup():
 def _stack(env: Environment | None) -> App:
     app = App()
     stack = Stack(app, "Priced", env=env)
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
     return app
 

@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam
 from sagemaker_llm_cdk import (
     ConfigurationError,
     DataCapture,
+    EndpointOptions,
     LlmEndpoint,
     ModelSpec,
     acknowledge_resource,
@@ -25,7 +26,11 @@ ENVS = pytest.mark.parametrize("env", [None, BOUND], ids=["agnostic", "bound"])
 def build(env: Environment | None = None, **capture: Any) -> tuple[Stack, LlmEndpoint, iam.Role, iam.Role]:
     app = App()
     stack = Stack(app, "Chat", env=env)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge", data_capture=DataCapture(**capture))
+    endpoint = LlmEndpoint(
+        stack,
+        "Endpoint",
+        settings=EndpointOptions(instance_type="ml.g6e.12xlarge", data_capture=DataCapture(**capture)),
+    )
     endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
     analyst = iam.Role(stack, "Analyst", assumed_by=iam.AccountRootPrincipal())
     assert endpoint.data_capture_bucket is not None

@@ -15,7 +15,15 @@ import botocore
 import pytest
 from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
-from sagemaker_llm_cdk import ConfigurationError, CopyScaling, InstanceScaling, LlmEndpoint, LlmMonitoring, ModelSpec
+from sagemaker_llm_cdk import (
+    ConfigurationError,
+    CopyScaling,
+    EndpointOptions,
+    InstanceScaling,
+    LlmEndpoint,
+    LlmMonitoring,
+    ModelSpec,
+)
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
 from sagemaker_llm_cdk.settings.operations import (
     BATCH_PERCENT_RANGE,
@@ -95,7 +103,7 @@ def components() -> dict[tuple[int, int], dict[str, Any]]:
     stacks = []
     for start in range(0, len(every), 60):
         stack = Stack(app, f"Copies{start}")
-        endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge")
+        endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.p5e.48xlarge"))
         for low, high in every[start : start + 60]:
             name = f"m-{low}-{high}"
             model = endpoint.add_model(
@@ -137,7 +145,7 @@ def test_one_copy_rolls_half_of_it_and_two_copies_one_at_a_time(components):
 
 def model_on(copies: CopyScaling) -> Any:
     stack = Stack(App(), "One")
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.p5e.48xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.p5e.48xlarge"))
     return endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/q/", copies=copies))
 
 
@@ -250,8 +258,9 @@ def test_every_instance_range_gets_a_step_aws_takes(smallest, largest):
     endpoint = LlmEndpoint(
         stack,
         "Chat",
-        instance_type="ml.p5e.48xlarge",
-        scaling=InstanceScaling(min_instances=smallest, max_instances=largest),
+        settings=EndpointOptions(
+            instance_type="ml.p5e.48xlarge", scaling=InstanceScaling(min_instances=smallest, max_instances=largest)
+        ),
     )
     kind, value = endpoint.rolling_batch_size()
     assert kind in ("INSTANCE_COUNT", "CAPACITY_PERCENT") and in_aws_range(kind, value, smallest, largest)
@@ -271,9 +280,10 @@ def endpoints() -> dict[tuple[int, int, int], tuple[LlmEndpoint, dict[str, Any],
             endpoint = LlmEndpoint(
                 serving,
                 f"E{index}",
-                instance_type="ml.p5e.48xlarge",
+                settings=EndpointOptions(
+                    instance_type="ml.p5e.48xlarge", scaling=InstanceScaling(min_instances=low, max_instances=high)
+                ),
                 capacity_plan=plan,
-                scaling=InstanceScaling(min_instances=low, max_instances=high),
             )
             endpoint.configure_rollout(RolloutSettings(), {})
             built[(low, high, count)] = endpoint
@@ -328,8 +338,9 @@ def test_blue_green_has_no_step_to_size():
         LlmEndpoint(
             stack,
             f"E{most}",
-            instance_type="ml.p5e.48xlarge",
-            scaling=InstanceScaling(min_instances=1, max_instances=most),
+            settings=EndpointOptions(
+                instance_type="ml.p5e.48xlarge", scaling=InstanceScaling(min_instances=1, max_instances=most)
+            ),
         ).configure_rollout(RolloutSettings(), {})
     resources = Template.from_stack(stack).find_resources("AWS::SageMaker::Endpoint").values()
     assert len(resources) == len(COUNTS)

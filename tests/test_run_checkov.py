@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_cdk import App, RemovalPolicy, Stack
 from aws_cdk import aws_logs as logs
-from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk import EndpointOptions, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.core.checkov import CHECKOV_REASONS, checkov_defaults, checkov_skip
 
 from tools import run_checkov
@@ -56,7 +56,7 @@ def endpoint_stack(tmp: Path) -> Path:
     """The library's endpoint and one model, with checkov_defaults."""
     app = App(outdir=str(tmp / "endpoint"))
     stack = Stack(app, "Endpoint")
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
     checkov_defaults(app)
     app.synth()
@@ -194,7 +194,7 @@ def test_your_function_inside_a_library_construct_gets_no_library_skip(tmp_path:
 
     app = App(outdir=str(tmp_path))
     stack = Stack(app, "Mine")
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
     from aws_cdk import aws_iam as iam
 

@@ -11,7 +11,7 @@ from aws_cdk import App, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
-from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, LoraAdapter, ModelSpec
+from sagemaker_llm_cdk import ConfigurationError, EndpointOptions, LlmEndpoint, LoraAdapter, ModelSpec
 from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
 from sagemaker_llm_cdk.settings.sessions import SessionSettings
@@ -48,7 +48,7 @@ def build(
 ) -> Built:
     app = App()
     stack = Stack(app, "Chat")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model(
         "m",
         ModelSpec(
@@ -65,7 +65,9 @@ def build(
             base,
             id,
             base=base,
-            spec=AdapterSpec(name=name, physical_name=name, artifact_s3_uri=f"s3://my-bucket/adapters/{name}.tar.gz"),
+            settings=AdapterSpec(
+                name=name, physical_name=name, artifact_s3_uri=f"s3://my-bucket/adapters/{name}.tar.gz"
+            ),
         )
         for id, name in adapters
     ]
@@ -207,7 +209,7 @@ def test_settings_default_to_the_models_sessions():
 def test_duplicate_components_are_served_once():
     app = App()
     stack = Stack(app, "Dup")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model(
         "m",
         ModelSpec(
@@ -218,7 +220,7 @@ def test_duplicate_components_are_served_once():
         base,
         "Sql",
         base=base,
-        spec=AdapterSpec(
+        settings=AdapterSpec(
             name="qwen3-8b-sql", physical_name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"
         ),
     )
@@ -273,7 +275,7 @@ def test_table_encrypted_with_its_own_customer_managed_key(built: Built, templat
 def test_given_key_is_used():
     app = App()
     stack = Stack(app, "Keyed")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     front_door = SessionFrontDoor(
         stack, "FrontDoor", endpoint=endpoint, default_component=base, encryption_key=endpoint.key
@@ -382,7 +384,7 @@ def test_grant_stream_names_the_endpoint_and_the_served_components():
 def test_grant_stream_with_many_components_is_one_acknowledged_pattern(env):
     app = App()
     stack = Stack(app, "ManyStream", env=env)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     front_door = SessionFrontDoor(
         stack, "FrontDoor", endpoint=endpoint, default_component=base, components=_many_ducks(stack, endpoint, 30)
@@ -425,7 +427,7 @@ def test_base_model_container_gets_stateful_sessions(built: Built, template: Tem
 def test_adapter_alone_enables_sessions_on_its_base():
     app = App()
     stack = Stack(app, "AdapterOnly")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     plain = endpoint.add_model(
         "Plain", ModelSpec(name="plain", physical_name="plain", model_data_s3_uri="s3://my-bucket/plain/")
     )
@@ -439,7 +441,7 @@ def test_adapter_alone_enables_sessions_on_its_base():
         base,
         "Sql",
         base=base,
-        spec=AdapterSpec(
+        settings=AdapterSpec(
             name="qwen3-8b-sql", physical_name="qwen3-8b-sql", artifact_s3_uri="s3://my-bucket/adapters/sql.tar.gz"
         ),
     )
@@ -524,7 +526,7 @@ class Duck:
 
 
 def second_endpoint(stack: Stack) -> Any:
-    other = LlmEndpoint(stack, "Other", instance_type="ml.g6e.12xlarge")
+    other = LlmEndpoint(stack, "Other", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     return other.add_model(
         "o", ModelSpec(name="other-model", physical_name="other-model", model_data_s3_uri="s3://my-bucket/other/")
     )
@@ -533,7 +535,7 @@ def second_endpoint(stack: Stack) -> Any:
 def test_component_of_another_endpoint_is_refused():
     app = App()
     stack = Stack(app, "Wrong")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     foreign = second_endpoint(stack)
     with pytest.raises(
@@ -550,7 +552,7 @@ def test_component_of_another_endpoint_is_refused():
 def test_default_component_of_another_endpoint_is_refused():
     app = App()
     stack = Stack(app, "Wrong")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     with pytest.raises(
         ConfigurationError,
@@ -563,7 +565,7 @@ def test_default_component_of_another_endpoint_is_refused():
 def test_something_that_is_not_a_component_is_refused():
     app = App()
     stack = Stack(app, "Wrong")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     with pytest.raises(
         ConfigurationError,
@@ -587,7 +589,7 @@ def test_settings_that_contradict_the_models_sessions_are_refused():
 def test_container_variable_set_otherwise_in_the_model_is_refused():
     app = App()
     stack = Stack(app, "Conflict")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model(
         "m",
         ModelSpec(
@@ -612,7 +614,7 @@ def test_container_variable_set_otherwise_in_the_model_is_refused():
 def test_second_front_door_with_another_expiry_on_the_same_model_is_refused():
     app = App()
     stack = Stack(app, "Twice")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     SessionFrontDoor(stack, "First", endpoint=endpoint, default_component=base)
     with pytest.raises(
@@ -642,7 +644,7 @@ def _many_ducks(stack: Stack, endpoint: Any, count: int) -> list[Any]:
 def test_beyond_twenty_components_one_acknowledged_name_pattern_replaces_the_list(env):
     app = App()
     stack = Stack(app, "Many", env=env)
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     front_door = SessionFrontDoor(
         stack, "FrontDoor", endpoint=endpoint, default_component=base, components=_many_ducks(stack, endpoint, 20)
@@ -663,7 +665,7 @@ def test_beyond_twenty_components_one_acknowledged_name_pattern_replaces_the_lis
 def test_twenty_components_are_still_named_one_by_one():
     app = App()
     stack = Stack(app, "Twenty")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     front_door = SessionFrontDoor(
         stack, "FrontDoor", endpoint=endpoint, default_component=base, components=_many_ducks(stack, endpoint, 19)
@@ -689,7 +691,7 @@ def test_a_thousand_adapters_with_sessions_synthesize_within_every_limit():
 
     app = App()
     stack = Stack(app, "Thousand", env=Environment(account="123456789012", region="us-east-1"))
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model(
         "m",
         ModelSpec(
@@ -732,7 +734,7 @@ def test_a_thousand_adapters_with_sessions_synthesize_within_every_limit():
 def test_duck_typed_component_on_the_endpoint_is_served():
     app = App()
     stack = Stack(app, "Duck")
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     base = endpoint.add_model("m", ModelSpec(name="qwen3-8b", physical_name="qwen3-8b", model_data_s3_uri=MODEL_URI))
     duck = Duck(
         "imported-adapter", "arn:aws:sagemaker:us-east-1:123456789012:inference-component/imported-adapter", endpoint

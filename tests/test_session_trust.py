@@ -16,14 +16,14 @@ from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 from moto import mock_aws
-from sagemaker_llm_cdk import ConfigurationError
-from sagemaker_llm_cdk.settings.sessions import SessionSettings
+from sagemaker_llm_cdk import ConfigurationError, EndpointOptions
 from sagemaker_llm_cdk.sessions.trust import (
     cognito_pool_problems,
     cognito_statements,
     pin_statements,
     session_name_choices,
 )
+from sagemaker_llm_cdk.settings.sessions import SessionSettings
 from test_session_front_door import build, function_environment
 
 ACCOUNT = "123456789012"
@@ -275,7 +275,7 @@ def test_callers_of_another_account_are_refused():
     from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 
     stack = Stack(App(), "Chat", env=Environment(account=ACCOUNT, region="us-east-1"))
-    endpoint = LlmEndpoint(stack, "Endpoint", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     settings = SessionSettings(callers=("arn:aws:iam::210987654321:role/chat-app",))
     base = endpoint.add_model(
         "m", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/", sessions=settings)

@@ -10,7 +10,7 @@ from aws_cdk import App, CfnResource, Environment, Stack, Stage
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
-from sagemaker_llm_cdk import LlmEndpoint, ModelSpec
+from sagemaker_llm_cdk import EndpointOptions, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.core.checkov import checkov_defaults, made_by_library
 from sagemaker_llm_cdk.core.storage import SecureBucket
 from sagemaker_llm_cdk.core.tree import PASS_ID, at_synth, constructs_in, key, library_made, resource_type
@@ -21,7 +21,7 @@ BOUND = Environment(account="123456789012", region="us-east-1")
 def library_app(env: Environment | None = None) -> tuple[App, Stack]:
     app = App()
     stack = Stack(app, "Endpoint", env=env)
-    endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
     logs.LogGroup(stack, "MyLogs")  # not the library's
     return app, stack

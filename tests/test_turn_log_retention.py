@@ -8,7 +8,14 @@ import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match, Template
-from sagemaker_llm_cdk import ConfigurationError, EagleOptimization, LlmEndpoint, ModelSpec, PromotionParameter
+from sagemaker_llm_cdk import (
+    ConfigurationError,
+    EagleOptimization,
+    EndpointOptions,
+    LlmEndpoint,
+    ModelSpec,
+    PromotionParameter,
+)
 from sagemaker_llm_cdk.core.storage import NONCURRENT_VERSION_DAYS, READ_ACTIONS
 from sagemaker_llm_cdk.sessions.turn_log import ERROR_PREFIX
 
@@ -22,7 +29,7 @@ def build(*, sessions: dict[str, Any] | None = None, turn_log_kwargs: dict[str, 
     app = App()
     promos = Stack(app, "Promos", env=ENV)
     stack = Stack(app, "Main", env=ENV)
-    llm = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+    llm = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
     component = llm.add_model(
         "Qwen",
         ModelSpec(

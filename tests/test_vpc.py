@@ -11,7 +11,7 @@ import yaml
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
-from sagemaker_llm_cdk import ConfigurationError, LlmEndpoint, ModelSpec, parse_config
+from sagemaker_llm_cdk import ConfigurationError, EndpointOptions, LlmEndpoint, ModelSpec, parse_config
 from support.stacks import MODEL_URI, only
 
 from stacks import LlmPlatformStack, attach_checks
@@ -75,7 +75,7 @@ def test_library_subnets_imported_by_id_with_or_without_zone(env, with_zones):
     endpoint = LlmEndpoint(
         stack,
         "Endpoint",
-        instance_type="ml.g6e.12xlarge",
+        settings=EndpointOptions(instance_type="ml.g6e.12xlarge"),
         vpc=vpc,
         vpc_subnets=ec2.SubnetSelection(subnets=subnets),
         security_groups=[group],

@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam
 from sagemaker_llm_cdk import (
     AdapterSpec,
     CopyScaling,
+    EndpointOptions,
     LlmEndpoint,
     LoraAdapter,
     LoraSettings,
@@ -25,7 +26,7 @@ app = App()
 env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
 stack = Stack(app, "ChatWithAdapters", env=env)
 
-endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
 base = endpoint.add_model(
     "Qwen",
     ModelSpec(
@@ -48,13 +49,13 @@ sql = LoraAdapter(
     base,
     "Sql",
     base=base,
-    spec=AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-adapters/qwen3-8b/sql.tar.gz"),
+    settings=AdapterSpec(name="qwen3-8b-sql", artifact_s3_uri="s3://my-adapters/qwen3-8b/sql.tar.gz"),
 )
 support = LoraAdapter(
     base,
     "Support",
     base=base,
-    spec=AdapterSpec(name="qwen3-8b-support", artifact_s3_uri="s3://my-adapters/qwen3-8b/support.tar.gz"),
+    settings=AdapterSpec(name="qwen3-8b-support", artifact_s3_uri="s3://my-adapters/qwen3-8b/support.tar.gz"),
 )
 
 # Multi-turn chat, SigV4-signed: POST /open {"component": "ChatWithAdapters-qwen3-8b-sql"} -> conversation_id, then

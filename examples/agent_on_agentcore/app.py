@@ -21,14 +21,14 @@ session id keeps the conversation). Synthesize without an AWS account: ``npx cdk
 from aws_cdk import Acknowledgment, App, Aws, CfnOutput, CfnParameter, Environment, Fn, Stack, Validations
 from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_iam as iam
-from sagemaker_llm_cdk import CopyScaling, LlmEndpoint, ModelSpec, acknowledge_resource, apply_checks
+from sagemaker_llm_cdk import CopyScaling, EndpointOptions, LlmEndpoint, ModelSpec, acknowledge_resource, apply_checks
 
 app = App()
 # Environment-agnostic by default; `-c account=123456789012 -c region=us-east-1` binds the stacks.
 env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
 stack = Stack(app, "AgentOnAgentCore", env=env)
 
-endpoint = LlmEndpoint(stack, "Models", instance_type="ml.g6e.2xlarge")
+endpoint = LlmEndpoint(stack, "Models", settings=EndpointOptions(instance_type="ml.g6e.2xlarge"))
 qwen = endpoint.add_model(
     "Qwen",
     ModelSpec(

@@ -20,6 +20,7 @@ from sagemaker_llm_cdk import (
     CapacityPlan,
     CapacityPlanSpec,
     CopyScaling,
+    EndpointOptions,
     InstanceScaling,
     LlmEndpoint,
     LoraAdapter,
@@ -47,9 +48,10 @@ plan = CapacityPlan(
 endpoint = LlmEndpoint(
     stack,
     "Chat",
-    instance_type="ml.p5e.48xlarge",
+    settings=EndpointOptions(
+        instance_type="ml.p5e.48xlarge", scaling=InstanceScaling(min_instances=1, max_instances=2)
+    ),
     capacity_plan=plan,
-    scaling=InstanceScaling(min_instances=1, max_instances=2),
 )
 qwen = endpoint.add_model(
     "Qwen",
@@ -66,7 +68,7 @@ support = LoraAdapter(
     qwen,
     "Support",
     base=qwen,
-    spec=AdapterSpec(name="qwen3-32b-support", artifact_s3_uri="s3://my-adapters/qwen3-32b/support.tar.gz"),
+    settings=AdapterSpec(name="qwen3-32b-support", artifact_s3_uri="s3://my-adapters/qwen3-32b/support.tar.gz"),
 )
 
 caller = iam.Role(stack, "ChatApp", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))

@@ -17,6 +17,7 @@ from sagemaker_llm_cdk import (
     EagleDataset,
     EagleOptimization,
     EagleSettings,
+    EndpointOptions,
     LlmEndpoint,
     ModelSpec,
     PromotionParameter,
@@ -35,8 +36,10 @@ head = PromotionParameter(promotions, "QwenHead", model_name="qwen3-8b")
 endpoint = LlmEndpoint(
     stack,
     "Chat",
-    instance_type="ml.g6e.12xlarge",
-    data_capture=DataCapture(sampling_percentage=20, json_content_types=("application/json",)),
+    settings=EndpointOptions(
+        instance_type="ml.g6e.12xlarge",
+        data_capture=DataCapture(sampling_percentage=20, json_content_types=("application/json",)),
+    ),
 )
 qwen = endpoint.add_model(
     "Qwen",

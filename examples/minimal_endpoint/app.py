@@ -8,14 +8,14 @@ No AWS account is needed to synthesize: the stack is environment-agnostic.
 
 from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_iam as iam
-from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, apply_checks
+from sagemaker_llm_cdk import EndpointOptions, LlmEndpoint, ModelSpec, apply_checks
 
 app = App()
 # Environment-agnostic by default; `-c account=123456789012 -c region=us-east-1` binds the stacks.
 env = Environment(account=app.node.try_get_context("account"), region=app.node.try_get_context("region"))
 stack = Stack(app, "MinimalEndpoint", env=env)
 
-endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
 qwen = endpoint.add_model(
     "Qwen",
     ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/", accelerators=1, min_memory_mb=32768),

@@ -15,7 +15,7 @@ Synthesize with the library installed: ``cdk synth --app "python app.py"`` or
 from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, apply_checks, checkov_skip
+from sagemaker_llm_cdk import EndpointOptions, LlmEndpoint, ModelSpec, apply_checks, checkov_skip
 
 app = App()
 # Environment-agnostic by default; `-c account=123456789012 -c region=us-east-1` binds the stack.
@@ -37,7 +37,7 @@ vpc = ec2.Vpc(
 endpoint = LlmEndpoint(
     stack,
     "Chat",
-    instance_type="ml.g6e.12xlarge",
+    settings=EndpointOptions(instance_type="ml.g6e.12xlarge"),
     vpc=vpc,
     vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
 )

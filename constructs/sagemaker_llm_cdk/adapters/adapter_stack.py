@@ -69,7 +69,7 @@ class AdapterStack(NestedStack):
     def _add(self, spec: AdapterSpec | Mapping[str, Any]) -> LoraAdapter:
         """Create one adapter in this stack; its construct id is the adapter's name."""
         name = spec.name if isinstance(spec, AdapterSpec) else str(spec.get("name"))
-        adapter = LoraAdapter(self, name, base=self.base, spec=spec)
+        adapter = LoraAdapter(self, name, base=self.base, settings=spec)
         self._adapters.append(adapter)
         return adapter
 

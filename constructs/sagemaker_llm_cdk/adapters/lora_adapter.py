@@ -150,7 +150,7 @@ class ArtifactAccess:
             raise ConfigurationError(
                 [
                     Problem(
-                        "spec.artifact_s3_uri",
+                        "settings.artifact_s3_uri",
                         len(self._granted),
                         f"artifact ARNs that fit in {POLICIES_PER_ROLE_MAX} managed policies of {POLICY_CHARACTERS} "
                         "characters (the most IAM attaches to one role)",
@@ -232,12 +232,13 @@ class LoraAdapter(InferenceComponentConstruct):
         id: str,
         *,
         base: ModelComponent,
-        spec: AdapterSpec | Mapping[str, Any],
+        settings: AdapterSpec | Mapping[str, Any],
         artifact_key: kms.IKey | None = None,
     ) -> None:
         """
         :param base: the model the adapter runs on; it needs ``spec.lora``.
-        :param spec: the adapter's name and ``s3://.../adapter.tar.gz`` (files at the archive root).
+        :param settings: the adapter's name and ``s3://.../adapter.tar.gz`` (files at the archive root):
+            ``AdapterSpec``, or a mapping of its fields.
         :param artifact_key: the KMS key the artifact is encrypted with. Default: the bucket uses
             S3-managed keys, no KMS permission is granted.
         """
@@ -247,14 +248,14 @@ class LoraAdapter(InferenceComponentConstruct):
         try:
             # The problems are re-raised below under this construct's path; ``where`` goes unused, and
             # self.node.path would cost two jsii calls per adapter.
-            checked = validated(AdapterSpec, spec, where=id)
+            checked = validated(AdapterSpec, settings, where=id)
         except ConfigurationError as error:
-            problems.extend(p.under("spec") for p in error.problems)
+            problems.extend(p.under("settings") for p in error.problems)
         problems.extend(base_problems(base))
         physical = None
         if checked is not None and not problems:
-            physical = naming.component_name(base.endpoint, checked.name, checked.physical_name, field="spec.name")
-            for field, name in (("spec.name", checked.name), ("spec.physical_name", physical)):
+            physical = naming.component_name(base.endpoint, checked.name, checked.physical_name, field="settings.name")
+            for field, name in (("settings.name", checked.name), ("settings.physical_name", physical)):
                 taken = name_taken_problem(field, name, base.endpoint)
                 if taken is not None:
                     problems.append(taken)
@@ -262,7 +263,7 @@ class LoraAdapter(InferenceComponentConstruct):
         if checked is not None and len(checked.artifact_s3_uri) > ARTIFACT_URL_MAX:
             problems.append(
                 Problem(
-                    "spec.artifact_s3_uri",
+                    "settings.artifact_s3_uri",
                     checked.artifact_s3_uri,
                     f"at most {ARTIFACT_URL_MAX} characters",
                     "use a shorter S3 key",

@@ -153,7 +153,7 @@ def load_config(
     return config
 
 
-_CONSTRUCT_VIEWS = ("component.spec.", "spec.")
+_CONSTRUCT_VIEWS = ("component.spec.", "spec.", "settings.")
 """How a construct names the fields of the spec it was built from (``component.spec.architecture``)."""
 
 

@@ -18,7 +18,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..core import grants
-from ..core.errors import ConfigurationError, Problem
+from ..core.errors import MISSING, ConfigurationError, Problem
 from ..core.grants import depend_on_policy
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric, one_minute
 from ..core.settings import validated
@@ -26,11 +26,7 @@ from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads
 from ..settings.operations import RolloutSettings, batch_units, rolling_batch
 from .model_component import ModelComponent
 from ..settings.hosting import (
-    DataCapture,
     EndpointOptions,
-    InstancePool,
-    InstanceScaling,
-    Routing,
     has_local_nvme,
     pools_with_plan_problem,
 )
@@ -46,6 +42,41 @@ VARIANT_NAME = "AllTraffic"
 CAPACITY_METADATA = "sagemaker-llm-cdk:capacity"
 """Metadata key on a bound endpoint config: the plan, its instances, the endpoint's most instances and the
 update policy's need (``capacity_plan.headroom_metadata``), for the change report."""
+
+
+ENDPOINT_SETTINGS = frozenset(EndpointOptions.model_fields)
+"""The fields of ``EndpointOptions``: given to ``LlmEndpoint`` as keywords, each is named in the error."""
+
+
+def unknown_argument_problems(unknown: Mapping[str, Any]) -> list[Problem]:
+    """One problem per keyword ``LlmEndpoint`` does not take: an endpoint setting given on its own (it belongs in
+    ``settings``), ``options`` (the settings' former name), or a name that is neither."""
+    problems = []
+    for name, value in unknown.items():
+        if name in ENDPOINT_SETTINGS:
+            problems.append(
+                Problem(
+                    name,
+                    value,
+                    "a field of settings: LlmEndpoint takes the endpoint's settings in one argument",
+                    f"pass settings=EndpointOptions({name}=..., ...) (or a mapping) instead of {name}=",
+                )
+            )
+        elif name == "options":
+            problems.append(
+                Problem("options", "given", "settings=", "rename options= to settings= (the same EndpointOptions)")
+            )
+        else:
+            problems.append(
+                Problem(
+                    name,
+                    value,
+                    "one of settings, endpoint_name, role, key, vpc, vpc_subnets, security_groups, "
+                    "data_capture_bucket, capacity_plan",
+                    f"remove {name}=, or put it in settings when it is an endpoint setting",
+                )
+            )
+    return problems
 
 
 class EndpointReference(Construct):
@@ -129,7 +160,7 @@ class LlmEndpoint(EndpointReference):
 
     Smallest use::
 
-        endpoint = LlmEndpoint(self, "Chat", instance_type="ml.g6e.12xlarge")
+        endpoint = LlmEndpoint(self, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
         endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://bucket/qwen3-8b/"))
         endpoint.grant_invoke(my_function)
 
@@ -142,14 +173,7 @@ class LlmEndpoint(EndpointReference):
         scope: Construct,
         id: str,
         *,
-        instance_type: str | None = None,
-        options: EndpointOptions | None = None,
-        scaling: InstanceScaling | None = None,
-        routing: Routing | None = None,
-        data_capture: DataCapture | None = None,
-        inference_ami_version: str | None = None,
-        volume_size_gb: int | None = None,
-        instance_provision_timeout_seconds: int | None = None,
+        settings: EndpointOptions | Mapping[str, Any] | None = None,
         endpoint_name: str | None = None,
         role: iam.IRole | None = None,
         key: kms.IKey | None = None,
@@ -158,20 +182,14 @@ class LlmEndpoint(EndpointReference):
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         data_capture_bucket: s3.IBucket | None = None,
         capacity_plan: ICapacityReservation | None = None,
-        instance_pools: Sequence[InstancePool] | None = None,
+        **unknown: Any,
     ) -> None:
         """
-        :param instance_type: SageMaker instance type, e.g. ``ml.p5e.48xlarge``. Required unless ``options`` is given.
-        :param options: every endpoint setting in one validated ``EndpointOptions`` (what a config's endpoint is),
-            instead of ``instance_type``, ``scaling``, ``routing``, ``data_capture``, ``inference_ami_version``,
-            ``volume_size_gb``, ``instance_provision_timeout_seconds`` and ``instance_pools``; giving both is an error.
-        :param scaling: instance count range. Default: exactly one instance.
-        :param routing: request routing. Default: least outstanding requests (load-aware).
-        :param data_capture: traffic capture. Default: on, 10% of requests, JSON stored as JSON.
-        :param inference_ami_version: driver/CUDA AMI. Default: SageMaker's choice.
-        :param volume_size_gb: EBS volume per instance; refused for instance types with local NVMe.
-            Default: SageMaker's.
-        :param instance_provision_timeout_seconds: Default: SageMaker's.
+        :param settings: every setting of the endpoint (``EndpointOptions``, or a mapping of its fields, as a
+            config's endpoint is): ``instance_type`` (required), ``scaling`` (default: exactly one instance),
+            ``routing`` (default: least outstanding requests), ``data_capture`` (default: on, 10% of requests),
+            ``inference_ami_version``, ``volume_size_gb``, ``instance_provision_timeout_seconds`` and
+            ``instance_pools`` (2-5 instance types with priorities; refused with ``capacity_plan``).
         :param endpoint_name: physical endpoint name. Default: derived from the construct path
             (stable across deployments, unique per stack), so alarms and the rollback
             configuration can name the endpoint before it exists.
@@ -184,49 +202,21 @@ class LlmEndpoint(EndpointReference):
         :param security_groups: Default: a new group that allows outbound traffic only.
         :param data_capture_bucket: where captured traffic goes. Default: a new secure bucket.
         :param capacity_plan: a reserved capacity plan the endpoint runs on. Default: on-demand.
-        :param instance_pools: 2-5 instance types with priorities (``InstancePool``); SageMaker
-            provisions the first type with capacity, at creation and when scaling. ``instance_type``
-            must be the priority-1 type; every model is checked against every type and gets one
-            ``Specifications`` entry per type. Refused with ``capacity_plan``. Default: ``instance_type`` only.
         """
         where = f"{scope.node.path}/{id}"
-        flat = {
-            "instance_type": instance_type,
-            "scaling": scaling,
-            "routing": routing,
-            "data_capture": data_capture,
-            "inference_ami_version": inference_ami_version,
-            "volume_size_gb": volume_size_gb,
-            "instance_provision_timeout_seconds": instance_provision_timeout_seconds,
-            "instance_pools": instance_pools,
-        }
-        if options is not None:
-            given = [name for name, value in flat.items() if value is not None]
-            if given:
-                raise ConfigurationError(
-                    [
-                        Problem(
-                            "options",
-                            f"options together with {', '.join(given)}",
-                            "the endpoint's settings either in options or as separate arguments, not both",
-                            f"move {', '.join(given)} into options (EndpointOptions), or leave options out",
-                        )
-                    ],
-                    source=where,
+        if unknown or settings is None:
+            problems = unknown_argument_problems(unknown)
+            if settings is None and not problems:
+                problems.append(
+                    Problem(
+                        "settings",
+                        MISSING,
+                        "the endpoint's settings (EndpointOptions, at least instance_type)",
+                        'pass settings=EndpointOptions(instance_type="ml.g6e.12xlarge")',
+                    )
                 )
-            options = validated(EndpointOptions, options, where=where)
-        else:
-            options = validated(
-                EndpointOptions,
-                {  # without options, instance_type is required
-                    **{name: value for name, value in flat.items() if value is not None},
-                    "scaling": scaling or InstanceScaling(),
-                    "routing": routing or Routing(),
-                    "data_capture": data_capture or DataCapture(),
-                    "instance_pools": tuple(instance_pools or ()),
-                },
-                where=where,
-            )
+            raise ConfigurationError(problems, source=where)
+        options = validated(EndpointOptions, settings, where=where)
         self.options = options
         self._models: list[ModelComponent] = []
         self.capacity_plan = capacity_plan
@@ -587,9 +577,9 @@ class LlmEndpoint(EndpointReference):
             auto_rollback_configuration=rollback,
         )
 
-    def add_model(self, id: str, spec: ModelSpec, **kwargs: Any) -> ModelComponent:
-        """Host ``spec`` on this endpoint as an inference component; see ``ModelComponent``."""
-        return ModelComponent(self, id, endpoint=self, spec=spec, **kwargs)
+    def add_model(self, id: str, settings: ModelSpec | Mapping[str, Any], **kwargs: Any) -> ModelComponent:
+        """Host the model ``settings`` describe on this endpoint as an inference component; see ``ModelComponent``."""
+        return ModelComponent(self, id, endpoint=self, settings=settings, **kwargs)
 
     @property
     def models(self) -> tuple[ModelComponent, ...]:

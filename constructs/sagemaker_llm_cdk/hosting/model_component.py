@@ -84,14 +84,14 @@ class ModelComponent(InferenceComponentConstruct):
         id: str,
         *,
         endpoint: LlmEndpoint,
-        spec: ModelSpec,
+        settings: ModelSpec | Mapping[str, Any],
         model_data_key: kms.IKey | None = None,
         extra_environment: Mapping[str, str] | None = None,
         jumpstart_lock: JumpStartLock | None = None,
     ) -> None:
         """
         :param endpoint: the endpoint that hosts this model.
-        :param spec: what to serve and how (see ``ModelSpec``).
+        :param settings: what to serve and how (``ModelSpec``, or a mapping of its fields).
         :param model_data_key: the KMS key the weights are encrypted with, if any. Default:
             the weights' bucket uses S3-managed keys.
         :param extra_environment: container variables added by other features (adapters,
@@ -105,7 +105,7 @@ class ModelComponent(InferenceComponentConstruct):
         """The nested adapter stacks ``adapters.add_adapters`` made for this model (None until it is first
         called); the adapters package keeps them here, hosting never reads them."""
         self.warned_lora_custom_image = False
-        spec = validated(ModelSpec, spec, where=self.node.path)
+        spec = validated(ModelSpec, settings, where=self.node.path)
         self.jumpstart: JumpStartModel | None = None
         """What the lock holds for a ``source: jumpstart`` model (image, artifacts, licence); None otherwise."""
         if spec.is_jumpstart:
