@@ -23,7 +23,7 @@ CDK_CONTEXT = $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$
 DEPLOY_ARGS ?=
 DIFF_ARGS ?=
 
-.PHONY: prices jumpstart-lock setup synth-setup synth synth-app diff deploy preflight test lint-templates lint-python checkov check check-tools change-report typecheck dist dist-client docs reference links site schema diagram clean
+.PHONY: prices jumpstart-lock setup synth-setup synth synth-app diff deploy preflight test test-fast lint-templates lint-python format checkov check check-tools change-report typecheck dist dist-client docs reference links site schema diagram clean
 
 ## setup: everything (.venv, node_modules, the checkov venv); synth-setup: what a synth needs (no checkov).
 setup: synth-setup $(CHECKOV_STAMP)
@@ -113,9 +113,20 @@ check: synth-setup $(CHECKOV_STAMP)
 
 check-tools: lint-templates checkov typecheck lint-python
 
-## lint-python: ruff (pyflakes' rules, settings in pyproject.toml) over every Python file of the repository.
+## lint-python: over every Python file of the repository, ruff's rules (pyproject.toml: pycodestyle, pyflakes, isort,
+## pyupgrade, bugbear, simplify) and its layout (`ruff format --check`; `make format` applies it); then the house rules:
+## the package layers and no import cycle (tools/import_graph.py), no module over 600 lines and no function over 120
+## (tools/sizes.py; the few left are on its list, which only shrinks).
 lint-python: $(PY_STAMP)
 	$(BIN)/ruff check --no-cache --quiet .
+	$(BIN)/ruff format --no-cache --check --quiet .
+	$(BIN)/python -m tools.import_graph
+	$(BIN)/python -m tools.sizes
+
+## format: ruff's layout and its safe fixes over the repository (what lint-python checks).
+format: $(PY_STAMP)
+	$(BIN)/ruff check --no-cache --quiet --fix .
+	$(BIN)/ruff format --no-cache --quiet .
 
 ## typecheck: mypy, strict on the library (settings in pyproject.toml), and on each Lambda function as its asset lays it out.
 typecheck: $(PY_STAMP)
@@ -178,6 +189,11 @@ jumpstart-lock: $(PY_STAMP)
 ## first (tests/conftest.py), so no worker idles at the end.
 test: setup
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+
+## test-fast: the tests that build no CDK app (settings, handlers, tools, clients): under a minute on two cores.
+## Each run checks the marks: a test that synthesizes without the synth mark fails (tests/conftest.py).
+test-fast: synth-setup
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not synth and not cli and not wheel" $(PYTEST_ARGS)
 
 clean:
 	rm -rf cdk.out build dist .pytest_cache $(REPORTS) docs/api site clients/build .mypy_cache

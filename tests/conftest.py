@@ -65,8 +65,13 @@ def _outdirs() -> Path:
     return folder
 
 
+_APPS_BUILT = [0]
+"""CDK apps built in this process so far: a test that builds one carries the ``synth`` mark (see below)."""
+
+
 @functools.wraps(_APP_INIT)
 def _app_init(self: aws_cdk.App, **props: object) -> None:
+    _APPS_BUILT[0] += 1
     if props.get("builtin_cloud_formation_validation") is None:
         props["builtin_cloud_formation_validation"] = _validation_can_fail(props.get("context"))  # type: ignore[arg-type]
     if props.get("outdir") is None and not os.environ.get("CDK_OUTDIR"):
@@ -203,6 +208,39 @@ def replacement_rollback(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: _rank(item.nodeid))  # stable: collection order within a module
+
+
+# ------------------------------------------------------------------ the fast loop: tests that build no CDK app
+# `make test-fast` runs the tests without the marks synth, cli and wheel: settings, handlers and tools, in under a
+# minute. The marks stay true because every run checks them: a test (or a fixture it sets up) that builds a CDK app
+# without the synth mark fails, naming the mark to add, so no test that synthesizes hides in the fast loop.
+SLOW_MARKS = ("synth", "cli", "wheel")
+
+
+def _check_synth_mark(item: pytest.Item, before: int) -> None:
+    if _APPS_BUILT[0] != before and not any(item.get_closest_marker(mark) for mark in SLOW_MARKS):
+        pytest.fail(
+            f"{item.nodeid} builds a CDK app (a synth) but has no synth mark: add "
+            "`pytestmark = pytest.mark.synth` to its module (or @pytest.mark.synth to the test), "
+            "so `make test-fast` leaves it out",
+            pytrace=False,
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    before = _APPS_BUILT[0]
+    yield
+    _check_synth_mark(item, before)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest):
+    before = _APPS_BUILT[0]
+    yield
+    item = getattr(request, "_pyfuncitem", None)
+    if item is not None:
+        _check_synth_mark(item, before)
 
 
 # ------------------------------------------------------------------ no patch outlives its test module

@@ -9,6 +9,8 @@ import sys
 import pytest
 from sagemaker_llm_cdk.agents.transport import EndpointTransport
 
+pytestmark = pytest.mark.synth
+
 
 def run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -15,6 +15,8 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from stacks import LlmPlatformStack, attach_checks
 from tools.lint_templates import lint_folder
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -28,6 +28,8 @@ import pytest
 import yaml
 from sagemaker_llm_cdk import ConfigurationError, load_config
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 NOT_APP_CONFIGS = {"jumpstart.lock.yaml", "pipeline.yaml"}  # other formats, with their own tests
 CONFIGS = sorted(

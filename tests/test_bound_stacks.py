@@ -36,6 +36,8 @@ from sagemaker_llm_cdk import (
 
 from stacks import LlmPlatformStack, attach_checks
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = Environment(account="123456789012", region="us-east-1")
 ENVIRONMENTS = [pytest.param(None, id="agnostic"), pytest.param(BOUND, id="bound")]

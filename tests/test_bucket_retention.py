@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 from support.assemblies import ROOT, config_data, synth_config
 
+pytestmark = pytest.mark.synth
+
 CONFIGS = [
     "default.yaml",
     "dev.yaml",

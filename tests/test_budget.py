@@ -18,6 +18,8 @@ from sagemaker_llm_cdk.operations.budget import CostBudget
 from sagemaker_llm_cdk.operations.cost_model import config_cost_model, totals, usd
 from sagemaker_llm_cdk.operations.pricing import PriceTable
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = Environment(account="123456789012", region="us-east-1")
 TEST_PRICE = "50"

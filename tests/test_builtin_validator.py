@@ -8,6 +8,8 @@ import pytest
 from aws_cdk import App, CfnResource, Stack
 from conftest import VALIDATION_FLAGS
 
+pytestmark = pytest.mark.synth
+
 REPORT = "validation-report.json"
 
 BROKEN = {"Type": "AWS::SQS::Queue", "Properties": {"VisibilityTimeout": "not-a-number", "NoSuchProperty": 1}}

@@ -26,6 +26,8 @@ from sagemaker_llm_cdk.core import bundling
 from sagemaker_llm_cdk.core.functions import SDK_FOLDERS, python_function, sdk_requirements
 from support.aws_model import assert_valid_request
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

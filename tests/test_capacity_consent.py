@@ -35,6 +35,8 @@ from sagemaker_llm_cdk.core.errors import Problem, raise_if_problems
 
 from stacks import LlmPlatformStack
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "config" / "examples" / "reserved-capacity.yaml"
 INSTANCE = "ml.p5e.48xlarge"

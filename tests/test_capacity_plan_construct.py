@@ -18,6 +18,8 @@ from sagemaker_llm_cdk.settings.capacity import CapacityPlanSpec, spec_binding_p
 from sagemaker_llm_cdk.settings.hosting import EndpointOptions
 from support.stacks import endpoint as support_endpoint
 
+pytestmark = pytest.mark.synth
+
 INSTANCE = "ml.p5e.48xlarge"
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e-existing"
 PLAN_ARN_PATTERN = "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:training-plan/"

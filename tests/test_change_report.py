@@ -719,6 +719,8 @@ import shutil  # noqa: E402
 
 from tools.change_report import COST_FILE, excerpts, first_difference, load_cost  # noqa: E402
 
+pytestmark = pytest.mark.synth
+
 P5E_USD = Decimal("40.50")
 """An injected price (USD per ml.p5e.48xlarge instance-hour): the shipped table knows none."""
 

@@ -18,6 +18,8 @@ import pytest
 from sagemaker_llm_cdk.core.checkov import CHECKOV_REASONS
 from support.assemblies import CDK_CONTEXT, ROOT, config_data
 
+pytestmark = pytest.mark.synth
+
 CONFIGS = ["default.yaml", *sorted(f"examples/{p.name}" for p in (ROOT / "config" / "examples").glob("*.yaml"))]
 RECORDS_CHECK = "default.yaml+records_check"
 SERVICES = {

@@ -173,6 +173,8 @@ def test_tally_counts_granular_findings_under_their_rule() -> None:
 # ------------------------------------------------------- the warning packs when the app reports (no jsii read-back)
 from stacks.checks import WARNING_PACK_PLUGINS, as_warnings  # noqa: E402
 
+pytestmark = pytest.mark.synth
+
 
 def test_each_warning_pack_plugin_name_is_the_packs_own_name() -> None:
     app = App()

@@ -27,6 +27,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+pytestmark = pytest.mark.synth
+
 CLIENT_PATH = Path(__file__).resolve().parents[1] / "constructs" / "sagemaker_llm_cdk" / "client.py"
 REGION = "us-east-1"
 BASE = "qwen3-32b-base"

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 CLIENTS = ROOT / "clients"
 HEAVY = ("aws_cdk", "jsii", "constructs", "pydantic", "cdk_nag", "yaml")

@@ -12,6 +12,8 @@ from aws_cdk import aws_events_targets as events_targets
 from aws_cdk.assertions import Template
 from sagemaker_llm_cdk import DeploymentCheck, EndpointOptions, LlmEndpoint, LlmMonitoring, ModelSpec
 
+pytestmark = pytest.mark.synth
+
 BOUND = Environment(account="123456789012", region="us-east-1")
 ENVS = pytest.mark.parametrize("env", [None, BOUND], ids=["agnostic", "bound"])
 

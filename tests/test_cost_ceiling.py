@@ -13,6 +13,8 @@ from sagemaker_llm_cdk.operations.cost import cost_ceiling_table
 from sagemaker_llm_cdk.settings.capacity import CapacityPlanSpec
 from support.stacks import endpoint as support_endpoint
 
+pytestmark = pytest.mark.synth
+
 
 def endpoint_with_model(
     stack: Stack,

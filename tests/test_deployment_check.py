@@ -11,6 +11,8 @@ from aws_cdk.assertions import Match, Template
 from sagemaker_llm_cdk import ConfigurationError, EndpointOptions, LlmEndpoint, ModelSpec
 from sagemaker_llm_cdk.operations.deployment_check import RESOURCE_TYPE, DeploymentCheck
 
+pytestmark = pytest.mark.synth
+
 MODEL = "qwen3-8b"
 
 

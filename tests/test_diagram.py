@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from aws_cdk import App, CustomResource, Duration, Environment, RemovalPolicy, Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -14,6 +15,8 @@ from aws_cdk import aws_s3_notifications as s3n
 from aws_cdk import custom_resources as cr
 
 from tools.diagram import collect, is_internal, mermaid
+
+pytestmark = pytest.mark.synth
 
 CODE = lambda_.Code.from_inline("def handler(event, context):\n    return {}\n")
 

@@ -21,6 +21,8 @@ import pytest
 import yaml
 from support.assemblies import config_data, synth_config
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 BLOCK = re.compile(r"(?:<!-- yaml: (?P<marker>[^>]*?) -->\n)?```yaml\n(?P<body>.*?)```", re.S)

@@ -23,6 +23,8 @@ from sagemaker_llm_cdk.hosting.speculative_decoding import DRAFT_PATH, Promotion
 from sagemaker_llm_cdk.settings.eagle import EagleSettings
 from support.stacks import endpoint as support_endpoint
 
+pytestmark = pytest.mark.synth
+
 MODEL = "qwen3-32b"
 WEIGHTS = "s3://my-weights/qwen3-32b/"
 USER_DATA = "s3://team-datasets/chat/v3/"

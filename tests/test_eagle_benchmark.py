@@ -16,6 +16,8 @@ from sagemaker_llm_cdk.hosting.speculative_decoding import PromotionParameter
 from sagemaker_llm_cdk.settings.eagle import EagleBenchmarkSettings, EagleSettings
 from test_eagle import lid, render
 
+pytestmark = pytest.mark.synth
+
 MODEL = "qwen3-32b"
 WEIGHTS = "s3://my-weights/qwen3-32b/"
 USER_REQUESTS = "s3://team-datasets/requests/v1/"

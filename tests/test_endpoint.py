@@ -23,6 +23,8 @@ from sagemaker_llm_cdk import (
 from support.stacks import MODEL_URI, endpoint_stack, new_stack, only
 from support.stacks import endpoint as support_endpoint
 
+pytestmark = pytest.mark.synth
+
 
 @pytest.fixture(scope="module")
 def default() -> tuple[Stack, LlmEndpoint, Template]:

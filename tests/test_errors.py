@@ -40,6 +40,8 @@ from pathlib import Path  # noqa: E402
 import yaml  # noqa: E402
 from sagemaker_llm_cdk import parse_config  # noqa: E402
 
+pytestmark = pytest.mark.synth
+
 DEFAULT = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "default.yaml").read_text())
 
 

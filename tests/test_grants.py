@@ -16,6 +16,8 @@ from sagemaker_llm_cdk.settings.sessions import SessionSettings
 
 from stacks import LlmPlatformStack, attach_checks
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = Environment(account="123456789012", region="us-east-1")
 GUARD = "which no acknowledgement of that resource names"

@@ -16,6 +16,8 @@ from sagemaker_llm_cdk import CopyScaling, EndpointOptions, InstanceScaling, Llm
 from sagemaker_llm_cdk.capacity.capacity_plan import CapacityPlan
 from sagemaker_llm_cdk.capacity.guard import ENDPOINT_CONFIG_CREATE_ONLY, GUARD_REFERENCE, inputs_of
 
+pytestmark = pytest.mark.synth
+
 INSTANCE = "ml.p5e.48xlarge"
 PLAN = {
     "existing_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e",

@@ -14,6 +14,8 @@ import pytest
 from aws_cdk import App
 from sagemaker_llm_cdk.core.policy_guard import PolicyGuard, template_key
 
+pytestmark = pytest.mark.synth
+
 ACCOUNT = "123456789012"
 KEY = {
     "Type": "AWS::KMS::Key",

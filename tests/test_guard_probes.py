@@ -27,6 +27,8 @@ from sagemaker_llm_cdk.core.policy_guard import PLUGIN_NAME, allowed_now
 from stacks import LlmPlatformStack, attach_checks
 from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = "SageMakerLlm.template.json"
 

@@ -20,6 +20,8 @@ from sagemaker_llm_cdk.settings import images
 from support.stacks import MODEL_URI
 from support.stacks import endpoint as support_endpoint
 
+pytestmark = pytest.mark.synth
+
 BOUND = Environment(account="123456789012", region="us-east-1")
 
 

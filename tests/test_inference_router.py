@@ -31,6 +31,8 @@ from sagemaker_llm_cdk.settings.routing import ROUTING_PREFERENCES
 from support.aws_model import assert_valid_request
 from support.examples import cli_context, synthesize_in_process
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 WEST = "arn:aws:sagemaker:us-west-2:222222222222:inference-component/Prod-SageMakerLlm-qwen3-8b"
 

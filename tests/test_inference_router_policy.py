@@ -27,6 +27,8 @@ from test_inference_router import ROOT
 from stacks.llm_platform import LlmPlatformStack
 from stacks.router_stage import Deployment, router_homes
 
+pytestmark = pytest.mark.synth
+
 ROUTER_ARNS = ["arn:aws:sagemaker:us-east-1:111111111111:inference-router/SageMakerLlm-Chat"]
 
 

@@ -15,6 +15,8 @@ import pytest
 from conftest import JSII_RELAY_REASON, ROOT
 from support import jsii_kernel
 
+pytestmark = pytest.mark.synth
+
 NODE = shutil.which("node")
 PYTHON_ENV = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), "CDK_VALIDATION": "false"}
 

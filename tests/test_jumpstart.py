@@ -26,6 +26,8 @@ from sagemaker_llm_cdk.hosting.jumpstart import (
 
 from stacks import LlmPlatformStack, attach_checks
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "jumpstart"
 LOCK = ROOT / "config" / "jumpstart.lock.yaml"

@@ -31,6 +31,8 @@ from tools.change_report import (
 )
 from tools.update_catalogue import apply
 
+pytestmark = pytest.mark.synth
+
 DEFAULT = ROOT / "config" / "default.yaml"
 BUDGET = {"max_usd_per_month": 200000, "email": "finance@example.com"}
 

@@ -10,6 +10,8 @@ from aws_cdk import App, CfnResource, Environment, NestedStack, Stack
 
 from tools.lint_templates import DEFAULT_REGIONS, bound_regions, lint_folder
 
+pytestmark = pytest.mark.synth
+
 EVERY_TARGET_BUT_US_WEST_1 = "AWS::AppRunner::ObservabilityConfiguration"
 """A resource type cfn-lint's schemas have in all of DEFAULT_REGIONS but not in us-west-1."""
 US_EAST_1_ONLY = "AWS::B2BI::Profile"

@@ -34,6 +34,8 @@ from sagemaker_llm_cdk.adapters.manifest import adapters_from, load_adapter_mani
 from sagemaker_llm_cdk.core.settings import validated
 from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
 
+pytestmark = pytest.mark.synth
+
 MODEL_URI = "s3://my-weights/qwen3-8b/"
 ARTIFACT = "s3://my-adapters/support-bot.tar.gz"
 LORA = LoraSettings(max_gpu_adapters=4, max_cpu_adapters=32, max_rank=64)

@@ -21,6 +21,8 @@ from sagemaker_llm_cdk import (
 from sagemaker_llm_cdk.core.settings import validated
 from support.stacks import MODEL_URI, endpoint_stack, new_stack, only
 
+pytestmark = pytest.mark.synth
+
 BOUND = Environment(account="123456789012", region="us-east-1")
 AUTOSCALED = ModelSpec(
     name="qwen3-8b",

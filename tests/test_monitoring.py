@@ -20,6 +20,8 @@ from sagemaker_llm_cdk.operations.monitoring import SECTIONS, LlmMonitoring
 from sagemaker_llm_cdk.settings.operations import MonitoringSettings
 from syrupy.extensions.json import JSONSnapshotExtension
 
+pytestmark = pytest.mark.synth
+
 MODEL = "qwen3-8b"
 PREFIX = "Ops"
 

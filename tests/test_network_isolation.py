@@ -9,6 +9,8 @@ from sagemaker_llm_cdk import ConfigurationError, EndpointOptions, LlmEndpoint, 
 from sagemaker_llm_cdk.core.checkov import CHECKOV_REASONS, checkov_defaults
 from sagemaker_llm_cdk.core.settings import validated
 
+pytestmark = pytest.mark.synth
+
 MODEL_URI = "s3://my-weights/qwen3-8b/"
 
 

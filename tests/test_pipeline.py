@@ -17,6 +17,8 @@ from support.examples import cli_context, synthesize_in_process
 from stacks import attach_checks
 from stacks.pipeline import PipelineStack, attach_pipeline, load_pipeline_settings
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE_CONFIG = ROOT / "config" / "pipeline.yaml"
 CONNECTION = "arn:aws:codeconnections:us-east-1:333333333333:connection/00000000-0000-0000-0000-000000000000"

@@ -32,6 +32,8 @@ from sagemaker_llm_cdk.preflight import AwsClients, Finding, endpoint_instance_t
 from sagemaker_llm_cdk.preflight.offline import check_update_headroom
 from support.aws_model import assert_valid_request
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 LAYER = f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSION}"

@@ -17,6 +17,8 @@ from sagemaker_llm_cdk.preflight.context import serves_on_demand_until_active
 
 from stacks import LlmPlatformStack
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted(
     [ROOT / "config" / n for n in ("default.yaml", "dev.yaml", "prod.yaml")]

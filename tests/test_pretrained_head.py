@@ -28,6 +28,8 @@ from sagemaker_llm_cdk import (
 )
 from sagemaker_llm_cdk.hosting.jumpstart import JumpStartLock, SpecError, main, model_from_spec
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "jumpstart"
 LOCK = ROOT / "config" / "jumpstart.lock.yaml"

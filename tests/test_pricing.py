@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 import botocore.session
+import pytest
 from aws_cdk import App, Environment, Stack
 from botocore import xform_name
 from botocore.stub import Stubber
@@ -26,6 +27,8 @@ from sagemaker_llm_cdk.operations.pricing import (
     write_table,
 )
 from support.aws_model import assert_valid_request
+
+pytestmark = pytest.mark.synth
 
 
 def product(usd: str, unit: str = "Hrs") -> str:

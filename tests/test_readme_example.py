@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- example:start -->\n", "<!-- example:end -->"
 

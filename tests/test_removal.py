@@ -14,6 +14,8 @@ from sagemaker_llm_cdk.core.removal import KEY_PENDING_DAYS, removal_note
 
 from stacks import LlmPlatformStack
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ("AWS::S3::Bucket", "AWS::Logs::LogGroup", "AWS::KMS::Key", "AWS::DynamoDB::Table")
 

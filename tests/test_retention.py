@@ -19,6 +19,8 @@ from sagemaker_llm_cdk import (
 )
 from sagemaker_llm_cdk.core.storage import NONCURRENT_VERSION_DAYS, READ_ACTIONS
 
+pytestmark = pytest.mark.synth
+
 BOUND = Environment(account="123456789012", region="us-east-1")
 ENVS = pytest.mark.parametrize("env", [None, BOUND], ids=["agnostic", "bound"])
 

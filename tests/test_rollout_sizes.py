@@ -33,6 +33,8 @@ from sagemaker_llm_cdk.settings.operations import (
     rolling_batch,
 )
 
+pytestmark = pytest.mark.synth
+
 SERVICE_MODEL = Path(botocore.__file__).parent / "data" / "sagemaker" / "2017-07-24" / "service-2.json.gz"
 COMPONENT_RANGE = "The value must be between 5% to 50% of the copy count of the inference component."
 """botocore, ``InferenceComponentRollingUpdatePolicy.MaximumBatchSize``."""

@@ -13,6 +13,8 @@ from botocore.stub import Stubber
 from sagemaker_llm_cdk.router_client import READ_TIMEOUT, RouterClient
 from support.aws_model import assert_valid_request
 
+pytestmark = pytest.mark.synth
+
 WEST = "arn:aws:sagemaker:us-west-2:222222222222:inference-component/UsWest2-SageMakerLlm-qwen3-8b"
 EAST = "arn:aws:sagemaker:us-east-1:111111111111:inference-component/UsEast1-SageMakerLlm-qwen3-8b"
 

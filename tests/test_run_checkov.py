@@ -15,6 +15,8 @@ from sagemaker_llm_cdk.core.checkov import CHECKOV_REASONS, checkov_defaults, ch
 from tools import run_checkov
 from tools.run_checkov import CheckovError, Result, check_folder, find_checkov
 
+pytestmark = pytest.mark.synth
+
 try:
     CHECKOV = find_checkov()
 except CheckovError as missing:  # `make setup` installs it into .venv/checkov

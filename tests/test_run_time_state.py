@@ -10,6 +10,8 @@ from sagemaker_llm_cdk.core.errors import ConfigurationError
 from sagemaker_llm_cdk.core.removal import removal_note, set_removal
 from sagemaker_llm_cdk.core.run_time_state import RESOURCE_TYPE, RunTimeParameter, RunTimeState
 
+pytestmark = pytest.mark.synth
+
 ENVS = {"agnostic": None, "bound": Environment(account="123456789012", region="us-east-1")}
 NAME = "/sagemaker-llm/state/test/value"
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e"

@@ -16,6 +16,8 @@ from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
 from sagemaker_llm_cdk.settings.sessions import SessionSettings
 
+pytestmark = pytest.mark.synth
+
 MODEL_URI = "s3://my-bucket/model/"
 ADAPTERS = (("Sql", "qwen3-8b-sql"), ("Legal", "qwen3-8b-legal"))
 

@@ -26,6 +26,8 @@ from sagemaker_llm_cdk.sessions.trust import (
 from sagemaker_llm_cdk.settings.sessions import SessionSettings
 from test_session_front_door import build, function_environment
 
+pytestmark = pytest.mark.synth
+
 ACCOUNT = "123456789012"
 POOL = "us-east-1:0f6a8b1c-1111-4222-8333-944455556666"
 ROOT_TRUST = {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, "Action": "sts:AssumeRole"}

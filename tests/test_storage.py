@@ -12,6 +12,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 from sagemaker_llm_cdk.core.storage import SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, SecureBucket
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 CDK_JSON = json.loads((ROOT / "cdk.json").read_text())["context"]
 CONTEXTS = {

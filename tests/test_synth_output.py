@@ -23,6 +23,8 @@ from stacks.synth_output import (
     prints_summary,
 )
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 TABLES = ("Cost per 30 days", "cdk-nag findings per rule", "cdk destroy keeps")

@@ -20,6 +20,8 @@ from support.stacks import MODEL_URI, endpoint_stack, only, template_of
 
 from tools import vllm_parsers
 
+pytestmark = pytest.mark.synth
+
 QWEN = {"name": "qwen3-32b", "model_data_s3_uri": MODEL_URI, "architecture": "Qwen3ForCausalLM"}
 
 

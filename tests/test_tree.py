@@ -15,6 +15,8 @@ from sagemaker_llm_cdk.core.checkov import checkov_defaults, made_by_library
 from sagemaker_llm_cdk.core.storage import SecureBucket
 from sagemaker_llm_cdk.core.tree import PASS_ID, at_synth, constructs_in, key, library_made, resource_type
 
+pytestmark = pytest.mark.synth
+
 BOUND = Environment(account="123456789012", region="us-east-1")
 
 

@@ -19,6 +19,8 @@ from sagemaker_llm_cdk import (
 from sagemaker_llm_cdk.core.storage import NONCURRENT_VERSION_DAYS, READ_ACTIONS
 from sagemaker_llm_cdk.sessions.turn_log import ERROR_PREFIX
 
+pytestmark = pytest.mark.synth
+
 ENV = Environment(account="123456789012", region="us-east-1")
 MODEL = "qwen3-8b"
 

@@ -28,6 +28,8 @@ from tools import update_catalogue
 from tools.change_report import Outcome, StackTemplate, classify
 from tools.update_catalogue import ROWS, Edit, Result, Row, analyse, apply
 
+pytestmark = pytest.mark.synth
+
 KEY_TYPES = ("AWS::SageMaker::", "Custom::SageMaker", "Custom::Eagle", "AWS::SSM::", "AWS::Budgets::")
 """The resource types whose creation and deletion a row names: SageMaker's, the capacity plan's, the router's,
 the EAGLE serving model, the run-time parameters, budgets (the table also counts scaling and alarms)."""

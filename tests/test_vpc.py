@@ -17,6 +17,8 @@ from support.stacks import MODEL_URI, only
 from stacks import LlmPlatformStack, attach_checks
 from tools.lint_templates import lint_folder
 
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[1]
 ENVS = [None, Environment(account="123456789012", region="us-east-1")]
 MODEL = {"name": "qwen3-8b", "model_data_s3_uri": MODEL_URI}

@@ -31,6 +31,8 @@ from support.examples import (
     synthesize_with_cli,
 )
 
+pytestmark = pytest.mark.synth
+
 LIBRARY = ROOT / "constructs" / "sagemaker_llm_cdk"
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "constructs", "lambda")
 """What setuptools reads to build the wheel (those that exist); copied so the build sees a clean tree."""

@@ -24,7 +24,7 @@ from sagemaker_llm_cdk.core.removal import set_removal
 from sagemaker_llm_cdk.core.run_time_state import RESOURCE_TYPE, STATE_PREFIX, RunTimeParameter, parameter_arn
 from support.lifecycle import ACCOUNT, REGION, FakeClient, Stack, check, error
 
-pytestmark = pytest.mark.usefixtures("replacement_rollback")
+pytestmark = [pytest.mark.synth, pytest.mark.usefixtures("replacement_rollback")]
 """Every sequence under both readings of how CloudFormation rolls back a replaced custom resource."""
 
 WATERMARK = f"{STATE_PREFIX}/eagle/qwen3-32b/watermark"

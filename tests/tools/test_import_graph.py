@@ -9,6 +9,8 @@ import pytest
 
 from tools import import_graph
 
+pytestmark = pytest.mark.synth
+
 
 def _package(root: Path, files: dict[str, str]) -> Path:
     package = root / "sagemaker_llm_cdk"

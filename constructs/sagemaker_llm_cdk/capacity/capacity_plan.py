@@ -28,43 +28,28 @@ A capacity plan is paid upfront and never refunded, so this module is careful in
 
 from __future__ import annotations
 
-import json
+import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import jsii
-from aws_cdk import Annotations, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import CfnOutput, CustomResource, Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import custom_resources as cr
 
-from constructs import Construct, IConstruct, IValidation
+from constructs import Construct, IConstruct
 
 from ..core.errors import ConfigurationError, Problem
-from ..core.functions import METRICS_NAMESPACE, provider_framework, python_function
-from ..core.naming import stack_prefix
-from ..core.settings import validated
-from ..core.storage import secure_key
-from ..settings.hosting import EndpointOptions
-
-if TYPE_CHECKING:
-    from ..hosting.endpoint import LlmEndpoint
-from ..core import grants
+from ..core.functions import METRICS_NAMESPACE
 from ..core.metrics import metric
-from ..core.nag import acknowledge_resource
+from ..core.naming import stack_prefix
 from ..core.protocols import IEndpoint
-from .guard import STATUS_PARAMETER_PREFIX as STATUS_PARAMETER_PREFIX
-from .guard import CapacityPlanGuard, status_parameter_name
 from ..core.run_time_state import RunTimeParameter
+from ..core.settings import validated
 from ..settings.capacity import (
-    choose_update_policy,
     EXTEND_CONTEXT,
     PURCHASE_CONTEXT,
     CapacityPlanSpec,
@@ -72,101 +57,45 @@ from ..settings.capacity import (
     spec_binding_problems,
     unknown_consent_problems,
 )
+from ..settings.capacity import choose_update_policy as choose_update_policy
+from ..settings.hosting import EndpointOptions
+from .consent import CONTEXT_FILES as CONTEXT_FILES
+from .consent import FileConsent as FileConsent
+from .consent import _NoConsentInFiles, consented_plans, file_consents
+from .expiry import DAYS_LEFT_METRIC, PLAN_NAME_DIMENSION, add_expiry_check, encrypted_alarm_topic
+from .guard import STATUS_PARAMETER_PREFIX as STATUS_PARAMETER_PREFIX
+from .guard import CapacityPlanGuard, status_parameter_name
+from .purchase import APPROVED as APPROVED
+from .purchase import EXTENSION_RESOURCE_TYPE as EXTENSION_RESOURCE_TYPE
+from .purchase import NOT_APPROVED as NOT_APPROVED
+from .purchase import RESOURCE_TYPE as RESOURCE_TYPE
+from .purchase import SPENDING_ACTIONS as SPENDING_ACTIONS
+from .purchase import acknowledge_provider, announce, extend, reserve
+from .purchase import reserved_capacity_arns as reserved_capacity_arns
 
-DAYS_LEFT_METRIC = "CapacityPlanDaysLeft"
-"""Metric the daily check publishes (namespace ``functions.METRICS_NAMESPACE``), one dimension below."""
-PLAN_NAME_DIMENSION = "TrainingPlanName"
-RESOURCE_TYPE = "Custom::SageMakerCapacityPlan"
-EXTENSION_RESOURCE_TYPE = "Custom::SageMakerCapacityPlanExtension"
-APPROVED, NOT_APPROVED = "approved", "not-approved"
-SPENDING_ACTIONS = ("sagemaker:CreateTrainingPlan", "sagemaker:ExtendTrainingPlan", "sagemaker:CreateReservedCapacity")
-"""IAM actions that spend money on capacity; granted only with the deploy-time consent."""
+if TYPE_CHECKING:
+    from ..hosting.endpoint import LlmEndpoint
 
-
-def reserved_capacity_arns(stack: Stack) -> str:
-    """Every reserved capacity of the stack's account and region.
-
-    Buying a plan creates its reserved capacity under an id SageMaker generates at purchase,
-    so it cannot be named in advance.
-    """
-    return stack.format_arn(service="sagemaker", resource="reserved-capacity", resource_name="*")
-
-
-CONTEXT_FILES = (("cdk.json", "context"), ("cdk.context.json", None), ("~/.cdk.json", "context"))
-"""Files the CDK CLI merges into the app's context on every run, with the key that holds it there (None: the
-whole file): ``cdk.json`` and ``cdk.context.json`` in its working directory (the app's), and the user's
-``~/.cdk.json``. What they hold reaches the app as ``-c`` does, in ``CDK_CONTEXT_JSON``."""
-
-
-@dataclass(frozen=True)
-class FileConsent:
-    """A consent key written in a context file (``CONTEXT_FILES``): ``value`` under ``key`` in ``file``."""
-
-    file: str
-    """The file as the CDK CLI names it: ``cdk.json``, ``cdk.context.json`` or ``~/.cdk.json``."""
-    path: Path
-    key: str
-    value: Any
-
-    def problem(self) -> Problem:
-        """The refusal, with the command that gives the same consent on the command line."""
-        names = ",".join(sorted(_names(self.value))) or "<plan>"
-        where = f"the context of {self.file}" if self.file != "cdk.context.json" else self.file
-        return Problem(
-            f"{self.file} context {self.key}",
-            self.value,
-            f"no consent to {self.key} in a file the CDK CLI reads on every deploy (cdk.json, cdk.context.json, "
-            f"~/.cdk.json): only -c {self.key}=<plan> on the deploy command consents",
-            f'remove "{self.key}" from {where} and pass -c {self.key}={names} on the deploy command that should '
-            f'spend (make deploy CONTEXT="-c {self.key}={names}")',
-            where=str(self.path),
-        )
-
-
-def file_consents(app_dir: Path | None = None, home: Path | None = None) -> list[FileConsent]:
-    """Every ``purchase`` / ``extend`` key in ``CONTEXT_FILES``, read where the CDK CLI reads them.
-
-    ``app_dir`` defaults to the working directory (the CLI runs the app in its own) and ``home`` to
-    ``$HOME`` (the CLI's ``os.homedir()``). A file that is missing or is not a JSON object holds none
-    (the CLI itself refuses to run on a file it cannot parse).
-    """
-    app_dir = Path.cwd() if app_dir is None else app_dir
-    home = Path.home() if home is None else home
-    found: list[FileConsent] = []
-    for name, section in CONTEXT_FILES:
-        path = home / name[2:] if name.startswith("~/") else app_dir / name
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        context = data.get(section) if section is not None and isinstance(data, dict) else data
-        if isinstance(context, dict):
-            found.extend(
-                FileConsent(name, path, key, context[key])
-                for key in (PURCHASE_CONTEXT, EXTEND_CONTEXT)
-                if key in context
-            )
-    return found
-
-
-def _names(raw: Any) -> frozenset[str]:
-    if raw is None or raw is False or raw == "":
-        return frozenset()
-    items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
-    return frozenset(str(item).strip() for item in items if str(item).strip())
-
-
-def consented_plans(scope: IConstruct, key: str = PURCHASE_CONTEXT) -> frozenset[str]:
-    """Plan names the deploy command consents to: ``-c purchase=a,b`` (``App(context=...)`` may give a list).
-
-    Empty when the context is not set, and when ``cdk.json``, ``cdk.context.json`` or ``~/.cdk.json``
-    holds the key (``file_consents``): the CDK CLI merges those files into the context of every
-    deploy, where a committed or user-level name would consent each time, and the app cannot tell
-    their values from ``-c``. ``consent_problems`` reports both such a file and unknown names.
-    """
-    if any(found.key == key for found in file_consents()):
-        return frozenset()
-    return _names(scope.node.try_get_context(key))
+__all__ = [
+    "APPROVED",
+    "CONTEXT_FILES",
+    "DAYS_LEFT_METRIC",
+    "EXTENSION_RESOURCE_TYPE",
+    "NOT_APPROVED",
+    "PLAN_NAME_DIMENSION",
+    "RESOURCE_TYPE",
+    "SPENDING_ACTIONS",
+    "STATUS_PARAMETER_PREFIX",
+    "CapacityPlan",
+    "FileConsent",
+    "choose_update_policy",
+    "consent_problems",
+    "consented_plans",
+    "encrypted_alarm_topic",
+    "file_consents",
+    "headroom_metadata",
+    "reserved_capacity_arns",
+]
 
 
 def consent_problems(root: IConstruct) -> list[Problem]:
@@ -188,45 +117,6 @@ def consent_problems(root: IConstruct) -> list[Problem]:
         )
     )
     return problems
-
-
-@jsii.implements(IValidation)
-class _NoConsentInFiles:
-    """Fails the synth of an app with a plan while a context file holds a consent (``file_consents``).
-
-    ``consent_problems`` reports the same before synth in an app that calls it; this holds for any
-    app that declares a plan, so a consent in a file fails ``cdk synth`` and ``cdk deploy`` rather
-    than leaving the plan unbought with a note that looks like the consent went unseen.
-    """
-
-    def __init__(self, found: list[FileConsent]) -> None:
-        self._lines = [found_one.problem().located() for found_one in found]
-
-    def validate(self) -> list[str]:
-        return self._lines
-
-
-def encrypted_alarm_topic(scope: Construct, id: str, *, description: str) -> sns.Topic:
-    """An SNS topic for alarms: KMS-encrypted with a new key CloudWatch may use, TLS-only publishing.
-
-    CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed ``aws/sns`` key,
-    so the topic gets a customer-managed key whose policy lets ``cloudwatch.amazonaws.com``
-    encrypt messages. Children: ``<id>Key`` and ``<id>``.
-    """
-    key = secure_key(scope, f"{id}Key", description=f"Encrypts {description}")
-    key.add_to_resource_policy(
-        iam.PolicyStatement(
-            sid="CloudWatchAlarmsPublish",
-            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-            actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-            resources=["*"],
-        )
-    )
-    topic = sns.Topic(scope, id, master_key=key, enforce_ssl=True, display_name=description[:100])
-    from ..core.grants import require_source_conditions
-
-    require_source_conditions(topic)  # a service may publish only with aws:SourceArn/SourceAccount (confused deputy)
-    return topic
 
 
 class CapacityPlan(Construct):
@@ -266,6 +156,14 @@ class CapacityPlan(Construct):
     Escape hatches: ``custom_resource``, ``provider``, ``provider_role``, ``on_event_function`` (reserve mode),
     ``expiry_function``, ``expiry_rule``, ``expiry_alarm``, ``check_failed_alarm``, ``alarm_topic``.
     """
+
+    # The daily check and its alarms, set by ``expiry.add_expiry_check``.
+    expiry_function: lambda_.Function
+    expiry_rule: events.Rule
+    expiry_alarm: cloudwatch.Alarm
+    check_failed_alarm: cloudwatch.Alarm
+    # The handler's shared grants already added (``purchase.grant_spending``), set by ``purchase.reserve``/``extend``.
+    _granted: set[str]
 
     def __init__(
         self,
@@ -343,13 +241,13 @@ class CapacityPlan(Construct):
         self.binding_arn: str = spec.existing_plan_arn or self._named_arn(stack, self.plan_name)
         """The plan's ARN as known at synth (no token), for guards and bindings in other stacks."""
         if self.mode == "reserve":
-            self.plan_arn = self._reserve(stack)
+            self.plan_arn = reserve(self, stack)
         elif spec.existing_plan_arn is not None:
             self.plan_arn = spec.existing_plan_arn
         else:
             self.plan_arn = self._named_arn(stack, self.plan_name)
         if spec.extension is not None:
-            self._extend(stack)
+            extend(self, stack)
 
         self.status_parameter: RunTimeParameter | None = None
         """``when_not_active: on_demand``: the plan's status, read from SageMaker when this stack deploys and daily
@@ -368,10 +266,10 @@ class CapacityPlan(Construct):
         self.alarm_topic: sns.ITopic = alarm_topic or encrypted_alarm_topic(
             self, "AlarmTopic", description=f"capacity plan {self.plan_name} alarms"
         )
-        self._add_expiry_check()
+        add_expiry_check(self)
         CfnOutput(self, "Arn", value=self.plan_arn, description=f"ARN of capacity plan {self.plan_name}")
-        self._announce()
-        _acknowledge_capacity_plan(self)
+        announce(self)
+        acknowledge_provider(self)
 
     # ---------------------------------------------------------------- imports
     @classmethod
@@ -429,13 +327,11 @@ class CapacityPlan(Construct):
             endpoint, "CapacityGuard", plan=self, instance_type=instance_type, max_instances=max_instances
         )
         if Stack.of(self) is not Stack.of(endpoint):
-            try:
+            with contextlib.suppress(Exception):  # stacks of different apps or stages: bound by name only
                 Stack.of(endpoint).add_stack_dependency(
                     Stack.of(self),
                     "the capacity plan is bought and watched in its own stack, deployed first",
                 )
-            except Exception:  # noqa: BLE001 - stacks of different apps or stages: bound by name only
-                pass
         return guard
 
     def headroom_metadata(self, options: EndpointOptions) -> dict[str, Any]:
@@ -485,7 +381,9 @@ class CapacityPlan(Construct):
     def metric_days_left(
         self, *, statistic: str = "Minimum", period: Duration | None = None, **kwargs: Any
     ) -> cloudwatch.Metric:
-        """Days until the plan ends (0 once over, missing or failed), from the daily check. Default: minimum over 1 day."""
+        """Days until the plan ends (0 once over, missing or failed), from the daily check.
+
+        Default: minimum over 1 day."""
         return metric(
             METRICS_NAMESPACE,
             DAYS_LEFT_METRIC,
@@ -553,156 +451,6 @@ class CapacityPlan(Construct):
             return [self.spec.existing_plan_arn]
         return self._plan_arns_by_name(stack)
 
-    def _handler(self, stack: Stack) -> cr.Provider:
-        """The purchase/extension handler and its provider (one per plan), created on first use."""
-        if self.provider is not None:
-            return self.provider
-        function = python_function(
-            self,
-            "OnEvent",
-            folder="capacity_plan",
-            description=f"custom resource that buys or extends capacity plan {self.plan_name} once",
-            timeout=Duration.minutes(2),
-        )
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="DescribeThisPlan",
-                actions=["sagemaker:DescribeTrainingPlan", "sagemaker:DescribeTrainingPlanExtensionHistory"],
-                resources=self._plan_arns_by_name(stack),
-            )
-        )
-        # A refused change of the plan is rolled back with an Update back to it, which the handler accepts only while
-        # this stack is UPDATE_ROLLBACK_IN_PROGRESS: it reads this stack's status, no other's.
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="ReadThisStacksStatus", actions=["cloudformation:DescribeStacks"], resources=[stack.stack_id]
-            )
-        )
-        self.on_event_function = function
-
-        provider, self.provider_role = provider_framework(
-            self, on_event=function, description=f"Custom resource framework of capacity plan {self.plan_name}"
-        )
-        self.provider = provider
-        return provider
-
-    def _grant_spending(self, stack: Stack, sid: str, actions: list[str]) -> None:
-        """Spending actions for the handler, added only when this synth carries the deploy-time consent."""
-        assert self.on_event_function is not None
-        self.on_event_function.add_to_role_policy(
-            iam.PolicyStatement(sid=sid, actions=actions, resources=self._plan_arns_by_name(stack))
-        )
-        if "SearchOfferings" not in self._granted:
-            self._granted.add("SearchOfferings")
-            grants.grant(
-                self.on_event_function,
-                sid="SearchOfferings",
-                actions=["sagemaker:SearchTrainingPlanOfferings"],
-                resources=["*"],
-                reason="sagemaker:SearchTrainingPlanOfferings has no resource type, so it is allowed on '*' "
-                "(it reads offerings and buys nothing); X-Ray tracing needs '*' as well.",
-            )
-
-    def _reserve(self, stack: Stack) -> str:
-        spec = self.spec
-        self._granted: set[str] = set()
-        provider = self._handler(stack)
-        if self.purchase_approved:
-            self._grant_spending(stack, "BuyThisPlan", ["sagemaker:CreateTrainingPlan"])
-            assert self.on_event_function is not None
-            grants.grant(
-                self.on_event_function,
-                sid="ReserveCapacityForThePlan",
-                actions=["sagemaker:CreateReservedCapacity"],
-                resources=[reserved_capacity_arns(stack)],
-                reason="CreateTrainingPlan creates the plan's reserved capacity under an id SageMaker "
-                "generates at purchase, so it cannot be named in advance: only CreateReservedCapacity, "
-                "only in this account and region; the purchase itself (CreateTrainingPlan) is limited "
-                "to this plan's name.",
-            )
-
-        properties: dict[str, str] = {
-            "PlanName": self.plan_name,
-            "InstanceType": spec.instance_type,
-            "InstanceCount": str(spec.instance_count),
-            "DurationDays": str(spec.duration_days),
-            "MaxUpfrontFeeUsd": format(spec.max_upfront_fee_usd, "f"),
-            "Purchase": APPROVED if self.purchase_approved else NOT_APPROVED,
-            "ConsentName": self.config_name,  # what the handler's "how to consent" message names
-        }
-        if spec.start_after is not None:
-            properties["StartTimeAfter"] = _iso(spec.start_after)
-        if spec.end_before is not None:
-            properties["EndTimeBefore"] = _iso(spec.end_before)
-        self.custom_resource = CustomResource(
-            self,
-            "Resource",
-            service_token=provider.service_token,
-            resource_type=RESOURCE_TYPE,
-            properties=properties,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        self.node.default_child = self.custom_resource.node.default_child  # the CfnResource (escape hatch)
-        data = self.custom_resource.get_att_string
-        self.start_time = data("StartTime")
-        self.end_time = data("EndTime")
-        self.upfront_fee = data("UpfrontFee")
-        self.currency_code = data("CurrencyCode")
-
-        CfnOutput(
-            self,
-            "EndTime",
-            value=self.end_time,
-            description=f"When capacity plan {self.plan_name} ends (UTC); its endpoint gets no instances after it",
-        )
-        CfnOutput(
-            self,
-            "UpfrontFee",
-            value=f"{self.upfront_fee} {self.currency_code}",
-            description=f"What capacity plan {self.plan_name} cost (paid upfront)",
-        )
-        CfnOutput(
-            self,
-            "Retained",
-            value=(
-                f"Capacity plan {self.plan_name} ({spec.purchase_summary()}) is retained when this resource or stack is "
-                "deleted: it is prepaid and not refundable"
-            ),
-            description=f"Deletion policy of capacity plan {self.plan_name}",
-        )
-        return data("TrainingPlanArn")
-
-    def _extend(self, stack: Stack) -> None:
-        extension = self.spec.extension
-        assert extension is not None
-        if not hasattr(self, "_granted"):
-            self._granted = set()
-        provider = self._handler(stack)
-        if self.extension_approved:
-            self._grant_spending(stack, "ExtendThisPlan", ["sagemaker:ExtendTrainingPlan"])
-        self.extension_resource = CustomResource(
-            self,
-            "Extension",
-            service_token=provider.service_token,
-            resource_type=EXTENSION_RESOURCE_TYPE,
-            removal_policy=RemovalPolicy.RETAIN,
-            properties={
-                "PlanName": self.plan_name,
-                "ExtendUntil": _iso(extension.until),
-                "MaxUpfrontFeeUsd": format(extension.max_upfront_fee_usd, "f"),
-                "Extend": APPROVED if self.extension_approved else NOT_APPROVED,
-                "ConsentName": self.config_name,
-            },
-        )
-        if self.custom_resource is not None:
-            self.extension_resource.node.add_dependency(self.custom_resource)
-        CfnOutput(
-            self,
-            "ExtendedEndTime",
-            value=self.extension_resource.get_att_string("EndTime"),
-            description=f"When capacity plan {self.plan_name} ends after its extension (UTC)",
-        )
-
     def extension_summary(self) -> str | None:
         """What the extension buys, in one phrase, or None without one."""
         extension = self.spec.extension
@@ -712,113 +460,6 @@ class CapacityPlan(Construct):
             f"extend capacity plan {self.plan_name} ({self.instance_type} x {self.instance_count}) until "
             f"{_iso(extension.until)} for at most USD {extension.max_upfront_fee_usd}"
         )
-
-    def _announce(self) -> None:
-        """Say at synth what a deploy of this plan's stack would buy, and whether it may."""
-        if self.mode == "reserve":
-            cap = self.spec.max_upfront_fee_usd
-            what = (
-                f"capacity plan {self.config_name} as TrainingPlanName {self.plan_name} ({self._name_origin()}): "
-                f"{self.spec.purchase_summary()}, prepaid up to USD {cap}, never refunded"
-            )
-            if self.purchase_approved:
-                Annotations.of(self).add_warning_v2(
-                    "sagemaker-llm-cdk:purchaseApproved",
-                    f"This deploy may BUY {what} (consent: -c {PURCHASE_CONTEXT}={self.config_name}). Bought once; "
-                    f"a plan named {self.plan_name} that exists already is adopted.",
-                )
-            else:
-                Annotations.of(self).add_info(
-                    f"Not bought by this deploy: {what}. To buy it, deploy this stack with "
-                    f"-c {PURCHASE_CONTEXT}={self.config_name}; without that, the deploy fails unless a plan named "
-                    f"{self.plan_name} exists (it is then adopted)."
-                )
-        summary = self.extension_summary()
-        if summary is not None:
-            if self.extension_approved:
-                Annotations.of(self).add_warning_v2(
-                    "sagemaker-llm-cdk:extensionApproved",
-                    f"This deploy may BUY an extension: {summary} (consent: -c {EXTEND_CONTEXT}={self.config_name}).",
-                )
-            else:
-                Annotations.of(self).add_info(
-                    f"Not bought by this deploy: {summary}. To buy it, deploy with -c {EXTEND_CONTEXT}={self.config_name}."
-                )
-
-    def _name_origin(self) -> str:
-        if self.spec.physical_name is not None:
-            return "pinned by physical_name"
-        if self.plan_name == self.config_name:
-            return "the config name"
-        return (
-            f"<stack>-{self.config_name}; a plan bought before names were stack-prefixed keeps its name only "
-            "with physical_name"
-        )
-
-    def _add_expiry_check(self) -> None:
-        stack = Stack.of(self)
-        self.expiry_function = python_function(
-            self,
-            "ExpiryCheck",
-            folder="capacity_plan_expiry",
-            description=f"daily check of the days capacity plan {self.plan_name} has left",
-            environment={"TRAINING_PLAN_NAMES": self.plan_name},
-            timeout=Duration.minutes(1),
-        )
-        self.expiry_function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="DescribeThisPlan",
-                actions=["sagemaker:DescribeTrainingPlan"],
-                resources=self._described_arns(stack),
-            )
-        )
-        if self.status_parameter is not None:
-            self.expiry_function.add_environment(
-                "STATUS_PARAMETERS", f"{self.plan_name}={status_parameter_name(self.plan_name)}"
-            )
-            self.status_parameter.grant_write(self.expiry_function)
-            self.status_parameter.grant_read(self.expiry_function)
-        self.expiry_rule = events.Rule(
-            self,
-            "DailyExpiryCheck",
-            description=f"Daily check of the days capacity plan {self.plan_name} has left",
-            schedule=events.Schedule.rate(Duration.days(1)),
-            targets=[
-                events_targets.LambdaFunction(self.expiry_function, retry_attempts=2, max_event_age=Duration.hours(6))
-            ],
-        )
-        action = cloudwatch_actions.SnsAction(self.alarm_topic)
-        warning_days = self.spec.expiry_warning_days
-        self.expiry_alarm = cloudwatch.Alarm(
-            self,
-            "ExpiryAlarm",
-            alarm_description=(
-                f"Capacity plan {self.plan_name} has fewer than {warning_days} days left; its endpoint "
-                "gets no instances after it ends. Reserve the next plan now."
-            ),
-            metric=self.metric_days_left(),
-            threshold=warning_days,
-            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        self.expiry_alarm.add_alarm_action(action)
-        self.check_failed_alarm = cloudwatch.Alarm(
-            self,
-            "CheckFailedAlarm",
-            alarm_description=(
-                f"The daily check of capacity plan {self.plan_name} failed, so its days left are not "
-                "known; see the function's log group."
-            ),
-            metric=self.expiry_function.metric_errors(statistic="Sum", period=Duration.days(1)),
-            threshold=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        self.check_failed_alarm.add_alarm_action(action)
 
 
 def _plans_in(root: IConstruct) -> list[CapacityPlan]:
@@ -839,15 +480,3 @@ def headroom_metadata(plan: CapacityPlan, options: EndpointOptions) -> dict[str,
         "UpdatePolicy": policy or "NONE_FITS",
         "UpdateFits": policy is not None,
     }
-
-
-def _acknowledge_capacity_plan(plan: CapacityPlan) -> None:
-    """The custom resource framework a ``CapacityPlan`` creates (its handler's grants acknowledge themselves)."""
-    if plan.provider_role is not None and plan.on_event_function is not None:
-        acknowledge_resource(
-            plan.provider_role,
-            f"{plan.on_event_function.function_arn}:*",
-            "The custom resource framework invokes the plan's purchase handler: lambda:InvokeFunction on that one "
-            "function and its versions (the ':*' qualifier), nothing else.",
-            actions=["lambda:InvokeFunction"],
-        )

@@ -1,4 +1,5 @@
-"""EAGLE speculative decoding: the optimization loop (state machine, jobs, datasets) and serving a promoted head, with their settings."""
+"""EAGLE speculative decoding: the optimization loop (state machine, jobs, datasets) and serving a promoted head,
+with their settings."""
 
 from typing import Any
 

@@ -40,15 +40,15 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import ArnFormat, Aws, Duration, Fn, Names, RemovalPolicy, Stack, Token
+from aws_cdk import Aws, Duration, Fn, Names, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import aws_stepfunctions_tasks as tasks
 
 from constructs import Construct
 
@@ -57,29 +57,24 @@ from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, python_function
 from ..core.nag import acknowledge_resource
 from ..settings.eagle import EagleBenchmarkSettings
+from .benchmark_definition import DEPLOY_CHECK_INTERVAL as DEPLOY_CHECK_INTERVAL
+from .benchmark_definition import LAMBDA_SERVICE_ERRORS as LAMBDA_SERVICE_ERRORS
+from .benchmark_definition import POLL_INTERVAL as POLL_INTERVAL
+from .benchmark_definition import benchmark_definition
+from .benchmark_role import benchmark_job_role
+from .layout import BENCHMARKS as BENCHMARKS
 
 if TYPE_CHECKING:
     from .optimization import EagleOptimization
 
 WORKLOAD_TYPE = "AWS::SageMaker::AIWorkloadConfig"
-BENCHMARKS = "benchmarks"
-"""Prefix of the artifacts bucket the benchmark jobs write to."""
 JOB_PREFIX = "eagle-"
 """Benchmark job names start with this (``lambda/eagle_job/benchmark.job_name``)."""
-POLL_INTERVAL = Duration.minutes(5)
 START_RETRY_HOURS = 8
 """Longest wait of a benchmark start's retries on ResourceLimitExceeded (30 min, doubling, 4 retries: 7.5 h)."""
-DEPLOY_CHECK_INTERVAL = Duration.hours(1)
 DATASET_CHANNEL = "dataset"
 """Channel name of the workload's dataset (the API documents no required name)."""
 RECORD_SERVICE = "eagle_job"
-LAMBDA_SERVICE_ERRORS = [
-    "Lambda.ServiceException",
-    "Lambda.AWSLambdaException",
-    "Lambda.SdkClientException",
-    "Lambda.TooManyRequestsException",
-    "Lambda.ClientExecutionTimeoutException",
-]
 _WORKLOAD_NAME = re.compile(r"^[a-z0-9](-*[a-z0-9]){0,62}$")
 
 
@@ -135,15 +130,27 @@ class EagleBenchmark(Construct):
             problem = benchmark_region_problem(stack.region)
             if problem:
                 raise ConfigurationError([problem], source=eagle.node.path)
-        component = eagle.component
-        endpoint = component.endpoint
         self.settings = settings
-        bucket, key = eagle.artifacts_bucket, eagle.key
+        dataset_grant, dataset_key = self._workload(eagle)
+        component_arn = stack.format_arn(
+            service="sagemaker", resource="inference-component", resource_name=eagle.component.component_name
+        )
+        self.job_role = benchmark_job_role(
+            self, eagle, component_arn=component_arn, dataset_grant=dataset_grant, dataset_key=dataset_key
+        )
+        self._functions(eagle, component_arn, serving_model_prefix)
+        self._slower_alarm(eagle)
+        self._state_machine(eagle)
 
-        # ------------------------------------------------------------------ workload
+    # ================================================================ construction steps
+    def _workload(self, eagle: Any) -> tuple[tuple[str, str] | None, kms.IKey | None]:
+        """``Workload``: the AIPerf spec and the dataset channel, named by a hash of them (every property is
+        create-only). Returns the dataset the job role reads, (bucket ARN, key prefix), and its key, if any."""
+        settings = self.settings
         document = workload_document(settings)
         dataset_uri: str | None = None
         dataset_grant: tuple[str, str] | None = None  # (bucket ARN, key prefix) the job role reads
+        dataset_key: kms.IKey | None = None
         if settings.workload == "s3":
             assert settings.s3_uri is not None
             dataset_uri = settings.s3_uri
@@ -155,6 +162,7 @@ class EagleBenchmark(Construct):
             assert turn_log is not None  # EagleOptimization refuses front_door without a turn log
             dataset_uri = f"s3://{turn_log.bucket.bucket_name}/{turn_log.prefix}"
             dataset_grant = (turn_log.bucket.bucket_arn, turn_log.prefix)
+            dataset_key = turn_log.bucket.encryption_key
         identity = [
             settings.workload,
             document,
@@ -184,121 +192,33 @@ class EagleBenchmark(Construct):
             if dataset_uri is not None
             else None,
         )
-        self.workload_arn = stack.format_arn(
+        self.workload_arn = Stack.of(self).format_arn(
             service="sagemaker", resource="ai-workload-config", resource_name=self.workload_name
         )
+        return dataset_grant, dataset_key
 
-        # ------------------------------------------------------------------ job role (passed to SageMaker)
-        component_arn = stack.format_arn(
-            service="sagemaker", resource="inference-component", resource_name=component.component_name
-        )
-        self.job_role = iam.Role(
-            self,
-            "JobRole",
-            assumed_by=grants.sagemaker_principal(self),
-            description=f"Role of the AI benchmark jobs of {eagle.node.path}: invokes the "
-            "endpoint, reads the workload, writes benchmarks/",
-        )
-        grants.grant(
-            self.job_role,
-            sid="InvokeEndpoint",
-            actions=[
-                "sagemaker:InvokeEndpoint",
-                "sagemaker:InvokeEndpointWithResponseStream",
-                "sagemaker:DescribeEndpoint",
-                "sagemaker:DescribeInferenceComponent",
-            ],
-            resources=[endpoint.endpoint_arn, component_arn],
-        )
-        grants.grant(
-            self.job_role,
-            sid="WriteBenchmarks",
-            actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-            resources=[bucket.arn_for_objects(f"{BENCHMARKS}/*")],
-            reason="Each benchmark job writes its results under benchmarks/<job name>/, a name made at run time.",
-        )
-        grants.grant(
-            self.job_role,
-            sid="ListBenchmarks",
-            actions=["s3:ListBucket"],
-            resources=[bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{BENCHMARKS}/*"]}},
-        )
-        grants.grant(
-            self.job_role,
-            sid="UseArtifactsKey",
-            actions=["kms:Decrypt", "kms:GenerateDataKey"],
-            resources=[key.key_arn],
-        )
-        grants.grant(
-            self.job_role,
-            sid="WriteBenchmarkLogs",
-            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-            resources=[
-                stack.format_arn(
-                    service="logs",
-                    resource="log-group",
-                    resource_name="/aws/sagemaker/*",
-                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                )
-            ],
-            reason="SageMaker jobs log to groups under /aws/sagemaker/ that it names per job type.",
-        )
-        if dataset_grant is not None:
-            bucket_arn, prefix = dataset_grant
-            grants.grant(
-                self.job_role,
-                sid="ReadWorkload",
-                actions=["s3:GetObject"],
-                resources=[f"{bucket_arn}/{prefix}*"],
-                reason="The workload's dataset is every object under its prefix (read only).",
-            )
-            grants.grant(
-                self.job_role,
-                sid="ListWorkload",
-                actions=["s3:ListBucket"],
-                resources=[bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
-            )
-            turn_key = (
-                eagle.turn_log.bucket.encryption_key if settings.workload == "front_door" and eagle.turn_log else None
-            )
-            if turn_key is not None:
-                grants.grant(
-                    self.job_role, sid="DecryptWorkload", actions=["kms:Decrypt"], resources=[turn_key.key_arn]
-                )
-        if endpoint.vpc is not None:
-            grants.grant(
-                self.job_role,
-                sid="DescribeNetwork",
-                resources=["*"],
-                actions=grants.NETWORK_DESCRIBE_ACTIONS,
-                reason="EC2 Describe actions have no resource-level permissions.",
-            )
-            grants.grant(
-                self.job_role,
-                sid="ManageNetworkInterfaces",
-                actions=grants.NETWORK_INTERFACE_ACTIONS,
-                resources=grants.network_interface_resources(self, endpoint.subnet_ids, endpoint.security_groups),
-                reason="The job's network interfaces are created at run time in the endpoint's subnets.",
-            )
-
-        # ------------------------------------------------------------------ functions
+    def _functions(self, eagle: Any, component_arn: str, serving_model_prefix: str) -> None:
+        """The start, check and serving functions the state machine invokes, with their grants."""
+        stack = Stack.of(self)
         job_pattern = stack.format_arn(service="sagemaker", resource="ai-benchmark-job", resource_name=f"{JOB_PREFIX}*")
         model_pattern = stack.format_arn(
             service="sagemaker", resource="model", resource_name=f"{serving_model_prefix}-*"
         )
-        parameter_arn = stack.format_arn(
-            service="ssm", resource="parameter", resource_name=eagle.promotion_parameter_name.lstrip("/")
-        )
-        job_names = "Benchmark job names are made at run time from the run (eagle-<model>-<phase>-<hash>)."
-        served = "The serving models of a promoted head are named <component>-eagle-<suffix> by their custom resource."
+        self._start_function(eagle, component_arn, serving_model_prefix, job_pattern, model_pattern)
+        self._check_function(eagle, job_pattern)
+        self._serving_function(eagle, component_arn, serving_model_prefix, model_pattern)
+
+    def _start_function(
+        self, eagle: Any, component_arn: str, serving_model_prefix: str, job_pattern: str, model_pattern: str
+    ) -> None:
+        """``StartFunction``: creates a benchmark job on the endpoint and the component, passing the job role."""
+        endpoint = eagle.component.endpoint
         start_env = {
             "ENDPOINT_NAME": endpoint.endpoint_name,
-            "COMPONENT_NAME": component.component_name,
+            "COMPONENT_NAME": eagle.component.component_name,
             "WORKLOAD_CONFIG_NAME": self.workload_name,
             "ROLE_ARN": self.job_role.role_arn,
-            "OUTPUT_S3_URI": f"s3://{bucket.bucket_name}/{BENCHMARKS}",
+            "OUTPUT_S3_URI": f"s3://{eagle.artifacts_bucket.bucket_name}/{BENCHMARKS}",
             "SERVING_MODEL_PREFIX": serving_model_prefix,
         }
         if endpoint.vpc is not None:
@@ -318,7 +238,7 @@ class EagleBenchmark(Construct):
             sid="StartBenchmarks",
             actions=["sagemaker:CreateAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob", "sagemaker:AddTags"],
             resources=[job_pattern],
-            reason=job_names,
+            reason=_JOB_NAMES,
         )
         grants.grant(
             self.start_function,
@@ -333,8 +253,12 @@ class EagleBenchmark(Construct):
             resources=[self.job_role.role_arn],
             conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
         )
-        self._grant_served(self.start_function, component_arn, model_pattern, served)
+        self._grant_served(self.start_function, component_arn, model_pattern, _SERVED)
 
+    def _check_function(self, eagle: Any, job_pattern: str) -> None:
+        """``CheckFunction``: watches a benchmark job and writes what it measured into the run record."""
+        settings = self.settings
+        bucket = eagle.artifacts_bucket
         self.check_function = python_function(
             self,
             "CheckFunction",
@@ -357,7 +281,7 @@ class EagleBenchmark(Construct):
             sid="WatchBenchmarks",
             actions=["sagemaker:DescribeAIBenchmarkJob", "sagemaker:StopAIBenchmarkJob"],
             resources=[job_pattern],
-            reason=job_names,
+            reason=_JOB_NAMES,
         )
         grants.grant(
             self.check_function,
@@ -377,7 +301,7 @@ class EagleBenchmark(Construct):
             self.check_function,
             sid="UseArtifactsKey",
             actions=["kms:Decrypt", "kms:GenerateDataKey"],
-            resources=[key.key_arn],
+            resources=[eagle.key.key_arn],
         )
         grants.grant(
             self.check_function,
@@ -386,6 +310,11 @@ class EagleBenchmark(Construct):
             resources=[eagle.runs_table.table_arn],
         )
 
+    def _serving_function(self, eagle: Any, component_arn: str, serving_model_prefix: str, model_pattern: str) -> None:
+        """``ServingFunction``: whether the component serves the promoted head yet (the deploy check)."""
+        parameter_arn = Stack.of(self).format_arn(
+            service="ssm", resource="parameter", resource_name=eagle.promotion_parameter_name.lstrip("/")
+        )
         self.serving_function = python_function(
             self,
             "ServingFunction",
@@ -393,21 +322,23 @@ class EagleBenchmark(Construct):
             handler="benchmark.serving",
             description=f"Checks whether the endpoint serves the promoted EAGLE head of {eagle.model_name}",
             environment={
-                "COMPONENT_NAME": component.component_name,
+                "COMPONENT_NAME": eagle.component.component_name,
                 "SERVING_MODEL_PREFIX": serving_model_prefix,
                 "PROMOTION_PARAMETER": eagle.promotion_parameter_name,
                 "DEPLOY_CHECKS": str(
-                    max(1, int(settings.deploy_wait_hours * 3600 // DEPLOY_CHECK_INTERVAL.to_seconds()))
+                    max(1, int(self.settings.deploy_wait_hours * 3600 // DEPLOY_CHECK_INTERVAL.to_seconds()))
                 ),
             },
             timeout=Duration.minutes(1),
         )
-        self._grant_served(self.serving_function, component_arn, model_pattern, served)
+        self._grant_served(self.serving_function, component_arn, model_pattern, _SERVED)
         grants.grant(
             self.serving_function, sid="ReadPromotion", actions=["ssm:GetParameter"], resources=[parameter_arn]
         )
 
-        # ------------------------------------------------------------------ rollback command and alarm
+    def _slower_alarm(self, eagle: Any) -> None:
+        """The rollback command, and ``SlowerAlarm`` (to the loop's topic) when the served head is slower."""
+        settings = self.settings
         self.rollback_command: str = Fn.join(
             "",
             [
@@ -456,8 +387,10 @@ class EagleBenchmark(Construct):
                 )
             )
 
-        # ------------------------------------------------------------------ state machine
-        definition = self._definition(eagle)
+    def _state_machine(self, eagle: Any) -> None:
+        """``Resource``: the benchmark's state machine, its log group and the findings CDK's grants raise."""
+        settings = self.settings
+        definition = benchmark_definition(self, eagle)
         self.log_group = logs.LogGroup(
             self, "Logs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN
         )
@@ -497,221 +430,6 @@ class EagleBenchmark(Construct):
             function, sid="SeeServingModel", actions=["sagemaker:DescribeModel"], resources=[model_pattern], reason=why
         )
 
-    # ================================================================ state machine
-    def _step(
-        self,
-        id: str,
-        function: lambda_.IFunction,
-        notify: sfn.IChainable,
-        *,
-        payload: dict[str, Any] | None = None,
-        input_path: str | None = None,
-        result_path: str,
-    ) -> tasks.LambdaInvoke:
-        """A Lambda task: the event is ``payload`` or, without one, the state input at ``input_path``."""
-        step = tasks.LambdaInvoke(
-            self,
-            id,
-            lambda_function=function,
-            payload_response_only=True,
-            payload=sfn.TaskInput.from_object(payload) if payload is not None else None,
-            input_path=input_path,
-            retry_on_service_exceptions=False,
-            result_path=result_path,
-        )
-        step.add_retry(errors=LAMBDA_SERVICE_ERRORS, interval=Duration.seconds(2), max_attempts=6, backoff_rate=2)
-        step.add_catch(notify, result_path="$.error")
-        return step
 
-    def _measure(
-        self, phase: str, notify_failure: sfn.IChainable, notify_unreadable: sfn.IChainable, then: sfn.IChainable
-    ) -> sfn.IChainable:
-        """Start -> wait -> check until finished; an unreadable result goes to ``notify_unreadable``."""
-        path = f"$.{phase}"
-        title = phase.capitalize()
-        start = self._step(
-            f"Start{title}",
-            self.start_function,
-            notify_failure,
-            result_path=path,
-            payload={
-                "phase": phase,
-                "run_id": sfn.JsonPath.string_at("$.run_id"),
-                "head": sfn.JsonPath.string_at("$.head"),
-            },
-        )
-        start.add_retry(
-            errors=["ResourceLimitExceededError"], interval=Duration.minutes(30), max_attempts=4, backoff_rate=2
-        )  # 0.5 + 1 + 2 + 4 h = START_RETRY_HOURS
-        wait = sfn.Wait(self, f"Wait{title}", time=sfn.WaitTime.duration(POLL_INTERVAL))
-        check = self._step(f"Check{title}", self.check_function, notify_failure, result_path=path, input_path=path)
-        finished = (
-            sfn.Choice(self, f"{title}Finished?")
-            .when(
-                sfn.Condition.boolean_equals(f"{path}.finished", False),
-                wait,
-            )
-            .when(sfn.Condition.boolean_equals(f"{path}.ok", False), notify_unreadable)
-            .otherwise(then)
-        )
-        skipped = (
-            sfn.Choice(self, f"{title}Skipped?")
-            .when(sfn.Condition.boolean_equals(f"{path}.skipped", True), then)
-            .otherwise(wait)
-        )
-        wait.next(check).next(finished)
-        return start.next(skipped)
-
-    def _definition(self, eagle: Any) -> sfn.IChainable:
-        topic, model = eagle.topic, eagle.model_name
-        notify_failure = tasks.SnsPublish(
-            self,
-            "NotifyFailure",
-            topic=topic,
-            subject=f"EAGLE benchmark failed: {model}"[:100],
-            message=sfn.TaskInput.from_object(
-                {
-                    "model_name": model,
-                    "run_id": sfn.JsonPath.string_at("$$.Execution.Name"),
-                    "execution": sfn.JsonPath.string_at("$$.Execution.Id"),
-                    "error": sfn.JsonPath.string_at("$.error.Error"),
-                    "cause": sfn.JsonPath.string_at("$.error.Cause"),
-                }
-            ),
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        notify_failure.next(sfn.Fail(self, "BenchmarkFailed", error_path="$.error.Error", cause_path="$.error.Cause"))
-
-        unreadable = {}
-        for phase in ("before", "after"):
-            note = tasks.SnsPublish(
-                self,
-                f"NotifyUnreadable{phase.capitalize()}",
-                topic=topic,
-                subject=f"EAGLE benchmark unreadable: {model}"[:100],
-                message=sfn.TaskInput.from_object(
-                    {
-                        "model_name": model,
-                        "run_id": sfn.JsonPath.string_at("$.run_id"),
-                        "phase": phase,
-                        "job_name": sfn.JsonPath.string_at(f"$.{phase}.job_name"),
-                        "status": sfn.JsonPath.string_at(f"$.{phase}.status"),
-                        "reason": sfn.JsonPath.string_at(f"$.{phase}.reason"),
-                        "output": sfn.JsonPath.string_at(f"$.{phase}.output_s3_uri"),
-                        "note": "No throughput was read from this benchmark job; nothing was compared. The run record "
-                        f"(benchmark_{phase}) holds the raw listing of its output.",
-                    }
-                ),
-                result_path=sfn.JsonPath.DISCARD,
-            )
-            note.add_catch(notify_failure, result_path="$.error")
-            note.next(
-                sfn.Fail(
-                    self,
-                    f"Unreadable{phase.capitalize()}",
-                    error="BenchmarkUnreadable",
-                    cause=f"the {phase} benchmark gave no throughput; nothing compared",
-                )
-            )
-            unreadable[phase] = note
-
-        done = sfn.Succeed(self, "Done")
-        notify_slower = tasks.SnsPublish(
-            self,
-            "NotifySlower",
-            topic=topic,
-            subject=f"EAGLE head slower on the endpoint: {model}"[:100],
-            message=sfn.TaskInput.from_object(
-                {
-                    "model_name": model,
-                    "run_id": sfn.JsonPath.string_at("$.run_id"),
-                    "head": sfn.JsonPath.string_at("$.head"),
-                    "verdict": sfn.JsonPath.string_at("$.after.comparison.verdict"),
-                    "served_speedup": sfn.JsonPath.number_at("$.after.comparison.served_speedup"),
-                    "job_speedup": sfn.JsonPath.string_at("$.after.comparison.job_speedup"),
-                    "rollback_command": sfn.JsonPath.string_at("$.after.rollback_command"),
-                    "rollback_cli": sfn.JsonPath.string_at("$.after.rollback_cli"),
-                    "note": "Serving the head is slower than before it. Run rollback_command (or rollback_cli) and the "
-                    "next deploy serves the previous head, or none.",
-                }
-            ),
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        notify_slower.add_catch(notify_failure, result_path="$.error")
-        notify_slower.next(done)
-        compared = (
-            sfn.Choice(self, "Slower?")
-            .when(sfn.Condition.boolean_equals("$.after.slower", True), notify_slower)
-            .otherwise(done)
-        )
-        after = self._measure("after", notify_failure, unreadable["after"], compared)
-
-        notify_not_served = tasks.SnsPublish(
-            self,
-            "NotifyNotServed",
-            topic=topic,
-            subject=f"EAGLE head not measured: {model}"[:100],
-            message=sfn.TaskInput.from_object(
-                {
-                    "model_name": model,
-                    "run_id": sfn.JsonPath.string_at("$.run_id"),
-                    "head": sfn.JsonPath.string_at("$.head"),
-                    "state": sfn.JsonPath.string_at("$.deploy.state"),
-                    "reason": sfn.JsonPath.string_at("$.deploy.reason"),
-                    "note": "The after measurement was not made. Once the head is served, start this state machine with "
-                    'input {"run_id": ..., "head": ..., "phase": "after"}.',
-                }
-            ),
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        notify_not_served.add_catch(notify_failure, result_path="$.error")
-        notify_not_served.next(done)
-        wait_deploy = sfn.Wait(self, "WaitForDeploy", time=sfn.WaitTime.duration(DEPLOY_CHECK_INTERVAL))
-        deploy_check = self._step(
-            "DeployCheck",
-            self.serving_function,
-            notify_failure,
-            result_path="$.deploy",
-            payload={"head": sfn.JsonPath.string_at("$.head"), "checks": sfn.JsonPath.number_at("$.deploy.checks")},
-        )
-        deployed = (
-            sfn.Choice(self, "HeadServed?")
-            .when(
-                sfn.Condition.string_equals("$.deploy.state", "serving"),
-                after,
-            )
-            .when(sfn.Condition.boolean_equals("$.deploy.give_up", True), notify_not_served)
-            .otherwise(wait_deploy)
-        )
-        wait_deploy.next(deploy_check).next(deployed)
-
-        prepare = sfn.Pass(
-            self,
-            "Prepare",
-            comment="The run id and the promoted head; phase 'after' skips 'before'.",
-            parameters={
-                "run_id": sfn.JsonPath.string_at("$.run_id"),
-                "head": sfn.JsonPath.string_at("$.head"),
-                "deploy": {"checks": 0},
-            },
-        )
-        before = self._measure("before", notify_failure, unreadable["before"], wait_deploy)
-        prepare_after = sfn.Pass(
-            self,
-            "PrepareAfter",
-            parameters={
-                "run_id": sfn.JsonPath.string_at("$.run_id"),
-                "head": sfn.JsonPath.string_at("$.head"),
-                "deploy": {"checks": 0},
-            },
-        )
-        only_after = (
-            sfn.Choice(self, "OnlyAfter?")
-            .when(sfn.Condition.string_equals("$.phase", "after"), prepare_after)
-            .otherwise(prepare)
-        )
-        # a Choice rule on a missing path is a runtime error: test for the key first
-        entry = sfn.Choice(self, "PhaseGiven?").when(sfn.Condition.is_present("$.phase"), only_after).otherwise(prepare)
-        prepare_after.next(after)
-        prepare.next(before)
-        return entry
+_JOB_NAMES = "Benchmark job names are made at run time from the run (eagle-<model>-<phase>-<hash>)."
+_SERVED = "The serving models of a promoted head are named <component>-eagle-<suffix> by their custom resource."

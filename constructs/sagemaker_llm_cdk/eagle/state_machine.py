@@ -87,9 +87,33 @@ def run_timeout(max_runtime_hours: int) -> Duration:
 
 # ================================================================ state machine
 def definition(eagle: EagleOptimization, *, dataset_prefix_uri: str) -> sfn.IChainable:
-    settings = eagle.settings
-    dataset = settings.dataset
+    """The loop's states, every one created under ``eagle``: dataset, job start, wait loop, record, outcome."""
+    notify_failure = _notify_failure(eagle)
+    done = sfn.Succeed(eagle, "Done")
 
+    prepare = sfn.Pass(
+        eagle,
+        "Prepare",
+        comment="The run id is the execution name; the input is ignored.",
+        parameters={
+            "run": {
+                "run_id": sfn.JsonPath.string_at("$$.Execution.Name"),
+                "started_at": sfn.JsonPath.string_at("$$.Execution.StartTime"),
+            }
+        },
+    )
+    start = _start_job(eagle, notify_failure)
+    _watch_job(eagle, start, done, notify_failure)
+
+    if eagle.settings.dataset.source in ("capture", "front_door"):
+        first = _capture_dataset(eagle, start, notify_failure, done)
+    else:
+        first = _user_dataset(eagle, start, notify_failure, dataset_prefix_uri)
+    return prepare.next(first)
+
+
+def _notify_failure(eagle: EagleOptimization) -> tasks.SnsPublish:
+    """Publish the error and cause of any failed step, then fail the run (``RunFailed``)."""
     notify_failure = tasks.SnsPublish(
         eagle,
         "NotifyFailure",
@@ -108,20 +132,12 @@ def definition(eagle: EagleOptimization, *, dataset_prefix_uri: str) -> sfn.ICha
     )
     _retry_notification(notify_failure)
     notify_failure.next(sfn.Fail(eagle, "RunFailed", error_path="$.error.Error", cause_path="$.error.Cause"))
-    done = sfn.Succeed(eagle, "Done")
+    return notify_failure
 
-    prepare = sfn.Pass(
-        eagle,
-        "Prepare",
-        comment="The run id is the execution name; the input is ignored.",
-        parameters={
-            "run": {
-                "run_id": sfn.JsonPath.string_at("$$.Execution.Name"),
-                "started_at": sfn.JsonPath.string_at("$$.Execution.StartTime"),
-            }
-        },
-    )
 
+def _start_job(eagle: EagleOptimization, notify_failure: sfn.IChainable) -> tasks.LambdaInvoke:
+    """``StartJob``: create the optimization job (and move the watermark with it); quota errors retried for hours."""
+    settings = eagle.settings
     start = _lambda_step(
         eagle,
         "StartJob",
@@ -145,7 +161,7 @@ def definition(eagle: EagleOptimization, *, dataset_prefix_uri: str) -> sfn.ICha
             # captured traffic: the job's start moves the watermark with the job (null: it stays)
             **(
                 {"watermark": sfn.JsonPath.object_at("$.dataset.watermark_commit")}
-                if dataset.source in ("capture", "front_door")
+                if settings.dataset.source in ("capture", "front_door")
                 else {}
             ),
         },
@@ -157,7 +173,13 @@ def definition(eagle: EagleOptimization, *, dataset_prefix_uri: str) -> sfn.ICha
         backoff_rate=START_RETRY_BACKOFF,
         max_delay=START_RETRY_MAX_DELAY,
     )
+    return start
 
+
+def _watch_job(
+    eagle: EagleOptimization, start: tasks.LambdaInvoke, done: sfn.IChainable, notify_failure: sfn.IChainable
+) -> None:
+    """After ``start``: wait, describe the job until it is terminal, then record the run and act on its outcome."""
     wait = sfn.Wait(eagle, "WaitForJob", time=sfn.WaitTime.duration(POLL_INTERVAL))
     describe = tasks.CallAwsService(
         eagle,
@@ -175,6 +197,52 @@ def definition(eagle: EagleOptimization, *, dataset_prefix_uri: str) -> sfn.ICha
     record = _lambda_step(
         eagle, "RecordRun", eagle.record_function, notify_failure, result_path="$.record", input_path="$.start"
     )  # the start output plus "job" (the final describe)
+    job_outcome = _job_outcome(eagle, done, notify_failure)
+    job_state = (
+        sfn.Choice(eagle, "JobFinished?")
+        .when(
+            sfn.Condition.or_(
+                *[
+                    sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", status)
+                    for status in ("COMPLETED", "FAILED", "STOPPED")
+                ]
+            ),
+            record.next(job_outcome),
+        )
+        .otherwise(wait)
+    )
+    start.next(wait).next(describe).next(job_state)
+
+
+def _job_outcome(eagle: EagleOptimization, done: sfn.IChainable, notify_failure: sfn.IChainable) -> sfn.Choice:
+    """``JobSucceeded?``: unreadable results and failed jobs are published and fail the run; a promoted head
+    starts the benchmark (when there is one); any other completed job succeeds."""
+    notify_job_failed = _notify_job_failed(eagle)
+    notify_unparsed = _notify_unparsed(eagle, notify_failure)
+    job_outcome = sfn.Choice(eagle, "JobSucceeded?").when(
+        sfn.Condition.and_(
+            sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
+            sfn.Condition.boolean_equals("$.record.results_unparsed", True),
+        ),
+        notify_unparsed,
+    )
+    if eagle.benchmark is not None:  # a promoted head is measured on the endpoint, before and after it is served
+        job_outcome.when(
+            sfn.Condition.and_(
+                sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
+                sfn.Condition.string_equals("$.record.decision", "promoted"),
+            ),
+            _start_benchmark(eagle, done, notify_failure),
+        )
+    job_outcome.when(
+        sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
+        done,
+    ).otherwise(notify_job_failed)
+    return job_outcome
+
+
+def _notify_job_failed(eagle: EagleOptimization) -> tasks.SnsPublish:
+    """Publish the job's failure reason, then fail the run (``JobFailed``)."""
     notify_job_failed = tasks.SnsPublish(
         eagle,
         "NotifyJobFailed",
@@ -196,6 +264,11 @@ def definition(eagle: EagleOptimization, *, dataset_prefix_uri: str) -> sfn.ICha
     notify_job_failed.next(
         sfn.Fail(eagle, "JobFailed", error="OptimizationJobFailed", cause_path="$.start.job.OptimizationJobStatus")
     )
+    return notify_job_failed
+
+
+def _notify_unparsed(eagle: EagleOptimization, notify_failure: sfn.IChainable) -> tasks.SnsPublish:
+    """Publish a completed job whose results could not be read, then fail the run (``ResultsUnparsed``)."""
     # The output layout of optimization jobs is not documented: a completed job whose results give no
     # numbers is never promoted (the record function decides so) and is published with the raw listing's
     # size and the report, then the run fails so it shows among failed executions.
@@ -229,72 +302,42 @@ def definition(eagle: EagleOptimization, *, dataset_prefix_uri: str) -> sfn.ICha
             cause="the optimization job's results could not be parsed; nothing promoted",
         )
     )
-    job_outcome = sfn.Choice(eagle, "JobSucceeded?").when(
-        sfn.Condition.and_(
-            sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
-            sfn.Condition.boolean_equals("$.record.results_unparsed", True),
-        ),
-        notify_unparsed,
-    )
-    if eagle.benchmark is not None:  # a promoted head is measured on the endpoint, before and after it is served
-        job_outcome.when(
-            sfn.Condition.and_(
-                sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
-                sfn.Condition.string_equals("$.record.decision", "promoted"),
-            ),
-            _start_benchmark(eagle, done, notify_failure),
-        )
-    job_outcome.when(
-        sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", "COMPLETED"),
-        done,
-    ).otherwise(notify_job_failed)
-    job_state = (
-        sfn.Choice(eagle, "JobFinished?")
-        .when(
-            sfn.Condition.or_(
-                *[
-                    sfn.Condition.string_equals("$.start.job.OptimizationJobStatus", status)
-                    for status in ("COMPLETED", "FAILED", "STOPPED")
-                ]
-            ),
-            record.next(job_outcome),
-        )
-        .otherwise(wait)
-    )
-    start.next(wait).next(describe).next(job_state)
+    return notify_unparsed
 
-    if dataset.source in ("capture", "front_door"):
-        first = _capture_dataset(eagle, start, notify_failure, done)
-    else:
-        validate = _lambda_step(
-            eagle,
-            "ValidateDataset",
-            eagle.validate_function,
-            notify_failure,
-            result_path="$.validation",
-            payload={"s3_uri": dataset.s3_uri, "s3_data_type": "S3Prefix"},
-        )
-        use_dataset = sfn.Pass(
-            eagle,
-            "UseDataset",
-            result_path="$.dataset",
-            parameters={
-                "training_data_s3_uri": dataset.s3_uri,
-                "s3_data_type": "S3Prefix",
-                "summary": {
-                    key: value
-                    for key, value in {
-                        "source": dataset.source,
-                        "builtin_name": dataset.builtin_name,
-                        "s3_uri": dataset_prefix_uri,
-                        "format": sfn.JsonPath.string_at("$.validation.format"),
-                    }.items()
-                    if value is not None
-                },
+
+def _user_dataset(
+    eagle: EagleOptimization, start: sfn.IChainable, notify_failure: sfn.IChainable, dataset_prefix_uri: str
+) -> sfn.IChainable:
+    """An ``s3`` or ``builtin`` dataset: check its format on a sample, then train on it as it is."""
+    dataset = eagle.settings.dataset
+    validate = _lambda_step(
+        eagle,
+        "ValidateDataset",
+        eagle.validate_function,
+        notify_failure,
+        result_path="$.validation",
+        payload={"s3_uri": dataset.s3_uri, "s3_data_type": "S3Prefix"},
+    )
+    use_dataset = sfn.Pass(
+        eagle,
+        "UseDataset",
+        result_path="$.dataset",
+        parameters={
+            "training_data_s3_uri": dataset.s3_uri,
+            "s3_data_type": "S3Prefix",
+            "summary": {
+                key: value
+                for key, value in {
+                    "source": dataset.source,
+                    "builtin_name": dataset.builtin_name,
+                    "s3_uri": dataset_prefix_uri,
+                    "format": sfn.JsonPath.string_at("$.validation.format"),
+                }.items()
+                if value is not None
             },
-        )
-        first = validate.next(use_dataset).next(start)
-    return prepare.next(first)
+        },
+    )
+    return validate.next(use_dataset).next(start)
 
 
 def _start_benchmark(eagle: EagleOptimization, done: sfn.IChainable, notify_failure: sfn.IChainable) -> sfn.IChainable:
@@ -323,8 +366,27 @@ def _start_benchmark(eagle: EagleOptimization, done: sfn.IChainable, notify_fail
 def _capture_dataset(
     eagle: EagleOptimization, start: sfn.IChainable, notify_failure: sfn.IChainable, done: sfn.IChainable
 ) -> sfn.IChainable:
-    dataset = eagle.settings.dataset
-    bucket = eagle.artifacts_bucket
+    """Captured traffic: plan the new capture objects, convert them (Distributed Map), finalize the dataset, and
+    train only when enough new records arrived."""
+    plan, nothing_new = _plan_dataset(eagle, notify_failure, done)
+    convert_map = _convert_captures(eagle, notify_failure)
+    finalize, summarize = _finalize_dataset(eagle, notify_failure)
+    enough = _enough_records(eagle, summarize.next(start), done)
+    any_new = (
+        sfn.Choice(eagle, "AnyNewCaptures?")
+        .when(
+            sfn.Condition.number_equals("$.plan.object_count", 0),
+            nothing_new,
+        )
+        .otherwise(convert_map.next(finalize).next(enough))
+    )
+    return plan.next(any_new)
+
+
+def _plan_dataset(
+    eagle: EagleOptimization, notify_failure: sfn.IChainable, done: sfn.IChainable
+) -> tuple[tasks.LambdaInvoke, sfn.Pass]:
+    """``PlanDataset`` (the capture objects after the watermark) and ``NoNewCaptures`` (nothing to train on)."""
     plan = _lambda_step(
         eagle,
         "PlanDataset",
@@ -334,7 +396,7 @@ def _capture_dataset(
         payload={
             "capture_bucket": eagle.capture_bucket.bucket_name,
             "capture_prefix": eagle.capture_prefix,
-            "output_bucket": bucket.bucket_name,
+            "output_bucket": eagle.artifacts_bucket.bucket_name,
             "output_prefix": DATASETS,
             "run_id": sfn.JsonPath.string_at("$.run.run_id"),
             "watermark_parameter": eagle.watermark_parameter.parameter_name,
@@ -347,7 +409,13 @@ def _capture_dataset(
         parameters={"trained": False, "reason": "no new Data Capture objects since the last run"},
     )
     nothing_new.next(done)
+    return plan, nothing_new
 
+
+def _convert_captures(eagle: EagleOptimization, notify_failure: sfn.IChainable) -> sfn.DistributedMap:
+    """``ConvertCaptures``: the planned objects in batches to the convert function, results to ``map-results/``."""
+    dataset = eagle.settings.dataset
+    bucket = eagle.artifacts_bucket
     assert eagle.convert_function is not None
     convert = tasks.LambdaInvoke(
         eagle,
@@ -380,7 +448,11 @@ def _capture_dataset(
     )
     convert_map.item_processor(convert)
     convert_map.add_catch(notify_failure, result_path="$.error")
+    return convert_map
 
+
+def _finalize_dataset(eagle: EagleOptimization, notify_failure: sfn.IChainable) -> tuple[tasks.LambdaInvoke, sfn.Pass]:
+    """``FinalizeDataset`` (where the watermark would move, the counts) and ``SummarizeDataset`` (the run's view)."""
     finalize = _lambda_step(
         eagle,
         "FinalizeDataset",
@@ -398,7 +470,7 @@ def _capture_dataset(
         "SummarizeDataset",
         result_path="$.dataset.summary",
         parameters={
-            "source": dataset.source,
+            "source": eagle.settings.dataset.source,
             "records": sfn.JsonPath.number_at("$.dataset.records"),
             "unattributed": sfn.JsonPath.number_at("$.dataset.unattributed"),
             "empty": sfn.JsonPath.string_at("$.dataset.empty"),
@@ -408,6 +480,12 @@ def _capture_dataset(
             "summary_s3_uri": sfn.JsonPath.string_at("$.dataset.summary_s3_uri"),
         },
     )
+    return finalize, summarize
+
+
+def _enough_records(eagle: EagleOptimization, train: sfn.IChainable, done: sfn.IChainable) -> sfn.Choice:
+    """``EnoughNewRecords?``: ``train`` at ``min_new_records`` or more, else succeed with the reason."""
+    dataset = eagle.settings.dataset
     not_enough = sfn.Pass(
         eagle,
         "NotEnoughRecords",
@@ -427,7 +505,7 @@ def _capture_dataset(
     )
     not_enough.next(done)  # nothing to undo: the watermark moves only with a started job
 
-    enough = (
+    return (
         sfn.Choice(eagle, "EnoughNewRecords?")
         .when(
             sfn.Condition.or_(
@@ -436,17 +514,8 @@ def _capture_dataset(
             ),
             not_enough,
         )
-        .otherwise(summarize.next(start))
+        .otherwise(train)
     )
-    any_new = (
-        sfn.Choice(eagle, "AnyNewCaptures?")
-        .when(
-            sfn.Condition.number_equals("$.plan.object_count", 0),
-            nothing_new,
-        )
-        .otherwise(convert_map.next(finalize).next(enough))
-    )
-    return plan.next(any_new)
 
 
 def _retry_notification(publish: tasks.SnsPublish) -> None:

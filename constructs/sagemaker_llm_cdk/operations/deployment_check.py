@@ -13,17 +13,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import jsii
-from aws_cdk import CustomResource, Duration, IStableAnyProducer, Lazy, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, IStableAnyProducer, Lazy, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
-from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import custom_resources as cr
 
 from constructs import Construct, IValidation
 
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import python_function
 from ..core.grants import acknowledge_waiting_provider
+from .waiting_provider import waiting_provider
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
@@ -73,6 +71,39 @@ class DeploymentCheck(Construct):
         super().__init__(scope, id)
         query_interval = query_interval or Duration.seconds(30)
         total_timeout = total_timeout or Duration.minutes(30)
+        self._check_durations(query_interval, total_timeout)
+        self.endpoint = endpoint
+        self._components: list[dict[str, Any]] = []
+        self._functions(endpoint)
+        framework = waiting_provider(
+            self,
+            on_event_function=self.on_event_function,
+            is_complete_function=self.is_complete_function,
+            query_interval=query_interval,
+            total_timeout=total_timeout,
+            subject=f"the deployment check of {endpoint.node.path}",
+        )
+        self.framework_roles = framework.framework_roles
+        self.waiter_logs = framework.waiter_logs
+        self.provider = framework.provider
+        self.custom_resource = CustomResource(
+            self,
+            "Resource",
+            service_token=self.provider.service_token,
+            resource_type=RESOURCE_TYPE,
+            properties={
+                "EndpointName": endpoint.endpoint_name,
+                "EndpointConfigName": endpoint.cfn_endpoint_config.attr_endpoint_config_name,
+                "Components": Lazy.any(_Components(self._components), omit_empty_array=False),
+            },
+        )
+        self.node.default_child = self.custom_resource
+        for model in endpoint.models:
+            self.add_model(model)
+        self.node.add_validation(_AllModelsChecked(self))
+        _acknowledge_deployment_check(self)
+
+    def _check_durations(self, query_interval: Duration, total_timeout: Duration) -> None:
         problems = []
         if not 60 <= total_timeout.to_seconds() <= MAX_TOTAL_TIMEOUT.to_seconds():
             problems.append(
@@ -94,9 +125,9 @@ class DeploymentCheck(Construct):
             )
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
-        self.endpoint = endpoint
-        self._components: list[dict[str, Any]] = []
 
+    def _functions(self, endpoint: LlmEndpoint) -> None:
+        """The on-event and is-complete functions, each allowed to read only what its step needs."""
         self.on_event_function = python_function(
             self,
             "OnEvent",
@@ -130,59 +161,6 @@ class DeploymentCheck(Construct):
         self._describe_components = iam.PolicyStatement(
             sid="DescribeTheseComponents", actions=["sagemaker:DescribeInferenceComponent"], resources=[]
         )
-
-        framework_logs = logs.LogGroup(
-            self, "ProviderLogs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.framework_roles: list[iam.Role] = []
-        for role_id, what in (("ProviderOnEventRole", "starts"), ("ProviderWaiterRole", "polls")):
-            role = iam.Role(
-                self,
-                role_id,
-                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                description=f"Custom resource framework that {what} the deployment check of {endpoint.node.path}",
-            )
-            role.add_to_policy(
-                iam.PolicyStatement(
-                    actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[framework_logs.log_group_arn]
-                )
-            )
-            self.framework_roles.append(role)
-        self.waiter_logs = logs.LogGroup(
-            self, "WaiterLogs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.provider = cr.Provider(
-            self,
-            "Provider",
-            on_event_handler=self.on_event_function,
-            is_complete_handler=self.is_complete_function,
-            query_interval=query_interval,
-            total_timeout=total_timeout,
-            framework_on_event_role=self.framework_roles[0],
-            framework_complete_and_timeout_role=self.framework_roles[1],
-            log_group=framework_logs,
-            disable_waiter_state_machine_logging=False,
-            waiter_state_machine_log_options=cr.LogOptions(
-                destination=self.waiter_logs, level=sfn.LogLevel.ALL, include_execution_data=False
-            ),
-        )
-        _scope_waiter_log_writes(self.provider, self.waiter_logs)
-        self.custom_resource = CustomResource(
-            self,
-            "Resource",
-            service_token=self.provider.service_token,
-            resource_type=RESOURCE_TYPE,
-            properties={
-                "EndpointName": endpoint.endpoint_name,
-                "EndpointConfigName": endpoint.cfn_endpoint_config.attr_endpoint_config_name,
-                "Components": Lazy.any(_Components(self._components), omit_empty_array=False),
-            },
-        )
-        self.node.default_child = self.custom_resource
-        for model in endpoint.models:
-            self.add_model(model)
-        self.node.add_validation(_AllModelsChecked(self))
-        _acknowledge_deployment_check(self)
 
     def add_model(self, model: ModelComponent) -> None:
         """Check ``model``'s inference component too: InService, on this endpoint, serving its model."""
@@ -227,51 +205,6 @@ class DeploymentCheck(Construct):
             self.is_complete_function.add_to_role_policy(self._describe_components)
         if dependency is not None:
             self.custom_resource.node.add_dependency(dependency)
-
-
-_LOG_WRITES = ("logs:CreateLogStream", "logs:PutLogEvents")
-
-
-def _scope_waiter_log_writes(provider: cr.Provider, log_group: logs.ILogGroup) -> None:
-    """Move the waiter's log-stream writes from '*' to its own log group.
-
-    CDK's waiter state machine grants its role the log-delivery actions (which have no resource type,
-    https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html) together with
-    ``logs:CreateLogStream``/``logs:PutLogEvents`` on '*'. Step Functions delivers execution logs
-    through the log-delivery API, so the two writes are kept only on the waiter's own log group.
-    """
-    waiter = provider.node.find_child("waiter-state-machine")
-    policy: Any = waiter.node.find_child("Role").node.find_child("DefaultPolicy")
-    cfn_policy: Any = policy.node.default_child
-    cfn_policy.policy_document = Lazy.any(_ScopedLogWrites(policy, log_group))
-
-
-@jsii.implements(IStableAnyProducer)
-class _ScopedLogWrites:
-    def __init__(self, policy: iam.Policy, log_group: logs.ILogGroup) -> None:
-        self._policy = policy
-        self._log_group = log_group
-
-    def produce(self) -> Any:
-        stack = Stack.of(self._policy)
-        document = stack.resolve(self._policy.document)
-        moved = False
-        for statement in document.get("Statement", []):
-            actions = statement.get("Action")
-            actions = [actions] if isinstance(actions, str) else list(actions or [])
-            if statement.get("Resource") == "*" and any(a in _LOG_WRITES for a in actions):
-                statement["Action"] = [a for a in actions if a not in _LOG_WRITES]
-                moved = True
-        document["Statement"] = [s for s in document.get("Statement", []) if s.get("Action") != []]
-        if moved:
-            document["Statement"].append(
-                {
-                    "Action": list(_LOG_WRITES),
-                    "Effect": "Allow",
-                    "Resource": stack.resolve(self._log_group.log_group_arn),
-                }
-            )
-        return document
 
 
 @jsii.implements(IValidation)

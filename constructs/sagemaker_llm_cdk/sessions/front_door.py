@@ -10,17 +10,10 @@ client: ``sagemaker_llm_cdk.client.SessionClient``).
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import re
-import shutil
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -30,22 +23,28 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from ..core import grants
-from ..core._assets import staged_handler
 from ..core.errors import ConfigurationError, Problem
 from ..core.functions import METRICS_NAMESPACE, python_function
 from ..core.metrics import metric
 from ..core.nag import acknowledge_resource
-from ..core.settings import validated
 from ..core.storage import secure_key
-from . import trust
 from ..settings.sessions import SessionSettings
+from . import session_containers, trust
+from .handler_package import ALLOWED_COMPONENTS_FILE as ALLOWED_COMPONENTS_FILE
+from .handler_package import HANDLER_FOLDER as HANDLER_FOLDER
+from .handler_package import handler_code
+from .served_components import MAX_LISTED_COMPONENTS as MAX_LISTED_COMPONENTS
+from .served_components import ServedComponent as ServedComponent
+from .served_components import choose_settings, component_problems, component_resources, unique
+from .served_components import component_name_pattern as component_name_pattern
+from .session_containers import FIRST_LMI_WITH_SESSIONS as FIRST_LMI_WITH_SESSIONS
+from .session_containers import SESSION_VARIABLES as SESSION_VARIABLES
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
     from ..hosting.model_component import ModelComponent
     from .turn_log import TurnLog
 
-HANDLER_FOLDER = "session_router"
 PARTITION_KEY = "conversation_id"
 TTL_ATTRIBUTE = "expires_at"
 TIMEOUT = Duration.seconds(300)
@@ -53,33 +52,8 @@ TIMEOUT = Duration.seconds(300)
 DynamoDB write) fits in the remaining time; otherwise the caller gets 504 TimeBudgetExceeded."""
 MEMORY_MB = 512
 
-SESSION_VARIABLES = ("OPTION_ENABLE_STATEFUL_SESSIONS", "OPTION_SESSIONS_EXPIRATION")
-"""LMI (DJL Serving) container variables for stateful sessions. ``OPTION_SESSIONS_PATH`` is left at
-the container's default (``/dev/shm/djl_sessions``, memory-backed)."""
-
-FIRST_LMI_WITH_SESSIONS = 16
-"""LMI 16 (DJL Serving 0.34.0) is the first release whose notes list session-based sticky routing
-(vLLM async mode); async mode is the default from LMI 17."""
-
-ALLOWED_COMPONENTS_FILE = "allowed_components.json"
-"""The served component names, packaged next to the handler (``{"components": [...]}``): a list that grows
-with the adapters never goes into the function's environment (Lambda allows 4 KB in all)."""
-
-MAX_LISTED_COMPONENTS = 20
-"""Up to this many served components, the function's role names each component's ARN. Beyond it, one ARN
-pattern (the components' common name prefix) keeps the policy the same size for 20 or 1,000 adapters
-(an inline role policy may hold 10,240 characters, and naming adapters of nested stacks would need one
-stack output each, 200 at most)."""
-
-
-_LMI_MAJOR = re.compile(r"-lmi(\d+)\.")
-
-
-class ServedComponent(Protocol):
-    """What the front door needs of a model or adapter it serves (``ModelComponent``, ``LoraAdapter``)."""
-
-    component_name: str
-    component_arn: str
+_session_variables = session_containers.session_variables
+"""The LMI variables a front door's settings set on each container it serves."""
 
 
 class SessionFrontDoor(Construct):
@@ -155,22 +129,11 @@ class SessionFrontDoor(Construct):
         """
         super().__init__(scope, id)
         self.endpoint = endpoint
-        problems = _component_problems("default_component", default_component, endpoint)
-        for index, component in enumerate(components):
-            problems.extend(_component_problems(f"components[{index}]", component, endpoint))
-        chosen, settings_problems = _choose_settings(settings, default_component, self.node.path)
-        problems.extend(settings_problems)
-        self.settings = chosen
-        served = _unique([default_component, *components]) if not problems else []
-        containers = _containers(served)
-        if not problems:
-            problems.extend(_container_problems(containers, chosen, default_component))
-        if problems:
-            raise ConfigurationError(problems, source=self.node.path)
-
+        served, containers = self._check_served(endpoint, default_component, components, settings)
+        chosen = self.settings
         self.components: tuple[ServedComponent, ...] = tuple(served)
         self.default_component = default_component
-        self._enable_sessions(containers, chosen)
+        session_containers.enable_sessions(containers, chosen)
 
         stack = Stack.of(self)
         self.encryption_key: kms.IKey = encryption_key or secure_key(
@@ -199,16 +162,46 @@ class SessionFrontDoor(Construct):
             timeout=TIMEOUT,
             memory_size=MEMORY_MB,
             environment=self._environment(endpoint, default_component, chosen),
-            code=_handler_code([c.component_name for c in served]),
+            code=handler_code([c.component_name for c in served]),
         )
         self.function_url = lambda_.FunctionUrl(
             self, "Url", function=self.function, auth_type=lambda_.FunctionUrlAuthType.AWS_IAM
         )
         self.url = self.function_url.url
 
+        self._grant_function(stack, endpoint, served)
+        self.pinned_roles: list[iam.IRole] = []
+        """Roles granted with ``grant_invoke_pinned``."""
+        self._grant_callers(stack, chosen)
+        session_containers.warn_about_containers(self, containers)
+
+    def _check_served(
+        self,
+        endpoint: LlmEndpoint,
+        default_component: ModelComponent,
+        components: Sequence[ServedComponent],
+        settings: SessionSettings | None,
+    ) -> tuple[list[Any], list[Any]]:
+        """Choose ``settings`` and refuse what cannot be served; return the served components and their containers."""
+        problems = component_problems("default_component", default_component, endpoint)
+        for index, component in enumerate(components):
+            problems.extend(component_problems(f"components[{index}]", component, endpoint))
+        chosen, settings_problems = choose_settings(settings, default_component, self.node.path)
+        problems.extend(settings_problems)
+        self.settings = chosen
+        served = unique([default_component, *components]) if not problems else []
+        containers = session_containers.containers(served)
+        if not problems:
+            problems.extend(session_containers.container_problems(containers, chosen, default_component))
+        if problems:
+            raise ConfigurationError(problems, source=self.node.path)
+        return served, containers
+
+    def _grant_function(self, stack: Stack, endpoint: LlmEndpoint, served: Sequence[Any]) -> None:
+        """The function's role: invoke the endpoint's served components, use the session table and its key."""
         role = self.function.role
         assert role is not None  # python_function always gives the function a role
-        self.component_resources: list[str] = _component_resources(stack, served)
+        self.component_resources: list[str] = component_resources(stack, served)
         """What the role may invoke besides the endpoint: each served component's ARN, or one name pattern."""
         # Beyond MAX_LISTED_COMPONENTS components one inference-component ARN pattern replaces the list: exactly
         # that pattern is acknowledged, so any other new wildcard on the front door still fails the synth. The rest
@@ -238,10 +231,6 @@ class SessionFrontDoor(Construct):
                 conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{stack.region}.{stack.url_suffix}"}},
             )
         )
-        self.pinned_roles: list[iam.IRole] = []
-        """Roles granted with ``grant_invoke_pinned``."""
-        self._grant_callers(stack, chosen)
-        self._warn_about_containers(containers)
 
     def _grant_callers(self, stack: Stack, settings: SessionSettings) -> None:
         """Grant the existing roles of ``settings.callers`` (ARNs of the stack's account) the URL."""
@@ -266,43 +255,6 @@ class SessionFrontDoor(Construct):
             role = iam.Role.from_role_arn(self, f"Caller{index}", arn, mutable=True)
             self.grant_invoke_url(role)
             self.callers.append(role)
-
-    # ---------------------------------------------------------------- containers
-    @staticmethod
-    def _enable_sessions(containers: Sequence[Any], settings: SessionSettings) -> None:
-        for container in containers:
-            if container.spec.is_lmi:
-                for name, value in _session_variables(settings).items():
-                    container.add_environment(name, value)
-
-    def _warn_about_containers(self, containers: Sequence[Any]) -> None:
-        for container in containers:
-            spec = container.spec
-            if not spec.is_lmi:
-                Annotations.of(self).add_warning_v2(
-                    "sagemaker-llm-cdk:session-container",
-                    f"model {container.component_name} uses image {spec.image}, not LMI: the front door sets no "
-                    "session variables on it, so its server must implement SageMaker stateful sessions "
-                    "(requestType NEW_SESSION/CLOSE, X-Amzn-SageMaker-New-Session-Id); otherwise turns with a "
-                    "conversation_id fail with 502 SessionsNotSupported.",
-                )
-                continue
-            major = _lmi_major(spec.image, spec.lmi_tag)
-            if major is not None and major < FIRST_LMI_WITH_SESSIONS:
-                Annotations.of(self).add_warning_v2(
-                    "sagemaker-llm-cdk:session-lmi-version",
-                    f"model {container.component_name} uses LMI {major} ({spec.image}); session-based sticky routing "
-                    f"is listed from LMI {FIRST_LMI_WITH_SESSIONS} (DJL Serving 0.34.0, vLLM async mode). Use e.g. "
-                    "image lmi:0.35.0-lmi17.0.0-cu128, or turns with a conversation_id may fail with 502 "
-                    "SessionsNotSupported.",
-                )
-            elif major == FIRST_LMI_WITH_SESSIONS and container.environment.get("OPTION_ASYNC_MODE") != "true":
-                Annotations.of(self).add_warning_v2(
-                    "sagemaker-llm-cdk:session-lmi-async",
-                    f"model {container.component_name} uses LMI 16, where sessions need vLLM async mode: set "
-                    "environment OPTION_ASYNC_MODE=true, OPTION_ROLLING_BATCH=disable and "
-                    "OPTION_ENTRYPOINT=djl_python.lmi_vllm.vllm_async_service (async mode is the default from LMI 17).",
-                )
 
     # --------------------------------------------------------------- environment
     def _environment(self, endpoint: LlmEndpoint, default_component: Any, settings: SessionSettings) -> dict[str, str]:
@@ -414,9 +366,10 @@ class SessionFrontDoor(Construct):
                     grantee,
                     arn,
                     (
-                        f"InvokeEndpointWithResponseStream on the {len(self.components)} inference components a session "
-                        "front door serves (a base and its adapters) by their common name prefix, so the policy does not "
-                        "grow per adapter; the endpoint ARN in the same statement limits it to that endpoint's components."
+                        f"InvokeEndpointWithResponseStream on the {len(self.components)} inference components a "
+                        "session front door serves (a base and its adapters) by their common name prefix, so the "
+                        "policy does not grow per adapter; the endpoint ARN in the same statement limits it to that "
+                        "endpoint's components."
                     ),
                 )
         return grant
@@ -467,168 +420,6 @@ class SessionFrontDoor(Construct):
     def metric_sessions_reopened(self, **kwargs: Any) -> cloudwatch.Metric:
         """Turns that found their session lost and opened a new one. Default: sum over 1 minute."""
         return self.metric("SessionsReopened", **kwargs)
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _component_problems(field: str, component: Any, endpoint: LlmEndpoint) -> list[Problem]:
-    name = getattr(component, "component_name", None)
-    if not isinstance(name, str) or getattr(component, "component_arn", None) is None:
-        return [
-            Problem(
-                field,
-                type(component).__name__,
-                "a model or adapter with component_name and component_arn (ModelComponent, LoraAdapter)",
-                "pass what endpoint.add_model or add_adapter returned",
-            )
-        ]
-    if not _on_endpoint(component, endpoint):
-        owner = getattr(component, "endpoint", None)
-        where = f" (it is on {owner.node.path})" if isinstance(owner, Construct) else ""
-        return [
-            Problem(
-                field,
-                name,
-                f"an inference component of endpoint {endpoint.node.path}",
-                f"serve {name} through a front door on its own endpoint{where}, or remove it from "
-                f"{field.split('[')[0]}",
-            )
-        ]
-    return []
-
-
-def _on_endpoint(component: Any, endpoint: LlmEndpoint) -> bool:
-    owner = getattr(component, "endpoint", None)
-    if owner is not None:
-        return owner is endpoint
-    from ..adapters.lora_adapter import adapters_of
-
-    return any(component is other for other in (*endpoint.models, *adapters_of(endpoint)))
-
-
-def _choose_settings(
-    settings: SessionSettings | None, default_component: Any, where: str
-) -> tuple[SessionSettings, list[Problem]]:
-    spec = getattr(default_component, "spec", None)
-    from_spec = getattr(spec, "sessions", None)
-    if settings is None:
-        return from_spec or SessionSettings(), []
-    settings = validated(SessionSettings, settings, where=where)
-    if from_spec is not None and from_spec != settings:
-        return settings, [
-            Problem(
-                "settings",
-                settings.model_dump(),
-                f"nothing, or the model's own sessions settings {from_spec.model_dump()}",
-                f"drop settings (the front door uses {default_component.component_name}'s "
-                "spec.sessions) or make the two equal",
-            )
-        ]
-    return settings, []
-
-
-def _unique(items: Sequence[Any]) -> list[Any]:
-    out: list[Any] = []
-    for item in items:
-        if not any(item is seen for seen in out):
-            out.append(item)
-    return out
-
-
-def _containers(served: Sequence[Any]) -> list[Any]:
-    """The model containers that run the served components: a model's own, an adapter's base's."""
-    containers: list[Any] = []
-    for component in served:
-        container = component if hasattr(component, "add_environment") else getattr(component, "base", None)
-        if container is not None and hasattr(container, "add_environment") and hasattr(container, "spec"):
-            containers.append(container)
-    return _unique(containers)
-
-
-def _session_variables(settings: SessionSettings) -> dict[str, str]:
-    return {"OPTION_ENABLE_STATEFUL_SESSIONS": "true", "OPTION_SESSIONS_EXPIRATION": str(settings.expiration_seconds)}
-
-
-def _container_problems(containers: Sequence[Any], settings: SessionSettings, default_component: Any) -> list[Problem]:
-    problems = []
-    for container in containers:
-        if not container.spec.is_lmi:
-            continue
-        field = "default_component" if container is default_component else f"model {container.component_name}"
-        for name, value in _session_variables(settings).items():
-            current = container.environment.get(name)
-            if current is not None and current != value:
-                origin = "its spec.environment" if name in container.spec.environment else "another session front door"
-                problems.append(
-                    Problem(
-                        f"{field}.environment.{name}",
-                        current,
-                        f"{value!r}, what this front door's settings need (a container has one session expiry)",
-                        f"remove {name} from {origin}, or make this front door's session expiry {current} seconds "
-                        "(settings, or the model's sessions.expiration_seconds)"
-                        if name == "OPTION_SESSIONS_EXPIRATION"
-                        else f"remove {name} from {origin}",
-                    )
-                )
-    return problems
-
-
-def _handler_code(names: Sequence[str]) -> lambda_.Code:
-    """The handler folder plus ALLOWED_COMPONENTS_FILE, staged once per distinct content.
-
-    The staging folder is named by the hash of what it holds, so repeated synths reuse it and the asset
-    hash changes exactly when the handler or the list of names does.
-    """
-    source = Path(staged_handler(HANDLER_FOLDER))  # the handler folder plus the shared package llm_cdk_shared
-    listing = json.dumps({"components": list(names)}, indent=0).encode()
-    digest = hashlib.sha256(listing)
-    files = sorted(
-        p
-        for p in source.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc" and p.name != ALLOWED_COMPONENTS_FILE
-    )
-    for path in files:
-        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes())
-    staged = Path(tempfile.gettempdir()) / f"sagemaker-llm-cdk-{HANDLER_FOLDER}-{digest.hexdigest()[:24]}"
-    if not (staged / ALLOWED_COMPONENTS_FILE).is_file():
-        work = Path(tempfile.mkdtemp(prefix=staged.name + "-", dir=staged.parent))
-        for path in files:
-            target = work / path.relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-        (work / ALLOWED_COMPONENTS_FILE).write_bytes(listing)
-        try:
-            os.replace(work, staged)  # atomic: a concurrent synth either sees all of it or stages its own
-        except OSError:
-            shutil.rmtree(work, ignore_errors=True)  # another synth staged the same content first
-    return lambda_.Code.from_asset(str(staged))
-
-
-def component_name_pattern(names: Sequence[str]) -> str:
-    """``<longest common prefix>*`` of the component names (``*`` when they share none)."""
-    return os.path.commonprefix(list(names)) + "*"
-
-
-def _component_resources(stack: Stack, served: Sequence[Any]) -> list[str]:
-    if len(served) <= MAX_LISTED_COMPONENTS:
-        return [c.component_arn for c in served]
-    return [
-        stack.format_arn(
-            service="sagemaker",
-            resource="inference-component",
-            resource_name=component_name_pattern([c.component_name for c in served]),
-        )
-    ]
-
-
-def _lmi_major(image: str, lmi_tag: str | None) -> int | None:
-    tag = lmi_tag
-    if tag is None:
-        last = image.rsplit("/", 1)[-1]
-        tag = last.split(":", 1)[1] if ":" in last else None
-    match = _LMI_MAJOR.search(f"-{tag}" if tag else "")
-    return int(match.group(1)) if match else None
 
 
 def _description(endpoint: LlmEndpoint) -> str:

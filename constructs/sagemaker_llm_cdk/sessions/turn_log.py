@@ -47,6 +47,8 @@ from ..settings.sessions import DEFAULT_TURN_LOG_RETENTION_DAYS
 DEFAULT_PREFIX = "front-door/"
 ERROR_PREFIX = "front-door-errors/"
 """Failed deliveries: kept apart from the turns so the dataset builder never reads them as data."""
+DEFAULT_BUFFERING_INTERVAL = Duration.minutes(5)
+DEFAULT_BUFFERING_SIZE = Size.mebibytes(64)
 
 
 class TurnLog(Construct):
@@ -54,8 +56,8 @@ class TurnLog(Construct):
 
     Children: ``Resource`` (``AWS::KinesisFirehose::DeliveryStream``), ``Key`` (stream encryption),
     ``DeliveryRole``, ``DeliveryLogs``, and ``Bucket`` + ``BucketKey`` unless ``bucket`` is given. Attributes:
-    ``cfn_delivery_stream``, ``delivery_stream_name``, ``delivery_stream_arn``, ``bucket``, ``prefix``, ``key``, ``role``,
-    ``retention_days``, ``secure_bucket`` (the ``SecureBucket`` it created, else None).
+    ``cfn_delivery_stream``, ``delivery_stream_name``, ``delivery_stream_arn``, ``bucket``, ``prefix``, ``key``,
+    ``role``, ``retention_days``, ``secure_bucket`` (the ``SecureBucket`` it created, else None).
     """
 
     def __init__(
@@ -65,8 +67,8 @@ class TurnLog(Construct):
         *,
         bucket: s3.IBucket | None = None,
         prefix: str = DEFAULT_PREFIX,
-        buffering_interval: Duration = Duration.minutes(5),
-        buffering_size: Size = Size.mebibytes(64),
+        buffering_interval: Duration = DEFAULT_BUFFERING_INTERVAL,
+        buffering_size: Size = DEFAULT_BUFFERING_SIZE,
         retention_days: int | None = None,
     ) -> None:
         """
@@ -79,6 +81,22 @@ class TurnLog(Construct):
             ``turn_log_retention_days`` when one logs into it (``SessionFrontDoor.log_turns``), else 30.
         """
         super().__init__(scope, id)
+        self._check_inputs(prefix, retention_days)
+        self._retention_days = retention_days
+        self._retention_given = retention_days is not None
+        days = Lazy.number(_Days(self))  # read at synth: log_turns may still apply the front door's setting
+        self.secure_bucket: SecureBucket | None = None
+        self.bucket = self._turns_bucket(bucket, prefix, days)
+        self.prefix = prefix
+        self.key = secure_key(self, "Key", description=f"Encrypts the Firehose stream of {self.node.path}")
+        stack = Stack.of(self)
+        self.role = self._delivery_role(stack)
+        log_group, log_stream = self._delivery_logs(stack)
+        self._delivery_stream(log_group, log_stream, buffering_interval, buffering_size)
+        self._acknowledge_prefixes()
+        self._let_firehose_use_key(stack)
+
+    def _check_inputs(self, prefix: str, retention_days: int | None) -> None:
         problems = []
         if not prefix.endswith("/") or prefix.startswith("/"):
             problems.append(
@@ -97,10 +115,9 @@ class TurnLog(Construct):
             )
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
-        self._retention_days = retention_days
-        self._retention_given = retention_days is not None
-        days = Lazy.number(_Days(self))  # read at synth: log_turns may still apply the front door's setting
-        self.secure_bucket: SecureBucket | None = None
+
+    def _turns_bucket(self, bucket: s3.IBucket | None, prefix: str, days: float) -> s3.IBucket:
+        """The given bucket, with the turns' expiry when it is an ``s3.Bucket`` of this app, else a new one."""
         if bucket is None:
             bucket_key = secure_key(self, "BucketKey", description=f"Encrypts the front-door turns of {self.node.path}")
             self.secure_bucket = SecureBucket(
@@ -129,13 +146,13 @@ class TurnLog(Construct):
                 "it is set here. Give that bucket an expiration lifecycle rule and a read restriction, or leave "
                 "bucket out.",
             )
-        self.bucket = bucket
-        self.prefix = prefix
-        self.key = secure_key(self, "Key", description=f"Encrypts the Firehose stream of {self.node.path}")
-        stack = Stack.of(self)
-        # The delivery role, narrow (the L2 DeliveryStream grants read/write/delete on the whole bucket):
-        # write only under the two prefixes, with the bucket's key, and only for this account's Firehose.
-        self.role = iam.Role(
+        return bucket
+
+    def _delivery_role(self, stack: Stack) -> iam.Role:
+        """The delivery role, narrow (the L2 DeliveryStream grants read/write/delete on the whole bucket): write
+        only under the two prefixes, with the bucket's key, and only for this account's Firehose."""
+        bucket, prefix = self.bucket, self.prefix
+        role = iam.Role(
             self,
             "DeliveryRole",
             assumed_by=iam.ServicePrincipal(
@@ -143,14 +160,14 @@ class TurnLog(Construct):
             ),
             description=f"Lets Firehose write the front-door turns of {self.node.path} to S3",
         )
-        self.role.add_to_policy(
+        role.add_to_policy(
             iam.PolicyStatement(
                 sid="FindBucket",
                 actions=["s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"],
                 resources=[bucket.bucket_arn],
             )
         )
-        self.role.add_to_policy(
+        role.add_to_policy(
             iam.PolicyStatement(
                 sid="WriteTurns",
                 actions=["s3:PutObject", "s3:AbortMultipartUpload"],
@@ -158,7 +175,7 @@ class TurnLog(Construct):
             )
         )
         if bucket.encryption_key is not None:
-            self.role.add_to_policy(
+            role.add_to_policy(
                 iam.PolicyStatement(
                     sid="EncryptTurns",
                     actions=["kms:GenerateDataKey", "kms:Decrypt"],
@@ -166,6 +183,10 @@ class TurnLog(Construct):
                     conditions={"StringEquals": {"kms:ViaService": f"s3.{stack.region}.{stack.url_suffix}"}},
                 )
             )
+        return role
+
+    def _delivery_logs(self, stack: Stack) -> tuple[logs.LogGroup, logs.LogStream]:
+        """The log group and stream Firehose writes delivery errors to, and the role's right to write there."""
         log_group = logs.LogGroup(
             self, "DeliveryLogs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN
         )
@@ -190,6 +211,13 @@ class TurnLog(Construct):
                 ],
             )
         )
+        return log_group, log_stream
+
+    def _delivery_stream(
+        self, log_group: logs.LogGroup, log_stream: logs.LogStream, buffering_interval: Duration, buffering_size: Size
+    ) -> None:
+        """The DirectPut stream (``Resource``): gzip files under the turns prefix, failures under the error prefix."""
+        bucket, prefix = self.bucket, self.prefix
         destination: dict[str, Any] = {
             "bucketArn": bucket.bucket_arn,
             "roleArn": self.role.role_arn,
@@ -222,6 +250,9 @@ class TurnLog(Construct):
         self.cfn_delivery_stream.node.add_dependency(self.role)
         self.delivery_stream_name: str = self.cfn_delivery_stream.ref
         self.delivery_stream_arn: str = self.cfn_delivery_stream.attr_arn
+
+    def _acknowledge_prefixes(self) -> None:
+        bucket, prefix = self.bucket, self.prefix
         for objects, why in (
             (f"{prefix}*", "Firehose names each file by delivery time under the turns prefix"),
             (f"{ERROR_PREFIX}*", "Firehose writes undeliverable records under the error prefix"),
@@ -232,6 +263,8 @@ class TurnLog(Construct):
                 f"{why}; PutObject/AbortMultipartUpload only, that prefix only.",
                 finding="Resource::" + nag_form(self.role, bucket.arn_for_objects(objects)),
             )
+
+    def _let_firehose_use_key(self, stack: Stack) -> None:
         # Firehose encrypts the stream with the key through a grant it creates on CreateDeliveryStream.
         self.key.add_to_resource_policy(
             iam.PolicyStatement(

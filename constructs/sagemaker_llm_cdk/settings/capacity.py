@@ -16,7 +16,7 @@ from ..core import service_model
 from ..core.errors import MISSING, Problem
 from ..core.name_rules import as_prefix, prefixed_name
 from ..core.settings import Settings, field_rule, instance_type_problem, name_problem
-from .hosting import EndpointOptions
+from .endpoint import EndpointOptions
 
 ALLOWED_INSTANCE_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 """Instance counts SageMaker offers capacity plans for.
@@ -56,8 +56,8 @@ class PlanExtension(Settings):
         datetime,
         Field(
             description=(
-                "The plan should last at least until this time (ISO-8601 with a time zone). The extension covers the whole "
-                "days from the plan's current end to it."
+                "The plan should last at least until this time (ISO-8601 with a time zone). The extension covers the "
+                "whole days from the plan's current end to it."
             )
         ),
     ]
@@ -67,7 +67,8 @@ class PlanExtension(Settings):
             gt=0,
             allow_inf_nan=False,
             description=(
-                "The most the extension may cost, in US dollars; the cheapest offering at or below it is bought, or nothing."
+                "The most the extension may cost, in US dollars; the cheapest offering at or below it is bought, or "
+                "nothing."
             ),
         ),
     ]
@@ -105,12 +106,12 @@ class CapacityPlanSpec(Settings):
         str | None,
         Field(
             description=(
-                "The plan's name in this config: 1-64 letters, digits and hyphens. The consent names it "
-                "(-c purchase=<name>) and endpoints' capacity_plan refer to it. A plan to reserve is bought as "
-                "<stack name>-<name> (its TrainingPlanName, cut to 64 characters with a hash), unless physical_name pins "
-                "it, so two stacks of one config never share a plan; an existing plan is used by exactly this name. "
-                "Required to reserve a plan and to use an existing plan by name; with existing_plan_arn it defaults to the "
-                "name in the ARN."
+                "The plan's name in this config: 1-64 letters, digits and hyphens. The consent names it (-c "
+                "purchase=<name>) and endpoints' capacity_plan refer to it. A plan to reserve is bought as <stack "
+                "name>-<name> (its TrainingPlanName, cut to 64 characters with a hash), unless physical_name pins it, "
+                "so two stacks of one config never share a plan; an existing plan is used by exactly this name. "
+                "Required to reserve a plan and to use an existing plan by name; with existing_plan_arn it defaults to "
+                "the name in the ARN."
             )
         ),
     ] = None
@@ -120,10 +121,10 @@ class CapacityPlanSpec(Settings):
         Field(
             description=(
                 "reserve: the exact TrainingPlanName to buy or adopt, not prefixed (1-64 letters, digits and hyphens). "
-                "Pin it for a plan bought before names were stack-prefixed (its name was the config name): without it the "
-                "next deploy asks for <stack name>-<name> instead and refuses to change the bought plan. A pinned name is "
-                "unique in the account and region, so two stacks of one config share that plan. Refused for an existing "
-                "plan (its name is used as given). Default: <stack name>-<name>."
+                "Pin it for a plan bought before names were stack-prefixed (its name was the config name): without it "
+                "the next deploy asks for <stack name>-<name> instead and refuses to change the bought plan. A pinned "
+                "name is unique in the account and region, so two stacks of one config share that plan. Refused for an "
+                "existing plan (its name is used as given). Default: <stack name>-<name>."
             )
         ),
     ] = None
@@ -131,9 +132,9 @@ class CapacityPlanSpec(Settings):
         Literal["reserve", "existing"] | None,
         Field(
             description=(
-                "reserve: buy a new plan (needs max_upfront_fee_usd here and -c purchase=<name> on the deploy command). "
-                "existing: use a plan you already have, by existing_plan_arn or name; nothing is bought. Default: existing "
-                "when existing_plan_arn is set, otherwise reserve."
+                "reserve: buy a new plan (needs max_upfront_fee_usd here and -c purchase=<name> on the deploy "
+                "command). existing: use a plan you already have, by existing_plan_arn or name; nothing is bought. "
+                "Default: existing when existing_plan_arn is set, otherwise reserve."
             )
         ),
     ] = None
@@ -174,8 +175,8 @@ class CapacityPlanSpec(Settings):
         datetime | None,
         Field(
             description=(
-                "reserve: the plan starts at or after this time (ISO-8601 with a time zone, e.g. 2026-01-15T00:00:00Z). "
-                "Default: as soon as SageMaker offers."
+                "reserve: the plan starts at or after this time (ISO-8601 with a time zone, e.g. "
+                "2026-01-15T00:00:00Z). Default: as soon as SageMaker offers."
             )
         ),
     ] = None
@@ -193,8 +194,8 @@ class CapacityPlanSpec(Settings):
             gt=0,
             allow_inf_nan=False,
             description=(
-                "reserve: the most the purchase may cost, in US dollars; the cheapest offering at or below it is bought, "
-                "or nothing. Required to reserve; refused for an existing plan."
+                "reserve: the most the purchase may cost, in US dollars; the cheapest offering at or below it is "
+                "bought, or nothing. Required to reserve; refused for an existing plan."
             ),
         ),
     ] = None
@@ -228,7 +229,8 @@ class CapacityPlanSpec(Settings):
         Field(
             description=(
                 "Extend the plan (ExtendTrainingPlan) so that it lasts until extension.until, within "
-                "extension.max_upfront_fee_usd; bought only by a deploy with -c extend=<plan name>, once. Default: none."
+                "extension.max_upfront_fee_usd; bought only by a deploy with -c extend=<plan name>, once. Default: "
+                "none."
             )
         ),
     ] = None
@@ -491,8 +493,8 @@ class CapacityPlanSpec(Settings):
                     MISSING,
                     f"a price cap in USD greater than 0: {what}",
                     "set max_upfront_fee_usd to the most you agree to pay (USD); the purchase then happens only on a "
-                    f"deploy with -c {PURCHASE_CONTEXT}={self.name or '<plan name>'}. To use a plan you already have, set "
-                    "existing_plan_arn instead",
+                    f"deploy with -c {PURCHASE_CONTEXT}={self.name or '<plan name>'}. To use a plan you already have, "
+                    "set existing_plan_arn instead",
                 )
             )
         return problems

@@ -1,22 +1,32 @@
 """The whole deployment config (``AppConfig``): each feature's settings put together, with the rules that span them.
 
-Imports settings (and pure facts) only, never a construct module, so a config can be checked without CDK.
+Imports settings (and pure facts) only, never a construct module, so a config can be checked without CDK. The
+budget (``budget``), tag rules (``tags``), names across the config (``config_names``) and the fit of a model on its
+endpoint (``fit``) have their own modules; their names are importable from here too.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from .capacity import CapacityPlanSpec, spec_binding_problems
 from ..core.errors import Problem
 from ..core.settings import Settings, name_problem, unless_failed
+from .budget import BudgetSettings as BudgetSettings
+from .capacity import CapacityPlanSpec, spec_binding_problems
+from .config_names import duplicate_name_problems as duplicate_name_problems
+from .config_names import plan_reference_problem as plan_reference_problem
+from .config_names import raw_plan_reference_problems as raw_plan_reference_problems
+from .endpoint import EndpointOptions, VpcPlacement, pools_with_plan_problem
+from .fit import model_fit_problems as model_fit_problems
 from .images import ami_problems
-from .hosting import EndpointOptions, ModelSpec, VpcPlacement
+from .model import ModelSpec
 from .operations import MonitoringSettings
 from .routing import RouterSpec, router_problems
+from .tags import MAX_TAGS as MAX_TAGS
+from .tags import tag_problems as tag_problems
 
 _STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
 
@@ -28,102 +38,6 @@ class DeploymentTarget(Settings):
     region: Annotated[
         str | None, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1.")
     ] = None
-
-
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
-
-
-class BudgetSettings(Settings):
-    """An AWS Budgets cost budget on this deployment's tagged resources, with ACTUAL and FORECASTED alerts.
-
-    The synth refuses a config whose monthly ceiling (``operations.cost_model``: every endpoint at
-    ``max_instances`` and every counted EAGLE run, on demand, priced from the shipped table) is above
-    ``max_usd_per_month``; a config whose known ceiling is above USD 10,000 must declare one.
-    """
-
-    max_usd_per_month: Annotated[
-        int,
-        Field(
-            ge=1,
-            le=100_000_000,
-            description=(
-                "Budget limit, USD per month (AWS Budgets, COST, MONTHLY). The synth refuses a config whose monthly ceiling "
-                "is above it."
-            ),
-        ),
-    ]
-    email: Annotated[
-        str | None,
-        Field(
-            description=(
-                "Address the budget's alerts are e-mailed to (AWS Budgets subscriber EMAIL). Default: none (then "
-                "notify_alarm_topic must be true)."
-            )
-        ),
-    ] = None
-    notify_alarm_topic: Annotated[
-        bool,
-        Field(
-            description=(
-                "Also publish the alerts to the stack's alarm SNS topic (its policy lets budgets.amazonaws.com publish "
-                "only for this account's budget). Default: false."
-            )
-        ),
-    ] = False
-    actual_percent: Annotated[
-        tuple[Annotated[int, Field(ge=1, le=1000)], ...],
-        Field(
-            min_length=1,
-            max_length=5,
-            description=("Percents of the limit at which ACTUAL spend alerts. Default: 80 and 100."),
-        ),
-    ] = (80, 100)
-    forecasted_percent: Annotated[
-        tuple[Annotated[int, Field(ge=1, le=1000)], ...],
-        Field(max_length=5, description=("Percents of the limit at which FORECASTED spend alerts. Default: 100.")),
-    ] = (100,)
-    tag: Annotated[
-        str | None,
-        Field(
-            description=(
-                "Key of tags the budget's cost filter selects (its value as in tags; activate it as a cost allocation "
-                "tag in Billing). Default: the first key of tags; with no tags, the aws:cloudformation:stack-name tag "
-                "CloudFormation puts on this stack's resources."
-            )
-        ),
-    ] = None
-
-    def _rules(self) -> list[Problem]:
-        problems = []
-        if self.email is None and not self.notify_alarm_topic:
-            problems.append(
-                Problem(
-                    "email",
-                    None,
-                    "an e-mail address, or notify_alarm_topic: true",
-                    "set email to the address that should hear about the spend",
-                )
-            )
-        if self.email is not None and (not _EMAIL.match(self.email) or len(self.email) > 254):
-            problems.append(
-                Problem(
-                    "email", self.email, "an email address like ops@example.com", "write the address as name@domain"
-                )
-            )
-        for field in ("actual_percent", "forecasted_percent"):
-            values = getattr(self, field)
-            if len(set(values)) != len(values):
-                problems.append(Problem(field, list(values), "distinct percents", "list each percent once"))
-        if len(self.actual_percent) + len(self.forecasted_percent) > 10:
-            problems.append(
-                Problem(
-                    "forecasted_percent",
-                    list(self.forecasted_percent),
-                    "at most 10 notifications in all (AWS Budgets' limit per budget)",
-                    "drop some thresholds",
-                )
-            )
-        return problems
 
 
 class ChecksSettings(Settings):
@@ -155,9 +69,9 @@ class EndpointSpec(EndpointOptions):
         str | None,
         Field(
             description=(
-                "Name of a plan in capacity_plans that this endpoint runs on (capacity-reservations-only), bound only while "
-                "the plan is Active (see the plan's when_not_active). Remove it to move the endpoint to on-demand capacity "
-                "(the endpoint config is replaced). Default: on-demand capacity."
+                "Name of a plan in capacity_plans that this endpoint runs on (capacity-reservations-only), bound only "
+                "while the plan is Active (see the plan's when_not_active). Remove it to move the endpoint to "
+                "on-demand capacity (the endpoint config is replaced). Default: on-demand capacity."
             )
         ),
     ] = None
@@ -201,9 +115,10 @@ class EndpointSpec(EndpointOptions):
                         Problem(
                             "data_capture.retention_days",
                             retention,
-                            f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, every {days:g} days)",
-                            "keep captures longer than the EAGLE interval, or run EAGLE more often: captured traffic older "
-                            "than retention_days expires before the next run reads it",
+                            f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, "
+                            f"every {days:g} days)",
+                            "keep captures longer than the EAGLE interval, or run EAGLE more often: captured traffic "
+                            "older than retention_days expires before the next run reads it",
                         )
                     )
         with unless_failed():
@@ -217,58 +132,16 @@ class EndpointSpec(EndpointOptions):
                         Problem(
                             f"models[{index}].sessions.turn_log_retention_days",
                             kept,
-                            f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, every {days:g} days)",
-                            "keep logged turns longer than the EAGLE interval, or run EAGLE more often: turns older than "
-                            "turn_log_retention_days expire before the next run reads them",
+                            f"more days than models[{index}].eagle.schedule ({model.eagle.schedule}, "
+                            f"every {days:g} days)",
+                            "keep logged turns longer than the EAGLE interval, or run EAGLE more often: turns older "
+                            "than turn_log_retention_days expire before the next run reads them",
                         )
                     )
         for index, model in enumerate(self.models):
             with unless_failed():  # a model that failed validation is skipped; its own problems are reported
                 problems.extend(p.under(f"models[{index}]") for p in model_fit_problems(model, self))
         return problems
-
-
-def model_fit_problems(model: ModelSpec, endpoint: EndpointOptions) -> list[Problem]:
-    """Rules between one model and its endpoint that the constructs also check while the stack is built
-    (``ModelComponent``, ``EagleOptimization``), here in config terms and with every other problem.
-
-    Paths are the model's fields (``accelerators``, ``eagle.dataset.source``).
-    """
-    from ..core import service_model
-    from ..core.settings import instance_type_problem
-    from .hosting import fit_problems
-
-    problems: list[Problem] = list(fit_problems(model, endpoint))
-    eagle = model.eagle
-    if eagle is not None:
-        if eagle.dataset.source == "capture" and not endpoint.data_capture.enabled:
-            problems.append(
-                Problem(
-                    "eagle.dataset.source",
-                    "capture",
-                    "s3 or builtin while the endpoint's data_capture is off (enabled: false)",
-                    "turn data_capture on for the endpoint, or train on your own dataset "
-                    "(source: s3, s3_uri: s3://bucket/prefix/)",
-                )
-            )
-        if eagle.job_instance_type is None:
-            problem = instance_type_problem(
-                "eagle.job_instance_type",
-                endpoint.instance_type,
-                service_model.optimization_instance_types(),
-                "optimization jobs",
-            )
-            if problem:
-                problems.append(
-                    Problem(
-                        problem.path,
-                        problem.value,
-                        problem.allowed,
-                        "the endpoint's instance type cannot run optimization jobs: set "
-                        f"eagle.job_instance_type ({problem.fix})",
-                    )
-                )
-    return problems
 
 
 def _rate_days(schedule: str | None) -> float | None:
@@ -305,9 +178,9 @@ class AppConfig(Settings):
         Field(
             max_length=20,
             description=(
-                "Reserved GPU capacity, in the companion stack <stack_name>Capacity: plans to buy once (price cap here, "
-                "consent on the deploy command: -c purchase=<name>) or existing "
-                "plans, each bound to at most one endpoint by its capacity_plan. Default: none."
+                "Reserved GPU capacity, in the companion stack <stack_name>Capacity: plans to buy once (price cap "
+                "here, consent on the deploy command: -c purchase=<name>) or existing plans, each bound to at most one "
+                "endpoint by its capacity_plan. Default: none."
             ),
         ),
     ] = ()
@@ -315,9 +188,9 @@ class AppConfig(Settings):
         BudgetSettings | None,
         Field(
             description=(
-                "An AWS Budgets cost budget (USD per month) on this deployment's tagged resources, alerting at ACTUAL and "
-                "FORECASTED thresholds. Required when the monthly ceiling is above USD 10,000; the synth refuses a config "
-                "whose ceiling is above max_usd_per_month. Default: none."
+                "An AWS Budgets cost budget (USD per month) on this deployment's tagged resources, alerting at ACTUAL "
+                "and FORECASTED thresholds. Required when the monthly ceiling is above USD 10,000; the synth refuses a "
+                "config whose ceiling is above max_usd_per_month. Default: none."
             )
         ),
     ] = None
@@ -325,10 +198,10 @@ class AppConfig(Settings):
         Literal["retain", "destroy"],
         Field(
             description=(
-                "What `cdk destroy` does with data: retain keeps KMS keys, S3 buckets, log groups and the EAGLE runs table "
-                "(production: data, keys and audit logs outlive the stack); destroy deletes them with the stack (buckets "
-                "emptied first, keys scheduled for deletion after 7 days), for dev and test. A bought capacity plan is never "
-                "deleted. Default: retain."
+                "What `cdk destroy` does with data: retain keeps KMS keys, S3 buckets, log groups and the EAGLE runs "
+                "table (production: data, keys and audit logs outlive the stack); destroy deletes them with the stack "
+                "(buckets emptied first, keys scheduled for deletion after 7 days), for dev and test. A bought "
+                "capacity plan is never deleted. Default: retain."
             )
         ),
     ] = "retain"
@@ -472,156 +345,7 @@ class AppConfig(Settings):
                     )
                 bound.setdefault(endpoint.capacity_plan, e_index)
                 if endpoint.instance_pools:
-                    from .hosting import pools_with_plan_problem
-
                     problems.append(pools_with_plan_problem(f"{path}.capacity_plan"))
                 plan = self.capacity_plans[plans[endpoint.capacity_plan]]
                 problems.extend(p.under(path) for p in spec_binding_problems(plan, endpoint))
         return problems
-
-
-MAX_TAGS = 50
-"""Tags per resource AWS accepts (SageMaker's ``TagList`` too); the stack adds none of its own to the config's."""
-_TAG_SYMBOLS = frozenset("_.:/=+-@")
-
-
-def _tag_text(text: str) -> bool:
-    """Whether ``text`` has only what AWS tags take: letters, digits, spaces (Unicode) and _ . : / = + - @."""
-    import unicodedata
-
-    return all(ch.isalnum() or unicodedata.category(ch).startswith("Z") or ch in _TAG_SYMBOLS for ch in text)
-
-
-def tag_problems(tags: dict[str, str]) -> list[Problem]:
-    """AWS tag rules (SageMaker ``TagKey``/``TagValue``): at most 50 tags, keys of 1-128 characters not starting
-    with ``aws:`` (reserved), values of at most 256, letters, digits, spaces and ``_ . : / = + - @`` only."""
-    problems: list[Problem] = []
-    if len(tags) > MAX_TAGS:
-        problems.append(
-            Problem(
-                "tags", f"{len(tags)} tags", f"at most {MAX_TAGS} tags (AWS's limit per resource)", "remove some tags"
-            )
-        )
-    for key, value in tags.items():
-        if not 1 <= len(key) <= 128 or not _tag_text(key):
-            problems.append(
-                Problem(
-                    f"tags.{key}",
-                    key,
-                    "a tag key of 1-128 letters, digits, spaces and _ . : / = + - @",
-                    "rename the tag",
-                )
-            )
-        elif key.lower().startswith("aws:"):
-            problems.append(
-                Problem(f"tags.{key}", key, "a tag key not starting with aws: (reserved for AWS)", "rename the tag")
-            )
-        if len(value) > 256 or not _tag_text(value):
-            problems.append(
-                Problem(
-                    f"tags.{key}",
-                    value,
-                    "a tag value of at most 256 letters, digits, spaces and _ . : / = + - @",
-                    "shorten the value or replace the other characters",
-                )
-            )
-    return problems
-
-
-def plan_reference_problem(path: str, name: Any, declared: list[str]) -> Problem:
-    return Problem(
-        f"{path}.capacity_plan",
-        name,
-        "the name of a plan in capacity_plans: " + (", ".join(declared) or "none declared"),
-        "declare the plan under capacity_plans or correct the name",
-    )
-
-
-def raw_plan_reference_problems(data: Any) -> list[Problem]:
-    """Endpoints whose ``capacity_plan`` names no declared plan, from the raw config, so the reference is
-    checked in the same round even when the endpoint or a plan has other problems."""
-    plans = data.get("capacity_plans", []) if isinstance(data, dict) else []
-    endpoints = data.get("endpoints") if isinstance(data, dict) else None
-    if not isinstance(plans, list) or not isinstance(endpoints, list):
-        return []
-    names: list[str] = []
-    for plan in plans:
-        name = plan.get("name") if isinstance(plan, dict) else None
-        arn = plan.get("existing_plan_arn") if isinstance(plan, dict) else None
-        if not isinstance(name, str) and isinstance(arn, str) and "training-plan/" in arn:
-            name = arn.rsplit("training-plan/", 1)[1]
-        if not isinstance(name, str):
-            return []  # a plan whose name is unknown: the reference cannot be judged
-        names.append(name)
-    return [
-        plan_reference_problem(f"endpoints[{index}]", endpoint["capacity_plan"], names)
-        for index, endpoint in enumerate(endpoints)
-        if isinstance(endpoint, dict)
-        and isinstance(endpoint.get("capacity_plan"), str)
-        and endpoint["capacity_plan"] not in names
-    ]
-
-
-def duplicate_name_problems(endpoints: Any) -> list[Problem]:
-    """Endpoint names used twice, and model or adapter names used twice anywhere.
-
-    Works on the raw config too, so duplicates are reported with every other problem even
-    when some endpoint is not valid yet. Inference component names (models and adapters)
-    are unique in an account and region, hence across endpoints.
-    """
-    problems: list[Problem] = []
-    if not isinstance(endpoints, (list, tuple)):
-        return problems
-    endpoint_seen: dict[str, int] = {}
-    component_seen_by_name: dict[str, str] = {}
-
-    pinned_seen: dict[str, str] = {}
-
-    def claim(name: Any, path: str, seen: dict[str, str] | None = None) -> None:
-        if not isinstance(name, str):
-            return
-        component_seen = seen if seen is not None else component_seen_by_name
-        other = component_seen.get(name)
-        if other is not None:
-            problems.append(
-                Problem(
-                    path,
-                    name,
-                    f"a name not used by {other} (inference component names are unique in an account and region)",
-                    "rename one of the two",
-                )
-            )
-        else:
-            component_seen[name] = path
-
-    for e_index, endpoint in enumerate(endpoints):
-        if not isinstance(endpoint, dict):
-            continue
-        name = endpoint.get("name")
-        if isinstance(name, str):
-            if name in endpoint_seen:
-                problems.append(
-                    Problem(
-                        f"endpoints[{e_index}].name",
-                        name,
-                        f"a name not used by endpoints[{endpoint_seen[name]}]",
-                        "rename one of the two",
-                    )
-                )
-            endpoint_seen.setdefault(name, e_index)
-        models = endpoint.get("models")
-        for m_index, model in enumerate(models if isinstance(models, (list, tuple)) else []):
-            if not isinstance(model, dict):
-                continue
-            claim(model.get("name"), f"endpoints[{e_index}].models[{m_index}].name")
-            claim(model.get("physical_name"), f"endpoints[{e_index}].models[{m_index}].physical_name", pinned_seen)
-            adapters = model.get("adapters")
-            for a_index, adapter in enumerate(adapters if isinstance(adapters, (list, tuple)) else []):
-                if isinstance(adapter, dict):
-                    claim(adapter.get("name"), f"endpoints[{e_index}].models[{m_index}].adapters[{a_index}].name")
-                    claim(
-                        adapter.get("physical_name"),
-                        f"endpoints[{e_index}].models[{m_index}].adapters[{a_index}].physical_name",
-                        pinned_seen,
-                    )
-    return problems

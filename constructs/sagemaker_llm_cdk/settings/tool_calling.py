@@ -37,7 +37,7 @@ from ..core.settings import Settings, field_rule
 from . import images
 
 if TYPE_CHECKING:
-    from .hosting import ModelSpec
+    from .model import ModelSpec
 
 VLLM_TOOL_PARSERS: dict[str, frozenset[str]] = {
     "0.10.2": frozenset(
@@ -336,10 +336,10 @@ class ToolCalling(Settings):
         Field(
             json_schema_extra={"pattern": PARSER_NAME_PATTERN},
             description=(
-                "vLLM's tool-call parser for the model's output format, one the image's vLLM registers (vLLM 0.26: hermes, "
-                "llama3_json, mistral, openai, pythonic, qwen3_coder, qwen3_xml, ...). Default: the one the model's "
-                "architecture documents (Qwen3 and Qwen2.5: hermes, Llama 3: llama3_json, Mistral: mistral, GPT-OSS: "
-                "openai); other architectures must name one."
+                "vLLM's tool-call parser for the model's output format, one the image's vLLM registers (vLLM 0.26: "
+                "hermes, llama3_json, mistral, openai, pythonic, qwen3_coder, qwen3_xml, ...). Default: the one the "
+                "model's architecture documents (Qwen3 and Qwen2.5: hermes, Llama 3: llama3_json, Mistral: mistral, "
+                "GPT-OSS: openai); other architectures must name one."
             ),
         ),
     ] = None
@@ -358,9 +358,9 @@ class Reasoning(Settings):
         Field(
             json_schema_extra={"pattern": PARSER_NAME_PATTERN},
             description=(
-                "vLLM's reasoning parser, one the image's vLLM registers (vLLM 0.26: qwen3, deepseek_r1, openai_gptoss, "
-                "mistral, granite, ...). Default: the one the model's architecture documents (Qwen3: qwen3, GPT-OSS: "
-                "openai_gptoss); other architectures must name one."
+                "vLLM's reasoning parser, one the image's vLLM registers (vLLM 0.26: qwen3, deepseek_r1, "
+                "openai_gptoss, mistral, granite, ...). Default: the one the model's architecture documents (Qwen3: "
+                "qwen3, GPT-OSS: openai_gptoss); other architectures must name one."
             ),
         ),
     ] = None

@@ -1,0 +1,304 @@
+"""The policy guard's rules over one synthesized template, and the findings they make.
+
+``template_problems`` reads every identity policy (with the inline policies of roles, users and groups and
+their managed policy attachments), every resource policy and every ``AWS::Lambda::Permission`` of a template
+and returns a ``GuardFinding`` for each statement or attachment it refuses (see ``policy_guard``);
+``assembly_problems`` does so for a cloud assembly's templates and the nested stack templates beside them.
+``template_key`` is the one form of a template's path the guard's maps are keyed by.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .policy_acknowledgements import Acknowledgement
+from .policy_documents import (
+    _arn_text,
+    _as_list,
+    _broad_action,
+    _condition_keys,
+    _effect,
+    _numbered,
+    _parsed,
+    render,
+)
+from .policy_tables import (
+    _INLINE,
+    _WILDCARD_ONLY,
+    AWS_MANAGED_POLICIES,
+    IDENTITY_POLICIES,
+    LIMITING_CONDITION_KEYS,
+    RESOURCE_POLICIES,
+)
+
+
+@dataclass(frozen=True)
+class GuardFinding:
+    """One statement (or attachment) the guard refuses, where it is, and what to do."""
+
+    rule: str
+    template: Path
+    logical_id: str
+    location: str
+    text: str
+    construct_path: str = ""
+
+    def line(self, relative_to: Path | None = None) -> str:
+        template = self.template
+        if relative_to is not None:
+            with contextlib.suppress(ValueError):
+                template = self.template.relative_to(relative_to)
+        where = f" ({self.construct_path})" if self.construct_path else ""
+        return f"{template} {self.logical_id}{where} {self.location}: {self.text}"
+
+
+def template_key(path: str | Path) -> str:
+    """The one form of a template's path that every map of the guard is keyed by and looked up with: absolute and
+    resolved. The CLI hands the app a relative output folder (``CDK_OUTDIR=cdk.out``) and CDK reports template paths
+    as given, so a map keyed by the path as given and read with the resolved one would find nothing."""
+    return str(Path(path).resolve())
+
+
+def assembly_problems(
+    templates: Sequence[Path],
+    records: Sequence[Acknowledgement],
+    paths: Mapping[tuple[str, str], str] | None = None,
+    *,
+    accounts: Mapping[str, str | None] | None = None,
+) -> list[GuardFinding]:
+    """``template_problems`` for each of ``templates`` and the nested stack templates beside them."""
+    seen: set[Path] = set()
+    findings: list[GuardFinding] = []
+    for template in templates:
+        template = Path(template_key(template))
+        account = (accounts or {}).get(str(template))
+        for path in [template, *sorted(template.parent.glob("*.nested.template.json"))]:
+            if path in seen:
+                continue
+            seen.add(path)
+            try:
+                body = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            findings += template_problems(body, path, records, paths or {}, account=account)
+    return findings
+
+
+def template_problems(
+    template: Mapping[str, Any],
+    path: Path,
+    records: Sequence[Acknowledgement],
+    paths: Mapping[tuple[str, str], str],
+    *,
+    account: str | None = None,
+) -> list[GuardFinding]:
+    """Every policy statement or attachment of one template that the guard refuses (see the module docstring)."""
+    resources = template.get("Resources") or {}
+    findings: list[GuardFinding] = []
+    for logical_id, resource in resources.items():
+        if not isinstance(resource, dict):
+            continue
+        construct_path = paths.get((str(path), logical_id)) or str(
+            (resource.get("Metadata") or {}).get("aws:cdk:path", "")
+        )
+        mine = [
+            r
+            for r in records
+            if construct_path and (construct_path == r.scope or construct_path.startswith(r.scope + "/"))
+        ]
+        findings += [
+            GuardFinding(rule, path, logical_id, location, text, construct_path)
+            for rule, location, text in _resource_problems(logical_id, resource, resources, mine, account)
+        ]
+    return findings
+
+
+def _resource_problems(
+    logical_id: str,
+    resource: Mapping[str, Any],
+    resources: Mapping[str, Any],
+    mine: Sequence[Acknowledgement],
+    account: str | None,
+) -> list[tuple[str, str, str]]:
+    """(rule, location, text) of every refused statement or attachment of one resource; ``mine``: the
+    acknowledgements whose scope holds it."""
+    kind = str(resource.get("Type", ""))
+    properties = resource.get("Properties") or {}
+    problems: list[tuple[str, str, str]] = []
+
+    def found(rule: str, location: str, text: str) -> None:
+        problems.append((rule, location, text))
+
+    documents: list[tuple[str, Any]] = []
+    if kind in IDENTITY_POLICIES:
+        documents.append((IDENTITY_POLICIES[kind], properties.get(IDENTITY_POLICIES[kind])))
+    if kind in _INLINE:
+        for p, policy in enumerate(_as_list(properties.get("Policies"))):
+            name = policy.get("PolicyName") if isinstance(policy, dict) else None
+            label = f"Policies[{p}]" + (f" ({render(name)})" if name is not None else "")
+            documents.append(
+                (f"{label}.PolicyDocument", policy.get("PolicyDocument") if isinstance(policy, dict) else None)
+            )
+        for m, arn in enumerate(_as_list(properties.get("ManagedPolicyArns"))):
+            problem = _attachment_problem(arn, logical_id, resources)
+            if problem:
+                found("UnreadablePolicy", f"ManagedPolicyArns[{m}]", problem)
+    for where, document in documents:
+        for i, statement in _numbered(_parsed(document)):
+            for rule, text in _identity_problems(statement, mine):
+                found(rule, _statement_location(where, i, statement), text)
+    if kind in RESOURCE_POLICIES:
+        where = RESOURCE_POLICIES[kind]
+        for i, statement in _numbered(_parsed(properties.get(where))):
+            for rule, text in _resource_policy_problems(statement, kind, account):
+                found(rule, _statement_location(where, i, statement), text)
+    if kind == "AWS::Lambda::Permission":
+        principal = render(properties.get("Principal"))
+        limited = any(properties.get(k) for k in ("SourceArn", "SourceAccount", "PrincipalOrgID"))
+        if principal == "*" and not limited:
+            found(
+                "BroadPrincipal",
+                "Principal",
+                f"lets every principal ('*') {render(properties.get('Action'))} "
+                "with no SourceArn, SourceAccount or PrincipalOrgID",
+            )
+        if _broad_action(render(properties.get("Action")).lower()):
+            found("UnacknowledgedWildcard", "Action", f"allows {render(properties.get('Action'))!r}")
+    return problems
+
+
+def _statement_location(where: str, index: int, statement: Mapping[str, Any]) -> str:
+    sid = statement.get("Sid")
+    return f"{where}.Statement[{index}]" + (f" (Sid {sid})" if sid else "")
+
+
+def _identity_problems(statement: Mapping[str, Any], records: Sequence[Acknowledgement]) -> list[tuple[str, str]]:
+    if _effect(statement) != "Allow":
+        return []
+    problems: list[tuple[str, str]] = []
+    for key, what in (("NotAction", "every action but"), ("NotResource", "every resource but")):
+        if key in statement:
+            problems.append(
+                (
+                    "NotActionOrNotResource",
+                    f"an Allow with {key} allows {what} "
+                    f"{[render(v) for v in _as_list(statement[key])]}: a wildcard that no acknowledgement "
+                    "names",
+                )
+            )
+    if problems:
+        return problems
+    actions = _as_list(statement.get("Action"))
+    odd = [a for a in actions if not isinstance(a, str)]
+    if odd:
+        problems.append(("UnreadablePolicy", f"actions {[render(a) for a in odd]} are not plain names"))
+    names = [a for a in actions if isinstance(a, str)]
+    resources = [render(r) for r in _as_list(statement.get("Resource"))]
+    unacknowledged: dict[str, list[str]] = {}
+    for resource in resources:
+        wild = "*" in resource
+        for action in names:
+            lower = action.lower()
+            entry = _WILDCARD_ONLY.get(lower)
+            if entry is not None and not entry.acknowledged:
+                continue
+            if not wild and not _broad_action(lower) and entry is None:
+                continue
+            if any(r.covers(resource, lower) for r in records):
+                continue
+            unacknowledged.setdefault(resource, []).append(action)
+    for resource, bad in unacknowledged.items():
+        problems.append(
+            (
+                "UnacknowledgedWildcard",
+                f"allows {bad} on {resource!r}, which no acknowledgement of that "
+                "resource names (cdk-nag's IAM5 acknowledgement of the resource string would hide them)",
+            )
+        )
+    if any("*" in r for r in resources):
+        keys = _condition_keys(statement)
+        for action in names:
+            entry = _WILDCARD_ONLY.get(action.lower())
+            if entry is not None and entry.condition and entry.condition.lower() not in keys:
+                problems.append(
+                    (
+                        "MissingCondition",
+                        f"allows {action!r} on a wildcard without the "
+                        f"{entry.condition} condition that limits it ({entry.source})",
+                    )
+                )
+    return problems
+
+
+def _resource_policy_problems(statement: Mapping[str, Any], kind: str, account: str | None) -> list[tuple[str, str]]:
+    if _effect(statement) != "Allow":
+        return []
+    problems: list[tuple[str, str]] = []
+    for key in ("NotPrincipal", "NotAction", "NotResource"):
+        if key in statement:
+            problems.append(
+                (
+                    "NotActionOrNotResource",
+                    f"an Allow with {key} ({render(statement[key])}) reaches everything it does not list",
+                )
+            )
+    principal = statement.get("Principal")
+    everyone = principal == "*" or (
+        isinstance(principal, dict) and any(render(p) == "*" for p in _as_list(principal.get("AWS")))
+    )
+    if everyone and not (_condition_keys(statement) & LIMITING_CONDITION_KEYS):
+        problems.append(
+            (
+                "BroadPrincipal",
+                f"lets every principal ('*') {[render(a) for a in _as_list(statement.get('Action'))]} "
+                "with no condition that limits who (aws:SourceArn, aws:SourceAccount, aws:PrincipalOrgID, ...)",
+            )
+        )
+    broad = [render(a) for a in _as_list(statement.get("Action")) if _broad_action(render(a).lower())]
+    if broad and not (kind in ("AWS::KMS::Key", "AWS::KMS::ReplicaKey") and _own_root(principal, account)):
+        problems.append(("UnacknowledgedWildcard", f"allows {broad} to {_principal_text(principal)}"))
+    return problems
+
+
+_PARTITION = r"(?:<AWS::Partition>|[^:<>]+)"
+
+
+def _principal_text(principal: Any) -> str:
+    if isinstance(principal, dict):
+        return ", ".join(f"{kind} {[_arn_text(v) for v in _as_list(value)]}" for kind, value in principal.items())
+    return _arn_text(principal)
+
+
+def _own_root(principal: Any, account: str | None) -> bool:
+    """Whether ``principal`` is only this account's root (the default key policy's administrator statement)."""
+    if not isinstance(principal, dict) or list(principal) != ["AWS"]:
+        return False
+    values = _as_list(principal["AWS"])
+    accounts = {"<AWS::AccountId>"} | ({account} if account else set())
+    return len(values) == 1 and any(
+        re.fullmatch(rf"arn:{_PARTITION}:iam::{re.escape(a)}:root", _arn_text(values[0])) for a in accounts
+    )
+
+
+def _attachment_problem(arn: Any, logical_id: str, resources: Mapping[str, Any]) -> str | None:
+    if isinstance(arn, dict) and list(arn) == ["Ref"]:
+        target = resources.get(arn["Ref"]) or {}
+        if isinstance(target, dict) and target.get("Type") == "AWS::IAM::ManagedPolicy":
+            return None  # read where it is
+    text = _arn_text(arn)
+    match = re.fullmatch(rf"arn:{_PARTITION}:iam::aws:policy/(.+)", text)
+    use = AWS_MANAGED_POLICIES.get(match.group(1)) if match else None
+    if use is not None and re.fullmatch(use.roles, logical_id):
+        return None
+    if match:
+        return (
+            f"attaches the AWS managed policy {match.group(1)!r}, whose statements the template does not hold "
+            "(not in policy_guard.AWS_MANAGED_POLICIES for this role)"
+        )
+    return f"attaches the managed policy {text!r}, whose statements the template does not hold"
