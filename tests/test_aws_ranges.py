@@ -5,6 +5,7 @@ moved fails here until the settings follow (they read botocore's bounds themselv
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import inspect
 import typing
 from decimal import Decimal
@@ -12,13 +13,25 @@ from typing import Any
 
 import annotated_types
 import pytest
+
+import sagemaker_llm_cdk.settings
 from pydantic import BaseModel
 from sagemaker_llm_cdk.core import service_model
 
-MODULES = ("hosting", "capacity", "eagle", "sessions", "operations", "adapters", "core", "config")
+MODULES = (
+    "sagemaker_llm_cdk.core.settings",
+    *(f"sagemaker_llm_cdk.settings.{m.name}" for m in pkgutil.iter_modules(sagemaker_llm_cdk.settings.__path__)),
+)
+"""Every module of the settings floor, and the base of its models."""
 
 AWS_MEMBERS: dict[tuple[str, str], tuple[str, str, str, str]] = {
     # (settings class, field): (service, shape, the member it becomes, "" or why the project's range is narrower)
+    ("AsyncRouting", "max_time_in_backlog_seconds"): (
+        "sagemaker",
+        "InferenceRouterMaxTimeInBacklogSeconds",
+        "InferenceRouter ClientConfig.MaxTimeInBacklogSeconds",
+        "",
+    ),
     ("Routing", "prefix_length"): (
         "sagemaker",
         "PrefixAwareRoutingPrefixLength",
@@ -160,6 +173,8 @@ AWS_MEMBERS: dict[tuple[str, str], tuple[str, str, str, str]] = {
 }
 
 NOT_AWS_PROPERTIES: dict[tuple[str, str], str] = {
+    ("RouterSpec", "unroutable_alarm_periods"): "EvaluationPeriods of the library's own router alarm (1-288: a day "
+    "of five-minute checks)",
     ("DataCapture", "retention_days"): "an S3 lifecycle expiration the library sets on its own capture bucket",
     ("CopyScaling", "target_concurrent_requests_per_copy"): "the target tracking policy's TargetValue (a double "
     "with no bounds in Application Auto Scaling's model)",
@@ -210,7 +225,7 @@ def _numeric(annotation: Any) -> bool:
 def settings_models() -> dict[str, type[BaseModel]]:
     found: dict[str, type[BaseModel]] = {}
     for name in MODULES:
-        module = importlib.import_module(f"sagemaker_llm_cdk.{name}.settings")
+        module = importlib.import_module(name)
         for cls in vars(module).values():
             if inspect.isclass(cls) and issubclass(cls, BaseModel) and cls.__module__ == module.__name__:
                 found[cls.__name__] = cls

@@ -48,9 +48,10 @@ ENDPOINT_SETTINGS = frozenset(EndpointOptions.model_fields)
 """The fields of ``EndpointOptions``: given to ``LlmEndpoint`` as keywords, each is named in the error."""
 
 
-def unknown_argument_problems(unknown: Mapping[str, Any]) -> list[Problem]:
+def argument_problems(settings: object, unknown: Mapping[str, Any]) -> list[Problem]:
     """One problem per keyword ``LlmEndpoint`` does not take: an endpoint setting given on its own (it belongs in
-    ``settings``), ``options`` (the settings' former name), or a name that is neither."""
+    ``settings``), ``options`` (the settings' former name), or a name that is neither; and, when there is none of
+    those, ``settings`` missing."""
     problems = []
     for name, value in unknown.items():
         if name in ENDPOINT_SETTINGS:
@@ -76,6 +77,15 @@ def unknown_argument_problems(unknown: Mapping[str, Any]) -> list[Problem]:
                     f"remove {name}=, or put it in settings when it is an endpoint setting",
                 )
             )
+    if settings is None and not problems:
+        problems.append(
+            Problem(
+                "settings",
+                MISSING,
+                "the endpoint's settings (EndpointOptions, at least instance_type)",
+                'pass settings=EndpointOptions(instance_type="ml.g6e.12xlarge")',
+            )
+        )
     return problems
 
 
@@ -204,18 +214,9 @@ class LlmEndpoint(EndpointReference):
         :param capacity_plan: a reserved capacity plan the endpoint runs on. Default: on-demand.
         """
         where = f"{scope.node.path}/{id}"
-        if unknown or settings is None:
-            problems = unknown_argument_problems(unknown)
-            if settings is None and not problems:
-                problems.append(
-                    Problem(
-                        "settings",
-                        MISSING,
-                        "the endpoint's settings (EndpointOptions, at least instance_type)",
-                        'pass settings=EndpointOptions(instance_type="ml.g6e.12xlarge")',
-                    )
-                )
-            raise ConfigurationError(problems, source=where)
+        arguments = argument_problems(settings, unknown)
+        if arguments or settings is None:
+            raise ConfigurationError(arguments, source=where)
         options = validated(EndpointOptions, settings, where=where)
         self.options = options
         self._models: list[ModelComponent] = []
