@@ -41,7 +41,7 @@ def test_the_long_description_is_written_for_library_users():
     assert PROJECT["readme"] == "constructs/README.md", "PyPI's page is not the team's README"
     text = (ROOT / PROJECT["readme"]).read_text(encoding="utf-8")
     assert text.startswith("# sagemaker-llm-cdk\n")
-    assert "from sagemaker_llm_cdk import LlmEndpoint, ModelSpec" in text
+    assert "from sagemaker_llm_cdk import EndpointOptions, LlmEndpoint, ModelSpec" in text
     for team_only in ("make check", "config/default.yaml", "pr-checks", "stacks/"):
         assert team_only not in text, f"{team_only!r} is about this team's repository, not the library"
     assert "git+https://" in text and "make dist" in text, "say how to install before a PyPI release exists"

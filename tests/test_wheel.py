@@ -41,11 +41,11 @@ CLI_EXAMPLE = "capacity_plan_endpoint"
 BOUND = {"account": "123456789012", "region": "us-east-1"}
 TEAM_APP = """\
 from aws_cdk import App, Environment, Stack
-from sagemaker_llm_cdk import LlmEndpoint, ModelSpec, apply_checks
+from sagemaker_llm_cdk import EndpointOptions, LlmEndpoint, ModelSpec, apply_checks
 
 app = App()
 stack = Stack(app, "TeamChat", env=Environment(account="123456789012", region="eu-west-1"))
-endpoint = LlmEndpoint(stack, "Chat", instance_type="ml.g6e.12xlarge")
+endpoint = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
 endpoint.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://team-weights/qwen3-8b/",
                                      accelerators=1, min_memory_mb=32768))
 apply_checks(app)
