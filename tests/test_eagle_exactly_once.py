@@ -22,7 +22,7 @@ from sagemaker_llm_cdk.settings.eagle import EagleSettings
 from support.aws_model import assert_valid_request
 from test_eagle import build
 
-pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+pytestmark = [pytest.mark.synth, pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")]
 CAPTURE, OUT, PARAM = "capture-bucket", "out-bucket", "/sagemaker-llm/eagle/qwen3-32b/watermark"
 EP = "data-capture/chat/AllTraffic"
 CONTEXT = FakeLambdaContext()

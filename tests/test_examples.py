@@ -25,6 +25,8 @@ from support.examples import (
     synthesize_in_process,
 )
 
+pytestmark = pytest.mark.synth
+
 
 def test_every_example_is_tested_and_listed():
     folders = sorted(p.parent.name for p in EXAMPLES.glob("*/app.py"))
