@@ -244,8 +244,9 @@ def problems(root: Path = ROOT) -> list[str]:
     for module in sorted(modules):
         if package_of(module) in CONSTRUCT_FREE:
             bad = sorted(t for t in _reach(running, module) | {module} if t in constructs)
-            found.extend(f"{module} ({package_of(module)}) reaches, through its imports, the construct module {t}"
-                         for t in bad)
+            found.extend(
+                f"{module} ({package_of(module)}) reaches, through its imports, the construct module {t}" for t in bad
+            )
     return found
 
 
@@ -265,8 +266,10 @@ def team_problems(repo: Path = REPO) -> list[str]:
             spelled = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for target in spelled:
                 if target.startswith(f"{PACKAGE}."):
-                    found.append(f"{path.relative_to(repo)}:{node.lineno} imports {target}: the team's app imports "
-                                 f"the library's public root only (from {PACKAGE} import ...)")
+                    found.append(
+                        f"{path.relative_to(repo)}:{node.lineno} imports {target}: the team's app imports "
+                        f"the library's public root only (from {PACKAGE} import ...)"
+                    )
             for target in _targets(node, package):
                 if target in names and target != name and not (name.startswith("stacks") and target == "stacks"):
                     edges[name].add(target)
@@ -300,8 +303,10 @@ def main(argv: list[str]) -> int:
         print(line)
     if not found:
         every, modules, _ = collect()
-        print(f"{len(modules)} modules, {len(every)} imports between them, no cycle, layers kept "
-              f"({len(ALLOWED)} allowed edge{'s' if len(ALLOWED) != 1 else ''}); the team's app imports the public root")
+        print(
+            f"{len(modules)} modules, {len(every)} imports between them, no cycle, layers kept "
+            f"({len(ALLOWED)} allowed edge{'s' if len(ALLOWED) != 1 else ''}); the team's app imports the public root"
+        )
     return 1 if found else 0
 
 
