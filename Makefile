@@ -190,10 +190,12 @@ jumpstart-lock: $(PY_STAMP)
 test: setup
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
-## test-fast: the tests that build no CDK app (settings, handlers, tools, clients): under a minute on two cores.
+## test-fast: the tests that build no CDK app (settings, handlers, tools, clients), property tests drawing a tenth of
+## their examples (tests/support/properties.py): under a minute on two cores.
 ## Each run checks the marks: a test that synthesizes without the synth mark fails (tests/conftest.py).
 test-fast: synth-setup
-	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not synth and not cli and not wheel" $(PYTEST_ARGS)
+	SAGEMAKER_LLM_CDK_TEST_FAST=1 $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder \
+	  -m "not synth and not cli and not wheel" $(PYTEST_ARGS)
 
 clean:
 	rm -rf cdk.out build dist .pytest_cache $(REPORTS) docs/api site clients/build .mypy_cache

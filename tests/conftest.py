@@ -7,6 +7,7 @@ import functools
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -15,6 +16,7 @@ import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -80,6 +82,21 @@ def _app_init(self: aws_cdk.App, **props: object) -> None:
 
 
 aws_cdk.App.__init__ = _app_init  # type: ignore[method-assign]
+
+_POPEN_INIT = subprocess.Popen.__init__
+
+
+@functools.wraps(_POPEN_INIT)
+def _popen_init(self: subprocess.Popen, args: Any, *rest: Any, **kwargs: Any) -> None:
+    """A CDK app run in a child process (the CLI, ``python app.py``, ``make synth``) counts as an app built."""
+    words = [args] if isinstance(args, (str, os.PathLike)) else list(args)
+    names = {Path(str(word).split()[0]).name for word in words if str(word).strip()}
+    if names & {"cdk", "app.py", "venv-python"} or ("make" in names and any("synth" in str(w) for w in words)):
+        _APPS_BUILT[0] += 1
+    _POPEN_INIT(self, args, *rest, **kwargs)
+
+
+subprocess.Popen.__init__ = _popen_init  # type: ignore[method-assign]
 LAMBDA_ROOT = ROOT / "lambda"
 SHARED_ROOT = LAMBDA_ROOT / "_shared"
 # The handlers' shared package (llm_cdk_shared) is importable as it is in each function's asset,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import subprocess
@@ -11,6 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.cli
 def test_cdk_cli_synthesizes_the_default_app(tmp_path):
     cdk = ROOT / "node_modules" / ".bin" / "cdk"
     assert cdk.exists(), "the CDK CLI is not installed: run `make setup` (npm ci installs it from package.json)"
@@ -45,6 +48,7 @@ def test_cdk_cli_synthesizes_the_default_app(tmp_path):
     assert sum(len(p.get("suppressedViolations", [])) for p in findings["pluginReports"]) > 10
 
 
+@pytest.mark.cli
 def test_a_consent_in_the_user_cdk_json_fails_the_synth(tmp_path):
     """The CLI merges ~/.cdk.json's context into CDK_CONTEXT_JSON like -c: the app refuses it by the file."""
     cdk = ROOT / "node_modules" / ".bin" / "cdk"

@@ -395,6 +395,7 @@ def _run_app(tmp_path: Path, config_text: str) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.synth
 def test_app_prints_every_problem_without_traceback(tmp_path):
     result = _run_app(
         tmp_path,

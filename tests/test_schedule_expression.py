@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sagemaker_llm_cdk import ConfigurationError, EagleSettings
 from sagemaker_llm_cdk.core.schedule_expression import schedule_problem
+from support.properties import examples
 
 VALID = [
     "rate(1 minute)",
@@ -135,13 +136,13 @@ def _cron(draw) -> str:
     return "cron(" + " ".join(fields) + ")"
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(expression=_cron())
 def test_every_expression_of_the_documented_grammar_is_accepted(expression):
     assert schedule_problem("s", expression) is None, expression
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(expression=_cron(), drop=st.integers(0, 5))
 def test_a_cron_without_one_of_its_six_fields_is_refused(expression, drop):
     fields = expression[len("cron(") : -1].split(" ")
@@ -150,7 +151,7 @@ def test_a_cron_without_one_of_its_six_fields_is_refused(expression, drop):
     assert problem is not None and "six fields" in problem.fix
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(expression=_cron(), both=st.sampled_from(["*", "1", "?"]))
 def test_both_day_fields_set_or_both_unset_is_refused(expression, both):
     fields = expression[len("cron(") : -1].split(" ")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import re
 from pathlib import Path
 
@@ -91,6 +93,7 @@ def test_make_deploy_passes_context_through_and_never_skips_approval_by_default(
     assert "cdk diff --app cdk.out" in diff
 
 
+@pytest.mark.synth
 def test_cdk_json_runs_the_app_with_this_checkouts_venv_and_says_so_when_it_is_missing(tmp_path):
     import json
     import shutil

@@ -13,6 +13,7 @@ from botocore.stub import Stubber
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.aws_model import assert_valid_request
+from support.properties import examples
 
 UTC = UTC
 ACCOUNT_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/"
@@ -647,7 +648,7 @@ _text = st.one_of(
 )
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(sorted(PROPS) + ["StartTimeAfter", "EndTimeBefore", "Other"]), _text))
 def test_any_properties_either_parse_or_fail_with_short_message(cp, raw):
     try:
@@ -668,7 +669,7 @@ _fees = st.one_of(
 )
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
     st.lists(st.tuples(_fees, st.sampled_from(["USD", "USD", "EUR", ""]), st.integers(0, 60)), max_size=12),
     st.decimals(min_value=1, max_value=10**7, places=2, allow_nan=False, allow_infinity=False),

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from support.aws_model import assert_valid_request, create_runs_table
+from support.properties import examples
 
 ACCOUNT = "123456789012"
 ENDPOINT = "chat-endpoint"
@@ -283,7 +284,7 @@ def test_bad_events_are_one_clear_error(bench, event, where, lambda_context):
 
 
 @given(st.text(min_size=1, max_size=120), st.text(min_size=1, max_size=200))
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_job_names_always_fit_the_api(load_handler, model, run):
     module = (
         load_handler("eagle_job", "benchmark")
@@ -540,7 +541,7 @@ def test_without_a_before_measurement_nothing_is_compared(bench):
         max_leaves=30,
     )
 )
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 def test_any_json_document_yields_only_numbers_it_holds(document):
     from conftest import load_handler_module
 

@@ -13,10 +13,11 @@ from typing import Any
 from conftest import load_handler_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.properties import examples
 
 core = load_handler_module("eagle_dataset", "eagle_dataset_core")
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

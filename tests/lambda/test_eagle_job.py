@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from support.aws_model import assert_valid_request, create_runs_table
+from support.properties import examples
 
 ACCOUNT = "123456789012"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/eagle-job"
@@ -447,7 +448,7 @@ def test_bad_configuration_is_reported(core, env, problem):
 _any_text = st.text(min_size=0, max_size=120)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(model_name=_any_text, model_uri=_any_text, dataset_uri=_any_text, instance_type=_any_text, run_id=_any_text)
 def test_job_name_is_always_valid_and_deterministic(model_name, model_uri, dataset_uri, instance_type, run_id):
     core_module = CORE
@@ -466,7 +467,7 @@ def test_job_name_is_always_valid_and_deterministic(model_name, model_uri, datas
     assert core_module.job_name(**{**kwargs, "run_id": run_id + "-retry"}) != name
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=st.text(max_size=400))
 def test_tag_values_always_match_the_tag_pattern(value):
     cleaned = CORE.tag_value(value)
@@ -623,7 +624,7 @@ def _numbers_in(value: Any) -> set[float]:
     return set()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=_json, name=st.sampled_from(["results.json", "baseline.json", "eagle.json", "x.jsonl"]))
 def test_parser_never_invents_numbers(document, name):
     core_module = CORE

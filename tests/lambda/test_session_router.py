@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from support.aws_model import assert_valid_request
+from support.properties import examples
 
 ENDPOINT = "llm-prod-endpoint"
 TABLE = "llm-conversations"
@@ -1173,7 +1174,7 @@ IAM_NAME = st.text(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     partition=st.sampled_from(["aws", "aws-cn", "aws-us-gov", "aws-iso", "aws-iso-b"]),
     account=st.from_regex(r"[0-9]{12}", fullmatch=True),
@@ -1191,7 +1192,7 @@ def test_role_sessions_are_one_owner_only_in_role_mode(caller_owner, partition, 
     assert (owner(first, "session") == owner(second, "session")) == (first == second)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     account=st.from_regex(r"[0-9]{12}", fullmatch=True),
     other=st.from_regex(r"[0-9]{12}", fullmatch=True),
@@ -1506,7 +1507,7 @@ def test_misconfiguration_is_reported_with_every_problem(router, monkeypatch):
     assert "ENDPOINT_NAME" in error["message"] and "SESSION_TTL_SECONDS" in error["message"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(conversation_id=st.text(max_size=200))
 def test_any_invalid_conversation_id_is_rejected(router, conversation_id):
     import re
@@ -1520,7 +1521,7 @@ def test_any_invalid_conversation_id_is_rejected(router, conversation_id):
     assert router.table.items() == []
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw=st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
 def test_arbitrary_request_bytes_never_reach_sagemaker_or_the_table(router, raw):
     try:
@@ -1637,7 +1638,9 @@ _HOSTILE_TEXT = st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     path=st.sampled_from(["/invoke", "/open", "/close", "/", "/invoke/", "/%00", "/x" * 50]),
