@@ -67,7 +67,8 @@ In JavaScript with ``@smithy/signature-v4`` (the signer inside the AWS SDK v3)::
       return response.json();
     }
     const { conversation_id } = await frontDoor("/open", {});
-    const reply = await frontDoor("/invoke", { conversation_id, body: { messages: [{ role: "user", content: "Hi" }] } });
+    const reply = await frontDoor("/invoke",
+                                  { conversation_id, body: { messages: [{ role: "user", content: "Hi" }] } });
 """
 
 from __future__ import annotations
@@ -390,8 +391,7 @@ class Conversation:
             yield answer["body"]
             return
         self.reopened = False
-        for event in parse_stream(chunks):
-            yield event
+        yield from parse_stream(chunks)
 
     def close(self) -> None:
         """Close the session; a conversation that never opened (or is already gone) closes silently."""

@@ -24,8 +24,8 @@ from constructs import Construct, IConstruct
 from ..core.errors import ConfigurationError, Problem
 from ..core.validation import problems_from
 from ..hosting.component_base import name_taken_problem
-from .lora_adapter import ARTIFACT_URL_MAX, LoraAdapter, base_problems
 from ..settings.adapters import AdapterSpec
+from .lora_adapter import ARTIFACT_URL_MAX, LoraAdapter, base_problems
 
 if TYPE_CHECKING:
     from ..hosting.model_component import ModelComponent

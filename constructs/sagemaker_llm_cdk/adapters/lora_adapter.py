@@ -29,8 +29,8 @@ from ..core.errors import ConfigurationError, Problem
 from ..core.settings import _S3_URI, validated
 from ..hosting.component_base import InferenceComponentConstruct, name_taken_problem
 from ..hosting.model_component import apply_lora_settings as apply_lora_settings  # served by the base model
-from ..settings.hosting import ModelSpec
 from ..settings.adapters import AdapterSpec, max_rank_missing
+from ..settings.hosting import ModelSpec
 
 if TYPE_CHECKING:
     from ..hosting.endpoint import LlmEndpoint
@@ -179,8 +179,9 @@ class ArtifactAccess:
         if count == POLICIES_PER_ROLE_DEFAULT + 1:
             Annotations.of(self.endpoint).add_warning_v2(
                 "sagemaker-llm-cdk:adapterPolicies",
-                f"Adapter artifacts need more than {POLICIES_PER_ROLE_DEFAULT} managed policies on the endpoint's role: "
-                f"request the IAM quota 'Managed policies per role' (up to {POLICIES_PER_ROLE_MAX}) before deploying.",
+                f"Adapter artifacts need more than {POLICIES_PER_ROLE_DEFAULT} managed policies on the endpoint's "
+                f"role: request the IAM quota 'Managed policies per role' (up to {POLICIES_PER_ROLE_MAX}) before "
+                "deploying.",
             )
 
 

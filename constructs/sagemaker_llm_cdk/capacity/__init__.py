@@ -1,1 +1,2 @@
-"""Capacity plans (SageMaker training plans for endpoints): purchase, extension, expiry, the Active guard, with their settings."""
+"""Capacity plans (SageMaker training plans for endpoints): purchase, extension, expiry, the Active guard, with their
+settings."""

@@ -38,8 +38,8 @@ CHECKOV_REASONS = {
     "CKV_AWS_115": (
         "No reserved concurrency by default: reserving takes concurrency from the account's regional pool (new "
         "accounts may have as little as 10, and 100 must stay unreserved), so it can fail the deployment. These "
-        "functions run on CloudFormation events, Step Functions tasks, a daily schedule or IAM-signed front-door requests; "
-        "functions.python_function(reserved_concurrency=...) sets a limit where one is wanted."
+        "functions run on CloudFormation events, Step Functions tasks, a daily schedule or IAM-signed front-door "
+        "requests; functions.python_function(reserved_concurrency=...) sets a limit where one is wanted."
     ),
     "CKV_AWS_116": (
         "A dead-letter queue only keeps failed asynchronous events. These functions are invoked synchronously "
@@ -49,9 +49,9 @@ CHECKOV_REASONS = {
     ),
     "CKV_AWS_117": (
         "The functions call only AWS APIs over TLS with IAM (SageMaker and SageMaker Runtime, CloudWatch, CloudWatch "
-        "Logs, X-Ray, DynamoDB, S3, KMS, SSM Parameter Store, Step Functions, Lambda, IAM PassRole, Firehose; SQS for a "
-        "dead-letter queue; CloudFormation to read their own stack's status) and hold no network-reachable data; running them in a VPC would need NAT or interface "
-        "endpoints that the deployment does not otherwise have."
+        "Logs, X-Ray, DynamoDB, S3, KMS, SSM Parameter Store, Step Functions, Lambda, IAM PassRole, Firehose; SQS for "
+        "a dead-letter queue; CloudFormation to read their own stack's status) and hold no network-reachable data; "
+        "running them in a VPC would need NAT or interface endpoints that the deployment does not otherwise have."
     ),
     "CKV_AWS_173": (
         "The environment holds only names and settings (Powertools service name, metric namespace, plan, table and "
@@ -170,8 +170,8 @@ def library_resources(scope: IConstruct, nodes: list[IConstruct] | None = None) 
     A construct inside one of the library's constructs is the library's when that construct holds it (or an
     ancestor of it) in one of its attributes (``endpoint.role``, ``check.provider``, ``eagle.log_group``: what its
     code made and kept), or when it is a log group that such a function or state machine logs to (a function's
-    own log group, a Provider's, a delivery stream's). Anything else under a library construct, such as your own function added to
-    it, is yours: it gets none of the library's checkov skips.
+    own log group, a Provider's, a delivery stream's). Anything else under a library construct, such as your own
+    function added to it, is yours: it gets none of the library's checkov skips.
     """
     if nodes is None:
         nodes = constructs_in(scope)

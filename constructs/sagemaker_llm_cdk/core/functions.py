@@ -36,6 +36,8 @@ POWERTOOLS_LAYER_VERSION = 27
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 """The newest Python runtime for which the pinned Powertools layer version is published."""
 METRICS_NAMESPACE = "SageMakerLlm"
+_DEFAULT_TIMEOUT = Duration.minutes(1)
+"""``python_function``'s default timeout."""
 
 
 def powertools_layer(scope: Construct, id: str = "PowertoolsLayer") -> lambda_.ILayerVersion:
@@ -97,7 +99,7 @@ def python_function(
     handler: str = "index.handler",
     description: str,
     environment: Mapping[str, str] | None = None,
-    timeout: Duration = Duration.minutes(1),
+    timeout: Duration = _DEFAULT_TIMEOUT,
     memory_size: int = 256,
     reserved_concurrency: int | None = None,
     code: lambda_.Code | None = None,

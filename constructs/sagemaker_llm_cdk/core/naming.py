@@ -8,6 +8,8 @@ deployments, and only changes when the stack or the config name changes.
 
 from __future__ import annotations
 
+import contextlib
+
 from aws_cdk import Stack, Token
 
 from constructs import IConstruct
@@ -54,10 +56,8 @@ def stack_prefix(
             source=scope.node.path,
         )
     prefix = as_prefix(name)
-    try:
+    with contextlib.suppress(AttributeError):  # a jsii proxy of several interfaces takes no new attribute
         setattr(scope, _PREFIX, prefix)
-    except AttributeError:  # a jsii proxy of several interfaces takes no new attribute
-        pass
     return prefix
 
 

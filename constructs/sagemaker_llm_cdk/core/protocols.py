@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from aws_cdk import CfnCondition
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
+
 from constructs import Construct, Node
 
 from .errors import Problem

@@ -83,7 +83,8 @@ _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
 
 @functools.cache  # botocore parses its whole endpoints.json for each new session: once per region is enough
 def partition_of(region: str) -> str | None:
-    """The partition of ``region`` (``aws``, ``aws-cn``, ``aws-us-gov``, ...), or None when botocore does not know it."""
+    """The partition of ``region`` (``aws``, ``aws-cn``, ``aws-us-gov``, ...), or None when botocore does not know
+    it."""
     import botocore.session
 
     if not _REGION.match(region):

@@ -8,9 +8,10 @@ deleted stack would otherwise take the audit trail and the training data with it
 ``destroy`` (for dev and test environments) makes them go with the stack: buckets are emptied first
 (``autoDeleteObjects``) and deleted, log groups and tables are deleted, keys are scheduled for deletion
 after ``KEY_PENDING_DAYS`` (KMS never deletes a key at once; ``CancelKeyDeletion`` undoes it in that
-window), and run-time SSM parameters (plan status, promoted head, watermark) are deleted. Never deleted, in any mode: a bought capacity plan (prepaid, not refundable: its custom
-resource is always retained) and what SageMaker creates itself, outside CloudFormation (the
-endpoint's ``/aws/sagemaker/Endpoints/<name>`` log group, optimization jobs' logs and records).
+window), and run-time SSM parameters (plan status, promoted head, watermark) are deleted. Never deleted, in any
+mode: a bought capacity plan (prepaid, not refundable: its custom resource is always retained) and what SageMaker
+creates itself, outside CloudFormation (the endpoint's ``/aws/sagemaker/Endpoints/<name>`` log group, optimization
+jobs' logs and records).
 
 Use: ``set_removal(stack, "destroy")`` before adding constructs to ``stack`` (the app's
 ``LlmPlatformStack`` does it from ``removal:`` in the config); ``removal_note(scope)`` says what stays.

@@ -64,7 +64,8 @@ def parameter_arn(stack: Stack, name: str) -> str:
 
 
 def in_state_folder(name: str) -> bool:
-    """Whether ``name`` is under ``STATE_PREFIX`` (with or without the leading '/', as ``parameter_arn`` writes both)."""
+    """Whether ``name`` is under ``STATE_PREFIX`` (with or without the leading '/', as ``parameter_arn`` writes
+    both)."""
     return name.lstrip("/").startswith(STATE_PREFIX.lstrip("/") + "/")
 
 

@@ -106,7 +106,7 @@ def _cron_reason(text: str) -> str | None:
             f"day-of-week year); got {len([f for f in text.split() if f])}"
             + (", add the year field, e.g. *" if len(text.split()) == 5 else "")
         )
-    for (name, low, high, names), value in zip(_FIELDS, fields):
+    for (name, low, high, names), value in zip(_FIELDS, fields, strict=True):
         reason = _field_reason(name, value, low, high, names)
         if reason:
             return f"{name} field {value!r}: {reason}"

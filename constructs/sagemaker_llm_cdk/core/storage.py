@@ -46,7 +46,8 @@ def secure_key(scope: Construct, id: str, *, description: str) -> kms.Key:
 
 
 SERVER_ACCESS_LOGS_USE_BUCKET_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
-"""CDK's feature flag (``cx_api.S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY``) that ``SecureBucket`` sets for its subtree."""
+"""CDK's feature flag (``cx_api.S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY``) that ``SecureBucket`` sets for its
+subtree."""
 
 
 class SecureBucket(Construct):
@@ -216,7 +217,7 @@ class _Readers:
         documents = stack.resolve([p.policy_document for p in policies]) if policies else []
         if not isinstance(documents, list) or len(documents) != len(policies):  # resolve drops undefined entries
             documents = [stack.resolve(p.policy_document) for p in policies]
-        for node, document in zip(policies, documents):
+        for node, document in zip(policies, documents, strict=True):
             document = document or {}
             if any(_grants(s, self._actions, target_id) for s in _as_list(document.get("Statement"))):
                 roles += [r["Ref"] for r in stack.resolve(node.roles) or [] if isinstance(r, dict) and "Ref" in r]

@@ -15,7 +15,7 @@ def problems_from(error: ValidationError, model: type[BaseModel]) -> list[Proble
     problems: list[Problem] = []
     items = error.errors(include_url=False)
     paths = [_path(item["loc"]) for item in items]
-    for item, path in zip(items, paths):
+    for item, path in zip(items, paths, strict=True):
         if item["type"] == "too_short" and any(other.startswith(path + "[") for other in paths):
             continue  # pydantic also calls a list "too short" when its items failed: the items say why
         if item["type"] == RULES_ERROR:

@@ -21,18 +21,17 @@ from ..core import grants
 from ..core.errors import MISSING, ConfigurationError, Problem
 from ..core.grants import depend_on_policy
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric, one_minute
+from ..core.protocols import ICapacityReservation, IPlanGuard, IServedAdapter
 from ..core.settings import validated
 from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
-from ..settings.operations import RolloutSettings, batch_units, rolling_batch
-from .model_component import ModelComponent
+from ..settings.capacity import choose_update_policy
 from ..settings.hosting import (
     EndpointOptions,
     has_local_nvme,
     pools_with_plan_problem,
 )
-
-from ..core.protocols import ICapacityReservation, IPlanGuard, IServedAdapter
-from ..settings.capacity import choose_update_policy
+from ..settings.operations import RolloutSettings, batch_units, rolling_batch
+from .model_component import ModelComponent
 
 if TYPE_CHECKING:
     from ..settings.hosting import ModelSpec
@@ -479,17 +478,18 @@ class LlmEndpoint(EndpointReference):
         if policy == "ROLLING":
             Annotations.of(self).add_warning_v2(
                 "sagemaker-llm-cdk:rollingUpdateChosen",
-                f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances: too few for a blue/green update "
-                f"of up to {most} (needs {2 * most}), so endpoint updates roll {step} at a time (needs {most + batch}).",
+                f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances: too few for a blue/green "
+                f"update of up to {most} (needs {2 * most}), so endpoint updates roll {step} at a time (needs "
+                f"{most + batch}).",
             )
         elif policy is None:
             rolling_most = self._most_instances_rolling_fits(plan.instance_count)
             Annotations.of(self).add_warning_v2(
                 "sagemaker-llm-cdk:noUpdateHeadroom",
-                f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances and the endpoint may run {most}: no "
-                "update policy fits (blue/green needs "
-                f"{2 * most}, rolling {most + batch}), so a change that replaces the endpoint config cannot get instances "
-                "and rolls back. "
+                f"Capacity plan {plan.plan_name} holds {plan.instance_count} instances and the endpoint may run "
+                f"{most}: no update policy fits (blue/green needs "
+                f"{2 * most}, rolling {most + batch}), so a change that replaces the endpoint config cannot get "
+                "instances and rolls back. "
                 + (
                     f"Lower scaling.max_instances to {plan.instance_count // 2} (blue/green) or "
                     f"{rolling_most} (rolling), or bind a larger plan."

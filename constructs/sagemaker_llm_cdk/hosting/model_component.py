@@ -22,16 +22,16 @@ from ..core.accounts import lmi_account
 from ..core.errors import ConfigurationError, Problem
 from ..core.grants import depend_on_policy
 from ..core.settings import _S3_URI, validated
-from ..settings.operations import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
-from .component_base import InferenceComponentConstruct, name_taken_problem
 from ..settings.adapters import lora_environment
 from ..settings.hosting import _ECR_IMAGE, ModelSpec, fit_problems, requirements_on
+from ..settings.operations import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
 from ..settings.tool_calling import tool_environment
+from .component_base import InferenceComponentConstruct, name_taken_problem
 
 if TYPE_CHECKING:
-    from .speculative_decoding import SpeculativeDecoding
     from .endpoint import LlmEndpoint
     from .jumpstart import JumpStartLock, JumpStartModel
+    from .speculative_decoding import SpeculativeDecoding
 
 LMI_ACCOUNT = "763104351884"
 """AWS Deep Learning Containers account that publishes the LMI image in most regions of the aws partition;
@@ -313,10 +313,10 @@ class ModelComponent(InferenceComponentConstruct):
                         Problem(
                             "monitoring.rollout.batch_copies",
                             rollout.batch_copies,
-                            f"5-50% of every copy count model {self.spec.name} may run ({smallest}-{copies.max_copies}, AWS's "
-                            f"range for a rolling step): {allowed}",
-                            "remove batch_copies (the library then picks a step AWS takes for each model), set batch_percent "
-                            "(5-50) instead, or "
+                            f"5-50% of every copy count model {self.spec.name} may run "
+                            f"({smallest}-{copies.max_copies}, AWS's range for a rolling step): {allowed}",
+                            "remove batch_copies (the library then picks a step AWS takes for each model), set "
+                            "batch_percent (5-50) instead, or "
                             + " and ".join(
                                 (
                                     [f"raise copies.min_copies to {2 * rollout.batch_copies} or more"]
@@ -556,7 +556,10 @@ def container_image(image: str, *, scope: Construct | None = None) -> tuple[str,
         return uri, arn
     match = _ECR_IMAGE.match(image)
     assert match  # validated by ModelSpec
-    arn = f"arn:{Aws.PARTITION}:ecr:{match.group('region')}:{match.group('account')}:repository/{match.group('repository')}"
+    arn = (
+        f"arn:{Aws.PARTITION}:ecr:{match.group('region')}:{match.group('account')}:"
+        f"repository/{match.group('repository')}"
+    )
     return image, arn
 
 

@@ -95,8 +95,8 @@ def choose(
     """The head ``component`` serves from day one (or None) and the synth message saying so, or why not.
 
     Raises one ``ConfigurationError`` listing every obstacle when ``spec.pretrained_head`` is true."""
-    from ..settings.images import lora_with_speculative_problem
     from ..settings.eagle import EAGLE_ARCHITECTURES
+    from ..settings.images import lora_with_speculative_problem
 
     spec = component.spec
     where = f"{model.model_id} {model.version} in {model.region}"

@@ -78,9 +78,8 @@ from ..core.errors import ConfigurationError, Problem
 from ..core.functions import python_function
 from ..core.run_time_state import STATE_PREFIX, RunTimeParameter
 from ..core.settings import _S3_URI, name_problem
+from ..settings.eagle import EAGLE_ARCHITECTURES, JOB_NAME_PREFIX
 from ..settings.images import lora_with_speculative_problem
-from ..settings.eagle import JOB_NAME_PREFIX
-from ..settings.eagle import EAGLE_ARCHITECTURES
 
 if TYPE_CHECKING:
     from .model_component import ModelComponent
@@ -328,7 +327,8 @@ class SpeculativeDecoding(Construct):
                 "ModelDataSource": {
                     "S3DataSource": {
                         **_weights_source(spec.model_data_s3_uri),
-                        # a gated JumpStart model: the licence accepted in config (accept_eula), as on the component's model
+                        # a gated JumpStart model: the licence accepted in config (accept_eula), as on the
+                        # component's model
                         **({"ModelAccessConfig": {"AcceptEula": True}} if component.accepts_eula else {}),
                     }
                 },

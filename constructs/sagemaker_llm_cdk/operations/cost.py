@@ -142,7 +142,7 @@ def cost_ceiling_table(
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
     out = [title]
     for index, row in enumerate(rows):
-        out.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        out.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip())
         if index == 0:
             out.append("  ".join("-" * width for width in widths))
     model = list(lines_by_path.values())

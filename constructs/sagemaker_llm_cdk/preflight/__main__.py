@@ -1,4 +1,5 @@
-"""``python -m sagemaker_llm_cdk.preflight --config FILE [--region R] [--offline]``: see ``sagemaker_llm_cdk.preflight``."""
+"""``python -m sagemaker_llm_cdk.preflight --config FILE [--region R] [--offline]``: see
+``sagemaker_llm_cdk.preflight``."""
 
 import sys
 

@@ -1,4 +1,5 @@
-"""What preflight checks read (``PreflightContext``), the check registry, and config helpers other settings slot into."""
+"""What preflight checks read (``PreflightContext``), the check registry, and config helpers other settings slot
+into."""
 
 from __future__ import annotations
 

@@ -48,8 +48,8 @@ class LoraSettings(Settings):
         Field(
             json_schema_extra={"enum": [*LORA_RANKS, None]},
             description=(
-                "Highest LoRA rank (r in each adapter's adapter_config.json) the container accepts: OPTION_MAX_LORA_RANK, "
-                "one of "
+                "Highest LoRA rank (r in each adapter's adapter_config.json) the container accepts: "
+                "OPTION_MAX_LORA_RANK, one of "
                 + ", ".join(map(str, LORA_RANKS))
                 + " (vLLM's values). Adapters of a higher rank fail to load, "
                 "and the container reserves GPU memory for this rank, so pick the smallest at least your highest. "

@@ -12,7 +12,6 @@ from ..core.errors import Problem
 from ..core.schedule_expression import schedule_problem
 from ..core.settings import Settings, field_rule, instance_type_problem, s3_uri_problem
 
-
 JOB_NAME_PREFIX = "eagle-"
 """Optimization job names start with this (``lambda/eagle_job`` names jobs ``eagle-<model>-<hash>``)."""
 
@@ -42,9 +41,9 @@ class EagleDataset(Settings):
         Literal["capture", "front_door", "s3", "builtin"],
         Field(
             description=(
-                "capture (this endpoint's Data Capture), front_door (the turns the model's session front door logs through "
-                "Kinesis Data Firehose: independent of Data Capture, every record names its component), s3 (your dataset), "
-                "builtin (a named public dataset). Default: capture."
+                "capture (this endpoint's Data Capture), front_door (the turns the model's session front door logs "
+                "through Kinesis Data Firehose: independent of Data Capture, every record names its component), s3 "
+                "(your dataset), builtin (a named public dataset). Default: capture."
             )
         ),
     ] = "capture"
@@ -52,8 +51,8 @@ class EagleDataset(Settings):
         str | None,
         Field(
             description=(
-                "source s3: prefix of ShareGPT / OpenAI chat / OpenAI completions JSONL. source builtin: where your copy "
-                "of the named dataset is (SageMaker does not document a public location)."
+                "source s3: prefix of ShareGPT / OpenAI chat / OpenAI completions JSONL. source builtin: where your "
+                "copy of the named dataset is (SageMaker does not document a public location)."
             )
         ),
     ] = None
@@ -75,10 +74,10 @@ class EagleDataset(Settings):
         str | None,
         Field(
             description=(
-                "source capture or front_door: EventBridge Scheduler expression of a cheap check that counts the records that "
-                "arrived after the watermark (lines; nothing converted, it stops reading at min_new_records) and starts a "
-                "run once min_new_records arrived and no run is in progress, e.g. 'rate(1 hour)'. Default: off (runs "
-                "start on the schedule or by hand)."
+                "source capture or front_door: EventBridge Scheduler expression of a cheap check that counts the "
+                "records that arrived after the watermark (lines; nothing converted, it stops reading at "
+                "min_new_records) and starts a run once min_new_records arrived and no run is in progress, e.g. "
+                "'rate(1 hour)'. Default: off (runs start on the schedule or by hand)."
             )
         ),
     ] = None
@@ -89,8 +88,8 @@ class EagleDataset(Settings):
             le=3650,
             description=(
                 "source capture or front_door: days the training sets built from captured traffic or logged turns "
-                "(datasets/, map-results/ of the artifacts bucket) are kept; then 7 more days as noncurrent versions. Draft heads and reports are kept. "
-                "Default: 90."
+                "(datasets/, map-results/ of the artifacts bucket) are kept; then 7 more days as noncurrent versions. "
+                "Draft heads and reports are kept. Default: 90."
             ),
         ),
     ] = 90
@@ -159,9 +158,9 @@ class EagleBenchmarkSettings(Settings):
         bool,
         Field(
             description=(
-                "Measure the endpoint with a SageMaker AI benchmark job (NVIDIA AIPerf) before and after each promotion. "
-                "Each job sends real traffic to the endpoint: it competes with your users' requests, can scale the endpoint "
-                "out (more instances billed), and the job may be billed itself. "
+                "Measure the endpoint with a SageMaker AI benchmark job (NVIDIA AIPerf) before and after each "
+                "promotion. Each job sends real traffic to the endpoint: it competes with your users' requests, can "
+                "scale the endpoint out (more instances billed), and the job may be billed itself. "
                 "Default: false."
             )
         ),
@@ -170,9 +169,9 @@ class EagleBenchmarkSettings(Settings):
         Literal["inline", "s3", "front_door"],
         Field(
             description=(
-                "What the benchmark sends: inline (AIPerf token distributions from parameters), s3 (your requests under "
-                "s3_uri, OpenAI chat-completions JSONL) or front_door (the turns the model's session front door logs; needs "
-                "dataset.source front_door). Default: inline."
+                "What the benchmark sends: inline (AIPerf token distributions from parameters), s3 (your requests "
+                "under s3_uri, OpenAI chat-completions JSONL) or front_door (the turns the model's session front door "
+                "logs; needs dataset.source front_door). Default: inline."
             )
         ),
     ] = "inline"
@@ -186,8 +185,9 @@ class EagleBenchmarkSettings(Settings):
         dict[str, int | float | str],
         Field(
             description=(
-                "AIPerf parameters of the workload spec (lower-case names, e.g. prompt_input_tokens_mean, output_tokens_mean, "
-                "concurrency, request_count), at most 32. Default: 550 input and 150 output tokens on average."
+                "AIPerf parameters of the workload spec (lower-case names, e.g. prompt_input_tokens_mean, "
+                "output_tokens_mean, concurrency, request_count), at most 32. Default: 550 input and 150 output tokens "
+                "on average."
             )
         ),
     ] = {"prompt_input_tokens_mean": 550, "output_tokens_mean": 150}
@@ -310,9 +310,9 @@ class EagleSettings(Settings):
         str | None,
         Field(
             description=(
-                "A training plan meant for jobs (its target is training-job, not endpoint), by ARN or name, for the job's "
-                "TrainingPlanArns; its instance type must be job_instance_type. A plan bought for endpoints cannot be given "
-                "to an optimization job. Default: on-demand capacity."
+                "A training plan meant for jobs (its target is training-job, not endpoint), by ARN or name, for the "
+                "job's TrainingPlanArns; its instance type must be job_instance_type. A plan bought for endpoints "
+                "cannot be given to an optimization job. Default: on-demand capacity."
             )
         ),
     ] = None
@@ -334,10 +334,11 @@ class EagleSettings(Settings):
             ge=1.0,
             le=20.0,
             description=(
-                "A model serving JumpStart's pre-trained EAGLE head: its speedup over no speculative decoding as you measured "
-                "it. While that head is served, a trained head is promoted only when its speedup beats this and the "
-                "pre-trained head's own rows in the job's benchmark results (when the job reports them). Default: unknown: "
-                "only the job's figures count, and without them no trained head replaces the pre-trained one."
+                "A model serving JumpStart's pre-trained EAGLE head: its speedup over no speculative decoding as you "
+                "measured it. While that head is served, a trained head is promoted only when its speedup beats this "
+                "and the pre-trained head's own rows in the job's benchmark results (when the job reports them). "
+                "Default: unknown: only the job's figures count, and without them no trained head replaces the "
+                "pre-trained one."
             ),
         ),
     ] = None
@@ -345,8 +346,8 @@ class EagleSettings(Settings):
         bool,
         Field(
             description=(
-                "Refused when true: the endpoint's capacity plan targets endpoints, and SageMaker accepts only a plan for "
-                "jobs in TrainingPlanArns. Use training_plan. Default: false."
+                "Refused when true: the endpoint's capacity plan targets endpoints, and SageMaker accepts only a plan "
+                "for jobs in TrainingPlanArns. Use training_plan. Default: false."
             )
         ),
     ] = False
@@ -376,10 +377,10 @@ class EagleSettings(Settings):
                 Problem(
                     "use_capacity_plan",
                     True,
-                    "false: a capacity plan bought for endpoints (target endpoint) cannot be given to an optimization job; "
-                    "TrainingPlanArns takes only a plan for jobs",
-                    "remove use_capacity_plan; to run the job on reserved capacity, buy a training plan for training jobs "
-                    "of job_instance_type and set training_plan to its ARN or name",
+                    "false: a capacity plan bought for endpoints (target endpoint) cannot be given to an optimization "
+                    "job; TrainingPlanArns takes only a plan for jobs",
+                    "remove use_capacity_plan; to run the job on reserved capacity, buy a training plan for training "
+                    "jobs of job_instance_type and set training_plan to its ARN or name",
                 )
             )
         if self.training_plan is not None and not _TRAINING_PLAN.fullmatch(self.training_plan):

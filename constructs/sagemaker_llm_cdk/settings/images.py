@@ -278,5 +278,6 @@ DLC_ACCOUNTS: dict[str, str] = dict(regions.DLC_ACCOUNTS)
 """AWS Deep Learning Containers registry account per region (``regions.DLC_ACCOUNTS``)."""
 
 POWERTOOLS_LAYER_ACCOUNTS: dict[str, str] = dict(regions.POWERTOOLS_ACCOUNTS)
-"""Account that publishes the Powertools for AWS Lambda (Python) layer, per partition (``regions.POWERTOOLS_ACCOUNTS``).
-Powertools does not publish the pinned layer under a documented account in aws-cn or aws-us-gov, so those are refused."""
+"""Account that publishes the Powertools for AWS Lambda (Python) layer, per partition
+(``regions.POWERTOOLS_ACCOUNTS``). Powertools does not publish the pinned layer under a documented account in aws-cn
+or aws-us-gov, so those are refused."""

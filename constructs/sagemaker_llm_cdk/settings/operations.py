@@ -83,12 +83,12 @@ class RolloutSettings(Settings):
             ge=1,
             le=1000,
             description=(
-                "Copies replaced per rolling step (MaximumBatchSize, COPY_COUNT). AWS takes 5-50% of the copy count, so "
-                "when set it must be that at every count a model may run: at least max_copies / 20 and at most "
-                "min_copies / 2 (min_copies 0 counts as 1); a model whose copies do not allow it is refused. Unset: each "
-                "model gets a step AWS takes for its copies: COPY_COUNT where one count fits every copy count (1 for 2-20 "
-                "copies), else CAPACITY_PERCENT of about one copy (100 / max_copies, within 5-50). Default: unset (counted "
-                "as 1 copy by preflight's headroom estimate)."
+                "Copies replaced per rolling step (MaximumBatchSize, COPY_COUNT). AWS takes 5-50% of the copy count, "
+                "so when set it must be that at every count a model may run: at least max_copies / 20 and at most "
+                "min_copies / 2 (min_copies 0 counts as 1); a model whose copies do not allow it is refused. Unset: "
+                "each model gets a step AWS takes for its copies: COPY_COUNT where one count fits every copy count (1 "
+                "for 2-20 copies), else CAPACITY_PERCENT of about one copy (100 / max_copies, within 5-50). Default: "
+                "unset (counted as 1 copy by preflight's headroom estimate)."
             ),
         ),
     ] = 1
@@ -98,8 +98,8 @@ class RolloutSettings(Settings):
             ge=5,
             le=50,
             description=(
-                "Percent of a model's copy count replaced per rolling step (MaximumBatchSize, CAPACITY_PERCENT), 5-50 as "
-                "AWS takes it; instead of batch_copies. Default: unset (see batch_copies)."
+                "Percent of a model's copy count replaced per rolling step (MaximumBatchSize, CAPACITY_PERCENT), 5-50 "
+                "as AWS takes it; instead of batch_copies. Default: unset (see batch_copies)."
             ),
         ),
     ] = None
@@ -134,8 +134,8 @@ class RolloutSettings(Settings):
         bool,
         Field(
             description=(
-                "Also give the endpoint a blue/green DeploymentConfig (all at once, baking period) that rolls back on the "
-                "endpoint-level alarms, for instance-type or variant changes. Default: true."
+                "Also give the endpoint a blue/green DeploymentConfig (all at once, baking period) that rolls back on "
+                "the endpoint-level alarms, for instance-type or variant changes. Default: true."
             )
         ),
     ] = True

@@ -49,14 +49,14 @@ class SessionSettings(Settings):
         Field(
             description=(
                 "Who owns a conversation. session: the full signed-in caller (an assumed-role session including its "
-                "session name; an IAM user; a Cognito identity by its identity id). Sound only when no caller can choose "
-                "its session name: IAM Identity Center and SAML sessions (the identity provider names them), or roles "
-                "whose trust policy pins the name (SessionFrontDoor.grant_invoke_pinned; preflight warns about callers "
-                "whose trust does not). role: every session of an assumed role is one owner, for backends whose session "
-                "names rotate (a Lambda function or ECS task per request); the backend then keeps its users apart. "
-                "cognito_identity: only Cognito identity-pool credentials are served and the owner is the identity id "
-                "Cognito assigned (identity_pools lists the pools); every other caller gets 403. Federated users "
-                "(GetFederationToken) are refused in every mode: the IAM user that calls it names them. Default: "
+                "session name; an IAM user; a Cognito identity by its identity id). Sound only when no caller can "
+                "choose its session name: IAM Identity Center and SAML sessions (the identity provider names them), or "
+                "roles whose trust policy pins the name (SessionFrontDoor.grant_invoke_pinned; preflight warns about "
+                "callers whose trust does not). role: every session of an assumed role is one owner, for backends "
+                "whose session names rotate (a Lambda function or ECS task per request); the backend then keeps its "
+                "users apart. cognito_identity: only Cognito identity-pool credentials are served and the owner is the "
+                "identity id Cognito assigned (identity_pools lists the pools); every other caller gets 403. Federated "
+                "users (GetFederationToken) are refused in every mode: the IAM user that calls it names them. Default: "
                 "session."
             )
         ),
