@@ -198,16 +198,37 @@ class unless_failed:  # noqa: N801 - used like contextlib.suppress
         return kind is not None and issubclass(kind, (_FieldFailed, TypeError))
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
+
+
+def identifier_problem(field: str, value: str) -> Problem | None:
+    """A config name that becomes a construct id and part of physical names (an endpoint's, a router's): 1-63
+    letters and digits, starting with a letter; None when ``value`` is one."""
+    if _IDENTIFIER.fullmatch(value):
+        return None
+    return Problem(
+        field, value, "1-63 letters and digits, starting with a letter", "remove spaces, hyphens and other characters"
+    )
+
+
 def _partial_rules(cls: type[Settings], data: dict[str, Any], error: ValidationError) -> list[Problem]:
-    """The problems ``cls._rules`` finds on the fields of ``data`` that passed; failed ones are ``FAILED``
-    (a failed item of a list of models stays, with only its own failed fields ``FAILED``)."""
+    """The problems ``cls._rules`` finds on the fields of ``data`` that passed (see ``_on_partial``)."""
+    return _on_partial(cls, data, error, lambda partial: partial._rules())
+
+
+def _on_partial(
+    cls: type[Settings], data: Any, error: ValidationError, rule: Callable[[Any], list[Problem]]
+) -> list[Problem]:
+    """The problems ``rule`` finds on ``cls`` built from the fields of ``data`` that passed; failed ones are
+    ``FAILED`` (a failed item of a list of models stays, with only its own failed fields ``FAILED``), and a rule
+    that reads one is skipped."""
     import warnings
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a rule that dumps a partial model gets serializer warnings for FAILED
             partial = _partial_instance(cls, data, _failures(error))
-            return partial._rules() if partial is not FAILED else []
+            return rule(partial) if partial is not FAILED else []
     except (_FieldFailed, TypeError, ValidationError):
         return []
 
@@ -217,22 +238,10 @@ def outside_rule(cls: type[Settings], data: Any, rule: Callable[[Any], list[Prob
     than settings, as the budget rule needs the cost model). On data that fails validation the rule runs on the
     fields that passed, like the model's own rules, so its problem comes in the same round; a rule that reads a
     failed field is skipped."""
-    import warnings
-
     try:
         instance: Any = cls.model_validate(dict(data)) if isinstance(data, Mapping) else data
     except ValidationError as error:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                instance = _partial_instance(cls, data, _failures(error))
-                if instance is FAILED:
-                    return []
-                with unless_failed():
-                    return rule(instance)
-        except (_FieldFailed, TypeError, ValidationError):
-            return []
-        return []
+        return _on_partial(cls, data, error, rule)
     with unless_failed():
         return rule(instance)
     return []

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from ..core.errors import Problem
-from ..core.settings import Settings, name_problem, unless_failed
+from ..core.settings import Settings, identifier_problem, name_problem, unless_failed
 from .budget import BudgetSettings as BudgetSettings
 from .capacity import CapacityPlanSpec, spec_binding_problems
 from .config_names import duplicate_name_problems as duplicate_name_problems
@@ -81,15 +81,9 @@ class EndpointSpec(EndpointOptions):
         with unless_failed():
             problems.extend(super()._rules())
         with unless_failed():
-            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,62}", self.name):
-                problems.append(
-                    Problem(
-                        "name",
-                        self.name,
-                        "1-63 letters and digits, starting with a letter",
-                        "remove spaces, hyphens and other characters",
-                    )
-                )
+            problem = identifier_problem("name", self.name)
+            if problem:
+                problems.append(problem)
         with unless_failed():
             if self.endpoint_name is not None:
                 problem = name_problem("endpoint_name", self.endpoint_name, "EndpointName")

@@ -22,7 +22,7 @@ from ..core.errors import Problem
 from ..core.name_rules import prefixed_name
 from ..core.schedule_expression import schedule_problem
 from ..core.service_model import aws_max, aws_min, shape
-from ..core.settings import Settings, name_problem, unless_failed
+from ..core.settings import Settings, identifier_problem, name_problem, unless_failed
 
 MAX_TARGETS = int(shape("RoutingTargetList")["max"])
 """Routing targets per router (botocore ``RoutingTargetList`` max: 20)."""
@@ -39,7 +39,6 @@ SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]*:[0-9]{12}:[a-zA-Z0-9
 """botocore's ``InferenceRouterSnsTopicArn`` pattern."""
 KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:(key/[a-zA-Z0-9-]+|alias/[a-zA-Z0-9/_-]+)$")
 _S3_PATH = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$")
-_ID = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,62}$")
 ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(?P<account>[0-9]{12}):role/(?P<path_and_name>[\w+=,.@/-]{1,576})$")
 """An IAM role ARN (path and name as IAM allows them)."""
 MAX_CALLERS = 50
@@ -66,8 +65,8 @@ class AsyncRouting(Settings):
         str,
         Field(
             description=(
-                "S3 location of the results (OutputConfig.S3OutputPath), s3://bucket/prefix, in the router's region and "
-                "account."
+                "S3 location of the results (OutputConfig.S3OutputPath), s3://bucket/prefix, in the router's region "
+                "and account."
             )
         ),
     ]
@@ -78,8 +77,8 @@ class AsyncRouting(Settings):
         str | None,
         Field(
             description=(
-                "KMS key (or alias) ARN that encrypts the results (OutputConfig.KmsKeyId). An ARN, not an id: AWS asks for "
-                "one when any destination is in another account or region. Default: the bucket's encryption."
+                "KMS key (or alias) ARN that encrypts the results (OutputConfig.KmsKeyId). An ARN, not an id: AWS asks "
+                "for one when any destination is in another account or region. Default: the bucket's encryption."
             )
         ),
     ] = None
@@ -226,8 +225,8 @@ class RoutingTargetSpec(Settings):
         str,
         Field(
             description=(
-                "Routing target name callers pass when they invoke the router (1-63 letters, digits and hyphens), unique "
-                "in the router."
+                "Routing target name callers pass when they invoke the router (1-63 letters, digits and hyphens), "
+                "unique in the router."
             )
         ),
     ]
@@ -260,9 +259,9 @@ class RoutingTargetSpec(Settings):
         Literal["LocalRegionFirst", "InstancePoolOrder"] | None,
         Field(
             description=(
-                "How the router chooses among the destinations (RoutingTarget.RoutingPreference). LocalRegionFirst: the "
-                "router's region first, then spread over healthy destinations elsewhere. InstancePoolOrder: by instance "
-                "type, then region; asynchronous targets only. Default: AWS's, LocalRegionFirst."
+                "How the router chooses among the destinations (RoutingTarget.RoutingPreference). LocalRegionFirst: "
+                "the router's region first, then spread over healthy destinations elsewhere. InstancePoolOrder: by "
+                "instance type, then region; asynchronous targets only. Default: AWS's, LocalRegionFirst."
             )
         ),
     ] = None
@@ -414,8 +413,8 @@ class RouterSpec(Settings):
             max_length=MAX_CALLERS,
             description=(
                 "IAM role ARNs that invoke the router. A role of the router stack's account gets the permissions "
-                "(grant_invoke: the router and every destination, exact ARNs); the live preflight simulates each role's "
-                "policies and reports every permission it lacks. At most 50. Default: none."
+                "(grant_invoke: the router and every destination, exact ARNs); the live preflight simulates each "
+                "role's policies and reports every permission it lacks. At most 50. Default: none."
             ),
         ),
     ] = ()
@@ -423,15 +422,9 @@ class RouterSpec(Settings):
     def _rules(self) -> list[Problem]:
         problems: list[Problem] = []
         with unless_failed():
-            if not _ID.match(self.name):
-                problems.append(
-                    Problem(
-                        "name",
-                        self.name,
-                        "1-63 letters and digits, starting with a letter",
-                        "remove spaces, hyphens and other characters",
-                    )
-                )
+            problem = identifier_problem("name", self.name)
+            if problem:
+                problems.append(problem)
         with unless_failed():
             if self.router_name is not None:
                 problem = name_problem("router_name", self.router_name, "InferenceRouterName")
