@@ -22,7 +22,7 @@ ALLOWED: dict[str, int] = {
     # The endpoint and its components: their constructors build the resources in the order the templates keep.
     "constructs/sagemaker_llm_cdk/hosting/endpoint.py": 782,
     "constructs/sagemaker_llm_cdk/hosting/endpoint.py::LlmEndpoint.__init__": 237,
-    "constructs/sagemaker_llm_cdk/hosting/model_component.py": 701,
+    "constructs/sagemaker_llm_cdk/hosting/model_component.py": 687,
     "constructs/sagemaker_llm_cdk/hosting/model_component.py::ModelComponent.__init__": 145,
     "constructs/sagemaker_llm_cdk/hosting/speculative_decoding.py::SpeculativeDecoding.__init__": 166,
     # The chat client: one module so an application copies or installs it alone (clients/).

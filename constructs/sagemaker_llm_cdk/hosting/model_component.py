@@ -24,6 +24,8 @@ from ..core.grants import depend_on_policy
 from ..core.settings import _S3_URI, validated
 from ..settings.adapters import lora_environment
 from ..settings.hosting import _ECR_IMAGE, ModelSpec, fit_problems, requirements_on
+from ..settings.images import LMI_ACCOUNT, LMI_REPOSITORY
+from ..settings.model_rules import MAX_ENVIRONMENT, environment_count_problem
 from ..settings.operations import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
 from ..settings.tool_calling import tool_environment
 from .component_base import InferenceComponentConstruct, name_taken_problem
@@ -33,26 +35,7 @@ if TYPE_CHECKING:
     from .jumpstart import JumpStartLock, JumpStartModel
     from .speculative_decoding import SpeculativeDecoding
 
-LMI_ACCOUNT = "763104351884"
-"""AWS Deep Learning Containers account that publishes the LMI image in most regions of the aws partition;
-the account of each region is in ``images.DLC_ACCOUNTS`` (``accounts.lmi_account``)."""
-LMI_REPOSITORY = "djl-inference"
-
 COPY_COUNT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
-
-
-MAX_ENVIRONMENT = 100
-"""Variables SageMaker takes in one container's ``Environment`` (botocore's ``EnvironmentMap``: at most 100)."""
-
-
-def _environment_count_problem(count: int, configured: int, adding: str = "") -> Problem:
-    added = f", the last {adding}" if adding else ""
-    return Problem(
-        "environment",
-        f"{count} variables ({configured} configured, {count - configured} set by features{added})",
-        f"at most {MAX_ENVIRONMENT} variables in the container (SageMaker's limit)",
-        "remove variables from environment",
-    )
 
 
 class ModelComponent(InferenceComponentConstruct):
@@ -122,7 +105,7 @@ class ModelComponent(InferenceComponentConstruct):
         environment = {**self.default_environment(spec), **spec.environment, **(extra_environment or {})}
         if len(environment) > MAX_ENVIRONMENT:
             raise ConfigurationError(
-                [_environment_count_problem(len(environment), len(spec.environment))], source=self.node.path
+                [environment_count_problem(len(environment), len(spec.environment))], source=self.node.path
             )
         self._environment = environment
         image, repository_arn = container_image(spec.image, scope=self)
@@ -366,7 +349,7 @@ class ModelComponent(InferenceComponentConstruct):
             )
         if name not in self._environment and len(self._environment) >= MAX_ENVIRONMENT:
             raise ConfigurationError(
-                [_environment_count_problem(len(self._environment) + 1, len(self.spec.environment), adding=name)],
+                [environment_count_problem(len(self._environment) + 1, len(self.spec.environment), adding=name)],
                 source=self.node.path,
             )
         self._environment[name] = value

@@ -327,8 +327,7 @@ class SpeculativeDecoding(Construct):
                 "ModelDataSource": {
                     "S3DataSource": {
                         **_weights_source(spec.model_data_s3_uri),
-                        # a gated JumpStart model: the licence accepted in config (accept_eula), as on the
-                        # component's model
+                        # a gated JumpStart model: its licence accepted in config, as on the component's model
                         **({"ModelAccessConfig": {"AcceptEula": True}} if component.accepts_eula else {}),
                     }
                 },

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..core import regions, service_model
+from ..settings.images import LMI_ACCOUNT, LMI_REPOSITORY
 from .context import (
     DLC_REPOSITORIES,
     ECR_IMAGE,
@@ -134,8 +135,6 @@ def _nearby_first(candidates: list[str], region: str, partition: str | None) -> 
 
 def _images(ctx: PreflightContext) -> list[tuple[str, str | None]]:
     """(where, image URI or None when unresolvable) of every model container."""
-    from ..hosting.model_component import LMI_ACCOUNT, LMI_REPOSITORY
-
     found: list[tuple[str, str | None]] = []
     region = ctx.region or "<region>"
     partition = ctx.partition if ctx.partition in regions.URL_SUFFIX else "aws"

@@ -27,6 +27,11 @@ from typing import Any
 from ..core import regions
 from ..core.errors import Problem
 
+LMI_ACCOUNT = "763104351884"
+"""AWS Deep Learning Containers account that publishes the LMI image in most regions of the aws partition;
+the account of each region is in ``DLC_ACCOUNTS`` (``accounts.lmi_account``)."""
+LMI_REPOSITORY = "djl-inference"
+
 CUDA13_AMI = "al2023-ami-sagemaker-inference-gpu-4-1"
 """The only InferenceAmiVersion with a CUDA 13 driver (NVIDIA 580, CUDA 13.0; botocore 1.44)."""
 

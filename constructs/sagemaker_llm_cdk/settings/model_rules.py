@@ -23,6 +23,21 @@ if TYPE_CHECKING:
 ENVIRONMENT_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,1023}$")
 """A container environment variable's name (``ModelSpec._ENV_KEY``)."""
 
+MAX_ENVIRONMENT = 100
+"""Variables SageMaker takes in one container's ``Environment`` (botocore's ``EnvironmentMap``: at most 100)."""
+
+
+def environment_count_problem(count: int, configured: int, adding: str = "") -> Problem:
+    """The container holds more than ``MAX_ENVIRONMENT`` variables: ``count`` in all, ``configured`` from config."""
+    added = f", the last {adding}" if adding else ""
+    return Problem(
+        "environment",
+        f"{count} variables ({configured} configured, {count - configured} set by features{added})",
+        f"at most {MAX_ENVIRONMENT} variables in the container (SageMaker's limit)",
+        "remove variables from environment",
+    )
+
+
 _DOWNLOADING_VARIABLES = ("HF_MODEL_ID", "OPTION_MODEL_ID")
 """Container variables that make LMI/TGI download the model when they name a hub id or URL, not a path."""
 
