@@ -14,9 +14,9 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from sagemaker_llm_cdk.agents import SageMakerChatModel  # noqa: E402
-from support.agents import COMPONENT, ENDPOINT, Runtime, call, completion  # noqa: E402
-from support.examples import EXAMPLES  # noqa: E402
+from sagemaker_llm_cdk.agents import SageMakerChatModel
+from support.agents import COMPONENT, ENDPOINT, Runtime, call, completion
+from support.examples import EXAMPLES
 
 
 def load_agent():

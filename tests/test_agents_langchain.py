@@ -15,15 +15,15 @@ import pytest
 pytest.importorskip("langchain_core")
 pytest.importorskip("langgraph")
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
-from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
-from sagemaker_llm_cdk.agents import SageMakerChatModel  # noqa: E402
-from sagemaker_llm_cdk.agents.transport import FrontDoorTransport, ModelCallError  # noqa: E402
-from support.agents import COMPONENT, ENDPOINT, FrontDoor, Runtime, call, completion  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from pydantic import BaseModel
+from sagemaker_llm_cdk.agents import SageMakerChatModel
+from sagemaker_llm_cdk.agents.transport import FrontDoorTransport, ModelCallError
+from support.agents import COMPONENT, ENDPOINT, FrontDoor, Runtime, call, completion
 
 
 @tool

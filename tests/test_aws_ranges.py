@@ -5,15 +5,14 @@ moved fails here until the settings follow (they read botocore's bounds themselv
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import inspect
+import pkgutil
 import typing
 from decimal import Decimal
 from typing import Any
 
 import annotated_types
 import pytest
-
 import sagemaker_llm_cdk.settings
 from pydantic import BaseModel
 from sagemaker_llm_cdk.core import service_model
@@ -234,7 +233,7 @@ def settings_models() -> dict[str, type[BaseModel]]:
 
 def numeric_fields() -> list[tuple[str, str, Any]]:
     out = []
-    for name, cls in sorted(settings_models().items()):
+    for _name, cls in sorted(settings_models().items()):
         for field_name, info in cls.model_fields.items():
             if _numeric(info.annotation):
                 owner = next(c.__name__ for c in cls.__mro__ if field_name in getattr(c, "__annotations__", {}))

@@ -10,6 +10,7 @@ error. The regression tests below pin each bug the harness found (``pytest.raise
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -337,12 +338,12 @@ def test_mutants_that_load_also_build_their_stack(workdir, restore):
             break
         data = yaml.safe_load((ROOT / config).read_text(encoding="utf-8"))
         mutants = list(single_mutants(data))
-        for label, path, text, _ in rng.sample(mutants, len(mutants)):
+        for _label, path, text, _ in rng.sample(mutants, len(mutants)):
             target = workdir / config
             if judge(target, text, path)[0] != "loads":
                 continue
             loaded = load_config(target)
-            try:
+            with contextlib.suppress(ConfigurationError):  # a construct's own check: allowed, it is the one error type
                 LlmPlatformStack(
                     App(),
                     loaded.stack_name,
@@ -350,8 +351,6 @@ def test_mutants_that_load_also_build_their_stack(workdir, restore):
                     config_dir=target.parent,
                     env=Environment(account=loaded.target.account, region=loaded.target.region),
                 )
-            except ConfigurationError:
-                pass  # a construct's own check: allowed, it is the one error type
             built += 1
             break
     assert built == 2
@@ -433,7 +432,7 @@ endpoints:
         f"the two (the last one is the value read); where: {path} line 3",
         "endpoints[0].models[0].name: got 'qwen3-32b-typo'; allowed: a name in the list it extends: qwen3-32b; fix: "
         f"correct the name, or remove the $delete item (there is nothing to delete); where: {path} line 8",
-        f"endpoints[0].scaling.max_instances: got 0; allowed: at least 1; fix: set max_instances to a value at least 1; "
+        "endpoints[0].scaling.max_instances: got 0; allowed: at least 1; fix: set max_instances to a value at least 1; "
         f"where: {path} line 6",
     ]
 
@@ -573,7 +572,8 @@ def test_a_scalar_item_of_the_base_is_named_in_the_base(tmp_path):
     [
         (
             b"stack_name: A\nendpoints:\n  - name: \x00x\n",
-            r"line 3: got 'character #x0000: control characters are not allowed'; allowed: valid YAML; .*; where: .* line 3",
+            r"line 3: got 'character #x0000: control characters are not allowed'; allowed: "
+            r"valid YAML; .*; where: .* line 3",
         ),
         (b"# caf\xe9\nstack_name: A\n", r"line 1: got b'\\xe9\\nst'; allowed: UTF-8 text; fix: save .* as UTF-8"),
     ],
@@ -617,7 +617,8 @@ def default_with(change: Any) -> dict[str, Any]:
                     }
                 ]
             ),
-            "capacity_plans[0].start_after: got 7; allowed: an ISO-8601 time with a time zone, e.g. 2026-01-15T00:00:00Z",
+            "capacity_plans[0].start_after: got 7; allowed: an ISO-8601 time with a time zone, e.g. "
+            "2026-01-15T00:00:00Z",
         ),
     ],
 )
@@ -668,7 +669,8 @@ def test_tags_follow_the_aws_tag_rules(tags, expected):
             lambda d: d["endpoints"][0]["models"][0].update(
                 model_data_s3_uri="s3://my-llm-weights/" + "k" * 1010 + "/"
             ),
-            "allowed: an S3 URI of at most 1024 characters (SageMaker's S3Uri); fix: use a shorter prefix or object key",
+            "allowed: an S3 URI of at most 1024 characters (SageMaker's S3Uri); fix: use a shorter prefix or object "
+            "key",
         ),
         (
             lambda d: d["endpoints"][0]["models"][1].update(environment={"MY_FLAG": "v" * 1025}),

@@ -88,8 +88,8 @@ def test_a_ceiling_above_usd_10000_needs_a_budget(tmp_path, priced):
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "budget: got None; allowed: a budget: the monthly ceiling is USD 72,000.00 in us-east-1, above USD 10,000.00 "
-            "(from endpoints[0]"
+            "budget: got None; allowed: a budget: the monthly ceiling is USD 72,000.00 in us-east-1, above USD "
+            "10,000.00 (from endpoints[0]"
         ),
     ):
         load_config(write(tmp_path))

@@ -150,11 +150,12 @@ def test_without_consent_synth_says_exactly_what_would_be_bought(reserved):
         "/Capacity/Plan",
         Match.string_like_regexp(
             re.escape(
-                f"Not bought by this deploy: capacity plan chat-p5e as TrainingPlanName {BOUGHT} (<stack>-chat-p5e; a plan "
-                "bought before names were stack-prefixed keeps its name only with physical_name): "
+                f"Not bought by this deploy: capacity plan chat-p5e as TrainingPlanName {BOUGHT} (<stack>-chat-p5e; a "
+                "plan bought before names were stack-prefixed keeps its name only with physical_name): "
                 f"{INSTANCE} x 4 for 30 days between "
-                "2027-01-04T00:00:00Z and 2027-03-01T00:00:00Z, prepaid up to USD 150000, never refunded. To buy it, deploy "
-                f"this stack with -c purchase=chat-p5e; without that, the deploy fails unless a plan named {BOUGHT} exists"
+                "2027-01-04T00:00:00Z and 2027-03-01T00:00:00Z, prepaid up to USD 150000, never refunded. To buy it, "
+                "deploy this stack with -c purchase=chat-p5e; without that, the deploy fails unless a plan named "
+                f"{BOUGHT} exists"
             )
         ),
     )
@@ -492,8 +493,8 @@ def test_no_headroom_is_said_and_recorded_for_the_change_report():
     Annotations.from_stack(serving).has_warning(
         "/Serving/Chat",
         Match.string_like_regexp(
-            r"no update policy fits \(blue/green needs 4, rolling 3\), so a change that replaces the endpoint config cannot "
-            r"get instances"
+            r"no update policy fits \(blue/green needs 4, rolling 3\), so a change that replaces the endpoint config "
+            r"cannot get instances"
         ),
     )
     Template.from_stack(serving).has_resource(
@@ -600,8 +601,9 @@ def test_two_plans_of_a_config_pinned_to_one_training_plan_name_are_refused_in_c
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "capacity_plans[1].physical_name: got 'SageMakerLlm-chat-p5e-2027q1'; allowed: a plan whose TrainingPlanName "
-            "(SageMakerLlm-chat-p5e-2027q1) is not that of capacity_plans[0]; fix: pin a different physical_name"
+            "capacity_plans[1].physical_name: got 'SageMakerLlm-chat-p5e-2027q1'; allowed: a plan whose "
+            "TrainingPlanName (SageMakerLlm-chat-p5e-2027q1) is not that of capacity_plans[0]; fix: pin a different "
+            "physical_name"
         ),
     ):
         load_config(config)
@@ -678,7 +680,8 @@ def test_the_synth_note_names_the_plan_it_buys_or_adopts(example):
         "/SageMakerLlmCapacity/CapacityPlan-chat-p5e-2027q1",
         Match.string_like_regexp(
             re.escape(
-                f"-c purchase=chat-p5e-2027q1; without that, the deploy fails unless a plan named {EXAMPLE_BOUGHT} exists"
+                f"-c purchase=chat-p5e-2027q1; without that, the deploy fails unless a plan named {EXAMPLE_BOUGHT} "
+                "exists"
             )
         ),
     )
@@ -768,7 +771,7 @@ def test_both_keys_in_every_file_are_each_refused(dirs):
     lines = [p.located() for p in consent_problems(app)]
     assert lines == [
         refusal(file, key, value, path)
-        for file, path in zip(FILES, paths)
+        for file, path in zip(FILES, paths, strict=True)
         for key, value in (("purchase", "a"), ("extend", "b"))
     ]
     with pytest.raises(ConfigurationError, match=r"^6 problem\(s\)"):

@@ -875,8 +875,8 @@ def test_an_existing_plan_refuses_physical_name():
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "physical_name: got 'other'; allowed: nothing when using an existing plan: it is used by its name as given; "
-            "fix: remove physical_name"
+            "physical_name: got 'other'; allowed: nothing when using an existing plan: it is used by its name as "
+            "given; fix: remove physical_name"
         ),
     ):
         stack_with({**EXISTING, "physical_name": "other"})

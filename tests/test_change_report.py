@@ -381,7 +381,7 @@ def test_a_long_plain_string_shows_the_changed_part_with_context() -> None:
     result = compare(
         stacks({"P": resource}), stacks({"P": {**resource, "Properties": {"Type": "String", "Value": new}}})
     )
-    (line,) = [l for l in render_text(result).splitlines() if "Value:" in l]
+    (line,) = [row for row in render_text(result).splitlines() if "Value:" in row]
     assert "[-fast-]" in line and "{+safe+}" in line
 
 
@@ -861,9 +861,9 @@ def test_with_the_shipped_table_the_usd_delta_is_unknown_never_0(default_base: P
 
 def test_the_dashboard_change_shows_where_the_instance_range_differs(default_base: Path, third_instance: Path) -> None:
     (line,) = [
-        l
-        for l in render_text(cost_report(default_base, third_instance)).splitlines()
-        if "DashboardBody::" in l and "instances" in l
+        row
+        for row in render_text(cost_report(default_base, third_instance)).splitlines()
+        if "DashboardBody::" in row and "instances" in row
     ]
     before, after = line.split(" -> ")
     assert "0-[-2-] instances" in before and "0-{+3+} instances" in after
@@ -978,7 +978,7 @@ def test_a_dashboard_text_whose_instance_range_changes_shows_the_range() -> None
         return {"Type": "AWS::CloudWatch::Dashboard", "Properties": {"DashboardBody": body}}
 
     result = compare(stacks({"Dash": text_widget("1-2 instances")}), stacks({"Dash": text_widget("1-3 instances")}))
-    (line,) = [l for l in render_text(result).splitlines() if "DashboardBody::" in l]
+    (line,) = [row for row in render_text(result).splitlines() if "DashboardBody::" in row]
     before, after = line.split(" -> ")
     assert "1-[-2-] instances" in before and "1-{+3+} instances" in after
 

@@ -90,7 +90,7 @@ def test_report_checks_writes_one_summary_the_findings_and_the_pr_summary_file(t
     assert status == 0
     log = capsys.readouterr().err
     assert "NIST.800.53.R5 NIST.800.53.R5-CloudWatchLogGroupEncrypted" in log
-    (line,) = [l for l in log.splitlines() if "CloudWatchLogGroupEncrypted" in l]
+    (line,) = [row for row in log.splitlines() if "CloudWatchLogGroupEncrypted" in row]
     assert "open   1" in line and "acknowledged   1" in line and "open (warning)" in line
     assert len(log.splitlines()) < 30, "one line per rule, not one block per finding"
 

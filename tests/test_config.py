@@ -69,7 +69,8 @@ def test_default_config_is_valid():
         (endpoint(instance_typ="ml.g5.xlarge"), "fix: did you mean 'instance_type'?"),
         (
             dict(base(), colour="blue"),
-            "colour: got 'blue'; allowed: known keys only: budget, capacity_plans, checks, endpoints, monitoring, removal, routers, stack_name, tags, target",
+            "colour: got 'blue'; allowed: known keys only: budget, capacity_plans, checks, endpoints, monitoring, "
+            "removal, routers, stack_name, tags, target",
         ),
         # wrong types
         (
@@ -87,7 +88,8 @@ def test_default_config_is_valid():
         # min > max and counts out of range
         (
             endpoint(scaling={"min_instances": 3, "max_instances": 2}),
-            "endpoints[0].scaling.min_instances: got 3; allowed: at most max_instances (2); fix: lower min_instances or raise max_instances",
+            "endpoints[0].scaling.min_instances: got 3; allowed: at most max_instances (2); fix: lower min_instances "
+            "or raise max_instances",
         ),
         (endpoint(scaling={"max_instances": 0}), "endpoints[0].scaling.max_instances: got 0; allowed: at least 1"),
         (
@@ -109,7 +111,8 @@ def test_default_config_is_valid():
         ),
         (
             endpoint(data_capture={"capture_input": False, "capture_output": False}),
-            "endpoints[0].data_capture.capture_input: got False; allowed: capture_input or capture_output true when enabled",
+            "endpoints[0].data_capture.capture_input: got False; allowed: capture_input or capture_output true when "
+            "enabled",
         ),
         (
             endpoint(data_capture={"json_content_types": ["json"]}),
@@ -147,11 +150,13 @@ def test_default_config_is_valid():
         ),
         (
             endpoint(routing={"prefix_length": 2048}),
-            "endpoints[0].routing.prefix_length: got 2048; allowed: only with strategy PREFIX_AWARE (strategy is LEAST_OUTSTANDING_REQUESTS)",
+            "endpoints[0].routing.prefix_length: got 2048; allowed: only with strategy PREFIX_AWARE (strategy is "
+            "LEAST_OUTSTANDING_REQUESTS)",
         ),
         (
             endpoint(routing={"strategy": "ROUND_ROBIN"}),
-            "endpoints[0].routing.strategy: got 'ROUND_ROBIN'; allowed: one of 'LEAST_OUTSTANDING_REQUESTS', 'RANDOM' or 'PREFIX_AWARE'",
+            "endpoints[0].routing.strategy: got 'ROUND_ROBIN'; allowed: one of 'LEAST_OUTSTANDING_REQUESTS', 'RANDOM' "
+            "or 'PREFIX_AWARE'",
         ),
         # other endpoint rules
         (
@@ -181,15 +186,18 @@ def test_default_config_is_valid():
         # adapters, sessions and EAGLE on a model
         (
             lora_model(lora=None),
-            "endpoints[0].models[1].adapters: got ['qwen3-32b-support', 'qwen3-32b-sql']; allowed: adapters only on a model with lora settings",
+            "endpoints[0].models[1].adapters: got ['qwen3-32b-support', 'qwen3-32b-sql']; allowed: adapters only on a "
+            "model with lora settings",
         ),
         (
             lora_model(lora={"max_gpu_adapters": 4, "max_cpu_adapters": 16}),
-            "endpoints[0].models[1].lora.max_rank: got None; allowed: one of 1, 8, 16, 32, 64, 128, 256, 320, 512 when adapters are declared",
+            "endpoints[0].models[1].lora.max_rank: got None; allowed: one of 1, 8, 16, 32, 64, 128, 256, 320, 512 when "
+            "adapters are declared",
         ),
         (
             lora_model(lora={"max_rank": 24}),
-            "endpoints[0].models[1].lora.max_rank: got 24; allowed: one of 1, 8, 16, 32, 64, 128, 256, 320, 512 (the ranks vLLM accepts); fix: use 32",
+            "endpoints[0].models[1].lora.max_rank: got 24; allowed: one of 1, 8, 16, 32, 64, 128, 256, 320, 512 (the "
+            "ranks vLLM accepts); fix: use 32",
         ),
         (
             lora_model(lora={"max_rank": 1024}),
@@ -201,7 +209,8 @@ def test_default_config_is_valid():
         ),
         (
             lora_model(adapters=[{"name": "a1", "artifact_s3_uri": "s3://a-b/x.zip"}]),
-            "endpoints[0].models[1].adapters[0].artifact_s3_uri: got 's3://a-b/x.zip'; allowed: an S3 object ending in '.tar.gz'",
+            "endpoints[0].models[1].adapters[0].artifact_s3_uri: got 's3://a-b/x.zip'; allowed: an S3 object ending in "
+            "'.tar.gz'",
         ),
         (
             lora_model(lora={"max_gpu_adapters": 8, "max_cpu_adapters": 4, "max_rank": 16}),
@@ -217,7 +226,9 @@ def test_default_config_is_valid():
         ),
         (
             model(architecture="Qwen3 ForCausalLM"),
-            "endpoints[0].models[0].architecture: got 'Qwen3 ForCausalLM'; allowed: a Hugging Face architecture class name (letters, digits and _, at most 128 characters), e.g. Qwen3ForCausalLM; fix: copy the first entry of 'architectures' from the model's config.json",
+            "endpoints[0].models[0].architecture: got 'Qwen3 ForCausalLM'; allowed: a Hugging Face architecture class "
+            "name (letters, digits and _, at most 128 characters), e.g. Qwen3ForCausalLM; fix: copy the first entry of "
+            "'architectures' from the model's config.json",
         ),
         (
             model(architecture=""),
@@ -229,11 +240,13 @@ def test_default_config_is_valid():
         ),
         (
             model(eagle={"dataset": {"source": "capture", "s3_uri": "s3://a-b/data/"}}),
-            "endpoints[0].models[0].eagle.dataset.s3_uri: got 's3://a-b/data/'; allowed: only with source s3 or builtin",
+            "endpoints[0].models[0].eagle.dataset.s3_uri: got 's3://a-b/data/'; allowed: only with source s3 or "
+            "builtin",
         ),
         (
             model(eagle={"dataset": {"source": "builtin", "s3_uri": "s3://a-b/data/", "builtin_name": "imagenet"}}),
-            "endpoints[0].models[0].eagle.dataset.builtin_name: got 'imagenet'; allowed: one of gsm8k, magicoder, opencodeinstruct",
+            "endpoints[0].models[0].eagle.dataset.builtin_name: got 'imagenet'; allowed: one of gsm8k, magicoder, "
+            "opencodeinstruct",
         ),
         (
             model(eagle={"dataset": {"source": "s3", "s3_uri": "s3://a-b/data/", "builtin_name": "gsm8k"}}),
@@ -250,7 +263,8 @@ def test_default_config_is_valid():
         (model(eagle={"schedule": "cron(0 3 * * SUN)"}), "got 'cron(0 3 * * SUN)'; allowed: rate(value unit)"),
         (
             model(eagle={"job_instance_type": "ml.t3.medium"}),
-            "endpoints[0].models[0].eagle.job_instance_type: got 'ml.t3.medium'; allowed: an instance type SageMaker accepts for optimization jobs",
+            "endpoints[0].models[0].eagle.job_instance_type: got 'ml.t3.medium'; allowed: an instance type SageMaker "
+            "accepts for optimization jobs",
         ),
         (
             model(sessions={"expiration_seconds": 10}),
@@ -272,7 +286,8 @@ def test_default_config_is_valid():
         ),
         (
             model(image="docker.io/vllm/vllm-openai"),
-            "endpoints[0].models[0].image: got 'docker.io/vllm/vllm-openai'; allowed: 'lmi', 'lmi:<tag>' or an ECR image URI",
+            "endpoints[0].models[0].image: got 'docker.io/vllm/vllm-openai'; allowed: 'lmi', 'lmi:<tag>' or an ECR "
+            "image URI",
         ),
     ],
 )
@@ -289,8 +304,8 @@ def test_missing_required_fields():
     del data["endpoints"][0]["instance_type"]
     lines = problems(data)
     assert (
-        "endpoints[0].instance_type: got nothing (the field is missing); allowed: a value (this field is required); fix: add instance_type"
-        in lines
+        "endpoints[0].instance_type: got nothing (the field is missing); allowed: a value (this field is required); "
+        "fix: add instance_type" in lines
     )
     assert any(line.startswith("endpoints[0].models[0].model_data_s3_uri: got nothing") for line in lines)
 
@@ -304,17 +319,19 @@ def test_duplicate_names():
     data["endpoints"].append(second)
     lines = problems(data)
     assert any(
-        l.startswith(
+        line.startswith(
             "endpoints[0].models[2].name: got 'qwen3-32b'; allowed: a name not used by endpoints[0].models[0].name"
         )
-        for l in lines
+        for line in lines
     )
-    assert any(l.startswith("endpoints[1].name: got 'Chat'; allowed: a name not used by endpoints[0]") for l in lines)
     assert any(
-        l.startswith(
+        line.startswith("endpoints[1].name: got 'Chat'; allowed: a name not used by endpoints[0]") for line in lines
+    )
+    assert any(
+        line.startswith(
             "endpoints[1].models[0].name: got 'qwen3-32b'; allowed: a name not used by endpoints[0].models[0].name"
         )
-        for l in lines
+        for line in lines
     )
 
 
@@ -411,7 +428,7 @@ def test_app_prints_every_problem_without_traceback(tmp_path):
     )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    lines = [l for l in result.stderr.splitlines() if l.strip().startswith("- ")]
+    lines = [line for line in result.stderr.splitlines() if line.strip().startswith("- ")]
     assert len(lines) == 4, result.stderr
     assert "error: 4 problem(s) in" in result.stderr
     assert "endpoints[0].instance_type: got 'ml.p5e.48xlarg'" in result.stderr

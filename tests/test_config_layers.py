@@ -241,13 +241,13 @@ def test_other_lists_still_replace(tmp_path):
     [
         (
             "endpoints: [{name: Nope, $delete: true}]",
-            r"endpoints\[0\]\.name: got 'Nope'; allowed: a name in the list it extends: Chat, Batch; fix: correct the name, "
-            r"or remove the \$delete item",
+            r"endpoints\[0\]\.name: got 'Nope'; allowed: a name in the list it extends: Chat, Batch; "
+            r"fix: correct the name, or remove the \$delete item",
         ),
         (
             "endpoints: [{name: Chat, $delete: true, instance_type: ml.g5.xlarge}]",
-            r"endpoints\[0\]\.instance_type: got 'ml.g5.xlarge'; allowed: \{name: Chat, \$delete: true\} and nothing else; "
-            r"fix: remove instance_type",
+            r"endpoints\[0\]\.instance_type: got 'ml.g5.xlarge'; allowed: \{name: Chat, \$delete: true\} "
+            r"and nothing else; fix: remove instance_type",
         ),
         ("endpoints: [{name: Chat, $delete: yes please}]", r"allowed: \{name: Chat, \$delete: true\} and nothing else"),
         (
@@ -261,8 +261,8 @@ def test_other_lists_still_replace(tmp_path):
         ),
         (
             "endpoints: [{name: New, models: [{name: m, $delete: true}]}]",
-            r"endpoints\[0\]\.models\[0\]\.\$delete: got True; allowed: nothing: \$delete applies to an item of a list this "
-            r"file extends",
+            r"endpoints\[0\]\.models\[0\]\.\$delete: got True; allowed: nothing: \$delete applies to an item of a list "
+            r"this file extends",
         ),
     ],
 )

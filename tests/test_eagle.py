@@ -1,4 +1,5 @@
-"""EagleOptimization and its speculative-decoding wiring: state machine, roles, triggers, serving, validation, cdk-nag."""
+"""EagleOptimization and its speculative-decoding wiring: state machine, roles, triggers, serving, validation,
+cdk-nag."""
 
 from __future__ import annotations
 
@@ -1192,8 +1193,8 @@ def test_use_capacity_plan_is_refused_with_the_reason():
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "use_capacity_plan: got True; allowed: false: a capacity plan bought for endpoints (target endpoint) cannot "
-            "be given to an optimization job"
+            "use_capacity_plan: got True; allowed: false: a capacity plan bought for endpoints (target endpoint) "
+            "cannot be given to an optimization job"
         ),
     ):
         validated(EagleSettings, {"use_capacity_plan": True}, where="eagle")
@@ -1361,7 +1362,7 @@ def test_records_check_must_be_a_schedule_expression():
         )
 
 
-# --------------------------------------------------------------------------- source front_door (turn log through Firehose)
+# ------------------------------------------------------------------------ source front_door (turn log through Firehose)
 
 
 @pytest.fixture(scope="module")

@@ -144,7 +144,7 @@ class Loop:
                         "output_bucket": OUT,
                         "watermark_parameter": PARAM,
                     }
-                    self.task(step, state, lambda e, c: self.dataset.plan({**e, **names}, c), fail)
+                    self.task(step, state, lambda e, c, names=names: self.dataset.plan({**e, **names}, c), fail)
                     if state["plan"]["object_count"] == 0:
                         return "NoNewCaptures"
                 elif step == "ConvertCaptures":

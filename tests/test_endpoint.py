@@ -560,7 +560,8 @@ def test_memory_is_checked_on_a_single_instance_type_too():
         ),
         (
             [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.12xlarge", "priority": 2}],
-            r"instance_pools\[1\].instance_type: got 'ml.g6e.12xlarge'; allowed: a type not used by instance_pools\[0\]",
+            r"instance_pools\[1\].instance_type: got 'ml.g6e.12xlarge'; allowed: "
+            r"a type not used by instance_pools\[0\]",
         ),
         (
             [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6.12xlarge", "priority": 1}],
@@ -572,7 +573,8 @@ def test_memory_is_checked_on_a_single_instance_type_too():
         ),
         (
             [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.m5.4xlarge", "priority": 2}],
-            r"instance_pools: got \['ml.g6e.12xlarge', 'ml.m5.4xlarge'\]; allowed: types that all have local NVMe storage, or none",
+            r"instance_pools: got \['ml.g6e.12xlarge', 'ml.m5.4xlarge'\]; allowed: "
+            r"types that all have local NVMe storage, or none",
         ),
         (
             [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.nope", "priority": 2}],

@@ -108,13 +108,13 @@ def test_a_failed_field_does_not_invent_problems_from_its_default():
         ),
         (
             lambda d: d["endpoints"][0]["models"][1].update(environment={"OPTION_MAX_LORAS": "99"}),
-            "endpoints[0].models[1].environment.OPTION_MAX_LORAS: got '99'; allowed: '4', which the lora settings give; "
-            "fix: remove OPTION_MAX_LORAS from environment and set it through lora",
+            "endpoints[0].models[1].environment.OPTION_MAX_LORAS: got '99'; allowed: '4', which the lora settings "
+            "give; fix: remove OPTION_MAX_LORAS from environment and set it through lora",
         ),
         (
             lambda d: d["endpoints"][0]["models"][0].update(environment={"OPTION_SESSIONS_EXPIRATION": "60"}),
-            "endpoints[0].models[0].environment.OPTION_SESSIONS_EXPIRATION: got '60'; allowed: '1200', which the sessions "
-            "settings give",
+            "endpoints[0].models[0].environment.OPTION_SESSIONS_EXPIRATION: got '60'; allowed: '1200', which the "
+            "sessions settings give",
         ),
         (
             lambda d: d["endpoints"][0]["models"][0].update(environment={"OPTION_SPECULATIVE_CONFIG": "{}"}),
@@ -132,8 +132,8 @@ def test_a_failed_field_does_not_invent_problems_from_its_default():
             lambda d: d["endpoints"][0]["models"][0]["eagle"].update(
                 use_capacity_plan=True, job_instance_type="ml.g6e.12xlarge"
             ),
-            "endpoints[0].models[0].eagle.use_capacity_plan: got True; allowed: false: a capacity plan bought for endpoints "
-            "(target endpoint) cannot be given to an optimization job",
+            "endpoints[0].models[0].eagle.use_capacity_plan: got True; allowed: false: a capacity plan bought for "
+            "endpoints (target endpoint) cannot be given to an optimization job",
         ),
     ],
 )
@@ -263,13 +263,18 @@ def test_an_inner_config_items_error_passes_the_outer_item_as_it_is():
 
     model = ModelSpec(name="m", model_data_s3_uri="s3://my-weights/m/")
     endpoint = EndpointSpec(name="Chat", instance_type="ml.g6e.12xlarge", models=[model])
-    with pytest.raises(ConfigurationError) as raised, config_item("endpoints[0]", endpoint):
-        with config_item("endpoints[0].models[0]", model):
-            raise ConfigurationError([_problem("name")])  # a field both specs have
+    with (
+        pytest.raises(ConfigurationError) as raised,
+        config_item("endpoints[0]", endpoint),
+        config_item("endpoints[0].models[0]", model),
+    ):
+        raise ConfigurationError([_problem("name")])  # a field both specs have
     assert [p.path for p in raised.value.problems] == ["endpoints[0].models[0].name"]
-    with pytest.raises(ValueError, match="^not a configuration error$"):  # other errors are not touched
-        with config_item("endpoints[0]", endpoint):
-            raise ValueError("not a configuration error")
+    with (
+        pytest.raises(ValueError, match="^not a configuration error$"),  # other errors are not touched
+        config_item("endpoints[0]", endpoint),
+    ):
+        raise ValueError("not a configuration error")
 
 
 def _environment_config(tmp_path: Path) -> Path:

@@ -1,4 +1,5 @@
-"""Tests for constructs/sagemaker_llm_cdk/grants.py: wildcards acknowledged exactly, and a new '*' grant fails the synth."""
+"""Tests for constructs/sagemaker_llm_cdk/grants.py: wildcards acknowledged exactly, and a new '*' grant fails the
+synth."""
 
 from __future__ import annotations
 

@@ -413,7 +413,8 @@ def test_the_clean_default_app_passes(tmp_path: Path) -> None:
     attach_checks(app)
     assembly = app.synth()
     assert _guard_findings(tmp_path) == []
-    assert report_checks(assembly.directory, stream=open("/dev/null", "w")) == 0
+    with open("/dev/null", "w") as devnull:
+        assert report_checks(assembly.directory, stream=devnull) == 0
 
 
 # ------------------------------------------------------------------ each rule on its own, as the synth reports it

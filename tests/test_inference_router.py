@@ -443,7 +443,8 @@ def test_a_router_names_models_of_the_config(tmp_path):
 
 @pytest.fixture(scope="module")
 def pipeline_out(tmp_path_factory) -> Path:
-    """The two-region example pipeline, synthesized as `make synth PIPELINE=...` does (cdk-nag fails it on a finding)."""
+    """The two-region example pipeline, synthesized as `make synth PIPELINE=...` does (cdk-nag fails it on a
+    finding)."""
     outdir = tmp_path_factory.mktemp("router-pipeline")
     context = {**cli_context(ROOT), "pipeline": "config/examples/pipelines/router-two-regions.yaml"}
     synthesize_in_process(ROOT / "app.py", outdir, context=context)
@@ -464,10 +465,12 @@ def test_the_routers_wave_follows_every_regional_stage_and_routes_to_both(pipeli
             "RoutingPreference": "LocalRegionFirst",
             "Destinations": [
                 {
-                    "ResourceArn": "arn:aws:sagemaker:us-east-1:111111111111:inference-component/UsEast1-SageMakerLlm-qwen3-8b"
+                    "ResourceArn": "arn:aws:sagemaker:us-east-1:111111111111:inference-component/"
+                    "UsEast1-SageMakerLlm-qwen3-8b"
                 },
                 {
-                    "ResourceArn": "arn:aws:sagemaker:us-west-2:222222222222:inference-component/UsWest2-SageMakerLlm-qwen3-8b"
+                    "ResourceArn": "arn:aws:sagemaker:us-west-2:222222222222:inference-component/"
+                    "UsWest2-SageMakerLlm-qwen3-8b"
                 },
             ],
         }

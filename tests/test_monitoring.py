@@ -100,7 +100,7 @@ def plain_metrics(widget: dict[str, Any]) -> list[tuple[str, str, dict[str, str]
         options = line[-1] if isinstance(line[-1], dict) else {}
         names = [p for p in line if not isinstance(p, dict)]
         namespace, metric = names[0], names[1]
-        dims = dict(zip(names[2::2], names[3::2]))
+        dims = dict(zip(names[2::2], names[3::2], strict=False))
         found.append((namespace, metric, dims, options))
     return found
 

@@ -683,7 +683,8 @@ def test_live_missing_data_quota_and_layer_are_blockers(pinned, adapter_name):
     (taken,) = of(findings, "names.free", "blocker")
     assert (
         taken.what
-        == f"inference component {adapter_name} already exists (on endpoint someone-elses) and stack SageMakerLlm does not"
+        == f"inference component {adapter_name} already exists (on endpoint someone-elses) and stack SageMakerLlm does "
+        "not"
     )
     assert taken.subject == "endpoints[0].models[0].adapters[0].name"
     assert preflight.exit_code(findings) == 1
@@ -940,9 +941,10 @@ def test_regions_module_needs_no_cdk():
     """The schema lookups are plain data: they run in an interpreter where aws_cdk cannot be imported."""
     code = (
         "import sys, importlib.util, pathlib; sys.modules['aws_cdk'] = None; "
-        "spec = importlib.util.spec_from_file_location('r', pathlib.Path('constructs/sagemaker_llm_cdk/core/regions.py')); "
-        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
-        "print(len(m.regions_with('AWS::SageMaker::InferenceComponent')), m.partition_of('us-gov-west-1'))"
+        "spec = importlib.util.spec_from_file_location('r', "
+        "pathlib.Path('constructs/sagemaker_llm_cdk/core/regions.py')); m = importlib.util.module_from_spec(spec); "
+        "spec.loader.exec_module(m); print(len(m.regions_with('AWS::SageMaker::InferenceComponent')), "
+        "m.partition_of('us-gov-west-1'))"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.synth
 
 MODEL_URI = "s3://my-bucket/model/"
 ADAPTERS = (("Sql", "qwen3-8b-sql"), ("Legal", "qwen3-8b-legal"))
+DEFAULT_SESSIONS = SessionSettings()  # build()'s default, made once as a default argument would be
 
 
 @dataclass
@@ -43,7 +44,7 @@ class Built:
 def build(
     *,
     image: str = "lmi",
-    sessions: SessionSettings | None = SessionSettings(),
+    sessions: SessionSettings | None = DEFAULT_SESSIONS,
     adapters=ADAPTERS,
     nag: bool = False,
     **front_door_kwargs: Any,
@@ -195,8 +196,8 @@ def test_owner_setting_is_validated():
     from test_config import model, problems
 
     assert problems(model(sessions={"owner": "person"})) == [
-        "endpoints[0].models[0].sessions.owner: got 'person'; allowed: one of 'session', 'role' or 'cognito_identity'; fix: pick one "
-        "of the listed values"
+        "endpoints[0].models[0].sessions.owner: got 'person'; allowed: one of 'session', 'role' or 'cognito_identity'; "
+        "fix: pick one of the listed values"
     ]
     with pytest.raises(ValueError, match="owner"):
         SessionSettings(owner="person")  # type: ignore[arg-type]

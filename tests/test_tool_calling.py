@@ -217,9 +217,11 @@ def test_the_reader_finds_lazy_tables_and_decorators(tmp_path):
     path.write_bytes(
         _wheel(
             {
-                "vllm/tool_parsers/__init__.py": "_TOOL_PARSERS_TO_REGISTER = {'hermes': ('h', 'H'), 'openai': ('o', 'O')}\n"
+                "vllm/tool_parsers/__init__.py": "_TOOL_PARSERS_TO_REGISTER = {'hermes': ('h', 'H'), 'openai': ('o', "
+                "'O')}\n"
                 "for n in _TOOL_PARSERS_TO_REGISTER: ToolParserManager.register_lazy_module(n)",
-                "vllm/entrypoints/openai/tool_parsers/x.py": "@ToolParserManager.register_module(['llama3_json', 'llama4_json'])\n"
+                "vllm/entrypoints/openai/tool_parsers/x.py": "@ToolParserManager.register_module(['llama3_json', "
+                "'llama4_json'])\n"
                 "class X: ...",
                 "vllm/reasoning/qwen3.py": "@ReasoningParserManager.register_module('qwen3')\nclass Q: ...",
                 "vllm/other.py": "_TOOL_PARSERS_TO_REGISTER = {'not_a_parser': 1}",

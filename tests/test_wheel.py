@@ -227,7 +227,10 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
             cwd=tmp_path,
             env={**env, "CDK_VALIDATION": "false"},
         )
-        synths |= {app_dir.name: read_assembly(outdir) for app_dir, outdir in zip(in_process[::2], in_process[1::2])}
+        synths |= {
+            app_dir.name: read_assembly(outdir)
+            for app_dir, outdir in zip(in_process[::2], in_process[1::2], strict=True)
+        }
         lap(f"synth {len(in_process) // 2} examples in one process")
     for name, synth in sorted(synths.items()):
         CHECKS[name](synth)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]

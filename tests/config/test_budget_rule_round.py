@@ -15,7 +15,9 @@ def priced(monkeypatch: pytest.MonkeyPatch) -> None:
     table = PriceTable.from_json(
         {
             "read": "2026-12-01",
-            "usages": {u: {"what": u, "prices": {"ml.p5e.48xlarge": {"us-east-1": cell}}} for u in ("Hosting", "Training")},
+            "usages": {
+                u: {"what": u, "prices": {"ml.p5e.48xlarge": {"us-east-1": cell}}} for u in ("Hosting", "Training")
+            },
         }
     )
     monkeypatch.setattr(cost_model, "shipped_table", lambda: table)

@@ -259,7 +259,8 @@ def test_an_update_on_the_plan_needs_free_instances(guard, sm, lambda_context, p
     with pytest.raises(
         guard.PlanNotUsableError,
         match=(
-            rf"cannot hold this update: the endpoint update needs \d free instance\(s\) of the plan .*{in_use} in use\) "
+            rf"cannot hold this update: the endpoint update needs \d free instance\(s\) of the plan "
+            rf".*{in_use} in use\) "
             rf"and the plan has {count - in_use} available\. The new endpoint config was not created"
         ),
     ):

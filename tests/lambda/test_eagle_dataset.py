@@ -284,7 +284,8 @@ def test_orjson_path_is_what_the_function_runs_and_matches_the_fallback_record_b
 
 
 def test_orjson_path_reads_the_common_shapes_in_place():
-    """The shapes most traffic has take the one-pass readers (the properties test that they agree with the general ones)."""
+    """The shapes most traffic has take the one-pass readers (the properties test that they agree with the general
+    ones)."""
     assert core._sse_text_fast(VLLM_SSE.decode()) == "Hello, wörld"
     assert core._sse_text_fast(openai_sse(["o", "k"]).decode()) == "ok"
     assert core._plain_chat(chat_request("q", system="s")["messages"]) == [
@@ -462,7 +463,10 @@ def test_dedup_filter_is_bounded_and_reports_saturation():
 # Core: request and response shapes
 # ---------------------------------------------------------------------------------------------
 
-CHATML = "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello<|im_end|>\n<|im_start|>user\nBye?<|im_end|>\n<|im_start|>assistant\n"
+CHATML = (
+    "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+    "<|im_start|>assistant\nHello<|im_end|>\n<|im_start|>user\nBye?<|im_end|>\n<|im_start|>assistant\n"
+)
 LLAMA3 = (
     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe nice.<|eot_id|>"
     "<|start_header_id|>user<|end_header_id|>\n\nWhy?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
@@ -619,18 +623,21 @@ def test_unusable_requests_are_skipped_with_reason(request_body, reason, fast):
         (VLLM_SSE.replace(b"\n\n", b"\r\n\r\n"), "BASE64", "Hello, wörld"),
         (openai_sse(["error", " token", " generated_text"]), "BASE64", "error token generated_text"),  # words, not keys
         (
-            b'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: [DONE]\n\ndata: {"choices":[{"delta":{"content":"b"}}]}\n\n',
+            b'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: [DONE]\n\n'
+            b'data: {"choices":[{"delta":{"content":"b"}}]}\n\n',
             "BASE64",
             "ab",
         ),
         (b': keep-alive\n\nevent: message\ndata: {"choices":[{"delta":{"content":"c"}}]}\n\n', "BASE64", "c"),
         (
-            b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: {"token":{"text":"t"},"generated_text":"final"}\n\n',
+            b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n'
+            b'data: {"token":{"text":"t"},"generated_text":"final"}\n\n',
             "BASE64",
             "final",
         ),
         (
-            b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata:\n\ndata: {"choices":[{"delta":{"content":"y"}}]}\n\n',
+            b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata:\n\n'
+            b'data: {"choices":[{"delta":{"content":"y"}}]}\n\n',
             "BASE64",
             "xy",
         ),

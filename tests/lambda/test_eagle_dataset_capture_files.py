@@ -374,7 +374,7 @@ def test_convert_handler_writes_what_the_fixtures_convert_to_under_the_documente
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket="capture-bucket")
         s3.create_bucket(Bucket="output-bucket")
-        for key, name in zip(keys, names):
+        for key, name in zip(keys, names, strict=True):
             s3.put_object(Bucket="capture-bucket", Key=key, Body=(FIXTURES / name).read_bytes())
         handler = load_handler("eagle_dataset")
         monkeypatch.setenv("READ_CHUNK_BYTES", "4096")  # several reads per object: records cross read boundaries

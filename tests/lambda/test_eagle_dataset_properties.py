@@ -159,10 +159,8 @@ responses = st.one_of(
 
 
 def encode(payload: Any, encoding: str, raw: bool) -> Any:
-    if raw:  # an arbitrary text body (streams, plain text, junk)
-        text = payload if isinstance(payload, str) else json.dumps(payload)
-    else:
-        text = json.dumps(payload)
+    # raw: an arbitrary text body (streams, plain text, junk)
+    text = (payload if isinstance(payload, str) else json.dumps(payload)) if raw else json.dumps(payload)
     if encoding == "BASE64":
         return base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")
     return text
@@ -273,7 +271,8 @@ def _outcome(function: Any, *args: Any, **kwargs: Any) -> Any:
 @SETTINGS
 @given(sse_streams())
 def test_fast_stream_reader_gives_the_general_text_or_defers(text):
-    """The orjson path reads plain OpenAI-style SSE in one pass; anything it is not sure of goes to the general reader."""
+    """The orjson path reads plain OpenAI-style SSE in one pass; anything it is not sure of goes to the general
+    reader."""
     fast = core._sse_text_fast(text)
     assert fast is None or fast == _outcome(core._response_from_stream, text, core._loads_fast)
 
@@ -306,7 +305,7 @@ def test_bounded_lines_equal_split_and_never_exceed_the_limit(blob, sizes, limit
     if expected and expected[-1] == b"":
         expected.pop()  # a trailing newline ends the last line, it does not start an empty one
     assert len(got) == len(expected)
-    for item, line in zip(got, expected):
+    for item, line in zip(got, expected, strict=True):
         if len(line) > limit:
             assert isinstance(item, core.OversizedLine) and item.size == len(line)
         else:
@@ -365,7 +364,7 @@ def test_line_views_and_bounded_lines_split_as_the_joined_stream_does(blob, size
     copies = list(core.iter_bounded_lines(chunks, limit))
     for got in (views, copies):
         assert len(got) == len(expected)
-        for item, want in zip(got, expected):
+        for item, want in zip(got, expected, strict=True):
             if isinstance(want, bytes):
                 assert isinstance(item, (bytes, memoryview)) and bytes(item) == want
             else:

@@ -59,7 +59,8 @@ def document(endpoint: str, router_account: str = "111111111111", router: str = 
                     "Resource": resources,
                     "Condition": {
                         "ArnEquals": {
-                            "sagemaker:SourceInferenceRouterArn": f"arn:aws:sagemaker:us-west-2:{router_account}:inference-router/"
+                            "sagemaker:SourceInferenceRouterArn": "arn:aws:sagemaker:us-west-2:"
+                            f"{router_account}:inference-router/"
                             f"{router}"
                         }
                     },

@@ -93,12 +93,12 @@ def check_provider_handler(
     a Delete, which these handlers answer without any AWS call (the resource is retained or was never made)."""
     failures, tried = [], 0
     for event in hostile.NOT_OBJECTS:
-        kind, found = outcome(lambda: handler(event, CONTEXT))
+        kind, found = outcome(lambda event=event: handler(event, CONTEXT))
         tried += 1
         if not (kind == "raised" and isinstance(found, error) and "not a JSON object" in str(found)):
             failures.append(f"event {event!r}: {kind} {found!r}"[:300])
     for mutation in hostile.mutations(valid):
-        kind, found = outcome(lambda: handler(mutation.event, CONTEXT))
+        kind, found = outcome(lambda mutation=mutation: handler(mutation.event, CONTEXT))
         tried += 1
         if accepted(mutation):
             if kind == "raised":
@@ -350,8 +350,8 @@ def test_deployment_check_refuses_every_malformed_event_by_name(deployment_check
         (
             {"RequestType": "Delete", "PhysicalResourceId": 7},
             "Not a valid CloudFormation custom resource event (nothing "
-            "was checked):\n- PhysicalResourceId: got 7; allowed: the resource's physical id (a non-empty string), which "
-            "Delete events carry",
+            "was checked):\n- PhysicalResourceId: got 7; allowed: the resource's physical id (a non-empty string), "
+            "which Delete events carry",
         ),
         (
             {"RequestType": "Create", "ResourceProperties": ["x"]},
@@ -527,8 +527,8 @@ def test_serving_model_answers_every_malformed_event_with_a_reason_naming_the_fi
         (
             {"ResourceProperties": {**SERVING, "VpcConfg": {}}},
             "PropertiesError: ResourceProperties: unknown 'VpcConfg' "
-            "(misspelt?); allowed: ModelNamePrefix, ExecutionRoleArn, PrimaryContainer, VpcConfig, EnableNetworkIsolation, "
-            "PromotedHead, ServiceToken, ServiceTimeout; nothing was created",
+            "(misspelt?); allowed: ModelNamePrefix, ExecutionRoleArn, PrimaryContainer, VpcConfig, "
+            "EnableNetworkIsolation, PromotedHead, ServiceToken, ServiceTimeout; nothing was created",
         ),
         (
             {"ResourceProperties": {**SERVING, "PrimaryContainer": {**CONTAINER, "ModelDataSource": 7}}},

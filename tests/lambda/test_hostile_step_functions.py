@@ -93,12 +93,12 @@ def check_task(
     null; ``free``: free-form fields whose content is the handler's to judge; ``timestamps``: date-time fields."""
     failures, tried = [], 0
     for event in hostile.NOT_OBJECTS:
-        kind, found = outcome(lambda: handler(event, CONTEXT))
+        kind, found = outcome(lambda event=event: handler(event, CONTEXT))
         tried += 1
         if not (kind == "raised" and isinstance(found, errors) and "event" in str(found)):
             failures.append(f"input {event!r}: {kind} {type(found).__name__}: {found}"[:300])
     for mutation in hostile.mutations(valid):
-        kind, found = outcome(lambda: handler(mutation.event, CONTEXT))
+        kind, found = outcome(lambda mutation=mutation: handler(mutation.event, CONTEXT))
         tried += 1
         path, value = mutation.path, mutation.replacement
         original: Any = valid

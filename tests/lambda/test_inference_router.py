@@ -80,7 +80,7 @@ def described(
 ) -> dict[str, Any]:
     routing = deepcopy(targets if targets is not None else TARGETS)
     for target in routing:
-        for destination, routing_status in zip(target["Destinations"], statuses):
+        for destination, routing_status in zip(target["Destinations"], statuses, strict=False):
             destination["RoutingStatus"] = routing_status
     answer = {
         "InferenceRouterName": ROUTER,

@@ -120,7 +120,8 @@ def tagged(ssm: Stubber, state, name: str = NAME, tags: list[dict[str, str]] | N
 def test_the_resource_type_and_state_folder_are_the_constructs():
     from sagemaker_llm_cdk.core import run_time_state
 
-    source = open(run_time_state.__file__.rsplit("/constructs/", 1)[0] + "/lambda/run_time_state/index.py").read()
+    with open(run_time_state.__file__.rsplit("/constructs/", 1)[0] + "/lambda/run_time_state/index.py") as file:
+        source = file.read()
     assert f'RESOURCE_TYPE = "{run_time_state.RESOURCE_TYPE}"' in source
     assert f'STATE_PREFIX = "{run_time_state.STATE_PREFIX}"' in source
 

@@ -691,8 +691,8 @@ _LAZY_PATHS = [
             "CapacityPlanPropertiesError",
             (
                 "Invalid capacity plan properties (nothing was bought):\n"
-                "- PlanName 'bad name' is not a valid training plan name; use 1-64 letters, digits and hyphens, starting "
-                "and ending with a letter or digit (e.g. 'llm-p5e-2026q1')\n"
+                "- PlanName 'bad name' is not a valid training plan name; use 1-64 letters, digits and hyphens, "
+                "starting and ending with a letter or digit (e.g. 'llm-p5e-2026q1')\n"
                 "- InstanceCount 3 is not offered; use one of 1, 2, 4, 8, 16, 32, 64"
             ),
         ],
@@ -786,10 +786,10 @@ _LAZY_PATHS = [
         [
             "InvalidEventError",
             (
-                "invalid StartEvent event: model_s3_uri: required field is missing; fix: add model_s3_uri; architecture: "
-                "required field is missing; fix: add architecture; deployment_instance_type: required field is missing; "
-                "fix: add deployment_instance_type; training_data: required field is missing; fix: add training_data; "
-                "run_id: required field is missing; fix: add run_id"
+                "invalid StartEvent event: model_s3_uri: required field is missing; fix: add model_s3_uri; "
+                "architecture: required field is missing; fix: add architecture; deployment_instance_type: required "
+                "field is missing; fix: add deployment_instance_type; training_data: required field is missing; fix: "
+                "add training_data; run_id: required field is missing; fix: add run_id"
             ),
         ],
         ["pydantic", "pydantic_core", "aws_lambda_powertools.utilities.parser"],
@@ -812,9 +812,10 @@ _LAZY_PATHS = [
         [
             "InvalidEventError",
             (
-                "PlanEvent event is invalid: capture_bucket: got 'b'; allowed: pattern '^[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]$'; "
-                "output_bucket: required field is missing; fix: add output_bucket; run_id: required field is missing; "
-                "fix: add run_id; watermark_parameter: required field is missing; fix: add watermark_parameter"
+                "PlanEvent event is invalid: capture_bucket: got 'b'; allowed: pattern "
+                "'^[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]$'; output_bucket: required field is missing; fix: add "
+                "output_bucket; run_id: required field is missing; fix: add run_id; watermark_parameter: required "
+                "field is missing; fix: add watermark_parameter"
             ),
         ],
         ["pydantic", "pydantic_core"],

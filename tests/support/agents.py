@@ -165,7 +165,8 @@ class Runtime:
         self.stubber.add_response("invoke_endpoint", response, expected)
 
     def open_session(self, session: str, *, component: str = COMPONENT) -> None:
-        """The next ``InvokeEndpoint`` opens a session (``SessionId=NEW_SESSION``) and SageMaker names it ``session``."""
+        """The next ``InvokeEndpoint`` opens a session (``SessionId=NEW_SESSION``) and SageMaker names it
+        ``session``."""
         self.answer({}, session="NEW_SESSION", new_session=session, component=component)
 
     def stream(self, *chunks: dict[str, Any], split: int = 0) -> None:

@@ -396,7 +396,7 @@ def main(argv: list[str]) -> None:
     repository but this file (which needs only the standard library and ``aws_cdk``) is on ``sys.path``."""
     if len(argv) % 2 or not argv:
         raise SystemExit("usage: examples.py APP_DIR OUTDIR [APP_DIR OUTDIR ...]")
-    for app_dir, outdir in zip(map(Path, argv[::2]), map(Path, argv[1::2])):
+    for app_dir, outdir in zip(map(Path, argv[::2]), map(Path, argv[1::2]), strict=True):
         synth = synthesize_in_process(app_dir / "app.py", outdir, context=cli_context(app_dir))
         print(f"{app_dir.name}: {synth.seconds:.1f} s", flush=True)
 

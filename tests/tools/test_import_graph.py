@@ -87,7 +87,8 @@ def test_type_only_imports_inside_one_package_make_no_cycle(tmp_path):
         tmp_path,
         {
             "hosting/endpoint.py": "from .model import Model\n",
-            "hosting/model.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .endpoint import Endpoint\n",
+            "hosting/model.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .endpoint import "
+            "Endpoint\n",
         },
     )
     assert import_graph.problems(package) == []
@@ -160,7 +161,8 @@ def test_a_cycle_among_the_team_stacks_is_found_even_through_a_type_only_import(
             "app.py": "",
             "stacks/__init__.py": "",
             "stacks/pipeline.py": "from .routers import RouterStack\n",
-            "stacks/routers.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .pipeline import Pipeline\n",
+            "stacks/routers.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .pipeline import "
+            "Pipeline\n",
         },
     )
     assert import_graph.team_problems(repo) == ["import cycle: stacks.pipeline <-> stacks.routers"]
