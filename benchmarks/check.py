@@ -12,8 +12,8 @@ Then, ``--runs`` times, in turn:
   validator off), then cfn-lint, checkov, mypy and ruff over that ``cdk.out`` (ruff: the sources) in parallel;
 * the sequential form it replaced (unless ``--no-sequential``): ``make synth CFN_VALIDATE=1`` (the
   synth with CDK's built-in validator, then cfn-lint), then ``make checkov``, then ``make typecheck``;
-* each phase alone: ``make synth-app``, ``make lint-templates``, ``make checkov``, ``make typecheck``, ``make lint-python``
-  (cfn-lint and checkov over the ``cdk.out`` the synth just wrote).
+* each phase alone: ``make synth-app``, ``make lint-templates``, ``make checkov``, ``make typecheck``,
+  ``make lint-python`` (cfn-lint and checkov over the ``cdk.out`` the synth just wrote).
 
 Prints the medians, the ratio of ``make check`` to the sequential form (median of the per-round
 ratios) and how the parallel part compares with the sum of its phases. Target: ``make check``
@@ -79,11 +79,11 @@ def main() -> None:
         print(f"  {phase:<15} alone: median {statistics.median(values):6.1f} s")
     tools = sum(statistics.median(phases[p]) for p in PHASES[1:])
     print(
-        f"  tools (cfn-lint + checkov + mypy + ruff) one after another {tools:.1f} s; in make check they run in parallel "
-        f"after the synth: {median - statistics.median(phases['synth-app']):.1f} s"
+        f"  tools (cfn-lint + checkov + mypy + ruff) one after another {tools:.1f} s; in make check they run in "
+        f"parallel after the synth: {median - statistics.median(phases['synth-app']):.1f} s"
     )
     if olds:
-        ratios = [c / o for c, o in zip(checks, olds)]
+        ratios = [c / o for c, o in zip(checks, olds, strict=True)]
         print(
             f"sequential form it replaced: median {statistics.median(olds):.1f} s; make check / sequential: median "
             f"{statistics.median(ratios):.2f}x (min {min(ratios):.2f}, max {max(ratios):.2f})"

@@ -4,17 +4,18 @@ Usage: ``python benchmarks/cold_start.py [--runs 5] [--assembly cdk.out] [NAME .
 
 What a cold start pays before the handler runs is the import of its module: each run is a fresh
 interpreter (``python -X importtime -c 'import index'`` with the function's staged asset folder (the handler
-folder plus the shared ``llm_cdk_shared`` package) first on ``sys.path``, as the Lambda runtime loads it) with the environment variables the function gets:
-read from the synthesized templates in ``--assembly`` when there (the function whose
-``POWERTOOLS_SERVICE_NAME`` is the folder's name; tokens become placeholders), else the variables
-``functions.python_function`` always sets. The baseline, ``python -X importtime -c 'import boto3'``,
+folder plus the shared ``llm_cdk_shared`` package) first on ``sys.path``, as the Lambda runtime loads it) with
+the environment variables the function gets: read from the synthesized templates in ``--assembly`` when there
+(the function whose ``POWERTOOLS_SERVICE_NAME`` is the folder's name; tokens become placeholders), else the
+variables ``functions.python_function`` always sets. The baseline, ``python -X importtime -c 'import boto3'``,
 runs in turn with every handler (A B A B ...), so drift on a shared machine hits both alike.
 
 Printed per function: the median CPU time of the import (user + system time of the process from just
 before ``import index`` to just after it: the interpreter's start-up excluded, and waiting for a shared
 machine's cores not counted, so it is the steadiest figure), its ratio to ``import boto3`` (median of
 the per-pair ratios, their range, and the ratio of the fastest runs), the same for wall time, and the
-heaviest top-level modules the handler imports beyond boto3's. Target: each handler's import at most 1.5x ``import boto3``.
+heaviest top-level modules the handler imports beyond boto3's. Target: each handler's import at most 1.5x
+``import boto3``.
 
 Then, so that work moved from the import to the first call shows, the same for **import + the first event**: a
 third fresh process per round imports the handler and answers the event its function gets most
@@ -43,7 +44,7 @@ from pathlib import Path
 from sagemaker_llm_cdk.core._assets import staged_handler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import first_events  # noqa: E402  (the scenarios, beside this file)
+import first_events  # the scenarios, beside this file
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = Path(__file__).resolve().parent
@@ -224,7 +225,7 @@ def main() -> None:
         )[: args.heaviest]
         ratio = statistics.median(ratios)
         worst = max(worst, ratio)
-        wall_ratio = statistics.median(h[1] / b[1] for h, b in zip(handler, baseline))
+        wall_ratio = statistics.median(h[1] / b[1] for h, b in zip(handler, baseline, strict=True))
         print(
             f"{name:<22} {statistics.median(h[0] for h in handler) * 1000:7.0f} "
             f"{statistics.median(b[0] for b in baseline) * 1000:6.0f} {ratio:5.2f}x "
@@ -235,7 +236,7 @@ def main() -> None:
             flush=True,
         )
         if first:
-            first_ratios = [f[0] / b[0] for f, b in zip(first, baseline)]
+            first_ratios = [f[0] / b[0] for f, b in zip(first, baseline, strict=True)]
             first_worst = max(first_worst, statistics.median(first_ratios))
             loaded = new_packages(first[-1][2], modules)[: args.heaviest]
             first_lines.append(
@@ -243,7 +244,7 @@ def main() -> None:
                 f"{statistics.median(b[0] for b in baseline) * 1000:6.0f} {statistics.median(first_ratios):5.2f}x "
                 f"{min(first_ratios):5.2f}-{max(first_ratios):<5.2f} "
                 f"{statistics.median(f[1] for f in first) * 1000:7.0f} "
-                f"{statistics.median(f[1] / b[1] for f, b in zip(first, baseline)):5.2f}x "
+                f"{statistics.median(f[1] / b[1] for f, b in zip(first, baseline, strict=True)):5.2f}x "
                 f"{statistics.median(f[4] for f in first) * 1000:7.0f}  "
                 + (", ".join(f"{m} {us / 1000:.0f}" for us, m in loaded) or "nothing")
             )

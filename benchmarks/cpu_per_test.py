@@ -1,9 +1,11 @@
-"""A pytest plugin for ``benchmarks/tests.py --by-module``: CPU seconds of every test, the test process and its children.
+"""A pytest plugin for ``benchmarks/tests.py --by-module``: CPU seconds of every test, the test process and its
+children.
 
 Each test's figure is what its worker process and every child of it used while the test ran: the worker's own
 user + system time, its waited-for children (``cutime``/``cstime``: ``cdk synth``, pip, checkov), and its
 live descendants (the jsii runtime host and its Node kernel), read from ``/proc``. A module-scoped fixture
-counts in the test that builds it. Lines go to ``$CPU_PER_TEST_DIR/cpu-<pid>.jsonl``. Linux only; it measures, it never asserts.
+counts in the test that builds it. Lines go to ``$CPU_PER_TEST_DIR/cpu-<pid>.jsonl``. Linux only; it measures, it
+never asserts.
 """
 
 from __future__ import annotations
@@ -54,7 +56,9 @@ def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
     global _out
     if nodeid not in _started:
         return
-    if _out is None:
-        _out = open(os.path.join(os.environ["CPU_PER_TEST_DIR"], f"cpu-{os.getpid()}.jsonl"), "a", encoding="utf-8")
+    if _out is None:  # held open for the worker's whole life, one line appended and flushed per test
+        _out = open(  # noqa: SIM115
+            os.path.join(os.environ["CPU_PER_TEST_DIR"], f"cpu-{os.getpid()}.jsonl"), "a", encoding="utf-8"
+        )
     _out.write(json.dumps({"id": nodeid, "cpu": _cpu_seconds() - _started.pop(nodeid)}) + "\n")
     _out.flush()

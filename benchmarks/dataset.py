@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
 import random
@@ -309,10 +310,8 @@ def measure_payload_floor(folder: Path) -> dict:
                     data = part["data"]
                     if part["encoding"] == "BASE64":
                         data = binascii.a2b_base64(data, strict_mode=True)
-                    try:
+                    with contextlib.suppress(ValueError):  # streamed responses are several documents
                         json.loads(data)
-                    except ValueError:
-                        pass  # streamed responses are several documents
             except ValueError:
                 pass
         return {}
@@ -470,8 +469,8 @@ def main() -> None:
         written, lines, files = generate(folder, args.size, share)
         print(
             f"capture set: {written / 1e6:.1f} MB in {files} files, {lines} lines, encoding {args.encoding} "
-            f"(generated in {time.perf_counter() - started:.1f} s under {folder}); {args.repeat} alternating rounds, medians; "
-            f"shards written under {_output_root() or tempfile.gettempdir()}"
+            f"(generated in {time.perf_counter() - started:.1f} s under {folder}); {args.repeat} alternating rounds, "
+            f"medians; shards written under {_output_root() or tempfile.gettempdir()}"
         )
         _run_child("floor", folder)  # warm the page cache so every run reads from memory
         # Rounds alternate floor / payload / builder so a machine that speeds up or slows down during
@@ -505,7 +504,8 @@ def main() -> None:
         def row(name: str, r: dict) -> str:
             return (
                 f"{name:<26}{r['records'] / r['seconds']:>12,.0f}{r['bytes'] / 1e6 / r['seconds']:>10.1f}"
-                f"{r['seconds']:>9.2f}{r['cpu_seconds']:>8.2f}{r['peak_mb']:>12.1f}{r['peak_mb'] - r['baseline_mb']:>15.1f}"
+                f"{r['seconds']:>9.2f}{r['cpu_seconds']:>8.2f}{r['peak_mb']:>12.1f}"
+                f"{r['peak_mb'] - r['baseline_mb']:>15.1f}"
             )
 
         print(
@@ -520,28 +520,33 @@ def main() -> None:
             print(row("pipeline floor (info)", _median_run([r["pipeline"] for r in rounds])))
         ratio = ratios[len(ratios) // 2]
         print(
-            f"throughput ratio builder/floor: median {ratio:.2f}x (min {ratios[0]:.2f}, max {ratios[-1]:.2f})   goal >= {RATIO_GOAL}x   {'MET' if ratio >= RATIO_GOAL else 'MISSED'}"
+            f"throughput ratio builder/floor: median {ratio:.2f}x (min {ratios[0]:.2f}, max {ratios[-1]:.2f})   goal "
+            f">= {RATIO_GOAL}x   {'MET' if ratio >= RATIO_GOAL else 'MISSED'}"
         )
         cpu_ratio = cpu_ratios[len(cpu_ratios) // 2]
         print(
-            f"same, CPU time:                 median {cpu_ratio:.2f}x (min {cpu_ratios[0]:.2f}, max {cpu_ratios[-1]:.2f})   goal >= {RATIO_GOAL}x   {'MET' if cpu_ratio >= RATIO_GOAL else 'MISSED'}"
+            f"same, CPU time:                 median {cpu_ratio:.2f}x (min {cpu_ratios[0]:.2f}, max "
+            f"{cpu_ratios[-1]:.2f})   goal >= {RATIO_GOAL}x   {'MET' if cpu_ratio >= RATIO_GOAL else 'MISSED'}"
         )
         if "orjson" in kinds:
             median, low, high = median_ratio("orjson")
             print(
-                f"throughput ratio builder/orjson floor: median {median:.2f}x (min {low:.2f}, max {high:.2f})   (information)"
+                f"throughput ratio builder/orjson floor: median {median:.2f}x (min {low:.2f}, max {high:.2f})   "
+                "(information)"
             )
         if "pipeline" in kinds:
             pipeline_cpu = sorted(r["floor"]["cpu_seconds"] / r["pipeline"]["cpu_seconds"] for r in rounds)
             share = sorted(r["pipeline"]["cpu_seconds"] / r["builder"]["cpu_seconds"] for r in rounds)
             print(
                 f"orjson pipeline floor / floor, CPU time: median {pipeline_cpu[len(pipeline_cpu) // 2]:.2f}x "
-                f"(min {pipeline_cpu[0]:.2f}, max {pipeline_cpu[-1]:.2f})   (information: the most the builder could reach "
-                f"with the shipped parsers; the pipeline's calls are {share[len(share) // 2]:.0%} of the builder's CPU)"
+                f"(min {pipeline_cpu[0]:.2f}, max {pipeline_cpu[-1]:.2f})   (information: the most the builder could "
+                f"reach with the shipped parsers; the pipeline's calls are {share[len(share) // 2]:.0%} of the "
+                "builder's CPU)"
             )
         print(
-            f"for information: builder/payload-floor {(builder['bytes'] / builder['seconds']) / (payload['bytes'] / payload['seconds']):.2f}x "
-            "(the payload floor only decodes what any converter has to decode)"
+            "for information: builder/payload-floor "
+            f"{(builder['bytes'] / builder['seconds']) / (payload['bytes'] / payload['seconds']):.2f}x (the payload "
+            "floor only decodes what any converter has to decode)"
         )
         print(
             f"builder peak memory: {builder['peak_mb']:.1f} MB   goal < {MEMORY_GOAL_MB} MB   "
@@ -549,7 +554,8 @@ def main() -> None:
         )
         print(
             f"builder counts: records_in={builder['records']} converted={builder['converted']} "
-            f"duplicates={builder['duplicates']} skipped={builder['skipped']} dedup_saturated={builder['dedup_saturated']}"
+            f"duplicates={builder['duplicates']} skipped={builder['skipped']} "
+            f"dedup_saturated={builder['dedup_saturated']}"
         )
     finally:
         if args.keep:

@@ -14,7 +14,8 @@ What is measured, each run a fresh process as ``cdk synth`` starts it:
   with the same environment and context: what the same CloudFormation costs in CDK without the library.
 
 Both sides run with Python's bytecode cache (``PYTHONDONTWRITEBYTECODE`` is dropped: a user's synth, or an
-installed wheel, does not recompile the library on every run). Both sides run under the same validator setting: ``on`` is what a user gets (CDK's built-in
+installed wheel, does not recompile the library on every run). Both sides run under the same validator
+setting: ``on`` is what a user gets (CDK's built-in
 CloudFormation validator, ``CloudFormationValidatePlugin``, runs after every synth), ``off`` sets
 ``CDK_VALIDATION=false`` on both (as ``cdk synth --no-validation`` does). Runs alternate app / raw so
 a shared machine's drift hits both alike; the ratio is the median of the per-pair ratios. Peak memory
@@ -275,8 +276,8 @@ def measure(runner: Runner, config: Path, label: str, validator: bool, runs: int
         app.append(seconds), app_cpu.append(cpu), app_mem.append(memory), clean(out)
         seconds, cpu, memory, out = runner.raw(templates, validator)
         raw.append(seconds), raw_cpu.append(cpu), raw_mem.append(memory), clean(out)
-    ratios = [a / b for a, b in zip(app, raw)]
-    cpu_ratios = [a / b for a, b in zip(app_cpu, raw_cpu)]
+    ratios = [a / b for a, b in zip(app, raw, strict=True)]
+    cpu_ratios = [a / b for a, b in zip(app_cpu, raw_cpu, strict=True)]
     setting = "validator on (as users get it)" if validator else "validator off on both (CDK_VALIDATION=false)"
     print(f"{label}, {setting}: {resources} resources in {count} templates, {runs} runs each")
     for side, wall, cpu, memory in (("app   ", app, app_cpu, app_mem), ("raw L1", raw, raw_cpu, raw_mem)):
@@ -349,7 +350,10 @@ def main() -> None:
                     "goal <= 3 ms"
                 )
             added = more["resources"] - base["resources"]  # type: ignore[operator]
-            raw_marginal = [(b - a) / max(1, added) * 1000 for a, b in zip(base["raw_cpu"], more["raw_cpu"])]  # type: ignore[call-overload]
+            raw_marginal = [
+                (b - a) / max(1, added) * 1000
+                for a, b in zip(base["raw_cpu"], more["raw_cpu"], strict=True)  # type: ignore[call-overload]
+            ]
             memory = (statistics.median(more["app_mem"]) - statistics.median(base["app_mem"])) / extra * 1024  # type: ignore[call-overload]
             print(
                 f"  peak memory {memory:+.0f} KiB per adapter; raw L1 cpu per extra resource "

@@ -86,7 +86,8 @@ def report(name: str, figures: dict[str, object], workers: int) -> None:
     print(f"{name}: {figures['summary']}")
     print(
         f"  wall {wall:.1f} s, CPU {cpu:.1f} s, CPU/wall {cpu / wall:.2f} (at most {workers}), "
-        f"wall / goal ({GOAL_SECONDS:.0f} s) {wall / GOAL_SECONDS:.2f}x, CPU/{workers} / goal {cpu / workers / GOAL_SECONDS:.2f}x"
+        f"wall / goal ({GOAL_SECONDS:.0f} s) {wall / GOAL_SECONDS:.2f}x, CPU/{workers} / goal "
+        f"{cpu / workers / GOAL_SECONDS:.2f}x"
     )
     print("  15 slowest:")
     for line in figures["slowest"]:  # type: ignore[union-attr]

@@ -129,13 +129,15 @@ def failing_findings(report: Mapping[str, Any]) -> list[str]:
                 "(no construct)"
             ]
             for path in where:
-                text = f"[{plugin.get('pluginName')}] {violation.get('ruleName')}: {path}\n    {violation.get('description', '')}"
+                text = f"[{plugin.get('pluginName')}] {violation.get('ruleName')}: {path}\n"
+                text += f"    {violation.get('description', '')}"
                 if violation.get("fix"):
                     text += f"\n    fix: {violation['fix']}"
                 if violation.get("severity") == "fatal":  # CDK refuses acknowledgements of fatal findings
                     text += "\n    cannot be acknowledged: change the policy"
                 else:
-                    text += f"\n    acknowledge as: {plugin.get('pluginName')}::{violation.get('ruleName')} (with its reason)"
+                    rule = f"{plugin.get('pluginName')}::{violation.get('ruleName')}"
+                    text += f"\n    acknowledge as: {rule} (with its reason)"
                 lines.append(text)
     return lines
 

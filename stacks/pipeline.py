@@ -135,7 +135,8 @@ class PipelineStack(Stack):
                     pipelines.ManualApprovalStep(
                         f"Approve{wave_settings.name}",
                         comment=(
-                            f"Deploy to {', '.join(f'{s.name} ({s.account}/{s.region})' for s in wave_settings.stages)}?"
+                            "Deploy to "
+                            f"{', '.join(f'{s.name} ({s.account}/{s.region})' for s in wave_settings.stages)}?"
                         ),
                     )
                 ]
@@ -169,7 +170,8 @@ class PipelineStack(Stack):
                 wave.add_stage(stage)
         if problems:
             raise ConfigurationError(problems, source=self.node.path)
-        # Inference routers (routers: in a stage config): a final wave after every regional stage (stacks/router_stage.py).
+        # Inference routers (routers: in a stage config): a final wave after every regional stage
+        # (stacks/router_stage.py).
 
         self.router_stage = add_router_stage(self)
         self.pipeline.build_pipeline()
@@ -264,7 +266,8 @@ def _sub_part(part: Any) -> str:
 
 
 def attach_pipeline(app: App, path: str | Path) -> PipelineStack:
-    """Add the pipeline described by the YAML file at ``path`` to ``app`` (``-c connection_arn=`` overrides the source)."""
+    """Add the pipeline described by the YAML file at ``path`` to ``app``; ``-c connection_arn=`` overrides the
+    source."""
     settings = load_pipeline_settings(path, connection_arn=app.node.try_get_context(CONNECTION_CONTEXT_KEY))
     return PipelineStack(app, settings.stack_name, settings=settings)
 
@@ -542,7 +545,7 @@ def _acknowledge_pipeline(pipeline: Any) -> None:
         "Pipeline steps read and write run artifacts (generated keys) in the pipeline's own artifact bucket.",
     )
 
-    reasons = dict(zip(("kms", "stacks", "buckets"), PIPELINE_WILDCARDS.values()))
+    reasons = dict(zip(("kms", "stacks", "buckets"), PIPELINE_WILDCARDS.values(), strict=True))
     for what, (role, resources, actions) in getattr(stack, "named_wildcards", {}).items():
         for resource in resources if role is not None else []:
             acknowledge_resource(role, resource, f"CDK Pipelines: {reasons[what]}.", actions=list(actions))

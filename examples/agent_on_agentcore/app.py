@@ -15,7 +15,8 @@ Deploy: build ``agent/`` for linux/arm64 and push it to an ECR repository in the
 then ``npx cdk deploy --parameters AgentRepository=<repository> --parameters AgentImageTag=<tag>``.
 Invoke: ``aws bedrock-agentcore invoke-agent-runtime --agent-runtime-arn <output AgentRuntimeArn>
 --runtime-session-id <33+ characters> --payload '{"prompt": "What is 17 * 23?"}' out.json`` (the same
-session id keeps the conversation). Synthesize without an AWS account: ``npx cdk synth`` or ``CDK_OUTDIR=out python3 app.py``.
+session id keeps the conversation). Synthesize without an AWS account: ``npx cdk synth`` or
+``CDK_OUTDIR=out python3 app.py``.
 """
 
 from aws_cdk import Acknowledgment, App, Aws, CfnOutput, CfnParameter, Environment, Fn, Stack, Validations

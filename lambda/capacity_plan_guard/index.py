@@ -1,4 +1,4 @@
-"""CloudFormation custom resource (provider framework on_event) that lets an endpoint bind a capacity plan only while it is Active.
+"""CloudFormation custom resource (provider framework on_event): an endpoint binds a capacity plan only while Active.
 
 AWS: "The training plan must be in the Active status to be used by an inference endpoint. The
 endpoint only functions during the reservation window." An endpoint config bound to a plan that

@@ -1,4 +1,4 @@
-"""CloudFormation custom resource (Provider framework, on_event + is_complete) that fails a deployment SageMaker silently rolled back.
+"""CloudFormation custom resource (on_event + is_complete) that fails a deployment SageMaker silently rolled back.
 
 SageMaker's auto rollback returns an endpoint (or inference component) to its previous
 config (or model) and reports it ``InService``; CloudFormation then records the update as

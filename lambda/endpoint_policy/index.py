@@ -56,6 +56,7 @@ nothing.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -358,10 +359,8 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
         except EndpointPolicyError:
             return {"PhysicalResourceId": physical}  # properties this function never accepted attached nothing
         if physical.lower() == props.endpoint_name.lower():
-            try:
+            with contextlib.suppress(EndpointGone):  # the endpoint (and its policy) went between read and write
                 _sync(physical, mark, [], props.statements)
-            except EndpointGone:
-                pass  # the endpoint went between the read and the write: its policy went with it
         return {"PhysicalResourceId": physical}
     props = parse_properties(request.resource_properties)
     legacy = _legacy(request.old_resource_properties) if request.request_type == "Update" else []

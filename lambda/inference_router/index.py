@@ -294,8 +294,9 @@ def _create(event: dict[str, Any], props: RouterProperties, *, adopt: bool = Fal
             if adopt:
                 return _adopt(event, props)
             raise RouterFailedError(
-                f"An inference router named '{props.router_name}' already exists in this account and region and was not "
-                "created by this request; nothing was changed. To do: delete it, or set router_name to another name."
+                f"An inference router named '{props.router_name}' already exists in this account and region and was "
+                "not created by this request; nothing was changed. To do: delete it, or set router_name to another "
+                "name."
             ) from None
         raise RouterFailedError(
             f"CreateInferenceRouter refused '{props.router_name}': {error_code(error)}: {error_message(error)}"
