@@ -96,7 +96,7 @@ class LlmPlatformStack(Stack):
                     self.capacity_plans[plan.plan_name] = CapacityPlan(
                         self.capacity,
                         f"CapacityPlan-{plan.plan_name}",
-                        spec=plan,
+                        settings=plan,
                         alarm_topic=topic,
                         name_prefix=self.stack_name,
                     )

@@ -78,7 +78,7 @@ def _capacity_plan(app: App, env: Environment | None) -> None:
     plan = CapacityPlan(
         stack,
         "Plan",
-        spec={
+        settings={
             "name": "chat-p5e",
             "instance_type": "ml.p5e.48xlarge",
             "instance_count": 2,
@@ -109,7 +109,12 @@ def _existing_capacity_plan(app: App, env: Environment | None) -> None:
     plan = CapacityPlan(
         stack,
         "Plan",
-        spec={"mode": "existing", "name": "chat-p5e-2027q1", "instance_type": "ml.p5e.48xlarge", "instance_count": 2},
+        settings={
+            "mode": "existing",
+            "name": "chat-p5e-2027q1",
+            "instance_type": "ml.p5e.48xlarge",
+            "instance_count": 2,
+        },
     )
     endpoint = LlmEndpoint(
         stack,

@@ -78,7 +78,7 @@ def plan_stack(
     app = App(context=context or {})
     capacity = Stack(app, "Capacity", env=env)
     serving = Stack(app, "Serving", env=env)
-    plan = CapacityPlan(capacity, "Plan", spec=spec, name_prefix=serving.stack_name)
+    plan = CapacityPlan(capacity, "Plan", settings=spec, name_prefix=serving.stack_name)
     chat = None
     if endpoint:
         chat = LlmEndpoint(
@@ -389,7 +389,7 @@ def test_on_demand_binds_only_while_the_status_parameter_says_active(env):
 
 def test_on_demand_needs_the_plan_in_an_earlier_stack():
     stack = Stack(App(), "One")
-    plan = CapacityPlan(stack, "Plan", spec={**RESERVE, "when_not_active": "on_demand"})
+    plan = CapacityPlan(stack, "Plan", settings={**RESERVE, "when_not_active": "on_demand"})
     with pytest.raises(
         ConfigurationError,
         match=re.escape(

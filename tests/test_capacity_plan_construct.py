@@ -90,7 +90,7 @@ def stack_with(
     spec: dict[str, Any], *, env: Environment | None = None, context: dict[str, Any] | None = None, **kwargs: Any
 ) -> tuple[Stack, CapacityPlan]:
     stack = Stack(App(context=context or {}), "Test", env=env)
-    return stack, CapacityPlan(stack, "Plan", spec=spec, **kwargs)
+    return stack, CapacityPlan(stack, "Plan", settings=spec, **kwargs)
 
 
 def bound_endpoint(stack: Stack, plan: CapacityPlan, id: str = "Endpoint", **kwargs: Any) -> LlmEndpoint:
@@ -453,7 +453,7 @@ def test_from_plan_arn_reports_problems_as_configuration_errors():
 def test_cdk_nag_reports_no_errors(spec, env, context):
     app = App(context=context)
     stack = Stack(app, "Nag", env=env)
-    plan = CapacityPlan(stack, "Plan", spec=spec)
+    plan = CapacityPlan(stack, "Plan", settings=spec)
     bound_endpoint(stack, plan)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises on any unacknowledged finding
@@ -464,7 +464,7 @@ def test_cdk_nag_still_flags_an_unreviewed_wildcard():
 
     app = App(context=CONSENT)
     stack = Stack(app, "Nag")
-    plan = CapacityPlan(stack, "Plan", spec=RESERVE)
+    plan = CapacityPlan(stack, "Plan", settings=RESERVE)
     plan.provider_role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["arn:aws:s3:::b/*"]))
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     with pytest.raises(Exception, match="AwsSolutions-IAM5"):
@@ -708,7 +708,7 @@ def test_a_plan_is_declared_once_per_app():
             "as TrainingPlanName Test-chat-p5e)"
         ),
     ):
-        CapacityPlan(stack, "Again", spec={**RESERVE, "max_upfront_fee_usd": 1})
+        CapacityPlan(stack, "Again", settings={**RESERVE, "max_upfront_fee_usd": 1})
 
 
 # --------------------------------------------------------------------------- validation: binding
@@ -751,7 +751,7 @@ def test_one_endpoint_per_plan():
 
 def test_one_endpoint_per_plan_across_stacks_of_an_app():
     app = App()
-    plan = CapacityPlan(Stack(app, "Plans"), "Plan", spec=EXISTING)
+    plan = CapacityPlan(Stack(app, "Plans"), "Plan", settings=EXISTING)
     bound_endpoint(Stack(app, "A"), plan, "Chat")
     with pytest.raises(ConfigurationError, match=re.escape("Plans/Plan")):
         bound_endpoint(Stack(app, "B"), plan, "Chat")
@@ -847,8 +847,8 @@ def test_an_existing_plan_keeps_the_exact_name_given():
 
 def test_a_long_stack_name_is_cut_to_the_training_plan_name_limit_with_a_hash():
     app = App()
-    first = CapacityPlan(Stack(app, "S" * 60), "Plan", spec=RESERVE)
-    second = CapacityPlan(Stack(app, "S" * 59 + "T"), "Plan", spec=RESERVE)
+    first = CapacityPlan(Stack(app, "S" * 60), "Plan", settings=RESERVE)
+    second = CapacityPlan(Stack(app, "S" * 59 + "T"), "Plan", settings=RESERVE)
     for plan in (first, second):
         assert len(plan.plan_name) == 64 and _TRAINING_PLAN_NAME.fullmatch(plan.plan_name)
     assert first.plan_name != second.plan_name
@@ -856,7 +856,7 @@ def test_a_long_stack_name_is_cut_to_the_training_plan_name_limit_with_a_hash():
 
 def test_name_prefix_names_the_plan_after_another_stack():
     stack = Stack(App(), "ChatCapacity")
-    assert CapacityPlan(stack, "Plan", spec=RESERVE, name_prefix="Chat_Prod").plan_name == "Chat-Prod-chat-p5e"
+    assert CapacityPlan(stack, "Plan", settings=RESERVE, name_prefix="Chat_Prod").plan_name == "Chat-Prod-chat-p5e"
 
 
 @pytest.mark.parametrize("value", ["p" * 65, "chat_p5e", "-chat"])
@@ -891,4 +891,27 @@ def test_two_plans_pinned_to_one_name_are_one_plan_declared_twice():
             "does, as TrainingPlanName shared-plan)"
         ),
     ):
-        CapacityPlan(stack, "Again", spec={**RESERVE, "name": "other", "physical_name": "shared-plan"})
+        CapacityPlan(stack, "Again", settings={**RESERVE, "name": "other", "physical_name": "shared-plan"})
+
+
+@pytest.mark.parametrize(
+    ("keyword", "message"),
+    [
+        (
+            "spec",
+            r"spec: got 'given'; allowed: settings=; fix: rename spec= to settings= \(the same CapacityPlanSpec\)",
+        ),
+        ("topic", r"topic: got 'x'; allowed: one of settings, alarm_topic, name_prefix; fix: remove topic="),
+    ],
+)
+def test_a_plan_refuses_a_keyword_it_does_not_take(keyword, message):
+    stack = Stack(App(), "Test")
+    arguments = {"settings": EXISTING} if keyword != "spec" else {}
+    with pytest.raises(ConfigurationError, match=message):
+        CapacityPlan(stack, "Plan", **arguments, **{keyword: EXISTING if keyword == "spec" else "x"})
+    assert stack.node.try_find_child("Plan") is None  # nothing half-created
+
+
+def test_a_plan_without_settings_says_what_to_pass():
+    with pytest.raises(ConfigurationError, match=r"settings: got nothing .*; fix: pass settings=CapacityPlanSpec\("):
+        CapacityPlan(Stack(App(), "Test"), "Plan")

@@ -57,7 +57,7 @@ def synth(
     out = tmp / name
     app = App(outdir=str(out), context={"aws:cdk:enable-path-metadata": True})
     stack = Stack(app, "SageMakerLlm")
-    capacity = CapacityPlan(stack, "CapacityPlan-chat", spec=CapacityPlanSpec(**(plan or PLAN)))
+    capacity = CapacityPlan(stack, "CapacityPlan-chat", settings=CapacityPlanSpec(**(plan or PLAN)))
     endpoint = LlmEndpoint(
         stack,
         "Chat",

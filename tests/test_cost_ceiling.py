@@ -204,7 +204,7 @@ def test_reserved_capacity_plan_shows_dates_price_cap_and_whether_this_deploy_bu
     plan = CapacityPlan(
         plans,
         "Plan",
-        spec=CapacityPlanSpec(
+        settings=CapacityPlanSpec(
             name="chat-p5e-2026q1",
             instance_type="ml.p5e.48xlarge",
             instance_count=2,

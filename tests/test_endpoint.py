@@ -761,7 +761,7 @@ def test_pools_with_a_capacity_plan_are_refused_in_the_library():
     plan = CapacityPlan(
         stack,
         "Plan",
-        spec=CapacityPlanSpec(
+        settings=CapacityPlanSpec(
             existing_plan_arn="arn:aws:sagemaker:us-east-1:123456789012:training-plan/p",
             instance_type="ml.p5e.48xlarge",
             instance_count=1,

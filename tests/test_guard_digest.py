@@ -45,7 +45,7 @@ def build(
     app = App()
     capacity = Stack(app, "Capacity", env=env)
     serving = Stack(app, "S", env=env)
-    plan = CapacityPlan(capacity, "Plan", spec={**PLAN, "when_not_active": when_not_active}, name_prefix="S")
+    plan = CapacityPlan(capacity, "Plan", settings={**PLAN, "when_not_active": when_not_active}, name_prefix="S")
     endpoint = LlmEndpoint(
         serving,
         "Chat",

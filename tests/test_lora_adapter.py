@@ -708,3 +708,31 @@ def test_component_arn_is_the_inference_components_arn_attribute_read_on_first_u
     assert adapter.component_arn is adapter.component_arn, "read once"
     adapter.component_arn = "arn:aws:sagemaker:us-east-1:123456789012:inference-component/x"  # still assignable
     assert adapter.component_arn.endswith("/x")
+
+
+def test_an_adapter_stack_built_by_hand_holds_its_settings_in_order():
+    _, _, base = new_base()
+    group = AdapterStack(
+        base,
+        "Tenants",
+        base=base,
+        settings=[
+            AdapterSpec(name="b-tenant", artifact_s3_uri="s3://my-adapters/b.tar.gz"),
+            {"name": "a-tenant", "artifact_s3_uri": "s3://my-adapters/a.tar.gz"},
+        ],
+    )
+    assert [a.node.id for a in group.adapters] == ["b-tenant", "a-tenant"]
+
+
+@pytest.mark.parametrize(
+    ("keyword", "message"),
+    [
+        ("specs", r"specs: got 'given'; allowed: settings=; fix: rename specs= to settings= \(the same AdapterSpec"),
+        ("adapter", r"adapter: got \[\]; allowed: one of base, settings, description; fix: remove adapter="),
+    ],
+)
+def test_an_adapter_stack_refuses_a_keyword_it_does_not_take(keyword, message):
+    _, stack, base = new_base()
+    with pytest.raises(ConfigurationError, match=message):
+        AdapterStack(base, "Tenants", base=base, **{keyword: []})
+    assert base.node.try_find_child("Tenants") is None  # nothing half-created

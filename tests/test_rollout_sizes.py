@@ -278,7 +278,7 @@ def endpoints() -> dict[tuple[int, int, int], tuple[LlmEndpoint, dict[str, Any],
         capacity, serving = Stack(app, "Capacity"), Stack(app, "Serving")
         built = {}
         for index, (low, high, count) in enumerate(ENDPOINT_CASES[start : start + 10]):
-            plan = CapacityPlan(capacity, f"Plan{index}", spec=plan_spec(f"p{index}", count), name_prefix="Serving")
+            plan = CapacityPlan(capacity, f"Plan{index}", settings=plan_spec(f"p{index}", count), name_prefix="Serving")
             endpoint = LlmEndpoint(
                 serving,
                 f"E{index}",

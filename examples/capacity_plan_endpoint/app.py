@@ -37,7 +37,7 @@ stack = Stack(app, "ReservedChat", env=env)
 plan = CapacityPlan(
     stack,
     "Plan",
-    spec=CapacityPlanSpec(
+    settings=CapacityPlanSpec(
         mode="existing",
         name="chat-p5e-2027q1",  # the plan's name in this account and region
         instance_type="ml.p5e.48xlarge",  # checked at synth: the endpoint must use the same type ...

@@ -21,7 +21,7 @@ from aws_cdk import CfnResource, NestedStack, Stack
 
 from constructs import Construct, IConstruct
 
-from ..core.errors import ConfigurationError, Problem
+from ..core.errors import ConfigurationError, Problem, keyword_problems
 from ..core.validation import problems_from
 from ..hosting.component_base import name_taken_problem
 from ..settings.adapters import AdapterSpec
@@ -42,7 +42,7 @@ class AdapterStack(NestedStack):
 
     It deploys with its parent stack (one ``cdk deploy``); the endpoint name reaches it as a
     stack parameter, and CloudFormation creates it after the base model and the adapters'
-    read permissions. ``add_adapters`` creates and fills these; create one yourself (with ``specs``) to group
+    read permissions. ``add_adapters`` creates and fills these; create one yourself (with ``settings``) to group
     adapters by hand.
     """
 
@@ -52,18 +52,29 @@ class AdapterStack(NestedStack):
         id: str,
         *,
         base: ModelComponent,
-        specs: Iterable[AdapterSpec | Mapping[str, Any]] = (),
+        settings: Iterable[AdapterSpec | Mapping[str, Any]] = (),
         description: str | None = None,
+        **unknown: Any,
     ) -> None:
         """
         :param base: the model the adapters run on; it needs ``spec.lora``.
-        :param specs: the adapters it holds, created in this order. Default: none (``add_adapters`` fills it).
+        :param settings: the adapters it holds (``AdapterSpec`` each, or a mapping of its fields), created in
+            this order. Default: none (``add_adapters`` fills it).
         :param description: Default: names the base model.
         """
+        if unknown:
+            raise ConfigurationError(
+                keyword_problems(
+                    unknown,
+                    takes=("base", "settings", "description"),
+                    renamed={"specs": ("settings", "AdapterSpec items")},
+                ),
+                source=f"{scope.node.path}/{id}",
+            )
         super().__init__(scope, id, description=description or f"LoRA adapters of {base.component_name}")
         self.base = base
         self._adapters: list[LoraAdapter] = []
-        for spec in specs:
+        for spec in settings:
             self._add(spec)
 
     def _add(self, spec: AdapterSpec | Mapping[str, Any]) -> LoraAdapter:

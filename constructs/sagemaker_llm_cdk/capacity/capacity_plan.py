@@ -42,7 +42,7 @@ from aws_cdk import custom_resources as cr
 
 from constructs import Construct, IConstruct
 
-from ..core.errors import ConfigurationError, Problem
+from ..core.errors import MISSING, ConfigurationError, Problem, keyword_problems
 from ..core.functions import METRICS_NAMESPACE
 from ..core.metrics import metric
 from ..core.naming import stack_prefix
@@ -119,6 +119,10 @@ def consent_problems(root: IConstruct) -> list[Problem]:
     return problems
 
 
+PLAN_ARGUMENTS = ("settings", "alarm_topic", "name_prefix")
+"""The keywords ``CapacityPlan`` takes."""
+
+
 class CapacityPlan(Construct):
     """Reserved capacity (a SageMaker training plan targeting endpoints) for one ``LlmEndpoint``.
 
@@ -170,12 +174,14 @@ class CapacityPlan(Construct):
         scope: Construct,
         id: str,
         *,
-        spec: CapacityPlanSpec | Mapping[str, Any],
+        settings: CapacityPlanSpec | Mapping[str, Any] | None = None,
         alarm_topic: sns.ITopic | None = None,
         name_prefix: str | None = None,
+        **unknown: Any,
     ) -> None:
         """
-        :param spec: the plan to reserve or use (see ``CapacityPlanSpec``).
+        :param settings: the plan to reserve or use (``CapacityPlanSpec``, or a mapping of its fields, as a
+            config's ``capacity_plans`` item is).
         :param name_prefix: what a plan to reserve is named after, ``<name_prefix>-<spec.name>``
             (unless ``spec.physical_name`` pins the name), e.g. the name of the stack that serves on
             the plan when the plan lives in a companion stack. Default: the name of the (top-level)
@@ -185,8 +191,21 @@ class CapacityPlan(Construct):
             topic for this plan (its key is retained with the stack's other keys); pass one topic
             (``encrypted_alarm_topic``) to share it between plans.
         """
+        where = f"{scope.node.path}/{id}"
+        problems = keyword_problems(unknown, takes=PLAN_ARGUMENTS, renamed={"spec": ("settings", "CapacityPlanSpec")})
+        if settings is None and not problems:
+            problems.append(
+                Problem(
+                    "settings",
+                    MISSING,
+                    "the plan's settings (CapacityPlanSpec: a plan to reserve, or an existing plan's ARN)",
+                    'pass settings=CapacityPlanSpec(mode="existing", name=..., instance_type=..., instance_count=...)',
+                )
+            )
+        if problems:
+            raise ConfigurationError(problems, source=where)
         super().__init__(scope, id)
-        spec = validated(CapacityPlanSpec, spec, where=self.node.path)
+        spec = validated(CapacityPlanSpec, settings, where=self.node.path)
         self.spec = spec
         self.config_name = spec.plan_name
         """The plan's name in the config (``spec.name``): what ``-c purchase=`` / ``-c extend=`` name."""
@@ -289,7 +308,7 @@ class CapacityPlan(Construct):
             scope,
             id,
             alarm_topic=alarm_topic,
-            spec={
+            settings={
                 "existing_plan_arn": plan_arn,
                 "instance_type": instance_type,
                 "instance_count": instance_count,

@@ -76,6 +76,25 @@ MISSING: Any = _MISSING
 """Marker for ``Problem.value`` when the field was not given at all."""
 
 
+def keyword_problems(
+    unknown: dict[str, Any],
+    *,
+    takes: Iterable[str],
+    renamed: dict[str, tuple[str, str]] | None = None,
+    hint: str = "",
+) -> list[Problem]:
+    """One problem per keyword a construct does not take: a former name (``renamed``: old -> (new, what it
+    holds)) says which to use; any other name lists what the construct ``takes`` (``hint`` ends its fix)."""
+    problems = []
+    for name, value in unknown.items():
+        if renamed and name in renamed:
+            new, what = renamed[name]
+            problems.append(Problem(name, "given", f"{new}=", f"rename {name}= to {new}= (the same {what})"))
+        else:
+            problems.append(Problem(name, value, "one of " + ", ".join(takes), f"remove {name}={hint}"))
+    return problems
+
+
 def raise_if_problems(problems: list[Problem], *, source: str = "") -> None:
     if problems:
         raise ConfigurationError(problems, source=source)

@@ -18,7 +18,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..core import grants
-from ..core.errors import MISSING, ConfigurationError, Problem
+from ..core.errors import MISSING, ConfigurationError, Problem, keyword_problems
 from ..core.grants import depend_on_policy
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric, one_minute
 from ..core.protocols import ICapacityReservation, IPlanGuard, IServedAdapter
@@ -45,37 +45,40 @@ update policy's need (``capacity_plan.headroom_metadata``), for the change repor
 
 ENDPOINT_SETTINGS = frozenset(EndpointOptions.model_fields)
 """The fields of ``EndpointOptions``: given to ``LlmEndpoint`` as keywords, each is named in the error."""
+ENDPOINT_ARGUMENTS = (
+    "settings",
+    "endpoint_name",
+    "role",
+    "key",
+    "vpc",
+    "vpc_subnets",
+    "security_groups",
+    "data_capture_bucket",
+    "capacity_plan",
+)
+"""The keywords ``LlmEndpoint`` takes."""
 
 
 def argument_problems(settings: object, unknown: Mapping[str, Any]) -> list[Problem]:
     """One problem per keyword ``LlmEndpoint`` does not take: an endpoint setting given on its own (it belongs in
     ``settings``), ``options`` (the settings' former name), or a name that is neither; and, when there is none of
     those, ``settings`` missing."""
-    problems = []
-    for name, value in unknown.items():
-        if name in ENDPOINT_SETTINGS:
-            problems.append(
-                Problem(
-                    name,
-                    value,
-                    "a field of settings: LlmEndpoint takes the endpoint's settings in one argument",
-                    f"pass settings=EndpointOptions({name}=..., ...) (or a mapping) instead of {name}=",
-                )
-            )
-        elif name == "options":
-            problems.append(
-                Problem("options", "given", "settings=", "rename options= to settings= (the same EndpointOptions)")
-            )
-        else:
-            problems.append(
-                Problem(
-                    name,
-                    value,
-                    "one of settings, endpoint_name, role, key, vpc, vpc_subnets, security_groups, "
-                    "data_capture_bucket, capacity_plan",
-                    f"remove {name}=, or put it in settings when it is an endpoint setting",
-                )
-            )
+    problems = [
+        Problem(
+            name,
+            value,
+            "a field of settings: LlmEndpoint takes the endpoint's settings in one argument",
+            f"pass settings=EndpointOptions({name}=..., ...) (or a mapping) instead of {name}=",
+        )
+        for name, value in unknown.items()
+        if name in ENDPOINT_SETTINGS
+    ]
+    problems += keyword_problems(
+        {name: value for name, value in unknown.items() if name not in ENDPOINT_SETTINGS},
+        takes=ENDPOINT_ARGUMENTS,
+        renamed={"options": ("settings", "EndpointOptions")},
+        hint=", or put it in settings when it is an endpoint setting",
+    )
     if settings is None and not problems:
         problems.append(
             Problem(
