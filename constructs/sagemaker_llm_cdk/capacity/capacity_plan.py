@@ -202,7 +202,7 @@ class CapacityPlan(Construct):
                     'pass settings=CapacityPlanSpec(mode="existing", name=..., instance_type=..., instance_count=...)',
                 )
             )
-        if problems:
+        if problems or settings is None:
             raise ConfigurationError(problems, source=where)
         super().__init__(scope, id)
         spec = validated(CapacityPlanSpec, settings, where=self.node.path)

@@ -18,13 +18,14 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..core import grants
-from ..core.errors import MISSING, ConfigurationError, Problem, keyword_problems
+from ..core.errors import ConfigurationError, Problem
 from ..core.grants import depend_on_policy
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric, one_minute
 from ..core.protocols import ICapacityReservation, IPlanGuard, IServedAdapter
 from ..core.settings import validated
 from ..core.storage import NONCURRENT_VERSION_DAYS, SecureBucket, restrict_reads, secure_key
 from ..settings.capacity import choose_update_policy
+from ..settings.endpoint import argument_problems
 from ..settings.hosting import (
     EndpointOptions,
     has_local_nvme,
@@ -41,54 +42,6 @@ VARIANT_NAME = "AllTraffic"
 CAPACITY_METADATA = "sagemaker-llm-cdk:capacity"
 """Metadata key on a bound endpoint config: the plan, its instances, the endpoint's most instances and the
 update policy's need (``capacity_plan.headroom_metadata``), for the change report."""
-
-
-ENDPOINT_SETTINGS = frozenset(EndpointOptions.model_fields)
-"""The fields of ``EndpointOptions``: given to ``LlmEndpoint`` as keywords, each is named in the error."""
-ENDPOINT_ARGUMENTS = (
-    "settings",
-    "endpoint_name",
-    "role",
-    "key",
-    "vpc",
-    "vpc_subnets",
-    "security_groups",
-    "data_capture_bucket",
-    "capacity_plan",
-)
-"""The keywords ``LlmEndpoint`` takes."""
-
-
-def argument_problems(settings: object, unknown: Mapping[str, Any]) -> list[Problem]:
-    """One problem per keyword ``LlmEndpoint`` does not take: an endpoint setting given on its own (it belongs in
-    ``settings``), ``options`` (the settings' former name), or a name that is neither; and, when there is none of
-    those, ``settings`` missing."""
-    problems = [
-        Problem(
-            name,
-            value,
-            "a field of settings: LlmEndpoint takes the endpoint's settings in one argument",
-            f"pass settings=EndpointOptions({name}=..., ...) (or a mapping) instead of {name}=",
-        )
-        for name, value in unknown.items()
-        if name in ENDPOINT_SETTINGS
-    ]
-    problems += keyword_problems(
-        {name: value for name, value in unknown.items() if name not in ENDPOINT_SETTINGS},
-        takes=ENDPOINT_ARGUMENTS,
-        renamed={"options": ("settings", "EndpointOptions")},
-        hint=", or put it in settings when it is an endpoint setting",
-    )
-    if settings is None and not problems:
-        problems.append(
-            Problem(
-                "settings",
-                MISSING,
-                "the endpoint's settings (EndpointOptions, at least instance_type)",
-                'pass settings=EndpointOptions(instance_type="ml.g6e.12xlarge")',
-            )
-        )
-    return problems
 
 
 class EndpointReference(Construct):

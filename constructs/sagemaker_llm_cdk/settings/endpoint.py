@@ -6,12 +6,13 @@ facts their rules need (which types carry local NVMe storage) and the rule that 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from ..core import service_model
-from ..core.errors import Problem
+from ..core.errors import MISSING, Problem, keyword_problems
 from ..core.service_model import aws_max, aws_min
 from ..core.settings import Settings, field_rule, instance_type_problem
 from . import images
@@ -508,3 +509,51 @@ def pools_with_plan_problem(field: str = "capacity_plan") -> Problem:
         "into it), and AWS does not document how instance pools use CapacityReservationConfig",
         "remove instance_pools to run on the plan, or unbind the plan to fall back across types",
     )
+
+
+ENDPOINT_SETTINGS = frozenset(EndpointOptions.model_fields)
+"""The fields of ``EndpointOptions``: given to ``LlmEndpoint`` as keywords, each is named in the error."""
+ENDPOINT_ARGUMENTS = (
+    "settings",
+    "endpoint_name",
+    "role",
+    "key",
+    "vpc",
+    "vpc_subnets",
+    "security_groups",
+    "data_capture_bucket",
+    "capacity_plan",
+)
+"""The keywords ``LlmEndpoint`` takes."""
+
+
+def argument_problems(settings: object, unknown: Mapping[str, Any]) -> list[Problem]:
+    """One problem per keyword ``LlmEndpoint`` does not take: an endpoint setting given on its own (it belongs in
+    ``settings``), ``options`` (the settings' former name), or a name that is neither; and, when there is none of
+    those, ``settings`` missing."""
+    problems = [
+        Problem(
+            name,
+            value,
+            "a field of settings: LlmEndpoint takes the endpoint's settings in one argument",
+            f"pass settings=EndpointOptions({name}=..., ...) (or a mapping) instead of {name}=",
+        )
+        for name, value in unknown.items()
+        if name in ENDPOINT_SETTINGS
+    ]
+    problems += keyword_problems(
+        {name: value for name, value in unknown.items() if name not in ENDPOINT_SETTINGS},
+        takes=ENDPOINT_ARGUMENTS,
+        renamed={"options": ("settings", "EndpointOptions")},
+        hint=", or put it in settings when it is an endpoint setting",
+    )
+    if settings is None and not problems:
+        problems.append(
+            Problem(
+                "settings",
+                MISSING,
+                "the endpoint's settings (EndpointOptions, at least instance_type)",
+                'pass settings=EndpointOptions(instance_type="ml.g6e.12xlarge")',
+            )
+        )
+    return problems
