@@ -152,7 +152,7 @@ docs: synth-setup reference
 	PDOC_ALLOW_EXEC=1 $(BIN)/python -m pdoc --docformat restructuredtext --no-show-source -o docs/api sagemaker_llm_cdk sagemaker_llm_cdk.client
 
 ## reference: docs/config-reference.md from the settings models (the schemas `make schema` writes come from the same
-## models); tests/test_config_reference.py fails when the committed page differs.
+## models); tests/config/test_config_reference.py fails when the committed page differs.
 reference: synth-setup
 	$(BIN)/python -m tools.config_reference docs/config-reference.md
 

@@ -1,8 +1,8 @@
 """Cloud assemblies of this repository's app, synthesized in this interpreter from a config held in memory.
 
-The update catalogue (``tools/update_catalogue/``, held by ``tests/test_update_catalogue.py``) changes one thing in
-a shipped config and compares the two assemblies with ``tools.change_report``. A synth here builds the stack as
-``app.py`` does (``LlmPlatformStack`` and its routers' stack, or the pipeline's ``attach_pipeline``) with
+The update catalogue (``tools/update_catalogue/``, held by ``tests/tools/test_update_catalogue.py``) changes one
+thing in a shipped config and compares the two assemblies with ``tools.change_report``. A synth here builds the
+stack as ``app.py`` does (``LlmPlatformStack`` and its routers' stack, or the pipeline's ``attach_pipeline``) with
 ``cdk.json``'s feature flags and path metadata, as ``cdk synth`` passes them, but without the checks ``app.py``
 attaches (cdk-nag and the built-in template validator run in ``make check`` and the app's own tests): the comparison
 reads the templates only, and a synth takes a few seconds instead of many. CDK is imported only when a synth runs.

@@ -10,7 +10,7 @@ hyphens, ``-1``, ``-2`` ... for repeats) plus explicit ``<a name>``/``id`` ancho
 (``http:``, ``https:``, ``mailto:`` and other schemes) are not fetched: CI stays offline and deterministic.
 Links inside code spans and fenced code blocks are not links, and are skipped.
 
-``tests/test_docs_links.py`` runs it on the committed pages; CI's docs job runs it after ``make docs``.
+``tests/docs/test_docs_links.py`` runs it on the committed pages; CI's docs job runs it after ``make docs``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Usage: ``python -m tools.schemas [FOLDER]`` (``make schema``) writes, into FOLDE
   in the items that merge by name;
 - ``pipeline.schema.json``: the delivery pipeline's file (``config/pipeline.yaml``).
 
-``tests/test_config_layers.py`` fails when a published schema is not what this writes.
+``tests/config/test_config_layers.py`` fails when a published schema is not what this writes.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from stacks import LlmPlatformStack
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "examples" / "reserved-capacity.yaml"
 INSTANCE = "ml.p5e.48xlarge"
 RESERVE: dict[str, Any] = {

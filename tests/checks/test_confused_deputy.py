@@ -54,7 +54,7 @@ def test_the_endpoint_role_trusts_sagemaker_only_for_this_account_and_region(env
 
 
 def test_every_sagemaker_trust_of_the_eagle_loop_has_a_source_condition_and_events_publish_only_from_its_rule():
-    from test_eagle import build
+    from support.eagle import build
 
     built = build()
     template = built.template.to_json()

@@ -19,7 +19,7 @@ from stacks import LlmPlatformStack, attach_checks
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BOUND = Environment(account="123456789012", region="us-east-1")
 GUARD = "which no acknowledgement of that resource names"
 

@@ -29,7 +29,7 @@ from stacks.checks import FAIL_SYNTH_CONTEXT, report_checks
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = "SageMakerLlm.template.json"
 
 

@@ -25,7 +25,7 @@ from stacks.synth_output import (
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 TABLES = ("Cost per 30 days", "cdk-nag findings per rule", "cdk destroy keeps")
 NOISE = ("program.js", "Acknowledge with 'Annotation::info-annotation'", "!!  Node")

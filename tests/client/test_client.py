@@ -29,7 +29,7 @@ from botocore.credentials import Credentials
 
 pytestmark = pytest.mark.synth
 
-CLIENT_PATH = Path(__file__).resolve().parents[1] / "constructs" / "sagemaker_llm_cdk" / "client.py"
+CLIENT_PATH = Path(__file__).resolve().parents[2] / "constructs" / "sagemaker_llm_cdk" / "client.py"
 REGION = "us-east-1"
 BASE = "qwen3-32b-base"
 ADAPTER = "qwen3-32b-sql-lora"
@@ -829,7 +829,7 @@ def test_client_works_where_aws_cdk_cannot_be_imported(tmp_path):
     import os
     import subprocess
 
-    package_root = Path(__file__).resolve().parents[1] / "constructs"
+    package_root = Path(__file__).resolve().parents[2] / "constructs"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PYTHONPATH"] = str(package_root)
     result = subprocess.run(
@@ -858,7 +858,7 @@ def test_make_docs_renders_the_client_with_curl_and_javascript_examples(tmp_path
     import pdoc
     import pdoc.render  # pdoc is a dev requirement: the API reference is part of CI, never skipped
 
-    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
     assert "sagemaker_llm_cdk.client" in next(line for line in makefile.splitlines() if "-m pdoc" in line)
     pdoc.render.configure(docformat="restructuredtext", show_source=False)
     pdoc.pdoc("sagemaker_llm_cdk.client", output_directory=tmp_path)

@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = ROOT / "clients"
 HEAVY = ("aws_cdk", "jsii", "constructs", "pydantic", "cdk_nag", "yaml")
 """Top-level modules an application container must not need (the library's, not the client's, dependencies)."""

@@ -31,7 +31,7 @@ from sagemaker_llm_cdk import ConfigurationError, load_config
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOT_APP_CONFIGS = {"jumpstart.lock.yaml", "pipeline.yaml"}  # other formats, with their own tests
 CONFIGS = sorted(
     str(p.relative_to(ROOT))

@@ -11,41 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
-from sagemaker_llm_cdk import ConfigurationError, load_config, parse_config
+from sagemaker_llm_cdk import ConfigurationError, load_config
 from sagemaker_llm_cdk.config.loading import json_schema
-
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ROOT / "config" / "default.yaml"
-
-
-def base() -> dict:
-    return yaml.safe_load(DEFAULT.read_text())
-
-
-def endpoint(**changes) -> dict:
-    data = base()
-    data["endpoints"][0].update(changes)
-    return data
-
-
-def model(**changes) -> dict:
-    data = base()
-    data["endpoints"][0]["models"][0].update(changes)
-    return data
-
-
-def lora_model(**changes) -> dict:
-    """The default config with ``changes`` to its adapter base (models[1]: LoRA, no EAGLE)."""
-    data = base()
-    data["endpoints"][0]["models"][1].update(changes)
-    return data
-
-
-def problems(data) -> list[str]:
-    with pytest.raises(ConfigurationError) as info:
-        parse_config(data, source="test.yaml")
-    return [p.line() for p in info.value.problems]
+from support.configs import DEFAULT, ROOT, base, endpoint, lora_model, model, problems
 
 
 def test_default_config_is_valid():

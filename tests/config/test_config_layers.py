@@ -8,7 +8,7 @@ import pytest
 from sagemaker_llm_cdk import ConfigurationError, parse_config
 from sagemaker_llm_cdk.config.layers import load_layered, load_layers, merge
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def write(folder: Path, name: str, text: str) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 from tools import config_reference
 from tools.check_links import anchors, check_page
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "config-reference.md"
 
 

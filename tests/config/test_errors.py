@@ -42,7 +42,7 @@ from sagemaker_llm_cdk import parse_config  # noqa: E402
 
 pytestmark = pytest.mark.synth
 
-DEFAULT = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "default.yaml").read_text())
+DEFAULT = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "default.yaml").read_text())
 
 
 def _config(change) -> dict:
@@ -181,7 +181,7 @@ def test_the_app_prints_stack_rules_in_config_terms_without_a_traceback(tmp_path
     import sys
     import textwrap
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     config = tmp_path / "x.yaml"
     config.write_text(
         ONE_MODEL
@@ -320,7 +320,7 @@ def test_the_app_prints_a_problem_found_while_building_with_its_file_and_line(tm
     from support.examples import synthesize_in_process
 
     path = _environment_config(tmp_path)
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     with pytest.raises(AssertionError, match="exited with status 1"):  # app.py, as `cdk synth -c config=...` runs it
         synthesize_in_process(root / "app.py", tmp_path / "out", context={"config": str(path)})
     assert capsys.readouterr().err.splitlines() == [

@@ -13,7 +13,7 @@ from sagemaker_llm_cdk import ConfigurationError
 from sagemaker_llm_cdk.config.layers import load_layered
 from sagemaker_llm_cdk.config.loading import parse_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(
     [ROOT / "config" / n for n in ("default.yaml", "dev.yaml", "prod.yaml")]
     + list((ROOT / "config" / "examples").glob("*.yaml")),

@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 from sagemaker_llm_cdk.core import service_model
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _floor(pyproject: Path, package: str) -> Version:

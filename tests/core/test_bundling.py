@@ -28,7 +28,7 @@ from support.aws_model import assert_valid_request
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _asset_dirs(assembly_dir: str, stack_name: str) -> dict[str, Path]:

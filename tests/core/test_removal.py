@@ -16,7 +16,7 @@ from stacks import LlmPlatformStack
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ("AWS::S3::Bucket", "AWS::Logs::LogGroup", "AWS::KMS::Key", "AWS::DynamoDB::Table")
 
 

@@ -116,7 +116,7 @@ def test_a_role_of_another_stack_is_named_with_add_reader():
 
 
 def test_eagle_datasets_expire_and_heads_are_kept():
-    from test_eagle import build as build_eagle
+    from support.eagle import build as build_eagle
 
     built = build_eagle()
     bucket = built.resources[built.stack.resolve(built.eagle.artifacts_bucket.node.default_child.logical_id)]

@@ -14,7 +14,7 @@ from sagemaker_llm_cdk.core.storage import SERVER_ACCESS_LOGS_USE_BUCKET_POLICY,
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CDK_JSON = json.loads((ROOT / "cdk.json").read_text())["context"]
 CONTEXTS = {
     "no-flags": {},  # an app whose cdk.json predates the flag (CDK < 2.60) or has no context at all

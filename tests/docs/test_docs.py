@@ -8,7 +8,7 @@ from pathlib import Path
 
 import sagemaker_llm_cdk
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_api_reference_documents_every_public_name(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from tools import check_links
 from tools.check_links import anchors, check, github_slug, links
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = check_links.pages(list(check_links.DEFAULT_PAGES))
 """Found when the suite is collected: a page added to docs/ is checked without a change here."""
 

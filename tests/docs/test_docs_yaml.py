@@ -23,7 +23,7 @@ from support.assemblies import config_data, synth_config
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 BLOCK = re.compile(r"(?:<!-- yaml: (?P<marker>[^>]*?) -->\n)?```yaml\n(?P<body>.*?)```", re.S)
 MARKER = re.compile(

@@ -9,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- example:start -->\n", "<!-- example:end -->"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,103 +21,13 @@ from sagemaker_llm_cdk.core.settings import validated
 from sagemaker_llm_cdk.eagle.optimization import EagleOptimization, run_timeout, start_retry_hours
 from sagemaker_llm_cdk.hosting.speculative_decoding import DRAFT_PATH, PromotionParameter, speculative_config
 from sagemaker_llm_cdk.settings.eagle import EagleSettings
+from support.eagle import INSTANCE, MODEL, PARAMETER_NAME, PLAN_ARN, USER_DATA, WEIGHTS, Built, build, lid, render
 from support.stacks import endpoint as support_endpoint
 
 pytestmark = pytest.mark.synth
 
-MODEL = "qwen3-32b"
-WEIGHTS = "s3://my-weights/qwen3-32b/"
-USER_DATA = "s3://team-datasets/chat/v3/"
-PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/chat-p5e"
-INSTANCE = "ml.p5e.48xlarge"
-PARAMETER_NAME = f"/sagemaker-llm/state/eagle/{MODEL}/draft-head"
 
-
-# --------------------------------------------------------------------------- helpers
-
-
-def render(value: Any) -> Any:
-    """CloudFormation value as text: Ref -> ${X}, GetAtt -> ${X.Attr}, Join concatenated; recursive."""
-    if isinstance(value, dict):
-        if len(value) == 1:
-            ((kind, arg),) = value.items()
-            if kind == "Ref":
-                return "${" + arg + "}"
-            if kind == "Fn::GetAtt":
-                return "${" + ".".join(arg) + "}"
-            if kind == "Fn::Join":
-                return arg[0].join(str(render(part)) for part in arg[1])
-        return {k: render(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [render(v) for v in value]
-    return value
-
-
-def lid(stack: Stack, construct: Any) -> str:
-    child = construct.node.default_child if construct.node.default_child is not None else construct
-    return stack.resolve(child.logical_id)
-
-
-@dataclass
-class Built:
-    app: App
-    promos: Stack
-    stack: Stack
-    endpoint: LlmEndpoint
-    component: Any
-    eagle: EagleOptimization
-    template: Template
-    resources: dict[str, Any]
-    definition: dict[str, Any]
-
-    def states(self) -> dict[str, Any]:
-        return self.definition["States"]
-
-    def statements(self, role: iam.IRole) -> list[dict[str, Any]]:
-        role_id = lid(self.stack, role)
-        out = []
-        for resource in self.resources.values():
-            if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in resource["Properties"]["Roles"]:
-                out.extend(render(resource["Properties"]["PolicyDocument"]["Statement"]))
-        return out
-
-    def grants(self, role: iam.IRole) -> dict[str, list[str]]:
-        """action -> sorted resources of the Allow statements of ``role``."""
-        out: dict[str, list[str]] = {}
-        for statement in self.statements(role):
-            if statement["Effect"] != "Allow":
-                continue
-            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-            for action in actions:
-                out.setdefault(action, []).extend(resources)
-        return {action: sorted(set(resources)) for action, resources in out.items()}
-
-    def ref(self, construct: Any, attr: str | None = None) -> str:
-        return "${" + lid(self.stack, construct) + (f".{attr}" if attr else "") + "}"
-
-
-def build(**eagle_kwargs: Any) -> Built:
-    """Promos + Main stacks: one endpoint, one Qwen3 model, its EagleOptimization; synthesized with cdk-nag."""
-    app = App()
-    promos = Stack(app, "Promos")
-    stack = Stack(app, "Main")
-    llm = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type=INSTANCE))
-    component = llm.add_model(
-        "Qwen",
-        ModelSpec(
-            name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM", accelerators=2
-        ),
-    )
-    eagle_kwargs.setdefault("promotion_parameter", PromotionParameter(promos, "QwenHead", model_name=MODEL).parameter)
-    eagle = EagleOptimization(stack, "QwenEagle", component=component, **eagle_kwargs)
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    app.synth()  # raises on any unacknowledged cdk-nag finding
-    template = Template.from_stack(stack)
-    resources = template.to_json()["Resources"]
-    (machine,) = [r for r in resources.values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
-    definition = json.loads(render(machine["Properties"]["DefinitionString"]))
-    return Built(app, promos, stack, llm, component, eagle, template, resources, definition)
+# --------------------------------------------------------------------------- fixtures
 
 
 @pytest.fixture(scope="module")
@@ -896,7 +805,7 @@ def test_the_platforms_promotion_parameters_follow_the_configs_removal(removal):
 
     from stacks import LlmPlatformStack
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     config = load_config(root / "config/examples/eagle-builtin-dataset.yaml").model_copy(update={"removal": removal})
     stack = LlmPlatformStack(App(), config.stack_name, config=config, config_dir=root / "config/examples")
     assert stack.promotions is not None

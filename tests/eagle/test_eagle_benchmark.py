@@ -14,7 +14,7 @@ from sagemaker_llm_cdk.eagle.benchmark import WORKLOAD_TYPE, workload_name
 from sagemaker_llm_cdk.eagle.optimization import EagleOptimization
 from sagemaker_llm_cdk.hosting.speculative_decoding import PromotionParameter
 from sagemaker_llm_cdk.settings.eagle import EagleBenchmarkSettings, EagleSettings
-from test_eagle import lid, render
+from support.eagle import lid, render
 
 pytestmark = pytest.mark.synth
 

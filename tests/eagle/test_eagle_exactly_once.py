@@ -20,7 +20,7 @@ from conftest import FakeLambdaContext, load_handler_module
 from moto import mock_aws
 from sagemaker_llm_cdk.settings.eagle import EagleSettings
 from support.aws_model import assert_valid_request
-from test_eagle import build
+from support.eagle import build
 
 pytestmark = [pytest.mark.synth, pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")]
 CAPTURE, OUT, PARAM = "capture-bucket", "out-bucket", "/sagemaker-llm/eagle/qwen3-32b/watermark"

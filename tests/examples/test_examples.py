@@ -3,7 +3,7 @@
 Each example runs with what ``cdk synth`` in its folder gives it: the folder's own ``cdk.json`` context
 (the feature flags ``cdk init`` sets, the same as the repository's ``cdk.json``) plus the CLI's metadata
 context, against the library in this repository. They run in this interpreter (``synthesize_in_process``:
-no fresh Python and jsii runtime per synth); ``tests/test_wheel.py`` runs every example through the real
+no fresh Python and jsii runtime per synth); ``tests/repo/test_wheel.py`` runs every example through the real
 ``cdk synth`` CLI, with its ``cdk.json``, against the built wheel and checks the same feature-flag report.
 """
 

@@ -28,7 +28,7 @@ from stacks import LlmPlatformStack, attach_checks
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "jumpstart"
 LOCK = ROOT / "config" / "jumpstart.lock.yaml"
 LLAMA, LLAMA_VERSION = "meta-textgeneration-llama-3-1-8b-instruct", "2.2.1"

@@ -80,7 +80,7 @@ def test_a_hub_download_under_isolation_is_refused(variable):
 
 def test_the_eagle_serving_model_is_isolated_like_its_base_model():
     """The draft head is mounted through AdditionalModelDataSources: the serving model keeps isolation."""
-    from test_eagle import build
+    from support.eagle import build
 
     built = build()
     (serving,) = [r for r in built.resources.values() if r["Type"] == "Custom::EagleServingModel"]

@@ -30,7 +30,7 @@ from sagemaker_llm_cdk.hosting.jumpstart import JumpStartLock, SpecError, main, 
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "jumpstart"
 LOCK = ROOT / "config" / "jumpstart.lock.yaml"
 GPT, GPT_VERSION = "openai-reasoning-gpt-oss-20b", "1.0.0"

@@ -19,7 +19,7 @@ from tools.lint_templates import lint_folder
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENVS = [None, Environment(account="123456789012", region="us-east-1")]
 MODEL = {"name": "qwen3-8b", "model_data_s3_uri": MODEL_URI}
 

@@ -611,7 +611,7 @@ def test_missing_environment_is_a_configuration_error(bench, monkeypatch, lambda
 
 def test_the_shipped_sdk_knows_every_benchmark_call():
     """The functions run with the SDK layer pinned in lambda/sdk-requirements.txt; the venv's botocore is that
-    version (tests/test_bundling.py checks it), so these Stubber tests validate against the shipped model."""
+    version (tests/core/test_bundling.py checks it), so these Stubber tests validate against the shipped model."""
     import botocore
     import botocore.session
     from sagemaker_llm_cdk.core.functions import SDK_FOLDERS, sdk_requirements

@@ -3,7 +3,7 @@ served, changed in place, rolled back and deleted; a stack deleted and deployed 
 parameter, kept, still names the old stack's head; and new base weights, which the old head was not trained on.
 
 The properties are those ``eagle.serving.SpeculativeDecoding`` synthesizes, with the deploy-time values filled
-in (``tests/test_eagle.py`` checks the template's shape). The fake SageMaker refuses, as SageMaker does, a model
+in (``tests/eagle/test_eagle.py`` checks the template's shape). The fake SageMaker refuses, as SageMaker does, a model
 whose data its role cannot read.
 """
 

@@ -20,7 +20,7 @@ from sagemaker_llm_cdk.operations.pricing import PriceTable
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BOUND = Environment(account="123456789012", region="us-east-1")
 TEST_PRICE = "50"
 """A made-up USD per instance-hour for the tests' own table (not a price: the shipped table has none yet)."""

@@ -34,7 +34,7 @@ from support.aws_model import assert_valid_request
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 LAYER = f"AWSLambdaPowertoolsPythonV3-python313-x86_64:{POWERTOOLS_LAYER_VERSION}"
 

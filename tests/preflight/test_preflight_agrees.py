@@ -19,7 +19,7 @@ from stacks import LlmPlatformStack
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(
     [ROOT / "config" / n for n in ("default.yaml", "dev.yaml", "prod.yaml")]
     + list((ROOT / "config" / "examples").glob("*.yaml")),

@@ -12,7 +12,7 @@ from sagemaker_llm_cdk import load_config
 from sagemaker_llm_cdk.preflight.context import AwsClients, PreflightContext
 from sagemaker_llm_cdk.preflight.routers import api_regions, router_destinations, router_region
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ASYNC = "arn:aws:sagemaker:us-east-1:111111111111:endpoint/batch"
 
 

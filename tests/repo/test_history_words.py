@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HISTORY = re.compile(r"\b(stops?|issues?|goals?) #?\d+\b|#\d+ goal\b", re.IGNORECASE)
 SKIPPED = {"package-lock.json"}  # npm's lock: third-party text
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import sagemaker_llm_cdk
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 PLACEHOLDER = "my-org"
 

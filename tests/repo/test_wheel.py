@@ -190,7 +190,7 @@ def test_consumer_apps_synthesize_from_the_installed_wheel(tmp_path):
     #    on). The others synthesize in one process of the venv's interpreter with the context the CLI gives
     #    (tests/support/examples.py as a script): the same app code against the installed wheel, without a
     #    Node CLI, a Python and a jsii runtime per example. CDK's validator is off there (CDK_VALIDATION=false):
-    #    its verdict on every example is tests/test_examples.py's (same app, same cdk.json context).
+    #    its verdict on every example is tests/examples/test_examples.py's (same app, same cdk.json context).
     consumer = tmp_path / "consumer"
     env = child_env(venv / "bin", write_bytecode=True)
     pending, in_process = [], []

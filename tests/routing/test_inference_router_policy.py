@@ -5,6 +5,7 @@ platform stack attaches it for a router of another account and none for one of i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,12 +23,13 @@ from sagemaker_llm_cdk import (
 from sagemaker_llm_cdk.routing.endpoint_policy import RESOURCE_TYPE, EndpointPolicy, merged_policy
 from sagemaker_llm_cdk.routing.router import endpoint_policy_document
 from support.aws_model import assert_valid_request
-from test_inference_router import ROOT
 
 from stacks.llm_platform import LlmPlatformStack
 from stacks.router_stage import Deployment, router_homes
 
 pytestmark = pytest.mark.synth
+
+ROOT = Path(__file__).resolve().parents[2]
 
 ROUTER_ARNS = ["arn:aws:sagemaker:us-east-1:111111111111:inference-router/SageMakerLlm-Chat"]
 

@@ -15,72 +15,9 @@ from sagemaker_llm_cdk import ConfigurationError, EndpointOptions, LlmEndpoint, 
 from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
 from sagemaker_llm_cdk.settings.sessions import SessionSettings
+from support.front_door import MODEL_URI, Built, build, function_environment
 
 pytestmark = pytest.mark.synth
-
-MODEL_URI = "s3://my-bucket/model/"
-ADAPTERS = (("Sql", "qwen3-8b-sql"), ("Legal", "qwen3-8b-legal"))
-DEFAULT_SESSIONS = SessionSettings()  # build()'s default, made once as a default argument would be
-
-
-@dataclass
-class Built:
-    app: App
-    stack: Stack
-    endpoint: LlmEndpoint
-    base: Any
-    adapters: list[Any]
-    front_door: SessionFrontDoor
-    caller: iam.Role
-
-    @property
-    def template(self) -> Template:
-        return Template.from_stack(self.stack)
-
-    def resolve(self, value: Any) -> Any:
-        return self.stack.resolve(value)
-
-
-def build(
-    *,
-    image: str = "lmi",
-    sessions: SessionSettings | None = DEFAULT_SESSIONS,
-    adapters=ADAPTERS,
-    nag: bool = False,
-    **front_door_kwargs: Any,
-) -> Built:
-    app = App()
-    stack = Stack(app, "Chat")
-    endpoint = LlmEndpoint(stack, "Endpoint", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
-    base = endpoint.add_model(
-        "m",
-        ModelSpec(
-            name="qwen3-8b",
-            physical_name="qwen3-8b",
-            model_data_s3_uri=MODEL_URI,
-            image=image,
-            sessions=sessions,
-            lora=LoraSettings(max_rank=16) if adapters else None,
-        ),
-    )
-    made = [
-        LoraAdapter(
-            base,
-            id,
-            base=base,
-            settings=AdapterSpec(
-                name=name, physical_name=name, artifact_s3_uri=f"s3://my-bucket/adapters/{name}.tar.gz"
-            ),
-        )
-        for id, name in adapters
-    ]
-    front_door_kwargs.setdefault("components", made)
-    front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, **front_door_kwargs)
-    caller = iam.Role(stack, "ChatApp", assumed_by=iam.AccountRootPrincipal())
-    front_door.grant_invoke_url(caller)
-    if nag:
-        Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    return Built(app, stack, endpoint, base, made, front_door, caller)
 
 
 @pytest.fixture(scope="module")
@@ -118,11 +55,6 @@ def packaged_components(built: Built) -> list[str]:
     asset = Path(assembly.directory) / f"asset.{key.removesuffix('.zip')}"
     assert (asset / "index.py").is_file()
     return json.loads((asset / "allowed_components.json").read_text())["components"]
-
-
-def function_environment(built: Built) -> dict[str, Any]:
-    function_id = built.resolve(built.front_door.function.node.default_child.logical_id)
-    return built.template.to_json()["Resources"][function_id]["Properties"]["Environment"]["Variables"]
 
 
 # --------------------------------------------------------------------------- function and URL
@@ -190,10 +122,7 @@ def test_owner_setting_reaches_the_handler():
 
 
 def test_owner_setting_is_validated():
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from test_config import model, problems
+    from support.configs import model, problems
 
     assert problems(model(sessions={"owner": "person"})) == [
         "endpoints[0].models[0].sessions.owner: got 'person'; allowed: one of 'session', 'role' or 'cognito_identity'; "

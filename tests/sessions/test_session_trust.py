@@ -24,7 +24,7 @@ from sagemaker_llm_cdk.sessions.trust import (
     session_name_choices,
 )
 from sagemaker_llm_cdk.settings.sessions import SessionSettings
-from test_session_front_door import build, function_environment
+from support.front_door import build, function_environment
 
 pytestmark = pytest.mark.synth
 

@@ -4,7 +4,7 @@ cdk-nag names a finding by the resource as the template spells it: ``<AWS::Regio
 environment-agnostic stack, ``us-east-1`` in a bound one. An acknowledgement written for one form
 does not match the other, so each feature is synthesized both ways with AwsSolutions, and the
 validation report must hold no violation. (The apps in examples/ are run both ways in
-tests/test_examples.py.)
+tests/examples/test_examples.py.)
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from stacks import LlmPlatformStack, attach_checks
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BOUND = Environment(account="123456789012", region="us-east-1")
 ENVIRONMENTS = [pytest.param(None, id="agnostic"), pytest.param(BOUND, id="bound")]
 WEIGHTS = "s3://my-weights/qwen3-8b/"

@@ -19,7 +19,7 @@ from stacks.pipeline import PipelineStack, attach_pipeline, load_pipeline_settin
 
 pytestmark = pytest.mark.synth
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PIPELINE_CONFIG = ROOT / "config" / "pipeline.yaml"
 CONNECTION = "arn:aws:codeconnections:us-east-1:333333333333:connection/00000000-0000-0000-0000-000000000000"
 

@@ -1,6 +1,6 @@
 """The apps in examples/: which library names they need, how to synthesize one, what each must build.
 
-Shared by ``tests/test_examples.py`` (the repository's library) and ``tests/test_wheel.py`` (the
+Shared by ``tests/examples/test_examples.py`` (the repository's library) and ``tests/repo/test_wheel.py`` (the
 library installed from the wheel in a fresh virtualenv).
 """
 
@@ -185,7 +185,7 @@ def synthesize_in_process(app: Path, outdir: Path, *, context: dict[str, Any]) -
     ``context`` as ``cdk synth`` or ``-c`` would pass it and ``outdir`` as its output.
 
     Saves a fresh Python and jsii runtime per synth (seconds each); the app, its checks (cdk-nag fails
-    ``app.synth()``) and the assembly are the same. ``tests/test_wheel.py`` and ``tests/test_cli.py`` keep
+    ``app.synth()``) and the assembly are the same. ``tests/repo/test_wheel.py`` and ``tests/cli/test_cli.py`` keep
     the real CLI runs.
     """
     import runpy
@@ -391,7 +391,7 @@ def cli_context(app_dir: Path) -> dict[str, Any]:
 
 def main(argv: list[str]) -> None:
     """``python tests/support/examples.py APP_DIR OUTDIR [APP_DIR OUTDIR ...]``: synthesize each app in one
-    interpreter (``synthesize_in_process``, the context ``cdk synth`` would give it). tests/test_wheel.py runs
+    interpreter (``synthesize_in_process``, the context ``cdk synth`` would give it). tests/repo/test_wheel.py runs
     this with the fresh virtualenv's Python, so the apps import the installed wheel, and nothing of this
     repository but this file (which needs only the standard library and ``aws_cdk``) is on ``sys.path``."""
     if len(argv) % 2 or not argv:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tools.typecheck_lambda import handler_folders, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_handler_folder_is_checked():

@@ -11,7 +11,7 @@ construct id change), the stack parameter values read at deploy when the change 
 ``redeploy`` kind is every stack deleted and deployed again. ``analyse`` runs the change report's
 lifecycle analysis on the config synthesized before and after (``tools.change_report.compare``:
 CloudFormation's schemas and its order, creates first and the cleanup last; ``redeploy`` for a
-stack delete). ``tests/test_update_catalogue.py`` holds the analysis to each row (whether it
+stack delete). ``tests/tools/test_update_catalogue.py`` holds the analysis to each row (whether it
 deploys in one step and what fails if not, the resource types it replaces and nothing else, the
 write-only SageMaker properties it sends again, what it creates and deletes, no run-time value
 reset, the plan headroom), and keeps ``docs/update-catalogue.md`` equal to ``markdown(results)``:
