@@ -195,7 +195,7 @@ test: setup
 ## Each run checks the marks: a test that synthesizes without the synth mark fails (tests/conftest.py).
 test-fast: synth-setup
 	SAGEMAKER_LLM_CDK_TEST_FAST=1 $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder \
-	  -m "not synth and not cli and not wheel" $(PYTEST_ARGS)
+	  -m "not synth and not cli and not wheel and not docs" $(PYTEST_ARGS)
 
 clean:
 	rm -rf cdk.out build dist .pytest_cache $(REPORTS) docs/api site clients/build .mypy_cache

@@ -6,6 +6,7 @@ import atexit
 import functools
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -231,7 +232,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # `make test-fast` runs the tests without the marks synth, cli and wheel: settings, handlers and tools, in under a
 # minute. The marks stay true because every run checks them: a test (or a fixture it sets up) that builds a CDK app
 # without the synth mark fails, naming the mark to add, so no test that synthesizes hides in the fast loop.
-SLOW_MARKS = ("synth", "cli", "wheel")
+SLOW_MARKS = ("synth", "cli", "wheel", "docs")
+FAST = os.environ.get("SAGEMAKER_LLM_CDK_TEST_FAST") == "1"
+_MODULE_MARK = re.compile(r"^pytestmark = \[?pytest\.mark\.(synth|cli|wheel|docs)\b", re.MULTILINE)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """In the fast loop, a module whose every test carries a slow mark is not even imported: its imports (the
+    stacks, CDK's modules) cost each worker seconds of collection for tests the marks deselect anyway."""
+    test_module = collection_path.suffix == ".py" and collection_path.name.startswith("test_")
+    if FAST and test_module and _MODULE_MARK.search(collection_path.read_text(encoding="utf-8")):
+        return True
+    return None
 
 
 def _check_synth_mark(item: pytest.Item, before: int) -> None:

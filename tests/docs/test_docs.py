@@ -6,11 +6,13 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import sagemaker_llm_cdk
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.docs
 def test_api_reference_documents_every_public_name(tmp_path):
     import pdoc
     import pdoc.render  # pdoc is a dev requirement: the API reference is part of CI, never skipped
