@@ -415,6 +415,37 @@ def test_the_compared_head_is_named_by_its_commit(tmp_path: Path) -> None:
     assert working_tree_label(tmp_path) == f"working tree (uncommitted changes on {sha})"
 
 
+def test_a_config_the_base_lacks_is_compared_with_nothing(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tools.change_report import synthesizing
+
+    synthesized: list[Path] = []
+
+    def head_only(source: Path, out: Path, *, config: str | None = None) -> Path:
+        synthesized.append(source)
+        return base  # the head side: this branch's synth of the new config
+
+    monkeypatch.setattr(synthesizing, "synthesize", head_only)
+    new_config = "config/only-on-this-branch.yaml"
+    found = synthesizing.report_against_git("HEAD", config=new_config, keep=tmp_path / "work")
+    assert synthesized == [synthesizing.REPO]  # the base was not synthesized: it has no such file
+    assert "which has no config/only-on-this-branch.yaml (a new config: everything is created)" in found.base_label
+    assert found.changes and {c.kind for c in found.changes} == {"added"}
+    assert not any(c.replacement for c in found.changes)
+
+
+def test_a_config_is_looked_up_in_the_exported_base(tmp_path: Path) -> None:
+    from tools.change_report.synthesizing import REPO, config_in
+
+    (tmp_path / "config").mkdir()
+    assert not config_in(tmp_path, "config/mine.yaml")
+    (tmp_path / "config" / "mine.yaml").write_text("endpoints: []\n")
+    assert config_in(tmp_path, "config/mine.yaml")
+    assert config_in(tmp_path, str(REPO / "config" / "mine.yaml"))  # absolute, inside the checkout
+    assert config_in(tmp_path, "/elsewhere/team.yaml")  # outside the checkout: the same file on both sides
+
+
 def test_cli_writes_the_report_file_and_the_step_summary(
     base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,6 +4,7 @@ the working tree named by its commit."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from tools.change_report.assembly import ReportError, load_assembly
 from tools.change_report.comparing import compare
-from tools.change_report.cost import load_cost
+from tools.change_report.cost import COST_FILE, load_cost
 
 if TYPE_CHECKING:
     from tools.change_report.records import Report
@@ -98,18 +99,44 @@ def report_against_git(
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         commit = export_ref(ref, work / "base-src")
-        base_out = synthesize(work / "base-src", work / "base.out", config=config)
+        base_label = f"{ref} ({commit})"
+        if config is not None and not config_in(work / "base-src", config):
+            # A config new on this branch: deploying it creates everything, so the base is an empty assembly.
+            base_out = empty_assembly(work / "base.out")
+            base_label += f", which has no {config} (a new config: everything is created)"
+        else:
+            base_out = synthesize(work / "base-src", work / "base.out", config=config)
         head_out = head_dir or synthesize(REPO, work / "head.out", config=config)
         label = head_label or (f"{head_dir} ({working_tree_label()})" if head_dir else working_tree_label())
         return compare(
             load_assembly(base_out),
             load_assembly(head_out),
-            base_label=f"{ref} ({commit})",
+            base_label=base_label,
             head_label=label,
             base_cost=load_cost(base_out),
             head_cost=load_cost(head_out),
             prices=prices,
         )
+
+
+def config_in(source: Path, config: str) -> bool:
+    """Whether the exported ``source`` holds ``config``: a path inside this checkout is looked up at the same place
+    in ``source``; a path outside it is the same file for both sides."""
+    path = Path(config)
+    absolute = path if path.is_absolute() else REPO / path
+    try:
+        inside = absolute.resolve().relative_to(REPO)
+    except ValueError:
+        return True
+    return (source / inside).is_file()
+
+
+def empty_assembly(out: Path) -> Path:
+    """A cloud assembly with no stack and no cost line: what a config that does not exist yet deploys."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "manifest.json").write_text(json.dumps({"version": "0.0.0", "artifacts": {}}), encoding="utf-8")
+    (out / COST_FILE).write_text(json.dumps({"lines": []}), encoding="utf-8")
+    return out
 
 
 def working_tree_label(repo: Path = REPO) -> str:
