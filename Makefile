@@ -72,8 +72,8 @@ synth-app: synth-setup
 
 ## preflight: what would make a deploy of CONFIG (default config/default.yaml) fail, before CloudFormation starts.
 ## Synthesizes the app, checks offline, then read-only against AWS when credentials resolve.
-## REGION=us-east-1 picks the region, OFFLINE=1 makes no AWS call; exits 1 on a blocker.
-preflight: setup
+## REGION=us-east-1 picks the region, OFFLINE=1 makes no AWS call; exits 1 on a blocker. Needs no checkov.
+preflight: synth-setup
 	$(BIN)/python -m sagemaker_llm_cdk.preflight --config $(or $(CONFIG),config/default.yaml) $(if $(REGION),--region $(REGION)) $(if $(OFFLINE),--offline) $(PREFLIGHT_ARGS)
 
 ## prices: rewrite the shipped price table (constructs/sagemaker_llm_cdk/operations/prices.json) from the AWS

@@ -847,7 +847,7 @@ def test_no_credentials_skips_live_checks_without_a_call():
             return SimpleNamespace(get_caller_identity=lambda: (_ for _ in ()).throw(NoCredentialsError()))
 
     findings = run_preflight(config(), region="us-east-1", clients=NoCredentials(), now=NOW)  # type: ignore[arg-type]
-    (skipped,) = of(findings, "credentials", "info")
+    (skipped,) = of(findings, "credentials", "warning")
     assert skipped.what == "live checks skipped: NoCredentialsError"
     # No lookup: the shipped table prices it; a figure it lacks reads unknown, never 0.
     assert of(findings, "cost.endpoint")[0].what.endswith("floor unknown, ceiling unknown")
@@ -865,6 +865,26 @@ def test_cli_prints_the_default_configs_findings_offline(capsys):
     assert all(line.split()[0] in ("BLOCKER", "WARNING", "INFO") for line in out[:-1])
     assert any("[cost.endpoint]" in line for line in out)
     assert code == (1 if any(line.startswith("BLOCKER") for line in out) else 0)
+
+
+def test_an_offline_verdict_says_the_live_checks_did_not_run(capsys):
+    code = preflight.main(
+        ["--config", str(ROOT / "config/dev.yaml"), "--offline", "--no-synth", "--region", "us-east-1"]
+    )
+    verdict = capsys.readouterr().out.strip().splitlines()[-1]
+    assert code == 0
+    assert verdict.endswith(
+        "no blocker found by the offline checks; the live checks (plan status, quotas, names, S3 data, layers, "
+        "prices) did not run: run with read-only AWS credentials before a deploy"
+    )
+
+
+def test_a_live_verdict_says_no_blocker_found():
+    from sagemaker_llm_cdk.preflight.findings import summary_line
+
+    assert summary_line([], source="c.yaml", region="us-east-1", live=True) == (
+        "preflight of c.yaml for us-east-1 (live checks ran): 0 blocker(s), 0 warning(s), 0 info; no blocker found"
+    )
 
 
 def test_cli_exit_codes(tmp_path, capsys, synthesized):

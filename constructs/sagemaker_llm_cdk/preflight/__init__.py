@@ -184,14 +184,14 @@ def _session_region(session: Any) -> str | None:
 
 
 def _caller_account(clients: AwsClients, region: str | None, findings: list[Finding]) -> str | None:
-    """The account of the credentials, or None (and an info finding) when none resolve."""
+    """The account of the credentials, or None (and a warning: the live checks did not run) when none resolve."""
     from botocore.exceptions import NoCredentialsError, NoRegionError, PartialCredentialsError
 
     try:
         return str(clients.client("sts", region).get_caller_identity()["Account"])
     except (NoCredentialsError, PartialCredentialsError, NoRegionError) as error:
         findings.append(
-            info(
+            warning(
                 "credentials",
                 f"live checks skipped: {type(error).__name__}",
                 "plan status, quotas, S3 data, layers and prices need read-only credentials",

@@ -65,7 +65,15 @@ def summary_line(
     counts = {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
     head = "preflight" + (f" of {source}" if source else "") + f" for {region or 'no region'}"
     head += " (live checks ran)" if live else " (offline)"
-    verdict = "the deploy would fail: fix the blockers first" if counts["blocker"] else "no blocker found"
+    if counts["blocker"]:
+        verdict = "the deploy would fail: fix the blockers first"
+    elif live:
+        verdict = "no blocker found"
+    else:
+        verdict = (
+            "no blocker found by the offline checks; the live checks (plan status, quotas, names, S3 data, layers, "
+            "prices) did not run: run with read-only AWS credentials before a deploy"
+        )
     return f"{head}: {counts['blocker']} blocker(s), {counts['warning']} warning(s), {counts['info']} info; {verdict}"
 
 
