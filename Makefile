@@ -89,9 +89,11 @@ diff: synth
 	@status=0; cdk diff --app cdk.out $(DIFF_ARGS) || status=$$?; \
 	  if [ $$status -ne 0 ]; then $(BIN)/python stacks/synth_output.py --offline-diff-hint; fi; exit $$status
 
-## deploy: synth (checks included), then deploy exactly that cdk.out, every stack (needs credentials).
+## deploy: synth (checks included), then preflight that cdk.out against the account (read-only; it stops on a
+## blocker, or when no credentials resolve), then deploy exactly that cdk.out, every stack.
 ## CDK still asks before security-relevant changes; pass DEPLOY_ARGS="--require-approval never" only on purpose.
 deploy: synth
+	$(if $(PIPELINE),,$(BIN)/python -m sagemaker_llm_cdk.preflight --config $(or $(CONFIG),config/default.yaml) --cdk-out cdk.out --require-live $(if $(REGION),--region $(REGION)))
 	cdk deploy --app cdk.out --all $(DEPLOY_ARGS)
 
 lint-templates:

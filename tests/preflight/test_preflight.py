@@ -879,6 +879,55 @@ def test_an_offline_verdict_says_the_live_checks_did_not_run(capsys):
     )
 
 
+def test_require_live_without_credentials_is_one_clear_error(capsys, monkeypatch, tmp_path):
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    code = preflight.main(
+        ["--config", str(ROOT / "config/dev.yaml"), "--no-synth", "--region", "us-east-1", "--require-live"]
+    )
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.strip() == (
+        "error: a deploy needs AWS credentials and none resolved (NoCredentialsError); fix: set AWS_PROFILE (or sign "
+        "in with `aws sso login`) for the target account, then run it again"
+    )
+    assert "Traceback" not in captured.out + captured.err
+
+
+def test_require_live_and_offline_are_refused_together(capsys):
+    with pytest.raises(SystemExit) as exited:
+        preflight.main(["--config", str(ROOT / "config/dev.yaml"), "--no-synth", "--offline", "--require-live"])
+    assert exited.value.code == 2
+    assert "--require-live needs the live checks: drop --offline" in capsys.readouterr().err
+
+
+def test_make_deploy_runs_preflight_on_its_cdk_out_before_cdk_deploy():
+    import subprocess
+
+    dry = subprocess.run(
+        ["make", "-n", "-o", "synth", "deploy", "CONFIG=config/dev.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    preflight_line = next(i for i, line in enumerate(dry) if "-m sagemaker_llm_cdk.preflight" in line)
+    deploy_line = next(i for i, line in enumerate(dry) if line.startswith("cdk deploy --app cdk.out"))
+    assert preflight_line < deploy_line
+    assert "--config config/dev.yaml --cdk-out cdk.out --require-live" in dry[preflight_line]
+
+
 def test_a_live_verdict_says_no_blocker_found():
     from sagemaker_llm_cdk.preflight.findings import summary_line
 

@@ -269,7 +269,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-synth", action="store_true", help="check the config only (resource types are not checked)"
     )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON lines, then the summary")
+    parser.add_argument(
+        "--require-live",
+        action="store_true",
+        help="exit 2 when no AWS credentials resolve (the live checks could not run), as before a deploy",
+    )
     args = parser.parse_args(argv)
+    if args.require_live and args.offline:
+        parser.error("--require-live needs the live checks: drop --offline")
 
     from ..config.loading import load_config
 
@@ -312,4 +319,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary_line(findings, source=args.config, region=region, live=live))
     else:
         print(format_findings(findings, source=args.config, region=region, live=live))
+    if args.require_live and not live:
+        skipped = next((f for f in findings if f.check == "credentials"), None)
+        print(
+            "error: a deploy needs AWS credentials and none resolved"
+            + (f" ({skipped.what.removeprefix('live checks skipped: ')})" if skipped else "")
+            + "; fix: set AWS_PROFILE (or sign in with `aws sso login`) for the target account, then run it again",
+            file=sys.stderr,
+        )
+        return 2
     return exit_code(findings)
