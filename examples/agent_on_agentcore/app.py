@@ -105,6 +105,17 @@ runtime_logs = (
 )
 LOG_ACTIONS = ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"]
 role.add_to_policy(iam.PolicyStatement(actions=LOG_ACTIONS, resources=[runtime_logs]))
+# AgentCore Runtime's observability, as AWS lists it for the execution role: traces to X-Ray and metrics in the
+# bedrock-agentcore namespace. None of these actions has a resource type, so each takes only *.
+XRAY_ACTIONS = ["xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"]
+role.add_to_policy(iam.PolicyStatement(actions=XRAY_ACTIONS, resources=["*"]))
+role.add_to_policy(
+    iam.PolicyStatement(
+        actions=["cloudwatch:PutMetricData"],
+        resources=["*"],
+        conditions={"StringEquals": {"cloudwatch:namespace": "bedrock-agentcore"}},
+    )
+)
 
 runtime = agentcore.CfnRuntime(
     stack,
@@ -127,7 +138,8 @@ runtime.add_resource_dependency(role.node.find_child("DefaultPolicy").node.defau
 Validations.of(role).acknowledge(
     Acknowledgment(
         id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-        reason="ecr:GetAuthorizationToken has no resource-level permissions: it takes only *",
+        reason="ecr:GetAuthorizationToken, the X-Ray actions and cloudwatch:PutMetricData (limited to the "
+        "bedrock-agentcore namespace) have no resource-level permissions: they take only *",
     )
 )
 acknowledge_resource(

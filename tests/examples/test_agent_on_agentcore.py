@@ -65,7 +65,10 @@ def test_invocations_run_the_loop_and_keep_the_session_as_the_thread():
     try:
         with urllib.request.urlopen(base + "/ping", timeout=10) as ping:
             assert json.loads(ping.read()) == {"status": "Healthy"}
-        assert invoke({"prompt": "What is 17 * 23?"}) == (200, {"answer": "17 * 23 = 391.", "session_id": session})
+        assert invoke({"prompt": "What is 17 * 23?"}) == (
+            200,
+            {"answer": "17 * 23 = 391.", "session_id": session, "finish_reason": "stop"},
+        )
         assert invoke({"prompt": "What did I ask?"})[1]["answer"] == "You asked about 17 * 23."
         assert invoke({"text": "no prompt"}) == (400, {"error": 'the payload must be {"prompt": "<text>"}'})
     finally:
@@ -78,3 +81,61 @@ def test_invocations_run_the_loop_and_keep_the_session_as_the_thread():
     # the session's second question carries its first exchange (the checkpointer, keyed by the session id)
     assert [m["role"] for m in turns[2]["messages"]] == ["system", "user", "assistant", "tool", "assistant", "user"]
     runtime.verify()
+
+
+def _serve(agent) -> tuple[ThreadingHTTPServer, str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), agent_module.handler_for(agent))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def _post(base: str, body: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        base + "/invocations", data=body, method="POST", headers={agent_module.SESSION_HEADER: "b" * 33}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_a_failing_model_call_is_a_502_reply_not_a_dropped_connection():
+    runtime = Runtime()
+    runtime.stubber.add_client_error(
+        "invoke_endpoint",
+        service_error_code="ModelError",
+        service_message="Received server error (500)",
+        http_status_code=424,
+    )
+    agent = agent_module.build_agent(SageMakerChatModel.for_component(ENDPOINT, COMPONENT, runtime_client=runtime))
+    server, base = _serve(agent)
+    try:
+        status, body = _post(base, json.dumps({"prompt": "What is 17 * 23?"}).encode())
+        assert status == 502
+        assert body["error"].startswith("the model call failed: ") and "ModelError" in body["error"]
+        assert _post(base, b"{not json") == (400, {"error": body_error(b"{not json")})
+    finally:
+        server.shutdown()
+
+
+def body_error(raw: bytes) -> str:
+    try:
+        json.loads(raw)
+    except ValueError as exc:
+        return f"the payload is not JSON: {exc}"
+    raise AssertionError("valid JSON")
+
+
+def test_an_answer_cut_at_max_tokens_is_reported_not_returned_empty():
+    runtime = Runtime()
+    runtime.answer(completion("", finish_reason="length"))
+    agent = agent_module.build_agent(SageMakerChatModel.for_component(ENDPOINT, COMPONENT, runtime_client=runtime))
+    server, base = _serve(agent)
+    try:
+        status, body = _post(base, json.dumps({"prompt": "Prove it."}).encode())
+    finally:
+        server.shutdown()
+    assert status == 502 and body["finish_reason"] == "length"
+    budget = agent_module.MAX_TOKENS
+    assert body["error"].startswith(f"the model spent its whole max_tokens ({budget}) before answering")

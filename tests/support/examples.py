@@ -368,6 +368,11 @@ def check_agent_on_agentcore(synth: Synth) -> None:
     assert len(sagemaker) == 1 and sagemaker[0]["Action"] == "sagemaker:InvokeEndpoint"  # nothing else on SageMaker
     assert len(sagemaker[0]["Resource"]) == 2  # the endpoint and the one inference component
     assert not any("lambda:" in json.dumps(s["Action"]) or s["Action"] == "*" for s in statements)
+    # AgentCore Runtime's observability: X-Ray and metrics in its own namespace only
+    xray = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"}
+    assert xray <= {a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
+    (metrics,) = [s for s in statements if s["Action"] == "cloudwatch:PutMetricData"]
+    assert metrics["Condition"] == {"StringEquals": {"cloudwatch:namespace": "bedrock-agentcore"}}
     (model,) = of_type(template, "AWS::SageMaker::Model")
     environment = model["Properties"]["PrimaryContainer"]["Environment"]
     assert environment["OPTION_TOOL_CALL_PARSER"] == "hermes" and environment["OPTION_REASONING_PARSER"] == "qwen3"

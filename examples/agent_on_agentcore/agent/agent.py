@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import operator
 import os
 from datetime import UTC, datetime
@@ -29,6 +30,20 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from sagemaker_llm_cdk.agents import SageMakerChatModel
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
+MAX_TOKENS = int(os.environ.get("MAX_TOKENS", "4096"))
+"""Tokens per model turn. Qwen3 thinks before it answers: with 1,024 a hard question can spend them all on
+thinking and end with an empty answer (``finish_reason: length``), which ``answer`` reports instead of hiding."""
+LOG = logging.getLogger("agent")
+
+
+class PayloadError(ValueError):
+    """The caller's payload is not ``{"prompt": "<text>"}``: a 400, never a model call."""
+
+
+class TokenBudgetError(RuntimeError):
+    """The model stopped at ``max_tokens`` before it wrote an answer."""
+
+
 SYSTEM = "You are a concise assistant. Use the tools for arithmetic and for the current time."
 _OPERATORS = {
     ast.Add: operator.add,
@@ -86,11 +101,18 @@ def build_agent(model: Any) -> Any:
 
 def answer(agent: Any, payload: dict[str, Any], session_id: str) -> dict[str, Any]:
     """One invocation: ``{"prompt": "..."}`` -> ``{"answer": "...", "session_id": ...}``."""
-    prompt = payload.get("prompt")
+    prompt = payload.get("prompt") if isinstance(payload, dict) else None
     if not isinstance(prompt, str) or not prompt.strip():
-        raise ValueError('the payload must be {"prompt": "<text>"}')
+        raise PayloadError('the payload must be {"prompt": "<text>"}')
     result = agent.invoke({"messages": [("user", prompt)]}, {"configurable": {"thread_id": session_id}})
-    return {"answer": result["messages"][-1].content, "session_id": session_id}
+    last = result["messages"][-1]
+    finish = (getattr(last, "response_metadata", None) or {}).get("finish_reason")
+    if finish == "length" and not str(last.content).strip():
+        raise TokenBudgetError(
+            f"the model spent its whole max_tokens ({MAX_TOKENS}) before answering (finish_reason: length); "
+            "raise MAX_TOKENS on the runtime, or ask a narrower question"
+        )
+    return {"answer": last.content, "session_id": session_id, "finish_reason": finish}
 
 
 def handler_for(agent: Any) -> type[BaseHTTPRequestHandler]:
@@ -114,10 +136,18 @@ def handler_for(agent: Any) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": "not found"})
                 return
             try:
-                payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+                try:
+                    payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+                except ValueError as exc:
+                    raise PayloadError(f"the payload is not JSON: {exc}") from None
                 self._send(200, answer(agent, payload, self.headers.get(SESSION_HEADER) or "default"))
-            except ValueError as exc:
+            except PayloadError as exc:
                 self._send(400, {"error": str(exc)})
+            except TokenBudgetError as exc:
+                self._send(502, {"error": str(exc), "finish_reason": "length"})
+            except Exception as exc:  # the model or a tool failed: the caller gets a reply, never a dropped connection
+                LOG.exception("invocation failed")  # the traceback, not the prompt
+                self._send(502, {"error": f"the model call failed: {type(exc).__name__}: {str(exc)[:300]}"})
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # prompts stay out of the logs
@@ -131,7 +161,7 @@ def main() -> None:
         os.environ["COMPONENT_NAME"],
         region=os.environ.get("AWS_REGION"),
         temperature=0.2,
-        max_tokens=1024,
+        max_tokens=MAX_TOKENS,
     )
     ThreadingHTTPServer(("0.0.0.0", 8080), handler_for(build_agent(model))).serve_forever()  # noqa: S104
 
