@@ -34,8 +34,16 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.2rem .4re
 pre{{background:#f6f8fa;padding:.6rem;overflow:auto}}code{{font-size:90%}}nav a{{margin-right:1rem}}</style>
 </head><body><nav>{nav}</nav>
 {body}
-</body></html>
+{scripts}</body></html>
 """
+MARKDOWN_EXTRAS = ["tables", "fenced-code-blocks", "strike", "cuddled-lists", "code-friendly", "mermaid"]
+"""markdown2's extras: GitHub's tables, fences and strikethrough; ``code-friendly`` keeps ``_`` literal (field names
+such as instance_type are never italics), and ``mermaid`` fences become diagrams, as GitHub shows them."""
+MERMAID = (
+    '<script type="module">import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.esm.min.mjs";'
+    "mermaid.initialize({startOnLoad: true});</script>\n"
+)
+"""Loaded only by a page with a diagram (mermaid 11, the major GitHub renders)."""
 
 
 def repository_url(root: Path = ROOT) -> str:
@@ -93,7 +101,7 @@ def render_page(page: Path, site_pages: dict[Path, str], *, root: Path = ROOT, r
         return f'{match.group(1)}="{html.escape(new, quote=True)}"'
 
     text = page.read_text(encoding="utf-8")
-    body = markdown2.markdown(text, extras=["tables", "fenced-code-blocks", "strike", "cuddled-lists"])
+    body = markdown2.markdown(text, extras=MARKDOWN_EXTRAS)
     body = _HREF.sub(link, _with_anchors(body))
     title = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("# ")), page.stem)
     nav = " ".join(
@@ -104,7 +112,8 @@ def render_page(page: Path, site_pages: dict[Path, str], *, root: Path = ROOT, r
             ("api/sagemaker_llm_cdk.html", "API"),
         )
     )
-    return TEMPLATE.format(title=html.escape(title), nav=nav, body=body)
+    scripts = MERMAID if 'class="mermaid"' in body else ""
+    return TEMPLATE.format(title=html.escape(title), nav=nav, body=body, scripts=scripts)
 
 
 def build(output: Path, *, root: Path = ROOT, api: Path | None = None) -> list[Path]:

@@ -28,6 +28,36 @@ def test_pages_become_html_with_githubs_anchors_and_working_links(tmp_path):
     assert (tmp_path / "site" / "api" / "sagemaker_llm_cdk.html").is_file()
 
 
+def test_field_names_stay_as_written_and_diagrams_render(tmp_path):
+    root = tmp_path / "repo"
+    (root / "docs" / "api").mkdir(parents=True)
+    (root / "docs" / "api" / "sagemaker_llm_cdk.html").write_text("<html>api</html>")
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n[project.urls]\nRepository = "https://github.com/o/r"\n'
+    )
+    (root / "README.md").write_text(
+        "# Read me\n\n| field | meaning |\n| --- | --- |\n| endpoints[].instance_type | the max_instances and "
+        "min_copies |\n\nSet instance_type_name, *emphasis* kept.\n\n```mermaid\nflowchart LR\n  A --> B\n```\n"
+    )
+    build_site.build(tmp_path / "site", root=root)
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "<em>" not in index.replace("<em>emphasis</em>", "")
+    assert "endpoints[].instance_type" in index and "max_instances" in index and "instance_type_name" in index
+    assert '<div class="mermaid">flowchart LR' in index and "mermaid@11" in index
+
+
+def test_a_page_without_a_diagram_loads_no_script(tmp_path):
+    root = tmp_path / "repo"
+    (root / "docs" / "api").mkdir(parents=True)
+    (root / "docs" / "api" / "sagemaker_llm_cdk.html").write_text("<html>api</html>")
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n[project.urls]\nRepository = "https://github.com/o/r"\n'
+    )
+    (root / "README.md").write_text("# Read me\n\nText.\n")
+    build_site.build(tmp_path / "site", root=root)
+    assert "<script" not in (tmp_path / "site" / "index.html").read_text()
+
+
 def test_the_site_needs_the_api_reference_first(tmp_path):
     with pytest.raises(SystemExit, match="make docs"):
         build_site.build(tmp_path / "site", root=tmp_path)
