@@ -142,15 +142,20 @@ def failing_findings(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def open_counts(tallies: Sequence[RuleTally]) -> str:
+    """How many findings are open and what they do: ``12 open (0 fail the synth, 12 warnings), 3 acknowledged``."""
+    total = sum(t.open for t in tallies)
+    failing = sum(t.open for t in tallies if t.fails)
+    acknowledged = sum(t.acknowledged for t in tallies)
+    return f"{total} open ({failing} fail the synth, {total - failing} warnings), {acknowledged} acknowledged"
+
+
 def summary_text(tallies: Sequence[RuleTally]) -> str:
     """The synth log's one summary: a line per pack and rule."""
     if not tallies:
         return "cdk-nag: no findings"
     width = max(len(f"{t.pack} {t.rule}") for t in tallies)
-    lines = [
-        f"cdk-nag findings per rule ({sum(t.open for t in tallies)} open, "
-        f"{sum(t.acknowledged for t in tallies)} acknowledged):"
-    ]
+    lines = [f"cdk-nag findings per rule ({open_counts(tallies)}):"]
     for t in tallies:
         verdict = "FAILS the synth" if t.fails else ("open (warning)" if t.open else "all acknowledged")
         lines.append(
@@ -166,7 +171,7 @@ def summary_markdown(tallies: Sequence[RuleTally], *, cost_table: str = "") -> s
     if tallies:
         failing = sum(1 for t in tallies if t.fails)
         out += [
-            f"{sum(t.open for t in tallies)} open, {sum(t.acknowledged for t in tallies)} acknowledged"
+            open_counts(tallies)
             + (f"; **{failing} rule(s) fail the synth**" if failing else "; nothing fails the synth")
             + f". Every finding: `{FINDINGS_MD}` in the run's artifact.",
             "",

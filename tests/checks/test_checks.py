@@ -170,6 +170,21 @@ def test_tally_counts_granular_findings_under_their_rule() -> None:
     )
 
 
+def test_the_headline_says_how_many_open_findings_fail_the_synth():
+    from stacks.checks import RuleTally, open_counts, summary_text
+
+    tallies = [
+        RuleTally("AwsSolutions", "AwsSolutions-IAM5", "error", 2, 1),
+        RuleTally("HIPAA.Security", "HIPAA.Security-X", "warning", 136, 0),
+    ]
+    assert open_counts(tallies) == "138 open (2 fail the synth, 136 warnings), 1 acknowledged"
+    assert summary_text(tallies).splitlines()[0] == (
+        "cdk-nag findings per rule (138 open (2 fail the synth, 136 warnings), 1 acknowledged):"
+    )
+    warnings_only = [RuleTally("HIPAA.Security", "HIPAA.Security-X", "warning", 138, 0)]
+    assert open_counts(warnings_only) == "138 open (0 fail the synth, 138 warnings), 0 acknowledged"
+
+
 # ------------------------------------------------------- the warning packs when the app reports (no jsii read-back)
 from stacks.checks import WARNING_PACK_PLUGINS, as_warnings  # noqa: E402
 
