@@ -1,6 +1,7 @@
 """Training records as the builder writes them: ``{"messages": [...]}`` as one UTF-8 JSON line
-(:func:`encode_record`, :func:`encode_record_fast`: the same bytes), U+2028 / U+2029 escaped so every reader sees
-one line (:func:`one_line`), and the check that a record is one this builder would write (:func:`is_chat_record`).
+(:func:`encode_record`, :func:`encode_record_fast`: the same bytes), every character a common line splitter
+breaks at escaped so every reader sees one line (:func:`one_line`), and the check that a record is one this
+builder would write (:func:`is_chat_record`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ def encode_record(messages: list[Message]) -> bytes:
     """``[(role, content)...]`` -> ``{"messages":[{"role":..,"content":..}...]}\\n`` (one line, UTF-8).
 
     Byte for byte what ``json.dumps(record, ensure_ascii=False, separators=(",", ":"))`` writes,
-    encoded as UTF-8 with U+2028/U+2029 escaped (:func:`one_line`), and what ``orjson.dumps`` writes
+    encoded as UTF-8 with U+0085, U+2028 and U+2029 escaped (:func:`one_line`), and what ``orjson.dumps`` writes
     (:func:`encode_record_fast`). Text with
     lone surrogates is skipped (``invalid_unicode``): it cannot be UTF-8 and strict readers reject it.
     """
@@ -85,15 +86,22 @@ def _is_written_message(message: dict[str, Any]) -> bool:
     )
 
 
-_LINE_SEPARATORS = (b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+#: The line breaks JSON writers leave raw inside strings, as UTF-8, each with its JSON escape. Every other
+#: character a common line splitter breaks at is below U+0020 (LF, CR, U+000B, U+000C, U+001C-U+001E), and
+#: ``json.dumps`` and orjson always escape those (``\n``, ``\r``, ``\u000b``, ``\f``, ``\u001c``...).
+_NEL, _LINE_SEPARATOR, _PARAGRAPH_SEPARATOR = b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9"
 
 
 def one_line(line: bytes) -> bytes:
-    """``line`` with U+2028 and U+2029 written as ``\\u2028`` / ``\\u2029``.
+    """``line`` with U+0085 (NEL), U+2028 and U+2029 written as ``\\u0085`` / ``\\u2028`` / ``\\u2029``.
 
-    JSON allows both raw inside strings and ``json.dumps(ensure_ascii=False)`` and orjson leave them raw, but
-    readers that split text with ``str.splitlines`` (and JavaScript before ES2019) break a line there; escaped,
-    the record is the same JSON value and one line for every reader. They occur only inside strings."""
-    if b"\xe2\x80" not in line:
-        return line
-    return line.replace(_LINE_SEPARATORS[0], b"\\u2028").replace(_LINE_SEPARATORS[1], b"\\u2029")
+    JSON allows them raw inside strings and ``json.dumps(ensure_ascii=False)`` and orjson leave them raw, but
+    ``str.splitlines`` breaks a line at all three (and JavaScript before ES2019 at the last two); escaped, the
+    record is the same JSON value and one line for every reader. They occur only inside strings, and in valid
+    UTF-8 these bytes are only ever those characters (``\\xc2`` and ``\\xe2`` are lead bytes, never inside
+    another character). A line without them is returned as it is."""
+    if _NEL in line:
+        line = line.replace(_NEL, b"\\u0085")
+    if b"\xe2\x80" in line:
+        line = line.replace(_LINE_SEPARATOR, b"\\u2028").replace(_PARAGRAPH_SEPARATOR, b"\\u2029")
+    return line

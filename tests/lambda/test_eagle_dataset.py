@@ -376,6 +376,54 @@ def test_output_lines_are_compact_utf8_json_lines_exactly_as_json_dumps_writes_t
     assert record["messages"] == [{"role": "user", "content": text}, {"role": "assistant", "content": "大きい"}]
 
 
+#: Every character ``str.splitlines`` breaks a line at; ``bytes.splitlines`` breaks only at LF and CR.
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def test_the_line_break_list_is_every_character_str_splitlines_breaks_at():
+    assert {c for c in map(chr, range(0x110000)) if len(f"a{c}b".splitlines()) == 2} == set(LINE_BREAKS)
+    assert {bytes([b]) for b in range(256) if len(bytes([97, b, 98]).splitlines()) == 2} == {b"\n", b"\r"}
+
+
+@pytest.mark.parametrize("encoding", ["JSON", "BASE64"])
+def test_a_record_holding_every_line_break_is_one_line_for_every_reader_and_the_same_bytes_on_both_paths(encoding):
+    """U+0085, U+2028 and U+2029 are written as JSON escapes (JSON writers leave them raw in strings); the
+    characters below U+0020 already are. Plain chat, a prefilled turn, a stream and a prompt text each hold all
+    ten, alone and between letters."""
+    text = "a" + "b".join(LINE_BREAKS) + "c" + LINE_BREAKS
+    prefill = {"messages": [{"role": "user", "content": text}, {"role": "assistant", "content": "Pre" + text}]}
+    lines = [
+        capture(chat_request(text, system="s" + text), chat_response(text), encoding=encoding),
+        capture(prefill, chat_response("fill" + text), encoding=encoding),
+        capture(chat_request("streamed"), openai_sse(["A", text, "B"]), encoding=encoding),
+        capture({"inputs": "Q" + text, "parameters": {"return_full_text": False}}, [{"generated_text": text}]),
+    ]
+    _, pure = run(lines, fast=False)
+    _, fast = run(lines, fast=True)
+    assert fast == pure and len(pure) == len(lines)
+    records = []
+    for _, line in pure:
+        assert len(line.splitlines()) == 1 and len(line.decode("utf-8").splitlines()) == 1 and line.endswith(b"\n")
+        for raw in "\x85\u2028\u2029":
+            assert raw.encode("utf-8") not in line
+        record = json.loads(line)
+        written = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        for raw in "\x85\u2028\u2029":
+            written = written.replace(raw, f"\\u{ord(raw):04x}")
+        assert line == (written + "\n").encode("utf-8")  # otherwise exactly what json.dumps writes
+        records.append(record["messages"])
+    assert records == [
+        [
+            {"role": "system", "content": "s" + text},
+            {"role": "user", "content": text},
+            {"role": "assistant", "content": text},
+        ],
+        [{"role": "user", "content": text}, {"role": "assistant", "content": "Pre" + text + "fill" + text}],
+        [{"role": "user", "content": "streamed"}, {"role": "assistant", "content": "A" + text + "B"}],
+        [{"role": "user", "content": "Q" + text}, {"role": "assistant", "content": text}],
+    ]
+
+
 def test_csv_encoded_plain_text_payloads_are_used_as_prompt_and_answer():
     line = capture("plain prompt", "plain answer", encoding="CSV", content_type="text/plain")
     converter, out = run([line])

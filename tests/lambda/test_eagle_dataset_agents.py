@@ -3,7 +3,7 @@
 Captured the way LMI/vLLM answers an agent (a tool-call parser and a reasoning parser on): buffered and
 streamed, with and without reasoning content, through Data Capture and the front door's turn log. Every
 record is checked byte for byte on both the standard-library and the orjson paths, and every written line is
-one line for any JSON Lines reader, including ones that split at U+2028/U+2029.
+one line for any JSON Lines reader, including ones that split at U+0085, U+2028 or U+2029 (``str.splitlines``).
 """
 
 from __future__ import annotations
@@ -122,7 +122,9 @@ def convert(lines: list[bytes], fast: bool, source: str = "capture") -> tuple[An
 
 def expected(messages: list[dict]) -> bytes:
     text = json.dumps({"messages": messages}, ensure_ascii=False, separators=(",", ":"))
-    return (text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029") + "\n").encode("utf-8")
+    for raw in "\x85\u2028\u2029":  # the line breaks JSON leaves raw: the builder escapes them
+        text = text.replace(raw, f"\\u{ord(raw):04x}")
+    return (text + "\n").encode("utf-8")
 
 
 PATHS = pytest.mark.parametrize("fast", [False, True], ids=["stdlib", "orjson"])
@@ -333,8 +335,12 @@ def test_front_door_turns_with_tool_calls(fast):
     assert converter.summary()["tool_calling"] == 2
 
 
+#: Every character ``str.splitlines`` breaks a line at (``bytes.splitlines`` only at LF and CR).
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
 @PATHS
-@pytest.mark.parametrize("separator", ["\u2028", "\u2029"])
+@pytest.mark.parametrize("separator", list(LINE_BREAKS), ids=[f"U+{ord(c):04X}" for c in LINE_BREAKS])
 def test_every_line_is_one_line_for_readers_that_split_at_unicode_separators(separator, fast):
     text = f"line{separator}break"
     arguments = json.dumps({"note": text}, ensure_ascii=False)
@@ -349,11 +355,12 @@ def test_every_line_is_one_line_for_readers_that_split_at_unicode_separators(sep
     _, out = convert(lines, fast)
     assert len(out) == 2
     for line in out:
-        assert separator.encode("utf-8") not in line
+        assert separator.encode("utf-8") not in line[:-1]
         decoded = line.decode("utf-8")
-        assert len(decoded.splitlines()) == 1 and decoded.endswith("\n")
+        assert len(decoded.splitlines()) == 1 and len(line.splitlines()) == 1 and decoded.endswith("\n")
         record = json.loads(line)
         assert record["messages"][0]["content"] == text
+    assert out == convert(lines, not fast)[1]  # the same bytes on the other path
     assert json.loads(json.loads(out[1])["messages"][1]["tool_calls"][0]["function"]["arguments"])["note"] == text
 
 

@@ -1,7 +1,8 @@
 """Property tests for the EAGLE dataset core: capture data is untrusted input.
 
 For any input the converter never raises, every line it writes is a valid chat-completions
-record, and ``records_in == converted + skipped + duplicates`` holds per component and in total.
+record and one line for every line splitter (``str.splitlines`` too), and
+``records_in == converted + skipped + duplicates`` holds per component and in total.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=12,
 )
-texts = st.text(max_size=40)  # includes lone surrogates, control characters, template markers
+#: Every character ``str.splitlines`` breaks a line at: drawn often, as a uniform draw almost never picks U+0085.
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+# includes lone surrogates, control characters, template markers, line breaks
+texts = st.text(max_size=40) | st.text(st.sampled_from(LINE_BREAKS) | st.characters(), max_size=40)
 unhashable = st.lists(st.just("user"), max_size=1) | st.dictionaries(st.just("text"), st.none(), max_size=1)
 roles = st.sampled_from(["system", "developer", "user", "assistant", "tool", "robot", None]) | unhashable
 content = (
@@ -195,7 +199,9 @@ def check(converter: Any, out: list[tuple[str, bytes]], fed: int) -> None:
     assert len(out) == summary["converted"]
     for component, line in out:
         assert line.endswith(b"\n") and line.count(b"\n") == 1
-        record = json.loads(line.decode("utf-8"))  # strict UTF-8: no surrogates written
+        text = line.decode("utf-8")  # strict UTF-8: no surrogates written
+        assert len(text.splitlines()) == 1 and len(line.splitlines()) == 1  # one line for every JSON Lines reader
+        record = json.loads(text)
         assert core.is_chat_record(record), record
         assert summary["components"][component]["converted"] > 0
     if not summary["dedup_saturated"]:  # a full dedup set keeps what it holds but cannot learn new lines

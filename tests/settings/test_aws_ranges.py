@@ -190,7 +190,8 @@ NOT_AWS_PROPERTIES: dict[tuple[str, str], str] = {
     ("EagleBenchmarkSettings", "deploy_wait_hours"): "how long the state machine waits for a deploy",
     ("EagleBenchmarkSettings", "slowdown_tolerance"): "the library's comparison of two benchmark runs",
     ("EagleBenchmarkSettings", "parameters"): "workload parameters passed through to the benchmark's workload config",
-    ("EagleSettings", "max_runtime_hours"): "hours; becomes StoppingCondition.MaxRuntimeInSeconds (min 1 s, no max)",
+    ("EagleSettings", "max_runtime_hours"): "hours; becomes StoppingCondition.MaxRuntimeInSeconds (min 1 s in the "
+    "model; at most 28 days in its documentation text, not in the shape)",
     ("EagleSettings", "speedup_threshold"): "the library's promotion rule",
     ("EagleSettings", "num_speculative_tokens"): "a vLLM speculative_config value in the container's environment",
     ("EagleSettings", "pretrained_head_speedup"): "the library's promotion rule",

@@ -11,7 +11,8 @@ model (``Resource``)::
     s3 / builtin source: ValidateDataset (Lambda: format checked on a sample)
     -> StartJob (Lambda: CreateOptimizationJob, and the capture watermark moved with the job in the same
        invocation; ResourceLimitExceededError retried for hours)
-    -> WaitForJob (5 min) -> DescribeJob (sagemaker:describeOptimizationJob) -> terminal? else wait again
+    -> WaitForJob (5 min; longer for jobs over 143 h, within the execution's history limit)
+    -> DescribeJob (sagemaker:describeOptimizationJob) -> terminal? else wait again
     -> RecordRun (Lambda: results, DynamoDB run record, S3 report, EMF metrics, promotion)
     -> job failed? publish the FailureReason to SNS and fail; else succeed.
     Any error on the way: publish error and cause to SNS, fail. Timed-out or aborted runs: an

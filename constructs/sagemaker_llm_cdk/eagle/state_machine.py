@@ -28,6 +28,14 @@ if TYPE_CHECKING:
     from .optimization import EagleOptimization
 
 POLL_INTERVAL = Duration.minutes(5)
+"""WaitForJob's wait, unless the job's limit needs a longer one (:func:`poll_interval`)."""
+HISTORY_EVENT_LIMIT = 25_000
+"""Step Functions' hard quota on one Standard execution's history, events: past it the execution fails."""
+EVENTS_PER_POLL = 9
+"""History events of one WaitForJob -> DescribeJob -> JobFinished? round: the Wait's entered and exited, the
+Task's entered, scheduled, started, succeeded and exited, the Choice's entered and exited."""
+POLL_EVENT_BUDGET = 18_000
+"""Events the job's wait loop may use; the other 7,000 are the dataset, start retries, record and outcome's."""
 START_RETRY_INTERVAL = Duration.minutes(30)
 START_RETRY_ATTEMPTS = 6
 START_RETRY_BACKOFF = 2
@@ -83,6 +91,15 @@ def start_retry_hours() -> float:
 def run_timeout(max_runtime_hours: int) -> Duration:
     """The state machine's timeout: the job's limit plus dataset, start retries, polling and an hour."""
     return Duration.hours(max_runtime_hours + DATASET_BUDGET_HOURS + math.ceil(start_retry_hours()) + 1)
+
+
+def poll_interval(max_runtime_hours: int) -> Duration:
+    """WaitForJob's wait: :data:`POLL_INTERVAL`, or the whole minutes that keep a wait loop lasting the whole
+    :func:`run_timeout` within :data:`POLL_EVENT_BUDGET` history events (jobs over about 143 hours; 21 minutes for
+    28 days, the longest an optimization job may run)."""
+    polls = POLL_EVENT_BUDGET // EVENTS_PER_POLL
+    minutes = math.ceil(run_timeout(max_runtime_hours).to_minutes() / polls)
+    return Duration.minutes(max(int(POLL_INTERVAL.to_minutes()), minutes))
 
 
 # ================================================================ state machine
@@ -180,7 +197,8 @@ def _watch_job(
     eagle: EagleOptimization, start: tasks.LambdaInvoke, done: sfn.IChainable, notify_failure: sfn.IChainable
 ) -> None:
     """After ``start``: wait, describe the job until it is terminal, then record the run and act on its outcome."""
-    wait = sfn.Wait(eagle, "WaitForJob", time=sfn.WaitTime.duration(POLL_INTERVAL))
+    interval = poll_interval(eagle.settings.max_runtime_hours)
+    wait = sfn.Wait(eagle, "WaitForJob", time=sfn.WaitTime.duration(interval))
     describe = tasks.CallAwsService(
         eagle,
         "DescribeJob",

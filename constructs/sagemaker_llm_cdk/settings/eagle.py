@@ -33,6 +33,13 @@ BUILTIN_DATASETS = ("gsm8k", "magicoder", "opencodeinstruct")
 
 """EventBridge Scheduler expressions the EAGLE triggers accept."""
 
+MAX_JOB_RUNTIME_HOURS = 28 * 24
+"""The longest an optimization job may run, hours: 28 days (2,419,200 s). CreateOptimizationJob's
+``StoppingCondition`` is SageMaker's ``StoppingCondition`` type, whose ``MaxRuntimeInSeconds`` AWS documents as
+"The maximum value is 28 days" for every job but compilation jobs (SageMaker API Reference, StoppingCondition; the
+same text in botocore's service model, which sets only the minimum, 1 s). AWS's own EAGLE sample runs its job
+for 120 hours (``MaxRuntimeInSeconds: 432000``)."""
+
 
 class EagleDataset(Settings):
     """Where the EAGLE head's training data comes from. Default: the endpoint's captured traffic."""
@@ -316,7 +323,19 @@ class EagleSettings(Settings):
             )
         ),
     ] = None
-    max_runtime_hours: Annotated[int, Field(ge=1, le=72, description="Job time limit. Default: 24.")] = 24
+    max_runtime_hours: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=MAX_JOB_RUNTIME_HOURS,
+            description=(
+                "Job time limit, hours: the job's StoppingCondition.MaxRuntimeInSeconds (hours x 3600). At most "
+                "672 (28 days), the maximum AWS documents for StoppingCondition.MaxRuntimeInSeconds, the type "
+                "CreateOptimizationJob takes (SageMaker API Reference, StoppingCondition); AWS's EAGLE sample runs "
+                "120. Default: 24."
+            ),
+        ),
+    ] = 24
     speedup_threshold: Annotated[
         float,
         Field(
