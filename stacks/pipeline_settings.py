@@ -71,19 +71,39 @@ class StageSettings(Settings):
 class WaveSettings(Settings):
     """Stages deployed together, in parallel; waves deploy one after another."""
 
-    name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$")]
+    name: Annotated[
+        str,
+        Field(pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$", description="Wave name, shown in the pipeline's console view."),
+    ]
     approval: Annotated[bool, Field(description="Wait for a manual approval before this wave. Default: false.")] = False
-    stages: Annotated[tuple[StageSettings, ...], Field(min_length=1, max_length=20)]
+    stages: Annotated[
+        tuple[StageSettings, ...],
+        Field(min_length=1, max_length=20, description="The stages this wave deploys, in parallel."),
+    ]
 
 
 class PipelineSettings(Settings):
     """The delivery pipeline: where it runs, its source, its checks and its waves."""
 
-    stack_name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")] = "SageMakerLlmPipeline"
-    pipeline_name: Annotated[str, Field(pattern=r"^[A-Za-z0-9.@_-]{1,100}$")] = "SageMakerLlmDelivery"
+    stack_name: Annotated[
+        str,
+        Field(
+            pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$",
+            description="The pipeline's own CloudFormation stack, in the tools account. Default: SageMakerLlmPipeline.",
+        ),
+    ] = "SageMakerLlmPipeline"
+    pipeline_name: Annotated[
+        str,
+        Field(
+            pattern=r"^[A-Za-z0-9.@_-]{1,100}$",
+            description="The CodePipeline pipeline's name. Default: SageMakerLlmDelivery.",
+        ),
+    ] = "SageMakerLlmDelivery"
     account: Annotated[str, Field(pattern=ACCOUNT, description="The tools account the pipeline runs in.")]
     region: Annotated[str, Field(pattern=REGION, description="The pipeline's region.")]
-    source: SourceSettings
+    source: Annotated[
+        SourceSettings, Field(description="The repository and branch the pipeline builds, through a connection.")
+    ]
     check_commands: Annotated[
         tuple[str, ...],
         Field(
@@ -94,7 +114,10 @@ class PipelineSettings(Settings):
         tuple[str, ...],
         Field(min_length=1, description=("Synthesize the app with this pipeline attached into cdk.out.")),
     ] = ("make synth PIPELINE=config/pipeline.yaml",)
-    waves: Annotated[tuple[WaveSettings, ...], Field(min_length=1, max_length=10)]
+    waves: Annotated[
+        tuple[WaveSettings, ...],
+        Field(min_length=1, max_length=10, description="The waves of stages, deployed one after another."),
+    ]
 
     def _rules(self) -> list[Problem]:
         problems = []

@@ -155,7 +155,14 @@ class AppConfig(Settings):
         DeploymentTarget()
     )
     tags: Annotated[dict[str, str], Field(description="Tags on every resource. Default: none.")] = {}
-    endpoints: Annotated[tuple[EndpointSpec, ...], Field(min_length=1, max_length=20)]
+    endpoints: Annotated[
+        tuple[EndpointSpec, ...],
+        Field(
+            min_length=1,
+            max_length=20,
+            description="The SageMaker endpoints this config deploys, each with its models; names unique.",
+        ),
+    ]
     checks: Annotated[ChecksSettings, Field(description="Synth-time checks. Default: AwsSolutions only.")] = (
         ChecksSettings()
     )
