@@ -19,9 +19,19 @@ Event (``aws_cdk.custom_resources.Provider``), checked before any AWS call
 StackId, LogicalResourceId   the resource's identity: its owner mark is made of them
 RequestType "Create" | "Update" | "Delete". ResourceProperties (strict: any other key is refused):
     EndpointName     the endpoint in this account and region (1-63 letters, digits and hyphens); the physical id
-    ResourcePolicy   the resource's statements as a JSON policy document (1-20480 ASCII characters; each ``Sid``,
-                     when given, letters and digits only and unique)
+    ResourcePolicy   the resource's statements as a JSON policy document (1-20480 ASCII characters, nested at most
+                     ``MAX_POLICY_DEPTH`` levels, finite numbers only; each ``Sid``, when given, letters and digits
+                     only and unique)
     ServiceToken     ignored
+
+What a statement may allow (Create and Update; ``statement_breadth``)
+--------------------------------------------------------------------
+The documents ``EndpointPolicy`` is given (``InferenceRouter.endpoint_policy``) allow named accounts to invoke and
+describe one endpoint, and nothing more. So an ``Allow`` statement must name its ``Principal`` as ``{"AWS": ...}``
+with account ids or IAM ARNs of an account root, a role or a user (no ``*`` or ``?``), and its ``Action`` from
+``ALLOWED_ACTIONS`` (named, no wildcards); ``NotPrincipal`` and ``NotAction`` are refused in it. A ``Deny``
+statement can only narrow access and is written as given. A Delete removes this resource's statements whatever
+they allow.
 
 Statement ids
 -------------
@@ -60,6 +70,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import math
 import random
 import re
 import time
@@ -91,7 +102,17 @@ ATTEMPTS = 4
 """Writes of one request before it fails: the first, and one per check that found its statements changed."""
 SETTLE_SECONDS = 2.0
 """How long after a write the policy is read again to check it (a concurrent writer's write lands in between)."""
+MAX_POLICY_DEPTH = 6
+"""Nesting levels a policy may have: the deepest an IAM policy goes (document, Statement list, statement,
+Condition, operator, list of values). Checked on the text, before it is parsed (the parser recurses)."""
+ALLOWED_ACTIONS = ("sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointAsync", "sagemaker:DescribeEndpoint")
+"""What an ``Allow`` statement may allow: what ``InferenceRouter.endpoint_policy`` writes (IAM compares action
+names without regard to case)."""
 _SID = re.compile(r"^[A-Za-z0-9]+$")
+_JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
+"""A JSON string (its brackets are text) or a bracket: what ``nesting_depth`` counts."""
+_PRINCIPAL = re.compile(r"^([0-9]{12}|arn:aws[a-z-]*:iam::[0-9]{12}:(root|(role|user)/[A-Za-z0-9+=,.@_/-]+))$")
+"""An account id, or the IAM ARN of an account root, a role or a user: wildcard-free."""
 _sagemaker = clients.client_getter("sagemaker", retries={"mode": "standard", "max_attempts": 5})
 
 
@@ -99,6 +120,10 @@ class EndpointPolicyError(ShortError):
     """What CloudFormation shows as the reason the deploy failed; kept short."""
 
     max_chars = MAX_MESSAGE_CHARS
+
+
+class NotFinite(ValueError):
+    """A JSON text holds NaN, Infinity or a number beyond a double's range (which Python reads as infinity)."""
 
 
 class EndpointGone(EndpointPolicyError):
@@ -127,8 +152,22 @@ def _models() -> SimpleNamespace:
         def _document(cls, value: str) -> str:
             if not value.isascii():
                 raise ValueError("ResourcePolicy may hold ASCII characters only (PutEndpointPolicy refuses others)")
+            depth = nesting_depth(value)
+            if depth > MAX_POLICY_DEPTH:
+                raise ValueError(
+                    f"ResourcePolicy: got arrays and objects nested {depth} levels deep; allowed: at most "
+                    f"{MAX_POLICY_DEPTH} (the deepest an IAM policy goes: document, Statement list, statement, "
+                    "Condition, operator, list of values); fix: pass the document InferenceRouter.endpoint_policy "
+                    "returns"
+                )
             try:
-                document = json.loads(value)
+                document = strict_json(value)
+            except NotFinite as error:
+                raise ValueError(
+                    f"ResourcePolicy: got the number {error}; allowed: finite numbers only (NaN, Infinity and "
+                    "numbers beyond a double's range are not JSON, which PutEndpointPolicy takes); fix: remove it "
+                    "or write it as a string"
+                ) from None
             except ValueError:
                 raise ValueError("ResourcePolicy must be a JSON policy document") from None
             if not isinstance(document, dict) or not document.get("Statement"):
@@ -140,7 +179,7 @@ def _models() -> SimpleNamespace:
 
         @property
         def statements(self) -> list[dict[str, Any]]:
-            return _statements(json.loads(self.resource_policy))
+            return _statements(strict_json(self.resource_policy))
 
     return SimpleNamespace(PolicyProperties=PolicyProperties, PolicyEvent=PolicyEvent)
 
@@ -170,6 +209,104 @@ def parse_properties(raw: Any) -> PolicyProperties:
         what="endpoint policy",
         not_done="the endpoint policy was not changed",
     )
+
+
+# ---------------------------------------------------------------------- what a document may be
+def nesting_depth(text: str) -> int:
+    """How deep the arrays and objects of JSON text ``text`` nest, read without parsing it (no recursion)."""
+    depth = deepest = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in ("]", "}"):
+            depth -= 1
+    return deepest
+
+
+def _refuse_constant(name: str) -> Any:
+    raise NotFinite(name)
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise NotFinite(text)
+    return number
+
+
+def strict_json(text: str) -> Any:
+    """``text`` parsed as JSON, without what Python's parser accepts beyond JSON: ``NaN``, ``Infinity`` and numbers
+    that only fit as infinity raise ``NotFinite`` (their text); anything else not JSON raises ``ValueError``."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+
+
+def _texts(value: Any) -> list[Any]:
+    """A policy element that IAM allows as one value or a list of them, as a list."""
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _principal_problem(field: str, principal: Any) -> str | None:
+    fix = 'fix: name the router\'s account, e.g. {"AWS": "arn:aws:iam::111111111111:root"}'
+    allowed = (
+        'allowed: {"AWS": ...} with account ids or IAM ARNs of an account root, a role or a user, no wildcards '
+        "(an endpoint policy lets named accounts use the endpoint, never anyone)"
+    )
+    if not isinstance(principal, dict) or set(principal) != {"AWS"}:
+        return f"{field}: got {_shown(principal)}; {allowed}; {fix}"
+    names = _texts(principal["AWS"])
+    if not names:
+        return f"{field}.AWS: got []; {allowed}; {fix}"
+    for name in names:
+        if not isinstance(name, str) or not _PRINCIPAL.match(name):
+            return f"{field}.AWS: got {_shown(name)}; {allowed}; {fix}"
+    return None
+
+
+def _action_problem(field: str, action: Any) -> str | None:
+    allowed = f"allowed: {', '.join(ALLOWED_ACTIONS)}, each by name (no wildcards)"
+    known = {a.lower() for a in ALLOWED_ACTIONS}
+    actions = _texts(action)
+    if not actions:
+        return f"{field}: got []; {allowed}; fix: name the actions the router needs"
+    for item in actions:
+        if not isinstance(item, str) or item.lower() not in known:
+            return f"{field}: got {_shown(item)}; {allowed}; fix: name the actions the router needs"
+    return None
+
+
+def statement_breadth(statements: list[dict[str, Any]]) -> list[str]:
+    """Why each statement allows more than an endpoint policy of this library does (module docstring): one line per
+    statement that does, naming the field, the value, what is allowed and the fix; empty when none."""
+    problems: list[str] = []
+    for index, statement in enumerate(statements):
+        field = f"ResourcePolicy Statement[{index}]"
+        effect = statement.get("Effect")
+        if effect not in ("Allow", "Deny"):
+            problems.append(f"{field}.Effect: got {_shown(effect)}; allowed: 'Allow' or 'Deny'; fix: set Effect")
+            continue
+        if effect == "Deny":
+            continue  # a Deny only narrows what the policy allows
+        negated = [key for key in ("NotPrincipal", "NotAction") if key in statement]
+        if negated:
+            problems.append(
+                f"{field}.{negated[0]}: an Allow statement with {negated[0]} allows everything it does not list; "
+                f"allowed: {negated[0].removeprefix('Not')}; fix: name the principals and actions allowed instead"
+            )
+            continue
+        for problem in (
+            _principal_problem(f"{field}.Principal", statement.get("Principal")),
+            _action_problem(f"{field}.Action", statement.get("Action")),
+        ):
+            if problem:
+                problems.append(problem)
+    return problems
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (dict, list)) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # ---------------------------------------------------------------------- statement ids
@@ -242,8 +379,14 @@ def _read(name: str) -> tuple[dict[str, Any] | None, str]:
         if not_found(error) or error_code(error) == "ValidationException":
             return None, ""
         raise
+    text = str(answer.get("ResourcePolicy") or "{}")
+    if nesting_depth(text) > MAX_POLICY_DEPTH:
+        raise EndpointPolicyError(
+            f"endpoint {name} has a policy nested more than {MAX_POLICY_DEPTH} levels deep, which no IAM policy "
+            "is; the policy was not changed: fix or delete it (aws sagemaker delete-endpoint-policy) and deploy again"
+        )
     try:
-        document = json.loads(answer.get("ResourcePolicy") or "{}")
+        document = strict_json(text)
     except ValueError:
         raise EndpointPolicyError(
             f"endpoint {name} has a policy that is not JSON; the policy was not changed, "
@@ -363,6 +506,11 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 _sync(physical, mark, [], props.statements)
         return {"PhysicalResourceId": physical}
     props = parse_properties(request.resource_properties)
+    problems = statement_breadth(props.statements)
+    if problems:
+        raise EndpointPolicyError(
+            "Invalid endpoint policy properties (the endpoint policy was not changed):\n- " + "\n- ".join(problems)
+        )
     legacy = _legacy(request.old_resource_properties) if request.request_type == "Update" else []
     name = (
         physical

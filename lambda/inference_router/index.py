@@ -38,7 +38,9 @@ router, still there because the cleanup has not run: the rollback of a rename ca
 the old properties, the new router's name as physical id). It is brought to the properties and its name
 returned, and CloudFormation deletes the newer router in the rollback's cleanup. A router of that name without
 these tags is never adopted: the update fails and nothing is changed. Delete: ``DeleteInferenceRouter``; a
-router that is not there is deleted already; a ``ConflictException`` leaves the delete to is_complete.
+router that is not there is deleted already; a ``ConflictException`` leaves the delete to is_complete. A physical
+id that is no router name (botocore's ``InferenceRouterName`` rule: what a failed Create may leave, or a hand-made
+event) names nothing this function created: the Delete succeeds without any AWS call, and says so in the log.
 
 is_complete
 -----------
@@ -61,6 +63,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -219,6 +222,39 @@ def client_token(event: dict[str, Any], name: str) -> str:
     """One token per CloudFormation request and router name: a repeated delivery reuses it, a new request does not."""
     seed = "|".join(str(event.get(key, "")) for key in ("StackId", "LogicalResourceId", "RequestId")) + f"|{name}"
     return hashlib.sha256(seed.encode()).hexdigest()
+
+
+@functools.cache
+def _router_name_rule() -> tuple[re.Pattern[str], int, int]:
+    """botocore's rule for an ``InferenceRouterName`` (``DeleteInferenceRouter``'s input, from the service model the
+    client loaded, or botocore's own when the client is a stand-in without one): its pattern (matched whole, as
+    the service does) and its least and greatest length."""
+    model = getattr(getattr(_sagemaker(), "meta", None), "service_model", None)
+    if model is None:
+        import botocore.session
+
+        model = botocore.session.get_session().get_service_model("sagemaker")
+    shape = model.operation_model("DeleteInferenceRouter").input_shape
+    meta = shape.members["InferenceRouterName"].metadata
+    return re.compile(meta["pattern"]), int(meta.get("min", 1)), int(meta.get("max", 63))
+
+
+def is_router_name(name: str) -> bool:
+    """Whether ``name`` may be an inference router's name (so a router this function created may have it)."""
+    pattern, least, most = _router_name_rule()
+    return least <= len(name) <= most and pattern.fullmatch(name) is not None
+
+
+def _not_a_router(name: str) -> bool:
+    """True, logged, when a Delete's physical id is no router name: no request is sent for it."""
+    if is_router_name(name):
+        return False
+    logger.info(
+        "Delete of a physical id that is no inference router name: nothing this function created has it, so nothing "
+        "is deleted and no request is sent",
+        extra={"physical_id": name[:100]},
+    )
+    return True
 
 
 def _describe(name: str) -> dict[str, Any] | None:
@@ -414,7 +450,8 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse_event(event)
     if request.request_type == "Delete":
         name = str(request.physical_resource_id)
-        _delete(name)
+        if not _not_a_router(name):
+            _delete(name)
         return {"PhysicalResourceId": name}
     props = parse_properties(request.resource_properties)
     if request.request_type == "Create":
@@ -426,6 +463,8 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def is_complete(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse_event(event)
     name = str(event.get("PhysicalResourceId") or request.physical_resource_id or "")
+    if request.request_type == "Delete" and _not_a_router(name):
+        return {"IsComplete": True}
     described = _describe(name)
     if request.request_type == "Delete":
         if described is None:

@@ -13,7 +13,9 @@ POWERTOOLS_SERVICE_NAME   Logger service name (optional).
 Event (``aws_cdk.custom_resources.Provider``), checked before any AWS call
 --------------------------------------------------------------------------
 ResourceProperties (strict: any other key is refused):
-    ParameterName   the parameter's name, e.g. ``/sagemaker-llm/state/eagle/<model>/draft-head``
+    ParameterName   the parameter's name, e.g. ``/sagemaker-llm/state/eagle/<model>/draft-head``; its first
+                    segment may not start with ``aws`` or ``ssm`` in any letter case (SSM reserves them), nor
+                    may SeedFrom's
     InitialValue    the value a new parameter starts with (1-4096 characters)
     Removal         "retain" (the parameter outlives the resource) | "destroy" (deleted with it)
     Description     optional, set when the parameter is created (never changed afterwards: that needs a
@@ -99,6 +101,8 @@ _PLAN_RE = re.compile(
     r"(arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/)?(?P<name>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63})"
 )
 NAME_MAX = 1011
+RESERVED_PREFIXES = ("aws", "ssm")
+"""What no parameter name's first segment may start with, in any letter case (SSM PutParameter: reserved)."""
 VALUE_MAX = 4096
 
 _ssm = clients.client_getter("ssm", retries={"mode": "standard", "max_attempts": 5})
@@ -120,6 +124,14 @@ def _models() -> SimpleNamespace:
             raise ValueError(
                 f"{field} {_shown(value)} is not an SSM parameter name (letters, digits, '_', '.', '-' "
                 f"and '/' separators, at most {NAME_MAX} characters)"
+            )
+        first = value.lstrip("/").split("/", 1)[0]
+        reserved = next((p for p in RESERVED_PREFIXES if first.lower().startswith(p)), None)
+        if reserved is not None:
+            raise ValueError(
+                f"{field} {_shown(value)}: its first segment {_shown(first)} starts with {reserved!r} (any letter "
+                f"case), which SSM reserves; allowed: a first segment that starts with neither 'aws' nor 'ssm'; "
+                f"fix: name the parameter under {STATE_PREFIX}/"
             )
         return value
 

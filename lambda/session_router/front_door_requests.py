@@ -1,9 +1,10 @@
 """What a request may be: the Function URL event, its JSON body and the request models it must match.
 
 A body is decoded (base64 when Lambda marked it so), limited to MAX_BODY_BYTES, parsed as a JSON object whose
-nesting and strings the rest of the path can carry, then validated against the route's pydantic model (strict,
-unknown fields refused); every refusal is a 400/413 HttpError naming the field. The models are built on the first
-request with a body (``_models``): pydantic is not imported on a cold start.
+nesting, numbers (finite: no NaN, Infinity or ``1e999999``, which Python reads as infinity) and strings the rest of
+the path can carry, then validated against the route's pydantic model (strict, unknown fields refused); every
+refusal is a 400/413 HttpError naming the field. The models are built on the first request with a body
+(``_models``): pydantic is not imported on a cold start.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import base64
 import binascii
 import functools
 import json
+import math
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -73,8 +75,30 @@ _FIELD_HINTS = {
 }
 
 
+class _NotFinite(ValueError):
+    """A number of the body that is not finite: ``NaN``, ``Infinity``, ``-Infinity``, or one beyond a double's range
+    (``1e999999``), which Python reads as infinity and would send on as ``Infinity``, which is not JSON."""
+
+
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise _NotFinite(name)
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise _NotFinite(text)
+    return number
+
+
+def _not_finite(text: str) -> HttpError:
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return HttpError(
+        400,
+        "InvalidJson",
+        f"request body has the number {shown}, which is not finite: NaN, Infinity and numbers beyond a double's "
+        "range (about 1.8e308) are not JSON, so the model could not be sent them; send a finite number",
+    )
 
 
 def _raw_body(raw_event: Mapping[str, Any], settings: Settings) -> bytes:
@@ -159,9 +183,11 @@ def parse(model: type[BaseModel], raw_event: Mapping[str, Any], settings: Settin
     if not raw.strip():
         raise HttpError(400, "InvalidJson", "request body is empty; send a JSON object")
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite)
     except RecursionError:
         raise _too_deep() from None
+    except _NotFinite as exc:
+        raise _not_finite(str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         position = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         raise HttpError(400, "InvalidJson", f"request body is not valid UTF-8 JSON{position}") from None

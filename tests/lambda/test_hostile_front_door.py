@@ -216,6 +216,59 @@ def test_every_field_of_a_request_body_mutated_is_a_4xx_naming_it_or_a_valid_req
     assert tried > 20
 
 
+NOT_FINITE = (
+    "request body has the number {}, which is not finite: NaN, Infinity and numbers beyond a double's range (about "
+    "1.8e308) are not JSON, so the model could not be sent them; send a finite number"
+)
+
+
+def _with_number(path: str, number: str) -> str:
+    """The route's valid body with ``number`` in it: the model's temperature, or one more top-level field."""
+    if path == "/invoke":
+        return json.dumps(BODIES[path]).replace('"temperature": 0.2', f'"temperature": {number}')
+    return json.dumps({**BODIES[path], "n": 0}).replace('"n": 0', f'"n": {number}')
+
+
+@pytest.mark.parametrize("number", ["1e999999", "-1e999999", "1E400", "NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("path", sorted(BODIES))
+def test_a_number_that_is_not_finite_is_a_400_naming_it_and_nothing_is_sent(router, path, number):
+    """Before: ``1e999999`` was read as infinity and sent on to InvokeEndpoint as ``Infinity``, which is not JSON
+    (and ``NaN`` was refused without saying why)."""
+    text = _with_number(path, number)
+    assert number in text
+
+    status, answer, called = send(router, url_event(path, text))
+
+    assert (status, answer, called) == (
+        400,
+        {"error": {"code": "InvalidJson", "message": NOT_FINITE.format(number)}},
+        [],
+    )
+
+
+@pytest.mark.parametrize("number", ["1e308", "-1.7976931348623157e308", "5e-324", "1e-999999"])
+def test_a_finite_number_however_large_or_small_is_sent_on_as_json(router, number):
+    """The largest and smallest doubles, and a number that rounds to zero, are numbers: the model gets them as JSON."""
+    sent: list[bytes] = []
+
+    def body(params: dict[str, Any], **_: Any) -> None:
+        sent.append(params["Body"])
+
+    stateless = {k: v for k, v in BODIES["/invoke"].items() if k != "conversation_id"}
+    text = json.dumps(stateless).replace('"temperature": 0.2', f'"temperature": {number}')
+    events = router._sagemaker_runtime().meta.events
+    events.register("provide-client-params.sagemaker-runtime.InvokeEndpoint", body)
+    try:
+        status, _, called = send(router, url_event("/invoke", text))
+    finally:
+        events.unregister("provide-client-params.sagemaker-runtime.InvokeEndpoint", body)
+
+    assert (status, called) == (200, ["InvokeEndpoint"])
+    [forwarded] = sent
+    strict = json.loads(forwarded, parse_constant=lambda name: pytest.fail(f"{name} sent to the model"))
+    assert strict["temperature"] == float(number)
+
+
 def test_headers_are_not_interpreted_but_must_be_strings(router):
     """Every header dropped, emptied, huge, odd or of another type; extra hostile headers. A header map of
     strings changes nothing (the request goes on: no such conversation, 404); anything else is 400 InvalidEvent."""
