@@ -31,10 +31,10 @@ from support.aws_model import assert_valid_request
 pytestmark = pytest.mark.synth
 
 
-def product(usd: str, unit: str = "Hrs") -> str:
+def product(usd: str, unit: str = "Hrs", **attributes: str) -> str:
     return json.dumps(
         {
-            "product": {"attributes": {"instanceName": "ml.g6e.12xlarge"}},
+            "product": {"attributes": {"instanceName": "ml.g6e.12xlarge", **attributes}},
             "terms": {"OnDemand": {"T": {"priceDimensions": {"D": {"unit": unit, "pricePerUnit": {"USD": usd}}}}}},
         }
     )
@@ -70,6 +70,7 @@ def stubbed_pricing(*pages: dict) -> tuple[PriceList, Stubber]:
 def test_filters_name_the_hosting_product():
     assert product_filters("ml.p5e.48xlarge", "us-east-1") == [
         {"Type": "TERM_MATCH", "Field": "productFamily", "Value": "ML Instance"},
+        {"Type": "TERM_MATCH", "Field": "locationType", "Value": "AWS Region"},
         {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "us-east-1"},
         {"Type": "TERM_MATCH", "Field": "instanceName", "Value": "ml.p5e.48xlarge"},
         {"Type": "TERM_MATCH", "Field": "platoinstancetype", "Value": "Hosting"},
@@ -82,16 +83,31 @@ def test_only_hourly_positive_prices_count():
     ]
 
 
-def test_lookup_pages_and_takes_the_highest_price_once():
+def test_lookup_pages_and_takes_the_one_exact_product_once():
+    outposts = product("14.00", locationType="AWS Outposts", usagetype="EUW1-Host:ml.g6e.12xlarge")
     prices, stubber = stubbed_pricing(
-        {"PriceList": [product("10.4930000000")], "NextToken": "t1"}, {"PriceList": [product("11.00")]}
+        {"PriceList": [outposts], "NextToken": "t1"},
+        {"PriceList": [product("10.4930000000", locationType="AWS Region", regionCode="eu-west-1")]},
     )
     first = prices.hourly("ml.g6e.12xlarge", "eu-west-1")
-    assert first.amount == Decimal("11.00") and first.label() == "USD 11/h (Price List API, highest of several listed)"
-    assert first.times(720) == "USD 7,920.00"
+    assert first.amount == Decimal("10.493")
+    assert first.label() == "USD 10.493/h (Price List API, SKU ?; skipped SKU ? (locationType AWS Outposts))"
+    assert first.times(720) == "USD 7,554.96"
     assert prices.hourly("ml.g6e.12xlarge", "eu-west-1") is first  # cached: no second call
     stubber.assert_no_pending_responses()
     assert prices.regions_asked == ["us-east-1"]  # type: ignore[attr-defined]
+
+
+def test_several_matching_prices_are_never_resolved_by_taking_the_highest():
+    prices, stubber = stubbed_pricing(
+        {"PriceList": [product("10.493"), product("11.00")], "NextToken": "t1"}, {"PriceList": []}
+    )
+    price = prices.hourly("ml.g6e.12xlarge", "eu-west-1")
+    assert price.amount is None
+    assert price.label() == (
+        "unknown (2 listed prices match at different amounts (SKU ? USD 10.493, SKU ? USD 11); none taken)"
+    )
+    stubber.assert_no_pending_responses()
 
 
 def test_no_listed_price_and_api_errors_are_not_looked_up():
@@ -237,10 +253,12 @@ def test_region_prices_reads_every_instance_in_one_paginated_query():
     stubber = Stubber(client)
     filters = [
         {"Type": "TERM_MATCH", "Field": "productFamily", "Value": "ML Instance"},
+        {"Type": "TERM_MATCH", "Field": "locationType", "Value": "AWS Region"},
         {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "eu-west-1"},
         {"Type": "TERM_MATCH", "Field": "platoinstancetype", "Value": "Hosting"},
     ]
     base = {"ServiceCode": "AmazonSageMaker", "Filters": filters, "FormatVersion": "aws_v1", "MaxResults": 100}
+    assert_valid_request("pricing", "GetProducts", base)
 
     def listed(name: str, usd: str) -> str:
         return json.dumps(

@@ -5,249 +5,102 @@ Two sources, one shape (``PriceLookup.hourly`` -> ``HourlyPrice``):
 * ``PriceTable`` (``prices.json`` next to this module, shipped in the wheel): USD per instance-hour by usage
   (``Hosting``: real-time inference endpoints; ``Training``: what optimization and benchmark jobs are looked
   up as), instance type and region, each known figure with its source URL and the date it was read. A figure
-  nobody found in AWS's published pricing is ``null`` and reads "unknown", never 0. The synth prices from it
+  nobody found in AWS's published pricing is ``null`` and reads "unknown", never 0, with the reason the last
+  refresh recorded (a region whose query failed, a product that matched ambiguously). The synth prices from it
   without calling AWS, and says how old the table is.
-* ``PriceList``: the Price List API (``pricing`` ``GetProducts``, read-only ``pricing:GetProducts``), used by
-  ``make prices`` to rewrite the table (``python -m sagemaker_llm_cdk.operations.pricing refresh``) and by a
-  live preflight.
+* ``PriceList`` (``price_list``, re-exported here): the Price List API (``pricing`` ``GetProducts``, read-only
+  ``pricing:GetProducts``), used by ``make prices`` to rewrite the table
+  (``python -m sagemaker_llm_cdk.operations.pricing refresh [PATH] [--partition aws]``) and by a live preflight.
 
-The Price List API is served from ``us-east-1`` for the commercial partition and from
-``cn-northwest-1`` for the China regions (priced in CNY, so their cells stay unknown in a USD table).
-GovCloud prices appear in the commercial price list, which GovCloud credentials cannot call.
-
-Products are matched as AWS's own SageMaker tooling matches them: ``ServiceCode`` ``AmazonSageMaker``,
-``productFamily`` ``ML Instance``, ``regionCode``, ``instanceName`` and ``platoinstancetype``
-(``Hosting`` for endpoints, ``Training`` for jobs).
+A refresh reads one partition's price list, the caller's: with commercial credentials (``aws``) the commercial
+regions and the GovCloud regions (AWS publishes GovCloud's prices in the commercial list). The China regions'
+list is priced in CNY, outside this USD table, and is not queried. A region whose query fails keeps its previous
+figures and the reason; every other cell is written.
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-SERVICE_CODE = "AmazonSageMaker"
-PRODUCT_FAMILY = "ML Instance"
-HOSTING = "Hosting"
-TRAINING = "Training"
-JOB_USAGE = TRAINING
-"""The ``platoinstancetype`` optimization and benchmark jobs are priced as. AWS's pricing page does not list
-inference optimization jobs on their own; ``Training`` is the usage an optimization job's instances are looked
-up as until AWS lists another (the table's ``usages`` say so)."""
-PRICE_LIST_REGION = {"aws": "us-east-1", "aws-cn": "cn-northwest-1"}
-"""Where the Price List API answers, per partition."""
-NOT_LOOKED_UP = "not looked up"
-UNKNOWN = "unknown"
-_MAX_PAGES = 5
-_MAX_REGION_PAGES = 100
+from .price_list import (
+    HOSTING,
+    JOB_USAGE,
+    LISTED_IN,
+    LOCATION_TYPE,
+    NOT_LOOKED_UP,
+    PRICE_LIST_REGION,
+    PRODUCT_FAMILY,
+    SERVICE_CODE,
+    TRAINING,
+    UNKNOWN,
+    HourlyPrice,
+    ListedProduct,
+    PriceList,
+    PriceLookup,
+    RegionPrices,
+    credentials_missing,
+    listed_products,
+    not_looked_up,
+    on_demand_prices,
+    pick_price,
+    price_lines,
+    product_filters,
+    region_filters,
+)
+
+__all__ = [
+    "HOSTING",
+    "JOB_USAGE",
+    "LISTED_IN",
+    "LOCATION_TYPE",
+    "NOT_LOOKED_UP",
+    "PRICE_LIST_REGION",
+    "PRICE_LIST_SOURCE",
+    "PRICE_TABLE",
+    "PRODUCT_FAMILY",
+    "REFRESHED_WITH",
+    "SERVICE_CODE",
+    "TRAINING",
+    "UNKNOWN",
+    "USAGE_NOTES",
+    "HourlyPrice",
+    "ListedProduct",
+    "NothingRefreshed",
+    "PriceList",
+    "PriceLookup",
+    "PriceTable",
+    "RefreshRefused",
+    "RegionPrices",
+    "caller_partition",
+    "covered_instance_types",
+    "covered_regions",
+    "credentials_missing",
+    "listed_products",
+    "main",
+    "not_looked_up",
+    "on_demand_prices",
+    "pick_price",
+    "price_lines",
+    "product_filters",
+    "refresh",
+    "refresh_plan",
+    "region_filters",
+    "shipped_table",
+    "table_json",
+    "write_table",
+]
+
 PRICE_TABLE = Path(__file__).with_name("prices.json")
 """The shipped price table (``make prices`` rewrites it)."""
-
-
-@dataclass(frozen=True)
-class HourlyPrice:
-    """One instance-hour's on-demand price, or why it is not known (``amount`` None)."""
-
-    instance_type: str
-    region: str
-    amount: Decimal | None
-    currency: str = "USD"
-    note: str = NOT_LOOKED_UP
-
-    @property
-    def known(self) -> bool:
-        return self.amount is not None
-
-    def label(self) -> str:
-        """``USD 12.34/h (Price List API)`` or ``not looked up (why)``."""
-        if self.amount is None:
-            return self.note
-        return f"{self.currency} {self.amount.normalize():f}/h ({self.note})"
-
-    def times(self, hours: int) -> str:
-        """The cost of ``hours`` instance-hours, or the reason it is unknown."""
-        if self.amount is None:
-            return self.note
-        return f"{self.currency} {(self.amount * hours).quantize(Decimal('0.01')):,}"
-
-
-class PriceLookup(Protocol):
-    """Anything that prices an instance type in a region (``PriceList``, or a test double)."""
-
-    def hourly(self, instance_type: str, region: str, *, usage: str = HOSTING) -> HourlyPrice: ...
-
-
-def not_looked_up(instance_type: str, region: str, why: str | None = None) -> HourlyPrice:
-    return HourlyPrice(instance_type, region, None, note=NOT_LOOKED_UP + (f" ({why})" if why else ""))
-
-
-def product_filters(instance_type: str, region: str, usage: str = HOSTING) -> list[dict[str, str]]:
-    """The ``GetProducts`` filters for one instance type's on-demand price in ``region``."""
-    return [
-        {"Type": "TERM_MATCH", "Field": "productFamily", "Value": PRODUCT_FAMILY},
-        {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
-        {"Type": "TERM_MATCH", "Field": "instanceName", "Value": instance_type},
-        {"Type": "TERM_MATCH", "Field": "platoinstancetype", "Value": usage},
-    ]
-
-
-def on_demand_prices(price_list: Iterable[str]) -> list[tuple[Decimal, str]]:
-    """(amount, currency) of every hourly on-demand price dimension in a ``GetProducts`` ``PriceList``."""
-    found: list[tuple[Decimal, str]] = []
-    for item in price_list:
-        try:
-            product = json.loads(item) if isinstance(item, str) else item
-        except ValueError:
-            continue
-        terms = (product.get("terms") or {}).get("OnDemand") or {}
-        for term in terms.values():
-            for dimension in (term.get("priceDimensions") or {}).values():
-                unit = str(dimension.get("unit", ""))
-                if unit.lower() not in ("hrs", "hours", "hour"):
-                    continue
-                for currency, text in (dimension.get("pricePerUnit") or {}).items():
-                    try:
-                        amount = Decimal(str(text))
-                    except InvalidOperation:
-                        continue
-                    if amount > 0:
-                        found.append((amount, currency))
-    return found
-
-
-class PriceList:
-    """Looks prices up with the Price List API, once per (instance type, region, usage).
-
-    :param client_for: returns a ``pricing`` client for a Price List region (tests pass stubbed
-        clients). Default: boto3 clients from ``session`` (or the default session).
-    """
-
-    def __init__(self, *, session: Any = None, client_for: Callable[[str], Any] | None = None) -> None:
-        self._session = session
-        self._client_for = client_for
-        self._clients: dict[str, Any] = {}
-        self._cache: dict[tuple[str, str, str], HourlyPrice] = {}
-
-    def _client(self, api_region: str) -> Any:
-        if api_region not in self._clients:
-            if self._client_for is not None:
-                self._clients[api_region] = self._client_for(api_region)
-            else:
-                import boto3
-
-                session = self._session or boto3.Session()
-                self._clients[api_region] = session.client("pricing", region_name=api_region)
-        return self._clients[api_region]
-
-    def hourly(self, instance_type: str, region: str, *, usage: str = HOSTING) -> HourlyPrice:
-        key = (instance_type, region, usage)
-        if key not in self._cache:
-            self._cache[key] = self._look_up(instance_type, region, usage)
-        return self._cache[key]
-
-    def _look_up(self, instance_type: str, region: str, usage: str) -> HourlyPrice:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        from ..core.regions import partition_of
-
-        partition = partition_of(region)
-        api_region = PRICE_LIST_REGION.get(partition or "")
-        if api_region is None:
-            return not_looked_up(
-                instance_type, region, f"the Price List API does not serve partition {partition or 'unknown'}"
-            )
-        client = self._client(api_region)
-        prices: list[tuple[Decimal, str]] = []
-        request: dict[str, Any] = {
-            "ServiceCode": SERVICE_CODE,
-            "Filters": product_filters(instance_type, region, usage),
-            "FormatVersion": "aws_v1",
-            "MaxResults": 100,
-        }
-        try:
-            for _ in range(_MAX_PAGES):
-                response = client.get_products(**request)
-                prices.extend(on_demand_prices(response.get("PriceList", [])))
-                token = response.get("NextToken")
-                if not token:
-                    break
-                request = {**request, "NextToken": token}
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code", "error")
-            return not_looked_up(instance_type, region, f"GetProducts failed: {code}")
-        except BotoCoreError as error:
-            return not_looked_up(instance_type, region, f"GetProducts failed: {type(error).__name__}")
-        if not prices:
-            return not_looked_up(instance_type, region, f"no {usage} price listed for {instance_type} in {region}")
-        amount, currency = max(prices)
-        note = "Price List API" + (", highest of several listed" if len({p for p, _ in prices}) > 1 else "")
-        return HourlyPrice(instance_type, region, amount, currency, note)
-
-    def region_prices(self, region: str, *, usage: str = HOSTING) -> dict[str, HourlyPrice]:
-        """Every instance type's on-demand price in ``region`` for ``usage``, from one paginated ``GetProducts``
-        query (no ``instanceName`` filter): what ``make prices`` reads, one query per region and usage.
-
-        USD only: a region priced in another currency (the China regions) returns nothing.
-        """
-        from ..core.regions import partition_of
-
-        api_region = PRICE_LIST_REGION.get(partition_of(region) or "")
-        if api_region is None:
-            return {}
-        client = self._client(api_region)
-        filters = [f for f in product_filters("-", region, usage) if f["Field"] != "instanceName"]
-        request: dict[str, Any] = {
-            "ServiceCode": SERVICE_CODE,
-            "Filters": filters,
-            "FormatVersion": "aws_v1",
-            "MaxResults": 100,
-        }
-        found: dict[str, list[Decimal]] = {}
-        for _ in range(_MAX_REGION_PAGES):
-            response = client.get_products(**request)
-            for item in response.get("PriceList", []):
-                product = json.loads(item) if isinstance(item, str) else item
-                name = ((product.get("product") or {}).get("attributes") or {}).get("instanceName")
-                if isinstance(name, str):
-                    found.setdefault(name, []).extend(a for a, c in on_demand_prices([product]) if c == "USD")
-            token = response.get("NextToken")
-            if not token:
-                break
-            request = {**request, "NextToken": token}
-        return {
-            name: HourlyPrice(
-                name,
-                region,
-                max(amounts),
-                "USD",
-                "Price List API" + (", highest of several listed" if len(set(amounts)) > 1 else ""),
-            )
-            for name, amounts in found.items()
-            if amounts
-        }
-
-
-def price_lines(pairs: Iterable[tuple[str, str | None]], prices: PriceLookup | None) -> list[str]:
-    """One line per distinct (instance type, region): its on-demand hourly price, or why it is not shown.
-
-    ``region`` None (an environment-agnostic stack) cannot be priced: the line says so.
-    """
-    lines: list[str] = []
-    for instance_type, region in sorted(set(pairs), key=lambda p: (p[0], p[1] or "")):
-        if region is None:
-            price = not_looked_up(instance_type, "?", "the stack has no region")
-        elif prices is None:
-            price = not_looked_up(instance_type, region, "run `make preflight` with credentials")
-        else:
-            price = prices.hourly(instance_type, region)
-        lines.append(f"{instance_type} in {region or 'any region'}: {price.label()}")
-    return lines
 
 
 # ==================================================================== the shipped table
@@ -256,8 +109,14 @@ class PriceTable:
     """The shipped price table (``prices.json``): USD per instance-hour by usage, instance type and region.
 
     ``cells[(usage, instance_type, region)]`` is ``(amount or None, source URL, date read)``; a cell the table
-    covers with no figure is unknown (nobody found it in AWS's published pricing), one it does not cover is
-    "not in the table". ``hourly`` answers like ``PriceList.hourly``, without any AWS call.
+    covers with no figure is unknown (nobody found it in AWS's published pricing, or ``reasons`` says why the
+    last refresh did not price it), one it does not cover is "not in the table". ``hourly`` answers like
+    ``PriceList.hourly``, without any AWS call.
+
+    JSON: ``usages.<usage>.prices.<type>.<region>`` is ``null`` or ``{usd_per_hour, source, read}``;
+    ``not_refreshed.<usage>.<region>`` (why the last refresh did not read a region) and
+    ``cell_notes.<usage>.<type>.<region>`` (which product a figure came from, or why a listed type has none) are
+    optional.
     """
 
     read: date
@@ -266,6 +125,8 @@ class PriceTable:
     regions: tuple[str, ...]
     usages: Mapping[str, str]
     path: str = ""
+    reasons: Mapping[tuple[str, str, str], str] = field(default_factory=dict)
+    """Why a cell without a figure has none, as the last refresh recorded it."""
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> PriceTable:
@@ -278,12 +139,20 @@ class PriceTable:
         cells: dict[tuple[str, str, str], tuple[Decimal | None, str, str]] = {}
         read = str(data["read"])
         usages: dict[str, str] = {}
+        reasons: dict[tuple[str, str, str], str] = {}
+        not_refreshed = data.get("not_refreshed") or {}
+        notes = data.get("cell_notes") or {}
         for usage, entry in data["usages"].items():
             usages[usage] = str(entry.get("what", usage))
             for instance_type, by_region in entry["prices"].items():
                 for region, cell in by_region.items():
                     if cell is None:
                         cells[(usage, instance_type, region)] = (None, "", read)
+                        why = ((notes.get(usage) or {}).get(instance_type) or {}).get(region) or (
+                            not_refreshed.get(usage) or {}
+                        ).get(region)
+                        if why:
+                            reasons[(usage, instance_type, region)] = str(why)
                     else:
                         cells[(usage, instance_type, region)] = (
                             Decimal(str(cell["usd_per_hour"])),
@@ -297,6 +166,7 @@ class PriceTable:
             regions=tuple(data.get("regions", ())),
             usages=usages,
             path=path,
+            reasons=reasons,
         )
 
     def hourly(self, instance_type: str, region: str, *, usage: str = HOSTING) -> HourlyPrice:
@@ -309,6 +179,9 @@ class PriceTable:
                 note=f"{UNKNOWN} ({instance_type} {usage} in {region} is not in the price table)",
             )
         amount, _source, read = cell
+        why = self.reasons.get((usage, instance_type, region))
+        if amount is None and why:
+            return HourlyPrice(instance_type, region, None, note=f"{UNKNOWN} ({why}; table of {self.read})")
         if amount is None:
             return HourlyPrice(
                 instance_type,
@@ -407,16 +280,23 @@ def table_json(
     """The table as JSON data: every covered (usage, type, region) cell, ``null`` where no figure is known.
 
     :param lookup: ``(region, usage) -> {instance type: HourlyPrice}`` (``PriceList.region_prices``); a figure
-        it gives replaces the cell with source = the region's offer file, read = ``read``. Default: none.
+        it gives replaces the cell with source = the region's offer file, read = ``read``. A ``RegionPrices``
+        with an ``error`` is recorded in ``not_refreshed``, its ``unknown`` reasons and the notes of figures
+        taken from one of several products in ``cell_notes``. Default: none.
     :param previous: the table being refreshed; a cell the lookup does not price keeps its figure and date.
     """
     types = types or covered_instance_types()
     regions = list(regions or covered_regions())
     usages: dict[str, Any] = {}
+    not_refreshed: dict[str, dict[str, str]] = {}
+    notes: dict[str, dict[str, dict[str, str]]] = {}
     for usage, names in types.items():
         prices: dict[str, dict[str, Any]] = {name: {} for name in names}
         for region in regions:
             found = lookup(region, usage) if lookup is not None else {}
+            if isinstance(found, RegionPrices) and found.error is not None:
+                not_refreshed.setdefault(usage, {})[region] = found.error
+            unknown = found.unknown if isinstance(found, RegionPrices) else {}
             for name in names:
                 price = found.get(name)
                 if price is not None and price.amount is not None and price.currency == "USD":
@@ -425,26 +305,36 @@ def table_json(
                         "source": PRICE_LIST_SOURCE.format(region=region),
                         "read": read.isoformat(),
                     }
+                    if price.note != "Price List API":
+                        notes.setdefault(usage, {}).setdefault(name, {})[region] = price.note
                     continue
+                if name in unknown:
+                    notes.setdefault(usage, {}).setdefault(name, {})[region] = unknown[name]
                 old = previous.cells.get((usage, name, region)) if previous is not None else None
                 if old is not None and old[0] is not None:
                     prices[name][region] = {"usd_per_hour": f"{old[0].normalize():f}", "source": old[1], "read": old[2]}
                 else:
                     prices[name][region] = None
         usages[usage] = {"what": USAGE_NOTES.get(usage, usage), "prices": prices}
-    return {
+    data: dict[str, Any] = {
         "about": (
             "On-demand USD per instance-hour of SageMaker AI, by usage, instance type and region. Figures come "
             "only from AWS's published pricing (its pricing pages and the Price List API offer files); each "
             "known figure names its source and the date it was read. null: not found there, shown as unknown, "
-            "never 0. Rewritten by `make prices` (Price List API, needs credentials)."
+            "never 0. Rewritten by `make prices` (Price List API, needs credentials); not_refreshed: the regions "
+            "the last refresh did not read, and why (their figures are kept from before)."
         ),
         "currency": "USD",
         "read": read.isoformat(),
         "searched": list(searched),
         "regions": regions,
-        "usages": usages,
     }
+    if not_refreshed:
+        data["not_refreshed"] = not_refreshed
+    if notes:
+        data["cell_notes"] = notes
+    data["usages"] = usages
+    return data
 
 
 def write_table(data: Mapping[str, Any], path: str | Path = PRICE_TABLE) -> None:
@@ -470,34 +360,174 @@ def write_table(data: Mapping[str, Any], path: str | Path = PRICE_TABLE) -> None
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def refresh(path: str | Path = PRICE_TABLE, *, price_list: PriceList | None = None, today: date | None = None) -> str:
-    """Rewrite the table at ``path`` from the Price List API (credentials with ``pricing:GetProducts``); return a
-    one-line summary. A cell the API does not price keeps its previous figure and date."""
+REFRESHED_WITH: Mapping[str, tuple[str, ...]] = {"aws": ("aws", "aws-us-gov")}
+"""Partition of the caller's credentials -> the partitions whose regions one refresh reads. Commercial credentials
+read the commercial list, which holds the GovCloud regions' prices too."""
+_REFUSED = {
+    "aws-cn": (
+        "the China regions' Price List API (cn-northwest-1) lists prices in CNY and this table is USD, so China "
+        "credentials have nothing to refresh; run it with commercial credentials (--partition aws)"
+    ),
+    "aws-us-gov": (
+        "GovCloud has no Price List API endpoint; AWS lists GovCloud's prices in the commercial price list: run it "
+        "with commercial credentials (--partition aws), which refreshes the GovCloud regions too"
+    ),
+}
+
+
+class RefreshRefused(ValueError):
+    """The refresh cannot run for this caller (a partition without a USD price list to read)."""
+
+
+class NothingRefreshed(RuntimeError):
+    """No region answered: the table was left unchanged."""
+
+
+def refresh_plan(partition: str, regions: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """(regions a refresh with ``partition`` credentials queries, {region: why it is not queried})."""
+    from ..core.regions import SUPPORTED_PARTITIONS, partition_of
+
+    if partition in _REFUSED:
+        raise RefreshRefused(f"partition {partition}: {_REFUSED[partition]}")
+    if partition not in REFRESHED_WITH:
+        raise RefreshRefused(
+            f"partition {partition!r} is not one of {', '.join(SUPPORTED_PARTITIONS)}; pass --partition aws "
+            "(commercial credentials refresh the commercial and GovCloud regions)"
+        )
+    queried: list[str] = []
+    skipped: dict[str, str] = {}
+    for region in regions:
+        region_partition = partition_of(region)
+        if region_partition in REFRESHED_WITH[partition]:
+            queried.append(region)
+        elif region_partition == "aws-cn":
+            skipped[region] = (
+                f"not queried with {partition} credentials: the China regions' prices are listed in CNY by the "
+                "China Price List API, outside this USD table"
+            )
+        else:
+            skipped[region] = f"not queried: partition {region_partition or 'unknown'} is not in the {partition} list"
+    return queried, skipped
+
+
+def caller_partition(session: Any = None) -> str:
+    """The partition of the session's region (``aws`` when no region is configured)."""
+    from ..core.regions import partition_of
+
+    if session is None:
+        import boto3
+
+        session = boto3.Session()
+    region = session.region_name
+    return (partition_of(region) if region else None) or "aws"
+
+
+def refresh(
+    path: str | Path = PRICE_TABLE,
+    *,
+    price_list: PriceList | None = None,
+    today: date | None = None,
+    partition: str = "aws",
+    types: Mapping[str, Sequence[str]] | None = None,
+    regions: Sequence[str] | None = None,
+) -> str:
+    """Rewrite the table at ``path`` from the Price List API (credentials with ``pricing:GetProducts``) for the
+    regions ``partition``'s price list holds; return a summary (one line, then one per region not read).
+
+    A region whose query fails keeps its previous figures, and the reason goes to ``not_refreshed``; every other
+    cell is written. Raises ``RefreshRefused`` for a partition without a USD list, ``NothingRefreshed`` (table
+    unchanged) when no region answered, and botocore's ``NoCredentialsError`` (and its kin) before any write.
+    """
+    regions = list(regions or covered_regions())
+    queried, skipped = refresh_plan(partition, regions)
     price_list = price_list or PriceList()
     previous = PriceTable.load(path) if Path(path).is_file() else None
+    answered: set[tuple[str, str]] = set()
 
     def lookup(region: str, usage: str) -> Mapping[str, HourlyPrice]:
-        return price_list.region_prices(region, usage=usage)
+        if region in skipped:
+            return RegionPrices(region, usage, error=skipped[region])
+        found = price_list.region_prices(region, usage=usage)
+        if not isinstance(found, RegionPrices) or found.error is None:
+            answered.add((region, usage))
+        return found
 
     data = table_json(
         today or date.today(),
         lookup,
         previous=previous,
-        searched=["Price List API GetProducts (AmazonSageMaker, ML Instance, per region and usage)"],
+        searched=[
+            "Price List API GetProducts (AmazonSageMaker, ML Instance, AWS Region, one query per region and usage; "
+            f"the {partition} price list)"
+        ],
+        types=types,
+        regions=regions,
     )
+    failed = {
+        f"{region} {usage}": why
+        for usage, by_region in (data.get("not_refreshed") or {}).items()
+        for region, why in by_region.items()
+        if region not in skipped
+    }
+    if queried and not answered:
+        first = next(iter(failed.items()), ("", "no answer"))
+        raise NothingRefreshed(
+            f"no region answered GetProducts (first: {first[0]}: {first[1]}); {path} is unchanged. Check that the "
+            "credentials allow pricing:GetProducts"
+        )
     write_table(data, path)
     table = PriceTable.from_json(data)
     known, total = table.known_count()
-    return f"{path}: {known} of {total} figures known, read {table.read}"
+    asked = len(queried) * len(data["usages"])
+    lines = [
+        f"{path}: {known} of {total} figures known, read {table.read}; {partition} price list: {len(answered)} of "
+        f"{asked} region queries answered; not queried: {', '.join(sorted(skipped)) or 'none'}"
+    ]
+    lines += [f"  not refreshed (figures kept from before): {where}: {why}" for where, why in failed.items()]
+    return "\n".join(lines)
+
+
+_FIX = (
+    "configure AWS credentials allowed pricing:GetProducts (`aws configure`, AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY) and run it again; the price table is unchanged"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m sagemaker_llm_cdk.operations.pricing refresh [PATH]``: what ``make prices`` runs."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] != "refresh":
-        print("usage: python -m sagemaker_llm_cdk.operations.pricing refresh [PATH]", file=sys.stderr)
+    """``python -m sagemaker_llm_cdk.operations.pricing refresh [PATH] [--partition P]``: what ``make prices`` runs.
+
+    Exit 0 when the table was written (a region that failed is listed), 1 when no region answered, 2 for a
+    caller's problem (no credentials, a partition without a USD list), each said in one line.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m sagemaker_llm_cdk.operations.pricing",
+        description="Rewrite the price table from the AWS Price List API (needs pricing:GetProducts).",
+    )
+    parser.add_argument("command", choices=["refresh"])
+    parser.add_argument("path", nargs="?", default=str(PRICE_TABLE), help="the table to rewrite (default: shipped)")
+    parser.add_argument(
+        "--partition",
+        help="the partition of your credentials (default: your session's region's, else aws); aws refreshes the "
+        "commercial and GovCloud regions",
+    )
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        partition = args.partition or caller_partition()
+        print(refresh(args.path, partition=partition))
+    except RefreshRefused as error:
+        print(f"pricing refresh: {error}", file=sys.stderr)
         return 2
-    print(refresh(args[1] if len(args) > 1 else PRICE_TABLE))
+    except NothingRefreshed as error:
+        print(f"pricing refresh: {error}", file=sys.stderr)
+        return 1
+    except BotoCoreError as error:
+        if not credentials_missing(error):
+            raise
+        what = "no AWS region" if type(error).__name__ == "NoRegionError" else "no AWS credentials"
+        print(f"pricing refresh: {what} ({type(error).__name__}: {error}); {_FIX}", file=sys.stderr)
+        return 2
     return 0
 
 
