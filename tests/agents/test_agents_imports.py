@@ -18,7 +18,7 @@ def run(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_package_and_its_transports_import_no_framework():
     result = run(
-        "import sys, sagemaker_llm_cdk.agents as a; a.EndpointTransport; a.FrontDoorTransport\n"
+        "import sys, sagemaker_llm_cdk.agents as a, sagemaker_llm_cdk.agents.options; a.EndpointTransport\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'langchain_core', 'langgraph', 'llama_index', 'aws_cdk', 'jsii', 'pydantic'}))"
     )
@@ -28,7 +28,11 @@ def test_the_package_and_its_transports_import_no_framework():
 
 @pytest.mark.parametrize(
     "name, blocked, extra",
-    [("SageMakerChatModel", "langchain_core", "langchain"), ("SageMakerLLM", "llama_index", "llamaindex")],
+    [
+        ("SageMakerChatModel", "langchain_core", "langchain"),
+        ("SageMakerLlmCdkLLM", "llama_index", "llamaindex"),
+        ("SageMakerLLM", "llama_index", "llamaindex"),
+    ],
 )
 def test_a_missing_framework_names_the_extra(name, blocked, extra):
     result = run(

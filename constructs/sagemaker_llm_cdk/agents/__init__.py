@@ -1,7 +1,8 @@
 """Agent framework connectors for models served by this library: LangChain and LlamaIndex.
 
 ``SageMakerChatModel`` (LangChain ``BaseChatModel``, ``pip install 'sagemaker-llm-cdk[langchain]'``) and
-``SageMakerLLM`` (LlamaIndex ``FunctionCallingLLM``, ``[llamaindex]``) call a model's inference component
+``SageMakerLlmCdkLLM`` (LlamaIndex ``FunctionCallingLLM``, ``[llamaindex]``; ``SageMakerLLM`` is its former name,
+kept) call a model's inference component
 straight (``EndpointTransport``) or through the session front door (``FrontDoorTransport``), with tools,
 structured output, reasoning content, streaming and async. The frameworks are imported only when their
 connector is first used: importing this package (or the transports) needs botocore alone, like
@@ -15,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .langchain import SageMakerChatModel
-    from .llamaindex import SageMakerLLM
+    from .llamaindex import SageMakerLLM, SageMakerLlmCdkLLM
     from .transport import ChatTransport, EndpointTransport, FrontDoorTransport, ModelCallError
 
 _EXPORTS = {
     "SageMakerChatModel": ("langchain", "langchain"),
     "SageMakerLLM": ("llamaindex", "llamaindex"),
+    "SageMakerLlmCdkLLM": ("llamaindex", "llamaindex"),
     "ChatTransport": ("transport", None),
     "EndpointTransport": ("transport", None),
     "FrontDoorTransport": ("transport", None),
@@ -34,6 +36,7 @@ __all__ = [
     "ModelCallError",
     "SageMakerChatModel",
     "SageMakerLLM",
+    "SageMakerLlmCdkLLM",
 ]
 
 

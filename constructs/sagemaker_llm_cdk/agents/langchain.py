@@ -47,10 +47,11 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ensure_config, run_in_executor
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from . import openai_format as oa
-from .transport import ChatTransport, EndpointTransport, FrontDoorTransport
+from . import options
+from .transport import DEFAULT_MAX_CONVERSATIONS, ChatTransport, FrontDoorTransport
 
 __all__ = ["SageMakerChatModel", "to_openai_messages"]
 
@@ -58,16 +59,22 @@ __all__ = ["SageMakerChatModel", "to_openai_messages"]
 class SageMakerChatModel(BaseChatModel):
     """LangChain chat model on a SageMaker endpoint's inference component (LMI's OpenAI-compatible messages API).
 
-    Build it with ``for_component`` (straight to the component, stateless) or ``for_front_door`` (one SageMaker
-    session per conversation); any ``ChatTransport`` works. Generation fields (``temperature``, ``max_tokens``,
-    ...) go into every request; ``extra_body`` adds any other field LMI/vLLM reads (e.g.
-    ``{"chat_template_kwargs": {"enable_thinking": False}}``).
+    Build it with ``for_component`` (straight to the component, stateless), ``for_front_door`` (one SageMaker
+    session per conversation), or as langchain-aws' ``ChatSagemakerEndpoint`` is built (``endpoint_name=``,
+    ``inference_component_name=``, ``region_name=``, ``client=``, ``credentials_profile_name=``); any
+    ``ChatTransport`` works. Generation fields (``temperature``, ``max_tokens``, ...) and ``model_kwargs`` go into
+    every request; ``extra_body`` adds any other field LMI/vLLM reads (e.g.
+    ``{"chat_template_kwargs": {"enable_thinking": False}}``). An argument it does not know is an error.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     transport: Any = Field(
-        description="Where requests go: an EndpointTransport, FrontDoorTransport or any ChatTransport."
+        default=None,
+        description=(
+            "Where requests go: an EndpointTransport, FrontDoorTransport or any ChatTransport. Default: an "
+            "EndpointTransport built from endpoint_name, inference_component_name and the client options."
+        ),
     )
     conversation: str | None = Field(
         default=None,
@@ -80,6 +87,37 @@ class SageMakerChatModel(BaseChatModel):
     stop: list[str] | None = None
     seed: int | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    model_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Fields merged into every request body (temperature, max_tokens, top_k...), as langchain-aws'.",
+    )
+    streaming: bool = Field(
+        default=False, description="Answer invoke() from InvokeEndpointWithResponseStream (the chunks joined)."
+    )
+    endpoint_name: str | None = Field(default=None, description="The endpoint, when no transport is given.")
+    inference_component_name: str | None = Field(default=None, description="The component, when no transport is given.")
+    region_name: str | None = Field(default=None, description="The endpoint's region, for the client it builds.")
+    client: Any = Field(default=None, exclude=True, description="A boto3/botocore sagemaker-runtime client.")
+    credentials_profile_name: str | None = Field(
+        default=None, exclude=True, description="A profile of the AWS config files, for the client it builds."
+    )
+    endpoint_kwargs: dict[str, str] | None = Field(
+        default=None, description="More InvokeEndpoint parameters: CustomAttributes, InferenceId, TargetVariant..."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unknown_arguments(cls, data: Any) -> Any:
+        known = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
+        options.refuse_unknown(cls, data, known, set(cls.model_fields) - set(BaseChatModel.model_fields))
+        return data
+
+    @model_validator(mode="after")
+    def _build_transport(self) -> SageMakerChatModel:
+        fields = {k: getattr(self, k) for k in ("temperature", "top_p", "max_tokens", "stop", "seed")}
+        options.check_model_kwargs(self.model_kwargs, fields, self.extra_body)
+        self.transport = options.build_transport(self)
+        return self
 
     @classmethod
     def for_component(
@@ -91,16 +129,21 @@ class SageMakerChatModel(BaseChatModel):
         region: str | None = None,
         **kwargs: Any,
     ) -> SageMakerChatModel:
-        """Straight to ``component`` on ``endpoint_name`` (``sagemaker:InvokeEndpoint``); stateless."""
-        return cls(
-            transport=EndpointTransport(endpoint_name, component, runtime_client=runtime_client, region=region),
-            **kwargs,
-        )
+        """Straight to ``component`` on ``endpoint_name`` (``sagemaker:InvokeEndpoint``); stateless.
+
+        ``runtime_client``/``region`` may also be spelt ``client``/``region_name``; ``credentials_profile_name``
+        and ``endpoint_kwargs`` configure the client and its calls; any other keyword is a field of the model.
+        """
+        return cls(**options.component_arguments(endpoint_name, component, runtime_client, region, kwargs))
 
     @classmethod
     def for_front_door(cls, client: Any, *, component: str | None = None, **kwargs: Any) -> SageMakerChatModel:
-        """Through the session front door (``client.SessionClient``): each conversation stays on one instance."""
-        return cls(transport=FrontDoorTransport(client, component=component), **kwargs)
+        """Through the session front door (``client.SessionClient``): each conversation stays on one instance.
+
+        ``max_conversations`` (default 1,024) bounds the conversations its ``FrontDoorTransport`` remembers.
+        """
+        limit = kwargs.pop("max_conversations", DEFAULT_MAX_CONVERSATIONS)
+        return cls(transport=FrontDoorTransport(client, component=component, max_conversations=limit), **kwargs)
 
     @property
     def _llm_type(self) -> str:
@@ -189,16 +232,13 @@ class SageMakerChatModel(BaseChatModel):
             yield chunk
 
     def _body(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-        parameters = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
-            "stop": stop or self.stop,
-            "seed": self.seed,
-        }
+        known, other = options.split_model_kwargs(self.model_kwargs)
+        fields: dict[str, Any] = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
+        fields.update({"stop": stop or self.stop, "seed": self.seed})
+        parameters = {**known, **{k: v for k, v in fields.items() if v is not None}}
         parameters.update({k: v for k, v in kwargs.items() if k in oa.GENERATION_KEYS})
         return oa.request_body(
-            to_openai_messages(messages), parameters, {**self.extra_body, **kwargs.get("extra_body", {})}
+            to_openai_messages(messages), parameters, {**other, **self.extra_body, **kwargs.get("extra_body", {})}
         )
 
     def _conversation(self, kwargs: dict[str, Any], run_manager: Any = None) -> str | None:

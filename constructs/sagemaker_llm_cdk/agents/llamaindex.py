@@ -4,9 +4,9 @@
 (LMI's OpenAI-compatible messages API, the same transports), so ``FunctionAgent``, ``predict_and_call`` and
 ``structured_predict`` run on your own endpoint::
 
-    from sagemaker_llm_cdk.agents import SageMakerLLM
+    from sagemaker_llm_cdk.agents import SageMakerLlmCdkLLM
 
-    llm = SageMakerLLM.for_front_door(SessionClient(url, region="us-east-1"), conversation="chat-42")
+    llm = SageMakerLlmCdkLLM.for_front_door(SessionClient(url, region="us-east-1"), conversation="chat-42")
     agent = FunctionAgent(tools=[search, fetch], llm=llm)
 
 Conversations. LlamaIndex has no thread id, so the LLM carries one: ``conversation`` (or
@@ -39,23 +39,37 @@ from llama_index.core.base.llms.types import (
 )
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import ToolSelection
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from . import openai_format as oa
-from .transport import ChatTransport, EndpointTransport, FrontDoorTransport
+from . import options
+from .transport import DEFAULT_MAX_CONVERSATIONS, ChatTransport, FrontDoorTransport, ModelCallError
 
 if TYPE_CHECKING:
     from llama_index.core.tools import BaseTool
 
-__all__ = ["SageMakerLLM", "to_openai_messages"]
+__all__ = ["SageMakerLLM", "SageMakerLlmCdkLLM", "to_openai_messages"]
 
 
-class SageMakerLLM(FunctionCallingLLM):
-    """LlamaIndex function-calling LLM on a SageMaker endpoint's inference component (LMI's messages API)."""
+class SageMakerLlmCdkLLM(FunctionCallingLLM):
+    """LlamaIndex function-calling LLM on a SageMaker endpoint's inference component (LMI's messages API).
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    Not LlamaIndex's own ``SageMakerLLM`` (``llama-index-llms-sagemaker-endpoint``: a text-generation endpoint
+    with a content handler): its ``class_name()`` is ``"SageMakerLlmCdkLLM"``, so serialized LLMs do not mix.
+    ``SageMakerLLM`` is kept as another name of this class. The client options are langchain-aws' names
+    (``endpoint_name``, ``inference_component_name``, ``region_name``, ``client``, ``credentials_profile_name``,
+    ``endpoint_kwargs``), as are ``model_kwargs`` and ``streaming``; an argument it does not know is an error.
+    """
 
-    transport: Any = Field(description="An EndpointTransport, FrontDoorTransport or any ChatTransport.")
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    transport: Any = Field(
+        default=None,
+        description=(
+            "An EndpointTransport, FrontDoorTransport or any ChatTransport. Default: an EndpointTransport built "
+            "from endpoint_name, inference_component_name and the client options."
+        ),
+    )
     conversation: str | None = Field(
         default=None, description=("The front-door conversation every call belongs to; default none (stateless).")
     )
@@ -64,6 +78,34 @@ class SageMakerLLM(FunctionCallingLLM):
     max_tokens: int | None = None
     temperature: float | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    model_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="Fields merged into every request body (top_p, top_k, seed...)."
+    )
+    streaming: bool = Field(default=False, description="Answer chat() from the stream (the chunks joined).")
+    endpoint_name: str | None = Field(default=None, description="The endpoint, when no transport is given.")
+    inference_component_name: str | None = Field(default=None, description="The component, when no transport is given.")
+    region_name: str | None = Field(default=None, description="The endpoint's region, for the client it builds.")
+    client: Any = Field(default=None, exclude=True, description="A boto3/botocore sagemaker-runtime client.")
+    credentials_profile_name: str | None = Field(
+        default=None, exclude=True, description="A profile of the AWS config files, for the client it builds."
+    )
+    endpoint_kwargs: dict[str, str] | None = Field(
+        default=None, description="More InvokeEndpoint parameters: CustomAttributes, InferenceId, TargetVariant..."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unknown_arguments(cls, data: Any) -> Any:
+        known = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
+        options.refuse_unknown(cls, data, known, set(cls.model_fields) - set(FunctionCallingLLM.model_fields))
+        return data
+
+    @model_validator(mode="after")
+    def _build_transport(self) -> SageMakerLlmCdkLLM:
+        fields = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        options.check_model_kwargs(self.model_kwargs, fields, self.extra_body)
+        self.transport = options.build_transport(self)
+        return self
 
     @classmethod
     def for_component(
@@ -74,25 +116,28 @@ class SageMakerLLM(FunctionCallingLLM):
         runtime_client: Any = None,
         region: str | None = None,
         **kwargs: Any,
-    ) -> SageMakerLLM:
-        """Straight to ``component`` on ``endpoint_name`` (``sagemaker:InvokeEndpoint``); stateless."""
-        return cls(
-            transport=EndpointTransport(endpoint_name, component, runtime_client=runtime_client, region=region),
-            **kwargs,
-        )
+    ) -> SageMakerLlmCdkLLM:
+        """Straight to ``component`` on ``endpoint_name`` (``sagemaker:InvokeEndpoint``); stateless.
+
+        ``runtime_client``/``region`` may also be spelt ``client``/``region_name``; ``credentials_profile_name``
+        and ``endpoint_kwargs`` configure the client and its calls; any other keyword is a field of the LLM.
+        """
+        return cls(**options.component_arguments(endpoint_name, component, runtime_client, region, kwargs))
 
     @classmethod
-    def for_front_door(cls, client: Any, *, component: str | None = None, **kwargs: Any) -> SageMakerLLM:
-        """Through the session front door (``client.SessionClient``)."""
-        return cls(transport=FrontDoorTransport(client, component=component), **kwargs)
+    def for_front_door(cls, client: Any, *, component: str | None = None, **kwargs: Any) -> SageMakerLlmCdkLLM:
+        """Through the session front door (``client.SessionClient``); ``max_conversations`` (default 1,024) bounds
+        the conversations its ``FrontDoorTransport`` remembers."""
+        limit = kwargs.pop("max_conversations", DEFAULT_MAX_CONVERSATIONS)
+        return cls(transport=FrontDoorTransport(client, component=component, max_conversations=limit), **kwargs)
 
-    def with_conversation(self, conversation: str) -> SageMakerLLM:
+    def with_conversation(self, conversation: str) -> SageMakerLlmCdkLLM:
         """A copy of this LLM whose calls belong to ``conversation`` (same transport, so the same sessions)."""
         return self.model_copy(update={"conversation": conversation})
 
     @classmethod
     def class_name(cls) -> str:
-        return "SageMakerLLM"
+        return "SageMakerLlmCdkLLM"
 
     @property
     def metadata(self) -> LLMMetadata:
@@ -107,10 +152,12 @@ class SageMakerLLM(FunctionCallingLLM):
     # ------------------------------------------------------------------ requests
 
     def _body(self, messages: Sequence[ChatMessage], kwargs: dict[str, Any]) -> dict[str, Any]:
-        parameters = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        known, other = options.split_model_kwargs(self.model_kwargs)
+        fields = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        parameters = {**known, **{k: v for k, v in fields.items() if v is not None}}
         parameters.update({k: v for k, v in kwargs.items() if k in oa.GENERATION_KEYS})
         return oa.request_body(
-            to_openai_messages(messages), parameters, {**self.extra_body, **kwargs.get("extra_body", {})}
+            to_openai_messages(messages), parameters, {**other, **self.extra_body, **kwargs.get("extra_body", {})}
         )
 
     def _conversation(self, kwargs: dict[str, Any]) -> str | None:
@@ -118,6 +165,13 @@ class SageMakerLLM(FunctionCallingLLM):
         return str(chosen) if chosen else None
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        if self.streaming:
+            last = None
+            for response in self.stream_chat(messages, **kwargs):
+                last = response
+            if last is None:
+                raise ModelCallError("the model's stream ended without a chunk")
+            return ChatResponse(message=last.message, raw=last.raw, additional_kwargs=last.additional_kwargs)
         transport: ChatTransport = self.transport
         completion = transport.complete(self._body(messages, kwargs), conversation=self._conversation(kwargs))
         reply = oa.read_completion(completion)
@@ -235,6 +289,10 @@ class SageMakerLLM(FunctionCallingLLM):
                 ToolSelection(tool_id=block.tool_call_id or "", tool_name=block.tool_name, tool_kwargs=arguments)
             )
         return selections
+
+
+SageMakerLLM = SageMakerLlmCdkLLM
+"""The former name of ``SageMakerLlmCdkLLM``, kept so existing imports work (``class_name()`` is the new one)."""
 
 
 # ---------------------------------------------------------------------- messages

@@ -20,12 +20,23 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from ..client import Conversation, FrontDoorError, SessionClient, iter_stream_events, parse_stream
 
-__all__ = ["ChatTransport", "EndpointTransport", "FrontDoorTransport", "ModelCallError"]
+__all__ = [
+    "DEFAULT_MAX_CONVERSATIONS",
+    "ENDPOINT_KWARGS",
+    "ChatTransport",
+    "EndpointTransport",
+    "FrontDoorTransport",
+    "ModelCallError",
+]
+
+DEFAULT_MAX_CONVERSATIONS = 1024
+"""How many conversations a ``FrontDoorTransport`` remembers by default (least recently used forgotten first)."""
 
 
 class ModelCallError(RuntimeError):
@@ -67,29 +78,103 @@ def _encode(body: dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+ENDPOINT_KWARGS = ("CustomAttributes", "InferenceId", "TargetContainerHostname", "TargetVariant")
+"""``endpoint_kwargs`` an ``EndpointTransport`` passes on: the parameters of both ``InvokeEndpoint`` and
+``InvokeEndpointWithResponseStream`` that it does not set itself."""
+
+_SET_BY_THE_TRANSPORT = {
+    "EndpointName": "endpoint_name",
+    "InferenceComponentName": "the component (inference_component_name)",
+    "Body": "the request body",
+    "ContentType": "application/json",
+    "Accept": "application/json",
+    "SessionId": "stateless here; the front door (for_front_door) carries a session id",
+}
+
+
+def check_endpoint_kwargs(endpoint_kwargs: Any) -> dict[str, str]:
+    """``endpoint_kwargs`` as a dict of ``ENDPOINT_KWARGS`` with string values, or why not."""
+    if endpoint_kwargs is None:
+        return {}
+    if not isinstance(endpoint_kwargs, Mapping):
+        raise ValueError(f"endpoint_kwargs must be a dict of InvokeEndpoint parameters, got {endpoint_kwargs!r}")
+    checked = {}
+    for key, value in endpoint_kwargs.items():
+        if key in _SET_BY_THE_TRANSPORT:
+            raise ValueError(
+                f"endpoint_kwargs[{key!r}] cannot be set: the connector sets {key} itself "
+                f"({_SET_BY_THE_TRANSPORT[key]}); remove it"
+            )
+        if key not in ENDPOINT_KWARGS:
+            raise ValueError(
+                f"endpoint_kwargs[{key!r}] is not accepted; allowed: {', '.join(ENDPOINT_KWARGS)} (the parameters "
+                "of both InvokeEndpoint and InvokeEndpointWithResponseStream that the connector does not set)"
+            )
+        if not isinstance(value, str):
+            raise ValueError(f"endpoint_kwargs[{key!r}] must be a string, got {value!r}")
+        checked[key] = value
+    return checked
+
+
+def runtime_client_for(region: str | None, credentials_profile_name: str | None = None) -> Any:
+    """A botocore ``sagemaker-runtime`` client in ``region`` (default: the configured one), with the default
+    credentials or those of the profile ``credentials_profile_name`` (what ``boto3.Session(profile_name=...)``
+    reads)."""
+    import botocore.session
+    from botocore.config import Config
+    from botocore.exceptions import NoRegionError, ProfileNotFound
+
+    session = (
+        botocore.session.get_session()
+        if credentials_profile_name is None
+        else botocore.session.Session(profile=credentials_profile_name)
+    )
+    try:
+        return session.create_client(
+            "sagemaker-runtime",
+            region_name=region,
+            config=Config(read_timeout=70, retries={"mode": "standard", "total_max_attempts": 3}),
+        )
+    except ProfileNotFound:
+        found = ", ".join(sorted(botocore.session.Session().available_profiles)) or "none"
+        raise ValueError(
+            f"credentials_profile_name={credentials_profile_name!r}: no such profile in the AWS config files "
+            f"(~/.aws/config, ~/.aws/credentials; profiles found: {found}); name one of them, or leave it unset "
+            "for the default credentials"
+        ) from None
+    except NoRegionError:
+        raise ValueError(
+            "no region: give region_name='...' (the endpoint's region), or set AWS_REGION or the profile's region"
+        ) from None
+
+
 class EndpointTransport:
     """``InvokeEndpoint`` on one inference component of an endpoint (stateless).
 
     :param endpoint_name: the endpoint (stack output ``*EndpointName``).
     :param component: the inference component (stack output ``*ComponentName``), or an adapter's component.
-    :param runtime_client: a botocore ``sagemaker-runtime`` client. Default: one made in ``region``.
+    :param runtime_client: a botocore (or boto3) ``sagemaker-runtime`` client. Default: one made in ``region``
+        with the default credentials, or those of ``credentials_profile_name``.
     :param region: the endpoint's region, when ``runtime_client`` is not given.
+    :param credentials_profile_name: a profile of the AWS config files, when ``runtime_client`` is not given.
+    :param endpoint_kwargs: more parameters of each call, from ``ENDPOINT_KWARGS`` (e.g. ``CustomAttributes``).
     """
 
     def __init__(
-        self, endpoint_name: str, component: str, *, runtime_client: Any = None, region: str | None = None
+        self,
+        endpoint_name: str,
+        component: str,
+        *,
+        runtime_client: Any = None,
+        region: str | None = None,
+        credentials_profile_name: str | None = None,
+        endpoint_kwargs: Mapping[str, str] | None = None,
     ) -> None:
         if not endpoint_name or not component:
             raise ValueError("endpoint_name and component are required (the stack prints both)")
+        self.endpoint_kwargs = check_endpoint_kwargs(endpoint_kwargs)
         if runtime_client is None:
-            import botocore.session
-            from botocore.config import Config
-
-            runtime_client = botocore.session.get_session().create_client(
-                "sagemaker-runtime",
-                region_name=region,
-                config=Config(read_timeout=70, retries={"mode": "standard", "total_max_attempts": 3}),
-            )
+            runtime_client = runtime_client_for(region, credentials_profile_name)
         self.endpoint_name = endpoint_name
         self.component = component
         self.runtime = runtime_client
@@ -101,6 +186,7 @@ class EndpointTransport:
             ContentType="application/json",
             Accept="application/json",
             Body=_encode(body),
+            **self.endpoint_kwargs,
         )
         return _completion(response["Body"].read())
 
@@ -110,6 +196,7 @@ class EndpointTransport:
             InferenceComponentName=self.component,
             ContentType="application/json",
             Body=_encode({"stream_options": {"include_usage": True}, **body, "stream": True}),
+            **self.endpoint_kwargs,
         )
         return _chunks(parse_stream(iter_stream_events(response["Body"])))
 
@@ -119,15 +206,29 @@ class FrontDoorTransport:
 
     :param client: the front door's ``SessionClient``.
     :param component: the inference component to talk to. Default: the front door's base model.
+    :param max_conversations: how many conversation keys it remembers (``DEFAULT_MAX_CONVERSATIONS``, 1,024).
+        Past that, the least recently used key is forgotten, not closed: its session expires after the model's
+        ``sessions.expiration_seconds`` idle, and a later turn of that key opens a new conversation (a new
+        session, so possibly another instance, without the cached prefix).
 
-    ``close(key)`` ends one conversation's session, ``close_all()`` every one this transport opened (sessions
+    ``close(key)`` ends one conversation's session, ``close_all()`` every one this transport remembers (sessions
     also expire after the model's ``sessions.expiration_seconds`` idle).
     """
 
-    def __init__(self, client: SessionClient, *, component: str | None = None) -> None:
+    def __init__(
+        self, client: SessionClient, *, component: str | None = None, max_conversations: int = DEFAULT_MAX_CONVERSATIONS
+    ) -> None:
+        if isinstance(max_conversations, bool) or not isinstance(max_conversations, int) or max_conversations < 1:
+            raise ValueError(
+                f"max_conversations must be a whole number of conversations, at least 1 (default "
+                f"{DEFAULT_MAX_CONVERSATIONS}), got {max_conversations!r}"
+            )
         self.client = client
         self.component = component
-        self._conversations: dict[str, Conversation] = {}
+        self.max_conversations = max_conversations
+        self.forgotten = 0
+        """How many conversations were forgotten to stay within ``max_conversations``."""
+        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
         self._lock = threading.Lock()
 
     def conversation(self, key: str) -> Conversation:
@@ -136,12 +237,22 @@ class FrontDoorTransport:
             found = self._conversations.get(key)
             if found is None or found.closed:
                 found = self._conversations[key] = self.client.conversation(component=self.component)
+            self._conversations.move_to_end(key)
+            while len(self._conversations) > self.max_conversations:
+                self._conversations.popitem(last=False)
+                self.forgotten += 1
             return found
 
     def session_of(self, key: str) -> str | None:
-        """The SageMaker session id ``key``'s turns carry now (None before its first turn)."""
-        found = self._conversations.get(key)
+        """The SageMaker session id ``key``'s turns carry now (None before its first turn, or once forgotten)."""
+        with self._lock:
+            found = self._conversations.get(key)
         return found.session_id if found is not None else None
+
+    @property
+    def remembered(self) -> int:
+        """How many conversations it remembers now (at most ``max_conversations``)."""
+        return len(self._conversations)
 
     def complete(self, body: dict[str, Any], *, conversation: str | None = None) -> dict[str, Any]:
         if conversation is None:
@@ -164,7 +275,7 @@ class FrontDoorTransport:
 
     def close_all(self) -> None:
         with self._lock:
-            found, self._conversations = list(self._conversations.values()), {}
+            found, self._conversations = list(self._conversations.values()), OrderedDict()
         errors = []
         for conversation in found:
             try:
