@@ -16,7 +16,7 @@ from aws_cdk import aws_iam as iam
 
 from constructs import IConstruct
 
-from .policy_documents import _as_list, _effect, _matches, _statements, render
+from .policy_documents import _as_list, _effect, _matches, _statements, _wild, render
 from .policy_tables import _WILDCARD_ONLY
 
 
@@ -74,7 +74,7 @@ def allowed_now(scope: IConstruct, resource: str | None = None) -> dict[str, lis
             actions = [a for a in _as_list(statement.get("Action")) if isinstance(a, str)]
             for value in _as_list(statement.get("Resource")):
                 text = render(value)
-                if (resource is not None and text != resource) or (resource is None and "*" not in text):
+                if (resource is not None and text != resource) or (resource is None and not _wild(text)):
                     continue
                 chosen = [a for a in actions if a.lower() in _WILDCARD_ONLY] if text == "*" else actions
                 found.setdefault(text, [])

@@ -19,14 +19,18 @@ from typing import Any
 
 from .policy_acknowledgements import Acknowledgement
 from .policy_documents import (
+    MAPPINGS,
     _arn_text,
     _as_list,
     _broad_action,
     _condition_keys,
     _effect,
-    _numbered,
-    _parsed,
+    _intrinsic,
+    _read_statements,
+    _wild,
     render,
+    statement_unreadable,
+    unreadable,
 )
 from .policy_tables import (
     _INLINE,
@@ -100,6 +104,7 @@ def template_problems(
 ) -> list[GuardFinding]:
     """Every policy statement or attachment of one template that the guard refuses (see the module docstring)."""
     resources = template.get("Resources") or {}
+    parameters = {**(template.get("Parameters") or {}), MAPPINGS: template.get("Mappings") or {}}
     findings: list[GuardFinding] = []
     for logical_id, resource in resources.items():
         if not isinstance(resource, dict):
@@ -114,7 +119,7 @@ def template_problems(
         ]
         findings += [
             GuardFinding(rule, path, logical_id, location, text, construct_path)
-            for rule, location, text in _resource_problems(logical_id, resource, resources, mine, account)
+            for rule, location, text in _resource_problems(logical_id, resource, resources, mine, account, parameters)
         ]
     return findings
 
@@ -125,6 +130,7 @@ def _resource_problems(
     resources: Mapping[str, Any],
     mine: Sequence[Acknowledgement],
     account: str | None,
+    parameters: Mapping[str, Any],
 ) -> list[tuple[str, str, str]]:
     """(rule, location, text) of every refused statement or attachment of one resource; ``mine``: the
     acknowledgements whose scope holds it."""
@@ -140,6 +146,11 @@ def _resource_problems(
         documents.append((IDENTITY_POLICIES[kind], properties.get(IDENTITY_POLICIES[kind])))
     if kind in _INLINE:
         for p, policy in enumerate(_as_list(properties.get("Policies"))):
+            if not isinstance(policy, dict) or _intrinsic(policy):
+                found(
+                    "UnreadablePolicy", f"Policies[{p}]", f"is {render(policy)[:160]}, not a policy the guard can read"
+                )
+                continue
             name = policy.get("PolicyName") if isinstance(policy, dict) else None
             label = f"Policies[{p}]" + (f" ({render(name)})" if name is not None else "")
             documents.append(
@@ -149,16 +160,27 @@ def _resource_problems(
             problem = _attachment_problem(arn, logical_id, resources)
             if problem:
                 found("UnreadablePolicy", f"ManagedPolicyArns[{m}]", problem)
-    for where, document in documents:
-        for i, statement in _numbered(_parsed(document)):
-            for rule, text in _identity_problems(statement, mine):
-                found(rule, _statement_location(where, i, statement), text)
+    read: list[tuple[str, Any, bool]] = [(where, document, True) for where, document in documents]
     if kind in RESOURCE_POLICIES:
-        where = RESOURCE_POLICIES[kind]
-        for i, statement in _numbered(_parsed(properties.get(where))):
-            for rule, text in _resource_policy_problems(statement, kind, account):
-                found(rule, _statement_location(where, i, statement), text)
+        read.append((RESOURCE_POLICIES[kind], properties.get(RESOURCE_POLICIES[kind]), False))
+    for where, document, identity in read:
+        statements, unread = _read_statements(document)
+        for label, text in unread:
+            found("UnreadablePolicy", f"{where}.{label}" if label else where, text)
+        for label, statement in statements:
+            location = _statement_location(where, label, statement)
+            for text in statement_unreadable(statement, parameters):
+                found("UnreadablePolicy", location, text)
+            judged = (
+                _identity_problems(statement, mine) if identity else _resource_policy_problems(statement, kind, account)
+            )
+            for rule, text in judged:
+                found(rule, location, text)
     if kind == "AWS::Lambda::Permission":
+        for key in ("Principal", "Action", "SourceArn", "SourceAccount", "PrincipalOrgID"):
+            deploy_time = unreadable(properties.get(key), parameters)
+            if deploy_time:
+                found("UnreadablePolicy", key, f"holds {'; '.join(deploy_time)}: the guard cannot read what it allows")
         principal = render(properties.get("Principal"))
         limited = any(properties.get(k) for k in ("SourceArn", "SourceAccount", "PrincipalOrgID"))
         if principal == "*" and not limited:
@@ -173,9 +195,9 @@ def _resource_problems(
     return problems
 
 
-def _statement_location(where: str, index: int, statement: Mapping[str, Any]) -> str:
+def _statement_location(where: str, label: str, statement: Mapping[str, Any]) -> str:
     sid = statement.get("Sid")
-    return f"{where}.Statement[{index}]" + (f" (Sid {sid})" if sid else "")
+    return f"{where}.{label}" + (f" (Sid {render(sid)})" if sid else "")
 
 
 def _identity_problems(statement: Mapping[str, Any], records: Sequence[Acknowledgement]) -> list[tuple[str, str]]:
@@ -202,7 +224,7 @@ def _identity_problems(statement: Mapping[str, Any], records: Sequence[Acknowled
     resources = [render(r) for r in _as_list(statement.get("Resource"))]
     unacknowledged: dict[str, list[str]] = {}
     for resource in resources:
-        wild = "*" in resource
+        wild = _wild(resource)
         for action in names:
             lower = action.lower()
             entry = _WILDCARD_ONLY.get(lower)
@@ -221,8 +243,8 @@ def _identity_problems(statement: Mapping[str, Any], records: Sequence[Acknowled
                 "resource names (cdk-nag's IAM5 acknowledgement of the resource string would hide them)",
             )
         )
-    if any("*" in r for r in resources):
-        keys = _condition_keys(statement)
+    if any(_wild(r) for r in resources):
+        keys = _condition_keys(statement, exact=False)
         for action in names:
             entry = _WILDCARD_ONLY.get(action.lower())
             if entry is not None and entry.condition and entry.condition.lower() not in keys:
