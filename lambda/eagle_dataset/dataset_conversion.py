@@ -68,9 +68,11 @@ def convert_batch(s3: Callable[[], Any], batch: BatchInput, keys: list[str], bat
             continue
         path_component = component_from_key(key, batch.capture_prefix) if batch.capture_prefix is not None else None
         lines = iter_bounded_line_views(chunks, max_line)  # parsed in place, no copy per line
-        for component, line in converter.convert_lines(lines, path_component=path_component):
+        for component, line in converter.convert_lines(lines, path_component=path_component, final=False):
             writer.add(component, line)
         read += 1
+    for component, line in converter.flush():  # front-door records held back to keep each conversation once
+        writer.add(component, line)
     writer.close()
 
     summary = converter.summary()

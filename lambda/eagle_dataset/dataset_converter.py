@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dataset_agents import agent_messages, agent_reply, encode_agent_record
+from dataset_agents import DROPPED_PARTS, agent_messages, agent_reply, encode_agent_record
 from dataset_fast_json import FAST_JSON_AVAILABLE, loads_fast, orjson, scan_json
 from dataset_messages import Message, chat_messages, plain_chat
 from dataset_payloads import capture_parts, decode_payload, decode_payload_fast, json_error_reason
+from dataset_prefixes import ConversationPrefixes, digests
 from dataset_records import encode_record, encode_record_fast, one_line
 from dataset_requests import echoes_prompt, request_to_messages
 from dataset_responses import plain_response, response_to_text, sse_text_fast
@@ -86,10 +87,12 @@ class BatchConverter:
         max_components: int = 64,
         fast: bool | None = None,
         source: str = "capture",
+        prefix_window_bytes: int = 16 << 20,
     ) -> None:
         """``fast``: parse and write with orjson (None: when it imports). The output is the same either way.
         ``source``: ``capture`` (Data Capture lines) or ``front_door`` (the ``TurnLog`` lines the session front
-        door writes: ``{"component", "messages", "created_at"}``, the component always named)."""
+        door writes: ``{"component", "messages", "created_at"}``, the component always named; each conversation is
+        written once, its longest record, :mod:`dataset_prefixes`, holding back up to ``prefix_window_bytes``)."""
         if source not in ("capture", "front_door"):
             raise ValueError(f"source {source!r}: use 'capture' or 'front_door'")
         self.source = source
@@ -109,17 +112,26 @@ class BatchConverter:
         self._seen_total = 0
         self.dedup_saturated = False
         self._valid_names: set[str] = set()  # component names that passed _component's checks
+        self._conversations = ConversationPrefixes(prefix_window_bytes)
 
     # -- public -----------------------------------------------------------------------------
 
     def convert_lines(
-        self, lines: Iterable[bytes | memoryview | OversizedLine | UnreadableData], *, path_component: str | None = None
+        self,
+        lines: Iterable[bytes | memoryview | OversizedLine | UnreadableData],
+        *,
+        path_component: str | None = None,
+        final: bool = True,
     ) -> Iterator[tuple[str, bytes]]:
         """Yield ``(component, jsonl_line_with_newline)`` for every converted, new record.
 
-        ``lines`` as :func:`iter_bounded_lines` or :func:`iter_bounded_line_views` yields them."""
+        ``lines`` as :func:`iter_bounded_lines` or :func:`iter_bounded_line_views` yields them. Front-door records
+        are held back to keep each conversation once: ``final=False`` when more of the batch follows in another
+        call, then :meth:`flush` after the last."""
         if self.source == "front_door":
             yield from self._turn_lines(lines, path_component)
+            if final:
+                yield from self.flush()
             return
         # One loop, no per-line method layers on the common path; every step is the same as
         # _parse_line / _component / _convert (which the rare paths still call).
@@ -222,16 +234,21 @@ class BatchConverter:
                 if name not in self.stats and len(self.stats) >= self.max_components:
                     raise Skip("too_many_components")
                 component = name
+                written: list[Any]
                 try:
-                    messages = chat_messages(record["messages"])
+                    written = chat_messages(record["messages"])
                 except Skip as skip:
                     if skip.reason != "unsupported_message_role":
                         raise
-                    out = self._turn_agent(record["messages"], component)  # tool calls or tool results
+                    out, written = self._turn_agent(record["messages"])  # tool calls or tool results
+                    agent = True
                 else:
-                    if messages[-1][0] != "assistant" or not messages[-1][1].strip():
+                    if written[-1][0] != "assistant" or not written[-1][1].strip():
                         raise Skip("empty_response")
-                    out = self._encode(messages)
+                    out, agent = self._encode(written), False
+                full, prefixes = digests(component, written)
+                if self._conversations.is_prefix(full):
+                    raise Skip("conversation_prefix")  # a longer record of this conversation came first
             except Skip as skip:
                 stats = self._stats(component)
                 stats.skipped[skip.reason] += 1
@@ -241,16 +258,39 @@ class BatchConverter:
             stats.records_in += 1
             digest = _digest(out)
             seen = self._seen.setdefault(component, set())
-            if digest in seen:
+            if digest in seen or self._conversations.holds(full):  # the same line, or the same conversation
                 stats.duplicates += 1
                 continue
-            if self._seen_total < self.dedup_max_entries:
+            keep = self._seen_total + 1 + len(prefixes) <= self.dedup_max_entries
+            if keep:
                 seen.add(digest)
-                self._seen_total += 1
+                self._seen_total += 1 + len(prefixes)
             else:
                 self.dedup_saturated = True
-            stats.converted += 1
-            yield component, out
+            held = (component, out, (agent, record.get("dropped")))
+            leaving, dropped = self._conversations.add(held, full, prefixes, keep_digests=keep)
+            for name, _, _ in dropped:
+                self._stats(name).skipped["conversation_prefix"] += 1
+            for ready in leaving:
+                yield self._written(ready)
+
+    def _written(self, held: tuple[str, bytes, Any]) -> tuple[str, bytes]:
+        """A front-door record leaving the hold-back window: counted as converted, with its agent counts."""
+        name, line, (agent, dropped) = held
+        stats = self._stats(name)
+        stats.converted += 1
+        if agent:
+            stats.tool_calling += 1
+        if isinstance(dropped, list):  # what the front door says it left out
+            for part in dropped:
+                if part in DROPPED_PARTS:
+                    stats.dropped[part] += 1
+        return name, line
+
+    def flush(self) -> Iterator[tuple[str, bytes]]:
+        """The front-door records still held back (:meth:`convert_lines` with ``final=False``), in order."""
+        for held in self._conversations.flush():
+            yield self._written(held)
 
     def _convert_agent(self, capture: dict[str, Any], component: str) -> bytes:
         """A capture record of a tool-calling turn -> its training line (:func:`agent_messages`,
@@ -267,16 +307,15 @@ class BatchConverter:
         self._count_agent(component, tools=bool(request.get("tools")), reasoned=reasoned)
         return out
 
-    def _turn_agent(self, turn: Any, component: str) -> bytes:
-        """A front-door turn with tool calls or tool results -> its training line (the last message is the
-        model's: text or tool calls)."""
+    @staticmethod
+    def _turn_agent(turn: Any) -> tuple[bytes, list[dict[str, Any]]]:
+        """A front-door turn with tool calls or tool results -> its training line and messages (the last message
+        is the model's: text or tool calls)."""
         messages = agent_messages(turn)
         last = messages[-1]
         if last["role"] != "assistant" or not (last.get("tool_calls") or (last["content"] or "").strip()):
             raise Skip("empty_response")
-        out = encode_agent_record(messages)
-        self._count_agent(component, tools=False, reasoned=False)
-        return out
+        return encode_agent_record(messages), messages
 
     def _count_agent(self, component: str, *, tools: bool, reasoned: bool) -> None:
         stats = self._stats(component)

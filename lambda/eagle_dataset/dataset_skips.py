@@ -42,6 +42,7 @@ SKIP_REASONS: tuple[str, ...] = (
     "unsupported_response_shape",  # none of the known LLM response shapes
     "empty_response",  # the model produced no text
     "invalid_unicode",  # text holds lone surrogates; cannot be written as UTF-8
+    "conversation_prefix",  # front-door source: a later turn's record of the batch holds this whole conversation
 )
 
 

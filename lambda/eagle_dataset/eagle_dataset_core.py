@@ -16,7 +16,8 @@ names the builder's API in one place; each concept lives in its own module:
   ``records_in == converted + duplicates + sum(skipped.values())``. It reads with ``dataset_payloads``
   (capture payloads), ``dataset_requests`` / ``dataset_messages`` / ``dataset_templates`` (requests as chat
   turns), ``dataset_responses`` (responses as text), ``dataset_agents`` (tool calls and tool results) and
-  writes with ``dataset_records``; ``dataset_skips`` names every reason a line is skipped for.
+  writes with ``dataset_records``; ``dataset_skips`` names every reason a line is skipped for; front-door turns
+  are written once per conversation (``dataset_prefixes``).
 * ``dataset_formats`` - :func:`detect_dataset_format` checks user-supplied datasets (ShareGPT, OpenAI chat,
   OpenAI completions); :func:`is_chat_record` (``dataset_records``) checks written records.
 * ``dataset_keys`` - the output prefix the dataset is written under and the component a capture key names.

@@ -11,8 +11,19 @@ Record (one line, UTF-8, ``\\n``-terminated)::
     {"component": "<inference component>", "messages": [{"role": "system"|"user"|"assistant",
      "content": "..."}, ..., {"role": "assistant", "content": "<the answer>"}], "created_at": "<ISO time>"}
 
-Turns whose request is not an OpenAI-style ``messages`` list of text turns, or whose reply carries no
-text (``choices[0].message.content``, ``choices[0].text`` or ``generated_text``), are not logged.
+Agent turns keep their tool calls in the OpenAI chat-completions shape the EAGLE dataset builder writes: an
+assistant message ``{"role": "assistant", "content": <text or null>, "tool_calls": [{"id", "type": "function",
+"function": {"name", "arguments": <JSON text>}}]}`` (the request's history, and the reply's
+``choices[0].message.tool_calls`` as vLLM returns them) and tool results ``{"role": "tool", "tool_call_id",
+"content"}``. What a logged record leaves out is named in its ``"dropped"`` list (``tool_definitions``: the
+request's ``tools``; ``reasoning_content``: the reply's reasoning), which the dataset builder counts.
+
+A turn is not logged (reason in the log, metric ``TurnsNotLogged``) when its request is not an OpenAI-style
+``messages`` list (``request_not_chat``), holds non-text content, unknown roles or no user turn
+(``request_not_text_chat``), a tool call or tool result the record cannot hold (legacy ``function_call``, no id,
+no function name: ``request_malformed_tool_call``), or when the reply holds such a tool call
+(``reply_malformed_tool_call``) or neither text nor tool calls (``reply_without_answer``; text is read from
+``choices[0].message.content``, ``choices[0].text`` or ``generated_text``). Streamed turns are not logged.
 Environment: ``TURN_LOG_STREAM`` (the delivery stream's name; unset = logging off).
 """
 
@@ -59,20 +70,85 @@ def _text(content: Any) -> str | None:
     return None
 
 
-def _answer(reply: Any) -> str | None:
+def _tool_calls(calls: Any) -> list[dict[str, Any]] | None:
+    """OpenAI ``tool_calls`` -> ``[{"id", "type": "function", "function": {"name", "arguments"}}]``; None when
+    one is not a function call with an id, a name and JSON-text (or object) arguments."""
+    if not isinstance(calls, list) or not calls:
+        return None
+    result = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or call.get("type", "function") != "function":
+            return None
+        name, arguments, ident = function.get("name"), function.get("arguments", ""), call.get("id")
+        if isinstance(arguments, (dict, list)):
+            arguments = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        if not (isinstance(name, str) and name and isinstance(arguments, str) and isinstance(ident, str) and ident):
+            return None
+        result.append({"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}})
+    return result
+
+
+def _message(message: Any) -> tuple[dict[str, Any] | None, str]:
+    """One request message -> ``(its record message, "")``, or ``(None, reason)``."""
+    named = message.get("role") if isinstance(message, dict) else None
+    if not isinstance(named, str):
+        return None, "request_not_text_chat"
+    content = message.get("content")
+    if message.get("function_call") or named == "function":  # legacy functions: no call id to pair results with
+        return None, "request_malformed_tool_call"
+    if named == "tool":
+        ident, text = message.get("tool_call_id"), _text(content)
+        if not isinstance(ident, str) or not ident:
+            return None, "request_malformed_tool_call"
+        if text is None:
+            return None, "request_not_text_chat"
+        return {"role": "tool", "tool_call_id": ident, "content": text}, ""
+    role = _ROLES.get(named)
+    if role == "assistant" and message.get("tool_calls"):
+        calls = _tool_calls(message["tool_calls"])
+        text = None if content is None or content == "" else _text(content)
+        if calls is None:
+            return None, "request_malformed_tool_call"
+        if text is None and content not in (None, ""):
+            return None, "request_not_text_chat"
+        return {"role": "assistant", "content": text, "tool_calls": calls}, ""
+    text = _text(content) if role else None
+    if role is None or text is None or message.get("tool_calls"):
+        return None, "request_not_text_chat"
+    return {"role": role, "content": text}, ""
+
+
+def _answer(reply: Any) -> tuple[dict[str, Any] | None, str, bool]:
+    """The reply -> ``(its assistant message, "", whether it reasoned)``, or ``(None, reason, False)``."""
     if isinstance(reply, list) and len(reply) == 1:
         reply = reply[0]
     if not isinstance(reply, dict):
-        return None
+        return None, "reply_without_answer", False
+    text: str | None = None
+    calls: list[dict[str, Any]] | None = None
+    reasoned = False
     choices = reply.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         message = choices[0].get("message")
         if isinstance(message, dict):
-            return _text(message.get("content"))
-        text = choices[0].get("text")
-        return text if isinstance(text, str) else None
-    generated = reply.get("generated_text")
-    return generated if isinstance(generated, str) else None
+            if message.get("function_call"):
+                return None, "reply_malformed_tool_call", False
+            text = _text(message.get("content"))
+            if message.get("tool_calls"):
+                calls = _tool_calls(message["tool_calls"])
+                if calls is None:
+                    return None, "reply_malformed_tool_call", False
+            reasoned = bool(message.get("reasoning") or message.get("reasoning_content"))
+        elif isinstance(choices[0].get("text"), str):
+            text = choices[0]["text"]
+    elif isinstance(reply.get("generated_text"), str):
+        text = reply["generated_text"]
+    if calls:
+        return {"role": "assistant", "content": text or None, "tool_calls": calls}, "", reasoned
+    if text is None or not text.strip():
+        return None, "reply_without_answer", False
+    return {"role": "assistant", "content": text}, "", reasoned
 
 
 def chat_record(
@@ -84,20 +160,26 @@ def chat_record(
         return None, "request_not_chat"
     turns = []
     for message in messages:
-        named = message.get("role") if isinstance(message, dict) else None
-        role = _ROLES.get(named) if isinstance(named, str) else None  # a list or object is no role (unhashable)
-        text = _text(message.get("content")) if role else None
-        if role is None or text is None or message.get("tool_calls") or message.get("function_call"):
-            return None, "request_not_text_chat"
-        turns.append({"role": role, "content": text})
+        turn, reason = _message(message)
+        if turn is None:
+            return None, reason
+        turns.append(turn)
     if not any(turn["role"] == "user" for turn in turns):
         return None, "request_not_text_chat"
-    answer = _answer(reply)
-    if answer is None or not answer.strip():
-        return None, "reply_without_text"
-    turns.append({"role": "assistant", "content": answer})
+    answer, reason, reasoned = _answer(reply)
+    if answer is None:
+        return None, reason
+    turns.append(answer)
     stamp = (now or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
-    return {"component": component, "messages": turns, "created_at": stamp}, ""
+    record: dict[str, Any] = {"component": component, "messages": turns, "created_at": stamp}
+    dropped = [
+        name
+        for name, left_out in (("tool_definitions", request.get("tools")), ("reasoning_content", reasoned))
+        if left_out
+    ]
+    if dropped:
+        record["dropped"] = dropped
+    return record, ""
 
 
 def record_turn(component: str, request: Any, reply: Any) -> bool:

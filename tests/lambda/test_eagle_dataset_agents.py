@@ -403,3 +403,110 @@ CALL = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{
 )
 def test_records_in_other_shapes_are_not_chat_records(last):
     assert not core.is_chat_record({"messages": [{"role": "user", "content": "q"}, last]})
+
+
+# ------------------------------------------------------------------ each front-door conversation once
+
+
+def turn(messages: list[dict], component: str = "chat-qwen3", **extra: Any) -> bytes:
+    return json.dumps(
+        {"component": component, "messages": messages, "created_at": "2026-12-01T10:00:00Z", **extra}
+    ).encode()
+
+
+USER = {"role": "user", "content": "Weather in Paris?"}
+ASKED = {"role": "assistant", "content": None, "tool_calls": [CALL_2]}
+RESULT = {"role": "tool", "tool_call_id": "call-2", "content": "18 C"}
+ANSWER = {"role": "assistant", "content": "18 C."}
+LONGEST = [USER, ASKED, RESULT, ANSWER]
+
+
+def counts(converter: Any) -> tuple[int, int, int, dict[str, int]]:
+    summary = converter.summary()
+    assert summary["records_in"] == summary["converted"] + summary["duplicates"] + sum(summary["skipped"].values())
+    return summary["records_in"], summary["converted"], summary["duplicates"], summary["skipped"]
+
+
+@PATHS
+def test_only_the_longest_record_of_a_conversation_is_written_in_either_order(fast):
+    lines = [turn([USER, ASKED]), turn(LONGEST)]
+    for ordered in (lines, lines[::-1]):
+        converter, out = convert(ordered, fast, source="front_door")
+        assert out == [expected(LONGEST)]
+        assert counts(converter) == (2, 1, 0, {"conversation_prefix": 1})
+        assert converter.summary()["tool_calling"] == 1  # counted for written records only
+
+
+@PATHS
+def test_text_conversations_are_kept_once_and_other_conversations_stay(fast):
+    system = {"role": "system", "content": "Be brief."}
+    one = [system, {"role": "user", "content": "a"}, {"role": "assistant", "content": "A"}]
+    two = [*one, {"role": "user", "content": "b"}, {"role": "assistant", "content": "B"}]
+    other = [system, {"role": "user", "content": "c"}, {"role": "assistant", "content": "C"}]  # same system prompt
+    resent = [*one[:2], {"role": "assistant", "content": "A, differently"}, *two[3:]]  # not a continuation
+    lines = [turn(one), turn(other), turn(two), turn(one, component="chat-lora"), turn(resent)]
+    converter, out = convert(lines, fast, source="front_door")
+    assert out == [expected(other), expected(two), expected(one), expected(resent)]
+    assert counts(converter) == (5, 4, 0, {"conversation_prefix": 1})
+    assert converter.summary()["components"]["chat-lora"]["converted"] == 1  # another component: its own set
+
+
+@PATHS
+def test_a_resent_tool_call_is_the_same_call_whatever_its_arguments_spacing(fast):
+    reformatted = {
+        **ASKED,
+        "tool_calls": [{**CALL_2, "function": {"name": "get_weather", "arguments": '{"city":"Lyon"}'}}],
+    }
+    converter, out = convert(
+        [turn([USER, ASKED]), turn([USER, reformatted, RESULT, ANSWER])], fast, source="front_door"
+    )
+    assert len(out) == 1 and counts(converter)[3] == {"conversation_prefix": 1}
+    other_call = {
+        **ASKED,
+        "tool_calls": [{**CALL_2, "function": {"name": "get_weather", "arguments": '{"city":"Nice"}'}}],
+    }
+    _, out = convert([turn([USER, ASKED]), turn([USER, other_call, RESULT, ANSWER])], fast, source="front_door")
+    assert len(out) == 2
+
+
+@PATHS
+def test_the_same_conversation_written_twice_is_a_duplicate(fast):
+    spaced = turn(LONGEST).replace(b'"messages": [', b'"messages":[')  # other bytes, the same record
+    converter, out = convert([turn(LONGEST), spaced, turn(LONGEST, created_at="later")], fast, source="front_door")
+    assert out == [expected(LONGEST)] and counts(converter) == (3, 1, 2, {})
+
+
+@PATHS
+def test_records_leave_the_window_past_its_bound_and_then_stay(fast):
+    converter = core.BatchConverter(fast=fast, source="front_door", prefix_window_bytes=1)
+    out = [line for _, line in converter.convert_lines([turn([USER, ASKED]), turn(LONGEST)])]
+    assert out == [expected([USER, ASKED]), expected(LONGEST)]  # the first was written before the second came
+    assert counts(converter) == (2, 2, 0, {})
+
+
+@PATHS
+def test_held_records_wait_for_the_batchs_last_object(fast):
+    converter = core.BatchConverter(fast=fast, source="front_door")
+    assert list(converter.convert_lines([turn([USER, ASKED])], final=False)) == []
+    assert list(converter.convert_lines([turn(LONGEST)], final=False)) == []
+    assert list(converter.flush()) == [("chat-qwen3", expected(LONGEST))]
+    assert counts(converter) == (2, 1, 0, {"conversation_prefix": 1})
+
+
+@PATHS
+def test_the_prefix_digests_share_the_duplicate_filters_bound(fast):
+    converter = core.BatchConverter(fast=fast, source="front_door", dedup_max_entries=1, prefix_window_bytes=1)
+    out = [line for _, line in converter.convert_lines([turn(LONGEST), turn([USER, ASKED])])]
+    assert out == [expected(LONGEST), expected([USER, ASKED])]  # no digest room: the later prefix is written
+    assert converter.summary()["dedup_saturated"] is True
+
+
+@PATHS
+def test_what_the_front_door_dropped_is_counted_for_written_records(fast):
+    lines = [
+        turn([USER, ASKED], dropped=["tool_definitions", "reasoning_content"]),
+        turn(LONGEST, dropped=["tool_definitions", "not-a-part"]),
+        turn([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}], dropped="x"),
+    ]
+    converter, _ = convert(lines, fast, source="front_door")
+    assert converter.summary()["dropped"] == {"tool_definitions": 1}

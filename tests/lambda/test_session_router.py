@@ -7,6 +7,7 @@ support.aws_model on every request actually sent); the conversation table is Dyn
 from __future__ import annotations
 
 import base64
+import gzip
 import io
 import json
 import re
@@ -14,6 +15,7 @@ import sys
 import time
 from types import SimpleNamespace
 from typing import Any
+from unittest.mock import ANY
 
 import boto3
 import pytest
@@ -1881,3 +1883,116 @@ def test_a_pin_without_its_null_deny_fails_open_for_callers_the_variable_does_no
     chained = probe.assume_role(Caller.role_session(ACCOUNT, "admin", "x"), role, "alice")
     assert chained.endswith("/chat-people-half-pinned/alice")
     assert denied(lambda: probe.assume_role(Caller.iam_user(ACCOUNT, "bob"), role, "alice"))
+
+
+# --- the turn log of an agent (EAGLE source front_door) ------------------------------------------------
+TURNS_STREAM = "SageMakerLlm-ChatTurns-AbC123"
+TOOLS = [
+    {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+    for name in ("get_weather", "get_time")
+]
+AGENT_SYSTEM = {"role": "system", "content": "You are a travel agent."}
+AGENT_USER = {"role": "user", "content": "Weather and time in Paris?"}
+WEATHER_CALL = {
+    "id": "chatcmpl-tool-1",
+    "type": "function",
+    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+}
+TIME_CALL = {
+    "id": "chatcmpl-tool-2",
+    "type": "function",
+    "function": {"name": "get_time", "arguments": '{"tz": "CET"}'},
+}
+
+
+def vllm_reply(content: str | None, calls: list[dict[str, Any]] | None = None, reasoning: str | None = None) -> dict:
+    """A chat completion as vLLM returns it (tool-call parser on: ``tool_calls`` with JSON-text arguments)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls or []}
+    if reasoning is not None:
+        message["reasoning"] = reasoning
+    finish = "tool_calls" if calls else "stop"
+    return {
+        "id": "chatcmpl-9",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    }
+
+
+def test_an_agents_tool_loop_through_the_front_door_becomes_one_tool_calling_training_record(router, monkeypatch):
+    """user -> tool call -> tool result -> tool call -> tool result -> answer, three buffered turns of one
+    conversation (and one stateless turn): the turn log keeps every tool call and result in order, and the
+    dataset builder writes each conversation once, exactly."""
+    monkeypatch.setenv("TURN_LOG_STREAM", TURNS_STREAM)
+    turn_log = sys.modules["turn_log"]  # the module the handler logs through
+    firehose = Stubber(turn_log._firehose())
+    sent: list[dict[str, Any]] = []
+    turn_log._firehose().meta.events.register(
+        "provide-client-params.firehose.PutRecord", lambda params, **_: sent.append(dict(params))
+    )
+    for _ in range(4):
+        firehose.add_response(
+            "put_record", {"RecordId": "r"}, {"DeliveryStreamName": TURNS_STREAM, "Record": {"Data": ANY}}
+        )
+    first = {"role": "assistant", "content": "Let me check.", "tool_calls": [WEATHER_CALL]}  # text and a call
+    second = {"role": "assistant", "content": None, "tool_calls": [TIME_CALL]}
+    weather = {"role": "tool", "tool_call_id": "chatcmpl-tool-1", "content": '{"temp_c": 18}'}
+    clock = {"role": "tool", "tool_call_id": "chatcmpl-tool-2", "content": "14:05"}
+    history = [AGENT_SYSTEM, AGENT_USER]
+    turns = [
+        (history, vllm_reply("Let me check.", [WEATHER_CALL], reasoning="Weather first.")),
+        ([*history, first, weather], vllm_reply(None, [TIME_CALL])),
+        ([*history, first, weather, second, clock], vllm_reply("18 C and 14:05 in Paris.")),
+    ]
+    conversation_id = router.open(SID_1)
+    with firehose:
+        for messages, reply in turns:
+            body = {"model": "qwen3", "messages": messages, "tools": TOOLS, "max_tokens": 256}
+            router.runtime.turn(session_id=SID_1, body=body, reply=reply)
+            response = router.call("/invoke", {"conversation_id": conversation_id, "body": body})
+            assert response["statusCode"] == 200 and response["json"]["body"] == reply
+        router.runtime.turn(session_id=None, body=chat("Hi"), reply=completion("Hello."))
+        assert router.call("/invoke", {"body": chat("Hi")})["statusCode"] == 200
+    firehose.assert_no_pending_responses()
+    for params in sent:
+        assert_valid_request("firehose", "PutRecord", params)
+    records = [json.loads(params["Record"]["Data"]) for params in sent]
+    assert [r["dropped"] for r in records[:3]] == [
+        ["tool_definitions", "reasoning_content"],
+        ["tool_definitions"],
+        ["tool_definitions"],
+    ]
+    assert records[0]["messages"][-1] == first  # the reply's text and its tool call, not the text alone
+    assert records[1]["messages"][-1] == second
+
+    from conftest import load_handler_module
+
+    core = load_handler_module("eagle_dataset", "eagle_dataset_core")
+    data = gzip.compress(b"".join(params["Record"]["Data"] for params in sent))  # one Firehose object
+    written_first = {"role": "assistant", "content": "Let me check.", "tool_calls": [WEATHER_CALL]}
+    expected = [
+        (
+            BASE,
+            {
+                "messages": [
+                    AGENT_SYSTEM,
+                    AGENT_USER,
+                    written_first,
+                    weather,
+                    second,
+                    clock,
+                    {"role": "assistant", "content": "18 C and 14:05 in Paris."},
+                ]
+            },
+        ),
+        (BASE, {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}),
+    ]
+    for fast in (False, True):
+        converter = core.BatchConverter(source="front_door", fast=fast)
+        lines = core.iter_bounded_lines(core.iter_object_data([data]), 1 << 20)
+        out = list(converter.convert_lines(lines))
+        assert [(component, json.loads(line)) for component, line in out] == expected
+        assert all(core.is_chat_record(json.loads(line)) for _, line in out)
+        summary = converter.summary()
+        assert (summary["records_in"], summary["converted"], summary["duplicates"]) == (4, 2, 0)
+        assert summary["skipped"] == {"conversation_prefix": 2}  # the first two turns: prefixes of the third
+        assert (summary["tool_calling"], summary["dropped"]) == (1, {"tool_definitions": 1})

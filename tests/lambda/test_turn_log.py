@@ -72,16 +72,107 @@ def test_a_completed_turn_is_one_chat_line_naming_its_component(log):
     [
         ({"inputs": "raw prompt"}, reply("x"), "request_not_chat"),
         (chat(("user", [{"type": "image_url", "image_url": {"url": "x"}}])), reply("x"), "request_not_text_chat"),
-        (chat(("tool", "result")), reply("x"), "request_not_text_chat"),
+        (chat(("tool", "result")), reply("x"), "request_malformed_tool_call"),  # no tool_call_id
+        (chat(("user", "q"), ("function", "legacy")), reply("x"), "request_malformed_tool_call"),
         (chat(("system", "only a system turn")), reply("x"), "request_not_text_chat"),
-        (chat(("user", "q")), {"choices": [{"message": {"content": None, "tool_calls": [{}]}}]}, "reply_without_text"),
-        (chat(("user", "q")), {"error": "overloaded"}, "reply_without_text"),
+        (chat(("user", "q"), ("critic", "x")), reply("x"), "request_not_text_chat"),
+        (
+            {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [{"id": "c"}]}]},
+            reply("x"),
+            "request_malformed_tool_call",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "c", "content": None}]},
+            reply("x"),
+            "request_not_text_chat",
+        ),
+        (
+            chat(("user", "q")),
+            {"choices": [{"message": {"content": None, "tool_calls": [{}]}}]},
+            "reply_malformed_tool_call",
+        ),
+        (
+            chat(("user", "q")),
+            {"choices": [{"message": {"content": "x", "function_call": {"name": "f"}}}]},
+            "reply_malformed_tool_call",
+        ),
+        (chat(("user", "q")), {"choices": [{"message": {"content": "  ", "tool_calls": []}}]}, "reply_without_answer"),
+        (chat(("user", "q")), {"error": "overloaded"}, "reply_without_answer"),
     ],
 )
-def test_turns_that_are_not_text_chat_are_not_logged(log, request_body, reply_body, reason):
+def test_turns_no_record_can_hold_are_not_logged_with_their_reason(log, request_body, reply_body, reason):
     mod, stubber = log
     assert mod.chat_record("base", request_body, reply_body)[1] == reason
     assert mod.record_turn("base", request_body, reply_body) is False  # no request made (Stubber has none)
+
+
+CALL = {
+    "id": "chatcmpl-tool-1",
+    "type": "function",
+    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+}
+
+
+def test_an_agent_turn_keeps_its_tool_calls_and_results_and_names_what_it_drops(log):
+    mod, _ = log
+    request = {
+        "model": "qwen3",
+        "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+        "messages": [
+            {"role": "developer", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+            {"role": "assistant", "content": "", "tool_calls": [{**CALL, "index": 0}], "reasoning": "look it up"},
+            {"role": "tool", "tool_call_id": "chatcmpl-tool-1", "name": "get_weather", "content": '{"temp_c": 18}'},
+        ],
+    }
+    vllm = {
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": "And Lyon:",
+                    "reasoning": "one more",
+                    "tool_calls": [{"id": "c2", "function": {"name": "get_weather", "arguments": {"city": "Lyon"}}}],
+                }
+            }
+        ]
+    }
+    record, reason = mod.chat_record("base", request, vllm, now=NOW)
+    assert reason == "" and record == {
+        "component": "base",
+        "created_at": "2026-11-30T12:00:00Z",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": None, "tool_calls": [CALL]},
+            {"role": "tool", "tool_call_id": "chatcmpl-tool-1", "content": '{"temp_c": 18}'},
+            {
+                "role": "assistant",
+                "content": "And Lyon:",  # text beside a tool call: both kept
+                "tool_calls": [
+                    {
+                        "id": "c2",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Lyon"}'},
+                    }
+                ],
+            },
+        ],
+        "dropped": ["tool_definitions", "reasoning_content"],
+    }
+    only_call = {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [CALL]}}]}
+    record, _ = mod.chat_record("base", chat(("user", "q")), only_call, now=NOW)
+    assert record["messages"][-1] == {"role": "assistant", "content": None, "tool_calls": [CALL]}
+    assert "dropped" not in record
+
+
+def test_a_text_reply_beside_an_empty_tool_call_list_is_text(log):
+    mod, _ = log
+    vllm = {"choices": [{"message": {"role": "assistant", "content": "hi", "tool_calls": []}}]}
+    assert mod.chat_record("base", chat(("user", "q")), vllm)[0]["messages"][-1] == {
+        "role": "assistant",
+        "content": "hi",
+    }
 
 
 def test_other_reply_shapes_are_read(log):
