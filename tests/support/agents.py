@@ -75,14 +75,16 @@ def completion(
     *,
     tool_calls: list[dict[str, Any]] | None = None,
     reasoning: str | None = None,
+    reasoning_key: str = "reasoning",
     finish_reason: str = "stop",
 ) -> dict[str, Any]:
-    """A chat completion as vLLM writes it (``arguments`` a JSON string)."""
+    """A chat completion as vLLM writes it (``arguments`` a JSON string); the thinking under ``reasoning_key``:
+    ``reasoning`` as vLLM 0.26 names it, ``reasoning_content`` as older vLLM did."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
     if reasoning is not None:
-        message["reasoning_content"] = reasoning
+        message[reasoning_key] = reasoning
     return {
         "id": f"chatcmpl-{next(_IDS)}",
         "object": "chat.completion",
@@ -105,7 +107,7 @@ class Runtime:
         self.stubber.activate()
         self.streaming = _client()
         self.streamed: list[dict[str, Any]] = []
-        self._streams: list[bytes] = []
+        self._streams: list[bytes | tuple[int, str, str]] = []
         self.streaming.meta.events.register(
             "provide-client-params.sagemaker-runtime.*", lambda params, **_: self.streamed.append(dict(params))
         )
@@ -114,6 +116,11 @@ class Runtime:
 
     def _send(self, request: Any, **_: Any) -> AWSResponse:
         data = self._streams.pop(0)
+        if isinstance(data, tuple):  # an error answer: (status, error code, message)
+            status, code, message = data
+            body = json.dumps({"message": message}).encode()
+            headers = {"x-amzn-requestid": "r-1", "x-amzn-errortype": code, "content-type": "application/json"}
+            return AWSResponse(request.url, status, headers, _RawStream(body))
         return AWSResponse(
             request.url,
             200,
@@ -174,6 +181,11 @@ class Runtime:
         data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
         cut = split or max(1, len(data) // 3)
         self._streams.append(b"".join(event_message(data[i : i + cut]) for i in range(0, len(data), cut)))
+
+    def lose_session(self, session: str) -> None:
+        """The next ``InvokeEndpointWithResponseStream`` is refused as SageMaker refuses a session it no longer
+        has (``ValidationError``, "Session ... not found")."""
+        self._streams.append((400, "ValidationError", f"Session id {session} not found or expired"))
 
     def verify(self) -> None:
         self.stubber.assert_no_pending_responses()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -42,12 +43,13 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import invalid_tool_call, tool_call, tool_call_chunk
+from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableMap, RunnablePassthrough
 from langchain_core.runnables.config import ensure_config, run_in_executor
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, Field, model_validator
+from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from . import openai_format as oa
 from . import options
@@ -104,6 +106,20 @@ class SageMakerChatModel(BaseChatModel):
     endpoint_kwargs: dict[str, str] | None = Field(
         default=None, description="More InvokeEndpoint parameters: CustomAttributes, InferenceId, TargetVariant..."
     )
+    send_reasoning: bool | None = Field(
+        default=None,
+        description=(
+            "Send an assistant tool-call message's reasoning back as `reasoning` (True), never (False), or when "
+            "model_family needs it (None, the default)."
+        ),
+    )
+    model_family: str | None = Field(
+        default=None,
+        description=(
+            "The served model's family when its tool-call chains need their reasoning sent back: gpt-oss, kimi-k2 "
+            "or minimax-m2 (the client cannot see the architecture). Default: none."
+        ),
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -116,6 +132,7 @@ class SageMakerChatModel(BaseChatModel):
     def _build_transport(self) -> SageMakerChatModel:
         fields = {k: getattr(self, k) for k in ("temperature", "top_p", "max_tokens", "stop", "seed")}
         options.check_model_kwargs(self.model_kwargs, fields, self.extra_body)
+        options.sends_reasoning(self.send_reasoning, self.model_family)
         self.transport = options.build_transport(self)
         return self
 
@@ -186,6 +203,49 @@ class SageMakerChatModel(BaseChatModel):
             kwargs["tool_choice"] = choice
         return super().bind(tools=formatted, **kwargs)
 
+    def with_structured_output(
+        self,
+        schema: dict[str, Any] | type,
+        *,
+        include_raw: bool = False,
+        method: str = "function_calling",
+        strict: bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+        """The model's answer as ``schema`` (a Pydantic class, a TypedDict or a JSON schema).
+
+        ``method="function_calling"`` (default): ``schema`` is a tool the model must call (``tool_choice:
+        required``). ``method="json_schema"``: ``schema`` goes as ``response_format: {"type": "json_schema",
+        "json_schema": {"name", "schema"[, "strict"]}}`` (vLLM's guided decoding) and the answer's text is parsed
+        (into the Pydantic class, else a dict). Any other method is refused.
+        """
+        if method == "function_calling":
+            return super().with_structured_output(schema, include_raw=include_raw, strict=strict, **kwargs)
+        if method != "json_schema":
+            raise ValueError(
+                f"with_structured_output(method={method!r}) is not supported; allowed: 'function_calling' (a required "
+                "tool call, the default) or 'json_schema' (response_format with the schema)"
+            )
+        if kwargs:
+            raise ValueError(f"with_structured_output got unsupported arguments: {', '.join(sorted(kwargs))}")
+        parser: Runnable[Any, Any]
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            json_schema, parser = schema.model_json_schema(), PydanticOutputParser(pydantic_object=schema)
+        else:
+            json_schema, parser = convert_to_json_schema(schema), JsonOutputParser()
+        described: dict[str, Any] = {"name": str(json_schema.get("title") or "output"), "schema": json_schema}
+        if strict is not None:
+            described["strict"] = strict
+        llm = self.bind(
+            response_format={"type": "json_schema", "json_schema": described},
+            ls_structured_output_format={"kwargs": {"method": "json_schema", "strict": strict}, "schema": json_schema},
+        )
+        if not include_raw:
+            return llm | parser
+        parsed = RunnablePassthrough.assign(parsed=itemgetter("raw") | parser, parsing_error=lambda _: None)
+        unparsed = RunnablePassthrough.assign(parsed=lambda _: None)
+        return RunnableMap(raw=llm) | parsed.with_fallbacks([unparsed], exception_key="parsing_error")
+
     # ------------------------------------------------------------------ calls
     # The run's config reaches _generate/_stream only through these entry points: its thread id is passed on as
     # ``conversation`` (a bound or explicit ``conversation`` wins).
@@ -237,9 +297,9 @@ class SageMakerChatModel(BaseChatModel):
         fields.update({"stop": stop or self.stop, "seed": self.seed})
         parameters = {**known, **{k: v for k, v in fields.items() if v is not None}}
         parameters.update({k: v for k, v in kwargs.items() if k in oa.GENERATION_KEYS})
-        return oa.request_body(
-            to_openai_messages(messages), parameters, {**other, **self.extra_body, **kwargs.get("extra_body", {})}
-        )
+        send_reasoning = options.sends_reasoning(self.send_reasoning, self.model_family)
+        sent = to_openai_messages(messages, send_reasoning=send_reasoning)
+        return oa.request_body(sent, parameters, {**other, **self.extra_body, **kwargs.get("extra_body", {})})
 
     def _conversation(self, kwargs: dict[str, Any], run_manager: Any = None) -> str | None:
         """``conversation`` bound, passed or set on the model, else the run's thread id (from the config given to
@@ -281,7 +341,7 @@ class SageMakerChatModel(BaseChatModel):
         for raw in transport.stream(body, conversation=self._conversation(kwargs, run_manager)):
             delta = oa.read_chunk(raw)
             chunk = ChatGenerationChunk(
-                message=_ai_chunk(delta),
+                message=_ai_chunk(delta, last=delta.usage is not None and not (raw.get("choices") or [])),
                 generation_info={"finish_reason": delta.finish_reason} if delta.finish_reason else None,
             )
             if run_manager is not None and delta.content:
@@ -342,8 +402,14 @@ def _text(content: Any) -> Any:
     return parts
 
 
-def to_openai_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-    """LangChain messages as chat-completions messages: assistant ``tool_calls`` and ``tool`` results included."""
+def to_openai_messages(messages: Sequence[BaseMessage], *, send_reasoning: bool = False) -> list[dict[str, Any]]:
+    """LangChain messages as chat-completions messages: assistant ``tool_calls`` and ``tool`` results included.
+
+    ``send_reasoning``: an assistant message with tool calls also carries its reasoning
+    (``additional_kwargs["reasoning"]`` or ``["reasoning_content"]``, or its ``reasoning`` content blocks) as
+    ``reasoning``, the field vLLM reads back (GPT-OSS's Harmony analysis channel, the chat template's
+    ``reasoning_content``).
+    """
     out: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, SystemMessage):
@@ -370,6 +436,9 @@ def to_openai_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
             ]
             if calls:
                 entry["tool_calls"] = calls
+                reasoning = _reasoning_of(message) if send_reasoning else None
+                if reasoning:
+                    entry["reasoning"] = reasoning
             if entry["content"] is None and not calls:
                 entry["content"] = ""
             out.append(entry)
@@ -382,6 +451,22 @@ def to_openai_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
         else:
             raise ValueError(f"cannot send a {type(message).__name__} to the model")
     return out
+
+
+def _reasoning_of(message: AIMessage) -> str | None:
+    """The reasoning an assistant message carries: in ``additional_kwargs`` (what this connector writes), else
+    its ``reasoning`` content blocks (LangChain's standard blocks)."""
+    found = oa.reasoning_of(message.additional_kwargs)
+    if found:
+        return found
+    if isinstance(message.content, list):
+        parts = [
+            block["reasoning"]
+            for block in message.content
+            if isinstance(block, dict) and block.get("type") == "reasoning" and isinstance(block.get("reasoning"), str)
+        ]
+        return "".join(parts) or None
+    return None
 
 
 def _tool_content(content: Any) -> str:
@@ -417,7 +502,9 @@ def _ai_message(reply: oa.Reply) -> AIMessage:
     )
 
 
-def _ai_chunk(delta: oa.StreamDelta) -> AIMessageChunk:
+def _ai_chunk(delta: oa.StreamDelta, *, last: bool = False) -> AIMessageChunk:
+    """One stream chunk; ``last`` for vLLM's closing usage chunk (no choices), which then is the run's last chunk
+    (LangChain adds no empty one after it), so ``usage_metadata`` is on the last ``AIMessageChunk``."""
     chunks = [
         tool_call_chunk(name=p["name"], args=p["arguments"], id=p["id"], index=p["index"]) for p in delta.tool_calls
     ]
@@ -429,4 +516,5 @@ def _ai_chunk(delta: oa.StreamDelta) -> AIMessageChunk:
         additional_kwargs=extra,
         usage_metadata=_usage(delta.usage),
         response_metadata=metadata,
+        chunk_position="last" if last else None,
     )

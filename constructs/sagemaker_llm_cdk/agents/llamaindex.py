@@ -12,8 +12,10 @@
 Conversations. LlamaIndex has no thread id, so the LLM carries one: ``conversation`` (or
 ``llm.with_conversation(key)``, a copy on the same transport) maps to one front-door conversation, whose turns
 reach one instance; without one, calls are stateless. Tool calls are kept on the assistant message both as
-``ToolCallBlock`` blocks and as OpenAI ``tool_calls`` in ``additional_kwargs``; reasoning content as a
-``ThinkingBlock`` and ``additional_kwargs["reasoning_content"]``.
+``ToolCallBlock`` blocks and as OpenAI ``tool_calls`` in ``additional_kwargs``; the model's reasoning (vLLM's
+``reasoning``, older vLLM's ``reasoning_content``) as a ``ThinkingBlock`` and
+``additional_kwargs["reasoning_content"]``, sent back on tool-call messages with ``send_reasoning`` /
+``model_family``.
 """
 
 from __future__ import annotations
@@ -92,6 +94,20 @@ class SageMakerLlmCdkLLM(FunctionCallingLLM):
     endpoint_kwargs: dict[str, str] | None = Field(
         default=None, description="More InvokeEndpoint parameters: CustomAttributes, InferenceId, TargetVariant..."
     )
+    send_reasoning: bool | None = Field(
+        default=None,
+        description=(
+            "Send an assistant tool-call message's reasoning back as `reasoning` (True), never (False), or when "
+            "model_family needs it (None, the default)."
+        ),
+    )
+    model_family: str | None = Field(
+        default=None,
+        description=(
+            "The served model's family when its tool-call chains need their reasoning sent back: gpt-oss, kimi-k2 "
+            "or minimax-m2 (the client cannot see the architecture). Default: none."
+        ),
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -104,6 +120,7 @@ class SageMakerLlmCdkLLM(FunctionCallingLLM):
     def _build_transport(self) -> SageMakerLlmCdkLLM:
         fields = {"temperature": self.temperature, "max_tokens": self.max_tokens}
         options.check_model_kwargs(self.model_kwargs, fields, self.extra_body)
+        options.sends_reasoning(self.send_reasoning, self.model_family)
         self.transport = options.build_transport(self)
         return self
 
@@ -156,9 +173,9 @@ class SageMakerLlmCdkLLM(FunctionCallingLLM):
         fields = {"temperature": self.temperature, "max_tokens": self.max_tokens}
         parameters = {**known, **{k: v for k, v in fields.items() if v is not None}}
         parameters.update({k: v for k, v in kwargs.items() if k in oa.GENERATION_KEYS})
-        return oa.request_body(
-            to_openai_messages(messages), parameters, {**other, **self.extra_body, **kwargs.get("extra_body", {})}
-        )
+        send_reasoning = options.sends_reasoning(self.send_reasoning, self.model_family)
+        sent = to_openai_messages(messages, send_reasoning=send_reasoning)
+        return oa.request_body(sent, parameters, {**other, **self.extra_body, **kwargs.get("extra_body", {})})
 
     def _conversation(self, kwargs: dict[str, Any]) -> str | None:
         chosen = kwargs.get("conversation") or self.conversation
@@ -327,8 +344,22 @@ def _content(message: ChatMessage) -> str | None:
     return "".join(texts) if texts else None
 
 
-def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
-    """LlamaIndex chat messages as chat-completions messages (assistant ``tool_calls``, ``tool`` results)."""
+def _reasoning_of(message: ChatMessage) -> str | None:
+    """An assistant message's reasoning: ``additional_kwargs["reasoning"]`` / ``["reasoning_content"]`` (what this
+    LLM writes), else its ``ThinkingBlock``s."""
+    found = oa.reasoning_of(message.additional_kwargs)
+    if found:
+        return found
+    thoughts = [block.content for block in message.blocks if isinstance(block, ThinkingBlock) and block.content]
+    return "".join(thoughts) or None
+
+
+def to_openai_messages(messages: Sequence[ChatMessage], *, send_reasoning: bool = False) -> list[dict[str, Any]]:
+    """LlamaIndex chat messages as chat-completions messages (assistant ``tool_calls``, ``tool`` results).
+
+    ``send_reasoning``: an assistant message with tool calls also carries its reasoning as ``reasoning``, the field
+    vLLM reads back (GPT-OSS's Harmony analysis channel, the chat template's ``reasoning_content``).
+    """
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message.role.value if isinstance(message.role, MessageRole) else str(message.role)
@@ -360,6 +391,9 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
             entry: dict[str, Any] = {"role": "assistant", "content": content}
             if calls:
                 entry["tool_calls"] = calls
+                reasoning = _reasoning_of(message) if send_reasoning else None
+                if reasoning:
+                    entry["reasoning"] = reasoning
             elif content is None:
                 entry["content"] = ""
             out.append(entry)

@@ -1,9 +1,10 @@
 """The OpenAI chat-completions shapes LMI's messages API speaks, read and written without any framework.
 
 vLLM answers tool calls as ``message.tool_calls`` (``arguments`` a JSON string) when the model was served with
-a tool-call parser (``tools:`` in the model's settings), and the model's thinking as ``reasoning_content``
-(``reasoning`` in newer vLLM) when served with a reasoning parser (``reasoning:``). Both connectors read them
-here, so they agree on every edge: arguments that are not JSON, a stream that splits a call over many chunks.
+a tool-call parser (``tools:`` in the model's settings), and the model's thinking as ``reasoning`` (in the
+message, and in each stream delta; vLLM 0.26's name, ``reasoning_content`` in older vLLM, which for a while sent
+both with the same text) when served with a reasoning parser (``reasoning:``). Both connectors read them here, so
+they agree on every edge: arguments that are not JSON, a stream that splits a call over many chunks.
 """
 
 from __future__ import annotations
@@ -63,9 +64,13 @@ class Reply:
     id: str | None = None
 
 
+REASONING_KEYS = ("reasoning", "reasoning_content")
+"""Where vLLM puts the model's thinking: ``reasoning`` (vLLM 0.26), ``reasoning_content`` (older vLLM)."""
+
+
 def reasoning_of(message: Mapping[str, Any]) -> str | None:
-    """``reasoning_content`` (vLLM up to 0.2x) or ``reasoning`` (its newer name), whichever the message has."""
-    for key in ("reasoning_content", "reasoning"):
+    """``reasoning`` (vLLM 0.26's name), else ``reasoning_content`` (older vLLM's), whichever the message has."""
+    for key in REASONING_KEYS:
         value = message.get(key)
         if isinstance(value, str):
             return value

@@ -21,10 +21,12 @@ from .transport import EndpointTransport
 
 __all__ = [
     "CLIENT_OPTIONS",
+    "REASONING_FAMILIES",
     "build_transport",
     "check_model_kwargs",
     "component_arguments",
     "refuse_unknown",
+    "sends_reasoning",
     "split_model_kwargs",
 ]
 
@@ -57,6 +59,33 @@ HINTS = {
     "endpoint": "endpoint_name",
 }
 """Names users bring from other SageMaker connectors (LlamaIndex's, the transports'), and the name used here."""
+
+
+REASONING_FAMILIES = {
+    "gpt-oss": "vLLM renders it as the Harmony analysis channel, which GPT-OSS expects until its final answer",
+    "kimi-k2": "Kimi K2's chat template renders the prior reasoning of a tool-call chain",
+    "minimax-m2": "MiniMax-M2's chat template keeps the reasoning of the turns of a tool-call chain",
+}
+"""Model families whose tool-call chains need the assistant's earlier reasoning sent back, and why.
+
+The client cannot see the served model's architecture, so the caller names the family (``model_family=``)."""
+
+
+def sends_reasoning(send_reasoning: bool | None, model_family: str | None) -> bool:
+    """Whether assistant tool-call messages carry their ``reasoning`` back to the model.
+
+    ``send_reasoning`` True or False decides; None (the default) sends it when ``model_family`` is one of
+    ``REASONING_FAMILIES``, else not. An unknown ``model_family`` is refused.
+    """
+    if model_family is not None and model_family not in REASONING_FAMILIES:
+        raise ValueError(
+            f"model_family={model_family!r} is not a family the connector knows; allowed: "
+            f"{', '.join(REASONING_FAMILIES)} (those whose tool-call chains need their reasoning sent back). "
+            "For another model leave model_family unset and give send_reasoning=True to send it anyway"
+        )
+    if send_reasoning is not None:
+        return send_reasoning
+    return model_family is not None
 
 
 def refuse_unknown(owner: type, data: Any, known: Iterable[str], own: Iterable[str]) -> None:

@@ -25,6 +25,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from ..client import Conversation, FrontDoorError, SessionClient, iter_stream_events, parse_stream
+from ..client import _session_gone as session_gone
+from ..client import _stream_error as stream_error
 
 __all__ = [
     "DEFAULT_MAX_CONVERSATIONS",
@@ -260,12 +262,12 @@ class FrontDoorTransport:
         return _completion(self.conversation(conversation).send(body)["body"])
 
     def stream(self, body: dict[str, Any], *, conversation: str | None = None) -> Iterator[dict[str, Any]]:
-        # No stream_options: a lost session falls back to a buffered turn with this body, which vLLM would refuse.
         body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
         if conversation is None:
-            # No session to stream on, and a stream cannot create one: one buffered turn, replayed as one chunk.
-            return iter([_as_chunk(self.complete(body))])
-        return _chunks(_replay_buffered(self.conversation(conversation).stream(body)))
+            # No session to stream on, and a stream cannot create one: one buffered turn, replayed as one chunk
+            # (its usage included).
+            return iter(_as_chunks(self.complete(body)))
+        return _chunks(_replay_buffered(_stream_with_usage(self.conversation(conversation), body)))
 
     def close(self, key: str) -> None:
         with self._lock:
@@ -286,13 +288,47 @@ class FrontDoorTransport:
             raise errors[0]
 
 
+def _stream_with_usage(chat: Conversation, body: dict[str, Any]) -> Iterator[Any]:
+    """``chat.stream(body)``, asking for usage: the stream carries ``stream_options: {include_usage: true}`` (vLLM
+    then ends it with a chunk holding ``usage``); the buffered turn sent when SageMaker no longer has the session
+    carries ``body`` as given, since vLLM refuses ``stream_options`` without ``stream: true``."""
+    chat.open()
+    if chat.session_id is None or chat.endpoint_name is None:
+        yield from chat.stream(body)  # a conversation continued from an id: Conversation.stream says why not
+        return
+    request = {**body, "stream": True, "stream_options": {"include_usage": True}}
+    try:
+        events = chat.client.stream(
+            request, endpoint_name=chat.endpoint_name, component=str(chat.component), session_id=chat.session_id
+        )
+    except Exception as exc:  # botocore's ClientError, matched by shape as Conversation.stream does
+        if not session_gone(exc):
+            raise stream_error(exc) from None
+        answer = chat.send(body)
+        chat.reopened = True
+        yield answer["body"]
+        return
+    chat.reopened = False
+    yield from parse_stream(events)
+
+
 def _replay_buffered(events: Iterator[Any]) -> Iterator[Any]:
     """A stream's events; a whole completion (the front door's buffered fallback for a lost session) as a chunk."""
     for event in events:
         if isinstance(event, dict) and event.get("object") == "chat.completion":
-            yield _as_chunk(event)
+            yield from _as_chunks(event)
         else:
             yield event
+
+
+def _as_chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
+    """A whole chat completion as a stream: one chunk of it all (``message`` becomes ``delta``, tool calls
+    indexed), then, if it has ``usage``, a chunk of the usage alone with no choices, as vLLM ends a stream."""
+    chunk = _as_chunk({k: v for k, v in completion.items() if k != "usage"})
+    if not isinstance(completion.get("usage"), dict):
+        return [chunk]
+    closing = {k: v for k, v in chunk.items() if k != "choices"}
+    return [chunk, {**closing, "choices": [], "usage": completion["usage"]}]
 
 
 def _as_chunk(completion: dict[str, Any]) -> dict[str, Any]:
