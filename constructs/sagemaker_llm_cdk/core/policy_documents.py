@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import re._parser as sre_parse  # type: ignore[import-not-found]  # the standard library's own regex parser
 from collections.abc import Mapping
 from typing import Any
 
@@ -195,8 +196,6 @@ def pattern_excludes_wildcards(pattern: str) -> bool:
     """Whether no value the regular expression ``pattern`` matches can hold ``*`` or ``?``: every character it may
     match is a literal or a class member other than those two (``.``, negated classes and ``\\S``/``\\W``/``\\D``
     could match them). Unparsable patterns do not count."""
-    import re._parser as sre_parse  # the standard library's own regular-expression parser
-
     try:
         parsed = sre_parse.parse(pattern)
     except (re.error, RecursionError):
@@ -231,8 +230,6 @@ def pattern_excludes_wildcards(pattern: str) -> bool:
 
 
 def _safe_member(op: Any, argument: Any, safe_categories: set[Any]) -> bool:
-    import re._parser as sre_parse
-
     if op is sre_parse.LITERAL:
         return argument not in _WILDCARD_CODES
     if op is sre_parse.RANGE:
