@@ -280,7 +280,8 @@ class ModelSpec(Settings):
         Reasoning | None,
         Field(
             description=(
-                "Reasoning output (LMI images): vLLM returns the model's thinking as reasoning_content, apart from the "
+                "Reasoning output (LMI images): vLLM returns the model's thinking as reasoning (reasoning_content "
+                "before vLLM 0.26), apart from the "
                 "answer (OPTION_ENABLE_REASONING, OPTION_REASONING_PARSER). `reasoning: {}` takes the architecture's "
                 "documented parser. Default: off."
             )

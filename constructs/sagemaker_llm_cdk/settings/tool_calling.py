@@ -1,6 +1,7 @@
 """Tool calling and reasoning output of a served model: the settings, the parsers each image ships, the defaults.
 
-vLLM turns a model's raw text into OpenAI-style ``tool_calls`` and a separate ``reasoning_content`` only
+vLLM turns a model's raw text into OpenAI-style ``tool_calls`` and a separate ``reasoning`` (``reasoning_content``
+before vLLM 0.26) only
 when it is started with a tool-call parser and a reasoning parser named for the model's output format.
 The LMI container passes them on from its options (djl-serving's ``VllmRbProperties``:
 ``enable_auto_tool_choice``, ``tool_call_parser``, ``enable_reasoning``, ``reasoning_parser``, set as
@@ -346,7 +347,7 @@ class ToolCalling(Settings):
 
 
 class Reasoning(Settings):
-    """Reasoning output: vLLM splits the model's thinking into ``reasoning_content``, apart from ``content``.
+    """Reasoning output: vLLM splits the model's thinking into ``reasoning``, apart from ``content``.
 
     Sets ``OPTION_ENABLE_REASONING=true`` and ``OPTION_REASONING_PARSER``. Agents then see the answer and tool
     calls without the thinking text, and the EAGLE dataset builder keeps the two apart.
