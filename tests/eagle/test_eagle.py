@@ -1180,7 +1180,7 @@ def test_the_cost_table_says_what_one_run_costs_at_most():
     ]
     assert (
         f"Main/E: one optimization run uses at most 6 h x 2 {INSTANCE} = 12 instance-hours on demand; scheduled "
-        "rate(7 days) (4.3 runs in 30 days)"
+        "rate(7 days) (5 runs counted in 30 days)"
     ) in table
 
 

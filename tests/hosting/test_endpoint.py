@@ -720,6 +720,7 @@ def test_pools_from_a_config_synthesize_nag_and_lint_clean(env, tmp_path):
 
     config = parse_config(
         {
+            "budget": {"max_usd_per_month": 1_000_000, "notify_alarm_topic": True},  # 2 GPUs pass 1,000 h
             "endpoints": [
                 {
                     "name": "Chat",
@@ -739,7 +740,7 @@ def test_pools_from_a_config_synthesize_nag_and_lint_clean(env, tmp_path):
                         }
                     ],
                 }
-            ]
+            ],
         }
     )
     app = App(outdir=str(tmp_path))

@@ -45,7 +45,10 @@ def test_the_readme_has_a_vpc_example():
 @pytest.mark.parametrize("env", ENVS, ids=["agnostic", "bound"])
 @pytest.mark.parametrize("example", readme_vpc_examples(), ids=lambda e: e["name"])
 def test_readme_vpc_example_synthesizes_nag_clean(example, env, tmp_path):
-    config = parse_config({"endpoints": [{**example, "models": [MODEL]}]}, source="docs/endpoints-and-models.md")
+    budget = {"max_usd_per_month": 1_000_000, "notify_alarm_topic": True}  # the example's GPUs pass 1,000 h
+    config = parse_config(
+        {"endpoints": [{**example, "models": [MODEL]}], "budget": budget}, source="docs/endpoints-and-models.md"
+    )
     app = App(outdir=str(tmp_path))
     stack = LlmPlatformStack(app, "Vpc", config=config, env=env)
     attach_checks(app)

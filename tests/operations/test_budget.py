@@ -65,13 +65,14 @@ def write(tmp_path: Path, **extra: Any) -> Path:
 
 def test_a_ceiling_above_the_budget_is_refused_in_config_terms(tmp_path, priced):
     path = write(tmp_path, budget={"max_usd_per_month": 1000, "email": "ops@example.com"})
-    # 2 x 720 h x USD 50 = USD 72,000 per 30 days: the endpoint drives it.
+    # 2 x 744 h (the longest month) x USD 50 = USD 74,400: the endpoint drives it.
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "budget.max_usd_per_month: got 1000; allowed: at least the monthly ceiling, USD 72,000.00 in us-east-1 "
-            "(from endpoints[0]: endpoint Chat (ml.p5e.48xlarge x 0-2, on demand) at most USD 72,000.00); fix: raise "
-            "budget.max_usd_per_month to 72000, or lower the ceiling: max_instances"
+            "budget.max_usd_per_month: got 1000; allowed: at least the monthly ceiling, USD 74,400.00 per month of "
+            "744 hours (the longest month) in us-east-1 (from endpoints[0]: endpoint Chat (ml.p5e.48xlarge x 0-2, on "
+            "demand) at most USD 74,400.00); fix: raise budget.max_usd_per_month to 74400, or lower the ceiling: "
+            "max_instances"
         ),
     ) as raised:
         load_config(path)
@@ -80,19 +81,30 @@ def test_a_ceiling_above_the_budget_is_refused_in_config_terms(tmp_path, priced)
 
 
 def test_a_ceiling_within_the_budget_loads(tmp_path, priced):
-    config = load_config(write(tmp_path, budget={"max_usd_per_month": 72000, "email": "ops@example.com"}))
-    assert totals(config_cost_model(config)).ceiling_usd == Decimal("72000.00")
+    config = load_config(write(tmp_path, budget={"max_usd_per_month": 74400, "email": "ops@example.com"}))
+    assert totals(config_cost_model(config)).ceiling_usd == Decimal("72000.00")  # the 30-day table stays 720 h
+    assert totals(config_cost_model(config, period_hours=744)).ceiling_usd == Decimal("74400.00")
+
+
+def test_the_budget_is_compared_with_744_hours_not_720(tmp_path, priced):
+    with pytest.raises(ConfigurationError, match=r"got 72000; allowed: at least the monthly ceiling, USD 74,400\.00"):
+        load_config(write(tmp_path, budget={"max_usd_per_month": 72000, "email": "ops@example.com"}))
 
 
 def test_a_ceiling_above_usd_10000_needs_a_budget(tmp_path, priced):
+    path = write(tmp_path)
+    body = yaml.safe_load(path.read_text(encoding="utf-8"))
+    body["endpoints"][0]["scaling"]["max_instances"] = 1  # 720 accelerator-instance-hours: only the USD rule
+    path.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "budget: got None; allowed: a budget: the monthly ceiling is USD 72,000.00 in us-east-1, above USD "
-            "10,000.00 (from endpoints[0]"
+            "budget: got None; allowed: a budget: the monthly ceiling is USD 37,200.00 per month of 744 hours (the "
+            "longest month) in us-east-1, above USD 10,000.00 (from endpoints[0]"
         ),
-    ):
-        load_config(write(tmp_path))
+    ) as raised:
+        load_config(path)
+    assert "accelerator-instance-hours" not in str(raised.value)
 
 
 def test_an_unknown_price_is_not_counted_as_0_nor_refused(tmp_path):

@@ -250,19 +250,24 @@ def test_prices_when_given_multiply_the_hours():
 
 
 @pytest.mark.parametrize(
-    ("schedule", "runs"),
+    ("schedule", "max_runtime_hours", "runs"),
     [
-        ("rate(7 days)", "4.3"),
-        ("rate(1 day)", "30.0"),
-        ("rate(12 hours)", "60.0"),
-        (None, "manual only"),
-        ("cron(0 3 ? * SUN *)", "per cron(0 3 ? * SUN *)"),
+        ("rate(7 days)", 24, "5"),
+        ("rate(1 day)", 24, "30"),
+        ("rate(12 hours)", 24, "30"),  # runs never overlap: at most 720 / 24
+        ("rate(1 hour)", 24, "30"),
+        ("rate(12 hours)", 12, "60"),
+        (None, 24, "manual only"),
+        ("cron(0 3 ? * SUN *)", 24, "30"),  # counted as one run after another
     ],
 )
-def test_runs_per_30_days(schedule, runs):
+def test_runs_per_30_days_is_the_model_s_count(schedule, max_runtime_hours, runs):
     from sagemaker_llm_cdk.operations.cost import runs_per_30_days
+    from sagemaker_llm_cdk.operations.cost_model import runs_in
 
-    assert runs_per_30_days(schedule) == runs
+    assert runs_per_30_days(schedule, max_runtime_hours=max_runtime_hours) == runs
+    if schedule is not None:
+        assert f"{runs_in(720, schedule, max_runtime_hours=max_runtime_hours)[0]:f}" == runs
 
 
 def test_no_endpoints_says_so():

@@ -50,7 +50,12 @@ def endpoint(**overrides: Any) -> dict[str, Any]:
     return spec
 
 
+BUDGET = {"max_usd_per_month": 1_000_000, "notify_alarm_topic": True}
+"""Two g6e instances always on pass the 1,000 accelerator-hour line, so every config here declares a budget."""
+
+
 def config(*, endpoints: list[dict[str, Any]] | None = None, **top: Any):
+    top.setdefault("budget", BUDGET)
     return parse_config({"endpoints": endpoints or [endpoint()], **top}, source="test.yaml")
 
 
@@ -639,7 +644,7 @@ def test_live_on_demand_endpoint_all_present_with_price():
         "days at USD 10.493/h (Price List API): floor USD 7,554.96, ceiling USD 15,109.92"
     )
     (total,) = of(findings, "cost.total")  # the cost model's totals, the same the synth's table shows
-    assert total.what == "per 30 days: floor USD 7,554.96, ceiling USD 15,109.92 on demand"
+    assert total.what == "per 30 days: floor USD 7,554.96, ceiling USD 15,109.92 on demand; budget USD 1,000,000/month"
 
 
 @pytest.mark.parametrize(

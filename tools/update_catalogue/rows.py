@@ -503,6 +503,7 @@ ROWS: tuple[Row, ...] = (
                 IC,
                 "Custom::SageMakerCapacityPlanGuard",
                 "Custom::SageMakerDeploymentCheck",
+                "AWS::Budgets::Budget",  # the region's own budget (budgets are per stack, so per region)
             }
         ),
     ),

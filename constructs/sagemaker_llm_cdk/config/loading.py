@@ -17,7 +17,18 @@ from pydantic import BaseModel
 
 from ..core.errors import MISSING, ConfigurationError, Problem
 from ..core.settings import outside_rule, validated
-from ..operations.cost_model import BUDGET_REQUIRED_ABOVE_USD, ceiling_drivers, config_cost_model, totals, usd
+from ..operations.cost_model import (
+    BUDGET_REQUIRED_ABOVE_ACCELERATOR_HOURS,
+    BUDGET_REQUIRED_ABOVE_USD,
+    HOURS_PER_30_DAYS,
+    HOURS_PER_LONGEST_MONTH,
+    CostLine,
+    accelerator_hours,
+    ceiling_drivers,
+    config_cost_model,
+    totals,
+    usd,
+)
 from ..settings.config import AppConfig, duplicate_name_problems, raw_plan_reference_problems
 
 
@@ -57,13 +68,15 @@ def parse_config(data: Any, *, source: str = "config") -> AppConfig:
 
 
 def budget_problems(config: AppConfig) -> list[Problem]:
-    """The monthly ceiling (``operations.cost_model``, the shipped price table) within ``budget``, and a budget
-    declared when the known ceiling is above ``BUDGET_REQUIRED_ABOVE_USD``. One problem, in config terms.
-    Left to the model's own rule when ``budget.tag`` is not one of ``tags``."""
+    """The ceiling of the longest month (``operations.cost_model``, 744 hours, the shipped price table) within
+    ``budget``, and a budget declared when the known ceiling is above ``BUDGET_REQUIRED_ABOVE_USD`` or the
+    on-demand accelerator-instance-hours are above ``BUDGET_REQUIRED_ABOVE_ACCELERATOR_HOURS`` per 30 days
+    (whatever the prices). One problem, in config terms. Left to the model's own rule when ``budget.tag`` is not
+    one of ``tags``."""
 
     if config.budget is not None and config.budget.tag is not None and config.budget.tag not in config.tags:
         return []
-    lines = config_cost_model(config)
+    lines = config_cost_model(config, period_hours=HOURS_PER_LONGEST_MONTH)
     total = totals(lines)
     drivers = ", ".join(
         f"{line.subject}: {line.what} at most {usd(line.ceiling_usd)}" for line in ceiling_drivers(lines)
@@ -78,33 +91,54 @@ def budget_problems(config: AppConfig) -> list[Problem]:
         if config.target.region is None
         else f"in {config.target.region}"
     )
+    month = f"per month of {HOURS_PER_LONGEST_MONTH} hours (the longest month)"
+    needed = total.ceiling_usd.to_integral_value(rounding="ROUND_CEILING")
     if config.budget is None:
+        hours, held = accelerator_hours(config_cost_model(config))
+        reasons = []
+        if hours > BUDGET_REQUIRED_ABOVE_ACCELERATOR_HOURS:
+            reasons.append(
+                f"the on-demand ceiling holds {hours:f} accelerator-instance-hours per {HOURS_PER_30_DAYS} hours ("
+                + ", ".join(_hours_driver(line) for line in held)
+                + f"), above {BUDGET_REQUIRED_ABOVE_ACCELERATOR_HOURS:,}: such a config needs a budget whatever "
+                "the prices (a price may be unknown or change)"
+            )
         if total.ceiling_usd > BUDGET_REQUIRED_ABOVE_USD:
-            return [
-                Problem(
-                    "budget",
-                    None,
-                    f"a budget: the monthly ceiling is {usd(total.ceiling_usd)} {where}, "
-                    f"above {usd(BUDGET_REQUIRED_ABOVE_USD)} (from {drivers}){unknown}",
-                    "declare budget: {max_usd_per_month: N, email: you@example.com} with N at least "
-                    f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower "
-                    "max_instances / the EAGLE schedule",
-                )
-            ]
-        return []
+            reasons.append(
+                f"the monthly ceiling is {usd(total.ceiling_usd)} {month} {where}, above "
+                f"{usd(BUDGET_REQUIRED_ABOVE_USD)} (from {drivers}){unknown}"
+            )
+        if not reasons:
+            return []
+        at_least = f" with N at least {needed}" if needed else " with N the most you accept a month"
+        return [
+            Problem(
+                "budget",
+                None,
+                "a budget: " + "; and ".join(reasons),
+                "declare budget: {max_usd_per_month: N, email: you@example.com}"
+                + at_least
+                + ", or lower max_instances / the EAGLE schedule",
+            )
+        ]
     limit = config.budget.max_usd_per_month
     if total.ceiling_usd > limit:
         return [
             Problem(
                 "budget.max_usd_per_month",
                 limit,
-                f"at least the monthly ceiling, {usd(total.ceiling_usd)} {where} (from {drivers}){unknown}",
-                f"raise budget.max_usd_per_month to "
-                f"{total.ceiling_usd.to_integral_value(rounding='ROUND_CEILING')}, or lower the ceiling: "
+                f"at least the monthly ceiling, {usd(total.ceiling_usd)} {month} {where} (from {drivers}){unknown}",
+                f"raise budget.max_usd_per_month to {needed}, or lower the ceiling: "
                 "max_instances of the endpoints above, or the EAGLE schedule / max_runtime_hours",
             )
         ]
     return []
+
+
+def _hours_driver(line: CostLine) -> str:
+    """``endpoints[0].scaling.max_instances: 1440 h of ml.p5e.48xlarge``: the field to lower, and its hours."""
+    field = f"{line.subject}.scaling.max_instances" if line.kind == "endpoint" else line.subject
+    return f"{field}: {line.ceiling_hours:f} h of {line.instance_type}"
 
 
 def load_config(

@@ -187,7 +187,7 @@ class CostBudget(Construct):
             f"Budget: USD {self.max_usd_per_month:,} per month on resources tagged {self.tag_key}={value} "
             f"(AWS Budgets; alerts at {', '.join(f'{p}%' for p in self.actual_percent)} actual"
             + (f", {', '.join(f'{p}%' for p in self.forecasted_percent)} forecasted" if self.forecasted_percent else "")
-            + ")"
+            + f"); it sees no cost until {self.tag_key} is an active cost allocation tag in Billing"
         )
 
 

@@ -11,7 +11,6 @@ whether this deploy may buy it). An unknown price reads "unknown" on its row, ne
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import date
 from decimal import Decimal
@@ -24,11 +23,13 @@ from constructs import IConstruct
 from ..core.instances import accelerators_of
 from .cost_model import (
     HOURS_PER_30_DAYS,
+    HOURS_PER_LONGEST_MONTH,
     CostLine,
     eagle_lines,
     endpoint_line,
     plan_line,
     price_source,
+    runs_in,
     totals,
     usd,
 )
@@ -52,7 +53,6 @@ _COLUMNS = (
     "Ceiling USD/30d",
     "Capacity plan",
 )
-_RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 
 
 def _region(scope: IConstruct) -> str | None:
@@ -73,7 +73,10 @@ def _parts(app_or_stack: IConstruct) -> tuple[list[Any], list[Any], list[Any]]:
 
 
 def cost_model(
-    app_or_stack: IConstruct, *, prices: Mapping[str, Decimal] | PriceLookup | None = None
+    app_or_stack: IConstruct,
+    *,
+    prices: Mapping[str, Decimal] | PriceLookup | None = None,
+    period_hours: int = HOURS_PER_30_DAYS,
 ) -> list[CostLine]:
     """The cost lines of every ``LlmEndpoint``, EAGLE loop (and its benchmark) and ``CapacityPlan`` under
     ``app_or_stack``, keyed by construct path: the figures ``cost_ceiling_table`` prints, as data.
@@ -82,6 +85,8 @@ def cost_model(
 
     :param prices: a ``PriceLookup`` (``pricing.PriceList`` looks prices up live), or USD per instance-hour by
         instance type. Default: the shipped price table (no AWS call).
+    :param period_hours: the hours the figures cover. Default: 30 days (720); a monthly budget is compared with
+        ``HOURS_PER_LONGEST_MONTH`` (744).
     """
     lookup = price_source(prices)
     endpoints, plans, loops = _parts(app_or_stack)
@@ -96,12 +101,19 @@ def cost_model(
                 getattr(plan, "spec", None) if plan is not None else None,
                 _region(endpoint),
                 lookup,
+                period_hours=period_hours,
             )
         )
         for loop in (x for x in loops if x.component.endpoint is endpoint):
             lines.extend(
                 eagle_lines(
-                    loop.node.path, loop.model_name, loop.settings, loop.job_instance_type, _region(loop), lookup
+                    loop.node.path,
+                    loop.model_name,
+                    loop.settings,
+                    loop.job_instance_type,
+                    _region(loop),
+                    lookup,
+                    period_hours=period_hours,
                 )
             )
     for plan in plans:
@@ -155,9 +167,7 @@ def cost_ceiling_table(
             else ""
         )
     )
-    budget = _budget_line(app_or_stack)
-    if budget:
-        out.append(budget)
+    out.extend(_budget_lines(app_or_stack, lookup))
     out.extend(_price_section(model, lookup, today))
     if notes:
         out.append("Notes:")
@@ -165,11 +175,27 @@ def cost_ceiling_table(
     return "\n".join(out)
 
 
-def _budget_line(app_or_stack: IConstruct) -> str:
+def _budget_lines(app_or_stack: IConstruct, lookup: Any) -> list[str]:
+    """Each budget's line, the ceiling of the longest month it is compared with, and a warning when lines of that
+    ceiling are unpriced (the budget does not check them)."""
     from .budget import CostBudget
 
     budgets = [c for c in app_or_stack.node.find_all() if isinstance(c, CostBudget)]
-    return "\n".join(b.summary() for b in budgets)
+    if not budgets:
+        return []
+    month = totals(cost_model(app_or_stack, prices=lookup, period_hours=HOURS_PER_LONGEST_MONTH))
+    out = [b.summary() for b in budgets]
+    out.append(
+        f"Budget compared with the ceiling of the longest month ({HOURS_PER_LONGEST_MONTH} h, not the table's "
+        f"{HOURS_PER_30_DAYS} h): {month.ceiling_label()}"
+    )
+    if month.unknown_ceiling:
+        out.append(
+            "WARNING: the budget does not check these unpriced lines of the ceiling: "
+            + "; ".join(f"{line.subject} ({line.price_label()})" for line in month.unknown_ceiling)
+            + ". Run make prices, or size the budget for them yourself: AWS Budgets alerts on actual spend only"
+        )
+    return out
 
 
 def _price_section(lines: list[CostLine], lookup: Any, today: date | None) -> list[str]:
@@ -255,21 +281,22 @@ def _endpoint_rows(endpoint: LlmEndpoint, notes: list[str], line: CostLine) -> l
             "or lower max_copies)"
         )
     if scaling.min_instances == 0:
-        notes.append(f"{path}: scales to zero instances when no copy runs (costs nothing while idle)")
+        notes.append(
+            f"{path}: scales to zero instances when no copy runs (no instance-hours while idle; its keys, alarms "
+            "and dashboard still bill monthly)"
+        )
     if plan is not None:
         notes.append(f"{path}: {_plan_note(plan)}")
     return rows
 
 
-def runs_per_30_days(schedule: str | None) -> str:
-    """How many scheduled runs 30 days hold: ``rate(7 days)`` -> ``4.3``; cron/at -> as scheduled."""
-    if schedule is None:
+def runs_per_30_days(schedule: str | None, *, max_runtime_hours: int = 24, records_check: str | None = None) -> str:
+    """How many runs the cost model counts in 30 days (``cost_model.runs_in``): ``rate(7 days)`` -> ``5``,
+    ``rate(1 hour)`` with 24-hour runs -> ``30`` (runs never overlap), no schedule -> ``manual only``."""
+    if schedule is None and records_check is None:
         return "manual only"
-    match = _RATE.fullmatch(schedule)
-    if not match:
-        return f"per {schedule}"
-    every = int(match.group(1)) * {"minute": 1 / 60, "hour": 1, "day": 24}[match.group(2).rstrip("s")]
-    return f"{HOURS_PER_30_DAYS / every:.1f}" if every else "?"
+    runs, _ = runs_in(HOURS_PER_30_DAYS, schedule, records_check=records_check, max_runtime_hours=max_runtime_hours)
+    return f"{runs:f}"
 
 
 def _eagle_rows(loop: Any, notes: list[str], lines: Mapping[str, CostLine]) -> list[tuple[str, ...]]:
@@ -295,7 +322,7 @@ def _eagle_rows(loop: Any, notes: list[str], lines: Mapping[str, CostLine]) -> l
         f"{settings.max_instance_count} {loop.job_instance_type} = {hours} instance-hours"
         + (f" of training plan {settings.training_plan}" if on_plan else " on demand")
         + f"; scheduled {settings.schedule or 'never (manual runs only)'} "
-        f"({runs_per_30_days(settings.schedule)} runs in 30 days); counted as {line.what}"
+        f"({line.runs if line.runs is not None else 0:f} runs counted in 30 days); counted as {line.what}"
     )
     if bench is not None:
         notes.append(f"{bench.subject}: {bench.what}; {bench.note}")

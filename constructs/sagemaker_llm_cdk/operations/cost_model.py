@@ -15,6 +15,14 @@ Per line, per 30 days (720 hours):
 * the prepaid fee a capacity plan commits (its cap), one-off and never in the monthly figures.
 
 A price nobody found is unknown: the line's USD reads "unknown", never 0 (0 hours cost USD 0 whatever the price).
+An instance pool is priced at its highest price only when every type in it is priced; one unpriced type makes the
+line unknown. EAGLE optimization jobs are unknown (``EAGLE_JOB_PRICE``): AWS bills no separate rate for
+speculative decoding jobs and lists none, so no Training price stands in for them.
+
+The budget rule (``config.loading.budget_problems``) compares the ceiling of the longest month
+(``HOURS_PER_LONGEST_MONTH``, 744 hours) with ``budget.max_usd_per_month``: ``config_cost_model(config,
+period_hours=HOURS_PER_LONGEST_MONTH)``. A config whose on-demand accelerator-instance-hour ceiling is above
+``BUDGET_REQUIRED_ABOVE_ACCELERATOR_HOURS`` per 30 days must declare a budget whatever the prices say.
 """
 
 from __future__ import annotations
@@ -32,8 +40,22 @@ if TYPE_CHECKING:
     from ..settings.config import AppConfig
 
 HOURS_PER_30_DAYS = 24 * 30
+HOURS_PER_LONGEST_MONTH = 24 * 31
+"""A calendar month has up to 744 hours: what a monthly budget (AWS Budgets, MONTHLY) is compared with."""
 BUDGET_REQUIRED_ABOVE_USD = Decimal(10_000)
-"""A config whose known monthly ceiling is above this (USD per 30 days) must declare ``budget``."""
+"""A config whose known monthly ceiling is above this (USD per month of 744 hours) must declare ``budget``."""
+BUDGET_REQUIRED_ABOVE_ACCELERATOR_HOURS = 1_000
+"""A config whose on-demand ceiling holds more accelerator-instance-hours than this per 30 days (endpoints at
+``max_instances`` and EAGLE runs, on instances with GPUs or AWS accelerators) must declare ``budget``, whatever the
+prices: an unknown or stale price never leaves such a config unbudgeted."""
+EAGLE_JOB_PRICE_SOURCE = "https://docs.aws.amazon.com/sagemaker/latest/dg/model-optimize-create-job.html"
+EAGLE_JOB_PRICE = (
+    f"{UNKNOWN} (AWS: no additional cost for speculative decoding jobs beyond the instances they run on; the "
+    f"instance rate is not listed separately: {EAGLE_JOB_PRICE_SOURCE})"
+)
+"""What an EAGLE optimization job's price reads: AWS's page says "You incur no additional costs for jobs that apply
+speculative decoding" and names no Price List usage for the instances, so no figure is taken (never Training's)."""
+_ACCELERATED = re.compile(r"ml\.(p|g|inf|trn|dl)\d")
 CENT = Decimal("0.01")
 _RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 
@@ -61,6 +83,8 @@ class CostLine:
     prepaid_usd: Decimal | None = None
     prepaid_note: str = ""
     note: str = ""
+    runs: Decimal | None = None
+    """EAGLE and benchmark lines: the runs counted in the line's period (``runs_in``); None for other lines."""
 
     def _usd(self, hours: Decimal) -> Decimal | None:
         if hours == 0:
@@ -204,14 +228,49 @@ def price_of(prices: PriceLookup, instance_type: str, region: str | None, usage:
 
 
 def _highest(prices: PriceLookup, instance_types: Sequence[str], region: str | None, usage: str) -> HourlyPrice:
+    """The highest price of a pool, or unknown when any type of it is unpriced (the pool may run only that type)."""
     found = [price_of(prices, t, region, usage) for t in instance_types]
-    known = [p for p in found if p.amount is not None]
-    return max(known, key=lambda p: p.amount or Decimal(0)) if known else found[0]
+    unknown = [p for p in found if p.amount is None]
+    if not unknown:
+        return max(found, key=lambda p: p.amount or Decimal(0))
+    if len(found) == 1:
+        return found[0]
+    return HourlyPrice(
+        instance_types[0],
+        region or "any region",
+        None,
+        note=f"{UNKNOWN} (pool price unknown: no price for "
+        + "; ".join(f"{p.instance_type}: {p.label()}" for p in unknown)
+        + ")",
+    )
+
+
+def is_accelerated(instance_type: str | None) -> bool:
+    """Whether an instance type has GPUs or AWS accelerators (ml.p*, ml.g*, ml.inf*, ml.trn*, ml.dl*)."""
+    return instance_type is not None and _ACCELERATED.match(instance_type) is not None
+
+
+def accelerator_hours(lines: Sequence[CostLine]) -> tuple[Decimal, list[CostLine]]:
+    """(on-demand accelerator-instance-hours at the ceiling, the lines holding them): endpoints and EAGLE runs on
+    accelerated instances. Plan-covered hours are prepaid and not counted."""
+    held = [
+        line
+        for line in lines
+        if line.kind in ("endpoint", "eagle") and line.ceiling_hours and is_accelerated(line.instance_type)
+    ]
+    return sum((line.ceiling_hours for line in held), Decimal(0)), held
 
 
 # ----------------------------------------------------------------- lines
 def endpoint_line(
-    subject: str, name: str, options: Any, plan: Any | None, region: str | None, prices: PriceLookup
+    subject: str,
+    name: str,
+    options: Any,
+    plan: Any | None,
+    region: str | None,
+    prices: PriceLookup,
+    *,
+    period_hours: int = HOURS_PER_30_DAYS,
 ) -> CostLine:
     """An endpoint: ``options`` is an ``EndpointOptions`` (or ``EndpointSpec``), ``plan`` a ``CapacityPlanSpec``.
 
@@ -224,7 +283,7 @@ def endpoint_line(
     types = tuple(getattr(options, "instance_types", None) or (options.instance_type,))
     on_plan_only = plan is not None and plan.when_not_active != "on_demand"
     price = None if on_plan_only else _highest(prices, types, region, HOSTING)  # no on-demand hour: nothing to price
-    low, high = Decimal(scaling.min_instances * HOURS_PER_30_DAYS), Decimal(scaling.max_instances * HOURS_PER_30_DAYS)
+    low, high = Decimal(scaling.min_instances * period_hours), Decimal(scaling.max_instances * period_hours)
     shape = f"{options.instance_type} x {scaling.min_instances}-{scaling.max_instances}"
     if len(types) > 1:
         shape += f" (pools {', '.join(types)}: priced at the highest)"
@@ -269,15 +328,22 @@ def endpoint_line(
     )
 
 
-def runs_per_30_days(
-    schedule: str | None, *, records_check: str | None = None, max_runtime_hours: int = 24
+def runs_in(
+    period_hours: int,
+    schedule: str | None,
+    *,
+    records_check: str | None = None,
+    max_runtime_hours: int = 24,
 ) -> tuple[Decimal, str]:
-    """(most runs in 30 days, how that was counted) of an EAGLE loop.
+    """(most runs in ``period_hours``, how that was counted) of an EAGLE loop: the one run count everyone uses.
 
-    ``rate(...)``: 720 h / the rate, rounded up. ``cron(...)`` or a ``records_check`` (a run starts whenever enough
-    records arrived and none is in progress): one run after another, 720 / ``max_runtime_hours``. ``at(...)``: 1.
-    No schedule and no check: 0 (runs started by hand are not counted).
+    Runs never overlap (a run starts only when none is in progress), so at most ``period_hours /
+    max_runtime_hours`` runs, rounded up, start in a period. ``rate(...)``: the period / the rate, rounded up, and at
+    most that. ``cron(...)`` or a ``records_check`` (a run starts whenever enough records arrived and none is in
+    progress): one run after another. ``at(...)``: 1. No schedule and no check: 0 (runs started by hand are not
+    counted).
     """
+    back_to_back = Decimal(math.ceil(Decimal(period_hours) / max_runtime_hours))
     scheduled, how = Decimal(0), "manual runs only (not counted)"
     if schedule is not None:
         match = _RATE.fullmatch(schedule)
@@ -286,37 +352,58 @@ def runs_per_30_days(
                 int(match.group(1))
                 * {"minute": Decimal(1) / 60, "hour": Decimal(1), "day": Decimal(24)}[match.group(2).rstrip("s")]
             )
-            scheduled, how = Decimal(math.ceil(HOURS_PER_30_DAYS / every)), f"{schedule}"
+            scheduled, how = Decimal(math.ceil(period_hours / every)), f"{schedule}"
+            if scheduled > back_to_back:
+                scheduled = back_to_back
+                how = f"{schedule}, runs never overlap: at most one per {max_runtime_hours} h"
         elif schedule.startswith("at("):
             scheduled, how = Decimal(1), f"{schedule}: once"
         else:
-            scheduled = Decimal(math.ceil(HOURS_PER_30_DAYS / max_runtime_hours))
-            how = f"{schedule}: counted as one run after another"
-    if records_check is not None:
-        back_to_back = Decimal(math.ceil(HOURS_PER_30_DAYS / max_runtime_hours))
-        if back_to_back > scheduled:
             scheduled = back_to_back
-            how = f"records_check {records_check}: counted as one run after another"
+            how = f"{schedule}: counted as one run after another"
+    if records_check is not None and back_to_back > scheduled:
+        scheduled = back_to_back
+        how = f"records_check {records_check}: counted as one run after another"
     return scheduled, how
 
 
+def runs_per_30_days(
+    schedule: str | None, *, records_check: str | None = None, max_runtime_hours: int = 24
+) -> tuple[Decimal, str]:
+    """``runs_in(HOURS_PER_30_DAYS, ...)``: the runs the 30-day table counts."""
+    return runs_in(HOURS_PER_30_DAYS, schedule, records_check=records_check, max_runtime_hours=max_runtime_hours)
+
+
 def eagle_lines(
-    subject: str, model: str, eagle: Any, job_type: str, region: str | None, prices: PriceLookup
+    subject: str,
+    model: str,
+    eagle: Any,
+    job_type: str,
+    region: str | None,
+    prices: PriceLookup,
+    *,
+    period_hours: int = HOURS_PER_30_DAYS,
 ) -> list[CostLine]:
     """An EAGLE loop (``EagleSettings``): its optimization jobs and, when on, its benchmark jobs.
 
     Floor 0: a run starts only when ``min_new_records`` new records arrived (captured traffic) or on schedule and
-    may end early. Ceiling: every counted run at ``max_runtime_hours`` x ``max_instance_count``, priced as
-    ``pricing.JOB_USAGE``; on a ``training_plan`` the hours are plan-covered.
+    may end early. Ceiling: every counted run at ``max_runtime_hours`` x ``max_instance_count``; the job's
+    price is unknown (``EAGLE_JOB_PRICE``: AWS lists no rate for speculative decoding jobs, and none is guessed); on a
+    ``training_plan`` the hours are plan-covered. ``prices`` is not read for the job (one signature for callers).
     """
-    runs, how = runs_per_30_days(
+    runs, how = runs_in(
+        period_hours,
         eagle.schedule,
         records_check=getattr(eagle.dataset, "records_check", None),
         max_runtime_hours=eagle.max_runtime_hours,
     )
     per_run = Decimal(eagle.max_runtime_hours * eagle.max_instance_count)
     hours = runs * per_run
-    price = price_of(prices, job_type, region, JOB_USAGE) if hours and eagle.training_plan is None else None
+    price = (
+        HourlyPrice(job_type, region or "any region", None, note=EAGLE_JOB_PRICE)
+        if hours and eagle.training_plan is None
+        else None
+    )
     trigger = (
         f"runs only when {eagle.dataset.min_new_records} new records arrived"
         if eagle.dataset.source in ("capture", "front_door")
@@ -324,7 +411,7 @@ def eagle_lines(
     )
     what = (
         f"EAGLE loop of {model} ({job_type} x {eagle.max_instance_count}, {eagle.max_runtime_hours} h a run at "
-        f"most, {runs} runs/30d: {how}; {trigger})"
+        f"most, {runs} runs in {period_hours} h: {how}; {trigger})"
     )
     if eagle.training_plan is not None:
         lines = [
@@ -340,10 +427,11 @@ def eagle_lines(
                 Decimal(0),
                 hours,
                 note=f"on training plan {eagle.training_plan}: no on-demand instance-hours",
+                runs=runs,
             )
         ]
     else:
-        lines = [CostLine("eagle", subject, what, job_type, region, JOB_USAGE, price, Decimal(0), hours)]
+        lines = [CostLine("eagle", subject, what, job_type, region, JOB_USAGE, price, Decimal(0), hours, runs=runs)]
     benchmark = getattr(eagle, "benchmark", None)
     if benchmark is not None and benchmark.enabled:
         job_hours = runs * 2 * benchmark.max_hours  # before and after each promotion, at most one per run
@@ -364,6 +452,7 @@ def eagle_lines(
                 Decimal(0),
                 job_hours,
                 note="the traffic it sends can scale the endpoint out: those instances are in the endpoint's ceiling",
+                runs=runs,
             )
         )
     return lines
@@ -398,11 +487,17 @@ def plan_line(subject: str, spec: Any, region: str | None, *, may_buy: bool | No
 
 
 def config_cost_model(
-    config: AppConfig, *, prices: PriceLookup | Mapping[str, Decimal] | None = None, region: str | None = None
+    config: AppConfig,
+    *,
+    prices: PriceLookup | Mapping[str, Decimal] | None = None,
+    region: str | None = None,
+    period_hours: int = HOURS_PER_30_DAYS,
 ) -> list[CostLine]:
     """Every cost line of a validated config, by config path: endpoints, their EAGLE loops and benchmarks, plans.
 
     :param region: where it deploys. Default: ``target.region`` (none: each price is the table's highest).
+    :param period_hours: the hours the figures cover. Default: 30 days (720); the budget rule uses
+        ``HOURS_PER_LONGEST_MONTH`` (744).
     """
     lookup = price_source(prices)
     region = region if region is not None else config.target.region
@@ -410,7 +505,11 @@ def config_cost_model(
     lines: list[CostLine] = []
     for e_index, endpoint in enumerate(config.endpoints):
         plan = plans.get(endpoint.capacity_plan) if endpoint.capacity_plan else None
-        lines.append(endpoint_line(f"endpoints[{e_index}]", endpoint.name, endpoint, plan, region, lookup))
+        lines.append(
+            endpoint_line(
+                f"endpoints[{e_index}]", endpoint.name, endpoint, plan, region, lookup, period_hours=period_hours
+            )
+        )
         for m_index, model in enumerate(endpoint.models):
             if model.eagle is not None:
                 lines.extend(
@@ -421,6 +520,7 @@ def config_cost_model(
                         model.eagle.job_instance_type or endpoint.instance_type,
                         region,
                         lookup,
+                        period_hours=period_hours,
                     )
                 )
     for p_index, plan in enumerate(config.capacity_plans):

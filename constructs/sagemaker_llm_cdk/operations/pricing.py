@@ -258,8 +258,10 @@ def covered_regions() -> list[str]:
 USAGE_NOTES = {
     HOSTING: "Real-time inference (endpoints): SageMaker's Hosting usage, what an inference component's instances bill",
     JOB_USAGE: (
-        "Training usage: what optimization (EAGLE) and benchmark jobs are priced as here; AWS's pricing page "
-        "lists no separate rate for inference optimization jobs"
+        'Training usage: listed for reference only; the cost model prices no EAGLE job with it. AWS: "You incur '
+        'no additional costs for jobs that apply speculative decoding" '
+        "(https://docs.aws.amazon.com/sagemaker/latest/dg/model-optimize-create-job.html), and it names no Price "
+        "List usage for the instances those jobs run on, so EAGLE job lines read unknown"
     ),
 }
 PRICE_LIST_SOURCE = (
