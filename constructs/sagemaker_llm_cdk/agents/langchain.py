@@ -51,8 +51,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from . import fields, options
 from . import openai_format as oa
-from . import options
 from .transport import DEFAULT_MAX_CONVERSATIONS, ChatTransport, FrontDoorTransport
 
 __all__ = ["SageMakerChatModel", "to_openai_messages"]
@@ -96,30 +96,14 @@ class SageMakerChatModel(BaseChatModel):
     streaming: bool = Field(
         default=False, description="Answer invoke() from InvokeEndpointWithResponseStream (the chunks joined)."
     )
-    endpoint_name: str | None = Field(default=None, description="The endpoint, when no transport is given.")
-    inference_component_name: str | None = Field(default=None, description="The component, when no transport is given.")
-    region_name: str | None = Field(default=None, description="The endpoint's region, for the client it builds.")
-    client: Any = Field(default=None, exclude=True, description="A boto3/botocore sagemaker-runtime client.")
-    credentials_profile_name: str | None = Field(
-        default=None, exclude=True, description="A profile of the AWS config files, for the client it builds."
-    )
-    endpoint_kwargs: dict[str, str] | None = Field(
-        default=None, description="More InvokeEndpoint parameters: CustomAttributes, InferenceId, TargetVariant..."
-    )
-    send_reasoning: bool | None = Field(
-        default=None,
-        description=(
-            "Send an assistant tool-call message's reasoning back as `reasoning` (True), never (False), or when "
-            "model_family needs it (None, the default)."
-        ),
-    )
-    model_family: str | None = Field(
-        default=None,
-        description=(
-            "The served model's family when its tool-call chains need their reasoning sent back: gpt-oss, kimi-k2 "
-            "or minimax-m2 (the client cannot see the architecture). Default: none."
-        ),
-    )
+    endpoint_name: fields.EndpointName = None
+    inference_component_name: fields.ComponentName = None
+    region_name: fields.RegionName = None
+    client: fields.Client = None
+    credentials_profile_name: fields.ProfileName = None
+    endpoint_kwargs: fields.EndpointKwargs = None
+    send_reasoning: fields.SendReasoning = None
+    model_family: fields.ModelFamily = None
 
     @model_validator(mode="before")
     @classmethod
