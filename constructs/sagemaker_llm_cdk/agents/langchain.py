@@ -114,8 +114,8 @@ class SageMakerChatModel(BaseChatModel):
 
     @model_validator(mode="after")
     def _build_transport(self) -> SageMakerChatModel:
-        fields = {k: getattr(self, k) for k in ("temperature", "top_p", "max_tokens", "stop", "seed")}
-        options.check_model_kwargs(self.model_kwargs, fields, self.extra_body)
+        named = {k: getattr(self, k) for k in ("temperature", "top_p", "max_tokens", "stop", "seed")}
+        options.check_model_kwargs(self.model_kwargs, named, self.extra_body)
         options.sends_reasoning(self.send_reasoning, self.model_family)
         self.transport = options.build_transport(self)
         return self
@@ -277,9 +277,9 @@ class SageMakerChatModel(BaseChatModel):
 
     def _body(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> dict[str, Any]:
         known, other = options.split_model_kwargs(self.model_kwargs)
-        fields: dict[str, Any] = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
-        fields.update({"stop": stop or self.stop, "seed": self.seed})
-        parameters = {**known, **{k: v for k, v in fields.items() if v is not None}}
+        named: dict[str, Any] = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
+        named.update({"stop": stop or self.stop, "seed": self.seed})
+        parameters = {**known, **{k: v for k, v in named.items() if v is not None}}
         parameters.update({k: v for k, v in kwargs.items() if k in oa.GENERATION_KEYS})
         send_reasoning = options.sends_reasoning(self.send_reasoning, self.model_family)
         sent = to_openai_messages(messages, send_reasoning=send_reasoning)

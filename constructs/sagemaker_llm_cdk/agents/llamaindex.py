@@ -102,8 +102,8 @@ class SageMakerLlmCdkLLM(FunctionCallingLLM):
 
     @model_validator(mode="after")
     def _build_transport(self) -> SageMakerLlmCdkLLM:
-        fields = {"temperature": self.temperature, "max_tokens": self.max_tokens}
-        options.check_model_kwargs(self.model_kwargs, fields, self.extra_body)
+        named = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        options.check_model_kwargs(self.model_kwargs, named, self.extra_body)
         options.sends_reasoning(self.send_reasoning, self.model_family)
         self.transport = options.build_transport(self)
         return self
@@ -154,8 +154,8 @@ class SageMakerLlmCdkLLM(FunctionCallingLLM):
 
     def _body(self, messages: Sequence[ChatMessage], kwargs: dict[str, Any]) -> dict[str, Any]:
         known, other = options.split_model_kwargs(self.model_kwargs)
-        fields = {"temperature": self.temperature, "max_tokens": self.max_tokens}
-        parameters = {**known, **{k: v for k, v in fields.items() if v is not None}}
+        named = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        parameters = {**known, **{k: v for k, v in named.items() if v is not None}}
         parameters.update({k: v for k, v in kwargs.items() if k in oa.GENERATION_KEYS})
         send_reasoning = options.sends_reasoning(self.send_reasoning, self.model_family)
         sent = to_openai_messages(messages, send_reasoning=send_reasoning)
