@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
-from aws_cdk import App, Environment, Stack, Validations
+from aws_cdk import App, Aws, Environment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Annotations, Match, Template
@@ -162,6 +162,8 @@ def test_role_may_read_exactly_each_artifact_object(single):
     assert props["PolicyDocument"]["Statement"] == [
         {
             "Action": "s3:GetObject",
+            # Bucket names are global: only artifacts in the deploying account's buckets.
+            "Condition": {"StringEquals": {"s3:ResourceAccount": {"Ref": "AWS::AccountId"}}},
             "Effect": "Allow",
             "Resource": [
                 {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::my-adapters/support-bot.tar.gz"]]},
@@ -691,7 +693,8 @@ def test_an_adapter_added_after_the_policy_was_rendered_is_in_its_next_rendering
     LoraAdapter(base, "Two", base=base, settings={"name": "two", "artifact_s3_uri": "s3://my-adapters/two.tar.gz"})
     (statement,) = stack.resolve(cfn.policy_document)["Statement"]
     two = json.loads(json.dumps(one).replace("one.tar.gz", "two.tar.gz"))
-    assert statement == {"Action": "s3:GetObject", "Effect": "Allow", "Resource": [one, two]}
+    own = {"StringEquals": {"s3:ResourceAccount": stack.resolve(Aws.ACCOUNT_ID)}}
+    assert statement == {"Action": "s3:GetObject", "Condition": own, "Effect": "Allow", "Resource": [one, two]}
     Template.from_stack(stack).has_resource_properties(
         "AWS::IAM::ManagedPolicy", {"PolicyDocument": {"Statement": [statement]}}
     )

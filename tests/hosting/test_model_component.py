@@ -205,14 +205,48 @@ def test_role_reads_only_the_model_prefix_and_image_repository(autoscaled):
     statements = only(template, "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
     get = next(s for s in statements if s["Action"] == "s3:GetObject")
     assert get["Resource"]["Fn::Join"][1][-1] == ":s3:::my-weights/qwen3-8b/*"
+    # Bucket names are global: only a bucket the deploying account owns is read.
+    own = {"StringEquals": {"s3:ResourceAccount": {"Ref": "AWS::AccountId"}}}
+    assert get["Condition"] == own
     listing = next(s for s in statements if s["Action"] == "s3:ListBucket")
-    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["qwen3-8b/*"]}}
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["qwen3-8b/*"]}, **own}
     ecr = next(s for s in statements if "ecr:BatchGetImage" in s["Action"])
     parts = ecr["Resource"]["Fn::Join"][1]
     assert parts[-2:] == [
         {"Fn::FindInMap": ["LmiImageAccounts", {"Ref": "AWS::Region"}, "account"]},
         ":repository/djl-inference",
     ]
+
+
+def test_weights_owner_names_the_bucket_account():
+    stack, _ = endpoint_stack(
+        models=[ModelSpec(name="m", model_data_s3_uri=MODEL_URI, model_data_owner="444455556666")]
+    )
+    statements = only(Template.from_stack(stack), "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
+    reads = [s for s in statements if s["Action"] in ("s3:GetObject", "s3:ListBucket")]
+    assert len(reads) == 2
+    assert all(s["Condition"]["StringEquals"] == {"s3:ResourceAccount": "444455556666"} for s in reads)
+
+
+@pytest.mark.parametrize("owner", ["12345678901", "1234567890123", "acct-123456789012", "*"])
+def test_weights_owner_is_a_twelve_digit_account(owner):
+    with pytest.raises(ValueError, match=r"model_data_owner[\s\S]*pattern"):
+        ModelSpec(name="m", model_data_s3_uri=MODEL_URI, model_data_owner=owner)
+
+
+def test_weights_owner_is_refused_with_jumpstart():
+    with pytest.raises(ConfigurationError, match=r"model_data_owner[\s\S]*nothing with source: jumpstart"):
+        validated(
+            ModelSpec,
+            {
+                "name": "m",
+                "source": "jumpstart",
+                "model_id": "meta-textgeneration-llama-3-1-8b-instruct",
+                "version": "2.2.1",
+                "model_data_owner": "444455556666",
+            },
+            where="test.yaml",
+        )
 
 
 def test_custom_image_and_model_key():

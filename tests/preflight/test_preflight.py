@@ -44,7 +44,7 @@ def endpoint(**overrides: Any) -> dict[str, Any]:
         "name": "Chat",
         "instance_type": "ml.g6e.12xlarge",
         "scaling": {"min_instances": 1, "max_instances": 2},
-        "models": [{"name": "qwen3-8b", "model_data_s3_uri": "s3://my-weights/qwen3-8b/", "accelerators": 1}],
+        "models": [{"name": "qwen3-8b", "model_data_s3_uri": "s3://team-llm-weights/qwen3-8b/", "accelerators": 1}],
     }
     spec.update(overrides)
     return spec
@@ -92,7 +92,7 @@ def synthesized(tmp_path_factory) -> Path:
     app = App(outdir=str(outdir))
     stack = Stack(app, "Small")
     chat = LlmEndpoint(stack, "Chat", settings=EndpointOptions(instance_type="ml.g6e.12xlarge"))
-    chat.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
+    chat.add_model("Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://team-llm-weights/qwen3-8b/"))
     from sagemaker_llm_cdk import DeploymentCheck
 
     DeploymentCheck(stack, "Check", endpoint=chat)
@@ -165,7 +165,7 @@ def test_image_in_another_region_is_a_blocker():
                 models=[
                     {
                         "name": "m",
-                        "model_data_s3_uri": "s3://my-weights/m/",
+                        "model_data_s3_uri": "s3://team-llm-weights/m/",
                         "image": "123456789012.dkr.ecr.eu-west-1.amazonaws.com/mine:1",
                     }
                 ]
@@ -202,7 +202,7 @@ def test_eagle_job_on_a_type_optimization_jobs_do_not_offer():
                     models=[
                         {
                             "name": "m",
-                            "model_data_s3_uri": "s3://my-weights/m/",
+                            "model_data_s3_uri": "s3://team-llm-weights/m/",
                             "architecture": "Qwen3ForCausalLM",
                             "eagle": {},
                         }
@@ -429,7 +429,7 @@ def test_model_update_without_room_for_a_batch():
                 models=[
                     {
                         "name": "m",
-                        "model_data_s3_uri": "s3://my-weights/m/",
+                        "model_data_s3_uri": "s3://team-llm-weights/m/",
                         "accelerators": 2,
                         "copies": {"min_copies": 1, "max_copies": 2},
                     }
@@ -625,7 +625,7 @@ def test_live_on_demand_endpoint_all_present_with_price():
     identity(stubs)
     names(stubs, "SageMakerLlm-qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 4)])
-    s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+    s3_prefix(stubs, "team-llm-weights", "qwen3-8b/", 1)
     layer(stubs, latest=POWERTOOLS_LAYER_VERSION + 2)
     price(stubs, "ml.g6e.12xlarge", "10.4930000000")
     findings = live(config(), stubs)
@@ -634,7 +634,7 @@ def test_live_on_demand_endpoint_all_present_with_price():
         of(findings, "quota.endpoint", "info")[0].what
         == "quota 'ml.g6e.12xlarge for endpoint usage' is 4; the config needs up to 2"
     )
-    assert of(findings, "s3.present", "info")[0].what == "1 S3 location(s) found: s3://my-weights/qwen3-8b/"
+    assert of(findings, "s3.present", "info")[0].what == "1 S3 location(s) found: s3://team-llm-weights/qwen3-8b/"
     assert of(findings, "layer.latest")[0].what.startswith(
         f"Powertools layer version {POWERTOOLS_LAYER_VERSION + 2} is the latest"
     )
@@ -664,16 +664,16 @@ def test_live_missing_data_quota_and_layer_are_blockers(pinned, adapter_name):
                 models=[
                     {
                         "name": "qwen3-8b",
-                        "model_data_s3_uri": "s3://my-weights/qwen3-8b.tar.gz",
+                        "model_data_s3_uri": "s3://team-llm-weights/qwen3-8b.tar.gz",
                         "lora": {"max_rank": 16},
-                        "adapters": [{"name": "sql", "artifact_s3_uri": "s3://my-adapters/sql.tar.gz", **pinned}],
+                        "adapters": [{"name": "sql", "artifact_s3_uri": "s3://team-llm-adapters/sql.tar.gz", **pinned}],
                     }
                 ]
             )
         ]
     )
-    stubs.error("s3", "HeadObject", {"Bucket": "my-weights", "Key": "qwen3-8b.tar.gz"}, "404", 404)
-    stubs.error("s3", "HeadObject", {"Bucket": "my-adapters", "Key": "sql.tar.gz"}, "403", 403)
+    stubs.error("s3", "HeadObject", {"Bucket": "team-llm-weights", "Key": "qwen3-8b.tar.gz"}, "404", 404)
+    stubs.error("s3", "HeadObject", {"Bucket": "team-llm-adapters", "Key": "sql.tar.gz"}, "403", 403)
     arn = f"arn:aws:lambda:us-east-1:017000801446:layer:{LAYER}"
     stubs.error("lambda", "GetLayerVersionByArn", {"Arn": arn}, "ResourceNotFoundException", 404)
     price(stubs, "ml.g6e.12xlarge", "10.49")
@@ -681,7 +681,7 @@ def test_live_missing_data_quota_and_layer_are_blockers(pinned, adapter_name):
     (quota,) = of(findings, "quota.endpoint", "blocker")
     assert quota.what == "quota 'ml.g6e.12xlarge for endpoint usage' is 0, the config may run 2"
     (weights,) = of(findings, "s3.present", "blocker")
-    assert weights.what == "model weights: s3://my-weights/qwen3-8b.tar.gz does not exist (404)"
+    assert weights.what == "model weights: s3://team-llm-weights/qwen3-8b.tar.gz does not exist (404)"
     (adapter,) = of(findings, "s3.present", "warning")
     assert adapter.subject == "endpoints[0].models[0].adapters[0].artifact_s3_uri"
     assert of(findings, "layer.present", "blocker")[0].what == f"layer {arn} does not exist in us-east-1"
@@ -715,7 +715,7 @@ def test_live_plan_scheduled_blocks_the_bound_endpoint_and_quota_name_missing():
     )
     names(stubs, "SageMakerLlm-qwen3-8b", stack_exists=True)
     quotas(stubs, [])
-    s3_prefix(stubs, "my-weights", "qwen3-8b/", 0)
+    s3_prefix(stubs, "team-llm-weights", "qwen3-8b/", 0)
     layer(stubs, latest=None)
     cfg = config(
         endpoints=[p5e_endpoint()],
@@ -735,7 +735,9 @@ def test_live_plan_scheduled_blocks_the_bound_endpoint_and_quota_name_missing():
         of(findings, "quota.endpoint", "warning")[0].what
         == "no Service Quotas entry named 'ml.p5e.48xlarge for endpoint usage'"
     )
-    assert of(findings, "s3.present", "blocker")[0].what == "model weights: nothing under s3://my-weights/qwen3-8b/"
+    assert (
+        of(findings, "s3.present", "blocker")[0].what == "model weights: nothing under s3://team-llm-weights/qwen3-8b/"
+    )
     assert of(findings, "cost.endpoint")[0].what.startswith(
         "endpoint Chat (ml.p5e.48xlarge x 1-2, only on plan chat-p5e): "
         "0-0 on-demand instance-hours, 1440 on the plan per 30 days"
@@ -794,7 +796,7 @@ def test_live_existing_plan_missing_and_active_plan_near_its_end():
             )
         names(stubs, "SageMakerLlm-qwen3-8b")
         quotas(stubs, [("ml.p5e.48xlarge for endpoint usage", 2)])
-        s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+        s3_prefix(stubs, "team-llm-weights", "qwen3-8b/", 1)
         layer(stubs)
         cfg = config(
             endpoints=[p5e_endpoint(scaling={"min_instances": 1, "max_instances": 1})],
@@ -812,7 +814,7 @@ def test_live_eagle_job_quota_found_by_name():
     identity(stubs)
     names(stubs, "SageMakerLlm-qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2), ("ml.g6e.12xlarge for optimization job usage", 0)])
-    s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+    s3_prefix(stubs, "team-llm-weights", "qwen3-8b/", 1)
     layer(stubs)
     price(stubs, "ml.g6e.12xlarge", "10.49")
     cfg = config(
@@ -821,7 +823,7 @@ def test_live_eagle_job_quota_found_by_name():
                 models=[
                     {
                         "name": "qwen3-8b",
-                        "model_data_s3_uri": "s3://my-weights/qwen3-8b/",
+                        "model_data_s3_uri": "s3://team-llm-weights/qwen3-8b/",
                         "architecture": "Qwen3ForCausalLM",
                         "eagle": {},
                     }
@@ -838,7 +840,7 @@ def test_live_account_other_than_the_target():
     identity(stubs, account="999999999999")
     names(stubs, "SageMakerLlm-qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2)])
-    s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+    s3_prefix(stubs, "team-llm-weights", "qwen3-8b/", 1)
     layer(stubs)
     price(stubs, "ml.g6e.12xlarge", "10.49")
     (found,) = of(live(config(target={"account": "123456789012"}), stubs), "credentials.account", "blocker")
@@ -872,10 +874,18 @@ def test_cli_prints_the_default_configs_findings_offline(capsys):
     assert code == (1 if any(line.startswith("BLOCKER") for line in out) else 0)
 
 
-def test_an_offline_verdict_says_the_live_checks_did_not_run(capsys):
-    code = preflight.main(
-        ["--config", str(ROOT / "config/dev.yaml"), "--offline", "--no-synth", "--region", "us-east-1"]
-    )
+def own_buckets(tmp_path: Path) -> Path:
+    """The shipped configs in ``tmp_path/config``, their example buckets replaced by names a team would own."""
+    folder = tmp_path / "config"
+    folder.mkdir()
+    for path in (ROOT / "config").glob("*.yaml"):
+        (folder / path.name).write_text(path.read_text().replace("s3://my-llm-", "s3://acme-llm-"))
+    return folder
+
+
+def test_an_offline_verdict_says_the_live_checks_did_not_run(capsys, tmp_path):
+    dev = own_buckets(tmp_path) / "dev.yaml"
+    code = preflight.main(["--config", str(dev), "--offline", "--no-synth", "--region", "us-east-1"])
     verdict = capsys.readouterr().out.strip().splitlines()[-1]
     assert code == 0
     assert verdict.endswith(
@@ -945,7 +955,7 @@ def test_cli_exit_codes(tmp_path, capsys, synthesized):
     clean = tmp_path / "clean.yaml"
     clean.write_text(
         "endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
-        "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n"
+        "      - {name: qwen3-8b, model_data_s3_uri: 's3://team-llm-weights/qwen3-8b/'}\n"
     )
     assert (
         preflight.main(["--config", str(clean), "--offline", "--cdk-out", str(synthesized), "--region", "us-east-1"])
@@ -970,7 +980,7 @@ def test_cli_json_lines(capsys, synthesized, tmp_path):
     clean = tmp_path / "clean.yaml"
     clean.write_text(
         "endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
-        "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n"
+        "      - {name: qwen3-8b, model_data_s3_uri: 's3://team-llm-weights/qwen3-8b/'}\n"
     )
     preflight.main(
         ["--config", str(clean), "--offline", "--cdk-out", str(synthesized), "--region", "us-west-1", "--json"]
@@ -981,7 +991,7 @@ def test_cli_json_lines(capsys, synthesized, tmp_path):
     assert any(r["severity"] == "blocker" and r["check"] == "region.resource-types" for r in records)
 
 
-def test_module_runs_from_a_fresh_interpreter():
+def test_module_runs_from_a_fresh_interpreter(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION"] = "1"
     result = subprocess.run(
@@ -996,7 +1006,7 @@ def test_module_runs_from_a_fresh_interpreter():
             "--region",
             "us-east-1",
         ],
-        cwd=ROOT,
+        cwd=own_buckets(tmp_path).parent,
         env=env,
         capture_output=True,
         text=True,
@@ -1031,7 +1041,7 @@ def test_live_weights_in_a_bucket_of_another_region():
     identity(stubs)
     names(stubs, "SageMakerLlm-qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2)])
-    params = {"Bucket": "my-weights", "Prefix": "qwen3-8b/", "MaxKeys": 1}
+    params = {"Bucket": "team-llm-weights", "Prefix": "qwen3-8b/", "MaxKeys": 1}
     assert_valid_request("s3", "ListObjectsV2", params)
     stubs.client("s3", "us-east-1")
     stubs.stubbers[("s3", "us-east-1")].add_response(
@@ -1046,7 +1056,7 @@ def test_live_weights_in_a_bucket_of_another_region():
     layer(stubs)
     price(stubs, "ml.g6e.12xlarge", "10.49")
     (found,) = of(live(config(), stubs), "s3.region", "blocker")
-    assert found.what == "model weights: bucket my-weights is in eu-west-1, the endpoint in us-east-1"
+    assert found.what == "model weights: bucket team-llm-weights is in eu-west-1, the endpoint in us-east-1"
 
 
 FAKE_APP = """
@@ -1065,7 +1075,7 @@ def test_cli_synthesizes_with_the_cdk_json_app_and_context(tmp_path, monkeypatch
     clean = tmp_path / "clean.yaml"
     clean.write_text(
         "endpoints:\n  - name: Chat\n    instance_type: ml.g6e.12xlarge\n    models:\n"
-        "      - {name: qwen3-8b, model_data_s3_uri: 's3://my-weights/qwen3-8b/'}\n"
+        "      - {name: qwen3-8b, model_data_s3_uri: 's3://team-llm-weights/qwen3-8b/'}\n"
     )
     monkeypatch.chdir(tmp_path)
     assert preflight.main(["--config", str(clean), "--offline", "--region", "eu-west-3"]) == 1
@@ -1085,7 +1095,7 @@ def test_live_reserve_plan_is_described_by_its_stack_prefixed_name():
     stubs.error("sagemaker", "DescribeTrainingPlan", {"TrainingPlanName": "SageMakerLlm-chat-p5e"}, "ResourceNotFound")
     names(stubs, "SageMakerLlm-qwen3-8b")
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 2)])
-    s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+    s3_prefix(stubs, "team-llm-weights", "qwen3-8b/", 1)
     layer(stubs)
     findings = live(config(capacity_plans=[reserve_plan()]), stubs)
     (plan,) = of(findings, "plan.status", "info")
@@ -1102,10 +1112,10 @@ def _models_config(*models: dict[str, Any]) -> dict[str, Any]:
 def test_a_model_that_may_serve_a_draft_head_is_a_warning_with_how_to_try_it():
     cfg = parse_config(
         _models_config(
-            {"name": "plain", "model_data_s3_uri": "s3://my-weights/plain/", "architecture": "Qwen3ForCausalLM"},
+            {"name": "plain", "model_data_s3_uri": "s3://team-llm-weights/plain/", "architecture": "Qwen3ForCausalLM"},
             {
                 "name": "fast",
-                "model_data_s3_uri": "s3://my-weights/fast/",
+                "model_data_s3_uri": "s3://team-llm-weights/fast/",
                 "architecture": "Qwen3ForCausalLM",
                 "eagle": {},
             },
@@ -1122,7 +1132,7 @@ def test_a_model_that_may_serve_a_draft_head_is_a_warning_with_how_to_try_it():
 
 
 def test_no_head_serving_warning_without_eagle():
-    cfg = parse_config(_models_config({"name": "plain", "model_data_s3_uri": "s3://my-weights/plain/"}))
+    cfg = parse_config(_models_config({"name": "plain", "model_data_s3_uri": "s3://team-llm-weights/plain/"}))
     assert of(offline(cfg), "eagle.head-serving") == []
 
 
@@ -1189,7 +1199,7 @@ def test_live_a_renamed_endpoint_whose_components_keep_their_names_is_a_blocker(
         },
     )
     quotas(stubs, [("ml.g6e.12xlarge for endpoint usage", 4)])
-    s3_prefix(stubs, "my-weights", "qwen3-8b/", 1)
+    s3_prefix(stubs, "team-llm-weights", "qwen3-8b/", 1)
     layer(stubs, latest=POWERTOOLS_LAYER_VERSION)
     price(stubs, "ml.g6e.12xlarge", "10.4930000000")
     findings = live(config(endpoints=[endpoint(endpoint_name="chat-v2")]), stubs)

@@ -163,8 +163,11 @@ class ArtifactAccess:
         arns: list[str] = []
         # One resource, a token CDK resolves at each rendering to the ARNs (one: a string, as PolicyStatement
         # renders a single resource): the same document, one round trip per policy and rendering.
+        # Only from buckets the deploying account owns: bucket names are global (s3:ResourceAccount).
         statement = iam.PolicyStatement(
-            actions=["s3:GetObject"], resources=[Token.as_string(Lazy.uncached_any(_Resources(arns)))]
+            actions=["s3:GetObject"],
+            resources=[Token.as_string(Lazy.uncached_any(_Resources(arns)))],
+            conditions={"StringEquals": {"s3:ResourceAccount": Aws.ACCOUNT_ID}},
         )
         policy = iam.ManagedPolicy(
             self.endpoint,

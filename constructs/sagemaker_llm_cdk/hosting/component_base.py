@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 
@@ -14,6 +14,7 @@ from ..core.errors import Problem
 from ..core.metrics import SAGEMAKER_NAMESPACE, metric
 
 if TYPE_CHECKING:
+    from ..settings.hosting import ModelSpec
     from .endpoint import LlmEndpoint
 
 
@@ -95,3 +96,14 @@ def name_taken_problem(field: str, name: str, endpoint: LlmEndpoint) -> Problem 
             "rename one of the two adapters",
         )
     return None
+
+
+def weights_owner(spec: ModelSpec) -> dict[str, dict[str, str]] | None:
+    """The condition that the weights bucket belongs to ``model_data_owner`` (default: the deploying account).
+
+    Bucket names are global: without ``s3:ResourceAccount`` a role reads whoever holds the name. JumpStart's
+    buckets belong to AWS accounts the lock does not name, so a JumpStart model goes without (None).
+    """
+    if spec.is_jumpstart:
+        return None
+    return {"StringEquals": {"s3:ResourceAccount": spec.model_data_owner or Aws.ACCOUNT_ID}}

@@ -28,7 +28,7 @@ from ..settings.images import LMI_ACCOUNT, LMI_REPOSITORY
 from ..settings.model_rules import MAX_ENVIRONMENT, environment_count_problem
 from ..settings.operations import MAX_ROLLBACK_ALARMS, RolloutSettings, batch_count_range, rolling_batch
 from ..settings.tool_calling import tool_environment
-from .component_base import InferenceComponentConstruct, name_taken_problem
+from .component_base import InferenceComponentConstruct, name_taken_problem, weights_owner
 
 if TYPE_CHECKING:
     from .endpoint import LlmEndpoint
@@ -449,20 +449,20 @@ class ModelComponent(InferenceComponentConstruct):
         match = _S3_URI.match(spec.model_data_s3_uri)
         assert match  # validated by ModelSpec
         bucket, key_path = match.group("bucket"), match.group("key") or ""
-        partition = Aws.PARTITION
         prefix = key_path if key_path.endswith(".tar.gz") else f"{key_path}*"
-        weights_arn = f"arn:{partition}:s3:::{bucket}/{prefix}"
+        owner = weights_owner(spec)
         grants.grant(
             role,
             actions=["s3:GetObject"],
-            resources=[weights_arn],
+            resources=[f"arn:{Aws.PARTITION}:s3:::{bucket}/{prefix}"],
+            conditions=owner,
             reason="The model's weights are many files under one S3 prefix; read-only GetObject on that prefix only.",
         )
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["s3:ListBucket"],
-                resources=[f"arn:{partition}:s3:::{bucket}"],
-                conditions={"StringLike": {"s3:prefix": [prefix]}},
+                resources=[f"arn:{Aws.PARTITION}:s3:::{bucket}"],
+                conditions={"StringLike": {"s3:prefix": [prefix]}, **(owner or {})},
             )
         )
         role.add_to_principal_policy(

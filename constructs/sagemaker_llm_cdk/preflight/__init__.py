@@ -48,6 +48,7 @@ from ..core.errors import ConfigurationError
 from ..operations.pricing import PriceList, PriceLookup
 from . import live as _live_checks  # noqa: F401
 from . import offline as _offline  # noqa: F401  (registers the offline checks, in order, before the live ones)
+from . import placeholders as _placeholders  # noqa: F401  (the example-bucket blocker, offline)
 from . import routers as _router_checks  # noqa: F401  (routers: region offline, destinations live)
 from .context import (
     LIVE_CHECKS,

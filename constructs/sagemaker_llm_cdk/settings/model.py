@@ -106,6 +106,17 @@ class ModelSpec(Settings):
             )
         ),
     ] = ""
+    model_data_owner: Annotated[
+        str | None,
+        Field(
+            pattern=r"^\d{12}$",
+            description=(
+                "source s3: the 12-digit AWS account that owns the weights bucket. The endpoint role reads the weights "
+                "only from a bucket that account owns (IAM condition s3:ResourceAccount), so a bucket name someone "
+                "else holds is never read. Default: the account the stack deploys to."
+            ),
+        ),
+    ] = None
     model_id: Annotated[
         str | None,
         Field(

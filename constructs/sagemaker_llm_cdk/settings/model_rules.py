@@ -140,7 +140,7 @@ def _source_problems(spec: ModelSpec) -> list[Problem]:
                     f"add {name} (see the JumpStart model card, then run `make jumpstart-lock`)",
                 )
             )
-    for name in ("model_data_s3_uri", "image"):
+    for name in ("model_data_s3_uri", "model_data_owner", "image"):
         if name in given:
             problems.append(
                 Problem(
