@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("operations",),
     ("routing",),
     ("config",),
+    ("client_streams",),
     ("preflight", "checks", "client"),
     ("router_client", "agents"),
     ("",),  # the package's root: its public names

@@ -25,8 +25,6 @@ ALLOWED: dict[str, int] = {
     "constructs/sagemaker_llm_cdk/hosting/model_component.py": 687,
     "constructs/sagemaker_llm_cdk/hosting/model_component.py::ModelComponent.__init__": 145,
     "constructs/sagemaker_llm_cdk/hosting/speculative_decoding.py::SpeculativeDecoding.__init__": 166,
-    # The chat client: one module so an application copies or installs it alone (clients/).
-    "constructs/sagemaker_llm_cdk/client.py": 601,
 }
 """``path`` (a module) or ``path::qualified.name`` (a function) -> the most lines it may have. Only shrinks."""
 

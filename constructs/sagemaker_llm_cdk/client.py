@@ -29,6 +29,15 @@ that is open (a stream cannot open one: the front door opens it with a buffered 
 served components). If SageMaker says the session is gone, the turn is sent through the front door
 instead, which reopens the session, and its whole reply is yielded as one event.
 
+Streamed turns in the turn log. The front door logs every buffered turn for EAGLE itself; a streamed turn never
+passes through it, so when ``/open`` says ``"turn_log": true`` the client logs it: once the stream has ended,
+it assembles the reply from the events (:class:`StreamedReply`: text, reasoning, tool calls from the OpenAI
+deltas) and sends it with the request to ``POST /log`` (:meth:`SessionClient.log_turn`, one attempt, at most
+``LOG_TIMEOUT_SECONDS``). The front door accepts it only from the conversation's owner, for its current session,
+and checks it as it checks a buffered reply. Logging never fails the stream: a turn it could not log is counted
+in ``SessionClient.turns_not_logged`` and logged as a warning (logger ``sagemaker_llm_cdk.client``); a stream
+the caller stops reading early is not logged.
+
 Retries. An answer 429 or 503 from the front door means "busy, try again": SageMaker or the model
 container throttled (``Throttled``), the conversation table throttled (``SessionStoreThrottled``),
 SageMaker was briefly unavailable, or Lambda throttled the function itself; none of them ran the turn.
@@ -41,7 +50,8 @@ follow a model call that ran).
 
 Other languages. The front door is plain HTTPS with SigV4 (service ``lambda``): ``POST /open`` with
 ``{}`` or ``{"component": ...}``, ``POST /invoke`` with ``{"conversation_id", "body"}``, ``POST /close``
-with ``{"conversation_id"}``. With curl 7.75 or newer (drop the token header for long-term keys)::
+with ``{"conversation_id"}``, ``POST /log`` with ``{"conversation_id", "session_id", "body", "reply"}`` after
+a stream (``reply`` a chat completion). With curl 7.75 or newer (drop the token header for long-term keys)::
 
     URL=https://<id>.lambda-url.us-east-1.on.aws
     SIGN=(--aws-sigv4 "aws:amz:us-east-1:lambda" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY"
@@ -76,11 +86,13 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import json
+import logging
 import random
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
@@ -88,46 +100,39 @@ from typing import Any
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
-__all__ = ["Conversation", "FrontDoorError", "SessionClient", "iter_stream_events", "parse_stream", "text_of"]
+from .client_streams import (
+    FrontDoorError,
+    StreamedReply,
+    iter_stream_events,
+    parse_stream,
+    session_gone,
+    stream_error,
+    text_of,
+)
+
+__all__ = [
+    "Conversation",
+    "FrontDoorError",
+    "SessionClient",
+    "StreamedReply",
+    "iter_stream_events",
+    "parse_stream",
+    "session_gone",
+    "stream_error",
+    "text_of",
+]
+
+logger = logging.getLogger(__name__)
 
 REOPENED_HEADER = "x-session-reopened"  # compared lower-case: HTTP header names are case-insensitive
-SESSION_GONE_WORDS = ("not found", "expired", "invalid", "unknown", "does not exist", "no longer", "closed")
-"""Words that, next to "session", mark SageMaker's answer for a session it no longer has (as the router)."""
 RETRY_STATUSES = (429, 503)
 """Statuses the front door (or Lambda in front of it) answers for "busy, try again": sent again, bounded."""
+LOG_TIMEOUT_SECONDS = 10.0
+"""The longest a ``POST /log`` after a stream waits for its answer: the stream's last step waits for it."""
 
 
 def _sleep(seconds: float) -> None:
     time.sleep(seconds)
-
-
-class FrontDoorError(Exception):
-    """The front door, SageMaker or the network on the way refused or failed a request.
-
-    ``status`` is the HTTP status (None when no HTTP answer arrived), ``code`` the error code
-    (e.g. ``InvalidField``, ``ComponentConflict``, ``Throttled``, ``ModelRejectedRequest``,
-    ``TimeBudgetExceeded``, ``SessionStoreThrottled``, or SageMaker's code for a stream), ``message``
-    the explanation, ``field`` the offending request field when there is one, ``retry_after`` the
-    seconds the answer's ``Retry-After`` asked to wait before sending the request again (None: it gave none).
-    """
-
-    def __init__(
-        self,
-        status: int | None,
-        code: str,
-        message: str,
-        *,
-        field: str | None = None,
-        model_status: int | None = None,
-        retry_after: float | None = None,
-    ):
-        super().__init__(f"{status} {code}: {message}" if status is not None else f"{code}: {message}")
-        self.status = status
-        self.code = code
-        self.message = message
-        self.field = field
-        self.model_status = model_status
-        self.retry_after = retry_after
 
 
 class SessionClient:
@@ -183,6 +188,9 @@ class SessionClient:
         self.max_retry_wait = float(max_retry_wait)
         self._credentials = credentials
         self._runtime = runtime_client
+        self.turns_not_logged = 0
+        """Streamed turns the front door's turn log should have had but did not get (see :meth:`log_turn`)."""
+        self._count_lock = threading.Lock()
 
     # --- public API ---------------------------------------------------------------------------------
     def open(self, *, component: str | None = None) -> dict[str, Any]:
@@ -214,6 +222,18 @@ class SessionClient:
     def close(self, conversation_id: str) -> dict[str, Any]:
         """Close the conversation's session; raises FrontDoorError(404, ...) for an unknown conversation."""
         answer, _ = self._post("/close", {"conversation_id": conversation_id})
+        return answer
+
+    def log_turn(
+        self, conversation_id: str, session_id: str, body: dict[str, Any], reply: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Send a turn streamed on ``session_id`` to the front door's turn log (``POST /log``), once, never retried:
+        ``{"conversation_id", "component", "logged": bool, "reason"?}``. ``reply`` is the streamed reply as a chat
+        completion (:class:`StreamedReply`). Raises FrontDoorError when the front door refuses it (404 another
+        caller's conversation, 409 another session, 400/413 a turn no record can hold, 503 the log unavailable)."""
+        answer, _ = self._post_once(
+            "/log", {"conversation_id": conversation_id, "session_id": session_id, "body": body, "reply": reply}
+        )
         return answer
 
     def conversation(self, conversation_id: str | None = None, *, component: str | None = None) -> Conversation:
@@ -301,8 +321,9 @@ class SessionClient:
         )
         SigV4Auth(self._frozen(), "lambda", self.region).add_auth(signed)
         request = urllib.request.Request(url, data=data, method="POST", headers=dict(signed.headers.items()))
+        timeout = min(self.timeout, LOG_TIMEOUT_SECONDS) if path == "/log" else self.timeout
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - URL is https
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - URL is https
                 headers = {name.lower(): value for name, value in response.headers.items()}
                 return _decode(response.status, response.read()), headers
         except urllib.error.HTTPError as exc:
@@ -326,6 +347,8 @@ class Conversation:
         self.endpoint_name: str | None = None
         self.reopened = False
         self.closed = False
+        self.turn_log = False
+        """Whether the front door logs turns (``/open`` said so): each completed stream is then sent to ``/log``."""
 
     def open(self) -> Conversation:
         """Open the conversation now (``POST /open``) unless it is open already."""
@@ -356,14 +379,16 @@ class Conversation:
         self.reopened = bool(answer["session_reopened"])
         return answer
 
-    def stream(self, body: dict[str, Any], *, stream_field: bool = True) -> Iterator[Any]:
+    def stream(self, body: dict[str, Any], *, stream_field: bool = True, usage: bool = False) -> Iterator[Any]:
         """Stream a turn: each event the model sends, parsed (see :func:`iter_stream_events`).
 
         Calls ``InvokeEndpointWithResponseStream`` with this conversation's session (opening the
         conversation first if needed). ``stream_field`` adds ``"stream": true`` to the body when it has
-        no ``stream`` key (what OpenAI-style chat servers need to stream). When SageMaker no longer has
-        the session, the turn goes through the front door (which reopens it) and its ``body`` is yielded
-        as one event; ``reopened`` then becomes True.
+        no ``stream`` key (what OpenAI-style chat servers need to stream); ``usage`` sets ``"stream": true``
+        and ``stream_options: {include_usage: true}`` (vLLM then ends the stream with a chunk holding ``usage``).
+        When SageMaker no longer has the session, the turn goes through the front door (which reopens it and
+        logs it) with ``body`` as given, and its ``body`` is yielded as one event; ``reopened`` then becomes True.
+        A stream read to its end is sent to the turn log when the front door logs turns (module documentation).
         """
         if not isinstance(body, dict):
             raise TypeError(f"body must be a dict (the JSON object sent to the model), got {type(body).__name__}")
@@ -377,21 +402,46 @@ class Conversation:
                 "send() for a conversation continued from an id, or open a new conversation",
             )
         request = dict(body)
-        if stream_field:
+        if usage:
+            request.update(stream=True, stream_options={"include_usage": True})
+        elif stream_field:
             request.setdefault("stream", True)
+        session_id = self.session_id
         try:
             chunks = self.client.stream(
-                request, endpoint_name=self.endpoint_name, component=str(self.component), session_id=self.session_id
+                request, endpoint_name=self.endpoint_name, component=str(self.component), session_id=session_id
             )
         except Exception as exc:  # botocore ClientError; botocore is imported lazily, so matched by shape
-            if not _session_gone(exc):
-                raise _stream_error(exc) from None
+            if not session_gone(exc):
+                raise stream_error(exc) from None
             answer = self.send(body)
             self.reopened = True
             yield answer["body"]
             return
         self.reopened = False
-        yield from parse_stream(chunks)
+        reply = StreamedReply() if self.turn_log else None
+        for event in parse_stream(chunks):
+            if reply is not None:
+                reply.add(event)
+            yield event
+        if reply is not None:
+            self._log_streamed(session_id, body, reply.completion())
+
+    def _log_streamed(self, session_id: str, body: dict[str, Any], reply: dict[str, Any]) -> None:
+        """Send a completed stream to the turn log; a failure is counted and logged, never raised."""
+        try:
+            answer = self.client.log_turn(str(self.conversation_id), session_id, body, reply)
+        except Exception as exc:  # FrontDoorError, or botocore failing to sign: the user's stream has ended well
+            with self.client._count_lock:
+                self.client.turns_not_logged += 1
+            logger.warning(
+                "streamed turn not logged for EAGLE: %s",
+                exc,
+                extra={"conversation_id": self.conversation_id, "error_code": getattr(exc, "code", type(exc).__name__)},
+            )
+            return
+        if not answer.get("logged"):
+            self.turn_log = False  # the front door no longer logs turns: stop sending them
 
     def close(self) -> None:
         """Close the session; a conversation that never opened (or is already gone) closes silently."""
@@ -411,6 +461,7 @@ class Conversation:
         self.session_id = opened.get("session_id")
         self.component = opened.get("component", self.component)
         self.endpoint_name = opened.get("endpoint_name")
+        self.turn_log = opened.get("turn_log") is True
 
     def _check_not_closed(self) -> None:
         if self.closed:
@@ -427,125 +478,6 @@ class Conversation:
         except FrontDoorError:
             if exc is None:
                 raise  # do not hide the original error of the with-block
-
-
-# --- streaming ------------------------------------------------------------------------------------------
-def iter_stream_events(event_stream: Iterable[Any]) -> Iterator[bytes]:
-    """The ``PayloadPart.Bytes`` of an ``InvokeEndpointWithResponseStream`` body, in order.
-
-    A ``ModelStreamError`` or ``InternalStreamFailure`` event raises FrontDoorError (botocore may also
-    raise its own ``EventStreamError`` for them, which is passed on as FrontDoorError too).
-    """
-    try:
-        for event in event_stream:
-            if "PayloadPart" in event:
-                data = event["PayloadPart"].get("Bytes", b"")
-                if data:
-                    yield data
-                continue
-            for name in ("ModelStreamError", "InternalStreamFailure"):
-                if name in event:
-                    detail = event[name] or {}
-                    raise FrontDoorError(
-                        None,
-                        name,
-                        str(detail.get("Message", "the stream failed")),
-                        model_status=_int_or_none(detail.get("ErrorCode")),
-                    )
-    except FrontDoorError:
-        raise
-    except Exception as exc:  # botocore.exceptions.EventStreamError
-        raise _stream_error(exc) from None
-
-
-def parse_stream(chunks: Iterable[bytes]) -> Iterator[Any]:
-    """Lines of a streamed reply, parsed: PayloadPart boundaries may split a line anywhere.
-
-    Server-sent events (``data: {...}``, OpenAI-style) and JSON lines (LMI's ``{"token": ...}``) both
-    give one JSON value per line; ``data: [DONE]``, blank lines and SSE comments are skipped; a line
-    that is not JSON is yielded as text.
-    """
-    pending = b""
-    for chunk in chunks:
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            event = _parse_line(line)
-            if event is not None:
-                yield event
-    event = _parse_line(pending)
-    if event is not None:
-        yield event
-
-
-def _parse_line(raw: bytes) -> Any:
-    line = raw.decode("utf-8", errors="replace").strip()
-    if not line or line.startswith(":") or line.startswith(("event:", "id:", "retry:")):
-        return None
-    if line.startswith("data:"):
-        line = line[5:].strip()
-        if line == "[DONE]" or not line:
-            return None
-    try:
-        return json.loads(line)
-    except ValueError:
-        return line
-
-
-def text_of(event: Any) -> str:
-    """The generated text in one streamed event: OpenAI chat (``choices[0].delta.content``) or completion
-    (``choices[0].text``) chunks, LMI/TGI tokens (``token.text``), or the event itself when it is text."""
-    if isinstance(event, str):
-        return event
-    if not isinstance(event, dict):
-        return ""
-    candidates: list[Any] = []
-    choices = event.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        choice = choices[0]
-        for part, key in ((choice.get("delta"), "content"), (choice, "text"), (choice.get("message"), "content")):
-            if isinstance(part, dict):
-                candidates.append(part.get(key))
-    token = event.get("token")
-    if isinstance(token, dict):
-        candidates.append(token.get("text"))
-    candidates.append(event.get("generated_text"))
-    return next((c for c in candidates if isinstance(c, str)), "")
-
-
-def _session_gone(exc: Exception) -> bool:
-    response = getattr(exc, "response", None)
-    if not isinstance(response, dict):
-        return False
-    error = response.get("Error", {})
-    message = " ".join(str(p) for p in (error.get("Message"), response.get("OriginalMessage")) if p).lower()
-    if "session" not in message or not any(word in message for word in SESSION_GONE_WORDS):
-        return False
-    if error.get("Code") == "ModelError":
-        original = response.get("OriginalStatusCode")
-        return isinstance(original, int) and 400 <= original < 500 and original != 429
-    return bool(error.get("Code") == "ValidationError")
-
-
-def _stream_error(exc: Exception) -> FrontDoorError:
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict):
-        error = response.get("Error", {})
-        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return FrontDoorError(
-            status,
-            str(error.get("Code", "StreamError")),
-            str(error.get("Message", exc)),
-            model_status=_int_or_none(response.get("OriginalStatusCode")),
-        )
-    return FrontDoorError(None, type(exc).__name__, str(exc))
-
-
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
 
 
 def _decode(status: int, raw: bytes) -> dict[str, Any]:

@@ -79,7 +79,7 @@ def answer_route_not_found(method: str, path: str) -> Response[str]:
         HttpError(
             404,
             "RouteNotFound",
-            f"no route for {_quoted(method)} {_quoted(path)}; use POST /open, POST /invoke or POST /close",
+            f"no route for {_quoted(method)} {_quoted(path)}; use POST /open, POST /invoke, POST /log or POST /close",
         )
     )
 

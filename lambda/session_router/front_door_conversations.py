@@ -1,9 +1,10 @@
-"""The three routes' work on a conversation: open it, run a turn in it, close it.
+"""The routes' work on a conversation: open it, run a turn in it, log a turn streamed on it, close it.
 
 ``/open`` opens a SageMaker session and stores it under a server-issued conversation id; ``/invoke`` runs a turn
 stateless (no conversation id) or on the conversation's session, opening a new one when the stored session
 expired or was lost (``X-Session-Reopened``), never switching components inside a live session; ``/close`` closes
-the session and deletes its row. Each route gets the request already checked (settings, owner, body model) and the
+the session and deletes its row; ``/log`` writes a turn the client streamed on the conversation's session to the
+turn log (``log_streamed_turn``). Each route gets the request already checked (settings, owner, body model) and the
 handler's client getters; every completed turn goes to the turn log.
 """
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # names in annotations only; at run time nothing here is impo
     # classes that front_door_requests._models() builds on first use: Any for annotations
     CloseRequest: TypeAlias = Any
     InvokeRequest: TypeAlias = Any
+    LogRequest: TypeAlias = Any
     OpenRequest: TypeAlias = Any
 
 logger = Logger()
@@ -98,14 +100,18 @@ def open_conversation(
 
 def _session_payload(record: SessionRecord, settings: Settings) -> dict[str, Any]:
     # endpoint_name, component and session_id are what InvokeEndpointWithResponseStream needs to stream a
-    # turn on this session directly (the front door itself answers buffered).
-    return {
+    # turn on this session directly (the front door itself answers buffered); turn_log (only when turns are
+    # logged) tells the client to send each streamed reply to POST /log.
+    payload: dict[str, Any] = {
         "conversation_id": record.conversation_id,
         "session_id": record.session_id,
         "component": record.component,
         "endpoint_name": settings.endpoint_name,
         "expires_at": record.expires_at,
     }
+    if turn_log.enabled():
+        payload["turn_log"] = True
+    return payload
 
 
 def invoke(
@@ -182,6 +188,74 @@ def invoke(
         },
         headers,
     )
+
+
+#: Why ``turn_log.log_turn`` refused a streamed turn -> (status, code, field, how to fix it).
+_LOG_REFUSALS = {
+    "request_not_chat": (400, "body", "body must be the chat request the stream answered: a non-empty messages list"),
+    "request_not_text_chat": (
+        400,
+        "body",
+        "body.messages must be text turns (system, developer, user, assistant, tool) with at least one user turn",
+    ),
+    "request_malformed_tool_call": (
+        400,
+        "body",
+        "every assistant tool call needs an id and a function name, every tool result a tool_call_id; legacy "
+        "function_call and function messages cannot be logged",
+    ),
+    "reply_malformed_tool_call": (
+        400,
+        "reply",
+        "reply.choices[0].message.tool_calls must each have an id, type function and a function name",
+    ),
+    "reply_without_answer": (
+        400,
+        "reply",
+        "reply must be a chat completion whose choices[0].message has text content or tool_calls",
+    ),
+    "not_utf8": (400, "reply", "the turn must be valid Unicode text"),
+    "too_large": (413, "reply", f"the record must fit Firehose's {turn_log.MAX_RECORD_BYTES} bytes; it is not logged"),
+}
+
+
+def log_streamed_turn(
+    dynamodb: Callable[[], Any], settings: Settings, owner: str, request: LogRequest
+) -> Response[str]:
+    """Write a turn the caller streamed on its conversation's session to the turn log, checked as a buffered turn's
+    reply is, under the component of the conversation's row (never one the caller names)."""
+    conversation_id = request.conversation_id
+    logger.append_keys(conversation_id=conversation_id)
+    row = table.owned_record(dynamodb, settings, conversation_id, owner)  # 404 unless the caller opened it
+    logger.append_keys(component=row.component)
+    if request.session_id != row.session_id:
+        answers.count("TurnsNotLogged")
+        raise HttpError(
+            409,
+            "SessionMismatch",
+            f"session_id {request.session_id[:80]!r} is not the session of conversation {conversation_id!r} (its "
+            "session was reopened since); log only a turn streamed on the session /open returned, and send a turn "
+            "after a reopened session through POST /invoke, which logs it",
+            field="session_id",
+        )
+    reason = turn_log.log_turn(row.component, request.body, request.reply)
+    if reason in ("", "turn_log_off"):
+        if not reason:
+            answers.count("StreamedTurnsLogged")
+        answer = {"conversation_id": conversation_id, "component": row.component, "logged": reason == ""}
+        if reason:
+            answer["reason"] = reason
+        return json_response(200, answer)
+    if reason.startswith("firehose_error:"):
+        raise HttpError(
+            503,
+            "TurnLogUnavailable",
+            f"the turn log's stream refused the record ({reason.split(':', 1)[1]}); the turn is not logged",
+            headers={"Retry-After": "1"},
+            backpressure=True,
+        )
+    status, field, fix = _LOG_REFUSALS.get(reason, (400, "reply", "send a chat completion"))
+    raise HttpError(status, "TurnNotLoggable", f"the turn cannot be logged ({reason}): {fix}", field=field)
 
 
 def close(

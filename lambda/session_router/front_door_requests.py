@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # names in annotations only; at run time nothing here is impo
     InvokeRequest: TypeAlias = Any
 
 CONVERSATION_ID_RE = r"^[A-Za-z0-9._:-]{1,128}$"
+SESSION_ID_RE = r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$"  # SageMaker's SessionId pattern, at most 256 characters
 SHOWN_COMPONENTS = 20  # component names an UnknownComponent message lists
 MAX_JSON_DEPTH = 64  # nesting levels a request body may have (chat payloads need a handful)
 RESERVED_BODY_KEYS = ("requestType",)  # session control keys the container intercepts
@@ -62,8 +63,20 @@ def _models() -> SimpleNamespace:
 
         conversation_id: ConversationId = Field(...)
 
+    class LogRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+
+        conversation_id: ConversationId = Field(...)
+        session_id: Annotated[str, StringConstraints(pattern=SESSION_ID_RE, max_length=256)] = Field(...)
+        body: dict[str, Any]
+        reply: dict[str, Any]
+
     return SimpleNamespace(
-        ConversationId=ConversationId, InvokeRequest=InvokeRequest, OpenRequest=OpenRequest, CloseRequest=CloseRequest
+        ConversationId=ConversationId,
+        InvokeRequest=InvokeRequest,
+        OpenRequest=OpenRequest,
+        CloseRequest=CloseRequest,
+        LogRequest=LogRequest,
     )
 
 
@@ -72,6 +85,11 @@ _FIELD_HINTS = {
     "component": "component must be a string naming an allowed inference component",
     "body": "body is required and must be a JSON object (the request passed to the model)",
     "content_type": "content_type must be 'application/json' (the only type this front door sends)",
+    "session_id": (
+        "session_id must be the session id the stream ran on, as /open returned it (1-256 characters of A-Z a-z 0-9, "
+        "with - between them)"
+    ),
+    "reply": "reply is required and must be a JSON object: the streamed reply assembled as a chat completion",
 }
 
 

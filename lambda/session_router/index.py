@@ -44,6 +44,15 @@ POST /invoke  body ``{"conversation_id"?: str 1-128 of [A-Za-z0-9._:-], "compone
     context cached in the old session is gone and the chat app should resend the history.
 POST /close   body ``{"conversation_id": str}`` -> 200 ``{"conversation_id", "session_id",
               "component", "closed": true, "session_was_open": bool}``.
+POST /log     body ``{"conversation_id": str, "session_id": str, "body": {...the chat request streamed...},
+              "reply": {...the streamed reply assembled as a chat completion...}}`` -> 200 ``{"conversation_id",
+              "component", "logged": bool, "reason"?: "turn_log_off"}``: a turn the caller streamed with
+              InvokeEndpointWithResponseStream on the conversation's session, written to the turn log as a buffered
+              turn is (``turn_log.log_turn``, under the row's component). Only the conversation's owner may log
+              (404 otherwise, as for a turn), only on its current session (409 SessionMismatch), bounded by
+              MAX_BODY_BYTES and Firehose's record size (413); a turn no record can hold is 400 TurnNotLoggable
+              naming the reason, a Firehose failure 503 TurnLogUnavailable; each is counted as TurnsNotLogged.
+              ``/open`` answers ``"turn_log": true`` when turns are logged (TURN_LOG_STREAM set).
 
 Errors: ``{"error": {"code", "message", "field"?, "model_status"?}}`` with status 400 (invalid request:
 bad JSON, nesting deeper than 64, unpaired surrogates, unknown component), 403 (no IAM caller in the
@@ -200,6 +209,12 @@ def invoke() -> Response[str]:
     return conversations.invoke(_sagemaker_runtime, _dynamodb, settings, owner, request)
 
 
+def log_turn() -> Response[str]:
+    """POST /log (see front_door_conversations.log_streamed_turn)."""
+    settings, owner, request = _accepted("LogRequest")
+    return conversations.log_streamed_turn(_dynamodb, settings, owner, request)
+
+
 def close() -> Response[str]:
     """POST /close (see front_door_conversations.close)."""
     settings, owner, request = _accepted("CloseRequest")
@@ -220,6 +235,7 @@ def _app() -> LambdaFunctionUrlResolver:
     resolver.post("/open")(open_conversation)
     resolver.post("/invoke")(invoke)
     resolver.post("/close")(close)
+    resolver.post("/log")(log_turn)
     return resolver
 
 
@@ -228,7 +244,7 @@ def _handle_not_found(_: NotFoundError) -> Response[str]:
     return answer_route_not_found(event.http_method, event.path)
 
 
-_LAZY_NAMES = ("ConversationId", "InvokeRequest", "OpenRequest", "CloseRequest")
+_LAZY_NAMES = ("ConversationId", "InvokeRequest", "OpenRequest", "CloseRequest", "LogRequest")
 
 
 def __getattr__(name: str) -> Any:

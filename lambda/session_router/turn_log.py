@@ -23,7 +23,12 @@ A turn is not logged (reason in the log, metric ``TurnsNotLogged``) when its req
 (``request_not_text_chat``), a tool call or tool result the record cannot hold (legacy ``function_call``, no id,
 no function name: ``request_malformed_tool_call``), or when the reply holds such a tool call
 (``reply_malformed_tool_call``) or neither text nor tool calls (``reply_without_answer``; text is read from
-``choices[0].message.content``, ``choices[0].text`` or ``generated_text``). Streamed turns are not logged.
+``choices[0].message.content``, ``choices[0].text`` or ``generated_text``).
+
+Streamed turns go from the client straight to ``InvokeEndpointWithResponseStream``; the client then sends the
+reply it assembled from the stream (a chat completion: text, reasoning, tool calls) to ``POST /log``, which checks
+it with this same code (``log_turn``) and writes the same record shape, so the dataset builder sees one kind of
+record. A buffered turn that cannot be logged is still answered; a ``/log`` that cannot be logged answers why.
 Environment: ``TURN_LOG_STREAM`` (the delivery stream's name; unset = logging off).
 """
 
@@ -182,11 +187,17 @@ def chat_record(
     return record, ""
 
 
-def record_turn(component: str, request: Any, reply: Any) -> bool:
-    """Put one completed turn on the stream; True when it was accepted. Never raises."""
+def enabled() -> bool:
+    """Whether turns are logged (``TURN_LOG_STREAM`` set)."""
+    return bool(env.Environment().raw("TURN_LOG_STREAM"))
+
+
+def log_turn(component: str, request: Any, reply: Any) -> str:
+    """Put one completed turn on the stream: ``""`` when it was accepted, else why not (``turn_log_off`` when
+    logging is off; any other reason is counted as ``TurnsNotLogged`` and logged as a warning). Never raises."""
     stream = env.Environment().raw("TURN_LOG_STREAM")
     if not stream:
-        return False
+        return "turn_log_off"
     record, reason = chat_record(component, request, reply)
     data = b""
     if record is not None:
@@ -199,11 +210,16 @@ def record_turn(component: str, request: Any, reply: Any) -> bool:
     if record is not None:
         try:
             _firehose().put_record(DeliveryStreamName=stream, Record={"Data": data})
-            return True
+            return ""
         except (ClientError, BotoCoreError) as error:
             reason = (
                 f"firehose_error:{getattr(error, 'response', {}).get('Error', {}).get('Code', type(error).__name__)}"
             )
     logger.warning("turn not logged for EAGLE", extra={"reason": reason, "component": component})
     metrics.add_metric(name="TurnsNotLogged", unit=MetricUnit.Count, value=1)
-    return False
+    return reason
+
+
+def record_turn(component: str, request: Any, reply: Any) -> bool:
+    """Put one completed buffered turn on the stream; True when it was accepted. Never raises."""
+    return log_turn(component, request, reply) == ""

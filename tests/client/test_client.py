@@ -29,7 +29,6 @@ from botocore.credentials import Credentials
 
 pytestmark = pytest.mark.synth
 
-CLIENT_PATH = Path(__file__).resolve().parents[2] / "constructs" / "sagemaker_llm_cdk" / "client.py"
 REGION = "us-east-1"
 BASE = "qwen3-32b-base"
 ADAPTER = "qwen3-32b-sql-lora"
@@ -39,13 +38,8 @@ CONVERSATION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
 def _load_client_module():
-    # Loaded by path: works whether or not the package __init__ exists (and avoids importing CDK).
-    spec = importlib.util.spec_from_file_location("sagemaker_llm_cdk_client_under_test", CLIENT_PATH)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    # The package's __init__ is lazy: importing the client loads neither CDK nor jsii (checked below).
+    return importlib.import_module("sagemaker_llm_cdk.client")
 
 
 client_mod = _load_client_module()
@@ -839,7 +833,7 @@ def test_client_works_where_aws_cdk_cannot_be_imported(tmp_path):
     assert result.returncode == 0, result.stderr
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     assert outcome["reply"] == {"signed": True, "got": {"prompt": "hi"}}
-    assert outcome["loaded"] == ["sagemaker_llm_cdk", "sagemaker_llm_cdk.client"]
+    assert outcome["loaded"] == ["sagemaker_llm_cdk", "sagemaker_llm_cdk.client", "sagemaker_llm_cdk.client_streams"]
 
 
 def test_package_names_still_resolve_lazily():

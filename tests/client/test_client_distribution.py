@@ -84,6 +84,7 @@ def test_the_wheel_holds_only_the_client_modules_built_from_the_librarys_files(c
     assert names == [
         "sagemaker_llm_cdk/__init__.py",
         "sagemaker_llm_cdk/client.py",
+        "sagemaker_llm_cdk/client_streams.py",
         "sagemaker_llm_cdk/router_client.py",
     ]
     library = ROOT / "constructs" / "sagemaker_llm_cdk"

@@ -13,7 +13,8 @@ it to a transport with the conversation it belongs to.
   cache still holds the earlier turns' prefix. A request with no conversation key is sent stateless through
   the front door. Streaming uses the conversation's open session on ``InvokeEndpointWithResponseStream``
   (SageMaker cannot create a stateful session with a streaming call; the front door opens it with a buffered
-  one first). Needs ``front_door.grant_invoke_url`` (and ``grant_stream`` to stream).
+  one first); a completed stream is sent to the front door's turn log when it logs turns (``client`` module).
+  Needs ``front_door.grant_invoke_url`` (and ``grant_stream`` to stream).
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from ..client import Conversation, FrontDoorError, SessionClient, iter_stream_events, parse_stream
-from ..client import _session_gone as session_gone
-from ..client import _stream_error as stream_error
 
 __all__ = [
     "DEFAULT_MAX_CONVERSATIONS",
@@ -267,7 +266,10 @@ class FrontDoorTransport:
             # No session to stream on, and a stream cannot create one: one buffered turn, replayed as one chunk
             # (its usage included).
             return iter(_as_chunks(self.complete(body)))
-        return _chunks(_replay_buffered(_stream_with_usage(self.conversation(conversation), body)))
+        # Conversation.stream asks for usage (vLLM then ends the stream with a chunk holding it), falls back to a
+        # buffered turn with ``body`` as given when SageMaker no longer has the session (vLLM refuses
+        # ``stream_options`` without ``stream: true``) and sends the completed stream to the front door's turn log.
+        return _chunks(_replay_buffered(self.conversation(conversation).stream(body, usage=True)))
 
     def close(self, key: str) -> None:
         with self._lock:
@@ -286,30 +288,6 @@ class FrontDoorTransport:
                 errors.append(exc)
         if errors:
             raise errors[0]
-
-
-def _stream_with_usage(chat: Conversation, body: dict[str, Any]) -> Iterator[Any]:
-    """``chat.stream(body)``, asking for usage: the stream carries ``stream_options: {include_usage: true}`` (vLLM
-    then ends it with a chunk holding ``usage``); the buffered turn sent when SageMaker no longer has the session
-    carries ``body`` as given, since vLLM refuses ``stream_options`` without ``stream: true``."""
-    chat.open()
-    if chat.session_id is None or chat.endpoint_name is None:
-        yield from chat.stream(body)  # a conversation continued from an id: Conversation.stream says why not
-        return
-    request = {**body, "stream": True, "stream_options": {"include_usage": True}}
-    try:
-        events = chat.client.stream(
-            request, endpoint_name=chat.endpoint_name, component=str(chat.component), session_id=chat.session_id
-        )
-    except Exception as exc:  # botocore's ClientError, matched by shape as Conversation.stream does
-        if not session_gone(exc):
-            raise stream_error(exc) from None
-        answer = chat.send(body)
-        chat.reopened = True
-        yield answer["body"]
-        return
-    chat.reopened = False
-    yield from parse_stream(events)
 
 
 def _replay_buffered(events: Iterator[Any]) -> Iterator[Any]:

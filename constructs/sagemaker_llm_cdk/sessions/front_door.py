@@ -405,8 +405,9 @@ class SessionFrontDoor(Construct):
         """Write each completed turn to ``turn_log`` (Firehose, chat-completions JSONL naming the component).
 
         The EAGLE dataset source ``front_door`` reads it; the function may only put records on that stream
-        (``lambda/session_router/turn_log.py``). A turn that cannot be logged is counted, never failed. The
-        turns expire after ``settings.turn_log_retention_days`` (``TurnLog.keep_for``)."""
+        (``lambda/session_router/turn_log.py``). A turn that cannot be logged is counted, never failed. Streamed
+        turns reach it through ``POST /log``, which the client calls after a stream (``client.Conversation.stream``).
+        The turns expire after ``settings.turn_log_retention_days`` (``TurnLog.keep_for``)."""
         turn_log.keep_for(self.settings.turn_log_retention_days, by=self.node.path)
         self.function.add_environment("TURN_LOG_STREAM", turn_log.delivery_stream_name)
         turn_log.grant_put(self.function)

@@ -2,7 +2,8 @@
 
 A second EAGLE dataset source that does not depend on Data Capture (part of Model Monitor, which AWS
 has closed to new customers). The session front door's function (``lambda/session_router/turn_log.py``)
-puts one record per completed turn::
+puts one record per completed turn (buffered turns as it answers them, streamed ones as the client sends them to
+its ``POST /log`` after the stream)::
 
     {"component": "<inference component>", "messages": [{"role": ..., "content": ...}, ...,
      {"role": "assistant", "content": "<the answer>"}], "created_at": "<ISO time>"}
