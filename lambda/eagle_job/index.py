@@ -56,11 +56,15 @@ the pure logic in one namespace.
     SPEEDUP_THRESHOLD    float > 0, e.g. 1.5; promote when speedup >= threshold.
     PRETRAINED_HEAD_S3_URI  optional; the pre-trained head the model serves while the parameter holds ``none``.
     PRETRAINED_HEAD_SPEEDUP optional, float >= 1; that head's measured speedup (``eagle.pretrained_head_speedup``).
+    PRICE_LIST_LOOKUP    ``1``: read the instance's on-demand price with pricing:GetProducts (``job_prices``).
+    SHIPPED_HOURLY_USD, SHIPPED_PRICE_DATE  optional; the shipped table's figure, the fallback.
+    CAPACITY_PLAN_HOURLY_USD  optional; a plan-bound endpoint's effective hourly rate (wins when set).
   Event (``RecordEvent``): the ``start`` output plus ``"job"``: the final DescribeOptimizationJob
   response (``OptimizationJobStatus``, ``FailureReason``, ``OptimizationStartTime``,
   ``OptimizationEndTime``, ``CreationTime``, ``LastModifiedTime``; other keys ignored).
   Returns the run record written to DynamoDB (``decision`` is "promoted" or "not_promoted", with
-  ``reason``). ``output_listing`` is the raw listing of the job's output prefix (first 200 objects;
+  ``reason``; ``usd_per_million_output_tokens``: base and EAGLE per concurrency, with the price's source).
+  ``output_listing`` is the raw listing of the job's output prefix (first 200 objects;
   the S3 report has up to 1000) and ``results_unparsed`` is true for a completed job whose results
   gave no numbers: such a run is never promoted, and the state machine publishes it to SNS.
 
@@ -92,6 +96,7 @@ from typing import TYPE_CHECKING, Any
 
 import job_events
 import job_outputs
+import job_prices
 import job_promotion
 import job_request
 import job_run_record
@@ -151,6 +156,19 @@ _sagemaker = clients.client_getter("sagemaker")
 _s3 = clients.client_getter("s3")
 _dynamodb = clients.client_getter("dynamodb")
 _ssm = clients.client_getter("ssm")
+# the Price List API per partition's endpoint region; few retries: a failure falls back to the shipped price
+_pricing = {
+    region: clients.client_getter(
+        "pricing", retries={"mode": "standard", "max_attempts": 3}, region_name=region, connect_timeout=5
+    )
+    for region in job_prices.PRICE_LIST_REGION.values()
+}
+
+
+def _pricing_client(region: str) -> Any:
+    """The Price List client of ``region`` (us-east-1 for the commercial partition)."""
+    return _pricing[region]()
+
 
 _models = job_events.models
 """The event models, built on the first event (``job_events.models``)."""
@@ -266,6 +284,16 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
         previous=previous,
     )
 
+    costs = (
+        job_prices.run_costs(
+            _pricing_client,
+            results,
+            instance_type=run.deployment_instance_type,
+            instance_count=run.max_instance_count,
+        )
+        if results is not None and results.status == "parsed"
+        else None
+    )
     report_bucket, report_key = job_run_record.report_key(report_uri, run.model_name, run.run_id)
     item = job_run_record.run_item(
         run,
@@ -278,6 +306,7 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
         parameter=parameter,
         promotion=promotion,
         report_s3_uri=f"s3://{report_bucket}/{report_key}",
+        costs=costs,
     )
     repeated = job_run_record.write(
         _dynamodb(),
@@ -289,7 +318,7 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
         report_bucket=report_bucket,
         report_key=report_key,
     )
-    _publish_metrics(run.model_name, results, status=status, unparsed=unparsed, repeated=repeated)
+    _publish_metrics(run.model_name, results, status=status, unparsed=unparsed, repeated=repeated, costs=costs)
     logger.info(
         "run recorded",
         extra={
@@ -297,13 +326,20 @@ def record(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "decision": item["decision"],
             "speedup": item["speedup"],
             "reason": promotion.decision.reason,
+            "usd_per_million_output_tokens": costs and {k: costs[k] for k in ("base", "eagle", "source")},
         },
     )
     return item
 
 
 def _publish_metrics(
-    model_name: str, results: ResultsSummary | None, *, status: str, unparsed: bool, repeated: bool
+    model_name: str,
+    results: ResultsSummary | None,
+    *,
+    status: str,
+    unparsed: bool,
+    repeated: bool,
+    costs: dict[str, Any] | None = None,
 ) -> None:
     """The run's metrics: its speedup, whether its results were unparsed, and whether the job succeeded; not
     again for a record an earlier attempt wrote with the same outcome."""
@@ -313,6 +349,9 @@ def _publish_metrics(
     metrics.add_dimension(name="ModelName", value=model_name)
     if results and results.speedup is not None:
         metrics.add_metric(name="EagleSpeedup", unit=MetricUnit.NoUnit, value=results.speedup)
+    for side, name in (("base", "EagleBaseUsdPerMillionOutputTokens"), ("eagle", "EagleUsdPerMillionOutputTokens")):
+        if costs and costs.get(side) is not None:  # at the headline (lowest-speedup) concurrency
+            metrics.add_metric(name=name, unit=MetricUnit.NoUnit, value=costs[side])
     if unparsed:  # the state machine also publishes these runs to the alarm topic
         metrics.add_metric(name="EagleResultsUnparsed", unit=MetricUnit.Count, value=1)
     if status == "COMPLETED":

@@ -78,8 +78,9 @@ def run_item(
     parameter: str,
     promotion: Promotion,
     report_s3_uri: str,
+    costs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The run record of ``run``, as plain values."""
+    """The run record of ``run``, as plain values (``costs``: ``job_prices.run_costs``)."""
     job = run.job
     end, begin = ended(job), began(job)
     summary_json = json.dumps(run.dataset_summary, sort_keys=True, default=str)
@@ -122,6 +123,7 @@ def run_item(
         "speedup": results.speedup if results else None,
         "speedup_threshold": threshold,
         "pretrained_speedup": results.reference_speedup if results else None,
+        "usd_per_million_output_tokens": costs,
         "comparison_basis": promotion.incumbent.as_dict(),
         "decision": "promoted" if decision.promote else "not_promoted",
         "reason": decision.reason,

@@ -8,12 +8,14 @@ promotes the head through the promotion parameter when it beats the head served 
 
 from __future__ import annotations
 
+import json
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Duration, Fn, Stack
+from aws_cdk import Duration, Fn, Stack, Token
 from aws_cdk import aws_iam as iam
 
-from ..core import grants
+from ..core import grants, nag
 from ..core.functions import python_function
 from .job_role import bucket_arn_of
 from .layout import JOB_NAME_PREFIX, JOBS, REPORTS
@@ -101,6 +103,8 @@ def add_record_function(eagle: EagleOptimization, pretrained_head: Any) -> None:
             "SPEEDUP_THRESHOLD": f"{settings.speedup_threshold:g}",
             # the head served while the parameter holds none: a trained head must beat it to be promoted
             **_pretrained_environment(pretrained_head, settings.pretrained_head_speedup),
+            # USD per million output tokens: the Price List API first, the shipped table's figure as the fallback
+            **_price_environment(eagle),
         },
         timeout=Duration.minutes(5),
         memory_size=512,
@@ -136,6 +140,16 @@ def _grant_record(eagle: EagleOptimization) -> None:
         reason="One JSON report per run under reports/<model>/<run id>.json; PutObject only, only under reports/.",
     )
     role.add_to_principal_policy(
+        iam.PolicyStatement(sid="ReadOnDemandPrices", actions=["pricing:GetProducts"], resources=["*"])
+    )
+    nag.acknowledge_resource(
+        role,
+        "*",
+        "pricing:GetProducts has no resource type (Service Authorization Reference, AWS Price List); the record "
+        "function reads the endpoint instance's on-demand price to record USD per million output tokens.",
+        actions=["pricing:GetProducts"],
+    )
+    role.add_to_principal_policy(
         iam.PolicyStatement(
             sid="RecordRuns",
             actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
@@ -160,6 +174,23 @@ def _grant_record(eagle: EagleOptimization) -> None:
             ],
         )
     )
+
+
+def _price_environment(eagle: EagleOptimization) -> dict[str, str]:
+    """The record function's price settings: ask the Price List API, and the shipped table's figure for the
+    job's instance type in the stack's region (none when the table has no figure or the stack names no region).
+
+    The table (``operations/prices.json``) is read as package data: the eagle layer does not import ``operations``.
+    """
+    table = json.loads(resources.files("sagemaker_llm_cdk.operations").joinpath("prices.json").read_text("utf-8"))
+    env = {"PRICE_LIST_LOOKUP": "1", "SHIPPED_PRICE_DATE": str(table["read"])}
+    region = Stack.of(eagle).region
+    if not Token.is_unresolved(region):
+        cell = ((table["usages"]["Hosting"]["prices"].get(eagle.job_instance_type) or {}).get(region)) or {}
+        if cell.get("usd_per_hour") is not None:
+            env["SHIPPED_HOURLY_USD"] = str(cell["usd_per_hour"])
+            env["SHIPPED_PRICE_DATE"] = str(cell.get("read") or table["read"])
+    return env
 
 
 def _pretrained_environment(head: Any, configured: float | None) -> dict[str, str]:

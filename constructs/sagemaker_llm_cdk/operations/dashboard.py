@@ -270,7 +270,8 @@ def capacity_plan_rows(
 
 # --------------------------------------------------------------------- EAGLE
 def eagle_rows(board: Board, model_name: str, eagle_metric: Callable[[str, str, Duration], cloudwatch.Metric]) -> None:
-    """The latest EAGLE speedup of ``model_name``, its speedup per run and its optimization jobs."""
+    """The latest EAGLE speedup of ``model_name``, its speedup per run, its optimization jobs and the USD per
+    million output tokens of the base model and the trained head per run (at the lowest-speedup concurrency)."""
     section = board.sections["eagle"]
     section.add_widget(
         header(
@@ -300,6 +301,24 @@ def eagle_rows(board: Board, model_name: str, eagle_metric: Callable[[str, str, 
                     eagle_metric("EagleJobSucceeded", "Sum", Duration.days(1)),
                     eagle_metric("EagleJobFailed", "Sum", Duration.days(1)),
                 ],
+            ),
+        )
+    )
+    section.add_widget(
+        row(
+            cloudwatch.GraphWidget(
+                title=f"{model_name}: USD per million output tokens, base vs EAGLE",
+                width=24,
+                height=6,
+                left=[
+                    eagle_metric("EagleBaseUsdPerMillionOutputTokens", "Maximum", Duration.days(1)).with_(
+                        label="base model (no EAGLE)"
+                    ),
+                    eagle_metric("EagleUsdPerMillionOutputTokens", "Maximum", Duration.days(1)).with_(
+                        label="trained EAGLE head"
+                    ),
+                ],
+                left_y_axis=cloudwatch.YAxisProps(label="USD / 1M output tokens", show_units=False, min=0),
             ),
         )
     )
