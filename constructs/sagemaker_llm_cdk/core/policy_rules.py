@@ -32,6 +32,7 @@ from .policy_documents import (
     statement_unreadable,
     unreadable,
 )
+from .policy_properties import schema_reads
 from .policy_tables import (
     _INLINE,
     _WILDCARD_ONLY,
@@ -163,6 +164,13 @@ def _resource_problems(
     read: list[tuple[str, Any, bool]] = [(where, document, True) for where, document in documents]
     if kind in RESOURCE_POLICIES:
         read.append((RESOURCE_POLICIES[kind], properties.get(RESOURCE_POLICIES[kind]), False))
+    extra, schema_problems = schema_reads(kind, properties, parameters, _handled(kind))
+    read += extra
+    problems += schema_problems
+    for location, group in _groups(kind, properties):
+        problem = _group_problem(group, resources)
+        if problem:
+            found("UnreadablePolicy", location, problem)
     for where, document, identity in read:
         statements, unread = _read_statements(document)
         for label, text in unread:
@@ -174,6 +182,8 @@ def _resource_problems(
             judged = (
                 _identity_problems(statement, mine) if identity else _resource_policy_problems(statement, kind, account)
             )
+            if kind == ENDPOINT_POLICY and not identity:
+                judged += _endpoint_resource_problems(statement, properties.get("EndpointName"))
             for rule, text in judged:
                 found(rule, location, text)
     if kind == "AWS::Lambda::Permission":
@@ -193,6 +203,76 @@ def _resource_problems(
         if _broad_action(render(properties.get("Action")).lower()):
             found("UnacknowledgedWildcard", "Action", f"allows {render(properties.get('Action'))!r}")
     return problems
+
+
+ENDPOINT_POLICY = "Custom::SageMakerEndpointPolicy"
+"""The library's endpoint policy (``routing/endpoint_policy.py``): each statement must name the endpoint's ARN."""
+
+
+def _handled(kind: str) -> set[str]:
+    """The property paths of ``kind`` that ``_resource_problems`` reads itself (the table's others are read too)."""
+    paths = {p for p in (IDENTITY_POLICIES.get(kind), RESOURCE_POLICIES.get(kind)) if p}
+    if kind in _INLINE:
+        paths.add("Policies[].PolicyDocument")
+    if kind == "AWS::Lambda::Permission":
+        paths.add("Principal")
+    return paths
+
+
+def _endpoint_resource_problems(statement: Mapping[str, Any], endpoint_name: Any) -> list[tuple[str, str]]:
+    """An endpoint policy's ``Allow`` must name the endpoint's own ARN (``...:endpoint/<EndpointName>``) in every
+    ``Resource``: ``PutEndpointPolicy`` stores what it is given, and ``*`` or another resource says more than the
+    policy can mean."""
+    if _effect(statement) != "Allow":
+        return []
+    name = endpoint_name.lower() if isinstance(endpoint_name, str) else None
+    resources = [_arn_text(r) for r in _as_list(statement.get("Resource"))]
+    bad = [
+        r
+        for r in resources
+        if _wild(r)
+        or not (match := re.fullmatch(r"arn:[^:]+:sagemaker:[^:]*:[^:]*:endpoint/(.+)", r))
+        or (name is not None and match.group(1).lower() != name)
+    ]
+    if resources and not bad:
+        return []
+    return [
+        (
+            "UnacknowledgedWildcard",
+            f"allows {[render(a) for a in _as_list(statement.get('Action'))]} on {bad or 'no Resource'}: an endpoint "
+            f"policy's Resource must be the endpoint's ARN (arn:<partition>:sagemaker:<region>:<account>:endpoint/"
+            f"{endpoint_name if isinstance(endpoint_name, str) else '<EndpointName>'})",
+        )
+    ]
+
+
+def _groups(kind: str, properties: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(location, group) of every IAM group a user is added to (``AWS::IAM::User`` ``Groups``, and
+    ``AWS::IAM::UserToGroupAddition`` ``GroupName``)."""
+    if kind == "AWS::IAM::User":
+        return [(f"Groups[{i}]", g) for i, g in enumerate(_as_list(properties.get("Groups")))]
+    if kind == "AWS::IAM::UserToGroupAddition":
+        return [("GroupName", properties.get("GroupName"))]
+    return []
+
+
+def _group_problem(group: Any, resources: Mapping[str, Any]) -> str | None:
+    """Why adding a user to ``group`` is refused: the template does not hold the group, so its policies are unread."""
+    if isinstance(group, dict) and list(group) == ["Ref"]:
+        target = resources.get(group["Ref"])
+        if isinstance(target, dict) and target.get("Type") == "AWS::IAM::Group":
+            return None
+    held = {
+        (r.get("Properties") or {}).get("GroupName")
+        for r in resources.values()
+        if isinstance(r, dict) and r.get("Type") == "AWS::IAM::Group"
+    }
+    if isinstance(group, str) and group in held:
+        return None
+    return (
+        f"adds a user to the group {render(group)!r}, which the template does not hold: the guard cannot read the "
+        "policies the user gets from it (define the group in this template and Ref it)"
+    )
 
 
 def _statement_location(where: str, label: str, statement: Mapping[str, Any]) -> str:

@@ -126,7 +126,8 @@ RESOURCE_POLICIES: Mapping[str, str] = {
     "AWS::Backup::BackupVault": "AccessPolicy",
     "AWS::IAM::Role": "AssumeRolePolicyDocument",
 }
-"""Resource types whose property holds a resource policy (or a role's trust policy), as the guard reads it."""
+"""Resource types whose property holds a resource policy (or a role's trust policy), as the guard reads it first;
+every other policy-bearing property the schemas define is read through ``policy_properties`` (its table)."""
 IDENTITY_POLICIES: Mapping[str, str] = {
     "AWS::IAM::Policy": "PolicyDocument",
     "AWS::IAM::ManagedPolicy": "PolicyDocument",
