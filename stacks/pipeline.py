@@ -21,12 +21,23 @@ then ``cdk deploy -c pipeline=config/pipeline.yaml SageMakerLlmPipeline`` once; 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import jsii
-from aws_cdk import App, Environment, IAnyProducer, IResolveContext, Lazy, Stack, Stage, pipelines
+from aws_cdk import (
+    App,
+    DefaultStackSynthesizer,
+    Environment,
+    IAnyProducer,
+    IResolveContext,
+    Lazy,
+    Stack,
+    Stage,
+    pipelines,
+)
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_kms as kms
 from sagemaker_llm_cdk import (
@@ -364,6 +375,14 @@ reason (nothing is left on '*'); every other wildcard of the pipeline stack is i
 _CROSS_REGION_KEY_ACTIONS = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*")
 
 
+def _is_replaced(resource: Any) -> bool:
+    """The wildcards ``_Named`` replaces: '*', and ``arn:*:iam::<account>:role/*``, the resource CDK Pipelines'
+    self-mutation writes for the bootstrap roles it finds by tag."""
+    return resource == "*" or (
+        isinstance(resource, str) and bool(re.fullmatch(r"arn:\*:iam::\d{12}:role/\*", resource))
+    )
+
+
 @jsii.implements(IAnyProducer)
 class _Named:
     """A CDK Pipelines policy document with its statements on '*' replaced by ``rewrite`` (action set -> new fields)."""
@@ -382,17 +401,18 @@ class _Named:
             actions = [actions] if isinstance(actions, str) else list(actions or [])
             resources = statement.get("Resource")
             resources = resources if isinstance(resources, list) else [resources]
-            if "*" not in resources or not any(a in group_of for a in actions):
+            wild = next((r for r in resources if _is_replaced(r)), None)
+            if wild is None or not any(a in group_of for a in actions):
                 statements.append(statement)
                 continue
             # The minimizePolicies flag merges statements (DescribeStacks with ListBucket on '*', the replication keys'
             # '*' with the artifact key): split them again, each named resource keeping its actions.
-            named = [r for r in resources if r != "*"]
+            named = [r for r in resources if r != wild]
             if named:
                 statements.append({**statement, "Resource": named if len(named) > 1 else named[0]})
             kept = [a for a in actions if a not in group_of]
             if kept:
-                statements.append({**statement, "Action": kept if len(kept) > 1 else kept[0], "Resource": "*"})
+                statements.append({**statement, "Action": kept if len(kept) > 1 else kept[0], "Resource": wild})
             for group in dict.fromkeys(group_of[a] for a in actions if a in group_of):
                 mine = [a for a in actions if group_of.get(a) == group]
                 statements.append(
@@ -463,6 +483,9 @@ def _name_pipeline_resources(stack: PipelineStack, pipeline: Any) -> None:
         if isinstance(s, Stack)
     ]
     self_mutation = _child(pipeline, "UpdatePipeline", "SelfMutation", "Role")
+    qualifier = (
+        stack.node.try_get_context("@aws-cdk/core:bootstrapQualifier") or DefaultStackSynthesizer.DEFAULT_QUALIFIER
+    )
     if self_mutation is not None:
         named[self_mutation] = {
             frozenset({"cloudformation:DescribeStacks"}): {
@@ -474,6 +497,14 @@ def _name_pipeline_resources(stack: PipelineStack, pipeline: Any) -> None:
             frozenset({"s3:ListBucket"}): {
                 "Resource": [
                     f"arn:{partition}:s3:::cdk-*-assets-{account}-{region}" for account, region in environments
+                ]
+            },
+            # CDK assumes the bootstrap roles it finds by tag on any role of the account; they have fixed names.
+            frozenset({"sts:AssumeRole"}): {
+                "Resource": [
+                    f"arn:{partition}:iam::{account}:role/cdk-{qualifier}-{kind}-role-{account}-{region}"
+                    for account, region in environments
+                    for kind in ("deploy", "file-publishing", "image-publishing")
                 ]
             },
         }
@@ -563,15 +594,6 @@ def _acknowledge_pipeline(pipeline: Any) -> None:
             f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/{project.project_name}-*",
             "CodeBuild test reports go to report groups named after the project.",
         )
-    acknowledge(
-        pipeline,
-        "AwsSolutions-IAM5",
-        (
-            "The self-mutation step assumes the CDK bootstrap roles of this account, which it only finds by tag: the "
-            "statement is limited to roles tagged aws-cdk:bootstrap-role (deploy, file-publishing, image-publishing)."
-        ),
-        finding=f"Resource::arn:*:iam::{stack.account}:role/*",
-    )
     for resource in (
         f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:/aws/codebuild/*",
         f"arn:{stack.partition}:codebuild:{stack.region}:{stack.account}:report-group/*",

@@ -29,6 +29,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct, IValidation
 
 from .nag import WILDCARD_RULE, acknowledge, acknowledge_all, nag_form
+from .policy_acknowledgements import breadth_problems
+from .policy_documents import _wild
 from .policy_guard import (
     WILDCARD_ONLY_ACTIONS,
     WildcardOnly,
@@ -67,22 +69,28 @@ def grant(
     Each resource and each action that holds ``*`` becomes one cdk-nag finding-level
     acknowledgement (``AwsSolutions-IAM5[Resource::...]`` / ``[Action::...]``) on the grantee
     with ``reason``, and the policy guard learns that these actions (and no others) are acknowledged on
-    those resources. Raises ``ValueError`` when a wildcard has no reason, when the statement allows on ``*``
-    an action not in ``WILDCARD_ONLY_ACTIONS`` (name the resource instead), or when such an action lacks the
-    condition its entry requires (``cloudwatch:PutMetricData`` needs ``cloudwatch:namespace``).
+    those resources (``?`` is a wildcard like ``*``). Raises one ``ValueError`` naming every problem: a wildcard
+    without a reason; an action on ``*`` not in ``WILDCARD_ONLY_ACTIONS`` (name the resource instead); such an
+    action without the condition its entry requires (``cloudwatch:PutMetricData`` needs ``cloudwatch:namespace``);
+    and what no acknowledgement may allow (``policy_acknowledgements.breadth_problems``): ``*`` or
+    ``<service>:*``, an action pattern on ``*``, a resource over a whole service or every account, and
+    ``iam:PassRole``, ``sts:AssumeRole*``, ``iam:*`` or ``kms:*`` actions on any wildcard resource.
     """
     if not actions or not resources:
         raise ValueError(f"grant needs actions and resources (got {list(actions)!r}, {list(resources)!r})")
-    wild_resources = [r for r in resources if "*" in _text(r)]
-    wild_actions = [a for a in actions if "*" in a]
+    principal = grantee.grant_principal
+    owner: IConstruct = principal if isinstance(principal, Construct) else grantee  # type: ignore[assignment]
+    wild_resources = [r for r in resources if _wild(_text(r))]
+    wild_actions = [a for a in actions if _wild(a)]
+    problems = breadth_problems([nag_form(owner, r) for r in resources], actions)
     if (wild_resources or wild_actions) and not (reason or "").strip():
-        raise ValueError(
+        problems.append(
             f"wildcards {wild_resources + wild_actions} need a reason: pass reason='why each is unavoidable'"
         )
     if "*" in resources:
-        named = [a for a in actions if a.lower() not in _WILDCARD_ONLY]
+        named = [a for a in actions if a.lower() not in _WILDCARD_ONLY and not _wild(a)]
         if named:
-            raise ValueError(
+            problems.append(
                 f"actions {named} have resource-level permissions and may not be granted on '*'; name the "
                 f"resources (allowed on '*': {', '.join(sorted(WILDCARD_ONLY_ACTIONS))})"
             )
@@ -91,16 +99,18 @@ def grant(
         for action in actions:
             name, entry = _WILDCARD_ONLY.get(action.lower(), (action, None))
             if entry is not None and entry.condition and entry.condition.lower() not in keys:
-                raise ValueError(
+                problems.append(
                     f"{name} on a wildcard needs the {entry.condition} condition that limits it "
                     f"({entry.source}): pass conditions={{'StringEquals': {{'{entry.condition}': ...}}}}"
                 )
+    if problems:
+        if len(problems) == 1:
+            raise ValueError(f"{owner.node.path}: grant refused: {problems[0]}")
+        raise ValueError(f"{owner.node.path}: grant refused:\n" + "\n".join(f"  - {p}" for p in problems))
     statement = iam.PolicyStatement(
         sid=sid, actions=list(actions), resources=list(resources), conditions=dict(conditions) if conditions else None
     )
-    principal = grantee.grant_principal
     principal.add_to_principal_policy(statement)
-    owner: IConstruct = principal if isinstance(principal, Construct) else grantee  # type: ignore[assignment]
     forms = [nag_form(owner, resource) for resource in wild_resources]
     acknowledge_all(
         owner,
@@ -108,10 +118,8 @@ def grant(
         + [(WILDCARD_RULE, str(reason), f"Action::{action}") for action in wild_actions],
         record_wildcards=False,
     )
-    broad = [a for a in actions if a == "*" or a.endswith(":*")]
-    recorded = forms + ([nag_form(owner, r) for r in resources if r not in wild_resources] if broad else [])
-    if recorded:
-        record(owner, recorded, actions, str(reason))
+    if forms:
+        record(owner, forms, actions, str(reason))
     return statement
 
 
@@ -157,7 +165,7 @@ def _text(value: str) -> str:
     # CDK encodes every string token as ``${Token[...]}``: without that marker the string is plain (no round trip).
     if "${Token[" not in value or not Token.is_unresolved(value):
         return value
-    return "".join(c for c in value if c == "*")
+    return "".join(c for c in value if c in "*?")
 
 
 @jsii.implements(IAspect)

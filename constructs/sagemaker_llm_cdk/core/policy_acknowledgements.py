@@ -8,6 +8,9 @@ the policies under a scope allow at the moment an acknowledgement is made, which
 from __future__ import annotations
 
 import contextlib
+import json
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +19,7 @@ from aws_cdk import aws_iam as iam
 
 from constructs import IConstruct
 
-from .policy_documents import _as_list, _effect, _matches, _statements, _wild, render
+from .policy_documents import _arn_text, _as_list, _broad_action, _effect, _matches, _statements, _wild, render
 from .policy_tables import _WILDCARD_ONLY
 
 
@@ -32,6 +35,94 @@ class Acknowledgement:
 
     def covers(self, resource: str, action: str) -> bool:
         return _matches(resource, self.resource) and any(_matches(action, pattern) for pattern in self.actions)
+
+
+_ROLE_ACTIONS = ("iam:passrole", "sts:assumerole", "sts:assumerolewithsaml", "sts:assumerolewithwebidentity")
+_WHOLE_SERVICES = ("iam",)
+"""Actions that may never be acknowledged or granted on a wildcard resource: passing or assuming any role, and any
+action of IAM (an action pattern counts when it can match one of them). ``kms:*`` is refused as every action of a
+service; named KMS actions on the keys of one named account and region (``key/*``, a key id made at deploy time,
+limited by an alias condition) stay acknowledgeable."""
+
+
+def _needs_named_resource(action: str) -> bool:
+    service = action.partition(":")[0] if ":" in action else action
+    return any(_matches(name, action) for name in _ROLE_ACTIONS) or any(_matches(s, service) for s in _WHOLE_SERVICES)
+
+
+def _arn_form(resource: str) -> str:
+    # A resource cdk-nag writes as compact JSON (``Fn::Sub``) is read as its ARN text (``${X}`` -> ``<X>``).
+    if resource.startswith("{"):
+        with contextlib.suppress(ValueError):
+            return _arn_text(json.loads(resource))
+    return resource
+
+
+def _whole_namespace(resource: str) -> bool:
+    """A wildcard resource over every account or a whole service: ``arn:aws:s3:::*``, ``arn:aws:iam::*:role/*``,
+    an ARN with a wildcard in its partition, service or account, or whose resource part is only wildcards."""
+    text = _arn_form(resource)
+    if text == "*" or not _wild(text) or text.startswith(("<", "{")):
+        return False  # a reference to one resource's ARN (``<Bucket.Arn>/prefix/*``), or an intrinsic not read here
+    parts = re.sub(r"<[^<>]*>", "ref", text).split(":", 5)  # ``<AWS::Partition>`` is one field
+    if len(parts) < 6:
+        return True  # the wildcard is in the ARN's head: "arn:aws:*", "arn:*", "?*"
+    _, partition, service, _, account, rest = parts
+    return _wild(partition) or _wild(service) or _wild(account) or not rest.strip("*?/:")
+
+
+def breadth_problems(resources: Iterable[str], actions: Iterable[str]) -> list[str]:
+    """What an acknowledgement (or ``grants.grant``) of ``actions`` on ``resources`` may not allow, one line each,
+    with what to write instead: the action ``*`` or ``<service>:*``; an action pattern (``s3:Get*``) on ``*``; a
+    resource over a whole service or every account; ``iam:PassRole``, ``sts:AssumeRole*`` or any IAM action on any
+    wildcard resource (``*`` or ``?`` in it). Resources are written as cdk-nag writes them."""
+    resources = list(dict.fromkeys(resources))
+    actions = list(dict.fromkeys(actions))
+    problems = [
+        f"action {a!r} allows every action of a service (or of every service); list the actions by name "
+        f"(e.g. 's3:GetObject', 's3:PutObject')"
+        for a in actions
+        if _broad_action(a)
+    ]
+    narrow = [a for a in actions if not _broad_action(a)]
+    if "*" in resources:
+        problems += [
+            f"action pattern {a!r} on resource '*' covers actions that have resource types; name the resources, "
+            f"or list each action by name if it has no resource type (policy_tables.WILDCARD_ONLY_ACTIONS)"
+            for a in narrow
+            if _wild(a)
+        ]
+    problems += [
+        f"resource {r!r} is a wildcard over a whole service or every account; name the account and the resources "
+        f"(e.g. arn:aws:s3:::my-bucket/prefix/* or arn:aws:iam::123456789012:role/my-role)"
+        for r in resources
+        if _whole_namespace(r)
+    ]
+    wild = [r for r in resources if _wild(r)]
+    problems += [
+        f"action {a!r} on wildcard resource {r!r}: passing or assuming roles and IAM actions are never "
+        f"acknowledged on a wildcard; name the exact ARN (role.role_arn) with no '*' or '?'"
+        for a in narrow
+        if _needs_named_resource(a.lower())
+        for r in wild
+    ]
+    if "*" in resources:
+        problems += [
+            f"action {a!r} on resource '*' reaches every KMS key the account holds; name the key "
+            f"(key.key_arn), or the keys of one account and region with a condition that picks them "
+            f"(key/* with kms:ResourceAliases)"
+            for a in narrow
+            if _matches("kms", a.lower().partition(":")[0])
+        ]
+    return problems
+
+
+def refuse_breadth(path: str, call: str, resources: Iterable[str], actions: Iterable[str]) -> None:
+    """Raise ``ValueError`` naming ``path``, ``call`` and every ``breadth_problems`` line, when there is one."""
+    problems = breadth_problems(resources, actions)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ValueError(f"{path}: {call} may not acknowledge what it would allow:\n{lines}")
 
 
 _RECORDS = "_sagemaker_llm_cdk_policy_acknowledgements"

@@ -18,7 +18,13 @@ acknowledge. In every policy it finds:
 * resource policies (``RESOURCE_POLICIES``: bucket, key, topic, queue and other policies, role trust policies,
   ``AWS::Lambda::Permission``): an ``Allow`` to every principal (``*``) with no condition that limits who it is,
   an ``Allow`` with ``NotPrincipal``, ``NotAction`` or ``NotResource``, and the action ``*``/``<service>:*``
-  (except the default key policy's ``kms:*`` for the key's own account root).
+  (except the default key policy's ``kms:*`` for the key's own account root);
+* every other property that holds a policy or a principal, of every resource type CloudFormation's schemas define
+  and of the library's custom resources (``policy_properties``: queue and topic inline policies, a table's
+  ``ResourcePolicy``, ``AWS::Lambda::LayerVersionPermission``, ``Custom::SageMakerEndpointPolicy``, whose
+  statements must name the endpoint's ARN, ...): read as resource or identity policies, principals that reach
+  everyone refused; one the guard cannot read (a grammar that is not IAM's, a value behind an intrinsic) is an
+  ``UnreadablePolicy``, never skipped; so is a user added to a group the template does not hold.
 
 Action names are compared without regard to case, as IAM does (``S3:getobject`` is ``s3:GetObject``).
 
@@ -76,14 +82,19 @@ _PLUGIN = "_sagemaker_llm_cdk_policy_guard"
 
 def record(scope: IConstruct, resources: Iterable[str], actions: Iterable[str], reason: str) -> None:
     """Record that ``actions`` are acknowledged on each of ``resources`` (patterns as cdk-nag writes them) for the
-    policies under ``scope``, and make sure the guard runs on ``scope``'s app."""
+    policies under ``scope``, and make sure the guard runs on ``scope``'s app. Raises ``ValueError`` (naming every
+    problem) when they would allow more than a reviewed wildcard may (``breadth_problems``)."""
+    from .policy_acknowledgements import refuse_breadth
+
+    path = scope.node.path
+    resources = list(resources)
+    patterns = tuple(dict.fromkeys(a.lower() for a in actions))
+    refuse_breadth(path, "an acknowledgement", resources, patterns)
     root = scope.node.root
     records: list[Acknowledgement] | None = getattr(root, _RECORDS, None)
     if records is None:
         records = []
         setattr(root, _RECORDS, records)
-    path = scope.node.path
-    patterns = tuple(dict.fromkeys(a.lower() for a in actions))
     records.extend(Acknowledgement(path, resource, patterns, reason) for resource in dict.fromkeys(resources))
     guard(root)
 
