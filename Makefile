@@ -23,7 +23,7 @@ CDK_CONTEXT = $(if $(CONFIG),-c config=$(CONFIG)) $(if $(PIPELINE),-c pipeline=$
 DEPLOY_ARGS ?=
 DIFF_ARGS ?=
 
-.PHONY: prices jumpstart-lock setup synth-setup synth synth-app diff deploy preflight test test-fast lint-templates lint-python format checkov check check-tools change-report typecheck dist dist-client docs reference links site schema diagram clean
+.PHONY: prices jumpstart-lock setup synth-setup synth synth-app diff deploy preflight test test-fast lint-templates lint-python format checkov guard check check-tools change-report typecheck dist dist-client docs reference links site schema diagram clean
 
 ## setup: everything (.venv, node_modules, the checkov venv); synth-setup: what a synth needs (no checkov).
 setup: synth-setup $(CHECKOV_STAMP)
@@ -89,10 +89,11 @@ diff: synth
 	@status=0; cdk diff --app cdk.out $(DIFF_ARGS) || status=$$?; \
 	  if [ $$status -ne 0 ]; then $(BIN)/python stacks/synth_output.py --offline-diff-hint; fi; exit $$status
 
-## deploy: synth (checks included), then preflight that cdk.out against the account (read-only; it stops on a
-## blocker, or when no credentials resolve), then deploy exactly that cdk.out, every stack.
+## deploy: `make check` (the synth with cdk-nag, cfn-lint, checkov, the Guard registry, mypy and ruff), then preflight
+## that cdk.out against the account (read-only; it stops on a blocker, or when no credentials resolve), then deploy
+## exactly that cdk.out, every stack.
 ## CDK still asks before security-relevant changes; pass DEPLOY_ARGS="--require-approval never" only on purpose.
-deploy: synth
+deploy: check
 	$(if $(PIPELINE),,$(BIN)/python -m sagemaker_llm_cdk.preflight --config $(or $(CONFIG),config/default.yaml) --cdk-out cdk.out --require-live $(if $(REGION),--region $(REGION)))
 	cdk deploy --app cdk.out --all $(DEPLOY_ARGS)
 
@@ -104,7 +105,14 @@ checkov: $(CHECKOV_STAMP)
 	mkdir -p $(REPORTS)
 	$(BIN)/python -m tools.run_checkov cdk.out --checkov $(CHECKOV_VENV)/bin/checkov --json $(REPORTS)/checkov.json
 
+## guard: AWS's Guard rules registry (cfn-guard; NIST 800-53 rev 5, CIS, Well-Architected security) over the templates
+## of every shipped config, pipeline file and example (synthesized into cdk.out.guard/); fails on a failure
+## without a reason in tools/guard/reasons.yaml and on a stale reason (docs/security.md).
+guard: $(PY_STAMP)
+	$(BIN)/python -m tools.cfn_guard --shipped cdk.out.guard
+
 ## check: the pull-request verdict: one synth (cdk-nag inside), then cfn-lint, checkov, mypy and ruff over that cdk.out,
+## and the Guard registry over every shipped app (`make guard`),
 ## each once over every template, in parallel (independent of each other; each log is printed whole, in turn).
 ## The change report reads the same cdk.out (`make change-report`, the PR workflow's --head-dir cdk.out).
 ## `python benchmarks/check.py` times it warm, phase by phase.
@@ -113,7 +121,7 @@ check: synth-setup $(CHECKOV_STAMP)
 	$(MAKE) --no-print-directory synth-app
 	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target check-tools
 
-check-tools: lint-templates checkov typecheck lint-python
+check-tools: lint-templates checkov guard typecheck lint-python
 
 ## lint-python: over every Python file of the repository, ruff's rules (pyproject.toml: pycodestyle, pyflakes, isort,
 ## pyupgrade, bugbear, simplify) and its layout (`ruff format --check`; `make format` applies it); then the house rules:
@@ -200,4 +208,4 @@ test-fast: synth-setup
 	  -m "not synth and not cli and not wheel and not docs" $(PYTEST_ARGS)
 
 clean:
-	rm -rf cdk.out build dist .pytest_cache $(REPORTS) docs/api site clients/build .mypy_cache
+	rm -rf cdk.out cdk.out.guard build dist .pytest_cache $(REPORTS) docs/api site clients/build .mypy_cache

@@ -88,6 +88,10 @@ def test_make_deploy_passes_context_through_and_never_skips_approval_by_default(
     deploy = next(line for line in dry.splitlines() if "cdk deploy" in line)
     assert deploy.split() == ["cdk", "deploy", "--app", "cdk.out", "--all"], "deploys exactly the checked cdk.out"
     assert "--require-approval" not in dry
+    lines = dry.splitlines()
+    checks = [i for i, line in enumerate(lines) if "tools.run_checkov" in line or "tools.cfn_guard" in line]
+    preflight = next(i for i, line in enumerate(lines) if "sagemaker_llm_cdk.preflight" in line)
+    assert len(checks) == 2 and max(checks) < preflight < lines.index(deploy), "checks, then preflight, then deploy"
     diff = subprocess.run(["make", "-n", "diff"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "cdk diff --app cdk.out" in diff
 

@@ -1,0 +1,1 @@
+"""AWS's Guard rules registry, vendored (``registry/``), and the reviewed reasons for its findings."""
