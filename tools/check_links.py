@@ -10,6 +10,10 @@ hyphens, ``-1``, ``-2`` ... for repeats) plus explicit ``<a name>``/``id`` ancho
 (``http:``, ``https:``, ``mailto:`` and other schemes) are not fetched: CI stays offline and deterministic.
 Links inside code spans and fenced code blocks are not links, and are skipped.
 
+A pointer to a make target is checked too: ``make TARGET`` in a code span (`` `make docs` ``) or at the start of a
+shell line in a fenced block, against the targets of the ``Makefile`` at the root (a page naming a target that was
+renamed or removed is as broken as a dead link).
+
 ``tests/docs/test_docs_links.py`` runs it on the committed pages; CI's docs job runs it after ``make docs``.
 """
 
@@ -38,6 +42,9 @@ _HTML_LINK = re.compile(r"""\b(?:href|src)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.
 _HTML_ANCHOR = re.compile(r"""<[a-z][^>]*\b(?:name|id)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
+_MAKE_RULE = re.compile(r"^([A-Za-z0-9][\w.-]*(?:[ \t]+[A-Za-z0-9][\w.-]*)*)[ \t]*::?(?!=)", re.M)
+_MAKE_IN_SPAN = re.compile(r"^make\s+(.*)$")
+_MAKE_IN_SHELL = re.compile(r"(?:^\s*(?:\$\s+)?|(?:&&|\|\||;)\s*)make\s+([^;&|#]*)")
 _LINE_ANCHOR = re.compile(r"^L\d+(C\d+)?(-L\d+(C\d+)?)?$")
 """GitHub's line anchors on a source file (``file.py#L10-L20``)."""
 
@@ -120,11 +127,66 @@ def links(text: str) -> list[tuple[int, str]]:
     return found
 
 
+def make_targets(makefile: Path) -> set[str] | None:
+    """The targets a Makefile defines (None when there is no Makefile: then no make pointer is checked)."""
+    if not makefile.is_file():
+        return None
+    return {t for m in _MAKE_RULE.finditer(makefile.read_text(encoding="utf-8")) for t in m.group(1).split()}
+
+
+def _targets_named(arguments: str) -> list[str]:
+    """The targets of a make command line's arguments: VAR=value assignments and -options skipped, up to the first
+    word that is not a target name."""
+    found = []
+    for word in arguments.split():
+        if "=" in word or word.startswith("-"):
+            continue
+        if not re.fullmatch(r"[a-z][\w.-]*", word):
+            break
+        found.append(word)
+    return found
+
+
+def make_pointers(text: str) -> list[tuple[int, str]]:
+    """(line number, target) of every ``make TARGET`` a page names: in a code span, or on a shell line of a fenced
+    code block."""
+    found, fence = [], ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        opening = _FENCE.match(line)
+        if fence:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
+                fence = ""
+                continue
+            for match in _MAKE_IN_SHELL.finditer(line):
+                found += [(number, target) for target in _targets_named(match.group(1))]
+            continue
+        if opening:
+            fence = opening.group(1)
+            continue
+        for span in _CODE_SPAN.finditer(line):
+            command = _MAKE_IN_SPAN.match(span.group(0).strip("`").strip())
+            if command:
+                found += [(number, target) for target in _targets_named(command.group(1))]
+    return found
+
+
 def check_page(page: Path, *, root: Path = ROOT, cache: dict[Path, set[str]] | None = None) -> list[Broken]:
     """The broken links of one page. ``root`` is where a link starting with ``/`` resolves (the repository)."""
     cache = {} if cache is None else cache
     text = page.read_text(encoding="utf-8")
     broken = []
+    targets = make_targets(root / "Makefile")
+    for line, name in make_pointers(text):
+        if targets is not None and name not in targets:
+            broken.append(
+                Broken(
+                    page,
+                    line,
+                    f"make {name}",
+                    f"no such make target in {root.name}/Makefile (it has: {', '.join(sorted(targets))}); "
+                    "name one of those or remove the pointer",
+                )
+            )
     for line, target in links(text):
         if not target or _SCHEME.match(target):
             continue  # external (http, https, mailto, ...): not fetched
