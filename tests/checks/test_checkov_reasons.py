@@ -37,6 +37,7 @@ SERVICES = {
     "firehose": "Firehose",
     "sqs": "SQS",
     "cloudformation": "CloudFormation",
+    "pricing": "Price List",
 }
 """IAM service prefix -> the name CKV_AWS_117's reason must use for it."""
 

@@ -8,7 +8,7 @@ reading one prefix (GetObject under it, ListBucket limited to it) is shared with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import ArnFormat, Aws, Stack
 from aws_cdk import aws_iam as iam
@@ -16,6 +16,7 @@ from aws_cdk import aws_kms as kms
 
 from ..core import grants
 from ..core.settings import _S3_URI
+from ..hosting.component_base import weights_owner
 from .layout import JOBS
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def add_job_role(
         model_bucket,
         model_prefix,
         reason="Read-only GetObject under one prefix: the model's weights are many files under the model's S3 prefix.",
+        owner=weights_owner(eagle.component.spec),
     )
     eagle.dataset_objects_arn = grant_read_prefix(
         eagle,
@@ -57,6 +59,7 @@ def add_job_role(
         None if built else dataset_bucket,
         dataset_prefix,
         reason=_DATASET_REASON,
+        owner=None if built else {"StringEquals": {"s3:ResourceAccount": Aws.ACCOUNT_ID}},
     )
     grants.grant(
         eagle.job_role,
@@ -125,21 +128,34 @@ def _grant_job_network(eagle: EagleOptimization) -> None:
 
 
 def grant_read_prefix(
-    eagle: EagleOptimization, grantee: iam.IGrantable, what: str, bucket: str | None, prefix: str, *, reason: str
+    eagle: EagleOptimization,
+    grantee: iam.IGrantable,
+    what: str,
+    bucket: str | None,
+    prefix: str,
+    *,
+    reason: str,
+    owner: dict[str, Any] | None = None,
 ) -> str:
     """GetObject under ``prefix`` and ListBucket limited to it; ``bucket`` None = the artifacts bucket.
-    ``reason`` acknowledges the prefix's wildcard. Returns the objects ARN granted."""
+    ``reason`` acknowledges the prefix's wildcard; ``owner``, a condition both statements carry (the bucket's
+    ``s3:ResourceAccount``). Returns the objects ARN granted."""
     bucket_arn = eagle.artifacts_bucket.bucket_arn if bucket is None else bucket_arn_of(bucket)
     objects = f"{prefix}*" if not prefix.endswith(".tar.gz") else prefix
     grants.grant(
-        grantee, sid=f"Read{what}", actions=["s3:GetObject"], resources=[f"{bucket_arn}/{objects}"], reason=reason
+        grantee,
+        sid=f"Read{what}",
+        actions=["s3:GetObject"],
+        resources=[f"{bucket_arn}/{objects}"],
+        conditions=owner,
+        reason=reason,
     )
     grantee.grant_principal.add_to_principal_policy(
         iam.PolicyStatement(
             sid=f"List{what}",
             actions=["s3:ListBucket"],
             resources=[bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [objects]}},
+            conditions={"StringLike": {"s3:prefix": [objects]}, **(owner or {})},
         )
     )
     return f"{bucket_arn}/{objects}"
