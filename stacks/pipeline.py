@@ -21,18 +21,14 @@ then ``cdk deploy -c pipeline=config/pipeline.yaml SageMakerLlmPipeline`` once; 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import jsii
 from aws_cdk import (
     App,
     DefaultStackSynthesizer,
     Environment,
-    IAnyProducer,
-    IResolveContext,
     Lazy,
     Stack,
     Stage,
@@ -55,6 +51,7 @@ from constructs import Construct, IConstruct
 
 from .checks import attach_stage_checks
 from .llm_platform import LlmPlatformStack
+from .pipeline_policies import NamedResources
 from .pipeline_settings import (
     CONNECTION_CONTEXT_KEY,
     CONTEXT_KEY,
@@ -375,53 +372,6 @@ reason (nothing is left on '*'); every other wildcard of the pipeline stack is i
 _CROSS_REGION_KEY_ACTIONS = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*")
 
 
-def _is_replaced(resource: Any) -> bool:
-    """The wildcards ``_Named`` replaces: '*', and ``arn:*:iam::<account>:role/*``, the resource CDK Pipelines'
-    self-mutation writes for the bootstrap roles it finds by tag."""
-    return resource == "*" or (
-        isinstance(resource, str) and bool(re.fullmatch(r"arn:\*:iam::\d{12}:role/\*", resource))
-    )
-
-
-@jsii.implements(IAnyProducer)
-class _Named:
-    """A CDK Pipelines policy document with its statements on '*' replaced by ``rewrite`` (action set -> new fields)."""
-
-    def __init__(self, policy: Any, rewrite: dict[frozenset[str], dict[str, Any]]) -> None:
-        self._policy = policy
-        self._rewrite = rewrite
-
-    def produce(self, context: IResolveContext) -> Any:
-        stack = Stack.of(self._policy)
-        document = stack.resolve(self._policy.document)
-        group_of = {action: group for group in self._rewrite for action in group}
-        statements = []
-        for statement in document.get("Statement", []):
-            actions = statement.get("Action")
-            actions = [actions] if isinstance(actions, str) else list(actions or [])
-            resources = statement.get("Resource")
-            resources = resources if isinstance(resources, list) else [resources]
-            wild = next((r for r in resources if _is_replaced(r)), None)
-            if wild is None or not any(a in group_of for a in actions):
-                statements.append(statement)
-                continue
-            # The minimizePolicies flag merges statements (DescribeStacks with ListBucket on '*', the replication keys'
-            # '*' with the artifact key): split them again, each named resource keeping its actions.
-            named = [r for r in resources if r != wild]
-            if named:
-                statements.append({**statement, "Resource": named if len(named) > 1 else named[0]})
-            kept = [a for a in actions if a not in group_of]
-            if kept:
-                statements.append({**statement, "Action": kept if len(kept) > 1 else kept[0], "Resource": wild})
-            for group in dict.fromkeys(group_of[a] for a in actions if a in group_of):
-                mine = [a for a in actions if group_of.get(a) == group]
-                statements.append(
-                    {**statement, "Action": mine if len(mine) > 1 else mine[0], **stack.resolve(self._rewrite[group])}
-                )
-        document["Statement"] = statements
-        return document
-
-
 def _environments(pipeline_stack: PipelineStack) -> list[tuple[str, str]]:
     """(account, region) of the tools account's regions (the pipeline's and each replication region) and every stage."""
     settings = pipeline_stack.settings
@@ -511,7 +461,7 @@ def _name_pipeline_resources(stack: PipelineStack, pipeline: Any) -> None:
     for role, rewrite in named.items():
         policy = role.node.try_find_child("DefaultPolicy")
         if policy is not None:
-            policy.node.default_child.policy_document = Lazy.uncached_any(_Named(policy, rewrite))
+            policy.node.default_child.policy_document = Lazy.uncached_any(NamedResources(policy, rewrite))
     stack.named_wildcards = {  # type: ignore[attr-defined]
         "kms": (inner.role, kms_keys, _CROSS_REGION_KEY_ACTIONS),
         "stacks": (

@@ -51,7 +51,8 @@ CHECKOV_REASONS = {
         "The functions call only AWS APIs over TLS with IAM (SageMaker and SageMaker Runtime, CloudWatch, CloudWatch "
         "Logs, X-Ray, DynamoDB, S3, KMS, SSM Parameter Store, Step Functions, Lambda, IAM PassRole, Firehose, "
         "the Price List; SQS for a dead-letter queue; CloudFormation to read their own stack's status) and hold no "
-        "network-reachable data; running them in a VPC would need NAT or interface endpoints that the deployment does not otherwise have."
+        "network-reachable data; running them in a VPC would need NAT or interface endpoints that the deployment "
+        "does not otherwise have."
     ),
     "CKV_AWS_173": (
         "The environment holds only names and settings (Powertools service name, metric namespace, plan, table and "
