@@ -4,32 +4,8 @@ client sends to the front door's turn log after a stream (the handler side: test
 
 from __future__ import annotations
 
-from typing import Any
-
 from sagemaker_llm_cdk.client import StreamedReply
-
-
-def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict[str, Any]:
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    return {
-        "id": "chatcmpl-7",
-        "object": "chat.completion.chunk",
-        "model": "/opt/ml/model",
-        "choices": choices,
-        **extra,
-    }
-
-
-def call_pieces(ident: str, name: str, arguments: str) -> list[dict[str, Any]]:
-    """One tool call as vLLM streams it: the id and name first, then the arguments text in two pieces."""
-    half = len(arguments) // 2
-    first = {"index": 0, "id": ident, "type": "function", "function": {"name": name, "arguments": ""}}
-    return [
-        chunk({"tool_calls": [first]}),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[:half]}}]}),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[half:]}}]}),
-    ]
-
+from support.agents import call_pieces, chunk
 
 USAGE = chunk(None, usage={"prompt_tokens": 30, "completion_tokens": 9, "total_tokens": 39})
 CALL_1 = {"id": "call-1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}

@@ -30,7 +30,7 @@ from conftest import FakeLambdaContext, load_handler_module
 from moto import mock_aws
 from sagemaker_llm_cdk import client as client_module
 from sagemaker_llm_cdk.client import FrontDoorError, SessionClient
-from support.agents import COMPONENT, ENDPOINT, Runtime
+from support.agents import COMPONENT, ENDPOINT, Runtime, call_pieces, chunk
 from support.aws_model import assert_valid_request
 
 TABLE = "llm-conversations"
@@ -209,29 +209,6 @@ def front_door(sessions_table, monkeypatch):
     made = FrontDoor(monkeypatch)
     yield made
     made.close()
-
-
-def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict[str, Any]:
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    return {
-        "id": "chatcmpl-7",
-        "object": "chat.completion.chunk",
-        "model": "/opt/ml/model",
-        "choices": choices,
-        **extra,
-    }
-
-
-def call_pieces(ident: str, name: str, arguments: str) -> list[dict[str, Any]]:
-    """One tool call as vLLM streams it: the id and name first, then the arguments text in two pieces."""
-    half = len(arguments) // 2
-    return [
-        chunk(
-            {"tool_calls": [{"index": 0, "id": ident, "type": "function", "function": {"name": name, "arguments": ""}}]}
-        ),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[:half]}}]}),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[half:]}}]}),
-    ]
 
 
 USAGE = chunk(None, usage={"prompt_tokens": 30, "completion_tokens": 9, "total_tokens": 39})

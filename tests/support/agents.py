@@ -248,3 +248,26 @@ class FrontDoor(SessionClient):
             self.conversations.pop(payload["conversation_id"], None)
             return {"closed": True}, {}
         raise AssertionError(f"unexpected path {path}")
+
+
+# ------------------------------------------------------------------ OpenAI stream chunks
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return {
+        "id": "chatcmpl-7",
+        "object": "chat.completion.chunk",
+        "model": "/opt/ml/model",
+        "choices": choices,
+        **extra,
+    }
+
+
+def call_pieces(ident: str, name: str, arguments: str) -> list[dict[str, Any]]:
+    """One tool call as vLLM streams it: the id and name first, then the arguments text in two pieces."""
+    half = len(arguments) // 2
+    first = {"index": 0, "id": ident, "type": "function", "function": {"name": name, "arguments": ""}}
+    return [
+        chunk({"tool_calls": [first]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[:half]}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[half:]}}]}),
+    ]
