@@ -170,6 +170,7 @@ def test_dataset_asset_ships_orjson_for_python_313_on_x86_64_next_to_its_code(sy
         "job_errors.py",
         "job_events.py",
         "job_outputs.py",
+        "job_prices.py",
         "job_promotion.py",
         "job_request.py",
         "job_results.py",
