@@ -61,8 +61,15 @@ eagle = EagleOptimization(
     ),
 )
 
-# An operator role that may start a run by hand (aws stepfunctions start-execution ...).
-operator = iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal())
+# An operator role that may start a run by hand (aws stepfunctions start-execution ...), for the people of one IAM
+# Identity Center permission set: the trust names who may assume it, not the whole account.
+sso_roles = f"arn:{stack.partition}:iam::{stack.account}:role/aws-reserved/sso.amazonaws.com"
+operators = f"{sso_roles}/*AWSReservedSSO_MlOperators_*"
+operator = iam.Role(
+    stack,
+    "Operator",
+    assumed_by=iam.AccountRootPrincipal().with_conditions({"ArnLike": {"aws:PrincipalArn": operators}}),
+)
 eagle.grant_start_run(operator)
 CfnOutput(stack, "StateMachineArn", value=eagle.state_machine.state_machine_arn)
 apply_checks(app)  # cdk-nag AwsSolutions, the policy guard, checkov reasons for the library's resources

@@ -33,6 +33,7 @@ from sagemaker_llm_cdk.adapters.lora_adapter import (
 from sagemaker_llm_cdk.adapters.manifest import adapters_from, load_adapter_manifest
 from sagemaker_llm_cdk.core.settings import validated
 from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
+from support.principals import people
 
 pytestmark = pytest.mark.synth
 
@@ -83,7 +84,7 @@ def single() -> dict[str, Any]:
     second = LoraAdapter(
         stack, "Second", base=base, settings={"name": "legal", "artifact_s3_uri": "s3://my-adapters/legal.tar.gz"}
     )
-    caller = iam.Role(stack, "Caller", assumed_by=iam.AccountRootPrincipal())
+    caller = iam.Role(stack, "Caller", assumed_by=people(stack))
     adapter.grant_invoke(caller)
     return {
         "app": app,
@@ -217,7 +218,7 @@ def test_metrics_use_the_adapter_dimension(single):
 def test_cdk_nag_reports_no_errors():
     app, stack, base = new_base()
     adapter = LoraAdapter(base, "A", base=base, settings=AdapterSpec(name="a", artifact_s3_uri=ARTIFACT))
-    adapter.grant_invoke(iam.Role(stack, "Caller", assumed_by=iam.AccountRootPrincipal()))
+    adapter.grant_invoke(iam.Role(stack, "Caller", assumed_by=people(stack)))
     add_adapters(base, [AdapterSpec(name=f"t-{i}", artifact_s3_uri=f"s3://my-adapters/t-{i}.tar.gz") for i in range(3)])
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises on any unacknowledged finding, nested stacks included

@@ -285,6 +285,19 @@ def open_trust(stack: Stack) -> Any:
     return iam.Role(stack, "ProbeTrustRole", assumed_by=iam.AnyPrincipal()).node.default_child
 
 
+def foreign_account_trust(stack: Stack) -> Any:
+    return iam.Role(stack, "ProbeForeignTrust", assumed_by=iam.AccountPrincipal("999999999999")).node.default_child
+
+
+def own_root_trust(stack: Stack) -> Any:
+    return iam.Role(stack, "ProbeOwnRootTrust", assumed_by=iam.AccountRootPrincipal()).node.default_child
+
+
+def cognito_trust(stack: Stack) -> Any:
+    principal = iam.WebIdentityPrincipal("cognito-identity.amazonaws.com")
+    return iam.Role(stack, "ProbeCognitoTrust", assumed_by=principal).node.default_child
+
+
 PROBES = [
     Probe("NotResource in an Allow", not_resource, "(Sid ProbeNotResource)", "NotActionOrNotResource"),
     Probe("NotAction in an Allow", not_action, "(Sid ProbeNotAction)", "NotActionOrNotResource"),
@@ -351,6 +364,24 @@ PROBES = [
     Probe("topic policy to Principal '*'", open_topic, "(Sid ProbeTopic)", "BroadPrincipal"),
     Probe("Lambda permission to every principal", open_function, "Principal", "BroadPrincipal"),
     Probe("trust policy to every principal", open_trust, "AssumeRolePolicyDocument.Statement[0]", "BroadPrincipal"),
+    Probe(
+        "trust of another account's root, no condition",
+        foreign_account_trust,
+        "AssumeRolePolicyDocument.Statement[0]",
+        "ForeignAccountTrust",
+    ),
+    Probe(
+        "trust of the own account root, no condition",
+        own_root_trust,
+        "AssumeRolePolicyDocument.Statement[0]",
+        "OwnRootTrust",
+    ),
+    Probe(
+        "Cognito identity trust without aud and amr",
+        cognito_trust,
+        "AssumeRolePolicyDocument.Statement[0]",
+        "CognitoTrustUnpinned",
+    ),
 ]
 
 

@@ -18,6 +18,7 @@ from sagemaker_llm_cdk import (
     parse_config,
 )
 from sagemaker_llm_cdk.core.storage import NONCURRENT_VERSION_DAYS, READ_ACTIONS
+from support.principals import people
 
 pytestmark = pytest.mark.synth
 
@@ -34,7 +35,7 @@ def build(env: Environment | None = None, **capture: Any) -> tuple[Stack, LlmEnd
         settings=EndpointOptions(instance_type="ml.g6e.12xlarge", data_capture=DataCapture(**capture)),
     )
     endpoint.add_model("m", ModelSpec(name="qwen3-8b", model_data_s3_uri="s3://my-weights/qwen3-8b/"))
-    analyst = iam.Role(stack, "Analyst", assumed_by=iam.AccountRootPrincipal())
+    analyst = iam.Role(stack, "Analyst", assumed_by=people(stack))
     assert endpoint.data_capture_bucket is not None
     endpoint.data_capture_bucket.grant_read(analyst)
     # The policy guard refuses an unacknowledged wildcard in any role of the app, yours too: say why, with the actions.
@@ -44,7 +45,7 @@ def build(env: Environment | None = None, **capture: Any) -> tuple[Stack, LlmEnd
         "The analyst reads every captured object of this endpoint (a test of the bucket's read rules).",
         actions=["s3:GetObject*", "s3:GetBucket*", "s3:List*"],
     )
-    bystander = iam.Role(stack, "Bystander", assumed_by=iam.AccountRootPrincipal())
+    bystander = iam.Role(stack, "Bystander", assumed_by=people(stack))
     bystander.add_to_policy(
         iam.PolicyStatement(actions=["s3:ListBucket"], resources=[endpoint.data_capture_bucket.bucket_arn])
     )

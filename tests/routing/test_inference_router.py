@@ -30,6 +30,7 @@ from sagemaker_llm_cdk.routing.router import RESOURCE_TYPE
 from sagemaker_llm_cdk.settings.routing import ROUTING_PREFERENCES
 from support.aws_model import assert_valid_request
 from support.examples import cli_context, synthesize_in_process
+from support.principals import people
 
 pytestmark = pytest.mark.synth
 
@@ -46,7 +47,7 @@ def router_stack(env: Environment | None = None, **kwargs: Any) -> tuple[Stack, 
     local = Destination.of_component(model, account=stack.account, region=stack.region)
     remote = Destination.from_arn(WEST, endpoint_name="prod-chat")
     router = InferenceRouter(stack, "Router", targets=[RouterTarget("qwen3-8b", (local, remote))], **kwargs)
-    caller = iam.Role(stack, "Caller", assumed_by=iam.AccountRootPrincipal())
+    caller = iam.Role(stack, "Caller", assumed_by=people(stack))
     router.grant_invoke(caller)
     return stack, router, caller
 

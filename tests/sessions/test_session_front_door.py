@@ -16,6 +16,7 @@ from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
 from sagemaker_llm_cdk.settings.sessions import SessionSettings
 from support.front_door import MODEL_URI, Built, build, function_environment
+from support.principals import people
 
 pytestmark = pytest.mark.synth
 
@@ -294,7 +295,7 @@ def test_grant_invoke_url(built: Built):
 
 def test_grant_stream_names_the_endpoint_and_the_served_components():
     built = build()
-    reader = iam.Role(built.stack, "Streamer", assumed_by=iam.AccountRootPrincipal())
+    reader = iam.Role(built.stack, "Streamer", assumed_by=people(built.stack))
     built.front_door.grant_stream(reader)
     statements = role_statements(built, reader)
     assert statements == [
@@ -321,7 +322,7 @@ def test_grant_stream_with_many_components_is_one_acknowledged_pattern(env):
     front_door = SessionFrontDoor(
         stack, "FrontDoor", endpoint=endpoint, default_component=base, components=_many_ducks(stack, endpoint, 30)
     )
-    reader = iam.Role(stack, "Streamer", assumed_by=iam.AccountRootPrincipal())
+    reader = iam.Role(stack, "Streamer", assumed_by=people(stack))
     front_door.grant_stream(reader)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     built = Built(app, stack, endpoint, base, [], front_door, reader)

@@ -33,6 +33,7 @@ from sagemaker_llm_cdk import (
     add_adapters,
     load_config,
 )
+from support.principals import people
 
 from stacks import LlmPlatformStack, attach_checks
 
@@ -53,7 +54,7 @@ def _eagle(app: App, env: Environment | None) -> None:
         "Qwen", ModelSpec(name="qwen3-8b", model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM")
     )
     eagle = EagleOptimization(stack, "QwenEagle", component=model, promotion_parameter=head.parameter)
-    eagle.grant_start_run(iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal()))
+    eagle.grant_start_run(iam.Role(stack, "Operator", assumed_by=people(stack)))
 
 
 def _eagle_on_own_dataset(app: App, env: Environment | None) -> None:

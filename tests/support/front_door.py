@@ -15,6 +15,8 @@ from sagemaker_llm_cdk.sessions.front_door import SessionFrontDoor
 from sagemaker_llm_cdk.settings.adapters import AdapterSpec, LoraSettings
 from sagemaker_llm_cdk.settings.sessions import SessionSettings
 
+from .principals import people
+
 MODEL_URI = "s3://my-bucket/model/"
 ADAPTERS = (("Sql", "qwen3-8b-sql"), ("Legal", "qwen3-8b-legal"))
 DEFAULT_SESSIONS = SessionSettings()  # build()'s default, made once as a default argument would be
@@ -73,7 +75,7 @@ def build(
     ]
     front_door_kwargs.setdefault("components", made)
     front_door = SessionFrontDoor(stack, "FrontDoor", endpoint=endpoint, default_component=base, **front_door_kwargs)
-    caller = iam.Role(stack, "ChatApp", assumed_by=iam.AccountRootPrincipal())
+    caller = iam.Role(stack, "ChatApp", assumed_by=people(stack))
     front_door.grant_invoke_url(caller)
     if nag:
         Validations.of(app).add_plugins(AwsSolutionsChecks(app))

@@ -83,7 +83,7 @@ def _limits(operator: str, value: Any) -> bool:
     if not isinstance(value, (str, dict)) or text == "":
         return False
     if operator.startswith("arn"):  # ArnLike may name a family of resources, but of one account
-        fields = text.split(":", 5)
+        fields = re.sub(r"<[^<>]*>", lambda m: m.group(0).replace(":", "."), text).split(":", 5)  # <AWS::Partition>
         if len(fields) < 6 or _wild(fields[4]):
             return False
         return fields[4] != "" or not _wild(fields[5])  # no account (S3): the resource must be named

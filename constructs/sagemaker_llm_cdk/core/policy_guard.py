@@ -19,6 +19,9 @@ acknowledge. In every policy it finds:
   ``AWS::Lambda::Permission``): an ``Allow`` to every principal (``*``) with no condition that limits who it is,
   an ``Allow`` with ``NotPrincipal``, ``NotAction`` or ``NotResource``, and the action ``*``/``<service>:*``
   (except the default key policy's ``kms:*`` for the key's own account root);
+* role trust policies, beyond ``*`` (``trust_rules``): another account's principals without ``sts:ExternalId`` or
+  an organization condition (``ForeignAccountTrust``), the own account root with no condition on who
+  (``OwnRootTrust``), ``cognito-identity.amazonaws.com`` without ``aud`` and ``amr`` (``CognitoTrustUnpinned``);
 * every other property that holds a policy or a principal, of every resource type CloudFormation's schemas define
   and of the library's custom resources (``policy_properties``: queue and topic inline policies, a table's
   ``ResourcePolicy``, ``AWS::Lambda::LayerVersionPermission``, ``Custom::SageMakerEndpointPolicy``, whose
@@ -121,6 +124,19 @@ _FIX = {
     "MissingCondition": "add the condition (see grants.WILDCARD_ONLY_ACTIONS)",
     "BroadPrincipal": (
         "name the principals, or limit them with aws:SourceArn, aws:SourceAccount or aws:PrincipalOrgID"
+    ),
+    "ForeignAccountTrust": (
+        "add a condition the other account's principals must meet: sts:ExternalId (StringEquals, for a third party) "
+        "or aws:PrincipalOrgID (StringEquals o-...) for an account of your organization"
+    ),
+    "OwnRootTrust": (
+        "name the principals that may assume the role (iam.ArnPrincipal, or a condition on aws:PrincipalArn / "
+        "aws:PrincipalTag), or pin its sessions (SessionFrontDoor.grant_invoke_pinned)"
+    ),
+    "CognitoTrustUnpinned": (
+        "use iam.FederatedPrincipal('cognito-identity.amazonaws.com', conditions={'StringEquals': "
+        "{'cognito-identity.amazonaws.com:aud': <identity pool id>}, 'ForAnyValue:StringLike': "
+        "{'cognito-identity.amazonaws.com:amr': 'authenticated'}}, 'sts:AssumeRoleWithWebIdentity')"
     ),
     "UnreadablePolicy": (
         "write the statements into the template (iam.ManagedPolicy or a role policy) so the guard "

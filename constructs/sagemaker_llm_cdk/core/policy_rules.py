@@ -41,6 +41,7 @@ from .policy_tables import (
     LIMITING_CONDITION_KEYS,
     RESOURCE_POLICIES,
 )
+from .trust_rules import trust_problems
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,8 @@ def _resource_problems(
             )
             if kind == ENDPOINT_POLICY and not identity:
                 judged += _endpoint_resource_problems(statement, properties.get("EndpointName"))
+            if kind == "AWS::IAM::Role" and where == "AssumeRolePolicyDocument":
+                judged += trust_problems(statement, [s for _, s in statements], account)
             for rule, text in judged:
                 found(rule, location, text)
     if kind == "AWS::Lambda::Permission":
