@@ -1785,9 +1785,13 @@ def probe(sessions_table):
     return TrustProbe(boto3.client("iam", region_name="us-east-1"), boto3.client("sts", region_name="us-east-1"))
 
 
-def people_role(probe, name: str, pin: str | None, *, extra: tuple[dict[str, Any], ...] = ()) -> str:
-    """A role every principal of the account may assume (what iam.AccountRootPrincipal() trusts), pinned or not."""
-    from sagemaker_llm_cdk.sessions.trust import pin_statements
+def people_role(
+    probe, name: str, pin: str | None, *, extra: tuple[dict[str, Any], ...] = (), set_source_identity: bool = True
+) -> str:
+    """A role every principal of the account may assume (what iam.AccountRootPrincipal() trusts), pinned or not,
+    as grant_invoke_pinned writes it (with sts:SetSourceIdentity beside the Allow under the source_identity pin,
+    unless ``set_source_identity`` is false)."""
+    from sagemaker_llm_cdk.sessions.trust import pin_statements, with_set_source_identity
 
     document = {
         "Version": "2012-10-17",
@@ -1797,6 +1801,8 @@ def people_role(probe, name: str, pin: str | None, *, extra: tuple[dict[str, Any
             *extra,
         ],
     }
+    if pin == "source_identity" and set_source_identity:
+        document = with_set_source_identity(document)
     probe.iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(document))
     return f"arn:aws:iam::{ACCOUNT}:role/{name}"
 
@@ -1862,10 +1868,28 @@ def test_source_identity_pin_names_each_session_after_the_identity_its_provider_
         )
     )
     assert denied(lambda: probe.assume_role(Caller.role_session(ACCOUNT, "admin", "x"), role, "alice@example.com"))
+    # A session of another account the trust lets in chains in with a source identity it may have set itself:
+    # the pin's account condition refuses it.
+    partner = {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::210987654321:root"}, "Action": "sts:AssumeRole"}
+    shared = people_role(probe, "chat-people-shared", "source_identity", extra=(partner,))
+    stranger = Caller.role_session("210987654321", "sso-people", "s-3", source_identity="alice@example.com")
+    assert denied(lambda: probe.assume_role(stranger, shared, "alice@example.com"))
+    assert probe.assume_role(signed_in, shared, "alice@example.com").endswith("/alice@example.com")
     theirs = probe.assume_role(mallory, role, "mallory@example.com")
     turn = router.call("/invoke", {"conversation_id": conversation_id, "body": chat()}, caller=theirs)
 
     assert_error(turn, 404, "ConversationNotFound")
+
+
+def test_without_set_source_identity_in_the_trust_the_source_identity_pin_refuses_everyone(probe):
+    from support.trust_probe import Caller
+
+    bare = people_role(probe, "chat-people-no-set-source-identity", "source_identity", set_source_identity=False)
+    written = people_role(probe, "chat-people-set-source-identity", "source_identity")
+    signed_in = Caller.role_session(ACCOUNT, "sso-people", "s-1", source_identity="alice@example.com")
+
+    assert denied(lambda: probe.assume_role(signed_in, bare, "alice@example.com"))
+    assert probe.assume_role(signed_in, written, "alice@example.com").endswith("/alice@example.com")
 
 
 def test_a_pin_without_its_null_deny_fails_open_for_callers_the_variable_does_not_describe(probe):

@@ -20,8 +20,11 @@ from sagemaker_llm_cdk import ConfigurationError, EndpointOptions
 from sagemaker_llm_cdk.sessions.trust import (
     cognito_pool_problems,
     cognito_statements,
+    missing_set_source_identity,
     pin_statements,
     session_name_choices,
+    source_identity_choices,
+    with_set_source_identity,
 )
 from sagemaker_llm_cdk.settings.sessions import SessionSettings
 from support.front_door import build, function_environment
@@ -255,6 +258,140 @@ def test_grant_invoke_pinned_rules(settings, kwargs, imported, match):
     )
     with pytest.raises(ConfigurationError, match=match):
         built.front_door.grant_invoke_pinned(role, **kwargs)
+
+
+def test_the_source_identity_pin_adds_set_source_identity_beside_every_way_in(pinned):
+    built, people, federated = pinned
+    (signed_in,) = [s for s in trust_of(built, federated)["Statement"] if s["Effect"] == "Allow"]
+    assert signed_in["Action"] == ["sts:AssumeRole", "sts:SetSourceIdentity"]
+    (users,) = [s for s in trust_of(built, people)["Statement"] if s["Effect"] == "Allow"]
+    assert users["Action"] == "sts:AssumeRole"  # no source identity under user_name: nothing to add
+    assert missing_set_source_identity(trust_of(built, federated)) == []
+    assert missing_set_source_identity(trust_of(built, people)) == [
+        f"Statement[0] lets {users['Principal']['AWS']} assume the role but not sts:SetSourceIdentity"
+    ]
+
+
+def test_set_source_identity_covers_allow_statements_added_after_the_pin():
+    built = build(adapters=())
+    role = iam.Role(built.stack, "SignedIn", assumed_by=iam.AccountRootPrincipal())
+    built.front_door.grant_invoke_pinned(role, pin="source_identity")
+    saml = iam.SamlProvider.from_saml_provider_arn(built.stack, "Okta", f"arn:aws:iam::{ACCOUNT}:saml-provider/Okta")
+    role.assume_role_policy.add_statements(
+        iam.PolicyStatement(actions=["sts:AssumeRoleWithSAML"], principals=[iam.SamlPrincipal(saml, {})])
+    )
+    built.app.synth()
+    allows = [s for s in trust_of(built, role)["Statement"] if s["Effect"] == "Allow"]
+    assert all("sts:SetSourceIdentity" in s["Action"] for s in allows) and len(allows) == 2
+
+
+@pytest.mark.parametrize(
+    ("organization", "condition"),
+    [
+        (None, {"StringNotEquals": {"aws:PrincipalAccount": ACCOUNT}}),
+        ("o-a1b2c3d4e5", {"StringNotEquals": {"aws:PrincipalOrgID": "o-a1b2c3d4e5"}}),
+    ],
+)
+def test_the_source_identity_pin_admits_one_account_or_one_organization(organization, condition):
+    (bound,) = [
+        s
+        for s in pin_statements("source_identity", account=ACCOUNT, organization=organization)
+        if "aws:PrincipalAccount" in json.dumps(s) or "aws:PrincipalOrgID" in json.dumps(s)
+    ]
+    assert (bound["Effect"], bound["Action"], bound["Condition"]) == ("Deny", ["sts:AssumeRole"], condition)
+
+
+def test_the_organization_setting_reaches_the_pin():
+    built = build(sessions=SessionSettings(organization_id="o-a1b2c3d4e5"), adapters=())
+    role = iam.Role(built.stack, "SignedIn", assumed_by=iam.AccountRootPrincipal())
+    built.front_door.grant_invoke_pinned(role, pin="source_identity")
+    assert {"StringNotEquals": {"aws:PrincipalOrgID": "o-a1b2c3d4e5"}} in [
+        s.get("Condition") for s in trust_of(built, role)["Statement"]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("settings", "match"),
+    [
+        ({"organization_id": "o-123"}, r"organization_id: got 'o-123'; allowed: an AWS Organizations id"),
+        ({"organization_id": "r-a1b2c3d4e5"}, r"organization_id: got 'r-a1b2c3d4e5'"),
+        (
+            {"owner": "role", "organization_id": "o-a1b2c3d4e5"},
+            r"organization_id: got 'o-a1b2c3d4e5'; allowed: only with owner session",
+        ),
+    ],
+)
+def test_organization_id_rules(settings, match):
+    with pytest.raises(ConfigurationError, match=match):
+        SessionSettings(**settings)
+
+
+def test_with_set_source_identity_leaves_services_and_denies_alone():
+    service = {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+    deny = pin_statements("source_identity", account=ACCOUNT)[0]
+    already = {**ROOT_TRUST, "Action": ["sts:AssumeRole", "sts:SetSourceIdentity"]}
+    assert with_set_source_identity(document(service, deny, already))["Statement"] == [service, deny, already]
+
+
+@pytest.mark.parametrize(
+    ("statements", "chosen"),
+    [
+        ((ROOT_TRUST | {"Action": ["sts:AssumeRole", "sts:SetSourceIdentity"]},), True),
+        ((ROOT_TRUST | {"Action": "sts:*"},), True),
+        (
+            (
+                ROOT_TRUST
+                | {
+                    "Action": ["sts:AssumeRole", "sts:SetSourceIdentity"],
+                    "Condition": {"StringEquals": {"sts:SourceIdentity": "${aws:username}"}},
+                },
+            ),
+            False,
+        ),
+        (
+            (
+                ROOT_TRUST
+                | {
+                    "Action": ["sts:AssumeRole", "sts:SetSourceIdentity"],
+                    "Condition": {"StringLike": {"sts:SourceIdentity": "*"}},
+                },
+            ),
+            True,
+        ),
+        (
+            (
+                ROOT_TRUST | {"Action": ["sts:AssumeRole", "sts:SetSourceIdentity"]},
+                {
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "sts:SetSourceIdentity",
+                    "Condition": {"StringNotEquals": {"sts:SourceIdentity": "${aws:username}"}},
+                },
+                {
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "sts:SetSourceIdentity",
+                    "Condition": {"Null": {"aws:username": "true"}},
+                },
+            ),
+            False,
+        ),
+        (
+            (
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Federated": f"arn:aws:iam::{ACCOUNT}:saml-provider/Okta"},
+                    "Action": ["sts:AssumeRoleWithSAML", "sts:SetSourceIdentity"],
+                },
+            ),
+            False,
+        ),
+        ((ROOT_TRUST,), False),
+    ],
+    ids=["any", "sts-star", "user-name", "wildcard", "deny-pair", "saml", "no-set"],
+)
+def test_which_roles_let_a_caller_set_any_source_identity(statements, chosen):
+    assert bool(source_identity_choices(document(*statements))) == chosen
 
 
 # --------------------------------------------------------------------------- callers from the config

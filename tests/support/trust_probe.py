@@ -4,7 +4,8 @@ moto's STS returns credentials for any ``AssumeRole`` without reading the role's
 reads it from moto's IAM (``GetRole``, the document as written) and evaluates it the way IAM documents for
 the keys and operators the front door's pins use, before letting the call through to moto:
 
-- a request is allowed when some Allow statement applies and no Deny statement does;
+- a request is allowed when some Allow statement applies and no Deny statement does, for ``sts:AssumeRole`` and,
+  when the request carries a source identity, for ``sts:SetSourceIdentity`` as well;
 - a statement applies when its Principal, Action and every condition match;
 - ``StringEquals``/``StringLike``/``ArnEquals``/``ArnLike`` are false for a key absent from the request; the
   negated operators (``StringNotEquals``, ``StringNotLike``) are true for it; ``Null`` tests presence;
@@ -153,16 +154,20 @@ class TrustProbe:
         }
         if source_identity is not None or "aws:SourceIdentity" in caller.keys:
             context["sts:SourceIdentity"] = source_identity or caller.keys["aws:SourceIdentity"]
-        if not trust_allows(document, "sts:AssumeRole", context, caller=caller):
-            raise ClientError(
-                {
-                    "Error": {
-                        "Code": "AccessDenied",
-                        "Message": f"{caller.arn} is not authorized to perform: sts:AssumeRole on resource: {role_arn}",
-                    }
-                },
-                "AssumeRole",
-            )
+        # A request that carries a source identity (set now, or carried in by the calling session) is authorized
+        # for sts:SetSourceIdentity on the role too (IAM User Guide, "Permissions required to set source identity").
+        needed = ["sts:AssumeRole", *(["sts:SetSourceIdentity"] if "sts:SourceIdentity" in context else [])]
+        for action in needed:
+            if not trust_allows(document, action, context, caller=caller):
+                raise ClientError(
+                    {
+                        "Error": {
+                            "Code": "AccessDenied",
+                            "Message": f"{caller.arn} is not authorized to perform: {action} on resource: {role_arn}",
+                        }
+                    },
+                    "AssumeRole",
+                )
         kwargs = {"SourceIdentity": source_identity} if source_identity else {}
         answer = self.sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name, **kwargs)
         return str(answer["AssumedRoleUser"]["Arn"])

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Duration, RemovalPolicy, Stack, Token
+import jsii
+from aws_cdk import Duration, IStableAnyProducer, Lazy, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -339,9 +340,17 @@ class SessionFrontDoor(Construct):
         if mode == "cognito_identity":
             statements = trust.cognito_statements(self.settings.identity_pools)
         else:
-            statements = trust.pin_statements(pin or "user_name", account=Stack.of(role).account)
+            statements = trust.pin_statements(
+                pin or "user_name", account=Stack.of(role).account, organization=self.settings.organization_id
+            )
         for statement in statements:
             role.assume_role_policy.add_statements(iam.PolicyStatement.from_json(statement))
+        if pin == "source_identity":
+            # Every way in must also allow sts:SetSourceIdentity, or IAM refuses the sessions the pin is for. The
+            # document is read as the synth resolves it: Allow statements added after this call are covered too.
+            cfn = role.node.default_child
+            assert isinstance(cfn, iam.CfnRole)
+            cfn.assume_role_policy_document = Lazy.any(_WithSetSourceIdentity(role, role.assume_role_policy))
         self.pinned_roles.append(role)
         return self.grant_invoke_url(role)
 
@@ -426,3 +435,16 @@ class SessionFrontDoor(Construct):
 def _description(endpoint: LlmEndpoint) -> str:
     text = f"the session front door (conversation -> SageMaker session) of endpoint {endpoint.node.path}"
     return text if len(text) <= 256 else text[:253] + "..."
+
+
+@jsii.implements(IStableAnyProducer)
+class _WithSetSourceIdentity:
+    """A pinned role's trust policy as the synth resolves it, with ``sts:SetSourceIdentity`` beside every way in
+    (``trust.with_set_source_identity``)."""
+
+    def __init__(self, role: iam.Role, document: iam.PolicyDocument) -> None:
+        self._role = role
+        self._document = document
+
+    def produce(self) -> Any:
+        return trust.with_set_source_identity(Stack.of(self._role).resolve(self._document))

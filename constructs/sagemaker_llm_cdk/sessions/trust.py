@@ -46,12 +46,18 @@ def _deny(sid: str, actions: Sequence[str], condition: dict[str, dict[str, Any]]
     return statement
 
 
-def pin_statements(pin: str, *, account: str) -> list[dict[str, Any]]:
+def pin_statements(pin: str, *, account: str, organization: str | None = None) -> list[dict[str, Any]]:
     """The Deny statements (IAM JSON) that fix the session names of a role's sessions, per ``pin``.
 
     :param pin: ``user_name`` or ``source_identity`` (see the module docstring).
     :param account: the role's account: with ``user_name`` only its IAM users may assume the role
-        (a user name is unique within one account only).
+        (a user name is unique within one account only); with ``source_identity`` only its role sessions may
+        chain in, unless ``organization`` is given.
+    :param organization: ``source_identity`` only: the AWS Organizations id (``o-...``) whose accounts' role
+        sessions may chain in (``aws:PrincipalOrgID``) instead of the role's account alone. A source identity is
+        whatever the first ``AssumeRole`` of a chain set (AWS does not check its value), so the pin trusts the
+        accounts it names to let only identity providers set one (the live preflight reports roles that let a
+        caller set any).
     """
     if pin == "user_name":
         return [
@@ -86,12 +92,20 @@ def pin_statements(pin: str, *, account: str) -> list[dict[str, Any]]:
                 ["sts:AssumeRoleWithWebIdentity"],
                 {"Null": {"sts:SourceIdentity": "true"}},
             ),
+            _deny(
+                "OnlyTheseAccountsSessionsAssume" if organization else "OnlyThisAccountsSessionsAssume",
+                ["sts:AssumeRole"],
+                {"StringNotEquals": {"aws:PrincipalOrgID": organization}}
+                if organization
+                else {"StringNotEquals": {"aws:PrincipalAccount": account}},
+            ),
         ]
     raise ValueError(f"pin must be one of {', '.join(SESSION_NAME_PINS)}, got {pin!r}")
 
 
 def cognito_statements(identity_pools: Sequence[str]) -> list[dict[str, Any]]:
-    """Deny statements that keep a role to the web identities of ``identity_pools`` (``aud``), nothing else.
+    """Deny statements that keep a role to the signed-in web identities of ``identity_pools`` (``aud``, and
+    ``amr`` holding ``authenticated``: a guest identity has an id too, but no person behind it), nothing else.
 
     Role chaining and SAML would give sessions without a Cognito identity (the router refuses them under
     ``owner: cognito_identity``); other web identity providers would name their own sessions."""
@@ -101,8 +115,138 @@ def cognito_statements(identity_pools: Sequence[str]) -> list[dict[str, Any]]:
             ["sts:AssumeRoleWithWebIdentity"],
             {"StringNotEquals": {f"{COGNITO_PROVIDER}:aud": list(identity_pools)}},
         ),
+        _deny(
+            "OnlySignedInIdentities",
+            ["sts:AssumeRoleWithWebIdentity"],
+            # Every value of amr other than "authenticated" (guests carry ["unauthenticated"]); none at all too.
+            {"ForAllValues:StringNotEquals": {f"{COGNITO_PROVIDER}:amr": "authenticated"}},
+        ),
         _deny("OnlyCognitoIdentities", ["sts:AssumeRole", "sts:AssumeRoleWithSAML"]),
     ]
+
+
+SET_SOURCE_IDENTITY = "sts:SetSourceIdentity"
+
+
+def with_set_source_identity(document: Mapping[str, Any]) -> dict[str, Any]:
+    """``document`` (a role's trust policy) with ``sts:SetSourceIdentity`` added to every Allow that lets an AWS
+    principal or an identity provider assume the role.
+
+    IAM authorizes ``sts:SetSourceIdentity`` on the role being assumed whenever the request carries a source
+    identity: one the caller sets, one a SAML or OIDC provider asserts, and one a role session already carries
+    into a chained ``AssumeRole`` (IAM User Guide, "Monitor and control actions taken with assumed roles":
+    "Permissions required to set source identity"). Without it in the trust policy, exactly the sessions the
+    ``source_identity`` pin lets in are refused. Service principals are left as they are (a service sets none)."""
+    statements = []
+    for statement in _as_list(document.get("Statement")):
+        if (
+            isinstance(statement, Mapping)
+            and statement.get("Effect") == "Allow"
+            and any(_covers(_as_list(statement.get("Action")), a) for a in ASSUME_ACTIONS)
+            and not _covers(_as_list(statement.get("Action")), SET_SOURCE_IDENTITY)
+            and {"AWS", "Federated"} & set(_principals(statement))
+        ):
+            statement = {**statement, "Action": [*_as_list(statement.get("Action")), SET_SOURCE_IDENTITY]}
+        statements.append(statement)
+    return {**document, "Statement": statements}
+
+
+def trusted_principals(document: Mapping[str, Any], action: str) -> list[Any]:
+    """The AWS principals of ``document``'s Allow statements that cover ``action``, as written."""
+    return [
+        value
+        for statement in _as_list(document.get("Statement"))
+        if isinstance(statement, Mapping)
+        and statement.get("Effect") == "Allow"
+        and _covers(_as_list(statement.get("Action")), action)
+        for value in (
+            ["*"]
+            if statement.get("Principal") == "*"
+            else _as_list((statement.get("Principal") or {}).get("AWS"))
+            if isinstance(statement.get("Principal"), Mapping)
+            else []
+        )
+    ]
+
+
+def missing_set_source_identity(document: Mapping[str, Any]) -> list[str]:
+    """Where ``document`` lets a principal assume the role but not carry a source identity in: one sentence each
+    (the ``source_identity`` pin then refuses every session it was meant for)."""
+    found = []
+    for index, statement in enumerate(_as_list(document.get("Statement"))):
+        if not isinstance(statement, Mapping) or statement.get("Effect") != "Allow":
+            continue
+        actions = _as_list(statement.get("Action"))
+        who = sorted(p for kind in ("AWS", "Federated") for p in _principals(statement).get(kind, []))
+        if who and any(_covers(actions, a) for a in ASSUME_ACTIONS) and not _covers(actions, SET_SOURCE_IDENTITY):
+            name = statement.get("Sid") or f"Statement[{index}]"
+            found.append(f"{name} lets {', '.join(who)} assume the role but not {SET_SOURCE_IDENTITY}")
+    return found
+
+
+def pinned_to_source_identity(document: Mapping[str, Any]) -> bool:
+    """Whether ``document`` carries the ``source_identity`` pin: ``sts:AssumeRole`` denied unless the session name
+    is the source identity the calling session already carries (``${aws:SourceIdentity}``), with its ``Null`` Deny.
+    Such a role accepts only a source identity set earlier in the chain, never a new one."""
+    denies = [
+        s
+        for s in _as_list(document.get("Statement"))
+        if isinstance(s, Mapping)
+        and s.get("Effect") == "Deny"
+        and _principals(s).get("AWS") == ["*"]
+        and _covers(_as_list(s.get("Action")), "sts:AssumeRole")
+    ]
+    named = any(
+        _condition_values(s, ("StringNotEquals",), "sts:RoleSessionName") == ["${aws:SourceIdentity}"] for s in denies
+    )
+    return named and any(_condition_values(s, ("Null",), "aws:SourceIdentity") == ["true"] for s in denies)
+
+
+def source_identity_choices(document: Mapping[str, Any]) -> list[str]:
+    """Where ``document`` (any role's trust policy) lets an AWS principal set a source identity of its choosing:
+    one sentence each. Such a role's sessions can carry another person's name into a role pinned with
+    ``source_identity``; a statement that fixes ``sts:SourceIdentity`` (a policy variable such as
+    ``${aws:username}``, or wildcard-free literals) under ``StringEquals``/``StringLike``, or a Deny unless it does,
+    does not let it. Identity providers (SAML, OIDC) assert the value themselves and are not reported."""
+    found: list[str] = []
+    if pinned_to_source_identity(document):
+        return found  # only sessions that already carry one get in, and a source identity cannot be changed
+    for index, statement in enumerate(_as_list(document.get("Statement"))):
+        if not isinstance(statement, Mapping) or statement.get("Effect") != "Allow":
+            continue
+        who = _principals(statement).get("AWS", [])
+        if not who or not _covers(_as_list(statement.get("Action")), SET_SOURCE_IDENTITY):
+            continue
+        if _fixed(_condition_values(statement, ("StringEquals", "StringLike"), "sts:SourceIdentity")):
+            continue
+        if _denied_unless(document, SET_SOURCE_IDENTITY, "sts:SourceIdentity"):
+            continue
+        name = statement.get("Sid") or f"Statement[{index}]"
+        found.append(f"{name} lets {', '.join(sorted(who))} set any source identity ({SET_SOURCE_IDENTITY})")
+    return found
+
+
+def _denied_unless(document: Mapping[str, Any], action: str, key: str) -> bool:
+    """A Deny of ``action`` to everyone unless ``key`` is one policy variable, with its ``Null`` Deny beside it."""
+    denies = [
+        s
+        for s in _as_list(document.get("Statement"))
+        if isinstance(s, Mapping)
+        and s.get("Effect") == "Deny"
+        and _principals(s).get("AWS") == ["*"]
+        and _covers(_as_list(s.get("Action")), action)
+    ]
+    if any(not s.get("Condition") for s in denies):
+        return True
+    for statement in denies:
+        values = _condition_values(statement, ("StringNotEquals", "StringNotLike"), key)
+        if values and _fixed(values):
+            if not all(v.startswith("${") for v in values):
+                return True  # literals: no variable to go unresolved
+            variable = values[0][2:-1].split(",")[0].strip()
+            if any(_condition_values(other, ("Null",), variable) == ["true"] for other in denies):
+                return True
+    return False
 
 
 # --------------------------------------------------------------------------- reading a trust policy
@@ -235,7 +379,13 @@ __all__ = [
     "SESSION_NAME_PINS",
     "SessionNamePin",
     "cognito_pool_problems",
+    "SET_SOURCE_IDENTITY",
     "cognito_statements",
+    "missing_set_source_identity",
     "pin_statements",
+    "pinned_to_source_identity",
     "session_name_choices",
+    "source_identity_choices",
+    "trusted_principals",
+    "with_set_source_identity",
 ]

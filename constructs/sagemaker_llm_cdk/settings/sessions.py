@@ -18,6 +18,7 @@ MAX_CALLERS = 20
 
 _IDENTITY_POOL_ID = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 """A Cognito identity pool id: ``<region>:<GUID>`` (the GUID in lower case, as Cognito writes it)."""
+_ORGANIZATION_ID = re.compile(r"^o-[a-z0-9]{10,32}$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/(?:[\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
 
 
@@ -84,6 +85,18 @@ class SessionSettings(Settings):
             ),
         ),
     ] = ()
+    organization_id: Annotated[
+        str | None,
+        Field(
+            description=(
+                "owner session: the AWS Organizations id (o-...) whose accounts' role sessions may chain into a role "
+                "pinned with source_identity (SessionFrontDoor.grant_invoke_pinned, aws:PrincipalOrgID). A source "
+                "identity is whatever the first AssumeRole of a chain set, so the pin trusts the accounts it admits "
+                "to let only identity providers set one (preflight reports roles that let a caller set any). "
+                "Default: none, only role sessions of the role's own account chain in."
+            ),
+        ),
+    ] = None
     turn_log_retention_days: Annotated[
         int,
         Field(
@@ -127,6 +140,24 @@ class SessionSettings(Settings):
                         "copy the id from the identity pool's console page",
                     )
                 )
+        if self.organization_id is not None and not _ORGANIZATION_ID.fullmatch(self.organization_id):
+            problems.append(
+                Problem(
+                    "organization_id",
+                    self.organization_id,
+                    "an AWS Organizations id o- followed by 10 to 32 lower-case letters or digits",
+                    "copy the id from the AWS Organizations console (Settings), or leave organization_id out",
+                )
+            )
+        if self.organization_id is not None and self.owner != "session":
+            problems.append(
+                Problem(
+                    "organization_id",
+                    self.organization_id,
+                    "only with owner session (it bounds the source_identity pin)",
+                    "remove organization_id, or set owner: session",
+                )
+            )
         for index, arn in enumerate(self.callers):
             if not _ROLE_ARN.fullmatch(arn):
                 problems.append(
