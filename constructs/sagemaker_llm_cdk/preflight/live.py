@@ -13,7 +13,7 @@ from .context import PreflightContext, _live
 from .findings import Finding, blocker, info
 from .live_errors import _error_code as _error_code
 from .live_iam import TRUST_FIX as TRUST_FIX
-from .live_iam import check_front_door_callers
+from .live_iam import check_front_door_callers, check_source_identity_chains
 from .live_layers import check_layers_live
 from .live_quotas import ENDPOINT_QUOTA_NAME as ENDPOINT_QUOTA_NAME
 from .live_quotas import SAGEMAKER_QUOTA_SERVICE as SAGEMAKER_QUOTA_SERVICE
@@ -46,6 +46,7 @@ for _check in (
     check_s3,
     check_layers_live,
     check_front_door_callers,
+    check_source_identity_chains,
 ):
     _live(_check)
 
@@ -62,4 +63,5 @@ __all__ = [
     "check_plans_live",
     "check_quotas",
     "check_s3",
+    "check_source_identity_chains",
 ]

@@ -1,13 +1,19 @@
-"""Live preflight check against IAM: the trust policies of the roles a session front door grants.
+"""Live preflight checks against IAM: the trust policies of the roles a session front door grants.
 
 ``check_front_door_callers`` reads each role of ``sessions.callers`` (``GetRole``, read-only) and checks its
 trust policy against the owner mode: under ``owner: session`` no caller may choose its session name, under
 ``owner: cognito_identity`` the role trusts only the listed identity pools.
+
+``check_source_identity_chains`` reads every role of the account (``ListRoles``, read-only) when some role is
+pinned to the source identity (``grant_invoke_pinned(pin="source_identity")`` in the templates, or a caller role
+whose trust carries the pin), and reports each role that lets a caller set any source identity and whose sessions
+the pinned role's trust lets in: AWS does not check a source identity's value, so such a role's session can carry
+another person's name into the pinned role.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .context import PreflightContext
@@ -42,7 +48,12 @@ def check_front_door_callers(ctx: PreflightContext) -> Iterable[Finding]:
     import json
     from urllib.parse import unquote
 
-    from ..sessions.trust import cognito_pool_problems, session_name_choices
+    from ..sessions.trust import (
+        cognito_pool_problems,
+        missing_set_source_identity,
+        pinned_to_source_identity,
+        session_name_choices,
+    )
 
     callers = list(_front_door_callers(ctx))
     if not callers:
@@ -101,6 +112,17 @@ def check_front_door_callers(ctx: PreflightContext) -> Iterable[Finding]:
             if not problems:
                 yield info("sessions.trust", f"role {name} trusts only the listed identity pools", subject=path)
             continue
+        if pinned_to_source_identity(document):
+            for gap in missing_set_source_identity(document):
+                yield warning(
+                    "sessions.trust",
+                    f"role {name}: {gap}",
+                    "IAM authorizes sts:SetSourceIdentity on a role whenever the request carries a source identity, "
+                    "so the source_identity pin then refuses every session it was written for",
+                    "add sts:SetSourceIdentity to the Action of each Allow statement of the role's trust policy "
+                    "(sessions.trust.with_set_source_identity writes it)",
+                    path,
+                )
         choices = session_name_choices(document)
         for choice in choices:
             yield warning(
@@ -113,3 +135,102 @@ def check_front_door_callers(ctx: PreflightContext) -> Iterable[Finding]:
             )
         if not choices:
             yield info("sessions.trust", f"role {name}: no caller chooses its session name", subject=path)
+
+
+def _pinned_roles(ctx: PreflightContext, iam: Any) -> Iterator[tuple[str, str, list[str]]]:
+    """(subject, role, AWS principals its Allow statements trust for sts:AssumeRole) of every role pinned to the
+    source identity: those of the synthesized templates, and the callers of the config whose trust is pinned."""
+    from ..core.policy_documents import _arn_text
+    from ..sessions.trust import pinned_to_source_identity, trusted_principals
+
+    for template_name, template in sorted((ctx.templates or {}).items()):
+        for logical_id, resource in sorted((template.get("Resources") or {}).items()):
+            if not isinstance(resource, dict) or resource.get("Type") != "AWS::IAM::Role":
+                continue
+            document = (resource.get("Properties") or {}).get("AssumeRolePolicyDocument")
+            if isinstance(document, dict) and pinned_to_source_identity(document):
+                principals = [_arn_text(p) for p in trusted_principals(document, "sts:AssumeRole")]
+                yield f"{template_name} {logical_id}", logical_id, [_bound(p, ctx) for p in principals]
+    for path, _, arn in _front_door_callers(ctx):
+        document = _role_document(iam, arn.rsplit("/", 1)[1])
+        if document is not None and pinned_to_source_identity(document):
+            yield path, arn, [_bound(str(p), ctx) for p in trusted_principals(document, "sts:AssumeRole")]
+
+
+def _bound(text: str, ctx: PreflightContext) -> str:
+    """A principal as the template writes it, with the deploying account and partition in place of references."""
+    text = text.replace("<AWS::AccountId>", ctx.account or "<AWS::AccountId>")
+    return text.replace("<AWS::Partition>", ctx.partition or "aws")
+
+
+def _role_document(iam: Any, name: str) -> dict[str, Any] | None:
+    try:
+        return _decoded(iam.get_role(RoleName=name)["Role"].get("AssumeRolePolicyDocument"))
+    except Exception:  # check_front_door_callers reports what reading the role says
+        return None
+
+
+def _decoded(document: Any) -> dict[str, Any]:
+    import json
+    from urllib.parse import unquote
+
+    if isinstance(document, str):  # the API's URL-encoded JSON, when no client decoded it
+        document = json.loads(unquote(document))
+    return document if isinstance(document, dict) else {}
+
+
+def _lets_in(principals: Sequence[str], role_arn: str, account: str | None) -> bool:
+    """Whether a trust naming ``principals`` for sts:AssumeRole lets sessions of ``role_arn`` in (its account's
+    root or id lets every role of that account in, subject to the role's identity policy)."""
+    role_account = role_arn.split(":")[4] if role_arn.count(":") >= 5 else account
+    return any(p in ("*", role_arn, role_account) or p.endswith(f":iam::{role_account}:root") for p in principals)
+
+
+def check_source_identity_chains(ctx: PreflightContext) -> Iterable[Finding]:
+    """Report every role of the account that lets a caller set any source identity and whose sessions a role
+    pinned to the source identity lets in (iam:ListRoles, read-only; nothing is read when no role is pinned)."""
+    if ctx.clients is None:
+        return
+    from ..sessions.trust import source_identity_choices
+
+    iam = ctx.clients.client("iam", ctx.region)
+    pinned = list(_pinned_roles(ctx, iam))
+    if not pinned:
+        return
+    try:
+        roles = [r for page in iam.get_paginator("list_roles").paginate() for r in page.get("Roles", [])]
+    except Exception as error:
+        code = _error_code(error)
+        yield warning(
+            "sessions.source_identity",
+            f"ListRoles failed ({code})",
+            "whether a role of the account lets a caller set another person's source identity and chain into "
+            f"{', '.join(p[1] for p in pinned)} is unknown",
+            "allow iam:ListRoles for this check" if code in _DENIED else "retry",
+        )
+        return
+    reported = 0
+    for subject, pinned_role, principals in pinned:
+        for role in sorted(roles, key=lambda r: str(r.get("Arn"))):
+            arn = str(role.get("Arn", ""))
+            if not _lets_in(principals, arn, ctx.account):
+                continue
+            for choice in source_identity_choices(_decoded(role.get("AssumeRolePolicyDocument"))):
+                reported += 1
+                yield warning(
+                    "sessions.source_identity",
+                    f"role {role.get('RoleName')} may set any source identity and chain into {pinned_role}: {choice}",
+                    "AWS does not check a source identity's value: whoever may assume "
+                    f"{role.get('RoleName')} can name itself after another person and, through that session, act "
+                    "as that person at the front door (continue their conversations)",
+                    f"fix the source identity in {role.get('RoleName')}'s trust (StringEquals sts:SourceIdentity "
+                    "${aws:username}, or drop sts:SetSourceIdentity), or let only named roles into "
+                    f"{pinned_role} (its trust names the account)",
+                    subject,
+                )
+    if not reported:
+        yield info(
+            "sessions.source_identity",
+            f"no role of the account lets a caller set any source identity and chain into "
+            f"{', '.join(p[1] for p in pinned)} ({len(roles)} roles read)",
+        )
