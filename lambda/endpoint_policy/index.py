@@ -29,7 +29,9 @@ What a statement may allow (Create and Update; ``statement_breadth``)
 The documents ``EndpointPolicy`` is given (``InferenceRouter.endpoint_policy``) allow named accounts to invoke and
 describe one endpoint, and nothing more. So an ``Allow`` statement must name its ``Principal`` as ``{"AWS": ...}``
 with account ids or IAM ARNs of an account root, a role or a user (no ``*`` or ``?``), and its ``Action`` from
-``ALLOWED_ACTIONS`` (named, no wildcards); ``NotPrincipal`` and ``NotAction`` are refused in it. A ``Deny``
+``ALLOWED_ACTIONS`` (named, no wildcards), and its ``Resource`` must be the endpoint's own ARN
+(``arn:<partition>:sagemaker:<region>:<account>:endpoint/<EndpointName>``, the name in any letter case);
+``NotPrincipal``, ``NotAction`` and ``NotResource`` are refused in it. A ``Deny``
 statement can only narrow access and is written as given. A Delete removes this resource's statements whatever
 they allow.
 
@@ -276,9 +278,27 @@ def _action_problem(field: str, action: Any) -> str | None:
     return None
 
 
-def statement_breadth(statements: list[dict[str, Any]]) -> list[str]:
+_ENDPOINT_ARN = re.compile(r"arn:aws[a-z-]*:sagemaker:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:endpoint/([a-zA-Z0-9-]{1,63})")
+
+
+def _resource_problem(field: str, resource: Any, endpoint_name: str | None) -> str | None:
+    name = endpoint_name or "<EndpointName>"
+    allowed = f"allowed: the endpoint's ARN, arn:<partition>:sagemaker:<region>:<account>:endpoint/{name}"
+    fix = "fix: write the ARN of the endpoint this policy is attached to (an endpoint policy covers only it)"
+    resources = _texts(resource)
+    if resource is None or not resources:
+        return f"{field}: got {_shown(resource)}; {allowed}; {fix}"
+    for item in resources:
+        match = _ENDPOINT_ARN.fullmatch(item) if isinstance(item, str) else None
+        if match is None or (endpoint_name is not None and match.group(1).lower() != endpoint_name.lower()):
+            return f"{field}: got {_shown(item)}; {allowed}; {fix}"
+    return None
+
+
+def statement_breadth(statements: list[dict[str, Any]], endpoint_name: str | None = None) -> list[str]:
     """Why each statement allows more than an endpoint policy of this library does (module docstring): one line per
-    statement that does, naming the field, the value, what is allowed and the fix; empty when none."""
+    statement that does, naming the field, the value, what is allowed and the fix; empty when none.
+    ``endpoint_name``: the endpoint the policy is attached to (each ``Resource`` must be its ARN)."""
     problems: list[str] = []
     for index, statement in enumerate(statements):
         field = f"ResourcePolicy Statement[{index}]"
@@ -295,9 +315,16 @@ def statement_breadth(statements: list[dict[str, Any]]) -> list[str]:
                 f"allowed: {negated[0].removeprefix('Not')}; fix: name the principals and actions allowed instead"
             )
             continue
+        if "NotResource" in statement:
+            problems.append(
+                f"{field}.NotResource: an Allow statement with NotResource allows every resource it does not list; "
+                "allowed: Resource, the endpoint's ARN; fix: write Resource instead"
+            )
+            continue
         for problem in (
             _principal_problem(f"{field}.Principal", statement.get("Principal")),
             _action_problem(f"{field}.Action", statement.get("Action")),
+            _resource_problem(f"{field}.Resource", statement.get("Resource"), endpoint_name),
         ):
             if problem:
                 problems.append(problem)
@@ -506,7 +533,7 @@ def on_event(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 _sync(physical, mark, [], props.statements)
         return {"PhysicalResourceId": physical}
     props = parse_properties(request.resource_properties)
-    problems = statement_breadth(props.statements)
+    problems = statement_breadth(props.statements, props.endpoint_name)
     if problems:
         raise EndpointPolicyError(
             "Invalid endpoint policy properties (the endpoint policy was not changed):\n- " + "\n- ".join(problems)

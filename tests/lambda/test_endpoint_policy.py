@@ -169,15 +169,22 @@ def test_update_replaces_its_own_statements_only(handler, sm, lambda_context):
 def test_the_physical_id_changes_with_the_endpoint_and_not_with_its_letter_case(
     handler, sm, lambda_context, name, physical
 ):
+    # The statements name the endpoint they are attached to (the handler refuses another endpoint's ARN).
+    policy = POLICY.replace(ENDPOINT.lower(), name.lower())
     has(sm, None, physical)
-    written = text(mine(handler))
+    written = text(mine(handler, policy))
     expect(
         sm, "put_endpoint_policy", {"EndpointName": physical, "ResourcePolicy": written}, {"EndpointArn": ENDPOINT_ARN}
     )
     has(sm, written, physical)
 
     answer = handler.on_event(
-        event("Update", {**PROPS, "EndpointName": name}, PhysicalResourceId=ENDPOINT, OldResourceProperties=PROPS),
+        event(
+            "Update",
+            {**PROPS, "EndpointName": name, "ResourcePolicy": policy},
+            PhysicalResourceId=ENDPOINT,
+            OldResourceProperties=PROPS,
+        ),
         lambda_context,
     )
 

@@ -165,7 +165,7 @@ def test_the_document_the_construct_writes_is_accepted(policy_module, asynchrono
     text = json.dumps(document)
     assert policy_module.nesting_depth(text) == policy_module.MAX_POLICY_DEPTH
     props = policy_module.parse_properties({"EndpointName": ENDPOINT, "ResourcePolicy": text})
-    assert policy_module.statement_breadth(props.statements) == []
+    assert policy_module.statement_breadth(props.statements, ENDPOINT) == []
 
 
 @pytest.mark.parametrize(
@@ -265,6 +265,50 @@ def test_every_broad_statement_is_listed_and_a_negation_is_refused(policy, lambd
         "list; allowed: Action; fix: name the principals and actions allowed instead\n"
         "- ResourcePolicy Statement[4].Effect: got 'allow'; allowed: 'Allow' or 'Deny'; fix: set Effect"
     )
+
+
+ALLOWED_RESOURCE = (
+    f"allowed: the endpoint's ARN, arn:<partition>:sagemaker:<region>:<account>:endpoint/{ENDPOINT}; fix: write the "
+    "ARN of the endpoint this policy is attached to (an endpoint policy covers only it)"
+)
+
+
+@pytest.mark.parametrize(
+    ("resource", "shown"),
+    [
+        ("*", "'*'"),
+        (
+            ENDPOINT_ARN.replace(ENDPOINT.lower(), "another-endpoint"),
+            repr(ENDPOINT_ARN.replace(ENDPOINT.lower(), "another-endpoint")),
+        ),
+        (ENDPOINT_ARN.rsplit("/", 1)[0] + "/*", repr(ENDPOINT_ARN.rsplit("/", 1)[0] + "/*")),
+        (
+            "arn:aws:sagemaker:us-west-2:222222222222:model/chat",
+            "'arn:aws:sagemaker:us-west-2:222222222222:model/chat'",
+        ),
+        ([ENDPOINT_ARN, "arn:aws:s3:::bucket/*"], "'arn:aws:s3:::bucket/*'"),
+        (None, "None"),
+        ([], "[]"),
+    ],
+    ids=["star", "another-endpoint", "every-endpoint", "another-type", "another-service", "missing", "empty"],
+)
+def test_a_statement_whose_resource_is_not_the_endpoint_is_refused(policy, lambda_context, resource, shown):
+    module, recorded = policy
+    statement = {k: v for k, v in {**INVOKE, "Resource": resource}.items() if v is not None}
+    assert refused(module, recorded, policy_event(statements(statement)), lambda_context) == (
+        REFUSED + f"ResourcePolicy Statement[0].Resource: got {shown}; {ALLOWED_RESOURCE}"
+    )
+
+
+def test_not_resource_in_an_allow_is_refused_and_the_name_may_differ_in_case(policy, lambda_context):
+    module, recorded = policy
+    negated = {k: v for k, v in {**INVOKE, "NotResource": ENDPOINT_ARN}.items() if k != "Resource"}
+    assert refused(module, recorded, policy_event(statements(negated)), lambda_context) == (
+        REFUSED + "ResourcePolicy Statement[0].NotResource: an Allow statement with NotResource allows every resource "
+        "it does not list; allowed: Resource, the endpoint's ARN; fix: write Resource instead"
+    )
+    upper = {**INVOKE, "Resource": ENDPOINT_ARN.replace(ENDPOINT.lower(), ENDPOINT.upper())}
+    assert module.statement_breadth([upper], ENDPOINT) == []
 
 
 def test_an_update_to_a_broad_statement_is_refused_before_any_call(policy, lambda_context):
