@@ -31,17 +31,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-CANDIDATE = re.compile(r"(Polic(y|ies)|PolicyDocument|PolicyText|Principals?)$")
-"""Property names that may hold a policy document or a principal."""
+CANDIDATE = re.compile(r"(Polic(y|ies)|PolicyDocument|PolicyText|Principals?|^Statement)$")
+"""Property names that may hold a policy document, one statement of one, or a principal."""
 
 IDENTITY = "identity"
 RESOURCE = "resource"
 PRINCIPAL = "principal"
 UNREAD = "unread"
-KINDS = (IDENTITY, RESOURCE, PRINCIPAL, UNREAD)
+STATEMENT = "statement"
+KINDS = (IDENTITY, RESOURCE, PRINCIPAL, UNREAD, STATEMENT)
 """``identity``: an IAM identity policy; ``resource``: an IAM resource policy (or a role's trust policy);
 ``principal``: who a permission is given to; ``unread``: says who may do what in a grammar that is not IAM's
-(Cedar, OpenSearch Serverless rules), which the guard does not read: a template that sets one fails."""
+(Cedar, OpenSearch Serverless rules), which the guard does not read: a template that sets one fails;
+``statement``: one statement of an IAM resource policy (an event bus policy's ``Statement``), read as a document
+that holds only it."""
 
 LIBRARY: dict[str, dict[str, str]] = {
     "Custom::SageMakerEndpointPolicy": {"ResourcePolicy": RESOURCE},
@@ -81,6 +84,18 @@ REVIEW: dict[tuple[str, str], str] = {
     ("AWS::EC2::VerifiedAccessGroup", "PolicyDocument"): UNREAD,
     ("AWS::BedrockAgentCore::Policy", "Definition.Policy"): UNREAD,
     ("AWS::EKS::AccessEntry", "AccessPolicies"): UNREAD,
+    ("AWS::BedrockAgentCore::Policy", "Definition.Cedar.Statement"): UNREAD,
+    ("AWS::VerifiedPermissions::Policy", "Definition.Static.Statement"): UNREAD,
+    ("AWS::VerifiedPermissions::PolicyTemplate", "Statement"): UNREAD,
+    # One statement of an IAM resource policy.
+    ("AWS::Events::EventBusPolicy", "Statement"): STATEMENT,
+    ("AWS::BedrockAgentCore::Policy", "Definition.Policy.Statement"): (
+        "not: inside Definition.Policy, which is refused as unread as a whole"
+    ),
+    ("AWS::WAFv2::RuleGroup", "Rules[].Statement"): "not: a WAF rule statement (request matching), not IAM",
+    ("AWS::WAFv2::RuleGroup", "Rules[].Statement.NotStatement.Statement"): "not: a WAF rule statement, not IAM",
+    ("AWS::WAFv2::WebACL", "Rules[].Statement"): "not: a WAF rule statement (request matching), not IAM",
+    ("AWS::WAFv2::WebACL", "Rules[].Statement.NotStatement.Statement"): "not: a WAF rule statement, not IAM",
     # Containers: the document inside them is classified on its own path.
     ("AWS::IAM::Role", "Policies"): "not: a list of inline policies; each item's PolicyDocument is read",
     ("AWS::IAM::User", "Policies"): "not: a list of inline policies; each item's PolicyDocument is read",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk import App, CfnResource, Fn, Stack
+from aws_cdk import App, Aws, CfnCondition, CfnResource, Fn, Stack
 from sagemaker_llm_cdk.core.grants import guard_wildcards
 from sagemaker_llm_cdk.core.policy_properties import table, values_at
 from sagemaker_llm_cdk.routing.endpoint_policy import EndpointPolicy
@@ -186,6 +186,60 @@ def test_a_wildcard_action_in_a_dynamodb_stream_policy_fails(tmp_path: Path) -> 
         r"allows \['dynamodb:\*'\]",
     ):
         app.synth()
+
+
+_BUS = f"arn:aws:events:us-east-1:{ACCOUNT}:event-bus/default"
+
+
+@pytest.mark.parametrize(
+    ("statement", "match"),
+    [
+        (
+            {"Sid": "Open", "Effect": "Allow", "Principal": "*", "Action": "events:PutEvents", "Resource": _BUS},
+            r"Probe Statement\.Statement\[0\] \(Sid Open\): lets every principal \('\*'\)",
+        ),
+        (
+            json.dumps({"Sid": "Open", "Effect": "Allow", "Principal": "*", "Action": "events:*", "Resource": _BUS}),
+            r"Probe Statement\.Statement\[0\] \(Sid Open\): allows \['events:\*'\]",
+        ),
+        (
+            {
+                "Fn::If": [
+                    "C",
+                    {"Effect": "Allow", "Principal": "*", "Action": "events:PutEvents", "Resource": _BUS},
+                    {},
+                ]
+            },
+            r"Probe Statement\.Statement\[0\]\.Fn::If\[1\]: lets every principal",
+        ),
+        ("not json", r"Probe Statement: is text the guard cannot read"),
+    ],
+    ids=["object", "json-text", "fn-if", "not-json"],
+)
+def test_an_event_bus_policy_statement_is_read_as_a_resource_policy(tmp_path: Path, statement: Any, match: str) -> None:
+    app, stack = _small(tmp_path)
+    CfnCondition(stack, "C", expression=Fn.condition_equals(Aws.REGION, "us-east-1"))
+    CfnResource(
+        stack, "Probe", type="AWS::Events::EventBusPolicy", properties={"StatementId": "s", "Statement": statement}
+    )
+    with pytest.raises(RuntimeError, match=match):
+        app.synth()
+
+
+def test_an_event_bus_policy_statement_limited_to_the_organization_passes(tmp_path: Path) -> None:
+    app, stack = _small(tmp_path)
+    statement = {
+        "Sid": "Org",
+        "Effect": "Allow",
+        "Principal": "*",
+        "Action": "events:PutEvents",
+        "Resource": _BUS,
+        "Condition": {"StringEquals": {"aws:PrincipalOrgID": "o-a1b2c3d4e5"}},
+    }
+    CfnResource(
+        stack, "Probe", type="AWS::Events::EventBusPolicy", properties={"StatementId": "s", "Statement": statement}
+    )
+    app.synth()
 
 
 def test_a_layer_shared_with_everyone_fails(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Every property of a CloudFormation resource type that holds an IAM policy or a principal, as the guard reads it.
 
 ``policy_properties.json`` beside this module is the table: for each kind (``identity``, ``resource``,
-``principal``, ``unread``), resource type -> property paths (``Policies[].PolicyDocument``,
+``principal``, ``unread``, ``statement``), resource type -> property paths (``Policies[].PolicyDocument``,
 ``ResourcePolicy.PolicyDocument``). It is generated from the CloudFormation schemas cfn-lint ships, and from the
 library's own custom resources, by ``python -m tools.policy_properties`` (which documents how each property is
 classified); ``tests/checks/test_policy_properties.py`` fails when the installed schemas say otherwise. Reading it
@@ -22,7 +22,7 @@ from typing import Any
 
 from .policy_documents import _intrinsic, _wild, render, unreadable
 
-KINDS = ("identity", "resource", "principal", "unread")
+KINDS = ("identity", "resource", "principal", "unread", "statement")
 
 PRINCIPAL_LIMITS: Mapping[str, tuple[str, ...]] = {
     "AWS::Lambda::Permission": ("SourceArn", "SourceAccount", "PrincipalOrgID"),
@@ -91,6 +91,8 @@ def schema_reads(
                     )
                 elif category in ("identity", "resource"):
                     documents.append((location, value, category == "identity"))
+                elif category == "statement":
+                    documents.append((location, _holding(value), False))
                 elif category == "principal":
                     problems += _principal_problems(kind, properties, location, value, parameters)
                 else:
@@ -103,6 +105,17 @@ def schema_reads(
                         )
                     )
     return documents, problems
+
+
+def _holding(statement: Any) -> Any:
+    """A policy document holding only ``statement`` (one statement, as an object or JSON text; an intrinsic stays an
+    item of the document, so ``Fn::If`` branches are read and any other is an ``UnreadablePolicy``)."""
+    if isinstance(statement, str):
+        try:
+            statement = json.loads(statement)
+        except ValueError:
+            return statement  # text that is not JSON: read as a document, it is an UnreadablePolicy
+    return {"Statement": [statement]}
 
 
 def _principal_problems(
