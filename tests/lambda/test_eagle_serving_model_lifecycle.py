@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -200,8 +201,11 @@ class _SageMakerClient(FakeClient):
 
 
 @pytest.fixture
-def subject(load_handler, monkeypatch, lambda_context) -> ServingModels:
+def subject(load_handler, monkeypatch, lambda_context, caplog) -> ServingModels:
     module = load_handler("eagle_serving_model")
+    # Powertools keeps one logger per service name for the process: an earlier test may have left its level above
+    # INFO, so the tests that read what the handler logged set it themselves.
+    caplog.set_level(logging.INFO, logger=module.logger.name)
     sent: list[dict[str, Any]] = []
     monkeypatch.setattr(
         module.urllib.request, "urlopen", recording_urlopen(sent, lambda request: request.get_method() == "PUT")
