@@ -224,3 +224,49 @@ def test_owner_account(value, owner):
 
 def test_each_trust_rule_has_a_fix_the_plugin_reports():
     assert set(PolicyGuard(None).rule_ids or []) >= TRUST_RULES  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- a stack bound to an account
+
+
+def _bound_app(tmp_path: Path, principal: Any) -> tuple[Any, Any]:
+    from aws_cdk import App, Environment, Stack
+    from aws_cdk import aws_iam as iam
+    from sagemaker_llm_cdk.core.grants import guard_wildcards
+
+    app = App(outdir=str(tmp_path))
+    stack = Stack(app, "Bound", env=Environment(account=ACCOUNT, region="us-east-1"))
+    iam.Role(stack, "Caller", assumed_by=principal(iam))
+    guard_wildcards(app)
+    return app, stack
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize(
+    ("principal", "rule"),
+    [
+        (lambda iam: iam.AccountPrincipal(ACCOUNT), "OwnRootTrust"),
+        (lambda iam: iam.AccountPrincipal(OTHER), "ForeignAccountTrust"),
+    ],
+    ids=["own-literal-account", "other-account"],
+)
+def test_in_a_bound_stack_the_literal_account_is_the_stacks_own(tmp_path: Path, principal: Any, rule: str) -> None:
+    from sagemaker_llm_cdk.core.policy_guard import problems_of
+
+    app, stack = _bound_app(tmp_path, principal)
+    with pytest.raises(RuntimeError, match=rf"Bound\.template\.json Caller[0-9A-F]+ .*\n.*\n.*\n.*Rule \S+::{rule}"):
+        app.synth()
+    # The reader of a written assembly judges the same way (the account from the assembly's manifest).
+    lines = problems_of(stack)
+    assert (
+        len(lines) == 1 and ("no condition on who" if rule == "OwnRootTrust" else "neither sts:ExternalId") in lines[0]
+    )
+
+
+@pytest.mark.synth
+def test_in_a_bound_stack_the_own_account_limited_to_a_permission_set_passes(tmp_path: Path) -> None:
+    arn = f"arn:aws:iam::{ACCOUNT}:role/aws-reserved/sso.amazonaws.com/*AWSReservedSSO_ChatUsers_*"
+    app, _ = _bound_app(
+        tmp_path, lambda iam: iam.AccountPrincipal(ACCOUNT).with_conditions({"ArnLike": {"aws:PrincipalArn": arn}})
+    )
+    app.synth()

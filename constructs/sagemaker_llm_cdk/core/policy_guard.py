@@ -230,7 +230,35 @@ def problems_of(scope: IConstruct) -> list[str]:
         for p in outdir.rglob("*.template.json")
         if not p.name.endswith(".nested.template.json") and not any(part.startswith("asset.") for part in p.parts)
     )
-    return [f.line(outdir) for f in assembly_problems(templates, acknowledgements(root), _construct_paths(root))]
+    return [
+        f.line(outdir)
+        for f in assembly_problems(
+            templates, acknowledgements(root), _construct_paths(root), accounts=assembly_accounts(outdir)
+        )
+    ]
+
+
+def assembly_accounts(outdir: Path) -> dict[str, str | None]:
+    """template path (``template_key``) -> the account its stack is bound to (``None``: environment-agnostic), from
+    the manifests of the cloud assembly in ``outdir`` and of its nested assemblies (a pipeline's stages): what CDK
+    hands the plugin as ``stack_templates``, for a reader of the written assembly."""
+    import json
+
+    accounts: dict[str, str | None] = {}
+    for manifest in sorted(outdir.rglob("manifest.json")):
+        try:
+            artifacts = json.loads(manifest.read_text(encoding="utf-8")).get("artifacts") or {}
+        except (OSError, ValueError):
+            continue
+        for artifact in artifacts.values():
+            if not isinstance(artifact, dict) or artifact.get("type") != "aws:cloudformation:stack":
+                continue
+            template = (artifact.get("properties") or {}).get("templateFile")
+            account = str(artifact.get("environment", "")).removeprefix("aws://").split("/")[0]
+            if isinstance(template, str):
+                known = account.isdigit() and len(account) == 12
+                accounts[template_key(manifest.parent / template)] = account if known else None
+    return accounts
 
 
 __all__ = [
@@ -242,6 +270,7 @@ __all__ = [
     "WILDCARD_ONLY_ACTIONS",
     "WildcardOnly",
     "allowed_now",
+    "assembly_accounts",
     "assembly_problems",
     "guard",
     "record",
