@@ -49,7 +49,7 @@ $(NODE_STAMP): package.json package-lock.json
 ## The log shows one cdk-nag summary per pack and rule; every finding is in reports/nag-findings.{json,md}.
 ## On GitHub Actions the summary and the cost table are added to the job summary ($GITHUB_STEP_SUMMARY).
 ## CDK's built-in template validator (CloudFormationValidatePlugin) is off here: cfn-lint validates every
-## template right after, in every target region (README "Performance"); CFN_VALIDATE=1 runs it as well.
+## template right after, in every target region (docs/performance.md); CFN_VALIDATE=1 runs it as well.
 ## A bare `cdk synth` (no make) keeps CDK's default: the built-in validator runs.
 CFN_VALIDATE ?=
 CDK_VALIDATION_FLAG = $(if $(CFN_VALIDATE),,--no-validation)
@@ -159,7 +159,7 @@ dist-client: $(PY_STAMP)
 ## into docs/api/ (not committed); CI's docs job then runs `make links` and fails on a broken link.
 docs: synth-setup reference
 	rm -rf docs/api
-	PDOC_ALLOW_EXEC=1 $(BIN)/python -m pdoc --docformat restructuredtext --no-show-source -o docs/api sagemaker_llm_cdk sagemaker_llm_cdk.client
+	PDOC_ALLOW_EXEC=1 $(BIN)/python -m tools.build_site --api docs/api
 
 ## reference: docs/config-reference.md from the settings models (the schemas `make schema` writes come from the same
 ## models); tests/config/test_config_reference.py fails when the committed page differs.
