@@ -201,7 +201,7 @@ test: setup
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 ## test-fast: the tests that build no CDK app (settings, handlers, tools, clients), property tests drawing a tenth of
-## their examples (tests/support/properties.py): under a minute on two cores.
+## their examples (tests/support/properties.py): about a minute on two cores (docs/testing.md has the figures).
 ## Each run checks the marks: a test that synthesizes without the synth mark fails (tests/conftest.py).
 test-fast: synth-setup
 	SAGEMAKER_LLM_CDK_TEST_FAST=1 $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder \
