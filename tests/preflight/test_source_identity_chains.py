@@ -14,12 +14,12 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 from sagemaker_llm_cdk import parse_config
 from sagemaker_llm_cdk.preflight import LIVE_CHECKS, AwsClients, PreflightContext
 from sagemaker_llm_cdk.preflight.live import check_source_identity_chains
 from sagemaker_llm_cdk.sessions.trust import pin_statements, with_set_source_identity
 from support.aws_model import assert_valid_request
+from support.trust_probe import moto_roles
 
 ACCOUNT = "123456789012"  # moto's account
 ROOT = f"arn:aws:iam::{ACCOUNT}:root"
@@ -87,17 +87,7 @@ def template_with(trust: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def iam(monkeypatch):
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    with mock_aws():
-        client = boto3.client("iam", region_name="us-east-1")
-
-        def role(name: str, *statements: dict[str, Any], path: str = "/") -> str:
-            created = client.create_role(
-                RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(document(*statements))
-            )
-            return str(created["Role"]["Arn"])
-
+    with moto_roles(monkeypatch) as role:
         yield role
 
 

@@ -15,7 +15,6 @@ import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
-from moto import mock_aws
 from sagemaker_llm_cdk import ConfigurationError, EndpointOptions
 from sagemaker_llm_cdk.sessions.trust import (
     cognito_pool_problems,
@@ -456,16 +455,9 @@ def preflight_context(sessions: dict[str, Any]) -> Any:
 
 @pytest.fixture
 def moto_iam(monkeypatch):
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    with mock_aws():
-        client = boto3.client("iam", region_name="us-east-1")
+    from support.trust_probe import moto_roles
 
-        def role(name: str, *statements: dict[str, Any]) -> str:
-            return client.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(document(*statements)))[
-                "Role"
-            ]["Arn"]
-
+    with moto_roles(monkeypatch) as role:
         yield role
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,3 +172,25 @@ class TrustProbe:
         kwargs = {"SourceIdentity": source_identity} if source_identity else {}
         answer = self.sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name, **kwargs)
         return str(answer["AssumedRoleUser"]["Arn"])
+
+
+@contextmanager
+def moto_roles(monkeypatch: Any) -> Iterator[Callable[..., str]]:
+    """moto's IAM with test credentials; yields ``role(name, *statements, path="/")``, which creates a role whose
+    trust policy holds ``statements`` and returns its ARN."""
+    import json
+
+    import boto3
+    from moto import mock_aws
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    with mock_aws():
+        client = boto3.client("iam", region_name="us-east-1")
+
+        def role(name: str, *statements: dict[str, Any], path: str = "/") -> str:
+            document = {"Version": "2012-10-17", "Statement": list(statements)}
+            created = client.create_role(RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(document))
+            return str(created["Role"]["Arn"])
+
+        yield role

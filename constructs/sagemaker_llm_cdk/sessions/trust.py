@@ -188,14 +188,7 @@ def pinned_to_source_identity(document: Mapping[str, Any]) -> bool:
     """Whether ``document`` carries the ``source_identity`` pin: ``sts:AssumeRole`` denied unless the session name
     is the source identity the calling session already carries (``${aws:SourceIdentity}``), with its ``Null`` Deny.
     Such a role accepts only a source identity set earlier in the chain, never a new one."""
-    denies = [
-        s
-        for s in _as_list(document.get("Statement"))
-        if isinstance(s, Mapping)
-        and s.get("Effect") == "Deny"
-        and _principals(s).get("AWS") == ["*"]
-        and _covers(_as_list(s.get("Action")), "sts:AssumeRole")
-    ]
+    denies = _denies(document, "sts:AssumeRole")
     named = any(
         _condition_values(s, ("StringNotEquals",), "sts:RoleSessionName") == ["${aws:SourceIdentity}"] for s in denies
     )
@@ -228,14 +221,7 @@ def source_identity_choices(document: Mapping[str, Any]) -> list[str]:
 
 def _denied_unless(document: Mapping[str, Any], action: str, key: str) -> bool:
     """A Deny of ``action`` to everyone unless ``key`` is one policy variable, with its ``Null`` Deny beside it."""
-    denies = [
-        s
-        for s in _as_list(document.get("Statement"))
-        if isinstance(s, Mapping)
-        and s.get("Effect") == "Deny"
-        and _principals(s).get("AWS") == ["*"]
-        and _covers(_as_list(s.get("Action")), action)
-    ]
+    denies = _denies(document, action)
     if any(not s.get("Condition") for s in denies):
         return True
     for statement in denies:
@@ -290,10 +276,9 @@ def _fixed(values: list[str] | None) -> bool:
     return all((v.startswith("${") and v.endswith("}")) or not any(c in v for c in "*?$") for v in values)
 
 
-def _denied_unless_pinned(document: Mapping[str, Any], action: str) -> bool:
-    """The document has the fail-closed Deny pair for ``action``: a session name other than a variable is denied,
-    and so is the absence of that variable's key."""
-    denies = [
+def _denies(document: Mapping[str, Any], action: str) -> list[Mapping[str, Any]]:
+    """The Deny statements of ``document`` that deny ``action`` to every principal."""
+    return [
         s
         for s in _as_list(document.get("Statement"))
         if isinstance(s, Mapping)
@@ -301,6 +286,12 @@ def _denied_unless_pinned(document: Mapping[str, Any], action: str) -> bool:
         and _principals(s).get("AWS") == ["*"]
         and _covers(_as_list(s.get("Action")), action)
     ]
+
+
+def _denied_unless_pinned(document: Mapping[str, Any], action: str) -> bool:
+    """The document has the fail-closed Deny pair for ``action``: a session name other than a variable is denied,
+    and so is the absence of that variable's key."""
+    denies = _denies(document, action)
     for statement in denies:
         if not statement.get("Condition"):
             return True  # the action is denied outright
