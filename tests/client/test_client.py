@@ -7,6 +7,7 @@ POST /invoke and POST /close like the session router Lambda.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import importlib.util
@@ -863,3 +864,44 @@ def test_make_docs_renders_the_client_with_curl_and_javascript_examples(tmp_path
     assert "--aws-sigv4" in page and "x-amz-security-token" in page and "SignatureV4" in page
     for name in ("SessionClient", "Conversation", "FrontDoorError", "text_of"):
         assert f'id="{name}"' in page
+
+
+def test_log_turn_gives_up_after_its_own_timeout_through_urllib_and_is_never_retried(monkeypatch):
+    """A turn log that does not answer must not hold the stream's caller for the turn's own timeout: ``/log``
+    waits at most LOG_TIMEOUT_SECONDS (here made short), through the real urllib socket, once."""
+    seen: list[str] = []
+    release = threading.Event()
+
+    class SlowLog(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            seen.append(self.path)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            release.wait(5)  # longer than the client waits
+            with contextlib.suppress(OSError):
+                self.send_response(200)
+                self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowLog)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    monkeypatch.setattr(client_mod, "LOG_TIMEOUT_SECONDS", 0.3)
+    client = SessionClient(
+        f"http://127.0.0.1:{server.server_address[1]}/",
+        region=REGION,
+        timeout=30,
+        credentials=Credentials("AKIDCLIENTTEST", "client-test-secret", "session-token-1"),
+    )
+    try:
+        with pytest.raises(FrontDoorError) as raised:
+            client.log_turn("issued-1", "sess-1", prompt(), {"choices": [{"message": {"content": "hi"}}]})
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    assert raised.value.code == "ConnectionError" and "timed out" in str(raised.value)
+    assert seen == ["/log"]
