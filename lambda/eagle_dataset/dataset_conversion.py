@@ -1,7 +1,7 @@
 """Converting one Distributed Map batch: its capture objects (or turn-log objects) are read as they stream,
 converted line by line (:class:`dataset_converter.BatchConverter`) and written as shards per component
 (:class:`dataset_shards.ShardWriter`) under ``<output_prefix>/<run id>/data/``. The settings come from the
-function's environment (``UNNAMED_RECORDS_COMPONENT``, ``DEDUP_MAX_ENTRIES``, ``MAX_COMPONENTS``,
+function's environment (``UNNAMED_RECORDS_COMPONENT``, ``REASONING_TAGS``, ``DEDUP_MAX_ENTRIES``, ``MAX_COMPONENTS``,
 ``SHARD_MAX_BYTES``, ``BUFFER_BUDGET_BYTES``, ``MAX_LINE_BYTES``, ``READ_CHUNK_BYTES``).
 """
 
@@ -16,6 +16,8 @@ from dataset_converter import BatchConverter
 from dataset_errors import InvalidEventError
 from dataset_keys import component_from_key, join_key
 from dataset_objects import object_chunks
+from dataset_reasoning import ENV as REASONING_ENV
+from dataset_reasoning import tags_from
 from dataset_shards import ShardWriter
 from dataset_streams import iter_bounded_line_views
 from llm_cdk_shared import env
@@ -48,6 +50,7 @@ def convert_batch(s3: Callable[[], Any], batch: BatchInput, keys: list[str], bat
         source=batch.source,
         dedup_max_entries=env.integer("DEDUP_MAX_ENTRIES", 500_000, error=InvalidEventError),
         max_components=env.integer("MAX_COMPONENTS", 64, error=InvalidEventError),
+        reasoning_tags=_reasoning_tags(),
     )
     writer = ShardWriter(
         s3,
@@ -80,3 +83,11 @@ def convert_batch(s3: Callable[[], Any], batch: BatchInput, keys: list[str], bat
         stats["shards"] = writer.shards.get(name, [])
         stats["bytes"] = writer.bytes_written.get(name, 0)
     return ConvertedBatch(read=read, missing=missing, summary=summary)
+
+
+def _reasoning_tags() -> tuple[str, str] | None:
+    """``REASONING_TAGS`` (:mod:`dataset_reasoning`): a value that is not two tags is the deployment's error."""
+    try:
+        return tags_from(env.Environment().raw(REASONING_ENV))
+    except ValueError as error:
+        raise InvalidEventError(str(error)) from None

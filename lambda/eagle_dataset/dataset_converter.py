@@ -18,6 +18,7 @@ from dataset_fast_json import FAST_JSON_AVAILABLE, loads_fast, orjson, scan_json
 from dataset_messages import Message, chat_messages, plain_chat
 from dataset_payloads import capture_parts, decode_payload, decode_payload_fast, json_error_reason
 from dataset_prefixes import ConversationPrefixes, digests
+from dataset_reasoning import reasoning_of, with_reasoning
 from dataset_records import encode_record, encode_record_fast, one_line
 from dataset_requests import echoes_prompt, request_to_messages
 from dataset_responses import plain_response, response_to_text, sse_text_fast
@@ -88,14 +89,18 @@ class BatchConverter:
         fast: bool | None = None,
         source: str = "capture",
         prefix_window_bytes: int = 16 << 20,
+        reasoning_tags: tuple[str, str] | None = None,
     ) -> None:
         """``fast``: parse and write with orjson (None: when it imports). The output is the same either way.
         ``source``: ``capture`` (Data Capture lines) or ``front_door`` (the ``TurnLog`` lines the session front
         door writes: ``{"component", "messages", "created_at"}``, the component always named; each conversation is
-        written once, its longest record, :mod:`dataset_prefixes`, holding back up to ``prefix_window_bytes``)."""
+        written once, its longest record, :mod:`dataset_prefixes`, holding back up to ``prefix_window_bytes``).
+        ``reasoning_tags``: write a reply's reasoning into its content inside these tags (:mod:`dataset_reasoning`);
+        None: leave it out, counted in ``dropped.reasoning_content``."""
         if source not in ("capture", "front_door"):
             raise ValueError(f"source {source!r}: use 'capture' or 'front_door'")
         self.source = source
+        self.reasoning_tags = reasoning_tags
         if fast and not FAST_JSON_AVAILABLE:
             raise ValueError("fast=True needs orjson, which does not import here; pass fast=None or False")
         self.fast = FAST_JSON_AVAILABLE if fast is None else fast
@@ -178,7 +183,7 @@ class BatchConverter:
                     capture = parse_line(line)  # type: ignore[arg-type]  # bytes: views are read above
                 component = component_of(capture, path_component)
                 try:
-                    out = convert(capture)
+                    out = convert(capture, component)
                 except Skip as skip:
                     if skip.reason != "unsupported_message_role":
                         raise
@@ -302,6 +307,10 @@ class BatchConverter:
         messages = agent_messages(request["messages"])
         response, response_is_json = self._decode(response_part)
         reply, reasoned = agent_reply(response, is_json=response_is_json, loads=self._loads)
+        if reasoned and self.reasoning_tags is not None:
+            reasoning = reasoning_of(response, is_json=response_is_json, loads=self._loads)
+            reply["content"] = with_reasoning(reply.get("content"), reasoning, self.reasoning_tags)
+            reasoned = False  # written, not left out
         messages.append(reply)
         out = encode_agent_record(messages)
         self._count_agent(component, tools=bool(request.get("tools")), reasoned=reasoned)
@@ -403,7 +412,18 @@ class BatchConverter:
             self._valid_names.add(name)
         return name
 
-    def _convert(self, capture: dict[str, Any]) -> bytes:
+    def _reasoned(self, text: str, response: Any, is_json: bool, component: str) -> str:
+        """``text`` with the reply's reasoning inside the think tags, or as it is with the reasoning counted as left
+        out (nothing when the reply has none)."""
+        reasoning = reasoning_of(response, is_json=is_json, loads=self._loads)
+        if not reasoning:
+            return text
+        if self.reasoning_tags is None:
+            self._stats(component).dropped["reasoning_content"] += 1
+            return text
+        return with_reasoning(text, reasoning, self.reasoning_tags)
+
+    def _convert(self, capture: dict[str, Any], component: str = UNATTRIBUTED) -> bytes:
         request_part, response_part = capture_parts(capture)
         request, request_is_json = self._decode(request_part)
         if not request_is_json and request_part.get("encoding") != "CSV":
@@ -430,11 +450,10 @@ class BatchConverter:
         if messages[-1][0] == "assistant":  # prefill: the model continued that message
             messages[-1] = ("assistant", messages[-1][1] + text)
         else:
-            messages.append(("assistant", text))
+            messages.append(("assistant", self._reasoned(text, response, response_is_json, component)))
         return self._encode(messages)
 
-    @staticmethod
-    def _convert_fast(capture: dict[str, Any]) -> bytes:
+    def _convert_fast(self, capture: dict[str, Any], component: str = UNATTRIBUTED) -> bytes:
         """:meth:`_convert` with orjson and pybase64, the common shapes read in place (:func:`plain_chat`,
         :func:`plain_response`) and the output's message objects built once. The same steps in the same
         order, each uncommon shape handed to the same function :meth:`_convert` calls: the same bytes and
@@ -471,7 +490,9 @@ class BatchConverter:
         if last["role"] == "assistant":  # prefill: the model continued that message
             last["content"] += text
         else:
-            messages.append({"role": "assistant", "content": text})
+            messages.append(
+                {"role": "assistant", "content": self._reasoned(text, response, response_is_json, component)}
+            )
         try:
             # not OPT_APPEND_NEWLINE: the bytes orjson returns keep its whole output buffer allocated (about
             # 8 KiB more per line, measured), and the function holds up to a shard's worth of lines; the

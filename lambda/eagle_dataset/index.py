@@ -45,6 +45,9 @@ Environment variables (all optional):
   every training set: AWS does not document that inference-component endpoints name the
   component, and adapter traffic must never train the base model's head. Set it only when the
   endpoint serves one component and no adapters.
+* ``REASONING_TAGS`` (convert, default unset) - ``<open>|<close>``: a reply's reasoning
+  (``reasoning_content``) is written into its content inside these tags, where the model generated it
+  (``dataset_reasoning``). Unset, it is left out and counted as ``dropped.reasoning_content``.
 * ``TARGET_COMPONENT`` (finalize, default ``base``) - component whose data is returned as the
   training input (an inference component name, or ``base`` for endpoints without one).
 * ``VALIDATE_SAMPLE_LINES`` (validate, default 100), ``VALIDATE_MAX_OBJECTS`` (default 3).

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import load_handler_module
+from support.agents import capture_line
 
 core = load_handler_module("eagle_dataset", "eagle_dataset_core")
 
@@ -54,32 +55,7 @@ WRITTEN_HISTORY = [
 
 
 def capture(request: Any, response: Any, *, stream: bool = False) -> bytes:
-    data = response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
-    return json.dumps(
-        {
-            "captureData": {
-                "endpointInput": {
-                    "observedContentType": "application/json",
-                    "mode": "INPUT",
-                    "data": json.dumps(request, ensure_ascii=False),
-                    "encoding": "JSON",
-                },
-                "endpointOutput": {
-                    "observedContentType": "text/event-stream" if stream else "application/json",
-                    "mode": "OUTPUT",
-                    "data": data,
-                    "encoding": "JSON",
-                },
-            },
-            "eventMetadata": {
-                "eventId": "e1",
-                "inferenceComponentName": "chat-qwen3",
-                "inferenceTime": "2026-12-01T10:00:00Z",
-            },
-            "eventVersion": "0",
-        },
-        ensure_ascii=False,
-    ).encode("utf-8")
+    return capture_line(request, response, stream=stream)
 
 
 def reply(content: str | None, *, calls: list[dict] | None = None, reasoning: str | None = None) -> dict:

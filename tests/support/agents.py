@@ -271,3 +271,34 @@ def call_pieces(ident: str, name: str, arguments: str) -> list[dict[str, Any]]:
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[:half]}}]}),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[half:]}}]}),
     ]
+
+
+def capture_line(request: Any, response: Any, *, stream: bool = False, component: str = "chat-qwen3") -> bytes:
+    """One Data Capture line (JSON encoding) of ``request`` and ``response`` (a JSON value, or stream text) for
+    ``component``, as the EAGLE dataset builder reads it."""
+    data = response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
+    return json.dumps(
+        {
+            "captureData": {
+                "endpointInput": {
+                    "observedContentType": "application/json",
+                    "mode": "INPUT",
+                    "data": json.dumps(request, ensure_ascii=False),
+                    "encoding": "JSON",
+                },
+                "endpointOutput": {
+                    "observedContentType": "text/event-stream" if stream else "application/json",
+                    "mode": "OUTPUT",
+                    "data": data,
+                    "encoding": "JSON",
+                },
+            },
+            "eventMetadata": {
+                "eventId": "e1",
+                "inferenceComponentName": component,
+                "inferenceTime": "2026-12-01T10:00:00Z",
+            },
+            "eventVersion": "0",
+        },
+        ensure_ascii=False,
+    ).encode("utf-8")

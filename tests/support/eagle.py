@@ -84,8 +84,9 @@ class Built:
         return "${" + lid(self.stack, construct) + (f".{attr}" if attr else "") + "}"
 
 
-def build(**eagle_kwargs: Any) -> Built:
-    """Promos + Main stacks: one endpoint, one Qwen3 model, its EagleOptimization; synthesized with cdk-nag."""
+def build(*, model: dict[str, Any] | None = None, **eagle_kwargs: Any) -> Built:
+    """Promos + Main stacks: one endpoint, one Qwen3 model (with ``model``'s ModelSpec fields), its
+    EagleOptimization; synthesized with cdk-nag."""
     app = App()
     promos = Stack(app, "Promos")
     stack = Stack(app, "Main")
@@ -93,7 +94,12 @@ def build(**eagle_kwargs: Any) -> Built:
     component = llm.add_model(
         "Qwen",
         ModelSpec(
-            name=MODEL, physical_name=MODEL, model_data_s3_uri=WEIGHTS, architecture="Qwen3ForCausalLM", accelerators=2
+            name=MODEL,
+            physical_name=MODEL,
+            model_data_s3_uri=WEIGHTS,
+            architecture="Qwen3ForCausalLM",
+            accelerators=2,
+            **(model or {}),
         ),
     )
     eagle_kwargs.setdefault("promotion_parameter", PromotionParameter(promos, "QwenHead", model_name=MODEL).parameter)

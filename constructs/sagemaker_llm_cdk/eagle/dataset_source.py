@@ -104,6 +104,7 @@ def add_capture_functions(eagle: EagleOptimization) -> None:
         environment={
             **written_with,
             "UNNAMED_RECORDS_COMPONENT": Lazy.string(_Produce(lambda: unnamed_records_component(eagle))),
+            **({"REASONING_TAGS": "|".join(eagle.reasoning_tags)} if eagle.reasoning_tags else {}),
         },
         timeout=Duration.minutes(15),
         memory_size=1024,

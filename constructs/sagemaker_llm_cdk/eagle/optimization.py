@@ -237,6 +237,8 @@ class EagleOptimization(Construct):
         self.eagle_version = EAGLE_ARCHITECTURES[component.spec.architecture or ""]
         self.job_instance_type = checked.job_instance_type
         self.promotion_parameter_name = checked.promotion_name
+        self.reasoning_tags = checked.reasoning_tags
+        """The think tags captured replies' reasoning is written inside in the training set (None: left out)."""
         component_stack = Stack.of(component.cfn_model)
         if promotion_parameter is not None and Stack.of(promotion_parameter) is not component_stack:
             component_stack.add_stack_dependency(

@@ -39,6 +39,8 @@ class CheckedInputs:
     promotion_name: str
     pretrained: Any  # the component's SpeculativeDecoding, when it serves a pre-trained head; else None
     pretrained_head: Any
+    reasoning_tags: tuple[str, str] | None = None
+    """The think tags a captured reply's reasoning is written back inside (``settings.dataset.reasoning``)."""
 
 
 def check_inputs(
@@ -103,6 +105,7 @@ def check_inputs(
                 "base model and speedup_threshold",
             )
         )
+    reasoning_tags = _reasoning_tags(component, dataset, settings_ok, problems)
     if problems:
         raise ConfigurationError(problems, source=where)
     return CheckedInputs(
@@ -112,7 +115,34 @@ def check_inputs(
         promotion_name=promotion_name,
         pretrained=pretrained,
         pretrained_head=pretrained_head,
+        reasoning_tags=reasoning_tags,
     )
+
+
+def _reasoning_tags(
+    component: ModelComponent, dataset: Any, settings_ok: bool, problems: list[Problem]
+) -> tuple[str, str] | None:
+    """``settings.dataset.reasoning`` resolved against the model's reasoning parser: its think tags (keep, or auto
+    with a parser whose tags are known), else None; keep with no such parser is a problem."""
+    from ..settings.tool_calling import THINK_TAGS, reasoning_parser
+
+    if not settings_ok or dataset.source != "capture" or dataset.reasoning == "drop":
+        return None
+    parser = reasoning_parser(component.spec)
+    tags = THINK_TAGS.get(parser or "")
+    if tags is None and dataset.reasoning == "keep":
+        problems.append(
+            Problem(
+                "settings.dataset.reasoning",
+                "keep",
+                "a model whose reasoning parser takes the reasoning from known think tags ("
+                + ", ".join(sorted(THINK_TAGS))
+                + f"); this model runs {'reasoning parser ' + repr(parser) if parser else 'no reasoning parser'}",
+                "turn the model's reasoning on with one of those parsers (reasoning: {parser: qwen3}), or set "
+                "reasoning: drop",
+            )
+        )
+    return tags
 
 
 def _placement_problems(

@@ -88,6 +88,19 @@ class EagleDataset(Settings):
             )
         ),
     ] = None
+    reasoning: Annotated[
+        Literal["auto", "keep", "drop"],
+        Field(
+            description=(
+                "source capture: what a captured reply's reasoning (reasoning_content, which the model's reasoning "
+                "parser moved out of its content) becomes in the training set. keep: written back at the start of "
+                "the content inside the model's think tags, where the model generated it (most of a reasoning "
+                "model's output tokens, which the draft head must predict); needs a reasoning parser whose tags "
+                "are known (deepseek_r1, qwen3, glm45). drop: left out, counted per component. auto: keep when "
+                "the model runs such a parser, else drop. Default: auto."
+            )
+        ),
+    ] = "auto"
     retention_days: Annotated[
         int,
         Field(
@@ -132,6 +145,16 @@ class EagleDataset(Settings):
         elif self.builtin_name is not None:
             problems.append(
                 Problem("builtin_name", self.builtin_name, "only with source builtin", "remove builtin_name")
+            )
+        if self.reasoning != "auto" and self.source != "capture":
+            problems.append(
+                Problem(
+                    "reasoning",
+                    self.reasoning,
+                    "only with source capture (the front door's turn log leaves the reasoning out; a dataset of "
+                    "your own is written as you wrote it)",
+                    "remove reasoning",
+                )
             )
         if self.records_check is not None:
             if self.source not in ("capture", "front_door"):

@@ -180,6 +180,16 @@ VLLM_TOOL_PARSERS: dict[str, frozenset[str]] = {
 }
 """Tool-call parser names each vLLM release registers, by the ``vllm`` version ``images.LMI_IMAGES`` gives."""
 
+THINK_TAGS: dict[str, tuple[str, str]] = {
+    "deepseek_r1": ("<think>", "</think>"),
+    "qwen3": ("<think>", "</think>"),
+    "glm45": ("<think>", "</think>"),
+}
+"""Reasoning parsers that take the reasoning from between two tags of the generated text (vLLM's
+``DeepSeekR1ReasoningParser``, ``Qwen3ReasoningParser`` and ``Glm4MoeModelReasoningParser``: start and end tokens
+``<think>`` and ``</think>``), so an EAGLE dataset can write it back where the model generated it
+(``eagle.dataset.reasoning``). Parsers of other grammars (channels, ``[THINK]`` tokens) are not listed."""
+
 VLLM_REASONING_PARSERS: dict[str, frozenset[str]] = {
     "0.10.2": frozenset(
         {"deepseek_r1", "glm45", "granite", "hunyuan_a13b", "mistral", "openai_gptoss", "qwen3", "step3"}
@@ -350,7 +360,8 @@ class Reasoning(Settings):
     """Reasoning output: vLLM splits the model's thinking into ``reasoning``, apart from ``content``.
 
     Sets ``OPTION_ENABLE_REASONING=true`` and ``OPTION_REASONING_PARSER``. Agents then see the answer and tool
-    calls without the thinking text, and the EAGLE dataset builder keeps the two apart.
+    calls without the thinking text; the EAGLE dataset builder writes the thinking back inside the model's think
+    tags, where the model generated it, for the parsers of ``THINK_TAGS`` (``eagle.dataset.reasoning``).
     """
 
     parser: Annotated[
