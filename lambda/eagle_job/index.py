@@ -59,6 +59,9 @@ the pure logic in one namespace.
     PRICE_LIST_LOOKUP    ``1``: read the instance's on-demand price with pricing:GetProducts (``job_prices``).
     SHIPPED_HOURLY_USD, SHIPPED_PRICE_DATE  optional; the shipped table's figure, the fallback.
     CAPACITY_PLAN_HOURLY_USD  optional; a plan-bound endpoint's effective hourly rate (wins when set).
+    CAPACITY_PLAN_MAX_UPFRONT_FEE_USD, CAPACITY_PLAN_INSTANCE_HOURS  optional, together; a plan the app buys: its
+        price cap over its instance-hours is the hourly rate, at most (the construct sets them for such a plan).
+    CAPACITY_PLAN_BOUND  ``1`` when the endpoint runs on a capacity plan (an on-demand price is then noted).
   Event (``RecordEvent``): the ``start`` output plus ``"job"``: the final DescribeOptimizationJob
   response (``OptimizationJobStatus``, ``FailureReason``, ``OptimizationStartTime``,
   ``OptimizationEndTime``, ``CreationTime``, ``LastModifiedTime``; other keys ignored).

@@ -7,11 +7,13 @@ under ``throughput_metric``). Only output-token metrics count: a run benchmarked
 unlabelled throughput gets no figure, with the reason.
 
 The hourly price, in order: ``CAPACITY_PLAN_HOURLY_USD`` (a plan-bound endpoint's effective hourly rate, source
-``capacity-plan``); the on-demand Hosting price from the Price List API (``pricing:GetProducts`` in the
-partition's Price List region, source ``price-list-api <effective date>``), asked only when ``PRICE_LIST_LOOKUP``
-is ``1`` (the construct sets it where it grants the action); the figure shipped with the function
-(``SHIPPED_HOURLY_USD``, read from the library's ``prices.json`` at synth, source ``shipped-table <date>``). Any
-failure of the API (access denied, throttling, no product) falls back to the shipped figure with the reason.
+``capacity-plan``); for a plan bought by the app, ``CAPACITY_PLAN_MAX_UPFRONT_FEE_USD`` (its price cap) over
+``CAPACITY_PLAN_INSTANCE_HOURS`` (source ``capacity-plan``, at most what an hour costs); the on-demand Hosting
+price from the Price List API (``pricing:GetProducts`` in the partition's Price List region, source
+``price-list-api <effective date>``), asked only when ``PRICE_LIST_LOOKUP`` is ``1`` (the construct sets it where
+it grants the action); the figure shipped with the function (``SHIPPED_HOURLY_USD``, read from the library's
+``prices.json`` at synth, source ``shipped-table <date>``). Any failure of the API (access denied, throttling, no
+product) falls back to the shipped figure with the reason.
 """
 
 from __future__ import annotations
@@ -79,6 +81,13 @@ def hourly_price(client_for: Any, instance_type: str, region: str, env: Mapping[
     plan = _rate(env, "CAPACITY_PLAN_HOURLY_USD")
     if plan is not None:
         return {"usd_per_hour": plan, "source": "capacity-plan", "note": "the plan's effective hourly rate"}
+    bought = _plan_rate(env)
+    if bought is not None:
+        return {
+            "usd_per_hour": bought,
+            "source": "capacity-plan",
+            "note": "at most: the plan's price cap over its instance-hours (the fee it was bought for may be lower)",
+        }
     api_region = PRICE_LIST_REGION.get(partition_of(region))
     reason = f"no Price List API serves partition {partition_of(region)}"
     if (env.get("PRICE_LIST_LOOKUP") or "").strip() != "1":
@@ -104,8 +113,25 @@ def hourly_price(client_for: Any, instance_type: str, region: str, env: Mapping[
     return {"usd_per_hour": None, "source": f"shipped-table {date}", "note": f"unknown: {reason}; no shipped figure"}
 
 
-def _rate(env: Mapping[str, str], name: str) -> float | None:
-    """A USD-per-hour setting: None when unset; a ConfigurationError naming it when it is not a number > 0."""
+def _plan_rate(env: Mapping[str, str]) -> float | None:
+    """The most an instance-hour of a plan the app buys costs: ``CAPACITY_PLAN_MAX_UPFRONT_FEE_USD`` (its price cap)
+    over ``CAPACITY_PLAN_INSTANCE_HOURS`` (days x 24 x instances); None when the function is not told of one. A
+    value that is not a number > 0 is the deployment's error."""
+    cap = _rate(env, "CAPACITY_PLAN_MAX_UPFRONT_FEE_USD", unit="USD, the plan's price cap")
+    hours_raw = (env.get("CAPACITY_PLAN_INSTANCE_HOURS") or "").strip()
+    if cap is None and not hours_raw:
+        return None
+    if cap is None or not hours_raw.isdigit() or int(hours_raw) <= 0:
+        raise ConfigurationError(
+            "invalid function configuration: CAPACITY_PLAN_MAX_UPFRONT_FEE_USD and CAPACITY_PLAN_INSTANCE_HOURS go "
+            f"together, the hours a whole number > 0 (got {hours_raw!r}); set both or neither"
+        )
+    return cap / int(hours_raw)
+
+
+def _rate(env: Mapping[str, str], name: str, *, unit: str = "USD per instance-hour") -> float | None:
+    """A USD setting (per hour unless ``unit`` says otherwise): None when unset; a ConfigurationError naming it when
+    it is not a number > 0."""
     raw = (env.get(name) or "").strip()
     if not raw:
         return None
@@ -115,7 +141,7 @@ def _rate(env: Mapping[str, str], name: str) -> float | None:
         value = -1.0
     if not (0 < value < float("inf")):
         raise ConfigurationError(
-            f"invalid function configuration: {name} {raw!r} must be USD per instance-hour, a number > 0 "
+            f"invalid function configuration: {name} {raw!r} must be {unit}, a number > 0 "
             f"(e.g. 12.5); set it to the hourly price or leave it unset"
         )
     return value

@@ -4,6 +4,7 @@ table's date; the EAGLE dashboard rows plot USD per million output tokens, base 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from sagemaker_llm_cdk.settings.eagle import EagleSettings
 from support.eagle import build, lid, render
 
 pytestmark = pytest.mark.synth
+EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +83,35 @@ def test_dashboard_plots_usd_per_million_output_tokens_base_vs_eagle():
     ]
     assert [line[-1]["label"] for line in lines] == ["base model (no EAGLE)", "trained EAGLE head"]
     assert widget["properties"]["yAxis"]["left"]["label"] == "USD / 1M output tokens"
+
+
+def _record_environment(outdir: Any, config: str) -> dict[str, Any]:
+    from tools.assemblies import config_data, synth_config
+
+    path = EXAMPLES / config
+    synth_config(config_data(path), path.parent, outdir)
+    body = json.loads((outdir / "SageMakerLlm.template.json").read_text())
+    (variables,) = [
+        r["Properties"]["Environment"]["Variables"]
+        for logical_id, r in body["Resources"].items()
+        if r["Type"] == "AWS::Lambda::Function" and "EagleRecordFunction" in logical_id
+    ]
+    return dict(variables)
+
+
+def test_a_plan_bought_by_the_app_prices_the_runs_at_its_cap_known_at_synth(tmp_path):
+    """config/examples/reserved-capacity.yaml buys chat-p5e-2027q1 (ml.p5e.48xlarge, the job's type too)."""
+    from sagemaker_llm_cdk import load_config
+
+    env = _record_environment(tmp_path, "reserved-capacity.yaml")
+    config = load_config(EXAMPLES / "reserved-capacity.yaml")
+    (plan,) = config.capacity_plans
+    assert env["CAPACITY_PLAN_BOUND"] == "1"
+    assert env["CAPACITY_PLAN_MAX_UPFRONT_FEE_USD"] == format(plan.max_upfront_fee_usd, "f")
+    assert env["CAPACITY_PLAN_INSTANCE_HOURS"] == str(plan.duration_days * 24 * plan.instance_count)
+    assert "SageMakerLlmCapacity" not in json.dumps(env), "nothing is read from the capacity stack at deploy time"
+
+
+def test_an_on_demand_endpoint_says_nothing_of_plans(built):
+    env = built.resources[lid(built.stack, built.eagle.record_function)]["Properties"]["Environment"]["Variables"]
+    assert not [k for k in env if k.startswith("CAPACITY_PLAN")]

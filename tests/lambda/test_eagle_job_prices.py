@@ -163,6 +163,35 @@ def test_capacity_plan_rate_wins_and_is_named(prices):
     assert price == {"usd_per_hour": 61.5, "source": "capacity-plan", "note": "the plan's effective hourly rate"}
 
 
+def test_a_bought_plan_is_priced_at_its_cap_over_its_instance_hours(prices):
+    """USD 150,000 for 30 days of 2 instances: 150000 / (30 x 24 x 2) = USD 104.1666.../h, at most."""
+    plan = {"CAPACITY_PLAN_MAX_UPFRONT_FEE_USD": "150000", "CAPACITY_PLAN_INSTANCE_HOURS": "1440"}
+    price = prices.hourly_price(None, INSTANCE, REGION, {**ENV, **plan})  # no Price List call: None would raise
+    assert price["usd_per_hour"] == pytest.approx(150000 / 1440) and price["source"] == "capacity-plan"
+    assert price["note"].startswith("at most: the plan's price cap")
+    explicit = prices.hourly_price(None, INSTANCE, REGION, {**ENV, **plan, "CAPACITY_PLAN_HOURLY_USD": "61.5"})
+    assert explicit["usd_per_hour"] == 61.5  # a rate given outright wins
+
+
+@pytest.mark.parametrize(
+    ("plan", "match"),
+    [
+        ({"CAPACITY_PLAN_MAX_UPFRONT_FEE_USD": "150000"}, r"go together, the hours a whole number > 0 \(got ''\)"),
+        ({"CAPACITY_PLAN_INSTANCE_HOURS": "1440"}, r"go together"),
+        ({"CAPACITY_PLAN_MAX_UPFRONT_FEE_USD": "1", "CAPACITY_PLAN_INSTANCE_HOURS": "0"}, r"\(got '0'\)"),
+        (
+            {"CAPACITY_PLAN_MAX_UPFRONT_FEE_USD": "lots", "CAPACITY_PLAN_INSTANCE_HOURS": "1440"},
+            r"CAPACITY_PLAN_MAX_UPFRONT_FEE_USD 'lots' must be USD, the plan's price cap, a number > 0",
+        ),
+    ],
+    ids=["fee-alone", "hours-alone", "zero-hours", "fee-not-a-number"],
+)
+def test_plan_settings_that_do_not_go_together_are_one_clear_error(prices, plan, match):
+    with pytest.raises(Exception, match=match) as raised:
+        prices.hourly_price(None, INSTANCE, REGION, plan)
+    assert type(raised.value).__name__ == "ConfigurationError"
+
+
 @pytest.mark.parametrize("name", ["CAPACITY_PLAN_HOURLY_USD", "SHIPPED_HOURLY_USD"])
 @pytest.mark.parametrize("raw", ["abc", "0", "-3", "inf"])
 def test_bad_hourly_settings_are_one_clear_configuration_error(prices, errors, name, raw):

@@ -183,13 +183,31 @@ def _price_environment(eagle: EagleOptimization) -> dict[str, str]:
     The table (``operations/prices.json``) is read as package data: the eagle layer does not import ``operations``.
     """
     table = json.loads(resources.files("sagemaker_llm_cdk.operations").joinpath("prices.json").read_text("utf-8"))
-    env = {"PRICE_LIST_LOOKUP": "1", "SHIPPED_PRICE_DATE": str(table["read"])}
+    env = {"PRICE_LIST_LOOKUP": "1", "SHIPPED_PRICE_DATE": str(table["read"]), **_plan_environment(eagle)}
     region = Stack.of(eagle).region
     if not Token.is_unresolved(region):
         cell = ((table["usages"]["Hosting"]["prices"].get(eagle.job_instance_type) or {}).get(region)) or {}
         if cell.get("usd_per_hour") is not None:
             env["SHIPPED_HOURLY_USD"] = str(cell["usd_per_hour"])
             env["SHIPPED_PRICE_DATE"] = str(cell.get("read") or table["read"])
+    return env
+
+
+def _plan_environment(eagle: EagleOptimization) -> dict[str, str]:
+    """The record function's view of the capacity plan the endpoint runs on: ``CAPACITY_PLAN_BOUND``, and for a plan
+    this app buys, of the job's instance type, its price cap (``max_upfront_fee_usd``) and instance-hours, whose
+    quotient is the most an instance-hour of it costs: a run's USD per million tokens is priced at that, never at
+    on-demand prices the plan does not pay. Known at synth, so the endpoint's stack reads nothing of the plan's. An
+    existing plan (its fee unknown here) or one of another instance type leaves the on-demand price, with a note."""
+    plan = getattr(eagle.component.endpoint, "capacity_plan", None)
+    if plan is None:
+        return {}
+    env = {"CAPACITY_PLAN_BOUND": "1"}
+    spec = getattr(plan, "spec", None)
+    cap, days = getattr(spec, "max_upfront_fee_usd", None), getattr(spec, "duration_days", None)
+    if cap is not None and days and getattr(plan, "instance_type", None) == eagle.job_instance_type:
+        env["CAPACITY_PLAN_MAX_UPFRONT_FEE_USD"] = format(cap, "f")
+        env["CAPACITY_PLAN_INSTANCE_HOURS"] = str(int(days) * 24 * int(plan.instance_count))
     return env
 
 
