@@ -161,7 +161,7 @@ def test_the_budget_filters_on_the_tag_and_alerts_actual_and_forecasted(env):
                 "BudgetType": "COST",
                 "TimeUnit": "MONTHLY",
                 "BudgetLimit": {"Amount": 5000, "Unit": "USD"},
-                "CostFilters": {"TagKeyValue": ["user:project$llm"]},
+                "CostFilters": {"TagKeyValue": ["user:project$llm"], "Region": [stack.resolve(stack.region)]},
                 "BudgetName": stack.resolve(_budget.budget_name),
             },
             "NotificationsWithSubscribers": [
@@ -324,7 +324,15 @@ def test_without_a_tag_the_budget_filters_on_the_stack_name_tag():
     stack = Stack(App(), "Untagged")
     CostBudget(stack, "Budget", max_usd_per_month=100, emails=["ops@example.com"])
     Template.from_stack(stack).has_resource_properties(
-        "AWS::Budgets::Budget", {"Budget": {"CostFilters": {"TagKeyValue": ["aws:cloudformation:stack-name$Untagged"]}}}
+        "AWS::Budgets::Budget",
+        {
+            "Budget": {
+                "CostFilters": {
+                    "TagKeyValue": ["aws:cloudformation:stack-name$Untagged"],
+                    "Region": [{"Ref": "AWS::Region"}],
+                }
+            }
+        },
     )
 
 
@@ -349,7 +357,10 @@ def test_the_platform_stack_creates_the_configs_budget_on_its_tag(tmp_path):
     stack = LlmPlatformStack(app, config.stack_name, config=config, config_dir=tmp_path)
     template = Template.from_stack(stack)
     (budget,) = template.find_resources("AWS::Budgets::Budget").values()
-    assert budget["Properties"]["Budget"]["CostFilters"] == {"TagKeyValue": ["user:project$llm"]}
+    assert budget["Properties"]["Budget"]["CostFilters"] == {
+        "TagKeyValue": ["user:project$llm"],
+        "Region": [stack.resolve(stack.region)],
+    }
     assert [
         n["Notification"]["NotificationType"] + str(n["Notification"]["Threshold"])
         for n in budget["Properties"]["NotificationsWithSubscribers"]
@@ -393,3 +404,19 @@ def test_the_default_config_costs_nothing_while_idle():
     assert (endpoint.floor_hours, endpoint.ceiling_hours) == (0, 1440)
     (eagle,) = [line for line in lines if line.kind == "eagle"]
     assert "runs only when 1000 new records arrived" in eagle.what and eagle.floor_hours == 0
+
+
+def test_each_regions_budget_counts_only_its_regions_spend():
+    """Budgets is global: the same config in two regions makes two budgets, each filtered on its own region."""
+    filters = []
+    for region in ("us-east-1", "us-west-2"):
+        stack = Stack(App(), f"Chat-{region}", env=Environment(account="123456789012", region=region))
+        CostBudget(
+            stack, "Budget", max_usd_per_month=100, emails=["ops@example.com"], tag_key="project", tag_value="llm"
+        )
+        (budget,) = Template.from_stack(stack).find_resources("AWS::Budgets::Budget").values()
+        filters.append(budget["Properties"]["Budget"]["CostFilters"])
+    assert filters == [
+        {"TagKeyValue": ["user:project$llm"], "Region": ["us-east-1"]},
+        {"TagKeyValue": ["user:project$llm"], "Region": ["us-west-2"]},
+    ]

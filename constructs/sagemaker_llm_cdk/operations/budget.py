@@ -2,7 +2,8 @@
 
 The synth refuses a config whose monthly ceiling is above the budget (``config.settings.AppConfig``), so at
 deploy time the budget is what the account watches: a cost filter on one of the stack's tags
-(``TagKeyValue`` ``user:<key>$<value>``, or CloudFormation's ``aws:cloudformation:stack-name`` tag), and
+(``TagKeyValue`` ``user:<key>$<value>``, or CloudFormation's ``aws:cloudformation:stack-name`` tag) and on the
+stack's region (Budgets is global: one budget per region a config is deployed to, each counting its own), and
 notifications at ACTUAL and FORECASTED percents of the limit, e-mailed and/or published to the alarm topic.
 
 Publishing to the topic needs two grants, both scoped to this account's budget (confused deputy): a topic
@@ -148,7 +149,12 @@ class CostBudget(Construct):
                 budget_type="COST",
                 time_unit="MONTHLY",
                 budget_limit=budgets.CfnBudget.SpendProperty(amount=max_usd_per_month, unit="USD"),
-                cost_filters={"TagKeyValue": [tag_filter(self.tag_key, self.tag_value)]},
+                # The stack's region too: AWS Budgets is global, so a config deployed to two regions (a router's)
+                # makes one budget per region, and each must count its own region's spend against its limit.
+                cost_filters={
+                    "TagKeyValue": [tag_filter(self.tag_key, self.tag_value)],
+                    "Region": [Stack.of(self).region],
+                },
             ),
             notifications_with_subscribers=notifications,
         )
