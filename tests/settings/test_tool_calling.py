@@ -56,6 +56,27 @@ def test_architecture_defaults(architecture, tools, reasoning):
     assert environment == {"OPTION_ENABLE_AUTO_TOOL_CHOICE": "true", "OPTION_TOOL_CALL_PARSER": tools}
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"name": "qwen3-coder-30b", "architecture": "Qwen3MoeForCausalLM"},
+        {"name": "coder", "model_data_s3_uri": "s3://team-llm-weights/Qwen3-Coder-30B-A3B-Instruct/"},
+        {"name": "coder", "model_data_s3_uri": "s3://team-llm-weights/qwen3_coder_small/"},
+    ],
+    ids=["name", "weights", "underscore"],
+)
+def test_a_qwen3_coder_model_takes_its_xml_tool_parser(fields):
+    """Qwen3-Coder writes tool calls as XML, which hermes (the Qwen3 architectures' default) does not read."""
+    assert tool_environment(spec(tools={}, **fields))["OPTION_TOOL_CALL_PARSER"] == "qwen3_coder"
+
+
+def test_only_a_qwen3_architecture_is_told_apart_by_its_name():
+    llama = spec(name="qwen3-coder-lookalike", architecture="LlamaForCausalLM", tools={})
+    assert tool_environment(llama)["OPTION_TOOL_CALL_PARSER"] == "llama3_json"
+    named = spec(name="qwen3-coder-30b", tools={"parser": "hermes"})
+    assert tool_environment(named)["OPTION_TOOL_CALL_PARSER"] == "hermes"  # a named parser still wins
+
+
 def test_a_named_parser_wins_over_the_default():
     assert tool_environment(spec(tools={"parser": "qwen3_xml"}))["OPTION_TOOL_CALL_PARSER"] == "qwen3_xml"
 

@@ -386,12 +386,32 @@ def tool_parsers_of(spec: ModelSpec) -> tuple[frozenset[str], frozenset[str]] | 
     return VLLM_TOOL_PARSERS[image.vllm], VLLM_REASONING_PARSERS[image.vllm]
 
 
+QWEN3_CODER_PARSER = "qwen3_coder"
+"""The tool-call parser of the Qwen3-Coder models, whose tool calls are XML (``<tool_call><function=...>``), not
+the JSON the hermes parser reads: Qwen's Qwen3-Coder model cards serve them with ``--tool-call-parser
+qwen3_coder``. They share the Qwen3 architectures, so the model is told apart by its name."""
+_QWEN3_CODER = re.compile(r"qwen3[-_]?coder", re.IGNORECASE)
+
+
+def is_qwen3_coder(spec: ModelSpec) -> bool:
+    """A Qwen3 architecture whose name, JumpStart model id or weights location says Qwen3-Coder."""
+    if spec.architecture not in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM"):
+        return False
+    names = (spec.name, getattr(spec, "model_id", None), getattr(spec, "model_data_s3_uri", None))
+    return any(isinstance(n, str) and _QWEN3_CODER.search(n) for n in names)
+
+
 def tool_parser(spec: ModelSpec) -> str | None:
-    """The tool-call parser the model runs: ``tools.parser``, else its architecture's default; None when off."""
+    """The tool-call parser the model runs: ``tools.parser``, else ``qwen3_coder`` for a Qwen3-Coder model
+    (``is_qwen3_coder``), else its architecture's default; None when off."""
     if spec.tools is None:
         return None
+    if spec.tools.parser:
+        return spec.tools.parser
+    if is_qwen3_coder(spec):
+        return QWEN3_CODER_PARSER
     default = ARCHITECTURE_DEFAULTS.get(spec.architecture or "")
-    return spec.tools.parser or (default.tool_parser if default else None)
+    return default.tool_parser if default else None
 
 
 def reasoning_parser(spec: ModelSpec) -> str | None:
