@@ -270,3 +270,24 @@ def test_in_a_bound_stack_the_own_account_limited_to_a_permission_set_passes(tmp
         tmp_path, lambda iam: iam.AccountPrincipal(ACCOUNT).with_conditions({"ArnLike": {"aws:PrincipalArn": arn}})
     )
     app.synth()
+
+
+# --------------------------------------------------------------------------- Deny statements that bound nothing
+
+
+@pytest.mark.parametrize(
+    ("condition", "bounded"),
+    [
+        ({"StringNotLike": {"aws:PrincipalArn": "*"}}, False),  # every ARN is like '*': the Deny never applies
+        ({"ArnNotLike": {"aws:PrincipalArn": "arn:aws:iam::*:role/*"}}, False),  # any account's roles pass
+        ({"Null": {"aws:PrincipalArn": "false"}}, False),  # denies only callers that have an ARN's absence reversed
+        ({"ArnNotEquals": {"aws:PrincipalArn": f"arn:aws:iam::{ACCOUNT}:role/chat-app"}}, True),
+        ({"StringNotEquals": {"aws:PrincipalTag/team": "ml"}}, True),
+        ({"ForAnyValue:StringNotEquals": {"aws:username": ["alice", "bob"]}}, True),
+    ],
+    ids=["not-like-star", "not-like-any-account", "null-false", "one-role", "principal-tag", "user-names"],
+)
+def test_a_deny_bounds_the_own_root_only_when_its_values_name_who(condition, bounded):
+    deny = {"Effect": "Deny", "Principal": "*", "Action": "sts:AssumeRole", "Condition": condition}
+    found = [r for r, _ in rules(trust(allow({"AWS": OWN_ROOT}), deny))]
+    assert found == ([] if bounded else ["OwnRootTrust"])

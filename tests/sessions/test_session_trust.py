@@ -113,6 +113,33 @@ def test_a_deny_pin_without_its_null_deny_does_not_count():
     assert session_name_choices(document(ROOT_TRUST, half)) != []
 
 
+@pytest.mark.parametrize(
+    ("values", "null_deny", "chosen"),
+    [
+        (["${aws:username}", "batch"], False, True),  # the variable unresolved: the whole Deny does not apply
+        (["${aws:username}", "batch"], True, False),
+        (["batch", "nightly"], False, False),  # literals alone cannot go unresolved
+        (["app-*"], False, True),  # a pattern lets every name it matches through
+    ],
+    ids=["variable-and-literal", "with-null-deny", "literals", "pattern"],
+)
+def test_a_deny_on_the_session_name_fixes_it_only_when_it_cannot_fail_open(values, null_deny, chosen):
+    deny = {
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "sts:AssumeRole",
+        "Condition": {"StringNotEquals": {"sts:RoleSessionName": values}},
+    }
+    null = {
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "sts:AssumeRole",
+        "Condition": {"Null": {"aws:username": "true"}},
+    }
+    statements = (ROOT_TRUST, deny, *([null] if null_deny else []))
+    assert bool(session_name_choices(document(*statements))) == chosen
+
+
 def test_cognito_trust_must_pin_the_listed_pools():
     cognito = {
         "Effect": "Allow",

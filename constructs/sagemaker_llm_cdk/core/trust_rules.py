@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .policy_documents import _arn_text, _as_list, _condition_keys, _effect, _matches, render
+from .policy_documents import _arn_text, _as_list, _condition_keys, _effect, _limits, _matches, render
 
 COGNITO = "cognito-identity.amazonaws.com"
 ORGANIZATION_KEYS = frozenset({"aws:principalorgid", "aws:principalorgpaths"})
@@ -37,6 +37,7 @@ FOREIGN_LIMITS = frozenset({"sts:externalid"}) | ORGANIZATION_KEYS
 CALLER_KEYS = frozenset(
     {
         "aws:principalarn",
+        "aws:principaltag/",
         "aws:username",
         "aws:userid",
         "sts:rolesessionname",
@@ -45,9 +46,10 @@ CALLER_KEYS = frozenset(
         "sts:externalid",
     }
 )
-"""Condition keys that say who in an account may use a trust of the account (``aws:PrincipalTag/<key>`` too)."""
+"""Condition keys that say who in an account may use a trust of the account (one ending in ``/`` names a family:
+``aws:PrincipalTag/<key>``)."""
 _PARTITION = r"(?:<AWS::Partition>|[^:<>]+)"
-_NEGATED = re.compile(r"^(?:for(?:any|all)values:)?(?:stringnot\w*|arnnot\w*|null)$")
+_NEGATED = re.compile(r"^(?:foranyvalue:|forallvalues:)?(?:stringnot\w*|arnnot\w*|null)$")
 
 
 def trust_problems(
@@ -164,15 +166,19 @@ def _org_paths(statement: Mapping[str, Any]) -> set[str]:
     return {"aws:principalorgpaths"} if named else set()
 
 
+def _named(key: str, keys: set[str] | frozenset[str]) -> bool:
+    """Whether condition key ``key`` (lower case) is one of ``keys``, or of a family of them (``aws:principaltag/``)."""
+    return key in keys or any(k.endswith("/") and key.startswith(k) for k in keys)
+
+
 def _bounded(
     statement: Mapping[str, Any], document: Sequence[Mapping[str, Any]], action: str, keys: set[str] | frozenset[str]
 ) -> bool:
     """Whether ``statement``'s ``action`` is bounded by one of ``keys``: a positive, wildcard-free condition on it,
-    or a Deny in ``document`` of the same action to every principal unless it matches (a negated operator or
-    ``Null``)."""
-    principal_tags = "aws:principalarn" in keys
-    found = _condition_keys(statement)
-    if found & set(keys) or (principal_tags and any(k.startswith("aws:principaltag/") for k in found)):
+    or a Deny in ``document`` of the same action to every principal unless it matches: a negated operator whose
+    every value limits as the positive one's would (``StringNotLike aws:PrincipalArn *`` denies nobody), or
+    ``Null`` true."""
+    if any(_named(k, keys) for k in _condition_keys(statement)):
         return True
     for other in document:
         if _effect(other) != "Deny" or other.get("Principal") not in ("*", {"AWS": "*"}):
@@ -186,9 +192,16 @@ def _bounded(
             name = str(operator).lower()
             if not (_NEGATED.match(name) and isinstance(body, Mapping)):
                 continue
-            names = {str(k).lower() for k, v in body.items() if name != "null" or str(v).lower() == "true"}
-            if names & set(keys) or (principal_tags and any(n.startswith("aws:principaltag/") for n in names)):
-                return True
+            positive = name.rsplit(":", 1)[-1].replace("not", "", 1)
+            for key, value in body.items():
+                values = _as_list(value)
+                limits = (
+                    [str(v).lower() for v in values] == ["true"]
+                    if positive == "null"
+                    else bool(values) and all(_limits(positive, v) for v in values)
+                )
+                if limits and _named(str(key).lower(), keys):
+                    return True
     return False
 
 

@@ -220,18 +220,20 @@ def source_identity_choices(document: Mapping[str, Any]) -> list[str]:
 
 
 def _denied_unless(document: Mapping[str, Any], action: str, key: str) -> bool:
-    """A Deny of ``action`` to everyone unless ``key`` is one policy variable, with its ``Null`` Deny beside it."""
+    """The document fails closed for ``action`` unless ``key`` is fixed: the action is denied outright, or denied
+    unless ``key`` equals wildcard-free literals or policy variables (``StringNotEquals``/``StringNotLike``), each
+    variable with a ``Null`` Deny on its own key beside it (IAM does not apply a statement whose variable it
+    cannot resolve, so without that Deny the pair fails open)."""
     denies = _denies(document, action)
     if any(not s.get("Condition") for s in denies):
         return True
     for statement in denies:
         values = _condition_values(statement, ("StringNotEquals", "StringNotLike"), key)
-        if values and _fixed(values):
-            if not all(v.startswith("${") for v in values):
-                return True  # literals: no variable to go unresolved
-            variable = values[0][2:-1].split(",")[0].strip()
-            if any(_condition_values(other, ("Null",), variable) == ["true"] for other in denies):
-                return True
+        if not values or not _fixed(values):
+            continue
+        variables = [v[2:-1].split(",")[0].strip() for v in values if v.startswith("${")]
+        if all(any(_condition_values(other, ("Null",), name) == ["true"] for other in denies) for name in variables):
+            return True
     return False
 
 
@@ -288,22 +290,6 @@ def _denies(document: Mapping[str, Any], action: str) -> list[Mapping[str, Any]]
     ]
 
 
-def _denied_unless_pinned(document: Mapping[str, Any], action: str) -> bool:
-    """The document has the fail-closed Deny pair for ``action``: a session name other than a variable is denied,
-    and so is the absence of that variable's key."""
-    denies = _denies(document, action)
-    for statement in denies:
-        if not statement.get("Condition"):
-            return True  # the action is denied outright
-    for statement in denies:
-        values = _condition_values(statement, ("StringNotEquals", "StringNotLike"), "sts:RoleSessionName")
-        if values and len(values) == 1 and values[0].startswith("${") and values[0].endswith("}"):
-            variable = values[0][2:-1].split(",")[0].strip()
-            if any(_condition_values(other, ("Null",), variable) == ["true"] for other in denies):
-                return True
-    return False
-
-
 def session_name_choices(document: Mapping[str, Any]) -> list[str]:
     """Where ``document`` (a role's trust policy) lets a caller choose its own session name: one sentence each.
 
@@ -328,7 +314,7 @@ def session_name_choices(document: Mapping[str, Any]) -> list[str]:
             if not who:
                 continue
             pinned = _fixed(_condition_values(statement, ("StringEquals", "StringLike"), "sts:RoleSessionName"))
-            if pinned or _denied_unless_pinned(document, action):
+            if pinned or _denied_unless(document, action, "sts:RoleSessionName"):
                 continue
             found.append(f"{name} lets {', '.join(sorted(who))} call {action} with any RoleSessionName")
     return found
