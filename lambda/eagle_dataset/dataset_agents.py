@@ -79,8 +79,8 @@ def agent_messages(messages: Any) -> list[dict[str, Any]]:
     return result
 
 
-def _stream_reply(text: str, loads: Callable[[str], Any]) -> tuple[str, list[dict[str, Any]], bool]:
-    """A streamed chat completion -> (text, tool calls joined by index, whether reasoning was streamed)."""
+def _stream_reply(text: str, loads: Callable[[str], Any]) -> tuple[str, list[dict[str, Any]], str]:
+    """A streamed chat completion -> (text, tool calls joined by index, the streamed reasoning joined)."""
     lines = stream_lines(text)
     payloads = []
     for line in lines:
@@ -96,7 +96,7 @@ def _stream_reply(text: str, loads: Callable[[str], Any]) -> tuple[str, list[dic
         raise Skip("unsupported_response_shape")
     pieces: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
-    reasoning = False
+    reasoning: list[str] = []
     for chunk in chunks:
         if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
             raise Skip("unsupported_response_shape")
@@ -109,7 +109,9 @@ def _stream_reply(text: str, loads: Callable[[str], Any]) -> tuple[str, list[dic
             raise Skip("unsupported_response_shape")
         if isinstance(delta.get("content"), str):
             pieces.append(delta["content"])
-        reasoning = reasoning or bool(delta.get("reasoning_content") or delta.get("reasoning"))
+        piece = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(piece, str):
+            reasoning.append(piece)
         for position, piece in enumerate(delta.get("tool_calls") or []):
             if not isinstance(piece, dict):
                 raise Skip("unsupported_message_role")
@@ -124,13 +126,13 @@ def _stream_reply(text: str, loads: Callable[[str], Any]) -> tuple[str, list[dic
             for key in ("name", "arguments"):
                 if isinstance(function.get(key), str):
                     call["function"][key] += function[key]
-    return "".join(pieces), [calls[i] for i in sorted(calls)], reasoning
+    return "".join(pieces), [calls[i] for i in sorted(calls)], "".join(reasoning)
 
 
 def agent_reply(
     response: Any, *, is_json: bool, loads: Callable[[str], Any] = json.loads
-) -> tuple[dict[str, Any], bool]:
-    """A chat completion (or its stream) that may call tools -> (the assistant message, whether it reasoned).
+) -> tuple[dict[str, Any], str]:
+    """A chat completion (or its stream) that may call tools -> (the assistant message, its reasoning: "" when none).
 
     The message has ``content`` (text, or None beside tool calls) and ``tool_calls`` when the model called
     tools. Raises ``Skip`` when the answer is neither text nor tool calls.
@@ -154,7 +156,8 @@ def agent_reply(
         text = "" if content is None else content_text(content)
         raw_calls = message.get("tool_calls") or []
         calls = _tool_calls(raw_calls) if raw_calls else []
-        reasoning = bool(message.get("reasoning_content") or message.get("reasoning"))
+        found = message.get("reasoning_content") or message.get("reasoning")
+        reasoning = found if isinstance(found, str) else ""
     else:
         if not response.strip():
             raise Skip("empty_response")

@@ -306,14 +306,13 @@ class BatchConverter:
             raise Skip("unsupported_message_role")
         messages = agent_messages(request["messages"])
         response, response_is_json = self._decode(response_part)
-        reply, reasoned = agent_reply(response, is_json=response_is_json, loads=self._loads)
-        if reasoned and self.reasoning_tags is not None:
-            reasoning = reasoning_of(response, is_json=response_is_json, loads=self._loads)
+        reply, reasoning = agent_reply(response, is_json=response_is_json, loads=self._loads)
+        if reasoning and self.reasoning_tags is not None:
             reply["content"] = with_reasoning(reply.get("content"), reasoning, self.reasoning_tags)
-            reasoned = False  # written, not left out
+            reasoning = ""  # written, not left out
         messages.append(reply)
         out = encode_agent_record(messages)
-        self._count_agent(component, tools=bool(request.get("tools")), reasoned=reasoned)
+        self._count_agent(component, tools=bool(request.get("tools")), reasoned=bool(reasoning))
         return out
 
     @staticmethod

@@ -149,3 +149,25 @@ def test_a_refused_list_roles_is_a_warning_not_a_crash():
 
 def test_the_check_is_registered_live():
     assert check_source_identity_chains in LIVE_CHECKS
+
+
+def test_a_caller_role_is_read_once_for_both_iam_checks(iam):
+    """check_front_door_callers and check_source_identity_chains share one GetRole per caller (ctx.extra)."""
+    from sagemaker_llm_cdk.preflight.live import check_front_door_callers
+
+    pinned = iam("chat-signed-in", *PINNED["Statement"])
+    client = boto3.client("iam", region_name="us-east-1")
+    names: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(client, name)
+
+        def get_role(self, **kwargs: Any) -> Any:
+            names.append(kwargs["RoleName"])
+            return client.get_role(**kwargs)
+
+    ctx = context(callers=(pinned,), iam=Counting())
+    list(check_front_door_callers(ctx))
+    list(check_source_identity_chains(ctx))
+    assert names == ["chat-signed-in"]

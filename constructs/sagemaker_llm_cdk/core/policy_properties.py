@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .policy_documents import _intrinsic, _wild, render, unreadable
+from .policy_documents import _intrinsic, _parsed, _wild, render, unreadable
 
 KINDS = ("identity", "resource", "principal", "unread", "statement")
 
@@ -110,12 +110,10 @@ def schema_reads(
 def _holding(statement: Any) -> Any:
     """A policy document holding only ``statement`` (one statement, as an object or JSON text; an intrinsic stays an
     item of the document, so ``Fn::If`` branches are read and any other is an ``UnreadablePolicy``)."""
-    if isinstance(statement, str):
-        try:
-            statement = json.loads(statement)
-        except ValueError:
-            return statement  # text that is not JSON: read as a document, it is an UnreadablePolicy
-    return {"Statement": [statement]}
+    parsed = _parsed(statement)  # JSON text, CDK's Fn::Join of it included
+    if parsed is None:
+        return statement  # text that is not JSON: read as a document, it is an UnreadablePolicy
+    return {"Statement": [parsed]}
 
 
 def _principal_problems(

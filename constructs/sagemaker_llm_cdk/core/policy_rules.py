@@ -174,6 +174,7 @@ def _resource_problems(
             found("UnreadablePolicy", location, problem)
     for where, document, identity in read:
         statements, unread = _read_statements(document)
+        document_statements = [s for _, s in statements]
         for label, text in unread:
             found("UnreadablePolicy", f"{where}.{label}" if label else where, text)
         for label, statement in statements:
@@ -186,7 +187,7 @@ def _resource_problems(
             if kind == ENDPOINT_POLICY and not identity:
                 judged += _endpoint_resource_problems(statement, properties.get("EndpointName"))
             if kind == "AWS::IAM::Role" and where == "AssumeRolePolicyDocument":
-                judged += trust_problems(statement, [s for _, s in statements], account)
+                judged += trust_problems(statement, document_statements, account)
             for rule, text in judged:
                 found(rule, location, text)
     if kind == "AWS::Lambda::Permission":

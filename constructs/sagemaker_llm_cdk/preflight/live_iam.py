@@ -45,8 +45,6 @@ def check_front_door_callers(ctx: PreflightContext) -> Iterable[Finding]:
     it lets that caller act as anyone else who assumes the role (and continue their conversations)."""
     if ctx.clients is None:
         return
-    import json
-    from urllib.parse import unquote
 
     from ..sessions.trust import (
         cognito_pool_problems,
@@ -62,7 +60,7 @@ def check_front_door_callers(ctx: PreflightContext) -> Iterable[Finding]:
     for path, sessions, arn in callers:
         name = arn.rsplit("/", 1)[1]
         try:
-            role = iam.get_role(RoleName=name)["Role"]
+            role = _get_role(ctx, iam, name)
         except Exception as error:
             code = _error_code(error)
             if code in _DENIED:
@@ -86,9 +84,7 @@ def check_front_door_callers(ctx: PreflightContext) -> Iterable[Finding]:
                     "sessions.trust", f"GetRole {name} failed ({code})", "its trust policy is unknown", "retry", path
                 )
             continue
-        document = role.get("AssumeRolePolicyDocument") or {}
-        if isinstance(document, str):  # the API's URL-encoded JSON, when no client decoded it
-            document = json.loads(unquote(document))
+        document = _decoded(role.get("AssumeRolePolicyDocument"))
         mode = sessions.owner
         if mode == "role":
             yield info(
@@ -152,7 +148,7 @@ def _pinned_roles(ctx: PreflightContext, iam: Any) -> Iterator[tuple[str, str, l
                 principals = [_arn_text(p) for p in trusted_principals(document, "sts:AssumeRole")]
                 yield f"{template_name} {logical_id}", logical_id, [_bound(p, ctx) for p in principals]
     for path, _, arn in _front_door_callers(ctx):
-        document = _role_document(iam, arn.rsplit("/", 1)[1])
+        document = _role_document(ctx, iam, arn.rsplit("/", 1)[1])
         if document is not None and pinned_to_source_identity(document):
             yield path, arn, [_bound(str(p), ctx) for p in trusted_principals(document, "sts:AssumeRole")]
 
@@ -163,9 +159,17 @@ def _bound(text: str, ctx: PreflightContext) -> str:
     return text.replace("<AWS::Partition>", ctx.partition or "aws")
 
 
-def _role_document(iam: Any, name: str) -> dict[str, Any] | None:
+def _get_role(ctx: PreflightContext, iam: Any, name: str) -> dict[str, Any]:
+    """``GetRole``'s ``Role``, read once per preflight run (``ctx.extra``): both checks here read the callers."""
+    roles: dict[str, dict[str, Any]] = ctx.extra.setdefault("iam.roles", {})
+    if name not in roles:
+        roles[name] = iam.get_role(RoleName=name)["Role"]
+    return roles[name]
+
+
+def _role_document(ctx: PreflightContext, iam: Any, name: str) -> dict[str, Any] | None:
     try:
-        return _decoded(iam.get_role(RoleName=name)["Role"].get("AssumeRolePolicyDocument"))
+        return _decoded(_get_role(ctx, iam, name).get("AssumeRolePolicyDocument"))
     except Exception:  # check_front_door_callers reports what reading the role says
         return None
 
